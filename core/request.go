@@ -1,0 +1,69 @@
+package core
+
+import "encoding/json"
+
+// Request is the decoded view of one client request, made once by the server and shared,
+// read-only, by every stage after it.
+type Request struct {
+	// Model is the client's "model": a route name.
+	Model string
+	// Stream is the client's "stream".
+	Stream bool
+	// IncludeUsage is stream_options.include_usage.
+	IncludeUsage bool
+	// Body is the client's JSON with the Hayula fields (x-fallback-on, x-route-hint,
+	// x-hayula-privacy) removed; adapters splice the upstream model into it.
+	Body []byte
+	// Messages are the chat messages, content kept raw.
+	Messages []Message
+	// Images is true when any message carries an image part.
+	Images bool
+	// Tools is true when the request declares tools (or functions).
+	Tools bool
+	// PromptTokensMin is a lower bound of the prompt's tokens (see filter.Context).
+	PromptTokensMin int
+	// MaxTokens is max_completion_tokens, else max_tokens; 0 when absent.
+	MaxTokens int
+	// Strict is true when the route, the key or the request asked for privacy.
+	Strict bool
+	// NoFallback is true when the request said x-fallback-on: false.
+	NoFallback bool
+	// RouteHint is x-route-hint.
+	RouteHint string
+	// Params are the sampling and shaping fields adapters translate.
+	Params Params
+}
+
+// Message is one chat message with its content kept raw (a string or an array of parts).
+type Message struct {
+	Role       string          `json:"role"`
+	Content    json.RawMessage `json:"content,omitempty"`
+	Name       string          `json:"name,omitempty"`
+	ToolCalls  json.RawMessage `json:"tool_calls,omitempty"`
+	ToolCallID string          `json:"tool_call_id,omitempty"`
+}
+
+// Params are the request fields that non-OpenAI adapters translate. Raw fields are nil when absent.
+type Params struct {
+	Temperature    *float64        `json:"temperature,omitempty"`
+	TopP           *float64        `json:"top_p,omitempty"`
+	Seed           *int64          `json:"seed,omitempty"`
+	Stop           json.RawMessage `json:"stop,omitempty"` // a string or an array of strings
+	ResponseFormat json.RawMessage `json:"response_format,omitempty"`
+	ToolsRaw       json.RawMessage `json:"tools,omitempty"`
+	ToolChoice     json.RawMessage `json:"tool_choice,omitempty"`
+}
+
+// StopList returns the stop sequences as a list.
+func (p *Params) StopList() []string {
+	if len(p.Stop) == 0 || string(p.Stop) == "null" {
+		return nil
+	}
+	var one string
+	if json.Unmarshal(p.Stop, &one) == nil {
+		return []string{one}
+	}
+	var many []string
+	_ = json.Unmarshal(p.Stop, &many)
+	return many
+}

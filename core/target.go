@@ -1,0 +1,177 @@
+package core
+
+import (
+	"sync/atomic"
+	"time"
+)
+
+// Privacy says whether a target may see strict traffic.
+type Privacy uint8
+
+const (
+	// Private targets run on hardware the operator controls; strict requests may reach them.
+	Private Privacy = iota
+	// Public targets are third-party services; strict requests never reach them.
+	Public
+)
+
+func (p Privacy) String() string {
+	if p == Public {
+		return "public"
+	}
+	return "private"
+}
+
+// AdapterKind names the wire protocol a target speaks.
+type AdapterKind uint8
+
+const (
+	// AdapterOpenAI is the OpenAI HTTP API (vLLM, llama-server, LM Studio, OpenRouter…).
+	AdapterOpenAI AdapterKind = iota + 1
+	// AdapterOllama is Ollama's native /api/chat.
+	AdapterOllama
+	// AdapterSAIF is the SAIF suite's own completion protocol.
+	AdapterSAIF
+)
+
+func (k AdapterKind) String() string {
+	switch k {
+	case AdapterOpenAI:
+		return "openai"
+	case AdapterOllama:
+		return "ollama"
+	case AdapterSAIF:
+		return "saif"
+	}
+	return "unknown"
+}
+
+// Reasoning says what the gateway does with <think> blocks in a target's output.
+type Reasoning uint8
+
+const (
+	// ReasoningPassthrough leaves content alone (the zero value).
+	ReasoningPassthrough Reasoning = iota
+	// ReasoningThinkTags moves <think>…</think> into reasoning_content.
+	ReasoningThinkTags
+)
+
+// Policy names a selection policy; the selector package builds it once at load.
+type Policy uint8
+
+const (
+	// PolicyOrdered tries candidates in chain order (the zero value).
+	PolicyOrdered Policy = iota
+	// PolicyWeighted picks at random, weighted by Target.Weight.
+	PolicyWeighted
+	// PolicyLeastBusy picks the candidate with the fewest requests in flight.
+	PolicyLeastBusy
+	// PolicyLatency picks the candidate with the lowest smoothed latency.
+	PolicyLatency
+)
+
+func (p Policy) String() string {
+	switch p {
+	case PolicyWeighted:
+		return "weighted"
+	case PolicyLeastBusy:
+		return "least-busy"
+	case PolicyLatency:
+		return "latency"
+	}
+	return "ordered"
+}
+
+// ParsePolicy turns a config string into a Policy.
+func ParsePolicy(s string) (Policy, bool) {
+	switch s {
+	case "", "ordered":
+		return PolicyOrdered, true
+	case "weighted":
+		return PolicyWeighted, true
+	case "least-busy":
+		return PolicyLeastBusy, true
+	case "latency":
+		return PolicyLatency, true
+	}
+	return 0, false
+}
+
+// Secret is a credential read from the environment. It never prints itself.
+type Secret string
+
+func (Secret) String() string   { return "[redacted]" }
+func (Secret) GoString() string { return "[redacted]" }
+
+// MarshalText keeps secrets out of JSON and logs.
+func (Secret) MarshalText() ([]byte, error) { return []byte("[redacted]"), nil }
+
+// Target is one upstream endpoint, compiled from config. It is shared by pointer and never
+// mutated after load, except through Stats.
+type Target struct {
+	// Name is the config key ([targets.NAME]).
+	Name string
+	// Index is the target's position in the compiled config, for per-target state arrays.
+	Index int
+	// Adapter is the wire protocol.
+	Adapter AdapterKind
+	// URL is the base URL without a trailing slash (for openai it includes /v1).
+	URL string
+	// Model is the model name sent upstream.
+	Model string
+	// Privacy is private or public.
+	Privacy Privacy
+	// ContextWindow in tokens; 0 means unknown and never filtered on.
+	ContextWindow int
+	// Tools and Vision are declared capabilities; false removes the target for such requests.
+	Tools, Vision bool
+	// Timeout bounds the wait for the response headers (the first byte); 0 means none.
+	Timeout time.Duration
+	// MaxRetries is how many same-target retries a retryable failure gets.
+	MaxRetries int
+	// APIKey is sent as a Bearer token when non-empty.
+	APIKey Secret
+	// Weight is used by the weighted policy; at least 1.
+	Weight int
+	// Reasoning is what to do with <think> blocks.
+	Reasoning Reasoning
+	// Specialists are the SAIF specialist names a route hint may name.
+	Specialists []string
+	// Stats are live counters for selection; never nil after load.
+	Stats *Stats
+}
+
+// Stats are a target's live counters. They are the only mutable part of a Target.
+type Stats struct {
+	inFlight atomic.Int64
+	latency  atomic.Int64 // smoothed latency in ns; 0 = never observed
+}
+
+// Begin counts a request in flight; the returned func ends it.
+func (s *Stats) Begin() (end func()) {
+	s.inFlight.Add(1)
+	return func() { s.inFlight.Add(-1) }
+}
+
+// InFlight is the number of requests now in flight.
+func (s *Stats) InFlight() int64 { return s.inFlight.Load() }
+
+// ObserveLatency folds d into the smoothed latency (EWMA, alpha 1/4).
+func (s *Stats) ObserveLatency(d time.Duration) {
+	for {
+		old := s.latency.Load()
+		next := int64(d)
+		if old != 0 {
+			next = old + (int64(d)-old)/4
+		}
+		if next == 0 {
+			next = 1
+		}
+		if s.latency.CompareAndSwap(old, next) {
+			return
+		}
+	}
+}
+
+// Latency is the smoothed latency; 0 when nothing was observed yet.
+func (s *Stats) Latency() time.Duration { return time.Duration(s.latency.Load()) }
