@@ -1,0 +1,368 @@
+// Package jsonx owns splicing of top-level members in a JSON object without re-marshalling it.
+//
+// The server decodes a client body once and validates it; adapters then forward those raw bytes
+// with a field or two changed. Re-marshalling through map[string]any would reorder keys, rewrite
+// numbers and cost an allocation per value, so this package scans only the top level of the
+// object (strings with escapes, nested objects and arrays skipped by depth) and copies the rest
+// verbatim.
+//
+// Inputs are assumed to be valid JSON objects. On anything else the functions do not panic: Has
+// reports false, Delete returns body unchanged and SetString returns an unchanged copy.
+package jsonx
+
+import (
+	"bytes"
+	"encoding/json"
+	"unicode/utf8"
+)
+
+// member is the position of one top-level member: body[keyStart:keyEnd] is the quoted key and
+// body[valStart:valEnd] the raw value.
+type member struct {
+	keyStart, keyEnd int
+	valStart, valEnd int
+}
+
+// iter walks the members of a top-level object. It allocates nothing.
+type iter struct {
+	b     []byte
+	pos   int
+	first bool
+	// close is the index of the object's closing brace once next has returned false with ok set.
+	close int
+	ok    bool
+}
+
+func newIter(b []byte) (iter, bool) {
+	it := iter{b: b, first: true}
+	it.pos = skipWS(b, 0)
+	if it.pos >= len(b) || b[it.pos] != '{' {
+		return it, false
+	}
+	it.pos++
+	return it, true
+}
+
+// next returns the next member. When it returns false, it.ok says whether the object ended
+// cleanly (rather than on malformed input).
+func (it *iter) next() (member, bool) {
+	var m member
+	b := it.b
+	it.pos = skipWS(b, it.pos)
+	if it.pos >= len(b) {
+		return m, false
+	}
+	if b[it.pos] == '}' {
+		it.close, it.ok = it.pos, true
+		return m, false
+	}
+	if !it.first {
+		if b[it.pos] != ',' {
+			return m, false
+		}
+		it.pos = skipWS(b, it.pos+1)
+	}
+	it.first = false
+	if it.pos >= len(b) || b[it.pos] != '"' {
+		return m, false
+	}
+	m.keyStart = it.pos
+	end, ok := skipString(b, it.pos)
+	if !ok {
+		return m, false
+	}
+	m.keyEnd = end
+	it.pos = skipWS(b, end)
+	if it.pos >= len(b) || b[it.pos] != ':' {
+		return m, false
+	}
+	it.pos = skipWS(b, it.pos+1)
+	m.valStart = it.pos
+	end, ok = skipValue(b, it.pos)
+	if !ok {
+		return m, false
+	}
+	m.valEnd = end
+	it.pos = end
+	return m, true
+}
+
+func skipWS(b []byte, i int) int {
+	for i < len(b) {
+		switch b[i] {
+		case ' ', '\t', '\n', '\r':
+			i++
+		default:
+			return i
+		}
+	}
+	return i
+}
+
+// skipString returns the index just past the string that opens at b[i]. It jumps from quote to
+// quote (bytes.IndexByte is vectorised) and looks back for escaping backslashes, because long
+// message contents are most of a request body.
+func skipString(b []byte, i int) (int, bool) {
+	for i++; ; i++ {
+		j := bytes.IndexByte(b[i:], '"')
+		if j < 0 {
+			return 0, false
+		}
+		i += j
+		n := 0
+		for k := i - 1; b[k] == '\\'; k-- {
+			n++
+		}
+		if n%2 == 0 {
+			return i + 1, true
+		}
+	}
+}
+
+// skipValue returns the index just past the value that starts at b[i]. Nested containers are
+// skipped by counting depth; strings are skipped whole so that brackets inside them do not count.
+func skipValue(b []byte, i int) (int, bool) {
+	if i >= len(b) {
+		return 0, false
+	}
+	switch b[i] {
+	case '"':
+		return skipString(b, i)
+	case '{', '[':
+		depth := 0
+		for i < len(b) {
+			switch b[i] {
+			case '"':
+				end, ok := skipString(b, i)
+				if !ok {
+					return 0, false
+				}
+				i = end
+				continue
+			case '{', '[':
+				depth++
+			case '}', ']':
+				depth--
+				if depth == 0 {
+					return i + 1, true
+				}
+			}
+			i++
+		}
+		return 0, false
+	}
+	start := i
+	for i < len(b) {
+		switch b[i] {
+		case ',', '}', ']', ' ', '\t', '\n', '\r':
+			return i, i > start
+		}
+		i++
+	}
+	return i, i > start
+}
+
+// keyIs reports whether the quoted key q names key.
+func keyIs(q []byte, key string) bool {
+	return matches(q, []string{key})
+}
+
+// matches reports whether the quoted key q names one of keys. Keys without escapes compare as
+// bytes; the rare escaped (or non-UTF-8) key is decoded so that "mod\u0065l" names model, as it
+// would for encoding/json.
+func matches(q []byte, keys []string) bool {
+	raw := q[1 : len(q)-1]
+	if bytes.IndexByte(raw, '\\') < 0 && utf8.Valid(raw) {
+		for _, k := range keys {
+			if string(raw) == k {
+				return true
+			}
+		}
+		return false
+	}
+	var s string
+	if json.Unmarshal(q, &s) != nil {
+		return false
+	}
+	for _, k := range keys {
+		if s == k {
+			return true
+		}
+	}
+	return false
+}
+
+// Has reports whether a top-level key is present.
+func Has(body []byte, key string) bool {
+	it, ok := newIter(body)
+	if !ok {
+		return false
+	}
+	for {
+		m, more := it.next()
+		if !more {
+			return false
+		}
+		if keyIs(body[m.keyStart:m.keyEnd], key) {
+			return true
+		}
+	}
+}
+
+// Delete returns body (a JSON object) without the given top-level keys. It returns body itself
+// (no copy) when none is present. Nested keys with the same names are untouched. Every occurrence
+// of a duplicated key is removed, as a decoder would then see none.
+func Delete(body []byte, keys ...string) []byte {
+	it, ok := newIter(body)
+	if !ok {
+		return body
+	}
+	found := false
+	for {
+		m, more := it.next()
+		if !more {
+			break
+		}
+		if matches(body[m.keyStart:m.keyEnd], keys) {
+			found = true
+		}
+	}
+	if !it.ok || !found {
+		return body
+	}
+	out := make([]byte, 0, len(body))
+	return rebuildInto(out, body, func(q []byte) bool { return matches(q, keys) }, -1, "")
+}
+
+// SetString returns body with top-level key set to the JSON string value (replaced in place of
+// the old value, or appended as the last member when absent). Always a new slice (body is not
+// modified). With duplicate keys the last occurrence is replaced and the others removed, so the
+// result decodes to value whichever duplicate a decoder would have kept. Invalid UTF-8 in key or
+// value becomes U+FFFD, as encoding/json does.
+func SetString(body []byte, key, value string) []byte {
+	it, ok := newIter(body)
+	if !ok {
+		return append([]byte(nil), body...)
+	}
+	last := -1
+	for {
+		m, more := it.next()
+		if !more {
+			break
+		}
+		if keyIs(body[m.keyStart:m.keyEnd], key) {
+			last = m.keyStart
+		}
+	}
+	if !it.ok {
+		return append([]byte(nil), body...)
+	}
+	if last < 0 {
+		return appendMember(body, key, value)
+	}
+	out := make([]byte, 0, len(body)+len(value)+8)
+	return rebuildInto(out, body, func(q []byte) bool { return keyIs(q, key) }, last, value)
+}
+
+// appendMember copies body with key:value added as its last member.
+func appendMember(body []byte, key, value string) []byte {
+	out := make([]byte, 0, len(body)+len(key)+len(value)+8)
+	it, _ := newIter(body)
+	lastEnd := -1
+	for {
+		m, more := it.next()
+		if !more {
+			break
+		}
+		lastEnd = m.valEnd
+	}
+	rest := it.close
+	if lastEnd >= 0 {
+		rest = lastEnd
+	}
+	out = append(out, body[:rest]...)
+	if lastEnd >= 0 {
+		out = append(out, ',')
+	}
+	out = appendString(out, key)
+	out = append(out, ':')
+	out = appendString(out, value)
+	return append(out, body[rest:]...)
+}
+
+// rebuildInto writes body with the members drop selects removed, except the member starting at
+// keep, whose value is replaced by the string value.
+func rebuildInto(out, body []byte, drop func(q []byte) bool, keep int, value string) []byte {
+	it, _ := newIter(body)
+	// Whitespace between members is not kept: tracking which separator belongs to a dropped
+	// member costs more than the bytes are worth to an upstream.
+	out = append(out, body[:it.pos]...)
+	wrote := false
+	lastEnd := it.pos
+	for {
+		m, more := it.next()
+		if !more {
+			break
+		}
+		lastEnd = m.valEnd
+		q := body[m.keyStart:m.keyEnd]
+		if m.keyStart != keep && drop != nil && drop(q) {
+			continue
+		}
+		if wrote {
+			out = append(out, ',')
+		}
+		wrote = true
+		if m.keyStart == keep {
+			out = append(out, body[m.keyStart:m.valStart]...)
+			out = appendString(out, value)
+			continue
+		}
+		out = append(out, body[m.keyStart:m.valEnd]...)
+	}
+	return append(out, body[lastEnd:]...)
+}
+
+const hex = "0123456789abcdef"
+
+// appendString appends s as a JSON string.
+func appendString(out []byte, s string) []byte {
+	out = append(out, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if c >= 0x20 && c != '"' && c != '\\' {
+				i++
+				continue
+			}
+			out = append(out, s[start:i]...)
+			switch c {
+			case '"', '\\':
+				out = append(out, '\\', c)
+			case '\n':
+				out = append(out, '\\', 'n')
+			case '\r':
+				out = append(out, '\\', 'r')
+			case '\t':
+				out = append(out, '\\', 't')
+			default:
+				out = append(out, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			out = append(out, s[start:i]...)
+			out = append(out, `\ufffd`...)
+			i++
+			start = i
+			continue
+		}
+		i += size
+	}
+	out = append(out, s[start:]...)
+	return append(out, '"')
+}

@@ -1,0 +1,215 @@
+package jsonx
+
+import (
+	"encoding/json"
+	"testing"
+	"unicode/utf8"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestDelete(t *testing.T) {
+	tests := []struct {
+		name string
+		body string
+		keys []string
+		want string
+	}{
+		{"absent", `{"a":1}`, []string{"b"}, `{"a":1}`},
+		{"only member", `{"a":1}`, []string{"a"}, `{}`},
+		{"first", `{"a":1,"b":2,"c":3}`, []string{"a"}, `{"b":2,"c":3}`},
+		{"middle", `{"a":1,"b":2,"c":3}`, []string{"b"}, `{"a":1,"c":3}`},
+		{"last", `{"a":1,"b":2,"c":3}`, []string{"c"}, `{"a":1,"b":2}`},
+		{"several", `{"a":1,"b":2,"c":3}`, []string{"a", "c"}, `{"b":2}`},
+		{"nested same name kept", `{"x-route-hint":"a","m":{"x-route-hint":"b"}}`, []string{"x-route-hint"},
+			`{"m":{"x-route-hint":"b"}}`},
+		{"brackets in strings", `{"s":"}{][\"","a":[1,{"b":"]"}],"k":true}`, []string{"k"},
+			`{"s":"}{][\"","a":[1,{"b":"]"}]}`},
+		{"whitespace", " {\n  \"a\" : 1 ,\n  \"b\" : [ 1, 2 ]\n}\n", []string{"a"}, " {\"b\" : [ 1, 2 ]\n}\n"},
+		{"escaped key", `{"mod\u0065l":"x","a":1}`, []string{"model"}, `{"a":1}`},
+		{"duplicates all removed", `{"a":1,"b":2,"a":3}`, []string{"a"}, `{"b":2}`},
+		{"scalars", `{"n":-1.5e3,"t":true,"f":false,"z":null}`, []string{"t", "z"}, `{"n":-1.5e3,"f":false}`},
+		{"empty object", `{}`, []string{"a"}, `{}`},
+		{"not an object", `[1,2]`, []string{"a"}, `[1,2]`},
+		{"truncated", `{"a":1,"b":`, []string{"a"}, `{"a":1,"b":`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := Delete([]byte(tt.body), tt.keys...)
+			if diff := cmp.Diff(tt.want, string(got)); diff != "" {
+				t.Errorf("Delete(%s, %q) mismatch (-want +got):\n%s", tt.body, tt.keys, diff)
+			}
+		})
+	}
+}
+
+func TestDeleteAbsentReturnsSameSlice(t *testing.T) {
+	body := []byte(`{"model":"a","messages":[]}`)
+	got := Delete(body, "x-fallback-on", "x-route-hint")
+	if &got[0] != &body[0] || len(got) != len(body) {
+		t.Fatal("Delete copied a body that had none of the keys")
+	}
+}
+
+func TestSetString(t *testing.T) {
+	tests := []struct {
+		name       string
+		body       string
+		key, value string
+		want       string
+	}{
+		{"replace", `{"model":"auto","stream":true}`, "model", "qwen", `{"model":"qwen","stream":true}`},
+		{"replace keeps spacing", `{ "model" : "auto" , "n":1}`, "model", "q", `{"model" : "q","n":1}`},
+		{"replace non-string", `{"model":{"a":[1]},"n":1}`, "model", "q", `{"model":"q","n":1}`},
+		{"append", `{"stream":true}`, "model", "q", `{"stream":true,"model":"q"}`},
+		{"append to empty", `{ }`, "model", "q", `{ "model":"q"}`},
+		{"append keeps trailing", "{\"a\":1}\n", "model", "q", "{\"a\":1,\"model\":\"q\"}\n"},
+		{"escapes value", `{}`, "k", "a\"b\\c\n\x01</>", `{"k":"a\"b\\c\n\u0001</>"}`},
+		{"invalid utf8 value", `{}`, "k", "a\xffb", `{"k":"a\ufffdb"}`},
+		{"unicode kept", `{}`, "k", "héllo ☃", `{"k":"héllo ☃"}`},
+		{"nested same name untouched", `{"m":{"model":"x"}}`, "model", "q", `{"m":{"model":"x"},"model":"q"}`},
+		{"duplicates collapse to last", `{"model":"a","n":1,"model":"b"}`, "model", "q", `{"n":1,"model":"q"}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			body := []byte(tt.body)
+			orig := string(body)
+			got := SetString(body, tt.key, tt.value)
+			if diff := cmp.Diff(tt.want, string(got)); diff != "" {
+				t.Errorf("SetString mismatch (-want +got):\n%s", diff)
+			}
+			if string(body) != orig {
+				t.Errorf("SetString modified its input: %s", body)
+			}
+			if len(got) > 0 && len(body) > 0 && &got[0] == &body[0] {
+				t.Error("SetString returned its input slice")
+			}
+		})
+	}
+}
+
+func TestHas(t *testing.T) {
+	tests := []struct {
+		body, key string
+		want      bool
+	}{
+		{`{"a":1,"b":{"c":2}}`, "a", true},
+		{`{"a":1,"b":{"c":2}}`, "b", true},
+		{`{"a":1,"b":{"c":2}}`, "c", false},
+		{`{"s":"\"c\":1"}`, "c", false},
+		{`{"\u0063":1}`, "c", true},
+		{`[{"a":1}]`, "a", false},
+		{``, "a", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.body+"/"+tt.key, func(t *testing.T) {
+			if got := Has([]byte(tt.body), tt.key); got != tt.want {
+				t.Errorf("Has(%s, %q) = %v, want %v", tt.body, tt.key, got, tt.want)
+			}
+		})
+	}
+}
+
+// decodeMap is the reference the fuzz targets compare against.
+func decodeMap(t *testing.T, b []byte) map[string]any {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatalf("result is not a valid JSON object: %v\n%s", err, b)
+	}
+	return m
+}
+
+func isObject(b []byte) bool {
+	var m map[string]any
+	return json.Valid(b) && json.Unmarshal(b, &m) == nil && m != nil
+}
+
+func FuzzDelete(f *testing.F) {
+	f.Add([]byte(`{"a":1,"b":{"a":2},"c":[1,"]"]}`), "a", "c")
+	f.Add([]byte(`{"x-route-hint":"a","model":"m"}`), "x-route-hint", "model")
+	f.Add([]byte(` { "a" : "\"}" , "a":null } `), "a", "")
+	f.Fuzz(func(t *testing.T, body []byte, k1, k2 string) {
+		if !isObject(body) {
+			// Invalid input is outside the contract, but must not panic.
+			_ = Has(body, k1)
+			_ = Delete(body, k1, k2)
+			_ = SetString(body, k1, k2)
+			return
+		}
+		want := decodeMap(t, body)
+		delete(want, k1)
+		delete(want, k2)
+		got := Delete(body, k1, k2)
+		if diff := cmp.Diff(want, decodeMap(t, got)); diff != "" {
+			t.Fatalf("Delete(%q, %q, %q) = %q; decoded mismatch (-want +got):\n%s", body, k1, k2, got, diff)
+		}
+	})
+}
+
+func FuzzSetString(f *testing.F) {
+	f.Add([]byte(`{"model":"auto","stream":true}`), "model", "qwen")
+	f.Add([]byte(`{}`), "k", "a\"\n\x00")
+	f.Add([]byte(`{"a":{"model":1},"model":2,"model":3}`), "model", "x")
+	f.Fuzz(func(t *testing.T, body []byte, key, value string) {
+		if !isObject(body) {
+			return
+		}
+		want := decodeMap(t, body)
+		// encoding/json turns an invalid key into U+FFFD when marshalling a map, which can then
+		// collide with an existing key; SetString does the same per byte, so compare decoded
+		// forms only for keys that are valid to begin with.
+		if !utf8ValidString(key) {
+			return
+		}
+		vb, _ := json.Marshal(value)
+		var v string
+		_ = json.Unmarshal(vb, &v)
+		want[key] = v
+		got := SetString(body, key, value)
+		if diff := cmp.Diff(want, decodeMap(t, got)); diff != "" {
+			t.Fatalf("SetString(%q, %q, %q) = %q; decoded mismatch (-want +got):\n%s", body, key, value, got, diff)
+		}
+		if !Has(got, key) {
+			t.Fatalf("Has after SetString = false: %q", got)
+		}
+	})
+}
+
+func utf8ValidString(s string) bool { return utf8.ValidString(s) }
+
+var benchBody = []byte(`{"model":"auto","messages":[{"role":"system","content":"You are a helpful assistant."},` +
+	`{"role":"user","content":"Summarise the following text, keeping \"quotes\" and {braces}: ` +
+	`Lorem ipsum dolor sit amet, consectetur adipiscing elit, sed do eiusmod tempor incididunt."}],` +
+	`"temperature":0.2,"stream":true,"stream_options":{"include_usage":true},"max_tokens":512}`)
+
+func BenchmarkSetString(b *testing.B) {
+	b.ReportAllocs()
+	b.SetBytes(int64(len(benchBody)))
+	for b.Loop() {
+		_ = SetString(benchBody, "model", "qwen2.5-coder-32b-instruct")
+	}
+}
+
+func BenchmarkDeleteAbsent(b *testing.B) {
+	b.ReportAllocs()
+	b.SetBytes(int64(len(benchBody)))
+	for b.Loop() {
+		_ = Delete(benchBody, "x-fallback-on", "x-route-hint", "x-hayula-privacy")
+	}
+}
+
+func BenchmarkDeletePresent(b *testing.B) {
+	b.ReportAllocs()
+	b.SetBytes(int64(len(benchBody)))
+	for b.Loop() {
+		_ = Delete(benchBody, "stream_options")
+	}
+}
+
+func BenchmarkHas(b *testing.B) {
+	b.ReportAllocs()
+	for b.Loop() {
+		_ = Has(benchBody, "max_tokens")
+	}
+}
