@@ -1,0 +1,149 @@
+package errmap
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/hayula/gateway/core"
+)
+
+// StatusClientClosedRequest is nginx's 499, the conventional status for a client that went away.
+const StatusClientClosedRequest = 499
+
+// Decision is what one failed attempt means.
+type Decision struct {
+	Class core.Class
+	// Status is the HTTP status this failure would give the client if it were the final answer.
+	Status int
+	// Retry is true when a same-target retry may help: connection, timeout, server_error,
+	// rate_limit.
+	Retry bool
+	// Penalize is true when the failure counts toward the target's cooldown: connection, timeout,
+	// server_error, rate_limit.
+	Penalize bool
+	// RetryAfter is from a 429 or 503 Retry-After; 0 when absent.
+	RetryAfter time.Duration
+}
+
+// Classify maps an adapter's error to a Decision. A nil error is ClassNone with status 200.
+func Classify(err error) Decision {
+	if err == nil {
+		return Decision{Class: core.ClassNone, Status: http.StatusOK}
+	}
+	if errors.Is(err, context.Canceled) {
+		return Decision{Class: core.ClassClientGone, Status: StatusClientClosedRequest}
+	}
+	var te *core.TimeoutError
+	if errors.As(err, &te) || errors.Is(err, context.DeadlineExceeded) {
+		return failing(core.ClassTimeout, http.StatusGatewayTimeout)
+	}
+	var se *core.StatusError
+	if errors.As(err, &se) {
+		return classifyStatus(se)
+	}
+	var ce *core.ConnError
+	if errors.As(err, &ce) {
+		return failing(core.ClassConnection, http.StatusBadGateway)
+	}
+	// StreamError, ProtocolError and anything unforeseen: the upstream gave no usable answer.
+	return failing(core.ClassServerError, http.StatusBadGateway)
+}
+
+// failing is a Decision for the classes that are retried and penalized.
+func failing(c core.Class, status int) Decision {
+	return Decision{Class: c, Status: status, Retry: true, Penalize: true}
+}
+
+func classifyStatus(e *core.StatusError) Decision {
+	s := e.Status
+	switch {
+	case s == http.StatusServiceUnavailable && isLoading(e):
+		return Decision{Class: core.ClassLoading, Status: s, RetryAfter: e.RetryAfter}
+	case s == http.StatusTooManyRequests:
+		d := failing(core.ClassRateLimit, s)
+		d.RetryAfter = e.RetryAfter
+		return d
+	case s == http.StatusRequestEntityTooLarge:
+		return Decision{Class: core.ClassOverflow, Status: s}
+	case (s == http.StatusBadRequest || s == http.StatusInternalServerError) && isOverflow(e):
+		return Decision{Class: core.ClassOverflow, Status: s}
+	case s >= 500 && s <= 599:
+		d := failing(core.ClassServerError, s)
+		if s == http.StatusServiceUnavailable {
+			d.RetryAfter = e.RetryAfter
+		}
+		return d
+	case s == http.StatusUnauthorized, s == http.StatusPaymentRequired, s == http.StatusForbidden,
+		s == http.StatusNotFound, s == http.StatusGone:
+		return Decision{Class: core.ClassEndpoint, Status: s}
+	case s >= 400 && s <= 499:
+		return Decision{Class: core.ClassRequest, Status: s}
+	}
+	return failing(core.ClassServerError, http.StatusBadGateway)
+}
+
+// overflowPhrases are what servers say when a prompt does not fit the context, lower-cased and
+// matched as substrings of the error message. Each was checked against the servers' sources:
+//
+//   - OpenAI and vLLM's OpenAI server: "This model's maximum context length is N tokens. However,
+//     you requested M tokens (…)"; newer vLLM "… maximum context length is N tokens and your
+//     request has M input tokens"; OpenAI's code context_length_exceeded.
+//   - vLLM V1 input processing: "The decoder prompt (length N) is longer than the maximum model
+//     length of M."
+//   - llama.cpp llama-server: "request (N tokens) exceeds the available context size (M tokens),
+//     try increasing it" with type exceed_context_size_error (older builds: "the request exceeds
+//     the available context size, try increasing it").
+//   - Ollama's runners: "the input length exceeds the context length" (seen as 400 and as 500).
+//   - Anthropic, as relayed by OpenAI-compatible aggregators: "prompt is too long: N tokens > M
+//     maximum".
+//
+// llama-server's "input is too large to process. increase the physical batch size" is left out on
+// purpose: it is a 500 about the physical batch of embedding and rerank tasks, not the context.
+var overflowPhrases = [...]string{
+	"maximum context length",
+	"context_length_exceeded",
+	"context length exceeded",
+	"is longer than the maximum model length",
+	"exceeds the available context size",
+	"exceed_context_size_error",
+	"input length exceeds the context length",
+	"prompt is too long",
+}
+
+func isOverflow(e *core.StatusError) bool {
+	if e.Code == "context_length_exceeded" || e.Type == "exceed_context_size_error" {
+		return true
+	}
+	text := e.Message
+	if text == "" {
+		// A body that was not OpenAI-shaped left Message empty; its raw text may still say it.
+		text = string(e.Body)
+	}
+	text = strings.ToLower(text)
+	for _, p := range overflowPhrases {
+		if strings.Contains(text, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// isLoading recognises a 503 that means "a model is being swapped in": a body whose top-level
+// "status" says loading (servers and swap proxies that mimic llama-server's /health), or
+// llama-server's own {"error":{"message":"Loading model","type":"unavailable_error"}}.
+func isLoading(e *core.StatusError) bool {
+	if e.Type == "unavailable_error" && strings.Contains(strings.ToLower(e.Message), "loading") {
+		return true
+	}
+	var b struct {
+		Status string `json:"status"`
+	}
+	if json.Unmarshal(e.Body, &b) != nil {
+		return false
+	}
+	return strings.HasPrefix(strings.ToLower(b.Status), "loading")
+}

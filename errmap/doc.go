@@ -1,0 +1,39 @@
+// Package errmap owns the meaning of a failed upstream attempt: Classify turns the typed error an
+// adapter returned into a Decision (its Class, the status it would give the client, whether a
+// same-target retry may help, whether it counts toward the target's cooldown), and Restore turns
+// the attempts of a request that nothing answered into the one OpenAI-shaped error the client gets.
+//
+// # Classification
+//
+//	context.Canceled                      client_gone   499  not retried, not penalized
+//	*core.TimeoutError, DeadlineExceeded  timeout       504  retried, penalized
+//	*core.ConnError                       connection    502  retried, penalized
+//	*core.StatusError 503 "loading"       loading       503  not retried, not penalized
+//	*core.StatusError 5xx                 server_error  its status, retried, penalized
+//	*core.StatusError 429                 rate_limit    429  retried, penalized, Retry-After kept
+//	*core.StatusError 413                 overflow      413
+//	*core.StatusError 400 (or 500) naming a context overflow
+//	                                      overflow      its status
+//	*core.StatusError 401/402/403/404/410 endpoint      its status
+//	*core.StatusError other 4xx           request       its status
+//	*core.StatusError other non-2xx       server_error  502 (a redirect or 1xx is not an answer)
+//	*core.StreamError, *core.ProtocolError, anything else
+//	                                      server_error  502  retried, penalized
+//
+// Cancellation is tested first, so a StreamError or ConnError wrapping context.Canceled is the
+// client's doing, not the upstream's.
+//
+// # Restore: nothing answered, restore the meaningful upstream error
+//
+// When every attempt failed with the same class and the same status, the failure is a fact about
+// the request or the upstreams, and the client is told exactly that: the first attempt is
+// restored as-is. A *core.StatusError keeps its status, message, type, code and param (a 401 from
+// the only target stays a 401 with the upstream's message); a connection failure becomes 502
+// upstream_unreachable, a timeout 504 upstream_timeout, a loading model 503 with its Retry-After,
+// a client that went away 499.
+//
+// When the attempts disagree, no single upstream error is the truth, so the client gets 503
+// all_targets_failed with every attempt listed in order as "target: class (status)", and the
+// smallest positive Retry-After any attempt carried. No attempts at all is 503 "no target could
+// serve".
+package errmap

@@ -1,0 +1,192 @@
+package errmap
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/hayula/gateway/core"
+)
+
+func status(code int, msg, typ, errCode string) *core.StatusError {
+	return &core.StatusError{Target: "t", Status: code, Message: msg, Type: typ, Code: errCode}
+}
+
+func TestClassify(t *testing.T) {
+	retrying := func(c core.Class, s int) Decision { return Decision{Class: c, Status: s, Retry: true, Penalize: true} }
+	tests := []struct {
+		name string
+		err  error
+		want Decision
+	}{
+		{"nil", nil, Decision{Class: core.ClassNone, Status: 200}},
+		{"conn", &core.ConnError{Target: "t", Err: errors.New("connection refused")}, retrying(core.ClassConnection, 502)},
+		{"conn wrapped", fmt.Errorf("attempt: %w", &core.ConnError{Target: "t", Err: io.EOF}), retrying(core.ClassConnection, 502)},
+		{"timeout", &core.TimeoutError{Target: "t", After: time.Second}, retrying(core.ClassTimeout, 504)},
+		{"deadline", context.DeadlineExceeded, retrying(core.ClassTimeout, 504)},
+		{"deadline wrapped", fmt.Errorf("post: %w", context.DeadlineExceeded), retrying(core.ClassTimeout, 504)},
+		{"canceled", context.Canceled, Decision{Class: core.ClassClientGone, Status: 499}},
+		{"canceled inside stream error", &core.StreamError{Target: "t", Message: "read", Err: context.Canceled},
+			Decision{Class: core.ClassClientGone, Status: 499}},
+		{"canceled inside conn error", &core.ConnError{Target: "t", Err: fmt.Errorf("dial: %w", context.Canceled)},
+			Decision{Class: core.ClassClientGone, Status: 499}},
+		{"500", status(500, "boom", "server_error", ""), retrying(core.ClassServerError, 500)},
+		{"502", status(502, "", "", ""), retrying(core.ClassServerError, 502)},
+		{"504 from upstream stays server_error", status(504, "", "", ""), retrying(core.ClassServerError, 504)},
+		{"503 plain", &core.StatusError{Status: 503, RetryAfter: 7 * time.Second},
+			Decision{Class: core.ClassServerError, Status: 503, Retry: true, Penalize: true, RetryAfter: 7 * time.Second}},
+		{"503 status loading", &core.StatusError{Status: 503, Body: []byte(`{"status":"loading"}`), RetryAfter: 3 * time.Second},
+			Decision{Class: core.ClassLoading, Status: 503, RetryAfter: 3 * time.Second}},
+		{"503 status loading model", &core.StatusError{Status: 503, Body: []byte(`{"status": "loading model"}`)},
+			Decision{Class: core.ClassLoading, Status: 503}},
+		{"503 llama-server loading", &core.StatusError{Status: 503, Message: "Loading model", Type: "unavailable_error",
+			Body: []byte(`{"error":{"code":503,"message":"Loading model","type":"unavailable_error"}}`)},
+			Decision{Class: core.ClassLoading, Status: 503}},
+		{"503 status ok is not loading", &core.StatusError{Status: 503, Body: []byte(`{"status":"ok"}`)},
+			retrying(core.ClassServerError, 503)},
+		{"loading on a 500 is a server error", &core.StatusError{Status: 500, Body: []byte(`{"status":"loading"}`)},
+			retrying(core.ClassServerError, 500)},
+		{"429", &core.StatusError{Status: 429, RetryAfter: 2 * time.Second},
+			Decision{Class: core.ClassRateLimit, Status: 429, Retry: true, Penalize: true, RetryAfter: 2 * time.Second}},
+		{"413", status(413, "too big", "", ""), Decision{Class: core.ClassOverflow, Status: 413}},
+		{"400 code context_length_exceeded", status(400, "whatever", "invalid_request_error", "context_length_exceeded"),
+			Decision{Class: core.ClassOverflow, Status: 400}},
+		{"400 openai", status(400, "This model's maximum context length is 8192 tokens. However, your messages resulted in 9000 tokens.", "invalid_request_error", ""),
+			Decision{Class: core.ClassOverflow, Status: 400}},
+		{"400 vllm", status(400, "This model's maximum context length is 4096 tokens. However, you requested 5000 tokens (4000 in the messages, 1000 in the completion). Please reduce the length of the messages or completion.", "BadRequestError", "400"),
+			Decision{Class: core.ClassOverflow, Status: 400}},
+		{"400 vllm v1", status(400, "The decoder prompt (length 9254) is longer than the maximum model length of 4096. Make sure that `max_model_len` is no smaller than the number of text tokens.", "BadRequestError", "400"),
+			Decision{Class: core.ClassOverflow, Status: 400}},
+		{"400 llama-server", status(400, "request (9412 tokens) exceeds the available context size (8192 tokens), try increasing it", "exceed_context_size_error", "400"),
+			Decision{Class: core.ClassOverflow, Status: 400}},
+		{"400 llama-server old", status(400, "the request exceeds the available context size, try increasing it", "invalid_request_error", "400"),
+			Decision{Class: core.ClassOverflow, Status: 400}},
+		{"400 llama-server by type", status(400, "", "exceed_context_size_error", ""), Decision{Class: core.ClassOverflow, Status: 400}},
+		{"400 ollama", status(400, "the input length exceeds the context length", "", ""), Decision{Class: core.ClassOverflow, Status: 400}},
+		{"500 ollama", status(500, "the input length exceeds the context length", "api_error", ""), Decision{Class: core.ClassOverflow, Status: 500}},
+		{"400 anthropic via aggregator", status(400, "prompt is too long: 205000 tokens > 200000 maximum", "", ""),
+			Decision{Class: core.ClassOverflow, Status: 400}},
+		{"400 overflow in raw body only", &core.StatusError{Status: 400, Body: []byte("Context length exceeded")},
+			Decision{Class: core.ClassOverflow, Status: 400}},
+		{"llama-server batch size is not overflow", status(500, "input (700 tokens) is too large to process. increase the physical batch size (current batch size: 512)", "server_error", ""),
+			retrying(core.ClassServerError, 500)},
+		{"400 other", status(400, "messages: field required", "invalid_request_error", ""), Decision{Class: core.ClassRequest, Status: 400}},
+		{"422", status(422, "", "", ""), Decision{Class: core.ClassRequest, Status: 422}},
+		{"401", status(401, "Invalid API key", "invalid_request_error", "invalid_api_key"), Decision{Class: core.ClassEndpoint, Status: 401}},
+		{"402", status(402, "", "", ""), Decision{Class: core.ClassEndpoint, Status: 402}},
+		{"403", status(403, "", "", ""), Decision{Class: core.ClassEndpoint, Status: 403}},
+		{"404", status(404, "model not found", "", ""), Decision{Class: core.ClassEndpoint, Status: 404}},
+		{"410", status(410, "", "", ""), Decision{Class: core.ClassEndpoint, Status: 410}},
+		{"302", status(302, "", "", ""), retrying(core.ClassServerError, 502)},
+		{"stream", &core.StreamError{Target: "t", Message: "upstream closed the stream early"}, retrying(core.ClassServerError, 502)},
+		{"protocol", &core.ProtocolError{Target: "t", Err: errors.New("not SSE")}, retrying(core.ClassServerError, 502)},
+		{"other", errors.New("mystery"), retrying(core.ClassServerError, 502)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if diff := cmp.Diff(tt.want, Classify(tt.err)); diff != "" {
+				t.Errorf("Classify(%v) mismatch (-want +got):\n%s", tt.err, diff)
+			}
+		})
+	}
+}
+
+func attempt(target string, err error) Attempt {
+	return Attempt{Target: target, Decision: Classify(err), Err: err}
+}
+
+func TestRestore(t *testing.T) {
+	unauthorized := &core.StatusError{Target: "a", Status: 401, Message: "Incorrect API key provided",
+		Type: "invalid_request_error", Code: "invalid_api_key"}
+	badParam := &core.StatusError{Target: "a", Status: 400, Message: "temperature must be <= 2",
+		Type: "invalid_request_error", Param: "temperature"}
+	refused := &core.ConnError{Target: "a", Err: errors.New("dial tcp 127.0.0.1:9: connect: connection refused")}
+	tests := []struct {
+		name     string
+		attempts []Attempt
+		want     ClientError
+	}{
+		{"empty", nil, ClientError{Status: 503, Message: "no target could serve", Type: "upstream_error", Code: "no_target"}},
+		{"only target 401 stays 401", []Attempt{attempt("a", unauthorized)},
+			ClientError{Status: 401, Message: "Incorrect API key provided", Type: "invalid_request_error", Code: "invalid_api_key"}},
+		{"request error keeps param", []Attempt{attempt("a", badParam)},
+			ClientError{Status: 400, Message: "temperature must be <= 2", Type: "invalid_request_error", Param: "temperature"}},
+		{"same class and status restores the first", []Attempt{
+			attempt("a", &core.StatusError{Status: 500, Message: "first", Type: "server_error"}),
+			attempt("b", &core.StatusError{Status: 500, Message: "second", Type: "server_error"})},
+			ClientError{Status: 500, Message: "first", Type: "server_error"}},
+		{"connection", []Attempt{attempt("a", refused), attempt("b", &core.ConnError{Target: "b", Err: io.EOF})},
+			ClientError{Status: 502, Message: "upstream a unreachable: dial tcp 127.0.0.1:9: connect: connection refused",
+				Type: "upstream_error", Code: "upstream_unreachable"}},
+		{"timeout", []Attempt{attempt("a", &core.TimeoutError{Target: "a", After: 30 * time.Second})},
+			ClientError{Status: 504, Message: "upstream a did not answer within 30s", Type: "upstream_error", Code: "upstream_timeout"}},
+		{"deadline", []Attempt{attempt("a", context.DeadlineExceeded)},
+			ClientError{Status: 504, Message: "upstream a timed out", Type: "upstream_error", Code: "upstream_timeout"}},
+		{"loading keeps retry-after", []Attempt{attempt("a", &core.StatusError{Status: 503, RetryAfter: 5 * time.Second,
+			Body: []byte(`{"status":"loading"}`)})},
+			ClientError{Status: 503, Message: "upstream a is loading the model", Type: "upstream_error", Code: "model_loading",
+				RetryAfter: 5 * time.Second}},
+		{"llama-server loading keeps its words", []Attempt{attempt("a", &core.StatusError{Status: 503, Message: "Loading model",
+			Type: "unavailable_error", Code: "503"})},
+			ClientError{Status: 503, Message: "Loading model", Type: "unavailable_error", Code: "503"}},
+		{"client gone", []Attempt{attempt("a", context.Canceled)},
+			ClientError{Status: 499, Message: "client closed the request", Type: "request_canceled", Code: "client_closed_request"}},
+		{"rate limit alone", []Attempt{attempt("a", &core.StatusError{Status: 429, Message: "slow down", RetryAfter: time.Second})},
+			ClientError{Status: 429, Message: "slow down", Type: "rate_limit_error", Code: "rate_limit_exceeded", RetryAfter: time.Second}},
+		{"bare status gets a message", []Attempt{attempt("a", &core.StatusError{Status: 502})},
+			ClientError{Status: 502, Message: "upstream a answered 502 Bad Gateway", Type: "upstream_error"}},
+		{"stream error", []Attempt{attempt("a", &core.StreamError{Target: "a", Message: "upstream closed the stream early"})},
+			ClientError{Status: 502, Message: "upstream a broke off: upstream closed the stream early", Type: "upstream_error",
+				Code: "upstream_stream_error"}},
+		{"protocol error", []Attempt{attempt("a", &core.ProtocolError{Target: "a", Err: errors.New("want text/event-stream, got application/json")})},
+			ClientError{Status: 502, Message: "upstream a gave an answer the gateway could not read: want text/event-stream, got application/json",
+				Type: "upstream_error", Code: "bad_upstream_response"}},
+		{"mixed lists every attempt", []Attempt{
+			attempt("a", refused),
+			attempt("b", &core.StatusError{Status: 429, RetryAfter: 20 * time.Second}),
+			attempt("c", &core.StatusError{Status: 503, Body: []byte(`{"status":"loading"}`), RetryAfter: 4 * time.Second}),
+			attempt("d", &core.TimeoutError{Target: "d", After: time.Second})},
+			ClientError{Status: 503, Type: "upstream_error", Code: "all_targets_failed", RetryAfter: 4 * time.Second,
+				Message: "all targets failed: a: connection (502); b: rate_limit (429); c: loading (503); d: timeout (504)"}},
+		{"same class different status is mixed", []Attempt{
+			attempt("a", &core.StatusError{Status: 500}), attempt("b", &core.StatusError{Status: 502})},
+			ClientError{Status: 503, Type: "upstream_error", Code: "all_targets_failed",
+				Message: "all targets failed: a: server_error (500); b: server_error (502)"}},
+		{"overflow everywhere restores the first", []Attempt{
+			attempt("small", &core.StatusError{Status: 400, Message: "This model's maximum context length is 4096 tokens.", Type: "invalid_request_error"}),
+			attempt("big", &core.StatusError{Status: 400, Message: "request (9000 tokens) exceeds the available context size (8192 tokens)", Type: "exceed_context_size_error"})},
+			ClientError{Status: 400, Message: "This model's maximum context length is 4096 tokens.", Type: "invalid_request_error"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if diff := cmp.Diff(tt.want, Restore(tt.attempts)); diff != "" {
+				t.Errorf("Restore mismatch (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestClientErrorJSON(t *testing.T) {
+	tests := []struct {
+		name string
+		e    ClientError
+		want string
+	}{
+		{"nulls", ClientError{Status: 503, Message: "m", Type: "upstream_error"},
+			`{"error":{"message":"m","type":"upstream_error","param":null,"code":null}}`},
+		{"all fields", ClientError{Status: 400, Message: "bad \"t\"", Type: "invalid_request_error", Code: "c", Param: "temperature"},
+			`{"error":{"message":"bad \"t\"","type":"invalid_request_error","param":"temperature","code":"c"}}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if diff := cmp.Diff(tt.want, string(tt.e.JSON())); diff != "" {
+				t.Errorf("JSON mismatch (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

@@ -1,0 +1,154 @@
+package errmap
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/hayula/gateway/core"
+)
+
+// Attempt is one failed attempt, for the final answer.
+type Attempt struct {
+	Target   string
+	Decision Decision
+	Err      error
+}
+
+// ClientError is the OpenAI-shaped error the client gets.
+type ClientError struct {
+	Status                     int
+	Message, Type, Code, Param string
+	// RetryAfter becomes the response's Retry-After header when positive.
+	RetryAfter time.Duration
+}
+
+// JSON renders e as an OpenAI error body; empty Code and Param are null, as OpenAI sends them.
+func (e ClientError) JSON() []byte {
+	type body struct {
+		Message string  `json:"message"`
+		Type    string  `json:"type"`
+		Param   *string `json:"param"`
+		Code    *string `json:"code"`
+	}
+	b := body{Message: e.Message, Type: e.Type}
+	if e.Param != "" {
+		b.Param = &e.Param
+	}
+	if e.Code != "" {
+		b.Code = &e.Code
+	}
+	out, _ := json.Marshal(struct {
+		Error body `json:"error"`
+	}{b})
+	return out
+}
+
+// Restore builds the client's error from the failed attempts of one request; the rule is in the
+// package documentation.
+func Restore(attempts []Attempt) ClientError {
+	if len(attempts) == 0 {
+		return ClientError{Status: http.StatusServiceUnavailable, Message: "no target could serve",
+			Type: "upstream_error", Code: "no_target"}
+	}
+	first := attempts[0].Decision
+	same := true
+	for _, a := range attempts[1:] {
+		if a.Decision.Class != first.Class || a.Decision.Status != first.Status {
+			same = false
+			break
+		}
+	}
+	if same {
+		return restoreOne(attempts[0])
+	}
+	var msg strings.Builder
+	msg.WriteString("all targets failed: ")
+	var retryAfter time.Duration
+	for i, a := range attempts {
+		if i > 0 {
+			msg.WriteString("; ")
+		}
+		fmt.Fprintf(&msg, "%s: %s (%d)", a.Target, a.Decision.Class, a.Decision.Status)
+		if ra := a.Decision.RetryAfter; ra > 0 && (retryAfter == 0 || ra < retryAfter) {
+			retryAfter = ra
+		}
+	}
+	return ClientError{Status: http.StatusServiceUnavailable, Message: msg.String(),
+		Type: "upstream_error", Code: "all_targets_failed", RetryAfter: retryAfter}
+}
+
+// restoreOne turns a single attempt back into what its upstream (or its absence) said.
+func restoreOne(a Attempt) ClientError {
+	d := a.Decision
+	out := ClientError{Status: d.Status, RetryAfter: d.RetryAfter, Type: "upstream_error"}
+	var se *core.StatusError
+	switch {
+	case d.Class == core.ClassClientGone:
+		out.Message, out.Type, out.Code = "client closed the request", "request_canceled", "client_closed_request"
+	case d.Class == core.ClassTimeout:
+		out.Message, out.Code = fmt.Sprintf("upstream %s timed out", a.Target), "upstream_timeout"
+		var te *core.TimeoutError
+		if errors.As(a.Err, &te) && te.After > 0 {
+			out.Message = fmt.Sprintf("upstream %s did not answer within %s", a.Target, te.After)
+		}
+	case d.Class == core.ClassConnection:
+		out.Message, out.Code = fmt.Sprintf("upstream %s unreachable", a.Target), "upstream_unreachable"
+		var ce *core.ConnError
+		if errors.As(a.Err, &ce) && ce.Err != nil {
+			out.Message += ": " + ce.Err.Error()
+		}
+	case errors.As(a.Err, &se):
+		out.Message, out.Type, out.Code, out.Param = se.Message, se.Type, se.Code, se.Param
+		fillStatusDefaults(&out, a.Target, d.Class)
+	default:
+		out.Message, out.Code = fmt.Sprintf("upstream %s failed", a.Target), "upstream_error"
+		var (
+			ste *core.StreamError
+			pe  *core.ProtocolError
+		)
+		switch {
+		case errors.As(a.Err, &ste):
+			out.Message, out.Code = fmt.Sprintf("upstream %s broke off: %s", a.Target, ste.Message), "upstream_stream_error"
+		case errors.As(a.Err, &pe) && pe.Err != nil:
+			out.Message, out.Code = fmt.Sprintf("upstream %s gave an answer the gateway could not read: %s", a.Target, pe.Err), "bad_upstream_response"
+		case a.Err != nil:
+			out.Message += ": " + a.Err.Error()
+		}
+	}
+	return out
+}
+
+// fillStatusDefaults completes a restored upstream error whose body did not say everything (a
+// bare 503, Ollama's {"error":"…"}), so that the client always gets a message and a type.
+func fillStatusDefaults(out *ClientError, target string, c core.Class) {
+	if out.Message == "" {
+		switch c {
+		case core.ClassLoading:
+			out.Message = fmt.Sprintf("upstream %s is loading the model", target)
+		default:
+			out.Message = fmt.Sprintf("upstream %s answered %d %s", target, out.Status, http.StatusText(out.Status))
+		}
+	}
+	if out.Code == "" {
+		switch c {
+		case core.ClassLoading:
+			out.Code = "model_loading"
+		case core.ClassRateLimit:
+			out.Code = "rate_limit_exceeded"
+		}
+	}
+	if out.Type == "" {
+		switch {
+		case c == core.ClassRateLimit:
+			out.Type = "rate_limit_error"
+		case c == core.ClassLoading || out.Status >= 500:
+			out.Type = "upstream_error"
+		default:
+			out.Type = "invalid_request_error"
+		}
+	}
+}
