@@ -1,0 +1,30 @@
+// Package lifecycle owns the local model processes behind lifecycle-managed targets: it starts a
+// target's command on demand on a free loopback port, waits for its health check, keeps at most
+// `slots` members of a group running (stopping the least recently used unpinned one to make room),
+// restarts crashed processes with backoff, stops idle ones, and never lets a child outlive the
+// gateway. It also remembers the LRU order in a state file so that a restart pre-warms the members
+// that were in use.
+//
+// The server calls Ensure before an attempt on a managed target and the returned release when the
+// attempt ends; Ready and State answer without blocking, for "fall through if another target can
+// serve now" and for 503 + Retry-After on loading targets.
+//
+// Invariants, each with the test that holds it:
+//   - A group never has more than its slots' worth of processes alive, and the one stopped to make
+//     room is the least recently used idle unpinned member — TestEvictionOrderLRU.
+//   - A pinned member is never evicted — TestPinnedNeverEvicted.
+//   - A member with a request in flight is neither evicted nor idle-stopped — TestBusyMemberNotEvicted,
+//     TestIdleStop.
+//   - Concurrent requests for one cold target start one process — TestSingleStartUnderConcurrency.
+//   - A member that crashes after having been healthy is restarted with backoff, and the crash is
+//     logged with its last stderr lines — TestRestartAfterCrash.
+//   - No child process (nor anything it spawned into its process group) survives Close —
+//     TestNoOrphanAfterClose; nor a SIGKILL of the gateway on Linux — TestChildDiesWithGateway.
+//   - A start that cannot finish within load_timeout fails with *LoadTimeoutError and its process is
+//     killed — TestLoadTimeout.
+//   - The most recently used members are pre-warmed from the state file — TestStateFilePrewarm.
+//
+// Time that carries meaning (idle_stop, load_timeout, restart backoff) is read from the injected
+// Clock. Time that only paces a real process (health poll interval, probe timeout, the SIGTERM →
+// SIGKILL grace) is wall time: a fake clock cannot make a real process start or exit sooner.
+package lifecycle

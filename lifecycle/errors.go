@@ -1,0 +1,65 @@
+package lifecycle
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// ErrClosed is returned by Ensure and Start once Close has begun.
+var ErrClosed = errors.New("lifecycle: manager closed")
+
+// UnknownTargetError is Ensure on a name that has no Spec; the server should call Manages first.
+type UnknownTargetError struct {
+	Name string
+}
+
+func (e *UnknownTargetError) Error() string {
+	return "lifecycle: " + e.Name + " is not a managed target"
+}
+
+// ProcessError is a target process that could not be started or that exited on its own before it
+// was asked to stop. Err is the exec error or the *exec.ExitError (nil for a clean exit 0).
+type ProcessError struct {
+	Target string
+	Err    error
+	// Stderr holds the last lines the process wrote to stderr, oldest first.
+	Stderr []string
+}
+
+func (e *ProcessError) Error() string {
+	var b strings.Builder
+	b.WriteString(e.Target)
+	b.WriteString(": process ")
+	if e.Err != nil {
+		b.WriteString(e.Err.Error())
+	} else {
+		b.WriteString("exited")
+	}
+	if n := len(e.Stderr); n > 0 {
+		b.WriteString(": ")
+		b.WriteString(e.Stderr[n-1])
+	}
+	return b.String()
+}
+
+func (e *ProcessError) Unwrap() error { return e.Err }
+
+// LoadTimeoutError is a target that did not become healthy within its load_timeout (or, for a
+// request, whose group had no room within it). Last is the most recent start failure, if any.
+type LoadTimeoutError struct {
+	Target string
+	After  time.Duration
+	Last   error
+}
+
+func (e *LoadTimeoutError) Error() string {
+	s := fmt.Sprintf("%s: not healthy within load_timeout %s", e.Target, e.After)
+	if e.Last != nil {
+		s += " (last: " + e.Last.Error() + ")"
+	}
+	return s
+}
+
+func (e *LoadTimeoutError) Unwrap() error { return e.Last }

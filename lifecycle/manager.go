@@ -1,0 +1,560 @@
+package lifecycle
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"slices"
+	"sync"
+	"time"
+
+	"golang.org/x/sync/singleflight"
+)
+
+// State is where a member is in its life.
+type State uint8
+
+const (
+	// StateStopped: no process, none wanted.
+	StateStopped State = iota
+	// StateStarting: launching, loading, or waiting for the member it evicted to stop.
+	StateStarting
+	// StateReady: the process is up and passed its health check.
+	StateReady
+	// StateBackoff: the process died on its own and will be restarted after a delay.
+	StateBackoff
+	// StateStopping: asked to stop (SIGTERM sent, SIGKILL after the grace).
+	StateStopping
+)
+
+var stateNames = [...]string{"stopped", "starting", "ready", "backoff", "stopping"}
+
+func (s State) String() string {
+	if int(s) < len(stateNames) {
+		return stateNames[s]
+	}
+	return "unknown"
+}
+
+// MemberStatus is one member as Status reports it, for explain and logs.
+type MemberStatus struct {
+	Name   string
+	Group  string
+	Pinned bool
+	State  State
+	// PID is the running process, 0 when there is none.
+	PID int
+	// URL is the resolved base URL of the running process, "" when there is none.
+	URL string
+	// InFlight counts Ensure calls not yet released.
+	InFlight int
+	// LastUsed is when the member was last acquired or released; zero if never.
+	LastUsed time.Time
+	// Starts counts processes launched; Restarts those launched after a crash.
+	Starts, Restarts int
+	// LastError is the latest start failure or crash, "" if none.
+	LastError string
+}
+
+type member struct {
+	spec        Spec
+	group       *group
+	pinned      bool
+	loadTimeout time.Duration
+
+	// Guarded by Manager.mu.
+	state    State
+	busy     int
+	seq      uint64 // recency: higher was used later; 0 = never
+	lastUsed time.Time
+	readyAt  time.Time
+	replaced bool          // stopping to make room for a member that already counts in its slot
+	stop     chan struct{} // closed to ask the supervisor to stop
+	done     chan struct{} // closed when the supervisor has returned
+	pid      int
+	url      string
+	starts   int
+	restarts int
+	lastErr  error
+	failures uint64 // supervisions that gave up with an error, so a waiter can tell its own failure
+	idle     Timer
+}
+
+type group struct {
+	spec    GroupSpec
+	members []*member
+}
+
+// Manager runs the processes of lifecycle-managed targets. Its methods are safe for concurrent use.
+// Close must be called to stop the children and the goroutines.
+type Manager struct {
+	opt     Options
+	log     *slog.Logger
+	clock   Clock
+	probe   *http.Client
+	members []*member // in spec order
+	byName  map[string]*member
+	groups  []*group
+
+	sf        singleflight.Group
+	spawnOnce sync.Once
+	spawnCh   chan spawnReq
+	saveMu    sync.Mutex
+	sups      sync.WaitGroup // supervisors
+	flights   sync.WaitGroup // bringUp calls
+
+	mu      sync.Mutex
+	changed chan struct{} // closed and replaced on every change a waiter may care about
+	seq     uint64
+	started bool
+	closed  bool
+}
+
+// New checks specs and groups and returns a Manager that has started nothing yet.
+func New(specs []Spec, groups []GroupSpec, o Options) (*Manager, error) {
+	if err := validate(specs, groups); err != nil {
+		return nil, err
+	}
+	o = o.withDefaults()
+	m := &Manager{
+		opt:   o,
+		log:   o.Logger,
+		clock: o.Clock,
+		// Keep-alives are off: probes are rare, and idle connections would outlive Close.
+		probe:   &http.Client{Transport: &http.Transport{Proxy: nil, DisableKeepAlives: true}},
+		byName:  make(map[string]*member, len(specs)),
+		spawnCh: make(chan spawnReq),
+		changed: make(chan struct{}),
+	}
+	gs := make(map[string]*group, len(groups))
+	for _, g := range groups {
+		grp := &group{spec: g}
+		gs[g.Name] = grp
+		m.groups = append(m.groups, grp)
+	}
+	for _, s := range specs {
+		mem := &member{spec: s, loadTimeout: s.LoadTimeout}
+		mem.spec.Command = slices.Clone(s.Command)
+		mem.spec.Env = slices.Clone(s.Env)
+		if mem.loadTimeout == 0 {
+			mem.loadTimeout = DefaultLoadTimeout
+		}
+		if g := gs[s.Group]; g != nil {
+			mem.group = g
+			mem.pinned = slices.Contains(g.spec.Pinned, s.Name)
+			g.members = append(g.members, mem)
+		}
+		m.members = append(m.members, mem)
+		m.byName[s.Name] = mem
+	}
+	return m, nil
+}
+
+// Manages reports whether name is a lifecycle-managed target.
+func (m *Manager) Manages(name string) bool { return m.byName[name] != nil }
+
+// Start starts every pinned member and pre-warms, per group, the most recently used members saved
+// in the state file, up to the group's free slots. It returns at once unless Options.WaitHealthy,
+// in which case it waits until every pinned member is ready or ctx ends. An unreadable state file
+// is logged and treated as empty: a lost LRU order must not keep the gateway down.
+func (m *Manager) Start(ctx context.Context) error {
+	var recent []string
+	if m.opt.StateFile != "" {
+		var err error
+		if recent, err = readState(m.opt.StateFile); err != nil {
+			m.log.Warn("lifecycle: ignoring state file", "err", err)
+			recent = nil
+		}
+	}
+
+	m.mu.Lock()
+	switch {
+	case m.closed:
+		m.mu.Unlock()
+		return ErrClosed
+	case m.started:
+		m.mu.Unlock()
+		return errors.New("lifecycle: Start called twice")
+	}
+	m.started = true
+	for i := len(recent) - 1; i >= 0; i-- {
+		if mem := m.byName[recent[i]]; mem != nil && mem.seq == 0 {
+			m.seq++
+			mem.seq = m.seq
+		}
+	}
+	for _, g := range m.groups {
+		for _, mem := range g.members {
+			if mem.pinned && mem.state == StateStopped {
+				m.reserveLocked(mem)
+			}
+		}
+	}
+	for _, g := range m.groups {
+		free := g.spec.Slots - m.occupiedLocked(g)
+		for _, name := range recent {
+			mem := m.byName[name]
+			if free <= 0 {
+				break
+			}
+			if mem == nil || mem.group != g || mem.pinned || mem.state != StateStopped {
+				continue
+			}
+			m.log.Info("lifecycle: pre-warming", "target", name, "group", g.spec.Name)
+			m.reserveLocked(mem)
+			free--
+		}
+	}
+	m.mu.Unlock()
+
+	if !m.opt.WaitHealthy {
+		return nil
+	}
+	for {
+		m.mu.Lock()
+		if m.closed {
+			m.mu.Unlock()
+			return ErrClosed
+		}
+		var waiting []string
+		for _, mem := range m.members {
+			if mem.pinned && mem.state != StateReady {
+				waiting = append(waiting, mem.spec.Name)
+			}
+		}
+		ch := m.changed
+		m.mu.Unlock()
+		if len(waiting) == 0 {
+			return nil
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return fmt.Errorf("lifecycle: waiting for pinned %v: %w", waiting, ctx.Err())
+		}
+	}
+}
+
+// Ensure makes the target's process run and be healthy, starting it if needed (stopping the least
+// recently used idle unpinned member of a full group first), and returns its base URL. The caller
+// must call release when the attempt ends: until then the member is neither evicted nor
+// idle-stopped. Concurrent calls for one cold target start it once (singleflight). The wait is
+// bounded by the target's load_timeout (*LoadTimeoutError) and by ctx (ctx.Err()); a start that
+// fails returns *ProcessError. The URL may change across restarts (a new port each launch), so use
+// the one returned for this attempt.
+func (m *Manager) Ensure(ctx context.Context, name string) (baseURL string, release func(), err error) {
+	mem := m.byName[name]
+	if mem == nil {
+		return "", nil, &UnknownTargetError{Name: name}
+	}
+	for {
+		if url, release, ok := m.acquire(mem); ok {
+			return url, release, nil
+		}
+		ch := m.sf.DoChan(name, func() (any, error) { return nil, m.bringUp(mem) })
+		select {
+		case r := <-ch:
+			if r.Err != nil {
+				return "", nil, r.Err
+			}
+			// Ready now; loop to acquire, or to start again if it was evicted meanwhile.
+		case <-ctx.Done():
+			return "", nil, ctx.Err()
+		}
+	}
+}
+
+// Ready reports, without blocking, whether the target's process is running and healthy now.
+func (m *Manager) Ready(name string) bool { return m.State(name) == StateReady }
+
+// State reports the target's state now; StateStopped for an unknown name.
+func (m *Manager) State(name string) State {
+	mem := m.byName[name]
+	if mem == nil {
+		return StateStopped
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return mem.state
+}
+
+// Status reports every member, in spec order.
+func (m *Manager) Status() []MemberStatus {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make([]MemberStatus, 0, len(m.members))
+	for _, mem := range m.members {
+		st := MemberStatus{
+			Name: mem.spec.Name, Group: mem.spec.Group, Pinned: mem.pinned, State: mem.state,
+			PID: mem.pid, URL: mem.url, InFlight: mem.busy, LastUsed: mem.lastUsed,
+			Starts: mem.starts, Restarts: mem.restarts,
+		}
+		if mem.lastErr != nil {
+			st.LastError = mem.lastErr.Error()
+		}
+		out = append(out, st)
+	}
+	return out
+}
+
+// Close stops every child (SIGTERM to its process group, SIGKILL after the grace), waits for them
+// and saves the state file. Requests still holding a member should have ended first (the server
+// drains before calling Close). If ctx ends first, Close returns ctx.Err() while the stops finish in
+// the background.
+func (m *Manager) Close(ctx context.Context) error {
+	m.mu.Lock()
+	if m.closed {
+		m.mu.Unlock()
+		return nil
+	}
+	m.closed = true
+	for _, mem := range m.members {
+		m.stopLocked(mem, "shutdown")
+	}
+	m.broadcastLocked()
+	m.mu.Unlock()
+
+	done := make(chan struct{})
+	go func() {
+		m.sups.Wait()
+		m.flights.Wait()
+		m.save()
+		close(m.spawnCh)
+		close(done)
+	}()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (m *Manager) acquire(mem *member) (string, func(), bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed || mem.state != StateReady {
+		return "", nil, false
+	}
+	mem.busy++
+	m.seq++
+	mem.seq = m.seq
+	mem.lastUsed = m.clock.Now()
+	if mem.idle != nil {
+		mem.idle.Stop()
+		mem.idle = nil
+	}
+	var once sync.Once
+	return mem.url, func() { once.Do(func() { m.release(mem) }) }, true
+}
+
+func (m *Manager) release(mem *member) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	mem.busy--
+	mem.lastUsed = m.clock.Now()
+	if mem.busy == 0 && mem.state == StateReady {
+		m.armIdleLocked(mem)
+	}
+	// A request waiting for a slot may now evict this member.
+	m.broadcastLocked()
+}
+
+// bringUp runs once per cold target at a time (under singleflight): it reserves a slot, evicting if
+// needed, and waits until the member is ready, its start fails, or load_timeout passes.
+func (m *Manager) bringUp(mem *member) error {
+	m.mu.Lock()
+	if m.closed {
+		m.mu.Unlock()
+		return ErrClosed
+	}
+	m.flights.Add(1)
+	failuresBefore := mem.failures
+	m.mu.Unlock()
+	defer m.flights.Done()
+
+	expired := make(chan struct{})
+	t := m.clock.AfterFunc(mem.loadTimeout, func() { close(expired) })
+	defer t.Stop()
+	reserved, failuresAtReserve := false, uint64(0)
+	for {
+		m.mu.Lock()
+		if m.closed {
+			m.mu.Unlock()
+			return ErrClosed
+		}
+		switch mem.state {
+		case StateReady:
+			m.mu.Unlock()
+			return nil
+		case StateStopped:
+			if reserved && mem.failures != failuresAtReserve {
+				err := mem.lastErr
+				m.mu.Unlock()
+				return err
+			}
+			failuresAtReserve = mem.failures
+			reserved = m.reserveLocked(mem)
+		}
+		ch := m.changed
+		m.mu.Unlock()
+		select {
+		case <-ch:
+		case <-expired:
+			m.mu.Lock()
+			var last error
+			if mem.failures != failuresBefore {
+				last = mem.lastErr
+			}
+			m.mu.Unlock()
+			return &LoadTimeoutError{Target: mem.spec.Name, After: mem.loadTimeout, Last: last}
+		}
+	}
+}
+
+// reserveLocked claims a slot for a stopped member and starts its supervisor; if the group is full
+// it picks the least recently used idle unpinned member to stop first. It reports false, changing
+// nothing, when the group is full of members that cannot be evicted now.
+func (m *Manager) reserveLocked(mem *member) bool {
+	var victim *member
+	if g := mem.group; g != nil && m.occupiedLocked(g) >= g.spec.Slots {
+		if victim = m.lruEvictableLocked(g, mem); victim == nil {
+			return false
+		}
+	}
+	var after <-chan struct{}
+	if victim != nil {
+		// The newcomer counts in the slot from now on; the physical swap waits for the victim to
+		// exit so that memory is never held by slots+1 processes.
+		victim.replaced = true
+		after = victim.done
+		m.stopLocked(victim, "evicted for "+mem.spec.Name)
+	}
+	mem.state = StateStarting
+	mem.stop = make(chan struct{})
+	mem.done = make(chan struct{})
+	m.sups.Add(1)
+	go m.supervise(mem, mem.stop, mem.done, after)
+	m.broadcastLocked()
+	return true
+}
+
+func (m *Manager) occupiedLocked(g *group) int {
+	n := 0
+	for _, mem := range g.members {
+		if mem.state != StateStopped && !mem.replaced {
+			n++
+		}
+	}
+	return n
+}
+
+// lruEvictableLocked returns the least recently used member of g that may be stopped now:
+// unpinned, not in use, and running or waiting to restart (a starting member is about to serve).
+func (m *Manager) lruEvictableLocked(g *group, except *member) *member {
+	var best *member
+	for _, mem := range g.members {
+		if mem == except || mem.pinned || mem.busy > 0 {
+			continue
+		}
+		if mem.state != StateReady && mem.state != StateBackoff {
+			continue
+		}
+		if best == nil || mem.seq < best.seq {
+			best = mem
+		}
+	}
+	return best
+}
+
+func (m *Manager) stopLocked(mem *member, reason string) {
+	if mem.state == StateStopped || mem.state == StateStopping {
+		return
+	}
+	mem.state = StateStopping
+	close(mem.stop)
+	if mem.idle != nil {
+		mem.idle.Stop()
+		mem.idle = nil
+	}
+	m.log.Info("lifecycle: stopping", "target", mem.spec.Name, "reason", reason, "pid", mem.pid)
+	m.broadcastLocked()
+}
+
+func (m *Manager) armIdleLocked(mem *member) {
+	if mem.spec.IdleStop <= 0 || m.closed {
+		return
+	}
+	if mem.idle != nil {
+		mem.idle.Stop()
+	}
+	wait := max(mem.spec.IdleStop-m.clock.Now().Sub(idleSince(mem)), 0)
+	mem.idle = m.clock.AfterFunc(wait, func() { m.idleCheck(mem) })
+}
+
+func idleSince(mem *member) time.Time {
+	if mem.lastUsed.After(mem.readyAt) {
+		return mem.lastUsed
+	}
+	return mem.readyAt
+}
+
+func (m *Manager) idleCheck(mem *member) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed || mem.state != StateReady || mem.busy > 0 {
+		return
+	}
+	if m.clock.Now().Sub(idleSince(mem)) < mem.spec.IdleStop {
+		// A use since this timer was armed; wait for the rest.
+		m.armIdleLocked(mem)
+		return
+	}
+	m.stopLocked(mem, "idle")
+}
+
+func (m *Manager) broadcastLocked() {
+	close(m.changed)
+	m.changed = make(chan struct{})
+}
+
+// save writes the recency order; failures are logged, since losing it only costs a cold start.
+func (m *Manager) save() {
+	if m.opt.StateFile == "" {
+		return
+	}
+	m.saveMu.Lock()
+	defer m.saveMu.Unlock()
+	type use struct {
+		name string
+		seq  uint64
+	}
+	m.mu.Lock()
+	var used []use
+	for _, mem := range m.members {
+		if mem.seq > 0 {
+			used = append(used, use{mem.spec.Name, mem.seq})
+		}
+	}
+	m.mu.Unlock()
+	slices.SortFunc(used, func(a, b use) int { return compareDesc(a.seq, b.seq) })
+	recent := make([]string, len(used))
+	for i, u := range used {
+		recent[i] = u.name
+	}
+	if err := writeState(m.opt.StateFile, recent); err != nil {
+		m.log.Warn("lifecycle: saving state", "file", m.opt.StateFile, "err", err)
+	}
+}
+
+func compareDesc(a, b uint64) int {
+	switch {
+	case a > b:
+		return -1
+	case a < b:
+		return 1
+	}
+	return 0
+}

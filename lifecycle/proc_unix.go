@@ -1,0 +1,11 @@
+//go:build unix && !linux
+
+package lifecycle
+
+import "syscall"
+
+// sysProcAttr puts the child in its own process group so that a stop reaches whatever it spawned.
+// Only Linux has a parent-death signal; elsewhere a gateway killed with SIGKILL leaves its children.
+func sysProcAttr() *syscall.SysProcAttr {
+	return &syscall.SysProcAttr{Setpgid: true}
+}

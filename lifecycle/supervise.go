@@ -1,0 +1,356 @@
+package lifecycle
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/cenkalti/backoff/v4"
+)
+
+const (
+	// stableAfter is how long a process must have stayed up for its crash to restart the backoff
+	// from the first delay instead of growing it.
+	stableAfter = time.Minute
+	// waitDelay bounds how long Wait keeps reading stderr after the process exited, for when a
+	// grandchild still holds the pipe.
+	waitDelay = time.Second
+)
+
+var errStopRequested = errors.New("stop requested")
+
+type spawnReq struct {
+	cmd   *exec.Cmd
+	reply chan error
+}
+
+// spawn starts cmd on the spawner thread, unless the member is told to stop first.
+func (m *Manager) spawn(cmd *exec.Cmd, stop <-chan struct{}) error {
+	m.spawnOnce.Do(func() { go m.spawner() })
+	reply := make(chan error, 1)
+	select {
+	case m.spawnCh <- spawnReq{cmd: cmd, reply: reply}:
+		return <-reply
+	case <-stop:
+		return errStopRequested
+	}
+}
+
+// spawner forks every child from one OS thread. Pdeathsig fires when the forking thread exits, not
+// the process; a runtime thread can exit while the gateway lives (when a goroutine that locked it
+// ends), which would kill a healthy child. This thread stays locked, so it exits only when Close
+// closes spawnCh after every child is gone.
+func (m *Manager) spawner() {
+	runtime.LockOSThread()
+	for req := range m.spawnCh {
+		req.reply <- req.cmd.Start()
+	}
+}
+
+// supervise owns mem's processes from reservation until it is told to stop or gives up. It gives
+// up on a failed first start of an unpinned member (the request that wanted it gets the error and
+// the slot is freed); a pinned member, or one that has been healthy, is restarted with backoff.
+func (m *Manager) supervise(mem *member, stop, done chan struct{}, after <-chan struct{}) {
+	defer func() {
+		close(done)
+		m.sups.Done()
+	}()
+	if after != nil {
+		select {
+		case <-after:
+		case <-stop:
+			m.finish(mem, nil)
+			return
+		}
+	}
+	bo := &backoff.ExponentialBackOff{
+		InitialInterval:     m.opt.RestartBackoff,
+		RandomizationFactor: backoff.DefaultRandomizationFactor,
+		Multiplier:          backoff.DefaultMultiplier,
+		MaxInterval:         m.opt.MaxRestartBackoff,
+		Stop:                backoff.Stop,
+		Clock:               m.clock,
+	}
+	bo.Reset()
+	wasHealthy := false
+	for {
+		res := m.runOnce(mem, stop)
+		if res.stopped {
+			m.finish(mem, nil)
+			return
+		}
+		wasHealthy = wasHealthy || res.healthy
+		if !mem.pinned && !wasHealthy {
+			m.finish(mem, res.err)
+			return
+		}
+		if res.upFor >= stableAfter {
+			bo.Reset()
+		}
+		delay := bo.NextBackOff()
+		restart := make(chan struct{})
+		m.mu.Lock()
+		mem.lastErr = res.err
+		if mem.state != StateStopping {
+			mem.state = StateBackoff
+		}
+		t := m.clock.AfterFunc(delay, func() { close(restart) })
+		m.broadcastLocked()
+		m.mu.Unlock()
+		m.log.Info("lifecycle: restarting after backoff", "target", mem.spec.Name, "delay", delay)
+		select {
+		case <-restart:
+		case <-stop:
+			t.Stop()
+			m.finish(mem, nil)
+			return
+		}
+		m.mu.Lock()
+		mem.restarts++
+		if mem.state == StateBackoff {
+			mem.state = StateStarting
+		}
+		m.broadcastLocked()
+		m.mu.Unlock()
+	}
+}
+
+// finish marks mem stopped; err non-nil records a start that failed for good.
+func (m *Manager) finish(mem *member, err error) {
+	m.mu.Lock()
+	mem.state = StateStopped
+	mem.pid, mem.url = 0, ""
+	mem.replaced = false
+	if err != nil {
+		mem.lastErr = err
+		mem.failures++
+	}
+	if mem.idle != nil {
+		mem.idle.Stop()
+		mem.idle = nil
+	}
+	m.broadcastLocked()
+	m.mu.Unlock()
+	m.save()
+}
+
+type runResult struct {
+	err     error         // why the process ended on its own
+	healthy bool          // it passed a health check before ending
+	upFor   time.Duration // how long it was healthy
+	stopped bool          // it ended because it was told to stop
+}
+
+// runOnce launches one process and stays with it until it exits or is told to stop.
+func (m *Manager) runOnce(mem *member, stop <-chan struct{}) runResult {
+	name := mem.spec.Name
+	argv, url, healthURL, err := resolve(mem.spec)
+	if err != nil {
+		return runResult{err: &ProcessError{Target: name, Err: err}}
+	}
+	errOut := &tail{}
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Env = append(os.Environ(), mem.spec.Env...)
+	cmd.Stdout = io.Discard
+	cmd.Stderr = errOut
+	cmd.SysProcAttr = sysProcAttr()
+	cmd.WaitDelay = waitDelay
+	if err := m.spawn(cmd, stop); err != nil {
+		if errors.Is(err, errStopRequested) {
+			return runResult{stopped: true}
+		}
+		m.log.Error("lifecycle: cannot start", "target", name, "err", err)
+		return runResult{err: &ProcessError{Target: name, Err: err}}
+	}
+	pid := cmd.Process.Pid
+	exited := make(chan struct{})
+	var waitErr error
+	go func() {
+		waitErr = cmd.Wait()
+		close(exited)
+	}()
+
+	// The load timer is armed under the lock that publishes the pid, so a test that sees the pid
+	// knows advancing its clock will reach the timer.
+	loadExpired := make(chan struct{})
+	m.mu.Lock()
+	mem.pid, mem.url = pid, url
+	mem.starts++
+	loadTimer := m.clock.AfterFunc(mem.loadTimeout, func() { close(loadExpired) })
+	m.broadcastLocked()
+	m.mu.Unlock()
+	defer loadTimer.Stop()
+	launched := m.clock.Now()
+	m.log.Info("lifecycle: launched", "target", name, "pid", pid, "url", url)
+
+	pollCtx, cancelPoll := context.WithCancel(context.Background())
+	healthy := make(chan struct{})
+	var polling sync.WaitGroup
+	polling.Go(func() {
+		if m.pollHealth(pollCtx, healthURL) {
+			close(healthy)
+		}
+	})
+	stopPolling := func() {
+		cancelPoll()
+		polling.Wait()
+	}
+
+	select {
+	case <-healthy:
+		stopPolling()
+	case <-exited:
+		stopPolling()
+		m.exited(mem, cmd)
+		perr := &ProcessError{Target: name, Err: waitErr, Stderr: errOut.Lines()}
+		m.log.Warn("lifecycle: process exited before it was healthy", "target", name, "pid", pid,
+			"err", waitErr, "stderr", strings.Join(perr.Stderr, "\n"))
+		return runResult{err: perr}
+	case <-loadExpired:
+		stopPolling()
+		m.terminate(cmd, exited)
+		m.exited(mem, cmd)
+		lerr := &LoadTimeoutError{Target: name, After: mem.loadTimeout}
+		m.log.Warn("lifecycle: killed a process that did not load in time", "target", name, "pid", pid,
+			"load_timeout", mem.loadTimeout, "stderr", strings.Join(errOut.Lines(), "\n"))
+		return runResult{err: lerr}
+	case <-stop:
+		stopPolling()
+		m.terminate(cmd, exited)
+		return runResult{stopped: true}
+	}
+
+	loadTimer.Stop()
+	up := m.clock.Now()
+	m.mu.Lock()
+	if mem.state == StateStarting {
+		mem.state = StateReady
+		mem.readyAt = up
+		if mem.busy == 0 {
+			m.armIdleLocked(mem)
+		}
+		m.broadcastLocked()
+	}
+	m.mu.Unlock()
+	m.log.Info("lifecycle: ready", "target", name, "pid", pid, "took", up.Sub(launched))
+	m.save()
+
+	select {
+	case <-exited:
+		m.exited(mem, cmd)
+		perr := &ProcessError{Target: name, Err: waitErr, Stderr: errOut.Lines()}
+		m.log.Warn("lifecycle: process crashed", "target", name, "pid", pid, "err", waitErr,
+			"stderr", strings.Join(perr.Stderr, "\n"))
+		return runResult{err: perr, healthy: true, upFor: m.clock.Now().Sub(up)}
+	case <-stop:
+		m.terminate(cmd, exited)
+		return runResult{stopped: true, healthy: true}
+	}
+}
+
+// exited clears a dead process from mem at once, so no request is handed its URL while the
+// supervisor decides between restart and giving up.
+func (m *Manager) exited(mem *member, cmd *exec.Cmd) {
+	// Whatever the process left in its group goes with it.
+	_ = signalGroup(cmd.Process, true)
+	m.mu.Lock()
+	mem.pid, mem.url = 0, ""
+	if mem.state == StateReady || mem.state == StateStarting {
+		mem.state = StateBackoff
+	}
+	m.broadcastLocked()
+	m.mu.Unlock()
+}
+
+// terminate sends SIGTERM to the process group, SIGKILL after the grace, and waits for the exit.
+func (m *Manager) terminate(cmd *exec.Cmd, exited <-chan struct{}) {
+	if err := signalGroup(cmd.Process, false); err != nil {
+		m.log.Warn("lifecycle: SIGTERM", "pid", cmd.Process.Pid, "err", err)
+	}
+	grace := time.NewTimer(m.opt.StopGrace)
+	defer grace.Stop()
+	select {
+	case <-exited:
+	case <-grace.C:
+		m.log.Warn("lifecycle: process ignored SIGTERM; killing", "pid", cmd.Process.Pid, "grace", m.opt.StopGrace)
+		_ = signalGroup(cmd.Process, true)
+		<-exited
+	}
+	// Children that outlived their leader are still in the group.
+	_ = signalGroup(cmd.Process, true)
+}
+
+// pollHealth probes url every PollInterval until it answers 200 or ctx ends.
+func (m *Manager) pollHealth(ctx context.Context, url string) bool {
+	t := time.NewTimer(m.opt.PollInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return false
+		case <-t.C:
+		}
+		if m.probeOnce(ctx, url) {
+			return true
+		}
+		t.Reset(m.opt.PollInterval)
+	}
+}
+
+func (m *Manager) probeOnce(ctx context.Context, url string) bool {
+	ctx, cancel := context.WithTimeout(ctx, m.opt.ProbeTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return false
+	}
+	resp, err := m.probe.Do(req)
+	if err != nil {
+		return false
+	}
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+	_ = resp.Body.Close()
+	return resp.StatusCode == http.StatusOK
+}
+
+// resolve substitutes a fresh free port for PortPlaceholder, if any template uses it.
+func resolve(s Spec) (argv []string, url, healthURL string, err error) {
+	uses := strings.Contains(s.URL, PortPlaceholder) || strings.Contains(s.HealthURL, PortPlaceholder)
+	for _, a := range s.Command {
+		uses = uses || strings.Contains(a, PortPlaceholder)
+	}
+	port := ""
+	if uses {
+		p, err := freePort()
+		if err != nil {
+			return nil, "", "", err
+		}
+		port = strconv.Itoa(p)
+	}
+	sub := func(v string) string { return strings.ReplaceAll(v, PortPlaceholder, port) }
+	argv = make([]string, len(s.Command))
+	for i, a := range s.Command {
+		argv[i] = sub(a)
+	}
+	return argv, strings.TrimSuffix(sub(s.URL), "/"), sub(s.HealthURL), nil
+}
+
+// freePort asks the kernel for an unused loopback port. Another program may take it before the
+// child binds it; the child then fails to start and the error says so.
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
