@@ -1,0 +1,654 @@
+package autoroute
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+)
+
+// ConfigError is a problem in the [auto] rules, found by New.
+type ConfigError struct {
+	// Field locates the problem, e.g. "intents[1].terms[4]".
+	Field string
+	// Problem says what is wrong.
+	Problem string
+}
+
+func (e *ConfigError) Error() string { return "autoroute: " + e.Field + ": " + e.Problem }
+
+type patKind uint8
+
+const (
+	kindTerm patKind = iota
+	kindAgainst
+	kindNegation
+)
+
+// pattern is one compiled term: a sequence of vocabulary ids.
+type pattern struct {
+	ids    []int32
+	kind   patKind
+	intent int32 // -1 for negation cues
+	weight int32
+	text   string // as configured, without the weight suffix
+}
+
+type intent struct {
+	name, route string
+	min         int32 // in half-points: a user-turn term of weight w scores 2w, a system-prompt one w
+	langs       uint8 // bit per Language; 0 = all
+	any         bool
+}
+
+// negationReach is how many words after a cue a term is still negated (within the same clause).
+const negationReach = 6
+
+// Classifier decides the route of a `model: "auto"` request. It is compiled once by New and is
+// safe for concurrent use; per-call scratch space comes from a pool, so a call allocates only the
+// Decision it returns.
+type Classifier struct {
+	intents         []intent
+	def             string
+	specialists     []string
+	specialistRoute string
+	routes          []string
+
+	vocab   map[string]int32
+	filter  *[filterBits / 64]uint64 // a cheap pre-check in front of vocab: most words are in no term
+	byFirst [][]int32                // pattern indexes by first word id, longest first
+	pats    []pattern
+
+	pool sync.Pool
+}
+
+// New compiles and validates rules. Zero fields take their defaults (see Rules).
+func New(r Rules) (*Classifier, error) {
+	c := &Classifier{vocab: map[string]int32{}}
+	c.def = r.Default
+	if c.def == "" {
+		c.def = RouteAverroesQ
+	}
+	c.specialistRoute = r.SpecialistRoute
+	if c.specialistRoute == "" {
+		c.specialistRoute = RouteSAIF
+	}
+	specs := r.Specialists
+	if len(specs) == 0 {
+		specs = defaultSpecialists()
+	}
+	for i, s := range specs {
+		s = strings.TrimSpace(s)
+		if s == "" {
+			return nil, &ConfigError{fmt.Sprintf("specialists[%d]", i), "empty name"}
+		}
+		c.specialists = append(c.specialists, s)
+	}
+
+	rules := r.Intents
+	if len(rules) == 0 {
+		rules = DefaultRules().Intents
+	}
+	seen := map[string]bool{}
+	dedup := map[string]bool{}
+	for i, ir := range rules {
+		field := fmt.Sprintf("intents[%d]", i)
+		name := strings.TrimSpace(ir.Name)
+		switch {
+		case name == "":
+			return nil, &ConfigError{field + ".name", "empty"}
+		case name == IntentGeneral || name == IntentHint:
+			return nil, &ConfigError{field + ".name", fmt.Sprintf("%q is reserved", name)}
+		case seen[name]:
+			return nil, &ConfigError{field + ".name", fmt.Sprintf("duplicate intent %q", name)}
+		case strings.TrimSpace(ir.Route) == "":
+			return nil, &ConfigError{field + ".route", "empty"}
+		case ir.MinScore < 0:
+			return nil, &ConfigError{field + ".min_score", "negative"}
+		}
+		seen[name] = true
+		in := intent{name: name, route: strings.TrimSpace(ir.Route), min: int32(2 * ir.MinScore), any: ir.Any}
+		if in.min == 0 {
+			in.min = 4
+		}
+		for j, l := range ir.Languages {
+			lang, ok := ParseLanguage(strings.ToLower(strings.TrimSpace(l)))
+			if !ok {
+				return nil, &ConfigError{fmt.Sprintf("%s.languages[%d]", field, j),
+					fmt.Sprintf("unknown language %q (want english, arabic or mixed)", l)}
+			}
+			in.langs |= 1 << lang
+		}
+		terms, against := ir.Terms, ir.Against
+		bTerms, bAgainst, builtin := builtinTerms(name)
+		if len(terms) == 0 && builtin {
+			terms = bTerms
+		}
+		if len(against) == 0 && builtin {
+			against = bAgainst
+		}
+		termsField := field + ".terms"
+		if len(ir.Terms) == 0 {
+			termsField = field + ".add_terms"
+		}
+		terms = append(terms[:len(terms):len(terms)], ir.AddTerms...)
+		if len(terms) == 0 && !ir.Any {
+			return nil, &ConfigError{field + ".terms", "empty (give terms, or any = true)"}
+		}
+		if err := c.addPatterns(terms, kindTerm, int32(i), termsField, dedup); err != nil {
+			return nil, err
+		}
+		if !(len(against) == 1 && against[0] == "-") {
+			if err := c.addPatterns(against, kindAgainst, int32(i), field+".against", dedup); err != nil {
+				return nil, err
+			}
+		}
+		c.intents = append(c.intents, in)
+	}
+	negs := r.Negations
+	if len(negs) == 0 {
+		negs = defaultNegations()
+	}
+	if !(len(negs) == 1 && negs[0] == "-") {
+		if err := c.addPatterns(negs, kindNegation, -1, "negations", dedup); err != nil {
+			return nil, err
+		}
+	}
+
+	c.filter = new([filterBits / 64]uint64)
+	for w := range c.vocab {
+		h := filterHash([]byte(w))
+		c.filter[h/64] |= 1 << (h % 64)
+	}
+	c.byFirst = make([][]int32, len(c.vocab))
+	for i, p := range c.pats {
+		c.byFirst[p.ids[0]] = append(c.byFirst[p.ids[0]], int32(i))
+	}
+	for _, l := range c.byFirst {
+		sort.SliceStable(l, func(a, b int) bool { return len(c.pats[l[a]].ids) > len(c.pats[l[b]].ids) })
+	}
+
+	add := func(route string) {
+		for _, x := range c.routes {
+			if x == route {
+				return
+			}
+		}
+		c.routes = append(c.routes, route)
+	}
+	for _, in := range c.intents {
+		add(in.route)
+	}
+	add(c.def)
+	add(c.specialistRoute)
+
+	npats := len(c.pats)
+	c.pool.New = func() any {
+		return &scratch{buf: make([]byte, 0, maxWordBytes), seen: make([]bool, npats),
+			points: make([]int32, len(c.intents))}
+	}
+	return c, nil
+}
+
+// addPatterns compiles terms of one kind. The same words listed twice for the same intent and kind
+// (often two spellings that stem alike, "virus" and "viruses") are kept once, first weight wins.
+func (c *Classifier) addPatterns(terms []string, kind patKind, in int32, field string, dedup map[string]bool) error {
+	for j, raw := range terms {
+		f := fmt.Sprintf("%s[%d]", field, j)
+		text, weight, err := parseTerm(raw)
+		if err != nil {
+			return &ConfigError{f, err.Error()}
+		}
+		var wc wordCollector
+		scan(text, make([]byte, 0, maxWordBytes), &wc)
+		if len(wc.words) == 0 {
+			return &ConfigError{f, fmt.Sprintf("term %q has no words", raw)}
+		}
+		ids := make([]int32, len(wc.words))
+		for k, w := range wc.words {
+			id, ok := c.vocab[w]
+			if !ok {
+				id = int32(len(c.vocab))
+				c.vocab[w] = id
+			}
+			ids[k] = id
+		}
+		key := fmt.Sprint(kind, in, ids)
+		if dedup[key] {
+			continue
+		}
+		dedup[key] = true
+		c.pats = append(c.pats, pattern{ids: ids, kind: kind, intent: in, weight: int32(weight), text: text})
+	}
+	return nil
+}
+
+// parseTerm splits "term^N" into the term and its weight (default 2).
+func parseTerm(raw string) (string, int, error) {
+	t := strings.TrimSpace(raw)
+	w := 2
+	if n := len(t); n >= 2 && t[n-2] == '^' {
+		d := t[n-1]
+		if d < '1' || d > '9' {
+			return "", 0, fmt.Errorf("weight in %q must be ^1 to ^9", raw)
+		}
+		w = int(d - '0')
+		t = strings.TrimSpace(t[:n-2])
+	}
+	if t == "" {
+		return "", 0, fmt.Errorf("empty term")
+	}
+	return t, w, nil
+}
+
+// Routes lists every route the rules can produce: the intents' routes in precedence order, then the
+// default and the specialist route, each once.
+func (c *Classifier) Routes() []string { return append([]string(nil), c.routes...) }
+
+// Decision is the classifier's answer for one request.
+type Decision struct {
+	// Route is the route that should serve the request.
+	Route string
+	// Intent is the name of the intent that fired, "general" when none did, or "hint" when
+	// x-route-hint decided.
+	Intent string
+	// Language is the script of the last user turn (of the system prompt when the user turn has no
+	// words).
+	Language Language
+	// Matched are the terms that counted for Intent, as configured; for "general" the terms that
+	// matched but fell short; for "hint" the hint.
+	Matched []string
+	// Reason is one line for explain and logs, with the scores.
+	Reason string
+}
+
+// scratch is the per-call working memory, pooled.
+type scratch struct {
+	buf    []byte
+	toks   []tok
+	hits   []hit
+	negs   []negSpan
+	seen   []bool
+	points []int32
+
+	c             *Classifier
+	clause        int32
+	arabic, latin int
+}
+
+type tok struct{ id, clause int32 }
+
+type hit struct {
+	pat, start int32
+	system     bool
+	negated    bool
+	counted    bool
+}
+
+type negSpan struct{ start, end, clause int32 }
+
+func (s *scratch) word(w []byte, script uint8) {
+	countScript(script, &s.arabic, &s.latin)
+	s.toks = append(s.toks, tok{id: s.c.lookup(w, script), clause: s.clause})
+}
+
+func (s *scratch) clauseBreak() { s.clause++ }
+
+func (c *Classifier) lookup(w []byte, script uint8) int32 {
+	if script == scriptArabic {
+		if id := c.find(stemArabic(w)); id >= 0 {
+			return id
+		}
+		for i := 0; i < 2 && clitic(w); i++ {
+			w = w[2:]
+			if id := c.find(stemArabic(w)); id >= 0 {
+				return id
+			}
+		}
+		return -1
+	}
+	return c.find(stem(w, script))
+}
+
+// filterBits sizes the pre-check bitmap: with a vocabulary of about 2,000 stems, 1 in 30 unknown
+// words gets past it to the map.
+const filterBits = 1 << 16
+
+// filterHash mixes the length and the outer bytes, which is where stems differ most.
+func filterHash(w []byte) uint32 {
+	n := len(w)
+	h := uint32(n) * 0x9E3779B1
+	if n > 0 {
+		h ^= uint32(w[0])<<24 | uint32(w[n-1])<<16
+		if n > 1 {
+			h ^= uint32(w[1])<<8 | uint32(w[n-2])
+		}
+		h ^= uint32(w[n/2]) << 4
+	}
+	h *= 0x85EBCA6B
+	return h >> 16
+}
+
+func (c *Classifier) find(w []byte) int32 {
+	h := filterHash(w)
+	if c.filter[h/64]&(1<<(h%64)) == 0 {
+		return -1
+	}
+	if id, ok := c.vocab[string(w)]; ok {
+		return id
+	}
+	return -1
+}
+
+// Classify looks at the system prompt and the last user turn (text only), and the route hint.
+func (c *Classifier) Classify(system, lastUser, hint string) Decision {
+	s := c.run(system, lastUser)
+	d := c.decide(s, hint)
+	c.release(s)
+	return d
+}
+
+// run tokenises both texts, matches every pattern and scores each intent.
+func (c *Classifier) run(system, user string) *scratch {
+	s := c.pool.Get().(*scratch)
+	s.c = c
+	s.toks, s.hits, s.negs = s.toks[:0], s.hits[:0], s.negs[:0]
+	s.clause, s.arabic, s.latin = 0, 0, 0
+
+	s.buf = scan(user, s.buf, s)
+	userEnd := int32(len(s.toks))
+	ua, ul := s.arabic, s.latin
+	// A break token keeps phrases from spanning the two texts.
+	s.toks = append(s.toks, tok{id: -1, clause: s.clause})
+	s.clause++
+	s.buf = scan(system, s.buf, s)
+	if ua+ul > 0 {
+		s.arabic, s.latin = ua, ul
+	} else {
+		s.arabic, s.latin = s.arabic-ua, s.latin-ul
+	}
+
+	c.match(s, userEnd)
+	c.score(s)
+	return s
+}
+
+func (c *Classifier) match(s *scratch, userEnd int32) {
+	toks := s.toks
+	n := int32(len(toks))
+	covered := int32(0)
+	for i := int32(0); i < n; i++ {
+		id := toks[i].id
+		if id < 0 {
+			continue
+		}
+		best := int32(0)
+		for _, p := range c.byFirst[id] {
+			pat := &c.pats[p]
+			l := int32(len(pat.ids))
+			if i+l > n || (best > 0 && l < best && pat.kind != kindNegation) {
+				continue
+			}
+			ok := true
+			for k := int32(1); k < l; k++ {
+				if toks[i+k].id != pat.ids[k] {
+					ok = false
+					break
+				}
+			}
+			if !ok {
+				continue
+			}
+			if pat.kind == kindNegation {
+				s.negs = append(s.negs, negSpan{start: i, end: i + l, clause: toks[i].clause})
+				continue
+			}
+			if best == 0 {
+				best = l
+			}
+			if i+l <= covered {
+				// Part of a longer term that already matched ("virus" in "computer virus").
+				continue
+			}
+			s.hits = append(s.hits, hit{pat: p, start: i, system: i > userEnd})
+		}
+		if i+best > covered {
+			covered = i + best
+		}
+	}
+}
+
+func (c *Classifier) score(s *scratch) {
+	for k := range s.points {
+		s.points[k] = 0
+	}
+	for h := range s.hits {
+		ht := &s.hits[h]
+		pat := &c.pats[ht.pat]
+		if pat.kind == kindTerm {
+			for _, ng := range s.negs {
+				if ht.start >= ng.start && ht.start < ng.end+negationReach && s.toks[ht.start].clause == ng.clause {
+					ht.negated = true
+					break
+				}
+			}
+			if ht.negated {
+				continue
+			}
+		}
+		if s.seen[ht.pat] {
+			continue
+		}
+		s.seen[ht.pat] = true
+		ht.counted = true
+		pts := 2 * pat.weight
+		if ht.system {
+			pts = pat.weight
+		}
+		if pat.kind == kindAgainst {
+			pts = -pts
+		}
+		s.points[pat.intent] += pts
+	}
+}
+
+func (c *Classifier) release(s *scratch) {
+	for _, h := range s.hits {
+		s.seen[h.pat] = false
+	}
+	s.c = nil
+	c.pool.Put(s)
+}
+
+// winner is the index of the intent that fires, or -1.
+func (c *Classifier) winner(s *scratch, lang Language) int {
+	for k, in := range c.intents {
+		if in.langs != 0 && in.langs&(1<<lang) == 0 {
+			continue
+		}
+		if in.any || s.points[k] >= in.min {
+			return k
+		}
+	}
+	return -1
+}
+
+// hintRoute resolves x-route-hint: a specialist name, or a route name, case-insensitively.
+func (c *Classifier) hintRoute(hint string) (route, name string, specialist bool) {
+	h := strings.TrimSpace(hint)
+	if h == "" {
+		return "", "", false
+	}
+	for _, sp := range c.specialists {
+		if strings.EqualFold(h, sp) {
+			return c.specialistRoute, sp, true
+		}
+	}
+	for _, r := range c.routes {
+		if strings.EqualFold(h, r) {
+			return r, r, false
+		}
+	}
+	return "", "", false
+}
+
+func (c *Classifier) decide(s *scratch, hint string) Decision {
+	lang := detectLanguage(s.arabic, s.latin)
+	if route, name, spec := c.hintRoute(hint); route != "" {
+		why := "x-route-hint " + name + " names a SAIF specialist"
+		if !spec {
+			why = "x-route-hint names the route " + name
+		}
+		return Decision{Route: route, Intent: IntentHint, Language: lang, Matched: []string{name}, Reason: why}
+	}
+	w := c.winner(s, lang)
+	d := Decision{Language: lang, Route: c.def, Intent: IntentGeneral}
+	if w >= 0 {
+		d.Route, d.Intent = c.intents[w].route, c.intents[w].name
+	}
+	n := 0
+	for _, h := range s.hits {
+		if h.counted && c.pats[h.pat].kind == kindTerm && (w < 0 || c.pats[h.pat].intent == int32(w)) {
+			n++
+		}
+	}
+	if n > 0 {
+		d.Matched = make([]string, 0, n)
+		for _, h := range s.hits {
+			if h.counted && c.pats[h.pat].kind == kindTerm && (w < 0 || c.pats[h.pat].intent == int32(w)) {
+				d.Matched = append(d.Matched, c.pats[h.pat].text)
+			}
+		}
+	}
+	d.Reason = c.reason(s, w, lang)
+	return d
+}
+
+// reason writes e.g. `security 3≥2 [cve, kernel]; reasoning 0<2; lang=english`. Scores are shown
+// in weight units (a system-prompt term counts .5 per weight).
+func (c *Classifier) reason(s *scratch, w int, lang Language) string {
+	b := make([]byte, 0, 128)
+	for k, in := range c.intents {
+		if k > 0 {
+			b = append(b, "; "...)
+		}
+		b = append(b, in.name...)
+		b = append(b, ' ')
+		if in.langs != 0 && in.langs&(1<<lang) == 0 {
+			b = append(b, "skipped (language)"...)
+			continue
+		}
+		if in.any {
+			b = append(b, "any"...)
+			if k == w {
+				break
+			}
+			continue
+		}
+		b = appendHalves(b, s.points[k])
+		if s.points[k] >= in.min {
+			b = append(b, "≥"...)
+		} else {
+			b = append(b, '<')
+		}
+		b = appendHalves(b, in.min)
+		b = c.appendHits(b, s, int32(k))
+		if k == w {
+			break
+		}
+	}
+	if w < 0 {
+		b = append(b, " → general"...)
+	}
+	return string(b)
+}
+
+// appendHits lists an intent's counted terms, against-terms (as -x) and negated terms (as !x).
+func (c *Classifier) appendHits(b []byte, s *scratch, in int32) []byte {
+	first := true
+	for _, h := range s.hits {
+		p := &c.pats[h.pat]
+		if p.intent != in || !(h.counted || h.negated) {
+			continue
+		}
+		if first {
+			b = append(b, " ["...)
+			first = false
+		} else {
+			b = append(b, ", "...)
+		}
+		switch {
+		case h.negated:
+			b = append(b, '!')
+		case p.kind == kindAgainst:
+			b = append(b, '-')
+		}
+		b = append(b, p.text...)
+	}
+	if !first {
+		b = append(b, ']')
+	}
+	return b
+}
+
+func appendHalves(b []byte, halves int32) []byte {
+	if halves < 0 {
+		b = append(b, '-')
+		halves = -halves
+	}
+	b = strconv.AppendInt(b, int64(halves/2), 10)
+	if halves%2 != 0 {
+		b = append(b, ".5"...)
+	}
+	return b
+}
+
+// IntentScore is one intent's part of an Explanation.
+type IntentScore struct {
+	Intent string  `json:"intent"`
+	Route  string  `json:"route"`
+	Score  float64 `json:"score"`
+	Min    float64 `json:"min_score"`
+	// Skipped is true when the intent does not apply to the detected language.
+	Skipped bool `json:"skipped,omitempty"`
+	// Any is true for an intent that needs no terms.
+	Any     bool     `json:"any,omitempty"`
+	Terms   []string `json:"terms,omitempty"`
+	Against []string `json:"against,omitempty"`
+	Negated []string `json:"negated,omitempty"`
+}
+
+// Explanation is a Decision with every intent's score, for /v1/route/explain.
+type Explanation struct {
+	Decision
+	Scores []IntentScore `json:"scores"`
+}
+
+// Explain classifies like Classify and also reports every intent's score and terms. It allocates
+// more than Classify and is meant for the explain endpoint and `gateway route eval`.
+func (c *Classifier) Explain(system, lastUser, hint string) Explanation {
+	s := c.run(system, lastUser)
+	e := Explanation{Decision: c.decide(s, hint)}
+	for k, in := range c.intents {
+		sc := IntentScore{Intent: in.name, Route: in.route, Score: float64(s.points[k]) / 2,
+			Min: float64(in.min) / 2, Any: in.any,
+			Skipped: in.langs != 0 && in.langs&(1<<e.Language) == 0}
+		for _, h := range s.hits {
+			p := &c.pats[h.pat]
+			switch {
+			case p.intent != int32(k):
+			case h.negated:
+				sc.Negated = append(sc.Negated, p.text)
+			case !h.counted:
+			case p.kind == kindAgainst:
+				sc.Against = append(sc.Against, p.text)
+			default:
+				sc.Terms = append(sc.Terms, p.text)
+			}
+		}
+		e.Scores = append(e.Scores, sc)
+	}
+	c.release(s)
+	return e
+}

@@ -1,0 +1,314 @@
+package autoroute
+
+import (
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/BurntSushi/toml"
+	"github.com/google/go-cmp/cmp"
+)
+
+func newDefault(t testing.TB) *Classifier {
+	t.Helper()
+	c, err := New(Rules{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+type classifyCase struct {
+	name               string
+	system, user, hint string
+	route, intent      string
+}
+
+func runCases(t *testing.T, c *Classifier, tests []classifyCase) {
+	t.Helper()
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d := c.Classify(tt.system, tt.user, tt.hint)
+			if d.Route != tt.route || (tt.intent != "" && d.Intent != tt.intent) {
+				t.Errorf("Classify(%q) = %s/%s, want %s/%s\nreason: %s", tt.user, d.Route, d.Intent,
+					tt.route, tt.intent, d.Reason)
+			}
+		})
+	}
+}
+
+func TestWordBoundaries(t *testing.T) {
+	runCases(t, newDefault(t), []classifyCase{
+		{name: "dispatch is not patch", user: "How do I dispatch a security event in Redux?", route: RouteAverroesQ},
+		{name: "patch plus kernel is security", user: "How do I patch the Linux kernel on my server?", route: RouteSAIF},
+		// Decision: "kernel" alone is only a hint (weight 1) and "popcorn" is an against-term, so the
+		// grain never reaches SAIF, while "kernel exploit" does through "exploit".
+		{name: "popcorn kernel", user: "Why do some popcorn kernels not pop?", route: RouteAverroesQ},
+		{name: "kernel alone", user: "What is a kernel?", route: RouteAverroesQ},
+		{name: "kernel exploit", user: "Explain this Linux kernel exploit", route: RouteSAIF},
+		{name: "exploitation phrase needs both words", user: "buffer management and overflow of rivers", route: RouteAverroesQ},
+		{name: "hyphen joins a phrase", user: "what is a buffer-overflow", route: RouteSAIF},
+		{name: "substring of cve", user: "Tell me about the cvent conference app", route: RouteAverroesQ},
+		{name: "arabic clitic", user: "هل هذا البرنامج مصاب بالفيروسات؟", route: RouteSAIF},
+		{name: "arabic prefix not peeled from a term", user: "ما هو الرهن العقاري؟", route: RouteAverroesQ},
+		{name: "diacritics do not hide a term", user: "ما هي الثَّغَرَات في هذا النظام؟", route: RouteSAIF},
+	})
+}
+
+func TestHardCases(t *testing.T) {
+	runCases(t, newDefault(t), []classifyCase{
+		{name: "negated hacking", user: "I'm not asking about hacking, just how to rename my wifi", route: RouteAverroesQ, intent: IntentGeneral},
+		{name: "negation ends at the clause", user: "Not asking about passwords. How do I remove malware?", route: RouteSAIF},
+		{name: "unsure is not a negation", user: "I'm not sure if this is malware", route: RouteSAIF},
+		{name: "virus in biology", user: "What is the history of the word virus in biology?", route: RouteAverroesQ},
+		{name: "computer virus wins over biology", user: "How is a computer virus different from a biological virus?", route: RouteSAIF},
+		{name: "code with strcpy", user: "char b[8];\nstrcpy(b, argv[1]);\nIs this vulnerable?", route: RouteSAIF},
+		{name: "code without a question", user: "void f(char *s) { char b[8]; strcpy(b, s); }\nWhat does this do?", route: RouteAverroesQ},
+		{name: "paper example", user: "ما هي نقاط الضعف في تطبيقات الويب؟", route: RouteSAIF},
+		{name: "arabic negation", user: "لا أسأل عن الاختراق، فقط كيف أغير اسم الشبكة؟", route: RouteAverroesQ},
+		{name: "negated step by step", user: "No need to go step by step, what is 2+2?", route: RouteAverroesQ},
+		{name: "empty", user: "", route: RouteAverroesQ, intent: IntentGeneral},
+	})
+}
+
+func TestPrecedence(t *testing.T) {
+	both := "Explain step by step how this buffer overflow exploit works"
+	runCases(t, newDefault(t), []classifyCase{
+		{name: "security before reasoning", user: both, route: RouteSAIF, intent: IntentSecurity},
+		{name: "reasoning alone", user: "Explain step by step how to prove the theorem", route: RouteDeepSeek, intent: IntentReasoning},
+	})
+	d := DefaultRules()
+	d.Intents[0], d.Intents[1] = d.Intents[1], d.Intents[0]
+	c, err := New(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runCases(t, c, []classifyCase{
+		{name: "order is the precedence", user: both, route: RouteDeepSeek, intent: IntentReasoning},
+	})
+}
+
+func TestSystemPromptCountsHalf(t *testing.T) {
+	runCases(t, newDefault(t), []classifyCase{
+		{name: "one term in system is not enough", system: "Never help with malware.", user: "Write a haiku about spring", route: RouteAverroesQ},
+		{name: "two strong terms in system are", system: "You are a malware analyst doing reverse engineering.", user: "Look at this sample", route: RouteSAIF},
+		{name: "phrases do not span the two texts", system: "buffer", user: "overflow of the river", route: RouteAverroesQ},
+	})
+}
+
+func TestHint(t *testing.T) {
+	c := newDefault(t)
+	runCases(t, c, []classifyCase{
+		{name: "specialist implies saif", user: "Summarise this text for me", hint: "rev_eng", route: RouteSAIF, intent: IntentHint},
+		{name: "case and spaces ignored", user: "hello", hint: "  WebApp ", route: RouteSAIF, intent: IntentHint},
+		{name: "hint beats reasoning", user: "Prove that 2+2=4 step by step", hint: "crypto", route: RouteSAIF, intent: IntentHint},
+		{name: "route name as hint", user: "CVE-2021-44228?", hint: "deepseek-r1", route: RouteDeepSeek, intent: IntentHint},
+		{name: "unknown hint ignored", user: "CVE-2021-44228?", hint: "fast", route: RouteSAIF, intent: IntentSecurity},
+	})
+	d := c.Classify("", "hi", "malware")
+	if diff := cmp.Diff([]string{"malware"}, d.Matched); diff != "" {
+		t.Errorf("Matched (-want +got):\n%s", diff)
+	}
+}
+
+func TestDecisionFields(t *testing.T) {
+	c := newDefault(t)
+	got := c.Classify("", "Is CVE-2021-44228 exploitable on my kernel?", "")
+	want := Decision{
+		Route: RouteSAIF, Intent: IntentSecurity, Language: English,
+		Matched: []string{"cve", "exploitable", "kernel^1"},
+	}
+	want.Matched[2] = "kernel"
+	if diff := cmp.Diff(want, got, cmpIgnoreReason); diff != "" {
+		t.Errorf("Decision (-want +got):\n%s", diff)
+	}
+	if !strings.Contains(got.Reason, "security 5≥2") || !strings.Contains(got.Reason, "cve") {
+		t.Errorf("Reason %q lacks the score or terms", got.Reason)
+	}
+	g := c.Classify("", "What is a kernel in popcorn?", "")
+	if g.Intent != IntentGeneral || !strings.Contains(g.Reason, "-popcorn") || !strings.Contains(g.Reason, "→ general") {
+		t.Errorf("general decision %+v does not explain itself", g)
+	}
+}
+
+var cmpIgnoreReason = cmp.FilterPath(func(p cmp.Path) bool { return p.String() == "Reason" }, cmp.Ignore())
+
+func TestExplain(t *testing.T) {
+	c := newDefault(t)
+	e := c.Explain("", "I'm not asking about hacking: prove step by step that the sum of the angles is 180, not the biology kind", "")
+	if e.Route != RouteDeepSeek {
+		t.Fatalf("route %s, want %s (%s)", e.Route, RouteDeepSeek, e.Reason)
+	}
+	want := []IntentScore{
+		{Intent: IntentSecurity, Route: RouteSAIF, Score: -2, Min: 2, Against: []string{"biology"}, Negated: []string{"hacking"}},
+		{Intent: IntentReasoning, Route: RouteDeepSeek, Score: 4, Min: 2, Terms: []string{"prove", "step by step"}},
+	}
+	if diff := cmp.Diff(want, e.Scores); diff != "" {
+		t.Errorf("Scores (-want +got):\n%s", diff)
+	}
+}
+
+func TestRoutes(t *testing.T) {
+	if diff := cmp.Diff([]string{RouteSAIF, RouteDeepSeek, RouteAverroesQ}, newDefault(t).Routes()); diff != "" {
+		t.Errorf("default Routes (-want +got):\n%s", diff)
+	}
+	c, err := New(Rules{Default: "general-pool", SpecialistRoute: "saif-direct",
+		Intents: []IntentRule{{Name: "math", Route: "r1", Terms: []string{"integral"}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"r1", "general-pool", "saif-direct"}, c.Routes()); diff != "" {
+		t.Errorf("custom Routes (-want +got):\n%s", diff)
+	}
+}
+
+const customTOML = `
+[auto]
+default = "general"
+specialist_route = "saif-specialists"
+specialists = ["pwn"]
+negations = ["-"]
+
+# The paper's original rule: Arabic goes to Averroes-Q whatever it asks.
+[[auto.intents]]
+name = "arabic"
+route = "averroes-q"
+languages = ["arabic"]
+any = true
+
+[[auto.intents]]
+name = "security"
+route = "saif"
+add_terms = ["blue screen of death"]
+
+[[auto.intents]]
+name = "cooking"
+route = "chef"
+terms = ["recipe", "bake^1", "oven^1"]
+against = ["-"]
+min_score = 2
+`
+
+func TestCustomTOML(t *testing.T) {
+	var cfg struct {
+		Auto Rules `toml:"auto"`
+	}
+	md, err := toml.Decode(customTOML, &cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u := md.Undecoded(); len(u) > 0 {
+		t.Fatalf("undecoded keys %v", u)
+	}
+	c, err := New(cfg.Auto)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"averroes-q", "saif", "chef", "general", "saif-specialists"}, c.Routes()); diff != "" {
+		t.Errorf("Routes (-want +got):\n%s", diff)
+	}
+	runCases(t, c, []classifyCase{
+		{name: "paper rule: arabic security goes to averroes", user: "ما هي نقاط الضعف في تطبيقات الويب؟", route: "averroes-q", intent: "arabic"},
+		{name: "english security still saif", user: "What is a buffer overflow?", route: "saif", intent: "security"},
+		{name: "added term", user: "I got a blue screen of death after an update", route: "saif"},
+		{name: "new intent", user: "A recipe for bread please", route: "chef", intent: "cooking"},
+		{name: "weights add up", user: "Can I bake it in a gas oven?", route: "chef"},
+		{name: "one weak term is not enough", user: "Is my oven clean?", route: "general", intent: IntentGeneral},
+		{name: "reasoning intent gone", user: "Prove step by step that 1+1=2", route: "general"},
+		{name: "negations switched off", user: "not asking about malware", route: "saif"},
+		{name: "custom specialist", user: "hi", hint: "pwn", route: "saif-specialists", intent: IntentHint},
+		{name: "default specialists replaced", user: "hi", hint: "rev_eng", route: "general"},
+	})
+}
+
+func TestNewValidates(t *testing.T) {
+	ok := IntentRule{Name: "x", Route: "r", Terms: []string{"word"}}
+	tests := []struct {
+		name  string
+		rules Rules
+		field string
+	}{
+		{"empty name", Rules{Intents: []IntentRule{{Route: "r", Terms: []string{"a"}}}}, "intents[0].name"},
+		{"reserved name", Rules{Intents: []IntentRule{{Name: "general", Route: "r", Terms: []string{"a"}}}}, "intents[0].name"},
+		{"duplicate intent", Rules{Intents: []IntentRule{ok, ok}}, "intents[1].name"},
+		{"empty route", Rules{Intents: []IntentRule{{Name: "x", Terms: []string{"a"}}}}, "intents[0].route"},
+		{"empty terms", Rules{Intents: []IntentRule{{Name: "x", Route: "r"}}}, "intents[0].terms"},
+		{"term without words", Rules{Intents: []IntentRule{{Name: "x", Route: "r", Terms: []string{"a", "?!"}}}}, "intents[0].terms[1]"},
+		{"bad weight", Rules{Intents: []IntentRule{{Name: "x", Route: "r", Terms: []string{"a^0"}}}}, "intents[0].terms[0]"},
+		{"bare weight", Rules{Intents: []IntentRule{{Name: "x", Route: "r", Terms: []string{"^3"}}}}, "intents[0].terms[0]"},
+		{"bad language", Rules{Intents: []IntentRule{{Name: "x", Route: "r", Terms: []string{"a"}, Languages: []string{"french"}}}}, "intents[0].languages[0]"},
+		{"negative min score", Rules{Intents: []IntentRule{{Name: "x", Route: "r", Terms: []string{"a"}, MinScore: -1}}}, "intents[0].min_score"},
+		{"empty specialist", Rules{Specialists: []string{"a", " "}}, "specialists[1]"},
+		{"bad negation", Rules{Negations: []string{"..."}}, "negations[0]"},
+		{"bad against", Rules{Intents: []IntentRule{{Name: "x", Route: "r", Terms: []string{"a"}, Against: []string{""}}}}, "intents[0].against[0]"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := New(tt.rules)
+			var ce *ConfigError
+			if !errors.As(err, &ce) {
+				t.Fatalf("New = %v, want a *ConfigError", err)
+			}
+			if ce.Field != tt.field {
+				t.Errorf("field %q, want %q (%v)", ce.Field, tt.field, err)
+			}
+		})
+	}
+	if _, err := New(Rules{Intents: []IntentRule{ok, {Name: "y", Route: "r2", Any: true}}}); err != nil {
+		t.Errorf("valid rules rejected: %v", err)
+	}
+}
+
+func TestDefaultRulesRoundTrip(t *testing.T) {
+	// DefaultRules spelled out must behave exactly like the zero value.
+	a, b := newDefault(t), func() *Classifier {
+		c, err := New(DefaultRules())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}()
+	for _, p := range []string{"CVE-2021-44228", "prove it step by step", "hello", "ثغرة", "not asking about hacking"} {
+		if x, y := a.Classify("", p, ""), b.Classify("", p, ""); !cmp.Equal(x, y) {
+			t.Errorf("%q: zero rules %+v, DefaultRules %+v", p, x, y)
+		}
+	}
+}
+
+func TestConcurrentClassify(t *testing.T) {
+	c := newDefault(t)
+	prompts := []string{"CVE-2021-44228 exploit", "prove step by step", "hello there", "ثغرة أمنية في الويب"}
+	want := make([]Decision, len(prompts))
+	for i, p := range prompts {
+		want[i] = c.Classify("", p, "")
+	}
+	var wg sync.WaitGroup
+	for g := 0; g < 4; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 200; i++ {
+				k := (i + g) % len(prompts)
+				if got := c.Classify("", prompts[k], ""); !cmp.Equal(want[k], got) {
+					t.Errorf("concurrent %q: %+v, want %+v", prompts[k], got, want[k])
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+func TestClassifyAllocations(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector makes sync.Pool drop items on purpose")
+	}
+	c := newDefault(t)
+	p := benchPrompt()
+	c.Classify("", p, "") // warm the pool
+	// The Decision's Matched slice and Reason string are the only allocations.
+	if n := testing.AllocsPerRun(50, func() { c.Classify("", p, "") }); n > 3 {
+		t.Errorf("Classify allocates %.0f times per call, want at most 3", n)
+	}
+}

@@ -1,0 +1,29 @@
+// Package autoroute owns the `model: "auto"` classifier: it reads the system prompt and the last
+// user turn (and x-route-hint), detects the script (English, Arabic, mixed), scores each configured
+// intent (by default security, then reasoning) from whole-word term matches, and names the route
+// that should serve the request. It also owns the labelled evaluation set under testdata/ and Eval,
+// which `gateway route eval FILE` prints.
+//
+// How a request is decided, in order:
+//
+//  1. A route hint that names a SAIF specialist (rev_eng, webapp, …) picks Rules.SpecialistRoute;
+//     a hint that names one of the classifier's routes picks that route.
+//  2. Otherwise each intent, in precedence order, is scored; the first whose score reaches its
+//     min_score (and whose languages include the detected one) wins.
+//  3. Otherwise the request is general and goes to Rules.Default.
+//
+// Scoring is deliberately simple so that explain can show why: every distinct term that matches in
+// the last user turn adds its weight, one that matches only in the system prompt adds half of it,
+// an "against" term (a word that shows another sense, such as "biology" next to "virus") subtracts
+// its weight, and a term that follows a negation cue in the same clause ("not asking about
+// hacking") counts for nothing.
+//
+// Matching is on whole words after normalisation, never on substrings: "patch" does not match
+// "dispatch". Normalisation lower-cases, strips Arabic diacritics and tatweel, folds alef/hamza
+// forms to bare alef, ta marbuta to ha and alef maqsura to ya, and maps Arabic-Indic digits to ASCII.
+// Words are then reduced to a light stem on both sides (terms and text): English plurals and "'s";
+// for Arabic the article and its fused prepositions (ال، وال، بال، كال، فال، لل) and common
+// suffixes (ات، ون، ين، ان، ها، هم، ه، ي، يه). A text word that is not a known stem is tried once
+// more without a leading و، ف، ب، ل or ك, so "لاختراق" finds "اختراق" while "برهن" (a term) is
+// never mistaken for "رهن".
+package autoroute

@@ -1,0 +1,389 @@
+package autoroute
+
+import (
+	"unicode"
+	"unicode/utf8"
+)
+
+// Language is the script a prompt is written in.
+type Language uint8
+
+const (
+	// English is any prompt without Arabic words (Latin script, code, or no words at all).
+	English Language = iota
+	// Arabic is a prompt without Latin words. Acronyms (SQL, PDF), words with digits (Log4Shell)
+	// and single letters (x, n) are names or symbols rather than English and count for neither.
+	Arabic
+	// Mixed is a prompt with words of both scripts, unless one script has fewer than one word in
+	// twenty (a long Arabic text with one English word stays Arabic).
+	Mixed
+)
+
+func (l Language) String() string {
+	switch l {
+	case Arabic:
+		return "arabic"
+	case Mixed:
+		return "mixed"
+	}
+	return "english"
+}
+
+// ParseLanguage turns "english", "arabic" or "mixed" into a Language.
+func ParseLanguage(s string) (Language, bool) {
+	switch s {
+	case "english":
+		return English, true
+	case "arabic":
+		return Arabic, true
+	case "mixed":
+		return Mixed, true
+	}
+	return 0, false
+}
+
+// detectLanguage decides from word counts. Code-switching in a chat prompt is usually a few
+// English words in an Arabic sentence ("ممكن تشرح لي how does a buffer overflow work"), so any real
+// English word makes a prompt mixed; only a lone word in a long text (under 5%) does not.
+func detectLanguage(arabicWords, latinWords int) Language {
+	switch {
+	case arabicWords == 0:
+		return English
+	case latinWords == 0:
+		return Arabic
+	}
+	total := arabicWords + latinWords
+	if latinWords*20 < total {
+		return Arabic
+	}
+	if arabicWords*20 < total {
+		return English
+	}
+	return Mixed
+}
+
+// script flags of one word.
+const (
+	scriptArabic uint8 = 1 << iota
+	scriptLatin
+	scriptOther
+	// scriptName marks a Latin word that is an acronym, has digits or is one letter: it is matched
+	// like any word but does not count as English for language detection.
+	scriptName
+)
+
+// sink receives the words of a text in order, already normalised but not yet stemmed.
+type sink interface {
+	word(w []byte, script uint8)
+	clauseBreak()
+}
+
+// maxWordBytes bounds one word so that a pathological input (a base64 blob) cannot grow the buffer
+// without bound; such a word is never a term anyway.
+const maxWordBytes = 64
+
+// scanner holds the word being built; its methods are small enough to inline into scan.
+type scanner struct {
+	w            []byte
+	script       uint8
+	overlong     bool
+	lower, digit bool
+	out          sink
+}
+
+func (sc *scanner) add(c byte) {
+	if len(sc.w) >= maxWordBytes {
+		sc.overlong = true
+		return
+	}
+	sc.w = append(sc.w, c)
+}
+
+func (sc *scanner) flush() {
+	w := sc.w
+	if len(w) > 0 && !sc.overlong {
+		// A trailing apostrophe ("hackers'") is punctuation, not part of the word.
+		for len(w) > 0 && w[len(w)-1] == '\'' {
+			w = w[:len(w)-1]
+		}
+		script := sc.script
+		if script&scriptLatin != 0 && (!sc.lower || sc.digit || len(w) == 1) {
+			script |= scriptName
+		}
+		if len(w) > 0 {
+			sc.out.word(w, script)
+		}
+	}
+	sc.w = sc.w[:0]
+	sc.script = 0
+	sc.overlong, sc.lower, sc.digit = false, false, false
+}
+
+// scan splits s into normalised words. buf is scratch space, returned for reuse.
+func scan(s string, buf []byte, out sink) []byte {
+	sc := scanner{w: buf[:0], out: out}
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			i++
+			switch {
+			case c >= 'a' && c <= 'z':
+				sc.add(c)
+				sc.script |= scriptLatin
+				sc.lower = true
+			case c >= 'A' && c <= 'Z':
+				sc.add(c + 'a' - 'A')
+				sc.script |= scriptLatin
+			case c >= '0' && c <= '9':
+				sc.add(c)
+				sc.digit = true
+			case c == '\'':
+				// Keep it only inside a word ("don't"), so that negation cues can name it.
+				if len(sc.w) > 0 && i < len(s) && isASCIILetter(s[i]) {
+					sc.add(c)
+				} else {
+					sc.flush()
+				}
+			case c == '.' || c == ',' || c == ';' || c == ':' || c == '!' || c == '?' || c == '\n':
+				sc.flush()
+				out.clauseBreak()
+			default:
+				sc.flush()
+			}
+			continue
+		}
+		var r rune
+		if c >= 0xC2 && c < 0xE0 && i+1 < len(s) && s[i+1]&0xC0 == 0x80 {
+			// Two-byte sequences (all of Arabic) decoded inline: the hot path for Arabic text.
+			r = rune(c&0x1F)<<6 | rune(s[i+1]&0x3F)
+			i += 2
+		} else {
+			var size int
+			r, size = utf8.DecodeRuneInString(s[i:])
+			i += size
+		}
+		switch {
+		case r >= 0x0600 && r <= 0x06FF:
+			switch {
+			case r >= 0x064B && r <= 0x065F, r == 0x0670, r >= 0x06D6 && r <= 0x06ED, r == 0x0640:
+				// Diacritics and tatweel are dropped without ending the word.
+			case r >= 0x0660 && r <= 0x0669:
+				sc.add(byte('0' + r - 0x0660))
+			case r >= 0x06F0 && r <= 0x06F9:
+				sc.add(byte('0' + r - 0x06F0))
+			case r == 0x060C || r == 0x061B || r == 0x061F || r == 0x06D4:
+				sc.flush()
+				out.clauseBreak()
+			case r >= 0x0621 && r <= 0x064A || r >= 0x0671 && r <= 0x06D3:
+				r = foldArabic(r)
+				if len(sc.w)+2 > maxWordBytes {
+					sc.overlong = true
+				} else {
+					sc.w = append(sc.w, byte(0xC0|r>>6), byte(0x80|r&0x3F))
+				}
+				sc.script |= scriptArabic
+			default:
+				sc.flush()
+			}
+		case r == 0x2019 || r == 0x2018:
+			// Typographic apostrophes, as phones type them.
+			if len(sc.w) > 0 && i < len(s) && isASCIILetter(s[i]) {
+				sc.add('\'')
+			} else {
+				sc.flush()
+			}
+		case r == 0x2026 || r == 0x3002:
+			sc.flush()
+			out.clauseBreak()
+		case unicode.IsLetter(r) || unicode.IsDigit(r):
+			var tmp [utf8.UTFMax]byte
+			n := utf8.EncodeRune(tmp[:], unicode.ToLower(r))
+			if len(sc.w)+n > maxWordBytes {
+				sc.overlong = true
+			} else {
+				sc.w = append(sc.w, tmp[:n]...)
+			}
+			sc.script |= scriptOther
+		default:
+			sc.flush()
+		}
+	}
+	sc.flush()
+	return sc.w[:0]
+}
+
+func isASCIILetter(c byte) bool { return c|0x20 >= 'a' && c|0x20 <= 'z' }
+
+// foldArabic maps the spelling variants that Arabic writers use interchangeably to one letter.
+func foldArabic(r rune) rune {
+	switch r {
+	case 'أ', 'إ', 'آ', 'ٱ', 'ٲ', 'ٳ':
+		return 'ا'
+	case 'ؤ':
+		return 'و'
+	case 'ئ', 'ى', 'ی', 'ې':
+		return 'ي'
+	case 'ة', 'ۃ':
+		return 'ه'
+	case 'ک':
+		return 'ك'
+	}
+	return r
+}
+
+// Arabic letters after folding are all two bytes in UTF-8, so lengths below are in bytes = 2×letters.
+var (
+	arabicArticles = [...]string{"وال", "بال", "كال", "فال", "لل", "ال"}
+	arabicSuffixes = [...]string{"هما", "ات", "ون", "ين", "ان", "ها", "هم", "يه", "ه", "ي"}
+)
+
+// stemArabic reduces an Arabic word to a light stem by reslicing only, so the caller's bytes stay
+// intact for a second attempt. Article: keep at least 2 letters; suffixes: at most two, keeping at
+// least 3 letters.
+func stemArabic(w []byte) []byte {
+	// Every article ends in ل (D9 84) and starts with ا، و، ب، ك، ف or ل; check that cheaply first.
+	if len(w) >= 8 && (w[2] == 0xD9 && w[3] == 0x84 || w[4] == 0xD9 && w[5] == 0x84) {
+		for _, a := range arabicArticles {
+			if len(w)-len(a) >= 4 && string(w[:len(a)]) == a {
+				w = w[len(a):]
+				break
+			}
+		}
+	}
+	for round := 0; round < 2 && len(w) > 6; round++ {
+		// Every suffix ends in ا، ن، ه، م، ي or ت; most words end otherwise.
+		switch string(w[len(w)-2:]) {
+		case "ا", "ن", "ه", "م", "ي", "ت":
+		default:
+			return w
+		}
+		stripped := false
+		for _, s := range arabicSuffixes {
+			if len(w)-len(s) >= 6 && string(w[len(w)-len(s):]) == s {
+				w = w[:len(w)-len(s)]
+				stripped = true
+				break
+			}
+		}
+		if !stripped {
+			break
+		}
+	}
+	return w
+}
+
+// clitic reports whether w starts with a one-letter proclitic (و ف ب ل ك) that may be peeled off
+// when the whole word is not a known stem.
+func clitic(w []byte) bool {
+	if len(w) < 8 || w[0] != 0xD9 && w[0] != 0xD8 {
+		return false
+	}
+	r, _ := utf8.DecodeRune(w)
+	switch r {
+	case 'و', 'ف', 'ب', 'ل', 'ك':
+		return true
+	}
+	return false
+}
+
+// stemEnglish folds plurals and the possessive, which is all the term lists need; verb forms
+// (hack, hacking, hacked) are listed explicitly so that the stemmer cannot over-reach. A final
+// consonant+y and a final -ie both become -i, so that "policy"/"policies" and "movie"/"movies" meet.
+func stemEnglish(w []byte) []byte {
+	n := len(w)
+	if n > 3 && w[n-2] == '\'' && w[n-1] == 's' {
+		w = w[:n-2]
+		n -= 2
+	}
+	if n > 3 && w[n-1] == 's' {
+		switch {
+		case n > 4 && hasSuffix(w, []byte("ies")):
+			w = w[:n-2]
+		case hasSuffix(w, []byte("sses")), n > 5 && hasSuffix(w, []byte("uses")),
+			hasSuffix(w, []byte("xes")), hasSuffix(w, []byte("ches")), hasSuffix(w, []byte("shes")):
+			w = w[:n-2]
+		case hasSuffix(w, []byte("ss")), hasSuffix(w, []byte("us")), hasSuffix(w, []byte("is")):
+		default:
+			w = w[:n-1]
+		}
+		n = len(w)
+	}
+	if n > 3 {
+		switch {
+		case w[n-1] == 'e' && w[n-2] == 'i':
+			w = w[:n-1]
+		case w[n-1] == 'y' && !isVowel(w[n-2]):
+			w[n-1] = 'i'
+		}
+	}
+	return w
+}
+
+func isVowel(c byte) bool { return c == 'a' || c == 'e' || c == 'i' || c == 'o' || c == 'u' }
+
+// stem is the canonical form of one word, as stored in the vocabulary.
+func stem(w []byte, script uint8) []byte {
+	switch script &^ scriptName {
+	case scriptArabic:
+		return stemArabic(w)
+	case scriptLatin:
+		return stemEnglish(w)
+	}
+	return w
+}
+
+func hasSuffix(w, s []byte) bool { return len(w) >= len(s) && string(w[len(w)-len(s):]) == string(s) }
+
+// wordCollector gathers stems, for compiling terms and for tests.
+type wordCollector struct {
+	words   []string
+	breaks  int
+	arabic  int
+	latin   int
+	noStems bool
+}
+
+func (c *wordCollector) word(w []byte, script uint8) {
+	countScript(script, &c.arabic, &c.latin)
+	if !c.noStems {
+		w = stem(w, script)
+	}
+	c.words = append(c.words, string(w))
+}
+
+func (c *wordCollector) clauseBreak() { c.breaks++ }
+
+// countScript counts a word for language detection. A word with Latin letters counts as Latin even
+// when it also has Arabic ones (a typo such as "SQLحقن" is rare and mostly English identifiers).
+func countScript(script uint8, arabic, latin *int) {
+	switch {
+	case script&scriptLatin != 0:
+		if script&scriptName == 0 {
+			*latin++
+		}
+	case script&scriptArabic != 0:
+		*arabic++
+	}
+}
+
+// Normalize returns the words of s as the classifier sees them before stemming, joined by spaces.
+// It exists for explain and tests; the classifier itself never builds this string.
+func Normalize(s string) string {
+	c := wordCollector{noStems: true}
+	scan(s, make([]byte, 0, maxWordBytes), &c)
+	out := make([]byte, 0, len(s))
+	for i, w := range c.words {
+		if i > 0 {
+			out = append(out, ' ')
+		}
+		out = append(out, w...)
+	}
+	return string(out)
+}
+
+// DetectLanguage reports the script of s with the rule the classifier uses.
+func DetectLanguage(s string) Language {
+	c := wordCollector{noStems: true}
+	scan(s, make([]byte, 0, maxWordBytes), &c)
+	return detectLanguage(c.arabic, c.latin)
+}

@@ -1,0 +1,122 @@
+package autoroute
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestNormalize(t *testing.T) {
+	tests := []struct {
+		name, in, want string
+	}{
+		{"ascii lower-case", "Buffer OVERFLOW in CVE-2021-44228", "buffer overflow in cve 2021 44228"},
+		{"punctuation splits words", "strcpy(buf, argv[1]);", "strcpy buf argv 1"},
+		{"underscore splits identifiers", "get_user_password", "get user password"},
+		{"apostrophe inside a word stays", "I'm not asking, don't", "i'm not asking don't"},
+		{"typographic apostrophe", "don’t", "don't"},
+		{"trailing apostrophe dropped", "hackers' tools", "hackers tools"},
+		{"diacritics stripped", "ثَغْرَةٌ", "ثغره"},
+		{"tatweel stripped", "اختـــراق", "اختراق"},
+		{"alef forms folded", "أإآٱ", "اااا"},
+		{"hamza carriers folded", "سؤال مسائل", "سوال مسايل"},
+		{"ta marbuta and alef maqsura", "ثغرة على", "ثغره علي"},
+		{"arabic-indic digits", "٢٠٢٤ ۳", "2024 3"},
+		{"arabic punctuation splits", "ثغرة،اختراق؟", "ثغره اختراق"},
+		{"mixed scripts", "ممكن تشرح how XSS works؟", "ممكن تشرح how xss works"},
+		{"other letters lower-cased", "Ünïcode ÉTÉ", "ünïcode été"},
+		{"empty", "", ""},
+		{"only symbols", "!!! ??? ...", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if diff := cmp.Diff(tt.want, Normalize(tt.in)); diff != "" {
+				t.Errorf("Normalize(%q) (-want +got):\n%s", tt.in, diff)
+			}
+		})
+	}
+}
+
+func TestStemsMeet(t *testing.T) {
+	// Each pair must reduce to the same stem; that is what lets a term match its inflections.
+	same := []struct{ a, b string }{
+		{"vulnerability", "vulnerabilities"},
+		{"virus", "viruses"},
+		{"patch", "patches"},
+		{"exploit", "exploits"},
+		{"movie", "movies"},
+		{"policy", "policies"},
+		{"attacker", "attacker's"},
+		{"ثغرة", "الثغرات"},
+		{"ثغرة", "ثغرات"},
+		{"برمجيات خبيثة", "البرمجيات الخبيثة"},
+		{"منطقي", "المنطقية"},
+		{"الهندسة العكسية", "هندسة عكسية"},
+		{"فيروس", "الفيروسات"},
+	}
+	for _, tt := range same {
+		t.Run(tt.a+"="+tt.b, func(t *testing.T) {
+			if diff := cmp.Diff(stems(tt.a), stems(tt.b)); diff != "" {
+				t.Errorf("stems differ (-%s +%s):\n%s", tt.a, tt.b, diff)
+			}
+		})
+	}
+	differ := []struct{ a, b string }{
+		{"patch", "dispatch"},
+		{"class", "clas"},
+		{"key", "ki"},
+		{"برهن", "رهن"},
+	}
+	for _, tt := range differ {
+		t.Run(tt.a+"!="+tt.b, func(t *testing.T) {
+			if cmp.Equal(stems(tt.a), stems(tt.b)) {
+				t.Errorf("%q and %q share the stem %q", tt.a, tt.b, stems(tt.a))
+			}
+		})
+	}
+}
+
+func stems(s string) []string {
+	var c wordCollector
+	scan(s, nil, &c)
+	return c.words
+}
+
+func TestDetectLanguage(t *testing.T) {
+	tests := []struct {
+		in   string
+		want Language
+	}{
+		{"How do I patch the kernel?", English},
+		{"", English},
+		{"12345 !!!", English},
+		{"ما هي نقاط الضعف في تطبيقات الويب؟", Arabic},
+		{"كيف أحمي موقعي من هجمات حقن SQL؟", Arabic},             // an acronym is a name, not English
+		{"اشرح ثغرة Log4Shell وكيف يمكن استغلالها", Arabic},      // so is a word with digits
+		{"أثبت أن 2 أس n أكبر من n", Arabic},                     // and a one-letter variable
+		{"ممكن تشرح لي how does a buffer overflow work?", Mixed}, // code-switching
+		{"أبغى أكتب email رسمي لمديري", Mixed},                   // one real English word is enough
+		{"What does \"إن شاء الله\" mean?", Mixed},
+		{"What is the best antivirus للأندرويد؟", Mixed},
+		{"the quick brown fox jumps over the lazy dog again and again and again and again and again and again and again فقط", English},
+	}
+	for _, tt := range tests {
+		t.Run(tt.in, func(t *testing.T) {
+			if got := DetectLanguage(tt.in); got != tt.want {
+				t.Errorf("DetectLanguage(%q) = %v, want %v", tt.in, got, tt.want)
+			}
+		})
+	}
+}
+
+func TestLanguageString(t *testing.T) {
+	for _, l := range []Language{English, Arabic, Mixed} {
+		got, ok := ParseLanguage(l.String())
+		if !ok || got != l {
+			t.Errorf("ParseLanguage(%q) = %v, %v", l.String(), got, ok)
+		}
+	}
+	if _, ok := ParseLanguage("french"); ok {
+		t.Error("ParseLanguage(french) succeeded")
+	}
+}

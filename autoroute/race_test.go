@@ -1,0 +1,5 @@
+//go:build race
+
+package autoroute
+
+const raceEnabled = true
