@@ -7,6 +7,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -340,8 +341,8 @@ func TestNoOrphanAfterClose(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var pid int
-		if _, err := fmtSscan(string(b), &pid); err != nil {
+		pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+		if err != nil {
 			t.Fatal(err)
 		}
 		pids = append(pids, pid)

@@ -98,7 +98,10 @@ func (m *Manager) supervise(mem *member, stop, done chan struct{}, after <-chan 
 		}
 		delay := bo.NextBackOff()
 		restart := make(chan struct{})
+		// One critical section clears the dead process and arms the restart, so whoever sees
+		// StateBackoff knows the timer is there.
 		m.mu.Lock()
+		mem.pid, mem.url = 0, ""
 		mem.lastErr = res.err
 		if mem.state != StateStopping {
 			mem.state = StateBackoff
@@ -210,7 +213,7 @@ func (m *Manager) runOnce(mem *member, stop <-chan struct{}) runResult {
 		stopPolling()
 	case <-exited:
 		stopPolling()
-		m.exited(mem, cmd)
+		reap(cmd)
 		perr := &ProcessError{Target: name, Err: waitErr, Stderr: errOut.Lines()}
 		m.log.Warn("lifecycle: process exited before it was healthy", "target", name, "pid", pid,
 			"err", waitErr, "stderr", strings.Join(perr.Stderr, "\n"))
@@ -218,7 +221,6 @@ func (m *Manager) runOnce(mem *member, stop <-chan struct{}) runResult {
 	case <-loadExpired:
 		stopPolling()
 		m.terminate(cmd, exited)
-		m.exited(mem, cmd)
 		lerr := &LoadTimeoutError{Target: name, After: mem.loadTimeout}
 		m.log.Warn("lifecycle: killed a process that did not load in time", "target", name, "pid", pid,
 			"load_timeout", mem.loadTimeout, "stderr", strings.Join(errOut.Lines(), "\n"))
@@ -246,7 +248,7 @@ func (m *Manager) runOnce(mem *member, stop <-chan struct{}) runResult {
 
 	select {
 	case <-exited:
-		m.exited(mem, cmd)
+		reap(cmd)
 		perr := &ProcessError{Target: name, Err: waitErr, Stderr: errOut.Lines()}
 		m.log.Warn("lifecycle: process crashed", "target", name, "pid", pid, "err", waitErr,
 			"stderr", strings.Join(perr.Stderr, "\n"))
@@ -257,19 +259,8 @@ func (m *Manager) runOnce(mem *member, stop <-chan struct{}) runResult {
 	}
 }
 
-// exited clears a dead process from mem at once, so no request is handed its URL while the
-// supervisor decides between restart and giving up.
-func (m *Manager) exited(mem *member, cmd *exec.Cmd) {
-	// Whatever the process left in its group goes with it.
-	_ = signalGroup(cmd.Process, true)
-	m.mu.Lock()
-	mem.pid, mem.url = 0, ""
-	if mem.state == StateReady || mem.state == StateStarting {
-		mem.state = StateBackoff
-	}
-	m.broadcastLocked()
-	m.mu.Unlock()
-}
+// reap kills whatever the process left in its group when it exited on its own.
+func reap(cmd *exec.Cmd) { _ = signalGroup(cmd.Process, true) }
 
 // terminate sends SIGTERM to the process group, SIGKILL after the grace, and waits for the exit.
 func (m *Manager) terminate(cmd *exec.Cmd, exited <-chan struct{}) {

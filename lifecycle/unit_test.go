@@ -10,8 +10,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
-func fmtSscan(s string, v ...any) (int, error) { return fmt.Sscan(s, v...) }
-
 func TestNewRejects(t *testing.T) {
 	ok := func(name, group string) Spec {
 		return Spec{Name: name, Group: group, Command: []string{"llama-server"},
