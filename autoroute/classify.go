@@ -249,18 +249,18 @@ func (c *Classifier) Routes() []string { return append([]string(nil), c.routes..
 // Decision is the classifier's answer for one request.
 type Decision struct {
 	// Route is the route that should serve the request.
-	Route string
+	Route string `json:"route"`
 	// Intent is the name of the intent that fired, "general" when none did, or "hint" when
 	// x-route-hint decided.
-	Intent string
+	Intent string `json:"intent"`
 	// Language is the script of the last user turn (of the system prompt when the user turn has no
 	// words).
-	Language Language
+	Language Language `json:"language"`
 	// Matched are the terms that counted for Intent, as configured; for "general" the terms that
 	// matched but fell short; for "hint" the hint.
-	Matched []string
+	Matched []string `json:"matched"`
 	// Reason is one line for explain and logs, with the scores.
-	Reason string
+	Reason string `json:"reason"`
 }
 
 // scratch is the per-call working memory, pooled.

@@ -1,6 +1,7 @@
 package autoroute
 
 import (
+	"encoding/json"
 	"errors"
 	"strings"
 	"sync"
@@ -310,5 +311,30 @@ func TestClassifyAllocations(t *testing.T) {
 	// The Decision's Matched slice and Reason string are the only allocations.
 	if n := testing.AllocsPerRun(50, func() { c.Classify("", p, "") }); n > 3 {
 		t.Errorf("Classify allocates %.0f times per call, want at most 3", n)
+	}
+}
+
+func TestExplainJSON(t *testing.T) {
+	e := newDefault(t).Explain("", "ما هي نقاط الضعف في تطبيقات الويب؟", "")
+	b, err := json.Marshal(e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back struct {
+		Route    string   `json:"route"`
+		Intent   string   `json:"intent"`
+		Language Language `json:"language"`
+		Matched  []string `json:"matched"`
+		Scores   []IntentScore
+	}
+	if err := json.Unmarshal(b, &back); err != nil {
+		t.Fatal(err)
+	}
+	if back.Route != RouteSAIF || back.Intent != IntentSecurity || back.Language != Arabic ||
+		!strings.Contains(string(b), `"language":"arabic"`) || len(back.Scores) != 2 {
+		t.Errorf("explain JSON %s", b)
+	}
+	if diff := cmp.Diff([]string{"نقاط الضعف"}, back.Matched); diff != "" {
+		t.Errorf("matched (-want +got):\n%s", diff)
 	}
 }

@@ -1,6 +1,7 @@
 package autoroute
 
 import (
+	"fmt"
 	"unicode"
 	"unicode/utf8"
 )
@@ -27,6 +28,19 @@ func (l Language) String() string {
 		return "mixed"
 	}
 	return "english"
+}
+
+// MarshalText writes the name, so that explain's JSON says "arabic" rather than 1.
+func (l Language) MarshalText() ([]byte, error) { return []byte(l.String()), nil }
+
+// UnmarshalText reads a name written by MarshalText.
+func (l *Language) UnmarshalText(b []byte) error {
+	v, ok := ParseLanguage(string(b))
+	if !ok {
+		return fmt.Errorf("autoroute: unknown language %q", b)
+	}
+	*l = v
+	return nil
 }
 
 // ParseLanguage turns "english", "arabic" or "mixed" into a Language.
