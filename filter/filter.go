@@ -1,0 +1,121 @@
+// Package filter owns eligibility: which targets of a route may serve one request. Eligibility
+// is decided before selection and only ever subtracts. A Filter answers keep or drop (with a
+// reason) for one target; Run builds the output, so no filter can add a target or reorder them.
+// Whether a stage may give way when it would leave nothing (fail open) is a property of the
+// Stage, decided here and reported, never of the filter.
+package filter
+
+import (
+	"slices"
+	"time"
+
+	"github.com/hayula/gateway/core"
+)
+
+// Filter decides, for one target, whether it may serve req.
+type Filter interface {
+	// Name identifies the filter in drops, logs and explain.
+	Name() string
+	// Keep reports whether t may serve req; when it may not, reason says why, for a human.
+	Keep(req *core.Request, t *core.Target) (ok bool, reason string)
+}
+
+// Drop records one target removed by one filter.
+type Drop struct {
+	Target, Filter, Reason string
+}
+
+// Stage is one filter in the chain. A fail-open stage that would drop every target still left
+// keeps them all instead (health never denies service); fail-closed stages (privacy,
+// capabilities) never do.
+type Stage struct {
+	Filter   Filter
+	FailOpen bool
+}
+
+// Result is what Run decided for one request.
+type Result struct {
+	// Kept are the eligible targets, in the input order except after a fail-open (see Run).
+	// The slice is the caller's own; nil when nothing is eligible.
+	Kept []*core.Target
+	// Drops are every drop with its reason, in stage order; nil when none. A stage that failed
+	// open records no drops.
+	Drops []Drop
+	// FailedOpen names the stages that failed open for this request; nil when none.
+	FailedOpen []string
+}
+
+// Recoverer is implemented by a filter whose drops are temporary.
+type Recoverer interface {
+	// RecoversAt is when t is expected to pass the filter again. The zero time means unknown or
+	// due any moment (a probe in flight), and sorts first.
+	RecoversAt(t *core.Target) time.Time
+}
+
+// Availability is what the cooldown filter asks; health.Tracker implements it.
+type Availability interface {
+	// Available reports whether t may be tried now. When it may not, until is when that is
+	// expected to change, or zero when unknown (a probe is in flight). It must have no side
+	// effects: filters also run for explain.
+	Available(t *core.Target) (ok bool, until time.Time)
+}
+
+// Run applies the stages in order to targets. When a fail-open stage fails open and its Filter
+// implements Recoverer, the kept targets are ordered soonest-to-recover first (stable), so that a
+// request that must go to a benched target goes to the one most likely to be back; otherwise the
+// input order is kept.
+//
+// Run is on every request's path: it allocates Kept once, and Drops and FailedOpen only when
+// there is something to record.
+func Run(req *core.Request, targets []*core.Target, stages []Stage) Result {
+	var res Result
+	kept := make([]*core.Target, len(targets))
+	copy(kept, targets)
+	for _, st := range stages {
+		if len(kept) == 0 {
+			break
+		}
+		mark := len(res.Drops)
+		n := 0
+		for _, t := range kept {
+			if ok, reason := st.Filter.Keep(req, t); ok {
+				kept[n] = t
+				n++
+			} else {
+				res.Drops = append(res.Drops, Drop{Target: t.Name, Filter: st.Filter.Name(), Reason: reason})
+			}
+		}
+		if n == 0 && st.FailOpen {
+			// Nothing was written into kept, so it still holds every target that entered the stage.
+			res.Drops = res.Drops[:mark]
+			res.FailedOpen = append(res.FailedOpen, st.Filter.Name())
+			if rec, ok := st.Filter.(Recoverer); ok {
+				sortByRecovery(kept, rec)
+			}
+			continue
+		}
+		kept = kept[:n]
+	}
+	if len(res.Drops) == 0 {
+		res.Drops = nil
+	}
+	if len(kept) > 0 {
+		res.Kept = kept
+	}
+	return res
+}
+
+func sortByRecovery(ts []*core.Target, rec Recoverer) {
+	type keyed struct {
+		t  *core.Target
+		at time.Time
+	}
+	ks := make([]keyed, len(ts))
+	for i, t := range ts {
+		ks[i] = keyed{t, rec.RecoversAt(t)}
+	}
+	slices.SortStableFunc(ks, func(a, b keyed) int { return a.at.Compare(b.at) })
+	for i, k := range ks {
+		ts[i] = k.t
+	}
+}

@@ -1,0 +1,5 @@
+//go:build !race
+
+package filter_test
+
+const raceScale = 1

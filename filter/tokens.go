@@ -1,0 +1,256 @@
+package filter
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"unicode"
+
+	"github.com/hayula/gateway/core"
+)
+
+// PromptTokensMin returns a lower bound of the prompt's tokens for the given messages: the
+// Context filter removes a target only when a request certainly does not fit, so this must never
+// exceed what the upstream's tokenizer counts. It counts only message text (string content and
+// the "text" of parts of type "text"; images, names, tool calls and the chat template count 0).
+//
+// # Why it is a lower bound
+//
+// Every tokenizer it is argued for cuts text into pre-tokens with a split regex before BPE,
+// and BPE never merges across pre-tokens, so each pre-token is at least one token. The
+// tokenizers are GPT cl100k and o200k, Llama 3, Qwen 2/2.5/3, DeepSeek V3/R1 and Mistral's
+// Tekken. Their regexes share these properties, which the count relies on and nothing else:
+//
+//  1. A pre-token holds at most one run of non-whitespace characters, save that o200k and Tekken
+//     let a punctuation pre-token run on over newlines into slashes (`[\r\n/]*`).
+//  2. A pre-token holding a number character (\p{N}) holds only 1 to 3 of them (Qwen and Tekken:
+//     1; DeepSeek isolates \p{N}{1,3} before anything else).
+//  3. A pre-token holding a letter (\p{L}) holds at most one other character before its letters
+//     (an optional "prefix", e.g. " word", ".com", "(x"), nothing but letters, marks (\p{M}) and
+//     the ASCII apostrophe of o200k's contractions ("don't") between and after them, and no
+//     number.
+//
+// The text is cut at ASCII whitespace, which all of them treat as whitespace, into fields, and a
+// field is cut at number characters into stretches. Then each of these needs its own pre-token:
+//
+//   - every 3 number characters of a run, rounded up (2);
+//   - every run of letters not interrupted by punctuation (3: a pre-token cannot hold letters on
+//     both sides of a punctuation character);
+//   - punctuation after a stretch's last letter (3: it cannot join any letter's pre-token);
+//   - two or more punctuation characters before a stretch's first letter or between two letter
+//     runs (3: at most one of them is the next letters' prefix);
+//   - a stretch with no letters that holds punctuation, a mark or an apostrophe.
+//
+// "Punctuation" is any character that is none of the above, nor whitespace by anyone's
+// definition: characters some tokenizer may treat as whitespace (Unicode White_Space other than
+// ASCII, U+001C–U+001F, U+180E, U+200B, U+2060, U+FEFF) count as nothing and cut nothing, and so
+// do marks and the apostrophe inside a stretch. Slashes that open a field after newlines only,
+// or open the text, count as nothing (the exception in 1). Characters are classified with Go's
+// Unicode tables.
+//
+// Parts of one message are counted apart and one token is taken off per boundary between them,
+// because a server may join them with nothing between, which can merge at most one pre-token
+// across each boundary. In assistant messages only the text after the last "</think>" counts:
+// the chat templates of reasoning models drop earlier reasoning from the history.
+//
+// The whitespace-field count alone (each field at least one token) is not a bound for o200k and
+// Tekken, because of the slash exception: ".\n/" is one pre-token there.
+//
+// SentencePiece vocabularies (Mistral v1–v3, Llama 2) are outside this argument: they have no
+// split regex, and whether their pieces respect whitespace, digits and scripts depends on
+// training options that are not visible from here.
+func PromptTokensMin(msgs []core.Message) int {
+	total := 0
+	for i := range msgs {
+		total += messageTokensMin(&msgs[i])
+	}
+	return total
+}
+
+// contentPart is the part of an OpenAI content part that matters here.
+type contentPart struct {
+	Type string `json:"type"`
+	Text string `json:"text"`
+}
+
+const thinkEnd = "</think>"
+
+func messageTokensMin(m *core.Message) int {
+	c := bytes.TrimSpace(m.Content)
+	if len(c) == 0 {
+		return 0
+	}
+	assistant := m.Role == "assistant"
+	switch c[0] {
+	case '"':
+		var s string
+		if json.Unmarshal(c, &s) != nil {
+			return 0
+		}
+		if assistant {
+			s = afterThink(s)
+		}
+		return textTokensMin(s)
+	case '[':
+		var parts []contentPart
+		if json.Unmarshal(c, &parts) != nil {
+			return 0
+		}
+		texts := parts[:0]
+		for _, p := range parts {
+			if p.Type == "text" {
+				texts = append(texts, p)
+			}
+		}
+		if assistant {
+			for i := len(texts) - 1; i >= 0; i-- {
+				if strings.Contains(texts[i].Text, thinkEnd) {
+					texts = texts[i:]
+					texts[0].Text = afterThink(texts[0].Text)
+					break
+				}
+			}
+		}
+		if len(texts) == 0 {
+			return 0
+		}
+		n := 1 - len(texts)
+		for _, p := range texts {
+			n += textTokensMin(p.Text)
+		}
+		return max(n, 0)
+	}
+	return 0
+}
+
+func afterThink(s string) string {
+	if i := strings.LastIndex(s, thinkEnd); i >= 0 {
+		return s[i+len(thinkEnd):]
+	}
+	return s
+}
+
+// class is what a character is for the bound.
+type class uint8
+
+const (
+	classSpace      class = iota // ASCII whitespace but \r \n: cuts fields
+	classNewline                 // \r \n: cuts fields; after only these, leading slashes may be absorbed
+	classNumber                  // \p{N}
+	classLetter                  // \p{L}
+	classJoiner                  // marks and the ASCII apostrophe: content that cuts no letter run
+	classMaybeSpace              // whitespace to some tokenizers: counts nothing, cuts nothing
+	classSlash                   // punctuation, unless absorbed
+	classPunct                   // everything else
+)
+
+func classify(r rune) class {
+	if r < 0x80 {
+		switch {
+		case r == ' ' || r == '\t' || r == '\v' || r == '\f':
+			return classSpace
+		case r == '\n' || r == '\r':
+			return classNewline
+		case r >= '0' && r <= '9':
+			return classNumber
+		case r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z':
+			return classLetter
+		case r == '\'':
+			return classJoiner
+		case r == '/':
+			return classSlash
+		case r >= 0x1c && r <= 0x1f:
+			return classMaybeSpace
+		}
+		return classPunct
+	}
+	switch {
+	case unicode.IsSpace(r), r == 0x180e, r == 0x200b, r == 0x2060, r == 0xfeff:
+		return classMaybeSpace
+	case unicode.IsLetter(r):
+		return classLetter
+	case unicode.IsNumber(r):
+		return classNumber
+	case unicode.IsMark(r):
+		return classJoiner
+	}
+	return classPunct
+}
+
+// counter walks one text; see PromptTokensMin for what each count stands for.
+type counter struct {
+	n       int
+	numbers int  // length of the current run of number characters
+	letters bool // the current stretch has a letter
+	punct   int  // punctuation since the stretch's last letter, or since it began
+	content bool // the current stretch has a non-letter character that needs a pre-token
+	inSpace bool
+	lfOnly  bool // the current whitespace run is only \r and \n
+	absorb  bool // a slash here may belong to the previous pre-token
+}
+
+func (c *counter) endNumbers() {
+	c.n += (c.numbers + 2) / 3
+	c.numbers = 0
+}
+
+func (c *counter) endStretch() {
+	if c.letters {
+		if c.punct > 0 {
+			c.n++
+		}
+	} else if c.content {
+		c.n++
+	}
+	c.letters, c.punct, c.content = false, 0, false
+}
+
+func textTokensMin(s string) int {
+	// The text may follow a punctuation pre-token of the template or of a previous part.
+	c := counter{absorb: true}
+	for _, r := range s {
+		cl := classify(r)
+		if cl == classSpace || cl == classNewline {
+			c.endNumbers()
+			c.endStretch()
+			if !c.inSpace {
+				c.inSpace, c.lfOnly = true, true
+			}
+			if cl == classSpace {
+				c.lfOnly = false
+			}
+			continue
+		}
+		if c.inSpace {
+			c.inSpace, c.absorb = false, c.lfOnly
+		}
+		if cl == classSlash && c.absorb {
+			continue
+		}
+		c.absorb = false
+		if cl == classNumber {
+			c.endStretch()
+			c.numbers++
+			continue
+		}
+		c.endNumbers()
+		switch cl {
+		case classLetter:
+			if !c.letters || c.punct > 0 {
+				c.n++ // a new letter run
+				if c.punct >= 2 {
+					c.n++
+				}
+			}
+			c.letters, c.punct = true, 0
+		case classPunct, classSlash:
+			c.punct++
+			c.content = true
+		case classJoiner:
+			c.content = true
+		}
+	}
+	c.endNumbers()
+	c.endStretch()
+	return c.n
+}
