@@ -1,0 +1,167 @@
+// Package selector owns choosing one target among those the filters left. It gets candidates that
+// are already eligible, so no policy looks at health or capabilities; a policy only orders. The
+// policy is built once at config load by New, which rejects unknown policies, so no policy name
+// reaches the request path.
+package selector
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
+
+	"github.com/hayula/gateway/core"
+)
+
+// Selector picks one target for a request.
+type Selector interface {
+	// Pick chooses one of candidates (non-empty, all eligible) for req. It returns nil only when
+	// candidates is empty.
+	Pick(req *core.Request, candidates []*core.Target) *core.Target
+}
+
+// Options are the selectors' dependencies.
+type Options struct {
+	// IntN returns a random int in [0, n); the weighted policy draws from it. nil means
+	// math/rand/v2.IntN. It must be safe for concurrent use.
+	IntN func(n int) int
+}
+
+// UnknownPolicyError is New's answer to a policy it does not know.
+type UnknownPolicyError struct {
+	Policy core.Policy
+}
+
+func (e *UnknownPolicyError) Error() string {
+	return fmt.Sprintf("selector: unknown policy %d", e.Policy)
+}
+
+// New builds the selector for policy p.
+func New(p core.Policy, o Options) (Selector, error) {
+	switch p {
+	case core.PolicyOrdered:
+		return ordered{}, nil
+	case core.PolicyWeighted:
+		intN := o.IntN
+		if intN == nil {
+			intN = rand.IntN
+		}
+		return weighted{intN: intN}, nil
+	case core.PolicyLeastBusy:
+		return leastBusy{}, nil
+	case core.PolicyLatency:
+		return latency{}, nil
+	}
+	return nil, &UnknownPolicyError{Policy: p}
+}
+
+// Order is the order s would try candidates in: Pick, remove, repeat. It is for explain, and
+// leaves candidates untouched.
+func Order(s Selector, req *core.Request, candidates []*core.Target) []*core.Target {
+	rest := slices.Clone(candidates)
+	out := make([]*core.Target, 0, len(rest))
+	for len(rest) > 0 {
+		i := slices.Index(rest, s.Pick(req, rest))
+		if i < 0 {
+			// A selector that picks outside its candidates breaks its contract; show the rest in
+			// chain order rather than loop or hide them.
+			return append(out, rest...)
+		}
+		out = append(out, rest[i])
+		rest = slices.Delete(rest, i, i+1)
+	}
+	return out
+}
+
+var (
+	_ Selector = (*ordered)(nil)
+	_ Selector = (*weighted)(nil)
+	_ Selector = (*leastBusy)(nil)
+	_ Selector = (*latency)(nil)
+)
+
+// ordered tries candidates in chain order.
+type ordered struct{}
+
+func (ordered) Pick(_ *core.Request, cs []*core.Target) *core.Target {
+	if len(cs) == 0 {
+		return nil
+	}
+	return cs[0]
+}
+
+// weighted picks at random, each candidate with probability Weight/total. A weight below 1
+// counts as 1, as config guarantees at least 1.
+type weighted struct {
+	intN func(n int) int
+}
+
+func weightOf(t *core.Target) int { return max(t.Weight, 1) }
+
+func (w weighted) Pick(_ *core.Request, cs []*core.Target) *core.Target {
+	if len(cs) == 0 {
+		return nil
+	}
+	total := 0
+	for _, t := range cs {
+		total += weightOf(t)
+	}
+	r := w.intN(total)
+	for _, t := range cs {
+		if r < weightOf(t) {
+			return t
+		}
+		r -= weightOf(t)
+	}
+	// Only an IntN outside [0, total) gets here.
+	return cs[len(cs)-1]
+}
+
+// leastBusy picks the candidate with the fewest requests in flight; ties go to the earlier one in
+// the chain, so that an idle gateway behaves like ordered.
+type leastBusy struct{}
+
+func inFlight(t *core.Target) int64 {
+	if t.Stats == nil {
+		return 0
+	}
+	return t.Stats.InFlight()
+}
+
+func (leastBusy) Pick(_ *core.Request, cs []*core.Target) *core.Target {
+	if len(cs) == 0 {
+		return nil
+	}
+	best, bestN := cs[0], inFlight(cs[0])
+	for _, t := range cs[1:] {
+		if n := inFlight(t); n < bestN {
+			best, bestN = t, n
+		}
+	}
+	return best
+}
+
+// latency picks the candidate with the lowest smoothed latency. A candidate never observed comes
+// first (earliest in the chain among them), because otherwise it would never be measured and
+// never chosen; ties go to chain order.
+type latency struct{}
+
+func (latency) Pick(_ *core.Request, cs []*core.Target) *core.Target {
+	if len(cs) == 0 {
+		return nil
+	}
+	var best *core.Target
+	var bestL int64
+	for _, t := range cs {
+		if t.Stats == nil {
+			return t
+		}
+		l := int64(t.Stats.Latency())
+		if l == 0 {
+			return t
+		}
+		if best == nil || l < bestL {
+			best, bestL = t, l
+		}
+	}
+	return best
+}
