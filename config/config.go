@@ -1,0 +1,159 @@
+package config
+
+import (
+	"crypto/sha256"
+	"crypto/subtle"
+	"fmt"
+	"net"
+	"os"
+	"time"
+
+	"github.com/hayula/gateway/core"
+)
+
+// Config is a loaded, checked configuration. It is read-only after Load: share it by pointer.
+type Config struct {
+	// Source is the file name it was loaded from.
+	Source string
+	// Listen is the address the gateway listens on; default "127.0.0.1:8000".
+	Listen string
+	// MaxBodyBytes caps a client request body; default 10 MiB.
+	MaxBodyBytes int64
+	// Keys are the API keys; empty means the gateway is open, which Load allows only when Listen
+	// is a loopback address.
+	Keys []Key
+	// Targets are every configured upstream, sorted by name; Targets[i].Index == i and Stats is
+	// non-nil.
+	Targets []*core.Target
+	// Routes are the model names clients may ask for, sorted by name.
+	Routes []*Route
+	// Cooldown is when and for how long a failing target is set aside.
+	Cooldown Cooldown
+}
+
+// Key is one API key, stored only as the SHA-256 of the token.
+type Key struct {
+	// Name identifies the key in logs; unique.
+	Name string
+	// SHA256 is the hash of the token the client sends as a Bearer token.
+	SHA256 [32]byte
+	// Routes is the allowlist of route names (which may include "auto"); nil allows every route.
+	Routes map[string]bool
+	// Strict makes every request with this key strict.
+	Strict bool
+}
+
+// Allows reports whether the key may use the route named name.
+func (k *Key) Allows(name string) bool { return k.Routes == nil || k.Routes[name] }
+
+// Route is a model name clients may ask for and the chain of targets that may serve it.
+type Route struct {
+	// Name is what a client puts in "model".
+	Name string
+	// Targets are the candidates in chain order; never empty, no duplicates.
+	Targets []*core.Target
+	// Strict means public targets are never eligible for this route.
+	Strict bool
+	// Policy picks among the eligible targets; default ordered.
+	Policy core.Policy
+	// FallbackOn are the failure classes that move the chain to the next target; default
+	// core.DefaultFallbackOn. Empty means a failure is answered as-is.
+	FallbackOn core.ClassSet
+	// Guard is aligned with Targets; 0 = unguarded; non-zero = entered only when every earlier
+	// failure's class is in the set. Guard[0] is always 0.
+	Guard []core.ClassSet
+}
+
+// Cooldown is when and for how long a failing target is set aside.
+type Cooldown struct {
+	// Failures is how many consecutive counted failures start a cooldown; default 3, at least 1.
+	Failures int
+	// Base is the first cooldown; default 30s. Each further cooldown in a row doubles it.
+	Base time.Duration
+	// Max caps the doubling; default 300s, at least Base.
+	Max time.Duration
+}
+
+// Defaults, stated once so that CONFIG.md, Parse and the tests agree.
+const (
+	DefaultListen       = "127.0.0.1:8000"
+	DefaultMaxBodyBytes = 10 << 20
+	DefaultTimeout      = 120 * time.Second
+	DefaultFailures     = 3
+	DefaultCooldownBase = 30 * time.Second
+	DefaultCooldownMax  = 300 * time.Second
+	// maxRetries bounds max_retries: more same-target retries only delay the fallback.
+	maxRetries = 10
+	// RouteAuto is the model name the automatic router answers to; a key's allowlist may name
+	// it, a [routes] table may not.
+	RouteAuto = "auto"
+)
+
+// DefaultSpecialists are the SAIF specialists of a saif target that lists none. A function, not a
+// variable, so that no caller can change another's default.
+func DefaultSpecialists() []string {
+	return []string{"rev_eng", "webapp", "malware", "network", "forensics", "crypto", "cloud", "exploit"}
+}
+
+// Load reads and parses the file at path. getenv resolves api_key_env (pass os.Getenv); every
+// error is a *Error, several joined when there are several.
+func Load(path string, getenv func(string) string) (*Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, &Error{File: path, Msg: err.Error(), Err: err}
+	}
+	return Parse(data, path, getenv)
+}
+
+// Route returns the route named name.
+func (c *Config) Route(name string) (*Route, bool) {
+	// A scan rather than a map: a handful of routes, and a Config built by hand in a test works.
+	for _, r := range c.Routes {
+		if r.Name == name {
+			return r, true
+		}
+	}
+	return nil, false
+}
+
+// Target returns the target named name.
+func (c *Config) Target(name string) (*core.Target, bool) {
+	for _, t := range c.Targets {
+		if t.Name == name {
+			return t, true
+		}
+	}
+	return nil, false
+}
+
+// SetListen replaces Listen, for a command-line override, under the rule the file obeys: an open
+// gateway listens only on loopback. Call it before the Config is shared.
+func (c *Config) SetListen(addr string) error {
+	if _, port, err := net.SplitHostPort(addr); err != nil || !validPort(port) {
+		return &Error{File: c.Source, Msg: fmt.Sprintf("listen override %q is not host:port "+
+			"(example: \"127.0.0.1:8000\")", addr)}
+	}
+	if c.Open() && !isLoopback(addr) {
+		return &Error{File: c.Source, Msg: "listen override: " + openMsg(addr)}
+	}
+	c.Listen = addr
+	return nil
+}
+
+// Open reports whether the gateway takes requests without a key.
+func (c *Config) Open() bool { return len(c.Keys) == 0 }
+
+// Authenticate hashes token with SHA-256 and compares it with every key's hash in constant time
+// (crypto/subtle, no early exit on a match); nil, false when none matches.
+func (c *Config) Authenticate(token string) (*Key, bool) {
+	sum := sha256.Sum256([]byte(token))
+	found := -1
+	for i := range c.Keys {
+		eq := subtle.ConstantTimeCompare(sum[:], c.Keys[i].SHA256[:])
+		found = subtle.ConstantTimeSelect(eq, i, found)
+	}
+	if found < 0 {
+		return nil, false
+	}
+	return &c.Keys[found], true
+}

@@ -1,0 +1,702 @@
+package config
+
+import (
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"maps"
+	"net"
+	"net/url"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/BurntSushi/toml"
+	"github.com/hayula/gateway/core"
+)
+
+// fileTOML is the file as TOML decodes it. Pointers tell an absent key (take the default) from a
+// zero one. Durations are strings parsed here, so that a bad one is reported with the others.
+type fileTOML struct {
+	Listen       *string `toml:"listen"`
+	MaxBodyBytes *int64  `toml:"max_body_bytes"`
+	// Keys are decoded one by one, because TOML positions name "keys.sha256" without saying
+	// which [[keys]] block it was.
+	Keys     []toml.Primitive      `toml:"keys"`
+	Cooldown cooldownTOML          `toml:"cooldown"`
+	Targets  map[string]targetTOML `toml:"targets"`
+	Routes   map[string]routeTOML  `toml:"routes"`
+}
+
+type keyTOML struct {
+	Name   string    `toml:"name"`
+	SHA256 string    `toml:"sha256"`
+	Routes *[]string `toml:"routes"`
+	Strict bool      `toml:"strict"`
+}
+
+type cooldownTOML struct {
+	Failures *int    `toml:"failures"`
+	Base     *string `toml:"base"`
+	Max      *string `toml:"max"`
+}
+
+type targetTOML struct {
+	Adapter       string    `toml:"adapter"`
+	URL           string    `toml:"url"`
+	Model         *string   `toml:"model"`
+	Class         *string   `toml:"class"`
+	ContextWindow int       `toml:"context_window"`
+	Tools         *bool     `toml:"tools"`
+	Vision        *bool     `toml:"vision"`
+	Timeout       *string   `toml:"timeout"`
+	MaxRetries    int       `toml:"max_retries"`
+	APIKeyEnv     string    `toml:"api_key_env"`
+	Weight        *int      `toml:"weight"`
+	Reasoning     *string   `toml:"reasoning"`
+	Specialists   *[]string `toml:"specialists"`
+}
+
+type routeTOML struct {
+	Targets    []string            `toml:"targets"`
+	Strict     bool                `toml:"strict"`
+	Policy     *string             `toml:"policy"`
+	FallbackOn *[]string           `toml:"fallback_on"`
+	Guard      map[string][]string `toml:"guard"`
+}
+
+// Parse parses a config from data; filename is only for messages and Config.Source. getenv
+// resolves api_key_env; nil means an empty environment. Every error is a *Error, several joined
+// when there are several (see Errors).
+func Parse(data []byte, filename string, getenv func(string) string) (*Config, error) {
+	if getenv == nil {
+		getenv = func(string) string { return "" }
+	}
+	c := &compiler{problems: problems{file: filename}, getenv: getenv}
+
+	var raw fileTOML
+	md, err := toml.Decode(string(data), &raw)
+	if err != nil {
+		c.decodeErr(err, nil)
+		return nil, c.err()
+	}
+	c.l = scanLayout(data)
+	keys := make([]keyTOML, len(raw.Keys))
+	for i, prim := range raw.Keys {
+		if err := md.PrimitiveDecode(prim, &keys[i]); err != nil {
+			c.decodeErr(err, []string{"keys", elem(i)})
+		}
+	}
+	if len(c.list) > 0 {
+		// The values are not all there; checking them would only add noise.
+		return nil, c.err()
+	}
+	c.unknown(md.Undecoded())
+	c.tables(md, &raw)
+
+	cfg := &Config{Source: filename}
+	c.top(cfg, &raw)
+	cfg.Cooldown = c.cooldown(&raw.Cooldown)
+	cfg.Targets = c.targets(raw.Targets)
+	cfg.Routes = c.routes(raw.Routes, cfg)
+	cfg.Keys = c.keys(keys, raw.Routes)
+	if len(keys) == 0 && !isLoopback(cfg.Listen) {
+		c.errorf([]string{"listen"}, "%s", openMsg(cfg.Listen))
+	}
+	if err := c.err(); err != nil {
+		return nil, err
+	}
+	return cfg, nil
+}
+
+// compiler turns the decoded file into typed values, collecting every problem on the way.
+type compiler struct {
+	problems
+	l      *layout
+	getenv func(string) string
+}
+
+// errorf records a problem with the key at path, found at that key's line (or its table's).
+func (c *compiler) errorf(path []string, format string, args ...any) {
+	c.add(c.l.line(path...), "%s: %s", display(path), fmt.Sprintf(format, args...))
+}
+
+// decodeErr records an error from the TOML library. Inside an array of tables (in, e.g. keys[1])
+// the library's line is that of the key's last occurrence in any element, so the layout answers.
+func (c *compiler) decodeErr(err error, in []string) {
+	line, last, msg := 0, "", err.Error()
+	var pe toml.ParseError
+	if errors.As(err, &pe) {
+		line, last, msg = pe.Position.Line, pe.LastKey, pe.Message
+	} else {
+		// Type mismatches come as plain errors: "toml: line 4 (last key \"a.b\"): incompatible …".
+		msg = strings.TrimPrefix(msg, "toml: ")
+		if rest, ok := strings.CutPrefix(msg, "line "); ok {
+			n, after, _ := strings.Cut(rest, " ")
+			if v, err := strconv.Atoi(n); err == nil {
+				line, msg = v, after
+			}
+		}
+		if rest, ok := strings.CutPrefix(msg, "(last key \""); ok {
+			if k, after, ok := strings.Cut(rest, "\"): "); ok {
+				last, msg = k, after
+			}
+		}
+	}
+	if parts := strings.Split(last, "."); isDurationKey(parts[len(parts)-1]) && strings.HasSuffix(msg, "type string") {
+		msg += ` (a duration is a string such as "30s")`
+	}
+	if last == "" {
+		c.add(line, "%s", msg)
+		return
+	}
+	if in != nil {
+		// Fields inside [[keys]] are plain names, so the last key splits on dots.
+		rel := strings.Split(last, ".")[1:]
+		path := append(slices.Clone(in), rel...)
+		if l := c.l.line(path...); l > 0 {
+			line = l
+		}
+		last = display(path)
+	}
+	c.add(line, "%s: %s", last, msg)
+}
+
+// isDurationKey is true of the keys whose values are durations, for a hint when one is not a
+// string.
+func isDurationKey(name string) bool {
+	return name == "timeout" || name == "base" || name == "max"
+}
+
+// isSecretName is true of the keys a user may reach for to write a credential inline; the config
+// refuses them with a pointer to the right place rather than a bare "unknown key".
+func isSecretName(name string) bool {
+	switch name {
+	case "api_key", "apikey", "key", "token", "secret", "password":
+		return true
+	}
+	return false
+}
+
+// tables reports a map-valued key holding something other than a table: the decoder ignores
+// that silently.
+func (c *compiler) tables(md toml.MetaData, raw *fileTOML) {
+	check := func(path ...string) {
+		if typ := md.Type(path...); typ != "" && typ != "Hash" {
+			c.errorf(path, "want a table, got %s", strings.ToLower(typ))
+		}
+	}
+	check("targets")
+	check("routes")
+	for name := range raw.Routes {
+		check("routes", name, "guard")
+	}
+}
+
+// unknown reports keys the decoder did not use, each at its line, and only the outermost of a
+// nest of unknown keys.
+func (c *compiler) unknown(undecoded []toml.Key) {
+	bad := map[string]bool{}
+	for _, k := range undecoded {
+		bad[k.String()] = true
+	}
+	inside := func(k toml.Key) bool {
+		for n := 1; n < len(k); n++ {
+			if bad[k[:n].String()] {
+				return true
+			}
+		}
+		return false
+	}
+	reported, found := map[string]bool{}, map[string]bool{}
+	for _, d := range c.l.keys {
+		plain := plain(d.path)
+		// The decoder matches field names case-insensitively, so "URL" counts as decoded; TOML
+		// keys are case-sensitive and this config's are lower case.
+		known := knownKeys(d.path)
+		folded := known != nil && !slices.Contains(known, d.path[len(d.path)-1])
+		if !(bad[plain.String()] || folded) || inside(plain) || reported[pathKey(d.path)] {
+			continue
+		}
+		reported[pathKey(d.path)] = true
+		found[plain.String()] = true
+		c.unknownKey(d.path, c.l.lineAt(d.off))
+	}
+	for _, k := range undecoded {
+		if !found[k.String()] && !inside(k) {
+			found[k.String()] = true
+			c.unknownKey(k, 0)
+		}
+	}
+}
+
+func (c *compiler) unknownKey(path []string, line int) {
+	name := path[len(path)-1]
+	switch {
+	case isSecretName(name) && path[0] == "keys":
+		c.add(line, "%s: the API key itself never goes in the config: store its hash as sha256 "+
+			"(gateway keygen prints both)", display(path))
+	case isSecretName(name):
+		c.add(line, "%s: secrets are refused in the config: put the upstream key in an "+
+			"environment variable and name that variable with api_key_env", display(path))
+	default:
+		msg := "unknown key " + display(path)
+		if s := suggest(name, knownKeys(path)); s != "" {
+			msg += fmt.Sprintf(" (did you mean %q?)", s)
+		}
+		c.add(line, "%s", msg)
+	}
+}
+
+// knownKeys lists the keys of the table that holds path, from the decode types' tags.
+func knownKeys(path []string) []string {
+	var v any
+	switch {
+	case len(path) == 1:
+		v = fileTOML{}
+	case len(path) == 3 && path[0] == "targets":
+		v = targetTOML{}
+	case len(path) == 3 && path[0] == "routes":
+		v = routeTOML{}
+	case len(path) == 3 && path[0] == "keys":
+		v = keyTOML{}
+	case len(path) == 2 && path[0] == "cooldown":
+		v = cooldownTOML{}
+	default:
+		return nil
+	}
+	var out []string
+	t := reflect.TypeOf(v)
+	for i := range t.NumField() {
+		out = append(out, t.Field(i).Tag.Get("toml"))
+	}
+	return out
+}
+
+// suggest returns the known key within two edits of name, if one is.
+func suggest(name string, known []string) string {
+	best, bestD := "", 3
+	for _, k := range known {
+		if strings.EqualFold(k, name) {
+			return k
+		}
+		if d := editDistance(name, k); d < bestD {
+			best, bestD = k, d
+		}
+	}
+	return best
+}
+
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			sub := prev[j-1]
+			if a[i-1] != b[j-1] {
+				sub++
+			}
+			cur[j] = min(sub, prev[j]+1, cur[j-1]+1)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}
+
+func (c *compiler) top(cfg *Config, raw *fileTOML) {
+	cfg.Listen = DefaultListen
+	if raw.Listen != nil {
+		cfg.Listen = *raw.Listen
+		_, port, err := net.SplitHostPort(cfg.Listen)
+		if err != nil {
+			c.errorf([]string{"listen"}, "%q is not host:port (example: \"127.0.0.1:8000\")", cfg.Listen)
+		} else if !validPort(port) {
+			c.errorf([]string{"listen"}, "port %q is not a number from 0 to 65535", port)
+		}
+	}
+	cfg.MaxBodyBytes = DefaultMaxBodyBytes
+	if raw.MaxBodyBytes != nil {
+		cfg.MaxBodyBytes = *raw.MaxBodyBytes
+		if cfg.MaxBodyBytes <= 0 {
+			c.errorf([]string{"max_body_bytes"}, "must be positive, got %d", cfg.MaxBodyBytes)
+		}
+	}
+}
+
+func openMsg(listen string) string {
+	return fmt.Sprintf("no [[keys]] configured, so the gateway would be open to anyone who can "+
+		"reach %q: an open gateway may only listen on loopback (127.0.0.0/8, ::1, localhost); "+
+		"add a key (gateway keygen) or listen on 127.0.0.1", listen)
+}
+
+// validPort is a number, not a service name: "http" would depend on the machine's /etc/services.
+func validPort(port string) bool {
+	_, err := strconv.ParseUint(port, 10, 16)
+	return err == nil
+}
+
+// isLoopback reports whether a listen address only accepts connections from this machine.
+func isLoopback(listen string) bool {
+	host, _, err := net.SplitHostPort(listen)
+	if err != nil {
+		return false
+	}
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+func (c *compiler) cooldown(raw *cooldownTOML) Cooldown {
+	cd := Cooldown{Failures: DefaultFailures}
+	if raw.Failures != nil {
+		cd.Failures = *raw.Failures
+		if cd.Failures < 1 {
+			c.errorf([]string{"cooldown", "failures"}, "must be at least 1, got %d", cd.Failures)
+		}
+	}
+	cd.Base = c.duration(raw.Base, DefaultCooldownBase, "cooldown", "base")
+	cd.Max = c.duration(raw.Max, DefaultCooldownMax, "cooldown", "max")
+	switch {
+	case cd.Base == 0:
+		c.errorf([]string{"cooldown", "base"}, "must be longer than 0s")
+	case cd.Max < cd.Base:
+		c.errorf([]string{"cooldown", "max"}, "%s is shorter than cooldown.base %s", cd.Max, cd.Base)
+	}
+	return cd
+}
+
+// duration parses a config duration; on a problem it records it and returns def.
+func (c *compiler) duration(v *string, def time.Duration, path ...string) time.Duration {
+	if v == nil {
+		return def
+	}
+	d, err := time.ParseDuration(*v)
+	switch {
+	case err != nil:
+		c.errorf(path, "%q is not a duration (examples: \"30s\", \"2m\", \"1h30m\")", *v)
+		return def
+	case d < 0:
+		c.errorf(path, "%q is negative", *v)
+		return def
+	}
+	return d
+}
+
+// validName keeps target and route names to what is safe in a model field, a log line and the
+// comma-separated x-hayula-chain header.
+func validName(s string) bool {
+	if s == "" || len(s) > 128 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if !isBare(s[i]) && !strings.ContainsRune("._:/@+", rune(s[i])) {
+			return false
+		}
+	}
+	return true
+}
+
+const nameRule = "use letters, digits and . _ - : / @ + only"
+
+func (c *compiler) targets(raw map[string]targetTOML) []*core.Target {
+	names := slices.Sorted(maps.Keys(raw))
+	out := make([]*core.Target, 0, len(names))
+	for i, name := range names {
+		out = append(out, c.target(i, name, raw[name]))
+	}
+	return out
+}
+
+func (c *compiler) target(index int, name string, raw targetTOML) *core.Target {
+	at := func(key ...string) []string { return append([]string{"targets", name}, key...) }
+	t := &core.Target{Name: name, Index: index, Model: name, Privacy: core.Private, Tools: true,
+		Vision: true, Weight: 1, Stats: &core.Stats{}}
+	if !validName(name) {
+		c.errorf(at(), "bad target name: %s", nameRule)
+	}
+
+	switch raw.Adapter {
+	case "openai":
+		t.Adapter = core.AdapterOpenAI
+	case "ollama":
+		t.Adapter = core.AdapterOllama
+	case "saif":
+		t.Adapter = core.AdapterSAIF
+	case "":
+		c.errorf(at("adapter"), "missing: say which protocol the target speaks (openai, ollama or saif)")
+	default:
+		c.errorf(at("adapter"), "unknown adapter %q (want openai, ollama or saif)", raw.Adapter)
+	}
+
+	t.URL = c.url(raw.URL, at("url"))
+
+	if raw.Model != nil {
+		t.Model = *raw.Model
+		if t.Model == "" {
+			c.errorf(at("model"), "empty; leave it out to send the target name %q", name)
+		}
+	}
+	if raw.Class != nil {
+		switch *raw.Class {
+		case "private":
+		case "public":
+			t.Privacy = core.Public
+		default:
+			c.errorf(at("class"), "unknown class %q (want private or public)", *raw.Class)
+		}
+	}
+	t.ContextWindow = raw.ContextWindow
+	if t.ContextWindow < 0 {
+		c.errorf(at("context_window"), "must not be negative (0 means unknown)")
+	}
+	if raw.Tools != nil {
+		t.Tools = *raw.Tools
+	}
+	if raw.Vision != nil {
+		t.Vision = *raw.Vision
+	}
+	t.Timeout = c.duration(raw.Timeout, DefaultTimeout, at("timeout")...)
+	t.MaxRetries = raw.MaxRetries
+	if t.MaxRetries < 0 || t.MaxRetries > maxRetries {
+		c.errorf(at("max_retries"), "must be from 0 to %d, got %d", maxRetries, t.MaxRetries)
+	}
+	t.APIKey = c.apiKey(raw.APIKeyEnv, at("api_key_env"))
+	if raw.Weight != nil {
+		t.Weight = *raw.Weight
+		if t.Weight < 1 {
+			c.errorf(at("weight"), "must be at least 1, got %d", t.Weight)
+		}
+	}
+	if raw.Reasoning != nil {
+		switch *raw.Reasoning {
+		case "passthrough":
+		case "think-tags":
+			t.Reasoning = core.ReasoningThinkTags
+		default:
+			c.errorf(at("reasoning"), "unknown reasoning %q (want passthrough or think-tags)", *raw.Reasoning)
+		}
+	}
+	t.Specialists = c.specialists(raw, at("specialists"))
+	return t
+}
+
+func (c *compiler) url(raw string, path []string) string {
+	if raw == "" {
+		c.errorf(path, "missing: the target's base URL, such as \"http://127.0.0.1:8080/v1\"")
+		return ""
+	}
+	u, err := url.Parse(raw)
+	switch {
+	case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Opaque != "":
+		c.errorf(path, "%q is not an absolute http or https URL", raw)
+	case u.User != nil:
+		// The message leaves the URL out: it holds a credential.
+		c.errorf(path, "credentials in the URL are refused: put the upstream key in an "+
+			"environment variable and name that variable with api_key_env")
+	case u.RawQuery != "" || u.Fragment != "" || u.ForceQuery:
+		c.errorf(path, "%q has a query or fragment; adapters append paths to a plain base URL", raw)
+	}
+	return strings.TrimRight(raw, "/")
+}
+
+// apiKey reads the upstream key from the environment variable named env.
+func (c *compiler) apiKey(env string, path []string) core.Secret {
+	if env == "" {
+		return ""
+	}
+	for i := 0; i < len(env); i++ {
+		ch := env[i]
+		if !(ch == '_' || ch >= 'A' && ch <= 'Z' || ch >= 'a' && ch <= 'z' || i > 0 && ch >= '0' && ch <= '9') {
+			// The value is left out of the message: a pasted key must not reach the logs.
+			c.errorf(path, "must name an environment variable (letters, digits, _), not hold the key itself")
+			return ""
+		}
+	}
+	v := c.getenv(env)
+	if v == "" {
+		c.errorf(path, "environment variable %s is unset or empty", env)
+	}
+	return core.Secret(v)
+}
+
+func (c *compiler) specialists(raw targetTOML, path []string) []string {
+	if raw.Specialists == nil {
+		if raw.Adapter == "saif" {
+			return DefaultSpecialists()
+		}
+		return nil
+	}
+	if raw.Adapter != "saif" {
+		c.errorf(path, "only a target with adapter = \"saif\" has specialists")
+		return nil
+	}
+	list := slices.Clone(*raw.Specialists)
+	seen := map[string]bool{}
+	for i, s := range list {
+		el := append(slices.Clone(path), elem(i))
+		switch {
+		case !validName(s):
+			c.errorf(el, "bad specialist name %q: %s", s, nameRule)
+		case seen[s]:
+			c.errorf(el, "%q is listed twice", s)
+		}
+		seen[s] = true
+	}
+	return list
+}
+
+func (c *compiler) routes(raw map[string]routeTOML, cfg *Config) []*Route {
+	names := slices.Sorted(maps.Keys(raw))
+	if len(names) == 0 {
+		c.add(0, "no routes: add at least one [routes.NAME] table (NAME is what clients put in \"model\")")
+	}
+	out := make([]*Route, 0, len(names))
+	for _, name := range names {
+		out = append(out, c.route(name, raw[name], cfg))
+	}
+	return out
+}
+
+func (c *compiler) route(name string, raw routeTOML, cfg *Config) *Route {
+	at := func(key ...string) []string { return append([]string{"routes", name}, key...) }
+	r := &Route{Name: name, Strict: raw.Strict, FallbackOn: core.DefaultFallbackOn}
+	switch {
+	case name == RouteAuto:
+		c.errorf(at(), "the route name %q is reserved for the automatic router", RouteAuto)
+	case !validName(name):
+		c.errorf(at(), "bad route name: %s", nameRule)
+	}
+
+	if len(raw.Targets) == 0 {
+		c.errorf(at("targets"), "the route has no targets: list at least one target name")
+	}
+	position := map[string]int{}
+	for i, tn := range raw.Targets {
+		el := at("targets", elem(i))
+		t, ok := cfg.Target(tn)
+		switch {
+		case !ok:
+			c.errorf(el, "no target named %q", tn)
+		case position[tn] > 0:
+			c.errorf(el, "target %q is listed twice", tn)
+		default:
+			position[tn] = i + 1
+			r.Targets = append(r.Targets, t)
+		}
+	}
+
+	if raw.Policy != nil {
+		p, ok := core.ParsePolicy(*raw.Policy)
+		if !ok {
+			c.errorf(at("policy"), "unknown policy %q (want ordered, weighted, least-busy or latency)", *raw.Policy)
+		}
+		r.Policy = p
+	}
+	if raw.FallbackOn != nil {
+		r.FallbackOn = c.classes(*raw.FallbackOn, at("fallback_on"))
+	}
+
+	r.Guard = make([]core.ClassSet, len(r.Targets))
+	for _, tn := range slices.Sorted(maps.Keys(raw.Guard)) {
+		path := at("guard", tn)
+		pos := position[tn]
+		switch {
+		case pos == 0:
+			c.errorf(path, "%q is not a target of this route", tn)
+			continue
+		case pos == 1:
+			c.errorf(path, "%q is the route's first target; nothing fails before it, so a guard "+
+				"would never let it be tried", tn)
+			continue
+		case len(raw.Guard[tn]) == 0:
+			c.errorf(path, "empty: a guard with no classes never lets %q be tried; remove it "+
+				"from targets instead", tn)
+			continue
+		}
+		set := c.classes(raw.Guard[tn], path)
+		// Guard is aligned with the kept targets; a target that was not kept already has its error.
+		if idx := slices.IndexFunc(r.Targets, func(t *core.Target) bool { return t.Name == tn }); idx > 0 {
+			r.Guard[idx] = set
+		}
+	}
+	return r
+}
+
+// classes parses failure class names, refusing those that never move a chain on.
+func (c *compiler) classes(names []string, path []string) core.ClassSet {
+	var set core.ClassSet
+	for i, n := range names {
+		el := append(slices.Clone(path), elem(i))
+		cl, ok := core.ParseClass(n)
+		switch {
+		case !ok:
+			c.errorf(el, "unknown failure class %q (want connection, timeout, server_error, "+
+				"rate_limit, overflow, endpoint or loading)", n)
+		case cl == core.ClassRequest:
+			c.errorf(el, "\"request\" failures are the client's own and are answered as they are; "+
+				"they never fall through")
+		case cl == core.ClassClientGone:
+			c.errorf(el, "\"client_gone\" means nobody is left to answer; it never falls through")
+		default:
+			set |= core.SetOf(cl)
+		}
+	}
+	return set
+}
+
+func (c *compiler) keys(raw []keyTOML, routes map[string]routeTOML) []Key {
+	out := make([]Key, 0, len(raw))
+	names := map[string]int{}
+	hashes := map[[32]byte]int{}
+	for i, k := range raw {
+		at := func(key ...string) []string { return append([]string{"keys", elem(i)}, key...) }
+		key := Key{Name: k.Name, Strict: k.Strict}
+		if k.Name == "" {
+			c.errorf(at("name"), "missing: every key needs a name for the logs")
+		} else if j, dup := names[k.Name]; dup {
+			c.errorf(at("name"), "duplicate key name %q (also keys[%d])", k.Name, j)
+		} else {
+			names[k.Name] = i
+		}
+
+		sum, err := hex.DecodeString(k.SHA256)
+		switch {
+		case k.SHA256 == "":
+			c.errorf(at("sha256"), "missing: the hex SHA-256 of the key (gateway keygen prints it)")
+		case strings.HasPrefix(k.SHA256, "hk-"):
+			c.errorf(at("sha256"), "holds a key, not its hash; the key itself never goes in the "+
+				"config: store the sha256 gateway keygen prints")
+		case err != nil || len(sum) != 32:
+			c.errorf(at("sha256"), "want 64 hex digits (gateway keygen prints them), got %d characters", len(k.SHA256))
+		default:
+			copy(key.SHA256[:], sum)
+			if j, dup := hashes[key.SHA256]; dup {
+				c.errorf(at("sha256"), "the same hash as keys[%d]: one key, two names", j)
+			}
+			hashes[key.SHA256] = i
+		}
+
+		if k.Routes != nil {
+			if len(*k.Routes) == 0 {
+				c.errorf(at("routes"), "empty: the key could use no route; leave routes out to allow every route")
+			}
+			key.Routes = map[string]bool{}
+			for j, rn := range *k.Routes {
+				if _, ok := routes[rn]; !ok && rn != RouteAuto {
+					c.errorf(at("routes", elem(j)), "no route named %q", rn)
+				}
+				key.Routes[rn] = true
+			}
+		}
+		out = append(out, key)
+	}
+	return out
+}

@@ -1,0 +1,560 @@
+package config
+
+import (
+	"errors"
+	"io/fs"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+	"github.com/hayula/gateway/core"
+)
+
+// env is a fake environment for api_key_env.
+func env(kv ...string) func(string) string {
+	m := map[string]string{}
+	for i := 0; i+1 < len(kv); i += 2 {
+		m[kv[i]] = kv[i+1]
+	}
+	return func(k string) string { return m[k] }
+}
+
+// minimal is the smallest valid config; error cases below add to it, so its lines are counted:
+// the first line after it is line 7.
+const minimal = `[targets.a]
+adapter = "openai"
+url = "http://127.0.0.1:1/v1"
+
+[routes.r]
+targets = ["a"]
+`
+
+const hashTest = "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08" // sha256("test")
+
+var ignoreStats = cmpopts.IgnoreFields(core.Target{}, "Stats")
+
+func TestParseDefaults(t *testing.T) {
+	cfg, err := Parse([]byte(minimal), "min.toml", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := &core.Target{Name: "a", Index: 0, Adapter: core.AdapterOpenAI, URL: "http://127.0.0.1:1/v1",
+		Model: "a", Privacy: core.Private, Tools: true, Vision: true, Timeout: 120 * time.Second, Weight: 1}
+	want := &Config{
+		Source:       "min.toml",
+		Listen:       "127.0.0.1:8000",
+		MaxBodyBytes: 10 << 20,
+		Keys:         []Key{},
+		Targets:      []*core.Target{a},
+		Routes: []*Route{{Name: "r", Targets: []*core.Target{a}, Policy: core.PolicyOrdered,
+			FallbackOn: core.DefaultFallbackOn, Guard: []core.ClassSet{0}}},
+		Cooldown: Cooldown{Failures: 3, Base: 30 * time.Second, Max: 300 * time.Second},
+	}
+	if diff := cmp.Diff(want, cfg, ignoreStats, cmpopts.EquateEmpty()); diff != "" {
+		t.Errorf("Parse(minimal) mismatch (-want +got):\n%s", diff)
+	}
+	if cfg.Targets[0].Stats == nil {
+		t.Error("Stats is nil")
+	}
+	if cfg.Routes[0].Targets[0] != cfg.Targets[0] {
+		t.Error("a route's target is not the shared *core.Target")
+	}
+	if !cfg.Open() {
+		t.Error("Open() = false with no keys")
+	}
+}
+
+// view is what TestParseGood compares: the compiled shape, by name.
+type view struct {
+	Listen  string
+	Targets map[string]targetView
+	Routes  map[string]routeView
+	Keys    map[string]keyView
+}
+
+type targetView struct {
+	Index                      int
+	Adapter, URL, Model, Class string
+	Timeout                    time.Duration
+	Tools, Vision              bool
+	Weight, Retries            int
+	APIKey                     string
+	Reasoning                  core.Reasoning
+	Specialists                []string
+}
+
+type routeView struct {
+	Targets    []string
+	Strict     bool
+	Policy     string
+	FallbackOn []string
+	Guard      []string
+}
+
+type keyView struct {
+	Routes []string
+	Strict bool
+}
+
+func classNames(s core.ClassSet) []string {
+	var out []string
+	for _, c := range s.Classes() {
+		out = append(out, c.String())
+	}
+	return out
+}
+
+func viewOf(c *Config) view {
+	v := view{Listen: c.Listen, Targets: map[string]targetView{}, Routes: map[string]routeView{},
+		Keys: map[string]keyView{}}
+	for _, t := range c.Targets {
+		v.Targets[t.Name] = targetView{t.Index, t.Adapter.String(), t.URL, t.Model, t.Privacy.String(),
+			t.Timeout, t.Tools, t.Vision, t.Weight, t.MaxRetries, string(t.APIKey), t.Reasoning, t.Specialists}
+	}
+	for _, r := range c.Routes {
+		rv := routeView{Strict: r.Strict, Policy: r.Policy.String(), FallbackOn: classNames(r.FallbackOn)}
+		for i, t := range r.Targets {
+			rv.Targets = append(rv.Targets, t.Name)
+			rv.Guard = append(rv.Guard, strings.Join(classNames(r.Guard[i]), "+"))
+		}
+		v.Routes[r.Name] = rv
+	}
+	for _, k := range c.Keys {
+		kv := keyView{Strict: k.Strict}
+		for n := range k.Routes {
+			kv.Routes = append(kv.Routes, n)
+		}
+		slices.Sort(kv.Routes)
+		v.Keys[k.Name] = kv
+	}
+	return v
+}
+
+func TestParseGood(t *testing.T) {
+	def := func(tv targetView) targetView {
+		tv.Class, tv.Timeout, tv.Tools, tv.Vision, tv.Weight = "private", 120*time.Second, true, true, 1
+		if tv.Model == "" {
+			tv.Model = "a"
+		}
+		return tv
+	}
+	a := def(targetView{Adapter: "openai", URL: "http://127.0.0.1:1/v1"})
+	r := routeView{Targets: []string{"a"}, Policy: "ordered", FallbackOn: classNames(core.DefaultFallbackOn),
+		Guard: []string{""}}
+	tests := []struct {
+		name string
+		toml string
+		env  func(string) string
+		want view
+	}{
+		{
+			name: "open gateway on localhost",
+			toml: "listen = \"localhost:9000\"\n" + minimal,
+			want: view{Listen: "localhost:9000", Targets: map[string]targetView{"a": a},
+				Routes: map[string]routeView{"r": r}},
+		},
+		{
+			name: "open gateway on IPv6 loopback",
+			toml: "listen = \"[::1]:9000\"\n" + minimal,
+			want: view{Listen: "[::1]:9000", Targets: map[string]targetView{"a": a},
+				Routes: map[string]routeView{"r": r}},
+		},
+		{
+			name: "keys allow a public listen; auto is a known route name",
+			toml: "listen = \"0.0.0.0:80\"\n" + minimal + `
+[[keys]]
+name = "k"
+sha256 = "` + strings.ToUpper(hashTest) + `"
+routes = ["r", "auto"]
+strict = true
+`,
+			want: view{Listen: "0.0.0.0:80", Targets: map[string]targetView{"a": a},
+				Routes: map[string]routeView{"r": r},
+				Keys:   map[string]keyView{"k": {Routes: []string{"auto", "r"}, Strict: true}}},
+		},
+		{
+			name: "dotted keys and inline array of keys",
+			toml: `keys = [{name = "k", sha256 = "` + hashTest + `"}]
+targets.a.adapter = "openai"
+targets.a.url = "http://127.0.0.1:1/v1"
+routes.r.targets = ["a"]
+`,
+			want: view{Listen: DefaultListen, Targets: map[string]targetView{"a": a},
+				Routes: map[string]routeView{"r": r}, Keys: map[string]keyView{"k": {}}},
+		},
+		{
+			name: "saif defaults, env key, guard, empty fallback_on, sorted targets",
+			toml: `[targets.z]
+adapter = "saif"
+url = "https://saif.example/v1/"
+[targets.a]
+adapter = "openai"
+url = "http://127.0.0.1:1/v1"
+class = "public"
+api_key_env = "UP_KEY"
+timeout = "0s"
+max_retries = 3
+weight = 5
+reasoning = "think-tags"
+tools = false
+[routes.r]
+targets = ["z", "a"]
+policy = "latency"
+fallback_on = []
+guard = { a = ["overflow", "rate_limit"] }
+`,
+			env: env("UP_KEY", "sk-secret"),
+			want: view{Listen: DefaultListen,
+				Targets: map[string]targetView{
+					"a": {Index: 0, Adapter: "openai", URL: "http://127.0.0.1:1/v1", Model: "a", Class: "public",
+						Vision: true, Weight: 5, Retries: 3, APIKey: "sk-secret", Reasoning: core.ReasoningThinkTags},
+					"z": {Index: 1, Adapter: "saif", URL: "https://saif.example/v1", Model: "z", Class: "private",
+						Timeout: 120 * time.Second, Tools: true, Vision: true, Weight: 1,
+						Specialists: DefaultSpecialists()},
+				},
+				Routes: map[string]routeView{"r": {Targets: []string{"z", "a"}, Policy: "latency",
+					Guard: []string{"", "rate_limit+overflow"}}},
+			},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg, err := Parse([]byte(tc.toml), "good.toml", tc.env)
+			if err != nil {
+				t.Fatalf("Parse: %v", err)
+			}
+			if diff := cmp.Diff(tc.want, viewOf(cfg), cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("mismatch (-want +got):\n%s", diff)
+			}
+			for i, tg := range cfg.Targets {
+				if tg.Index != i || tg.Stats == nil {
+					t.Errorf("Targets[%d] = %s: Index %d, Stats %v", i, tg.Name, tg.Index, tg.Stats)
+				}
+			}
+		})
+	}
+}
+
+// wantErr is one expected problem: its line and a part of its message.
+type wantErr struct {
+	line int
+	msg  string
+}
+
+func TestParseErrors(t *testing.T) {
+	tests := []struct {
+		name string
+		toml string
+		env  func(string) string
+		want []wantErr
+	}{
+		{"syntax error", "listen = \n" + minimal, nil, []wantErr{{1, "expected value"}}},
+		{"type mismatch", minimal + "[targets.b]\nweight = \"two\"\n", nil,
+			[]wantErr{{8, "targets.b.weight: incompatible types"}}},
+		{"type mismatch in second [[keys]]", minimal + `[[keys]]
+name = "a"
+sha256 = "` + hashTest + `"
+strict = false
+[[keys]]
+name = "b"
+strict = "yes"
+[[keys]]
+name = "c"
+strict = false
+`, nil, []wantErr{{13, "keys[1].strict: incompatible types"}}},
+		{"unknown top-level key", "lissten = \"127.0.0.1:1\"\n" + minimal, nil,
+			[]wantErr{{1, `unknown key lissten (did you mean "listen"?)`}}},
+		{"unknown target key", minimal + "[targets.b]\nadapter = \"openai\"\nurl = \"http://x\"\nurll = \"y\"\n", nil,
+			[]wantErr{{10, `unknown key targets.b.urll (did you mean "url"?)`}}},
+		{"unknown key in the second [[keys]] only", minimal + `[[keys]]
+name = "a"
+sha256 = "` + hashTest + `"
+[[keys]]
+name = "b"
+sha256 = "b94d27b9934d3e08a52e52d7da7dabfac484efe37a5380ee9088f7ace2efcde9"
+rutes = ["r"]
+`, nil, []wantErr{{13, `unknown key keys[1].rutes (did you mean "routes"?)`}}},
+		{"unknown table reported once", minimal + "[metrics]\nport = 9\n[metrics.sub]\nx = 1\n", nil,
+			[]wantErr{{7, "unknown key metrics"}}},
+		{"a value where a table belongs", "targets = 5\n[routes.s]\ntargets = [\"a\"]\nguard = 3\n", nil,
+			[]wantErr{{1, "targets: want a table, got integer"}, {3, `routes.s.targets[0]: no target named "a"`},
+				{4, "routes.s.guard: want a table, got integer"}}},
+		{"keys are case-sensitive", minimal + "[targets.b]\nADAPTER = \"openai\"\nurl = \"http://x\"\n", nil,
+			[]wantErr{{8, `unknown key targets.b.ADAPTER (did you mean "adapter"?)`}}},
+		{"inline upstream secret", minimal + "[targets.b]\nadapter = \"openai\"\nurl = \"http://x\"\napi_key = \"sk-1\"\n", nil,
+			[]wantErr{{10, "targets.b.api_key: secrets are refused in the config: put the upstream key in an environment variable and name that variable with api_key_env"}}},
+		{"inline client key", minimal + "[[keys]]\nname = \"k\"\ntoken = \"hk-1\"\n", nil,
+			[]wantErr{{7, "keys[0].sha256: missing"}, {9, "keys[0].token: the API key itself never goes in the config: store its hash as sha256"}}},
+		{"secret named secret", "secret = \"x\"\n" + minimal, nil, []wantErr{{1, "secret: secrets are refused"}}},
+		{"duration not a string", minimal + "[cooldown]\nmax = 300\n", nil,
+			[]wantErr{{8, `cooldown.max: incompatible types: TOML value has type int64; destination has type string (a duration is a string such as "30s")`}}},
+		{"bad duration", minimal + "[targets.b]\nadapter = \"openai\"\nurl = \"http://x\"\ntimeout = \"soon\"\n", nil,
+			[]wantErr{{10, `targets.b.timeout: "soon" is not a duration`}}},
+		{"negative duration", minimal + "[cooldown]\nbase = \"-1s\"\n", nil,
+			[]wantErr{{8, `cooldown.base: "-1s" is negative`}}},
+		{"cooldown max below base", minimal + "[cooldown]\nfailures = 0\nbase = \"1m\"\nmax = \"10s\"\n", nil,
+			[]wantErr{{8, "cooldown.failures: must be at least 1"}, {10, "cooldown.max: 10s is shorter than cooldown.base 1m0s"}}},
+		{"unknown adapter and class and reasoning", minimal + `[targets.b]
+adapter = "grpc"
+url = "http://x"
+class = "secret-ish"
+reasoning = "hide"
+`, nil, []wantErr{{8, `unknown adapter "grpc"`}, {10, `unknown class "secret-ish"`}, {11, `unknown reasoning "hide"`}}},
+		{"missing adapter and url", minimal + "[targets.b]\nmodel = \"m\"\n", nil,
+			[]wantErr{{7, "targets.b.adapter: missing"}, {7, "targets.b.url: missing"}}},
+		{"url not absolute", minimal + "[targets.b]\nadapter = \"openai\"\nurl = \"127.0.0.1:8000/v1\"\n", nil,
+			[]wantErr{{9, `targets.b.url: "127.0.0.1:8000/v1" is not an absolute http or https URL`}}},
+		{"url not http", minimal + "[targets.b]\nadapter = \"openai\"\nurl = \"ftp://host/v1\"\n", nil,
+			[]wantErr{{9, "is not an absolute http or https URL"}}},
+		{"url with credentials", minimal + "[targets.b]\nadapter = \"openai\"\nurl = \"https://u:pw@host/v1\"\n", nil,
+			[]wantErr{{9, "targets.b.url: credentials in the URL are refused"}}},
+		{"numbers out of range", "max_body_bytes = 0\n" + minimal + `[targets.b]
+adapter = "openai"
+url = "http://x"
+weight = 0
+max_retries = 11
+context_window = -1
+`, nil, []wantErr{{1, "max_body_bytes: must be positive"}, {11, "weight: must be at least 1"},
+			{12, "max_retries: must be from 0 to 10"}, {13, "context_window: must not be negative"}}},
+		{"specialists need adapter saif", minimal + "[targets.b]\nadapter = \"openai\"\nurl = \"http://x\"\nspecialists = [\"x\"]\n", nil,
+			[]wantErr{{10, `targets.b.specialists: only a target with adapter = "saif" has specialists`}}},
+		{"api_key_env unset", minimal + "[targets.b]\nadapter = \"openai\"\nurl = \"http://x\"\napi_key_env = \"NOPE\"\n",
+			env("OTHER", "x"), []wantErr{{10, "targets.b.api_key_env: environment variable NOPE is unset or empty"}}},
+		{"api_key_env holding the key itself", minimal + "[targets.b]\nadapter = \"openai\"\nurl = \"http://x\"\napi_key_env = \"sk-or-v1-abc\"\n",
+			nil, []wantErr{{10, "must name an environment variable"}}},
+		{"route naming a missing target, listed over lines", minimal + `[routes.s]
+targets = [
+  "a",
+  "b",
+]
+`, nil, []wantErr{{10, `routes.s.targets[1]: no target named "b"`}}},
+		{"duplicate target in a route", minimal + "[routes.s]\ntargets = [\"a\", \"a\"]\n", nil,
+			[]wantErr{{8, `routes.s.targets[1]: target "a" is listed twice`}}},
+		{"empty route", minimal + "[routes.s]\ntargets = []\n", nil,
+			[]wantErr{{8, "routes.s.targets: the route has no targets"}}},
+		{"route without targets key", minimal + "[routes.s]\npolicy = \"ordered\"\n", nil,
+			[]wantErr{{7, "routes.s.targets: the route has no targets"}}},
+		{"unknown policy", minimal + "[routes.s]\ntargets = [\"a\"]\npolicy = \"random\"\n", nil,
+			[]wantErr{{9, `routes.s.policy: unknown policy "random"`}}},
+		{"bad fallback classes", minimal + `[routes.s]
+targets = ["a"]
+fallback_on = [
+  "timeout",
+  "5xx",
+  "request",
+  "client_gone",
+]
+`, nil, []wantErr{{11, `routes.s.fallback_on[1]: unknown failure class "5xx"`},
+			{12, `routes.s.fallback_on[2]: "request" failures are the client's own`},
+			{13, `routes.s.fallback_on[3]: "client_gone" means nobody is left`}}},
+		{"guard problems", minimal + `[targets.b]
+adapter = "openai"
+url = "http://x"
+[routes.s]
+targets = ["a", "b"]
+guard = { a = ["overflow"], c = ["overflow"] }
+[routes.t]
+targets = ["a", "b"]
+guard = { b = [] }
+[routes.u]
+targets = ["a", "b"]
+guard = { b = ["overheat"] }
+`, nil, []wantErr{{12, `routes.s.guard.a: "a" is the route's first target`},
+			{12, `routes.s.guard.c: "c" is not a target of this route`},
+			{15, `routes.t.guard.b: empty`},
+			{18, `routes.u.guard.b[0]: unknown failure class "overheat"`}}},
+		{"route named auto", minimal + "[routes.auto]\ntargets = [\"a\"]\n", nil,
+			[]wantErr{{7, `routes.auto: the route name "auto" is reserved`}}},
+		{"bad names", minimal + "[targets.\"a b\"]\nadapter = \"openai\"\nurl = \"http://x\"\n[routes.\"x,y\"]\ntargets = [\"a\"]\n", nil,
+			[]wantErr{{7, `targets."a b": bad target name`}, {10, `routes."x,y": bad route name`}}},
+		{"key problems", minimal + `[[keys]]
+name = "k"
+sha256 = "abc"
+[[keys]]
+name = "k"
+sha256 = "hk-abcdef"
+routes = ["r", "auto", "nope"]
+[[keys]]
+name = "j"
+sha256 = "` + hashTest + `"
+routes = []
+[[keys]]
+name = "i"
+sha256 = "` + hashTest + `"
+[[keys]]
+sha256 = "b94d27b9934d3e08a52e52d7da7dabfac484efe37a5380ee9088f7ace2efcde9"
+`, nil, []wantErr{{9, "keys[0].sha256: want 64 hex digits (gateway keygen prints them), got 3 characters"},
+			{11, `keys[1].name: duplicate key name "k" (also keys[0])`},
+			{12, "keys[1].sha256: holds a key, not its hash"},
+			{13, `keys[1].routes[2]: no route named "nope"`},
+			{17, "keys[2].routes: empty"},
+			{20, "keys[3].sha256: the same hash as keys[2]"},
+			{21, "keys[4].name: missing"}}},
+		{"open gateway on a public address", "listen = \"0.0.0.0:8000\"\n" + minimal, nil,
+			[]wantErr{{1, "listen: no [[keys]] configured, so the gateway would be open to anyone who can reach \"0.0.0.0:8000\": an open gateway may only listen on loopback"}}},
+		{"open gateway on all interfaces", "listen = \":8000\"\n" + minimal, nil,
+			[]wantErr{{1, "an open gateway may only listen on loopback"}}},
+		{"bad listen", "listen = \"localhost\"\n" + minimal, nil,
+			[]wantErr{{1, `listen: "localhost" is not host:port`}, {1, "open gateway may only listen on loopback"}}},
+		{"zero routes", "[targets.a]\nadapter = \"openai\"\nurl = \"http://x\"\n", nil,
+			[]wantErr{{0, "no routes"}}},
+		{"several problems, in line order", `listen = "10.0.0.1:80"
+[targets.a]
+adapter = "openai"
+url = "http://x"
+timeout = "1 minute"
+[routes.r]
+targets = ["a", "b"]
+`, nil, []wantErr{{1, "only listen on loopback"}, {5, "not a duration"}, {7, `no target named "b"`}}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg, err := Parse([]byte(tc.toml), "bad.toml", tc.env)
+			if err == nil {
+				t.Fatalf("Parse succeeded, want errors; summary:\n%s", cfg.Summary())
+			}
+			if cfg != nil {
+				t.Error("Parse returned a config with its error")
+			}
+			got := Errors(err)
+			var gotLines, wantLines []int
+			for _, e := range got {
+				gotLines = append(gotLines, e.Line)
+				if e.File != "bad.toml" {
+					t.Errorf("File = %q, want bad.toml", e.File)
+				}
+			}
+			for _, w := range tc.want {
+				wantLines = append(wantLines, w.line)
+			}
+			if diff := cmp.Diff(wantLines, gotLines); diff != "" {
+				t.Fatalf("error lines mismatch (-want +got):\n%s\nerrors:\n%v", diff, err)
+			}
+			for i, w := range tc.want {
+				if !strings.Contains(got[i].Msg, w.msg) {
+					t.Errorf("error %d = %q, want it to contain %q", i, got[i].Msg, w.msg)
+				}
+			}
+		})
+	}
+}
+
+func TestErrorsNeverEchoSecrets(t *testing.T) {
+	const secret = "sk-or-v1-0123456789"
+	for _, doc := range []string{
+		minimal + "[targets.b]\nadapter = \"openai\"\nurl = \"http://x\"\napi_key_env = \"" + secret + "\"\n",
+		minimal + "[targets.b]\nadapter = \"openai\"\nurl = \"https://user:" + secret + "@host/v1\"\n",
+	} {
+		_, err := Parse([]byte(doc), "s.toml", nil)
+		if err == nil || strings.Contains(err.Error(), secret) {
+			t.Errorf("Parse error = %v: want an error that does not contain the secret", err)
+		}
+	}
+}
+
+func TestErrorString(t *testing.T) {
+	tests := []struct {
+		err  Error
+		want string
+	}{
+		{Error{File: "g.toml", Line: 3, Msg: "bad"}, "g.toml:3: bad"},
+		{Error{File: "g.toml", Msg: "bad"}, "g.toml: bad"},
+		{Error{Line: 3, Msg: "bad"}, ":3: bad"},
+		{Error{Msg: "bad"}, "bad"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.want, func(t *testing.T) {
+			if got := tc.err.Error(); got != tc.want {
+				t.Errorf("Error() = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestLoad(t *testing.T) {
+	cfg, err := Load("testdata/full.toml", env("OPENROUTER_API_KEY", "sk-x"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Source != "testdata/full.toml" {
+		t.Errorf("Source = %q", cfg.Source)
+	}
+	_, err = Load("testdata/missing.toml", nil)
+	var ce *Error
+	if !errors.As(err, &ce) || ce.File != "testdata/missing.toml" || !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("Load(missing) = %v: want a *Error for the file wrapping fs.ErrNotExist", err)
+	}
+}
+
+func TestLookups(t *testing.T) {
+	cfg, err := Load("testdata/full.toml", env("OPENROUTER_API_KEY", "sk-x"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name        string
+		route, targ bool
+	}{
+		{"saif", true, true},
+		{"private", true, false},
+		{"spare", false, true},
+		{"auto", false, false},
+		{"", false, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			r, ok := cfg.Route(tc.name)
+			if ok != tc.route || (ok && r.Name != tc.name) {
+				t.Errorf("Route(%q) = %v, %v; want found %v", tc.name, r, ok, tc.route)
+			}
+			tg, ok := cfg.Target(tc.name)
+			if ok != tc.targ || (ok && tg.Name != tc.name) {
+				t.Errorf("Target(%q) = %v, %v; want found %v", tc.name, tg, ok, tc.targ)
+			}
+		})
+	}
+}
+
+func TestSetListen(t *testing.T) {
+	open, err := Parse([]byte(minimal), "open.toml", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyed, err := Parse([]byte(minimal+KeyTOML("k", hashTest)), "keyed.toml", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name    string
+		cfg     *Config
+		addr    string
+		wantErr string // "" = accepted
+	}{
+		{"open on loopback", open, "127.0.0.1:9000", ""},
+		{"open on localhost", open, "localhost:0", ""},
+		{"open on all interfaces", open, ":9000", "an open gateway may only listen on loopback"},
+		{"open on a LAN address", open, "192.168.1.2:9000", "an open gateway may only listen on loopback"},
+		{"keyed on all interfaces", keyed, "0.0.0.0:9000", ""},
+		{"not host:port", keyed, "9000", "is not host:port"},
+		{"service name", keyed, "127.0.0.1:http", "is not host:port"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			before := tc.cfg.Listen
+			err := tc.cfg.SetListen(tc.addr)
+			switch {
+			case tc.wantErr == "" && err != nil:
+				t.Fatalf("SetListen(%q) = %v", tc.addr, err)
+			case tc.wantErr == "" && tc.cfg.Listen != tc.addr:
+				t.Errorf("Listen = %q after SetListen(%q)", tc.cfg.Listen, tc.addr)
+			case tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)):
+				t.Errorf("SetListen(%q) = %v, want an error containing %q", tc.addr, err, tc.wantErr)
+			case tc.wantErr != "" && tc.cfg.Listen != before:
+				t.Errorf("a refused SetListen changed Listen to %q", tc.cfg.Listen)
+			}
+		})
+	}
+}

@@ -1,0 +1,115 @@
+package config
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/hayula/gateway/core"
+)
+
+// Summary is a human summary of the compiled config, for the log at start-up and for review: each
+// route → its targets (class, adapter, url), policy, strict and guard; then each target's limits.
+// It never shows a secret or a key hash.
+func (c *Config) Summary() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "config %s\n", c.Source)
+	fmt.Fprintf(&b, "listen %s, max body %d bytes\n", c.Listen, c.MaxBodyBytes)
+	fmt.Fprintf(&b, "cooldown after %d failures: %s, doubling up to %s\n", c.Cooldown.Failures,
+		c.Cooldown.Base, c.Cooldown.Max)
+	if c.Open() {
+		b.WriteString("keys: none, the gateway is open (loopback only)\n")
+	} else {
+		fmt.Fprintf(&b, "keys: %d\n", len(c.Keys))
+		for _, k := range c.Keys {
+			routes := "every route"
+			if k.Routes != nil {
+				names := make([]string, 0, len(k.Routes))
+				for n := range k.Routes {
+					names = append(names, n)
+				}
+				slices.Sort(names)
+				routes = "routes " + strings.Join(names, ", ")
+			}
+			fmt.Fprintf(&b, "  %s: %s%s\n", k.Name, routes, yes(k.Strict, ", strict"))
+		}
+	}
+
+	used := map[string]bool{}
+	for _, r := range c.Routes {
+		fmt.Fprintf(&b, "\nroute %s: policy %s%s, fallback_on %s\n", r.Name, r.Policy,
+			yes(r.Strict, ", strict"), classList(r.FallbackOn))
+		w := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
+		for i, t := range r.Targets {
+			used[t.Name] = true
+			guard := ""
+			if i < len(r.Guard) && r.Guard[i] != 0 {
+				guard = "guard " + classList(r.Guard[i])
+			}
+			if r.Strict && t.Privacy == core.Public {
+				guard = "never used: the route is strict"
+			}
+			fmt.Fprintf(w, "  %d. %s\t%s\t%s\t%s\t%s\n", i+1, t.Name, t.Privacy, t.Adapter, t.URL, guard)
+		}
+		_ = w.Flush()
+	}
+
+	b.WriteString("\ntargets:\n")
+	w := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(w, "  name\tmodel\tcontext\ttools\tvision\ttimeout\tretries\tweight\treasoning\tapi key\t\n")
+	for _, t := range c.Targets {
+		ctx := "unknown"
+		if t.ContextWindow > 0 {
+			ctx = fmt.Sprint(t.ContextWindow)
+		}
+		timeout := t.Timeout.String()
+		if t.Timeout == 0 {
+			timeout = "none"
+		}
+		reasoning := "passthrough"
+		if t.Reasoning == core.ReasoningThinkTags {
+			reasoning = "think-tags"
+		}
+		fmt.Fprintf(w, "  %s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\t%s\t%s\t%s\n", t.Name, t.Model, ctx,
+			yesNo(t.Tools), yesNo(t.Vision), timeout, t.MaxRetries, t.Weight, reasoning,
+			yes(t.APIKey != "", "set")+yes(t.APIKey == "", "none"), yes(!used[t.Name], "(in no route)"))
+	}
+	_ = w.Flush()
+	for _, t := range c.Targets {
+		if len(t.Specialists) > 0 {
+			fmt.Fprintf(&b, "  %s specialists: %s\n", t.Name, strings.Join(t.Specialists, ", "))
+		}
+	}
+	// tabwriter pads cells before an empty last one; trailing blanks only upset diffs.
+	lines := strings.Split(b.String(), "\n")
+	for i, l := range lines {
+		lines[i] = strings.TrimRight(l, " ")
+	}
+	return strings.Join(lines, "\n")
+}
+
+func classList(s core.ClassSet) string {
+	var names []string
+	for _, c := range s.Classes() {
+		names = append(names, c.String())
+	}
+	if len(names) == 0 {
+		return "none (a failure is answered as it is)"
+	}
+	return strings.Join(names, " ")
+}
+
+func yes(b bool, s string) string {
+	if b {
+		return s
+	}
+	return ""
+}
+
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
+}
