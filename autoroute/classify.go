@@ -55,9 +55,9 @@ type Classifier struct {
 	specialistRoute string
 	routes          []string
 
-	vocab   map[string]int32
-	filter  *[filterBits / 64]uint64 // a cheap pre-check in front of vocab: most words are in no term
-	byFirst [][]int32                // pattern indexes by first word id, longest first
+	vocab   map[string]int32 // used while compiling; the request path reads table
+	table   vocabTable
+	byFirst [][]int32 // pattern indexes by first word id, longest first
 	pats    []pattern
 
 	pool sync.Pool
@@ -128,15 +128,13 @@ func New(r Rules) (*Classifier, error) {
 		if len(against) == 0 && builtin {
 			against = bAgainst
 		}
-		termsField := field + ".terms"
-		if len(ir.Terms) == 0 {
-			termsField = field + ".add_terms"
-		}
-		terms = append(terms[:len(terms):len(terms)], ir.AddTerms...)
-		if len(terms) == 0 && !ir.Any {
+		if len(terms)+len(ir.AddTerms) == 0 && !ir.Any {
 			return nil, &ConfigError{field + ".terms", "empty (give terms, or any = true)"}
 		}
-		if err := c.addPatterns(terms, kindTerm, int32(i), termsField, dedup); err != nil {
+		if err := c.addPatterns(terms, kindTerm, int32(i), field+".terms", dedup); err != nil {
+			return nil, err
+		}
+		if err := c.addPatterns(ir.AddTerms, kindTerm, int32(i), field+".add_terms", dedup); err != nil {
 			return nil, err
 		}
 		if !(len(against) == 1 && against[0] == "-") {
@@ -156,11 +154,7 @@ func New(r Rules) (*Classifier, error) {
 		}
 	}
 
-	c.filter = new([filterBits / 64]uint64)
-	for w := range c.vocab {
-		h := filterHash([]byte(w))
-		c.filter[h/64] |= 1 << (h % 64)
-	}
+	c.table = newVocabTable(c.vocab)
 	c.byFirst = make([][]int32, len(c.vocab))
 	for i, p := range c.pats {
 		c.byFirst[p.ids[0]] = append(c.byFirst[p.ids[0]], int32(i))
@@ -311,37 +305,56 @@ func (c *Classifier) lookup(w []byte, script uint8) int32 {
 	return c.find(stem(w, script))
 }
 
-// filterBits sizes the pre-check bitmap: with a vocabulary of about 2,000 stems, 1 in 30 unknown
-// words gets past it to the map.
-const filterBits = 1 << 16
+// vocabTable is an open-addressing hash set of stems, kept at most a quarter full so that a word in
+// no term (most words) usually stops at the first empty slot. It replaces a map lookup on the hot
+// path, where hashing and probing every word of the prompt dominated the cost.
+type vocabTable struct {
+	mask uint32
+	keys []string
+	ids  []int32
+}
 
-// filterHash mixes the length and the outer bytes, which is where stems differ most.
-func filterHash(w []byte) uint32 {
-	n := len(w)
-	h := uint32(n) * 0x9E3779B1
-	if n > 0 {
-		h ^= uint32(w[0])<<24 | uint32(w[n-1])<<16
-		if n > 1 {
-			h ^= uint32(w[1])<<8 | uint32(w[n-2])
-		}
-		h ^= uint32(w[n/2]) << 4
+func newVocabTable(vocab map[string]int32) vocabTable {
+	size := uint32(16)
+	for size < uint32(len(vocab))*4 {
+		size *= 2
 	}
-	h *= 0x85EBCA6B
-	return h >> 16
+	t := vocabTable{mask: size - 1, keys: make([]string, size), ids: make([]int32, size)}
+	for w, id := range vocab {
+		i := fnv32([]byte(w)) & t.mask
+		for t.keys[i] != "" {
+			i = (i + 1) & t.mask
+		}
+		t.keys[i], t.ids[i] = w, id
+	}
+	return t
+}
+
+func fnv32(w []byte) uint32 {
+	h := uint32(2166136261)
+	for _, b := range w {
+		h ^= uint32(b)
+		h *= 16777619
+	}
+	return h
 }
 
 func (c *Classifier) find(w []byte) int32 {
-	h := filterHash(w)
-	if c.filter[h/64]&(1<<(h%64)) == 0 {
-		return -1
+	t := &c.table
+	for i := fnv32(w) & t.mask; ; i = (i + 1) & t.mask {
+		k := t.keys[i]
+		if k == "" {
+			return -1
+		}
+		if k == string(w) {
+			return t.ids[i]
+		}
 	}
-	if id, ok := c.vocab[string(w)]; ok {
-		return id
-	}
-	return -1
 }
 
 // Classify looks at the system prompt and the last user turn (text only), and the route hint.
+// A hint that names a specialist or one of Routes() decides on its own; otherwise the texts do.
+// Texts extracts the two texts from a chat.
 func (c *Classifier) Classify(system, lastUser, hint string) Decision {
 	s := c.run(system, lastUser)
 	d := c.decide(s, hint)

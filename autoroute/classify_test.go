@@ -242,6 +242,7 @@ func TestNewValidates(t *testing.T) {
 		{"negative min score", Rules{Intents: []IntentRule{{Name: "x", Route: "r", Terms: []string{"a"}, MinScore: -1}}}, "intents[0].min_score"},
 		{"empty specialist", Rules{Specialists: []string{"a", " "}}, "specialists[1]"},
 		{"bad negation", Rules{Negations: []string{"..."}}, "negations[0]"},
+		{"bad added term", Rules{Intents: []IntentRule{{Name: "security", Route: "saif", AddTerms: []string{"ok", "x^x"}}}}, "intents[0].add_terms[1]"},
 		{"bad against", Rules{Intents: []IntentRule{{Name: "x", Route: "r", Terms: []string{"a"}, Against: []string{""}}}}, "intents[0].against[0]"},
 	}
 	for _, tt := range tests {
