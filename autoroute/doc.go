@@ -26,4 +26,14 @@
 // suffixes (ات، ون، ين، ان، ها، هم، ه، ي، يه). A text word that is not a known stem is tried once
 // more without a leading و، ف، ب، ل or ك, so "لاختراق" finds "اختراق" while "برهن" (a term) is
 // never mistaken for "رهن".
+//
+// Ambiguous words are decided by weight rather than by a rule per word: "kernel", "patch",
+// "attack", "password" and "tls" weigh 1, so "popcorn kernel"
+// or "patch my jeans" stay general (and "popcorn", "jeans" are against-terms besides), while "patch
+// the kernel" (1+1) or "kernel exploit" (via "exploit") reach SAIF. Code needs no special mode: a
+// snippet with strcpy (weight 1) and "is this vulnerable?" (2) is security; the same snippet with
+// "what does this do?" is general.
+//
+// Accuracy on testdata/labelled.jsonl is guarded by TestLabelledAccuracy (≥ 90%); the held-out
+// testdata/heldout.jsonl, written after the rules were tuned, by TestHeldOutAccuracy (≥ 80%).
 package autoroute

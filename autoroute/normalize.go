@@ -246,10 +246,6 @@ func foldArabic(r rune) rune {
 }
 
 // Arabic letters after folding are all two bytes in UTF-8, so lengths below are in bytes = 2×letters.
-var (
-	arabicArticles = [...]string{"وال", "بال", "كال", "فال", "لل", "ال"}
-	arabicSuffixes = [...]string{"هما", "ات", "ون", "ين", "ان", "ها", "هم", "يه", "ه", "ي"}
-)
 
 // stemArabic reduces an Arabic word to a light stem by reslicing only, so the caller's bytes stay
 // intact for a second attempt. Article: keep at least 2 letters; suffixes: at most two, keeping at
@@ -257,7 +253,7 @@ var (
 func stemArabic(w []byte) []byte {
 	// Every article ends in ل (D9 84) and starts with ا، و، ب، ك، ف or ل; check that cheaply first.
 	if len(w) >= 8 && (w[2] == 0xD9 && w[3] == 0x84 || w[4] == 0xD9 && w[5] == 0x84) {
-		for _, a := range arabicArticles {
+		for _, a := range [...]string{"وال", "بال", "كال", "فال", "لل", "ال"} {
 			if len(w)-len(a) >= 4 && string(w[:len(a)]) == a {
 				w = w[len(a):]
 				break
@@ -272,7 +268,7 @@ func stemArabic(w []byte) []byte {
 			return w
 		}
 		stripped := false
-		for _, s := range arabicSuffixes {
+		for _, s := range [...]string{"هما", "ات", "ون", "ين", "ان", "ها", "هم", "يه", "ه", "ي"} {
 			if len(w)-len(s) >= 6 && string(w[len(w)-len(s):]) == s {
 				w = w[:len(w)-len(s)]
 				stripped = true
