@@ -1,0 +1,196 @@
+// Command gateway is Hayula Gateway: one binary that serves an OpenAI-compatible API in front of
+// several LLM services. This package is wiring only: flags → config → run(ctx) error.
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/hayula/gateway/config"
+	"github.com/hayula/gateway/demo"
+	"github.com/hayula/gateway/server"
+)
+
+const usage = `Hayula Gateway — one OpenAI-compatible API in front of your LLM services.
+
+Usage:
+  gateway serve --config FILE [--listen ADDR] [--log-level LEVEL]
+  gateway demo [--print-config] [--listen ADDR] [--sim-port-base N]
+  gateway check-config FILE
+  gateway keygen NAME
+  gateway help
+`
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// run dispatches a subcommand and returns the process exit code.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return 2
+	}
+	var err error
+	switch args[0] {
+	case "serve":
+		err = cmdServe(ctx, args[1:], stderr)
+	case "demo":
+		err = cmdDemo(ctx, args[1:], stdout, stderr)
+	case "check-config":
+		return cmdCheckConfig(args[1:], stdout, stderr)
+	case "keygen":
+		err = cmdKeygen(args[1:], stdout)
+	case "help", "-h", "--help":
+		fmt.Fprint(stdout, usage)
+		return 0
+	default:
+		fmt.Fprintf(stderr, "gateway: unknown command %q\n\n%s", args[0], usage)
+		return 2
+	}
+	if err != nil {
+		var ue usageError
+		fmt.Fprintln(stderr, "gateway:", err)
+		if errors.As(err, &ue) {
+			return 2
+		}
+		return 1
+	}
+	return 0
+}
+
+// usageError is a mistake in the command line.
+type usageError struct{ msg string }
+
+func (e usageError) Error() string { return e.msg }
+
+func newFlags(name string, stderr io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet("gateway "+name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	return fs
+}
+
+func parse(fs *flag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		return usageError{err.Error()}
+	}
+	return nil
+}
+
+func newLogger(w io.Writer, level string) (*slog.Logger, error) {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(level)); err != nil {
+		return nil, usageError{fmt.Sprintf("bad --log-level %q: use debug, info, warn or error", level)}
+	}
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: l})), nil
+}
+
+func cmdServe(ctx context.Context, args []string, stderr io.Writer) error {
+	fs := newFlags("serve", stderr)
+	path := fs.String("config", "gateway.toml", "configuration file")
+	listen := fs.String("listen", "", "listen address (overrides the config's listen)")
+	level := fs.String("log-level", "info", "debug, info, warn or error")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	log, err := newLogger(stderr, *level)
+	if err != nil {
+		return err
+	}
+	cfg, err := config.Load(*path, os.Getenv)
+	if err != nil {
+		return err
+	}
+	if *listen != "" {
+		if err := cfg.SetListen(*listen); err != nil {
+			return err
+		}
+	}
+	return serve(ctx, cfg, log)
+}
+
+func serve(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
+	srv, err := server.New(server.Options{Config: cfg, Logger: log})
+	if err != nil {
+		return err
+	}
+	defer srv.Close()
+	ln, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		return err
+	}
+	log.Info("hayula gateway listening", "addr", ln.Addr().String(), "routes", len(cfg.Routes), "targets", len(cfg.Targets))
+	return server.Serve(ctx, ln, srv.Handler(), 10*time.Second)
+}
+
+func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("demo", stderr)
+	printConfig := fs.Bool("print-config", false, "print the demo's configuration and exit")
+	listen := fs.String("listen", "127.0.0.1:8000", "gateway listen address")
+	portBase := fs.Int("sim-port-base", demo.DefaultPortBase, "first port of the four simulators")
+	level := fs.String("log-level", "info", "debug, info, warn or error")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if *printConfig {
+		fmt.Fprint(stdout, demo.Config(*listen, demo.URLsFor(*portBase)))
+		return nil
+	}
+	log, err := newLogger(stderr, *level)
+	if err != nil {
+		return err
+	}
+	b, err := demo.StartBackends(*portBase, 40*time.Millisecond)
+	if err != nil {
+		return err
+	}
+	defer b.Close()
+	cfg, err := config.Parse([]byte(demo.Config(*listen, b.URLs)), "demo.toml", os.Getenv)
+	if err != nil {
+		return fmt.Errorf("demo config: %w", err)
+	}
+	fmt.Fprintf(stdout, "Hayula demo: simulated saif, averroes-q, deepseek-r1 and a public openrouter tail.\n"+
+		"Try:\n  curl -s http://%s/v1/chat/completions -H 'content-type: application/json' \\\n"+
+		"    -d '{\"model\":\"saif\",\"messages\":[{\"role\":\"user\",\"content\":\"hello\"}]}' -i\n", *listen)
+	return serve(ctx, cfg, log)
+}
+
+func cmdCheckConfig(args []string, stdout, stderr io.Writer) int {
+	if len(args) != 1 {
+		fmt.Fprintln(stderr, "usage: gateway check-config FILE")
+		return 2
+	}
+	cfg, err := config.Load(args[0], os.Getenv)
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return 1
+	}
+	fmt.Fprint(stdout, cfg.Summary())
+	return 0
+}
+
+func cmdKeygen(args []string, stdout io.Writer) error {
+	if len(args) != 1 || args[0] == "" {
+		return usageError{"usage: gateway keygen NAME"}
+	}
+	key, hash, err := config.NewKey(rand.Reader)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "New API key for %q (shown once; give it to the client, store only the hash):\n\n  %s\n\n"+
+		"Paste into the gateway config:\n\n%s", args[0], key, config.KeyTOML(args[0], hash))
+	return nil
+}

@@ -1,0 +1,114 @@
+package demo
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+)
+
+// Backends are the simulated services, in the paper's order; the last is the public paid tail.
+var backendNames = [...]string{"saif", "averroes-q", "deepseek-r1", "openrouter"}
+
+// DefaultPortBase is where the simulators listen by default: saif on 18441, averroes-q on 18442,
+// deepseek-r1 on 18443, openrouter on 18444.
+const DefaultPortBase = 18441
+
+// Backends are running simulators.
+type Backends struct {
+	// URLs maps each backend name to its base URL (with /v1).
+	URLs    map[string]string
+	servers []*http.Server
+}
+
+// StartBackends starts the simulators on loopback; portBase 0 picks free ports.
+func StartBackends(portBase int, chunkDelay time.Duration) (*Backends, error) {
+	b := &Backends{URLs: map[string]string{}}
+	for i, name := range backendNames {
+		addr := "127.0.0.1:0"
+		if portBase > 0 {
+			addr = fmt.Sprintf("127.0.0.1:%d", portBase+i)
+		}
+		ln, err := net.Listen("tcp", addr)
+		if err != nil {
+			b.Close()
+			return nil, fmt.Errorf("demo: simulator %s: %w (choose other ports with --sim-port-base)", name, err)
+		}
+		srv := &http.Server{Handler: &OpenAISim{Name: name, ChunkDelay: chunkDelay}, ReadHeaderTimeout: 10 * time.Second}
+		b.servers = append(b.servers, srv)
+		b.URLs[name] = "http://" + ln.Addr().String() + "/v1"
+		go func() { _ = srv.Serve(ln) }()
+	}
+	return b, nil
+}
+
+// Close stops the simulators.
+func (b *Backends) Close() {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	for _, s := range b.servers {
+		_ = s.Shutdown(ctx)
+	}
+}
+
+// URLsFor returns the URLs the simulators get for a port base, without starting them.
+func URLsFor(portBase int) map[string]string {
+	m := map[string]string{}
+	for i, name := range backendNames {
+		m[name] = fmt.Sprintf("http://127.0.0.1:%d/v1", portBase+i)
+	}
+	return m
+}
+
+// Config is the demo's gateway configuration for the given backend URLs.
+func Config(listen string, urls map[string]string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, `# Hayula Gateway demo: simulated backends on loopback, no keys needed.
+listen = %q
+
+[targets.saif]
+adapter        = "openai"
+url            = %q
+class          = "private"
+context_window = 32768
+
+[targets.averroes-q]
+adapter        = "openai"
+url            = %q
+class          = "private"
+context_window = 32768
+
+[targets.deepseek-r1]
+adapter        = "openai"
+url            = %q
+class          = "private"
+context_window = 65536
+
+# The public, paid tail: entered only when every earlier failure was a context overflow.
+[targets.openrouter]
+adapter        = "openai"
+url            = %q
+model          = "deepseek/deepseek-r1"
+class          = "public"
+context_window = 163840
+
+[routes.saif]
+targets = ["saif", "deepseek-r1", "openrouter"]
+guard   = { openrouter = ["overflow"] }
+
+[routes.averroes-q]
+targets = ["averroes-q", "deepseek-r1"]
+
+[routes.deepseek-r1]
+targets = ["deepseek-r1", "openrouter"]
+guard   = { openrouter = ["overflow"] }
+
+# Never leaves this machine, even when every private target is down.
+[routes.private]
+targets = ["saif", "deepseek-r1", "openrouter"]
+strict  = true
+`, listen, urls["saif"], urls["averroes-q"], urls["deepseek-r1"], urls["openrouter"])
+	return b.String()
+}

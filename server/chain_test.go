@@ -1,0 +1,235 @@
+package server_test
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+)
+
+// threeChain is saif → deepseek-r1 → openrouter, the last public and guarded for overflow.
+func threeChain(t *testing.T) (*gateway, *fake, *fake, *fake) {
+	t.Helper()
+	saif, r1, or := newFake(t, "saif"), newFake(t, "deepseek-r1"), newFake(t, "openrouter")
+	cfg := target("saif", saif.url(), "private", `timeout = "300ms"`) +
+		target("deepseek-r1", r1.url(), "private") +
+		target("openrouter", or.url(), "public", `model = "deepseek/deepseek-r1"`) + `
+[routes.saif]
+targets = ["saif", "deepseek-r1", "openrouter"]
+guard = { openrouter = ["overflow"] }
+
+[routes.open]
+targets = ["saif", "deepseek-r1", "openrouter"]
+`
+	return newGateway(t, cfg, nil), saif, r1, or
+}
+
+func TestFallbackOnEachClass(t *testing.T) {
+	tests := []struct {
+		name    string
+		handler http.HandlerFunc
+		closed  bool
+	}{
+		{name: "connection", closed: true},
+		{name: "timeout", handler: func(w http.ResponseWriter, r *http.Request) {
+			select {
+			case <-r.Context().Done():
+			case <-time.After(5 * time.Second):
+			}
+		}},
+		{name: "server_error 500", handler: errHandler(500, "internal", "boom")},
+		{name: "server_error 503", handler: errHandler(503, "unavailable", "busy")},
+		{name: "rate_limit", handler: errHandler(429, "rate_limited", "slow down")},
+		{name: "overflow 413", handler: errHandler(413, "too_large", "too large")},
+		{name: "overflow 400", handler: errHandler(400, "context_length_exceeded", "This model's maximum context length is 10 tokens")},
+		{name: "endpoint 401", handler: errHandler(401, "invalid_api_key", "bad key")},
+		{name: "endpoint 402", handler: errHandler(402, "insufficient_quota", "pay up")},
+		{name: "endpoint 403", handler: errHandler(403, "forbidden", "no")},
+		{name: "endpoint 404", handler: errHandler(404, "model_not_found", "no model")},
+		{name: "endpoint 410", handler: errHandler(410, "gone", "gone")},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			g, saif, r1, or := threeChain(t)
+			if tc.closed {
+				saif.srv.Close()
+			} else {
+				saif.set(tc.handler)
+			}
+			rep := g.chat(t, "saif")
+			if rep.status != 200 {
+				t.Fatalf("status %d: %s", rep.status, rep.body)
+			}
+			if got, want := rep.header.Get("x-hayula-chain"), "saif→deepseek-r1 (served by deepseek-r1)"; got != want {
+				t.Errorf("x-hayula-chain = %q, want %q", got, want)
+			}
+			if got := rep.header.Get("x-hayula-target"); got != "deepseek-r1" {
+				t.Errorf("x-hayula-target = %q", got)
+			}
+			if got := rep.header.Get("x-hayula-route"); got != "saif" {
+				t.Errorf("x-hayula-route = %q", got)
+			}
+			if r1.hits.Load() != 1 || or.hits.Load() != 0 {
+				t.Errorf("hits: deepseek-r1 %d, openrouter %d", r1.hits.Load(), or.hits.Load())
+			}
+		})
+	}
+}
+
+func TestChainHeaderFirstServed(t *testing.T) {
+	g, _, r1, _ := threeChain(t)
+	rep := g.chat(t, "saif")
+	if rep.status != 200 || rep.header.Get("x-hayula-chain") != "saif" || rep.header.Get("x-hayula-target") != "saif" {
+		t.Fatalf("status %d chain %q target %q", rep.status, rep.header.Get("x-hayula-chain"), rep.header.Get("x-hayula-target"))
+	}
+	if r1.hits.Load() != 0 {
+		t.Fatal("deepseek-r1 was asked although saif served")
+	}
+	if !strings.Contains(string(rep.body), "hello from saif") {
+		t.Fatalf("body %s", rep.body)
+	}
+}
+
+func TestRequestErrorDoesNotFallThrough(t *testing.T) {
+	g, saif, r1, _ := threeChain(t)
+	saif.set(errHandler(422, "invalid_value", "temperature out of range"))
+	rep := g.chat(t, "saif")
+	if rep.status != 422 {
+		t.Fatalf("status %d, want the upstream's 422: %s", rep.status, rep.body)
+	}
+	if msg := rep.errorField(t, "message"); msg != "temperature out of range" {
+		t.Errorf("message %q", msg)
+	}
+	if r1.hits.Load() != 0 {
+		t.Error("a request error fell through")
+	}
+}
+
+func TestGuard(t *testing.T) {
+	t.Run("a 503 blip never reaches the guarded tail", func(t *testing.T) {
+		g, saif, r1, or := threeChain(t)
+		saif.set(errHandler(503, "unavailable", "blip"))
+		r1.set(errHandler(503, "unavailable", "blip"))
+		rep := g.chat(t, "saif")
+		if or.hits.Load() != 0 {
+			t.Fatal("the guarded tail was entered after 503s")
+		}
+		if rep.status != 503 {
+			t.Fatalf("status %d: %s", rep.status, rep.body)
+		}
+		if got := rep.header.Get("x-hayula-chain"); got != "saif→deepseek-r1" {
+			t.Errorf("chain %q", got)
+		}
+	})
+	t.Run("an overflow does", func(t *testing.T) {
+		g, saif, r1, or := threeChain(t)
+		saif.set(errHandler(400, "context_length_exceeded", "too long"))
+		r1.set(errHandler(413, "too_large", "too long"))
+		rep := g.chat(t, "saif")
+		if rep.status != 200 || or.hits.Load() != 1 {
+			t.Fatalf("status %d, openrouter hits %d", rep.status, or.hits.Load())
+		}
+		if got, want := rep.header.Get("x-hayula-chain"), "saif→deepseek-r1→openrouter (served by openrouter)"; got != want {
+			t.Errorf("chain %q, want %q", got, want)
+		}
+		if m := or.lastBody(t)["model"]; m != "deepseek/deepseek-r1" {
+			t.Errorf("openrouter got model %v", m)
+		}
+	})
+	t.Run("a mix of overflow and 503 does not", func(t *testing.T) {
+		g, saif, r1, or := threeChain(t)
+		saif.set(errHandler(400, "context_length_exceeded", "too long"))
+		r1.set(errHandler(503, "unavailable", "blip"))
+		_ = g.chat(t, "saif")
+		if or.hits.Load() != 0 {
+			t.Fatal("guarded tail entered after a 503")
+		}
+	})
+}
+
+func TestRestoreOriginalError(t *testing.T) {
+	t.Run("single target keeps its 401", func(t *testing.T) {
+		up := newFake(t, "solo")
+		up.set(errHandler(401, "invalid_api_key", "Incorrect API key provided: sk-...xyz"))
+		g := newGateway(t, target("solo", up.url(), "private")+"[routes.solo]\ntargets = [\"solo\"]\n", nil)
+		rep := g.chat(t, "solo")
+		if rep.status != 401 {
+			t.Fatalf("status %d: %s", rep.status, rep.body)
+		}
+		if rep.errorField(t, "message") != "Incorrect API key provided: sk-...xyz" || rep.errorField(t, "code") != "invalid_api_key" {
+			t.Errorf("not restored: %s", rep.body)
+		}
+	})
+	t.Run("mixed failures give 503 naming each attempt", func(t *testing.T) {
+		g, saif, r1, _ := threeChain(t)
+		saif.set(errHandler(500, "internal", "boom"))
+		r1.set(errHandler(404, "model_not_found", "no such model"))
+		rep := g.chat(t, "saif")
+		if rep.status != 503 {
+			t.Fatalf("status %d: %s", rep.status, rep.body)
+		}
+		msg, _ := rep.errorField(t, "message").(string)
+		for _, want := range []string{"saif", "server_error", "500", "deepseek-r1", "endpoint", "404"} {
+			if !strings.Contains(msg, want) {
+				t.Errorf("message %q lacks %q", msg, want)
+			}
+		}
+	})
+}
+
+func TestNoFallbackHeader(t *testing.T) {
+	for _, how := range []string{"header", "body"} {
+		t.Run(how, func(t *testing.T) {
+			g, saif, r1, _ := threeChain(t)
+			saif.set(errHandler(500, "internal", "boom"))
+			var rep reply
+			if how == "header" {
+				rep = g.chat(t, "saif", "x-fallback-on", "false")
+			} else {
+				rep = g.post(t, "/v1/chat/completions", `{"model":"saif","x-fallback-on":false,"messages":[{"role":"user","content":"hi"}]}`)
+			}
+			if rep.status != 500 || r1.hits.Load() != 0 {
+				t.Fatalf("status %d, deepseek-r1 hits %d", rep.status, r1.hits.Load())
+			}
+		})
+	}
+}
+
+func TestHayulaFieldsStripped(t *testing.T) {
+	g, saif, _, _ := threeChain(t)
+	rep := g.post(t, "/v1/chat/completions",
+		`{"model":"open","x-route-hint":"webapp","x-hayula-privacy":"strict","x-fallback-on":true,"temperature":0.5,"messages":[{"role":"user","content":"hi"}]}`)
+	if rep.status != 200 {
+		t.Fatalf("status %d: %s", rep.status, rep.body)
+	}
+	got := saif.lastBody(t)
+	for _, k := range []string{"x-route-hint", "x-hayula-privacy", "x-fallback-on"} {
+		if _, ok := got[k]; ok {
+			t.Errorf("%s forwarded upstream", k)
+		}
+	}
+	if got["model"] != "saif" || got["temperature"] != 0.5 {
+		t.Errorf("forwarded body %v", got)
+	}
+}
+
+func TestSameTargetRetry(t *testing.T) {
+	up := newFake(t, "solo")
+	var n int
+	up.set(func(w http.ResponseWriter, r *http.Request) {
+		n++
+		if n < 3 {
+			errHandler(502, "bad_gateway", "flaky")(w, r)
+			return
+		}
+		okHandler("solo")(w, r)
+	})
+	g := newGateway(t, target("solo", up.url(), "private", "max_retries = 2")+"[routes.solo]\ntargets = [\"solo\"]\n", nil)
+	rep := g.chat(t, "solo")
+	if rep.status != 200 || up.hits.Load() != 3 {
+		t.Fatalf("status %d after %d hits", rep.status, up.hits.Load())
+	}
+	if rep.header.Get("x-hayula-chain") != "solo" {
+		t.Errorf("chain %q", rep.header.Get("x-hayula-chain"))
+	}
+}

@@ -1,0 +1,239 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/cenkalti/backoff/v4"
+
+	"github.com/hayula/gateway/core"
+	"github.com/hayula/gateway/errmap"
+	"github.com/hayula/gateway/upstream"
+)
+
+// Response headers naming who served.
+const (
+	hdrChain  = "x-hayula-chain"
+	hdrRoute  = "x-hayula-route"
+	hdrTarget = "x-hayula-target"
+)
+
+func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	req, rs, e := s.admit(w, r)
+	if e != nil {
+		writeError(w, e)
+		s.logRequest(r, "", nil, e.Status, start)
+		return
+	}
+	res := s.run(r.Context(), rs, req)
+	status := s.write(r.Context(), w, rs, req, res)
+	s.logRequest(r, rs.Name, res.chain, status, start)
+}
+
+// admit is everything before eligibility: body, auth, decode, route. Explain shares it.
+func (s *Server) admit(w http.ResponseWriter, r *http.Request) (*core.Request, *routeState, *apiError) {
+	key, e := s.authenticate(r)
+	if e != nil {
+		return nil, nil, e
+	}
+	body, e := readBody(r, s.cfg.MaxBodyBytes)
+	if e != nil {
+		return nil, nil, e
+	}
+	req, e := decodeChat(r, body)
+	if e != nil {
+		return nil, nil, e
+	}
+	rs, e := s.resolve(key, req)
+	if e != nil {
+		return nil, nil, e
+	}
+	return req, rs, nil
+}
+
+// result is how the attempt loop ended.
+type result struct {
+	resp   *upstream.Response
+	first  []byte // a streaming response's first event, read before the point of no return
+	done   bool   // the stream ended before its first event
+	target *core.Target
+	end    func() // ends the served target's in-flight count
+	chain  []string
+	err    *apiError // set when nothing answered
+	gone   bool      // the client went away
+}
+
+// run walks the route's eligible targets: select, attempt, classify, move on or stop.
+func (s *Server) run(ctx context.Context, rs *routeState, req *core.Request) result {
+	p := s.plan(rs, req)
+	if len(p.res.FailedOpen) > 0 {
+		s.failedOpen.Add(1)
+	}
+	if len(p.res.Kept) == 0 && len(p.reserve) == 0 {
+		return result{err: noTarget(rs, p.res.Drops)}
+	}
+	cands := make([]*core.Target, len(p.res.Kept), len(rs.Targets))
+	copy(cands, p.res.Kept)
+	var (
+		res      result
+		attempts []errmap.Attempt
+		classes  []core.Class
+		reserved bool
+	)
+	for {
+		if len(cands) == 0 {
+			if len(res.chain) > 0 || reserved || len(p.reserve) == 0 {
+				break
+			}
+			// Everything eligible was guarded shut: try the targets health held back.
+			reserved = true
+			s.failedOpen.Add(1)
+			cands = append(cands, p.reserve...)
+		}
+		t := cands[0]
+		if len(cands) > 1 {
+			t = rs.sel.Pick(req, cands)
+		}
+		cands = remove(cands, t)
+		if g := rs.guard[t.Index]; g != 0 && !guardOpen(g, classes, p.overflowDrops) {
+			continue
+		}
+		res.chain = append(res.chain, t.Name)
+		a := s.attempt(ctx, t, req)
+		if a.err == nil {
+			res.resp, res.first, res.done, res.target, res.end = a.resp, a.first, a.done, t, a.end
+			return res
+		}
+		attempts = append(attempts, errmap.Attempt{Target: t.Name, Decision: a.dec, Err: a.err})
+		classes = append(classes, a.dec.Class)
+		if a.dec.Class == core.ClassClientGone || ctx.Err() != nil {
+			res.gone = true
+			return res
+		}
+		if req.NoFallback || a.dec.Class == core.ClassRequest || !rs.FallbackOn.Has(a.dec.Class) {
+			break
+		}
+	}
+	if len(attempts) == 0 {
+		res.err = &apiError{Status: http.StatusServiceUnavailable, Type: typeUpstream, Code: "no_target",
+			Message: "no target of route " + strconv.Quote(rs.Name) +
+				" could be tried: the remaining targets are guarded and no earlier failure opened them"}
+		return res
+	}
+	ce := errmap.Restore(attempts)
+	res.err = &apiError{Status: ce.Status, Message: ce.Message, Type: ce.Type, Code: ce.Code, Param: ce.Param,
+		RetryAfter: ce.RetryAfter}
+	return res
+}
+
+func remove(ts []*core.Target, t *core.Target) []*core.Target {
+	for i, c := range ts {
+		if c == t {
+			return append(ts[:i], ts[i+1:]...)
+		}
+	}
+	return ts
+}
+
+// attemptResult is one target's answer after its same-target retries.
+type attemptResult struct {
+	resp  *upstream.Response
+	first []byte
+	done  bool
+	end   func()
+	dec   errmap.Decision
+	err   error
+}
+
+// attempt asks one target, retrying it with backoff for retryable failures. Every retry happens
+// before the first byte reaches the client.
+func (s *Server) attempt(ctx context.Context, t *core.Target, req *core.Request) attemptResult {
+	var bo *backoff.ExponentialBackOff
+	for try := 0; ; try++ {
+		a := s.once(ctx, t, req)
+		if a.err == nil {
+			return a
+		}
+		if !a.dec.Retry || try >= t.MaxRetries || ctx.Err() != nil {
+			return a
+		}
+		if bo == nil {
+			bo = backoff.NewExponentialBackOff(
+				backoff.WithInitialInterval(s.retry[0]),
+				backoff.WithMaxInterval(s.retry[1]),
+				backoff.WithMaxElapsedTime(0),
+				backoff.WithClockProvider(s.clock))
+		}
+		wait := bo.NextBackOff()
+		if a.dec.RetryAfter > wait {
+			wait = a.dec.RetryAfter
+		}
+		if wait > s.retry[1] {
+			return a // waiting longer than the retry cap: let the chain move on instead
+		}
+		if err := s.sleep(ctx, wait); err != nil {
+			a.dec = errmap.Classify(err)
+			a.err = err
+			return a
+		}
+	}
+}
+
+// once is a single attempt. A stream's first event is read here, so that a stream that fails
+// before producing anything can still fall through.
+func (s *Server) once(ctx context.Context, t *core.Target, req *core.Request) attemptResult {
+	s.health.Start(t)
+	end := t.Stats.Begin()
+	began := s.clock.Now()
+	resp, err := s.up.Chat(ctx, t, req)
+	var a attemptResult
+	if err == nil && resp.Stream != nil {
+		a.first, err = resp.Stream.Next()
+		if errors.Is(err, io.EOF) {
+			a.done, err = true, nil
+		}
+		if err != nil {
+			_ = resp.Stream.Close()
+		}
+	}
+	if err != nil {
+		end()
+		if ctx.Err() != nil {
+			err = ctx.Err() // the client left: whatever the upstream said is moot
+		}
+		a.dec = errmap.Classify(err)
+		a.err = err
+		s.health.Report(t, a.dec.Class, a.dec.RetryAfter)
+		return a
+	}
+	t.Stats.ObserveLatency(s.clock.Now().Sub(began))
+	s.health.Report(t, core.ClassNone, 0)
+	a.resp, a.end = resp, end
+	return a
+}
+
+// chainHeader renders the paper's form: "saif", or "saif→deepseek-r1 (served by deepseek-r1)".
+func chainHeader(chain []string, served string) string {
+	if len(chain) == 1 && served != "" {
+		return chain[0]
+	}
+	var b strings.Builder
+	for i, n := range chain {
+		if i > 0 {
+			b.WriteString("→")
+		}
+		b.WriteString(n)
+	}
+	if served != "" {
+		b.WriteString(" (served by ")
+		b.WriteString(served)
+		b.WriteString(")")
+	}
+	return b.String()
+}

@@ -1,0 +1,156 @@
+package server
+
+import (
+	"encoding/json"
+	"net/http"
+	"time"
+
+	"github.com/hayula/gateway/core"
+	selector "github.com/hayula/gateway/select"
+)
+
+// explanation is the answer of POST /v1/route/explain.
+type explanation struct {
+	Route      string          `json:"route"`
+	Policy     string          `json:"policy"`
+	Strict     bool            `json:"strict"`
+	Fallback   bool            `json:"fallback"`
+	FallbackOn []string        `json:"fallback_on"`
+	Request    explainRequest  `json:"request"`
+	Candidates []explainTarget `json:"candidates"`
+	Drops      []explainDrop   `json:"drops"`
+	FailedOpen []string        `json:"failed_open"`
+	Order      []string        `json:"order"`
+	Reserve    []string        `json:"reserve,omitempty"`
+	Error      *explainError   `json:"error,omitempty"`
+}
+
+type explainRequest struct {
+	Stream          bool   `json:"stream"`
+	Images          bool   `json:"images"`
+	Tools           bool   `json:"tools"`
+	PromptTokensMin int    `json:"prompt_tokens_min"`
+	MaxTokens       int    `json:"max_tokens"`
+	RouteHint       string `json:"route_hint,omitempty"`
+}
+
+type explainTarget struct {
+	Name          string   `json:"name"`
+	Adapter       string   `json:"adapter"`
+	Model         string   `json:"model"`
+	Class         string   `json:"class"`
+	ContextWindow int      `json:"context_window"`
+	Guard         []string `json:"guard,omitempty"`
+	Health        string   `json:"health"`
+	CoolingUntil  string   `json:"cooling_until,omitempty"`
+	InFlight      int64    `json:"in_flight"`
+	LatencyMS     float64  `json:"latency_ms"`
+}
+
+type explainDrop struct {
+	Target string `json:"target"`
+	Filter string `json:"filter"`
+	Reason string `json:"reason"`
+}
+
+type explainError struct {
+	Status  int    `json:"status"`
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+// handleExplain runs a chat body through the same admission, eligibility and selection as a real
+// request and reports what it would do, sending nothing upstream.
+func (s *Server) handleExplain(w http.ResponseWriter, r *http.Request) {
+	req, rs, e := s.admit(w, r)
+	if e != nil {
+		writeError(w, e)
+		return
+	}
+	p := s.plan(rs, req)
+	x := explanation{
+		Route:      rs.Name,
+		Policy:     rs.Policy.String(),
+		Strict:     req.Strict,
+		Fallback:   !req.NoFallback,
+		FallbackOn: names(rs.FallbackOn.Classes()),
+		Request: explainRequest{Stream: req.Stream, Images: req.Images, Tools: req.Tools,
+			PromptTokensMin: req.PromptTokensMin, MaxTokens: req.MaxTokens, RouteHint: req.RouteHint},
+		Drops:      []explainDrop{},
+		FailedOpen: p.res.FailedOpen,
+		Order:      []string{},
+	}
+	if x.FailedOpen == nil {
+		x.FailedOpen = []string{}
+	}
+	for _, t := range rs.Targets {
+		x.Candidates = append(x.Candidates, s.describe(rs, t))
+	}
+	for _, d := range p.res.Drops {
+		x.Drops = append(x.Drops, explainDrop{Target: d.Target, Filter: d.Filter, Reason: d.Reason})
+	}
+	for _, t := range selector.Order(rs.sel, req, p.res.Kept) {
+		x.Order = append(x.Order, t.Name)
+	}
+	for _, t := range p.reserve {
+		x.Reserve = append(x.Reserve, t.Name)
+	}
+	if len(p.res.Kept) == 0 && len(p.reserve) == 0 {
+		ae := noTarget(rs, p.res.Drops)
+		x.Error = &explainError{Status: ae.Status, Code: ae.Code, Message: ae.Message}
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set(hdrRoute, rs.Name)
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(x)
+}
+
+func (s *Server) describe(rs *routeState, t *core.Target) explainTarget {
+	st := s.health.Snapshot(t)
+	d := explainTarget{
+		Name: t.Name, Adapter: t.Adapter.String(), Model: t.Model, Class: t.Privacy.String(),
+		ContextWindow: t.ContextWindow, Guard: names(rs.guard[t.Index].Classes()), Health: st.Status,
+		InFlight: t.Stats.InFlight(), LatencyMS: float64(t.Stats.Latency()) / float64(time.Millisecond),
+	}
+	if st.Cooling {
+		d.CoolingUntil = st.Until.UTC().Format(time.RFC3339)
+	}
+	return d
+}
+
+func names(cs []core.Class) []string {
+	out := make([]string, len(cs))
+	for i, c := range cs {
+		out[i] = c.String()
+	}
+	return out
+}
+
+type modelEntry struct {
+	ID      string `json:"id"`
+	Object  string `json:"object"`
+	Created int64  `json:"created"`
+	OwnedBy string `json:"owned_by"`
+}
+
+// handleModels lists the routes the caller's key may use, in OpenAI's list shape.
+func (s *Server) handleModels(w http.ResponseWriter, r *http.Request) {
+	key, e := s.authenticate(r)
+	if e != nil {
+		writeError(w, e)
+		return
+	}
+	list := struct {
+		Object string       `json:"object"`
+		Data   []modelEntry `json:"data"`
+	}{Object: "list", Data: []modelEntry{}}
+	for _, rt := range s.cfg.Routes {
+		if key != nil && key.Routes != nil && !key.Routes[rt.Name] {
+			continue
+		}
+		list.Data = append(list.Data, modelEntry{ID: rt.Name, Object: "model", Created: s.created, OwnedBy: "hayula"})
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(list)
+}

@@ -1,0 +1,236 @@
+package server_test
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/hayula/gateway/config"
+	"github.com/hayula/gateway/core"
+	"github.com/hayula/gateway/health"
+	"github.com/hayula/gateway/server"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
+
+// fake is an upstream whose behaviour a test can flip mid-run.
+type fake struct {
+	name    string
+	srv     *httptest.Server
+	hits    atomic.Int64
+	mu      sync.Mutex
+	handler http.HandlerFunc
+	bodies  [][]byte
+	headers []http.Header
+}
+
+func newFake(t *testing.T, name string) *fake {
+	t.Helper()
+	f := &fake{name: name}
+	f.handler = okHandler(name)
+	f.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		f.hits.Add(1)
+		f.mu.Lock()
+		f.bodies = append(f.bodies, b)
+		f.headers = append(f.headers, r.Header.Clone())
+		h := f.handler
+		f.mu.Unlock()
+		r.Body = io.NopCloser(bytes.NewReader(b))
+		h(w, r)
+	}))
+	t.Cleanup(f.srv.Close)
+	return f
+}
+
+func (f *fake) set(h http.HandlerFunc) {
+	f.mu.Lock()
+	f.handler = h
+	f.mu.Unlock()
+}
+
+func (f *fake) lastBody(t *testing.T) map[string]any {
+	t.Helper()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.bodies) == 0 {
+		t.Fatalf("%s got no request", f.name)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(f.bodies[len(f.bodies)-1], &m); err != nil {
+		t.Fatalf("%s got invalid JSON: %v", f.name, err)
+	}
+	return m
+}
+
+func (f *fake) url() string { return f.srv.URL + "/v1" }
+
+// okHandler answers a chat completion (or a stream) that names the backend.
+func okHandler(name string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		var req struct {
+			Model  string `json:"model"`
+			Stream bool   `json:"stream"`
+		}
+		_ = json.NewDecoder(r.Body).Decode(&req)
+		if req.Stream {
+			w.Header().Set("Content-Type", "text/event-stream")
+			for i, word := range []string{"hello", " from", " " + name} {
+				delta := fmt.Sprintf(`{"content":%q}`, word)
+				if i == 0 {
+					delta = fmt.Sprintf(`{"role":"assistant","content":%q}`, word)
+				}
+				fmt.Fprintf(w, "data: {\"id\":\"c1\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":%q,\"choices\":[{\"index\":0,\"delta\":%s,\"finish_reason\":null}]}\n\n", req.Model, delta)
+				w.(http.Flusher).Flush()
+			}
+			fmt.Fprintf(w, "data: {\"id\":\"c1\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":%q,\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\n", req.Model)
+			fmt.Fprint(w, "data: [DONE]\n\n")
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"id":"c1","object":"chat.completion","created":1,"model":%q,"choices":[{"index":0,"message":{"role":"assistant","content":"hello from %s"},"finish_reason":"stop"}],"usage":{"prompt_tokens":3,"completion_tokens":3,"total_tokens":6}}`, req.Model, name)
+	}
+}
+
+func errHandler(status int, code, msg string) http.HandlerFunc {
+	return func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(status)
+		fmt.Fprintf(w, `{"error":{"message":%q,"type":"upstream_test","param":null,"code":%q}}`, msg, code)
+	}
+}
+
+// gateway is a gateway under test behind a real listener.
+type gateway struct {
+	srv   *server.Server
+	ts    *httptest.Server
+	clock *health.ManualClock
+}
+
+type gwOption func(*server.Options)
+
+func newGateway(t *testing.T, cfgText string, env map[string]string, opts ...gwOption) *gateway {
+	t.Helper()
+	cfg, err := config.Parse([]byte(cfgText), "test.toml", func(k string) string { return env[k] })
+	if err != nil {
+		t.Fatalf("config: %v", err)
+	}
+	clock := health.NewManualClock(time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC))
+	o := server.Options{Config: cfg, Clock: clock, RetryBase: time.Millisecond, RetryMax: 50 * time.Millisecond,
+		Sleep: func(ctx context.Context, d time.Duration) error { return ctx.Err() }}
+	for _, f := range opts {
+		f(&o)
+	}
+	s, err := server.New(o)
+	if err != nil {
+		t.Fatalf("server: %v", err)
+	}
+	ts := httptest.NewServer(s.Handler())
+	t.Cleanup(func() {
+		ts.Close()
+		s.Close()
+	})
+	return &gateway{srv: s, ts: ts, clock: clock}
+}
+
+type reply struct {
+	status int
+	header http.Header
+	body   []byte
+}
+
+func (r reply) json(t *testing.T) map[string]any {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal(r.body, &m); err != nil {
+		t.Fatalf("reply is not JSON: %v: %s", err, r.body)
+	}
+	return m
+}
+
+// errorField returns error.<field> of an OpenAI-shaped error reply, failing on any other shape.
+func (r reply) errorField(t *testing.T, field string) any {
+	t.Helper()
+	var e struct {
+		Error map[string]any `json:"error"`
+	}
+	if err := json.Unmarshal(r.body, &e); err != nil || e.Error == nil {
+		t.Fatalf("not an OpenAI error (status %d): %s", r.status, r.body)
+	}
+	for _, k := range []string{"message", "type", "param", "code"} {
+		if _, ok := e.Error[k]; !ok {
+			t.Fatalf("error object lacks %q: %s", k, r.body)
+		}
+	}
+	return e.Error[field]
+}
+
+func (g *gateway) post(t *testing.T, path, body string, hdr ...string) reply {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, g.ts.URL+path, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	for i := 0; i+1 < len(hdr); i += 2 {
+		req.Header.Set(hdr[i], hdr[i+1])
+	}
+	resp, err := g.ts.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return reply{status: resp.StatusCode, header: resp.Header, body: b}
+}
+
+func (g *gateway) chat(t *testing.T, model string, hdr ...string) reply {
+	t.Helper()
+	return g.post(t, "/v1/chat/completions",
+		fmt.Sprintf(`{"model":%q,"messages":[{"role":"user","content":"hi there"}]}`, model), hdr...)
+}
+
+// target renders one [targets.NAME] block.
+func target(name, url, class string, extra ...string) string {
+	s := fmt.Sprintf("[targets.%s]\nadapter = \"openai\"\nurl = %q\nclass = %q\n", name, url, class)
+	for _, e := range extra {
+		s += e + "\n"
+	}
+	return s + "\n"
+}
+
+func sha256hex(s string) string {
+	h := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(h[:])
+}
+
+func decodeJSON(resp *http.Response, v any) error {
+	return json.NewDecoder(resp.Body).Decode(v)
+}
+
+func mustTarget(t *testing.T, g *gateway, name string) *core.Target {
+	t.Helper()
+	tg, ok := g.srv.Config().Target(name)
+	if !ok {
+		t.Fatalf("no target %s", name)
+	}
+	return tg
+}

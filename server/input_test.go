@@ -1,0 +1,149 @@
+package server_test
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/hayula/gateway/core"
+	"github.com/hayula/gateway/server"
+	"github.com/hayula/gateway/upstream"
+)
+
+const laptopKey = "hk-test-laptop-key"
+
+// keyed has two keys: laptop (routes saif only) and ci (all routes, strict).
+func keyed(t *testing.T) (*gateway, *fake) {
+	t.Helper()
+	up := newFake(t, "saif")
+	cfg := `max_body_bytes = 2048
+` + target("saif", up.url(), "private") + target("cloud", up.url(), "public") + `
+[routes.saif]
+targets = ["saif"]
+
+[routes.cloud]
+targets = ["cloud", "saif"]
+
+[[keys]]
+name = "laptop"
+sha256 = "` + sha256hex(laptopKey) + `"
+routes = ["saif"]
+
+[[keys]]
+name = "ci"
+sha256 = "` + sha256hex("hk-ci") + `"
+strict = true
+`
+	return newGateway(t, cfg, nil), up
+}
+
+func TestBadInputs(t *testing.T) {
+	g, _ := keyed(t)
+	auth := []string{"Authorization", "Bearer " + laptopKey}
+	tests := []struct {
+		name   string
+		body   string
+		hdr    []string
+		status int
+		code   string
+		param  any
+	}{
+		{"invalid JSON", `{"model":`, auth, 400, "invalid_json", nil},
+		{"not an object", `[1,2]`, auth, 400, "invalid_type", nil},
+		{"missing model", `{"messages":[{"role":"user","content":"x"}]}`, auth, 400, "missing_required_parameter", "model"},
+		{"missing messages", `{"model":"saif"}`, auth, 400, "missing_required_parameter", "messages"},
+		{"empty messages", `{"model":"saif","messages":[]}`, auth, 400, "missing_required_parameter", "messages"},
+		{"messages wrong type", `{"model":"saif","messages":"hi"}`, auth, 400, "invalid_type", "messages"},
+		{"unknown model", `{"model":"gpt-9","messages":[{"role":"user","content":"x"}]}`, auth, 404, "model_not_found", "model"},
+		{"route not allowed", `{"model":"cloud","messages":[{"role":"user","content":"x"}]}`, auth, 403, "model_not_allowed", "model"},
+		{"no key", `{"model":"saif","messages":[{"role":"user","content":"x"}]}`, nil, 401, "invalid_api_key", nil},
+		{"bad key", `{"model":"saif","messages":[{"role":"user","content":"x"}]}`, []string{"Authorization", "Bearer nope"}, 401, "invalid_api_key", nil},
+		{"too large", `{"model":"saif","messages":[{"role":"user","content":"` + strings.Repeat("x", 4096) + `"}]}`, auth, 413, "request_too_large", nil},
+		{"bad fallback option", `{"model":"saif","messages":[{"role":"user","content":"x"}]}`, append([]string{"x-fallback-on", "maybe"}, auth...), 400, "invalid_value", "x-fallback-on"},
+		{"bad privacy option", `{"model":"saif","x-hayula-privacy":"public","messages":[{"role":"user","content":"x"}]}`, auth, 400, "invalid_value", "x-hayula-privacy"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			rep := g.post(t, "/v1/chat/completions", tc.body, tc.hdr...)
+			if rep.status != tc.status {
+				t.Fatalf("status %d, want %d: %s", rep.status, tc.status, rep.body)
+			}
+			if got := rep.errorField(t, "code"); got != tc.code {
+				t.Errorf("code %v, want %v", got, tc.code)
+			}
+			if got := rep.errorField(t, "param"); got != tc.param {
+				t.Errorf("param %v, want %v", got, tc.param)
+			}
+			if msg, _ := rep.errorField(t, "message").(string); msg == "" {
+				t.Error("empty message")
+			}
+		})
+	}
+	t.Run("x-api-key works too", func(t *testing.T) {
+		if rep := g.chat(t, "saif", "x-api-key", laptopKey); rep.status != 200 {
+			t.Fatalf("status %d: %s", rep.status, rep.body)
+		}
+	})
+	t.Run("unknown path", func(t *testing.T) {
+		rep := g.post(t, "/v1/nope", "{}")
+		if rep.status != 404 || rep.errorField(t, "code") != "unknown_url" {
+			t.Fatalf("status %d: %s", rep.status, rep.body)
+		}
+	})
+}
+
+func TestStrictKeyNeverReachesPublic(t *testing.T) {
+	g, up := keyed(t)
+	rep := g.chat(t, "cloud", "Authorization", "Bearer hk-ci")
+	if rep.status != 200 || rep.header.Get("x-hayula-chain") != "saif" {
+		t.Fatalf("status %d chain %q", rep.status, rep.header.Get("x-hayula-chain"))
+	}
+	if up.hits.Load() != 1 {
+		t.Fatalf("hits %d", up.hits.Load())
+	}
+}
+
+func TestModelsListsAllowedRoutes(t *testing.T) {
+	g, _ := keyed(t)
+	req, _ := http.NewRequest(http.MethodGet, g.ts.URL+"/v1/models", nil)
+	req.Header.Set("Authorization", "Bearer "+laptopKey)
+	resp, err := g.ts.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var list struct {
+		Object string `json:"object"`
+		Data   []struct {
+			ID, Object string
+		} `json:"data"`
+	}
+	if err := decodeJSON(resp, &list); err != nil {
+		t.Fatal(err)
+	}
+	if list.Object != "list" || len(list.Data) != 1 || list.Data[0].ID != "saif" || list.Data[0].Object != "model" {
+		t.Fatalf("models %+v", list)
+	}
+}
+
+// panicky is an Upstream that panics, to prove a panic never escapes.
+type panicky struct{}
+
+func (panicky) Chat(context.Context, *core.Target, *core.Request) (*upstream.Response, error) {
+	panic("adapter bug")
+}
+
+func TestPanicBecomes500(t *testing.T) {
+	up := newFake(t, "solo")
+	g := newGateway(t, target("solo", up.url(), "private")+"[routes.solo]\ntargets = [\"solo\"]\n", nil,
+		func(o *server.Options) { o.Upstream = panicky{} })
+	rep := g.chat(t, "solo")
+	if rep.status != 500 || rep.errorField(t, "code") != "internal_error" {
+		t.Fatalf("status %d: %s", rep.status, rep.body)
+	}
+	// The server still serves after a panic.
+	if rep := g.chat(t, "solo"); rep.status != 500 {
+		t.Fatalf("second request status %d", rep.status)
+	}
+}

@@ -1,0 +1,92 @@
+package server_test
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"strings"
+	"testing"
+)
+
+// TestPrivacyNeverLeaks: over random routes, target classes, strictness sources and upstream
+// failures (cooldowns included), a strict request never reaches a public target.
+func TestPrivacyNeverLeaks(t *testing.T) {
+	const n = 5
+	fakes := make([]*fake, n)
+	for i := range fakes {
+		fakes[i] = newFake(t, fmt.Sprintf("t%d", i))
+	}
+	behaviours := []http.HandlerFunc{
+		nil, // ok
+		errHandler(500, "internal", "down"),
+		errHandler(429, "rate", "slow"),
+		errHandler(401, "invalid_api_key", "bad"),
+		errHandler(400, "context_length_exceeded", "too long"),
+		errHandler(404, "model_not_found", "gone"),
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	for iter := 0; iter < 120; iter++ {
+		var cfg strings.Builder
+		public := map[int]bool{}
+		for i, f := range fakes {
+			class := "private"
+			if rng.IntN(2) == 0 {
+				class, public[i] = "public", true
+			}
+			cfg.WriteString(target(f.name, f.url(), class, fmt.Sprintf("tools = %v", rng.IntN(3) > 0)))
+		}
+		perm := rng.Perm(n)[:1+rng.IntN(n)]
+		names := make([]string, len(perm))
+		for i, p := range perm {
+			names[i] = fmt.Sprintf("%q", fakes[p].name)
+		}
+		routeStrict := rng.IntN(3) == 0
+		fmt.Fprintf(&cfg, "[cooldown]\nfailures = %d\n\n[routes.r]\ntargets = [%s]\nstrict = %v\npolicy = %q\n",
+			1+rng.IntN(3), strings.Join(names, ", "), routeStrict,
+			[]string{"ordered", "weighted", "least-busy", "latency"}[rng.IntN(4)])
+		g := newGateway(t, cfg.String(), nil)
+		for i, f := range fakes {
+			h := behaviours[rng.IntN(len(behaviours))]
+			if h == nil {
+				h = okHandler(f.name)
+			}
+			fakes[i].set(h)
+		}
+		before := make([]int64, n)
+		for i, f := range fakes {
+			before[i] = f.hits.Load()
+		}
+		for req := 0; req < 4; req++ {
+			var hdr []string
+			if !routeStrict {
+				hdr = []string{"x-hayula-privacy", "strict"}
+			}
+			body := `{"model":"r","messages":[{"role":"user","content":"hi"}]}`
+			if rng.IntN(2) == 0 {
+				body = `{"model":"r","x-hayula-privacy":"strict","tools":[{"type":"function","function":{"name":"f"}}],"messages":[{"role":"user","content":"hi"}]}`
+				hdr = nil
+			}
+			rep := g.post(t, "/v1/chat/completions", body, hdr...)
+			if rep.status == 200 && public[indexOf(fakes, rep.header.Get("x-hayula-target"))] {
+				t.Fatalf("iteration %d: strict request served by public %s", iter, rep.header.Get("x-hayula-target"))
+			}
+			if rep.status != 200 {
+				rep.errorField(t, "message") // still a well-formed error
+			}
+		}
+		for i, f := range fakes {
+			if public[i] && f.hits.Load() != before[i] {
+				t.Fatalf("iteration %d: public target %s was reached by a strict request\nconfig:\n%s", iter, f.name, cfg.String())
+			}
+		}
+	}
+}
+
+func indexOf(fs []*fake, name string) int {
+	for i, f := range fs {
+		if f.name == name {
+			return i
+		}
+	}
+	return -1
+}

@@ -1,0 +1,155 @@
+package server
+
+import (
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/hayula/gateway/config"
+	"github.com/hayula/gateway/core"
+	"github.com/hayula/gateway/filter"
+)
+
+// authenticate returns the caller's key; nil with no error when the gateway is open.
+func (s *Server) authenticate(r *http.Request) (*config.Key, *apiError) {
+	if len(s.cfg.Keys) == 0 {
+		return nil, nil
+	}
+	token := bearer(r)
+	if token == "" {
+		return nil, &apiError{Status: http.StatusUnauthorized, Type: typeAuthentication, Code: "invalid_api_key",
+			Message: "You didn't provide an API key. Send it as 'Authorization: Bearer KEY' or 'x-api-key: KEY'."}
+	}
+	k, ok := s.cfg.Authenticate(token)
+	if !ok {
+		return nil, &apiError{Status: http.StatusUnauthorized, Type: typeAuthentication, Code: "invalid_api_key",
+			Message: "Incorrect API key provided."}
+	}
+	return k, nil
+}
+
+// resolve finds the request's route and applies the key's allowlist and strictness.
+func (s *Server) resolve(key *config.Key, req *core.Request) (*routeState, *apiError) {
+	rs, ok := s.routes[req.Model]
+	if !ok || (key != nil && key.Routes != nil && !key.Routes[req.Model]) {
+		if ok {
+			return nil, &apiError{Status: http.StatusForbidden, Type: typePermission, Code: "model_not_allowed", Param: "model",
+				Message: fmt.Sprintf("This API key may not use the model `%s`.", req.Model)}
+		}
+		return nil, &apiError{Status: http.StatusNotFound, Type: typeInvalidRequest, Code: "model_not_found", Param: "model",
+			Message: fmt.Sprintf("The model `%s` does not exist or you do not have access to it.", req.Model)}
+	}
+	if rs.Strict || (key != nil && key.Strict) {
+		req.Strict = true
+	}
+	return rs, nil
+}
+
+// plan is what eligibility left for one request: the same computation serves a real request and
+// /v1/route/explain.
+type plan struct {
+	route *routeState
+	res   filter.Result
+	// reserve are the targets dropped only by a fail-open stage, soonest to recover first. They are
+	// tried when nothing else was: health never denies service.
+	reserve []*core.Target
+	// overflowDrops counts targets dropped for context: each is a certain overflow, and counts as
+	// one for a guard.
+	overflowDrops int
+}
+
+func (s *Server) plan(rs *routeState, req *core.Request) plan {
+	p := plan{route: rs, res: filter.Run(req, rs.Targets, s.stages)}
+	for _, d := range p.res.Drops {
+		switch {
+		case s.failOpen[d.Filter]:
+			if t, ok := s.cfg.Target(d.Target); ok {
+				p.reserve = append(p.reserve, t)
+			}
+		case d.Filter == (filter.Context{}).Name():
+			p.overflowDrops++
+		}
+	}
+	if len(p.reserve) > 1 {
+		sortByRecovery(p.reserve, s.health.Available)
+	}
+	return p
+}
+
+func sortByRecovery(ts []*core.Target, avail func(*core.Target) (bool, time.Time)) {
+	until := make([]time.Time, len(ts))
+	for i, t := range ts {
+		_, until[i] = avail(t)
+	}
+	// Insertion sort: reserves are a handful of targets, and the sort must be stable.
+	for i := 1; i < len(ts); i++ {
+		for j := i; j > 0 && until[j].Before(until[j-1]); j-- {
+			ts[j], ts[j-1] = ts[j-1], ts[j]
+			until[j], until[j-1] = until[j-1], until[j]
+		}
+	}
+}
+
+// guardOpen reports whether a guarded target may be entered: only after at least one failure,
+// and only when every failure so far is in the guard's set.
+func guardOpen(g core.ClassSet, failures []core.Class, overflowDrops int) bool {
+	if overflowDrops > 0 && !g.Has(core.ClassOverflow) {
+		return false
+	}
+	if len(failures) == 0 && overflowDrops == 0 {
+		return false
+	}
+	for _, c := range failures {
+		if !g.Has(c) {
+			return false
+		}
+	}
+	return true
+}
+
+// noTarget answers a request that eligibility left with nothing to try: a strict request whose
+// private targets cannot serve gets 503; a request no target can take for what it asks (tools,
+// vision, context) gets 400; anything else 503.
+func noTarget(rs *routeState, drops []filter.Drop) *apiError {
+	var b strings.Builder
+	private, other := false, false
+	for i, d := range drops {
+		if i > 0 {
+			b.WriteString("; ")
+		}
+		b.WriteString(d.Target)
+		b.WriteString(": ")
+		b.WriteString(d.Reason)
+		switch d.Filter {
+		case (filter.Privacy{}).Name():
+			private = true
+		case (filter.Vision{}).Name(), (filter.Tools{}).Name(), (filter.Context{}).Name():
+		default:
+			other = true
+		}
+	}
+	switch {
+	case private:
+		return &apiError{Status: http.StatusServiceUnavailable, Type: typeUpstream, Code: "no_private_target",
+			Message: fmt.Sprintf("no private target could serve this strict request on route %q (%s)", rs.Name, b.String())}
+	case !other && len(drops) > 0:
+		code := "unsupported_request"
+		if allContext(drops) {
+			code = "context_length_exceeded"
+		}
+		return &apiError{Status: http.StatusBadRequest, Type: typeInvalidRequest, Code: code,
+			Message: fmt.Sprintf("no target of route %q can serve this request: %s", rs.Name, b.String())}
+	}
+	return &apiError{Status: http.StatusServiceUnavailable, Type: typeUpstream, Code: "no_target",
+		Message: fmt.Sprintf("no target of route %q could serve this request (%s)", rs.Name, b.String())}
+}
+
+func allContext(drops []filter.Drop) bool {
+	for _, d := range drops {
+		if d.Filter != (filter.Context{}).Name() {
+			return false
+		}
+	}
+	return true
+}

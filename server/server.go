@@ -1,0 +1,233 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"runtime/debug"
+	"sync/atomic"
+	"time"
+
+	"github.com/julienschmidt/httprouter"
+
+	"github.com/hayula/gateway/config"
+	"github.com/hayula/gateway/core"
+	"github.com/hayula/gateway/filter"
+	"github.com/hayula/gateway/health"
+	selector "github.com/hayula/gateway/select"
+	"github.com/hayula/gateway/upstream"
+)
+
+// Upstream is what the server asks to carry one attempt; *upstream.Set implements it.
+type Upstream interface {
+	Chat(ctx context.Context, t *core.Target, req *core.Request) (*upstream.Response, error)
+}
+
+// Options configure a Server. Only Config is required.
+type Options struct {
+	Config *config.Config
+	// Clock drives cooldowns and retry backoff; nil means the system clock.
+	Clock health.Clock
+	// Logger receives one line per request and every recovered panic; nil discards.
+	Logger *slog.Logger
+	// Upstream carries attempts; nil builds an upstream.Set over the config's targets.
+	Upstream Upstream
+	// RetryBase and RetryMax bound the same-target retry backoff; zero means 100ms and 2s.
+	// A Retry-After longer than RetryMax moves the chain on instead of waiting.
+	RetryBase, RetryMax time.Duration
+	// Sleep waits between same-target retries; nil waits on a real timer (tests inject their own).
+	Sleep func(ctx context.Context, d time.Duration) error
+}
+
+// Server serves the gateway's HTTP API. Build it with New; it is safe for concurrent use.
+type Server struct {
+	cfg      *config.Config
+	routes   map[string]*routeState
+	stages   []filter.Stage
+	failOpen map[string]bool // names of the fail-open stages
+	health   *health.Tracker
+	up       Upstream
+	ownUp    *upstream.Set
+	log      *slog.Logger
+	clock    health.Clock
+	sleep    func(ctx context.Context, d time.Duration) error
+	retry    [2]time.Duration
+	created  int64
+	handler  http.Handler
+
+	failedOpen atomic.Int64 // requests served only because a fail-open stage kept every target
+}
+
+// routeState is a route with what was built for it at load.
+type routeState struct {
+	*config.Route
+	sel   selector.Selector
+	guard []core.ClassSet // by core.Target.Index; 0 = unguarded
+}
+
+// New builds a Server from a loaded config.
+func New(o Options) (*Server, error) {
+	if o.Config == nil {
+		return nil, fmt.Errorf("server: no config")
+	}
+	s := &Server{
+		cfg:     o.Config,
+		routes:  make(map[string]*routeState, len(o.Config.Routes)),
+		clock:   o.Clock,
+		log:     o.Logger,
+		up:      o.Upstream,
+		sleep:   o.Sleep,
+		retry:   [2]time.Duration{o.RetryBase, o.RetryMax},
+		created: time.Now().Unix(),
+	}
+	if s.clock == nil {
+		s.clock = health.SystemClock{}
+	}
+	if s.log == nil {
+		s.log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if s.sleep == nil {
+		s.sleep = sleepTimer
+	}
+	if s.retry[0] <= 0 {
+		s.retry[0] = 100 * time.Millisecond
+	}
+	if s.retry[1] <= 0 {
+		s.retry[1] = 2 * time.Second
+	}
+	if s.up == nil {
+		s.ownUp = upstream.NewSet(o.Config.Targets, upstream.Options{})
+		s.up = s.ownUp
+	}
+	c := o.Config.Cooldown
+	s.health = health.NewTracker(len(o.Config.Targets), s.clock,
+		health.Policy{Failures: c.Failures, Base: c.Base, Max: c.Max})
+	s.stages = filter.Standard(s.health)
+	s.failOpen = map[string]bool{}
+	for _, st := range s.stages {
+		if st.FailOpen {
+			s.failOpen[st.Filter.Name()] = true
+		}
+	}
+	for _, r := range o.Config.Routes {
+		sel, err := selector.New(r.Policy, selector.Options{})
+		if err != nil {
+			return nil, fmt.Errorf("route %s: %w", r.Name, err)
+		}
+		rs := &routeState{Route: r, sel: sel, guard: make([]core.ClassSet, len(o.Config.Targets))}
+		for i, t := range r.Targets {
+			if i < len(r.Guard) {
+				rs.guard[t.Index] = r.Guard[i]
+			}
+		}
+		s.routes[r.Name] = rs
+	}
+	s.handler = s.recoverer(s.router())
+	return s, nil
+}
+
+// Handler is the gateway's HTTP handler.
+func (s *Server) Handler() http.Handler { return s.handler }
+
+// Health is the passive health tracker, for tests and status pages.
+func (s *Server) Health() *health.Tracker { return s.health }
+
+// FailedOpen counts requests that were served only because a fail-open stage kept every target.
+func (s *Server) FailedOpen() int64 { return s.failedOpen.Load() }
+
+// Close releases idle upstream connections the server opened.
+func (s *Server) Close() {
+	if s.ownUp != nil {
+		s.ownUp.Close()
+	}
+}
+
+func (s *Server) router() http.Handler {
+	r := httprouter.New()
+	r.RedirectTrailingSlash = false
+	r.RedirectFixedPath = false
+	r.HandlerFunc(http.MethodPost, "/v1/chat/completions", s.handleChat)
+	r.HandlerFunc(http.MethodPost, "/v1/route/explain", s.handleExplain)
+	r.HandlerFunc(http.MethodGet, "/v1/models", s.handleModels)
+	r.HandlerFunc(http.MethodGet, "/healthz", s.handleHealthz)
+	r.NotFound = http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		writeError(w, &apiError{Status: http.StatusNotFound, Type: typeInvalidRequest, Code: "unknown_url",
+			Message: fmt.Sprintf("Unrecognized request URL (%s %s).", req.Method, req.URL.Path)})
+	})
+	r.MethodNotAllowed = http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		writeError(w, &apiError{Status: http.StatusMethodNotAllowed, Type: typeInvalidRequest, Code: "method_not_allowed",
+			Message: fmt.Sprintf("Method %s is not allowed on %s.", req.Method, req.URL.Path)})
+	})
+	return r
+}
+
+// recoverer turns a panic into a logged 500; a response already under way is cut off instead.
+func (s *Server) recoverer(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rw := &trackingWriter{ResponseWriter: w}
+		defer func() {
+			p := recover()
+			if p == nil {
+				return
+			}
+			if p == http.ErrAbortHandler {
+				panic(p)
+			}
+			s.log.Error("panic serving request", "method", r.Method, "path", r.URL.Path,
+				"panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+			if rw.wrote {
+				panic(http.ErrAbortHandler)
+			}
+			writeError(rw, &apiError{Status: http.StatusInternalServerError, Type: typeServer, Code: "internal_error",
+				Message: "the gateway hit an internal error; it has been logged"})
+		}()
+		next.ServeHTTP(rw, r)
+	})
+}
+
+// trackingWriter remembers whether the header went out, so a panic knows whether it can still
+// answer with an error.
+type trackingWriter struct {
+	http.ResponseWriter
+	wrote bool
+}
+
+func (w *trackingWriter) WriteHeader(code int) {
+	w.wrote = true
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *trackingWriter) Write(b []byte) (int, error) {
+	w.wrote = true
+	return w.ResponseWriter.Write(b)
+}
+
+func (w *trackingWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+func (w *trackingWriter) Flush() {
+	w.wrote = true
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+func (s *Server) handleHealthz(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Content-Type", "application/json")
+	fmt.Fprintf(w, "{\"status\":\"ok\",\"fail_open_total\":%d}\n", s.failedOpen.Load())
+}
+
+func sleepTimer(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Config is the configuration the server was built from.
+func (s *Server) Config() *config.Config { return s.cfg }

@@ -1,0 +1,165 @@
+package server_test
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+)
+
+func streamBody(model string) string {
+	return fmt.Sprintf(`{"model":%q,"stream":true,"messages":[{"role":"user","content":"hi"}]}`, model)
+}
+
+// readEvents reads SSE data payloads until the body ends.
+func readEvents(t *testing.T, resp *http.Response) []string {
+	t.Helper()
+	var out []string
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		if p, ok := strings.CutPrefix(sc.Text(), "data: "); ok {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func TestStreamPassThrough(t *testing.T) {
+	g, _, _, _ := threeChain(t)
+	resp, err := g.ts.Client().Post(g.ts.URL+"/v1/chat/completions", "application/json", strings.NewReader(streamBody("saif")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if ct := resp.Header.Get("Content-Type"); ct != "text/event-stream" {
+		t.Fatalf("content type %q", ct)
+	}
+	if resp.Header.Get("x-hayula-chain") != "saif" {
+		t.Fatalf("chain %q", resp.Header.Get("x-hayula-chain"))
+	}
+	ev := readEvents(t, resp)
+	if len(ev) != 5 || ev[4] != "[DONE]" || !strings.Contains(ev[0], `"role":"assistant"`) || !strings.Contains(ev[2], " saif") {
+		t.Fatalf("events %q", ev)
+	}
+}
+
+func TestStreamFallbackBeforeFirstByte(t *testing.T) {
+	g, saif, _, _ := threeChain(t)
+	saif.set(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		fmt.Fprint(w, "data: {\"error\":{\"message\":\"model crashed\",\"type\":\"server_error\"}}\n\n")
+	})
+	resp, err := g.ts.Client().Post(g.ts.URL+"/v1/chat/completions", "application/json", strings.NewReader(streamBody("saif")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if got := resp.Header.Get("x-hayula-chain"); got != "saif→deepseek-r1 (served by deepseek-r1)" {
+		t.Fatalf("chain %q", got)
+	}
+	if ev := readEvents(t, resp); len(ev) != 5 || !strings.Contains(ev[2], "deepseek-r1") {
+		t.Fatalf("events %q", ev)
+	}
+}
+
+// Each event reaches the client before the upstream sends the next one.
+func TestStreamFlushesEachEvent(t *testing.T) {
+	g, saif, _, _ := threeChain(t)
+	release := make(chan struct{})
+	saif.set(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		fmt.Fprint(w, "data: {\"id\":\"c\",\"object\":\"chat.completion.chunk\",\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"first\"}}]}\n\n")
+		w.(http.Flusher).Flush()
+		select {
+		case <-release:
+		case <-r.Context().Done():
+			return
+		}
+		fmt.Fprint(w, "data: {\"id\":\"c\",\"object\":\"chat.completion.chunk\",\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n")
+	})
+	resp, err := g.ts.Client().Post(g.ts.URL+"/v1/chat/completions", "application/json", strings.NewReader(streamBody("saif")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	br := bufio.NewReader(resp.Body)
+	line, err := br.ReadString('\n')
+	if err != nil || !strings.Contains(line, "first") {
+		t.Fatalf("first event not delivered before the upstream went on: %q %v", line, err)
+	}
+	close(release)
+	rest := new(strings.Builder)
+	_, _ = bufio.NewReader(br).WriteTo(rest)
+	if !strings.HasSuffix(rest.String(), "data: [DONE]\n\n") {
+		t.Fatalf("rest %q", rest.String())
+	}
+}
+
+func TestStreamMidStreamFailure(t *testing.T) {
+	g, saif, r1, _ := threeChain(t)
+	saif.set(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		fmt.Fprint(w, "data: {\"id\":\"c\",\"object\":\"chat.completion.chunk\",\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"partial\"}}]}\n\n")
+		w.(http.Flusher).Flush()
+		panic(http.ErrAbortHandler) // the upstream dies mid-stream
+	})
+	resp, err := g.ts.Client().Post(g.ts.URL+"/v1/chat/completions", "application/json", strings.NewReader(streamBody("saif")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	ev := readEvents(t, resp)
+	if len(ev) != 2 || !strings.Contains(ev[0], "partial") || !strings.HasPrefix(ev[1], `{"error":{`) {
+		t.Fatalf("events %q", ev)
+	}
+	if r1.hits.Load() != 0 {
+		t.Error("fell through after the first byte")
+	}
+}
+
+func TestClientDisconnectCancelsUpstream(t *testing.T) {
+	for _, stream := range []bool{false, true} {
+		t.Run(fmt.Sprintf("stream=%v", stream), func(t *testing.T) {
+			g, saif, _, _ := threeChain(t)
+			started, cancelled := make(chan struct{}), make(chan struct{})
+			saif.set(func(w http.ResponseWriter, r *http.Request) {
+				if stream {
+					w.Header().Set("Content-Type", "text/event-stream")
+					fmt.Fprint(w, "data: {\"id\":\"c\",\"object\":\"chat.completion.chunk\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"x\"}}]}\n\n")
+					w.(http.Flusher).Flush()
+				}
+				close(started)
+				<-r.Context().Done()
+				close(cancelled)
+			})
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			body := `{"model":"saif","messages":[{"role":"user","content":"hi"}]}`
+			if stream {
+				body = streamBody("saif")
+			}
+			req, _ := http.NewRequestWithContext(ctx, http.MethodPost, g.ts.URL+"/v1/chat/completions", strings.NewReader(body))
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				resp, err := g.ts.Client().Do(req)
+				if err == nil {
+					_, _ = bufio.NewReader(resp.Body).ReadString('\n')
+					<-ctx.Done()
+					resp.Body.Close()
+				}
+			}()
+			<-started
+			cancel()
+			select {
+			case <-cancelled:
+			case <-time.After(10 * time.Second):
+				t.Fatal("upstream request was not cancelled after the client left")
+			}
+			<-done
+		})
+	}
+}

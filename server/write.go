@@ -1,0 +1,119 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/hayula/gateway/core"
+)
+
+var (
+	sseData = []byte("data: ")
+	sseEnd  = []byte("\n\n")
+	sseDone = []byte("data: [DONE]\n\n")
+)
+
+// write sends the attempt loop's outcome to the client and returns the status it used.
+func (s *Server) write(ctx context.Context, w http.ResponseWriter, rs *routeState, req *core.Request, res result) int {
+	h := w.Header()
+	h.Set(hdrRoute, rs.Name)
+	if res.gone {
+		return 499
+	}
+	if res.err != nil {
+		if len(res.chain) > 0 {
+			h.Set(hdrChain, chainHeader(res.chain, ""))
+		}
+		writeError(w, res.err)
+		return res.err.Status
+	}
+	defer res.end()
+	h.Set(hdrChain, chainHeader(res.chain, res.target.Name))
+	h.Set(hdrTarget, res.target.Name)
+	for k, vs := range res.resp.Header {
+		h[k] = vs
+	}
+	if res.resp.Stream == nil {
+		h.Set("Content-Type", "application/json")
+		h.Set("Content-Length", strconv.Itoa(len(res.resp.Body)))
+		w.WriteHeader(http.StatusOK)
+		_, _ = w.Write(res.resp.Body)
+		return http.StatusOK
+	}
+	s.relay(ctx, w, res)
+	return http.StatusOK
+}
+
+// relay streams events to the client, flushing each one as it arrives. Past this point nothing
+// falls through: a failure ends the stream with an error event.
+func (s *Server) relay(ctx context.Context, w http.ResponseWriter, res result) {
+	st := res.resp.Stream
+	defer st.Close()
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	rc := http.NewResponseController(w)
+	ev, err := res.first, error(nil)
+	if res.done {
+		err = io.EOF
+	}
+	for err == nil {
+		if werr := writeEvent(w, ev); werr != nil {
+			return // the client went away; closing the stream cancels the upstream
+		}
+		if rc.Flush() != nil {
+			return
+		}
+		ev, err = st.Next()
+	}
+	if errors.Is(err, io.EOF) {
+		_, _ = w.Write(sseDone)
+		_ = rc.Flush()
+		return
+	}
+	if ctx.Err() != nil {
+		s.log.Debug("client left mid-stream", "target", res.target.Name)
+		return
+	}
+	msg := err.Error()
+	var se *core.StreamError
+	if errors.As(err, &se) && se.Message != "" {
+		msg = se.Target + ": " + se.Message
+	}
+	s.log.Warn("stream broke off", "target", res.target.Name, "error", err)
+	body := errorBody(&apiError{Type: typeUpstream, Code: "stream_interrupted",
+		Message: "the upstream stream broke off: " + msg})
+	_ = writeEvent(w, body)
+	_ = rc.Flush()
+}
+
+func writeEvent(w io.Writer, payload []byte) error {
+	if _, err := w.Write(sseData); err != nil {
+		return err
+	}
+	if _, err := w.Write(payload); err != nil {
+		return err
+	}
+	_, err := w.Write(sseEnd)
+	return err
+}
+
+func (s *Server) logRequest(r *http.Request, route string, chain []string, status int, start time.Time) {
+	if !s.log.Enabled(r.Context(), slog.LevelInfo) {
+		return
+	}
+	s.log.LogAttrs(r.Context(), slog.LevelInfo, "request",
+		slog.String("method", r.Method),
+		slog.String("path", r.URL.Path),
+		slog.String("route", route),
+		slog.String("chain", chainHeader(chain, "")),
+		slog.Int("status", status),
+		slog.Duration("duration", time.Since(start)))
+}
