@@ -8,6 +8,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/hayula/gateway/autoroute"
 	"github.com/hayula/gateway/core"
 )
 
@@ -29,6 +30,8 @@ type Config struct {
 	Routes []*Route
 	// Cooldown is when and for how long a failing target is set aside.
 	Cooldown Cooldown
+	// Auto classifies requests for model "auto"; nil when the config has no [auto] table.
+	Auto *autoroute.Classifier
 }
 
 // Key is one API key, stored only as the SHA-256 of the token.

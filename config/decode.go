@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/BurntSushi/toml"
+	"github.com/hayula/gateway/autoroute"
 	"github.com/hayula/gateway/core"
 )
 
@@ -28,6 +29,8 @@ type fileTOML struct {
 	Cooldown cooldownTOML          `toml:"cooldown"`
 	Targets  map[string]targetTOML `toml:"targets"`
 	Routes   map[string]routeTOML  `toml:"routes"`
+	// Auto turns on model "auto"; its fields are autoroute.Rules (zero values mean the defaults).
+	Auto *autoroute.Rules `toml:"auto"`
 }
 
 type keyTOML struct {
@@ -102,6 +105,7 @@ func Parse(data []byte, filename string, getenv func(string) string) (*Config, e
 	cfg.Targets = c.targets(raw.Targets)
 	cfg.Routes = c.routes(raw.Routes, cfg)
 	cfg.Keys = c.keys(keys, raw.Routes)
+	cfg.Auto = c.auto(raw.Auto, cfg)
 	if len(keys) == 0 && !isLoopback(cfg.Listen) {
 		c.errorf([]string{"listen"}, "%s", openMsg(cfg.Listen))
 	}
@@ -264,6 +268,10 @@ func knownKeys(path []string) []string {
 		v = keyTOML{}
 	case len(path) == 2 && path[0] == "cooldown":
 		v = cooldownTOML{}
+	case len(path) == 2 && path[0] == "auto":
+		v = autoroute.Rules{}
+	case len(path) == 4 && path[0] == "auto" && path[1] == "intents":
+		v = autoroute.IntentRule{}
 	default:
 		return nil
 	}
@@ -699,4 +707,28 @@ func (c *compiler) keys(raw []keyTOML, routes map[string]routeTOML) []Key {
 		out = append(out, key)
 	}
 	return out
+}
+
+// auto compiles the [auto] table into the classifier for model "auto", and checks that every
+// route it can choose exists.
+func (c *compiler) auto(raw *autoroute.Rules, cfg *Config) *autoroute.Classifier {
+	if raw == nil {
+		return nil
+	}
+	cl, err := autoroute.New(*raw)
+	if err != nil {
+		var ce *autoroute.ConfigError
+		if errors.As(err, &ce) {
+			c.errorf([]string{"auto"}, "%s: %s", ce.Field, ce.Problem)
+		} else {
+			c.errorf([]string{"auto"}, "%v", err)
+		}
+		return nil
+	}
+	for _, r := range cl.Routes() {
+		if _, ok := cfg.Route(r); !ok {
+			c.errorf([]string{"auto"}, "model \"auto\" may choose route %q, which is not configured (add [routes.%s] or change the [auto] rules)", r, r)
+		}
+	}
+	return cl
 }

@@ -36,6 +36,10 @@ func (c *Config) Summary() string {
 		}
 	}
 
+	if c.Auto != nil {
+		fmt.Fprintf(&b, "model auto: classifies the last user turn into routes %s\n", strings.Join(c.Auto.Routes(), ", "))
+	}
+
 	used := map[string]bool{}
 	for _, r := range c.Routes {
 		fmt.Fprintf(&b, "\nroute %s: policy %s%s, fallback_on %s\n", r.Name, r.Policy,

@@ -105,6 +105,9 @@ targets = ["averroes-q", "deepseek-r1"]
 targets = ["deepseek-r1", "openrouter"]
 guard   = { openrouter = ["overflow"] }
 
+# model "auto": security → saif, reasoning → deepseek-r1, everything else → averroes-q.
+[auto]
+
 # Never leaves this machine, even when every private target is down.
 [routes.private]
 targets = ["saif", "deepseek-r1", "openrouter"]

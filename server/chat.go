@@ -21,40 +21,45 @@ const (
 	hdrChain  = "x-hayula-chain"
 	hdrRoute  = "x-hayula-route"
 	hdrTarget = "x-hayula-target"
+	hdrIntent = "x-hayula-intent" // model "auto" only: the classifier's intent
 )
 
 func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
-	req, rs, e := s.admit(w, r)
+	req, rs, intent, e := s.admit(r)
 	if e != nil {
 		writeError(w, e)
 		s.logRequest(r, "", nil, e.Status, start)
 		return
+	}
+	if intent != "" {
+		w.Header().Set(hdrIntent, intent)
 	}
 	res := s.run(r.Context(), rs, req)
 	status := s.write(r.Context(), w, rs, req, res)
 	s.logRequest(r, rs.Name, res.chain, status, start)
 }
 
-// admit is everything before eligibility: body, auth, decode, route. Explain shares it.
-func (s *Server) admit(w http.ResponseWriter, r *http.Request) (*core.Request, *routeState, *apiError) {
+// admit is everything before eligibility: auth, body, decode, route. Explain shares it. intent
+// is the auto-router's decision when the model was "auto".
+func (s *Server) admit(r *http.Request) (req *core.Request, rs *routeState, intent string, e *apiError) {
 	key, e := s.authenticate(r)
 	if e != nil {
-		return nil, nil, e
+		return nil, nil, "", e
 	}
 	body, e := readBody(r, s.cfg.MaxBodyBytes)
 	if e != nil {
-		return nil, nil, e
+		return nil, nil, "", e
 	}
-	req, e := decodeChat(r, body)
+	req, e = decodeChat(r, body)
 	if e != nil {
-		return nil, nil, e
+		return nil, nil, "", e
 	}
-	rs, e := s.resolve(key, req)
+	rs, intent, e = s.resolve(key, req)
 	if e != nil {
-		return nil, nil, e
+		return nil, nil, "", e
 	}
-	return req, rs, nil
+	return req, rs, intent, nil
 }
 
 // result is how the attempt loop ended.

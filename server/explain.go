@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/hayula/gateway/autoroute"
+	"github.com/hayula/gateway/config"
 	"github.com/hayula/gateway/core"
 	selector "github.com/hayula/gateway/select"
 )
@@ -23,6 +25,8 @@ type explanation struct {
 	Order      []string        `json:"order"`
 	Reserve    []string        `json:"reserve,omitempty"`
 	Error      *explainError   `json:"error,omitempty"`
+	// Auto is the classifier's decision, with every intent's score, for model "auto".
+	Auto *autoroute.Explanation `json:"auto,omitempty"`
 }
 
 type explainRequest struct {
@@ -62,7 +66,7 @@ type explainError struct {
 // handleExplain runs a chat body through the same admission, eligibility and selection as a real
 // request and reports what it would do, sending nothing upstream.
 func (s *Server) handleExplain(w http.ResponseWriter, r *http.Request) {
-	req, rs, e := s.admit(w, r)
+	req, rs, _, e := s.admit(r)
 	if e != nil {
 		writeError(w, e)
 		return
@@ -79,6 +83,11 @@ func (s *Server) handleExplain(w http.ResponseWriter, r *http.Request) {
 		Drops:      []explainDrop{},
 		FailedOpen: p.res.FailedOpen,
 		Order:      []string{},
+	}
+	if req.Model == config.RouteAuto && s.cfg.Auto != nil {
+		sys, user := autoroute.Texts(req.Messages)
+		a := s.cfg.Auto.Explain(sys, user, req.RouteHint)
+		x.Auto = &a
 	}
 	if x.FailedOpen == nil {
 		x.FailedOpen = []string{}
@@ -145,6 +154,9 @@ func (s *Server) handleModels(w http.ResponseWriter, r *http.Request) {
 		Object string       `json:"object"`
 		Data   []modelEntry `json:"data"`
 	}{Object: "list", Data: []modelEntry{}}
+	if s.cfg.Auto != nil && (key == nil || key.Allows(config.RouteAuto)) {
+		list.Data = append(list.Data, modelEntry{ID: config.RouteAuto, Object: "model", Created: s.created, OwnedBy: "hayula"})
+	}
 	for _, rt := range s.cfg.Routes {
 		if key != nil && key.Routes != nil && !key.Routes[rt.Name] {
 			continue

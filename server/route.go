@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hayula/gateway/autoroute"
 	"github.com/hayula/gateway/config"
 	"github.com/hayula/gateway/core"
 	"github.com/hayula/gateway/filter"
@@ -29,21 +30,43 @@ func (s *Server) authenticate(r *http.Request) (*config.Key, *apiError) {
 	return k, nil
 }
 
-// resolve finds the request's route and applies the key's allowlist and strictness.
-func (s *Server) resolve(key *config.Key, req *core.Request) (*routeState, *apiError) {
-	rs, ok := s.routes[req.Model]
-	if !ok || (key != nil && key.Routes != nil && !key.Routes[req.Model]) {
+// resolve finds the request's route and applies the key's allowlist and strictness. For model
+// "auto" the classifier picks the route; a key allowed "auto" may use whatever route it picks.
+func (s *Server) resolve(key *config.Key, req *core.Request) (*routeState, string, *apiError) {
+	name, intent := req.Model, ""
+	if name == config.RouteAuto && s.cfg.Auto != nil {
+		if key != nil && !key.Allows(name) {
+			return nil, "", &apiError{Status: http.StatusForbidden, Type: typePermission, Code: "model_not_allowed", Param: "model",
+				Message: "This API key may not use the model `auto`."}
+		}
+		sys, user := autoroute.Texts(req.Messages)
+		d := s.cfg.Auto.Classify(sys, user, req.RouteHint)
+		rs, ok := s.routes[d.Route]
+		if !ok {
+			// config.Load checks every route auto can choose; this is a wiring bug, not a client's.
+			return nil, "", &apiError{Status: http.StatusInternalServerError, Type: typeServer, Code: "internal_error",
+				Message: fmt.Sprintf("model auto chose route %q, which does not exist", d.Route)}
+		}
+		s.applyStrict(rs, key, req)
+		return rs, d.Intent, nil
+	}
+	rs, ok := s.routes[name]
+	if !ok || (key != nil && !key.Allows(name)) {
 		if ok {
-			return nil, &apiError{Status: http.StatusForbidden, Type: typePermission, Code: "model_not_allowed", Param: "model",
+			return nil, "", &apiError{Status: http.StatusForbidden, Type: typePermission, Code: "model_not_allowed", Param: "model",
 				Message: fmt.Sprintf("This API key may not use the model `%s`.", req.Model)}
 		}
-		return nil, &apiError{Status: http.StatusNotFound, Type: typeInvalidRequest, Code: "model_not_found", Param: "model",
+		return nil, "", &apiError{Status: http.StatusNotFound, Type: typeInvalidRequest, Code: "model_not_found", Param: "model",
 			Message: fmt.Sprintf("The model `%s` does not exist or you do not have access to it.", req.Model)}
 	}
+	s.applyStrict(rs, key, req)
+	return rs, intent, nil
+}
+
+func (s *Server) applyStrict(rs *routeState, key *config.Key, req *core.Request) {
 	if rs.Strict || (key != nil && key.Strict) {
 		req.Strict = true
 	}
-	return rs, nil
 }
 
 // plan is what eligibility left for one request: the same computation serves a real request and

@@ -16,8 +16,10 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/hayula/gateway/autoroute"
 	"github.com/hayula/gateway/config"
 	"github.com/hayula/gateway/demo"
+	"github.com/hayula/gateway/lifecycle/lrusim"
 	"github.com/hayula/gateway/server"
 )
 
@@ -28,6 +30,8 @@ Usage:
   gateway demo [--print-config] [--listen ADDR] [--sim-port-base N]
   gateway check-config FILE
   gateway keygen NAME
+  gateway route eval FILE [--config FILE]
+  gateway lru-sim --trace FILE --slots N [--pinned NAME…] [--swap 2.47s]
   gateway help
 `
 
@@ -54,6 +58,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return cmdCheckConfig(args[1:], stdout, stderr)
 	case "keygen":
 		err = cmdKeygen(args[1:], stdout)
+	case "route":
+		err = cmdRoute(args[1:], stdout, stderr)
+	case "lru-sim":
+		return lrusim.Main(args[1:], stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return 0
@@ -192,5 +200,48 @@ func cmdKeygen(args []string, stdout io.Writer) error {
 	}
 	fmt.Fprintf(stdout, "New API key for %q (shown once; give it to the client, store only the hash):\n\n  %s\n\n"+
 		"Paste into the gateway config:\n\n%s", args[0], key, config.KeyTOML(args[0], hash))
+	return nil
+}
+
+// cmdRoute is `gateway route eval FILE`: the auto-router's accuracy on a labelled set, with the
+// rules of --config's [auto] table or the defaults.
+func cmdRoute(args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 || args[0] != "eval" {
+		return usageError{"usage: gateway route eval FILE [--config FILE]"}
+	}
+	fs := newFlags("route eval", stderr)
+	path := fs.String("config", "", "take the [auto] rules from this configuration")
+	if err := parse(fs, args[1:]); err != nil {
+		return err
+	}
+	if fs.NArg() != 1 {
+		return usageError{"usage: gateway route eval FILE [--config FILE]"}
+	}
+	var c *autoroute.Classifier
+	if *path != "" {
+		cfg, err := config.Load(*path, os.Getenv)
+		if err != nil {
+			return err
+		}
+		if cfg.Auto == nil {
+			return fmt.Errorf("%s has no [auto] table", *path)
+		}
+		c = cfg.Auto
+	} else {
+		var err error
+		if c, err = autoroute.New(autoroute.DefaultRules()); err != nil {
+			return err
+		}
+	}
+	f, err := os.Open(fs.Arg(0))
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	rep, err := autoroute.Eval(c, f)
+	if err != nil {
+		return err
+	}
+	fmt.Fprint(stdout, rep.String())
 	return nil
 }

@@ -1,0 +1,82 @@
+package server_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"testing"
+)
+
+func autoGateway(t *testing.T) (*gateway, map[string]*fake) {
+	t.Helper()
+	fakes := map[string]*fake{}
+	var cfg string
+	for _, n := range []string{"saif", "deepseek-r1", "averroes-q"} {
+		fakes[n] = newFake(t, n)
+		cfg += target(n, fakes[n].url(), "private")
+		cfg += fmt.Sprintf("[routes.%s]\ntargets = [%q]\n\n", n, n)
+	}
+	return newGateway(t, cfg+"[auto]\n", nil), fakes
+}
+
+func TestAutoRoutes(t *testing.T) {
+	g, fakes := autoGateway(t)
+	tests := []struct {
+		prompt, hint, route, intent string
+	}{
+		{"How do I exploit a buffer overflow in this C program? Is CVE-2021-3156 relevant?", "", "saif", "security"},
+		{"ما هي نقاط الضعف في تطبيقات الويب؟", "", "saif", "security"},
+		{"Explain step by step why the sum of two odd numbers is even, and prove it.", "", "deepseek-r1", "reasoning"},
+		{"ما هي عاصمة المغرب؟", "", "averroes-q", "general"},
+		{"Write a short poem about the sea.", "", "averroes-q", "general"},
+		{"Write a short poem about the sea.", "webapp", "saif", "hint"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.route+"/"+tc.prompt[:10], func(t *testing.T) {
+			body, _ := json.Marshal(map[string]any{"model": "auto", "x-route-hint": tc.hint,
+				"messages": []map[string]string{{"role": "user", "content": tc.prompt}}})
+			before := fakes[tc.route].hits.Load()
+			rep := g.post(t, "/v1/chat/completions", string(body))
+			if rep.status != 200 {
+				t.Fatalf("status %d: %s", rep.status, rep.body)
+			}
+			if got := rep.header.Get("x-hayula-route"); got != tc.route {
+				t.Errorf("route %q, want %q", got, tc.route)
+			}
+			if got := rep.header.Get("x-hayula-intent"); got != tc.intent {
+				t.Errorf("intent %q, want %q", got, tc.intent)
+			}
+			if fakes[tc.route].hits.Load() != before+1 {
+				t.Errorf("%s was not asked", tc.route)
+			}
+		})
+	}
+}
+
+func TestAutoExplain(t *testing.T) {
+	g, fakes := autoGateway(t)
+	rep := g.post(t, "/v1/route/explain",
+		`{"model":"auto","messages":[{"role":"user","content":"ما هي نقاط الضعف في تطبيقات الويب؟"}]}`)
+	if rep.status != 200 {
+		t.Fatalf("status %d: %s", rep.status, rep.body)
+	}
+	var x struct {
+		Route string `json:"route"`
+		Auto  struct {
+			Route    string   `json:"route"`
+			Intent   string   `json:"intent"`
+			Language string   `json:"language"`
+			Matched  []string `json:"matched"`
+		} `json:"auto"`
+	}
+	if err := json.Unmarshal(rep.body, &x); err != nil {
+		t.Fatal(err)
+	}
+	if x.Route != "saif" || x.Auto.Route != "saif" || x.Auto.Intent != "security" || x.Auto.Language != "arabic" || len(x.Auto.Matched) == 0 {
+		t.Fatalf("explain %s", rep.body)
+	}
+	for n, f := range fakes {
+		if f.hits.Load() != 0 {
+			t.Errorf("explain reached %s", n)
+		}
+	}
+}
