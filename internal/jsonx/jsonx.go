@@ -244,24 +244,31 @@ func SetString(body []byte, key, value string) []byte {
 	if !ok {
 		return append([]byte(nil), body...)
 	}
-	last := -1
+	var last member
+	n := 0
 	for {
 		m, more := it.next()
 		if !more {
 			break
 		}
 		if keyIs(body[m.keyStart:m.keyEnd], key) {
-			last = m.keyStart
+			last = m
+			n++
 		}
 	}
-	if !it.ok {
+	switch {
+	case !it.ok:
 		return append([]byte(nil), body...)
-	}
-	if last < 0 {
+	case n == 0:
 		return appendMember(body, key, value)
+	case n == 1:
+		out := make([]byte, 0, len(body)+len(value)+8)
+		out = append(out, body[:last.valStart]...)
+		out = appendString(out, value)
+		return append(out, body[last.valEnd:]...)
 	}
 	out := make([]byte, 0, len(body)+len(value)+8)
-	return rebuildInto(out, body, func(q []byte) bool { return keyIs(q, key) }, last, value)
+	return rebuildInto(out, body, func(q []byte) bool { return keyIs(q, key) }, last.keyStart, value)
 }
 
 // appendMember copies body with key:value added as its last member.
@@ -291,27 +298,33 @@ func appendMember(body []byte, key, value string) []byte {
 }
 
 // rebuildInto writes body with the members drop selects removed, except the member starting at
-// keep, whose value is replaced by the string value.
+// keep, whose value is replaced by the string value. Everything else is copied byte for byte,
+// including the whitespace around kept members, so that a one-key splice changes only that key.
 func rebuildInto(out, body []byte, drop func(q []byte) bool, keep int, value string) []byte {
 	it, _ := newIter(body)
-	// Whitespace between members is not kept: tracking which separator belongs to a dropped
-	// member costs more than the bytes are worth to an upstream.
 	out = append(out, body[:it.pos]...)
 	wrote := false
-	lastEnd := it.pos
+	prevEnd := it.pos
 	for {
 		m, more := it.next()
 		if !more {
 			break
 		}
-		lastEnd = m.valEnd
-		q := body[m.keyStart:m.keyEnd]
-		if m.keyStart != keep && drop != nil && drop(q) {
+		// lead is what separates this member from the previous one: whitespace, and a comma
+		// unless this is the first member.
+		lead := body[prevEnd:m.keyStart]
+		prevEnd = m.valEnd
+		if m.keyStart != keep && drop != nil && drop(body[m.keyStart:m.keyEnd]) {
 			continue
 		}
-		if wrote {
-			out = append(out, ',')
+		if !wrote {
+			// The first member written needs no comma, whatever its position was.
+			if c := bytes.IndexByte(lead, ','); c >= 0 {
+				out = append(out, lead[:c]...)
+				lead = lead[c+1:]
+			}
 		}
+		out = append(out, lead...)
 		wrote = true
 		if m.keyStart == keep {
 			out = append(out, body[m.keyStart:m.valStart]...)
@@ -320,7 +333,7 @@ func rebuildInto(out, body []byte, drop func(q []byte) bool, keep int, value str
 		}
 		out = append(out, body[m.keyStart:m.valEnd]...)
 	}
-	return append(out, body[lastEnd:]...)
+	return append(out, body[prevEnd:]...)
 }
 
 const hex = "0123456789abcdef"

@@ -25,7 +25,8 @@ func TestDelete(t *testing.T) {
 			`{"m":{"x-route-hint":"b"}}`},
 		{"brackets in strings", `{"s":"}{][\"","a":[1,{"b":"]"}],"k":true}`, []string{"k"},
 			`{"s":"}{][\"","a":[1,{"b":"]"}]}`},
-		{"whitespace", " {\n  \"a\" : 1 ,\n  \"b\" : [ 1, 2 ]\n}\n", []string{"a"}, " {\"b\" : [ 1, 2 ]\n}\n"},
+		{"whitespace", " {\n  \"a\" : 1 ,\n  \"b\" : [ 1, 2 ]\n}\n", []string{"a"}, " { \n  \"b\" : [ 1, 2 ]\n}\n"},
+		{"whitespace kept around kept members", "{\"a\":1,\n \"b\":2,\n \"c\":3}", []string{"b"}, "{\"a\":1,\n \"c\":3}"},
 		{"escaped key", `{"mod\u0065l":"x","a":1}`, []string{"model"}, `{"a":1}`},
 		{"duplicates all removed", `{"a":1,"b":2,"a":3}`, []string{"a"}, `{"b":2}`},
 		{"scalars", `{"n":-1.5e3,"t":true,"f":false,"z":null}`, []string{"t", "z"}, `{"n":-1.5e3,"f":false}`},
@@ -59,7 +60,7 @@ func TestSetString(t *testing.T) {
 		want       string
 	}{
 		{"replace", `{"model":"auto","stream":true}`, "model", "qwen", `{"model":"qwen","stream":true}`},
-		{"replace keeps spacing", `{ "model" : "auto" , "n":1}`, "model", "q", `{"model" : "q","n":1}`},
+		{"replace keeps spacing", `{ "model" : "auto" , "n":1}`, "model", "q", `{ "model" : "q" , "n":1}`},
 		{"replace non-string", `{"model":{"a":[1]},"n":1}`, "model", "q", `{"model":"q","n":1}`},
 		{"append", `{"stream":true}`, "model", "q", `{"stream":true,"model":"q"}`},
 		{"append to empty", `{ }`, "model", "q", `{ "model":"q"}`},
