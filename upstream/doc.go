@@ -1,0 +1,15 @@
+// Package upstream owns talking to upstream LLM services: one adapter per wire protocol, each a
+// per-request translator that sends the client's request in the upstream's shape and turns the
+// answer back into OpenAI shape (a chat.completion body, or a Stream of chat.completion.chunk
+// payloads).
+//
+// Failures come back as the core error types so that errmap can classify them without knowing
+// any protocol: *core.ConnError (could not connect, or the connection dropped before headers),
+// *core.TimeoutError (no response headers within Target.Timeout), *core.StatusError (a non-2xx
+// answer, with the upstream's OpenAI error fields), *core.ProtocolError (an answer the adapter
+// could not read), *core.StreamError (a stream that broke off or carried an error event), and the
+// caller's own context error (errors.Is(err, context.Canceled) holds) when the caller gave up.
+//
+// Files are named after the protocols they join, client side first: openai_openai.go relays the
+// OpenAI API to an OpenAI-compatible upstream (vLLM, llama-server, LM Studio, OpenRouter…).
+package upstream

@@ -1,0 +1,149 @@
+package upstream
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/hayula/gateway/core"
+)
+
+// maxErrorBody caps what is kept of a non-2xx body.
+const maxErrorBody = 64 << 10
+
+// NotSSEError is a streaming request answered 200 with something other than text/event-stream,
+// typically a whole chat.completion JSON from a server that ignored "stream": true. The gateway
+// cannot relay it as a stream, so it travels inside a *core.ProtocolError.
+type NotSSEError struct {
+	ContentType string
+	Body        []byte // capped at 64 KiB
+}
+
+func (e *NotSSEError) Error() string {
+	snippet := e.Body
+	if len(snippet) > 200 {
+		snippet = snippet[:200]
+	}
+	return fmt.Sprintf("stream requested but upstream answered %q: %s", e.ContentType, bytes.TrimSpace(snippet))
+}
+
+// transportError maps a failed http.Client.Do to the core types.
+func transportError(ctx context.Context, t *core.Target, err error) error {
+	if ctxErr := ctx.Err(); ctxErr != nil {
+		return fmt.Errorf("upstream %s: %w", t.Name, ctxErr)
+	}
+	var ue *url.Error
+	inner := err
+	if errors.As(err, &ue) {
+		inner = ue.Err
+	}
+	// A dial that timed out never reached the server: that is a connection failure, unlike a
+	// server that accepted the request and then said nothing in time.
+	var op *net.OpError
+	if errors.As(err, &op) && op.Op == "dial" {
+		return &core.ConnError{Target: t.Name, Err: inner}
+	}
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		return &core.TimeoutError{Target: t.Name, After: t.Timeout}
+	}
+	return &core.ConnError{Target: t.Name, Err: inner}
+}
+
+// statusError reads a non-2xx answer into a *core.StatusError. The body is closed.
+func statusError(t *core.Target, resp *http.Response, now func() time.Time) *core.StatusError {
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
+	_ = resp.Body.Close()
+	e := &core.StatusError{
+		Target:     t.Name,
+		Status:     resp.StatusCode,
+		RetryAfter: retryAfter(resp.Header.Get("Retry-After"), now),
+		Header:     resp.Header,
+		Body:       body,
+	}
+	e.Message, e.Type, e.Code, e.Param = errorFields(body)
+	return e
+}
+
+// errorFields reads the OpenAI error fields from an error body. Besides OpenAI's
+// {"error":{"message","type","code","param"}} it accepts the shapes local servers use: Ollama's
+// {"error":"…"}, older vLLM's top-level {"object":"error","message",…}, FastAPI's {"detail":…}.
+// code may be a number upstream (vLLM, llama-server send 400); it is kept as its text.
+func errorFields(body []byte) (message, typ, code, param string) {
+	var env struct {
+		Error   json.RawMessage `json:"error"`
+		Message json.RawMessage `json:"message"`
+		Type    json.RawMessage `json:"type"`
+		Code    json.RawMessage `json:"code"`
+		Param   json.RawMessage `json:"param"`
+		Detail  json.RawMessage `json:"detail"`
+	}
+	if json.Unmarshal(body, &env) != nil {
+		return "", "", "", ""
+	}
+	if len(env.Error) > 0 && env.Error[0] == '{' {
+		var inner struct {
+			Message json.RawMessage `json:"message"`
+			Type    json.RawMessage `json:"type"`
+			Code    json.RawMessage `json:"code"`
+			Param   json.RawMessage `json:"param"`
+		}
+		if json.Unmarshal(env.Error, &inner) == nil {
+			return text(inner.Message), text(inner.Type), text(inner.Code), text(inner.Param)
+		}
+	}
+	if m := text(env.Error); m != "" {
+		return m, "", "", ""
+	}
+	if m := text(env.Message); m != "" {
+		return m, text(env.Type), text(env.Code), text(env.Param)
+	}
+	return text(env.Detail), "", "", ""
+}
+
+// text is a JSON value as a string: a string's contents, null as "", anything else as written.
+func text(raw json.RawMessage) string {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || string(raw) == "null" {
+		return ""
+	}
+	if raw[0] == '"' {
+		var s string
+		if json.Unmarshal(raw, &s) == nil {
+			return s
+		}
+	}
+	return string(raw)
+}
+
+// retryAfter parses a Retry-After header: delay-seconds or an HTTP-date. Past dates, negative or
+// unparseable values are 0.
+func retryAfter(v string, now func() time.Time) time.Duration {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return 0
+	}
+	if secs, err := strconv.ParseFloat(v, 64); err == nil {
+		if secs <= 0 || secs > 1e9 {
+			return 0
+		}
+		return time.Duration(secs * float64(time.Second))
+	}
+	when, err := http.ParseTime(v)
+	if err != nil {
+		return 0
+	}
+	if d := when.Sub(now()); d > 0 {
+		return d
+	}
+	return 0
+}

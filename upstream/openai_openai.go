@@ -1,0 +1,257 @@
+package upstream
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"time"
+
+	"github.com/hayula/gateway/core"
+	"github.com/hayula/gateway/internal/jsonx"
+)
+
+// maxBody caps a non-streaming answer.
+const maxBody = 32 << 20
+
+// openaiOpenAI relays one OpenAI chat request to an OpenAI-compatible upstream. The client's
+// bytes go through as they are, with only "model" replaced, so that fields the gateway does not
+// know about (vendor extensions, new OpenAI parameters) reach the upstream untouched.
+type openaiOpenAI struct {
+	t   *core.Target
+	c   *http.Client
+	now func() time.Time
+}
+
+func (a *openaiOpenAI) chat(ctx context.Context, req *core.Request) (*Response, error) {
+	hreq, err := a.request(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := a.c.Do(hreq)
+	if err != nil {
+		return nil, transportError(ctx, a.t, err)
+	}
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		return nil, statusError(a.t, resp, a.now)
+	}
+	if req.Stream {
+		return a.stream(resp)
+	}
+	return a.body(ctx, resp)
+}
+
+func (a *openaiOpenAI) request(ctx context.Context, req *core.Request) (*http.Request, error) {
+	body := req.Body
+	if a.t.Model != "" {
+		body = jsonx.SetString(body, "model", a.t.Model)
+	}
+	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, a.t.URL+"/chat/completions", bytes.NewReader(body))
+	if err != nil {
+		// Only a malformed target URL gets here, which config should have refused.
+		return nil, &core.ConnError{Target: a.t.Name, Err: err}
+	}
+	hreq.Header.Set("Content-Type", "application/json")
+	hreq.Header.Set("User-Agent", "hayula-gateway")
+	if req.Stream {
+		hreq.Header.Set("Accept", "text/event-stream")
+	} else {
+		hreq.Header.Set("Accept", "application/json")
+	}
+	if a.t.APIKey != "" {
+		hreq.Header.Set("Authorization", "Bearer "+string(a.t.APIKey))
+	}
+	return hreq, nil
+}
+
+func (a *openaiOpenAI) body(ctx context.Context, resp *http.Response) (*Response, error) {
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxBody+1))
+	if err != nil {
+		if ctxErr := ctx.Err(); ctxErr != nil {
+			return nil, fmt.Errorf("upstream %s: %w", a.t.Name, ctxErr)
+		}
+		return nil, &core.StreamError{Target: a.t.Name, Message: "upstream broke off the response body: " + err.Error(), Err: err}
+	}
+	if len(body) > maxBody {
+		return nil, &core.ProtocolError{Target: a.t.Name, Err: errors.New("response body larger than 32 MiB")}
+	}
+	// A proxy's HTML error page with a 200 must fall through, not reach the client as a
+	// completion.
+	if !json.Valid(body) {
+		return nil, &core.ProtocolError{Target: a.t.Name, Err: &NotJSONError{Body: capBytes(body, maxErrorBody)}}
+	}
+	return &Response{Body: body}, nil
+}
+
+// NotJSONError is a 2xx non-streaming answer that is not JSON.
+type NotJSONError struct {
+	Body []byte // capped at 64 KiB
+}
+
+func (e *NotJSONError) Error() string {
+	snippet := e.Body
+	if len(snippet) > 200 {
+		snippet = snippet[:200]
+	}
+	return fmt.Sprintf("response is not JSON: %s", bytes.TrimSpace(snippet))
+}
+
+func capBytes(b []byte, n int) []byte {
+	if len(b) > n {
+		return b[:n]
+	}
+	return b
+}
+
+func (a *openaiOpenAI) stream(resp *http.Response) (*Response, error) {
+	ct := resp.Header.Get("Content-Type")
+	if mt, _, _ := mime.ParseMediaType(ct); mt != "text/event-stream" {
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
+		_ = resp.Body.Close()
+		return nil, &core.ProtocolError{Target: a.t.Name, Err: &NotSSEError{ContentType: ct, Body: body}}
+	}
+	return &Response{Stream: newOpenAIStream(a.t.Name, resp.Body)}, nil
+}
+
+// openaiStream relays an OpenAI SSE stream. It decides how the stream ended: [DONE] is the end;
+// an error event or a broken connection is a *core.StreamError; a body that simply ends is a
+// clean end only if some chunk arrived and a finish_reason was seen (the usage chunk that
+// include_usage adds after the finishing chunk carries none, so the flag is sticky).
+type openaiStream struct {
+	target    string
+	body      io.ReadCloser
+	sse       *sseReader
+	events    int
+	sawFinish bool
+	err       error // the terminal result, returned again by every later Next
+}
+
+func newOpenAIStream(target string, body io.ReadCloser) *openaiStream {
+	return &openaiStream{target: target, body: body, sse: newSSEReader(body)}
+}
+
+var (
+	doneMarker = []byte("[DONE]")
+	errorKey   = []byte(`"error"`)
+	finishKey  = []byte(`"finish_reason"`)
+)
+
+// errStreamClosed is Next after Close.
+var errStreamClosed = errors.New("upstream: stream closed")
+
+func (s *openaiStream) Next() ([]byte, error) {
+	if s.err != nil {
+		return nil, s.err
+	}
+	for {
+		ev, err := s.sse.next()
+		if err != nil {
+			s.err = s.endError(err)
+			return nil, s.err
+		}
+		data := bytes.TrimSpace(ev.data)
+		if len(data) == 0 {
+			continue
+		}
+		if bytes.Equal(data, doneMarker) {
+			s.err = io.EOF
+			return nil, s.err
+		}
+		if ev.cut {
+			s.err = &core.StreamError{Target: s.target, Message: "upstream closed the stream inside an event"}
+			return nil, s.err
+		}
+		if msg, ok := errorEvent(ev.name, data); ok {
+			s.err = &core.StreamError{Target: s.target, Message: msg}
+			return nil, s.err
+		}
+		s.events++
+		if hasFinishReason(data) {
+			s.sawFinish = true
+		}
+		return data, nil
+	}
+}
+
+func (s *openaiStream) endError(err error) error {
+	switch {
+	case errors.Is(err, io.EOF):
+		if s.events > 0 && s.sawFinish {
+			return io.EOF
+		}
+		return &core.StreamError{Target: s.target, Message: "upstream closed the stream early"}
+	case errors.Is(err, errEventTooLarge):
+		return &core.StreamError{Target: s.target, Message: err.Error(), Err: err}
+	}
+	// The body read fails with the context's error when the caller gave up; keeping it wrapped
+	// lets errmap see a client that went away rather than an upstream that broke.
+	return &core.StreamError{Target: s.target, Message: "upstream broke off: " + err.Error(), Err: err}
+}
+
+// Close releases the connection. It is safe to call more than once.
+func (s *openaiStream) Close() error {
+	if s.err == nil {
+		s.err = errStreamClosed
+	}
+	return s.body.Close()
+}
+
+// errorEvent recognises an error sent inside the stream: an "error" event, or a data payload
+// whose top-level "error" is not null (vLLM and llama-server send {"error":{…}} mid-stream). It
+// returns the upstream's message.
+func errorEvent(name, data []byte) (string, bool) {
+	isErrorName := string(name) == "error"
+	if !isErrorName && (!bytes.Contains(data, errorKey) || !jsonx.Has(data, "error")) {
+		return "", false
+	}
+	var env struct {
+		Error json.RawMessage `json:"error"`
+	}
+	_ = json.Unmarshal(data, &env)
+	if !isErrorName && text(env.Error) == "" {
+		return "", false
+	}
+	msg, _, _, _ := errorFields(data)
+	if msg == "" {
+		msg = text(env.Error)
+	}
+	if msg == "" && isErrorName {
+		msg = string(data)
+	}
+	if msg == "" {
+		msg = "upstream sent an error event"
+	}
+	return msg, true
+}
+
+// hasFinishReason reports whether a chunk carries a non-null finish_reason. A raw
+// `"finish_reason"` can only be a key or a whole string value (inside other strings its quotes
+// would be escaped), so finding it followed by a colon and a string is enough, without decoding.
+func hasFinishReason(data []byte) bool {
+	for {
+		i := bytes.Index(data, finishKey)
+		if i < 0 {
+			return false
+		}
+		data = data[i+len(finishKey):]
+		j := 0
+		for j < len(data) && isSpace(data[j]) {
+			j++
+		}
+		if j >= len(data) || data[j] != ':' {
+			continue
+		}
+		for j++; j < len(data) && isSpace(data[j]); j++ {
+		}
+		if j < len(data) && data[j] == '"' {
+			return true
+		}
+	}
+}
+
+func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }

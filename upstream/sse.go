@@ -1,0 +1,134 @@
+package upstream
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"io"
+)
+
+// maxEvent bounds one SSE event's data. Lines have no fixed limit (a chunk carrying a big tool
+// call can be far longer than bufio's buffer), but an upstream must not make the gateway buffer
+// without end.
+const maxEvent = 32 << 20
+
+// errEventTooLarge is an event over maxEvent.
+var errEventTooLarge = errors.New("SSE event larger than 32 MiB")
+
+// sseEvent is one dispatched event. Its slices are valid until the next call to next.
+type sseEvent struct {
+	name []byte
+	data []byte
+	// cut is set when the stream ended inside the event's last line: the data may be truncated.
+	cut bool
+}
+
+// sseReader parses text/event-stream as the WHATWG spec describes, with two leniencies that
+// upstreams need: an event still pending at EOF is dispatched (flagged cut when its last line had
+// no newline), and only LF and CRLF end lines (a lone CR does not; no inference server sends one).
+// Fields other than data and event (id, retry) are ignored. Buffers are reused across events.
+type sseReader struct {
+	r     *bufio.Reader
+	line  []byte // a line longer than r's buffer is assembled here
+	data  []byte
+	name  []byte
+	first bool
+	eof   bool
+}
+
+func newSSEReader(r io.Reader) *sseReader {
+	return &sseReader{r: bufio.NewReaderSize(r, 16<<10), first: true}
+}
+
+// readLine returns the next line without its line ending, whether it had one, and the read error
+// (io.EOF once the input is exhausted and the returned line, if any, was the last).
+func (s *sseReader) readLine() (line []byte, terminated bool, err error) {
+	b, err := s.r.ReadSlice('\n')
+	if errors.Is(err, bufio.ErrBufferFull) {
+		s.line = append(s.line[:0], b...)
+		for errors.Is(err, bufio.ErrBufferFull) {
+			if len(s.line) > maxEvent {
+				return nil, false, errEventTooLarge
+			}
+			b, err = s.r.ReadSlice('\n')
+			s.line = append(s.line, b...)
+		}
+		b = s.line
+	}
+	if n := len(b); n > 0 && b[n-1] == '\n' {
+		b, terminated = b[:n-1], true
+	}
+	// Every trailing CR goes, not just one, so that a data line never ends in CR and events
+	// re-serialised with LF endings read back the same.
+	for n := len(b); n > 0 && b[n-1] == '\r'; n-- {
+		b = b[:n-1]
+	}
+	if s.first {
+		s.first = false
+		b = bytes.TrimPrefix(b, []byte("\xef\xbb\xbf"))
+	}
+	return b, terminated, err
+}
+
+// next returns the next event, io.EOF at the end of the input, or the read error.
+func (s *sseReader) next() (sseEvent, error) {
+	s.data, s.name = s.data[:0], s.name[:0]
+	hasData := false
+	for {
+		if s.eof {
+			return sseEvent{}, io.EOF
+		}
+		line, terminated, err := s.readLine()
+		if err != nil && !errors.Is(err, io.EOF) {
+			return sseEvent{}, err
+		}
+		atEOF := err != nil
+		if len(line) == 0 && terminated {
+			if hasData {
+				return s.dispatch(false), nil
+			}
+			s.name = s.name[:0]
+			continue
+		}
+		if len(line) > 0 {
+			hasData = s.field(line) || hasData
+			if len(s.data) > maxEvent {
+				return sseEvent{}, errEventTooLarge
+			}
+		}
+		if atEOF {
+			s.eof = true
+			if hasData {
+				return s.dispatch(len(line) > 0 && !terminated), nil
+			}
+			return sseEvent{}, io.EOF
+		}
+	}
+}
+
+// field applies one non-empty line and reports whether it was a data field.
+func (s *sseReader) field(line []byte) bool {
+	if line[0] == ':' {
+		return false
+	}
+	name, value := line, []byte(nil)
+	if i := bytes.IndexByte(line, ':'); i >= 0 {
+		name, value = line[:i], line[i+1:]
+		if len(value) > 0 && value[0] == ' ' {
+			value = value[1:]
+		}
+	}
+	switch string(name) {
+	case "data":
+		s.data = append(s.data, value...)
+		s.data = append(s.data, '\n')
+		return true
+	case "event":
+		s.name = append(s.name[:0], value...)
+	}
+	return false
+}
+
+func (s *sseReader) dispatch(cut bool) sseEvent {
+	return sseEvent{name: s.name, data: s.data[:len(s.data)-1], cut: cut}
+}

@@ -1,0 +1,361 @@
+package upstream
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/hayula/gateway/core"
+)
+
+const (
+	chunkRole   = `{"id":"c1","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"role":"assistant"},"finish_reason":null}]}`
+	chunkHello  = `{"id":"c1","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"content":"Hello"},"finish_reason":null}]}`
+	chunkFinish = `{"id":"c1","object":"chat.completion.chunk","choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}`
+	chunkUsage  = `{"id":"c1","object":"chat.completion.chunk","choices":[],"usage":{"prompt_tokens":3,"completion_tokens":2,"total_tokens":5}}`
+)
+
+// drain reads a stream to its end and renders what a client would see.
+func drain(s Stream) (events []string, end string) {
+	for i := 0; ; i++ {
+		b, err := s.Next()
+		if err != nil {
+			return events, describeEnd(err)
+		}
+		if i > 10000 {
+			return events, "runaway stream"
+		}
+		events = append(events, string(b))
+	}
+}
+
+func describeEnd(err error) string {
+	var se *core.StreamError
+	switch {
+	case errors.Is(err, io.EOF):
+		return "EOF"
+	case errors.As(err, &se):
+		return "StreamError: " + se.Message
+	}
+	return fmt.Sprintf("%T: %v", err, err)
+}
+
+func TestStreamParsing(t *testing.T) {
+	long := `{"choices":[{"delta":{"tool_calls":[{"function":{"arguments":"` + strings.Repeat("a", 200<<10) +
+		`"}}]},"finish_reason":"tool_calls"}]}`
+	tests := []struct {
+		name string
+		body string
+		want []string
+		end  string
+	}{
+		{"done", "data: " + chunkRole + "\n\ndata: " + chunkHello + "\n\ndata: " + chunkFinish + "\n\ndata: [DONE]\n\n",
+			[]string{chunkRole, chunkHello, chunkFinish}, "EOF"},
+		{"no space after colon", "data:" + chunkHello + "\n\ndata:[DONE]\n\n", []string{chunkHello}, "EOF"},
+		{"crlf", "data: " + chunkHello + "\r\n\r\ndata: [DONE]\r\n\r\n", []string{chunkHello}, "EOF"},
+		{"comments and keep-alives", ": ping\n\n: OPENROUTER PROCESSING\n\ndata: " + chunkHello + "\n\n:\n\ndata: [DONE]\n\n",
+			[]string{chunkHello}, "EOF"},
+		{"event, id and retry lines", "event: message\nid: 7\nretry: 1000\ndata: " + chunkHello + "\n\ndata: [DONE]\n\n",
+			[]string{chunkHello}, "EOF"},
+		{"multi-line data", "data: {\"choices\":\ndata: []}\n\ndata: [DONE]\n\n", []string{"{\"choices\":\n[]}"}, "EOF"},
+		{"done without trailing newline", "data: " + chunkHello + "\n\ndata: [DONE]", []string{chunkHello}, "EOF"},
+		{"empty data skipped", "data:\n\ndata: " + chunkHello + "\n\ndata: [DONE]\n\n", []string{chunkHello}, "EOF"},
+		{"bom", "\xef\xbb\xbfdata: " + chunkHello + "\n\ndata: [DONE]\n\n", []string{chunkHello}, "EOF"},
+		{"line longer than any buffer", "data: " + long + "\n\ndata: [DONE]\n\n", []string{long}, "EOF"},
+		{"clean end after finish", "data: " + chunkHello + "\n\ndata: " + chunkFinish + "\n\n", []string{chunkHello, chunkFinish}, "EOF"},
+		{"clean end after finish and usage", "data: " + chunkFinish + "\n\ndata: " + chunkUsage + "\n\n",
+			[]string{chunkFinish, chunkUsage}, "EOF"},
+		{"end without finish", "data: " + chunkRole + "\n\ndata: " + chunkHello + "\n\n", []string{chunkRole, chunkHello},
+			"StreamError: upstream closed the stream early"},
+		{"empty body", "", nil, "StreamError: upstream closed the stream early"},
+		{"only comments", ": ping\n\n", nil, "StreamError: upstream closed the stream early"},
+		{"cut inside an event", "data: " + chunkHello + "\n\ndata: {\"choices\":[{\"delta\":{\"content\":\"Hel", []string{chunkHello},
+			"StreamError: upstream closed the stream inside an event"},
+		{"error event mid-stream (vLLM)", "data: " + chunkHello + "\n\n" +
+			`data: {"error":{"object":"error","message":"CUDA error: an illegal memory access was encountered","type":"InternalServerError","param":null,"code":500}}` + "\n\n",
+			[]string{chunkHello}, "StreamError: CUDA error: an illegal memory access was encountered"},
+		{"error event llama-server", `data: {"error":{"code":500,"message":"the request exceeds the available context size","type":"server_error"}}` + "\n\n",
+			nil, "StreamError: the request exceeds the available context size"},
+		{"error as string", `data: {"error":"model unloaded"}` + "\n\n", nil, "StreamError: model unloaded"},
+		{"named error event", "event: error\ndata: {\"message\":\"overloaded\"}\n\n", nil, "StreamError: overloaded"},
+		{"error null is a chunk", `data: {"error":null,"choices":[{"delta":{},"finish_reason":"stop"}]}` + "\n\ndata: [DONE]\n\n",
+			[]string{`{"error":null,"choices":[{"delta":{},"finish_reason":"stop"}]}`}, "EOF"},
+		{"error inside content is a chunk", `data: {"choices":[{"delta":{"content":"\"error\": 1"},"finish_reason":null}]}` + "\n\ndata: [DONE]\n\n",
+			[]string{`{"choices":[{"delta":{"content":"\"error\": 1"},"finish_reason":null}]}`}, "EOF"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := newOpenAIStream("local", io.NopCloser(strings.NewReader(tt.body)))
+			defer s.Close()
+			got, end := drain(s)
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("events mismatch (-want +got):\n%s", diff)
+			}
+			if end != tt.end {
+				t.Errorf("end = %q, want %q", end, tt.end)
+			}
+			// The end is sticky: a caller that asks again gets the same answer.
+			if _, err := s.Next(); describeEnd(err) != tt.end {
+				t.Errorf("second end = %q, want %q", describeEnd(err), tt.end)
+			}
+		})
+	}
+}
+
+func TestHasFinishReason(t *testing.T) {
+	tests := []struct {
+		chunk string
+		want  bool
+	}{
+		{chunkHello, false},
+		{chunkFinish, true},
+		{`{"choices":[{"finish_reason" : "length"}]}`, true},
+		{`{"choices":[{"delta":{"content":"finish_reason"},"finish_reason":null}]}`, false},
+		{`{"choices":[{"delta":{"content":"\"finish_reason\": \"stop\""},"finish_reason":null}]}`, false},
+		{`{"choices":[{"finish_reason":null},{"finish_reason":"stop"}]}`, true},
+		{chunkUsage, false},
+		{`"finish_reason"`, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.chunk, func(t *testing.T) {
+			if got := hasFinishReason([]byte(tt.chunk)); got != tt.want {
+				t.Errorf("hasFinishReason(%s) = %v, want %v", tt.chunk, got, tt.want)
+			}
+		})
+	}
+}
+
+// TestStreamOverHTTP relays a stream from a real upstream, with a pause between events that the
+// test controls, to show events reach the caller as they are sent rather than at the end.
+func TestStreamOverHTTP(t *testing.T) {
+	next := make(chan struct{})
+	srv := serve(t, func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "text/event-stream; charset=utf-8")
+		for _, c := range []string{chunkRole, chunkHello, chunkFinish} {
+			_, _ = fmt.Fprintf(w, "data: %s\n\n", c)
+			w.(http.Flusher).Flush()
+			<-next
+		}
+		_, _ = io.WriteString(w, "data: [DONE]\n\n")
+	})
+	tg := target(srv.URL)
+	resp, err := newSet(t, tg).Chat(context.Background(), tg, chatReq(true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Stream.Close()
+	if resp.Body != nil {
+		t.Errorf("streaming Response has a Body: %q", resp.Body)
+	}
+	var got []string
+	for range 3 {
+		b, err := resp.Stream.Next()
+		if err != nil {
+			t.Fatalf("Next after %d events: %v", len(got), err)
+		}
+		got = append(got, string(b))
+		next <- struct{}{}
+	}
+	if _, err := resp.Stream.Next(); !errors.Is(err, io.EOF) {
+		t.Errorf("Next after [DONE] = %v, want io.EOF", err)
+	}
+	if diff := cmp.Diff([]string{chunkRole, chunkHello, chunkFinish}, got); diff != "" {
+		t.Errorf("events mismatch (-want +got):\n%s", diff)
+	}
+}
+
+func TestStreamUpstreamDiesMidStream(t *testing.T) {
+	srv := serve(t, func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "text/event-stream")
+		_, _ = fmt.Fprintf(w, "data: %s\n\ndata: %s\n\n", chunkRole, chunkHello)
+		w.(http.Flusher).Flush()
+		panic(http.ErrAbortHandler)
+	})
+	tg := target(srv.URL)
+	resp, err := newSet(t, tg).Chat(context.Background(), tg, chatReq(true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Stream.Close()
+	got, end := drain(resp.Stream)
+	if diff := cmp.Diff([]string{chunkRole, chunkHello}, got); diff != "" {
+		t.Errorf("events mismatch (-want +got):\n%s", diff)
+	}
+	if !strings.HasPrefix(end, "StreamError: upstream broke off") {
+		t.Errorf("end = %q, want a StreamError saying the upstream broke off", end)
+	}
+}
+
+func TestStreamCallerCancels(t *testing.T) {
+	srv := serve(t, func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "text/event-stream")
+		_, _ = fmt.Fprintf(w, "data: %s\n\n", chunkHello)
+		w.(http.Flusher).Flush()
+		<-r.Context().Done()
+	})
+	tg := target(srv.URL)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	resp, err := newSet(t, tg).Chat(ctx, tg, chatReq(true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Stream.Close()
+	if _, err := resp.Stream.Next(); err != nil {
+		t.Fatal(err)
+	}
+	cancel()
+	_, err = resp.Stream.Next()
+	var se *core.StreamError
+	if !errors.As(err, &se) || !errors.Is(err, context.Canceled) {
+		t.Fatalf("Next after cancel = %v (%T), want a *core.StreamError wrapping context.Canceled", err, err)
+	}
+}
+
+func TestStreamClose(t *testing.T) {
+	body := &closeRecorder{Reader: strings.NewReader("data: " + chunkHello + "\n\n")}
+	s := newOpenAIStream("local", body)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if !body.closed {
+		t.Error("Close did not close the body")
+	}
+	if _, err := s.Next(); !errors.Is(err, errStreamClosed) {
+		t.Errorf("Next after Close = %v, want errStreamClosed", err)
+	}
+}
+
+type closeRecorder struct {
+	io.Reader
+	closed bool
+}
+
+func (c *closeRecorder) Close() error { c.closed = true; return nil }
+
+type rawEvent struct{ Name, Data string }
+
+// parseAll runs the SSE layer alone over b.
+func parseAll(b []byte) ([]rawEvent, error) {
+	r := newSSEReader(bytes.NewReader(b))
+	var out []rawEvent
+	for {
+		ev, err := r.next()
+		if errors.Is(err, io.EOF) {
+			return out, nil
+		}
+		if err != nil {
+			return out, err
+		}
+		out = append(out, rawEvent{string(ev.name), string(ev.data)})
+	}
+}
+
+// serialise writes events back as SSE with LF endings.
+func serialise(events []rawEvent) []byte {
+	var b bytes.Buffer
+	for _, ev := range events {
+		if ev.Name != "" {
+			b.WriteString("event: " + ev.Name + "\n")
+		}
+		for _, line := range strings.Split(ev.Data, "\n") {
+			b.WriteString("data: " + line + "\n")
+		}
+		b.WriteString("\n")
+	}
+	return b.Bytes()
+}
+
+func TestSSERoundTrip(t *testing.T) {
+	events := []rawEvent{{"", chunkHello}, {"error", `{"message":"x"}`}, {"", "a\n\nb"}, {"", ""}, {"", " leading space"}}
+	got, err := parseAll(serialise(events))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(events, got); diff != "" {
+		t.Errorf("round trip mismatch (-want +got):\n%s", diff)
+	}
+}
+
+func FuzzSSE(f *testing.F) {
+	f.Add([]byte("data: " + chunkHello + "\n\ndata: [DONE]\n\n"))
+	f.Add([]byte("event: error\r\ndata: {\"error\":\"x\"}\r\n\r\n"))
+	f.Add([]byte(": c\ndata\ndata:  two\n\nid: 1\nretry\n\ndata: {\"choices\":[{\"finish_reason\":\"stop\"}]}"))
+	f.Add([]byte("\xef\xbb\xbfdata:\r\r\n\n"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		// The relaying layer must end, with io.EOF or a StreamError, on any input.
+		s := newOpenAIStream("fuzz", io.NopCloser(bytes.NewReader(b)))
+		for i := 0; ; i++ {
+			if i > len(b)+2 {
+				t.Fatalf("stream did not end after %d events", i)
+			}
+			_, err := s.Next()
+			if err == nil {
+				continue
+			}
+			var se *core.StreamError
+			if !errors.Is(err, io.EOF) && !errors.As(err, &se) {
+				t.Fatalf("Next = %v (%T), want io.EOF or *core.StreamError", err, err)
+			}
+			break
+		}
+		// The SSE layer's events, written back out, read back the same.
+		first, err := parseAll(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		again, err := parseAll(serialise(first))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(first, again); diff != "" {
+			t.Fatalf("re-serialised events differ (-first +again):\n%s", diff)
+		}
+	})
+}
+
+// loopReader repeats one SSE event forever, standing in for a long upstream stream.
+type loopReader struct {
+	event []byte
+	off   int
+}
+
+func (l *loopReader) Read(p []byte) (int, error) {
+	n := 0
+	for n < len(p) {
+		c := copy(p[n:], l.event[l.off:])
+		n += c
+		l.off = (l.off + c) % len(l.event)
+	}
+	return n, nil
+}
+
+// BenchmarkStreamRelay measures one SSE event relayed: parsed from the upstream body and written
+// to the client as an SSE event. It should not allocate in steady state.
+func BenchmarkStreamRelay(b *testing.B) {
+	event := []byte("data: " + chunkHello + "\n\n")
+	s := newOpenAIStream("bench", io.NopCloser(&loopReader{event: event}))
+	out := io.Discard
+	prefix, suffix := []byte("data: "), []byte("\n\n")
+	b.ReportAllocs()
+	b.SetBytes(int64(len(event)))
+	for b.Loop() {
+		payload, err := s.Next()
+		if err != nil {
+			b.Fatal(err)
+		}
+		_, _ = out.Write(prefix)
+		_, _ = out.Write(payload)
+		_, _ = out.Write(suffix)
+	}
+}

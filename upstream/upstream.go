@@ -1,0 +1,140 @@
+package upstream
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/hayula/gateway/core"
+)
+
+// Response is an adapter's answer in OpenAI shape.
+type Response struct {
+	// Header holds extra headers for the client; may be nil.
+	Header http.Header
+	// Body is the chat.completion JSON of a non-streaming answer (Stream is nil).
+	Body []byte
+	// Stream yields the events of a streaming answer (Body is nil). The caller must Close it.
+	Stream Stream
+}
+
+// Stream yields OpenAI chat.completion.chunk payloads: the bytes after "data: " of one SSE event,
+// without the trailing newlines. Next returns io.EOF after [DONE] (or a clean end of stream), a
+// *core.StreamError when the upstream broke off or sent an error event. The slice Next returns is
+// valid only until the next call to Next or Close: buffers are reused so that relaying an event
+// does not allocate. Close releases the connection.
+type Stream interface {
+	Next() ([]byte, error)
+	Close() error
+}
+
+// Adapter sends one chat request to one target.
+type Adapter interface {
+	Chat(ctx context.Context, t *core.Target, req *core.Request) (*Response, error)
+}
+
+var _ Adapter = (*Set)(nil)
+
+// Options configures a Set.
+type Options struct {
+	// DialTimeout bounds connecting to a target; 0 means 10s.
+	DialTimeout time.Duration
+	// Transport is a template cloned per target; nil means sensible defaults (keep-alive, 32 idle
+	// connections per target, no transparent gzip so that SSE events are not held back).
+	Transport *http.Transport
+	// Now is the clock for Retry-After dates; nil means time.Now.
+	Now func() time.Time
+}
+
+const defaultDialTimeout = 10 * time.Second
+
+// Set holds one http.Client per target (its own connection pool, keep-alive, and a Transport
+// whose ResponseHeaderTimeout is the target's Timeout) and dispatches by Target.Adapter.
+type Set struct {
+	clients map[*core.Target]*http.Client
+	now     func() time.Time
+}
+
+// NewSet builds the clients for targets. Targets are identified by pointer, as config compiles
+// them once.
+func NewSet(targets []*core.Target, o Options) *Set {
+	s := &Set{clients: make(map[*core.Target]*http.Client, len(targets)), now: o.Now}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	for _, t := range targets {
+		s.clients[t] = &http.Client{
+			Transport: newTransport(o, t),
+			// A redirect is not an answer from an inference server, and following one would turn
+			// the POST into a GET; hand it back as a status instead.
+			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+		}
+	}
+	return s
+}
+
+func newTransport(o Options, t *core.Target) *http.Transport {
+	var tr *http.Transport
+	if o.Transport != nil {
+		tr = o.Transport.Clone()
+	} else {
+		tr = &http.Transport{
+			Proxy:                 http.ProxyFromEnvironment,
+			ForceAttemptHTTP2:     true,
+			MaxIdleConns:          100,
+			MaxIdleConnsPerHost:   32,
+			IdleConnTimeout:       90 * time.Second,
+			TLSHandshakeTimeout:   10 * time.Second,
+			ExpectContinueTimeout: time.Second,
+			DisableCompression:    true,
+		}
+	}
+	if o.DialTimeout > 0 || tr.DialContext == nil {
+		d := &net.Dialer{Timeout: o.DialTimeout, KeepAlive: 30 * time.Second}
+		if d.Timeout <= 0 {
+			d.Timeout = defaultDialTimeout
+		}
+		tr.DialContext = d.DialContext
+	}
+	tr.ResponseHeaderTimeout = t.Timeout
+	return tr
+}
+
+// UnknownTargetError is a target the Set was not built with.
+type UnknownTargetError struct{ Target string }
+
+func (e *UnknownTargetError) Error() string {
+	return fmt.Sprintf("upstream: target %q is not in this set", e.Target)
+}
+
+// UnsupportedAdapterError is a target whose wire protocol has no adapter yet.
+type UnsupportedAdapterError struct {
+	Target  string
+	Adapter core.AdapterKind
+}
+
+func (e *UnsupportedAdapterError) Error() string {
+	return fmt.Sprintf("upstream: target %q: the %s adapter is not implemented yet", e.Target, e.Adapter)
+}
+
+// Chat sends req to t with the adapter t names.
+func (s *Set) Chat(ctx context.Context, t *core.Target, req *core.Request) (*Response, error) {
+	c, ok := s.clients[t]
+	if !ok {
+		return nil, &UnknownTargetError{Target: t.Name}
+	}
+	switch t.Adapter {
+	case core.AdapterOpenAI:
+		return (&openaiOpenAI{t: t, c: c, now: s.now}).chat(ctx, req)
+	}
+	return nil, &UnsupportedAdapterError{Target: t.Name, Adapter: t.Adapter}
+}
+
+// Close closes idle connections. Streams still open keep theirs until they are closed.
+func (s *Set) Close() {
+	for _, c := range s.clients {
+		c.CloseIdleConnections()
+	}
+}
