@@ -170,6 +170,16 @@ func (s *openaiStream) Next() ([]byte, error) {
 			s.err = &core.StreamError{Target: s.target, Message: msg}
 			return nil, s.err
 		}
+		// SSE joins multi-line data with newlines. Outside strings they are JSON whitespace (a
+		// raw newline cannot occur inside one), so spaces keep the chunk the same JSON and let
+		// the caller write it back as a single "data:" line.
+		if bytes.IndexByte(data, '\n') >= 0 {
+			for i, c := range data {
+				if c == '\n' {
+					data[i] = ' '
+				}
+			}
+		}
 		s.events++
 		if hasFinishReason(data) {
 			s.sawFinish = true

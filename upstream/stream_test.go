@@ -64,7 +64,7 @@ func TestStreamParsing(t *testing.T) {
 			[]string{chunkHello}, "EOF"},
 		{"event, id and retry lines", "event: message\nid: 7\nretry: 1000\ndata: " + chunkHello + "\n\ndata: [DONE]\n\n",
 			[]string{chunkHello}, "EOF"},
-		{"multi-line data", "data: {\"choices\":\ndata: []}\n\ndata: [DONE]\n\n", []string{"{\"choices\":\n[]}"}, "EOF"},
+		{"multi-line data", "data: {\"choices\":\ndata: []}\n\ndata: [DONE]\n\n", []string{`{"choices": []}`}, "EOF"},
 		{"done without trailing newline", "data: " + chunkHello + "\n\ndata: [DONE]", []string{chunkHello}, "EOF"},
 		{"empty data skipped", "data:\n\ndata: " + chunkHello + "\n\ndata: [DONE]\n\n", []string{chunkHello}, "EOF"},
 		{"bom", "\xef\xbb\xbfdata: " + chunkHello + "\n\ndata: [DONE]\n\n", []string{chunkHello}, "EOF"},

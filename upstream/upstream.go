@@ -21,7 +21,8 @@ type Response struct {
 }
 
 // Stream yields OpenAI chat.completion.chunk payloads: the bytes after "data: " of one SSE event,
-// without the trailing newlines. Next returns io.EOF after [DONE] (or a clean end of stream), a
+// without the trailing newlines, always on one line (the newlines joining multi-line data become
+// spaces, which JSON ignores). Next returns io.EOF after [DONE] (or a clean end of stream), a
 // *core.StreamError when the upstream broke off or sent an error event. The slice Next returns is
 // valid only until the next call to Next or Close: buffers are reused so that relaying an event
 // does not allocate. Close releases the connection.
