@@ -1,0 +1,333 @@
+package conformance
+
+import (
+	"encoding/base64"
+	"encoding/binary"
+	"fmt"
+	"math"
+	"strings"
+)
+
+// contentJSON extracts and parses the first choice's content. A truncated
+// answer cannot be judged: constrained decoding that ran out of tokens is
+// not a format violation.
+func contentJSON(x *exchange) (any, *verdict) {
+	if fr, _ := at(x.json, "choices", 0, "finish_reason"); fr == "length" {
+		v := skip("output cut at max_tokens (finish_reason length); nothing complete to judge")
+		return nil, &v
+	}
+	c, ok := at(x.json, "choices", 0, "message", "content")
+	s, isStr := c.(string)
+	if !isStr {
+		return nil, failp("message.content: a JSON document", "content: "+showField(c, ok))
+	}
+	v, err := decodeJSON([]byte(strings.TrimSpace(s)))
+	if err != nil {
+		return nil, failp("message.content: a JSON document", fmt.Sprintf("content %q: %v", clip(s, 120), err))
+	}
+	return v, nil
+}
+
+func formatChecks() []*check {
+	return []*check{
+		{id: "format.json_object", grade: Must, probes: []probeID{"format.json_object"},
+			title: "response_format json_object yields content that parses as a JSON object",
+			judge: func(j *judge) verdict {
+				v, bad := contentJSON(j.x("format.json_object"))
+				if bad != nil {
+					return *bad
+				}
+				if _, ok := asObject(v); !ok {
+					return fail("a JSON object", "JSON "+typeName(v))
+				}
+				return pass()
+			}},
+		{id: "format.json_schema", grade: Must, probes: []probeID{"format.json_schema"},
+			title: "response_format json_schema yields content that parses and validates against the schema",
+			judge: func(j *judge) verdict {
+				v, bad := contentJSON(j.x("format.json_schema"))
+				if bad != nil {
+					return *bad
+				}
+				if err := validateSchema(answerSchema(), v); err != nil {
+					return fail("content valid against "+show(answerSchema()), err.Error())
+				}
+				return pass()
+			}},
+	}
+}
+
+func logprobChecks() []*check {
+	lp := []probeID{"logprobs"}
+	entries := func(x *exchange) ([]map[string]any, any, bool) {
+		raw, ok := at(x.json, "choices", 0, "logprobs", "content")
+		es, isObjs := objects(raw, ok)
+		return es, raw, ok && isObjs
+	}
+	return []*check{
+		{id: "logprobs.content", grade: Must, probes: lp,
+			title: "logprobs: true yields logprobs.content entries with token, logprob ≤ 0, bytes and top_logprobs",
+			judge: func(j *judge) verdict {
+				es, raw, ok := entries(j.x("logprobs"))
+				if !ok || len(es) == 0 {
+					return fail("choices[0].logprobs.content: non-empty array of objects", "content: "+clip(show(raw), 120))
+				}
+				for i, e := range es {
+					if why := logprobEntry(e, true); why != "" {
+						return fail(`{"token": string, "logprob": number ≤ 0, "bytes": [int] or null, "top_logprobs": [...]}`,
+							fmt.Sprintf("content[%d]: %s: %s", i, why, show(e)))
+					}
+				}
+				return pass()
+			}},
+		{id: "logprobs.top_count", grade: Should, probes: lp,
+			title: "every entry carries exactly top_logprobs (2) alternatives",
+			judge: func(j *judge) verdict {
+				es, _, ok := entries(j.x("logprobs"))
+				if !ok || len(es) == 0 {
+					return skip("no logprobs entries; see logprobs.content")
+				}
+				for i, e := range es {
+					if top, _ := asArray(e["top_logprobs"]); len(top) != 2 {
+						return fail("2 top_logprobs per entry", fmt.Sprintf("content[%d] has %d", i, len(top)))
+					}
+				}
+				return pass()
+			}},
+		{id: "logprobs.top_requires_logprobs", grade: Must, probes: []probeID{"logprobs.unpaired"},
+			title: "top_logprobs without logprobs: true is rejected with 400",
+			judge: func(j *judge) verdict { return wantStatus(j.x("logprobs.unpaired"), 400) }},
+	}
+}
+
+// logprobEntry judges one token entry (top-level when top is true, or an
+// alternative inside top_logprobs).
+func logprobEntry(e map[string]any, top bool) string {
+	if _, ok := e["token"].(string); !ok {
+		return "token is not a string"
+	}
+	lp, ok := asNumber(e["logprob"])
+	if !ok || lp > 0 {
+		return "logprob is not a number ≤ 0"
+	}
+	if b, present := e["bytes"]; present && b != nil {
+		arr, isArr := asArray(b)
+		if !isArr {
+			return "bytes is neither an array nor null"
+		}
+		for _, x := range arr {
+			if n, ok := asInt(x); !ok || n < 0 || n > 255 {
+				return "bytes holds a non-byte"
+			}
+		}
+	}
+	if !top {
+		return ""
+	}
+	alts, ok := objects(e["top_logprobs"], hasKey(e, "top_logprobs"))
+	if !ok {
+		return "top_logprobs is not an array of objects"
+	}
+	for _, a := range alts {
+		if why := logprobEntry(a, false); why != "" {
+			return "top_logprobs: " + why
+		}
+	}
+	return ""
+}
+
+func wantStatus(x *exchange, code int) verdict {
+	if x.status != code {
+		return fail(fmt.Sprintf("HTTP %d", code), x.statusLine())
+	}
+	return pass()
+}
+
+func completionChecks() []*check {
+	c := []probeID{"completions"}
+	cs := []probeID{"completions.stream"}
+	return []*check{
+		{id: "completions.status", grade: Must, probes: c,
+			title: "POST /v1/completions answers 200 with a JSON body",
+			judge: func(j *judge) verdict { return pass() }},
+		{id: "completions.object", grade: Must, probes: c,
+			title: `the completion has object "text_completion", a string id, integer created and string model`,
+			judge: func(j *judge) verdict {
+				m, _ := asObject(j.x("completions").json)
+				if m["object"] != "text_completion" || !nonEmptyString(m["id"]) || !nonEmptyString(m["model"]) {
+					return fail(`{"object": "text_completion", "id": "...", "model": "..."}`,
+						fmt.Sprintf("object: %s, id: %s, model: %s", showField(m["object"], hasKey(m, "object")),
+							showField(m["id"], hasKey(m, "id")), showField(m["model"], hasKey(m, "model"))))
+				}
+				if f := plausibleCreated(m["created"], hasKey(m, "created"), j.now); f != nil {
+					return *f
+				}
+				return pass()
+			}},
+		{id: "completions.choices", grade: Must, probes: c,
+			title: "every completion choice has string text, an integer index and finish_reason stop, length or content_filter",
+			judge: func(j *judge) verdict {
+				raw, ok := at(j.x("completions").json, "choices")
+				ch, isObjs := objects(raw, ok)
+				if !isObjs || len(ch) == 0 {
+					return fail("choices: non-empty array of objects", "choices: "+showField(raw, ok))
+				}
+				if f := indexesDense(ch); f != nil {
+					return *f
+				}
+				for i, c := range ch {
+					fr, _ := c["finish_reason"].(string)
+					if _, isStr := c["text"].(string); !isStr || !oneOf(fr, []string{"stop", "length", "content_filter"}) {
+						return fail(`{"text": string, "finish_reason": stop|length|content_filter}`, fmt.Sprintf("choices[%d]: %s", i, show(c)))
+					}
+				}
+				return pass()
+			}},
+		{id: "completions.usage", grade: Must, probes: c,
+			title: "completion usage has integer fields and total_tokens = prompt_tokens + completion_tokens",
+			judge: func(j *judge) verdict {
+				p, c, t, seen, ok := usageOf(j.x("completions").json)
+				if !ok {
+					return fail("usage: {prompt_tokens, completion_tokens, total_tokens} as integers", seen)
+				}
+				if p+c != t {
+					return fail(fmt.Sprintf("total_tokens = %d", p+c), fmt.Sprintf("total_tokens: %d", t))
+				}
+				return pass()
+			}},
+		{id: "completions.stream.chunks", grade: Must, probes: cs,
+			title: `stream: true answers text/event-stream chunks with object "text_completion" and string text`,
+			judge: func(j *judge) verdict {
+				x := j.x("completions.stream")
+				if ct := x.contentType(); ct != "text/event-stream" {
+					return fail("Content-Type: text/event-stream", "Content-Type: "+ct)
+				}
+				if v := judgeStreamJSON(x); v.fail {
+					return v
+				}
+				chunks, pos := jsonChunks(x)
+				for i, ch := range chunks {
+					text, _ := at(ch, "choices", 0, "text")
+					cs, _ := asArray(ch["choices"])
+					if _, isStr := text.(string); ch["object"] != "text_completion" || (len(cs) > 0 && !isStr) {
+						return fail(`{"object": "text_completion", "choices": [{"text": string, ...}]}`, fmt.Sprintf("chunk %d: %s", pos[i], show(ch)))
+					}
+				}
+				return pass()
+			}},
+		{id: "completions.stream.done", grade: Must, probes: cs,
+			title: "the completions stream ends with data: [DONE]",
+			judge: func(j *judge) verdict { return judgeDone(j.x("completions.stream")) }},
+	}
+}
+
+func embeddingChecks() []*check {
+	e := []probeID{"embeddings"}
+	vectors := func(x *exchange) ([]map[string]any, bool) {
+		d, ok := at(x.json, "data")
+		return objects(d, ok)
+	}
+	return []*check{
+		{id: "embeddings.status", grade: Must, probes: e,
+			title: "POST /v1/embeddings answers 200 with a JSON body",
+			judge: func(j *judge) verdict { return pass() }},
+		{id: "embeddings.object", grade: Must, probes: e,
+			title: `the answer has object "list", a data array and a string model`,
+			judge: func(j *judge) verdict {
+				m, _ := asObject(j.x("embeddings").json)
+				if _, isArr := asArray(m["data"]); m["object"] != "list" || !isArr || !nonEmptyString(m["model"]) {
+					return fail(`{"object": "list", "data": [...], "model": "..."}`, clip(show(m), 160))
+				}
+				return pass()
+			}},
+		{id: "embeddings.entries", grade: Must, probes: e,
+			title: `every item has object "embedding", an integer index and a non-empty number array of one common length`,
+			judge: func(j *judge) verdict {
+				ds, ok := vectors(j.x("embeddings"))
+				if !ok || len(ds) == 0 {
+					return skip("no data items; see embeddings.object")
+				}
+				dim := -1
+				for i, d := range ds {
+					vec, isArr := asArray(d["embedding"])
+					_, idxOK := asInt(d["index"])
+					if d["object"] != "embedding" || !idxOK || !isArr || len(vec) == 0 {
+						return fail(`{"object": "embedding", "index": int, "embedding": [number...]}`, fmt.Sprintf("data[%d]: %s", i, show(d)))
+					}
+					for _, n := range vec {
+						if _, isNum := asNumber(n); !isNum {
+							return fail("embedding: numbers", fmt.Sprintf("data[%d] holds %s", i, show(n)))
+						}
+					}
+					if dim >= 0 && len(vec) != dim {
+						return fail("one common dimension", fmt.Sprintf("data[0] has %d, data[%d] has %d", dim, i, len(vec)))
+					}
+					dim = len(vec)
+				}
+				return pass()
+			}},
+		{id: "embeddings.order", grade: Must, probes: e,
+			title: "an input array of three yields three items with index 0, 1, 2 in that order",
+			judge: func(j *judge) verdict {
+				ds, ok := vectors(j.x("embeddings"))
+				if !ok {
+					return skip("no data items; see embeddings.object")
+				}
+				var got []string
+				good := len(ds) == len(embeddingInput())
+				for i, d := range ds {
+					n, _ := asInt(d["index"])
+					got = append(got, show(d["index"]))
+					good = good && int(n) == i && isInteger(d["index"])
+				}
+				if !good {
+					return fail("indexes [0 1 2]", fmt.Sprintf("indexes %v", got))
+				}
+				return pass()
+			}},
+		{id: "embeddings.usage", grade: Should, probes: e,
+			title: "usage has integer prompt_tokens and total_tokens",
+			judge: func(j *judge) verdict {
+				u, ok := at(j.x("embeddings").json, "usage")
+				m, _ := asObject(u)
+				_, p := asInt(m["prompt_tokens"])
+				_, t := asInt(m["total_tokens"])
+				if !p || !t {
+					return fail(`usage: {"prompt_tokens": int, "total_tokens": int}`, "usage: "+showField(u, ok))
+				}
+				return pass()
+			}},
+		{id: "embeddings.base64", grade: Must, probes: []probeID{"embeddings.base64", "embeddings"},
+			title: "encoding_format base64 yields little-endian float32 vectors equal to the float ones",
+			judge: func(j *judge) verdict {
+				floats, ok1 := vectors(j.x("embeddings"))
+				b64, ok2 := vectors(j.x("embeddings.base64"))
+				if !ok1 || !ok2 || len(floats) != len(b64) || len(b64) == 0 {
+					return fail("as many base64 items as float items", fmt.Sprintf("%d float items, %d base64 items", len(floats), len(b64)))
+				}
+				for i := range b64 {
+					s, isStr := b64[i]["embedding"].(string)
+					if !isStr {
+						return fail("embedding: base64 string", fmt.Sprintf("data[%d].embedding: %s", i, typeName(b64[i]["embedding"])))
+					}
+					raw, err := base64.StdEncoding.DecodeString(s)
+					if err != nil || len(raw)%4 != 0 {
+						return fail("base64 of float32 values", fmt.Sprintf("data[%d]: %d bytes, err %v", i, len(raw), err))
+					}
+					want, _ := asArray(floats[i]["embedding"])
+					if len(raw)/4 != len(want) {
+						return fail(fmt.Sprintf("%d float32 values", len(want)), fmt.Sprintf("data[%d]: %d", i, len(raw)/4))
+					}
+					for k := range want {
+						got := float64(math.Float32frombits(binary.LittleEndian.Uint32(raw[4*k:])))
+						w, _ := asNumber(want[k])
+						// Two forward passes may differ in the last bits on a GPU.
+						if math.Abs(got-w) > 1e-3*math.Max(1, math.Abs(w)) {
+							return fail(fmt.Sprintf("data[%d][%d] = %g", i, k, w), fmt.Sprintf("decoded %g", got))
+						}
+					}
+				}
+				return pass()
+			}},
+	}
+}

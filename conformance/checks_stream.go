@@ -1,0 +1,307 @@
+package conformance
+
+import (
+	"fmt"
+	"strings"
+)
+
+// chunkData is the raw data of the stream's pos-th data event, the focus
+// for an excerpt about that chunk.
+func chunkData(x *exchange, pos int) string {
+	if evs := x.stream.dataEvents(); pos >= 0 && pos < len(evs) {
+		return evs[pos].Data
+	}
+	return ""
+}
+
+// jsonChunks returns the stream's chunks that decoded to JSON objects, with
+// their position among data events (for evidence).
+func jsonChunks(x *exchange) (chunks []map[string]any, pos []int) {
+	for i, c := range x.chunks {
+		if m, ok := asObject(c); ok {
+			chunks = append(chunks, m)
+			pos = append(pos, i)
+		}
+	}
+	return chunks, pos
+}
+
+// sameOnEveryChunk checks a field that identifies the completion: it must be
+// present, valid, and identical on every chunk.
+func sameOnEveryChunk(x *exchange, field string, valid func(any) bool, want string) verdict {
+	chunks, pos := jsonChunks(x)
+	if len(chunks) == 0 {
+		return skip("no JSON chunks to judge; see chat.stream.json")
+	}
+	var first any
+	for i, c := range chunks {
+		v, ok := c[field]
+		if !ok || !valid(v) {
+			return fail(field+": "+want+" on every chunk", fmt.Sprintf("chunk %d %s: %s", pos[i], field, showField(v, ok))).at(chunkData(x, pos[i]))
+		}
+		if i == 0 {
+			first = v
+			continue
+		}
+		if show(v) != show(first) {
+			return fail(field+" constant across chunks", fmt.Sprintf("chunk 0 %s: %s, chunk %d %s: %s", field, show(first), pos[i], field, show(v))).at(chunkData(x, pos[i]))
+		}
+	}
+	return pass()
+}
+
+func nonEmptyString(v any) bool { s, _ := v.(string); return s != "" }
+func isInteger(v any) bool      { _, ok := asInt(v); return ok }
+
+// chunkChoices yields (chunk position, choice index, choice) for every choice
+// of every chunk; a choice without an integer index reports index -1.
+func chunkChoices(x *exchange, f func(pos int, index int, c map[string]any) *verdict) *verdict {
+	chunks, pos := jsonChunks(x)
+	for i, ch := range chunks {
+		cs, _ := objects(ch["choices"], hasKey(ch, "choices"))
+		for _, c := range cs {
+			idx := -1
+			if n, ok := asInt(c["index"]); ok {
+				idx = int(n)
+			}
+			if v := f(pos[i], idx, c); v != nil {
+				focused := v.at(chunkData(x, pos[i]))
+				return &focused
+			}
+		}
+	}
+	return nil
+}
+
+func streamChecks() []*check {
+	st := []probeID{"chat.stream"}
+	su := []probeID{"chat.stream_usage"}
+	return []*check{
+		{id: "chat.stream.content_type", grade: Must, probes: st,
+			title: "stream: true answers 200 with Content-Type text/event-stream",
+			judge: func(j *judge) verdict {
+				if ct := j.x("chat.stream").contentType(); ct != "text/event-stream" {
+					return fail("Content-Type: text/event-stream", "Content-Type: "+ct)
+				}
+				return pass()
+			}},
+		{id: "chat.stream.json", grade: Must, probes: st,
+			title: "every data line before [DONE] is a JSON object",
+			judge: func(j *judge) verdict { return judgeStreamJSON(j.x("chat.stream")) }},
+		{id: "chat.stream.object", grade: Must, probes: st,
+			title: `every chunk has object "chat.completion.chunk"`,
+			judge: func(j *judge) verdict {
+				return sameOnEveryChunk(j.x("chat.stream"), "object",
+					func(v any) bool { return v == "chat.completion.chunk" }, `"chat.completion.chunk"`)
+			}},
+		{id: "chat.stream.id", grade: Must, probes: st,
+			title: "id is a non-empty string, the same on every chunk",
+			judge: func(j *judge) verdict {
+				return sameOnEveryChunk(j.x("chat.stream"), "id", nonEmptyString, "non-empty string")
+			}},
+		{id: "chat.stream.created", grade: Must, probes: st,
+			title: "created is an integer, the same on every chunk",
+			judge: func(j *judge) verdict {
+				return sameOnEveryChunk(j.x("chat.stream"), "created", isInteger, "integer")
+			}},
+		{id: "chat.stream.model", grade: Must, probes: st,
+			title: "model is a non-empty string, the same on every chunk",
+			judge: func(j *judge) verdict {
+				return sameOnEveryChunk(j.x("chat.stream"), "model", nonEmptyString, "non-empty string")
+			}},
+		{id: "chat.stream.role", grade: Must, probes: st,
+			title: `the first delta of each choice carries role "assistant"`,
+			judge: func(j *judge) verdict {
+				seen := map[int]bool{}
+				if v := chunkChoices(j.x("chat.stream"), func(pos, idx int, c map[string]any) *verdict {
+					if seen[idx] {
+						return nil
+					}
+					seen[idx] = true
+					if r, ok := at(c, "delta", "role"); r != "assistant" {
+						return failp(`first delta: {"role": "assistant", ...}`, fmt.Sprintf("chunk %d choice %d delta.role: %s", pos, idx, showField(r, ok)))
+					}
+					return nil
+				}); v != nil {
+					return *v
+				}
+				if len(seen) == 0 {
+					return fail("at least one chunk with a choice", "none")
+				}
+				return pass()
+			}},
+		{id: "chat.stream.delta", grade: Must, probes: st,
+			title: "every chunk choice has an integer index and a delta whose content is a string or null",
+			judge: func(j *judge) verdict {
+				if v := chunkChoices(j.x("chat.stream"), func(pos, idx int, c map[string]any) *verdict {
+					if idx < 0 {
+						return failp("choices[].index: integer", fmt.Sprintf("chunk %d index: %s", pos, showField(c["index"], hasKey(c, "index"))))
+					}
+					d, ok := c["delta"]
+					dm, isObj := asObject(d)
+					if !ok || !isObj {
+						return failp("choices[].delta: object", fmt.Sprintf("chunk %d delta: %s", pos, showField(d, ok)))
+					}
+					if content, ok := dm["content"]; ok && content != nil {
+						if _, isStr := content.(string); !isStr {
+							return failp("delta.content: string or null", fmt.Sprintf("chunk %d delta.content: %s", pos, show(content)))
+						}
+					}
+					return nil
+				}); v != nil {
+					return *v
+				}
+				return pass()
+			}},
+		{id: "chat.stream.finish_reason", grade: Must, probes: st,
+			title: "finish_reason is null until one final allowed value per choice, after which the choice is silent",
+			judge: func(j *judge) verdict { return judgeStreamFinish(j.x("chat.stream"), chatFinishReasons()) }},
+		{id: "chat.stream.done", grade: Must, probes: st,
+			title: "the stream ends with data: [DONE] and nothing after it",
+			judge: func(j *judge) verdict { return judgeDone(j.x("chat.stream")) }},
+		{id: "chat.stream.usage.absent", grade: Should, probes: st,
+			title: "without stream_options.include_usage no chunk carries usage",
+			judge: func(j *judge) verdict {
+				chunks, pos := jsonChunks(j.x("chat.stream"))
+				for i, c := range chunks {
+					if u, ok := c["usage"]; !isNullish(u, ok) {
+						return fail("usage absent or null", fmt.Sprintf("chunk %d usage: %s", pos[i], show(u))).at(chunkData(j.x("chat.stream"), pos[i]))
+					}
+				}
+				return pass()
+			}},
+		{id: "chat.stream.usage.final", grade: Must, probes: su,
+			title: "with include_usage exactly one chunk has empty choices and usage, and it is the last before [DONE]",
+			judge: func(j *judge) verdict {
+				chunks, pos := jsonChunks(j.x("chat.stream_usage"))
+				var usageOnly []int
+				for i, c := range chunks {
+					if isUsageChunk(c) {
+						usageOnly = append(usageOnly, i)
+					}
+				}
+				want := `one last chunk {"choices": [], "usage": {...}}`
+				switch {
+				case len(usageOnly) == 0:
+					last := "no chunks"
+					if n := len(chunks); n > 0 {
+						last = fmt.Sprintf("last chunk: %s", show(chunks[n-1]))
+					}
+					return fail(want, last)
+				case len(usageOnly) > 1:
+					return fail(want, fmt.Sprintf("%d such chunks", len(usageOnly)))
+				case usageOnly[0] != len(chunks)-1:
+					return fail(want, fmt.Sprintf("usage chunk at %d, followed by %d more", pos[usageOnly[0]], len(chunks)-1-usageOnly[0]))
+				}
+				return pass()
+			}},
+		{id: "chat.stream.usage.elsewhere", grade: Must, probes: su,
+			title: "with include_usage every other chunk's usage is absent or null",
+			judge: func(j *judge) verdict {
+				chunks, pos := jsonChunks(j.x("chat.stream_usage"))
+				for i, c := range chunks {
+					if i == len(chunks)-1 && isUsageChunk(c) {
+						continue
+					}
+					if u, ok := c["usage"]; !isNullish(u, ok) {
+						return fail("usage absent or null except on the final chunk", fmt.Sprintf("chunk %d usage: %s", pos[i], show(u))).at(chunkData(j.x("chat.stream_usage"), pos[i]))
+					}
+				}
+				return pass()
+			}},
+		{id: "chat.stream.usage.total", grade: Must, probes: su,
+			title: "the streamed usage has integer fields and total_tokens = prompt_tokens + completion_tokens",
+			judge: func(j *judge) verdict {
+				chunks, _ := jsonChunks(j.x("chat.stream_usage"))
+				if len(chunks) == 0 || !isUsageChunk(chunks[len(chunks)-1]) {
+					return skip("no final usage chunk; see chat.stream.usage.final")
+				}
+				p, c, t, seen, ok := usageOf(chunks[len(chunks)-1])
+				if !ok {
+					return fail("usage with integer prompt_tokens, completion_tokens, total_tokens", seen)
+				}
+				if p+c != t {
+					return fail(fmt.Sprintf("total_tokens = %d + %d = %d", p, c, p+c), fmt.Sprintf("total_tokens: %d", t))
+				}
+				return pass()
+			}},
+	}
+}
+
+// isUsageChunk: the reference's final usage chunk has an empty choices array
+// (not null, not absent) and a usage object.
+func isUsageChunk(c map[string]any) bool {
+	cs, ok := c["choices"].([]any)
+	_, hasUsage := asObject(c["usage"])
+	return ok && len(cs) == 0 && hasUsage
+}
+
+func judgeStreamJSON(x *exchange) verdict {
+	events := x.stream.dataEvents()
+	if len(events) == 0 {
+		return fail("at least one data chunk before [DONE]", "none")
+	}
+	for i, ev := range events {
+		if _, ok := asObject(x.chunks[i]); !ok {
+			return fail("data: <JSON object>", fmt.Sprintf("data line %d: %q", i, clip(ev.Data, 120))).at(ev.Data)
+		}
+	}
+	return pass()
+}
+
+func judgeDone(x *exchange) verdict {
+	s := x.stream
+	switch {
+	case s.ReadErr != nil:
+		return fail("data: [DONE] then end of stream", "stream broke: "+s.ReadErr.Error())
+	case s.DoneAt < 0:
+		last := "nothing"
+		if n := len(s.Events); n > 0 {
+			last = fmt.Sprintf("%q", clip(s.Events[n-1].Data, 120))
+		}
+		v := fail("data: [DONE] as the last event", "no [DONE]; last event: "+last)
+		if n := len(s.Events); n > 0 {
+			v = v.at(s.Events[n-1].Data)
+		}
+		return v
+	case s.AfterDone:
+		return fail("nothing after data: [DONE]", fmt.Sprintf("%d more events after [DONE]", len(s.Events)-1-s.DoneAt)).at("[DONE]")
+	case strings.TrimSpace(s.Events[s.DoneAt].Data) != s.Events[s.DoneAt].Data:
+		return fail("data: [DONE] exactly", fmt.Sprintf("data: %q", s.Events[s.DoneAt].Data))
+	}
+	return pass()
+}
+
+// judgeStreamFinish checks, per choice index, that finish_reason is null until
+// exactly one allowed value and that nothing of that choice follows it.
+func judgeStreamFinish(x *exchange, allowed []string) verdict {
+	finished := map[int]int{} // choice index → chunk position of its finish_reason
+	seen := map[int]bool{}
+	if v := chunkChoices(x, func(pos, idx int, c map[string]any) *verdict {
+		seen[idx] = true
+		if at, done := finished[idx]; done {
+			return failp("nothing for a choice after its finish_reason",
+				fmt.Sprintf("choice %d finished at chunk %d, more at chunk %d: %s", idx, at, pos, show(c)))
+		}
+		fr, ok := c["finish_reason"]
+		if isNullish(fr, ok) {
+			return nil
+		}
+		if s, _ := fr.(string); !oneOf(s, allowed) {
+			return failp("finish_reason in "+strings.Join(allowed, ", "), fmt.Sprintf("chunk %d finish_reason: %s", pos, show(fr)))
+		}
+		finished[idx] = pos
+		return nil
+	}); v != nil {
+		return *v
+	}
+	if len(seen) == 0 {
+		return fail("chunks with choices", "none")
+	}
+	for idx := range seen {
+		if _, ok := finished[idx]; !ok {
+			return fail("a final finish_reason for every choice", fmt.Sprintf("choice %d never finished", idx))
+		}
+	}
+	return pass()
+}

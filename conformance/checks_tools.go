@@ -1,0 +1,252 @@
+package conformance
+
+import (
+	"fmt"
+	"sort"
+)
+
+func toolCallsOf(x *exchange) ([]map[string]any, bool) {
+	v, ok := at(x.json, "choices", 0, "message", "tool_calls")
+	return objects(v, ok)
+}
+
+// argumentsObject checks the reference's most-missed rule: arguments is a
+// string that holds JSON, not the JSON itself.
+func argumentsObject(v any, ok bool) string {
+	s, isStr := v.(string)
+	if !ok || !isStr {
+		return "arguments is " + typeOrAbsent(v, ok) + ", not a string: " + showField(v, ok)
+	}
+	parsed, err := decodeJSON([]byte(s))
+	if err != nil {
+		return fmt.Sprintf("arguments %q does not parse: %v", clip(s, 80), err)
+	}
+	if _, isObj := asObject(parsed); !isObj {
+		return fmt.Sprintf("arguments %q is JSON %s, not an object", clip(s, 80), typeName(parsed))
+	}
+	return ""
+}
+
+func judgeToolCalls(x *exchange, gate string, f func(i int, tc map[string]any) *verdict) verdict {
+	tcs, ok := toolCallsOf(x)
+	if !ok || len(tcs) == 0 {
+		return skip("no tool calls to judge; see " + gate)
+	}
+	for i, tc := range tcs {
+		if v := f(i, tc); v != nil {
+			return *v
+		}
+	}
+	return pass()
+}
+
+func judgeArguments(x *exchange, gate string) verdict {
+	return judgeToolCalls(x, gate, func(i int, tc map[string]any) *verdict {
+		v, ok := at(tc, "function", "arguments")
+		if why := argumentsObject(v, ok); why != "" {
+			return failp(`function.arguments: a string of JSON, e.g. "{\"city\":\"Paris\"}"`, fmt.Sprintf("tool_calls[%d]: %s", i, why))
+		}
+		return nil
+	})
+}
+
+// fragment is one streamed tool-call delta entry.
+type fragment struct {
+	pos, index int
+	hasIndex   bool
+	m          map[string]any
+}
+
+// toolFragments groups streamed tool-call deltas by index. An entry without
+// an integer index is grouped by its position in the array, as lenient
+// clients do, so tools.stream.index reports it once instead of every check.
+func toolFragments(x *exchange) (frags []fragment, byIndex map[int][]fragment) {
+	byIndex = map[int][]fragment{}
+	chunks, pos := jsonChunks(x)
+	for ci, ch := range chunks {
+		cs, _ := objects(ch["choices"], hasKey(ch, "choices"))
+		for _, c := range cs {
+			raw, ok := at(c, "delta", "tool_calls")
+			tcs, isObjs := objects(raw, ok)
+			if !isObjs {
+				continue
+			}
+			for k, tc := range tcs {
+				f := fragment{pos: pos[ci], index: k, m: tc}
+				if n, ok := asInt(tc["index"]); ok {
+					f.index, f.hasIndex = int(n), true
+				}
+				frags = append(frags, f)
+				byIndex[f.index] = append(byIndex[f.index], f)
+			}
+		}
+	}
+	return frags, byIndex
+}
+
+func sortedKeys(m map[int][]fragment) []int {
+	keys := make([]int, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Ints(keys)
+	return keys
+}
+
+func toolChecks() []*check {
+	req := []probeID{"tools.required"}
+	named := []probeID{"tools.named"}
+	st := []probeID{"tools.stream"}
+	return []*check{
+		{id: "tools.required.calls", grade: Must, probes: req,
+			title: `tool_choice "required" yields message.tool_calls`,
+			judge: func(j *judge) verdict {
+				if tcs, ok := toolCallsOf(j.x("tools.required")); !ok || len(tcs) == 0 {
+					v, present := at(j.x("tools.required").json, "choices", 0, "message")
+					return fail("choices[0].message.tool_calls: non-empty array", "message: "+showField(v, present))
+				}
+				return pass()
+			}},
+		{id: "tools.required.shape", grade: Must, probes: req,
+			title: `every tool call has an id, type "function" and a declared function name`,
+			judge: func(j *judge) verdict {
+				return judgeToolCalls(j.x("tools.required"), "tools.required.calls", func(i int, tc map[string]any) *verdict {
+					name, _ := at(tc, "function", "name")
+					s, _ := name.(string)
+					if !nonEmptyString(tc["id"]) || tc["type"] != "function" || !oneOf(s, declaredTools()) {
+						return failp(fmt.Sprintf(`{"id": "<non-empty>", "type": "function", "function": {"name": one of %q}}`, declaredTools()),
+							fmt.Sprintf("tool_calls[%d]: %s", i, show(tc)))
+					}
+					return nil
+				})
+			}},
+		{id: "tools.required.arguments", grade: Must, probes: req,
+			title: "function.arguments is a string that parses as a JSON object",
+			judge: func(j *judge) verdict { return judgeArguments(j.x("tools.required"), "tools.required.calls") }},
+		{id: "tools.required.finish_reason", grade: Should, probes: req,
+			title: `a forced tool call ends with finish_reason "tool_calls"`,
+			judge: func(j *judge) verdict {
+				if tcs, _ := toolCallsOf(j.x("tools.required")); len(tcs) == 0 {
+					return skip("no tool calls; see tools.required.calls")
+				}
+				v, ok := at(j.x("tools.required").json, "choices", 0, "finish_reason")
+				if v != "tool_calls" {
+					return fail(`finish_reason: "tool_calls"`, "finish_reason: "+showField(v, ok))
+				}
+				return pass()
+			}},
+		{id: "tools.named.calls", grade: Must, probes: named,
+			title: "a named tool_choice yields calls to that function only",
+			judge: func(j *judge) verdict {
+				tcs, ok := toolCallsOf(j.x("tools.named"))
+				if !ok || len(tcs) == 0 {
+					v, present := at(j.x("tools.named").json, "choices", 0, "message")
+					return fail("choices[0].message.tool_calls calling "+namedTool, "message: "+showField(v, present))
+				}
+				for i, tc := range tcs {
+					if name, ok := at(tc, "function", "name"); name != namedTool {
+						return fail("function.name: "+namedTool, fmt.Sprintf("tool_calls[%d].function.name: %s", i, showField(name, ok)))
+					}
+				}
+				return pass()
+			}},
+		{id: "tools.named.arguments", grade: Must, probes: named,
+			title: "function.arguments of the named call is a string that parses as a JSON object",
+			judge: func(j *judge) verdict { return judgeArguments(j.x("tools.named"), "tools.named.calls") }},
+		{id: "tools.stream.first_fragment", grade: Must, probes: st,
+			title: `the first streamed fragment of each tool call carries id, type "function" and the name`,
+			judge: func(j *judge) verdict {
+				_, by := toolFragments(j.x("tools.stream"))
+				if len(by) == 0 {
+					return fail("delta.tool_calls fragments", "no tool-call fragments in the stream")
+				}
+				for _, idx := range sortedKeys(by) {
+					f := by[idx][0]
+					name, _ := at(f.m, "function", "name")
+					if !nonEmptyString(f.m["id"]) || f.m["type"] != "function" || !nonEmptyString(name) {
+						return fail(`first fragment {"index", "id", "type": "function", "function": {"name"}}`,
+							fmt.Sprintf("chunk %d: %s", f.pos, show(f.m))).at(chunkData(j.x("tools.stream"), f.pos))
+					}
+				}
+				return pass()
+			}},
+		{id: "tools.stream.index", grade: Must, probes: st,
+			title: "every streamed tool-call fragment carries an integer index",
+			judge: func(j *judge) verdict {
+				frags, _ := toolFragments(j.x("tools.stream"))
+				if len(frags) == 0 {
+					return skip("no fragments; see tools.stream.first_fragment")
+				}
+				for _, f := range frags {
+					if !f.hasIndex {
+						return fail("index: integer on every fragment", fmt.Sprintf("chunk %d: %s", f.pos, show(f.m))).at(chunkData(j.x("tools.stream"), f.pos))
+					}
+				}
+				return pass()
+			}},
+		{id: "tools.stream.later_fragments", grade: Must, probes: st,
+			title: "later fragments of a tool call repeat neither id nor name",
+			judge: func(j *judge) verdict {
+				_, by := toolFragments(j.x("tools.stream"))
+				if len(by) == 0 {
+					return skip("no fragments; see tools.stream.first_fragment")
+				}
+				for _, idx := range sortedKeys(by) {
+					for _, f := range by[idx][1:] {
+						name, _ := at(f.m, "function", "name")
+						if nonEmptyString(f.m["id"]) || nonEmptyString(name) {
+							return fail("id and function.name only on the first fragment", fmt.Sprintf("chunk %d: %s", f.pos, show(f.m))).at(chunkData(j.x("tools.stream"), f.pos))
+						}
+					}
+				}
+				return pass()
+			}},
+		{id: "tools.stream.arguments", grade: Must, probes: st,
+			title: "the argument fragments of each call are strings that concatenate to a JSON object",
+			judge: func(j *judge) verdict {
+				_, by := toolFragments(j.x("tools.stream"))
+				if len(by) == 0 {
+					return skip("no fragments; see tools.stream.first_fragment")
+				}
+				for _, idx := range sortedKeys(by) {
+					joined := ""
+					for _, f := range by[idx] {
+						a, ok := at(f.m, "function", "arguments")
+						if isNullish(a, ok) {
+							continue
+						}
+						s, isStr := a.(string)
+						if !isStr {
+							return fail("function.arguments fragments: strings", fmt.Sprintf("chunk %d arguments: %s (%s)", f.pos, show(a), typeName(a))).at(chunkData(j.x("tools.stream"), f.pos))
+						}
+						joined += s
+					}
+					if why := argumentsObject(joined, true); why != "" {
+						return fail("concatenated arguments: a JSON object", fmt.Sprintf("tool call %d: %s", idx, why))
+					}
+				}
+				return pass()
+			}},
+		{id: "tools.stream.finish_reason", grade: Should, probes: st,
+			title: `a forced streamed tool call ends with finish_reason "tool_calls"`,
+			judge: func(j *judge) verdict {
+				frags, _ := toolFragments(j.x("tools.stream"))
+				if len(frags) == 0 {
+					return skip("no fragments; see tools.stream.first_fragment")
+				}
+				var last any
+				if v := chunkChoices(j.x("tools.stream"), func(pos, idx int, c map[string]any) *verdict {
+					if fr, ok := c["finish_reason"]; !isNullish(fr, ok) {
+						last = fr
+					}
+					return nil
+				}); v != nil {
+					return *v
+				}
+				if last != "tool_calls" {
+					return fail(`finish_reason: "tool_calls"`, "finish_reason: "+show(last))
+				}
+				return pass()
+			}},
+	}
+}

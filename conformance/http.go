@@ -1,0 +1,300 @@
+package conformance
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+)
+
+// maxBody caps what is kept of one response; conformance never needs more
+// and a runaway stream must not exhaust memory.
+const maxBody = 8 << 20
+
+// exchange is one probe's request and what came back, kept raw so every
+// check can judge it and quote it.
+type exchange struct {
+	method, path string
+	reqBody      []byte
+
+	err    error // transport error: no (complete) response
+	status int
+	header http.Header
+	body   []byte
+	// json is the decoded body when it was JSON (nil otherwise).
+	json    any
+	jsonErr error
+	// stream is the parsed body when it was an event stream.
+	stream *sseStream
+	// chunks are the stream's data events decoded, in order; an entry is
+	// nil when that event's data was not JSON.
+	chunks []any
+
+	// skip, when set, makes every check on this probe SKIP with it as the
+	// reason (endpoint absent, feature refused, precondition missing).
+	skip string
+
+	// sdk holds what the SDK-driven probes observed.
+	sdk *sdkResult
+}
+
+func (x *exchange) contentType() string {
+	if x.header == nil {
+		return ""
+	}
+	mt, _, err := mime.ParseMediaType(x.header.Get("Content-Type"))
+	if err != nil {
+		return strings.ToLower(x.header.Get("Content-Type"))
+	}
+	return mt
+}
+
+// errorMessage digs a human-readable message out of an error body, whatever
+// its shape, for SKIP reasons.
+func (x *exchange) errorMessage() string {
+	for _, p := range [][]any{{"error", "message"}, {"message"}, {"error"}, {"detail"}} {
+		if v, ok := at(x.json, p...); ok {
+			if s, ok := v.(string); ok {
+				return clip(s, 120)
+			}
+		}
+	}
+	return clip(strings.TrimSpace(string(x.body)), 120)
+}
+
+// statusLine summarises the response for evidence.
+func (x *exchange) statusLine() string {
+	if x.err != nil {
+		return "request failed: " + x.err.Error()
+	}
+	s := fmt.Sprintf("HTTP %d", x.status)
+	if ct := x.header.Get("Content-Type"); ct != "" {
+		s += " (" + ct + ")"
+	}
+	if x.status >= 400 {
+		s += ": " + x.errorMessage()
+	}
+	return s
+}
+
+// excerptAt is the short copy of the raw exchange that goes into evidence.
+// The quoted answer starts at the line holding focus, when given and found.
+func (x *exchange) excerptAt(focus string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "> %s %s\n", x.method, x.path)
+	if len(x.reqBody) > 0 {
+		fmt.Fprintf(&b, "> %s\n", clip(string(x.reqBody), 300))
+	}
+	if x.err != nil {
+		fmt.Fprintf(&b, "< (no response: %v)", x.err)
+		return b.String()
+	}
+	fmt.Fprintf(&b, "< HTTP %d", x.status)
+	if ct := x.header.Get("Content-Type"); ct != "" {
+		fmt.Fprintf(&b, " Content-Type: %s", ct)
+	}
+	b.WriteString("\n")
+	// Blank lines (SSE event separators) are dropped: they carry nothing a
+	// reader needs and would halve what fits.
+	body := string(x.body)
+	if i := strings.Index(body, focus); focus != "" && i > 0 {
+		if nl := strings.LastIndex(body[:i], "\n"); nl >= 0 {
+			b.WriteString("< …\n")
+			body = body[nl+1:]
+		}
+	}
+	n := 0
+	for _, line := range strings.Split(clip(body, 900), "\n") {
+		if strings.TrimSpace(line) == "" {
+			continue
+		}
+		if n == 10 {
+			b.WriteString("< …\n")
+			break
+		}
+		fmt.Fprintf(&b, "< %s\n", clip(line, 240))
+		n++
+	}
+	return strings.TrimRight(b.String(), "\n")
+}
+
+// client speaks raw HTTP to the server under test; no SDK in the way, so the
+// checks see exactly what came over the wire.
+type client struct {
+	root    string // ".../v1", no trailing slash
+	apiKey  string
+	hc      *http.Client
+	timeout time.Duration
+}
+
+type request struct {
+	method string
+	path   string // below root, e.g. "/chat/completions"
+	body   any    // marshalled as JSON unless raw is set
+	raw    []byte
+	// key overrides the API key (for the bad-key probe).
+	key    string
+	stream bool // parse the answer as an event stream
+}
+
+func (c *client) do(ctx context.Context, r request) *exchange {
+	x := &exchange{method: r.method, path: "/v1" + r.path}
+	switch {
+	case r.raw != nil:
+		x.reqBody = r.raw
+	case r.body != nil:
+		b, err := json.Marshal(r.body)
+		if err != nil {
+			x.err = err
+			return x
+		}
+		x.reqBody = b
+	}
+	ctx, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
+	var body io.Reader
+	if x.reqBody != nil {
+		body = bytes.NewReader(x.reqBody)
+	}
+	req, err := http.NewRequestWithContext(ctx, r.method, c.root+r.path, body)
+	if err != nil {
+		x.err = err
+		return x
+	}
+	if x.reqBody != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if r.stream {
+		req.Header.Set("Accept", "text/event-stream")
+	} else {
+		req.Header.Set("Accept", "application/json")
+	}
+	key := c.apiKey
+	if r.key != "" {
+		key = r.key
+	}
+	if key != "" {
+		req.Header.Set("Authorization", "Bearer "+key)
+	}
+	res, err := c.hc.Do(req)
+	if err != nil {
+		x.err = err
+		return x
+	}
+	defer res.Body.Close()
+	x.status = res.StatusCode
+	x.header = res.Header
+	x.body, err = io.ReadAll(io.LimitReader(res.Body, maxBody))
+	if err != nil {
+		x.err = fmt.Errorf("reading body: %w", err)
+		return x
+	}
+	x.decode(r.stream)
+	return x
+}
+
+// decode fills json or stream. A stream request is parsed as an event stream
+// when the server labelled it so or it plainly is one, so a wrong
+// Content-Type is reported by its own check instead of hiding every other.
+func (x *exchange) decode(stream bool) {
+	trimmed := bytes.TrimSpace(x.body)
+	if stream && x.status == http.StatusOK &&
+		(x.contentType() == "text/event-stream" || bytes.HasPrefix(trimmed, []byte("data:"))) {
+		x.stream = parseSSE(bytes.NewReader(x.body))
+		for _, ev := range x.stream.dataEvents() {
+			v, err := decodeJSON([]byte(ev.Data))
+			if err != nil {
+				v = nil
+			}
+			x.chunks = append(x.chunks, v)
+		}
+		return
+	}
+	if len(trimmed) > 0 {
+		x.json, x.jsonErr = decodeJSON(trimmed)
+	}
+}
+
+// recorder is an http.RoundTripper that keeps a copy of the last exchange
+// the SDK made, so SDK checks can quote the wire like the raw ones do.
+type recorder struct {
+	base http.RoundTripper
+	mu   sync.Mutex
+	x    exchange
+	buf  *cappedBuffer
+}
+
+func (r *recorder) RoundTrip(req *http.Request) (*http.Response, error) {
+	var reqBody []byte
+	if req.Body != nil && req.GetBody != nil {
+		if rc, err := req.GetBody(); err == nil {
+			reqBody, _ = io.ReadAll(io.LimitReader(rc, 4096))
+			rc.Close()
+		}
+	}
+	res, err := r.base.RoundTrip(req)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.x = exchange{method: req.Method, path: req.URL.Path, reqBody: reqBody, err: err}
+	if err != nil {
+		return res, err
+	}
+	r.x.status = res.StatusCode
+	r.x.header = res.Header
+	r.buf = &cappedBuffer{max: 64 << 10}
+	res.Body = &teeBody{rc: res.Body, w: r.buf}
+	return res, nil
+}
+
+// last returns the recorded exchange with the body read so far.
+func (r *recorder) last() *exchange {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	x := r.x
+	if r.buf != nil {
+		x.body = r.buf.bytes()
+	}
+	return &x
+}
+
+type cappedBuffer struct {
+	mu  sync.Mutex
+	max int
+	b   []byte
+}
+
+func (c *cappedBuffer) Write(p []byte) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if room := c.max - len(c.b); room > 0 {
+		c.b = append(c.b, p[:min(room, len(p))]...)
+	}
+	return len(p), nil
+}
+
+func (c *cappedBuffer) bytes() []byte {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]byte(nil), c.b...)
+}
+
+type teeBody struct {
+	rc io.ReadCloser
+	w  io.Writer
+}
+
+func (t *teeBody) Read(p []byte) (int, error) {
+	n, err := t.rc.Read(p)
+	if n > 0 {
+		_, _ = t.w.Write(p[:n])
+	}
+	return n, err
+}
+
+func (t *teeBody) Close() error { return t.rc.Close() }

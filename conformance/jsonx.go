@@ -1,0 +1,128 @@
+package conformance
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strings"
+)
+
+// Responses are decoded into generic values (with json.Number) rather than
+// structs because the checks must tell "absent" from "null" from "wrong type",
+// and "3" from "3.0" for integer fields; typed decoding would hide all three.
+
+func decodeJSON(b []byte) (any, error) {
+	d := json.NewDecoder(bytes.NewReader(b))
+	d.UseNumber()
+	var v any
+	if err := d.Decode(&v); err != nil {
+		return nil, err
+	}
+	if d.More() {
+		return nil, fmt.Errorf("trailing data after JSON value")
+	}
+	return v, nil
+}
+
+func asObject(v any) (map[string]any, bool) {
+	m, ok := v.(map[string]any)
+	return m, ok
+}
+
+func asArray(v any) ([]any, bool) {
+	a, ok := v.([]any)
+	return a, ok
+}
+
+// asInt accepts only integer literals: 1700000000 but not 1700000000.5 or
+// 1.7e9, because the reference types these fields as integers.
+func asInt(v any) (int64, bool) {
+	n, ok := v.(json.Number)
+	if !ok || strings.ContainsAny(string(n), ".eE") {
+		return 0, false
+	}
+	i, err := n.Int64()
+	return i, err == nil
+}
+
+func asNumber(v any) (float64, bool) {
+	n, ok := v.(json.Number)
+	if !ok {
+		return 0, false
+	}
+	f, err := n.Float64()
+	return f, err == nil
+}
+
+// at walks objects by string keys and arrays by int indexes.
+func at(v any, path ...any) (any, bool) {
+	for _, p := range path {
+		switch k := p.(type) {
+		case string:
+			m, ok := v.(map[string]any)
+			if !ok {
+				return nil, false
+			}
+			if v, ok = m[k]; !ok {
+				return nil, false
+			}
+		case int:
+			a, ok := v.([]any)
+			if !ok || k < 0 || k >= len(a) {
+				return nil, false
+			}
+			v = a[k]
+		default:
+			return nil, false
+		}
+	}
+	return v, true
+}
+
+// isNullish is true for an absent key (ok=false) or an explicit null.
+func isNullish(v any, ok bool) bool { return !ok || v == nil }
+
+// show renders a value for evidence, short enough for a table cell.
+func show(v any) string {
+	if v == nil {
+		return "null"
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Sprintf("%v", v)
+	}
+	return clip(string(b), 160)
+}
+
+// showField renders a possibly absent field.
+func showField(v any, ok bool) string {
+	if !ok {
+		return "absent"
+	}
+	return show(v)
+}
+
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}
+
+func typeName(v any) string {
+	switch v.(type) {
+	case nil:
+		return "null"
+	case string:
+		return "string"
+	case json.Number:
+		return "number"
+	case bool:
+		return "boolean"
+	case []any:
+		return "array"
+	case map[string]any:
+		return "object"
+	}
+	return fmt.Sprintf("%T", v)
+}

@@ -1,0 +1,87 @@
+package conformance
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+)
+
+// Main runs the `gateway conformance` command: args are the flags after the
+// subcommand name. Progress goes to stderr so that `--format json > file`
+// stays clean; the report goes to stdout or --out. It returns the exit
+// code: 0 when every MUST check passed or was skipped, 1 when one failed,
+// 2 when the arguments are wrong or the server could not be reached.
+func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("conformance", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var o Options
+	var only, format, out string
+	fs.StringVar(&o.BaseURL, "base-url", "", "server to check, with or without the /v1 suffix (required)")
+	fs.StringVar(&o.APIKey, "api-key", "", "bearer token; also enables the bad-key check")
+	fs.StringVar(&o.Model, "model", "", "chat model (default: the first id in /v1/models)")
+	fs.StringVar(&o.EmbeddingModel, "embedding-model", "", "embedding model (default: --model, and a 400 then means unsupported)")
+	fs.StringVar(&only, "only", "", "run only checks whose id matches this glob; comma-separated globs allowed")
+	fs.BoolVar(&o.Strict, "strict", false, "STRICT checks count like MUST instead of only warning")
+	fs.StringVar(&format, "format", string(FormatTable), "report format: table, json, junit or markdown")
+	fs.StringVar(&out, "out", "", "write the report to this file instead of stdout")
+	fs.DurationVar(&o.Timeout, "timeout", defaultTimeout, "timeout for each request")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: gateway conformance --base-url URL [--api-key KEY] [--model M] [--embedding-model E]")
+		fmt.Fprintln(stderr, "       [--only GLOB] [--strict] [--format table|json|junit|markdown] [--out FILE] [--timeout 30s]")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "conformance: unexpected arguments %q\n", fs.Args())
+		return 2
+	}
+	f, err := ParseFormat(format)
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return 2
+	}
+	for _, g := range strings.Split(only, ",") {
+		if g = strings.TrimSpace(g); g != "" {
+			o.Only = append(o.Only, g)
+		}
+	}
+	o.Progress = stderr
+
+	rep, err := Run(ctx, o)
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return 2
+	}
+	if err := writeReport(rep, f, out, stdout); err != nil {
+		fmt.Fprintf(stderr, "conformance: writing report: %v\n", err)
+		return 2
+	}
+	if out != "" {
+		fmt.Fprintln(stderr, rep.verdictLine())
+	}
+	return rep.ExitCode()
+}
+
+func writeReport(rep *Report, f Format, path string, stdout io.Writer) error {
+	if path == "" {
+		return rep.Write(stdout, f)
+	}
+	file, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := rep.Write(file, f); err != nil {
+		file.Close()
+		return err
+	}
+	return file.Close()
+}

@@ -1,0 +1,140 @@
+package conformance
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// runMain runs the command the way cmd/gateway will, returning exit code,
+// stdout and stderr.
+func runMain(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	code := Main(context.Background(), args, &out, &errOut)
+	return code, out.String(), errOut.String()
+}
+
+func decodeReport(t *testing.T, s string) jsonReport {
+	t.Helper()
+	var r jsonReport
+	if err := json.Unmarshal([]byte(s), &r); err != nil {
+		t.Fatalf("report is not JSON: %v\n%s", err, s)
+	}
+	return r
+}
+
+// TestNotOfferedEndpointsSkip: a server without embeddings and tools is not
+// broken, it is smaller; those checks SKIP and the exit code stays 0.
+func TestNotOfferedEndpointsSkip(t *testing.T) {
+	_, srv := newFake(t, faultNoEmbeddingsTools)
+	code, stdout, stderr := runMain(t, "--base-url", srv.URL+"/v1", "--api-key", fakeKey,
+		"--embedding-model", fakeEmbed, "--format", "json")
+	if code != 0 {
+		t.Fatalf("exit code %d, want 0; stderr:\n%s", code, stderr)
+	}
+	rep := decodeReport(t, stdout)
+	got := map[string]Result{}
+	for _, c := range rep.Checks {
+		if c.Result != Pass {
+			got[c.ID] = c.Result
+		}
+		if c.Result == Skip && !strings.Contains(c.Reason, "404") {
+			if c.ID != "errors.retry_after" {
+				t.Errorf("%s skipped for %q, want the 404 named", c.ID, c.Reason)
+			}
+		}
+	}
+	want := baseline()
+	for _, c := range catalogue() {
+		if strings.HasPrefix(c.id, "tools.") || strings.HasPrefix(c.id, "embeddings.") {
+			want[c.id] = Skip
+		}
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("non-passing checks (-want +got):\n%s", diff)
+	}
+	if !strings.Contains(stderr, "left") {
+		t.Errorf("no progress on stderr:\n%s", stderr)
+	}
+}
+
+func TestMainExitCodes(t *testing.T) {
+	_, good := newFake(t)
+	_, broken := newFake(t, faultNoDone)
+	gone := httptest.NewServer(nil)
+	gone.Close()
+	tests := []struct {
+		name string
+		args []string
+		want int
+	}{
+		{"conforming server", []string{"--base-url", good.URL, "--api-key", fakeKey, "--embedding-model", fakeEmbed}, 0},
+		{"MUST failed", []string{"--base-url", broken.URL, "--api-key", fakeKey, "--embedding-model", fakeEmbed}, 1},
+		{"unreachable server", []string{"--base-url", gone.URL}, 2},
+		{"no base url", []string{"--model", "m"}, 2},
+		{"not a URL", []string{"--base-url", "localhost:8080"}, 2},
+		{"unknown format", []string{"--base-url", good.URL, "--format", "yaml"}, 2},
+		{"bad glob", []string{"--base-url", good.URL, "--only", "chat.["}, 2},
+		{"glob matches nothing", []string{"--base-url", good.URL, "--api-key", fakeKey, "--only", "nope.*"}, 2},
+		{"unknown flag", []string{"--base-url", good.URL, "--colour"}, 2},
+		{"stray argument", []string{"--base-url", good.URL, "extra"}, 2},
+		{"no model discoverable", []string{"--base-url", good.URL}, 2}, // no key: /v1/models answers 401
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, _, stderr := runMain(t, tt.args...)
+			if code != tt.want {
+				t.Errorf("exit code %d, want %d; stderr:\n%s", code, tt.want, stderr)
+			}
+		})
+	}
+}
+
+// TestOnlyRunsTheNeededRequests: --only narrows the checks and the requests,
+// which is what keeps a focused CI job fast.
+func TestOnlyRunsTheNeededRequests(t *testing.T) {
+	f, srv := newFake(t)
+	code, stdout, stderr := runMain(t, "--base-url", srv.URL, "--api-key", fakeKey,
+		"--only", "chat.stream.*,models.list.*", "--format", "json")
+	if code != 0 {
+		t.Fatalf("exit code %d; stderr:\n%s", code, stderr)
+	}
+	rep := decodeReport(t, stdout)
+	for _, c := range rep.Checks {
+		if !strings.HasPrefix(c.ID, "chat.stream.") && !strings.HasPrefix(c.ID, "models.list.") {
+			t.Errorf("check %s ran despite --only", c.ID)
+		}
+	}
+	// /v1/models, the plain stream and the include_usage stream.
+	if got := f.requests.Load(); got != 3 {
+		t.Errorf("%d requests, want 3", got)
+	}
+}
+
+func TestMainWritesOutFile(t *testing.T) {
+	_, srv := newFake(t)
+	path := filepath.Join(t.TempDir(), "report.xml")
+	code, stdout, stderr := runMain(t, "--base-url", srv.URL, "--api-key", fakeKey, "--only", "chat.*",
+		"--format", "junit", "--out", path)
+	if code != 0 {
+		t.Fatalf("exit code %d; stderr:\n%s", code, stderr)
+	}
+	if stdout != "" {
+		t.Errorf("stdout should stay empty with --out, got %q", stdout)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(b, []byte(`<testcase name="chat.stream.done" classname="conformance.chat.stream">`)) {
+		t.Errorf("junit file lacks the chat.stream.done case:\n%s", b)
+	}
+}

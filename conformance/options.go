@@ -1,0 +1,109 @@
+package conformance
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"path"
+	"strings"
+	"time"
+)
+
+// Options configure one run. The zero value of every optional field means
+// the default stated on it.
+type Options struct {
+	// BaseURL is the server's root ("http://host:8080") or its API root
+	// ("http://host:8080/v1"); both mean the same server. Required.
+	BaseURL string
+	// APIKey is sent as a bearer token. Empty sends no Authorization header
+	// and skips the bad-key check.
+	APIKey string
+	// Model is the chat model to test. Empty: the first id in /v1/models.
+	Model string
+	// EmbeddingModel is the model for /v1/embeddings. Empty: Model, and a
+	// 400 from the embeddings endpoint then counts as "not supported" (SKIP)
+	// rather than a failure.
+	EmbeddingModel string
+	// Only keeps the checks whose id matches one of these globs (path.Match
+	// syntax, e.g. "chat.stream.*"). Empty: every check.
+	Only []string
+	// Strict makes STRICT checks count like MUST; otherwise they only warn.
+	Strict bool
+	// Timeout bounds each request, body included. Zero: 30s.
+	Timeout time.Duration
+	// Concurrency bounds the requests in flight. Zero: 4.
+	Concurrency int
+	// HTTPClient carries the requests. Nil: a private client whose idle
+	// connections are closed when Run returns. Timeout applies per request
+	// through the context, so the client needs no overall timeout.
+	HTTPClient *http.Client
+	// Progress receives one line per judged check while the suite runs.
+	// Nil: silent.
+	Progress io.Writer
+	// Now is the clock for the report's timestamps and for judging whether
+	// "created" is plausible. Nil: time.Now.
+	Now func() time.Time
+}
+
+const (
+	defaultTimeout     = 30 * time.Second
+	defaultConcurrency = 4
+)
+
+// apiRoot validates BaseURL and returns the "/v1" root without a trailing
+// slash.
+func (o *Options) apiRoot() (string, error) {
+	if o.BaseURL == "" {
+		return "", &UsageError{Msg: "--base-url is required"}
+	}
+	u, err := url.Parse(o.BaseURL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return "", &UsageError{Msg: fmt.Sprintf("--base-url %q is not an http(s) URL", o.BaseURL)}
+	}
+	root := strings.TrimRight(u.String(), "/")
+	if !strings.HasSuffix(root, "/v1") {
+		root += "/v1"
+	}
+	return root, nil
+}
+
+func (o *Options) normalize() (root string, err error) {
+	root, err = o.apiRoot()
+	if err != nil {
+		return "", err
+	}
+	if o.Timeout < 0 {
+		return "", &UsageError{Msg: "--timeout must not be negative"}
+	}
+	if o.Timeout == 0 {
+		o.Timeout = defaultTimeout
+	}
+	if o.Concurrency < 0 {
+		return "", &UsageError{Msg: "concurrency must not be negative"}
+	}
+	if o.Concurrency == 0 {
+		o.Concurrency = defaultConcurrency
+	}
+	for _, g := range o.Only {
+		if _, err := path.Match(g, ""); err != nil {
+			return "", &UsageError{Msg: fmt.Sprintf("--only %q: %v", g, err)}
+		}
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	return root, nil
+}
+
+func (o *Options) selects(id string) bool {
+	if len(o.Only) == 0 {
+		return true
+	}
+	for _, g := range o.Only {
+		if ok, _ := path.Match(g, id); ok {
+			return true
+		}
+	}
+	return false
+}

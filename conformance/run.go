@@ -1,0 +1,314 @@
+package conformance
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"sync"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+)
+
+// check is one graded assertion about one or more probes.
+type check struct {
+	id    string
+	grade Grade
+	title string
+	// probes the check judges; the first is quoted in evidence unless the
+	// verdict names another. Nil: judged last, over every exchange.
+	probes []probeID
+	// anyOf: judge whichever of probes gave a usable answer (dropping the
+	// skipped and failed ones) instead of gating on each of them.
+	anyOf bool
+	judge func(j *judge) verdict
+}
+
+// verdict is a judge's finding before grading turns it into a Result.
+type verdict struct {
+	skip     string
+	fail     bool
+	expected string
+	seen     string
+	x        *exchange
+	// focus, when found in the answer, is where the excerpt starts, so a
+	// fault deep in a stream is quoted instead of its first chunks.
+	focus string
+}
+
+func pass() verdict                        { return verdict{} }
+func skip(reason string) verdict           { return verdict{skip: reason} }
+func fail(expected, seen string) verdict   { return verdict{fail: true, expected: expected, seen: seen} }
+func (v verdict) from(x *exchange) verdict { v.x = x; return v }
+func (v verdict) at(focus string) verdict  { v.focus = focus; return v }
+
+// judge is what a check sees: its exchanges and the run's settings.
+type judge struct {
+	o   *Options
+	now time.Time
+	ex  map[probeID]*exchange
+}
+
+func (j *judge) x(id probeID) *exchange { return j.ex[id] }
+
+type runner struct {
+	o Options
+	c *client
+}
+
+// Run executes the suite against o.BaseURL and returns the report. It
+// returns a *UsageError for bad options, an *UnreachableError when the
+// server cannot be reached at all, and ctx's error when cancelled; check
+// failures are in the report, never an error.
+func Run(ctx context.Context, o Options) (*Report, error) {
+	root, err := o.normalize()
+	if err != nil {
+		return nil, err
+	}
+	if o.HTTPClient == nil {
+		// A private transport, so a library call leaves no idle
+		// connections (and their goroutines) behind.
+		tr := http.DefaultTransport.(*http.Transport).Clone()
+		defer tr.CloseIdleConnections()
+		o.HTTPClient = &http.Client{Transport: tr}
+	}
+	r := &runner{o: o, c: &client{root: root, apiKey: o.APIKey, hc: o.HTTPClient, timeout: o.Timeout}}
+	started := r.o.Now()
+
+	// /v1/models is both the reachability test and model discovery, so it
+	// runs first and alone; its answer is reused by the models checks.
+	models := r.c.do(ctx, request{method: http.MethodGet, path: "/models"})
+	if models.err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, &UnreachableError{URL: root, Err: models.err}
+	}
+	if r.o.Model == "" {
+		id, ok := at(models.json, "data", 0, "id")
+		s, _ := id.(string)
+		if !ok || s == "" {
+			return nil, &UsageError{Msg: "no --model given and /v1/models names none (" + models.statusLine() + ")"}
+		}
+		r.o.Model = s
+	}
+
+	probes := map[probeID]*probe{}
+	var order []*probe
+	for _, p := range r.probes() {
+		probes[p.id] = p
+		order = append(order, p)
+	}
+	var selected []*check
+	isSelected := map[string]bool{}
+	for _, c := range catalogue() {
+		if r.o.selects(c.id) {
+			selected = append(selected, c)
+			isSelected[c.id] = true
+		}
+	}
+	if len(selected) == 0 {
+		return nil, &UsageError{Msg: fmt.Sprintf("--only %q matches no check", r.o.Only)}
+	}
+
+	s := &schedule{
+		r: r, probes: probes, selected: isSelected,
+		ex:        map[probeID]*exchange{},
+		waiting:   map[probeID][]int{},
+		remaining: make([]int, len(selected)),
+		results:   make([]CheckResult, len(selected)),
+		checks:    selected,
+		total:     len(selected),
+	}
+	need := map[probeID]bool{}
+	for i, c := range selected {
+		for _, id := range c.probes {
+			if _, ok := probes[id]; !ok {
+				panic("conformance: check " + c.id + " names unknown probe " + string(id))
+			}
+			need[id] = true
+			s.waiting[id] = append(s.waiting[id], i)
+			s.remaining[i]++
+		}
+	}
+	s.progressf("conformance: %d checks against %s (model %s)\n", len(selected), root, r.o.Model)
+
+	s.finish(probes["models.list"], models)
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(r.o.Concurrency)
+	for _, p := range order {
+		if !need[p.id] || p.id == "models.list" {
+			continue
+		}
+		g.Go(func() error {
+			s.finish(p, p.run(gctx, r))
+			return nil
+		})
+	}
+	_ = g.Wait()
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	for i, c := range selected {
+		if c.probes == nil {
+			s.judgeAt(i)
+		}
+	}
+	return &Report{
+		BaseURL:        root,
+		Model:          r.o.Model,
+		EmbeddingModel: r.embeddingModel(),
+		Strict:         r.o.Strict,
+		Started:        started,
+		Duration:       r.o.Now().Sub(started),
+		Checks:         s.results,
+	}, nil
+}
+
+// schedule judges each check as soon as its probes are in, so progress is
+// live while the report keeps catalogue order.
+type schedule struct {
+	r        *runner
+	probes   map[probeID]*probe
+	selected map[string]bool
+	checks   []*check
+
+	mu        sync.Mutex
+	ex        map[probeID]*exchange
+	waiting   map[probeID][]int
+	remaining []int
+	results   []CheckResult
+	done      int
+	total     int
+}
+
+func (s *schedule) finish(p *probe, x *exchange) {
+	if x.skip == "" {
+		x.skip = p.notOffered(x)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.ex[p.id] = x
+	for _, i := range s.waiting[p.id] {
+		s.remaining[i]--
+		if s.remaining[i] == 0 {
+			s.judgeLocked(i)
+		}
+	}
+}
+
+func (s *schedule) judgeAt(i int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.judgeLocked(i)
+}
+
+func (s *schedule) judgeLocked(i int) {
+	c := s.checks[i]
+	ex := map[probeID]*exchange{}
+	if c.probes == nil {
+		for id, x := range s.ex {
+			ex[id] = x
+		}
+	} else {
+		for _, id := range c.probes {
+			ex[id] = s.ex[id]
+		}
+	}
+	res := s.evaluate(c, ex)
+	s.results[i] = res
+	s.done++
+	s.progressf("[%*d/%d] %-42s %-4s  %d left\n", width(s.total), s.done, s.total, c.id, res.Result, s.total-s.done)
+}
+
+func (s *schedule) progressf(format string, args ...any) {
+	if s.r.o.Progress != nil {
+		fmt.Fprintf(s.r.o.Progress, format, args...)
+	}
+}
+
+func width(n int) int { return len(fmt.Sprint(n)) }
+
+func (s *schedule) evaluate(c *check, ex map[probeID]*exchange) CheckResult {
+	res := CheckResult{ID: c.id, Grade: c.grade, Title: c.title}
+	v, gated := s.gate(c, ex)
+	if !gated {
+		v = c.judge(&judge{o: &s.r.o, now: s.r.o.Now(), ex: ex})
+	}
+	switch {
+	case v.skip != "":
+		res.Result = Skip
+		res.Reason = v.skip
+		return res
+	case !v.fail:
+		res.Result = Pass
+		return res
+	}
+	res.Result = Warn
+	if c.grade == Must || (c.grade == Strict && s.r.o.Strict) {
+		res.Result = Fail
+	}
+	x := v.x
+	if x == nil && len(c.probes) > 0 {
+		x = ex[c.probes[0]]
+	}
+	res.Reason = clip(v.seen, 200)
+	res.Evidence = &Evidence{Expected: v.expected, Seen: v.seen}
+	if x != nil && (x.method != "" || x.err != nil) {
+		res.Evidence.Excerpt = x.excerptAt(v.focus)
+	}
+	return res
+}
+
+// gate turns an unusable probe into one FAIL (on the probe's gate check, or
+// on any check when the gate was not selected) and SKIPs elsewhere.
+func (s *schedule) gate(c *check, ex map[probeID]*exchange) (verdict, bool) {
+	if c.anyOf {
+		for _, id := range c.probes {
+			if x := ex[id]; x.skip != "" || !s.probes[id].usable(x) {
+				delete(ex, id)
+			}
+		}
+		if len(ex) == 0 {
+			return skip("none of its requests got an answer to judge"), true
+		}
+		return verdict{}, false
+	}
+	for _, id := range c.probes {
+		p, x := s.probes[id], ex[id]
+		if x.skip != "" {
+			return skip(x.skip), true
+		}
+		if p.usable(x) {
+			continue
+		}
+		if c.id == p.gate || !s.selected[p.gate] {
+			return fail(p.expectation(), p.unusableWhy(x)).from(x), true
+		}
+		return skip("no usable answer to judge; see " + p.gate), true
+	}
+	return verdict{}, false
+}
+
+func (p *probe) expectation() string {
+	switch {
+	case !p.wantOK:
+		return "an HTTP response"
+	case p.stream:
+		return "HTTP 200 with an event stream"
+	}
+	return "HTTP 200 with a JSON body"
+}
+
+func (p *probe) unusableWhy(x *exchange) string {
+	if x.err == nil && x.status == http.StatusOK {
+		if p.stream {
+			return x.statusLine() + " but the body is not an event stream"
+		}
+		if x.jsonErr != nil {
+			return "HTTP 200 but the body is not JSON: " + x.jsonErr.Error()
+		}
+		return x.statusLine() + " but the body is empty"
+	}
+	return x.statusLine()
+}

@@ -1,0 +1,171 @@
+package conformance
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
+)
+
+// sdkResult is what an SDK-driven probe observed. The SDK checks exist
+// because a server can be byte-for-byte plausible and still trip the client
+// most Go programs use.
+type sdkResult struct {
+	err      error
+	choices  int
+	chunks   int
+	rejected int // chunks the accumulator refused
+	models   int
+}
+
+// sdkClient builds an openai-go client aimed at the server under test,
+// recording its traffic. Retries are off: a retried request would hide the
+// first answer, which is the one being judged.
+func (r *runner) sdkClient() (openai.Client, *recorder) {
+	base := r.o.HTTPClient.Transport
+	if base == nil {
+		base = http.DefaultTransport
+	}
+	rec := &recorder{base: base}
+	c := openai.NewClient(
+		option.WithBaseURL(r.c.root+"/"),
+		option.WithAPIKey(r.o.APIKey),
+		// Ambient OPENAI_ORG_ID / OPENAI_PROJECT_ID belong to another server.
+		option.WithHeaderDel("OpenAI-Organization"),
+		option.WithHeaderDel("OpenAI-Project"),
+		option.WithHTTPClient(&http.Client{Transport: rec}),
+		option.WithMaxRetries(0),
+		option.WithRequestTimeout(r.o.Timeout),
+	)
+	return c, rec
+}
+
+func (r *runner) sdkParams(model string) openai.ChatCompletionNewParams {
+	return openai.ChatCompletionNewParams{
+		Model:     model,
+		Messages:  []openai.ChatCompletionMessageParamUnion{openai.UserMessage("Say hello.")},
+		MaxTokens: openai.Int(16),
+	}
+}
+
+func sdkChat(ctx context.Context, r *runner) *exchange {
+	c, rec := r.sdkClient()
+	ctx, cancel := context.WithTimeout(ctx, r.o.Timeout)
+	defer cancel()
+	res, err := c.Chat.Completions.New(ctx, r.sdkParams(r.o.Model))
+	x := rec.last()
+	x.sdk = &sdkResult{err: err}
+	if res != nil {
+		x.sdk.choices = len(res.Choices)
+	}
+	return x
+}
+
+func sdkStream(ctx context.Context, r *runner) *exchange {
+	c, rec := r.sdkClient()
+	ctx, cancel := context.WithTimeout(ctx, r.o.Timeout)
+	defer cancel()
+	stream := c.Chat.Completions.NewStreaming(ctx, r.sdkParams(r.o.Model))
+	res := &sdkResult{}
+	var acc openai.ChatCompletionAccumulator
+	for stream.Next() {
+		res.chunks++
+		if !acc.AddChunk(stream.Current()) {
+			res.rejected++
+		}
+	}
+	res.err = stream.Err()
+	_ = stream.Close()
+	res.choices = len(acc.Choices)
+	x := rec.last()
+	x.sdk = res
+	return x
+}
+
+func sdkError(ctx context.Context, r *runner) *exchange {
+	c, rec := r.sdkClient()
+	ctx, cancel := context.WithTimeout(ctx, r.o.Timeout)
+	defer cancel()
+	_, err := c.Chat.Completions.New(ctx, r.sdkParams(noSuchModel))
+	x := rec.last()
+	x.sdk = &sdkResult{err: err}
+	return x
+}
+
+func sdkModels(ctx context.Context, r *runner) *exchange {
+	c, rec := r.sdkClient()
+	ctx, cancel := context.WithTimeout(ctx, r.o.Timeout)
+	defer cancel()
+	page, err := c.Models.List(ctx)
+	x := rec.last()
+	x.sdk = &sdkResult{err: err}
+	if page != nil {
+		x.sdk.models = len(page.Data)
+	}
+	return x
+}
+
+// sdkErr describes an SDK error with what *openai.Error knows.
+func sdkErr(err error) string {
+	var apiErr *openai.Error
+	if errors.As(err, &apiErr) {
+		return fmt.Sprintf("*openai.Error status %d, message %q, type %q", apiErr.StatusCode, clip(apiErr.Message, 80), apiErr.Type)
+	}
+	return fmt.Sprintf("%T: %v", err, err)
+}
+
+func sdkChecks() []*check {
+	return []*check{
+		{id: "sdk.chat", grade: Must, probes: []probeID{"sdk.chat"},
+			title: "openai-go decodes a chat completion with at least one choice",
+			judge: func(j *judge) verdict {
+				s := j.x("sdk.chat").sdk
+				if s.err != nil || s.choices == 0 {
+					return fail("a completion with choices", fmt.Sprintf("%d choices, error: %v", s.choices, errOrNone(s.err)))
+				}
+				return pass()
+			}},
+		{id: "sdk.stream", grade: Must, probes: []probeID{"sdk.stream"},
+			title: "openai-go streams a chat completion: every chunk accumulates and the stream ends cleanly",
+			judge: func(j *judge) verdict {
+				s := j.x("sdk.stream").sdk
+				if s.err != nil || s.chunks == 0 || s.rejected > 0 || s.choices == 0 {
+					return fail("chunks that all accumulate into a completion, no stream error",
+						fmt.Sprintf("%d chunks, %d refused by the accumulator, %d choices, error: %v", s.chunks, s.rejected, s.choices, errOrNone(s.err)))
+				}
+				return pass()
+			}},
+		{id: "sdk.error", grade: Must, probes: []probeID{"sdk.error"},
+			title: "an error answer surfaces in openai-go as *openai.Error with status, message and type",
+			judge: func(j *judge) verdict {
+				s := j.x("sdk.error").sdk
+				var apiErr *openai.Error
+				if s.err == nil {
+					return fail("an *openai.Error for model "+noSuchModel, "the call succeeded")
+				}
+				if !errors.As(s.err, &apiErr) || apiErr.StatusCode < 400 || apiErr.Message == "" || apiErr.Type == "" {
+					return fail("*openai.Error with StatusCode ≥ 400, Message and Type", sdkErr(s.err))
+				}
+				return pass()
+			}},
+		{id: "sdk.models", grade: Should, probes: []probeID{"sdk.models"},
+			title: "openai-go lists the models",
+			judge: func(j *judge) verdict {
+				s := j.x("sdk.models").sdk
+				if s.err != nil || s.models == 0 {
+					return fail("at least one model", fmt.Sprintf("%d models, error: %v", s.models, errOrNone(s.err)))
+				}
+				return pass()
+			}},
+	}
+}
+
+func errOrNone(err error) string {
+	if err == nil {
+		return "none"
+	}
+	return sdkErr(err)
+}
