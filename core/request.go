@@ -2,9 +2,35 @@ package core
 
 import "encoding/json"
 
+// Op is the OpenAI endpoint a request came in on.
+type Op uint8
+
+const (
+	// OpChat is POST /v1/chat/completions (the zero value).
+	OpChat Op = iota
+	// OpCompletions is POST /v1/completions.
+	OpCompletions
+	// OpEmbeddings is POST /v1/embeddings.
+	OpEmbeddings
+)
+
+// Path is the endpoint's path below an OpenAI base URL (which includes /v1).
+func (o Op) Path() string {
+	switch o {
+	case OpCompletions:
+		return "/completions"
+	case OpEmbeddings:
+		return "/embeddings"
+	}
+	return "/chat/completions"
+}
+
 // Request is the decoded view of one client request, made once by the server and shared,
 // read-only, by every stage after it.
 type Request struct {
+	// Op is the endpoint; adapters that do not serve it answer a 404 StatusError, so the chain
+	// moves on to a target that does.
+	Op Op
 	// Model is the client's "model": a route name.
 	Model string
 	// Stream is the client's "stream".

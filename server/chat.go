@@ -25,8 +25,22 @@ const (
 )
 
 func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
+	s.serveOp(w, r, core.OpChat)
+}
+
+func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request) {
+	s.serveOp(w, r, core.OpCompletions)
+}
+
+func (s *Server) handleEmbeddings(w http.ResponseWriter, r *http.Request) {
+	s.serveOp(w, r, core.OpEmbeddings)
+}
+
+// serveOp serves one request on an OpenAI endpoint through admission, eligibility, the attempt
+// loop and the writer.
+func (s *Server) serveOp(w http.ResponseWriter, r *http.Request, op core.Op) {
 	start := time.Now()
-	req, rs, intent, e := s.admit(r)
+	req, rs, intent, e := s.admit(r, op)
 	if e != nil {
 		writeError(w, e)
 		s.logRequest(r, "", nil, e.Status, start)
@@ -42,7 +56,7 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 
 // admit is everything before eligibility: auth, body, decode, route. Explain shares it. intent
 // is the auto-router's decision when the model was "auto".
-func (s *Server) admit(r *http.Request) (req *core.Request, rs *routeState, intent string, e *apiError) {
+func (s *Server) admit(r *http.Request, op core.Op) (req *core.Request, rs *routeState, intent string, e *apiError) {
 	key, e := s.authenticate(r)
 	if e != nil {
 		return nil, nil, "", e
@@ -51,7 +65,11 @@ func (s *Server) admit(r *http.Request) (req *core.Request, rs *routeState, inte
 	if e != nil {
 		return nil, nil, "", e
 	}
-	req, e = decodeChat(r, body)
+	if op == core.OpChat {
+		req, e = decodeChat(r, body)
+	} else {
+		req, e = decodeOther(r, body, op)
+	}
 	if e != nil {
 		return nil, nil, "", e
 	}

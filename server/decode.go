@@ -216,3 +216,62 @@ func bearer(r *http.Request) string {
 	}
 	return strings.TrimSpace(r.Header.Get("x-api-key"))
 }
+
+// wireOther is the part of a /v1/completions or /v1/embeddings request the gateway reads.
+type wireOther struct {
+	Model         *string         `json:"model"`
+	Stream        bool            `json:"stream"`
+	StreamOptions *streamOptions  `json:"stream_options"`
+	Prompt        json.RawMessage `json:"prompt"`
+	Input         json.RawMessage `json:"input"`
+	MaxTokens     *int            `json:"max_tokens"`
+	Fallback      json.RawMessage `json:"x-fallback-on"`
+	Hint          *string         `json:"x-route-hint"`
+	Privacy       *string         `json:"x-hayula-privacy"`
+}
+
+// decodeOther decodes a completions or embeddings request. Its body passes through untouched but
+// for the Hayula fields; eligibility sees no messages, so only privacy and health filter it.
+func decodeOther(r *http.Request, body []byte, op core.Op) (*core.Request, *apiError) {
+	var w wireOther
+	if err := json.Unmarshal(body, &w); err != nil {
+		var ute *json.UnmarshalTypeError
+		if errors.As(err, &ute) {
+			if ute.Field == "" {
+				return nil, badRequest("", "invalid_type", "the request body must be a JSON object")
+			}
+			return nil, badRequest(ute.Field, "invalid_type",
+				fmt.Sprintf("invalid type for '%s': expected %s", ute.Field, ute.Type))
+		}
+		return nil, badRequest("", "invalid_json", "the request body is not valid JSON: "+err.Error())
+	}
+	if w.Model == nil || *w.Model == "" {
+		return nil, badRequest("model", "missing_required_parameter", "you must provide a model parameter")
+	}
+	field, raw := "prompt", w.Prompt
+	if op == core.OpEmbeddings {
+		field, raw = "input", w.Input
+		if w.Stream {
+			return nil, badRequest("stream", "invalid_value", "embeddings cannot be streamed")
+		}
+	}
+	if t := bytes.TrimSpace(raw); len(t) == 0 || bytes.Equal(t, []byte("null")) {
+		return nil, badRequest(field, "missing_required_parameter", fmt.Sprintf("Missing required parameter: '%s'.", field))
+	}
+	req := &core.Request{Op: op, Model: *w.Model, Stream: w.Stream}
+	if w.StreamOptions != nil {
+		req.IncludeUsage = w.StreamOptions.IncludeUsage
+	}
+	if w.MaxTokens != nil {
+		req.MaxTokens = max(*w.MaxTokens, 0)
+	}
+	opts := wireRequest{Fallback: w.Fallback, Hint: w.Hint, Privacy: w.Privacy}
+	if e := readOptions(r, &opts, req); e != nil {
+		return nil, e
+	}
+	req.Body = body
+	if w.Fallback != nil || w.Hint != nil || w.Privacy != nil {
+		req.Body = jsonx.Delete(body, optFallback, optHint, optPrivacy)
+	}
+	return req, nil
+}

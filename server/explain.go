@@ -66,7 +66,7 @@ type explainError struct {
 // handleExplain runs a chat body through the same admission, eligibility and selection as a real
 // request and reports what it would do, sending nothing upstream.
 func (s *Server) handleExplain(w http.ResponseWriter, r *http.Request) {
-	req, rs, _, e := s.admit(r)
+	req, rs, _, e := s.admit(r, core.OpChat)
 	if e != nil {
 		writeError(w, e)
 		return

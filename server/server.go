@@ -149,6 +149,8 @@ func (s *Server) router() http.Handler {
 	r.RedirectTrailingSlash = false
 	r.RedirectFixedPath = false
 	r.HandlerFunc(http.MethodPost, "/v1/chat/completions", s.handleChat)
+	r.HandlerFunc(http.MethodPost, "/v1/completions", s.handleCompletions)
+	r.HandlerFunc(http.MethodPost, "/v1/embeddings", s.handleEmbeddings)
 	r.HandlerFunc(http.MethodPost, "/v1/route/explain", s.handleExplain)
 	r.HandlerFunc(http.MethodGet, "/v1/models", s.handleModels)
 	r.HandlerFunc(http.MethodGet, "/healthz", s.handleHealthz)

@@ -50,7 +50,7 @@ func (a *openaiOpenAI) request(ctx context.Context, req *core.Request) (*http.Re
 	if a.t.Model != "" {
 		body = jsonx.SetString(body, "model", a.t.Model)
 	}
-	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, a.t.URL+"/chat/completions", bytes.NewReader(body))
+	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, a.t.URL+req.Op.Path(), bytes.NewReader(body))
 	if err != nil {
 		// Only a malformed target URL gets here, which config should have refused.
 		return nil, &core.ConnError{Target: a.t.Name, Err: err}

@@ -54,19 +54,26 @@ const defaultDialTimeout = 10 * time.Second
 // Set holds one http.Client per target (its own connection pool, keep-alive, and a Transport
 // whose ResponseHeaderTimeout is the target's Timeout) and dispatches by Target.Adapter.
 type Set struct {
-	clients map[*core.Target]*http.Client
+	clients []*http.Client // by core.Target.Index
+	names   []string       // the target each client was built for
 	now     func() time.Time
 }
 
-// NewSet builds the clients for targets. Targets are identified by pointer, as config compiles
-// them once.
+// NewSet builds the clients for targets. Targets are identified by Index (checked against the
+// name), so a caller may pass a copy of a target with another URL, as a managed process's live
+// address.
 func NewSet(targets []*core.Target, o Options) *Set {
-	s := &Set{clients: make(map[*core.Target]*http.Client, len(targets)), now: o.Now}
+	n := 0
+	for _, t := range targets {
+		n = max(n, t.Index+1)
+	}
+	s := &Set{clients: make([]*http.Client, n), names: make([]string, n), now: o.Now}
 	if s.now == nil {
 		s.now = time.Now
 	}
 	for _, t := range targets {
-		s.clients[t] = &http.Client{
+		s.names[t.Index] = t.Name
+		s.clients[t.Index] = &http.Client{
 			Transport: newTransport(o, t),
 			// A redirect is not an answer from an inference server, and following one would turn
 			// the POST into a GET; hand it back as a status instead.
@@ -122,10 +129,10 @@ func (e *UnsupportedAdapterError) Error() string {
 
 // Chat sends req to t with the adapter t names.
 func (s *Set) Chat(ctx context.Context, t *core.Target, req *core.Request) (*Response, error) {
-	c, ok := s.clients[t]
-	if !ok {
+	if t.Index < 0 || t.Index >= len(s.clients) || s.names[t.Index] != t.Name {
 		return nil, &UnknownTargetError{Target: t.Name}
 	}
+	c := s.clients[t.Index]
 	switch t.Adapter {
 	case core.AdapterOpenAI:
 		return (&openaiOpenAI{t: t, c: c, now: s.now}).chat(ctx, req)
@@ -136,6 +143,8 @@ func (s *Set) Chat(ctx context.Context, t *core.Target, req *core.Request) (*Res
 // Close closes idle connections. Streams still open keep theirs until they are closed.
 func (s *Set) Close() {
 	for _, c := range s.clients {
-		c.CloseIdleConnections()
+		if c != nil {
+			c.CloseIdleConnections()
+		}
 	}
 }

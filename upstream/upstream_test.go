@@ -334,10 +334,10 @@ func TestSetDispatch(t *testing.T) {
 func TestNewSetTransport(t *testing.T) {
 	tmpl := &http.Transport{MaxIdleConnsPerHost: 7}
 	a := &core.Target{Name: "a", Timeout: 3 * time.Second}
-	b := &core.Target{Name: "b"}
+	b := &core.Target{Name: "b", Index: 1}
 	s := NewSet([]*core.Target{a, b}, Options{Transport: tmpl})
 	defer s.Close()
-	ta, tb := s.clients[a].Transport.(*http.Transport), s.clients[b].Transport.(*http.Transport)
+	ta, tb := s.clients[a.Index].Transport.(*http.Transport), s.clients[b.Index].Transport.(*http.Transport)
 	if ta == tb || ta == tmpl {
 		t.Fatal("targets share a transport (or use the template itself); each needs its own pool")
 	}
