@@ -1,0 +1,51 @@
+package archtest
+
+import (
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/hayula/gateway"
+
+// rules: each package may depend (directly or not) only on the listed packages of ours. The
+// shared leaf types live in core, which depends on nothing of ours, so that filter never imports
+// upstream and errmap never imports server.
+var rules = map[string][]string{
+	"core":                        {},
+	"filter":                      {"core"},
+	"select":                      {"core"},
+	"errmap":                      {"core"},
+	"health":                      {"core"},
+	"autoroute":                   {"core"},
+	"internal/jsonx":              {},
+	"conformance":                 {},
+	"lifecycle":                   {},
+	"lifecycle/lrusim":            {},
+	"upstream":                    {"core", "internal/jsonx"},
+	"config":                      {"core", "autoroute", "lifecycle"},
+	"conformance/conformancetest": {},
+}
+
+func TestImportRules(t *testing.T) {
+	for pkg, allowed := range rules {
+		t.Run(pkg, func(t *testing.T) {
+			out, err := exec.Command("go", "list", "-deps", "-f", "{{.ImportPath}}", module+"/"+pkg).CombinedOutput()
+			if err != nil {
+				if strings.Contains(string(out), "cannot find") || strings.Contains(string(out), "no Go files") {
+					t.Skipf("%s does not exist", pkg)
+				}
+				t.Fatalf("go list %s: %v\n%s", pkg, err, out)
+			}
+			ok := map[string]bool{module + "/" + pkg: true}
+			for _, a := range allowed {
+				ok[module+"/"+a] = true
+			}
+			for _, dep := range strings.Fields(string(out)) {
+				if strings.HasPrefix(dep, module+"/") && !ok[dep] {
+					t.Errorf("%s depends on %s, which the architecture forbids (allowed: %v)", pkg, dep, allowed)
+				}
+			}
+		})
+	}
+}
