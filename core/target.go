@@ -137,6 +137,17 @@ type Target struct {
 	Reasoning Reasoning
 	// Specialists are the SAIF specialist names a route hint may name.
 	Specialists []string
+	// HealthURL is what the active health checker GETs: the adapter's default health path or the
+	// config's health_path, joined to URL. For a target with a command it may hold "{port}",
+	// resolved against the running process. "" means no active checks.
+	HealthURL string
+	// HealthInterval is the pause between active checks; 0 means no active checks.
+	HealthInterval time.Duration
+	// HealthTimeout bounds one active check; a check that takes longer has failed.
+	HealthTimeout time.Duration
+	// DegradedAfter marks the target degraded when a check answers slower than this; 0 means
+	// never.
+	DegradedAfter time.Duration
 	// Stats are live counters for selection; never nil after load.
 	Stats *Stats
 }
@@ -145,6 +156,7 @@ type Target struct {
 type Stats struct {
 	inFlight atomic.Int64
 	latency  atomic.Int64 // smoothed latency in ns; 0 = never observed
+	degraded atomic.Bool
 }
 
 // Begin counts a request in flight; the returned func ends it.
@@ -175,3 +187,10 @@ func (s *Stats) ObserveLatency(d time.Duration) {
 
 // Latency is the smoothed latency; 0 when nothing was observed yet.
 func (s *Stats) Latency() time.Duration { return time.Duration(s.latency.Load()) }
+
+// SetDegraded records whether active health found the target slow. Health sets it; selectors
+// read it to prefer other candidates.
+func (s *Stats) SetDegraded(d bool) { s.degraded.Store(d) }
+
+// Degraded reports whether the target's last health check answered slower than its DegradedAfter.
+func (s *Stats) Degraded() bool { return s.degraded.Load() }

@@ -60,6 +60,21 @@ type Availability interface {
 	Available(t *core.Target) (ok bool, until time.Time)
 }
 
+// Reasoner is implemented by an Availability that can say, better than "cooling down", why a
+// target is not available now (health checks failing, say); the cooldown filter then uses its
+// words.
+type Reasoner interface {
+	// Why is the reason t is not available now, for a human; "" leaves it to the filter.
+	Why(t *core.Target) string
+}
+
+// Loader is what the loading filter asks; health.Tracker implements it.
+type Loader interface {
+	// Loading reports whether t is loading a model, and until when it is skipped for that. It
+	// must have no side effects: filters also run for explain.
+	Loading(t *core.Target) (loading bool, until time.Time)
+}
+
 // Run applies the stages in order to targets. When a fail-open stage fails open and its Filter
 // implements Recoverer, the kept targets are ordered soonest-to-recover first (stable), so that a
 // request that must go to a benched target goes to the one most likely to be back; otherwise the

@@ -24,6 +24,28 @@ func (a avail) Available(t *core.Target) (bool, time.Time) {
 	return !benched, until
 }
 
+// loader is a fake Loader: targets named in it are loading until the given time.
+type loader map[string]time.Time
+
+func (l loader) Loading(t *core.Target) (bool, time.Time) {
+	until, ok := l[t.Name]
+	return ok, until
+}
+
+// reasoned is a fake Availability that also says why.
+type reasoned struct {
+	avail
+	why string
+}
+
+func (r reasoned) Why(*core.Target) string { return r.why }
+
+// availLoader is an Availability that is also a Loader, as health.Tracker is.
+type availLoader struct {
+	avail
+	loader
+}
+
 func target(name string, mod ...func(*core.Target)) *core.Target {
 	t := &core.Target{Name: name, Weight: 1, Stats: &core.Stats{}}
 	for _, m := range mod {
@@ -72,6 +94,14 @@ func TestFilters(t *testing.T) {
 		{"cooldown: probe in flight", filter.Cooldown{Avail: avail{"h": {}}}, core.Request{}, target("h"), keep{false, "cooling down: probe in flight"}},
 		{"cooldown: available", filter.Cooldown{Avail: avail{}}, core.Request{}, target("h"), keep{true, ""}},
 		{"cooldown: no tracker", filter.Cooldown{}, core.Request{}, target("h"), keep{true, ""}},
+		{"cooldown: the tracker says why", filter.Cooldown{Avail: reasoned{avail{"h": t0}, "unavailable: 3 failed health checks"}},
+			core.Request{}, target("h"), keep{false, "unavailable: 3 failed health checks"}},
+		{"cooldown: an empty why keeps the filter's words", filter.Cooldown{Avail: reasoned{avail{"h": t0}, ""}},
+			core.Request{}, target("h"), keep{false, "cooling down until 2025-03-01T12:00:00Z"}},
+		{"loading: loading", filter.Loading{Loader: loader{"l": t0.In(time.FixedZone("X", 3600))}}, core.Request{}, target("l"),
+			keep{false, "loading a model until 2025-03-01T12:00:00Z"}},
+		{"loading: not loading", filter.Loading{Loader: loader{}}, core.Request{}, target("l"), keep{true, ""}},
+		{"loading: no loader", filter.Loading{}, core.Request{}, target("l"), keep{true, ""}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -106,6 +136,33 @@ func TestStandard(t *testing.T) {
 	}
 	if n := len(filter.Standard(nil)); n != 4 {
 		t.Errorf("Standard(nil) has %d stages, want 4 (no cooldown)", n)
+	}
+	withLoader := filter.Standard(availLoader{avail{}, loader{}})
+	var got []string
+	for _, st := range withLoader {
+		got = append(got, st.Filter.Name())
+	}
+	if diff := cmp.Diff([]string{"privacy", "vision", "tools", "context", "loading", "cooldown"}, got); diff != "" {
+		t.Errorf("with a Loader, stage names (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]bool{false, false, false, false, false, true}, failOpen(withLoader)); diff != "" {
+		t.Errorf("with a Loader, only cooldown fails open (-want +got):\n%s", diff)
+	}
+}
+
+// TestLoadingFailsClosed: when every target is loading, nothing is kept (the server answers 503
+// with Retry-After); when one is not, it alone is kept.
+func TestLoadingFailsClosed(t *testing.T) {
+	a, b := target("a"), target("b")
+	stages := filter.Standard(availLoader{avail{}, loader{"a": t0, "b": t0}})
+	res := filter.Run(&core.Request{}, []*core.Target{a, b}, stages)
+	if res.Kept != nil || len(res.Drops) != 2 || res.FailedOpen != nil {
+		t.Errorf("all loading: Kept %v, Drops %+v, FailedOpen %v; want nothing kept, two drops", names(res.Kept), res.Drops, res.FailedOpen)
+	}
+	stages = filter.Standard(availLoader{avail{"b": t0}, loader{"a": t0}})
+	res = filter.Run(&core.Request{}, []*core.Target{a, b}, stages)
+	if diff := cmp.Diff([]string{"b"}, names(res.Kept)); diff != "" || len(res.FailedOpen) != 1 {
+		t.Errorf("a loading, b cooling: Kept (-want +got):\n%s FailedOpen %v (cooldown should fail open on b)", diff, res.FailedOpen)
 	}
 }
 

@@ -14,6 +14,7 @@ var (
 	_ Filter    = Context{}
 	_ Filter    = Cooldown{}
 	_ Recoverer = Cooldown{}
+	_ Filter    = Loading{}
 )
 
 // Privacy keeps strict traffic off public targets. It must be a fail-closed stage: a strict
@@ -106,6 +107,11 @@ func (c Cooldown) Keep(_ *core.Request, t *core.Target) (bool, string) {
 	if ok {
 		return true, ""
 	}
+	if r, isR := c.Avail.(Reasoner); isR {
+		if why := r.Why(t); why != "" {
+			return false, why
+		}
+	}
 	if until.IsZero() {
 		return false, "cooling down: probe in flight"
 	}
@@ -124,15 +130,45 @@ func (c Cooldown) RecoversAt(t *core.Target) time.Time {
 	return until
 }
 
-// Standard is the gateway's chain: Privacy, Vision, Tools, Context (fail closed), then
-// Cooldown (fail open). With a nil avail there is no health tracking and the Cooldown stage is
-// left out. Build it once at load: each call allocates.
+// Loading drops targets that said they are loading a model (a 503 with Retry-After, or
+// "status":"loading"). It belongs in a fail-closed stage: trying a target that is certain to answer
+// "loading" only delays the answer, so a request that nothing else can serve is refused, and the
+// server turns that into 503 with the soonest Retry-After. A nil Loader keeps every target.
+type Loading struct {
+	Loader Loader
+}
+
+// Name is "loading".
+func (Loading) Name() string { return "loading" }
+
+// Keep drops a target that is loading now.
+func (l Loading) Keep(_ *core.Request, t *core.Target) (bool, string) {
+	if l.Loader == nil {
+		return true, ""
+	}
+	loading, until := l.Loader.Loading(t)
+	if !loading {
+		return true, ""
+	}
+	b := make([]byte, 0, 48)
+	b = append(b, "loading a model until "...)
+	b = until.UTC().AppendFormat(b, time.RFC3339)
+	return false, string(b)
+}
+
+// Standard is the gateway's chain: Privacy, Vision, Tools, Context (fail closed), Loading (fail
+// closed, only when avail also implements Loader), then Cooldown (fail open). With a nil avail
+// there is no health tracking and both health stages are left out. Build it once at load: each
+// call allocates.
 func Standard(avail Availability) []Stage {
 	stages := []Stage{
 		{Filter: Privacy{}},
 		{Filter: Vision{}},
 		{Filter: Tools{}},
 		{Filter: Context{}},
+	}
+	if l, ok := avail.(Loader); ok {
+		stages = append(stages, Stage{Filter: Loading{Loader: l}})
 	}
 	if avail != nil {
 		stages = append(stages, Stage{Filter: Cooldown{Avail: avail}, FailOpen: true})

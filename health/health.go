@@ -1,28 +1,59 @@
-// Package health owns passive health: it watches the outcome of every attempt on a target and
-// benches a target that keeps failing (a cooldown), then lets exactly one probe request through
-// before trusting it again. It never probes on its own and never denies service by itself: the
-// filter package asks it through filter.Availability and decides what to do when every target is
-// benched.
+// Package health owns the health state of every target: one state per target, fed by passive
+// results (the outcome of every real attempt, through Tracker.Report) and by active checks (a GET
+// of the target's health URL on an interval, through the Checker and Tracker.ReportCheck).
+//
+// A target is healthy, degraded (its last check answered slower than its DegradedAfter: selectors
+// prefer other targets), unavailable (Policy.CheckFailures consecutive failed checks), loading (it
+// said it is loading a model: 503 with Retry-After, or a body with "status":"loading"), cooling
+// (benched after consecutive failed attempts) or probing (one attempt let through after a
+// cooldown). Health never denies service by itself: the filter package asks through
+// filter.Availability (cooling, probing, unavailable — a fail-open stage) and filter.Loader
+// (loading), and decides what happens when every target is set aside.
 package health
 
 import (
+	"strconv"
 	"sync"
 	"time"
 
 	"github.com/hayula/gateway/core"
 )
 
-// Policy says when a target is benched and for how long. Zero (or negative) fields take the
-// defaults: Failures 3, Base 30s, Max 300s.
+// Policy says when a target is set aside and for how long. Zero (or negative) fields take the
+// defaults: Failures 3, Base 30s, Max 300s, CheckFailures 3, LoadingRetry DefaultLoadingRetry.
 type Policy struct {
 	// Failures is how many consecutive counted failures (connection, timeout, server_error,
 	// rate_limit) bench a target.
 	Failures int
 	// Base is the first cooldown; each consecutive cooldown doubles it.
 	Base time.Duration
-	// Max caps every cooldown, including one asked for by a Retry-After header.
+	// Max caps every cooldown, including one asked for by a Retry-After header, and every loading
+	// wait.
 	Max time.Duration
+	// CheckFailures is how many consecutive failed active checks make a target unavailable.
+	CheckFailures int
+	// LoadingRetry is how long a target that said it is loading, without a Retry-After, is
+	// skipped before it is tried again.
+	LoadingRetry time.Duration
+	// OnChange, when non-nil, is called after a report changed a target's Status, outside the
+	// tracker's locks, so that logs show every transition. Changes that only the passing of time
+	// makes (a cooldown ending) are not reported.
+	OnChange func(t *core.Target, from, to string)
 }
+
+// DefaultLoadingRetry is Policy.LoadingRetry's default, and the Retry-After the gateway suggests
+// for a target it knows to be loading without knowing for how long.
+const DefaultLoadingRetry = 5 * time.Second
+
+// Status names, as State.Status and explain show them.
+const (
+	StatusHealthy     = "healthy"
+	StatusDegraded    = "degraded"
+	StatusUnavailable = "unavailable"
+	StatusLoading     = "loading"
+	StatusCooling     = "cooling"
+	StatusProbing     = "probing"
+)
 
 func (p Policy) withDefaults() Policy {
 	if p.Failures <= 0 {
@@ -33,6 +64,12 @@ func (p Policy) withDefaults() Policy {
 	}
 	if p.Max <= 0 {
 		p.Max = 300 * time.Second
+	}
+	if p.CheckFailures <= 0 {
+		p.CheckFailures = 3
+	}
+	if p.LoadingRetry <= 0 {
+		p.LoadingRetry = DefaultLoadingRetry
 	}
 	return p
 }
@@ -62,11 +99,29 @@ type State struct {
 	Unconfirmed bool
 	// Cooldowns is the number of consecutive cooldowns; the next one lasts Base·2^Cooldowns.
 	Cooldowns int
-	// Status is "cooling", "probing" or "ok" (which includes Unconfirmed).
+	// Unavailable is true after Policy.CheckFailures consecutive failed active checks, until a
+	// check or an attempt succeeds.
+	Unavailable bool
+	// CheckFailures is the number of consecutive failed active checks.
+	CheckFailures int
+	// Degraded is true when the last successful check answered slower than the target's
+	// DegradedAfter.
+	Degraded bool
+	// Loading is true while the target is loading a model, by its own word; LoadingUntil is when
+	// it will be tried again (its Retry-After, or Policy.LoadingRetry).
+	Loading      bool
+	LoadingUntil time.Time
+	// LastCheck is when the last active check ended (zero when none has); CheckLatency is how long
+	// it took and CheckError why it failed ("" when it did not).
+	LastCheck    time.Time
+	CheckLatency time.Duration
+	CheckError   string
+	// Status is, first that applies: loading, cooling, probing, unavailable, degraded, healthy
+	// (healthy includes Unconfirmed). See the Status constants.
 	Status string
 }
 
-// Tracker keeps the passive health of every target. It is safe for concurrent use.
+// Tracker keeps the health state of every target, passive and active. It is safe for concurrent use.
 //
 // A target index outside [0, targets) is not tracked: it is always available and reports about
 // it are ignored, so that a wiring mistake can cost health tracking but never service.
@@ -84,6 +139,16 @@ type targetState struct {
 	probing   bool
 	failures  int
 	cooldowns int
+
+	// Active health. A passive success clears checkFailures, unavailable and loadingUntil too:
+	// a target that just answered a real request is neither down nor loading.
+	checkFailures int
+	unavailable   bool
+	degraded      bool
+	loadingUntil  time.Time // loading while now is before it
+	lastCheck     time.Time
+	checkLatency  time.Duration
+	checkErr      string
 }
 
 // NewTracker returns a tracker for targets targets, indexed by core.Target.Index.
@@ -101,10 +166,12 @@ func (t *Tracker) state(tg *core.Target) *targetState {
 	return &t.states[tg.Index]
 }
 
-// Available reports whether tg may be tried now. When it may not, until is the end of its
-// cooldown, or zero while the probe after the cooldown is in flight (the wait then ends when the
-// probe reports, not at a known time). It changes nothing, so filters can run it for explain.
-// Available implements filter.Availability.
+// Available reports whether tg may be tried now: not while it cools down, while the probe after
+// a cooldown is in flight, or while active checks find it unavailable. When it may not, until is
+// when that is expected to change: the end of the cooldown, or the next active check, whichever
+// is later; zero when unknown or due any moment (a probe in flight). It changes nothing, so
+// filters can run it for explain. Available implements filter.Availability; loading is answered
+// by Loading instead.
 func (t *Tracker) Available(tg *core.Target) (ok bool, until time.Time) {
 	s := t.state(tg)
 	if s == nil {
@@ -112,16 +179,65 @@ func (t *Tracker) Available(tg *core.Target) (ok bool, until time.Time) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if !s.benched {
-		return true, time.Time{}
+	now := t.clock.Now()
+	ok = true
+	if s.benched {
+		switch {
+		case now.Before(s.until):
+			ok, until = false, s.until
+		case s.probing:
+			ok = false
+		}
 	}
-	if t.clock.Now().Before(s.until) {
-		return false, s.until
+	if s.unavailable {
+		var next time.Time
+		if tg.HealthInterval > 0 {
+			if n := s.lastCheck.Add(tg.HealthInterval); n.After(now) {
+				next = n
+			}
+		}
+		switch {
+		case ok:
+			ok, until = false, next
+		case !until.IsZero() && next.After(until):
+			until = next
+		}
 	}
-	if s.probing {
+	return ok, until
+}
+
+// Why says why tg is not available now when active checks are the reason, for the cooldown
+// filter's drop; "" otherwise (a cooldown speaks for itself). Why implements filter.Reasoner.
+func (t *Tracker) Why(tg *core.Target) string {
+	s := t.state(tg)
+	if s == nil {
+		return ""
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.unavailable || t.statusLocked(s, t.clock.Now()) != StatusUnavailable {
+		return ""
+	}
+	why := "unavailable: " + strconv.Itoa(s.checkFailures) + " failed health checks in a row"
+	if s.checkErr != "" {
+		why += " (last: " + s.checkErr + ")"
+	}
+	return why
+}
+
+// Loading reports whether tg said it is loading a model, and until when it is skipped for that
+// (its Retry-After, or Policy.LoadingRetry). It changes nothing. Loading implements filter.Loader.
+func (t *Tracker) Loading(tg *core.Target) (loading bool, until time.Time) {
+	s := t.state(tg)
+	if s == nil {
 		return false, time.Time{}
 	}
-	return true, time.Time{}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if t.clock.Now().Before(s.loadingUntil) {
+		return true, s.loadingUntil
+	}
+	return false, time.Time{}
 }
 
 // Start tells the tracker that an attempt on tg begins. When tg's cooldown has ended and nothing
@@ -152,27 +268,37 @@ func counted(c core.Class) bool {
 
 // Report records the outcome of an attempt on tg; core.ClassNone is a success. retryAfter is the
 // upstream's Retry-After, honoured (up to Policy.Max) only with core.ClassRateLimit: it benches
-// tg at once, without waiting for Policy.Failures.
+// tg at once, without waiting for Policy.Failures; and with core.ClassLoading: tg is loading for
+// that long (Policy.LoadingRetry when absent).
 //
-// A success clears everything, even during a cooldown (an attempt let through because every
-// target was benched proved this one works). A counted failure during a cooldown only lengthens
-// it when a Retry-After reaches further: those attempts were let through knowing tg was unwell.
-// A counted failure after a cooldown ended (the probe's, normally) benches tg again at double
-// length. Other classes say nothing about tg: they neither count nor reset, but they end a probe,
-// so that the next attempt probes again.
+// A success clears everything but Degraded, even during a cooldown (an attempt let through
+// because every target was benched proved this one works), and even when active checks found tg
+// unavailable. A counted failure during a cooldown only lengthens it when a Retry-After reaches
+// further: those attempts were let through knowing tg was unwell. A counted failure after a
+// cooldown ended (the probe's, normally) benches tg again at double length. Other classes say
+// nothing about tg's health: they neither count nor reset, but they end a probe, so that the next
+// attempt probes again.
 func (t *Tracker) Report(tg *core.Target, c core.Class, retryAfter time.Duration) {
 	s := t.state(tg)
 	if s == nil {
 		return
 	}
-	p := t.policy
 	s.mu.Lock()
-	defer s.mu.Unlock()
+	now := t.clock.Now()
+	before := t.statusLocked(s, now)
+	t.reportLocked(s, now, c, retryAfter)
+	after := t.statusLocked(s, now)
+	s.mu.Unlock()
+	t.changed(tg, before, after)
+}
+
+func (t *Tracker) reportLocked(s *targetState, now time.Time, c core.Class, retryAfter time.Duration) {
+	p := t.policy
 	switch {
 	case c == core.ClassNone:
 		s.benched, s.until, s.probing, s.failures, s.cooldowns = false, time.Time{}, false, 0, 0
+		s.checkFailures, s.unavailable, s.loadingUntil = 0, false, time.Time{}
 	case counted(c):
-		now := t.clock.Now()
 		s.failures++
 		hinted := c == core.ClassRateLimit && retryAfter > 0
 		if s.benched && now.Before(s.until) {
@@ -194,29 +320,125 @@ func (t *Tracker) Report(tg *core.Target, c core.Class, retryAfter time.Duration
 			d = min(retryAfter, p.Max)
 		}
 		s.until = now.Add(d)
+	case c == core.ClassLoading:
+		s.probing = false
+		s.loadingUntil = now.Add(t.loadingFor(retryAfter))
 	default:
 		s.probing = false
 	}
+}
+
+func (t *Tracker) loadingFor(retryAfter time.Duration) time.Duration {
+	if retryAfter > 0 {
+		return min(retryAfter, t.policy.Max)
+	}
+	return t.policy.LoadingRetry
+}
+
+// CheckResult is the outcome of one active health check.
+type CheckResult struct {
+	// Err is why the check failed: no answer, no answer within the target's HealthTimeout, or a
+	// status other than 2xx that does not mean loading. nil for a 2xx answer or a loading one.
+	Err error
+	// Latency is how long the answer took.
+	Latency time.Duration
+	// Loading is true when the target said it is loading a model: a 503 with Retry-After, or a
+	// body whose "status" is "loading".
+	Loading bool
+	// RetryAfter is the answer's Retry-After; 0 when absent.
+	RetryAfter time.Duration
+}
+
+// ReportCheck records the outcome of an active check on tg.
+//
+// A 2xx answer makes tg healthy, or degraded when it came slower than tg.DegradedAfter, and ends
+// unavailable and loading. A loading answer makes tg loading for its Retry-After (Policy.
+// LoadingRetry when absent); it is an answer, so it ends unavailable. A failed check counts, and
+// Policy.CheckFailures of them in a row make tg unavailable; it also ends loading, since a target
+// that no longer answers is not loading any more. A check never ends a cooldown: the health path
+// answering says less about chat than the failed attempts that caused it.
+func (t *Tracker) ReportCheck(tg *core.Target, r CheckResult) {
+	s := t.state(tg)
+	if s == nil {
+		return
+	}
+	s.mu.Lock()
+	now := t.clock.Now()
+	before := t.statusLocked(s, now)
+	s.lastCheck, s.checkLatency, s.checkErr = now, r.Latency, ""
+	switch {
+	case r.Err != nil:
+		s.checkErr = r.Err.Error()
+		s.checkFailures++
+		s.loadingUntil = time.Time{}
+		if s.checkFailures >= t.policy.CheckFailures {
+			s.unavailable = true
+		}
+	case r.Loading:
+		s.checkFailures, s.unavailable = 0, false
+		s.loadingUntil = now.Add(t.loadingFor(r.RetryAfter))
+	default:
+		s.checkFailures, s.unavailable, s.loadingUntil = 0, false, time.Time{}
+		s.degraded = tg.DegradedAfter > 0 && r.Latency > tg.DegradedAfter
+		if tg.Stats != nil {
+			tg.Stats.SetDegraded(s.degraded)
+		}
+	}
+	after := t.statusLocked(s, now)
+	s.mu.Unlock()
+	t.changed(tg, before, after)
+}
+
+func (t *Tracker) changed(tg *core.Target, from, to string) {
+	if from != to && t.policy.OnChange != nil {
+		t.policy.OnChange(tg, from, to)
+	}
+}
+
+// statusLocked is State.Status; see there for the order.
+func (t *Tracker) statusLocked(s *targetState, now time.Time) string {
+	switch {
+	case now.Before(s.loadingUntil):
+		return StatusLoading
+	case s.benched && now.Before(s.until):
+		return StatusCooling
+	case s.benched && s.probing:
+		return StatusProbing
+	case s.unavailable:
+		return StatusUnavailable
+	case s.degraded:
+		return StatusDegraded
+	}
+	return StatusHealthy
 }
 
 // Snapshot returns tg's state for explain and logs.
 func (t *Tracker) Snapshot(tg *core.Target) State {
 	s := t.state(tg)
 	if s == nil {
-		return State{Status: "ok"}
+		return State{Status: StatusHealthy}
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	st := State{Failures: s.failures, Cooldowns: s.cooldowns, Status: "ok"}
+	now := t.clock.Now()
+	st := State{
+		Failures: s.failures, Cooldowns: s.cooldowns,
+		Unavailable: s.unavailable, CheckFailures: s.checkFailures, Degraded: s.degraded,
+		LastCheck: s.lastCheck, CheckLatency: s.checkLatency, CheckError: s.checkErr,
+		Status: t.statusLocked(s, now),
+	}
+	if now.Before(s.loadingUntil) {
+		st.Loading, st.LoadingUntil = true, s.loadingUntil
+	}
 	if !s.benched {
 		return st
 	}
 	st.Until = s.until
 	switch {
-	case t.clock.Now().Before(s.until):
-		st.Cooling, st.Status = true, "cooling"
+	case now.Before(s.until):
+		st.Cooling = true
 	case s.probing:
-		st.Probing, st.Status = true, "probing"
+		st.Probing = true
 	default:
 		st.Unconfirmed = true
 	}

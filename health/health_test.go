@@ -12,7 +12,11 @@ import (
 	"github.com/hayula/gateway/health"
 )
 
-var _ filter.Availability = (*health.Tracker)(nil)
+var (
+	_ filter.Availability = (*health.Tracker)(nil)
+	_ filter.Loader       = (*health.Tracker)(nil)
+	_ filter.Reasoner     = (*health.Tracker)(nil)
+)
 
 var t0 = time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
 
@@ -87,7 +91,7 @@ func TestTracker(t *testing.T) {
 			steps: []step{
 				fail(2),
 				wantAvail(true, none),
-				wantState(health.State{Failures: 2, Status: "ok"}, none),
+				wantState(health.State{Failures: 2, Status: "healthy"}, none),
 				advance(s),
 				fail(1),
 				wantAvail(false, 31*s),
@@ -96,7 +100,7 @@ func TestTracker(t *testing.T) {
 				wantAvail(false, 31*s),
 				advance(s),
 				wantAvail(true, none),
-				wantState(health.State{Unconfirmed: true, Failures: 3, Cooldowns: 1, Status: "ok"}, 31*s),
+				wantState(health.State{Unconfirmed: true, Failures: 3, Cooldowns: 1, Status: "healthy"}, 31*s),
 			},
 		},
 		{
@@ -112,9 +116,8 @@ func TestTracker(t *testing.T) {
 				report(core.ClassEndpoint, 0),
 				report(core.ClassOverflow, 0),
 				report(core.ClassClientGone, 0),
-				report(core.ClassLoading, 0),
 				report(core.ClassTimeout, 0),
-				wantState(health.State{Failures: 2, Status: "ok"}, none),
+				wantState(health.State{Failures: 2, Status: "healthy"}, none),
 				report(core.ClassRateLimit, 0),
 				wantAvail(false, 30*s),
 			},
@@ -126,7 +129,7 @@ func TestTracker(t *testing.T) {
 				report(core.ClassNone, 0),
 				fail(2),
 				wantAvail(true, none),
-				wantState(health.State{Failures: 2, Status: "ok"}, none),
+				wantState(health.State{Failures: 2, Status: "healthy"}, none),
 			},
 		},
 		{
@@ -212,7 +215,7 @@ func TestTracker(t *testing.T) {
 				wantAvail(false, none),
 				report(core.ClassNone, 0),
 				wantAvail(true, none),
-				wantState(health.State{Status: "ok"}, none),
+				wantState(health.State{Status: "healthy"}, none),
 			},
 		},
 		{
@@ -223,7 +226,7 @@ func TestTracker(t *testing.T) {
 				start(), fail(1), // 60s, until 90
 				advance(60 * s),
 				start(), report(core.ClassNone, 0),
-				wantState(health.State{Status: "ok"}, none),
+				wantState(health.State{Status: "healthy"}, none),
 				fail(2),
 				wantAvail(true, none),
 				fail(1), // t=90: Base again → until 120
@@ -238,7 +241,7 @@ func TestTracker(t *testing.T) {
 				start(),
 				report(core.ClassRequest, 0),
 				wantAvail(true, none),
-				wantState(health.State{Unconfirmed: true, Failures: 3, Cooldowns: 1, Status: "ok"}, 30*s),
+				wantState(health.State{Unconfirmed: true, Failures: 3, Cooldowns: 1, Status: "healthy"}, 30*s),
 				start(), // the next attempt probes again
 				wantAvail(false, none),
 				report(core.ClassConnection, 0), // and its failure doubles
@@ -271,7 +274,7 @@ func TestTracker(t *testing.T) {
 				advance(10 * s),
 				report(core.ClassNone, 0),
 				wantAvail(true, none),
-				wantState(health.State{Status: "ok"}, none),
+				wantState(health.State{Status: "healthy"}, none),
 			},
 		},
 	}
@@ -301,8 +304,8 @@ func TestUntrackedIndex(t *testing.T) {
 		if ok, until := tr.Available(tg); !ok || !until.IsZero() {
 			t.Errorf("index %d: Available = (%v, %v), want available", idx, ok, until)
 		}
-		if got := tr.Snapshot(tg); got.Status != "ok" {
-			t.Errorf("index %d: Status = %q, want ok", idx, got.Status)
+		if got := tr.Snapshot(tg); got.Status != "healthy" {
+			t.Errorf("index %d: Status = %q, want healthy", idx, got.Status)
 		}
 	}
 	if ok, _ := tr.Available(nil); !ok {
@@ -368,7 +371,7 @@ func TestConcurrentUse(t *testing.T) {
 	wg.Wait()
 	for _, tg := range targets {
 		tr.Report(tg, core.ClassNone, 0)
-		if diff := cmp.Diff(health.State{Status: "ok"}, tr.Snapshot(tg)); diff != "" {
+		if diff := cmp.Diff(health.State{Status: "healthy"}, tr.Snapshot(tg)); diff != "" {
 			t.Errorf("target %d after a success (-want +got):\n%s", tg.Index, diff)
 		}
 	}

@@ -1,0 +1,244 @@
+package health
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hayula/gateway/core"
+)
+
+// CheckError is a failed active check: no answer (Err set), or a status that is neither 2xx nor
+// loading (Status set).
+type CheckError struct {
+	Target string
+	Status int
+	Err    error
+}
+
+func (e *CheckError) Error() string {
+	if e.Err != nil {
+		return e.Target + ": health check: " + e.Err.Error()
+	}
+	return fmt.Sprintf("%s: health check: status %d", e.Target, e.Status)
+}
+
+func (e *CheckError) Unwrap() error { return e.Err }
+
+// CheckerOptions configure a Checker. The zero value is usable.
+type CheckerOptions struct {
+	// Clock schedules the rounds and measures each check's latency; nil means SystemClock.
+	Clock TimerClock
+	// Client sends the checks; nil means a client of the Checker's own, closed by Close.
+	Client *http.Client
+	// URL says where to check t now; ok false skips this round, as for a managed target whose
+	// process is not running. nil means t.HealthURL.
+	URL func(t *core.Target) (url string, ok bool)
+	// Logger receives failed checks at debug level; nil discards.
+	Logger *slog.Logger
+}
+
+// maxCheckBody caps what a check reads of an answer: enough for any status document.
+const maxCheckBody = 64 << 10
+
+// Checker runs the active health checks: for every target with a HealthURL and a HealthInterval,
+// one goroutine GETs the URL every interval and reports the outcome to the Tracker. Build it with
+// NewChecker, run it with Start, stop it with Close.
+type Checker struct {
+	tr      *Tracker
+	targets []*core.Target // those with active checks
+	clock   TimerClock
+	client  *http.Client
+	own     bool
+	url     func(*core.Target) (string, bool)
+	log     *slog.Logger
+
+	ctx    context.Context // ends at Close, and with it every check in flight
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	mu      sync.Mutex // guards started and closed, so that Start never races Close's Wait
+	started bool
+	closed  bool
+}
+
+// NewChecker returns a Checker for the targets that have active checks; it starts nothing.
+func NewChecker(tr *Tracker, targets []*core.Target, o CheckerOptions) *Checker {
+	c := &Checker{tr: tr, clock: o.Clock, client: o.Client, url: o.URL, log: o.Logger}
+	if c.clock == nil {
+		c.clock = SystemClock{}
+	}
+	if c.client == nil {
+		c.own = true
+		c.client = &http.Client{
+			Transport: &http.Transport{Proxy: http.ProxyFromEnvironment, MaxIdleConnsPerHost: 1,
+				IdleConnTimeout: 2 * time.Minute, DisableCompression: true},
+			// A redirect is not a health answer.
+			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+		}
+	}
+	if c.url == nil {
+		c.url = func(t *core.Target) (string, bool) { return t.HealthURL, t.HealthURL != "" }
+	}
+	if c.log == nil {
+		c.log = slog.New(slog.DiscardHandler)
+	}
+	for _, t := range targets {
+		if t.HealthURL != "" && t.HealthInterval > 0 {
+			c.targets = append(c.targets, t)
+		}
+	}
+	c.ctx, c.cancel = context.WithCancel(context.Background())
+	return c
+}
+
+// Targets are the targets the Checker checks, in the order given to NewChecker.
+func (c *Checker) Targets() []*core.Target { return c.targets }
+
+// Start launches one goroutine per checked target: it checks at once, then every HealthInterval
+// on the Checker's clock. A second Start, or a Start after Close, does nothing.
+func (c *Checker) Start() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.started || c.closed {
+		return
+	}
+	c.started = true
+	for _, t := range c.targets {
+		c.wg.Go(func() { c.loop(t) })
+	}
+}
+
+func (c *Checker) loop(t *core.Target) {
+	for {
+		c.Check(c.ctx, t)
+		next := make(chan struct{})
+		timer := c.clock.AfterFunc(t.HealthInterval, func() { close(next) })
+		select {
+		case <-next:
+		case <-c.ctx.Done():
+			timer.Stop()
+			return
+		}
+	}
+}
+
+// CheckAll runs one round over every checked target, concurrently, and returns when every check
+// has been reported. Tests use it instead of waiting for an interval.
+func (c *Checker) CheckAll(ctx context.Context) {
+	var wg sync.WaitGroup
+	for _, t := range c.targets {
+		wg.Go(func() { c.Check(ctx, t) })
+	}
+	wg.Wait()
+}
+
+// Check checks t once and reports the outcome to the Tracker, unless the URL option skips t now
+// (ok false) or ctx ended, when it reports nothing.
+func (c *Checker) Check(ctx context.Context, t *core.Target) (r CheckResult, ok bool) {
+	url, ok := c.url(t)
+	if !ok {
+		return CheckResult{}, false
+	}
+	r = c.probe(ctx, t, url)
+	if ctx.Err() != nil {
+		// Shutting down, or the caller gave up: that says nothing about the target.
+		return r, false
+	}
+	if r.Err != nil {
+		c.log.Debug("health check failed", "target", t.Name, "url", url, "err", r.Err)
+	}
+	c.tr.ReportCheck(t, r)
+	return r, true
+}
+
+func (c *Checker) probe(ctx context.Context, t *core.Target, url string) CheckResult {
+	if t.HealthTimeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, t.HealthTimeout)
+		defer cancel()
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return CheckResult{Err: &CheckError{Target: t.Name, Err: err}}
+	}
+	req.Header.Set("Accept", "application/json")
+	if t.APIKey != "" {
+		req.Header.Set("Authorization", "Bearer "+string(t.APIKey))
+	}
+	began := c.clock.Now()
+	resp, err := c.client.Do(req)
+	if err != nil {
+		return CheckResult{Err: &CheckError{Target: t.Name, Err: err}, Latency: c.clock.Now().Sub(began)}
+	}
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxCheckBody))
+	_ = resp.Body.Close()
+	r := CheckResult{Latency: c.clock.Now().Sub(began)}
+	if err != nil {
+		r.Err = &CheckError{Target: t.Name, Err: err}
+		return r
+	}
+	r.RetryAfter = retryAfter(resp.Header.Get("Retry-After"), c.clock.Now())
+	loading := saysLoading(body)
+	switch {
+	case loading, resp.StatusCode == http.StatusServiceUnavailable && resp.Header.Get("Retry-After") != "":
+		r.Loading = true
+	case resp.StatusCode < 200 || resp.StatusCode > 299:
+		r.Err = &CheckError{Target: t.Name, Status: resp.StatusCode}
+	}
+	return r
+}
+
+// saysLoading recognises SAIF's (and llama-server's /health) {"status":"loading…"}.
+func saysLoading(body []byte) bool {
+	body = bytes.TrimSpace(body)
+	if len(body) == 0 || body[0] != '{' {
+		return false
+	}
+	var b struct {
+		Status string `json:"status"`
+	}
+	if json.Unmarshal(body, &b) != nil {
+		return false
+	}
+	return strings.HasPrefix(strings.ToLower(b.Status), "loading")
+}
+
+// retryAfter reads a Retry-After header: delay-seconds or an HTTP date; 0 when absent or unusable.
+func retryAfter(h string, now time.Time) time.Duration {
+	if h == "" {
+		return 0
+	}
+	if n, err := strconv.Atoi(strings.TrimSpace(h)); err == nil {
+		return max(time.Duration(n)*time.Second, 0)
+	}
+	if at, err := http.ParseTime(h); err == nil {
+		return max(at.Sub(now), 0)
+	}
+	return 0
+}
+
+// Close stops the goroutines, ends the checks in flight, waits for them, and closes the idle
+// connections of the Checker's own client.
+func (c *Checker) Close() {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return
+	}
+	c.closed = true
+	c.mu.Unlock()
+	c.cancel()
+	c.wg.Wait()
+	if c.own {
+		c.client.CloseIdleConnections()
+	}
+}
