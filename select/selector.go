@@ -1,7 +1,10 @@
 // Package selector owns choosing one target among those the filters left. It gets candidates that
-// are already eligible, so no policy looks at health or capabilities; a policy only orders. The
-// policy is built once at config load by New, which rejects unknown policies, so no policy name
-// reaches the request path.
+// are already eligible, so no policy looks at eligibility (health that sets a target aside, or
+// capabilities); a policy only orders. The one health signal a policy sees is a preference: every
+// policy passes over degraded candidates (core.Stats.Degraded: answering health checks slowly)
+// while a candidate that is not degraded remains, and picks among the degraded ones by its own
+// rule when nothing else is left. The policy is built once at config load by New, which rejects
+// unknown policies, so no policy name reaches the request path.
 package selector
 
 import (
@@ -72,6 +75,29 @@ func Order(s Selector, req *core.Request, candidates []*core.Target) []*core.Tar
 	return out
 }
 
+func degraded(t *core.Target) bool { return t.Stats != nil && t.Stats.Degraded() }
+
+// preferred narrows cs to its candidates that are not degraded, when some are and some are not.
+// It allocates only in that mixed case, which is rare.
+func preferred(cs []*core.Target) []*core.Target {
+	n := 0
+	for _, t := range cs {
+		if degraded(t) {
+			n++
+		}
+	}
+	if n == 0 || n == len(cs) {
+		return cs
+	}
+	out := make([]*core.Target, 0, len(cs)-n)
+	for _, t := range cs {
+		if !degraded(t) {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
 var (
 	_ Selector = (*ordered)(nil)
 	_ Selector = (*weighted)(nil)
@@ -86,6 +112,7 @@ func (ordered) Pick(_ *core.Request, cs []*core.Target) *core.Target {
 	if len(cs) == 0 {
 		return nil
 	}
+	cs = preferred(cs)
 	return cs[0]
 }
 
@@ -101,6 +128,7 @@ func (w weighted) Pick(_ *core.Request, cs []*core.Target) *core.Target {
 	if len(cs) == 0 {
 		return nil
 	}
+	cs = preferred(cs)
 	total := 0
 	for _, t := range cs {
 		total += weightOf(t)
@@ -131,6 +159,7 @@ func (leastBusy) Pick(_ *core.Request, cs []*core.Target) *core.Target {
 	if len(cs) == 0 {
 		return nil
 	}
+	cs = preferred(cs)
 	best, bestN := cs[0], inFlight(cs[0])
 	for _, t := range cs[1:] {
 		if n := inFlight(t); n < bestN {
@@ -149,6 +178,7 @@ func (latency) Pick(_ *core.Request, cs []*core.Target) *core.Target {
 	if len(cs) == 0 {
 		return nil
 	}
+	cs = preferred(cs)
 	var best *core.Target
 	var bestL int64
 	for _, t := range cs {

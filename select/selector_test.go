@@ -2,6 +2,7 @@ package selector_test
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -240,5 +241,53 @@ func BenchmarkPick(b *testing.B) {
 				s.Pick(req, cs)
 			}
 		})
+	}
+}
+
+// TestDegradedPreference: every policy passes over degraded candidates while another is left,
+// and still picks among degraded ones, by its own rule, when all are.
+func TestDegradedPreference(t *testing.T) {
+	// Each policy's own rule would pick "a" first: first in order, heaviest, least busy, fastest.
+	build := func(deg ...string) []*core.Target {
+		a, b, c := target("a", 6), target("b", 1), target("c", 1)
+		b.Stats.Begin()
+		c.Stats.Begin()
+		c.Stats.Begin()
+		a.Stats.ObserveLatency(time.Millisecond)
+		b.Stats.ObserveLatency(2 * time.Millisecond)
+		c.Stats.ObserveLatency(3 * time.Millisecond)
+		cs := []*core.Target{a, b, c}
+		for _, tg := range cs {
+			for _, d := range deg {
+				if tg.Name == d {
+					tg.Stats.SetDegraded(true)
+				}
+			}
+		}
+		return cs
+	}
+	cases := []struct {
+		degraded []string
+		want     []string // Order, the same under every policy here
+	}{
+		{nil, []string{"a", "b", "c"}},
+		{[]string{"a"}, []string{"b", "c", "a"}},
+		{[]string{"a", "b"}, []string{"c", "a", "b"}},
+		{[]string{"a", "b", "c"}, []string{"a", "b", "c"}},
+	}
+	for _, p := range []core.Policy{core.PolicyOrdered, core.PolicyWeighted, core.PolicyLeastBusy, core.PolicyLatency} {
+		for _, tc := range cases {
+			t.Run(fmt.Sprintf("%s/degraded %v", p, tc.degraded), func(t *testing.T) {
+				// IntN always 0: weighted picks the first candidate it is offered.
+				s := mustNew(t, p, selector.Options{IntN: func(int) int { return 0 }})
+				cs := build(tc.degraded...)
+				if diff := cmp.Diff(tc.want, names(selector.Order(s, &core.Request{}, cs))); diff != "" {
+					t.Errorf("Order (-want +got):\n%s", diff)
+				}
+				if got := s.Pick(&core.Request{}, cs); got.Name != tc.want[0] {
+					t.Errorf("Pick = %s, want %s", got.Name, tc.want[0])
+				}
+			})
+		}
 	}
 }
