@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/hayula/gateway/core"
+	"github.com/hayula/gateway/lifecycle"
 )
 
 // StatusClientClosedRequest is nginx's 499, the conventional status for a client that went away.
@@ -36,6 +37,16 @@ func Classify(err error) Decision {
 	}
 	if errors.Is(err, context.Canceled) {
 		return Decision{Class: core.ClassClientGone, Status: StatusClientClosedRequest}
+	}
+	// Before the core types: a load timeout wraps the start failure that preceded it, and the
+	// timeout is what the request met.
+	var lte *lifecycle.LoadTimeoutError
+	if errors.As(err, &lte) {
+		return Decision{Class: core.ClassLoading, Status: http.StatusServiceUnavailable}
+	}
+	var pe *lifecycle.ProcessError
+	if errors.As(err, &pe) {
+		return failing(core.ClassConnection, http.StatusBadGateway)
 	}
 	var te *core.TimeoutError
 	if errors.As(err, &te) || errors.Is(err, context.DeadlineExceeded) {

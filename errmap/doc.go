@@ -17,6 +17,10 @@
 //	*core.StatusError 401/402/403/404/410 endpoint      its status
 //	*core.StatusError other 4xx           request       its status
 //	*core.StatusError other non-2xx       server_error  502 (a redirect or 1xx is not an answer)
+//	*lifecycle.LoadTimeoutError           loading       503  not retried, not penalized
+//	                                      (a managed target's process did not become healthy in time)
+//	*lifecycle.ProcessError               connection    502  retried, penalized
+//	                                      (a managed target's process could not start, or died)
 //	*core.StreamError, *core.ProtocolError, anything else
 //	                                      server_error  502  retried, penalized
 //

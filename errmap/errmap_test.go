@@ -11,6 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/hayula/gateway/core"
+	"github.com/hayula/gateway/lifecycle"
 )
 
 func status(code int, msg, typ, errCode string) *core.StatusError {
@@ -86,6 +87,18 @@ func TestClassify(t *testing.T) {
 		{"stream", &core.StreamError{Target: "t", Message: "upstream closed the stream early"}, retrying(core.ClassServerError, 502)},
 		{"protocol", &core.ProtocolError{Target: "t", Err: errors.New("not SSE")}, retrying(core.ClassServerError, 502)},
 		{"other", errors.New("mystery"), retrying(core.ClassServerError, 502)},
+		{"lifecycle load timeout", &lifecycle.LoadTimeoutError{Target: "t", After: time.Minute},
+			Decision{Class: core.ClassLoading, Status: 503}},
+		{"lifecycle load timeout after a failed start", &lifecycle.LoadTimeoutError{Target: "t", After: time.Minute,
+			Last: &lifecycle.ProcessError{Target: "t", Err: errors.New("exit status 3")}},
+			Decision{Class: core.ClassLoading, Status: 503}},
+		{"lifecycle process failed", &lifecycle.ProcessError{Target: "t", Err: errors.New("exec: not found"),
+			Stderr: []string{"model file is corrupt"}}, retrying(core.ClassConnection, 502)},
+		{"lifecycle process wrapped", fmt.Errorf("ensure: %w", &lifecycle.ProcessError{Target: "t"}),
+			retrying(core.ClassConnection, 502)},
+		{"lifecycle wait canceled by the client", fmt.Errorf("ensure: %w", context.Canceled),
+			Decision{Class: core.ClassClientGone, Status: 499}},
+		{"lifecycle closed", lifecycle.ErrClosed, retrying(core.ClassServerError, 502)},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
