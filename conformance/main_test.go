@@ -114,7 +114,7 @@ func TestOnlyRunsTheNeededRequests(t *testing.T) {
 		}
 	}
 	// /v1/models, the plain stream and the include_usage stream.
-	if got := f.requests.Load(); got != 3 {
+	if got := f.Requests(); got != 3 {
 		t.Errorf("%d requests, want 3", got)
 	}
 }
