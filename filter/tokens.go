@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"strings"
 	"unicode"
+	"unicode/utf16"
+	"unicode/utf8"
 
 	"github.com/hayula/gateway/core"
 )
@@ -83,6 +85,9 @@ func messageTokensMin(m *core.Message) int {
 	assistant := m.Role == "assistant"
 	switch c[0] {
 	case '"':
+		if n, ok := rawTextTokensMin(c, assistant); ok {
+			return n
+		}
 		var s string
 		if json.Unmarshal(c, &s) != nil {
 			return 0
@@ -144,7 +149,52 @@ const (
 	classPunct                   // everything else
 )
 
+// classTable holds the class of every rune below U+0800 (ASCII, Latin, Greek, Cyrillic, Hebrew,
+// Arabic…) as a digit, so that the common scripts cost an index instead of the unicode package's
+// range searches. It is a constant: TestClassTable checks every entry against classifyRune.
+const classTable = "" +
+	"7777777770100177777777777777555507777774777777762222222222777777" +
+	"7333333333333333333333333337777773333333333333333333333333377777" +
+	"7777757777777777777777777777777757777777773777777722737772372227" +
+	"3333333333333333333333373333333333333333333333333333333733333333" +
+	"3333333333333333333333333333333333333333333333333333333333333333" +
+	"3333333333333333333333333333333333333333333333333333333333333333" +
+	"3333333333333333333333333333333333333333333333333333333333333333" +
+	"3333333333333333333333333333333333333333333333333333333333333333" +
+	"3333333333333333333333333333333333333333333333333333333333333333" +
+	"3333333333333333333333333333333333333333333333333333333333333333" +
+	"3333333333333333333333333333333333333333333333333333333333333333" +
+	"3377773333333333337777777777777733333777777737377777777777777777" +
+	"4444444444444444444444444444444444444444444444444444444444444444" +
+	"4444444444444444444444444444444444444444444444443333373377333373" +
+	"7777773733373733333333333333333333733333333333333333333333333333" +
+	"3333333333333333333333333333333333333333333333333333337333333333" +
+	"3333333333333333333333333333333333333333333333333333333333333333" +
+	"3333333333333333333333333333333333333333333333333333333333333333" +
+	"3374444444333333333333333333333333333333333333333333333333333333" +
+	"3333333333333333333333333333333333333333333333333333333333333333" +
+	"3333333333333333333333333333333333333333333333337333333333333333" +
+	"3333333333333333333333377377777733333333333333333333333333333333" +
+	"3333333337777777744444444444444444444444444444444444444444444474" +
+	"7447447477777777333333333333333333333333333777733337777777777777" +
+	"7777777777777777444444444447777733333333333333333333333333333333" +
+	"3333333333344444444444444444444422222222227777334333333333333333" +
+	"3333333333333333333333333333333333333333333333333333333333333333" +
+	"3333333333333333333373444444477444444334474444332222222222333773" +
+	"7777777777777777343333333333333333333333333333334444444444444444" +
+	"4444444444477333333333333333333333333333333333333333333333333333" +
+	"3333333333333333333333333333333333333344444444444377777777777777" +
+	"2222222222333333333333333333333333333333333444444444337777377477"
+
 func classify(r rune) class {
+	if uint32(r) < uint32(len(classTable)) {
+		return class(classTable[r] - '0')
+	}
+	return classifyRune(r)
+}
+
+// classifyRune is the definition the table is checked against; classify uses it above the table.
+func classifyRune(r rune) class {
 	if r < 0x80 {
 		switch {
 		case r == ' ' || r == '\t' || r == '\v' || r == '\f':
@@ -209,47 +259,165 @@ func textTokensMin(s string) int {
 	// The text may follow a punctuation pre-token of the template or of a previous part.
 	c := counter{absorb: true}
 	for _, r := range s {
-		cl := classify(r)
-		if cl == classSpace || cl == classNewline {
-			c.endNumbers()
-			c.endStretch()
-			if !c.inSpace {
-				c.inSpace, c.lfOnly = true, true
-			}
-			if cl == classSpace {
-				c.lfOnly = false
-			}
-			continue
+		c.add(r)
+	}
+	return c.end()
+}
+
+// rawTextTokensMin is textTokensMin of the JSON string literal q, read in place: a request's
+// messages are most of its bytes, and decoding each into a Go string first cost an allocation and
+// a copy per message and about a third of the count's time. It reports ok = false, leaving the
+// answer to encoding/json, for anything it does not take whole: an invalid literal, a \u escape
+// of a surrogate, and an assistant message with escapes (whose "</think>" may be escaped).
+func rawTextTokensMin(q []byte, assistant bool) (n int, ok bool) {
+	if len(q) < 2 || q[0] != '"' || q[len(q)-1] != '"' {
+		return 0, false
+	}
+	body := q[1 : len(q)-1]
+	if assistant {
+		// Without escapes the bytes are the text, so "</think>" can be found in them; what is cut
+		// off must still be checked, as a literal with a bare quote or a control character is
+		// invalid as a whole.
+		if bytes.IndexByte(body, '\\') >= 0 || bytes.IndexByte(body, '"') >= 0 || hasControl(body) {
+			return 0, false
 		}
-		if c.inSpace {
-			c.inSpace, c.absorb = false, c.lfOnly
-		}
-		if cl == classSlash && c.absorb {
-			continue
-		}
-		c.absorb = false
-		if cl == classNumber {
-			c.endStretch()
-			c.numbers++
-			continue
-		}
-		c.endNumbers()
-		switch cl {
-		case classLetter:
-			if !c.letters || c.punct > 0 {
-				c.n++ // a new letter run
-				if c.punct >= 2 {
-					c.n++
-				}
-			}
-			c.letters, c.punct = true, 0
-		case classPunct, classSlash:
-			c.punct++
-			c.content = true
-		case classJoiner:
-			c.content = true
+		if i := bytes.LastIndex(body, []byte(thinkEnd)); i >= 0 {
+			body = body[i+len(thinkEnd):]
 		}
 	}
+	c := counter{absorb: true}
+	for len(body) > 0 {
+		i := 0
+		for i < len(body) && body[i] != '\\' && body[i] != '"' && body[i] >= 0x20 {
+			i++
+		}
+		// Invalid UTF-8 yields U+FFFD per byte, as encoding/json's decoding does.
+		for j := 0; j < i; {
+			if b := body[j]; b < utf8.RuneSelf {
+				// Inside a letter run a letter changes nothing: skip the call.
+				if !c.letters || c.punct > 0 || classTable[b] != '0'+byte(classLetter) {
+					c.add(rune(b))
+				}
+				j++
+				continue
+			}
+			r, size := utf8.DecodeRune(body[j:i])
+			c.add(r)
+			j += size
+		}
+		body = body[i:]
+		if len(body) == 0 {
+			break
+		}
+		if body[0] != '\\' || len(body) < 2 {
+			return 0, false // a control character or a bare quote: not one valid literal
+		}
+		r, size := unescape(body)
+		if size == 0 {
+			return 0, false
+		}
+		c.add(r)
+		body = body[size:]
+	}
+	return c.end(), true
+}
+
+func hasControl(b []byte) bool {
+	for _, c := range b {
+		if c < 0x20 {
+			return true
+		}
+	}
+	return false
+}
+
+// unescape decodes the escape at the start of b; size 0 when it is invalid or a surrogate.
+func unescape(b []byte) (r rune, size int) {
+	switch b[1] {
+	case '"', '\\', '/':
+		return rune(b[1]), 2
+	case 'b':
+		return '\b', 2
+	case 'f':
+		return '\f', 2
+	case 'n':
+		return '\n', 2
+	case 'r':
+		return '\r', 2
+	case 't':
+		return '\t', 2
+	case 'u':
+		if len(b) < 6 {
+			return 0, 0
+		}
+		for _, h := range b[2:6] {
+			var d byte
+			switch {
+			case h >= '0' && h <= '9':
+				d = h - '0'
+			case h >= 'a' && h <= 'f':
+				d = h - 'a' + 10
+			case h >= 'A' && h <= 'F':
+				d = h - 'A' + 10
+			default:
+				return 0, 0
+			}
+			r = r<<4 | rune(d)
+		}
+		if utf16.IsSurrogate(r) {
+			return 0, 0
+		}
+		return r, 6
+	}
+	return 0, 0
+}
+
+// add counts one rune.
+func (c *counter) add(r rune) {
+	cl := classify(r)
+	if cl == classSpace || cl == classNewline {
+		c.endNumbers()
+		c.endStretch()
+		if !c.inSpace {
+			c.inSpace, c.lfOnly = true, true
+		}
+		if cl == classSpace {
+			c.lfOnly = false
+		}
+		return
+	}
+	if c.inSpace {
+		c.inSpace, c.absorb = false, c.lfOnly
+	}
+	if cl == classSlash && c.absorb {
+		return
+	}
+	c.absorb = false
+	if cl == classNumber {
+		c.endStretch()
+		c.numbers++
+		return
+	}
+	c.endNumbers()
+	switch cl {
+	case classLetter:
+		if !c.letters || c.punct > 0 {
+			c.n++ // a new letter run
+			if c.punct >= 2 {
+				c.n++
+			}
+		}
+		c.letters, c.punct = true, 0
+	case classPunct, classSlash:
+		c.punct++
+		c.content = true
+	case classJoiner:
+		c.content = true
+	}
+}
+
+// end closes the text and returns its count.
+func (c *counter) end() int {
 	c.endNumbers()
 	c.endStretch()
 	return c.n
