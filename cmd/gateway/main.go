@@ -18,6 +18,7 @@ import (
 
 	"github.com/hayula/gateway/autoroute"
 	"github.com/hayula/gateway/config"
+	"github.com/hayula/gateway/conformance"
 	"github.com/hayula/gateway/demo"
 	"github.com/hayula/gateway/lifecycle/lrusim"
 	"github.com/hayula/gateway/server"
@@ -32,6 +33,7 @@ Usage:
   gateway keygen NAME
   gateway route eval FILE [--config FILE]
   gateway lru-sim --trace FILE --slots N [--pinned NAME…] [--swap 2.47s]
+  gateway conformance --base-url URL [--api-key KEY] [--only GLOB] [--format table|json|junit|markdown]
   gateway help
 `
 
@@ -62,6 +64,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		err = cmdRoute(args[1:], stdout, stderr)
 	case "lru-sim":
 		return lrusim.Main(args[1:], stdout, stderr)
+	case "conformance":
+		return conformance.Main(ctx, args[1:], stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return 0
