@@ -10,6 +10,7 @@ import (
 
 	"github.com/hayula/gateway/autoroute"
 	"github.com/hayula/gateway/core"
+	"github.com/hayula/gateway/lifecycle"
 )
 
 // Config is a loaded, checked configuration. It is read-only after Load: share it by pointer.
@@ -32,6 +33,35 @@ type Config struct {
 	Cooldown Cooldown
 	// Auto classifies requests for model "auto"; nil when the config has no [auto] table.
 	Auto *autoroute.Classifier
+	// Lifecycle is what the gateway needs to run the processes of targets with a command; its
+	// Specs are empty when no target has one.
+	Lifecycle Lifecycle
+}
+
+// Lifecycle is the lifecycle manager's input, compiled from the targets' command, idle_stop,
+// group and load_timeout keys, the [groups.NAME] tables and the top-level state_file and
+// wait_healthy.
+type Lifecycle struct {
+	// Specs are the targets with a command, in target order. URL and HealthURL may hold "{port}".
+	Specs []lifecycle.Spec
+	// Groups are the [groups.NAME] tables, sorted by name.
+	Groups []lifecycle.GroupSpec
+	// StateFile is where the LRU order of group members is kept across restarts, resolved against
+	// the config file's directory; "" (the default) keeps none, so nothing is pre-warmed.
+	StateFile string
+	// WaitHealthy makes `gateway serve` wait, before it accepts requests, until every pinned
+	// member is healthy; false (the default) accepts requests at once.
+	WaitHealthy bool
+}
+
+// Managed reports whether the target named name has a command.
+func (l *Lifecycle) Managed(name string) bool {
+	for _, s := range l.Specs {
+		if s.Name == name {
+			return true
+		}
+	}
+	return false
 }
 
 // Key is one API key, stored only as the SHA-256 of the token.
@@ -85,6 +115,11 @@ const (
 	DefaultFailures     = 3
 	DefaultCooldownBase = 30 * time.Second
 	DefaultCooldownMax  = 300 * time.Second
+	// Active health and lifecycle.
+	DefaultHealthInterval = 30 * time.Second
+	DefaultHealthTimeout  = 5 * time.Second
+	DefaultDegradedAfter  = 10 * time.Second
+	DefaultLoadTimeout    = lifecycle.DefaultLoadTimeout
 	// maxRetries bounds max_retries: more same-target retries only delay the fallback.
 	maxRetries = 10
 	// RouteAuto is the model name the automatic router answers to; a key's allowlist may name

@@ -16,6 +16,7 @@ import (
 	"github.com/BurntSushi/toml"
 	"github.com/hayula/gateway/autoroute"
 	"github.com/hayula/gateway/core"
+	"github.com/hayula/gateway/lifecycle"
 )
 
 // fileTOML is the file as TOML decodes it. Pointers tell an absent key (take the default) from a
@@ -29,6 +30,10 @@ type fileTOML struct {
 	Cooldown cooldownTOML          `toml:"cooldown"`
 	Targets  map[string]targetTOML `toml:"targets"`
 	Routes   map[string]routeTOML  `toml:"routes"`
+	// Groups are the [groups.NAME] tables of lifecycle-managed targets.
+	Groups      map[string]groupTOML `toml:"groups"`
+	StateFile   *string              `toml:"state_file"`
+	WaitHealthy *bool                `toml:"wait_healthy"`
 	// Auto turns on model "auto"; its fields are autoroute.Rules (zero values mean the defaults).
 	Auto *autoroute.Rules `toml:"auto"`
 }
@@ -60,6 +65,16 @@ type targetTOML struct {
 	Weight        *int      `toml:"weight"`
 	Reasoning     *string   `toml:"reasoning"`
 	Specialists   *[]string `toml:"specialists"`
+	// Active health (see health.go).
+	HealthPath     *string `toml:"health_path"`
+	HealthInterval *string `toml:"health_interval"`
+	HealthTimeout  *string `toml:"health_timeout"`
+	DegradedAfter  *string `toml:"degraded_after"`
+	// Lifecycle (see lifecycle.go).
+	Command     *[]string `toml:"command"`
+	IdleStop    *string   `toml:"idle_stop"`
+	Group       *string   `toml:"group"`
+	LoadTimeout *string   `toml:"load_timeout"`
 }
 
 type routeTOML struct {
@@ -103,6 +118,7 @@ func Parse(data []byte, filename string, getenv func(string) string) (*Config, e
 	c.top(cfg, &raw)
 	cfg.Cooldown = c.cooldown(&raw.Cooldown)
 	cfg.Targets = c.targets(raw.Targets)
+	cfg.Lifecycle = c.lifecycle(&raw, cfg)
 	cfg.Routes = c.routes(raw.Routes, cfg)
 	cfg.Keys = c.keys(keys, raw.Routes)
 	cfg.Auto = c.auto(raw.Auto, cfg)
@@ -171,7 +187,11 @@ func (c *compiler) decodeErr(err error, in []string) {
 // isDurationKey is true of the keys whose values are durations, for a hint when one is not a
 // string.
 func isDurationKey(name string) bool {
-	return name == "timeout" || name == "base" || name == "max"
+	switch name {
+	case "timeout", "base", "max", "health_interval", "health_timeout", "degraded_after", "idle_stop", "load_timeout":
+		return true
+	}
+	return false
 }
 
 // isSecretName is true of the keys a user may reach for to write a credential inline; the config
@@ -194,6 +214,7 @@ func (c *compiler) tables(md toml.MetaData, raw *fileTOML) {
 	}
 	check("targets")
 	check("routes")
+	check("groups")
 	for name := range raw.Routes {
 		check("routes", name, "guard")
 	}
@@ -266,6 +287,8 @@ func knownKeys(path []string) []string {
 		v = routeTOML{}
 	case len(path) == 3 && path[0] == "keys":
 		v = keyTOML{}
+	case len(path) == 3 && path[0] == "groups":
+		v = groupTOML{}
 	case len(path) == 2 && path[0] == "cooldown":
 		v = cooldownTOML{}
 	case len(path) == 2 && path[0] == "auto":
@@ -445,6 +468,7 @@ func (c *compiler) target(index int, name string, raw targetTOML) *core.Target {
 	}
 
 	t.URL = c.url(raw.URL, at("url"))
+	c.health(t, raw, at)
 
 	if raw.Model != nil {
 		t.Model = *raw.Model
@@ -501,7 +525,9 @@ func (c *compiler) url(raw string, path []string) string {
 		c.errorf(path, "missing: the target's base URL, such as \"http://127.0.0.1:8080/v1\"")
 		return ""
 	}
-	u, err := url.Parse(raw)
+	// "{port}" stands for the port of a target's own process (see lifecycle.go); it is checked
+	// there, and parsed here as any port.
+	u, err := url.Parse(strings.ReplaceAll(raw, lifecycle.PortPlaceholder, "1"))
 	switch {
 	case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Opaque != "":
 		c.errorf(path, "%q is not an absolute http or https URL", raw)

@@ -11,6 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 	"github.com/hayula/gateway/core"
+	"github.com/hayula/gateway/lifecycle"
 )
 
 // env is a fake environment for api_key_env.
@@ -42,7 +43,9 @@ func TestParseDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	a := &core.Target{Name: "a", Index: 0, Adapter: core.AdapterOpenAI, URL: "http://127.0.0.1:1/v1",
-		Model: "a", Privacy: core.Private, Tools: true, Vision: true, Timeout: 120 * time.Second, Weight: 1}
+		Model: "a", Privacy: core.Private, Tools: true, Vision: true, Timeout: 120 * time.Second, Weight: 1,
+		HealthURL: "http://127.0.0.1:1/v1/models", HealthInterval: 30 * time.Second,
+		HealthTimeout: 5 * time.Second, DegradedAfter: 10 * time.Second}
 	want := &Config{
 		Source:       "min.toml",
 		Listen:       "127.0.0.1:8000",
@@ -238,6 +241,134 @@ guard = { a = ["overflow", "rate_limit"] }
 	}
 }
 
+// TestParseHealthAndLifecycle compiles the health and lifecycle keys, defaults and given.
+func TestParseHealthAndLifecycle(t *testing.T) {
+	type health struct {
+		URL                         string
+		Every, Timeout, DegradedAft time.Duration
+	}
+	cases := []struct {
+		name   string
+		toml   string
+		health map[string]health
+		lc     Lifecycle
+	}{
+		{
+			name: "each adapter's default health path",
+			toml: `[targets.o]
+adapter = "openai"
+url = "http://127.0.0.1:1/v1"
+[targets.l]
+adapter = "ollama"
+url = "http://127.0.0.1:11434/"
+[targets.s]
+adapter = "saif"
+url = "http://127.0.0.1:8443/v1"
+[targets.s2]
+adapter = "saif"
+url = "http://127.0.0.1:8443"
+[routes.r]
+targets = ["o"]
+`,
+			health: map[string]health{
+				"o":  {"http://127.0.0.1:1/v1/models", 30 * time.Second, 5 * time.Second, 10 * time.Second},
+				"l":  {"http://127.0.0.1:11434/api/tags", 30 * time.Second, 5 * time.Second, 10 * time.Second},
+				"s":  {"http://127.0.0.1:8443/v1/health", 30 * time.Second, 5 * time.Second, 10 * time.Second},
+				"s2": {"http://127.0.0.1:8443/v1/health", 30 * time.Second, 5 * time.Second, 10 * time.Second},
+			},
+		},
+		{
+			name: "given health keys; a managed group with {port} everywhere",
+			toml: `state_file = "/var/lib/hayula/lru.json"
+wait_healthy = true
+[targets.m]
+adapter = "openai"
+url = "http://127.0.0.1:{port}/v1"
+command = ["llama-server", "-m", "m.gguf", "--port", "{port}"]
+group = "gpu"
+idle_stop = "15m"
+load_timeout = "90s"
+health_path = "http://127.0.0.1:{port}/health"
+health_interval = "0s"
+[targets.p]
+adapter = "openai"
+url = "http://127.0.0.1:{port}/v1"
+command = ["llama-server", "--port", "{port}"]
+group = "gpu"
+health_path = "/models?ready=1"
+health_timeout = "1s"
+degraded_after = "0s"
+[targets.solo]
+adapter = "ollama"
+url = "http://127.0.0.1:11434"
+command = ["ollama", "serve"]
+[groups.gpu]
+slots = 2
+pinned = ["p"]
+[routes.r]
+targets = ["m", "p", "solo"]
+`,
+			health: map[string]health{
+				"m":    {"http://127.0.0.1:{port}/health", 0, 5 * time.Second, 10 * time.Second},
+				"p":    {"http://127.0.0.1:{port}/v1/models?ready=1", 30 * time.Second, time.Second, 0},
+				"solo": {"http://127.0.0.1:11434/api/tags", 30 * time.Second, 5 * time.Second, 10 * time.Second},
+			},
+			lc: Lifecycle{
+				Specs: []lifecycle.Spec{
+					{Name: "m", Command: []string{"llama-server", "-m", "m.gguf", "--port", "{port}"},
+						URL: "http://127.0.0.1:{port}/v1", HealthURL: "http://127.0.0.1:{port}/health",
+						IdleStop: 15 * time.Minute, Group: "gpu", LoadTimeout: 90 * time.Second},
+					{Name: "p", Command: []string{"llama-server", "--port", "{port}"},
+						URL: "http://127.0.0.1:{port}/v1", HealthURL: "http://127.0.0.1:{port}/v1/models?ready=1",
+						Group: "gpu", LoadTimeout: 2 * time.Minute},
+					{Name: "solo", Command: []string{"ollama", "serve"}, URL: "http://127.0.0.1:11434",
+						HealthURL: "http://127.0.0.1:11434/api/tags", LoadTimeout: 2 * time.Minute},
+				},
+				Groups:      []lifecycle.GroupSpec{{Name: "gpu", Slots: 2, Pinned: []string{"p"}}},
+				StateFile:   "/var/lib/hayula/lru.json",
+				WaitHealthy: true,
+			},
+		},
+		{
+			name: "a relative state_file is the config's neighbour",
+			toml: "state_file = \"lru.json\"\n" + minimal,
+			health: map[string]health{
+				"a": {"http://127.0.0.1:1/v1/models", 30 * time.Second, 5 * time.Second, 10 * time.Second},
+			},
+			lc: Lifecycle{StateFile: "/etc/hayula/lru.json"},
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg, err := Parse([]byte(tc.toml), "/etc/hayula/gateway.toml", nil)
+			if err != nil {
+				t.Fatalf("Parse: %v", err)
+			}
+			got := map[string]health{}
+			for _, tg := range cfg.Targets {
+				got[tg.Name] = health{tg.HealthURL, tg.HealthInterval, tg.HealthTimeout, tg.DegradedAfter}
+			}
+			if diff := cmp.Diff(tc.health, got); diff != "" {
+				t.Errorf("health (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tc.lc, cfg.Lifecycle, cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("Lifecycle (-want +got):\n%s", diff)
+			}
+			if _, err := lifecycle.New(cfg.Lifecycle.Specs, cfg.Lifecycle.Groups, lifecycle.Options{}); err != nil {
+				t.Errorf("lifecycle.New refuses what config accepted: %v", err)
+			}
+			for _, s := range cfg.Lifecycle.Specs {
+				if !cfg.Lifecycle.Managed(s.Name) {
+					t.Errorf("Managed(%s) = false", s.Name)
+				}
+			}
+			if cfg.Lifecycle.Managed("nope") {
+				t.Error("Managed(nope) = true")
+			}
+		})
+	}
+}
+
 // wantErr is one expected problem: its line and a part of its message.
 type wantErr struct {
 	line int
@@ -401,6 +532,116 @@ sha256 = "b94d27b9934d3e08a52e52d7da7dabfac484efe37a5380ee9088f7ace2efcde9"
 			[]wantErr{{1, `listen: "localhost" is not host:port`}, {1, "open gateway may only listen on loopback"}}},
 		{"zero routes", "[targets.a]\nadapter = \"openai\"\nurl = \"http://x\"\n", nil,
 			[]wantErr{{0, "no routes"}}},
+		{"health keys", minimal + `[targets.b]
+adapter = "openai"
+url = "http://x/v1"
+health_path = ""
+health_interval = "often"
+health_timeout = "0s"
+degraded_after = "-1s"
+`, nil, []wantErr{{10, "targets.b.health_path: empty; leave it out for the adapter's default"},
+			{11, `targets.b.health_interval: "often" is not a duration`},
+			{12, "targets.b.health_timeout: must be longer than 0s"},
+			{13, `targets.b.degraded_after: "-1s" is negative`}}},
+		{"a health duration that is not a string", minimal + "[targets.b]\nadapter = \"openai\"\nurl = \"http://x\"\ndegraded_after = 10\n", nil,
+			[]wantErr{{10, `targets.b.degraded_after: incompatible types: TOML value has type int64; destination has type string (a duration is a string such as "30s")`}}},
+		{"health keys, after decoding", minimal + `[targets.b]
+adapter = "openai"
+url = "http://x/v1"
+health_path = "models"
+[targets.c]
+adapter = "openai"
+url = "http://x/v1"
+health_path = "http://u:p@x/health"
+`, nil, []wantErr{{10, `targets.b.health_path: "models" is neither a path starting with / (joined to the url) nor an absolute http or https URL`},
+			{14, "targets.c.health_path: credentials in the URL are refused"}}},
+		{"lifecycle keys without a command", minimal + `[targets.b]
+adapter = "openai"
+url = "http://127.0.0.1:{port}/v1"
+idle_stop = "1m"
+group = "g"
+load_timeout = "1m"
+health_path = "http://127.0.0.1:{port}/health"
+`, nil, []wantErr{{9, "targets.b.url: {port} is the port the gateway picks for a process it starts; this target has no command"},
+			{10, "targets.b.idle_stop: only a target with a command has idle_stop"},
+			{11, "targets.b.group: only a target with a command has a group"},
+			{12, "targets.b.load_timeout: only a target with a command has load_timeout"},
+			{13, "targets.b.health_path: {port} is the port the gateway picks"}}},
+		{"command problems", minimal + `[targets.b]
+adapter = "openai"
+url = "http://127.0.0.1:8001/v1"
+command = []
+[targets.c]
+adapter = "openai"
+url = "http://127.0.0.1:8002/v1"
+command = ["", "--port", "8002"]
+group = "nope"
+load_timeout = "0s"
+idle_stop = "soon"
+health_path = "http://127.0.0.1:{port}/health"
+`, nil, []wantErr{{10, "targets.b.command: empty: give the program and its arguments"},
+			{14, "targets.c.command[0]: empty program name"},
+			{15, `targets.c.group: no group named "nope": add a [groups.nope] table`},
+			{16, "targets.c.load_timeout: must be longer than 0s"},
+			{17, `targets.c.idle_stop: "soon" is not a duration`},
+			{18, "targets.c.health_path: uses {port} but url does not"}}},
+		{"group problems", "state_file = \"\"\n" + minimal + `[targets.m1]
+adapter = "openai"
+url = "http://127.0.0.1:{port}/v1"
+command = ["srv", "{port}"]
+group = "g"
+idle_stop = "5m"
+[targets.m2]
+adapter = "openai"
+url = "http://127.0.0.1:{port}/v1"
+command = ["srv", "{port}"]
+group = "g"
+[targets.m3]
+adapter = "openai"
+url = "http://127.0.0.1:{port}/v1"
+command = ["srv", "{port}"]
+group = "h"
+[groups.g]
+slots = 1
+pinned = ["m1", "m2", "m1", "a", "ghost"]
+[groups.h]
+slots = 0
+[groups.i]
+slots = 1
+[groups."x y"]
+slots = 1
+[groups.j]
+pinned = ["m3"]
+`, nil, []wantErr{{1, "state_file: empty"},
+			{26, `groups.g.pinned[0]: "m1" has idle_stop, but a pinned member is never stopped`},
+			{26, `groups.g.pinned[2]: "m1" is pinned twice`},
+			{26, `groups.g.pinned[3]: "a" is not a member of this group`},
+			{26, `groups.g.pinned[4]: no target named "ghost"`},
+			{26, `groups.g.pinned: 4 pinned members do not fit in 1 slots`},
+			{28, "groups.h.slots: must be at least 1, got 0"},
+			{29, `groups.i: no target is in this group`},
+			{31, `groups."x y": bad group name`},
+			{31, `groups."x y": no target is in this group`},
+			{33, "groups.j: no target is in this group"},
+			{33, "groups.j.slots: missing"},
+			{34, `groups.j.pinned[0]: "m3" is not a member of this group`}}},
+		{"every slot pinned leaves the others out", minimal + `[targets.m1]
+adapter = "openai"
+url = "http://127.0.0.1:{port}/v1"
+command = ["srv", "{port}"]
+group = "g"
+[targets.m2]
+adapter = "openai"
+url = "http://127.0.0.1:{port}/v1"
+command = ["srv", "{port}"]
+group = "g"
+[groups.g]
+slots = 1
+pinned = ["m1"]
+`, nil, []wantErr{{19, "groups.g.pinned: every slot is pinned, so the group's other members (m2) could never start"}}},
+		{"unknown group key", minimal + "[groups.g]\nslot = 1\n", nil,
+			[]wantErr{{7, "groups.g: no target is in this group"}, {7, "groups.g.slots: missing"},
+				{8, `unknown key groups.g.slot (did you mean "slots"?)`}}},
 		{"several problems, in line order", `listen = "10.0.0.1:80"
 [targets.a]
 adapter = "openai"

@@ -85,6 +85,8 @@ func (c *Config) Summary() string {
 			fmt.Fprintf(&b, "  %s specialists: %s\n", t.Name, strings.Join(t.Specialists, ", "))
 		}
 	}
+	c.healthSummary(&b)
+	c.lifecycleSummary(&b)
 	// tabwriter pads cells before an empty last one; trailing blanks only upset diffs.
 	lines := strings.Split(b.String(), "\n")
 	for i, l := range lines {
@@ -116,4 +118,62 @@ func yesNo(b bool) string {
 		return "yes"
 	}
 	return "no"
+}
+
+func (c *Config) healthSummary(b *strings.Builder) {
+	b.WriteString("\nhealth checks:\n")
+	w := tabwriter.NewWriter(b, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(w, "  name\tevery\ttimeout\tdegraded after\turl\t\n")
+	for _, t := range c.Targets {
+		if t.HealthInterval == 0 || t.HealthURL == "" {
+			fmt.Fprintf(w, "  %s\toff\t\t\t%s\t\n", t.Name, t.HealthURL)
+			continue
+		}
+		degraded := t.DegradedAfter.String()
+		if t.DegradedAfter == 0 {
+			degraded = "never"
+		}
+		fmt.Fprintf(w, "  %s\t%s\t%s\t%s\t%s\t\n", t.Name, t.HealthInterval, t.HealthTimeout, degraded, t.HealthURL)
+	}
+	_ = w.Flush()
+}
+
+// lifecycleSummary shows the processes the gateway runs. A command is shown whole: it is written
+// in the config, which holds no secret.
+func (c *Config) lifecycleSummary(b *strings.Builder) {
+	l := &c.Lifecycle
+	if len(l.Specs) == 0 {
+		return
+	}
+	state := "none (the LRU order is not kept across restarts)"
+	if l.StateFile != "" {
+		state = l.StateFile
+	}
+	fmt.Fprintf(b, "\nprocesses: state file %s; wait_healthy %s\n", state, yesNo(l.WaitHealthy))
+	w := tabwriter.NewWriter(b, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(w, "  name\tgroup\tidle stop\tload timeout\tcommand\t\n")
+	for _, s := range l.Specs {
+		group, idle := s.Group, s.IdleStop.String()
+		if group == "" {
+			group = "-"
+		}
+		if s.IdleStop == 0 {
+			idle = "never"
+		}
+		fmt.Fprintf(w, "  %s\t%s\t%s\t%s\t%s\t\n", s.Name, group, idle, s.LoadTimeout, strings.Join(s.Command, " "))
+	}
+	_ = w.Flush()
+	for _, g := range l.Groups {
+		var members []string
+		for _, s := range l.Specs {
+			if s.Group == g.Name {
+				members = append(members, s.Name)
+			}
+		}
+		pinned := "none"
+		if len(g.Pinned) > 0 {
+			pinned = strings.Join(g.Pinned, ", ")
+		}
+		fmt.Fprintf(b, "  group %s: %d slots, pinned %s; members %s\n", g.Name, g.Slots, pinned, strings.Join(members, ", "))
+	}
 }
