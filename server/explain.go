@@ -2,8 +2,12 @@ package server
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
+	"strings"
 	"time"
+
+	"github.com/julienschmidt/httprouter"
 
 	"github.com/hayula/gateway/autoroute"
 	"github.com/hayula/gateway/config"
@@ -141,6 +145,28 @@ type modelEntry struct {
 	Object  string `json:"object"`
 	Created int64  `json:"created"`
 	OwnedBy string `json:"owned_by"`
+}
+
+// handleModel answers GET /v1/models/{id} for a route the caller's key may use; model ids may
+// contain slashes, so the rest of the path is the id.
+func (s *Server) handleModel(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
+	key, e := s.authenticate(r)
+	if e != nil {
+		writeError(w, e)
+		return
+	}
+	id := strings.TrimPrefix(ps.ByName("id"), "/")
+	_, known := s.routes[id]
+	if id == config.RouteAuto {
+		known = s.cfg.Auto != nil
+	}
+	if !known || (key != nil && !key.Allows(id)) {
+		writeError(w, &apiError{Status: http.StatusNotFound, Type: typeInvalidRequest, Code: "model_not_found", Param: "model",
+			Message: fmt.Sprintf("The model `%s` does not exist or you do not have access to it.", id)})
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(modelEntry{ID: id, Object: "model", Created: s.created, OwnedBy: "hayula"})
 }
 
 // handleModels lists the routes the caller's key may use, in OpenAI's list shape.

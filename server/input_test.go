@@ -147,3 +147,34 @@ func TestPanicBecomes500(t *testing.T) {
 		t.Fatalf("second request status %d", rep.status)
 	}
 }
+
+func TestModelRetrieve(t *testing.T) {
+	g, _ := keyed(t)
+	get := func(path, key string) int {
+		req, _ := http.NewRequest(http.MethodGet, g.ts.URL+path, nil)
+		req.Header.Set("Authorization", "Bearer "+key)
+		resp, err := g.ts.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var m struct{ ID, Object string }
+		_ = decodeJSON(resp, &m)
+		if resp.StatusCode == 200 && (m.ID != path[len("/v1/models/"):] || m.Object != "model") {
+			t.Errorf("%s: %+v", path, m)
+		}
+		return resp.StatusCode
+	}
+	if c := get("/v1/models/saif", laptopKey); c != 200 {
+		t.Errorf("allowed route: %d", c)
+	}
+	if c := get("/v1/models/cloud", laptopKey); c != 404 {
+		t.Errorf("route not allowed for the key: %d", c)
+	}
+	if c := get("/v1/models/nope", "hk-ci"); c != 404 {
+		t.Errorf("unknown route: %d", c)
+	}
+	if c := get("/v1/models/saif", "wrong"); c != 401 {
+		t.Errorf("bad key: %d", c)
+	}
+}

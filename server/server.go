@@ -153,6 +153,7 @@ func (s *Server) router() http.Handler {
 	r.HandlerFunc(http.MethodPost, "/v1/embeddings", s.handleEmbeddings)
 	r.HandlerFunc(http.MethodPost, "/v1/route/explain", s.handleExplain)
 	r.HandlerFunc(http.MethodGet, "/v1/models", s.handleModels)
+	r.GET("/v1/models/*id", s.handleModel)
 	r.HandlerFunc(http.MethodGet, "/healthz", s.handleHealthz)
 	r.NotFound = http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		writeError(w, &apiError{Status: http.StatusNotFound, Type: typeInvalidRequest, Code: "unknown_url",

@@ -95,11 +95,9 @@ func TestConformanceCommandIsWired(t *testing.T) {
 // the test can fail, and pin what the gateway does with a non-conforming upstream: it relays the
 // body as it is, but ends every stream with [DONE] itself.
 func TestGatewayPassesEveryMust(t *testing.T) {
-	// Nothing answers 429, so there is no Retry-After to judge; the gateway does not serve
-	// GET /v1/models/{model} (a SHOULD), and a 404 means "not offered".
+	// Nothing answers 429, so there is no Retry-After to judge.
 	always := map[string]conformance.Result{
 		"errors.retry_after": conformance.Skip,
-		"models.retrieve":    conformance.Skip,
 	}
 	tests := []struct {
 		name   string
