@@ -11,5 +11,10 @@
 // caller's own context error (errors.Is(err, context.Canceled) holds) when the caller gave up.
 //
 // Files are named after the protocols they join, client side first: openai_openai.go relays the
-// OpenAI API to an OpenAI-compatible upstream (vLLM, llama-server, LM Studio, OpenRouter…).
+// OpenAI API to an OpenAI-compatible upstream (vLLM, llama-server, LM Studio, OpenRouter…);
+// openai_ollama.go translates to Ollama's native /api/chat (NDJSON streaming) and /api/embed;
+// openai_saif.go translates to the SAIF protocol (a ChatML prompt with a specialist, SSE text
+// events). translate.go holds what the translators share, and reasoning.go the "think-tags"
+// reasoning option, which moves a leading <think>…</think> block into reasoning_content for any
+// adapter, streamed or not.
 package upstream

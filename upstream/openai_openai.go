@@ -39,10 +39,19 @@ func (a *openaiOpenAI) chat(ctx context.Context, req *core.Request) (*Response, 
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		return nil, statusError(a.t, resp, a.now)
 	}
+	think := a.t.Reasoning == core.ReasoningThinkTags && req.Op == core.OpChat
 	if req.Stream {
-		return a.stream(resp)
+		r, err := a.stream(resp)
+		if err == nil && think {
+			r.Stream = newThinkStream(r.Stream)
+		}
+		return r, err
 	}
-	return a.body(ctx, resp)
+	r, err := a.body(ctx, resp)
+	if err == nil && think {
+		r.Body = splitThinkBody(r.Body)
+	}
+	return r, err
 }
 
 func (a *openaiOpenAI) request(ctx context.Context, req *core.Request) (*http.Request, error) {

@@ -45,8 +45,12 @@ type Options struct {
 	// Transport is a template cloned per target; nil means sensible defaults (keep-alive, 32 idle
 	// connections per target, no transparent gzip so that SSE events are not held back).
 	Transport *http.Transport
-	// Now is the clock for Retry-After dates; nil means time.Now.
+	// Now is the clock for Retry-After dates and for the "created" stamp of answers the
+	// translating adapters build; nil means time.Now.
 	Now func() time.Time
+	// NewID makes the ids of answers and tool calls that translating adapters build; nil means
+	// 24 random hex digits. Tests inject a counter.
+	NewID func() string
 }
 
 const defaultDialTimeout = 10 * time.Second
@@ -57,6 +61,7 @@ type Set struct {
 	clients []*http.Client // by core.Target.Index
 	names   []string       // the target each client was built for
 	now     func() time.Time
+	newID   func() string
 }
 
 // NewSet builds the clients for targets. Targets are identified by Index (checked against the
@@ -67,9 +72,12 @@ func NewSet(targets []*core.Target, o Options) *Set {
 	for _, t := range targets {
 		n = max(n, t.Index+1)
 	}
-	s := &Set{clients: make([]*http.Client, n), names: make([]string, n), now: o.Now}
+	s := &Set{clients: make([]*http.Client, n), names: make([]string, n), now: o.Now, newID: o.NewID}
 	if s.now == nil {
 		s.now = time.Now
+	}
+	if s.newID == nil {
+		s.newID = randomID
 	}
 	for _, t := range targets {
 		s.names[t.Index] = t.Name
@@ -136,6 +144,10 @@ func (s *Set) Chat(ctx context.Context, t *core.Target, req *core.Request) (*Res
 	switch t.Adapter {
 	case core.AdapterOpenAI:
 		return (&openaiOpenAI{t: t, c: c, now: s.now}).chat(ctx, req)
+	case core.AdapterOllama:
+		return (&openaiOllama{t: t, c: c, now: s.now, newID: s.newID}).chat(ctx, req)
+	case core.AdapterSAIF:
+		return (&openaiSAIF{t: t, c: c, now: s.now, newID: s.newID}).chat(ctx, req)
 	}
 	return nil, &UnsupportedAdapterError{Target: t.Name, Adapter: t.Adapter}
 }

@@ -3,6 +3,7 @@ package upstream
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -53,7 +54,9 @@ func target(url string) *core.Target {
 
 func newSet(t *testing.T, targets ...*core.Target) *Set {
 	t.Helper()
-	s := NewSet(targets, Options{Now: fixedNow, DialTimeout: 2 * time.Second})
+	n := 0
+	s := NewSet(targets, Options{Now: fixedNow, DialTimeout: 2 * time.Second,
+		NewID: func() string { n++; return fmt.Sprintf("id%d", n) }})
 	t.Cleanup(s.Close)
 	return s
 }
@@ -316,12 +319,12 @@ func TestChatRequestShape(t *testing.T) {
 }
 
 func TestSetDispatch(t *testing.T) {
-	ollama := &core.Target{Name: "ol", Adapter: core.AdapterOllama, URL: "http://127.0.0.1:1"}
-	s := newSet(t, ollama)
-	_, err := s.Chat(context.Background(), ollama, chatReq(false))
+	future := &core.Target{Name: "future", Adapter: core.AdapterSAIF + 1, URL: "http://127.0.0.1:1"}
+	s := newSet(t, future)
+	_, err := s.Chat(context.Background(), future, chatReq(false))
 	var ua *UnsupportedAdapterError
-	if !errors.As(err, &ua) || ua.Adapter != core.AdapterOllama {
-		t.Errorf("Chat(ollama) error = %v, want *UnsupportedAdapterError", err)
+	if !errors.As(err, &ua) || ua.Adapter != core.AdapterSAIF+1 {
+		t.Errorf("Chat(future) error = %v, want *UnsupportedAdapterError", err)
 	}
 	stranger := &core.Target{Name: "stranger", Adapter: core.AdapterOpenAI}
 	_, err = s.Chat(context.Background(), stranger, chatReq(false))

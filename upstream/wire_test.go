@@ -19,6 +19,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/hayula/gateway/core"
+	"github.com/hayula/gateway/internal/jsonx"
 )
 
 var update = flag.Bool("update", false, "rewrite the want sections of testdata/wire")
@@ -109,19 +110,75 @@ func parseRecorded(t *testing.T, raw []byte) recorded {
 	return r
 }
 
+// parseTarget reads the target section: model, api_key, adapter (openai by default; ollama and
+// saif URLs have no /v1), reasoning (think-tags) and specialists (comma-separated).
 func parseTarget(raw []byte, url string) *core.Target {
 	tg := target(url)
 	tg.Model = ""
 	for _, line := range strings.Split(string(raw), "\n") {
 		k, v, _ := strings.Cut(line, ":")
+		v = strings.TrimSpace(v)
 		switch strings.TrimSpace(k) {
 		case "model":
-			tg.Model = strings.TrimSpace(v)
+			tg.Model = v
 		case "api_key":
-			tg.APIKey = core.Secret(strings.TrimSpace(v))
+			tg.APIKey = core.Secret(v)
+		case "adapter":
+			switch v {
+			case "ollama":
+				tg.Adapter, tg.URL = core.AdapterOllama, url
+			case "saif":
+				tg.Adapter, tg.URL = core.AdapterSAIF, url
+			}
+		case "reasoning":
+			if v == "think-tags" {
+				tg.Reasoning = core.ReasoningThinkTags
+			}
+		case "specialists":
+			for _, sp := range strings.Split(v, ",") {
+				tg.Specialists = append(tg.Specialists, strings.TrimSpace(sp))
+			}
 		}
 	}
 	return tg
+}
+
+// clientRequest decodes client.json the way the server does (the fields adapters read). The
+// gateway's own fields are read and stripped: "x-route-hint" becomes RouteHint, "x-op" (a test
+// device) picks the endpoint.
+func clientRequest(t *testing.T, client []byte) *core.Request {
+	t.Helper()
+	var w struct {
+		Model         string `json:"model"`
+		Stream        bool   `json:"stream"`
+		StreamOptions struct {
+			IncludeUsage bool `json:"include_usage"`
+		} `json:"stream_options"`
+		Messages  []core.Message `json:"messages"`
+		MaxTokens *int           `json:"max_tokens"`
+		MaxCompl  *int           `json:"max_completion_tokens"`
+		Hint      string         `json:"x-route-hint"`
+		Op        string         `json:"x-op"`
+		core.Params
+	}
+	if err := json.Unmarshal(client, &w); err != nil {
+		t.Fatal(err)
+	}
+	req := &core.Request{Model: w.Model, Stream: w.Stream, IncludeUsage: w.StreamOptions.IncludeUsage,
+		Messages: w.Messages, Params: w.Params, RouteHint: w.Hint,
+		Body: jsonx.Delete(client, "x-route-hint", "x-op")}
+	switch w.Op {
+	case "completions":
+		req.Op = core.OpCompletions
+	case "embeddings":
+		req.Op = core.OpEmbeddings
+	}
+	if w.MaxCompl != nil {
+		req.MaxTokens = *w.MaxCompl
+	} else if w.MaxTokens != nil {
+		req.MaxTokens = *w.MaxTokens
+	}
+	return req
 }
 
 // renderRequest is the upstream request as the golden file shows it.
@@ -140,6 +197,9 @@ func renderRequest(r *http.Request, body []byte) []byte {
 	}
 	b.WriteString("\n")
 	b.Write(body)
+	if len(body) > 0 && body[len(body)-1] != '\n' {
+		b.WriteString("\n") // so that the next section header starts its own line
+	}
 	return b.Bytes()
 }
 
@@ -151,16 +211,29 @@ func renderResult(resp *Response, err error) []byte {
 		return b.Bytes()
 	}
 	if resp.Stream == nil {
+		renderHeader(&b, resp.Header)
 		fmt.Fprintf(&b, "body: %s\n", resp.Body)
 		return b.Bytes()
 	}
 	defer resp.Stream.Close()
 	events, end := drain(resp.Stream)
+	renderHeader(&b, resp.Header) // a stream's headers may be filled by its first event
 	for _, e := range events {
 		fmt.Fprintf(&b, "event: %s\n", e)
 	}
 	fmt.Fprintf(&b, "end: %s\n", end)
 	return b.Bytes()
+}
+
+func renderHeader(b *bytes.Buffer, h http.Header) {
+	keys := make([]string, 0, len(h))
+	for k := range h {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		fmt.Fprintf(b, "header: %s: %s\n", k, strings.Join(h[k], ", "))
+	}
 }
 
 func renderError(b *bytes.Buffer, err error) {
@@ -200,13 +273,7 @@ func TestWireGolden(t *testing.T) {
 				_, _ = w.Write(rec.body)
 			})
 			tg := parseTarget(c.sections["target"], srv.URL)
-			var view struct {
-				Stream bool `json:"stream"`
-			}
-			if err := json.Unmarshal(client, &view); err != nil {
-				t.Fatal(err)
-			}
-			req := &core.Request{Model: "auto", Stream: view.Stream, Body: client}
+			req := clientRequest(t, client)
 			got := renderResult(newSet(t, tg).Chat(context.Background(), tg, req))
 			if *update {
 				c.set("want.request", seen)

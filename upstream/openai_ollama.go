@@ -1,0 +1,565 @@
+package upstream
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/hayula/gateway/core"
+)
+
+// openaiOllama translates one OpenAI request to Ollama's native API (POST /api/chat, NDJSON
+// streaming; POST /api/embed for embeddings) and the answer back. Target.URL is Ollama's base
+// URL without /v1, e.g. http://127.0.0.1:11434.
+//
+// Ollama's own OpenAI-compatible endpoint exists, but the native one is what every Ollama
+// version serves, and it reports done_reason and token counts on every answer, streamed or not.
+type openaiOllama struct {
+	t     *core.Target
+	c     *http.Client
+	now   func() time.Time
+	newID func() string
+}
+
+// ollamaMessage is a message of /api/chat, both ways. Thinking comes back from models run with
+// think enabled; the gateway sends none.
+type ollamaMessage struct {
+	Role      string           `json:"role"`
+	Content   string           `json:"content"`
+	Thinking  string           `json:"thinking,omitempty"`
+	Images    []string         `json:"images,omitempty"`
+	ToolCalls []ollamaToolCall `json:"tool_calls,omitempty"`
+	ToolName  string           `json:"tool_name,omitempty"`
+}
+
+// ollamaToolCall is Ollama's tool call: arguments are a JSON object, not a string, and there is
+// no id in most versions.
+type ollamaToolCall struct {
+	ID       string `json:"id,omitempty"`
+	Function struct {
+		Index     *int            `json:"index,omitempty"`
+		Name      string          `json:"name"`
+		Arguments json.RawMessage `json:"arguments"`
+	} `json:"function"`
+}
+
+type ollamaOptions struct {
+	Temperature *float64 `json:"temperature,omitempty"`
+	TopP        *float64 `json:"top_p,omitempty"`
+	Seed        *int64   `json:"seed,omitempty"`
+	Stop        []string `json:"stop,omitempty"`
+	NumPredict  int      `json:"num_predict,omitempty"`
+}
+
+type ollamaChatRequest struct {
+	Model    string          `json:"model"`
+	Messages []ollamaMessage `json:"messages"`
+	Tools    json.RawMessage `json:"tools,omitempty"`
+	Format   json.RawMessage `json:"format,omitempty"`
+	Options  *ollamaOptions  `json:"options,omitempty"`
+	Stream   bool            `json:"stream"`
+}
+
+type ollamaChatResponse struct {
+	Model           string          `json:"model"`
+	CreatedAt       string          `json:"created_at"`
+	Message         ollamaMessage   `json:"message"`
+	Done            bool            `json:"done"`
+	DoneReason      string          `json:"done_reason"`
+	PromptEvalCount int             `json:"prompt_eval_count"`
+	EvalCount       int             `json:"eval_count"`
+	Error           json.RawMessage `json:"error"`
+}
+
+func (a *openaiOllama) chat(ctx context.Context, req *core.Request) (*Response, error) {
+	switch req.Op {
+	case core.OpChat:
+	case core.OpEmbeddings:
+		return a.embed(ctx, req)
+	default:
+		return nil, unsupportedOp(a.t, req.Op)
+	}
+	out, err := a.translate(req)
+	if err != nil {
+		return nil, err
+	}
+	body := mustJSON(out)
+	resp, err := a.post(ctx, "/api/chat", body, req.Stream)
+	if err != nil {
+		return nil, err
+	}
+	if req.Stream {
+		return &Response{Stream: a.newStream(resp.Body, req.IncludeUsage)}, nil
+	}
+	raw, err := readAnswer(ctx, a.t, resp)
+	if err != nil {
+		return nil, err
+	}
+	var m ollamaChatResponse
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return nil, &core.ProtocolError{Target: a.t.Name, Err: &NotJSONError{Body: capBytes(raw, maxErrorBody)}}
+	}
+	if msg := text(m.Error); msg != "" {
+		return nil, &core.ProtocolError{Target: a.t.Name, Err: fmt.Errorf("upstream error in a 200 answer: %s", msg)}
+	}
+	calls := a.toolCalls(m.Message.ToolCalls, false)
+	finish := openAIFinish(m.DoneReason)
+	if len(calls) > 0 {
+		finish = "tool_calls"
+	}
+	c := completionJSON{ID: "chatcmpl-" + a.newID(), Object: "chat.completion", Created: a.created(m.CreatedAt),
+		Model: cmpOr(m.Model, a.t.Model),
+		Choices: []choiceJSON{{Message: completionMessage(a.t.Reasoning, m.Message.Content, m.Message.Thinking, calls),
+			FinishReason: finish}},
+		Usage: newUsage(m.PromptEvalCount, m.EvalCount)}
+	b := mustJSON(c)
+	return &Response{Body: b}, nil
+}
+
+// post sends body to path and returns a 2xx response; anything else is an error of the core
+// types.
+func (a *openaiOllama) post(ctx context.Context, path string, body []byte, stream bool) (*http.Response, error) {
+	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, a.t.URL+path, bytes.NewReader(body))
+	if err != nil {
+		return nil, &core.ConnError{Target: a.t.Name, Err: err}
+	}
+	hreq.Header.Set("Content-Type", "application/json")
+	hreq.Header.Set("User-Agent", "hayula-gateway")
+	if stream {
+		hreq.Header.Set("Accept", "application/x-ndjson")
+	} else {
+		hreq.Header.Set("Accept", "application/json")
+	}
+	if a.t.APIKey != "" {
+		hreq.Header.Set("Authorization", "Bearer "+string(a.t.APIKey))
+	}
+	resp, err := a.c.Do(hreq)
+	if err != nil {
+		return nil, transportError(ctx, a.t, err)
+	}
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		return nil, statusError(a.t, resp, a.now)
+	}
+	return resp, nil
+}
+
+// readAnswer reads a whole 2xx body within maxBody.
+func readAnswer(ctx context.Context, t *core.Target, resp *http.Response) ([]byte, error) {
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxBody+1))
+	if err != nil {
+		if ctxErr := ctx.Err(); ctxErr != nil {
+			return nil, fmt.Errorf("upstream %s: %w", t.Name, ctxErr)
+		}
+		return nil, &core.StreamError{Target: t.Name, Message: "upstream broke off the response body: " + err.Error(), Err: err}
+	}
+	if len(body) > maxBody {
+		return nil, &core.ProtocolError{Target: t.Name, Err: errors.New("response body larger than 32 MiB")}
+	}
+	return body, nil
+}
+
+func cmpOr(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
+
+// created turns Ollama's created_at into Unix seconds; the clock stands in when it is missing.
+func (a *openaiOllama) created(at string) int64 {
+	if ts, err := time.Parse(time.RFC3339Nano, at); err == nil {
+		return ts.Unix()
+	}
+	return a.now().Unix()
+}
+
+// translate builds the /api/chat request.
+func (a *openaiOllama) translate(req *core.Request) (*ollamaChatRequest, error) {
+	out := &ollamaChatRequest{Model: a.t.Model, Stream: req.Stream, Messages: make([]ollamaMessage, 0, len(req.Messages))}
+	// Ollama answers a tool result by the tool's name; OpenAI by the call's id.
+	callNames := map[string]string{}
+	for i := range req.Messages {
+		m, err := a.message(i, &req.Messages[i], callNames)
+		if err != nil {
+			return nil, err
+		}
+		out.Messages = append(out.Messages, m)
+	}
+	p := &req.Params
+	if hasArray(p.ToolsRaw) && text(p.ToolChoice) != "none" {
+		// OpenAI's tool definitions are already Ollama's shape. tool_choice "required" or a named
+		// function cannot be enforced: Ollama has no such option, so the model decides.
+		out.Tools = p.ToolsRaw
+	}
+	format, err := a.format(p.ResponseFormat)
+	if err != nil {
+		return nil, err
+	}
+	out.Format = format
+	o := &ollamaOptions{Temperature: p.Temperature, TopP: p.TopP, Seed: p.Seed, Stop: p.StopList(), NumPredict: req.MaxTokens}
+	if o.Temperature != nil || o.TopP != nil || o.Seed != nil || o.Stop != nil || o.NumPredict > 0 {
+		out.Options = o
+	}
+	return out, nil
+}
+
+func hasArray(raw json.RawMessage) bool {
+	raw = bytes.TrimSpace(raw)
+	return len(raw) > 2 && raw[0] == '[' && !bytes.Equal(raw, []byte("[]"))
+}
+
+func (a *openaiOllama) message(i int, m *core.Message, callNames map[string]string) (ollamaMessage, error) {
+	out := ollamaMessage{Role: m.Role}
+	switch m.Role {
+	case "developer":
+		out.Role = "system"
+	case "function":
+		out.Role, out.ToolName = "tool", m.Name
+	}
+	fc, err := readContent(m.Content)
+	if err != nil {
+		return out, requestError(a.t, "invalid_value", fmt.Sprintf("messages[%d].content", i),
+			"message content must be a string or an array of content parts")
+	}
+	if fc.other != "" {
+		return out, requestError(a.t, "unsupported_content", fmt.Sprintf("messages[%d].content", i),
+			fmt.Sprintf("the ollama adapter cannot send content parts of type %q", fc.other))
+	}
+	out.Content = fc.text
+	for j, u := range fc.images {
+		b64, isData, err := dataURLBase64(u)
+		param := fmt.Sprintf("messages[%d].content[%d].image_url", i, j)
+		switch {
+		case !isData:
+			return out, requestError(a.t, "image_url_not_supported", param,
+				"Ollama cannot fetch images by URL: send the image inline as a data: URL (data:image/png;base64,…)")
+		case err != nil:
+			return out, requestError(a.t, "invalid_image_url", param, err.Error())
+		}
+		out.Images = append(out.Images, b64)
+	}
+	if len(m.ToolCalls) > 0 && string(m.ToolCalls) != "null" {
+		var calls []toolCallJSON
+		if err := json.Unmarshal(m.ToolCalls, &calls); err != nil {
+			return out, requestError(a.t, "invalid_value", fmt.Sprintf("messages[%d].tool_calls", i),
+				"tool_calls must be an array of tool calls")
+		}
+		for j, c := range calls {
+			args, err := argumentsObject(c.Function.Arguments)
+			if err != nil {
+				return out, requestError(a.t, "invalid_value", fmt.Sprintf("messages[%d].tool_calls[%d].function.arguments", i, j),
+					"tool call arguments must be a JSON object for Ollama: "+err.Error())
+			}
+			var oc ollamaToolCall
+			oc.Function.Name, oc.Function.Arguments = c.Function.Name, args
+			out.ToolCalls = append(out.ToolCalls, oc)
+			if c.ID != "" {
+				callNames[c.ID] = c.Function.Name
+			}
+		}
+	}
+	if m.Role == "tool" {
+		out.ToolName = callNames[m.ToolCallID]
+		if out.ToolName == "" {
+			out.ToolName = m.Name
+		}
+	}
+	return out, nil
+}
+
+// argumentsObject turns OpenAI's arguments string into the object Ollama wants. An empty string
+// is an empty object: models call argument-less tools that way.
+func argumentsObject(s string) (json.RawMessage, error) {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return json.RawMessage("{}"), nil
+	}
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(s), &obj); err != nil {
+		return nil, err
+	}
+	var b bytes.Buffer
+	if err := json.Compact(&b, []byte(s)); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
+}
+
+// format maps response_format: json_object is "json", json_schema is its schema, text is none.
+func (a *openaiOllama) format(raw json.RawMessage) (json.RawMessage, error) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil, nil
+	}
+	var rf struct {
+		Type       string `json:"type"`
+		JSONSchema struct {
+			Schema json.RawMessage `json:"schema"`
+		} `json:"json_schema"`
+	}
+	if err := json.Unmarshal(raw, &rf); err != nil {
+		return nil, requestError(a.t, "invalid_value", "response_format", "response_format must be an object with a type")
+	}
+	switch rf.Type {
+	case "", "text":
+		return nil, nil
+	case "json_object":
+		return json.RawMessage(`"json"`), nil
+	case "json_schema":
+		s := bytes.TrimSpace(rf.JSONSchema.Schema)
+		if len(s) == 0 || s[0] != '{' {
+			return nil, requestError(a.t, "invalid_value", "response_format.json_schema.schema",
+				"response_format json_schema needs a schema object")
+		}
+		return s, nil
+	}
+	return nil, requestError(a.t, "invalid_value", "response_format.type",
+		fmt.Sprintf("the ollama adapter does not know response_format type %q", rf.Type))
+}
+
+// toolCalls turns Ollama's calls into OpenAI's, with ids made up where Ollama gave none and the
+// arguments object written as the string OpenAI clients parse. In a stream each call also gets
+// its index in the answer.
+func (a *openaiOllama) toolCalls(in []ollamaToolCall, indexed bool) []toolCallJSON {
+	return ollamaToolCalls(in, a.newID, indexed, 0)
+}
+
+func ollamaToolCalls(in []ollamaToolCall, newID func() string, indexed bool, first int) []toolCallJSON {
+	if len(in) == 0 {
+		return nil
+	}
+	out := make([]toolCallJSON, len(in))
+	for i, c := range in {
+		tc := &out[i]
+		tc.ID, tc.Type = c.ID, "function"
+		if tc.ID == "" {
+			tc.ID = "call_" + newID()
+		}
+		tc.Function.Name = c.Function.Name
+		tc.Function.Arguments = argumentsString(c.Function.Arguments)
+		if indexed {
+			idx := first + i
+			tc.Index = &idx
+		}
+	}
+	return out
+}
+
+// argumentsString is the OpenAI form of Ollama's arguments: compact JSON text. A string (as
+// some builds send) is taken as already being that text.
+func argumentsString(raw json.RawMessage) string {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || string(raw) == "null" {
+		return "{}"
+	}
+	if raw[0] == '"' {
+		s, _ := rawString(raw)
+		return s
+	}
+	var b bytes.Buffer
+	if json.Compact(&b, raw) != nil {
+		return string(raw)
+	}
+	return b.String()
+}
+
+// ollamaStream turns /api/chat's NDJSON lines into chat.completion.chunk payloads: the role on
+// the first, content and thinking as they come, tool calls with their running index, the
+// finish_reason on the line that says done, then the usage chunk when asked for. A line with
+// "error" is a *core.StreamError; so is a body that ends before done.
+type ollamaStream struct {
+	target       string
+	body         io.ReadCloser
+	lines        *lineReader
+	now          func() time.Time
+	newID        func() string
+	reasoning    core.Reasoning
+	model        string
+	includeUsage bool
+
+	ch      *chunker
+	calls   int // tool calls so far, for their indexes
+	pending [][]byte
+	err     error
+}
+
+func (a *openaiOllama) newStream(body io.ReadCloser, includeUsage bool) *ollamaStream {
+	return &ollamaStream{target: a.t.Name, body: body, lines: newLineReader(body), now: a.now, newID: a.newID,
+		reasoning: a.t.Reasoning, model: a.t.Model, includeUsage: includeUsage}
+}
+
+func (s *ollamaStream) Next() ([]byte, error) {
+	for {
+		if len(s.pending) > 0 {
+			ev := s.pending[0]
+			s.pending = s.pending[1:]
+			return ev, nil
+		}
+		if s.err != nil {
+			return nil, s.err
+		}
+		s.err = s.read()
+	}
+}
+
+// read consumes one line, queueing what it says; a non-nil result ends the stream after the
+// queue.
+func (s *ollamaStream) read() error {
+	line, cut, err := s.lines.next()
+	if err != nil {
+		switch {
+		case errors.Is(err, io.EOF):
+			return &core.StreamError{Target: s.target, Message: "upstream closed the stream before it was done"}
+		case errors.Is(err, errEventTooLarge):
+			return &core.StreamError{Target: s.target, Message: "NDJSON line larger than 32 MiB", Err: err}
+		}
+		return &core.StreamError{Target: s.target, Message: "upstream broke off: " + err.Error(), Err: err}
+	}
+	var m ollamaChatResponse
+	if err := json.Unmarshal(line, &m); err != nil {
+		if cut {
+			return &core.StreamError{Target: s.target, Message: "upstream closed the stream inside a line"}
+		}
+		return &core.StreamError{Target: s.target, Message: "upstream sent a line that is not JSON: " + snippet(line), Err: err}
+	}
+	if msg := text(m.Error); msg != "" {
+		return &core.StreamError{Target: s.target, Message: msg}
+	}
+	if s.ch == nil {
+		created := s.now().Unix()
+		if ts, err := time.Parse(time.RFC3339Nano, m.CreatedAt); err == nil {
+			created = ts.Unix()
+		}
+		s.ch = newChunker("chatcmpl-"+s.newID(), created, cmpOr(m.Model, s.model), s.reasoning)
+	}
+	calls := ollamaToolCalls(m.Message.ToolCalls, s.newID, true, s.calls)
+	s.calls += len(calls)
+	if ev := s.ch.delta(m.Message.Content, m.Message.Thinking, calls, nil); ev != nil {
+		s.pending = append(s.pending, ev)
+	}
+	if !m.Done {
+		return nil
+	}
+	finish := openAIFinish(m.DoneReason)
+	if s.calls > 0 {
+		finish = "tool_calls"
+	}
+	s.pending = append(s.pending, s.ch.finish(finish))
+	if s.includeUsage {
+		s.pending = append(s.pending, s.ch.usage(newUsage(m.PromptEvalCount, m.EvalCount)))
+	}
+	return io.EOF
+}
+
+// Close releases the connection. It is safe to call more than once.
+func (s *ollamaStream) Close() error {
+	s.pending = nil
+	if s.err == nil || errors.Is(s.err, io.EOF) {
+		s.err = errStreamClosed
+	}
+	return s.body.Close()
+}
+
+func snippet(b []byte) string {
+	if len(b) > 120 {
+		return string(b[:120]) + "…"
+	}
+	return string(b)
+}
+
+// embed serves /v1/embeddings through /api/embed.
+func (a *openaiOllama) embed(ctx context.Context, req *core.Request) (*Response, error) {
+	var in struct {
+		Input          json.RawMessage `json:"input"`
+		EncodingFormat string          `json:"encoding_format"`
+		Dimensions     int             `json:"dimensions"`
+	}
+	if err := json.Unmarshal(req.Body, &in); err != nil {
+		return nil, requestError(a.t, "invalid_json", "", "the request body is not valid JSON")
+	}
+	var one string
+	var many []string
+	switch {
+	case json.Unmarshal(in.Input, &one) == nil:
+	case json.Unmarshal(in.Input, &many) == nil:
+	default:
+		return nil, requestError(a.t, "unsupported_input", "input",
+			"the ollama adapter embeds text only: input must be a string or an array of strings, not tokens")
+	}
+	if in.EncodingFormat != "" && in.EncodingFormat != "float" && in.EncodingFormat != "base64" {
+		return nil, requestError(a.t, "invalid_value", "encoding_format", "encoding_format must be float or base64")
+	}
+	out := struct {
+		Model      string          `json:"model"`
+		Input      json.RawMessage `json:"input"`
+		Dimensions int             `json:"dimensions,omitempty"`
+	}{a.t.Model, in.Input, in.Dimensions}
+	body := mustJSON(out)
+	resp, err := a.post(ctx, "/api/embed", body, false)
+	if err != nil {
+		return nil, err
+	}
+	raw, err := readAnswer(ctx, a.t, resp)
+	if err != nil {
+		return nil, err
+	}
+	var m struct {
+		Model           string            `json:"model"`
+		Embeddings      []json.RawMessage `json:"embeddings"`
+		PromptEvalCount int               `json:"prompt_eval_count"`
+	}
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return nil, &core.ProtocolError{Target: a.t.Name, Err: &NotJSONError{Body: capBytes(raw, maxErrorBody)}}
+	}
+	type item struct {
+		Object    string          `json:"object"`
+		Index     int             `json:"index"`
+		Embedding json.RawMessage `json:"embedding"`
+	}
+	data := make([]item, len(m.Embeddings))
+	for i, e := range m.Embeddings {
+		data[i] = item{Object: "embedding", Index: i, Embedding: e}
+		if in.EncodingFormat == "base64" {
+			enc, err := floatsBase64(e)
+			if err != nil {
+				return nil, &core.ProtocolError{Target: a.t.Name, Err: fmt.Errorf("embedding %d: %w", i, err)}
+			}
+			data[i].Embedding = enc
+		}
+	}
+	type usage struct {
+		PromptTokens int `json:"prompt_tokens"`
+		TotalTokens  int `json:"total_tokens"`
+	}
+	b := mustJSON(struct {
+		Object string `json:"object"`
+		Data   []item `json:"data"`
+		Model  string `json:"model"`
+		Usage  usage  `json:"usage"`
+	}{"list", data, cmpOr(m.Model, a.t.Model), usage{m.PromptEvalCount, m.PromptEvalCount}})
+	return &Response{Body: b}, nil
+}
+
+// floatsBase64 is OpenAI's base64 embedding: little-endian float32s, base64-encoded, as a JSON
+// string.
+func floatsBase64(raw json.RawMessage) (json.RawMessage, error) {
+	var fs []float64
+	if err := json.Unmarshal(raw, &fs); err != nil {
+		return nil, err
+	}
+	buf := make([]byte, 4*len(fs))
+	for i, f := range fs {
+		binary.LittleEndian.PutUint32(buf[4*i:], math.Float32bits(float32(f)))
+	}
+	return mustJSON(base64.StdEncoding.EncodeToString(buf)), nil
+}

@@ -1,0 +1,383 @@
+package upstream
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/hayula/gateway/core"
+)
+
+// HeaderSpecialist names, on a SAIF answer, the specialist that wrote it.
+const HeaderSpecialist = "X-Hayula-Specialist"
+
+// openaiSAIF translates one OpenAI request to the SAIF protocol (CONFIG.md, "The SAIF
+// protocol"): POST {url}/v1/completions with a ChatML prompt and the specialist named by the
+// route hint, answered by one JSON object or by SSE events of text. Target.URL is the SAIF base
+// URL without /v1.
+//
+// /v1/completions maps onto the same call with the client's prompt as it is (SAIF's endpoint is
+// a completions endpoint; only the chat form needs the template). Embeddings are not served.
+type openaiSAIF struct {
+	t     *core.Target
+	c     *http.Client
+	now   func() time.Time
+	newID func() string
+}
+
+type saifRequest struct {
+	Prompt      string   `json:"prompt"`
+	Specialist  *string  `json:"specialist"`
+	MaxTokens   int      `json:"max_tokens,omitempty"`
+	Temperature *float64 `json:"temperature,omitempty"`
+	Stop        []string `json:"stop,omitempty"`
+	Stream      bool     `json:"stream"`
+}
+
+type saifUsage struct {
+	PromptTokens     int `json:"prompt_tokens"`
+	CompletionTokens int `json:"completion_tokens"`
+}
+
+type saifAnswer struct {
+	ID           string    `json:"id"`
+	Specialist   string    `json:"specialist"`
+	RoutedBy     string    `json:"routed_by"`
+	Confidence   *float64  `json:"confidence"`
+	Text         *string   `json:"text"`
+	FinishReason string    `json:"finish_reason"`
+	Usage        saifUsage `json:"usage"`
+}
+
+// saifEvent is one SSE payload: text with its specialist, or the closing done event.
+type saifEvent struct {
+	Text         string     `json:"text"`
+	Specialist   string     `json:"specialist"`
+	Done         bool       `json:"done"`
+	FinishReason string     `json:"finish_reason"`
+	Usage        *saifUsage `json:"usage"`
+}
+
+func (a *openaiSAIF) chat(ctx context.Context, req *core.Request) (*Response, error) {
+	if req.Op == core.OpEmbeddings {
+		return nil, unsupportedOp(a.t, req.Op)
+	}
+	spec, err := a.specialist(req)
+	if err != nil {
+		return nil, err
+	}
+	out := &saifRequest{Specialist: spec, MaxTokens: req.MaxTokens, Stream: req.Stream}
+	if req.Op == core.OpCompletions {
+		err = a.fromCompletions(req, out)
+	} else {
+		out.Temperature, out.Stop = req.Params.Temperature, req.Params.StopList()
+		out.Prompt, err = a.chatML(req.Messages)
+	}
+	if err != nil {
+		return nil, err
+	}
+	body := mustJSON(out)
+	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, a.t.URL+"/v1/completions", bytes.NewReader(body))
+	if err != nil {
+		return nil, &core.ConnError{Target: a.t.Name, Err: err}
+	}
+	hreq.Header.Set("Content-Type", "application/json")
+	hreq.Header.Set("User-Agent", "hayula-gateway")
+	if req.Stream {
+		hreq.Header.Set("Accept", "text/event-stream")
+	} else {
+		hreq.Header.Set("Accept", "application/json")
+	}
+	if a.t.APIKey != "" {
+		hreq.Header.Set("Authorization", "Bearer "+string(a.t.APIKey))
+	}
+	resp, err := a.c.Do(hreq)
+	if err != nil {
+		return nil, transportError(ctx, a.t, err)
+	}
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		return nil, statusError(a.t, resp, a.now)
+	}
+	if req.Stream {
+		return a.stream(resp, req)
+	}
+	return a.answer(ctx, resp, req.Op)
+}
+
+// specialist resolves the route hint against the target's specialists, case-insensitively, to
+// the name as configured. No hint lets SAIF's router choose. Under model "auto" a hint that is no
+// specialist named a route (the auto-router accepts both), so it is not SAIF's to judge.
+func (a *openaiSAIF) specialist(req *core.Request) (*string, error) {
+	h := strings.TrimSpace(req.RouteHint)
+	if h == "" {
+		return nil, nil
+	}
+	for _, s := range a.t.Specialists {
+		if strings.EqualFold(s, h) {
+			return &s, nil
+		}
+	}
+	if req.Model == "auto" {
+		return nil, nil
+	}
+	valid := "none are configured"
+	if len(a.t.Specialists) > 0 {
+		valid = "valid: " + strings.Join(a.t.Specialists, ", ")
+	}
+	return nil, requestError(a.t, "unknown_specialist", "x-route-hint",
+		fmt.Sprintf("x-route-hint %q names no SAIF specialist of target %s (%s)", h, a.t.Name, valid))
+}
+
+// chatML renders the conversation with Qwen's ChatML template, ending with the open assistant
+// turn the model completes.
+func (a *openaiSAIF) chatML(msgs []core.Message) (string, error) {
+	var b strings.Builder
+	for i := range msgs {
+		m := &msgs[i]
+		fc, err := readContent(m.Content)
+		if err != nil {
+			return "", requestError(a.t, "invalid_value", fmt.Sprintf("messages[%d].content", i),
+				"message content must be a string or an array of content parts")
+		}
+		if len(fc.images) > 0 || fc.other != "" {
+			return "", requestError(a.t, "unsupported_content", fmt.Sprintf("messages[%d].content", i),
+				"the saif adapter sends text only; set vision = false on the target so that such requests skip it")
+		}
+		role := m.Role
+		if role == "developer" {
+			role = "system"
+		}
+		b.WriteString("<|im_start|>")
+		b.WriteString(role)
+		b.WriteByte('\n')
+		b.WriteString(fc.text)
+		b.WriteString("<|im_end|>\n")
+	}
+	b.WriteString("<|im_start|>assistant\n")
+	return b.String(), nil
+}
+
+// fromCompletions reads an OpenAI completions body: one prompt string, sent as it is.
+func (a *openaiSAIF) fromCompletions(req *core.Request, out *saifRequest) error {
+	var in struct {
+		Prompt      json.RawMessage `json:"prompt"`
+		Temperature *float64        `json:"temperature"`
+		Stop        json.RawMessage `json:"stop"`
+	}
+	if err := json.Unmarshal(req.Body, &in); err != nil {
+		return requestError(a.t, "invalid_json", "", "the request body is not valid JSON")
+	}
+	var one []string
+	if s, ok := rawString(in.Prompt); ok {
+		one = []string{s}
+	} else if json.Unmarshal(in.Prompt, &one) != nil || len(one) != 1 {
+		return requestError(a.t, "unsupported_prompt", "prompt",
+			"the saif adapter completes one prompt string at a time (no batches, no token arrays)")
+	}
+	out.Prompt, out.Temperature = one[0], in.Temperature
+	p := core.Params{Stop: in.Stop}
+	out.Stop = p.StopList()
+	return nil
+}
+
+func (a *openaiSAIF) answer(ctx context.Context, resp *http.Response, op core.Op) (*Response, error) {
+	raw, err := readAnswer(ctx, a.t, resp)
+	if err != nil {
+		return nil, err
+	}
+	var m saifAnswer
+	if err := json.Unmarshal(raw, &m); err != nil || m.Text == nil {
+		return nil, &core.ProtocolError{Target: a.t.Name, Err: &NotJSONError{Body: capBytes(raw, maxErrorBody)}}
+	}
+	hy := &hayulaJSON{Specialist: m.Specialist, RoutedBy: m.RoutedBy, Confidence: m.Confidence}
+	id := m.ID
+	if id == "" {
+		id = "chatcmpl-" + a.newID()
+	}
+	created, usage, finish := a.now().Unix(), newUsage(m.Usage.PromptTokens, m.Usage.CompletionTokens), openAIFinish(m.FinishReason)
+	var b []byte
+	if op == core.OpCompletions {
+		b = mustJSON(textCompletionJSON{ID: id, Object: "text_completion", Created: created, Model: a.t.Model,
+			Choices: []textChoiceJSON{{Text: *m.Text, FinishReason: &finish}}, Usage: usage, Hayula: hy})
+	} else {
+		b = mustJSON(completionJSON{ID: id, Object: "chat.completion", Created: created, Model: a.t.Model,
+			Choices: []choiceJSON{{Message: completionMessage(a.t.Reasoning, *m.Text, "", nil), FinishReason: finish}},
+			Usage:   usage, Hayula: hy})
+	}
+	h := http.Header{}
+	if m.Specialist != "" {
+		h.Set(HeaderSpecialist, m.Specialist)
+	}
+	return &Response{Header: h, Body: b}, nil
+}
+
+func (a *openaiSAIF) stream(resp *http.Response, req *core.Request) (*Response, error) {
+	ct := resp.Header.Get("Content-Type")
+	if mt, _, _ := mime.ParseMediaType(ct); mt != "text/event-stream" {
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
+		_ = resp.Body.Close()
+		return nil, &core.ProtocolError{Target: a.t.Name, Err: &NotSSEError{ContentType: ct, Body: body}}
+	}
+	id, created := "chatcmpl-"+a.newID(), a.now().Unix()
+	var out chunkMaker = newChunker(id, created, a.t.Model, a.t.Reasoning)
+	if req.Op == core.OpCompletions {
+		out = &textChunker{id: "cmpl-" + id[len("chatcmpl-"):], created: created, model: a.t.Model}
+	}
+	h := http.Header{}
+	return &Response{Header: h, Stream: &saifStream{target: a.t.Name, body: resp.Body, sse: newSSEReader(resp.Body),
+		out: out, header: h, includeUsage: req.IncludeUsage}}, nil
+}
+
+// chunkMaker builds the stream payloads of one answer: chat chunks or text_completion chunks.
+type chunkMaker interface {
+	delta(text, reasoning string, calls []toolCallJSON, hy *hayulaJSON) []byte
+	finish(reason string) []byte
+	usage(u *usageJSON) []byte
+}
+
+var _ chunkMaker = (*chunker)(nil)
+
+// saifStream turns SAIF's SSE events into OpenAI chunks. The specialist of the first event goes
+// into the first chunk's "hayula" member and into the Response's header map, which the caller
+// copies to the client after reading the first event. A data payload with "error", an event
+// named error, or a body that ends before the done event is a *core.StreamError.
+type saifStream struct {
+	target       string
+	body         io.ReadCloser
+	sse          *sseReader
+	out          chunkMaker
+	header       http.Header
+	includeUsage bool
+
+	started bool
+	pending [][]byte
+	err     error
+}
+
+func (s *saifStream) Next() ([]byte, error) {
+	for {
+		if len(s.pending) > 0 {
+			ev := s.pending[0]
+			s.pending = s.pending[1:]
+			return ev, nil
+		}
+		if s.err != nil {
+			return nil, s.err
+		}
+		s.err = s.read()
+	}
+}
+
+func (s *saifStream) read() error {
+	ev, err := s.sse.next()
+	if err != nil {
+		switch {
+		case errors.Is(err, io.EOF):
+			return &core.StreamError{Target: s.target, Message: "upstream closed the stream before the done event"}
+		case errors.Is(err, errEventTooLarge):
+			return &core.StreamError{Target: s.target, Message: err.Error(), Err: err}
+		}
+		return &core.StreamError{Target: s.target, Message: "upstream broke off: " + err.Error(), Err: err}
+	}
+	data := bytes.TrimSpace(ev.data)
+	if len(data) == 0 {
+		return nil
+	}
+	if msg, ok := errorEvent(ev.name, data); ok {
+		return &core.StreamError{Target: s.target, Message: msg}
+	}
+	var e saifEvent
+	if err := json.Unmarshal(data, &e); err != nil {
+		if ev.cut {
+			return &core.StreamError{Target: s.target, Message: "upstream closed the stream inside an event"}
+		}
+		return &core.StreamError{Target: s.target, Message: "upstream sent an event that is not SAIF's: " + snippet(data), Err: err}
+	}
+	var hy *hayulaJSON
+	if !s.started {
+		s.started = true
+		if e.Specialist != "" {
+			hy = &hayulaJSON{Specialist: e.Specialist}
+			s.header.Set(HeaderSpecialist, e.Specialist)
+		}
+	}
+	if p := s.out.delta(e.Text, "", nil, hy); p != nil {
+		s.pending = append(s.pending, p)
+	}
+	if !e.Done {
+		return nil
+	}
+	s.pending = append(s.pending, s.out.finish(openAIFinish(e.FinishReason)))
+	if s.includeUsage {
+		var u saifUsage
+		if e.Usage != nil {
+			u = *e.Usage
+		}
+		s.pending = append(s.pending, s.out.usage(newUsage(u.PromptTokens, u.CompletionTokens)))
+	}
+	return io.EOF
+}
+
+// Close releases the connection. It is safe to call more than once.
+func (s *saifStream) Close() error {
+	s.pending = nil
+	if s.err == nil || errors.Is(s.err, io.EOF) {
+		s.err = errStreamClosed
+	}
+	return s.body.Close()
+}
+
+// textChoiceJSON and textCompletionJSON are /v1/completions' answer shapes.
+type textChoiceJSON struct {
+	Text         string    `json:"text"`
+	Index        int       `json:"index"`
+	Logprobs     *struct{} `json:"logprobs"`
+	FinishReason *string   `json:"finish_reason"`
+}
+
+type textCompletionJSON struct {
+	ID      string           `json:"id"`
+	Object  string           `json:"object"`
+	Created int64            `json:"created"`
+	Model   string           `json:"model"`
+	Choices []textChoiceJSON `json:"choices"`
+	Usage   *usageJSON       `json:"usage,omitempty"`
+	Hayula  *hayulaJSON      `json:"hayula,omitempty"`
+}
+
+// textChunker builds the text_completion chunks of a streamed /v1/completions answer.
+type textChunker struct {
+	id      string
+	created int64
+	model   string
+	started bool
+}
+
+func (c *textChunker) delta(text, _ string, _ []toolCallJSON, hy *hayulaJSON) []byte {
+	if c.started && text == "" && hy == nil {
+		return nil
+	}
+	c.started = true
+	return c.marshal(text, nil, nil, hy)
+}
+
+func (c *textChunker) finish(reason string) []byte { return c.marshal("", &reason, nil, nil) }
+
+func (c *textChunker) usage(u *usageJSON) []byte {
+	b := mustJSON(textCompletionJSON{ID: c.id, Object: "text_completion", Created: c.created, Model: c.model,
+		Choices: []textChoiceJSON{}, Usage: u})
+	return b
+}
+
+func (c *textChunker) marshal(text string, finish *string, u *usageJSON, hy *hayulaJSON) []byte {
+	b := mustJSON(textCompletionJSON{ID: c.id, Object: "text_completion", Created: c.created, Model: c.model,
+		Choices: []textChoiceJSON{{Text: text, FinishReason: finish}}, Usage: u, Hayula: hy})
+	return b
+}

@@ -1,0 +1,262 @@
+package upstream
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+)
+
+// R1-style models (DeepSeek R1 and its distills, QwQ) write their chain of thought inline as
+// <think>…</think> before the answer. With reasoning = "think-tags" the gateway moves that block
+// into reasoning_content, DeepSeek's own field, so that clients show the answer alone.
+//
+// Only a block that opens the content is taken (leading whitespace allowed): an answer that
+// merely talks about the tag later on, or quotes it in code, is left alone. The whitespace that
+// follows </think> is dropped, as DeepSeek's API does. A block that never closes is all
+// reasoning. A template that puts <think> into the prompt, so that the output starts inside the
+// block, needs the server's own reasoning parser (vLLM --reasoning-parser), whose
+// reasoning_content passes through untouched.
+
+const (
+	openThink  = "<think>"
+	closeThink = "</think>"
+)
+
+type thinkState uint8
+
+const (
+	thinkStart thinkState = iota // nothing but whitespace yet: a <think> may still open
+	thinkIn                      // inside the block
+	thinkAfter                   // just after </think>: whitespace is dropped
+	thinkOut                     // the answer
+)
+
+// thinkSplitter separates a leading <think> block from content that arrives in pieces, split
+// anywhere, tags included. The zero value is ready.
+type thinkSplitter struct {
+	state thinkState
+	held  string // the undecided tail: leading whitespace, or a prefix of a tag
+}
+
+// split takes the next piece of content and returns what is now known to be answer and what
+// reasoning. Bytes that may still be part of a tag are held until the next piece or flush.
+func (s *thinkSplitter) split(piece string) (content, reasoning string) {
+	buf := piece
+	if s.held != "" {
+		buf = s.held + piece
+		s.held = ""
+	}
+	var c, r strings.Builder
+	for buf != "" {
+		switch s.state {
+		case thinkStart:
+			rest := strings.TrimLeft(buf, " \t\r\n")
+			switch {
+			case strings.HasPrefix(rest, openThink):
+				s.state = thinkIn
+				buf = rest[len(openThink):]
+			case strings.HasPrefix(openThink, rest): // whitespace alone, or a tag in the making
+				s.held, buf = buf, ""
+			default:
+				s.state = thinkOut
+			}
+		case thinkIn:
+			if i := strings.Index(buf, closeThink); i >= 0 {
+				r.WriteString(buf[:i])
+				buf = buf[i+len(closeThink):]
+				s.state = thinkAfter
+				continue
+			}
+			k := tagPrefixSuffix(buf, closeThink)
+			r.WriteString(buf[:len(buf)-k])
+			s.held, buf = buf[len(buf)-k:], ""
+		case thinkAfter:
+			buf = strings.TrimLeft(buf, " \t\r\n")
+			if buf != "" {
+				s.state = thinkOut
+			}
+		case thinkOut:
+			c.WriteString(buf)
+			buf = ""
+		}
+	}
+	return c.String(), r.String()
+}
+
+// flush ends the content: what was held goes where it belongs.
+func (s *thinkSplitter) flush() (content, reasoning string) {
+	held := s.held
+	s.held = ""
+	switch s.state {
+	case thinkStart:
+		return held, ""
+	case thinkIn:
+		return "", held
+	}
+	return "", ""
+}
+
+// tagPrefixSuffix is the length of the longest proper prefix of tag that ends s.
+func tagPrefixSuffix(s, tag string) int {
+	for k := min(len(s), len(tag)-1); k > 0; k-- {
+		if s[len(s)-k:] == tag[:k] {
+			return k
+		}
+	}
+	return 0
+}
+
+// splitThink splits a whole content.
+func splitThink(content string) (answer, reasoning string) {
+	var s thinkSplitter
+	a, r := s.split(content)
+	a2, r2 := s.flush()
+	return a + a2, r + r2
+}
+
+// An OpenAI-compatible upstream's answer is relayed byte for byte; with think-tags on it must
+// be rewritten, so these decode and re-encode it (members come out in sorted order).
+
+// splitThinkBody rewrites a chat.completion, moving each choice's think block out of
+// message.content. A body it cannot read is returned as it is.
+func splitThinkBody(body []byte) []byte {
+	if !bytes.Contains(body, []byte(openThink)) {
+		return body
+	}
+	var top map[string]json.RawMessage
+	if json.Unmarshal(body, &top) != nil {
+		return body
+	}
+	var choices []map[string]json.RawMessage
+	if json.Unmarshal(top["choices"], &choices) != nil {
+		return body
+	}
+	changed := false
+	for _, ch := range choices {
+		var msg map[string]json.RawMessage
+		if json.Unmarshal(ch["message"], &msg) != nil {
+			continue
+		}
+		content, ok := rawString(msg["content"])
+		if !ok {
+			continue
+		}
+		answer, reasoning := splitThink(content)
+		if reasoning == "" && answer == content {
+			continue
+		}
+		if prev, ok := rawString(msg["reasoning_content"]); ok {
+			reasoning = prev + reasoning
+		}
+		msg["content"] = mustJSON(answer)
+		msg["reasoning_content"] = mustJSON(reasoning)
+		ch["message"] = mustJSON(msg)
+		changed = true
+	}
+	if !changed {
+		return body
+	}
+	top["choices"] = mustJSON(choices)
+	return mustJSON(top)
+}
+
+// thinkStream rewrites an OpenAI chunk stream, one splitter per choice index. The finishing
+// chunk of a choice carries whatever its splitter still held.
+type thinkStream struct {
+	Stream
+	split map[int]*thinkSplitter
+}
+
+func newThinkStream(s Stream) *thinkStream {
+	return &thinkStream{Stream: s, split: map[int]*thinkSplitter{}}
+}
+
+func (s *thinkStream) Next() ([]byte, error) {
+	ev, err := s.Stream.Next()
+	if err != nil {
+		return nil, err
+	}
+	return s.rewrite(ev), nil
+}
+
+func (s *thinkStream) rewrite(ev []byte) []byte {
+	var top map[string]json.RawMessage
+	if json.Unmarshal(ev, &top) != nil {
+		return ev
+	}
+	var choices []map[string]json.RawMessage
+	if json.Unmarshal(top["choices"], &choices) != nil || len(choices) == 0 {
+		return ev
+	}
+	changed := false
+	for _, ch := range choices {
+		var idx int
+		_ = json.Unmarshal(ch["index"], &idx)
+		sp := s.split[idx]
+		if sp == nil {
+			sp = &thinkSplitter{}
+			s.split[idx] = sp
+		}
+		delta := map[string]json.RawMessage{}
+		_ = json.Unmarshal(ch["delta"], &delta)
+		content, hasContent := rawString(delta["content"])
+		finished := text(ch["finish_reason"]) != ""
+		if !hasContent && !finished {
+			continue
+		}
+		answer, reasoning := sp.split(content)
+		if finished {
+			a, r := sp.flush()
+			answer, reasoning = answer+a, reasoning+r
+		}
+		if answer == content && reasoning == "" {
+			continue
+		}
+		// A chunk that now holds no answer drops its content rather than carrying "", as
+		// DeepSeek's own stream does while it reasons.
+		if answer != "" {
+			delta["content"] = mustJSON(answer)
+		} else {
+			delete(delta, "content")
+		}
+		if reasoning != "" {
+			if prev, ok := rawString(delta["reasoning_content"]); ok {
+				reasoning = prev + reasoning
+			}
+			delta["reasoning_content"] = mustJSON(reasoning)
+		}
+		ch["delta"] = mustJSON(delta)
+		changed = true
+	}
+	if !changed {
+		return ev
+	}
+	top["choices"] = mustJSON(choices)
+	return mustJSON(top)
+}
+
+// rawString decodes a JSON string; ok is false for null, absence, or any other kind.
+func rawString(raw json.RawMessage) (string, bool) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || raw[0] != '"' {
+		return "", false
+	}
+	var s string
+	if json.Unmarshal(raw, &s) != nil {
+		return "", false
+	}
+	return s, true
+}
+
+// mustJSON marshals values that cannot fail (strings, maps of raw JSON, the adapters' own
+// structs). HTML characters stay as they are: ChatML's <|im_start|> and a model's <think> are
+// common here, and \u003c would only make the wire harder to read.
+func mustJSON(v any) json.RawMessage {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		panic("upstream: marshal: " + err.Error())
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n"))
+}

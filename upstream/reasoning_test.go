@@ -1,0 +1,189 @@
+package upstream
+
+import (
+	"encoding/json"
+	"io"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+type thinkResult struct{ Content, Reasoning string }
+
+// feed runs pieces through one splitter.
+func feed(pieces ...string) thinkResult {
+	var s thinkSplitter
+	var r thinkResult
+	for _, p := range pieces {
+		c, rs := s.split(p)
+		r.Content += c
+		r.Reasoning += rs
+	}
+	c, rs := s.flush()
+	r.Content += c
+	r.Reasoning += rs
+	return r
+}
+
+var thinkCases = []struct {
+	name, in string
+	want     thinkResult
+}{
+	{"block then answer", "<think>plan the reply</think>\n\nParis.", thinkResult{"Paris.", "plan the reply"}},
+	{"no block", "Paris is the capital.", thinkResult{"Paris is the capital.", ""}},
+	{"leading whitespace before the block", " \n<think>a</think>b", thinkResult{"b", "a"}},
+	{"leading whitespace kept without a block", "\n\nHello", thinkResult{"\n\nHello", ""}},
+	{"unterminated block is all reasoning", "<think>still thinking", thinkResult{"", "still thinking"}},
+	{"a lone tag prefix is content", "<thi", thinkResult{"<thi", ""}},
+	{"a tag later on is content", "Wrap it in <think> tags.", thinkResult{"Wrap it in <think> tags.", ""}},
+	{"a second block stays in the answer", "<think>a</think>b<think>c</think>", thinkResult{"b<think>c</think>", "a"}},
+	{"empty block", "<think></think>", thinkResult{"", ""}},
+	{"near-miss closing tags stay reasoning", "<think>a</thinking>b<</think>c", thinkResult{"c", "a</thinking>b<"}},
+	{"only whitespace after the block", "<think>x</think>  \n", thinkResult{"", "x"}},
+	{"arabic", "<think>أفكر في السؤال</think>\nالجواب: نعم", thinkResult{"الجواب: نعم", "أفكر في السؤال"}},
+	{"double angle is no tag", "<<think>x</think>", thinkResult{"<<think>x</think>", ""}},
+	{"reasoning with newlines", "<think>\nstep 1\nstep 2\n</think>\n\nDone", thinkResult{"Done", "\nstep 1\nstep 2\n"}},
+}
+
+func TestThinkSplitterEveryBytePosition(t *testing.T) {
+	for _, tt := range thinkCases {
+		t.Run(tt.name, func(t *testing.T) {
+			if diff := cmp.Diff(tt.want, feed(tt.in)); diff != "" {
+				t.Fatalf("whole (-want +got):\n%s", diff)
+			}
+			for i := 0; i <= len(tt.in); i++ {
+				if diff := cmp.Diff(tt.want, feed(tt.in[:i], tt.in[i:])); diff != "" {
+					t.Fatalf("split at %d (-want +got):\n%s", i, diff)
+				}
+				for j := i; j <= len(tt.in); j++ {
+					if got := feed(tt.in[:i], tt.in[i:j], tt.in[j:]); got != tt.want {
+						t.Fatalf("split at %d and %d: got %+v, want %+v", i, j, got, tt.want)
+					}
+				}
+			}
+			// One byte at a time is the worst case for held tags.
+			pieces := make([]string, len(tt.in))
+			for i := 0; i < len(tt.in); i++ {
+				pieces[i] = tt.in[i : i+1]
+			}
+			if diff := cmp.Diff(tt.want, feed(pieces...)); diff != "" {
+				t.Fatalf("byte by byte (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestSplitThinkBody(t *testing.T) {
+	tests := []struct{ name, in, want string }{
+		{"moves the block",
+			`{"id":"x","choices":[{"index":0,"message":{"role":"assistant","content":"<think>hmm</think>\n\n42"},"finish_reason":"stop"}]}`,
+			`{"choices":[{"finish_reason":"stop","index":0,"message":{"content":"42","reasoning_content":"hmm","role":"assistant"}}],"id":"x"}`},
+		{"untouched without a tag, byte for byte",
+			`{"id":"x",  "choices":[{"message":{"content":"42"}}]}`,
+			`{"id":"x",  "choices":[{"message":{"content":"42"}}]}`},
+		{"a tag that opens nothing leaves the body alone",
+			`{"choices":[{"message":{"content":"say <think>"}}]}`,
+			`{"choices":[{"message":{"content":"say <think>"}}]}`},
+		{"null content (tool calls) is left alone",
+			`{"choices":[{"message":{"content":null,"tool_calls":[{"id":"<think>"}]}}]}`,
+			`{"choices":[{"message":{"content":null,"tool_calls":[{"id":"<think>"}]}}]}`},
+		{"not JSON passes", `<think>oops`, `<think>oops`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if diff := cmp.Diff(tt.want, string(splitThinkBody([]byte(tt.in)))); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// listStream replays payloads.
+type listStream struct{ evs []string }
+
+func (l *listStream) Next() ([]byte, error) {
+	if len(l.evs) == 0 {
+		return nil, io.EOF
+	}
+	ev := l.evs[0]
+	l.evs = l.evs[1:]
+	return []byte(ev), nil
+}
+func (l *listStream) Close() error { return nil }
+
+func TestThinkStreamEveryBytePosition(t *testing.T) {
+	const content = "<think>Compare both.</think>\n\nThe first."
+	chunk := func(s string) string {
+		b, _ := json.Marshal(s)
+		return `{"choices":[{"index":0,"delta":{"content":` + string(b) + `},"finish_reason":null}]}`
+	}
+	const finish = `{"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}`
+	for i := 0; i <= len(content); i++ {
+		ts := newThinkStream(&listStream{evs: []string{chunk(content[:i]), chunk(content[i:]), finish}})
+		var got thinkResult
+		events := 0
+		for {
+			ev, err := ts.Next()
+			if err != nil {
+				break
+			}
+			events++
+			var c struct {
+				Choices []struct {
+					Delta struct {
+						Content   string `json:"content"`
+						Reasoning string `json:"reasoning_content"`
+					} `json:"delta"`
+				} `json:"choices"`
+			}
+			if err := json.Unmarshal(ev, &c); err != nil {
+				t.Fatalf("split %d: event not JSON: %s", i, ev)
+			}
+			got.Content += c.Choices[0].Delta.Content
+			got.Reasoning += c.Choices[0].Delta.Reasoning
+		}
+		want := thinkResult{"The first.", "Compare both."}
+		if got != want || events != 3 {
+			t.Fatalf("split at %d: got %+v in %d events, want %+v in 3", i, got, events, want)
+		}
+	}
+}
+
+func TestThinkStreamLeavesOtherChunksAlone(t *testing.T) {
+	in := []string{
+		`{"choices":[{"index":0,"delta":{"role":"assistant","content":null},"finish_reason":null}]}`,
+		`{"choices":[],"usage":{"prompt_tokens":1}}`,
+		`not json`,
+		`{"choices":[{"index":0,"delta":{"content":"plain"},"finish_reason":null}]}`,
+	}
+	ts := newThinkStream(&listStream{evs: append([]string(nil), in...)})
+	var got []string
+	for {
+		ev, err := ts.Next()
+		if err != nil {
+			break
+		}
+		got = append(got, string(ev))
+	}
+	if diff := cmp.Diff(in, got); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+}
+
+// FuzzThinkSplit checks that where a piece boundary falls never changes the result.
+func FuzzThinkSplit(f *testing.F) {
+	for _, tt := range thinkCases {
+		f.Add(tt.in, uint8(len(tt.in)/2))
+	}
+	f.Fuzz(func(t *testing.T, in string, at uint8) {
+		i := int(at) % (len(in) + 1)
+		whole, parts := feed(in), feed(in[:i], in[i:])
+		if whole != parts {
+			t.Fatalf("%q split at %d: %+v, whole: %+v", in, i, parts, whole)
+		}
+		if !strings.Contains(in, closeThink) && !strings.Contains(in, openThink) && whole.Content != in {
+			t.Fatalf("%q without tags changed to %+v", in, whole)
+		}
+	})
+}

@@ -1,0 +1,328 @@
+package upstream
+
+import (
+	"bytes"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/hayula/gateway/core"
+)
+
+// This file holds what the translating adapters (ollama, saif) share: reading OpenAI message
+// content, building OpenAI answers and chunks, and the 4xx errors an adapter raises itself.
+
+// randomID is the default id source: 12 random bytes in hex, unique enough for response and
+// tool-call ids without any shared counter.
+func randomID() string {
+	var b [12]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// requestError is a 400 the adapter raises before sending anything: the request cannot be said
+// in the upstream's protocol. Class request: the chain stops and the client sees why.
+func requestError(t *core.Target, code, param, msg string) *core.StatusError {
+	return &core.StatusError{Target: t.Name, Status: http.StatusBadRequest, Type: "invalid_request_error",
+		Code: code, Param: param, Message: msg}
+}
+
+// unsupportedOp is a 404 for an endpoint the adapter does not serve. Class endpoint: the chain
+// moves on to a target that may serve it.
+func unsupportedOp(t *core.Target, op core.Op) *core.StatusError {
+	return &core.StatusError{Target: t.Name, Status: http.StatusNotFound, Type: "invalid_request_error",
+		Code:    "unsupported_endpoint",
+		Message: fmt.Sprintf("target %s: the %s adapter does not serve /v1%s", t.Name, t.Adapter, op.Path())}
+}
+
+// contentPart is one element of an array-valued message content.
+type contentPart struct {
+	Type     string          `json:"type"`
+	Text     string          `json:"text"`
+	ImageURL json.RawMessage `json:"image_url"` // {"url": …, "detail": …}, or a bare string
+}
+
+// imageURL reads an image part's URL from either shape.
+func (p *contentPart) imageURL() string {
+	raw := bytes.TrimSpace(p.ImageURL)
+	if len(raw) == 0 {
+		return ""
+	}
+	if raw[0] == '"' {
+		var s string
+		_ = json.Unmarshal(raw, &s)
+		return s
+	}
+	var o struct {
+		URL string `json:"url"`
+	}
+	_ = json.Unmarshal(raw, &o)
+	return o.URL
+}
+
+// flatContent is a message content read for a protocol that takes plain text: the text parts
+// joined with newlines, and the image URLs in order.
+type flatContent struct {
+	text   string
+	images []string
+	// other is the type of the first part that is neither text nor image ("" when none).
+	other string
+}
+
+func readContent(raw json.RawMessage) (flatContent, error) {
+	raw = bytes.TrimSpace(raw)
+	var fc flatContent
+	if len(raw) == 0 || string(raw) == "null" {
+		return fc, nil
+	}
+	if raw[0] == '"' {
+		err := json.Unmarshal(raw, &fc.text)
+		return fc, err
+	}
+	var parts []contentPart
+	if err := json.Unmarshal(raw, &parts); err != nil {
+		return fc, err
+	}
+	var texts []string
+	for i := range parts {
+		switch p := &parts[i]; p.Type {
+		case "text", "input_text":
+			texts = append(texts, p.Text)
+		case "image_url", "input_image", "image":
+			fc.images = append(fc.images, p.imageURL())
+		default:
+			if fc.other == "" {
+				fc.other = p.Type
+				if fc.other == "" {
+					fc.other = "(none)"
+				}
+			}
+		}
+	}
+	fc.text = strings.Join(texts, "\n")
+	return fc, nil
+}
+
+// dataURLBase64 returns the payload of a data: URL as base64. ok is false for any other URL.
+func dataURLBase64(u string) (b64 string, ok bool, err error) {
+	if !strings.HasPrefix(u, "data:") {
+		return "", false, nil
+	}
+	meta, data, found := strings.Cut(u[len("data:"):], ",")
+	if !found {
+		return "", true, fmt.Errorf("data URL without a comma")
+	}
+	if strings.HasSuffix(meta, ";base64") {
+		// Some clients wrap or URL-encode long base64; the upstream wants it clean.
+		data = strings.Map(func(r rune) rune {
+			if r == ' ' || r == '\n' || r == '\r' || r == '\t' {
+				return -1
+			}
+			return r
+		}, data)
+		if strings.Contains(data, "%") {
+			if d, err := url.PathUnescape(data); err == nil {
+				data = d
+			}
+		}
+		if _, err := base64.StdEncoding.DecodeString(data); err != nil {
+			if raw, err2 := base64.RawStdEncoding.DecodeString(strings.TrimRight(data, "=")); err2 == nil {
+				return base64.StdEncoding.EncodeToString(raw), true, nil
+			}
+			return "", true, fmt.Errorf("data URL payload is not base64: %v", err)
+		}
+		return data, true, nil
+	}
+	plain, err := url.PathUnescape(data)
+	if err != nil {
+		return "", true, fmt.Errorf("data URL payload: %v", err)
+	}
+	return base64.StdEncoding.EncodeToString([]byte(plain)), true, nil
+}
+
+// usageJSON is OpenAI's usage object.
+type usageJSON struct {
+	PromptTokens     int `json:"prompt_tokens"`
+	CompletionTokens int `json:"completion_tokens"`
+	TotalTokens      int `json:"total_tokens"`
+}
+
+func newUsage(prompt, completion int) *usageJSON {
+	return &usageJSON{PromptTokens: prompt, CompletionTokens: completion, TotalTokens: prompt + completion}
+}
+
+// toolCallJSON is an OpenAI tool call; Index is set in stream deltas only.
+type toolCallJSON struct {
+	Index    *int   `json:"index,omitempty"`
+	ID       string `json:"id"`
+	Type     string `json:"type"`
+	Function struct {
+		Name      string `json:"name"`
+		Arguments string `json:"arguments"`
+	} `json:"function"`
+}
+
+// messageJSON is the assistant message of a chat.completion. Content is null only when the
+// answer is tool calls alone, as OpenAI sends it.
+type messageJSON struct {
+	Role             string         `json:"role"`
+	Content          *string        `json:"content"`
+	ReasoningContent string         `json:"reasoning_content,omitempty"`
+	ToolCalls        []toolCallJSON `json:"tool_calls,omitempty"`
+}
+
+type choiceJSON struct {
+	Index        int         `json:"index"`
+	Message      messageJSON `json:"message"`
+	Logprobs     *struct{}   `json:"logprobs"`
+	FinishReason string      `json:"finish_reason"`
+}
+
+// hayulaJSON is the gateway's own top-level member on SAIF answers.
+type hayulaJSON struct {
+	Specialist string   `json:"specialist,omitempty"`
+	RoutedBy   string   `json:"routed_by,omitempty"`
+	Confidence *float64 `json:"confidence,omitempty"`
+}
+
+// completionJSON is a non-streaming chat.completion.
+type completionJSON struct {
+	ID      string       `json:"id"`
+	Object  string       `json:"object"`
+	Created int64        `json:"created"`
+	Model   string       `json:"model"`
+	Choices []choiceJSON `json:"choices"`
+	Usage   *usageJSON   `json:"usage,omitempty"`
+	Hayula  *hayulaJSON  `json:"hayula,omitempty"`
+}
+
+// deltaJSON is a chunk's delta. Content is a pointer so that the first chunk can carry "" next
+// to the role, as OpenAI's does.
+type deltaJSON struct {
+	Role             string         `json:"role,omitempty"`
+	Content          *string        `json:"content,omitempty"`
+	ReasoningContent string         `json:"reasoning_content,omitempty"`
+	ToolCalls        []toolCallJSON `json:"tool_calls,omitempty"`
+}
+
+type chunkChoiceJSON struct {
+	Index        int       `json:"index"`
+	Delta        deltaJSON `json:"delta"`
+	Logprobs     *struct{} `json:"logprobs"`
+	FinishReason *string   `json:"finish_reason"`
+}
+
+type chunkJSON struct {
+	ID      string            `json:"id"`
+	Object  string            `json:"object"`
+	Created int64             `json:"created"`
+	Model   string            `json:"model"`
+	Choices []chunkChoiceJSON `json:"choices"`
+	Usage   *usageJSON        `json:"usage,omitempty"`
+	Hayula  *hayulaJSON       `json:"hayula,omitempty"`
+}
+
+// chunker builds the chat.completion.chunk payloads of one streamed answer: the role goes on the
+// first delta, reasoning is split out of the content when the target asks for it, and the held
+// part of a <think> tag is flushed into the finishing chunk.
+type chunker struct {
+	id      string
+	created int64
+	model   string
+	started bool
+	think   *thinkSplitter // nil when reasoning is passthrough
+}
+
+func newChunker(id string, created int64, model string, r core.Reasoning) *chunker {
+	c := &chunker{id: id, created: created, model: model}
+	if r == core.ReasoningThinkTags {
+		c.think = &thinkSplitter{}
+	}
+	return c
+}
+
+// delta returns a chunk for text, reasoning and tool calls, or nil when there is nothing to say
+// (the first chunk is always said, for its role).
+func (c *chunker) delta(text, reasoning string, calls []toolCallJSON, hy *hayulaJSON) []byte {
+	if c.think != nil && text != "" {
+		var r string
+		text, r = c.think.split(text)
+		reasoning += r
+	}
+	if c.started && text == "" && reasoning == "" && len(calls) == 0 && hy == nil {
+		return nil
+	}
+	d := deltaJSON{ReasoningContent: reasoning, ToolCalls: calls}
+	if !c.started || text != "" {
+		d.Content = &text
+	}
+	if !c.started {
+		d.Role = "assistant"
+		c.started = true
+	}
+	return c.marshal(d, nil, nil, hy)
+}
+
+// finish returns the finishing chunk, carrying whatever a half-seen tag still held.
+func (c *chunker) finish(reason string) []byte {
+	var d deltaJSON
+	if c.think != nil {
+		text, r := c.think.flush()
+		d.ReasoningContent = r
+		if text != "" {
+			d.Content = &text
+		}
+	}
+	if !c.started {
+		d.Role = "assistant"
+		c.started = true
+	}
+	return c.marshal(d, &reason, nil, nil)
+}
+
+// usage returns the include_usage chunk: no choices, only usage.
+func (c *chunker) usage(u *usageJSON) []byte {
+	b := mustJSON(chunkJSON{ID: c.id, Object: "chat.completion.chunk", Created: c.created, Model: c.model,
+		Choices: []chunkChoiceJSON{}, Usage: u})
+	return b
+}
+
+func (c *chunker) marshal(d deltaJSON, finish *string, u *usageJSON, hy *hayulaJSON) []byte {
+	b := mustJSON(chunkJSON{ID: c.id, Object: "chat.completion.chunk", Created: c.created, Model: c.model,
+		Choices: []chunkChoiceJSON{{Delta: d, FinishReason: finish}}, Usage: u, Hayula: hy})
+	return b
+}
+
+// completionMessage is the assistant message of a whole answer, reasoning split out when the
+// target asks for it.
+func completionMessage(r core.Reasoning, text, reasoning string, calls []toolCallJSON) messageJSON {
+	if r == core.ReasoningThinkTags {
+		var extra string
+		text, extra = splitThink(text)
+		reasoning += extra
+	}
+	m := messageJSON{Role: "assistant", ReasoningContent: reasoning, ToolCalls: calls}
+	if text != "" || len(calls) == 0 {
+		m.Content = &text
+	}
+	return m
+}
+
+// openAIFinish maps an upstream's stop reason to OpenAI's: length stays length, anything else
+// that ended generation is stop.
+func openAIFinish(reason string) string {
+	switch reason {
+	case "length", "max_tokens":
+		return "length"
+	case "tool_calls":
+		return "tool_calls"
+	case "content_filter":
+		return "content_filter"
+	}
+	return "stop"
+}

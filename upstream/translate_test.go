@@ -1,0 +1,305 @@
+package upstream
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/hayula/gateway/core"
+)
+
+// chatRequestOf decodes a client body as the server would, for the translation tests.
+func chatRequestOf(t *testing.T, body string) *core.Request {
+	t.Helper()
+	return clientRequest(t, []byte(body))
+}
+
+func ollamaTarget(url string) *core.Target {
+	return &core.Target{Name: "ol", Adapter: core.AdapterOllama, URL: url, Model: "llama3.2", Stats: &core.Stats{}}
+}
+
+func saifTarget(url string) *core.Target {
+	return &core.Target{Name: "saif", Adapter: core.AdapterSAIF, URL: url, Model: "saif-7b", Stats: &core.Stats{},
+		Specialists: []string{"rev_eng", "webapp"}}
+}
+
+// TestOllamaTranslateErrors covers the requests the ollama adapter refuses before sending
+// anything, and what each refusal says.
+func TestOllamaTranslateErrors(t *testing.T) {
+	tests := []struct {
+		name, body string
+		code       string
+		param      string
+	}{
+		{"http image", `{"messages":[{"role":"user","content":[{"type":"image_url","image_url":"http://x/y.png"}]}]}`,
+			"image_url_not_supported", "messages[0].content[0].image_url"},
+		{"bad base64", `{"messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"data:image/png;base64,@@@"}}]}]}`,
+			"invalid_image_url", "messages[0].content[0].image_url"},
+		{"audio part", `{"messages":[{"role":"user","content":[{"type":"input_audio","input_audio":{}}]}]}`,
+			"unsupported_content", "messages[0].content"},
+		{"arguments not an object", `{"messages":[{"role":"assistant","tool_calls":[{"id":"a","type":"function","function":{"name":"f","arguments":"[1]"}}]}]}`,
+			"invalid_value", "messages[0].tool_calls[0].function.arguments"},
+		{"unknown response_format", `{"messages":[{"role":"user","content":"x"}],"response_format":{"type":"grammar"}}`,
+			"invalid_value", "response_format.type"},
+		{"schema missing", `{"messages":[{"role":"user","content":"x"}],"response_format":{"type":"json_schema","json_schema":{"name":"n"}}}`,
+			"invalid_value", "response_format.json_schema.schema"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			a := &openaiOllama{t: ollamaTarget("http://127.0.0.1:1"), newID: func() string { return "x" }}
+			_, err := a.translate(chatRequestOf(t, tt.body))
+			var se *core.StatusError
+			if !errors.As(err, &se) || se.Status != 400 || se.Code != tt.code || se.Param != tt.param {
+				t.Fatalf("error %#v, want 400 %s at %s", err, tt.code, tt.param)
+			}
+		})
+	}
+}
+
+func TestOllamaTranslate(t *testing.T) {
+	tests := []struct {
+		name, body string
+		want       string // the /api/chat body
+	}{
+		{"tool_choice none drops the tools",
+			`{"messages":[{"role":"user","content":"x"}],"tools":[{"type":"function","function":{"name":"f"}}],"tool_choice":"none"}`,
+			`{"model":"llama3.2","messages":[{"role":"user","content":"x"}],"stream":false}`},
+		{"plain data URL is base64-encoded, text parts joined",
+			`{"messages":[{"role":"user","content":[{"type":"text","text":"a"},{"type":"text","text":"b"},{"type":"image_url","image_url":{"url":"data:text/plain,hi%21"}}]}]}`,
+			`{"model":"llama3.2","messages":[{"role":"user","content":"a\nb","images":["aGkh"]}],"stream":false}`},
+		{"empty arguments are an empty object; tool result falls back to its name",
+			`{"messages":[{"role":"assistant","content":"","tool_calls":[{"id":"c1","type":"function","function":{"name":"now","arguments":""}}]},{"role":"tool","tool_call_id":"other","name":"clock","content":"12:00"}]}`,
+			`{"model":"llama3.2","messages":[{"role":"assistant","content":"","tool_calls":[{"function":{"name":"now","arguments":{}}}]},{"role":"tool","content":"12:00","tool_name":"clock"}],"stream":false}`},
+		{"text response_format is no format; seed 0 is kept",
+			`{"messages":[{"role":"user","content":"x"}],"response_format":{"type":"text"},"seed":0}`,
+			`{"model":"llama3.2","messages":[{"role":"user","content":"x"}],"options":{"seed":0},"stream":false}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			a := &openaiOllama{t: ollamaTarget("http://127.0.0.1:1"), newID: func() string { return "x" }}
+			out, err := a.translate(chatRequestOf(t, tt.body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tt.want, string(mustJSON(out))); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestSAIFSpecialist(t *testing.T) {
+	tests := []struct {
+		name, model, hint string
+		want              string // "" for null
+		wantErr           bool
+	}{
+		{"no hint lets the router choose", "saif", "", "", false},
+		{"case-insensitive, canonical name sent", "saif", "Rev_Eng", "rev_eng", false},
+		{"unknown hint is the client's mistake", "saif", "cooking", "", true},
+		{"under auto a non-specialist hint named a route", "auto", "saif", "", false},
+		{"under auto a specialist hint still names it", "auto", "webapp", "webapp", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			a := &openaiSAIF{t: saifTarget("http://127.0.0.1:1")}
+			got, err := a.specialist(&core.Request{Model: tt.model, RouteHint: tt.hint})
+			if tt.wantErr {
+				var se *core.StatusError
+				if !errors.As(err, &se) || se.Code != "unknown_specialist" || !strings.Contains(se.Message, "rev_eng, webapp") {
+					t.Fatalf("error %v, want unknown_specialist naming the valid ones", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			s := ""
+			if got != nil {
+				s = *got
+			}
+			if s != tt.want {
+				t.Fatalf("specialist %q, want %q", s, tt.want)
+			}
+		})
+	}
+}
+
+func TestUnsupportedOps(t *testing.T) {
+	srv := serve(t, func(w http.ResponseWriter, r *http.Request) { t.Errorf("asked %s", r.URL.Path) })
+	tests := []struct {
+		tg *core.Target
+		op core.Op
+	}{
+		{ollamaTarget(srv.URL), core.OpCompletions},
+		{saifTarget(srv.URL), core.OpEmbeddings},
+	}
+	for _, tt := range tests {
+		t.Run(tt.tg.Adapter.String()+tt.op.Path(), func(t *testing.T) {
+			_, err := newSet(t, tt.tg).Chat(context.Background(), tt.tg, &core.Request{Op: tt.op, Body: []byte(`{}`)})
+			var se *core.StatusError
+			if !errors.As(err, &se) || se.Status != 404 || se.Code != "unsupported_endpoint" {
+				t.Fatalf("error %v, want 404 unsupported_endpoint", err)
+			}
+		})
+	}
+}
+
+func TestOllamaEmbeddingsBase64(t *testing.T) {
+	srv := serve(t, func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.WriteString(w, `{"model":"m","embeddings":[[1,-2]],"prompt_eval_count":1}`)
+	})
+	tg := ollamaTarget(srv.URL)
+	resp, err := newSet(t, tg).Chat(context.Background(), tg, &core.Request{Op: core.OpEmbeddings,
+		Body: []byte(`{"model":"e","input":"x","encoding_format":"base64"}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 1.0 and -2.0 as little-endian float32.
+	if !bytes.Contains(resp.Body, []byte(`"embedding":"AACAPwAAAMA="`)) {
+		t.Fatalf("body %s", resp.Body)
+	}
+	_, err = newSet(t, tg).Chat(context.Background(), tg, &core.Request{Op: core.OpEmbeddings,
+		Body: []byte(`{"model":"e","input":[1,2,3]}`)})
+	var se *core.StatusError
+	if !errors.As(err, &se) || se.Code != "unsupported_input" {
+		t.Fatalf("token input: %v", err)
+	}
+}
+
+// TestOllamaStreamThinkTags checks that reasoning = "think-tags" applies to a translated stream
+// too, with the tag split across NDJSON lines and a held tag prefix flushed at the end.
+func TestOllamaStreamThinkTags(t *testing.T) {
+	lines := []string{"<thi", "nk>why</th", "ink>\n\nbecause <th"}
+	srv := serve(t, func(w http.ResponseWriter, r *http.Request) {
+		for _, l := range lines {
+			b, _ := json.Marshal(map[string]any{"message": map[string]string{"role": "assistant", "content": l}, "done": false})
+			_, _ = w.Write(append(b, '\n'))
+		}
+		_, _ = io.WriteString(w, `{"message":{"role":"assistant","content":""},"done":true,"done_reason":"stop"}`+"\n")
+	})
+	tg := ollamaTarget(srv.URL)
+	tg.Reasoning = core.ReasoningThinkTags
+	resp, err := newSet(t, tg).Chat(context.Background(), tg, &core.Request{Stream: true,
+		Messages: []core.Message{{Role: "user", Content: json.RawMessage(`"q"`)}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Stream.Close()
+	events, end := drain(resp.Stream)
+	var got thinkResult
+	for _, e := range events {
+		var c chunkJSON
+		if err := json.Unmarshal([]byte(e), &c); err != nil {
+			t.Fatal(err)
+		}
+		if c.Choices[0].Delta.Content != nil {
+			got.Content += *c.Choices[0].Delta.Content
+		}
+		got.Reasoning += c.Choices[0].Delta.ReasoningContent
+	}
+	if want := (thinkResult{"because <th", "why"}); got != want || end != "EOF" {
+		t.Fatalf("got %+v, end %s; want %+v", got, end, want)
+	}
+}
+
+func TestLineReaderCut(t *testing.T) {
+	l := newLineReader(strings.NewReader("\n{\"a\":1}\r\n\n  \n{\"b\""))
+	var got []string
+	var cuts []bool
+	for {
+		line, cut, err := l.next()
+		if err != nil {
+			if !errors.Is(err, io.EOF) {
+				t.Fatal(err)
+			}
+			break
+		}
+		got, cuts = append(got, string(line)), append(cuts, cut)
+	}
+	if diff := cmp.Diff([]string{`{"a":1}`, `{"b"`}, got); diff != "" {
+		t.Fatal(diff)
+	}
+	if diff := cmp.Diff([]bool{false, true}, cuts); diff != "" {
+		t.Fatal(diff)
+	}
+}
+
+func TestTranslatedStreamsCloseTwice(t *testing.T) {
+	for _, s := range []Stream{
+		&ollamaStream{body: io.NopCloser(strings.NewReader("")), lines: newLineReader(strings.NewReader(""))},
+		&saifStream{body: io.NopCloser(strings.NewReader("")), sse: newSSEReader(strings.NewReader(""))},
+	} {
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+		_ = s.Close()
+		if _, err := s.Next(); !errors.Is(err, errStreamClosed) {
+			t.Fatalf("%T: Next after Close = %v", s, err)
+		}
+	}
+}
+
+// checkStream drains a translated stream and checks what every parser must hold: each event is
+// one line of JSON, and the end is a clean EOF or a *core.StreamError.
+func checkStream(t *testing.T, s Stream) {
+	t.Helper()
+	defer s.Close()
+	for i := 0; ; i++ {
+		ev, err := s.Next()
+		if err != nil {
+			var se *core.StreamError
+			if !errors.Is(err, io.EOF) && !errors.As(err, &se) {
+				t.Fatalf("stream ended with %T %v", err, err)
+			}
+			return
+		}
+		if !json.Valid(ev) || bytes.IndexByte(ev, '\n') >= 0 {
+			t.Fatalf("event %d is not one line of JSON: %q", i, ev)
+		}
+		if i > 1<<16 {
+			t.Fatal("runaway stream")
+		}
+	}
+}
+
+func FuzzOllamaStream(f *testing.F) {
+	f.Add([]byte(`{"model":"m","created_at":"2026-01-02T15:04:05Z","message":{"role":"assistant","content":"hi"},"done":false}` + "\n" +
+		`{"message":{"role":"assistant","content":""},"done":true,"done_reason":"length","prompt_eval_count":1,"eval_count":2}` + "\n"))
+	f.Add([]byte(`{"message":{"tool_calls":[{"function":{"name":"f","arguments":{"a":[1]}}}]},"done":true}`))
+	f.Add([]byte(`{"error":"boom"}` + "\n"))
+	f.Add([]byte(`{"message":{"content":"<think>a</th"},"done":false}` + "\n" + `{"done":true}`))
+	f.Add([]byte("\r\n\n{\"done\":tr"))
+	f.Fuzz(func(t *testing.T, body []byte) {
+		a := &openaiOllama{t: &core.Target{Name: "f", Model: "m", Reasoning: core.Reasoning(len(body) % 2)},
+			now: fixedNow, newID: func() string { return "x" }}
+		checkStream(t, a.newStream(io.NopCloser(bytes.NewReader(body)), len(body)%3 == 0))
+	})
+}
+
+func FuzzSAIFStream(f *testing.F) {
+	f.Add([]byte("data: {\"text\":\"a\",\"specialist\":\"webapp\"}\n\ndata: {\"done\":true,\"finish_reason\":\"stop\",\"usage\":{\"prompt_tokens\":1,\"completion_tokens\":1}}\n\n"))
+	f.Add([]byte("event: error\ndata: {\"error\":\"x\"}\n\n"))
+	f.Add([]byte("data: {\"text\":\"<think>\"}\n\ndata: [DONE]\n\n"))
+	f.Add([]byte("data: {\"te"))
+	f.Fuzz(func(t *testing.T, body []byte) {
+		for _, op := range []core.Op{core.OpChat, core.OpCompletions} {
+			tg := &core.Target{Name: "f", Model: "m", Reasoning: core.Reasoning(len(body) % 2)}
+			a := &openaiSAIF{t: tg, now: fixedNow, newID: func() string { return "x" }}
+			resp := &http.Response{Header: http.Header{"Content-Type": {"text/event-stream"}},
+				Body: io.NopCloser(bytes.NewReader(body))}
+			r, err := a.stream(resp, &core.Request{Op: op, Stream: true, IncludeUsage: len(body)%3 == 0})
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkStream(t, r.Stream)
+		}
+	})
+}
