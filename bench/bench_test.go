@@ -1,0 +1,160 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/hayula/gateway/config"
+)
+
+func TestQuantileAndMedian(t *testing.T) {
+	ms := func(v ...int) []time.Duration {
+		out := make([]time.Duration, len(v))
+		for i, x := range v {
+			out[i] = time.Duration(x) * time.Millisecond
+		}
+		return out
+	}
+	hundred := make([]time.Duration, 100)
+	for i := range hundred {
+		hundred[i] = time.Duration(i+1) * time.Millisecond
+	}
+	tests := []struct {
+		name string
+		got  time.Duration
+		want time.Duration
+	}{
+		{"p50 of none", quantile(nil, 0.5), 0},
+		{"p50 of one", quantile(ms(7), 0.5), 7 * time.Millisecond},
+		{"p50 of 1..100", quantile(hundred, 0.5), 50 * time.Millisecond},
+		{"p99 of 1..100", quantile(hundred, 0.99), 99 * time.Millisecond},
+		{"p100 of 1..100", quantile(hundred, 1), 100 * time.Millisecond},
+		{"median odd, unsorted", median(ms(5, 1, 3)), 3 * time.Millisecond},
+		{"median even", median(ms(4, 1, 3, 2)), 2500 * time.Microsecond},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.got != tc.want {
+				t.Errorf("got %v, want %v", tc.got, tc.want)
+			}
+		})
+	}
+}
+
+func TestWantsStream(t *testing.T) {
+	for body, want := range map[string]bool{
+		`{"model":"m","stream":true}`:                     true,
+		`{"model":"m", "stream" : true}`:                  true,
+		`{"model":"m","stream":false}`:                    false,
+		`{"model":"m"}`:                                   false,
+		`{"model":"m","messages":[{"content":"stream"}]}`: false,
+	} {
+		if got := wantsStream([]byte(body)); got != want {
+			t.Errorf("wantsStream(%s) = %v, want %v", body, got, want)
+		}
+	}
+}
+
+// The generated config must load with the gateway's own parser, [auto] table included.
+func TestGatewayConfigLoads(t *testing.T) {
+	for _, auto := range []bool{true, false} {
+		cfg, err := config.Parse([]byte(gatewayConfig("127.0.0.1:8000", "127.0.0.1:9001", "127.0.0.1:9002", auto)),
+			"bench.toml", func(string) string { return "" })
+		if err != nil {
+			t.Fatalf("auto=%v: %v", auto, err)
+		}
+		var routes []string
+		for _, r := range cfg.Routes {
+			routes = append(routes, r.Name)
+		}
+		want := []string{"averroes-q", "bench", "deepseek-r1", "saif", "slow"}
+		if diff := cmp.Diff(want, routes); diff != "" {
+			t.Errorf("auto=%v: routes (-want +got):\n%s", auto, diff)
+		}
+	}
+}
+
+func TestChatBody(t *testing.T) {
+	for _, stream := range []bool{false, true} {
+		b := chatBody("bench", stream, 1024)
+		if len(b) < 900 || len(b) > 1024 {
+			t.Errorf("stream=%v: %d bytes, want about 1024", stream, len(b))
+		}
+		var req struct {
+			Model  string `json:"model"`
+			Stream bool   `json:"stream"`
+		}
+		if err := json.Unmarshal(b, &req); err != nil || req.Model != "bench" || req.Stream != stream {
+			t.Errorf("stream=%v: %s decodes to %+v, %v", stream, b, req, err)
+		}
+		if wantsStream(b) != stream {
+			t.Errorf("stream=%v: the fake upstream would not see it", stream)
+		}
+	}
+}
+
+// A short closed-loop round against the fake upstream: every answer has the expected length,
+// streams included, and nothing fails.
+func TestRoundAgainstFakeUpstream(t *testing.T) {
+	f := newFakeUpstream(8, 0)
+	srv := httptest.NewServer(f)
+	defer srv.Close()
+	c := newClient(8)
+	defer c.CloseIdleConnections()
+	for _, tc := range []struct {
+		stream  bool
+		wantLen int
+	}{{false, len(f.chat)}, {true, f.streamLen()}} {
+		ep := &endpoint{name: "direct", url: srv.URL + "/v1/chat/completions", body: chatBody("m", tc.stream, 512), client: c}
+		r := runRound(context.Background(), ep, tc.wantLen, 4, 50*time.Millisecond)
+		if r.errors != 0 || len(r.total) == 0 {
+			t.Fatalf("stream=%v: %d answers, %d errors, first %v", tc.stream, len(r.total), r.errors, r.firstErr)
+		}
+		if r.ttfb[0] > r.total[len(r.total)-1] || quantile(r.total, 0.5) > quantile(r.total, 0.99) {
+			t.Errorf("stream=%v: quantiles out of order", tc.stream)
+		}
+	}
+	// An answer of the wrong length is an error, not a sample.
+	ep := &endpoint{name: "direct", url: srv.URL + "/v1/chat/completions", body: chatBody("m", false, 512), client: c}
+	if _, err := do(context.Background(), ep, len(f.chat)+1, make([]byte, 1024)); err == nil ||
+		!strings.Contains(err.Error(), "want") {
+		t.Errorf("a short answer gave %v", err)
+	}
+}
+
+// The report marks each target met or not from the medians, and lists skipped rows.
+func TestReportTargets(t *testing.T) {
+	us := func(v ...int) []time.Duration {
+		out := make([]time.Duration, len(v))
+		for i, x := range v {
+			out[i] = time.Duration(x) * time.Microsecond
+		}
+		return out
+	}
+	chat := &result{sc: &scenario{name: "chat c=1", conc: 1}, cols: []*column{
+		{name: "direct", p50: us(100, 110, 90), p99: us(200, 210, 190), thr: []float64{1000, 1000, 1000}},
+		{name: "gateway", p50: us(150, 160, 140), p99: us(300, 310, 290), thr: []float64{700, 700, 700}},
+		{name: "nginx", p50: us(180, 190, 170), p99: us(300, 310, 290), thr: []float64{800, 800, 800}},
+	}}
+	r := &report{opts: options{Rounds: 3, Chunks: 8, LogLevel: "info"}, results: []*result{chat},
+		skipped: []string{"auto c=1: skipped: the gateway answers 404 for model \"auto\""},
+		memory:  memoryResult{Idle: memory{RSS: 12 << 20}}}
+	md := r.markdown()
+	for _, want := range []string{
+		"| chat c=1 | 100 µs | +50 µs (1.50×) | +80 µs (1.80×) |",
+		"added p50 at c=1 no more than nginx's: gateway +50 µs, nginx +80 µs — met",
+		"throughput at c=1 ≥ 0.60× direct: 0.70× — met",
+		"idle RSS under 30 MB: 12.0 MB — met",
+		"auto c=1: skipped: the gateway answers 404",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("report lacks %q:\n%s", want, md)
+		}
+	}
+}

@@ -1,0 +1,241 @@
+// Command bench is the gateway's reproducible benchmark: `go run ./bench` (from the module root).
+//
+// It builds the gateway (go build into a temporary directory) and runs it as its own process with
+// a generated config, in front of a fast fake upstream (this binary re-executed, OpenAI-shaped,
+// non-streaming and SSE answers of precomputed bytes), and measures what a client sees, directly
+// against the upstream and through the gateway, with a closed-loop Go load generator (N workers,
+// one keep-alive pool as large as N). Rounds are interleaved — direct, gateway, [nginx,] direct,
+// gateway … — so that drift of a shared machine falls on every column alike; a row reports the
+// median of the round medians of p50 and p99, and the added latency (column − direct).
+//
+// Rows: chat at concurrency 1, 16 and 64 (and throughput at 64 as a ratio to direct); a stream at
+// concurrency 1 (added time to first and to last byte); model "auto" against explicit routing;
+// the gateway's RSS idle and under --streams concurrent slow streams, read from /proc/PID/status.
+// With --vs-nginx and nginx on PATH, a blind nginx proxy_pass with upstream keepalive is a third
+// column: the cost of a proxy that parses nothing.
+//
+// Everything listens on 127.0.0.1 and every loop is bounded by a round's duration. The Markdown
+// report goes to stdout and, with --out FILE, to FILE; progress goes to stderr. --quick finishes
+// in about 30 s; --profile DIR also profiles the gateway under load (see profile.go).
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+func main() {
+	if os.Getenv(roleEnv) == roleUpstream {
+		os.Exit(upstreamMain(os.Args[1:]))
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		var ue usageError
+		if errors.As(err, &ue) {
+			os.Exit(2)
+		}
+		os.Exit(1)
+	}
+}
+
+// usageError is a mistake on the command line.
+type usageError struct{ msg string }
+
+func (e usageError) Error() string { return e.msg }
+
+// options are the command line, after --quick has filled in what was not given.
+type options struct {
+	Quick        bool
+	Rounds       int
+	RoundTime    time.Duration
+	Warmup       time.Duration
+	Conc         []int
+	Chunks       int
+	PromptBytes  int
+	Streams      int
+	SlowChunks   int
+	SlowInterval time.Duration
+	VsNginx      bool
+	Out          string
+	LogLevel     string
+	Profile      string
+	ProfileTime  time.Duration
+	GatewayBin   string
+}
+
+func parseOptions(args []string, stderr io.Writer) (options, error) {
+	var o options
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.BoolVar(&o.Quick, "quick", false, "a short run (about 30 s): 3 rounds of 0.4 s, 300 slow streams of 1.5 s")
+	fs.IntVar(&o.Rounds, "rounds", 7, "interleaved rounds per row")
+	fs.DurationVar(&o.RoundTime, "round-time", 2*time.Second, "duration of one round of one column")
+	fs.DurationVar(&o.Warmup, "warmup", time.Second, "warm-up per column before a row's rounds")
+	conc := fs.String("conc", "1,16,64", "concurrencies of the chat rows; the last one also gives throughput")
+	fs.IntVar(&o.Chunks, "chunks", 32, "content events of a fast stream")
+	fs.IntVar(&o.PromptBytes, "prompt-bytes", 1024, "size of the request body")
+	fs.IntVar(&o.Streams, "streams", 1000, "concurrent slow streams for the RSS row")
+	fs.IntVar(&o.SlowChunks, "slow-chunks", 30, "events of a slow stream")
+	fs.DurationVar(&o.SlowInterval, "slow-interval", 100*time.Millisecond, "time between the events of a slow stream")
+	fs.BoolVar(&o.VsNginx, "vs-nginx", false, "add a blind nginx proxy_pass column when nginx is on PATH")
+	fs.StringVar(&o.Out, "out", "", "also write the Markdown report to this file")
+	fs.StringVar(&o.LogLevel, "log-level", "info", "the gateway's --log-level (info is its default: one line per request)")
+	fs.StringVar(&o.Profile, "profile", "", "profile the gateway under load into this directory (CPU and allocations)")
+	fs.DurationVar(&o.ProfileTime, "profile-time", 10*time.Second, "duration of each profile")
+	fs.StringVar(&o.GatewayBin, "gateway", "", "use this gateway binary instead of building ./cmd/gateway")
+	if err := fs.Parse(args); err != nil {
+		return o, usageError{err.Error()}
+	}
+	if fs.NArg() > 0 {
+		return o, usageError{fmt.Sprintf("unexpected argument %q", fs.Arg(0))}
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if o.Quick {
+		quick := map[string]func(){
+			"rounds":       func() { o.Rounds = 3 },
+			"round-time":   func() { o.RoundTime = 400 * time.Millisecond },
+			"warmup":       func() { o.Warmup = 200 * time.Millisecond },
+			"streams":      func() { o.Streams = 300 },
+			"slow-chunks":  func() { o.SlowChunks = 15 },
+			"profile-time": func() { o.ProfileTime = 3 * time.Second },
+		}
+		for name, f := range quick {
+			if !set[name] {
+				f()
+			}
+		}
+	}
+	for _, s := range strings.Split(*conc, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil || n < 1 || n > 4096 {
+			return o, usageError{fmt.Sprintf("bad --conc %q: give concurrencies from 1 to 4096", *conc)}
+		}
+		o.Conc = append(o.Conc, n)
+	}
+	switch {
+	case o.Rounds < 1 || o.Rounds > 1000:
+		return o, usageError{"--rounds must be from 1 to 1000"}
+	case o.RoundTime < 10*time.Millisecond || o.RoundTime > 10*time.Minute:
+		return o, usageError{"--round-time must be from 10ms to 10m"}
+	case o.Warmup < 0 || o.Warmup > 10*time.Minute:
+		return o, usageError{"--warmup must be from 0 to 10m"}
+	case o.Chunks < 1 || o.Chunks > 100000:
+		return o, usageError{"--chunks must be from 1 to 100000"}
+	case o.PromptBytes < 200 || o.PromptBytes > 1<<20:
+		return o, usageError{"--prompt-bytes must be from 200 to 1048576"}
+	case o.Streams < 0 || o.Streams > 20000:
+		return o, usageError{"--streams must be from 0 to 20000"}
+	case o.SlowChunks < 1 || o.SlowInterval <= 0 || time.Duration(o.SlowChunks)*o.SlowInterval > 10*time.Minute:
+		return o, usageError{"a slow stream must have at least one event and last at most 10m"}
+	case o.ProfileTime < time.Second || o.ProfileTime > 10*time.Minute:
+		return o, usageError{"--profile-time must be from 1s to 10m"}
+	}
+	return o, nil
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	o, err := parseOptions(args, stderr)
+	if err != nil {
+		return err
+	}
+	logf := func(format string, a ...any) { fmt.Fprintf(stderr, "bench: "+format+"\n", a...) }
+	began := time.Now()
+
+	nofile, err := raiseNoFile()
+	if err != nil {
+		return fmt.Errorf("raise the file-descriptor limit: %w", err)
+	}
+	// Each slow stream holds a client socket here and two in the gateway; the upstream runs in
+	// its own process with its own share of the same limit.
+	if need := uint64(2*o.Streams + 512); nofile < need {
+		return fmt.Errorf("the file-descriptor limit is %d; %d streams need at least %d (raise ulimit -Hn or lower --streams)",
+			nofile, o.Streams, need)
+	}
+	root, err := moduleRoot()
+	if err != nil {
+		return err
+	}
+	dir, err := os.MkdirTemp("", "hayula-bench-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+
+	env := &environment{opts: o, root: root, dir: dir, logf: logf}
+	defer env.close()
+	if err := env.start(ctx); err != nil {
+		return err
+	}
+	rep := &report{opts: o, machine: describeMachine(), nofile: nofile, autoNote: env.autoNote, nginxNote: env.nginxNote}
+
+	logf("RSS idle and under %d slow streams", o.Streams)
+	if rep.memory, err = env.memoryPhase(ctx); err != nil {
+		return err
+	}
+	for _, sc := range env.scenarios() {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if sc.skip != "" {
+			rep.skipped = append(rep.skipped, sc.name+": "+sc.skip)
+			continue
+		}
+		logf("%s: %d rounds of %s per column (%s)", sc.name, o.Rounds, o.RoundTime, sc.columnNames())
+		rep.results = append(rep.results, runScenario(ctx, sc, o, func() int64 { return env.upstreamConns(ctx) }))
+	}
+	rep.upstreamConns = env.upstreamConns(ctx)
+	if o.Profile != "" {
+		env.stopGateway()
+		logf("profiling the gateway under load into %s", o.Profile)
+		if rep.profiles, err = env.profile(ctx); err != nil {
+			return err
+		}
+	}
+	rep.elapsed = time.Since(began)
+	md := rep.markdown()
+	if _, err := io.WriteString(stdout, md); err != nil {
+		return err
+	}
+	if o.Out != "" {
+		if err := os.WriteFile(o.Out, []byte(md), 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// machine describes where the run happened.
+type machine struct {
+	CPUs      int
+	CPUModel  string
+	GoVersion string
+	OS        string
+}
+
+func describeMachine() machine {
+	m := machine{CPUs: runtime.NumCPU(), GoVersion: runtime.Version(), OS: runtime.GOOS + "/" + runtime.GOARCH,
+		CPUModel: "unknown"}
+	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for _, line := range strings.Split(string(b), "\n") {
+			if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
+				m.CPUModel = strings.TrimSpace(v)
+				break
+			}
+		}
+	}
+	return m
+}

@@ -1,0 +1,214 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// proc is a child process: the fake upstream, the gateway or nginx. Its stdin is a pipe that the
+// child may watch to notice that the harness went away; Pdeathsig kills it if the harness dies.
+type proc struct {
+	name    string
+	cmd     *exec.Cmd
+	stdin   io.WriteCloser
+	stdout  io.Reader
+	logPath string
+	done    chan struct{}
+	err     error
+}
+
+func startProc(name, path string, args, env []string, logDir string) (*proc, error) {
+	cmd := exec.Command(path, args...)
+	cmd.Env = append(os.Environ(), env...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	p := &proc{name: name, cmd: cmd, logPath: filepath.Join(logDir, name+".log"), done: make(chan struct{})}
+	logf, err := os.Create(p.logPath)
+	if err != nil {
+		return nil, err
+	}
+	cmd.Stderr = logf
+	if p.stdin, err = cmd.StdinPipe(); err != nil {
+		return nil, err
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	p.stdout = out
+	if err := cmd.Start(); err != nil {
+		_ = logf.Close()
+		return nil, fmt.Errorf("start %s: %w", name, err)
+	}
+	go func() {
+		// Wait closes stdout once the child has exited, which only ends a read that is waiting
+		// for a child that is gone anyway; children print one line at most.
+		p.err = cmd.Wait()
+		_ = logf.Close()
+		close(p.done)
+	}()
+	return p, nil
+}
+
+func (p *proc) pid() int { return p.cmd.Process.Pid }
+
+// exited reports whether the child has ended, with its error.
+func (p *proc) exited() (bool, error) {
+	select {
+	case <-p.done:
+		return true, p.err
+	default:
+		return false, nil
+	}
+}
+
+// stop asks the child to end (stdin closed, SIGTERM), and kills it if it has not within 5 s.
+func (p *proc) stop() {
+	_ = p.stdin.Close()
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	t := time.NewTimer(5 * time.Second)
+	defer t.Stop()
+	select {
+	case <-p.done:
+	case <-t.C:
+		_ = p.cmd.Process.Kill()
+		<-p.done
+	}
+}
+
+// logTail is the end of the child's stderr, for error messages.
+func (p *proc) logTail() string {
+	b, _ := os.ReadFile(p.logPath)
+	if len(b) > 2000 {
+		b = b[len(b)-2000:]
+	}
+	return strings.TrimSpace(string(b))
+}
+
+// memory is a process's resident set size now (VmRSS) and at its peak (VmHWM), in bytes.
+type memory struct{ RSS, HWM int64 }
+
+func readMemory(pid int) (memory, error) {
+	f, err := os.Open("/proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		return memory{}, err
+	}
+	defer f.Close()
+	var m memory
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		k, v, ok := strings.Cut(sc.Text(), ":")
+		if !ok || (k != "VmRSS" && k != "VmHWM") {
+			continue
+		}
+		fields := strings.Fields(v)
+		if len(fields) != 2 || fields[1] != "kB" {
+			return m, fmt.Errorf("/proc/%d/status: odd %s line %q", pid, k, v)
+		}
+		n, err := strconv.ParseInt(fields[0], 10, 64)
+		if err != nil {
+			return m, err
+		}
+		if k == "VmRSS" {
+			m.RSS = n << 10
+		} else {
+			m.HWM = n << 10
+		}
+	}
+	if m.RSS == 0 {
+		return m, fmt.Errorf("/proc/%d/status has no VmRSS", pid)
+	}
+	return m, sc.Err()
+}
+
+// moduleRoot is the directory of the gateway's go.mod, found from the working directory up.
+func moduleRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for range 64 {
+		b, err := os.ReadFile(filepath.Join(dir, "go.mod"))
+		if err == nil && strings.Contains(string(b), "module github.com/hayula/gateway") {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			break
+		}
+		dir = parent
+	}
+	return "", errors.New("run the bench from inside the gateway's module (go run ./bench)")
+}
+
+// build compiles pkg (relative to the module root) into dir and returns the binary's path.
+func build(ctx context.Context, root, pkg, dir string) (string, error) {
+	out := filepath.Join(dir, filepath.Base(pkg))
+	cmd := exec.CommandContext(ctx, "go", "build", "-o", out, pkg)
+	cmd.Dir = root
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("go build %s: %w\n%s", pkg, err, b)
+	}
+	return out, nil
+}
+
+// freeAddr returns a loopback address that was free a moment ago. Another process could take it
+// before the child binds it; the child then fails to start and the harness says so.
+func freeAddr() (string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer ln.Close()
+	return ln.Addr().String(), nil
+}
+
+// waitReady polls url until it answers 200, the child exits, or 15 s pass.
+func waitReady(ctx context.Context, p *proc, url string) error {
+	c := &http.Client{Timeout: time.Second}
+	for range 300 {
+		if done, err := p.exited(); done {
+			return fmt.Errorf("%s exited before it was ready (%v):\n%s", p.name, err, p.logTail())
+		}
+		resp, err := c.Get(url)
+		if err == nil {
+			_, _ = io.Copy(io.Discard, resp.Body)
+			_ = resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	return fmt.Errorf("%s did not answer %s within 15s:\n%s", p.name, url, p.logTail())
+}
+
+// raiseNoFile lifts the soft file-descriptor limit to the hard one. Setting it explicitly also
+// makes the children inherit it (Go restores the original soft limit for children otherwise).
+// It returns the limit in force.
+func raiseNoFile() (uint64, error) {
+	var lim syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
+		return 0, err
+	}
+	lim.Cur = lim.Max
+	if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
+		return 0, err
+	}
+	return lim.Cur, nil
+}

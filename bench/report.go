@@ -1,0 +1,273 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"strings"
+	"time"
+)
+
+// report gathers everything the run measured, and renders it as Markdown.
+type report struct {
+	opts      options
+	machine   machine
+	nofile    uint64
+	memory    memoryResult
+	results   []*result
+	skipped   []string
+	autoNote  string
+	nginxNote string
+	profiles  []string
+	elapsed   time.Duration
+	// upstreamConns is how many connections the fast upstream accepted over the whole run.
+	upstreamConns int64
+}
+
+func (r *report) markdown() string {
+	var b strings.Builder
+	o := r.opts
+	m := r.machine
+	fmt.Fprintf(&b, "## Benchmark: `go run ./bench %s`\n\n", strings.Join(os.Args[1:], " "))
+	fmt.Fprintf(&b, "Machine: %d CPUs (%s), %s, %s. Gateway log level %s. %d interleaved rounds of %s per column "+
+		"after %s of warm-up; request body %d bytes; a stream is %d content events; run took %s.\n\n",
+		m.CPUs, m.CPUModel, m.OS, m.GoVersion, o.LogLevel, o.Rounds, o.RoundTime, o.Warmup, o.PromptBytes, o.Chunks,
+		r.elapsed.Round(time.Second))
+	if r.nginxNote != "" {
+		fmt.Fprintf(&b, "nginx: %s.\n\n", r.nginxNote)
+	}
+	r.latencyTable(&b)
+	r.throughputTable(&b)
+	r.autoTable(&b)
+	r.memoryTable(&b)
+	r.targets(&b)
+	r.notes(&b)
+	return b.String()
+}
+
+// cell renders a column's value against direct: "+52 µs (1.73×)".
+func added(v, direct time.Duration) string {
+	if v == 0 || direct == 0 {
+		return "—"
+	}
+	return fmt.Sprintf("%s (%.2f×)", signed(v-direct), float64(v)/float64(direct))
+}
+
+func signed(d time.Duration) string {
+	if d < 0 {
+		return "−" + us(-d)
+	}
+	return "+" + us(d)
+}
+
+// us renders a duration in microseconds, or milliseconds from 10 ms.
+func us(d time.Duration) string {
+	if d >= 10*time.Millisecond {
+		return fmt.Sprintf("%.1f ms", float64(d)/float64(time.Millisecond))
+	}
+	return fmt.Sprintf("%.0f µs", float64(d)/float64(time.Microsecond))
+}
+
+// spread is the range of column − direct over the rounds, paired round by round.
+func spread(col, direct []time.Duration) string {
+	n := min(len(col), len(direct))
+	if n == 0 {
+		return "—"
+	}
+	lo, hi := col[0]-direct[0], col[0]-direct[0]
+	for i := 1; i < n; i++ {
+		d := col[i] - direct[i]
+		lo, hi = min(lo, d), max(hi, d)
+	}
+	return signed(lo) + " … " + signed(hi)
+}
+
+type metric struct {
+	label    string
+	p50, p99 func(c *column) []time.Duration
+}
+
+var (
+	whole = metric{"", func(c *column) []time.Duration { return c.p50 }, func(c *column) []time.Duration { return c.p99 }}
+	first = metric{" first byte", func(c *column) []time.Duration { return c.ttfb50 },
+		func(c *column) []time.Duration { return c.ttfb99 }}
+	last = metric{" last byte", func(c *column) []time.Duration { return c.p50 }, func(c *column) []time.Duration { return c.p99 }}
+)
+
+func (r *report) latencyTable(b *strings.Builder) {
+	b.WriteString("### Added latency (median of round medians; added = column − direct)\n\n")
+	b.WriteString("| row | direct p50 | gateway p50 | nginx p50 | direct p99 | gateway p99 | nginx p99 | gateway − direct p50, by round |\n")
+	b.WriteString("|---|---|---|---|---|---|---|---|\n")
+	for _, res := range r.results {
+		if res.sc.auto {
+			continue
+		}
+		metrics := []metric{whole}
+		if res.sc.stream {
+			metrics = []metric{first, last}
+		}
+		d, g, n := res.col("direct"), res.col("gateway"), res.col("nginx")
+		for _, mt := range metrics {
+			dp50, dp99 := median(mt.p50(d)), median(mt.p99(d))
+			fmt.Fprintf(b, "| %s%s | %s | %s | %s | %s | %s | %s | %s |\n", res.sc.name, mt.label,
+				us(dp50), added(median(mt.p50(g)), dp50), nginxCell(n, mt.p50, dp50),
+				us(dp99), added(median(mt.p99(g)), dp99), nginxCell(n, mt.p99, dp99),
+				spread(mt.p50(g), mt.p50(d)))
+		}
+	}
+	b.WriteString("\n")
+}
+
+func nginxCell(n *column, f func(*column) []time.Duration, direct time.Duration) string {
+	if n == nil {
+		return "—"
+	}
+	return added(median(f(n)), direct)
+}
+
+func (r *report) throughputTable(b *strings.Builder) {
+	var res *result
+	for _, x := range r.results {
+		if !x.sc.auto && !x.sc.stream {
+			res = x // the last chat row has the highest concurrency
+		}
+	}
+	if res == nil {
+		return
+	}
+	fmt.Fprintf(b, "### Throughput at concurrency %d (median of rounds)\n\n", res.sc.conc)
+	b.WriteString("| | direct | gateway | nginx |\n|---|---|---|---|\n")
+	d := medianFloat(res.col("direct").thr)
+	cell := func(c *column) string {
+		if c == nil || d == 0 {
+			return "—"
+		}
+		v := medianFloat(c.thr)
+		return fmt.Sprintf("%.0f req/s (%.2f× direct)", v, v/d)
+	}
+	fmt.Fprintf(b, "| requests per second | %.0f req/s | %s | %s |\n\n", d, cell(res.col("gateway")), cell(res.col("nginx")))
+}
+
+func (r *report) autoTable(b *strings.Builder) {
+	var res *result
+	for _, x := range r.results {
+		if x.sc.auto {
+			res = x
+		}
+	}
+	if res == nil {
+		return
+	}
+	b.WriteString("### model \"auto\" against explicit routing (concurrency 1)\n\n")
+	b.WriteString("| | direct | explicit | auto | auto − explicit, by round |\n|---|---|---|---|---|\n")
+	d, e, a := res.col("direct"), res.col("explicit"), res.col("auto")
+	for _, q := range []struct {
+		name string
+		f    func(*column) []time.Duration
+	}{{"p50", func(c *column) []time.Duration { return c.p50 }}, {"p99", func(c *column) []time.Duration { return c.p99 }}} {
+		dv, ev, av := median(q.f(d)), median(q.f(e)), median(q.f(a))
+		fmt.Fprintf(b, "| %s | %s | %s | %s (auto − explicit %s) | %s |\n", q.name, us(dv), added(ev, dv), added(av, dv),
+			signed(av-ev), spread(q.f(a), q.f(e)))
+	}
+	b.WriteString("\n")
+}
+
+func mb(n int64) string { return fmt.Sprintf("%.1f MB", float64(n)/(1<<20)) }
+
+func (r *report) memoryTable(b *strings.Builder) {
+	m := r.memory
+	b.WriteString("### Gateway memory (/proc/PID/status)\n\n")
+	fmt.Fprintf(b, "| idle VmRSS | VmRSS under %d slow streams (largest sample) | VmHWM after them |\n|---|---|---|\n", m.Streams)
+	fmt.Fprintf(b, "| %s | %s | %s |\n\n", mb(m.Idle.RSS), mb(m.PeakRSS), mb(m.HWM))
+	if m.Streams > 0 {
+		fmt.Fprintf(b, "%d streams of %d events %s apart, all opened at once: %d open at the same time, %d events "+
+			"received, %d held back by half an interval or more (largest delay behind schedule %s), %d failed; "+
+			"%s in all. File-descriptor limit %d.\n\n", m.Streams, r.opts.SlowChunks, r.opts.SlowInterval, m.MaxOpen,
+			m.Events, m.HeldBack, us(m.MaxLag), m.Errors, m.Took.Round(10*time.Millisecond), r.nofile)
+		if m.FirstErr != "" {
+			fmt.Fprintf(b, "First stream failure: `%s`\n\n", oneLine(m.FirstErr))
+		}
+	}
+}
+
+// targets compares the run with the issue's targets.
+func (r *report) targets(b *strings.Builder) {
+	b.WriteString("### Against the targets\n\n")
+	mark := func(ok bool) string {
+		if ok {
+			return "met"
+		}
+		return "**not met**"
+	}
+	for _, res := range r.results {
+		d, g, n := res.col("direct"), res.col("gateway"), res.col("nginx")
+		switch {
+		case res.sc.auto:
+			e, a := res.col("explicit"), res.col("auto")
+			diff := median(a.p50) - median(e.p50)
+			fmt.Fprintf(b, "- auto − explicit at p50 ≤ 20 µs: %s — %s\n", signed(diff), mark(diff <= 20*time.Microsecond))
+		case res.sc.stream:
+			add := median(g.ttfb50) - median(d.ttfb50)
+			fmt.Fprintf(b, "- stream added time to first byte at c=%d ≤ 150 µs: %s — %s\n", res.sc.conc, signed(add),
+				mark(add <= 150*time.Microsecond))
+		case res.sc.conc == 1:
+			add := median(g.p50) - median(d.p50)
+			if n != nil {
+				nadd := median(n.p50) - median(d.p50)
+				fmt.Fprintf(b, "- added p50 at c=1 no more than nginx's: gateway %s, nginx %s — %s\n", signed(add),
+					signed(nadd), mark(add <= nadd))
+			} else {
+				fmt.Fprintf(b, "- added p50 at c=1 no more than nginx's (about 85 µs here): gateway %s — %s (no nginx column)\n",
+					signed(add), mark(add <= 85*time.Microsecond))
+			}
+		}
+	}
+	var last *result
+	for _, x := range r.results {
+		if !x.sc.auto && !x.sc.stream {
+			last = x
+		}
+	}
+	if last != nil {
+		if d := medianFloat(last.col("direct").thr); d > 0 {
+			ratio := medianFloat(last.col("gateway").thr) / d
+			fmt.Fprintf(b, "- throughput at c=%d ≥ 0.60× direct: %.2f× — %s\n", last.sc.conc, ratio, mark(ratio >= 0.60))
+		}
+	}
+	if r.memory.Streams > 0 {
+		fmt.Fprintf(b, "- no event held back under %d streams: %d held back — %s\n", r.memory.Streams, r.memory.HeldBack,
+			mark(r.memory.HeldBack == 0 && r.memory.Errors == 0))
+	}
+	fmt.Fprintf(b, "- idle RSS under 30 MB: %s — %s\n\n", mb(r.memory.Idle.RSS), mark(r.memory.Idle.RSS < 30<<20))
+}
+
+func (r *report) notes(b *strings.Builder) {
+	b.WriteString("### Notes\n\n")
+	for _, s := range r.skipped {
+		fmt.Fprintf(b, "- %s\n", s)
+	}
+	for _, res := range r.results {
+		for _, c := range res.cols {
+			if c.errors > 0 {
+				fmt.Fprintf(b, "- %s, %s: %d of %d requests failed; first: `%s`\n", res.sc.name, c.name, c.errors,
+					c.errors+c.requests, oneLine(fmt.Sprint(c.firstErr)))
+			}
+		}
+		if res.newConns > 0 {
+			fmt.Fprintf(b, "- %s: the upstream accepted %d new connections during the measured rounds (a proxy whose "+
+				"idle pool is smaller than its concurrency closes and reopens connections)\n", res.sc.name, res.newConns)
+		}
+	}
+	for _, p := range r.profiles {
+		fmt.Fprintf(b, "- profile: %s\n", p)
+	}
+	fmt.Fprintf(b, "- every answer's body length was checked against what the fake upstream sends; the fast upstream "+
+		"accepted %d connections over the run\n", r.upstreamConns)
+}
+
+func oneLine(s string) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) > 300 {
+		s = s[:300] + "…"
+	}
+	return s
+}

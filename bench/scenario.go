@@ -1,0 +1,99 @@
+package main
+
+import (
+	"context"
+	"strings"
+	"time"
+)
+
+// scenario is one row (two for a stream): the same request sent to each column in turn.
+type scenario struct {
+	name    string
+	conc    int
+	stream  bool
+	auto    bool // the columns are direct, explicit and auto
+	cols    []*endpoint
+	wantLen int    // body bytes every answer must have
+	skip    string // why the row is not measured
+}
+
+func (s *scenario) columnNames() string {
+	var names []string
+	for _, c := range s.cols {
+		names = append(names, c.name)
+	}
+	return strings.Join(names, ", ")
+}
+
+// column is what one column measured over the rounds of a scenario.
+type column struct {
+	name     string
+	p50, p99 []time.Duration // per round, of the whole answer
+	ttfb50   []time.Duration // per round, of the first body byte
+	ttfb99   []time.Duration
+	thr      []float64 // requests per second, per round
+	requests int
+	errors   int
+	firstErr error
+}
+
+// result is one scenario's columns, aligned with scenario.cols.
+type result struct {
+	sc   *scenario
+	cols []*column
+	// newConns is how many connections the fast upstream accepted during the measured rounds
+	// (after warm-up every pool is full, so any is churn); -1 when unknown.
+	newConns int64
+}
+
+func (r *result) col(name string) *column {
+	for _, c := range r.cols {
+		if c.name == name {
+			return c
+		}
+	}
+	return nil
+}
+
+// runScenario warms every column up, then runs the rounds interleaved: column 1, column 2, …,
+// column 1, column 2, … so that whatever else the machine is doing falls on every column alike.
+func runScenario(ctx context.Context, sc *scenario, o options, conns func() int64) *result {
+	res := &result{sc: sc}
+	for _, ep := range sc.cols {
+		res.cols = append(res.cols, &column{name: ep.name})
+		if o.Warmup > 0 {
+			runRound(ctx, ep, sc.wantLen, sc.conc, o.Warmup)
+		}
+	}
+	before := conns()
+	defer func() {
+		if after := conns(); before >= 0 && after >= 0 {
+			res.newConns = after - before
+		} else {
+			res.newConns = -1
+		}
+	}()
+	for range o.Rounds {
+		for i, ep := range sc.cols {
+			if ctx.Err() != nil {
+				return res
+			}
+			r := runRound(ctx, ep, sc.wantLen, sc.conc, o.RoundTime)
+			c := res.cols[i]
+			c.requests += len(r.total)
+			c.errors += r.errors
+			if c.firstErr == nil {
+				c.firstErr = r.firstErr
+			}
+			if len(r.total) == 0 {
+				continue
+			}
+			c.p50 = append(c.p50, quantile(r.total, 0.50))
+			c.p99 = append(c.p99, quantile(r.total, 0.99))
+			c.ttfb50 = append(c.ttfb50, quantile(r.ttfb, 0.50))
+			c.ttfb99 = append(c.ttfb99, quantile(r.ttfb, 0.99))
+			c.thr = append(c.thr, r.throughput())
+		}
+	}
+	return res
+}
