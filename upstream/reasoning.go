@@ -11,8 +11,8 @@ import (
 // into reasoning_content, DeepSeek's own field, so that clients show the answer alone.
 //
 // Only a block that opens the content is taken (leading whitespace allowed): an answer that
-// merely talks about the tag later on, or quotes it in code, is left alone. The whitespace that
-// follows </think> is dropped, as DeepSeek's API does. A block that never closes is all
+// merely talks about the tag later on, or quotes it in code, is left alone. Whitespace just
+// inside the tags and just after </think> is dropped, as DeepSeek's API does. A block that never closes is all
 // reasoning. A template that puts <think> into the prompt, so that the output starts inside the
 // block, needs the server's own reasoning parser (vLLM --reasoning-parser), whose
 // reasoning_content passes through untouched.
@@ -26,6 +26,7 @@ type thinkState uint8
 
 const (
 	thinkStart thinkState = iota // nothing but whitespace yet: a <think> may still open
+	thinkOpen                    // just after <think>: whitespace is dropped
 	thinkIn                      // inside the block
 	thinkAfter                   // just after </think>: whitespace is dropped
 	thinkOut                     // the answer
@@ -53,23 +54,31 @@ func (s *thinkSplitter) split(piece string) (content, reasoning string) {
 			rest := strings.TrimLeft(buf, " \t\r\n")
 			switch {
 			case strings.HasPrefix(rest, openThink):
-				s.state = thinkIn
+				s.state = thinkOpen
 				buf = rest[len(openThink):]
 			case strings.HasPrefix(openThink, rest): // whitespace alone, or a tag in the making
 				s.held, buf = buf, ""
 			default:
 				s.state = thinkOut
 			}
+		case thinkOpen:
+			buf = strings.TrimLeft(buf, " \t\r\n")
+			if buf != "" {
+				s.state = thinkIn
+			}
 		case thinkIn:
 			if i := strings.Index(buf, closeThink); i >= 0 {
-				r.WriteString(buf[:i])
+				r.WriteString(strings.TrimRight(buf[:i], " \t\r\n"))
 				buf = buf[i+len(closeThink):]
 				s.state = thinkAfter
 				continue
 			}
+			// Held: a closing tag in the making, and the whitespace before it, which is dropped
+			// if the tag does close.
 			k := tagPrefixSuffix(buf, closeThink)
-			r.WriteString(buf[:len(buf)-k])
-			s.held, buf = buf[len(buf)-k:], ""
+			body := strings.TrimRight(buf[:len(buf)-k], " \t\r\n")
+			r.WriteString(body)
+			s.held, buf = buf[len(body):], ""
 		case thinkAfter:
 			buf = strings.TrimLeft(buf, " \t\r\n")
 			if buf != "" {
@@ -120,7 +129,8 @@ func splitThink(content string) (answer, reasoning string) {
 // splitThinkBody rewrites a chat.completion, moving each choice's think block out of
 // message.content. A body it cannot read is returned as it is.
 func splitThinkBody(body []byte) []byte {
-	if !bytes.Contains(body, []byte(openThink)) {
+	// "think", not "<think>": Go-written servers escape < as \u003c.
+	if !bytes.Contains(body, []byte("think")) {
 		return body
 	}
 	var top map[string]json.RawMessage

@@ -43,7 +43,10 @@ var thinkCases = []struct {
 	{"only whitespace after the block", "<think>x</think>  \n", thinkResult{"", "x"}},
 	{"arabic", "<think>أفكر في السؤال</think>\nالجواب: نعم", thinkResult{"الجواب: نعم", "أفكر في السؤال"}},
 	{"double angle is no tag", "<<think>x</think>", thinkResult{"<<think>x</think>", ""}},
-	{"reasoning with newlines", "<think>\nstep 1\nstep 2\n</think>\n\nDone", thinkResult{"Done", "\nstep 1\nstep 2\n"}},
+	{"reasoning with newlines", "<think>\nstep 1\nstep 2\n</think>\n\nDone", thinkResult{"Done", "step 1\nstep 2"}},
+	{"whitespace inside the tags is dropped", "<think>  a b \t</think>c", thinkResult{"c", "a b"}},
+	{"unterminated keeps its trailing whitespace", "<think>a \n", thinkResult{"", "a \n"}},
+	{"whitespace before a near-miss tag stays", "<think>a \n</th>b", thinkResult{"", "a \n</th>b"}},
 }
 
 func TestThinkSplitterEveryBytePosition(t *testing.T) {
@@ -79,6 +82,9 @@ func TestSplitThinkBody(t *testing.T) {
 		{"moves the block",
 			`{"id":"x","choices":[{"index":0,"message":{"role":"assistant","content":"<think>hmm</think>\n\n42"},"finish_reason":"stop"}]}`,
 			`{"choices":[{"finish_reason":"stop","index":0,"message":{"content":"42","reasoning_content":"hmm","role":"assistant"}}],"id":"x"}`},
+		{"an escaped tag is a tag",
+			`{"choices":[{"message":{"content":"\u003cthink\u003ea\u003c/think\u003eb"}}]}`,
+			`{"choices":[{"message":{"content":"b","reasoning_content":"a"}}]}`},
 		{"untouched without a tag, byte for byte",
 			`{"id":"x",  "choices":[{"message":{"content":"42"}}]}`,
 			`{"id":"x",  "choices":[{"message":{"content":"42"}}]}`},
