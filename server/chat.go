@@ -99,7 +99,7 @@ func (s *Server) run(ctx context.Context, rs *routeState, req *core.Request) res
 		s.failedOpen.Add(1)
 	}
 	if len(p.res.Kept) == 0 && len(p.reserve) == 0 {
-		return result{err: noTarget(rs, p.res.Drops)}
+		return result{err: s.noTarget(rs, p.res.Drops)}
 	}
 	cands := make([]*core.Target, len(p.res.Kept), len(rs.Targets))
 	copy(cands, p.res.Kept)
@@ -128,7 +128,7 @@ func (s *Server) run(ctx context.Context, rs *routeState, req *core.Request) res
 			continue
 		}
 		res.chain = append(res.chain, t.Name)
-		a := s.attempt(ctx, t, req)
+		a := s.attemptOn(ctx, rs, req, t, cands, classes, p.overflowDrops)
 		if a.err == nil {
 			res.resp, res.first, res.done, res.target, res.end = a.resp, a.first, a.done, t, a.end
 			return res

@@ -51,6 +51,8 @@ type explainTarget struct {
 	Guard         []string `json:"guard,omitempty"`
 	Health        string   `json:"health"`
 	CoolingUntil  string   `json:"cooling_until,omitempty"`
+	HealthDetail  string   `json:"health_detail,omitempty"`
+	Process       string   `json:"process,omitempty"` // lifecycle state, for a target with a command
 	InFlight      int64    `json:"in_flight"`
 	LatencyMS     float64  `json:"latency_ms"`
 }
@@ -109,7 +111,7 @@ func (s *Server) handleExplain(w http.ResponseWriter, r *http.Request) {
 		x.Reserve = append(x.Reserve, t.Name)
 	}
 	if len(p.res.Kept) == 0 && len(p.reserve) == 0 {
-		ae := noTarget(rs, p.res.Drops)
+		ae := s.noTarget(rs, p.res.Drops)
 		x.Error = &explainError{Status: ae.Status, Code: ae.Code, Message: ae.Message}
 	}
 	w.Header().Set("Content-Type", "application/json")
@@ -129,6 +131,7 @@ func (s *Server) describe(rs *routeState, t *core.Target) explainTarget {
 	if st.Cooling {
 		d.CoolingUntil = st.Until.UTC().Format(time.RFC3339)
 	}
+	s.describeActive(&d, t, st)
 	return d
 }
 

@@ -16,6 +16,7 @@ import (
 	"github.com/hayula/gateway/core"
 	"github.com/hayula/gateway/filter"
 	"github.com/hayula/gateway/health"
+	"github.com/hayula/gateway/lifecycle"
 	selector "github.com/hayula/gateway/select"
 	"github.com/hayula/gateway/upstream"
 )
@@ -39,6 +40,9 @@ type Options struct {
 	RetryBase, RetryMax time.Duration
 	// Sleep waits between same-target retries; nil waits on a real timer (tests inject their own).
 	Sleep func(ctx context.Context, d time.Duration) error
+	// Lifecycle tunes the manager of targets with a command; StateFile and WaitHealthy default to
+	// the config's, Clock to Clock when it can schedule, Logger to Logger.
+	Lifecycle lifecycle.Options
 }
 
 // Server serves the gateway's HTTP API. Build it with New; it is safe for concurrent use.
@@ -56,6 +60,8 @@ type Server struct {
 	retry    [2]time.Duration
 	created  int64
 	handler  http.Handler
+	checker  *health.Checker // active health; see health.go
+	procs    *procs          // nil when no target has a command; see lifecycle.go
 
 	failedOpen atomic.Int64 // requests served only because a fail-open stage kept every target
 }
@@ -103,7 +109,7 @@ func New(o Options) (*Server, error) {
 	}
 	c := o.Config.Cooldown
 	s.health = health.NewTracker(len(o.Config.Targets), s.clock,
-		health.Policy{Failures: c.Failures, Base: c.Base, Max: c.Max})
+		health.Policy{Failures: c.Failures, Base: c.Base, Max: c.Max, OnChange: s.healthChanged})
 	s.stages = filter.Standard(s.health)
 	s.failOpen = map[string]bool{}
 	for _, st := range s.stages {
@@ -124,6 +130,9 @@ func New(o Options) (*Server, error) {
 		}
 		s.routes[r.Name] = rs
 	}
+	if err := s.initActive(o); err != nil {
+		return nil, err
+	}
 	s.handler = s.recoverer(s.router())
 	return s, nil
 }
@@ -137,8 +146,10 @@ func (s *Server) Health() *health.Tracker { return s.health }
 // FailedOpen counts requests that were served only because a fail-open stage kept every target.
 func (s *Server) FailedOpen() int64 { return s.failedOpen.Load() }
 
-// Close releases idle upstream connections the server opened.
+// Close stops the active health checks and every process the gateway started, then releases idle
+// upstream connections the server opened. Call it after the HTTP server has drained.
 func (s *Server) Close() {
+	s.closeActive()
 	if s.ownUp != nil {
 		s.ownUp.Close()
 	}

@@ -140,11 +140,20 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
 		return err
 	}
 	defer srv.Close()
+	// Listen before starting any process, so that a taken port fails at once.
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
 		return err
 	}
-	log.Info("hayula gateway listening", "addr", ln.Addr().String(), "routes", len(cfg.Routes), "targets", len(cfg.Targets))
+	if cfg.Lifecycle.WaitHealthy {
+		log.Info("wait_healthy: waiting for the pinned targets before answering requests")
+	}
+	if err := srv.Start(ctx); err != nil {
+		ln.Close()
+		return err
+	}
+	log.Info("hayula gateway listening", "addr", ln.Addr().String(), "routes", len(cfg.Routes),
+		"targets", len(cfg.Targets), "managed", len(cfg.Lifecycle.Specs))
 	return server.Serve(ctx, ln, srv.Handler(), 10*time.Second)
 }
 

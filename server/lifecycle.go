@@ -1,0 +1,222 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/hayula/gateway/core"
+	"github.com/hayula/gateway/errmap"
+	"github.com/hayula/gateway/health"
+	"github.com/hayula/gateway/lifecycle"
+)
+
+// procs is the server's side of the targets whose processes the gateway runs.
+type procs struct {
+	m       *lifecycle.Manager
+	log     *slog.Logger
+	managed []bool // by core.Target.Index
+	closeBy time.Duration
+
+	mu      sync.Mutex
+	warming []bool // by core.Target.Index: a background start is under way
+	closed  bool
+	bg      sync.WaitGroup // background starts
+}
+
+// coldError is the attempt the server did not make on a managed target whose process was not
+// running, because a later target of the chain could serve at once; the process is started in
+// the background meanwhile. Its class is loading.
+type coldError struct {
+	Target string
+	// State is the process's state when the request passed it by: stopped, starting, backoff…
+	State lifecycle.State
+}
+
+func (e *coldError) Error() string {
+	return fmt.Sprintf("%s: model process %s; started in the background, the request moved on", e.Target, e.State)
+}
+
+// lifecycleClock lends the server's clock to the lifecycle manager, whose Timer type is its own.
+type lifecycleClock struct{ health.TimerClock }
+
+func (c lifecycleClock) AfterFunc(d time.Duration, f func()) lifecycle.Timer {
+	return c.TimerClock.AfterFunc(d, f)
+}
+
+// newProcs builds the lifecycle manager when some target has a command; nil when none has.
+// Options.Lifecycle tunes it; its state file and wait_healthy come from the config unless set
+// there, its clock is the server's when that can schedule, and its logger the server's.
+func (s *Server) newProcs(o Options) (*procs, error) {
+	lc := o.Config.Lifecycle
+	if len(lc.Specs) == 0 {
+		return nil, nil
+	}
+	lo := o.Lifecycle
+	if lo.StateFile == "" {
+		lo.StateFile = lc.StateFile
+	}
+	lo.WaitHealthy = lo.WaitHealthy || lc.WaitHealthy
+	if lo.Logger == nil {
+		lo.Logger = s.log
+	}
+	if tc, ok := s.clock.(health.TimerClock); ok && lo.Clock == nil {
+		lo.Clock = lifecycleClock{tc}
+	}
+	m, err := lifecycle.New(lc.Specs, lc.Groups, lo)
+	if err != nil {
+		return nil, err
+	}
+	n := len(o.Config.Targets)
+	p := &procs{m: m, log: s.log, managed: make([]bool, n), warming: make([]bool, n), closeBy: lo.StopGrace}
+	if p.closeBy <= 0 {
+		p.closeBy = lifecycle.DefaultStopGrace
+	}
+	// Past the SIGTERM grace every child has been killed; the rest is reaping.
+	p.closeBy += 5 * time.Second
+	for _, spec := range lc.Specs {
+		if t, ok := o.Config.Target(spec.Name); ok {
+			p.managed[t.Index] = true
+		}
+	}
+	return p, nil
+}
+
+// Start begins what runs beside the requests: the active health checks, and, when targets have
+// a command, the pinned processes and those the state file names. It returns at once unless the
+// config says wait_healthy, in which case it waits until every pinned process is healthy or ctx
+// ends. Call it before serving; requests work without it, but no target is checked, and no
+// process starts before a request asks for it.
+func (s *Server) Start(ctx context.Context) error {
+	s.checker.Start()
+	if s.procs == nil {
+		return nil
+	}
+	return s.procs.m.Start(ctx)
+}
+
+// Processes is the lifecycle manager; nil when no target has a command.
+func (s *Server) Processes() *lifecycle.Manager {
+	if s.procs == nil {
+		return nil
+	}
+	return s.procs.m
+}
+
+// managed reports whether the gateway runs t's process.
+func (s *Server) managed(t *core.Target) bool {
+	return s.procs != nil && t.Index >= 0 && t.Index < len(s.procs.managed) && s.procs.managed[t.Index]
+}
+
+// attemptOn is attempt for any target. A managed target's process is made to run first, and the
+// attempt goes to the base URL of that process (a shallow copy of t: Index and Stats are shared,
+// so health and selection see one target). The process is held until the response has been
+// written: the result's end releases it.
+//
+// When the process is not running, the request waits for it (Ensure, bounded by the target's
+// load_timeout and by the request) unless fallback is on for loading and a later candidate can
+// serve now: then the process starts in the background and the attempt ends at once in class
+// loading, so that the chain moves on and x-hayula-chain names the target passed by.
+func (s *Server) attemptOn(ctx context.Context, rs *routeState, req *core.Request, t *core.Target,
+	rest []*core.Target, failures []core.Class, overflowDrops int) attemptResult {
+	if !s.managed(t) {
+		return s.attempt(ctx, t, req)
+	}
+	m := s.procs.m
+	if st := m.State(t.Name); st != lifecycle.StateReady && s.canServeNow(rs, req, rest, failures, overflowDrops) {
+		s.procs.warm(t.Name, t.Index)
+		return attemptResult{
+			dec: errmap.Decision{Class: core.ClassLoading, Status: 503, RetryAfter: health.DefaultLoadingRetry},
+			err: &coldError{Target: t.Name, State: st},
+		}
+	}
+	url, release, err := m.Ensure(ctx, t.Name)
+	if err != nil {
+		if ctx.Err() != nil {
+			err = ctx.Err()
+		}
+		dec := errmap.Classify(err)
+		if dec.Penalize {
+			// A process that cannot start counts against the target like a refused connection.
+			s.health.Report(t, dec.Class, 0)
+		}
+		return attemptResult{dec: dec, err: err}
+	}
+	live := *t
+	live.URL = url
+	a := s.attempt(ctx, &live, req)
+	if a.end == nil {
+		release()
+		return a
+	}
+	end := a.end
+	a.end = func() {
+		end()
+		release()
+	}
+	return a
+}
+
+// canServeNow reports whether fallback would carry the request past a target in class loading to
+// a candidate that can answer without waiting: fallback is on for loading, and some candidate
+// left is not a stopped managed target and, if guarded, would be let in.
+func (s *Server) canServeNow(rs *routeState, req *core.Request, rest []*core.Target, failures []core.Class, overflowDrops int) bool {
+	if req.NoFallback || !rs.FallbackOn.Has(core.ClassLoading) {
+		return false
+	}
+	next := append(failures[:len(failures):len(failures)], core.ClassLoading)
+	for _, c := range rest {
+		if g := rs.guard[c.Index]; g != 0 && !guardOpen(g, next, overflowDrops) {
+			continue
+		}
+		if s.managed(c) && !s.procs.m.Ready(c.Name) {
+			continue
+		}
+		return true
+	}
+	return false
+}
+
+// warm starts name's process in the background, detached from any request and bounded by the
+// target's load_timeout, unless a background start of it is already under way or the server is
+// closing.
+func (p *procs) warm(name string, index int) {
+	p.mu.Lock()
+	if p.closed || p.warming[index] {
+		p.mu.Unlock()
+		return
+	}
+	p.warming[index] = true
+	p.bg.Add(1)
+	p.mu.Unlock()
+	go func() {
+		defer p.bg.Done()
+		_, release, err := p.m.Ensure(context.Background(), name)
+		p.mu.Lock()
+		p.warming[index] = false
+		p.mu.Unlock()
+		if err != nil {
+			if !errors.Is(err, lifecycle.ErrClosed) {
+				p.log.Warn("background start failed", "target", name, "error", err)
+			}
+			return
+		}
+		release()
+	}()
+}
+
+// close stops every process (the HTTP server has drained by now) and waits for the background
+// starts, which end when the manager closes.
+func (p *procs) close() error {
+	p.mu.Lock()
+	p.closed = true
+	p.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), p.closeBy)
+	defer cancel()
+	err := p.m.Close(ctx)
+	p.bg.Wait()
+	return err
+}

@@ -1,0 +1,246 @@
+//go:build unix
+
+package server_test
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hayula/gateway/core"
+	"github.com/hayula/gateway/lifecycle"
+	"github.com/hayula/gateway/server"
+	"github.com/hayula/gateway/upstream"
+)
+
+// TestManagedTargets runs real processes: lifecycle's fake backend, built once for all subtests.
+func TestManagedTargets(t *testing.T) {
+	bin := filepath.Join(t.TempDir(), "fakebackend")
+	if out, err := exec.Command("go", "build", "-o", bin, "../lifecycle/testdata/fakebackend").CombinedOutput(); err != nil {
+		t.Fatalf("building the fake backend: %v\n%s", err, out)
+	}
+	// managed renders a target the gateway runs: the fake backend on a port of the gateway's
+	// choosing, its health on /health.
+	managed := func(name string, extra ...string) string {
+		args := []string{bin, "-port", "{port}", "-name", name}
+		args = append(args, extra...)
+		quoted := make([]string, len(args))
+		for i, a := range args {
+			quoted[i] = fmt.Sprintf("%q", a)
+		}
+		return fmt.Sprintf(`[targets.%s]
+adapter = "openai"
+url = "http://127.0.0.1:{port}/v1"
+command = [%s]
+health_path = "http://127.0.0.1:{port}/health"
+load_timeout = "20s"
+
+`, name, strings.Join(quoted, ", "))
+	}
+	fast := func(o *server.Options) {
+		o.Lifecycle = lifecycle.Options{PollInterval: 20 * time.Millisecond, ProbeTimeout: time.Second,
+			StopGrace: 2 * time.Second}
+	}
+
+	t.Run("a cold target starts on demand, serves, and is checked at its port", func(t *testing.T) {
+		g := newGateway(t, managed("m")+"[routes.r]\ntargets = [\"m\"]\n", nil, fast)
+		if x := g.explain(t, "r"); x.Candidates[0].Process != "stopped" {
+			t.Fatalf("before any request: process %q", x.Candidates[0].Process)
+		}
+		// Nothing runs, so nothing is checked: a stopped process is not a failed check.
+		if _, ok := g.srv.Checker().Check(context.Background(), mustTarget(t, g, "m")); ok {
+			t.Error("a stopped managed target was checked")
+		}
+		rep := g.chat(t, "r")
+		if rep.status != 200 || rep.header.Get("x-hayula-chain") != "m" || !strings.Contains(string(rep.body), "hello from m") {
+			t.Fatalf("status %d chain %q: %s", rep.status, rep.header.Get("x-hayula-chain"), rep.body)
+		}
+		st := g.srv.Processes().Status()[0]
+		if st.State != lifecycle.StateReady || st.Starts != 1 || st.InFlight != 0 {
+			t.Fatalf("after the request: %+v; want ready, one start, released", st)
+		}
+		if x := g.explain(t, "r"); x.Candidates[0].Process != "ready" || x.Candidates[0].Health != "healthy" {
+			t.Errorf("explain: %+v", x.Candidates[0])
+		}
+		r, ok := g.srv.Checker().Check(context.Background(), mustTarget(t, g, "m"))
+		if !ok || r.Err != nil {
+			t.Fatalf("check of the running process: ok %v, err %v", ok, r.Err)
+		}
+		if hs := g.srv.Health().Snapshot(mustTarget(t, g, "m")); hs.LastCheck.IsZero() || hs.Status != "healthy" {
+			t.Errorf("health after the check: %+v", hs)
+		}
+	})
+
+	t.Run("with fallback a cold target is passed by while it starts in the background", func(t *testing.T) {
+		b := newFake(t, "b")
+		g := newGateway(t, managed("m")+target("b", b.url(), "private")+"[routes.r]\ntargets = [\"m\", \"b\"]\n", nil, fast)
+		rep := g.chat(t, "r")
+		if rep.status != 200 || rep.header.Get("x-hayula-chain") != "m→b (served by b)" {
+			t.Fatalf("cold: status %d chain %q", rep.status, rep.header.Get("x-hayula-chain"))
+		}
+		// Ensure waits for the start the request set off, and does not start another.
+		_, release, err := g.srv.Processes().Ensure(context.Background(), "m")
+		if err != nil {
+			t.Fatal(err)
+		}
+		release()
+		rep = g.chat(t, "r")
+		if rep.status != 200 || rep.header.Get("x-hayula-chain") != "m" {
+			t.Fatalf("warm: status %d chain %q", rep.status, rep.header.Get("x-hayula-chain"))
+		}
+		if st := g.srv.Processes().Status()[0]; st.Starts != 1 {
+			t.Errorf("starts %d, want 1", st.Starts)
+		}
+	})
+
+	t.Run("explain shows a process that is still loading", func(t *testing.T) {
+		b := newFake(t, "b")
+		// -hang: the health check never answers, so the process stays starting (its load_timeout
+		// runs on the test's clock, which does not move).
+		g := newGateway(t, managed("slow", "-hang")+target("b", b.url(), "private")+
+			"[routes.r]\ntargets = [\"slow\", \"b\"]\n", nil, fast)
+		if rep := g.chat(t, "r"); rep.header.Get("x-hayula-chain") != "slow→b (served by b)" {
+			t.Fatalf("chain %q", rep.header.Get("x-hayula-chain"))
+		}
+		if rep := g.chat(t, "r"); rep.header.Get("x-hayula-chain") != "slow→b (served by b)" {
+			t.Fatalf("second request: chain %q", rep.header.Get("x-hayula-chain"))
+		}
+		x := g.explain(t, "r")
+		if c := x.Candidates[0]; c.Process != "starting" || c.Health != "loading" || c.HealthDetail != "process starting" {
+			t.Errorf("explain slow: %+v", c)
+		}
+		if st := g.srv.Processes().Status()[0]; st.Starts > 1 {
+			t.Errorf("starts %d, want one background start for both requests", st.Starts)
+		}
+	})
+
+	t.Run("without fallback the request waits for the start", func(t *testing.T) {
+		b := newFake(t, "b")
+		g := newGateway(t, managed("m")+target("b", b.url(), "private")+"[routes.r]\ntargets = [\"m\", \"b\"]\n", nil, fast)
+		rep := g.post(t, "/v1/chat/completions", `{"model":"r","x-fallback-on":false,"messages":[{"role":"user","content":"hi"}]}`)
+		if rep.status != 200 || rep.header.Get("x-hayula-chain") != "m" || b.hits.Load() != 0 {
+			t.Fatalf("status %d chain %q, b hits %d", rep.status, rep.header.Get("x-hayula-chain"), b.hits.Load())
+		}
+	})
+
+	t.Run("a process that cannot start is a connection failure", func(t *testing.T) {
+		b := newFake(t, "b")
+		cfg := managed("bad", "-crash-at-start") + target("b", b.url(), "private") +
+			"[routes.alone]\ntargets = [\"bad\"]\n[routes.r]\ntargets = [\"bad\", \"b\"]\n"
+		g := newGateway(t, cfg, nil, fast)
+		rep := g.chat(t, "alone")
+		if rep.status != 502 || rep.errorField(t, "code") != "upstream_unreachable" {
+			t.Fatalf("status %d: %s", rep.status, rep.body)
+		}
+		if st := g.srv.Health().Snapshot(mustTarget(t, g, "bad")); st.Failures != 1 {
+			t.Errorf("health failures %d, want the failed start counted", st.Failures)
+		}
+		// The member is stopped again, and b can serve now: the request must not wait on bad.
+		rep = g.chat(t, "r")
+		if rep.status != 200 || rep.header.Get("x-hayula-chain") != "bad→b (served by b)" {
+			t.Fatalf("status %d chain %q", rep.status, rep.header.Get("x-hayula-chain"))
+		}
+	})
+
+	t.Run("the attempt goes to the live URL and holds the process until the stream ends", func(t *testing.T) {
+		up := &holdingUpstream{release: make(chan struct{})}
+		g := newGateway(t, managed("m")+"[routes.r]\ntargets = [\"m\"]\n", nil, fast,
+			func(o *server.Options) { o.Upstream = up })
+		resp, err := g.ts.Client().Post(g.ts.URL+"/v1/chat/completions", "application/json", strings.NewReader(streamBody("r")))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		br := bufio.NewReader(resp.Body)
+		if line, err := br.ReadString('\n'); err != nil || !strings.HasPrefix(line, "data: ") {
+			t.Fatalf("first event: %q, %v", line, err)
+		}
+		if st := g.srv.Processes().Status()[0]; st.InFlight != 1 {
+			t.Errorf("mid-stream: in flight %d, want 1", st.InFlight)
+		}
+		close(up.release)
+		if _, err := io.Copy(io.Discard, br); err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		// The handler releases after the last write; wait for it by asking the server to drain.
+		g.ts.Close()
+		if st := g.srv.Processes().Status()[0]; st.InFlight != 0 {
+			t.Errorf("after the stream: in flight %d, want 0", st.InFlight)
+		}
+		tg := mustTarget(t, g, "m")
+		got := up.target()
+		switch {
+		case got == nil:
+			t.Fatal("the upstream saw no attempt")
+		case got == tg || got.Index != tg.Index || got.Stats != tg.Stats || got.Name != "m":
+			t.Errorf("attempt target %+v: want a copy of m sharing Index and Stats", got)
+		case strings.Contains(got.URL, "{port}") || got.URL != g.srv.Processes().Status()[0].URL:
+			t.Errorf("attempt URL %q, want the running process's %q", got.URL, g.srv.Processes().Status()[0].URL)
+		}
+		if tg.URL != "http://127.0.0.1:{port}/v1" {
+			t.Errorf("the config's target changed: %q", tg.URL)
+		}
+	})
+
+	t.Run("wait_healthy: Start returns once the pinned members are healthy", func(t *testing.T) {
+		cfg := "wait_healthy = true\n" + strings.Replace(managed("p"), "load_timeout", "group = \"g\"\nload_timeout", 1) +
+			"[groups.g]\nslots = 1\npinned = [\"p\"]\n[routes.r]\ntargets = [\"p\"]\n"
+		g := newGateway(t, cfg, nil, fast)
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		if err := g.srv.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if st := g.srv.Processes().State("p"); st != lifecycle.StateReady {
+			t.Fatalf("after Start: %s, want ready", st)
+		}
+	})
+}
+
+// holdingUpstream answers every attempt with a two-event stream whose second event waits for
+// release, and remembers the target it was asked to reach.
+type holdingUpstream struct {
+	release chan struct{}
+	mu      sync.Mutex
+	got     *core.Target
+}
+
+func (u *holdingUpstream) Chat(_ context.Context, t *core.Target, _ *core.Request) (*upstream.Response, error) {
+	u.mu.Lock()
+	u.got = t
+	u.mu.Unlock()
+	return &upstream.Response{Stream: &heldStream{release: u.release}}, nil
+}
+
+func (u *holdingUpstream) target() *core.Target {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.got
+}
+
+type heldStream struct {
+	release chan struct{}
+	n       int
+}
+
+func (s *heldStream) Next() ([]byte, error) {
+	s.n++
+	switch s.n {
+	case 1:
+		return []byte(`{"id":"c1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"content":"hi"},"finish_reason":null}]}`), nil
+	case 2:
+		<-s.release
+		return []byte(`{"id":"c1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}`), nil
+	}
+	return nil, io.EOF
+}
+
+func (s *heldStream) Close() error { return nil }
