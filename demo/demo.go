@@ -18,9 +18,32 @@ const DefaultPortBase = 18441
 
 // Backends are running simulators.
 type Backends struct {
-	// URLs maps each backend name to its base URL (with /v1).
+	// URLs maps each backend name to the base URL its target is configured with: with /v1 for
+	// the OpenAI-compatible ones, without for saif and averroes-q (Ollama), whose adapters add
+	// their own paths.
 	URLs    map[string]string
 	servers []*http.Server
+}
+
+// simulator is the handler of backend name: SAIF's protocol for saif, Ollama's for averroes-q,
+// the OpenAI API with R1 reasoning for deepseek-r1, and plain OpenAI for the public tail.
+func simulator(name string, chunkDelay time.Duration) http.Handler {
+	switch name {
+	case "saif":
+		return &SAIFSim{ChunkDelay: chunkDelay}
+	case "averroes-q":
+		return &OllamaSim{Name: name, ChunkDelay: chunkDelay}
+	case "deepseek-r1":
+		return &OpenAISim{Name: name, Think: true, ChunkDelay: chunkDelay}
+	}
+	return &OpenAISim{Name: name, ChunkDelay: chunkDelay}
+}
+
+func baseURL(name, hostport string) string {
+	if name == "saif" || name == "averroes-q" {
+		return "http://" + hostport
+	}
+	return "http://" + hostport + "/v1"
 }
 
 // StartBackends starts the simulators on loopback; portBase 0 picks free ports.
@@ -36,9 +59,9 @@ func StartBackends(portBase int, chunkDelay time.Duration) (*Backends, error) {
 			b.Close()
 			return nil, fmt.Errorf("demo: simulator %s: %w (choose other ports with --sim-port-base)", name, err)
 		}
-		srv := &http.Server{Handler: &OpenAISim{Name: name, ChunkDelay: chunkDelay}, ReadHeaderTimeout: 10 * time.Second}
+		srv := &http.Server{Handler: simulator(name, chunkDelay), ReadHeaderTimeout: 10 * time.Second}
 		b.servers = append(b.servers, srv)
-		b.URLs[name] = "http://" + ln.Addr().String() + "/v1"
+		b.URLs[name] = baseURL(name, ln.Addr().String())
 		go func() { _ = srv.Serve(ln) }()
 	}
 	return b, nil
@@ -57,34 +80,42 @@ func (b *Backends) Close() {
 func URLsFor(portBase int) map[string]string {
 	m := map[string]string{}
 	for i, name := range backendNames {
-		m[name] = fmt.Sprintf("http://127.0.0.1:%d/v1", portBase+i)
+		m[name] = baseURL(name, fmt.Sprintf("127.0.0.1:%d", portBase+i))
 	}
 	return m
 }
 
-// Config is the demo's gateway configuration for the given backend URLs.
+// Config is the demo's gateway configuration for the given backend URLs: the paper's topology.
 func Config(listen string, urls map[string]string) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, `# Hayula Gateway demo: simulated backends on loopback, no keys needed.
+	fmt.Fprintf(&b, `# Hayula Gateway demo: the paper's topology, simulated on loopback; no keys needed.
 listen = %q
 
+# SAIF: the security suite, in its own protocol. A route hint (x-route-hint) names one of
+# its specialists; without one, SAIF's router picks. Text only.
 [targets.saif]
-adapter        = "openai"
+adapter        = "saif"
 url            = %q
 class          = "private"
 context_window = 32768
+tools          = false
+vision         = false
 
+# Averroes-Q: the Arabic-first generalist, served by Ollama's native API.
 [targets.averroes-q]
-adapter        = "openai"
+adapter        = "ollama"
 url            = %q
+model          = "averroes-q:7b"
 class          = "private"
 context_window = 32768
 
+# DeepSeek R1 behind an OpenAI-compatible server: its <think> block becomes reasoning_content.
 [targets.deepseek-r1]
 adapter        = "openai"
 url            = %q
 class          = "private"
 context_window = 65536
+reasoning      = "think-tags"
 
 # The public, paid tail: entered only when every earlier failure was a context overflow.
 [targets.openrouter]
@@ -104,6 +135,10 @@ targets = ["averroes-q", "deepseek-r1"]
 [routes.deepseek-r1]
 targets = ["deepseek-r1", "openrouter"]
 guard   = { openrouter = ["overflow"] }
+
+# /v1/embeddings, through Ollama's /api/embed.
+[routes.embed]
+targets = ["averroes-q"]
 
 # model "auto": security → saif, reasoning → deepseek-r1, everything else → averroes-q.
 [auto]

@@ -32,6 +32,12 @@ func TestCheckConfig(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "route saif") || !strings.Contains(out, "openrouter") {
 		t.Fatalf("exit %d, summary:\n%s", code, out)
 	}
+	// The demo is the paper's topology: one target per wire protocol, R1 with think-tags.
+	for _, want := range []string{`saif\s+http://127\.0\.0\.1:18441\n`, `ollama\s+http://127\.0\.0\.1:18442\n`, `think-tags`} {
+		if !regexp.MustCompile(want).MatchString(out) {
+			t.Errorf("summary lacks %s:\n%s", want, out)
+		}
+	}
 	bad := filepath.Join(dir, "bad.toml")
 	if err := os.WriteFile(bad, []byte("[targets.a]\nadapter = \"openai\"\nurl = \"http://127.0.0.1:1/v1\"\ncolour = \"red\"\n\n[routes.r]\ntargets = [\"a\"]\n"), 0o600); err != nil {
 		t.Fatal(err)
