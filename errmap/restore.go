@@ -100,6 +100,14 @@ func restoreOne(a Attempt) ClientError {
 		var ce *core.ConnError
 		if errors.As(a.Err, &ce) && ce.Err != nil {
 			out.Message += ": " + ce.Err.Error()
+		} else if a.Err != nil {
+			out.Message += ": " + a.Err.Error() // e.g. a managed process that would not start
+		}
+	case d.Class == core.ClassLoading && !errors.As(a.Err, &se):
+		// A managed process still loading when load_timeout ran out: no upstream said anything.
+		out.Status, out.Message, out.Code = http.StatusServiceUnavailable, fmt.Sprintf("upstream %s is still loading", a.Target), "model_loading"
+		if a.Err != nil {
+			out.Message += ": " + a.Err.Error()
 		}
 	case errors.As(a.Err, &se):
 		out.Message, out.Type, out.Code, out.Param = se.Message, se.Type, se.Code, se.Param
