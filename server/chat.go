@@ -150,8 +150,7 @@ func (s *Server) run(ctx context.Context, rs *routeState, req *core.Request) res
 		return res
 	}
 	ce := errmap.Restore(attempts)
-	res.err = &apiError{Status: ce.Status, Message: ce.Message, Type: ce.Type, Code: ce.Code, Param: ce.Param,
-		RetryAfter: ce.RetryAfter}
+	res.err = &ce
 	return res
 }
 

@@ -72,15 +72,7 @@ func tooLarge(limit int64) *apiError {
 func decodeChat(r *http.Request, body []byte) (*core.Request, *apiError) {
 	var w wireRequest
 	if err := json.Unmarshal(body, &w); err != nil {
-		var ute *json.UnmarshalTypeError
-		if errors.As(err, &ute) {
-			if ute.Field == "" {
-				return nil, badRequest("", "invalid_type", "the request body must be a JSON object")
-			}
-			return nil, badRequest(ute.Field, "invalid_type",
-				fmt.Sprintf("invalid type for '%s': expected %s", ute.Field, ute.Type))
-		}
-		return nil, badRequest("", "invalid_json", "the request body is not valid JSON: "+err.Error())
+		return nil, jsonError(err)
 	}
 	if w.Model == nil || *w.Model == "" {
 		return nil, badRequest("model", "missing_required_parameter", "you must provide a model parameter")
@@ -235,15 +227,7 @@ type wireOther struct {
 func decodeOther(r *http.Request, body []byte, op core.Op) (*core.Request, *apiError) {
 	var w wireOther
 	if err := json.Unmarshal(body, &w); err != nil {
-		var ute *json.UnmarshalTypeError
-		if errors.As(err, &ute) {
-			if ute.Field == "" {
-				return nil, badRequest("", "invalid_type", "the request body must be a JSON object")
-			}
-			return nil, badRequest(ute.Field, "invalid_type",
-				fmt.Sprintf("invalid type for '%s': expected %s", ute.Field, ute.Type))
-		}
-		return nil, badRequest("", "invalid_json", "the request body is not valid JSON: "+err.Error())
+		return nil, jsonError(err)
 	}
 	if w.Model == nil || *w.Model == "" {
 		return nil, badRequest("model", "missing_required_parameter", "you must provide a model parameter")
@@ -274,4 +258,18 @@ func decodeOther(r *http.Request, body []byte, op core.Op) (*core.Request, *apiE
 		req.Body = jsonx.Delete(body, optFallback, optHint, optPrivacy)
 	}
 	return req, nil
+}
+
+// jsonError answers a body encoding/json would not decode: not JSON at all, or a field of the
+// wrong type.
+func jsonError(err error) *apiError {
+	var ute *json.UnmarshalTypeError
+	if errors.As(err, &ute) {
+		if ute.Field == "" {
+			return badRequest("", "invalid_type", "the request body must be a JSON object")
+		}
+		return badRequest(ute.Field, "invalid_type",
+			fmt.Sprintf("invalid type for '%s': expected %s", ute.Field, ute.Type))
+	}
+	return badRequest("", "invalid_json", "the request body is not valid JSON: "+err.Error())
 }

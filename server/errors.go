@@ -1,23 +1,16 @@
 package server
 
 import (
-	"encoding/json"
 	"net/http"
 	"strconv"
 	"time"
+
+	"github.com/hayula/gateway/errmap"
 )
 
-// apiError is an OpenAI-shaped error answer.
-type apiError struct {
-	Status     int
-	Message    string
-	Type       string
-	Code       string
-	Param      string
-	RetryAfter time.Duration
-}
-
-func (e *apiError) Error() string { return e.Message }
+// apiError is an OpenAI-shaped error answer: the same type errmap restores upstream failures
+// into, so every error the gateway writes is rendered by one function.
+type apiError = errmap.ClientError
 
 // Error types as OpenAI names them.
 const (
@@ -33,28 +26,15 @@ func badRequest(param, code, msg string) *apiError {
 	return &apiError{Status: http.StatusBadRequest, Type: typeInvalidRequest, Param: param, Code: code, Message: msg}
 }
 
-// errorBody renders {"error":{"message","type","param","code"}}; param and code are null when empty.
+// errorBody renders {"error":{"message","type","param","code"}}; param and code are null when
+// empty, and an error without a type is a server_error.
 func errorBody(e *apiError) []byte {
-	type inner struct {
-		Message string  `json:"message"`
-		Type    string  `json:"type"`
-		Param   *string `json:"param"`
-		Code    *string `json:"code"`
+	if e.Type == "" {
+		c := *e
+		c.Type = typeServer
+		return c.JSON()
 	}
-	in := inner{Message: e.Message, Type: e.Type}
-	if in.Type == "" {
-		in.Type = typeServer
-	}
-	if e.Param != "" {
-		in.Param = &e.Param
-	}
-	if e.Code != "" {
-		in.Code = &e.Code
-	}
-	b, _ := json.Marshal(struct {
-		Error inner `json:"error"`
-	}{in})
-	return b
+	return e.JSON()
 }
 
 func writeError(w http.ResponseWriter, e *apiError) {
