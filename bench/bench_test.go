@@ -147,7 +147,7 @@ func TestReportTargets(t *testing.T) {
 		memory:  memoryResult{Idle: memory{RSS: 12 << 20}}}
 	md := r.markdown()
 	for _, want := range []string{
-		"| chat c=1 | 100 µs | +50 µs (1.50×) | +80 µs (1.80×) |",
+		"| chat c=1 | 100 µs | +50 µs (1.50×) | — | +80 µs (1.80×) |",
 		"added p50 at c=1 no more than nginx's: gateway +50 µs, nginx +80 µs — met",
 		"throughput at c=1 ≥ 0.60× direct: 0.70× — met",
 		"idle RSS under 30 MB: 12.0 MB — met",

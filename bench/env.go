@@ -23,17 +23,19 @@ type environment struct {
 	dir  string
 	logf func(string, ...any)
 
-	gwBin     string
-	upstream  *proc
-	fast      string // fake upstream, fast answers
-	slow      string // fake upstream, slow streams
-	gateway   *proc
-	gwAddr    string
-	nginx     *proc
-	nginxAddr string
-	autoNote  string // why the config has no [auto] table, when it has none
-	nginxNote string
-	clients   []*http.Client
+	gwBin       string
+	upstream    *proc
+	fast        string // fake upstream, fast answers
+	slow        string // fake upstream, slow streams
+	gateway     *proc
+	gwAddr      string
+	nginx       *proc
+	nginxAddr   string
+	goproxy     *proc
+	goproxyAddr string
+	autoNote    string // why the config has no [auto] table, when it has none
+	nginxNote   string
+	clients     []*http.Client
 }
 
 func (e *environment) start(ctx context.Context) error {
@@ -53,6 +55,11 @@ func (e *environment) start(ctx context.Context) error {
 	}
 	if err := e.startGateway(ctx); err != nil {
 		return err
+	}
+	if e.opts.VsGoProxy {
+		if err := e.startGoProxy(); err != nil {
+			return err
+		}
 	}
 	if e.opts.VsNginx {
 		return e.startNginx(ctx)
@@ -126,6 +133,9 @@ func (e *environment) close() {
 	if e.nginx != nil {
 		e.nginx.stop()
 	}
+	if e.goproxy != nil {
+		e.goproxy.stop()
+	}
 	if e.upstream != nil {
 		e.upstream.stop()
 	}
@@ -180,15 +190,22 @@ func (e *environment) scenarios() []*scenario {
 	}
 	pool := maxConc + 16
 	direct, gateway := e.client(pool), e.client(pool)
-	var nginx *http.Client
+	var nginx, goproxy *http.Client
 	if e.nginx != nil {
 		nginx = e.client(pool)
+	}
+	if e.goproxy != nil {
+		goproxy = e.client(pool)
 	}
 	cols := func(stream bool) []*endpoint {
 		body := chatBody("bench", stream, o.PromptBytes)
 		c := []*endpoint{
 			{name: "direct", url: "http://" + e.fast + "/v1/chat/completions", body: body, client: direct},
 			{name: "gateway", url: "http://" + e.gwAddr + "/v1/chat/completions", body: body, client: gateway},
+		}
+		if goproxy != nil {
+			c = append(c, &endpoint{name: "goproxy", url: "http://" + e.goproxyAddr + "/v1/chat/completions", body: body,
+				client: goproxy})
 		}
 		if nginx != nil {
 			c = append(c, &endpoint{name: "nginx", url: "http://" + e.nginxAddr + "/v1/chat/completions", body: body, client: nginx})
@@ -253,12 +270,19 @@ func (e *environment) upstreamConns(ctx context.Context) int64 {
 	return s.Connections
 }
 
-// memoryResult is the RSS row.
+// memoryResult is the RSS row, and how the slow streams fared.
 type memoryResult struct {
-	Idle     memory // after start-up and one request
-	PeakRSS  int64  // the largest VmRSS sampled while the streams were open
-	HWM      int64  // VmHWM after the streams: the peak over the process's life so far
-	Streams  int
+	Idle    memory // after start-up and one request
+	PeakRSS int64  // the largest VmRSS sampled while the streams were open
+	HWM     int64  // VmHWM after the streams: the peak over the process's life so far
+	Streams int
+	// Gateway is the streams through the gateway; Direct the same streams straight to the fake
+	// upstream, run first: delays that Direct shows too are the machine's, not the gateway's.
+	Gateway, Direct streamsResult
+}
+
+// streamsResult is what a client saw of many slow streams opened at once.
+type streamsResult struct {
 	MaxOpen  int           // streams open at once (first event received, last not yet)
 	Events   int           // events received over every stream
 	HeldBack int           // events that arrived half an interval or more behind their schedule
@@ -268,8 +292,9 @@ type memoryResult struct {
 	Took     time.Duration
 }
 
-// memoryPhase reads the gateway's RSS idle, then opens --streams slow streams at once and
-// samples it while they run. It comes first, so that VmHWM is this phase's peak.
+// memoryPhase reads the gateway's RSS idle, then opens --streams slow streams at once, straight
+// to the upstream and then through the gateway, sampling the gateway's RSS while they run. It
+// comes first, so that VmHWM is this phase's peak.
 func (e *environment) memoryPhase(ctx context.Context) (memoryResult, error) {
 	var res memoryResult
 	warm := &endpoint{name: "gateway", url: "http://" + e.gwAddr + "/v1/chat/completions",
@@ -286,28 +311,43 @@ func (e *environment) memoryPhase(ctx context.Context) (memoryResult, error) {
 		return res, nil
 	}
 	res.Streams = e.opts.Streams
-	slow := &endpoint{name: "gateway", url: warm.url, body: chatBody("slow", true, e.opts.PromptBytes),
+	body := chatBody("slow", true, e.opts.PromptBytes)
+	direct := &endpoint{name: "direct", url: "http://" + e.slow + "/v1/chat/completions", body: body,
 		client: e.client(e.opts.Streams + 16)}
+	res.Direct = e.openStreams(ctx, direct, func() {})
+	gw := &endpoint{name: "gateway", url: warm.url, body: body, client: e.client(e.opts.Streams + 16)}
+	pid := e.gateway.pid()
+	res.Gateway = e.openStreams(ctx, gw, func() {
+		if m, err := readMemory(pid); err == nil {
+			res.PeakRSS = max(res.PeakRSS, m.RSS)
+		}
+	})
+	m, err := readMemory(pid)
+	if err != nil {
+		return res, err
+	}
+	res.HWM = m.HWM
+	return res, nil
+}
+
+// openStreams opens --streams slow streams at once against ep and waits for them all; tick runs
+// every 25 ms meanwhile, on one goroutine.
+func (e *environment) openStreams(ctx context.Context, ep *endpoint, tick func()) streamsResult {
+	var (
+		res  streamsResult
+		mu   sync.Mutex
+		open int
+		wg   sync.WaitGroup
+	)
 	ctx, cancel := context.WithTimeout(ctx, time.Duration(e.opts.SlowChunks)*e.opts.SlowInterval+60*time.Second)
 	defer cancel()
-
-	var (
-		mu      sync.Mutex
-		open    int
-		wg      sync.WaitGroup
-		sampled = make(chan struct{})
-	)
-	stop := make(chan struct{})
+	stop, ticked := make(chan struct{}), make(chan struct{})
 	go func() {
-		defer close(sampled)
+		defer close(ticked)
 		t := time.NewTicker(25 * time.Millisecond)
 		defer t.Stop()
 		for {
-			if m, err := readMemory(e.gateway.pid()); err == nil {
-				mu.Lock()
-				res.PeakRSS = max(res.PeakRSS, m.RSS)
-				mu.Unlock()
-			}
+			tick()
 			select {
 			case <-stop:
 				return
@@ -315,12 +355,18 @@ func (e *environment) memoryPhase(ctx context.Context) (memoryResult, error) {
 			}
 		}
 	}()
+	fail := func(msg string) {
+		res.Errors++
+		if res.FirstErr == "" {
+			res.FirstErr = msg
+		}
+	}
 	start := time.Now()
 	for range e.opts.Streams {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			arrivals, err := slowStream(ctx, slow, func(opened bool) {
+			arrivals, err := slowStream(ctx, ep, func(opened bool) {
 				mu.Lock()
 				defer mu.Unlock()
 				if opened {
@@ -333,17 +379,11 @@ func (e *environment) memoryPhase(ctx context.Context) (memoryResult, error) {
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {
-				res.Errors++
-				if res.FirstErr == "" {
-					res.FirstErr = err.Error()
-				}
+				fail(err.Error())
 				return
 			}
 			if want := e.opts.SlowChunks + 2; len(arrivals) != want {
-				res.Errors++
-				if res.FirstErr == "" {
-					res.FirstErr = fmt.Sprintf("a stream had %d events, want %d", len(arrivals), want)
-				}
+				fail(fmt.Sprintf("a stream had %d events, want %d", len(arrivals), want))
 			}
 			res.Events += len(arrivals)
 			for k, a := range arrivals {
@@ -358,13 +398,8 @@ func (e *environment) memoryPhase(ctx context.Context) (memoryResult, error) {
 	wg.Wait()
 	res.Took = time.Since(start)
 	close(stop)
-	<-sampled
-	m, err := readMemory(e.gateway.pid())
-	if err != nil {
-		return res, err
-	}
-	res.HWM = m.HWM
-	return res, nil
+	<-ticked
+	return res
 }
 
 // slowStream reads one stream and returns when each event arrived, relative to the request.

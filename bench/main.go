@@ -11,8 +11,10 @@
 // Rows: chat at concurrency 1, 16 and 64 (and throughput at 64 as a ratio to direct); a stream at
 // concurrency 1 (added time to first and to last byte); model "auto" against explicit routing;
 // the gateway's RSS idle and under --streams concurrent slow streams, read from /proc/PID/status.
-// With --vs-nginx and nginx on PATH, a blind nginx proxy_pass with upstream keepalive is a third
-// column: the cost of a proxy that parses nothing.
+// A plain httputil.ReverseProxy (this binary re-executed) is a column by default: Go's net/http
+// server and client with none of the gateway's work, so gateway − goproxy is what the gateway's
+// own work adds. With --vs-nginx and nginx on PATH, a blind nginx proxy_pass with upstream
+// keepalive is another column: the cost of a proxy that parses nothing.
 //
 // Everything listens on 127.0.0.1 and every loop is bounded by a round's duration. The Markdown
 // report goes to stdout and, with --out FILE, to FILE; progress goes to stderr. --quick finishes
@@ -35,8 +37,11 @@ import (
 )
 
 func main() {
-	if os.Getenv(roleEnv) == roleUpstream {
+	switch os.Getenv(roleEnv) {
+	case roleUpstream:
 		os.Exit(upstreamMain(os.Args[1:]))
+	case roleGoProxy:
+		os.Exit(goproxyMain(os.Args[1:]))
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
@@ -69,6 +74,7 @@ type options struct {
 	SlowChunks   int
 	SlowInterval time.Duration
 	VsNginx      bool
+	VsGoProxy    bool
 	Out          string
 	LogLevel     string
 	Profile      string
@@ -80,7 +86,7 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	var o options
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.BoolVar(&o.Quick, "quick", false, "a short run (about 30 s): 3 rounds of 0.4 s, 300 slow streams of 1.5 s")
+	fs.BoolVar(&o.Quick, "quick", false, "a short run (about 30 s): 3 rounds of 0.3 s, 300 slow streams of 1.5 s")
 	fs.IntVar(&o.Rounds, "rounds", 7, "interleaved rounds per row")
 	fs.DurationVar(&o.RoundTime, "round-time", 2*time.Second, "duration of one round of one column")
 	fs.DurationVar(&o.Warmup, "warmup", time.Second, "warm-up per column before a row's rounds")
@@ -91,6 +97,7 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	fs.IntVar(&o.SlowChunks, "slow-chunks", 30, "events of a slow stream")
 	fs.DurationVar(&o.SlowInterval, "slow-interval", 100*time.Millisecond, "time between the events of a slow stream")
 	fs.BoolVar(&o.VsNginx, "vs-nginx", false, "add a blind nginx proxy_pass column when nginx is on PATH")
+	fs.BoolVar(&o.VsGoProxy, "vs-goproxy", true, "add a plain httputil.ReverseProxy column (Go's net/http without the gateway's work)")
 	fs.StringVar(&o.Out, "out", "", "also write the Markdown report to this file")
 	fs.StringVar(&o.LogLevel, "log-level", "info", "the gateway's --log-level (info is its default: one line per request)")
 	fs.StringVar(&o.Profile, "profile", "", "profile the gateway under load into this directory (CPU and allocations)")
@@ -107,7 +114,7 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	if o.Quick {
 		quick := map[string]func(){
 			"rounds":       func() { o.Rounds = 3 },
-			"round-time":   func() { o.RoundTime = 400 * time.Millisecond },
+			"round-time":   func() { o.RoundTime = 300 * time.Millisecond },
 			"warmup":       func() { o.Warmup = 200 * time.Millisecond },
 			"streams":      func() { o.Streams = 300 },
 			"slow-chunks":  func() { o.SlowChunks = 15 },

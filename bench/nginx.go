@@ -33,6 +33,7 @@ http {
     upstream fake {
         server %s;
         keepalive %d;
+        keepalive_requests 1000000;
     }
     server {
         listen %s;

@@ -93,10 +93,13 @@ var (
 	last = metric{" last byte", func(c *column) []time.Duration { return c.p50 }, func(c *column) []time.Duration { return c.p99 }}
 )
 
+// proxies are the columns compared with direct, in the order the tables show them.
+var proxies = []string{"gateway", "goproxy", "nginx"}
+
 func (r *report) latencyTable(b *strings.Builder) {
 	b.WriteString("### Added latency (median of round medians; added = column − direct)\n\n")
-	b.WriteString("| row | direct p50 | gateway p50 | nginx p50 | direct p99 | gateway p99 | nginx p99 | gateway − direct p50, by round |\n")
-	b.WriteString("|---|---|---|---|---|---|---|---|\n")
+	b.WriteString("| row | direct p50 | gateway p50 | goproxy p50 | nginx p50 | direct p99 | gateway p99 | goproxy p99 | nginx p99 | gateway − direct p50, by round |\n")
+	b.WriteString("|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, res := range r.results {
 		if res.sc.auto {
 			continue
@@ -105,23 +108,28 @@ func (r *report) latencyTable(b *strings.Builder) {
 		if res.sc.stream {
 			metrics = []metric{first, last}
 		}
-		d, g, n := res.col("direct"), res.col("gateway"), res.col("nginx")
+		d := res.col("direct")
 		for _, mt := range metrics {
 			dp50, dp99 := median(mt.p50(d)), median(mt.p99(d))
-			fmt.Fprintf(b, "| %s%s | %s | %s | %s | %s | %s | %s | %s |\n", res.sc.name, mt.label,
-				us(dp50), added(median(mt.p50(g)), dp50), nginxCell(n, mt.p50, dp50),
-				us(dp99), added(median(mt.p99(g)), dp99), nginxCell(n, mt.p99, dp99),
-				spread(mt.p50(g), mt.p50(d)))
+			fmt.Fprintf(b, "| %s%s | %s |", res.sc.name, mt.label, us(dp50))
+			for _, p := range proxies {
+				fmt.Fprintf(b, " %s |", addedCell(res.col(p), mt.p50, dp50))
+			}
+			fmt.Fprintf(b, " %s |", us(dp99))
+			for _, p := range proxies {
+				fmt.Fprintf(b, " %s |", addedCell(res.col(p), mt.p99, dp99))
+			}
+			fmt.Fprintf(b, " %s |\n", spread(mt.p50(res.col("gateway")), mt.p50(d)))
 		}
 	}
 	b.WriteString("\n")
 }
 
-func nginxCell(n *column, f func(*column) []time.Duration, direct time.Duration) string {
-	if n == nil {
+func addedCell(c *column, f func(*column) []time.Duration, direct time.Duration) string {
+	if c == nil {
 		return "—"
 	}
-	return added(median(f(n)), direct)
+	return added(median(f(c)), direct)
 }
 
 func (r *report) throughputTable(b *strings.Builder) {
@@ -135,16 +143,19 @@ func (r *report) throughputTable(b *strings.Builder) {
 		return
 	}
 	fmt.Fprintf(b, "### Throughput at concurrency %d (median of rounds)\n\n", res.sc.conc)
-	b.WriteString("| | direct | gateway | nginx |\n|---|---|---|---|\n")
+	b.WriteString("| | direct | gateway | goproxy | nginx |\n|---|---|---|---|---|\n")
 	d := medianFloat(res.col("direct").thr)
-	cell := func(c *column) string {
+	fmt.Fprintf(b, "| requests per second | %.0f req/s |", d)
+	for _, p := range proxies {
+		c := res.col(p)
 		if c == nil || d == 0 {
-			return "—"
+			b.WriteString(" — |")
+			continue
 		}
 		v := medianFloat(c.thr)
-		return fmt.Sprintf("%.0f req/s (%.2f× direct)", v, v/d)
+		fmt.Fprintf(b, " %.0f req/s (%.2f× direct) |", v, v/d)
 	}
-	fmt.Fprintf(b, "| requests per second | %.0f req/s | %s | %s |\n\n", d, cell(res.col("gateway")), cell(res.col("nginx")))
+	b.WriteString("\n\n")
 }
 
 func (r *report) autoTable(b *strings.Builder) {
@@ -178,13 +189,27 @@ func (r *report) memoryTable(b *strings.Builder) {
 	b.WriteString("### Gateway memory (/proc/PID/status)\n\n")
 	fmt.Fprintf(b, "| idle VmRSS | VmRSS under %d slow streams (largest sample) | VmHWM after them |\n|---|---|---|\n", m.Streams)
 	fmt.Fprintf(b, "| %s | %s | %s |\n\n", mb(m.Idle.RSS), mb(m.PeakRSS), mb(m.HWM))
-	if m.Streams > 0 {
-		fmt.Fprintf(b, "%d streams of %d events %s apart, all opened at once: %d open at the same time, %d events "+
-			"received, %d held back by half an interval or more (largest delay behind schedule %s), %d failed; "+
-			"%s in all. File-descriptor limit %d.\n\n", m.Streams, r.opts.SlowChunks, r.opts.SlowInterval, m.MaxOpen,
-			m.Events, m.HeldBack, us(m.MaxLag), m.Errors, m.Took.Round(10*time.Millisecond), r.nofile)
-		if m.FirstErr != "" {
-			fmt.Fprintf(b, "First stream failure: `%s`\n\n", oneLine(m.FirstErr))
+	if m.Streams == 0 {
+		return
+	}
+	fmt.Fprintf(b, "%d streams of %d events %s apart, all opened at once (file-descriptor limit %d):\n\n",
+		m.Streams, r.opts.SlowChunks, r.opts.SlowInterval, r.nofile)
+	b.WriteString("| | open at once | events | held back ≥ ½ interval | largest delay behind schedule | failed | took |\n")
+	b.WriteString("|---|---|---|---|---|---|---|\n")
+	for _, s := range []struct {
+		name string
+		res  streamsResult
+	}{{"direct", m.Direct}, {"gateway", m.Gateway}} {
+		fmt.Fprintf(b, "| %s | %d | %d | %d | %s | %d | %s |\n", s.name, s.res.MaxOpen, s.res.Events, s.res.HeldBack,
+			us(s.res.MaxLag), s.res.Errors, s.res.Took.Round(10*time.Millisecond))
+	}
+	b.WriteString("\n")
+	for _, s := range []struct {
+		name string
+		res  streamsResult
+	}{{"direct", m.Direct}, {"gateway", m.Gateway}} {
+		if s.res.FirstErr != "" {
+			fmt.Fprintf(b, "First %s stream failure: `%s`\n\n", s.name, oneLine(s.res.FirstErr))
 		}
 	}
 }
@@ -211,6 +236,10 @@ func (r *report) targets(b *strings.Builder) {
 				mark(add <= 150*time.Microsecond))
 		case res.sc.conc == 1:
 			add := median(g.p50) - median(d.p50)
+			if gp := res.col("goproxy"); gp != nil {
+				fmt.Fprintf(b, "- (for reading) at c=1 the gateway adds %s over a plain httputil.ReverseProxy: its own work\n",
+					signed(median(g.p50)-median(gp.p50)))
+			}
 			if n != nil {
 				nadd := median(n.p50) - median(d.p50)
 				fmt.Fprintf(b, "- added p50 at c=1 no more than nginx's: gateway %s, nginx %s — %s\n", signed(add),
@@ -234,8 +263,9 @@ func (r *report) targets(b *strings.Builder) {
 		}
 	}
 	if r.memory.Streams > 0 {
-		fmt.Fprintf(b, "- no event held back under %d streams: %d held back — %s\n", r.memory.Streams, r.memory.HeldBack,
-			mark(r.memory.HeldBack == 0 && r.memory.Errors == 0))
+		g, d := r.memory.Gateway, r.memory.Direct
+		fmt.Fprintf(b, "- no event held back under %d streams: %d held back through the gateway, %d straight to the "+
+			"upstream — %s\n", r.memory.Streams, g.HeldBack, d.HeldBack, mark(g.HeldBack <= d.HeldBack && g.Errors == 0))
 	}
 	fmt.Fprintf(b, "- idle RSS under 30 MB: %s — %s\n\n", mb(r.memory.Idle.RSS), mark(r.memory.Idle.RSS < 30<<20))
 }
@@ -253,8 +283,8 @@ func (r *report) notes(b *strings.Builder) {
 			}
 		}
 		if res.newConns > 0 {
-			fmt.Fprintf(b, "- %s: the upstream accepted %d new connections during the measured rounds (a proxy whose "+
-				"idle pool is smaller than its concurrency closes and reopens connections)\n", res.sc.name, res.newConns)
+			fmt.Fprintf(b, "- %s: the upstream accepted %d new connections during the measured rounds (pools were warm: some proxy "+
+				"closed and reopened connections, as one whose idle pool is smaller than its concurrency does)\n", res.sc.name, res.newConns)
 		}
 	}
 	for _, p := range r.profiles {
