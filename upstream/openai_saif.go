@@ -21,7 +21,7 @@ const HeaderSpecialist = "X-Hayula-Specialist"
 // openaiSAIF translates one OpenAI request to the SAIF protocol (CONFIG.md, "The SAIF
 // protocol"): POST {url}/v1/completions with a ChatML prompt and the specialist named by the
 // route hint, answered by one JSON object or by SSE events of text. Target.URL is the SAIF base
-// URL without /v1.
+// URL, with or without /v1.
 //
 // /v1/completions maps onto the same call with the client's prompt as it is (SAIF's endpoint is
 // a completions endpoint; only the chat form needs the template). Embeddings are not served.
@@ -84,7 +84,7 @@ func (a *openaiSAIF) chat(ctx context.Context, req *core.Request) (*Response, er
 		return nil, err
 	}
 	body := mustJSON(out)
-	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, a.t.URL+"/v1/completions", bytes.NewReader(body))
+	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, saifEndpoint(a.t.URL), bytes.NewReader(body))
 	if err != nil {
 		return nil, &core.ConnError{Target: a.t.Name, Err: err}
 	}
@@ -109,6 +109,15 @@ func (a *openaiSAIF) chat(ctx context.Context, req *core.Request) (*Response, er
 		return a.stream(resp, req)
 	}
 	return a.answer(ctx, resp, req.Op)
+}
+
+// saifEndpoint is the completions URL. The target's url may be written with or without /v1
+// (config's health path treats it the same way); /v1 is never repeated.
+func saifEndpoint(base string) string {
+	if strings.HasSuffix(base, "/v1") {
+		return base + "/completions"
+	}
+	return base + "/v1/completions"
 }
 
 // specialist resolves the route hint against the target's specialists, case-insensitively, to

@@ -132,6 +132,20 @@ func TestSAIFSpecialist(t *testing.T) {
 	}
 }
 
+func TestSAIFEndpoint(t *testing.T) {
+	for base, want := range map[string]string{
+		"http://127.0.0.1:8443":    "http://127.0.0.1:8443/v1/completions",
+		"http://127.0.0.1:8443/v1": "http://127.0.0.1:8443/v1/completions",
+		"https://saif.lan/api":     "https://saif.lan/api/v1/completions",
+		"https://saif.lan/api/v1":  "https://saif.lan/api/v1/completions",
+		"https://saif.lan/api/v1x": "https://saif.lan/api/v1x/v1/completions",
+	} {
+		if got := saifEndpoint(base); got != want {
+			t.Errorf("saifEndpoint(%q) = %q, want %q", base, got, want)
+		}
+	}
+}
+
 func TestUnsupportedOps(t *testing.T) {
 	srv := serve(t, func(w http.ResponseWriter, r *http.Request) { t.Errorf("asked %s", r.URL.Path) })
 	tests := []struct {
