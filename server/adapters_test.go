@@ -372,3 +372,45 @@ targets = ["raw"]
 		t.Fatalf("passthrough changed the content: %q", got.Choices[0].Message.Content)
 	}
 }
+
+// A route name as x-route-hint steers model "auto" and is spent there: it never reaches SAIF as
+// a specialist; a specialist hint does.
+func TestAutoHintNamingARouteIsSpent(t *testing.T) {
+	up := newAdUpstream(t, saifScript)
+	other := newAdUpstream(t, func(w http.ResponseWriter, r *http.Request, body map[string]any) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{"id":"x","object":"chat.completion","created":1,"model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"ok"},"finish_reason":"stop"}]}`)
+	})
+	c := adClient(t, fmt.Sprintf(`
+[targets.saif]
+adapter = "saif"
+url     = %q
+tools   = false
+vision  = false
+
+[targets.general]
+adapter = "openai"
+url     = "%s/v1"
+
+[routes.saif]
+targets = ["saif"]
+
+[routes.deepseek-r1]
+targets = ["general"]
+
+[routes.averroes-q]
+targets = ["general"]
+
+[auto]
+`, up.srv.URL, other.srv.URL))
+	params := openai.ChatCompletionNewParams{Model: "auto",
+		Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("Write a poem about the sea.")}}
+	for hint, wantSpecialist := range map[string]any{"saif": nil, "webapp": "webapp"} {
+		if _, err := c.Chat.Completions.New(context.Background(), params, option.WithHeader("x-route-hint", hint)); err != nil {
+			t.Fatalf("hint %q: %v", hint, err)
+		}
+		if got := up.last()["specialist"]; got != wantSpecialist {
+			t.Errorf("hint %q: SAIF got specialist %v, want %v", hint, got, wantSpecialist)
+		}
+	}
+}

@@ -41,6 +41,9 @@ func (s *Server) resolve(key *config.Key, req *core.Request) (*routeState, strin
 		}
 		sys, user := autoroute.Texts(req.Messages)
 		d := s.cfg.Auto.Classify(sys, user, req.RouteHint)
+		if _, named := s.routes[req.RouteHint]; named && d.Route == req.RouteHint {
+			req.RouteHint = "" // the hint named the route and is spent; it is no specialist
+		}
 		rs, ok := s.routes[d.Route]
 		if !ok {
 			// config.Load checks every route auto can choose; this is a wiring bug, not a client's.

@@ -121,8 +121,8 @@ func saifEndpoint(base string) string {
 }
 
 // specialist resolves the route hint against the target's specialists, case-insensitively, to
-// the name as configured. No hint lets SAIF's router choose. Under model "auto" a hint that is no
-// specialist named a route (the auto-router accepts both), so it is not SAIF's to judge.
+// the name as configured. No hint lets SAIF's router choose. (A hint that named a route for model
+// "auto" was consumed by the server and never reaches here.)
 func (a *openaiSAIF) specialist(req *core.Request) (*string, error) {
 	h := strings.TrimSpace(req.RouteHint)
 	if h == "" {
@@ -132,9 +132,6 @@ func (a *openaiSAIF) specialist(req *core.Request) (*string, error) {
 		if strings.EqualFold(s, h) {
 			return &s, nil
 		}
-	}
-	if req.Model == "auto" {
-		return nil, nil
 	}
 	valid := "none are configured"
 	if len(a.t.Specialists) > 0 {

@@ -104,7 +104,6 @@ func TestSAIFSpecialist(t *testing.T) {
 		{"no hint lets the router choose", "saif", "", "", false},
 		{"case-insensitive, canonical name sent", "saif", "Rev_Eng", "rev_eng", false},
 		{"unknown hint is the client's mistake", "saif", "cooking", "", true},
-		{"under auto a non-specialist hint named a route", "auto", "saif", "", false},
 		{"under auto a specialist hint still names it", "auto", "webapp", "webapp", false},
 	}
 	for _, tt := range tests {

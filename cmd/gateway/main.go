@@ -185,7 +185,7 @@ func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	fmt.Fprintf(stdout, "Hayula demo: simulated saif, averroes-q, deepseek-r1 and a public openrouter tail.\n"+
 		"Try:\n  curl -s http://%s/v1/chat/completions -H 'content-type: application/json' \\\n"+
-		"    -d '{\"model\":\"saif\",\"messages\":[{\"role\":\"user\",\"content\":\"hello\"}]}' -i\n", *listen)
+		"    -d '{\"model\":\"auto\",\"messages\":[{\"role\":\"user\",\"content\":\"Is this C code vulnerable to a buffer overflow?\"}]}' -i\n", *listen)
 	return serve(ctx, cfg, log)
 }
 
