@@ -161,13 +161,30 @@ func TestGenerate(t *testing.T) {
 	}
 }
 
+// TestGenerateCommand: the committed trace is exactly what `gateway lru-sim generate` prints
+// with its default flags.
+func TestGenerateCommand(t *testing.T) {
+	var out, errb bytes.Buffer
+	if code := Main([]string{"generate"}, &out, &errb); code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	want, err := os.ReadFile(tracePath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(out.Bytes(), want) {
+		t.Fatalf("generate printed something other than %s:\n%.300s", tracePath, out.String())
+	}
+	if code := Main([]string{"generate", "--locality", "2"}, &out, &errb); code != 2 {
+		t.Errorf("bad locality: exit %d", code)
+	}
+}
+
 // TestCommittedTrace keeps testdata/trace-1000.txt equal to what Generate produces, so the file
 // the docs quote cannot drift from the generator.
 func TestCommittedTrace(t *testing.T) {
 	var want bytes.Buffer
-	header := fmt.Sprintf("lrusim.Generate(seed=%d, n=%d, specialists=%d, zipfS=%.1f, locality=%.1f)\n"+
-		"regenerate: go test ./lifecycle/lrusim -run TestCommittedTrace -update\n",
-		traceSeed, traceRequests, traceSpecialists, traceZipfS, traceLocality)
+	header := GenerateHeader(traceSeed, traceRequests, traceSpecialists, traceZipfS, traceLocality)
 	trace := Generate(traceSeed, traceRequests, traceSpecialists, traceZipfS, traceLocality)
 	if err := WriteTrace(&want, header, trace); err != nil {
 		t.Fatal(err)
