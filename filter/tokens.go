@@ -259,9 +259,19 @@ func textTokensMin(s string) int {
 	// The text may follow a punctuation pre-token of the template or of a previous part.
 	c := counter{absorb: true}
 	for _, r := range s {
-		c.add(r)
+		if !c.inLetterRun(r) {
+			c.add(r)
+		}
 	}
 	return c.end()
+}
+
+// inLetterRun reports whether r is a letter (of the table's scripts) that continues the current
+// letter run, where add would change nothing: most characters of prose, so the callers skip the
+// call for them.
+func (c *counter) inLetterRun(r rune) bool {
+	return c.letters && c.punct == 0 && uint32(r) < uint32(len(classTable)) &&
+		classTable[r] == '0'+byte(classLetter)
 }
 
 // rawTextTokensMin is textTokensMin of the JSON string literal q, read in place: a request's
@@ -293,17 +303,14 @@ func rawTextTokensMin(q []byte, assistant bool) (n int, ok bool) {
 		}
 		// Invalid UTF-8 yields U+FFFD per byte, as encoding/json's decoding does.
 		for j := 0; j < i; {
-			if b := body[j]; b < utf8.RuneSelf {
-				// Inside a letter run a letter changes nothing: skip the call.
-				if !c.letters || c.punct > 0 || classTable[b] != '0'+byte(classLetter) {
-					c.add(rune(b))
-				}
-				j++
-				continue
+			r, size := rune(body[j]), 1
+			if r >= utf8.RuneSelf {
+				r, size = utf8.DecodeRune(body[j:i])
 			}
-			r, size := utf8.DecodeRune(body[j:i])
-			c.add(r)
 			j += size
+			if !c.inLetterRun(r) {
+				c.add(r)
+			}
 		}
 		body = body[i:]
 		if len(body) == 0 {
