@@ -49,7 +49,9 @@ func readBody(r *http.Request, limit int64) ([]byte, *apiError) {
 	}
 	var buf bytes.Buffer
 	if r.ContentLength > 0 {
-		buf.Grow(int(r.ContentLength))
+		// ReadFrom wants MinRead bytes spare even when the body fits: ask for them up front, so
+		// the buffer is allocated once.
+		buf.Grow(int(r.ContentLength) + bytes.MinRead)
 	} else {
 		buf.Grow(4096)
 	}

@@ -3,7 +3,6 @@ package server
 import (
 	"context"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"runtime/debug"
@@ -92,7 +91,7 @@ func New(o Options) (*Server, error) {
 		s.clock = health.SystemClock{}
 	}
 	if s.log == nil {
-		s.log = slog.New(slog.NewTextHandler(io.Discard, nil))
+		s.log = slog.New(slog.DiscardHandler)
 	}
 	if s.sleep == nil {
 		s.sleep = sleepTimer
