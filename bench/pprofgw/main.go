@@ -80,6 +80,11 @@ func run(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	// As gateway serve does: active health checks and managed processes, when configured.
+	if err := srv.Start(ctx); err != nil {
+		_ = ln.Close()
+		return err
+	}
 	// The harness reads this line to find both listeners.
 	fmt.Printf("gateway=%s pprof=%s\n", ln.Addr(), pl.Addr())
 	return server.Serve(ctx, ln, srv.Handler(), 5*time.Second)
