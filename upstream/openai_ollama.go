@@ -464,8 +464,12 @@ func (s *ollamaStream) read() error {
 // Close releases the connection. It is safe to call more than once.
 func (s *ollamaStream) Close() error {
 	s.pending = nil
-	if s.err == nil || errors.Is(s.err, io.EOF) {
+	clean := errors.Is(s.err, io.EOF)
+	if s.err == nil || clean {
 		s.err = errStreamClosed
+	}
+	if clean {
+		return closeDrained(s.body)
 	}
 	return s.body.Close()
 }

@@ -217,6 +217,9 @@ func (s *openaiStream) Close() error {
 	if s.err == nil {
 		s.err = errStreamClosed
 	}
+	if errors.Is(s.err, io.EOF) {
+		return closeDrained(s.body)
+	}
 	return s.body.Close()
 }
 

@@ -334,8 +334,12 @@ func (s *saifStream) read() error {
 // Close releases the connection. It is safe to call more than once.
 func (s *saifStream) Close() error {
 	s.pending = nil
-	if s.err == nil || errors.Is(s.err, io.EOF) {
+	clean := errors.Is(s.err, io.EOF)
+	if s.err == nil || clean {
 		s.err = errStreamClosed
+	}
+	if clean {
+		return closeDrained(s.body)
 	}
 	return s.body.Close()
 }

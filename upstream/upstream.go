@@ -3,6 +3,7 @@ package upstream
 import (
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"time"
@@ -171,4 +172,34 @@ func (s *Set) Close() {
 			c.CloseIdleConnections()
 		}
 	}
+}
+
+// Draining a finished stream's tail lets its connection go back to the pool: an upstream
+// usually writes [DONE] (or its done line) before the end of the chunked body, and a body closed
+// before that end costs the connection. The tail is a few bytes; more than maxDrain, or longer
+// than drainWait, is not a tail, and the connection is closed instead.
+const (
+	maxDrain  = 4 << 10
+	drainWait = 50 * time.Millisecond
+)
+
+// tailDrainer is a body that can drain itself within its own bounds (the pooled HTTP/1.1
+// client's, which sets a read deadline rather than a timer).
+type tailDrainer interface {
+	drainTail()
+}
+
+// closeDrained closes a stream's body after the stream ended cleanly, reading the rest of it
+// first (bounded by maxDrain and drainWait) so that the connection can be reused.
+func closeDrained(body io.ReadCloser) error {
+	if d, ok := body.(tailDrainer); ok {
+		d.drainTail()
+		return body.Close()
+	}
+	// Closing the body from the timer unblocks a read that waits on an upstream that keeps the
+	// connection open after its last event; net/http allows Close concurrently with Read.
+	stop := time.AfterFunc(drainWait, func() { _ = body.Close() })
+	_, _ = io.CopyN(io.Discard, body, maxDrain)
+	stop.Stop()
+	return body.Close()
 }
