@@ -152,10 +152,21 @@ func (a *openaiOllama) post(ctx context.Context, path string, body []byte, strea
 	return resp, nil
 }
 
-// readAnswer reads a whole 2xx body within maxBody.
+// readAnswer reads a whole 2xx body within maxBody. A body of known length is read into a slice
+// of exactly that size, rather than grown from 512 bytes by io.ReadAll.
 func readAnswer(ctx context.Context, t *core.Target, resp *http.Response) ([]byte, error) {
 	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, maxBody+1))
+	if resp.ContentLength > maxBody {
+		return nil, &core.ProtocolError{Target: t.Name, Err: errors.New("response body larger than 32 MiB")}
+	}
+	var body []byte
+	var err error
+	if resp.ContentLength >= 0 {
+		body = make([]byte, resp.ContentLength)
+		_, err = io.ReadFull(resp.Body, body)
+	} else {
+		body, err = io.ReadAll(io.LimitReader(resp.Body, maxBody+1))
+	}
 	if err != nil {
 		if ctxErr := ctx.Err(); ctxErr != nil {
 			return nil, fmt.Errorf("upstream %s: %w", t.Name, ctxErr)

@@ -78,23 +78,25 @@ func (a *openaiOpenAI) request(ctx context.Context, req *core.Request) (*http.Re
 }
 
 func (a *openaiOpenAI) body(ctx context.Context, resp *http.Response) (*Response, error) {
-	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, maxBody+1))
+	body, err := readAnswer(ctx, a.t, resp)
 	if err != nil {
-		if ctxErr := ctx.Err(); ctxErr != nil {
-			return nil, fmt.Errorf("upstream %s: %w", a.t.Name, ctxErr)
-		}
-		return nil, &core.StreamError{Target: a.t.Name, Message: "upstream broke off the response body: " + err.Error(), Err: err}
-	}
-	if len(body) > maxBody {
-		return nil, &core.ProtocolError{Target: a.t.Name, Err: errors.New("response body larger than 32 MiB")}
+		return nil, err
 	}
 	// A proxy's HTML error page with a 200 must fall through, not reach the client as a
-	// completion.
-	if !json.Valid(body) {
+	// completion. Every OpenAI answer is one JSON object, so its first and last bytes say enough;
+	// a full validating scan of every answer (json.Valid) cost more than the check is worth, and
+	// a body cut short is caught by its length.
+	if !looksLikeObject(body) {
 		return nil, &core.ProtocolError{Target: a.t.Name, Err: &NotJSONError{Body: capBytes(body, maxErrorBody)}}
 	}
 	return &Response{Body: body}, nil
+}
+
+// looksLikeObject reports whether b, without surrounding whitespace, starts with '{' and ends
+// with '}'.
+func looksLikeObject(b []byte) bool {
+	b = bytes.TrimSpace(b)
+	return len(b) >= 2 && b[0] == '{' && b[len(b)-1] == '}'
 }
 
 // NotJSONError is a 2xx non-streaming answer that is not JSON.

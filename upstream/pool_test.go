@@ -2,6 +2,7 @@ package upstream
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -9,6 +10,8 @@ import (
 	"net/http/httptest"
 	"sync/atomic"
 	"testing"
+
+	"github.com/hayula/gateway/core"
 )
 
 // countingServer is an httptest upstream that counts the connections it accepted.
@@ -78,5 +81,44 @@ func TestAnswerConnectionReused(t *testing.T) {
 	}
 	if got := conns.Load(); got != 1 {
 		t.Errorf("upstream accepted %d connections for 5 sequential answers, want 1", got)
+	}
+}
+
+func TestLooksLikeObject(t *testing.T) {
+	tests := []struct {
+		in   string
+		want bool
+	}{
+		{`{"id":"x"}`, true},
+		{" \n{}\r\n", true},
+		{"<html>captive portal</html>", false},
+		{"", false},
+		{"{", false},
+		{`[{"id":"x"}]`, false},
+		{"Bad Gateway", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.in, func(t *testing.T) {
+			if got := looksLikeObject([]byte(tt.in)); got != tt.want {
+				t.Errorf("looksLikeObject(%q) = %v, want %v", tt.in, got, tt.want)
+			}
+		})
+	}
+}
+
+// An answer shorter than its Content-Length is a body that broke off, not an answer.
+func TestAnswerShorterThanContentLength(t *testing.T) {
+	srv := serve(t, func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Content-Length", "100")
+		_, _ = io.WriteString(w, `{"id":"x",`)
+		w.(http.Flusher).Flush()
+		panic(http.ErrAbortHandler)
+	})
+	tg := target(srv.URL)
+	_, err := newSet(t, tg).Chat(context.Background(), tg, chatReq(false))
+	if !errors.As(err, new(*core.StreamError)) {
+		t.Fatalf("Chat error = %v (%T), want *core.StreamError", err, err)
 	}
 }
