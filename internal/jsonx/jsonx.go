@@ -1,4 +1,6 @@
-// Package jsonx owns splicing of top-level members in a JSON object without re-marshalling it.
+// Package jsonx owns reading a JSON body in place (a validating walk over one object or array
+// that hands out values as sub-slices, and unquoting strings as encoding/json does) and splicing
+// of top-level members in a JSON object without re-marshalling it.
 //
 // The server decodes a client body once and validates it; adapters then forward those raw bytes
 // with a field or two changed. Re-marshalling through map[string]any would reorder keys, rewrite
@@ -6,7 +8,7 @@
 // object (strings with escapes, nested objects and arrays skipped by depth) and copies the rest
 // verbatim.
 //
-// Inputs are assumed to be valid JSON objects. On anything else the functions do not panic: Has
+// The splicing functions assume valid JSON objects. On anything else they do not panic: Has
 // reports false, Delete returns body unchanged and SetString returns an unchanged copy.
 package jsonx
 

@@ -1,0 +1,475 @@
+package jsonx
+
+import (
+	"bytes"
+	"encoding/binary"
+	"unicode/utf16"
+	"unicode/utf8"
+)
+
+// This file is the reading side: a walk over one object or array that hands out each value as a
+// sub-slice of the input, validating as it goes, so that a request body can be checked and taken
+// apart in one pass instead of encoding/json's two (checkValid, then the decode) and its copies.
+
+// maxDepth bounds the nesting a validating walk follows. Deeper input is reported invalid; callers
+// fall back to encoding/json, whose own limit (10,000) then decides.
+const maxDepth = 512
+
+// Iter walks the members of one JSON object, or the elements of one JSON array, and returns each
+// value as a sub-slice of the input (no copy).
+//
+// A validating Iter (made with validate set) checks every byte it passes the way encoding/json's
+// Valid does: string escapes and control characters, number syntax, literals, nesting (up to a
+// depth of 512, deeper counts as invalid), and that only whitespace follows the container. Invalid
+// UTF-8 inside strings is valid JSON, as for encoding/json. A non-validating Iter assumes valid
+// input and only finds the value boundaries (strings are skipped quote to quote), which is much
+// cheaper: use it on values a validating Iter has already returned.
+type Iter struct {
+	b        []byte
+	pos      int
+	array    bool
+	validate bool
+	first    bool
+	bad      bool // the walk stopped on malformed input
+	closed   bool // the closing bracket was read
+}
+
+// Object starts a walk over the object b holds (leading whitespace allowed).
+func Object(b []byte, validate bool) Iter { return start(b, '{', validate) }
+
+// Array starts a walk over the array b holds (leading whitespace allowed).
+func Array(b []byte, validate bool) Iter { return start(b, '[', validate) }
+
+func start(b []byte, open byte, validate bool) Iter {
+	it := Iter{b: b, array: open == '[', validate: validate, first: true}
+	it.pos = skipWS(b, 0)
+	if it.pos >= len(b) || b[it.pos] != open {
+		it.bad = true
+		return it
+	}
+	it.pos++
+	return it
+}
+
+// Next returns the next member's quoted key (nil in an array) and its value. When it returns false
+// the walk is over; Valid then says whether it ended cleanly.
+func (it *Iter) Next() (key, value []byte, ok bool) {
+	if it.bad || it.closed {
+		return nil, nil, false
+	}
+	b := it.b
+	i := skipWS(b, it.pos)
+	closer := byte('}')
+	if it.array {
+		closer = ']'
+	}
+	if i < len(b) && b[i] == closer {
+		it.closed = true
+		it.pos = i + 1
+		if it.validate && skipWS(b, it.pos) != len(b) {
+			it.bad = true
+		}
+		return nil, nil, false
+	}
+	if !it.first {
+		if i >= len(b) || b[i] != ',' {
+			return it.fail()
+		}
+		i = skipWS(b, i+1)
+	}
+	it.first = false
+	if !it.array {
+		if i >= len(b) || b[i] != '"' {
+			return it.fail()
+		}
+		end, ok := it.skipString(i)
+		if !ok {
+			return it.fail()
+		}
+		key = b[i:end]
+		i = skipWS(b, end)
+		if i >= len(b) || b[i] != ':' {
+			return it.fail()
+		}
+		i = skipWS(b, i+1)
+	}
+	var end int
+	if it.validate {
+		end, ok = scanValue(b, i)
+	} else {
+		end, ok = skipValue(b, i)
+	}
+	if !ok {
+		return it.fail()
+	}
+	it.pos = end
+	return key, b[i:end], true
+}
+
+func (it *Iter) fail() ([]byte, []byte, bool) {
+	it.bad = true
+	return nil, nil, false
+}
+
+func (it *Iter) skipString(i int) (int, bool) {
+	if it.validate {
+		return scanString(it.b, i)
+	}
+	return skipString(it.b, i)
+}
+
+// Valid reports whether the walk so far met only well-formed input and, once Next has returned
+// false, whether the container was closed (and, when validating, followed by whitespace only).
+func (it *Iter) Valid() bool { return !it.bad }
+
+// Done reports whether Next has read the closing bracket of a well-formed container.
+func (it *Iter) Done() bool { return it.closed && !it.bad }
+
+// PlainKey returns the name a quoted key q stands for when it is plain: no escapes and ASCII
+// only, so that its bytes are the name and no Unicode case folding can make it equal another.
+func PlainKey(q []byte) ([]byte, bool) {
+	name := q[1 : len(q)-1]
+	for _, c := range name {
+		if c == '\\' || c >= utf8.RuneSelf {
+			return nil, false
+		}
+	}
+	return name, true
+}
+
+// Valid reports whether b is one valid JSON value (surrounding whitespace allowed), as
+// encoding/json's Valid would, except that nesting deeper than 512 reports false.
+func Valid(b []byte) bool {
+	i := skipWS(b, 0)
+	end, ok := scanValue(b, i)
+	return ok && skipWS(b, end) == len(b)
+}
+
+// scanValue returns the index just past the valid JSON value that starts at b[i]; it does not
+// recurse (a bit stack records which containers are objects).
+func scanValue(b []byte, i int) (int, bool) {
+	var objects [maxDepth / 64]uint64
+	depth := 0
+	push := func(object bool) {
+		w, bit := depth/64, uint64(1)<<(depth%64)
+		if object {
+			objects[w] |= bit
+		} else {
+			objects[w] &^= bit
+		}
+		depth++
+	}
+	inObject := func() bool { d := depth - 1; return objects[d/64]&(uint64(1)<<(d%64)) != 0 }
+	// key reads `"name" :` at i and returns the index of what follows.
+	key := func(i int) (int, bool) {
+		if i >= len(b) || b[i] != '"' {
+			return 0, false
+		}
+		end, ok := scanString(b, i)
+		if !ok {
+			return 0, false
+		}
+		i = skipWS(b, end)
+		if i >= len(b) || b[i] != ':' {
+			return 0, false
+		}
+		return skipWS(b, i+1), true
+	}
+	for {
+		// A value starts at i.
+		if i >= len(b) {
+			return 0, false
+		}
+		var ok bool
+		switch c := b[i]; {
+		case (c == '{' || c == '[') && depth >= maxDepth:
+			return 0, false // counting the one opening here, past maxDepth
+		case c == '{':
+			i = skipWS(b, i+1)
+			if i < len(b) && b[i] == '}' {
+				i++
+				break
+			}
+			push(true)
+			if i, ok = key(i); !ok {
+				return 0, false
+			}
+			continue
+		case c == '[':
+			i = skipWS(b, i+1)
+			if i < len(b) && b[i] == ']' {
+				i++
+				break
+			}
+			push(false)
+			continue
+		case c == '"':
+			if i, ok = scanString(b, i); !ok {
+				return 0, false
+			}
+		case c == 't':
+			if !bytes.HasPrefix(b[i:], []byte("true")) {
+				return 0, false
+			}
+			i += 4
+		case c == 'f':
+			if !bytes.HasPrefix(b[i:], []byte("false")) {
+				return 0, false
+			}
+			i += 5
+		case c == 'n':
+			if !bytes.HasPrefix(b[i:], []byte("null")) {
+				return 0, false
+			}
+			i += 4
+		case c == '-' || c >= '0' && c <= '9':
+			if i, ok = scanNumber(b, i); !ok {
+				return 0, false
+			}
+		default:
+			return 0, false
+		}
+		// A value ended at i: close containers until one continues.
+		for {
+			if depth == 0 {
+				return i, true
+			}
+			i = skipWS(b, i)
+			if i >= len(b) {
+				return 0, false
+			}
+			obj := inObject()
+			if b[i] == ',' {
+				i = skipWS(b, i+1)
+				if obj {
+					if i, ok = key(i); !ok {
+						return 0, false
+					}
+				}
+				break
+			}
+			if obj && b[i] == '}' || !obj && b[i] == ']' {
+				depth--
+				i++
+				continue
+			}
+			return 0, false
+		}
+	}
+}
+
+// scanNumber returns the index just past the JSON number at b[i]. What follows is the caller's to
+// check, as "01" is the number 0 followed by a stray digit.
+func scanNumber(b []byte, i int) (int, bool) {
+	if b[i] == '-' {
+		i++
+	}
+	if i >= len(b) {
+		return 0, false
+	}
+	switch {
+	case b[i] == '0':
+		i++
+	case b[i] >= '1' && b[i] <= '9':
+		i = digits(b, i+1)
+	default:
+		return 0, false
+	}
+	if i < len(b) && b[i] == '.' {
+		j := digits(b, i+1)
+		if j == i+1 {
+			return 0, false
+		}
+		i = j
+	}
+	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
+		i++
+		if i < len(b) && (b[i] == '+' || b[i] == '-') {
+			i++
+		}
+		j := digits(b, i)
+		if j == i {
+			return 0, false
+		}
+		i = j
+	}
+	return i, true
+}
+
+func digits(b []byte, i int) int {
+	for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+		i++
+	}
+	return i
+}
+
+// Word masks for scanString's eight-bytes-at-a-time test.
+const (
+	ones  = 0x0101010101010101
+	highs = 0x8080808080808080
+)
+
+// special reports whether any byte of the little-endian word x is a quote, a backslash or a
+// control character (below 0x20). Borrows only spread above a byte that matches, so the answer
+// for the word as a whole is exact.
+func special(x uint64) bool {
+	quote := x ^ (ones * '"')
+	slash := x ^ (ones * '\\')
+	return ((x-ones*0x20)&^x|(quote-ones)&^quote|(slash-ones)&^slash)&highs != 0
+}
+
+// scanString returns the index just past the valid JSON string that opens at b[i]. Message
+// contents are most of a body, so it tests eight bytes at a time for anything but plain text.
+func scanString(b []byte, i int) (int, bool) {
+	i++
+	for {
+		for i+8 <= len(b) && !special(binary.LittleEndian.Uint64(b[i:])) {
+			i += 8
+		}
+		for i < len(b) && b[i] >= 0x20 && b[i] != '"' && b[i] != '\\' {
+			i++
+		}
+		if i >= len(b) {
+			return 0, false
+		}
+		switch b[i] {
+		case '"':
+			return i + 1, true
+		case '\\':
+			if i+1 >= len(b) {
+				return 0, false
+			}
+			switch b[i+1] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+				i += 2
+			case 'u':
+				if i+6 > len(b) || !isHex(b[i+2]) || !isHex(b[i+3]) || !isHex(b[i+4]) || !isHex(b[i+5]) {
+					return 0, false
+				}
+				i += 6
+			default:
+				return 0, false
+			}
+		default:
+			return 0, false // a control character
+		}
+	}
+}
+
+func isHex(c byte) bool {
+	return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F'
+}
+
+func hexVal(c byte) rune {
+	switch {
+	case c <= '9':
+		return rune(c - '0')
+	case c <= 'F':
+		return rune(c - 'A' + 10)
+	}
+	return rune(c - 'a' + 10)
+}
+
+// getu4 decodes the \uXXXX escape at the start of b, or returns -1.
+func getu4(b []byte) rune {
+	if len(b) < 6 || b[0] != '\\' || b[1] != 'u' {
+		return -1
+	}
+	var r rune
+	for _, c := range b[2:6] {
+		if !isHex(c) {
+			return -1
+		}
+		r = r<<4 | hexVal(c)
+	}
+	return r
+}
+
+// Unquote decodes q, which must be exactly one JSON string literal, to the string
+// encoding/json's Unmarshal would give: invalid UTF-8 becomes U+FFFD byte by byte, as does an
+// escaped surrogate that is not half of a pair. ok is false where Unmarshal would fail. A literal
+// without escapes costs one copy.
+func Unquote(q []byte) (s string, ok bool) {
+	if len(q) < 2 || q[0] != '"' {
+		return "", false
+	}
+	body := q[1:]
+	i := 0
+	for i < len(body) && body[i] >= 0x20 && body[i] != '"' && body[i] != '\\' {
+		i++
+	}
+	if i == len(body)-1 && body[i] == '"' && utf8.Valid(body[:i]) {
+		return string(body[:i]), true
+	}
+	out, ok := AppendUnquote(make([]byte, 0, len(q)), q)
+	return string(out), ok
+}
+
+// AppendUnquote appends what Unquote would return to dst.
+func AppendUnquote(dst, q []byte) ([]byte, bool) {
+	if len(q) < 2 || q[0] != '"' {
+		return dst, false
+	}
+	for i := 1; i < len(q); {
+		c := q[i]
+		switch {
+		case c == '"':
+			return dst, i == len(q)-1
+		case c < 0x20:
+			return dst, false
+		case c == '\\':
+			if i+1 >= len(q) {
+				return dst, false
+			}
+			switch q[i+1] {
+			case '"', '\\', '/':
+				dst = append(dst, q[i+1])
+			case 'b':
+				dst = append(dst, '\b')
+			case 'f':
+				dst = append(dst, '\f')
+			case 'n':
+				dst = append(dst, '\n')
+			case 'r':
+				dst = append(dst, '\r')
+			case 't':
+				dst = append(dst, '\t')
+			case 'u':
+				r := getu4(q[i:])
+				if r < 0 {
+					return dst, false
+				}
+				i += 6
+				if utf16.IsSurrogate(r) {
+					if dec := utf16.DecodeRune(r, getu4(q[i:])); dec != utf8.RuneError {
+						i += 6
+						dst = utf8.AppendRune(dst, dec)
+						continue
+					}
+					r = utf8.RuneError
+				}
+				dst = utf8.AppendRune(dst, r)
+				continue
+			default:
+				return dst, false
+			}
+			i += 2
+		case c < utf8.RuneSelf:
+			j := i + 1
+			for j < len(q) && q[j] >= 0x20 && q[j] < utf8.RuneSelf && q[j] != '"' && q[j] != '\\' {
+				j++
+			}
+			dst = append(dst, q[i:j]...)
+			i = j
+		default:
+			r, size := utf8.DecodeRune(q[i:])
+			if r == utf8.RuneError && size == 1 {
+				dst = append(dst, "\uFFFD"...)
+			} else {
+				dst = append(dst, q[i:i+size]...)
+			}
+			i += size
+		}
+	}
+	return dst, false
+}
