@@ -163,3 +163,105 @@ func TestClientDisconnectCancelsUpstream(t *testing.T) {
 		})
 	}
 }
+
+// flushCounter is a ResponseWriter that records what was written and counts flushes, and the
+// bytes written before each.
+type flushCounter struct {
+	h       http.Header
+	status  int
+	body    strings.Builder
+	flushes []int // body length at each flush
+}
+
+func (f *flushCounter) Header() http.Header         { return f.h }
+func (f *flushCounter) WriteHeader(status int)      { f.status = status }
+func (f *flushCounter) Write(b []byte) (int, error) { return f.body.Write(b) }
+func (f *flushCounter) Flush()                      { f.flushes = append(f.flushes, f.body.Len()) }
+
+const (
+	burstChunk  = "data: {\"id\":\"c\",\"object\":\"chat.completion.chunk\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"x\"}}]}\n\n"
+	burstFinish = "data: {\"id\":\"c\",\"object\":\"chat.completion.chunk\",\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n"
+)
+
+// Events that reach the gateway together leave it together: one flush for a burst, not one per
+// event; and the last event of the burst is flushed before the gateway waits for more.
+func TestStreamBurstFlushedOnce(t *testing.T) {
+	g, saif, _, _ := threeChain(t)
+	release := make(chan struct{})
+	saif.set(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		fmt.Fprint(w, strings.Repeat(burstChunk, 5))
+		w.(http.Flusher).Flush()
+		select {
+		case <-release:
+		case <-r.Context().Done():
+			return
+		}
+		fmt.Fprint(w, burstFinish)
+	})
+	req, err := http.NewRequest(http.MethodPost, "/v1/chat/completions", strings.NewReader(streamBody("saif")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fc := &flushCounter{h: http.Header{}}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		g.srv.Handler().ServeHTTP(fc, req)
+	}()
+	// The five events reach the gateway in one write; releasing the upstream at once keeps the
+	// test from waiting on anything but the gateway. fc is read only after the handler is done.
+	close(release)
+	<-done
+	if fc.status != http.StatusOK {
+		t.Fatalf("status %d: %s", fc.status, fc.body.String())
+	}
+	events := strings.Count(fc.body.String(), "data: ")
+	if events != 7 {
+		t.Fatalf("%d events, want 7: %q", events, fc.body.String())
+	}
+	if len(fc.flushes) >= events {
+		t.Errorf("%d flushes for %d events; a burst should share its flush", len(fc.flushes), events)
+	}
+	if last := fc.flushes[len(fc.flushes)-1]; last != fc.body.Len() {
+		t.Errorf("the end of the stream was not flushed: %d of %d bytes", last, fc.body.Len())
+	}
+}
+
+// The last event of a burst reaches the client while the upstream stalls.
+func TestStreamBurstThenStall(t *testing.T) {
+	g, saif, _, _ := threeChain(t)
+	release := make(chan struct{})
+	saif.set(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		fmt.Fprint(w, strings.Repeat(burstChunk, 3))
+		w.(http.Flusher).Flush()
+		select {
+		case <-release:
+		case <-r.Context().Done():
+			return
+		}
+		fmt.Fprint(w, burstFinish)
+	})
+	resp, err := g.ts.Client().Post(g.ts.URL+"/v1/chat/completions", "application/json", strings.NewReader(streamBody("saif")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	br := bufio.NewReader(resp.Body)
+	for i := range 3 {
+		line, err := br.ReadString('\n')
+		if err != nil || !strings.HasPrefix(line, "data: {") {
+			t.Fatalf("event %d of the burst not delivered while the upstream stalls: %q %v", i, line, err)
+		}
+		if _, err := br.ReadString('\n'); err != nil {
+			t.Fatal(err)
+		}
+	}
+	close(release)
+	rest := new(strings.Builder)
+	_, _ = br.WriteTo(rest)
+	if !strings.HasSuffix(rest.String(), "data: [DONE]\n\n") {
+		t.Fatalf("rest %q", rest.String())
+	}
+}

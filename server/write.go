@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/hayula/gateway/core"
+	"github.com/hayula/gateway/upstream"
 )
 
 var (
@@ -49,11 +50,15 @@ func (s *Server) write(ctx context.Context, w http.ResponseWriter, rs *routeStat
 	return http.StatusOK
 }
 
-// relay streams events to the client, flushing each one as it arrives. Past this point nothing
-// falls through: a failure ends the stream with an error event.
+// relay streams events to the client. Past this point nothing falls through: a failure ends the
+// stream with an error event. An event is flushed as soon as it is written unless the stream
+// says its next event is already in memory: then the next write follows at once and one flush
+// carries both, so a burst costs one write to the socket while an event never waits for the
+// upstream (TestStreamFlushesEachEvent).
 func (s *Server) relay(ctx context.Context, w http.ResponseWriter, res result) {
 	st := res.resp.Stream
 	defer st.Close()
+	buffered, _ := st.(upstream.BufferedStream)
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-cache")
@@ -68,7 +73,7 @@ func (s *Server) relay(ctx context.Context, w http.ResponseWriter, res result) {
 		if werr := writeEvent(w, ev); werr != nil {
 			return // the client went away; closing the stream cancels the upstream
 		}
-		if rc.Flush() != nil {
+		if (buffered == nil || !buffered.Buffered()) && rc.Flush() != nil {
 			return
 		}
 		ev, err = st.Next()

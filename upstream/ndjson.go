@@ -49,3 +49,19 @@ func (l *lineReader) next() (line []byte, cut bool, err error) {
 		}
 	}
 }
+
+// buffered reports whether a complete non-blank line is already in the buffer, so that next
+// returns it without reading.
+func (l *lineReader) buffered() bool {
+	b, _ := l.r.Peek(l.r.Buffered())
+	for {
+		i := bytes.IndexByte(b, '\n')
+		if i < 0 {
+			return false
+		}
+		if len(bytes.TrimSpace(b[:i])) > 0 {
+			return true
+		}
+		b = b[i+1:]
+	}
+}

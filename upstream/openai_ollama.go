@@ -472,6 +472,19 @@ func (s *ollamaStream) read() error {
 	return io.EOF
 }
 
+// Buffered reports whether Next will return without waiting on the upstream. An upstream
+// event may translate into no chunk at all, so the events already buffered are translated
+// here until one yields a chunk or none is left.
+func (s *ollamaStream) Buffered() bool {
+	for len(s.pending) == 0 && s.err == nil {
+		if !s.lines.buffered() {
+			return false
+		}
+		s.err = s.read()
+	}
+	return true
+}
+
 // Close releases the connection. It is safe to call more than once.
 func (s *ollamaStream) Close() error {
 	s.pending = nil

@@ -214,6 +214,11 @@ func (s *openaiStream) endError(err error) error {
 	return &core.StreamError{Target: s.target, Message: "upstream broke off: " + err.Error(), Err: err}
 }
 
+// Buffered reports whether Next will return without waiting on the upstream.
+func (s *openaiStream) Buffered() bool {
+	return s.err != nil || s.sse.buffered()
+}
+
 // Close releases the connection. It is safe to call more than once.
 func (s *openaiStream) Close() error {
 	if s.err == nil {

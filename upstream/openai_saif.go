@@ -331,6 +331,19 @@ func (s *saifStream) read() error {
 	return io.EOF
 }
 
+// Buffered reports whether Next will return without waiting on the upstream. An upstream
+// event may translate into no chunk at all, so the events already buffered are translated
+// here until one yields a chunk or none is left.
+func (s *saifStream) Buffered() bool {
+	for len(s.pending) == 0 && s.err == nil {
+		if !s.sse.buffered() {
+			return false
+		}
+		s.err = s.read()
+	}
+	return true
+}
+
 // Close releases the connection. It is safe to call more than once.
 func (s *saifStream) Close() error {
 	s.pending = nil

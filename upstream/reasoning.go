@@ -189,6 +189,12 @@ func (s *thinkStream) Next() ([]byte, error) {
 	return s.rewrite(ev), nil
 }
 
+// Buffered passes the wrapped stream's answer on: a rewritten chunk is never held back.
+func (s *thinkStream) Buffered() bool {
+	b, ok := s.Stream.(BufferedStream)
+	return ok && b.Buffered()
+}
+
 func (s *thinkStream) rewrite(ev []byte) []byte {
 	var top map[string]json.RawMessage
 	if json.Unmarshal(ev, &top) != nil {

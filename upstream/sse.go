@@ -132,3 +132,31 @@ func (s *sseReader) field(line []byte) bool {
 func (s *sseReader) dispatch(cut bool) sseEvent {
 	return sseEvent{name: s.name, data: s.data[:len(s.data)-1], cut: cut}
 }
+
+// buffered reports whether next will return without reading: the input ended, or a complete
+// event whose data is not blank is already in the buffer. An event of blank data is skipped by
+// every caller, so it does not count, nor does a comment.
+func (s *sseReader) buffered() bool {
+	if s.eof {
+		return true
+	}
+	b, _ := s.r.Peek(s.r.Buffered())
+	hasData := false
+	for {
+		i := bytes.IndexByte(b, '\n')
+		if i < 0 {
+			return false
+		}
+		line := bytes.TrimRight(b[:i], "\r")
+		b = b[i+1:]
+		if len(line) == 0 {
+			if hasData {
+				return true
+			}
+			continue
+		}
+		if v, ok := bytes.CutPrefix(line, []byte("data:")); ok && len(bytes.TrimSpace(v)) > 0 {
+			hasData = true
+		}
+	}
+}

@@ -32,6 +32,25 @@ type Stream interface {
 	Close() error
 }
 
+// BufferedStream is a Stream that can tell whether its next event is already in memory. A relay
+// flushes its writes to the client only when Buffered is false, so that a burst of events that
+// arrived together goes out in one write while an event never waits for the upstream's next.
+// Buffered may parse what is buffered, so it invalidates the slice the last Next returned.
+type BufferedStream interface {
+	Stream
+	// Buffered reports whether Next will return without reading from the upstream: a complete
+	// next event (or the stream's end) is already in memory. A buffered comment or an event that
+	// yields nothing does not count.
+	Buffered() bool
+}
+
+var (
+	_ BufferedStream = (*openaiStream)(nil)
+	_ BufferedStream = (*saifStream)(nil)
+	_ BufferedStream = (*ollamaStream)(nil)
+	_ BufferedStream = (*thinkStream)(nil)
+)
+
 // Adapter sends one chat request to one target.
 type Adapter interface {
 	Chat(ctx context.Context, t *core.Target, req *core.Request) (*Response, error)

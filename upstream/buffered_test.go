@@ -1,0 +1,137 @@
+package upstream
+
+import (
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hayula/gateway/core"
+)
+
+func TestSSEBuffered(t *testing.T) {
+	tests := []struct {
+		name, rest string
+		want       bool
+	}{
+		{"nothing", "", false},
+		{"whole event", "data: b\n\n", true},
+		{"event without its blank line", "data: b\n", false},
+		{"half a line", "data: b", false},
+		{"comment only", ": keep-alive\n\n", false},
+		{"comment then event", ": keep-alive\n\ndata: b\n\n", true},
+		{"blank data", "data:\n\n", false},
+		{"blank data then event", "data: \n\ndata: b\n\n", true},
+		{"done", "data: [DONE]\n\n", true},
+		{"named event, CRLF", "event: x\r\ndata: b\r\n\r\n", true},
+		{"name only", "event: x\n\n", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			// One Read hands the whole input to the buffer, as one TCP segment would.
+			s := newSSEReader(strings.NewReader("data: a\n\n" + tt.rest))
+			if ev, err := s.next(); err != nil || string(ev.data) != "a" {
+				t.Fatalf("first event %q, %v", ev.data, err)
+			}
+			if got := s.buffered(); got != tt.want {
+				t.Errorf("buffered() with %q left = %v, want %v", tt.rest, got, tt.want)
+			}
+		})
+	}
+}
+
+func TestLineBuffered(t *testing.T) {
+	tests := []struct {
+		name, rest string
+		want       bool
+	}{
+		{"nothing", "", false},
+		{"whole line", "{\"b\":2}\n", true},
+		{"blank lines", "\n\r\n", false},
+		{"blank then line", "\n{\"b\":2}\r\n", true},
+		{"half a line", "{\"b\"", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			l := newLineReader(strings.NewReader("{\"a\":1}\n" + tt.rest))
+			if line, _, err := l.next(); err != nil || string(line) != `{"a":1}` {
+				t.Fatalf("first line %q, %v", line, err)
+			}
+			if got := l.buffered(); got != tt.want {
+				t.Errorf("buffered() with %q left = %v, want %v", tt.rest, got, tt.want)
+			}
+		})
+	}
+}
+
+// stallReader hands out its input once, then blocks reads until the test ends, as an upstream
+// that went quiet: a Next that reads would hang the test.
+type stallReader struct {
+	r     io.Reader
+	stall <-chan struct{}
+}
+
+func (s *stallReader) Read(p []byte) (int, error) {
+	if n, _ := s.r.Read(p); n > 0 {
+		return n, nil
+	}
+	<-s.stall
+	return 0, io.EOF
+}
+
+func (s *stallReader) Close() error { return nil }
+
+// A translated stream counts only what yields a chunk: an upstream event with nothing to say
+// is translated by Buffered and does not make it true.
+func TestTranslatedStreamsBuffered(t *testing.T) {
+	now := func() time.Time { return time.Unix(1, 0) }
+	id := func() string { return "id" }
+	tests := []struct {
+		name  string
+		input string
+		open  func(io.ReadCloser) Stream
+		want  []bool // Buffered after each Next that returns a chunk
+	}{
+		{"saif", `data: {"text":"a","specialist":"s"}` + "\n\n" + `data: {"text":""}` + "\n\n" +
+			`data: {"text":"b"}` + "\n\n" + `data: {"text":""}` + "\n\n" + `data: {"te`,
+			func(b io.ReadCloser) Stream {
+				return &saifStream{target: "s", body: b, sse: newSSEReader(b), out: newChunker("id", 1, "m", 0),
+					header: http.Header{}}
+			}, []bool{true, false}},
+		{"ollama", `{"message":{"content":"a"},"done":false}` + "\n" + `{"message":{"content":""},"done":false}` +
+			"\n" + `{"message":{"con`,
+			func(b io.ReadCloser) Stream {
+				a := &openaiOllama{t: &core.Target{Name: "o", Model: "m"}, now: now, newID: id}
+				return a.newStream(b, false)
+			}, []bool{false}},
+		{"ollama done", `{"message":{"content":"a"},"done":false}` + "\n" +
+			`{"message":{"content":""},"done":true,"done_reason":"stop"}` + "\n",
+			func(b io.ReadCloser) Stream {
+				a := &openaiOllama{t: &core.Target{Name: "o", Model: "m"}, now: now, newID: id}
+				return a.newStream(b, false)
+			}, []bool{true, true}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			stall := make(chan struct{})
+			defer close(stall)
+			st := tt.open(&stallReader{r: strings.NewReader(tt.input), stall: stall}).(BufferedStream)
+			var got []bool
+			for range tt.want {
+				if _, err := st.Next(); err != nil {
+					t.Fatalf("Next: %v", err)
+				}
+				got = append(got, st.Buffered())
+			}
+			if len(got) != len(tt.want) {
+				t.Fatalf("got %v, want %v", got, tt.want)
+			}
+			for i := range got {
+				if got[i] != tt.want[i] {
+					t.Errorf("Buffered after chunk %d = %v, want %v (all: %v)", i, got[i], tt.want[i], got)
+				}
+			}
+		})
+	}
+}
