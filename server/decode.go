@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 
 	"github.com/hayula/gateway/core"
@@ -70,12 +71,18 @@ func tooLarge(limit int64) *apiError {
 		Message: fmt.Sprintf("request body is larger than the gateway's limit of %d bytes", limit)}
 }
 
-// decodeChat turns the raw body and headers into the request view. It decodes the JSON once.
+// decodeChat turns the raw body and headers into the request view. It reads the JSON once (see
+// decodeWire).
 func decodeChat(r *http.Request, body []byte) (*core.Request, *apiError) {
 	var w wireRequest
-	if err := json.Unmarshal(body, &w); err != nil {
+	if err := decodeWire(body, &w); err != nil {
 		return nil, jsonError(err)
 	}
+	return finishChat(r, body, &w)
+}
+
+// finishChat checks the decoded request and builds the view from it.
+func finishChat(r *http.Request, body []byte, w *wireRequest) (*core.Request, *apiError) {
 	if w.Model == nil || *w.Model == "" {
 		return nil, badRequest("model", "missing_required_parameter", "you must provide a model parameter")
 	}
@@ -109,7 +116,7 @@ func decodeChat(r *http.Request, body []byte) (*core.Request, *apiError) {
 	}
 	req.PromptTokensMin = filter.PromptTokensMin(w.Messages)
 
-	if e := readOptions(r, &w, req); e != nil {
+	if e := readOptions(r, w, req); e != nil {
 		return nil, e
 	}
 	req.Body = body
@@ -274,4 +281,300 @@ func jsonError(err error) *apiError {
 			fmt.Sprintf("invalid type for '%s': expected %s", ute.Field, ute.Type))
 	}
 	return badRequest("", "invalid_json", "the request body is not valid JSON: "+err.Error())
+}
+
+// decodeWire fills w as json.Unmarshal(body, w) would. encoding/json scans a body twice (checkValid,
+// then the decode) and copies every message content; the fast walk validates the body in one pass
+// and keeps contents and tool calls as sub-slices of body (which nothing modifies afterwards).
+// Whatever the walk does not take whole — invalid JSON, a field of the wrong type, an escaped,
+// non-ASCII or case-folded key (encoding/json matches names case-insensitively), "messages" twice,
+// nesting past jsonx's depth — goes to encoding/json from scratch, which then decides and words
+// the error exactly as before. FuzzDecodeWire holds the two to the same answer.
+func decodeWire(body []byte, w *wireRequest) error {
+	if fastWire(body, w) {
+		return nil
+	}
+	*w = wireRequest{}
+	return json.Unmarshal(body, w)
+}
+
+// fastWire is decodeWire's one pass; false means "ask encoding/json", with w left partly filled.
+func fastWire(body []byte, w *wireRequest) bool {
+	it := jsonx.Object(body, true)
+	messages := false
+	for {
+		q, v, ok := it.Next()
+		if !ok {
+			return it.Done()
+		}
+		name, plain := jsonx.PlainKey(q)
+		if !plain {
+			return false
+		}
+		switch string(name) {
+		case "model":
+			ok = setStringPtr(&w.Model, v)
+		case "stream":
+			ok = setBool(&w.Stream, v)
+		case "stream_options":
+			// Rare and small; encoding/json also reuses an earlier value's struct, as it would.
+			ok = json.Unmarshal(v, &w.StreamOptions) == nil
+		case "messages":
+			if messages {
+				return false // a second array merges into the first in encoding/json
+			}
+			messages = true
+			w.Messages, ok = fastMessages(v)
+		case "functions":
+			w.Functions = v
+		case "max_tokens":
+			ok = setIntPtr(&w.MaxTokens, v)
+		case "max_completion_tokens":
+			ok = setIntPtr(&w.MaxCompletion, v)
+		case optFallback:
+			w.Fallback = v
+		case optHint:
+			ok = setStringPtr(&w.Hint, v)
+		case optPrivacy:
+			ok = setStringPtr(&w.Privacy, v)
+		case "temperature":
+			ok = setFloatPtr(&w.Temperature, v)
+		case "top_p":
+			ok = setFloatPtr(&w.TopP, v)
+		case "seed":
+			ok = setInt64Ptr(&w.Seed, v)
+		case "stop":
+			w.Stop = v
+		case "response_format":
+			w.ResponseFormat = v
+		case "tools":
+			w.ToolsRaw = v
+		case "tool_choice":
+			w.ToolChoice = v
+		default:
+			ok = !foldsTo(name, isWireKey)
+		}
+		if !ok {
+			return false
+		}
+	}
+}
+
+func isWireKey(name string) bool {
+	switch name {
+	case "model", "stream", "stream_options", "messages", "functions", "max_tokens", "max_completion_tokens",
+		optFallback, optHint, optPrivacy, "temperature", "top_p", "seed", "stop", "response_format", "tools",
+		"tool_choice":
+		return true
+	}
+	return false
+}
+
+func isMessageKey(name string) bool {
+	switch name {
+	case "role", "content", "name", "tool_calls", "tool_call_id":
+		return true
+	}
+	return false
+}
+
+// foldsTo reports whether the plain key name, which matched no field exactly, would still match
+// one case-insensitively in encoding/json. Field names are lower case, so only a name with an upper
+// case letter can.
+func foldsTo(name []byte, isKey func(string) bool) bool {
+	var buf [32]byte
+	if len(name) > len(buf) {
+		return false // longer than any field name
+	}
+	upper := false
+	for i, c := range name {
+		if c >= 'A' && c <= 'Z' {
+			c += 'a' - 'A'
+			upper = true
+		}
+		buf[i] = c
+	}
+	return upper && isKey(string(buf[:len(name)]))
+}
+
+// fastMessages reads the (validated) messages array with contents and tool calls in place.
+func fastMessages(v []byte) ([]core.Message, bool) {
+	switch v[0] {
+	case 'n':
+		return nil, true
+	case '[':
+	default:
+		return nil, false
+	}
+	msgs := make([]core.Message, 0, 4)
+	it := jsonx.Array(v, false)
+	for {
+		_, e, ok := it.Next()
+		if !ok {
+			return msgs, it.Done()
+		}
+		var m core.Message
+		switch e[0] {
+		case 'n': // null decodes to the zero message, which then lacks a role
+		case '{':
+			if !fastMessage(e, &m) {
+				return nil, false
+			}
+		default:
+			return nil, false
+		}
+		msgs = append(msgs, m)
+	}
+}
+
+func fastMessage(e []byte, m *core.Message) bool {
+	it := jsonx.Object(e, false)
+	for {
+		q, v, ok := it.Next()
+		if !ok {
+			return it.Done()
+		}
+		name, plain := jsonx.PlainKey(q)
+		if !plain {
+			return false
+		}
+		switch string(name) {
+		case "role":
+			ok = setString(&m.Role, v)
+		case "content":
+			m.Content = v
+		case "name":
+			ok = setString(&m.Name, v)
+		case "tool_calls":
+			m.ToolCalls = v
+		case "tool_call_id":
+			ok = setString(&m.ToolCallID, v)
+		default:
+			ok = !foldsTo(name, isMessageKey)
+		}
+		if !ok {
+			return false
+		}
+	}
+}
+
+// The setters take a validated JSON value and store it as encoding/json would into a field of
+// their type: null leaves a string or bool alone and sets a pointer to nil; a value of another
+// type (or a number out of range) is false, for encoding/json to report.
+
+func setString(p *string, v []byte) bool {
+	switch v[0] {
+	case 'n':
+		return true
+	case '"':
+		*p = internString(v)
+		return true
+	}
+	return false
+}
+
+// internString unquotes a validated string literal, without allocating for the usual roles.
+func internString(v []byte) string {
+	switch string(v) {
+	case `"user"`:
+		return "user"
+	case `"assistant"`:
+		return "assistant"
+	case `"system"`:
+		return "system"
+	case `"tool"`:
+		return "tool"
+	case `"developer"`:
+		return "developer"
+	}
+	s, _ := jsonx.Unquote(v)
+	return s
+}
+
+func setStringPtr(p **string, v []byte) bool {
+	switch v[0] {
+	case 'n':
+		*p = nil
+		return true
+	case '"':
+		s := internString(v)
+		*p = &s
+		return true
+	}
+	return false
+}
+
+func setBool(p *bool, v []byte) bool {
+	switch v[0] {
+	case 'n':
+	case 't':
+		*p = true
+	case 'f':
+		*p = false
+	default:
+		return false
+	}
+	return true
+}
+
+func isNumber(v []byte) bool { return v[0] == '-' || v[0] >= '0' && v[0] <= '9' }
+
+func setIntPtr(p **int, v []byte) bool {
+	var n int64
+	if !parseInt(&n, v, strconv.IntSize) {
+		return false
+	}
+	if v[0] == 'n' {
+		*p = nil
+		return true
+	}
+	i := int(n)
+	*p = &i
+	return true
+}
+
+func setInt64Ptr(p **int64, v []byte) bool {
+	var n int64
+	if !parseInt(&n, v, 64) {
+		return false
+	}
+	if v[0] == 'n' {
+		*p = nil
+		return true
+	}
+	*p = &n
+	return true
+}
+
+// parseInt parses an integer of the given size as encoding/json does (strconv.ParseInt of the
+// number's text, so 1.0 and 1e3 are errors); null is accepted and leaves *p alone.
+func parseInt(p *int64, v []byte, bits int) bool {
+	if v[0] == 'n' {
+		return true
+	}
+	if !isNumber(v) {
+		return false
+	}
+	n, err := strconv.ParseInt(string(v), 10, bits)
+	if err != nil {
+		return false
+	}
+	*p = n
+	return true
+}
+
+func setFloatPtr(p **float64, v []byte) bool {
+	if v[0] == 'n' {
+		*p = nil
+		return true
+	}
+	if !isNumber(v) {
+		return false
+	}
+	f, err := strconv.ParseFloat(string(v), 64)
+	if err != nil {
+		return false
+	}
+	*p = &f
+	return true
 }

@@ -1,0 +1,153 @@
+package server
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/hayula/gateway/core"
+)
+
+// ordinary bodies take the one-pass walk; each must decode to what encoding/json gives.
+var ordinary = []string{
+	`{"model":"saif","messages":[{"role":"user","content":"x"}]}`,
+	`{"model":"saif","messages":[{"role":"system","content":"be brief"},{"role":"user","content":"hi \"there\"\n\u00e9\ud83d\ude00"}],` +
+		`"max_tokens":256,"temperature":0.2,"top_p":1,"seed":-42,"stream":true,"stream_options":{"include_usage":true}}`,
+	`{"model":"auto","messages":[{"role":"user","content":[{"type":"text","text":"what?"},{"type":"image_url","image_url":{"url":"data:x"}}]}],` +
+		`"tools":[{"type":"function","function":{"name":"f","parameters":{}}}],"tool_choice":"auto","stop":["a","b"],` +
+		`"response_format":{"type":"json_object"},"functions":[],"max_completion_tokens":10}`,
+	`{"model":"saif","messages":[{"role":"assistant","content":null,"tool_calls":[{"id":"c","type":"function"}]},` +
+		`{"role":"tool","tool_call_id":"c","name":"f","content":"42"},null],"x-fallback-on":false,"x-route-hint":" SAIF ",` +
+		`"x-hayula-privacy":"strict","user":"someone","logprobs":true,"n":1}`,
+	` { "model" : "saif" , "messages" : [ ] , "stream" : null , "max_tokens" : null , "temperature" : -0 } `,
+	`{"model":null,"messages":null}`,
+	`{"model":"a","model":"b","stream":true,"stream":false,"max_tokens":1,"max_tokens":null,"messages":[{"role":"user","role":null,"content":"a","content":"b"}]}`,
+	`{"model":"saif","stream_options":{"include_usage":true},"stream_options":{},"messages":[]}`,
+	`{"model":"saif","messages":[{"role":"user","content":"` + "\xff\xfe invalid utf-8" + `","name":"` + "\xc3" + `"}]}`,
+	`{"model":"saif","Unknown":1,"MESSAGES_X":2,"messages":[{"role":"user","Extra":{"Role":"no"}}]}`,
+}
+
+// declined bodies go to encoding/json: invalid, wrongly typed, or keys it would match by folding.
+var declined = []string{
+	`{"model":`, `[1,2]`, `null`, `"x"`, `{"model":"saif"} x`, `{"model":5}`, `{"stream":"yes"}`,
+	`{"messages":"hi"}`, `{"messages":[1]}`, `{"messages":[{"role":5}]}`, `{"max_tokens":1.5}`, `{"max_tokens":1e3}`,
+	`{"max_tokens":99999999999999999999}`, `{"temperature":"hot"}`, `{"temperature":1e999}`, `{"seed":true}`,
+	`{"Model":"saif"}`, `{"MODEL":"saif"}`, `{"mod\u0065l":"saif"}`, `{"messages":[{"Role":"user"}]}`,
+	`{"messages":[],"messages":[]}`, `{"model":"saif","messages":[{"role":"user","content":"x"}],"x":"\'"}`,
+	`{"stream_options":1}`, "{\"\u212ax\":1}", `{"x-hayula-privacy":1}`,
+	`{"model":"saif","messages":[{"role":"user","content":` + strings.Repeat("[", 600) + strings.Repeat("]", 600) + `}]}`,
+}
+
+func reference(t testing.TB, body []byte) (wireRequest, error) {
+	t.Helper()
+	var w wireRequest
+	err := json.Unmarshal(body, &w)
+	return w, err
+}
+
+func TestFastWire(t *testing.T) {
+	for _, b := range ordinary {
+		t.Run("takes "+b, func(t *testing.T) {
+			var got wireRequest
+			if !fastWire([]byte(b), &got) {
+				t.Fatal("declined an ordinary body")
+			}
+			want, err := reference(t, []byte(b))
+			if err != nil {
+				t.Fatalf("encoding/json refuses it: %v", err)
+			}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("decoded (-encoding/json +fast):\n%s", diff)
+			}
+		})
+	}
+	for _, b := range declined {
+		t.Run("declines "+b, func(t *testing.T) {
+			var got wireRequest
+			if fastWire([]byte(b), &got) {
+				t.Fatal("took a body it must leave to encoding/json")
+			}
+			// The fallback answers as encoding/json alone did.
+			want, wantErr := reference(t, []byte(b))
+			got = wireRequest{}
+			err := decodeWire([]byte(b), &got)
+			if diff := cmp.Diff(errString(wantErr), errString(err)); diff != "" {
+				t.Errorf("error (-encoding/json +decodeWire):\n%s", diff)
+			}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("decoded (-encoding/json +decodeWire):\n%s", diff)
+			}
+		})
+	}
+}
+
+func errString(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}
+
+// TestContentsAreSubslices checks the point of the walk: no copy of a message content.
+func TestContentsAreSubslices(t *testing.T) {
+	body := []byte(`{"model":"saif","messages":[{"role":"user","content":"hello","tool_calls":[]}]}`)
+	var w wireRequest
+	if !fastWire(body, &w) {
+		t.Fatal("declined")
+	}
+	for _, raw := range [][]byte{w.Messages[0].Content, w.Messages[0].ToolCalls} {
+		if cap(raw) == 0 || &raw[:cap(raw)][cap(raw)-1] != &body[len(body)-1] {
+			t.Errorf("%s is not a sub-slice of the body", raw)
+		}
+	}
+}
+
+// FuzzDecodeWire holds the one-pass decode to encoding/json's: whatever it takes, encoding/json
+// takes too and decodes to the same view; and the request built from it answers the same.
+func FuzzDecodeWire(f *testing.F) {
+	for _, b := range append(append([]string{}, ordinary...), declined...) {
+		f.Add([]byte(b))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		var got wireRequest
+		fast := fastWire(body, &got)
+		want, err := reference(t, body)
+		if !fast {
+			got = wireRequest{}
+			gotErr := decodeWire(body, &got)
+			if errString(gotErr) != errString(err) {
+				t.Fatalf("fallback error %v, encoding/json %v", gotErr, err)
+			}
+		} else if err != nil {
+			t.Fatalf("fast walk took %q, encoding/json refuses it: %v", body, err)
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Fatalf("%q decoded (-encoding/json +decodeWire):\n%s", body, diff)
+		}
+		if err != nil {
+			return
+		}
+		r := httptest.NewRequest("POST", "/v1/chat/completions", nil)
+		gotReq, gotE := decodeChat(r, body)
+		wantReq, wantE := referenceChat(r, body)
+		if diff := cmp.Diff(wantE, gotE); diff != "" {
+			t.Fatalf("%q error (-reference +decodeChat):\n%s", body, diff)
+		}
+		if diff := cmp.Diff(wantReq, gotReq); diff != "" {
+			t.Fatalf("%q request (-reference +decodeChat):\n%s", body, diff)
+		}
+	})
+}
+
+// referenceChat is decodeChat over encoding/json alone: the request view as it was built before
+// the one-pass walk.
+func referenceChat(r *http.Request, body []byte) (*core.Request, *apiError) {
+	var w wireRequest
+	if err := json.Unmarshal(body, &w); err != nil {
+		return nil, jsonError(err)
+	}
+	return finishChat(r, body, &w)
+}
