@@ -1,8 +1,11 @@
 package autoroute
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
+
+	"github.com/hayula/gateway/core"
 )
 
 // benchPrompt is a 1 KB mixed prompt: English and Arabic prose with a code snippet, a few terms of
@@ -45,5 +48,23 @@ func BenchmarkNew(b *testing.B) {
 		if _, err := New(Rules{}); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// BenchmarkTexts reads the system prompt and the last user turn of a chat as the server hands it
+// over: contents still raw JSON, one of them with escapes.
+func BenchmarkTexts(b *testing.B) {
+	user, err := json.Marshal(benchPrompt() + "\n\n\"quoted\"")
+	if err != nil {
+		b.Fatal(err)
+	}
+	msgs := []core.Message{
+		{Role: "system", Content: json.RawMessage(`"You are a helpful assistant."`)},
+		{Role: "user", Content: user},
+	}
+	b.SetBytes(int64(len(user)))
+	b.ReportAllocs()
+	for b.Loop() {
+		Texts(msgs)
 	}
 }
