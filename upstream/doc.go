@@ -16,5 +16,9 @@
 // openai_saif.go translates to the SAIF protocol (a ChatML prompt with a specialist, SSE text
 // events). translate.go holds what the translators share, and reasoning.go the "think-tags"
 // reasoning option, which moves a leading <think>…</think> block into reasoning_content for any
-// adapter, streamed or not.
+// adapter, streamed or not. h1client.go is the synchronous HTTP/1.1 client that plain http://
+// targets use instead of net/http's Transport (no goroutines per connection; see PERFORMANCE.md).
+//
+// Streams may also implement BufferedStream, which tells a relay whether the next event is
+// already in memory, so that it flushes once per burst rather than once per event.
 package upstream

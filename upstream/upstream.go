@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/hayula/gateway/core"
@@ -85,8 +86,10 @@ const defaultDialTimeout = 10 * time.Second
 // buffers, and IdleConnTimeout closes the ones a burst left behind.
 const maxIdlePerTarget = 256
 
-// Set holds one http.Client per target (its own connection pool, keep-alive, and a Transport
-// whose ResponseHeaderTimeout is the target's Timeout) and dispatches by Target.Adapter.
+// Set holds one http.Client per target (its own connection pool, keep-alive, and a response
+// header timeout that is the target's Timeout) and dispatches by Target.Adapter. A plain http://
+// target without a proxy is served by the synchronous client of h1client.go; https://, proxied
+// targets and every target when Options.Transport is given use net/http's Transport.
 type Set struct {
 	clients []*http.Client // by core.Target.Index
 	names   []string       // the target each client was built for
@@ -111,14 +114,29 @@ func NewSet(targets []*core.Target, o Options) *Set {
 	}
 	for _, t := range targets {
 		s.names[t.Index] = t.Name
+		var rt http.RoundTripper = newTransport(o, t)
+		if o.Transport == nil && strings.HasPrefix(t.URL, "http://") && !proxied(t.URL) {
+			rt = newH1Transport(rt.(*http.Transport), t.Timeout)
+		}
 		s.clients[t.Index] = &http.Client{
-			Transport: newTransport(o, t),
+			Transport: rt,
 			// A redirect is not an answer from an inference server, and following one would turn
 			// the POST into a GET; hand it back as a status instead.
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 		}
 	}
 	return s
+}
+
+// proxied reports whether the environment sends requests to rawURL through a proxy, which only
+// net/http's Transport knows how to do. Loopback addresses never are.
+func proxied(rawURL string) bool {
+	req, err := http.NewRequest(http.MethodPost, rawURL, nil)
+	if err != nil {
+		return false
+	}
+	u, err := http.ProxyFromEnvironment(req)
+	return err != nil || u != nil
 }
 
 func newTransport(o Options, t *core.Target) *http.Transport {

@@ -1,0 +1,267 @@
+package upstream
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/hayula/gateway/core"
+)
+
+const answerJSON = `{"id":"x","object":"chat.completion","choices":[]}`
+
+// h1Set is a Set over one http:// target, checked to be served by the synchronous client.
+func h1Set(t *testing.T, url string) (*Set, *core.Target) {
+	t.Helper()
+	tg := target(url)
+	s := newSet(t, tg)
+	if _, ok := s.clients[tg.Index].Transport.(*h1Transport); !ok {
+		t.Fatalf("an http:// target is served by %T, want *h1Transport", s.clients[tg.Index].Transport)
+	}
+	return s, tg
+}
+
+// Answers of every framing leave the connection reusable, and one that says Connection: close
+// does not.
+func TestH1ConnectionReuse(t *testing.T) {
+	tests := []struct {
+		name      string
+		handler   http.HandlerFunc
+		wantConns int64
+	}{
+		{"content-length", func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Length", strconv.Itoa(len(answerJSON)))
+			_, _ = io.WriteString(w, answerJSON)
+		}, 1},
+		{"chunked", func(w http.ResponseWriter, r *http.Request) {
+			_, _ = io.WriteString(w, answerJSON[:10])
+			w.(http.Flusher).Flush()
+			_, _ = io.WriteString(w, answerJSON[10:])
+		}, 1},
+		{"connection close", func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Connection", "close")
+			_, _ = io.WriteString(w, answerJSON)
+		}, 3},
+		{"error status", func(w http.ResponseWriter, r *http.Request) {
+			w.WriteHeader(http.StatusTooManyRequests)
+			_, _ = io.WriteString(w, `{"error":{"message":"slow down"}}`)
+		}, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv, conns := countingServer(t, func(w http.ResponseWriter, r *http.Request) {
+				_, _ = io.Copy(io.Discard, r.Body)
+				w.Header().Set("Content-Type", "application/json")
+				tt.handler(w, r)
+			})
+			s, tg := h1Set(t, srv.URL)
+			for i := range 3 {
+				resp, err := s.Chat(context.Background(), tg, chatReq(false))
+				if tt.name == "error status" {
+					if !errors.As(err, new(*core.StatusError)) {
+						t.Fatalf("request %d: %v, want a StatusError", i, err)
+					}
+					continue
+				}
+				if err != nil || string(resp.Body) != answerJSON {
+					t.Fatalf("request %d: %v %q", i, err, resp)
+				}
+			}
+			if got := conns.Load(); got != tt.wantConns {
+				t.Errorf("upstream accepted %d connections for 3 requests, want %d", got, tt.wantConns)
+			}
+		})
+	}
+}
+
+// A pooled connection the server closed while it was idle is replaced, and the request is sent
+// once on the new one.
+func TestH1StalePooledConnection(t *testing.T) {
+	var hits atomic.Int64
+	srv, conns := countingServer(t, func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		_, _ = io.Copy(io.Discard, r.Body)
+		_, _ = io.WriteString(w, answerJSON)
+	})
+	s, tg := h1Set(t, srv.URL)
+	if _, err := s.Chat(context.Background(), tg, chatReq(false)); err != nil {
+		t.Fatal(err)
+	}
+	srv.CloseClientConnections()
+	if _, err := s.Chat(context.Background(), tg, chatReq(false)); err != nil {
+		t.Fatalf("request after the server closed the idle connection: %v", err)
+	}
+	if diff := cmp.Diff([]int64{2, 2}, []int64{hits.Load(), conns.Load()}); diff != "" {
+		t.Errorf("[requests served, connections] mismatch (-want +got):\n%s", diff)
+	}
+}
+
+// A server that read the request and dropped the connection may have acted on it: the request
+// is sent again at most once (on a pooled connection, as if it were stale), never in a loop.
+func TestH1DroppedRequestSentAtMostTwice(t *testing.T) {
+	var hits atomic.Int64
+	srv := serve(t, func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		if hits.Add(1) > 1 {
+			panic(http.ErrAbortHandler)
+		}
+		_, _ = io.WriteString(w, answerJSON)
+	})
+	s, tg := h1Set(t, srv.URL)
+	if _, err := s.Chat(context.Background(), tg, chatReq(false)); err != nil {
+		t.Fatal(err)
+	}
+	_, err := s.Chat(context.Background(), tg, chatReq(false))
+	if !errors.As(err, new(*core.ConnError)) {
+		t.Fatalf("Chat error = %v (%T), want *core.ConnError", err, err)
+	}
+	if got := hits.Load(); got != 3 {
+		t.Errorf("server saw %d requests, want 3 (one answered, the dropped one sent twice)", got)
+	}
+}
+
+// An answer that broke off after its headers is never sent again.
+func TestH1NoRetryAfterAnswerStarted(t *testing.T) {
+	var hits atomic.Int64
+	srv := serve(t, func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		if hits.Add(1) == 1 {
+			_, _ = io.WriteString(w, answerJSON)
+			return
+		}
+		w.Header().Set("Content-Length", "1000")
+		w.WriteHeader(http.StatusOK)
+		w.(http.Flusher).Flush()
+		panic(http.ErrAbortHandler)
+	})
+	s, tg := h1Set(t, srv.URL)
+	if _, err := s.Chat(context.Background(), tg, chatReq(false)); err != nil {
+		t.Fatal(err)
+	}
+	_, err := s.Chat(context.Background(), tg, chatReq(false))
+	if !errors.As(err, new(*core.StreamError)) {
+		t.Fatalf("Chat error = %v (%T), want *core.StreamError", err, err)
+	}
+	if got := hits.Load(); got != 2 {
+		t.Errorf("server saw %d requests, want 2", got)
+	}
+}
+
+// A body closed before its end takes its connection with it: the next answer is read from a
+// new connection, not from the rest of the old one.
+func TestH1BodyClosedEarly(t *testing.T) {
+	srv, conns := countingServer(t, func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "text/event-stream")
+		_, _ = io.WriteString(w, "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"hi\"}}]}\n\n")
+		_, _ = io.WriteString(w, strings.Repeat(": padding\n", 20000))
+		_, _ = io.WriteString(w, "data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n")
+	})
+	s, tg := h1Set(t, srv.URL)
+	for i := range 2 {
+		resp, err := s.Chat(context.Background(), tg, chatReq(true))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ev, err := resp.Stream.Next(); err != nil || !strings.Contains(string(ev), "hi") {
+			t.Fatalf("request %d: first event %q, %v", i, ev, err)
+		}
+		_ = resp.Stream.Close()
+	}
+	if got := conns.Load(); got != 2 {
+		t.Errorf("upstream accepted %d connections, want 2", got)
+	}
+}
+
+// The caller giving up in the middle of a body ends the read with the caller's context error,
+// so that errmap sees a client gone rather than an upstream that broke.
+func TestH1CancelMidBody(t *testing.T) {
+	sent := make(chan struct{})
+	srv := serve(t, func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "text/event-stream")
+		_, _ = io.WriteString(w, "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"hi\"}}]}\n\n")
+		w.(http.Flusher).Flush()
+		close(sent)
+		<-r.Context().Done()
+	})
+	s, tg := h1Set(t, srv.URL)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	resp, err := s.Chat(ctx, tg, chatReq(true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Stream.Close()
+	if _, err := resp.Stream.Next(); err != nil {
+		t.Fatal(err)
+	}
+	<-sent
+	cancel()
+	_, err = resp.Stream.Next()
+	if !errors.Is(err, context.Canceled) || !errors.As(err, new(*core.StreamError)) {
+		t.Fatalf("Next after cancel = %v (%T), want a StreamError wrapping context.Canceled", err, err)
+	}
+}
+
+// An https:// target and a target with a Transport template keep net/http.
+func TestH1OnlyForPlainHTTP(t *testing.T) {
+	tls := &core.Target{Name: "tls", URL: "https://example.invalid/v1"}
+	plain := &core.Target{Name: "plain", Index: 1, URL: "http://127.0.0.1:1/v1"}
+	s := NewSet([]*core.Target{tls, plain}, Options{})
+	defer s.Close()
+	tmpl := NewSet([]*core.Target{plain}, Options{Transport: &http.Transport{}})
+	defer tmpl.Close()
+	got := []string{typeName(s.clients[0].Transport), typeName(s.clients[1].Transport), typeName(tmpl.clients[1].Transport)}
+	want := []string{"*http.Transport", "*upstream.h1Transport", "*http.Transport"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("transports mismatch (-want +got):\n%s", diff)
+	}
+}
+
+func typeName(v any) string {
+	switch v.(type) {
+	case *http.Transport:
+		return "*http.Transport"
+	case *h1Transport:
+		return "*upstream.h1Transport"
+	}
+	return "other"
+}
+
+// Concurrent requests never open more connections than there are requests in flight.
+func TestH1ConcurrentReuse(t *testing.T) {
+	const workers, each = 8, 20
+	srv, conns := countingServer(t, func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		_, _ = io.WriteString(w, answerJSON)
+	})
+	s, tg := h1Set(t, srv.URL)
+	errs := make(chan error, workers)
+	for range workers {
+		go func() {
+			for range each {
+				if _, err := s.Chat(context.Background(), tg, chatReq(false)); err != nil {
+					errs <- err
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for range workers {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := conns.Load(); got > workers {
+		t.Errorf("upstream accepted %d connections for %d workers, want at most %d", got, workers, workers)
+	}
+}
