@@ -42,7 +42,7 @@ func TestTexts(t *testing.T) {
 	}
 }
 
-// contentCases are string contents on both sides of every rule unquote follows.
+// contentCases are string contents on both sides of every rule jsonx.Unquote follows.
 var contentCases = []string{
 	`"plain"`, `""`, `"é ث 😀"`, `"\n\t\"\\\/\b\f\r"`, `"\u0041\u00e9"`, `"\ud83d\ude00"`, `"\ud83d"`,
 	`"\ud83d\u0041"`, `"\ude00\ud83d"`, "\"\xff\xfe\xc3\"", "\"\xed\xa0\x80\"", `"\'"`, `"\x"`, `"\u12"`,

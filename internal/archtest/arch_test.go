@@ -17,13 +17,13 @@ var rules = map[string][]string{
 	"select":                      {"core"},
 	"errmap":                      {"core", "lifecycle"}, // lifecycle is a leaf: its typed start/load errors
 	"health":                      {"core"},
-	"autoroute":                   {"core"},
+	"autoroute":                   {"core", "internal/jsonx"},
 	"internal/jsonx":              {},
 	"conformance":                 {},
 	"lifecycle":                   {},
 	"lifecycle/lrusim":            {},
 	"upstream":                    {"core", "internal/jsonx"},
-	"config":                      {"core", "autoroute", "lifecycle"},
+	"config":                      {"core", "autoroute", "lifecycle", "internal/jsonx"},
 	"conformance/conformancetest": {},
 }
 
