@@ -3,6 +3,7 @@ package jsonx
 import (
 	"bytes"
 	"encoding/binary"
+	"strings"
 	"unicode/utf16"
 	"unicode/utf8"
 )
@@ -389,20 +390,82 @@ func getu4(b []byte) rune {
 // encoding/json's Unmarshal would give: invalid UTF-8 becomes U+FFFD byte by byte, as does an
 // escaped surrogate that is not half of a pair. ok is false where Unmarshal would fail. A literal
 // without escapes costs one copy.
-func Unquote(q []byte) (s string, ok bool) {
-	if len(q) < 2 || q[0] != '"' {
+func Unquote(q []byte) (string, bool) {
+	if len(q) < 2 || q[0] != '"' || q[len(q)-1] != '"' {
 		return "", false
 	}
-	body := q[1:]
-	i := 0
-	for i < len(body) && body[i] >= 0x20 && body[i] != '"' && body[i] != '\\' {
-		i++
+	body := q[1 : len(q)-1]
+	var out strings.Builder
+	for i := 0; ; {
+		// Copy a run of plain text at once; only escapes and invalid UTF-8 go byte by byte.
+		j := i
+		for j+8 <= len(body) && !special(binary.LittleEndian.Uint64(body[j:])) {
+			j += 8
+		}
+		for j < len(body) && body[j] >= 0x20 && body[j] != '"' && body[j] != '\\' {
+			j++
+		}
+		if j == len(body) && i == 0 && utf8.Valid(body) {
+			return string(body), true
+		}
+		if out.Cap() == 0 {
+			out.Grow(len(body))
+		}
+		appendText(&out, body[i:j])
+		if j == len(body) {
+			return out.String(), true
+		}
+		if body[j] != '\\' || j+1 == len(body) {
+			return "", false // a bare quote or a control character
+		}
+		i = j + 2
+		switch body[j+1] {
+		case '"', '\\', '/':
+			out.WriteByte(body[j+1])
+		case 'b':
+			out.WriteByte('\b')
+		case 'f':
+			out.WriteByte('\f')
+		case 'n':
+			out.WriteByte('\n')
+		case 'r':
+			out.WriteByte('\r')
+		case 't':
+			out.WriteByte('\t')
+		case 'u':
+			r := getu4(body[j:])
+			if r < 0 {
+				return "", false
+			}
+			i = j + 6
+			if utf16.IsSurrogate(r) {
+				r = utf16.DecodeRune(r, getu4(body[i:]))
+				if r != utf8.RuneError {
+					i += 6
+				}
+			}
+			out.WriteRune(r)
+		default:
+			return "", false
+		}
 	}
-	if i == len(body)-1 && body[i] == '"' && utf8.Valid(body[:i]) {
-		return string(body[:i]), true
+}
+
+// appendText writes text with each byte of invalid UTF-8 as U+FFFD, as encoding/json decodes it.
+func appendText(out *strings.Builder, text []byte) {
+	if utf8.Valid(text) {
+		out.Write(text)
+		return
 	}
-	out, ok := AppendUnquote(make([]byte, 0, len(q)), q)
-	return string(out), ok
+	for len(text) > 0 {
+		r, size := utf8.DecodeRune(text)
+		if r == utf8.RuneError && size == 1 {
+			out.WriteString("\uFFFD")
+		} else {
+			out.Write(text[:size])
+		}
+		text = text[size:]
+	}
 }
 
 // AppendUnquote appends what Unquote would return to dst.
