@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -263,5 +264,39 @@ func TestH1ConcurrentReuse(t *testing.T) {
 	}
 	if got := conns.Load(); got > workers {
 		t.Errorf("upstream accepted %d connections for %d workers, want at most %d", got, workers, workers)
+	}
+}
+
+// The response-header timeout is a read deadline that ends the attempt with a TimeoutError; the
+// connection it cut is not pooled, and the deadline does not linger on the next one.
+func TestH1HeaderTimeout(t *testing.T) {
+	release := make(chan struct{})
+	defer close(release)
+	var hits atomic.Int64
+	srv, conns := countingServer(t, func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		if hits.Add(1) == 1 {
+			select {
+			case <-release:
+			case <-r.Context().Done():
+			}
+			return
+		}
+		_, _ = io.WriteString(w, answerJSON)
+	})
+	tg := target(srv.URL)
+	tg.Timeout = 50 * time.Millisecond
+	s := newSet(t, tg)
+	_, err := s.Chat(context.Background(), tg, chatReq(false))
+	if !errors.As(err, new(*core.TimeoutError)) {
+		t.Fatalf("Chat error = %v (%T), want *core.TimeoutError", err, err)
+	}
+	for i := range 2 {
+		if _, err := s.Chat(context.Background(), tg, chatReq(false)); err != nil {
+			t.Fatalf("request %d after the timeout: %v", i, err)
+		}
+	}
+	if got := conns.Load(); got != 2 {
+		t.Errorf("upstream accepted %d connections, want 2 (the timed-out one replaced, then reused)", got)
 	}
 }
