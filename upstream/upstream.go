@@ -63,9 +63,10 @@ var _ Adapter = (*Set)(nil)
 type Options struct {
 	// DialTimeout bounds connecting to a target; 0 means 10s.
 	DialTimeout time.Duration
-	// Transport is a template cloned per target; nil means sensible defaults (keep-alive, up to
-	// maxIdlePerTarget idle connections per target, no transparent gzip so that SSE events are
-	// not held back).
+	// Transport is a template cloned per target, and then every target uses net/http's client;
+	// nil means sensible defaults (keep-alive, up to maxIdlePerTarget idle connections per
+	// target, no transparent gzip so that SSE events are not held back), with plain http://
+	// targets served by the synchronous client of h1client.go.
 	Transport *http.Transport
 	// Now is the clock for Retry-After dates and for the "created" stamp of answers the
 	// translating adapters build; nil means time.Now.
