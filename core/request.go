@@ -46,7 +46,8 @@ type Request struct {
 	Images bool
 	// Tools is true when the request declares tools (or functions).
 	Tools bool
-	// PromptTokensMin is a lower bound of the prompt's tokens (see filter.Context).
+	// PromptTokensMin is a lower bound of the prompt's tokens (see filter.PromptTokensMin). The
+	// server leaves it 0 when the body is too small to overflow any target of the route.
 	PromptTokensMin int
 	// MaxTokens is max_completion_tokens, else max_tokens; 0 when absent.
 	MaxTokens int

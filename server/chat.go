@@ -13,6 +13,7 @@ import (
 
 	"github.com/hayula/gateway/core"
 	"github.com/hayula/gateway/errmap"
+	"github.com/hayula/gateway/filter"
 	"github.com/hayula/gateway/upstream"
 )
 
@@ -76,6 +77,9 @@ func (s *Server) admit(r *http.Request, op core.Op) (req *core.Request, rs *rout
 	rs, intent, e = s.resolve(key, req)
 	if e != nil {
 		return nil, nil, "", e
+	}
+	if rs.mayOverflow(req) {
+		req.PromptTokensMin = filter.PromptTokensMin(req.Messages)
 	}
 	return req, rs, intent, nil
 }

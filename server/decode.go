@@ -11,7 +11,6 @@ import (
 	"strings"
 
 	"github.com/hayula/gateway/core"
-	"github.com/hayula/gateway/filter"
 	"github.com/hayula/gateway/internal/jsonx"
 )
 
@@ -114,7 +113,6 @@ func finishChat(r *http.Request, body []byte, w *wireRequest) (*core.Request, *a
 	if req.MaxTokens < 0 {
 		return nil, badRequest("max_tokens", "invalid_value", "max_tokens must not be negative")
 	}
-	req.PromptTokensMin = filter.PromptTokensMin(w.Messages)
 
 	if e := readOptions(r, w, req); e != nil {
 		return nil, e

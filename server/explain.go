@@ -12,6 +12,7 @@ import (
 	"github.com/hayula/gateway/autoroute"
 	"github.com/hayula/gateway/config"
 	"github.com/hayula/gateway/core"
+	"github.com/hayula/gateway/filter"
 	selector "github.com/hayula/gateway/select"
 )
 
@@ -77,6 +78,7 @@ func (s *Server) handleExplain(w http.ResponseWriter, r *http.Request) {
 		writeError(w, e)
 		return
 	}
+	req.PromptTokensMin = filter.PromptTokensMin(req.Messages) // always shown, even where it cannot matter
 	p := s.plan(rs, req)
 	x := explanation{
 		Route:      rs.Name,

@@ -70,6 +70,17 @@ type routeState struct {
 	*config.Route
 	sel   selector.Selector
 	guard []core.ClassSet // by core.Target.Index; 0 = unguarded
+	// minWindow is the smallest known context window among the route's targets; 0 when none is
+	// known, and then the context filter can never drop anything.
+	minWindow int
+}
+
+// mayOverflow reports whether the context filter could drop a target of the route for req. The
+// prompt's token bound counts at least one byte of message text per token, and the text is no
+// longer than the body that carries it, so a body that fits in the smallest window with the
+// requested tokens beside it fits everywhere, and the bound need not be computed.
+func (rs *routeState) mayOverflow(req *core.Request) bool {
+	return rs.minWindow > 0 && len(req.Body)+req.MaxTokens > rs.minWindow
 }
 
 // New builds a Server from a loaded config.
@@ -125,6 +136,9 @@ func New(o Options) (*Server, error) {
 		for i, t := range r.Targets {
 			if i < len(r.Guard) {
 				rs.guard[t.Index] = r.Guard[i]
+			}
+			if w := t.ContextWindow; w > 0 && (rs.minWindow == 0 || w < rs.minWindow) {
+				rs.minWindow = w
 			}
 		}
 		s.routes[r.Name] = rs
