@@ -128,19 +128,9 @@ func (a *openaiOllama) chat(ctx context.Context, req *core.Request) (*Response, 
 // post sends body to path and returns a 2xx response; anything else is an error of the core
 // types.
 func (a *openaiOllama) post(ctx context.Context, path string, body []byte, stream bool) (*http.Response, error) {
-	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, a.t.URL+path, bytes.NewReader(body))
+	hreq, err := newPost(ctx, a.t, a.t.URL+path, body, accept(stream, "application/x-ndjson"))
 	if err != nil {
-		return nil, &core.ConnError{Target: a.t.Name, Err: err}
-	}
-	hreq.Header.Set("Content-Type", "application/json")
-	hreq.Header.Set("User-Agent", "hayula-gateway")
-	if stream {
-		hreq.Header.Set("Accept", "application/x-ndjson")
-	} else {
-		hreq.Header.Set("Accept", "application/json")
-	}
-	if a.t.APIKey != "" {
-		hreq.Header.Set("Authorization", "Bearer "+string(a.t.APIKey))
+		return nil, err
 	}
 	resp, err := a.c.Do(hreq)
 	if err != nil {

@@ -59,22 +59,7 @@ func (a *openaiOpenAI) request(ctx context.Context, req *core.Request) (*http.Re
 	if a.t.Model != "" {
 		body = jsonx.SetString(body, "model", a.t.Model)
 	}
-	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, a.t.URL+req.Op.Path(), bytes.NewReader(body))
-	if err != nil {
-		// Only a malformed target URL gets here, which config should have refused.
-		return nil, &core.ConnError{Target: a.t.Name, Err: err}
-	}
-	hreq.Header.Set("Content-Type", "application/json")
-	hreq.Header.Set("User-Agent", "hayula-gateway")
-	if req.Stream {
-		hreq.Header.Set("Accept", "text/event-stream")
-	} else {
-		hreq.Header.Set("Accept", "application/json")
-	}
-	if a.t.APIKey != "" {
-		hreq.Header.Set("Authorization", "Bearer "+string(a.t.APIKey))
-	}
-	return hreq, nil
+	return newPost(ctx, a.t, a.t.URL+req.Op.Path(), body, accept(req.Stream, "text/event-stream"))
 }
 
 func (a *openaiOpenAI) body(ctx context.Context, resp *http.Response) (*Response, error) {

@@ -84,19 +84,9 @@ func (a *openaiSAIF) chat(ctx context.Context, req *core.Request) (*Response, er
 		return nil, err
 	}
 	body := mustJSON(out)
-	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, saifEndpoint(a.t.URL), bytes.NewReader(body))
+	hreq, err := newPost(ctx, a.t, saifEndpoint(a.t.URL), body, accept(req.Stream, "text/event-stream"))
 	if err != nil {
-		return nil, &core.ConnError{Target: a.t.Name, Err: err}
-	}
-	hreq.Header.Set("Content-Type", "application/json")
-	hreq.Header.Set("User-Agent", "hayula-gateway")
-	if req.Stream {
-		hreq.Header.Set("Accept", "text/event-stream")
-	} else {
-		hreq.Header.Set("Accept", "application/json")
-	}
-	if a.t.APIKey != "" {
-		hreq.Header.Set("Authorization", "Bearer "+string(a.t.APIKey))
+		return nil, err
 	}
 	resp, err := a.c.Do(hreq)
 	if err != nil {

@@ -1,6 +1,7 @@
 package upstream
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -240,4 +241,30 @@ func closeDrained(body io.ReadCloser) error {
 	_, _ = io.CopyN(io.Discard, body, maxDrain)
 	stop.Stop()
 	return body.Close()
+}
+
+// newPost builds the POST an adapter sends to t: a JSON body, what the answer is accepted as
+// (accept: the stream's media type, or application/json), and the target's key as a Bearer
+// token when it has one. The key is never logged.
+func newPost(ctx context.Context, t *core.Target, url string, body []byte, accept string) (*http.Request, error) {
+	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+	if err != nil {
+		// Only a malformed target URL gets here, which config should have refused.
+		return nil, &core.ConnError{Target: t.Name, Err: err}
+	}
+	hreq.Header.Set("Content-Type", "application/json")
+	hreq.Header.Set("User-Agent", "hayula-gateway")
+	hreq.Header.Set("Accept", accept)
+	if t.APIKey != "" {
+		hreq.Header.Set("Authorization", "Bearer "+string(t.APIKey))
+	}
+	return hreq, nil
+}
+
+// accept is the Accept header for an answer streamed as streamType, or a whole JSON one.
+func accept(stream bool, streamType string) string {
+	if stream {
+		return streamType
+	}
+	return "application/json"
 }
