@@ -20,6 +20,7 @@ import (
 	"github.com/hayula/gateway/config"
 	"github.com/hayula/gateway/conformance"
 	"github.com/hayula/gateway/demo"
+	"github.com/hayula/gateway/internal/logbuf"
 	"github.com/hayula/gateway/lifecycle/lrusim"
 	"github.com/hayula/gateway/server"
 )
@@ -102,12 +103,15 @@ func parse(fs *flag.FlagSet, args []string) error {
 	return nil
 }
 
-func newLogger(w io.Writer, level string) (*slog.Logger, error) {
+// newLogger logs at level to w through a buffer that writes in batches (at most 100 ms late), so
+// that a request's log line costs no write(2) of its own; the returned func writes what is left.
+func newLogger(w io.Writer, level string) (*slog.Logger, func(), error) {
 	var l slog.Level
 	if err := l.UnmarshalText([]byte(level)); err != nil {
-		return nil, usageError{fmt.Sprintf("bad --log-level %q: use debug, info, warn or error", level)}
+		return nil, nil, usageError{fmt.Sprintf("bad --log-level %q: use debug, info, warn or error", level)}
 	}
-	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: l})), nil
+	buf := logbuf.New(w, 100*time.Millisecond, 64<<10)
+	return slog.New(slog.NewTextHandler(buf, &slog.HandlerOptions{Level: l})), func() { _ = buf.Close() }, nil
 }
 
 func cmdServe(ctx context.Context, args []string, stderr io.Writer) error {
@@ -118,10 +122,11 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer) error {
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	log, err := newLogger(stderr, *level)
+	log, flush, err := newLogger(stderr, *level)
 	if err != nil {
 		return err
 	}
+	defer flush()
 	cfg, err := config.Load(*path, os.Getenv)
 	if err != nil {
 		return err
@@ -170,10 +175,11 @@ func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		fmt.Fprint(stdout, demo.Config(*listen, demo.URLsFor(*portBase)))
 		return nil
 	}
-	log, err := newLogger(stderr, *level)
+	log, flush, err := newLogger(stderr, *level)
 	if err != nil {
 		return err
 	}
+	defer flush()
 	b, err := demo.StartBackends(*portBase, 40*time.Millisecond)
 	if err != nil {
 		return err

@@ -15,6 +15,7 @@ var rules = map[string][]string{
 	"core":                        {},
 	"filter":                      {"core"},
 	"select":                      {"core"},
+	"internal/logbuf":             {},
 	"errmap":                      {"core", "lifecycle"}, // lifecycle is a leaf: its typed start/load errors
 	"health":                      {"core"},
 	"autoroute":                   {"core", "internal/jsonx"},
