@@ -142,7 +142,19 @@ func scan(s string, buf []byte, out sink) []byte {
 			i++
 			switch {
 			case c >= 'a' && c <= 'z':
-				sc.add(c)
+				// A run of lower-case letters, the bulk of English text, is copied in one step
+				// rather than byte by byte; like add, it keeps at most maxWordBytes.
+				j := i
+				for j < len(s) && s[j]-'a' < 26 {
+					j++
+				}
+				run := s[i-1 : j]
+				if room := maxWordBytes - len(sc.w); len(run) > room {
+					run = run[:room]
+					sc.overlong = true
+				}
+				sc.w = append(sc.w, run...)
+				i = j
 				sc.script |= scriptLatin
 				sc.lower = true
 			case c >= 'A' && c <= 'Z':
@@ -230,6 +242,10 @@ func isASCIILetter(c byte) bool { return c|0x20 >= 'a' && c|0x20 <= 'z' }
 
 // foldArabic maps the spelling variants that Arabic writers use interchangeably to one letter.
 func foldArabic(r rune) rune {
+	// Most letters (ا to و, bar ة) fold to themselves; answer those before the switch.
+	if r >= 'ا' && r <= 'و' && r != 'ة' {
+		return r
+	}
 	switch r {
 	case 'أ', 'إ', 'آ', 'ٱ', 'ٲ', 'ٳ':
 		return 'ا'
