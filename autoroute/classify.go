@@ -308,10 +308,27 @@ func (c *Classifier) lookup(w []byte, script uint8) int32 {
 // vocabTable is an open-addressing hash set of stems, kept at most a quarter full so that a word in
 // no term (most words) usually stops at the first empty slot. It replaces a map lookup on the hot
 // path, where hashing and probing every word of the prompt dominated the cost.
+//
+// In front of it sits a bit set over each stem's length, first two and last byte: a word whose
+// bit is clear (nearly every word in no term) is answered without hashing it or touching the table.
 type vocabTable struct {
-	mask uint32
-	keys []string
-	ids  []int32
+	mask  uint32
+	keys  []string
+	ids   []int32
+	quick [1 << (quickBits - 6)]uint64
+}
+
+const quickBits = 16
+
+// quickIndex picks a word's bit in vocabTable.quick. The second byte is there because an Arabic
+// letter's first byte (D8 or D9) says little.
+func quickIndex(w []byte) uint32 {
+	n := len(w)
+	if n == 0 {
+		return 0
+	}
+	k := uint32(w[0]) | uint32(w[min(1, n-1)])<<8 | uint32(w[n-1])<<16 | uint32(n)<<24
+	return (k * 0x9E3779B1) >> (32 - quickBits)
 }
 
 func newVocabTable(vocab map[string]int32) vocabTable {
@@ -326,6 +343,8 @@ func newVocabTable(vocab map[string]int32) vocabTable {
 			i = (i + 1) & t.mask
 		}
 		t.keys[i], t.ids[i] = w, id
+		q := quickIndex([]byte(w))
+		t.quick[q/64] |= 1 << (q % 64)
 	}
 	return t
 }
@@ -341,6 +360,9 @@ func fnv32(w []byte) uint32 {
 
 func (c *Classifier) find(w []byte) int32 {
 	t := &c.table
+	if q := quickIndex(w); t.quick[q/64]&(1<<(q%64)) == 0 {
+		return -1
+	}
 	for i := fnv32(w) & t.mask; ; i = (i + 1) & t.mask {
 		k := t.keys[i]
 		if k == "" {
