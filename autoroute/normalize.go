@@ -113,6 +113,14 @@ func (sc *scanner) add(c byte) {
 	sc.w = append(sc.w, c)
 }
 
+// end closes the word being built. Separators often come in pairs (", ", ".\n"), and the second
+// finds no word: that case is answered here, inlined, rather than by a call to flush.
+func (sc *scanner) end() {
+	if len(sc.w) > 0 || sc.overlong {
+		sc.flush()
+	}
+}
+
 func (sc *scanner) flush() {
 	w := sc.w
 	if len(w) > 0 && !sc.overlong {
@@ -168,13 +176,13 @@ func scan(s string, buf []byte, out sink) []byte {
 				if len(sc.w) > 0 && i < len(s) && isASCIILetter(s[i]) {
 					sc.add(c)
 				} else {
-					sc.flush()
+					sc.end()
 				}
 			case c == '.' || c == ',' || c == ';' || c == ':' || c == '!' || c == '?' || c == '\n':
-				sc.flush()
+				sc.end()
 				out.clauseBreak()
 			default:
-				sc.flush()
+				sc.end()
 			}
 			continue
 		}
@@ -198,9 +206,27 @@ func scan(s string, buf []byte, out sink) []byte {
 			case r >= 0x06F0 && r <= 0x06F9:
 				sc.add(byte('0' + r - 0x06F0))
 			case r == 0x060C || r == 0x061B || r == 0x061F || r == 0x06D4:
-				sc.flush()
+				sc.end()
 				out.clauseBreak()
 			case r >= 0x0621 && r <= 0x064A || r >= 0x0671 && r <= 0x06D3:
+				if r >= 'ا' && r <= 'ي' && r != 'ة' && r != 'ى' && r != 0x0640 {
+					// The rest of a run of letters that fold to themselves (most of Arabic
+					// text) is copied in one step, two bytes a letter; like the slow path
+					// below, it keeps whole letters up to maxWordBytes.
+					j := i
+					for j+1 < len(s) && plainArabic(s[j], s[j+1]) {
+						j += 2
+					}
+					run := s[i-2 : j]
+					if room := (maxWordBytes - len(sc.w)) &^ 1; len(run) > room {
+						run = run[:room]
+						sc.overlong = true
+					}
+					sc.w = append(sc.w, run...)
+					i = j
+					sc.script |= scriptArabic
+					continue
+				}
 				r = foldArabic(r)
 				if len(sc.w)+2 > maxWordBytes {
 					sc.overlong = true
@@ -209,17 +235,17 @@ func scan(s string, buf []byte, out sink) []byte {
 				}
 				sc.script |= scriptArabic
 			default:
-				sc.flush()
+				sc.end()
 			}
 		case r == 0x2019 || r == 0x2018:
 			// Typographic apostrophes, as phones type them.
 			if len(sc.w) > 0 && i < len(s) && isASCIILetter(s[i]) {
 				sc.add('\'')
 			} else {
-				sc.flush()
+				sc.end()
 			}
 		case r == 0x2026 || r == 0x3002:
-			sc.flush()
+			sc.end()
 			out.clauseBreak()
 		case unicode.IsLetter(r) || unicode.IsDigit(r):
 			var tmp [utf8.UTFMax]byte
@@ -231,11 +257,23 @@ func scan(s string, buf []byte, out sink) []byte {
 			}
 			sc.script |= scriptOther
 		default:
-			sc.flush()
+			sc.end()
 		}
 	}
-	sc.flush()
+	sc.end()
 	return sc.w[:0]
+}
+
+// plainArabic reports whether b0 b1 is an Arabic letter that normalisation leaves as it is: ا to ي
+// except ة، ى and tatweel.
+func plainArabic(b0, b1 byte) bool {
+	switch b0 {
+	case 0xD8:
+		return b1 >= 0xA7 && b1 <= 0xBF && b1 != 0xA9
+	case 0xD9:
+		return b1 >= 0x81 && b1 <= 0x8A && b1 != 0x89
+	}
+	return false
 }
 
 func isASCIILetter(c byte) bool { return c|0x20 >= 'a' && c|0x20 <= 'z' }
