@@ -388,10 +388,9 @@ type ollamaStream struct {
 	model        string
 	includeUsage bool
 
-	ch      *chunker
-	calls   int // tool calls so far, for their indexes
-	pending [][]byte
-	err     error
+	ch    *chunker
+	calls int // tool calls so far, for their indexes
+	queue
 }
 
 func (a *openaiOllama) newStream(body io.ReadCloser, includeUsage bool) *ollamaStream {
@@ -399,19 +398,7 @@ func (a *openaiOllama) newStream(body io.ReadCloser, includeUsage bool) *ollamaS
 		reasoning: a.t.Reasoning, model: a.t.Model, includeUsage: includeUsage}
 }
 
-func (s *ollamaStream) Next() ([]byte, error) {
-	for {
-		if len(s.pending) > 0 {
-			ev := s.pending[0]
-			s.pending = s.pending[1:]
-			return ev, nil
-		}
-		if s.err != nil {
-			return nil, s.err
-		}
-		s.err = s.read()
-	}
-}
+func (s *ollamaStream) Next() ([]byte, error) { return s.next(s) }
 
 // read consumes one line, queueing what it says; a non-nil result ends the stream after the
 // queue.
@@ -462,31 +449,13 @@ func (s *ollamaStream) read() error {
 	return io.EOF
 }
 
-// Buffered reports whether Next will return without waiting on the upstream. An upstream
-// event may translate into no chunk at all, so the events already buffered are translated
-// here until one yields a chunk or none is left.
-func (s *ollamaStream) Buffered() bool {
-	for len(s.pending) == 0 && s.err == nil {
-		if !s.lines.buffered() {
-			return false
-		}
-		s.err = s.read()
-	}
-	return true
-}
+// Buffered reports whether Next will return without waiting on the upstream.
+func (s *ollamaStream) Buffered() bool { return s.ready(s) }
+
+func (s *ollamaStream) buffered() bool { return s.lines.buffered() }
 
 // Close releases the connection. It is safe to call more than once.
-func (s *ollamaStream) Close() error {
-	s.pending = nil
-	clean := errors.Is(s.err, io.EOF)
-	if s.err == nil || clean {
-		s.err = errStreamClosed
-	}
-	if clean {
-		return closeDrained(s.body)
-	}
-	return s.body.Close()
-}
+func (s *ollamaStream) Close() error { return s.close(s.body) }
 
 func snippet(b []byte) string {
 	if len(b) > 120 {

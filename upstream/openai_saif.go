@@ -253,23 +253,10 @@ type saifStream struct {
 	includeUsage bool
 
 	started bool
-	pending [][]byte
-	err     error
+	queue
 }
 
-func (s *saifStream) Next() ([]byte, error) {
-	for {
-		if len(s.pending) > 0 {
-			ev := s.pending[0]
-			s.pending = s.pending[1:]
-			return ev, nil
-		}
-		if s.err != nil {
-			return nil, s.err
-		}
-		s.err = s.read()
-	}
-}
+func (s *saifStream) Next() ([]byte, error) { return s.next(s) }
 
 func (s *saifStream) read() error {
 	ev, err := s.sse.next()
@@ -321,31 +308,13 @@ func (s *saifStream) read() error {
 	return io.EOF
 }
 
-// Buffered reports whether Next will return without waiting on the upstream. An upstream
-// event may translate into no chunk at all, so the events already buffered are translated
-// here until one yields a chunk or none is left.
-func (s *saifStream) Buffered() bool {
-	for len(s.pending) == 0 && s.err == nil {
-		if !s.sse.buffered() {
-			return false
-		}
-		s.err = s.read()
-	}
-	return true
-}
+// Buffered reports whether Next will return without waiting on the upstream.
+func (s *saifStream) Buffered() bool { return s.ready(s) }
+
+func (s *saifStream) buffered() bool { return s.sse.buffered() }
 
 // Close releases the connection. It is safe to call more than once.
-func (s *saifStream) Close() error {
-	s.pending = nil
-	clean := errors.Is(s.err, io.EOF)
-	if s.err == nil || clean {
-		s.err = errStreamClosed
-	}
-	if clean {
-		return closeDrained(s.body)
-	}
-	return s.body.Close()
-}
+func (s *saifStream) Close() error { return s.close(s.body) }
 
 // textChoiceJSON and textCompletionJSON are /v1/completions' answer shapes.
 type textChoiceJSON struct {

@@ -1,0 +1,69 @@
+package upstream
+
+import (
+	"errors"
+	"io"
+)
+
+// queue is the shared half of a stream that translates another protocol's events (Ollama's
+// NDJSON lines, SAIF's events) into OpenAI chunks: one upstream event may yield no chunk or
+// several, so chunks wait here in order, and the error that ended the stream comes after them.
+type queue struct {
+	pending [][]byte
+	err     error
+}
+
+// eventSource is the protocol half: it reads and translates one upstream event.
+type eventSource interface {
+	// read consumes one upstream event, queueing its chunks; a non-nil result ends the stream
+	// after the queue.
+	read() error
+	// buffered reports whether a complete upstream event is already in memory.
+	buffered() bool
+}
+
+func (q *queue) next(src eventSource) ([]byte, error) {
+	for {
+		if len(q.pending) > 0 {
+			ev := q.pending[0]
+			q.pending = q.pending[1:]
+			return ev, nil
+		}
+		if q.err != nil {
+			return nil, q.err
+		}
+		q.err = src.read()
+	}
+}
+
+// ready reports whether next will return without waiting on the upstream. An upstream event
+// may translate into no chunk at all, so the events already buffered are translated here until
+// one yields a chunk or none is left.
+func (q *queue) ready(src eventSource) bool {
+	for len(q.pending) == 0 && q.err == nil {
+		if !src.buffered() {
+			return false
+		}
+		q.err = src.read()
+	}
+	return true
+}
+
+// close ends the stream and releases body: drained for reuse after a clean end, closed
+// otherwise. It is safe to call more than once.
+func (q *queue) close(body io.ReadCloser) error {
+	q.pending = nil
+	clean := errors.Is(q.err, io.EOF)
+	if q.err == nil || clean {
+		q.err = errStreamClosed
+	}
+	if clean {
+		return closeDrained(body)
+	}
+	return body.Close()
+}
+
+var (
+	_ eventSource = (*ollamaStream)(nil)
+	_ eventSource = (*saifStream)(nil)
+)
