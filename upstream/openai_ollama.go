@@ -125,21 +125,9 @@ func (a *openaiOllama) chat(ctx context.Context, req *core.Request) (*Response, 
 	return &Response{Body: b}, nil
 }
 
-// post sends body to path and returns a 2xx response; anything else is an error of the core
-// types.
+// post sends body to path below the target's URL.
 func (a *openaiOllama) post(ctx context.Context, path string, body []byte, stream bool) (*http.Response, error) {
-	hreq, err := newPost(ctx, a.t, a.t.URL+path, body, accept(stream, "application/x-ndjson"))
-	if err != nil {
-		return nil, err
-	}
-	resp, err := a.c.Do(hreq)
-	if err != nil {
-		return nil, transportError(ctx, a.t, err)
-	}
-	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return nil, statusError(a.t, resp, a.now)
-	}
-	return resp, nil
+	return post(ctx, a.c, a.t, a.t.URL+path, body, accept(stream, "application/x-ndjson"), a.now)
 }
 
 // readAnswer reads a whole 2xx body within maxBody. A body of known length is read into a slice

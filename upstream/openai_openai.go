@@ -28,16 +28,13 @@ type openaiOpenAI struct {
 }
 
 func (a *openaiOpenAI) chat(ctx context.Context, req *core.Request) (*Response, error) {
-	hreq, err := a.request(ctx, req)
+	body := req.Body
+	if a.t.Model != "" {
+		body = jsonx.SetString(body, "model", a.t.Model)
+	}
+	resp, err := post(ctx, a.c, a.t, a.t.URL+req.Op.Path(), body, accept(req.Stream, "text/event-stream"), a.now)
 	if err != nil {
 		return nil, err
-	}
-	resp, err := a.c.Do(hreq)
-	if err != nil {
-		return nil, transportError(ctx, a.t, err)
-	}
-	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return nil, statusError(a.t, resp, a.now)
 	}
 	think := a.t.Reasoning == core.ReasoningThinkTags && req.Op == core.OpChat
 	if req.Stream {
@@ -52,14 +49,6 @@ func (a *openaiOpenAI) chat(ctx context.Context, req *core.Request) (*Response, 
 		r.Body = splitThinkBody(r.Body)
 	}
 	return r, err
-}
-
-func (a *openaiOpenAI) request(ctx context.Context, req *core.Request) (*http.Request, error) {
-	body := req.Body
-	if a.t.Model != "" {
-		body = jsonx.SetString(body, "model", a.t.Model)
-	}
-	return newPost(ctx, a.t, a.t.URL+req.Op.Path(), body, accept(req.Stream, "text/event-stream"))
 }
 
 func (a *openaiOpenAI) body(ctx context.Context, resp *http.Response) (*Response, error) {

@@ -84,16 +84,9 @@ func (a *openaiSAIF) chat(ctx context.Context, req *core.Request) (*Response, er
 		return nil, err
 	}
 	body := mustJSON(out)
-	hreq, err := newPost(ctx, a.t, saifEndpoint(a.t.URL), body, accept(req.Stream, "text/event-stream"))
+	resp, err := post(ctx, a.c, a.t, saifEndpoint(a.t.URL), body, accept(req.Stream, "text/event-stream"), a.now)
 	if err != nil {
 		return nil, err
-	}
-	resp, err := a.c.Do(hreq)
-	if err != nil {
-		return nil, transportError(ctx, a.t, err)
-	}
-	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return nil, statusError(a.t, resp, a.now)
 	}
 	if req.Stream {
 		return a.stream(resp, req)

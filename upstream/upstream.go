@@ -243,10 +243,12 @@ func closeDrained(body io.ReadCloser) error {
 	return body.Close()
 }
 
-// newPost builds the POST an adapter sends to t: a JSON body, what the answer is accepted as
-// (accept: the stream's media type, or application/json), and the target's key as a Bearer
-// token when it has one. The key is never logged.
-func newPost(ctx context.Context, t *core.Target, url string, body []byte, accept string) (*http.Request, error) {
+// post sends body to url on t and returns a 2xx response; a transport failure or any other
+// status comes back as an error of the core types. The request is JSON, accepts accept (the
+// stream's media type, or application/json), and carries the target's key as a Bearer token when
+// it has one; the key is never logged.
+func post(ctx context.Context, c *http.Client, t *core.Target, url string, body []byte, accept string,
+	now func() time.Time) (*http.Response, error) {
 	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
 	if err != nil {
 		// Only a malformed target URL gets here, which config should have refused.
@@ -258,7 +260,14 @@ func newPost(ctx context.Context, t *core.Target, url string, body []byte, accep
 	if t.APIKey != "" {
 		hreq.Header.Set("Authorization", "Bearer "+string(t.APIKey))
 	}
-	return hreq, nil
+	resp, err := c.Do(hreq)
+	if err != nil {
+		return nil, transportError(ctx, t, err)
+	}
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		return nil, statusError(t, resp, now)
+	}
+	return resp, nil
 }
 
 // accept is the Accept header for an answer streamed as streamType, or a whole JSON one.
