@@ -1,0 +1,48 @@
+package server_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/hayula/gateway/server"
+)
+
+func TestPanicIsLogged(t *testing.T) {
+	var logs syncBuffer
+	up := newFake(t, "solo")
+	g := newGateway(t, target("solo", up.url(), "private")+"[routes.solo]\ntargets = [\"solo\"]\n", nil,
+		func(o *server.Options) { o.Upstream = panicky{} }, withLog(&logs))
+	if rep := g.chat(t, "solo"); rep.status != 500 {
+		t.Fatalf("status %d", rep.status)
+	}
+	if out := logs.String(); !strings.Contains(out, "panic serving request") || !strings.Contains(out, "adapter bug") {
+		t.Fatalf("the panic was not logged with its value:\n%s", out)
+	}
+}
+
+// Neither the client's key nor the upstream's key ever reaches the log, on success, on
+// upstream failure or on a bad key.
+func TestSecretsNeverLogged(t *testing.T) {
+	const clientKey, upstreamKey = "hk-client-secret-123", "sk-upstream-secret-456"
+	var logs syncBuffer
+	up := newFake(t, "solo")
+	cfg := target("solo", up.url(), "private", `api_key_env = "UP_KEY"`) + "[routes.solo]\ntargets = [\"solo\"]\n" +
+		"[[keys]]\nname = \"k\"\nsha256 = \"" + sha256hex(clientKey) + "\"\n"
+	g := newGateway(t, cfg, map[string]string{"UP_KEY": upstreamKey}, withLog(&logs))
+	g.chat(t, "solo", "Authorization", "Bearer "+clientKey)
+	up.set(errHandler(500, "internal", "boom"))
+	g.chat(t, "solo", "Authorization", "Bearer "+clientKey)
+	g.chat(t, "solo", "Authorization", "Bearer "+clientKey+"x")
+	if got := up.headers[0].Get("Authorization"); got != "Bearer "+upstreamKey {
+		t.Fatalf("upstream got Authorization %q", got)
+	}
+	out := logs.String()
+	if out == "" {
+		t.Fatal("nothing was logged: the test would prove nothing")
+	}
+	for _, secret := range []string{clientKey, upstreamKey} {
+		if strings.Contains(out, secret) {
+			t.Fatalf("a secret reached the log:\n%s", out)
+		}
+	}
+}
