@@ -179,7 +179,7 @@ func New(r Rules) (*Classifier, error) {
 
 	npats := len(c.pats)
 	c.pool.New = func() any {
-		return &scratch{buf: make([]byte, 0, maxWordBytes), seen: make([]bool, npats),
+		return &scratch{buf: make([]byte, 0, maxWordBytes+8), seen: make([]bool, npats),
 			points: make([]int32, len(c.intents))}
 	}
 	return c, nil
@@ -195,7 +195,7 @@ func (c *Classifier) addPatterns(terms []string, kind patKind, in int32, field s
 			return &ConfigError{f, err.Error()}
 		}
 		var wc wordCollector
-		scan(text, make([]byte, 0, maxWordBytes), &wc)
+		collect(text, &wc)
 		if len(wc.words) == 0 {
 			return &ConfigError{f, fmt.Sprintf("term %q has no words", raw)}
 		}
@@ -269,6 +269,8 @@ type scratch struct {
 	c             *Classifier
 	clause        int32
 	arabic, latin int
+	// collect, when set, receives the words instead (compiling terms, Normalize, tests).
+	collect *wordCollector
 }
 
 type tok struct{ id, clause int32 }
@@ -283,11 +285,20 @@ type hit struct {
 type negSpan struct{ start, end, clause int32 }
 
 func (s *scratch) word(w []byte, script uint8) {
+	if s.collect != nil {
+		s.collect.word(w, script)
+		return
+	}
 	countScript(script, &s.arabic, &s.latin)
 	s.toks = append(s.toks, tok{id: s.c.lookup(w, script), clause: s.clause})
 }
 
-func (s *scratch) clauseBreak() { s.clause++ }
+func (s *scratch) clauseBreak() {
+	s.clause++
+	if s.collect != nil {
+		s.collect.breaks++
+	}
+}
 
 func (c *Classifier) lookup(w []byte, script uint8) int32 {
 	if script == scriptArabic {

@@ -78,7 +78,7 @@ func TestStemsMeet(t *testing.T) {
 
 func stems(s string) []string {
 	var c wordCollector
-	scan(s, nil, &c)
+	collect(s, &c)
 	return c.words
 }
 
@@ -118,5 +118,33 @@ func TestLanguageString(t *testing.T) {
 	}
 	if _, ok := ParseLanguage("french"); ok {
 		t.Error("ParseLanguage(french) succeeded")
+	}
+}
+
+func TestByteClass(t *testing.T) {
+	want := func(c byte) int {
+		switch {
+		case c >= 0x80:
+			return clsHigh
+		case c >= 'a' && c <= 'z':
+			return clsLower
+		case c >= 'A' && c <= 'Z':
+			return clsUpper
+		case c >= '0' && c <= '9':
+			return clsDigit
+		case c == '\'':
+			return clsApos
+		case c == '.' || c == ',' || c == ';' || c == ':' || c == '!' || c == '?' || c == '\n':
+			return clsClause
+		}
+		return clsSep
+	}
+	if len(byteClass) != 256 {
+		t.Fatalf("byteClass has %d entries", len(byteClass))
+	}
+	for c := 0; c < 256; c++ {
+		if got := int(byteClass[c]); got != want(byte(c)) {
+			t.Errorf("byteClass[%#x] = %d, want %d", c, got, want(byte(c)))
+		}
 	}
 }
