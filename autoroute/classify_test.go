@@ -339,3 +339,25 @@ func TestExplainJSON(t *testing.T) {
 		t.Errorf("matched (-want +got):\n%s", diff)
 	}
 }
+
+// TestVocabTableFind holds the table to the map it was built from, for stems passed with no spare
+// capacity (the byte-at-a-time head) and with garbage past their end (the masked eight-byte load).
+func TestVocabTableFind(t *testing.T) {
+	c, err := New(Rules{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for w, id := range c.vocab {
+		tight := []byte(w)[:len(w):len(w)]
+		padded := append([]byte(w), "zzzzzzzzzzzzzzzz"...)[:len(w)]
+		if got := c.find(tight); got != id {
+			t.Errorf("find(%q) tight = %d, want %d", w, got, id)
+		}
+		if got := c.find(padded); got != id {
+			t.Errorf("find(%q) padded = %d, want %d", w, got, id)
+		}
+		if got := c.find(append(padded, 'q')); got >= 0 && c.vocab[w+"q"] != got {
+			t.Errorf("find(%q) = %d, a stem not in the vocabulary", w+"q", got)
+		}
+	}
+}
