@@ -356,7 +356,11 @@ func TestVocabTableFind(t *testing.T) {
 		if got := c.find(padded); got != id {
 			t.Errorf("find(%q) padded = %d, want %d", w, got, id)
 		}
-		if got := c.find(append(padded, 'q')); got >= 0 && c.vocab[w+"q"] != got {
+		want, ok := c.vocab[w+"q"]
+		if !ok {
+			want = -1
+		}
+		if got := c.find(append(padded, 'q')); got != want {
 			t.Errorf("find(%q) = %d, a stem not in the vocabulary", w+"q", got)
 		}
 	}

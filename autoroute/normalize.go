@@ -457,6 +457,15 @@ func clitic(w []byte) bool {
 // (hack, hacking, hacked) are listed explicitly so that the stemmer cannot over-reach. A final
 // consonant+y and a final -ie both become -i, so that "policy"/"policies" and "movie"/"movies" meet.
 func stemEnglish(w []byte) []byte {
+	// Only a word of four bytes or more ending in s, e or y has anything to fold: that answers most
+	// words here, inlined, before the suffix tests.
+	if n := len(w); n <= 3 || w[n-1] != 's' && w[n-1] != 'e' && w[n-1] != 'y' {
+		return w
+	}
+	return stemEnglishSuffix(w)
+}
+
+func stemEnglishSuffix(w []byte) []byte {
 	n := len(w)
 	if n > 3 && w[n-2] == '\'' && w[n-1] == 's' {
 		w = w[:n-2]
