@@ -63,8 +63,7 @@ func adClient(t *testing.T, cfg string) openai.Client {
 		t.Fatal(err)
 	}
 	t.Cleanup(srv.Close)
-	ts := httptest.NewServer(srv.Handler())
-	t.Cleanup(ts.Close)
+	ts := serveLive(t, srv.Handler())
 	return openai.NewClient(option.WithBaseURL(ts.URL+"/v1/"), option.WithAPIKey("unused"),
 		option.WithHTTPClient(ts.Client()), option.WithMaxRetries(0))
 }

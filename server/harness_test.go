@@ -118,7 +118,7 @@ func errHandler(status int, code, msg string) http.HandlerFunc {
 // gateway is a gateway under test behind a real listener.
 type gateway struct {
 	srv   *server.Server
-	ts    *httptest.Server
+	ts    *live
 	clock *health.ManualClock
 }
 
@@ -140,7 +140,7 @@ func newGateway(t *testing.T, cfgText string, env map[string]string, opts ...gwO
 	if err != nil {
 		t.Fatalf("server: %v", err)
 	}
-	ts := httptest.NewServer(s.Handler())
+	ts := serveLive(t, s.Handler())
 	t.Cleanup(func() {
 		ts.Close()
 		s.Close()

@@ -3,19 +3,27 @@ package server
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"net"
 	"net/http"
 	"time"
+
+	"github.com/hayula/gateway/internal/h1"
 )
 
 // Serve answers on ln until ctx ends, then drains in-flight requests for up to grace before
-// closing them.
-func Serve(ctx context.Context, ln net.Listener, h http.Handler, grace time.Duration) error {
-	srv := &http.Server{
+// closing them. It serves HTTP/1.1 with the gateway's own server (internal/h1: no goroutine
+// per request; PERFORMANCE.md); a request it cannot parse gets an OpenAI-shaped error. log
+// receives the HTTP server's own events (a panic that escaped h, a failed accept); nil
+// discards them.
+func Serve(ctx context.Context, ln net.Listener, h http.Handler, grace time.Duration, log *slog.Logger) error {
+	srv := &h1.Server{
 		Handler:           h,
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       120 * time.Second,
 		MaxHeaderBytes:    64 << 10,
+		Reject:            rejectBody,
+		Log:               log,
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
@@ -34,4 +42,13 @@ func Serve(ctx context.Context, ln net.Listener, h http.Handler, grace time.Dura
 		return serr
 	}
 	return err
+}
+
+// rejectBody is the answer to a request the HTTP server could not parse, in OpenAI's shape.
+func rejectBody(status int, code, msg string) (string, []byte) {
+	typ := typeInvalidRequest
+	if status >= 500 && status != http.StatusNotImplemented && status != http.StatusHTTPVersionNotSupported {
+		typ = typeServer
+	}
+	return "application/json", append(errorBody(&apiError{Status: status, Type: typ, Code: code, Message: msg}), '\n')
 }

@@ -87,5 +87,5 @@ func run(ctx context.Context, args []string) error {
 	}
 	// The harness reads this line to find both listeners.
 	fmt.Printf("gateway=%s pprof=%s\n", ln.Addr(), pl.Addr())
-	return server.Serve(ctx, ln, srv.Handler(), 5*time.Second)
+	return server.Serve(ctx, ln, srv.Handler(), 5*time.Second, nil)
 }

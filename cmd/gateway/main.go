@@ -159,7 +159,7 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
 	}
 	log.Info("hayula gateway listening", "addr", ln.Addr().String(), "routes", len(cfg.Routes),
 		"targets", len(cfg.Targets), "managed", len(cfg.Lifecycle.Specs))
-	return server.Serve(ctx, ln, srv.Handler(), 10*time.Second)
+	return server.Serve(ctx, ln, srv.Handler(), 10*time.Second, log)
 }
 
 func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error {

@@ -16,6 +16,7 @@ var rules = map[string][]string{
 	"filter":                      {"core"},
 	"select":                      {"core"},
 	"internal/logbuf":             {},
+	"internal/h1":                 {},
 	"errmap":                      {"core", "lifecycle"}, // lifecycle is a leaf: its typed start/load errors
 	"health":                      {"core"},
 	"autoroute":                   {"core", "internal/jsonx"},

@@ -1,0 +1,143 @@
+package h1
+
+import (
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httputil"
+)
+
+// body is the request body of a connection's current request. It is reused request after
+// request; handlers hold a bodyHandle, which stops working when its request is over.
+type body struct {
+	c       *conn
+	gen     uint64
+	n       int64 // bytes left of a Content-Length body
+	chunked bool
+	cr      io.Reader // the chunked decoder, while chunked
+	cont    bool      // 100 Continue is owed before the first read
+	eof     bool
+	done    bool // the handler returned
+	err     error
+}
+
+func (b *body) reset(n int64, chunked, cont bool) {
+	b.gen++
+	*b = body{c: b.c, gen: b.gen, n: max(n, 0), chunked: chunked, cont: cont, eof: n == 0 && !chunked}
+}
+
+// errBodyCut is a body that ended before its declared length or final chunk.
+var errBodyCut = errors.New("h1: the client closed the connection before the request body ended")
+
+func (b *body) read(p []byte) (int, error) {
+	if b.done {
+		return 0, http.ErrBodyReadAfterClose
+	}
+	return b.readRaw(p)
+}
+
+func (b *body) readRaw(p []byte) (int, error) {
+	switch {
+	case b.eof:
+		return 0, io.EOF
+	case b.err != nil:
+		return 0, b.err
+	case len(p) == 0:
+		return 0, nil
+	}
+	if b.cont {
+		b.cont = false
+		bw := b.c.bufs.bw
+		_, _ = bw.WriteString("HTTP/1.1 100 Continue\r\n\r\n")
+		if err := bw.Flush(); err != nil {
+			b.err = err
+			return 0, err
+		}
+	}
+	if b.chunked {
+		if b.cr == nil {
+			b.cr = httputil.NewChunkedReader(b.c.bufs.br)
+		}
+		n, err := b.cr.Read(p)
+		switch {
+		case errors.Is(err, io.EOF):
+			if terr := b.c.readTrailer(); terr != nil {
+				b.err = terr
+				return n, terr
+			}
+			b.hitEOF()
+			return n, io.EOF
+		case err != nil:
+			if errors.Is(err, io.ErrUnexpectedEOF) {
+				err = errBodyCut
+			}
+			b.err = err
+		}
+		return n, err
+	}
+	if int64(len(p)) > b.n {
+		p = p[:b.n]
+	}
+	n, err := b.c.bufs.br.Read(p)
+	b.n -= int64(n)
+	if b.n == 0 {
+		b.hitEOF()
+		return n, io.EOF
+	}
+	if err != nil {
+		if errors.Is(err, io.EOF) {
+			err = errBodyCut
+		}
+		b.err = err
+	}
+	return n, err
+}
+
+func (b *body) hitEOF() {
+	b.eof = true
+	b.cr = nil
+	if !b.done {
+		b.c.armWatch()
+	}
+}
+
+// drain reads what the handler left of the body, so that the connection can carry the next
+// request, and reports whether it can. A rest larger than maxDrain, a body that broke, and a
+// body the client was told nothing about yet (100 Continue never sent) close it instead.
+func (b *body) drain() bool {
+	if b.eof {
+		return true
+	}
+	if b.err != nil || b.cont || !b.chunked && b.n > maxDrain {
+		return false
+	}
+	var buf [512]byte
+	left := maxDrain
+	for left > 0 {
+		n, err := b.readRaw(buf[:min(len(buf), left)])
+		left -= n
+		if errors.Is(err, io.EOF) {
+			return true
+		}
+		if err != nil {
+			return false
+		}
+	}
+	return false
+}
+
+// bodyHandle is what a handler gets as http.Request.Body.
+type bodyHandle struct {
+	b   *body
+	gen uint64
+}
+
+func (h *bodyHandle) Read(p []byte) (int, error) {
+	if h.b.gen != h.gen {
+		return 0, http.ErrBodyReadAfterClose
+	}
+	return h.b.read(p)
+}
+
+// Close does nothing the server would not do: what is left is drained after the handler.
+func (h *bodyHandle) Close() error { return nil }

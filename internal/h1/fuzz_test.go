@@ -1,0 +1,59 @@
+package h1
+
+import (
+	"bufio"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+)
+
+// FuzzReadRequest feeds arbitrary heads to the parser: it must never panic, and a request
+// that both it and net/http accept must come out the same from both (method, target, host,
+// headers, body framing).
+func FuzzReadRequest(f *testing.F) {
+	for _, s := range []string{
+		"GET / HTTP/1.1\r\nHost: h\r\n\r\n",
+		"POST /v1/chat/completions HTTP/1.1\r\nhost: h\r\ncontent-length: 2\r\n\r\n{}",
+		"POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n1\r\na\r\n0\r\n\r\n",
+		"GET /a%20b?q=1 HTTP/1.0\r\nConnection: keep-alive\r\n\r\n",
+		"GET http://x/y HTTP/1.1\r\nHost: h\r\nX-A: 1\r\nX-A: 2\r\n\r\n",
+		"OPTIONS * HTTP/1.1\r\nHost: h\r\n\r\n",
+		"GET / HTTP/1.1\r\nHost: h\r\nContent-Length: 1\r\nContent-Length: 1\r\n\r\na",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, raw string) {
+		c := &conn{s: &Server{}, remote: "r"}
+		c.body.c = c
+		c.bufs = &connBufs{br: bufio.NewReader(strings.NewReader(raw))}
+		got, err := c.readRequest()
+		if err != nil {
+			return
+		}
+		want, werr := http.ReadRequest(bufio.NewReader(strings.NewReader(raw)))
+		if werr != nil {
+			return // stricter or looser than net/http in places, by design (see parse.go)
+		}
+		if got.Method != want.Method || got.RequestURI != want.RequestURI || got.Host != want.Host ||
+			got.URL.Path != want.URL.Path || got.URL.RawQuery != want.URL.RawQuery {
+			t.Fatalf("request line: h1 %s %q host %q path %q; net/http %s %q host %q path %q",
+				got.Method, got.RequestURI, got.Host, got.URL.Path, want.Method, want.RequestURI, want.Host, want.URL.Path)
+		}
+		if got.ContentLength != want.ContentLength {
+			t.Fatalf("content length: h1 %d, net/http %d", got.ContentLength, want.ContentLength)
+		}
+		for k, vs := range want.Header {
+			if strings.Join(got.Header[k], "\x00") != strings.Join(vs, "\x00") {
+				t.Fatalf("header %s: h1 %q, net/http %q", k, got.Header[k], vs)
+			}
+		}
+		if got.Body != http.NoBody {
+			gb, gerr := io.ReadAll(got.Body)
+			wb, _ := io.ReadAll(want.Body)
+			if gerr == nil && string(gb) != string(wb) {
+				t.Fatalf("body: h1 %q, net/http %q", gb, wb)
+			}
+		}
+	})
+}

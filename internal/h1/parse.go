@@ -1,0 +1,419 @@
+package h1
+
+import (
+	"bufio"
+	"errors"
+	"io"
+	"net/http"
+	"net/textproto"
+	"net/url"
+	"strconv"
+	"strings"
+)
+
+// parseError is a request the server answers with status and then closes the connection on.
+type parseError struct {
+	status int
+	code   string
+	msg    string
+}
+
+func (e *parseError) Error() string { return e.msg }
+
+func bad(msg string) error {
+	return &parseError{status: http.StatusBadRequest, code: "malformed_http_request", msg: msg}
+}
+
+// readHead reads a request's line and headers, through the empty line that ends them. Empty
+// lines before the request line are skipped (RFC 9112 §2.2); a line may end in CRLF or LF.
+func (c *conn) readHead() ([]byte, error) {
+	br := c.bufs.br
+	limit := c.s.MaxHeaderBytes
+	if limit <= 0 {
+		limit = defaultMaxHeader
+	}
+	h := c.bufs.hdr[:0]
+	lineStart, lines, skipped := true, 0, 0
+	for {
+		frag, err := br.ReadSlice('\n')
+		if len(h)+len(frag) > limit {
+			if lines == 0 {
+				return nil, &parseError{http.StatusRequestURITooLong, "uri_too_long",
+					"the request line is longer than " + strconv.Itoa(limit) + " bytes"}
+			}
+			return nil, &parseError{http.StatusRequestHeaderFieldsTooLarge, "header_too_large",
+				"the request's headers are larger than " + strconv.Itoa(limit) + " bytes"}
+		}
+		if errors.Is(err, bufio.ErrBufferFull) {
+			h = append(h, frag...)
+			lineStart = false
+			continue
+		}
+		if err != nil {
+			return nil, err // the client closed or timed out mid-request: nothing to answer
+		}
+		if lineStart && (len(frag) == 1 || len(frag) == 2 && frag[0] == '\r') {
+			if lines == 0 {
+				if skipped++; skipped > 4 {
+					return nil, bad("empty lines where a request line was expected")
+				}
+				continue
+			}
+			h = append(h, frag...)
+			c.bufs.hdr = h
+			return h, nil
+		}
+		h = append(h, frag...)
+		lineStart = true
+		lines++
+	}
+}
+
+// readRequest reads and checks one request's head and sets up its body. The strings of the
+// request (method, path, header values) are all slices of one string copied from the head.
+func (c *conn) readRequest() (*http.Request, error) {
+	head, err := c.readHead()
+	if err != nil {
+		return nil, err
+	}
+	raw := string(head)
+
+	line, rest := nextLine(raw)
+	method, rem, ok := strings.Cut(line, " ")
+	if !ok || !isToken(method) {
+		return nil, bad("malformed request line")
+	}
+	sp := strings.LastIndexByte(rem, ' ')
+	if sp < 0 {
+		return nil, bad("malformed request line")
+	}
+	target, proto := rem[:sp], rem[sp+1:]
+	minor, perr := parseProto(proto)
+	if perr != nil {
+		return nil, perr
+	}
+	if target == "" || !visible(target) {
+		return nil, bad("malformed request target")
+	}
+	u, err := parseTarget(method, target)
+	if err != nil {
+		return nil, err
+	}
+
+	n := strings.Count(rest, "\n")
+	hdr := make(http.Header, n)
+	vals := make([]string, n)
+	vi, hosts := 0, 0
+	var host string
+	for {
+		line, rest = nextLine(rest)
+		if line == "" {
+			break
+		}
+		if line[0] == ' ' || line[0] == '\t' {
+			return nil, bad("obsolete line folding in the headers is not accepted")
+		}
+		name, value, ok := strings.Cut(line, ":")
+		if !ok || !isToken(name) {
+			return nil, bad("malformed header line")
+		}
+		value = strings.Trim(value, " \t")
+		if !validValue(value) {
+			return nil, bad("invalid character in the value of header " + strconv.Quote(name))
+		}
+		key := canonicalKey(name)
+		if key == "Host" {
+			hosts++
+			host = value
+			continue
+		}
+		if vs, ok := hdr[key]; ok {
+			hdr[key] = append(vs, value)
+			continue
+		}
+		vals[vi] = value
+		hdr[key] = vals[vi : vi+1 : vi+1]
+		vi++
+	}
+
+	if hosts > 1 || hosts == 0 && minor == 1 {
+		return nil, bad("a request must carry exactly one Host header")
+	}
+	if !visible(host) && host != "" {
+		return nil, bad("malformed Host header")
+	}
+	if u.Host != "" {
+		host = u.Host // absolute form: the target's authority wins (RFC 9112 §3.2.2)
+	}
+
+	req := &http.Request{
+		Method:     method,
+		URL:        u,
+		Proto:      proto,
+		ProtoMajor: 1,
+		ProtoMinor: minor,
+		Header:     hdr,
+		Host:       host,
+		RemoteAddr: c.remote,
+		RequestURI: target,
+		Close:      closes(hdr["Connection"], minor),
+	}
+	if err := c.setBody(req); err != nil {
+		return nil, err
+	}
+	return req, nil
+}
+
+// setBody reads the framing headers and sets the request's Body and ContentLength.
+func (c *conn) setBody(req *http.Request) error {
+	h := req.Header
+	size := int64(0)
+	if cls, ok := h["Content-Length"]; ok {
+		for i, v := range cls {
+			n, err := parseLength(v)
+			if err != nil {
+				return err
+			}
+			if i > 0 && n != size {
+				return bad("conflicting Content-Length headers")
+			}
+			size = n
+		}
+		h["Content-Length"] = cls[:1] // equal duplicates count once, as in net/http
+	}
+	chunked := false
+	if tes, ok := h["Transfer-Encoding"]; ok {
+		if req.ProtoMinor == 0 {
+			return bad("Transfer-Encoding is not allowed in HTTP/1.0")
+		}
+		if _, ok := h["Content-Length"]; ok {
+			return bad("a request must not carry both Content-Length and Transfer-Encoding")
+		}
+		if len(tes) != 1 || !strings.EqualFold(tes[0], "chunked") {
+			return &parseError{http.StatusNotImplemented, "unsupported_transfer_encoding",
+				"only Transfer-Encoding: chunked is supported"}
+		}
+		delete(h, "Transfer-Encoding")
+		req.TransferEncoding = []string{"chunked"}
+		chunked = true
+		size = -1
+	}
+	cont := false
+	if ex, ok := h["Expect"]; ok && req.ProtoMinor == 1 {
+		if len(ex) != 1 || !strings.EqualFold(ex[0], "100-continue") {
+			return &parseError{http.StatusExpectationFailed, "expectation_failed",
+				"only Expect: 100-continue is supported"}
+		}
+		cont = size != 0
+	}
+	req.ContentLength = size
+	if size == 0 {
+		req.Body = http.NoBody
+		c.body.reset(0, false, false)
+		return nil
+	}
+	c.body.reset(size, chunked, cont)
+	req.Body = &bodyHandle{b: &c.body, gen: c.body.gen}
+	return nil
+}
+
+func nextLine(s string) (line, rest string) {
+	i := strings.IndexByte(s, '\n')
+	if i < 0 {
+		return s, ""
+	}
+	line, rest = s[:i], s[i+1:]
+	if n := len(line); n > 0 && line[n-1] == '\r' {
+		line = line[:n-1]
+	}
+	return line, rest
+}
+
+func parseProto(p string) (minor int, err error) {
+	switch p {
+	case "HTTP/1.1":
+		return 1, nil
+	case "HTTP/1.0":
+		return 0, nil
+	}
+	if len(p) == 8 && strings.HasPrefix(p, "HTTP/") && p[6] == '.' && isDigit(p[5]) && isDigit(p[7]) {
+		return 0, &parseError{http.StatusHTTPVersionNotSupported, "http_version_not_supported",
+			p + " is not supported; use HTTP/1.1"}
+	}
+	if p == "HTTP/2" || p == "HTTP/3" {
+		return 0, &parseError{http.StatusHTTPVersionNotSupported, "http_version_not_supported",
+			p + " is not supported; use HTTP/1.1"}
+	}
+	return 0, bad("malformed HTTP version " + strconv.Quote(p))
+}
+
+// parseTarget turns the request target into a URL; an origin-form path of plain characters,
+// the common case, is taken as it is.
+func parseTarget(method, target string) (*url.URL, error) {
+	if target[0] == '/' && plainPath(target) {
+		return &url.URL{Path: target}, nil
+	}
+	if target == "*" && method == http.MethodOptions {
+		return &url.URL{Path: "*"}, nil
+	}
+	u, err := url.ParseRequestURI(target)
+	if err != nil {
+		return nil, bad("malformed request target")
+	}
+	return u, nil
+}
+
+func parseLength(v string) (int64, error) {
+	if v == "" || len(v) > 18 {
+		return 0, bad("invalid Content-Length " + strconv.Quote(v))
+	}
+	var n int64
+	for i := 0; i < len(v); i++ {
+		if !isDigit(v[i]) {
+			return 0, bad("invalid Content-Length " + strconv.Quote(v))
+		}
+		n = n*10 + int64(v[i]-'0')
+	}
+	return n, nil
+}
+
+// closes reports whether the client asked the connection to close after this request: by
+// "Connection: close", or by not asking HTTP/1.0 to keep it alive.
+func closes(conn []string, minor int) bool {
+	keepAlive, closeIt := false, false
+	for _, v := range conn {
+		for v != "" {
+			var tok string
+			tok, v, _ = strings.Cut(v, ",")
+			tok = strings.Trim(tok, " \t")
+			switch {
+			case strings.EqualFold(tok, "close"):
+				closeIt = true
+			case strings.EqualFold(tok, "keep-alive"):
+				keepAlive = true
+			}
+		}
+	}
+	return closeIt || minor == 0 && !keepAlive
+}
+
+// canonicalKey is name in canonical form without allocating for names that already are, or
+// that a client commonly sends in lower case.
+func canonicalKey(name string) string {
+	if isCanonical(name) {
+		return name
+	}
+	for _, k := range commonKeys {
+		if len(k) == len(name) && strings.EqualFold(k, name) {
+			return k
+		}
+	}
+	return textproto.CanonicalMIMEHeaderKey(name)
+}
+
+// commonKeys are header names clients send, in canonical form; HTTP/2-minded clients and
+// Python's httpx send them in lower case.
+var commonKeys = [...]string{
+	"Host", "Accept", "Accept-Encoding", "Authorization", "Connection", "Content-Length",
+	"Content-Type", "Expect", "Transfer-Encoding", "User-Agent", "X-Api-Key", "X-Route-Hint",
+	"Openai-Organization", "Openai-Project", "X-Request-Id", "Idempotency-Key",
+	"X-Stainless-Arch", "X-Stainless-Lang", "X-Stainless-Os", "X-Stainless-Package-Version",
+	"X-Stainless-Retry-Count", "X-Stainless-Runtime", "X-Stainless-Runtime-Version",
+	"X-Stainless-Async", "X-Stainless-Read-Timeout", "X-Stainless-Timeout",
+}
+
+func isCanonical(s string) bool {
+	upper := true
+	for i := 0; i < len(s); i++ {
+		b := s[i]
+		if upper && 'a' <= b && b <= 'z' || !upper && 'A' <= b && b <= 'Z' {
+			return false
+		}
+		upper = b == '-'
+	}
+	return true
+}
+
+func isDigit(b byte) bool { return '0' <= b && b <= '9' }
+
+// isToken reports whether s is an RFC 9110 token: a method or a header name.
+func isToken(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if !tchar(s[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+func tchar(b byte) bool {
+	switch {
+	case 'a' <= b && b <= 'z', 'A' <= b && b <= 'Z', '0' <= b && b <= '9':
+		return true
+	}
+	return strings.IndexByte("!#$%&'*+-.^_`|~", b) >= 0
+}
+
+// validValue reports whether a header value has no control character but tab.
+func validValue(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if b := s[i]; b < ' ' && b != '\t' || b == 0x7f {
+			return false
+		}
+	}
+	return true
+}
+
+// visible reports whether s has no space and no control character.
+func visible(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if b := s[i]; b <= ' ' || b == 0x7f {
+			return false
+		}
+	}
+	return true
+}
+
+// plainPath reports whether an origin-form target needs no unescaping and has no query.
+func plainPath(s string) bool {
+	for i := 0; i < len(s); i++ {
+		switch b := s[i]; {
+		case b == '%' || b == '?' || b == '#' || b >= 0x7f:
+			return false
+		}
+	}
+	return true
+}
+
+// readTrailer reads and drops a chunked body's trailer section, through its empty line.
+func (c *conn) readTrailer() error {
+	limit := c.s.MaxHeaderBytes
+	if limit <= 0 {
+		limit = defaultMaxHeader
+	}
+	total, lineStart := 0, true
+	for {
+		line, err := c.bufs.br.ReadSlice('\n')
+		total += len(line)
+		if total > limit {
+			return errors.New("h1: chunked body trailer too large")
+		}
+		if errors.Is(err, bufio.ErrBufferFull) {
+			lineStart = false
+			continue
+		}
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				return io.ErrUnexpectedEOF
+			}
+			return err
+		}
+		if lineStart && (len(line) == 1 || len(line) == 2 && line[0] == '\r') {
+			return nil
+		}
+		lineStart = true
+	}
+}

@@ -1,0 +1,320 @@
+package h1
+
+import (
+	"errors"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// response is the http.ResponseWriter of a connection's current request. The body is held
+// back (up to the pending buffer's size) until the handler flushes or returns, so that an
+// answer of known size goes out with Content-Length and in one write; a longer or flushed
+// answer of unknown size is chunked (HTTP/1.1) or ends with the connection (HTTP/1.0).
+type response struct {
+	c         *conn
+	req       *http.Request
+	header    http.Header
+	status    int
+	wrote     bool // the status is set
+	committed bool // the head is in the write buffer
+	chunked   bool
+	noBody    bool  // HEAD, 1xx, 204 and 304
+	length    int64 // from the handler's Content-Length; -1 when none
+	written   int64
+	closeConn bool
+	err       error // a write failed: the client is gone
+	finished  bool
+}
+
+var (
+	_ http.ResponseWriter = (*response)(nil)
+	_ http.Flusher        = (*response)(nil)
+)
+
+func (w *response) reset(req *http.Request) {
+	h := w.c.bufs.rh
+	clear(h)
+	*w = response{c: w.c, req: req, header: h, length: -1}
+}
+
+func (w *response) Header() http.Header { return w.header }
+
+// WriteHeader sets the status. An informational status (1xx but 101) is written at once and
+// the handler may still set another.
+func (w *response) WriteHeader(code int) {
+	if w.wrote || w.finished {
+		return
+	}
+	if code < 100 || code > 999 {
+		panic("h1: invalid WriteHeader code " + strconv.Itoa(code))
+	}
+	if code < 200 && code != http.StatusSwitchingProtocols {
+		w.writeInformational(code)
+		return
+	}
+	w.wrote, w.status = true, code
+	if cl := w.header.Get("Content-Length"); cl != "" {
+		if n, err := parseLength(cl); err == nil {
+			w.length = n
+		} else {
+			w.header.Del("Content-Length")
+		}
+	}
+	w.noBody = w.req.Method == http.MethodHead || code == http.StatusNoContent ||
+		code == http.StatusNotModified || code < 200
+}
+
+func (w *response) writeInformational(code int) {
+	bw := w.c.bufs.bw
+	var line [64]byte
+	_, _ = bw.Write(statusLine(line[:0], code))
+	w.writeFields(false)
+	_, _ = bw.WriteString("\r\n")
+	if err := bw.Flush(); err != nil && w.err == nil {
+		w.err = err
+	}
+}
+
+func (w *response) Write(p []byte) (int, error) {
+	if w.finished {
+		return 0, errors.New("h1: write after the handler returned")
+	}
+	if !w.wrote {
+		w.WriteHeader(http.StatusOK)
+	}
+	if w.err != nil {
+		return 0, w.err
+	}
+	if w.noBody {
+		if w.req.Method == http.MethodHead {
+			return len(p), nil
+		}
+		return 0, http.ErrBodyNotAllowed
+	}
+	if w.length >= 0 && w.written+int64(len(p)) > w.length {
+		return 0, http.ErrContentLength
+	}
+	w.written += int64(len(p))
+	if !w.committed {
+		pend := w.c.bufs.pending
+		if len(pend)+len(p) <= cap(pend) {
+			w.c.bufs.pending = append(pend, p...)
+			return len(p), nil
+		}
+		w.commit(false)
+	}
+	return w.writeBody(p)
+}
+
+// WriteString lets io.WriteString skip a copy.
+func (w *response) WriteString(s string) (int, error) {
+	if !w.committed && w.wrote && !w.noBody && w.err == nil && !w.finished &&
+		len(w.c.bufs.pending)+len(s) <= cap(w.c.bufs.pending) &&
+		(w.length < 0 || w.written+int64(len(s)) <= w.length) {
+		w.c.bufs.pending = append(w.c.bufs.pending, s...)
+		w.written += int64(len(s))
+		return len(s), nil
+	}
+	return w.Write([]byte(s))
+}
+
+func (w *response) writeBody(p []byte) (int, error) {
+	bw := w.c.bufs.bw
+	if w.chunked {
+		if len(p) == 0 {
+			return 0, nil
+		}
+		var hb [20]byte
+		h := strconv.AppendInt(hb[:0], int64(len(p)), 16)
+		h = append(h, '\r', '\n')
+		_, _ = bw.Write(h)
+	}
+	n, err := bw.Write(p)
+	if w.chunked && err == nil {
+		_, err = bw.WriteString("\r\n")
+	}
+	if err != nil {
+		w.err = err
+	}
+	return n, err
+}
+
+// Flush sends the head and what has been written, and then each write as it comes.
+func (w *response) Flush() {
+	if w.finished {
+		return
+	}
+	if !w.wrote {
+		w.WriteHeader(http.StatusOK)
+	}
+	if !w.committed {
+		w.commit(false)
+	}
+	if w.err != nil {
+		return
+	}
+	if err := w.c.bufs.bw.Flush(); err != nil {
+		w.err = err
+	}
+}
+
+// FlushError is what http.ResponseController.Flush calls: Flush reporting a failed write.
+func (w *response) FlushError() error {
+	w.Flush()
+	return w.err
+}
+
+// SetReadDeadline and SetWriteDeadline serve http.ResponseController.
+func (w *response) SetReadDeadline(t time.Time) error  { return w.c.nc.SetReadDeadline(t) }
+func (w *response) SetWriteDeadline(t time.Time) error { return w.c.nc.SetWriteDeadline(t) }
+
+// commit writes the head to the write buffer, and what is pending after it. final means the
+// handler has returned, so the body's length is what was written.
+func (w *response) commit(final bool) {
+	w.committed = true
+	bw := w.c.bufs.bw
+	var line [64]byte
+	_, _ = bw.Write(statusLine(line[:0], w.status))
+	switch {
+	case w.noBody:
+		if w.length >= 0 && w.req.Method == http.MethodHead {
+			w.writeLength(w.length)
+		}
+	case w.length >= 0:
+		w.writeLength(w.length)
+	case final:
+		w.length = w.written
+		w.writeLength(w.written)
+	case w.req.ProtoMinor >= 1:
+		w.chunked = true
+		_, _ = bw.WriteString("Transfer-Encoding: chunked\r\n")
+	default:
+		w.closeConn = true // HTTP/1.0 without a length: the close ends the body
+	}
+	if b := &w.c.body; !b.eof && (b.cont || b.err != nil || !b.chunked && b.n > maxDrain) {
+		w.closeConn = true // the rest of the body will not be read (see body.drain)
+	}
+	if w.req.Close || w.c.s.inShutdown.Load() || connectionClose(w.header) {
+		w.closeConn = true
+	}
+	if w.closeConn {
+		_, _ = bw.WriteString("Connection: close\r\n")
+	} else if w.req.ProtoMinor == 0 {
+		_, _ = bw.WriteString("Connection: keep-alive\r\n")
+	}
+	if _, ok := w.header["Date"]; !ok {
+		_, _ = bw.Write(w.c.s.date.get(time.Now()))
+	}
+	w.writeFields(true)
+	_, _ = bw.WriteString("\r\n")
+	if pend := w.c.bufs.pending; len(pend) > 0 {
+		w.c.bufs.pending = pend[:0]
+		_, _ = w.writeBody(pend)
+	}
+}
+
+func (w *response) writeLength(n int64) {
+	var b [40]byte
+	h := append(b[:0], "Content-Length: "...)
+	h = strconv.AppendInt(h, n, 10)
+	h = append(h, '\r', '\n')
+	_, _ = w.c.bufs.bw.Write(h)
+}
+
+// writeFields writes the handler's header fields, but for the framing ones the server writes
+// itself. A line break in a value becomes a space, and a field with an invalid name is
+// dropped, so that nothing a handler copies from elsewhere can split the head.
+func (w *response) writeFields(final bool) {
+	bw := w.c.bufs.bw
+	for k, vs := range w.header {
+		if final {
+			switch k {
+			case "Content-Length", "Transfer-Encoding", "Connection":
+				continue
+			}
+		}
+		if !isToken(k) {
+			continue
+		}
+		for _, v := range vs {
+			_, _ = bw.WriteString(k)
+			_, _ = bw.WriteString(": ")
+			if validValue(v) {
+				_, _ = bw.WriteString(v)
+			} else {
+				_, _ = bw.WriteString(sanitize(v))
+			}
+			_, _ = bw.WriteString("\r\n")
+		}
+	}
+}
+
+func sanitize(v string) string {
+	return strings.Map(func(r rune) rune {
+		if r < ' ' && r != '\t' || r == 0x7f {
+			return ' '
+		}
+		return r
+	}, v)
+}
+
+func connectionClose(h http.Header) bool {
+	for _, v := range h["Connection"] {
+		if strings.EqualFold(strings.TrimSpace(v), "close") {
+			return true
+		}
+	}
+	return false
+}
+
+// finish completes the answer after the handler returns and reports whether the connection
+// can carry another request.
+func (w *response) finish() bool {
+	if !w.wrote {
+		w.WriteHeader(http.StatusOK)
+	}
+	if !w.committed {
+		w.commit(true)
+	}
+	w.finished = true
+	bw := w.c.bufs.bw
+	if w.chunked && w.err == nil {
+		_, _ = bw.WriteString("0\r\n\r\n")
+	}
+	if w.err == nil {
+		if err := bw.Flush(); err != nil {
+			w.err = err
+		}
+	}
+	short := !w.noBody && w.length >= 0 && w.written < w.length
+	return w.err == nil && !w.closeConn && !short
+}
+
+// abandon ends an answer that a panic cut off: a 500 when nothing has gone out yet, otherwise
+// nothing (the connection closes, which the client sees as a cut answer).
+func (w *response) abandon() {
+	w.finished = true
+	if w.committed || w.err != nil {
+		_ = w.c.bufs.bw.Flush()
+		return
+	}
+	w.c.bufs.pending = w.c.bufs.pending[:0]
+	w.c.reject(&parseError{http.StatusInternalServerError, "internal_error",
+		"the server hit an internal error"})
+}
+
+// statusLine appends "HTTP/1.1 code text\r\n" to b.
+func statusLine(b []byte, code int) []byte {
+	if code == http.StatusOK {
+		return append(b, "HTTP/1.1 200 OK\r\n"...)
+	}
+	b = append(b, "HTTP/1.1 "...)
+	b = strconv.AppendInt(b, int64(code), 10)
+	b = append(b, ' ')
+	b = append(b, http.StatusText(code)...)
+	return append(b, '\r', '\n')
+}
+
+func appendInt(b []byte, n int64) []byte { return strconv.AppendInt(b, n, 10) }

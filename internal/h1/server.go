@@ -1,0 +1,398 @@
+// Package h1 owns the gateway's HTTP/1.1 server: accepting connections, parsing requests,
+// framing answers (Content-Length or chunked), keep-alive, timeouts, graceful shutdown, and
+// noticing a client that left while its request runs. It serves any http.Handler and knows
+// nothing of the gateway.
+//
+// Why not net/http's server: for every request net/http starts a goroutine that reads the
+// connection in the background (to notice a client that leaves), then stops it with a read
+// deadline and waits for it. On a loaded machine each of those steps wakes a thread, and the
+// bench harness measured them at about 50 µs a request on a keep-alive connection (PERFORMANCE.md).
+// Here the connection's own goroutine reads the request, runs the handler and writes the answer,
+// and the watching goroutine is started only for a request that is still running after
+// Server.WatchAfter: a language model's answer takes seconds, the fast path none of that.
+//
+// What it does not do: TLS, HTTP/2, Upgrade and Hijack, and sniffing a Content-Type; the gateway
+// listens on plain HTTP/1.1 and sets every Content-Type it writes.
+package h1
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"runtime/debug"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Server serves HTTP/1.1 on listeners. Set its fields before calling Serve and do not change
+// them after.
+type Server struct {
+	// Handler answers every request.
+	Handler http.Handler
+	// ReadHeaderTimeout bounds reading a request's line and headers once its first byte has
+	// arrived; zero means no limit.
+	ReadHeaderTimeout time.Duration
+	// IdleTimeout bounds the wait for the next request on a kept-alive connection; zero means
+	// no limit.
+	IdleTimeout time.Duration
+	// MaxHeaderBytes bounds a request's line and headers together; zero means 64 KiB. A request
+	// over it is answered 431 (414 when the request line alone is over it).
+	MaxHeaderBytes int
+	// WatchAfter is how long a request may run, once its body has been read, before a goroutine
+	// starts watching its connection, so that a client that leaves cancels the request's
+	// context; it is also the sweeper's period (see sweep). Zero means 50 ms.
+	WatchAfter time.Duration
+	// Reject renders the body of the answer to a request that could not be parsed; nil
+	// answers in text/plain. code is a short machine-readable name ("header_too_large").
+	Reject func(status int, code, msg string) (contentType string, body []byte)
+	// Log receives recovered panics and accept errors; nil discards.
+	Log *slog.Logger
+
+	watching func() // a test's hook: the watcher is about to read
+
+	inShutdown atomic.Bool
+	epoch      time.Time // for now: a monotonic clock in an int64
+	sweepOnce  sync.Once
+	sweepKick  chan struct{}
+	sweepStop  chan struct{}
+	stopOnce   sync.Once
+	sweeping   atomic.Bool
+	date       dateCache
+	bufs       sync.Pool // *connBufs
+
+	mu    sync.Mutex
+	lns   map[net.Listener]struct{}
+	conns map[*conn]struct{}
+	done  chan struct{} // closed by Shutdown and Close; made lazily under mu
+}
+
+const (
+	defaultMaxHeader  = 64 << 10
+	defaultWatchAfter = 50 * time.Millisecond
+	// maxDrain is how much of a request body the handler did not read is read and dropped to
+	// keep the connection; a larger rest closes it.
+	maxDrain = 256 << 10
+)
+
+// Serve accepts connections on ln and serves each on its own goroutine until Shutdown or Close,
+// then returns http.ErrServerClosed. Any other error is the listener's.
+func (s *Server) Serve(ln net.Listener) error {
+	s.sweepOnce.Do(s.initSweep)
+	if !s.track(ln) {
+		return http.ErrServerClosed
+	}
+	defer s.untrack(ln)
+	var delay time.Duration
+	for {
+		nc, err := ln.Accept()
+		if err != nil {
+			if s.inShutdown.Load() {
+				return http.ErrServerClosed
+			}
+			if errors.Is(err, net.ErrClosed) {
+				return err
+			}
+			// Out of file descriptors and the like pass; back off as net/http does.
+			delay = min(max(2*delay, 5*time.Millisecond), time.Second)
+			s.logger().Warn("accept failed; retrying", "error", err, "delay", delay)
+			t := time.NewTimer(delay)
+			select {
+			case <-t.C:
+			case <-s.doneChan():
+				t.Stop()
+				return http.ErrServerClosed
+			}
+			continue
+		}
+		delay = 0
+		c := s.newConn(nc)
+		if !s.trackConn(c) {
+			_ = nc.Close()
+			return http.ErrServerClosed
+		}
+		go c.serve()
+	}
+}
+
+// Shutdown stops accepting, closes idle connections, and waits until every request under way
+// has been answered or ctx ends (then it returns ctx's error and leaves the rest to Close).
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.inShutdown.Store(true)
+	s.closeListeners()
+	wait := time.Millisecond
+	for {
+		if s.closeIdle() {
+			s.stopSweeper()
+			return nil
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-t.C:
+		}
+		wait = min(2*wait, 100*time.Millisecond)
+	}
+}
+
+// Close stops accepting and closes every connection at once, cancelling the requests on them.
+func (s *Server) Close() error {
+	s.inShutdown.Store(true)
+	s.closeListeners()
+	s.stopSweeper()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for c := range s.conns {
+		c.abort()
+	}
+	return nil
+}
+
+// stopSweeper ends the sweeper once no request can need it: after Close, or a Shutdown that
+// saw every connection end. Serve has started it, or it never will (inShutdown is set).
+func (s *Server) stopSweeper() {
+	s.sweepOnce.Do(func() {}) // a Serve that has not started it never will now
+	s.stopOnce.Do(func() {
+		if s.sweepStop != nil {
+			close(s.sweepStop)
+		}
+	})
+}
+
+func (s *Server) logger() *slog.Logger {
+	if s.Log == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return s.Log
+}
+
+func (s *Server) doneChan() chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.done == nil {
+		s.done = make(chan struct{})
+	}
+	return s.done
+}
+
+func (s *Server) track(ln net.Listener) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.inShutdown.Load() {
+		return false
+	}
+	if s.lns == nil {
+		s.lns = map[net.Listener]struct{}{}
+	}
+	s.lns[ln] = struct{}{}
+	return true
+}
+
+func (s *Server) untrack(ln net.Listener) {
+	s.mu.Lock()
+	delete(s.lns, ln)
+	s.mu.Unlock()
+}
+
+func (s *Server) trackConn(c *conn) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.inShutdown.Load() {
+		return false
+	}
+	if s.conns == nil {
+		s.conns = map[*conn]struct{}{}
+	}
+	s.conns[c] = struct{}{}
+	return true
+}
+
+func (s *Server) untrackConn(c *conn) {
+	s.mu.Lock()
+	delete(s.conns, c)
+	s.mu.Unlock()
+}
+
+func (s *Server) closeListeners() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.done == nil {
+		s.done = make(chan struct{})
+	}
+	select {
+	case <-s.done:
+	default:
+		close(s.done)
+	}
+	for ln := range s.lns {
+		_ = ln.Close()
+		delete(s.lns, ln)
+	}
+}
+
+// closeIdle closes the connections waiting for a request and reports whether none is left.
+func (s *Server) closeIdle() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for c := range s.conns {
+		if c.state.CompareAndSwap(stateIdle, stateClosing) {
+			_ = c.nc.Close()
+		}
+	}
+	return len(s.conns) == 0
+}
+
+// connBufs are a connection's buffers, pooled across connections.
+type connBufs struct {
+	br      *bufio.Reader
+	bw      *bufio.Writer
+	hdr     []byte // the request's line and headers as read
+	pending []byte // an answer's body before its header has gone out
+	rh      http.Header
+}
+
+func (s *Server) getBufs(c *conn) *connBufs {
+	b, _ := s.bufs.Get().(*connBufs)
+	if b == nil {
+		b = &connBufs{br: bufio.NewReaderSize(nil, 4096), bw: bufio.NewWriterSize(nil, 4096),
+			pending: make([]byte, 0, 4096), rh: make(http.Header, 8)}
+	}
+	b.br.Reset(connReader{c})
+	b.bw.Reset(c.nc)
+	return b
+}
+
+func (s *Server) putBufs(b *connBufs) {
+	b.br.Reset(nil)
+	b.bw.Reset(nil)
+	if cap(b.hdr) > 8<<10 {
+		b.hdr = nil
+	}
+	clear(b.rh)
+	s.bufs.Put(b)
+}
+
+// panicked logs a handler's panic the way net/http does: http.ErrAbortHandler silently.
+func (s *Server) panicked(p any, r *http.Request) {
+	if p == http.ErrAbortHandler {
+		return
+	}
+	s.logger().Error("h1: panic serving request", "method", r.Method, "path", r.URL.Path,
+		"panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+}
+
+// dateCache holds the Date header's value, formatted once a second.
+type dateCache struct {
+	v atomic.Pointer[dateValue]
+}
+
+type dateValue struct {
+	sec int64
+	b   []byte // "Date: ...\r\n"
+}
+
+func (d *dateCache) get(now time.Time) []byte {
+	sec := now.Unix()
+	if v := d.v.Load(); v != nil && v.sec == sec {
+		return v.b
+	}
+	b := make([]byte, 0, 40)
+	b = append(b, "Date: "...)
+	b = now.UTC().AppendFormat(b, http.TimeFormat)
+	b = append(b, "\r\n"...)
+	d.v.Store(&dateValue{sec: sec, b: b})
+	return b
+}
+
+func (s *Server) watchAfter() time.Duration {
+	if s.WatchAfter <= 0 {
+		return defaultWatchAfter
+	}
+	return max(s.WatchAfter, 100*time.Microsecond)
+}
+
+// now is the time since the server started, from the monotonic clock.
+func (s *Server) now() int64 { return int64(time.Since(s.epoch)) }
+
+func (s *Server) initSweep() {
+	s.epoch = time.Now()
+	s.sweepKick = make(chan struct{}, 1)
+	s.sweepStop = make(chan struct{})
+	go s.sweep(s.sweepStop)
+}
+
+// wakeSweeper starts the sweeper's rounds if it is parked.
+func (s *Server) wakeSweeper() {
+	if s.sweeping.Load() {
+		return
+	}
+	select {
+	case s.sweepKick <- struct{}{}:
+	default:
+	}
+}
+
+// sweep starts a watcher for each request that has run longer than WatchAfter. It looks every
+// WatchAfter while any request is armed, and parks after a second with none; armWatch wakes
+// it. One goroutine for the server replaces a timer per request (see armWatch).
+func (s *Server) sweep(done chan struct{}) {
+	every := s.watchAfter()
+	quietRounds := int(time.Second/every) + 1
+	for {
+		s.sweeping.Store(false)
+		// armWatch stores armedAt before it loads sweeping, so a request armed while this
+		// goroutine was deciding to park is either seen here or wakes it.
+		if s.startWatchers() == 0 {
+			select {
+			case <-s.sweepKick:
+			case <-done:
+				return
+			}
+		}
+		s.sweeping.Store(true)
+		t := time.NewTicker(every)
+		for quiet := 0; quiet < quietRounds; {
+			select {
+			case <-done:
+				t.Stop()
+				return
+			case <-t.C:
+			}
+			if s.startWatchers() == 0 {
+				quiet++
+			} else {
+				quiet = 0
+			}
+		}
+		t.Stop()
+	}
+}
+
+// startWatchers starts a watcher for every connection whose request has been armed for
+// WatchAfter, and returns how many are armed and not yet watched.
+func (s *Server) startWatchers() int {
+	now, after := s.now(), int64(s.watchAfter())
+	armed := 0
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for c := range s.conns {
+		at := c.armedAt.Load()
+		if at == 0 {
+			continue
+		}
+		if now-at < after {
+			armed++
+			continue
+		}
+		if c.armedAt.CompareAndSwap(at, 0) {
+			go c.watch()
+		}
+	}
+	return armed
+}
