@@ -42,6 +42,20 @@ func BenchmarkClassify1KB(b *testing.B) {
 	}
 }
 
+// BenchmarkRoute1KB is BenchmarkClassify1KB through Route, as the server calls it.
+func BenchmarkRoute1KB(b *testing.B) {
+	c, err := New(Rules{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	p := benchPrompt()
+	b.SetBytes(int64(len(p)))
+	b.ReportAllocs()
+	for b.Loop() {
+		c.Route("You are a helpful assistant.", p, "")
+	}
+}
+
 func BenchmarkNew(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {

@@ -424,6 +424,23 @@ func (c *Classifier) Classify(system, lastUser, hint string) Decision {
 	return d
 }
 
+// Route is Classify's Route and Intent alone, for a caller that needs nothing else (the server
+// on every "auto" request): it skips Matched and Reason, the two allocations of a Classify, and
+// the texts altogether when the hint decides. TestDecisionsGolden and FuzzClassify hold it to
+// Classify.
+func (c *Classifier) Route(system, lastUser, hint string) (route, intent string) {
+	if r, _, _ := c.hintRoute(hint); r != "" {
+		return r, IntentHint
+	}
+	s := c.run(system, lastUser)
+	w := c.winner(s, detectLanguage(s.arabic, s.latin))
+	c.release(s)
+	if w < 0 {
+		return c.def, IntentGeneral
+	}
+	return c.intents[w].route, c.intents[w].name
+}
+
 // run tokenises both texts, matches every pattern and scores each intent.
 func (c *Classifier) run(system, user string) *scratch {
 	s := c.pool.Get().(*scratch)

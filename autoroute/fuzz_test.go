@@ -39,5 +39,8 @@ func FuzzClassify(f *testing.F) {
 		if e.Route != d.Route || e.Intent != d.Intent {
 			t.Fatalf("Explain %s/%s disagrees with Classify %s/%s", e.Route, e.Intent, d.Route, d.Intent)
 		}
+		if r, i := c.Route(system, user, hint); r != d.Route || i != d.Intent {
+			t.Fatalf("Route %s/%s disagrees with Classify %s/%s", r, i, d.Route, d.Intent)
+		}
 	})
 }

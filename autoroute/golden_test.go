@@ -42,6 +42,9 @@ func TestDecisionsGolden(t *testing.T) {
 	var got []goldenRecord
 	for _, in := range goldenInputs(t) {
 		d := c.Classify(in.system, in.user, in.hint)
+		if r, i := c.Route(in.system, in.user, in.hint); r != d.Route || i != d.Intent {
+			t.Errorf("%s: Route = %s/%s, Classify = %s/%s", in.name, r, i, d.Route, d.Intent)
+		}
 		got = append(got, goldenRecord{Name: in.name, Route: d.Route, Intent: d.Intent,
 			Language: d.Language.String(), Matched: d.Matched, Reason: d.Reason})
 	}

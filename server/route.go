@@ -40,18 +40,22 @@ func (s *Server) resolve(key *config.Key, req *core.Request) (*routeState, strin
 				Message: "This API key may not use the model `auto`."}
 		}
 		sys, user := autoroute.Texts(req.Messages)
-		d := s.cfg.Auto.Classify(sys, user, req.RouteHint)
-		if _, named := s.routes[req.RouteHint]; named && d.Route == req.RouteHint {
-			req.RouteHint = "" // the hint named the route and is spent; it is no specialist
+		// Route rather than Classify: the request path needs no Matched or Reason (explain
+		// builds those), and they were two allocations and a formatted line per request.
+		route, intent := s.cfg.Auto.Route(sys, user, req.RouteHint)
+		if req.RouteHint == route {
+			if _, named := s.routes[route]; named {
+				req.RouteHint = "" // the hint named the route and is spent; it is no specialist
+			}
 		}
-		rs, ok := s.routes[d.Route]
+		rs, ok := s.routes[route]
 		if !ok {
 			// config.Load checks every route auto can choose; this is a wiring bug, not a client's.
 			return nil, "", &apiError{Status: http.StatusInternalServerError, Type: typeServer, Code: "internal_error",
-				Message: fmt.Sprintf("model auto chose route %q, which does not exist", d.Route)}
+				Message: fmt.Sprintf("model auto chose route %q, which does not exist", route)}
 		}
 		s.applyStrict(rs, key, req)
-		return rs, d.Intent, nil
+		return rs, intent, nil
 	}
 	rs, ok := s.routes[name]
 	if !ok || (key != nil && !key.Allows(name)) {
