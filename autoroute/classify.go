@@ -291,8 +291,26 @@ func (s *scratch) word(w []byte, script uint8) {
 		s.collect.word(w, script)
 		return
 	}
-	countScript(script, &s.arabic, &s.latin)
-	s.toks = append(s.toks, tok{id: s.c.lookup(w, script), clause: s.clause})
+	// Plain English words, most of a prompt, take the shortest path: stemEnglish's first test
+	// and find's prefilter are written out here (both are over the compiler's inlining budget),
+	// so that most such words cost no call.
+	id := int32(-1)
+	if script == scriptLatin {
+		s.latin++
+		if n := len(w); n > 3 {
+			if b := w[n-1]; b == 's' || b == 'e' || b == 'y' {
+				w = stemEnglishSuffix(w)
+			}
+		}
+		t := &s.c.table
+		if q := quickIndex(w); t.quick[q/64]&(1<<(q%64)) != 0 {
+			id = t.probe(w)
+		}
+	} else {
+		countScript(script, &s.arabic, &s.latin)
+		id = s.c.lookup(w, script)
+	}
+	s.toks = append(s.toks, tok{id: id, clause: s.clause})
 }
 
 func (s *scratch) clauseBreak() {
@@ -397,10 +415,13 @@ func hashStem(w []byte) (head uint64, h uint32) {
 }
 
 func (c *Classifier) find(w []byte) int32 {
-	t := &c.table
-	if q := quickIndex(w); t.quick[q/64]&(1<<(q%64)) == 0 {
+	if q := quickIndex(w); c.table.quick[q/64]&(1<<(q%64)) == 0 {
 		return -1
 	}
+	return c.table.probe(w)
+}
+
+func (t *vocabTable) probe(w []byte) int32 {
 	head, h := hashStem(w)
 	n := int32(len(w))
 	for i := h & t.mask; ; i = (i + 1) & t.mask {

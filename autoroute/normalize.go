@@ -442,13 +442,15 @@ func stemArabic(w []byte) []byte {
 // clitic reports whether w starts with a one-letter proclitic (و ف ب ل ك) that may be peeled off
 // when the whole word is not a known stem.
 func clitic(w []byte) bool {
-	if len(w) < 8 || w[0] != 0xD9 && w[0] != 0xD8 {
+	// Byte by byte rather than by decoding: و D9 88, ف D9 81, ل D9 84, ك D9 83, ب D8 A8.
+	if len(w) < 8 {
 		return false
 	}
-	r, _ := utf8.DecodeRune(w)
-	switch r {
-	case 'و', 'ف', 'ب', 'ل', 'ك':
-		return true
+	switch w[0] {
+	case 0xD9:
+		return w[1] == 0x88 || w[1] == 0x81 || w[1] == 0x84 || w[1] == 0x83
+	case 0xD8:
+		return w[1] == 0xA8
 	}
 	return false
 }
@@ -459,10 +461,12 @@ func clitic(w []byte) bool {
 func stemEnglish(w []byte) []byte {
 	// Only a word of four bytes or more ending in s, e or y has anything to fold: that answers most
 	// words here, inlined, before the suffix tests.
-	if n := len(w); n <= 3 || w[n-1] != 's' && w[n-1] != 'e' && w[n-1] != 'y' {
-		return w
+	if n := len(w); n > 3 {
+		if c := w[n-1]; c == 's' || c == 'e' || c == 'y' {
+			return stemEnglishSuffix(w)
+		}
 	}
-	return stemEnglishSuffix(w)
+	return w
 }
 
 func stemEnglishSuffix(w []byte) []byte {
