@@ -47,7 +47,8 @@ type h1Conn struct {
 	addr   string
 	br     *bufio.Reader
 	bw     *bufio.Writer
-	nread  int64 // bytes read over the connection's life: an answer that never started reads none
+	head   []byte // scratch for answer heads
+	nread  int64  // bytes read over the connection's life: an answer that never started reads none
 	reused bool
 	idleAt time.Time
 }
@@ -126,7 +127,7 @@ func (t *h1Transport) exchange(ctx context.Context, c *h1Conn, req *http.Request
 		}
 		return nil, false, err
 	}
-	if err := req.Write(c.bw); err != nil {
+	if err := writeRequest(c.bw, req); err != nil {
 		r, _, e := fail(err)
 		return r, c.reused && !cancel.fired.Load(), e
 	}
@@ -139,7 +140,7 @@ func (t *h1Transport) exchange(ctx context.Context, c *h1Conn, req *http.Request
 	}
 	before := c.nread
 	for {
-		resp, err = http.ReadResponse(c.br, req)
+		resp, err = readResponse(c.br, req.Method, &c.head)
 		if err != nil {
 			// ReadResponse turns an EOF before the status line into ErrUnexpectedEOF.
 			if c.reused && c.nread == before && errors.Is(err, io.ErrUnexpectedEOF) && !cancel.fired.Load() {
@@ -157,6 +158,7 @@ func (t *h1Transport) exchange(ctx context.Context, c *h1Conn, req *http.Request
 	if t.timeout > 0 {
 		cancel.setReadDeadline(time.Time{})
 	}
+	resp.Request = req
 	b := &h1Body{t: t, c: c, body: resp.Body, stop: stop, cancel: cancel, ctx: ctx, keep: !resp.Close}
 	if resp.Body == http.NoBody {
 		b.finish(true)

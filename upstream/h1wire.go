@@ -1,0 +1,376 @@
+package upstream
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httputil"
+	"net/textproto"
+	"strconv"
+	"strings"
+)
+
+// The synchronous client's wire format: writing a request and reading an answer's head with
+// fewer allocations and copies than http.Request.Write and http.ReadResponse (which sort the
+// headers through a pool, and read each line through textproto with its own buffers). Both fall
+// back to net/http for anything but the plain shapes an inference server exchanges.
+
+// writeRequest writes req to bw as HTTP/1.1: the head, then the body. A request whose length
+// is not known, or whose headers ask for framing of their own, goes through req.Write.
+func writeRequest(bw *bufio.Writer, req *http.Request) error {
+	if req.ContentLength < 0 || req.ContentLength > 0 && req.Body == nil || len(req.TransferEncoding) > 0 ||
+		req.Close || !plainHeader(req.Header) {
+		return req.Write(bw)
+	}
+	host := req.Host
+	if host == "" {
+		host = req.URL.Host
+	}
+	_, _ = bw.WriteString(req.Method)
+	_ = bw.WriteByte(' ')
+	_, _ = bw.WriteString(req.URL.RequestURI())
+	_, _ = bw.WriteString(" HTTP/1.1\r\nHost: ")
+	_, _ = bw.WriteString(host)
+	_, _ = bw.WriteString("\r\n")
+	if _, ok := req.Header["User-Agent"]; !ok {
+		_, _ = bw.WriteString("User-Agent: hayula-gateway\r\n")
+	}
+	for k, vs := range req.Header {
+		for _, v := range vs {
+			_, _ = bw.WriteString(k)
+			_, _ = bw.WriteString(": ")
+			_, _ = bw.WriteString(v)
+			_, _ = bw.WriteString("\r\n")
+		}
+	}
+	if req.ContentLength > 0 || req.Method == http.MethodPost || req.Method == http.MethodPut {
+		var b [32]byte
+		_, _ = bw.WriteString("Content-Length: ")
+		_, _ = bw.Write(strconv.AppendInt(b[:0], req.ContentLength, 10))
+		_, _ = bw.WriteString("\r\n")
+	}
+	_, _ = bw.WriteString("\r\n")
+	if req.ContentLength == 0 {
+		closeReqBody(req)
+		return nil
+	}
+	n, err := io.Copy(bw, req.Body)
+	closeReqBody(req)
+	if err == nil && n != req.ContentLength {
+		err = fmt.Errorf("upstream: request body is %d bytes, not the %d its ContentLength says", n, req.ContentLength)
+	}
+	return err
+}
+
+// plainHeader reports whether every field of h can be written as it is: valid names, no line
+// breaks or other controls in values, and none of the fields that writeRequest writes itself
+// or that change the framing.
+func plainHeader(h http.Header) bool {
+	for k, vs := range h {
+		switch k {
+		case "Host", "Content-Length", "Transfer-Encoding", "Trailer", "Connection":
+			return false
+		}
+		if !isToken(k) {
+			return false
+		}
+		for _, v := range vs {
+			for i := 0; i < len(v); i++ {
+				if b := v[i]; b < ' ' && b != '\t' || b == 0x7f {
+					return false
+				}
+			}
+		}
+	}
+	return true
+}
+
+func isToken(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		switch b := s[i]; {
+		case 'a' <= b && b <= 'z', 'A' <= b && b <= 'Z', '0' <= b && b <= '9':
+		case strings.IndexByte("!#$%&'*+-.^_`|~", b) >= 0:
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// errBadAnswer is an answer head that is not HTTP/1.x.
+var errBadAnswer = errors.New("malformed HTTP answer")
+
+// maxAnswerHead bounds an answer's status line and headers.
+const maxAnswerHead = 64 << 10
+
+// readResponse reads an answer's head from br and frames its body, for a request with method.
+// An EOF before the status line is io.ErrUnexpectedEOF, as http.ReadResponse reports it (the
+// caller tells a stale pooled connection by it).
+func readResponse(br *bufio.Reader, method string, scratch *[]byte) (*http.Response, error) {
+	head, err := readHead(br, (*scratch)[:0])
+	if err != nil {
+		return nil, err
+	}
+	if cap(head) <= 8<<10 {
+		*scratch = head[:0]
+	}
+	raw := string(head)
+	line, rest := cutLine(raw)
+	proto, status, ok := strings.Cut(line, " ")
+	if !ok || len(status) < 3 {
+		return nil, fmt.Errorf("%w: status line %.60q", errBadAnswer, line)
+	}
+	minor := 1
+	switch proto {
+	case "HTTP/1.1":
+	case "HTTP/1.0":
+		minor = 0
+	default:
+		return nil, fmt.Errorf("%w: status line %.60q", errBadAnswer, line)
+	}
+	code, err := strconv.Atoi(status[:3])
+	if err != nil || code < 100 || len(status) > 3 && status[3] != ' ' {
+		return nil, fmt.Errorf("%w: status line %.60q", errBadAnswer, line)
+	}
+	n := strings.Count(rest, "\n")
+	h := make(http.Header, n)
+	vals := make([]string, n)
+	vi := 0
+	for {
+		line, rest = cutLine(rest)
+		if line == "" {
+			break
+		}
+		name, value, ok := strings.Cut(line, ":")
+		if !ok || !isToken(name) {
+			return nil, fmt.Errorf("%w: header line %.60q", errBadAnswer, line)
+		}
+		key := canonicalKey(name)
+		value = strings.Trim(value, " \t")
+		if vs, ok := h[key]; ok {
+			h[key] = append(vs, value)
+			continue
+		}
+		vals[vi] = value
+		h[key] = vals[vi : vi+1 : vi+1]
+		vi++
+	}
+	resp := &http.Response{Status: status, StatusCode: code, Proto: proto, ProtoMajor: 1, ProtoMinor: minor,
+		Header: h, ContentLength: -1}
+	resp.Close = closes(h["Connection"], minor)
+	if err := frame(resp, br, method); err != nil {
+		return nil, err
+	}
+	return resp, nil
+}
+
+// frame sets the answer's body from its framing headers (RFC 9112 §6.3).
+func frame(resp *http.Response, br *bufio.Reader, method string) error {
+	h := resp.Header
+	switch c := resp.StatusCode; {
+	case method == http.MethodHead || c < 200 || c == http.StatusNoContent || c == http.StatusNotModified:
+		resp.Body, resp.ContentLength = http.NoBody, 0
+		return nil
+	}
+	if te, ok := h["Transfer-Encoding"]; ok {
+		if len(te) != 1 || !strings.EqualFold(te[0], "chunked") {
+			return fmt.Errorf("%w: Transfer-Encoding %q", errBadAnswer, te)
+		}
+		delete(h, "Transfer-Encoding")
+		delete(h, "Content-Length")
+		resp.TransferEncoding = []string{"chunked"}
+		resp.Body = &answerBody{br: br, chunked: httputil.NewChunkedReader(br)}
+		return nil
+	}
+	if cl, ok := h["Content-Length"]; ok {
+		n, err := strconv.ParseInt(cl[0], 10, 64)
+		if err != nil || n < 0 {
+			return fmt.Errorf("%w: Content-Length %q", errBadAnswer, cl[0])
+		}
+		for _, v := range cl[1:] {
+			if v != cl[0] {
+				return fmt.Errorf("%w: Content-Length %q", errBadAnswer, cl)
+			}
+		}
+		resp.ContentLength = n
+		if n == 0 {
+			resp.Body = http.NoBody
+			return nil
+		}
+		resp.Body = &answerBody{br: br, left: n}
+		return nil
+	}
+	// Neither: the body runs to the close.
+	resp.Close = true
+	resp.Body = &answerBody{br: br, left: -1}
+	return nil
+}
+
+// answerBody reads an answer's body off the connection's reader.
+type answerBody struct {
+	br      *bufio.Reader
+	left    int64     // bytes left of a Content-Length body; -1 to the close
+	chunked io.Reader // the decoder of a chunked body
+	eof     bool
+}
+
+func (b *answerBody) Read(p []byte) (int, error) {
+	if b.eof {
+		return 0, io.EOF
+	}
+	if b.chunked != nil {
+		n, err := b.chunked.Read(p)
+		if errors.Is(err, io.EOF) {
+			if terr := skipTrailer(b.br); terr != nil {
+				return n, terr
+			}
+			b.eof = true
+		}
+		return n, err
+	}
+	if b.left < 0 {
+		n, err := b.br.Read(p)
+		if errors.Is(err, io.EOF) {
+			b.eof = true
+		}
+		return n, err
+	}
+	if int64(len(p)) > b.left {
+		p = p[:b.left]
+	}
+	n, err := b.br.Read(p)
+	b.left -= int64(n)
+	if b.left == 0 {
+		b.eof = true
+		return n, io.EOF
+	}
+	if errors.Is(err, io.EOF) {
+		err = io.ErrUnexpectedEOF
+	}
+	return n, err
+}
+
+func (b *answerBody) Close() error { return nil }
+
+// readHead appends to head the lines through the empty one that ends a head; empty lines
+// before the first are skipped.
+func readHead(br *bufio.Reader, head []byte) ([]byte, error) {
+	lineStart := true
+	for {
+		frag, err := br.ReadSlice('\n')
+		if len(head)+len(frag) > maxAnswerHead {
+			return nil, fmt.Errorf("%w: head over %d bytes", errBadAnswer, maxAnswerHead)
+		}
+		if errors.Is(err, bufio.ErrBufferFull) {
+			head = append(head, frag...)
+			lineStart = false
+			continue
+		}
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				err = io.ErrUnexpectedEOF
+			}
+			return nil, err
+		}
+		if lineStart && (len(frag) == 1 || len(frag) == 2 && frag[0] == '\r') {
+			if len(head) == 0 {
+				continue
+			}
+			return append(head, frag...), nil
+		}
+		head = append(head, frag...)
+		lineStart = true
+	}
+}
+
+// skipTrailer reads a chunked body's trailer section through its empty line.
+func skipTrailer(br *bufio.Reader) error {
+	total, lineStart := 0, true
+	for {
+		frag, err := br.ReadSlice('\n')
+		total += len(frag)
+		if total > maxAnswerHead {
+			return fmt.Errorf("%w: trailer over %d bytes", errBadAnswer, maxAnswerHead)
+		}
+		if errors.Is(err, bufio.ErrBufferFull) {
+			lineStart = false
+			continue
+		}
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				err = io.ErrUnexpectedEOF
+			}
+			return err
+		}
+		if lineStart && (len(frag) == 1 || len(frag) == 2 && frag[0] == '\r') {
+			return nil
+		}
+		lineStart = true
+	}
+}
+
+func cutLine(s string) (line, rest string) {
+	i := strings.IndexByte(s, '\n')
+	if i < 0 {
+		return s, ""
+	}
+	line, rest = s[:i], s[i+1:]
+	if n := len(line); n > 0 && line[n-1] == '\r' {
+		line = line[:n-1]
+	}
+	return line, rest
+}
+
+func closes(conn []string, minor int) bool {
+	keepAlive := false
+	for _, v := range conn {
+		for _, tok := range strings.Split(v, ",") {
+			switch tok = strings.TrimSpace(tok); {
+			case strings.EqualFold(tok, "close"):
+				return true
+			case strings.EqualFold(tok, "keep-alive"):
+				keepAlive = true
+			}
+		}
+	}
+	return minor == 0 && !keepAlive
+}
+
+// canonicalKey is name in canonical form, without allocating for names that already are or
+// that servers commonly send in lower case.
+func canonicalKey(name string) string {
+	if isCanonical(name) {
+		return name
+	}
+	for _, k := range answerKeys {
+		if len(k) == len(name) && strings.EqualFold(k, name) {
+			return k
+		}
+	}
+	return textproto.CanonicalMIMEHeaderKey(name)
+}
+
+var answerKeys = [...]string{
+	"Content-Type", "Content-Length", "Connection", "Date", "Server", "Transfer-Encoding",
+	"Retry-After", "X-Request-Id", "Cache-Control", "Keep-Alive", "Openai-Processing-Ms",
+	"Openai-Model", "Openai-Organization", "Openai-Version", "X-Ratelimit-Limit-Requests",
+	"X-Ratelimit-Remaining-Requests", "X-Ratelimit-Reset-Requests", "X-Ratelimit-Limit-Tokens",
+	"X-Ratelimit-Remaining-Tokens", "X-Ratelimit-Reset-Tokens", "Access-Control-Allow-Origin",
+}
+
+func isCanonical(s string) bool {
+	upper := true
+	for i := 0; i < len(s); i++ {
+		b := s[i]
+		if upper && 'a' <= b && b <= 'z' || !upper && 'A' <= b && b <= 'Z' {
+			return false
+		}
+		upper = b == '-'
+	}
+	return true
+}

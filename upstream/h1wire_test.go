@@ -1,0 +1,183 @@
+package upstream
+
+import (
+	"bufio"
+	"bytes"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestWriteRequestReadsBackWithNetHTTP(t *testing.T) {
+	body := `{"model":"m","messages":[]}`
+	req, _ := http.NewRequest(http.MethodPost, "http://127.0.0.1:9/v1/chat/completions?x=1", strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer k")
+	req.Header.Add("X-Multi", "a")
+	req.Header.Add("X-Multi", "b")
+	var out bytes.Buffer
+	bw := bufio.NewWriter(&out)
+	if err := writeRequest(bw, req); err != nil {
+		t.Fatal(err)
+	}
+	_ = bw.Flush()
+	got, err := http.ReadRequest(bufio.NewReader(&out))
+	if err != nil {
+		t.Fatalf("%v in %q", err, out.String())
+	}
+	b, _ := io.ReadAll(got.Body)
+	if got.Method != "POST" || got.RequestURI != "/v1/chat/completions?x=1" || got.Host != "127.0.0.1:9" ||
+		string(b) != body || got.ContentLength != int64(len(body)) {
+		t.Errorf("read back %s %s host %s len %d body %q", got.Method, got.RequestURI, got.Host, got.ContentLength, b)
+	}
+	want := http.Header{"Content-Type": {"application/json"}, "Authorization": {"Bearer k"},
+		"X-Multi": {"a", "b"}, "User-Agent": {"hayula-gateway"}, "Content-Length": {"27"}}
+	if d := cmp.Diff(want, got.Header); d != "" {
+		t.Errorf("headers (-want +got):\n%s", d)
+	}
+}
+
+func TestWriteRequestFallsBack(t *testing.T) {
+	// A body of unknown length is chunked by net/http's writer.
+	req, _ := http.NewRequest(http.MethodPost, "http://h/x", io.NopCloser(strings.NewReader("abc")))
+	req.ContentLength = -1
+	var out bytes.Buffer
+	bw := bufio.NewWriter(&out)
+	if err := writeRequest(bw, req); err != nil {
+		t.Fatal(err)
+	}
+	_ = bw.Flush()
+	if !strings.Contains(out.String(), "Transfer-Encoding: chunked") {
+		t.Errorf("unknown length: %q", out.String())
+	}
+	// A header value with a line break goes to net/http's writer, which cannot be made to
+	// split the head by it.
+	req, _ = http.NewRequest(http.MethodPost, "http://h/x", strings.NewReader("abc"))
+	req.Header.Set("X-Bad", "a\r\nX-Injected: 1")
+	out.Reset()
+	bw.Reset(&out)
+	err := writeRequest(bw, req)
+	_ = bw.Flush()
+	if err != nil || strings.Contains(out.String(), "\r\nX-Injected") {
+		t.Errorf("bad header: err %v, wrote %q", err, out.String())
+	}
+}
+
+func TestReadResponseShapes(t *testing.T) {
+	tests := []struct {
+		name, method, raw string
+		status            int
+		body              string
+		close             bool
+		wantErr           bool
+		header            http.Header
+	}{
+		{name: "content-length", raw: "HTTP/1.1 200 OK\r\nContent-Length: 5\r\ncontent-type: application/json\r\n\r\nhelloNEXT",
+			status: 200, body: "hello", header: http.Header{"Content-Length": {"5"}, "Content-Type": {"application/json"}}},
+		{name: "chunked with trailer", raw: "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n2;x=y\r\nde\r\n0\r\nT: 1\r\n\r\nNEXT",
+			status: 200, body: "abcde", header: http.Header{}},
+		{name: "to the close", raw: "HTTP/1.0 200 OK\r\nX-A: 1\r\nx-a: 2\r\n\r\nall of it",
+			status: 200, body: "all of it", close: true, header: http.Header{"X-A": {"1", "2"}}},
+		{name: "connection close", raw: "HTTP/1.1 429 Too Many Requests\r\nRetry-After: 3\r\nConnection: close\r\nContent-Length: 2\r\n\r\n{}",
+			status: 429, body: "{}", close: true, header: http.Header{"Retry-After": {"3"}, "Connection": {"close"}, "Content-Length": {"2"}}},
+		{name: "no content", raw: "HTTP/1.1 204 No Content\r\n\r\nNEXT", status: 204, header: http.Header{}},
+		{name: "head", method: "HEAD", raw: "HTTP/1.1 200 OK\r\nContent-Length: 50\r\n\r\nNEXT", status: 200,
+			header: http.Header{"Content-Length": {"50"}}},
+		{name: "status without reason", raw: "HTTP/1.1 200\r\nContent-Length: 0\r\n\r\n", status: 200,
+			header: http.Header{"Content-Length": {"0"}}},
+		{name: "not http", raw: "SSH-2.0-OpenSSH\r\n\r\n", wantErr: true},
+		{name: "http/2", raw: "HTTP/2 200\r\n\r\n", wantErr: true},
+		{name: "gzip framing", raw: "HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip\r\n\r\n", wantErr: true},
+		{name: "conflicting lengths", raw: "HTTP/1.1 200 OK\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\nab", wantErr: true},
+		{name: "bad length", raw: "HTTP/1.1 200 OK\r\nContent-Length: x\r\n\r\nab", wantErr: true},
+		{name: "bad header", raw: "HTTP/1.1 200 OK\r\nNo colon here\r\n\r\n", wantErr: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			method := tt.method
+			if method == "" {
+				method = "POST"
+			}
+			br := bufio.NewReader(strings.NewReader(tt.raw))
+			var scratch []byte
+			resp, err := readResponse(br, method, &scratch)
+			if tt.wantErr {
+				if err == nil {
+					t.Fatalf("read %d, want an error", resp.StatusCode)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, err := io.ReadAll(resp.Body)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if resp.StatusCode != tt.status || string(b) != tt.body || resp.Close != tt.close {
+				t.Errorf("got %d %q close=%v, want %d %q close=%v", resp.StatusCode, b, resp.Close, tt.status, tt.body, tt.close)
+			}
+			if d := cmp.Diff(tt.header, resp.Header); d != "" {
+				t.Errorf("headers (-want +got):\n%s", d)
+			}
+			if rest, _ := io.ReadAll(br); !tt.close && strings.HasSuffix(tt.raw, "NEXT") && string(rest) != "NEXT" {
+				t.Errorf("left on the connection: %q, want only what follows the answer", rest)
+			}
+		})
+	}
+	// A connection closed before the status line is io.ErrUnexpectedEOF (a stale pooled one).
+	var scratch []byte
+	if _, err := readResponse(bufio.NewReader(strings.NewReader("")), "POST", &scratch); err != io.ErrUnexpectedEOF {
+		t.Errorf("empty: %v, want io.ErrUnexpectedEOF", err)
+	}
+	// A body cut short is an error, not a clean end.
+	resp, err := readResponse(bufio.NewReader(strings.NewReader("HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nabc")), "POST", &scratch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.ReadAll(resp.Body); err != io.ErrUnexpectedEOF {
+		t.Errorf("short body: %v, want io.ErrUnexpectedEOF", err)
+	}
+}
+
+// FuzzReadResponse: never a panic, and an answer both readers accept reads the same.
+func FuzzReadResponse(f *testing.F) {
+	for _, s := range []string{
+		"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello",
+		"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n",
+		"HTTP/1.0 503 Busy\r\nRetry-After: 1\r\n\r\nbody",
+		"HTTP/1.1 204 No Content\r\n\r\n",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, raw string) {
+		var scratch []byte
+		got, err := readResponse(bufio.NewReader(strings.NewReader(raw)), "POST", &scratch)
+		if err != nil {
+			return
+		}
+		gb, gerr := io.ReadAll(got.Body)
+		want, err := http.ReadResponse(bufio.NewReader(strings.NewReader(raw)), &http.Request{Method: "POST"})
+		if err != nil {
+			return
+		}
+		wb, werr := io.ReadAll(want.Body)
+		if got.StatusCode != want.StatusCode {
+			t.Fatalf("status: %d, net/http %d", got.StatusCode, want.StatusCode)
+		}
+		if gerr == nil && werr == nil && !bytes.Equal(gb, wb) {
+			t.Fatalf("body: %q, net/http %q", gb, wb)
+		}
+		for k, vs := range want.Header {
+			if k == "Content-Length" || k == "Transfer-Encoding" {
+				continue
+			}
+			if strings.Join(got.Header[k], "\x00") != strings.Join(vs, "\x00") {
+				t.Fatalf("header %s: %q, net/http %q", k, got.Header[k], vs)
+			}
+		}
+	})
+}
