@@ -29,6 +29,8 @@ type h1Transport struct {
 	idleTimeout time.Duration
 	maxIdle     int
 
+	dests destCache // see post
+
 	mu    sync.Mutex
 	idle  map[string][]*h1Conn // by address, most recently used last
 	nIdle int
@@ -73,39 +75,71 @@ func (t *h1Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if req.URL.Port() == "" {
 		addr = net.JoinHostPort(req.URL.Hostname(), "80")
 	}
-	ctx := req.Context()
+	out := &netRequest{req: req}
+	resp, err := t.do(req.Context(), addr, out)
+	if err != nil {
+		closeReqBody(out.req)
+		return nil, err
+	}
+	resp.Request = req
+	return resp, nil
+}
+
+// outgoing is a request as the synchronous client writes it.
+type outgoing interface {
+	method() string
+	write(bw *bufio.Writer) error
+	// rewind readies the request to be written again, on a new connection; false when its
+	// body cannot be read again.
+	rewind() bool
+}
+
+// do sends out over a pooled or new connection to addr and reads the answer's head, replacing
+// a stale pooled connection once (see RoundTrip).
+func (t *h1Transport) do(ctx context.Context, addr string, out outgoing) (*http.Response, error) {
 	c := t.get(addr)
 	for {
 		if c == nil {
 			nc, err := t.dial(ctx, "tcp", addr)
 			if err != nil {
-				closeReqBody(req)
 				return nil, err
 			}
 			c = &h1Conn{Conn: nc, addr: addr}
 			c.br = bufio.NewReaderSize(c, 4<<10)
 			c.bw = bufio.NewWriterSize(c.Conn, 4<<10)
 		}
-		resp, stale, err := t.exchange(ctx, c, req)
+		resp, stale, err := t.exchange(ctx, c, out)
 		if err == nil {
 			return resp, nil
 		}
 		_ = c.Close()
-		if !stale || ctx.Err() != nil || (req.Body != nil && req.GetBody == nil) {
-			closeReqBody(req)
+		if !stale || ctx.Err() != nil || !out.rewind() {
 			return nil, err
-		}
-		if req.GetBody != nil {
-			body, gerr := req.GetBody()
-			if gerr != nil {
-				return nil, err
-			}
-			r2 := *req
-			r2.Body = body
-			req = &r2
 		}
 		c = nil
 	}
+}
+
+// netRequest is an *http.Request to send.
+type netRequest struct{ req *http.Request }
+
+func (r *netRequest) method() string               { return r.req.Method }
+func (r *netRequest) write(bw *bufio.Writer) error { return writeRequest(bw, r.req) }
+func (r *netRequest) rewind() bool {
+	if r.req.Body == nil || r.req.Body == http.NoBody {
+		return true
+	}
+	if r.req.GetBody == nil {
+		return false
+	}
+	body, err := r.req.GetBody()
+	if err != nil {
+		return false
+	}
+	r2 := *r.req
+	r2.Body = body
+	r.req = &r2
+	return true
 }
 
 func closeReqBody(req *http.Request) {
@@ -116,7 +150,7 @@ func closeReqBody(req *http.Request) {
 
 // exchange writes req on c and reads the response headers. stale reports a failure on a pooled
 // connection that the request cannot have reached.
-func (t *h1Transport) exchange(ctx context.Context, c *h1Conn, req *http.Request) (resp *http.Response, stale bool, err error) {
+func (t *h1Transport) exchange(ctx context.Context, c *h1Conn, out outgoing) (resp *http.Response, stale bool, err error) {
 	cancel := &canceler{c: c.Conn}
 	stop := context.AfterFunc(ctx, cancel.fire)
 	fail := func(err error) (*http.Response, bool, error) {
@@ -127,7 +161,7 @@ func (t *h1Transport) exchange(ctx context.Context, c *h1Conn, req *http.Request
 		}
 		return nil, false, err
 	}
-	if err := writeRequest(c.bw, req); err != nil {
+	if err := out.write(c.bw); err != nil {
 		r, _, e := fail(err)
 		return r, c.reused && !cancel.fired.Load(), e
 	}
@@ -140,7 +174,7 @@ func (t *h1Transport) exchange(ctx context.Context, c *h1Conn, req *http.Request
 	}
 	before := c.nread
 	for {
-		resp, err = readResponse(c.br, req.Method, &c.head)
+		resp, err = readResponse(c.br, out.method(), &c.head)
 		if err != nil {
 			// ReadResponse turns an EOF before the status line into ErrUnexpectedEOF.
 			if c.reused && c.nread == before && errors.Is(err, io.ErrUnexpectedEOF) && !cancel.fired.Load() {
@@ -158,7 +192,6 @@ func (t *h1Transport) exchange(ctx context.Context, c *h1Conn, req *http.Request
 	if t.timeout > 0 {
 		cancel.setReadDeadline(time.Time{})
 	}
-	resp.Request = req
 	b := &h1Body{t: t, c: c, body: resp.Body, stop: stop, cancel: cancel, ctx: ctx, keep: !resp.Close}
 	if resp.Body == http.NoBody {
 		b.finish(true)

@@ -16,7 +16,7 @@ type lineReader struct {
 }
 
 func newLineReader(r io.Reader) *lineReader {
-	return &lineReader{r: bufio.NewReaderSize(r, 16<<10)}
+	return &lineReader{r: bufio.NewReaderSize(r, 4<<10)}
 }
 
 // next returns the next non-blank line without its ending, valid until the next call. At the end

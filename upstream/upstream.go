@@ -249,6 +249,11 @@ func closeDrained(body io.ReadCloser) error {
 // it has one; the key is never logged.
 func post(ctx context.Context, c *http.Client, t *core.Target, url string, body []byte, accept string,
 	now func() time.Time) (*http.Response, error) {
+	if h1, ok := c.Transport.(*h1Transport); ok {
+		if resp, sent, err := h1.post(ctx, url, t, body, accept); sent {
+			return checkAnswer(ctx, t, resp, err, now)
+		}
+	}
 	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
 	if err != nil {
 		// Only a malformed target URL gets here, which config should have refused.
@@ -261,6 +266,11 @@ func post(ctx context.Context, c *http.Client, t *core.Target, url string, body 
 		hreq.Header.Set("Authorization", "Bearer "+string(t.APIKey))
 	}
 	resp, err := c.Do(hreq)
+	return checkAnswer(ctx, t, resp, err, now)
+}
+
+// checkAnswer turns a failed send and a non-2xx answer into the typed errors errmap reads.
+func checkAnswer(ctx context.Context, t *core.Target, resp *http.Response, err error, now func() time.Time) (*http.Response, error) {
 	if err != nil {
 		return nil, transportError(ctx, t, err)
 	}

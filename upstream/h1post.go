@@ -1,0 +1,94 @@
+package upstream
+
+import (
+	"bufio"
+	"context"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"sync"
+	"sync/atomic"
+
+	"github.com/hayula/gateway/core"
+)
+
+// post sends an adapter's POST over the synchronous client without building an http.Request:
+// the request line and the fixed headers of each target URL are written once into a head kept
+// for the URL, and a request adds its Accept, key, length and body. It reports false when the
+// URL is not one the synchronous client serves; post then uses the http.Client.
+func (t *h1Transport) post(ctx context.Context, rawURL string, tg *core.Target, body []byte, accept string) (*http.Response, bool, error) {
+	d := t.dest(rawURL)
+	if d == nil {
+		return nil, false, nil
+	}
+	resp, err := t.do(ctx, d.addr, &postRequest{head: d.head, key: tg.APIKey, body: body, accept: accept})
+	return resp, true, err
+}
+
+// h1Dest is a target URL as the synchronous client posts to it.
+type h1Dest struct {
+	addr string
+	head []byte // request line, Host, User-Agent and Content-Type
+}
+
+// maxDests bounds the heads kept per transport; a managed target's port moves only when its
+// process restarts, so a transport sees few URLs.
+const maxDests = 32
+
+type destCache struct {
+	m sync.Map // URL → *h1Dest
+	n atomic.Int32
+}
+
+func (t *h1Transport) dest(rawURL string) *h1Dest {
+	if d, ok := t.dests.m.Load(rawURL); ok {
+		return d.(*h1Dest)
+	}
+	u, err := url.Parse(rawURL)
+	if err != nil || u.Scheme != "http" || u.Host == "" || u.User != nil {
+		return nil
+	}
+	addr := u.Host
+	if u.Port() == "" {
+		addr = net.JoinHostPort(u.Hostname(), "80")
+	}
+	head := make([]byte, 0, 128)
+	head = append(head, "POST "...)
+	head = append(head, u.RequestURI()...)
+	head = append(head, " HTTP/1.1\r\nHost: "...)
+	head = append(head, u.Host...)
+	head = append(head, "\r\nUser-Agent: hayula-gateway\r\nContent-Type: application/json\r\n"...)
+	d := &h1Dest{addr: addr, head: head}
+	if t.dests.n.Add(1) <= maxDests {
+		t.dests.m.Store(rawURL, d)
+	}
+	return d
+}
+
+// postRequest is one POST of a JSON body.
+type postRequest struct {
+	head   []byte
+	key    core.Secret
+	body   []byte
+	accept string
+}
+
+func (p *postRequest) method() string { return http.MethodPost }
+func (p *postRequest) rewind() bool   { return true }
+
+func (p *postRequest) write(bw *bufio.Writer) error {
+	_, _ = bw.Write(p.head)
+	_, _ = bw.WriteString("Accept: ")
+	_, _ = bw.WriteString(p.accept)
+	if p.key != "" {
+		_, _ = bw.WriteString("\r\nAuthorization: Bearer ")
+		_, _ = bw.WriteString(string(p.key))
+	}
+	var n [24]byte
+	_, _ = bw.WriteString("\r\nContent-Length: ")
+	_, _ = bw.Write(strconv.AppendInt(n[:0], int64(len(p.body)), 10))
+	_, _ = bw.WriteString("\r\n\r\n")
+	_, err := bw.Write(p.body)
+	return err
+}
