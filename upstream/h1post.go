@@ -85,9 +85,8 @@ func (p *postRequest) write(bw *bufio.Writer) error {
 		_, _ = bw.WriteString("\r\nAuthorization: Bearer ")
 		_, _ = bw.WriteString(string(p.key))
 	}
-	var n [24]byte
 	_, _ = bw.WriteString("\r\nContent-Length: ")
-	_, _ = bw.Write(strconv.AppendInt(n[:0], int64(len(p.body)), 10))
+	_, _ = bw.Write(strconv.AppendInt(bw.AvailableBuffer(), int64(len(p.body)), 10))
 	_, _ = bw.WriteString("\r\n\r\n")
 	_, err := bw.Write(p.body)
 	return err

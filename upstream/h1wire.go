@@ -46,9 +46,8 @@ func writeRequest(bw *bufio.Writer, req *http.Request) error {
 		}
 	}
 	if req.ContentLength > 0 || req.Method == http.MethodPost || req.Method == http.MethodPut {
-		var b [32]byte
 		_, _ = bw.WriteString("Content-Length: ")
-		_, _ = bw.Write(strconv.AppendInt(b[:0], req.ContentLength, 10))
+		_, _ = bw.Write(strconv.AppendInt(bw.AvailableBuffer(), req.ContentLength, 10))
 		_, _ = bw.WriteString("\r\n")
 	}
 	_, _ = bw.WriteString("\r\n")

@@ -349,13 +349,17 @@ func isToken(s string) bool {
 	return true
 }
 
-func tchar(b byte) bool {
-	switch {
-	case 'a' <= b && b <= 'z', 'A' <= b && b <= 'Z', '0' <= b && b <= '9':
-		return true
+func tchar(b byte) bool { return tokenTable[b] }
+
+// tokenTable marks the bytes of RFC 9110's tchar. It is written once, here, and only read.
+var tokenTable = func() (t [256]bool) {
+	for c := 0; c < 256; c++ {
+		b := byte(c)
+		t[c] = 'a' <= b && b <= 'z' || 'A' <= b && b <= 'Z' || '0' <= b && b <= '9' ||
+			strings.IndexByte("!#$%&'*+-.^_`|~", b) >= 0
 	}
-	return strings.IndexByte("!#$%&'*+-.^_`|~", b) >= 0
-}
+	return t
+}()
 
 // validValue reports whether a header value has no control character but tab.
 func validValue(s string) bool {

@@ -68,8 +68,7 @@ func (w *response) WriteHeader(code int) {
 
 func (w *response) writeInformational(code int) {
 	bw := w.c.bufs.bw
-	var line [64]byte
-	_, _ = bw.Write(statusLine(line[:0], code))
+	_, _ = bw.Write(statusLine(bw.AvailableBuffer(), code))
 	w.writeFields(false)
 	_, _ = bw.WriteString("\r\n")
 	if err := bw.Flush(); err != nil && w.err == nil {
@@ -126,8 +125,8 @@ func (w *response) writeBody(p []byte) (int, error) {
 		if len(p) == 0 {
 			return 0, nil
 		}
-		var hb [20]byte
-		h := strconv.AppendInt(hb[:0], int64(len(p)), 16)
+		// Appending to AvailableBuffer writes in place; a local array would escape to the heap.
+		h := strconv.AppendInt(bw.AvailableBuffer(), int64(len(p)), 16)
 		h = append(h, '\r', '\n')
 		_, _ = bw.Write(h)
 	}
@@ -175,8 +174,7 @@ func (w *response) SetWriteDeadline(t time.Time) error { return w.c.nc.SetWriteD
 func (w *response) commit(final bool) {
 	w.committed = true
 	bw := w.c.bufs.bw
-	var line [64]byte
-	_, _ = bw.Write(statusLine(line[:0], w.status))
+	_, _ = bw.Write(statusLine(bw.AvailableBuffer(), w.status))
 	switch {
 	case w.noBody:
 		if w.length >= 0 && w.req.Method == http.MethodHead {
@@ -216,11 +214,11 @@ func (w *response) commit(final bool) {
 }
 
 func (w *response) writeLength(n int64) {
-	var b [40]byte
-	h := append(b[:0], "Content-Length: "...)
+	bw := w.c.bufs.bw
+	h := append(bw.AvailableBuffer(), "Content-Length: "...)
 	h = strconv.AppendInt(h, n, 10)
 	h = append(h, '\r', '\n')
-	_, _ = w.c.bufs.bw.Write(h)
+	_, _ = bw.Write(h)
 }
 
 // writeFields writes the handler's header fields, but for the framing ones the server writes
