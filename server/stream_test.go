@@ -184,7 +184,8 @@ const (
 )
 
 // Events that reach the gateway together leave it together: one flush for a burst, not one per
-// event; and the last event of the burst is flushed before the gateway waits for more.
+// event; the first event is flushed alone, and the last event of the burst before the gateway
+// waits for more.
 func TestStreamBurstFlushedOnce(t *testing.T) {
 	g, saif, _, _ := threeChain(t)
 	release := make(chan struct{})
@@ -222,6 +223,10 @@ func TestStreamBurstFlushedOnce(t *testing.T) {
 	}
 	if len(fc.flushes) >= events {
 		t.Errorf("%d flushes for %d events; a burst should share its flush", len(fc.flushes), events)
+	}
+	// The first event goes out with the head at once, not coalesced with the burst behind it.
+	if first := strings.Index(fc.body.String(), "\n\n") + 2; len(fc.flushes) == 0 || fc.flushes[0] != first {
+		t.Errorf("first flush after %v bytes, want %d (the first event alone)", fc.flushes, first)
 	}
 	if last := fc.flushes[len(fc.flushes)-1]; last != fc.body.Len() {
 		t.Errorf("the end of the stream was not flushed: %d of %d bytes", last, fc.body.Len())
