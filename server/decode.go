@@ -42,28 +42,42 @@ type streamOptions struct {
 	IncludeUsage bool `json:"include_usage"`
 }
 
-// readBody reads the whole body within the limit.
-func readBody(r *http.Request, limit int64) ([]byte, *apiError) {
+// readBody reads the whole body within the limit, into buf's array when it is large enough
+// (serveOp lends one from the server's pool) and into a new one otherwise.
+func readBody(r *http.Request, limit int64, buf []byte) ([]byte, *apiError) {
 	if r.ContentLength > limit {
 		return nil, tooLarge(limit)
 	}
-	var buf bytes.Buffer
+	// One byte to spare, so that a body that fits is read to its EOF without growing.
+	want := 4096
 	if r.ContentLength > 0 {
-		// ReadFrom wants MinRead bytes spare even when the body fits: ask for them up front, so
-		// the buffer is allocated once.
-		buf.Grow(int(r.ContentLength) + bytes.MinRead)
-	} else {
-		buf.Grow(4096)
+		want = int(r.ContentLength) + 1
 	}
-	n, err := buf.ReadFrom(io.LimitReader(r.Body, limit+1))
-	if err != nil {
-		return nil, badRequest("", "invalid_body", "could not read the request body: "+err.Error())
+	if cap(buf) < want {
+		buf = make([]byte, 0, want)
 	}
-	if n > limit {
-		return nil, tooLarge(limit)
+	buf = buf[:0]
+	for {
+		if len(buf) == cap(buf) {
+			buf = append(buf, 0)[:len(buf)]
+		}
+		n, err := r.Body.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if int64(len(buf)) > limit {
+			return nil, tooLarge(limit)
+		}
+		if errors.Is(err, io.EOF) {
+			return buf, nil
+		}
+		if err != nil {
+			return nil, badRequest("", "invalid_body", "could not read the request body: "+err.Error())
+		}
 	}
-	return buf.Bytes(), nil
 }
+
+// maxPooledBody is the largest body buffer kept for the next request: a chat request is a few
+// KB, and a rare large one should not pin its buffer.
+const maxPooledBody = 64 << 10
 
 func tooLarge(limit int64) *apiError {
 	return &apiError{Status: http.StatusRequestEntityTooLarge, Type: typeInvalidRequest, Code: "request_too_large",

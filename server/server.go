@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net/http"
 	"runtime/debug"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -63,6 +64,7 @@ type Server struct {
 	procs    *procs          // nil when no target has a command; see lifecycle.go
 
 	failedOpen atomic.Int64 // requests served only because a fail-open stage kept every target
+	bodies     sync.Pool    // *[]byte request body buffers; see serveOp
 }
 
 // routeState is a route with what was built for it at load.
