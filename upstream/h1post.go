@@ -17,7 +17,7 @@ import (
 // the request line and the fixed headers of each target URL are written once into a head kept
 // for the URL, and a request adds its Accept, key, length and body. It reports false when the
 // URL is not one the synchronous client serves; post then uses the http.Client.
-func (t *h1Transport) post(ctx context.Context, rawURL string, tg *core.Target, body []byte, accept string) (*http.Response, bool, error) {
+func (t *h1Transport) post(ctx context.Context, rawURL string, tg *core.Target, body payload, accept string) (*http.Response, bool, error) {
 	d := t.dest(rawURL)
 	if d == nil {
 		return nil, false, nil
@@ -70,7 +70,7 @@ func (t *h1Transport) dest(rawURL string) *h1Dest {
 type postRequest struct {
 	head   []byte
 	key    core.Secret
-	body   []byte
+	body   payload
 	accept string
 }
 
@@ -86,8 +86,12 @@ func (p *postRequest) write(bw *bufio.Writer) error {
 		_, _ = bw.WriteString(string(p.key))
 	}
 	_, _ = bw.WriteString("\r\nContent-Length: ")
-	_, _ = bw.Write(strconv.AppendInt(bw.AvailableBuffer(), int64(len(p.body)), 10))
+	_, _ = bw.Write(strconv.AppendInt(bw.AvailableBuffer(), int64(p.body.len()), 10))
 	_, _ = bw.WriteString("\r\n\r\n")
-	_, err := bw.Write(p.body)
-	return err
+	for _, part := range p.body {
+		if _, err := bw.Write(part); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -22,17 +22,18 @@ const maxBody = 32 << 20
 // bytes go through as they are, with only "model" replaced, so that fields the gateway does not
 // know about (vendor extensions, new OpenAI parameters) reach the upstream untouched.
 type openaiOpenAI struct {
-	t   *core.Target
-	c   *http.Client
-	now func() time.Time
+	t       *core.Target
+	c       *http.Client
+	now     func() time.Time
+	readers *readerPool // nil: each stream its own reader
 }
 
 func (a *openaiOpenAI) chat(ctx context.Context, req *core.Request) (*Response, error) {
-	body := req.Body
+	out := whole(req.Body)
 	if a.t.Model != "" {
-		body = jsonx.SetString(body, "model", a.t.Model)
+		out[0], out[1], out[2] = jsonx.SetStringSplit(req.Body, "model", a.t.Model)
 	}
-	resp, err := post(ctx, a.c, a.t, a.t.URL+req.Op.Path(), body, accept(req.Stream, "text/event-stream"), a.now)
+	resp, err := post(ctx, a.c, a.t, a.t.URL+req.Op.Path(), out, accept(req.Stream, "text/event-stream"), a.now)
 	if err != nil {
 		return nil, err
 	}
@@ -100,7 +101,8 @@ func (a *openaiOpenAI) stream(resp *http.Response) (*Response, error) {
 		_ = resp.Body.Close()
 		return nil, &core.ProtocolError{Target: a.t.Name, Err: &NotSSEError{ContentType: ct, Body: body}}
 	}
-	return &Response{Stream: newOpenAIStream(a.t.Name, resp.Body)}, nil
+	return &Response{Stream: &openaiStream{target: a.t.Name, body: resp.Body, sse: a.readers.sse(resp.Body),
+		pool: a.readers}}, nil
 }
 
 // openaiStream relays an OpenAI SSE stream. It decides how the stream ended: [DONE] is the end;
@@ -113,7 +115,8 @@ type openaiStream struct {
 	sse       *sseReader
 	events    int
 	sawFinish bool
-	err       error // the terminal result, returned again by every later Next
+	err       error       // the terminal result, returned again by every later Next
+	pool      *readerPool // where sse's reader goes back on Close; nil for none
 }
 
 func newOpenAIStream(target string, body io.ReadCloser) *openaiStream {
@@ -198,6 +201,8 @@ func (s *openaiStream) Close() error {
 	if s.err == nil {
 		s.err = errStreamClosed
 	}
+	// Next answers s.err from now on and never reads again, so the reader can be lent on.
+	defer s.pool.put(s.sse)
 	if errors.Is(s.err, io.EOF) {
 		return closeDrained(s.body)
 	}

@@ -83,8 +83,7 @@ func (a *openaiSAIF) chat(ctx context.Context, req *core.Request) (*Response, er
 	if err != nil {
 		return nil, err
 	}
-	body := mustJSON(out)
-	resp, err := post(ctx, a.c, a.t, saifEndpoint(a.t.URL), body, accept(req.Stream, "text/event-stream"), a.now)
+	resp, err := post(ctx, a.c, a.t, saifEndpoint(a.t.URL), whole(mustJSON(out)), accept(req.Stream, "text/event-stream"), a.now)
 	if err != nil {
 		return nil, err
 	}

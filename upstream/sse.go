@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"sync"
 )
 
 // maxEvent bounds one SSE event's data. Lines have no fixed limit (a chunk carrying a big tool
@@ -41,6 +42,30 @@ type sseReader struct {
 // bytes the gateway allocated under the bench's stream load.
 func newSSEReader(r io.Reader) *sseReader {
 	return &sseReader{r: bufio.NewReaderSize(r, 4<<10), first: true}
+}
+
+// readerPool lends streams their 4 KiB buffered readers; a stream gives its reader back when it
+// is closed. A nil pool lends new readers.
+type readerPool struct{ p sync.Pool }
+
+func (rp *readerPool) sse(r io.Reader) *sseReader {
+	if rp != nil {
+		if br, ok := rp.p.Get().(*bufio.Reader); ok {
+			br.Reset(r)
+			return &sseReader{r: br, first: true}
+		}
+	}
+	return newSSEReader(r)
+}
+
+// put takes back the reader of a stream that will not be read again.
+func (rp *readerPool) put(s *sseReader) {
+	if rp == nil || s == nil || s.r == nil {
+		return
+	}
+	s.r.Reset(nil)
+	rp.p.Put(s.r)
+	s.r = nil
 }
 
 // readLine returns the next line without its line ending, whether it had one, and the read error

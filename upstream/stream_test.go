@@ -359,3 +359,42 @@ func BenchmarkStreamRelay(b *testing.B) {
 		_, _ = out.Write(suffix)
 	}
 }
+
+// A stream lends its reader back to the pool when closed, keeps answering errStreamClosed, and
+// the next stream reads its own bytes through the same reader.
+func TestStreamReaderPooled(t *testing.T) {
+	var pool readerPool
+	first := &openaiStream{target: "a", body: io.NopCloser(strings.NewReader("data: " + chunkHello + "\n\n")),
+		pool: &pool}
+	first.sse = pool.sse(first.body)
+	if ev, err := first.Next(); err != nil || !strings.Contains(string(ev), "Hello") {
+		t.Fatalf("first stream: %q, %v", ev, err)
+	}
+	br := first.sse.r
+	if err := first.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if first.sse.r != nil {
+		t.Fatal("the closed stream still holds its reader")
+	}
+	if _, err := first.Next(); !errors.Is(err, errStreamClosed) {
+		t.Errorf("Next after Close = %v, want errStreamClosed", err)
+	}
+	if !first.Buffered() {
+		t.Error("a closed stream must report its (terminal) answer as ready without reading")
+	}
+	second := &openaiStream{target: "b", body: io.NopCloser(strings.NewReader("data: {\"x\":2}\n\ndata: [DONE]\n\n")),
+		pool: &pool}
+	second.sse = pool.sse(second.body)
+	if second.sse.r != br {
+		t.Log("the pool handed out a new reader (sync.Pool may drop entries); reuse not checked")
+	}
+	if ev, err := second.Next(); err != nil || string(ev) != `{"x":2}` {
+		t.Fatalf("second stream: %q, %v", ev, err)
+	}
+	if _, err := second.Next(); !errors.Is(err, io.EOF) {
+		t.Fatalf("second stream end: %v", err)
+	}
+	_ = second.Close()
+	_ = second.Close() // twice is safe
+}

@@ -93,6 +93,7 @@ const maxIdlePerTarget = 256
 // target without a proxy is served by the synchronous client of h1client.go; https://, proxied
 // targets and every target when Options.Transport is given use net/http's Transport.
 type Set struct {
+	readers readerPool     // lent to the streams of every target
 	clients []*http.Client // by core.Target.Index
 	names   []string       // the target each client was built for
 	now     func() time.Time
@@ -195,7 +196,7 @@ func (s *Set) Chat(ctx context.Context, t *core.Target, req *core.Request) (*Res
 	c := s.clients[t.Index]
 	switch t.Adapter {
 	case core.AdapterOpenAI:
-		return (&openaiOpenAI{t: t, c: c, now: s.now}).chat(ctx, req)
+		return (&openaiOpenAI{t: t, c: c, now: s.now, readers: &s.readers}).chat(ctx, req)
 	case core.AdapterOllama:
 		return (&openaiOllama{t: t, c: c, now: s.now, newID: s.newID}).chat(ctx, req)
 	case core.AdapterSAIF:
@@ -247,14 +248,14 @@ func closeDrained(body io.ReadCloser) error {
 // status comes back as an error of the core types. The request is JSON, accepts accept (the
 // stream's media type, or application/json), and carries the target's key as a Bearer token when
 // it has one; the key is never logged.
-func post(ctx context.Context, c *http.Client, t *core.Target, url string, body []byte, accept string,
+func post(ctx context.Context, c *http.Client, t *core.Target, url string, body payload, accept string,
 	now func() time.Time) (*http.Response, error) {
 	if h1, ok := c.Transport.(*h1Transport); ok {
 		if resp, sent, err := h1.post(ctx, url, t, body, accept); sent {
 			return checkAnswer(ctx, t, resp, err, now)
 		}
 	}
-	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body.join()))
 	if err != nil {
 		// Only a malformed target URL gets here, which config should have refused.
 		return nil, &core.ConnError{Target: t.Name, Err: err}
@@ -267,6 +268,23 @@ func post(ctx context.Context, c *http.Client, t *core.Target, url string, body 
 	}
 	resp, err := c.Do(hreq)
 	return checkAnswer(ctx, t, resp, err, now)
+}
+
+// payload is a request body in up to three pieces sent one after another, so that the client's
+// bytes around a replaced value (jsonx.SetStringSplit) are written to the socket as they are,
+// not copied into one slice first.
+type payload [3][]byte
+
+func whole(b []byte) payload { return payload{b} }
+
+func (p *payload) len() int { return len(p[0]) + len(p[1]) + len(p[2]) }
+
+// join is the body in one slice; it copies only when there is more than one piece.
+func (p *payload) join() []byte {
+	if len(p[1]) == 0 && len(p[2]) == 0 {
+		return p[0]
+	}
+	return append(append(append(make([]byte, 0, p.len()), p[0]...), p[1]...), p[2]...)
 }
 
 // checkAnswer turns a failed send and a non-2xx answer into the typed errors errmap reads.

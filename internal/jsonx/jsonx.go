@@ -273,6 +273,33 @@ func SetString(body []byte, key, value string) []byte {
 	return rebuildInto(out, body, func(q []byte) bool { return keyIs(q, key) }, last.keyStart, value)
 }
 
+// SetStringSplit is SetString as three pieces whose concatenation is SetString's result: for
+// the common case of one occurrence of key, head and tail are slices of body around its value
+// and mid is the new value, so that a caller writing the result to a socket copies nothing.
+// Otherwise head is SetString's result and mid and tail are empty.
+func SetStringSplit(body []byte, key, value string) (head, mid, tail []byte) {
+	it, ok := newIter(body)
+	if !ok {
+		return SetString(body, key, value), nil, nil
+	}
+	var last member
+	n := 0
+	for {
+		m, more := it.next()
+		if !more {
+			break
+		}
+		if keyIs(body[m.keyStart:m.keyEnd], key) {
+			last = m
+			n++
+		}
+	}
+	if !it.ok || n != 1 {
+		return SetString(body, key, value), nil, nil
+	}
+	return body[:last.valStart:last.valStart], appendString(make([]byte, 0, len(value)+2), value), body[last.valEnd:]
+}
+
 // appendMember copies body with key:value added as its last member.
 func appendMember(body []byte, key, value string) []byte {
 	out := make([]byte, 0, len(body)+len(key)+len(value)+8)

@@ -1,6 +1,7 @@
 package jsonx
 
 import (
+	"bytes"
 	"encoding/json"
 	"testing"
 	"unicode/utf8"
@@ -173,6 +174,13 @@ func FuzzSetString(f *testing.F) {
 		}
 		if !Has(got, key) {
 			t.Fatalf("Has after SetString = false: %q", got)
+		}
+		head, mid, tail := SetStringSplit(body, key, value)
+		if joined := append(append(append([]byte(nil), head...), mid...), tail...); !bytes.Equal(joined, got) {
+			t.Fatalf("SetStringSplit(%q, %q, %q) joins to %q, SetString gives %q", body, key, value, joined, got)
+		}
+		if mid != nil && len(head) != cap(head) {
+			t.Fatalf("SetStringSplit's head has room to append into the body: len %d cap %d", len(head), cap(head))
 		}
 	})
 }
