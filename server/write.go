@@ -116,14 +116,20 @@ func writeEvent(w io.Writer, payload []byte) error {
 }
 
 func (s *Server) logRequest(r *http.Request, route string, chain []string, status int, start time.Time) {
-	if !s.log.Enabled(r.Context(), slog.LevelInfo) {
+	h := s.log.Handler()
+	if !h.Enabled(r.Context(), slog.LevelInfo) {
 		return
 	}
-	s.log.LogAttrs(r.Context(), slog.LevelInfo, "request",
+	// The record goes to the handler directly: Logger.LogAttrs would also record the caller's
+	// program counter (runtime.Callers), which no handler of ours prints, on every request.
+	now := time.Now()
+	rec := slog.NewRecord(now, slog.LevelInfo, "request", 0)
+	rec.AddAttrs(
 		slog.String("method", r.Method),
 		slog.String("path", r.URL.Path),
 		slog.String("route", route),
 		slog.String("chain", chainHeader(chain, "")),
 		slog.Int("status", status),
-		slog.Duration("duration", time.Since(start)))
+		slog.Duration("duration", now.Sub(start)))
+	_ = h.Handle(r.Context(), rec)
 }

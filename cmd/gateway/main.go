@@ -21,6 +21,7 @@ import (
 	"github.com/hayula/gateway/conformance"
 	"github.com/hayula/gateway/demo"
 	"github.com/hayula/gateway/internal/logbuf"
+	"github.com/hayula/gateway/internal/logfmt"
 	"github.com/hayula/gateway/lifecycle/lrusim"
 	"github.com/hayula/gateway/server"
 )
@@ -111,7 +112,7 @@ func newLogger(w io.Writer, level string) (*slog.Logger, func(), error) {
 		return nil, nil, usageError{fmt.Sprintf("bad --log-level %q: use debug, info, warn or error", level)}
 	}
 	buf := logbuf.New(w, 100*time.Millisecond, 64<<10)
-	return slog.New(slog.NewTextHandler(buf, &slog.HandlerOptions{Level: l})), func() { _ = buf.Close() }, nil
+	return slog.New(logfmt.NewText(buf, l)), func() { _ = buf.Close() }, nil
 }
 
 func cmdServe(ctx context.Context, args []string, stderr io.Writer) error {

@@ -17,6 +17,7 @@ var rules = map[string][]string{
 	"select":                      {"core"},
 	"internal/logbuf":             {},
 	"internal/h1":                 {},
+	"internal/logfmt":             {},
 	"errmap":                      {"core", "lifecycle"}, // lifecycle is a leaf: its typed start/load errors
 	"health":                      {"core"},
 	"autoroute":                   {"core", "internal/jsonx"},
