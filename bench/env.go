@@ -201,14 +201,16 @@ func (e *environment) scenarios() []*scenario {
 		body := chatBody("bench", stream, o.PromptBytes)
 		c := []*endpoint{
 			{name: "direct", url: "http://" + e.fast + "/v1/chat/completions", body: body, client: direct},
-			{name: "gateway", url: "http://" + e.gwAddr + "/v1/chat/completions", body: body, client: gateway},
+			{name: "gateway", url: "http://" + e.gwAddr + "/v1/chat/completions", body: body, client: gateway,
+				cpu: procCPU(e.gateway, false)},
 		}
 		if goproxy != nil {
 			c = append(c, &endpoint{name: "goproxy", url: "http://" + e.goproxyAddr + "/v1/chat/completions", body: body,
-				client: goproxy})
+				client: goproxy, cpu: procCPU(e.goproxy, false)})
 		}
 		if nginx != nil {
-			c = append(c, &endpoint{name: "nginx", url: "http://" + e.nginxAddr + "/v1/chat/completions", body: body, client: nginx})
+			c = append(c, &endpoint{name: "nginx", url: "http://" + e.nginxAddr + "/v1/chat/completions", body: body,
+				client: nginx, cpu: procCPU(e.nginx, true)})
 		}
 		return c
 	}
@@ -224,9 +226,18 @@ func (e *environment) scenarios() []*scenario {
 	ac := cols(false)[:2]
 	ac[1].name = "explicit"
 	auto.cols = append(ac, &endpoint{name: "auto", url: ac[1].url, body: chatBody("auto", false, o.PromptBytes),
-		client: gateway})
+		client: gateway, cpu: ac[1].cpu})
 	auto.skip = e.autoProbe(auto.cols[2])
 	return append(out, auto)
+}
+
+// procCPU reads p's CPU time (and its children's: nginx's workers); nil when p is nil.
+func procCPU(p *proc, children bool) func() time.Duration {
+	if p == nil {
+		return nil
+	}
+	pid := p.pid()
+	return func() time.Duration { return cpuTime(children, pid) }
 }
 
 // autoProbe sends one model "auto" request; a 404 means auto routing is not wired in yet.

@@ -35,6 +35,8 @@ type endpoint struct {
 	url    string // the full chat completions URL
 	body   []byte // the request body; the auto column differs from the others only in "model"
 	client *http.Client
+	// cpu reads the CPU time the proxy serving this column has used; nil for none (direct).
+	cpu func() time.Duration
 }
 
 // shot is one request as the client saw it.
@@ -105,6 +107,7 @@ type round struct {
 	errors      int
 	firstErr    error
 	elapsed     time.Duration
+	cpu         time.Duration // the proxy's CPU time over the round; 0 when unknown
 }
 
 func (r *round) throughput() float64 {
@@ -129,6 +132,10 @@ func runRound(ctx context.Context, ep *endpoint, wantLen, conc int, d time.Durat
 		res round
 		wg  sync.WaitGroup
 	)
+	var cpu0 time.Duration
+	if ep.cpu != nil {
+		cpu0 = ep.cpu()
+	}
 	start := time.Now()
 	for range conc {
 		wg.Add(1)
@@ -166,6 +173,9 @@ func runRound(ctx context.Context, ep *endpoint, wantLen, conc int, d time.Durat
 	}
 	wg.Wait()
 	res.elapsed = time.Since(start)
+	if ep.cpu != nil {
+		res.cpu = ep.cpu() - cpu0
+	}
 	slices.Sort(res.total)
 	slices.Sort(res.ttfb)
 	return res

@@ -212,3 +212,37 @@ func raiseNoFile() (uint64, error) {
 	}
 	return lim.Cur, nil
 }
+
+// cpuTime is the CPU time the processes pids have used, summed over their threads, from
+// /proc/PID/task/*/schedstat (nanoseconds on the CPU); with children, each process's child
+// processes count too (nginx's workers under its master). 0 when /proc cannot tell.
+func cpuTime(children bool, pids ...int) time.Duration {
+	var total time.Duration
+	for _, pid := range pids {
+		tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/schedstat", pid))
+		for _, t := range tasks {
+			b, err := os.ReadFile(t)
+			if err != nil {
+				continue
+			}
+			f, _, _ := strings.Cut(string(b), " ")
+			ns, err := strconv.ParseInt(f, 10, 64)
+			if err == nil {
+				total += time.Duration(ns)
+			}
+		}
+		if !children {
+			continue
+		}
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", pid, pid))
+		if err != nil {
+			continue
+		}
+		for _, c := range strings.Fields(string(b)) {
+			if cpid, err := strconv.Atoi(c); err == nil {
+				total += cpuTime(false, cpid)
+			}
+		}
+	}
+	return total
+}

@@ -37,6 +37,7 @@ func (r *report) markdown() string {
 	}
 	r.latencyTable(&b)
 	r.throughputTable(&b)
+	r.cpuTable(&b)
 	r.autoTable(&b)
 	r.memoryTable(&b)
 	r.targets(&b)
@@ -156,6 +157,29 @@ func (r *report) throughputTable(b *strings.Builder) {
 		fmt.Fprintf(b, " %.0f req/s (%.2f× direct) |", v, v/d)
 	}
 	b.WriteString("\n\n")
+}
+
+// cpuTable is each proxy's CPU time per request answered: less sensitive to what else the
+// machine runs than latency is, and what throughput on a shared machine comes down to.
+func (r *report) cpuTable(b *strings.Builder) {
+	b.WriteString("### Proxy CPU per request (median of rounds; the process's CPU time over a round ÷ answers)\n\n")
+	b.WriteString("| row | gateway | goproxy | nginx (workers) |\n|---|---|---|---|\n")
+	for _, res := range r.results {
+		if res.sc.auto {
+			continue
+		}
+		fmt.Fprintf(b, "| %s |", res.sc.name)
+		for _, p := range proxies {
+			c := res.col(p)
+			if c == nil || len(c.cpu) == 0 {
+				b.WriteString(" — |")
+				continue
+			}
+			fmt.Fprintf(b, " %.0f µs |", medianFloat(c.cpu))
+		}
+		b.WriteString("\n")
+	}
+	b.WriteString("\n")
 }
 
 func (r *report) autoTable(b *strings.Builder) {

@@ -32,6 +32,7 @@ type column struct {
 	ttfb50   []time.Duration // per round, of the first body byte
 	ttfb99   []time.Duration
 	thr      []float64 // requests per second, per round
+	cpu      []float64 // the proxy's CPU µs per request, per round (rounds with a CPU reading)
 	requests int
 	errors   int
 	firstErr error
@@ -93,6 +94,9 @@ func runScenario(ctx context.Context, sc *scenario, o options, conns func() int6
 			c.ttfb50 = append(c.ttfb50, quantile(r.ttfb, 0.50))
 			c.ttfb99 = append(c.ttfb99, quantile(r.ttfb, 0.99))
 			c.thr = append(c.thr, r.throughput())
+			if r.cpu > 0 {
+				c.cpu = append(c.cpu, float64(r.cpu)/float64(time.Microsecond)/float64(len(r.total)))
+			}
 		}
 	}
 	return res
