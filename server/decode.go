@@ -22,6 +22,14 @@ const (
 	optPrivacy  = "x-hayula-privacy"
 )
 
+// The same options as header names in canonical form: Header.Get canonicalises any other key
+// into a new string, on every request.
+const (
+	hdrOptFallback = "X-Fallback-On"
+	hdrOptHint     = "X-Route-Hint"
+	hdrOptPrivacy  = "X-Hayula-Privacy"
+)
+
 // wireRequest is the part of a chat request the gateway reads. Everything else passes through in
 // the raw body untouched.
 type wireRequest struct {
@@ -141,7 +149,7 @@ func finishChat(r *http.Request, body []byte, w *wireRequest) (*core.Request, *a
 // readOptions applies the Hayula options. A request can make itself stricter, never looser:
 // x-fallback-on can only turn fallback off, x-hayula-privacy can only turn strictness on.
 func readOptions(r *http.Request, w *wireRequest, req *core.Request) *apiError {
-	fallback := r.Header.Get(optFallback)
+	fallback := r.Header.Get(hdrOptFallback)
 	if len(w.Fallback) > 0 && string(w.Fallback) != "null" {
 		var b bool
 		var s string
@@ -166,7 +174,7 @@ func readOptions(r *http.Request, w *wireRequest, req *core.Request) *apiError {
 		return badRequest(optFallback, "invalid_value", "x-fallback-on must be true or false")
 	}
 
-	privacy := []string{r.Header.Get(optPrivacy)}
+	privacy := []string{r.Header.Get(hdrOptPrivacy)}
 	if w.Privacy != nil {
 		privacy = append(privacy, *w.Privacy)
 	}
@@ -182,7 +190,7 @@ func readOptions(r *http.Request, w *wireRequest, req *core.Request) *apiError {
 		}
 	}
 
-	req.RouteHint = strings.TrimSpace(r.Header.Get(optHint))
+	req.RouteHint = strings.TrimSpace(r.Header.Get(hdrOptHint))
 	if w.Hint != nil && strings.TrimSpace(*w.Hint) != "" {
 		req.RouteHint = strings.TrimSpace(*w.Hint)
 	}

@@ -63,6 +63,10 @@ type Server struct {
 	checker  *health.Checker // active health; see health.go
 	procs    *procs          // nil when no target has a command; see lifecycle.go
 
+	// targetValues[i] is []string{name} of the target with Index i: the X-Hayula-Target and
+	// (for a chain of one) X-Hayula-Chain header values, built once (see write).
+	targetValues [][]string
+
 	failedOpen atomic.Int64 // requests served only because a fail-open stage kept every target
 	bodies     sync.Pool    // *[]byte request body buffers; see serveOp
 }
@@ -75,6 +79,8 @@ type routeState struct {
 	// minWindow is the smallest known context window among the route's targets; 0 when none is
 	// known, and then the context filter can never drop anything.
 	minWindow int
+	// nameValue is []string{Name}, the X-Hayula-Route header's value, built once (see write).
+	nameValue []string
 }
 
 // mayOverflow reports whether the context filter could drop a target of the route for req. The
@@ -123,6 +129,12 @@ func New(o Options) (*Server, error) {
 	s.health = health.NewTracker(len(o.Config.Targets), s.clock,
 		health.Policy{Failures: c.Failures, Base: c.Base, Max: c.Max, OnChange: s.healthChanged})
 	s.stages = filter.Standard(s.health)
+	s.targetValues = make([][]string, len(o.Config.Targets))
+	for _, t := range o.Config.Targets {
+		if t.Index >= 0 && t.Index < len(s.targetValues) {
+			s.targetValues[t.Index] = []string{t.Name}
+		}
+	}
 	s.failOpen = map[string]bool{}
 	for _, st := range s.stages {
 		if st.FailOpen {
@@ -134,7 +146,8 @@ func New(o Options) (*Server, error) {
 		if err != nil {
 			return nil, fmt.Errorf("route %s: %w", r.Name, err)
 		}
-		rs := &routeState{Route: r, sel: sel, guard: make([]core.ClassSet, len(o.Config.Targets))}
+		rs := &routeState{Route: r, sel: sel, guard: make([]core.ClassSet, len(o.Config.Targets)),
+			nameValue: []string{r.Name}}
 		for i, t := range r.Targets {
 			if i < len(r.Guard) {
 				rs.guard[t.Index] = r.Guard[i]

@@ -13,6 +13,18 @@ import (
 	"github.com/hayula/gateway/upstream"
 )
 
+// jsonContentType is the Content-Type header's value for JSON answers; never modified.
+var jsonContentType = []string{"application/json"}
+
+// targetValue is []string{t.Name}: built once for a configured target.
+func (s *Server) targetValue(t *core.Target) []string {
+	if t.Index >= 0 && t.Index < len(s.targetValues) && s.targetValues[t.Index] != nil &&
+		s.targetValues[t.Index][0] == t.Name {
+		return s.targetValues[t.Index]
+	}
+	return []string{t.Name}
+}
+
 var (
 	sseData = []byte("data: ")
 	sseEnd  = []byte("\n\n")
@@ -21,8 +33,11 @@ var (
 
 // write sends the attempt loop's outcome to the client and returns the status it used.
 func (s *Server) write(ctx context.Context, w http.ResponseWriter, rs *routeState, req *core.Request, res result) int {
+	// Header values are assigned, not Set: Set builds a one-element slice per call, and the
+	// route's and target's values are built once. Nothing appends to them in place (a slice of
+	// length 1 and capacity 1 is copied by append).
 	h := w.Header()
-	h.Set(hdrRoute, rs.Name)
+	h[hdrRoute] = rs.nameValue
 	if res.gone {
 		return 499
 	}
@@ -34,13 +49,18 @@ func (s *Server) write(ctx context.Context, w http.ResponseWriter, rs *routeStat
 		return res.err.Status
 	}
 	defer res.end()
-	h.Set(hdrChain, chainHeader(res.chain, res.target.Name))
-	h.Set(hdrTarget, res.target.Name)
+	target := s.targetValue(res.target)
+	if len(res.chain) == 1 && res.chain[0] == res.target.Name {
+		h[hdrChain] = target
+	} else {
+		h.Set(hdrChain, chainHeader(res.chain, res.target.Name))
+	}
+	h[hdrTarget] = target
 	for k, vs := range res.resp.Header {
 		h[k] = vs
 	}
 	if res.resp.Stream == nil {
-		h.Set("Content-Type", "application/json")
+		h["Content-Type"] = jsonContentType
 		h.Set("Content-Length", strconv.Itoa(len(res.resp.Body)))
 		w.WriteHeader(http.StatusOK)
 		_, _ = w.Write(res.resp.Body)
