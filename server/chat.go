@@ -267,8 +267,8 @@ func (s *Server) once(ctx context.Context, t *core.Target, req *core.Request) at
 
 // chainHeader renders the paper's form: "saif", or "saif→deepseek-r1 (served by deepseek-r1)".
 func chainHeader(chain []string, served string) string {
-	if len(chain) == 1 && served != "" {
-		return chain[0]
+	if len(chain) == 1 {
+		return chain[0] // served by it, or (for the log line) just its name: no copy
 	}
 	var b strings.Builder
 	for i, n := range chain {
