@@ -45,6 +45,11 @@ func (b *body) readRaw(p []byte) (int, error) {
 	case len(p) == 0:
 		return 0, nil
 	}
+	// Once the answer's head is out, a 100 Continue would be read as part of its body; a
+	// client waiting for one sends the body after its own wait (RFC 9110 §10.1.1) or never.
+	if b.cont && b.c.res.committed {
+		b.cont = false
+	}
 	if b.cont {
 		b.cont = false
 		bw := b.c.bufs.bw
