@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httputil"
+	"time"
 )
 
 // body is the request body of a connection's current request. It is reused request after
@@ -116,6 +117,11 @@ func (b *body) drain() bool {
 	if b.err != nil || b.cont || !b.chunked && b.n > maxDrain {
 		return false
 	}
+	// The answer is out; a client that stops sending the rest would otherwise hold this
+	// goroutine (and a Shutdown) for as long as it keeps the connection open.
+	nc := b.c.nc
+	_ = nc.SetReadDeadline(time.Now().Add(b.c.s.drainWait()))
+	defer func() { _ = nc.SetReadDeadline(time.Time{}) }()
 	var buf [512]byte
 	left := maxDrain
 	for left > 0 {

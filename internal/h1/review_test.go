@@ -3,9 +3,11 @@ package h1
 import (
 	"bufio"
 	"io"
+	"net"
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 )
 
 // Tests from the adversarial review: each names what went wrong before its fix.
@@ -38,6 +40,39 @@ func TestNoContinueAfterTheHead(t *testing.T) {
 			b, err := io.ReadAll(resp.Body)
 			if err != nil || !strings.HasSuffix(string(b), "body=abc") || !resp.Close {
 				t.Errorf("got %.60q, %v, close=%v; want the body echoed and Connection: close", b, err, resp.Close)
+			}
+		})
+	}
+}
+
+// A client that stops sending a body the handler did not read must not hold the connection's
+// goroutine once the answer is out: the drain is bounded in time.
+func TestDrainOfStalledBodyEnds(t *testing.T) {
+	_, addr := start(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.WriteString(w, "ok")
+	}), func(s *Server) { s.ReadHeaderTimeout = 100 * time.Millisecond })
+	for _, tt := range []struct{ name, raw string }{
+		{"length", "POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 100\r\n\r\n0123456789"},
+		{"chunked", "POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\na\r\n0123456789\r\n"},
+		{"closing", "POST / HTTP/1.1\r\nHost: h\r\nConnection: close\r\nContent-Length: 100\r\n\r\n0123456789"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := net.Dial("tcp", addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			_ = c.SetDeadline(time.Now().Add(5 * time.Second))
+			_, _ = io.WriteString(c, tt.raw)
+			br := bufio.NewReader(c)
+			resp, err := http.ReadResponse(br, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, _ = io.ReadAll(resp.Body)
+			// The client sends nothing more; the server must give up on the rest and close.
+			if _, err := br.ReadByte(); err != io.EOF {
+				t.Fatalf("after the answer: %v, want the server to close the connection (EOF)", err)
 			}
 		})
 	}

@@ -35,7 +35,8 @@ type Server struct {
 	// Handler answers every request.
 	Handler http.Handler
 	// ReadHeaderTimeout bounds reading a request's line and headers once its first byte has
-	// arrived; zero means no limit.
+	// arrived; zero means no limit. It also bounds, up to 5 s, the wait for the rest of a
+	// body the handler did not read (see body.drain).
 	ReadHeaderTimeout time.Duration
 	// IdleTimeout bounds the wait for the next request on a kept-alive connection; zero means
 	// no limit.
@@ -77,6 +78,9 @@ const (
 	// maxDrain is how much of a request body the handler did not read is read and dropped to
 	// keep the connection; a larger rest closes it.
 	maxDrain = 256 << 10
+	// maxDrainWait bounds the time that drain waits for that rest (ReadHeaderTimeout when it is
+	// shorter).
+	maxDrainWait = 5 * time.Second
 )
 
 // Serve accepts connections on ln and serves each on its own goroutine until Shutdown or Close,
@@ -315,6 +319,13 @@ func (s *Server) watchAfter() time.Duration {
 		return defaultWatchAfter
 	}
 	return max(s.WatchAfter, 100*time.Microsecond)
+}
+
+func (s *Server) drainWait() time.Duration {
+	if s.ReadHeaderTimeout > 0 {
+		return min(s.ReadHeaderTimeout, maxDrainWait)
+	}
+	return maxDrainWait
 }
 
 // now is the time since the server started, from the monotonic clock.
