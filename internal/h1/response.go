@@ -69,7 +69,7 @@ func (w *response) WriteHeader(code int) {
 func (w *response) writeInformational(code int) {
 	bw := w.c.bufs.bw
 	_, _ = bw.Write(statusLine(bw.AvailableBuffer(), code))
-	w.writeFields(false)
+	w.writeFields()
 	_, _ = bw.WriteString("\r\n")
 	if err := bw.Flush(); err != nil && w.err == nil {
 		w.err = err
@@ -205,7 +205,7 @@ func (w *response) commit(final bool) {
 	if _, ok := w.header["Date"]; !ok {
 		_, _ = bw.Write(w.c.s.date.get(time.Now()))
 	}
-	w.writeFields(true)
+	w.writeFields()
 	_, _ = bw.WriteString("\r\n")
 	if pend := w.c.bufs.pending; len(pend) > 0 {
 		w.c.bufs.pending = pend[:0]
@@ -222,18 +222,13 @@ func (w *response) writeLength(n int64) {
 }
 
 // writeFields writes the handler's header fields, but for the framing ones the server writes
-// itself. A line break in a value becomes a space, and a field with an invalid name is
-// dropped, so that nothing a handler copies from elsewhere can split the head.
-func (w *response) writeFields(final bool) {
+// itself (and a 1xx answer carries none). A line break in a value becomes a space, and a field
+// with an invalid name is dropped, so that nothing a handler copies from elsewhere can split
+// the head.
+func (w *response) writeFields() {
 	bw := w.c.bufs.bw
 	for k, vs := range w.header {
-		if final {
-			switch k {
-			case "Content-Length", "Transfer-Encoding", "Connection":
-				continue
-			}
-		}
-		if !isToken(k) {
+		if framing(k) || !isToken(k) {
 			continue
 		}
 		for _, v := range vs {
@@ -247,6 +242,20 @@ func (w *response) writeFields(final bool) {
 			_, _ = bw.WriteString("\r\n")
 		}
 	}
+}
+
+// framing reports whether k names a field the server writes itself, in any case: a handler
+// that fills the map directly ("content-length") must not add a second length to the head.
+func framing(k string) bool {
+	switch len(k) {
+	case len("Connection"):
+		return strings.EqualFold(k, "Connection")
+	case len("Content-Length"):
+		return strings.EqualFold(k, "Content-Length")
+	case len("Transfer-Encoding"):
+		return strings.EqualFold(k, "Transfer-Encoding")
+	}
+	return false
 }
 
 func sanitize(v string) string {

@@ -77,3 +77,28 @@ func TestDrainOfStalledBodyEnds(t *testing.T) {
 		})
 	}
 }
+
+// Framing fields the handler put in its header map under a name not in canonical form must
+// not reach the wire next to the ones the server writes.
+func TestFramingFieldsInAnyCase(t *testing.T) {
+	_, addr := start(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h := w.Header()
+		h["content-length"] = []string{"100"}
+		h["transfer-encoding"] = []string{"chunked"}
+		h["CONNECTION"] = []string{"keep-alive"}
+		_, _ = io.WriteString(w, "ok")
+	}))
+	got := exchange(t, addr, "GET / HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n")
+	for _, bad := range []string{"content-length:", "transfer-encoding:", "CONNECTION:"} {
+		if strings.Contains(got, bad) {
+			t.Errorf("%q written: %q", bad, got)
+		}
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(strings.NewReader(got)), nil)
+	if err != nil {
+		t.Fatalf("%v: %q", err, got)
+	}
+	if b, _ := io.ReadAll(resp.Body); string(b) != "ok" || resp.ContentLength != 2 {
+		t.Errorf("got %q length %d, want \"ok\" length 2", b, resp.ContentLength)
+	}
+}
