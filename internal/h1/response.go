@@ -67,6 +67,12 @@ func (w *response) WriteHeader(code int) {
 }
 
 func (w *response) writeInformational(code int) {
+	if w.req.ProtoMinor == 0 {
+		return // an HTTP/1.0 client does not expect one (RFC 9110 §15.2)
+	}
+	if code == http.StatusContinue {
+		w.c.body.cont = false // the handler sent it; the first read must not send another
+	}
 	bw := w.c.bufs.bw
 	_, _ = bw.Write(statusLine(bw.AvailableBuffer(), code))
 	w.writeFields()

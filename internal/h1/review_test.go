@@ -102,3 +102,45 @@ func TestFramingFieldsInAnyCase(t *testing.T) {
 		t.Errorf("got %q length %d, want \"ok\" length 2", b, resp.ContentLength)
 	}
 }
+
+// An informational answer carries no framing fields, none goes to an HTTP/1.0 client (RFC
+// 9110 §15.2), and a 100 the handler sent is not sent again by its first read.
+func TestInformationalAnswers(t *testing.T) {
+	_, addr := start(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/continue" {
+			w.WriteHeader(http.StatusContinue)
+			b, _ := io.ReadAll(r.Body)
+			_, _ = w.Write(b)
+			return
+		}
+		w.Header().Set("Link", "</a.css>; rel=preload")
+		w.Header().Set("Content-Length", "2")
+		w.WriteHeader(http.StatusEarlyHints)
+		_, _ = io.WriteString(w, "ok")
+	}))
+	t.Run("http/1.1", func(t *testing.T) {
+		got := exchange(t, addr, "GET / HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n")
+		hints, final, ok := strings.Cut(got, "\r\n\r\n")
+		if !ok || !strings.HasPrefix(hints, "HTTP/1.1 103 Early Hints\r\n") || !strings.Contains(hints, "Link: ") {
+			t.Fatalf("no 103 with its Link first: %q", got)
+		}
+		if strings.Contains(hints, "Content-Length") {
+			t.Errorf("103 carries Content-Length: %q", hints)
+		}
+		if !strings.HasPrefix(final, "HTTP/1.1 200 OK\r\n") || !strings.HasSuffix(final, "\r\n\r\nok") {
+			t.Errorf("final answer: %q", final)
+		}
+	})
+	t.Run("100 sent by the handler", func(t *testing.T) {
+		got := exchange(t, addr, "POST /continue HTTP/1.1\r\nHost: h\r\nExpect: 100-continue\r\nContent-Length: 2\r\nConnection: close\r\n\r\nhi")
+		if n := strings.Count(got, "100 Continue"); n != 1 || !strings.HasSuffix(got, "\r\n\r\nhi") {
+			t.Errorf("got %q, want one 100 Continue, then the body", got)
+		}
+	})
+	t.Run("http/1.0", func(t *testing.T) {
+		got := exchange(t, addr, "GET / HTTP/1.0\r\n\r\n")
+		if !strings.HasPrefix(got, "HTTP/1.1 200 OK\r\n") {
+			t.Errorf("an HTTP/1.0 client got %q, want the 200 alone", got)
+		}
+	})
+}
