@@ -110,7 +110,26 @@ const maxAnswerHead = 64 << 10
 // readResponse reads an answer's head from br and frames its body, for a request with method.
 // An EOF before the status line is io.ErrUnexpectedEOF, as http.ReadResponse reports it (the
 // caller tells a stale pooled connection by it).
+//
+// Informational answers (1xx but a protocol switch) are read past, at most max1xx of them: an
+// upstream that sends them without end must not keep the caller reading.
 func readResponse(br *bufio.Reader, method string, scratch *[]byte) (*http.Response, error) {
+	for n := 0; ; n++ {
+		resp, err := readAnswerHead(br, method, scratch)
+		if err != nil || resp.StatusCode >= 200 || resp.StatusCode == http.StatusSwitchingProtocols {
+			return resp, err
+		}
+		if n == max1xx {
+			return nil, fmt.Errorf("%w: more than %d informational answers", errBadAnswer, max1xx)
+		}
+	}
+}
+
+// max1xx is how many informational answers may come before the real one, as in net/http.
+const max1xx = 5
+
+// readAnswerHead reads one answer's head, 1xx or not.
+func readAnswerHead(br *bufio.Reader, method string, scratch *[]byte) (*http.Response, error) {
 	head, err := readHead(br, (*scratch)[:0])
 	if err != nil {
 		return nil, err
@@ -256,10 +275,10 @@ func (b *answerBody) Read(p []byte) (int, error) {
 
 func (b *answerBody) Close() error { return nil }
 
-// readHead appends to head the lines through the empty one that ends a head; empty lines
-// before the first are skipped.
+// readHead appends to head the lines through the empty one that ends a head; a few empty
+// lines before the first are skipped (a stray CRLF after a previous body), not a stream of them.
 func readHead(br *bufio.Reader, head []byte) ([]byte, error) {
-	lineStart := true
+	lineStart, skipped := true, 0
 	for {
 		frag, err := br.ReadSlice('\n')
 		if len(head)+len(frag) > maxAnswerHead {
@@ -278,6 +297,9 @@ func readHead(br *bufio.Reader, head []byte) ([]byte, error) {
 		}
 		if lineStart && (len(frag) == 1 || len(frag) == 2 && frag[0] == '\r') {
 			if len(head) == 0 {
+				if skipped++; skipped > 4 {
+					return nil, fmt.Errorf("%w: empty lines where a status line was expected", errBadAnswer)
+				}
 				continue
 			}
 			return append(head, frag...), nil

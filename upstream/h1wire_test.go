@@ -181,3 +181,50 @@ func FuzzReadResponse(f *testing.F) {
 		}
 	})
 }
+
+// Answers a hostile or broken upstream can send, from the review: each is either refused or
+// read so that the connection is not reused past it.
+func TestReadResponseHostile(t *testing.T) {
+	tests := []struct {
+		name, raw string
+		status    int // 0: an error is wanted
+		close     bool
+		body      string
+	}{
+		{name: "endless empty lines", raw: strings.Repeat("\r\n", 40000) + "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n"},
+		{name: "a few empty lines", raw: "\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok", status: 200, body: "ok"},
+		{name: "1xx then the answer", raw: "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 103 Early Hints\r\nLink: x\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok",
+			status: 200, body: "ok"},
+		{name: "a flood of 1xx", raw: strings.Repeat("HTTP/1.1 100 Continue\r\n\r\n", 10) + "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n"},
+		{name: "folded line", raw: "HTTP/1.1 200 OK\r\nX-A: a\r\n b\r\nContent-Length: 0\r\n\r\n"},
+		{name: "status not a number", raw: "HTTP/1.1 2x0 OK\r\nContent-Length: 0\r\n\r\n"},
+		{name: "bad chunk size", raw: "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\nok\r\n0\r\n\r\n", status: 200, body: "!"},
+		{name: "huge chunk size", raw: "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nffffffffffffffffff\r\nok\r\n0\r\n\r\n", status: 200, body: "!"},
+		{name: "chunk without its CRLF", raw: "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nokX\r\n0\r\n\r\n", status: 200, body: "!"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var scratch []byte
+			resp, err := readResponse(bufio.NewReader(strings.NewReader(tt.raw)), "POST", &scratch)
+			if tt.status == 0 {
+				if err == nil {
+					t.Fatalf("read %d %q, want an error", resp.StatusCode, resp.Header)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, berr := io.ReadAll(resp.Body)
+			if tt.body == "!" { // the body must fail
+				if berr == nil {
+					t.Errorf("body %q read cleanly, want an error", b)
+				}
+				return
+			}
+			if berr != nil || resp.StatusCode != tt.status || resp.Close != tt.close || string(b) != tt.body {
+				t.Errorf("got %d close=%v %q %v; want %d close=%v %q", resp.StatusCode, resp.Close, b, berr, tt.status, tt.close, tt.body)
+			}
+		})
+	}
+}
