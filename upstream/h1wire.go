@@ -191,6 +191,10 @@ func readAnswerHead(br *bufio.Reader, method string, scratch *[]byte) (*http.Res
 func frame(resp *http.Response, br *bufio.Reader, method string) error {
 	h := resp.Header
 	switch c := resp.StatusCode; {
+	case c == http.StatusSwitchingProtocols:
+		// What follows is not HTTP: the connection must not go back to the pool.
+		resp.Body, resp.ContentLength, resp.Close = http.NoBody, 0, true
+		return nil
 	case method == http.MethodHead || c < 200 || c == http.StatusNoContent || c == http.StatusNotModified:
 		resp.Body, resp.ContentLength = http.NoBody, 0
 		return nil
@@ -199,6 +203,11 @@ func frame(resp *http.Response, br *bufio.Reader, method string) error {
 		if len(te) != 1 || !strings.EqualFold(te[0], "chunked") {
 			return fmt.Errorf("%w: Transfer-Encoding %q", errBadAnswer, te)
 		}
+		if _, ok := h["Content-Length"]; ok {
+			// Chunked wins (RFC 9112 §6.3), but a sender of both may frame the next answer
+			// differently from us too: the connection is not reused.
+			resp.Close = true
+		}
 		delete(h, "Transfer-Encoding")
 		delete(h, "Content-Length")
 		resp.TransferEncoding = []string{"chunked"}
@@ -206,8 +215,8 @@ func frame(resp *http.Response, br *bufio.Reader, method string) error {
 		return nil
 	}
 	if cl, ok := h["Content-Length"]; ok {
-		n, err := strconv.ParseInt(cl[0], 10, 64)
-		if err != nil || n < 0 {
+		n, ok := parseLength(cl[0])
+		if !ok {
 			return fmt.Errorf("%w: Content-Length %q", errBadAnswer, cl[0])
 		}
 		for _, v := range cl[1:] {
@@ -227,6 +236,22 @@ func frame(resp *http.Response, br *bufio.Reader, method string) error {
 	resp.Close = true
 	resp.Body = &answerBody{br: br, left: -1}
 	return nil
+}
+
+// parseLength reads a Content-Length: digits only. strconv.ParseInt would take "+5" and
+// "-0", which net/http and other readers refuse, so that two readers disagree on the framing.
+func parseLength(v string) (int64, bool) {
+	if v == "" || len(v) > 18 {
+		return 0, false
+	}
+	var n int64
+	for i := 0; i < len(v); i++ {
+		if v[i] < '0' || v[i] > '9' {
+			return 0, false
+		}
+		n = n*10 + int64(v[i]-'0')
+	}
+	return n, true
 }
 
 // answerBody reads an answer's body off the connection's reader.
