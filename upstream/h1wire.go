@@ -76,14 +76,23 @@ func plainHeader(h http.Header) bool {
 			return false
 		}
 		for _, v := range vs {
-			for i := 0; i < len(v); i++ {
-				if b := v[i]; b < ' ' && b != '\t' || b == 0x7f {
-					return false
-				}
+			if hasControl(v) {
+				return false
 			}
 		}
 	}
 	return true
+}
+
+// hasControl reports whether a field value holds a control character other than tab: a bare
+// CR, a NUL, a line break.
+func hasControl(v string) bool {
+	for i := 0; i < len(v); i++ {
+		if b := v[i]; b < ' ' && b != '\t' || b == 0x7f {
+			return true
+		}
+	}
+	return false
 }
 
 func isToken(s string) bool {
@@ -170,6 +179,11 @@ func readAnswerHead(br *bufio.Reader, method string, scratch *[]byte) (*http.Res
 		}
 		key := canonicalKey(name)
 		value = strings.Trim(value, " \t")
+		// A bare CR or NUL in a value is refused as net/http refuses it, so that both
+		// transports take the same answers and no such byte reaches a caller.
+		if hasControl(value) {
+			return nil, fmt.Errorf("%w: header line %.60q", errBadAnswer, line)
+		}
 		if vs, ok := h[key]; ok {
 			h[key] = append(vs, value)
 			continue

@@ -201,6 +201,8 @@ func TestReadResponseHostile(t *testing.T) {
 		{name: "negative zero length", raw: "HTTP/1.1 200 OK\r\nContent-Length: -0\r\n\r\n"},
 		{name: "length and chunked", raw: "HTTP/1.1 200 OK\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nok\r\n0\r\n\r\n",
 			status: 200, close: true, body: "ok"},
+		{name: "nul in a value", raw: "HTTP/1.1 200 OK\r\nX-A: a\x00b\r\nContent-Length: 0\r\n\r\n"},
+		{name: "bare cr in a value", raw: "HTTP/1.1 200 OK\r\nX-A: a\rb\r\nContent-Length: 0\r\n\r\n"},
 		{name: "folded line", raw: "HTTP/1.1 200 OK\r\nX-A: a\r\n b\r\nContent-Length: 0\r\n\r\n"},
 		{name: "status not a number", raw: "HTTP/1.1 2x0 OK\r\nContent-Length: 0\r\n\r\n"},
 		{name: "bad chunk size", raw: "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\nok\r\n0\r\n\r\n", status: 200, body: "!"},
