@@ -20,8 +20,11 @@ import (
 // writeRequest writes req to bw as HTTP/1.1: the head, then the body. A request whose length
 // is not known, or whose headers ask for framing of their own, goes through req.Write.
 func writeRequest(bw *bufio.Writer, req *http.Request) error {
-	if req.ContentLength < 0 || req.ContentLength > 0 && req.Body == nil || len(req.TransferEncoding) > 0 ||
-		req.Close || !plainHeader(req.Header) {
+	hasBody := req.Body != nil && req.Body != http.NoBody
+	// A ContentLength of 0 with a Body is a body of unknown length (http.Request's rule, and
+	// what http.NewRequest leaves for a reader it cannot measure), not an empty one.
+	if req.ContentLength < 0 || req.ContentLength == 0 && hasBody || req.ContentLength > 0 && req.Body == nil ||
+		len(req.TransferEncoding) > 0 || req.Close || !plainHeader(req.Header) {
 		return req.Write(bw)
 	}
 	host := req.Host

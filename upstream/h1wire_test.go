@@ -235,3 +235,59 @@ func TestReadResponseHostile(t *testing.T) {
 		})
 	}
 }
+
+func TestWriteRequestHostile(t *testing.T) {
+	newReq := func(method, url string, body io.Reader, edit func(*http.Request)) *http.Request {
+		req, err := http.NewRequest(method, url, body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if edit != nil {
+			edit(req)
+		}
+		return req
+	}
+	tests := []struct {
+		name     string
+		req      *http.Request
+		wantErr  bool
+		method   string
+		host     string
+		body     string
+		length   int64
+		noHeader string // a header that must not reach the server
+	}{
+		// net/http's rule: a ContentLength of 0 with a Body means "unknown", not "empty".
+		{name: "body of unknown length", req: newReq("POST", "http://h/x", io.MultiReader(strings.NewReader("abc")), nil),
+			method: "POST", host: "h", body: "abc", length: -1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var out bytes.Buffer
+			bw := bufio.NewWriter(&out)
+			err := writeRequest(bw, tt.req)
+			_ = bw.Flush()
+			if tt.wantErr {
+				if err == nil {
+					t.Fatalf("wrote %q, want an error", out.String())
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := http.ReadRequest(bufio.NewReader(&out))
+			if err != nil {
+				t.Fatalf("%v in %q", err, out.String())
+			}
+			b, _ := io.ReadAll(got.Body)
+			if got.Method != tt.method || got.Host != tt.host || string(b) != tt.body || got.ContentLength != tt.length {
+				t.Errorf("read back %s host %q len %d %q; want %s host %q len %d %q (%q)", got.Method, got.Host,
+					got.ContentLength, b, tt.method, tt.host, tt.length, tt.body, out.String())
+			}
+			if tt.method == "PATCH" && got.Header.Get("Content-Length") != "0" {
+				t.Errorf("an empty PATCH without Content-Length: 0 (%q)", out.String())
+			}
+		})
+	}
+}
