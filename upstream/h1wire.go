@@ -27,11 +27,22 @@ func writeRequest(bw *bufio.Writer, req *http.Request) error {
 		len(req.TransferEncoding) > 0 || req.Close || !plainHeader(req.Header) {
 		return req.Write(bw)
 	}
+	method := req.Method
+	if method == "" {
+		method = http.MethodGet
+	}
+	if !isToken(method) {
+		// req.Write would write it as it is, and a method is the first thing on the wire.
+		return fmt.Errorf("upstream: invalid method %q", method)
+	}
 	host := req.Host
 	if host == "" {
 		host = req.URL.Host
 	}
-	_, _ = bw.WriteString(req.Method)
+	if !plainHost(host) {
+		return req.Write(bw) // it refuses a bad Host, drops an IPv6 zone and an empty port
+	}
+	_, _ = bw.WriteString(method)
 	_ = bw.WriteByte(' ')
 	_, _ = bw.WriteString(req.URL.RequestURI())
 	_, _ = bw.WriteString(" HTTP/1.1\r\nHost: ")
@@ -48,7 +59,7 @@ func writeRequest(bw *bufio.Writer, req *http.Request) error {
 			_, _ = bw.WriteString("\r\n")
 		}
 	}
-	if req.ContentLength > 0 || req.Method == http.MethodPost || req.Method == http.MethodPut {
+	if req.ContentLength > 0 || method == http.MethodPost || method == http.MethodPut || method == http.MethodPatch {
 		_, _ = bw.WriteString("Content-Length: ")
 		_, _ = bw.Write(strconv.AppendInt(bw.AvailableBuffer(), req.ContentLength, 10))
 		_, _ = bw.WriteString("\r\n")
@@ -64,6 +75,23 @@ func writeRequest(bw *bufio.Writer, req *http.Request) error {
 		err = fmt.Errorf("upstream: request body is %d bytes, not the %d its ContentLength says", n, req.ContentLength)
 	}
 	return err
+}
+
+// plainHost reports whether host can go into the Host field as it is: a name or an address
+// with an optional port, no IPv6 zone, no empty port, nothing that could end the line.
+func plainHost(host string) bool {
+	if host == "" || host[len(host)-1] == ':' {
+		return false
+	}
+	for i := 0; i < len(host); i++ {
+		switch b := host[i]; {
+		case 'a' <= b && b <= 'z', 'A' <= b && b <= 'Z', '0' <= b && b <= '9':
+		case b == '.' || b == '-' || b == '_' || b == ':' || b == '[' || b == ']':
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 // plainHeader reports whether every field of h can be written as it is: valid names, no line

@@ -260,6 +260,16 @@ func TestWriteRequestHostile(t *testing.T) {
 		// net/http's rule: a ContentLength of 0 with a Body means "unknown", not "empty".
 		{name: "body of unknown length", req: newReq("POST", "http://h/x", io.MultiReader(strings.NewReader("abc")), nil),
 			method: "POST", host: "h", body: "abc", length: -1},
+		// req.Write sends a Host it finds invalid as empty (go.dev/issue/61431).
+		{name: "host with a line break", req: newReq("GET", "http://h/x", nil, func(r *http.Request) { r.Host = "h\r\nX-Injected: 1" }),
+			method: "GET", noHeader: "X-Injected"},
+		{name: "method with a space", req: newReq("GET", "http://h/x", nil, func(r *http.Request) { r.Method = "GET /evil HTTP/1.1\r\nX-Injected: 1\r\n\r\nGET" }),
+			wantErr: true},
+		{name: "empty method", req: newReq("GET", "http://h/x", nil, func(r *http.Request) { r.Method = "" }),
+			method: "GET", host: "h"},
+		{name: "zone in the host", req: newReq("GET", "http://[fe80::1%25eth0]:8080/x", nil, nil),
+			method: "GET", host: "[fe80::1]:8080"},
+		{name: "empty PATCH", req: newReq("PATCH", "http://h/x", http.NoBody, nil), method: "PATCH", host: "h"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -284,6 +294,9 @@ func TestWriteRequestHostile(t *testing.T) {
 			if got.Method != tt.method || got.Host != tt.host || string(b) != tt.body || got.ContentLength != tt.length {
 				t.Errorf("read back %s host %q len %d %q; want %s host %q len %d %q (%q)", got.Method, got.Host,
 					got.ContentLength, b, tt.method, tt.host, tt.length, tt.body, out.String())
+			}
+			if tt.noHeader != "" && got.Header.Get(tt.noHeader) != "" {
+				t.Errorf("%s reached the server (%q)", tt.noHeader, out.String())
 			}
 			if tt.method == "PATCH" && got.Header.Get("Content-Length") != "0" {
 				t.Errorf("an empty PATCH without Content-Length: 0 (%q)", out.String())
