@@ -46,7 +46,8 @@ func (t *h1Transport) dest(rawURL string) *h1Dest {
 		return d.(*h1Dest)
 	}
 	u, err := url.Parse(rawURL)
-	if err != nil || u.Scheme != "http" || u.Host == "" || u.User != nil {
+	// A Host that net/http would rewrite (an IPv6 zone, an empty port) is left to it.
+	if err != nil || u.Scheme != "http" || u.User != nil || !plainHost(u.Host) {
 		return nil
 	}
 	addr := u.Host

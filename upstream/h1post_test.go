@@ -1,0 +1,65 @@
+package upstream
+
+import (
+	"bufio"
+	"bytes"
+	"net/http"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// TestDestHeads: the prebuilt head of each target URL reads back with net/http as the
+// request the URL names, and a URL the head cannot carry as it is goes to the http.Client.
+func TestDestHeads(t *testing.T) {
+	type read struct{ Addr, URI, Host string }
+	tests := []struct {
+		url  string
+		want *read // nil: not served by the prebuilt heads
+	}{
+		{"http://127.0.0.1:8080/v1/chat/completions", &read{"127.0.0.1:8080", "/v1/chat/completions", "127.0.0.1:8080"}},
+		{"http://h/api/chat?x=1&y=%20", &read{"h:80", "/api/chat?x=1&y=%20", "h"}},
+		{"http://h", &read{"h:80", "/", "h"}},
+		{"http://h/x#frag", &read{"h:80", "/x", "h"}},
+		{"http://[::1]:11434/api/chat", &read{"[::1]:11434", "/api/chat", "[::1]:11434"}},
+		{"http://[::1]/x", &read{"[::1]:80", "/x", "[::1]"}},
+		{"http://h/a%2Fb", &read{"h:80", "/a%2Fb", "h"}},
+		{"http://user:pw@h/x", nil},
+		{"https://h/x", nil},
+		{"http:opaque", nil},
+		{"http://h:/x", nil},                  // net/http drops the empty port from Host
+		{"http://[fe80::1%25eth0]:80/x", nil}, // and the zone
+	}
+	for _, tt := range tests {
+		t.Run(tt.url, func(t *testing.T) {
+			var tr h1Transport
+			d := tr.dest(tt.url)
+			if tt.want == nil {
+				if d != nil {
+					t.Fatalf("served with head %q, want the http.Client", d.head)
+				}
+				return
+			}
+			if d == nil {
+				t.Fatal("not served")
+			}
+			var out bytes.Buffer
+			bw := bufio.NewWriter(&out)
+			p := &postRequest{head: d.head, key: "k", body: whole([]byte("{}")), accept: "application/json"}
+			if err := p.write(bw); err != nil {
+				t.Fatal(err)
+			}
+			_ = bw.Flush()
+			req, err := http.ReadRequest(bufio.NewReader(&out))
+			if err != nil {
+				t.Fatalf("%v in %q", err, out.String())
+			}
+			if d := cmp.Diff(*tt.want, read{d.addr, req.RequestURI, req.Host}); d != "" {
+				t.Errorf("(-want +got):\n%s", d)
+			}
+			if req.Header.Get("Authorization") != "Bearer k" || req.ContentLength != 2 {
+				t.Errorf("head %q", out.String())
+			}
+		})
+	}
+}
