@@ -3,6 +3,7 @@ package upstream
 import (
 	"bufio"
 	"context"
+	"errors"
 	"net"
 	"net/http"
 	"net/url"
@@ -22,9 +23,16 @@ func (t *h1Transport) post(ctx context.Context, rawURL string, tg *core.Target, 
 	if d == nil {
 		return nil, false, nil
 	}
+	if hasControl(string(tg.APIKey)) {
+		// It would add lines to the head; net/http refuses such a value too.
+		return nil, true, errBadKey
+	}
 	resp, err := t.do(ctx, d.addr, &postRequest{head: d.head, key: tg.APIKey, body: body, accept: accept})
 	return resp, true, err
 }
+
+// errBadKey is a target's API key that cannot go into a header field.
+var errBadKey = errors.New("upstream: the target's API key holds a control character")
 
 // h1Dest is a target URL as the synchronous client posts to it.
 type h1Dest struct {

@@ -3,10 +3,16 @@ package upstream
 import (
 	"bufio"
 	"bytes"
+	"context"
+	"errors"
+	"net"
 	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/hayula/gateway/core"
 )
 
 // TestDestHeads: the prebuilt head of each target URL reads back with net/http as the
@@ -61,5 +67,20 @@ func TestDestHeads(t *testing.T) {
 				t.Errorf("head %q", out.String())
 			}
 		})
+	}
+}
+
+// TestPostRefusesABadKey: a key with a line break would add header lines to the request
+// (net/http refuses such a value); the post fails before the target is even dialed.
+func TestPostRefusesABadKey(t *testing.T) {
+	dialed := false
+	tr := &h1Transport{idle: map[string][]*h1Conn{}, dial: func(context.Context, string, string) (net.Conn, error) {
+		dialed = true
+		return nil, errors.New("no network in this test")
+	}}
+	tg := &core.Target{APIKey: core.Secret("k\r\nX-Injected: 1")}
+	_, sent, err := tr.post(context.Background(), "http://127.0.0.1:9/v1/x", tg, whole([]byte("{}")), "application/json")
+	if !sent || err == nil || !strings.Contains(err.Error(), "key") || dialed {
+		t.Errorf("sent=%v err=%v dialed=%v, want an error about the key and no dial", sent, err, dialed)
 	}
 }
