@@ -10,7 +10,8 @@ import (
 
 // FuzzReadRequest feeds arbitrary heads to the parser: it must never panic, and a request
 // that both it and net/http accept must come out the same from both (method, target, host,
-// headers, body framing).
+// headers, body framing), and leave the same bytes after its body: the next request, which a
+// disagreement there would smuggle.
 func FuzzReadRequest(f *testing.F) {
 	for _, s := range []string{
 		"GET / HTTP/1.1\r\nHost: h\r\n\r\n",
@@ -20,18 +21,24 @@ func FuzzReadRequest(f *testing.F) {
 		"GET http://x/y HTTP/1.1\r\nHost: h\r\nX-A: 1\r\nX-A: 2\r\n\r\n",
 		"OPTIONS * HTTP/1.1\r\nHost: h\r\n\r\n",
 		"GET / HTTP/1.1\r\nHost: h\r\nContent-Length: 1\r\nContent-Length: 1\r\n\r\na",
+		"POST / HTTP/1.1\r\nHost: h\r\nExpect: 100-continue\r\nContent-Length: 2\r\n\r\nabGET / HTTP/1.1\r\n\r\n",
+		"POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n3;a=b;c\r\nabc\r\n0\r\nT: 1\r\n\r\nGET /n HTTP/1.1\r\n\r\n",
+		"POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n3\nabc\n0\n\nGET /n HTTP/1.1\r\n\r\n",
+		"POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
+		"POST / HTTP/1.0\r\nContent-Length: 3\r\nConnection: keep-alive\r\n\r\nabcGET / HTTP/1.0\r\n\r\n",
 	} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, raw string) {
 		c := &conn{s: &Server{}, remote: "r"}
 		c.body.c = c
-		c.bufs = &connBufs{br: bufio.NewReader(strings.NewReader(raw))}
+		c.bufs = &connBufs{br: bufio.NewReader(strings.NewReader(raw)), bw: bufio.NewWriter(io.Discard)}
 		got, err := c.readRequest()
 		if err != nil {
 			return
 		}
-		want, werr := http.ReadRequest(bufio.NewReader(strings.NewReader(raw)))
+		wbr := bufio.NewReader(strings.NewReader(raw))
+		want, werr := http.ReadRequest(wbr)
 		if werr != nil {
 			return // stricter or looser than net/http in places, by design (see parse.go)
 		}
@@ -48,11 +55,16 @@ func FuzzReadRequest(f *testing.F) {
 				t.Fatalf("header %s: h1 %q, net/http %q", k, got.Header[k], vs)
 			}
 		}
-		if got.Body != http.NoBody {
-			gb, gerr := io.ReadAll(got.Body)
-			wb, _ := io.ReadAll(want.Body)
-			if gerr == nil && string(gb) != string(wb) {
-				t.Fatalf("body: h1 %q, net/http %q", gb, wb)
+		gb, gerr := io.ReadAll(got.Body)
+		wb, werr := io.ReadAll(want.Body)
+		if gerr == nil && string(gb) != string(wb) {
+			t.Fatalf("body: h1 %q, net/http %q", gb, wb)
+		}
+		if gerr == nil && werr == nil {
+			grest, _ := io.ReadAll(c.bufs.br)
+			wrest, _ := io.ReadAll(wbr)
+			if string(grest) != string(wrest) {
+				t.Fatalf("after the body: h1 leaves %q, net/http %q", grest, wrest)
 			}
 		}
 	})

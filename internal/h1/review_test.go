@@ -144,3 +144,23 @@ func TestInformationalAnswers(t *testing.T) {
 		}
 	})
 }
+
+// A client that sends a head slowly, or nothing at all, is cut off by ReadHeaderTimeout and
+// IdleTimeout, with no answer (coverage for the review; these held before it).
+func TestSlowHeadAndIdleAreCut(t *testing.T) {
+	_, addr := start(t, http.HandlerFunc(echo), func(s *Server) {
+		s.ReadHeaderTimeout = 100 * time.Millisecond
+		s.IdleTimeout = 100 * time.Millisecond
+	})
+	for _, tt := range []struct{ name, raw string }{
+		{"idle", ""},
+		{"half a head", "GET / HTTP/1.1\r\nHost: h\r\n"},
+		{"a request line only", "GET / HTTP/1.1"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := exchange(t, addr, tt.raw); got != "" {
+				t.Errorf("got %q, want the connection closed without an answer", got)
+			}
+		})
+	}
+}
