@@ -244,6 +244,12 @@ func frame(resp *http.Response, br *bufio.Reader, method string) error {
 		resp.Body, resp.ContentLength = http.NoBody, 0
 		return nil
 	}
+	if _, ok := h["Transfer-Encoding"]; ok && resp.ProtoMinor == 0 {
+		// HTTP/1.0 has no transfer codings: the framing is faulty (RFC 9112 §6.1). Read it
+		// as net/http does, by its length or to the close, and do not reuse the connection.
+		delete(h, "Transfer-Encoding")
+		resp.Close = true
+	}
 	if te, ok := h["Transfer-Encoding"]; ok {
 		if len(te) != 1 || !strings.EqualFold(te[0], "chunked") {
 			return fmt.Errorf("%w: Transfer-Encoding %q", errBadAnswer, te)
