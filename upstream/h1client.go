@@ -173,21 +173,15 @@ func (t *h1Transport) exchange(ctx context.Context, c *h1Conn, out outgoing) (re
 		cancel.setReadDeadline(time.Now().Add(t.timeout))
 	}
 	before := c.nread
-	for {
-		resp, err = readResponse(c.br, out.method(), &c.head)
-		if err != nil {
-			// ReadResponse turns an EOF before the status line into ErrUnexpectedEOF.
-			if c.reused && c.nread == before && errors.Is(err, io.ErrUnexpectedEOF) && !cancel.fired.Load() {
-				stop()
-				return nil, true, err
-			}
-			return fail(err)
+	// readResponse reads past informational answers (a bounded number of them) itself.
+	resp, err = readResponse(c.br, out.method(), &c.head)
+	if err != nil {
+		// An EOF before the status line is io.ErrUnexpectedEOF, as in http.ReadResponse.
+		if c.reused && c.nread == before && errors.Is(err, io.ErrUnexpectedEOF) && !cancel.fired.Load() {
+			stop()
+			return nil, true, err
 		}
-		// 1xx answers (other than a protocol switch, which the gateway never asks for) come
-		// before the real one; the gateway sends no Expect, so they are rare.
-		if resp.StatusCode >= 200 || resp.StatusCode == http.StatusSwitchingProtocols {
-			break
-		}
+		return fail(err)
 	}
 	if t.timeout > 0 {
 		cancel.setReadDeadline(time.Time{})
