@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"strconv"
 	"strings"
 
@@ -76,6 +77,10 @@ func readBody(r *http.Request, limit int64, buf []byte) ([]byte, *apiError) {
 		}
 		if errors.Is(err, io.EOF) {
 			return buf, nil
+		}
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			return nil, &apiError{Status: http.StatusRequestTimeout, Type: typeInvalidRequest, Code: "request_timeout",
+				Message: "the request body did not arrive in time"}
 		}
 		if err != nil {
 			return nil, badRequest("", "invalid_body", "could not read the request body: "+err.Error())

@@ -2,8 +2,11 @@ package server
 
 import (
 	"encoding/json"
+	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"testing"
 
@@ -150,4 +153,28 @@ func referenceChat(r *http.Request, body []byte) (*core.Request, *apiError) {
 		return nil, jsonError(err)
 	}
 	return finishChat(r, body, &w)
+}
+
+// errReader fails every read with err.
+type errReader struct{ err error }
+
+func (e errReader) Read([]byte) (int, error) { return 0, e.err }
+
+// A body that does not arrive in time (the HTTP server's ReadBodyTimeout) is a 408; any other
+// failed read a 400.
+func TestReadBodyErrors(t *testing.T) {
+	for _, tt := range []struct {
+		err    error
+		status int
+		code   string
+	}{
+		{fmt.Errorf("read tcp: %w", os.ErrDeadlineExceeded), http.StatusRequestTimeout, "request_timeout"},
+		{errors.New("connection reset"), http.StatusBadRequest, "invalid_body"},
+	} {
+		r := httptest.NewRequest("POST", "/v1/chat/completions", errReader{tt.err})
+		_, e := readBody(r, 1<<20, nil)
+		if e == nil || e.Status != tt.status || e.Code != tt.code {
+			t.Errorf("%v: got %+v, want %d %s", tt.err, e, tt.status, tt.code)
+		}
+	}
 }

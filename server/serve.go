@@ -20,6 +20,7 @@ func Serve(ctx context.Context, ln net.Listener, h http.Handler, grace time.Dura
 	srv := &h1.Server{
 		Handler:           h,
 		ReadHeaderTimeout: 10 * time.Second,
+		ReadBodyTimeout:   60 * time.Second,
 		IdleTimeout:       120 * time.Second,
 		MaxHeaderBytes:    64 << 10,
 		Reject:            rejectBody,

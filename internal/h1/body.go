@@ -20,6 +20,7 @@ type body struct {
 	eof     bool
 	done    bool // the handler returned
 	err     error
+	timed   bool // a ReadBodyTimeout deadline is on the connection (see startTimer)
 }
 
 func (b *body) reset(n int64, chunked, cont bool) {
@@ -53,6 +54,8 @@ func (b *body) readRaw(p []byte) (int, error) {
 	}
 	if b.cont {
 		b.cont = false
+		// The client sends the body only now: its time starts now too.
+		b.startTimer()
 		bw := b.c.bufs.bw
 		_, _ = bw.WriteString("HTTP/1.1 100 Continue\r\n\r\n")
 		if err := bw.Flush(); err != nil {
@@ -99,9 +102,22 @@ func (b *body) readRaw(p []byte) (int, error) {
 	return n, err
 }
 
+// startTimer puts the server's ReadBodyTimeout on the connection: the body must have arrived by
+// then. hitEOF takes it off.
+func (b *body) startTimer() {
+	if t := b.c.s.ReadBodyTimeout; t > 0 && !b.eof {
+		_ = b.c.nc.SetReadDeadline(time.Now().Add(t))
+		b.timed = true
+	}
+}
+
 func (b *body) hitEOF() {
 	b.eof = true
 	b.cr = nil
+	if b.timed {
+		b.timed = false
+		_ = b.c.nc.SetReadDeadline(time.Time{})
+	}
 	if !b.done {
 		b.c.armWatch()
 	}

@@ -100,12 +100,15 @@ func (c *conn) serve() {
 			deadline = true
 		}
 		req, perr := c.readRequest()
-		if deadline {
-			_ = c.nc.SetReadDeadline(time.Time{})
-		}
 		if perr != nil {
 			c.reject(perr)
 			return
+		}
+		switch {
+		case !c.body.eof && !c.body.cont && s.ReadBodyTimeout > 0:
+			c.body.startTimer() // replaces the head's deadline
+		case deadline:
+			_ = c.nc.SetReadDeadline(time.Time{})
 		}
 		if !c.handle(req) {
 			return
