@@ -321,3 +321,20 @@ func TestWriteRequestHostile(t *testing.T) {
 		})
 	}
 }
+
+// What net/http's Transport is given is never the caller's array: it may read it after the
+// request is over, when the server has lent the array to the next request.
+func TestPayloadOwnedDoesNotAlias(t *testing.T) {
+	buf := []byte(`{"model":"x","messages":[]}`)
+	for _, p := range []payload{whole(buf), {buf[:10], []byte(`"y"`), buf[11:]}} {
+		got := p.owned()
+		want := string(p[0]) + string(p[1]) + string(p[2])
+		if string(got) != want {
+			t.Fatalf("owned = %q, want %q", got, want)
+		}
+		got[0] = '!'
+		if buf[0] != '{' {
+			t.Fatal("owned shares the caller's array")
+		}
+	}
+}

@@ -255,7 +255,10 @@ func post(ctx context.Context, c *http.Client, t *core.Target, url string, body 
 			return checkAnswer(ctx, t, resp, err, now)
 		}
 	}
-	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body.join()))
+	// net/http's Transport may go on reading a request body after RoundTrip has returned (an
+	// answer that came before the whole body was sent): it gets its own copy, since the
+	// client's bytes are in a buffer the server lends to the next request once this one is over.
+	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body.owned()))
 	if err != nil {
 		// Only a malformed target URL gets here, which config should have refused.
 		return nil, &core.ConnError{Target: t.Name, Err: err}
@@ -279,11 +282,8 @@ func whole(b []byte) payload { return payload{b} }
 
 func (p *payload) len() int { return len(p[0]) + len(p[1]) + len(p[2]) }
 
-// join is the body in one slice; it copies only when there is more than one piece.
-func (p *payload) join() []byte {
-	if len(p[1]) == 0 && len(p[2]) == 0 {
-		return p[0]
-	}
+// owned is the body in a new slice of its own.
+func (p *payload) owned() []byte {
 	return append(append(append(make([]byte, 0, p.len()), p[0]...), p[1]...), p[2]...)
 }
 
