@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 
 	"github.com/hayula/gateway/core"
+	"github.com/hayula/gateway/internal/httpwire"
 )
 
 // post sends an adapter's POST over the synchronous client without building an http.Request:
@@ -23,7 +24,7 @@ func (t *h1Transport) post(ctx context.Context, rawURL string, tg *core.Target, 
 	if d == nil {
 		return nil, false, nil
 	}
-	if hasControl(string(tg.APIKey)) {
+	if !httpwire.ValidValue(string(tg.APIKey)) {
 		// It would add lines to the head; net/http refuses such a value too.
 		return nil, true, errBadKey
 	}

@@ -7,9 +7,10 @@ import (
 	"io"
 	"net/http"
 	"net/http/httputil"
-	"net/textproto"
 	"strconv"
 	"strings"
+
+	"github.com/hayula/gateway/internal/httpwire"
 )
 
 // The synchronous client's wire format: writing a request and reading an answer's head with
@@ -31,7 +32,7 @@ func writeRequest(bw *bufio.Writer, req *http.Request) error {
 	if method == "" {
 		method = http.MethodGet
 	}
-	if !isToken(method) {
+	if !httpwire.IsToken(method) {
 		// req.Write would write it as it is, and a method is the first thing on the wire.
 		return fmt.Errorf("upstream: invalid method %q", method)
 	}
@@ -103,39 +104,13 @@ func plainHeader(h http.Header) bool {
 		case "Host", "Content-Length", "Transfer-Encoding", "Trailer", "Connection":
 			return false
 		}
-		if !isToken(k) {
+		if !httpwire.IsToken(k) {
 			return false
 		}
 		for _, v := range vs {
-			if hasControl(v) {
+			if !httpwire.ValidValue(v) {
 				return false
 			}
-		}
-	}
-	return true
-}
-
-// hasControl reports whether a field value holds a control character other than tab: a bare
-// CR, a NUL, a line break.
-func hasControl(v string) bool {
-	for i := 0; i < len(v); i++ {
-		if b := v[i]; b < ' ' && b != '\t' || b == 0x7f {
-			return true
-		}
-	}
-	return false
-}
-
-func isToken(s string) bool {
-	if s == "" {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		switch b := s[i]; {
-		case 'a' <= b && b <= 'z', 'A' <= b && b <= 'Z', '0' <= b && b <= '9':
-		case strings.IndexByte("!#$%&'*+-.^_`|~", b) >= 0:
-		default:
-			return false
 		}
 	}
 	return true
@@ -178,7 +153,7 @@ func readAnswerHead(br *bufio.Reader, method string, scratch *[]byte) (*http.Res
 		*scratch = head[:0]
 	}
 	raw := string(head)
-	line, rest := cutLine(raw)
+	line, rest := httpwire.CutLine(raw)
 	proto, status, ok := strings.Cut(line, " ")
 	if !ok || len(status) < 3 {
 		return nil, fmt.Errorf("%w: status line %.60q", errBadAnswer, line)
@@ -200,19 +175,19 @@ func readAnswerHead(br *bufio.Reader, method string, scratch *[]byte) (*http.Res
 	vals := make([]string, n)
 	vi := 0
 	for {
-		line, rest = cutLine(rest)
+		line, rest = httpwire.CutLine(rest)
 		if line == "" {
 			break
 		}
 		name, value, ok := strings.Cut(line, ":")
-		if !ok || !isToken(name) {
+		if !ok || !httpwire.IsToken(name) {
 			return nil, fmt.Errorf("%w: header line %.60q", errBadAnswer, line)
 		}
-		key := canonicalKey(name)
+		key := httpwire.CanonicalKey(name, answerKeys[:])
 		value = strings.Trim(value, " \t")
 		// A bare CR or NUL in a value is refused as net/http refuses it, so that both
 		// transports take the same answers and no such byte reaches a caller.
-		if hasControl(value) {
+		if !httpwire.ValidValue(value) {
 			return nil, fmt.Errorf("%w: header line %.60q", errBadAnswer, line)
 		}
 		if vs, ok := h[key]; ok {
@@ -225,7 +200,7 @@ func readAnswerHead(br *bufio.Reader, method string, scratch *[]byte) (*http.Res
 	}
 	resp := &http.Response{Status: status, StatusCode: code, Proto: proto, ProtoMajor: 1, ProtoMinor: minor,
 		Header: h, ContentLength: -1}
-	resp.Close = closes(h["Connection"], minor)
+	resp.Close = httpwire.Closes(h["Connection"], minor)
 	if err := frame(resp, br, method); err != nil {
 		return nil, err
 	}
@@ -266,7 +241,7 @@ func frame(resp *http.Response, br *bufio.Reader, method string) error {
 		return nil
 	}
 	if cl, ok := h["Content-Length"]; ok {
-		n, ok := parseLength(cl[0])
+		n, ok := httpwire.ParseLength(cl[0])
 		if !ok {
 			return fmt.Errorf("%w: Content-Length %q", errBadAnswer, cl[0])
 		}
@@ -287,22 +262,6 @@ func frame(resp *http.Response, br *bufio.Reader, method string) error {
 	resp.Close = true
 	resp.Body = &answerBody{br: br, left: -1}
 	return nil
-}
-
-// parseLength reads a Content-Length: digits only. strconv.ParseInt would take "+5" and
-// "-0", which net/http and other readers refuse, so that two readers disagree on the framing.
-func parseLength(v string) (int64, bool) {
-	if v == "" || len(v) > 18 {
-		return 0, false
-	}
-	var n int64
-	for i := 0; i < len(v); i++ {
-		if v[i] < '0' || v[i] > '9' {
-			return 0, false
-		}
-		n = n*10 + int64(v[i]-'0')
-	}
-	return n, true
 }
 
 // answerBody reads an answer's body off the connection's reader.
@@ -411,63 +370,12 @@ func skipTrailer(br *bufio.Reader) error {
 	}
 }
 
-func cutLine(s string) (line, rest string) {
-	i := strings.IndexByte(s, '\n')
-	if i < 0 {
-		return s, ""
-	}
-	line, rest = s[:i], s[i+1:]
-	if n := len(line); n > 0 && line[n-1] == '\r' {
-		line = line[:n-1]
-	}
-	return line, rest
-}
-
-func closes(conn []string, minor int) bool {
-	keepAlive := false
-	for _, v := range conn {
-		for _, tok := range strings.Split(v, ",") {
-			switch tok = strings.TrimSpace(tok); {
-			case strings.EqualFold(tok, "close"):
-				return true
-			case strings.EqualFold(tok, "keep-alive"):
-				keepAlive = true
-			}
-		}
-	}
-	return minor == 0 && !keepAlive
-}
-
-// canonicalKey is name in canonical form, without allocating for names that already are or
-// that servers commonly send in lower case.
-func canonicalKey(name string) string {
-	if isCanonical(name) {
-		return name
-	}
-	for _, k := range answerKeys {
-		if len(k) == len(name) && strings.EqualFold(k, name) {
-			return k
-		}
-	}
-	return textproto.CanonicalMIMEHeaderKey(name)
-}
-
+// answerKeys are header names inference servers and proxies send, in canonical form, for
+// httpwire.CanonicalKey: a server that writes them in lower case costs no allocation.
 var answerKeys = [...]string{
 	"Content-Type", "Content-Length", "Connection", "Date", "Server", "Transfer-Encoding",
 	"Retry-After", "X-Request-Id", "Cache-Control", "Keep-Alive", "Openai-Processing-Ms",
 	"Openai-Model", "Openai-Organization", "Openai-Version", "X-Ratelimit-Limit-Requests",
 	"X-Ratelimit-Remaining-Requests", "X-Ratelimit-Reset-Requests", "X-Ratelimit-Limit-Tokens",
 	"X-Ratelimit-Remaining-Tokens", "X-Ratelimit-Reset-Tokens", "Access-Control-Allow-Origin",
-}
-
-func isCanonical(s string) bool {
-	upper := true
-	for i := 0; i < len(s); i++ {
-		b := s[i]
-		if upper && 'a' <= b && b <= 'z' || !upper && 'A' <= b && b <= 'Z' {
-			return false
-		}
-		upper = b == '-'
-	}
-	return true
 }

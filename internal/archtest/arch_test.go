@@ -16,7 +16,8 @@ var rules = map[string][]string{
 	"filter":                      {"core"},
 	"select":                      {"core"},
 	"internal/logbuf":             {},
-	"internal/h1":                 {},
+	"internal/h1":                 {"internal/httpwire"},
+	"internal/httpwire":           {},
 	"internal/logfmt":             {},
 	"errmap":                      {"core", "lifecycle"}, // lifecycle is a leaf: its typed start/load errors
 	"health":                      {"core"},
@@ -25,7 +26,7 @@ var rules = map[string][]string{
 	"conformance":                 {},
 	"lifecycle":                   {},
 	"lifecycle/lrusim":            {},
-	"upstream":                    {"core", "internal/jsonx"},
+	"upstream":                    {"core", "internal/jsonx", "internal/httpwire"},
 	"config":                      {"core", "autoroute", "lifecycle", "internal/jsonx"},
 	"conformance/conformancetest": {},
 }

@@ -5,10 +5,11 @@ import (
 	"errors"
 	"io"
 	"net/http"
-	"net/textproto"
 	"net/url"
 	"strconv"
 	"strings"
+
+	"github.com/hayula/gateway/internal/httpwire"
 )
 
 // parseError is a request the server answers with status and then closes the connection on.
@@ -78,9 +79,9 @@ func (c *conn) readRequest() (*http.Request, error) {
 	}
 	raw := string(head)
 
-	line, rest := nextLine(raw)
+	line, rest := httpwire.CutLine(raw)
 	method, rem, ok := strings.Cut(line, " ")
-	if !ok || !isToken(method) {
+	if !ok || !httpwire.IsToken(method) {
 		return nil, bad("malformed request line")
 	}
 	sp := strings.LastIndexByte(rem, ' ')
@@ -106,7 +107,7 @@ func (c *conn) readRequest() (*http.Request, error) {
 	vi, hosts := 0, 0
 	var host string
 	for {
-		line, rest = nextLine(rest)
+		line, rest = httpwire.CutLine(rest)
 		if line == "" {
 			break
 		}
@@ -114,14 +115,14 @@ func (c *conn) readRequest() (*http.Request, error) {
 			return nil, bad("obsolete line folding in the headers is not accepted")
 		}
 		name, value, ok := strings.Cut(line, ":")
-		if !ok || !isToken(name) {
+		if !ok || !httpwire.IsToken(name) {
 			return nil, bad("malformed header line")
 		}
 		value = strings.Trim(value, " \t")
-		if !validValue(value) {
+		if !httpwire.ValidValue(value) {
 			return nil, bad("invalid character in the value of header " + strconv.Quote(name))
 		}
-		key := canonicalKey(name)
+		key := httpwire.CanonicalKey(name, commonKeys[:])
 		if key == "Host" {
 			hosts++
 			host = value
@@ -156,7 +157,7 @@ func (c *conn) readRequest() (*http.Request, error) {
 		Host:       host,
 		RemoteAddr: c.remote,
 		RequestURI: target,
-		Close:      closes(hdr["Connection"], minor),
+		Close:      httpwire.Closes(hdr["Connection"], minor),
 	}
 	if err := c.setBody(req); err != nil {
 		return nil, err
@@ -217,18 +218,6 @@ func (c *conn) setBody(req *http.Request) error {
 	return nil
 }
 
-func nextLine(s string) (line, rest string) {
-	i := strings.IndexByte(s, '\n')
-	if i < 0 {
-		return s, ""
-	}
-	line, rest = s[:i], s[i+1:]
-	if n := len(line); n > 0 && line[n-1] == '\r' {
-		line = line[:n-1]
-	}
-	return line, rest
-}
-
 func parseProto(p string) (minor int, err error) {
 	switch p {
 	case "HTTP/1.1":
@@ -264,51 +253,11 @@ func parseTarget(method, target string) (*url.URL, error) {
 }
 
 func parseLength(v string) (int64, error) {
-	if v == "" || len(v) > 18 {
+	n, ok := httpwire.ParseLength(v)
+	if !ok {
 		return 0, bad("invalid Content-Length " + strconv.Quote(v))
 	}
-	var n int64
-	for i := 0; i < len(v); i++ {
-		if !isDigit(v[i]) {
-			return 0, bad("invalid Content-Length " + strconv.Quote(v))
-		}
-		n = n*10 + int64(v[i]-'0')
-	}
 	return n, nil
-}
-
-// closes reports whether the client asked the connection to close after this request: by
-// "Connection: close", or by not asking HTTP/1.0 to keep it alive.
-func closes(conn []string, minor int) bool {
-	keepAlive, closeIt := false, false
-	for _, v := range conn {
-		for v != "" {
-			var tok string
-			tok, v, _ = strings.Cut(v, ",")
-			tok = strings.Trim(tok, " \t")
-			switch {
-			case strings.EqualFold(tok, "close"):
-				closeIt = true
-			case strings.EqualFold(tok, "keep-alive"):
-				keepAlive = true
-			}
-		}
-	}
-	return closeIt || minor == 0 && !keepAlive
-}
-
-// canonicalKey is name in canonical form without allocating for names that already are, or
-// that a client commonly sends in lower case.
-func canonicalKey(name string) string {
-	if isCanonical(name) {
-		return name
-	}
-	for _, k := range commonKeys {
-		if len(k) == len(name) && strings.EqualFold(k, name) {
-			return k
-		}
-	}
-	return textproto.CanonicalMIMEHeaderKey(name)
 }
 
 // commonKeys are header names clients send, in canonical form; HTTP/2-minded clients and
@@ -322,54 +271,7 @@ var commonKeys = [...]string{
 	"X-Stainless-Async", "X-Stainless-Read-Timeout", "X-Stainless-Timeout",
 }
 
-func isCanonical(s string) bool {
-	upper := true
-	for i := 0; i < len(s); i++ {
-		b := s[i]
-		if upper && 'a' <= b && b <= 'z' || !upper && 'A' <= b && b <= 'Z' {
-			return false
-		}
-		upper = b == '-'
-	}
-	return true
-}
-
 func isDigit(b byte) bool { return '0' <= b && b <= '9' }
-
-// isToken reports whether s is an RFC 9110 token: a method or a header name.
-func isToken(s string) bool {
-	if s == "" {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		if !tchar(s[i]) {
-			return false
-		}
-	}
-	return true
-}
-
-func tchar(b byte) bool { return tokenTable[b] }
-
-// tokenTable marks the bytes of RFC 9110's tchar. It is written once, here, and only read.
-var tokenTable = func() (t [256]bool) {
-	for c := 0; c < 256; c++ {
-		b := byte(c)
-		t[c] = 'a' <= b && b <= 'z' || 'A' <= b && b <= 'Z' || '0' <= b && b <= '9' ||
-			strings.IndexByte("!#$%&'*+-.^_`|~", b) >= 0
-	}
-	return t
-}()
-
-// validValue reports whether a header value has no control character but tab.
-func validValue(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if b := s[i]; b < ' ' && b != '\t' || b == 0x7f {
-			return false
-		}
-	}
-	return true
-}
 
 // visible reports whether s has no space and no control character.
 func visible(s string) bool {

@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/hayula/gateway/internal/httpwire"
 )
 
 // response is the http.ResponseWriter of a connection's current request. The body is held
@@ -234,13 +236,13 @@ func (w *response) writeLength(n int64) {
 func (w *response) writeFields() {
 	bw := w.c.bufs.bw
 	for k, vs := range w.header {
-		if framing(k) || !isToken(k) {
+		if framing(k) || !httpwire.IsToken(k) {
 			continue
 		}
 		for _, v := range vs {
 			_, _ = bw.WriteString(k)
 			_, _ = bw.WriteString(": ")
-			if validValue(v) {
+			if httpwire.ValidValue(v) {
 				_, _ = bw.WriteString(v)
 			} else {
 				_, _ = bw.WriteString(sanitize(v))

@@ -1,0 +1,121 @@
+// Package httpwire owns the small pieces of HTTP/1.1 grammar that the gateway's server
+// (internal/h1) and its upstream client (upstream) both read, so that the two agree: tokens,
+// field values, header names in canonical form, lines, the Connection header and
+// Content-Length. It holds no state but a read-only byte table.
+package httpwire
+
+import (
+	"net/textproto"
+	"strings"
+)
+
+// IsToken reports whether s is an RFC 9110 token: a method or a field name.
+func IsToken(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if !tokenTable[s[i]] {
+			return false
+		}
+	}
+	return true
+}
+
+// tokenTable marks the bytes of RFC 9110's tchar. It is written once, here, and only read.
+var tokenTable = func() (t [256]bool) {
+	for c := 0; c < 256; c++ {
+		b := byte(c)
+		t[c] = 'a' <= b && b <= 'z' || 'A' <= b && b <= 'Z' || '0' <= b && b <= '9' ||
+			strings.IndexByte("!#$%&'*+-.^_`|~", b) >= 0
+	}
+	return t
+}()
+
+// ValidValue reports whether a field value has no control character but tab: no NUL, no bare
+// CR, no line break, no DEL.
+func ValidValue(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if b := s[i]; b < ' ' && b != '\t' || b == 0x7f {
+			return false
+		}
+	}
+	return true
+}
+
+// IsCanonical reports whether s is already in canonical form (textproto's): each word starts
+// upper case and goes on lower case.
+func IsCanonical(s string) bool {
+	upper := true
+	for i := 0; i < len(s); i++ {
+		b := s[i]
+		if upper && 'a' <= b && b <= 'z' || !upper && 'A' <= b && b <= 'Z' {
+			return false
+		}
+		upper = b == '-'
+	}
+	return true
+}
+
+// CanonicalKey is name in canonical form, without allocating for a name that already is or that
+// is one of common (canonical names a peer often sends in lower case).
+func CanonicalKey(name string, common []string) string {
+	if IsCanonical(name) {
+		return name
+	}
+	for _, k := range common {
+		if len(k) == len(name) && strings.EqualFold(k, name) {
+			return k
+		}
+	}
+	return textproto.CanonicalMIMEHeaderKey(name)
+}
+
+// CutLine splits s after its first line, which it returns without its LF or CRLF.
+func CutLine(s string) (line, rest string) {
+	i := strings.IndexByte(s, '\n')
+	if i < 0 {
+		return s, ""
+	}
+	line, rest = s[:i], s[i+1:]
+	if n := len(line); n > 0 && line[n-1] == '\r' {
+		line = line[:n-1]
+	}
+	return line, rest
+}
+
+// Closes reports whether a message's Connection values (and its HTTP/1.minor version) say the
+// connection closes after it: "close" among the tokens, or HTTP/1.0 without "keep-alive".
+func Closes(conn []string, minor int) bool {
+	keepAlive := false
+	for _, v := range conn {
+		for v != "" {
+			var tok string
+			tok, v, _ = strings.Cut(v, ",")
+			switch tok = strings.Trim(tok, " \t"); {
+			case strings.EqualFold(tok, "close"):
+				return true
+			case strings.EqualFold(tok, "keep-alive"):
+				keepAlive = true
+			}
+		}
+	}
+	return minor == 0 && !keepAlive
+}
+
+// ParseLength reads a Content-Length value: ASCII digits only, at most 18 of them.
+// strconv.ParseInt would take "+5" and "-0", which net/http and other readers refuse, and two
+// readers that disagree on a length disagree on where the next message starts.
+func ParseLength(v string) (int64, bool) {
+	if v == "" || len(v) > 18 {
+		return 0, false
+	}
+	var n int64
+	for i := 0; i < len(v); i++ {
+		if v[i] < '0' || v[i] > '9' {
+			return 0, false
+		}
+		n = n*10 + int64(v[i]-'0')
+	}
+	return n, true
+}
