@@ -242,24 +242,9 @@ func Delete(body []byte, keys ...string) []byte {
 // result decodes to value whichever duplicate a decoder would have kept. Invalid UTF-8 in key or
 // value becomes U+FFFD, as encoding/json does.
 func SetString(body []byte, key, value string) []byte {
-	it, ok := newIter(body)
-	if !ok {
-		return append([]byte(nil), body...)
-	}
-	var last member
-	n := 0
-	for {
-		m, more := it.next()
-		if !more {
-			break
-		}
-		if keyIs(body[m.keyStart:m.keyEnd], key) {
-			last = m
-			n++
-		}
-	}
+	last, n, ok := lastMember(body, key)
 	switch {
-	case !it.ok:
+	case !ok:
 		return append([]byte(nil), body...)
 	case n == 0:
 		return appendMember(body, key, value)
@@ -278,26 +263,30 @@ func SetString(body []byte, key, value string) []byte {
 // and mid is the new value, so that a caller writing the result to a socket copies nothing.
 // Otherwise head is SetString's result and mid and tail are empty.
 func SetStringSplit(body []byte, key, value string) (head, mid, tail []byte) {
-	it, ok := newIter(body)
-	if !ok {
+	last, n, ok := lastMember(body, key)
+	if !ok || n != 1 {
 		return SetString(body, key, value), nil, nil
 	}
-	var last member
-	n := 0
+	return body[:last.valStart:last.valStart], appendString(make([]byte, 0, len(value)+2), value), body[last.valEnd:]
+}
+
+// lastMember walks body's top-level members and returns key's last occurrence and how many
+// there are; ok is false when body is not a well-formed object.
+func lastMember(body []byte, key string) (last member, n int, ok bool) {
+	it, ok := newIter(body)
+	if !ok {
+		return member{}, 0, false
+	}
 	for {
 		m, more := it.next()
 		if !more {
-			break
+			return last, n, it.ok
 		}
 		if keyIs(body[m.keyStart:m.keyEnd], key) {
 			last = m
 			n++
 		}
 	}
-	if !it.ok || n != 1 {
-		return SetString(body, key, value), nil, nil
-	}
-	return body[:last.valStart:last.valStart], appendString(make([]byte, 0, len(value)+2), value), body[last.valEnd:]
 }
 
 // appendMember copies body with key:value added as its last member.
