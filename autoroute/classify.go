@@ -291,24 +291,30 @@ func (s *scratch) word(w []byte, script uint8) {
 		s.collect.word(w, script)
 		return
 	}
-	// Plain English words, most of a prompt, take the shortest path: stemEnglish's first test
-	// and find's prefilter are written out here (both are over the compiler's inlining budget),
-	// so that most such words cost no call.
-	id := int32(-1)
+	// Plain English words, most of a prompt, take the shortest path (latinWord): stemEnglish's
+	// first test and find's prefilter are written out there (both are over the compiler's
+	// inlining budget), so that most such words cost no call.
 	if script == scriptLatin {
-		s.latin++
-		if n := len(w); n > 3 {
-			if b := w[n-1]; b == 's' || b == 'e' || b == 'y' {
-				w = stemEnglishSuffix(w)
-			}
+		s.latinWord(w)
+		return
+	}
+	countScript(script, &s.arabic, &s.latin)
+	s.toks = append(s.toks, tok{id: s.c.lookup(w, script), clause: s.clause})
+}
+
+// latinWord is word for a plain lower-case English word (most of a prompt), called by flush
+// directly: it saves word's call and its script tests on most words.
+func (s *scratch) latinWord(w []byte) {
+	s.latin++
+	if n := len(w); n > 3 {
+		if b := w[n-1]; b == 's' || b == 'e' || b == 'y' {
+			w = stemEnglishSuffix(w)
 		}
-		t := &s.c.table
-		if q := quickIndex(w); t.quick[q/64]&(1<<(q%64)) != 0 {
-			id = t.probe(w)
-		}
-	} else {
-		countScript(script, &s.arabic, &s.latin)
-		id = s.c.lookup(w, script)
+	}
+	id := int32(-1)
+	t := &s.c.table
+	if q := quickIndex(w); t.quick[q/64]&(1<<(q%64)) != 0 {
+		id = t.probe(w)
 	}
 	s.toks = append(s.toks, tok{id: id, clause: s.clause})
 }

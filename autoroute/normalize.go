@@ -131,7 +131,11 @@ func (sc *scanner) flush() {
 			script |= scriptName
 		}
 		if len(w) > 0 {
-			sc.out.word(w, script)
+			if s := sc.out; script == scriptLatin && s.collect == nil {
+				s.latinWord(w)
+			} else {
+				s.word(w, script)
+			}
 		}
 	}
 	sc.w = sc.w[:0]
