@@ -314,7 +314,24 @@ func (s *scratch) latinWord(w []byte) {
 	id := int32(-1)
 	t := &s.c.table
 	if q := quickIndex(w); t.quick[q/64]&(1<<(q%64)) != 0 {
-		id = t.probe(w)
+		if n := len(w); n < 8 && cap(w) >= 8 {
+			// hashStem and probe written out for a stem shorter than eight bytes (most of
+			// them): the same hash, so the same slot, without two calls per word.
+			head := binary.LittleEndian.Uint64(w[:8]) & (1<<(8*n) - 1)
+			h := uint32((head ^ uint64(n)) * 0x9E3779B97F4A7C15 >> 32)
+			for i := h & t.mask; ; i = (i + 1) & t.mask {
+				sl := &t.slots[i]
+				if sl.n == 0 {
+					break
+				}
+				if sl.head == head && sl.n == int32(n) {
+					id = sl.id
+					break
+				}
+			}
+		} else {
+			id = t.probe(w)
+		}
 	}
 	s.toks = append(s.toks, tok{id: id, clause: s.clause})
 }
