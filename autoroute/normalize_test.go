@@ -148,3 +148,31 @@ func TestByteClass(t *testing.T) {
 		}
 	}
 }
+
+// TestPlainArabic4 holds the four-letter test to plainArabic: every byte pair in every position,
+// the other three letters plain, so that the count is where the pair is when the pair fails.
+func TestPlainArabic4(t *testing.T) {
+	for pos := 0; pos < 4; pos++ {
+		t.Run(string(rune('0'+pos)), func(t *testing.T) {
+			for b0 := 0; b0 < 256; b0++ {
+				for b1 := 0; b1 < 256; b1++ {
+					var x uint64
+					for k := 0; k < 4; k++ {
+						p0, p1 := uint64(0xD9), uint64(0x8A) // ي
+						if k == pos {
+							p0, p1 = uint64(b0), uint64(b1)
+						}
+						x |= (p0 | p1<<8) << (16 * k)
+					}
+					want := 4
+					if !plainArabic(byte(b0), byte(b1)) {
+						want = pos
+					}
+					if got := plainArabic4(x); got != want {
+						t.Fatalf("pair %02X %02X: got %d, want %d", b0, b1, got, want)
+					}
+				}
+			}
+		})
+	}
+}
