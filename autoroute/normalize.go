@@ -284,36 +284,47 @@ func scan(s string, buf []byte, out *scratch) []byte {
 					// Four letters at a time where eight bytes can be read and stored, as for
 					// ASCII above: the pair loop paid a mispredicted exit on every word and
 					// a copy call for the run.
+					// As for ASCII, a single space before the next plain letter goes straight on
+					// to that word.
 					j := i - 2
-					for j+8 <= len(s) && len(sc.w)+8 <= cap(sc.w) {
-						x := load64(s, j)
-						run := 2 * plainArabic4(x)
-						if run == 0 {
-							break
+					for {
+						for j+8 <= len(s) && len(sc.w)+8 <= cap(sc.w) {
+							x := load64(s, j)
+							run := 2 * plainArabic4(x)
+							if run == 0 {
+								break
+							}
+							l, keep := len(sc.w), run
+							if l+keep > maxWordBytes {
+								sc.overlong = true
+								keep = (maxWordBytes - l) &^ 1
+							}
+							sc.w = sc.w[:l+8]
+							binary.LittleEndian.PutUint64(sc.w[l:], x)
+							sc.w = sc.w[:l+keep]
+							j += run
+							if run < 8 {
+								break
+							}
 						}
-						l, keep := len(sc.w), run
-						if l+keep > maxWordBytes {
-							sc.overlong = true
-							keep = (maxWordBytes - l) &^ 1
+						for j+1 < len(s) && plainArabic(s[j], s[j+1]) {
+							if len(sc.w)+2 > maxWordBytes {
+								sc.overlong = true
+							} else {
+								sc.w = append(sc.w, s[j], s[j+1])
+							}
+							j += 2
 						}
-						sc.w = sc.w[:l+8]
-						binary.LittleEndian.PutUint64(sc.w[l:], x)
-						sc.w = sc.w[:l+keep]
-						j += run
-						if run < 8 {
-							break
+						i = j
+						sc.script |= scriptArabic
+						if i+2 < len(s) && s[i] == ' ' && plainArabic(s[i+1], s[i+2]) {
+							i++
+							sc.end()
+							j = i
+							continue
 						}
+						break
 					}
-					for j+1 < len(s) && plainArabic(s[j], s[j+1]) {
-						if len(sc.w)+2 > maxWordBytes {
-							sc.overlong = true
-						} else {
-							sc.w = append(sc.w, s[j], s[j+1])
-						}
-						j += 2
-					}
-					i = j
-					sc.script |= scriptArabic
 					continue
 				}
 				r = foldArabic(r)
