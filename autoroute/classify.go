@@ -345,13 +345,22 @@ func (s *scratch) clauseBreak() {
 
 func (c *Classifier) lookup(w []byte, script uint8) int32 {
 	if script == scriptArabic {
-		if id := c.find(stemArabic(w)); id >= 0 {
-			return id
+		// find's prefilter written out: most Arabic stems are in no term, and each word tries
+		// up to three.
+		t := &c.table
+		st := stemArabic(w)
+		if q := quickIndex(st); t.quick[q/64]&(1<<(q%64)) != 0 {
+			if id := t.probe(st); id >= 0 {
+				return id
+			}
 		}
 		for i := 0; i < 2 && clitic(w); i++ {
 			w = w[2:]
-			if id := c.find(stemArabic(w)); id >= 0 {
-				return id
+			st = stemArabic(w)
+			if q := quickIndex(st); t.quick[q/64]&(1<<(q%64)) != 0 {
+				if id := t.probe(st); id >= 0 {
+					return id
+				}
 			}
 		}
 		return -1
