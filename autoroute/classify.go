@@ -345,27 +345,32 @@ func (s *scratch) clauseBreak() {
 
 func (c *Classifier) lookup(w []byte, script uint8) int32 {
 	if script == scriptArabic {
-		// find's prefilter written out: most Arabic stems are in no term, and each word tries
-		// up to three.
-		t := &c.table
-		st := stemArabic(w)
+		return c.lookupArabic(w)
+	}
+	return c.find(stem(w, script))
+}
+
+// lookupArabic is lookup for an Arabic word; flush calls it directly for most of them.
+func (c *Classifier) lookupArabic(w []byte) int32 {
+	// find's prefilter written out: most Arabic stems are in no term, and each word tries
+	// up to three.
+	t := &c.table
+	st := stemArabic(w)
+	if q := quickIndex(st); t.quick[q/64]&(1<<(q%64)) != 0 {
+		if id := t.probe(st); id >= 0 {
+			return id
+		}
+	}
+	for i := 0; i < 2 && clitic(w); i++ {
+		w = w[2:]
+		st = stemArabic(w)
 		if q := quickIndex(st); t.quick[q/64]&(1<<(q%64)) != 0 {
 			if id := t.probe(st); id >= 0 {
 				return id
 			}
 		}
-		for i := 0; i < 2 && clitic(w); i++ {
-			w = w[2:]
-			st = stemArabic(w)
-			if q := quickIndex(st); t.quick[q/64]&(1<<(q%64)) != 0 {
-				if id := t.probe(st); id >= 0 {
-					return id
-				}
-			}
-		}
-		return -1
 	}
-	return c.find(stem(w, script))
+	return -1
 }
 
 // vocabTable is an open-addressing hash set of stems, kept at most a quarter full so that a word in

@@ -131,9 +131,15 @@ func (sc *scanner) flush() {
 			script |= scriptName
 		}
 		if len(w) > 0 {
-			if s := sc.out; script == scriptLatin && s.collect == nil {
+			switch s := sc.out; {
+			case s.collect != nil:
+				s.word(w, script)
+			case script == scriptLatin:
 				s.latinWord(w)
-			} else {
+			case script == scriptArabic:
+				s.arabic++
+				s.toks = append(s.toks, tok{id: s.c.lookupArabic(w), clause: s.clause})
+			default:
 				s.word(w, script)
 			}
 		}
