@@ -101,8 +101,7 @@ func (a *openaiOpenAI) stream(resp *http.Response) (*Response, error) {
 		_ = resp.Body.Close()
 		return nil, &core.ProtocolError{Target: a.t.Name, Err: &NotSSEError{ContentType: ct, Body: body}}
 	}
-	return &Response{Stream: &openaiStream{target: a.t.Name, body: resp.Body, sse: a.readers.sse(resp.Body),
-		pool: a.readers}}, nil
+	return &Response{Stream: newOpenAIStream(a.t.Name, resp.Body, a.readers)}, nil
 }
 
 // openaiStream relays an OpenAI SSE stream. It decides how the stream ended: [DONE] is the end;
@@ -119,8 +118,9 @@ type openaiStream struct {
 	pool      *readerPool // where sse's reader goes back on Close; nil for none
 }
 
-func newOpenAIStream(target string, body io.ReadCloser) *openaiStream {
-	return &openaiStream{target: target, body: body, sse: newSSEReader(body)}
+// newOpenAIStream reads body through a reader borrowed from readers (nil: a new one).
+func newOpenAIStream(target string, body io.ReadCloser, readers *readerPool) *openaiStream {
+	return &openaiStream{target: target, body: body, sse: readers.sse(body), pool: readers}
 }
 
 var (

@@ -316,15 +316,7 @@ type textChoiceJSON struct {
 	FinishReason *string   `json:"finish_reason"`
 }
 
-type textCompletionJSON struct {
-	ID      string           `json:"id"`
-	Object  string           `json:"object"`
-	Created int64            `json:"created"`
-	Model   string           `json:"model"`
-	Choices []textChoiceJSON `json:"choices"`
-	Usage   *usageJSON       `json:"usage,omitempty"`
-	Hayula  *hayulaJSON      `json:"hayula,omitempty"`
-}
+type textCompletionJSON = envelopeJSON[textChoiceJSON]
 
 // textChunker builds the text_completion chunks of a streamed /v1/completions answer.
 type textChunker struct {

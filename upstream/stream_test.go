@@ -92,7 +92,7 @@ func TestStreamParsing(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s := newOpenAIStream("local", io.NopCloser(strings.NewReader(tt.body)))
+			s := newOpenAIStream("local", io.NopCloser(strings.NewReader(tt.body)), nil)
 			defer s.Close()
 			got, end := drain(s)
 			if diff := cmp.Diff(tt.want, got); diff != "" {
@@ -224,7 +224,7 @@ func TestStreamCallerCancels(t *testing.T) {
 
 func TestStreamClose(t *testing.T) {
 	body := &closeRecorder{Reader: strings.NewReader("data: " + chunkHello + "\n\n")}
-	s := newOpenAIStream("local", body)
+	s := newOpenAIStream("local", body, nil)
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -294,7 +294,7 @@ func FuzzSSE(f *testing.F) {
 	f.Add([]byte("\xef\xbb\xbfdata:\r\r\n\n"))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		// The relaying layer must end, with io.EOF or a StreamError, on any input.
-		s := newOpenAIStream("fuzz", io.NopCloser(bytes.NewReader(b)))
+		s := newOpenAIStream("fuzz", io.NopCloser(bytes.NewReader(b)), nil)
 		for i := 0; ; i++ {
 			if i > len(b)+2 {
 				t.Fatalf("stream did not end after %d events", i)
@@ -344,7 +344,7 @@ func (l *loopReader) Read(p []byte) (int, error) {
 // to the client as an SSE event. It should not allocate in steady state.
 func BenchmarkStreamRelay(b *testing.B) {
 	event := []byte("data: " + chunkHello + "\n\n")
-	s := newOpenAIStream("bench", io.NopCloser(&loopReader{event: event}))
+	s := newOpenAIStream("bench", io.NopCloser(&loopReader{event: event}), nil)
 	out := io.Discard
 	prefix, suffix := []byte("data: "), []byte("\n\n")
 	b.ReportAllocs()
@@ -364,9 +364,7 @@ func BenchmarkStreamRelay(b *testing.B) {
 // the next stream reads its own bytes through the same reader.
 func TestStreamReaderPooled(t *testing.T) {
 	var pool readerPool
-	first := &openaiStream{target: "a", body: io.NopCloser(strings.NewReader("data: " + chunkHello + "\n\n")),
-		pool: &pool}
-	first.sse = pool.sse(first.body)
+	first := newOpenAIStream("a", io.NopCloser(strings.NewReader("data: "+chunkHello+"\n\n")), &pool)
 	if ev, err := first.Next(); err != nil || !strings.Contains(string(ev), "Hello") {
 		t.Fatalf("first stream: %q, %v", ev, err)
 	}
@@ -383,9 +381,7 @@ func TestStreamReaderPooled(t *testing.T) {
 	if !first.Buffered() {
 		t.Error("a closed stream must report its (terminal) answer as ready without reading")
 	}
-	second := &openaiStream{target: "b", body: io.NopCloser(strings.NewReader("data: {\"x\":2}\n\ndata: [DONE]\n\n")),
-		pool: &pool}
-	second.sse = pool.sse(second.body)
+	second := newOpenAIStream("b", io.NopCloser(strings.NewReader("data: {\"x\":2}\n\ndata: [DONE]\n\n")), &pool)
 	if second.sse.r != br {
 		t.Log("the pool handed out a new reader (sync.Pool may drop entries); reuse not checked")
 	}

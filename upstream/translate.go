@@ -190,16 +190,20 @@ type hayulaJSON struct {
 	Confidence *float64 `json:"confidence,omitempty"`
 }
 
-// completionJSON is a non-streaming chat.completion.
-type completionJSON struct {
-	ID      string       `json:"id"`
-	Object  string       `json:"object"`
-	Created int64        `json:"created"`
-	Model   string       `json:"model"`
-	Choices []choiceJSON `json:"choices"`
-	Usage   *usageJSON   `json:"usage,omitempty"`
-	Hayula  *hayulaJSON  `json:"hayula,omitempty"`
+// envelopeJSON is the envelope every answer the translating adapters build shares; only its
+// choices differ (a whole message, a chunk's delta, a completion's text).
+type envelopeJSON[C any] struct {
+	ID      string      `json:"id"`
+	Object  string      `json:"object"`
+	Created int64       `json:"created"`
+	Model   string      `json:"model"`
+	Choices []C         `json:"choices"`
+	Usage   *usageJSON  `json:"usage,omitempty"`
+	Hayula  *hayulaJSON `json:"hayula,omitempty"`
 }
+
+// completionJSON is a non-streaming chat.completion.
+type completionJSON = envelopeJSON[choiceJSON]
 
 // deltaJSON is a chunk's delta. Content is a pointer so that the first chunk can carry "" next
 // to the role, as OpenAI's does.
@@ -217,15 +221,8 @@ type chunkChoiceJSON struct {
 	FinishReason *string   `json:"finish_reason"`
 }
 
-type chunkJSON struct {
-	ID      string            `json:"id"`
-	Object  string            `json:"object"`
-	Created int64             `json:"created"`
-	Model   string            `json:"model"`
-	Choices []chunkChoiceJSON `json:"choices"`
-	Usage   *usageJSON        `json:"usage,omitempty"`
-	Hayula  *hayulaJSON       `json:"hayula,omitempty"`
-}
+// chunkJSON is a chat.completion.chunk.
+type chunkJSON = envelopeJSON[chunkChoiceJSON]
 
 // chunker builds the chat.completion.chunk payloads of one streamed answer: the role goes on the
 // first delta, reasoning is split out of the content when the target asks for it, and the held
