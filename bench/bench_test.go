@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -139,8 +140,10 @@ func TestReportTargets(t *testing.T) {
 	}
 	chat := &result{sc: &scenario{name: "chat c=1", conc: 1}, cols: []*column{
 		{name: "direct", p50: us(100, 110, 90), p99: us(200, 210, 190), thr: []float64{1000, 1000, 1000}},
-		{name: "gateway", p50: us(150, 160, 140), p99: us(300, 310, 290), thr: []float64{700, 700, 700}},
-		{name: "nginx", p50: us(180, 190, 170), p99: us(300, 310, 290), thr: []float64{800, 800, 800}},
+		{name: "gateway", p50: us(150, 160, 140), p99: us(300, 310, 290), thr: []float64{700, 700, 700},
+			cpu: []float64{70, 90, 80}},
+		{name: "nginx", p50: us(180, 190, 170), p99: us(300, 310, 290), thr: []float64{800, 800, 800},
+			cpu: []float64{40, 35, 30}},
 	}}
 	r := &report{opts: options{Rounds: 3, Chunks: 8, LogLevel: "info"}, results: []*result{chat},
 		skipped: []string{"auto c=1: skipped: the gateway answers 404 for model \"auto\""},
@@ -152,9 +155,31 @@ func TestReportTargets(t *testing.T) {
 		"throughput at c=1 ≥ 0.60× direct: 0.70× — met",
 		"idle RSS under 30 MB: 12.0 MB — met",
 		"auto c=1: skipped: the gateway answers 404",
+		"| chat c=1 | 80 µs | — | 35 µs |",
 	} {
 		if !strings.Contains(md, want) {
 			t.Errorf("report lacks %q:\n%s", want, md)
 		}
+	}
+}
+
+// cpuTime reads a process's CPU time from /proc, and it grows with work done.
+func TestCPUTime(t *testing.T) {
+	if _, err := os.Stat("/proc/self/task"); err != nil {
+		t.Skip("no /proc here")
+	}
+	pid := os.Getpid()
+	before := cpuTime(false, pid)
+	x := 0
+	for i := 0; i < 50_000_000; i++ {
+		x += i % 7
+	}
+	after := cpuTime(false, pid)
+	if before <= 0 || after-before <= 0 || x == 0 {
+		t.Errorf("cpuTime before %v, after %v: want positive and growing", before, after)
+	}
+	// A process with no children counts the same with children asked for.
+	if with := cpuTime(true, pid); with < after {
+		t.Errorf("with children %v < without %v", with, after)
 	}
 }
