@@ -18,6 +18,8 @@ import (
 	"time"
 
 	"github.com/hayula/gateway/config"
+	"github.com/hayula/gateway/internal/logbuf"
+	"github.com/hayula/gateway/internal/logfmt"
 	"github.com/hayula/gateway/server"
 )
 
@@ -44,7 +46,10 @@ func run(ctx context.Context, args []string) error {
 	if err := lvl.UnmarshalText([]byte(*level)); err != nil {
 		return err
 	}
-	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: lvl}))
+	// The logger gateway serve builds (cmd/gateway newLogger): batched writes, logfmt's text format.
+	buf := logbuf.New(os.Stderr, 100*time.Millisecond, 64<<10)
+	defer buf.Close()
+	log := slog.New(logfmt.NewText(buf, lvl))
 	cfg, err := config.Load(*path, os.Getenv)
 	if err != nil {
 		return err
@@ -87,5 +92,5 @@ func run(ctx context.Context, args []string) error {
 	}
 	// The harness reads this line to find both listeners.
 	fmt.Printf("gateway=%s pprof=%s\n", ln.Addr(), pl.Addr())
-	return server.Serve(ctx, ln, srv.Handler(), 5*time.Second, nil)
+	return server.Serve(ctx, ln, srv.Handler(), 5*time.Second, log)
 }
