@@ -51,11 +51,10 @@ func BenchmarkRequest1KB(b *testing.B) {
 	for b.Loop() {
 		src.Reset(rawb)
 		c.bufs.br.Reset(connReader{c})
-		req, err := c.readRequest()
-		if err != nil {
+		if err := c.readRequest(); err != nil {
 			b.Fatal(err)
 		}
-		if !c.handle(req) {
+		if !c.handle() {
 			b.Fatal("connection not kept")
 		}
 	}

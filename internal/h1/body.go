@@ -106,9 +106,16 @@ func (b *body) readRaw(p []byte) (int, error) {
 // then. hitEOF takes it off.
 func (b *body) startTimer() {
 	if t := b.c.s.ReadBodyTimeout; t > 0 && !b.eof {
-		_ = b.c.nc.SetReadDeadline(time.Now().Add(t))
+		_ = b.c.setReadDeadline(time.Now().Add(t))
+		b.c.phase = rdlOther
 		b.timed = true
 	}
+}
+
+// buffered reports whether the rest of a body of known length is in the connection's read
+// buffer already: reading it cannot wait, and needs no deadline.
+func (b *body) buffered() bool {
+	return !b.chunked && b.n <= int64(b.c.bufs.br.Buffered())
 }
 
 func (b *body) hitEOF() {
@@ -116,7 +123,7 @@ func (b *body) hitEOF() {
 	b.cr = nil
 	if b.timed {
 		b.timed = false
-		_ = b.c.nc.SetReadDeadline(time.Time{})
+		b.c.phase = rdlNone // armRead takes the timer's deadline off before another read
 	}
 	if !b.done {
 		b.c.armWatch()
@@ -135,9 +142,10 @@ func (b *body) drain() bool {
 	}
 	// The answer is out; a client that stops sending the rest would otherwise hold this
 	// goroutine (and a Shutdown) for as long as it keeps the connection open.
-	nc := b.c.nc
-	_ = nc.SetReadDeadline(time.Now().Add(b.c.s.drainWait()))
-	defer func() { _ = nc.SetReadDeadline(time.Time{}) }()
+	c := b.c
+	_ = c.setReadDeadline(time.Now().Add(c.s.drainWait()))
+	c.phase = rdlOther
+	defer func() { c.phase = rdlNone }() // armRead takes it off before another read
 	var buf [512]byte
 	left := maxDrain
 	for left > 0 {

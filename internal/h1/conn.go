@@ -29,6 +29,12 @@ type conn struct {
 	state  atomic.Int32
 	res    response
 	body   body
+	base   http.Request // the request as read; the handler gets a copy with its context
+
+	// Read deadlines (see armRead). Only the connection's goroutine uses these.
+	phase  rdl   // the deadline a read that reaches the socket needs now
+	have   rdl   // the deadline on the socket
+	haveAt int64 // Server.now when an idle deadline was set
 
 	// The watcher. wmu guards the fields below it.
 	armedAt atomic.Int64 // when armWatch ran (Server.now), 0 when not armed
@@ -58,16 +64,75 @@ func (s *Server) newConn(nc net.Conn) *conn {
 	return c
 }
 
-// connReader hands the watcher's peeked byte, if any, to the next read.
+// connReader is what the connection's buffered reader reads: it hands the watcher's peeked
+// byte, if any, to the next read, and puts the deadline the read needs on the socket first.
 type connReader struct{ c *conn }
 
 func (r connReader) Read(p []byte) (int, error) {
-	if r.c.peeked && len(p) > 0 {
-		r.c.peeked = false
-		p[0] = r.c.peek[0]
+	c := r.c
+	if c.peeked && len(p) > 0 {
+		c.peeked = false
+		p[0] = c.peek[0]
 		return 1, nil
 	}
-	return r.c.nc.Read(p)
+	c.armRead()
+	return c.nc.Read(p)
+}
+
+// rdl names a read deadline.
+type rdl uint8
+
+const (
+	rdlNone  rdl = iota // none: a read may wait for ever
+	rdlIdle             // IdleTimeout, for the first byte of a request
+	rdlHead             // ReadHeaderTimeout, for the rest of its head
+	rdlOther            // set by someone else (body timer, drain, a handler): left alone while phase is rdlOther
+)
+
+// armRead puts on the socket the deadline that a read in the current phase needs, just before
+// the read. Setting a deadline moves a runtime timer and can wake the network poller's
+// thread; done eagerly, a keep-alive request cost three or four of them. Done here, a request
+// whose head and body arrive in one read sets none but the idle deadline, and an idle deadline
+// set less than idleRenew ago is kept: the idle wait is then between IdleTimeout − idleRenew
+// and IdleTimeout.
+func (c *conn) armRead() {
+	s := c.s
+	switch c.phase {
+	case rdlOther:
+		return
+	case rdlIdle:
+		if s.IdleTimeout > 0 {
+			now := s.now()
+			if c.have == rdlIdle && now-c.haveAt < int64(idleRenew(s.IdleTimeout)) {
+				return
+			}
+			_ = c.nc.SetReadDeadline(time.Now().Add(s.IdleTimeout))
+			c.have, c.haveAt = rdlIdle, now
+			return
+		}
+	case rdlHead:
+		if s.ReadHeaderTimeout > 0 {
+			if c.have != rdlHead {
+				_ = c.nc.SetReadDeadline(time.Now().Add(s.ReadHeaderTimeout))
+				c.have = rdlHead
+			}
+			return
+		}
+	}
+	if c.have != rdlNone {
+		_ = c.nc.SetReadDeadline(time.Time{})
+		c.have = rdlNone
+	}
+}
+
+// idleRenew is how old an idle deadline may be and still be kept for the next wait.
+func idleRenew(idle time.Duration) time.Duration { return min(idle/16, time.Second) }
+
+// setReadDeadline sets a deadline for someone other than armRead, which leaves it alone until
+// the phase changes.
+func (c *conn) setReadDeadline(t time.Time) error {
+	c.have = rdlOther
+	return c.nc.SetReadDeadline(t)
 }
 
 func (c *conn) serve() {
@@ -84,33 +149,25 @@ func (c *conn) serve() {
 		if s.inShutdown.Load() {
 			return
 		}
-		deadline := false
-		if s.IdleTimeout > 0 {
-			_ = c.nc.SetReadDeadline(time.Now().Add(s.IdleTimeout))
-			deadline = true
-		}
+		// The deadlines below are put on the socket by armRead, and only if a read reaches it.
+		c.phase = rdlIdle
 		if _, err := c.bufs.br.Peek(1); err != nil {
 			return
 		}
 		if !c.state.CompareAndSwap(stateIdle, stateActive) {
 			return // Shutdown closed it
 		}
-		if s.ReadHeaderTimeout > 0 {
-			_ = c.nc.SetReadDeadline(time.Now().Add(s.ReadHeaderTimeout))
-			deadline = true
-		}
-		req, perr := c.readRequest()
+		c.phase = rdlHead
+		perr := c.readRequest()
 		if perr != nil {
 			c.reject(perr)
 			return
 		}
-		switch {
-		case !c.body.eof && !c.body.cont && s.ReadBodyTimeout > 0:
-			c.body.startTimer() // replaces the head's deadline
-		case deadline:
-			_ = c.nc.SetReadDeadline(time.Time{})
+		c.phase = rdlNone
+		if !c.body.eof && !c.body.cont && !c.body.buffered() {
+			c.body.startTimer()
 		}
-		if !c.handle(req) {
+		if !c.handle() {
 			return
 		}
 	}
@@ -118,12 +175,12 @@ func (c *conn) serve() {
 
 // handle runs the handler for req, finishes the answer, and reports whether the connection
 // can carry another request.
-func (c *conn) handle(base *http.Request) (keep bool) {
+func (c *conn) handle() (keep bool) {
 	ctx, cancel := context.WithCancel(context.Background())
 	c.wmu.Lock()
 	c.cancel = cancel
 	c.wmu.Unlock()
-	req := base.WithContext(ctx)
+	req := c.base.WithContext(ctx)
 	w := &c.res
 	w.reset(req)
 	defer func() {
@@ -180,6 +237,9 @@ func (c *conn) watch() {
 	if c.s.watching != nil {
 		c.s.watching()
 	}
+	// An idle deadline armRead left on the socket would end the watch (as if the client had
+	// stayed) IdleTimeout after the request began; unwatch clears what this sets.
+	_ = c.nc.SetReadDeadline(time.Time{})
 	n, err := c.nc.Read(c.peek[:])
 
 	c.wmu.Lock()
@@ -213,6 +273,7 @@ func (c *conn) unwatch() {
 		<-done
 	}
 	_ = c.nc.SetReadDeadline(time.Time{})
+	c.have = rdlNone
 }
 
 // abort closes the connection for Close, cancelling the request under way.

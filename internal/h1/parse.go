@@ -70,40 +70,53 @@ func (c *conn) readHead() ([]byte, error) {
 	}
 }
 
-// readRequest reads and checks one request's head and sets up its body. The strings of the
-// request (method, path, header values) are all slices of one string copied from the head.
-func (c *conn) readRequest() (*http.Request, error) {
+// reqMem is the memory of one request that its handler may keep: the URL, the body's handle
+// and the header values, in one allocation.
+type reqMem struct {
+	url  url.URL
+	body bodyHandle
+	vals [12]string
+}
+
+// readRequest reads and checks one request's head into c.base and sets up its body. The
+// strings of the request (method, path, header values) are all slices of one string copied
+// from the head.
+func (c *conn) readRequest() error {
 	head, err := c.readHead()
 	if err != nil {
-		return nil, err
+		return err
 	}
 	raw := string(head)
+	m := new(reqMem)
 
 	line, rest := httpwire.CutLine(raw)
 	method, rem, ok := strings.Cut(line, " ")
 	if !ok || !httpwire.IsToken(method) {
-		return nil, bad("malformed request line")
+		return bad("malformed request line")
 	}
 	sp := strings.LastIndexByte(rem, ' ')
 	if sp < 0 {
-		return nil, bad("malformed request line")
+		return bad("malformed request line")
 	}
 	target, proto := rem[:sp], rem[sp+1:]
 	minor, perr := parseProto(proto)
 	if perr != nil {
-		return nil, perr
+		return perr
 	}
 	if target == "" || !visible(target) {
-		return nil, bad("malformed request target")
+		return bad("malformed request target")
 	}
-	u, err := parseTarget(method, target)
+	u, err := parseTarget(method, target, &m.url)
 	if err != nil {
-		return nil, err
+		return err
 	}
 
 	n := strings.Count(rest, "\n")
 	hdr := make(http.Header, n)
-	vals := make([]string, n)
+	vals := m.vals[:]
+	if n > len(vals) {
+		vals = make([]string, n)
+	}
 	vi, hosts := 0, 0
 	var host string
 	for {
@@ -112,15 +125,15 @@ func (c *conn) readRequest() (*http.Request, error) {
 			break
 		}
 		if line[0] == ' ' || line[0] == '\t' {
-			return nil, bad("obsolete line folding in the headers is not accepted")
+			return bad("obsolete line folding in the headers is not accepted")
 		}
 		name, value, ok := strings.Cut(line, ":")
 		if !ok || !httpwire.IsToken(name) {
-			return nil, bad("malformed header line")
+			return bad("malformed header line")
 		}
 		value = strings.Trim(value, " \t")
 		if !httpwire.ValidValue(value) {
-			return nil, bad("invalid character in the value of header " + strconv.Quote(name))
+			return bad("invalid character in the value of header " + strconv.Quote(name))
 		}
 		key := httpwire.CanonicalKey(name, commonKeys[:])
 		if key == "Host" {
@@ -138,16 +151,17 @@ func (c *conn) readRequest() (*http.Request, error) {
 	}
 
 	if hosts > 1 || hosts == 0 && minor == 1 {
-		return nil, bad("a request must carry exactly one Host header")
+		return bad("a request must carry exactly one Host header")
 	}
 	if !visible(host) && host != "" {
-		return nil, bad("malformed Host header")
+		return bad("malformed Host header")
 	}
 	if u.Host != "" {
 		host = u.Host // absolute form: the target's authority wins (RFC 9112 §3.2.2)
 	}
 
-	req := &http.Request{
+	req := &c.base
+	*req = http.Request{
 		Method:     method,
 		URL:        u,
 		Proto:      proto,
@@ -159,14 +173,12 @@ func (c *conn) readRequest() (*http.Request, error) {
 		RequestURI: target,
 		Close:      httpwire.Closes(hdr["Connection"], minor),
 	}
-	if err := c.setBody(req); err != nil {
-		return nil, err
-	}
-	return req, nil
+	return c.setBody(req, &m.body)
 }
 
-// setBody reads the framing headers and sets the request's Body and ContentLength.
-func (c *conn) setBody(req *http.Request) error {
+// setBody reads the framing headers and sets the request's Body (handle, when it has one) and
+// ContentLength.
+func (c *conn) setBody(req *http.Request, handle *bodyHandle) error {
 	h := req.Header
 	size := int64(0)
 	if cls, ok := h["Content-Length"]; ok {
@@ -214,7 +226,8 @@ func (c *conn) setBody(req *http.Request) error {
 		return nil
 	}
 	c.body.reset(size, chunked, cont)
-	req.Body = &bodyHandle{b: &c.body, gen: c.body.gen}
+	*handle = bodyHandle{b: &c.body, gen: c.body.gen}
+	req.Body = handle
 	return nil
 }
 
@@ -237,13 +250,15 @@ func parseProto(p string) (minor int, err error) {
 }
 
 // parseTarget turns the request target into a URL; an origin-form path of plain characters,
-// the common case, is taken as it is.
-func parseTarget(method, target string) (*url.URL, error) {
+// the common case, is taken as it is, into mem.
+func parseTarget(method, target string, mem *url.URL) (*url.URL, error) {
 	if target[0] == '/' && plainPath(target) {
-		return &url.URL{Path: target}, nil
+		mem.Path = target
+		return mem, nil
 	}
 	if target == "*" && method == http.MethodOptions {
-		return &url.URL{Path: "*"}, nil
+		mem.Path = "*"
+		return mem, nil
 	}
 	u, err := url.ParseRequestURI(target)
 	if err != nil {

@@ -174,7 +174,10 @@ func (w *response) FlushError() error {
 }
 
 // SetReadDeadline and SetWriteDeadline serve http.ResponseController.
-func (w *response) SetReadDeadline(t time.Time) error  { return w.c.nc.SetReadDeadline(t) }
+func (w *response) SetReadDeadline(t time.Time) error {
+	w.c.phase = rdlOther // kept until the next request
+	return w.c.setReadDeadline(t)
+}
 func (w *response) SetWriteDeadline(t time.Time) error { return w.c.nc.SetWriteDeadline(t) }
 
 // commit writes the head to the write buffer, and what is pending after it. final means the

@@ -609,10 +609,10 @@ func TestRequestFieldsMatchNetHTTP(t *testing.T) {
 		c := &conn{s: &Server{}, remote: "r"}
 		c.body.c = c
 		c.bufs = &connBufs{br: bufio.NewReader(strings.NewReader(raw))}
-		got, err := c.readRequest()
-		if err != nil {
+		if err := c.readRequest(); err != nil {
 			t.Fatalf("%q: %v", raw, err)
 		}
+		got := &c.base
 		type fields struct {
 			Method, Proto, Host, RequestURI, Path, RawPath, RawQuery string
 			Header                                                   http.Header

@@ -1,0 +1,141 @@
+package h1
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// countingListener counts the read deadlines set on the connections it accepts.
+type countingListener struct {
+	net.Listener
+	n *atomic.Int32
+}
+
+func (l countingListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	return &countingConn{Conn: c, n: l.n}, nil
+}
+
+type countingConn struct {
+	net.Conn
+	n *atomic.Int32
+}
+
+func (c *countingConn) SetReadDeadline(t time.Time) error {
+	c.n.Add(1)
+	return c.Conn.SetReadDeadline(t)
+}
+
+// Requests whose head and body arrive whole on a kept-alive connection put no deadline on it
+// but the idle one, and that one is kept from one request to the next (see armRead): the
+// server used to set three or four a request.
+func TestKeepAliveSetsOneDeadline(t *testing.T) {
+	s := &Server{Handler: http.HandlerFunc(echo), ReadHeaderTimeout: 5 * time.Second,
+		ReadBodyTimeout: 5 * time.Second, IdleTimeout: 30 * time.Second}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n atomic.Int32
+	done := make(chan error, 1)
+	go func() { done <- s.Serve(countingListener{ln, &n}) }()
+	defer func() {
+		_ = s.Close()
+		<-done
+		waitConns(t, s)
+	}()
+
+	c, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+	br := bufio.NewReader(c)
+	const requests = 5
+	for i := range requests {
+		if _, err := io.WriteString(c, "POST /p HTTP/1.1\r\nHost: h\r\nContent-Length: 5\r\n\r\nhello"); err != nil {
+			t.Fatal(err)
+		}
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			t.Fatalf("request %d: %v", i, err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		if !strings.Contains(string(b), "body=hello") {
+			t.Fatalf("request %d: got %q", i, b)
+		}
+	}
+	if got := n.Load(); got != 1 {
+		t.Errorf("%d read deadlines set over %d kept-alive requests, want 1 (the idle one)", got, requests)
+	}
+}
+
+// A request that runs longer than IdleTimeout is still watched: the idle deadline the server
+// leaves on the socket for the next request does not end the watcher's read, so a client that
+// leaves later still cancels the request.
+func TestWatchOutlivesIdleDeadline(t *testing.T) {
+	cancelled := make(chan error, 1)
+	reading := make(chan struct{}, 1)
+	s, addr := start(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-r.Context().Done():
+			cancelled <- r.Context().Err()
+		case <-time.After(10 * time.Second):
+			cancelled <- errors.New("the request was not cancelled within 10s of the client leaving")
+		}
+	}), func(s *Server) {
+		s.WatchAfter = time.Millisecond
+		s.IdleTimeout = 50 * time.Millisecond
+	})
+	s.watching = func() { reading <- struct{}{} }
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.WriteString(c, "GET / HTTP/1.1\r\nHost: h\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	<-reading
+	time.Sleep(150 * time.Millisecond) // three idle timeouts: a deadline left on the read has passed
+	c.Close()
+	if err := <-cancelled; !errors.Is(err, context.Canceled) {
+		t.Fatal(err)
+	}
+}
+
+// The idle deadline kept from an earlier request still closes a connection left idle after it.
+func TestIdleAfterRequestIsCut(t *testing.T) {
+	_, addr := start(t, http.HandlerFunc(echo), func(s *Server) { s.IdleTimeout = 100 * time.Millisecond })
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+	br := bufio.NewReader(c)
+	for range 2 {
+		if _, err := io.WriteString(c, "GET / HTTP/1.1\r\nHost: h\r\n\r\n"); err != nil {
+			t.Fatal(err)
+		}
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = io.ReadAll(resp.Body)
+	}
+	if _, err := br.ReadByte(); !errors.Is(err, io.EOF) {
+		t.Errorf("an idle connection: read %v, want EOF (the server closes it after IdleTimeout)", err)
+	}
+}
