@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"strconv"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/hayula/gateway/config"
 	"github.com/hayula/gateway/core"
+	"github.com/hayula/gateway/internal/logfmt"
 	"github.com/hayula/gateway/server"
 	"github.com/hayula/gateway/upstream"
 )
@@ -158,7 +160,8 @@ type bodyReader struct{ bytes.Reader }
 func (*bodyReader) Close() error { return nil }
 
 // benchServer builds the gateway over up (nil: the real upstream.Set over an in-memory dialer).
-func benchServer(b *testing.B, up server.Upstream) http.Handler {
+// log is the request logger; nil logs nothing, as the other benchmarks measure.
+func benchServer(b *testing.B, up server.Upstream, log ...*slog.Logger) http.Handler {
 	b.Helper()
 	cfg, err := config.Parse([]byte(benchConfig), "bench.toml", func(string) string { return "" })
 	if err != nil {
@@ -169,7 +172,11 @@ func benchServer(b *testing.B, up server.Upstream) http.Handler {
 		b.Cleanup(set.Close)
 		up = set
 	}
-	s, err := server.New(server.Options{Config: cfg, Upstream: up})
+	o := server.Options{Config: cfg, Upstream: up}
+	if len(log) > 0 {
+		o.Logger = log[0]
+	}
+	s, err := server.New(o)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -205,13 +212,22 @@ func serveLoop(b *testing.B, h http.Handler, body []byte, wantStatus int) {
 }
 
 // BenchmarkChat1KB is one 1 KB chat request through the handler: decode, route, filters, select,
-// attempt, write. fake-upstream answers from memory, so it is the gateway's own cost; auto adds
-// the classifier; upstream-set goes through the real OpenAI adapter and net/http client over an
-// in-memory connection, so it adds the request the gateway builds and the answer it reads.
+// attempt, write. fake-upstream answers from memory, so it is the gateway's own cost; logged adds
+// the request log line as gateway serve writes it (logfmt, to a discarding writer); stream is a
+// streamed answer of memEvents events; auto adds the classifier; upstream-set goes through the
+// real OpenAI adapter and net/http client over an in-memory connection, so it adds the request
+// the gateway builds and the answer it reads.
 func BenchmarkChat1KB(b *testing.B) {
 	answer := []byte(benchAnswer)
 	b.Run("fake-upstream", func(b *testing.B) {
 		serveLoop(b, benchServer(b, &fixedUpstream{body: answer}), benchBody(b, "saif", false), http.StatusOK)
+	})
+	b.Run("fake-upstream-logged", func(b *testing.B) {
+		log := slog.New(logfmt.NewText(io.Discard, nil))
+		serveLoop(b, benchServer(b, &fixedUpstream{body: answer}, log), benchBody(b, "saif", false), http.StatusOK)
+	})
+	b.Run("fake-upstream-stream", func(b *testing.B) {
+		serveLoop(b, benchServer(b, &fixedUpstream{events: memEvents}), benchBody(b, "saif", true), http.StatusOK)
 	})
 	b.Run("auto", func(b *testing.B) {
 		serveLoop(b, benchServer(b, &fixedUpstream{body: answer}), benchBody(b, "auto", false), http.StatusOK)
