@@ -39,7 +39,7 @@ func errorBody(e *apiError) []byte {
 
 func writeError(w http.ResponseWriter, e *apiError) {
 	h := w.Header()
-	h.Set("Content-Type", "application/json")
+	h["Content-Type"] = jsonContentType
 	if e.RetryAfter > 0 {
 		secs := int64((e.RetryAfter + time.Second - 1) / time.Second)
 		h.Set("Retry-After", strconv.FormatInt(secs, 10))

@@ -13,8 +13,14 @@ import (
 	"github.com/hayula/gateway/upstream"
 )
 
-// jsonContentType is the Content-Type header's value for JSON answers; never modified.
-var jsonContentType = []string{"application/json"}
+// Header values the server assigns (canonical key, prebuilt value) rather than Sets: Set builds
+// a one-element slice per call. Never modified; a handler that appends to one copies it.
+var (
+	jsonContentType = []string{"application/json"}
+	sseContentType  = []string{"text/event-stream"}
+	noCache         = []string{"no-cache"}
+	noBuffering     = []string{"no"}
+)
 
 // targetValue is []string{t.Name}: built once for a configured target.
 func (s *Server) targetValue(t *core.Target) []string {
@@ -80,9 +86,9 @@ func (s *Server) relay(ctx context.Context, w http.ResponseWriter, res result) {
 	defer st.Close()
 	buffered, _ := st.(upstream.BufferedStream)
 	h := w.Header()
-	h.Set("Content-Type", "text/event-stream")
-	h.Set("Cache-Control", "no-cache")
-	h.Set("X-Accel-Buffering", "no")
+	h["Content-Type"] = sseContentType
+	h["Cache-Control"] = noCache
+	h["X-Accel-Buffering"] = noBuffering
 	w.WriteHeader(http.StatusOK)
 	rc := http.NewResponseController(w)
 	ev, err := res.first, error(nil)
