@@ -161,7 +161,7 @@ func New(o Options) (*Server, error) {
 	if err := s.initActive(o); err != nil {
 		return nil, err
 	}
-	s.handler = s.recoverer(s.router())
+	s.handler = &recoverer{next: s.router(), log: s.log}
 	return s, nil
 }
 
@@ -206,27 +206,43 @@ func (s *Server) router() http.Handler {
 }
 
 // recoverer turns a panic into a logged 500; a response already under way is cut off instead.
-func (s *Server) recoverer(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		rw := &trackingWriter{ResponseWriter: w}
-		defer func() {
-			p := recover()
-			if p == nil {
-				return
-			}
-			if p == http.ErrAbortHandler {
-				panic(p)
-			}
-			s.log.Error("panic serving request", "method", r.Method, "path", r.URL.Path,
-				"panic", fmt.Sprint(p), "stack", string(debug.Stack()))
-			if rw.wrote {
-				panic(http.ErrAbortHandler)
-			}
-			writeError(rw, &apiError{Status: http.StatusInternalServerError, Type: typeServer, Code: "internal_error",
-				Message: "the gateway hit an internal error; it has been logged"})
-		}()
-		next.ServeHTTP(rw, r)
-	})
+// Its trackingWriters are pooled: one was an allocation on every request.
+type recoverer struct {
+	next    http.Handler
+	log     *slog.Logger
+	writers sync.Pool // *trackingWriter
+}
+
+func (rc *recoverer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	rw, _ := rc.writers.Get().(*trackingWriter)
+	if rw == nil {
+		rw = new(trackingWriter)
+	}
+	*rw = trackingWriter{ResponseWriter: w}
+	defer rc.rescue(rw, r)
+	rc.next.ServeHTTP(rw, r)
+	// The handler has returned, so nothing holds rw any more. After a panic it is not reused.
+	*rw = trackingWriter{}
+	rc.writers.Put(rw)
+}
+
+// rescue is deferred by ServeHTTP: recover only stops a panic when the deferred function itself
+// calls it.
+func (rc *recoverer) rescue(rw *trackingWriter, r *http.Request) {
+	p := recover()
+	if p == nil {
+		return
+	}
+	if p == http.ErrAbortHandler {
+		panic(p)
+	}
+	rc.log.Error("panic serving request", "method", r.Method, "path", r.URL.Path,
+		"panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+	if rw.wrote {
+		panic(http.ErrAbortHandler)
+	}
+	writeError(rw, &apiError{Status: http.StatusInternalServerError, Type: typeServer, Code: "internal_error",
+		Message: "the gateway hit an internal error; it has been logged"})
 }
 
 // trackingWriter remembers whether the header went out, so a panic knows whether it can still
