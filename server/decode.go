@@ -31,8 +31,9 @@ const (
 	hdrOptPrivacy  = "X-Hayula-Privacy"
 )
 
-// wireRequest is the part of a chat request the gateway reads. Everything else passes through in
-// the raw body untouched.
+// wireRequest is the part of a chat request the gateway reads, in the shape encoding/json decodes
+// it into. Everything else passes through in the raw body untouched. The gateway works from a
+// wireView of it.
 type wireRequest struct {
 	Model         *string         `json:"model"`
 	Stream        bool            `json:"stream"`
@@ -49,6 +50,68 @@ type wireRequest struct {
 
 type streamOptions struct {
 	IncludeUsage bool `json:"include_usage"`
+}
+
+// wireView is a wireRequest with its optional scalars held as values beside a presence flag:
+// a pointer field was an allocation on every request that sent the field. fastWire fills it,
+// and a body fastWire declines is decoded by encoding/json into a wireRequest and converted.
+type wireView struct {
+	Model         opt[string]
+	Stream        bool
+	StreamOptions *streamOptions
+	Messages      []core.Message
+	Functions     json.RawMessage
+	MaxTokens     opt[int]
+	MaxCompletion opt[int]
+	Fallback      json.RawMessage
+	Hint          opt[string]
+	Privacy       opt[string]
+	Temperature   opt[float64]
+	TopP          opt[float64]
+	Seed          opt[int64]
+	// Raw are the raw parameters; its pointer fields are always nil (see params).
+	Raw core.Params
+}
+
+// opt is what a *T field holds, without the allocation behind the pointer: Set false is nil.
+type opt[T any] struct {
+	V   T
+	Set bool
+}
+
+func optOf[T any](p *T) opt[T] {
+	if p == nil {
+		return opt[T]{}
+	}
+	return opt[T]{V: *p, Set: true}
+}
+
+// viewOf converts what encoding/json decoded.
+func viewOf(w *wireRequest) wireView {
+	v := wireView{
+		Model: optOf(w.Model), Stream: w.Stream, StreamOptions: w.StreamOptions, Messages: w.Messages,
+		Functions: w.Functions, MaxTokens: optOf(w.MaxTokens), MaxCompletion: optOf(w.MaxCompletion),
+		Fallback: w.Fallback, Hint: optOf(w.Hint), Privacy: optOf(w.Privacy),
+		Temperature: optOf(w.Temperature), TopP: optOf(w.TopP), Seed: optOf(w.Seed), Raw: w.Params,
+	}
+	v.Raw.Temperature, v.Raw.TopP, v.Raw.Seed = nil, nil, nil
+	return v
+}
+
+// params are the request's parameters, their pointers into w: w lives as long as the request
+// does (serveOp keeps both in one reqState).
+func (w *wireView) params() core.Params {
+	p := w.Raw
+	if w.Temperature.Set {
+		p.Temperature = &w.Temperature.V
+	}
+	if w.TopP.Set {
+		p.TopP = &w.TopP.V
+	}
+	if w.Seed.Set {
+		p.Seed = &w.Seed.V
+	}
+	return p
 }
 
 // readBody reads the whole body within the limit, into buf's array when it is large enough
@@ -100,26 +163,27 @@ func tooLarge(limit int64) *apiError {
 // decodeChat turns the raw body and headers into the request view. It reads the JSON once (see
 // decodeWire).
 func decodeChat(r *http.Request, body []byte) (*core.Request, *apiError) {
-	var w wireRequest
-	if err := decodeWire(body, &w); err != nil {
+	w := new(wireView)
+	if err := decodeWire(body, w); err != nil {
 		return nil, jsonError(err)
 	}
-	return finishChat(r, body, &w)
+	return finishChat(r, body, w)
 }
 
-// finishChat checks the decoded request and builds the view from it.
-func finishChat(r *http.Request, body []byte, w *wireRequest) (*core.Request, *apiError) {
-	if w.Model == nil || *w.Model == "" {
+// finishChat checks the decoded request and builds the view from it. The view's parameters point
+// into w.
+func finishChat(r *http.Request, body []byte, w *wireView) (*core.Request, *apiError) {
+	if w.Model.V == "" {
 		return nil, badRequest("model", "missing_required_parameter", "you must provide a model parameter")
 	}
 	if len(w.Messages) == 0 {
 		return nil, badRequest("messages", "missing_required_parameter", "Missing required parameter: 'messages'.")
 	}
 	req := &core.Request{
-		Model:    *w.Model,
+		Model:    w.Model.V,
 		Stream:   w.Stream,
 		Messages: w.Messages,
-		Params:   w.Params,
+		Params:   w.params(),
 	}
 	for i := range w.Messages {
 		if w.Messages[i].Role == "" {
@@ -130,12 +194,12 @@ func finishChat(r *http.Request, body []byte, w *wireRequest) (*core.Request, *a
 	if w.StreamOptions != nil {
 		req.IncludeUsage = w.StreamOptions.IncludeUsage
 	}
-	req.Tools = hasArray(w.Params.ToolsRaw) || hasArray(w.Functions)
+	req.Tools = hasArray(w.Raw.ToolsRaw) || hasArray(w.Functions)
 	req.Images = hasImages(w.Messages)
-	if w.MaxCompletion != nil {
-		req.MaxTokens = *w.MaxCompletion
-	} else if w.MaxTokens != nil {
-		req.MaxTokens = *w.MaxTokens
+	if w.MaxCompletion.Set {
+		req.MaxTokens = w.MaxCompletion.V
+	} else if w.MaxTokens.Set {
+		req.MaxTokens = w.MaxTokens.V
 	}
 	if req.MaxTokens < 0 {
 		return nil, badRequest("max_tokens", "invalid_value", "max_tokens must not be negative")
@@ -145,7 +209,7 @@ func finishChat(r *http.Request, body []byte, w *wireRequest) (*core.Request, *a
 		return nil, e
 	}
 	req.Body = body
-	if w.Fallback != nil || w.Hint != nil || w.Privacy != nil {
+	if w.Fallback != nil || w.Hint.Set || w.Privacy.Set {
 		req.Body = jsonx.Delete(body, optFallback, optHint, optPrivacy)
 	}
 	return req, nil
@@ -153,7 +217,7 @@ func finishChat(r *http.Request, body []byte, w *wireRequest) (*core.Request, *a
 
 // readOptions applies the Hayula options. A request can make itself stricter, never looser:
 // x-fallback-on can only turn fallback off, x-hayula-privacy can only turn strictness on.
-func readOptions(r *http.Request, w *wireRequest, req *core.Request) *apiError {
+func readOptions(r *http.Request, w *wireView, req *core.Request) *apiError {
 	fallback := r.Header.Get(hdrOptFallback)
 	if len(w.Fallback) > 0 && string(w.Fallback) != "null" {
 		var b bool
@@ -179,11 +243,8 @@ func readOptions(r *http.Request, w *wireRequest, req *core.Request) *apiError {
 		return badRequest(optFallback, "invalid_value", "x-fallback-on must be true or false")
 	}
 
-	privacy := []string{r.Header.Get(hdrOptPrivacy)}
-	if w.Privacy != nil {
-		privacy = append(privacy, *w.Privacy)
-	}
-	for _, p := range privacy {
+	// An absent body field is "", which asks for nothing, as an absent header does.
+	for _, p := range [...]string{r.Header.Get(hdrOptPrivacy), w.Privacy.V} {
 		switch strings.ToLower(strings.TrimSpace(p)) {
 		case "":
 		case "strict":
@@ -196,8 +257,8 @@ func readOptions(r *http.Request, w *wireRequest, req *core.Request) *apiError {
 	}
 
 	req.RouteHint = strings.TrimSpace(r.Header.Get(hdrOptHint))
-	if w.Hint != nil && strings.TrimSpace(*w.Hint) != "" {
-		req.RouteHint = strings.TrimSpace(*w.Hint)
+	if h := strings.TrimSpace(w.Hint.V); h != "" {
+		req.RouteHint = h
 	}
 	return nil
 }
@@ -283,7 +344,7 @@ func decodeOther(r *http.Request, body []byte, op core.Op) (*core.Request, *apiE
 	if w.MaxTokens != nil {
 		req.MaxTokens = max(*w.MaxTokens, 0)
 	}
-	opts := wireRequest{Fallback: w.Fallback, Hint: w.Hint, Privacy: w.Privacy}
+	opts := wireView{Fallback: w.Fallback, Hint: optOf(w.Hint), Privacy: optOf(w.Privacy)}
 	if e := readOptions(r, &opts, req); e != nil {
 		return nil, e
 	}
@@ -315,16 +376,20 @@ func jsonError(err error) *apiError {
 // non-ASCII or case-folded key (encoding/json matches names case-insensitively), "messages" twice,
 // nesting past jsonx's depth — goes to encoding/json from scratch, which then decides and words
 // the error exactly as before. FuzzDecodeWire holds the two to the same answer.
-func decodeWire(body []byte, w *wireRequest) error {
+func decodeWire(body []byte, w *wireView) error {
+	*w = wireView{}
 	if fastWire(body, w) {
 		return nil
 	}
-	*w = wireRequest{}
-	return json.Unmarshal(body, w)
+	var wr wireRequest
+	err := json.Unmarshal(body, &wr)
+	*w = viewOf(&wr)
+	return err
 }
 
-// fastWire is decodeWire's one pass; false means "ask encoding/json", with w left partly filled.
-func fastWire(body []byte, w *wireRequest) bool {
+// fastWire is decodeWire's one pass into a zero w; false means "ask encoding/json", with w left
+// partly filled.
+func fastWire(body []byte, w *wireView) bool {
 	it := jsonx.Object(body, true)
 	messages := false
 	for {
@@ -338,7 +403,7 @@ func fastWire(body []byte, w *wireRequest) bool {
 		}
 		switch string(name) {
 		case "model":
-			ok = setStringPtr(&w.Model, v)
+			ok = setOptString(&w.Model, v)
 		case "stream":
 			ok = setBool(&w.Stream, v)
 		case "stream_options":
@@ -353,29 +418,29 @@ func fastWire(body []byte, w *wireRequest) bool {
 		case "functions":
 			w.Functions = v
 		case "max_tokens":
-			ok = setIntPtr(&w.MaxTokens, v)
+			ok = setOptInt(&w.MaxTokens, v)
 		case "max_completion_tokens":
-			ok = setIntPtr(&w.MaxCompletion, v)
+			ok = setOptInt(&w.MaxCompletion, v)
 		case optFallback:
 			w.Fallback = v
 		case optHint:
-			ok = setStringPtr(&w.Hint, v)
+			ok = setOptString(&w.Hint, v)
 		case optPrivacy:
-			ok = setStringPtr(&w.Privacy, v)
+			ok = setOptString(&w.Privacy, v)
 		case "temperature":
-			ok = setFloatPtr(&w.Temperature, v)
+			ok = setOptFloat(&w.Temperature, v)
 		case "top_p":
-			ok = setFloatPtr(&w.TopP, v)
+			ok = setOptFloat(&w.TopP, v)
 		case "seed":
-			ok = setInt64Ptr(&w.Seed, v)
+			ok = setOptInt64(&w.Seed, v)
 		case "stop":
-			w.Stop = v
+			w.Raw.Stop = v
 		case "response_format":
-			w.ResponseFormat = v
+			w.Raw.ResponseFormat = v
 		case "tools":
-			w.ToolsRaw = v
+			w.Raw.ToolsRaw = v
 		case "tool_choice":
-			w.ToolChoice = v
+			w.Raw.ToolChoice = v
 		default:
 			ok = !foldsTo(name, isWireKey)
 		}
@@ -484,8 +549,9 @@ func fastMessage(e []byte, m *core.Message) bool {
 }
 
 // The setters take a validated JSON value and store it as encoding/json would into a field of
-// their type: null leaves a string or bool alone and sets a pointer to nil; a value of another
-// type (or a number out of range) is false, for encoding/json to report.
+// their type (an opt standing for a pointer): null leaves a string or bool alone and sets a
+// pointer to nil; a value of another type (or a number out of range) is false, for
+// encoding/json to report.
 
 func setString(p *string, v []byte) bool {
 	switch v[0] {
@@ -516,14 +582,13 @@ func internString(v []byte) string {
 	return s
 }
 
-func setStringPtr(p **string, v []byte) bool {
+func setOptString(p *opt[string], v []byte) bool {
 	switch v[0] {
 	case 'n':
-		*p = nil
+		*p = opt[string]{}
 		return true
 	case '"':
-		s := internString(v)
-		*p = &s
+		*p = opt[string]{V: internString(v), Set: true}
 		return true
 	}
 	return false
@@ -544,30 +609,29 @@ func setBool(p *bool, v []byte) bool {
 
 func isNumber(v []byte) bool { return v[0] == '-' || v[0] >= '0' && v[0] <= '9' }
 
-func setIntPtr(p **int, v []byte) bool {
+func setOptInt(p *opt[int], v []byte) bool {
 	var n int64
 	if !parseInt(&n, v, strconv.IntSize) {
 		return false
 	}
 	if v[0] == 'n' {
-		*p = nil
+		*p = opt[int]{}
 		return true
 	}
-	i := int(n)
-	*p = &i
+	*p = opt[int]{V: int(n), Set: true}
 	return true
 }
 
-func setInt64Ptr(p **int64, v []byte) bool {
+func setOptInt64(p *opt[int64], v []byte) bool {
 	var n int64
 	if !parseInt(&n, v, 64) {
 		return false
 	}
 	if v[0] == 'n' {
-		*p = nil
+		*p = opt[int64]{}
 		return true
 	}
-	*p = &n
+	*p = opt[int64]{V: n, Set: true}
 	return true
 }
 
@@ -588,9 +652,9 @@ func parseInt(p *int64, v []byte, bits int) bool {
 	return true
 }
 
-func setFloatPtr(p **float64, v []byte) bool {
+func setOptFloat(p *opt[float64], v []byte) bool {
 	if v[0] == 'n' {
-		*p = nil
+		*p = opt[float64]{}
 		return true
 	}
 	if !isNumber(v) {
@@ -600,6 +664,6 @@ func setFloatPtr(p **float64, v []byte) bool {
 	if err != nil {
 		return false
 	}
-	*p = &f
+	*p = opt[float64]{V: f, Set: true}
 	return true
 }

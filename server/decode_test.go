@@ -44,17 +44,45 @@ var declined = []string{
 	`{"model":"saif","messages":[{"role":"user","content":` + strings.Repeat("[", 600) + strings.Repeat("]", 600) + `}]}`,
 }
 
-func reference(t testing.TB, body []byte) (wireRequest, error) {
+func reference(t testing.TB, body []byte) (wireView, error) {
 	t.Helper()
 	var w wireRequest
 	err := json.Unmarshal(body, &w)
-	return w, err
+	return viewOf(&w), err
+}
+
+// TestViewOf holds the view to what encoding/json decodes: every field of a wireRequest survives
+// the conversion, and the parameters rebuilt from the view point at the same values.
+func TestViewOf(t *testing.T) {
+	for _, b := range ordinary {
+		t.Run(b, func(t *testing.T) {
+			var w wireRequest
+			if err := json.Unmarshal([]byte(b), &w); err != nil {
+				t.Fatal(err)
+			}
+			v := viewOf(&w)
+			back := wireRequest{Model: ptrOf(v.Model), Stream: v.Stream, StreamOptions: v.StreamOptions,
+				Messages: v.Messages, Functions: v.Functions, MaxTokens: ptrOf(v.MaxTokens),
+				MaxCompletion: ptrOf(v.MaxCompletion), Fallback: v.Fallback, Hint: ptrOf(v.Hint),
+				Privacy: ptrOf(v.Privacy), Params: v.params()}
+			if diff := cmp.Diff(w, back); diff != "" {
+				t.Errorf("round trip (-encoding/json +view):\n%s", diff)
+			}
+		})
+	}
+}
+
+func ptrOf[T any](o opt[T]) *T {
+	if !o.Set {
+		return nil
+	}
+	return &o.V
 }
 
 func TestFastWire(t *testing.T) {
 	for _, b := range ordinary {
 		t.Run("takes "+b, func(t *testing.T) {
-			var got wireRequest
+			var got wireView
 			if !fastWire([]byte(b), &got) {
 				t.Fatal("declined an ordinary body")
 			}
@@ -69,13 +97,13 @@ func TestFastWire(t *testing.T) {
 	}
 	for _, b := range declined {
 		t.Run("declines "+b, func(t *testing.T) {
-			var got wireRequest
+			var got wireView
 			if fastWire([]byte(b), &got) {
 				t.Fatal("took a body it must leave to encoding/json")
 			}
 			// The fallback answers as encoding/json alone did.
 			want, wantErr := reference(t, []byte(b))
-			got = wireRequest{}
+			got = wireView{}
 			err := decodeWire([]byte(b), &got)
 			if diff := cmp.Diff(errString(wantErr), errString(err)); diff != "" {
 				t.Errorf("error (-encoding/json +decodeWire):\n%s", diff)
@@ -97,7 +125,7 @@ func errString(err error) string {
 // TestContentsAreSubslices checks the point of the walk: no copy of a message content.
 func TestContentsAreSubslices(t *testing.T) {
 	body := []byte(`{"model":"saif","messages":[{"role":"user","content":"hello","tool_calls":[]}]}`)
-	var w wireRequest
+	var w wireView
 	if !fastWire(body, &w) {
 		t.Fatal("declined")
 	}
@@ -115,11 +143,11 @@ func FuzzDecodeWire(f *testing.F) {
 		f.Add([]byte(b))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
-		var got wireRequest
+		var got wireView
 		fast := fastWire(body, &got)
 		want, err := reference(t, body)
 		if !fast {
-			got = wireRequest{}
+			got = wireView{}
 			gotErr := decodeWire(body, &got)
 			if errString(gotErr) != errString(err) {
 				t.Fatalf("fallback error %v, encoding/json %v", gotErr, err)
@@ -152,7 +180,8 @@ func referenceChat(r *http.Request, body []byte) (*core.Request, *apiError) {
 	if err := json.Unmarshal(body, &w); err != nil {
 		return nil, jsonError(err)
 	}
-	return finishChat(r, body, &w)
+	v := viewOf(&w)
+	return finishChat(r, body, &v)
 }
 
 // errReader fails every read with err.
