@@ -160,26 +160,32 @@ func tooLarge(limit int64) *apiError {
 		Message: fmt.Sprintf("request body is larger than the gateway's limit of %d bytes", limit)}
 }
 
-// decodeChat turns the raw body and headers into the request view. It reads the JSON once (see
-// decodeWire).
-func decodeChat(r *http.Request, body []byte) (*core.Request, *apiError) {
-	w := new(wireView)
-	if err := decodeWire(body, w); err != nil {
+// decodeChat turns the raw body and headers into the request view, built in st: &st.req. It
+// reads the JSON once (see decodeWire).
+func decodeChat(r *http.Request, body []byte, st *reqState) (*core.Request, *apiError) {
+	w := &st.wire
+	if err := decodeWire(body, w, st.msgs); err != nil {
 		return nil, jsonError(err)
 	}
-	return finishChat(r, body, w)
+	if cap(w.Messages) > cap(st.msgs) {
+		st.msgs = w.Messages[:0] // the array grew: keep the larger one
+	}
+	if e := finishChat(r, body, w, &st.req); e != nil {
+		return nil, e
+	}
+	return &st.req, nil
 }
 
-// finishChat checks the decoded request and builds the view from it. The view's parameters point
-// into w.
-func finishChat(r *http.Request, body []byte, w *wireView) (*core.Request, *apiError) {
+// finishChat checks the decoded request and builds the view from it in *req. The view's
+// parameters point into w.
+func finishChat(r *http.Request, body []byte, w *wireView, req *core.Request) *apiError {
 	if w.Model.V == "" {
-		return nil, badRequest("model", "missing_required_parameter", "you must provide a model parameter")
+		return badRequest("model", "missing_required_parameter", "you must provide a model parameter")
 	}
 	if len(w.Messages) == 0 {
-		return nil, badRequest("messages", "missing_required_parameter", "Missing required parameter: 'messages'.")
+		return badRequest("messages", "missing_required_parameter", "Missing required parameter: 'messages'.")
 	}
-	req := &core.Request{
+	*req = core.Request{
 		Model:    w.Model.V,
 		Stream:   w.Stream,
 		Messages: w.Messages,
@@ -187,7 +193,7 @@ func finishChat(r *http.Request, body []byte, w *wireView) (*core.Request, *apiE
 	}
 	for i := range w.Messages {
 		if w.Messages[i].Role == "" {
-			return nil, badRequest(fmt.Sprintf("messages[%d].role", i), "missing_required_parameter",
+			return badRequest(fmt.Sprintf("messages[%d].role", i), "missing_required_parameter",
 				fmt.Sprintf("Missing required parameter: 'messages[%d].role'.", i))
 		}
 	}
@@ -202,17 +208,17 @@ func finishChat(r *http.Request, body []byte, w *wireView) (*core.Request, *apiE
 		req.MaxTokens = w.MaxTokens.V
 	}
 	if req.MaxTokens < 0 {
-		return nil, badRequest("max_tokens", "invalid_value", "max_tokens must not be negative")
+		return badRequest("max_tokens", "invalid_value", "max_tokens must not be negative")
 	}
 
 	if e := readOptions(r, w, req); e != nil {
-		return nil, e
+		return e
 	}
 	req.Body = body
 	if w.Fallback != nil || w.Hint.Set || w.Privacy.Set {
 		req.Body = jsonx.Delete(body, optFallback, optHint, optPrivacy)
 	}
-	return req, nil
+	return nil
 }
 
 // readOptions applies the Hayula options. A request can make itself stricter, never looser:
@@ -376,9 +382,10 @@ func jsonError(err error) *apiError {
 // non-ASCII or case-folded key (encoding/json matches names case-insensitively), "messages" twice,
 // nesting past jsonx's depth — goes to encoding/json from scratch, which then decides and words
 // the error exactly as before. FuzzDecodeWire holds the two to the same answer.
-func decodeWire(body []byte, w *wireView) error {
+// The messages are built in msgs's array when it is large enough (nil: a new one).
+func decodeWire(body []byte, w *wireView, msgs []core.Message) error {
 	*w = wireView{}
-	if fastWire(body, w) {
+	if fastWire(body, w, msgs) {
 		return nil
 	}
 	var wr wireRequest
@@ -389,7 +396,7 @@ func decodeWire(body []byte, w *wireView) error {
 
 // fastWire is decodeWire's one pass into a zero w; false means "ask encoding/json", with w left
 // partly filled.
-func fastWire(body []byte, w *wireView) bool {
+func fastWire(body []byte, w *wireView, msgs []core.Message) bool {
 	it := jsonx.Object(body, true)
 	messages := false
 	for {
@@ -414,7 +421,7 @@ func fastWire(body []byte, w *wireView) bool {
 				return false // a second array merges into the first in encoding/json
 			}
 			messages = true
-			w.Messages, ok = fastMessages(v)
+			w.Messages, ok = fastMessages(v, msgs)
 		case "functions":
 			w.Functions = v
 		case "max_tokens":
@@ -487,8 +494,9 @@ func foldsTo(name []byte, isKey func(string) bool) bool {
 	return upper && isKey(string(buf[:len(name)]))
 }
 
-// fastMessages reads the (validated) messages array with contents and tool calls in place.
-func fastMessages(v []byte) ([]core.Message, bool) {
+// fastMessages reads the (validated) messages array with contents and tool calls in place, into
+// buf's array (nil: a new one).
+func fastMessages(v []byte, buf []core.Message) ([]core.Message, bool) {
 	switch v[0] {
 	case 'n':
 		return nil, true
@@ -496,7 +504,10 @@ func fastMessages(v []byte) ([]core.Message, bool) {
 	default:
 		return nil, false
 	}
-	msgs := make([]core.Message, 0, 4)
+	msgs := buf[:0]
+	if msgs == nil {
+		msgs = make([]core.Message, 0, 4) // non-nil even when empty, as encoding/json decodes []
+	}
 	it := jsonx.Array(v, false)
 	for {
 		_, e, ok := it.Next()

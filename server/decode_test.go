@@ -83,7 +83,7 @@ func TestFastWire(t *testing.T) {
 	for _, b := range ordinary {
 		t.Run("takes "+b, func(t *testing.T) {
 			var got wireView
-			if !fastWire([]byte(b), &got) {
+			if !fastWire([]byte(b), &got, nil) {
 				t.Fatal("declined an ordinary body")
 			}
 			want, err := reference(t, []byte(b))
@@ -98,13 +98,13 @@ func TestFastWire(t *testing.T) {
 	for _, b := range declined {
 		t.Run("declines "+b, func(t *testing.T) {
 			var got wireView
-			if fastWire([]byte(b), &got) {
+			if fastWire([]byte(b), &got, nil) {
 				t.Fatal("took a body it must leave to encoding/json")
 			}
 			// The fallback answers as encoding/json alone did.
 			want, wantErr := reference(t, []byte(b))
 			got = wireView{}
-			err := decodeWire([]byte(b), &got)
+			err := decodeWire([]byte(b), &got, nil)
 			if diff := cmp.Diff(errString(wantErr), errString(err)); diff != "" {
 				t.Errorf("error (-encoding/json +decodeWire):\n%s", diff)
 			}
@@ -126,7 +126,7 @@ func errString(err error) string {
 func TestContentsAreSubslices(t *testing.T) {
 	body := []byte(`{"model":"saif","messages":[{"role":"user","content":"hello","tool_calls":[]}]}`)
 	var w wireView
-	if !fastWire(body, &w) {
+	if !fastWire(body, &w, nil) {
 		t.Fatal("declined")
 	}
 	for _, raw := range [][]byte{w.Messages[0].Content, w.Messages[0].ToolCalls} {
@@ -144,11 +144,11 @@ func FuzzDecodeWire(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
 		var got wireView
-		fast := fastWire(body, &got)
+		fast := fastWire(body, &got, nil)
 		want, err := reference(t, body)
 		if !fast {
 			got = wireView{}
-			gotErr := decodeWire(body, &got)
+			gotErr := decodeWire(body, &got, nil)
 			if errString(gotErr) != errString(err) {
 				t.Fatalf("fallback error %v, encoding/json %v", gotErr, err)
 			}
@@ -162,7 +162,7 @@ func FuzzDecodeWire(f *testing.F) {
 			return
 		}
 		r := httptest.NewRequest("POST", "/v1/chat/completions", nil)
-		gotReq, gotE := decodeChat(r, body)
+		gotReq, gotE := decodeChat(r, body, new(reqState))
 		wantReq, wantE := referenceChat(r, body)
 		if diff := cmp.Diff(wantE, gotE); diff != "" {
 			t.Fatalf("%q error (-reference +decodeChat):\n%s", body, diff)
@@ -181,7 +181,11 @@ func referenceChat(r *http.Request, body []byte) (*core.Request, *apiError) {
 		return nil, jsonError(err)
 	}
 	v := viewOf(&w)
-	return finishChat(r, body, &v)
+	var req core.Request
+	if e := finishChat(r, body, &v, &req); e != nil {
+		return nil, e
+	}
+	return &req, nil
 }
 
 // errReader fails every read with err.
@@ -204,6 +208,27 @@ func TestReadBodyErrors(t *testing.T) {
 		_, e := readBody(r, 1<<20, nil)
 		if e == nil || e.Status != tt.status || e.Code != tt.code {
 			t.Errorf("%v: got %+v, want %d %s", tt.err, e, tt.status, tt.code)
+		}
+	}
+}
+
+// TestReusedStateDecodesAlike decodes every body into one reqState, as the server's pool lends
+// them: each request must come out as it does from a fresh one, with nothing of the one before.
+func TestReusedStateDecodesAlike(t *testing.T) {
+	bodies := append(append([]string{}, ordinary...), declined...)
+	for i := len(ordinary) - 1; i >= 0; i-- {
+		bodies = append(bodies, ordinary[i]) // longer and shorter conversations after each other
+	}
+	st := new(reqState)
+	r := httptest.NewRequest("POST", "/v1/chat/completions", nil)
+	for _, b := range bodies {
+		want, wantE := decodeChat(r, []byte(b), new(reqState))
+		got, gotE := decodeChat(r, []byte(b), st)
+		if diff := cmp.Diff(wantE, gotE); diff != "" {
+			t.Errorf("%s: error (-fresh +reused):\n%s", b, diff)
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("%s: request (-fresh +reused):\n%s", b, diff)
 		}
 	}
 }

@@ -1,12 +1,21 @@
 package server_test
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/hayula/gateway/core"
+	"github.com/hayula/gateway/server"
+	"github.com/hayula/gateway/upstream"
 )
 
 // Request bodies are read into buffers the server reuses (serveOp): concurrent requests, some
@@ -73,5 +82,68 @@ func TestConcurrentRequestsKeepTheirBodies(t *testing.T) {
 	close(errs)
 	for err := range errs {
 		t.Error(err)
+	}
+}
+
+// recordingUpstream answers every attempt and keeps a copy of the request view it was given.
+type recordingUpstream struct {
+	mu   sync.Mutex
+	seen []core.Request
+}
+
+func (u *recordingUpstream) Chat(_ context.Context, _ *core.Target, req *core.Request) (*upstream.Response, error) {
+	c := *req
+	c.Body = bytes.Clone(req.Body)
+	c.Messages = slices.Clone(req.Messages)
+	for _, p := range []**float64{&c.Params.Temperature, &c.Params.TopP} {
+		if *p != nil {
+			v := **p
+			*p = &v
+		}
+	}
+	if c.Params.Seed != nil {
+		v := *c.Params.Seed
+		c.Params.Seed = &v
+	}
+	u.mu.Lock()
+	u.seen = append(u.seen, c)
+	u.mu.Unlock()
+	return &upstream.Response{Body: []byte(`{"id":"x","object":"chat.completion","choices":[]}`)}, nil
+}
+
+// The request views are built in state the server reuses: a request that sends nothing optional
+// after one that sent everything must reach the upstream with nothing of the first.
+func TestReusedStateLeaksNothing(t *testing.T) {
+	up := &recordingUpstream{}
+	g := newGateway(t, target("solo", "http://solo.invalid/v1", "private")+"[routes.solo]\ntargets = [\"solo\"]\n",
+		nil, func(o *server.Options) { o.Upstream = up })
+	full := `{"model":"solo","stream":false,"messages":[{"role":"system","content":"be brief"},` +
+		`{"role":"user","content":"first","name":"ann"},{"role":"assistant","content":"ok","tool_calls":[]},` +
+		`{"role":"tool","tool_call_id":"c1","content":"42"}],"max_tokens":77,"max_completion_tokens":66,` +
+		`"temperature":0.5,"top_p":0.9,"seed":7,"stop":["x"],"response_format":{"type":"json_object"},` +
+		`"x-fallback-on":false,"x-route-hint":"poetry","x-hayula-privacy":"strict"}`
+	bare := `{"model":"solo","messages":[{"role":"user","content":"second"}]}`
+	// Pairs, because which state a request gets from the pool is up to sync.Pool.
+	const pairs = 10
+	for range pairs {
+		for _, b := range []string{full, bare} {
+			if rep := g.post(t, "/v1/chat/completions", b); rep.status != 200 {
+				t.Fatalf("status %d: %s", rep.status, rep.body)
+			}
+		}
+	}
+	if len(up.seen) != 2*pairs {
+		t.Fatalf("upstream saw %d requests, want %d", len(up.seen), 2*pairs)
+	}
+	want := core.Request{Model: "solo", Body: []byte(bare),
+		Messages: []core.Message{{Role: "user", Content: json.RawMessage(`"second"`)}}}
+	for i := 1; i < len(up.seen); i += 2 {
+		if diff := cmp.Diff(want, up.seen[i]); diff != "" {
+			t.Fatalf("request %d (-want +got):\n%s", i, diff)
+		}
+	}
+	if first := up.seen[0]; first.Params.Temperature == nil || !first.NoFallback || first.RouteHint != "poetry" ||
+		len(first.Messages) != 4 {
+		t.Errorf("the first request did not carry what it sent, so the test proves nothing: %+v", first)
 	}
 }

@@ -68,7 +68,7 @@ type Server struct {
 	targetValues [][]string
 
 	failedOpen atomic.Int64 // requests served only because a fail-open stage kept every target
-	bodies     sync.Pool    // *[]byte request body buffers; see serveOp
+	states     sync.Pool    // *reqState; see serveOp
 }
 
 // routeState is a route with what was built for it at load.
