@@ -83,8 +83,18 @@ type Loader interface {
 // Run is on every request's path: it allocates Kept once, and Drops and FailedOpen only when
 // there is something to record.
 func Run(req *core.Request, targets []*core.Target, stages []Stage) Result {
+	return RunInto(nil, req, targets, stages)
+}
+
+// RunInto is Run with Kept built in kept's array when it can hold every target, and in a new
+// one otherwise: a caller that keeps an array per request in flight (the server does) saves Run's
+// one allocation. kept's contents are overwritten; it must not share its array with targets.
+func RunInto(kept []*core.Target, req *core.Request, targets []*core.Target, stages []Stage) Result {
 	var res Result
-	kept := make([]*core.Target, len(targets))
+	if cap(kept) < len(targets) {
+		kept = make([]*core.Target, len(targets))
+	}
+	kept = kept[:len(targets)]
 	copy(kept, targets)
 	for _, st := range stages {
 		if len(kept) == 0 {

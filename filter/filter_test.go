@@ -196,14 +196,16 @@ func names(ts []*core.Target) []string {
 	return out
 }
 
+// result is a filter.Result with the kept targets by name, for diffs.
+type result struct {
+	Kept       []string
+	Drops      []filter.Drop
+	FailedOpen []string
+}
+
 func TestRun(t *testing.T) {
 	a, b, c, d := target("a"), target("b", public), target("c"), target("d", public)
 	all := []*core.Target{a, b, c, d}
-	type result struct {
-		Kept       []string
-		Drops      []filter.Drop
-		FailedOpen []string
-	}
 	cases := []struct {
 		name    string
 		req     core.Request
@@ -346,6 +348,36 @@ func TestRun(t *testing.T) {
 	}
 }
 
+// RunInto builds Kept in the array it is given when that can hold every target, and leaves the
+// input alone either way.
+func TestRunIntoUsesItsArray(t *testing.T) {
+	ts := []*core.Target{target("a"), target("b"), target("c")}
+	for _, tc := range []struct {
+		name   string
+		buf    []*core.Target
+		shared bool
+	}{
+		{"nil", nil, false},
+		{"too small", make([]*core.Target, 0, 2), false},
+		{"exact", make([]*core.Target, 0, 3), true},
+		{"larger and dirty", []*core.Target{target("x"), target("y"), target("z"), target("w")}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res := filter.RunInto(tc.buf, &core.Request{}, ts, nil)
+			if diff := cmp.Diff([]string{"a", "b", "c"}, names(res.Kept)); diff != "" {
+				t.Errorf("Kept (-want +got):\n%s", diff)
+			}
+			if shared := cap(tc.buf) > 0 && &res.Kept[0] == &tc.buf[:1][0]; shared != tc.shared {
+				t.Errorf("Kept in the given array: %v, want %v", shared, tc.shared)
+			}
+			res.Kept[0] = nil
+			if ts[0] == nil {
+				t.Fatal("Kept shares its array with the input")
+			}
+		})
+	}
+}
+
 func TestRunKeptIsACopy(t *testing.T) {
 	ts := []*core.Target{target("a"), target("b")}
 	res := filter.Run(&core.Request{}, ts, nil)
@@ -404,6 +436,7 @@ func TestStandardWithTracker(t *testing.T) {
 // checks that Run only subtracts and accounts for every target.
 func TestPrivacyNeverLeaks(t *testing.T) {
 	r := rand.New(rand.NewPCG(7, 11))
+	var buf []*core.Target
 	for i := range 20000 {
 		n := r.IntN(7)
 		ts := make([]*core.Target, n)
@@ -438,6 +471,15 @@ func TestPrivacyNeverLeaks(t *testing.T) {
 			MaxTokens:       r.IntN(4000),
 		}
 		res := filter.Run(req, ts, filter.Standard(av))
+		// RunInto over an array the earlier cases left their targets in decides the same.
+		into := filter.RunInto(buf, req, ts, filter.Standard(av))
+		if diff := cmp.Diff(result{names(res.Kept), res.Drops, res.FailedOpen},
+			result{names(into.Kept), into.Drops, into.FailedOpen}); diff != "" {
+			t.Fatalf("case %d: RunInto (-Run +RunInto):\n%s", i, diff)
+		}
+		if cap(into.Kept) > cap(buf) {
+			buf = into.Kept[:0]
+		}
 
 		inInput := map[*core.Target]bool{}
 		for _, tg := range ts {
@@ -498,6 +540,14 @@ func BenchmarkRun(b *testing.B) {
 		})
 	}
 	run("all eligible", health.NewTracker(5, health.NewManualClock(t0), health.Policy{}))
+	b.Run("all eligible into", func(b *testing.B) {
+		stages := filter.Standard(health.NewTracker(5, health.NewManualClock(t0), health.Policy{}))
+		kept := make([]*core.Target, 0, len(ts))
+		b.ReportAllocs()
+		for b.Loop() {
+			filter.RunInto(kept, req, ts, stages)
+		}
+	})
 	tr := health.NewTracker(5, health.NewManualClock(t0), health.Policy{})
 	for range 3 {
 		tr.Report(ts[4], core.ClassTimeout, 0)
