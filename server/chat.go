@@ -56,7 +56,10 @@ func (s *Server) serveOp(w http.ResponseWriter, r *http.Request, op core.Op) {
 	if intent != "" {
 		w.Header().Set(hdrIntent, intent)
 	}
-	res := s.run(r.Context(), rs, req)
+	res := s.run(r.Context(), rs, req, st)
+	if cap(res.chain) > cap(st.chain) {
+		st.chain = res.chain[:0] // the array grew: keep the larger one
+	}
 	status := s.write(r.Context(), w, rs, req, res)
 	s.logRequest(r, rs.Name, res.chain, status, start)
 }
@@ -68,10 +71,12 @@ func (s *Server) serveOp(w http.ResponseWriter, r *http.Request, op core.Op) {
 // later). Each of these was an allocation on every request, and the body a fifth of the bytes the
 // gateway allocated under the bench's load.
 type reqState struct {
-	body []byte         // the body's buffer
-	wire wireView       // the decoded body
-	req  core.Request   // the request view; its Params point into wire
-	msgs []core.Message // the array the decoded messages are built in
+	body  []byte         // the body's buffer
+	wire  wireView       // the decoded body
+	req   core.Request   // the request view; its Params point into wire
+	msgs  []core.Message // the array the decoded messages are built in
+	cands []*core.Target // the array eligibility keeps targets in, then the attempt loop's candidates
+	chain []string       // the array the targets tried are named in
 }
 
 // release empties st, so that it holds nothing of the request, and puts it back in the pool.
@@ -137,19 +142,27 @@ type result struct {
 	gone   bool      // the client went away
 }
 
-// run walks the route's eligible targets: select, attempt, classify, move on or stop.
-func (s *Server) run(ctx context.Context, rs *routeState, req *core.Request) result {
-	p := s.plan(rs, req)
+// run walks the route's eligible targets: select, attempt, classify, move on or stop. Its arrays
+// are st's.
+func (s *Server) run(ctx context.Context, rs *routeState, req *core.Request, st *reqState) result {
+	if cap(st.cands) < len(rs.Targets) {
+		st.cands = make([]*core.Target, 0, max(len(rs.Targets), len(s.cfg.Targets)))
+	}
+	p := s.plan(rs, req, st.cands)
 	if len(p.res.FailedOpen) > 0 {
 		s.failedOpen.Add(1)
 	}
 	if len(p.res.Kept) == 0 && len(p.reserve) == 0 {
 		return result{err: s.noTarget(rs, p.res.Drops)}
 	}
-	cands := make([]*core.Target, len(p.res.Kept), len(rs.Targets))
-	copy(cands, p.res.Kept)
+	// Kept is in st.cands's array, which can hold every target of the route: the loop removes
+	// from it in place, and the reserve fits once it is empty.
+	cands := p.res.Kept
+	if cands == nil {
+		cands = st.cands[:0]
+	}
 	var (
-		res      result
+		res      = result{chain: st.chain[:0]}
 		attempts []errmap.Attempt
 		classes  []core.Class
 		reserved bool

@@ -79,7 +79,7 @@ func (s *Server) handleExplain(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	req.PromptTokensMin = filter.PromptTokensMin(req.Messages) // always shown, even where it cannot matter
-	p := s.plan(rs, req)
+	p := s.plan(rs, req, nil)
 	x := explanation{
 		Route:      rs.Name,
 		Policy:     rs.Policy.String(),

@@ -92,9 +92,17 @@ type recordingUpstream struct {
 }
 
 func (u *recordingUpstream) Chat(_ context.Context, _ *core.Target, req *core.Request) (*upstream.Response, error) {
+	// A deep copy: the view's byte slices are in the body's buffer, which the server reuses.
 	c := *req
 	c.Body = bytes.Clone(req.Body)
 	c.Messages = slices.Clone(req.Messages)
+	for i := range c.Messages {
+		c.Messages[i].Content = bytes.Clone(c.Messages[i].Content)
+		c.Messages[i].ToolCalls = bytes.Clone(c.Messages[i].ToolCalls)
+	}
+	for _, raw := range []*json.RawMessage{&c.Params.Stop, &c.Params.ResponseFormat, &c.Params.ToolsRaw, &c.Params.ToolChoice} {
+		*raw = bytes.Clone(*raw)
+	}
 	for _, p := range []**float64{&c.Params.Temperature, &c.Params.TopP} {
 		if *p != nil {
 			v := **p

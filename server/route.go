@@ -89,8 +89,9 @@ type plan struct {
 	overflowDrops int
 }
 
-func (s *Server) plan(rs *routeState, req *core.Request) plan {
-	p := plan{route: rs, res: filter.Run(req, rs.Targets, s.stages)}
+// plan runs eligibility with the kept targets in kept's array (see filter.RunInto).
+func (s *Server) plan(rs *routeState, req *core.Request, kept []*core.Target) plan {
+	p := plan{route: rs, res: filter.RunInto(kept, req, rs.Targets, s.stages)}
 	for _, d := range p.res.Drops {
 		switch {
 		case s.failOpen[d.Filter]:
