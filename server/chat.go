@@ -113,7 +113,7 @@ func (s *Server) admit(r *http.Request, op core.Op, st *reqState) (req *core.Req
 	}
 	st.body = body[:0]
 	if op == core.OpChat {
-		req, e = decodeChat(r, body, st)
+		req, e = decodeChat(r, body, st, s.names)
 	} else {
 		req, e = decodeOther(r, body, op)
 	}

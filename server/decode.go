@@ -161,10 +161,10 @@ func tooLarge(limit int64) *apiError {
 }
 
 // decodeChat turns the raw body and headers into the request view, built in st: &st.req. It
-// reads the JSON once (see decodeWire).
-func decodeChat(r *http.Request, body []byte, st *reqState) (*core.Request, *apiError) {
+// reads the JSON once (see decodeWire). names are the models the gateway knows (see fastWire).
+func decodeChat(r *http.Request, body []byte, st *reqState, names map[string]string) (*core.Request, *apiError) {
 	w := &st.wire
-	if err := decodeWire(body, w, st.msgs); err != nil {
+	if err := decodeWire(body, w, st.msgs, names); err != nil {
 		return nil, jsonError(err)
 	}
 	if cap(w.Messages) > cap(st.msgs) {
@@ -383,9 +383,9 @@ func jsonError(err error) *apiError {
 // nesting past jsonx's depth — goes to encoding/json from scratch, which then decides and words
 // the error exactly as before. FuzzDecodeWire holds the two to the same answer.
 // The messages are built in msgs's array when it is large enough (nil: a new one).
-func decodeWire(body []byte, w *wireView, msgs []core.Message) error {
+func decodeWire(body []byte, w *wireView, msgs []core.Message, names map[string]string) error {
 	*w = wireView{}
-	if fastWire(body, w, msgs) {
+	if fastWire(body, w, msgs, names) {
 		return nil
 	}
 	var wr wireRequest
@@ -395,8 +395,9 @@ func decodeWire(body []byte, w *wireView, msgs []core.Message) error {
 }
 
 // fastWire is decodeWire's one pass into a zero w; false means "ask encoding/json", with w left
-// partly filled.
-func fastWire(body []byte, w *wireView, msgs []core.Message) bool {
+// partly filled. A model found in names (each name mapped to itself; nil is none) is names'
+// string rather than a copy out of the body: the model is nearly always a route's name.
+func fastWire(body []byte, w *wireView, msgs []core.Message, names map[string]string) bool {
 	it := jsonx.Object(body, true)
 	messages := false
 	for {
@@ -410,7 +411,7 @@ func fastWire(body []byte, w *wireView, msgs []core.Message) bool {
 		}
 		switch string(name) {
 		case "model":
-			ok = setOptString(&w.Model, v)
+			ok = setModel(&w.Model, v, names)
 		case "stream":
 			ok = setBool(&w.Stream, v)
 		case "stream_options":
@@ -603,6 +604,19 @@ func setOptString(p *opt[string], v []byte) bool {
 		return true
 	}
 	return false
+}
+
+// setModel is setOptString, taking the string from names when the literal has no escape and
+// names has it: a literal without a backslash unquotes to its own bytes when they are valid UTF-8,
+// as a name in names is.
+func setModel(p *opt[string], v []byte, names map[string]string) bool {
+	if len(v) >= 2 && v[0] == '"' && bytes.IndexByte(v, '\\') < 0 {
+		if name, ok := names[string(v[1:len(v)-1])]; ok {
+			*p = opt[string]{V: name, Set: true}
+			return true
+		}
+	}
+	return setOptString(p, v)
 }
 
 func setBool(p *bool, v []byte) bool {

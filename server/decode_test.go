@@ -9,6 +9,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"unsafe"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/hayula/gateway/core"
@@ -31,7 +32,14 @@ var ordinary = []string{
 	`{"model":"saif","stream_options":{"include_usage":true},"stream_options":{},"messages":[]}`,
 	`{"model":"saif","messages":[{"role":"user","content":"` + "\xff\xfe invalid utf-8" + `","name":"` + "\xc3" + `"}]}`,
 	`{"model":"saif","Unknown":1,"MESSAGES_X":2,"messages":[{"role":"user","Extra":{"Role":"no"}}]}`,
+	`{"model":"sa\u0069f","messages":[{"role":"user","content":"x"}]}`,
+	`{"model":"saif ","messages":[{"role":"user","content":"x"}]}`,
+	`{"model":"` + "sa\xffif" + `","messages":[{"role":"user","content":"x"}]}`,
+	`{"model":"","messages":[{"role":"user","content":"x"}]}`,
 }
+
+// testNames are the models decode takes from the server rather than from the body.
+var testNames = map[string]string{"saif": "saif", "auto": "auto", "a": "a", "b": "b", "": ""}
 
 // declined bodies go to encoding/json: invalid, wrongly typed, or keys it would match by folding.
 var declined = []string{
@@ -83,7 +91,7 @@ func TestFastWire(t *testing.T) {
 	for _, b := range ordinary {
 		t.Run("takes "+b, func(t *testing.T) {
 			var got wireView
-			if !fastWire([]byte(b), &got, nil) {
+			if !fastWire([]byte(b), &got, nil, testNames) {
 				t.Fatal("declined an ordinary body")
 			}
 			want, err := reference(t, []byte(b))
@@ -98,13 +106,13 @@ func TestFastWire(t *testing.T) {
 	for _, b := range declined {
 		t.Run("declines "+b, func(t *testing.T) {
 			var got wireView
-			if fastWire([]byte(b), &got, nil) {
+			if fastWire([]byte(b), &got, nil, testNames) {
 				t.Fatal("took a body it must leave to encoding/json")
 			}
 			// The fallback answers as encoding/json alone did.
 			want, wantErr := reference(t, []byte(b))
 			got = wireView{}
-			err := decodeWire([]byte(b), &got, nil)
+			err := decodeWire([]byte(b), &got, nil, testNames)
 			if diff := cmp.Diff(errString(wantErr), errString(err)); diff != "" {
 				t.Errorf("error (-encoding/json +decodeWire):\n%s", diff)
 			}
@@ -126,7 +134,7 @@ func errString(err error) string {
 func TestContentsAreSubslices(t *testing.T) {
 	body := []byte(`{"model":"saif","messages":[{"role":"user","content":"hello","tool_calls":[]}]}`)
 	var w wireView
-	if !fastWire(body, &w, nil) {
+	if !fastWire(body, &w, nil, testNames) {
 		t.Fatal("declined")
 	}
 	for _, raw := range [][]byte{w.Messages[0].Content, w.Messages[0].ToolCalls} {
@@ -144,11 +152,11 @@ func FuzzDecodeWire(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
 		var got wireView
-		fast := fastWire(body, &got, nil)
+		fast := fastWire(body, &got, nil, testNames)
 		want, err := reference(t, body)
 		if !fast {
 			got = wireView{}
-			gotErr := decodeWire(body, &got, nil)
+			gotErr := decodeWire(body, &got, nil, testNames)
 			if errString(gotErr) != errString(err) {
 				t.Fatalf("fallback error %v, encoding/json %v", gotErr, err)
 			}
@@ -162,7 +170,7 @@ func FuzzDecodeWire(f *testing.F) {
 			return
 		}
 		r := httptest.NewRequest("POST", "/v1/chat/completions", nil)
-		gotReq, gotE := decodeChat(r, body, new(reqState))
+		gotReq, gotE := decodeChat(r, body, new(reqState), testNames)
 		wantReq, wantE := referenceChat(r, body)
 		if diff := cmp.Diff(wantE, gotE); diff != "" {
 			t.Fatalf("%q error (-reference +decodeChat):\n%s", body, diff)
@@ -222,13 +230,36 @@ func TestReusedStateDecodesAlike(t *testing.T) {
 	st := new(reqState)
 	r := httptest.NewRequest("POST", "/v1/chat/completions", nil)
 	for _, b := range bodies {
-		want, wantE := decodeChat(r, []byte(b), new(reqState))
-		got, gotE := decodeChat(r, []byte(b), st)
+		want, wantE := decodeChat(r, []byte(b), new(reqState), nil)
+		got, gotE := decodeChat(r, []byte(b), st, testNames)
 		if diff := cmp.Diff(wantE, gotE); diff != "" {
 			t.Errorf("%s: error (-fresh +reused):\n%s", b, diff)
 		}
 		if diff := cmp.Diff(want, got); diff != "" {
 			t.Errorf("%s: request (-fresh +reused):\n%s", b, diff)
 		}
+	}
+}
+
+// A chat request of the usual shape decodes without allocating: the view, the messages and the
+// parameters are built in the reqState, and a known model is the server's own string.
+func TestDecodeChatAllocatesNothing(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector's instrumentation allocates")
+	}
+	body := []byte(`{"model":"saif","messages":[{"role":"system","content":"be brief"},{"role":"user","content":"hi"}],` +
+		`"max_tokens":256,"temperature":0.2,"top_p":1,"seed":7,"stream":true}`)
+	r := httptest.NewRequest("POST", "/v1/chat/completions", nil)
+	st := new(reqState)
+	if n := testing.AllocsPerRun(100, func() {
+		if _, e := decodeChat(r, body, st, testNames); e != nil {
+			t.Fatal(e)
+		}
+	}); n != 0 {
+		t.Errorf("decodeChat allocates %v times a request, want 0", n)
+	}
+	req, _ := decodeChat(r, body, st, testNames)
+	if unsafe.StringData(req.Model) != unsafe.StringData(testNames["saif"]) {
+		t.Error("the model is a copy, not the known name")
 	}
 }

@@ -63,6 +63,10 @@ type Server struct {
 	checker  *health.Checker // active health; see health.go
 	procs    *procs          // nil when no target has a command; see lifecycle.go
 
+	// names maps every route's name and "auto" to itself, so that decode can take a request's
+	// model from it instead of copying it out of the body.
+	names map[string]string
+
 	// targetValues[i] is []string{name} of the target with Index i: the X-Hayula-Target and
 	// (for a chain of one) X-Hayula-Chain header values, built once (see write).
 	targetValues [][]string
@@ -141,7 +145,9 @@ func New(o Options) (*Server, error) {
 			s.failOpen[st.Filter.Name()] = true
 		}
 	}
+	s.names = map[string]string{config.RouteAuto: config.RouteAuto}
 	for _, r := range o.Config.Routes {
+		s.names[r.Name] = r.Name
 		sel, err := selector.New(r.Policy, selector.Options{})
 		if err != nil {
 			return nil, fmt.Errorf("route %s: %w", r.Name, err)
