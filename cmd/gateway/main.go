@@ -40,6 +40,9 @@ Usage:
 `
 
 func main() {
+	if len(os.Args) > 1 {
+		keepSysmonAwake(os.Args[1], reexec)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
