@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -69,6 +70,10 @@ func TestConcurrentRequestsKeepTheirBodies(t *testing.T) {
 				}
 				if err := json.Unmarshal(rep.body, &got); err != nil || rep.status != 200 || len(got.Choices) != 1 {
 					errs <- fmt.Errorf("%s: status %d: %.200s", token[:8], rep.status, rep.body)
+					return
+				}
+				if cl := rep.header.Get("Content-Length"); cl != strconv.Itoa(len(rep.body)) {
+					errs <- fmt.Errorf("%s: Content-Length %q for %d bytes", token[:8], cl, len(rep.body))
 					return
 				}
 				if got.Choices[0].Message.Content != token {

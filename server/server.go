@@ -70,6 +70,9 @@ type Server struct {
 	// targetValues[i] is []string{name} of the target with Index i: the X-Hayula-Target and
 	// (for a chain of one) X-Hayula-Chain header values, built once (see write).
 	targetValues [][]string
+	// lengths[n] is the Content-Length value of an answer of n bytes, once one went out (see
+	// lengthValue).
+	lengths [maxSharedLength]atomic.Pointer[[]string]
 
 	failedOpen atomic.Int64 // requests served only because a fail-open stage kept every target
 	states     sync.Pool    // *reqState; see serveOp

@@ -22,6 +22,25 @@ var (
 	noBuffering     = []string{"no"}
 )
 
+// maxSharedLength bounds the answer lengths whose Content-Length value the server keeps
+// (Server.lengths): most answers are shorter than a few KB.
+const maxSharedLength = 8 << 10
+
+// lengthValue is []string{strconv.Itoa(n)}, the Content-Length header's value for an answer of n
+// bytes: built the first time an answer of that length goes out and shared after, for n below
+// maxSharedLength. The slice and its string were two allocations on every answer.
+func (s *Server) lengthValue(n int) []string {
+	if n < 0 || n >= len(s.lengths) {
+		return []string{strconv.Itoa(n)}
+	}
+	if v := s.lengths[n].Load(); v != nil {
+		return *v
+	}
+	v := []string{strconv.Itoa(n)}
+	s.lengths[n].Store(&v) // a concurrent first answer of the same length may store its own equal value
+	return v
+}
+
 // targetValue is []string{t.Name}: built once for a configured target.
 func (s *Server) targetValue(t *core.Target) []string {
 	if t.Index >= 0 && t.Index < len(s.targetValues) && s.targetValues[t.Index] != nil &&
@@ -67,7 +86,7 @@ func (s *Server) write(ctx context.Context, w http.ResponseWriter, rs *routeStat
 	}
 	if res.resp.Stream == nil {
 		h["Content-Type"] = jsonContentType
-		h.Set("Content-Length", strconv.Itoa(len(res.resp.Body)))
+		h["Content-Length"] = s.lengthValue(len(res.resp.Body))
 		w.WriteHeader(http.StatusOK)
 		_, _ = w.Write(res.resp.Body)
 		return http.StatusOK
