@@ -181,7 +181,7 @@ func New(r Rules) (*Classifier, error) {
 
 	npats := len(c.pats)
 	c.pool.New = func() any {
-		return &scratch{buf: make([]byte, 0, maxWordBytes+8), seen: make([]bool, npats),
+		return &scratch{seen: make([]bool, npats),
 			points: make([]int32, len(c.intents))}
 	}
 	return c, nil
@@ -261,17 +261,17 @@ type Decision struct {
 
 // scratch is the per-call working memory, pooled.
 type scratch struct {
-	buf    []byte
+	words  []byte    // the words scan builds, where it built them
+	refs   []wordRef // the words scan found, in words
 	toks   []tok
 	hits   []hit
 	negs   []negSpan
 	seen   []bool
 	points []int32
 
-	c             *Classifier
 	clause        int32
 	arabic, latin int
-	// collect, when set, receives the words instead (compiling terms, Normalize, tests).
+	// collect, when set, is the collector that collect hands the words to; it counts breaks too.
 	collect *wordCollector
 }
 
@@ -286,54 +286,54 @@ type hit struct {
 
 type negSpan struct{ start, end, clause int32 }
 
-func (s *scratch) word(w []byte, script uint8) {
-	if s.collect != nil {
-		s.collect.word(w, script)
-		return
-	}
-	// Plain English words, most of a prompt, take the shortest path (latinWord): stemEnglish's
-	// first test and find's prefilter are written out there (both are over the compiler's
-	// inlining budget), so that most such words cost no call.
-	if script == scriptLatin {
-		s.latinWord(w)
-		return
-	}
-	countScript(script, &s.arabic, &s.latin)
-	s.toks = append(s.toks, tok{id: s.c.lookup(w, script), clause: s.clause})
-}
-
-// latinWord is word for a plain lower-case English word (most of a prompt), called by flush
-// directly: it saves word's call and its script tests on most words.
-func (s *scratch) latinWord(w []byte) {
-	s.latin++
-	if n := len(w); n > 3 {
-		if b := w[n-1]; b == 's' || b == 'e' || b == 'y' {
-			w = stemEnglishSuffix(w)
-		}
-	}
-	id := int32(-1)
-	t := &s.c.table
-	if q := quickIndex(w); t.quick[q/64]&(1<<(q%64)) != 0 {
-		if n := len(w); n < 8 && cap(w) >= 8 {
-			// hashStem and probe written out for a stem shorter than eight bytes (most of
-			// them): the same hash, so the same slot, without two calls per word.
-			head := binary.LittleEndian.Uint64(w[:8]) & (1<<(8*n) - 1)
-			h := uint32((head ^ uint64(n)) * 0x9E3779B97F4A7C15 >> 32)
-			for i := h & t.mask; ; i = (i + 1) & t.mask {
-				sl := &t.slots[i]
-				if sl.n == 0 {
-					break
-				}
-				if sl.head == head && sl.n == int32(n) {
-					id = sl.id
-					break
+// resolve looks up the words scan recorded and appends their tokens.
+func (c *Classifier) resolve(s *scratch) {
+	t := &c.table
+	words := s.words
+	for _, r := range s.refs {
+		// w's capacity runs to the end of words, at least maxWordBytes+8 past any word: the
+		// eight-byte read below may look past its end.
+		w := words[r.off : r.off+r.n]
+		id := int32(-1)
+		switch r.script {
+		case scriptLatin:
+			// Plain English words, most of a prompt: stemEnglish's first test, find's prefilter,
+			// hashStem and probe are written out for a stem shorter than eight bytes (all over the
+			// compiler's inlining budget), so that most such words cost no call.
+			s.latin++
+			if n := len(w); n > 3 {
+				if b := w[n-1]; b == 's' || b == 'e' || b == 'y' {
+					w = stemEnglishSuffix(w)
 				}
 			}
-		} else {
-			id = t.probe(w)
+			if q := quickIndex(w); t.quick[q/64]&(1<<(q%64)) != 0 {
+				if n := len(w); n < 8 {
+					head := binary.LittleEndian.Uint64(w[:8]) & (1<<(8*n) - 1)
+					h := uint32((head ^ uint64(n)) * 0x9E3779B97F4A7C15 >> 32)
+					for i := h & t.mask; ; i = (i + 1) & t.mask {
+						sl := &t.slots[i]
+						if sl.n == 0 {
+							break
+						}
+						if sl.head == head && sl.n == int32(n) {
+							id = sl.id
+							break
+						}
+					}
+				} else {
+					id = t.probe(w)
+				}
+			}
+		case scriptArabic:
+			s.arabic++
+			id = c.lookupArabic(w)
+		default:
+			countScript(r.script, &s.arabic, &s.latin)
+			id = c.lookup(w, r.script)
 		}
+		s.toks = append(s.toks, tok{id: id, clause: r.clause})
 	}
-	s.toks = append(s.toks, tok{id: id, clause: s.clause})
+	s.refs = s.refs[:0]
 }
 
 func (s *scratch) clauseBreak() {
@@ -350,7 +350,7 @@ func (c *Classifier) lookup(w []byte, script uint8) int32 {
 	return c.find(stem(w, script))
 }
 
-// lookupArabic is lookup for an Arabic word; flush calls it directly for most of them.
+// lookupArabic is lookup for an Arabic word; resolve calls it directly for most of them.
 func (c *Classifier) lookupArabic(w []byte) int32 {
 	// find's prefilter written out: most Arabic stems are in no term, and each word tries
 	// up to three.
@@ -502,17 +502,18 @@ func (c *Classifier) Route(system, lastUser, hint string) (route, intent string)
 // run tokenises both texts, matches every pattern and scores each intent.
 func (c *Classifier) run(system, user string) *scratch {
 	s := c.pool.Get().(*scratch)
-	s.c = c
 	s.toks, s.hits, s.negs = s.toks[:0], s.hits[:0], s.negs[:0]
 	s.clause, s.arabic, s.latin = 0, 0, 0
 
-	s.buf = scan(user, s.buf, s)
+	scan(user, s)
+	c.resolve(s)
 	userEnd := int32(len(s.toks))
 	ua, ul := s.arabic, s.latin
 	// A break token keeps phrases from spanning the two texts.
 	s.toks = append(s.toks, tok{id: -1, clause: s.clause})
 	s.clause++
-	s.buf = scan(system, s.buf, s)
+	scan(system, s)
+	c.resolve(s)
 	if ua+ul > 0 {
 		s.arabic, s.latin = ua, ul
 	} else {
@@ -607,7 +608,6 @@ func (c *Classifier) release(s *scratch) {
 	for _, h := range s.hits {
 		s.seen[h.pat] = false
 	}
-	s.c = nil
 	c.pool.Put(s)
 }
 

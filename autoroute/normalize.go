@@ -92,61 +92,78 @@ const (
 // without bound; such a word is never a term anyway.
 const maxWordBytes = 64
 
-// scanner holds the word being built; its methods are small enough to inline into scan.
-type scanner struct {
-	w            []byte
-	script       uint8
-	overlong     bool
-	lower, digit bool
-	// out is concrete rather than an interface so that the per-word calls inline: the dynamic
-	// call on every word and clause break was a measurable part of Classify.
-	out *scratch
+// Flags of the word being built, kept with its script bits in one byte (st in scan).
+const (
+	stOverlong uint8 = 1 << (iota + 4) // longer than maxWordBytes: dropped
+	stLower                            // has a lower-case ASCII letter
+	stDigit                            // has a digit
+)
+
+// The word being built is scan's own locals (w and st) rather than a struct's fields, so that the
+// hot word boundaries in scan record a word in line: a call there spilled and reloaded scan's
+// live registers on every word (Go has no callee-saved registers). The other boundaries go
+// through end, which inlines, and flush.
+//
+// w is a window of scratch.words that starts where the word starts and has room for at least
+// maxWordBytes+8 bytes: a word never outgrows it, so no append moves it.
+
+// addByte appends c to the word, or marks it overlong past maxWordBytes.
+func addByte(w []byte, st uint8, c byte) ([]byte, uint8) {
+	if len(w) >= maxWordBytes {
+		return w, st | stOverlong
+	}
+	return append(w, c), st
 }
 
-func (sc *scanner) add(c byte) {
-	if len(sc.w) >= maxWordBytes {
-		sc.overlong = true
-		return
+// end closes the word being built and returns the space for the next one. Separators often come
+// in pairs (", ", ".\n"), and the second finds no word: that case is answered here, inlined,
+// rather than by a call to flush.
+func (s *scratch) end(w []byte, st uint8) ([]byte, uint8) {
+	if len(w) > 0 || st&stOverlong != 0 {
+		w = s.flush(w, st)
 	}
-	sc.w = append(sc.w, c)
+	return w[:0], 0
 }
 
-// end closes the word being built. Separators often come in pairs (", ", ".\n"), and the second
-// finds no word: that case is answered here, inlined, rather than by a call to flush.
-func (sc *scanner) end() {
-	if len(sc.w) > 0 || sc.overlong {
-		sc.flush()
+// flush records the word w (unless it is overlong) and returns the space after it.
+func (s *scratch) flush(w []byte, st uint8) []byte {
+	if len(w) == 0 || st&stOverlong != 0 {
+		return w
 	}
+	// A trailing apostrophe ("hackers'") is punctuation, not part of the word.
+	for len(w) > 0 && w[len(w)-1] == '\'' {
+		w = w[:len(w)-1]
+	}
+	if len(w) == 0 {
+		return w
+	}
+	script := st & (scriptArabic | scriptLatin | scriptOther)
+	if script&scriptLatin != 0 && (st&stLower == 0 || st&stDigit != 0 || len(w) == 1) {
+		script |= scriptName
+	}
+	s.refs = append(s.refs, wordRef{off: int32(len(s.words) - cap(w)), n: int32(len(w)), script: script, clause: s.clause})
+	w = w[len(w):]
+	if cap(w) < maxWordBytes+8 {
+		w = s.grow(w)
+	}
+	return w
 }
 
-func (sc *scanner) flush() {
-	w := sc.w
-	if len(w) > 0 && !sc.overlong {
-		// A trailing apostrophe ("hackers'") is punctuation, not part of the word.
-		for len(w) > 0 && w[len(w)-1] == '\'' {
-			w = w[:len(w)-1]
-		}
-		script := sc.script
-		if script&scriptLatin != 0 && (!sc.lower || sc.digit || len(w) == 1) {
-			script |= scriptName
-		}
-		if len(w) > 0 {
-			switch s := sc.out; {
-			case s.collect != nil:
-				s.word(w, script)
-			case script == scriptLatin:
-				s.latinWord(w)
-			case script == scriptArabic:
-				s.arabic++
-				s.toks = append(s.toks, tok{id: s.c.lookupArabic(w), clause: s.clause})
-			default:
-				s.word(w, script)
-			}
-		}
-	}
-	sc.w = sc.w[:0]
-	sc.script = 0
-	sc.overlong, sc.lower, sc.digit = false, false, false
+// grow moves the words recorded so far to a buffer twice as large, for a text of many words,
+// and returns the space after them.
+func (s *scratch) grow(w []byte) []byte {
+	used := len(s.words) - cap(w)
+	b := make([]byte, 2*len(s.words))
+	copy(b, s.words[:used])
+	s.words = b
+	return b[used:used]
+}
+
+// wordRef is one word recorded by scan: words[off:off+n] of its scratch, its script flags and
+// its clause.
+type wordRef struct {
+	off, n, clause int32
+	script         uint8
 }
 
 // Classes of a byte for scan, indexed by the byte: one load and a jump table instead of a chain
@@ -172,19 +189,21 @@ const byteClass = "" +
 	"\x06\x06\x06\x06\x06\x06\x06\x06\x06\x06\x06\x06\x06\x06\x06\x06\x06\x06\x06\x06\x06\x06\x06\x06\x06\x06\x06\x06\x06\x06\x06\x06" +
 	"\x06\x06\x06\x06\x06\x06\x06\x06\x06\x06\x06\x06\x06\x06\x06\x06\x06\x06\x06\x06\x06\x06\x06\x06\x06\x06\x06\x06\x06\x06\x06\x06"
 
-// scan splits s into normalised words. buf is scratch space, returned for reuse.
-func scan(s string, buf []byte, out *scratch) []byte {
-	if cap(buf) < maxWordBytes+8 {
-		// Room for an eight-byte store past the longest word kept.
-		buf = make([]byte, 0, maxWordBytes+8)
+// scan splits s into normalised words and records them in out.refs, each where it was built in
+// out.words: the lookups run afterwards in a loop of their own (Classifier.resolve), so that the
+// scan makes no call for a word, and spills no register around one, on its hot paths.
+func scan(s string, out *scratch) {
+	if len(out.words) < 4*(maxWordBytes+8) {
+		// Room for an eight-byte store past the longest word kept, and for a few words.
+		out.words = make([]byte, 1024)
 	}
-	sc := scanner{w: buf[:0], out: out}
+	w, st := out.words[:0], uint8(0)
 	for i := 0; i < len(s); {
 		c := s[i]
 		switch byteClass[c] {
 		case clsSep:
 			i++
-			sc.end()
+			w, st = out.end(w, st)
 			continue
 		case clsLower, clsUpper:
 			// A run of ASCII letters, the bulk of English text, is found and lower-cased eight
@@ -197,12 +216,12 @@ func scan(s string, buf []byte, out *scratch) []byte {
 			j := i
 			for {
 				for {
-					if j+8 > len(s) || len(sc.w)+8 > cap(sc.w) {
+					if j+8 > len(s) || len(w)+8 > cap(w) {
 						for ; j < len(s) && isASCIILetter(s[j]); j++ {
 							if s[j] >= 'a' {
-								sc.lower = true
+								st |= stLower
 							}
-							sc.add(s[j] | 0x20)
+							w, st = addByte(w, st, s[j]|0x20)
 						}
 						break
 					}
@@ -214,26 +233,38 @@ func scan(s string, buf []byte, out *scratch) []byte {
 					}
 					// Bit 5 (0x20) marks a lower-case letter; shifted to bit 7 it meets m.
 					if x<<2&m&(1<<(8*run)-1) != 0 {
-						sc.lower = true
+						st |= stLower
 					}
-					l, keep := len(sc.w), run
+					l, keep := len(w), run
 					if l+keep > maxWordBytes {
-						sc.overlong = true
+						st |= stOverlong
 						keep = maxWordBytes - l
 					}
-					sc.w = sc.w[:l+8]
-					binary.LittleEndian.PutUint64(sc.w[l:], x|0x2020202020202020)
-					sc.w = sc.w[:l+keep]
+					w = w[:l+8]
+					binary.LittleEndian.PutUint64(w[l:], x|0x2020202020202020)
+					w = w[:l+keep]
 					j += run
 					if run < 8 {
 						break
 					}
 				}
 				i = j
-				sc.script |= scriptLatin
+				st |= scriptLatin
 				if i+1 < len(s) && s[i] == ' ' && isASCIILetter(s[i+1]) {
 					i++
-					sc.end()
+					// flush written out: w ends in a letter, so has no apostrophe to trim.
+					if st&stOverlong == 0 {
+						script := st & (scriptArabic | scriptLatin | scriptOther)
+						if st&stLower == 0 || st&stDigit != 0 || len(w) == 1 {
+							script |= scriptName
+						}
+						out.refs = append(out.refs, wordRef{off: int32(len(out.words) - cap(w)), n: int32(len(w)), script: script, clause: out.clause})
+						w = w[len(w):]
+						if cap(w) < maxWordBytes+8 {
+							w = out.grow(w)
+						}
+					}
+					w, st = w[:0], 0
 					j = i
 					continue
 				}
@@ -242,21 +273,21 @@ func scan(s string, buf []byte, out *scratch) []byte {
 			continue
 		case clsDigit:
 			i++
-			sc.add(c)
-			sc.digit = true
+			w, st = addByte(w, st, c)
+			st |= stDigit
 			continue
 		case clsApos:
 			i++
 			// Keep it only inside a word ("don't"), so that negation cues can name it.
-			if len(sc.w) > 0 && i < len(s) && isASCIILetter(s[i]) {
-				sc.add(c)
+			if len(w) > 0 && i < len(s) && isASCIILetter(s[i]) {
+				w, st = addByte(w, st, c)
 			} else {
-				sc.end()
+				w, st = out.end(w, st)
 			}
 			continue
 		case clsClause:
 			i++
-			sc.end()
+			w, st = out.end(w, st)
 			out.clauseBreak()
 			continue
 		}
@@ -276,11 +307,11 @@ func scan(s string, buf []byte, out *scratch) []byte {
 			case r >= 0x064B && r <= 0x065F, r == 0x0670, r >= 0x06D6 && r <= 0x06ED, r == 0x0640:
 				// Diacritics and tatweel are dropped without ending the word.
 			case r >= 0x0660 && r <= 0x0669:
-				sc.add(byte('0' + r - 0x0660))
+				w, st = addByte(w, st, byte('0'+r-0x0660))
 			case r >= 0x06F0 && r <= 0x06F9:
-				sc.add(byte('0' + r - 0x06F0))
+				w, st = addByte(w, st, byte('0'+r-0x06F0))
 			case r == 0x060C || r == 0x061B || r == 0x061F || r == 0x06D4:
-				sc.end()
+				w, st = out.end(w, st)
 				out.clauseBreak()
 			case r >= 0x0621 && r <= 0x064A || r >= 0x0671 && r <= 0x06D3:
 				if r >= 'ا' && r <= 'ي' && r != 'ة' && r != 'ى' && r != 0x0640 {
@@ -294,38 +325,50 @@ func scan(s string, buf []byte, out *scratch) []byte {
 					// to that word.
 					j := i - 2
 					for {
-						for j+8 <= len(s) && len(sc.w)+8 <= cap(sc.w) {
+						for j+8 <= len(s) && len(w)+8 <= cap(w) {
 							x := load64(s, j)
 							run := 2 * plainArabic4(x)
 							if run == 0 {
 								break
 							}
-							l, keep := len(sc.w), run
+							l, keep := len(w), run
 							if l+keep > maxWordBytes {
-								sc.overlong = true
+								st |= stOverlong
 								keep = (maxWordBytes - l) &^ 1
 							}
-							sc.w = sc.w[:l+8]
-							binary.LittleEndian.PutUint64(sc.w[l:], x)
-							sc.w = sc.w[:l+keep]
+							w = w[:l+8]
+							binary.LittleEndian.PutUint64(w[l:], x)
+							w = w[:l+keep]
 							j += run
 							if run < 8 {
 								break
 							}
 						}
 						for j+1 < len(s) && plainArabic(s[j], s[j+1]) {
-							if len(sc.w)+2 > maxWordBytes {
-								sc.overlong = true
+							if len(w)+2 > maxWordBytes {
+								st |= stOverlong
 							} else {
-								sc.w = append(sc.w, s[j], s[j+1])
+								w = append(w, s[j], s[j+1])
 							}
 							j += 2
 						}
 						i = j
-						sc.script |= scriptArabic
+						st |= scriptArabic
 						if i+2 < len(s) && s[i] == ' ' && plainArabic(s[i+1], s[i+2]) {
 							i++
-							sc.end()
+							// flush written out, as for ASCII above: w ends in a letter.
+							if st&stOverlong == 0 {
+								script := st & (scriptArabic | scriptLatin | scriptOther)
+								if script&scriptLatin != 0 && (st&stLower == 0 || st&stDigit != 0 || len(w) == 1) {
+									script |= scriptName
+								}
+								out.refs = append(out.refs, wordRef{off: int32(len(out.words) - cap(w)), n: int32(len(w)), script: script, clause: out.clause})
+								w = w[len(w):]
+								if cap(w) < maxWordBytes+8 {
+									w = out.grow(w)
+								}
+							}
+							w, st = w[:0], 0
 							j = i
 							continue
 						}
@@ -334,40 +377,39 @@ func scan(s string, buf []byte, out *scratch) []byte {
 					continue
 				}
 				r = foldArabic(r)
-				if len(sc.w)+2 > maxWordBytes {
-					sc.overlong = true
+				if len(w)+2 > maxWordBytes {
+					st |= stOverlong
 				} else {
-					sc.w = append(sc.w, byte(0xC0|r>>6), byte(0x80|r&0x3F))
+					w = append(w, byte(0xC0|r>>6), byte(0x80|r&0x3F))
 				}
-				sc.script |= scriptArabic
+				st |= scriptArabic
 			default:
-				sc.end()
+				w, st = out.end(w, st)
 			}
 		case r == 0x2019 || r == 0x2018:
 			// Typographic apostrophes, as phones type them.
-			if len(sc.w) > 0 && i < len(s) && isASCIILetter(s[i]) {
-				sc.add('\'')
+			if len(w) > 0 && i < len(s) && isASCIILetter(s[i]) {
+				w, st = addByte(w, st, '\'')
 			} else {
-				sc.end()
+				w, st = out.end(w, st)
 			}
 		case r == 0x2026 || r == 0x3002:
-			sc.end()
+			w, st = out.end(w, st)
 			out.clauseBreak()
 		case unicode.IsLetter(r) || unicode.IsDigit(r):
 			var tmp [utf8.UTFMax]byte
 			n := utf8.EncodeRune(tmp[:], unicode.ToLower(r))
-			if len(sc.w)+n > maxWordBytes {
-				sc.overlong = true
+			if len(w)+n > maxWordBytes {
+				st |= stOverlong
 			} else {
-				sc.w = append(sc.w, tmp[:n]...)
+				w = append(w, tmp[:n]...)
 			}
-			sc.script |= scriptOther
+			st |= scriptOther
 		default:
-			sc.end()
+			w, st = out.end(w, st)
 		}
 	}
-	sc.end()
-	return sc.w[:0]
+	out.end(w, st)
 }
 
 // plainArabic reports whether b0 b1 is an Arabic letter that normalisation leaves as it is: ا to ي
@@ -596,7 +638,11 @@ func hasSuffix(w, s []byte) bool { return len(w) >= len(s) && string(w[len(w)-le
 
 // collect scans s into c, for compiling terms, Normalize and tests.
 func collect(s string, c *wordCollector) {
-	scan(s, nil, &scratch{collect: c})
+	out := &scratch{collect: c}
+	scan(s, out)
+	for _, r := range out.refs {
+		c.word(out.words[r.off:r.off+r.n], r.script)
+	}
 }
 
 // wordCollector gathers stems, for compiling terms and for tests.
