@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math/bits"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -290,7 +291,10 @@ type negSpan struct{ start, end, clause int32 }
 func (c *Classifier) resolve(s *scratch) {
 	t := &c.table
 	words := s.words
-	for _, r := range s.refs {
+	toks := slices.Grow(s.toks, len(s.refs))
+	base := len(toks)
+	toks = toks[:base+len(s.refs)]
+	for k, r := range s.refs {
 		// w's capacity runs to the end of words, at least maxWordBytes+8 past any word: the
 		// eight-byte read below may look past its end.
 		w := words[r.off : r.off+r.n]
@@ -331,8 +335,9 @@ func (c *Classifier) resolve(s *scratch) {
 			countScript(r.script, &s.arabic, &s.latin)
 			id = c.lookup(w, r.script)
 		}
-		s.toks = append(s.toks, tok{id: id, clause: r.clause})
+		toks[base+k] = tok{id: id, clause: r.clause}
 	}
+	s.toks = toks
 	s.refs = s.refs[:0]
 }
 
