@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -21,6 +22,9 @@ import (
 // wraps. It serves one target: its idle pool is keyed by address only so that a managed
 // process that moved to another port does not get its old connections.
 //
+// The caller's context and the response-header timeout are enforced by a sweeper goroutine
+// (h1sweep.go), at most one tick (10 ms) late.
+//
 // A response body must be read and closed by one goroutine at a time, as the adapters do.
 type h1Transport struct {
 	fallback    *http.Transport
@@ -28,12 +32,20 @@ type h1Transport struct {
 	timeout     time.Duration // response headers; 0 means none
 	idleTimeout time.Duration
 	maxIdle     int
+	// ticker starts the sweeper's clock and returns its stop; nil means a time.Ticker every
+	// sweepEvery. Tests drive the sweeper with ticks of their own.
+	ticker func() (<-chan time.Time, func())
 
 	dests destCache // see post
 
 	mu    sync.Mutex
 	idle  map[string][]*h1Conn // by address, most recently used last
 	nIdle int
+	// The sweeper's: the connections whose exchange is in flight (each knows its slot), whether
+	// a sweeper goroutine runs, and what CloseIdleConnections closes to end it.
+	live     []*h1Conn
+	sweeping bool
+	quit     chan struct{}
 }
 
 var _ http.RoundTripper = (*h1Transport)(nil)
@@ -53,6 +65,15 @@ type h1Conn struct {
 	nread  int64  // bytes read over the connection's life: an answer that never started reads none
 	reused bool
 	idleAt time.Time
+
+	// The exchange in flight, while it is live (see h1sweep.go): its caller's context, its place
+	// in h1Transport.live (1 + index; 0 when not live) and its phase. seen and seenAt are the
+	// sweeper's own: the timed phase it last saw, and the tick it first saw it on.
+	ctx    context.Context
+	slot   int
+	phase  atomic.Int32
+	seen   int32
+	seenAt time.Time
 }
 
 func (c *h1Conn) Read(p []byte) (int, error) {
@@ -97,7 +118,11 @@ type outgoing interface {
 // do sends out over a pooled or new connection to addr and reads the answer's head, replacing
 // a stale pooled connection once (see RoundTrip).
 func (t *h1Transport) do(ctx context.Context, addr string, out outgoing) (*http.Response, error) {
-	c := t.get(addr)
+	if err := ctx.Err(); err != nil {
+		// The sweeper would interrupt the exchange only after the request had gone out.
+		return nil, err
+	}
+	c := t.get(ctx, addr)
 	for {
 		if c == nil {
 			nc, err := t.dial(ctx, "tcp", addr)
@@ -107,6 +132,9 @@ func (t *h1Transport) do(ctx context.Context, addr string, out outgoing) (*http.
 			c = &h1Conn{Conn: nc, addr: addr}
 			c.br = bufio.NewReaderSize(c, 4<<10)
 			c.bw = bufio.NewWriterSize(c.Conn, 4<<10)
+			t.mu.Lock()
+			t.watchLocked(ctx, c)
+			t.mu.Unlock()
 		}
 		resp, stale, err := t.exchange(ctx, c, out)
 		if err == nil {
@@ -148,45 +176,42 @@ func closeReqBody(req *http.Request) {
 	}
 }
 
-// exchange writes req on c and reads the response headers. stale reports a failure on a pooled
-// connection that the request cannot have reached.
+// exchange writes req on c, which is live, and reads the response headers. stale reports a
+// failure on a pooled connection that the request cannot have reached. On failure c is no
+// longer live; on success its body unwatches it when it ends.
 func (t *h1Transport) exchange(ctx context.Context, c *h1Conn, out outgoing) (resp *http.Response, stale bool, err error) {
-	cancel := &canceler{c: c.Conn}
-	stop := context.AfterFunc(ctx, cancel.fire)
-	fail := func(err error) (*http.Response, bool, error) {
-		stop()
-		if cancel.fired.Load() {
-			// The deadline that interrupted the exchange was the caller giving up.
+	err = out.write(c.bw)
+	if err == nil {
+		err = c.bw.Flush()
+	}
+	if err != nil {
+		if t.unwatch(c) == phaseCanceled {
 			return nil, false, ctx.Err()
 		}
-		return nil, false, err
+		return nil, c.reused, err
 	}
-	if err := out.write(c.bw); err != nil {
-		r, _, e := fail(err)
-		return r, c.reused && !cancel.fired.Load(), e
-	}
-	if err := c.bw.Flush(); err != nil {
-		r, _, e := fail(err)
-		return r, c.reused && !cancel.fired.Load(), e
-	}
-	if t.timeout > 0 {
-		cancel.setReadDeadline(time.Now().Add(t.timeout))
+	if !c.phase.CompareAndSwap(phaseWrite, phaseHead) {
+		return nil, false, t.interrupted(ctx, c)
 	}
 	before := c.nread
 	// readResponse reads past informational answers (a bounded number of them) itself.
 	resp, err = readResponse(c.br, out.method(), &c.head)
 	if err != nil {
-		// An EOF before the status line is io.ErrUnexpectedEOF, as in http.ReadResponse.
-		if c.reused && c.nread == before && errors.Is(err, io.ErrUnexpectedEOF) && !cancel.fired.Load() {
-			stop()
-			return nil, true, err
+		ph := t.unwatch(c)
+		switch {
+		case ph == phaseCanceled:
+			return nil, false, ctx.Err()
+		case ph == phaseTimedOut:
+			return nil, false, err // the read's deadline error: a timeout
 		}
-		return fail(err)
+		// An EOF before the status line is io.ErrUnexpectedEOF, as in http.ReadResponse.
+		return nil, c.reused && c.nread == before && errors.Is(err, io.ErrUnexpectedEOF), err
 	}
-	if t.timeout > 0 {
-		cancel.setReadDeadline(time.Time{})
+	if !c.phase.CompareAndSwap(phaseHead, phaseBody) {
+		// The head came as the sweeper gave up on it.
+		return nil, false, t.interrupted(ctx, c)
 	}
-	b := &h1Body{t: t, c: c, body: resp.Body, stop: stop, cancel: cancel, ctx: ctx, keep: !resp.Close}
+	b := &h1Body{t: t, c: c, body: resp.Body, ctx: ctx, keep: !resp.Close}
 	if resp.Body == http.NoBody {
 		b.finish(true)
 	}
@@ -194,29 +219,13 @@ func (t *h1Transport) exchange(ctx context.Context, c *h1Conn, out outgoing) (re
 	return resp, false, nil
 }
 
-// canceler interrupts a connection's blocked read or write when the caller gives up, by moving
-// its deadline into the past; a deadline set afterwards for another reason must not undo that.
-type canceler struct {
-	c     net.Conn
-	mu    sync.Mutex
-	fired atomic.Bool
-}
-
-var pastDeadline = time.Unix(1, 0)
-
-func (k *canceler) fire() {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	k.fired.Store(true)
-	_ = k.c.SetDeadline(pastDeadline)
-}
-
-func (k *canceler) setReadDeadline(d time.Time) {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	if !k.fired.Load() {
-		_ = k.c.SetReadDeadline(d)
+// interrupted unwatches c, which the sweeper interrupted, and returns what the caller gets for
+// it: its context's error, or the error of a read that ran out of time.
+func (t *h1Transport) interrupted(ctx context.Context, c *h1Conn) error {
+	if t.unwatch(c) == phaseCanceled {
+		return ctx.Err()
 	}
+	return &net.OpError{Op: "read", Net: "tcp", Source: c.LocalAddr(), Addr: c.RemoteAddr(), Err: os.ErrDeadlineExceeded}
 }
 
 // h1Body is a response body on a pooled connection. The connection goes back to the pool when
@@ -224,15 +233,13 @@ func (k *canceler) setReadDeadline(d time.Time) {
 // connection is closed, since what remains of the answer would otherwise be read as the next
 // one's.
 type h1Body struct {
-	t      *h1Transport
-	c      *h1Conn
-	body   io.ReadCloser // http.ReadResponse's body over c.br
-	stop   func() bool   // unregisters the cancellation
-	cancel *canceler
-	ctx    context.Context
-	keep   bool // the server did not say Connection: close
-	done   bool // the connection was released or closed
-	eof    bool
+	t    *h1Transport
+	c    *h1Conn
+	body io.ReadCloser // readResponse's body over c.br
+	ctx  context.Context
+	keep bool // the server did not say Connection: close
+	done bool // the connection was released or closed
+	eof  bool
 }
 
 var _ tailDrainer = (*h1Body)(nil)
@@ -251,9 +258,7 @@ func (b *h1Body) Read(p []byte) (int, error) {
 		b.eof = true
 		b.finish(true)
 	default:
-		fired := b.cancel.fired.Load()
-		b.finish(false)
-		if fired {
+		if b.finish(false) == phaseCanceled {
 			err = b.ctx.Err()
 		}
 	}
@@ -261,20 +266,17 @@ func (b *h1Body) Read(p []byte) (int, error) {
 }
 
 // finish releases the connection to the pool when the answer ended cleanly and the connection
-// can carry another, and closes it otherwise.
-func (b *h1Body) finish(clean bool) {
+// can carry another, and closes it otherwise. It returns the exchange's last phase.
+func (b *h1Body) finish(clean bool) int32 {
 	if b.done {
-		return
+		return phaseBody
 	}
 	b.done = true
-	// stop reports false when the cancellation already fired: the connection's deadline is in
-	// the past and it is no use to anyone.
-	if clean && b.stop() && b.keep && b.c.br.Buffered() == 0 && b.c.SetDeadline(time.Time{}) == nil {
-		b.t.put(b.c)
-		return
+	ph, pooled := b.t.release(b.c, clean && b.keep && b.c.br.Buffered() == 0)
+	if !pooled {
+		_ = b.c.Close()
 	}
-	b.stop()
-	_ = b.c.Close()
+	return ph
 }
 
 // Close closes the connection unless the body was read to its end. The underlying body's own
@@ -284,17 +286,20 @@ func (b *h1Body) Close() error {
 	return nil
 }
 
-// drainTail reads what is left of the body, within maxDrain bytes and drainWait, so that the
-// connection can be reused; the caller closes afterwards.
+// drainTail reads what is left of the body, within maxDrain bytes and drainWait (which the
+// sweeper enforces), so that the connection can be reused; the caller closes afterwards.
 func (b *h1Body) drainTail() {
 	if b.done {
 		return
 	}
-	b.cancel.setReadDeadline(time.Now().Add(drainWait))
+	// A failed swap means the sweeper has interrupted the connection: the read fails at once.
+	b.c.phase.CompareAndSwap(phaseBody, phaseDrain)
 	_, _ = io.CopyN(io.Discard, b, maxDrain)
 }
 
-func (t *h1Transport) get(addr string) *h1Conn {
+// get takes the most recently used idle connection to addr and makes it live for an exchange
+// on behalf of ctx; nil when there is none.
+func (t *h1Transport) get(ctx context.Context, addr string) *h1Conn {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	for {
@@ -311,27 +316,39 @@ func (t *h1Transport) get(addr string) *h1Conn {
 			continue
 		}
 		c.reused = true
+		t.watchLocked(ctx, c)
 		return c
 	}
 }
 
-func (t *h1Transport) put(c *h1Conn) {
-	c.idleAt = time.Now()
+// release ends c's exchange and pools c when reuse says it can carry another and the sweeper did
+// not interrupt it. It returns the exchange's last phase and whether c was pooled; the caller
+// closes it otherwise.
+func (t *h1Transport) release(c *h1Conn, reuse bool) (phase int32, pooled bool) {
+	if reuse {
+		c.idleAt = time.Now()
+	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.nIdle >= t.maxIdle {
-		_ = c.Close()
-		return
+	ph := t.unwatchLocked(c)
+	if !reuse || ph >= phaseCanceled || t.nIdle >= t.maxIdle {
+		return ph, false
 	}
 	t.idle[c.addr] = append(t.idle[c.addr], c)
 	t.nIdle++
+	return ph, true
 }
 
-// CloseIdleConnections closes the pooled connections (http.Client.CloseIdleConnections calls it).
+// CloseIdleConnections closes the pooled connections (http.Client.CloseIdleConnections calls it),
+// and ends the sweeper as soon as no exchange is in flight.
 func (t *h1Transport) CloseIdleConnections() {
 	t.mu.Lock()
 	idle := t.idle
 	t.idle, t.nIdle = map[string][]*h1Conn{}, 0
+	if t.quit != nil {
+		close(t.quit)
+		t.quit = nil
+	}
 	t.mu.Unlock()
 	for _, list := range idle {
 		for _, c := range list {

@@ -1,0 +1,159 @@
+package upstream
+
+import (
+	"context"
+	"time"
+)
+
+// The synchronous client's exchanges are bounded by one sweeper goroutine per transport rather
+// than by a context.AfterFunc and read deadlines per exchange: registering a callback on the
+// caller's context cost five allocations and a lock, and setting and clearing a deadline moves a
+// runtime timer each time, on every request. An exchange instead puts its connection in
+// h1Transport.live (under the pool's lock, in the same critical section that takes it from or
+// gives it back to the pool) and moves through its phases with atomic stores; while anything is
+// live the sweeper looks every sweepEvery, and interrupts a connection (its deadline moved into
+// the past, as the canceler did) whose caller gave up or whose phase ran out of time.
+//
+// The price is precision: a cancellation is noticed at most one tick late, and a phase's time
+// limit is counted from the first tick that saw the phase, so it ends between the limit and the
+// limit plus two ticks after the phase began, never before.
+
+// sweepEvery is the sweeper's period.
+const sweepEvery = 10 * time.Millisecond
+
+// sweepQuiet is how many ticks the sweeper waits with nothing live before it ends; the next
+// exchange starts another. Ending rather than parking means that a transport nobody uses any
+// more holds no goroutine, whether or not it was closed.
+const sweepQuiet = 100
+
+// An exchange's phases, in order. The exchange moves itself forward with compare-and-swap; the
+// sweeper moves it to one of the last two, after which the connection is good for nothing.
+const (
+	phaseWrite    int32 = iota // writing the request: only the caller's context bounds it
+	phaseHead                  // awaiting the answer's head: bounded by the transport's timeout
+	phaseBody                  // reading the body: only the caller's context bounds it
+	phaseDrain                 // reading a finished stream's tail: bounded by drainWait
+	phaseCanceled              // interrupted: the caller's context is done
+	phaseTimedOut              // interrupted: the head or the tail took too long
+)
+
+// pastDeadline interrupts a connection's blocked read or write.
+var pastDeadline = time.Unix(1, 0)
+
+// limit is how long an exchange may stay in phase ph; 0 means no limit.
+func (t *h1Transport) limit(ph int32) time.Duration {
+	switch ph {
+	case phaseHead:
+		return t.timeout
+	case phaseDrain:
+		return drainWait
+	}
+	return 0
+}
+
+// watchLocked makes c's exchange, on behalf of ctx, live. t.mu is held.
+func (t *h1Transport) watchLocked(ctx context.Context, c *h1Conn) {
+	c.ctx = ctx
+	c.phase.Store(phaseWrite)
+	c.seen = phaseWrite
+	t.live = append(t.live, c)
+	c.slot = len(t.live)
+	if !t.sweeping {
+		t.startSweeperLocked()
+	}
+}
+
+// unwatchLocked ends c's exchange's watch and returns its last phase, which the sweeper can no
+// longer change. t.mu is held.
+func (t *h1Transport) unwatchLocked(c *h1Conn) int32 {
+	if i := c.slot - 1; i >= 0 {
+		last := len(t.live) - 1
+		moved := t.live[last]
+		t.live[i] = moved
+		moved.slot = i + 1
+		t.live[last] = nil
+		t.live = t.live[:last]
+		c.slot = 0
+		c.ctx = nil
+	}
+	return c.phase.Load()
+}
+
+func (t *h1Transport) unwatch(c *h1Conn) int32 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.unwatchLocked(c)
+}
+
+func (t *h1Transport) startSweeperLocked() {
+	t.sweeping = true
+	t.quit = make(chan struct{})
+	var tick <-chan time.Time
+	var stop func()
+	if t.ticker != nil {
+		tick, stop = t.ticker()
+	} else {
+		tk := time.NewTicker(sweepEvery)
+		tick, stop = tk.C, tk.Stop
+	}
+	go t.sweep(tick, stop, t.quit)
+}
+
+// sweep runs the rounds until nothing has been live for sweepQuiet ticks, or until quit is
+// closed (CloseIdleConnections) and nothing is live.
+func (t *h1Transport) sweep(tick <-chan time.Time, stop func(), quit chan struct{}) {
+	defer stop()
+	quiet, quitting := 0, false
+	for {
+		var now time.Time
+		select {
+		case now = <-tick:
+		case <-quit:
+			quit, quitting = nil, true
+		}
+		t.mu.Lock()
+		if len(t.live) > 0 {
+			quiet = 0
+			if !now.IsZero() {
+				t.sweepLocked(now)
+			}
+			t.mu.Unlock()
+			continue
+		}
+		if quiet++; quitting || quiet >= sweepQuiet {
+			t.sweeping = false
+			t.quit = nil
+			t.mu.Unlock()
+			return
+		}
+		t.mu.Unlock()
+	}
+}
+
+// sweepLocked interrupts the live exchanges whose caller gave up or whose phase ran out of
+// time at now. t.mu is held.
+func (t *h1Transport) sweepLocked(now time.Time) {
+	for _, c := range t.live {
+		ph := c.phase.Load()
+		if ph >= phaseCanceled {
+			continue
+		}
+		if c.ctx.Err() != nil {
+			// Whatever phase the exchange has moved to since, it reads this at its next step.
+			c.phase.Store(phaseCanceled)
+			_ = c.Conn.SetDeadline(pastDeadline)
+			continue
+		}
+		limit := t.limit(ph)
+		if limit <= 0 {
+			continue
+		}
+		if c.seen != ph {
+			c.seen, c.seenAt = ph, now
+			continue
+		}
+		if now.Sub(c.seenAt) >= limit && c.phase.CompareAndSwap(ph, phaseTimedOut) {
+			_ = c.Conn.SetDeadline(pastDeadline)
+		}
+	}
+}
