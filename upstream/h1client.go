@@ -96,8 +96,8 @@ func (t *h1Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if req.URL.Port() == "" {
 		addr = net.JoinHostPort(req.URL.Hostname(), "80")
 	}
-	out := &netRequest{req: req}
-	resp, err := t.do(req.Context(), addr, out)
+	out := outgoing{req: req}
+	resp, err := t.do(req.Context(), addr, &out)
 	if err != nil {
 		closeReqBody(out.req)
 		return nil, err
@@ -106,18 +106,51 @@ func (t *h1Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	return resp, nil
 }
 
-// outgoing is a request as the synchronous client writes it.
-type outgoing interface {
-	method() string
-	write(bw *bufio.Writer) error
-	// rewind readies the request to be written again, on a new connection; false when its
-	// body cannot be read again.
-	rewind() bool
+// outgoing is a request as the synchronous client writes it: an *http.Request (RoundTrip), or
+// when req is nil an adapter's POST (post). A struct rather than an interface so that it can
+// live on the caller's stack.
+type outgoing struct {
+	req  *http.Request
+	post postRequest
+}
+
+func (o *outgoing) method() string {
+	if o.req == nil {
+		return http.MethodPost
+	}
+	return o.req.Method
+}
+
+func (o *outgoing) write(bw *bufio.Writer) error {
+	if o.req == nil {
+		return o.post.write(bw)
+	}
+	return writeRequest(bw, o.req)
+}
+
+// rewind readies the request to be written again, on a new connection; false when its body
+// cannot be read again.
+func (o *outgoing) rewind() bool {
+	r := o.req
+	if r == nil || r.Body == nil || r.Body == http.NoBody {
+		return true
+	}
+	if r.GetBody == nil {
+		return false
+	}
+	body, err := r.GetBody()
+	if err != nil {
+		return false
+	}
+	r2 := *r
+	r2.Body = body
+	o.req = &r2
+	return true
 }
 
 // do sends out over a pooled or new connection to addr and reads the answer's head, replacing
 // a stale pooled connection once (see RoundTrip).
-func (t *h1Transport) do(ctx context.Context, addr string, out outgoing) (*http.Response, error) {
+func (t *h1Transport) do(ctx context.Context, addr string, out *outgoing) (*http.Response, error) {
 	if err := ctx.Err(); err != nil {
 		// The sweeper would interrupt the exchange only after the request had gone out.
 		return nil, err
@@ -148,28 +181,6 @@ func (t *h1Transport) do(ctx context.Context, addr string, out outgoing) (*http.
 	}
 }
 
-// netRequest is an *http.Request to send.
-type netRequest struct{ req *http.Request }
-
-func (r *netRequest) method() string               { return r.req.Method }
-func (r *netRequest) write(bw *bufio.Writer) error { return writeRequest(bw, r.req) }
-func (r *netRequest) rewind() bool {
-	if r.req.Body == nil || r.req.Body == http.NoBody {
-		return true
-	}
-	if r.req.GetBody == nil {
-		return false
-	}
-	body, err := r.req.GetBody()
-	if err != nil {
-		return false
-	}
-	r2 := *r.req
-	r2.Body = body
-	r.req = &r2
-	return true
-}
-
 func closeReqBody(req *http.Request) {
 	if req.Body != nil {
 		_ = req.Body.Close()
@@ -179,8 +190,8 @@ func closeReqBody(req *http.Request) {
 // exchange writes req on c, which is live, and reads the response headers. stale reports a
 // failure on a pooled connection that the request cannot have reached. On failure c is no
 // longer live; on success its body unwatches it when it ends.
-func (t *h1Transport) exchange(ctx context.Context, c *h1Conn, out outgoing) (resp *http.Response, stale bool, err error) {
-	err = out.write(c.bw)
+func (t *h1Transport) exchange(ctx context.Context, c *h1Conn, out *outgoing) (*http.Response, bool, error) {
+	err := out.write(c.bw)
 	if err == nil {
 		err = c.bw.Flush()
 	}
@@ -194,9 +205,9 @@ func (t *h1Transport) exchange(ctx context.Context, c *h1Conn, out outgoing) (re
 		return nil, false, t.interrupted(ctx, c)
 	}
 	before := c.nread
+	a := new(h1Answer)
 	// readResponse reads past informational answers (a bounded number of them) itself.
-	resp, err = readResponse(c.br, out.method(), &c.head)
-	if err != nil {
+	if err := readResponse(c.br, out.method(), &c.head, &a.answer); err != nil {
 		ph := t.unwatch(c)
 		switch {
 		case ph == phaseCanceled:
@@ -211,12 +222,19 @@ func (t *h1Transport) exchange(ctx context.Context, c *h1Conn, out outgoing) (re
 		// The head came as the sweeper gave up on it.
 		return nil, false, t.interrupted(ctx, c)
 	}
-	b := &h1Body{t: t, c: c, body: resp.Body, ctx: ctx, keep: !resp.Close}
+	resp, b := &a.resp, &a.h1
+	*b = h1Body{t: t, c: c, body: resp.Body, ctx: ctx, keep: !resp.Close}
 	if resp.Body == http.NoBody {
 		b.finish(true)
 	}
 	resp.Body = b
 	return resp, false, nil
+}
+
+// h1Answer is an exchange's answer with its body as the caller reads it, in one allocation.
+type h1Answer struct {
+	answer
+	h1 h1Body
 }
 
 // interrupted unwatches c, which the sweeper interrupted, and returns what the caller gets for

@@ -28,7 +28,8 @@ func (t *h1Transport) post(ctx context.Context, rawURL string, tg *core.Target, 
 		// It would add lines to the head; net/http refuses such a value too.
 		return nil, true, errBadKey
 	}
-	resp, err := t.do(ctx, d.addr, &postRequest{head: d.head, key: tg.APIKey, body: body, accept: accept})
+	out := outgoing{post: postRequest{head: d.head, key: tg.APIKey, body: body, accept: accept}}
+	resp, err := t.do(ctx, d.addr, &out)
 	return resp, true, err
 }
 
@@ -83,9 +84,6 @@ type postRequest struct {
 	body   payload
 	accept string
 }
-
-func (p *postRequest) method() string { return http.MethodPost }
-func (p *postRequest) rewind() bool   { return true }
 
 func (p *postRequest) write(bw *bufio.Writer) error {
 	_, _ = bw.Write(p.head)

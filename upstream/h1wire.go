@@ -122,20 +122,31 @@ var errBadAnswer = errors.New("malformed HTTP answer")
 // maxAnswerHead bounds an answer's status line and headers.
 const maxAnswerHead = 64 << 10
 
-// readResponse reads an answer's head from br and frames its body, for a request with method.
-// An EOF before the status line is io.ErrUnexpectedEOF, as http.ReadResponse reports it (the
-// caller tells a stale pooled connection by it).
+// answer is what readResponse fills: the response and, in the same allocation, the reader that
+// frames its body and room for its header values.
+type answer struct {
+	resp   http.Response
+	framed answerBody
+	te     [1]string // resp.TransferEncoding
+	vals   [8]string // the header values of the first 8 lines
+}
+
+// readResponse reads an answer's head from br into a and frames its body, for a request with
+// method. An EOF before the status line is io.ErrUnexpectedEOF, as http.ReadResponse reports it
+// (the caller tells a stale pooled connection by it).
 //
 // Informational answers (1xx but a protocol switch) are read past, at most max1xx of them: an
 // upstream that sends them without end must not keep the caller reading.
-func readResponse(br *bufio.Reader, method string, scratch *[]byte) (*http.Response, error) {
+func readResponse(br *bufio.Reader, method string, scratch *[]byte, a *answer) error {
 	for n := 0; ; n++ {
-		resp, err := readAnswerHead(br, method, scratch)
-		if err != nil || resp.StatusCode >= 200 || resp.StatusCode == http.StatusSwitchingProtocols {
-			return resp, err
+		if err := readAnswerHead(br, method, scratch, a); err != nil {
+			return err
+		}
+		if c := a.resp.StatusCode; c >= 200 || c == http.StatusSwitchingProtocols {
+			return nil
 		}
 		if n == max1xx {
-			return nil, fmt.Errorf("%w: more than %d informational answers", errBadAnswer, max1xx)
+			return fmt.Errorf("%w: more than %d informational answers", errBadAnswer, max1xx)
 		}
 	}
 }
@@ -143,11 +154,11 @@ func readResponse(br *bufio.Reader, method string, scratch *[]byte) (*http.Respo
 // max1xx is how many informational answers may come before the real one, as in net/http.
 const max1xx = 5
 
-// readAnswerHead reads one answer's head, 1xx or not.
-func readAnswerHead(br *bufio.Reader, method string, scratch *[]byte) (*http.Response, error) {
+// readAnswerHead reads one answer's head, 1xx or not, into a.
+func readAnswerHead(br *bufio.Reader, method string, scratch *[]byte, a *answer) error {
 	head, err := readHead(br, (*scratch)[:0])
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if cap(head) <= 8<<10 {
 		*scratch = head[:0]
@@ -156,7 +167,7 @@ func readAnswerHead(br *bufio.Reader, method string, scratch *[]byte) (*http.Res
 	line, rest := httpwire.CutLine(raw)
 	proto, status, ok := strings.Cut(line, " ")
 	if !ok || len(status) < 3 {
-		return nil, fmt.Errorf("%w: status line %.60q", errBadAnswer, line)
+		return fmt.Errorf("%w: status line %.60q", errBadAnswer, line)
 	}
 	minor := 1
 	switch proto {
@@ -164,15 +175,18 @@ func readAnswerHead(br *bufio.Reader, method string, scratch *[]byte) (*http.Res
 	case "HTTP/1.0":
 		minor = 0
 	default:
-		return nil, fmt.Errorf("%w: status line %.60q", errBadAnswer, line)
+		return fmt.Errorf("%w: status line %.60q", errBadAnswer, line)
 	}
 	code, err := strconv.Atoi(status[:3])
 	if err != nil || code < 100 || len(status) > 3 && status[3] != ' ' {
-		return nil, fmt.Errorf("%w: status line %.60q", errBadAnswer, line)
+		return fmt.Errorf("%w: status line %.60q", errBadAnswer, line)
 	}
 	n := strings.Count(rest, "\n")
 	h := make(http.Header, n)
-	vals := make([]string, n)
+	vals := a.vals[:]
+	if n > len(vals) {
+		vals = make([]string, n)
+	}
 	vi := 0
 	for {
 		line, rest = httpwire.CutLine(rest)
@@ -181,14 +195,14 @@ func readAnswerHead(br *bufio.Reader, method string, scratch *[]byte) (*http.Res
 		}
 		name, value, ok := strings.Cut(line, ":")
 		if !ok || !httpwire.IsToken(name) {
-			return nil, fmt.Errorf("%w: header line %.60q", errBadAnswer, line)
+			return fmt.Errorf("%w: header line %.60q", errBadAnswer, line)
 		}
 		key := httpwire.CanonicalKey(name, answerKeys[:])
 		value = strings.Trim(value, " \t")
 		// A bare CR or NUL in a value is refused as net/http refuses it, so that both
 		// transports take the same answers and no such byte reaches a caller.
 		if !httpwire.ValidValue(value) {
-			return nil, fmt.Errorf("%w: header line %.60q", errBadAnswer, line)
+			return fmt.Errorf("%w: header line %.60q", errBadAnswer, line)
 		}
 		if vs, ok := h[key]; ok {
 			h[key] = append(vs, value)
@@ -198,17 +212,15 @@ func readAnswerHead(br *bufio.Reader, method string, scratch *[]byte) (*http.Res
 		h[key] = vals[vi : vi+1 : vi+1]
 		vi++
 	}
-	resp := &http.Response{Status: status, StatusCode: code, Proto: proto, ProtoMajor: 1, ProtoMinor: minor,
+	a.resp = http.Response{Status: status, StatusCode: code, Proto: proto, ProtoMajor: 1, ProtoMinor: minor,
 		Header: h, ContentLength: -1}
-	resp.Close = httpwire.Closes(h["Connection"], minor)
-	if err := frame(resp, br, method); err != nil {
-		return nil, err
-	}
-	return resp, nil
+	a.resp.Close = httpwire.Closes(h["Connection"], minor)
+	return frame(a, br, method)
 }
 
 // frame sets the answer's body from its framing headers (RFC 9112 §6.3).
-func frame(resp *http.Response, br *bufio.Reader, method string) error {
+func frame(a *answer, br *bufio.Reader, method string) error {
+	resp := &a.resp
 	h := resp.Header
 	switch c := resp.StatusCode; {
 	case c == http.StatusSwitchingProtocols:
@@ -236,8 +248,10 @@ func frame(resp *http.Response, br *bufio.Reader, method string) error {
 		}
 		delete(h, "Transfer-Encoding")
 		delete(h, "Content-Length")
-		resp.TransferEncoding = []string{"chunked"}
-		resp.Body = &answerBody{br: br, chunked: httputil.NewChunkedReader(br)}
+		a.te[0] = "chunked"
+		resp.TransferEncoding = a.te[:]
+		a.framed = answerBody{br: br, chunked: httputil.NewChunkedReader(br)}
+		resp.Body = &a.framed
 		return nil
 	}
 	if cl, ok := h["Content-Length"]; ok {
@@ -255,12 +269,14 @@ func frame(resp *http.Response, br *bufio.Reader, method string) error {
 			resp.Body = http.NoBody
 			return nil
 		}
-		resp.Body = &answerBody{br: br, left: n}
+		a.framed = answerBody{br: br, left: n}
+		resp.Body = &a.framed
 		return nil
 	}
 	// Neither: the body runs to the close.
 	resp.Close = true
-	resp.Body = &answerBody{br: br, left: -1}
+	a.framed = answerBody{br: br, left: -1}
+	resp.Body = &a.framed
 	return nil
 }
 

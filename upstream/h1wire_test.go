@@ -103,7 +103,7 @@ func TestReadResponseShapes(t *testing.T) {
 			}
 			br := bufio.NewReader(strings.NewReader(tt.raw))
 			var scratch []byte
-			resp, err := readResponse(br, method, &scratch)
+			resp, err := readResp(br, method, &scratch)
 			if tt.wantErr {
 				if err == nil {
 					t.Fatalf("read %d, want an error", resp.StatusCode)
@@ -130,11 +130,11 @@ func TestReadResponseShapes(t *testing.T) {
 	}
 	// A connection closed before the status line is io.ErrUnexpectedEOF (a stale pooled one).
 	var scratch []byte
-	if _, err := readResponse(bufio.NewReader(strings.NewReader("")), "POST", &scratch); err != io.ErrUnexpectedEOF {
+	if _, err := readResp(bufio.NewReader(strings.NewReader("")), "POST", &scratch); err != io.ErrUnexpectedEOF {
 		t.Errorf("empty: %v, want io.ErrUnexpectedEOF", err)
 	}
 	// A body cut short is an error, not a clean end.
-	resp, err := readResponse(bufio.NewReader(strings.NewReader("HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nabc")), "POST", &scratch)
+	resp, err := readResp(bufio.NewReader(strings.NewReader("HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nabc")), "POST", &scratch)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -162,7 +162,7 @@ func FuzzReadResponse(f *testing.F) {
 	f.Fuzz(func(t *testing.T, raw string) {
 		var scratch []byte
 		gbr := bufio.NewReader(strings.NewReader(raw))
-		got, err := readResponse(gbr, "POST", &scratch)
+		got, err := readResp(gbr, "POST", &scratch)
 		if err != nil {
 			return
 		}
@@ -229,7 +229,7 @@ func TestReadResponseHostile(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var scratch []byte
-			resp, err := readResponse(bufio.NewReader(strings.NewReader(tt.raw)), "POST", &scratch)
+			resp, err := readResp(bufio.NewReader(strings.NewReader(tt.raw)), "POST", &scratch)
 			if tt.status == 0 {
 				if err == nil {
 					t.Fatalf("read %d %q, want an error", resp.StatusCode, resp.Header)
@@ -337,4 +337,13 @@ func TestPayloadOwnedDoesNotAlias(t *testing.T) {
 			t.Fatal("owned shares the caller's array")
 		}
 	}
+}
+
+// readResp is readResponse into an answer of its own.
+func readResp(br *bufio.Reader, method string, scratch *[]byte) (*http.Response, error) {
+	a := new(answer)
+	if err := readResponse(br, method, scratch, a); err != nil {
+		return nil, err
+	}
+	return &a.resp, nil
 }
