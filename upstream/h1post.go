@@ -8,19 +8,21 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
-	"sync"
 	"sync/atomic"
 
 	"github.com/hayula/gateway/core"
 	"github.com/hayula/gateway/internal/httpwire"
 )
 
-// post sends an adapter's POST over the synchronous client without building an http.Request:
-// the request line and the fixed headers of each target URL are written once into a head kept
-// for the URL, and a request adds its Accept, key, length and body. It reports false when the
-// URL is not one the synchronous client serves; post then uses the http.Client.
-func (t *h1Transport) post(ctx context.Context, rawURL string, tg *core.Target, body payload, accept string) (*http.Response, bool, error) {
-	d := t.dest(rawURL)
+// post sends an adapter's POST to base+path over the synchronous client without building an
+// http.Request: the request line and the fixed headers of each endpoint are written once into a
+// head kept for it, and a request adds its Accept, key, length and body. It reports false when
+// the URL is not one the synchronous client serves; post then uses the http.Client.
+//
+// The answer's Header may be reused by the connection's next answer once its body has been read
+// to the end or closed: read it before the body (statusError copies it).
+func (t *h1Transport) post(ctx context.Context, base, path string, tg *core.Target, body payload, accept string) (*http.Response, bool, error) {
+	d := t.dest(base, path)
 	if d == nil {
 		return nil, false, nil
 	}
@@ -42,19 +44,53 @@ type h1Dest struct {
 	head []byte // request line, Host, User-Agent and Content-Type
 }
 
-// maxDests bounds the heads kept per transport; a managed target's port moves only when its
-// process restarts, so a transport sees few URLs.
-const maxDests = 32
+// maxDests bounds the endpoints kept for a base URL; an adapter posts to two or three.
+const maxDests = 8
 
+// destCache keeps the heads of the endpoints of the base URL last posted to, so that a request
+// neither joins the base and the path nor parses the URL. A transport serves one target, whose
+// base URL changes only when a managed process restarts on another port; the heads of the old
+// one are then dropped.
 type destCache struct {
-	m sync.Map // URL → *h1Dest
-	n atomic.Int32
+	cur atomic.Pointer[destSet]
 }
 
-func (t *h1Transport) dest(rawURL string) *h1Dest {
-	if d, ok := t.dests.m.Load(rawURL); ok {
-		return d.(*h1Dest)
+// destSet is the heads of one base URL's endpoints, never changed once published.
+type destSet struct {
+	base  string
+	dests []destEntry
+}
+
+type destEntry struct {
+	path string
+	d    *h1Dest // nil: not served by the synchronous client
+}
+
+func (t *h1Transport) dest(base, path string) *h1Dest {
+	cur := t.dests.cur.Load()
+	if cur != nil && cur.base == base {
+		for i := range cur.dests {
+			if cur.dests[i].path == path {
+				return cur.dests[i].d
+			}
+		}
 	}
+	d := parseDest(base + path)
+	next := &destSet{base: base, dests: []destEntry{{path, d}}}
+	if cur != nil && cur.base == base {
+		if len(cur.dests) >= maxDests {
+			return d
+		}
+		next.dests = append(next.dests, cur.dests...)
+	}
+	// Two requests that miss at once may each publish theirs; the loser's entry is built again
+	// on its next miss.
+	t.dests.cur.Store(next)
+	return d
+}
+
+// parseDest builds the head for rawURL; nil when the synchronous client does not serve it.
+func parseDest(rawURL string) *h1Dest {
 	u, err := url.Parse(rawURL)
 	// A Host that net/http would rewrite (an IPv6 zone, an empty port) is left to it.
 	if err != nil || u.Scheme != "http" || u.User != nil || !plainHost(u.Host) {
@@ -70,11 +106,7 @@ func (t *h1Transport) dest(rawURL string) *h1Dest {
 	head = append(head, " HTTP/1.1\r\nHost: "...)
 	head = append(head, u.Host...)
 	head = append(head, "\r\nUser-Agent: hayula-gateway\r\nContent-Type: application/json\r\n"...)
-	d := &h1Dest{addr: addr, head: head}
-	if t.dests.n.Add(1) <= maxDests {
-		t.dests.m.Store(rawURL, d)
-	}
-	return d
+	return &h1Dest{addr: addr, head: head}
 }
 
 // postRequest is one POST of a JSON body.

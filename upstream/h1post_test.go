@@ -38,8 +38,7 @@ func TestDestHeads(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.url, func(t *testing.T) {
-			var tr h1Transport
-			d := tr.dest(tt.url)
+			d := parseDest(tt.url)
 			if tt.want == nil {
 				if d != nil {
 					t.Fatalf("served with head %q, want the http.Client", d.head)
@@ -79,8 +78,40 @@ func TestPostRefusesABadKey(t *testing.T) {
 		return nil, errors.New("no network in this test")
 	}}
 	tg := &core.Target{APIKey: core.Secret("k\r\nX-Injected: 1")}
-	_, sent, err := tr.post(context.Background(), "http://127.0.0.1:9/v1/x", tg, whole([]byte("{}")), "application/json")
+	_, sent, err := tr.post(context.Background(), "http://127.0.0.1:9/v1", "/x", tg, whole([]byte("{}")), "application/json")
 	if !sent || err == nil || !strings.Contains(err.Error(), "key") || dialed {
 		t.Errorf("sent=%v err=%v dialed=%v, want an error about the key and no dial", sent, err, dialed)
+	}
+}
+
+// TestDestCache: an endpoint's head is built once per base URL and kept; a base URL that moved
+// (a managed process restarted on another port) gets heads of its own, and a URL the
+// synchronous client does not serve stays unserved.
+func TestDestCache(t *testing.T) {
+	var tr h1Transport
+	const a, b = "http://127.0.0.1:8001/v1", "http://127.0.0.1:8002/v1"
+	chat := tr.dest(a, "/chat/completions")
+	emb := tr.dest(a, "/embeddings")
+	type got struct {
+		SameChat, SameEmb bool
+		Moved             string
+		Unserved          bool
+	}
+	g := got{
+		SameChat: tr.dest(a, "/chat/completions") == chat,
+		SameEmb:  tr.dest(a, "/embeddings") == emb,
+	}
+	if d := tr.dest(b, "/chat/completions"); d != nil {
+		g.Moved = d.addr + " " + string(d.head[:strings.Index(string(d.head), "\r\n")])
+	}
+	for range 2 { // built, then from the cache
+		g.Unserved = tr.dest("http://user:pw@127.0.0.1:8001/v1", "/x") == nil
+	}
+	want := got{SameChat: true, SameEmb: true, Moved: "127.0.0.1:8002 POST /v1/chat/completions HTTP/1.1", Unserved: true}
+	if d := cmp.Diff(want, g); d != "" {
+		t.Errorf("(-want +got):\n%s", d)
+	}
+	if chat == nil || emb == nil || chat == emb || string(chat.head) == string(emb.head) {
+		t.Errorf("chat %v and embeddings %v heads must be two", chat, emb)
 	}
 }

@@ -127,7 +127,7 @@ func (a *openaiOllama) chat(ctx context.Context, req *core.Request) (*Response, 
 
 // post sends body to path below the target's URL.
 func (a *openaiOllama) post(ctx context.Context, path string, body []byte, stream bool) (*http.Response, error) {
-	return post(ctx, a.c, a.t, a.t.URL+path, whole(body), accept(stream, "application/x-ndjson"), a.now)
+	return post(ctx, a.c, a.t, path, whole(body), accept(stream, "application/x-ndjson"), a.now)
 }
 
 // readAnswer reads a whole 2xx body within maxBody. A body of known length is read into a slice

@@ -33,7 +33,7 @@ func (a *openaiOpenAI) chat(ctx context.Context, req *core.Request) (*Response, 
 	if a.t.Model != "" {
 		out[0], out[1], out[2] = jsonx.SetStringSplit(req.Body, "model", a.t.Model)
 	}
-	resp, err := post(ctx, a.c, a.t, a.t.URL+req.Op.Path(), out, accept(req.Stream, "text/event-stream"), a.now)
+	resp, err := post(ctx, a.c, a.t, req.Op.Path(), out, accept(req.Stream, "text/event-stream"), a.now)
 	if err != nil {
 		return nil, err
 	}

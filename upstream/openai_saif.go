@@ -83,7 +83,7 @@ func (a *openaiSAIF) chat(ctx context.Context, req *core.Request) (*Response, er
 	if err != nil {
 		return nil, err
 	}
-	resp, err := post(ctx, a.c, a.t, saifEndpoint(a.t.URL), whole(mustJSON(out)), accept(req.Stream, "text/event-stream"), a.now)
+	resp, err := post(ctx, a.c, a.t, saifPath(a.t.URL), whole(mustJSON(out)), accept(req.Stream, "text/event-stream"), a.now)
 	if err != nil {
 		return nil, err
 	}
@@ -93,13 +93,13 @@ func (a *openaiSAIF) chat(ctx context.Context, req *core.Request) (*Response, er
 	return a.answer(ctx, resp, req.Op)
 }
 
-// saifEndpoint is the completions URL. The target's url may be written with or without /v1
-// (config's health path treats it the same way); /v1 is never repeated.
-func saifEndpoint(base string) string {
+// saifPath is the completions endpoint below base. The target's url may be written with or
+// without /v1 (config's health path treats it the same way); /v1 is never repeated.
+func saifPath(base string) string {
 	if strings.HasSuffix(base, "/v1") {
-		return base + "/completions"
+		return "/completions"
 	}
-	return base + "/v1/completions"
+	return "/v1/completions"
 }
 
 // specialist resolves the route hint against the target's specialists, case-insensitively, to

@@ -139,8 +139,8 @@ func TestSAIFEndpoint(t *testing.T) {
 		"https://saif.lan/api/v1":  "https://saif.lan/api/v1/completions",
 		"https://saif.lan/api/v1x": "https://saif.lan/api/v1x/v1/completions",
 	} {
-		if got := saifEndpoint(base); got != want {
-			t.Errorf("saifEndpoint(%q) = %q, want %q", base, got, want)
+		if got := base + saifPath(base); got != want {
+			t.Errorf("base + saifPath(%q) = %q, want %q", base, got, want)
 		}
 	}
 }

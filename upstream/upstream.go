@@ -244,17 +244,19 @@ func closeDrained(body io.ReadCloser) error {
 	return body.Close()
 }
 
-// post sends body to url on t and returns a 2xx response; a transport failure or any other
-// status comes back as an error of the core types. The request is JSON, accepts accept (the
-// stream's media type, or application/json), and carries the target's key as a Bearer token when
-// it has one; the key is never logged.
-func post(ctx context.Context, c *http.Client, t *core.Target, url string, body payload, accept string,
+// post sends body to t.URL+path on t and returns a 2xx response; a transport failure or any
+// other status comes back as an error of the core types. The request is JSON, accepts accept
+// (the stream's media type, or application/json), and carries the target's key as a Bearer
+// token when it has one; the key is never logged. The response's Header is good until its body
+// has been read to the end or closed (see h1Transport.post).
+func post(ctx context.Context, c *http.Client, t *core.Target, path string, body payload, accept string,
 	now func() time.Time) (*http.Response, error) {
 	if h1, ok := c.Transport.(*h1Transport); ok {
-		if resp, sent, err := h1.post(ctx, url, t, body, accept); sent {
+		if resp, sent, err := h1.post(ctx, t.URL, path, t, body, accept); sent {
 			return checkAnswer(ctx, t, resp, err, now)
 		}
 	}
+	url := t.URL + path
 	// net/http's Transport may go on reading a request body after RoundTrip has returned (an
 	// answer that came before the whole body was sent): it gets its own copy, since the
 	// client's bytes are in a buffer the server lends to the next request once this one is over.
