@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"mime"
 	"net/http"
 	"time"
 
@@ -96,12 +95,21 @@ func capBytes(b []byte, n int) []byte {
 
 func (a *openaiOpenAI) stream(resp *http.Response) (*Response, error) {
 	ct := resp.Header.Get("Content-Type")
-	if mt, _, _ := mime.ParseMediaType(ct); mt != "text/event-stream" {
+	if !isEventStream(ct) {
 		body, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
 		_ = resp.Body.Close()
 		return nil, &core.ProtocolError{Target: a.t.Name, Err: &NotSSEError{ContentType: ct, Body: body}}
 	}
-	return &Response{Stream: newOpenAIStream(a.t.Name, resp.Body, a.readers)}, nil
+	r := new(streamResponse)
+	r.s.init(a.t.Name, resp.Body, a.readers)
+	r.Stream = &r.s
+	return &r.Response, nil
+}
+
+// streamResponse is a streamed answer and its stream in one allocation.
+type streamResponse struct {
+	Response
+	s openaiStream
 }
 
 // openaiStream relays an OpenAI SSE stream. It decides how the stream ended: [DONE] is the end;
@@ -115,12 +123,18 @@ type openaiStream struct {
 	events    int
 	sawFinish bool
 	err       error       // the terminal result, returned again by every later Next
-	pool      *readerPool // where sse's reader goes back on Close; nil for none
+	pool      *readerPool // where sse goes back on Close; nil for none
 }
 
 // newOpenAIStream reads body through a reader borrowed from readers (nil: a new one).
 func newOpenAIStream(target string, body io.ReadCloser, readers *readerPool) *openaiStream {
-	return &openaiStream{target: target, body: body, sse: readers.sse(body), pool: readers}
+	s := new(openaiStream)
+	s.init(target, body, readers)
+	return s
+}
+
+func (s *openaiStream) init(target string, body io.ReadCloser, readers *readerPool) {
+	*s = openaiStream{target: target, body: body, sse: readers.sse(body), pool: readers}
 }
 
 var (
@@ -201,8 +215,10 @@ func (s *openaiStream) Close() error {
 	if s.err == nil {
 		s.err = errStreamClosed
 	}
-	// Next answers s.err from now on and never reads again, so the reader can be lent on.
+	// Next answers s.err from now on and never reads again, so the reader can be lent on
+	// (once: a second Close finds none).
 	defer s.pool.put(s.sse)
+	s.sse = nil
 	if errors.Is(s.err, io.EOF) {
 		return closeDrained(s.body)
 	}

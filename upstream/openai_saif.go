@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"mime"
 	"net/http"
 	"strings"
 	"time"
@@ -208,7 +207,7 @@ func (a *openaiSAIF) answer(ctx context.Context, resp *http.Response, op core.Op
 
 func (a *openaiSAIF) stream(resp *http.Response, req *core.Request) (*Response, error) {
 	ct := resp.Header.Get("Content-Type")
-	if mt, _, _ := mime.ParseMediaType(ct); mt != "text/event-stream" {
+	if !isEventStream(ct) {
 		body, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
 		_ = resp.Body.Close()
 		return nil, &core.ProtocolError{Target: a.t.Name, Err: &NotSSEError{ContentType: ct, Body: body}}

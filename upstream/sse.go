@@ -5,7 +5,10 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"mime"
+	"strings"
 	"sync"
+	"unicode/utf8"
 )
 
 // maxEvent bounds one SSE event's data. Lines have no fixed limit (a chunk carrying a big tool
@@ -44,28 +47,64 @@ func newSSEReader(r io.Reader) *sseReader {
 	return &sseReader{r: bufio.NewReaderSize(r, 4<<10), first: true}
 }
 
-// readerPool lends streams their 4 KiB buffered readers; a stream gives its reader back when it
-// is closed. A nil pool lends new readers.
-type readerPool struct{ p sync.Pool }
+// readerPool lends streams their readers (the 4 KiB buffered reader and the event buffers); a
+// stream gives its reader back when it is closed. A nil pool lends new readers.
+type readerPool struct{ p sync.Pool } // of *sseReader
 
 func (rp *readerPool) sse(r io.Reader) *sseReader {
 	if rp != nil {
-		if br, ok := rp.p.Get().(*bufio.Reader); ok {
-			br.Reset(r)
-			return &sseReader{r: br, first: true}
+		if s, ok := rp.p.Get().(*sseReader); ok {
+			s.r.Reset(r)
+			return s
 		}
 	}
 	return newSSEReader(r)
 }
 
-// put takes back the reader of a stream that will not be read again.
+// maxPooledBuf bounds the event buffers a pooled reader keeps: one huge event must not hold
+// its memory for every stream after it.
+const maxPooledBuf = 64 << 10
+
+// put takes back the reader of a stream that will not be read again; the stream must drop its
+// pointer to it.
 func (rp *readerPool) put(s *sseReader) {
-	if rp == nil || s == nil || s.r == nil {
+	if rp == nil || s == nil {
 		return
 	}
 	s.r.Reset(nil)
-	rp.p.Put(s.r)
-	s.r = nil
+	*s = sseReader{r: s.r, line: pooledBuf(s.line), data: pooledBuf(s.data), name: pooledBuf(s.name), first: true}
+	rp.p.Put(s)
+}
+
+func pooledBuf(b []byte) []byte {
+	if cap(b) > maxPooledBuf {
+		return nil
+	}
+	return b[:0]
+}
+
+// isEventStream reports whether the Content-Type ct names text/event-stream, as
+// mime.ParseMediaType(ct) would, without the parameter map ParseMediaType builds for the shapes
+// servers send: the type alone or with one parameter ("; charset=utf-8"). With one parameter
+// ParseMediaType returns the type whether or not the parameter parses; only duplicates (two or
+// more) can make it return none, and those go to it.
+func isEventStream(ct string) bool {
+	base, params, _ := strings.Cut(ct, ";")
+	if !isASCII(base) || strings.Contains(params, ";") {
+		mt, _, _ := mime.ParseMediaType(ct)
+		return mt == "text/event-stream"
+	}
+	// For ASCII, TrimSpace and EqualFold do what ParseMediaType's TrimSpace and ToLower do.
+	return strings.EqualFold(strings.TrimSpace(base), "text/event-stream")
+}
+
+func isASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= utf8.RuneSelf {
+			return false
+		}
+	}
+	return true
 }
 
 // readLine returns the next line without its line ending, whether it had one, and the read error

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"mime"
 	"net/http"
 	"strings"
 	"testing"
@@ -368,11 +369,11 @@ func TestStreamReaderPooled(t *testing.T) {
 	if ev, err := first.Next(); err != nil || !strings.Contains(string(ev), "Hello") {
 		t.Fatalf("first stream: %q, %v", ev, err)
 	}
-	br := first.sse.r
+	lent := first.sse
 	if err := first.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if first.sse.r != nil {
+	if first.sse != nil {
 		t.Fatal("the closed stream still holds its reader")
 	}
 	if _, err := first.Next(); !errors.Is(err, errStreamClosed) {
@@ -382,7 +383,7 @@ func TestStreamReaderPooled(t *testing.T) {
 		t.Error("a closed stream must report its (terminal) answer as ready without reading")
 	}
 	second := newOpenAIStream("b", io.NopCloser(strings.NewReader("data: {\"x\":2}\n\ndata: [DONE]\n\n")), &pool)
-	if second.sse.r != br {
+	if second.sse != lent {
 		t.Log("the pool handed out a new reader (sync.Pool may drop entries); reuse not checked")
 	}
 	if ev, err := second.Next(); err != nil || string(ev) != `{"x":2}` {
@@ -393,4 +394,49 @@ func TestStreamReaderPooled(t *testing.T) {
 	}
 	_ = second.Close()
 	_ = second.Close() // twice is safe
+}
+
+// isEventStream agrees with mime.ParseMediaType on the Content-Types servers send and on the
+// odd ones.
+func TestIsEventStream(t *testing.T) {
+	for _, ct := range []string{
+		"text/event-stream", "text/event-stream; charset=utf-8", "Text/Event-Stream;charset=UTF-8",
+		" text/event-stream ", "text/event-stream;", "text/event-stream; charset", `text/event-stream; a="x;y"`,
+		"text/event-stream; a=1; a=2", "text/event-stream; a=1; a=1", "application/json", "", "text/event-stream2",
+		"text/event-\u017ftream", "text/event-stream\u00a0", "text/event-stream\u0085; a=1", "text/plain; x=text/event-stream",
+	} {
+		t.Run(ct, func(t *testing.T) {
+			mt, _, _ := mime.ParseMediaType(ct)
+			if got, want := isEventStream(ct), mt == "text/event-stream"; got != want {
+				t.Errorf("isEventStream(%q) = %v, mime.ParseMediaType says %q", ct, got, mt)
+			}
+		})
+	}
+}
+
+func FuzzIsEventStream(f *testing.F) {
+	for _, ct := range []string{"text/event-stream", "text/event-stream; charset=utf-8", "TEXT/EVENT-STREAM ;a=b;a=c", "text/html"} {
+		f.Add(ct)
+	}
+	f.Fuzz(func(t *testing.T, ct string) {
+		mt, _, _ := mime.ParseMediaType(ct)
+		if got, want := isEventStream(ct), mt == "text/event-stream"; got != want {
+			t.Errorf("isEventStream(%q) = %v, mime.ParseMediaType says %q", ct, got, mt)
+		}
+	})
+}
+
+// A reader goes back to the pool reset for the next stream, without the buffers a huge event
+// grew.
+func TestReaderPoolDropsHugeBuffers(t *testing.T) {
+	var pool readerPool
+	s := pool.sse(strings.NewReader(""))
+	s.data = make([]byte, 10, maxPooledBuf+1)
+	s.name = make([]byte, 3, 16)
+	s.first, s.eof = false, true
+	pool.put(s)
+	got := []any{s.data == nil, len(s.name), cap(s.name), s.first, s.eof}
+	if diff := cmp.Diff([]any{true, 0, 16, true, false}, got); diff != "" {
+		t.Errorf("[data dropped, len(name), cap(name), first, eof] (-want +got):\n%s", diff)
+	}
 }
