@@ -32,6 +32,9 @@ type h1Transport struct {
 	timeout     time.Duration // response headers; 0 means none
 	idleTimeout time.Duration
 	maxIdle     int
+	// epoch makes time.Since(epoch) a read of the monotonic clock alone, the one clock read an
+	// exchange costs (idleAt); time.Now reads the wall clock too.
+	epoch time.Time
 	// ticker starts the sweeper's clock and returns its stop; nil means a time.Ticker every
 	// sweepEvery. Tests drive the sweeper with ticks of their own.
 	ticker func() (<-chan time.Time, func())
@@ -52,7 +55,7 @@ var _ http.RoundTripper = (*h1Transport)(nil)
 
 func newH1Transport(fallback *http.Transport, timeout time.Duration) *h1Transport {
 	return &h1Transport{fallback: fallback, dial: fallback.DialContext, timeout: timeout,
-		idleTimeout: fallback.IdleConnTimeout, maxIdle: maxIdlePerTarget, idle: map[string][]*h1Conn{}}
+		idleTimeout: fallback.IdleConnTimeout, maxIdle: maxIdlePerTarget, epoch: time.Now(), idle: map[string][]*h1Conn{}}
 }
 
 // h1Conn is one upstream connection with its buffers.
@@ -64,7 +67,7 @@ type h1Conn struct {
 	head   []byte // scratch for answer heads
 	nread  int64  // bytes read over the connection's life: an answer that never started reads none
 	reused bool
-	idleAt time.Time
+	idleAt time.Duration // since h1Transport.epoch, when it went back to the pool
 
 	// The exchange in flight, while it is live (see h1sweep.go): its caller's context, its place
 	// in h1Transport.live (1 + index; 0 when not live) and its phase. seen and seenAt are the
@@ -329,7 +332,7 @@ func (t *h1Transport) get(ctx context.Context, addr string) *h1Conn {
 		list[len(list)-1] = nil
 		t.idle[addr] = list[:len(list)-1]
 		t.nIdle--
-		if t.idleTimeout > 0 && time.Since(c.idleAt) > t.idleTimeout {
+		if t.idleTimeout > 0 && time.Since(t.epoch)-c.idleAt > t.idleTimeout {
 			_ = c.Close()
 			continue
 		}
@@ -344,7 +347,7 @@ func (t *h1Transport) get(ctx context.Context, addr string) *h1Conn {
 // closes it otherwise.
 func (t *h1Transport) release(c *h1Conn, reuse bool) (phase int32, pooled bool) {
 	if reuse {
-		c.idleAt = time.Now()
+		c.idleAt = time.Since(t.epoch)
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()

@@ -300,3 +300,33 @@ func TestH1HeaderTimeout(t *testing.T) {
 		t.Errorf("upstream accepted %d connections, want 2 (the timed-out one replaced, then reused)", got)
 	}
 }
+
+// A pooled connection idle for longer than IdleConnTimeout is closed rather than reused.
+func TestH1IdleTimeout(t *testing.T) {
+	srv, conns := countingServer(t, func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		_, _ = io.WriteString(w, answerJSON)
+	})
+	s, tg := h1Set(t, srv.URL)
+	tr := s.clients[tg.Index].Transport.(*h1Transport)
+	age := func(d time.Duration) {
+		tr.mu.Lock()
+		defer tr.mu.Unlock()
+		for _, list := range tr.idle {
+			for _, c := range list {
+				c.idleAt -= d
+			}
+		}
+	}
+	var got []int64
+	for _, d := range []time.Duration{0, tr.idleTimeout - time.Second, 0, tr.idleTimeout + time.Second} {
+		age(d)
+		if _, err := s.Chat(context.Background(), tg, chatReq(false)); err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, conns.Load())
+	}
+	if diff := cmp.Diff([]int64{1, 1, 1, 2}, got); diff != "" {
+		t.Errorf("connections after each request (-want +got):\n%s", diff)
+	}
+}
