@@ -59,17 +59,19 @@ func transportError(ctx context.Context, t *core.Target, err error) error {
 	return &core.ConnError{Target: t.Name, Err: inner}
 }
 
-// statusError reads a non-2xx answer into a *core.StatusError. The body is closed.
+// statusError reads a non-2xx answer into a *core.StatusError. The body is closed. The header
+// is read, and copied, first: the synchronous client's next answer on the connection may reuse
+// its map once the body has ended.
 func statusError(t *core.Target, resp *http.Response, now func() time.Time) *core.StatusError {
-	body, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
-	_ = resp.Body.Close()
 	e := &core.StatusError{
 		Target:     t.Name,
 		Status:     resp.StatusCode,
 		RetryAfter: retryAfter(resp.Header.Get("Retry-After"), now),
-		Header:     resp.Header,
-		Body:       body,
+		Header:     resp.Header.Clone(),
 	}
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
+	_ = resp.Body.Close()
+	e.Body = body
 	e.Message, e.Type, e.Code, e.Param = errorFields(body)
 	return e
 }

@@ -67,6 +67,9 @@ type h1Conn struct {
 	head   []byte // scratch for answer heads
 	nread  int64  // bytes read over the connection's life: an answer that never started reads none
 	reused bool
+	// hdr is the header map the adapters' answers on this connection fill in turn (see post):
+	// an answer's map is free again once its body has ended.
+	hdr    http.Header
 	idleAt time.Duration // since h1Transport.epoch, when it went back to the pool
 
 	// The exchange in flight, while it is live (see h1sweep.go): its caller's context, its place
@@ -209,6 +212,10 @@ func (t *h1Transport) exchange(ctx context.Context, c *h1Conn, out *outgoing) (*
 	}
 	before := c.nread
 	a := new(h1Answer)
+	shared := out.req == nil
+	if shared {
+		a.header = c.hdr
+	}
 	// readResponse reads past informational answers (a bounded number of them) itself.
 	if err := readResponse(c.br, out.method(), &c.head, &a.answer); err != nil {
 		ph := t.unwatch(c)
@@ -227,7 +234,12 @@ func (t *h1Transport) exchange(ctx context.Context, c *h1Conn, out *outgoing) (*
 	}
 	resp, b := &a.resp, &a.h1
 	*b = h1Body{t: t, c: c, body: resp.Body, ctx: ctx, keep: !resp.Close}
-	if resp.Body == http.NoBody {
+	if shared {
+		c.hdr = resp.Header
+	} else if resp.Body == http.NoBody {
+		// Nothing to read: the connection can go back to the pool at once. With a shared
+		// header map it waits for the body's Close instead, so that the next answer does
+		// not refill the map while the caller reads this one's.
 		b.finish(true)
 	}
 	resp.Body = b
@@ -303,7 +315,8 @@ func (b *h1Body) finish(clean bool) int32 {
 // Close closes the connection unless the body was read to its end. The underlying body's own
 // Close is not called: it would read the rest of the answer, however long.
 func (b *h1Body) Close() error {
-	b.finish(false)
+	// An answer without a body has nothing left to read: it ends cleanly.
+	b.finish(b.body == http.NoBody)
 	return nil
 }
 

@@ -330,3 +330,37 @@ func TestH1IdleTimeout(t *testing.T) {
 		t.Errorf("connections after each request (-want +got):\n%s", diff)
 	}
 }
+
+// The answers on one connection share a header map in turn (see h1Transport.post): an error
+// keeps a header of its own, and an answer without a body, once closed, leaves the connection
+// to the next one.
+func TestH1SharedHeaderMap(t *testing.T) {
+	var seq atomic.Int64
+	srv, conns := countingServer(t, func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.Header().Set("X-Seq", strconv.FormatInt(seq.Add(1), 10))
+		w.Header().Set("Retry-After", "7")
+		w.Header().Set("Content-Length", "0")
+		w.WriteHeader(http.StatusTooManyRequests)
+	})
+	s, tg := h1Set(t, srv.URL)
+	var errs []*core.StatusError
+	for range 3 {
+		_, err := s.Chat(context.Background(), tg, chatReq(false))
+		var se *core.StatusError
+		if !errors.As(err, &se) {
+			t.Fatalf("Chat error = %v (%T), want a StatusError", err, err)
+		}
+		errs = append(errs, se)
+	}
+	var got []string
+	for _, se := range errs {
+		got = append(got, se.Header.Get("X-Seq")+" "+se.RetryAfter.String())
+	}
+	if diff := cmp.Diff([]string{"1 7s", "2 7s", "3 7s"}, got); diff != "" {
+		t.Errorf("[X-Seq RetryAfter] of each error (-want +got):\n%s", diff)
+	}
+	if n := conns.Load(); n != 1 {
+		t.Errorf("upstream accepted %d connections, want 1", n)
+	}
+}

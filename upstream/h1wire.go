@@ -125,6 +125,8 @@ const maxAnswerHead = 64 << 10
 // answer is what readResponse fills: the response and, in the same allocation, the reader that
 // frames its body and room for its header values.
 type answer struct {
+	// header is a map to fill, cleared first, instead of a new one; nil for a new one.
+	header http.Header
 	resp   http.Response
 	framed answerBody
 	te     [1]string // resp.TransferEncoding
@@ -182,7 +184,12 @@ func readAnswerHead(br *bufio.Reader, method string, scratch *[]byte, a *answer)
 		return fmt.Errorf("%w: status line %.60q", errBadAnswer, line)
 	}
 	n := strings.Count(rest, "\n")
-	h := make(http.Header, n)
+	h := a.header
+	if h == nil {
+		h = make(http.Header, n)
+	} else {
+		clear(h)
+	}
 	vals := a.vals[:]
 	if n > len(vals) {
 		vals = make([]string, n)
