@@ -159,11 +159,12 @@ type Stats struct {
 	degraded atomic.Bool
 }
 
-// Begin counts a request in flight; the returned func ends it.
-func (s *Stats) Begin() (end func()) {
-	s.inFlight.Add(1)
-	return func() { s.inFlight.Add(-1) }
-}
+// Begin counts a request in flight; End ends it. (A returned func would cost an allocation
+// per attempt.)
+func (s *Stats) Begin() { s.inFlight.Add(1) }
+
+// End ends a request Begin counted.
+func (s *Stats) End() { s.inFlight.Add(-1) }
 
 // InFlight is the number of requests now in flight.
 func (s *Stats) InFlight() int64 { return s.inFlight.Load() }

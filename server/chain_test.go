@@ -1,10 +1,15 @@
 package server_test
 
 import (
+	"bufio"
+	"fmt"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 // threeChain is saif → deepseek-r1 → openrouter, the last public and guarded for overflow.
@@ -232,4 +237,68 @@ func TestSameTargetRetry(t *testing.T) {
 	if rep.header.Get("x-hayula-chain") != "solo" {
 		t.Errorf("chain %q", rep.header.Get("x-hayula-chain"))
 	}
+}
+
+// Every answer gives back the in-flight count it took (the least-busy selector reads it),
+// however it ended: served, failed over, refused by every target, streamed; while a stream is
+// open its target counts one.
+func TestInFlightCountsReturnToZero(t *testing.T) {
+	g, saif, r1, _ := threeChain(t)
+	inFlight := func() map[string]int64 {
+		m := map[string]int64{}
+		for _, tg := range g.srv.Config().Targets {
+			m[tg.Name] = tg.Stats.InFlight()
+		}
+		return m
+	}
+	zero := map[string]int64{"saif": 0, "deepseek-r1": 0, "openrouter": 0}
+	check := func(when string, want map[string]int64) {
+		t.Helper()
+		if diff := cmp.Diff(want, inFlight()); diff != "" {
+			t.Errorf("%s: in flight (-want +got):\n%s", when, diff)
+		}
+	}
+
+	if rep := g.chat(t, "saif"); rep.status != 200 {
+		t.Fatalf("status %d", rep.status)
+	}
+	check("after an answer", zero)
+	saif.set(errHandler(500, "internal", "boom"))
+	if rep := g.chat(t, "saif"); rep.status != 200 {
+		t.Fatalf("status %d", rep.status)
+	}
+	check("after a fallback", zero)
+	r1.set(errHandler(500, "internal", "boom"))
+	if rep := g.chat(t, "saif"); rep.status == 200 {
+		t.Fatal("served although both private targets fail")
+	}
+	check("after every target failed", zero)
+
+	release := make(chan struct{})
+	r1.set(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		fmt.Fprint(w, "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"a\"}}]}\n\n")
+		w.(http.Flusher).Flush()
+		<-release
+		fmt.Fprint(w, "data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n")
+	})
+	resp, err := g.ts.Client().Post(g.ts.URL+"/v1/chat/completions", "application/json", strings.NewReader(streamBody("saif")))
+	if err != nil {
+		close(release)
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if _, err := bufio.NewReader(resp.Body).ReadString('\n'); err != nil {
+		close(release)
+		t.Fatal(err)
+	}
+	check("while a stream is open", map[string]int64{"saif": 0, "deepseek-r1": 1, "openrouter": 0})
+	close(release)
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	// The handler ends the count after the last byte has gone out: wait for it, boundedly.
+	for i := 0; i < 2000 && inFlight()["deepseek-r1"] != 0; i++ {
+		time.Sleep(time.Millisecond)
+	}
+	check("after the stream", zero)
 }

@@ -136,7 +136,7 @@ type result struct {
 	first  []byte // a streaming response's first event, read before the point of no return
 	done   bool   // the stream ended before its first event
 	target *core.Target
-	end    func() // ends the served target's in-flight count
+	flight inflight // the served target's in-flight count
 	chain  []string
 	err    *apiError // set when nothing answered
 	gone   bool      // the client went away
@@ -188,7 +188,7 @@ func (s *Server) run(ctx context.Context, rs *routeState, req *core.Request, st 
 		res.chain = append(res.chain, t.Name)
 		a := s.attemptOn(ctx, rs, req, t, cands, classes, p.overflowDrops)
 		if a.err == nil {
-			res.resp, res.first, res.done, res.target, res.end = a.resp, a.first, a.done, t, a.end
+			res.resp, res.first, res.done, res.target, res.flight = a.resp, a.first, a.done, t, a.end
 			return res
 		}
 		attempts = append(attempts, errmap.Attempt{Target: t.Name, Decision: a.dec, Err: a.err})
@@ -221,12 +221,30 @@ func remove(ts []*core.Target, t *core.Target) []*core.Target {
 	return ts
 }
 
+// inflight is an answer's hold on its target: its in-flight count and, for a managed target, the
+// process (lifecycle's release). A struct rather than a func, which would be an allocation per
+// attempt.
+type inflight struct {
+	stats   *core.Stats
+	release func()
+}
+
+// end lets go of what f holds; the zero inflight holds nothing.
+func (f inflight) end() {
+	if f.stats != nil {
+		f.stats.End()
+	}
+	if f.release != nil {
+		f.release()
+	}
+}
+
 // attemptResult is one target's answer after its same-target retries.
 type attemptResult struct {
 	resp  *upstream.Response
 	first []byte
 	done  bool
-	end   func()
+	end   inflight
 	dec   errmap.Decision
 	err   error
 }
@@ -269,7 +287,8 @@ func (s *Server) attempt(ctx context.Context, t *core.Target, req *core.Request)
 // before producing anything can still fall through.
 func (s *Server) once(ctx context.Context, t *core.Target, req *core.Request) attemptResult {
 	s.health.Start(t)
-	end := t.Stats.Begin()
+	t.Stats.Begin()
+	end := inflight{stats: t.Stats}
 	began := s.clock.Now()
 	resp, err := s.up.Chat(ctx, t, req)
 	var a attemptResult
@@ -283,7 +302,7 @@ func (s *Server) once(ctx context.Context, t *core.Target, req *core.Request) at
 		}
 	}
 	if err != nil {
-		end()
+		end.end()
 		if ctx.Err() != nil {
 			err = ctx.Err() // the client left: whatever the upstream said is moot
 		}

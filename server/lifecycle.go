@@ -148,15 +148,11 @@ func (s *Server) attemptOn(ctx context.Context, rs *routeState, req *core.Reques
 	live := *t
 	live.URL = url
 	a := s.attempt(ctx, &live, req)
-	if a.end == nil {
+	if a.end.stats == nil {
 		release()
 		return a
 	}
-	end := a.end
-	a.end = func() {
-		end()
-		release()
-	}
+	a.end.release = release
 	return a
 }
 

@@ -73,7 +73,7 @@ func (s *Server) write(ctx context.Context, w http.ResponseWriter, rs *routeStat
 		writeError(w, res.err)
 		return res.err.Status
 	}
-	defer res.end()
+	defer res.flight.end()
 	target := s.targetValue(res.target)
 	if len(res.chain) == 1 && res.chain[0] == res.target.Name {
 		h[hdrChain] = target
