@@ -205,7 +205,7 @@ func readAnswerHead(br *bufio.Reader, method string, scratch *[]byte, a *answer)
 			return fmt.Errorf("%w: header line %.60q", errBadAnswer, line)
 		}
 		key := httpwire.CanonicalKey(name, answerKeys[:])
-		value = strings.Trim(value, " \t")
+		value = trimOWS(value)
 		// A bare CR or NUL in a value is refused as net/http refuses it, so that both
 		// transports take the same answers and no such byte reaches a caller.
 		if !httpwire.ValidValue(value) {
@@ -223,6 +223,17 @@ func readAnswerHead(br *bufio.Reader, method string, scratch *[]byte, a *answer)
 		Header: h, ContentLength: -1}
 	a.resp.Close = httpwire.Closes(h["Connection"], minor)
 	return frame(a, br, method)
+}
+
+// trimOWS is strings.Trim(v, " \t"), which builds its set of bytes on every call.
+func trimOWS(v string) string {
+	for len(v) > 0 && (v[0] == ' ' || v[0] == '\t') {
+		v = v[1:]
+	}
+	for len(v) > 0 && (v[len(v)-1] == ' ' || v[len(v)-1] == '\t') {
+		v = v[:len(v)-1]
+	}
+	return v
 }
 
 // frame sets the answer's body from its framing headers (RFC 9112 §6.3).

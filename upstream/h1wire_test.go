@@ -347,3 +347,11 @@ func readResp(br *bufio.Reader, method string, scratch *[]byte) (*http.Response,
 	}
 	return &a.resp, nil
 }
+
+func TestTrimOWS(t *testing.T) {
+	for _, v := range []string{"", " ", "\t \t", "a", " a", "a\t", " \ta b\t ", "\r a \n", "\u00a0a\u00a0"} {
+		if got, want := trimOWS(v), strings.Trim(v, " \t"); got != want {
+			t.Errorf("trimOWS(%q) = %q, want %q", v, got, want)
+		}
+	}
+}
