@@ -23,7 +23,8 @@ import (
 // process that moved to another port does not get its old connections.
 //
 // The caller's context and the response-header timeout are enforced by a sweeper goroutine
-// (h1sweep.go), at most one tick (10 ms) late.
+// (h1sweep.go): a cancellation is noticed at most one 10 ms tick late, and a timeout ends
+// between its limit and two ticks after it.
 //
 // A response body must be read and closed by one goroutine at a time, as the adapters do.
 type h1Transport struct {
@@ -32,8 +33,8 @@ type h1Transport struct {
 	timeout     time.Duration // response headers; 0 means none
 	idleTimeout time.Duration
 	maxIdle     int
-	// epoch makes time.Since(epoch) a read of the monotonic clock alone, the one clock read an
-	// exchange costs (idleAt); time.Now reads the wall clock too.
+	// epoch makes time.Since(epoch) a read of the monotonic clock alone (idleAt, in put and
+	// get: the only clock reads of an exchange); time.Now reads the wall clock too.
 	epoch time.Time
 	// ticker starts the sweeper's clock and returns its stop; nil means a time.Ticker every
 	// sweepEvery. Tests drive the sweeper with ticks of their own.
