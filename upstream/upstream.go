@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/hayula/gateway/core"
+	"github.com/hayula/gateway/internal/jsonx"
 )
 
 // Response is an adapter's answer in OpenAI shape.
@@ -96,6 +97,7 @@ type Set struct {
 	readers readerPool     // lent to the streams of every target
 	clients []*http.Client // by core.Target.Index
 	names   []string       // the target each client was built for
+	models  [][]byte       // each target's Model as a JSON string (jsonx.Quote), by Index
 	now     func() time.Time
 	newID   func() string
 }
@@ -108,7 +110,8 @@ func NewSet(targets []*core.Target, o Options) *Set {
 	for _, t := range targets {
 		n = max(n, t.Index+1)
 	}
-	s := &Set{clients: make([]*http.Client, n), names: make([]string, n), now: o.Now, newID: o.NewID}
+	s := &Set{clients: make([]*http.Client, n), names: make([]string, n), models: make([][]byte, n),
+		now: o.Now, newID: o.NewID}
 	if s.now == nil {
 		s.now = time.Now
 	}
@@ -117,6 +120,7 @@ func NewSet(targets []*core.Target, o Options) *Set {
 	}
 	for _, t := range targets {
 		s.names[t.Index] = t.Name
+		s.models[t.Index] = jsonx.Quote(t.Model)
 		var rt http.RoundTripper = newTransport(o, t)
 		if o.Transport == nil && strings.HasPrefix(t.URL, "http://") && !proxied(t.URL) {
 			rt = newH1Transport(rt.(*http.Transport), t.Timeout)
@@ -196,7 +200,7 @@ func (s *Set) Chat(ctx context.Context, t *core.Target, req *core.Request) (*Res
 	c := s.clients[t.Index]
 	switch t.Adapter {
 	case core.AdapterOpenAI:
-		return (&openaiOpenAI{t: t, c: c, now: s.now, readers: &s.readers}).chat(ctx, req)
+		return (&openaiOpenAI{t: t, c: c, now: s.now, readers: &s.readers, model: s.models[t.Index]}).chat(ctx, req)
 	case core.AdapterOllama:
 		return (&openaiOllama{t: t, c: c, now: s.now, newID: s.newID}).chat(ctx, req)
 	case core.AdapterSAIF:

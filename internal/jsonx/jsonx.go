@@ -263,12 +263,21 @@ func SetString(body []byte, key, value string) []byte {
 // and mid is the new value, so that a caller writing the result to a socket copies nothing.
 // Otherwise head is SetString's result and mid and tail are empty.
 func SetStringSplit(body []byte, key, value string) (head, mid, tail []byte) {
+	return SetQuotedSplit(body, key, value, Quote(value))
+}
+
+// SetQuotedSplit is SetStringSplit for a caller that has value's JSON form, quoted, at hand
+// (Quote(value)): mid is quoted itself, so nothing is allocated in the common case.
+func SetQuotedSplit(body []byte, key, value string, quoted []byte) (head, mid, tail []byte) {
 	last, n, ok := lastMember(body, key)
 	if !ok || n != 1 {
 		return SetString(body, key, value), nil, nil
 	}
-	return body[:last.valStart:last.valStart], appendString(make([]byte, 0, len(value)+2), value), body[last.valEnd:]
+	return body[:last.valStart:last.valStart], quoted[:len(quoted):len(quoted)], body[last.valEnd:]
 }
+
+// Quote is s as a JSON string, quotes included, as SetString writes it.
+func Quote(s string) []byte { return appendString(make([]byte, 0, len(s)+2), s) }
 
 // lastMember walks body's top-level members and returns key's last occurrence and how many
 // there are; ok is false when body is not a well-formed object.

@@ -222,3 +222,20 @@ func BenchmarkHas(b *testing.B) {
 		_ = Has(benchBody, "max_tokens")
 	}
 }
+
+// With the value quoted ahead of time, replacing it allocates nothing, and the pieces join to
+// SetString's result.
+func TestSetQuotedSplitAllocatesNothing(t *testing.T) {
+	q := Quote("deepseek/deepseek-r1")
+	head, mid, tail := SetQuotedSplit(benchBody, "model", "deepseek/deepseek-r1", q)
+	joined := append(append(append([]byte(nil), head...), mid...), tail...)
+	if want := SetString(benchBody, "model", "deepseek/deepseek-r1"); !bytes.Equal(joined, want) {
+		t.Fatalf("joined %q, want %q", joined, want)
+	}
+	if cap(mid) != len(mid) {
+		t.Errorf("mid has room to append into the shared quoted value: len %d cap %d", len(mid), cap(mid))
+	}
+	if n := testing.AllocsPerRun(100, func() { _, _, _ = SetQuotedSplit(benchBody, "model", "x", q) }); n != 0 {
+		t.Errorf("SetQuotedSplit allocates %.0f times, want 0", n)
+	}
+}
