@@ -1,11 +1,9 @@
 package h1
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"strings"
@@ -32,18 +30,8 @@ func TestReadBodyTimeout(t *testing.T) {
 		_, _ = io.WriteString(w, "ok")
 	}), func(s *Server) { s.ReadBodyTimeout = 300 * time.Millisecond })
 
-	dial := func() (net.Conn, *bufio.Reader) {
-		c, err := net.Dial("tcp", addr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { c.Close() })
-		_ = c.SetDeadline(time.Now().Add(10 * time.Second))
-		return c, bufio.NewReader(c)
-	}
-
 	t.Run("stalled", func(t *testing.T) {
-		c, br := dial()
+		c, br := dialRaw(t, addr)
 		fmt.Fprint(c, "POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 10\r\n\r\nabc")
 		var o outcome
 		select {
@@ -65,7 +53,7 @@ func TestReadBodyTimeout(t *testing.T) {
 	})
 
 	t.Run("in time, twice on one connection", func(t *testing.T) {
-		c, br := dial()
+		c, br := dialRaw(t, addr)
 		for i := range 2 {
 			fmt.Fprint(c, "POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 6\r\n\r\nabc")
 			fmt.Fprint(c, "def")
@@ -84,7 +72,7 @@ func TestReadBodyTimeout(t *testing.T) {
 	})
 
 	t.Run("after 100 continue", func(t *testing.T) {
-		c, br := dial()
+		c, br := dialRaw(t, addr)
 		fmt.Fprint(c, "POST / HTTP/1.1\r\nHost: h\r\nExpect: 100-continue\r\nTransfer-Encoding: chunked\r\n\r\n")
 		line, err := br.ReadString('\n')
 		if err != nil || !strings.HasPrefix(line, "HTTP/1.1 100") {

@@ -1,7 +1,6 @@
 package h1
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"io"
@@ -56,13 +55,7 @@ func TestKeepAliveSetsOneDeadline(t *testing.T) {
 		waitConns(t, s)
 	}()
 
-	c, err := net.Dial("tcp", ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
-	br := bufio.NewReader(c)
+	c, br := dialRaw(t, ln.Addr().String())
 	const requests = 5
 	for i := range requests {
 		if _, err := io.WriteString(c, "POST /p HTTP/1.1\r\nHost: h\r\nContent-Length: 5\r\n\r\nhello"); err != nil {
@@ -100,10 +93,7 @@ func TestWatchOutlivesIdleDeadline(t *testing.T) {
 		s.IdleTimeout = 50 * time.Millisecond
 	})
 	s.watching = func() { reading <- struct{}{} }
-	c, err := net.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c, _ := dialRaw(t, addr)
 	if _, err := io.WriteString(c, "GET / HTTP/1.1\r\nHost: h\r\n\r\n"); err != nil {
 		t.Fatal(err)
 	}
@@ -118,13 +108,7 @@ func TestWatchOutlivesIdleDeadline(t *testing.T) {
 // The idle deadline kept from an earlier request still closes a connection left idle after it.
 func TestIdleAfterRequestIsCut(t *testing.T) {
 	_, addr := start(t, http.HandlerFunc(echo), func(s *Server) { s.IdleTimeout = 100 * time.Millisecond })
-	c, err := net.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
-	br := bufio.NewReader(c)
+	c, br := dialRaw(t, addr)
 	for range 2 {
 		if _, err := io.WriteString(c, "GET / HTTP/1.1\r\nHost: h\r\n\r\n"); err != nil {
 			t.Fatal(err)

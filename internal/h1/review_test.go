@@ -3,7 +3,6 @@ package h1
 import (
 	"bufio"
 	"io"
-	"net"
 	"net/http"
 	"strings"
 	"testing"
@@ -57,14 +56,8 @@ func TestDrainOfStalledBodyEnds(t *testing.T) {
 		{"closing", "POST / HTTP/1.1\r\nHost: h\r\nConnection: close\r\nContent-Length: 100\r\n\r\n0123456789"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			c, err := net.Dial("tcp", addr)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer c.Close()
-			_ = c.SetDeadline(time.Now().Add(5 * time.Second))
+			c, br := dialRaw(t, addr)
 			_, _ = io.WriteString(c, tt.raw)
-			br := bufio.NewReader(c)
 			resp, err := http.ReadResponse(br, nil)
 			if err != nil {
 				t.Fatal(err)

@@ -132,6 +132,19 @@ func exchange(t *testing.T, addr, raw string) string {
 	return string(b)
 }
 
+// dialRaw opens a connection to addr for a test to speak HTTP on by hand: closed when the test
+// ends, and no read or write on it waits more than 10 s.
+func dialRaw(t *testing.T, addr string) (net.Conn, *bufio.Reader) {
+	t.Helper()
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+	return c, bufio.NewReader(c)
+}
+
 func TestMalformedRequestsAnsweredAndClosed(t *testing.T) {
 	reject := func(status int, code, msg string) (string, []byte) {
 		return "application/json", fmt.Appendf(nil, `{"error":{"message":%q,"type":"invalid_request_error","param":null,"code":%q}}`, msg, code)
@@ -337,13 +350,7 @@ func TestExpectContinue(t *testing.T) {
 		}
 		echo(w, r)
 	}))
-	c, err := net.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
-	br := bufio.NewReader(c)
+	c, br := dialRaw(t, addr)
 	io.WriteString(c, "POST /ok HTTP/1.1\r\nHost: h\r\nExpect: 100-continue\r\nContent-Length: 3\r\n\r\n")
 	line, _ := br.ReadString('\n')
 	if line != "HTTP/1.1 100 Continue\r\n" {
@@ -375,13 +382,7 @@ func TestUnreadBody(t *testing.T) {
 	_, addr := start(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.WriteString(w, "ok")
 	}))
-	c, err := net.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
-	br := bufio.NewReader(c)
+	c, br := dialRaw(t, addr)
 	// A small unread body is drained and the connection carries the next request.
 	small := strings.Repeat("s", 1000)
 	fmt.Fprintf(c, "POST / HTTP/1.1\r\nHost: h\r\nContent-Length: %d\r\n\r\n%sGET / HTTP/1.1\r\nHost: h\r\n\r\n", len(small), small)
@@ -442,12 +443,7 @@ func TestPipelinedByteSeenByWatcherIsKept(t *testing.T) {
 		echo(w, r)
 	}), func(s *Server) { s.WatchAfter = time.Nanosecond })
 	s.watching = func() { reading <- struct{}{} }
-	c, err := net.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+	c, _ := dialRaw(t, addr)
 	io.WriteString(c, "GET /slow HTTP/1.1\r\nHost: h\r\n\r\n")
 	<-reading // the watcher is reading the connection now
 	io.WriteString(c, "GET /next HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n")
