@@ -252,8 +252,13 @@ func TestInFlightCountsReturnToZero(t *testing.T) {
 		return m
 	}
 	zero := map[string]int64{"saif": 0, "deepseek-r1": 0, "openrouter": 0}
+	// The handler ends the count after the answer has gone out (the client may read it
+	// first): a count is waited for, boundedly, before it is compared.
 	check := func(when string, want map[string]int64) {
 		t.Helper()
+		for i := 0; i < 2000 && !cmp.Equal(want, inFlight()); i++ {
+			time.Sleep(time.Millisecond)
+		}
 		if diff := cmp.Diff(want, inFlight()); diff != "" {
 			t.Errorf("%s: in flight (-want +got):\n%s", when, diff)
 		}
@@ -296,9 +301,5 @@ func TestInFlightCountsReturnToZero(t *testing.T) {
 	close(release)
 	_, _ = io.Copy(io.Discard, resp.Body)
 	resp.Body.Close()
-	// The handler ends the count after the last byte has gone out: wait for it, boundedly.
-	for i := 0; i < 2000 && inFlight()["deepseek-r1"] != 0; i++ {
-		time.Sleep(time.Millisecond)
-	}
 	check("after the stream", zero)
 }

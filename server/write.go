@@ -89,6 +89,11 @@ func (s *Server) write(ctx context.Context, w http.ResponseWriter, rs *routeStat
 		h["Content-Length"] = s.lengthValue(len(res.resp.Body))
 		w.WriteHeader(http.StatusOK)
 		_, _ = w.Write(res.resp.Body)
+		// Out now, with its length, in one write: what is left of the request (the target's
+		// release, the log line) is not the client's wait.
+		if f, ok := w.(http.Flusher); ok {
+			f.Flush()
+		}
 		return http.StatusOK
 	}
 	s.relay(ctx, w, res)
@@ -129,8 +134,9 @@ func (s *Server) relay(ctx context.Context, w http.ResponseWriter, res result) {
 		ev, err = st.Next()
 	}
 	if errors.Is(err, io.EOF) {
+		// Not flushed: the server writes it with the end of the chunked body when the handler
+		// returns, in one write instead of two.
 		_, _ = w.Write(sseDone)
-		_ = rc.Flush()
 		return
 	}
 	if ctx.Err() != nil {
