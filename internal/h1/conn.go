@@ -159,6 +159,11 @@ func (c *conn) serve() {
 		}
 		c.phase = rdlHead
 		perr := c.readRequest()
+		if c.have == rdlHead {
+			// That deadline was this head's: the next head's read needs one of its own, and
+			// armRead, seeing rdlHead, would keep this one (passed by then) instead.
+			c.have = rdlOther
+		}
 		if perr != nil {
 			c.reject(perr)
 			return

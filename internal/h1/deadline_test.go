@@ -123,3 +123,39 @@ func TestIdleAfterRequestIsCut(t *testing.T) {
 		t.Errorf("an idle connection: read %v, want EOF (the server closes it after IdleTimeout)", err)
 	}
 }
+
+// A pipelined request whose head is partly in the buffer when the one before it ends gets a
+// ReadHeaderTimeout of its own: the deadline put on the socket for the earlier head (which took
+// two reads) had long passed, and armRead, seeing a header deadline on the socket already,
+// kept it, so the next request's first read failed at once and the connection closed.
+func TestPipelinedHeadGetsItsOwnDeadline(t *testing.T) {
+	_, addr := start(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/slow" {
+			time.Sleep(300 * time.Millisecond) // three header timeouts: the first head's deadline has passed
+		}
+		_, _ = io.WriteString(w, r.URL.Path)
+	}), func(s *Server) { s.ReadHeaderTimeout = 100 * time.Millisecond })
+	c, br := dialRaw(t, addr)
+	// A head bigger than the server's read buffer takes two reads, the second in the header
+	// phase; the next request's first line comes in the same write.
+	first := "GET /slow HTTP/1.1\r\nHost: h\r\nX-Pad: " + strings.Repeat("p", 6000) + "\r\n\r\n"
+	if _, err := io.WriteString(c, first+"GET /next HTTP/1.1\r\nHost: h\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []string{"/slow", "/next"} {
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			t.Fatalf("answer %d: %v", i, err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		if string(b) != want {
+			t.Fatalf("answer %d: %q, want %q", i, b, want)
+		}
+		if i == 0 {
+			// The rest of the second head, well within its own ReadHeaderTimeout.
+			if _, err := io.WriteString(c, "\r\n"); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+}
