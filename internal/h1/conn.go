@@ -235,6 +235,12 @@ func (c *conn) watch() {
 		c.wmu.Unlock()
 		return
 	}
+	// An idle deadline armRead left on the socket would end the watch (as if the client had
+	// stayed) IdleTimeout after the request began; unwatch clears what this sets. Cleared
+	// under wmu, before the watch is marked as reading: cleared after, it could undo the past
+	// deadline unwatch puts on the socket to stop the read, which would then wait for the
+	// client while unwatch (and the answer) waits for it.
+	_ = c.nc.SetReadDeadline(time.Time{})
 	c.wstate = watchReading
 	done := make(chan struct{})
 	c.wdone = done
@@ -242,9 +248,6 @@ func (c *conn) watch() {
 	if c.s.watching != nil {
 		c.s.watching()
 	}
-	// An idle deadline armRead left on the socket would end the watch (as if the client had
-	// stayed) IdleTimeout after the request began; unwatch clears what this sets.
-	_ = c.nc.SetReadDeadline(time.Time{})
 	n, err := c.nc.Read(c.peek[:])
 
 	c.wmu.Lock()

@@ -159,3 +159,81 @@ func TestPipelinedHeadGetsItsOwnDeadline(t *testing.T) {
 		}
 	}
 }
+
+// pastListener tells past when a read deadline in the past (unwatch stopping the watcher's
+// read) is put on one of its connections.
+type pastListener struct {
+	net.Listener
+	past chan struct{}
+}
+
+func (l pastListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	return &pastConn{Conn: c, past: l.past}, nil
+}
+
+type pastConn struct {
+	net.Conn
+	past chan struct{}
+}
+
+func (c *pastConn) SetReadDeadline(t time.Time) error {
+	err := c.Conn.SetReadDeadline(t)
+	if !t.IsZero() && t.Before(time.Now()) {
+		select {
+		case c.past <- struct{}{}:
+		default:
+		}
+	}
+	return err
+}
+
+// A handler that returns just as its watcher starts does not hang the connection: the watcher
+// cleared the socket's deadline after unwatch had put one in the past on it to stop the read,
+// so the read waited for the client (which waits for the answer) and unwatch waited for it.
+func TestUnwatchAsWatcherStarts(t *testing.T) {
+	watched := make(chan struct{}, 1)
+	s := &Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-watched:
+		case <-time.After(5 * time.Second):
+		}
+		_, _ = io.WriteString(w, "ok")
+	}), ReadHeaderTimeout: 5 * time.Second, IdleTimeout: 30 * time.Second, WatchAfter: time.Millisecond}
+	past := make(chan struct{}, 1)
+	// The watcher, about to read, lets the handler return and waits until unwatch has moved
+	// the deadline into the past.
+	s.watching = func() {
+		watched <- struct{}{}
+		select {
+		case <-past:
+		case <-time.After(2 * time.Second):
+		}
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- s.Serve(pastListener{ln, past}) }()
+	defer func() {
+		_ = s.Close()
+		<-done
+		waitConns(t, s)
+	}()
+	c, br := dialRaw(t, ln.Addr().String())
+	_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if _, err := io.WriteString(c, "GET / HTTP/1.1\r\nHost: h\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatalf("no answer: %v", err)
+	}
+	if b, _ := io.ReadAll(resp.Body); string(b) != "ok" {
+		t.Fatalf("answer %q, want ok", b)
+	}
+}
