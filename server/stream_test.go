@@ -304,9 +304,9 @@ func (c countingConn) Write(p []byte) (int, error) {
 	return c.Conn.Write(p)
 }
 
-// When the stream's last event and [DONE] arrive together, they reach the client with the end of
-// the chunked body in one write: the relay leaves them to the server's write at the handler's
-// return instead of flushing them first.
+// When the stream's last event and [DONE] arrive together, they reach the client in one write,
+// and the end of the chunked body in one more. Leaving [DONE] for the end of the body (one write
+// in all) made it wait for the upstream's tail (TestStreamDoneNotHeldForUpstreamTail).
 func TestStreamEndsInOneWrite(t *testing.T) {
 	g, saif, _, _ := threeChain(t)
 	release := make(chan struct{})
@@ -365,7 +365,72 @@ func TestStreamEndsInOneWrite(t *testing.T) {
 	if !strings.HasSuffix(string(rest), "data: [DONE]\n\n") {
 		t.Fatalf("the rest of the stream: %q", rest)
 	}
-	if n := writes.Load() - before; n != 1 {
-		t.Errorf("the stream's end took %d writes to the client, want 1", n)
+	if n := writes.Load() - before; n != 2 {
+		t.Errorf("the stream's end took %d writes to the client, want 2 (the burst with [DONE], the body's end)", n)
+	}
+}
+
+// A stream's [DONE] reaches the client when it comes, not after the upstream's tail: the
+// gateway drains what follows [DONE] on the upstream connection (for up to drainWait) when it
+// closes the stream, and a [DONE] left unflushed for the end of the answer waited for that
+// drain. Here the upstream ends its body only once the client has [DONE]: if the client's
+// [DONE] waits for the drain, the drain runs out of time and the connection is not reused.
+func TestStreamDoneNotHeldForUpstreamTail(t *testing.T) {
+	g, saif, _, _ := threeChain(t)
+	clientDone := make(chan struct{})
+	remotes := make(chan string, 2)
+	saif.set(func(w http.ResponseWriter, r *http.Request) {
+		remotes <- r.RemoteAddr
+		w.Header().Set("Content-Type", "text/event-stream")
+		fmt.Fprint(w, burstChunk+burstFinish)
+		w.(http.Flusher).Flush()
+		select {
+		case <-clientDone:
+		case <-r.Context().Done():
+		case <-time.After(5 * time.Second):
+		}
+	})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- server.Serve(ctx, ln, g.srv.Handler(), time.Second, nil) }()
+	defer func() {
+		cancel()
+		<-done
+	}()
+	c, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+	br := bufio.NewReader(c)
+	body := streamBody("saif")
+	for i := range 2 {
+		fmt.Fprintf(c, "POST /v1/chat/completions HTTP/1.1\r\nHost: g\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		events := bufio.NewReader(resp.Body)
+		for {
+			line, err := events.ReadString('\n')
+			if err != nil {
+				t.Fatalf("request %d, before [DONE]: %v", i, err)
+			}
+			if line == "data: [DONE]\n" {
+				break
+			}
+		}
+		if i == 0 {
+			close(clientDone)
+		}
+		_, _ = io.ReadAll(events) // the end of the answer: the gateway is done with the upstream
+	}
+	if first, second := <-remotes, <-remotes; first != second {
+		t.Errorf("the upstream connection was not reused (%s, then %s): the client's [DONE] waited for the gateway's drain of the upstream's tail, which ran out of time", first, second)
 	}
 }

@@ -134,9 +134,11 @@ func (s *Server) relay(ctx context.Context, w http.ResponseWriter, res result) {
 		ev, err = st.Next()
 	}
 	if errors.Is(err, io.EOF) {
-		// Not flushed: the server writes it with the end of the chunked body when the handler
-		// returns, in one write instead of two.
+		// Flushed now, not left for the end of the chunked body when the handler returns:
+		// closing the stream (deferred above) drains the upstream's tail for up to drainWait,
+		// and the client's [DONE] must not wait for that (TestStreamDoneNotHeldForUpstreamTail).
 		_, _ = w.Write(sseDone)
+		_ = rc.Flush()
 		return
 	}
 	if ctx.Err() != nil {
