@@ -280,7 +280,7 @@ func post(ctx context.Context, c *http.Client, t *core.Target, path string, body
 }
 
 // payload is a request body in up to three pieces sent one after another, so that the client's
-// bytes around a replaced value (jsonx.SetStringSplit) are written to the socket as they are,
+// bytes around a replaced value (jsonx.SetQuotedSplit) are written to the socket as they are,
 // not copied into one slice first.
 type payload [3][]byte
 

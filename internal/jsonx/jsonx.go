@@ -258,16 +258,11 @@ func SetString(body []byte, key, value string) []byte {
 	return rebuildInto(out, body, func(q []byte) bool { return keyIs(q, key) }, last.keyStart, value)
 }
 
-// SetStringSplit is SetString as three pieces whose concatenation is SetString's result: for
-// the common case of one occurrence of key, head and tail are slices of body around its value
-// and mid is the new value, so that a caller writing the result to a socket copies nothing.
+// SetQuotedSplit is SetString(body, key, value) as three pieces whose concatenation is its
+// result, for a caller that has value's JSON form at hand (quoted, from Quote(value)): for the
+// common case of one occurrence of key, head and tail are slices of body around its value and mid
+// is quoted itself, so that a caller writing the result to a socket copies and allocates nothing.
 // Otherwise head is SetString's result and mid and tail are empty.
-func SetStringSplit(body []byte, key, value string) (head, mid, tail []byte) {
-	return SetQuotedSplit(body, key, value, Quote(value))
-}
-
-// SetQuotedSplit is SetStringSplit for a caller that has value's JSON form, quoted, at hand
-// (Quote(value)): mid is quoted itself, so nothing is allocated in the common case.
 func SetQuotedSplit(body []byte, key, value string, quoted []byte) (head, mid, tail []byte) {
 	last, n, ok := lastMember(body, key)
 	if !ok || n != 1 {

@@ -175,12 +175,12 @@ func FuzzSetString(f *testing.F) {
 		if !Has(got, key) {
 			t.Fatalf("Has after SetString = false: %q", got)
 		}
-		head, mid, tail := SetStringSplit(body, key, value)
+		head, mid, tail := SetQuotedSplit(body, key, value, Quote(value))
 		if joined := append(append(append([]byte(nil), head...), mid...), tail...); !bytes.Equal(joined, got) {
-			t.Fatalf("SetStringSplit(%q, %q, %q) joins to %q, SetString gives %q", body, key, value, joined, got)
+			t.Fatalf("SetQuotedSplit(%q, %q, %q) joins to %q, SetString gives %q", body, key, value, joined, got)
 		}
 		if mid != nil && len(head) != cap(head) {
-			t.Fatalf("SetStringSplit's head has room to append into the body: len %d cap %d", len(head), cap(head))
+			t.Fatalf("SetQuotedSplit's head has room to append into the body: len %d cap %d", len(head), cap(head))
 		}
 	})
 }
