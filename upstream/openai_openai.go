@@ -25,17 +25,13 @@ type openaiOpenAI struct {
 	c       *http.Client
 	now     func() time.Time
 	readers *readerPool // nil: each stream its own reader
-	model   []byte      // t.Model quoted (jsonx.Quote); nil: quoted per request
+	model   []byte      // t.Model quoted (jsonx.Quote), built with the Set
 }
 
 func (a *openaiOpenAI) chat(ctx context.Context, req *core.Request) (*Response, error) {
 	out := whole(req.Body)
 	if a.t.Model != "" {
-		q := a.model
-		if q == nil {
-			q = jsonx.Quote(a.t.Model)
-		}
-		out[0], out[1], out[2] = jsonx.SetQuotedSplit(req.Body, "model", a.t.Model, q)
+		out[0], out[1], out[2] = jsonx.SetQuotedSplit(req.Body, "model", a.t.Model, a.model)
 	}
 	resp, err := post(ctx, a.c, a.t, req.Op.Path(), out, accept(req.Stream, "text/event-stream"), a.now)
 	if err != nil {
