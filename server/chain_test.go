@@ -2,7 +2,6 @@ package server_test
 
 import (
 	"bufio"
-	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -280,13 +279,7 @@ func TestInFlightCountsReturnToZero(t *testing.T) {
 	check("after every target failed", zero)
 
 	release := make(chan struct{})
-	r1.set(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/event-stream")
-		fmt.Fprint(w, "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"a\"}}]}\n\n")
-		w.(http.Flusher).Flush()
-		<-release
-		fmt.Fprint(w, "data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n")
-	})
+	r1.set(stalledStream(burstChunk, burstFinish, release))
 	resp, err := g.ts.Client().Post(g.ts.URL+"/v1/chat/completions", "application/json", strings.NewReader(streamBody("saif")))
 	if err != nil {
 		close(release)

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hayula/gateway/internal/conntest"
 	"github.com/hayula/gateway/server"
 )
 
@@ -74,17 +75,7 @@ func TestStreamFallbackBeforeFirstByte(t *testing.T) {
 func TestStreamFlushesEachEvent(t *testing.T) {
 	g, saif, _, _ := threeChain(t)
 	release := make(chan struct{})
-	saif.set(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/event-stream")
-		fmt.Fprint(w, "data: {\"id\":\"c\",\"object\":\"chat.completion.chunk\",\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"first\"}}]}\n\n")
-		w.(http.Flusher).Flush()
-		select {
-		case <-release:
-		case <-r.Context().Done():
-			return
-		}
-		fmt.Fprint(w, "data: {\"id\":\"c\",\"object\":\"chat.completion.chunk\",\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n")
-	})
+	saif.set(stalledStream("data: {\"id\":\"c\",\"object\":\"chat.completion.chunk\",\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"first\"}}]}\n\n", "data: {\"id\":\"c\",\"object\":\"chat.completion.chunk\",\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n", release))
 	resp, err := g.ts.Client().Post(g.ts.URL+"/v1/chat/completions", "application/json", strings.NewReader(streamBody("saif")))
 	if err != nil {
 		t.Fatal(err)
@@ -194,17 +185,7 @@ const (
 func TestStreamBurstFlushedOnce(t *testing.T) {
 	g, saif, _, _ := threeChain(t)
 	release := make(chan struct{})
-	saif.set(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/event-stream")
-		fmt.Fprint(w, strings.Repeat(burstChunk, 5))
-		w.(http.Flusher).Flush()
-		select {
-		case <-release:
-		case <-r.Context().Done():
-			return
-		}
-		fmt.Fprint(w, burstFinish)
-	})
+	saif.set(stalledStream(strings.Repeat(burstChunk, 5), burstFinish, release))
 	req, err := http.NewRequest(http.MethodPost, "/v1/chat/completions", strings.NewReader(streamBody("saif")))
 	if err != nil {
 		t.Fatal(err)
@@ -246,17 +227,7 @@ func TestStreamBurstFlushedOnce(t *testing.T) {
 func TestStreamBurstThenStall(t *testing.T) {
 	g, saif, _, _ := threeChain(t)
 	release := make(chan struct{})
-	saif.set(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/event-stream")
-		fmt.Fprint(w, strings.Repeat(burstChunk, 3))
-		w.(http.Flusher).Flush()
-		select {
-		case <-release:
-		case <-r.Context().Done():
-			return
-		}
-		fmt.Fprint(w, burstFinish)
-	})
+	saif.set(stalledStream(strings.Repeat(burstChunk, 3), burstFinish, release))
 	resp, err := g.ts.Client().Post(g.ts.URL+"/v1/chat/completions", "application/json", strings.NewReader(streamBody("saif")))
 	if err != nil {
 		t.Fatal(err)
@@ -280,47 +251,13 @@ func TestStreamBurstThenStall(t *testing.T) {
 	}
 }
 
-// countingListener counts the writes on the connections it accepts.
-type countingListener struct {
-	net.Listener
-	writes *atomic.Int32
-}
-
-func (l countingListener) Accept() (net.Conn, error) {
-	c, err := l.Listener.Accept()
-	if err != nil {
-		return nil, err
-	}
-	return countingConn{c, l.writes}, nil
-}
-
-type countingConn struct {
-	net.Conn
-	writes *atomic.Int32
-}
-
-func (c countingConn) Write(p []byte) (int, error) {
-	c.writes.Add(1)
-	return c.Conn.Write(p)
-}
-
 // When the stream's last event and [DONE] arrive together, they reach the client in one write,
 // and the end of the chunked body in one more. Leaving [DONE] for the end of the body (one write
 // in all) made it wait for the upstream's tail (TestStreamDoneNotHeldForUpstreamTail).
 func TestStreamEndsInOneWrite(t *testing.T) {
 	g, saif, _, _ := threeChain(t)
 	release := make(chan struct{})
-	saif.set(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/event-stream")
-		fmt.Fprint(w, burstChunk)
-		w.(http.Flusher).Flush()
-		select {
-		case <-release:
-		case <-r.Context().Done():
-			return
-		}
-		fmt.Fprint(w, burstFinish)
-	})
+	saif.set(stalledStream(burstChunk, burstFinish, release))
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -328,7 +265,8 @@ func TestStreamEndsInOneWrite(t *testing.T) {
 	var writes atomic.Int32
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- server.Serve(ctx, countingListener{ln, &writes}, g.srv.Handler(), time.Second, nil) }()
+	counted := &conntest.Listener{Listener: ln, OnWrite: func() { writes.Add(1) }}
+	go func() { done <- server.Serve(ctx, counted, g.srv.Handler(), time.Second, nil) }()
 	defer func() {
 		cancel()
 		<-done
@@ -432,5 +370,21 @@ func TestStreamDoneNotHeldForUpstreamTail(t *testing.T) {
 	}
 	if first, second := <-remotes, <-remotes; first != second {
 		t.Errorf("the upstream connection was not reused (%s, then %s): the client's [DONE] waited for the gateway's drain of the upstream's tail, which ran out of time", first, second)
+	}
+}
+
+// stalledStream is an upstream that sends first, flushed, then waits for release (or for the
+// gateway to give up) before it sends rest and ends.
+func stalledStream(first, rest string, release <-chan struct{}) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		fmt.Fprint(w, first)
+		w.(http.Flusher).Flush()
+		select {
+		case <-release:
+		case <-r.Context().Done():
+			return
+		}
+		fmt.Fprint(w, rest)
 	}
 }

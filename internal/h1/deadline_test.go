@@ -10,31 +10,9 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/hayula/gateway/internal/conntest"
 )
-
-// countingListener counts the read deadlines set on the connections it accepts.
-type countingListener struct {
-	net.Listener
-	n *atomic.Int32
-}
-
-func (l countingListener) Accept() (net.Conn, error) {
-	c, err := l.Listener.Accept()
-	if err != nil {
-		return nil, err
-	}
-	return &countingConn{Conn: c, n: l.n}, nil
-}
-
-type countingConn struct {
-	net.Conn
-	n *atomic.Int32
-}
-
-func (c *countingConn) SetReadDeadline(t time.Time) error {
-	c.n.Add(1)
-	return c.Conn.SetReadDeadline(t)
-}
 
 // Requests whose head and body arrive whole on a kept-alive connection put no deadline on it
 // but the idle one, and that one is kept from one request to the next (see armRead): the
@@ -48,7 +26,9 @@ func TestKeepAliveSetsOneDeadline(t *testing.T) {
 	}
 	var n atomic.Int32
 	done := make(chan error, 1)
-	go func() { done <- s.Serve(countingListener{ln, &n}) }()
+	go func() {
+		done <- s.Serve(&conntest.Listener{Listener: ln, OnReadDeadline: func(time.Time) { n.Add(1) }})
+	}()
 	defer func() {
 		_ = s.Close()
 		<-done
@@ -160,37 +140,6 @@ func TestPipelinedHeadGetsItsOwnDeadline(t *testing.T) {
 	}
 }
 
-// pastListener tells past when a read deadline in the past (unwatch stopping the watcher's
-// read) is put on one of its connections.
-type pastListener struct {
-	net.Listener
-	past chan struct{}
-}
-
-func (l pastListener) Accept() (net.Conn, error) {
-	c, err := l.Listener.Accept()
-	if err != nil {
-		return nil, err
-	}
-	return &pastConn{Conn: c, past: l.past}, nil
-}
-
-type pastConn struct {
-	net.Conn
-	past chan struct{}
-}
-
-func (c *pastConn) SetReadDeadline(t time.Time) error {
-	err := c.Conn.SetReadDeadline(t)
-	if !t.IsZero() && t.Before(time.Now()) {
-		select {
-		case c.past <- struct{}{}:
-		default:
-		}
-	}
-	return err
-}
-
 // A handler that returns just as its watcher starts does not hang the connection: the watcher
 // cleared the socket's deadline after unwatch had put one in the past on it to stop the read,
 // so the read waited for the client (which waits for the answer) and unwatch waited for it.
@@ -218,7 +167,16 @@ func TestUnwatchAsWatcherStarts(t *testing.T) {
 		t.Fatal(err)
 	}
 	done := make(chan error, 1)
-	go func() { done <- s.Serve(pastListener{ln, past}) }()
+	// Tell past when a read deadline in the past (unwatch stopping the watcher's read) is set.
+	pastHook := func(t time.Time) {
+		if !t.IsZero() && t.Before(time.Now()) {
+			select {
+			case past <- struct{}{}:
+			default:
+			}
+		}
+	}
+	go func() { done <- s.Serve(&conntest.Listener{Listener: ln, OnReadDeadline: pastHook}) }()
 	defer func() {
 		_ = s.Close()
 		<-done

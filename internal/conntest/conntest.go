@@ -1,0 +1,48 @@
+// Package conntest owns a test double for the server side of network connections: a listener
+// whose connections report their writes and read deadlines, for tests that check what a server
+// does to a socket (how many writes an answer takes, which deadlines it sets). Tests only.
+package conntest
+
+import (
+	"net"
+	"time"
+)
+
+// Listener wraps a listener (use a *Listener: servers keep listeners as map keys, and one with
+// hooks cannot be one); the connections it accepts call the hooks that are set. A hook
+// may be called from any goroutine that uses the connection.
+type Listener struct {
+	net.Listener
+	OnWrite        func()          // after each Write
+	OnReadDeadline func(time.Time) // after each SetReadDeadline, with its time
+}
+
+// Accept accepts a connection and wraps it.
+func (l *Listener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	return &conn{Conn: c, l: l}, nil
+}
+
+type conn struct {
+	net.Conn
+	l *Listener
+}
+
+func (c *conn) Write(p []byte) (int, error) {
+	n, err := c.Conn.Write(p)
+	if c.l.OnWrite != nil {
+		c.l.OnWrite()
+	}
+	return n, err
+}
+
+func (c *conn) SetReadDeadline(t time.Time) error {
+	err := c.Conn.SetReadDeadline(t)
+	if c.l.OnReadDeadline != nil {
+		c.l.OnReadDeadline(t)
+	}
+	return err
+}
