@@ -14,6 +14,7 @@ package health
 import (
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hayula/gateway/core"
@@ -132,6 +133,13 @@ type Tracker struct {
 }
 
 type targetState struct {
+	// marked is false while the state is blank: never benched, no failures or cooldowns, no
+	// failed checks, not unavailable, never loading. A blank state answers Available, Loading,
+	// Start and a success's Report without the lock or the clock: those are called for every
+	// eligible target of every request, and nearly every target is blank nearly all the time.
+	// It is written only under mu, after the fields it sums up (setMarked).
+	marked atomic.Bool
+
 	mu sync.Mutex // guards the fields below; never copy or overwrite a targetState
 	// benched is true from the start of a cooldown until an attempt succeeds.
 	benched   bool
@@ -159,6 +167,13 @@ func NewTracker(targets int, clock Clock, p Policy) *Tracker {
 	return &Tracker{clock: clock, policy: p.withDefaults(), states: make([]targetState, max(targets, 0))}
 }
 
+// setMarked brings marked up to date with the fields; called with s.mu held after any change.
+func (s *targetState) setMarked() {
+	blank := !s.benched && !s.probing && s.failures == 0 && s.cooldowns == 0 &&
+		s.checkFailures == 0 && !s.unavailable && s.loadingUntil.IsZero()
+	s.marked.Store(!blank)
+}
+
 func (t *Tracker) state(tg *core.Target) *targetState {
 	if tg == nil || tg.Index < 0 || tg.Index >= len(t.states) {
 		return nil
@@ -174,7 +189,7 @@ func (t *Tracker) state(tg *core.Target) *targetState {
 // by Loading instead.
 func (t *Tracker) Available(tg *core.Target) (ok bool, until time.Time) {
 	s := t.state(tg)
-	if s == nil {
+	if s == nil || !s.marked.Load() {
 		return true, time.Time{}
 	}
 	s.mu.Lock()
@@ -229,7 +244,7 @@ func (t *Tracker) Why(tg *core.Target) string {
 // (its Retry-After, or Policy.LoadingRetry). It changes nothing. Loading implements filter.Loader.
 func (t *Tracker) Loading(tg *core.Target) (loading bool, until time.Time) {
 	s := t.state(tg)
-	if s == nil {
+	if s == nil || !s.marked.Load() {
 		return false, time.Time{}
 	}
 	s.mu.Lock()
@@ -247,7 +262,7 @@ func (t *Tracker) Loading(tg *core.Target) (loading bool, until time.Time) {
 // about the target as the probe's own.
 func (t *Tracker) Start(tg *core.Target) {
 	s := t.state(tg)
-	if s == nil {
+	if s == nil || !s.marked.Load() {
 		return
 	}
 	s.mu.Lock()
@@ -280,13 +295,15 @@ func counted(c core.Class) bool {
 // attempt probes again.
 func (t *Tracker) Report(tg *core.Target, c core.Class, retryAfter time.Duration) {
 	s := t.state(tg)
-	if s == nil {
+	if s == nil || c == core.ClassNone && !s.marked.Load() {
+		// A success on a blank state changes nothing.
 		return
 	}
 	s.mu.Lock()
 	now := t.clock.Now()
 	before := t.statusLocked(s, now)
 	t.reportLocked(s, now, c, retryAfter)
+	s.setMarked()
 	after := t.statusLocked(s, now)
 	s.mu.Unlock()
 	t.changed(tg, before, after)
@@ -384,6 +401,7 @@ func (t *Tracker) ReportCheck(tg *core.Target, r CheckResult) {
 			tg.Stats.SetDegraded(s.degraded)
 		}
 	}
+	s.setMarked()
 	after := t.statusLocked(s, now)
 	s.mu.Unlock()
 	t.changed(tg, before, after)

@@ -1,6 +1,7 @@
 package health_test
 
 import (
+	"errors"
 	"sync"
 	"testing"
 	"time"
@@ -374,5 +375,89 @@ func TestConcurrentUse(t *testing.T) {
 		if diff := cmp.Diff(health.State{Status: "healthy"}, tr.Snapshot(tg)); diff != "" {
 			t.Errorf("target %d after a success (-want +got):\n%s", tg.Index, diff)
 		}
+	}
+}
+
+var errTest = errors.New("check failed")
+
+// countingClock counts its reads: a blank state must answer without one.
+type countingClock struct {
+	mu    sync.Mutex
+	now   time.Time
+	reads int
+}
+
+func (c *countingClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.reads++
+	return c.now
+}
+
+func (c *countingClock) take() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := c.reads
+	c.reads = 0
+	return n
+}
+
+func TestBlankStateAnswersWithoutClock(t *testing.T) {
+	clk := &countingClock{now: t0}
+	tr := health.NewTracker(1, clk, health.Policy{Failures: 3})
+	tg := &core.Target{Index: 0}
+	hot := func(t *testing.T) {
+		t.Helper()
+		if ok, until := tr.Available(tg); !ok || !until.IsZero() {
+			t.Fatalf("Available = (%v, %v), want (true, zero)", ok, until)
+		}
+		if loading, _ := tr.Loading(tg); loading {
+			t.Fatalf("Loading = true on a blank state")
+		}
+		tr.Start(tg)
+		tr.Report(tg, core.ClassNone, 0)
+	}
+	hot(t)
+	if n := clk.take(); n != 0 {
+		t.Fatalf("a blank state read the clock %d times for Available, Loading, Start and a success", n)
+	}
+
+	// One failure is not blank: the next success must still clear it, or two more failures
+	// would bench the target early.
+	tr.Report(tg, core.ClassServerError, 0)
+	tr.Report(tg, core.ClassNone, 0)
+	tr.Report(tg, core.ClassServerError, 0)
+	tr.Report(tg, core.ClassServerError, 0)
+	if ok, _ := tr.Available(tg); !ok {
+		t.Fatalf("benched after a success and two failures (Failures: 3): the success was lost")
+	}
+	tr.Report(tg, core.ClassServerError, 0)
+	if ok, _ := tr.Available(tg); ok {
+		t.Fatalf("not benched after three failures in a row")
+	}
+	tr.Report(tg, core.ClassNone, 0)
+	clk.take()
+	hot(t)
+	if n := clk.take(); n != 0 {
+		t.Fatalf("a success did not make the state blank again: %d clock reads", n)
+	}
+
+	// Loading and failed checks are not blank either.
+	tr.Report(tg, core.ClassLoading, 0)
+	if loading, _ := tr.Loading(tg); !loading {
+		t.Fatalf("Loading = false right after a loading report")
+	}
+	tr.Report(tg, core.ClassNone, 0)
+	for range 3 {
+		tr.ReportCheck(tg, health.CheckResult{Err: errTest})
+	}
+	if ok, _ := tr.Available(tg); ok {
+		t.Fatalf("available after three failed checks")
+	}
+	tr.ReportCheck(tg, health.CheckResult{})
+	clk.take()
+	hot(t)
+	if n := clk.take(); n != 0 {
+		t.Fatalf("a passing check did not make the state blank again: %d clock reads", n)
 	}
 }
