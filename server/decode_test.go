@@ -263,3 +263,29 @@ func TestDecodeChatAllocatesNothing(t *testing.T) {
 		t.Error("the model is a copy, not the known name")
 	}
 }
+
+// headerValue skips canonicalisation, so every key it is given must already be canonical, and
+// what a client sends in any case must still be found.
+func TestHeaderValueKeys(t *testing.T) {
+	for _, k := range []string{hdrOptFallback, hdrOptHint, hdrOptPrivacy, "Authorization", "X-Api-Key"} {
+		if c := http.CanonicalHeaderKey(k); c != k {
+			t.Errorf("%q is not canonical (%q): headerValue would never find it", k, c)
+		}
+	}
+	r := httptest.NewRequest("POST", "/v1/chat/completions", nil)
+	r.Header.Set("x-route-hint", "saif")
+	r.Header.Set("x-api-key", " k1 ")
+	r.Header.Set("X-HAYULA-PRIVACY", "strict")
+	if got := headerValue(r.Header, hdrOptHint); got != "saif" {
+		t.Errorf("hint = %q, want saif", got)
+	}
+	if got := bearer(r); got != "k1" {
+		t.Errorf("bearer = %q, want k1", got)
+	}
+	if got := headerValue(r.Header, hdrOptPrivacy); got != "strict" {
+		t.Errorf("privacy = %q, want strict", got)
+	}
+	if got := headerValue(r.Header, hdrOptFallback); got != "" {
+		t.Errorf("absent fallback = %q, want empty", got)
+	}
+}
