@@ -23,30 +23,35 @@ func (c *discardConn) SetWriteDeadline(time.Time) error { return nil }
 func (c *discardConn) RemoteAddr() net.Addr             { return &net.TCPAddr{} }
 func (c *discardConn) Close() error                     { return nil }
 
-// BenchmarkRequest1KB is the server's own work for one kept-alive request: parse a 1 KB
-// chat request as the Python SDK sends it, hand it to a handler that reads the body and writes
-// a 300-byte JSON answer with its length, frame and flush the answer.
-func BenchmarkRequest1KB(b *testing.B) {
+// chatExchange is a 1 KB chat request as the Python SDK sends it, and a handler that reads its
+// body and writes a 300-byte JSON answer with its length, as the gateway does.
+func chatExchange() (raw []byte, h http.Handler) {
 	body := `{"model":"saif","messages":[{"role":"user","content":"` + strings.Repeat("x", 960) + `"}]}`
-	raw := "POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1:8080\r\nAccept-Encoding: gzip, deflate\r\n" +
+	req := "POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1:8080\r\nAccept-Encoding: gzip, deflate\r\n" +
 		"Connection: keep-alive\r\nAccept: application/json\r\nContent-Type: application/json\r\n" +
 		"User-Agent: OpenAI/Python 1.99.0\r\nX-Stainless-Lang: python\r\nX-Stainless-Package-Version: 1.99.0\r\n" +
 		"Authorization: Bearer sk-test\r\nContent-Length: " + itoa(len(body)) + "\r\n\r\n" + body
 	answer := []byte(`{"id":"x","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"` +
 		strings.Repeat("y", 180) + `"},"finish_reason":"stop"}]}`)
-	s := &Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	return []byte(req), http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.Copy(io.Discard, r.Body)
 		h := w.Header()
 		h.Set("Content-Type", "application/json")
 		h.Set("X-Hayula-Chain", "saif-local")
 		_, _ = w.Write(answer)
-	})}
-	rawb := []byte(raw)
+	})
+}
+
+// BenchmarkRequest1KB is the server's own work for one kept-alive request: parse the chat
+// request, run the handler, frame and flush the answer.
+func BenchmarkRequest1KB(b *testing.B) {
+	rawb, h := chatExchange()
+	s := &Server{Handler: h}
 	src := bytes.NewReader(rawb)
 	nc := &discardConn{r: src}
 	c := s.newConn(nc)
 	c.bufs = s.getBufs(c)
-	b.SetBytes(int64(len(raw)))
+	b.SetBytes(int64(len(rawb)))
 	b.ReportAllocs()
 	for b.Loop() {
 		src.Reset(rawb)
@@ -57,6 +62,39 @@ func BenchmarkRequest1KB(b *testing.B) {
 		if !c.handle() {
 			b.Fatal("connection not kept")
 		}
+	}
+}
+
+// repeatReader hands out raw once per Read, n times, then io.EOF: a client that sends its next
+// request when the answer to the last one is in.
+type repeatReader struct {
+	raw []byte
+	n   int
+}
+
+func (r *repeatReader) Read(p []byte) (int, error) {
+	if r.n == 0 {
+		return 0, io.EOF
+	}
+	r.n--
+	return copy(p, r.raw), nil
+}
+
+// BenchmarkKeepAlive1KB is BenchmarkRequest1KB through the connection's own loop (serve): the
+// idle wait, the state changes and the deadlines of a kept-alive connection, with the
+// timeouts the gateway sets. One connection serves every request of the run.
+func BenchmarkKeepAlive1KB(b *testing.B) {
+	rawb, h := chatExchange()
+	s := &Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, ReadBodyTimeout: time.Minute,
+		IdleTimeout: 2 * time.Minute}
+	src := &repeatReader{raw: rawb, n: b.N}
+	c := s.newConn(&discardConn{r: src})
+	b.SetBytes(int64(len(rawb)))
+	b.ReportAllocs()
+	b.ResetTimer()
+	c.serve()
+	if src.n != 0 {
+		b.Fatalf("the connection ended with %d requests unserved", src.n)
 	}
 }
 
