@@ -40,6 +40,11 @@ type Request struct {
 	// Body is the client's JSON with the Hayula fields (x-fallback-on, x-route-hint,
 	// x-hayula-privacy) removed; adapters splice the upstream model into it.
 	Body []byte
+	// ModelAt is where the "model" member's value lies in Body, [ModelAt[0], ModelAt[1]), when
+	// the server's decode walked Body as a well-formed object with exactly one "model" member;
+	// zero when not known. An adapter that replaces the model splices there instead of walking
+	// Body again.
+	ModelAt [2]int
 	// Messages are the chat messages, content kept raw.
 	Messages []Message
 	// Images is true when any message carries an image part.

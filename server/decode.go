@@ -70,6 +70,10 @@ type wireView struct {
 	Seed          opt[int64]
 	// Raw are the raw parameters; its pointer fields are always nil (see params).
 	Raw core.Params
+	// modelAt is where the "model" value lies in the body when fastWire met exactly one
+	// "model" member (core.Request.ModelAt); models counts the members it met.
+	modelAt [2]int
+	models  int
 }
 
 // opt is what a *T field holds, without the allocation behind the pointer: Set false is nil.
@@ -216,6 +220,8 @@ func finishChat(r *http.Request, body []byte, w *wireView, req *core.Request) *a
 	req.Body = body
 	if w.Fallback != nil || w.Hint.Set || w.Privacy.Set {
 		req.Body = jsonx.Delete(body, optFallback, optHint, optPrivacy)
+	} else if w.models == 1 {
+		req.ModelAt = w.modelAt
 	}
 	return nil
 }
@@ -421,6 +427,8 @@ func fastWire(body []byte, w *wireView, msgs []core.Message, names map[string]st
 		switch string(name) {
 		case "model":
 			ok = setModel(&w.Model, v, names)
+			w.models++
+			w.modelAt = [2]int{it.Offset() - len(v), it.Offset()}
 		case "stream":
 			ok = setBool(&w.Stream, v)
 		case "stream_options":

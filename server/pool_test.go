@@ -148,7 +148,8 @@ func TestReusedStateLeaksNothing(t *testing.T) {
 	if len(up.seen) != 2*pairs {
 		t.Fatalf("upstream saw %d requests, want %d", len(up.seen), 2*pairs)
 	}
-	want := core.Request{Model: "solo", Body: []byte(bare),
+	at := strings.Index(bare, `"solo"`)
+	want := core.Request{Model: "solo", Body: []byte(bare), ModelAt: [2]int{at, at + len(`"solo"`)},
 		Messages: []core.Message{{Role: "user", Content: json.RawMessage(`"second"`)}}}
 	for i := 1; i < len(up.seen); i += 2 {
 		if diff := cmp.Diff(want, up.seen[i]); diff != "" {

@@ -31,7 +31,7 @@ type openaiOpenAI struct {
 func (a *openaiOpenAI) chat(ctx context.Context, req *core.Request) (*Response, error) {
 	out := whole(req.Body)
 	if a.t.Model != "" {
-		out[0], out[1], out[2] = jsonx.SetQuotedSplit(req.Body, "model", a.t.Model, a.model)
+		out = a.withModel(req)
 	}
 	resp, err := post(ctx, a.c, a.t, req.Op.Path(), out, accept(req.Stream, "text/event-stream"), a.now)
 	if err != nil {
@@ -65,6 +65,18 @@ func (a *openaiOpenAI) body(ctx context.Context, resp *http.Response) (*Response
 		return nil, &core.ProtocolError{Target: a.t.Name, Err: &NotJSONError{Body: capBytes(body, maxErrorBody)}}
 	}
 	return &Response{Body: body}, nil
+}
+
+// withModel is req.Body with the target's model in place of the client's: spliced where the
+// server's decode found the model's value (req.ModelAt), or where jsonx finds it.
+func (a *openaiOpenAI) withModel(req *core.Request) payload {
+	b := req.Body
+	if s, e := req.ModelAt[0], req.ModelAt[1]; 0 < s && s+2 <= e && e <= len(b) && b[s] == '"' && b[e-1] == '"' {
+		return payload{b[:s:s], a.model[:len(a.model):len(a.model)], b[e:]}
+	}
+	var out payload
+	out[0], out[1], out[2] = jsonx.SetQuotedSplit(b, "model", a.t.Model, a.model)
+	return out
 }
 
 // looksLikeObject reports whether b, without surrounding whitespace, starts with '{' and ends

@@ -1,6 +1,7 @@
 package upstream
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -16,6 +17,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/hayula/gateway/core"
+	"github.com/hayula/gateway/internal/jsonx"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -282,17 +284,24 @@ func TestChatRequestShape(t *testing.T) {
 	const upstream = `{ "model" : "qwen2.5-7b",
   "messages":[{"role":"user","content":"x-route-hint: \"model\""}],
   "x-vendor": {"model": "nested stays"}, "temperature": 0.70, "stream": true }`
+	at := strings.Index(client, `"auto"`)
+	plain := upstreamRequest{Method: "POST", Path: "/v1/chat/completions",
+		ContentType: "application/json", Accept: "application/json", Body: upstream}
 	tests := []struct {
-		name   string
-		apiKey core.Secret
-		stream bool
-		want   upstreamRequest
+		name    string
+		apiKey  core.Secret
+		stream  bool
+		modelAt [2]int // the server's note of where the model is
+		want    upstreamRequest
 	}{
-		{"stream with key", "sk-local-123", true, upstreamRequest{Method: "POST", Path: "/v1/chat/completions",
+		{"stream with key", "sk-local-123", true, [2]int{}, upstreamRequest{Method: "POST", Path: "/v1/chat/completions",
 			Authorization: "Bearer sk-local-123", HasAuthorization: true, ContentType: "application/json",
 			Accept: "text/event-stream", Body: upstream}},
-		{"no key no header", "", false, upstreamRequest{Method: "POST", Path: "/v1/chat/completions",
-			ContentType: "application/json", Accept: "application/json", Body: upstream}},
+		{"no key no header", "", false, [2]int{}, plain},
+		{"spliced where the decode found the model", "", false, [2]int{at, at + len(`"auto"`)}, plain},
+		// A note that does not point at a string is not trusted: jsonx finds the model.
+		{"a wrong note is ignored", "", false, [2]int{at + 1, at + 4}, plain},
+		{"a note past the body is ignored", "", false, [2]int{at, len(client) + 10}, plain},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -300,7 +309,7 @@ func TestChatRequestShape(t *testing.T) {
 			srv := recordRequest(t, got, tt.stream)
 			tg := target(srv.URL)
 			tg.APIKey = tt.apiKey
-			req := &core.Request{Model: "auto", Stream: tt.stream, Body: []byte(client)}
+			req := &core.Request{Model: "auto", Stream: tt.stream, Body: []byte(client), ModelAt: tt.modelAt}
 			resp, err := newSet(t, tg).Chat(context.Background(), tg, req)
 			if err != nil {
 				t.Fatal(err)
@@ -374,5 +383,25 @@ func TestRetryAfter(t *testing.T) {
 				t.Errorf("retryAfter(%q) = %v, want %v", tt.in, got, tt.want)
 			}
 		})
+	}
+}
+
+// The server's note is taken as it is (the point is not to walk the body again): a note at
+// another string member puts the model there, which shows the note, not a walk, placed it.
+func TestWithModelTakesTheNote(t *testing.T) {
+	a := &openaiOpenAI{t: &core.Target{Model: "m"}, model: jsonx.Quote("m")}
+	body := []byte(`{"model":"a","other":"b"}`)
+	at := bytes.Index(body, []byte(`"b"`))
+	for _, tt := range []struct {
+		at   [2]int
+		want string
+	}{
+		{[2]int{at, at + 3}, `{"model":"a","other":"m"}`},
+		{[2]int{}, `{"model":"m","other":"b"}`},
+	} {
+		p := a.withModel(&core.Request{Body: body, ModelAt: tt.at})
+		if got := string(p.owned()); got != tt.want {
+			t.Errorf("ModelAt %v: %s, want %s", tt.at, got, tt.want)
+		}
 	}
 }

@@ -119,6 +119,9 @@ func (it *Iter) skipString(i int) (int, bool) {
 	return skipString(it.b, i)
 }
 
+// Offset is where in b the value Next returned last ends: that value is b[Offset()-len(value):Offset()].
+func (it *Iter) Offset() int { return it.pos }
+
 // Valid reports whether the walk so far met only well-formed input and, once Next has returned
 // false, whether the container was closed (and, when validating, followed by whitespace only).
 func (it *Iter) Valid() bool { return !it.bad }

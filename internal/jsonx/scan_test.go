@@ -3,6 +3,7 @@ package jsonx
 import (
 	"bytes"
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 
@@ -184,5 +185,25 @@ func BenchmarkValid1KB(b *testing.B) {
 		if !Valid(body) {
 			b.Fatal("invalid")
 		}
+	}
+}
+
+func TestOffset(t *testing.T) {
+	b := []byte(` { "a" : 1 , "b":"x" ,"c" : [ 1 ,2] } `)
+	it := Object(b, true)
+	var got []string
+	for {
+		_, v, ok := it.Next()
+		if !ok {
+			break
+		}
+		end := it.Offset()
+		if &b[end-1] != &v[len(v)-1] {
+			t.Fatalf("Offset %d is not where %q ends", end, v)
+		}
+		got = append(got, string(b[end-len(v):end]))
+	}
+	if want := []string{"1", `"x"`, "[ 1 ,2]"}; !slices.Equal(got, want) {
+		t.Fatalf("values %q, want %q", got, want)
 	}
 }
