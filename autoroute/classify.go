@@ -38,6 +38,15 @@ type pattern struct {
 	text   string // as configured, without the weight suffix
 }
 
+// patMatch is the part of a pattern that match reads for every word that starts it.
+type patMatch struct {
+	second int32 // the id of the second word, when there is one
+	rest   int32 // Classifier.rest[rest:rest+n-2] are the ids of the third word on
+	n      int32 // words
+	kind   patKind
+	last   bool // the last pattern of its first word's run
+}
+
 type intent struct {
 	name, route string
 	min         int32 // in half-points: a user-turn term of weight w scores 2w, a system-prompt one w
@@ -58,10 +67,16 @@ type Classifier struct {
 	specialistRoute string
 	routes          []string
 
-	vocab   map[string]int32 // used while compiling; the request path reads table
-	table   vocabTable
-	byFirst [][]int32 // pattern indexes by first word id, longest first
-	pats    []pattern
+	vocab map[string]int32 // used while compiling; the request path reads table
+	table vocabTable
+	// pats are ordered by first word, and among those longest first (then as configured), so
+	// that the patterns a word starts are one run: a word that starts any has the id of its run's
+	// first pattern, and the others have ids from len(pats) up. match finds a word's candidates
+	// without a lookup of its own, in mpats, which holds only what match reads, 16 bytes a
+	// pattern; pats is read only for the few patterns that match.
+	pats  []pattern
+	mpats []patMatch
+	rest  []int32 // the ids of the third word on of the longer patterns, see patMatch.rest
 
 	pool sync.Pool
 }
@@ -157,14 +172,8 @@ func New(r Rules) (*Classifier, error) {
 		}
 	}
 
+	c.number()
 	c.table = newVocabTable(c.vocab)
-	c.byFirst = make([][]int32, len(c.vocab))
-	for i, p := range c.pats {
-		c.byFirst[p.ids[0]] = append(c.byFirst[p.ids[0]], int32(i))
-	}
-	for _, l := range c.byFirst {
-		sort.SliceStable(l, func(a, b int) bool { return len(c.pats[l[a]].ids) > len(c.pats[l[b]].ids) })
-	}
 
 	add := func(route string) {
 		for _, x := range c.routes {
@@ -219,6 +228,66 @@ func (c *Classifier) addPatterns(terms []string, kind patKind, in int32, field s
 		c.pats = append(c.pats, pattern{ids: ids, kind: kind, intent: in, weight: int32(weight), text: text})
 	}
 	return nil
+}
+
+// number orders the patterns by first word, longest first and then as configured (the order in
+// which match must try a word's patterns), and renumbers the words: one that starts patterns
+// takes the index of the first of them, the others ids past the last pattern.
+func (c *Classifier) number() {
+	order := make([]int, len(c.pats)) // new index → index as added
+	for i := range order {
+		order[i] = i
+	}
+	sort.SliceStable(order, func(a, b int) bool {
+		pa, pb := c.pats[order[a]].ids, c.pats[order[b]].ids
+		if pa[0] != pb[0] {
+			return pa[0] < pb[0]
+		}
+		return len(pa) > len(pb)
+	})
+	newID := make([]int32, len(c.vocab))
+	for i := range newID {
+		newID[i] = -1
+	}
+	for p, old := range order {
+		if f := c.pats[old].ids[0]; newID[f] < 0 {
+			newID[f] = int32(p)
+		}
+	}
+	next := int32(len(order))
+	for i := range newID {
+		if newID[i] < 0 {
+			newID[i] = next
+			next++
+		}
+	}
+	for w, id := range c.vocab {
+		c.vocab[w] = newID[id]
+	}
+	pats := make([]pattern, len(order))
+	c.mpats = make([]patMatch, len(order))
+	for p, old := range order {
+		pat := c.pats[old]
+		ids := make([]int32, len(pat.ids))
+		for k, id := range pat.ids {
+			ids[k] = newID[id]
+		}
+		pat.ids = ids
+		pats[p] = pat
+		m := patMatch{n: int32(len(ids)), kind: pat.kind}
+		if len(ids) >= 2 {
+			m.second = ids[1]
+		}
+		if len(ids) >= 3 {
+			m.rest = int32(len(c.rest))
+			c.rest = append(c.rest, ids[2:]...)
+		}
+		c.mpats[p] = m
+	}
+	for p := range pats {
+		c.mpats[p].last = p+1 == len(pats) || pats[p+1].ids[0] != pats[p].ids[0]
+	}
+	c.pats = pats
 }
 
 // parseTerm splits "term^N" into the term and its weight (default 2).
@@ -536,27 +605,22 @@ func (c *Classifier) match(s *scratch, userEnd int32) {
 	covered := int32(0)
 	for i := int32(0); i < n; i++ {
 		id := toks[i].id
-		if id < 0 {
+		if uint32(id) >= uint32(len(c.mpats)) {
+			// In no term (-1), or starts none: nothing to match, and i+0 covers no later word.
 			continue
 		}
 		best := int32(0)
-		for _, p := range c.byFirst[id] {
-			pat := &c.pats[p]
-			l := int32(len(pat.ids))
-			if i+l > n || (best > 0 && l < best && pat.kind != kindNegation) {
+		for p, more := id, true; more; p++ {
+			m := &c.mpats[p]
+			more = !m.last
+			l := m.n
+			if i+l > n || (best > 0 && l < best && m.kind != kindNegation) {
 				continue
 			}
-			ok := true
-			for k := int32(1); k < l; k++ {
-				if toks[i+k].id != pat.ids[k] {
-					ok = false
-					break
-				}
-			}
-			if !ok {
+			if l >= 2 && (toks[i+1].id != m.second || l > 2 && !c.restMatches(toks[i+2:i+l], m.rest)) {
 				continue
 			}
-			if pat.kind == kindNegation {
+			if m.kind == kindNegation {
 				s.negs = append(s.negs, negSpan{start: i, end: i + l, clause: toks[i].clause})
 				continue
 			}
@@ -573,6 +637,17 @@ func (c *Classifier) match(s *scratch, userEnd int32) {
 			covered = i + best
 		}
 	}
+}
+
+// restMatches reports whether toks are the words of a pattern from its third on.
+func (c *Classifier) restMatches(toks []tok, rest int32) bool {
+	ids := c.rest[rest : rest+int32(len(toks))]
+	for k, t := range toks {
+		if t.id != ids[k] {
+			return false
+		}
+	}
+	return true
 }
 
 func (c *Classifier) score(s *scratch) {
