@@ -1,7 +1,6 @@
 package h1
 
 import (
-	"context"
 	"errors"
 	"io"
 	"net"
@@ -29,7 +28,9 @@ type conn struct {
 	state  atomic.Int32
 	res    response
 	body   body
-	base   http.Request // the request as read; the handler gets a copy with its context
+	base   http.Request // the request as read
+	req    http.Request // what the handler gets: base with its context, overwritten by the next
+	slot   *reqSlot     // the request's context and body handle
 
 	// Read deadlines (see armRead). Only the connection's goroutine uses these.
 	phase  rdl   // the deadline a read that reaches the socket needs now
@@ -41,9 +42,9 @@ type conn struct {
 	wmu     sync.Mutex
 	wstate  int
 	wdone   chan struct{}
-	cancel  context.CancelFunc // the running request's
-	gone    bool               // the watcher saw the client leave
-	peeked  bool               // the watcher read a byte of the next request: peek
+	ctx     *reqCtx // the running request's, to cancel
+	gone    bool    // the watcher saw the client leave
+	peeked  bool    // the watcher read a byte of the next request: peek
 	peek    [1]byte
 	aborted bool // Close closed the connection
 }
@@ -181,11 +182,13 @@ func (c *conn) serve() {
 // handle runs the handler for req, finishes the answer, and reports whether the connection
 // can carry another request.
 func (c *conn) handle() (keep bool) {
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx := &c.slot.ctx
 	c.wmu.Lock()
-	c.cancel = cancel
+	c.ctx = ctx
 	c.wmu.Unlock()
-	req := c.base.WithContext(ctx)
+	// Copied into the connection's request, WithContext's new Request stays on the stack.
+	c.req = *c.base.WithContext(ctx)
+	req := &c.req
 	w := &c.res
 	w.reset(req)
 	defer func() {
@@ -193,7 +196,7 @@ func (c *conn) handle() (keep bool) {
 			c.s.panicked(p, req)
 			c.body.done = true
 			c.unwatch()
-			cancel()
+			ctx.cancel()
 			w.abandon()
 			keep = false
 		}
@@ -204,12 +207,12 @@ func (c *conn) handle() (keep bool) {
 	c.s.Handler.ServeHTTP(w, req)
 	c.body.done = true
 	c.unwatch()
-	cancel()
+	ctx.cancel()
 	keep = w.finish()
 	keep = c.body.drain() && keep
 	c.wmu.Lock()
 	gone := c.gone || c.aborted
-	c.cancel = nil
+	c.ctx = nil
 	c.wmu.Unlock()
 	return keep && !gone && !req.Close && !c.s.inShutdown.Load()
 }
@@ -256,8 +259,8 @@ func (c *conn) watch() {
 	}
 	if err != nil && !errors.Is(err, os.ErrDeadlineExceeded) {
 		c.gone = true
-		if c.cancel != nil {
-			c.cancel()
+		if c.ctx != nil {
+			c.ctx.cancel()
 		}
 	}
 	close(done)
@@ -288,8 +291,8 @@ func (c *conn) unwatch() {
 func (c *conn) abort() {
 	c.wmu.Lock()
 	c.aborted = true
-	if c.cancel != nil {
-		c.cancel()
+	if c.ctx != nil {
+		c.ctx.cancel()
 	}
 	c.wmu.Unlock()
 	_ = c.nc.Close()

@@ -70,11 +70,10 @@ func (c *conn) readHead() ([]byte, error) {
 	}
 }
 
-// reqMem is the memory of one request that its handler may keep: the URL, the body's handle
-// and the header values, in one allocation.
+// reqMem is the memory of one request that its handler may keep: the URL and the header
+// values, in one allocation.
 type reqMem struct {
 	url  url.URL
-	body bodyHandle
 	vals [12]string
 }
 
@@ -88,6 +87,7 @@ func (c *conn) readRequest() error {
 	}
 	raw := string(head)
 	m := new(reqMem)
+	c.slot = c.bufs.slot()
 
 	line, rest := httpwire.CutLine(raw)
 	method, rem, ok := strings.Cut(line, " ")
@@ -173,7 +173,7 @@ func (c *conn) readRequest() error {
 		RequestURI: target,
 		Close:      httpwire.Closes(hdr["Connection"], minor),
 	}
-	return c.setBody(req, &m.body)
+	return c.setBody(req, &c.slot.body)
 }
 
 // setBody reads the framing headers and sets the request's Body (handle, when it has one) and

@@ -11,6 +11,13 @@
 // and the watching goroutine is started only for a request that is still running after
 // Server.WatchAfter: a language model's answer takes seconds, the fast path none of that.
 //
+// What a handler may keep after it returns: its request's context, which is cancelled then and
+// stays cancelled whatever the connection serves next (a child of it or a context.AfterFunc on
+// it works as on any context.WithCancel); and the request's Body, which then reads nothing but
+// http.ErrBodyReadAfterClose. The *http.Request itself is the connection's: the next request on
+// the connection overwrites it, so a handler must not use it after it returns (net/http hands
+// each request a new one; this server does not, to allocate nothing per request).
+//
 // What it does not do: TLS, HTTP/2, Upgrade and Hijack, and sniffing a Content-Type; the gateway
 // listens on plain HTTP/1.1 and sets every Content-Type it writes.
 package h1
@@ -264,6 +271,7 @@ type connBufs struct {
 	hdr     []byte // the request's line and headers as read
 	pending []byte // an answer's body before its header has gone out
 	rh      http.Header
+	slots   []reqSlot // the slab's slots not used yet
 }
 
 func (s *Server) getBufs(c *conn) *connBufs {

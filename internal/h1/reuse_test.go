@@ -1,0 +1,261 @@
+package h1
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// Tests that what a connection reuses from one request to the next leaks nothing between them
+// (see the package doc, "What a handler may keep").
+
+// testKey is a context key of the tests.
+type testKey struct{}
+
+// kept is what the first request's handler kept, for the second to look at.
+type kept struct {
+	mu    sync.Mutex
+	ctx   context.Context
+	child context.Context // derived from ctx by the first handler, if it did
+	stop  context.CancelFunc
+	after chan struct{} // closed by a context.AfterFunc on ctx, if one was registered
+	body  io.Reader
+}
+
+// useContext does with the request's context what mode says, keeping what it made in k.
+func (k *kept) useContext(mode string, ctx context.Context) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.ctx = ctx
+	switch mode {
+	case "err":
+		_ = ctx.Err()
+	case "done":
+		select {
+		case <-ctx.Done():
+		default:
+		}
+	case "child":
+		k.child, k.stop = context.WithCancel(ctx)
+	case "value-child":
+		k.child, k.stop = context.WithTimeout(context.WithValue(ctx, testKey{}, 1), time.Hour)
+	case "afterfunc":
+		after := make(chan struct{})
+		k.after = after
+		context.AfterFunc(ctx, func() { close(after) })
+	}
+}
+
+// check reports, from the second request's handler, anything of the first request's context
+// that is not as it left it, or that reached the second's.
+func (k *kept) check(t *testing.T, ctx context.Context) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if ctx == k.ctx {
+		t.Error("the second request got the first one's context")
+	}
+	if err := ctx.Err(); err != nil {
+		t.Errorf("the second request's context: %v, want it live", err)
+	}
+	select {
+	case <-ctx.Done():
+		t.Error("the second request's Done is closed")
+	default:
+	}
+	if err := k.ctx.Err(); !errors.Is(err, context.Canceled) {
+		t.Errorf("the first request's context while the second runs: %v, want context.Canceled", err)
+	}
+	select {
+	case <-k.ctx.Done():
+	default:
+		t.Error("the first request's Done is open while the second runs")
+	}
+	if k.child != nil {
+		if !errors.Is(k.child.Err(), context.Canceled) {
+			t.Errorf("a child of the first request's context: %v, want context.Canceled", k.child.Err())
+		}
+		k.stop()
+	}
+	if k.after != nil {
+		select {
+		case <-k.after:
+		case <-time.After(10 * time.Second):
+			t.Error("an AfterFunc on the first request's context did not run")
+		}
+	}
+}
+
+// The context a handler gets is its request's alone: kept past the request, or whatever was
+// derived from it, it stays cancelled, and the next request on the connection gets a live one
+// (whether the first's was armed by Done, a child or an AfterFunc, or not), served after it or
+// pipelined behind it, or on another connection after a panic.
+func TestContextIsTheRequests(t *testing.T) {
+	var k kept
+	checked := make(chan struct{}, 1)
+	_, addr := start(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		first, mode, _ := strings.Cut(strings.TrimPrefix(r.URL.Path, "/"), "/")
+		if first == "first" {
+			k.useContext(mode, r.Context())
+			if mode == "panic" {
+				panic("boom")
+			}
+			_, _ = io.WriteString(w, "first")
+			return
+		}
+		k.check(t, r.Context())
+		checked <- struct{}{}
+		_, _ = io.WriteString(w, "second")
+	}), func(s *Server) { s.WatchAfter = time.Nanosecond })
+	for _, mode := range []string{"none", "err", "done", "child", "value-child", "afterfunc", "panic"} {
+		for _, pipelined := range []bool{false, true} {
+			if mode == "panic" && pipelined {
+				continue
+			}
+			name := mode
+			if pipelined {
+				name += "/pipelined"
+			}
+			t.Run(name, func(t *testing.T) {
+				k = kept{}
+				c, br := dialRaw(t, addr)
+				first := "GET /first/" + mode + " HTTP/1.1\r\nHost: h\r\n\r\n"
+				second := "GET /second HTTP/1.1\r\nHost: h\r\n\r\n"
+				if pipelined {
+					_, _ = io.WriteString(c, first+second)
+				} else {
+					_, _ = io.WriteString(c, first)
+				}
+				resp, err := http.ReadResponse(br, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				_, _ = io.Copy(io.Discard, resp.Body)
+				if mode == "panic" {
+					// The connection closes after the 500; the pool may hand its buffers to the next.
+					c, br = dialRaw(t, addr)
+				}
+				if !pipelined {
+					_, _ = io.WriteString(c, second)
+				}
+				if resp, err = http.ReadResponse(br, nil); err != nil {
+					t.Fatal(err)
+				}
+				_, _ = io.Copy(io.Discard, resp.Body)
+				select {
+				case <-checked:
+				default:
+					t.Fatal("the second request was not checked")
+				}
+			})
+		}
+	}
+}
+
+// A body kept past its request reads nothing of the next request's body, which arrives whole.
+func TestBodyIsTheRequests(t *testing.T) {
+	var k kept
+	_, addr := start(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/first" {
+			var b [2]byte
+			_, _ = io.ReadFull(r.Body, b[:]) // the rest is drained after the handler
+			k.body = r.Body
+			return
+		}
+		var b [8]byte
+		if n, err := k.body.Read(b[:]); n != 0 || !errors.Is(err, http.ErrBodyReadAfterClose) {
+			t.Errorf("the first request's body, read during the second: %d bytes (%q), %v; want 0, ErrBodyReadAfterClose",
+				n, b[:n], err)
+		}
+		got, err := io.ReadAll(r.Body)
+		_, _ = w.Write(got)
+		if err != nil || string(got) != "world" {
+			t.Errorf("the second request's body: %q, %v; want world", got, err)
+		}
+	}))
+	c, br := dialRaw(t, addr)
+	_, _ = io.WriteString(c, "POST /first HTTP/1.1\r\nHost: h\r\nContent-Length: 5\r\n\r\nhello"+
+		"POST /second HTTP/1.1\r\nHost: h\r\nContent-Length: 5\r\n\r\nworld")
+	for range 2 {
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+	}
+}
+
+// reqCtx behaves as a context.WithCancel of context.Background: Err, Done, children,
+// AfterFunc and Cause, cancelled before or after Done is asked for.
+func TestReqCtx(t *testing.T) {
+	for _, tt := range []struct {
+		name  string
+		early bool // Done is asked for before cancel
+	}{{"armed before cancel", true}, {"armed after cancel", false}} {
+		t.Run(tt.name, func(t *testing.T) {
+			x := new(reqCtx)
+			if _, ok := x.Deadline(); ok {
+				t.Error("a deadline")
+			}
+			var child context.Context
+			var stop context.CancelFunc
+			var ran chan struct{}
+			if tt.early {
+				child, stop = context.WithCancel(x)
+				ran = make(chan struct{})
+				context.AfterFunc(x, func() { close(ran) })
+				if x.Err() != nil || child.Err() != nil {
+					t.Fatalf("before cancel: %v, child %v", x.Err(), child.Err())
+				}
+			}
+			x.cancel()
+			if !errors.Is(x.Err(), context.Canceled) || !errors.Is(context.Cause(x), context.Canceled) {
+				t.Errorf("after cancel: Err %v, Cause %v", x.Err(), context.Cause(x))
+			}
+			if !tt.early {
+				child, stop = context.WithCancel(x)
+				ran = make(chan struct{})
+				context.AfterFunc(x, func() { close(ran) })
+			}
+			select {
+			case <-x.Done():
+			default:
+				t.Error("Done is open after cancel")
+			}
+			if !errors.Is(child.Err(), context.Canceled) {
+				t.Errorf("child: %v", child.Err())
+			}
+			select {
+			case <-ran:
+			case <-time.After(10 * time.Second):
+				t.Error("AfterFunc did not run")
+			}
+			stop()
+			x.cancel() // again: nothing
+		})
+	}
+}
+
+// A child of a request's context joins its cancellation as a child of context.WithCancel's
+// would, without a goroutine of its own to wait on Done.
+func TestReqCtxChildrenNeedNoGoroutine(t *testing.T) {
+	x := new(reqCtx)
+	const n = 50
+	before := runtime.NumGoroutine()
+	cancels := make([]context.CancelFunc, n)
+	for i := range cancels {
+		_, cancels[i] = context.WithCancel(x)
+	}
+	if d := runtime.NumGoroutine() - before; d >= n {
+		t.Errorf("%d children started %d goroutines", n, d)
+	}
+	for _, c := range cancels {
+		c()
+	}
+	x.cancel()
+}
