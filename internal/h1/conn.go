@@ -5,6 +5,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -31,6 +32,9 @@ type conn struct {
 	base   http.Request // the request as read
 	req    http.Request // what the handler gets: base with its context, overwritten by the next
 	slot   *reqSlot     // the request's context and body handle
+	url    url.URL      // the request's URL when its path is plain (see parseTarget)
+	hdr    http.Header  // the request's header map
+	vals   []string     // the array of its values
 
 	// Read deadlines (see armRead). Only the connection's goroutine uses these.
 	phase  rdl   // the deadline a read that reaches the socket needs now

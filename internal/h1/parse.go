@@ -70,23 +70,21 @@ func (c *conn) readHead() ([]byte, error) {
 	}
 }
 
-// reqMem is the memory of one request that its handler may keep: the URL and the header
-// values, in one allocation.
-type reqMem struct {
-	url  url.URL
-	vals [12]string
-}
+// maxKeptFields bounds the header map a connection keeps for its next request: clearing a map
+// costs in proportion to its size, and a rare request with many fields should not make every
+// later one pay for them.
+const maxKeptFields = 64
 
 // readRequest reads and checks one request's head into c.base and sets up its body. The
 // strings of the request (method, path, header values) are all slices of one string copied
-// from the head.
+// from the head. The URL (when its path is plain), the header map and the array of its values
+// are the connection's, cleared and filled again for each request.
 func (c *conn) readRequest() error {
 	head, err := c.readHead()
 	if err != nil {
 		return err
 	}
 	raw := string(head)
-	m := new(reqMem)
 	c.slot = c.bufs.slot()
 
 	line, rest := httpwire.CutLine(raw)
@@ -106,18 +104,22 @@ func (c *conn) readRequest() error {
 	if target == "" || !visible(target) {
 		return bad("malformed request target")
 	}
-	u, err := parseTarget(method, target, &m.url)
+	u, err := parseTarget(method, target, &c.url)
 	if err != nil {
 		return err
 	}
 
-	n := strings.Count(rest, "\n")
-	hdr := make(http.Header, n)
-	vals := m.vals[:]
-	if n > len(vals) {
-		vals = make([]string, n)
+	hdr := c.hdr
+	if hdr == nil || len(hdr) > maxKeptFields {
+		hdr = make(http.Header, 16)
+		c.hdr = hdr
+	} else {
+		clear(hdr)
 	}
-	vi, hosts := 0, 0
+	// Each value's slice is one element of vals, its capacity cut to one so that an append to
+	// it (a second field of the same name, a handler's Add) copies it out.
+	vals := c.vals[:0]
+	hosts := 0
 	var host string
 	for {
 		line, rest = httpwire.CutLine(rest)
@@ -145,9 +147,12 @@ func (c *conn) readRequest() error {
 			hdr[key] = append(vs, value)
 			continue
 		}
-		vals[vi] = value
-		hdr[key] = vals[vi : vi+1 : vi+1]
-		vi++
+		vals = append(vals, value)
+		n := len(vals)
+		hdr[key] = vals[n-1 : n : n]
+	}
+	if cap(vals) <= 4*maxKeptFields {
+		c.vals = vals
 	}
 
 	if hosts > 1 || hosts == 0 && minor == 1 {
@@ -253,11 +258,11 @@ func parseProto(p string) (minor int, err error) {
 // the common case, is taken as it is, into mem.
 func parseTarget(method, target string, mem *url.URL) (*url.URL, error) {
 	if target[0] == '/' && plainPath(target) {
-		mem.Path = target
+		*mem = url.URL{Path: target}
 		return mem, nil
 	}
 	if target == "*" && method == http.MethodOptions {
-		mem.Path = "*"
+		*mem = url.URL{Path: "*"}
 		return mem, nil
 	}
 	u, err := url.ParseRequestURI(target)

@@ -5,11 +5,14 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"net/url"
 	"runtime"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 // Tests that what a connection reuses from one request to the next leaks nothing between them
@@ -258,4 +261,92 @@ func TestReqCtxChildrenNeedNoGoroutine(t *testing.T) {
 		c()
 	}
 	x.cancel()
+}
+
+// The connection's Request, URL and header map are filled afresh for each request: nothing the
+// first request carried, or its handler changed or added, shows in the second's, served after
+// it or pipelined behind it; and the strings the first handler kept stay as they were.
+func TestRequestIsTheRequests(t *testing.T) {
+	type seen struct {
+		Method, Path, RawQuery, Host, PathValue, Pattern string
+		Header                                           http.Header
+		Form                                             url.Values
+		Trailer                                          http.Header
+		ContentLength                                    int64
+	}
+	see := func(r *http.Request) seen {
+		return seen{r.Method, r.URL.Path, r.URL.RawQuery, r.Host, r.PathValue("id"), r.Pattern,
+			r.Header, r.Form, r.Trailer, r.ContentLength}
+	}
+	many := strings.Repeat("X-Many: m\r\n", maxKeptFields+10)
+	var mu sync.Mutex
+	var keptStrings []string
+	var second seen
+	_, addr := start(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		if !strings.HasPrefix(r.URL.Path, "/first") {
+			second = see(r)
+			return
+		}
+		keptStrings = []string{r.Method, r.URL.Path, r.Host, r.Header.Get("X-A"), r.Header.Get("Content-Type"),
+			strings.Join(r.Header.Values("X-Dup"), ",")}
+		// What a handler may do to its request, none of which may reach the next one.
+		r.Header.Add("X-Added", "x")
+		r.Header.Add("X-Dup", "c")
+		r.Header["X-A"][0] = "changed"
+		r.URL.Path, r.URL.RawQuery = "/changed", "z=1"
+		r.SetPathValue("id", "1")
+		r.Form = url.Values{"f": {"1"}}
+		r.Pattern = "POST /first"
+		r.Trailer = http.Header{"T": {"1"}}
+		r.Host = "changed"
+		_, _ = io.Copy(io.Discard, r.Body)
+	}))
+	for _, tt := range []struct {
+		name, first string
+		pipelined   bool
+	}{
+		{"plain path", "POST /first HTTP/1.1\r\nHost: one\r\nX-A: 1\r\nX-Dup: a\r\nX-Dup: b\r\nContent-Type: text/plain\r\nContent-Length: 2\r\n\r\nab", false},
+		{"plain path/pipelined", "POST /first HTTP/1.1\r\nHost: one\r\nX-A: 1\r\nX-Dup: a\r\nX-Dup: b\r\nContent-Type: text/plain\r\nContent-Length: 2\r\n\r\nab", true},
+		{"escaped path and query", "POST /first%41?q=1 HTTP/1.1\r\nHost: one\r\nX-A: 1\r\nX-Dup: a\r\nX-Dup: b\r\nContent-Type: text/plain\r\nContent-Length: 2\r\n\r\nab", false},
+		{"many fields", "POST /first HTTP/1.1\r\nHost: one\r\nX-A: 1\r\nX-Dup: a\r\n" + many + "X-Dup: b\r\nContent-Type: text/plain\r\nContent-Length: 2\r\n\r\nab", true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			mu.Lock()
+			keptStrings, second = nil, seen{}
+			mu.Unlock()
+			c, br := dialRaw(t, addr)
+			next := "GET /second HTTP/1.1\r\nHost: two\r\nX-B: 2\r\n\r\n"
+			// A request before the first, so that what the connection keeps has room to spare.
+			warm := "GET /warm HTTP/1.1\r\nHost: h\r\nX-1: 1\r\nX-2: 2\r\nX-3: 3\r\nX-4: 4\r\nX-5: 5\r\nX-6: 6\r\n\r\n"
+			reqs := []string{warm, tt.first, next}
+			if tt.pipelined {
+				reqs = []string{warm + tt.first + next}
+			}
+			for _, raw := range reqs {
+				_, _ = io.WriteString(c, raw)
+				for range strings.Count(raw, "HTTP/1.1\r\n") {
+					resp, err := http.ReadResponse(br, nil)
+					if err != nil {
+						t.Fatal(err)
+					}
+					_, _ = io.Copy(io.Discard, resp.Body)
+				}
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			want := seen{Method: "GET", Path: "/second", Host: "two", Header: http.Header{"X-B": {"2"}}}
+			if d := cmp.Diff(want, second); d != "" {
+				t.Errorf("the second request (-want +got):\n%s", d)
+			}
+			path := "/first"
+			if strings.HasPrefix(tt.first, "POST /first%41") {
+				path = "/firstA"
+			}
+			if d := cmp.Diff([]string{"POST", path, "one", "1", "text/plain", "a,b"}, keptStrings); d != "" {
+				t.Errorf("strings the first handler kept, after the second (-want +got):\n%s", d)
+			}
+		})
+	}
 }

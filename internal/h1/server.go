@@ -11,12 +11,16 @@
 // and the watching goroutine is started only for a request that is still running after
 // Server.WatchAfter: a language model's answer takes seconds, the fast path none of that.
 //
-// What a handler may keep after it returns: its request's context, which is cancelled then and
+// What a handler may keep after it returns: any string of its request (method, path, header
+// names and values), which never changes; its request's context, which is cancelled then and
 // stays cancelled whatever the connection serves next (a child of it or a context.AfterFunc on
 // it works as on any context.WithCancel); and the request's Body, which then reads nothing but
-// http.ErrBodyReadAfterClose. The *http.Request itself is the connection's: the next request on
-// the connection overwrites it, so a handler must not use it after it returns (net/http hands
-// each request a new one; this server does not, to allocate nothing per request).
+// http.ErrBodyReadAfterClose. The *http.Request itself, its URL and its Header map (and the
+// slices in it) are the connection's: the next request on the connection clears and overwrites
+// them, so a handler must not use them after it returns, nor let a goroutine of its own do so
+// (net/http hands each request new ones; this server does not, to allocate nothing per request).
+// Nothing of a request is handed to another connection's. The ResponseWriter and its Header
+// map are the connection's too, as in net/http.
 //
 // What it does not do: TLS, HTTP/2, Upgrade and Hijack, and sniffing a Content-Type; the gateway
 // listens on plain HTTP/1.1 and sets every Content-Type it writes.
