@@ -27,47 +27,77 @@ func bad(msg string) error {
 
 // readHead reads a request's line and headers, through the empty line that ends them. Empty
 // lines before the request line are skipped (RFC 9112 §2.2); a line may end in CRLF or LF.
-func (c *conn) readHead() ([]byte, error) {
+// The head is copied into the connection's arena of heads, and the string returned is the
+// arena's: the request's strings are slices of it, without a copy of their own.
+func (c *conn) readHead() (string, error) {
 	br := c.bufs.br
 	limit := c.s.MaxHeaderBytes
 	if limit <= 0 {
 		limit = defaultMaxHeader
 	}
-	h := c.bufs.hdr[:0]
+	a := &c.bufs.heads
+	if a.Cap() > maxHeadArena {
+		a.Reset() // a large head's arena: the next head starts a new one of the usual size
+	}
+	start := a.Len()
 	lineStart, lines, skipped := true, 0, 0
 	for {
 		frag, err := br.ReadSlice('\n')
-		if len(h)+len(frag) > limit {
+		if a.Len()-start+len(frag) > limit {
 			if lines == 0 {
-				return nil, &parseError{http.StatusRequestURITooLong, "uri_too_long",
+				return "", &parseError{http.StatusRequestURITooLong, "uri_too_long",
 					"the request line is longer than " + strconv.Itoa(limit) + " bytes"}
 			}
-			return nil, &parseError{http.StatusRequestHeaderFieldsTooLarge, "header_too_large",
+			return "", &parseError{http.StatusRequestHeaderFieldsTooLarge, "header_too_large",
 				"the request's headers are larger than " + strconv.Itoa(limit) + " bytes"}
 		}
 		if errors.Is(err, bufio.ErrBufferFull) {
-			h = append(h, frag...)
+			start = c.bufs.appendHead(start, frag)
 			lineStart = false
 			continue
 		}
 		if err != nil {
-			return nil, err // the client closed or timed out mid-request: nothing to answer
+			return "", err // the client closed or timed out mid-request: nothing to answer
 		}
 		if lineStart && (len(frag) == 1 || len(frag) == 2 && frag[0] == '\r') {
 			if lines == 0 {
 				if skipped++; skipped > 4 {
-					return nil, bad("empty lines where a request line was expected")
+					return "", bad("empty lines where a request line was expected")
 				}
 				continue
 			}
-			h = append(h, frag...)
-			c.bufs.hdr = h
-			return h, nil
+			start = c.bufs.appendHead(start, frag)
+			return a.String()[start:], nil
 		}
-		h = append(h, frag...)
+		start = c.bufs.appendHead(start, frag)
 		lineStart = true
 		lines++
 	}
+}
+
+// The arena of heads: strings.Builder only ever appends to its array, and what a String it
+// returned covers is never written again, so heads copied one after another into one array
+// share one allocation, every string made of them stays as it was for as long as something
+// holds it, and an array is dropped (to the collector) rather than reused when it is full.
+const (
+	headArena    = 4 << 10  // the usual arena: some ten heads of the SDKs' requests
+	maxHeadArena = 16 << 10 // an arena grown past this for a large head is not kept
+)
+
+// appendHead appends frag to the head that begins at start in the arena, and returns where
+// the head begins now: at 0 in a new arena, when the old one has no room for frag (the head so
+// far is copied there, never the heads before it).
+func (b *connBufs) appendHead(start int, frag []byte) int {
+	a := &b.heads
+	if a.Cap()-a.Len() < len(frag) {
+		sofar := a.String()[start:]
+		a.Reset()
+		a.Grow(max(headArena, 2*(len(sofar)+len(frag))))
+		a.WriteString(sofar)
+		start = 0
+	}
+	a.Write(frag)
+	return start
 }
 
 // maxKeptFields bounds the header map a connection keeps for its next request: clearing a map
@@ -76,15 +106,14 @@ func (c *conn) readHead() ([]byte, error) {
 const maxKeptFields = 64
 
 // readRequest reads and checks one request's head into c.base and sets up its body. The
-// strings of the request (method, path, header values) are all slices of one string copied
-// from the head. The URL (when its path is plain), the header map and the array of its values
+// strings of the request (method, path, header values) are all slices of the head's string in
+// the arena (see readHead). The URL (when its path is plain), the header map and the array of its values
 // are the connection's, cleared and filled again for each request.
 func (c *conn) readRequest() error {
-	head, err := c.readHead()
+	raw, err := c.readHead()
 	if err != nil {
 		return err
 	}
-	raw := string(head)
 	c.slot = c.bufs.slot()
 
 	line, rest := httpwire.CutLine(raw)

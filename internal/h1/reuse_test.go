@@ -350,3 +350,65 @@ func TestRequestIsTheRequests(t *testing.T) {
 		})
 	}
 }
+
+// The strings of a request are slices of the connection's arena of heads: kept by a handler,
+// they stay as they were through the requests that follow on the connection, however the
+// heads fill arenas (short and long ones, lines longer than the read buffer, a head that does
+// not fit what is left of an arena), served one by one or pipelined.
+func TestHeadStringsStay(t *testing.T) {
+	type strs struct{ Method, Path, Host, Value, Key string }
+	var mu sync.Mutex
+	var got []strs
+	_, addr := start(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		s := strs{Method: r.Method, Path: r.URL.Path, Host: r.Host, Value: r.Header.Get("X-V")}
+		for k := range r.Header {
+			if strings.HasPrefix(k, "X-K") {
+				s.Key = k
+			}
+		}
+		got = append(got, s)
+	}))
+	const n = 60
+	var want []strs
+	raws := make([]string, n)
+	for i := range n {
+		size := i * 331 % 3000
+		if i%9 == 4 {
+			size = 5000 + i // past the read buffer and the usual arena
+		}
+		v := strings.Repeat(string(rune('a'+i%26)), size)
+		method := []string{"GET", "POST", "PUT"}[i%3]
+		s := strs{Method: method, Path: "/r/" + itoa(i), Host: "h" + itoa(i), Value: v, Key: "X-K" + itoa(i)}
+		want = append(want, s)
+		raws[i] = s.Method + " " + s.Path + " HTTP/1.1\r\nHost: " + s.Host + "\r\nX-V: " + v + "\r\nx-k" + itoa(i) +
+			": 1\r\nContent-Length: 0\r\n\r\n"
+	}
+	for _, pipelined := range []bool{false, true} {
+		t.Run(map[bool]string{false: "one by one", true: "pipelined"}[pipelined], func(t *testing.T) {
+			mu.Lock()
+			got = nil
+			mu.Unlock()
+			c, br := dialRaw(t, addr)
+			if pipelined {
+				go func() { _, _ = io.WriteString(c, strings.Join(raws, "")) }()
+			}
+			for i := range n {
+				if !pipelined {
+					_, _ = io.WriteString(c, raws[i])
+				}
+				resp, err := http.ReadResponse(br, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				_, _ = io.Copy(io.Discard, resp.Body)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if d := cmp.Diff(want, got); d != "" {
+				t.Errorf("strings kept from each request, after all %d (-want +got):\n%.2000s", n, d)
+			}
+		})
+	}
+}

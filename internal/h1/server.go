@@ -35,6 +35,7 @@ import (
 	"net"
 	"net/http"
 	"runtime/debug"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -272,8 +273,8 @@ func (s *Server) closeIdle() bool {
 type connBufs struct {
 	br      *bufio.Reader
 	bw      *bufio.Writer
-	hdr     []byte // the request's line and headers as read
-	pending []byte // an answer's body before its header has gone out
+	heads   strings.Builder // the arena of request heads (see readHead)
+	pending []byte          // an answer's body before its header has gone out
 	rh      http.Header
 	slots   []reqSlot // the slab's slots not used yet
 }
@@ -292,8 +293,8 @@ func (s *Server) getBufs(c *conn) *connBufs {
 func (s *Server) putBufs(b *connBufs) {
 	b.br.Reset(nil)
 	b.bw.Reset(nil)
-	if cap(b.hdr) > 8<<10 {
-		b.hdr = nil
+	if b.heads.Cap() > maxHeadArena {
+		b.heads.Reset()
 	}
 	clear(b.rh)
 	s.bufs.Put(b)
