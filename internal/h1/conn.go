@@ -35,6 +35,7 @@ type conn struct {
 	url    url.URL      // the request's URL when its path is plain (see parseTarget)
 	hdr    http.Header  // the request's header map
 	vals   []string     // the array of its values
+	keys   []string     // the name of each of vals, for a request that repeats a name
 
 	// Read deadlines (see armRead). Only the connection's goroutine uses these.
 	phase  rdl   // the deadline a read that reaches the socket needs now

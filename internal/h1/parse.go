@@ -146,10 +146,13 @@ func (c *conn) readRequest() error {
 		clear(hdr)
 	}
 	// Each value's slice is one element of vals, its capacity cut to one so that an append to
-	// it (a second field of the same name, a handler's Add) copies it out.
-	vals := c.vals[:0]
+	// it (a handler's Add) copies it out. Each field is assigned without looking first whether
+	// its name came before: the map then has fewer names than vals has values, and is filled
+	// again, in the rare request that repeats a name, with each name's values gathered.
+	vals, keys := c.vals[:0], c.keys[:0]
 	hosts := 0
 	var host string
+	var fields uint8 // the framing fields seen (see framingField)
 	for {
 		line, rest = httpwire.CutLine(rest)
 		if line == "" {
@@ -162,7 +165,7 @@ func (c *conn) readRequest() error {
 		if !ok || !httpwire.IsToken(name) {
 			return bad("malformed header line")
 		}
-		value = strings.Trim(value, " \t")
+		value = trimOWS(value)
 		if !httpwire.ValidValue(value) {
 			return bad("invalid character in the value of header " + strconv.Quote(name))
 		}
@@ -172,16 +175,23 @@ func (c *conn) readRequest() error {
 			host = value
 			continue
 		}
-		if vs, ok := hdr[key]; ok {
-			hdr[key] = append(vs, value)
-			continue
-		}
-		vals = append(vals, value)
+		fields |= framingField(key)
+		vals, keys = append(vals, value), append(keys, key)
 		n := len(vals)
 		hdr[key] = vals[n-1 : n : n]
 	}
+	if len(hdr) < len(vals) {
+		clear(hdr)
+		for i, key := range keys {
+			if vs, ok := hdr[key]; ok {
+				hdr[key] = append(vs, vals[i])
+				continue
+			}
+			hdr[key] = vals[i : i+1 : i+1]
+		}
+	}
 	if cap(vals) <= 4*maxKeptFields {
-		c.vals = vals
+		c.vals, c.keys = vals, keys
 	}
 
 	if hosts > 1 || hosts == 0 && minor == 1 {
@@ -205,17 +215,70 @@ func (c *conn) readRequest() error {
 		Host:       host,
 		RemoteAddr: c.remote,
 		RequestURI: target,
-		Close:      httpwire.Closes(hdr["Connection"], minor),
 	}
-	return c.setBody(req, &c.slot.body)
+	var conn []string
+	if fields&fieldConnection != 0 {
+		conn = hdr["Connection"]
+	}
+	req.Close = closes(conn, minor)
+	return c.setBody(req, &c.slot.body, fields)
 }
 
-// setBody reads the framing headers and sets the request's Body (handle, when it has one) and
-// ContentLength.
-func (c *conn) setBody(req *http.Request, handle *bodyHandle) error {
+// The framing fields, which the server reads itself: readRequest notes which a request has, so
+// that one without them costs no map lookup for them.
+const (
+	fieldLength uint8 = 1 << iota
+	fieldTE
+	fieldExpect
+	fieldConnection
+)
+
+// framingField is key's bit among the framing fields; key is in canonical form.
+func framingField(key string) uint8 {
+	switch key {
+	case "Content-Length":
+		return fieldLength
+	case "Transfer-Encoding":
+		return fieldTE
+	case "Expect":
+		return fieldExpect
+	case "Connection":
+		return fieldConnection
+	}
+	return 0
+}
+
+// closes is httpwire.Closes, without its token loop for the usual single value.
+func closes(conn []string, minor int) bool {
+	if len(conn) == 1 {
+		switch conn[0] {
+		case "keep-alive", "Keep-Alive":
+			return false
+		case "close", "Close":
+			return true
+		}
+	}
+	return httpwire.Closes(conn, minor)
+}
+
+// trimOWS is strings.Trim(s, " \t"), which builds its set of bytes on every call.
+func trimOWS(s string) string {
+	for len(s) > 0 && (s[0] == ' ' || s[0] == '\t') {
+		s = s[1:]
+	}
+	for len(s) > 0 && (s[len(s)-1] == ' ' || s[len(s)-1] == '\t') {
+		s = s[:len(s)-1]
+	}
+	return s
+}
+
+// setBody reads the framing headers (fields says which the request has) and sets the
+// request's Body (handle, when it has one) and ContentLength.
+func (c *conn) setBody(req *http.Request, handle *bodyHandle, fields uint8) error {
 	h := req.Header
 	size := int64(0)
-	if cls, ok := h["Content-Length"]; ok {
+	if fields&fieldLength != 0 {
+		cls := h["Content-Length"]
 		for i, v := range cls {
 			n, err := parseLength(v)
 			if err != nil {
@@ -226,14 +289,17 @@ func (c *conn) setBody(req *http.Request, handle *bodyHandle) error {
 			}
 			size = n
 		}
-		h["Content-Length"] = cls[:1] // equal duplicates count once, as in net/http
+		if len(cls) > 1 {
+			h["Content-Length"] = cls[:1] // equal duplicates count once, as in net/http
+		}
 	}
 	chunked := false
-	if tes, ok := h["Transfer-Encoding"]; ok {
+	if fields&fieldTE != 0 {
+		tes := h["Transfer-Encoding"]
 		if req.ProtoMinor == 0 {
 			return bad("Transfer-Encoding is not allowed in HTTP/1.0")
 		}
-		if _, ok := h["Content-Length"]; ok {
+		if fields&fieldLength != 0 {
 			return bad("a request must not carry both Content-Length and Transfer-Encoding")
 		}
 		if len(tes) != 1 || !strings.EqualFold(tes[0], "chunked") {
@@ -246,7 +312,8 @@ func (c *conn) setBody(req *http.Request, handle *bodyHandle) error {
 		size = -1
 	}
 	cont := false
-	if ex, ok := h["Expect"]; ok && req.ProtoMinor == 1 {
+	if fields&fieldExpect != 0 && req.ProtoMinor == 1 {
+		ex := h["Expect"]
 		if len(ex) != 1 || !strings.EqualFold(ex[0], "100-continue") {
 			return &parseError{http.StatusExpectationFailed, "expectation_failed",
 				"only Expect: 100-continue is supported"}
