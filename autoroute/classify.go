@@ -38,11 +38,14 @@ type pattern struct {
 	text   string // as configured, without the weight suffix
 }
 
-// patMatch is the part of a pattern that match reads for every word that starts it.
+// patMatch is the part of a pattern that match and score read: match for every word that
+// starts it, score for every match.
 type patMatch struct {
 	second int32 // the id of the second word, when there is one
 	rest   int32 // Classifier.rest[rest:rest+n-2] are the ids of the third word on
 	n      int32 // words
+	intent int32
+	weight int8
 	kind   patKind
 	last   bool // the last pattern of its first word's run
 }
@@ -72,8 +75,9 @@ type Classifier struct {
 	// pats are ordered by first word, and among those longest first (then as configured), so
 	// that the patterns a word starts are one run: a word that starts any has the id of its run's
 	// first pattern, and the others have ids from len(pats) up. match finds a word's candidates
-	// without a lookup of its own, in mpats, which holds only what match reads, 16 bytes a
-	// pattern; pats is read only for the few patterns that match.
+	// without a lookup of its own, in mpats, which holds what match and score read in 16 bytes a
+	// pattern; pats (56 bytes and an ids array each) is read only for the texts of the terms
+	// that matched, by Classify and Explain, never by Route.
 	pats  []pattern
 	mpats []patMatch
 	rest  []int32 // the ids of the third word on of the longer patterns, see patMatch.rest
@@ -191,7 +195,7 @@ func New(r Rules) (*Classifier, error) {
 
 	npats := len(c.pats)
 	c.pool.New = func() any {
-		return &scratch{seen: make([]bool, npats),
+		return &scratch{seen: make([]uint64, (npats+63)/64),
 			points: make([]int32, len(c.intents))}
 	}
 	return c, nil
@@ -274,7 +278,7 @@ func (c *Classifier) number() {
 		}
 		pat.ids = ids
 		pats[p] = pat
-		m := patMatch{n: int32(len(ids)), kind: pat.kind}
+		m := patMatch{n: int32(len(ids)), intent: pat.intent, weight: int8(pat.weight), kind: pat.kind}
 		if len(ids) >= 2 {
 			m.second = ids[1]
 		}
@@ -336,7 +340,7 @@ type scratch struct {
 	toks   []tok
 	hits   []hit
 	negs   []negSpan
-	seen   []bool
+	seen   []uint64 // a bit per pattern
 	points []int32
 
 	clause        int32
@@ -663,7 +667,7 @@ func (c *Classifier) score(s *scratch) {
 	}
 	for h := range s.hits {
 		ht := &s.hits[h]
-		pat := &c.pats[ht.pat]
+		pat := &c.mpats[ht.pat]
 		if pat.kind == kindTerm {
 			for _, ng := range s.negs {
 				if ht.start >= ng.start && ht.start < ng.end+negationReach && s.toks[ht.start].clause == ng.clause {
@@ -675,14 +679,14 @@ func (c *Classifier) score(s *scratch) {
 				continue
 			}
 		}
-		if s.seen[ht.pat] {
+		if s.seen[ht.pat/64]&(1<<(ht.pat%64)) != 0 {
 			continue
 		}
-		s.seen[ht.pat] = true
+		s.seen[ht.pat/64] |= 1 << (ht.pat % 64)
 		ht.counted = true
-		pts := 2 * pat.weight
+		pts := 2 * int32(pat.weight)
 		if ht.system {
-			pts = pat.weight
+			pts = int32(pat.weight)
 		}
 		if pat.kind == kindAgainst {
 			pts = -pts
@@ -693,7 +697,7 @@ func (c *Classifier) score(s *scratch) {
 
 func (c *Classifier) release(s *scratch) {
 	for _, h := range s.hits {
-		s.seen[h.pat] = false
+		s.seen[h.pat/64] &^= 1 << (h.pat % 64)
 	}
 	c.pool.Put(s)
 }
