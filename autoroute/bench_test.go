@@ -105,12 +105,66 @@ func BenchmarkRoute1KBCold(b *testing.B) {
 	}
 	p := benchPrompt()
 	const system = "You are a helpful assistant."
-	coldBench(b, func() { c.Route(system, p, "") }, p, system)
+	coldBench(b, func() { c.Route(system, p, "") }, func() { touch(p); touch(system) })
 }
 
-// coldBench runs call in the three cases of BenchmarkRoute1KBCold; inputs are read again after
-// each eviction.
-func coldBench(b *testing.B, call func(), inputs ...string) {
+// BenchmarkChat1KB is the server's part of an "auto" request's cost in autoroute, for the chat of
+// BenchmarkTexts: Texts then Route, as server.resolve calls them, against RouteMessages.
+func BenchmarkChat1KB(b *testing.B) {
+	c, msgs := benchChat(b)
+	b.Run("texts+route", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			sys, user := Texts(msgs)
+			c.Route(sys, user, "")
+		}
+	})
+	b.Run("messages", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			c.RouteMessages(msgs, "")
+		}
+	})
+}
+
+// BenchmarkChat1KBCold is BenchmarkChat1KB in the cases of BenchmarkRoute1KBCold; the request's
+// contents are read again after each eviction, as the server has just decoded them.
+func BenchmarkChat1KBCold(b *testing.B) {
+	c, msgs := benchChat(b)
+	rewarm := func() {
+		for _, m := range msgs {
+			touch(m.Content)
+		}
+	}
+	b.Run("texts+route", func(b *testing.B) {
+		coldBench(b, func() {
+			sys, user := Texts(msgs)
+			c.Route(sys, user, "")
+		}, rewarm)
+	})
+	b.Run("messages", func(b *testing.B) {
+		coldBench(b, func() { c.RouteMessages(msgs, "") }, rewarm)
+	})
+}
+
+func benchChat(b *testing.B) (*Classifier, []core.Message) {
+	c, err := New(Rules{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	user, err := json.Marshal(benchPrompt() + "\n\n\"quoted\"")
+	if err != nil {
+		b.Fatal(err)
+	}
+	return c, []core.Message{
+		{Role: "system", Content: json.RawMessage(`"You are a helpful assistant."`)},
+		{Role: "user", Content: user},
+	}
+}
+
+// coldBench runs call in the three cases of BenchmarkRoute1KBCold, calling rewarm after each
+// eviction.
+func coldBench(b *testing.B, call func(), rewarm func()) {
 	for _, tc := range []struct {
 		name  string
 		bytes int
@@ -126,9 +180,7 @@ func coldBench(b *testing.B, call func(), inputs ...string) {
 			times, n := make([]time.Duration, 1<<14), 0
 			for b.Loop() {
 				evict(junk)
-				for _, s := range inputs {
-					touch(s)
-				}
+				rewarm()
 				t0 := time.Now()
 				call()
 				times[n%len(times)] = time.Since(t0)
@@ -151,7 +203,7 @@ func evict(junk []byte) (sum byte) {
 }
 
 // touch reads one byte of every cache line of s.
-func touch(s string) (sum byte) {
+func touch[T ~string | ~[]byte](s T) (sum byte) {
 	for i := 0; i < len(s); i += 64 {
 		sum += s[i]
 	}

@@ -335,6 +335,7 @@ type Decision struct {
 
 // scratch is the per-call working memory, pooled.
 type scratch struct {
+	text   []byte    // the texts of RouteMessages that could not be read in place
 	words  []byte    // the words scan builds, where it built them
 	refs   []wordRef // the words scan found, in words
 	toks   []tok
@@ -575,7 +576,11 @@ func (c *Classifier) Route(system, lastUser, hint string) (route, intent string)
 	if r, _, _ := c.hintRoute(hint); r != "" {
 		return r, IntentHint
 	}
-	s := c.run(system, lastUser)
+	return c.routeOf(c.run(system, lastUser))
+}
+
+// routeOf is Route's answer from a run, whose scratch it releases.
+func (c *Classifier) routeOf(s *scratch) (route, intent string) {
 	w := c.winner(s, detectLanguage(s.arabic, s.latin))
 	c.release(s)
 	if w < 0 {
@@ -587,6 +592,12 @@ func (c *Classifier) Route(system, lastUser, hint string) (route, intent string)
 // run tokenises both texts, matches every pattern and scores each intent.
 func (c *Classifier) run(system, user string) *scratch {
 	s := c.pool.Get().(*scratch)
+	c.runIn(s, system, user)
+	return s
+}
+
+// runIn is run in the scratch s, which system and user may lie in (scratch.text).
+func (c *Classifier) runIn(s *scratch, system, user string) {
 	s.toks, s.hits, s.negs = s.toks[:0], s.hits[:0], s.negs[:0]
 	s.clause, s.arabic, s.latin = 0, 0, 0
 
@@ -607,7 +618,6 @@ func (c *Classifier) run(system, user string) *scratch {
 
 	c.match(s, userEnd)
 	c.score(s)
-	return s
 }
 
 func (c *Classifier) match(s *scratch, userEnd int32) {
@@ -699,8 +709,14 @@ func (c *Classifier) release(s *scratch) {
 	for _, h := range s.hits {
 		s.seen[h.pat/64] &^= 1 << (h.pat % 64)
 	}
+	if cap(s.text) > maxPooledText {
+		s.text = nil // a rare long chat should not keep its size in every pooled scratch
+	}
 	c.pool.Put(s)
 }
+
+// maxPooledText is the largest scratch.text kept for the next call.
+const maxPooledText = 64 << 10
 
 // winner is the index of the intent that fires, or -1.
 func (c *Classifier) winner(s *scratch, lang Language) int {

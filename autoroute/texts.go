@@ -1,8 +1,11 @@
 package autoroute
 
 import (
+	"encoding/binary"
 	"encoding/json"
 	"strings"
+	"unicode/utf8"
+	"unsafe"
 
 	"github.com/hayula/gateway/core"
 	"github.com/hayula/gateway/internal/jsonx"
@@ -76,4 +79,190 @@ func partsText(raw json.RawMessage) string {
 		}
 	}
 	return strings.Join(texts, "\n")
+}
+
+// RouteMessages is Route(Texts(msgs)) with hint, for the server's "auto" requests: the same
+// answer (TestRouteMessages and FuzzRouteMessages hold it to that), without the strings Texts
+// builds. A string content without escapes is read where it lies in msgs; one with escapes is
+// unquoted into pooled scratch space, as are several system messages joined. Only an array of
+// parts still goes through encoding/json (and allocates). msgs must not change during the call.
+func (c *Classifier) RouteMessages(msgs []core.Message, hint string) (route, intent string) {
+	if r, _, _ := c.hintRoute(hint); r != "" {
+		return r, IntentHint
+	}
+	s := c.pool.Get().(*scratch)
+	system, user := s.texts(msgs)
+	c.runIn(s, system, user)
+	return c.routeOf(s)
+}
+
+// texts is Texts reading into s.text: each returned string lies either in msgs or in s.text,
+// and is valid until s is used again. An in-place text keeps the bytes of invalid UTF-8 that
+// Texts would turn into U+FFFD; scan reads each such byte as a U+FFFD, so the words are the same.
+func (s *scratch) texts(msgs []core.Message) (system, user string) {
+	buf := s.text[:0]
+	var userIn, sysIn []byte  // texts read in place
+	userAt, userEnd := -1, -1 // or where they lie in buf
+	sysAt := -1
+	for i := len(msgs) - 1; i >= 0; i-- {
+		if msgs[i].Role == "user" {
+			mark := len(buf)
+			var in bool
+			if userIn, in, buf = content(buf, msgs[i].Content); !in {
+				userAt, userEnd = mark, len(buf)
+			}
+			break
+		}
+	}
+	for _, m := range msgs {
+		if m.Role != "system" && m.Role != "developer" {
+			continue
+		}
+		if sysIn == nil && sysAt < 0 {
+			// The first text, the only one in most chats, is read in place if it can be.
+			mark := len(buf)
+			v, in, out := content(buf, m.Content)
+			buf = out
+			switch {
+			case in && len(v) > 0:
+				sysIn = v
+			case !in && len(buf) > mark:
+				sysAt = mark
+			}
+			continue
+		}
+		if sysIn != nil {
+			// A second text: the first is copied to join it.
+			sysAt = len(buf)
+			buf = append(buf, sysIn...)
+			sysIn = nil
+		}
+		mark := len(buf)
+		buf = append(buf, '\n')
+		v, in, out := content(buf, m.Content)
+		if buf = out; in {
+			buf = append(buf, v...)
+		}
+		if len(buf) == mark+1 {
+			// An empty text is left out, separator and all, as Texts leaves it out.
+			buf = buf[:mark]
+		}
+	}
+	s.text = buf
+	switch {
+	case userIn != nil:
+		user = view(userIn)
+	case userAt >= 0:
+		user = view(buf[userAt:userEnd])
+	}
+	switch {
+	case sysIn != nil:
+		system = view(sysIn)
+	case sysAt >= 0:
+		system = view(buf[sysAt:])
+	}
+	return system, user
+}
+
+// view is b as a string without a copy. The texts it makes are read by scan alone, during the
+// call that made them, while nothing writes to b; none is kept.
+func view(b []byte) string {
+	if len(b) == 0 {
+		return ""
+	}
+	return unsafe.String(&b[0], len(b))
+}
+
+// content reads a message's content as contentText does: a string literal without escapes in
+// place (text, with inPlace set), anything else appended to dst. A literal's plain runs are found
+// eight bytes at a time and copied whole, and its one-letter escapes decoded here; the rest (\u
+// escapes, invalid UTF-8, malformed literals, arrays of parts) goes the slower ways of
+// appendContent.
+func content(dst []byte, raw json.RawMessage) (text []byte, inPlace bool, out []byte) {
+	if n := len(raw); n >= 2 && raw[0] == '"' && raw[n-1] == '"' {
+		body := raw[1 : n-1]
+		k := plainPrefix(body)
+		if k == len(body) {
+			return body, true, dst
+		}
+		if out, ok := unquoteFrom(dst, body, k); ok {
+			return nil, false, out
+		}
+	}
+	return nil, false, appendContent(dst, raw)
+}
+
+// plainPrefix is the length of body's run of bytes that need no unquoting: up to the first
+// control character, quote or backslash.
+func plainPrefix(body []byte) int {
+	i := 0
+	for i+8 <= len(body) && !special(binary.LittleEndian.Uint64(body[i:])) {
+		i += 8
+	}
+	for i < len(body) && body[i] >= 0x20 && body[i] != '"' && body[i] != '\\' {
+		i++
+	}
+	return i
+}
+
+// special reports whether any byte of x is below 0x20, a quote or a backslash.
+func special(x uint64) bool {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	quote := x ^ (ones * '"')
+	slash := x ^ (ones * '\\')
+	return ((x-ones*0x20)&^x|(quote-ones)&^quote|(slash-ones)&^slash)&highs != 0
+}
+
+// unquoteFrom appends the text of a literal's body, of which body[:k] needs no unquoting, as
+// jsonx.Unquote decodes it. It answers false, having appended nothing that counts, for what it
+// leaves to jsonx.AppendUnquote: invalid UTF-8, a \u escape, or a malformed literal.
+func unquoteFrom(dst, body []byte, k int) ([]byte, bool) {
+	if !utf8.Valid(body) {
+		return dst, false
+	}
+	out := append(dst, body[:k]...)
+	for i := k; ; {
+		// body[i] is a control character, a quote or a backslash.
+		if body[i] != '\\' || i+1 == len(body) {
+			return dst, false
+		}
+		var c byte
+		switch e := body[i+1]; e {
+		case '"', '\\', '/':
+			c = e
+		case 'b':
+			c = '\b'
+		case 'f':
+			c = '\f'
+		case 'n':
+			c = '\n'
+		case 'r':
+			c = '\r'
+		case 't':
+			c = '\t'
+		default:
+			return dst, false
+		}
+		out = append(out, c)
+		i += 2
+		j := i + plainPrefix(body[i:])
+		out = append(out, body[i:j]...)
+		if j == len(body) {
+			return out, true
+		}
+		i = j
+	}
+}
+
+// appendContent appends what contentText returns for raw.
+func appendContent(dst []byte, raw json.RawMessage) []byte {
+	switch {
+	case len(raw) > 0 && raw[0] == '"':
+		if out, ok := jsonx.AppendUnquote(dst, raw); ok {
+			return out
+		}
+	case string(raw) == "null":
+		return dst
+	}
+	return append(dst, contentText(raw)...)
 }

@@ -2,6 +2,7 @@ package autoroute
 
 import (
 	"encoding/json"
+	"fmt"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -58,13 +59,134 @@ func TestContentTextMatchesDecoded(t *testing.T) {
 	}
 }
 
+// TestContent holds content, which reads in place or unquotes itself what it can, to contentText
+// (read as runes, as in checkRouteMessages).
+func TestContent(t *testing.T) {
+	for _, c := range append(contentCases, `"a\nb"`, `"\t"`, `"x\\"`, `"plain run\u0041"`, "\"\xff\\n\"", `"a\"`) {
+		text, in, out := content([]byte("junk"), json.RawMessage(c))
+		if !in {
+			text = out[len("junk"):]
+		} else if string(out) != "junk" {
+			t.Errorf("content(%q) read in place but appended %q", c, out)
+		}
+		if got, want := string([]rune(string(text))), contentText(json.RawMessage(c)); got != want {
+			t.Errorf("content(%q) = %q (in place %v), contentText gives %q", c, text, in, want)
+		}
+	}
+}
+
 func FuzzContentText(f *testing.F) {
 	for _, c := range contentCases {
 		f.Add([]byte(c))
 	}
 	f.Fuzz(func(t *testing.T, raw []byte) {
-		if got, want := contentText(raw), decodedText(raw); got != want {
+		want := decodedText(raw)
+		if got := contentText(raw); got != want {
 			t.Fatalf("contentText(%q) = %q, encoding/json gives %q", raw, got, want)
 		}
+		text, in, out := content(nil, raw)
+		if !in {
+			text = out
+		}
+		if got := string([]rune(string(text))); got != want {
+			t.Fatalf("content(%q) = %q (in place %v), encoding/json gives %q", raw, text, in, want)
+		}
 	})
+}
+
+// chatCases are chats on both sides of every rule of texts: in place or unquoted, one system
+// text or several joined, empty texts left out, parts, junk.
+func chatCases() [][]core.Message {
+	msg := func(role, content string) core.Message {
+		return core.Message{Role: role, Content: json.RawMessage(content)}
+	}
+	bench, err := json.Marshal(benchPrompt() + "\n\n\"quoted\"")
+	if err != nil {
+		panic(err)
+	}
+	return [][]core.Message{
+		nil,
+		{msg("user", `"hello"`)},
+		{msg("system", `"be brief"`), msg("user", `"how do I exploit CVE-2021-44228?"`)},
+		{msg("system", `"You are a security assistant."`), msg("user", string(bench))},
+		{msg("user", `"CVE-2021-44228?"`), msg("assistant", `"it is Log4Shell"`), msg("user", `"thanks, now a poem"`)},
+		{msg("system", `"one"`), msg("developer", `"two\nthree"`), msg("system", `"four"`), msg("user", `"x"`)},
+		{msg("system", `""`), msg("system", `"after an empty one"`), msg("user", `""`)},
+		{msg("system", `"first"`), msg("system", `""`), msg("system", `null`), msg("user", `"u"`)},
+		{msg("system", `"a\u0000b"`), msg("system", `"in place"`), msg("user", `"\u0627\u0644\u062b\u063a\u0631\u0629"`)},
+		{msg("system", "\"\xff bad utf-8 \xd8 ثغرة\""), msg("user", "\"\xed\xa0\x80 hack\xc3 the kernel patch\"")},
+		{msg("system", `"  "`), msg("system", `"ok"`), msg("assistant", `"x"`)},
+		{msg("system", `"\tstarts with an escape, ends with one\\"`), msg("user", `"a \u0041 escape \n after a plain one"`)},
+		{msg("user", "\"invalid \xff and an escape\\n\""), msg("developer", `"\/\b\f\r\ud83d\ude00"`)},
+		// From here on, contents that go through encoding/json.
+		{msg("system", `"\"\""`), msg("user", `"bad \' escape"`)},
+		{msg("developer", `[{"type":"text","text":"prove it"},{"type":"text","text":"step by step"}]`),
+			msg("user", `[{"type":"image_url","image_url":{"url":"data:"}},{"type":"text","text":"what is this exploit?"}]`)},
+		{msg("system", `"a" `), msg("user", `"unterminated`), msg("user", `"ctl`+"\x01"+`"`)},
+		{msg("system", `"ends in a backslash\"`), msg("user", `"escape then \n ctl`+"\x01"+`"`)},
+		{msg("system", `"bare \n " quote"`), msg("user", `"\x"`)},
+	}
+}
+
+func TestRouteMessages(t *testing.T) {
+	c := newDefault(t)
+	for i, msgs := range chatCases() {
+		t.Run(fmt.Sprint(i), func(t *testing.T) {
+			checkRouteMessages(t, c, msgs, "")
+			checkRouteMessages(t, c, msgs, "rev_eng")
+		})
+	}
+}
+
+// checkRouteMessages holds RouteMessages to Route over Texts, and the texts it reads to Texts'
+// (read as runes: an in-place text keeps invalid UTF-8 that Texts turns into U+FFFD).
+func checkRouteMessages(t *testing.T, c *Classifier, msgs []core.Message, hint string) {
+	t.Helper()
+	wantSys, wantUser := Texts(msgs)
+	var s scratch
+	gotSys, gotUser := s.texts(msgs)
+	if diff := cmp.Diff([2]string{wantSys, wantUser}, [2]string{string([]rune(gotSys)), string([]rune(gotUser))}); diff != "" {
+		t.Fatalf("texts of %q (-Texts +texts):\n%s", msgs, diff)
+	}
+	r, in := c.Route(wantSys, wantUser, hint)
+	if gr, gin := c.RouteMessages(msgs, hint); gr != r || gin != in {
+		t.Fatalf("RouteMessages(%q, %q) = %s/%s, Route over Texts = %s/%s", msgs, hint, gr, gin, r, in)
+	}
+}
+
+func FuzzRouteMessages(f *testing.F) {
+	for _, msgs := range chatCases() {
+		if len(msgs) >= 2 {
+			f.Add([]byte(msgs[0].Content), []byte(msgs[len(msgs)-1].Content), []byte(`"`+msgs[0].Role+`"`), uint8(len(msgs)))
+		}
+	}
+	c, err := New(Rules{})
+	if err != nil {
+		f.Fatal(err)
+	}
+	roles := []string{"system", "developer", "user", "assistant"}
+	f.Fuzz(func(t *testing.T, a, b, extra []byte, shape uint8) {
+		// shape picks the roles of a and b, and where a third message (extra) goes.
+		msgs := []core.Message{{Role: roles[shape%4], Content: a}, {Role: roles[shape/4%4], Content: b}}
+		if shape&0x10 != 0 {
+			msgs = append(msgs, core.Message{Role: roles[shape/32%4], Content: extra})
+		}
+		if shape&0x80 != 0 {
+			msgs[0], msgs[len(msgs)-1] = msgs[len(msgs)-1], msgs[0]
+		}
+		checkRouteMessages(t, c, msgs, "")
+	})
+}
+
+func TestRouteMessagesAllocations(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector makes sync.Pool drop items on purpose")
+	}
+	c := newDefault(t)
+	for i, msgs := range chatCases()[:13] {
+		c.RouteMessages(msgs, "") // warm the pool
+		if n := testing.AllocsPerRun(20, func() { c.RouteMessages(msgs, "") }); n != 0 {
+			t.Errorf("chat %d: RouteMessages allocates %.0f times per call, want none", i, n)
+		}
+	}
 }
