@@ -2,6 +2,7 @@ package h1
 
 import (
 	"bufio"
+	"bytes"
 	"errors"
 	"io"
 	"net/http"
@@ -28,8 +29,10 @@ func bad(msg string) error {
 // readHead reads a request's line and headers, through the empty line that ends them. Empty
 // lines before the request line are skipped (RFC 9112 §2.2); a line may end in CRLF or LF.
 // The head is copied into the connection's arena of heads, and the string returned is the
-// arena's: the request's strings are slices of it, without a copy of their own.
-func (c *conn) readHead() (string, error) {
+// arena's: the request's strings are slices of it, without a copy of their own. ends are
+// where each of its lines ends (after its LF), the last one empty; they are the connection's,
+// good until the next head.
+func (c *conn) readHead() (head string, ends []int32, err error) {
 	br := c.bufs.br
 	limit := c.s.MaxHeaderBytes
 	if limit <= 0 {
@@ -39,16 +42,25 @@ func (c *conn) readHead() (string, error) {
 	if a.Cap() > maxHeadArena {
 		a.Reset() // a large head's arena: the next head starts a new one of the usual size
 	}
+	if br.Buffered() == 0 {
+		if _, err := br.Peek(1); err != nil {
+			return "", nil, err // the client closed or timed out: nothing to answer
+		}
+	}
+	if head, ok := c.headInBuffer(limit); ok {
+		return head, c.bufs.ends, nil
+	}
+	ends = c.bufs.ends[:0]
 	start := a.Len()
 	lineStart, lines, skipped := true, 0, 0
 	for {
 		frag, err := br.ReadSlice('\n')
 		if a.Len()-start+len(frag) > limit {
 			if lines == 0 {
-				return "", &parseError{http.StatusRequestURITooLong, "uri_too_long",
+				return "", nil, &parseError{http.StatusRequestURITooLong, "uri_too_long",
 					"the request line is longer than " + strconv.Itoa(limit) + " bytes"}
 			}
-			return "", &parseError{http.StatusRequestHeaderFieldsTooLarge, "header_too_large",
+			return "", nil, &parseError{http.StatusRequestHeaderFieldsTooLarge, "header_too_large",
 				"the request's headers are larger than " + strconv.Itoa(limit) + " bytes"}
 		}
 		if errors.Is(err, bufio.ErrBufferFull) {
@@ -57,22 +69,64 @@ func (c *conn) readHead() (string, error) {
 			continue
 		}
 		if err != nil {
-			return "", err // the client closed or timed out mid-request: nothing to answer
+			return "", nil, err // the client closed or timed out mid-request: nothing to answer
 		}
 		if lineStart && (len(frag) == 1 || len(frag) == 2 && frag[0] == '\r') {
 			if lines == 0 {
 				if skipped++; skipped > 4 {
-					return "", bad("empty lines where a request line was expected")
+					return "", nil, bad("empty lines where a request line was expected")
 				}
 				continue
 			}
 			start = c.bufs.appendHead(start, frag)
-			return a.String()[start:], nil
+			ends = append(ends, int32(a.Len()-start))
+			c.bufs.ends = ends
+			return a.String()[start:], ends, nil
 		}
 		start = c.bufs.appendHead(start, frag)
+		ends = append(ends, int32(a.Len()-start))
 		lineStart = true
 		lines++
 	}
+}
+
+// headInBuffer is readHead for a head that is in the read buffer whole, as a request that came
+// in one segment is: its lines found in one pass, and copied into the arena at once. false
+// leaves the head to readHead's loop: not all there yet, over the limit, or after empty lines.
+func (c *conn) headInBuffer(limit int) (string, bool) {
+	br := c.bufs.br
+	buf, _ := br.Peek(br.Buffered())
+	ends := c.bufs.ends[:0]
+	for i := 0; ; {
+		j := bytes.IndexByte(buf[i:], '\n')
+		if j < 0 {
+			return "", false
+		}
+		end := i + j + 1
+		if end > limit {
+			return "", false
+		}
+		ends = append(ends, int32(end))
+		if j == 0 || j == 1 && buf[i] == '\r' {
+			if i == 0 {
+				return "", false
+			}
+			start := c.bufs.appendHead(c.bufs.heads.Len(), buf[:end])
+			_, _ = br.Discard(end)
+			c.bufs.ends = ends
+			return c.bufs.heads.String()[start:], true
+		}
+		i = end
+	}
+}
+
+// headLine is the line of head from from to end (readHead's ends), without its LF or CRLF.
+func headLine(head string, from, end int32) string {
+	line := head[from : end-1]
+	if n := len(line); n > 0 && line[n-1] == '\r' {
+		line = line[:n-1]
+	}
+	return line
 }
 
 // The arena of heads: strings.Builder only ever appends to its array, and what a String it
@@ -110,13 +164,13 @@ const maxKeptFields = 64
 // the arena (see readHead). The URL (when its path is plain), the header map and the array of its values
 // are the connection's, cleared and filled again for each request.
 func (c *conn) readRequest() error {
-	raw, err := c.readHead()
+	raw, ends, err := c.readHead()
 	if err != nil {
 		return err
 	}
 	c.slot = c.bufs.slot()
 
-	line, rest := httpwire.CutLine(raw)
+	line := headLine(raw, 0, ends[0])
 	method, rem, ok := strings.Cut(line, " ")
 	if !ok || !httpwire.IsToken(method) {
 		return bad("malformed request line")
@@ -153,8 +207,8 @@ func (c *conn) readRequest() error {
 	hosts := 0
 	var host string
 	var fields uint8 // the framing fields seen (see framingField)
-	for {
-		line, rest = httpwire.CutLine(rest)
+	for i := 1; i < len(ends); i++ {
+		line := headLine(raw, ends[i-1], ends[i])
 		if line == "" {
 			break
 		}

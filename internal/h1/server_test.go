@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/iotest"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
@@ -597,14 +598,24 @@ func TestRequestFieldsMatchNetHTTP(t *testing.T) {
 		"GET /v1/models?x=1 HTTP/1.0\r\nUser-Agent: curl\r\nAccept: */*\r\n\r\n",
 		"GET /a%2Fb HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n",
 	}
+	// A head that is in the read buffer whole is parsed in one pass (headInBuffer); one that
+	// comes a byte at a time, line by line.
+	var inParts []string
 	for _, raw := range raws {
-		want, err := http.ReadRequest(bufio.NewReader(strings.NewReader(raw)))
+		inParts = append(inParts, "\r\n"+raw) // an empty line first: line by line too
+	}
+	for i, raw := range append(raws, append(raws, inParts...)...) {
+		want, err := http.ReadRequest(bufio.NewReader(strings.NewReader(strings.TrimPrefix(raw, "\r\n"))))
 		if err != nil {
 			t.Fatal(err)
 		}
 		c := &conn{s: &Server{}, remote: "r"}
 		c.body.c = c
-		c.bufs = &connBufs{br: bufio.NewReader(strings.NewReader(raw))}
+		var r io.Reader = strings.NewReader(raw)
+		if i >= len(raws) && i < 2*len(raws) {
+			r = iotest.OneByteReader(r)
+		}
+		c.bufs = &connBufs{br: bufio.NewReader(r)}
 		if err := c.readRequest(); err != nil {
 			t.Fatalf("%q: %v", raw, err)
 		}
