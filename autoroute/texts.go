@@ -14,7 +14,7 @@ import (
 // Texts picks from a chat what Classify reads: the system prompt (every "system" or "developer"
 // message, joined by newlines) and the last "user" message. Content may be a string or an array of
 // parts; text parts are joined by newlines and other parts (images, audio) are skipped. Content that
-// is neither reads as empty.
+// is neither reads as empty. RouteMessages classifies a chat without building these two strings.
 func Texts(msgs []core.Message) (system, lastUser string) {
 	var sys []string
 	for _, m := range msgs {
