@@ -6,7 +6,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/hayula/gateway/autoroute"
 	"github.com/hayula/gateway/config"
 	"github.com/hayula/gateway/core"
 	"github.com/hayula/gateway/filter"
@@ -39,10 +38,10 @@ func (s *Server) resolve(key *config.Key, req *core.Request) (*routeState, strin
 			return nil, "", &apiError{Status: http.StatusForbidden, Type: typePermission, Code: "model_not_allowed", Param: "model",
 				Message: "This API key may not use the model `auto`."}
 		}
-		sys, user := autoroute.Texts(req.Messages)
-		// Route rather than Classify: the request path needs no Matched or Reason (explain
-		// builds those), and they were two allocations and a formatted line per request.
-		route, intent := s.cfg.Auto.Route(sys, user, req.RouteHint)
+		// RouteMessages rather than Classify: the request path needs no Matched or Reason
+		// (explain builds those), and it reads the message texts where they lie instead of
+		// building two strings of them (Texts) per request.
+		route, intent := s.cfg.Auto.RouteMessages(req.Messages, req.RouteHint)
 		if req.RouteHint == route {
 			if _, named := s.routes[route]; named {
 				req.RouteHint = "" // the hint named the route and is spent; it is no specialist
