@@ -13,7 +13,9 @@ import (
 // response is the http.ResponseWriter of a connection's current request. The body is held
 // back (up to the pending buffer's size) until the handler flushes or returns, so that an
 // answer of known size goes out with Content-Length and in one write; a longer or flushed
-// answer of unknown size is chunked (HTTP/1.1) or ends with the connection (HTTP/1.0).
+// answer of unknown size is chunked (HTTP/1.1) or ends with the connection (HTTP/1.0). A
+// chunked body's writes are gathered in the same buffer until the next flush: one chunk per
+// flush (or per buffer full), not one per write.
 type response struct {
 	c         *conn
 	req       *http.Request
@@ -38,6 +40,7 @@ var (
 func (w *response) reset(req *http.Request) {
 	h := w.c.bufs.rh
 	clear(h)
+	w.c.bufs.pending = w.c.bufs.pending[:0]
 	*w = response{c: w.c, req: req, header: h, length: -1}
 }
 
@@ -104,15 +107,30 @@ func (w *response) Write(p []byte) (int, error) {
 		return 0, http.ErrContentLength
 	}
 	w.written += int64(len(p))
-	if !w.committed {
+	if !w.committed || w.chunked {
 		pend := w.c.bufs.pending
 		if len(pend)+len(p) <= cap(pend) {
 			w.c.bufs.pending = append(pend, p...)
 			return len(p), nil
 		}
-		w.commit(false)
+		if !w.committed {
+			w.commit(false)
+		} else {
+			w.endChunk()
+		}
 	}
 	return w.writeBody(p)
+}
+
+// endChunk writes what the handler wrote since the last flush as one chunk. A chunked body's
+// writes are gathered in the pending buffer (as net/http gathers them in its own), so that an
+// event written in three pieces (a stream's "data: ", payload and blank line) travels as one
+// chunk, not three.
+func (w *response) endChunk() {
+	if pend := w.c.bufs.pending; len(pend) > 0 {
+		w.c.bufs.pending = pend[:0]
+		_, _ = w.writeBody(pend)
+	}
 }
 
 // WriteString lets io.WriteString skip a copy.
@@ -162,6 +180,7 @@ func (w *response) Flush() {
 	if w.err != nil {
 		return
 	}
+	w.endChunk()
 	if err := w.c.bufs.bw.Flush(); err != nil {
 		w.err = err
 	}
@@ -299,6 +318,7 @@ func (w *response) finish() bool {
 	w.finished = true
 	bw := w.c.bufs.bw
 	if w.chunked && w.err == nil {
+		w.endChunk()
 		_, _ = bw.WriteString("0\r\n\r\n")
 	}
 	if w.err == nil {
@@ -315,6 +335,9 @@ func (w *response) finish() bool {
 func (w *response) abandon() {
 	w.finished = true
 	if w.committed || w.err != nil {
+		if w.chunked && w.err == nil {
+			w.endChunk() // what the handler wrote before it panicked goes out, as before
+		}
 		_ = w.c.bufs.bw.Flush()
 		return
 	}
