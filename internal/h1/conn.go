@@ -36,6 +36,8 @@ type conn struct {
 	hdr    http.Header  // the request's header map
 	vals   []string     // the array of its values
 	keys   []string     // the name of each of vals, for a request that repeats a name
+	names  []string     // the last head's field names as sent, line by line
+	canon  []string     // and each in canonical form
 
 	// Read deadlines (see armRead). Only the connection's goroutine uses these.
 	phase  rdl   // the deadline a read that reaches the socket needs now

@@ -8,8 +8,8 @@ import (
 	"testing"
 )
 
-// FuzzReadRequest feeds arbitrary heads to the parser: it must never panic, and a request
-// that both it and net/http accept must come out the same from both (method, target, host,
+// FuzzReadRequest feeds arbitrary heads to the parser, twice on one connection: it must never
+// panic, and a request that both it and net/http accept must come out the same from both (method, target, host,
 // headers, body framing), and leave the same bytes after its body: the next request, which a
 // disagreement there would smuggle.
 func FuzzReadRequest(f *testing.F) {
@@ -35,6 +35,12 @@ func FuzzReadRequest(f *testing.F) {
 		c.bufs = &connBufs{br: bufio.NewReader(strings.NewReader(raw)), bw: bufio.NewWriter(io.Discard)}
 		if err := c.readRequest(); err != nil {
 			return
+		}
+		// Once more on the same connection: its second head is read with what the first left
+		// (the header map, the names it had, the arena).
+		c.bufs.br.Reset(strings.NewReader(raw))
+		if err := c.readRequest(); err != nil {
+			t.Fatalf("the same request, a second time on the connection: %v", err)
 		}
 		got := &c.base
 		wbr := bufio.NewReader(strings.NewReader(raw))

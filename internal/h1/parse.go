@@ -204,6 +204,8 @@ func (c *conn) readRequest() error {
 	// its name came before: the map then has fewer names than vals has values, and is filled
 	// again, in the rare request that repeats a name, with each name's values gathered.
 	vals, keys := c.vals[:0], c.keys[:0]
+	// names and canon are written over c.names and c.canon, each line's after it was read.
+	names, canon := c.names[:0], c.canon[:0]
 	hosts := 0
 	var host string
 	var fields uint8 // the framing fields seen (see framingField)
@@ -216,14 +218,26 @@ func (c *conn) readRequest() error {
 			return bad("obsolete line folding in the headers is not accepted")
 		}
 		name, value, ok := strings.Cut(line, ":")
-		if !ok || !httpwire.IsToken(name) {
+		if !ok {
 			return bad("malformed header line")
 		}
+		// A client sends the same names in the same order request after request: a name
+		// that is the one the last request had on this line was checked then, and its
+		// canonical form is known.
+		var key string
+		if n := len(names); n < len(c.names) && c.names[n] == name {
+			key = c.canon[n]
+		} else {
+			if !httpwire.IsToken(name) {
+				return bad("malformed header line")
+			}
+			key = httpwire.CanonicalKey(name, commonKeys[:])
+		}
+		names, canon = append(names, name), append(canon, key)
 		value = trimOWS(value)
 		if !httpwire.ValidValue(value) {
 			return bad("invalid character in the value of header " + strconv.Quote(name))
 		}
-		key := httpwire.CanonicalKey(name, commonKeys[:])
 		if key == "Host" {
 			hosts++
 			host = value
@@ -246,6 +260,11 @@ func (c *conn) readRequest() error {
 	}
 	if cap(vals) <= 4*maxKeptFields {
 		c.vals, c.keys = vals, keys
+	}
+	if cap(names) <= 4*maxKeptFields {
+		c.names, c.canon = names, canon
+	} else {
+		c.names, c.canon = nil, nil
 	}
 
 	if hosts > 1 || hosts == 0 && minor == 1 {

@@ -412,3 +412,40 @@ func TestHeadStringsStay(t *testing.T) {
 		})
 	}
 }
+
+// A field name the last request on the connection had on the same line is taken as checked
+// and canonical then; any other name, even of the same length or differing only in case, is
+// checked and made canonical for itself.
+func TestFieldNamesPerRequest(t *testing.T) {
+	var mu sync.Mutex
+	var got []http.Header
+	_, addr := start(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		got = append(got, r.Header.Clone())
+	}))
+	c, br := dialRaw(t, addr)
+	for _, fields := range []string{"x-a: 1\r\nX-Bb: 1", "x-a: 2\r\nX-Bb: 2", "X-A: 3\r\nx-bB: 3", "x-c: 4\r\nX-Cc: 4",
+		"x-c: 5\r\nX-C\x01: 5"} {
+		_, _ = io.WriteString(c, "GET / HTTP/1.1\r\nHost: h\r\n"+fields+"\r\n\r\n")
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		if strings.Contains(fields, "\x01") && resp.StatusCode != http.StatusBadRequest {
+			t.Errorf("a name with a control character after a valid one of its length: %s, want 400", resp.Status)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	want := []http.Header{
+		{"X-A": {"1"}, "X-Bb": {"1"}},
+		{"X-A": {"2"}, "X-Bb": {"2"}},
+		{"X-A": {"3"}, "X-Bb": {"3"}},
+		{"X-C": {"4"}, "X-Cc": {"4"}},
+	}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("the headers as handlers saw them (-want +got):\n%s", d)
+	}
+}
