@@ -449,3 +449,26 @@ func TestFieldNamesPerRequest(t *testing.T) {
 		t.Errorf("the headers as handlers saw them (-want +got):\n%s", d)
 	}
 }
+
+// A client that leaves cancels its request's context when the handler only ever asks Err (as
+// the gateway's upstream client does), so that nothing armed it.
+func TestClientLeavingCancelsUnarmedContext(t *testing.T) {
+	cancelled := make(chan error, 1)
+	s, addr := start(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.ReadAll(r.Body)
+		ctx := r.Context()
+		for i := 0; ctx.Err() == nil && i < 10000; i++ {
+			time.Sleep(time.Millisecond) // polling Err, as a sweeper would; Done would arm it
+		}
+		cancelled <- ctx.Err()
+	}), func(s *Server) { s.WatchAfter = time.Millisecond })
+	reading := make(chan struct{}, 1)
+	s.watching = func() { reading <- struct{}{} }
+	c, _ := dialRaw(t, addr)
+	_, _ = io.WriteString(c, "POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 2\r\n\r\nhi")
+	<-reading
+	c.Close()
+	if err := <-cancelled; !errors.Is(err, context.Canceled) {
+		t.Fatalf("the request's context after the client left: %v, want context.Canceled", err)
+	}
+}
