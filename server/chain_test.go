@@ -255,9 +255,7 @@ func TestInFlightCountsReturnToZero(t *testing.T) {
 	// first): a count is waited for, boundedly, before it is compared.
 	check := func(when string, want map[string]int64) {
 		t.Helper()
-		for i := 0; i < 2000 && !cmp.Equal(want, inFlight()); i++ {
-			time.Sleep(time.Millisecond)
-		}
+		settles(func() bool { return cmp.Equal(want, inFlight()) })
 		if diff := cmp.Diff(want, inFlight()); diff != "" {
 			t.Errorf("%s: in flight (-want +got):\n%s", when, diff)
 		}

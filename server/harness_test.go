@@ -234,3 +234,12 @@ func mustTarget(t *testing.T, g *gateway, name string) *core.Target {
 	}
 	return tg
 }
+
+// settles waits, up to two seconds, for cond to hold: for what the server does after the
+// client has its answer (the in-flight counts end after the answer is flushed). The caller
+// then checks the state itself, so a cond that never holds fails there, with its own message.
+func settles(cond func() bool) {
+	for i := 0; i < 2000 && !cond(); i++ {
+		time.Sleep(time.Millisecond)
+	}
+}

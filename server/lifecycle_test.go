@@ -62,6 +62,9 @@ load_timeout = "20s"
 		if rep.status != 200 || rep.header.Get("x-hayula-chain") != "m" || !strings.Contains(string(rep.body), "hello from m") {
 			t.Fatalf("status %d chain %q: %s", rep.status, rep.header.Get("x-hayula-chain"), rep.body)
 		}
+		// The handler releases the process after the answer has gone out, so the client may
+		// read the answer first: the release is waited for, boundedly.
+		settles(func() bool { return g.srv.Processes().Status()[0].InFlight == 0 })
 		st := g.srv.Processes().Status()[0]
 		if st.State != lifecycle.StateReady || st.Starts != 1 || st.InFlight != 0 {
 			t.Fatalf("after the request: %+v; want ready, one start, released", st)

@@ -13,7 +13,7 @@ import (
 // may be called from any goroutine that uses the connection.
 type Listener struct {
 	net.Listener
-	OnWrite        func()          // after each Write
+	OnWrite        func()          // before each Write: counted before the peer can read its bytes
 	OnReadDeadline func(time.Time) // after each SetReadDeadline, with its time
 }
 
@@ -32,11 +32,10 @@ type conn struct {
 }
 
 func (c *conn) Write(p []byte) (int, error) {
-	n, err := c.Conn.Write(p)
 	if c.l.OnWrite != nil {
 		c.l.OnWrite()
 	}
-	return n, err
+	return c.Conn.Write(p)
 }
 
 func (c *conn) SetReadDeadline(t time.Time) error {
