@@ -90,8 +90,10 @@ type reqSlot struct {
 	body bodyHandle
 }
 
-// slabSlots is how many slots one allocation makes: 56 bytes each, so 3.5 KB.
-const slabSlots = 64
+// slabSlots is how many slots one allocation makes: 56 bytes each, so 896 B. A slab rides with
+// the connection's buffers, so a thousand open streams hold a thousand of them: 64 slots were
+// 3.5 MB at 1,000 connections, to save one allocation in 64 requests rather than in 16.
+const slabSlots = 16
 
 // slot is the next unused slot.
 func (b *connBufs) slot() *reqSlot {
