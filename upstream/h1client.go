@@ -65,8 +65,8 @@ type h1Conn struct {
 	addr   string
 	br     *bufio.Reader
 	bw     *bufio.Writer
-	head   []byte // scratch for answer heads
-	nread  int64  // bytes read over the connection's life: an answer that never started reads none
+	heads  heads // the arena the answers' heads are copied into
+	nread  int64 // bytes read over the connection's life: an answer that never started reads none
 	reused bool
 	// hdr is the header map the adapters' answers on this connection fill in turn (see post):
 	// an answer's map is free again once its body has ended.
@@ -218,7 +218,7 @@ func (t *h1Transport) exchange(ctx context.Context, c *h1Conn, out *outgoing) (*
 		a.header = c.hdr
 	}
 	// readResponse reads past informational answers (a bounded number of them) itself.
-	if err := readResponse(c.br, out.method(), &c.head, &a.answer); err != nil {
+	if err := readResponse(c.br, out.method(), &c.heads, &a.answer); err != nil {
 		ph := t.unwatch(c)
 		switch {
 		case ph == phaseCanceled:

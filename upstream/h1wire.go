@@ -139,9 +139,9 @@ type answer struct {
 //
 // Informational answers (1xx but a protocol switch) are read past, at most max1xx of them: an
 // upstream that sends them without end must not keep the caller reading.
-func readResponse(br *bufio.Reader, method string, scratch *[]byte, a *answer) error {
+func readResponse(br *bufio.Reader, method string, hs *heads, a *answer) error {
 	for n := 0; ; n++ {
-		if err := readAnswerHead(br, method, scratch, a); err != nil {
+		if err := readAnswerHead(br, method, hs, a); err != nil {
 			return err
 		}
 		if c := a.resp.StatusCode; c >= 200 || c == http.StatusSwitchingProtocols {
@@ -157,15 +157,11 @@ func readResponse(br *bufio.Reader, method string, scratch *[]byte, a *answer) e
 const max1xx = 5
 
 // readAnswerHead reads one answer's head, 1xx or not, into a.
-func readAnswerHead(br *bufio.Reader, method string, scratch *[]byte, a *answer) error {
-	head, err := readHead(br, (*scratch)[:0])
+func readAnswerHead(br *bufio.Reader, method string, hs *heads, a *answer) error {
+	raw, err := hs.read(br)
 	if err != nil {
 		return err
 	}
-	if cap(head) <= 8<<10 {
-		*scratch = head[:0]
-	}
-	raw := string(head)
 	line, rest := httpwire.CutLine(raw)
 	proto, status, ok := strings.Cut(line, " ")
 	if !ok || len(status) < 3 {
@@ -344,17 +340,37 @@ func (b *answerBody) Read(p []byte) (int, error) {
 
 func (b *answerBody) Close() error { return nil }
 
-// readHead appends to head the lines through the empty one that ends a head; a few empty
-// lines before the first are skipped (a stray CRLF after a previous body), not a stream of them.
-func readHead(br *bufio.Reader, head []byte) ([]byte, error) {
+// heads is a connection's arena of answer heads: strings.Builder only ever appends to its
+// array, and what a String it returned covers is never written again, so heads copied one after
+// another into one array share one allocation, and every string cut from them (status, header
+// values, which a caller may keep past the next answer: StatusError.Header's clone holds them)
+// stays as it was for as long as something holds it. A full array is dropped to the collector,
+// never reused. The zero value is ready.
+type heads struct {
+	b strings.Builder
+}
+
+const (
+	headArena    = 4 << 10  // the usual arena: some twenty heads of an inference server's answers
+	maxHeadArena = 16 << 10 // an arena grown past this for a large head is not kept
+)
+
+// read reads the lines through the empty one that ends a head into the arena and returns them;
+// a few empty lines before the first are skipped (a stray CRLF after a previous body), not a
+// stream of them.
+func (hs *heads) read(br *bufio.Reader) (string, error) {
+	if hs.b.Cap() > maxHeadArena {
+		hs.b.Reset() // a large head's arena: the next head starts a new one of the usual size
+	}
+	start := hs.b.Len()
 	lineStart, skipped := true, 0
 	for {
 		frag, err := br.ReadSlice('\n')
-		if len(head)+len(frag) > maxAnswerHead {
-			return nil, fmt.Errorf("%w: head over %d bytes", errBadAnswer, maxAnswerHead)
+		if hs.b.Len()-start+len(frag) > maxAnswerHead {
+			return "", fmt.Errorf("%w: head over %d bytes", errBadAnswer, maxAnswerHead)
 		}
 		if errors.Is(err, bufio.ErrBufferFull) {
-			head = append(head, frag...)
+			start = hs.append(start, frag)
 			lineStart = false
 			continue
 		}
@@ -362,20 +378,37 @@ func readHead(br *bufio.Reader, head []byte) ([]byte, error) {
 			if errors.Is(err, io.EOF) {
 				err = io.ErrUnexpectedEOF
 			}
-			return nil, err
+			return "", err
 		}
 		if lineStart && (len(frag) == 1 || len(frag) == 2 && frag[0] == '\r') {
-			if len(head) == 0 {
+			if hs.b.Len() == start {
 				if skipped++; skipped > 4 {
-					return nil, fmt.Errorf("%w: empty lines where a status line was expected", errBadAnswer)
+					return "", fmt.Errorf("%w: empty lines where a status line was expected", errBadAnswer)
 				}
 				continue
 			}
-			return append(head, frag...), nil
+			start = hs.append(start, frag)
+			return hs.b.String()[start:], nil
 		}
-		head = append(head, frag...)
+		start = hs.append(start, frag)
 		lineStart = true
 	}
+}
+
+// append appends frag to the head that begins at start in the arena, and returns where the
+// head begins now: at 0 in a new arena when the old one has no room for frag (the head so far
+// is copied there, never the heads before it).
+func (hs *heads) append(start int, frag []byte) int {
+	a := &hs.b
+	if a.Cap()-a.Len() < len(frag) {
+		sofar := a.String()[start:]
+		a.Reset()
+		a.Grow(max(headArena, 2*(len(sofar)+len(frag))))
+		a.WriteString(sofar)
+		start = 0
+	}
+	a.Write(frag)
+	return start
 }
 
 // skipTrailer reads a chunked body's trailer section through its empty line.

@@ -3,8 +3,10 @@ package upstream
 import (
 	"bufio"
 	"bytes"
+	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -102,7 +104,7 @@ func TestReadResponseShapes(t *testing.T) {
 				method = "POST"
 			}
 			br := bufio.NewReader(strings.NewReader(tt.raw))
-			var scratch []byte
+			var scratch heads
 			resp, err := readResp(br, method, &scratch)
 			if tt.wantErr {
 				if err == nil {
@@ -129,7 +131,7 @@ func TestReadResponseShapes(t *testing.T) {
 		})
 	}
 	// A connection closed before the status line is io.ErrUnexpectedEOF (a stale pooled one).
-	var scratch []byte
+	var scratch heads
 	if _, err := readResp(bufio.NewReader(strings.NewReader("")), "POST", &scratch); err != io.ErrUnexpectedEOF {
 		t.Errorf("empty: %v, want io.ErrUnexpectedEOF", err)
 	}
@@ -160,7 +162,7 @@ func FuzzReadResponse(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, raw string) {
-		var scratch []byte
+		var scratch heads
 		gbr := bufio.NewReader(strings.NewReader(raw))
 		got, err := readResp(gbr, "POST", &scratch)
 		if err != nil {
@@ -228,7 +230,7 @@ func TestReadResponseHostile(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var scratch []byte
+			var scratch heads
 			resp, err := readResp(bufio.NewReader(strings.NewReader(tt.raw)), "POST", &scratch)
 			if tt.status == 0 {
 				if err == nil {
@@ -340,7 +342,7 @@ func TestPayloadOwnedDoesNotAlias(t *testing.T) {
 }
 
 // readResp is readResponse into an answer of its own.
-func readResp(br *bufio.Reader, method string, scratch *[]byte) (*http.Response, error) {
+func readResp(br *bufio.Reader, method string, scratch *heads) (*http.Response, error) {
 	a := new(answer)
 	if err := readResponse(br, method, scratch, a); err != nil {
 		return nil, err
@@ -353,5 +355,48 @@ func TestTrimOWS(t *testing.T) {
 		if got, want := trimOWS(v), strings.Trim(v, " \t"); got != want {
 			t.Errorf("trimOWS(%q) = %q, want %q", v, got, want)
 		}
+	}
+}
+
+// The strings of an answer's head are slices of the connection's arena of heads: the answers
+// read after it on the same connection, whether they fit the arena, fill it mid-head or are
+// larger than an arena is kept for, must never write over them.
+func TestAnswerHeadStringsStay(t *testing.T) {
+	type kept struct{ Status, Seq, Big string }
+	var raw strings.Builder
+	const n = 300
+	codes := []int{200, 201, 400, 429, 500, 503} // each with a body
+	for i := range n {
+		big := ""
+		if i%97 == 50 {
+			big = strings.Repeat(strconv.Itoa(i%10), 20<<10) // past maxHeadArena
+		}
+		fmt.Fprintf(&raw, "HTTP/1.1 %d S%d\r\nX-Seq: %d-%s\r\nX-Big: %s\r\nContent-Length: 1\r\n\r\n%d",
+			codes[i%len(codes)], i, i, strings.Repeat("v", i%40), big, i%10)
+	}
+	for _, size := range []int{16, 4096} { // 16: heads come in fragments, the arena fills mid-head
+		t.Run(strconv.Itoa(size), func(t *testing.T) {
+			br := bufio.NewReaderSize(strings.NewReader(raw.String()), size)
+			var hs heads
+			var got, want []kept
+			for i := range n {
+				resp, err := readResp(br, "POST", &hs)
+				if err != nil {
+					t.Fatalf("answer %d: %v", i, err)
+				}
+				if _, err := io.ReadAll(resp.Body); err != nil {
+					t.Fatalf("answer %d: %v", i, err)
+				}
+				k := kept{resp.Status, resp.Header.Get("X-Seq"), resp.Header.Get("X-Big")}
+				got = append(got, k)
+				want = append(want, kept{strings.Clone(k.Status), strings.Clone(k.Seq), strings.Clone(k.Big)})
+				if w := fmt.Sprintf("%d S%d", codes[i%len(codes)], i); k.Status != w {
+					t.Fatalf("answer %d: status %q, want %q", i, k.Status, w)
+				}
+			}
+			if d := cmp.Diff(want, got); d != "" {
+				t.Errorf("an earlier answer's strings changed (-as read +now):\n%s", d)
+			}
+		})
 	}
 }
