@@ -234,7 +234,7 @@ func (t *h1Transport) exchange(ctx context.Context, c *h1Conn, out *outgoing) (*
 		return nil, false, t.interrupted(ctx, c)
 	}
 	resp, b := &a.resp, &a.h1
-	*b = h1Body{t: t, c: c, body: resp.Body, ctx: ctx, keep: !resp.Close}
+	*b = h1Body{t: t, c: c, body: resp.Body, ctx: ctx, keep: !resp.Close, out: &a.out}
 	if shared {
 		c.hdr = resp.Header
 	} else if resp.Body == http.NoBody {
@@ -247,10 +247,25 @@ func (t *h1Transport) exchange(ctx context.Context, c *h1Conn, out *outgoing) (*
 	return resp, false, nil
 }
 
-// h1Answer is an exchange's answer with its body as the caller reads it, in one allocation.
+// h1Answer is an exchange's answer with its body as the caller reads it and the adapter's
+// Response built from it, in one allocation. It is an answer's own, never reused: whoever holds
+// the body (a stream until its Close, which comes after the connection went back to the pool)
+// or the Response may hold it for as long as they like.
 type h1Answer struct {
 	answer
-	h1 h1Body
+	h1  h1Body
+	out streamResponse
+}
+
+// responseFor is where the adapter's Response for resp goes: in the synchronous client's
+// answer's allocation, or a new one for an answer of net/http's.
+func responseFor(resp *http.Response) *streamResponse {
+	if b, ok := resp.Body.(*h1Body); ok && b.out != nil {
+		out := b.out
+		b.out = nil // a second Response for the same answer gets one of its own
+		return out
+	}
+	return new(streamResponse)
 }
 
 // interrupted unwatches c, which the sweeper interrupted, and returns what the caller gets for
@@ -271,8 +286,9 @@ type h1Body struct {
 	c    *h1Conn
 	body io.ReadCloser // readResponse's body over c.br
 	ctx  context.Context
-	keep bool // the server did not say Connection: close
-	done bool // the connection was released or closed
+	out  *streamResponse // the room for the adapter's Response (see responseFor)
+	keep bool            // the server did not say Connection: close
+	done bool            // the connection was released or closed
 	eof  bool
 }
 

@@ -364,3 +364,61 @@ func TestH1SharedHeaderMap(t *testing.T) {
 		t.Errorf("upstream accepted %d connections, want 1", n)
 	}
 }
+
+// An adapter's Response is built in its answer's allocation (responseFor): the answers that come
+// after it on the same connection, whole or streamed, leave a Response the caller kept as it was.
+func TestH1ResponsesAreTheAnswers(t *testing.T) {
+	var seq atomic.Int64
+	srv, conns := countingServer(t, func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		n := strconv.FormatInt(seq.Add(1), 10)
+		if r.Header.Get("Accept") == "text/event-stream" {
+			w.Header().Set("Content-Type", "text/event-stream")
+			_, _ = io.WriteString(w, `data: {"id":"`+n+`","choices":[{"delta":{},"finish_reason":"stop"}]}`+"\n\ndata: [DONE]\n\n")
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{"id":"`+n+`","object":"chat.completion","choices":[]}`)
+	})
+	s, tg := h1Set(t, srv.URL)
+	var kept []*Response
+	var got []string
+	for i := range 6 {
+		stream := i%3 == 2
+		resp, err := s.Chat(context.Background(), tg, chatReq(stream))
+		if err != nil {
+			t.Fatalf("answer %d: %v", i, err)
+		}
+		if stream {
+			ev, err := resp.Stream.Next()
+			if err != nil {
+				t.Fatalf("answer %d: %v", i, err)
+			}
+			got = append(got, string(ev))
+			for err == nil {
+				_, err = resp.Stream.Next()
+			}
+			_ = resp.Stream.Close()
+		}
+		kept = append(kept, resp)
+	}
+	for i, r := range kept {
+		for _, o := range kept[:i] {
+			if r == o {
+				t.Fatalf("answer %d's Response is an earlier answer's", i)
+			}
+		}
+		if r.Stream == nil {
+			got = append(got, string(r.Body))
+		}
+	}
+	want := []string{`{"id":"3","choices":[{"delta":{},"finish_reason":"stop"}]}`, `{"id":"6","choices":[{"delta":{},"finish_reason":"stop"}]}`,
+		`{"id":"1","object":"chat.completion","choices":[]}`, `{"id":"2","object":"chat.completion","choices":[]}`,
+		`{"id":"4","object":"chat.completion","choices":[]}`, `{"id":"5","object":"chat.completion","choices":[]}`}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("the answers kept (-want +got):\n%s", diff)
+	}
+	if n := conns.Load(); n != 1 {
+		t.Errorf("upstream accepted %d connections, want 1", n)
+	}
+}

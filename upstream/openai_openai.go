@@ -64,7 +64,9 @@ func (a *openaiOpenAI) body(ctx context.Context, resp *http.Response) (*Response
 	if !looksLikeObject(body) {
 		return nil, &core.ProtocolError{Target: a.t.Name, Err: &NotJSONError{Body: capBytes(body, maxErrorBody)}}
 	}
-	return &Response{Body: body}, nil
+	r := &responseFor(resp).Response
+	r.Body = body
+	return r, nil
 }
 
 // withModel is req.Body with the target's model in place of the client's: spliced where the
@@ -113,13 +115,14 @@ func (a *openaiOpenAI) stream(resp *http.Response) (*Response, error) {
 		_ = resp.Body.Close()
 		return nil, &core.ProtocolError{Target: a.t.Name, Err: &NotSSEError{ContentType: ct, Body: body}}
 	}
-	r := new(streamResponse)
+	r := responseFor(resp)
 	r.s.init(a.t.Name, resp.Body, a.readers)
 	r.Stream = &r.s
 	return &r.Response, nil
 }
 
-// streamResponse is a streamed answer and its stream in one allocation.
+// streamResponse is a streamed answer and its stream in one allocation (a whole answer uses
+// only the Response).
 type streamResponse struct {
 	Response
 	s openaiStream
