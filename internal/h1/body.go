@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httputil"
+	"sync"
 	"time"
 )
 
@@ -12,7 +13,6 @@ import (
 // request; handlers hold a bodyHandle, which stops working when its request is over.
 type body struct {
 	c       *conn
-	gen     uint64
 	n       int64 // bytes left of a Content-Length body
 	chunked bool
 	cr      io.Reader // the chunked decoder, while chunked
@@ -24,8 +24,7 @@ type body struct {
 }
 
 func (b *body) reset(n int64, chunked, cont bool) {
-	b.gen++
-	*b = body{c: b.c, gen: b.gen, n: max(n, 0), chunked: chunked, cont: cont, eof: n == 0 && !chunked}
+	*b = body{c: b.c, n: max(n, 0), chunked: chunked, cont: cont, eof: n == 0 && !chunked}
 }
 
 // errBodyCut is a body that ended before its declared length or final chunk.
@@ -161,17 +160,30 @@ func (b *body) drain() bool {
 	return false
 }
 
-// bodyHandle is what a handler gets as http.Request.Body.
+// bodyHandle is what a handler gets as http.Request.Body. It lives in its request's slot and
+// is ended when the handler returns, before the connection touches the body again (drain, the
+// next request): a goroutine the handler left reading it then reads http.ErrBodyReadAfterClose,
+// and, as in net/http, a read under way when the handler returns is waited for.
 type bodyHandle struct {
-	b   *body
-	gen uint64
+	mu    sync.Mutex // held by a read and by end
+	ended bool
+	b     *body
 }
 
 func (h *bodyHandle) Read(p []byte) (int, error) {
-	if h.b.gen != h.gen {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.ended {
 		return 0, http.ErrBodyReadAfterClose
 	}
 	return h.b.read(p)
+}
+
+// end is called by the connection when the handler has returned.
+func (h *bodyHandle) end() {
+	h.mu.Lock()
+	h.ended = true
+	h.mu.Unlock()
 }
 
 // Close does nothing the server would not do: what is left is drained after the handler.

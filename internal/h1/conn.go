@@ -201,6 +201,7 @@ func (c *conn) handle() (keep bool) {
 	defer func() {
 		if p := recover(); p != nil {
 			c.s.panicked(p, req)
+			c.slot.body.end()
 			c.body.done = true
 			c.unwatch()
 			ctx.cancel()
@@ -212,6 +213,7 @@ func (c *conn) handle() (keep bool) {
 		c.armWatch()
 	}
 	c.s.Handler.ServeHTTP(w, req)
+	c.slot.body.end()
 	c.body.done = true
 	c.unwatch()
 	ctx.cancel()

@@ -400,7 +400,7 @@ func (c *conn) setBody(req *http.Request, handle *bodyHandle, fields uint8) erro
 		return nil
 	}
 	c.body.reset(size, chunked, cont)
-	*handle = bodyHandle{b: &c.body, gen: c.body.gen}
+	handle.b = &c.body
 	req.Body = handle
 	return nil
 }

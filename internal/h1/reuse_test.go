@@ -472,3 +472,59 @@ func TestClientLeavingCancelsUnarmedContext(t *testing.T) {
 		t.Fatalf("the request's context after the client left: %v, want context.Canceled", err)
 	}
 }
+
+// A body a handler hands to a goroutine of its own, which reads it after the handler returned
+// (a proxy's copy left running), reads the rest of its own request's body or
+// http.ErrBodyReadAfterClose, never the next request's, and without a data race with the
+// connection, which drains it and reads the next request meanwhile (-race).
+func TestBodyReadByGoroutineAfterReturn(t *testing.T) {
+	type result struct {
+		got []byte
+		err error
+	}
+	results := make(chan result, 1)
+	_, addr := start(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/first" {
+			var b [2]byte
+			_, _ = io.ReadFull(r.Body, b[:])
+			returned := make(chan struct{})
+			body := r.Body
+			go func() {
+				<-returned
+				var got []byte
+				var buf [8]byte
+				for {
+					n, err := body.Read(buf[:])
+					got = append(got, buf[:n]...)
+					if err != nil {
+						results <- result{got, err}
+						return
+					}
+				}
+			}()
+			close(returned)
+			return
+		}
+		got, err := io.ReadAll(r.Body)
+		_, _ = w.Write(got)
+		if err != nil || string(got) != "world" {
+			t.Errorf("the second request's body: %q, %v; want world", got, err)
+		}
+	}))
+	c, br := dialRaw(t, addr)
+	_, _ = io.WriteString(c, "POST /first HTTP/1.1\r\nHost: h\r\nContent-Length: 5\r\n\r\nhello"+
+		"POST /second HTTP/1.1\r\nHost: h\r\nContent-Length: 5\r\n\r\nworld")
+	for range 2 {
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+	}
+	res := <-results
+	if !strings.HasPrefix("llo", string(res.got)) ||
+		!errors.Is(res.err, io.EOF) && !errors.Is(res.err, http.ErrBodyReadAfterClose) {
+		t.Errorf("the first body, read by the handler's goroutine after it returned: %q, %v; "+
+			"want a prefix of the first body's rest, then io.EOF or http.ErrBodyReadAfterClose", res.got, res.err)
+	}
+}
