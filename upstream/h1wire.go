@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httputil"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -183,42 +184,97 @@ func readAnswerHead(br *bufio.Reader, method string, hs *heads, a *answer) error
 	h := a.header
 	if h == nil {
 		h = make(http.Header, n)
-	} else {
-		clear(h)
 	}
 	vals := a.vals[:]
 	if n > len(vals) {
 		vals = make([]string, n)
 	}
-	vi := 0
+	// Each field is assigned without a lookup first, over whatever the map held: the answers on
+	// a connection (which share its map, see post) come with the same names, so their map has
+	// one assignment per field and neither a clear nor a lookup. A head with a name twice (or
+	// more fields than keys holds), or a map that then holds more names than the head has
+	// fields (another answer's), is cleared and filled again, the values of a name gathered.
+	var keys [len(answer{}.vals)]string
+	fr, nf, err := fillHeader(h, rest, vals, keys[:])
+	if err != nil {
+		return err
+	}
+	if nf < 0 || len(h) != nf {
+		clear(h)
+		if fr, _, err = fillHeader(h, rest, vals, nil); err != nil {
+			return err
+		}
+	}
+	a.resp = http.Response{Status: status, StatusCode: code, Proto: proto, ProtoMajor: 1, ProtoMinor: minor,
+		Header: h, ContentLength: -1}
+	var conn []string
+	if fr.conn {
+		conn = h["Connection"]
+	}
+	a.resp.Close = httpwire.Closes(conn, minor)
+	return frame(a, br, method, &fr)
+}
+
+// framing is what fillHeader noted of the fields that frame an answer, so that frame looks up
+// only those present.
+type framing struct {
+	te, cl int    // how many Transfer-Encoding and Content-Length fields
+	teV    string // the value of the first of each
+	clV    string
+	conn   bool // a Connection field came
+}
+
+// fillHeader parses the field lines of a head (rest, after its status line) into h, each
+// value in vals (one for each line), and returns the framing fields it saw and how many fields
+// there were. With keys nil a name's values are appended to those before it. With keys (room
+// for the names seen), each field is assigned over what h held without a lookup, and nf is -1,
+// h left half filled, as soon as a name comes twice or keys is full: the caller fills h again
+// without keys.
+func fillHeader(h http.Header, rest string, vals, keys []string) (fr framing, nf int, err error) {
 	for {
+		var line string
 		line, rest = httpwire.CutLine(rest)
 		if line == "" {
-			break
+			return fr, nf, nil
 		}
 		name, value, ok := strings.Cut(line, ":")
 		if !ok || !httpwire.IsToken(name) {
-			return fmt.Errorf("%w: header line %.60q", errBadAnswer, line)
+			return fr, nf, fmt.Errorf("%w: header line %.60q", errBadAnswer, line)
 		}
 		key := httpwire.CanonicalKey(name, answerKeys[:])
 		value = trimOWS(value)
 		// A bare CR or NUL in a value is refused as net/http refuses it, so that both
 		// transports take the same answers and no such byte reaches a caller.
 		if !httpwire.ValidValue(value) {
-			return fmt.Errorf("%w: header line %.60q", errBadAnswer, line)
+			return fr, nf, fmt.Errorf("%w: header line %.60q", errBadAnswer, line)
 		}
-		if vs, ok := h[key]; ok {
-			h[key] = append(vs, value)
-			continue
+		switch key {
+		case "Content-Length":
+			if fr.cl++; fr.cl == 1 {
+				fr.clV = value
+			}
+		case "Transfer-Encoding":
+			if fr.te++; fr.te == 1 {
+				fr.teV = value
+			}
+		case "Connection":
+			fr.conn = true
 		}
-		vals[vi] = value
-		h[key] = vals[vi : vi+1 : vi+1]
-		vi++
+		if keys == nil {
+			if vs, ok := h[key]; ok {
+				h[key] = append(vs, value)
+				continue
+			}
+		} else {
+			if nf == len(keys) || slices.Contains(keys[:nf], key) {
+				return fr, -1, nil
+			}
+			keys[nf] = key
+		}
+		vals[nf] = value
+		h[key] = vals[nf : nf+1 : nf+1]
+		nf++
 	}
-	a.resp = http.Response{Status: status, StatusCode: code, Proto: proto, ProtoMajor: 1, ProtoMinor: minor,
-		Header: h, ContentLength: -1}
-	a.resp.Close = httpwire.Closes(h["Connection"], minor)
-	return frame(a, br, method)
 }
 
 // trimOWS is strings.Trim(v, " \t"), which builds its set of bytes on every call.
@@ -232,8 +288,8 @@ func trimOWS(v string) string {
 	return v
 }
 
-// frame sets the answer's body from its framing headers (RFC 9112 §6.3).
-func frame(a *answer, br *bufio.Reader, method string) error {
+// frame sets the answer's body from its framing headers (RFC 9112 §6.3), as fr noted them.
+func frame(a *answer, br *bufio.Reader, method string, fr *framing) error {
 	resp := &a.resp
 	h := resp.Header
 	switch c := resp.StatusCode; {
@@ -245,37 +301,39 @@ func frame(a *answer, br *bufio.Reader, method string) error {
 		resp.Body, resp.ContentLength = http.NoBody, 0
 		return nil
 	}
-	if _, ok := h["Transfer-Encoding"]; ok && resp.ProtoMinor == 0 {
+	if fr.te > 0 && resp.ProtoMinor == 0 {
 		// HTTP/1.0 has no transfer codings: the framing is faulty (RFC 9112 §6.1). Read it
 		// as net/http does, by its length or to the close, and do not reuse the connection.
 		delete(h, "Transfer-Encoding")
 		resp.Close = true
-	}
-	if te, ok := h["Transfer-Encoding"]; ok {
-		if len(te) != 1 || !strings.EqualFold(te[0], "chunked") {
-			return fmt.Errorf("%w: Transfer-Encoding %q", errBadAnswer, te)
+	} else if fr.te > 0 {
+		if fr.te != 1 || !strings.EqualFold(fr.teV, "chunked") {
+			return fmt.Errorf("%w: Transfer-Encoding %q", errBadAnswer, h["Transfer-Encoding"])
 		}
-		if _, ok := h["Content-Length"]; ok {
+		if fr.cl > 0 {
 			// Chunked wins (RFC 9112 §6.3), but a sender of both may frame the next answer
 			// differently from us too: the connection is not reused.
 			resp.Close = true
+			delete(h, "Content-Length")
 		}
 		delete(h, "Transfer-Encoding")
-		delete(h, "Content-Length")
 		a.te[0] = "chunked"
 		resp.TransferEncoding = a.te[:]
 		a.framed = answerBody{br: br, chunked: httputil.NewChunkedReader(br)}
 		resp.Body = &a.framed
 		return nil
 	}
-	if cl, ok := h["Content-Length"]; ok {
-		n, ok := httpwire.ParseLength(cl[0])
+	if fr.cl > 0 {
+		n, ok := httpwire.ParseLength(fr.clV)
 		if !ok {
-			return fmt.Errorf("%w: Content-Length %q", errBadAnswer, cl[0])
+			return fmt.Errorf("%w: Content-Length %q", errBadAnswer, fr.clV)
 		}
-		for _, v := range cl[1:] {
-			if v != cl[0] {
-				return fmt.Errorf("%w: Content-Length %q", errBadAnswer, cl)
+		if fr.cl > 1 {
+			cl := h["Content-Length"]
+			for _, v := range cl[1:] {
+				if v != cl[0] {
+					return fmt.Errorf("%w: Content-Length %q", errBadAnswer, cl)
+				}
 			}
 		}
 		resp.ContentLength = n

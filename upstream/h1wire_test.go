@@ -146,7 +146,8 @@ func TestReadResponseShapes(t *testing.T) {
 }
 
 // FuzzReadResponse: never a panic, and an answer both readers accept reads the same and
-// leaves the same bytes after its body (what the next answer on the connection starts with).
+// leaves the same bytes after its body (what the next answer on the connection starts with);
+// read into a header map another answer filled, it has the same header as into a new one.
 func FuzzReadResponse(f *testing.F) {
 	for _, s := range []string{
 		"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello",
@@ -167,6 +168,14 @@ func FuzzReadResponse(f *testing.F) {
 		got, err := readResp(gbr, "POST", &scratch)
 		if err != nil {
 			return
+		}
+		// A map another answer filled, as a connection's next answer gets it, ends the same.
+		used := &answer{header: http.Header{"Content-Type": {"old"}, "X-Old": {"1"}, "Content-Length": {"9"}}}
+		if err := readResponse(bufio.NewReader(strings.NewReader(raw)), "POST", &scratch, used); err != nil {
+			t.Fatalf("into a used map: %v", err)
+		}
+		if d := cmp.Diff(got.Header, used.resp.Header); d != "" {
+			t.Fatalf("header into a used map (-new map +used):\n%s", d)
 		}
 		gb, gerr := io.ReadAll(got.Body)
 		wbr := bufio.NewReader(strings.NewReader(raw))
@@ -398,5 +407,69 @@ func TestAnswerHeadStringsStay(t *testing.T) {
 				t.Errorf("an earlier answer's strings changed (-as read +now):\n%s", d)
 			}
 		})
+	}
+}
+
+// The answers on one connection fill the same header map in turn (see post): each answer's
+// map must hold its own fields and nothing of the answer before it, whether the names come
+// again, fewer of them, twice in one head, more than an answer keeps room for, or framing
+// fields that frame takes out of the map.
+func TestAnswerHeaderMapReuse(t *testing.T) {
+	tenFields := ""
+	tenWant := http.Header{"Content-Length": {"1"}}
+	for i := range 10 {
+		tenFields += fmt.Sprintf("X-N%d: %d\r\n", i, i)
+		tenWant[fmt.Sprintf("X-N%d", i)] = []string{strconv.Itoa(i)}
+	}
+	steps := []struct {
+		name, raw string
+		want      http.Header
+	}{
+		{"first", "HTTP/1.1 200 OK\r\nContent-Type: a\r\nDate: d1\r\nContent-Length: 1\r\n\r\nx",
+			http.Header{"Content-Type": {"a"}, "Date": {"d1"}, "Content-Length": {"1"}}},
+		{"same names", "HTTP/1.1 200 OK\r\ncontent-type: b\r\nDate: d2\r\nContent-Length: 1\r\n\r\nx",
+			http.Header{"Content-Type": {"b"}, "Date": {"d2"}, "Content-Length": {"1"}}},
+		{"same names in another order", "HTTP/1.1 200 OK\r\nContent-Length: 1\r\nDate: d3\r\nContent-Type: c\r\n\r\nx",
+			http.Header{"Content-Type": {"c"}, "Date": {"d3"}, "Content-Length": {"1"}}},
+		{"fewer names", "HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\nx", http.Header{"Content-Length": {"1"}}},
+		// Two fields of one name and a name the last answer had, as many as the head's fields.
+		{"a name twice", "HTTP/1.1 204 No Content\r\nX-A: 1\r\nX-A: 2\r\n\r\n", http.Header{"X-A": {"1", "2"}}},
+		{"chunked", "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nContent-Type: t1\r\n\r\n1\r\nx\r\n0\r\n\r\n",
+			http.Header{"Content-Type": {"t1"}}},
+		{"chunked again", "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nContent-Type: t2\r\n\r\n1\r\nx\r\n0\r\n\r\n",
+			http.Header{"Content-Type": {"t2"}}},
+		{"length after chunked", "HTTP/1.1 200 OK\r\nContent-Type: t3\r\nContent-Length: 1\r\n\r\nx",
+			http.Header{"Content-Type": {"t3"}, "Content-Length": {"1"}}},
+		{"more fields than kept room", "HTTP/1.1 200 OK\r\n" + tenFields + "Content-Length: 1\r\n\r\nx", tenWant},
+		{"more fields again", "HTTP/1.1 200 OK\r\n" + tenFields + "Content-Length: 1\r\n\r\nx", tenWant},
+		{"few after many", "HTTP/1.1 200 OK\r\nContent-Length: 1\r\nRetry-After: 3\r\n\r\nx",
+			http.Header{"Content-Length": {"1"}, "Retry-After": {"3"}}},
+		{"a name twice among the same names", "HTTP/1.1 200 OK\r\nContent-Length: 1\r\nContent-Length: 1\r\n\r\nx",
+			http.Header{"Content-Length": {"1", "1"}}},
+		{"same names once each", "HTTP/1.1 200 OK\r\nContent-Length: 1\r\nRetry-After: 4\r\n\r\nx",
+			http.Header{"Content-Length": {"1"}, "Retry-After": {"4"}}},
+	}
+	var raw strings.Builder
+	for _, st := range steps {
+		raw.WriteString(st.raw)
+	}
+	br := bufio.NewReader(strings.NewReader(raw.String()))
+	var hs heads
+	var h http.Header
+	for _, st := range steps {
+		a := &answer{header: h}
+		if err := readResponse(br, "POST", &hs, a); err != nil {
+			t.Fatalf("%s: %v", st.name, err)
+		}
+		if _, err := io.ReadAll(a.resp.Body); err != nil {
+			t.Fatalf("%s: %v", st.name, err)
+		}
+		if d := cmp.Diff(st.want, a.resp.Header); d != "" {
+			t.Errorf("%s: header (-want +got):\n%s", st.name, d)
+		}
+		if h != nil && fmt.Sprintf("%p", h) != fmt.Sprintf("%p", a.resp.Header) {
+			t.Errorf("%s: the connection's map was not the one filled", st.name)
+		}
+		h = a.resp.Header
 	}
 }
