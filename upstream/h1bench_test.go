@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"strconv"
 	"strings"
 	"sync"
@@ -221,4 +222,38 @@ func BenchmarkH1Chat(b *testing.B) {
 			}
 		})
 	}
+}
+
+// BenchmarkReadAnswer reads the bench upstream's JSON answer, head and body, as a connection's
+// answers follow one another: one reader, one arena of heads, one header map filled in turn.
+func BenchmarkReadAnswer(b *testing.B) {
+	u := newRawUpstream(b)
+	r := &replay{b: u.answer}
+	br := bufio.NewReaderSize(r, 4<<10)
+	var hs heads
+	var h http.Header
+	body := make([]byte, 1<<10)
+	b.ReportAllocs()
+	for b.Loop() {
+		a := answer{header: h}
+		if err := readResponse(br, http.MethodPost, &hs, &a); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := io.ReadFull(a.resp.Body, body[:a.resp.ContentLength]); err != nil {
+			b.Fatal(err)
+		}
+		h = a.resp.Header
+	}
+}
+
+// replay reads b over and over.
+type replay struct {
+	b   []byte
+	off int
+}
+
+func (r *replay) Read(p []byte) (int, error) {
+	n := copy(p, r.b[r.off:])
+	r.off = (r.off + n) % len(r.b)
+	return n, nil
 }
