@@ -159,7 +159,7 @@ const max1xx = 5
 
 // readAnswerHead reads one answer's head, 1xx or not, into a.
 func readAnswerHead(br *bufio.Reader, method string, hs *heads, a *answer) error {
-	raw, err := hs.read(br)
+	raw, lines, err := hs.read(br)
 	if err != nil {
 		return err
 	}
@@ -180,7 +180,7 @@ func readAnswerHead(br *bufio.Reader, method string, hs *heads, a *answer) error
 	if err != nil || code < 100 || len(status) > 3 && status[3] != ' ' {
 		return fmt.Errorf("%w: status line %.60q", errBadAnswer, line)
 	}
-	n := strings.Count(rest, "\n")
+	n := lines - 1 // the field lines and the empty one
 	h := a.header
 	if h == nil {
 		h = make(http.Header, n)
@@ -413,10 +413,10 @@ const (
 	maxHeadArena = 16 << 10 // an arena grown past this for a large head is not kept
 )
 
-// read reads the lines through the empty one that ends a head into the arena and returns them;
-// a few empty lines before the first are skipped (a stray CRLF after a previous body), not a
-// stream of them.
-func (hs *heads) read(br *bufio.Reader) (string, error) {
+// read reads the lines through the empty one that ends a head into the arena and returns them
+// and how many there are; a few empty lines before the first are skipped (a stray CRLF after a
+// previous body), not a stream of them.
+func (hs *heads) read(br *bufio.Reader) (head string, lines int, err error) {
 	if hs.b.Cap() > maxHeadArena {
 		hs.b.Reset() // a large head's arena: the next head starts a new one of the usual size
 	}
@@ -425,7 +425,7 @@ func (hs *heads) read(br *bufio.Reader) (string, error) {
 	for {
 		frag, err := br.ReadSlice('\n')
 		if hs.b.Len()-start+len(frag) > maxAnswerHead {
-			return "", fmt.Errorf("%w: head over %d bytes", errBadAnswer, maxAnswerHead)
+			return "", 0, fmt.Errorf("%w: head over %d bytes", errBadAnswer, maxAnswerHead)
 		}
 		if errors.Is(err, bufio.ErrBufferFull) {
 			start = hs.append(start, frag)
@@ -436,20 +436,21 @@ func (hs *heads) read(br *bufio.Reader) (string, error) {
 			if errors.Is(err, io.EOF) {
 				err = io.ErrUnexpectedEOF
 			}
-			return "", err
+			return "", 0, err
 		}
 		if lineStart && (len(frag) == 1 || len(frag) == 2 && frag[0] == '\r') {
 			if hs.b.Len() == start {
 				if skipped++; skipped > 4 {
-					return "", fmt.Errorf("%w: empty lines where a status line was expected", errBadAnswer)
+					return "", 0, fmt.Errorf("%w: empty lines where a status line was expected", errBadAnswer)
 				}
 				continue
 			}
 			start = hs.append(start, frag)
-			return hs.b.String()[start:], nil
+			return hs.b.String()[start:], lines + 1, nil
 		}
 		start = hs.append(start, frag)
 		lineStart = true
+		lines++
 	}
 }
 
