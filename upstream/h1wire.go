@@ -195,13 +195,13 @@ func readAnswerHead(br *bufio.Reader, method string, hs *heads, a *answer) error
 	// more fields than keys holds), or a map that then holds more names than the head has
 	// fields (another answer's), is cleared and filled again, the values of a name gathered.
 	var keys [len(answer{}.vals)]string
-	fr, nf, err := fillHeader(h, rest, vals, keys[:])
+	fr, nf, err := fillHeader(h, rest, vals, keys[:], hs)
 	if err != nil {
 		return err
 	}
 	if nf < 0 || len(h) != nf {
 		clear(h)
-		if fr, _, err = fillHeader(h, rest, vals, nil); err != nil {
+		if fr, _, err = fillHeader(h, rest, vals, nil, hs); err != nil {
 			return err
 		}
 	}
@@ -230,18 +230,30 @@ type framing struct {
 // for the names seen), each field is assigned over what h held without a lookup, and nf is -1,
 // h left half filled, as soon as a name comes twice or keys is full: the caller fills h again
 // without keys.
-func fillHeader(h http.Header, rest string, vals, keys []string) (fr framing, nf int, err error) {
-	for {
+func fillHeader(h http.Header, rest string, vals, keys []string, hs *heads) (fr framing, nf int, err error) {
+	for li := 0; ; li++ {
 		var line string
 		line, rest = httpwire.CutLine(rest)
 		if line == "" {
 			return fr, nf, nil
 		}
 		name, value, ok := strings.Cut(line, ":")
-		if !ok || !httpwire.IsToken(name) {
+		if !ok {
 			return fr, nf, fmt.Errorf("%w: header line %.60q", errBadAnswer, line)
 		}
-		key := httpwire.CanonicalKey(name, answerKeys[:])
+		var key string
+		// An empty name is no token, and the zero fieldName must not vouch for it.
+		if li < len(hs.names) && name != "" && name == hs.names[li].raw {
+			key = hs.names[li].key
+		} else {
+			if !httpwire.IsToken(name) {
+				return fr, nf, fmt.Errorf("%w: header line %.60q", errBadAnswer, line)
+			}
+			key = httpwire.CanonicalKey(name, answerKeys[:])
+			if li < len(hs.names) {
+				hs.names[li] = fieldName{name, key}
+			}
+		}
 		value = trimOWS(value)
 		// A bare CR or NUL in a value is refused as net/http refuses it, so that both
 		// transports take the same answers and no such byte reaches a caller.
@@ -406,7 +418,15 @@ func (b *answerBody) Close() error { return nil }
 // never reused. The zero value is ready.
 type heads struct {
 	b strings.Builder
+	// names are the field names of the connection's last answers, by line, as they came and
+	// canonical: a server sends the same names in the same order, and a name the same as the
+	// one last seen on its line is known to be a token and needs no CanonicalKey again. Both
+	// strings are immutable (the one as it came is the arena's), so an answer never sees
+	// another's but by having the same bytes on the same line.
+	names [8]fieldName
 }
+
+type fieldName struct{ raw, key string }
 
 const (
 	headArena    = 4 << 10  // the usual arena: some twenty heads of an inference server's answers

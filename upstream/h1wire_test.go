@@ -473,3 +473,48 @@ func TestAnswerHeaderMapReuse(t *testing.T) {
 		h = a.resp.Header
 	}
 }
+
+// A field name the same as the one on its line in the connection's last answer is taken as
+// checked and canonical (heads.names): a different name, or a bad one, on that line must be
+// checked and canonicalized as if it were the first.
+func TestFieldNamesPerAnswer(t *testing.T) {
+	steps := []struct {
+		name, raw string
+		want      http.Header // nil: the head is refused
+	}{
+		{"empty name first", "HTTP/1.1 200 OK\r\n: v\r\nContent-Length: 0\r\n\r\n", nil},
+		{"first", "HTTP/1.1 200 OK\r\nx-a: 1\r\ncontent-type: t\r\nContent-Length: 0\r\n\r\n",
+			http.Header{"X-A": {"1"}, "Content-Type": {"t"}, "Content-Length": {"0"}}},
+		{"same names", "HTTP/1.1 200 OK\r\nx-a: 2\r\ncontent-type: u\r\nContent-Length: 0\r\n\r\n",
+			http.Header{"X-A": {"2"}, "Content-Type": {"u"}, "Content-Length": {"0"}}},
+		{"another name on a line", "HTTP/1.1 200 OK\r\nx-b: 3\r\ncontent-type: u\r\nContent-Length: 0\r\n\r\n",
+			http.Header{"X-B": {"3"}, "Content-Type": {"u"}, "Content-Length": {"0"}}},
+		{"the same name in other case", "HTTP/1.1 200 OK\r\nX-b: 4\r\nCONTENT-TYPE: v\r\nContent-Length: 0\r\n\r\n",
+			http.Header{"X-B": {"4"}, "Content-Type": {"v"}, "Content-Length": {"0"}}},
+		{"a bad name where a good one was", "HTTP/1.1 200 OK\r\nX b: 5\r\nCONTENT-TYPE: v\r\nContent-Length: 0\r\n\r\n", nil},
+		{"an empty name where a good one was", "HTTP/1.1 200 OK\r\n: 5\r\nCONTENT-TYPE: v\r\nContent-Length: 0\r\n\r\n", nil},
+		{"names moved a line", "HTTP/1.1 200 OK\r\nDate: d\r\nX-b: 6\r\nCONTENT-TYPE: w\r\nContent-Length: 0\r\n\r\n",
+			http.Header{"Date": {"d"}, "X-B": {"6"}, "Content-Type": {"w"}, "Content-Length": {"0"}}},
+		{"back again", "HTTP/1.1 200 OK\r\nx-a: 7\r\ncontent-type: t\r\nContent-Length: 0\r\n\r\n",
+			http.Header{"X-A": {"7"}, "Content-Type": {"t"}, "Content-Length": {"0"}}},
+	}
+	var hs heads
+	var h http.Header
+	for _, st := range steps {
+		a := &answer{header: h}
+		err := readResponse(bufio.NewReader(strings.NewReader(st.raw)), "POST", &hs, a)
+		if st.want == nil {
+			if err == nil {
+				t.Errorf("%s: read %q, want an error", st.name, a.resp.Header)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("%s: %v", st.name, err)
+		}
+		if d := cmp.Diff(st.want, a.resp.Header); d != "" {
+			t.Errorf("%s: header (-want +got):\n%s", st.name, d)
+		}
+		h = a.resp.Header
+	}
+}
