@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httputil"
 	"slices"
 	"strconv"
 	"strings"
@@ -331,7 +330,7 @@ func frame(a *answer, br *bufio.Reader, method string, fr *framing) error {
 		delete(h, "Transfer-Encoding")
 		a.te[0] = "chunked"
 		resp.TransferEncoding = a.te[:]
-		a.framed = answerBody{br: br, chunked: httputil.NewChunkedReader(br)}
+		a.framed = answerBody{br: br, chunked: true, cr: chunkedReader{r: br}}
 		resp.Body = &a.framed
 		return nil
 	}
@@ -367,8 +366,9 @@ func frame(a *answer, br *bufio.Reader, method string, fr *framing) error {
 // answerBody reads an answer's body off the connection's reader.
 type answerBody struct {
 	br      *bufio.Reader
-	left    int64     // bytes left of a Content-Length body; -1 to the close
-	chunked io.Reader // the decoder of a chunked body
+	left    int64 // bytes left of a Content-Length body; -1 to the close
+	chunked bool  // the body is chunked, cr its decoder
+	cr      chunkedReader
 	eof     bool
 }
 
@@ -376,8 +376,8 @@ func (b *answerBody) Read(p []byte) (int, error) {
 	if b.eof {
 		return 0, io.EOF
 	}
-	if b.chunked != nil {
-		n, err := b.chunked.Read(p)
+	if b.chunked {
+		n, err := b.cr.Read(p)
 		if errors.Is(err, io.EOF) {
 			if terr := skipTrailer(b.br); terr != nil {
 				return n, terr

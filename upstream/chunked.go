@@ -1,0 +1,167 @@
+package upstream
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"io"
+)
+
+// chunkedReader decodes a chunked body off the connection's reader as net/http's own decoder
+// (net/http/internal.chunkedReader, which httputil.NewChunkedReader returns) does: the same
+// checks, limits, error texts and early returns, ported line for line. It is a value that lives
+// in the answer's allocation: NewChunkedReader allocated one for every streamed answer.
+// FuzzChunkedReader holds it to net/http's.
+type chunkedReader struct {
+	r        *bufio.Reader
+	n        uint64 // unread bytes in the chunk
+	err      error
+	buf      [2]byte
+	checkEnd bool  // the CRLF after a chunk's data is still to be read
+	excess   int64 // chunk overhead beyond what the data justifies (a sender wasting our reads)
+}
+
+// The errors net/http's decoder returns, with its texts: an upstream's broken stream reads the
+// same in the log whichever transport served it.
+var (
+	errChunkLineTooLong = errors.New("header line too long")
+	errChunkBareLF      = errors.New("chunked line ends with bare LF")
+	errChunkCR          = errors.New("invalid CR in chunked line")
+	errChunkMalformed   = errors.New("malformed chunked encoding")
+	errChunkOverhead    = errors.New("chunked encoding contains too much non-data")
+	errChunkEmptySize   = errors.New("empty hex number for chunk length")
+	errChunkSizeByte    = errors.New("invalid byte in chunk length")
+	errChunkSizeLarge   = errors.New("http chunk length too large")
+)
+
+// maxChunkLine bounds a chunk's size line, as net/http's maxLineLength.
+const maxChunkLine = 4096
+
+func (cr *chunkedReader) beginChunk() {
+	var line []byte
+	line, cr.err = readChunkLine(cr.r)
+	if cr.err != nil {
+		return
+	}
+	cr.excess += int64(len(line)) + 2 // the size line, and the CRLF after the data
+	for len(line) > 0 && (line[len(line)-1] == ' ' || line[len(line)-1] == '\t') {
+		line = line[:len(line)-1]
+	}
+	line, _, _ = bytes.Cut(line, []byte(";")) // extensions are ignored
+	cr.n, cr.err = parseChunkSize(line)
+	if cr.err != nil {
+		return
+	}
+	// Streaming a byte a chunk is legitimate, extensions that dwarf the data are not: 16 bytes
+	// of overhead a chunk are allowed, and twice the chunk's data.
+	cr.excess -= 16 + (2 * int64(cr.n))
+	cr.excess = max(cr.excess, 0)
+	if cr.excess > 16*1024 {
+		cr.err = errChunkOverhead
+	}
+	if cr.n == 0 {
+		cr.err = io.EOF
+	}
+}
+
+func (cr *chunkedReader) chunkHeaderAvailable() bool {
+	if n := cr.r.Buffered(); n > 0 {
+		peek, _ := cr.r.Peek(n)
+		return bytes.IndexByte(peek, '\n') >= 0
+	}
+	return false
+}
+
+func (cr *chunkedReader) Read(b []byte) (n int, err error) {
+	for cr.err == nil {
+		if cr.checkEnd {
+			if n > 0 && cr.r.Buffered() < 2 {
+				break // some data in hand: return it rather than wait for the CRLF
+			}
+			if _, cr.err = io.ReadFull(cr.r, cr.buf[:2]); cr.err == nil {
+				if string(cr.buf[:]) != "\r\n" {
+					cr.err = errChunkMalformed
+					break
+				}
+			} else {
+				if cr.err == io.EOF {
+					cr.err = io.ErrUnexpectedEOF
+				}
+				break
+			}
+			cr.checkEnd = false
+		}
+		if cr.n == 0 {
+			if n > 0 && !cr.chunkHeaderAvailable() {
+				break // some data in hand: do not wait for the next size line
+			}
+			cr.beginChunk()
+			continue
+		}
+		if len(b) == 0 {
+			break
+		}
+		rbuf := b
+		if uint64(len(rbuf)) > cr.n {
+			rbuf = rbuf[:cr.n]
+		}
+		var n0 int
+		n0, cr.err = cr.r.Read(rbuf)
+		n += n0
+		b = b[n0:]
+		cr.n -= uint64(n0)
+		if cr.n == 0 && cr.err == nil {
+			cr.checkEnd = true
+		} else if cr.err == io.EOF {
+			cr.err = io.ErrUnexpectedEOF
+		}
+	}
+	return n, cr.err
+}
+
+// readChunkLine reads a size line, which must end in CRLF and hold no other CR.
+func readChunkLine(b *bufio.Reader) ([]byte, error) {
+	p, err := b.ReadSlice('\n')
+	if err != nil {
+		if err == io.EOF {
+			err = io.ErrUnexpectedEOF
+		} else if err == bufio.ErrBufferFull {
+			err = errChunkLineTooLong
+		}
+		return nil, err
+	}
+	if idx := bytes.IndexByte(p, '\r'); idx == -1 {
+		return nil, errChunkBareLF
+	} else if idx != len(p)-2 {
+		return nil, errChunkCR
+	}
+	p = p[:len(p)-2]
+	if len(p) >= maxChunkLine {
+		return nil, errChunkLineTooLong
+	}
+	return p, nil
+}
+
+func parseChunkSize(v []byte) (n uint64, err error) {
+	if len(v) == 0 {
+		return 0, errChunkEmptySize
+	}
+	for i, b := range v {
+		switch {
+		case '0' <= b && b <= '9':
+			b = b - '0'
+		case 'a' <= b && b <= 'f':
+			b = b - 'a' + 10
+		case 'A' <= b && b <= 'F':
+			b = b - 'A' + 10
+		default:
+			return 0, errChunkSizeByte
+		}
+		if i == 16 {
+			return 0, errChunkSizeLarge
+		}
+		n <<= 4
+		n |= uint64(b)
+	}
+	return n, nil
+}
