@@ -18,9 +18,9 @@
 // reasoning option, which moves a leading <think>…</think> block into reasoning_content for any
 // adapter, streamed or not. h1client.go is the synchronous HTTP/1.1 client that plain http://
 // targets use instead of net/http's Transport (no goroutines per connection; see PERFORMANCE.md):
-// h1wire.go its wire format, h1post.go the adapters' POSTs, and h1sweep.go the one goroutine per
-// target that, while requests are in flight, enforces their contexts and time limits (at most a
-// 10 ms tick late).
+// h1wire.go its wire format (chunked.go its chunked decoder), h1post.go the adapters' POSTs, and
+// h1sweep.go the one goroutine per target that, while requests are in flight, enforces their
+// contexts and time limits (at most a 10 ms tick late).
 //
 // Streams may also implement BufferedStream, which tells a relay whether the next event is
 // already in memory, so that it flushes once per burst rather than once per event.

@@ -125,7 +125,8 @@ const maxAnswerHead = 64 << 10
 // answer is what readResponse fills: the response and, in the same allocation, the reader that
 // frames its body and room for its header values.
 type answer struct {
-	// header is a map to fill, cleared first, instead of a new one; nil for a new one.
+	// header is a map another answer filled, to fill over (see readAnswerHead) instead of a new
+	// one; nil for a new one.
 	header http.Header
 	resp   http.Response
 	framed answerBody
