@@ -9,7 +9,9 @@ import (
 
 // chunkedReader decodes a chunked body off the connection's reader as net/http's own decoder
 // (net/http/internal.chunkedReader, which httputil.NewChunkedReader returns) does: the same
-// checks, limits, error texts and early returns, ported line for line. It is a value that lives
+// checks, limits, error texts and early returns, ported line for line from Go's
+// src/net/http/internal/chunked.go (Copyright 2009 The Go Authors; BSD-style license, the Go
+// distribution's LICENSE file, whose notice this derived code keeps). It is a value that lives
 // in the answer's allocation: NewChunkedReader allocated one for every streamed answer.
 // FuzzChunkedReader holds it to net/http's.
 type chunkedReader struct {
