@@ -1,3 +1,33 @@
+// This file ports code from Go's src/net/http/internal/chunked.go, under this notice:
+//
+// Copyright 2009 The Go Authors.
+//
+// Redistribution and use in source and binary forms, with or without
+// modification, are permitted provided that the following conditions are
+// met:
+//
+//    * Redistributions of source code must retain the above copyright
+// notice, this list of conditions and the following disclaimer.
+//    * Redistributions in binary form must reproduce the above
+// copyright notice, this list of conditions and the following disclaimer
+// in the documentation and/or other materials provided with the
+// distribution.
+//    * Neither the name of Google LLC nor the names of its
+// contributors may be used to endorse or promote products derived from
+// this software without specific prior written permission.
+//
+// THIS SOFTWARE IS PROVIDED BY THE COPYRIGHT HOLDERS AND CONTRIBUTORS
+// "AS IS" AND ANY EXPRESS OR IMPLIED WARRANTIES, INCLUDING, BUT NOT
+// LIMITED TO, THE IMPLIED WARRANTIES OF MERCHANTABILITY AND FITNESS FOR
+// A PARTICULAR PURPOSE ARE DISCLAIMED. IN NO EVENT SHALL THE COPYRIGHT
+// OWNER OR CONTRIBUTORS BE LIABLE FOR ANY DIRECT, INDIRECT, INCIDENTAL,
+// SPECIAL, EXEMPLARY, OR CONSEQUENTIAL DAMAGES (INCLUDING, BUT NOT
+// LIMITED TO, PROCUREMENT OF SUBSTITUTE GOODS OR SERVICES; LOSS OF USE,
+// DATA, OR PROFITS; OR BUSINESS INTERRUPTION) HOWEVER CAUSED AND ON ANY
+// THEORY OF LIABILITY, WHETHER IN CONTRACT, STRICT LIABILITY, OR TORT
+// (INCLUDING NEGLIGENCE OR OTHERWISE) ARISING IN ANY WAY OUT OF THE USE
+// OF THIS SOFTWARE, EVEN IF ADVISED OF THE POSSIBILITY OF SUCH DAMAGE.
+
 package upstream
 
 import (
@@ -9,9 +39,8 @@ import (
 
 // chunkedReader decodes a chunked body off the connection's reader as net/http's own decoder
 // (net/http/internal.chunkedReader, which httputil.NewChunkedReader returns) does: the same
-// checks, limits, error texts and early returns, ported line for line from Go's
-// src/net/http/internal/chunked.go (Copyright 2009 The Go Authors; BSD-style license, the Go
-// distribution's LICENSE file, whose notice this derived code keeps). It is a value that lives
+// checks, limits, error texts and early returns, ported line for line (see the
+// notice at the top of this file). It is a value that lives
 // in the answer's allocation: NewChunkedReader allocated one for every streamed answer.
 // FuzzChunkedReader holds it to net/http's.
 type chunkedReader struct {
