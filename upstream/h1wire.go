@@ -425,6 +425,7 @@ type heads struct {
 	// strings are immutable (the one as it came is the arena's), so an answer never sees
 	// another's but by having the same bytes on the same line.
 	names [8]fieldName
+	grown bool // the connection has had its first arena (firstHeadArena)
 }
 
 type fieldName struct{ raw, key string }
@@ -432,6 +433,10 @@ type fieldName struct{ raw, key string }
 const (
 	headArena    = 4 << 10  // the usual arena: some twenty heads of an inference server's answers
 	maxHeadArena = 16 << 10 // an arena grown past this for a large head is not kept
+	// firstHeadArena is a connection's first arena: one or two heads. Most connections of a
+	// busy gateway carry many answers, but a thousand streams open at once are a thousand
+	// connections with one answer each, and 4 KB arenas were 4 MB of them.
+	firstHeadArena = 512
 )
 
 // read reads the lines through the empty one that ends a head into the arena and returns them
@@ -482,8 +487,12 @@ func (hs *heads) append(start int, frag []byte) int {
 	a := &hs.b
 	if a.Cap()-a.Len() < len(frag) {
 		sofar := a.String()[start:]
+		size := headArena
+		if !hs.grown {
+			size, hs.grown = firstHeadArena, true
+		}
 		a.Reset()
-		a.Grow(max(headArena, 2*(len(sofar)+len(frag))))
+		a.Grow(max(size, 2*(len(sofar)+len(frag))))
 		a.WriteString(sofar)
 		start = 0
 	}

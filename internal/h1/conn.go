@@ -193,8 +193,7 @@ func (c *conn) handle() (keep bool) {
 	c.wmu.Lock()
 	c.ctx = ctx
 	c.wmu.Unlock()
-	// Copied into the connection's request, WithContext's new Request stays on the stack.
-	c.req = *c.base.WithContext(ctx)
+	c.setRequest(ctx)
 	req := &c.req
 	w := &c.res
 	w.reset(req)
@@ -225,6 +224,14 @@ func (c *conn) handle() (keep bool) {
 	c.wmu.Unlock()
 	return keep && !gone && !req.Close && !c.s.inShutdown.Load()
 }
+
+// setRequest makes the connection's request the one read, with ctx. Copied into c.req,
+// WithContext's new Request stays on the stack; in a frame of its own, not handle's, which
+// stays on the stack under the whole handler: 250 bytes more there pushed a streaming
+// request's goroutine stack past 8 KB, and 1,000 open streams took 8 MB more.
+//
+//go:noinline
+func (c *conn) setRequest(ctx *reqCtx) { c.req = *c.base.WithContext(ctx) }
 
 // armWatch marks the request as one the sweeper should watch once it has run for WatchAfter.
 // It is called when the request's body has been read to its end: before that the handler

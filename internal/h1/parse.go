@@ -136,6 +136,10 @@ func headLine(head string, from, end int32) string {
 const (
 	headArena    = 4 << 10  // the usual arena: some ten heads of the SDKs' requests
 	maxHeadArena = 16 << 10 // an arena grown past this for a large head is not kept
+	// firstHeadArena is a connection's first arena: one or two heads. A kept-alive client sends
+	// many requests, but a thousand streams opened at once are a thousand connections with one
+	// request each, and 4 KB arenas were 4 MB of them.
+	firstHeadArena = 512
 )
 
 // appendHead appends frag to the head that begins at start in the arena, and returns where
@@ -145,8 +149,12 @@ func (b *connBufs) appendHead(start int, frag []byte) int {
 	a := &b.heads
 	if a.Cap()-a.Len() < len(frag) {
 		sofar := a.String()[start:]
+		size := headArena
+		if !b.grown {
+			size, b.grown = firstHeadArena, true
+		}
 		a.Reset()
-		a.Grow(max(headArena, 2*(len(sofar)+len(frag))))
+		a.Grow(max(size, 2*(len(sofar)+len(frag))))
 		a.WriteString(sofar)
 		start = 0
 	}

@@ -528,3 +528,20 @@ func TestBodyReadByGoroutineAfterReturn(t *testing.T) {
 			"want a prefix of the first body's rest, then io.EOF or http.ErrBodyReadAfterClose", res.got, res.err)
 	}
 }
+
+// A connection's first arena holds a head or two; later ones are the usual size. A thousand
+// streams opened at once are a thousand connections that each read one head.
+func TestFirstArenaIsSmall(t *testing.T) {
+	var b connBufs
+	head := []byte(strings.Repeat("h", 200))
+	b.appendHead(b.heads.Len(), head)
+	if c := b.heads.Cap(); c > 2*firstHeadArena {
+		t.Fatalf("first arena %d bytes for a 200-byte head, want at most %d", c, 2*firstHeadArena)
+	}
+	for range 10 {
+		b.appendHead(b.heads.Len(), head)
+	}
+	if c := b.heads.Cap(); c < headArena {
+		t.Fatalf("later arena %d bytes, want the usual %d", c, headArena)
+	}
+}

@@ -274,6 +274,7 @@ type connBufs struct {
 	br      *bufio.Reader
 	bw      *bufio.Writer
 	heads   strings.Builder // the arena of request heads (see readHead)
+	grown   bool            // the arena has been made once (firstHeadArena)
 	ends    []int32         // where each line of the last head ends
 	pending []byte          // an answer's body before its header has gone out
 	rh      http.Header
