@@ -553,7 +553,7 @@ func TestFirstArenaIsSmall(t *testing.T) {
 // tried against this test: BenchmarkKeepAlive1KB did not move, and it was left out.)
 func TestHeaderMapPerRequest(t *testing.T) {
 	type step struct {
-		fields string      // the request's fields, "Name: value" lines
+		fields string // the request's fields, "Name: value" lines
 		mutate func(http.Header)
 		want   http.Header // what the handler must see
 	}
