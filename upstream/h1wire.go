@@ -411,41 +411,26 @@ func (b *answerBody) Read(p []byte) (int, error) {
 
 func (b *answerBody) Close() error { return nil }
 
-// heads is a connection's arena of answer heads: strings.Builder only ever appends to its
-// array, and what a String it returned covers is never written again, so heads copied one after
-// another into one array share one allocation, and every string cut from them (status, header
-// values, which a caller may keep past the next answer: StatusError.Header's clone holds them)
-// stays as it was for as long as something holds it. A full array is dropped to the collector,
-// never reused. The zero value is ready.
+// heads is a connection's arena of answer heads (httpwire.Arena): every string cut from them
+// (status, header values, which a caller may keep past the next answer: StatusError.Header's
+// clone holds them) stays as it was for as long as something holds it. The zero value is ready.
 type heads struct {
-	b strings.Builder
+	b httpwire.Arena
 	// names are the field names of the connection's last answers, by line, as they came and
 	// canonical: a server sends the same names in the same order, and a name the same as the
 	// one last seen on its line is known to be a token and needs no CanonicalKey again. Both
 	// strings are immutable (the one as it came is the arena's), so an answer never sees
 	// another's but by having the same bytes on the same line.
 	names [8]fieldName
-	grown bool // the connection has had its first arena (firstHeadArena)
 }
 
 type fieldName struct{ raw, key string }
-
-const (
-	headArena    = 4 << 10  // the usual arena: some twenty heads of an inference server's answers
-	maxHeadArena = 16 << 10 // an arena grown past this for a large head is not kept
-	// firstHeadArena is a connection's first arena: one or two heads. Most connections of a
-	// busy gateway carry many answers, but a thousand streams open at once are a thousand
-	// connections with one answer each, and 4 KB arenas were 4 MB of them.
-	firstHeadArena = 512
-)
 
 // read reads the lines through the empty one that ends a head into the arena and returns them
 // and how many there are; a few empty lines before the first are skipped (a stray CRLF after a
 // previous body), not a stream of them.
 func (hs *heads) read(br *bufio.Reader) (head string, lines int, err error) {
-	if hs.b.Cap() > maxHeadArena {
-		hs.b.Reset() // a large head's arena: the next head starts a new one of the usual size
-	}
+	hs.b.Trim()
 	start := hs.b.Len()
 	lineStart, skipped := true, 0
 	for {
@@ -454,7 +439,7 @@ func (hs *heads) read(br *bufio.Reader) (head string, lines int, err error) {
 			return "", 0, fmt.Errorf("%w: head over %d bytes", errBadAnswer, maxAnswerHead)
 		}
 		if errors.Is(err, bufio.ErrBufferFull) {
-			start = hs.append(start, frag)
+			start = hs.b.Append(start, frag)
 			lineStart = false
 			continue
 		}
@@ -471,33 +456,13 @@ func (hs *heads) read(br *bufio.Reader) (head string, lines int, err error) {
 				}
 				continue
 			}
-			start = hs.append(start, frag)
-			return hs.b.String()[start:], lines + 1, nil
+			start = hs.b.Append(start, frag)
+			return hs.b.From(start), lines + 1, nil
 		}
-		start = hs.append(start, frag)
+		start = hs.b.Append(start, frag)
 		lineStart = true
 		lines++
 	}
-}
-
-// append appends frag to the head that begins at start in the arena, and returns where the
-// head begins now: at 0 in a new arena when the old one has no room for frag (the head so far
-// is copied there, never the heads before it).
-func (hs *heads) append(start int, frag []byte) int {
-	a := &hs.b
-	if a.Cap()-a.Len() < len(frag) {
-		sofar := a.String()[start:]
-		size := headArena
-		if !hs.grown {
-			size, hs.grown = firstHeadArena, true
-		}
-		a.Reset()
-		a.Grow(max(size, 2*(len(sofar)+len(frag))))
-		a.WriteString(sofar)
-		start = 0
-	}
-	a.Write(frag)
-	return start
 }
 
 // skipTrailer reads a chunked body's trailer section through its empty line.

@@ -518,19 +518,3 @@ func TestFieldNamesPerAnswer(t *testing.T) {
 		h = a.resp.Header
 	}
 }
-
-// A connection's first arena holds an answer head or two; later ones are the usual size.
-func TestFirstAnswerArenaIsSmall(t *testing.T) {
-	var hs heads
-	head := []byte(strings.Repeat("h", 200))
-	hs.append(hs.b.Len(), head)
-	if c := hs.b.Cap(); c > 2*firstHeadArena {
-		t.Fatalf("first arena %d bytes for a 200-byte head, want at most %d", c, 2*firstHeadArena)
-	}
-	for range 10 {
-		hs.append(hs.b.Len(), head)
-	}
-	if c := hs.b.Cap(); c < headArena {
-		t.Fatalf("later arena %d bytes, want the usual %d", c, headArena)
-	}
-}

@@ -39,9 +39,7 @@ func (c *conn) readHead() (head string, ends []int32, err error) {
 		limit = defaultMaxHeader
 	}
 	a := &c.bufs.heads
-	if a.Cap() > maxHeadArena {
-		a.Reset() // a large head's arena: the next head starts a new one of the usual size
-	}
+	a.Trim()
 	if br.Buffered() == 0 {
 		if _, err := br.Peek(1); err != nil {
 			return "", nil, err // the client closed or timed out: nothing to answer
@@ -64,7 +62,7 @@ func (c *conn) readHead() (head string, ends []int32, err error) {
 				"the request's headers are larger than " + strconv.Itoa(limit) + " bytes"}
 		}
 		if errors.Is(err, bufio.ErrBufferFull) {
-			start = c.bufs.appendHead(start, frag)
+			start = a.Append(start, frag)
 			lineStart = false
 			continue
 		}
@@ -78,12 +76,12 @@ func (c *conn) readHead() (head string, ends []int32, err error) {
 				}
 				continue
 			}
-			start = c.bufs.appendHead(start, frag)
+			start = a.Append(start, frag)
 			ends = append(ends, int32(a.Len()-start))
 			c.bufs.ends = ends
-			return a.String()[start:], ends, nil
+			return a.From(start), ends, nil
 		}
-		start = c.bufs.appendHead(start, frag)
+		start = a.Append(start, frag)
 		ends = append(ends, int32(a.Len()-start))
 		lineStart = true
 		lines++
@@ -111,10 +109,10 @@ func (c *conn) headInBuffer(limit int) (string, bool) {
 			if i == 0 {
 				return "", false
 			}
-			start := c.bufs.appendHead(c.bufs.heads.Len(), buf[:end])
+			start := c.bufs.heads.Append(c.bufs.heads.Len(), buf[:end])
 			_, _ = br.Discard(end)
 			c.bufs.ends = ends
-			return c.bufs.heads.String()[start:], true
+			return c.bufs.heads.From(start), true
 		}
 		i = end
 	}
@@ -127,39 +125,6 @@ func headLine(head string, from, end int32) string {
 		line = line[:n-1]
 	}
 	return line
-}
-
-// The arena of heads: strings.Builder only ever appends to its array, and what a String it
-// returned covers is never written again, so heads copied one after another into one array
-// share one allocation, every string made of them stays as it was for as long as something
-// holds it, and an array is dropped (to the collector) rather than reused when it is full.
-const (
-	headArena    = 4 << 10  // the usual arena: some ten heads of the SDKs' requests
-	maxHeadArena = 16 << 10 // an arena grown past this for a large head is not kept
-	// firstHeadArena is a connection's first arena: one or two heads. A kept-alive client sends
-	// many requests, but a thousand streams opened at once are a thousand connections with one
-	// request each, and 4 KB arenas were 4 MB of them.
-	firstHeadArena = 512
-)
-
-// appendHead appends frag to the head that begins at start in the arena, and returns where
-// the head begins now: at 0 in a new arena, when the old one has no room for frag (the head so
-// far is copied there, never the heads before it).
-func (b *connBufs) appendHead(start int, frag []byte) int {
-	a := &b.heads
-	if a.Cap()-a.Len() < len(frag) {
-		sofar := a.String()[start:]
-		size := headArena
-		if !b.grown {
-			size, b.grown = firstHeadArena, true
-		}
-		a.Reset()
-		a.Grow(max(size, 2*(len(sofar)+len(frag))))
-		a.WriteString(sofar)
-		start = 0
-	}
-	a.Write(frag)
-	return start
 }
 
 // maxKeptFields bounds the header map a connection keeps for its next request: clearing a map

@@ -530,23 +530,6 @@ func TestBodyReadByGoroutineAfterReturn(t *testing.T) {
 	}
 }
 
-// A connection's first arena holds a head or two; later ones are the usual size. A thousand
-// streams opened at once are a thousand connections that each read one head.
-func TestFirstArenaIsSmall(t *testing.T) {
-	var b connBufs
-	head := []byte(strings.Repeat("h", 200))
-	b.appendHead(b.heads.Len(), head)
-	if c := b.heads.Cap(); c > 2*firstHeadArena {
-		t.Fatalf("first arena %d bytes for a 200-byte head, want at most %d", c, 2*firstHeadArena)
-	}
-	for range 10 {
-		b.appendHead(b.heads.Len(), head)
-	}
-	if c := b.heads.Cap(); c < headArena {
-		t.Fatalf("later arena %d bytes, want the usual %d", c, headArena)
-	}
-}
-
 // The connection's header map serves request after request: whatever the names, their order,
 // a name twice, and whatever a handler did to the map, the next request sees exactly the fields
 // it sent. (Filling the map over the last request's without a clear when the names repeat was

@@ -35,10 +35,11 @@ import (
 	"net"
 	"net/http"
 	"runtime/debug"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/hayula/gateway/internal/httpwire"
 )
 
 // Server serves HTTP/1.1 on listeners. Set its fields before calling Serve and do not change
@@ -273,10 +274,9 @@ func (s *Server) closeIdle() bool {
 type connBufs struct {
 	br      *bufio.Reader
 	bw      *bufio.Writer
-	heads   strings.Builder // the arena of request heads (see readHead)
-	grown   bool            // the arena has been made once (firstHeadArena)
-	ends    []int32         // where each line of the last head ends
-	pending []byte          // an answer's body before its header has gone out
+	heads   httpwire.Arena // the arena of request heads (see readHead)
+	ends    []int32        // where each line of the last head ends
+	pending []byte         // an answer's body before its header has gone out
 	rh      http.Header
 	slots   []reqSlot // the slab's slots not used yet
 }
@@ -295,9 +295,7 @@ func (s *Server) getBufs(c *conn) *connBufs {
 func (s *Server) putBufs(b *connBufs) {
 	b.br.Reset(nil)
 	b.bw.Reset(nil)
-	if b.heads.Cap() > maxHeadArena {
-		b.heads.Reset()
-	}
+	b.heads.Trim()
 	clear(b.rh)
 	s.bufs.Put(b)
 }
