@@ -1,7 +1,8 @@
 // Package httpwire owns the small pieces of HTTP/1.1 grammar that the gateway's server
 // (internal/h1) and its upstream client (upstream) both read, so that the two agree: tokens,
 // field values, header names in canonical form, lines, the Connection header and
-// Content-Length. It holds no state but a read-only byte table.
+// Content-Length; and the Arena each connection keeps its heads in. It holds no package state
+// but a read-only byte table.
 package httpwire
 
 import (
