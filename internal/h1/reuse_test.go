@@ -182,16 +182,7 @@ func TestBodyIsTheRequests(t *testing.T) {
 			t.Errorf("the second request's body: %q, %v; want world", got, err)
 		}
 	}))
-	c, br := dialRaw(t, addr)
-	_, _ = io.WriteString(c, "POST /first HTTP/1.1\r\nHost: h\r\nContent-Length: 5\r\n\r\nhello"+
-		"POST /second HTTP/1.1\r\nHost: h\r\nContent-Length: 5\r\n\r\nworld")
-	for range 2 {
-		resp, err := http.ReadResponse(br, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		_, _ = io.Copy(io.Discard, resp.Body)
-	}
+	helloWorld(t, addr)
 }
 
 // reqCtx behaves as a context.WithCancel of context.Background: Err, Done, children,
@@ -512,16 +503,7 @@ func TestBodyReadByGoroutineAfterReturn(t *testing.T) {
 			t.Errorf("the second request's body: %q, %v; want world", got, err)
 		}
 	}))
-	c, br := dialRaw(t, addr)
-	_, _ = io.WriteString(c, "POST /first HTTP/1.1\r\nHost: h\r\nContent-Length: 5\r\n\r\nhello"+
-		"POST /second HTTP/1.1\r\nHost: h\r\nContent-Length: 5\r\n\r\nworld")
-	for range 2 {
-		resp, err := http.ReadResponse(br, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		_, _ = io.Copy(io.Discard, resp.Body)
-	}
+	helloWorld(t, addr)
 	res := <-results
 	if !strings.HasPrefix("llo", string(res.got)) ||
 		!errors.Is(res.err, io.EOF) && !errors.Is(res.err, http.ErrBodyReadAfterClose) {
@@ -603,5 +585,21 @@ func TestHeaderMapPerRequest(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// helloWorld sends two pipelined requests with the bodies "hello" and "world" and reads both
+// answers.
+func helloWorld(t *testing.T, addr string) {
+	t.Helper()
+	c, br := dialRaw(t, addr)
+	_, _ = io.WriteString(c, "POST /first HTTP/1.1\r\nHost: h\r\nContent-Length: 5\r\n\r\nhello"+
+		"POST /second HTTP/1.1\r\nHost: h\r\nContent-Length: 5\r\n\r\nworld")
+	for range 2 {
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
 	}
 }
