@@ -60,8 +60,9 @@ func (w *response) WriteHeader(code int) {
 		return
 	}
 	w.wrote, w.status = true, code
-	if cl := w.header.Get("Content-Length"); cl != "" {
-		if n, err := parseLength(cl); err == nil {
+	// Indexed, not Get: Get canonicalises its key on every answer, and this one is canonical.
+	if cl := w.header["Content-Length"]; len(cl) > 0 && cl[0] != "" {
+		if n, err := parseLength(cl[0]); err == nil {
 			w.length = n
 		} else {
 			w.header.Del("Content-Length")
