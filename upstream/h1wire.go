@@ -254,7 +254,7 @@ func fillHeader(h http.Header, rest string, vals, keys []string, hs *heads) (fr 
 				hs.names[li] = fieldName{name, key}
 			}
 		}
-		value = trimOWS(value)
+		value = httpwire.TrimOWS(value)
 		// A bare CR or NUL in a value is refused as net/http refuses it, so that both
 		// transports take the same answers and no such byte reaches a caller.
 		if !httpwire.ValidValue(value) {
@@ -287,17 +287,6 @@ func fillHeader(h http.Header, rest string, vals, keys []string, hs *heads) (fr 
 		h[key] = vals[nf : nf+1 : nf+1]
 		nf++
 	}
-}
-
-// trimOWS is strings.Trim(v, " \t"), which builds its set of bytes on every call.
-func trimOWS(v string) string {
-	for len(v) > 0 && (v[0] == ' ' || v[0] == '\t') {
-		v = v[1:]
-	}
-	for len(v) > 0 && (v[len(v)-1] == ' ' || v[len(v)-1] == '\t') {
-		v = v[:len(v)-1]
-	}
-	return v
 }
 
 // frame sets the answer's body from its framing headers (RFC 9112 §6.3), as fr noted them.

@@ -359,14 +359,6 @@ func readResp(br *bufio.Reader, method string, scratch *heads) (*http.Response, 
 	return &a.resp, nil
 }
 
-func TestTrimOWS(t *testing.T) {
-	for _, v := range []string{"", " ", "\t \t", "a", " a", "a\t", " \ta b\t ", "\r a \n", "\u00a0a\u00a0"} {
-		if got, want := trimOWS(v), strings.Trim(v, " \t"); got != want {
-			t.Errorf("trimOWS(%q) = %q, want %q", v, got, want)
-		}
-	}
-}
-
 // The strings of an answer's head are slices of the connection's arena of heads: the answers
 // read after it on the same connection, whether they fit the arena, fill it mid-head or are
 // larger than an arena is kept for, must never write over them.

@@ -207,7 +207,7 @@ func (c *conn) readRequest() error {
 			key = httpwire.CanonicalKey(name, commonKeys[:])
 		}
 		names, canon = append(names, name), append(canon, key)
-		value = trimOWS(value)
+		value = httpwire.TrimOWS(value)
 		if !httpwire.ValidValue(value) {
 			return bad("invalid character in the value of header " + strconv.Quote(name))
 		}
@@ -305,17 +305,6 @@ func closes(conn []string, minor int) bool {
 		}
 	}
 	return httpwire.Closes(conn, minor)
-}
-
-// trimOWS is strings.Trim(s, " \t"), which builds its set of bytes on every call.
-func trimOWS(s string) string {
-	for len(s) > 0 && (s[0] == ' ' || s[0] == '\t') {
-		s = s[1:]
-	}
-	for len(s) > 0 && (s[len(s)-1] == ' ' || s[len(s)-1] == '\t') {
-		s = s[:len(s)-1]
-	}
-	return s
 }
 
 // setBody reads the framing headers (fields says which the request has) and sets the

@@ -120,3 +120,15 @@ func ParseLength(v string) (int64, bool) {
 	}
 	return n, true
 }
+
+// TrimOWS is strings.Trim(v, " \t"): a field value without its optional whitespace (RFC 9110
+// §5.5). strings.Trim builds its set of bytes on every call.
+func TrimOWS(v string) string {
+	for len(v) > 0 && (v[0] == ' ' || v[0] == '\t') {
+		v = v[1:]
+	}
+	for len(v) > 0 && (v[len(v)-1] == ' ' || v[len(v)-1] == '\t') {
+		v = v[:len(v)-1]
+	}
+	return v
+}

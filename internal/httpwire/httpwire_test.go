@@ -2,6 +2,7 @@ package httpwire
 
 import (
 	"net/textproto"
+	"strings"
 	"testing"
 )
 
@@ -82,6 +83,14 @@ func TestParseLength(t *testing.T) {
 	} {
 		if n, ok := ParseLength(tt.in); n != tt.n || ok != tt.ok {
 			t.Errorf("ParseLength(%q) = %d, %v; want %d, %v", tt.in, n, ok, tt.n, tt.ok)
+		}
+	}
+}
+
+func TestTrimOWS(t *testing.T) {
+	for _, v := range []string{"", " ", "\t \t", "a", " a", "a\t", " \ta b\t ", "\r a \n", "\u00a0a\u00a0"} {
+		if got, want := TrimOWS(v), strings.Trim(v, " \t"); got != want {
+			t.Errorf("TrimOWS(%q) = %q, want %q", v, got, want)
 		}
 	}
 }
