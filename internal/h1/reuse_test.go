@@ -1,6 +1,7 @@
 package h1
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -135,11 +136,7 @@ func TestContextIsTheRequests(t *testing.T) {
 				} else {
 					_, _ = io.WriteString(c, first)
 				}
-				resp, err := http.ReadResponse(br, nil)
-				if err != nil {
-					t.Fatal(err)
-				}
-				_, _ = io.Copy(io.Discard, resp.Body)
+				drainAnswer(t, br)
 				if mode == "panic" {
 					// The connection closes after the 500; the pool may hand its buffers to the next.
 					c, br = dialRaw(t, addr)
@@ -147,10 +144,7 @@ func TestContextIsTheRequests(t *testing.T) {
 				if !pipelined {
 					_, _ = io.WriteString(c, second)
 				}
-				if resp, err = http.ReadResponse(br, nil); err != nil {
-					t.Fatal(err)
-				}
-				_, _ = io.Copy(io.Discard, resp.Body)
+				drainAnswer(t, br)
 				select {
 				case <-checked:
 				default:
@@ -319,11 +313,7 @@ func TestRequestIsTheRequests(t *testing.T) {
 			for _, raw := range reqs {
 				_, _ = io.WriteString(c, raw)
 				for range strings.Count(raw, "HTTP/1.1\r\n") {
-					resp, err := http.ReadResponse(br, nil)
-					if err != nil {
-						t.Fatal(err)
-					}
-					_, _ = io.Copy(io.Discard, resp.Body)
+					drainAnswer(t, br)
 				}
 			}
 			mu.Lock()
@@ -390,11 +380,7 @@ func TestHeadStringsStay(t *testing.T) {
 				if !pipelined {
 					_, _ = io.WriteString(c, raws[i])
 				}
-				resp, err := http.ReadResponse(br, nil)
-				if err != nil {
-					t.Fatal(err)
-				}
-				_, _ = io.Copy(io.Discard, resp.Body)
+				drainAnswer(t, br)
 			}
 			mu.Lock()
 			defer mu.Unlock()
@@ -420,11 +406,7 @@ func TestFieldNamesPerRequest(t *testing.T) {
 	for _, fields := range []string{"x-a: 1\r\nX-Bb: 1", "x-a: 2\r\nX-Bb: 2", "X-A: 3\r\nx-bB: 3", "x-c: 4\r\nX-Cc: 4",
 		"x-c: 5\r\nX-C\x01: 5"} {
 		_, _ = io.WriteString(c, "GET / HTTP/1.1\r\nHost: h\r\n"+fields+"\r\n\r\n")
-		resp, err := http.ReadResponse(br, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		_, _ = io.Copy(io.Discard, resp.Body)
+		resp := drainAnswer(t, br)
 		if strings.Contains(fields, "\x01") && resp.StatusCode != http.StatusBadRequest {
 			t.Errorf("a name with a control character after a valid one of its length: %s, want 400", resp.Status)
 		}
@@ -570,12 +552,7 @@ func TestHeaderMapPerRequest(t *testing.T) {
 			c, br := dialRaw(t, addr)
 			for _, s := range tt.steps {
 				fmt.Fprintf(c, "GET / HTTP/1.1\r\nHost: h\r\n%s\r\n", s.fields)
-				resp, err := http.ReadResponse(br, nil)
-				if err != nil {
-					t.Fatal(err)
-				}
-				_, _ = io.Copy(io.Discard, resp.Body)
-				resp.Body.Close()
+				drainAnswer(t, br)
 			}
 			mu.Lock()
 			defer mu.Unlock()
@@ -596,10 +573,18 @@ func helloWorld(t *testing.T, addr string) {
 	_, _ = io.WriteString(c, "POST /first HTTP/1.1\r\nHost: h\r\nContent-Length: 5\r\n\r\nhello"+
 		"POST /second HTTP/1.1\r\nHost: h\r\nContent-Length: 5\r\n\r\nworld")
 	for range 2 {
-		resp, err := http.ReadResponse(br, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		_, _ = io.Copy(io.Discard, resp.Body)
+		drainAnswer(t, br)
 	}
+}
+
+// drainAnswer reads one answer off br, and its body to the end.
+func drainAnswer(t *testing.T, br *bufio.Reader) *http.Response {
+	t.Helper()
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return resp
 }
