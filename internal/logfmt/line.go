@@ -107,6 +107,35 @@ func (l Line) Duration(key string, d time.Duration) Line {
 	return l
 }
 
+// lineKind reports whether a value of kind k has a Line method (attr), and so whether Handle
+// writes a record with it itself rather than through slog's TextHandler.
+func lineKind(k slog.Kind) bool {
+	switch k {
+	case slog.KindString, slog.KindInt64, slog.KindUint64, slog.KindFloat64, slog.KindBool, slog.KindDuration:
+		return true
+	}
+	return false
+}
+
+// attr appends a by the Line method for its kind, which lineKind must accept.
+func (l Line) attr(a slog.Attr) Line {
+	switch v := a.Value; v.Kind() {
+	case slog.KindString:
+		return l.String(a.Key, v.String())
+	case slog.KindInt64:
+		return l.Int(a.Key, v.Int64())
+	case slog.KindUint64:
+		return l.Uint(a.Key, v.Uint64())
+	case slog.KindFloat64:
+		return l.Float(a.Key, v.Float64())
+	case slog.KindBool:
+		return l.Bool(a.Key, v.Bool())
+	case slog.KindDuration:
+		return l.Duration(a.Key, v.Duration())
+	}
+	panic("logfmt: no Line method for " + a.Value.Kind().String())
+}
+
 // Write ends the line with a newline and writes it to the handler's writer under the handler's
 // lock, in one Write; the buffer goes back to the pool.
 func (l Line) Write() error { return l.h.finish(l.bp) }

@@ -41,22 +41,10 @@ func (lt *lineTester) check(at time.Time, level slog.Level, msg string, attrs ..
 	lt.std.Reset()
 	l := lt.h.Line(at, level, msg)
 	for _, a := range attrs {
-		switch v := a.Value; v.Kind() {
-		case slog.KindString:
-			l = l.String(a.Key, v.String())
-		case slog.KindInt64:
-			l = l.Int(a.Key, v.Int64())
-		case slog.KindUint64:
-			l = l.Uint(a.Key, v.Uint64())
-		case slog.KindFloat64:
-			l = l.Float(a.Key, v.Float64())
-		case slog.KindBool:
-			l = l.Bool(a.Key, v.Bool())
-		case slog.KindDuration:
-			l = l.Duration(a.Key, v.Duration())
-		default:
-			lt.t.Fatalf("no Line method for %v", v.Kind())
+		if !lineKind(a.Value.Kind()) {
+			lt.t.Fatalf("no Line method for %v", a.Value.Kind())
 		}
+		l = l.attr(a)
 	}
 	if err := l.Write(); err != nil {
 		lt.t.Fatal(err)

@@ -71,41 +71,18 @@ func (h *Text) WithGroup(name string) slog.Handler    { return h.text.WithGroup(
 func (h *Text) Handle(ctx context.Context, r slog.Record) error {
 	fast := true
 	r.Attrs(func(a slog.Attr) bool {
-		switch a.Value.Kind() {
-		case slog.KindString, slog.KindInt64, slog.KindUint64, slog.KindFloat64, slog.KindBool, slog.KindDuration:
-			fast = a.Key != ""
-		default:
-			fast = false
-		}
+		fast = a.Key != "" && lineKind(a.Value.Kind())
 		return fast
 	})
 	if !fast {
 		return h.text.Handle(ctx, r)
 	}
-	bp := h.start(r.Time, r.Level, r.Message)
-	b := *bp
+	l := h.Line(r.Time, r.Level, r.Message)
 	r.Attrs(func(a slog.Attr) bool {
-		b = append(b, ' ')
-		b = appendString(b, a.Key)
-		b = append(b, '=')
-		switch v := a.Value; v.Kind() {
-		case slog.KindString:
-			b = appendString(b, v.String())
-		case slog.KindInt64:
-			b = strconv.AppendInt(b, v.Int64(), 10)
-		case slog.KindUint64:
-			b = strconv.AppendUint(b, v.Uint64(), 10)
-		case slog.KindFloat64:
-			b = strconv.AppendFloat(b, v.Float64(), 'g', -1, 64)
-		case slog.KindBool:
-			b = strconv.AppendBool(b, v.Bool())
-		case slog.KindDuration:
-			b = appendDuration(b, v.Duration())
-		}
+		l = l.attr(a)
 		return true
 	})
-	*bp = b
-	return h.finish(bp)
+	return l.Write()
 }
 
 // start takes a buffer from the pool and writes a line's time, level and message to it.
