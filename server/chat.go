@@ -317,6 +317,9 @@ func (s *Server) once(ctx context.Context, t *core.Target, req *core.Request) at
 	return a
 }
 
+// chainSep separates the targets tried in x-hayula-chain and in the request log line.
+const chainSep = "→"
+
 // chainHeader renders the paper's form: "saif", or "saif→deepseek-r1 (served by deepseek-r1)".
 func chainHeader(chain []string, served string) string {
 	if len(chain) == 1 {
@@ -325,7 +328,7 @@ func chainHeader(chain []string, served string) string {
 	var b strings.Builder
 	for i, n := range chain {
 		if i > 0 {
-			b.WriteString("→")
+			b.WriteString(chainSep)
 		}
 		b.WriteString(n)
 	}

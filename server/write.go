@@ -180,7 +180,7 @@ func (s *Server) logRequest(r *http.Request, route string, chain []string, statu
 		// slog.Record (whose sixth attribute is an allocation), no walk of its attributes and no
 		// joined chain.
 		_ = t.Line(now, slog.LevelInfo, "request").String("method", r.Method).String("path", r.URL.Path).
-			String("route", route).Join("chain", "→", chain).Int("status", int64(status)).
+			String("route", route).Join("chain", chainSep, chain).Int("status", int64(status)).
 			Duration("duration", now.Sub(start)).Write()
 		return
 	}
