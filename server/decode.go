@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"reflect"
 	"strconv"
 	"strings"
 
@@ -384,10 +385,36 @@ func jsonError(err error) *apiError {
 		if ute.Field == "" {
 			return badRequest("", "invalid_type", "the request body must be a JSON object")
 		}
-		return badRequest(ute.Field, "invalid_type",
-			fmt.Sprintf("invalid type for '%s': expected %s", ute.Field, ute.Type))
+		// Field is the Go path, which names the struct core.Params is embedded as.
+		field := strings.TrimPrefix(ute.Field, "Params.")
+		return badRequest(field, "invalid_type",
+			fmt.Sprintf("invalid type for '%s': expected %s", field, jsonType(ute.Type)))
 	}
 	return badRequest("", "invalid_json", "the request body is not valid JSON: "+err.Error())
+}
+
+// jsonType names the JSON type a value of Go type t is decoded from, for a client that never saw
+// the Go type's name.
+func jsonType(t reflect.Type) string {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch t.Kind() {
+	case reflect.Bool:
+		return "boolean"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "integer"
+	case reflect.Float32, reflect.Float64:
+		return "number"
+	case reflect.String:
+		return "string"
+	case reflect.Slice, reflect.Array:
+		return "array"
+	case reflect.Struct, reflect.Map:
+		return "object"
+	}
+	return t.String()
 }
 
 // decodeWire fills w as json.Unmarshal(body, w) would. encoding/json scans a body twice (checkValid,

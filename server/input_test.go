@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/hayula/gateway/core"
 	"github.com/hayula/gateway/server"
 	"github.com/hayula/gateway/upstream"
@@ -176,5 +177,48 @@ func TestModelRetrieve(t *testing.T) {
 	}
 	if c := get("/v1/models/saif", "wrong"); c != 401 {
 		t.Errorf("bad key: %d", c)
+	}
+}
+
+// TestWrongTypeNamesField: a field of the wrong type is answered with the field's name as the
+// client sent it (not the Go path through an embedded struct) and the JSON type it must have (not
+// a Go type name such as []core.Message).
+func TestWrongTypeNamesField(t *testing.T) {
+	g, _ := keyed(t)
+	auth := []string{"Authorization", "Bearer " + laptopKey}
+	msgs := `"messages":[{"role":"user","content":"x"}]`
+	tests := []struct {
+		name, body, param, message string
+	}{
+		{"temperature", `{"model":"saif","temperature":"hot",` + msgs + `}`, "temperature",
+			"invalid type for 'temperature': expected number"},
+		{"top_p", `{"model":"saif","top_p":true,` + msgs + `}`, "top_p",
+			"invalid type for 'top_p': expected number"},
+		{"seed", `{"model":"saif","seed":1.5,` + msgs + `}`, "seed",
+			"invalid type for 'seed': expected integer"},
+		{"messages", `{"model":"saif","messages":{}}`, "messages",
+			"invalid type for 'messages': expected array"},
+		{"message", `{"model":"saif","messages":["hi"]}`, "messages",
+			"invalid type for 'messages': expected object"},
+		{"role", `{"model":"saif","messages":[{"role":5,"content":"x"}]}`, "messages.role",
+			"invalid type for 'messages.role': expected string"},
+		{"stream", `{"model":"saif","stream":"yes",` + msgs + `}`, "stream",
+			"invalid type for 'stream': expected boolean"},
+		{"stream_options", `{"model":"saif","stream":true,"stream_options":"x",` + msgs + `}`, "stream_options",
+			"invalid type for 'stream_options': expected object"},
+		{"max_tokens", `{"model":"saif","max_tokens":"5",` + msgs + `}`, "max_tokens",
+			"invalid type for 'max_tokens': expected integer"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			rep := g.post(t, "/v1/chat/completions", tc.body, auth...)
+			if rep.status != http.StatusBadRequest {
+				t.Fatalf("status %d, want 400: %s", rep.status, rep.body)
+			}
+			got := []any{rep.errorField(t, "code"), rep.errorField(t, "param"), rep.errorField(t, "message")}
+			if diff := cmp.Diff([]any{"invalid_type", tc.param, tc.message}, got); diff != "" {
+				t.Errorf("code, param, message (-want +got):\n%s", diff)
+			}
+		})
 	}
 }
