@@ -2,8 +2,11 @@ package config
 
 import (
 	"os"
+	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/hayula/gateway/autoroute"
 )
 
 // TestConfigDocExampleLoads keeps CONFIG.md's complete example true: it must load as written.
@@ -29,4 +32,47 @@ func TestConfigDocExampleLoads(t *testing.T) {
 	if cfg.Auto == nil || len(cfg.Routes) < 4 {
 		t.Fatalf("example compiled to %d routes, auto %v", len(cfg.Routes), cfg.Auto != nil)
 	}
+}
+
+// TestConfigDocListsEveryKey keeps CONFIG.md complete: every key the decoder accepts has a row
+// in a key table ("| `url` |"), and every table-valued key such a row or a mention of its table
+// ("[cooldown]", "[[keys]]", "[[auto.intents]]"). A key added to a decode type without its row
+// fails here.
+func TestConfigDocListsEveryKey(t *testing.T) {
+	raw, err := os.ReadFile("../CONFIG.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(raw)
+	for _, v := range []any{fileTOML{}, keyTOML{}, cooldownTOML{}, targetTOML{}, routeTOML{},
+		groupTOML{}, autoroute.Rules{}, autoroute.IntentRule{}} {
+		typ := reflect.TypeOf(v)
+		for i := range typ.NumField() {
+			f := typ.Field(i)
+			key := f.Tag.Get("toml")
+			t.Run(typ.Name()+"."+key, func(t *testing.T) {
+				row := strings.Contains(doc, "| `"+key+"` |")
+				if isTable(f.Type) {
+					if !row && !strings.Contains(doc, "["+key) && !strings.Contains(doc, "."+key+"]") {
+						t.Errorf("CONFIG.md names no table [%s]", key)
+					}
+					return
+				}
+				if !row {
+					t.Errorf("CONFIG.md has no row for key %q", key)
+				}
+			})
+		}
+	}
+}
+
+// isTable reports whether a decode field holds a table or an array of tables.
+func isTable(t reflect.Type) bool {
+	if t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t.Kind() == reflect.Slice {
+		t = t.Elem()
+	}
+	return t.Kind() == reflect.Struct || t.Kind() == reflect.Map
 }

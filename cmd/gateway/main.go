@@ -29,14 +29,18 @@ import (
 const usage = `Hayula Gateway — one OpenAI-compatible API in front of your LLM services.
 
 Usage:
-  gateway serve --config FILE [--listen ADDR] [--log-level LEVEL]
-  gateway demo [--print-config] [--listen ADDR] [--sim-port-base N]
+  gateway serve [--config FILE] [--listen ADDR] [--log-level LEVEL]
+  gateway demo [--print-config] [--listen ADDR] [--sim-port-base N] [--log-level LEVEL]
   gateway check-config FILE
   gateway keygen NAME
   gateway route eval FILE [--config FILE]
   gateway lru-sim --trace FILE --slots N [--pinned NAME…] [--swap 2.47s]
-  gateway conformance --base-url URL [--api-key KEY] [--only GLOB] [--format table|json|junit|markdown]
+  gateway lru-sim generate [--seed N] [--requests N] [--specialists N] [--zipf S] [--locality P]
+  gateway conformance --base-url URL [--api-key KEY] [--model M] [--embedding-model E] [--only GLOB]
+                      [--strict] [--format table|json|junit|markdown] [--out FILE] [--timeout 30s]
   gateway help
+
+A subcommand's --help lists its flags and their defaults. CONFIG.md documents them all.
 `
 
 func main() {
@@ -78,6 +82,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "gateway: unknown command %q\n\n%s", args[0], usage)
 		return 2
 	}
+	if errors.Is(err, flag.ErrHelp) {
+		// The flag set has printed its flags; asking for them is not a mistake.
+		return 0
+	}
 	if err != nil {
 		var ue usageError
 		fmt.Fprintln(stderr, "gateway:", err)
@@ -100,8 +108,12 @@ func newFlags(name string, stderr io.Writer) *flag.FlagSet {
 	return fs
 }
 
+// parse parses args; --help or -h comes back as flag.ErrHelp, which run answers with exit 0.
 func parse(fs *flag.FlagSet, args []string) error {
 	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
 		return usageError{err.Error()}
 	}
 	return nil
@@ -229,25 +241,41 @@ func cmdKeygen(args []string, stdout io.Writer) error {
 // cmdRoute is `gateway route eval FILE`: the auto-router's accuracy on a labelled set, with the
 // rules of --config's [auto] table or the defaults.
 func cmdRoute(args []string, stdout, stderr io.Writer) error {
+	const use = "usage: gateway route eval FILE [--config FILE]"
 	if len(args) == 0 || args[0] != "eval" {
-		return usageError{"usage: gateway route eval FILE [--config FILE]"}
+		return usageError{use}
 	}
 	fs := newFlags("route eval", stderr)
 	path := fs.String("config", "", "take the [auto] rules from this configuration")
 	if err := parse(fs, args[1:]); err != nil {
 		return err
 	}
-	if fs.NArg() != 1 {
-		return usageError{"usage: gateway route eval FILE [--config FILE]"}
+	if fs.NArg() == 0 {
+		return usageError{use}
 	}
+	// The flag package stops at the first argument that is not a flag, and the usage line puts
+	// --config after FILE: the arguments after FILE are parsed as flags too.
+	file := fs.Arg(0)
+	if err := parse(fs, fs.Args()[1:]); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return usageError{use}
+	}
+	return routeEval(file, *path, stdout)
+}
+
+// routeEval prints the accuracy of the rules of the config at path (the defaults when path is
+// "") on the labelled set in file.
+func routeEval(file, path string, stdout io.Writer) error {
 	var c *autoroute.Classifier
-	if *path != "" {
-		cfg, err := config.Load(*path, os.Getenv)
+	if path != "" {
+		cfg, err := config.Load(path, os.Getenv)
 		if err != nil {
 			return err
 		}
 		if cfg.Auto == nil {
-			return fmt.Errorf("%s has no [auto] table", *path)
+			return fmt.Errorf("%s has no [auto] table", path)
 		}
 		c = cfg.Auto
 	} else {
@@ -256,7 +284,7 @@ func cmdRoute(args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 	}
-	f, err := os.Open(fs.Arg(0))
+	f, err := os.Open(file)
 	if err != nil {
 		return err
 	}

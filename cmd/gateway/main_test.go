@@ -86,13 +86,60 @@ func TestRouteEval(t *testing.T) {
 	}
 }
 
+// TestRouteEvalConfigAfterFile runs the command as the usage line writes it, FILE before
+// --config, and with the flag first; both must take the [auto] rules from the file.
+func TestRouteEvalConfigAfterFile(t *testing.T) {
+	labelled := filepath.Join("..", "..", "autoroute", "testdata", "labelled.jsonl")
+	noAuto := filepath.Join(t.TempDir(), "noauto.toml")
+	if err := os.WriteFile(noAuto, []byte("[targets.a]\nadapter = \"openai\"\nurl = \"http://127.0.0.1:1/v1\"\n[routes.r]\ntargets = [\"a\"]\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{
+		{"route", "eval", labelled, "--config", noAuto},
+		{"route", "eval", "--config", noAuto, labelled},
+	} {
+		t.Run(strings.Join(args[2:], " "), func(t *testing.T) {
+			// The file has no [auto] table: the error shows that --config was read.
+			code, _, errOut := runCmd(t, args...)
+			if code != 1 || !strings.Contains(errOut, "has no [auto] table") {
+				t.Errorf("exit %d, stderr %q; want 1 and the file's missing [auto] table", code, errOut)
+			}
+		})
+	}
+}
+
 func TestUsageErrors(t *testing.T) {
-	for _, args := range [][]string{{}, {"frobnicate"}, {"keygen"}, {"serve", "--nope"}, {"route", "eval"}} {
+	for _, args := range [][]string{{}, {"frobnicate"}, {"keygen"}, {"serve", "--nope"}, {"route", "eval"},
+		{"route", "eval", "a.jsonl", "b.jsonl"}, {"route", "eval", "a.jsonl", "--config", "c.toml", "extra"}} {
 		if code, _, _ := runCmd(t, args...); code != 2 {
 			t.Errorf("%q: exit %d, want 2", args, code)
 		}
 	}
 	if code, _, _ := runCmd(t, "serve", "--config", "/no/such/file.toml"); code != 1 {
 		t.Errorf("missing config: exit %d, want 1", code)
+	}
+}
+
+// TestHelpFlag holds every subcommand's --help to what `gateway --help` and `conformance --help`
+// already do: the flags on stderr and exit 0, not "flag: help requested" and exit 2.
+func TestHelpFlag(t *testing.T) {
+	tests := []struct {
+		args []string
+		flag string // one flag the help must list
+	}{
+		{[]string{"serve", "--help"}, "-config"},
+		{[]string{"serve", "-h"}, "-listen"},
+		{[]string{"demo", "--help"}, "-sim-port-base"},
+		{[]string{"route", "eval", "--help"}, "-config"},
+		{[]string{"conformance", "--help"}, "-base-url"},
+		{[]string{"lru-sim", "--help"}, "-slots"},
+	}
+	for _, tt := range tests {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			code, _, errOut := runCmd(t, tt.args...)
+			if code != 0 || !strings.Contains(errOut, tt.flag) || strings.Contains(errOut, "help requested") {
+				t.Errorf("exit %d, want 0 with %s listed; stderr:\n%s", code, tt.flag, errOut)
+			}
+		})
 	}
 }
