@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"context"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -218,6 +219,36 @@ func TestWrongTypeNamesField(t *testing.T) {
 			got := []any{rep.errorField(t, "code"), rep.errorField(t, "param"), rep.errorField(t, "message")}
 			if diff := cmp.Diff([]any{"invalid_type", tc.param, tc.message}, got); diff != "" {
 				t.Errorf("code, param, message (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestHeadServesGetEndpoints: HEAD on a GET endpoint is answered as GET would be, without the body
+// (RFC 9110 9.3.2: a general-purpose server supports HEAD wherever it supports GET), not 405.
+func TestHeadServesGetEndpoints(t *testing.T) {
+	g, _ := keyed(t)
+	do := func(method, path string) (int, string, []byte) {
+		t.Helper()
+		req, _ := http.NewRequest(method, g.ts.URL+path, nil)
+		req.Header.Set("Authorization", "Bearer "+laptopKey)
+		resp, err := g.ts.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp.StatusCode, resp.Header.Get("Content-Type"), b
+	}
+	for _, path := range []string{"/v1/models", "/v1/models/saif", "/v1/models/nope", "/healthz"} {
+		t.Run(path, func(t *testing.T) {
+			getStatus, getType, _ := do(http.MethodGet, path)
+			status, ctype, body := do(http.MethodHead, path)
+			if diff := cmp.Diff([]any{getStatus, getType, ""}, []any{status, ctype, string(body)}); diff != "" {
+				t.Errorf("HEAD status, content type, body (-GET's +HEAD's):\n%s", diff)
 			}
 		})
 	}

@@ -200,9 +200,12 @@ func (s *Server) router() http.Handler {
 	r.HandlerFunc(http.MethodPost, "/v1/completions", s.handleCompletions)
 	r.HandlerFunc(http.MethodPost, "/v1/embeddings", s.handleEmbeddings)
 	r.HandlerFunc(http.MethodPost, "/v1/route/explain", s.handleExplain)
-	r.HandlerFunc(http.MethodGet, "/v1/models", s.handleModels)
-	r.GET("/v1/models/*id", s.handleModel)
-	r.HandlerFunc(http.MethodGet, "/healthz", s.handleHealthz)
+	// HEAD wherever GET (RFC 9110 9.3.2); the HTTP server leaves the body out.
+	for _, m := range [...]string{http.MethodGet, http.MethodHead} {
+		r.HandlerFunc(m, "/v1/models", s.handleModels)
+		r.Handle(m, "/v1/models/*id", s.handleModel)
+		r.HandlerFunc(m, "/healthz", s.handleHealthz)
+	}
 	r.NotFound = http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		writeError(w, &apiError{Status: http.StatusNotFound, Type: typeInvalidRequest, Code: "unknown_url",
 			Message: fmt.Sprintf("Unrecognized request URL (%s %s).", req.Method, req.URL.Path)})
