@@ -3,8 +3,9 @@
 // capabilities); a policy only orders. The one health signal a policy sees is a preference: every
 // policy passes over degraded candidates (core.Stats.Degraded: answering health checks slowly)
 // while a candidate that is not degraded remains, and picks among the degraded ones by its own
-// rule when nothing else is left. The policy is built once at config load by New, which rejects
-// unknown policies, so no policy name reaches the request path.
+// rule when nothing else is left. A route's policy is parsed at config load (core.ParsePolicy,
+// which rejects unknown names) and built once per route by New when the server is made from the
+// config, so no policy name reaches the request path.
 package selector
 
 import (
