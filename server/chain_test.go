@@ -217,6 +217,26 @@ func TestHayulaFieldsStripped(t *testing.T) {
 	}
 }
 
+// TestNullHayulaFieldsStripped: an option sent as null (a typed client's unset field) asks for
+// nothing, and is stripped all the same: an upstream that refuses unknown fields must not see it.
+func TestNullHayulaFieldsStripped(t *testing.T) {
+	g, saif, _, _ := threeChain(t)
+	for _, path := range []string{"/v1/chat/completions", "/v1/completions"} {
+		for _, k := range []string{"x-route-hint", "x-hayula-privacy", "x-fallback-on"} {
+			t.Run(path+" "+k, func(t *testing.T) {
+				rep := g.post(t, path, `{"model":"open","`+k+`":null,"prompt":"hi","messages":[{"role":"user","content":"hi"}]}`)
+				if rep.status != 200 {
+					t.Fatalf("status %d: %s", rep.status, rep.body)
+				}
+				got := saif.lastBody(t)
+				if _, ok := got[k]; ok || got["model"] != "saif" {
+					t.Errorf("forwarded body %v", got)
+				}
+			})
+		}
+	}
+}
+
 func TestSameTargetRetry(t *testing.T) {
 	up := newFake(t, "solo")
 	var n int

@@ -75,6 +75,10 @@ type wireView struct {
 	// "model" member (core.Request.ModelAt); models counts the members it met.
 	modelAt [2]int
 	models  int
+	// options is set when a Hayula option's key is in the body, even with a null value that
+	// asks for nothing: the key is stripped all the same. viewOf sets it, as encoding/json does
+	// not tell a null from an absent key (jsonx.Delete then finds out).
+	options bool
 }
 
 // opt is what a *T field holds, without the allocation behind the pointer: Set false is nil.
@@ -97,6 +101,7 @@ func viewOf(w *wireRequest) wireView {
 		Functions: w.Functions, MaxTokens: optOf(w.MaxTokens), MaxCompletion: optOf(w.MaxCompletion),
 		Fallback: w.Fallback, Hint: optOf(w.Hint), Privacy: optOf(w.Privacy),
 		Temperature: optOf(w.Temperature), TopP: optOf(w.TopP), Seed: optOf(w.Seed), Raw: w.Params,
+		options: true,
 	}
 	v.Raw.Temperature, v.Raw.TopP, v.Raw.Seed = nil, nil, nil
 	return v
@@ -219,7 +224,7 @@ func finishChat(r *http.Request, body []byte, w *wireView, req *core.Request) *a
 		return e
 	}
 	req.Body = body
-	if w.Fallback != nil || w.Hint.Set || w.Privacy.Set {
+	if w.options {
 		req.Body = jsonx.Delete(body, optFallback, optHint, optPrivacy)
 	} else if w.models == 1 {
 		req.ModelAt = w.modelAt
@@ -370,10 +375,8 @@ func decodeOther(r *http.Request, body []byte, op core.Op) (*core.Request, *apiE
 	if e := readOptions(r, &opts, req); e != nil {
 		return nil, e
 	}
-	req.Body = body
-	if w.Fallback != nil || w.Hint != nil || w.Privacy != nil {
-		req.Body = jsonx.Delete(body, optFallback, optHint, optPrivacy)
-	}
+	// Delete, not a check of the decoded fields: a key sent as null is stripped too.
+	req.Body = jsonx.Delete(body, optFallback, optHint, optPrivacy)
 	return req, nil
 }
 
@@ -474,11 +477,11 @@ func fastWire(body []byte, w *wireView, msgs []core.Message, names map[string]st
 		case "max_completion_tokens":
 			ok = setOptInt(&w.MaxCompletion, v)
 		case optFallback:
-			w.Fallback = v
+			w.Fallback, w.options = v, true
 		case optHint:
-			ok = setOptString(&w.Hint, v)
+			ok, w.options = setOptString(&w.Hint, v), true
 		case optPrivacy:
-			ok = setOptString(&w.Privacy, v)
+			ok, w.options = setOptString(&w.Privacy, v), true
 		case "temperature":
 			ok = setOptFloat(&w.Temperature, v)
 		case "top_p":
