@@ -5,7 +5,9 @@
 //
 // Failures come back as the core error types so that errmap can classify them without knowing
 // any protocol: *core.ConnError (could not connect, or the connection dropped before headers),
-// *core.TimeoutError (no response headers within Target.Timeout), *core.StatusError (a non-2xx
+// *core.TimeoutError (no response headers within Target.Timeout; a body that sent nothing for
+// the target's idle timeout is an *IdleTimeoutError wrapping one, inside the *core.StreamError
+// that a broken body is), *core.StatusError (a non-2xx
 // answer, with the upstream's OpenAI error fields), *core.ProtocolError (an answer the adapter
 // could not read), *core.StreamError (a stream that broke off or carried an error event), and the
 // caller's own context error (errors.Is(err, context.Canceled) holds) when the caller gave up.
@@ -20,7 +22,8 @@
 // targets use instead of net/http's Transport (no goroutines per connection; see PERFORMANCE.md):
 // h1wire.go its wire format (chunked.go its chunked decoder), h1post.go the adapters' POSTs, and
 // h1sweep.go the one goroutine per target that, while requests are in flight, enforces their
-// contexts and time limits (at most a 10 ms tick late).
+// contexts and time limits (at most a 10 ms tick late). idle.go bounds the body reads of the
+// targets net/http serves instead.
 //
 // Streams may also implement BufferedStream, which tells a relay whether the next event is
 // already in memory, so that it flushes once per burst rather than once per event.

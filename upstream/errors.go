@@ -149,3 +149,20 @@ func retryAfter(v string, now func() time.Time) time.Duration {
 	}
 	return 0
 }
+
+// IdleTimeoutError is an answer whose body sent nothing for the target's idle timeout once its
+// head had come. It wraps a *core.TimeoutError, so that errmap classifies it as a timeout like a
+// head that did not come; its own message says which wait ran out.
+type IdleTimeoutError struct {
+	Timeout *core.TimeoutError
+}
+
+func newIdleTimeoutError(target string, after time.Duration) *IdleTimeoutError {
+	return &IdleTimeoutError{Timeout: &core.TimeoutError{Target: target, After: after}}
+}
+
+func (e *IdleTimeoutError) Error() string {
+	return fmt.Sprintf("no bytes of the answer's body for %s (idle_timeout)", e.Timeout.After)
+}
+
+func (e *IdleTimeoutError) Unwrap() error { return e.Timeout }

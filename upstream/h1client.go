@@ -22,15 +22,20 @@ import (
 // wraps. It serves one target: its idle pool is keyed by address only so that a managed
 // process that moved to another port does not get its old connections.
 //
-// The caller's context and the response-header timeout are enforced by a sweeper goroutine
-// (h1sweep.go): a cancellation is noticed at most one 10 ms tick late, and a timeout ends
-// between its limit and two ticks after it.
+// The caller's context, the response-header timeout and the body's idle timeout are enforced by
+// a sweeper goroutine (h1sweep.go): a cancellation is noticed at most one 10 ms tick late, and a
+// timeout ends between its limit and two ticks after it.
 //
 // A response body must be read and closed by one goroutine at a time, as the adapters do.
 type h1Transport struct {
-	fallback    *http.Transport
-	dial        func(ctx context.Context, network, addr string) (net.Conn, error)
-	timeout     time.Duration // response headers; 0 means none
+	fallback *http.Transport
+	dial     func(ctx context.Context, network, addr string) (net.Conn, error)
+	target   string        // the target's name, for the errors the body's reads return
+	timeout  time.Duration // response headers; 0 means none
+	// bodyIdle bounds each wait for the next bytes of an answer's body (the target's
+	// idle_timeout); 0 means none.
+	bodyIdle time.Duration
+	// idleTimeout is how long a pooled connection may wait for its next exchange.
 	idleTimeout time.Duration
 	maxIdle     int
 	// epoch makes time.Since(epoch) a read of the monotonic clock alone (idleAt, in put and
@@ -54,19 +59,23 @@ type h1Transport struct {
 
 var _ http.RoundTripper = (*h1Transport)(nil)
 
-func newH1Transport(fallback *http.Transport, timeout time.Duration) *h1Transport {
-	return &h1Transport{fallback: fallback, dial: fallback.DialContext, timeout: timeout,
-		idleTimeout: fallback.IdleConnTimeout, maxIdle: maxIdlePerTarget, epoch: time.Now(), idle: map[string][]*h1Conn{}}
+func newH1Transport(fallback *http.Transport, target string, timeout, bodyIdle time.Duration) *h1Transport {
+	return &h1Transport{fallback: fallback, dial: fallback.DialContext, target: target, timeout: timeout,
+		bodyIdle: bodyIdle, idleTimeout: fallback.IdleConnTimeout, maxIdle: maxIdlePerTarget, epoch: time.Now(), idle: map[string][]*h1Conn{}}
 }
 
 // h1Conn is one upstream connection with its buffers.
 type h1Conn struct {
 	net.Conn
-	addr   string
-	br     *bufio.Reader
-	bw     *bufio.Writer
-	heads  heads // the arena the answers' heads are copied into
-	nread  int64 // bytes read over the connection's life: an answer that never started reads none
+	addr  string
+	br    *bufio.Reader
+	bw    *bufio.Writer
+	heads heads // the arena the answers' heads are copied into
+	nread int64 // bytes read over the connection's life: an answer that never started reads none
+	// reads counts entries into and returns from Conn.Read, so it is odd while a read waits on
+	// the upstream. The sweeper compares it between ticks to tell a body that sends nothing
+	// (odd and unchanged) from one that progresses or a caller busy elsewhere (see sweepLocked).
+	reads  atomic.Uint64
 	reused bool
 	// hdr is the header map the adapters' answers on this connection fill in turn (see post):
 	// an answer's map is free again once its body has ended.
@@ -74,17 +83,21 @@ type h1Conn struct {
 	idleAt time.Duration // since h1Transport.epoch, when it went back to the pool
 
 	// The exchange in flight, while it is live (see h1sweep.go): its caller's context, its place
-	// in h1Transport.live (1 + index; 0 when not live) and its phase. seen and seenAt are the
-	// sweeper's own: the timed phase it last saw, and the tick it first saw it on.
-	ctx    context.Context
-	slot   int
-	phase  atomic.Int32
-	seen   int32
-	seenAt time.Time
+	// in h1Transport.live (1 + index; 0 when not live) and its phase. seen, seenAt and seenReads
+	// are the sweeper's own: the timed phase it last saw, the tick it first saw it on (in the
+	// body phase: the tick that first saw the read now waiting), and reads at its last tick.
+	ctx       context.Context
+	slot      int
+	phase     atomic.Int32
+	seen      int32
+	seenAt    time.Time
+	seenReads uint64
 }
 
 func (c *h1Conn) Read(p []byte) (int, error) {
+	c.reads.Add(1)
 	n, err := c.Conn.Read(p)
+	c.reads.Add(1)
 	c.nread += int64(n)
 	return n, err
 }
@@ -290,6 +303,9 @@ type h1Body struct {
 	keep bool            // the server did not say Connection: close
 	done bool            // the connection was released or closed
 	eof  bool
+	// draining is set by drainTail: a timeout from then on is drainWait's, not the idle
+	// timeout's.
+	draining bool
 }
 
 var _ tailDrainer = (*h1Body)(nil)
@@ -308,8 +324,13 @@ func (b *h1Body) Read(p []byte) (int, error) {
 		b.eof = true
 		b.finish(true)
 	default:
-		if b.finish(false) == phaseCanceled {
+		switch b.finish(false) {
+		case phaseCanceled:
 			err = b.ctx.Err()
+		case phaseTimedOut:
+			if !b.draining {
+				err = newIdleTimeoutError(b.t.target, b.t.bodyIdle)
+			}
 		}
 	}
 	return n, err
@@ -344,6 +365,7 @@ func (b *h1Body) drainTail() {
 		return
 	}
 	// A failed swap means the sweeper has interrupted the connection: the read fails at once.
+	b.draining = true
 	b.c.phase.CompareAndSwap(phaseBody, phaseDrain)
 	_, _ = io.CopyN(io.Discard, b, maxDrain)
 }

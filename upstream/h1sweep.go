@@ -16,7 +16,8 @@ import (
 //
 // The price is precision: a cancellation is noticed at most one tick late, and a phase's time
 // limit is counted from the first tick that saw the phase, so it ends between the limit and the
-// limit plus two ticks after the phase began, never before.
+// limit plus two ticks after the phase began, never before. The body phase's limit (the idle
+// timeout) is counted the same way from the first tick that saw the current read waiting.
 
 // sweepEvery is the sweeper's period.
 const sweepEvery = 10 * time.Millisecond
@@ -31,10 +32,10 @@ const sweepQuiet = 100
 const (
 	phaseWrite    int32 = iota // writing the request: only the caller's context bounds it
 	phaseHead                  // awaiting the answer's head: bounded by the transport's timeout
-	phaseBody                  // reading the body: only the caller's context bounds it
+	phaseBody                  // reading the body: each wait for bytes bounded by the transport's bodyIdle
 	phaseDrain                 // reading a finished stream's tail: bounded by drainWait
 	phaseCanceled              // interrupted: the caller's context is done
-	phaseTimedOut              // interrupted: the head or the tail took too long
+	phaseTimedOut              // interrupted: the head, a wait for the body's bytes or the tail took too long
 )
 
 // pastDeadline interrupts a connection's blocked read or write.
@@ -45,6 +46,8 @@ func (t *h1Transport) limit(ph int32) time.Duration {
 	switch ph {
 	case phaseHead:
 		return t.timeout
+	case phaseBody:
+		return t.bodyIdle
 	case phaseDrain:
 		return drainWait
 	}
@@ -148,7 +151,17 @@ func (t *h1Transport) sweepLocked(now time.Time) {
 		if limit <= 0 {
 			continue
 		}
-		if c.seen != ph {
+		if ph == phaseBody {
+			// The body's limit is on each wait for bytes, not on the whole body: it counts only
+			// while one read stays blocked from tick to tick. A caller that is not reading (its
+			// own client is slow) is not the upstream's silence. The reader pays two uncontended
+			// atomic adds per read for this; nothing else per read.
+			n := c.reads.Load()
+			if c.seen != ph || n&1 == 0 || n != c.seenReads {
+				c.seen, c.seenAt, c.seenReads = ph, now, n
+				continue
+			}
+		} else if c.seen != ph {
 			c.seen, c.seenAt = ph, now
 			continue
 		}

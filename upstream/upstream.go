@@ -76,6 +76,12 @@ type Options struct {
 	// NewID makes the ids of answers and tool calls that translating adapters build; nil means
 	// 24 random hex digits. Tests inject a counter.
 	NewID func() string
+	// IdleTimeouts are the targets' idle timeouts (config's idle_timeout), by core.Target.Index:
+	// the longest wait for the next bytes of an answer's body once its head has come. A wait
+	// that runs out fails the body's read with an *IdleTimeoutError and closes the connection.
+	// A target beyond the slice, or with 0, has no limit. (Carried beside the targets rather
+	// than in core.Target, which has no field for it.)
+	IdleTimeouts []time.Duration
 }
 
 const defaultDialTimeout = 10 * time.Second
@@ -89,8 +95,9 @@ const defaultDialTimeout = 10 * time.Second
 // buffers, and IdleConnTimeout closes the ones a burst left behind.
 const maxIdlePerTarget = 256
 
-// Set holds one http.Client per target (its own connection pool, keep-alive, and a response
-// header timeout that is the target's Timeout) and dispatches by Target.Adapter. A plain http://
+// Set holds one http.Client per target (its own connection pool, keep-alive, a response header
+// timeout that is the target's Timeout, and a bound on each wait for the body's bytes that is its
+// idle timeout) and dispatches by Target.Adapter. A plain http://
 // target without a proxy is served by the synchronous client of h1client.go; https://, proxied
 // targets and every target when Options.Transport is given use net/http's Transport.
 type Set struct {
@@ -121,9 +128,17 @@ func NewSet(targets []*core.Target, o Options) *Set {
 	for _, t := range targets {
 		s.names[t.Index] = t.Name
 		s.models[t.Index] = jsonx.Quote(t.Model)
-		var rt http.RoundTripper = newTransport(o, t)
-		if o.Transport == nil && strings.HasPrefix(t.URL, "http://") && !proxied(t.URL) {
-			rt = newH1Transport(rt.(*http.Transport), t.Timeout)
+		tr := newTransport(o, t)
+		var idle time.Duration
+		if t.Index < len(o.IdleTimeouts) {
+			idle = o.IdleTimeouts[t.Index]
+		}
+		var rt http.RoundTripper = tr
+		switch {
+		case o.Transport == nil && strings.HasPrefix(t.URL, "http://") && !proxied(t.URL):
+			rt = newH1Transport(tr, t.Name, t.Timeout, idle)
+		case idle > 0:
+			rt = &idleTransport{next: tr, target: t.Name, idle: idle}
 		}
 		s.clients[t.Index] = &http.Client{
 			Transport: rt,
