@@ -60,6 +60,7 @@ type targetTOML struct {
 	Tools         *bool     `toml:"tools"`
 	Vision        *bool     `toml:"vision"`
 	Timeout       *string   `toml:"timeout"`
+	IdleTimeout   *string   `toml:"idle_timeout"`
 	MaxRetries    int       `toml:"max_retries"`
 	APIKeyEnv     string    `toml:"api_key_env"`
 	Weight        *int      `toml:"weight"`
@@ -117,7 +118,7 @@ func Parse(data []byte, filename string, getenv func(string) string) (*Config, e
 	cfg := &Config{Source: filename}
 	c.top(cfg, &raw)
 	cfg.Cooldown = c.cooldown(&raw.Cooldown)
-	cfg.Targets = c.targets(raw.Targets)
+	cfg.Targets, cfg.IdleTimeouts = c.targets(raw.Targets)
 	cfg.Lifecycle = c.lifecycle(&raw, cfg)
 	cfg.Routes = c.routes(raw.Routes, cfg)
 	cfg.Keys = c.keys(keys, raw.Routes)
@@ -188,7 +189,8 @@ func (c *compiler) decodeErr(err error, in []string) {
 // string.
 func isDurationKey(name string) bool {
 	switch name {
-	case "timeout", "base", "max", "health_interval", "health_timeout", "degraded_after", "idle_stop", "load_timeout":
+	case "timeout", "idle_timeout", "base", "max", "health_interval", "health_timeout", "degraded_after", "idle_stop",
+		"load_timeout":
 		return true
 	}
 	return false
@@ -437,13 +439,17 @@ func validName(s string) bool {
 
 const nameRule = "use letters, digits and . _ - : / @ + only"
 
-func (c *compiler) targets(raw map[string]targetTOML) []*core.Target {
+// targets compiles the [targets] tables, and their idle_timeout keys by index (core.Target has
+// no field for it).
+func (c *compiler) targets(raw map[string]targetTOML) ([]*core.Target, []time.Duration) {
 	names := slices.Sorted(maps.Keys(raw))
 	out := make([]*core.Target, 0, len(names))
+	idle := make([]time.Duration, len(names))
 	for i, name := range names {
 		out = append(out, c.target(i, name, raw[name]))
+		idle[i] = c.duration(raw[name].IdleTimeout, DefaultIdleTimeout, "targets", name, "idle_timeout")
 	}
-	return out
+	return out, idle
 }
 
 func (c *compiler) target(index int, name string, raw targetTOML) *core.Target {

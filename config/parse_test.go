@@ -52,6 +52,7 @@ func TestParseDefaults(t *testing.T) {
 		MaxBodyBytes: 10 << 20,
 		Keys:         []Key{},
 		Targets:      []*core.Target{a},
+		IdleTimeouts: []time.Duration{60 * time.Second},
 		Routes: []*Route{{Name: "r", Targets: []*core.Target{a}, Policy: core.PolicyOrdered,
 			FallbackOn: core.DefaultFallbackOn, Guard: []core.ClassSet{0}}},
 		Cooldown: Cooldown{Failures: 3, Base: 30 * time.Second, Max: 300 * time.Second},
@@ -424,6 +425,12 @@ rutes = ["r"]
 			[]wantErr{{8, `cooldown.max: incompatible types: TOML value has type int64; destination has type string (a duration is a string such as "30s")`}}},
 		{"bad duration", minimal + "[targets.b]\nadapter = \"openai\"\nurl = \"http://x\"\ntimeout = \"soon\"\n", nil,
 			[]wantErr{{10, `targets.b.timeout: "soon" is not a duration`}}},
+		{"bad idle_timeout", minimal + "[targets.b]\nadapter = \"openai\"\nurl = \"http://x\"\nidle_timeout = \"soon\"\n", nil,
+			[]wantErr{{10, `targets.b.idle_timeout: "soon" is not a duration`}}},
+		{"negative idle_timeout", minimal + "[targets.b]\nadapter = \"openai\"\nurl = \"http://x\"\nidle_timeout = \"-5s\"\n", nil,
+			[]wantErr{{10, `targets.b.idle_timeout: "-5s" is negative`}}},
+		{"idle_timeout not a string", minimal + "[targets.b]\nadapter = \"openai\"\nurl = \"http://x\"\nidle_timeout = 60\n", nil,
+			[]wantErr{{10, `targets.b.idle_timeout: incompatible types: TOML value has type int64; destination has type string (a duration is a string such as "30s")`}}},
 		{"negative duration", minimal + "[cooldown]\nbase = \"-1s\"\n", nil,
 			[]wantErr{{8, `cooldown.base: "-1s" is negative`}}},
 		{"cooldown max below base", minimal + "[cooldown]\nfailures = 0\nbase = \"1m\"\nmax = \"10s\"\n", nil,
@@ -797,5 +804,34 @@ func TestSetListen(t *testing.T) {
 				t.Errorf("a refused SetListen changed Listen to %q", tc.cfg.Listen)
 			}
 		})
+	}
+}
+
+// idle_timeout is carried beside the targets, by index: 60s when absent, 0 for "0s".
+func TestIdleTimeouts(t *testing.T) {
+	cfg, err := Parse([]byte(`[targets.c]
+adapter = "openai"
+url = "http://127.0.0.1:1/v1"
+idle_timeout = "5s"
+[targets.a]
+adapter = "openai"
+url = "http://127.0.0.1:2/v1"
+[targets.b]
+adapter = "ollama"
+url = "https://b.example"
+idle_timeout = "0s"
+[routes.r]
+targets = ["a", "b", "c"]
+`), "idle.toml", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]time.Duration{}
+	for _, tg := range cfg.Targets {
+		got[tg.Name] = cfg.IdleTimeouts[tg.Index]
+	}
+	want := map[string]time.Duration{"a": DefaultIdleTimeout, "b": 0, "c": 5 * time.Second}
+	if diff := cmp.Diff(want, got); diff != "" || len(cfg.IdleTimeouts) != len(cfg.Targets) {
+		t.Errorf("idle timeouts by target (-want +got):\n%s(%d for %d targets)", diff, len(cfg.IdleTimeouts), len(cfg.Targets))
 	}
 }
