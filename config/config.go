@@ -27,10 +27,6 @@ type Config struct {
 	// Targets are every configured upstream, sorted by name; Targets[i].Index == i and Stats is
 	// non-nil.
 	Targets []*core.Target
-	// IdleTimeouts[i] is Targets[i]'s idle_timeout: the longest wait for the next bytes of an
-	// answer's body once its head has come (upstream.Options.IdleTimeouts); default 60s, 0 means
-	// no limit. A Config built by hand may leave it nil: no limit for any target.
-	IdleTimeouts []time.Duration
 	// Routes are the model names clients may ask for, sorted by name.
 	Routes []*Route
 	// Cooldown is when and for how long a failing target is set aside.
@@ -116,7 +112,7 @@ const (
 	DefaultListen       = "127.0.0.1:8000"
 	DefaultMaxBodyBytes = 10 << 20
 	DefaultTimeout      = 120 * time.Second
-	DefaultIdleTimeout  = 60 * time.Second
+	DefaultIdleTimeout  = 120 * time.Second // as long as DefaultTimeout: a local server may send a stream's head before a long prompt or a model load
 	DefaultFailures     = 3
 	DefaultCooldownBase = 30 * time.Second
 	DefaultCooldownMax  = 300 * time.Second

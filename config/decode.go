@@ -118,7 +118,7 @@ func Parse(data []byte, filename string, getenv func(string) string) (*Config, e
 	cfg := &Config{Source: filename}
 	c.top(cfg, &raw)
 	cfg.Cooldown = c.cooldown(&raw.Cooldown)
-	cfg.Targets, cfg.IdleTimeouts = c.targets(raw.Targets)
+	cfg.Targets = c.targets(raw.Targets)
 	cfg.Lifecycle = c.lifecycle(&raw, cfg)
 	cfg.Routes = c.routes(raw.Routes, cfg)
 	cfg.Keys = c.keys(keys, raw.Routes)
@@ -439,17 +439,14 @@ func validName(s string) bool {
 
 const nameRule = "use letters, digits and . _ - : / @ + only"
 
-// targets compiles the [targets] tables, and their idle_timeout keys by index (core.Target has
-// no field for it).
-func (c *compiler) targets(raw map[string]targetTOML) ([]*core.Target, []time.Duration) {
+// targets compiles the [targets] tables.
+func (c *compiler) targets(raw map[string]targetTOML) []*core.Target {
 	names := slices.Sorted(maps.Keys(raw))
 	out := make([]*core.Target, 0, len(names))
-	idle := make([]time.Duration, len(names))
 	for i, name := range names {
 		out = append(out, c.target(i, name, raw[name]))
-		idle[i] = c.duration(raw[name].IdleTimeout, DefaultIdleTimeout, "targets", name, "idle_timeout")
 	}
-	return out, idle
+	return out
 }
 
 func (c *compiler) target(index int, name string, raw targetTOML) *core.Target {
@@ -502,6 +499,7 @@ func (c *compiler) target(index int, name string, raw targetTOML) *core.Target {
 		t.Vision = *raw.Vision
 	}
 	t.Timeout = c.duration(raw.Timeout, DefaultTimeout, at("timeout")...)
+	t.IdleTimeout = c.duration(raw.IdleTimeout, DefaultIdleTimeout, at("idle_timeout")...)
 	t.MaxRetries = raw.MaxRetries
 	if t.MaxRetries < 0 || t.MaxRetries > maxRetries {
 		c.errorf(at("max_retries"), "must be from 0 to %d, got %d", maxRetries, t.MaxRetries)

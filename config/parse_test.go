@@ -43,7 +43,7 @@ func TestParseDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	a := &core.Target{Name: "a", Index: 0, Adapter: core.AdapterOpenAI, URL: "http://127.0.0.1:1/v1",
-		Model: "a", Privacy: core.Private, Tools: true, Vision: true, Timeout: 120 * time.Second, Weight: 1,
+		Model: "a", Privacy: core.Private, Tools: true, Vision: true, Timeout: 120 * time.Second, IdleTimeout: 120 * time.Second, Weight: 1,
 		HealthURL: "http://127.0.0.1:1/v1/models", HealthInterval: 30 * time.Second,
 		HealthTimeout: 5 * time.Second, DegradedAfter: 10 * time.Second}
 	want := &Config{
@@ -52,7 +52,6 @@ func TestParseDefaults(t *testing.T) {
 		MaxBodyBytes: 10 << 20,
 		Keys:         []Key{},
 		Targets:      []*core.Target{a},
-		IdleTimeouts: []time.Duration{60 * time.Second},
 		Routes: []*Route{{Name: "r", Targets: []*core.Target{a}, Policy: core.PolicyOrdered,
 			FallbackOn: core.DefaultFallbackOn, Guard: []core.ClassSet{0}}},
 		Cooldown: Cooldown{Failures: 3, Base: 30 * time.Second, Max: 300 * time.Second},
@@ -807,7 +806,7 @@ func TestSetListen(t *testing.T) {
 	}
 }
 
-// idle_timeout is carried beside the targets, by index: 60s when absent, 0 for "0s".
+// idle_timeout is each target's IdleTimeout: DefaultIdleTimeout when absent, 0 for "0s".
 func TestIdleTimeouts(t *testing.T) {
 	cfg, err := Parse([]byte(`[targets.c]
 adapter = "openai"
@@ -828,10 +827,10 @@ targets = ["a", "b", "c"]
 	}
 	got := map[string]time.Duration{}
 	for _, tg := range cfg.Targets {
-		got[tg.Name] = cfg.IdleTimeouts[tg.Index]
+		got[tg.Name] = tg.IdleTimeout
 	}
 	want := map[string]time.Duration{"a": DefaultIdleTimeout, "b": 0, "c": 5 * time.Second}
-	if diff := cmp.Diff(want, got); diff != "" || len(cfg.IdleTimeouts) != len(cfg.Targets) {
-		t.Errorf("idle timeouts by target (-want +got):\n%s(%d for %d targets)", diff, len(cfg.IdleTimeouts), len(cfg.Targets))
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("idle timeouts by target (-want +got):\n%s", diff)
 	}
 }

@@ -61,22 +61,25 @@ func (c *Config) Summary() string {
 
 	b.WriteString("\ntargets:\n")
 	w := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(w, "  name\tmodel\tcontext\ttools\tvision\ttimeout\tretries\tweight\treasoning\tapi key\t\n")
+	fmt.Fprintf(w, "  name\tmodel\tcontext\ttools\tvision\ttimeout\tidle timeout\tretries\tweight\treasoning\tapi key\t\n")
 	for _, t := range c.Targets {
 		ctx := "unknown"
 		if t.ContextWindow > 0 {
 			ctx = fmt.Sprint(t.ContextWindow)
 		}
-		timeout := t.Timeout.String()
+		timeout, idle := t.Timeout.String(), t.IdleTimeout.String()
 		if t.Timeout == 0 {
 			timeout = "none"
+		}
+		if t.IdleTimeout == 0 {
+			idle = "none"
 		}
 		reasoning := "passthrough"
 		if t.Reasoning == core.ReasoningThinkTags {
 			reasoning = "think-tags"
 		}
-		fmt.Fprintf(w, "  %s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\t%s\t%s\t%s\n", t.Name, t.Model, ctx,
-			yesNo(t.Tools), yesNo(t.Vision), timeout, t.MaxRetries, t.Weight, reasoning,
+		fmt.Fprintf(w, "  %s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\t%s\t%s\t%s\n", t.Name, t.Model, ctx,
+			yesNo(t.Tools), yesNo(t.Vision), timeout, idle, t.MaxRetries, t.Weight, reasoning,
 			yes(t.APIKey != "", "set")+yes(t.APIKey == "", "none"), yes(!used[t.Name], "(in no route)"))
 	}
 	_ = w.Flush()

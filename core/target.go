@@ -127,6 +127,9 @@ type Target struct {
 	Tools, Vision bool
 	// Timeout bounds the wait for the response headers (the first byte); 0 means none.
 	Timeout time.Duration
+	// IdleTimeout bounds each wait for the next bytes of an answer's body once its head has
+	// come (a whole answer's, a stream's before and between events); 0 means none.
+	IdleTimeout time.Duration
 	// MaxRetries is how many same-target retries a retryable failure gets.
 	MaxRetries int
 	// APIKey is sent as a Bearer token when non-empty.

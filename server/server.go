@@ -129,7 +129,7 @@ func New(o Options) (*Server, error) {
 		s.retry[1] = 2 * time.Second
 	}
 	if s.up == nil {
-		s.ownUp = upstream.NewSet(o.Config.Targets, upstream.Options{IdleTimeouts: o.Config.IdleTimeouts})
+		s.ownUp = upstream.NewSet(o.Config.Targets, upstream.Options{})
 		s.up = s.ownUp
 	}
 	c := o.Config.Cooldown

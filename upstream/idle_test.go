@@ -19,10 +19,8 @@ import (
 // idleSet is a Set over tg whose idle timeout is idle, with the options newSet gives.
 func idleSet(t *testing.T, tg *core.Target, idle time.Duration, tmpl *http.Transport) *Set {
 	t.Helper()
-	ids := make([]time.Duration, tg.Index+1)
-	ids[tg.Index] = idle
-	s := NewSet([]*core.Target{tg}, Options{Now: fixedNow, DialTimeout: 2 * time.Second, Transport: tmpl,
-		IdleTimeouts: ids})
+	tg.IdleTimeout = idle
+	s := NewSet([]*core.Target{tg}, Options{Now: fixedNow, DialTimeout: 2 * time.Second, Transport: tmpl})
 	t.Cleanup(s.Close)
 	return s
 }

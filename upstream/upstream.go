@@ -76,12 +76,6 @@ type Options struct {
 	// NewID makes the ids of answers and tool calls that translating adapters build; nil means
 	// 24 random hex digits. Tests inject a counter.
 	NewID func() string
-	// IdleTimeouts are the targets' idle timeouts (config's idle_timeout), by core.Target.Index:
-	// the longest wait for the next bytes of an answer's body once its head has come. A wait
-	// that runs out fails the body's read with an *IdleTimeoutError and closes the connection.
-	// A target beyond the slice, or with 0, has no limit. (Carried beside the targets rather
-	// than in core.Target, which has no field for it.)
-	IdleTimeouts []time.Duration
 }
 
 const defaultDialTimeout = 10 * time.Second
@@ -129,10 +123,9 @@ func NewSet(targets []*core.Target, o Options) *Set {
 		s.names[t.Index] = t.Name
 		s.models[t.Index] = jsonx.Quote(t.Model)
 		tr := newTransport(o, t)
-		var idle time.Duration
-		if t.Index < len(o.IdleTimeouts) {
-			idle = o.IdleTimeouts[t.Index]
-		}
+		// Target.IdleTimeout: a wait for the body's next bytes that runs out fails the read
+		// with an *IdleTimeoutError and closes the connection.
+		idle := t.IdleTimeout
 		var rt http.RoundTripper = tr
 		switch {
 		case o.Transport == nil && strings.HasPrefix(t.URL, "http://") && !proxied(t.URL):
