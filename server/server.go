@@ -40,6 +40,15 @@ type Options struct {
 	RetryBase, RetryMax time.Duration
 	// Sleep waits between same-target retries; nil waits on a real timer (tests inject their own).
 	Sleep func(ctx context.Context, d time.Duration) error
+	// Yield runs once per stream, right after its first event is flushed to the client; nil
+	// means sched_yield(2) on Linux and nothing elsewhere. On loopback the kernel wakes the
+	// reader of a socket on the writer's CPU, expecting the writer to sleep soon; a gateway
+	// relaying a burst of events does not, and a client on the same machine would read its first
+	// token only after the gateway had relayed the burst behind it (about 80 µs of the bench's
+	// 32-event streams: PERFORMANCE.md, fifth round). Yielding hands it the CPU first. A stream
+	// whose events come apart (a model's tokens) parks between events anyway; then the yield
+	// costs one syscall per stream and changes nothing. Tests count the calls.
+	Yield func()
 	// Lifecycle tunes the manager of targets with a command; StateFile and WaitHealthy default to
 	// the config's, Clock to Clock when it can schedule, Logger to Logger.
 	Lifecycle lifecycle.Options
@@ -57,6 +66,7 @@ type Server struct {
 	log      *slog.Logger
 	clock    health.Clock
 	sleep    func(ctx context.Context, d time.Duration) error
+	yield    func() // see Options.Yield
 	retry    [2]time.Duration
 	created  int64
 	handler  http.Handler
@@ -110,6 +120,7 @@ func New(o Options) (*Server, error) {
 		log:     o.Logger,
 		up:      o.Upstream,
 		sleep:   o.Sleep,
+		yield:   o.Yield,
 		retry:   [2]time.Duration{o.RetryBase, o.RetryMax},
 		created: time.Now().Unix(),
 	}
@@ -121,6 +132,9 @@ func New(o Options) (*Server, error) {
 	}
 	if s.sleep == nil {
 		s.sleep = sleepTimer
+	}
+	if s.yield == nil {
+		s.yield = yieldCPU
 	}
 	if s.retry[0] <= 0 {
 		s.retry[0] = 100 * time.Millisecond

@@ -388,3 +388,75 @@ func stalledStream(first, rest string, release <-chan struct{}) http.HandlerFunc
 		fmt.Fprint(w, rest)
 	}
 }
+
+// A stream yields the CPU once, after its first event has gone out (Options.Yield): the hook
+// below waits for the client to have read that event, which it could not if the yield came
+// first, and a whole answer does not yield at all.
+func TestStreamYieldsOnceAfterFirstEvent(t *testing.T) {
+	saif := newFake(t, "saif")
+	var calls atomic.Int32
+	gotFirst, late := make(chan struct{}), make(chan struct{})
+	g := newGateway(t, target("saif", saif.url(), "private")+"[routes.saif]\ntargets = [\"saif\"]\n", nil,
+		func(o *server.Options) {
+			o.Yield = func() {
+				if calls.Add(1) != 1 {
+					return
+				}
+				select {
+				case <-gotFirst:
+				case <-time.After(10 * time.Second):
+					close(late)
+				}
+			}
+		})
+	var burst strings.Builder
+	for i := range 5 {
+		fmt.Fprintf(&burst, "data: {\"id\":\"c\",\"object\":\"chat.completion.chunk\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"e%d\"}}]}\n\n", i)
+	}
+	burst.WriteString("data: [DONE]\n\n")
+	saif.set(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		fmt.Fprint(w, burst.String()) // every event at once: the relay has a burst behind the first
+	})
+	resp, err := g.ts.Client().Post(g.ts.URL+"/v1/chat/completions", "application/json", strings.NewReader(streamBody("saif")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	br := bufio.NewReader(resp.Body)
+	line, err := br.ReadString('\n')
+	if err != nil || !strings.Contains(line, "e0") {
+		t.Fatalf("first event %q, %v", line, err)
+	}
+	close(gotFirst)
+	rest, err := io.ReadAll(br)
+	if err != nil || !strings.HasSuffix(string(rest), "data: [DONE]\n\n") || !strings.Contains(string(rest), "e4") {
+		t.Fatalf("rest of the stream %q, %v", rest, err)
+	}
+	select {
+	case <-late:
+		t.Fatal("the stream yielded before its first event reached the client")
+	default:
+	}
+	if n := calls.Load(); n != 1 {
+		t.Errorf("a stream yielded %d times, want once", n)
+	}
+
+	saif.set(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprint(w, `{"id":"c","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"hi"},"finish_reason":"stop"}]}`)
+	})
+	resp2, err := g.ts.Client().Post(g.ts.URL+"/v1/chat/completions", "application/json",
+		strings.NewReader(`{"model":"saif","messages":[{"role":"user","content":"hi"}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = io.Copy(io.Discard, resp2.Body)
+	resp2.Body.Close()
+	if resp2.StatusCode != http.StatusOK {
+		t.Fatalf("whole answer: status %d", resp2.StatusCode)
+	}
+	if n := calls.Load(); n != 1 {
+		t.Errorf("after a whole answer the yields are %d, want still 1", n)
+	}
+}

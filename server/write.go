@@ -122,7 +122,9 @@ func (s *Server) relay(ctx context.Context, w http.ResponseWriter, res result) {
 	}
 	// The head and the first event always go out at once: the time to the first token is what a
 	// chat client shows, and waiting to coalesce it with a burst behind it cost the bench's
-	// streams ~80 µs to first byte.
+	// streams ~80 µs to first byte. For the same reason the first flush is followed by a yield
+	// of the CPU, so that a client woken on it reads the event before the burst is relayed (see
+	// Options.Yield).
 	first := true
 	for err == nil {
 		if werr := writeEvent(w, ev); werr != nil {
@@ -130,6 +132,9 @@ func (s *Server) relay(ctx context.Context, w http.ResponseWriter, res result) {
 		}
 		if (first || buffered == nil || !buffered.Buffered()) && rc.Flush() != nil {
 			return
+		}
+		if first {
+			s.yield()
 		}
 		first = false
 		ev, err = st.Next()
