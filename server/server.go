@@ -40,7 +40,8 @@ type Options struct {
 	RetryBase, RetryMax time.Duration
 	// Sleep waits between same-target retries; nil waits on a real timer (tests inject their own).
 	Sleep func(ctx context.Context, d time.Duration) error
-	// Yield runs once per stream, right after its first event is flushed to the client; nil
+	// Yield runs once per stream, right after its first event is flushed to the client, when no
+	// other stream is being relayed at the time; nil
 	// means sched_yield(2) on Linux and nothing elsewhere. On loopback the kernel wakes the
 	// reader of a socket on the writer's CPU, expecting the writer to sleep soon; a gateway
 	// relaying a burst of events does not, and a client on the same machine would read its first
@@ -85,6 +86,7 @@ type Server struct {
 	lengths [maxSharedLength]atomic.Pointer[[]string]
 
 	failedOpen atomic.Int64 // requests served only because a fail-open stage kept every target
+	relaying   atomic.Int64 // streams being relayed (see relay)
 	states     sync.Pool    // *reqState; see serveOp
 }
 

@@ -391,7 +391,7 @@ func stalledStream(first, rest string, release <-chan struct{}) http.HandlerFunc
 
 // A stream yields the CPU once, after its first event has gone out (Options.Yield): the hook
 // below waits for the client to have read that event, which it could not if the yield came
-// first, and a whole answer does not yield at all.
+// first. A whole answer does not yield, nor does a stream while another one is being relayed.
 func TestStreamYieldsOnceAfterFirstEvent(t *testing.T) {
 	saif := newFake(t, "saif")
 	var calls atomic.Int32
@@ -458,5 +458,39 @@ func TestStreamYieldsOnceAfterFirstEvent(t *testing.T) {
 	}
 	if n := calls.Load(); n != 1 {
 		t.Errorf("after a whole answer the yields are %d, want still 1", n)
+	}
+
+	// Stream A stays open after its first event (it yields: it is alone); stream B, relayed
+	// meanwhile, does not yield.
+	release := make(chan struct{})
+	saif.set(stalledStream("data: {\"id\":\"c\",\"object\":\"chat.completion.chunk\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"a\"}}]}\n\n", "data: [DONE]\n\n", release))
+	respA, err := g.ts.Client().Post(g.ts.URL+"/v1/chat/completions", "application/json", strings.NewReader(streamBody("saif")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer respA.Body.Close()
+	brA := bufio.NewReader(respA.Body)
+	if line, err := brA.ReadString('\n'); err != nil || !strings.Contains(line, `"a"`) {
+		t.Fatalf("stream A's first event %q, %v", line, err)
+	}
+	saif.set(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		fmt.Fprint(w, burst.String())
+	})
+	respB, err := g.ts.Client().Post(g.ts.URL+"/v1/chat/completions", "application/json", strings.NewReader(streamBody("saif")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	restB, err := io.ReadAll(respB.Body)
+	respB.Body.Close()
+	if err != nil || !strings.HasSuffix(string(restB), "data: [DONE]\n\n") {
+		t.Fatalf("stream B %q, %v", restB, err)
+	}
+	close(release)
+	if _, err := io.ReadAll(brA); err != nil {
+		t.Fatal(err)
+	}
+	if n := calls.Load(); n != 2 {
+		t.Errorf("after stream A (alone) and stream B (beside A) the yields are %d, want 2", n)
 	}
 }
