@@ -13,6 +13,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -68,7 +69,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	case "check-config":
 		return cmdCheckConfig(args[1:], stdout, stderr)
 	case "keygen":
-		err = cmdKeygen(args[1:], stdout)
+		err = cmdKeygen(args[1:], stdout, stderr)
 	case "route":
 		err = cmdRoute(args[1:], stdout, stderr)
 	case "lru-sim":
@@ -211,9 +212,21 @@ func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	return serve(ctx, cfg, log)
 }
 
+// helpAsked reports whether the arguments of a command that takes no flags (keygen NAME,
+// check-config FILE, route) are a request for its usage: no flag package parses them, and --help
+// would otherwise be taken for the name or the file.
+func helpAsked(args []string) bool {
+	return len(args) == 1 && (args[0] == "-h" || args[0] == "-help" || args[0] == "--help")
+}
+
 func cmdCheckConfig(args []string, stdout, stderr io.Writer) int {
+	const use = "usage: gateway check-config FILE"
+	if helpAsked(args) {
+		fmt.Fprintln(stderr, use)
+		return 0
+	}
 	if len(args) != 1 {
-		fmt.Fprintln(stderr, "usage: gateway check-config FILE")
+		fmt.Fprintln(stderr, use)
 		return 2
 	}
 	cfg, err := config.Load(args[0], os.Getenv)
@@ -225,9 +238,15 @@ func cmdCheckConfig(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
-func cmdKeygen(args []string, stdout io.Writer) error {
-	if len(args) != 1 || args[0] == "" {
-		return usageError{"usage: gateway keygen NAME"}
+func cmdKeygen(args []string, stdout, stderr io.Writer) error {
+	const use = "usage: gateway keygen NAME"
+	if helpAsked(args) {
+		fmt.Fprintln(stderr, use)
+		return flag.ErrHelp
+	}
+	// A name that looks like a flag is a mistyped command line, not a key's name.
+	if len(args) != 1 || args[0] == "" || strings.HasPrefix(args[0], "-") {
+		return usageError{use}
 	}
 	key, hash, err := config.NewKey(rand.Reader)
 	if err != nil {
@@ -242,6 +261,10 @@ func cmdKeygen(args []string, stdout io.Writer) error {
 // rules of --config's [auto] table or the defaults.
 func cmdRoute(args []string, stdout, stderr io.Writer) error {
 	const use = "usage: gateway route eval FILE [--config FILE]"
+	if helpAsked(args) {
+		fmt.Fprintln(stderr, use)
+		return flag.ErrHelp
+	}
 	if len(args) == 0 || args[0] != "eval" {
 		return usageError{use}
 	}

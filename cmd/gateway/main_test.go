@@ -143,3 +143,31 @@ func TestHelpFlag(t *testing.T) {
 		})
 	}
 }
+
+// TestHelpOnPositionalCommands: the commands that take a name or a file rather than flags answer
+// --help with their usage line and exit 0 too, instead of taking it as the argument: keygen made
+// a key named "--help" and printed it for the config, check-config tried to open "--help".
+func TestHelpOnPositionalCommands(t *testing.T) {
+	tests := []struct {
+		args  []string
+		usage string
+	}{
+		{[]string{"keygen", "--help"}, "gateway keygen NAME"},
+		{[]string{"keygen", "-h"}, "gateway keygen NAME"},
+		{[]string{"check-config", "--help"}, "gateway check-config FILE"},
+		{[]string{"check-config", "-help"}, "gateway check-config FILE"},
+		{[]string{"route", "--help"}, "gateway route eval FILE"},
+	}
+	for _, tt := range tests {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			code, out, errOut := runCmd(t, tt.args...)
+			if code != 0 || out != "" || !strings.Contains(errOut, tt.usage) {
+				t.Errorf("exit %d, stdout %q, stderr %q; want 0, nothing and the usage line %q", code, out, errOut, tt.usage)
+			}
+		})
+	}
+	// A name that looks like a flag is a mistake in the command line, not a key's name.
+	if code, out, _ := runCmd(t, "keygen", "--name=laptop"); code != 2 || out != "" {
+		t.Errorf("keygen --name=laptop: exit %d, stdout %q; want 2 and no key", code, out)
+	}
+}
