@@ -41,10 +41,31 @@ func (w *response) reset(req *http.Request) {
 	h := w.c.bufs.rh
 	clear(h)
 	w.c.bufs.pending = w.c.bufs.pending[:0]
+	w.c.bufs.fields = w.c.bufs.fields[:0]
 	*w = response{c: w.c, req: req, header: h, length: -1}
 }
 
 func (w *response) Header() http.Header { return w.header }
+
+// AddFields adds header lines the handler built once and keeps ("Name: value\r\n" each, with a
+// token name, a valid value and no framing field: h1 writes them as they are), to go in the head
+// after the header map's fields. Setting a map entry costs a map assignment, and writing it a
+// walk of the map with a check of each name and value, on every answer. Lines added after the
+// head went out are dropped. The server's handler reaches this through its own interface.
+func (w *response) AddFields(lines []byte) {
+	if !w.committed && !w.finished {
+		w.c.bufs.fields = append(w.c.bufs.fields, lines...)
+	}
+}
+
+// SetContentLength is a Content-Length header set without the header map: the body's length,
+// written in the head and held to as a Content-Length entry is. It must come before
+// WriteHeader, and an entry in the map, if any, wins.
+func (w *response) SetContentLength(n int64) {
+	if !w.wrote && n >= 0 {
+		w.length = n
+	}
+}
 
 // WriteHeader sets the status. An informational status (1xx but 101) is written at once and
 // the handler may still set another.
@@ -237,6 +258,7 @@ func (w *response) commit(final bool) {
 		_, _ = bw.Write(w.c.s.date.get(time.Now()))
 	}
 	w.writeFields()
+	_, _ = bw.Write(w.c.bufs.fields)
 	_, _ = bw.WriteString("\r\n")
 	if pend := w.c.bufs.pending; len(pend) > 0 {
 		w.c.bufs.pending = pend[:0]

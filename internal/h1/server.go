@@ -277,6 +277,7 @@ type connBufs struct {
 	heads   httpwire.Arena // the arena of request heads (see readHead)
 	ends    []int32        // where each line of the last head ends
 	pending []byte         // an answer's body before its header has gone out
+	fields  []byte         // header lines the handler prebuilt (see response.AddFields)
 	rh      http.Header
 	slots   []reqSlot // the slab's slots not used yet
 }
