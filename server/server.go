@@ -81,6 +81,9 @@ type Server struct {
 	// targetValues[i] is []string{name} of the target with Index i: the X-Hayula-Target and
 	// (for a chain of one) X-Hayula-Chain header values, built once (see write).
 	targetValues [][]string
+	// targetLines[i] is the X-Hayula-Chain and X-Hayula-Target header lines of an answer the
+	// target with Index i served alone (see writeWhole); nil when its name cannot be a value.
+	targetLines [][]byte
 	// lengths[n] is the Content-Length value of an answer of n bytes, once one went out (see
 	// lengthValue).
 	lengths [maxSharedLength]atomic.Pointer[[]string]
@@ -100,6 +103,9 @@ type routeState struct {
 	minWindow int
 	// nameValue is []string{Name}, the X-Hayula-Route header's value, built once (see write).
 	nameValue []string
+	// routeLine is the X-Hayula-Route header line (see writeWhole); nil when the name cannot be
+	// a header value.
+	routeLine []byte
 }
 
 // mayOverflow reports whether the context filter could drop a target of the route for req. The
@@ -153,9 +159,11 @@ func New(o Options) (*Server, error) {
 		health.Policy{Failures: c.Failures, Base: c.Base, Max: c.Max, OnChange: s.healthChanged})
 	s.stages = filter.Standard(s.health)
 	s.targetValues = make([][]string, len(o.Config.Targets))
+	s.targetLines = make([][]byte, len(o.Config.Targets))
 	for _, t := range o.Config.Targets {
 		if t.Index >= 0 && t.Index < len(s.targetValues) {
 			s.targetValues[t.Index] = []string{t.Name}
+			s.targetLines[t.Index] = headerLines(hdrChain, t.Name, hdrTarget, t.Name)
 		}
 	}
 	s.failOpen = map[string]bool{}
@@ -172,7 +180,7 @@ func New(o Options) (*Server, error) {
 			return nil, fmt.Errorf("route %s: %w", r.Name, err)
 		}
 		rs := &routeState{Route: r, sel: sel, guard: make([]core.ClassSet, len(o.Config.Targets)),
-			nameValue: []string{r.Name}}
+			nameValue: []string{r.Name}, routeLine: headerLines(hdrRoute, r.Name)}
 		for i, t := range r.Targets {
 			if i < len(r.Guard) {
 				rs.guard[t.Index] = r.Guard[i]

@@ -7,9 +7,11 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/hayula/gateway/core"
+	"github.com/hayula/gateway/internal/httpwire"
 	"github.com/hayula/gateway/internal/logfmt"
 	"github.com/hayula/gateway/upstream"
 )
@@ -51,6 +53,93 @@ func (s *Server) targetValue(t *core.Target) []string {
 	return []string{t.Name}
 }
 
+// fielder is internal/h1's ResponseWriter: header lines built once and a body length, handed
+// over without the header map (each entry a map assignment, and on the way out a walk of the
+// map checking every name and value, on every answer).
+type fielder interface {
+	AddFields(lines []byte)
+	SetContentLength(n int64)
+}
+
+// fielderOf is w's fielder, looking through the recoverer's trackingWriter; nil when the
+// server behind w is another (net/http, a test's recorder).
+func fielderOf(w http.ResponseWriter) fielder {
+	if f, ok := w.(fielder); ok {
+		return f
+	}
+	if u, ok := w.(interface{ Unwrap() http.ResponseWriter }); ok {
+		f, _ := u.Unwrap().(fielder)
+		return f
+	}
+	return nil
+}
+
+// headerLines is "k: v\r\n" for each pair kv, or nil when a value could not go in a head as it
+// is (config's names never fail this; the check keeps the lines' promise to internal/h1).
+func headerLines(kv ...string) []byte {
+	var b []byte
+	for i := 0; i+1 < len(kv); i += 2 {
+		if kv[i+1] == "" || !httpwire.ValidValue(kv[i+1]) || !httpwire.IsToken(kv[i]) {
+			return nil
+		}
+		b = append(append(append(append(b, kv[i]...), ": "...), kv[i+1]...), "\r\n"...)
+	}
+	return b
+}
+
+var jsonContentTypeLine = headerLines("Content-Type", "application/json")
+
+// prebuilt reports whether k is a field writeWhole writes from its lines, in any case.
+func prebuilt(k string) bool {
+	for _, p := range [...]string{"Content-Type", "Content-Length", hdrRoute, hdrChain, hdrTarget} {
+		if strings.EqualFold(k, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// writeWhole sends a whole answer that one target served at the first try through internal/h1's
+// fielder: the route's, chain's, target's and content type's lines built once, and the length
+// without a header value. It reports false, having written nothing, when it cannot (another
+// server behind w, a name that is no header value, a chain longer than its target); write then
+// goes through the header map, with the same fields.
+func (s *Server) writeWhole(w http.ResponseWriter, rs *routeState, res result) bool {
+	t := res.target
+	if len(res.chain) != 1 || res.chain[0] != t.Name || rs.routeLine == nil ||
+		t.Index < 0 || t.Index >= len(s.targetLines) || s.targetLines[t.Index] == nil ||
+		s.targetValues[t.Index][0] != t.Name {
+		return false
+	}
+	for k := range res.resp.Header {
+		if prebuilt(k) {
+			return false // the adapter's own value for a field of ours: the map decides, as before
+		}
+	}
+	f := fielderOf(w)
+	if f == nil {
+		return false
+	}
+	if len(res.resp.Header) > 0 {
+		h := w.Header()
+		for k, vs := range res.resp.Header {
+			h[k] = vs
+		}
+	}
+	f.AddFields(rs.routeLine)
+	f.AddFields(s.targetLines[t.Index])
+	f.AddFields(jsonContentTypeLine)
+	f.SetContentLength(int64(len(res.resp.Body)))
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(res.resp.Body)
+	// Out now, with its length, in one write: what is left of the request (the target's
+	// release, the log line) is not the client's wait.
+	if fl, ok := w.(http.Flusher); ok {
+		fl.Flush()
+	}
+	return true
+}
+
 var (
 	sseData = []byte("data: ")
 	sseEnd  = []byte("\n\n")
@@ -63,11 +152,11 @@ func (s *Server) write(ctx context.Context, w http.ResponseWriter, rs *routeStat
 	// route's and target's values are built once. Nothing appends to them in place (a slice of
 	// length 1 and capacity 1 is copied by append).
 	h := w.Header()
-	h[hdrRoute] = rs.nameValue
 	if res.gone {
 		return 499
 	}
 	if res.err != nil {
+		h[hdrRoute] = rs.nameValue
 		if len(res.chain) > 0 {
 			h.Set(hdrChain, chainHeader(res.chain, ""))
 		}
@@ -75,6 +164,10 @@ func (s *Server) write(ctx context.Context, w http.ResponseWriter, rs *routeStat
 		return res.err.Status
 	}
 	defer res.flight.end()
+	if res.resp.Stream == nil && s.writeWhole(w, rs, res) {
+		return http.StatusOK
+	}
+	h[hdrRoute] = rs.nameValue
 	target := s.targetValue(res.target)
 	if len(res.chain) == 1 && res.chain[0] == res.target.Name {
 		h[hdrChain] = target

@@ -1,0 +1,94 @@
+package server_test
+
+import (
+	"bufio"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// A whole answer goes out through internal/h1 with prebuilt header lines (writeWhole), and
+// through any other server by the header map. Both ways carry the same fields, and the h1 head
+// names each of them once; so does an answer that needed the map (a fallback chain).
+func TestWholeAnswerFieldsBothWays(t *testing.T) {
+	g, saif, _, _ := threeChain(t)
+	body := `{"model":"saif","messages":[{"role":"user","content":"hi"}]}`
+	fields := func(h http.Header) map[string]string {
+		m := map[string]string{}
+		for k, vs := range h {
+			if k != "Date" {
+				m[k] = strings.Join(vs, ",")
+			}
+		}
+		return m
+	}
+	// The head as it went over the wire, line by line.
+	rawHead := func() []string {
+		t.Helper()
+		c, err := net.Dial("tcp", strings.TrimPrefix(g.ts.URL, "http://"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+		_, _ = io.WriteString(c, "POST /v1/chat/completions HTTP/1.1\r\nHost: h\r\nContent-Type: application/json\r\n"+
+			"Content-Length: "+strconv.Itoa(len(body))+"\r\nConnection: close\r\n\r\n"+body)
+		br := bufio.NewReader(c)
+		var lines []string
+		for {
+			l, err := br.ReadString('\n')
+			if err != nil {
+				t.Fatalf("head: %v (%q)", err, lines)
+			}
+			if l == "\r\n" {
+				return lines
+			}
+			lines = append(lines, strings.TrimRight(l, "\r\n"))
+		}
+	}
+	once := func(name string, lines []string) {
+		t.Helper()
+		got := map[string]int{}
+		for _, l := range lines[1:] {
+			k, _, _ := strings.Cut(l, ":")
+			got[http.CanonicalHeaderKey(k)]++
+		}
+		for k, n := range got {
+			if n != 1 {
+				t.Errorf("%s: the head has %d %s fields: %q", name, n, k, lines)
+			}
+		}
+	}
+
+	resp, err := g.ts.Client().Post(g.ts.URL+"/v1/chat/completions", "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	rec := httptest.NewRecorder()
+	g.srv.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/v1/chat/completions", strings.NewReader(body)))
+	want := map[string]string{"Content-Type": "application/json", "Content-Length": rec.Header().Get("Content-Length"),
+		"X-Hayula-Route": "saif", "X-Hayula-Chain": "saif", "X-Hayula-Target": "saif"}
+	if diff := cmp.Diff(want, fields(rec.Header())); diff != "" {
+		t.Errorf("by the header map (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(want, fields(resp.Header)); diff != "" {
+		t.Errorf("through internal/h1 (-want +got):\n%s", diff)
+	}
+	once("first target", rawHead())
+
+	saif.set(errHandler(http.StatusInternalServerError, "internal", "boom")) // falls to deepseek-r1
+	lines := rawHead()
+	once("fallback", lines)
+	if !strings.Contains(strings.Join(lines, "\n"), "X-Hayula-Chain: saif→deepseek-r1") {
+		t.Errorf("fallback head %q lacks its chain", lines)
+	}
+}
