@@ -314,3 +314,35 @@ func TestInFlightCountsReturnToZero(t *testing.T) {
 	resp.Body.Close()
 	check("after the stream", zero)
 }
+
+// TestCaseFoldedHayulaFieldsStripped: encoding/json matches member names case-insensitively, so
+// "X-Hayula-Privacy" (or an escaped spelling) is read as the option; it is stripped too, in
+// whatever spelling it came: the upstream must not see a Hayula option.
+func TestCaseFoldedHayulaFieldsStripped(t *testing.T) {
+	g, saif, _, _ := threeChain(t)
+	for _, path := range []string{"/v1/chat/completions", "/v1/completions"} {
+		for _, member := range []string{
+			`"X-Hayula-Privacy":"strict"`, `"X-Route-Hint":null`, `"X-FALLBACK-ON":true`,
+			`"x-route-hint":"webapp","X-Route-Hint":null`, `"x-hayula-priv\u0061cy":null`,
+			`"X-Hayula-Priv\u0061cy":"strict"`,
+		} {
+			t.Run(path+" "+member, func(t *testing.T) {
+				rep := g.post(t, path, `{"model":"open",`+member+`,"prompt":"hi","messages":[{"role":"user","content":"hi"}]}`)
+				if rep.status != 200 {
+					t.Fatalf("status %d: %s", rep.status, rep.body)
+				}
+				got := saif.lastBody(t)
+				for k := range got {
+					for _, opt := range []string{"x-route-hint", "x-hayula-privacy", "x-fallback-on"} {
+						if strings.EqualFold(k, opt) {
+							t.Errorf("%s forwarded upstream: %v", k, got)
+						}
+					}
+				}
+				if got["model"] != "saif" {
+					t.Errorf("forwarded body %v", got)
+				}
+			})
+		}
+	}
+}

@@ -24,6 +24,44 @@ const (
 	optPrivacy  = "x-hayula-privacy"
 )
 
+// stripOptions is body without its Hayula options, in every spelling encoding/json reads as one:
+// it matches member names case-insensitively (Unicode simple folding) and after unescaping, so
+// "X-Hayula-Privacy" and "x-hayula-priv\u0061cy" are the option as much as "x-hayula-privacy"
+// is, and must not reach the upstream either (TestCaseFoldedHayulaFieldsStripped). body is the
+// original when it has none.
+func stripOptions(body []byte) []byte {
+	var found []string // the spellings met: nearly always none
+	it := jsonx.Object(body, false)
+	for {
+		q, _, ok := it.Next()
+		if !ok {
+			break
+		}
+		name, plain := jsonx.PlainKey(q)
+		var s string
+		switch {
+		case plain:
+			if !isOption(name) {
+				continue
+			}
+			s = string(name)
+		case json.Unmarshal(q, &s) != nil || !isOption([]byte(s)):
+			continue
+		}
+		found = append(found, s)
+	}
+	if len(found) == 0 {
+		return body
+	}
+	return jsonx.Delete(body, found...)
+}
+
+// isOption reports whether encoding/json would read the member name as a Hayula option.
+func isOption(name []byte) bool {
+	return bytes.EqualFold(name, []byte(optFallback)) || bytes.EqualFold(name, []byte(optHint)) ||
+		bytes.EqualFold(name, []byte(optPrivacy))
+}
+
 // The same options as header names in canonical form, for headerValue.
 const (
 	hdrOptFallback = "X-Fallback-On"
@@ -225,7 +263,7 @@ func finishChat(r *http.Request, body []byte, w *wireView, req *core.Request) *a
 	}
 	req.Body = body
 	if w.options {
-		req.Body = jsonx.Delete(body, optFallback, optHint, optPrivacy)
+		req.Body = stripOptions(body)
 	} else if w.models == 1 {
 		req.ModelAt = w.modelAt
 	}
@@ -375,8 +413,8 @@ func decodeOther(r *http.Request, body []byte, op core.Op) (*core.Request, *apiE
 	if e := readOptions(r, &opts, req); e != nil {
 		return nil, e
 	}
-	// Delete, not a check of the decoded fields: a key sent as null is stripped too.
-	req.Body = jsonx.Delete(body, optFallback, optHint, optPrivacy)
+	// Stripped by name, not after a check of the decoded fields: a key sent as null goes too.
+	req.Body = stripOptions(body)
 	return req, nil
 }
 
