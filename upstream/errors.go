@@ -36,6 +36,20 @@ func (e *NotSSEError) Error() string {
 	return fmt.Sprintf("stream requested but upstream answered %q: %s", e.ContentType, bytes.TrimSpace(snippet))
 }
 
+// notEventStream is the error for a 2xx answer to a stream request whose Content-Type ct is not
+// an event stream: a *core.ProtocolError with the start of the body, read and closed here. A body
+// that fails while read (the idle timeout, the caller gone) is a *core.StreamError wrapping that
+// failure instead, as readAnswer's is, so that errmap classifies what happened rather than the
+// bytes that came before it.
+func notEventStream(t *core.Target, resp *http.Response, ct string) error {
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
+	_ = resp.Body.Close()
+	if err != nil {
+		return &core.StreamError{Target: t.Name, Message: "upstream broke off the response body: " + err.Error(), Err: err}
+	}
+	return &core.ProtocolError{Target: t.Name, Err: &NotSSEError{ContentType: ct, Body: body}}
+}
+
 // transportError maps a failed http.Client.Do to the core types.
 func transportError(ctx context.Context, t *core.Target, err error) error {
 	if ctxErr := ctx.Err(); ctxErr != nil {

@@ -308,3 +308,36 @@ func TestFallbackSteadyStreamNotCut(t *testing.T) {
 		t.Fatalf("%d events, end %s; want %d and EOF", len(ev), end, events+1)
 	}
 }
+
+// A stream request answered 200 with a body that is not an event stream (a server that ignored
+// "stream": true) and that stops after its head is an idle timeout like any other body that does:
+// errmap must read a *core.TimeoutError, not the NotSSEError of the bytes read before the wait
+// ran out (a server_error, which a route falling through on timeouts only does not move past).
+func TestNotEventStreamIdleTimeout(t *testing.T) {
+	for _, adapter := range []core.AdapterKind{core.AdapterOpenAI, core.AdapterSAIF} {
+		t.Run(adapter.String(), func(t *testing.T) {
+			srv, conns := countingServer(t, func(w http.ResponseWriter, r *http.Request) {
+				_, _ = io.Copy(io.Discard, r.Body)
+				w.Header().Set("Content-Type", "application/json")
+				w.Header().Set("Content-Length", "1000")
+				_, _ = io.WriteString(w, `{"id":"x",`)
+				w.(http.Flusher).Flush()
+				stall(t, r)
+			})
+			tg := target(srv.URL)
+			tg.Adapter = adapter
+			const idle = 30 * time.Second
+			s := idleSet(t, tg, idle, nil)
+			tr, ft := injectTicks(t, s, tg)
+			done := chatAsync(s, context.Background(), tg, chatReq(true))
+			waitReading(t, tr)
+			t0 := time.Date(2026, 1, 2, 15, 4, 5, 0, time.UTC)
+			ft.round(t, t0)
+			ft.round(t, t0.Add(idle))
+			idleAfter(t, wait(t, done).err, idle)
+			if live, pooled := liveIdle(tr); live != 0 || pooled != 0 || conns.Load() != 1 {
+				t.Errorf("%d live, %d pooled of %d connections, want the one connection closed", live, pooled, conns.Load())
+			}
+		})
+	}
+}

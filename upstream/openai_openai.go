@@ -111,9 +111,7 @@ func capBytes(b []byte, n int) []byte {
 func (a *openaiOpenAI) stream(resp *http.Response) (*Response, error) {
 	ct := resp.Header.Get("Content-Type")
 	if !isEventStream(ct) {
-		body, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
-		_ = resp.Body.Close()
-		return nil, &core.ProtocolError{Target: a.t.Name, Err: &NotSSEError{ContentType: ct, Body: body}}
+		return nil, notEventStream(a.t, resp, ct)
 	}
 	r := responseFor(resp)
 	r.s.init(a.t.Name, resp.Body, a.readers)

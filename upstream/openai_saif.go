@@ -208,9 +208,7 @@ func (a *openaiSAIF) answer(ctx context.Context, resp *http.Response, op core.Op
 func (a *openaiSAIF) stream(resp *http.Response, req *core.Request) (*Response, error) {
 	ct := resp.Header.Get("Content-Type")
 	if !isEventStream(ct) {
-		body, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
-		_ = resp.Body.Close()
-		return nil, &core.ProtocolError{Target: a.t.Name, Err: &NotSSEError{ContentType: ct, Body: body}}
+		return nil, notEventStream(a.t, resp, ct)
 	}
 	id, created := "chatcmpl-"+a.newID(), a.now().Unix()
 	var out chunkMaker = newChunker(id, created, a.t.Model, a.t.Reasoning)
