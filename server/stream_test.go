@@ -76,15 +76,9 @@ func TestStreamFlushesEachEvent(t *testing.T) {
 	g, saif, _, _ := threeChain(t)
 	release := make(chan struct{})
 	saif.set(stalledStream("data: {\"id\":\"c\",\"object\":\"chat.completion.chunk\",\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"first\"}}]}\n\n", "data: {\"id\":\"c\",\"object\":\"chat.completion.chunk\",\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n", release))
-	resp, err := g.ts.Client().Post(g.ts.URL+"/v1/chat/completions", "application/json", strings.NewReader(streamBody("saif")))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	br := bufio.NewReader(resp.Body)
-	line, err := br.ReadString('\n')
-	if err != nil || !strings.Contains(line, "first") {
-		t.Fatalf("first event not delivered before the upstream went on: %q %v", line, err)
+	br, line := openStream(t, g, "saif")
+	if !strings.Contains(line, "first") {
+		t.Fatalf("first event not delivered before the upstream went on: %q", line)
 	}
 	close(release)
 	rest := new(strings.Builder)
@@ -418,15 +412,9 @@ func TestStreamYieldsOnceAfterFirstEvent(t *testing.T) {
 		w.Header().Set("Content-Type", "text/event-stream")
 		fmt.Fprint(w, burst.String()) // every event at once: the relay has a burst behind the first
 	})
-	resp, err := g.ts.Client().Post(g.ts.URL+"/v1/chat/completions", "application/json", strings.NewReader(streamBody("saif")))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	br := bufio.NewReader(resp.Body)
-	line, err := br.ReadString('\n')
-	if err != nil || !strings.Contains(line, "e0") {
-		t.Fatalf("first event %q, %v", line, err)
+	br, line := openStream(t, g, "saif")
+	if !strings.Contains(line, "e0") {
+		t.Fatalf("first event %q", line)
 	}
 	close(gotFirst)
 	rest, err := io.ReadAll(br)
@@ -446,15 +434,8 @@ func TestStreamYieldsOnceAfterFirstEvent(t *testing.T) {
 		w.Header().Set("Content-Type", "application/json")
 		fmt.Fprint(w, `{"id":"c","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"hi"},"finish_reason":"stop"}]}`)
 	})
-	resp2, err := g.ts.Client().Post(g.ts.URL+"/v1/chat/completions", "application/json",
-		strings.NewReader(`{"model":"saif","messages":[{"role":"user","content":"hi"}]}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, _ = io.Copy(io.Discard, resp2.Body)
-	resp2.Body.Close()
-	if resp2.StatusCode != http.StatusOK {
-		t.Fatalf("whole answer: status %d", resp2.StatusCode)
+	if rep := g.chat(t, "saif"); rep.status != http.StatusOK {
+		t.Fatalf("whole answer: status %d", rep.status)
 	}
 	if n := calls.Load(); n != 1 {
 		t.Errorf("after a whole answer the yields are %d, want still 1", n)
@@ -464,25 +445,16 @@ func TestStreamYieldsOnceAfterFirstEvent(t *testing.T) {
 	// meanwhile, does not yield.
 	release := make(chan struct{})
 	saif.set(stalledStream("data: {\"id\":\"c\",\"object\":\"chat.completion.chunk\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"a\"}}]}\n\n", "data: [DONE]\n\n", release))
-	respA, err := g.ts.Client().Post(g.ts.URL+"/v1/chat/completions", "application/json", strings.NewReader(streamBody("saif")))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer respA.Body.Close()
-	brA := bufio.NewReader(respA.Body)
-	if line, err := brA.ReadString('\n'); err != nil || !strings.Contains(line, `"a"`) {
-		t.Fatalf("stream A's first event %q, %v", line, err)
+	brA, lineA := openStream(t, g, "saif")
+	if !strings.Contains(lineA, `"a"`) {
+		t.Fatalf("stream A's first event %q", lineA)
 	}
 	saif.set(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/event-stream")
 		fmt.Fprint(w, burst.String())
 	})
-	respB, err := g.ts.Client().Post(g.ts.URL+"/v1/chat/completions", "application/json", strings.NewReader(streamBody("saif")))
-	if err != nil {
-		t.Fatal(err)
-	}
-	restB, err := io.ReadAll(respB.Body)
-	respB.Body.Close()
+	brB, _ := openStream(t, g, "saif")
+	restB, err := io.ReadAll(brB)
 	if err != nil || !strings.HasSuffix(string(restB), "data: [DONE]\n\n") {
 		t.Fatalf("stream B %q, %v", restB, err)
 	}
@@ -493,4 +465,21 @@ func TestStreamYieldsOnceAfterFirstEvent(t *testing.T) {
 	if n := calls.Load(); n != 2 {
 		t.Errorf("after stream A (alone) and stream B (beside A) the yields are %d, want 2", n)
 	}
+}
+
+// openStream posts a stream request for model and reads its first line: the body's reader
+// (closed when the test ends) and that line.
+func openStream(t *testing.T, g *gateway, model string) (*bufio.Reader, string) {
+	t.Helper()
+	resp, err := g.ts.Client().Post(g.ts.URL+"/v1/chat/completions", "application/json", strings.NewReader(streamBody(model)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { resp.Body.Close() })
+	br := bufio.NewReader(resp.Body)
+	line, err := br.ReadString('\n')
+	if err != nil {
+		t.Fatalf("first line: %v (%q)", err, line)
+	}
+	return br, line
 }
