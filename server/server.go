@@ -41,14 +41,14 @@ type Options struct {
 	// Sleep waits between same-target retries; nil waits on a real timer (tests inject their own).
 	Sleep func(ctx context.Context, d time.Duration) error
 	// Yield runs once per stream, right after its first event is flushed to the client, when no
-	// other stream is being relayed at the time; nil
-	// means sched_yield(2) on Linux and nothing elsewhere. On loopback the kernel wakes the
-	// reader of a socket on the writer's CPU, expecting the writer to sleep soon; a gateway
-	// relaying a burst of events does not, and a client on the same machine would read its first
-	// token only after the gateway had relayed the burst behind it (about 80 µs of the bench's
-	// 32-event streams: PERFORMANCE.md, fifth round). Yielding hands it the CPU first. A stream
-	// whose events come apart (a model's tokens) parks between events anyway; then the yield
-	// costs one syscall per stream and changes nothing. Tests count the calls.
+	// other stream is being relayed at the time; nil means sched_yield(2) on Linux and nothing
+	// elsewhere. On loopback the kernel wakes the reader of a socket on the writer's CPU,
+	// expecting the writer to sleep soon; a gateway relaying a burst of events does not, and a
+	// client on the same machine would read its first token only after the gateway had relayed
+	// the burst behind it (80–120 µs of the bench's 32-event streams: PERFORMANCE.md, fifth
+	// round). Yielding hands it the CPU first. A stream whose events come apart (a model's
+	// tokens) parks between events anyway; then the yield costs one syscall per stream and
+	// changes nothing. Tests count the calls.
 	Yield func()
 	// Lifecycle tunes the manager of targets with a command; StateFile and WaitHealthy default to
 	// the config's, Clock to Clock when it can schedule, Logger to Logger.
