@@ -151,8 +151,8 @@ func TestReportTargets(t *testing.T) {
 	md := r.markdown()
 	for _, want := range []string{
 		"| chat c=1 | 100 µs | +50 µs (1.50×) | — | +80 µs (1.80×) |",
-		"added p50 at c=1 no more than nginx's: gateway +50 µs, nginx +80 µs — met",
-		"throughput at c=1 ≥ 0.60× direct: 0.70× — met",
+		"added p50 at c=1 no more than nginx's: gateway +50.0 µs, nginx +80.0 µs — met",
+		"throughput at c=1 ≥ 0.60× direct: 0.700× — met",
 		"idle RSS under 30 MB: 12.0 MB — met",
 		"auto c=1: skipped: the gateway answers 404",
 		"| chat c=1 | 80 µs | — | 35 µs |",
@@ -160,6 +160,18 @@ func TestReportTargets(t *testing.T) {
 		if !strings.Contains(md, want) {
 			t.Errorf("report lacks %q:\n%s", want, md)
 		}
+	}
+
+	// A value that rounds to the limit but is over it reads as over it.
+	auto := &result{sc: &scenario{name: "auto c=1", conc: 1, auto: true}, cols: []*column{
+		{name: "direct", p50: us(100, 100, 100)},
+		{name: "explicit", p50: []time.Duration{200 * time.Microsecond}},
+		{name: "auto", p50: []time.Duration{220*time.Microsecond + 400*time.Nanosecond}},
+	}}
+	r = &report{opts: options{Rounds: 1, Chunks: 8, LogLevel: "info"}, results: []*result{auto},
+		memory: memoryResult{Idle: memory{RSS: 12 << 20}}}
+	if want, md := "auto − explicit at p50 ≤ 20 µs: +20.4 µs — **not met**", r.markdown(); !strings.Contains(md, want) {
+		t.Errorf("report lacks %q:\n%s", want, md)
 	}
 }
 

@@ -238,7 +238,18 @@ func (r *report) memoryTable(b *strings.Builder) {
 	}
 }
 
-// targets compares the run with the targets.
+// exact renders a compared value to a tenth of a microsecond: the targets line must not print
+// "+20 µs — not met" for a +20.4 µs that the ≤ 20 µs rule fails.
+func exact(d time.Duration) string {
+	s := fmt.Sprintf("%.1f µs", float64(d.Abs())/float64(time.Microsecond))
+	if d < 0 {
+		return "−" + s
+	}
+	return "+" + s
+}
+
+// targets compares the run with the targets, printing each compared value as precisely
+// as the comparison uses it.
 func (r *report) targets(b *strings.Builder) {
 	b.WriteString("### Against the targets\n\n")
 	mark := func(ok bool) string {
@@ -253,10 +264,10 @@ func (r *report) targets(b *strings.Builder) {
 		case res.sc.auto:
 			e, a := res.col("explicit"), res.col("auto")
 			diff := median(a.p50) - median(e.p50)
-			fmt.Fprintf(b, "- auto − explicit at p50 ≤ 20 µs: %s — %s\n", signed(diff), mark(diff <= 20*time.Microsecond))
+			fmt.Fprintf(b, "- auto − explicit at p50 ≤ 20 µs: %s — %s\n", exact(diff), mark(diff <= 20*time.Microsecond))
 		case res.sc.stream:
 			add := median(g.ttfb50) - median(d.ttfb50)
-			fmt.Fprintf(b, "- stream added time to first byte at c=%d ≤ 150 µs: %s — %s\n", res.sc.conc, signed(add),
+			fmt.Fprintf(b, "- stream added time to first byte at c=%d ≤ 150 µs: %s — %s\n", res.sc.conc, exact(add),
 				mark(add <= 150*time.Microsecond))
 		case res.sc.conc == 1:
 			add := median(g.p50) - median(d.p50)
@@ -266,11 +277,11 @@ func (r *report) targets(b *strings.Builder) {
 			}
 			if n != nil {
 				nadd := median(n.p50) - median(d.p50)
-				fmt.Fprintf(b, "- added p50 at c=1 no more than nginx's: gateway %s, nginx %s — %s\n", signed(add),
-					signed(nadd), mark(add <= nadd))
+				fmt.Fprintf(b, "- added p50 at c=1 no more than nginx's: gateway %s, nginx %s — %s\n", exact(add),
+					exact(nadd), mark(add <= nadd))
 			} else {
 				fmt.Fprintf(b, "- added p50 at c=1 no more than nginx's (about 85 µs here): gateway %s — %s (no nginx column)\n",
-					signed(add), mark(add <= 85*time.Microsecond))
+					exact(add), mark(add <= 85*time.Microsecond))
 			}
 		}
 	}
@@ -283,7 +294,7 @@ func (r *report) targets(b *strings.Builder) {
 	if last != nil {
 		if d := medianFloat(last.col("direct").thr); d > 0 {
 			ratio := medianFloat(last.col("gateway").thr) / d
-			fmt.Fprintf(b, "- throughput at c=%d ≥ 0.60× direct: %.2f× — %s\n", last.sc.conc, ratio, mark(ratio >= 0.60))
+			fmt.Fprintf(b, "- throughput at c=%d ≥ 0.60× direct: %.3f× — %s\n", last.sc.conc, ratio, mark(ratio >= 0.60))
 		}
 	}
 	if r.memory.Streams > 0 {
