@@ -2,6 +2,8 @@ package server_test
 
 import (
 	"bufio"
+	"context"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -12,6 +14,10 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/hayula/gateway/core"
+	"github.com/hayula/gateway/server"
+	"github.com/hayula/gateway/upstream"
 )
 
 // A whole answer goes out through internal/h1 with prebuilt header lines (writeWhole), and
@@ -90,5 +96,30 @@ func TestWholeAnswerFieldsBothWays(t *testing.T) {
 	once("fallback", lines)
 	if !strings.Contains(strings.Join(lines, "\n"), "X-Hayula-Chain: saif→deepseek-r1") {
 		t.Errorf("fallback head %q lacks its chain", lines)
+	}
+}
+
+// canceledUpstream fails every attempt with a wrapped context.Canceled, which errmap takes for
+// the client gone (499) while the client is in fact still there to read the answer.
+type canceledUpstream struct{}
+
+func (canceledUpstream) Chat(context.Context, *core.Target, *core.Request) (*upstream.Response, error) {
+	return nil, fmt.Errorf("upstream: %w", context.Canceled)
+}
+
+// An attempt loop that ended with the client taken for gone (499) still names the route on
+// whatever answer goes out, as it did before whole answers left the header map: writeWhole's
+// change moved the route's field under the error branch, and the 499 lost it.
+func TestClientGoneAnswerNamesRoute(t *testing.T) {
+	saif := newFake(t, "saif")
+	g := newGateway(t, target("saif", saif.url(), "private")+"[routes.r]\ntargets = [\"saif\"]\n", nil,
+		func(o *server.Options) { o.Upstream = canceledUpstream{} })
+	rec := httptest.NewRecorder()
+	g.srv.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/v1/chat/completions",
+		strings.NewReader(`{"model":"r","messages":[{"role":"user","content":"hi"}]}`)))
+	wire := g.chat(t, "r")
+	got := []string{rec.Header().Get("X-Hayula-Route"), wire.header.Get("X-Hayula-Route")}
+	if diff := cmp.Diff([]string{"r", "r"}, got); diff != "" {
+		t.Errorf("X-Hayula-Route by the map, on the wire (-want +got):\n%s", diff)
 	}
 }

@@ -153,6 +153,7 @@ func (s *Server) write(ctx context.Context, w http.ResponseWriter, rs *routeStat
 	// length 1 and capacity 1 is copied by append).
 	h := w.Header()
 	if res.gone {
+		h[hdrRoute] = rs.nameValue // what goes out is the map's: the route's field as before writeWhole
 		return 499
 	}
 	if res.err != nil {
