@@ -30,6 +30,20 @@ type Decision struct {
 	RetryAfter time.Duration
 }
 
+// ClassifyFor is Classify for an attempt made on behalf of a request whose context is ctx. A
+// cancellation is the client's only while ctx is done. An error that wraps context.Canceled while
+// ctx is live comes from a context of the upstream's own side: a managed process's start
+// cancelled under the request, a transport shut down. That is the target failing as a refused
+// connection does. Taken for the client gone (499), the gateway would write nothing, and a
+// client still there would read an empty answer.
+func ClassifyFor(ctx context.Context, err error) Decision {
+	d := Classify(err)
+	if d.Class == core.ClassClientGone && ctx.Err() == nil {
+		return failing(core.ClassConnection, http.StatusBadGateway)
+	}
+	return d
+}
+
 // Classify maps an adapter's error to a Decision. A nil error is ClassNone with status 200.
 func Classify(err error) Decision {
 	if err == nil {

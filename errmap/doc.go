@@ -6,6 +6,7 @@
 // # Classification
 //
 //	context.Canceled                      client_gone   499  not retried, not penalized
+//	  (ClassifyFor: while the request's context is live, connection 502 instead)
 //	*core.TimeoutError, DeadlineExceeded  timeout       504  retried, penalized
 //	*core.ConnError                       connection    502  retried, penalized
 //	*core.StatusError 503 "loading"       loading       503  not retried, not penalized

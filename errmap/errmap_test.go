@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"testing"
 	"time"
 
@@ -212,6 +213,35 @@ func TestClientErrorJSON(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			if diff := cmp.Diff(tt.want, string(tt.e.JSON())); diff != "" {
 				t.Errorf("JSON mismatch (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// A cancellation is the client's only while the request's context is done; with the context
+// live it is the target failing as a refused connection does. Other errors classify as Classify.
+func TestClassifyFor(t *testing.T) {
+	live := context.Background()
+	done, cancel := context.WithCancel(context.Background())
+	cancel()
+	wrapped := fmt.Errorf("upstream saif: %w", context.Canceled)
+	conn := Decision{Class: core.ClassConnection, Status: http.StatusBadGateway, Retry: true, Penalize: true}
+	gone := Decision{Class: core.ClassClientGone, Status: StatusClientClosedRequest}
+	tests := []struct {
+		name string
+		ctx  context.Context
+		err  error
+		want Decision
+	}{
+		{"canceled, client here", live, wrapped, conn},
+		{"canceled, client gone", done, wrapped, gone},
+		{"timeout, client here", live, &core.TimeoutError{Target: "saif"}, Classify(&core.TimeoutError{Target: "saif"})},
+		{"nil", live, nil, Decision{Class: core.ClassNone, Status: http.StatusOK}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if diff := cmp.Diff(tt.want, ClassifyFor(tt.ctx, tt.err)); diff != "" {
+				t.Errorf("ClassifyFor (-want +got):\n%s", diff)
 			}
 		})
 	}

@@ -276,7 +276,7 @@ func (s *Server) attempt(ctx context.Context, t *core.Target, req *core.Request)
 			return a // waiting longer than the retry cap: let the chain move on instead
 		}
 		if err := s.sleep(ctx, wait); err != nil {
-			a.dec = errmap.Classify(err)
+			a.dec = errmap.ClassifyFor(ctx, err)
 			a.err = err
 			return a
 		}
@@ -306,7 +306,7 @@ func (s *Server) once(ctx context.Context, t *core.Target, req *core.Request) at
 		if ctx.Err() != nil {
 			err = ctx.Err() // the client left: whatever the upstream said is moot
 		}
-		a.dec = errmap.Classify(err)
+		a.dec = errmap.ClassifyFor(ctx, err)
 		a.err = err
 		s.health.Report(t, a.dec.Class, a.dec.RetryAfter)
 		return a

@@ -3,6 +3,7 @@ package server_test
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -99,27 +100,47 @@ func TestWholeAnswerFieldsBothWays(t *testing.T) {
 	}
 }
 
-// canceledUpstream fails every attempt with a wrapped context.Canceled, which errmap takes for
-// the client gone (499) while the client is in fact still there to read the answer.
+// canceledUpstream fails the attempts on target saif with a wrapped context.Canceled, as an
+// upstream whose own context was cancelled does, and answers every other target.
 type canceledUpstream struct{}
 
-func (canceledUpstream) Chat(context.Context, *core.Target, *core.Request) (*upstream.Response, error) {
-	return nil, fmt.Errorf("upstream: %w", context.Canceled)
+func (canceledUpstream) Chat(_ context.Context, t *core.Target, _ *core.Request) (*upstream.Response, error) {
+	if t.Name == "saif" {
+		return nil, fmt.Errorf("upstream: %w", context.Canceled)
+	}
+	return &upstream.Response{Body: []byte(`{"id":"c","object":"chat.completion","choices":[]}`)}, nil
 }
 
-// An attempt loop that ended with the client taken for gone (499) still names the route on
-// whatever answer goes out, as it did before whole answers left the header map: writeWhole's
-// change moved the route's field under the error branch, and the 499 lost it.
-func TestClientGoneAnswerNamesRoute(t *testing.T) {
-	saif := newFake(t, "saif")
-	g := newGateway(t, target("saif", saif.url(), "private")+"[routes.r]\ntargets = [\"saif\"]\n", nil,
+// An upstream error that wraps context.Canceled while the client is still there is that target
+// failing (errmap.ClassifyFor), not the client gone: the chain moves on, and when nothing is left
+// the client reads an error that names the route, by the header map and on the wire. Taken for
+// the client gone, it got an empty 200.
+func TestUpstreamCancellationIsNotClientGone(t *testing.T) {
+	saif, r1 := newFake(t, "saif"), newFake(t, "deepseek-r1")
+	g := newGateway(t, target("saif", saif.url(), "private")+target("deepseek-r1", r1.url(), "private")+
+		"[routes.r]\ntargets = [\"saif\"]\n[routes.two]\ntargets = [\"saif\", \"deepseek-r1\"]\n", nil,
 		func(o *server.Options) { o.Upstream = canceledUpstream{} })
 	rec := httptest.NewRecorder()
 	g.srv.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/v1/chat/completions",
 		strings.NewReader(`{"model":"r","messages":[{"role":"user","content":"hi"}]}`)))
 	wire := g.chat(t, "r")
-	got := []string{rec.Header().Get("X-Hayula-Route"), wire.header.Get("X-Hayula-Route")}
-	if diff := cmp.Diff([]string{"r", "r"}, got); diff != "" {
-		t.Errorf("X-Hayula-Route by the map, on the wire (-want +got):\n%s", diff)
+	type answer struct {
+		Status      int
+		Route, Code string
+	}
+	code := func(b []byte) string {
+		var e struct{ Error struct{ Code string } }
+		_ = json.Unmarshal(b, &e)
+		return e.Error.Code
+	}
+	got := []answer{{rec.Code, rec.Header().Get("X-Hayula-Route"), code(rec.Body.Bytes())},
+		{wire.status, wire.header.Get("X-Hayula-Route"), code(wire.body)}}
+	want := []answer{{502, "r", "upstream_unreachable"}, {502, "r", "upstream_unreachable"}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("by the map, on the wire (-want +got):\n%s", diff)
+	}
+	two := g.chat(t, "two")
+	if two.status != http.StatusOK || two.header.Get("X-Hayula-Chain") != "saif→deepseek-r1 (served by deepseek-r1)" {
+		t.Errorf("route two: status %d, chain %q; want 200 from deepseek-r1 after saif", two.status, two.header.Get("X-Hayula-Chain"))
 	}
 }

@@ -138,7 +138,7 @@ func (s *Server) attemptOn(ctx context.Context, rs *routeState, req *core.Reques
 		if ctx.Err() != nil {
 			err = ctx.Err()
 		}
-		dec := errmap.Classify(err)
+		dec := errmap.ClassifyFor(ctx, err)
 		if dec.Penalize {
 			// A process that cannot start counts against the target like a refused connection.
 			s.health.Report(t, dec.Class, 0)
