@@ -346,3 +346,30 @@ func TestCaseFoldedHayulaFieldsStripped(t *testing.T) {
 		}
 	}
 }
+
+// encoding/json reads "Model" (or "MODEL") as the model; the gateway routes by it and sends the
+// upstream the target's model as "model", so the other spelling must not reach the upstream
+// beside it. An escaped "mod\u0065l" is "model" itself and is replaced.
+func TestModelSpellingsStripped(t *testing.T) {
+	g, saif, _, _ := threeChain(t)
+	for _, path := range []string{"/v1/chat/completions", "/v1/completions"} {
+		for _, member := range []string{`"Model":"open"`, `"MODEL":"open"`, `"model":"nope","Model":"open"`,
+			`"mod\u0065l":"open"`, `"Model":"open","x-route-hint":null`} {
+			t.Run(path+" "+member, func(t *testing.T) {
+				rep := g.post(t, path, `{`+member+`,"prompt":"hi","messages":[{"role":"user","content":"hi"}]}`)
+				if rep.status != 200 {
+					t.Fatalf("status %d: %s", rep.status, rep.body)
+				}
+				var models []string
+				for k, v := range saif.lastBody(t) {
+					if strings.EqualFold(k, "model") {
+						models = append(models, k+"="+v.(string))
+					}
+				}
+				if len(models) != 1 || models[0] != "model=saif" {
+					t.Errorf("the upstream's model members: %q, want only model=saif", models)
+				}
+			})
+		}
+	}
+}

@@ -27,9 +27,12 @@ const (
 // stripOptions is body without its Hayula options, in every spelling encoding/json reads as one:
 // it matches member names case-insensitively (Unicode simple folding) and after unescaping, so
 // "X-Hayula-Privacy" and "x-hayula-priv\u0061cy" are the option as much as "x-hayula-privacy"
-// is, and must not reach the upstream either (TestCaseFoldedHayulaFieldsStripped). body is the
+// is, and must not reach the upstream either (TestCaseFoldedHayulaFieldsStripped). With
+// alsoModel it also drops the spellings of "model" other than "model" itself ("Model"): the
+// gateway read the model from one, and the upstream is sent the target's model as "model", so
+// such a member would reach it beside that one (TestModelSpellingsStripped). body is the
 // original when it has none.
-func stripOptions(body []byte) []byte {
+func stripOptions(body []byte, alsoModel bool) []byte {
 	var found []string // the spellings met: nearly always none
 	it := jsonx.Object(body, false)
 	for {
@@ -41,11 +44,11 @@ func stripOptions(body []byte) []byte {
 		var s string
 		switch {
 		case plain:
-			if !isOption(name) {
-				continue
-			}
 			s = string(name)
-		case json.Unmarshal(q, &s) != nil || !isOption([]byte(s)):
+		case json.Unmarshal(q, &s) != nil:
+			continue
+		}
+		if !isOption([]byte(s)) && !(alsoModel && s != "model" && strings.EqualFold(s, "model")) {
 			continue
 		}
 		found = append(found, s)
@@ -262,9 +265,11 @@ func finishChat(r *http.Request, body []byte, w *wireView, req *core.Request) *a
 		return e
 	}
 	req.Body = body
-	if w.options {
-		req.Body = stripOptions(body)
-	} else if w.models == 1 {
+	if w.options || w.models != 1 {
+		// Not one plain "model": encoding/json decoded the body, and may have read the model
+		// from another spelling of it.
+		req.Body = stripOptions(body, w.models != 1)
+	} else {
 		req.ModelAt = w.modelAt
 	}
 	return nil
@@ -414,7 +419,7 @@ func decodeOther(r *http.Request, body []byte, op core.Op) (*core.Request, *apiE
 		return nil, e
 	}
 	// Stripped by name, not after a check of the decoded fields: a key sent as null goes too.
-	req.Body = stripOptions(body)
+	req.Body = stripOptions(body, true) // encoding/json read the model, in whatever spelling
 	return req, nil
 }
 
