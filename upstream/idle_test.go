@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"runtime"
@@ -210,16 +209,8 @@ func TestH1SteadyStreamNotCut(t *testing.T) {
 // Transport template that trusts it.
 func tlsServer(t *testing.T, h http.HandlerFunc) (*httptest.Server, *atomic.Int64, *http.Transport) {
 	t.Helper()
-	var conns atomic.Int64
-	srv := httptest.NewUnstartedServer(h)
-	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
-		if s == http.StateNew {
-			conns.Add(1)
-		}
-	}
-	srv.StartTLS()
-	t.Cleanup(srv.Close)
-	return srv, &conns, srv.Client().Transport.(*http.Transport).Clone()
+	srv, conns := counting(t, h, (*httptest.Server).StartTLS)
+	return srv, conns, srv.Client().Transport.(*http.Transport).Clone()
 }
 
 // An https:// answer (net/http's Transport) whose body stops after its head fails with an

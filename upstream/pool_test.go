@@ -17,6 +17,13 @@ import (
 // countingServer is an httptest upstream that counts the connections it accepted.
 func countingServer(t *testing.T, h http.HandlerFunc) (*httptest.Server, *atomic.Int64) {
 	t.Helper()
+	return counting(t, h, (*httptest.Server).Start)
+}
+
+// counting is an httptest upstream started by start (Start or StartTLS), closed when the test
+// ends, and the count of the connections it accepted.
+func counting(t *testing.T, h http.HandlerFunc, start func(*httptest.Server)) (*httptest.Server, *atomic.Int64) {
+	t.Helper()
 	var conns atomic.Int64
 	srv := httptest.NewUnstartedServer(h)
 	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
@@ -24,7 +31,7 @@ func countingServer(t *testing.T, h http.HandlerFunc) (*httptest.Server, *atomic
 			conns.Add(1)
 		}
 	}
-	srv.Start()
+	start(srv)
 	t.Cleanup(srv.Close)
 	return srv, &conns
 }
