@@ -45,9 +45,7 @@ A subcommand's --help lists its flags and their defaults. CONFIG.md documents th
 `
 
 func main() {
-	if len(os.Args) > 1 {
-		keepSysmonAwake(os.Args[1], reexec)
-	}
+	keepSysmonAwake(os.Args[1:], reexec)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()

@@ -57,12 +57,19 @@ func sysmonEnv(environ []string) ([]string, bool) {
 const godebugBefore = "HAYULA_GODEBUG_BEFORE"
 
 // keepSysmonAwake re-executes the gateway, same process, with sysmonSetting in GODEBUG when
-// command serves requests (serve, demo) and the environment does not have it yet. It returns
-// only when it did not re-execute; a failure is reported on stderr and the gateway goes on as
-// it is. In the re-executed gateway it puts GODEBUG back as it was.
-func keepSysmonAwake(command string, reexec func(env []string) error) {
-	if command != "serve" && command != "demo" {
+// args (the command line after the program's name) start a command that serves requests
+// (serve, demo) and the environment does not have it yet; not for a request for its usage,
+// which serves nothing. It returns only when it did not re-execute; a failure is reported on
+// stderr and the gateway goes on as it is. In the re-executed gateway it puts GODEBUG back as it
+// was.
+func keepSysmonAwake(args []string, reexec func(env []string) error) {
+	if len(args) == 0 || args[0] != "serve" && args[0] != "demo" {
 		return
+	}
+	for _, a := range args[1:] {
+		if a == "-h" || a == "-help" || a == "--help" || a == "--h" {
+			return
+		}
 	}
 	if before, ok := os.LookupEnv(godebugBefore); ok {
 		_ = os.Unsetenv(godebugBefore)

@@ -19,7 +19,7 @@ func TestMain(m *testing.M) {
 	if os.Getenv(reexecProbe) == "1" {
 		// As main does for gateway serve: this replaces the process once, and the process it
 		// becomes (this binary again) finds the setting and goes on to print what it has.
-		keepSysmonAwake("serve", reexec)
+		keepSysmonAwake([]string{"serve"}, reexec)
 		// /proc/self/environ is the environment the process image started with.
 		start, _ := os.ReadFile("/proc/self/environ")
 		started := ""
@@ -70,9 +70,10 @@ func TestKeepSysmonAwakeCommands(t *testing.T) {
 	for _, tt := range []struct {
 		command string
 		want    bool
-	}{{"serve", true}, {"demo", true}, {"check-config", false}, {"conformance", false}, {"keygen", false}} {
+	}{{"serve", true}, {"demo", true}, {"check-config", false}, {"conformance", false}, {"keygen", false},
+		{"serve --help", false}, {"demo -h", false}, {"serve --config g.toml -help", false}, {"", false}} {
 		var calls int
-		keepSysmonAwake(tt.command, func(env []string) error {
+		keepSysmonAwake(strings.Fields(tt.command), func(env []string) error {
 			calls++
 			if !strings.Contains(strings.Join(env, "\n"), "GODEBUG="+sysmonSetting) {
 				t.Errorf("%s: re-executed without the setting: %q", tt.command, env)
