@@ -182,11 +182,16 @@ func (r reply) errorField(t *testing.T, field string) any {
 
 func (g *gateway) post(t *testing.T, path, body string, hdr ...string) reply {
 	t.Helper()
-	req, err := http.NewRequest(http.MethodPost, g.ts.URL+path, strings.NewReader(body))
+	return g.do(t, http.MethodPost, path, body, append([]string{"Content-Type", "application/json"}, hdr...)...)
+}
+
+// do sends method to path with body and the header pairs hdr, and reads the whole answer.
+func (g *gateway) do(t *testing.T, method, path, body string, hdr ...string) reply {
+	t.Helper()
+	req, err := http.NewRequest(method, g.ts.URL+path, strings.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
 	}
-	req.Header.Set("Content-Type", "application/json")
 	for i := 0; i+1 < len(hdr); i += 2 {
 		req.Header.Set(hdr[i], hdr[i+1])
 	}

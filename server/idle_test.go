@@ -69,11 +69,7 @@ func TestIdleUpstreamBody(t *testing.T) {
 	t.Run("stream before its first event", func(t *testing.T) {
 		g, a, _ := idleChain(t)
 		a.set(stallAfterHead(true))
-		resp, err := g.ts.Client().Post(g.ts.URL+"/v1/chat/completions", "application/json", strings.NewReader(streamBody("r")))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
+		resp := postStream(t, g, "r")
 		if got, want := resp.Header.Get("x-hayula-chain"), "a→b (served by b)"; got != want {
 			t.Errorf("x-hayula-chain = %q, want %q", got, want)
 		}
@@ -84,11 +80,7 @@ func TestIdleUpstreamBody(t *testing.T) {
 	t.Run("stream after an event", func(t *testing.T) {
 		g, a, b := idleChain(t)
 		a.set(stallAfterHead(true, hello))
-		resp, err := g.ts.Client().Post(g.ts.URL+"/v1/chat/completions", "application/json", strings.NewReader(streamBody("r")))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
+		resp := postStream(t, g, "r")
 		if got := resp.Header.Get("x-hayula-chain"); got != "a" {
 			t.Errorf("x-hayula-chain = %q, want a", got)
 		}

@@ -2,7 +2,6 @@ package server_test
 
 import (
 	"context"
-	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -230,18 +229,8 @@ func TestHeadServesGetEndpoints(t *testing.T) {
 	g, _ := keyed(t)
 	do := func(method, path string) (int, string, []byte) {
 		t.Helper()
-		req, _ := http.NewRequest(method, g.ts.URL+path, nil)
-		req.Header.Set("Authorization", "Bearer "+laptopKey)
-		resp, err := g.ts.Client().Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, err := io.ReadAll(resp.Body)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return resp.StatusCode, resp.Header.Get("Content-Type"), b
+		rep := g.do(t, method, path, "", "Authorization", "Bearer "+laptopKey)
+		return rep.status, rep.header.Get("Content-Type"), rep.body
 	}
 	for _, path := range []string{"/v1/models", "/v1/models/saif", "/v1/models/nope", "/healthz"} {
 		t.Run(path, func(t *testing.T) {

@@ -156,11 +156,7 @@ load_timeout = "20s"
 		up := &holdingUpstream{release: make(chan struct{})}
 		g := newGateway(t, managed("m")+"[routes.r]\ntargets = [\"m\"]\n", nil, fast,
 			func(o *server.Options) { o.Upstream = up })
-		resp, err := g.ts.Client().Post(g.ts.URL+"/v1/chat/completions", "application/json", strings.NewReader(streamBody("r")))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
+		resp := postStream(t, g, "r")
 		br := bufio.NewReader(resp.Body)
 		if line, err := br.ReadString('\n'); err != nil || !strings.HasPrefix(line, "data: ") {
 			t.Fatalf("first event: %q, %v", line, err)

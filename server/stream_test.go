@@ -35,11 +35,7 @@ func readEvents(t *testing.T, resp *http.Response) []string {
 
 func TestStreamPassThrough(t *testing.T) {
 	g, _, _, _ := threeChain(t)
-	resp, err := g.ts.Client().Post(g.ts.URL+"/v1/chat/completions", "application/json", strings.NewReader(streamBody("saif")))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
+	resp := postStream(t, g, "saif")
 	if ct := resp.Header.Get("Content-Type"); ct != "text/event-stream" {
 		t.Fatalf("content type %q", ct)
 	}
@@ -58,11 +54,7 @@ func TestStreamFallbackBeforeFirstByte(t *testing.T) {
 		w.Header().Set("Content-Type", "text/event-stream")
 		fmt.Fprint(w, "data: {\"error\":{\"message\":\"model crashed\",\"type\":\"server_error\"}}\n\n")
 	})
-	resp, err := g.ts.Client().Post(g.ts.URL+"/v1/chat/completions", "application/json", strings.NewReader(streamBody("saif")))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
+	resp := postStream(t, g, "saif")
 	if got := resp.Header.Get("x-hayula-chain"); got != "saif→deepseek-r1 (served by deepseek-r1)" {
 		t.Fatalf("chain %q", got)
 	}
@@ -96,11 +88,7 @@ func TestStreamMidStreamFailure(t *testing.T) {
 		w.(http.Flusher).Flush()
 		panic(http.ErrAbortHandler) // the upstream dies mid-stream
 	})
-	resp, err := g.ts.Client().Post(g.ts.URL+"/v1/chat/completions", "application/json", strings.NewReader(streamBody("saif")))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
+	resp := postStream(t, g, "saif")
 	ev := readEvents(t, resp)
 	if len(ev) != 2 || !strings.Contains(ev[0], "partial") || !strings.HasPrefix(ev[1], `{"error":{`) {
 		t.Fatalf("events %q", ev)
@@ -222,11 +210,7 @@ func TestStreamBurstThenStall(t *testing.T) {
 	g, saif, _, _ := threeChain(t)
 	release := make(chan struct{})
 	saif.set(stalledStream(strings.Repeat(burstChunk, 3), burstFinish, release))
-	resp, err := g.ts.Client().Post(g.ts.URL+"/v1/chat/completions", "application/json", strings.NewReader(streamBody("saif")))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
+	resp := postStream(t, g, "saif")
 	br := bufio.NewReader(resp.Body)
 	for i := range 3 {
 		line, err := br.ReadString('\n')
@@ -471,15 +455,21 @@ func TestStreamYieldsOnceAfterFirstEvent(t *testing.T) {
 // (closed when the test ends) and that line.
 func openStream(t *testing.T, g *gateway, model string) (*bufio.Reader, string) {
 	t.Helper()
-	resp, err := g.ts.Client().Post(g.ts.URL+"/v1/chat/completions", "application/json", strings.NewReader(streamBody(model)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { resp.Body.Close() })
-	br := bufio.NewReader(resp.Body)
+	br := bufio.NewReader(postStream(t, g, model).Body)
 	line, err := br.ReadString('\n')
 	if err != nil {
 		t.Fatalf("first line: %v (%q)", err, line)
 	}
 	return br, line
+}
+
+// postStream posts a stream request for model; the answer's body is closed when the test ends.
+func postStream(t *testing.T, g *gateway, model string) *http.Response {
+	t.Helper()
+	resp, err := g.ts.Client().Post(g.ts.URL+"/v1/chat/completions", "application/json", strings.NewReader(streamBody(model)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { resp.Body.Close() })
+	return resp
 }
