@@ -272,8 +272,13 @@ func (r *report) targets(b *strings.Builder) {
 		case res.sc.conc == 1:
 			add := median(g.p50) - median(d.p50)
 			if gp := res.col("goproxy"); gp != nil {
-				fmt.Fprintf(b, "- (for reading) at c=1 the gateway adds %s over a plain httputil.ReverseProxy: its own work\n",
-					signed(median(g.p50)-median(gp.p50)))
+				diff := median(g.p50) - median(gp.p50)
+				than := "sooner"
+				if diff > 0 {
+					than = "later"
+				}
+				fmt.Fprintf(b, "- (for reading, no target) p50 at c=1, gateway − a plain httputil.ReverseProxy: %s (the gateway answers %s)\n",
+					signed(diff), than)
 			}
 			if n != nil {
 				nadd := median(n.p50) - median(d.p50)
