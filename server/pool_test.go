@@ -145,18 +145,23 @@ func TestReusedStateLeaksNothing(t *testing.T) {
 			}
 		}
 	}
-	if len(up.seen) != 2*pairs {
-		t.Fatalf("upstream saw %d requests, want %d", len(up.seen), 2*pairs)
+	// Under the lock: the race detector does not see the answer's writev(2) order the upstream's
+	// append before the client's read, as it sees a write(2)'s.
+	up.mu.Lock()
+	seen := up.seen
+	up.mu.Unlock()
+	if len(seen) != 2*pairs {
+		t.Fatalf("upstream saw %d requests, want %d", len(seen), 2*pairs)
 	}
 	at := strings.Index(bare, `"solo"`)
 	want := core.Request{Model: "solo", Body: []byte(bare), ModelAt: [2]int{at, at + len(`"solo"`)},
 		Messages: []core.Message{{Role: "user", Content: json.RawMessage(`"second"`)}}}
-	for i := 1; i < len(up.seen); i += 2 {
-		if diff := cmp.Diff(want, up.seen[i]); diff != "" {
+	for i := 1; i < len(seen); i += 2 {
+		if diff := cmp.Diff(want, seen[i]); diff != "" {
 			t.Fatalf("request %d (-want +got):\n%s", i, diff)
 		}
 	}
-	if first := up.seen[0]; first.Params.Temperature == nil || !first.NoFallback || first.RouteHint != "poetry" ||
+	if first := seen[0]; first.Params.Temperature == nil || !first.NoFallback || first.RouteHint != "poetry" ||
 		len(first.Messages) != 4 {
 		t.Errorf("the first request did not carry what it sent, so the test proves nothing: %+v", first)
 	}

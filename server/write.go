@@ -59,6 +59,9 @@ func (s *Server) targetValue(t *core.Target) []string {
 type fielder interface {
 	AddFields(lines []byte)
 	SetContentLength(n int64)
+	// WriteWhole is Write and Flush of a whole body, the head and the body sent together
+	// without copying the body.
+	WriteWhole(p []byte) (int, error)
 }
 
 // fielderOf is w's fielder, looking through the recoverer's trackingWriter; nil when the
@@ -131,12 +134,9 @@ func (s *Server) writeWhole(w http.ResponseWriter, rs *routeState, res result) b
 	f.AddFields(jsonContentTypeLine)
 	f.SetContentLength(int64(len(res.resp.Body)))
 	w.WriteHeader(http.StatusOK)
-	_, _ = w.Write(res.resp.Body)
 	// Out now, with its length, in one write: what is left of the request (the target's
 	// release, the log line) is not the client's wait.
-	if fl, ok := w.(http.Flusher); ok {
-		fl.Flush()
-	}
+	_, _ = f.WriteWhole(res.resp.Body)
 	return true
 }
 

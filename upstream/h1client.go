@@ -77,6 +77,8 @@ type h1Conn struct {
 	// (odd and unchanged) from one that progresses or a caller busy elsewhere (see sweepLocked).
 	reads  atomic.Uint64
 	reused bool
+	vec    [2 + len(payload{})][]byte // a POST's head and body, for writev (see outgoing.send)
+	out    net.Buffers                // what of vec is left to write
 	// hdr is the header map the adapters' answers on this connection fill in turn (see post):
 	// an answer's map is free again once its body has ended.
 	hdr    http.Header
@@ -139,6 +141,27 @@ func (o *outgoing) method() string {
 		return http.MethodPost
 	}
 	return o.req.Method
+}
+
+// send writes the request on c. A POST goes out on a TCP connection in one writev(2), its head
+// in the write buffer's free space and its body where the caller keeps it: through the buffer
+// the body was copied once more, a kilobyte on every request. Anything else is written through
+// the write buffer.
+func (o *outgoing) send(c *h1Conn) error {
+	if tc, ok := c.Conn.(*net.TCPConn); ok && o.req == nil && c.bw.Buffered() == 0 {
+		p := &o.post
+		c.vec[0], c.vec[1] = p.head, p.appendFields(c.bw.AvailableBuffer())
+		copy(c.vec[2:], p.body[:])
+		c.out = c.vec[:]
+		_, err := c.out.WriteTo(tc)
+		clear(c.vec[:]) // the caller's body is not kept
+		return err
+	}
+	err := o.write(c.bw)
+	if err == nil {
+		err = c.bw.Flush()
+	}
+	return err
 }
 
 func (o *outgoing) write(bw *bufio.Writer) error {
@@ -211,11 +234,7 @@ func closeReqBody(req *http.Request) {
 // failure on a pooled connection that the request cannot have reached. On failure c is no
 // longer live; on success its body unwatches it when it ends.
 func (t *h1Transport) exchange(ctx context.Context, c *h1Conn, out *outgoing) (*http.Response, bool, error) {
-	err := out.write(c.bw)
-	if err == nil {
-		err = c.bw.Flush()
-	}
-	if err != nil {
+	if err := out.send(c); err != nil {
 		if t.unwatch(c) == phaseCanceled {
 			return nil, false, ctx.Err()
 		}

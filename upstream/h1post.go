@@ -119,19 +119,25 @@ type postRequest struct {
 
 func (p *postRequest) write(bw *bufio.Writer) error {
 	_, _ = bw.Write(p.head)
-	_, _ = bw.WriteString("Accept: ")
-	_, _ = bw.WriteString(p.accept)
-	if p.key != "" {
-		_, _ = bw.WriteString("\r\nAuthorization: Bearer ")
-		_, _ = bw.WriteString(string(p.key))
-	}
-	_, _ = bw.WriteString("\r\nContent-Length: ")
-	_, _ = bw.Write(strconv.AppendInt(bw.AvailableBuffer(), int64(p.body.len()), 10))
-	_, _ = bw.WriteString("\r\n\r\n")
+	_, _ = bw.Write(p.appendFields(bw.AvailableBuffer()))
 	for _, part := range p.body {
 		if _, err := bw.Write(part); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// appendFields appends the fields of the head that change with each request, and the blank
+// line that ends it, to b.
+func (p *postRequest) appendFields(b []byte) []byte {
+	b = append(b, "Accept: "...)
+	b = append(b, p.accept...)
+	if p.key != "" {
+		b = append(b, "\r\nAuthorization: Bearer "...)
+		b = append(b, p.key...)
+	}
+	b = append(b, "\r\nContent-Length: "...)
+	b = strconv.AppendInt(b, int64(p.body.len()), 10)
+	return append(b, "\r\n\r\n"...)
 }

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io"
 	"net"
 	"net/http"
 	"strings"
@@ -113,5 +114,65 @@ func TestDestCache(t *testing.T) {
 	}
 	if chat == nil || emb == nil || chat == emb || string(chat.head) == string(emb.head) {
 		t.Errorf("chat %v and embeddings %v heads must be two", chat, emb)
+	}
+}
+
+// TestPostSameBytesBothWays: a POST goes out as the same bytes whether written in one
+// writev(2) from the caller's body (a TCP connection) or through the write buffer (any other
+// connection), and the body's parts may be reused once the answer is back.
+func TestPostSameBytesBothWays(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	raws := make(chan string, 2)
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			var raw bytes.Buffer
+			req, err := http.ReadRequest(bufio.NewReader(io.TeeReader(c, &raw)))
+			if err == nil {
+				_, _ = io.Copy(io.Discard, req.Body)
+				_, _ = io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}")
+			}
+			raws <- raw.String()
+			c.Close()
+		}
+	}()
+	// notTCP hides the connection's type, so that the request goes through the write buffer.
+	type notTCP struct{ net.Conn }
+	var d net.Dialer
+	dials := map[string]func(ctx context.Context, network, addr string) (net.Conn, error){
+		"writev": d.DialContext,
+		"buffered": func(ctx context.Context, network, addr string) (net.Conn, error) {
+			c, err := d.DialContext(ctx, network, addr)
+			return notTCP{c}, err
+		},
+	}
+	tg := &core.Target{APIKey: core.Secret("sk-test")}
+	base := "http://" + ln.Addr().String() + "/v1"
+	got := map[string]string{}
+	for _, name := range []string{"writev", "buffered"} {
+		tr := &h1Transport{fallback: &http.Transport{}, idle: map[string][]*h1Conn{}, dial: dials[name], maxIdle: 1}
+		t.Cleanup(tr.CloseIdleConnections)
+		body := payload{[]byte(`{"model":`), []byte(`"m"`), []byte(`,"stream":false}`)}
+		resp, sent, err := tr.post(context.Background(), base, "/chat/completions", tg, body, "application/json")
+		if !sent || err != nil {
+			t.Fatalf("%s: sent=%v err=%v", name, sent, err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		copy(body[0], "XXXXXXXXX")
+		got[name] = <-raws
+	}
+	want := "POST /v1/chat/completions HTTP/1.1\r\nHost: " + ln.Addr().String() +
+		"\r\nUser-Agent: hayula-gateway\r\nContent-Type: application/json\r\nAccept: application/json" +
+		"\r\nAuthorization: Bearer sk-test\r\nContent-Length: 28\r\n\r\n" + `{"model":"m","stream":false}`
+	if diff := cmp.Diff(map[string]string{"writev": want, "buffered": want}, got); diff != "" {
+		t.Errorf("requests as the upstream read them (-want +got):\n%s", diff)
 	}
 }

@@ -1,6 +1,7 @@
 package h1
 
 import (
+	"bufio"
 	"errors"
 	"io"
 	"net/http"
@@ -44,31 +45,7 @@ func TestPrebuiltFields(t *testing.T) {
 	_, _ = io.WriteString(c, "GET /prebuilt HTTP/1.1\r\nHost: h\r\n\r\n"+
 		"GET /plain HTTP/1.1\r\nHost: h\r\n\r\n"+
 		"GET /late HTTP/1.1\r\nHost: h\r\n\r\n")
-	type answer struct {
-		Fields map[string]string
-		Length int64
-		Body   string
-	}
-	read := func() answer {
-		t.Helper()
-		resp, err := http.ReadResponse(br, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, err := io.ReadAll(resp.Body)
-		if err != nil {
-			t.Fatal(err)
-		}
-		a := answer{Fields: map[string]string{}, Length: resp.ContentLength, Body: string(b)}
-		for k, vs := range resp.Header {
-			if strings.HasPrefix(k, "X-") {
-				a.Fields[k] = strings.Join(vs, ",")
-			}
-		}
-		return a
-	}
-	got := []answer{read(), read(), read()}
+	got := []answer{readAnswer(t, br), readAnswer(t, br), readAnswer(t, br)}
 	want := []answer{
 		{Fields: map[string]string{"X-From-Map": "m", "X-One": "1", "X-Two": "2", "X-Three": "3"}, Length: 5, Body: "hello"},
 		{Fields: map[string]string{}, Length: 5, Body: "plain"},
@@ -79,5 +56,113 @@ func TestPrebuiltFields(t *testing.T) {
 	}
 	if !errors.Is(lateErr, http.ErrContentLength) {
 		t.Errorf("a write past SetContentLength: %v, want http.ErrContentLength", lateErr)
+	}
+}
+
+// answer is what a test reads of an answer: its X- fields, length and body.
+type answer struct {
+	Fields map[string]string
+	Length int64
+	Body   string
+}
+
+func readAnswer(t *testing.T, br *bufio.Reader) answer {
+	t.Helper()
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := answer{Fields: map[string]string{}, Length: resp.ContentLength, Body: string(b)}
+	for k, vs := range resp.Header {
+		if strings.HasPrefix(k, "X-") {
+			a.Fields[k] = strings.Join(vs, ",")
+		}
+	}
+	return a
+}
+
+// WriteWhole sends the head and the body together without copying the body into the
+// connection's buffers, and keeps nothing of it; where it cannot (a HEAD, a body the length
+// set does not fit, a body written before), it is Write and Flush, with their answers and errors.
+func TestWriteWhole(t *testing.T) {
+	type wholeWriter interface {
+		AddFields([]byte)
+		SetContentLength(int64)
+		WriteWhole([]byte) (int, error)
+	}
+	type result struct {
+		N       int
+		Err     string
+		Pending string // what the held-back body's buffer holds after the call
+	}
+	results := make(chan result, 8)
+	_, addr := start(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		f := w.(wholeWriter)
+		pend := w.(*response).c.bufs.pending
+		clear(pend[:cap(pend)])
+		body := []byte("hello")
+		switch r.URL.Path {
+		case "/whole":
+			f.AddFields([]byte("X-One: 1\r\n"))
+			f.SetContentLength(int64(len(body)))
+		case "/map-length":
+			w.Header().Set("Content-Length", "3")
+		case "/written":
+			_, _ = w.Write([]byte("ab"))
+		}
+		w.WriteHeader(http.StatusOK)
+		n, err := f.WriteWhole(body)
+		copy(body, "XXXXX") // the caller's to reuse once WriteWhole returns
+		res := result{N: n, Pending: strings.TrimRight(string(pend[:cap(pend)]), "\x00")}
+		if err != nil {
+			res.Err = err.Error()
+		}
+		results <- res
+	}))
+	c, br := dialRaw(t, addr)
+	_, _ = io.WriteString(c, "GET /whole HTTP/1.1\r\nHost: h\r\n\r\n"+
+		"HEAD /whole HTTP/1.1\r\nHost: h\r\n\r\n"+
+		"GET /written HTTP/1.1\r\nHost: h\r\n\r\n")
+	got := []answer{readAnswer(t, br)}
+	headResp, err := http.ReadResponse(br, &http.Request{Method: http.MethodHead})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got = append(got, answer{Fields: map[string]string{}, Length: headResp.ContentLength})
+	got = append(got, readAnswer(t, br))
+	want := []answer{
+		{Fields: map[string]string{"X-One": "1"}, Length: 5, Body: "hello"},
+		{Fields: map[string]string{}, Length: 5},
+		{Fields: map[string]string{}, Length: -1, Body: "abhello"},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("answers (-want +got):\n%s", diff)
+	}
+	wantRes := []result{
+		{N: 5},                     // not copied into the held-back body
+		{N: 5},                     // HEAD: Write's answer, no body
+		{N: 5, Pending: "abhello"}, // written through the held-back body, then chunked
+	}
+	gotRes := []result{<-results, <-results, <-results}
+
+	// A length the body does not fit fails as Write fails, and the connection ends.
+	c2, br2 := dialRaw(t, addr)
+	_, _ = io.WriteString(c2, "GET /map-length HTTP/1.1\r\nHost: h\r\n\r\n")
+	resp, err := http.ReadResponse(br2, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.ReadAll(resp.Body); err == nil {
+		t.Errorf("/map-length: the body read whole, want it cut short of its 3 bytes")
+	}
+	wantRes = append(wantRes, result{Err: http.ErrContentLength.Error()})
+	gotRes = append(gotRes, <-results)
+	if diff := cmp.Diff(wantRes, gotRes); diff != "" {
+		t.Errorf("WriteWhole's results (-want +got):\n%s", diff)
 	}
 }

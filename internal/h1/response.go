@@ -2,6 +2,7 @@ package h1
 
 import (
 	"errors"
+	"net"
 	"net/http"
 	"strconv"
 	"strings"
@@ -101,9 +102,8 @@ func (w *response) writeInformational(code int) {
 		w.c.body.cont = false // the handler sent it; the first read must not send another
 	}
 	bw := w.c.bufs.bw
-	_, _ = bw.Write(statusLine(bw.AvailableBuffer(), code))
-	w.writeFields()
-	_, _ = bw.WriteString("\r\n")
+	b := statusLine(bw.AvailableBuffer(), code)
+	_, _ = bw.Write(append(w.appendFields(b), '\r', '\n'))
 	if err := bw.Flush(); err != nil && w.err == nil {
 		w.err = err
 	}
@@ -224,77 +224,113 @@ func (w *response) SetWriteDeadline(t time.Time) error { return w.c.nc.SetWriteD
 // commit writes the head to the write buffer, and what is pending after it. final means the
 // handler has returned, so the body's length is what was written.
 func (w *response) commit(final bool) {
-	w.committed = true
 	bw := w.c.bufs.bw
-	_, _ = bw.Write(statusLine(bw.AvailableBuffer(), w.status))
-	switch {
-	case w.noBody:
-		if w.length >= 0 && w.req.Method == http.MethodHead {
-			w.writeLength(w.length)
-		}
-	case w.length >= 0:
-		w.writeLength(w.length)
-	case final:
-		w.length = w.written
-		w.writeLength(w.written)
-	case w.req.ProtoMinor >= 1:
-		w.chunked = true
-		_, _ = bw.WriteString("Transfer-Encoding: chunked\r\n")
-	default:
-		w.closeConn = true // HTTP/1.0 without a length: the close ends the body
-	}
-	if b := &w.c.body; !b.eof && (b.cont || b.err != nil || !b.chunked && b.n > maxDrain) {
-		w.closeConn = true // the rest of the body will not be read (see body.drain)
-	}
-	if w.req.Close || w.c.s.inShutdown.Load() || connectionClose(w.header) {
-		w.closeConn = true
-	}
-	if w.closeConn {
-		_, _ = bw.WriteString("Connection: close\r\n")
-	} else if w.req.ProtoMinor == 0 {
-		_, _ = bw.WriteString("Connection: keep-alive\r\n")
-	}
-	if _, ok := w.header["Date"]; !ok {
-		_, _ = bw.Write(w.c.s.date.get(time.Now()))
-	}
-	w.writeFields()
-	_, _ = bw.Write(w.c.bufs.fields)
-	_, _ = bw.WriteString("\r\n")
+	// Appended to the buffer's free space, the head is written in place.
+	_, _ = bw.Write(w.appendHead(bw.AvailableBuffer(), final))
 	if pend := w.c.bufs.pending; len(pend) > 0 {
 		w.c.bufs.pending = pend[:0]
 		_, _ = w.writeBody(pend)
 	}
 }
 
-func (w *response) writeLength(n int64) {
-	bw := w.c.bufs.bw
-	h := append(bw.AvailableBuffer(), "Content-Length: "...)
-	h = strconv.AppendInt(h, n, 10)
-	h = append(h, '\r', '\n')
-	_, _ = bw.Write(h)
+// appendHead marks the answer committed and appends its head to b: the status line, the
+// framing the body needs, the date, the handler's fields and the blank line.
+func (w *response) appendHead(b []byte, final bool) []byte {
+	w.committed = true
+	b = statusLine(b, w.status)
+	switch {
+	case w.noBody:
+		if w.length >= 0 && w.req.Method == http.MethodHead {
+			b = appendLength(b, w.length)
+		}
+	case w.length >= 0:
+		b = appendLength(b, w.length)
+	case final:
+		w.length = w.written
+		b = appendLength(b, w.written)
+	case w.req.ProtoMinor >= 1:
+		w.chunked = true
+		b = append(b, "Transfer-Encoding: chunked\r\n"...)
+	default:
+		w.closeConn = true // HTTP/1.0 without a length: the close ends the body
+	}
+	if bd := &w.c.body; !bd.eof && (bd.cont || bd.err != nil || !bd.chunked && bd.n > maxDrain) {
+		w.closeConn = true // the rest of the body will not be read (see body.drain)
+	}
+	if w.req.Close || w.c.s.inShutdown.Load() || connectionClose(w.header) {
+		w.closeConn = true
+	}
+	if w.closeConn {
+		b = append(b, "Connection: close\r\n"...)
+	} else if w.req.ProtoMinor == 0 {
+		b = append(b, "Connection: keep-alive\r\n"...)
+	}
+	if _, ok := w.header["Date"]; !ok {
+		b = append(b, w.c.s.date.get(time.Now())...)
+	}
+	b = w.appendFields(b)
+	b = append(b, w.c.bufs.fields...)
+	return append(b, '\r', '\n')
 }
 
-// writeFields writes the handler's header fields, but for the framing ones the server writes
+// WriteWhole writes p as the whole body, after WriteHeader, and sends the answer at once: what
+// Write(p) and Flush do. When nothing else has been written and the length set (SetContentLength,
+// or the header map's) is p's, the head and p go out on a TCP connection in one writev(2), and
+// p is not copied: Write would copy it into the held-back body and commit then into the write
+// buffer, two copies of every whole answer.
+func (w *response) WriteWhole(p []byte) (int, error) {
+	tc, ok := w.c.nc.(*net.TCPConn)
+	bw := w.c.bufs.bw
+	if !ok || !w.wrote || w.committed || w.finished || w.err != nil || w.noBody ||
+		w.length != int64(len(p)) || w.written != 0 || len(p) == 0 ||
+		len(w.c.bufs.pending) > 0 || bw.Buffered() > 0 {
+		n, err := w.Write(p)
+		w.Flush()
+		if err == nil {
+			err = w.err
+		}
+		return n, err
+	}
+	w.written = int64(len(p))
+	bufs := w.c.bufs
+	bufs.vec[0], bufs.vec[1] = w.appendHead(bw.AvailableBuffer(), false), p
+	bufs.out = bufs.vec[:]
+	_, err := bufs.out.WriteTo(tc)
+	bufs.vec[0], bufs.vec[1] = nil, nil // the caller's p is not kept
+	if err != nil {
+		w.err = err
+		return 0, err
+	}
+	return len(p), nil
+}
+
+func appendLength(b []byte, n int64) []byte {
+	b = append(b, "Content-Length: "...)
+	b = strconv.AppendInt(b, n, 10)
+	return append(b, '\r', '\n')
+}
+
+// appendFields appends the handler's header fields, but for the framing ones the server writes
 // itself (and a 1xx answer carries none). A line break in a value becomes a space, and a field
 // with an invalid name is dropped, so that nothing a handler copies from elsewhere can split
 // the head.
-func (w *response) writeFields() {
-	bw := w.c.bufs.bw
+func (w *response) appendFields(b []byte) []byte {
 	for k, vs := range w.header {
 		if framing(k) || !httpwire.IsToken(k) {
 			continue
 		}
 		for _, v := range vs {
-			_, _ = bw.WriteString(k)
-			_, _ = bw.WriteString(": ")
+			b = append(b, k...)
+			b = append(b, ": "...)
 			if httpwire.ValidValue(v) {
-				_, _ = bw.WriteString(v)
+				b = append(b, v...)
 			} else {
-				_, _ = bw.WriteString(sanitize(v))
+				b = append(b, sanitize(v)...)
 			}
-			_, _ = bw.WriteString("\r\n")
+			b = append(b, '\r', '\n')
 		}
 	}
+	return b
 }
 
 // framing reports whether k names a field the server writes itself, in any case: a handler

@@ -279,7 +279,9 @@ type connBufs struct {
 	pending []byte         // an answer's body before its header has gone out
 	fields  []byte         // header lines the handler prebuilt (see response.AddFields)
 	rh      http.Header
-	slots   []reqSlot // the slab's slots not used yet
+	slots   []reqSlot   // the slab's slots not used yet
+	vec     [2][]byte   // a whole answer's head and body (see response.WriteWhole)
+	out     net.Buffers // what of vec is left to write
 }
 
 func (s *Server) getBufs(c *conn) *connBufs {
