@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/hayula/gateway/core"
+	"github.com/hayula/gateway/lifecycle"
 )
 
 // Attempt is one failed attempt, for the final answer.
@@ -96,18 +97,14 @@ func restoreOne(a Attempt) ClientError {
 			out.Message = fmt.Sprintf("upstream %s did not answer within %s", a.Target, te.After)
 		}
 	case d.Class == core.ClassConnection:
-		out.Message, out.Code = fmt.Sprintf("upstream %s unreachable", a.Target), "upstream_unreachable"
-		var ce *core.ConnError
-		if errors.As(a.Err, &ce) && ce.Err != nil {
-			out.Message += ": " + ce.Err.Error()
-		} else if a.Err != nil {
-			out.Message += ": " + a.Err.Error() // e.g. a managed process that would not start
-		}
+		// The cause, never the error's text: that names the upstream's address (connCause).
+		out.Message, out.Code = fmt.Sprintf("upstream %s unreachable: %s", a.Target, connCause(a.Err)), "upstream_unreachable"
 	case d.Class == core.ClassLoading && !errors.As(a.Err, &se):
 		// A managed process still loading when load_timeout ran out: no upstream said anything.
+		// The start failure it may wrap stays in the log, for connCause's reason.
 		out.Status, out.Message, out.Code = http.StatusServiceUnavailable, fmt.Sprintf("upstream %s is still loading", a.Target), "model_loading"
-		if a.Err != nil {
-			out.Message += ": " + a.Err.Error()
+		if lt, ok := errors.AsType[*lifecycle.LoadTimeoutError](a.Err); ok && lt.After > 0 {
+			out.Message += fmt.Sprintf(": not ready within %s", lt.After)
 		}
 	case errors.As(a.Err, &se):
 		out.Message, out.Type, out.Code, out.Param = se.Message, se.Type, se.Code, se.Param
@@ -120,11 +117,15 @@ func restoreOne(a Attempt) ClientError {
 		)
 		switch {
 		case errors.As(a.Err, &ste):
-			out.Message, out.Code = fmt.Sprintf("upstream %s broke off: %s", a.Target, ste.Message), "upstream_stream_error"
+			out.Message, out.Code = fmt.Sprintf("upstream %s broke off: %s", a.Target, StreamMessage(ste)), "upstream_stream_error"
 		case errors.As(a.Err, &pe) && pe.Err != nil:
 			out.Message, out.Code = fmt.Sprintf("upstream %s gave an answer the gateway could not read: %s", a.Target, pe.Err), "bad_upstream_response"
-		case a.Err != nil:
-			out.Message += ": " + a.Err.Error()
+		default:
+			// An error no adapter foresaw: its text may name anything, the upstream's address
+			// included, so only a connection cause it is known to be reaches the client.
+			if c, ok := netCause(a.Err); ok {
+				out.Message += ": " + c
+			}
 		}
 	}
 	return out

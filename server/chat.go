@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"log/slog"
 	"net/http"
 	"strconv"
 	"strings"
@@ -192,6 +193,7 @@ func (s *Server) run(ctx context.Context, rs *routeState, req *core.Request, st 
 			return res
 		}
 		attempts = append(attempts, errmap.Attempt{Target: t.Name, Decision: a.dec, Err: a.err})
+		s.logAttempt(ctx, rs.Name, t.Name, a)
 		classes = append(classes, a.dec.Class)
 		if a.dec.Class == core.ClassClientGone || ctx.Err() != nil {
 			res.gone = true
@@ -210,6 +212,18 @@ func (s *Server) run(ctx context.Context, rs *routeState, req *core.Request, st 
 	ce := errmap.Restore(attempts)
 	res.err = &ce
 	return res
+}
+
+// logAttempt writes a failed attempt's whole error to the log: the client reads only a cause
+// (errmap hides the upstream's address from it), and the operator needs the rest. A client that
+// went away is no fault of the target's, so only the debug log has it.
+func (s *Server) logAttempt(ctx context.Context, route, target string, a attemptResult) {
+	level := slog.LevelWarn
+	if a.dec.Class == core.ClassClientGone {
+		level = slog.LevelDebug
+	}
+	s.log.Log(ctx, level, "attempt failed", "route", route, "target", target,
+		"class", a.dec.Class.String(), "status", a.dec.Status, "error", a.err)
 }
 
 func remove(ts []*core.Target, t *core.Target) []*core.Target {

@@ -116,6 +116,8 @@ type wireView struct {
 	// "model" member (core.Request.ModelAt); models counts the members it met.
 	modelAt [2]int
 	models  int
+	// bad is the first field passed upstream whose JSON kind OpenAI would refuse (passKinds).
+	bad badField
 	// options is set when a Hayula option's key is in the body, even with a null value that
 	// asks for nothing: the key is stripped all the same. viewOf sets it, as encoding/json does
 	// not tell a null from an absent key (jsonx.Delete then finds out).
@@ -229,6 +231,10 @@ func decodeChat(r *http.Request, body []byte, st *reqState, names map[string]str
 // finishChat checks the decoded request and builds the view from it in *req. The view's
 // parameters point into w.
 func finishChat(r *http.Request, body []byte, w *wireView, req *core.Request) *apiError {
+	if w.bad.name != "" {
+		// Sent on, the upstream refuses it or, worse, reads something else into it.
+		return w.bad.refusal()
+	}
 	if w.Model.V == "" {
 		return badRequest("model", "missing_required_parameter", "you must provide a model parameter")
 	}
@@ -479,6 +485,9 @@ func decodeWire(body []byte, w *wireView, msgs []core.Message, names map[string]
 	var wr wireRequest
 	err := json.Unmarshal(body, &wr)
 	*w = viewOf(&wr)
+	if err == nil {
+		w.bad = passedKinds(body)
+	}
 	return err
 }
 
@@ -515,6 +524,7 @@ func fastWire(body []byte, w *wireView, msgs []core.Message, names map[string]st
 			w.Messages, ok = fastMessages(v, msgs)
 		case "functions":
 			w.Functions = v
+			w.checkPassed("functions", kArray, v)
 		case "max_tokens":
 			ok = setOptInt(&w.MaxTokens, v)
 		case "max_completion_tokens":
@@ -533,14 +543,22 @@ func fastWire(body []byte, w *wireView, msgs []core.Message, names map[string]st
 			ok = setOptInt64(&w.Seed, v)
 		case "stop":
 			w.Raw.Stop = v
+			w.checkPassed("stop", kString|kArray, v)
 		case "response_format":
 			w.Raw.ResponseFormat = v
+			w.checkPassed("response_format", kObject, v)
 		case "tools":
 			w.Raw.ToolsRaw = v
+			w.checkPassed("tools", kArray, v)
 		case "tool_choice":
 			w.Raw.ToolChoice = v
+			w.checkPassed("tool_choice", kString|kObject, v)
 		default:
-			ok = !foldsTo(name, isWireKey)
+			if n, k := passKinds(name); k != 0 {
+				w.checkPassed(n, k, v)
+			} else {
+				ok = !foldsTo(name, isWireKey)
+			}
 		}
 		if !ok {
 			return false

@@ -38,6 +38,7 @@ var ordinary = []string{
 	`{"model":"saif ","messages":[{"role":"user","content":"x"}]}`,
 	`{"model":"` + "sa\xffif" + `","messages":[{"role":"user","content":"x"}]}`,
 	`{"model":"","messages":[{"role":"user","content":"x"}]}`,
+	`{"model":"saif","messages":[{"role":"user","content":"x"}],"tools":{},"n":"2","stop":1,"logit_bias":[]}`,
 }
 
 // testNames are the models decode takes from the server rather than from the body.
@@ -50,7 +51,7 @@ var declined = []string{
 	`{"max_tokens":99999999999999999999}`, `{"temperature":"hot"}`, `{"temperature":1e999}`, `{"seed":true}`,
 	`{"Model":"saif"}`, `{"MODEL":"saif"}`, `{"mod\u0065l":"saif"}`, `{"messages":[{"Role":"user"}]}`,
 	`{"messages":[],"messages":[]}`, `{"model":"saif","messages":[{"role":"user","content":"x"}],"x":"\'"}`,
-	`{"stream_options":1}`, "{\"\u212ax\":1}", `{"x-hayula-privacy":1}`,
+	`{"stream_options":1}`, "{\"\u212ax\":1}", `{"x-hayula-privacy":1}`, `{"model":"saif","messages":[],"\u006e":0}`,
 	`{"model":"saif","messages":[{"role":"user","content":` + strings.Repeat("[", 600) + strings.Repeat("]", 600) + `}]}`,
 }
 
@@ -241,13 +242,15 @@ func FuzzDecodeWire(f *testing.F) {
 }
 
 // referenceChat is decodeChat over encoding/json alone: the request view as it was built before
-// the one-pass walk.
+// the one-pass walk, with the passed-through fields' kinds checked by a walk of their own
+// (passedKinds), to which the one-pass walk's checks are held.
 func referenceChat(r *http.Request, body []byte) (*core.Request, *apiError) {
 	var w wireRequest
 	if err := json.Unmarshal(body, &w); err != nil {
 		return nil, jsonError(err)
 	}
 	v := viewOf(&w)
+	v.bad = passedKinds(body)
 	var req core.Request
 	if e := finishChat(r, body, &v, &req); e != nil {
 		return nil, e

@@ -181,12 +181,17 @@ func newThinkStream(s Stream) *thinkStream {
 	return &thinkStream{Stream: s, split: map[int]*thinkSplitter{}}
 }
 
+// Next skips the chunks the rewrite emptied (see rewrite).
 func (s *thinkStream) Next() ([]byte, error) {
-	ev, err := s.Stream.Next()
-	if err != nil {
-		return nil, err
+	for {
+		ev, err := s.Stream.Next()
+		if err != nil {
+			return nil, err
+		}
+		if out, keep := s.rewrite(ev); keep {
+			return out, nil
+		}
 	}
-	return s.rewrite(ev), nil
 }
 
 // Buffered passes the wrapped stream's answer on: a rewritten chunk is never held back.
@@ -195,14 +200,19 @@ func (s *thinkStream) Buffered() bool {
 	return ok && b.Buffered()
 }
 
-func (s *thinkStream) rewrite(ev []byte) []byte {
+// rewrite is ev with its think blocks moved out of the content; keep is false for a chunk the
+// rewrite left with nothing to say: every delta empty, and nothing else but the chunk's ids and
+// null members. Such a chunk held only a piece of a tag, or whitespace dropped around one; sent,
+// it is an empty delta:{} that tells a client nothing. A chunk that came in empty is the
+// upstream's and goes as it came.
+func (s *thinkStream) rewrite(ev []byte) (out []byte, keep bool) {
 	var top map[string]json.RawMessage
 	if json.Unmarshal(ev, &top) != nil {
-		return ev
+		return ev, true
 	}
 	var choices []map[string]json.RawMessage
 	if json.Unmarshal(top["choices"], &choices) != nil || len(choices) == 0 {
-		return ev
+		return ev, true
 	}
 	changed := false
 	for _, ch := range choices {
@@ -245,11 +255,47 @@ func (s *thinkStream) rewrite(ev []byte) []byte {
 		changed = true
 	}
 	if !changed {
-		return ev
+		return ev, true
+	}
+	if emptied(top, choices) {
+		return nil, false
 	}
 	top["choices"] = mustJSON(choices)
-	return mustJSON(top)
+	return mustJSON(top), true
 }
+
+// emptied reports a chunk with nothing left to say: each choice an index, an empty delta and null
+// members (finish_reason, logprobs, vLLM's stop_reason), the chunk itself its ids and null
+// members (usage) beside the choices.
+func emptied(top map[string]json.RawMessage, choices []map[string]json.RawMessage) bool {
+	for k, v := range top {
+		switch k {
+		case "choices", "id", "object", "created", "model", "system_fingerprint", "service_tier":
+		default:
+			if !isNull(v) {
+				return false
+			}
+		}
+	}
+	for _, ch := range choices {
+		for k, v := range ch {
+			switch k {
+			case "index":
+			case "delta":
+				if t := bytes.TrimSpace(v); !bytes.Equal(t, []byte("{}")) && !isNull(t) {
+					return false
+				}
+			default:
+				if !isNull(v) {
+					return false
+				}
+			}
+		}
+	}
+	return true
+}
+
+func isNull(v json.RawMessage) bool { return bytes.Equal(bytes.TrimSpace(v), []byte("null")) }
 
 // rawString decodes a JSON string; ok is false for null, absence, or any other kind.
 func rawString(raw json.RawMessage) (string, bool) {

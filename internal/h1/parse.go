@@ -40,10 +40,8 @@ func (c *conn) readHead() (head string, ends []int32, err error) {
 	}
 	a := &c.bufs.heads
 	a.Trim()
-	if br.Buffered() == 0 {
-		if _, err := br.Peek(1); err != nil {
-			return "", nil, err // the client closed or timed out: nothing to answer
-		}
+	if err := checkLineStart(br); err != nil {
+		return "", nil, err
 	}
 	if head, ok := c.headInBuffer(limit); ok {
 		return head, c.bufs.ends, nil
@@ -74,6 +72,9 @@ func (c *conn) readHead() (head string, ends []int32, err error) {
 				if skipped++; skipped > 4 {
 					return "", nil, bad("empty lines where a request line was expected")
 				}
+				if err := checkLineStart(br); err != nil {
+					return "", nil, err
+				}
 				continue
 			}
 			start = a.Append(start, frag)
@@ -87,6 +88,28 @@ func (c *conn) readHead() (head string, ends []int32, err error) {
 		lines++
 	}
 }
+
+// checkLineStart waits for the first byte of a request line and refuses it at once when no
+// request line can begin with it: a method is a token (RFC 9110), and empty lines may come
+// first. A TLS ClientHello on the plain-HTTP port (0x16), or any other stranger, would otherwise
+// wait out the head timeout for a line end that never comes. An error from the read is returned
+// as it is: the client closed or timed out, and there is nothing to answer.
+func checkLineStart(br *bufio.Reader) error {
+	b, err := br.Peek(1)
+	if err != nil {
+		return err
+	}
+	if c := b[0]; c == '\r' || c == '\n' || httpwire.IsToken(string(b)) {
+		return nil
+	}
+	if b[0] == tlsHandshake {
+		return bad("a TLS handshake on a plain-HTTP port: this port speaks HTTP without TLS")
+	}
+	return bad("the request does not begin with a method")
+}
+
+// tlsHandshake is the first byte of a TLS record that carries a handshake message.
+const tlsHandshake = 0x16
 
 // headInBuffer is readHead for a head that is in the read buffer whole, as a request that came
 // in one segment is: its lines found in one pass, and copied into the arena at once. false

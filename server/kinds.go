@@ -1,0 +1,212 @@
+package server
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/hayula/gateway/internal/jsonx"
+)
+
+// kinds are the JSON kinds a top-level chat field may have; null is always one.
+type kinds uint8
+
+const (
+	kString kinds = 1 << iota
+	kNumber
+	kInteger // a number written as an integer, as strconv.ParseInt reads it
+	kBool
+	kObject
+	kArray
+)
+
+// passKinds gives, for a chat field the gateway passes upstream without decoding it, its name as
+// a constant and the kinds OpenAI's API reference allows it (0: not a field checked here). The
+// fields the gateway decodes (model, messages, stream, stream_options, max_tokens,
+// max_completion_tokens, temperature, top_p, seed) are typed by their decode already. Only the
+// exact names: a spelling that differs ("N") is a member no upstream reads as the field.
+func passKinds(name []byte) (string, kinds) {
+	switch string(name) {
+	case "tools":
+		return "tools", kArray
+	case "functions":
+		return "functions", kArray
+	case "tool_choice":
+		return "tool_choice", kString | kObject
+	case "function_call":
+		return "function_call", kString | kObject
+	case "stop":
+		return "stop", kString | kArray
+	case "response_format":
+		return "response_format", kObject
+	case "n":
+		return "n", kInteger
+	case "top_logprobs":
+		return "top_logprobs", kInteger
+	case "logit_bias":
+		return "logit_bias", kObject
+	case "metadata":
+		return "metadata", kObject
+	case "audio":
+		return "audio", kObject
+	case "prediction":
+		return "prediction", kObject
+	case "web_search_options":
+		return "web_search_options", kObject
+	case "modalities":
+		return "modalities", kArray
+	case "presence_penalty":
+		return "presence_penalty", kNumber
+	case "frequency_penalty":
+		return "frequency_penalty", kNumber
+	case "logprobs":
+		return "logprobs", kBool
+	case "parallel_tool_calls":
+		return "parallel_tool_calls", kBool
+	case "store":
+		return "store", kBool
+	case "user":
+		return "user", kString
+	case "reasoning_effort":
+		return "reasoning_effort", kString
+	case "service_tier":
+		return "service_tier", kString
+	case "verbosity":
+		return "verbosity", kString
+	case "prompt_cache_key":
+		return "prompt_cache_key", kString
+	case "safety_identifier":
+		return "safety_identifier", kString
+	}
+	return "", 0
+}
+
+// badField is the first passed-through field whose value the walk refused; name is empty when
+// there is none. value is a sub-slice of the body.
+type badField struct {
+	name  string
+	value []byte
+}
+
+// fits reports whether the (validated) JSON value v is of one of the kinds k, and, for "n", at
+// least 1: a request for no choices at all is refused by OpenAI and means nothing upstream.
+func fits(name string, k kinds, v []byte) bool {
+	switch v[0] {
+	case 'n':
+		return true
+	case '"':
+		return k&kString != 0
+	case 't', 'f':
+		return k&kBool != 0
+	case '{':
+		return k&kObject != 0
+	case '[':
+		return k&kArray != 0
+	}
+	if k&kNumber != 0 {
+		return true
+	}
+	if k&kInteger == 0 {
+		return false
+	}
+	n, err := strconv.ParseInt(string(v), 10, 64)
+	if err != nil {
+		// Out of int64's range is still an integer, and only "n"'s sign matters.
+		return isIntText(v) && (name != "n" || v[0] != '-')
+	}
+	return name != "n" || n >= 1
+}
+
+// isIntText reports a JSON number without fraction or exponent.
+func isIntText(v []byte) bool {
+	for _, c := range v {
+		if c == '.' || c == 'e' || c == 'E' {
+			return false
+		}
+	}
+	return true
+}
+
+// checkPassed is fits for the member name: v when the walk meets it, recording the first misfit.
+func (w *wireView) checkPassed(name string, k kinds, v []byte) {
+	if w.bad.name == "" && !fits(name, k, v) {
+		w.bad = badField{name: name, value: v}
+	}
+}
+
+// passedKinds finds the first misfit of a body encoding/json decoded, whose keys the one-pass
+// walk did not take (escaped ones among them, which every upstream reads unescaped). It walks the
+// body again, which only the rare body the walk declines pays for.
+func passedKinds(body []byte) badField {
+	var w wireView
+	it := jsonx.Object(body, false)
+	for {
+		q, v, ok := it.Next()
+		if !ok {
+			return w.bad
+		}
+		name, plain := jsonx.PlainKey(q)
+		if !plain {
+			var s string
+			if json.Unmarshal(q, &s) != nil {
+				continue
+			}
+			name = []byte(s)
+		}
+		if n, k := passKinds(name); k != 0 {
+			w.checkPassed(n, k, v)
+		}
+	}
+}
+
+// refusal is the client's error for b, in OpenAI's words for the same mistakes.
+func (b badField) refusal() *apiError {
+	_, k := passKinds([]byte(b.name))
+	got := kindName(b.value)
+	if got == "integer" && k&kInteger != 0 {
+		// An integer misfits only "n", below its minimum.
+		return badRequest(b.name, "integer_below_min_value", fmt.Sprintf(
+			"Invalid '%s': integer below minimum value. Expected a value >= 1, but got %s instead.", b.name, b.value))
+	}
+	return badRequest(b.name, "invalid_type", fmt.Sprintf("Invalid type for '%s': expected %s, but got %s instead.",
+		b.name, expected(k), article(got)))
+}
+
+func kindName(v []byte) string {
+	switch v[0] {
+	case '"':
+		return "string"
+	case 't', 'f':
+		return "boolean"
+	case '{':
+		return "object"
+	case '[':
+		return "array"
+	}
+	if isIntText(v) {
+		return "integer"
+	}
+	return "number"
+}
+
+func expected(k kinds) string {
+	var names []string
+	for _, kn := range [...]struct {
+		k    kinds
+		name string
+	}{{kString, "string"}, {kNumber, "number"}, {kInteger, "integer"}, {kBool, "boolean"}, {kObject, "object"}, {kArray, "array"}} {
+		if k&kn.k != 0 {
+			names = append(names, article(kn.name))
+		}
+	}
+	return strings.Join(names, " or ")
+}
+
+func article(kind string) string {
+	switch kind[0] {
+	case 'a', 'i', 'o':
+		return "an " + kind
+	}
+	return "a " + kind
+}

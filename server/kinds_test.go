@@ -1,0 +1,123 @@
+package server
+
+import (
+	"net/http/httptest"
+	"strconv"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// A chat field the gateway passes through is refused when its JSON kind is not the one OpenAI's
+// API reference gives it, as OpenAI refuses it: 400 invalid_request_error naming the field. The
+// gateway used to send such a body upstream. Each field is tried through the one-pass walk and,
+// with an escaped key that walk leaves to encoding/json, through the fallback.
+func TestWrongKindRefused(t *testing.T) {
+	tests := []struct {
+		field, value string
+		code         string // invalid_type unless set
+	}{
+		{"tools", `{}`, ""},
+		{"tools", `"f"`, ""},
+		{"functions", `{}`, ""},
+		{"tool_choice", `1`, ""},
+		{"tool_choice", `["auto"]`, ""},
+		{"function_call", `true`, ""},
+		{"n", `"2"`, ""},
+		{"n", `1.5`, ""},
+		{"n", `2e0`, ""},
+		{"n", `0`, "integer_below_min_value"},
+		{"n", `-1`, "integer_below_min_value"},
+		{"stream_options", `true`, ""},
+		{"stream_options", `[]`, ""},
+		{"stop", `1`, ""},
+		{"stop", `{"a":1}`, ""},
+		{"response_format", `"json_object"`, ""},
+		{"response_format", `[]`, ""},
+		{"seed", `"42"`, ""},
+		{"logit_bias", `[1]`, ""},
+		{"logit_bias", `"x"`, ""},
+		{"user", `42`, ""},
+		{"user", `{}`, ""},
+		{"presence_penalty", `"0.5"`, ""},
+		{"frequency_penalty", `true`, ""},
+		{"temperature", `"hot"`, ""},
+		{"top_p", `[1]`, ""},
+		{"logprobs", `"true"`, ""},
+		{"logprobs", `1`, ""},
+		{"top_logprobs", `"5"`, ""},
+		{"top_logprobs", `2.5`, ""},
+		{"parallel_tool_calls", `"false"`, ""},
+		{"store", `0`, ""},
+		{"metadata", `[]`, ""},
+		{"modalities", `"text"`, ""},
+		{"audio", `"alloy"`, ""},
+		{"prediction", `"x"`, ""},
+		{"web_search_options", `true`, ""},
+		{"reasoning_effort", `1`, ""},
+		{"service_tier", `{}`, ""},
+		{"verbosity", `[]`, ""},
+		{"prompt_cache_key", `1`, ""},
+		{"safety_identifier", `false`, ""},
+		{"max_tokens", `"9"`, ""},
+		{"max_completion_tokens", `true`, ""},
+	}
+	r := httptest.NewRequest("POST", "/v1/chat/completions", nil)
+	for _, tt := range tests {
+		for _, key := range []string{tt.field, escapeFirst(tt.field)} {
+			body := `{"model":"saif","messages":[{"role":"user","content":"hi"}],"` + key + `":` + tt.value + `}`
+			t.Run(body, func(t *testing.T) {
+				_, e := decodeChat(r, []byte(body), new(reqState), testNames)
+				if e == nil {
+					t.Fatal("accepted")
+				}
+				want := struct{ Status, Type, Param, Code string }{"400", typeInvalidRequest, tt.field, tt.code}
+				if want.Code == "" {
+					want.Code = "invalid_type"
+				}
+				got := struct{ Status, Type, Param, Code string }{strconv.Itoa(e.Status), e.Type, e.Param, e.Code}
+				if diff := cmp.Diff(want, got); diff != "" {
+					t.Errorf("error %q (-want +got):\n%s", e.Message, diff)
+				}
+			})
+		}
+	}
+}
+
+// The kinds OpenAI allows, null included, still pass, by both ways.
+func TestRightKindAccepted(t *testing.T) {
+	for _, member := range []string{
+		`"tools":[{"type":"function","function":{"name":"f"}}]`, `"tools":null`, `"tool_choice":"auto"`,
+		`"tool_choice":{"type":"function","function":{"name":"f"}}`, `"function_call":"none"`, `"functions":[]`,
+		`"n":1`, `"n":3`, `"n":null`, `"stream_options":{"include_usage":true}`, `"stop":"x"`, `"stop":["a","b"]`,
+		`"stop":null`, `"response_format":{"type":"json_object"}`, `"seed":7`, `"logit_bias":{"50256":-100}`,
+		`"user":"u"`, `"presence_penalty":0.5`, `"frequency_penalty":-1`, `"top_p":1`, `"logprobs":true`,
+		`"top_logprobs":5`, `"parallel_tool_calls":false`, `"store":false`, `"metadata":{"a":"b"}`,
+		`"modalities":["text"]`, `"audio":{"voice":"alloy","format":"wav"}`, `"prediction":{"type":"content","content":"x"}`,
+		`"web_search_options":{}`, `"reasoning_effort":"low"`, `"service_tier":"auto"`, `"verbosity":"low"`,
+		`"prompt_cache_key":"k"`, `"safety_identifier":"s"`, `"n_probs":"anything"`, `"N":"2"`,
+	} {
+		for _, body := range []string{
+			`{"model":"saif","messages":[{"role":"user","content":"hi"}],` + member + `}`,
+			`{"mod\u0065l":"saif","messages":[{"role":"user","content":"hi"}],` + member + `}`,
+		} {
+			t.Run(body, func(t *testing.T) {
+				if _, e := decodeChat(httptest.NewRequest("POST", "/v1/chat/completions", nil), []byte(body),
+					new(reqState), testNames); e != nil {
+					t.Errorf("refused: %+v", *e)
+				}
+			})
+		}
+	}
+}
+
+// escapeFirst spells the key's first letter as a \u escape: the same member to every JSON
+// reader, which the one-pass walk leaves to encoding/json.
+func escapeFirst(key string) string {
+	return `\u00` + hex2(key[0]) + key[1:]
+}
+
+func hex2(c byte) string {
+	const digits = "0123456789abcdef"
+	return string([]byte{digits[c>>4], digits[c&15]})
+}
