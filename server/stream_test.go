@@ -93,6 +93,10 @@ func TestStreamMidStreamFailure(t *testing.T) {
 	if len(ev) != 2 || !strings.Contains(ev[0], "partial") || !strings.HasPrefix(ev[1], `{"error":{`) {
 		t.Fatalf("events %q", ev)
 	}
+	// The error event names the target and a cause, not the connection's addresses.
+	if !strings.Contains(ev[1], "saif: connection closed") || strings.Contains(ev[1], "127.0.0.1") {
+		t.Errorf("error event %q, want the target and the cause without an address", ev[1])
+	}
 	if r1.hits.Load() != 0 {
 		t.Error("fell through after the first byte")
 	}

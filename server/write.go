@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/hayula/gateway/core"
+	"github.com/hayula/gateway/errmap"
 	"github.com/hayula/gateway/internal/httpwire"
 	"github.com/hayula/gateway/internal/logfmt"
 	"github.com/hayula/gateway/upstream"
@@ -249,11 +250,9 @@ func (s *Server) relay(ctx context.Context, w http.ResponseWriter, res result) {
 		s.log.Debug("client left mid-stream", "target", res.target.Name)
 		return
 	}
-	msg := err.Error()
-	var se *core.StreamError
-	if errors.As(err, &se) && se.Message != "" {
-		msg = se.Target + ": " + se.Message
-	}
+	// A cause, not the error's text, which may name the upstream's address (errmap.StreamMessage);
+	// the log below has the whole error.
+	msg := res.target.Name + ": " + errmap.StreamMessage(err)
 	s.log.Warn("stream broke off", "target", res.target.Name, "error", err)
 	body := errorBody(&apiError{Type: typeUpstream, Code: "stream_interrupted",
 		Message: "the upstream stream broke off: " + msg})
