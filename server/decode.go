@@ -118,6 +118,9 @@ type wireView struct {
 	models  int
 	// bad is the first field passed upstream whose JSON kind OpenAI would refuse (passKinds).
 	bad badField
+	// topLogprobs and logprobs are set when the body has a non-null top_logprobs, and logprobs
+	// true (checkPassed).
+	topLogprobs, logprobs bool
 	// options is set when a Hayula option's key is in the body, even with a null value that
 	// asks for nothing: the key is stripped all the same. viewOf sets it, as encoding/json does
 	// not tell a null from an absent key (jsonx.Delete then finds out).
@@ -231,9 +234,9 @@ func decodeChat(r *http.Request, body []byte, st *reqState, names map[string]str
 // finishChat checks the decoded request and builds the view from it in *req. The view's
 // parameters point into w.
 func finishChat(r *http.Request, body []byte, w *wireView, req *core.Request) *apiError {
-	if w.bad.name != "" {
+	if e := w.passedRefusal(); e != nil {
 		// Sent on, the upstream refuses it or, worse, reads something else into it.
-		return w.bad.refusal()
+		return e
 	}
 	if w.Model.V == "" {
 		return badRequest("model", "missing_required_parameter", "you must provide a model parameter")
@@ -486,7 +489,7 @@ func decodeWire(body []byte, w *wireView, msgs []core.Message, names map[string]
 	err := json.Unmarshal(body, &wr)
 	*w = viewOf(&wr)
 	if err == nil {
-		w.bad = passedKinds(body)
+		passedKinds(body, w)
 	}
 	return err
 }

@@ -250,7 +250,7 @@ func referenceChat(r *http.Request, body []byte) (*core.Request, *apiError) {
 		return nil, jsonError(err)
 	}
 	v := viewOf(&w)
-	v.bad = passedKinds(body)
+	passedKinds(body, &v)
 	var req core.Request
 	if e := finishChat(r, body, &v, &req); e != nil {
 		return nil, e

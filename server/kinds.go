@@ -133,18 +133,37 @@ func (w *wireView) checkPassed(name string, k kinds, v []byte) {
 	if w.bad.name == "" && !fits(name, k, v) {
 		w.bad = badField{name: name, value: v}
 	}
+	switch name {
+	case "top_logprobs":
+		w.topLogprobs = v[0] != 'n'
+	case "logprobs":
+		w.logprobs = v[0] == 't'
+	}
 }
 
-// passedKinds finds the first misfit of a body encoding/json decoded, whose keys the one-pass
-// walk did not take (escaped ones among them, which every upstream reads unescaped). It walks the
+// passedRefusal is the client's error for the fields passed upstream, nil when they are
+// acceptable: the first of the wrong kind, then top_logprobs without logprobs true, which
+// OpenAI refuses ("'top_logprobs' requires 'logprobs' to be set to true") and an upstream would
+// otherwise read as it likes.
+func (w *wireView) passedRefusal() *apiError {
+	if w.bad.name != "" {
+		return w.bad.refusal()
+	}
+	if w.topLogprobs && !w.logprobs {
+		return badRequest("top_logprobs", "invalid_value", "'top_logprobs' requires 'logprobs' to be set to true.")
+	}
+	return nil
+}
+
+// passedKinds records in w, as checkPassed does, the fields passed upstream of a body
+// encoding/json decoded, whose keys the one-pass walk did not take (escaped ones among them, which every upstream reads unescaped). It walks the
 // body again, which only the rare body the walk declines pays for.
-func passedKinds(body []byte) badField {
-	var w wireView
+func passedKinds(body []byte, w *wireView) {
 	it := jsonx.Object(body, false)
 	for {
 		q, v, ok := it.Next()
 		if !ok {
-			return w.bad
+			return
 		}
 		name, plain := jsonx.PlainKey(q)
 		if !plain {

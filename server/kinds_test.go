@@ -92,7 +92,7 @@ func TestRightKindAccepted(t *testing.T) {
 		`"n":1`, `"n":3`, `"n":null`, `"stream_options":{"include_usage":true}`, `"stop":"x"`, `"stop":["a","b"]`,
 		`"stop":null`, `"response_format":{"type":"json_object"}`, `"seed":7`, `"logit_bias":{"50256":-100}`,
 		`"user":"u"`, `"presence_penalty":0.5`, `"frequency_penalty":-1`, `"top_p":1`, `"logprobs":true`,
-		`"top_logprobs":5`, `"parallel_tool_calls":false`, `"store":false`, `"metadata":{"a":"b"}`,
+		`"logprobs":true,"top_logprobs":5`, `"top_logprobs":null`, `"parallel_tool_calls":false`, `"store":false`, `"metadata":{"a":"b"}`,
 		`"modalities":["text"]`, `"audio":{"voice":"alloy","format":"wav"}`, `"prediction":{"type":"content","content":"x"}`,
 		`"web_search_options":{}`, `"reasoning_effort":"low"`, `"service_tier":"auto"`, `"verbosity":"low"`,
 		`"prompt_cache_key":"k"`, `"safety_identifier":"s"`, `"n_probs":"anything"`, `"N":"2"`,
@@ -105,6 +105,47 @@ func TestRightKindAccepted(t *testing.T) {
 				if _, e := decodeChat(httptest.NewRequest("POST", "/v1/chat/completions", nil), []byte(body),
 					new(reqState), testNames); e != nil {
 					t.Errorf("refused: %+v", *e)
+				}
+			})
+		}
+	}
+}
+
+// top_logprobs is OpenAI's only with logprobs true: without it the request is refused as OpenAI
+// refuses it, whichever order the two come in and by both ways of decoding.
+func TestTopLogprobsNeedsLogprobs(t *testing.T) {
+	tests := []struct {
+		members string
+		refused bool
+	}{
+		{`"top_logprobs":2`, true},
+		{`"top_logprobs":0`, true},
+		{`"top_logprobs":2,"logprobs":false`, true},
+		{`"top_logprobs":2,"logprobs":null`, true},
+		{`"logprobs":true,"top_logprobs":2`, false},
+		{`"top_logprobs":2,"logprobs":true`, false},
+		{`"top_logprobs":null`, false},
+		{`"logprobs":false`, false},
+	}
+	r := httptest.NewRequest("POST", "/v1/chat/completions", nil)
+	for _, tt := range tests {
+		for _, model := range []string{`"model"`, `"mod\u0065l"`} {
+			body := `{` + model + `:"saif","messages":[{"role":"user","content":"hi"}],` + tt.members + `}`
+			t.Run(body, func(t *testing.T) {
+				_, e := decodeChat(r, []byte(body), new(reqState), testNames)
+				if !tt.refused {
+					if e != nil {
+						t.Fatalf("refused: %+v", *e)
+					}
+					return
+				}
+				if e == nil {
+					t.Fatal("accepted")
+				}
+				want := struct{ Status, Type, Param, Code string }{"400", typeInvalidRequest, "top_logprobs", "invalid_value"}
+				got := struct{ Status, Type, Param, Code string }{strconv.Itoa(e.Status), e.Type, e.Param, e.Code}
+				if diff := cmp.Diff(want, got); diff != "" {
+					t.Errorf("error %q (-want +got):\n%s", e.Message, diff)
 				}
 			})
 		}
