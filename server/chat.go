@@ -62,6 +62,9 @@ func (s *Server) serveOp(w http.ResponseWriter, r *http.Request, op core.Op) {
 		st.chain = res.chain[:0] // the array grew: keep the larger one
 	}
 	status := s.write(r.Context(), w, rs, req, res)
+	if res.resp != nil {
+		res.resp.Release() // written: its memory serves the next answer
+	}
 	s.logRequest(r, rs.Name, res.chain, status, start)
 }
 

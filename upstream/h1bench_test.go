@@ -188,6 +188,7 @@ func BenchmarkH1Chat(b *testing.B) {
 					if len(resp.Body) == 0 {
 						return errors.New("empty answer")
 					}
+					resp.Release() // as the server does once the answer is written
 					return nil
 				}
 				defer resp.Stream.Close()

@@ -55,6 +55,11 @@ type h1Transport struct {
 	live     []*h1Conn
 	sweeping bool
 	quit     chan struct{}
+
+	// answers are h1Answers that Response.Release gave back, each with its body's buffer: a
+	// whole answer's memory was two allocations on every request (about 1 KB), which the
+	// garbage collector then paid for.
+	answers sync.Pool
 }
 
 var _ http.RoundTripper = (*h1Transport)(nil)
@@ -244,7 +249,10 @@ func (t *h1Transport) exchange(ctx context.Context, c *h1Conn, out *outgoing) (*
 		return nil, false, t.interrupted(ctx, c)
 	}
 	before := c.nread
-	a := new(h1Answer)
+	a, _ := t.answers.Get().(*h1Answer)
+	if a == nil {
+		a = new(h1Answer)
+	}
 	shared := out.req == nil
 	if shared {
 		a.header = c.hdr
@@ -266,7 +274,7 @@ func (t *h1Transport) exchange(ctx context.Context, c *h1Conn, out *outgoing) (*
 		return nil, false, t.interrupted(ctx, c)
 	}
 	resp, b := &a.resp, &a.h1
-	*b = h1Body{t: t, c: c, body: resp.Body, ctx: ctx, keep: !resp.Close, out: &a.out}
+	*b = h1Body{t: t, c: c, body: resp.Body, ctx: ctx, keep: !resp.Close, out: &a.out, ans: a}
 	if shared {
 		c.hdr = resp.Header
 	} else if resp.Body == http.NoBody {
@@ -280,13 +288,56 @@ func (t *h1Transport) exchange(ctx context.Context, c *h1Conn, out *outgoing) (*
 }
 
 // h1Answer is an exchange's answer with its body as the caller reads it and the adapter's
-// Response built from it, in one allocation. It is an answer's own, never reused: whoever holds
-// the body (a stream until its Close, which comes after the connection went back to the pool)
-// or the Response may hold it for as long as they like.
+// Response built from it, in one allocation. Whoever holds the body (a stream until its Close,
+// which comes after the connection went back to the pool) or the Response may hold it for as
+// long as they like; it is reused only once its Response's Release gave it back, which the
+// adapter allows only for a whole answer read to its end (see ownerOf).
 type h1Answer struct {
 	answer
 	h1  h1Body
 	out streamResponse
+	// buf is the buffer a whole body is read into (bodyBuf), kept across reuses.
+	buf []byte
+}
+
+// maxKeptBody bounds the body buffer an answer keeps for its next use.
+const maxKeptBody = 64 << 10
+
+// release gives a back to its transport's pool, its body's buffer with it. Everything else it
+// held is dropped, the Response in it included: a second Release of that Response finds no
+// owner.
+func (a *h1Answer) release() {
+	t, buf := a.h1.t, a.buf
+	*a = h1Answer{buf: buf[:0]}
+	if t != nil {
+		t.answers.Put(a)
+	}
+}
+
+// bodyBuf is n bytes to read a whole answer's body of length n into: the buffer the synchronous
+// client's answer keeps when it is large enough, else a new one, which the answer then keeps.
+func bodyBuf(resp *http.Response, n int64) []byte {
+	b, ok := resp.Body.(*h1Body)
+	if !ok || b.ans == nil {
+		return make([]byte, n)
+	}
+	if a := b.ans; int64(cap(a.buf)) >= n {
+		return a.buf[:n]
+	}
+	buf := make([]byte, n)
+	if n <= maxKeptBody {
+		b.ans.buf = buf
+	}
+	return buf
+}
+
+// ownerOf is the memory r lives in when the synchronous client's answer resp holds r and its
+// body, to be given back by r.Release; nil otherwise.
+func ownerOf(resp *http.Response, r *Response) *h1Answer {
+	if b, ok := resp.Body.(*h1Body); ok && b.ans != nil && r == &b.ans.out.Response {
+		return b.ans
+	}
+	return nil
 }
 
 // responseFor is where the adapter's Response for resp goes: in the synchronous client's
@@ -319,6 +370,7 @@ type h1Body struct {
 	body io.ReadCloser // readResponse's body over c.br
 	ctx  context.Context
 	out  *streamResponse // the room for the adapter's Response (see responseFor)
+	ans  *h1Answer       // the answer this body is part of
 	keep bool            // the server did not say Connection: close
 	done bool            // the connection was released or closed
 	eof  bool

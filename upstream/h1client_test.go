@@ -72,7 +72,7 @@ func TestH1ConnectionReuse(t *testing.T) {
 					continue
 				}
 				if err != nil || string(resp.Body) != answerJSON {
-					t.Fatalf("request %d: %v %q", i, err, resp)
+					t.Fatalf("request %d: %v %+v", i, err, resp)
 				}
 			}
 			if got := conns.Load(); got != tt.wantConns {
@@ -421,4 +421,64 @@ func TestH1ResponsesAreTheAnswers(t *testing.T) {
 	if n := conns.Load(); n != 1 {
 		t.Errorf("upstream accepted %d connections, want 1", n)
 	}
+}
+
+// A whole answer's memory, given back by Release, serves the next answers: concurrent requests
+// whose answers come in lengths that grow, shrink and pass maxKeptBody each get their own body,
+// whole, while answers released before them are reused under them. Release does nothing for a
+// stream's Response, and nothing the second time.
+func TestReleasedAnswersServeTheNext(t *testing.T) {
+	answer := func(id int) string {
+		pad := strings.Repeat("x", id%7*150)
+		if id%25 == 0 {
+			pad = strings.Repeat("y", maxKeptBody+100)
+		}
+		return `{"id":"a-` + strconv.Itoa(id) + `","object":"chat.completion","pad":"` + pad + `","choices":[]}`
+	}
+	srv, _ := countingServer(t, func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		_, rest, _ := strings.Cut(string(b), `"content":"q-`)
+		id, _ := strconv.Atoi(rest[:strings.IndexByte(rest, '"')])
+		_, _ = io.WriteString(w, answer(id))
+	})
+	s, tg := h1Set(t, srv.URL)
+	const workers, each = 6, 40
+	errs := make(chan error, workers)
+	for w := range workers {
+		go func() {
+			for i := range each {
+				id := w*each + i
+				body := `{"model":"auto","messages":[{"role":"user","content":"q-` + strconv.Itoa(id) + `"}]}`
+				resp, err := s.Chat(context.Background(), tg, &core.Request{Model: "auto", Body: []byte(body)})
+				if err != nil {
+					errs <- err
+					return
+				}
+				if got, want := string(resp.Body), answer(id); got != want {
+					errs <- errors.New("request " + strconv.Itoa(id) + " got another body: " + got[:min(len(got), 40)])
+					return
+				}
+				resp.Release()
+			}
+			errs <- nil
+		}()
+	}
+	for range workers {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	resp, err := s.Chat(context.Background(), tg, &core.Request{Model: "auto",
+		Body: []byte(`{"model":"auto","messages":[{"role":"user","content":"q-3"}]}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Release()
+	resp.Release() // the memory went back once: the owner is gone
+	if resp.owner != nil || resp.Body != nil {
+		t.Errorf("after Release: owner %p, body %d bytes; want both dropped", resp.owner, len(resp.Body))
+	}
+	st := &Response{Stream: nil}
+	st.Release() // nothing to give back
 }

@@ -140,7 +140,7 @@ func readAnswer(ctx context.Context, t *core.Target, resp *http.Response) ([]byt
 	var body []byte
 	var err error
 	if resp.ContentLength >= 0 {
-		body = make([]byte, resp.ContentLength)
+		body = bodyBuf(resp, resp.ContentLength)
 		_, err = io.ReadFull(resp.Body, body)
 	} else {
 		body, err = io.ReadAll(io.LimitReader(resp.Body, maxBody+1))

@@ -66,6 +66,7 @@ func (a *openaiOpenAI) body(ctx context.Context, resp *http.Response) (*Response
 	}
 	r := &responseFor(resp).Response
 	r.Body = body
+	r.owner = ownerOf(resp, r) // the body as read: nothing else of it is kept
 	return r, nil
 }
 

@@ -22,6 +22,19 @@ type Response struct {
 	Body []byte
 	// Stream yields the events of a streaming answer (Body is nil). The caller must Close it.
 	Stream Stream
+
+	// owner is the memory the Response and its Body live in, when Release may give it back.
+	owner *h1Answer
+}
+
+// Release gives the memory of the Response and its Body back for another answer to use, once
+// the caller is done with both (the server: once the answer is written). Neither may be touched
+// afterwards, and Release is called once. For a Response with nothing to give back (a stream's,
+// an adapter's translation, an answer over net/http) it does nothing.
+func (r *Response) Release() {
+	if a := r.owner; a != nil {
+		a.release()
+	}
 }
 
 // Stream yields OpenAI chat.completion.chunk payloads: the bytes after "data: " of one SSE event,
