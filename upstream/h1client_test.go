@@ -426,7 +426,9 @@ func TestH1ResponsesAreTheAnswers(t *testing.T) {
 // A whole answer's memory, given back by Release, serves the next answers: concurrent requests
 // whose answers come in lengths that grow, shrink and pass maxKeptBody each get their own body,
 // whole, while answers released before them are reused under them. Release does nothing for a
-// stream's Response, and nothing the second time.
+// stream's Response; a second Release right after the first, with no answer handed out in
+// between, finds no owner (a second Release after another answer may have reused the memory
+// would free that answer's: Release is called once).
 func TestReleasedAnswersServeTheNext(t *testing.T) {
 	answer := func(id int) string {
 		pad := strings.Repeat("x", id%7*150)
@@ -475,7 +477,7 @@ func TestReleasedAnswersServeTheNext(t *testing.T) {
 		t.Fatal(err)
 	}
 	resp.Release()
-	resp.Release() // the memory went back once: the owner is gone
+	resp.Release() // nothing was handed out since the first: the owner is gone
 	if resp.owner != nil || resp.Body != nil {
 		t.Errorf("after Release: owner %p, body %d bytes; want both dropped", resp.owner, len(resp.Body))
 	}
