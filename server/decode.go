@@ -118,8 +118,8 @@ type wireView struct {
 	models  int
 	// bad is the first field passed upstream whose JSON kind OpenAI would refuse (passKinds).
 	bad badField
-	// topLogprobs and logprobs are set when the body has a non-null top_logprobs, and logprobs
-	// true (checkPassed).
+	// topLogprobs and logprobs are set when the body has a top_logprobs neither null nor 0, and
+	// logprobs true (checkPassed).
 	topLogprobs, logprobs bool
 	// options is set when a Hayula option's key is in the body, even with a null value that
 	// asks for nothing: the key is stripped all the same. viewOf sets it, as encoding/json does

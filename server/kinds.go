@@ -135,7 +135,8 @@ func (w *wireView) checkPassed(name string, k kinds, v []byte) {
 	}
 	switch name {
 	case "top_logprobs":
-		w.topLogprobs = v[0] != 'n'
+		// 0 asks for nothing, and some clients send it by default: only a count is refused.
+		w.topLogprobs = v[0] != 'n' && string(v) != "0"
 	case "logprobs":
 		w.logprobs = v[0] == 't'
 	}

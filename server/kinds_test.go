@@ -119,7 +119,8 @@ func TestTopLogprobsNeedsLogprobs(t *testing.T) {
 		refused bool
 	}{
 		{`"top_logprobs":2`, true},
-		{`"top_logprobs":0`, true},
+		{`"top_logprobs":0`, false}, // asks for nothing; some clients send it by default
+		{`"top_logprobs":1,"logprobs":false`, true},
 		{`"top_logprobs":2,"logprobs":false`, true},
 		{`"top_logprobs":2,"logprobs":null`, true},
 		{`"logprobs":true,"top_logprobs":2`, false},
