@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"errors"
 	"io"
+	"net"
 	"net/http"
 	"strings"
 	"testing"
@@ -164,5 +165,40 @@ func TestWriteWhole(t *testing.T) {
 	gotRes = append(gotRes, <-results)
 	if diff := cmp.Diff(wantRes, gotRes); diff != "" {
 		t.Errorf("WriteWhole's results (-want +got):\n%s", diff)
+	}
+}
+
+// A client that leaves while WriteWhole's writev is under way: the error comes back with the
+// part of the body that went out before it, more than nothing and less than the whole.
+func TestWriteWholeCutShort(t *testing.T) {
+	type wholeWriter interface {
+		SetContentLength(int64)
+		WriteWhole([]byte) (int, error)
+	}
+	type result struct {
+		n   int
+		err error
+	}
+	body := make([]byte, 64<<20)
+	results := make(chan result, 1)
+	_, addr := start(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		f := w.(wholeWriter)
+		f.SetContentLength(int64(len(body)))
+		w.WriteHeader(http.StatusOK)
+		n, err := f.WriteWhole(body)
+		results <- result{n, err}
+	}))
+	c, br := dialRaw(t, addr)
+	_, _ = io.WriteString(c, "GET / HTTP/1.1\r\nHost: h\r\n\r\n")
+	if _, err := http.ReadResponse(br, nil); err != nil {
+		t.Fatal(err)
+	}
+	if tc, ok := c.(*net.TCPConn); ok {
+		_ = tc.SetLinger(0) // a reset, so that the writer fails rather than filling the buffers
+	}
+	c.Close()
+	res := <-results
+	if res.err == nil || res.n <= 0 || res.n >= len(body) {
+		t.Errorf("WriteWhole = %d, %v; want an error after part of the %d bytes", res.n, res.err, len(body))
 	}
 }

@@ -293,13 +293,14 @@ func (w *response) WriteWhole(p []byte) (int, error) {
 	}
 	w.written = int64(len(p))
 	bufs := w.c.bufs
-	bufs.vec[0], bufs.vec[1] = w.appendHead(bw.AvailableBuffer(), false), p
+	head := w.appendHead(bw.AvailableBuffer(), false)
+	bufs.vec[0], bufs.vec[1] = head, p
 	bufs.out = bufs.vec[:]
-	_, err := bufs.out.WriteTo(tc)
+	n, err := bufs.out.WriteTo(tc)
 	bufs.vec[0], bufs.vec[1] = nil, nil // the caller's p is not kept
 	if err != nil {
 		w.err = err
-		return 0, err
+		return int(max(n-int64(len(head)), 0)), err // what of p went out before the failure
 	}
 	return len(p), nil
 }
