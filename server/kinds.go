@@ -69,7 +69,9 @@ func passKinds(name []byte) (string, kinds) {
 	case "user":
 		return "user", kString
 	case "reasoning_effort":
-		return "reasoning_effort", kString
+		// An object too: openai-agents' LitellmModel sends {"effort","summary"} when a summary is
+		// asked for and LiteLLM forwards it as it is; llama.cpp ignores it, others refuse it themselves.
+		return "reasoning_effort", kString | kObject
 	case "service_tier":
 		return "service_tier", kString
 	case "verbosity":

@@ -96,6 +96,9 @@ func TestRightKindAccepted(t *testing.T) {
 		`"modalities":["text"]`, `"audio":{"voice":"alloy","format":"wav"}`, `"prediction":{"type":"content","content":"x"}`,
 		`"web_search_options":{}`, `"reasoning_effort":"low"`, `"service_tier":"auto"`, `"verbosity":"low"`,
 		`"prompt_cache_key":"k"`, `"safety_identifier":"s"`, `"n_probs":"anything"`, `"N":"2"`,
+		// openai-agents' LitellmModel sends the Responses shape when a reasoning summary is asked
+		// for, and LiteLLM forwards it to an OpenAI-compatible base URL as it is.
+		`"reasoning_effort":{"effort":"high","summary":"auto"}`,
 	} {
 		for _, body := range []string{
 			`{"model":"saif","messages":[{"role":"user","content":"hi"}],` + member + `}`,
