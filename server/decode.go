@@ -220,7 +220,7 @@ func tooLarge(limit int64) *apiError {
 func decodeChat(r *http.Request, body []byte, st *reqState, names map[string]string) (*core.Request, *apiError) {
 	w := &st.wire
 	if err := decodeWire(body, w, st.msgs, names); err != nil {
-		return nil, jsonError(err)
+		return nil, jsonErrorIn(err, body)
 	}
 	if cap(w.Messages) > cap(st.msgs) {
 		st.msgs = w.Messages[:0] // the array grew: keep the larger one
@@ -434,6 +434,74 @@ func decodeOther(r *http.Request, body []byte, op core.Op) (*core.Request, *apiE
 
 // jsonError answers a body encoding/json would not decode: not JSON at all, or a field of the
 // wrong type.
+// jsonErrorIn is jsonError for a chat body, with a message's index in the name of a type error in
+// one of its members: encoding/json says "messages.role", not which message.
+func jsonErrorIn(err error, body []byte) *apiError {
+	e := jsonError(err)
+	var ute *json.UnmarshalTypeError
+	if errors.As(err, &ute) && strings.HasPrefix(e.Param, "messages.") {
+		if f := messageIndexed(e.Param, body, jsonType(ute.Type)); f != e.Param {
+			e.Message = strings.Replace(e.Message, "'"+e.Param+"'", "'"+f+"'", 1)
+			e.Param = f
+		}
+	}
+	return e
+}
+
+// messageIndexed turns "messages.NAME" into "messages[i].NAME" for the first message whose NAME
+// member is not of the kind want (as jsonType names it); field as it is when the member is
+// nested deeper or no message has such a member.
+func messageIndexed(field string, body []byte, want string) string {
+	name, _ := strings.CutPrefix(field, "messages.")
+	if strings.Contains(name, ".") {
+		return field
+	}
+	it := jsonx.Object(body, false)
+	for {
+		q, v, ok := it.Next()
+		if !ok {
+			return field
+		}
+		if k, ok := jsonx.Unquote(q); !ok || !strings.EqualFold(k, "messages") {
+			continue
+		}
+		msgs := jsonx.Array(v, false)
+		for i := 0; ; i++ {
+			_, m, ok := msgs.Next()
+			if !ok {
+				break
+			}
+			members := jsonx.Object(m, false)
+			for {
+				mq, mv, ok := members.Next()
+				if !ok {
+					break
+				}
+				if k, ok := jsonx.Unquote(mq); ok && strings.EqualFold(k, name) && !isKind(mv, want) {
+					return "messages[" + strconv.Itoa(i) + "]." + name
+				}
+			}
+		}
+	}
+}
+
+// isKind reports whether the JSON value v is of the kind jsonType calls want; null is any kind.
+func isKind(v []byte, want string) bool {
+	switch v[0] {
+	case 'n':
+		return true
+	case '"':
+		return want == "string"
+	case 't', 'f':
+		return want == "boolean"
+	case '{':
+		return want == "object"
+	case '[':
+		return want == "array"
+	}
+	return want == "number" || want == "integer" && isIntText(v)
+}
+
 func jsonError(err error) *apiError {
 	var ute *json.UnmarshalTypeError
 	if errors.As(err, &ute) {

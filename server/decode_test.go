@@ -247,7 +247,7 @@ func FuzzDecodeWire(f *testing.F) {
 func referenceChat(r *http.Request, body []byte) (*core.Request, *apiError) {
 	var w wireRequest
 	if err := json.Unmarshal(body, &w); err != nil {
-		return nil, jsonError(err)
+		return nil, jsonErrorIn(err, body)
 	}
 	v := viewOf(&w)
 	passedKinds(body, &v)
