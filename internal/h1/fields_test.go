@@ -87,15 +87,17 @@ func readAnswer(t *testing.T, br *bufio.Reader) answer {
 	return a
 }
 
+// wholeWriter is the part of the server's ResponseWriter that sends a whole answer at once.
+type wholeWriter interface {
+	AddFields([]byte)
+	SetContentLength(int64)
+	WriteWhole([]byte) (int, error)
+}
+
 // WriteWhole sends the head and the body together without copying the body into the
 // connection's buffers, and keeps nothing of it; where it cannot (a HEAD, a body the length
 // set does not fit, a body written before), it is Write and Flush, with their answers and errors.
 func TestWriteWhole(t *testing.T) {
-	type wholeWriter interface {
-		AddFields([]byte)
-		SetContentLength(int64)
-		WriteWhole([]byte) (int, error)
-	}
 	type result struct {
 		N       int
 		Err     string
@@ -171,10 +173,6 @@ func TestWriteWhole(t *testing.T) {
 // A client that leaves while WriteWhole's writev is under way: the error comes back with the
 // part of the body that went out before it, more than nothing and less than the whole.
 func TestWriteWholeCutShort(t *testing.T) {
-	type wholeWriter interface {
-		SetContentLength(int64)
-		WriteWhole([]byte) (int, error)
-	}
 	type result struct {
 		n   int
 		err error
