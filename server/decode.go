@@ -485,21 +485,11 @@ func messageIndexed(field string, body []byte, want string) string {
 	}
 }
 
-// isKind reports whether the JSON value v is of the kind jsonType calls want; null is any kind.
+// isKind reports whether the JSON value v is of the kind jsonType calls want; null is any kind,
+// and an integer is a number.
 func isKind(v []byte, want string) bool {
-	switch v[0] {
-	case 'n':
-		return true
-	case '"':
-		return want == "string"
-	case 't', 'f':
-		return want == "boolean"
-	case '{':
-		return want == "object"
-	case '[':
-		return want == "array"
-	}
-	return want == "number" || want == "integer" && isIntText(v)
+	got := kindName(v)
+	return v[0] == 'n' || got == want || want == "number" && got == "integer"
 }
 
 func jsonError(err error) *apiError {
@@ -595,7 +585,7 @@ func fastWire(body []byte, w *wireView, msgs []core.Message, names map[string]st
 			w.Messages, ok = fastMessages(v, msgs)
 		case "functions":
 			w.Functions = v
-			w.checkPassed("functions", kArray, v)
+			w.checkPassed(name, v)
 		case "max_tokens":
 			ok = setOptInt(&w.MaxTokens, v)
 		case "max_completion_tokens":
@@ -614,20 +604,18 @@ func fastWire(body []byte, w *wireView, msgs []core.Message, names map[string]st
 			ok = setOptInt64(&w.Seed, v)
 		case "stop":
 			w.Raw.Stop = v
-			w.checkPassed("stop", kString|kArray, v)
+			w.checkPassed(name, v)
 		case "response_format":
 			w.Raw.ResponseFormat = v
-			w.checkPassed("response_format", kObject, v)
+			w.checkPassed(name, v)
 		case "tools":
 			w.Raw.ToolsRaw = v
-			w.checkPassed("tools", kArray, v)
+			w.checkPassed(name, v)
 		case "tool_choice":
 			w.Raw.ToolChoice = v
-			w.checkPassed("tool_choice", kString|kObject, v)
+			w.checkPassed(name, v)
 		default:
-			if n, k := passKinds(name); k != 0 {
-				w.checkPassed(n, k, v)
-			} else {
+			if !w.checkPassed(name, v) {
 				ok = !foldsTo(name, isWireKey)
 			}
 		}

@@ -1,7 +1,6 @@
 package server
 
 import (
-	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
@@ -130,18 +129,25 @@ func isIntText(v []byte) bool {
 	return true
 }
 
-// checkPassed is fits for the member name: v when the walk meets it, recording the first misfit.
-func (w *wireView) checkPassed(name string, k kinds, v []byte) {
-	if w.bad.name == "" && !fits(name, k, v) {
-		w.bad = badField{name: name, value: v}
+// checkPassed checks the member name: v when the walk meets it against the kinds passKinds
+// gives it, recording the first misfit, and notes what top_logprobs and logprobs ask for. It
+// reports false, having done nothing, for a member passKinds does not name.
+func (w *wireView) checkPassed(name, v []byte) bool {
+	n, k := passKinds(name)
+	if k == 0 {
+		return false
 	}
-	switch name {
+	if w.bad.name == "" && !fits(n, k, v) {
+		w.bad = badField{name: n, value: v}
+	}
+	switch n {
 	case "top_logprobs":
 		// 0 asks for nothing, and some clients send it by default: only a count is refused.
 		w.topLogprobs = v[0] != 'n' && string(v) != "0"
 	case "logprobs":
 		w.logprobs = v[0] == 't'
 	}
+	return true
 }
 
 // passedRefusal is the client's error for the fields passed upstream, nil when they are
@@ -159,8 +165,9 @@ func (w *wireView) passedRefusal() *apiError {
 }
 
 // passedKinds records in w, as checkPassed does, the fields passed upstream of a body
-// encoding/json decoded, whose keys the one-pass walk did not take (escaped ones among them, which every upstream reads unescaped). It walks the
-// body again, which only the rare body the walk declines pays for.
+// encoding/json decoded, whose keys the one-pass walk did not take (escaped ones among them,
+// which every upstream reads unescaped). It walks the body again, which only the rare body the
+// walk declines pays for.
 func passedKinds(body []byte, w *wireView) {
 	it := jsonx.Object(body, false)
 	for {
@@ -168,16 +175,8 @@ func passedKinds(body []byte, w *wireView) {
 		if !ok {
 			return
 		}
-		name, plain := jsonx.PlainKey(q)
-		if !plain {
-			var s string
-			if json.Unmarshal(q, &s) != nil {
-				continue
-			}
-			name = []byte(s)
-		}
-		if n, k := passKinds(name); k != 0 {
-			w.checkPassed(n, k, v)
+		if name, ok := jsonx.Unquote(q); ok {
+			w.checkPassed([]byte(name), v)
 		}
 	}
 }
