@@ -142,6 +142,8 @@ func TestReportTargets(t *testing.T) {
 		{name: "direct", p50: us(100, 110, 90), p99: us(200, 210, 190), thr: []float64{1000, 1000, 1000}},
 		{name: "gateway", p50: us(150, 160, 140), p99: us(300, 310, 290), thr: []float64{700, 700, 700},
 			cpu: []float64{70, 90, 80}},
+		{name: "goblind", p50: us(130, 120, 125), p99: us(250, 260, 240), thr: []float64{900, 900, 900},
+			cpu: []float64{50, 50, 50}},
 		{name: "nginx", p50: us(180, 190, 170), p99: us(300, 310, 290), thr: []float64{800, 800, 800},
 			cpu: []float64{40, 35, 30}},
 	}}
@@ -150,12 +152,15 @@ func TestReportTargets(t *testing.T) {
 		memory:  memoryResult{Idle: memory{RSS: 12 << 20}}}
 	md := r.markdown()
 	for _, want := range []string{
-		"| chat c=1 | 100 µs | +50 µs (1.50×) | — | +80 µs (1.80×) |",
+		"| row | direct p50 | gateway p50 | goproxy p50 | goblind p50 | nginx p50 | direct p99 |",
+		"| chat c=1 | 100 µs | +50 µs (1.50×) | — | +25 µs (1.25×) | +80 µs (1.80×) |",
+		"gateway − goblind (a Go proxy that only frames and copies): +25 µs, what the gateway's own work adds over Go's floor; goblind − nginx: −55 µs",
 		"added p50 at c=1 no more than nginx's: gateway +50.0 µs, nginx +80.0 µs — met",
 		"throughput at c=1 ≥ 0.60× direct: 0.700× — met",
 		"idle RSS under 30 MB: 12.0 MB — met",
 		"auto c=1: skipped: the gateway answers 404",
-		"| chat c=1 | 80 µs | — | 35 µs |",
+		"| chat c=1 | 80 µs | — | 50 µs | 35 µs |",
+		"| requests per second | 1000 req/s | 700 req/s (0.70× direct) | — | 900 req/s (0.90× direct) | 800 req/s (0.80× direct) |",
 	} {
 		if !strings.Contains(md, want) {
 			t.Errorf("report lacks %q:\n%s", want, md)

@@ -15,8 +15,8 @@ import (
 	"time"
 )
 
-// environment is the running system under test: the fake upstream, the gateway and, with
-// --vs-nginx, nginx, each its own process.
+// environment is the running system under test: the fake upstream, the gateway, the Go proxies
+// it is compared with and, with --vs-nginx, nginx, each its own process.
 type environment struct {
 	opts options
 	root string
@@ -33,6 +33,8 @@ type environment struct {
 	nginxAddr   string
 	goproxy     *proc
 	goproxyAddr string
+	goblind     *proc
+	goblindAddr string
 	autoNote    string // why the config has no [auto] table, when it has none
 	nginxNote   string
 	clients     []*http.Client
@@ -58,6 +60,11 @@ func (e *environment) start(ctx context.Context) error {
 	}
 	if e.opts.VsGoProxy {
 		if err := e.startGoProxy(); err != nil {
+			return err
+		}
+	}
+	if e.opts.VsGoBlind {
+		if err := e.startGoBlind(); err != nil {
 			return err
 		}
 	}
@@ -136,6 +143,9 @@ func (e *environment) close() {
 	if e.goproxy != nil {
 		e.goproxy.stop()
 	}
+	if e.goblind != nil {
+		e.goblind.stop()
+	}
 	if e.upstream != nil {
 		e.upstream.stop()
 	}
@@ -190,12 +200,15 @@ func (e *environment) scenarios() []*scenario {
 	}
 	pool := maxConc + 16
 	direct, gateway := e.client(pool), e.client(pool)
-	var nginx, goproxy *http.Client
+	var nginx, goproxy, goblind *http.Client
 	if e.nginx != nil {
 		nginx = e.client(pool)
 	}
 	if e.goproxy != nil {
 		goproxy = e.client(pool)
+	}
+	if e.goblind != nil {
+		goblind = e.client(pool)
 	}
 	cols := func(stream bool) []*endpoint {
 		body := chatBody("bench", stream, o.PromptBytes)
@@ -207,6 +220,10 @@ func (e *environment) scenarios() []*scenario {
 		if goproxy != nil {
 			c = append(c, &endpoint{name: "goproxy", url: "http://" + e.goproxyAddr + "/v1/chat/completions", body: body,
 				client: goproxy, cpu: procCPU(e.goproxy, false)})
+		}
+		if goblind != nil {
+			c = append(c, &endpoint{name: "goblind", url: "http://" + e.goblindAddr + "/v1/chat/completions", body: body,
+				client: goblind, cpu: procCPU(e.goblind, false)})
 		}
 		if nginx != nil {
 			c = append(c, &endpoint{name: "nginx", url: "http://" + e.nginxAddr + "/v1/chat/completions", body: body,

@@ -11,10 +11,12 @@
 // Rows: chat at concurrency 1, 16 and 64 (and throughput at 64 as a ratio to direct); a stream at
 // concurrency 1 (added time to first and to last byte); model "auto" against explicit routing;
 // the gateway's RSS idle and under --streams concurrent slow streams, read from /proc/PID/status.
-// A plain httputil.ReverseProxy (this binary re-executed) is a column by default: Go's net/http
-// server and client with none of the gateway's work, so gateway − goproxy is what the gateway's
-// own work adds. With --vs-nginx and nginx on PATH, a blind nginx proxy_pass with upstream
-// keepalive is another column: the cost of a proxy that parses nothing.
+// Two Go proxies (this binary re-executed) are columns by default: goproxy, a plain
+// httputil.ReverseProxy (Go's net/http server and client with none of the gateway's work), and
+// goblind, which frames each message by its head and copies it (the floor that Go's runtime and
+// the kernel set: gateway − goblind is what the gateway's own work adds). With --vs-nginx and
+// nginx on PATH, a blind nginx proxy_pass with upstream keepalive is another column: the same
+// floor for a C proxy.
 //
 // Everything listens on 127.0.0.1 and every loop is bounded by a round's duration. The Markdown
 // report goes to stdout and, with --out FILE, to FILE; progress goes to stderr. --quick finishes
@@ -42,6 +44,8 @@ func main() {
 		os.Exit(upstreamMain(os.Args[1:]))
 	case roleGoProxy:
 		os.Exit(goproxyMain(os.Args[1:]))
+	case roleGoBlind:
+		os.Exit(goblindMain(os.Args[1:]))
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
@@ -75,6 +79,7 @@ type options struct {
 	SlowInterval time.Duration
 	VsNginx      bool
 	VsGoProxy    bool
+	VsGoBlind    bool
 	Out          string
 	LogLevel     string
 	Profile      string
@@ -98,6 +103,7 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	fs.DurationVar(&o.SlowInterval, "slow-interval", 100*time.Millisecond, "time between the events of a slow stream")
 	fs.BoolVar(&o.VsNginx, "vs-nginx", false, "add a blind nginx proxy_pass column when nginx is on PATH")
 	fs.BoolVar(&o.VsGoProxy, "vs-goproxy", true, "add a plain httputil.ReverseProxy column (Go's net/http without the gateway's work)")
+	fs.BoolVar(&o.VsGoBlind, "vs-goblind", true, "add a Go proxy that only frames and copies (the floor Go's runtime sets)")
 	fs.StringVar(&o.Out, "out", "", "also write the Markdown report to this file")
 	fs.StringVar(&o.LogLevel, "log-level", "info", "the gateway's --log-level (info is its default: one line per request)")
 	fs.StringVar(&o.Profile, "profile", "", "profile the gateway under load into this directory (CPU and allocations)")

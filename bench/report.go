@@ -95,12 +95,19 @@ var (
 )
 
 // proxies are the columns compared with direct, in the order the tables show them.
-var proxies = []string{"gateway", "goproxy", "nginx"}
+var proxies = []string{"gateway", "goproxy", "goblind", "nginx"}
 
 func (r *report) latencyTable(b *strings.Builder) {
 	b.WriteString("### Added latency (median of round medians; added = column − direct)\n\n")
-	b.WriteString("| row | direct p50 | gateway p50 | goproxy p50 | nginx p50 | direct p99 | gateway p99 | goproxy p99 | nginx p99 | gateway − direct p50, by round |\n")
-	b.WriteString("|---|---|---|---|---|---|---|---|---|---|\n")
+	b.WriteString("| row | direct p50 |")
+	for _, p := range proxies {
+		fmt.Fprintf(b, " %s p50 |", p)
+	}
+	b.WriteString(" direct p99 |")
+	for _, p := range proxies {
+		fmt.Fprintf(b, " %s p99 |", p)
+	}
+	b.WriteString(" gateway − direct p50, by round |\n|---|---|" + strings.Repeat("---|", 2*len(proxies)+2) + "\n")
 	for _, res := range r.results {
 		if res.sc.auto {
 			continue
@@ -144,7 +151,11 @@ func (r *report) throughputTable(b *strings.Builder) {
 		return
 	}
 	fmt.Fprintf(b, "### Throughput at concurrency %d (median of rounds)\n\n", res.sc.conc)
-	b.WriteString("| | direct | gateway | goproxy | nginx |\n|---|---|---|---|---|\n")
+	b.WriteString("| | direct |")
+	for _, p := range proxies {
+		fmt.Fprintf(b, " %s |", p)
+	}
+	b.WriteString("\n|---|---|" + strings.Repeat("---|", len(proxies)) + "\n")
 	d := medianFloat(res.col("direct").thr)
 	fmt.Fprintf(b, "| requests per second | %.0f req/s |", d)
 	for _, p := range proxies {
@@ -163,7 +174,14 @@ func (r *report) throughputTable(b *strings.Builder) {
 // machine runs than latency is, and what throughput on a shared machine comes down to.
 func (r *report) cpuTable(b *strings.Builder) {
 	b.WriteString("### Proxy CPU per request (median of rounds; the process's CPU time over a round ÷ answers)\n\n")
-	b.WriteString("| row | gateway | goproxy | nginx (workers) |\n|---|---|---|---|\n")
+	b.WriteString("| row |")
+	for _, p := range proxies {
+		if p == "nginx" {
+			p += " (workers)"
+		}
+		fmt.Fprintf(b, " %s |", p)
+	}
+	b.WriteString("\n|---|" + strings.Repeat("---|", len(proxies)) + "\n")
 	for _, res := range r.results {
 		if res.sc.auto {
 			continue
@@ -280,6 +298,11 @@ func (r *report) targets(b *strings.Builder) {
 				fmt.Fprintf(b, "- (for reading, no target) p50 at c=1, gateway − a plain httputil.ReverseProxy: %s (the gateway answers %s)\n",
 					signed(diff), than)
 			}
+			if gb := res.col("goblind"); gb != nil {
+				fmt.Fprintf(b, "- (for reading, no target) p50 at c=1, gateway − goblind (a Go proxy that only frames and copies): "+
+					"%s, what the gateway's own work adds over Go's floor; goblind − nginx: %s\n",
+					signed(median(g.p50)-median(gb.p50)), nginxDiff(gb, n))
+			}
 			if n != nil {
 				nadd := median(n.p50) - median(d.p50)
 				fmt.Fprintf(b, "- added p50 at c=1 no more than nginx's: gateway %s, nginx %s — %s\n", exact(add),
@@ -332,6 +355,14 @@ func (r *report) notes(b *strings.Builder) {
 	}
 	fmt.Fprintf(b, "- every answer's body length was checked against what the fake upstream sends; the fast upstream "+
 		"accepted %d connections over the run\n", r.upstreamConns)
+}
+
+// nginxDiff is goblind's p50 − nginx's, or "—" without an nginx column.
+func nginxDiff(gb, n *column) string {
+	if n == nil {
+		return "—"
+	}
+	return signed(median(gb.p50) - median(n.p50))
 }
 
 func oneLine(s string) string {
