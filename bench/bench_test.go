@@ -154,7 +154,7 @@ func TestReportTargets(t *testing.T) {
 	for _, want := range []string{
 		"| row | direct p50 | gateway p50 | goproxy p50 | goblind p50 | nginx p50 | direct p99 |",
 		"| chat c=1 | 100 µs | +50 µs (1.50×) | — | +25 µs (1.25×) | +80 µs (1.80×) |",
-		"gateway − goblind (a Go proxy that only frames and copies): +25 µs, what the gateway's own work adds over Go's floor; goblind − nginx: −55 µs",
+		"gateway − goblind (a Go relay that only frames and copies): +25 µs, the gateway's own work and the head parsing, pooling and timeouts goblind skips; goblind − nginx: −55 µs",
 		"added p50 at c=1 no more than nginx's: gateway +50.0 µs, nginx +80.0 µs — met",
 		"throughput at c=1 ≥ 0.60× direct: 0.700× — met",
 		"idle RSS under 30 MB: 12.0 MB — met",

@@ -12,12 +12,15 @@ import (
 	"strconv"
 )
 
-// roleGoBlind re-executes this binary as the least a Go HTTP/1.1 proxy can do: a goroutine and
-// one upstream connection per client connection; each message (request or answer) is framed by
-// its head's Content-Length or chunked encoding and its bytes are copied on as they arrive,
-// unread beyond that. No JSON, no routing, no log line, no deadline. It is what Go's runtime and
-// the kernel cost a proxy on this machine, as nginx's proxy_pass is what they cost a C proxy:
-// gateway − goblind is what the gateway's own work adds.
+// roleGoBlind re-executes this binary as a byte relay that knows HTTP/1.1 framing and nothing
+// else: a goroutine and one upstream connection per client connection; each message (request or
+// answer) is framed by its head's Content-Length or chunked encoding (no body for an answer to
+// HEAD, a 1xx, 204 or 304) and its bytes are copied on as they arrive, unread beyond that. No
+// JSON, no routing, no log line, no timeout, hop-by-hop fields passed as they are, no second
+// dial when the upstream closes an idle connection (the bench's fake upstream never does). It is
+// a lower bound for a Go proxy, below what any real one does: what Go's runtime and the kernel
+// cost to move the bench's bytes on this machine. gateway − goblind is the gateway's own work plus
+// the head parsing, pooling and timeouts every proxy pays (nginx's column pays them too).
 const roleGoBlind = "goblind"
 
 // maxBlindHead bounds a message head; the bench's heads are a few hundred bytes.
@@ -67,11 +70,14 @@ func blindConn(c net.Conn, upstream string) {
 	defer u.Close()
 	in, out := &blindSide{conn: c, buf: make([]byte, 8<<10)}, &blindSide{conn: u, buf: make([]byte, 8<<10)}
 	for {
-		if err := relayMessage(in, u); err != nil {
+		isHead, err := relayMessage(in, u, false)
+		if err != nil {
 			return
 		}
-		if err := relayMessage(out, c); err != nil {
-			return
+		for interim := true; interim; { // a 1xx answer is followed by the final one
+			if interim, err = relayMessage(out, c, isHead); err != nil {
+				return
+			}
 		}
 	}
 }
@@ -87,7 +93,7 @@ var errBlindFrame = errors.New("goblind: a message it cannot frame")
 
 // relayMessage copies one message from src to dst: the head and whatever of the body came with
 // it in one write, then the rest of the body, each read written as it arrives.
-func relayMessage(src *blindSide, dst io.Writer) error {
+func relayMessage(src *blindSide, dst io.Writer, reqHead bool) (bool, error) {
 	head := -1
 	for head < 0 {
 		if head = bytes.Index(src.buf[:src.n], []byte("\r\n\r\n")); head >= 0 {
@@ -95,19 +101,20 @@ func relayMessage(src *blindSide, dst io.Writer) error {
 		}
 		if src.n == len(src.buf) {
 			if src.n >= maxBlindHead {
-				return errBlindFrame
+				return false, errBlindFrame
 			}
 			src.buf = append(src.buf, make([]byte, len(src.buf))...)
 		}
 		m, err := src.conn.Read(src.buf[src.n:])
 		if err != nil {
-			return err
+			return false, err
 		}
 		src.n += m
 	}
 	var fr framer
-	if err := fr.init(src.buf[:head+2]); err != nil {
-		return err
+	flag, err := fr.init(src.buf[:head+2], reqHead)
+	if err != nil {
+		return false, err
 	}
 	have := head + 4
 	for {
@@ -117,19 +124,19 @@ func relayMessage(src *blindSide, dst io.Writer) error {
 			break
 		}
 		if _, err := dst.Write(src.buf[:have]); err != nil {
-			return err
+			return false, err
 		}
 		m, err := src.conn.Read(src.buf)
 		if err != nil {
-			return err
+			return false, err
 		}
 		src.n, have = m, 0
 	}
 	if _, err := dst.Write(src.buf[:have]); err != nil {
-		return err
+		return false, err
 	}
 	src.n = copy(src.buf, src.buf[have:src.n])
-	return nil
+	return flag, nil
 }
 
 // framer finds where a message's body ends: after Content-Length bytes, or after a chunked
@@ -150,8 +157,18 @@ const (
 )
 
 // init reads the framing from the head's lines (status or request line first, each ending CRLF).
-func (f *framer) init(head []byte) error {
+// reqHead says the message answers a HEAD request. flag is, for a request, whether it is HEAD;
+// for an answer, whether it is an interim (1xx) one.
+func (f *framer) init(head []byte, reqHead bool) (flag bool, err error) {
 	*f = framer{}
+	noBody := reqHead
+	if first, _, _ := bytes.Cut(head, []byte("\r\n")); bytes.HasPrefix(first, []byte("HEAD ")) {
+		flag = true
+	} else if len(first) >= 12 && bytes.HasPrefix(first, []byte("HTTP/1.")) {
+		code := string(first[9:12])
+		flag = code[0] == '1'
+		noBody = noBody || flag || code == "204" || code == "304"
+	}
 	for len(head) > 0 {
 		i := bytes.Index(head, []byte("\r\n"))
 		line := head[:i]
@@ -165,12 +182,12 @@ func (f *framer) init(head []byte) error {
 		case bytes.EqualFold(name, []byte("Content-Length")):
 			n, err := strconv.ParseInt(string(value), 10, 64)
 			if err != nil || n < 0 {
-				return errBlindFrame
+				return false, errBlindFrame
 			}
 			f.left = n
 		case bytes.EqualFold(name, []byte("Transfer-Encoding")):
 			if !bytes.EqualFold(value, []byte("chunked")) {
-				return errBlindFrame
+				return false, errBlindFrame
 			}
 			f.chunked = true
 		}
@@ -178,7 +195,10 @@ func (f *framer) init(head []byte) error {
 	if f.chunked {
 		f.left = 0
 	}
-	return nil
+	if noBody {
+		f.chunked, f.left = false, 0
+	}
+	return flag, nil
 }
 
 // feed consumes body bytes from b and returns how many belong to this message and whether the

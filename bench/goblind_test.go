@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -35,7 +36,7 @@ func TestFramer(t *testing.T) {
 		for split := 1; split <= len(tc.body)+len(next); split++ {
 			t.Run(fmt.Sprintf("%s/split %d", tc.name, split), func(t *testing.T) {
 				var f framer
-				if err := f.init([]byte(tc.head)); err != nil {
+				if _, err := f.init([]byte(tc.head), false); err != nil {
 					t.Fatal(err)
 				}
 				in := []byte(tc.body + next)
@@ -58,7 +59,7 @@ func TestFramer(t *testing.T) {
 	for _, head := range []string{"HTTP/1.1 200 OK\r\nContent-Length: -1\r\n", "HTTP/1.1 200 OK\r\nContent-Length: x\r\n",
 		"HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip\r\n"} {
 		var f framer
-		if err := f.init([]byte(head)); err == nil {
+		if _, err := f.init([]byte(head), false); err == nil {
 			t.Errorf("%q framed", head)
 		}
 	}
@@ -157,4 +158,148 @@ func mustRead(t *testing.T, r io.Reader) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// The framer ends each message where net/http's parser does, for answers
+// written by a real net/http server (Content-Length and flushed SSE, the fake upstream's two
+// shapes), whatever the read boundaries.
+func TestFramerAgainstNetHTTP(t *testing.T) {
+	f := newFakeUpstream(8, 0)
+	up := httptest.NewServer(f)
+	defer up.Close()
+	raw := func(body string) []byte {
+		c, err := net.Dial("tcp", strings.TrimPrefix(up.URL, "http://"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		fmt.Fprintf(c, "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s", len(body), body)
+		b, _ := io.ReadAll(c)
+		return b
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	for _, body := range []string{`{"stream":false}`, `{"stream":true}`} {
+		msg := raw(body)
+		resp, err := http.ReadResponse(bufio.NewReader(bytes.NewReader(msg)), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = io.ReadAll(resp.Body)
+		msg = append(msg, "NEXT"...)
+		head := bytes.Index(msg, []byte("\r\n\r\n"))
+		for range 500 {
+			var fr framer
+			if _, err := fr.init(msg[:head+2], false); err != nil {
+				t.Fatal(err)
+			}
+			off, end := head+4, -1
+			for off < len(msg) && end < 0 {
+				n := min(1+rng.IntN(40), len(msg)-off)
+				used, done := fr.feed(msg[off : off+n])
+				if done {
+					end = off + used
+				}
+				off += n
+			}
+			if end != len(msg)-4 {
+				t.Fatalf("%s: ended at %d, want %d", body, end, len(msg)-4)
+			}
+		}
+	}
+}
+
+// An answer to HEAD has no body whatever its Content-Length says: goblind must not wait for one,
+// and the connection carries the next request.
+func TestGoBlindHeadAnswer(t *testing.T) {
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Length", "5")
+		if r.Method != http.MethodHead {
+			_, _ = io.WriteString(w, "hello")
+		}
+	}))
+	defer up.Close()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go blindServe(ln, strings.TrimPrefix(up.URL, "http://"))
+	c, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	fmt.Fprintf(c, "HEAD / HTTP/1.1\r\nHost: x\r\n\r\n")
+	_ = c.SetReadDeadline(time.Now().Add(time.Second)) // a bound on a hang, not a wait
+	br := bufio.NewReader(c)
+	if _, err := http.ReadResponse(br, &http.Request{Method: http.MethodHead}); err != nil {
+		t.Fatalf("HEAD answer not relayed: %v", err)
+	}
+	fmt.Fprintf(c, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatalf("the GET after a HEAD got no answer: %v", err)
+	}
+	if b, _ := io.ReadAll(resp.Body); string(b) != "hello" {
+		t.Errorf("the GET after a HEAD got %q", b)
+	}
+}
+
+// An interim answer (100 Continue) is relayed and followed by the final one.
+func TestGoBlindInterimAnswer(t *testing.T) {
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		_, _ = io.WriteString(w, "final")
+	}))
+	defer up.Close()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go blindServe(ln, strings.TrimPrefix(up.URL, "http://"))
+	c, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	fmt.Fprintf(c, "POST / HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: 2\r\n\r\n{}")
+	_ = c.SetReadDeadline(time.Now().Add(time.Second)) // a bound on a hang, not a wait
+	br := bufio.NewReader(c)
+	resp, err := http.ReadResponse(br, nil)
+	for err == nil && resp.StatusCode == http.StatusContinue {
+		resp, err = http.ReadResponse(br, nil)
+	}
+	if err != nil {
+		t.Fatalf("no final answer after 100 Continue: %v", err)
+	}
+	if b, _ := io.ReadAll(resp.Body); string(b) != "final" {
+		t.Errorf("final answer %q", b)
+	}
+}
+
+// A goblind column whose every request failed has no p50; the reading line must not print
+// the gateway's whole p50 as "what the gateway's own work adds".
+func TestGoBlindLineWithoutSamples(t *testing.T) {
+	us := func(v ...int) []time.Duration {
+		out := make([]time.Duration, len(v))
+		for i, x := range v {
+			out[i] = time.Duration(x) * time.Microsecond
+		}
+		return out
+	}
+	chat := &result{sc: &scenario{name: "chat c=1", conc: 1}, cols: []*column{
+		{name: "direct", p50: us(100), p99: us(200), thr: []float64{1000}},
+		{name: "gateway", p50: us(150), p99: us(300), thr: []float64{700}},
+		{name: "goblind", errors: 500, firstErr: io.EOF}, // every request failed: no rounds
+		{name: "nginx", p50: us(180), p99: us(300), thr: []float64{800}},
+	}}
+	r := &report{opts: options{Rounds: 1, Chunks: 8, LogLevel: "info"}, results: []*result{chat},
+		memory: memoryResult{Idle: memory{RSS: 12 << 20}}}
+	md := r.markdown()
+	for _, bad := range []string{"gateway − goblind (a Go relay that only frames and copies): +150 µs", "goblind − nginx: −180 µs"} {
+		if strings.Contains(md, bad) {
+			t.Errorf("report prints %q for a column with no samples", bad)
+		}
+	}
 }

@@ -13,10 +13,13 @@
 // the gateway's RSS idle and under --streams concurrent slow streams, read from /proc/PID/status.
 // Two Go proxies (this binary re-executed) are columns by default: goproxy, a plain
 // httputil.ReverseProxy (Go's net/http server and client with none of the gateway's work), and
-// goblind, which frames each message by its head and copies it (the floor that Go's runtime and
-// the kernel set: gateway − goblind is what the gateway's own work adds). With --vs-nginx and
-// nginx on PATH, a blind nginx proxy_pass with upstream keepalive is another column: the same
-// floor for a C proxy.
+// goblind, a byte relay that knows HTTP/1.1 framing and nothing else (one upstream connection
+// pinned to each client connection, no head read beyond its framing, no hop-by-hop handling, no
+// timeout): a lower bound for a Go proxy, below what any real proxy does, so gateway − goblind is
+// the gateway's own work plus the head parsing, pooling and timeouts every proxy pays. With
+// --vs-nginx and nginx on PATH, a blind nginx proxy_pass with upstream keepalive is another
+// column: a real proxy (it parses and rebuilds both heads, pools upstream connections, arms its
+// timeouts) that reads no body.
 //
 // Everything listens on 127.0.0.1 and every loop is bounded by a round's duration. The Markdown
 // report goes to stdout and, with --out FILE, to FILE; progress goes to stderr. --quick finishes

@@ -298,9 +298,9 @@ func (r *report) targets(b *strings.Builder) {
 				fmt.Fprintf(b, "- (for reading, no target) p50 at c=1, gateway − a plain httputil.ReverseProxy: %s (the gateway answers %s)\n",
 					signed(diff), than)
 			}
-			if gb := res.col("goblind"); gb != nil {
-				fmt.Fprintf(b, "- (for reading, no target) p50 at c=1, gateway − goblind (a Go proxy that only frames and copies): "+
-					"%s, what the gateway's own work adds over Go's floor; goblind − nginx: %s\n",
+			if gb := res.col("goblind"); gb != nil && len(gb.p50) > 0 && len(g.p50) > 0 {
+				fmt.Fprintf(b, "- (for reading, no target) p50 at c=1, gateway − goblind (a Go relay that only frames and copies): "+
+					"%s, the gateway's own work and the head parsing, pooling and timeouts goblind skips; goblind − nginx: %s\n",
 					signed(median(g.p50)-median(gb.p50)), nginxDiff(gb, n))
 			}
 			if n != nil {
@@ -359,7 +359,7 @@ func (r *report) notes(b *strings.Builder) {
 
 // nginxDiff is goblind's p50 − nginx's, or "—" without an nginx column.
 func nginxDiff(gb, n *column) string {
-	if n == nil {
+	if n == nil || len(n.p50) == 0 {
 		return "—"
 	}
 	return signed(median(gb.p50) - median(n.p50))
