@@ -131,13 +131,7 @@ func TestRoundAgainstFakeUpstream(t *testing.T) {
 
 // The report marks each target met or not from the medians, and lists skipped rows.
 func TestReportTargets(t *testing.T) {
-	us := func(v ...int) []time.Duration {
-		out := make([]time.Duration, len(v))
-		for i, x := range v {
-			out[i] = time.Duration(x) * time.Microsecond
-		}
-		return out
-	}
+	us := micros
 	chat := &result{sc: &scenario{name: "chat c=1", conc: 1}, cols: []*column{
 		{name: "direct", p50: us(100, 110, 90), p99: us(200, 210, 190), thr: []float64{1000, 1000, 1000}},
 		{name: "gateway", p50: us(150, 160, 140), p99: us(300, 310, 290), thr: []float64{700, 700, 700},
@@ -178,6 +172,15 @@ func TestReportTargets(t *testing.T) {
 	if want, md := "auto − explicit at p50 ≤ 20 µs: +20.4 µs — **not met**", r.markdown(); !strings.Contains(md, want) {
 		t.Errorf("report lacks %q:\n%s", want, md)
 	}
+}
+
+// micros returns the durations of v microseconds.
+func micros(v ...int) []time.Duration {
+	out := make([]time.Duration, len(v))
+	for i, x := range v {
+		out[i] = time.Duration(x) * time.Microsecond
+	}
+	return out
 }
 
 // cpuTime reads a process's CPU time from /proc, and it grows with work done.

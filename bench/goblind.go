@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"errors"
 	"flag"
@@ -255,24 +254,7 @@ func (f *framer) feed(b []byte) (used int, done bool) {
 	return used, false
 }
 
-func (e *environment) startGoBlind() error {
-	exe, err := os.Executable()
-	if err != nil {
-		return err
-	}
-	p, err := startProc("goblind", exe, []string{"-target", e.fast}, []string{roleEnv + "=" + roleGoBlind}, e.dir)
-	if err != nil {
-		return err
-	}
-	line, err := bufio.NewReader(p.stdout).ReadString('\n')
-	if err != nil {
-		p.stop()
-		return fmt.Errorf("goblind did not start: %w\n%s", err, p.logTail())
-	}
-	if _, err := fmt.Sscanf(line, "addr=%s", &e.goblindAddr); err != nil {
-		p.stop()
-		return fmt.Errorf("goblind said %q: %w", line, err)
-	}
-	e.goblind = p
-	return nil
+func (e *environment) startGoBlind() (err error) {
+	e.goblind, e.goblindAddr, err = startRole("goblind", roleGoBlind, e.fast, e.dir)
+	return err
 }

@@ -208,6 +208,24 @@ func TestFramerAgainstNetHTTP(t *testing.T) {
 	}
 }
 
+// dialBlind starts goblind in front of the upstream at upURL and returns a connection to it;
+// both are closed when the test ends.
+func dialBlind(t *testing.T, upURL string) net.Conn {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go blindServe(ln, strings.TrimPrefix(upURL, "http://"))
+	c, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
 // An answer to HEAD has no body whatever its Content-Length says: goblind must not wait for one,
 // and the connection carries the next request.
 func TestGoBlindHeadAnswer(t *testing.T) {
@@ -218,17 +236,7 @@ func TestGoBlindHeadAnswer(t *testing.T) {
 		}
 	}))
 	defer up.Close()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	go blindServe(ln, strings.TrimPrefix(up.URL, "http://"))
-	c, err := net.Dial("tcp", ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := dialBlind(t, up.URL)
 	fmt.Fprintf(c, "HEAD / HTTP/1.1\r\nHost: x\r\n\r\n")
 	_ = c.SetReadDeadline(time.Now().Add(time.Second)) // a bound on a hang, not a wait
 	br := bufio.NewReader(c)
@@ -252,17 +260,7 @@ func TestGoBlindInterimAnswer(t *testing.T) {
 		_, _ = io.WriteString(w, "final")
 	}))
 	defer up.Close()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	go blindServe(ln, strings.TrimPrefix(up.URL, "http://"))
-	c, err := net.Dial("tcp", ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := dialBlind(t, up.URL)
 	fmt.Fprintf(c, "POST / HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: 2\r\n\r\n{}")
 	_ = c.SetReadDeadline(time.Now().Add(time.Second)) // a bound on a hang, not a wait
 	br := bufio.NewReader(c)
@@ -281,13 +279,7 @@ func TestGoBlindInterimAnswer(t *testing.T) {
 // A goblind column whose every request failed has no p50; the reading line must not print
 // the gateway's whole p50 as "what the gateway's own work adds".
 func TestGoBlindLineWithoutSamples(t *testing.T) {
-	us := func(v ...int) []time.Duration {
-		out := make([]time.Duration, len(v))
-		for i, x := range v {
-			out[i] = time.Duration(x) * time.Microsecond
-		}
-		return out
-	}
+	us := micros
 	chat := &result{sc: &scenario{name: "chat c=1", conc: 1}, cols: []*column{
 		{name: "direct", p50: us(100), p99: us(200), thr: []float64{1000}},
 		{name: "gateway", p50: us(150), p99: us(300), thr: []float64{700}},

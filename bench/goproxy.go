@@ -65,24 +65,31 @@ func goproxyMain(args []string) int {
 	return 0
 }
 
-func (e *environment) startGoProxy() error {
+func (e *environment) startGoProxy() (err error) {
+	e.goproxy, e.goproxyAddr, err = startRole("goproxy", roleGoProxy, "http://"+e.fast, e.dir)
+	return err
+}
+
+// startRole re-executes this binary in role, in front of target, and returns the process and the
+// address it said it listens on (its first line of output, "addr=HOST:PORT").
+func startRole(name, role, target, dir string) (*proc, string, error) {
 	exe, err := os.Executable()
 	if err != nil {
-		return err
+		return nil, "", err
 	}
-	p, err := startProc("goproxy", exe, []string{"-target", "http://" + e.fast}, []string{roleEnv + "=" + roleGoProxy}, e.dir)
+	p, err := startProc(name, exe, []string{"-target", target}, []string{roleEnv + "=" + role}, dir)
 	if err != nil {
-		return err
+		return nil, "", err
 	}
 	line, err := bufio.NewReader(p.stdout).ReadString('\n')
 	if err != nil {
 		p.stop()
-		return fmt.Errorf("goproxy did not start: %w\n%s", err, p.logTail())
+		return nil, "", fmt.Errorf("%s did not start: %w\n%s", name, err, p.logTail())
 	}
-	if _, err := fmt.Sscanf(line, "addr=%s", &e.goproxyAddr); err != nil {
+	var addr string
+	if _, err := fmt.Sscanf(line, "addr=%s", &addr); err != nil {
 		p.stop()
-		return fmt.Errorf("goproxy said %q: %w", line, err)
+		return nil, "", fmt.Errorf("%s said %q: %w", name, line, err)
 	}
-	e.goproxy = p
-	return nil
+	return p, addr, nil
 }
