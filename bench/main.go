@@ -4,8 +4,8 @@
 // a generated config, in front of a fast fake upstream (this binary re-executed, OpenAI-shaped,
 // non-streaming and SSE answers of precomputed bytes), and measures what a client sees, directly
 // against the upstream and through the gateway, with a closed-loop Go load generator (N workers,
-// one keep-alive pool as large as N). Rounds are interleaved — direct, gateway, [nginx,] direct,
-// gateway … — so that drift of a shared machine falls on every column alike; a row reports the
+// one keep-alive pool of N+16 connections per column). Rounds are interleaved — direct, gateway,
+// goproxy, goblind, [nginx,] direct, gateway … — so that drift of a shared machine falls on every column alike; a row reports the
 // median of the round medians of p50 and p99, and the added latency (column − direct).
 //
 // Rows: chat at concurrency 1, 16 and 64 (and throughput at 64 as a ratio to direct); a stream at
@@ -19,7 +19,7 @@
 // the gateway's own work plus the head parsing, pooling and timeouts every proxy pays. With
 // --vs-nginx and nginx on PATH, a blind nginx proxy_pass with upstream keepalive is another
 // column: a real proxy (it parses and rebuilds both heads, pools upstream connections, arms its
-// timeouts) that reads no body.
+// timeouts) that parses no body.
 //
 // Everything listens on 127.0.0.1 and every loop is bounded by a round's duration. The Markdown
 // report goes to stdout and, with --out FILE, to FILE; progress goes to stderr. --quick finishes

@@ -234,7 +234,8 @@ func (r *report) memoryTable(b *strings.Builder) {
 	if m.Streams == 0 {
 		return
 	}
-	fmt.Fprintf(b, "%d streams of %d events %s apart, all opened at once (file-descriptor limit %d):\n\n",
+	fmt.Fprintf(b, "%d streams of %d events %s apart (the finishing event and [DONE] come with the last), all opened at "+
+		"once (file-descriptor limit %d):\n\n",
 		m.Streams, r.opts.SlowChunks, r.opts.SlowInterval, r.nofile)
 	b.WriteString("| | open at once | events | held back ≥ ½ interval | largest delay behind schedule | failed | took |\n")
 	b.WriteString("|---|---|---|---|---|---|---|\n")
