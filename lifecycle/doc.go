@@ -15,6 +15,9 @@
 //   - A pinned member is never evicted — TestPinnedNeverEvicted.
 //   - A member with a request in flight is neither evicted nor idle-stopped — TestBusyMemberNotEvicted,
 //     TestIdleStop.
+//   - A member that a request waits for is not evicted before that request has it, so two requests
+//     for members of a full group never load and evict each other's processes in turn —
+//     TestNoEvictionBeforeWaiterAcquires.
 //   - Concurrent requests for one cold target start one process — TestSingleStartUnderConcurrency.
 //   - A member that crashes after having been healthy is restarted with backoff, and the crash is
 //     logged with its last stderr lines — TestRestartAfterCrash.

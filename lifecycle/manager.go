@@ -67,6 +67,7 @@ type member struct {
 	// Guarded by Manager.mu.
 	state    State
 	busy     int
+	waiting  int    // Ensure calls waiting for this member to be ready: like busy, they bar eviction
 	seq      uint64 // recency: higher was used later; 0 = never
 	lastUsed time.Time
 	readyAt  time.Time
@@ -249,6 +250,16 @@ func (m *Manager) Ensure(ctx context.Context, name string) (baseURL string, rele
 	if mem == nil {
 		return "", nil, &UnknownTargetError{Name: name}
 	}
+	if url, release, ok := m.acquire(mem); ok {
+		return url, release, nil
+	}
+	// Until this call has the member, it must not be evicted: once it is ready, a request for
+	// another member waiting for a slot would otherwise stop it before this one acquires, and two
+	// such requests would load and evict each other's processes in turn.
+	m.mu.Lock()
+	mem.waiting++
+	m.mu.Unlock()
+	defer m.unwait(mem)
 	for {
 		if url, release, ok := m.acquire(mem); ok {
 			return url, release, nil
@@ -348,6 +359,16 @@ func (m *Manager) acquire(mem *member) (string, func(), bool) {
 	}
 	var once sync.Once
 	return mem.url, func() { once.Do(func() { m.release(mem) }) }, true
+}
+
+func (m *Manager) unwait(mem *member) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	mem.waiting--
+	if mem.waiting == 0 {
+		// A request waiting for a slot may now evict this member.
+		m.broadcastLocked()
+	}
 }
 
 func (m *Manager) release(mem *member) {
@@ -452,11 +473,12 @@ func (m *Manager) occupiedLocked(g *group) int {
 }
 
 // lruEvictableLocked returns the least recently used member of g that may be stopped now:
-// unpinned, not in use, and running or waiting to restart (a starting member is about to serve).
+// unpinned, not in use nor waited for, and running or waiting to restart (a starting member is
+// about to serve).
 func (m *Manager) lruEvictableLocked(g *group, except *member) *member {
 	var best *member
 	for _, mem := range g.members {
-		if mem == except || mem.pinned || mem.busy > 0 {
+		if mem == except || mem.pinned || mem.busy > 0 || mem.waiting > 0 {
 			continue
 		}
 		if mem.state != StateReady && mem.state != StateBackoff {
