@@ -98,6 +98,9 @@ type Manager struct {
 	members []*member // in spec order
 	byName  map[string]*member
 	groups  []*group
+	// freePort asks for an unused loopback port; a field so that a test can play a kernel that
+	// hands out one port twice.
+	freePort func() (int, error)
 
 	sf        singleflight.Group
 	spawnOnce sync.Once
@@ -109,6 +112,7 @@ type Manager struct {
 	mu      sync.Mutex
 	changed chan struct{} // closed and replaced on every change a waiter may care about
 	seq     uint64
+	ports   map[int]bool // ports given to processes that have not exited yet
 	started bool
 	closed  bool
 }
@@ -124,10 +128,12 @@ func New(specs []Spec, groups []GroupSpec, o Options) (*Manager, error) {
 		log:   o.Logger,
 		clock: o.Clock,
 		// Keep-alives are off: probes are rare, and idle connections would outlive Close.
-		probe:   &http.Client{Transport: &http.Transport{Proxy: nil, DisableKeepAlives: true}},
-		byName:  make(map[string]*member, len(specs)),
-		spawnCh: make(chan spawnReq),
-		changed: make(chan struct{}),
+		probe:    &http.Client{Transport: &http.Transport{Proxy: nil, DisableKeepAlives: true}},
+		byName:   make(map[string]*member, len(specs)),
+		freePort: freePort,
+		ports:    map[int]bool{},
+		spawnCh:  make(chan spawnReq),
+		changed:  make(chan struct{}),
 	}
 	gs := make(map[string]*group, len(groups))
 	for _, g := range groups {

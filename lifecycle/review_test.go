@@ -56,3 +56,36 @@ func TestNoEvictionBeforeWaiterAcquires(t *testing.T) {
 		t.Errorf("%d starts for serving order %v, want %d", got, served, want)
 	}
 }
+
+// The kernel hands a port that was free a moment ago to the next bind(0) too: a target whose
+// process has that port (or will bind it once loaded) must not be given it again, else the second
+// target's health check and requests reach the first one's model.
+func TestPortNeverSharedBetweenTargets(t *testing.T) {
+	h := newHarness(t, []Spec{fake("a"), fake("b")}, nil, Options{})
+	port, err := freePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	next := []int{port, port} // the kernel's answer, twice
+	var mu sync.Mutex
+	h.m.freePort = func() (int, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if len(next) > 0 {
+			p := next[0]
+			next = next[1:]
+			return p, nil
+		}
+		return freePort()
+	}
+	urlA := h.use(t, "a")
+	urlB := h.use(t, "b")
+	if urlA == urlB {
+		t.Fatalf("a and b were both given %s", urlA)
+	}
+	for name, url := range map[string]string{"a": urlA, "b": urlB} {
+		if model, err := chat(url); err != nil || model != name {
+			t.Errorf("chat with %s at %s: answered by %q, err %v", name, url, model, err)
+		}
+	}
+}

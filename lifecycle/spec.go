@@ -9,7 +9,7 @@ import (
 )
 
 // PortPlaceholder is replaced, in Command, URL and HealthURL, by a free loopback port chosen anew
-// for every launch.
+// for every launch, never one that another process of the same Manager holds.
 const PortPlaceholder = "{port}"
 
 // Defaults for zero-valued fields.

@@ -156,9 +156,13 @@ type runResult struct {
 // runOnce launches one process and stays with it until it exits or is told to stop.
 func (m *Manager) runOnce(mem *member, stop <-chan struct{}) runResult {
 	name := mem.spec.Name
-	argv, url, healthURL, err := resolve(mem.spec)
+	argv, url, healthURL, port, err := resolve(mem.spec, m.takePort)
 	if err != nil {
 		return runResult{err: &ProcessError{Target: name, Err: err}}
+	}
+	if port != 0 {
+		// Every return below comes after the process has exited.
+		defer m.givePortBack(port)
 	}
 	errOut := &tail{}
 	cmd := exec.Command(argv[0], argv[1:]...)
@@ -313,26 +317,53 @@ func (m *Manager) probeOnce(ctx context.Context, url string) bool {
 	return resp.StatusCode == http.StatusOK
 }
 
-// resolve substitutes a fresh free port for PortPlaceholder, if any template uses it.
-func resolve(s Spec) (argv []string, url, healthURL string, err error) {
+// takePort is freePort, skipping the ports held by this manager's other processes: the kernel
+// hands a port that was free a moment ago to the next bind(0) too, and a process that has not
+// bound its port yet (a model still loading) leaves it free to the kernel.
+func (m *Manager) takePort() (int, error) {
+	for range 64 {
+		p, err := m.freePort()
+		if err != nil {
+			return 0, err
+		}
+		m.mu.Lock()
+		taken := m.ports[p]
+		m.ports[p] = true
+		m.mu.Unlock()
+		if !taken {
+			return p, nil
+		}
+	}
+	return 0, errors.New("lifecycle: every free port offered is held by another target")
+}
+
+// givePortBack releases a port takePort gave, once its process has exited.
+func (m *Manager) givePortBack(p int) {
+	m.mu.Lock()
+	delete(m.ports, p)
+	m.mu.Unlock()
+}
+
+// resolve substitutes a port from take for PortPlaceholder, if any template uses it; port is 0
+// when none does.
+func resolve(s Spec, take func() (int, error)) (argv []string, url, healthURL string, port int, err error) {
 	uses := strings.Contains(s.URL, PortPlaceholder) || strings.Contains(s.HealthURL, PortPlaceholder)
 	for _, a := range s.Command {
 		uses = uses || strings.Contains(a, PortPlaceholder)
 	}
-	port := ""
+	ps := ""
 	if uses {
-		p, err := freePort()
-		if err != nil {
-			return nil, "", "", err
+		if port, err = take(); err != nil {
+			return nil, "", "", 0, err
 		}
-		port = strconv.Itoa(p)
+		ps = strconv.Itoa(port)
 	}
-	sub := func(v string) string { return strings.ReplaceAll(v, PortPlaceholder, port) }
+	sub := func(v string) string { return strings.ReplaceAll(v, PortPlaceholder, ps) }
 	argv = make([]string, len(s.Command))
 	for i, a := range s.Command {
 		argv[i] = sub(a)
 	}
-	return argv, strings.TrimSuffix(sub(s.URL), "/"), sub(s.HealthURL), nil
+	return argv, strings.TrimSuffix(sub(s.URL), "/"), sub(s.HealthURL), port, nil
 }
 
 // freePort asks the kernel for an unused loopback port. Another program may take it before the

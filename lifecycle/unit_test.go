@@ -117,8 +117,8 @@ func TestStateRoundTrip(t *testing.T) {
 }
 
 func TestResolve(t *testing.T) {
-	argv, url, health, err := resolve(Spec{Command: []string{"srv", "--port", "{port}"},
-		URL: "http://127.0.0.1:{port}/v1/", HealthURL: "http://127.0.0.1:{port}/health"})
+	argv, url, health, _, err := resolve(Spec{Command: []string{"srv", "--port", "{port}"},
+		URL: "http://127.0.0.1:{port}/v1/", HealthURL: "http://127.0.0.1:{port}/health"}, freePort)
 	if err != nil {
 		t.Fatal(err)
 	}
