@@ -20,7 +20,8 @@
 //     TestNoEvictionBeforeWaiterAcquires.
 //   - Concurrent requests for one cold target start one process — TestSingleStartUnderConcurrency.
 //   - A member that crashes after having been healthy is restarted with backoff, and the crash is
-//     logged with its last stderr lines — TestRestartAfterCrash.
+//     logged with its last stderr lines — TestRestartAfterCrash; an unpinned member whose restart
+//     fails before it is healthy is stopped, not relaunched forever — TestUnpinnedRestartGivesUp.
 //   - No child process (nor anything it spawned into its process group) survives Close —
 //     TestNoOrphanAfterClose; nor a SIGKILL of the gateway on Linux — TestChildDiesWithGateway.
 //   - A start that cannot finish within load_timeout fails with *LoadTimeoutError and its process is

@@ -4,6 +4,9 @@ package lifecycle
 
 import (
 	"context"
+	"os"
+	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -87,5 +90,37 @@ func TestPortNeverSharedBetweenTargets(t *testing.T) {
 		if model, err := chat(url); err != nil || model != name {
 			t.Errorf("chat with %s at %s: answered by %q, err %v", name, url, model, err)
 		}
+	}
+}
+
+// An unpinned member that crashed after a healthy run is restarted; when the restart cannot
+// become healthy either (the model now fails to load), it is stopped rather than reloaded every
+// backoff forever, holding memory for a model nobody asked for: the next request starts it anew.
+func TestUnpinnedRestartGivesUp(t *testing.T) {
+	starts := filepath.Join(t.TempDir(), "starts")
+	spec := fake("a", "-crash-after", "1", "-starts", starts, "-crash-at-start-from", "2")
+	h := newHarness(t, []Spec{spec}, nil, Options{RestartBackoff: time.Second, MaxRestartBackoff: time.Second})
+	url := h.use(t, "a")
+	if _, err := chat(url); err != nil {
+		t.Fatalf("first chat: %v", err)
+	}
+	if _, err := chat(url); err == nil {
+		t.Fatal("second chat succeeded; the backend should have crashed")
+	}
+	for i := range 3 {
+		eventually(t, "a to wait for a restart or stop", func() bool {
+			st := h.status(t, "a")
+			return st.State == StateStopped || st.State == StateBackoff && st.Restarts == i
+		})
+		if h.m.State("a") == StateStopped {
+			break
+		}
+		h.clock.Advance(2 * time.Second) // the delay is 1s ± 50%
+	}
+	if st := h.status(t, "a"); st.State != StateStopped || st.Starts != 2 {
+		t.Errorf("after a failed restart: %+v, want stopped after 2 starts", st)
+	}
+	if b, err := os.ReadFile(starts); err != nil || strings.Count(string(b), "\n") != 2 {
+		t.Errorf("processes launched: %q (err %v), want 2", b, err)
 	}
 }

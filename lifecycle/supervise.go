@@ -57,8 +57,10 @@ func (m *Manager) spawner() {
 }
 
 // supervise owns mem's processes from reservation until it is told to stop or gives up. It gives
-// up on a failed first start of an unpinned member (the request that wanted it gets the error and
-// the slot is freed); a pinned member, or one that has been healthy, is restarted with backoff.
+// up when a process of an unpinned member ends before it was healthy, on the first start or on a
+// restart (a request that wanted it gets the error and the slot is freed; the next request starts
+// it anew); a pinned member, or an unpinned one whose process crashed after a healthy run, is
+// restarted with backoff.
 func (m *Manager) supervise(mem *member, stop, done chan struct{}, after <-chan struct{}) {
 	defer func() {
 		close(done)
@@ -81,15 +83,15 @@ func (m *Manager) supervise(mem *member, stop, done chan struct{}, after <-chan 
 		Clock:               m.clock,
 	}
 	bo.Reset()
-	wasHealthy := false
 	for {
 		res := m.runOnce(mem, stop)
 		if res.stopped {
 			m.finish(mem, nil)
 			return
 		}
-		wasHealthy = wasHealthy || res.healthy
-		if !mem.pinned && !wasHealthy {
+		// An unpinned member is restarted only after a healthy run: one that cannot load would
+		// otherwise be relaunched every backoff for good, a model in memory that nobody waits for.
+		if !mem.pinned && !res.healthy {
 			m.finish(mem, res.err)
 			return
 		}

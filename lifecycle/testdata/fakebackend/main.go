@@ -4,6 +4,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -29,6 +30,7 @@ func main() {
 		hang         = flag.Bool("hang", false, "health requests never answer")
 		ignoreTerm   = flag.Bool("ignore-term", false, "ignore SIGTERM")
 		startsFile   = flag.String("starts", "", "append this process's pid to the file at start")
+		crashFrom    = flag.Int("crash-at-start-from", 0, "with -starts, crash at start from this start on (0 = never)")
 		childFile    = flag.String("spawn-child", "", "start a grandchild that sleeps, write its pid here")
 		sleepForever = flag.Bool("sleep-forever", false, "do nothing until killed (the grandchild)")
 	)
@@ -46,6 +48,10 @@ func main() {
 		}
 		fmt.Fprintln(f, os.Getpid())
 		f.Close()
+		if b, err := os.ReadFile(*startsFile); err == nil && *crashFrom > 0 &&
+			bytes.Count(b, []byte("\n")) >= *crashFrom {
+			*crashAtStart = true
+		}
 	}
 	if *childFile != "" {
 		c := exec.Command(os.Args[0], "-sleep-forever")
