@@ -4,7 +4,9 @@ package lifecycle
 
 import (
 	"context"
+	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -122,5 +124,24 @@ func TestUnpinnedRestartGivesUp(t *testing.T) {
 	}
 	if b, err := os.ReadFile(starts); err != nil || strings.Count(string(b), "\n") != 2 {
 		t.Errorf("processes launched: %q (err %v), want 2", b, err)
+	}
+}
+
+// A member told to stop launches nothing more: its supervisor can reach the launch with the stop
+// already asked for (a restart timer or its victim's exit and a stop at once, as on shutdown), and
+// a select between the spawner and the stop picked the spawner half the time.
+func TestNoSpawnAfterStop(t *testing.T) {
+	h := newHarness(t, []Spec{fake("a")}, nil, Options{})
+	h.use(t, "a") // the spawner now waits for work
+	stop := make(chan struct{})
+	close(stop)
+	for i := range 50 {
+		cmd := exec.Command(fakeBin, "-crash-at-start")
+		if err := h.m.spawn(cmd, stop); !errors.Is(err, errStopRequested) {
+			if err == nil {
+				_ = cmd.Wait()
+			}
+			t.Fatalf("spawn %d with the stop asked for: err %v, want errStopRequested", i, err)
+		}
 	}
 }

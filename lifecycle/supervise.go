@@ -36,6 +36,12 @@ type spawnReq struct {
 // spawn starts cmd on the spawner thread, unless the member is told to stop first.
 func (m *Manager) spawn(cmd *exec.Cmd, stop <-chan struct{}) error {
 	m.spawnOnce.Do(func() { go m.spawner() })
+	// A stop asked before the launch wins: the select below picks at random between ready cases.
+	select {
+	case <-stop:
+		return errStopRequested
+	default:
+	}
 	reply := make(chan error, 1)
 	select {
 	case m.spawnCh <- spawnReq{cmd: cmd, reply: reply}:
