@@ -170,6 +170,7 @@ func (s *Server) run(ctx context.Context, rs *routeState, req *core.Request, st 
 		attempts []errmap.Attempt
 		classes  []core.Class
 		reserved bool
+		passed   []*core.Target // managed targets passed by cold, started once the request moves on
 	)
 	for {
 		if len(cands) == 0 {
@@ -193,18 +194,30 @@ func (s *Server) run(ctx context.Context, rs *routeState, req *core.Request, st 
 		a := s.attemptOn(ctx, rs, req, t, cands, classes, p.overflowDrops)
 		if a.err == nil {
 			res.resp, res.first, res.done, res.target, res.flight = a.resp, a.first, a.done, t, a.end
+			if passed != nil {
+				s.procs.warmPassed(passed)
+			}
 			return res
+		}
+		if a.warm {
+			passed = append(passed, t)
 		}
 		attempts = append(attempts, errmap.Attempt{Target: t.Name, Decision: a.dec, Err: a.err})
 		s.logAttempt(ctx, rs.Name, t.Name, a)
 		classes = append(classes, a.dec.Class)
 		if a.dec.Class == core.ClassClientGone || ctx.Err() != nil {
+			if passed != nil {
+				s.procs.warmPassed(passed)
+			}
 			res.gone = true
 			return res
 		}
 		if req.NoFallback || a.dec.Class == core.ClassRequest || !rs.FallbackOn.Has(a.dec.Class) {
 			break
 		}
+	}
+	if passed != nil {
+		s.procs.warmPassed(passed)
 	}
 	if len(attempts) == 0 {
 		res.err = &apiError{Status: http.StatusServiceUnavailable, Type: typeUpstream, Code: "no_target",
@@ -264,6 +277,8 @@ type attemptResult struct {
 	end   inflight
 	dec   errmap.Decision
 	err   error
+	// warm: a managed target passed by cold, whose process run starts once the request moves on.
+	warm bool
 }
 
 // attempt asks one target, retrying it with backoff for retryable failures. Every retry happens

@@ -118,8 +118,10 @@ func (s *Server) managed(t *core.Target) bool {
 //
 // When the process is not running, the request waits for it (Ensure, bounded by the target's
 // load_timeout and by the request) unless fallback is on for loading and a later candidate can
-// serve now: then the process starts in the background and the attempt ends at once in class
-// loading, so that the chain moves on and x-hayula-chain names the target passed by.
+// serve now: then the attempt ends at once in class loading, so that the chain moves on and
+// x-hayula-chain names the target passed by, and run starts the process in the background once the
+// request holds what serves it (warmPassed): started at once, it could evict, to make room, the
+// very member the request was moving on to.
 func (s *Server) attemptOn(ctx context.Context, rs *routeState, req *core.Request, t *core.Target,
 	rest []*core.Target, failures []core.Class, overflowDrops int) attemptResult {
 	if !s.managed(t) {
@@ -127,10 +129,10 @@ func (s *Server) attemptOn(ctx context.Context, rs *routeState, req *core.Reques
 	}
 	m := s.procs.m
 	if st := m.State(t.Name); st != lifecycle.StateReady && s.canServeNow(rs, req, rest, failures, overflowDrops) {
-		s.procs.warm(t.Name, t.Index)
 		return attemptResult{
-			dec: errmap.Decision{Class: core.ClassLoading, Status: 503, RetryAfter: health.DefaultLoadingRetry},
-			err: &coldError{Target: t.Name, State: st},
+			dec:  errmap.Decision{Class: core.ClassLoading, Status: 503, RetryAfter: health.DefaultLoadingRetry},
+			err:  &coldError{Target: t.Name, State: st},
+			warm: true,
 		}
 	}
 	url, release, err := m.Ensure(ctx, t.Name)
@@ -174,6 +176,13 @@ func (s *Server) canServeNow(rs *routeState, req *core.Request, rest []*core.Tar
 		return true
 	}
 	return false
+}
+
+// warmPassed starts in the background the processes of the targets a request passed by cold.
+func (p *procs) warmPassed(ts []*core.Target) {
+	for _, t := range ts {
+		p.warm(t.Name, t.Index)
+	}
 }
 
 // warm starts name's process in the background, detached from any request and bounded by the

@@ -7,6 +7,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log/slog"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -189,6 +190,41 @@ load_timeout = "20s"
 		}
 	})
 
+	t.Run("the background start of a passed-by member does not evict the one the request moves on to", func(t *testing.T) {
+		inG := func(s string) string { return strings.Replace(s, "load_timeout", "group = \"g\"\nload_timeout", 1) }
+		cfg := inG(managed("m1")) + inG(managed("m2")) + "[groups.g]\nslots = 1\n[routes.r]\ntargets = [\"m1\", \"m2\"]\n"
+		// The log line of the passed-by attempt takes a while, as a loaded disk's would: the
+		// window between passing m1 by and acquiring m2 is wide open.
+		slowLog := func(o *server.Options) { o.Logger = slog.New(slowAttemptLog{slog.NewTextHandler(io.Discard, nil)}) }
+		g := newGateway(t, cfg, nil, fast, slowLog)
+		p := g.srv.Processes()
+		for i := range 3 {
+			if i > 0 {
+				// The previous request's background start of m1 has run its course.
+				settles(func() bool { return p.State("m1") == lifecycle.StateReady })
+			}
+			// m2 runs and m1 does not: a request for r passes m1 by and is served by m2.
+			_, release, err := p.Ensure(context.Background(), "m2")
+			if err != nil {
+				t.Fatal(err)
+			}
+			release()
+			settles(func() bool { return p.State("m1") == lifecycle.StateStopped })
+			if st := p.State("m1"); st != lifecycle.StateStopped {
+				t.Fatalf("request %d: m1 is %s before it, want stopped", i, st)
+			}
+			starts := p.Status()[1].Starts
+			rep := g.chat(t, "r")
+			if rep.status != 200 || rep.header.Get("x-hayula-chain") != "m1→m2 (served by m2)" {
+				t.Fatalf("request %d: status %d chain %q", i, rep.status, rep.header.Get("x-hayula-chain"))
+			}
+			if got := p.Status()[1].Starts; got != starts {
+				t.Fatalf("request %d: m2 was started %d more times to serve it: the background start of m1 evicted it first",
+					i, got-starts)
+			}
+		}
+	})
+
 	t.Run("wait_healthy: Start returns once the pinned members are healthy", func(t *testing.T) {
 		cfg := "wait_healthy = true\n" + strings.Replace(managed("p"), "load_timeout", "group = \"g\"\nload_timeout", 1) +
 			"[groups.g]\nslots = 1\npinned = [\"p\"]\n[routes.r]\ntargets = [\"p\"]\n"
@@ -202,6 +238,16 @@ load_timeout = "20s"
 			t.Fatalf("after Start: %s, want ready", st)
 		}
 	})
+}
+
+// slowAttemptLog is a log handler that takes 100 ms over each "attempt failed" line.
+type slowAttemptLog struct{ slog.Handler }
+
+func (h slowAttemptLog) Handle(ctx context.Context, r slog.Record) error {
+	if r.Message == "attempt failed" {
+		time.Sleep(100 * time.Millisecond)
+	}
+	return h.Handler.Handle(ctx, r)
 }
 
 // holdingUpstream answers every attempt with a two-event stream whose second event waits for
