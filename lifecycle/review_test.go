@@ -12,6 +12,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 // Two requests for different members of a one-slot group, each coming back as soon as it is
@@ -144,4 +146,146 @@ func TestNoSpawnAfterStop(t *testing.T) {
 			t.Fatalf("spawn %d with the stop asked for: err %v, want errStopRequested", i, err)
 		}
 	}
+}
+
+// Close while one request waits for a process that is still loading and another for a slot in
+// its group: both end with ErrClosed at once, and the loading process is gone when Close returns.
+func TestCloseWhileStarting(t *testing.T) {
+	specs := []Spec{inGroup("g", fake("a", "-delay", "20s")), inGroup("g", fake("b"))}
+	h := newHarness(t, specs, []GroupSpec{{Name: "g", Slots: 1}}, Options{StopGrace: 2 * time.Second})
+	errs := make(chan error, 2)
+	for _, name := range []string{"a", "b"} {
+		go func() {
+			_, _, err := h.m.Ensure(context.Background(), name)
+			errs <- err
+		}()
+	}
+	var pid int
+	eventually(t, "a's process to be launched", func() bool {
+		pid = h.status(t, "a").PID
+		return pid != 0
+	})
+	start := time.Now()
+	if err := h.m.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if !processGone(pid) {
+		t.Errorf("a's loading process %d outlived Close", pid)
+	}
+	for range 2 {
+		if err := <-errs; !errors.Is(err, ErrClosed) {
+			t.Errorf("a waiting Ensure: %v, want ErrClosed", err)
+		}
+	}
+	if d := time.Since(start); d > time.Second {
+		t.Errorf("Close took %s for a process that honours SIGTERM", d)
+	}
+	for _, st := range h.m.Status() {
+		if st.State != StateStopped || st.PID != 0 {
+			t.Errorf("after Close: %+v", st)
+		}
+	}
+}
+
+// A state file that cannot be used is an empty order: Start works and pre-warms nothing, and
+// names the config no longer has are skipped.
+func TestStateFileVariants(t *testing.T) {
+	tests := []struct {
+		name     string
+		content  *string // nil = no file
+		wantWarm []string
+		wantLog  string
+	}{
+		{"missing", nil, nil, ""},
+		{"empty", ptr(""), nil, "ignoring state file"},
+		{"truncated", ptr(`{"version":1,"recent":["a",`), nil, "ignoring state file"},
+		{"garbage", ptr("\x00\xff not json"), nil, "ignoring state file"},
+		{"other version", ptr(`{"version":2,"recent":["a"]}`), nil, "ignoring state file"},
+		{"renamed and removed targets", ptr(`{"version":1,"recent":["gone","old-a","b"]}`), []string{"b"}, ""},
+		{"a name twice", ptr(`{"version":1,"recent":["b","b","a"]}`), []string{"a", "b"}, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			state := filepath.Join(t.TempDir(), "lru.json")
+			if tt.content != nil {
+				if err := os.WriteFile(state, []byte(*tt.content), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			specs := []Spec{inGroup("g", fake("a")), inGroup("g", fake("b")), inGroup("g", fake("c"))}
+			h := newHarness(t, specs, []GroupSpec{{Name: "g", Slots: 2}}, Options{StateFile: state})
+			if err := h.m.Start(context.Background()); err != nil {
+				t.Fatalf("Start: %v", err)
+			}
+			eventually(t, "the pre-warmed members to be ready", func() bool {
+				return len(h.running()) == len(tt.wantWarm)
+			})
+			if diff := cmp.Diff(tt.wantWarm, h.running()); diff != "" {
+				t.Errorf("pre-warmed (-want +got):\n%s", diff)
+			}
+			if !strings.Contains(h.log.String(), tt.wantLog) {
+				t.Errorf("log lacks %q", tt.wantLog)
+			}
+			// Saving replaces whatever was there with a readable order. Uses are saved at the next
+			// start or stop of a process, or at Close, not on every use.
+			h.use(t, "c")
+			if err := h.m.Close(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			if recent, err := readState(state); err != nil || len(recent) == 0 || recent[0] != "c" {
+				t.Errorf("after using c the state file reads %v, %v", recent, err)
+			}
+		})
+	}
+	t.Run("directory missing", func(t *testing.T) {
+		state := filepath.Join(t.TempDir(), "no", "lru.json")
+		h := newHarness(t, []Spec{fake("a")}, nil, Options{StateFile: state})
+		if err := h.m.Start(context.Background()); err != nil {
+			t.Fatalf("Start: %v", err)
+		}
+		h.use(t, "a")
+		eventually(t, "the failed save to be logged", func() bool {
+			return strings.Contains(h.log.String(), "lifecycle: saving state")
+		})
+	})
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// The restart delay grows while a process keeps crashing soon after it is healthy, and starts from
+// the first delay again after a run of stableAfter or longer.
+func TestRestartBackoffResetsAfterStableRun(t *testing.T) {
+	h := newHarness(t, []Spec{fake("a", "-crash-after", "1")}, nil,
+		Options{RestartBackoff: time.Second, MaxRestartBackoff: 8 * time.Second})
+	crash := func(restarts int, upFor time.Duration) {
+		t.Helper()
+		url := h.use(t, "a")
+		h.clock.Advance(upFor)
+		_, _ = chat(url)
+		if _, err := chat(url); err == nil {
+			t.Fatal("the second chat succeeded; the backend should have crashed")
+		}
+		eventually(t, "a to wait for its restart", func() bool {
+			st := h.status(t, "a")
+			return st.State == StateBackoff && st.Restarts == restarts
+		})
+	}
+	// Quick crashes push the delay to its cap: 8s ± 50%, at least 4s.
+	for i := range 6 {
+		crash(i, 0)
+		h.clock.Advance(12 * time.Second)
+	}
+	crash(6, 0)
+	h.clock.Advance(3 * time.Second)
+	if st := h.m.State("a"); st != StateBackoff {
+		t.Fatalf("3s after the seventh quick crash: %s, want still waiting", st)
+	}
+	h.clock.Advance(9 * time.Second)
+	// A stable run: the next delay is 1s ± 50% again.
+	crash(7, stableAfter)
+	h.clock.Advance(1500 * time.Millisecond)
+	// The restart itself runs in the supervisor, after the timer.
+	eventually(t, "a to restart 1.5s after a crash that followed a stable run", func() bool {
+		return h.status(t, "a").Restarts == 8
+	})
 }
