@@ -141,6 +141,10 @@ func (s *Server) attemptOn(ctx context.Context, rs *routeState, req *core.Reques
 			err = ctx.Err()
 		}
 		dec := errmap.ClassifyFor(ctx, err)
+		if dec.Class == core.ClassLoading && dec.RetryAfter == 0 {
+			// Nothing said when to come back: the same hint as for a target passed by cold.
+			dec.RetryAfter = health.DefaultLoadingRetry
+		}
 		if dec.Penalize {
 			// A process that cannot start counts against the target like a refused connection.
 			s.health.Report(t, dec.Class, 0)

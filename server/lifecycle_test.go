@@ -225,6 +225,20 @@ load_timeout = "20s"
 		}
 	})
 
+	t.Run("a process that does not load in time is a loading failure, with a Retry-After", func(t *testing.T) {
+		// As when the request passes a loading target by and nothing else serves: 503
+		// model_loading, and a Retry-After, which CONFIG.md promises for class loading.
+		g := newGateway(t, managed("slow", "-hang")+"[routes.alone]\ntargets = [\"slow\"]\n", nil, fast)
+		got := make(chan reply, 1)
+		go func() { got <- g.chat(t, "alone") }()
+		settles(func() bool { return g.srv.Processes().Status()[0].PID != 0 })
+		g.clock.Advance(20 * time.Second) // load_timeout
+		rep := <-got
+		if rep.status != 503 || rep.errorField(t, "code") != "model_loading" || rep.header.Get("Retry-After") == "" {
+			t.Fatalf("load timeout: status %d Retry-After %q: %s", rep.status, rep.header.Get("Retry-After"), rep.body)
+		}
+	})
+
 	t.Run("wait_healthy: Start returns once the pinned members are healthy", func(t *testing.T) {
 		cfg := "wait_healthy = true\n" + strings.Replace(managed("p"), "load_timeout", "group = \"g\"\nload_timeout", 1) +
 			"[groups.g]\nslots = 1\npinned = [\"p\"]\n[routes.r]\ntargets = [\"p\"]\n"
