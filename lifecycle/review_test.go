@@ -289,3 +289,59 @@ func TestRestartBackoffResetsAfterStableRun(t *testing.T) {
 		return h.status(t, "a").Restarts == 8
 	})
 }
+
+// Requests for the members of a small group, from several clients at once, while members linger
+// after SIGTERM: every request is served, and no snapshot ever shows more live processes than
+// slots.
+func TestGroupChurn(t *testing.T) {
+	var specs []Spec
+	names := []string{"a", "b", "c", "d"}
+	for _, name := range names {
+		specs = append(specs, inGroup("g", fake(name, "-ignore-term")))
+	}
+	h := newHarness(t, specs, []GroupSpec{{Name: "g", Slots: 2}}, Options{StopGrace: 50 * time.Millisecond})
+	ctx, cancel := context.WithTimeout(context.Background(), 12*time.Second)
+	defer cancel()
+	done := make(chan struct{})
+	sampled := make(chan int, 1)
+	go func() {
+		most := 0
+		for {
+			n := 0
+			for _, st := range h.m.Status() {
+				if st.PID != 0 {
+					n++
+				}
+			}
+			most = max(most, n)
+			select {
+			case <-done:
+				sampled <- most
+				return
+			case <-time.After(time.Millisecond):
+			}
+		}
+	}()
+	var wg sync.WaitGroup
+	for c := range 4 {
+		wg.Go(func() {
+			for i := range 4 {
+				name := names[(c+i*3)%len(names)]
+				url, release, err := h.m.Ensure(ctx, name)
+				if err != nil {
+					t.Errorf("client %d: Ensure(%s): %v", c, name, err)
+					return
+				}
+				if model, err := chat(url); err != nil || model != name {
+					t.Errorf("client %d: chat %s: model %q, err %v", c, name, model, err)
+				}
+				release()
+			}
+		})
+	}
+	wg.Wait()
+	close(done)
+	if most := <-sampled; most > 2 {
+		t.Errorf("%d processes alive at once in a 2-slot group", most)
+	}
+}
