@@ -548,7 +548,8 @@ func (m *Manager) broadcastLocked() {
 	m.changed = make(chan struct{})
 }
 
-// save writes the recency order; failures are logged, since losing it only costs a cold start.
+// save writes the recency order once Start has read the file; failures are logged, since losing
+// it only costs a cold start.
 func (m *Manager) save() {
 	if m.opt.StateFile == "" {
 		return
@@ -560,6 +561,12 @@ func (m *Manager) save() {
 		seq  uint64
 	}
 	m.mu.Lock()
+	if !m.started {
+		// The file has not been read: an order saved now would replace the one it holds with
+		// only this run's uses, or with none when the gateway failed before serving.
+		m.mu.Unlock()
+		return
+	}
 	var used []use
 	for _, mem := range m.members {
 		if mem.seq > 0 {

@@ -345,3 +345,26 @@ func TestGroupChurn(t *testing.T) {
 		t.Errorf("%d processes alive at once in a 2-slot group", most)
 	}
 }
+
+// A manager closed without having been started (the gateway failed before serving: its port was
+// taken, by another gateway perhaps) has not read the state file, and must not replace it with
+// its own empty order.
+func TestCloseWithoutStartKeepsStateFile(t *testing.T) {
+	state := filepath.Join(t.TempDir(), "lru.json")
+	saved := []string{"b", "a"}
+	if err := writeState(state, saved); err != nil {
+		t.Fatal(err)
+	}
+	specs := []Spec{inGroup("g", fake("a")), inGroup("g", fake("b"))}
+	h := newHarness(t, specs, []GroupSpec{{Name: "g", Slots: 1}}, Options{StateFile: state})
+	if err := h.m.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	recent, err := readState(state)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(saved, recent); diff != "" {
+		t.Errorf("state file after Close without Start (-want +got):\n%s", diff)
+	}
+}

@@ -61,7 +61,8 @@ type GroupSpec struct {
 type Options struct {
 	// Clock drives idle_stop, load_timeout and restart backoff; nil = WallClock.
 	Clock Clock
-	// StateFile is where the LRU order is kept (JSON, replaced atomically); "" = not kept.
+	// StateFile is where the LRU order is kept (JSON, replaced atomically); "" = not kept. Start
+	// reads it; a Manager never started never writes it.
 	StateFile string
 	// Logger receives starts, stops and crashes; nil = discarded.
 	Logger *slog.Logger
