@@ -154,17 +154,21 @@ func TestCloseWhileStarting(t *testing.T) {
 	specs := []Spec{inGroup("g", fake("a", "-delay", "20s")), inGroup("g", fake("b"))}
 	h := newHarness(t, specs, []GroupSpec{{Name: "g", Slots: 1}}, Options{StopGrace: 2 * time.Second})
 	errs := make(chan error, 2)
-	for _, name := range []string{"a", "b"} {
+	ensure := func(name string) {
 		go func() {
 			_, _, err := h.m.Ensure(context.Background(), name)
 			errs <- err
 		}()
 	}
+	ensure("a")
 	var pid int
 	eventually(t, "a's process to be launched", func() bool {
 		pid = h.status(t, "a").PID
 		return pid != 0
 	})
+	// b waits for the slot a, still loading, holds: its load_timeout timer joins a's two.
+	ensure("b")
+	eventually(t, "b to wait for a slot", func() bool { return h.clock.Pending() == 3 })
 	start := time.Now()
 	if err := h.m.Close(context.Background()); err != nil {
 		t.Fatal(err)
