@@ -372,3 +372,28 @@ func TestCloseWithoutStartKeepsStateFile(t *testing.T) {
 		t.Errorf("state file after Close without Start (-want +got):\n%s", diff)
 	}
 }
+
+// A pinned member that cannot start keeps being restarted with backoff, keeps its slot, and does
+// not stop the other members from sharing the rest.
+func TestPinnedCrashLoop(t *testing.T) {
+	specs := []Spec{inGroup("g", fake("p", "-crash-at-start")), inGroup("g", fake("a")), inGroup("g", fake("b"))}
+	h := newHarness(t, specs, []GroupSpec{{Name: "g", Slots: 2, Pinned: []string{"p"}}},
+		Options{RestartBackoff: time.Second, MaxRestartBackoff: time.Second})
+	if err := h.m.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		eventually(t, "p to wait for its restart", func() bool {
+			st := h.status(t, "p")
+			return st.State == StateBackoff && st.Restarts == i
+		})
+		h.use(t, []string{"a", "b"}[i%2])
+		if diff := cmp.Diff([]string{[]string{"a", "b"}[i%2]}, h.running()); diff != "" {
+			t.Fatalf("round %d: running (-want +got):\n%s", i, diff)
+		}
+		h.clock.Advance(2 * time.Second)
+	}
+	if st := h.status(t, "p"); st.Starts < 3 || !strings.Contains(st.LastError, "model file is corrupt") {
+		t.Errorf("p after three rounds: %+v", st)
+	}
+}
