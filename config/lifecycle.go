@@ -35,6 +35,16 @@ func (c *compiler) lifecycle(raw *fileTOML, cfg *Config) Lifecycle {
 		}
 	}
 
+	// Every variable a target's key comes from. A process the gateway starts gets the
+	// environment without the others' (its own target's stays: llama-server and vLLM can read
+	// the key they require from the environment).
+	var secrets []string
+	for _, rt := range raw.Targets {
+		if rt.APIKeyEnv != "" && !slices.Contains(secrets, rt.APIKeyEnv) {
+			secrets = append(secrets, rt.APIKeyEnv)
+		}
+	}
+	slices.Sort(secrets)
 	for _, t := range cfg.Targets {
 		rt := raw.Targets[t.Name]
 		at := func(key ...string) []string { return append([]string{"targets", t.Name}, key...) }
@@ -43,6 +53,11 @@ func (c *compiler) lifecycle(raw *fileTOML, cfg *Config) Lifecycle {
 			continue
 		}
 		spec := lifecycle.Spec{Name: t.Name, Command: slices.Clone(*rt.Command), URL: t.URL, HealthURL: t.HealthURL}
+		for _, name := range secrets {
+			if name != rt.APIKeyEnv {
+				spec.Withhold = append(spec.Withhold, name)
+			}
+		}
 		switch {
 		case len(spec.Command) == 0:
 			c.errorf(at("command"), "empty: give the program and its arguments, such as "+

@@ -834,3 +834,46 @@ targets = ["a", "b", "c"]
 		t.Errorf("idle timeouts by target (-want +got):\n%s", diff)
 	}
 }
+
+// A process the gateway starts does not get the variables other targets' keys come from; its own
+// target's stays, for a server that reads the key it requires from the environment.
+func TestManagedProcessesWithholdOtherKeys(t *testing.T) {
+	const toml = `[targets.local]
+adapter = "openai"
+url = "http://127.0.0.1:{port}/v1"
+command = ["llama-server", "--port", "{port}"]
+api_key_env = "LLAMA_API_KEY"
+[targets.local2]
+adapter = "openai"
+url = "http://127.0.0.1:{port}/v1"
+command = ["vllm", "serve", "--port", "{port}"]
+[targets.cloud]
+adapter = "openai"
+url = "https://openrouter.ai/api/v1"
+class = "public"
+api_key_env = "OPENROUTER_API_KEY"
+[targets.cloud2]
+adapter = "openai"
+url = "https://api.example.com/v1"
+class = "public"
+api_key_env = "OPENROUTER_API_KEY"
+[routes.r]
+targets = ["local", "local2", "cloud", "cloud2"]
+`
+	env := map[string]string{"LLAMA_API_KEY": "k1", "OPENROUTER_API_KEY": "k2"}
+	cfg, err := Parse([]byte(toml), "/etc/hayula/gateway.toml", func(k string) string { return env[k] })
+	if err != nil {
+		t.Fatalf("Parse: %v", err)
+	}
+	got := map[string][]string{}
+	for _, s := range cfg.Lifecycle.Specs {
+		got[s.Name] = s.Withhold
+	}
+	want := map[string][]string{
+		"local":  {"OPENROUTER_API_KEY"},
+		"local2": {"LLAMA_API_KEY", "OPENROUTER_API_KEY"},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Withhold (-want +got):\n%s", diff)
+	}
+}

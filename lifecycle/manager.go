@@ -145,6 +145,7 @@ func New(specs []Spec, groups []GroupSpec, o Options) (*Manager, error) {
 		mem := &member{spec: s, loadTimeout: s.LoadTimeout}
 		mem.spec.Command = slices.Clone(s.Command)
 		mem.spec.Env = slices.Clone(s.Env)
+		mem.spec.Withhold = slices.Clone(s.Withhold)
 		if mem.loadTimeout == 0 {
 			mem.loadTimeout = DefaultLoadTimeout
 		}

@@ -30,6 +30,10 @@ type Spec struct {
 	Command []string
 	// Env is added to the gateway's environment for the child ("KEY=value").
 	Env []string
+	// Withhold names variables of the gateway's environment the child does not get: config puts
+	// the other targets' api_key_env here, so that a local model server never holds a key meant
+	// for another upstream (a cloud tail's, say). Env still sets what it names.
+	Withhold []string
 	// URL is the base URL handed to the adapter (for openai it includes /v1); PortPlaceholder is
 	// substituted. Required.
 	URL string

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -174,7 +175,7 @@ func (m *Manager) runOnce(mem *member, stop <-chan struct{}) runResult {
 	}
 	errOut := &tail{}
 	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Env = append(os.Environ(), mem.spec.Env...)
+	cmd.Env = childEnv(os.Environ(), mem.spec.Withhold, mem.spec.Env)
 	cmd.Stdout = io.Discard
 	cmd.Stderr = errOut
 	cmd.SysProcAttr = sysProcAttr()
@@ -383,4 +384,17 @@ func freePort() (int, error) {
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// childEnv is the environment a child runs with: environ without the variables withhold names,
+// then add.
+func childEnv(environ, withhold, add []string) []string {
+	env := make([]string, 0, len(environ)+len(add))
+	for _, kv := range environ {
+		name, _, _ := strings.Cut(kv, "=")
+		if !slices.Contains(withhold, name) {
+			env = append(env, kv)
+		}
+	}
+	return append(env, add...)
 }

@@ -33,8 +33,18 @@ func main() {
 		crashFrom    = flag.Int("crash-at-start-from", 0, "with -starts, crash at start from this start on (0 = never)")
 		childFile    = flag.String("spawn-child", "", "start a grandchild that sleeps, write its pid here")
 		sleepForever = flag.Bool("sleep-forever", false, "do nothing until killed (the grandchild)")
+		envFile      = flag.String("env-file", "", "write this process's environment to the file at start")
 	)
 	flag.Parse()
+	if *envFile != "" {
+		var b bytes.Buffer
+		for _, kv := range os.Environ() {
+			b.WriteString(kv + "\n")
+		}
+		if err := os.WriteFile(*envFile, b.Bytes(), 0o644); err != nil {
+			fail(err)
+		}
+	}
 	if *sleepForever {
 		select {}
 	}
