@@ -1,0 +1,148 @@
+package conformance
+
+import (
+	"bytes"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// streamRewrite serves the reference fake but passes every event-stream
+// answer to /v1/chat/completions through edit, which sees the request body
+// (to tell the plain, usage and tools streams apart) and the whole answer.
+// It lets one test bend the wire format in ways a Fault does not.
+type streamRewrite struct {
+	next http.Handler
+	edit func(req string, h http.Header, body string) string
+	// pieces, when set, writes the answer in pieces of this many bytes,
+	// flushing after each, so events straddle TCP writes.
+	pieces int
+}
+
+func (s streamRewrite) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path != "/v1/chat/completions" {
+		s.next.ServeHTTP(w, r)
+		return
+	}
+	var req bytes.Buffer
+	_, _ = req.ReadFrom(r.Body)
+	r.Body.Close()
+	r2 := r.Clone(r.Context())
+	r2.Body = httpBody(req.Bytes())
+	rec := httptest.NewRecorder()
+	s.next.ServeHTTP(rec, r2)
+	body := rec.Body.String()
+	for k, v := range rec.Header() {
+		w.Header()[k] = v
+	}
+	if strings.HasPrefix(rec.Header().Get("Content-Type"), "text/event-stream") && s.edit != nil {
+		body = s.edit(req.String(), w.Header(), body)
+	}
+	w.WriteHeader(rec.Code)
+	if s.pieces == 0 {
+		_, _ = w.Write([]byte(body))
+		return
+	}
+	for len(body) > 0 {
+		n := min(s.pieces, len(body))
+		_, _ = w.Write([]byte(body[:n]))
+		w.(http.Flusher).Flush()
+		body = body[n:]
+	}
+}
+
+func httpBody(b []byte) *bodyReader { return &bodyReader{Reader: bytes.NewReader(b)} }
+
+type bodyReader struct{ *bytes.Reader }
+
+func (bodyReader) Close() error { return nil }
+
+func isToolsStream(req string) bool { return strings.Contains(req, `"tools"`) }
+
+// TestLegitimateStreamVariantsPass: what the SSE specification and the
+// OpenAI reference allow must not fail a check. Each row bends the fake's
+// otherwise conforming streams one way.
+func TestLegitimateStreamVariantsPass(t *testing.T) {
+	tests := []struct {
+		name   string
+		edit   func(req string, h http.Header, body string) string
+		pieces int
+	}{
+		{"CRLF line endings", func(_ string, _ http.Header, b string) string {
+			return strings.ReplaceAll(b, "\n", "\r\n")
+		}, 0},
+		{"comments and keep-alives everywhere", func(_ string, _ http.Header, b string) string {
+			return ": ping\n\n" + strings.ReplaceAll(b, "\n\n", "\n: keep-alive\n\n: ping\n\n")
+		}, 0},
+		{"charset on the Content-Type", func(_ string, h http.Header, b string) string {
+			h.Set("Content-Type", "text/event-stream; charset=utf-8")
+			return b
+		}, 0},
+		{"unknown fields and null system_fingerprint", func(_ string, _ http.Header, b string) string {
+			return strings.ReplaceAll(b, `"object":"chat.completion.chunk"`,
+				`"object":"chat.completion.chunk","system_fingerprint":null,"x_vendor":{"timings":[1,2]}`)
+		}, 0},
+		{"events split across writes", nil, 7},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, srv := newWrappedFake(t, func(h http.Handler) http.Handler {
+				return streamRewrite{next: h, edit: tt.edit, pieces: tt.pieces}
+			})
+			rep := runAgainst(t, fakeOptions(t, srv))
+			if diff := cmp.Diff(baseline(), notPassing(rep)); diff != "" {
+				for _, c := range rep.Checks {
+					if c.Evidence != nil {
+						t.Logf("%s: expected %s; seen %s", c.ID, c.Evidence.Expected, c.Evidence.Seen)
+					}
+				}
+				t.Errorf("non-passing checks (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestStreamViolationsFail: each row breaks what a MUST check claims to
+// verify, and that check must not pass.
+func TestStreamViolationsFail(t *testing.T) {
+	tests := []struct {
+		name string
+		edit func(req string, h http.Header, body string) string
+		want map[string]Result
+	}{
+		{"[DONE] twice", func(_ string, _ http.Header, b string) string {
+			return b + "data: [DONE]\n\n"
+		}, map[string]Result{"chat.stream.done": Fail}},
+		{"no Content-Type (Go sniffs text/plain)", func(_ string, h http.Header, b string) string {
+			h.Del("Content-Type")
+			return b
+		}, map[string]Result{"chat.stream.content_type": Fail}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, srv := newWrappedFake(t, func(h http.Handler) http.Handler {
+				return streamRewrite{next: h, edit: tt.edit}
+			})
+			rep := runAgainst(t, fakeOptions(t, srv))
+			got := notPassing(rep)
+			for id, want := range tt.want {
+				if got[id] != want {
+					t.Errorf("%s = %s, want %s", id, orPass(got[id]), want)
+				}
+			}
+			if rep.ExitCode() != 1 {
+				t.Errorf("exit code %d, want 1", rep.ExitCode())
+			}
+		})
+	}
+}
+
+func orPass(r Result) Result {
+	if r == "" {
+		return Pass
+	}
+	return r
+}
