@@ -2,7 +2,6 @@ package conformance
 
 import (
 	"bufio"
-	"bytes"
 	"io"
 	"strings"
 )
@@ -88,23 +87,31 @@ func parseSSE(r io.Reader) *sseStream {
 	}
 }
 
-// readLine returns one line without its terminator (LF, CRLF or CR-less LF).
+// readLine returns one line without its terminator. The SSE specification
+// allows three: CRLF, LF and a lone CR; bufio's ReadLine knows only the first
+// two, and a stream framed with CR would read as one endless line.
 func readLine(br *bufio.Reader) (string, error) {
-	var buf bytes.Buffer
+	var buf []byte
 	for {
-		chunk, isPrefix, err := br.ReadLine()
+		b, err := br.ReadByte()
 		if err != nil {
-			if err == io.EOF && buf.Len() > 0 {
-				return buf.String(), nil
+			if err == io.EOF && len(buf) > 0 {
+				return string(buf), nil
 			}
 			return "", err
 		}
-		buf.Write(chunk)
-		if buf.Len() > maxSSELine {
-			return "", errLineTooLong
+		switch b {
+		case '\n':
+			return string(buf), nil
+		case '\r':
+			if next, err := br.Peek(1); err == nil && next[0] == '\n' {
+				_, _ = br.ReadByte()
+			}
+			return string(buf), nil
 		}
-		if !isPrefix {
-			return buf.String(), nil
+		buf = append(buf, b)
+		if len(buf) > maxSSELine {
+			return "", errLineTooLong
 		}
 	}
 }
