@@ -82,6 +82,9 @@ func TestLegitimateStreamVariantsPass(t *testing.T) {
 		{"comments and keep-alives everywhere", func(_ string, _ http.Header, b string) string {
 			return ": ping\n\n" + strings.ReplaceAll(b, "\n\n", "\n: keep-alive\n\n: ping\n\n")
 		}, 0, false},
+		{"byte order mark", func(_ string, _ http.Header, b string) string {
+			return "\ufeff" + b
+		}, 0, false},
 		{"charset on the Content-Type", func(_ string, h http.Header, b string) string {
 			h.Set("Content-Type", "text/event-stream; charset=utf-8")
 			return b

@@ -39,6 +39,11 @@ func parseSSE(r io.Reader) *sseStream {
 	var data []string
 	var event string
 	pending := false
+	// The specification ignores one leading byte order mark; kept, it would
+	// hide the first field's name.
+	if bom, err := br.Peek(3); err == nil && string(bom) == "\ufeff" {
+		_, _ = br.Discard(3)
+	}
 	dispatch := func() {
 		if !pending {
 			return

@@ -19,6 +19,8 @@ func TestParseSSE(t *testing.T) {
 			sseStream{Events: []sseEvent{{Data: "{}"}, {Data: "[DONE]"}}, DoneAt: 1}},
 		{"lone CR line endings, CRLF split after the CR", "data: {}\r\rdata: [DONE]\r\n\r",
 			sseStream{Events: []sseEvent{{Data: "{}"}, {Data: "[DONE]"}}, DoneAt: 1}},
+		{"leading byte order mark", "\ufeffdata: {}\n\n",
+			sseStream{Events: []sseEvent{{Data: "{}"}}, DoneAt: -1}},
 		{"multi-line data joins with newline", "data: a\ndata: b\n\n",
 			sseStream{Events: []sseEvent{{Data: "a\nb"}}, DoneAt: -1}},
 		{"event field kept", "event: error\ndata: {}\n\n",
