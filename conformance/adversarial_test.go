@@ -82,6 +82,9 @@ func TestLegitimateStreamVariantsPass(t *testing.T) {
 		{"comments and keep-alives everywhere", func(_ string, _ http.Header, b string) string {
 			return ": ping\n\n" + strings.ReplaceAll(b, "\n\n", "\n: keep-alive\n\n: ping\n\n")
 		}, 0, false},
+		{"id and retry fields, blocks without data", func(_ string, _ http.Header, b string) string {
+			return "retry: 1000\n\n" + strings.ReplaceAll(b, "\n\n", "\nid: 7\n\nevent: ping\n\n")
+		}, 0, false},
 		{"byte order mark", func(_ string, _ http.Header, b string) string {
 			return "\ufeff" + b
 		}, 0, false},

@@ -45,7 +45,11 @@ func parseSSE(r io.Reader) *sseStream {
 		_, _ = br.Discard(3)
 	}
 	dispatch := func() {
+		// A block without a data line dispatches nothing (the
+		// specification's "data buffer is empty" rule): "event: ping" or
+		// "id: 7" alone is no event, before [DONE] or after it.
 		if !pending {
+			event = ""
 			return
 		}
 		ev := sseEvent{Event: event, Data: strings.Join(data, "\n")}
@@ -87,7 +91,6 @@ func parseSSE(r io.Reader) *sseStream {
 			pending = true
 		case "event":
 			event = value
-			pending = true
 		}
 	}
 }
