@@ -60,6 +60,8 @@ type bodyReader struct{ *bytes.Reader }
 
 func (bodyReader) Close() error { return nil }
 
+func isToolsStream(req string) bool { return strings.Contains(req, `"tools"`) }
+
 // TestLegitimateStreamVariantsPass: what the SSE specification and the
 // OpenAI reference allow must not fail a check. Each row bends the fake's
 // otherwise conforming streams one way.
@@ -135,6 +137,18 @@ func TestStreamViolationsFail(t *testing.T) {
 			h.Del("Content-Type")
 			return b
 		}, map[string]Result{"chat.stream.content_type": Fail}},
+		{"choice index 1 when n is 1", func(req string, _ http.Header, b string) string {
+			if isToolsStream(req) {
+				return b
+			}
+			return strings.ReplaceAll(b, `"index":0`, `"index":1`)
+		}, map[string]Result{"chat.stream.delta": Fail}},
+		{"choice index jumps", func(req string, _ http.Header, b string) string {
+			if isToolsStream(req) {
+				return b
+			}
+			return strings.Replace(b, `"content":" there"},"finish_reason":null,"index":0`, `"content":" there"},"finish_reason":null,"index":3`, 1)
+		}, map[string]Result{"chat.stream.delta": Fail}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -131,11 +131,14 @@ func streamChecks() []*check {
 				return pass()
 			}},
 		{id: "chat.stream.delta", grade: Must, probes: st,
-			title: "every chunk choice has an integer index and a delta whose content is a string or null",
+			title: "every chunk choice has index 0 (n is 1) and a delta whose content is a string or null",
 			judge: func(j *judge) verdict {
 				if v := chunkChoices(j.x("chat.stream"), func(pos, idx int, c map[string]any) *verdict {
-					if idx < 0 {
-						return failp("choices[].index: integer", fmt.Sprintf("chunk %d index: %s", pos, showField(c["index"], hasKey(c, "index"))))
+					// The request leaves n at 1, so 0 is the only choice; the
+					// other judges group by index and would accept a stream
+					// whose one choice is numbered 1, or jumps.
+					if idx != 0 {
+						return failp("choices[].index: 0, the only choice when n is 1", fmt.Sprintf("chunk %d index: %s", pos, showField(c["index"], hasKey(c, "index"))))
 					}
 					d, ok := c["delta"]
 					dm, isObj := asObject(d)
