@@ -149,6 +149,19 @@ func TestStreamViolationsFail(t *testing.T) {
 			}
 			return strings.Replace(b, `"content":" there"},"finish_reason":null,"index":0`, `"content":" there"},"finish_reason":null,"index":3`, 1)
 		}, map[string]Result{"chat.stream.delta": Fail}},
+		{"choices an object in one chunk", func(req string, _ http.Header, b string) string {
+			if isToolsStream(req) {
+				return b
+			}
+			return strings.Replace(b, `"choices":[{"delta":{"content":" there"},"finish_reason":null,"index":0,"logprobs":null}]`,
+				`"choices":{"delta":{"content":" there"},"finish_reason":null,"index":0,"logprobs":null}`, 1)
+		}, map[string]Result{"chat.stream.delta": Fail}},
+		{"choices absent from one chunk", func(req string, _ http.Header, b string) string {
+			if isToolsStream(req) {
+				return b
+			}
+			return strings.Replace(b, `"choices":[{"delta":{"content":" there"},"finish_reason":null,"index":0,"logprobs":null}],`, ``, 1)
+		}, map[string]Result{"chat.stream.delta": Fail}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

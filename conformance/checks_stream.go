@@ -131,9 +131,20 @@ func streamChecks() []*check {
 				return pass()
 			}},
 		{id: "chat.stream.delta", grade: Must, probes: st,
-			title: "every chunk choice has index 0 (n is 1) and a delta whose content is a string or null",
+			title: "every chunk has a choices array; every choice has index 0 (n is 1) and a delta whose content is a string or null",
 			judge: func(j *judge) verdict {
-				if v := chunkChoices(j.x("chat.stream"), func(pos, idx int, c map[string]any) *verdict {
+				// chunkChoices passes over a chunk whose choices is not an
+				// array of objects, so that is judged here first. Empty is
+				// allowed: some servers send a choice-less chunk first.
+				x := j.x("chat.stream")
+				chunks, pos := jsonChunks(x)
+				for i, ch := range chunks {
+					raw, ok := ch["choices"]
+					if _, isObjs := objects(raw, ok); !isObjs {
+						return fail("choices: an array of objects on every chunk", fmt.Sprintf("chunk %d choices: %s", pos[i], showField(raw, ok))).at(chunkData(x, pos[i]))
+					}
+				}
+				if v := chunkChoices(x, func(pos, idx int, c map[string]any) *verdict {
 					// The request leaves n at 1, so 0 is the only choice; the
 					// other judges group by index and would accept a stream
 					// whose one choice is numbered 1, or jumps.
