@@ -2,12 +2,15 @@ package conformance
 
 import (
 	"bytes"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/hayula/gateway/conformance/conformancetest"
 )
 
 // streamRewrite serves the reference fake but passes every event-stream
@@ -125,6 +128,7 @@ func TestLegitimateStreamVariantsPass(t *testing.T) {
 // TestStreamViolationsFail: each row breaks what a MUST check claims to
 // verify, and that check must not pass.
 func TestStreamViolationsFail(t *testing.T) {
+	created := fmt.Sprint(conformancetest.Created)
 	tests := []struct {
 		name string
 		edit func(req string, h http.Header, body string) string
@@ -162,6 +166,12 @@ func TestStreamViolationsFail(t *testing.T) {
 			}
 			return strings.Replace(b, `"choices":[{"delta":{"content":" there"},"finish_reason":null,"index":0,"logprobs":null}],`, ``, 1)
 		}, map[string]Result{"chat.stream.delta": Fail}},
+		{"created in milliseconds", func(req string, _ http.Header, b string) string {
+			if isToolsStream(req) {
+				return b
+			}
+			return strings.ReplaceAll(b, `"created":`+created, `"created":`+created+`000`)
+		}, map[string]Result{"chat.stream.created": Fail}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

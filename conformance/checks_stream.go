@@ -100,9 +100,12 @@ func streamChecks() []*check {
 				return sameOnEveryChunk(j.x("chat.stream"), "id", nonEmptyString, "non-empty string")
 			}},
 		{id: "chat.stream.created", grade: Must, probes: st,
-			title: "created is an integer, the same on every chunk",
+			title: "created is an integer Unix time in seconds, the same on every chunk",
 			judge: func(j *judge) verdict {
-				return sameOnEveryChunk(j.x("chat.stream"), "created", isInteger, "integer")
+				// The same plausibility as chat.created, so milliseconds
+				// are caught on a stream too.
+				seconds := func(v any) bool { return plausibleCreated(v, true, j.now) == nil }
+				return sameOnEveryChunk(j.x("chat.stream"), "created", seconds, "integer Unix seconds between 2020 and now")
 			}},
 		{id: "chat.stream.model", grade: Must, probes: st,
 			title: "model is a non-empty string, the same on every chunk",
