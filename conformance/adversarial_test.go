@@ -172,6 +172,12 @@ func TestStreamViolationsFail(t *testing.T) {
 			}
 			return strings.ReplaceAll(b, `"created":`+created, `"created":`+created+`000`)
 		}, map[string]Result{"chat.stream.created": Fail}},
+		{"streamed call to a function tool_choice does not name", func(req string, _ http.Header, b string) string {
+			if !isToolsStream(req) {
+				return b
+			}
+			return strings.ReplaceAll(b, `"name":"get_time"`, `"name":"get_weather"`)
+		}, map[string]Result{"tools.stream.first_fragment": Fail}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
