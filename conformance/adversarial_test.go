@@ -2,11 +2,13 @@ package conformance
 
 import (
 	"bytes"
+	"encoding/xml"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -203,4 +205,62 @@ func orPass(r Result) Result {
 		return Pass
 	}
 	return r
+}
+
+// hostileErrors answers the unknown-model probe with an error whose
+// message holds terminal escapes, a NUL and bytes that are not UTF-8.
+type hostileErrors struct{ next http.Handler }
+
+const hostileMessage = "\x1b[2J\x1b[32mall checks PASS\x00\xff\xfe\x9b\uffff"
+
+func (h hostileErrors) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	var req bytes.Buffer
+	_, _ = req.ReadFrom(r.Body)
+	r.Body.Close()
+	if strings.Contains(req.String(), noSuchModel) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusNotFound)
+		_, _ = w.Write([]byte(`{"error":{"message":"` + hostileMessage + `","type":"x"}}`))
+		return
+	}
+	r2 := r.Clone(r.Context())
+	r2.Body = httpBody(req.Bytes())
+	h.next.ServeHTTP(w, r2)
+}
+
+// TestReportsDoNotPassServerControlBytes: a report for a terminal quotes
+// the server, and the server must not be able to drive that terminal.
+func TestReportsDoNotPassServerControlBytes(t *testing.T) {
+	_, srv := newWrappedFake(t, func(h http.Handler) http.Handler { return hostileErrors{next: h} })
+	for _, f := range []Format{FormatTable, FormatMarkdown, FormatJSON, FormatJUnit} {
+		t.Run(string(f), func(t *testing.T) {
+			code, stdout, stderr := runMain(t, "--base-url", srv.URL, "--api-key", fakeKey,
+				"--embedding-model", fakeEmbed, "--strict", "--format", string(f))
+			if code != 1 {
+				t.Fatalf("exit code %d, want 1 (errors.strict.code fails on the error without code)", code)
+			}
+			if f == FormatTable && !strings.Contains(stdout, `\u001b[32mall checks PASS`) {
+				t.Errorf("the table does not quote the hostile message escaped:\n%s", stdout)
+			}
+			if f == FormatJUnit {
+				if err := xml.Unmarshal([]byte(stdout), new(struct{})); err != nil {
+					t.Errorf("the JUnit report is not XML: %v", err)
+				}
+			}
+			for name, s := range map[string]string{"stdout": stdout, "stderr": stderr} {
+				if !utf8.ValidString(s) {
+					t.Errorf("%s is not valid UTF-8", name)
+				}
+				if i := strings.IndexFunc(s, terminalControl); i >= 0 {
+					t.Errorf("%s carries control character %q: …%q…", name, s[i], s[max(0, i-40):min(len(s), i+40)])
+				}
+			}
+		})
+	}
+}
+
+// terminalControl is what a terminal acts on: C0 (but newline and tab), DEL
+// and C1.
+func terminalControl(r rune) bool {
+	return r != '\n' && r != '\t' && (r < 0x20 || (r >= 0x7f && r < 0xa0))
 }

@@ -223,7 +223,8 @@ func (s *schedule) judgeLocked(i int) {
 
 func (s *schedule) progressf(format string, args ...any) {
 	if s.r.o.Progress != nil {
-		fmt.Fprintf(s.r.o.Progress, format, args...)
+		// The model id comes from the server.
+		fmt.Fprint(s.r.o.Progress, printable(fmt.Sprintf(format, args...)))
 	}
 }
 
