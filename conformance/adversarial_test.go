@@ -22,6 +22,8 @@ import (
 type streamRewrite struct {
 	next http.Handler
 	edit func(req string, h http.Header, body string) string
+	// editJSON does the same for the other answers.
+	editJSON func(req string, h http.Header, body string) string
 	// pieces, when set, writes the answer in pieces of this many bytes,
 	// flushing after each, so events straddle TCP writes.
 	pieces int
@@ -43,8 +45,11 @@ func (s streamRewrite) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	for k, v := range rec.Header() {
 		w.Header()[k] = v
 	}
-	if strings.HasPrefix(rec.Header().Get("Content-Type"), "text/event-stream") && s.edit != nil {
+	switch {
+	case strings.HasPrefix(rec.Header().Get("Content-Type"), "text/event-stream") && s.edit != nil:
 		body = s.edit(req.String(), w.Header(), body)
+	case !strings.HasPrefix(rec.Header().Get("Content-Type"), "text/event-stream") && s.editJSON != nil:
+		body = s.editJSON(req.String(), w.Header(), body)
 	}
 	w.WriteHeader(rec.Code)
 	if s.pieces == 0 {
@@ -263,4 +268,41 @@ func TestReportsDoNotPassServerControlBytes(t *testing.T) {
 // and C1.
 func terminalControl(r rune) bool {
 	return r != '\n' && r != '\t' && (r < 0x20 || (r >= 0x7f && r < 0xa0))
+}
+
+// TestInvalidUTF8Fails: JSON exchanged between systems must be UTF-8 (RFC
+// 8259 section 8.1); Go's decoder would quietly turn a stray byte into
+// U+FFFD, but a client that decodes strictly (Python's json on the raw
+// bytes) throws the answer away.
+func TestInvalidUTF8Fails(t *testing.T) {
+	tests := []struct {
+		name string
+		rw   streamRewrite
+		want map[string]Result
+	}{
+		{"in a completion", streamRewrite{editJSON: func(req string, _ http.Header, b string) string {
+			if !strings.Contains(req, `"max_tokens":16`) {
+				return b
+			}
+			return strings.Replace(b, `"content":"Hello`, "\"content\":\"\xffHello", 1)
+		}}, map[string]Result{"chat.status": Fail}},
+		{"in a chunk", streamRewrite{edit: func(req string, _ http.Header, b string) string {
+			if isToolsStream(req) {
+				return b
+			}
+			return strings.Replace(b, `"content":" there"`, "\"content\":\" \xc3there\"", 1)
+		}}, map[string]Result{"chat.stream.json": Fail}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, srv := newWrappedFake(t, func(h http.Handler) http.Handler { tt.rw.next = h; return tt.rw })
+			rep := runAgainst(t, fakeOptions(t, srv))
+			got := notPassing(rep)
+			for id, want := range tt.want {
+				if c, _ := rep.Result(id); got[id] != want || !strings.Contains(c.Reason, "UTF-8") {
+					t.Errorf("%s = %s (%s), want %s naming UTF-8", id, orPass(got[id]), c.Reason, want)
+				}
+			}
+		})
+	}
 }

@@ -260,7 +260,11 @@ func judgeStreamJSON(x *exchange) verdict {
 	}
 	for i, ev := range events {
 		if _, ok := asObject(x.chunks[i]); !ok {
-			return fail("data: <JSON object>", fmt.Sprintf("data line %d: %q", i, clip(ev.Data, 120))).at(ev.Data)
+			why := ""
+			if _, err := decodeJSON([]byte(ev.Data)); err != nil {
+				why = " (" + err.Error() + ")"
+			}
+			return fail("data: <JSON object>", fmt.Sprintf("data line %d%s: %q", i, why, clip(ev.Data, 120))).at(ev.Data)
 		}
 	}
 	return pass()
