@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"encoding/xml"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"unicode/utf8"
 
@@ -304,5 +306,57 @@ func TestInvalidUTF8Fails(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// bigAnswers answers chat completions with far more than any probe asks
+// for: the raw client's with a valid JSON completion just over the cap, the
+// SDK's with an endless stream of chunks. It counts what it managed to send.
+type bigAnswers struct {
+	next http.Handler
+	sent *atomic.Int64
+}
+
+func (b bigAnswers) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path != "/v1/chat/completions" {
+		b.next.ServeHTTP(w, r)
+		return
+	}
+	_, _ = io.Copy(io.Discard, r.Body)
+	if !strings.HasPrefix(r.UserAgent(), "OpenAI/Go") {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = fmt.Fprintf(w, `{"id":"chatcmpl-big","object":"chat.completion","created":%d,"model":%q,"choices":[{"index":0,"message":{"role":"assistant","content":"%s"},"finish_reason":"stop"}],"usage":{"prompt_tokens":1,"completion_tokens":1,"total_tokens":2}}`,
+			conformancetest.Created, fakeModel, strings.Repeat("x", maxBody))
+		return
+	}
+	w.Header().Set("Content-Type", "text/event-stream")
+	chunk := []byte(`data: {"id":"c","object":"chat.completion.chunk","created":1750000000,"model":"m","choices":[{"index":0,"delta":{"role":"assistant","content":"` + strings.Repeat("x", 4000) + `"},"finish_reason":null}]}` + "\n\n")
+	for r.Context().Err() == nil {
+		n, err := w.Write(chunk)
+		b.sent.Add(int64(n))
+		if err != nil {
+			return
+		}
+	}
+}
+
+// TestAnswersAreCapped: an answer longer than the cap fails its probe
+// naming the cap (not "not JSON"), and the SDK probes read no more than the
+// raw ones, however long the server keeps sending.
+func TestAnswersAreCapped(t *testing.T) {
+	var sent atomic.Int64
+	_, srv := newWrappedFake(t, func(h http.Handler) http.Handler { return bigAnswers{next: h, sent: &sent} })
+	o := fakeOptions(t, srv)
+	o.Only = []string{"chat.status", "sdk.stream"}
+	rep := runAgainst(t, o)
+	if c, _ := rep.Result("chat.status"); c.Result != Fail || !strings.Contains(c.Reason, "longer than 8 MiB") {
+		t.Errorf("chat.status = %s (%s), want FAIL naming the 8 MiB cap", c.Result, c.Reason)
+	}
+	if c, _ := rep.Result("sdk.stream"); c.Result != Fail || !strings.Contains(c.Reason, "longer than 8 MiB") {
+		t.Errorf("sdk.stream = %s (%s), want FAIL naming the 8 MiB cap", c.Result, c.Reason)
+	}
+	// What the kernel buffers on loopback comes on top of the 8 MiB read.
+	if got := sent.Load(); got > 4*maxBody {
+		t.Errorf("the server sent the SDK %d MiB before it stopped reading", got>>20)
 	}
 }

@@ -190,7 +190,7 @@ func (c *client) do(ctx context.Context, r request) *exchange {
 	defer res.Body.Close()
 	x.status = res.StatusCode
 	x.header = res.Header
-	x.body, err = io.ReadAll(io.LimitReader(res.Body, maxBody))
+	x.body, err = io.ReadAll(&capBody{rc: res.Body, left: maxBody})
 	if err != nil {
 		x.err = fmt.Errorf("reading body: %w", err)
 		return x
@@ -248,7 +248,9 @@ func (r *recorder) RoundTrip(req *http.Request) (*http.Response, error) {
 	r.x.status = res.StatusCode
 	r.x.header = res.Header
 	r.buf = &cappedBuffer{max: 64 << 10}
-	res.Body = &teeBody{rc: res.Body, w: r.buf}
+	// The SDK reads whatever it is given: a whole 1 GB answer into memory,
+	// an endless stream until the timeout. The cap is the raw client's.
+	res.Body = &teeBody{rc: &capBody{rc: res.Body, left: maxBody}, w: r.buf}
 	return res, nil
 }
 
@@ -298,3 +300,31 @@ func (t *teeBody) Read(p []byte) (int, error) {
 }
 
 func (t *teeBody) Close() error { return t.rc.Close() }
+
+// errTooLong ends a body at maxBody. Cutting it silently would read as
+// "not JSON: unexpected end" or "no [DONE]", blaming the wrong thing.
+var errTooLong = fmt.Errorf("answer longer than %d MiB, more than any probe asks for", maxBody>>20)
+
+// capBody fails a read once more than left bytes have come.
+type capBody struct {
+	rc   io.ReadCloser
+	left int64
+}
+
+func (c *capBody) Read(p []byte) (int, error) {
+	if c.left < 0 {
+		return 0, errTooLong
+	}
+	// One byte beyond the cap tells "exactly maxBody" from "more".
+	if int64(len(p)) > c.left+1 {
+		p = p[:c.left+1]
+	}
+	n, err := c.rc.Read(p)
+	c.left -= int64(n)
+	if c.left < 0 {
+		return n + int(c.left), errTooLong
+	}
+	return n, err
+}
+
+func (c *capBody) Close() error { return c.rc.Close() }
