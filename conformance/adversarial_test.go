@@ -146,6 +146,9 @@ func TestStreamViolationsFail(t *testing.T) {
 		{"[DONE] twice", func(_ string, _ http.Header, b string) string {
 			return b + "data: [DONE]\n\n"
 		}, map[string]Result{"chat.stream.done": Fail}},
+		{"[DONE] without the blank line that dispatches it", func(_ string, _ http.Header, b string) string {
+			return strings.TrimSuffix(b, "\n\n")
+		}, map[string]Result{"chat.stream.done": Fail}},
 		{"no Content-Type (Go sniffs text/plain)", func(_ string, h http.Header, b string) string {
 			h.Del("Content-Type")
 			return b

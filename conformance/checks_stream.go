@@ -289,6 +289,11 @@ func judgeDone(x *exchange) verdict {
 		return fail("nothing after data: [DONE]", fmt.Sprintf("%d more events after [DONE]", len(s.Events)-1-s.DoneAt)).at("[DONE]")
 	case strings.TrimSpace(s.Events[s.DoneAt].Data) != s.Events[s.DoneAt].Data:
 		return fail("data: [DONE] exactly", fmt.Sprintf("data: %q", s.Events[s.DoneAt].Data))
+	case s.Truncated:
+		// The parser keeps an unterminated last event for the other
+		// judges, but an SSE client discards it: to one, this stream has
+		// no [DONE].
+		return fail("data: [DONE] followed by a blank line", "the stream ends inside the [DONE] event, which an SSE client discards").at("[DONE]")
 	}
 	return pass()
 }
