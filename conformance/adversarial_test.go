@@ -110,6 +110,14 @@ func TestLegitimateStreamVariantsPass(t *testing.T) {
 			return strings.ReplaceAll(b, `"object":"chat.completion.chunk"`,
 				`"object":"chat.completion.chunk","system_fingerprint":null,"x_vendor":{"timings":[1,2]}`)
 		}, 0, false},
+		// The reference's tool-call chunk requires only index; type has
+		// one possible value.
+		{"streamed tool call without type", func(req string, _ http.Header, b string) string {
+			if !isToolsStream(req) {
+				return b
+			}
+			return strings.ReplaceAll(b, `,"type":"function"}`, `}`)
+		}, 0, false},
 		{"events split across writes", nil, 7, false},
 	}
 	for _, tt := range tests {
