@@ -157,6 +157,13 @@ func TestStreamViolationsFail(t *testing.T) {
 		{"[DONE] without the blank line that dispatches it", func(_ string, _ http.Header, b string) string {
 			return strings.TrimSuffix(b, "\n\n")
 		}, map[string]Result{"chat.stream.done": Fail}},
+		{"an empty data line", func(req string, _ http.Header, b string) string {
+			if isToolsStream(req) {
+				return b
+			}
+			i := strings.Index(b, "\n\n") + 2
+			return b[:i] + "data:\n\n" + b[i:]
+		}, map[string]Result{"chat.stream.json": Fail}},
 		{"no Content-Type (Go sniffs text/plain)", func(_ string, h http.Header, b string) string {
 			h.Del("Content-Type")
 			return b
@@ -208,7 +215,7 @@ func TestStreamViolationsFail(t *testing.T) {
 			got := notPassing(rep)
 			for id, want := range tt.want {
 				if got[id] != want {
-					t.Errorf("%s = %s, want %s", id, orPass(got[id]), want)
+					t.Errorf("%s = %s, want %s (not passing: %v)", id, orPass(got[id]), want, got)
 				}
 			}
 			if rep.ExitCode() != 1 {

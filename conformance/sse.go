@@ -130,17 +130,13 @@ func (e sseError) Error() string { return string(e) }
 
 const errLineTooLong = sseError("event-stream line longer than 4 MiB")
 
-// dataEvents returns the events before [DONE] that carry data.
+// dataEvents returns the events before [DONE]. Every one had a data line;
+// one whose data is empty is kept, because a client hands it to its JSON
+// decoder like any other (openai-go and openai-python both fail on it).
 func (s *sseStream) dataEvents() []sseEvent {
 	end := len(s.Events)
 	if s.DoneAt >= 0 {
 		end = s.DoneAt
 	}
-	var out []sseEvent
-	for _, e := range s.Events[:end] {
-		if e.Data != "" {
-			out = append(out, e)
-		}
-	}
-	return out
+	return s.Events[:end]
 }
