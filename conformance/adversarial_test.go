@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 	"unicode/utf8"
 
 	"github.com/google/go-cmp/cmp"
@@ -26,6 +27,9 @@ type streamRewrite struct {
 	edit func(req string, h http.Header, body string) string
 	// editJSON does the same for the other answers.
 	editJSON func(req string, h http.Header, body string) string
+	// hang, when set, keeps every event stream open after its last byte
+	// until the client gives up.
+	hang bool
 	// pieces, when set, writes the answer in pieces of this many bytes,
 	// flushing after each, so events straddle TCP writes.
 	pieces int
@@ -54,6 +58,12 @@ func (s streamRewrite) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		body = s.editJSON(req.String(), w.Header(), body)
 	}
 	w.WriteHeader(rec.Code)
+	if s.hang && strings.HasPrefix(rec.Header().Get("Content-Type"), "text/event-stream") {
+		_, _ = w.Write([]byte(body))
+		w.(http.Flusher).Flush()
+		<-r.Context().Done()
+		return
+	}
 	if s.pieces == 0 {
 		_, _ = w.Write([]byte(body))
 		return
@@ -376,5 +386,25 @@ func TestAnswersAreCapped(t *testing.T) {
 	// What the kernel buffers on loopback comes on top of the 8 MiB read.
 	if got := sent.Load(); got > 4*maxBody {
 		t.Errorf("the server sent the SDK %d MiB before it stopped reading", got>>20)
+	}
+}
+
+// TestBrokenOffAnswerKeepsItsEvidence: a stream that sends [DONE] and never
+// ends fails its gate, and the evidence shows the status and what came
+// before the read gave up, not "no response".
+func TestBrokenOffAnswerKeepsItsEvidence(t *testing.T) {
+	_, srv := newWrappedFake(t, func(h http.Handler) http.Handler { return streamRewrite{next: h, hang: true} })
+	o := fakeOptions(t, srv)
+	o.Only = []string{"chat.stream.content_type"}
+	o.Timeout = 300 * time.Millisecond
+	rep := runAgainst(t, o)
+	c, _ := rep.Result("chat.stream.content_type")
+	if c.Result != Fail || !strings.Contains(c.Reason, "HTTP 200, then reading body") {
+		t.Fatalf("chat.stream.content_type = %s (%s), want FAIL naming the 200 and the broken read", c.Result, c.Reason)
+	}
+	for _, want := range []string{"< HTTP 200", "data: [DONE]", "(answer broken off: reading body: context deadline exceeded)"} {
+		if !strings.Contains(c.Evidence.Excerpt, want) {
+			t.Errorf("excerpt lacks %q:\n%s", want, c.Evidence.Excerpt)
+		}
 	}
 }

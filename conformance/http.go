@@ -70,6 +70,9 @@ func (x *exchange) errorMessage() string {
 
 // statusLine summarises the response for evidence.
 func (x *exchange) statusLine() string {
+	if x.err != nil && x.status != 0 {
+		return fmt.Sprintf("HTTP %d, then %v after %d bytes", x.status, x.err, len(x.body))
+	}
 	if x.err != nil {
 		return "request failed: " + x.err.Error()
 	}
@@ -91,7 +94,7 @@ func (x *exchange) excerptAt(focus string) string {
 	if len(x.reqBody) > 0 {
 		fmt.Fprintf(&b, "> %s\n", clip(string(x.reqBody), 300))
 	}
-	if x.err != nil {
+	if x.err != nil && x.status == 0 {
 		fmt.Fprintf(&b, "< (no response: %v)", x.err)
 		return b.String()
 	}
@@ -109,8 +112,26 @@ func (x *exchange) excerptAt(focus string) string {
 			body = body[nl+1:]
 		}
 	}
+	text := clip(body, 900)
+	if x.err != nil && len(body) > 900 {
+		// The answer broke off (a stream that never ended, a reset):
+		// where it stopped is what the reader needs, so its tail.
+		text = body[len(body)-900:]
+		if nl := strings.Index(text, "\n"); nl >= 0 {
+			text = text[nl+1:]
+		}
+		lines := strings.Split(strings.TrimSpace(text), "\n")
+		var kept []string
+		for _, l := range lines {
+			if strings.TrimSpace(l) != "" {
+				kept = append(kept, l)
+			}
+		}
+		text = strings.Join(kept[max(0, len(kept)-10):], "\n")
+		b.WriteString("< …\n")
+	}
 	n := 0
-	for _, line := range strings.Split(clip(body, 900), "\n") {
+	for _, line := range strings.Split(text, "\n") {
 		if strings.TrimSpace(line) == "" {
 			continue
 		}
@@ -120,6 +141,9 @@ func (x *exchange) excerptAt(focus string) string {
 		}
 		fmt.Fprintf(&b, "< %s\n", clip(line, 240))
 		n++
+	}
+	if x.err != nil {
+		fmt.Fprintf(&b, "< (answer broken off: %v)", x.err)
 	}
 	return strings.TrimRight(b.String(), "\n")
 }
