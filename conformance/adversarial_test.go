@@ -19,7 +19,7 @@ import (
 )
 
 // streamRewrite serves the reference fake but passes every event-stream
-// answer to /v1/chat/completions through edit, which sees the request body
+// answer to /v1/chat/completions and /v1/completions through edit, which sees the request body
 // (to tell the plain, usage and tools streams apart) and the whole answer.
 // It lets one test bend the wire format in ways a Fault does not.
 type streamRewrite struct {
@@ -36,7 +36,7 @@ type streamRewrite struct {
 }
 
 func (s streamRewrite) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if r.URL.Path != "/v1/chat/completions" {
+	if r.URL.Path != "/v1/chat/completions" && r.URL.Path != "/v1/completions" {
 		s.next.ServeHTTP(w, r)
 		return
 	}
@@ -174,6 +174,13 @@ func TestStreamViolationsFail(t *testing.T) {
 			i := strings.Index(b, "\n\n") + 2
 			return b[:i] + "data:\n\n" + b[i:]
 		}, map[string]Result{"chat.stream.json": Fail}},
+		{"a completions chunk whose choices is an object", func(req string, _ http.Header, b string) string {
+			if !strings.Contains(req, `"prompt"`) {
+				return b
+			}
+			return strings.Replace(b, `"choices":[{"finish_reason":null,"index":0,"logprobs":null,"text":" there"}]`,
+				`"choices":{"finish_reason":null,"index":0,"logprobs":null,"text":" there"}`, 1)
+		}, map[string]Result{"completions.stream.chunks": Fail}},
 		{"no Content-Type (Go sniffs text/plain)", func(_ string, h http.Header, b string) string {
 			h.Del("Content-Type")
 			return b
