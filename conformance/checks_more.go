@@ -208,8 +208,10 @@ func completionChecks() []*check {
 				chunks, pos := jsonChunks(x)
 				for i, ch := range chunks {
 					text, _ := at(ch, "choices", 0, "text")
-					cs, _ := asArray(ch["choices"])
-					if _, isStr := text.(string); ch["object"] != "text_completion" || (len(cs) > 0 && !isStr) {
+					// An object, null or absent choices read as "no
+					// choices" here and passed.
+					cs, isObjs := objects(ch["choices"], hasKey(ch, "choices"))
+					if _, isStr := text.(string); ch["object"] != "text_completion" || !isObjs || (len(cs) > 0 && !isStr) {
 						return fail(`{"object": "text_completion", "choices": [{"text": string, ...}]}`, fmt.Sprintf("chunk %d: %s", pos[i], show(ch)))
 					}
 				}

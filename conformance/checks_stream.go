@@ -100,9 +100,12 @@ func streamChecks() []*check {
 				return sameOnEveryChunk(j.x("chat.stream"), "id", nonEmptyString, "non-empty string")
 			}},
 		{id: "chat.stream.created", grade: Must, probes: st,
-			title: "created is an integer, the same on every chunk",
+			title: "created is an integer Unix time in seconds, the same on every chunk",
 			judge: func(j *judge) verdict {
-				return sameOnEveryChunk(j.x("chat.stream"), "created", isInteger, "integer")
+				// The same plausibility as chat.created, so milliseconds
+				// are caught on a stream too.
+				seconds := func(v any) bool { return plausibleCreated(v, true, j.now) == nil }
+				return sameOnEveryChunk(j.x("chat.stream"), "created", seconds, "integer Unix seconds between 2020 and now")
 			}},
 		{id: "chat.stream.model", grade: Must, probes: st,
 			title: "model is a non-empty string, the same on every chunk",
@@ -131,11 +134,25 @@ func streamChecks() []*check {
 				return pass()
 			}},
 		{id: "chat.stream.delta", grade: Must, probes: st,
-			title: "every chunk choice has an integer index and a delta whose content is a string or null",
+			title: "every chunk has a choices array; every choice has index 0 (n is 1) and a delta whose content is a string or null",
 			judge: func(j *judge) verdict {
-				if v := chunkChoices(j.x("chat.stream"), func(pos, idx int, c map[string]any) *verdict {
-					if idx < 0 {
-						return failp("choices[].index: integer", fmt.Sprintf("chunk %d index: %s", pos, showField(c["index"], hasKey(c, "index"))))
+				// chunkChoices passes over a chunk whose choices is not an
+				// array of objects, so that is judged here first. Empty is
+				// allowed: some servers send a choice-less chunk first.
+				x := j.x("chat.stream")
+				chunks, pos := jsonChunks(x)
+				for i, ch := range chunks {
+					raw, ok := ch["choices"]
+					if _, isObjs := objects(raw, ok); !isObjs {
+						return fail("choices: an array of objects on every chunk", fmt.Sprintf("chunk %d choices: %s", pos[i], showField(raw, ok))).at(chunkData(x, pos[i]))
+					}
+				}
+				if v := chunkChoices(x, func(pos, idx int, c map[string]any) *verdict {
+					// The request leaves n at 1, so 0 is the only choice; the
+					// other judges group by index and would accept a stream
+					// whose one choice is numbered 1, or jumps.
+					if idx != 0 {
+						return failp("choices[].index: 0, the only choice when n is 1", fmt.Sprintf("chunk %d index: %s", pos, showField(c["index"], hasKey(c, "index"))))
 					}
 					d, ok := c["delta"]
 					dm, isObj := asObject(d)
@@ -243,7 +260,11 @@ func judgeStreamJSON(x *exchange) verdict {
 	}
 	for i, ev := range events {
 		if _, ok := asObject(x.chunks[i]); !ok {
-			return fail("data: <JSON object>", fmt.Sprintf("data line %d: %q", i, clip(ev.Data, 120))).at(ev.Data)
+			why := ""
+			if _, err := decodeJSON([]byte(ev.Data)); err != nil {
+				why = " (" + err.Error() + ")"
+			}
+			return fail("data: <JSON object>", fmt.Sprintf("data line %d%s: %q", i, why, clip(ev.Data, 120))).at(ev.Data)
 		}
 	}
 	return pass()
@@ -268,6 +289,11 @@ func judgeDone(x *exchange) verdict {
 		return fail("nothing after data: [DONE]", fmt.Sprintf("%d more events after [DONE]", len(s.Events)-1-s.DoneAt)).at("[DONE]")
 	case strings.TrimSpace(s.Events[s.DoneAt].Data) != s.Events[s.DoneAt].Data:
 		return fail("data: [DONE] exactly", fmt.Sprintf("data: %q", s.Events[s.DoneAt].Data))
+	case s.Truncated:
+		// The parser keeps an unterminated last event for the other
+		// judges, but an SSE client discards it: to one, this stream has
+		// no [DONE].
+		return fail("data: [DONE] followed by a blank line", "the stream ends inside the [DONE] event, which an SSE client discards").at("[DONE]")
 	}
 	return pass()
 }

@@ -70,6 +70,9 @@ func (x *exchange) errorMessage() string {
 
 // statusLine summarises the response for evidence.
 func (x *exchange) statusLine() string {
+	if x.err != nil && x.status != 0 {
+		return fmt.Sprintf("HTTP %d, then %v after %d bytes", x.status, x.err, len(x.body))
+	}
 	if x.err != nil {
 		return "request failed: " + x.err.Error()
 	}
@@ -91,7 +94,7 @@ func (x *exchange) excerptAt(focus string) string {
 	if len(x.reqBody) > 0 {
 		fmt.Fprintf(&b, "> %s\n", clip(string(x.reqBody), 300))
 	}
-	if x.err != nil {
+	if x.err != nil && x.status == 0 {
 		fmt.Fprintf(&b, "< (no response: %v)", x.err)
 		return b.String()
 	}
@@ -109,8 +112,26 @@ func (x *exchange) excerptAt(focus string) string {
 			body = body[nl+1:]
 		}
 	}
+	text := clip(body, 900)
+	if x.err != nil && len(body) > 900 {
+		// The answer broke off (a stream that never ended, a reset):
+		// where it stopped is what the reader needs, so its tail.
+		text = body[len(body)-900:]
+		if nl := strings.Index(text, "\n"); nl >= 0 {
+			text = text[nl+1:]
+		}
+		lines := strings.Split(strings.TrimSpace(text), "\n")
+		var kept []string
+		for _, l := range lines {
+			if strings.TrimSpace(l) != "" {
+				kept = append(kept, l)
+			}
+		}
+		text = strings.Join(kept[max(0, len(kept)-10):], "\n")
+		b.WriteString("< …\n")
+	}
 	n := 0
-	for _, line := range strings.Split(clip(body, 900), "\n") {
+	for _, line := range strings.Split(text, "\n") {
 		if strings.TrimSpace(line) == "" {
 			continue
 		}
@@ -120,6 +141,9 @@ func (x *exchange) excerptAt(focus string) string {
 		}
 		fmt.Fprintf(&b, "< %s\n", clip(line, 240))
 		n++
+	}
+	if x.err != nil {
+		fmt.Fprintf(&b, "< (answer broken off: %v)", x.err)
 	}
 	return strings.TrimRight(b.String(), "\n")
 }
@@ -190,7 +214,7 @@ func (c *client) do(ctx context.Context, r request) *exchange {
 	defer res.Body.Close()
 	x.status = res.StatusCode
 	x.header = res.Header
-	x.body, err = io.ReadAll(io.LimitReader(res.Body, maxBody))
+	x.body, err = io.ReadAll(&capBody{rc: res.Body, left: maxBody})
 	if err != nil {
 		x.err = fmt.Errorf("reading body: %w", err)
 		return x
@@ -248,7 +272,9 @@ func (r *recorder) RoundTrip(req *http.Request) (*http.Response, error) {
 	r.x.status = res.StatusCode
 	r.x.header = res.Header
 	r.buf = &cappedBuffer{max: 64 << 10}
-	res.Body = &teeBody{rc: res.Body, w: r.buf}
+	// The SDK reads whatever it is given: a whole 1 GB answer into memory,
+	// an endless stream until the timeout. The cap is the raw client's.
+	res.Body = &teeBody{rc: &capBody{rc: res.Body, left: maxBody}, w: r.buf}
 	return res, nil
 }
 
@@ -298,3 +324,31 @@ func (t *teeBody) Read(p []byte) (int, error) {
 }
 
 func (t *teeBody) Close() error { return t.rc.Close() }
+
+// errTooLong ends a body at maxBody. Cutting it silently would read as
+// "not JSON: unexpected end" or "no [DONE]", blaming the wrong thing.
+var errTooLong = fmt.Errorf("answer longer than %d MiB, more than any probe asks for", maxBody>>20)
+
+// capBody fails a read once more than left bytes have come.
+type capBody struct {
+	rc   io.ReadCloser
+	left int64
+}
+
+func (c *capBody) Read(p []byte) (int, error) {
+	if c.left < 0 {
+		return 0, errTooLong
+	}
+	// One byte beyond the cap tells "exactly maxBody" from "more".
+	if int64(len(p)) > c.left+1 {
+		p = p[:c.left+1]
+	}
+	n, err := c.rc.Read(p)
+	c.left -= int64(n)
+	if c.left < 0 {
+		return n + int(c.left), errTooLong
+	}
+	return n, err
+}
+
+func (c *capBody) Close() error { return c.rc.Close() }

@@ -3,15 +3,24 @@ package conformance
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
+	"unicode/utf8"
 )
+
+var errNotUTF8 = errors.New("not valid UTF-8, which JSON requires (RFC 8259 section 8.1)")
 
 // Responses are decoded into generic values (with json.Number) rather than
 // structs because the checks must tell "absent" from "null" from "wrong type",
 // and "3" from "3.0" for integer fields; typed decoding would hide all three.
 
 func decodeJSON(b []byte) (any, error) {
+	// RFC 8259 requires UTF-8 between systems. encoding/json would replace
+	// a bad byte with U+FFFD and hide it; strict clients reject the text.
+	if !utf8.Valid(b) {
+		return nil, errNotUTF8
+	}
 	d := json.NewDecoder(bytes.NewReader(b))
 	d.UseNumber()
 	var v any

@@ -58,7 +58,8 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 
 	rep, err := Run(ctx, o)
 	if err != nil {
-		fmt.Fprintln(stderr, err)
+		// A usage error may quote the server's answer to /v1/models.
+		fmt.Fprintln(stderr, printable(err.Error()))
 		return 2
 	}
 	if err := writeReport(rep, f, out, stdout); err != nil {

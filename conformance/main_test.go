@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -71,6 +72,20 @@ func TestMainExitCodes(t *testing.T) {
 	_, broken := newFake(t, faultNoDone)
 	gone := httptest.NewServer(nil)
 	gone.Close()
+	// /v1/models answers 200 and resets the connection mid-body: the
+	// server is reachable and broken, not unreachable.
+	_, cut := newWrappedFake(t, func(h http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path != "/v1/models" {
+				h.ServeHTTP(w, r)
+				return
+			}
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = w.Write([]byte(`{"object":"list","data":[`))
+			w.(http.Flusher).Flush()
+			panic(http.ErrAbortHandler)
+		})
+	})
 	tests := []struct {
 		name string
 		args []string
@@ -79,6 +94,7 @@ func TestMainExitCodes(t *testing.T) {
 		{"conforming server", []string{"--base-url", good.URL, "--api-key", fakeKey, "--embedding-model", fakeEmbed}, 0},
 		{"MUST failed", []string{"--base-url", broken.URL, "--api-key", fakeKey, "--embedding-model", fakeEmbed}, 1},
 		{"unreachable server", []string{"--base-url", gone.URL}, 2},
+		{"models list broken off, model given", []string{"--base-url", cut.URL, "--api-key", fakeKey, "--model", fakeModel, "--only", "models.*"}, 1},
 		{"no base url", []string{"--model", "m"}, 2},
 		{"not a URL", []string{"--base-url", "localhost:8080"}, 2},
 		{"unknown format", []string{"--base-url", good.URL, "--format", "yaml"}, 2},

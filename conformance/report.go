@@ -67,8 +67,34 @@ func (r *Report) writeTable(w io.Writer) error {
 	for i, l := range lines {
 		lines[i] = strings.TrimRight(l, " ")
 	}
-	_, err := io.WriteString(w, strings.Join(lines, "\n"))
+	_, err := io.WriteString(w, printable(strings.Join(lines, "\n")))
 	return err
+}
+
+// printable makes text that quotes the server under test safe for a
+// terminal: invalid UTF-8 becomes U+FFFD and control characters other than
+// newline and tab are shown escaped, so an answer holding ESC cannot drive
+// the reader's terminal (colours, cursor moves, a rewritten verdict line).
+// JUnit needs it too: encoding/xml writes CDATA verbatim, and a control
+// character there makes the whole report a document no CI can parse.
+func printable(s string) string {
+	s = strings.ToValidUTF8(s, "\uFFFD")
+	if strings.IndexFunc(s, isControl) < 0 {
+		return s
+	}
+	var b strings.Builder
+	for _, r := range s {
+		if isControl(r) {
+			fmt.Fprintf(&b, "\\u%04x", r)
+			continue
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+func isControl(r rune) bool {
+	return r != '\n' && r != '\t' && (r < 0x20 || (r >= 0x7f && r < 0xa0) || r == 0xfffe || r == 0xffff)
 }
 
 func (r *Report) renderTable(ew io.Writer) {
@@ -178,7 +204,7 @@ func (r *Report) writeJUnit(w io.Writer) error {
 		Name: "conformance", Tests: s.Total, Failures: s.Fail, Skipped: s.Skip,
 		Timestamp: r.Started.UTC().Format("2006-01-02T15:04:05"),
 		Properties: []junitProperty{
-			{Name: "base_url", Value: r.BaseURL}, {Name: "model", Value: r.Model},
+			{Name: "base_url", Value: r.BaseURL}, {Name: "model", Value: printable(r.Model)},
 			{Name: "embedding_model", Value: r.EmbeddingModel}, {Name: "strict", Value: fmt.Sprint(r.Strict)},
 		},
 	}
@@ -186,11 +212,11 @@ func (r *Report) writeJUnit(w io.Writer) error {
 		tc := junitCase{Name: c.ID, Classname: "conformance." + group(c.ID)}
 		switch c.Result {
 		case Fail:
-			tc.Failure = &junitMessage{Message: c.Reason, Type: string(c.Grade), Body: evidenceText(c)}
+			tc.Failure = &junitMessage{Message: printable(c.Reason), Type: string(c.Grade), Body: printable(evidenceText(c))}
 		case Skip:
-			tc.Skipped = &junitMessage{Message: c.Reason}
+			tc.Skipped = &junitMessage{Message: printable(c.Reason)}
 		case Warn:
-			tc.SystemOut = &junitText{Body: "WARN (" + string(c.Grade) + "): " + evidenceText(c)}
+			tc.SystemOut = &junitText{Body: "WARN (" + string(c.Grade) + "): " + printable(evidenceText(c))}
 		}
 		suite.Cases = append(suite.Cases, tc)
 	}
@@ -234,7 +260,13 @@ func groups() []string {
 }
 
 func (r *Report) writeMarkdown(w io.Writer) error {
-	ew := &errWriter{w: w}
+	var buf bytes.Buffer
+	r.renderMarkdown(&buf)
+	_, err := io.WriteString(w, printable(buf.String()))
+	return err
+}
+
+func (r *Report) renderMarkdown(ew io.Writer) {
 	head := []string{"Server", "Model", "MUST", "SHOULD"}
 	head = append(head, groups()...)
 	row := []string{mdEscape(r.BaseURL), mdEscape(r.Model), r.gradeCell(Must), r.gradeCell(Should)}
@@ -253,7 +285,6 @@ func (r *Report) writeMarkdown(w io.Writer) error {
 	if len(notes) > 0 {
 		fmt.Fprintf(ew, "\n%s\n", strings.Join(notes, "\n"))
 	}
-	return ew.err
 }
 
 type tally struct{ pass, fail, warn, skip int }
@@ -313,18 +344,3 @@ func (r *Report) groupCell(g string) string {
 }
 
 func mdEscape(s string) string { return strings.ReplaceAll(s, "|", `\|`) }
-
-// errWriter keeps the first write error so rendering code stays linear.
-type errWriter struct {
-	w   io.Writer
-	err error
-}
-
-func (e *errWriter) Write(p []byte) (int, error) {
-	if e.err != nil {
-		return 0, e.err
-	}
-	n, err := e.w.Write(p)
-	e.err = err
-	return n, err
-}

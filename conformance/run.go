@@ -78,7 +78,9 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	// /v1/models is both the reachability test and model discovery, so it
 	// runs first and alone; its answer is reused by the models checks.
 	models := r.c.do(ctx, request{method: http.MethodGet, path: "/models"})
-	if models.err != nil {
+	// An answer that broke off after its head came from a reachable
+	// server: models.list.status reports it, like any other broken answer.
+	if models.err != nil && models.status == 0 {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
@@ -223,7 +225,8 @@ func (s *schedule) judgeLocked(i int) {
 
 func (s *schedule) progressf(format string, args ...any) {
 	if s.r.o.Progress != nil {
-		fmt.Fprintf(s.r.o.Progress, format, args...)
+		// The model id comes from the server.
+		fmt.Fprint(s.r.o.Progress, printable(fmt.Sprintf(format, args...)))
 	}
 }
 

@@ -2,7 +2,6 @@ package conformance
 
 import (
 	"bufio"
-	"bytes"
 	"io"
 	"strings"
 )
@@ -40,8 +39,17 @@ func parseSSE(r io.Reader) *sseStream {
 	var data []string
 	var event string
 	pending := false
+	// The specification ignores one leading byte order mark; kept, it would
+	// hide the first field's name.
+	if bom, err := br.Peek(3); err == nil && string(bom) == "\ufeff" {
+		_, _ = br.Discard(3)
+	}
 	dispatch := func() {
+		// A block without a data line dispatches nothing (the
+		// specification's "data buffer is empty" rule): "event: ping" or
+		// "id: 7" alone is no event, before [DONE] or after it.
 		if !pending {
+			event = ""
 			return
 		}
 		ev := sseEvent{Event: event, Data: strings.Join(data, "\n")}
@@ -83,28 +91,35 @@ func parseSSE(r io.Reader) *sseStream {
 			pending = true
 		case "event":
 			event = value
-			pending = true
 		}
 	}
 }
 
-// readLine returns one line without its terminator (LF, CRLF or CR-less LF).
+// readLine returns one line without its terminator. The SSE specification
+// allows three: CRLF, LF and a lone CR; bufio's ReadLine knows only the first
+// two, and a stream framed with CR would read as one endless line.
 func readLine(br *bufio.Reader) (string, error) {
-	var buf bytes.Buffer
+	var buf []byte
 	for {
-		chunk, isPrefix, err := br.ReadLine()
+		b, err := br.ReadByte()
 		if err != nil {
-			if err == io.EOF && buf.Len() > 0 {
-				return buf.String(), nil
+			if err == io.EOF && len(buf) > 0 {
+				return string(buf), nil
 			}
 			return "", err
 		}
-		buf.Write(chunk)
-		if buf.Len() > maxSSELine {
-			return "", errLineTooLong
+		switch b {
+		case '\n':
+			return string(buf), nil
+		case '\r':
+			if next, err := br.Peek(1); err == nil && next[0] == '\n' {
+				_, _ = br.ReadByte()
+			}
+			return string(buf), nil
 		}
-		if !isPrefix {
-			return buf.String(), nil
+		buf = append(buf, b)
+		if len(buf) > maxSSELine {
+			return "", errLineTooLong
 		}
 	}
 }
@@ -115,17 +130,13 @@ func (e sseError) Error() string { return string(e) }
 
 const errLineTooLong = sseError("event-stream line longer than 4 MiB")
 
-// dataEvents returns the events before [DONE] that carry data.
+// dataEvents returns the events before [DONE]. Every one had a data line;
+// one whose data is empty is kept, because a client hands it to its JSON
+// decoder like any other (openai-go and openai-python both fail on it).
 func (s *sseStream) dataEvents() []sseEvent {
 	end := len(s.Events)
 	if s.DoneAt >= 0 {
 		end = s.DoneAt
 	}
-	var out []sseEvent
-	for _, e := range s.Events[:end] {
-		if e.Data != "" {
-			out = append(out, e)
-		}
-	}
-	return out
+	return s.Events[:end]
 }
