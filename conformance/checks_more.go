@@ -196,7 +196,7 @@ func completionChecks() []*check {
 				return pass()
 			}},
 		{id: "completions.stream.chunks", grade: Must, probes: cs,
-			title: `stream: true answers text/event-stream chunks with object "text_completion" and string text`,
+			title: `stream: true answers text/event-stream chunks with object "text_completion" and a choices array whose entries have string text`,
 			judge: func(j *judge) verdict {
 				x := j.x("completions.stream")
 				if ct := x.contentType(); ct != "text/event-stream" {

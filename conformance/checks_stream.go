@@ -174,7 +174,7 @@ func streamChecks() []*check {
 			title: "finish_reason is null until one final allowed value per choice, after which the choice is silent",
 			judge: func(j *judge) verdict { return judgeStreamFinish(j.x("chat.stream"), chatFinishReasons()) }},
 		{id: "chat.stream.done", grade: Must, probes: st,
-			title: "the stream ends with data: [DONE] and nothing after it",
+			title: "the stream ends with data: [DONE], closed by a blank line, and nothing after it",
 			judge: func(j *judge) verdict { return judgeDone(j.x("chat.stream")) }},
 		{id: "chat.stream.usage.absent", grade: Should, probes: st,
 			title: "without stream_options.include_usage no chunk carries usage",
