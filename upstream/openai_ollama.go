@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/hayula/gateway/core"
 )
@@ -445,11 +446,18 @@ func (s *ollamaStream) buffered() bool { return s.lines.buffered() }
 // Close releases the connection. It is safe to call more than once.
 func (s *ollamaStream) Close() error { return s.close(s.body) }
 
+// snippet is the head of an unreadable line or event, for the error that the client sees. The
+// cut falls between characters: one inside a character would leave invalid UTF-8, which the
+// error's JSON encoding turns into U+FFFD (TestBadEventSnippetKeepsCharactersWhole).
 func snippet(b []byte) string {
-	if len(b) > 120 {
-		return string(b[:120]) + "…"
+	if len(b) <= 120 {
+		return string(b)
 	}
-	return string(b)
+	n := 120
+	for n > 120-utf8.UTFMax && !utf8.RuneStart(b[n]) {
+		n--
+	}
+	return string(b[:n]) + "…"
 }
 
 // embed serves /v1/embeddings through /api/embed.
