@@ -77,13 +77,16 @@ type Message struct {
 
 // Params are the request fields that non-OpenAI adapters translate. Raw fields are nil when absent.
 type Params struct {
-	Temperature    *float64        `json:"temperature,omitempty"`
-	TopP           *float64        `json:"top_p,omitempty"`
-	Seed           *int64          `json:"seed,omitempty"`
-	Stop           json.RawMessage `json:"stop,omitempty"` // a string or an array of strings
-	ResponseFormat json.RawMessage `json:"response_format,omitempty"`
-	ToolsRaw       json.RawMessage `json:"tools,omitempty"`
-	ToolChoice     json.RawMessage `json:"tool_choice,omitempty"`
+	Temperature *float64 `json:"temperature,omitempty"`
+	TopP        *float64 `json:"top_p,omitempty"`
+	Seed        *int64   `json:"seed,omitempty"`
+	// FrequencyPenalty and PresencePenalty are OpenAI's penalties, which Ollama takes as options.
+	FrequencyPenalty *float64        `json:"frequency_penalty,omitempty"`
+	PresencePenalty  *float64        `json:"presence_penalty,omitempty"`
+	Stop             json.RawMessage `json:"stop,omitempty"` // a string or an array of strings
+	ResponseFormat   json.RawMessage `json:"response_format,omitempty"`
+	ToolsRaw         json.RawMessage `json:"tools,omitempty"`
+	ToolChoice       json.RawMessage `json:"tool_choice,omitempty"`
 }
 
 // StopList returns the stop sequences as a list.

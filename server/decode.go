@@ -110,6 +110,8 @@ type wireView struct {
 	Temperature   opt[float64]
 	TopP          opt[float64]
 	Seed          opt[int64]
+	FreqPenalty   opt[float64]
+	PresPenalty   opt[float64]
 	// Raw are the raw parameters; its pointer fields are always nil (see params).
 	Raw core.Params
 	// modelAt is where the "model" value lies in the body when fastWire met exactly one
@@ -146,10 +148,12 @@ func viewOf(w *wireRequest) wireView {
 		Model: optOf(w.Model), Stream: w.Stream, StreamOptions: w.StreamOptions, Messages: w.Messages,
 		Functions: w.Functions, MaxTokens: optOf(w.MaxTokens), MaxCompletion: optOf(w.MaxCompletion),
 		Fallback: w.Fallback, Hint: optOf(w.Hint), Privacy: optOf(w.Privacy),
-		Temperature: optOf(w.Temperature), TopP: optOf(w.TopP), Seed: optOf(w.Seed), Raw: w.Params,
+		Temperature: optOf(w.Temperature), TopP: optOf(w.TopP), Seed: optOf(w.Seed),
+		FreqPenalty: optOf(w.FrequencyPenalty), PresPenalty: optOf(w.PresencePenalty), Raw: w.Params,
 		options: true,
 	}
 	v.Raw.Temperature, v.Raw.TopP, v.Raw.Seed = nil, nil, nil
+	v.Raw.FrequencyPenalty, v.Raw.PresencePenalty = nil, nil
 	return v
 }
 
@@ -165,6 +169,12 @@ func (w *wireView) params() core.Params {
 	}
 	if w.Seed.Set {
 		p.Seed = &w.Seed.V
+	}
+	if w.FreqPenalty.Set {
+		p.FrequencyPenalty = &w.FreqPenalty.V
+	}
+	if w.PresPenalty.Set {
+		p.PresencePenalty = &w.PresPenalty.V
 	}
 	return p
 }
@@ -602,6 +612,10 @@ func fastWire(body []byte, w *wireView, msgs []core.Message, names map[string]st
 			ok = setOptFloat(&w.TopP, v)
 		case "seed":
 			ok = setOptInt64(&w.Seed, v)
+		case "frequency_penalty":
+			ok = setOptFloat(&w.FreqPenalty, v)
+		case "presence_penalty":
+			ok = setOptFloat(&w.PresPenalty, v)
 		case "stop":
 			w.Raw.Stop = v
 			w.checkPassed(name, v)
@@ -628,8 +642,8 @@ func fastWire(body []byte, w *wireView, msgs []core.Message, names map[string]st
 func isWireKey(name string) bool {
 	switch name {
 	case "model", "stream", "stream_options", "messages", "functions", "max_tokens", "max_completion_tokens",
-		optFallback, optHint, optPrivacy, "temperature", "top_p", "seed", "stop", "response_format", "tools",
-		"tool_choice":
+		optFallback, optHint, optPrivacy, "temperature", "top_p", "seed", "frequency_penalty", "presence_penalty",
+		"stop", "response_format", "tools", "tool_choice":
 		return true
 	}
 	return false

@@ -39,6 +39,8 @@ var ordinary = []string{
 	`{"model":"` + "sa\xffif" + `","messages":[{"role":"user","content":"x"}]}`,
 	`{"model":"","messages":[{"role":"user","content":"x"}]}`,
 	`{"model":"saif","messages":[{"role":"user","content":"x"}],"tools":{},"n":"2","stop":1,"logit_bias":[]}`,
+	`{"model":"saif","messages":[],"frequency_penalty":0.5,"presence_penalty":-1.25,"frequency_penalty":null}`,
+	`{"model":"saif","messages":[],"presence_penalty":2}`,
 }
 
 // testNames are the models decode takes from the server rather than from the body.
@@ -49,6 +51,7 @@ var declined = []string{
 	`{"model":`, `[1,2]`, `null`, `"x"`, `{"model":"saif"} x`, `{"model":5}`, `{"stream":"yes"}`,
 	`{"messages":"hi"}`, `{"messages":[1]}`, `{"messages":[{"role":5}]}`, `{"max_tokens":1.5}`, `{"max_tokens":1e3}`,
 	`{"max_tokens":99999999999999999999}`, `{"temperature":"hot"}`, `{"temperature":1e999}`, `{"seed":true}`,
+	`{"frequency_penalty":"high"}`, `{"presence_penalty":[1]}`,
 	`{"Model":"saif"}`, `{"MODEL":"saif"}`, `{"mod\u0065l":"saif"}`, `{"messages":[{"Role":"user"}]}`,
 	`{"messages":[],"messages":[]}`, `{"model":"saif","messages":[{"role":"user","content":"x"}],"x":"\'"}`,
 	`{"stream_options":1}`, "{\"\u212ax\":1}", `{"x-hayula-privacy":1}`, `{"model":"saif","messages":[],"\u006e":0}`,

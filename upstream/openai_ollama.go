@@ -59,6 +59,8 @@ type ollamaOptions struct {
 	Seed        *int64   `json:"seed,omitempty"`
 	Stop        []string `json:"stop,omitempty"`
 	NumPredict  int      `json:"num_predict,omitempty"`
+	FreqPenalty *float64 `json:"frequency_penalty,omitempty"`
+	PresPenalty *float64 `json:"presence_penalty,omitempty"`
 }
 
 type ollamaChatRequest struct {
@@ -196,8 +198,10 @@ func (a *openaiOllama) translate(req *core.Request) (*ollamaChatRequest, error) 
 		return nil, err
 	}
 	out.Format = format
-	o := &ollamaOptions{Temperature: p.Temperature, TopP: p.TopP, Seed: p.Seed, Stop: p.StopList(), NumPredict: req.MaxTokens}
-	if o.Temperature != nil || o.TopP != nil || o.Seed != nil || o.Stop != nil || o.NumPredict > 0 {
+	o := &ollamaOptions{Temperature: p.Temperature, TopP: p.TopP, Seed: p.Seed, Stop: p.StopList(), NumPredict: req.MaxTokens,
+		FreqPenalty: p.FrequencyPenalty, PresPenalty: p.PresencePenalty}
+	if o.Temperature != nil || o.TopP != nil || o.Seed != nil || o.Stop != nil || o.NumPredict > 0 ||
+		o.FreqPenalty != nil || o.PresPenalty != nil {
 		out.Options = o
 	}
 	return out, nil
