@@ -170,7 +170,10 @@ func (s *Server) run(ctx context.Context, rs *routeState, req *core.Request, st 
 		attempts []errmap.Attempt
 		classes  []core.Class
 		reserved bool
-		passed   []*core.Target // managed targets passed by cold, started once the request moves on
+		// recovering: every candidate is one health set aside, already ordered soonest to
+		// recover first (fail open, or the reserve); no policy may reorder them.
+		recovering = len(p.res.FailedOpen) > 0
+		passed     []*core.Target // managed targets passed by cold, started once the request moves on
 	)
 	for {
 		if len(cands) == 0 {
@@ -178,12 +181,12 @@ func (s *Server) run(ctx context.Context, rs *routeState, req *core.Request, st 
 				break
 			}
 			// Everything eligible was guarded shut: try the targets health held back.
-			reserved = true
+			reserved, recovering = true, true
 			s.failedOpen.Add(1)
 			cands = append(cands, p.reserve...)
 		}
 		t := cands[0]
-		if len(cands) > 1 {
+		if len(cands) > 1 && !recovering {
 			t = rs.sel.Pick(req, cands)
 		}
 		cands = remove(cands, t)
