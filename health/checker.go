@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net/http"
 	"strconv"
 	"strings"
@@ -212,12 +213,17 @@ func saysLoading(body []byte) bool {
 	return strings.HasPrefix(strings.ToLower(b.Status), "loading")
 }
 
-// retryAfter reads a Retry-After header: delay-seconds or an HTTP date; 0 when absent or unusable.
+// retryAfter reads a Retry-After header: delay-seconds or an HTTP date; 0 when absent or unusable,
+// the longest Duration when too long for one (the tracker caps it at Policy.Max).
 func retryAfter(h string, now time.Time) time.Duration {
 	if h == "" {
 		return 0
 	}
 	if n, err := strconv.Atoi(strings.TrimSpace(h)); err == nil {
+		if n > int(math.MaxInt64/time.Second) {
+			// Beyond what a Duration holds: the product would wrap, to anything.
+			return math.MaxInt64
+		}
 		return max(time.Duration(n)*time.Second, 0)
 	}
 	if at, err := http.ParseTime(h); err == nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -71,6 +72,19 @@ func TestCheck(t *testing.T) {
 				w.WriteHeader(http.StatusServiceUnavailable)
 			}
 		}, outcome{Status: "loading", Loading: true, RetryAfter: 40 * time.Second}},
+		{"503 with a Retry-After too large for a Duration is loading as long as it can be", func(*health.ManualClock) http.HandlerFunc {
+			return func(w http.ResponseWriter, r *http.Request) {
+				// 18446744074 s is 2^64 ns and 0.29 s: multiplied in an int64 it wraps to 0.29 s.
+				w.Header().Set("Retry-After", "18446744074")
+				w.WriteHeader(http.StatusServiceUnavailable)
+			}
+		}, outcome{Status: "loading", Loading: true, RetryAfter: math.MaxInt64}},
+		{"503 with a negative Retry-After is loading without one", func(*health.ManualClock) http.HandlerFunc {
+			return func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Retry-After", "-5")
+				w.WriteHeader(http.StatusServiceUnavailable)
+			}
+		}, outcome{Status: "loading", Loading: true}},
 		{"SAIF's 200 status loading is loading", func(*health.ManualClock) http.HandlerFunc {
 			return func(w http.ResponseWriter, r *http.Request) {
 				fmt.Fprint(w, `{"status": "loading", "model": "rev_eng"}`)

@@ -255,21 +255,30 @@ func (t *Tracker) Loading(tg *core.Target) (loading bool, until time.Time) {
 	return false, time.Time{}
 }
 
-// Start tells the tracker that an attempt on tg begins. When tg's cooldown has ended and nothing
-// has confirmed it since, this attempt becomes the probe and others see tg unavailable until the
-// probe's Report. Start does not say whether it made a probe: the first Report after it, from any
-// attempt, is taken as the probe's outcome, because any outcome after the cooldown says as much
-// about the target as the probe's own.
-func (t *Tracker) Start(tg *core.Target) {
+// Start tells the tracker that an attempt on tg begins, and reports whether tg is available for
+// it, as Available would say now: not while it cools down, while another attempt's probe is in
+// flight, or while active checks find it unavailable. When tg's cooldown has ended and nothing has
+// confirmed it since, Start makes this attempt the probe, in the same step as it finds tg
+// available, so that of several attempts that planned on tg while it was free exactly one
+// probes; the others get false. A caller that goes ahead on false (fail open) is not the probe.
+// Start does not say whether it made a probe: the first Report after it, from any attempt, is
+// taken as the probe's outcome, because any outcome after the cooldown says as much about the
+// target as the probe's own.
+func (t *Tracker) Start(tg *core.Target) (ok bool) {
 	s := t.state(tg)
 	if s == nil || !s.marked.Load() {
-		return
+		return true
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.benched && !s.probing && !t.clock.Now().Before(s.until) {
+	switch {
+	case s.benched && (s.probing || t.clock.Now().Before(s.until)), s.unavailable:
+		// Not available: a caller that skips tg on false must leave no probe behind it.
+		return false
+	case s.benched:
 		s.probing = true
 	}
+	return true
 }
 
 // counted reports whether a failure of class c says the target itself is unwell.

@@ -170,7 +170,10 @@ func (s *Server) run(ctx context.Context, rs *routeState, req *core.Request, st 
 		attempts []errmap.Attempt
 		classes  []core.Class
 		reserved bool
-		passed   []*core.Target // managed targets passed by cold, started once the request moves on
+		// recovering: every candidate is one health set aside, already ordered soonest to
+		// recover first (fail open, or the reserve); no policy may reorder them.
+		recovering = len(p.res.FailedOpen) > 0
+		passed     []*core.Target // managed targets passed by cold, started once the request moves on
 	)
 	for {
 		if len(cands) == 0 {
@@ -178,12 +181,12 @@ func (s *Server) run(ctx context.Context, rs *routeState, req *core.Request, st 
 				break
 			}
 			// Everything eligible was guarded shut: try the targets health held back.
-			reserved = true
+			reserved, recovering = true, true
 			s.failedOpen.Add(1)
 			cands = append(cands, p.reserve...)
 		}
 		t := cands[0]
-		if len(cands) > 1 {
+		if len(cands) > 1 && !recovering {
 			t = rs.sel.Pick(req, cands)
 		}
 		cands = remove(cands, t)
@@ -191,7 +194,15 @@ func (s *Server) run(ctx context.Context, rs *routeState, req *core.Request, st 
 			continue
 		}
 		res.chain = append(res.chain, t.Name)
-		a := s.attemptOn(ctx, rs, req, t, cands, classes, p.overflowDrops)
+		a := s.attemptOn(ctx, rs, req, t, cands, classes, p.overflowDrops, !recovering)
+		if a.held {
+			// Health set t aside since the plan (another request's probe took it, or it was
+			// benched): as if the plan had, it waits with the reserve.
+			res.chain = res.chain[:len(res.chain)-1]
+			p.reserve = append(p.reserve, t)
+			sortByRecovery(p.reserve, s.health.Available)
+			continue
+		}
 		if a.err == nil {
 			res.resp, res.first, res.done, res.target, res.flight = a.resp, a.first, a.done, t, a.end
 			if passed != nil {
@@ -279,15 +290,19 @@ type attemptResult struct {
 	err   error
 	// warm: a managed target passed by cold, whose process run starts once the request moves on.
 	warm bool
+	// held: health found the target not available when the attempt claimed it (see
+	// health.Tracker.Start); nothing was sent.
+	held bool
 }
 
 // attempt asks one target, retrying it with backoff for retryable failures. Every retry happens
-// before the first byte reaches the client.
-func (s *Server) attempt(ctx context.Context, t *core.Target, req *core.Request) attemptResult {
+// before the first byte reaches the client. With claim, the first try is held (nothing sent) when
+// health no longer has t available; retries are never held.
+func (s *Server) attempt(ctx context.Context, t *core.Target, req *core.Request, claim bool) attemptResult {
 	var bo *backoff.ExponentialBackOff
 	for try := 0; ; try++ {
-		a := s.once(ctx, t, req)
-		if a.err == nil {
+		a := s.once(ctx, t, req, claim && try == 0)
+		if a.err == nil || a.held {
 			return a
 		}
 		if !a.dec.Retry || try >= t.MaxRetries || ctx.Err() != nil {
@@ -316,9 +331,13 @@ func (s *Server) attempt(ctx context.Context, t *core.Target, req *core.Request)
 }
 
 // once is a single attempt. A stream's first event is read here, so that a stream that fails
-// before producing anything can still fall through.
-func (s *Server) once(ctx context.Context, t *core.Target, req *core.Request) attemptResult {
-	s.health.Start(t)
+// before producing anything can still fall through. With claim, an attempt health does not have
+// t available for is held instead: eligibility was planned earlier, and since then another
+// request may have taken the probe after t's cooldown.
+func (s *Server) once(ctx context.Context, t *core.Target, req *core.Request, claim bool) attemptResult {
+	if !s.health.Start(t) && claim {
+		return attemptResult{held: true}
+	}
 	t.Stats.Begin()
 	end := inflight{stats: t.Stats}
 	began := s.clock.Now()

@@ -106,7 +106,12 @@ func (s *Server) handleExplain(w http.ResponseWriter, r *http.Request) {
 	for _, d := range p.res.Drops {
 		x.Drops = append(x.Drops, explainDrop{Target: d.Target, Filter: d.Filter, Reason: d.Reason})
 	}
-	for _, t := range selector.Order(rs.sel, req, p.res.Kept) {
+	order := p.res.Kept
+	if len(p.res.FailedOpen) == 0 {
+		// After a fail open Kept is already soonest to recover first, as run tries it.
+		order = selector.Order(rs.sel, req, p.res.Kept)
+	}
+	for _, t := range order {
 		x.Order = append(x.Order, t.Name)
 	}
 	for _, t := range p.reserve {

@@ -122,10 +122,14 @@ func (s *Server) managed(t *core.Target) bool {
 // x-hayula-chain names the target passed by, and run starts the process in the background once the
 // request holds what serves it (warmPassed): started at once, it could evict, to make room, the
 // very member the request was moving on to.
+//
+// claim is attempt's: the first try is held when health no longer has t available. For a
+// managed target that is asked once the process runs, so that a probe is never claimed by an
+// attempt that a cold start then ends without a report.
 func (s *Server) attemptOn(ctx context.Context, rs *routeState, req *core.Request, t *core.Target,
-	rest []*core.Target, failures []core.Class, overflowDrops int) attemptResult {
+	rest []*core.Target, failures []core.Class, overflowDrops int, claim bool) attemptResult {
 	if !s.managed(t) {
-		return s.attempt(ctx, t, req)
+		return s.attempt(ctx, t, req, claim)
 	}
 	m := s.procs.m
 	if st := m.State(t.Name); st != lifecycle.StateReady && s.canServeNow(rs, req, rest, failures, overflowDrops) {
@@ -153,7 +157,7 @@ func (s *Server) attemptOn(ctx context.Context, rs *routeState, req *core.Reques
 	}
 	live := *t
 	live.URL = url
-	a := s.attempt(ctx, &live, req)
+	a := s.attempt(ctx, &live, req, claim)
 	if a.end.stats == nil {
 		release()
 		return a
