@@ -64,6 +64,12 @@ func (a *openaiOpenAI) body(ctx context.Context, resp *http.Response) (*Response
 	if !looksLikeObject(body) {
 		return nil, &core.ProtocolError{Target: a.t.Name, Err: &NotJSONError{Body: capBytes(body, maxErrorBody)}}
 	}
+	// So must an error object sent with a 200 (some proxies and servers do): the client's SDK
+	// would read it as a completion with no choices. Only a body with a raw "error" looks
+	// further: in a completion's strings those quotes would be escaped.
+	if msg, ok := errorEvent(nil, body); ok {
+		return nil, &core.ProtocolError{Target: a.t.Name, Err: &ErrorAnswerError{Message: msg}}
+	}
 	r := &responseFor(resp).Response
 	r.Body = body
 	r.owner = ownerOf(resp, r) // the body as read: nothing else of it is kept
@@ -88,6 +94,13 @@ func looksLikeObject(b []byte) bool {
 	b = bytes.TrimSpace(b)
 	return len(b) >= 2 && b[0] == '{' && b[len(b)-1] == '}'
 }
+
+// ErrorAnswerError is a 2xx non-streaming answer whose top-level "error" is not null.
+type ErrorAnswerError struct {
+	Message string // the upstream's
+}
+
+func (e *ErrorAnswerError) Error() string { return "a 2xx answer that is an error: " + e.Message }
 
 // NotJSONError is a 2xx non-streaming answer that is not JSON.
 type NotJSONError struct {

@@ -235,6 +235,40 @@ func TestChatNonStreamNotJSON(t *testing.T) {
 	}
 }
 
+// A 200 that carries an error object is a failure of the target, not a completion; a completion
+// with "error": null, or with the word in its content, is a completion.
+func TestChatNonStreamErrorIn200(t *testing.T) {
+	tests := []struct {
+		name, body string
+		wantErr    string // the upstream's message; "" for a completion
+	}{
+		{"error object", `{"error":{"message":"model overloaded","type":"server_error","code":null}}`, "model overloaded"},
+		{"error string", ` {"error":"upstream timed out"} `, "upstream timed out"},
+		{"error null beside choices", `{"id":"c","object":"chat.completion","error":null,"choices":[{"index":0,"message":{"role":"assistant","content":"ok"},"finish_reason":"stop"}]}`, ""},
+		{"the word in content", `{"id":"c","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"an \"error\": none"},"finish_reason":"stop"}]}`, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := serve(t, func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", "application/json")
+				_, _ = io.WriteString(w, tt.body)
+			})
+			tg := target(srv.URL)
+			resp, err := newSet(t, tg).Chat(context.Background(), tg, chatReq(false))
+			if tt.wantErr == "" {
+				if err != nil || string(resp.Body) != tt.body {
+					t.Fatalf("Chat = %v, want the completion passed through", err)
+				}
+				return
+			}
+			var ea *ErrorAnswerError
+			if !errors.As(err, &ea) || !errors.As(err, new(*core.ProtocolError)) || ea.Message != tt.wantErr {
+				t.Fatalf("Chat error = %v (%T), want *core.ProtocolError with *ErrorAnswerError %q", err, err, tt.wantErr)
+			}
+		})
+	}
+}
+
 func TestChatNonStreamBodyPassedThrough(t *testing.T) {
 	const body = `{"id":"chatcmpl-1","object":"chat.completion","model":"qwen2.5-7b","choices":[{"index":0,"message":{"role":"assistant","content":"hi"},"finish_reason":"stop"}],"vendor_extra":{"a":1}}`
 	srv := serve(t, func(w http.ResponseWriter, r *http.Request) {
