@@ -84,3 +84,33 @@ func TestUpstreamKeyEchoRedactedMidStream(t *testing.T) {
 		t.Errorf("the log holds the upstream key (or no stream line):\n%s", out)
 	}
 }
+
+// TestExplainHidesUpstreamAddress: /v1/route/explain, open to every client that may use the
+// route, says why a target failed its health checks by a cause, as an error answer does
+// (errmap's connCause), never by the check's error text, which names the upstream's address.
+func TestExplainHidesUpstreamAddress(t *testing.T) {
+	alive, dead := newFake(t, "alive"), newFake(t, "dead")
+	alive.set(withHealth("alive", healthOK))
+	deadURL := dead.url()
+	dead.srv.Close()
+	g := newGateway(t, target("dead", deadURL, "private")+target("alive", alive.url(), "private")+
+		"[routes.r]\ntargets = [\"dead\", \"alive\"]\n", nil)
+	for range 3 {
+		g.checkAll()
+	}
+	rep := g.post(t, "/v1/route/explain", `{"model":"r","messages":[{"role":"user","content":"hi"}]}`)
+	if rep.status != 200 {
+		t.Fatalf("explain: status %d: %s", rep.status, rep.body)
+	}
+	body := string(rep.body)
+	if !strings.Contains(body, "3 failed health checks") || !strings.Contains(body, `"filter": "cooldown"`) {
+		t.Fatalf("dead is not unavailable and dropped: the test would prove nothing:\n%s", body)
+	}
+	addr := strings.TrimPrefix(strings.TrimSuffix(deadURL, "/v1"), "http://")
+	if strings.Contains(body, addr) || strings.Contains(body, "/v1/models") {
+		t.Errorf("explain names the upstream's address %s or its health path:\n%s", addr, body)
+	}
+	if strings.Count(body, "(last: dead: health check: connection refused)") != 2 {
+		t.Errorf("health_detail and the drop's reason should each name the cause, connection refused:\n%s", body)
+	}
+}
