@@ -214,7 +214,7 @@ func (s *Server) run(ctx context.Context, rs *routeState, req *core.Request, st 
 			passed = append(passed, t)
 		}
 		attempts = append(attempts, errmap.Attempt{Target: t.Name, Decision: a.dec, Err: a.err})
-		s.logAttempt(ctx, rs.Name, t.Name, a)
+		s.logAttempt(ctx, rs.Name, t, a)
 		classes = append(classes, a.dec.Class)
 		if a.dec.Class == core.ClassClientGone || ctx.Err() != nil {
 			if passed != nil {
@@ -237,20 +237,42 @@ func (s *Server) run(ctx context.Context, rs *routeState, req *core.Request, st 
 		return res
 	}
 	ce := errmap.Restore(attempts)
+	for _, name := range res.chain {
+		if t, ok := s.cfg.Target(name); ok && t.APIKey != "" {
+			k := string(t.APIKey)
+			ce.Message, ce.Type = redactKey(ce.Message, k), redactKey(ce.Type, k)
+			ce.Code, ce.Param = redactKey(ce.Code, k), redactKey(ce.Param, k)
+		}
+	}
 	res.err = &ce
 	return res
+}
+
+// redactKey is s without the upstream key k. The client's error carries the upstream's own
+// message, and the log its whole error: an upstream that repeats the key it refused (quoting the
+// Authorization header, LiteLLM's "Received API Key = …") would otherwise hand the gateway's key
+// to every client and to the log (TestUpstreamKeyEchoRedacted).
+func redactKey(s, k string) string {
+	if k == "" || !strings.Contains(s, k) {
+		return s
+	}
+	return strings.ReplaceAll(s, k, "[redacted]")
 }
 
 // logAttempt writes a failed attempt's whole error to the log: the client reads only a cause
 // (errmap hides the upstream's address from it), and the operator needs the rest. A client that
 // went away is no fault of the target's, so only the debug log has it.
-func (s *Server) logAttempt(ctx context.Context, route, target string, a attemptResult) {
+func (s *Server) logAttempt(ctx context.Context, route string, t *core.Target, a attemptResult) {
 	level := slog.LevelWarn
 	if a.dec.Class == core.ClassClientGone {
 		level = slog.LevelDebug
 	}
-	s.log.Log(ctx, level, "attempt failed", "route", route, "target", target,
-		"class", a.dec.Class.String(), "status", a.dec.Status, "error", a.err)
+	var msg any = a.err
+	if t.APIKey != "" && a.err != nil {
+		msg = redactKey(a.err.Error(), string(t.APIKey))
+	}
+	s.log.Log(ctx, level, "attempt failed", "route", route, "target", t.Name,
+		"class", a.dec.Class.String(), "status", a.dec.Status, "error", msg)
 }
 
 func remove(ts []*core.Target, t *core.Target) []*core.Target {

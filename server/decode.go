@@ -280,7 +280,7 @@ func finishChat(r *http.Request, body []byte, w *wireView, req *core.Request) *a
 		return badRequest("max_tokens", "invalid_value", "max_tokens must not be negative")
 	}
 
-	if e := readOptions(r, w, req); e != nil {
+	if e := readOptions(r, body, w, req); e != nil {
 		return e
 	}
 	req.Body = body
@@ -296,7 +296,7 @@ func finishChat(r *http.Request, body []byte, w *wireView, req *core.Request) *a
 
 // readOptions applies the Hayula options. A request can make itself stricter, never looser:
 // x-fallback-on can only turn fallback off, x-hayula-privacy can only turn strictness on.
-func readOptions(r *http.Request, w *wireView, req *core.Request) *apiError {
+func readOptions(r *http.Request, body []byte, w *wireView, req *core.Request) *apiError {
 	fallback := headerValue(r.Header, hdrOptFallback)
 	if len(w.Fallback) > 0 && string(w.Fallback) != "null" {
 		var b bool
@@ -322,22 +322,54 @@ func readOptions(r *http.Request, w *wireView, req *core.Request) *apiError {
 		return badRequest(optFallback, "invalid_value", "x-fallback-on must be true or false")
 	}
 
-	// An absent body field is "", which asks for nothing, as an absent header does.
-	for _, p := range [...]string{headerValue(r.Header, hdrOptPrivacy), w.Privacy.V} {
-		switch strings.ToLower(strings.TrimSpace(p)) {
-		case "":
-		case "strict":
-			req.Strict = true
-		case "default", "none":
-			// Asking for the default never loosens a strict route or key.
-		default:
-			return badRequest(optPrivacy, "invalid_value", "x-hayula-privacy must be \"strict\" (or \"default\")")
+	// An absent body field is "", which asks for nothing, as an absent header does. Every value
+	// counts, not the one a decoder keeps: a header sent twice, or a body member sent twice
+	// (both decoders keep the last), is strict when any of them says so (TestPrivacyAnyStrictCounts).
+	for _, p := range r.Header[hdrOptPrivacy] {
+		if e := privacy(p, req); e != nil {
+			return e
+		}
+	}
+	if e := privacy(w.Privacy.V, req); e != nil {
+		return e
+	}
+	if w.options && !req.Strict {
+		// A Hayula option was in the body (a completions or embeddings body may have one): rare
+		// for chat, and stripOptions walks every other body anyway.
+		it := jsonx.Object(body, false)
+		for {
+			q, v, ok := it.Next()
+			if !ok {
+				break
+			}
+			var p string
+			if name, ok := jsonx.Unquote(q); !ok || !strings.EqualFold(name, optPrivacy) || json.Unmarshal(v, &p) != nil {
+				continue
+			}
+			if e := privacy(p, req); e != nil {
+				return e
+			}
 		}
 	}
 
 	req.RouteHint = strings.TrimSpace(headerValue(r.Header, hdrOptHint))
 	if h := strings.TrimSpace(w.Hint.V); h != "" {
 		req.RouteHint = h
+	}
+	return nil
+}
+
+// privacy applies one x-hayula-privacy value to req: "strict" makes it strict, the default asks
+// for nothing.
+func privacy(p string, req *core.Request) *apiError {
+	switch strings.ToLower(strings.TrimSpace(p)) {
+	case "":
+	case "strict":
+		req.Strict = true
+	case "default", "none":
+		// Asking for the default never loosens a strict route or key.
+	default:
+		return badRequest(optPrivacy, "invalid_value", "x-hayula-privacy must be \"strict\" (or \"default\")")
 	}
 	return nil
 }
@@ -433,8 +465,8 @@ func decodeOther(r *http.Request, body []byte, op core.Op) (*core.Request, *apiE
 	if w.MaxTokens != nil {
 		req.MaxTokens = max(*w.MaxTokens, 0)
 	}
-	opts := wireView{Fallback: w.Fallback, Hint: optOf(w.Hint), Privacy: optOf(w.Privacy)}
-	if e := readOptions(r, &opts, req); e != nil {
+	opts := wireView{Fallback: w.Fallback, Hint: optOf(w.Hint), Privacy: optOf(w.Privacy), options: true}
+	if e := readOptions(r, body, &opts, req); e != nil {
 		return nil, e
 	}
 	// Stripped by name, not after a check of the decoded fields: a key sent as null goes too.

@@ -90,3 +90,45 @@ func indexOf(fs []*fake, name string) int {
 	}
 	return -1
 }
+
+// TestPrivacyAnyStrictCounts: a request that says strict anywhere is strict. A header sent twice
+// (a client library's default beside the application's own), or a body member sent twice, where
+// both decoders keep the last value, once let a later "default" or null undo an earlier "strict"
+// and reach the public target.
+func TestPrivacyAnyStrictCounts(t *testing.T) {
+	pub := newFake(t, "pub")
+	g := newGateway(t, target("pub", pub.url(), "public")+"[routes.r]\ntargets = [\"pub\"]\n", nil)
+	const msgs = `"messages":[{"role":"user","content":"x"}]`
+	tests := []struct {
+		name, path, body string
+		headers          []string
+	}{
+		{"body strict then default", "/v1/chat/completions", `{"model":"r","x-hayula-privacy":"strict","x-hayula-privacy":"default",` + msgs + `}`, nil},
+		{"body strict then null", "/v1/chat/completions", `{"model":"r","x-hayula-privacy":"strict",` + msgs + `,"x-hayula-privacy":null}`, nil},
+		{"body strict then folded default", "/v1/chat/completions", `{"model":"r","x-hayula-privacy":"strict","X-Hayula-Privacy":"default",` + msgs + `}`, nil},
+		{"completions body strict then default", "/v1/completions", `{"model":"r","x-hayula-privacy":"strict","prompt":"x","x-hayula-privacy":"default"}`, nil},
+		{"header default then strict", "/v1/chat/completions", `{"model":"r",` + msgs + `}`, []string{"default", "strict"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			req, err := http.NewRequest(http.MethodPost, g.ts.URL+tc.path, strings.NewReader(tc.body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			req.Header.Set("Content-Type", "application/json")
+			for _, v := range tc.headers {
+				req.Header.Add("x-hayula-privacy", v)
+			}
+			before := pub.hits.Load()
+			resp, err := g.ts.Client().Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusServiceUnavailable || pub.hits.Load() != before {
+				t.Errorf("status %d, public target hit %d times: want 503 no_private_target and no hit",
+					resp.StatusCode, pub.hits.Load()-before)
+			}
+		})
+	}
+}

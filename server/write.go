@@ -252,8 +252,9 @@ func (s *Server) relay(ctx context.Context, w http.ResponseWriter, res result) {
 	}
 	// A cause, not the error's text, which may name the upstream's address (errmap.StreamMessage);
 	// the log below has the whole error.
-	msg := res.target.Name + ": " + errmap.StreamMessage(err)
-	s.log.Warn("stream broke off", "target", res.target.Name, "error", err)
+	key := string(res.target.APIKey)
+	msg := res.target.Name + ": " + redactKey(errmap.StreamMessage(err), key)
+	s.log.Warn("stream broke off", "target", res.target.Name, "error", redactKey(err.Error(), key))
 	body := errorBody(&apiError{Type: typeUpstream, Code: "stream_interrupted",
 		Message: "the upstream stream broke off: " + msg})
 	_ = writeEvent(w, body)
