@@ -159,6 +159,7 @@ type Target struct {
 type Stats struct {
 	inFlight atomic.Int64
 	latency  atomic.Int64 // smoothed latency in ns; 0 = never observed
+	observed atomic.Int64 // Unix ns of the last latency sample
 	degraded atomic.Bool
 }
 
@@ -172,18 +173,27 @@ func (s *Stats) End() { s.inFlight.Add(-1) }
 // InFlight is the number of requests now in flight.
 func (s *Stats) InFlight() int64 { return s.inFlight.Load() }
 
-// ObserveLatency folds d into the smoothed latency (EWMA, alpha 1/4).
-func (s *Stats) ObserveLatency(d time.Duration) {
+// LatencyStale is how long a latency estimate counts without a new sample. Older, it is as good
+// as none: the latency policy tries the target again (it would otherwise never re-measure a
+// target it measured once at its worst, a cold model load, say, and pass it over for good), and
+// the next sample replaces the estimate instead of being folded into it.
+const LatencyStale = 30 * time.Second
+
+// ObserveLatency folds d, measured at at, into the smoothed latency (EWMA, alpha 1/4); a stale
+// estimate (LatencyStale) is replaced by d.
+func (s *Stats) ObserveLatency(d time.Duration, at time.Time) {
+	now := at.UnixNano()
 	for {
 		old := s.latency.Load()
 		next := int64(d)
-		if old != 0 {
+		if old != 0 && now-s.observed.Load() < int64(LatencyStale) {
 			next = old + (int64(d)-old)/4
 		}
 		if next == 0 {
 			next = 1
 		}
 		if s.latency.CompareAndSwap(old, next) {
+			s.observed.Store(now)
 			return
 		}
 	}
@@ -191,6 +201,15 @@ func (s *Stats) ObserveLatency(d time.Duration) {
 
 // Latency is the smoothed latency; 0 when nothing was observed yet.
 func (s *Stats) Latency() time.Duration { return time.Duration(s.latency.Load()) }
+
+// LatencyAt is the smoothed latency as it counts at now: 0 when nothing was observed, or nothing
+// within LatencyStale.
+func (s *Stats) LatencyAt(now time.Time) time.Duration {
+	if now.UnixNano()-s.observed.Load() >= int64(LatencyStale) {
+		return 0
+	}
+	return time.Duration(s.latency.Load())
+}
 
 // SetDegraded records whether active health found the target slow. Health sets it; selectors
 // read it to prefer other candidates.

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"time"
 
 	"github.com/hayula/gateway/core"
 )
@@ -28,6 +29,9 @@ type Options struct {
 	// IntN returns a random int in [0, n); the weighted policy draws from it. nil means
 	// math/rand/v2.IntN. It must be safe for concurrent use.
 	IntN func(n int) int
+	// Now is the time the latency policy judges an estimate's age by (core.LatencyStale); the
+	// clock that timed the samples. nil means time.Now.
+	Now func() time.Time
 }
 
 // UnknownPolicyError is New's answer to a policy it does not know.
@@ -53,7 +57,11 @@ func New(p core.Policy, o Options) (Selector, error) {
 	case core.PolicyLeastBusy:
 		return leastBusy{}, nil
 	case core.PolicyLatency:
-		return latency{}, nil
+		now := o.Now
+		if now == nil {
+			now = time.Now
+		}
+		return latency{now: now}, nil
 	}
 	return nil, &UnknownPolicyError{Policy: p}
 }
@@ -170,28 +178,29 @@ func (leastBusy) Pick(_ *core.Request, cs []*core.Target) *core.Target {
 	return best
 }
 
-// latency picks the candidate with the lowest smoothed latency. A candidate never observed comes
-// first (earliest in the chain among them), because otherwise it would never be measured and
-// never chosen; ties go to chain order.
-type latency struct{}
+// latency picks the candidate with the lowest smoothed latency. A candidate never observed, or
+// not within core.LatencyStale, comes first (earliest in the chain among them), because otherwise
+// it would never be measured again and never chosen; ties go to chain order.
+type latency struct{ now func() time.Time }
 
-func (latency) Pick(_ *core.Request, cs []*core.Target) *core.Target {
+func (l latency) Pick(_ *core.Request, cs []*core.Target) *core.Target {
 	if len(cs) == 0 {
 		return nil
 	}
 	cs = preferred(cs)
+	now := l.now()
 	var best *core.Target
 	var bestL int64
 	for _, t := range cs {
 		if t.Stats == nil {
 			return t
 		}
-		l := int64(t.Stats.Latency())
-		if l == 0 {
+		lat := int64(t.Stats.LatencyAt(now))
+		if lat == 0 {
 			return t
 		}
-		if best == nil || l < bestL {
-			best, bestL = t, l
+		if best == nil || lat < bestL {
+			best, bestL = t, lat
 		}
 	}
 	return best

@@ -171,7 +171,7 @@ func TestLatency(t *testing.T) {
 			for i, l := range tc.latency {
 				tg := target("t"+string(rune('0'+i)), 1)
 				if l > 0 {
-					tg.Stats.ObserveLatency(l)
+					tg.Stats.ObserveLatency(l, time.Now())
 				}
 				cs = append(cs, tg)
 			}
@@ -183,6 +183,40 @@ func TestLatency(t *testing.T) {
 				t.Errorf("Order (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// A target measured once at its worst (a cold model load) is not passed over for good: its
+// estimate stops counting after core.LatencyStale, so the policy tries it again, and the new
+// sample replaces the old estimate instead of being folded into it.
+func TestLatencyStaleEstimate(t *testing.T) {
+	now := time.Unix(1_000_000, 0)
+	s := mustNew(t, core.PolicyLatency, selector.Options{Now: func() time.Time { return now }})
+	cold, warm := target("cold", 1), target("warm", 1)
+	cold.Stats.ObserveLatency(30*time.Second, now)
+	warm.Stats.ObserveLatency(200*time.Millisecond, now)
+	cs := []*core.Target{cold, warm}
+	for _, step := range []struct {
+		after time.Duration
+		want  string
+	}{{0, "warm"}, {core.LatencyStale - time.Second, "warm"}} {
+		now = time.Unix(1_000_000, 0).Add(step.after)
+		warm.Stats.ObserveLatency(200*time.Millisecond, now) // warm keeps serving
+		if got := s.Pick(&core.Request{}, cs); got.Name != step.want {
+			t.Fatalf("after %v: Pick = %s, want %s", step.after, got.Name, step.want)
+		}
+	}
+	now = time.Unix(1_000_000, 0).Add(core.LatencyStale)
+	warm.Stats.ObserveLatency(200*time.Millisecond, now)
+	if got := s.Pick(&core.Request{}, cs); got.Name != "cold" {
+		t.Fatalf("once cold's estimate is stale: Pick = %s, want cold, to measure it again", got.Name)
+	}
+	cold.Stats.ObserveLatency(100*time.Millisecond, now) // warm now, after its load
+	if got := cold.Stats.LatencyAt(now); got != 100*time.Millisecond {
+		t.Errorf("the stale estimate was folded into, not replaced: %v, want 100ms", got)
+	}
+	if got := s.Pick(&core.Request{}, cs); got.Name != "cold" {
+		t.Errorf("Pick = %s, want cold, now the faster", got.Name)
 	}
 }
 
@@ -230,7 +264,7 @@ func BenchmarkPick(b *testing.B) {
 		for range 5 - i {
 			cs[i].Stats.Begin()
 		}
-		cs[i].Stats.ObserveLatency(time.Duration(5-i) * time.Millisecond)
+		cs[i].Stats.ObserveLatency(time.Duration(5-i)*time.Millisecond, time.Now())
 	}
 	req := &core.Request{}
 	for _, p := range []core.Policy{core.PolicyOrdered, core.PolicyWeighted, core.PolicyLeastBusy, core.PolicyLatency} {
@@ -253,9 +287,10 @@ func TestDegradedPreference(t *testing.T) {
 		b.Stats.Begin()
 		c.Stats.Begin()
 		c.Stats.Begin()
-		a.Stats.ObserveLatency(time.Millisecond)
-		b.Stats.ObserveLatency(2 * time.Millisecond)
-		c.Stats.ObserveLatency(3 * time.Millisecond)
+		now := time.Now()
+		a.Stats.ObserveLatency(time.Millisecond, now)
+		b.Stats.ObserveLatency(2*time.Millisecond, now)
+		c.Stats.ObserveLatency(3*time.Millisecond, now)
 		cs := []*core.Target{a, b, c}
 		for _, tg := range cs {
 			for _, d := range deg {

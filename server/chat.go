@@ -384,7 +384,8 @@ func (s *Server) once(ctx context.Context, t *core.Target, req *core.Request, cl
 		s.health.Report(t, a.dec.Class, a.dec.RetryAfter)
 		return a
 	}
-	t.Stats.ObserveLatency(s.clock.Now().Sub(began))
+	done := s.clock.Now()
+	t.Stats.ObserveLatency(done.Sub(began), done)
 	s.health.Report(t, core.ClassNone, 0)
 	a.resp, a.end = resp, end
 	return a

@@ -175,7 +175,7 @@ func New(o Options) (*Server, error) {
 	s.names = map[string]string{config.RouteAuto: config.RouteAuto}
 	for _, r := range o.Config.Routes {
 		s.names[r.Name] = r.Name
-		sel, err := selector.New(r.Policy, selector.Options{})
+		sel, err := selector.New(r.Policy, selector.Options{Now: s.clock.Now})
 		if err != nil {
 			return nil, fmt.Errorf("route %s: %w", r.Name, err)
 		}
