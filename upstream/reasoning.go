@@ -3,6 +3,10 @@ package upstream
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
+	"io"
+	"maps"
+	"slices"
 	"strings"
 )
 
@@ -171,10 +175,16 @@ func splitThinkBody(body []byte) []byte {
 }
 
 // thinkStream rewrites an OpenAI chunk stream, one splitter per choice index. The finishing
-// chunk of a choice carries whatever its splitter still held.
+// chunk of a choice carries whatever its splitter still held. A stream that ends (or reaches its
+// usage chunk) with bytes still held, because the upstream sent no finishing chunk, gets a chunk
+// of its own for them first: they are the answer's last bytes (or whitespace, or the start of a
+// tag that never came), not to be lost.
 type thinkStream struct {
 	Stream
 	split map[int]*thinkSplitter
+	last  map[string]json.RawMessage // the latest chunk's members, the envelope of a closing chunk
+	next  []byte                     // a chunk to send after the closing one
+	end   error                      // the stream's end, once a closing chunk went out before it
 }
 
 func newThinkStream(s Stream) *thinkStream {
@@ -183,19 +193,79 @@ func newThinkStream(s Stream) *thinkStream {
 
 // Next skips the chunks the rewrite emptied (see rewrite).
 func (s *thinkStream) Next() ([]byte, error) {
+	if ev := s.next; ev != nil {
+		s.next = nil
+		return ev, nil
+	}
+	if s.end != nil {
+		return nil, s.end
+	}
 	for {
 		ev, err := s.Stream.Next()
+		if errors.Is(err, io.EOF) {
+			if c := s.closing(); c != nil {
+				s.end = err
+				return c, nil
+			}
+		}
 		if err != nil {
 			return nil, err
 		}
-		if out, keep := s.rewrite(ev); keep {
+		out, keep, choiceless := s.rewrite(ev)
+		if choiceless {
+			if c := s.closing(); c != nil {
+				s.next = out
+				return c, nil
+			}
+		}
+		if keep {
 			return out, nil
 		}
 	}
 }
 
-// Buffered passes the wrapped stream's answer on: a rewritten chunk is never held back.
+// closing is a chunk with what the splitters still hold, in the latest chunk's envelope; nil
+// when they hold nothing.
+func (s *thinkStream) closing() []byte {
+	var choices []map[string]json.RawMessage
+	for _, idx := range slices.Sorted(maps.Keys(s.split)) {
+		sp := s.split[idx]
+		if sp.held == "" {
+			continue
+		}
+		answer, reasoning := sp.flush()
+		delta := map[string]json.RawMessage{}
+		if answer != "" {
+			delta["content"] = mustJSON(answer)
+		}
+		if reasoning != "" {
+			delta["reasoning_content"] = mustJSON(reasoning)
+		}
+		if len(delta) == 0 {
+			continue
+		}
+		choices = append(choices, map[string]json.RawMessage{"index": mustJSON(idx), "delta": mustJSON(delta),
+			"finish_reason": json.RawMessage("null")})
+	}
+	if len(choices) == 0 {
+		return nil
+	}
+	top := map[string]json.RawMessage{"object": json.RawMessage(`"chat.completion.chunk"`)}
+	for k, v := range s.last {
+		if k != "choices" && k != "usage" {
+			top[k] = v
+		}
+	}
+	top["choices"] = mustJSON(choices)
+	return mustJSON(top)
+}
+
+// Buffered passes the wrapped stream's answer on: a rewritten chunk is never held back. A chunk
+// queued behind a closing one, or the end behind it, is buffered too.
 func (s *thinkStream) Buffered() bool {
+	if s.next != nil || s.end != nil {
+		return true
+	}
 	b, ok := s.Stream.(BufferedStream)
 	return ok && b.Buffered()
 }
@@ -205,15 +275,18 @@ func (s *thinkStream) Buffered() bool {
 // null members. Such a chunk held only a piece of a tag, or whitespace dropped around one; sent,
 // it is an empty delta:{} that tells a client nothing. A chunk that came in empty is the
 // upstream's and goes as it came.
-func (s *thinkStream) rewrite(ev []byte) (out []byte, keep bool) {
+//
+// choiceless reports a chunk with no choices (the usage chunk), before which a closing chunk goes.
+func (s *thinkStream) rewrite(ev []byte) (out []byte, keep, choiceless bool) {
 	var top map[string]json.RawMessage
 	if json.Unmarshal(ev, &top) != nil {
-		return ev, true
+		return ev, true, false
 	}
 	var choices []map[string]json.RawMessage
 	if json.Unmarshal(top["choices"], &choices) != nil || len(choices) == 0 {
-		return ev, true
+		return ev, true, len(choices) == 0
 	}
+	s.last = top
 	changed := false
 	for _, ch := range choices {
 		var idx int
@@ -255,13 +328,13 @@ func (s *thinkStream) rewrite(ev []byte) (out []byte, keep bool) {
 		changed = true
 	}
 	if !changed {
-		return ev, true
+		return ev, true, false
 	}
 	if emptied(top, choices) {
-		return nil, false
+		return nil, false, false
 	}
 	top["choices"] = mustJSON(choices)
-	return mustJSON(top), true
+	return mustJSON(top), true, false
 }
 
 // emptied reports a chunk with nothing left to say: each choice an index, an empty delta and null

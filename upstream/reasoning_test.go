@@ -2,6 +2,7 @@ package upstream
 
 import (
 	"encoding/json"
+	"errors"
 	"io"
 	"strings"
 	"testing"
@@ -157,6 +158,70 @@ func TestThinkStreamEveryBytePosition(t *testing.T) {
 		if got != want || events < 2 || events > 3 {
 			t.Fatalf("split at %d: got %+v in %d events, want %+v in 2 or 3", i, got, events, want)
 		}
+	}
+}
+
+// A stream that ends without a finishing chunk, at its end or before its usage chunk, still gets
+// the bytes its splitter held (a tail that might have begun a tag), in a chunk of their own
+// with the stream's envelope, and the usage chunk after it.
+func TestThinkStreamHeldBytesWithoutFinish(t *testing.T) {
+	chunk := func(s string) string {
+		b, _ := json.Marshal(s)
+		return `{"id":"c1","object":"chat.completion.chunk","created":1,"model":"r1","choices":[{"index":0,"delta":{"content":` +
+			string(b) + `},"finish_reason":null}]}`
+	}
+	const usage = `{"id":"c1","object":"chat.completion.chunk","created":1,"model":"r1","choices":[],"usage":{"total_tokens":9}}`
+	for _, tt := range []struct {
+		name string
+		evs  []string
+		want thinkResult
+		last string // the last event's choices, or usage
+	}{
+		{"ends inside the think block", []string{chunk("<think>still thinking </th")}, thinkResult{"", "still thinking </th"}, "choices"},
+		{"a whole answer that might have begun a tag", []string{chunk("<thi")}, thinkResult{"<thi", ""}, "choices"},
+		{"usage after the held bytes", []string{chunk("<think>w </thi"), usage}, thinkResult{"", "w </thi"}, "usage"},
+		{"nothing held: no extra chunk", []string{chunk("<think>w</think>done"), usage}, thinkResult{"done", "w"}, "usage"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			ts := newThinkStream(&listStream{evs: tt.evs})
+			var got thinkResult
+			var last []byte
+			for {
+				ev, err := ts.Next()
+				if err != nil {
+					if !errors.Is(err, io.EOF) {
+						t.Fatal(err)
+					}
+					break
+				}
+				last = ev
+				var c struct {
+					ID      string `json:"id"`
+					Choices []struct {
+						Delta struct {
+							Content   string `json:"content"`
+							Reasoning string `json:"reasoning_content"`
+						} `json:"delta"`
+					} `json:"choices"`
+				}
+				if err := json.Unmarshal(ev, &c); err != nil || c.ID != "c1" {
+					t.Fatalf("event %s: %v, want JSON with the stream's id", ev, err)
+				}
+				for _, ch := range c.Choices {
+					got.Content += ch.Delta.Content
+					got.Reasoning += ch.Delta.Reasoning
+				}
+			}
+			if got != tt.want {
+				t.Errorf("got %+v, want %+v", got, tt.want)
+			}
+			if isUsage := strings.Contains(string(last), `"usage"`); isUsage != (tt.last == "usage") {
+				t.Errorf("last event %s, want the %s", last, tt.last)
+			}
+			if _, err := ts.Next(); !errors.Is(err, io.EOF) {
+				t.Errorf("after the end: %v, want io.EOF again", err)
+			}
+		})
 	}
 }
 
