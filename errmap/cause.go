@@ -27,6 +27,10 @@ func connCause(err error) string {
 	return "connection failed"
 }
 
+// Cause is connCause for other packages: what a client may read of why an upstream could not be
+// reached (server words a failed health check with it).
+func Cause(err error) string { return connCause(err) }
+
 // netCause is connCause for the errors it recognises; ok is false for anything else.
 func netCause(err error) (cause string, ok bool) {
 	if err == nil {

@@ -2,6 +2,7 @@ package health_test
 
 import (
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -242,7 +243,7 @@ func TestSnapshotShowsChecks(t *testing.T) {
 	clk.Advance(time.Minute)
 	tr.ReportCheck(tg, health.CheckResult{Err: errors.New("status 500"), Latency: time.Millisecond})
 	want := health.State{Degraded: true, CheckFailures: 1, LastCheck: t0.Add(time.Minute),
-		CheckLatency: time.Millisecond, CheckError: "status 500", Status: "degraded"}
+		CheckLatency: time.Millisecond, CheckError: "status 500", CheckCause: "status 500", Status: "degraded"}
 	if diff := cmp.Diff(want, tr.Snapshot(tg)); diff != "" {
 		t.Fatalf("Snapshot (-want +got):\n%s", diff)
 	}
@@ -273,5 +274,21 @@ func TestOnChange(t *testing.T) {
 		{"a", "probing", "degraded"}, {"a", "degraded", "loading"}}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Fatalf("changes (-want +got):\n%s", diff)
+	}
+}
+
+// Policy.Describe words a failed check for clients, in Why and State.CheckCause; CheckError keeps
+// the error's own text for logs.
+func TestDescribeWordsFailedChecks(t *testing.T) {
+	tr := health.NewTracker(1, health.NewManualClock(t0), health.Policy{CheckFailures: 1,
+		Describe: func(error) string { return "described" }})
+	tg := &core.Target{Name: "t", HealthInterval: time.Minute, Stats: &core.Stats{}}
+	tr.ReportCheck(tg, health.CheckResult{Err: &health.CheckError{Target: "t", Err: errors.New("dial tcp 10.0.0.7:8080: refused")}})
+	st := tr.Snapshot(tg)
+	if st.CheckCause != "described" || !strings.Contains(st.CheckError, "10.0.0.7") {
+		t.Errorf("CheckCause %q, CheckError %q: want the described cause and the whole text", st.CheckCause, st.CheckError)
+	}
+	if why := tr.Why(tg); !strings.HasSuffix(why, "(last: described)") {
+		t.Errorf("Why = %q, want the described cause", why)
 	}
 }

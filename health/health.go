@@ -40,6 +40,10 @@ type Policy struct {
 	// tracker's locks, so that logs show every transition. Changes that only the passing of time
 	// makes (a cooldown ending) are not reported.
 	OnChange func(t *core.Target, from, to string)
+	// Describe words a failed check's error for Why and State.CheckCause, which clients read
+	// (explain's drops and health detail, a 503's message): the error's text names the upstream's
+	// URL and address, which the owner words as a cause from the error's type. nil keeps the text.
+	Describe func(error) string
 }
 
 // DefaultLoadingRetry is Policy.LoadingRetry's default, and the Retry-After the gateway suggests
@@ -71,6 +75,9 @@ func (p Policy) withDefaults() Policy {
 	}
 	if p.LoadingRetry <= 0 {
 		p.LoadingRetry = DefaultLoadingRetry
+	}
+	if p.Describe == nil {
+		p.Describe = func(err error) string { return err.Error() }
 	}
 	return p
 }
@@ -113,10 +120,12 @@ type State struct {
 	Loading      bool
 	LoadingUntil time.Time
 	// LastCheck is when the last active check ended (zero when none has); CheckLatency is how long
-	// it took and CheckError why it failed ("" when it did not).
+	// it took and CheckError why it failed ("" when it did not), as the error says (for logs);
+	// CheckCause is the same as Policy.Describe words it, for clients.
 	LastCheck    time.Time
 	CheckLatency time.Duration
 	CheckError   string
+	CheckCause   string
 	// Status is, first that applies: loading, cooling, probing, unavailable, degraded, healthy
 	// (healthy includes Unconfirmed). See the Status constants.
 	Status string
@@ -157,6 +166,7 @@ type targetState struct {
 	lastCheck     time.Time
 	checkLatency  time.Duration
 	checkErr      string
+	checkCause    string
 }
 
 // NewTracker returns a tracker for targets targets, indexed by core.Target.Index.
@@ -234,8 +244,8 @@ func (t *Tracker) Why(tg *core.Target) string {
 		return ""
 	}
 	why := "unavailable: " + strconv.Itoa(s.checkFailures) + " failed health checks in a row"
-	if s.checkErr != "" {
-		why += " (last: " + s.checkErr + ")"
+	if s.checkCause != "" {
+		why += " (last: " + s.checkCause + ")"
 	}
 	return why
 }
@@ -391,10 +401,10 @@ func (t *Tracker) ReportCheck(tg *core.Target, r CheckResult) {
 	s.mu.Lock()
 	now := t.clock.Now()
 	before := t.statusLocked(s, now)
-	s.lastCheck, s.checkLatency, s.checkErr = now, r.Latency, ""
+	s.lastCheck, s.checkLatency, s.checkErr, s.checkCause = now, r.Latency, "", ""
 	switch {
 	case r.Err != nil:
-		s.checkErr = r.Err.Error()
+		s.checkErr, s.checkCause = r.Err.Error(), t.policy.Describe(r.Err)
 		s.checkFailures++
 		s.loadingUntil = time.Time{}
 		if s.checkFailures >= t.policy.CheckFailures {
@@ -451,7 +461,7 @@ func (t *Tracker) Snapshot(tg *core.Target) State {
 	st := State{
 		Failures: s.failures, Cooldowns: s.cooldowns,
 		Unavailable: s.unavailable, CheckFailures: s.checkFailures, Degraded: s.degraded,
-		LastCheck: s.lastCheck, CheckLatency: s.checkLatency, CheckError: s.checkErr,
+		LastCheck: s.lastCheck, CheckLatency: s.checkLatency, CheckError: s.checkErr, CheckCause: s.checkCause,
 		Status: t.statusLocked(s, now),
 	}
 	if now.Before(s.loadingUntil) {

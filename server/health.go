@@ -1,12 +1,15 @@
 package server
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/hayula/gateway/core"
+	"github.com/hayula/gateway/errmap"
 	"github.com/hayula/gateway/filter"
 	"github.com/hayula/gateway/health"
 	"github.com/hayula/gateway/lifecycle"
@@ -122,7 +125,7 @@ func (s *Server) describeActive(d *explainTarget, t *core.Target, st health.Stat
 	case health.StatusLoading:
 		d.HealthDetail = "loading a model until " + st.LoadingUntil.UTC().Format(time.RFC3339)
 	case health.StatusUnavailable:
-		d.HealthDetail = fmt.Sprintf("%d failed health checks in a row (last: %s)", st.CheckFailures, checkCause(st.CheckError))
+		d.HealthDetail = fmt.Sprintf("%d failed health checks in a row (last: %s)", st.CheckFailures, st.CheckCause)
 	case health.StatusDegraded:
 		d.HealthDetail = fmt.Sprintf("last health check took %s, more than degraded_after %s",
 			st.CheckLatency, t.DegradedAfter)
@@ -138,58 +141,18 @@ func (s *Server) describeActive(d *explainTarget, t *core.Target, st health.Stat
 	}
 }
 
-// clientHealth is the tracker as the filters see it. A drop's reason reaches the client (explain's
-// drops, a 503's message), and the tracker's reason for an unavailable target ends with the last
-// check's error text: Why keeps its words but says that error's cause.
-type clientHealth struct{ *health.Tracker }
-
-func (h clientHealth) Why(t *core.Target) string {
-	const last = " (last: "
-	why := h.Tracker.Why(t)
-	i := strings.Index(why, last)
-	if i < 0 || !strings.HasSuffix(why, ")") {
-		return why
-	}
-	return why[:i] + last + checkCause(why[i+len(last):len(why)-1]) + ")"
-}
-
-// checkCause is what a client may read of a failed health check (health.CheckError's text, "NAME:
-// health check: …"): its status, or a short cause in errmap's words. The text of a check that got no answer names the
+// describeCheck words a failed health check for clients (health.Policy.Describe): its status, or
+// the cause of its error as errmap words a connection's, never the error's text, which names the
 // upstream's URL and address ("Get \"http://10.0.0.7:8080/v1/models\": dial tcp 10.0.0.7:8080:
-// connect: connection refused"), which the client is never shown (TestExplainHidesUpstreamAddress).
-// The tracker keeps only that text, so the cause is read from it; anything not recognised is "no
-// answer". The whole text is in the log ("health check failed", at debug).
-func checkCause(text string) string {
-	const sep = "health check: "
-	prefix := ""
-	if i := strings.Index(text, sep); i >= 0 {
-		prefix, text = text[:i+len(sep)], text[i+len(sep):]
+// connect: connection refused"; TestExplainHidesUpstreamAddress). The whole text stays in the log
+// ("health check failed", at debug).
+func describeCheck(err error) string {
+	ce, ok := errors.AsType[*health.CheckError](err)
+	switch {
+	case !ok:
+		return errmap.Cause(err)
+	case ce.Err == nil:
+		return ce.Target + ": health check: status " + strconv.Itoa(ce.Status)
 	}
-	if rest, ok := strings.CutPrefix(text, "status "); ok && len(rest) == 3 && strings.Trim(rest, "0123456789") == "" {
-		return prefix + text
-	}
-	return prefix + checkCauseOf(text)
-}
-
-func checkCauseOf(text string) string {
-	for _, c := range [...]struct{ in, cause string }{
-		{"connection refused", "connection refused"},
-		{"connection reset", "connection reset"},
-		{"no such host", "name not resolved"},
-		{"tls: ", "TLS handshake failed"},
-		{"x509: ", "TLS handshake failed"},
-		{"HTTP response to HTTPS client", "TLS handshake failed"},
-		{"no route to host", "host unreachable"},
-		{"host is down", "host unreachable"},
-		{"network is unreachable", "network unreachable"},
-		{"Timeout", "connection timed out"},
-		{"timeout", "connection timed out"},
-		{"deadline exceeded", "connection timed out"},
-		{"EOF", "connection closed before the answer"},
-	} {
-		if strings.Contains(text, c.in) {
-			return c.cause
-		}
-	}
-	return "no answer"
+	return ce.Target + ": health check: " + errmap.Cause(ce.Err)
 }
