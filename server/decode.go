@@ -31,12 +31,13 @@ const (
 // alsoModel it also drops the spellings of "model" other than "model" itself ("Model"): the
 // gateway read the model from one, and the upstream is sent the target's model as "model", so
 // such a member would reach it beside that one (TestModelSpellingsStripped). body is the
-// original when it has none.
-func stripOptions(body []byte, alsoModel bool) []byte {
+// original when it has none. privacy are the values of every x-hayula-privacy member met, in any
+// spelling: a decoder keeps only one of several, and readOptions counts them all.
+func stripOptions(body []byte, alsoModel bool) (out []byte, privacy []string) {
 	var found []string // the spellings met: nearly always none
 	it := jsonx.Object(body, false)
 	for {
-		q, _, ok := it.Next()
+		q, v, ok := it.Next()
 		if !ok {
 			break
 		}
@@ -52,11 +53,15 @@ func stripOptions(body []byte, alsoModel bool) []byte {
 			continue
 		}
 		found = append(found, s)
+		var p string
+		if strings.EqualFold(s, optPrivacy) && json.Unmarshal(v, &p) == nil {
+			privacy = append(privacy, p)
+		}
 	}
 	if len(found) == 0 {
-		return body
+		return body, privacy
 	}
-	return jsonx.Delete(body, found...)
+	return jsonx.Delete(body, found...), privacy
 }
 
 // isOption reports whether encoding/json would read the member name as a Hayula option.
@@ -280,23 +285,22 @@ func finishChat(r *http.Request, body []byte, w *wireView, req *core.Request) *a
 		return badRequest("max_tokens", "invalid_value", "max_tokens must not be negative")
 	}
 
-	if e := readOptions(r, body, w, req); e != nil {
-		return e
-	}
 	req.Body = body
+	var privacy []string
 	if w.options || w.models != 1 {
 		// Not one plain "model": encoding/json decoded the body, and may have read the model
 		// from another spelling of it.
-		req.Body = stripOptions(body, w.models != 1)
+		req.Body, privacy = stripOptions(body, w.models != 1)
 	} else {
 		req.ModelAt = w.modelAt
 	}
-	return nil
+	return readOptions(r, w, privacy, req)
 }
 
 // readOptions applies the Hayula options. A request can make itself stricter, never looser:
 // x-fallback-on can only turn fallback off, x-hayula-privacy can only turn strictness on.
-func readOptions(r *http.Request, body []byte, w *wireView, req *core.Request) *apiError {
+// privacy are the body's x-hayula-privacy values beside the one w holds (stripOptions).
+func readOptions(r *http.Request, w *wireView, privacy []string, req *core.Request) *apiError {
 	fallback := headerValue(r.Header, hdrOptFallback)
 	if len(w.Fallback) > 0 && string(w.Fallback) != "null" {
 		var b bool
@@ -325,28 +329,9 @@ func readOptions(r *http.Request, body []byte, w *wireView, req *core.Request) *
 	// An absent body field is "", which asks for nothing, as an absent header does. Every value
 	// counts, not the one a decoder keeps: a header sent twice, or a body member sent twice
 	// (both decoders keep the last), is strict when any of them says so (TestPrivacyAnyStrictCounts).
-	for _, p := range r.Header[hdrOptPrivacy] {
-		if e := privacy(p, req); e != nil {
-			return e
-		}
-	}
-	if e := privacy(w.Privacy.V, req); e != nil {
-		return e
-	}
-	if w.options && !req.Strict {
-		// A Hayula option was in the body (a completions or embeddings body may have one): rare
-		// for chat, and stripOptions walks every other body anyway.
-		it := jsonx.Object(body, false)
-		for {
-			q, v, ok := it.Next()
-			if !ok {
-				break
-			}
-			var p string
-			if name, ok := jsonx.Unquote(q); !ok || !strings.EqualFold(name, optPrivacy) || json.Unmarshal(v, &p) != nil {
-				continue
-			}
-			if e := privacy(p, req); e != nil {
+	for _, vs := range [...][]string{r.Header[hdrOptPrivacy], {w.Privacy.V}, privacy} {
+		for _, p := range vs {
+			if e := applyPrivacy(p, req); e != nil {
 				return e
 			}
 		}
@@ -359,9 +344,9 @@ func readOptions(r *http.Request, body []byte, w *wireView, req *core.Request) *
 	return nil
 }
 
-// privacy applies one x-hayula-privacy value to req: "strict" makes it strict, the default asks
-// for nothing.
-func privacy(p string, req *core.Request) *apiError {
+// applyPrivacy applies one x-hayula-privacy value to req: "strict" makes it strict, the default
+// asks for nothing.
+func applyPrivacy(p string, req *core.Request) *apiError {
 	switch strings.ToLower(strings.TrimSpace(p)) {
 	case "":
 	case "strict":
@@ -465,12 +450,13 @@ func decodeOther(r *http.Request, body []byte, op core.Op) (*core.Request, *apiE
 	if w.MaxTokens != nil {
 		req.MaxTokens = max(*w.MaxTokens, 0)
 	}
-	opts := wireView{Fallback: w.Fallback, Hint: optOf(w.Hint), Privacy: optOf(w.Privacy), options: true}
-	if e := readOptions(r, body, &opts, req); e != nil {
+	// Stripped by name, not after a check of the decoded fields: a key sent as null goes too.
+	var privacy []string
+	req.Body, privacy = stripOptions(body, true) // encoding/json read the model, in whatever spelling
+	opts := wireView{Fallback: w.Fallback, Hint: optOf(w.Hint), Privacy: optOf(w.Privacy)}
+	if e := readOptions(r, &opts, privacy, req); e != nil {
 		return nil, e
 	}
-	// Stripped by name, not after a check of the decoded fields: a key sent as null goes too.
-	req.Body = stripOptions(body, true) // encoding/json read the model, in whatever spelling
 	return req, nil
 }
 
