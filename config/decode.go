@@ -57,6 +57,7 @@ type targetTOML struct {
 	Model         *string   `toml:"model"`
 	Class         *string   `toml:"class"`
 	ContextWindow int       `toml:"context_window"`
+	WindowMax     *bool     `toml:"window_counts_max_tokens"`
 	Tools         *bool     `toml:"tools"`
 	Vision        *bool     `toml:"vision"`
 	Timeout       *string   `toml:"timeout"`
@@ -491,6 +492,13 @@ func (c *compiler) target(index int, name string, raw targetTOML) *core.Target {
 	t.ContextWindow = raw.ContextWindow
 	if t.ContextWindow < 0 {
 		c.errorf(at("context_window"), "must not be negative (0 means unknown)")
+	}
+	// Only the OpenAI API (and the servers that follow it here, vLLM, SGLang) refuses a request
+	// whose prompt plus max_tokens overflows the window; Ollama shifts the context or stops early,
+	// and SAIF's protocol does not say.
+	t.WindowCountsMaxTokens = t.Adapter == core.AdapterOpenAI
+	if raw.WindowMax != nil {
+		t.WindowCountsMaxTokens = *raw.WindowMax
 	}
 	if raw.Tools != nil {
 		t.Tools = *raw.Tools

@@ -44,7 +44,7 @@ func TestParseDefaults(t *testing.T) {
 	}
 	a := &core.Target{Name: "a", Index: 0, Adapter: core.AdapterOpenAI, URL: "http://127.0.0.1:1/v1",
 		Model: "a", Privacy: core.Private, Tools: true, Vision: true, Timeout: 120 * time.Second, IdleTimeout: 120 * time.Second, Weight: 1,
-		HealthURL: "http://127.0.0.1:1/v1/models", HealthInterval: 30 * time.Second,
+		WindowCountsMaxTokens: true, HealthURL: "http://127.0.0.1:1/v1/models", HealthInterval: 30 * time.Second,
 		HealthTimeout: 5 * time.Second, DegradedAfter: 10 * time.Second}
 	want := &Config{
 		Source:       "min.toml",
@@ -67,6 +67,44 @@ func TestParseDefaults(t *testing.T) {
 	}
 	if !cfg.Open() {
 		t.Error("Open() = false with no keys")
+	}
+}
+
+// TestWindowCountsMaxTokens: by default only an openai target counts max_tokens against its
+// context window (the OpenAI API refuses such a request; Ollama makes room itself, and SAIF's
+// protocol does not say); the key overrides it either way.
+func TestWindowCountsMaxTokens(t *testing.T) {
+	cfg, err := Parse([]byte(`
+[targets.oa]
+adapter = "openai"
+url = "http://127.0.0.1:1/v1"
+[targets.ol]
+adapter = "ollama"
+url = "http://127.0.0.1:2"
+[targets.sa]
+adapter = "saif"
+url = "http://127.0.0.1:3"
+[targets.oa-off]
+adapter = "openai"
+url = "http://127.0.0.1:4/v1"
+window_counts_max_tokens = false
+[targets.ol-on]
+adapter = "ollama"
+url = "http://127.0.0.1:5"
+window_counts_max_tokens = true
+[routes.r]
+targets = ["oa", "ol", "sa", "oa-off", "ol-on"]
+`), "w.toml", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]bool{}
+	for _, tg := range cfg.Targets {
+		got[tg.Name] = tg.WindowCountsMaxTokens
+	}
+	want := map[string]bool{"oa": true, "ol": false, "sa": false, "oa-off": false, "ol-on": true}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("WindowCountsMaxTokens (-want +got):\n%s", diff)
 	}
 }
 

@@ -123,6 +123,11 @@ type Target struct {
 	Privacy Privacy
 	// ContextWindow in tokens; 0 means unknown and never filtered on.
 	ContextWindow int
+	// WindowCountsMaxTokens: the upstream refuses a request whose prompt plus max_tokens exceeds
+	// ContextWindow (OpenAI, vLLM), so such a request is certain not to fit. When false (Ollama,
+	// which shifts its context or stops generating instead), only a prompt longer than the window
+	// is.
+	WindowCountsMaxTokens bool
 	// Tools and Vision are declared capabilities; false removes the target for such requests.
 	Tools, Vision bool
 	// Timeout bounds the wait for the response headers (the first byte); 0 means none.

@@ -58,8 +58,12 @@ func public(t *core.Target) { t.Privacy = core.Public }
 func vision(t *core.Target) { t.Vision = true }
 func tools(t *core.Target)  { t.Tools = true }
 func window(n int) func(*core.Target) {
-	return func(t *core.Target) { t.ContextWindow = n }
+	return func(t *core.Target) { t.ContextWindow, t.WindowCountsMaxTokens = n, true }
 }
+
+// shifts is a target whose upstream makes room for the answer itself (Ollama): max_tokens does
+// not count against its window.
+func shifts(t *core.Target) { t.WindowCountsMaxTokens = false }
 
 func TestFilters(t *testing.T) {
 	type keep struct {
@@ -88,6 +92,10 @@ func TestFilters(t *testing.T) {
 		{"context: window unknown", filter.Context{}, core.Request{PromptTokensMin: 1 << 20}, target("c"), keep{true, ""}},
 		{"context: prompt alone too big", filter.Context{}, core.Request{PromptTokensMin: 9000}, target("c", window(8192)),
 			keep{false, "needs at least 9000 tokens (prompt >= 9000, max_tokens 0) > context window 8192"}},
+		{"context: max_tokens not counted", filter.Context{}, core.Request{PromptTokensMin: 3000, MaxTokens: 8192},
+			target("c", window(4096), shifts), keep{true, ""}},
+		{"context: max_tokens not counted, prompt too big", filter.Context{}, core.Request{PromptTokensMin: 4097, MaxTokens: 8192},
+			target("c", window(4096), shifts), keep{false, "needs at least 4097 tokens (prompt >= 4097) > context window 4096"}},
 		{"cooldown: cooling", filter.Cooldown{Avail: avail{"h": t0}}, core.Request{}, target("h"), keep{false, "cooling down until 2025-03-01T12:00:00Z"}},
 		{"cooldown: until shown in UTC", filter.Cooldown{Avail: avail{"h": t0.In(time.FixedZone("X", 3600))}}, core.Request{}, target("h"),
 			keep{false, "cooling down until 2025-03-01T12:00:00Z"}},

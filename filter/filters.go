@@ -61,9 +61,11 @@ func (Tools) Keep(req *core.Request, t *core.Target) (bool, string) {
 }
 
 // Context drops a target only when the request certainly does not fit its context window:
-// req.PromptTokensMin (a lower bound, see PromptTokensMin) plus req.MaxTokens exceeds
-// t.ContextWindow. A target whose window is unknown (0) is kept. Anything less certain is left to
-// the upstream, whose overflow answer falls through to the next target.
+// req.PromptTokensMin (a lower bound, see PromptTokensMin) exceeds t.ContextWindow, or, for a
+// target whose upstream refuses a prompt that leaves too little room for the answer
+// (t.WindowCountsMaxTokens), the prompt plus req.MaxTokens does. A target whose window is unknown
+// (0) is kept. Anything less certain is left to the upstream, whose overflow answer falls through
+// to the next target.
 type Context struct{}
 
 // Name is "context".
@@ -71,7 +73,10 @@ func (Context) Name() string { return "context" }
 
 // Keep drops a target whose known context window is certainly too small.
 func (Context) Keep(req *core.Request, t *core.Target) (bool, string) {
-	need := req.PromptTokensMin + req.MaxTokens
+	need := req.PromptTokensMin
+	if t.WindowCountsMaxTokens {
+		need += req.MaxTokens
+	}
 	if t.ContextWindow > 0 && need > t.ContextWindow {
 		// Built in one buffer: drops are common on long prompts, and Run is on every request.
 		b := make([]byte, 0, 96)
@@ -79,8 +84,10 @@ func (Context) Keep(req *core.Request, t *core.Target) (bool, string) {
 		b = strconv.AppendInt(b, int64(need), 10)
 		b = append(b, " tokens (prompt >= "...)
 		b = strconv.AppendInt(b, int64(req.PromptTokensMin), 10)
-		b = append(b, ", max_tokens "...)
-		b = strconv.AppendInt(b, int64(req.MaxTokens), 10)
+		if t.WindowCountsMaxTokens {
+			b = append(b, ", max_tokens "...)
+			b = strconv.AppendInt(b, int64(req.MaxTokens), 10)
+		}
 		b = append(b, ") > context window "...)
 		b = strconv.AppendInt(b, int64(t.ContextWindow), 10)
 		return false, string(b)
