@@ -80,3 +80,25 @@ func TestAutoExplain(t *testing.T) {
 		}
 	}
 }
+
+// A key not allowed "auto" gets the answer for a model that does not exist, and one allowed it
+// may use whatever route auto picks, even one its allowlist does not name.
+func TestAutoKeyAllowlist(t *testing.T) {
+	var cfg string
+	for _, n := range []string{"saif", "deepseek-r1", "averroes-q"} {
+		cfg += target(n, newFake(t, n).url(), "private")
+		cfg += fmt.Sprintf("[routes.%s]\ntargets = [%q]\n\n", n, n)
+	}
+	cfg += "[auto]\n\n[[keys]]\nname = \"plain\"\nsha256 = \"" + sha256hex("hk-plain") + "\"\nroutes = [\"saif\"]\n" +
+		"\n[[keys]]\nname = \"auto\"\nsha256 = \"" + sha256hex("hk-auto") + "\"\nroutes = [\"auto\"]\n"
+	g := newGateway(t, cfg, nil)
+	const body = `{"model":"auto","messages":[{"role":"user","content":"Write a short poem about the sea."}]}`
+	rep := g.post(t, "/v1/chat/completions", body, "Authorization", "Bearer hk-plain")
+	if rep.status != 404 || rep.errorField(t, "code") != "model_not_found" {
+		t.Fatalf("a key not allowed auto: %d %s", rep.status, rep.body)
+	}
+	rep = g.post(t, "/v1/chat/completions", body, "Authorization", "Bearer hk-auto")
+	if rep.status != 200 || rep.header.Get("x-hayula-route") != "averroes-q" {
+		t.Fatalf("a key allowed auto: %d route %q %s", rep.status, rep.header.Get("x-hayula-route"), rep.body)
+	}
+}

@@ -16,7 +16,6 @@ type apiError = errmap.ClientError
 const (
 	typeInvalidRequest = "invalid_request_error"
 	typeAuthentication = "authentication_error"
-	typePermission     = "permission_error"
 	typeNotFound       = "not_found_error"
 	typeServer         = "server_error"
 	typeUpstream       = "upstream_error"

@@ -57,7 +57,7 @@ func TestBadInputs(t *testing.T) {
 		{"empty messages", `{"model":"saif","messages":[]}`, auth, 400, "missing_required_parameter", "messages"},
 		{"messages wrong type", `{"model":"saif","messages":"hi"}`, auth, 400, "invalid_type", "messages"},
 		{"unknown model", `{"model":"gpt-9","messages":[{"role":"user","content":"x"}]}`, auth, 404, "model_not_found", "model"},
-		{"route not allowed", `{"model":"cloud","messages":[{"role":"user","content":"x"}]}`, auth, 403, "model_not_allowed", "model"},
+		{"route not allowed", `{"model":"cloud","messages":[{"role":"user","content":"x"}]}`, auth, 404, "model_not_found", "model"},
 		{"no key", `{"model":"saif","messages":[{"role":"user","content":"x"}]}`, nil, 401, "invalid_api_key", nil},
 		{"bad key", `{"model":"saif","messages":[{"role":"user","content":"x"}]}`, []string{"Authorization", "Bearer nope"}, 401, "invalid_api_key", nil},
 		{"too large", `{"model":"saif","messages":[{"role":"user","content":"` + strings.Repeat("x", 4096) + `"}]}`, auth, 413, "request_too_large", nil},
@@ -81,6 +81,14 @@ func TestBadInputs(t *testing.T) {
 			}
 		})
 	}
+	t.Run("a route the key may not use is answered as one that does not exist", func(t *testing.T) {
+		// Byte for byte but for the name: a different answer would tell the key the route exists.
+		denied := g.post(t, "/v1/chat/completions", `{"model":"cloud","messages":[{"role":"user","content":"x"}]}`, auth...)
+		unknown := g.post(t, "/v1/chat/completions", `{"model":"clouq","messages":[{"role":"user","content":"x"}]}`, auth...)
+		if denied.status != unknown.status || strings.ReplaceAll(string(denied.body), "cloud", "clouq") != string(unknown.body) {
+			t.Fatalf("denied %d %s\nunknown %d %s", denied.status, denied.body, unknown.status, unknown.body)
+		}
+	})
 	t.Run("x-api-key works too", func(t *testing.T) {
 		if rep := g.chat(t, "saif", "x-api-key", laptopKey); rep.status != 200 {
 			t.Fatalf("status %d: %s", rep.status, rep.body)

@@ -35,8 +35,7 @@ func (s *Server) resolve(key *config.Key, req *core.Request) (*routeState, strin
 	name, intent := req.Model, ""
 	if name == config.RouteAuto && s.cfg.Auto != nil {
 		if key != nil && !key.Allows(name) {
-			return nil, "", &apiError{Status: http.StatusForbidden, Type: typePermission, Code: "model_not_allowed", Param: "model",
-				Message: "This API key may not use the model `auto`."}
+			return nil, "", modelNotFound(name)
 		}
 		// RouteMessages rather than Classify: the request path needs no Matched or Reason
 		// (explain builds those), and it reads the message texts where they lie instead of
@@ -58,15 +57,17 @@ func (s *Server) resolve(key *config.Key, req *core.Request) (*routeState, strin
 	}
 	rs, ok := s.routes[name]
 	if !ok || (key != nil && !key.Allows(name)) {
-		if ok {
-			return nil, "", &apiError{Status: http.StatusForbidden, Type: typePermission, Code: "model_not_allowed", Param: "model",
-				Message: fmt.Sprintf("This API key may not use the model `%s`.", req.Model)}
-		}
-		return nil, "", &apiError{Status: http.StatusNotFound, Type: typeInvalidRequest, Code: "model_not_found", Param: "model",
-			Message: fmt.Sprintf("The model `%s` does not exist or you do not have access to it.", req.Model)}
+		return nil, "", modelNotFound(req.Model)
 	}
 	s.applyStrict(rs, key, req)
 	return rs, intent, nil
+}
+
+// modelNotFound answers a model that does not exist and one the key may not use alike, as OpenAI
+// does and as /v1/models/{id} does here: a 403 would tell a key which routes exist.
+func modelNotFound(model string) *apiError {
+	return &apiError{Status: http.StatusNotFound, Type: typeInvalidRequest, Code: "model_not_found", Param: "model",
+		Message: fmt.Sprintf("The model `%s` does not exist or you do not have access to it.", model)}
 }
 
 func (s *Server) applyStrict(rs *routeState, key *config.Key, req *core.Request) {
