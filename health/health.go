@@ -205,30 +205,32 @@ func (t *Tracker) Available(tg *core.Target) (ok bool, until time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := t.clock.Now()
-	ok = true
-	if s.benched {
-		switch {
-		case now.Before(s.until):
-			ok, until = false, s.until
-		case s.probing:
-			ok = false
-		}
+	ok = s.availableLocked(now)
+	if s.benched && now.Before(s.until) {
+		until = s.until
 	}
-	if s.unavailable {
-		var next time.Time
-		if tg.HealthInterval > 0 {
-			if n := s.lastCheck.Add(tg.HealthInterval); n.After(now) {
-				next = n
-			}
-		}
-		switch {
-		case ok:
-			ok, until = false, next
-		case !until.IsZero() && next.After(until):
-			until = next
+	if s.unavailable && tg.HealthInterval > 0 {
+		// Failed checks keep it out until the next check may pass: the later of that and the
+		// cooldown's end (a probe out has no end to name).
+		switch n := s.lastCheck.Add(tg.HealthInterval); {
+		case !n.After(now):
+		case until.IsZero() && !s.benchBlocksLocked(now), !until.IsZero() && n.After(until):
+			until = n
 		}
 	}
 	return ok, until
+}
+
+// benchBlocksLocked reports whether a cooldown keeps the target out now: it has not ended, or it
+// has and its probe is out.
+func (s *targetState) benchBlocksLocked(now time.Time) bool {
+	return s.benched && (s.probing || now.Before(s.until))
+}
+
+// availableLocked is the one rule of availability that Available and Start share: neither a
+// cooldown (nor its probe) nor failed active checks keep the target out.
+func (s *targetState) availableLocked(now time.Time) bool {
+	return !s.benchBlocksLocked(now) && !s.unavailable
 }
 
 // Why says why tg is not available now when active checks are the reason, for the cooldown
@@ -281,11 +283,11 @@ func (t *Tracker) Start(tg *core.Target) (ok bool) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	switch {
-	case s.benched && (s.probing || t.clock.Now().Before(s.until)), s.unavailable:
+	if !s.availableLocked(t.clock.Now()) {
 		// Not available: a caller that skips tg on false must leave no probe behind it.
 		return false
-	case s.benched:
+	}
+	if s.benched {
 		s.probing = true
 	}
 	return true

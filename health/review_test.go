@@ -67,3 +67,42 @@ func TestStartUnavailableLeavesNoProbe(t *testing.T) {
 }
 
 var errCheck = &health.CheckError{Target: "a", Status: 500}
+
+// Available names when a target comes back: the later of its cooldown's end and the next check
+// that may pass when both keep it out, the next check when only checks do, and no time while a
+// probe is out (it is back when the probe reports, whenever that is).
+func TestAvailableUntil(t *testing.T) {
+	t0 := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	tg := &core.Target{Name: "a", Index: 0, HealthInterval: 10 * time.Second}
+	setup := func() (*health.ManualClock, *health.Tracker) {
+		clk := health.NewManualClock(t0)
+		return clk, health.NewTracker(1, clk, health.Policy{Failures: 1, Base: 30 * time.Second, CheckFailures: 1})
+	}
+	check := func(name string, tr *health.Tracker, want time.Time) {
+		t.Helper()
+		if ok, until := tr.Available(tg); ok || !until.Equal(want) {
+			t.Errorf("%s: Available = %v, %v; want false, %v", name, ok, until, want)
+		}
+	}
+
+	clk, tr := setup()
+	tr.ReportCheck(tg, health.CheckResult{Err: errCheck})
+	check("checks only", tr, t0.Add(10*time.Second))
+
+	clk, tr = setup()
+	tr.Report(tg, core.ClassServerError, 0)
+	tr.ReportCheck(tg, health.CheckResult{Err: errCheck})
+	check("cooldown and checks: the cooldown ends later", tr, t0.Add(30*time.Second))
+	clk.Advance(25 * time.Second)
+	tr.ReportCheck(tg, health.CheckResult{Err: errCheck})
+	check("cooldown and checks: the next check is later", tr, t0.Add(35*time.Second))
+
+	clk, tr = setup()
+	tr.Report(tg, core.ClassServerError, 0)
+	clk.Advance(30 * time.Second)
+	if !tr.Start(tg) {
+		t.Fatal("no probe after the cooldown")
+	}
+	tr.ReportCheck(tg, health.CheckResult{Err: errCheck})
+	check("a probe out", tr, time.Time{})
+}
