@@ -186,7 +186,11 @@ func (a *openaiSAIF) answer(ctx context.Context, resp *http.Response, op core.Op
 	hy := &hayulaJSON{Specialist: m.Specialist, RoutedBy: m.RoutedBy, Confidence: m.Confidence}
 	id := m.ID
 	if id == "" {
-		id = "chatcmpl-" + a.newID()
+		prefix := "chatcmpl-" // as OpenAI names each kind, and as stream names its chunks
+		if op == core.OpCompletions {
+			prefix = "cmpl-"
+		}
+		id = prefix + a.newID()
 	}
 	created, usage, finish := a.now().Unix(), newUsage(m.Usage.PromptTokens, m.Usage.CompletionTokens), openAIFinish(m.FinishReason)
 	var b []byte
