@@ -9,6 +9,7 @@ import (
 	"github.com/hayula/gateway/config"
 	"github.com/hayula/gateway/core"
 	"github.com/hayula/gateway/filter"
+	"github.com/hayula/gateway/upstream"
 )
 
 // authenticate returns the caller's key; nil with no error when the gateway is open.
@@ -74,6 +75,25 @@ func (s *Server) applyStrict(rs *routeState, key *config.Key, req *core.Request)
 	if rs.Strict || (key != nil && key.Strict) {
 		req.Strict = true
 	}
+}
+
+// endpointFilter drops a target whose adapter does not serve the request's endpoint (Ollama for
+// /v1/completions, SAIF for /v1/embeddings): tried, its 404 stopped a request that does not fall
+// through on endpoint failures (x-fallback-on: false, or a route's fallback_on), though the route
+// had a target that serves it. It runs first and fails closed.
+type endpointFilter struct{}
+
+var _ filter.Filter = endpointFilter{}
+
+// Name is "endpoint".
+func (endpointFilter) Name() string { return "endpoint" }
+
+// Keep drops t when its adapter does not serve req.Op.
+func (endpointFilter) Keep(req *core.Request, t *core.Target) (bool, string) {
+	if upstream.Serves(t.Adapter, req.Op) {
+		return true, ""
+	}
+	return false, "the " + t.Adapter.String() + " adapter does not serve /v1" + req.Op.Path()
 }
 
 // plan is what eligibility left for one request: the same computation serves a real request and
@@ -155,7 +175,7 @@ func noTarget(rs *routeState, drops []filter.Drop) *apiError {
 		switch d.Filter {
 		case (filter.Privacy{}).Name():
 			private = true
-		case (filter.Vision{}).Name(), (filter.Tools{}).Name(), (filter.Context{}).Name():
+		case (filter.Vision{}).Name(), (filter.Tools{}).Name(), (filter.Context{}).Name(), (endpointFilter{}).Name():
 		default:
 			other = true
 		}
@@ -164,9 +184,14 @@ func noTarget(rs *routeState, drops []filter.Drop) *apiError {
 	case private:
 		return &apiError{Status: http.StatusServiceUnavailable, Type: typeUpstream, Code: "no_private_target",
 			Message: fmt.Sprintf("no private target could serve this strict request on route %q (%s)", rs.Name, b.String())}
+	case len(drops) > 0 && allFilter(drops, (endpointFilter{}).Name()):
+		// As the adapters answered when they were tried, and as OpenAI answers a model that does
+		// not serve the endpoint.
+		return &apiError{Status: http.StatusNotFound, Type: typeInvalidRequest, Code: "unsupported_endpoint",
+			Message: fmt.Sprintf("no target of route %q serves this endpoint: %s", rs.Name, b.String())}
 	case !other && len(drops) > 0:
 		code := "unsupported_request"
-		if allContext(drops) {
+		if allFilter(drops, (filter.Context{}).Name()) {
 			code = "context_length_exceeded"
 		}
 		return &apiError{Status: http.StatusBadRequest, Type: typeInvalidRequest, Code: code,
@@ -176,9 +201,9 @@ func noTarget(rs *routeState, drops []filter.Drop) *apiError {
 		Message: fmt.Sprintf("no target of route %q could serve this request (%s)", rs.Name, b.String())}
 }
 
-func allContext(drops []filter.Drop) bool {
+func allFilter(drops []filter.Drop, name string) bool {
 	for _, d := range drops {
-		if d.Filter != (filter.Context{}).Name() {
+		if d.Filter != name {
 			return false
 		}
 	}
