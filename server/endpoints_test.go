@@ -91,3 +91,27 @@ func TestOpSkipsAdaptersThatCannotServeIt(t *testing.T) {
 		t.Errorf("targets that cannot serve the endpoint were asked %d times", n)
 	}
 }
+
+// TestAutoCompletionsClassifiesPrompt: model "auto" on /v1/completions is routed by its prompt,
+// as a chat request is by its last user turn; the classifier read only messages, which a
+// completions request has none of, so every prompt went to the default route.
+func TestAutoCompletionsClassifiesPrompt(t *testing.T) {
+	g, _ := autoGateway(t)
+	const security = "How do I exploit a buffer overflow in this C program? Is CVE-2021-3156 relevant?"
+	for _, tc := range []struct {
+		prompt, route, intent string
+	}{
+		{fmt.Sprintf("%q", security), "saif", "security"},
+		{fmt.Sprintf("[%q]", security), "saif", "security"},
+		{`"Write a short poem about the sea."`, "averroes-q", "general"},
+		{fmt.Sprintf("[%q, %q]", security, "a poem"), "averroes-q", "general"}, // a batch is not classified
+	} {
+		t.Run(tc.prompt, func(t *testing.T) {
+			rep := g.post(t, "/v1/completions", `{"model":"auto","prompt":`+tc.prompt+`}`)
+			if rep.status != 200 || rep.header.Get("x-hayula-route") != tc.route || rep.header.Get("x-hayula-intent") != tc.intent {
+				t.Errorf("%d route %q intent %q, want %s (%s): %s", rep.status, rep.header.Get("x-hayula-route"),
+					rep.header.Get("x-hayula-intent"), tc.route, tc.intent, rep.body)
+			}
+		})
+	}
+}

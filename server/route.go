@@ -9,6 +9,7 @@ import (
 	"github.com/hayula/gateway/config"
 	"github.com/hayula/gateway/core"
 	"github.com/hayula/gateway/filter"
+	"github.com/hayula/gateway/internal/jsonx"
 	"github.com/hayula/gateway/upstream"
 )
 
@@ -41,7 +42,11 @@ func (s *Server) resolve(key *config.Key, req *core.Request) (*routeState, strin
 		// RouteMessages rather than Classify: the request path needs no Matched or Reason
 		// (explain builds those), and it reads the message texts where they lie instead of
 		// building two strings of them (Texts) per request.
-		route, intent := s.cfg.Auto.RouteMessages(req.Messages, req.RouteHint)
+		msgs := req.Messages
+		if req.Op == core.OpCompletions {
+			msgs = promptTurn(req.Body)
+		}
+		route, intent := s.cfg.Auto.RouteMessages(msgs, req.RouteHint)
 		if req.RouteHint == route {
 			if _, named := s.routes[route]; named {
 				req.RouteHint = "" // the hint named the route and is spent; it is no specialist
@@ -62,6 +67,34 @@ func (s *Server) resolve(key *config.Key, req *core.Request) (*routeState, strin
 	}
 	s.applyStrict(rs, key, req)
 	return rs, intent, nil
+}
+
+// promptTurn is a completions body's prompt as the one user turn the auto-router classifies: a
+// string, or an array of one string; nil (no text: the default route) for a batch or tokens. Of
+// several "prompt" members the last counts, as for the decoders upstream.
+func promptTurn(body []byte) []core.Message {
+	var v []byte
+	for it := jsonx.Object(body, false); ; {
+		q, m, ok := it.Next()
+		if !ok {
+			break
+		}
+		if k, ok := jsonx.Unquote(q); ok && strings.EqualFold(k, "prompt") {
+			v = m
+		}
+	}
+	if len(v) > 0 && v[0] == '[' {
+		a := jsonx.Array(v, false)
+		_, one, ok := a.Next()
+		if _, _, more := a.Next(); !ok || more {
+			return nil
+		}
+		v = one
+	}
+	if len(v) == 0 || v[0] != '"' {
+		return nil
+	}
+	return []core.Message{{Role: "user", Content: v}}
 }
 
 // modelNotFound answers a model that does not exist and one the key may not use alike, as OpenAI
