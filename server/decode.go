@@ -443,6 +443,11 @@ func decodeOther(r *http.Request, body []byte, op core.Op) (*core.Request, *apiE
 	if t := bytes.TrimSpace(raw); len(t) == 0 || bytes.Equal(t, []byte("null")) {
 		return nil, badRequest(field, "missing_required_parameter", fmt.Sprintf("Missing required parameter: '%s'.", field))
 	}
+	if op == core.OpEmbeddings && emptyInput(raw) {
+		// OpenAI refuses these; Ollama's /api/embed answers them 200 with no embeddings at all.
+		return nil, badRequest("input", "invalid_value",
+			"Invalid 'input': it cannot be an empty string or an empty array, nor hold one.")
+	}
 	req := &core.Request{Op: op, Model: *w.Model, Stream: w.Stream}
 	if w.StreamOptions != nil {
 		req.IncludeUsage = w.StreamOptions.IncludeUsage
@@ -458,6 +463,32 @@ func decodeOther(r *http.Request, body []byte, op core.Op) (*core.Request, *apiE
 		return nil, e
 	}
 	return req, nil
+}
+
+// emptyInput reports an embeddings input OpenAI's API refuses for being empty: "", [], or an
+// array holding "" or [] (its arrays hold 1 to 2048 items; a string "cannot be an empty string").
+// raw is valid JSON, as encoding/json decoded the body.
+func emptyInput(raw []byte) bool {
+	t := bytes.TrimSpace(raw)
+	switch t[0] {
+	case '"':
+		return len(t) == 2
+	case '[':
+	default:
+		return false
+	}
+	it := jsonx.Array(t, false)
+	n := 0
+	for {
+		_, v, ok := it.Next()
+		if !ok {
+			return n == 0
+		}
+		n++
+		if string(v) == `""` || v[0] == '[' && len(bytes.TrimSpace(v[1:])) == 1 {
+			return true
+		}
+	}
 }
 
 // jsonError answers a body encoding/json would not decode: not JSON at all, or a field of the

@@ -9,6 +9,8 @@ import (
 	"github.com/hayula/gateway/config"
 	"github.com/hayula/gateway/core"
 	"github.com/hayula/gateway/filter"
+	"github.com/hayula/gateway/internal/jsonx"
+	"github.com/hayula/gateway/upstream"
 )
 
 // authenticate returns the caller's key; nil with no error when the gateway is open.
@@ -40,7 +42,11 @@ func (s *Server) resolve(key *config.Key, req *core.Request) (*routeState, strin
 		// RouteMessages rather than Classify: the request path needs no Matched or Reason
 		// (explain builds those), and it reads the message texts where they lie instead of
 		// building two strings of them (Texts) per request.
-		route, intent := s.cfg.Auto.RouteMessages(req.Messages, req.RouteHint)
+		msgs := req.Messages
+		if req.Op == core.OpCompletions {
+			msgs = promptTurn(req.Body)
+		}
+		route, intent := s.cfg.Auto.RouteMessages(msgs, req.RouteHint)
 		if req.RouteHint == route {
 			if _, named := s.routes[route]; named {
 				req.RouteHint = "" // the hint named the route and is spent; it is no specialist
@@ -63,6 +69,34 @@ func (s *Server) resolve(key *config.Key, req *core.Request) (*routeState, strin
 	return rs, intent, nil
 }
 
+// promptTurn is a completions body's prompt as the one user turn the auto-router classifies: a
+// string, or an array of one string; nil (no text: the default route) for a batch or tokens. Of
+// several "prompt" members the last counts, as for the decoders upstream.
+func promptTurn(body []byte) []core.Message {
+	var v []byte
+	for it := jsonx.Object(body, false); ; {
+		q, m, ok := it.Next()
+		if !ok {
+			break
+		}
+		if k, ok := jsonx.Unquote(q); ok && strings.EqualFold(k, "prompt") {
+			v = m
+		}
+	}
+	if len(v) > 0 && v[0] == '[' {
+		a := jsonx.Array(v, false)
+		_, one, ok := a.Next()
+		if _, _, more := a.Next(); !ok || more {
+			return nil
+		}
+		v = one
+	}
+	if len(v) == 0 || v[0] != '"' {
+		return nil
+	}
+	return []core.Message{{Role: "user", Content: v}}
+}
+
 // modelNotFound answers a model that does not exist and one the key may not use alike, as OpenAI
 // does and as /v1/models/{id} does here: a 403 would tell a key which routes exist.
 func modelNotFound(model string) *apiError {
@@ -74,6 +108,25 @@ func (s *Server) applyStrict(rs *routeState, key *config.Key, req *core.Request)
 	if rs.Strict || (key != nil && key.Strict) {
 		req.Strict = true
 	}
+}
+
+// endpointFilter drops a target whose adapter does not serve the request's endpoint (Ollama for
+// /v1/completions, SAIF for /v1/embeddings): tried, its 404 stopped a request that does not fall
+// through on endpoint failures (x-fallback-on: false, or a route's fallback_on), though the route
+// had a target that serves it. It runs first and fails closed.
+type endpointFilter struct{}
+
+var _ filter.Filter = endpointFilter{}
+
+// Name is "endpoint".
+func (endpointFilter) Name() string { return "endpoint" }
+
+// Keep drops t when its adapter does not serve req.Op.
+func (endpointFilter) Keep(req *core.Request, t *core.Target) (bool, string) {
+	if upstream.Serves(t.Adapter, req.Op) {
+		return true, ""
+	}
+	return false, "the " + t.Adapter.String() + " adapter does not serve /v1" + req.Op.Path()
 }
 
 // plan is what eligibility left for one request: the same computation serves a real request and
@@ -155,7 +208,7 @@ func noTarget(rs *routeState, drops []filter.Drop) *apiError {
 		switch d.Filter {
 		case (filter.Privacy{}).Name():
 			private = true
-		case (filter.Vision{}).Name(), (filter.Tools{}).Name(), (filter.Context{}).Name():
+		case (filter.Vision{}).Name(), (filter.Tools{}).Name(), (filter.Context{}).Name(), (endpointFilter{}).Name():
 		default:
 			other = true
 		}
@@ -164,9 +217,14 @@ func noTarget(rs *routeState, drops []filter.Drop) *apiError {
 	case private:
 		return &apiError{Status: http.StatusServiceUnavailable, Type: typeUpstream, Code: "no_private_target",
 			Message: fmt.Sprintf("no private target could serve this strict request on route %q (%s)", rs.Name, b.String())}
+	case len(drops) > 0 && allFilter(drops, (endpointFilter{}).Name()):
+		// As the adapters answered when they were tried, and as OpenAI answers a model that does
+		// not serve the endpoint.
+		return &apiError{Status: http.StatusNotFound, Type: typeInvalidRequest, Code: "unsupported_endpoint",
+			Message: fmt.Sprintf("no target of route %q serves this endpoint: %s", rs.Name, b.String())}
 	case !other && len(drops) > 0:
 		code := "unsupported_request"
-		if allContext(drops) {
+		if allFilter(drops, (filter.Context{}).Name()) {
 			code = "context_length_exceeded"
 		}
 		return &apiError{Status: http.StatusBadRequest, Type: typeInvalidRequest, Code: code,
@@ -176,9 +234,9 @@ func noTarget(rs *routeState, drops []filter.Drop) *apiError {
 		Message: fmt.Sprintf("no target of route %q could serve this request (%s)", rs.Name, b.String())}
 }
 
-func allContext(drops []filter.Drop) bool {
+func allFilter(drops []filter.Drop, name string) bool {
 	for _, d := range drops {
-		if d.Filter != (filter.Context{}).Name() {
+		if d.Filter != name {
 			return false
 		}
 	}

@@ -157,9 +157,19 @@ func (a *openaiSAIF) fromCompletions(req *core.Request, out *saifRequest) error 
 		Prompt      json.RawMessage `json:"prompt"`
 		Temperature *float64        `json:"temperature"`
 		Stop        json.RawMessage `json:"stop"`
+		Echo        bool            `json:"echo"`
+		Suffix      *string         `json:"suffix"`
 	}
 	if err := json.Unmarshal(req.Body, &in); err != nil {
 		return requestError(a.t, "invalid_json", "", "the request body is not valid JSON")
+	}
+	// Either changes what the answer's text is; served without it, the client would take a bare
+	// completion for the one it asked for.
+	if in.Echo {
+		return requestError(a.t, "unsupported_value", "echo", "the saif adapter cannot echo the prompt: leave echo out or false")
+	}
+	if in.Suffix != nil && *in.Suffix != "" {
+		return requestError(a.t, "unsupported_value", "suffix", "the saif adapter does not insert text before a suffix: leave suffix out")
 	}
 	var one []string
 	if s, ok := rawString(in.Prompt); ok {
@@ -186,7 +196,11 @@ func (a *openaiSAIF) answer(ctx context.Context, resp *http.Response, op core.Op
 	hy := &hayulaJSON{Specialist: m.Specialist, RoutedBy: m.RoutedBy, Confidence: m.Confidence}
 	id := m.ID
 	if id == "" {
-		id = "chatcmpl-" + a.newID()
+		prefix := "chatcmpl-" // as OpenAI names each kind, and as stream names its chunks
+		if op == core.OpCompletions {
+			prefix = "cmpl-"
+		}
+		id = prefix + a.newID()
 	}
 	created, usage, finish := a.now().Unix(), newUsage(m.Usage.PromptTokens, m.Usage.CompletionTokens), openAIFinish(m.FinishReason)
 	var b []byte

@@ -32,8 +32,21 @@ func requestError(t *core.Target, code, param, msg string) *core.StatusError {
 		Code: code, Param: param, Message: msg}
 }
 
-// unsupportedOp is a 404 for an endpoint the adapter does not serve. Class endpoint: the chain
-// moves on to a target that may serve it.
+// Serves reports whether the adapter a serves the endpoint op. The server's eligibility skips a
+// target whose adapter does not, so that it is never tried for it (a try stopped a request that
+// would not fall through on its 404).
+func Serves(a core.AdapterKind, op core.Op) bool {
+	switch a {
+	case core.AdapterOllama:
+		return op != core.OpCompletions
+	case core.AdapterSAIF:
+		return op != core.OpEmbeddings
+	}
+	return true
+}
+
+// unsupportedOp is a 404 for an endpoint the adapter does not serve (see Serves). Class
+// endpoint: the chain moves on to a target that may serve it.
 func unsupportedOp(t *core.Target, op core.Op) *core.StatusError {
 	return &core.StatusError{Target: t.Name, Status: http.StatusNotFound, Type: "invalid_request_error",
 		Code:    "unsupported_endpoint",

@@ -1,0 +1,80 @@
+package upstream
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/hayula/gateway/core"
+)
+
+// TestSAIFAnswerIDs: an answer SAIF gave no id is named as OpenAI names its kind, "cmpl-" for a
+// text_completion (as the streamed one already was) and "chatcmpl-" for a chat.completion.
+func TestSAIFAnswerIDs(t *testing.T) {
+	srv := serve(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{"text":"hi","finish_reason":"stop","usage":{"prompt_tokens":1,"completion_tokens":1}}`)
+	})
+	tg := saifTarget(srv.URL)
+	for _, tc := range []struct {
+		op           core.Op
+		body, object string
+		prefix       string
+	}{
+		{core.OpCompletions, `{"model":"m","prompt":"x"}`, "text_completion", "cmpl-"},
+		{core.OpChat, `{"model":"m","messages":[{"role":"user","content":"x"}]}`, "chat.completion", "chatcmpl-"},
+	} {
+		t.Run(tc.object, func(t *testing.T) {
+			req := &core.Request{Op: tc.op, Body: []byte(tc.body)}
+			if tc.op == core.OpChat {
+				req = chatRequestOf(t, tc.body)
+			}
+			resp, err := newSet(t, tg).Chat(context.Background(), tg, req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got struct{ ID, Object string }
+			if err := json.Unmarshal(resp.Body, &got); err != nil {
+				t.Fatal(err)
+			}
+			if got.Object != tc.object || !strings.HasPrefix(got.ID, tc.prefix) || strings.HasPrefix(got.ID, tc.prefix+"chatcmpl-") {
+				t.Errorf("object %q id %q, want %s with an id %s…", got.Object, got.ID, tc.object, tc.prefix)
+			}
+		})
+	}
+}
+
+// TestSAIFCompletionsRefusesEchoAndSuffix: SAIF completes the prompt and nothing else, so a
+// completions request that asks for the prompt echoed, or for text inserted before a suffix, is
+// refused before anything is sent instead of answered with a plain completion in its place.
+func TestSAIFCompletionsRefusesEchoAndSuffix(t *testing.T) {
+	srv := serve(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{"text":"hi","finish_reason":"stop","usage":{"prompt_tokens":1,"completion_tokens":1}}`)
+	})
+	tg := saifTarget(srv.URL)
+	for _, tc := range []struct{ body, param string }{
+		{`{"prompt":"x","echo":true}`, "echo"},
+		{`{"prompt":"x","suffix":"}"}`, "suffix"},
+		{`{"prompt":"x","echo":false,"suffix":""}`, ""},
+		{`{"prompt":"x","echo":null,"suffix":null}`, ""},
+	} {
+		t.Run(tc.body, func(t *testing.T) {
+			_, err := newSet(t, tg).Chat(context.Background(), tg, &core.Request{Op: core.OpCompletions, Body: []byte(tc.body)})
+			if tc.param == "" {
+				if err != nil {
+					t.Fatalf("refused: %v", err)
+				}
+				return
+			}
+			se, ok := errors.AsType[*core.StatusError](err)
+			if !ok || se.Status != 400 || se.Param != tc.param || se.Code != "unsupported_value" {
+				t.Fatalf("error %v, want 400 unsupported_value on %s", err, tc.param)
+			}
+		})
+	}
+}
