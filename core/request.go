@@ -28,8 +28,8 @@ func (o Op) Path() string {
 // Request is the decoded view of one client request, made once by the server and shared,
 // read-only, by every stage after it.
 type Request struct {
-	// Op is the endpoint; adapters that do not serve it answer a 404 StatusError, so the chain
-	// moves on to a target that does.
+	// Op is the endpoint. Eligibility skips a target whose adapter does not serve it
+	// (upstream.Serves); an adapter asked anyway answers a 404 StatusError.
 	Op Op
 	// Model is the client's "model": a route name.
 	Model string
