@@ -51,6 +51,8 @@ type Request struct {
 	Images bool
 	// Tools is true when the request declares tools (or functions).
 	Tools bool
+	// Choices is the client's n when it asks for more than one choice; 0 otherwise.
+	Choices int
 	// PromptTokensMin is a lower bound of the prompt's tokens (see filter.PromptTokensMin). The
 	// server leaves it 0 when the body is too small to overflow any target of the route.
 	PromptTokensMin int

@@ -128,6 +128,8 @@ type wireView struct {
 	// topLogprobs and logprobs are set when the body has a top_logprobs neither null nor 0, and
 	// logprobs true (checkPassed).
 	topLogprobs, logprobs bool
+	// choices is n when the body asks for more than one choice (checkPassed).
+	choices int
 	// options is set when a Hayula option's key is in the body, even with a null value that
 	// asks for nothing: the key is stripped all the same. viewOf sets it, as encoding/json does
 	// not tell a null from an absent key (jsonx.Delete then finds out).
@@ -276,6 +278,7 @@ func finishChat(r *http.Request, body []byte, w *wireView, req *core.Request) *a
 	}
 	req.Tools = hasArray(w.Raw.ToolsRaw) || hasArray(w.Functions)
 	req.Images = hasImages(w.Messages)
+	req.Choices = w.choices
 	if w.MaxCompletion.Set {
 		req.MaxTokens = w.MaxCompletion.V
 	} else if w.MaxTokens.Set {
@@ -418,6 +421,7 @@ type wireOther struct {
 	Prompt        json.RawMessage `json:"prompt"`
 	Input         json.RawMessage `json:"input"`
 	MaxTokens     *int            `json:"max_tokens"`
+	N             *int            `json:"n"`
 	Fallback      json.RawMessage `json:"x-fallback-on"`
 	Hint          *string         `json:"x-route-hint"`
 	Privacy       *string         `json:"x-hayula-privacy"`
@@ -454,6 +458,9 @@ func decodeOther(r *http.Request, body []byte, op core.Op) (*core.Request, *apiE
 	}
 	if w.MaxTokens != nil {
 		req.MaxTokens = max(*w.MaxTokens, 0)
+	}
+	if w.N != nil && *w.N > 1 {
+		req.Choices = *w.N
 	}
 	// Stripped by name, not after a check of the decoded fields: a key sent as null goes too.
 	var privacy []string

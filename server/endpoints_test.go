@@ -3,6 +3,7 @@ package server_test
 import (
 	"fmt"
 	"net/http"
+	"strings"
 	"testing"
 )
 
@@ -113,5 +114,50 @@ func TestAutoCompletionsClassifiesPrompt(t *testing.T) {
 					rep.header.Get("x-hayula-intent"), tc.route, tc.intent, rep.body)
 			}
 		})
+	}
+}
+
+// TestChoicesSkipOneChoice: a request that asks for n > 1 choices skips the targets whose adapter
+// answers one (ollama, saif), and a route with no other target refuses it, rather than answering
+// fewer choices than asked for without a word. n = 1, or no n, leaves them eligible.
+func TestChoicesSkipOneChoice(t *testing.T) {
+	oll, saif, oai := newFake(t, "oll"), newFake(t, "saif"), newFake(t, "oai")
+	cfg := "[targets.oll]\nadapter = \"ollama\"\nurl = \"" + oll.srv.URL + "\"\nclass = \"private\"\nmodel = \"o\"\n\n" +
+		"[targets.saif]\nadapter = \"saif\"\nurl = \"" + saif.srv.URL + "\"\nclass = \"private\"\nmodel = \"s\"\n\n" +
+		target("oai", oai.url(), "private", `model = "m"`) +
+		"[routes.co]\ntargets = [\"oll\", \"saif\", \"oai\"]\n\n[routes.olla]\ntargets = [\"oll\"]\n" +
+		"[routes.sm]\ntargets = [\"saif\"]\n"
+	g := newGateway(t, cfg, nil)
+	const msgs = `"messages":[{"role":"user","content":"x"}]`
+	for _, tc := range []struct{ name, path, body string }{
+		{"chat", "/v1/chat/completions", `{"model":"co","n":2,` + msgs + `}`},
+		{"chat, escaped key", "/v1/chat/completions", `{"model":"co","\u006e":3,` + msgs + `}`},
+		{"completions", "/v1/completions", `{"model":"co","n":2,"prompt":"x"}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rep := g.post(t, tc.path, tc.body)
+			if rep.status != 200 || rep.header.Get("x-hayula-chain") != "oai" {
+				t.Errorf("%d chain %q: %s", rep.status, rep.header.Get("x-hayula-chain"), rep.body)
+			}
+		})
+	}
+	for _, route := range []string{"olla", "sm"} {
+		rep := g.post(t, "/v1/chat/completions", `{"model":"`+route+`","n":2,`+msgs+`}`)
+		if rep.status != 400 || rep.errorField(t, "code") != "unsupported_request" ||
+			!strings.Contains(rep.errorField(t, "message").(string), "n = 2") {
+			t.Errorf("route %s, nothing answers 2 choices: %d %s", route, rep.status, rep.body)
+		}
+	}
+	if n := oll.hits.Load() + saif.hits.Load(); n != 0 {
+		t.Fatalf("one-choice targets were asked %d times for n > 1", n)
+	}
+	for _, n := range []string{`"n":1,`, ``, `"n":null,`} {
+		rep := g.post(t, "/v1/chat/completions", `{"model":"olla",`+n+msgs+`}`)
+		if rep.status == 400 && rep.errorField(t, "code") == "unsupported_request" {
+			t.Errorf("%q: refused: %s", n, rep.body)
+		}
+	}
+	if oll.hits.Load() != 3 {
+		t.Errorf("ollama asked %d times for n 1, none and null; want 3", oll.hits.Load())
 	}
 }

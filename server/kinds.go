@@ -146,6 +146,11 @@ func (w *wireView) checkPassed(name, v []byte) bool {
 		w.topLogprobs = v[0] != 'n' && string(v) != "0"
 	case "logprobs":
 		w.logprobs = v[0] == 't'
+	case "n":
+		// Of the right kind, an integer of at least 1 (fits); above 1, eligibility needs it.
+		if c, err := strconv.Atoi(string(v)); err == nil && c > 1 {
+			w.choices = c
+		}
 	}
 	return true
 }

@@ -3,6 +3,7 @@ package server
 import (
 	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -129,6 +130,23 @@ func (endpointFilter) Keep(req *core.Request, t *core.Target) (bool, string) {
 	return false, "the " + t.Adapter.String() + " adapter does not serve /v1" + req.Op.Path()
 }
 
+// choicesFilter drops a target whose adapter answers one choice (upstream.OneChoice) for a request
+// that asks for more (n > 1): the client would get fewer choices than it asked for, without a word.
+type choicesFilter struct{}
+
+var _ filter.Filter = choicesFilter{}
+
+// Name is "choices".
+func (choicesFilter) Name() string { return "choices" }
+
+// Keep drops t when req asks for more choices than t's adapter answers.
+func (choicesFilter) Keep(req *core.Request, t *core.Target) (bool, string) {
+	if req.Choices <= 1 || !upstream.OneChoice(t.Adapter) {
+		return true, ""
+	}
+	return false, "request asks for n = " + strconv.Itoa(req.Choices) + " choices: the " + t.Adapter.String() + " adapter answers one"
+}
+
 // plan is what eligibility left for one request: the same computation serves a real request and
 // /v1/route/explain.
 type plan struct {
@@ -208,7 +226,8 @@ func noTarget(rs *routeState, drops []filter.Drop) *apiError {
 		switch d.Filter {
 		case (filter.Privacy{}).Name():
 			private = true
-		case (filter.Vision{}).Name(), (filter.Tools{}).Name(), (filter.Context{}).Name(), (endpointFilter{}).Name():
+		case (filter.Vision{}).Name(), (filter.Tools{}).Name(), (filter.Context{}).Name(), (endpointFilter{}).Name(),
+			(choicesFilter{}).Name():
 		default:
 			other = true
 		}

@@ -157,7 +157,7 @@ func New(o Options) (*Server, error) {
 	c := o.Config.Cooldown
 	s.health = health.NewTracker(len(o.Config.Targets), s.clock,
 		health.Policy{Failures: c.Failures, Base: c.Base, Max: c.Max, OnChange: s.healthChanged, Describe: describeCheck})
-	s.stages = append([]filter.Stage{{Filter: endpointFilter{}}}, filter.Standard(s.health)...)
+	s.stages = append([]filter.Stage{{Filter: endpointFilter{}}, {Filter: choicesFilter{}}}, filter.Standard(s.health)...)
 	s.targetValues = make([][]string, len(o.Config.Targets))
 	s.targetLines = make([][]byte, len(o.Config.Targets))
 	for _, t := range o.Config.Targets {

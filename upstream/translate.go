@@ -45,6 +45,13 @@ func Serves(a core.AdapterKind, op core.Op) bool {
 	return true
 }
 
+// OneChoice reports whether the adapter a answers with one choice whatever the client's n: the
+// ollama and saif adapters make one call upstream, whose protocols have no n. The server's
+// eligibility skips such a target for a request that asks for more (TestChoicesSkipOneChoice).
+func OneChoice(a core.AdapterKind) bool {
+	return a == core.AdapterOllama || a == core.AdapterSAIF
+}
+
 // unsupportedOp is a 404 for an endpoint the adapter does not serve (see Serves). Class
 // endpoint: the chain moves on to a target that may serve it.
 func unsupportedOp(t *core.Target, op core.Op) *core.StatusError {
