@@ -4,12 +4,15 @@ package server_test
 // upstreams that misbehave on the wire.
 
 import (
+	"bufio"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 )
 
 // rawStream posts body to the chat endpoint and returns the status, content type and the SSE data
@@ -307,4 +310,310 @@ func TestReviewFallThroughBeforeFirstEvent(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A client that leaves mid-stream: the upstream's connection is closed (its request's context
+// ends), and the target's in-flight count goes back to zero, whether the upstream was sending or
+// silent when the client left.
+func TestReviewClientLeavesMidStream(t *testing.T) {
+	for _, silent := range []bool{false, true} {
+		t.Run(fmt.Sprintf("silent=%v", silent), func(t *testing.T) {
+			upDone := make(chan struct{})
+			g, _ := openaiGateway(t, func(w http.ResponseWriter, r *http.Request) {
+				defer close(upDone)
+				w.Header().Set("Content-Type", "text/event-stream")
+				_, _ = io.WriteString(w, "data: "+chunk("first", "")+"\n\n")
+				w.(http.Flusher).Flush()
+				if silent {
+					<-r.Context().Done()
+					return
+				}
+				for i := 0; ; i++ {
+					if _, err := io.WriteString(w, "data: "+chunk(strings.Repeat("z", 512), "")+"\n\n"); err != nil {
+						return
+					}
+					w.(http.Flusher).Flush()
+					select {
+					case <-r.Context().Done():
+						return
+					case <-time.After(time.Millisecond):
+					}
+				}
+			})
+			ctx, cancel := context.WithCancel(context.Background())
+			req, _ := http.NewRequestWithContext(ctx, http.MethodPost, g.ts.URL+"/v1/chat/completions", strings.NewReader(streamBody("a")))
+			resp, err := g.ts.Client().Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := bufio.NewReader(resp.Body).ReadString('\n'); err != nil {
+				t.Fatal(err)
+			}
+			cancel()
+			resp.Body.Close()
+			select {
+			case <-upDone:
+			case <-time.After(5 * time.Second):
+				t.Fatal("the upstream's request did not end after the client left")
+			}
+			tg := mustTarget(t, g, "a")
+			settles(func() bool { return tg.Stats.InFlight() == 0 })
+			if n := tg.Stats.InFlight(); n != 0 {
+				t.Errorf("in flight %d after the client left", n)
+			}
+		})
+	}
+}
+
+// ndjson answers /api/chat with lines, flushed one by one.
+func ndjson(lines ...string) func(w http.ResponseWriter, r *http.Request, _ map[string]any) {
+	return func(w http.ResponseWriter, r *http.Request, _ map[string]any) {
+		w.Header().Set("Content-Type", "application/x-ndjson")
+		for _, l := range lines {
+			_, _ = io.WriteString(w, l+"\n")
+			w.(http.Flusher).Flush()
+		}
+	}
+}
+
+// deltas gathers a stream's reasoning, content and tool calls as a client's accumulator would.
+type gathered struct {
+	content, reasoning string
+	calls              map[int]*[3]string // index → id, name, arguments
+	ids                map[int]int        // index → fragments carrying an id
+	errored            bool
+}
+
+func gather(t *testing.T, ev []string) gathered {
+	t.Helper()
+	g := gathered{calls: map[int]*[3]string{}, ids: map[int]int{}}
+	for _, e := range ev {
+		if e == "[DONE]" {
+			continue
+		}
+		if strings.HasPrefix(e, `{"error":`) {
+			g.errored = true
+			continue
+		}
+		var c struct {
+			Choices []struct {
+				Delta struct {
+					Content          *string `json:"content"`
+					ReasoningContent string  `json:"reasoning_content"`
+					ToolCalls        []struct {
+						Index    *int   `json:"index"`
+						ID       string `json:"id"`
+						Function struct {
+							Name      string `json:"name"`
+							Arguments string `json:"arguments"`
+						} `json:"function"`
+					} `json:"tool_calls"`
+				} `json:"delta"`
+			} `json:"choices"`
+		}
+		if err := json.Unmarshal([]byte(e), &c); err != nil {
+			t.Fatalf("not JSON: %s", e)
+		}
+		for _, ch := range c.Choices {
+			if ch.Delta.Content != nil {
+				g.content += *ch.Delta.Content
+			}
+			g.reasoning += ch.Delta.ReasoningContent
+			for _, tc := range ch.Delta.ToolCalls {
+				if tc.Index == nil {
+					t.Fatalf("tool call delta without index: %s", e)
+				}
+				c := g.calls[*tc.Index]
+				if c == nil {
+					c = new([3]string)
+					g.calls[*tc.Index] = c
+				}
+				if tc.ID != "" {
+					c[0] = tc.ID
+					g.ids[*tc.Index]++
+				}
+				c[1] += tc.Function.Name
+				c[2] += tc.Function.Arguments
+			}
+		}
+	}
+	return g
+}
+
+func TestReviewOllamaStreams(t *testing.T) {
+	line := func(content, thinking string) string {
+		b, _ := json.Marshal(map[string]any{"model": "m:7b", "created_at": "2026-11-30T12:00:00Z",
+			"message": map[string]any{"role": "assistant", "content": content, "thinking": thinking}, "done": false})
+		return string(b)
+	}
+	done := `{"model":"m:7b","created_at":"2026-11-30T12:00:00Z","message":{"role":"assistant","content":""},"done":true,"done_reason":"stop","prompt_eval_count":1,"eval_count":1}`
+	t.Run("thinking field", func(t *testing.T) {
+		g := ollamaGateway(t, ndjson(line("", "Let me"), line("", " see."), line("Yes.", ""), done), "")
+		_, _, ev := rawStream(t, g, streamBody("o"))
+		checkChunks(t, ev, false)
+		if got := gather(t, ev); got.reasoning != "Let me see." || got.content != "Yes." {
+			t.Errorf("reasoning %q content %q", got.reasoning, got.content)
+		}
+	})
+	t.Run("think tags a byte at a time", func(t *testing.T) {
+		text := "  <think>\nhmm, <b> </thin k?\n</think>\n\nThe answer: <think>x</think>"
+		var lines []string
+		for i := 0; i < len(text); i++ {
+			lines = append(lines, line(text[i:i+1], ""))
+		}
+		g := ollamaGateway(t, ndjson(append(lines, done)...), `reasoning = "think-tags"`)
+		_, _, ev := rawStream(t, g, usageBody("o", true))
+		checkChunks(t, ev, true)
+		if got := gather(t, ev); got.reasoning != "hmm, <b> </thin k?" || got.content != "The answer: <think>x</think>" {
+			t.Errorf("reasoning %q content %q", got.reasoning, got.content)
+		}
+	})
+	t.Run("unclosed think", func(t *testing.T) {
+		g := ollamaGateway(t, ndjson(line("<think>a", ""), line("b </thi", ""), done), `reasoning = "think-tags"`)
+		_, _, ev := rawStream(t, g, streamBody("o"))
+		checkChunks(t, ev, false)
+		if got := gather(t, ev); got.reasoning != "ab </thi" || got.content != "" {
+			t.Errorf("reasoning %q content %q", got.reasoning, got.content)
+		}
+	})
+	t.Run("tool calls", func(t *testing.T) {
+		call := `{"model":"m:7b","created_at":"2026-11-30T12:00:00Z","message":{"role":"assistant","content":"","tool_calls":[{"function":{"name":"f","arguments":{"a":1}}},{"function":{"name":"g","arguments":{}}}]},"done":false}`
+		call2 := `{"model":"m:7b","created_at":"2026-11-30T12:00:00Z","message":{"role":"assistant","content":"","tool_calls":[{"function":{"name":"h","arguments":{"b":"x"}}}]},"done":false}`
+		g := ollamaGateway(t, ndjson(call, call2, done), "")
+		_, _, ev := rawStream(t, g, streamBody("o"))
+		checkChunks(t, ev, false)
+		got := gather(t, ev)
+		if len(got.calls) != 3 || got.calls[0][1] != "f" || got.calls[0][2] != `{"a":1}` || got.calls[1][1] != "g" ||
+			got.calls[2][1] != "h" || got.calls[2][2] != `{"b":"x"}` {
+			t.Errorf("calls %v", got.calls)
+		}
+		for i, n := range got.ids {
+			if n != 1 || !strings.HasPrefix(got.calls[i][0], "call_") {
+				t.Errorf("call %d: %d ids, %q", i, n, got.calls[i][0])
+			}
+		}
+		if !strings.Contains(ev[len(ev)-2], `"finish_reason":"tool_calls"`) {
+			t.Errorf("finishing chunk %s", ev[len(ev)-2])
+		}
+	})
+	for name, tail := range map[string][]string{
+		"error line": {`{"error":"model runner crashed"}`},
+		"ends early": nil,
+		"cut line":   {`{"model":"m:7b","message":{"content":"x"`},
+	} {
+		t.Run("mid-stream "+name, func(t *testing.T) {
+			g := ollamaGateway(t, ndjson(append([]string{line("partial", "")}, tail...)...), "")
+			_, _, ev := rawStream(t, g, streamBody("o"))
+			if len(ev) < 2 || !strings.HasPrefix(ev[len(ev)-1], `{"error":`) || strings.Contains(strings.Join(ev, "\n"), "[DONE]") {
+				t.Errorf("events %q", ev)
+			}
+		})
+	}
+}
+
+func TestReviewSAIFStreamFailures(t *testing.T) {
+	for name, tail := range map[string]string{
+		"error data":  `data: {"error":"specialist crashed"}` + "\n\n",
+		"error event": "event: error\ndata: {\"message\":\"x\"}\n\n",
+		"ends early":  "",
+		"cut":         `data: {"text":"y"`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			g := saifGateway(t, func(w http.ResponseWriter, r *http.Request, _ map[string]any) {
+				w.Header().Set("Content-Type", "text/event-stream")
+				_, _ = io.WriteString(w, `data: {"text":"partial","specialist":"webapp"}`+"\n\n")
+				w.(http.Flusher).Flush()
+				_, _ = io.WriteString(w, tail)
+			})
+			_, _, ev := rawStream(t, g, streamBody("s"))
+			if len(ev) < 2 || !strings.HasPrefix(ev[len(ev)-1], `{"error":`) || strings.Contains(strings.Join(ev, "\n"), "[DONE]") {
+				t.Errorf("events %q", ev)
+			}
+		})
+	}
+}
+
+func TestReviewOpenAIThinkTagsEveryByte(t *testing.T) {
+	text := "<think>\nstep </think>\n\nAnswer </think>"
+	for _, usage := range []bool{false, true} {
+		t.Run(fmt.Sprintf("usage=%v", usage), func(t *testing.T) {
+			var wire strings.Builder
+			u := ""
+			if usage {
+				u = `,"usage":null`
+			}
+			fmt.Fprintf(&wire, "data: {\"id\":\"c1\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"m\",\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"\"},\"finish_reason\":null}]%s}\n\n", u)
+			for i := 0; i < len(text); i++ {
+				fmt.Fprintf(&wire, "data: {\"id\":\"c1\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"m\",\"choices\":[{\"index\":0,\"delta\":{\"content\":%q},\"finish_reason\":null}]%s}\n\n", text[i:i+1], u)
+			}
+			fmt.Fprintf(&wire, "data: {\"id\":\"c1\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"m\",\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]%s}\n\n", u)
+			if usage {
+				wire.WriteString("data: {\"id\":\"c1\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"m\",\"choices\":[],\"usage\":{\"prompt_tokens\":1,\"completion_tokens\":2,\"total_tokens\":3}}\n\n")
+			}
+			wire.WriteString("data: [DONE]\n\n")
+			a := newFake(t, "a")
+			a.set(func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", "text/event-stream")
+				_, _ = io.WriteString(w, wire.String())
+			})
+			g := newGateway(t, target("a", a.url(), "private", `reasoning = "think-tags"`)+"[routes.a]\ntargets = [\"a\"]\n", nil)
+			_, _, ev := rawStream(t, g, usageBody("a", usage))
+			checkChunks(t, ev, usage)
+			if got := gather(t, ev); got.reasoning != "step" || got.content != "Answer </think>" {
+				t.Errorf("reasoning %q content %q", got.reasoning, got.content)
+			}
+		})
+	}
+}
+
+// With think-tags, a chunk the rewrite empties (a piece of a tag, whitespace held before one)
+// is skipped; the chunk before it must still reach the client without waiting for the
+// upstream's next event (TestStreamFlushesEachEvent's promise).
+func TestReviewThinkTagsEventNotHeldBehindEmptiedChunk(t *testing.T) {
+	ev := func(content string) string {
+		return fmt.Sprintf("data: {\"id\":\"c1\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"m\",\"choices\":[{\"index\":0,\"delta\":{\"content\":%q},\"finish_reason\":null}]}\n\n", content)
+	}
+	got := make(chan struct{})
+	a := newFake(t, "a")
+	a.set(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		// One write: the reasoning "bc" and, behind it, whitespace the splitter holds.
+		fmt.Fprint(w, ev("<think>a")+ev("bc")+ev(" "))
+		w.(http.Flusher).Flush()
+		select {
+		case <-got:
+		case <-r.Context().Done():
+			return
+		case <-time.After(5 * time.Second): // the test fails: "bc" waited for this
+		}
+		fmt.Fprint(w, ev("d</think>x")+"data: {\"id\":\"c1\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"m\",\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n")
+	})
+	g := newGateway(t, target("a", a.url(), "private", `reasoning = "think-tags"`)+"[routes.a]\ntargets = [\"a\"]\n", nil)
+	br, first := openStream(t, g, "a")
+	if !strings.Contains(first, `"reasoning_content":"a"`) {
+		t.Fatalf("first event %q", first)
+	}
+	second := make(chan string, 1)
+	go func() {
+		for {
+			line, err := br.ReadString('\n')
+			if err != nil || strings.HasPrefix(line, "data: ") {
+				second <- line
+				return
+			}
+		}
+	}()
+	var line string
+	select {
+	case line = <-second:
+	case <-time.After(3 * time.Second):
+	}
+	close(got)
+	if line == "" {
+		line = <-second
+		t.Errorf("the reasoning chunk %q reached the client only after the upstream's next event", line)
+	} else if !strings.Contains(line, `"reasoning_content":"bc"`) {
+		t.Errorf("second event %q", line)
+	}
+	_, _ = io.ReadAll(br)
 }
