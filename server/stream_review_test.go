@@ -13,6 +13,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
 )
 
 // rawStream posts body to the chat endpoint and returns the status, content type and the SSE data
@@ -616,4 +619,132 @@ func TestReviewThinkTagsEventNotHeldBehindEmptiedChunk(t *testing.T) {
 		t.Errorf("second event %q", line)
 	}
 	_, _ = io.ReadAll(br)
+}
+
+// The official SDK reads the error event that ends a broken stream as an error, after the
+// content that came before it, and a whole stream as a success with its usage.
+func TestReviewSDKSeesStreamError(t *testing.T) {
+	for _, broken := range []bool{false, true} {
+		t.Run(fmt.Sprintf("broken=%v", broken), func(t *testing.T) {
+			g, _ := openaiGateway(t, func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", "text/event-stream")
+				_, _ = io.WriteString(w, "data: "+chunk("partial", "")+"\n\n")
+				if broken {
+					_, _ = io.WriteString(w, `data: {"error":{"message":"CUDA out of memory","type":"server_error"}}`+"\n\n")
+					return
+				}
+				_, _ = io.WriteString(w, "data: "+chunk("", "stop")+"\n\n"+
+					`data: {"id":"c1","object":"chat.completion.chunk","created":1,"model":"m","choices":[],"usage":{"prompt_tokens":1,"completion_tokens":1,"total_tokens":2}}`+"\n\ndata: [DONE]\n\n")
+			})
+			c := openai.NewClient(option.WithBaseURL(g.ts.URL+"/v1/"), option.WithAPIKey("unused"),
+				option.WithHTTPClient(g.ts.Client()), option.WithMaxRetries(0))
+			s := c.Chat.Completions.NewStreaming(context.Background(), openai.ChatCompletionNewParams{Model: "a",
+				Messages:      []openai.ChatCompletionMessageParamUnion{openai.UserMessage("hi")},
+				StreamOptions: openai.ChatCompletionStreamOptionsParam{IncludeUsage: openai.Bool(true)}})
+			var acc openai.ChatCompletionAccumulator
+			for s.Next() {
+				acc.AddChunk(s.Current())
+			}
+			_ = s.Close()
+			if len(acc.Choices) == 0 || acc.Choices[0].Message.Content != "partial" {
+				t.Fatalf("accumulated %+v", acc.Choices)
+			}
+			if err := s.Err(); broken != (err != nil) || broken && !strings.Contains(err.Error(), "CUDA out of memory") {
+				t.Errorf("broken=%v: Err() = %v", broken, err)
+			}
+			if !broken && (acc.Usage.TotalTokens != 2 || acc.Choices[0].FinishReason != "stop") {
+				t.Errorf("usage %+v finish %q", acc.Usage, acc.Choices[0].FinishReason)
+			}
+		})
+	}
+}
+
+func TestReviewSAIFCompletionsStream(t *testing.T) {
+	for _, usage := range []bool{false, true} {
+		t.Run(fmt.Sprintf("usage=%v", usage), func(t *testing.T) {
+			g := saifGateway(t, func(w http.ResponseWriter, r *http.Request, _ map[string]any) {
+				w.Header().Set("Content-Type", "text/event-stream")
+				for _, e := range []string{`{"text":"a","specialist":"webapp"}`, `{"text":"b"}`,
+					`{"done":true,"finish_reason":"length","usage":{"prompt_tokens":3,"completion_tokens":2}}`} {
+					fmt.Fprintf(w, "data: %s\n\n", e)
+				}
+			})
+			so := ""
+			if usage {
+				so = `,"stream_options":{"include_usage":true}`
+			}
+			resp, err := g.ts.Client().Post(g.ts.URL+"/v1/completions", "application/json",
+				strings.NewReader(`{"model":"s","stream":true,"prompt":"x"`+so+`}`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			raw, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			var ev []string
+			for _, l := range strings.Split(string(raw), "\n") {
+				if p, ok := strings.CutPrefix(l, "data: "); ok {
+					ev = append(ev, p)
+				}
+			}
+			checkChunks(t, ev, usage)
+		})
+	}
+}
+
+// Ollama lines longer than the reader's buffer, CRLF endings and blank lines, written in pieces.
+func TestReviewOllamaLongLines(t *testing.T) {
+	for _, size := range []int{5 << 10, 1<<20 + 3} {
+		t.Run(fmt.Sprint(size), func(t *testing.T) {
+			content := strings.Repeat("q", size)
+			b, _ := json.Marshal(map[string]any{"model": "m:7b", "message": map[string]any{"role": "assistant", "content": content}, "done": false})
+			wire := string(b) + "\r\n\r\n" + `{"model":"m:7b","message":{"role":"assistant","content":"!"},"done":true,"done_reason":"length"}` + "\r\n"
+			g := ollamaGateway(t, func(w http.ResponseWriter, r *http.Request, _ map[string]any) {
+				w.Header().Set("Content-Type", "application/x-ndjson")
+				for s := wire; s != ""; {
+					n := min(1000, len(s))
+					_, _ = io.WriteString(w, s[:n])
+					w.(http.Flusher).Flush()
+					s = s[n:]
+				}
+			}, "")
+			_, _, ev := rawStream(t, g, streamBody("o"))
+			checkChunks(t, ev, false)
+			if got := gather(t, ev); got.content != content+"!" {
+				t.Errorf("content of %d bytes, want %d", len(got.content), len(content)+1)
+			}
+			if !strings.Contains(ev[len(ev)-2], `"finish_reason":"length"`) {
+				t.Errorf("finishing chunk %.200s", ev[len(ev)-2])
+			}
+		})
+	}
+}
+
+// A stream that broke off (an error event mid-stream, the upstream keeping its connection open
+// after it) has its upstream connection closed, not drained for reuse or left open, and the
+// next request is served.
+func TestReviewBrokenStreamClosesUpstream(t *testing.T) {
+	upDone := make(chan struct{}, 2)
+	g, _ := openaiGateway(t, func(w http.ResponseWriter, r *http.Request) {
+		defer func() { upDone <- struct{}{} }()
+		w.Header().Set("Content-Type", "text/event-stream")
+		_, _ = io.WriteString(w, "data: "+chunk("a", "")+"\n\ndata: {\"error\":{\"message\":\"oom\"}}\n\n")
+		w.(http.Flusher).Flush()
+		<-r.Context().Done()
+	})
+	for i := 0; i < 2; i++ {
+		_, _, ev := rawStream(t, g, streamBody("a"))
+		if len(ev) != 2 || !strings.HasPrefix(ev[1], `{"error":`) {
+			t.Fatalf("events %q", ev)
+		}
+		select {
+		case <-upDone:
+		case <-time.After(5 * time.Second):
+			t.Fatal("the upstream's connection was left open after the stream broke off")
+		}
+	}
+	tg := mustTarget(t, g, "a")
+	settles(func() bool { return tg.Stats.InFlight() == 0 })
+	if n := tg.Stats.InFlight(); n != 0 {
+		t.Errorf("in flight %d", n)
+	}
 }
