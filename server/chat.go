@@ -138,7 +138,6 @@ func (s *Server) admit(r *http.Request, op core.Op, st *reqState) (req *core.Req
 type result struct {
 	resp   *upstream.Response
 	first  []byte // a streaming response's first event, read before the point of no return
-	done   bool   // the stream ended before its first event
 	target *core.Target
 	flight inflight // the served target's in-flight count
 	chain  []string
@@ -204,7 +203,7 @@ func (s *Server) run(ctx context.Context, rs *routeState, req *core.Request, st 
 			continue
 		}
 		if a.err == nil {
-			res.resp, res.first, res.done, res.target, res.flight = a.resp, a.first, a.done, t, a.end
+			res.resp, res.first, res.target, res.flight = a.resp, a.first, t, a.end
 			if passed != nil {
 				s.procs.warmPassed(passed)
 			}
@@ -306,7 +305,6 @@ func (f inflight) end() {
 type attemptResult struct {
 	resp  *upstream.Response
 	first []byte
-	done  bool
 	end   inflight
 	dec   errmap.Decision
 	err   error
@@ -368,7 +366,11 @@ func (s *Server) once(ctx context.Context, t *core.Target, req *core.Request, cl
 	if err == nil && resp.Stream != nil {
 		a.first, err = resp.Stream.Next()
 		if errors.Is(err, io.EOF) {
-			a.done, err = true, nil
+			// An end before any event ([DONE] at once) is an answer with no choices: relayed, a
+			// client's choices[0] is out of range. Nothing has gone to the client yet, so it is a
+			// stream that broke before anything was sent, and the chain moves on
+			// (TestReviewFallThroughBeforeFirstEvent).
+			err = &core.StreamError{Target: t.Name, Message: "upstream ended the stream before its first event"}
 		}
 		if err != nil {
 			_ = resp.Stream.Close()

@@ -214,9 +214,6 @@ func (s *Server) relay(ctx context.Context, w http.ResponseWriter, res result) {
 	s.relaying.Add(1)
 	defer s.relaying.Add(-1)
 	ev, err := res.first, error(nil)
-	if res.done {
-		err = io.EOF
-	}
 	// The head and the first event always go out at once: the time to the first token is what a
 	// chat client shows, and waiting to coalesce it with a burst behind it cost the bench's
 	// streams ~80 µs to first byte. For the same reason the first flush is followed by a yield

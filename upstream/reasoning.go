@@ -183,8 +183,11 @@ type thinkStream struct {
 	Stream
 	split map[int]*thinkSplitter
 	last  map[string]json.RawMessage // the latest chunk's members, the envelope of a closing chunk
-	next  []byte                     // a chunk to send after the closing one
-	end   error                      // the stream's end, once a closing chunk went out before it
+	// pending holds the chunks ready to go, in order (a closing chunk, then the chunk it
+	// precedes); the wrapped stream is read only when it is empty, so that a chunk in it that is
+	// the wrapped stream's own slice stays valid.
+	pending [][]byte
+	end     error // the stream's end, after pending
 }
 
 func newThinkStream(s Stream) *thinkStream {
@@ -193,34 +196,39 @@ func newThinkStream(s Stream) *thinkStream {
 
 // Next skips the chunks the rewrite emptied (see rewrite).
 func (s *thinkStream) Next() ([]byte, error) {
-	if ev := s.next; ev != nil {
-		s.next = nil
+	for len(s.pending) == 0 && s.end == nil {
+		s.pull()
+	}
+	if len(s.pending) > 0 {
+		ev := s.pending[0]
+		s.pending = s.pending[1:]
 		return ev, nil
 	}
-	if s.end != nil {
-		return nil, s.end
-	}
-	for {
-		ev, err := s.Stream.Next()
+	return nil, s.end
+}
+
+// pull reads one event of the wrapped stream and queues what it becomes: nothing (a chunk the
+// rewrite emptied), the rewritten chunk (after a closing chunk when it is the usage chunk), or
+// the end (after a closing chunk when it is a clean one).
+func (s *thinkStream) pull() {
+	ev, err := s.Stream.Next()
+	if err != nil {
 		if errors.Is(err, io.EOF) {
 			if c := s.closing(); c != nil {
-				s.end = err
-				return c, nil
+				s.pending = append(s.pending, c)
 			}
 		}
-		if err != nil {
-			return nil, err
+		s.end = err
+		return
+	}
+	out, keep, choiceless := s.rewrite(ev)
+	if choiceless {
+		if c := s.closing(); c != nil {
+			s.pending = append(s.pending, c)
 		}
-		out, keep, choiceless := s.rewrite(ev)
-		if choiceless {
-			if c := s.closing(); c != nil {
-				s.next = out
-				return c, nil
-			}
-		}
-		if keep {
-			return out, nil
-		}
+	}
+	if keep {
+		s.pending = append(s.pending, out)
 	}
 }
 
@@ -260,14 +268,20 @@ func (s *thinkStream) closing() []byte {
 	return mustJSON(top)
 }
 
-// Buffered passes the wrapped stream's answer on: a rewritten chunk is never held back. A chunk
-// queued behind a closing one, or the end behind it, is buffered too.
+// Buffered reports whether Next will return without waiting on the upstream. A chunk the
+// rewrite empties is skipped by Next, which would then wait for the upstream's next event: so,
+// as queue.ready does, the events already buffered are rewritten here until one yields a chunk
+// or none is left, and a relay that was told true never holds its last chunk unflushed while
+// Next waits (TestReviewThinkTagsEventNotHeldBehindEmptiedChunk).
 func (s *thinkStream) Buffered() bool {
-	if s.next != nil || s.end != nil {
-		return true
-	}
 	b, ok := s.Stream.(BufferedStream)
-	return ok && b.Buffered()
+	for len(s.pending) == 0 && s.end == nil {
+		if !ok || !b.Buffered() {
+			return false
+		}
+		s.pull()
+	}
+	return true
 }
 
 // rewrite is ev with its think blocks moved out of the content; keep is false for a chunk the

@@ -3,6 +3,7 @@ package upstream
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"strings"
 	"testing"
@@ -313,5 +314,59 @@ func TestThinkStreamDropsEmptiedChunks(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, got); diff != "" || end != "EOF" {
 		t.Errorf("events (-want +got):\n%s\nend %s", diff, end)
+	}
+}
+
+// partlyBuffered replays payloads, of which the first buffered are in memory: Next of any other
+// is the upstream's next event, which a relay told Buffered must not wait for.
+type partlyBuffered struct {
+	listStream
+	buffered int
+	waited   bool
+}
+
+func (p *partlyBuffered) Next() ([]byte, error) {
+	if p.buffered == 0 {
+		p.waited = true
+	} else {
+		p.buffered--
+	}
+	return p.listStream.Next()
+}
+
+func (p *partlyBuffered) Buffered() bool { return p.buffered > 0 }
+
+// Buffered is true only when Next will not wait: a buffered chunk the rewrite empties (whitespace
+// held before a tag that may close) does not count, since Next skips it and waits for the next.
+func TestThinkStreamBufferedSkipsEmptiedChunks(t *testing.T) {
+	chunk := func(s string) string {
+		return fmt.Sprintf(`{"id":"c","choices":[{"index":0,"delta":{"content":%q},"finish_reason":null}]}`, s)
+	}
+	for _, tc := range []struct {
+		name     string
+		buffered []string
+		want     bool
+	}{
+		{"emptied only", []string{chunk(" "), chunk("</th")}, false},
+		{"emptied then kept", []string{chunk(" "), chunk("b")}, true},
+		{"kept", []string{chunk("b")}, true},
+		{"none", nil, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			in := &partlyBuffered{listStream: listStream{evs: append(append([]string{chunk("<think>a")}, tc.buffered...),
+				chunk("ink>x"))}, buffered: 1 + len(tc.buffered)}
+			s := newThinkStream(in)
+			if ev, err := s.Next(); err != nil || !strings.Contains(string(ev), `"reasoning_content":"a"`) {
+				t.Fatalf("first: %s, %v", ev, err)
+			}
+			if got := s.Buffered(); got != tc.want || in.waited {
+				t.Fatalf("Buffered() = %v (waited on the upstream: %v), want %v", got, in.waited, tc.want)
+			}
+			if tc.want {
+				if _, err := s.Next(); err != nil || in.waited {
+					t.Errorf("Next after Buffered: %v, waited %v", err, in.waited)
+				}
+			}
+		})
 	}
 }
