@@ -130,6 +130,10 @@ func (endpointFilter) Keep(req *core.Request, t *core.Target) (bool, string) {
 	return false, "the " + t.Adapter.String() + " adapter does not serve /v1" + req.Op.Path()
 }
 
+// capStages is how many stages at the head of Server.stages judge an adapter's capabilities
+// (endpointFilter, choicesFilter); plan skips them for a request none of them can drop a target for.
+const capStages = 2
+
 // choicesFilter drops a target whose adapter answers one choice (upstream.OneChoice) for a request
 // that asks for more (n > 1): the client would get fewer choices than it asked for, without a word.
 type choicesFilter struct{}
@@ -162,7 +166,13 @@ type plan struct {
 
 // plan runs eligibility with the kept targets in kept's array (see filter.RunInto).
 func (s *Server) plan(rs *routeState, req *core.Request, kept []*core.Target) plan {
-	p := plan{route: rs, res: filter.RunInto(kept, req, rs.Targets, s.stages)}
+	stages := s.stages
+	if req.Op == core.OpChat && req.Choices <= 1 {
+		// Every adapter serves chat with one choice: the capability stages would keep every
+		// target, at a call per target each, on nearly every request.
+		stages = stages[capStages:]
+	}
+	p := plan{route: rs, res: filter.RunInto(kept, req, rs.Targets, stages)}
 	for _, d := range p.res.Drops {
 		switch {
 		case s.failOpen[d.Filter]:
