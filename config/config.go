@@ -36,6 +36,9 @@ type Config struct {
 	// Lifecycle is what the gateway needs to run the processes of targets with a command; its
 	// Specs are empty when no target has one.
 	Lifecycle Lifecycle
+	// Browsers is which Host and Origin headers requests may carry (allowed_hosts,
+	// allowed_origins).
+	Browsers Browsers
 }
 
 // Lifecycle is the lifecycle manager's input, compiled from the targets' command, idle_stop,

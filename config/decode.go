@@ -24,6 +24,9 @@ import (
 type fileTOML struct {
 	Listen       *string `toml:"listen"`
 	MaxBodyBytes *int64  `toml:"max_body_bytes"`
+
+	AllowedHosts   *[]string `toml:"allowed_hosts"`
+	AllowedOrigins *[]string `toml:"allowed_origins"`
 	// Keys are decoded one by one, because TOML positions name "keys.sha256" without saying
 	// which [[keys]] block it was.
 	Keys     []toml.Primitive      `toml:"keys"`
@@ -126,6 +129,12 @@ func Parse(data []byte, filename string, getenv func(string) string) (*Config, e
 	cfg.Auto = c.auto(raw.Auto, cfg)
 	if len(keys) == 0 && !isLoopback(cfg.Listen) {
 		c.errorf([]string{"listen"}, "%s", openMsg(cfg.Listen))
+	}
+	if len(keys) == 0 && cfg.Browsers.AnyHost {
+		c.errorf([]string{"allowed_hosts"}, "\"*\" on a gateway without [[keys]] lets any web page that points a name at this machine use it: list the names, or add a key (gateway keygen)")
+	}
+	if len(keys) == 0 && cfg.Browsers.AnyOrigin {
+		c.errorf([]string{"allowed_origins"}, "\"*\" on a gateway without [[keys]] lets any web page use it: list the origins, or add a key (gateway keygen)")
 	}
 	if err := c.err(); err != nil {
 		return nil, err
@@ -361,6 +370,45 @@ func (c *compiler) top(cfg *Config, raw *fileTOML) {
 			c.errorf([]string{"max_body_bytes"}, "must be positive, got %d", cfg.MaxBodyBytes)
 		}
 	}
+	cfg.Browsers = c.browsers(raw, cfg.Listen)
+}
+
+// browsers compiles allowed_hosts and allowed_origins. The host that listen names, when it is a
+// name, is allowed without being listed.
+func (c *compiler) browsers(raw *fileTOML, listen string) Browsers {
+	var b Browsers
+	if host, _, err := net.SplitHostPort(listen); err == nil && host != "" && net.ParseIP(host) == nil {
+		b.Hosts = append(b.Hosts, strings.ToLower(host))
+	}
+	if raw.AllowedHosts != nil {
+		for i, h := range *raw.AllowedHosts {
+			at := []string{"allowed_hosts", elem(i)}
+			switch {
+			case h == "*":
+				b.AnyHost = true
+			case h == "" || strings.ContainsAny(h, ":/ ") || strings.HasPrefix(h, "*"):
+				c.errorf(at, "%q is not a host name (write it without scheme or port, as \"gateway.lan\"; \"*\" allows any)", h)
+			default:
+				b.Hosts = append(b.Hosts, strings.ToLower(h))
+			}
+		}
+	}
+	if raw.AllowedOrigins != nil {
+		for i, o := range *raw.AllowedOrigins {
+			at := []string{"allowed_origins", elem(i)}
+			if o == "*" {
+				b.AnyOrigin = true
+				continue
+			}
+			u, err := url.Parse(o)
+			if err != nil || u.Scheme == "" || u.Host == "" || u.Path != "" || u.RawQuery != "" || u.Fragment != "" || u.User != nil {
+				c.errorf(at, "%q is not an origin (scheme://host[:port], as \"http://192.168.1.20:3000\"; \"*\" allows any)", o)
+				continue
+			}
+			b.Origins = append(b.Origins, strings.ToLower(u.Scheme+"://"+u.Host))
+		}
+	}
+	return b
 }
 
 func openMsg(listen string) string {

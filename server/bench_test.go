@@ -188,7 +188,7 @@ func benchServer(b *testing.B, up server.Upstream, log ...*slog.Logger) http.Han
 func serveLoop(b *testing.B, h http.Handler, body []byte, wantStatus int) {
 	b.Helper()
 	br := &bodyReader{}
-	req, err := http.NewRequest(http.MethodPost, "http://gateway.bench/v1/chat/completions", br)
+	req, err := http.NewRequest(http.MethodPost, "http://localhost/v1/chat/completions", br)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -45,7 +45,7 @@ func TestWholeAnswerFieldsBothWays(t *testing.T) {
 		}
 		defer c.Close()
 		_ = c.SetDeadline(time.Now().Add(10 * time.Second))
-		_, _ = io.WriteString(c, "POST /v1/chat/completions HTTP/1.1\r\nHost: h\r\nContent-Type: application/json\r\n"+
+		_, _ = io.WriteString(c, "POST /v1/chat/completions HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"+
 			"Content-Length: "+strconv.Itoa(len(body))+"\r\nConnection: close\r\n\r\n"+body)
 		br := bufio.NewReader(c)
 		var lines []string
@@ -81,7 +81,7 @@ func TestWholeAnswerFieldsBothWays(t *testing.T) {
 	_, _ = io.Copy(io.Discard, resp.Body)
 	resp.Body.Close()
 	rec := httptest.NewRecorder()
-	g.srv.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/v1/chat/completions", strings.NewReader(body)))
+	g.srv.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "http://localhost/v1/chat/completions", strings.NewReader(body)))
 	want := map[string]string{"Content-Type": "application/json", "Content-Length": rec.Header().Get("Content-Length"),
 		"X-Hayula-Route": "saif", "X-Hayula-Chain": "saif", "X-Hayula-Target": "saif"}
 	if diff := cmp.Diff(want, fields(rec.Header())); diff != "" {
@@ -121,7 +121,7 @@ func TestUpstreamCancellationIsNotClientGone(t *testing.T) {
 		"[routes.r]\ntargets = [\"saif\"]\n[routes.two]\ntargets = [\"saif\", \"deepseek-r1\"]\n", nil,
 		func(o *server.Options) { o.Upstream = canceledUpstream{} })
 	rec := httptest.NewRecorder()
-	g.srv.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/v1/chat/completions",
+	g.srv.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "http://localhost/v1/chat/completions",
 		strings.NewReader(`{"model":"r","messages":[{"role":"user","content":"hi"}]}`)))
 	wire := g.chat(t, "r")
 	type answer struct {

@@ -193,6 +193,10 @@ func (g *gateway) do(t *testing.T, method, path, body string, hdr ...string) rep
 		t.Fatal(err)
 	}
 	for i := 0; i+1 < len(hdr); i += 2 {
+		if hdr[i] == "Host" {
+			req.Host = hdr[i+1] // net/http sends req.Host, not a Host field
+			continue
+		}
 		req.Header.Set(hdr[i], hdr[i+1])
 	}
 	resp, err := g.ts.Client().Do(req)

@@ -14,7 +14,7 @@ func BenchmarkRelayEvent(b *testing.B) {
 	body := benchBody(b, "saif", true)
 	br := &bodyReader{}
 	br.Reset(body)
-	req, err := http.NewRequest(http.MethodPost, "http://gateway.bench/v1/chat/completions", br)
+	req, err := http.NewRequest(http.MethodPost, "http://localhost/v1/chat/completions", br)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -262,7 +262,7 @@ func TestStreamEndsInOneWrite(t *testing.T) {
 	defer c.Close()
 	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
 	body := streamBody("saif")
-	fmt.Fprintf(c, "POST /v1/chat/completions HTTP/1.1\r\nHost: g\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
+	fmt.Fprintf(c, "POST /v1/chat/completions HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
 	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
 	if err != nil {
 		close(release)
@@ -330,7 +330,7 @@ func TestStreamDoneNotHeldForUpstreamTail(t *testing.T) {
 	br := bufio.NewReader(c)
 	body := streamBody("saif")
 	for i := range 2 {
-		fmt.Fprintf(c, "POST /v1/chat/completions HTTP/1.1\r\nHost: g\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
+		fmt.Fprintf(c, "POST /v1/chat/completions HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
 		resp, err := http.ReadResponse(br, nil)
 		if err != nil {
 			t.Fatal(err)

@@ -1,0 +1,85 @@
+package config
+
+import (
+	"net/netip"
+	"slices"
+	"strings"
+)
+
+// Browsers is what the gateway accepts from web browsers, which send requests on behalf of any
+// page they show: a page may post to the gateway (a cross-site request carries its Origin), or
+// reach it under a name of its own that it points at this machine (DNS rebinding: the Host is
+// that name). IP literals, localhost and loopback origins are always accepted.
+type Browsers struct {
+	// Hosts are the host names (lower case, without port) a request's Host may have besides IP
+	// literals and localhost; listen's host, when it is a name, is among them.
+	Hosts []string
+	// AnyHost: allowed_hosts has "*"; no Host is refused.
+	AnyHost bool
+	// Origins are the origins (lower-case scheme://host[:port]) a request's Origin may be besides
+	// loopback ones.
+	Origins []string
+	// AnyOrigin: allowed_origins has "*"; no Origin is refused.
+	AnyOrigin bool
+}
+
+// AllowHost reports whether a request whose Host header is host (with or without a port) may be
+// served. Browsers always send Host; an empty one (HTTP/1.0) is not a browser's.
+func (b *Browsers) AllowHost(host string) bool {
+	if host == "" || b.AnyHost {
+		return true
+	}
+	h := hostOnly(host)
+	if isLoopbackName(h) {
+		return true
+	}
+	if _, err := netip.ParseAddr(strings.TrimSuffix(strings.TrimPrefix(h, "["), "]")); err == nil {
+		// An IP literal names no domain, so no other site's name can have been pointed at it.
+		return true
+	}
+	return slices.Contains(b.Hosts, strings.ToLower(strings.TrimSuffix(h, ".")))
+}
+
+// AllowOrigin reports whether a request whose Origin header is origin may be served: none (not a
+// cross-site request), a loopback origin, or one allowed_origins lists. "null" (a sandboxed page
+// or a file) is not loopback.
+func (b *Browsers) AllowOrigin(origin string) bool {
+	if origin == "" || b.AnyOrigin {
+		return true
+	}
+	scheme, host, ok := strings.Cut(origin, "://")
+	if !ok {
+		return false
+	}
+	if strings.EqualFold(scheme, "http") || strings.EqualFold(scheme, "https") {
+		h := hostOnly(host)
+		if isLoopbackName(h) {
+			return true
+		}
+		if a, err := netip.ParseAddr(strings.TrimSuffix(strings.TrimPrefix(h, "["), "]")); err == nil && a.IsLoopback() {
+			return true
+		}
+	}
+	return slices.Contains(b.Origins, strings.ToLower(origin))
+}
+
+// hostOnly is host without its port: "[::1]:8000" → "[::1]", "a:1" → "a", "::1" → "::1".
+func hostOnly(host string) string {
+	if strings.HasPrefix(host, "[") {
+		if i := strings.IndexByte(host, ']'); i >= 0 {
+			return host[:i+1]
+		}
+		return host
+	}
+	if strings.Count(host, ":") == 1 {
+		host, _, _ = strings.Cut(host, ":")
+	}
+	return host
+}
+
+// isLoopbackName: localhost and its subdomains, which resolve to this machine by RFC 6761.
+func isLoopbackName(h string) bool {
+	h = strings.TrimSuffix(h, ".")
+	return strings.EqualFold(h, "localhost") || len(h) > len(".localhost") &&
+		strings.EqualFold(h[len(h)-len(".localhost"):], ".localhost")
+}

@@ -1,0 +1,76 @@
+package config
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestBrowsersParse(t *testing.T) {
+	const key = "\n[[keys]]\nname = \"k\"\nsha256 = \"" + hashTest + "\"\n"
+	cfg, err := Parse([]byte(`allowed_hosts = ["AI.home.arpa", "*"]
+allowed_origins = ["https://Chat.Example.com", "http://192.168.1.20:3000", "*"]
+`+minimal+key), "b.toml", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Browsers{Hosts: []string{"ai.home.arpa"}, AnyHost: true,
+		Origins: []string{"https://chat.example.com", "http://192.168.1.20:3000"}, AnyOrigin: true}
+	if diff := cmp.Diff(want, cfg.Browsers); diff != "" {
+		t.Errorf("Browsers (-want +got):\n%s", diff)
+	}
+	cfg, err = Parse([]byte("listen = \"localhost:8000\"\n"+minimal), "b.toml", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(Browsers{Hosts: []string{"localhost"}}, cfg.Browsers); diff != "" {
+		t.Errorf("listen's name is allowed (-want +got):\n%s", diff)
+	}
+	for _, bad := range []string{
+		`allowed_hosts = ["gateway.lan:8000"]`, `allowed_hosts = ["http://gateway.lan"]`, `allowed_hosts = [""]`,
+		`allowed_hosts = ["*.lan"]`, `allowed_origins = ["chat.example.com"]`, `allowed_origins = ["https://a.b/path"]`,
+		`allowed_origins = ["https://u:p@a.b"]`, `allowed_hosts = ["*"]`, `allowed_origins = ["*"]`,
+	} {
+		_, err := Parse([]byte(bad+"\n"+minimal), "b.toml", nil)
+		if err == nil || !strings.Contains(err.Error(), "b.toml:1:") || !strings.Contains(err.Error(), "allowed_") {
+			t.Errorf("%s: error %v, want one at line 1 naming the key", bad, err)
+		}
+	}
+}
+
+func TestBrowsersAllow(t *testing.T) {
+	b := Browsers{Hosts: []string{"gateway.lan"}, Origins: []string{"https://chat.example.com"}}
+	for _, tc := range []struct {
+		host string
+		want bool
+	}{
+		{"", true}, {"127.0.0.1:8000", true}, {"127.0.0.1", true}, {"[::1]:8000", true}, {"::1", true},
+		{"192.168.1.5:8000", true}, {"localhost:8000", true}, {"LOCALHOST", true}, {"app.localhost:8000", true},
+		{"localhost.:8000", true}, {"gateway.lan:8000", true}, {"GATEWAY.LAN", true}, {"gateway.lan.", true},
+		{"evil.example:8000", false}, {"localhost.evil.example", false}, {"gateway.lan.evil.example", false},
+		{"127.0.0.1.nip.io:8000", false}, {"[evil]:8000", false},
+	} {
+		if got := b.AllowHost(tc.host); got != tc.want {
+			t.Errorf("AllowHost(%q) = %v, want %v", tc.host, got, tc.want)
+		}
+	}
+	for _, tc := range []struct {
+		origin string
+		want   bool
+	}{
+		{"", true}, {"http://localhost:3000", true}, {"http://127.0.0.1:5173", true}, {"https://[::1]", true},
+		{"http://app.localhost", true}, {"https://chat.example.com", true}, {"HTTPS://CHAT.EXAMPLE.COM", true},
+		{"null", false}, {"https://evil.example", false}, {"http://chat.example.com", false},
+		{"https://chat.example.com:8443", false}, {"http://192.168.1.5:3000", false}, {"file://", false},
+		{"http://localhost.evil.example", false},
+	} {
+		if got := b.AllowOrigin(tc.origin); got != tc.want {
+			t.Errorf("AllowOrigin(%q) = %v, want %v", tc.origin, got, tc.want)
+		}
+	}
+	all := Browsers{AnyHost: true, AnyOrigin: true}
+	if !all.AllowHost("evil.example") || !all.AllowOrigin("null") {
+		t.Error(`"*" does not allow everything`)
+	}
+}

@@ -1,0 +1,72 @@
+package server_test
+
+import (
+	"net/http"
+	"testing"
+)
+
+// A browser may send requests on any page's behalf: under a name a site pointed at this machine
+// (DNS rebinding), or from another site's page (Origin). Those are refused unless allowed, and
+// an allowed origin gets CORS, so that its page can read the answers.
+func TestBrowserHostAndOrigin(t *testing.T) {
+	up := newFake(t, "a")
+	g := newGateway(t, target("a", up.url(), "private")+"[routes.a]\ntargets = [\"a\"]\n", nil)
+	gl := newGateway(t, `allowed_hosts = ["gateway.lan"]
+allowed_origins = ["https://chat.example.com"]
+`+target("a", up.url(), "private")+"[routes.a]\ntargets = [\"a\"]\n", nil)
+	const chat = `{"model":"a","messages":[{"role":"user","content":"x"}]}`
+	for _, tc := range []struct {
+		name   string
+		g      *gateway
+		hdr    []string
+		status int
+		code   string
+		cors   string
+	}{
+		{"an IP literal", g, nil, 200, "", ""},
+		{"localhost", g, []string{"Host", "localhost:8000"}, 200, "", ""},
+		{"a rebound name", g, []string{"Host", "evil.example:8000"}, 403, "host_not_allowed", ""},
+		{"a name allowed", gl, []string{"Host", "gateway.lan:8000"}, 200, "", ""},
+		{"another site's page", g, []string{"Origin", "https://evil.example"}, 403, "origin_not_allowed", ""},
+		{"a sandboxed page", g, []string{"Origin", "null"}, 403, "origin_not_allowed", ""},
+		{"a local page", g, []string{"Origin", "http://localhost:5173"}, 200, "", "http://localhost:5173"},
+		{"an origin allowed", gl, []string{"Origin", "https://chat.example.com"}, 200, "", "https://chat.example.com"},
+		{"an origin allowed, rebound name", gl, []string{"Origin", "https://chat.example.com", "Host", "evil.example"}, 403, "host_not_allowed", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			before := up.hits.Load()
+			rep := tc.g.post(t, "/v1/chat/completions", chat, tc.hdr...)
+			if rep.status != tc.status {
+				t.Fatalf("status %d, want %d: %s", rep.status, tc.status, rep.body)
+			}
+			if tc.code != "" {
+				if got := rep.errorField(t, "code"); got != tc.code {
+					t.Errorf("code %v, want %s", got, tc.code)
+				}
+				if up.hits.Load() != before {
+					t.Error("the upstream was asked")
+				}
+			}
+			if got := rep.header.Get("Access-Control-Allow-Origin"); got != tc.cors {
+				t.Errorf("Access-Control-Allow-Origin %q, want %q", got, tc.cors)
+			}
+			if tc.cors != "" && rep.header.Get("Access-Control-Expose-Headers") == "" {
+				t.Error("no Access-Control-Expose-Headers: the page cannot read x-hayula-chain")
+			}
+		})
+	}
+	t.Run("preflight", func(t *testing.T) {
+		rep := gl.do(t, http.MethodOptions, "/v1/chat/completions", "", "Origin", "https://chat.example.com",
+			"Access-Control-Request-Method", "POST", "Access-Control-Request-Headers", "authorization, content-type")
+		if rep.status != http.StatusNoContent || rep.header.Get("Access-Control-Allow-Origin") != "https://chat.example.com" ||
+			rep.header.Get("Access-Control-Allow-Headers") != "authorization, content-type" ||
+			rep.header.Get("Access-Control-Allow-Methods") == "" {
+			t.Errorf("%d %v", rep.status, rep.header)
+		}
+		rep = gl.do(t, http.MethodOptions, "/v1/chat/completions", "", "Origin", "https://evil.example",
+			"Access-Control-Request-Method", "POST")
+		if rep.status != http.StatusForbidden || rep.header.Get("Access-Control-Allow-Origin") != "" {
+			t.Errorf("a preflight from another site: %d %v", rep.status, rep.header)
+		}
+	})
+}
