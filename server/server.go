@@ -59,7 +59,7 @@ type Options struct {
 type Server struct {
 	cfg      *config.Config
 	routes   map[string]*routeState
-	stages   []filter.Stage // the capability stages (capStages of them), then filter.Standard's
+	stages   []filter.Stage  // the capability stages (capStages of them), then filter.Standard's
 	failOpen map[string]bool // names of the fail-open stages
 	health   *health.Tracker
 	up       Upstream
