@@ -615,10 +615,22 @@ func (c *compiler) apiKey(env string, path []string) core.Secret {
 		}
 	}
 	v := c.getenv(env)
-	if v == "" {
+	switch {
+	case v != "":
+	case conventionalEnvName(env):
 		c.errorf(path, "environment variable %s is unset or empty", env)
+	default:
+		// Some keys are valid variable names too (Hugging Face's hf_…, GitHub's ghp_…): a name
+		// that is not upper case may be a pasted key, so the message does not repeat it.
+		c.errorf(path, "the environment variable it names is unset or empty (the name is not "+
+			"repeated: it is not upper case, and may be a pasted key)")
 	}
 	return core.Secret(v)
+}
+
+// conventionalEnvName is true of a variable name in the usual upper-case form (OPENROUTER_API_KEY).
+func conventionalEnvName(s string) bool {
+	return s != "" && strings.ToUpper(s) == s
 }
 
 func (c *compiler) specialists(raw targetTOML, path []string) []string {

@@ -65,6 +65,13 @@ func (c *compiler) lifecycle(raw *fileTOML, cfg *Config) Lifecycle {
 		case spec.Command[0] == "":
 			c.errorf(at("command", elem(0)), "empty program name")
 		}
+		// The port is chosen at each start and reaches the process only through its command: a
+		// url with {port} and a command without it points at a port nothing listens on.
+		if strings.Contains(t.URL, lifecycle.PortPlaceholder) && len(spec.Command) > 0 &&
+			!slices.ContainsFunc(spec.Command, func(a string) bool { return strings.Contains(a, lifecycle.PortPlaceholder) }) {
+			c.errorf(at("url"), "uses {port} but command does not: the process must be told the port the "+
+				"gateway picks, such as \"--port\", \"{port}\"")
+		}
 		if rt.HealthPath != nil && strings.Contains(t.HealthURL, lifecycle.PortPlaceholder) &&
 			!strings.Contains(t.URL, lifecycle.PortPlaceholder) {
 			c.errorf(at("health_path"), "uses {port} but url does not: the gateway learns the port of "+

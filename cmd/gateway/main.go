@@ -46,10 +46,42 @@ A subcommand's --help lists its flags and their defaults. CONFIG.md documents th
 
 func main() {
 	keepSysmonAwake(os.Args[1:], reexec)
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := notifyShutdown(context.Background(), func() {
+		fmt.Fprintln(os.Stderr, "gateway: second signal: exiting without waiting for requests in flight")
+		os.Exit(1)
+	}, os.Interrupt, syscall.SIGTERM)
 	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
 	os.Exit(code)
+}
+
+// notifyShutdown returns a context cancelled by the first of sigs; a second one calls force. The
+// first lets serve finish the requests in flight for its grace period; an operator who sends
+// another (a second Ctrl-C) wants out now, and signal.NotifyContext would swallow it. Managed
+// processes still die with the gateway (Pdeathsig, their process group).
+func notifyShutdown(parent context.Context, force func(), sigs ...os.Signal) (context.Context, func()) {
+	ctx, cancel := context.WithCancel(parent)
+	ch := make(chan os.Signal, 2)
+	signal.Notify(ch, sigs...)
+	done := make(chan struct{})
+	go func() {
+		select {
+		case <-ch:
+		case <-done:
+			return
+		}
+		cancel()
+		select {
+		case <-ch:
+			force()
+		case <-done:
+		}
+	}()
+	return ctx, func() {
+		signal.Stop(ch)
+		close(done)
+		cancel()
+	}
 }
 
 // run dispatches a subcommand and returns the process exit code.

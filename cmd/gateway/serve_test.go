@@ -23,7 +23,7 @@ wait_healthy = true
 [targets.p]
 adapter = "openai"
 url     = "http://127.0.0.1:{port}/v1"
-command = ["/bin/sh", "-c", "echo model file missing >&2; exit 3"]
+command = ["/bin/sh", "-c", "echo model file missing >&2; exit 3", "{port}"]
 group   = "g"
 
 [groups.g]
