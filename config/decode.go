@@ -699,6 +699,15 @@ func (c *compiler) route(name string, raw routeTOML, cfg *Config) *Route {
 		}
 	}
 
+	// A strict route never sends to a public target, so with only public ones it would refuse
+	// every request: the config would load but the route could not work.
+	if r.Strict && len(r.Targets) > 0 && !slices.ContainsFunc(r.Targets, func(t *core.Target) bool {
+		return t.Privacy != core.Public
+	}) {
+		c.errorf(at("strict"), "every target of this strict route is public, and a strict request "+
+			"never reaches a public target: add a private target or remove strict")
+	}
+
 	if raw.Policy != nil {
 		p, ok := core.ParsePolicy(*raw.Policy)
 		if !ok {

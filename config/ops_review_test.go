@@ -20,6 +20,15 @@ adapter = "openai"
 url = "http://127.0.0.1:{port}/v1"
 command = ["llama-server", "--port", "8080"]
 `, []wantErr{{9, "targets.m.url: uses {port} but command does not"}}},
+		{"a strict route of public targets only", `[targets.cloud]
+adapter = "openai"
+url = "http://127.0.0.1:1/v1"
+class = "public"
+
+[routes.r]
+targets = ["cloud"]
+strict = true
+`, []wantErr{{8, "routes.r.strict: every target of this strict route is public"}}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -51,7 +51,7 @@ func (s *Server) serveOp(w http.ResponseWriter, r *http.Request, op core.Op) {
 	req, rs, intent, e := s.admit(r, op, st)
 	if e != nil {
 		writeError(w, e)
-		s.logRequest(r, "", nil, e.Status, start)
+		s.logRequest(r, st.key, "", nil, e.Status, start)
 		return
 	}
 	if intent != "" {
@@ -65,7 +65,7 @@ func (s *Server) serveOp(w http.ResponseWriter, r *http.Request, op core.Op) {
 	if res.resp != nil {
 		res.resp.Release() // written: its memory serves the next answer
 	}
-	s.logRequest(r, rs.Name, res.chain, status, start)
+	s.logRequest(r, st.key, rs.Name, res.chain, status, start)
 }
 
 // reqState is what one request on an OpenAI endpoint is built in: the body's buffer, the decoded
@@ -81,6 +81,7 @@ type reqState struct {
 	msgs  []core.Message // the array the decoded messages are built in
 	cands []*core.Target // the array eligibility keeps targets in, then the attempt loop's candidates
 	chain []string       // the array the targets tried are named in
+	key   string         // the name of the key the request came with, for the log; "" for none
 }
 
 // release empties st, so that it holds nothing of the request, and puts it back in the pool.
@@ -93,7 +94,7 @@ func (s *Server) release(st *reqState) {
 	if cap(st.msgs) > maxPooledMessages {
 		st.msgs = nil
 	}
-	st.wire, st.req = wireView{}, core.Request{}
+	st.wire, st.req, st.key = wireView{}, core.Request{}, ""
 	s.states.Put(st)
 }
 
@@ -110,6 +111,9 @@ func (s *Server) admit(r *http.Request, op core.Op, st *reqState) (req *core.Req
 	key, e := s.authenticate(r)
 	if e != nil {
 		return nil, nil, "", e
+	}
+	if key != nil {
+		st.key = key.Name
 	}
 	body, e := readBody(r, s.cfg.MaxBodyBytes, st.body)
 	if e != nil {

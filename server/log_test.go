@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/hayula/gateway/internal/logfmt"
 	"github.com/hayula/gateway/server"
 )
 
@@ -67,5 +68,35 @@ func TestRequestLogLine(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("request lines (-want +got):\n%s", diff)
+	}
+}
+
+// The request line names the key a request came with (CONFIG.md: a key's name "names the key in
+// logs"), after the other fields, in both of the handler's paths; a request without a valid key
+// has no key field.
+func TestRequestLogNamesTheKey(t *testing.T) {
+	const clientKey = "hk-client-secret-789"
+	for name, handler := range map[string]func(io.Writer) slog.Handler{
+		"slog":   func(w io.Writer) slog.Handler { return slog.NewTextHandler(w, nil) },
+		"logfmt": func(w io.Writer) slog.Handler { return logfmt.NewText(w, nil) },
+	} {
+		t.Run(name, func(t *testing.T) {
+			var logs syncBuffer
+			up := newFake(t, "solo")
+			cfg := target("solo", up.url(), "private") + "[routes.solo]\ntargets = [\"solo\"]\n" +
+				"[[keys]]\nname = \"laptop\"\nsha256 = \"" + sha256hex(clientKey) + "\"\n"
+			g := newGateway(t, cfg, nil, func(o *server.Options) { o.Logger = slog.New(handler(&logs)) })
+			g.chat(t, "solo", "Authorization", "Bearer "+clientKey)
+			g.chat(t, "solo", "Authorization", "Bearer nope")
+			var lines []string
+			for _, l := range strings.Split(strings.TrimSpace(logs.String()), "\n") {
+				if strings.Contains(l, "msg=request") {
+					lines = append(lines, l)
+				}
+			}
+			if len(lines) != 2 || !strings.HasSuffix(lines[0], " key=laptop") || strings.Contains(lines[1], "key=") {
+				t.Fatalf("request lines:\n%s", strings.Join(lines, "\n"))
+			}
+		})
 	}
 }

@@ -269,7 +269,7 @@ func writeEvent(w io.Writer, payload []byte) error {
 	return err
 }
 
-func (s *Server) logRequest(r *http.Request, route string, chain []string, status int, start time.Time) {
+func (s *Server) logRequest(r *http.Request, key, route string, chain []string, status int, start time.Time) {
 	h := s.log.Handler()
 	if !h.Enabled(r.Context(), slog.LevelInfo) {
 		return
@@ -279,9 +279,13 @@ func (s *Server) logRequest(r *http.Request, route string, chain []string, statu
 		// The line's shape is known: written as a logfmt.Line, in the same bytes, it needs no
 		// slog.Record (whose sixth attribute is an allocation), no walk of its attributes and no
 		// joined chain.
-		_ = t.Line(now, slog.LevelInfo, "request").String("method", r.Method).String("path", r.URL.Path).
+		l := t.Line(now, slog.LevelInfo, "request").String("method", r.Method).String("path", r.URL.Path).
 			String("route", route).Join("chain", chainSep, chain).Int("status", int64(status)).
-			Duration("duration", now.Sub(start)).Write()
+			Duration("duration", now.Sub(start))
+		if key != "" {
+			l = l.String("key", key)
+		}
+		_ = l.Write()
 		return
 	}
 	// Another handler (a test's, a user's, a derived logger's) gets the record directly:
@@ -295,5 +299,8 @@ func (s *Server) logRequest(r *http.Request, route string, chain []string, statu
 		slog.String("chain", chainHeader(chain, "")),
 		slog.Int("status", status),
 		slog.Duration("duration", now.Sub(start)))
+	if key != "" {
+		rec.AddAttrs(slog.String("key", key))
+	}
 	_ = h.Handle(r.Context(), rec)
 }
