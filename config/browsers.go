@@ -63,18 +63,30 @@ func (b *Browsers) AllowOrigin(origin string) bool {
 	return slices.Contains(b.Origins, strings.ToLower(origin))
 }
 
-// hostOnly is host without its port: "[::1]:8000" → "[::1]", "a:1" → "a", "::1" → "::1".
+// hostOnly is host without its port: "[::1]:8000" → "[::1]", "a:1" → "a", "::1" → "::1". A port
+// that is not a number is not taken off: "localhost:1.evil.example" stays whole, and is no
+// loopback name.
 func hostOnly(host string) string {
 	if strings.HasPrefix(host, "[") {
-		if i := strings.IndexByte(host, ']'); i >= 0 {
+		if i := strings.IndexByte(host, ']'); i >= 0 && (i == len(host)-1 || host[i+1] == ':' && digits(host[i+2:])) {
 			return host[:i+1]
 		}
 		return host
 	}
-	if strings.Count(host, ":") == 1 {
-		host, _, _ = strings.Cut(host, ":")
+	if h, port, ok := strings.Cut(host, ":"); ok && !strings.Contains(port, ":") && digits(port) {
+		return h
 	}
 	return host
+}
+
+// digits reports whether s is a non-empty run of ASCII digits.
+func digits(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return s != ""
 }
 
 // isLoopbackName: localhost and its subdomains, which resolve to this machine by RFC 6761.

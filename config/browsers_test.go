@@ -49,7 +49,8 @@ func TestBrowsersAllow(t *testing.T) {
 		{"192.168.1.5:8000", true}, {"localhost:8000", true}, {"LOCALHOST", true}, {"app.localhost:8000", true},
 		{"localhost.:8000", true}, {"gateway.lan:8000", true}, {"GATEWAY.LAN", true}, {"gateway.lan.", true},
 		{"evil.example:8000", false}, {"localhost.evil.example", false}, {"gateway.lan.evil.example", false},
-		{"127.0.0.1.nip.io:8000", false}, {"[evil]:8000", false},
+		{"127.0.0.1.nip.io:8000", false}, {"[evil]:8000", false}, {"localhost:1.evil.example", false},
+		{"[::1]:1.evil.example", false}, {"gateway.lan:", false},
 	} {
 		if got := b.AllowHost(tc.host); got != tc.want {
 			t.Errorf("AllowHost(%q) = %v, want %v", tc.host, got, tc.want)
@@ -63,7 +64,8 @@ func TestBrowsersAllow(t *testing.T) {
 		{"http://app.localhost", true}, {"https://chat.example.com", true}, {"HTTPS://CHAT.EXAMPLE.COM", true},
 		{"null", false}, {"https://evil.example", false}, {"http://chat.example.com", false},
 		{"https://chat.example.com:8443", false}, {"http://192.168.1.5:3000", false}, {"file://", false},
-		{"http://localhost.evil.example", false},
+		{"http://localhost.evil.example", false}, {"http://localhost:3000.evil.example", false},
+		{"http://[::1]:80.evil.example", false},
 	} {
 		if got := b.AllowOrigin(tc.origin); got != tc.want {
 			t.Errorf("AllowOrigin(%q) = %v, want %v", tc.origin, got, tc.want)
