@@ -282,6 +282,10 @@ func argumentsObject(s string) (json.RawMessage, error) {
 	if err := json.Unmarshal([]byte(s), &obj); err != nil {
 		return nil, err
 	}
+	if obj == nil {
+		// "null" decodes into a map without an error, and is no object either.
+		return nil, errors.New("arguments are null, not an object")
+	}
 	var b bytes.Buffer
 	if err := json.Compact(&b, []byte(s)); err != nil {
 		return nil, err
