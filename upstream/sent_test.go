@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 
@@ -196,5 +197,28 @@ func TestSAIFChatMLTokensStayText(t *testing.T) {
 		if !errors.As(err, &se) || se.Status != http.StatusBadRequest || se.Param != "messages[0].role" {
 			t.Errorf("role %q: error %v, want a 400 at messages[0].role", role, err)
 		}
+	}
+}
+
+// TestRefusalPartsAreText: OpenAI's assistant content parts are text and refusal; a client that
+// sends a refused turn back in the history must not be refused for it by either translating
+// adapter. The refusal is what the assistant said.
+func TestRefusalPartsAreText(t *testing.T) {
+	body := `{"messages":[{"role":"user","content":"x"},{"role":"assistant","content":[{"type":"text","text":"a"},{"type":"refusal","refusal":"I can't help with that."}]}]}`
+	o := &openaiOllama{t: ollamaTarget("http://127.0.0.1:1"), newID: func() string { return "x" }}
+	out, err := o.translate(chatRequestOf(t, body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := out.Messages[1].Content, "a\nI can't help with that."; got != want {
+		t.Errorf("ollama content %q, want %q", got, want)
+	}
+	a := &openaiSAIF{t: saifTarget("http://127.0.0.1:1")}
+	p, err := a.chatML(chatRequestOf(t, body).Messages)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "<|im_start|>assistant\na\nI can't help with that.<|im_end|>\n"; !strings.Contains(p, want) {
+		t.Errorf("saif prompt %q, want it to hold %q", p, want)
 	}
 }
