@@ -64,7 +64,7 @@ func unsupportedOp(t *core.Target, op core.Op) *core.StatusError {
 type contentPart struct {
 	Type     string          `json:"type"`
 	Text     string          `json:"text"`
-	Refusal  string          `json:"refusal"` // an assistant's refusal part, sent back in the history
+	Refusal  string          `json:"refusal"`   // an assistant's refusal part, sent back in the history
 	ImageURL json.RawMessage `json:"image_url"` // {"url": …, "detail": …}, or a bare string
 }
 
