@@ -52,6 +52,8 @@ func TestOllamaTranslateErrors(t *testing.T) {
 			"invalid_value", "messages[0].tool_calls[0].function.arguments"},
 		{"arguments a JSON string", `{"messages":[{"role":"assistant","tool_calls":[{"id":"a","type":"function","function":{"name":"f","arguments":"\"Fes\""}}]}]}`,
 			"invalid_value", "messages[0].tool_calls[0].function.arguments"},
+		{"legacy functions", `{"messages":[{"role":"user","content":"x"}],"functions":[{"name":"f","parameters":{"type":"object"}}]}`,
+			"unsupported_value", "functions"},
 		{"unknown response_format", `{"messages":[{"role":"user","content":"x"}],"response_format":{"type":"grammar"}}`,
 			"invalid_value", "response_format.type"},
 		{"schema missing", `{"messages":[{"role":"user","content":"x"}],"response_format":{"type":"json_schema","json_schema":{"name":"n"}}}`,
