@@ -188,6 +188,12 @@ func (a *openaiOllama) translate(req *core.Request) (*ollamaChatRequest, error) 
 		out.Messages = append(out.Messages, m)
 	}
 	p := &req.Params
+	if req.Tools && !hasArray(p.ToolsRaw) {
+		// The request declares the legacy functions, which Ollama has no word for; dropped, the
+		// model would answer without them as if it had been told of none.
+		return nil, requestError(a.t, "unsupported_value", "functions",
+			"the ollama adapter does not translate the legacy functions and function_call: declare them as tools (and tool_choice)")
+	}
 	if hasArray(p.ToolsRaw) && text(p.ToolChoice) != "none" {
 		// OpenAI's tool definitions are already Ollama's shape. tool_choice "required" or a named
 		// function cannot be enforced: Ollama has no such option, so the model decides.
@@ -281,6 +287,10 @@ func argumentsObject(s string) (json.RawMessage, error) {
 	var obj map[string]json.RawMessage
 	if err := json.Unmarshal([]byte(s), &obj); err != nil {
 		return nil, err
+	}
+	if obj == nil {
+		// "null" decodes into a map without an error, and is no object either.
+		return nil, errors.New("arguments are null, not an object")
 	}
 	var b bytes.Buffer
 	if err := json.Compact(&b, []byte(s)); err != nil {

@@ -141,14 +141,64 @@ func (a *openaiSAIF) chatML(msgs []core.Message) (string, error) {
 		if role == "developer" {
 			role = "system"
 		}
+		if !plainRole(role) {
+			return "", requestError(a.t, "invalid_value", fmt.Sprintf("messages[%d].role", i),
+				"the saif adapter writes the role into the ChatML prompt: it must be a plain name (letters, digits, _ or -)")
+		}
 		b.WriteString("<|im_start|>")
 		b.WriteString(role)
 		b.WriteByte('\n')
-		b.WriteString(fc.text)
+		writeChatMLText(&b, fc.text)
 		b.WriteString("<|im_end|>\n")
 	}
 	b.WriteString("<|im_start|>assistant\n")
 	return b.String(), nil
+}
+
+// plainRole reports whether a role can be written into a ChatML turn header as it is: a
+// newline or a special token in it would end the header and let the role write the turn.
+func plainRole(r string) bool {
+	if r == "" {
+		return false
+	}
+	for i := 0; i < len(r); i++ {
+		if c := r[i]; !tokenNameByte(c) && c != '-' {
+			return false
+		}
+	}
+	return true
+}
+
+func tokenNameByte(c byte) bool {
+	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_'
+}
+
+// writeChatMLText writes a message's text into its turn with every special token it spells
+// (<|im_end|>, <|im_start|>, <|endoftext|>, any <|name|>) broken by a zero-width space after
+// the '<'. SAIF tokenizes the prompt with its special tokens, so a <|im_end|> typed by a user
+// would end the turn and what follows could open a system one; broken, it stays text, to the
+// tokenizer and, nearly unchanged, to the model. Text that only looks alike (Haskell's <|>)
+// is left as it is.
+func writeChatMLText(b *strings.Builder, s string) {
+	for {
+		i := strings.Index(s, "<|")
+		if i < 0 {
+			b.WriteString(s)
+			return
+		}
+		j := i + 2
+		for j < len(s) && tokenNameByte(s[j]) {
+			j++
+		}
+		if j == i+2 || !strings.HasPrefix(s[j:], "|>") {
+			b.WriteString(s[:i+2])
+			s = s[i+2:]
+			continue
+		}
+		b.WriteString(s[:i+1])
+		b.WriteString("\u200b")
+		s = s[i+1:]
+	}
 }
 
 // fromCompletions reads an OpenAI completions body: one prompt string, sent as it is.

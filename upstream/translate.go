@@ -64,6 +64,7 @@ func unsupportedOp(t *core.Target, op core.Op) *core.StatusError {
 type contentPart struct {
 	Type     string          `json:"type"`
 	Text     string          `json:"text"`
+	Refusal  string          `json:"refusal"`   // an assistant's refusal part, sent back in the history
 	ImageURL json.RawMessage `json:"image_url"` // {"url": …, "detail": …}, or a bare string
 }
 
@@ -113,6 +114,9 @@ func readContent(raw json.RawMessage) (flatContent, error) {
 		switch p := &parts[i]; p.Type {
 		case "text", "input_text":
 			texts = append(texts, p.Text)
+		case "refusal":
+			// What the assistant said, as OpenAI's assistant content parts carry it.
+			texts = append(texts, p.Refusal)
 		case "image_url", "input_image", "image":
 			fc.images = append(fc.images, p.imageURL())
 		default:

@@ -154,11 +154,12 @@ func clientRequest(t *testing.T, client []byte) *core.Request {
 		StreamOptions struct {
 			IncludeUsage bool `json:"include_usage"`
 		} `json:"stream_options"`
-		Messages  []core.Message `json:"messages"`
-		MaxTokens *int           `json:"max_tokens"`
-		MaxCompl  *int           `json:"max_completion_tokens"`
-		Hint      string         `json:"x-route-hint"`
-		Op        string         `json:"x-op"`
+		Messages  []core.Message  `json:"messages"`
+		MaxTokens *int            `json:"max_tokens"`
+		MaxCompl  *int            `json:"max_completion_tokens"`
+		Hint      string          `json:"x-route-hint"`
+		Op        string          `json:"x-op"`
+		Functions json.RawMessage `json:"functions"`
 		core.Params
 	}
 	if err := json.Unmarshal(client, &w); err != nil {
@@ -166,7 +167,8 @@ func clientRequest(t *testing.T, client []byte) *core.Request {
 	}
 	req := &core.Request{Model: w.Model, Stream: w.Stream, IncludeUsage: w.StreamOptions.IncludeUsage,
 		Messages: w.Messages, Params: w.Params, RouteHint: w.Hint,
-		Body: jsonx.Delete(client, "x-route-hint", "x-op")}
+		Body:  jsonx.Delete(client, "x-route-hint", "x-op"),
+		Tools: hasArray(w.Params.ToolsRaw) || hasArray(w.Functions)}
 	switch w.Op {
 	case "completions":
 		req.Op = core.OpCompletions
