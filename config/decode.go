@@ -548,10 +548,20 @@ func (c *compiler) target(index int, name string, raw targetTOML) *core.Target {
 	if raw.WindowMax != nil {
 		t.WindowCountsMaxTokens = *raw.WindowMax
 	}
-	if raw.Tools != nil {
+	if t.Adapter == core.AdapterSAIF {
+		// SAIF's protocol carries neither tools nor images: a request with them is certain not
+		// to be served as asked, so eligibility passes the target by.
+		t.Tools, t.Vision = false, false
+		for key, v := range map[string]*bool{"tools": raw.Tools, "vision": raw.Vision} {
+			if v != nil && *v {
+				c.errorf(at(key), "the saif protocol carries no %s: leave it out (false is the saif default)", key)
+			}
+		}
+	}
+	if raw.Tools != nil && t.Adapter != core.AdapterSAIF {
 		t.Tools = *raw.Tools
 	}
-	if raw.Vision != nil {
+	if raw.Vision != nil && t.Adapter != core.AdapterSAIF {
 		t.Vision = *raw.Vision
 	}
 	t.Timeout = c.duration(raw.Timeout, DefaultTimeout, at("timeout")...)

@@ -29,6 +29,12 @@ class = "public"
 targets = ["cloud"]
 strict = true
 `, []wantErr{{8, "routes.r.strict: every target of this strict route is public"}}},
+		{"a saif target declared with tools or images", minimal + `[targets.s]
+adapter = "saif"
+url = "http://127.0.0.1:2"
+tools = true
+vision = true
+`, []wantErr{{10, "targets.s.tools: the saif protocol carries no tools"}, {11, "targets.s.vision: the saif protocol carries no vision"}}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -253,7 +253,7 @@ guard = { a = ["overflow", "rate_limit"] }
 					"a": {Index: 0, Adapter: "openai", URL: "http://127.0.0.1:1/v1", Model: "a", Class: "public",
 						Vision: true, Weight: 5, Retries: 3, APIKey: "sk-secret", Reasoning: core.ReasoningThinkTags},
 					"z": {Index: 1, Adapter: "saif", URL: "https://saif.example/v1", Model: "z", Class: "private",
-						Timeout: 120 * time.Second, Tools: true, Vision: true, Weight: 1,
+						Timeout: 120 * time.Second, Weight: 1, // saif: no tools, no images
 						Specialists: DefaultSpecialists()},
 				},
 				Routes: map[string]routeView{"r": {Targets: []string{"z", "a"}, Policy: "latency",
