@@ -76,3 +76,17 @@ func TestBrowsersAllow(t *testing.T) {
 		t.Error(`"*" does not allow everything`)
 	}
 }
+
+// A name allowed with its trailing dot ("gateway.lan.", the fully qualified spelling) allows the
+// Host a browser sends for it, with or without the dot: AllowHost compares without it.
+func TestAllowedHostTrailingDot(t *testing.T) {
+	cfg, err := Parse([]byte("allowed_hosts = [\"gateway.lan.\"]\n"+minimal), "b.toml", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, h := range []string{"gateway.lan", "gateway.lan:8000", "gateway.lan.", "GATEWAY.LAN.:8000"} {
+		if !cfg.Browsers.AllowHost(h) {
+			t.Errorf("AllowHost(%q) = false; Hosts %q", h, cfg.Browsers.Hosts)
+		}
+	}
+}

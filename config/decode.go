@@ -378,7 +378,7 @@ func (c *compiler) top(cfg *Config, raw *fileTOML) {
 func (c *compiler) browsers(raw *fileTOML, listen string) Browsers {
 	var b Browsers
 	if host, _, err := net.SplitHostPort(listen); err == nil && host != "" && net.ParseIP(host) == nil {
-		b.Hosts = append(b.Hosts, strings.ToLower(host))
+		b.Hosts = append(b.Hosts, hostName(host))
 	}
 	if raw.AllowedHosts != nil {
 		for i, h := range *raw.AllowedHosts {
@@ -386,10 +386,10 @@ func (c *compiler) browsers(raw *fileTOML, listen string) Browsers {
 			switch {
 			case h == "*":
 				b.AnyHost = true
-			case h == "" || strings.ContainsAny(h, ":/ ") || strings.HasPrefix(h, "*"):
+			case hostName(h) == "" || strings.ContainsAny(h, ":/ ") || strings.HasPrefix(h, "*"):
 				c.errorf(at, "%q is not a host name (write it without scheme or port, as \"gateway.lan\"; \"*\" allows any)", h)
 			default:
-				b.Hosts = append(b.Hosts, strings.ToLower(h))
+				b.Hosts = append(b.Hosts, hostName(h))
 			}
 		}
 	}
@@ -409,6 +409,12 @@ func (c *compiler) browsers(raw *fileTOML, listen string) Browsers {
 		}
 	}
 	return b
+}
+
+// hostName is an allowed host as Browsers.AllowHost compares it: lower case, without the
+// trailing dot of a fully qualified name ("gateway.lan." and "gateway.lan" are one name).
+func hostName(h string) string {
+	return strings.ToLower(strings.TrimSuffix(h, "."))
 }
 
 func openMsg(listen string) string {
