@@ -405,7 +405,12 @@ func (c *compiler) browsers(raw *fileTOML, listen string) Browsers {
 				c.errorf(at, "%q is not an origin (scheme://host[:port], as \"http://192.168.1.20:3000\"; \"*\" allows any)", o)
 				continue
 			}
-			b.Origins = append(b.Origins, strings.ToLower(u.Scheme+"://"+u.Host))
+			host, scheme := u.Host, strings.ToLower(u.Scheme)
+			if p := u.Port(); scheme == "http" && p == "80" || scheme == "https" && p == "443" {
+				// A browser serialises an origin without its scheme's default port (RFC 6454 §6.1).
+				host = strings.TrimSuffix(host, ":"+p)
+			}
+			b.Origins = append(b.Origins, strings.ToLower(scheme+"://"+host))
 		}
 	}
 	return b
