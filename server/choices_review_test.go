@@ -1,6 +1,8 @@
 package server_test
 
 import (
+	"fmt"
+	"net/http"
 	"testing"
 )
 
@@ -20,5 +22,19 @@ func TestChoicesHugeNSkipsOneChoice(t *testing.T) {
 	}
 	if oll.hits.Load() != 0 {
 		t.Errorf("ollama asked %d times for a huge n", oll.hits.Load())
+	}
+}
+
+// Embeddings have no choices: an "n" in an embeddings body (a client's shared defaults) asks for
+// nothing an Ollama target cannot give, and must not skip it.
+func TestEmbeddingsNIsNoChoices(t *testing.T) {
+	g, oll := ollamaEmbedGateway(t)
+	oll.set(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprint(w, `{"model":"nomic","embeddings":[[0.1,0.2]],"prompt_eval_count":1}`)
+	})
+	rep := g.post(t, "/v1/embeddings", `{"model":"emb","n":2,"input":"a"}`)
+	if rep.status != 200 || oll.hits.Load() != 1 {
+		t.Errorf("%d, ollama asked %d times: %s", rep.status, oll.hits.Load(), rep.body)
 	}
 }

@@ -459,7 +459,7 @@ func decodeOther(r *http.Request, body []byte, op core.Op) (*core.Request, *apiE
 	if w.MaxTokens != nil {
 		req.MaxTokens = max(*w.MaxTokens, 0)
 	}
-	if w.N != nil && *w.N > 1 {
+	if op == core.OpCompletions && w.N != nil && *w.N > 1 { // embeddings have no choices
 		req.Choices = *w.N
 	}
 	// Stripped by name, not after a check of the decoded fields: a key sent as null goes too.
