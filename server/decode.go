@@ -285,7 +285,11 @@ func finishChat(r *http.Request, body []byte, w *wireView, req *core.Request) *a
 		req.MaxTokens = w.MaxTokens.V
 	}
 	if req.MaxTokens < 0 {
-		return badRequest("max_tokens", "invalid_value", "max_tokens must not be negative")
+		field := "max_tokens"
+		if w.MaxCompletion.Set {
+			field = "max_completion_tokens" // the one read: a client that sent only it never set max_tokens
+		}
+		return badRequest(field, "invalid_value", field+" must not be negative")
 	}
 
 	req.Body = body
