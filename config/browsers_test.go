@@ -76,3 +76,38 @@ func TestBrowsersAllow(t *testing.T) {
 		t.Error(`"*" does not allow everything`)
 	}
 }
+
+// A name allowed with its trailing dot ("gateway.lan.", the fully qualified spelling) allows the
+// Host a browser sends for it, with or without the dot: AllowHost compares without it.
+func TestAllowedHostTrailingDot(t *testing.T) {
+	cfg, err := Parse([]byte("allowed_hosts = [\"gateway.lan.\"]\n"+minimal), "b.toml", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, h := range []string{"gateway.lan", "gateway.lan:8000", "gateway.lan.", "GATEWAY.LAN.:8000"} {
+		if !cfg.Browsers.AllowHost(h) {
+			t.Errorf("AllowHost(%q) = false; Hosts %q", h, cfg.Browsers.Hosts)
+		}
+	}
+}
+
+// A browser serialises an origin without its scheme's default port (RFC 6454 §6.1): an allowed
+// origin written with it (":443" on https, ":80" on http) must match what the page sends.
+func TestAllowedOriginDefaultPort(t *testing.T) {
+	cfg, err := Parse([]byte(`allowed_origins = ["https://chat.example.com:443", "HTTP://a.lan:80", "http://[::2]:80", "https://b.lan:8443", "http://c.lan:443"]
+`+minimal), "b.toml", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := cfg.Browsers
+	for _, o := range []string{"https://chat.example.com", "http://a.lan", "http://[::2]", "https://b.lan:8443", "http://c.lan:443"} {
+		if !b.AllowOrigin(o) {
+			t.Errorf("AllowOrigin(%q) = false; Origins %q", o, b.Origins)
+		}
+	}
+	for _, o := range []string{"https://b.lan", "http://chat.example.com", "http://c.lan"} {
+		if b.AllowOrigin(o) {
+			t.Errorf("AllowOrigin(%q) = true: another port or scheme; Origins %q", o, b.Origins)
+		}
+	}
+}

@@ -378,7 +378,7 @@ func (c *compiler) top(cfg *Config, raw *fileTOML) {
 func (c *compiler) browsers(raw *fileTOML, listen string) Browsers {
 	var b Browsers
 	if host, _, err := net.SplitHostPort(listen); err == nil && host != "" && net.ParseIP(host) == nil {
-		b.Hosts = append(b.Hosts, strings.ToLower(host))
+		b.Hosts = append(b.Hosts, hostName(host))
 	}
 	if raw.AllowedHosts != nil {
 		for i, h := range *raw.AllowedHosts {
@@ -386,10 +386,10 @@ func (c *compiler) browsers(raw *fileTOML, listen string) Browsers {
 			switch {
 			case h == "*":
 				b.AnyHost = true
-			case h == "" || strings.ContainsAny(h, ":/ ") || strings.HasPrefix(h, "*"):
+			case hostName(h) == "" || strings.ContainsAny(h, ":/ ") || strings.HasPrefix(h, "*"):
 				c.errorf(at, "%q is not a host name (write it without scheme or port, as \"gateway.lan\"; \"*\" allows any)", h)
 			default:
-				b.Hosts = append(b.Hosts, strings.ToLower(h))
+				b.Hosts = append(b.Hosts, hostName(h))
 			}
 		}
 	}
@@ -405,10 +405,21 @@ func (c *compiler) browsers(raw *fileTOML, listen string) Browsers {
 				c.errorf(at, "%q is not an origin (scheme://host[:port], as \"http://192.168.1.20:3000\"; \"*\" allows any)", o)
 				continue
 			}
-			b.Origins = append(b.Origins, strings.ToLower(u.Scheme+"://"+u.Host))
+			host, scheme := u.Host, strings.ToLower(u.Scheme)
+			if p := u.Port(); scheme == "http" && p == "80" || scheme == "https" && p == "443" {
+				// A browser serialises an origin without its scheme's default port (RFC 6454 §6.1).
+				host = strings.TrimSuffix(host, ":"+p)
+			}
+			b.Origins = append(b.Origins, strings.ToLower(scheme+"://"+host))
 		}
 	}
 	return b
+}
+
+// hostName is an allowed host as Browsers.AllowHost compares it: lower case, without the
+// trailing dot of a fully qualified name ("gateway.lan." and "gateway.lan" are one name).
+func hostName(h string) string {
+	return strings.ToLower(strings.TrimSuffix(h, "."))
 }
 
 func openMsg(listen string) string {

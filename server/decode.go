@@ -285,7 +285,11 @@ func finishChat(r *http.Request, body []byte, w *wireView, req *core.Request) *a
 		req.MaxTokens = w.MaxTokens.V
 	}
 	if req.MaxTokens < 0 {
-		return badRequest("max_tokens", "invalid_value", "max_tokens must not be negative")
+		field := "max_tokens"
+		if w.MaxCompletion.Set {
+			field = "max_completion_tokens" // the one read: a client that sent only it never set max_tokens
+		}
+		return badRequest(field, "invalid_value", field+" must not be negative")
 	}
 
 	req.Body = body
@@ -459,7 +463,7 @@ func decodeOther(r *http.Request, body []byte, op core.Op) (*core.Request, *apiE
 	if w.MaxTokens != nil {
 		req.MaxTokens = max(*w.MaxTokens, 0)
 	}
-	if w.N != nil && *w.N > 1 {
+	if op == core.OpCompletions && w.N != nil && *w.N > 1 { // embeddings have no choices
 		req.Choices = *w.N
 	}
 	// Stripped by name, not after a check of the decoded fields: a key sent as null goes too.

@@ -1,7 +1,9 @@
 package server
 
 import (
+	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 
@@ -148,7 +150,12 @@ func (w *wireView) checkPassed(name, v []byte) bool {
 		w.logprobs = v[0] == 't'
 	case "n":
 		// Of the right kind, an integer of at least 1 (fits); above 1, eligibility needs it.
-		if c, err := strconv.Atoi(string(v)); err == nil && c > 1 {
+		c, err := strconv.Atoi(string(v))
+		if errors.Is(err, strconv.ErrRange) && v[0] != '-' {
+			// Beyond int but an integer all the same (fits): as many choices as can be said.
+			c, err = math.MaxInt, nil
+		}
+		if err == nil && c > 1 {
 			w.choices = c
 		}
 	}

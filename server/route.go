@@ -3,6 +3,7 @@ package server
 import (
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -253,7 +254,9 @@ func noTarget(rs *routeState, drops []filter.Drop) *apiError {
 			Message: fmt.Sprintf("no target of route %q serves this endpoint: %s", rs.Name, b.String())}
 	case !other && len(drops) > 0:
 		code := "unsupported_request"
-		if allFilter(drops, (filter.Context{}).Name()) {
+		// A target that does not serve the endpoint was never a candidate: the window is why the
+		// ones that serve it cannot (the all-endpoint case answered above).
+		if allFilter(drops, (filter.Context{}).Name(), (endpointFilter{}).Name()) {
 			code = "context_length_exceeded"
 		}
 		return &apiError{Status: http.StatusBadRequest, Type: typeInvalidRequest, Code: code,
@@ -263,9 +266,10 @@ func noTarget(rs *routeState, drops []filter.Drop) *apiError {
 		Message: fmt.Sprintf("no target of route %q could serve this request (%s)", rs.Name, b.String())}
 }
 
-func allFilter(drops []filter.Drop, name string) bool {
+// allFilter reports whether every drop is by one of the filters named.
+func allFilter(drops []filter.Drop, names ...string) bool {
 	for _, d := range drops {
-		if d.Filter != name {
+		if !slices.Contains(names, d.Filter) {
 			return false
 		}
 	}
