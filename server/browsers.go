@@ -64,6 +64,8 @@ func (g *browserGuard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			h.Set("Access-Control-Allow-Headers", hdrs)
 		}
 		h.Set("Access-Control-Max-Age", "600")
+		// The answer echoes what the preflight asked: a cache must not reuse it for another.
+		h.Add("Vary", "Access-Control-Request-Method, Access-Control-Request-Headers")
 		w.WriteHeader(http.StatusNoContent)
 		return
 	}

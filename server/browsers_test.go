@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"net/http"
+	"strings"
 	"testing"
 )
 
@@ -60,7 +61,8 @@ allowed_origins = ["https://chat.example.com"]
 			"Access-Control-Request-Method", "POST", "Access-Control-Request-Headers", "authorization, content-type")
 		if rep.status != http.StatusNoContent || rep.header.Get("Access-Control-Allow-Origin") != "https://chat.example.com" ||
 			rep.header.Get("Access-Control-Allow-Headers") != "authorization, content-type" ||
-			rep.header.Get("Access-Control-Allow-Methods") == "" {
+			rep.header.Get("Access-Control-Allow-Methods") == "" ||
+			!strings.Contains(strings.Join(rep.header.Values("Vary"), ", "), "Access-Control-Request-Headers") {
 			t.Errorf("%d %v", rep.status, rep.header)
 		}
 		rep = gl.do(t, http.MethodOptions, "/v1/chat/completions", "", "Origin", "https://evil.example",
