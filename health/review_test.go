@@ -85,11 +85,11 @@ func TestAvailableUntil(t *testing.T) {
 		}
 	}
 
-	clk, tr := setup()
+	_, tr := setup()
 	tr.ReportCheck(tg, health.CheckResult{Err: errCheck})
 	check("checks only", tr, t0.Add(10*time.Second))
 
-	clk, tr = setup()
+	clk, tr := setup()
 	tr.Report(tg, core.ClassServerError, 0)
 	tr.ReportCheck(tg, health.CheckResult{Err: errCheck})
 	check("cooldown and checks: the cooldown ends later", tr, t0.Add(30*time.Second))
