@@ -200,6 +200,12 @@ func (s *openaiStream) Next() ([]byte, error) {
 			s.err = &core.StreamError{Target: s.target, Message: msg}
 			return nil, s.err
 		}
+		// Relayed, a broken event fails the client's SDK on a parse error instead of a stream
+		// error event; the first and last bytes are the same cheap check a whole answer gets.
+		if !looksLikeObject(data) {
+			s.err = &core.StreamError{Target: s.target, Message: "upstream sent an event that is not a JSON object"}
+			return nil, s.err
+		}
 		// SSE joins multi-line data with newlines. Outside strings they are JSON whitespace (a
 		// raw newline cannot occur inside one), so spaces keep the chunk the same JSON and let
 		// the caller write it back as a single "data:" line.

@@ -88,6 +88,10 @@ func TestStreamParsing(t *testing.T) {
 		{"named error event", "event: error\ndata: {\"message\":\"overloaded\"}\n\n", nil, "StreamError: overloaded"},
 		{"error null is a chunk", `data: {"error":null,"choices":[{"delta":{},"finish_reason":"stop"}]}` + "\n\ndata: [DONE]\n\n",
 			[]string{`{"error":null,"choices":[{"delta":{},"finish_reason":"stop"}]}`}, "EOF"},
+		{"event that is not JSON mid-stream", "data: " + chunkHello + "\n\ndata: {not json\n\ndata: " + chunkFinish + "\n\ndata: [DONE]\n\n",
+			[]string{chunkHello}, "StreamError: upstream sent an event that is not a JSON object"},
+		{"first event an HTML page", "data: <html><body>502 Bad Gateway</body></html>\n\n", nil,
+			"StreamError: upstream sent an event that is not a JSON object"},
 		{"error inside content is a chunk", `data: {"choices":[{"delta":{"content":"\"error\": 1"},"finish_reason":null}]}` + "\n\ndata: [DONE]\n\n",
 			[]string{`{"choices":[{"delta":{"content":"\"error\": 1"},"finish_reason":null}]}`}, "EOF"},
 	}
