@@ -444,23 +444,30 @@ func (b *h1Body) drainTail() {
 // get takes the most recently used idle connection to addr and makes it live for an exchange
 // on behalf of ctx; nil when there is none.
 func (t *h1Transport) get(ctx context.Context, addr string) *h1Conn {
-	t.mu.Lock()
-	defer t.mu.Unlock()
 	for {
+		t.mu.Lock()
 		list := t.idle[addr]
 		if len(list) == 0 {
+			t.mu.Unlock()
 			return nil
 		}
 		c := list[len(list)-1]
 		list[len(list)-1] = nil
 		t.idle[addr] = list[:len(list)-1]
 		t.nIdle--
-		if t.idleTimeout > 0 && time.Since(t.epoch)-c.idleAt > t.idleTimeout {
+		t.mu.Unlock()
+		// With no reader goroutine, nothing notices what a server sends on an idle connection;
+		// bytes there belong to no request (a second answer, a body's tail past its
+		// Content-Length) and the next request would read them as its own answer
+		// (TestH1UnsolicitedBytesNotReadAsTheNextAnswer). One non-blocking peek, outside the lock.
+		if t.idleTimeout > 0 && time.Since(t.epoch)-c.idleAt > t.idleTimeout || unsolicited(c.Conn) {
 			_ = c.Close()
 			continue
 		}
 		c.reused = true
+		t.mu.Lock()
 		t.watchLocked(ctx, c)
+		t.mu.Unlock()
 		return c
 	}
 }

@@ -484,3 +484,64 @@ func TestReleasedAnswersServeTheNext(t *testing.T) {
 	st := &Response{Stream: nil}
 	st.Release() // nothing to give back
 }
+
+// Bytes a server sends on a connection after its answer (an unsolicited second answer, or the
+// tail of a body longer than its Content-Length) belong to no request: a connection that has
+// them is closed, never handed to the next request, which would read them as its own answer.
+func TestH1UnsolicitedBytesNotReadAsTheNextAnswer(t *testing.T) {
+	const leak = `{"id":"LEAK","object":"chat.completion","choices":[]}`
+	answer := "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: " + strconv.Itoa(len(answerJSON)) + "\r\n\r\n" + answerJSON
+	unsolicited := "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: " + strconv.Itoa(len(leak)) + "\r\n\r\n" + leak
+	for _, together := range []bool{true, false} {
+		t.Run(map[bool]string{true: "with the answer", false: "after the answer"}[together], func(t *testing.T) {
+			var n atomic.Int64
+			sent, extra, done := make(chan struct{}), make(chan struct{}), make(chan struct{})
+			t.Cleanup(func() { close(done) })
+			srv, conns := countingServer(t, func(w http.ResponseWriter, r *http.Request) {
+				_, _ = io.Copy(io.Discard, r.Body)
+				if n.Add(1) > 1 {
+					w.Header().Set("Content-Type", "application/json")
+					_, _ = io.WriteString(w, answerJSON)
+					return
+				}
+				c, bw, err := http.NewResponseController(w).Hijack()
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				defer c.Close()
+				if together {
+					_, _ = bw.WriteString(answer + unsolicited)
+					_ = bw.Flush()
+				} else {
+					_, _ = bw.WriteString(answer)
+					_ = bw.Flush()
+					<-extra // the client has its answer and pooled the connection
+					_, _ = bw.WriteString(unsolicited)
+					_ = bw.Flush()
+				}
+				close(sent)
+				<-done // the connection stays open: only its bytes say it is unusable
+			})
+			s, tg := h1Set(t, srv.URL)
+			if resp, err := s.Chat(context.Background(), tg, chatReq(false)); err != nil || string(resp.Body) != answerJSON {
+				t.Fatalf("first request: %v %+v", err, resp)
+			}
+			if !together {
+				close(extra)
+			}
+			// On loopback, a write that returned has reached the peer's receive queue.
+			<-sent
+			resp, err := s.Chat(context.Background(), tg, chatReq(false))
+			if err != nil {
+				t.Fatalf("second request: %v", err)
+			}
+			if string(resp.Body) != answerJSON {
+				t.Errorf("second request's answer = %s, want %s", resp.Body, answerJSON)
+			}
+			if got := conns.Load(); got != 2 {
+				t.Errorf("upstream accepted %d connections, want 2", got)
+			}
+		})
+	}
+}
