@@ -117,8 +117,16 @@ func (s *Server) handleExplain(w http.ResponseWriter, r *http.Request) {
 	for _, t := range p.reserve {
 		x.Reserve = append(x.Reserve, t.Name)
 	}
-	if len(p.res.Kept) == 0 && len(p.reserve) == 0 {
-		ae := s.noTarget(rs, p.res.Drops)
+	var ae *apiError
+	switch {
+	case len(p.res.Kept) == 0 && len(p.reserve) == 0:
+		ae = s.noTarget(rs, p.res.Drops)
+	case len(p.reserve) == 0 && shutByGuards(rs, order, p.overflowDrops):
+		// run passes every one of them by before anything has failed, and has no reserve to
+		// fall back on.
+		ae = guardedShut(rs)
+	}
+	if ae != nil {
 		x.Error = &explainError{Status: ae.Status, Code: ae.Code, Message: ae.Message}
 	}
 	w.Header().Set("Content-Type", "application/json")
@@ -126,6 +134,17 @@ func (s *Server) handleExplain(w http.ResponseWriter, r *http.Request) {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	_ = enc.Encode(x)
+}
+
+// shutByGuards reports whether every target of order is guarded and none of the guards opens
+// before a failure: the request would try nothing.
+func shutByGuards(rs *routeState, order []*core.Target, overflowDrops int) bool {
+	for _, t := range order {
+		if g := rs.guard[t.Index]; g == 0 || guardOpen(g, nil, overflowDrops) {
+			return false
+		}
+	}
+	return true
 }
 
 func (s *Server) describe(rs *routeState, t *core.Target) explainTarget {

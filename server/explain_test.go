@@ -48,3 +48,30 @@ func TestExplain(t *testing.T) {
 		t.Fatal("explain sent a request upstream")
 	}
 }
+
+// TestExplainGuardedShut: a strict request drops the route's public head, which leaves only a
+// guarded target; nothing can fail before it, so the request gets 503 no_target without trying
+// anything. Explain said the order was that target and no error.
+func TestExplainGuardedShut(t *testing.T) {
+	pub, priv := newFake(t, "pub"), newFake(t, "priv")
+	g := newGateway(t, target("pub", pub.url(), "public")+target("priv", priv.url(), "private")+
+		"[routes.r]\ntargets = [\"pub\", \"priv\"]\nguard = { priv = [\"server_error\"] }\n", nil)
+	body := `{"model":"r","messages":[{"role":"user","content":"hi"}]}`
+	real := g.post(t, "/v1/chat/completions", body, "x-hayula-privacy", "strict")
+	rep := g.post(t, "/v1/route/explain", body, "x-hayula-privacy", "strict")
+	var x struct {
+		Error *struct {
+			Status int    `json:"status"`
+			Code   string `json:"code"`
+		} `json:"error"`
+	}
+	if err := json.Unmarshal(rep.body, &x); err != nil {
+		t.Fatal(err)
+	}
+	if real.status != 503 || x.Error == nil || x.Error.Status != real.status || x.Error.Code != real.errorField(t, "code") {
+		t.Errorf("request %d %s; explain %s", real.status, real.body, rep.body)
+	}
+	if pub.hits.Load()+priv.hits.Load() != 0 {
+		t.Error("a target was tried")
+	}
+}
