@@ -73,7 +73,7 @@ type explainError struct {
 // handleExplain runs a chat body through the same admission, eligibility and selection as a real
 // request and reports what it would do, sending nothing upstream.
 func (s *Server) handleExplain(w http.ResponseWriter, r *http.Request) {
-	req, rs, _, e := s.admit(r, core.OpChat, nil)
+	req, rs, intent, e := s.admit(r, core.OpChat, nil)
 	if e != nil {
 		writeError(w, e)
 		return
@@ -94,7 +94,13 @@ func (s *Server) handleExplain(w http.ResponseWriter, r *http.Request) {
 	}
 	if req.Model == config.RouteAuto && s.cfg.Auto != nil {
 		sys, user := autoroute.Texts(req.Messages)
-		a := s.cfg.Auto.Explain(sys, user, req.RouteHint)
+		hint := req.RouteHint
+		if intent == autoroute.IntentHint && hint == "" {
+			// resolve spent a hint that named the route; without it the classifier would
+			// explain a decision the request did not take.
+			hint = rs.Name
+		}
+		a := s.cfg.Auto.Explain(sys, user, hint)
 		x.Auto = &a
 	}
 	if x.FailedOpen == nil {
