@@ -127,9 +127,9 @@ func (s *Server) handleExplain(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case len(p.res.Kept) == 0 && len(p.reserve) == 0:
 		ae = s.noTarget(rs, p.res.Drops)
-	case len(p.reserve) == 0 && shutByGuards(rs, order, p.overflowDrops):
-		// run passes every one of them by before anything has failed, and has no reserve to
-		// fall back on.
+	case shutByGuards(rs, order, p.overflowDrops) && shutByGuards(rs, p.reserve, p.overflowDrops):
+		// run passes every one of them by before anything has failed, and then every target of
+		// the reserve (if any) too.
 		ae = guardedShut(rs)
 	}
 	if ae != nil {
