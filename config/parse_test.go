@@ -694,6 +694,27 @@ timeout = "1 minute"
 [routes.r]
 targets = ["a", "b"]
 `, nil, []wantErr{{1, "only listen on loopback"}, {5, "not a duration"}, {7, `no target named "b"`}}},
+		// Configs that decode cleanly but could never serve what they promise.
+		{"url with {port} and a command without it", minimal + `[targets.m]
+adapter = "openai"
+url = "http://127.0.0.1:{port}/v1"
+command = ["llama-server", "--port", "8080"]
+`, nil, []wantErr{{9, "targets.m.url: uses {port} but command does not"}}},
+		{"a strict route of public targets only", `[targets.cloud]
+adapter = "openai"
+url = "http://127.0.0.1:1/v1"
+class = "public"
+
+[routes.r]
+targets = ["cloud"]
+strict = true
+`, nil, []wantErr{{8, "routes.r.strict: every target of this strict route is public"}}},
+		{"a saif target declared with tools or images", minimal + `[targets.s]
+adapter = "saif"
+url = "http://127.0.0.1:2"
+tools = true
+vision = true
+`, nil, []wantErr{{10, "targets.s.tools: the saif protocol carries no tools"}, {11, "targets.s.vision: the saif protocol carries no vision"}}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -102,3 +102,25 @@ func TestAutoKeyAllowlist(t *testing.T) {
 		t.Fatalf("a key allowed auto: %d route %q %s", rep.status, rep.header.Get("x-hayula-route"), rep.body)
 	}
 }
+
+// TestAutoExplainHintNamingARoute: a hint that names a route decides an auto request; explain's
+// auto section showed the classifier's decision without the hint (averroes-q for a poem), not
+// the route the request takes.
+func TestAutoExplainHintNamingARoute(t *testing.T) {
+	g, _ := autoGateway(t)
+	rep := g.post(t, "/v1/route/explain",
+		`{"model":"auto","x-route-hint":"deepseek-r1","messages":[{"role":"user","content":"Write a short poem about the sea."}]}`)
+	var x struct {
+		Route string `json:"route"`
+		Auto  struct {
+			Route  string `json:"route"`
+			Intent string `json:"intent"`
+		} `json:"auto"`
+	}
+	if err := json.Unmarshal(rep.body, &x); err != nil {
+		t.Fatalf("%v: %s", err, rep.body)
+	}
+	if x.Route != "deepseek-r1" || x.Auto.Route != "deepseek-r1" || x.Auto.Intent != "hint" {
+		t.Errorf("explain %s", rep.body)
+	}
+}

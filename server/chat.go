@@ -234,9 +234,7 @@ func (s *Server) run(ctx context.Context, rs *routeState, req *core.Request, st 
 		s.procs.warmPassed(passed)
 	}
 	if len(attempts) == 0 {
-		res.err = &apiError{Status: http.StatusServiceUnavailable, Type: typeUpstream, Code: "no_target",
-			Message: "no target of route " + strconv.Quote(rs.Name) +
-				" could be tried: the remaining targets are guarded and no earlier failure opened them"}
+		res.err = guardedShut(rs)
 		return res
 	}
 	ce := errmap.Restore(attempts)
@@ -249,6 +247,14 @@ func (s *Server) run(ctx context.Context, rs *routeState, req *core.Request, st 
 	}
 	res.err = &ce
 	return res
+}
+
+// guardedShut answers a request whose eligible targets were all guarded shut: nothing failed
+// before them, so none could be entered. Explain predicts it (shutByGuards).
+func guardedShut(rs *routeState) *apiError {
+	return &apiError{Status: http.StatusServiceUnavailable, Type: typeUpstream, Code: "no_target",
+		Message: "no target of route " + strconv.Quote(rs.Name) +
+			" could be tried: the remaining targets are guarded and no earlier failure opened them"}
 }
 
 // redactKey is s without the upstream key k. The client's error carries the upstream's own

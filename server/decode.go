@@ -425,7 +425,7 @@ type wireOther struct {
 	Prompt        json.RawMessage `json:"prompt"`
 	Input         json.RawMessage `json:"input"`
 	MaxTokens     *int            `json:"max_tokens"`
-	N             *int            `json:"n"`
+	N             json.RawMessage `json:"n"`
 	Fallback      json.RawMessage `json:"x-fallback-on"`
 	Hint          *string         `json:"x-route-hint"`
 	Privacy       *string         `json:"x-hayula-privacy"`
@@ -463,8 +463,13 @@ func decodeOther(r *http.Request, body []byte, op core.Op) (*core.Request, *apiE
 	if w.MaxTokens != nil {
 		req.MaxTokens = max(*w.MaxTokens, 0)
 	}
-	if op == core.OpCompletions && w.N != nil && *w.N > 1 { // embeddings have no choices
-		req.Choices = *w.N
+	if n := bytes.TrimSpace(w.N); op == core.OpCompletions && len(n) > 0 && string(n) != "null" {
+		// Held to what chat holds it to (an integer of at least 1, in OpenAI's words); embeddings
+		// have no n, and theirs goes on as it came.
+		if name, k := passKinds([]byte("n")); !fits(name, k, n) {
+			return nil, badField{name: name, value: n}.refusal()
+		}
+		req.Choices = choicesOf(n)
 	}
 	// Stripped by name, not after a check of the decoded fields: a key sent as null goes too.
 	var privacy []string

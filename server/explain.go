@@ -73,7 +73,7 @@ type explainError struct {
 // handleExplain runs a chat body through the same admission, eligibility and selection as a real
 // request and reports what it would do, sending nothing upstream.
 func (s *Server) handleExplain(w http.ResponseWriter, r *http.Request) {
-	req, rs, _, e := s.admit(r, core.OpChat, nil)
+	req, rs, intent, e := s.admit(r, core.OpChat, nil)
 	if e != nil {
 		writeError(w, e)
 		return
@@ -94,7 +94,13 @@ func (s *Server) handleExplain(w http.ResponseWriter, r *http.Request) {
 	}
 	if req.Model == config.RouteAuto && s.cfg.Auto != nil {
 		sys, user := autoroute.Texts(req.Messages)
-		a := s.cfg.Auto.Explain(sys, user, req.RouteHint)
+		hint := req.RouteHint
+		if intent == autoroute.IntentHint && hint == "" {
+			// resolve spent a hint that named the route; without it the classifier would
+			// explain a decision the request did not take.
+			hint = rs.Name
+		}
+		a := s.cfg.Auto.Explain(sys, user, hint)
 		x.Auto = &a
 	}
 	if x.FailedOpen == nil {
@@ -117,8 +123,16 @@ func (s *Server) handleExplain(w http.ResponseWriter, r *http.Request) {
 	for _, t := range p.reserve {
 		x.Reserve = append(x.Reserve, t.Name)
 	}
-	if len(p.res.Kept) == 0 && len(p.reserve) == 0 {
-		ae := s.noTarget(rs, p.res.Drops)
+	var ae *apiError
+	switch {
+	case len(p.res.Kept) == 0 && len(p.reserve) == 0:
+		ae = s.noTarget(rs, p.res.Drops)
+	case shutByGuards(rs, order, p.overflowDrops) && shutByGuards(rs, p.reserve, p.overflowDrops):
+		// run passes every one of them by before anything has failed, and then every target of
+		// the reserve (if any) too.
+		ae = guardedShut(rs)
+	}
+	if ae != nil {
 		x.Error = &explainError{Status: ae.Status, Code: ae.Code, Message: ae.Message}
 	}
 	w.Header().Set("Content-Type", "application/json")
@@ -126,6 +140,17 @@ func (s *Server) handleExplain(w http.ResponseWriter, r *http.Request) {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	_ = enc.Encode(x)
+}
+
+// shutByGuards reports whether every target of order is guarded and none of the guards opens
+// before a failure: the request would try nothing.
+func shutByGuards(rs *routeState, order []*core.Target, overflowDrops int) bool {
+	for _, t := range order {
+		if g := rs.guard[t.Index]; g == 0 || guardOpen(g, nil, overflowDrops) {
+			return false
+		}
+	}
+	return true
 }
 
 func (s *Server) describe(rs *routeState, t *core.Target) explainTarget {

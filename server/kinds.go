@@ -149,17 +149,23 @@ func (w *wireView) checkPassed(name, v []byte) bool {
 	case "logprobs":
 		w.logprobs = v[0] == 't'
 	case "n":
-		// Of the right kind, an integer of at least 1 (fits); above 1, eligibility needs it.
-		c, err := strconv.Atoi(string(v))
-		if errors.Is(err, strconv.ErrRange) && v[0] != '-' {
-			// Beyond int but an integer all the same (fits): as many choices as can be said.
-			c, err = math.MaxInt, nil
-		}
-		if err == nil && c > 1 {
-			w.choices = c
-		}
+		w.choices = choicesOf(v)
 	}
 	return true
+}
+
+// choicesOf is the number of choices an n that fits (an integer of at least 1) asks for, when
+// above 1; 0 otherwise, eligibility's "one".
+func choicesOf(v []byte) int {
+	c, err := strconv.Atoi(string(v))
+	if errors.Is(err, strconv.ErrRange) && len(v) > 0 && v[0] != '-' {
+		// Beyond int but an integer all the same: as many choices as can be said.
+		c, err = math.MaxInt, nil
+	}
+	if err != nil || c < 2 {
+		return 0
+	}
+	return c
 }
 
 // passedRefusal is the client's error for the fields passed upstream, nil when they are

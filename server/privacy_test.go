@@ -46,7 +46,7 @@ func TestPrivacyNeverLeaks(t *testing.T) {
 			allPublic = allPublic && public[p]
 		}
 		if allPublic {
-			// A strict route of public targets only does not load (TestLoadsButCannotWork, config);
+			// A strict route of public targets only does not load (TestParseErrors, config);
 			// the requests below make themselves strict.
 			routeStrict = false
 		}
