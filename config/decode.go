@@ -559,21 +559,22 @@ func (c *compiler) target(index int, name string, raw targetTOML) *core.Target {
 	if raw.WindowMax != nil {
 		t.WindowCountsMaxTokens = *raw.WindowMax
 	}
+	if raw.Tools != nil {
+		t.Tools = *raw.Tools
+	}
+	if raw.Vision != nil {
+		t.Vision = *raw.Vision
+	}
 	if t.Adapter == core.AdapterSAIF {
 		// SAIF's protocol carries neither tools nor images: a request with them is certain not
 		// to be served as asked, so eligibility passes the target by.
-		t.Tools, t.Vision = false, false
-		for key, v := range map[string]*bool{"tools": raw.Tools, "vision": raw.Vision} {
-			if v != nil && *v {
-				c.errorf(at(key), "the saif protocol carries no %s: leave it out (false is the saif default)", key)
-			}
+		if raw.Tools != nil && t.Tools {
+			c.errorf(at("tools"), "the saif protocol carries no tools: leave it out (false is the saif default)")
 		}
-	}
-	if raw.Tools != nil && t.Adapter != core.AdapterSAIF {
-		t.Tools = *raw.Tools
-	}
-	if raw.Vision != nil && t.Adapter != core.AdapterSAIF {
-		t.Vision = *raw.Vision
+		if raw.Vision != nil && t.Vision {
+			c.errorf(at("vision"), "the saif protocol carries no images: leave it out (false is the saif default)")
+		}
+		t.Tools, t.Vision = false, false
 	}
 	t.Timeout = c.duration(raw.Timeout, DefaultTimeout, at("timeout")...)
 	t.IdleTimeout = c.duration(raw.IdleTimeout, DefaultIdleTimeout, at("idle_timeout")...)

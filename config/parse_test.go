@@ -714,7 +714,7 @@ adapter = "saif"
 url = "http://127.0.0.1:2"
 tools = true
 vision = true
-`, nil, []wantErr{{10, "targets.s.tools: the saif protocol carries no tools"}, {11, "targets.s.vision: the saif protocol carries no vision"}}},
+`, nil, []wantErr{{10, "targets.s.tools: the saif protocol carries no tools"}, {11, "targets.s.vision: the saif protocol carries no images"}}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
