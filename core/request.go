@@ -47,6 +47,8 @@ type Request struct {
 	ModelAt [2]int
 	// Messages are the chat messages, content kept raw.
 	Messages []Message
+	// Prompt is a completions request's prompt, raw JSON as the body has it; nil otherwise.
+	Prompt json.RawMessage
 	// Images is true when any message carries an image part.
 	Images bool
 	// Tools is true when the request declares tools (or functions).

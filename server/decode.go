@@ -457,6 +457,9 @@ func decodeOther(r *http.Request, body []byte, op core.Op) (*core.Request, *apiE
 			"Invalid 'input': it cannot be an empty string or an empty array, nor hold one.")
 	}
 	req := &core.Request{Op: op, Model: *w.Model, Stream: w.Stream}
+	if op == core.OpCompletions {
+		req.Prompt = raw
+	}
 	if w.StreamOptions != nil {
 		req.IncludeUsage = w.StreamOptions.IncludeUsage
 	}

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"fmt"
 	"net/http"
 	"slices"
@@ -46,7 +47,7 @@ func (s *Server) resolve(key *config.Key, req *core.Request) (*routeState, strin
 		// building two strings of them (Texts) per request.
 		msgs := req.Messages
 		if req.Op == core.OpCompletions {
-			msgs = promptTurn(req.Body)
+			msgs = promptTurn(req.Prompt)
 		}
 		route, intent := s.cfg.Auto.RouteMessages(msgs, req.RouteHint)
 		if req.RouteHint == route {
@@ -71,20 +72,11 @@ func (s *Server) resolve(key *config.Key, req *core.Request) (*routeState, strin
 	return rs, intent, nil
 }
 
-// promptTurn is a completions body's prompt as the one user turn the auto-router classifies: a
-// string, or an array of one string; nil (no text: the default route) for a batch or tokens. Of
-// several "prompt" members the last counts, as for the decoders upstream.
-func promptTurn(body []byte) []core.Message {
-	var v []byte
-	for it := jsonx.Object(body, false); ; {
-		q, m, ok := it.Next()
-		if !ok {
-			break
-		}
-		if k, ok := jsonx.Unquote(q); ok && strings.EqualFold(k, "prompt") {
-			v = m
-		}
-	}
+// promptTurn is a completions request's prompt (decoded once, in decodeOther) as the one user
+// turn the auto-router classifies: a string, or an array of one string; nil (no text: the
+// default route) for a batch or tokens.
+func promptTurn(v []byte) []core.Message {
+	v = bytes.TrimSpace(v)
 	if len(v) > 0 && v[0] == '[' {
 		a := jsonx.Array(v, false)
 		_, one, ok := a.Next()
