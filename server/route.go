@@ -160,9 +160,9 @@ type plan struct {
 // plan runs eligibility with the kept targets in kept's array (see filter.RunInto).
 func (s *Server) plan(rs *routeState, req *core.Request, kept []*core.Target) plan {
 	stages := s.stages
-	if req.Op == core.OpChat && req.Choices <= 1 {
-		// Every adapter serves chat with one choice: the capability stages would keep every
-		// target, at a call per target each, on nearly every request.
+	if req.Op == core.OpChat && s.allServeChat && req.Choices <= 1 {
+		// The capability stages would keep every target, at a call per target each, on nearly
+		// every request: every target's adapter serves chat (New checked), and one choice.
 		stages = stages[capStages:]
 	}
 	p := plan{route: rs, res: filter.RunInto(kept, req, rs.Targets, stages)}

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net/http"
 	"runtime/debug"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -60,6 +61,9 @@ type Server struct {
 	cfg      *config.Config
 	routes   map[string]*routeState
 	stages   []filter.Stage  // the capability stages (capStages of them), then filter.Standard's
+	// allServeChat: every target's adapter serves chat (upstream.Serves), so the endpoint stage
+	// drops none for it.
+	allServeChat bool
 	failOpen map[string]bool // names of the fail-open stages
 	health   *health.Tracker
 	up       Upstream
@@ -158,6 +162,9 @@ func New(o Options) (*Server, error) {
 	s.health = health.NewTracker(len(o.Config.Targets), s.clock,
 		health.Policy{Failures: c.Failures, Base: c.Base, Max: c.Max, OnChange: s.healthChanged, Describe: describeCheck})
 	s.stages = append([]filter.Stage{{Filter: endpointFilter{}}, {Filter: choicesFilter{}}}, filter.Standard(s.health)...)
+	s.allServeChat = !slices.ContainsFunc(o.Config.Targets, func(t *core.Target) bool {
+		return !upstream.Serves(t.Adapter, core.OpChat)
+	})
 	s.targetValues = make([][]string, len(o.Config.Targets))
 	s.targetLines = make([][]byte, len(o.Config.Targets))
 	for _, t := range o.Config.Targets {
