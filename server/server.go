@@ -58,25 +58,25 @@ type Options struct {
 
 // Server serves the gateway's HTTP API. Build it with New; it is safe for concurrent use.
 type Server struct {
-	cfg      *config.Config
-	routes   map[string]*routeState
-	stages   []filter.Stage  // the capability stages (capStages of them), then filter.Standard's
+	cfg    *config.Config
+	routes map[string]*routeState
+	stages []filter.Stage // the capability stages (capStages of them), then filter.Standard's
 	// allServeChat: every target's adapter serves chat (upstream.Serves), so the endpoint stage
 	// drops none for it.
 	allServeChat bool
-	failOpen map[string]bool // names of the fail-open stages
-	health   *health.Tracker
-	up       Upstream
-	ownUp    *upstream.Set
-	log      *slog.Logger
-	clock    health.Clock
-	sleep    func(ctx context.Context, d time.Duration) error
-	yield    func() // see Options.Yield
-	retry    [2]time.Duration
-	created  int64
-	handler  http.Handler
-	checker  *health.Checker // active health; see health.go
-	procs    *procs          // nil when no target has a command; see lifecycle.go
+	failOpen     map[string]bool // names of the fail-open stages
+	health       *health.Tracker
+	up           Upstream
+	ownUp        *upstream.Set
+	log          *slog.Logger
+	clock        health.Clock
+	sleep        func(ctx context.Context, d time.Duration) error
+	yield        func() // see Options.Yield
+	retry        [2]time.Duration
+	created      int64
+	handler      http.Handler
+	checker      *health.Checker // active health; see health.go
+	procs        *procs          // nil when no target has a command; see lifecycle.go
 
 	// names maps every route's name and "auto" to itself, so that decode can take a request's
 	// model from it instead of copying it out of the body.
