@@ -15,13 +15,20 @@ import (
 // closing them. It serves HTTP/1.1 with the gateway's own server (internal/h1: no goroutine
 // per request; PERFORMANCE.md); a request it cannot parse gets an OpenAI-shaped error. log
 // receives the HTTP server's own events (a panic that escaped h, a failed accept); nil
-// discards them.
-func Serve(ctx context.Context, ln net.Listener, h http.Handler, grace time.Duration, log *slog.Logger) error {
+// discards them. opts change the HTTP server's defaults; the gateway passes none.
+func Serve(ctx context.Context, ln net.Listener, h http.Handler, grace time.Duration, log *slog.Logger, opts ...ServeOption) error {
+	// A client that stops reading must not hold its stream, and the upstream connection and
+	// target slot behind it, for ever: nginx's send_timeout, 60 s by default.
+	so := serveOptions{sendTimeout: 60 * time.Second}
+	for _, o := range opts {
+		o(&so)
+	}
 	srv := &h1.Server{
 		Handler:           h,
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadBodyTimeout:   60 * time.Second,
 		IdleTimeout:       120 * time.Second,
+		SendTimeout:       so.sendTimeout,
 		MaxHeaderBytes:    64 << 10,
 		Reject:            rejectBody,
 		Log:               log,
@@ -43,6 +50,19 @@ func Serve(ctx context.Context, ln net.Listener, h http.Handler, grace time.Dura
 		return serr
 	}
 	return err
+}
+
+// ServeOption changes a default of Serve's HTTP server.
+type ServeOption func(*serveOptions)
+
+type serveOptions struct {
+	sendTimeout time.Duration
+}
+
+// WithSendTimeout sets how long a write to a client may make no progress before the connection
+// is closed and its request cancelled (h1.Server.SendTimeout); 60 s by default, zero for none.
+func WithSendTimeout(d time.Duration) ServeOption {
+	return func(o *serveOptions) { o.sendTimeout = d }
 }
 
 // rejectBody is the answer to a request the HTTP server could not parse, in OpenAI's shape.

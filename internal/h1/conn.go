@@ -54,6 +54,15 @@ type conn struct {
 	peeked  bool    // the watcher read a byte of the next request: peek
 	peek    [1]byte
 	aborted bool // Close closed the connection
+
+	// The send timeout (see Server.SendTimeout). wseq counts the starts and ends of writes to
+	// the client (connWriter), so it is odd while one is under way; watched is set while the
+	// request's watcher runs, so that the sweeper keeps looking. sentSeq and sentAt are the
+	// sweeper's, under Server.mu: the wseq it last saw, and when (Server.now) it saw it change.
+	wseq    atomic.Uint64
+	watched atomic.Bool
+	sentSeq uint64
+	sentAt  int64
 }
 
 const (
@@ -85,6 +94,35 @@ func (r connReader) Read(p []byte) (int, error) {
 	}
 	c.armRead()
 	return c.nc.Read(p)
+}
+
+// maxWritePiece is the most connWriter hands the socket in one write: a write that waits for
+// a slow reader is seen to progress (by the sweeper, see Server.SendTimeout) at least at the
+// end of every piece.
+const maxWritePiece = 64 << 10
+
+// connWriter is what the connection's buffered writer writes to, and WriteWhole's writev is
+// counted the same way: every write to the client moves wseq before and after, so that the
+// sweeper can tell a write that makes no progress without a write deadline (which would move a
+// runtime timer on every answer, as a read deadline does; see armRead).
+type connWriter struct{ c *conn }
+
+func (w connWriter) Write(p []byte) (n int, err error) {
+	c := w.c
+	for n < len(p) {
+		q := p[n:]
+		if len(q) > maxWritePiece {
+			q = q[:maxWritePiece]
+		}
+		c.wseq.Add(1)
+		m, err := c.nc.Write(q)
+		c.wseq.Add(1)
+		n += m
+		if err != nil {
+			return n, err
+		}
+	}
+	return n, nil
 }
 
 // rdl names a read deadline.
@@ -250,7 +288,14 @@ func (c *conn) armWatch() {
 // the start of a pipelined request and is kept for the next read.
 func (c *conn) watch() {
 	c.wmu.Lock()
-	if c.wstate != watchArmed || c.bufs.br.Buffered() > 0 {
+	if c.wstate != watchArmed {
+		c.wmu.Unlock()
+		return
+	}
+	if c.bufs.br.Buffered() > 0 {
+		// A pipelined request waits: nothing to read, but the request is still a long one
+		// whose writes the sweeper must keep looking at. unwatch clears it.
+		c.watched.Store(true)
 		c.wmu.Unlock()
 		return
 	}
@@ -260,6 +305,7 @@ func (c *conn) watch() {
 	// deadline unwatch puts on the socket to stop the read, which would then wait for the
 	// client while unwatch (and the answer) waits for it.
 	_ = c.nc.SetReadDeadline(time.Time{})
+	c.watched.Store(true)
 	c.wstate = watchReading
 	done := make(chan struct{})
 	c.wdone = done
@@ -289,6 +335,7 @@ func (c *conn) unwatch() {
 	c.wmu.Lock()
 	st, done := c.wstate, c.wdone
 	c.wstate, c.wdone = watchIdle, nil
+	c.watched.Store(false)
 	c.wmu.Unlock()
 	if st != watchReading {
 		return
@@ -307,6 +354,19 @@ func (c *conn) unwatch() {
 func (c *conn) abort() {
 	c.wmu.Lock()
 	c.aborted = true
+	if c.ctx != nil {
+		c.ctx.cancel()
+	}
+	c.wmu.Unlock()
+	_ = c.nc.Close()
+}
+
+// stall closes the connection for the sweeper, whose write to the client has made no progress
+// for SendTimeout: as if the client had left, the request's context is cancelled, and closing
+// the socket ends the blocked write with an error.
+func (c *conn) stall() {
+	c.wmu.Lock()
+	c.gone = true
 	if c.ctx != nil {
 		c.ctx.cancel()
 	}

@@ -296,7 +296,11 @@ func (w *response) WriteWhole(p []byte) (int, error) {
 	head := w.appendHead(bw.AvailableBuffer(), false)
 	bufs.vec[0], bufs.vec[1] = head, p
 	bufs.out = bufs.vec[:]
+	// Counted as connWriter counts a write (see Server.SendTimeout); not split: a whole
+	// answer's body is small.
+	w.c.wseq.Add(1)
 	n, err := bufs.out.WriteTo(tc)
+	w.c.wseq.Add(1)
 	bufs.vec[0], bufs.vec[1] = nil, nil // the caller's p is not kept
 	if err != nil {
 		w.err = err

@@ -66,6 +66,14 @@ type Server struct {
 	// starts watching its connection, so that a client that leaves cancels the request's
 	// context; it is also the sweeper's period (see sweep). Zero means 50 ms.
 	WatchAfter time.Duration
+	// SendTimeout bounds how long a write to the client may make no progress (nginx's
+	// send_timeout): a client that stops reading fills the socket's buffers and blocks the
+	// write, and after SendTimeout the connection is closed and the request's context cancelled,
+	// as if the client had left; the handler's write fails. Progress is seen at the end of each
+	// piece of at most 64 KiB written to the socket, so a client must take in that much (once the
+	// socket's buffers are full) within SendTimeout; the sweeper checks it every WatchAfter.
+	// Zero means no limit.
+	SendTimeout time.Duration
 	// Reject renders the body of the answer to a request that could not be parsed; nil
 	// answers in text/plain. code is a short machine-readable name ("header_too_large").
 	Reject func(status int, code, msg string) (contentType string, body []byte)
@@ -291,7 +299,7 @@ func (s *Server) getBufs(c *conn) *connBufs {
 			pending: make([]byte, 0, 4096), rh: make(http.Header, 8)}
 	}
 	b.br.Reset(connReader{c})
-	b.bw.Reset(c.nc)
+	b.bw.Reset(connWriter{c})
 	return b
 }
 
@@ -370,9 +378,11 @@ func (s *Server) wakeSweeper() {
 	}
 }
 
-// sweep starts a watcher for each request that has run longer than WatchAfter. It looks every
-// WatchAfter while any request is armed, and parks after a second with none; armWatch wakes
-// it. One goroutine for the server replaces a timer per request (see armWatch).
+// sweep starts a watcher for each request that has run longer than WatchAfter, and closes a
+// connection whose write has made no progress for SendTimeout. It looks every WatchAfter while
+// any request is armed (or, with a SendTimeout, watched, or writing), and parks after a second
+// with none; armWatch wakes it. One goroutine for the server replaces a timer per request (see
+// armWatch).
 func (s *Server) sweep(done chan struct{}) {
 	every := s.watchAfter()
 	quietRounds := int(time.Second/every) + 1
@@ -407,24 +417,44 @@ func (s *Server) sweep(done chan struct{}) {
 }
 
 // startWatchers starts a watcher for every connection whose request has been armed for
-// WatchAfter, and returns how many are armed and not yet watched.
+// WatchAfter, closes every connection whose write has been under way without progress for
+// SendTimeout, and returns how many requests need the sweeper to keep looking: armed and not
+// yet watched, and with a SendTimeout, watched (a stream may pause between writes for longer
+// than the sweeper's quiet second, then stall) or writing.
 func (s *Server) startWatchers() int {
-	now, after := s.now(), int64(s.watchAfter())
-	armed := 0
+	now, after, send := s.now(), int64(s.watchAfter()), int64(s.SendTimeout)
+	busy := 0
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for c := range s.conns {
+		if send > 0 {
+			// The same odd count as at the last change is the same write, under way since
+			// then: a write that finished and another that began moved it by two.
+			seq := c.wseq.Load()
+			switch {
+			case seq != c.sentSeq:
+				c.sentSeq, c.sentAt = seq, now
+			case seq&1 == 1 && now-c.sentAt >= send:
+				c.stall()
+			}
+			if seq&1 == 1 || c.watched.Load() {
+				busy++
+			}
+		}
 		at := c.armedAt.Load()
 		if at == 0 {
 			continue
 		}
 		if now-at < after {
-			armed++
+			busy++
 			continue
 		}
 		if c.armedAt.CompareAndSwap(at, 0) {
+			if send > 0 {
+				busy++ // its watcher will set watched
+			}
 			go c.watch()
 		}
 	}
-	return armed
+	return busy
 }

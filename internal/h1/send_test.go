@@ -1,0 +1,260 @@
+package h1
+
+import (
+	"bufio"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+)
+
+const testSendTimeout = 200 * time.Millisecond
+
+// smallBufListener shrinks each accepted connection's send buffer, so that a client that stops
+// reading blocks the server's write within a few hundred KiB, and a slow client's reads free
+// enough of the buffer to wake the writer (Linux wakes it when a third of the buffer is free:
+// a third of a 4 MB autotuned loopback buffer takes a slow client seconds).
+type smallBufListener struct{ net.Listener }
+
+func (l smallBufListener) Accept() (net.Conn, error) {
+	nc, err := l.Listener.Accept()
+	if tc, ok := nc.(*net.TCPConn); ok {
+		_ = tc.SetWriteBuffer(32 << 10)
+	}
+	return nc, err
+}
+
+// startSend serves h with the given SendTimeout on a listener of small send buffers.
+func startSend(t *testing.T, h http.Handler, send time.Duration) string {
+	t.Helper()
+	s := &Server{Handler: h, ReadHeaderTimeout: 5 * time.Second, IdleTimeout: 30 * time.Second,
+		SendTimeout: send}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- s.Serve(smallBufListener{ln}) }()
+	t.Cleanup(func() {
+		_ = s.Close()
+		if err := <-done; !errors.Is(err, http.ErrServerClosed) {
+			t.Errorf("Serve returned %v, want http.ErrServerClosed", err)
+		}
+		waitConns(t, s)
+	})
+	return ln.Addr().String()
+}
+
+// dialSmall dials addr with a small receive buffer, and sends a GET.
+func dialSmall(t *testing.T, addr string) (net.Conn, *bufio.Reader) {
+	t.Helper()
+	c, br := dialRaw(t, addr)
+	_ = c.(*net.TCPConn).SetReadBuffer(32 << 10)
+	if _, err := io.WriteString(c, "GET / HTTP/1.1\r\nHost: h\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	return c, br
+}
+
+// writeEnd is how a handler's writing ended: the write's error and its context's then.
+type writeEnd struct {
+	err, ctxErr error
+	after       time.Duration // since the handler began
+}
+
+// floodUntilError writes and flushes 64 KiB pieces until a write fails.
+func floodUntilError(w http.ResponseWriter, r *http.Request, began time.Time) writeEnd {
+	piece := make([]byte, 64<<10)
+	rc := http.NewResponseController(w)
+	for {
+		_, err := w.Write(piece)
+		if err == nil {
+			err = rc.Flush()
+		}
+		if err != nil {
+			return writeEnd{err: err, ctxErr: r.Context().Err(), after: time.Since(began)}
+		}
+	}
+}
+
+// waitEnd waits up to limit for a handler's writeEnd.
+func waitEnd(t *testing.T, ends chan writeEnd, limit time.Duration) writeEnd {
+	t.Helper()
+	select {
+	case e := <-ends:
+		return e
+	case <-time.After(limit):
+		t.Fatalf("the handler's write did not fail within %v of the client's stall", limit)
+		return writeEnd{}
+	}
+}
+
+// A client that reads the status line of a stream and then nothing more: the handler's write
+// fails, its context is cancelled, and the connection is closed.
+func TestSendTimeoutCutsStalledClient(t *testing.T) {
+	ends := make(chan writeEnd, 1)
+	addr := startSend(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ends <- floodUntilError(w, r, time.Now())
+	}), testSendTimeout)
+	c, br := dialSmall(t, addr)
+	line, err := br.ReadString('\n')
+	if err != nil || !strings.HasPrefix(line, "HTTP/1.1 200") {
+		t.Fatalf("status line %q, %v", line, err)
+	}
+	e := waitEnd(t, ends, 20*testSendTimeout)
+	if e.ctxErr == nil {
+		t.Errorf("the write failed (%v) with the request's context not done", e.err)
+	}
+	// What the socket still holds, then the end: not the client's own read deadline.
+	_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	_, err = io.Copy(io.Discard, br)
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		t.Errorf("the connection is still open after the stall: %v", err)
+	}
+}
+
+// A client that reads slowly but steadily (64 KiB every SendTimeout/4) is never cut, whether
+// the answer is one large write or a stream of flushed pieces.
+func TestSendTimeoutSparesSlowReader(t *testing.T) {
+	const total = 2 << 20
+	tests := []struct {
+		name  string
+		write func(w http.ResponseWriter) error
+	}{
+		{"one large write", func(w http.ResponseWriter) error {
+			_, err := w.Write(make([]byte, total))
+			return err
+		}},
+		{"flushed pieces", func(w http.ResponseWriter) error {
+			rc := http.NewResponseController(w)
+			piece := make([]byte, 16<<10)
+			for range total / len(piece) {
+				if _, err := w.Write(piece); err != nil {
+					return err
+				}
+				if err := rc.Flush(); err != nil {
+					return err
+				}
+			}
+			return nil
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			errs := make(chan error, 1)
+			addr := startSend(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				errs <- tt.write(w)
+			}), testSendTimeout)
+			_, br := dialSmall(t, addr)
+			resp, err := http.ReadResponse(br, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			buf := make([]byte, 64<<10)
+			got := 0
+			for {
+				n, err := io.ReadFull(resp.Body, buf)
+				got += n
+				if err != nil {
+					if got != total {
+						t.Fatalf("read %d bytes of %d: %v", got, total, err)
+					}
+					break
+				}
+				time.Sleep(testSendTimeout / 4) // the client's pace, not a wait for a timer
+			}
+			if err := <-errs; err != nil {
+				t.Errorf("the handler's write failed: %v", err)
+			}
+		})
+	}
+}
+
+// A stream that pauses between events for longer than the sweeper's quiet second (after which
+// it used to park, watching nothing) is not cut, and a client that stalls after that second is
+// still caught.
+func TestSendTimeoutStallAfterQuietSecond(t *testing.T) {
+	const events = 14 // 100 ms apart: longer than the sweeper's quiet second
+	ends := make(chan writeEnd, 1)
+	addr := startSend(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		began := time.Now()
+		rc := http.NewResponseController(w)
+		for i := range events {
+			last := "event\n"
+			if i == events-1 {
+				last = "last\n"
+			}
+			if _, err := io.WriteString(w, last); err != nil {
+				ends <- writeEnd{err: errors.New("cut during the healthy stream: " + err.Error())}
+				return
+			}
+			if err := rc.Flush(); err != nil {
+				ends <- writeEnd{err: errors.New("cut during the healthy stream: " + err.Error())}
+				return
+			}
+			time.Sleep(100 * time.Millisecond) // the stream's pace
+		}
+		ends <- floodUntilError(w, r, began)
+	}), testSendTimeout)
+	_, br := dialSmall(t, addr)
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body := bufio.NewReader(resp.Body)
+	for {
+		line, err := body.ReadString('\n')
+		if err != nil {
+			t.Fatalf("the healthy stream ended: %v", err)
+		}
+		if line == "last\n" {
+			break
+		}
+	}
+	// The client stops reading.
+	e := waitEnd(t, ends, 20*testSendTimeout+time.Second)
+	if strings.HasPrefix(errString(e.err), "cut during") {
+		t.Fatal(e.err)
+	}
+	if e.ctxErr == nil {
+		t.Errorf("the write failed (%v) with the request's context not done", e.err)
+	}
+	if e.after < time.Second {
+		t.Errorf("the stream ended after %v, before its healthy second was over", e.after)
+	}
+}
+
+func errString(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}
+
+// With no SendTimeout a client that stops reading is not cut: the write waits.
+func TestSendTimeoutZeroCutsNothing(t *testing.T) {
+	ends := make(chan writeEnd, 1)
+	addr := startSend(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ends <- floodUntilError(w, r, time.Now())
+	}), 0)
+	c, br := dialSmall(t, addr)
+	if _, err := br.ReadString('\n'); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case e := <-ends:
+		t.Fatalf("the write failed after %v with no SendTimeout: %v", e.after, e.err)
+	case <-time.After(5 * testSendTimeout):
+	}
+	_ = c.Close() // the client leaves: the write fails and the handler returns
+	if e := waitEnd(t, ends, 5*time.Second); e.err == nil {
+		t.Error("the handler ended without a write error")
+	}
+}
