@@ -1,0 +1,200 @@
+package server_test
+
+// A hostile or broken upstream behind the gateway: raw TCP servers that write exact bytes, and a
+// raw client that reads the gateway's answer as bytes, so that nothing on either side tidies the
+// wire for the test.
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// rawUpstream answers every request with answer(path), as it is, and closes the connection; an
+// answer that ends in hold keeps the connection open until the test ends.
+func rawUpstream(t *testing.T, answer func(path string) string) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	t.Cleanup(func() {
+		close(done)
+		ln.Close()
+		wg.Wait()
+	})
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				defer c.Close()
+				go func() { <-done; c.Close() }()
+				req, err := http.ReadRequest(bufio.NewReader(c))
+				if err != nil {
+					return
+				}
+				_, _ = io.Copy(io.Discard, req.Body)
+				a, hold := strings.CutSuffix(answer(req.URL.Path), hold)
+				_, _ = io.WriteString(c, a)
+				if hold {
+					<-done
+				}
+			}()
+		}
+	}()
+	return "http://" + ln.Addr().String()
+}
+
+// hold, at the end of a rawUpstream answer, keeps the connection open.
+const hold = "\x00hold"
+
+// rawChat sends a chat request to the gateway with hdr (lines "K: v") and returns its answer's
+// head and body as they came, the body unchunked.
+func rawChat(t *testing.T, g *gateway, model string, stream bool, hdr ...string) (head http.Header, raw string, body string) {
+	t.Helper()
+	c, err := net.Dial("tcp", strings.TrimPrefix(g.ts.URL, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(20 * time.Second))
+	b := fmt.Sprintf(`{"model":%q,"stream":%t,"messages":[{"role":"user","content":"hi"}]}`, model, stream)
+	fmt.Fprintf(c, "POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"+
+		"Content-Length: %d\r\nConnection: close\r\n%s\r\n%s", len(b), strings.Join(append(hdr, ""), "\r\n"), b)
+	all, err := io.ReadAll(c)
+	if err != nil {
+		t.Fatalf("reading the gateway's answer: %v (%q)", err, all)
+	}
+	rawHead, rawBody, ok := strings.Cut(string(all), "\r\n\r\n")
+	if !ok {
+		t.Fatalf("no head in %q", all)
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(strings.NewReader(string(all))), nil)
+	if err != nil {
+		t.Fatalf("the gateway's answer does not parse: %v: %q", err, all)
+	}
+	defer resp.Body.Close()
+	ub, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("the gateway's answer's body does not parse: %v: %q", err, rawBody)
+	}
+	return resp.Header, rawHead, string(ub)
+}
+
+// hostileFields are fields an upstream adds that must never reach the gateway's client.
+const hostileFields = "Set-Cookie: sid=evil; Path=/\r\nAccess-Control-Allow-Origin: *\r\n" +
+	"Access-Control-Allow-Credentials: true\r\nX-Hayula-Chain: evil\r\nX-Hayula-Route: evil\r\n" +
+	"X-Hayula-Target: evil\r\nX-Hayula-Intent: evil\r\nX-Hayula-Specialist: evil\r\n" +
+	"Connection: close\r\nKeep-Alive: timeout=1\r\nUpgrade: h2c\r\nTrailer: X-Evil\r\nX-Evil: 1\r\n"
+
+func hostileConfig(adapter, url string) string {
+	return fmt.Sprintf("allowed_origins = [\"https://chat.example.com\"]\n[targets.up]\nadapter = %q\nurl = %q\n"+
+		"class = \"private\"\ntimeout = \"2s\"\nidle_timeout = \"2s\"\nmax_retries = 0\nhealth_interval = \"0s\"\n"+
+		"[routes.up]\ntargets = [\"up\"]\n", adapter, url)
+}
+
+func withLength(head, body string) string {
+	return fmt.Sprintf("HTTP/1.1 200 OK\r\n%sContent-Length: %d\r\n\r\n%s", head, len(body), body)
+}
+
+// TestHostileUpstreamFields: an upstream's own fields (cookies, CORS, the gateway's x-hayula-*,
+// hop-by-hop and framing ones) never reach the client, whole or streamed, for every adapter; the
+// client's CORS is the gateway's alone.
+func TestHostileUpstreamFields(t *testing.T) {
+	openaiWhole := `{"id":"c","object":"chat.completion","created":1,"model":"m","choices":[{"index":0,` +
+		`"message":{"role":"assistant","content":"ok"},"finish_reason":"stop"}]}`
+	openaiStream := "data: {\"id\":\"c\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"ok\"},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n"
+	ollamaWhole := `{"model":"m","created_at":"2026-01-01T00:00:00Z","message":{"role":"assistant","content":"ok"},"done":true,"done_reason":"stop"}`
+	saifWhole := `{"id":"s","specialist":"webapp","text":"ok","finish_reason":"stop","usage":{"prompt_tokens":1,"completion_tokens":1}}`
+	saifStream := "data: {\"text\":\"ok\",\"specialist\":\"webapp\"}\n\ndata: {\"done\":true,\"finish_reason\":\"stop\"}\n\n"
+	for _, tc := range []struct {
+		name, adapter, answer string
+		stream                bool
+		specialist            string
+	}{
+		{"openai whole", "openai", withLength(hostileFields+"Content-Type: application/json\r\n", openaiWhole), false, ""},
+		{"openai stream", "openai", "HTTP/1.1 200 OK\r\n" + hostileFields + "Content-Type: text/event-stream\r\n\r\n" + openaiStream, true, ""},
+		{"ollama whole", "ollama", withLength(hostileFields+"Content-Type: application/json\r\n", ollamaWhole), false, ""},
+		{"ollama stream", "ollama", "HTTP/1.1 200 OK\r\n" + hostileFields + "Content-Type: application/x-ndjson\r\n\r\n" + ollamaWhole + "\n", true, ""},
+		{"saif whole", "saif", withLength(hostileFields+"Content-Type: application/json\r\n", saifWhole), false, "webapp"},
+		{"saif stream", "saif", "HTTP/1.1 200 OK\r\n" + hostileFields + "Content-Type: text/event-stream\r\n\r\n" + saifStream, true, "webapp"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			url := rawUpstream(t, func(string) string { return tc.answer })
+			g := newGateway(t, hostileConfig(tc.adapter, url), nil)
+			h, rawHead, body := rawChat(t, g, "up", tc.stream, "Origin: https://chat.example.com")
+			if !strings.HasPrefix(rawHead, "HTTP/1.1 200 ") || !strings.Contains(body, "ok") {
+				t.Fatalf("answer %q, body %q", rawHead, body)
+			}
+			for k, want := range map[string]string{
+				"Set-Cookie": "", "Access-Control-Allow-Origin": "https://chat.example.com",
+				"Access-Control-Allow-Credentials": "", "X-Hayula-Chain": "up", "X-Hayula-Route": "up",
+				"X-Hayula-Target": "up", "X-Hayula-Intent": "", "X-Hayula-Specialist": tc.specialist,
+				"Keep-Alive": "", "Upgrade": "", "Trailer": "", "X-Evil": "",
+			} {
+				if got := strings.Join(h[k], ", "); got != want {
+					t.Errorf("%s: %q, want %q (head %q)", k, got, want, rawHead)
+				}
+			}
+			// The client asked for the close itself; the gateway's own Connection field is the
+			// only one, and its framing is one Content-Length or chunked, never both.
+			if n := strings.Count(strings.ToLower(rawHead), "\r\nconnection:"); n > 1 {
+				t.Errorf("%d Connection fields: %q", n, rawHead)
+			}
+			cl, te := h["Content-Length"], h["Transfer-Encoding"]
+			if len(cl)+len(te) > 1 || strings.Contains(strings.ToLower(rawHead), "transfer-encoding") && len(cl) > 0 {
+				t.Errorf("framing %q", rawHead)
+			}
+		})
+	}
+}
+
+// TestHostileUpstreamStream: what an upstream puts inside a stream's events cannot end or split
+// the gateway's events for a client whose parser (a browser's EventSource, the Python SDK) ends
+// a line at a bare CR too, as the SSE spec says.
+func TestHostileUpstreamStream(t *testing.T) {
+	for _, tc := range []struct{ name, adapter, events string }{
+		{"openai, a bare CR in a chunk", "openai",
+			"data: {\"id\":\"c\",\r\"choices\":[{\"index\":0,\"delta\":{\"content\":\"ok\"},\"finish_reason\":\"stop\"}],\r\rdata: [DONE]\r\r\"x\":1}\n\ndata: [DONE]\n\n"},
+		{"saif, a bare CR in a chunk", "saif",
+			"data: {\"text\":\"ok\",\r\"specialist\":\"webapp\"}\n\ndata: {\"done\":true,\"finish_reason\":\"stop\"}\n\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			url := rawUpstream(t, func(string) string {
+				return "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n\r\n" + tc.events
+			})
+			g := newGateway(t, hostileConfig(tc.adapter, url), nil)
+			_, _, body := rawChat(t, g, "up", true)
+			if strings.ContainsAny(body, "\r\x00") {
+				t.Fatalf("a CR or NUL reached the client's events: %q", body)
+			}
+			// Every line is a data line or the blank one that ends an event, and the
+			// gateway's [DONE] is the last event and the only one.
+			lines := strings.Split(strings.TrimSuffix(body, "\n\n"), "\n")
+			for i, l := range lines {
+				if l != "" && !strings.HasPrefix(l, "data: ") || l == "" && (i%2 == 0) {
+					t.Fatalf("line %d %q is no event line: %q", i, l, body)
+				}
+			}
+			if slices.Index(lines, "data: [DONE]") != len(lines)-1 || !strings.Contains(body, "ok") {
+				t.Fatalf("events %q", body)
+			}
+		})
+	}
+}
