@@ -198,3 +198,66 @@ func TestHostileUpstreamStream(t *testing.T) {
 		})
 	}
 }
+
+// TestHostileSpecialist: SAIF's specialist, which the gateway copies into x-hayula-specialist,
+// is the upstream's text: a line break in it must not split the head, and a huge one must not
+// make the head one no client reads.
+func TestHostileSpecialist(t *testing.T) {
+	huge := strings.Repeat("w", 256<<10)
+	for _, tc := range []struct {
+		name, specialist string
+		stream           bool
+	}{
+		{"whole, a line break", `web\r\nSet-Cookie: sid=evil`, false},
+		{"stream, a line break", `web\r\nSet-Cookie: sid=evil`, true},
+		{"whole, a NUL", `web\u0000app`, false},
+		{"whole, 256 KiB", huge, false},
+		{"stream, 256 KiB", huge, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			url := rawUpstream(t, func(string) string {
+				if tc.stream {
+					return "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n\r\n" +
+						`data: {"text":"ok","specialist":"` + tc.specialist + "\"}\n\ndata: {\"done\":true,\"finish_reason\":\"stop\"}\n\n"
+				}
+				return withLength("Content-Type: application/json\r\n", `{"id":"s","specialist":"`+tc.specialist+
+					`","text":"ok","finish_reason":"stop","usage":{"prompt_tokens":1,"completion_tokens":1}}`)
+			})
+			g := newGateway(t, hostileConfig("saif", url), nil)
+			h, rawHead, _ := rawChat(t, g, "up", tc.stream)
+			if len(h["Set-Cookie"]) > 0 || strings.ContainsAny(rawHead, "\x00") {
+				t.Fatalf("head %q", rawHead)
+			}
+			// 8 KiB is what many clients and proxies allow a field (nginx's large buffers,
+			// Node's whole head is 16 KiB).
+			if len(rawHead) > 8<<10 {
+				t.Fatalf("a head of %d bytes", len(rawHead))
+			}
+		})
+	}
+}
+
+// TestHostileUpstreamStalls: an upstream that answers without end (informational answers, a head,
+// a whole body, a chunk of 2^63 bytes) fails the attempt within its limits instead of holding the
+// request or growing the gateway's memory without bound.
+func TestHostileUpstreamStalls(t *testing.T) {
+	big := strings.Repeat("x", 33<<20)
+	for _, tc := range []struct{ name, adapter, answer string }{
+		{"1xx without end", "openai", strings.Repeat("HTTP/1.1 102 Processing\r\n\r\n", 1000) + hold},
+		{"a head without end", "openai", "HTTP/1.1 200 OK\r\n" + strings.Repeat("X-Pad: "+strings.Repeat("p", 1000)+"\r\n", 100) + hold},
+		{"a 2^63-byte chunk", "openai", "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n" +
+			"8000000000000000\r\n{" + big + hold},
+		{"a whole body to the close", "ollama", "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n\r\n{" + big + hold},
+		{"a Content-Length of 2^62", "saif", "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 4611686018427387904\r\n\r\n{" + hold},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			url := rawUpstream(t, func(string) string { return tc.answer })
+			g := newGateway(t, hostileConfig(tc.adapter, url), nil)
+			start := time.Now()
+			_, rawHead, body := rawChat(t, g, "up", false)
+			if !strings.HasPrefix(rawHead, "HTTP/1.1 502 ") || time.Since(start) > 2*time.Second {
+				t.Fatalf("after %v: %q %q", time.Since(start), rawHead, body)
+			}
+		})
+	}
+}
