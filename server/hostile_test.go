@@ -261,3 +261,62 @@ func TestHostileUpstreamStalls(t *testing.T) {
 		})
 	}
 }
+
+// TestHostileUpstreamOddAnswers: answers that are not a completion, or framed two ways, are a
+// 502 or the completion they frame, and never reach the client as they are.
+func TestHostileUpstreamOddAnswers(t *testing.T) {
+	obj := `{"id":"c","object":"chat.completion","created":1,"model":"m","choices":[{"index":0,` +
+		`"message":{"role":"assistant","content":"ok"},"finish_reason":"stop"}]}`
+	for _, tc := range []struct {
+		name, answer string
+		status       string
+	}{
+		{"a protocol switch", "HTTP/1.1 101 Switching Protocols\r\nUpgrade: h2c\r\nConnection: Upgrade\r\n\r\n" + obj + hold, "502"},
+		{"204", "HTTP/1.1 204 No Content\r\n\r\n" + obj, "502"},
+		{"two lengths", "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 3\r\nContent-Length: 300\r\n\r\n" + obj, "502"},
+		{"a length and chunked", fmt.Sprintf("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 3\r\n"+
+			"Transfer-Encoding: chunked\r\n\r\n%x\r\n%s\r\n0\r\n\r\n", len(obj), obj), "200"},
+		{"gzip", "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: gzip, chunked\r\n\r\n3\r\n{}}\r\n0\r\n\r\n", "502"},
+		{"obs-fold", "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n Set-Cookie: a=1\r\n" + fmt.Sprintf("Content-Length: %d\r\n\r\n%s", len(obj), obj), "502"},
+		{"a bare LF head", "HTTP/1.1 200 OK\nContent-Type: application/json\n" + fmt.Sprintf("Content-Length: %d\n\n%s", len(obj), obj), "200"},
+		{"a NUL in a field", "HTTP/1.1 200 OK\r\nX-A: a\x00b\r\nContent-Type: application/json\r\n" + fmt.Sprintf("Content-Length: %d\r\n\r\n%s", len(obj), obj), "502"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			url := rawUpstream(t, func(string) string { return tc.answer })
+			g := newGateway(t, hostileConfig("openai", url), nil)
+			h, rawHead, body := rawChat(t, g, "up", false)
+			if !strings.HasPrefix(rawHead, "HTTP/1.1 "+tc.status+" ") || len(h["Set-Cookie"]) > 0 || len(h["Upgrade"]) > 0 {
+				t.Fatalf("%q %q", rawHead, body)
+			}
+			if tc.status == "200" && body != obj {
+				t.Fatalf("body %q", body)
+			}
+		})
+	}
+}
+
+// TestHostileHugeEvent: an event or line over 32 MiB ends the stream with the gateway's error
+// event, once the first event went out, rather than being buffered without end.
+func TestHostileHugeEvent(t *testing.T) {
+	big := strings.Repeat("x", 33<<20)
+	for _, tc := range []struct{ name, adapter, answer string }{
+		{"openai", "openai", "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n\r\n" +
+			"data: {\"id\":\"c\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"ok\"}}]}\n\ndata: {\"a\":\"" + big + hold},
+		{"openai, many short lines", "openai", "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n\r\n" +
+			"data: {\"id\":\"c\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"ok\"}}]}\n\n" + strings.Repeat("data: "+strings.Repeat("x", 1000)+"\n", 34<<10) + hold},
+		{"ollama", "ollama", "HTTP/1.1 200 OK\r\nContent-Type: application/x-ndjson\r\n\r\n" +
+			`{"model":"m","message":{"role":"assistant","content":"ok"},"done":false}` + "\n{\"a\":\"" + big + hold},
+		{"saif", "saif", "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n\r\n" +
+			"data: {\"text\":\"ok\",\"specialist\":\"webapp\"}\n\ndata: {\"a\":\"" + big + hold},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			url := rawUpstream(t, func(string) string { return tc.answer })
+			g := newGateway(t, hostileConfig(tc.adapter, url), nil)
+			_, rawHead, body := rawChat(t, g, "up", true)
+			if !strings.HasPrefix(rawHead, "HTTP/1.1 200 ") || !strings.Contains(body, "ok") ||
+				!strings.Contains(body, "32 MiB") || strings.Contains(body, "[DONE]") {
+				t.Fatalf("%q %.300q", rawHead, body)
+			}
+		})
+	}
+}
