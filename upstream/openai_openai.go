@@ -208,10 +208,12 @@ func (s *openaiStream) Next() ([]byte, error) {
 		}
 		// SSE joins multi-line data with newlines. Outside strings they are JSON whitespace (a
 		// raw newline cannot occur inside one), so spaces keep the chunk the same JSON and let
-		// the caller write it back as a single "data:" line.
-		if bytes.IndexByte(data, '\n') >= 0 {
+		// the caller write it back as a single "data:" line. So is a bare CR, which sseReader
+		// leaves inside a line but a client's parser (EventSource, the Python SDK) ends a line
+		// at: relayed, it would split the event, or inject one of the upstream's.
+		if bytes.ContainsAny(data, "\r\n") {
 			for i, c := range data {
-				if c == '\n' {
+				if c == '\n' || c == '\r' {
 					data[i] = ' '
 				}
 			}

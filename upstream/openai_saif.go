@@ -12,10 +12,24 @@ import (
 	"time"
 
 	"github.com/hayula/gateway/core"
+	"github.com/hayula/gateway/internal/httpwire"
 )
 
 // HeaderSpecialist names, on a SAIF answer, the specialist that wrote it.
 const HeaderSpecialist = "X-Hayula-Specialist"
+
+// maxSpecialistHeader bounds the specialist name that goes into HeaderSpecialist.
+const maxSpecialistHeader = 256
+
+// setSpecialist sets h's HeaderSpecialist to the specialist the upstream named, when it can go in
+// a head: it is the upstream's text, and a huge one made the gateway's head one that clients
+// refuse whole (Node's and Python's h11 stop at 16 KiB), a control byte one that is not HTTP. The
+// answer's "hayula" member carries it either way.
+func setSpecialist(h http.Header, specialist string) {
+	if specialist != "" && len(specialist) <= maxSpecialistHeader && httpwire.ValidValue(specialist) {
+		h[HeaderSpecialist] = []string{specialist}
+	}
+}
 
 // openaiSAIF translates one OpenAI request to the SAIF protocol (CONFIG.md, "The SAIF
 // protocol"): POST {url}/v1/completions with a ChatML prompt and the specialist named by the
@@ -263,9 +277,7 @@ func (a *openaiSAIF) answer(ctx context.Context, resp *http.Response, op core.Op
 			Usage:   usage, Hayula: hy})
 	}
 	h := http.Header{}
-	if m.Specialist != "" {
-		h.Set(HeaderSpecialist, m.Specialist)
-	}
+	setSpecialist(h, m.Specialist)
 	return &Response{Header: h, Body: b}, nil
 }
 
@@ -341,7 +353,7 @@ func (s *saifStream) read() error {
 		s.started = true
 		if e.Specialist != "" {
 			hy = &hayulaJSON{Specialist: e.Specialist}
-			s.header.Set(HeaderSpecialist, e.Specialist)
+			setSpecialist(s.header, e.Specialist)
 		}
 	}
 	if p := s.out.delta(e.Text, "", nil, hy); p != nil {
