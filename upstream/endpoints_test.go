@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -76,5 +77,22 @@ func TestSAIFCompletionsRefusesEchoAndSuffix(t *testing.T) {
 				t.Fatalf("error %v, want 400 unsupported_value on %s", err, tc.param)
 			}
 		})
+	}
+}
+
+// TestStatedLengthIsNotPreallocated: an answer whose head states a large Content-Length (within
+// the 32 MiB limit) and then sends a few bytes must not make the gateway allocate the stated
+// length before the bytes come: 40 bytes of head were 32 MiB of heap per request in flight.
+func TestStatedLengthIsNotPreallocated(t *testing.T) {
+	resp := &http.Response{ContentLength: 30 << 20, Body: io.NopCloser(strings.NewReader(`{"id":"x"}`))}
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	_, err := readAnswer(context.Background(), &core.Target{Name: "t"}, resp)
+	runtime.ReadMemStats(&after)
+	if err != nil {
+		t.Logf("readAnswer: %v", err) // a short body; what matters is what it allocated for it
+	}
+	if got := after.TotalAlloc - before.TotalAlloc; got > 4<<20 {
+		t.Fatalf("allocated %d bytes for a stated 30 MiB that never came", got)
 	}
 }

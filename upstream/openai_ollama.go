@@ -133,8 +133,12 @@ func (a *openaiOllama) post(ctx context.Context, path string, body []byte, strea
 	return post(ctx, a.c, a.t, path, whole(body), accept(stream, "application/x-ndjson"), a.now)
 }
 
-// readAnswer reads a whole 2xx body within maxBody. A body of known length is read into a slice
-// of exactly that size, rather than grown from 512 bytes by io.ReadAll.
+// maxPrealloc is the largest stated Content-Length readAnswer allocates for before reading: a
+// model's answer is kilobytes, and a 40-byte head must not commit 32 MiB of memory.
+const maxPrealloc = 1 << 20
+
+// readAnswer reads a whole 2xx body within maxBody. A body of known length up to maxPrealloc is
+// read into a slice of exactly that size, rather than grown from 512 bytes by io.ReadAll.
 func readAnswer(ctx context.Context, t *core.Target, resp *http.Response) ([]byte, error) {
 	defer resp.Body.Close()
 	if resp.ContentLength > maxBody {
@@ -142,10 +146,12 @@ func readAnswer(ctx context.Context, t *core.Target, resp *http.Response) ([]byt
 	}
 	var body []byte
 	var err error
-	if resp.ContentLength >= 0 {
+	if resp.ContentLength >= 0 && resp.ContentLength <= maxPrealloc {
 		body = bodyBuf(resp, resp.ContentLength)
 		_, err = io.ReadFull(resp.Body, body)
 	} else {
+		// Unknown, or large: the buffer grows as the bytes come, so that a length an upstream
+		// states (up to maxBody) is not memory committed before a byte of it has arrived.
 		body, err = io.ReadAll(io.LimitReader(resp.Body, maxBody+1))
 	}
 	if err != nil {
