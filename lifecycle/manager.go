@@ -79,7 +79,7 @@ type member struct {
 	starts   int
 	restarts int
 	lastErr  error
-	failures uint64 // supervisions that gave up with an error, so a waiter can tell its own failure
+	failures uint64 // launches that ended before they were healthy, so a waiter can tell its own failure
 	idle     Timer
 }
 
@@ -406,25 +406,25 @@ func (m *Manager) bringUp(mem *member) error {
 	expired := make(chan struct{})
 	t := m.clock.AfterFunc(mem.loadTimeout, func() { close(expired) })
 	defer t.Stop()
-	reserved, failuresAtReserve := false, uint64(0)
 	for {
 		m.mu.Lock()
 		if m.closed {
 			m.mu.Unlock()
 			return ErrClosed
 		}
-		switch mem.state {
-		case StateReady:
+		switch {
+		case mem.state == StateReady:
 			m.mu.Unlock()
 			return nil
-		case StateStopped:
-			if reserved && mem.failures != failuresAtReserve {
-				err := mem.lastErr
-				m.mu.Unlock()
-				return err
-			}
-			failuresAtReserve = mem.failures
-			reserved = m.reserveLocked(mem)
+		case mem.failures != failuresBefore:
+			// A launch this flight waited for failed before it was healthy: the waiters get that
+			// failure now, whether the member then stopped (unpinned) or backs off to restart
+			// (pinned, or after a healthy run) rather than the rest of load_timeout.
+			err := mem.lastErr
+			m.mu.Unlock()
+			return err
+		case mem.state == StateStopped:
+			m.reserveLocked(mem)
 		}
 		ch := m.changed
 		m.mu.Unlock()

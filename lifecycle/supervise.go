@@ -112,6 +112,9 @@ func (m *Manager) supervise(mem *member, stop, done chan struct{}, after <-chan 
 		m.mu.Lock()
 		mem.pid, mem.url = 0, ""
 		mem.lastErr = res.err
+		if !res.healthy {
+			mem.failures++
+		}
 		if mem.state != StateStopping {
 			mem.state = StateBackoff
 		}
