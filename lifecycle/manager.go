@@ -76,6 +76,7 @@ type member struct {
 	done     chan struct{} // closed when the supervisor has returned
 	pid      int
 	url      string
+	port     int // the running process's {port}, 0 when there is none or it has none
 	starts   int
 	restarts int
 	lastErr  error
@@ -112,7 +113,9 @@ type Manager struct {
 	mu      sync.Mutex
 	changed chan struct{} // closed and replaced on every change a waiter may care about
 	seq     uint64
-	ports   map[int]bool // ports given to processes that have not exited yet
+	// ports counts the holders of each port given to a process: the process until it exits, and
+	// each Ensure not yet released that was handed its URL.
+	ports   map[int]int
 	started bool
 	closed  bool
 }
@@ -131,7 +134,7 @@ func New(specs []Spec, groups []GroupSpec, o Options) (*Manager, error) {
 		probe:    &http.Client{Transport: &http.Transport{Proxy: nil, DisableKeepAlives: true}},
 		byName:   make(map[string]*member, len(specs)),
 		freePort: freePort,
-		ports:    map[int]bool{},
+		ports:    map[int]int{},
 		spawnCh:  make(chan spawnReq),
 		changed:  make(chan struct{}),
 	}
@@ -364,8 +367,14 @@ func (m *Manager) acquire(mem *member) (string, func(), bool) {
 		mem.idle.Stop()
 		mem.idle = nil
 	}
+	// The caller may keep using the URL after the process dies under it (same-target retries):
+	// until it lets go, the port is not handed to another target's process.
+	port := mem.port
+	if port != 0 {
+		m.ports[port]++
+	}
 	var once sync.Once
-	return mem.url, func() { once.Do(func() { m.release(mem) }) }, true
+	return mem.url, func() { once.Do(func() { m.release(mem, port) }) }, true
 }
 
 func (m *Manager) unwait(mem *member) {
@@ -378,9 +387,12 @@ func (m *Manager) unwait(mem *member) {
 	}
 }
 
-func (m *Manager) release(mem *member) {
+func (m *Manager) release(mem *member, port int) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if port != 0 {
+		m.dropPortLocked(port)
+	}
 	mem.busy--
 	mem.lastUsed = m.clock.Now()
 	if mem.busy == 0 && mem.state == StateReady {

@@ -5,6 +5,7 @@ package lifecycle
 import (
 	"context"
 	"errors"
+	"sync"
 	"testing"
 	"time"
 )
@@ -38,5 +39,44 @@ func TestPinnedStartFailureAnswersWaiter(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("Ensure(p) still waiting after the restart it waited for failed")
+	}
+}
+
+// A request still holds the URL of a process that crashed under it (its same-target retries use
+// it): that port must not go to another target's next process meanwhile, else the retry is
+// answered by the other target's model.
+func TestCrashedPortNotReusedWhileHeld(t *testing.T) {
+	h := newHarness(t, []Spec{fake("a", "-crash-after", "1"), fake("b")}, nil, Options{})
+	port, err := freePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	next := []int{port, port} // the kernel's answer to a's launch, and again to b's
+	var mu sync.Mutex
+	h.m.freePort = func() (int, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if len(next) > 0 {
+			p := next[0]
+			next = next[1:]
+			return p, nil
+		}
+		return freePort()
+	}
+	urlA, release, err := h.m.Ensure(context.Background(), "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer release()
+	if model, err := chat(urlA); err != nil || model != "a" {
+		t.Fatalf("first chat with a: %q, %v", model, err)
+	}
+	if _, err := chat(urlA); err == nil {
+		t.Fatal("chat with a succeeded; its process should have crashed")
+	}
+	eventually(t, "a's crash to be seen", func() bool { return h.m.State("a") == StateBackoff })
+	urlB := h.use(t, "b")
+	if model, err := chat(urlA); err == nil {
+		t.Errorf("a retry at a's URL %s (b has %s) was answered by %q", urlA, urlB, model)
 	}
 }

@@ -110,7 +110,7 @@ func (m *Manager) supervise(mem *member, stop, done chan struct{}, after <-chan 
 		// One critical section clears the dead process and arms the restart, so whoever sees
 		// StateBackoff knows the timer is there.
 		m.mu.Lock()
-		mem.pid, mem.url = 0, ""
+		mem.pid, mem.url, mem.port = 0, "", 0
 		mem.lastErr = res.err
 		if !res.healthy {
 			mem.failures++
@@ -143,7 +143,7 @@ func (m *Manager) supervise(mem *member, stop, done chan struct{}, after <-chan 
 func (m *Manager) finish(mem *member, err error) {
 	m.mu.Lock()
 	mem.state = StateStopped
-	mem.pid, mem.url = 0, ""
+	mem.pid, mem.url, mem.port = 0, "", 0
 	mem.replaced = false
 	if err != nil {
 		mem.lastErr = err
@@ -202,7 +202,7 @@ func (m *Manager) runOnce(mem *member, stop <-chan struct{}) runResult {
 	// knows advancing its clock will reach the timer.
 	loadExpired := make(chan struct{})
 	m.mu.Lock()
-	mem.pid, mem.url = pid, url
+	mem.pid, mem.url, mem.port = pid, url, port
 	mem.starts++
 	loadTimer := m.clock.AfterFunc(mem.loadTimeout, func() { close(loadExpired) })
 	m.broadcastLocked()
@@ -329,9 +329,10 @@ func (m *Manager) probeOnce(ctx context.Context, url string) bool {
 	return resp.StatusCode == http.StatusOK
 }
 
-// takePort is freePort, skipping the ports held by this manager's other processes: the kernel
-// hands a port that was free a moment ago to the next bind(0) too, and a process that has not
-// bound its port yet (a model still loading) leaves it free to the kernel.
+// takePort is freePort, skipping the ports held by this manager's other processes and by requests
+// still using a dead process's URL: the kernel hands a port that was free a moment ago to the next
+// bind(0) too, and a process that has not bound its port yet (a model still loading) leaves it
+// free to the kernel.
 func (m *Manager) takePort() (int, error) {
 	for range 64 {
 		p, err := m.freePort()
@@ -339,8 +340,10 @@ func (m *Manager) takePort() (int, error) {
 			return 0, err
 		}
 		m.mu.Lock()
-		taken := m.ports[p]
-		m.ports[p] = true
+		taken := m.ports[p] > 0
+		if !taken {
+			m.ports[p] = 1
+		}
 		m.mu.Unlock()
 		if !taken {
 			return p, nil
@@ -352,8 +355,15 @@ func (m *Manager) takePort() (int, error) {
 // givePortBack releases a port takePort gave, once its process has exited.
 func (m *Manager) givePortBack(p int) {
 	m.mu.Lock()
-	delete(m.ports, p)
+	m.dropPortLocked(p)
 	m.mu.Unlock()
+}
+
+// dropPortLocked lets go of one hold on p; the port is free to the next takePort with the last.
+func (m *Manager) dropPortLocked(p int) {
+	if m.ports[p]--; m.ports[p] <= 0 {
+		delete(m.ports, p)
+	}
 }
 
 // resolve substitutes a port from take for PortPlaceholder, if any template uses it; port is 0
