@@ -268,8 +268,14 @@ func (m *Manager) Ensure(ctx context.Context, name string) (baseURL string, rele
 	// such requests would load and evict each other's processes in turn.
 	m.mu.Lock()
 	mem.waiting++
+	failuresBefore := mem.failures
 	m.mu.Unlock()
 	defer m.unwait(mem)
+	// load_timeout counts from this call, not from the start of the flight it joins: a flight
+	// ends at its first caller's deadline, and a later caller then goes on with a new one, with
+	// a timer of its own for what is left of its wait.
+	deadline := m.clock.Now().Add(mem.loadTimeout)
+	var mine chan struct{}
 	for {
 		if url, release, ok := m.acquire(mem); ok {
 			return url, release, nil
@@ -277,14 +283,43 @@ func (m *Manager) Ensure(ctx context.Context, name string) (baseURL string, rele
 		ch := m.sf.DoChan(name, func() (any, error) { return nil, m.bringUp(mem) })
 		select {
 		case r := <-ch:
+			if r.Err == errFlightExpired {
+				left := deadline.Sub(m.clock.Now())
+				if left <= 0 {
+					return "", nil, m.loadTimeoutError(mem, failuresBefore)
+				}
+				if mine == nil {
+					mine = make(chan struct{})
+					t := m.clock.AfterFunc(left, func() { close(mine) })
+					defer t.Stop()
+				}
+				continue
+			}
 			if r.Err != nil {
 				return "", nil, r.Err
 			}
 			// Ready now; loop to acquire, or to start again if it was evicted meanwhile.
+		case <-mine:
+			return "", nil, m.loadTimeoutError(mem, failuresBefore)
 		case <-ctx.Done():
 			return "", nil, ctx.Err()
 		}
 	}
+}
+
+// errFlightExpired ends a bringUp at its load_timeout; each waiter then checks its own.
+var errFlightExpired = errors.New("lifecycle: start flight expired")
+
+// loadTimeoutError is the answer to a request that waited out load_timeout; Last is the latest
+// start failure since it came, if any.
+func (m *Manager) loadTimeoutError(mem *member, failuresBefore uint64) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var last error
+	if mem.failures != failuresBefore {
+		last = mem.lastErr
+	}
+	return &LoadTimeoutError{Target: mem.spec.Name, After: mem.loadTimeout, Last: last}
 }
 
 // Ready reports, without blocking, whether the target's process is running and healthy now.
@@ -403,7 +438,8 @@ func (m *Manager) release(mem *member, port int) {
 }
 
 // bringUp runs once per cold target at a time (under singleflight): it reserves a slot, evicting if
-// needed, and waits until the member is ready, its start fails, or load_timeout passes.
+// needed, and waits until the member is ready, a launch fails, or load_timeout passes
+// (errFlightExpired).
 func (m *Manager) bringUp(mem *member) error {
 	m.mu.Lock()
 	if m.closed {
@@ -443,13 +479,7 @@ func (m *Manager) bringUp(mem *member) error {
 		select {
 		case <-ch:
 		case <-expired:
-			m.mu.Lock()
-			var last error
-			if mem.failures != failuresBefore {
-				last = mem.lastErr
-			}
-			m.mu.Unlock()
-			return &LoadTimeoutError{Target: mem.spec.Name, After: mem.loadTimeout, Last: last}
+			return errFlightExpired
 		}
 	}
 }

@@ -80,3 +80,46 @@ func TestCrashedPortNotReusedWhileHeld(t *testing.T) {
 		t.Errorf("a retry at a's URL %s (b has %s) was answered by %q", urlA, urlB, model)
 	}
 }
+
+// Each request waits up to load_timeout from its own arrival: one that joins a start already
+// under way (which waited for a slot first) is not cut short when the first request's wait ends.
+func TestLateJoinerWaitsItsOwnLoadTimeout(t *testing.T) {
+	x := inGroup("g", fake("x", "-delay", "3s"))
+	x.LoadTimeout = 30 * time.Second
+	h := newHarness(t, []Spec{inGroup("g", fake("a")), x}, []GroupSpec{{Name: "g", Slots: 1}}, Options{})
+	_, releaseA, err := h.m.Ensure(context.Background(), "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ensure := func() chan error {
+		got := make(chan error, 1)
+		go func() {
+			_, release, err := h.m.Ensure(context.Background(), "x")
+			if err == nil {
+				release()
+			}
+			got <- err
+		}()
+		return got
+	}
+	waiters := func() int {
+		h.m.mu.Lock()
+		defer h.m.mu.Unlock()
+		return h.m.byName["x"].waiting
+	}
+	first := ensure() // waits for a's slot from t=0
+	eventually(t, "the first request to wait", func() bool { return waiters() == 1 && h.clock.Pending() == 1 })
+	h.clock.Advance(20 * time.Second)
+	releaseA() // x evicts a and loads for 3s (real time)
+	eventually(t, "x to be launched", func() bool { return h.status(t, "x").PID != 0 })
+	second := ensure() // from t=20s: may wait until t=50s
+	eventually(t, "the second request to wait", func() bool { return waiters() == 2 })
+	h.clock.Advance(10 * time.Second) // t=30s: the first request's load_timeout
+	var lt *LoadTimeoutError
+	if err := <-first; !errors.As(err, &lt) {
+		t.Fatalf("first request: %v, want *LoadTimeoutError", err)
+	}
+	if err := <-second; err != nil {
+		t.Fatalf("second request, 10s into its 30s load_timeout: %v", err)
+	}
+}
