@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -121,5 +122,31 @@ func TestLateJoinerWaitsItsOwnLoadTimeout(t *testing.T) {
 	}
 	if err := <-second; err != nil {
 		t.Fatalf("second request, 10s into its 30s load_timeout: %v", err)
+	}
+}
+
+// idle_stop counts from the last request, also across a crash: a member that crashed while idle
+// and was restarted is stopped once idle_stop has passed since its last use, not a whole
+// idle_stop after the restart (a model server that dies now and then would otherwise never be
+// idle-stopped).
+func TestIdleStopCountsAcrossRestart(t *testing.T) {
+	spec := fake("a")
+	spec.IdleStop = time.Minute
+	h := newHarness(t, []Spec{spec}, nil, Options{RestartBackoff: time.Second, MaxRestartBackoff: time.Second})
+	h.use(t, "a") // last use at t=0
+	h.clock.Advance(50 * time.Second)
+	pid := h.status(t, "a").PID
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "a's crash to be seen", func() bool { return h.m.State("a") == StateBackoff })
+	h.clock.Advance(2 * time.Second) // the restart, at t=52s
+	eventually(t, "a to be restarted", func() bool {
+		st := h.status(t, "a")
+		return st.State == StateReady && st.PID != pid
+	})
+	h.clock.Advance(10 * time.Second) // t=62s: a minute without requests
+	if st := h.m.State("a"); st != StateStopping && st != StateStopped {
+		t.Errorf("a minute after its last use, a restarted while idle is %s, want stopping", st)
 	}
 }

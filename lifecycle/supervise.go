@@ -90,8 +90,8 @@ func (m *Manager) supervise(mem *member, stop, done chan struct{}, after <-chan 
 		Clock:               m.clock,
 	}
 	bo.Reset()
-	for {
-		res := m.runOnce(mem, stop)
+	for restart := false; ; restart = true {
+		res := m.runOnce(mem, stop, restart)
 		if res.stopped {
 			m.finish(mem, nil)
 			return
@@ -165,8 +165,9 @@ type runResult struct {
 	stopped bool          // it ended because it was told to stop
 }
 
-// runOnce launches one process and stays with it until it exits or is told to stop.
-func (m *Manager) runOnce(mem *member, stop <-chan struct{}) runResult {
+// runOnce launches one process and stays with it until it exits or is told to stop; restart says
+// it replaces one that crashed.
+func (m *Manager) runOnce(mem *member, stop <-chan struct{}, restart bool) runResult {
 	name := mem.spec.Name
 	argv, url, healthURL, port, err := resolve(mem.spec, m.takePort)
 	if err != nil {
@@ -252,7 +253,11 @@ func (m *Manager) runOnce(mem *member, stop <-chan struct{}) runResult {
 	m.mu.Lock()
 	if mem.state == StateStarting {
 		mem.state = StateReady
-		mem.readyAt = up
+		if !restart {
+			// idle_stop counts from here for a start someone asked for; a restart after a
+			// crash keeps counting from the last use (or the first start) instead.
+			mem.readyAt = up
+		}
 		if mem.busy == 0 {
 			m.armIdleLocked(mem)
 		}
