@@ -68,7 +68,7 @@ type member struct {
 	state    State
 	busy     int
 	waiting  int    // Ensure calls waiting for this member to be ready: like busy, they bar eviction
-	seq      uint64 // recency: higher was used later; 0 = never
+	seq      uint64 // recency: higher was acquired or released later; 0 = never
 	lastUsed time.Time
 	readyAt  time.Time
 	replaced bool          // stopping to make room for a member that already counts in its slot
@@ -429,6 +429,10 @@ func (m *Manager) release(mem *member, port int) {
 		m.dropPortLocked(port)
 	}
 	mem.busy--
+	// In use until now: a long request that ends after another member's short one makes this
+	// member the more recently used.
+	m.seq++
+	mem.seq = m.seq
 	mem.lastUsed = m.clock.Now()
 	if mem.busy == 0 && mem.state == StateReady {
 		m.armIdleLocked(mem)

@@ -9,6 +9,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 // A request waiting for a pinned member that cannot start gets the start's failure (a
@@ -148,5 +150,26 @@ func TestIdleStopCountsAcrossRestart(t *testing.T) {
 	h.clock.Advance(10 * time.Second) // t=62s: a minute without requests
 	if st := h.m.State("a"); st != StateStopping && st != StateStopped {
 		t.Errorf("a minute after its last use, a restarted while idle is %s, want stopping", st)
+	}
+}
+
+// A member is used until its request ends: one whose long request ended after another member's
+// short one was used more recently, and the other is evicted first.
+func TestRecencyCountsTheEndOfAUse(t *testing.T) {
+	specs := []Spec{inGroup("g", fake("a")), inGroup("g", fake("b")), inGroup("g", fake("c"))}
+	h := newHarness(t, specs, []GroupSpec{{Name: "g", Slots: 2}}, Options{})
+	_, releaseA, err := h.m.Ensure(context.Background(), "a") // a long stream begins
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.clock.Advance(time.Second)
+	h.use(t, "b") // a short request
+	h.clock.Advance(time.Minute)
+	releaseA() // the stream ends: a was in use a minute after b
+	h.clock.Advance(time.Second)
+	h.use(t, "c")
+	eventually(t, "the victim to stop", func() bool { return len(h.running()) == 2 })
+	if diff := cmp.Diff([]string{"a", "c"}, h.running()); diff != "" {
+		t.Errorf("running after c needed a slot (-want +got):\n%s", diff)
 	}
 }
