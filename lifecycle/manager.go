@@ -307,7 +307,8 @@ func (m *Manager) Ensure(ctx context.Context, name string) (baseURL string, rele
 	}
 }
 
-// errFlightExpired ends a bringUp at its load_timeout; each waiter then checks its own.
+// errFlightExpired ends a bringUp at its load_timeout, or when nobody waits for it any more; each
+// waiter then checks its own load_timeout.
 var errFlightExpired = errors.New("lifecycle: start flight expired")
 
 // loadTimeoutError is the answer to a request that waited out load_timeout; Last is the latest
@@ -475,6 +476,12 @@ func (m *Manager) bringUp(mem *member) error {
 			err := mem.lastErr
 			m.mu.Unlock()
 			return err
+		case mem.state == StateStopped && mem.waiting == 0:
+			// Every request that wanted it has gone: a slot that frees now must not go to a
+			// model nobody waits for (evicting one that is wanted). A load already launched
+			// goes on.
+			m.mu.Unlock()
+			return errFlightExpired
 		case mem.state == StateStopped:
 			m.reserveLocked(mem)
 		}

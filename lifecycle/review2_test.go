@@ -173,3 +173,36 @@ func TestRecencyCountsTheEndOfAUse(t *testing.T) {
 		t.Errorf("running after c needed a slot (-want +got):\n%s", diff)
 	}
 }
+
+// A request that gives up while its member waits for a slot takes the start with it: the slot
+// that frees later does not go to a model nobody waits for, evicting one that is in use.
+func TestAbandonedWaitForSlotStartsNothing(t *testing.T) {
+	specs := []Spec{inGroup("g", fake("a")), inGroup("g", fake("b"))}
+	h := newHarness(t, specs, []GroupSpec{{Name: "g", Slots: 1}}, Options{})
+	_, releaseA, err := h.m.Ensure(context.Background(), "a") // a long stream
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	got := make(chan error, 1)
+	go func() {
+		_, _, err := h.m.Ensure(ctx, "b")
+		got <- err
+	}()
+	eventually(t, "b's request to wait for the slot", func() bool { return h.clock.Pending() == 1 })
+	cancel() // the client leaves
+	if err := <-got; !errors.Is(err, context.Canceled) {
+		t.Fatalf("Ensure(b) after cancel: %v", err)
+	}
+	releaseA() // the stream ends: the slot is free
+	deadline := time.Now().Add(2 * time.Second)
+	for h.clock.Pending() != 0 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if st := h.status(t, "b"); st.State != StateStopped || st.Starts != 0 {
+		t.Errorf("b, which nobody waits for any more: %+v", st)
+	}
+	if diff := cmp.Diff([]string{"a"}, h.running()); diff != "" {
+		t.Errorf("running (-want +got):\n%s", diff)
+	}
+}
