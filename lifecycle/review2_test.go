@@ -206,3 +206,33 @@ func TestAbandonedWaitForSlotStartsNothing(t *testing.T) {
 		t.Errorf("running (-want +got):\n%s", diff)
 	}
 }
+
+// A request that gives up while its member waits for the member it evicted to exit launches
+// nothing once that one has gone.
+func TestAbandonedWaitForVictimLaunchesNothing(t *testing.T) {
+	specs := []Spec{inGroup("g", fake("a", "-ignore-term")), inGroup("g", fake("b"))}
+	h := newHarness(t, specs, []GroupSpec{{Name: "g", Slots: 1}}, Options{StopGrace: 500 * time.Millisecond})
+	h.use(t, "a")
+	pidA := h.status(t, "a").PID
+	ctx, cancel := context.WithCancel(context.Background())
+	got := make(chan error, 1)
+	go func() {
+		_, _, err := h.m.Ensure(ctx, "b")
+		got <- err
+	}()
+	eventually(t, "a to be evicted for b", func() bool {
+		return h.m.State("a") == StateStopping && h.m.State("b") == StateStarting
+	})
+	cancel() // the client leaves while a takes its grace to exit
+	if err := <-got; !errors.Is(err, context.Canceled) {
+		t.Fatalf("Ensure(b) after cancel: %v", err)
+	}
+	eventually(t, "a's process to exit", func() bool { return processGone(pidA) })
+	eventually(t, "b to settle", func() bool {
+		st := h.m.State("b")
+		return st == StateStopped || st == StateReady
+	})
+	if st := h.status(t, "b"); st.State != StateStopped || st.Starts != 0 {
+		t.Errorf("b, which nobody waits for any more: %+v", st)
+	}
+}

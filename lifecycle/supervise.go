@@ -80,6 +80,16 @@ func (m *Manager) supervise(mem *member, stop, done chan struct{}, after <-chan 
 			m.finish(mem, nil)
 			return
 		}
+		// The requests that evicted for this member may have gone while the victim took its
+		// grace to exit: then the freed slot stays free rather than load a model nobody wants.
+		m.mu.Lock()
+		unwanted := !mem.pinned && mem.waiting == 0 && mem.busy == 0
+		m.mu.Unlock()
+		if unwanted {
+			m.log.Info("lifecycle: not launching; nobody waits any more", "target", mem.spec.Name)
+			m.finish(mem, nil)
+			return
+		}
 	}
 	bo := &backoff.ExponentialBackOff{
 		InitialInterval:     m.opt.RestartBackoff,
