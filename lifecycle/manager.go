@@ -68,7 +68,7 @@ type member struct {
 	state    State
 	busy     int
 	waiting  int    // Ensure calls waiting for this member to be ready: like busy, they bar eviction
-	seq      uint64 // recency: higher was used later; 0 = never
+	seq      uint64 // recency: higher was acquired or released later; 0 = never
 	lastUsed time.Time
 	readyAt  time.Time
 	replaced bool          // stopping to make room for a member that already counts in its slot
@@ -76,10 +76,11 @@ type member struct {
 	done     chan struct{} // closed when the supervisor has returned
 	pid      int
 	url      string
+	port     int // the running process's {port}, 0 when there is none or it has none
 	starts   int
 	restarts int
 	lastErr  error
-	failures uint64 // supervisions that gave up with an error, so a waiter can tell its own failure
+	failures uint64 // launches that ended before they were healthy, so a waiter can tell its own failure
 	idle     Timer
 }
 
@@ -112,7 +113,9 @@ type Manager struct {
 	mu      sync.Mutex
 	changed chan struct{} // closed and replaced on every change a waiter may care about
 	seq     uint64
-	ports   map[int]bool // ports given to processes that have not exited yet
+	// ports counts the holders of each port given to a process: the process until it exits, and
+	// each Ensure not yet released that was handed its URL.
+	ports   map[int]int
 	started bool
 	closed  bool
 }
@@ -131,7 +134,7 @@ func New(specs []Spec, groups []GroupSpec, o Options) (*Manager, error) {
 		probe:    &http.Client{Transport: &http.Transport{Proxy: nil, DisableKeepAlives: true}},
 		byName:   make(map[string]*member, len(specs)),
 		freePort: freePort,
-		ports:    map[int]bool{},
+		ports:    map[int]int{},
 		spawnCh:  make(chan spawnReq),
 		changed:  make(chan struct{}),
 	}
@@ -265,8 +268,14 @@ func (m *Manager) Ensure(ctx context.Context, name string) (baseURL string, rele
 	// such requests would load and evict each other's processes in turn.
 	m.mu.Lock()
 	mem.waiting++
+	failuresBefore := mem.failures
 	m.mu.Unlock()
 	defer m.unwait(mem)
+	// load_timeout counts from this call, not from the start of the flight it joins: a flight
+	// ends at its first caller's deadline, and a later caller then goes on with a new one, with
+	// a timer of its own for what is left of its wait.
+	deadline := m.clock.Now().Add(mem.loadTimeout)
+	var mine chan struct{}
 	for {
 		if url, release, ok := m.acquire(mem); ok {
 			return url, release, nil
@@ -274,14 +283,44 @@ func (m *Manager) Ensure(ctx context.Context, name string) (baseURL string, rele
 		ch := m.sf.DoChan(name, func() (any, error) { return nil, m.bringUp(mem) })
 		select {
 		case r := <-ch:
+			if r.Err == errFlightExpired {
+				left := deadline.Sub(m.clock.Now())
+				if left <= 0 {
+					return "", nil, m.loadTimeoutError(mem, failuresBefore)
+				}
+				if mine == nil {
+					mine = make(chan struct{})
+					t := m.clock.AfterFunc(left, func() { close(mine) })
+					defer t.Stop()
+				}
+				continue
+			}
 			if r.Err != nil {
 				return "", nil, r.Err
 			}
 			// Ready now; loop to acquire, or to start again if it was evicted meanwhile.
+		case <-mine:
+			return "", nil, m.loadTimeoutError(mem, failuresBefore)
 		case <-ctx.Done():
 			return "", nil, ctx.Err()
 		}
 	}
+}
+
+// errFlightExpired ends a bringUp at its load_timeout, or when nobody waits for it any more; each
+// waiter then checks its own load_timeout.
+var errFlightExpired = errors.New("lifecycle: start flight expired")
+
+// loadTimeoutError is the answer to a request that waited out load_timeout; Last is the latest
+// start failure since it came, if any.
+func (m *Manager) loadTimeoutError(mem *member, failuresBefore uint64) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var last error
+	if mem.failures != failuresBefore {
+		last = mem.lastErr
+	}
+	return &LoadTimeoutError{Target: mem.spec.Name, After: mem.loadTimeout, Last: last}
 }
 
 // Ready reports, without blocking, whether the target's process is running and healthy now.
@@ -364,8 +403,14 @@ func (m *Manager) acquire(mem *member) (string, func(), bool) {
 		mem.idle.Stop()
 		mem.idle = nil
 	}
+	// The caller may keep using the URL after the process dies under it (same-target retries):
+	// until it lets go, the port is not handed to another target's process.
+	port := mem.port
+	if port != 0 {
+		m.ports[port]++
+	}
 	var once sync.Once
-	return mem.url, func() { once.Do(func() { m.release(mem) }) }, true
+	return mem.url, func() { once.Do(func() { m.release(mem, port) }) }, true
 }
 
 func (m *Manager) unwait(mem *member) {
@@ -378,10 +423,17 @@ func (m *Manager) unwait(mem *member) {
 	}
 }
 
-func (m *Manager) release(mem *member) {
+func (m *Manager) release(mem *member, port int) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if port != 0 {
+		m.dropPortLocked(port)
+	}
 	mem.busy--
+	// In use until now: a long request that ends after another member's short one makes this
+	// member the more recently used.
+	m.seq++
+	mem.seq = m.seq
 	mem.lastUsed = m.clock.Now()
 	if mem.busy == 0 && mem.state == StateReady {
 		m.armIdleLocked(mem)
@@ -391,7 +443,8 @@ func (m *Manager) release(mem *member) {
 }
 
 // bringUp runs once per cold target at a time (under singleflight): it reserves a slot, evicting if
-// needed, and waits until the member is ready, its start fails, or load_timeout passes.
+// needed, and waits until the member is ready, a launch fails, or load_timeout passes
+// (errFlightExpired).
 func (m *Manager) bringUp(mem *member) error {
 	m.mu.Lock()
 	if m.closed {
@@ -406,38 +459,38 @@ func (m *Manager) bringUp(mem *member) error {
 	expired := make(chan struct{})
 	t := m.clock.AfterFunc(mem.loadTimeout, func() { close(expired) })
 	defer t.Stop()
-	reserved, failuresAtReserve := false, uint64(0)
 	for {
 		m.mu.Lock()
 		if m.closed {
 			m.mu.Unlock()
 			return ErrClosed
 		}
-		switch mem.state {
-		case StateReady:
+		switch {
+		case mem.state == StateReady:
 			m.mu.Unlock()
 			return nil
-		case StateStopped:
-			if reserved && mem.failures != failuresAtReserve {
-				err := mem.lastErr
-				m.mu.Unlock()
-				return err
-			}
-			failuresAtReserve = mem.failures
-			reserved = m.reserveLocked(mem)
+		case mem.failures != failuresBefore:
+			// A launch this flight waited for failed before it was healthy: the waiters get that
+			// failure now, whether the member then stopped (unpinned) or backs off to restart
+			// (pinned, or after a healthy run) rather than the rest of load_timeout.
+			err := mem.lastErr
+			m.mu.Unlock()
+			return err
+		case mem.state == StateStopped && mem.waiting == 0:
+			// Every request that wanted it has gone: a slot that frees now must not go to a
+			// model nobody waits for (evicting one that is wanted). A load already launched
+			// goes on.
+			m.mu.Unlock()
+			return errFlightExpired
+		case mem.state == StateStopped:
+			m.reserveLocked(mem)
 		}
 		ch := m.changed
 		m.mu.Unlock()
 		select {
 		case <-ch:
 		case <-expired:
-			m.mu.Lock()
-			var last error
-			if mem.failures != failuresBefore {
-				last = mem.lastErr
-			}
-			m.mu.Unlock()
-			return &LoadTimeoutError{Target: mem.spec.Name, After: mem.loadTimeout, Last: last}
+			return errFlightExpired
 		}
 	}
 }

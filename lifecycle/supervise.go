@@ -80,6 +80,16 @@ func (m *Manager) supervise(mem *member, stop, done chan struct{}, after <-chan 
 			m.finish(mem, nil)
 			return
 		}
+		// The requests that evicted for this member may have gone while the victim took its
+		// grace to exit: then the freed slot stays free rather than load a model nobody wants.
+		m.mu.Lock()
+		unwanted := !mem.pinned && mem.waiting == 0 && mem.busy == 0
+		m.mu.Unlock()
+		if unwanted {
+			m.log.Info("lifecycle: not launching; nobody waits any more", "target", mem.spec.Name)
+			m.finish(mem, nil)
+			return
+		}
 	}
 	bo := &backoff.ExponentialBackOff{
 		InitialInterval:     m.opt.RestartBackoff,
@@ -90,8 +100,8 @@ func (m *Manager) supervise(mem *member, stop, done chan struct{}, after <-chan 
 		Clock:               m.clock,
 	}
 	bo.Reset()
-	for {
-		res := m.runOnce(mem, stop)
+	for restart := false; ; restart = true {
+		res := m.runOnce(mem, stop, restart)
 		if res.stopped {
 			m.finish(mem, nil)
 			return
@@ -110,8 +120,11 @@ func (m *Manager) supervise(mem *member, stop, done chan struct{}, after <-chan 
 		// One critical section clears the dead process and arms the restart, so whoever sees
 		// StateBackoff knows the timer is there.
 		m.mu.Lock()
-		mem.pid, mem.url = 0, ""
+		mem.pid, mem.url, mem.port = 0, "", 0
 		mem.lastErr = res.err
+		if !res.healthy {
+			mem.failures++
+		}
 		if mem.state != StateStopping {
 			mem.state = StateBackoff
 		}
@@ -140,7 +153,7 @@ func (m *Manager) supervise(mem *member, stop, done chan struct{}, after <-chan 
 func (m *Manager) finish(mem *member, err error) {
 	m.mu.Lock()
 	mem.state = StateStopped
-	mem.pid, mem.url = 0, ""
+	mem.pid, mem.url, mem.port = 0, "", 0
 	mem.replaced = false
 	if err != nil {
 		mem.lastErr = err
@@ -162,8 +175,9 @@ type runResult struct {
 	stopped bool          // it ended because it was told to stop
 }
 
-// runOnce launches one process and stays with it until it exits or is told to stop.
-func (m *Manager) runOnce(mem *member, stop <-chan struct{}) runResult {
+// runOnce launches one process and stays with it until it exits or is told to stop; restart says
+// it replaces one that crashed.
+func (m *Manager) runOnce(mem *member, stop <-chan struct{}, restart bool) runResult {
 	name := mem.spec.Name
 	argv, url, healthURL, port, err := resolve(mem.spec, m.takePort)
 	if err != nil {
@@ -199,7 +213,7 @@ func (m *Manager) runOnce(mem *member, stop <-chan struct{}) runResult {
 	// knows advancing its clock will reach the timer.
 	loadExpired := make(chan struct{})
 	m.mu.Lock()
-	mem.pid, mem.url = pid, url
+	mem.pid, mem.url, mem.port = pid, url, port
 	mem.starts++
 	loadTimer := m.clock.AfterFunc(mem.loadTimeout, func() { close(loadExpired) })
 	m.broadcastLocked()
@@ -249,7 +263,11 @@ func (m *Manager) runOnce(mem *member, stop <-chan struct{}) runResult {
 	m.mu.Lock()
 	if mem.state == StateStarting {
 		mem.state = StateReady
-		mem.readyAt = up
+		if !restart {
+			// idle_stop counts from here for a start someone asked for; a restart after a
+			// crash keeps counting from the last use (or the first start) instead.
+			mem.readyAt = up
+		}
 		if mem.busy == 0 {
 			m.armIdleLocked(mem)
 		}
@@ -326,9 +344,10 @@ func (m *Manager) probeOnce(ctx context.Context, url string) bool {
 	return resp.StatusCode == http.StatusOK
 }
 
-// takePort is freePort, skipping the ports held by this manager's other processes: the kernel
-// hands a port that was free a moment ago to the next bind(0) too, and a process that has not
-// bound its port yet (a model still loading) leaves it free to the kernel.
+// takePort is freePort, skipping the ports held by this manager's other processes and by requests
+// still using a dead process's URL: the kernel hands a port that was free a moment ago to the next
+// bind(0) too, and a process that has not bound its port yet (a model still loading) leaves it
+// free to the kernel.
 func (m *Manager) takePort() (int, error) {
 	for range 64 {
 		p, err := m.freePort()
@@ -336,8 +355,10 @@ func (m *Manager) takePort() (int, error) {
 			return 0, err
 		}
 		m.mu.Lock()
-		taken := m.ports[p]
-		m.ports[p] = true
+		taken := m.ports[p] > 0
+		if !taken {
+			m.ports[p] = 1
+		}
 		m.mu.Unlock()
 		if !taken {
 			return p, nil
@@ -349,8 +370,15 @@ func (m *Manager) takePort() (int, error) {
 // givePortBack releases a port takePort gave, once its process has exited.
 func (m *Manager) givePortBack(p int) {
 	m.mu.Lock()
-	delete(m.ports, p)
+	m.dropPortLocked(p)
 	m.mu.Unlock()
+}
+
+// dropPortLocked lets go of one hold on p; the port is free to the next takePort with the last.
+func (m *Manager) dropPortLocked(p int) {
+	if m.ports[p]--; m.ports[p] <= 0 {
+		delete(m.ports, p)
+	}
 }
 
 // resolve substitutes a port from take for PortPlaceholder, if any template uses it; port is 0
