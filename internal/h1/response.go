@@ -294,18 +294,33 @@ func (w *response) WriteWhole(p []byte) (int, error) {
 	w.written = int64(len(p))
 	bufs := w.c.bufs
 	head := w.appendHead(bw.AvailableBuffer(), false)
-	bufs.vec[0], bufs.vec[1] = head, p
-	bufs.out = bufs.vec[:]
-	// Counted as connWriter counts a write (see Server.SendTimeout); not split: a whole
-	// answer's body is small.
-	w.c.wseq.Add(1)
-	n, err := bufs.out.WriteTo(tc)
-	w.c.wseq.Add(1)
-	bufs.vec[0], bufs.vec[1] = nil, nil // the caller's p is not kept
-	if err != nil {
-		w.err = err
-		return int(max(n-int64(len(head)), 0)), err // what of p went out before the failure
+	// In pieces of at most maxWritePiece of p, each counted as connWriter counts a write: a
+	// slow reader's progress is seen at the end of each (see Server.SendTimeout). A whole
+	// answer is usually one piece, and one writev.
+	sent := 0 // of p
+	for first := true; first || sent < len(p); first = false {
+		end := min(sent+maxWritePiece, len(p))
+		if first {
+			bufs.vec[0], bufs.vec[1] = head, p[:end]
+			bufs.out = bufs.vec[:]
+		} else {
+			bufs.vec[0], bufs.vec[1] = p[sent:end], nil
+			bufs.out = bufs.vec[:1]
+		}
+		w.c.wseq.Add(1)
+		n, err := bufs.out.WriteTo(tc)
+		w.c.wseq.Add(1)
+		if first {
+			n -= int64(len(head))
+		}
+		sent += int(max(n, 0))
+		if err != nil {
+			bufs.vec[0], bufs.vec[1] = nil, nil
+			w.err = err
+			return sent, err // what of p went out before the failure
+		}
 	}
+	bufs.vec[0], bufs.vec[1] = nil, nil // the caller's p is not kept
 	return len(p), nil
 }
 

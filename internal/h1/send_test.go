@@ -118,7 +118,7 @@ func TestSendTimeoutCutsStalledClient(t *testing.T) {
 }
 
 // A client that reads slowly but steadily (64 KiB every SendTimeout/4) is never cut, whether
-// the answer is one large write or a stream of flushed pieces.
+// the answer is one large write, a whole answer (WriteWhole) or a stream of flushed pieces.
 func TestSendTimeoutSparesSlowReader(t *testing.T) {
 	const total = 2 << 20
 	tests := []struct {
@@ -127,6 +127,15 @@ func TestSendTimeoutSparesSlowReader(t *testing.T) {
 	}{
 		{"one large write", func(w http.ResponseWriter) error {
 			_, err := w.Write(make([]byte, total))
+			return err
+		}},
+		{"whole answer", func(w http.ResponseWriter) error {
+			// WriteWhole's writev used to be one counted write: a 2 MB body to this reader
+			// made no progress the sweeper could see and was cut after SendTimeout.
+			f := w.(wholeWriter)
+			f.SetContentLength(total)
+			w.WriteHeader(http.StatusOK)
+			_, err := f.WriteWhole(make([]byte, total))
 			return err
 		}},
 		{"flushed pieces", func(w http.ResponseWriter) error {
