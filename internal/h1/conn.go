@@ -114,7 +114,7 @@ func (w connWriter) Write(p []byte) (n int, err error) {
 		if len(q) > maxWritePiece {
 			q = q[:maxWritePiece]
 		}
-		c.wseq.Add(1)
+		c.beginWrite()
 		m, err := c.nc.Write(q)
 		c.wseq.Add(1)
 		n += m
@@ -123,6 +123,16 @@ func (w connWriter) Write(p []byte) (n int, err error) {
 		}
 	}
 	return n, nil
+}
+
+// beginWrite counts the start of a write to the client (wseq) and, with a SendTimeout, wakes
+// the sweeper if it is parked: a request that writes before its body has been read to its end
+// is not armed (armWatch), and its stalled write would otherwise be seen by no one.
+func (c *conn) beginWrite() {
+	c.wseq.Add(1)
+	if c.s.SendTimeout > 0 {
+		c.s.wakeSweeper()
+	}
 }
 
 // rdl names a read deadline.

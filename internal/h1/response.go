@@ -307,7 +307,7 @@ func (w *response) WriteWhole(p []byte) (int, error) {
 			bufs.vec[0], bufs.vec[1] = p[sent:end], nil
 			bufs.out = bufs.vec[:1]
 		}
-		w.c.wseq.Add(1)
+		w.c.beginWrite()
 		n, err := bufs.out.WriteTo(tc)
 		w.c.wseq.Add(1)
 		if first {

@@ -267,3 +267,25 @@ func TestSendTimeoutZeroCutsNothing(t *testing.T) {
 		t.Error("the handler ended without a write error")
 	}
 }
+
+// A handler that answers before its request's body is at its end (here the final chunk, which
+// the client has not sent) is never armed for the watcher, and nothing used to wake the parked sweeper
+// for its writes: a client that stopped reading held it for ever. Its write is cut too.
+func TestSendTimeoutCutsStallWithBodyLeft(t *testing.T) {
+	ends := make(chan writeEnd, 1)
+	addr := startSend(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if _, err := io.ReadFull(r.Body, make([]byte, 5)); err != nil {
+			t.Errorf("reading the body: %v", err)
+		}
+		ends <- floodUntilError(w, r, time.Now())
+	}), testSendTimeout)
+	c, br := dialRaw(t, addr)
+	_ = c.(*net.TCPConn).SetReadBuffer(32 << 10)
+	_, _ = io.WriteString(c, "POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n")
+	if line, err := br.ReadString('\n'); err != nil || !strings.HasPrefix(line, "HTTP/1.1 200") {
+		t.Fatalf("status line %q, %v", line, err)
+	}
+	if e := waitEnd(t, ends, 20*testSendTimeout); e.ctxErr == nil {
+		t.Errorf("the write failed (%v) with the request's context not done", e.err)
+	}
+}
