@@ -135,6 +135,8 @@ func TestRealClientBodiesAreServed(t *testing.T) {
 		{"LangChain legacy OpenAI completions", `{"model":"MODEL","prompt":["hi"],"temperature":0.7,"top_p":1,"frequency_penalty":0,` +
 			`"presence_penalty":0,"n":1,"logit_bias":{},"max_tokens":256,"seed":null,"logprobs":null,"best_of":1,"echo":false,"suffix":null}`, "ollama"},
 		{"openai-python embeddings default", `{"model":"MODEL","input":"hi","encoding_format":"base64"}`, "saif"},
+		{"Vercel AI SDK toolChoice none", `{"model":"MODEL","messages":[` + user + `],` +
+			`"tools":[{"type":"function","function":{"name":"f","parameters":{"type":"object"}}}],"tool_choice":"none"}`, ""},
 	}
 	for _, tt := range tests {
 		path := "/v1/chat/completions"
