@@ -9,6 +9,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/packages/param"
+	"github.com/openai/openai-go/v3/shared"
+
 	"github.com/hayula/gateway/config"
 	"github.com/hayula/gateway/server"
 )
@@ -97,6 +101,29 @@ func streamed(r *http.Request) bool {
 	return b.Stream
 }
 
+// sdkBody is a chat body as the openai-go SDK writes it with the settings an application
+// commonly sets, its model "MODEL".
+func sdkBody(t *testing.T) string {
+	p := openai.ChatCompletionNewParams{Model: "MODEL",
+		Messages: []openai.ChatCompletionMessageParamUnion{
+			openai.DeveloperMessage("d"),
+			{OfUser: &openai.ChatCompletionUserMessageParam{Name: openai.String("alice"),
+				Content: openai.ChatCompletionUserMessageParamContentUnion{OfString: openai.String("hi")}}},
+			openai.AssistantMessage("hello"),
+			openai.UserMessage("again"),
+		},
+		N: openai.Int(1), User: openai.String("u"), Store: openai.Bool(false), Metadata: shared.Metadata{"k": "v"},
+		Logprobs: openai.Bool(false), TopLogprobs: openai.Int(0), MaxTokens: param.Null[int64](),
+		ReasoningEffort: shared.ReasoningEffortLow, Modalities: []string{"text"},
+		ResponseFormat: openai.ChatCompletionNewParamsResponseFormatUnion{OfText: &shared.ResponseFormatTextParam{}},
+	}
+	b, err := json.Marshal(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
 // Bodies shaped as real clients send them in normal use reach the upstream through every
 // adapter that can serve them: the gateway refuses none of them itself.
 func TestRealClientBodiesAreServed(t *testing.T) {
@@ -137,6 +164,10 @@ func TestRealClientBodiesAreServed(t *testing.T) {
 		{"openai-python embeddings default", `{"model":"MODEL","input":"hi","encoding_format":"base64"}`, "saif"},
 		{"Vercel AI SDK toolChoice none", `{"model":"MODEL","messages":[` + user + `],` +
 			`"tools":[{"type":"function","function":{"name":"f","parameters":{"type":"object"}}}],"tool_choice":"none"}`, ""},
+		{"Continue legacy completions", `{"model":"MODEL","prompt":"def f(","max_tokens":128,"temperature":0.01,"stop":["\n\n"],"stream":true}`, "ollama"},
+		{"Cline", `{"model":"MODEL","messages":[{"role":"system","content":"s"},{"role":"user","content":[{"type":"text","text":"<task>hi</task>"}]}],` +
+			`"temperature":0,"stream":true,"stream_options":{"include_usage":true}}`, ""},
+		{"openai-go typical", sdkBody(t), ""},
 	}
 	for _, tt := range tests {
 		path := "/v1/chat/completions"
