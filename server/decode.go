@@ -276,7 +276,10 @@ func finishChat(r *http.Request, body []byte, w *wireView, req *core.Request) *a
 	if w.StreamOptions != nil {
 		req.IncludeUsage = w.StreamOptions.IncludeUsage
 	}
-	req.Tools = hasArray(w.Raw.ToolsRaw) || hasArray(w.Functions)
+	// tool_choice "none" forbids every tool call: the answer is text, which a target without tools
+	// gives as well (the Vercel AI SDK sends its tools along with toolChoice 'none').
+	req.Tools = hasArray(w.Raw.ToolsRaw) && !bytes.Equal(bytes.TrimSpace(w.Raw.ToolChoice), []byte(`"none"`)) ||
+		hasArray(w.Functions)
 	req.Images = hasImages(w.Messages)
 	req.Choices = w.choices
 	if w.MaxCompletion.Set {
