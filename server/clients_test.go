@@ -196,3 +196,32 @@ func TestRealClientBodiesAreServed(t *testing.T) {
 		}
 	}
 }
+
+// An openai target declared without tools may serve a request whose tools come with
+// tool_choice "none" (a text answer), and then never receives them: an upstream without tool
+// support (llama-server without --jinja) refuses a body that has them, as a request error that
+// would stop the chain.
+func TestToolsWithChoiceNoneNotSentToATargetWithout(t *testing.T) {
+	up := newFake(t, "plain")
+	g := newGateway(t, target("plain", up.url(), "private", "tools = false")+"[routes.r]\ntargets = [\"plain\"]\n", nil)
+	const tools = `"tools":[{"type":"function","function":{"name":"f","parameters":{"type":"object"}}}]`
+	rep := g.post(t, "/v1/chat/completions", `{"model":"r",`+tools+`,"tool_choice":"none","parallel_tool_calls":false,"messages":[{"role":"user","content":"x"}]}`)
+	if rep.status != 200 || rep.header.Get("x-hayula-chain") != "plain" {
+		t.Fatalf("%d %s", rep.status, rep.body)
+	}
+	up.mu.Lock()
+	sent := string(up.bodies[len(up.bodies)-1])
+	up.mu.Unlock()
+	for _, k := range []string{`"tools"`, `"tool_choice"`, `"parallel_tool_calls"`} {
+		if strings.Contains(sent, k) {
+			t.Errorf("the upstream got %s: %s", k, sent)
+		}
+	}
+	if !strings.Contains(sent, `"messages"`) || !strings.Contains(sent, `"model":"plain"`) {
+		t.Errorf("the rest of the body did not go through: %s", sent)
+	}
+	// With tool_choice "auto" the target is passed by: it cannot serve what is asked.
+	if rep := g.post(t, "/v1/chat/completions", `{"model":"r",`+tools+`,"tool_choice":"auto","messages":[{"role":"user","content":"x"}]}`); rep.status != 400 {
+		t.Errorf("tool_choice auto on a target without tools: %d %s", rep.status, rep.body)
+	}
+}

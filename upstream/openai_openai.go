@@ -29,6 +29,14 @@ type openaiOpenAI struct {
 }
 
 func (a *openaiOpenAI) chat(ctx context.Context, req *core.Request) (*Response, error) {
+	if !a.t.Tools && len(req.Params.ToolsRaw) > 0 {
+		// Eligibility gave a target without tools a request with tools only because its
+		// tool_choice is "none", which asks for a text answer: the tools do not go to an
+		// upstream that may refuse them (llama-server without --jinja does).
+		r := *req
+		r.Body, r.ModelAt = jsonx.Delete(req.Body, "tools", "tool_choice", "parallel_tool_calls"), [2]int{}
+		req = &r
+	}
 	out := whole(req.Body)
 	if a.t.Model != "" {
 		out = a.withModel(req)
