@@ -541,8 +541,9 @@ func TestChaosSoak(t *testing.T) {
 		return true
 	})
 
-	// Everything settles within the timeouts (300 ms) plus the sweeper's ticks.
-	settle := time.Now().Add(3 * time.Second)
+	// Everything settles within the timeouts (300 ms) plus the sweeper's ticks; the bound is
+	// loose for a slow or busy CI machine (the loop ends as soon as it has settled).
+	settle := time.Now().Add(15 * time.Second)
 	var g, fd int
 	var inflight map[string]int64
 	for {
@@ -594,7 +595,8 @@ func TestChaosSoak(t *testing.T) {
 	stopClients.Store(true)
 	wg.Wait()
 	t.Logf("shutdown under load: %v", time.Since(began))
-	if d := time.Since(began); d > 4*time.Second {
+	// Not hanging: the grace is 5 s, and a slow or busy CI machine gets room above it.
+	if d := time.Since(began); d > 15*time.Second {
 		t.Errorf("shutdown and the clients' last calls took %v", d)
 	}
 	bad.Range(func(k, _ any) bool {
