@@ -117,10 +117,13 @@ func TestSendTimeoutCutsStalledClient(t *testing.T) {
 	}
 }
 
-// A client that reads slowly but steadily (64 KiB every SendTimeout/4) is never cut, whether
-// the answer is one large write, a whole answer (WriteWhole) or a stream of flushed pieces.
+// A client that reads slowly but steadily (64 KiB every 50 ms, 2 MiB in 1.6 s) is never cut by
+// a SendTimeout of 1 s, whether the answer is one large write, a whole answer (WriteWhole) or a
+// stream of flushed pieces. A 1 s limit leaves a busy CI machine twenty times the client's pace;
+// an answer seen as one write would still be cut, after 1 s of its 1.6.
 func TestSendTimeoutSparesSlowReader(t *testing.T) {
 	const total = 2 << 20
+	const timeout, pace = time.Second, 50 * time.Millisecond
 	tests := []struct {
 		name  string
 		write func(w http.ResponseWriter) error
@@ -158,7 +161,7 @@ func TestSendTimeoutSparesSlowReader(t *testing.T) {
 			errs := make(chan error, 1)
 			addr := startSend(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				errs <- tt.write(w)
-			}), testSendTimeout)
+			}), timeout)
 			_, br := dialSmall(t, addr)
 			resp, err := http.ReadResponse(br, nil)
 			if err != nil {
@@ -176,7 +179,7 @@ func TestSendTimeoutSparesSlowReader(t *testing.T) {
 					}
 					break
 				}
-				time.Sleep(testSendTimeout / 4) // the client's pace, not a wait for a timer
+				time.Sleep(pace) // the client's pace, not a wait for a timer
 			}
 			if err := <-errs; err != nil {
 				t.Errorf("the handler's write failed: %v", err)
