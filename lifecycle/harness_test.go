@@ -295,3 +295,19 @@ func (c *fakeClock) Pending() int {
 	defer c.mu.Unlock()
 	return len(c.timers)
 }
+
+// scriptPorts makes m's free ports the given ones first, in order, as a kernel that hands a
+// just-freed port to the next bind does, then ones the kernel gives.
+func scriptPorts(m *Manager, ports ...int) {
+	var mu sync.Mutex
+	m.freePort = func() (int, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if len(ports) > 0 {
+			p := ports[0]
+			ports = ports[1:]
+			return p, nil
+		}
+		return freePort()
+	}
+}

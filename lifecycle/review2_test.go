@@ -5,7 +5,6 @@ package lifecycle
 import (
 	"context"
 	"errors"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -54,18 +53,7 @@ func TestCrashedPortNotReusedWhileHeld(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	next := []int{port, port} // the kernel's answer to a's launch, and again to b's
-	var mu sync.Mutex
-	h.m.freePort = func() (int, error) {
-		mu.Lock()
-		defer mu.Unlock()
-		if len(next) > 0 {
-			p := next[0]
-			next = next[1:]
-			return p, nil
-		}
-		return freePort()
-	}
+	scriptPorts(h.m, port, port) // the kernel's answer to a's launch, and again to b's
 	urlA, release, err := h.m.Ensure(context.Background(), "a")
 	if err != nil {
 		t.Fatal(err)

@@ -73,18 +73,7 @@ func TestPortNeverSharedBetweenTargets(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	next := []int{port, port} // the kernel's answer, twice
-	var mu sync.Mutex
-	h.m.freePort = func() (int, error) {
-		mu.Lock()
-		defer mu.Unlock()
-		if len(next) > 0 {
-			p := next[0]
-			next = next[1:]
-			return p, nil
-		}
-		return freePort()
-	}
+	scriptPorts(h.m, port, port) // the kernel's answer, twice
 	urlA := h.use(t, "a")
 	urlB := h.use(t, "b")
 	if urlA == urlB {
