@@ -1,6 +1,9 @@
 package core
 
-import "encoding/json"
+import (
+	"bytes"
+	"encoding/json"
+)
 
 // Op is the OpenAI endpoint a request came in on.
 type Op uint8
@@ -105,4 +108,26 @@ func (p *Params) StopList() []string {
 	var many []string
 	_ = json.Unmarshal(p.Stop, &many)
 	return many
+}
+
+// OffersTools reports whether the request offers the model tools it may call: a tools array
+// that is not empty, with a tool_choice other than "none" (which asks for a text answer, as the
+// Vercel AI SDK's toolChoice 'none' does, however the string is escaped). The server's
+// eligibility and the adapters that translate tools read it alike.
+func (p *Params) OffersTools() bool {
+	if !NonEmptyArray(p.ToolsRaw) {
+		return false
+	}
+	c := bytes.TrimSpace(p.ToolChoice)
+	if len(c) == 0 || c[0] != '"' {
+		return true
+	}
+	var s string
+	return json.Unmarshal(c, &s) != nil || s != "none"
+}
+
+// NonEmptyArray reports whether raw is a JSON array with at least one element.
+func NonEmptyArray(raw json.RawMessage) bool {
+	raw = bytes.TrimSpace(raw)
+	return len(raw) > 2 && raw[0] == '[' && len(bytes.TrimSpace(raw[1:len(raw)-1])) > 0
 }

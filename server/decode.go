@@ -276,10 +276,9 @@ func finishChat(r *http.Request, body []byte, w *wireView, req *core.Request) *a
 	if w.StreamOptions != nil {
 		req.IncludeUsage = w.StreamOptions.IncludeUsage
 	}
-	// tool_choice "none" forbids every tool call: the answer is text, which a target without tools
-	// gives as well (the Vercel AI SDK sends its tools along with toolChoice 'none').
-	req.Tools = hasArray(w.Raw.ToolsRaw) && !bytes.Equal(bytes.TrimSpace(w.Raw.ToolChoice), []byte(`"none"`)) ||
-		hasArray(w.Functions)
+	// Tools sent with tool_choice "none" are not offered: the answer is text, which a target
+	// without tools gives as well.
+	req.Tools = req.Params.OffersTools() || core.NonEmptyArray(w.Functions)
 	req.Images = hasImages(w.Messages)
 	req.Choices = w.choices
 	if w.MaxCompletion.Set {
@@ -367,11 +366,6 @@ func applyPrivacy(p string, req *core.Request) *apiError {
 		return badRequest(optPrivacy, "invalid_value", "x-hayula-privacy must be \"strict\" (or \"default\")")
 	}
 	return nil
-}
-
-func hasArray(raw json.RawMessage) bool {
-	raw = bytes.TrimSpace(raw)
-	return len(raw) > 2 && raw[0] == '[' && !bytes.Equal(raw, []byte("[]"))
 }
 
 // hasImages reports whether any message has an image part.

@@ -194,13 +194,13 @@ func (a *openaiOllama) translate(req *core.Request) (*ollamaChatRequest, error) 
 		out.Messages = append(out.Messages, m)
 	}
 	p := &req.Params
-	if req.Tools && !hasArray(p.ToolsRaw) {
+	if req.Tools && !core.NonEmptyArray(p.ToolsRaw) {
 		// The request declares the legacy functions, which Ollama has no word for; dropped, the
 		// model would answer without them as if it had been told of none.
 		return nil, requestError(a.t, "unsupported_value", "functions",
 			"the ollama adapter does not translate the legacy functions and function_call: declare them as tools (and tool_choice)")
 	}
-	if hasArray(p.ToolsRaw) && text(p.ToolChoice) != "none" {
+	if p.OffersTools() {
 		// OpenAI's tool definitions are already Ollama's shape. tool_choice "required" or a named
 		// function cannot be enforced: Ollama has no such option, so the model decides.
 		out.Tools = p.ToolsRaw
@@ -217,11 +217,6 @@ func (a *openaiOllama) translate(req *core.Request) (*ollamaChatRequest, error) 
 		out.Options = o
 	}
 	return out, nil
-}
-
-func hasArray(raw json.RawMessage) bool {
-	raw = bytes.TrimSpace(raw)
-	return len(raw) > 2 && raw[0] == '[' && !bytes.Equal(raw, []byte("[]"))
 }
 
 func (a *openaiOllama) message(i int, m *core.Message, callNames map[string]string) (ollamaMessage, error) {

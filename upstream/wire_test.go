@@ -168,7 +168,7 @@ func clientRequest(t *testing.T, client []byte) *core.Request {
 	req := &core.Request{Model: w.Model, Stream: w.Stream, IncludeUsage: w.StreamOptions.IncludeUsage,
 		Messages: w.Messages, Params: w.Params, RouteHint: w.Hint,
 		Body:  jsonx.Delete(client, "x-route-hint", "x-op"),
-		Tools: hasArray(w.Params.ToolsRaw) || hasArray(w.Functions)}
+		Tools: w.Params.OffersTools() || core.NonEmptyArray(w.Functions)}
 	switch w.Op {
 	case "completions":
 		req.Op = core.OpCompletions
