@@ -84,12 +84,11 @@ type ollamaChatResponse struct {
 }
 
 func (a *openaiOllama) chat(ctx context.Context, req *core.Request) (*Response, error) {
-	switch req.Op {
-	case core.OpChat:
-	case core.OpEmbeddings:
-		return a.embed(ctx, req)
-	default:
+	if !Serves(a.t.Adapter, req.Op) {
 		return nil, unsupportedOp(a.t, req.Op)
+	}
+	if req.Op == core.OpEmbeddings {
+		return a.embed(ctx, req)
 	}
 	out, err := a.translate(req)
 	if err != nil {

@@ -79,7 +79,7 @@ type saifEvent struct {
 }
 
 func (a *openaiSAIF) chat(ctx context.Context, req *core.Request) (*Response, error) {
-	if req.Op == core.OpEmbeddings {
+	if !Serves(a.t.Adapter, req.Op) {
 		return nil, unsupportedOp(a.t, req.Op)
 	}
 	spec, err := a.specialist(req)

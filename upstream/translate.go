@@ -32,9 +32,9 @@ func requestError(t *core.Target, code, param, msg string) *core.StatusError {
 		Code: code, Param: param, Message: msg}
 }
 
-// Serves reports whether the adapter a serves the endpoint op. The server's eligibility skips a
-// target whose adapter does not, so that it is never tried for it (a try stopped a request that
-// would not fall through on its 404).
+// Serves reports whether the adapter a serves the endpoint op: the one statement of it, which the
+// adapters answer by and the server's eligibility skips a target by, so that it is never tried
+// for what it does not serve (a try stopped a request that would not fall through on its 404).
 func Serves(a core.AdapterKind, op core.Op) bool {
 	switch a {
 	case core.AdapterOllama:
