@@ -33,11 +33,11 @@ func (b *Browsers) AllowHost(host string) bool {
 	if isLoopbackName(h) {
 		return true
 	}
-	if _, err := netip.ParseAddr(strings.TrimSuffix(strings.TrimPrefix(h, "["), "]")); err == nil {
+	if _, ok := ipLiteral(h); ok {
 		// An IP literal names no domain, so no other site's name can have been pointed at it.
 		return true
 	}
-	return slices.Contains(b.Hosts, strings.ToLower(strings.TrimSuffix(h, ".")))
+	return slices.Contains(b.Hosts, hostName(h))
 }
 
 // AllowOrigin reports whether a request whose Origin header is origin may be served: none (not a
@@ -56,11 +56,18 @@ func (b *Browsers) AllowOrigin(origin string) bool {
 		if isLoopbackName(h) {
 			return true
 		}
-		if a, err := netip.ParseAddr(strings.TrimSuffix(strings.TrimPrefix(h, "["), "]")); err == nil && a.IsLoopback() {
+		if a, ok := ipLiteral(h); ok && a.IsLoopback() {
 			return true
 		}
 	}
 	return slices.Contains(b.Origins, strings.ToLower(origin))
+}
+
+// ipLiteral is h (a host without its port, IPv6 in brackets or not) as an IP address, if it is
+// one.
+func ipLiteral(h string) (netip.Addr, bool) {
+	a, err := netip.ParseAddr(strings.TrimSuffix(strings.TrimPrefix(h, "["), "]"))
+	return a, err == nil
 }
 
 // hostOnly is host without its port: "[::1]:8000" → "[::1]", "a:1" → "a", "::1" → "::1". A port
