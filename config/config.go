@@ -39,6 +39,8 @@ type Config struct {
 	// Browsers is which Host and Origin headers requests may carry (allowed_hosts,
 	// allowed_origins).
 	Browsers Browsers
+	// Metrics turns on the counters behind GET /metrics; default true.
+	Metrics bool
 }
 
 // Lifecycle is the lifecycle manager's input, compiled from the targets' command, idle_stop,

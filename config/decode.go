@@ -37,6 +37,7 @@ type fileTOML struct {
 	Groups      map[string]groupTOML `toml:"groups"`
 	StateFile   *string              `toml:"state_file"`
 	WaitHealthy *bool                `toml:"wait_healthy"`
+	Metrics     *bool                `toml:"metrics"`
 	// Auto turns on model "auto"; its fields are autoroute.Rules (zero values mean the defaults).
 	Auto *autoroute.Rules `toml:"auto"`
 }
@@ -371,6 +372,7 @@ func (c *compiler) top(cfg *Config, raw *fileTOML) {
 		}
 	}
 	cfg.Browsers = c.browsers(raw, cfg.Listen)
+	cfg.Metrics = raw.Metrics == nil || *raw.Metrics
 }
 
 // browsers compiles allowed_hosts and allowed_origins. The host that listen names, when it is a

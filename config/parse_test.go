@@ -37,6 +37,16 @@ const hashTest = "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a
 
 var ignoreStats = cmpopts.IgnoreFields(core.Target{}, "Stats")
 
+func TestParseMetricsOff(t *testing.T) {
+	cfg, err := Parse([]byte("metrics = false\n"+minimal), "m.toml", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Metrics {
+		t.Error("metrics = false left Metrics on")
+	}
+}
+
 func TestParseDefaults(t *testing.T) {
 	cfg, err := Parse([]byte(minimal), "min.toml", nil)
 	if err != nil {
@@ -55,6 +65,7 @@ func TestParseDefaults(t *testing.T) {
 		Routes: []*Route{{Name: "r", Targets: []*core.Target{a}, Policy: core.PolicyOrdered,
 			FallbackOn: core.DefaultFallbackOn, Guard: []core.ClassSet{0}}},
 		Cooldown: Cooldown{Failures: 3, Base: 30 * time.Second, Max: 300 * time.Second},
+		Metrics:  true,
 	}
 	if diff := cmp.Diff(want, cfg, ignoreStats, cmpopts.EquateEmpty()); diff != "" {
 		t.Errorf("Parse(minimal) mismatch (-want +got):\n%s", diff)
@@ -446,8 +457,8 @@ name = "b"
 sha256 = "b94d27b9934d3e08a52e52d7da7dabfac484efe37a5380ee9088f7ace2efcde9"
 rutes = ["r"]
 `, nil, []wantErr{{13, `unknown key keys[1].rutes (did you mean "routes"?)`}}},
-		{"unknown table reported once", minimal + "[metrics]\nport = 9\n[metrics.sub]\nx = 1\n", nil,
-			[]wantErr{{7, "unknown key metrics"}}},
+		{"unknown table reported once", minimal + "[telemetry]\nport = 9\n[telemetry.sub]\nx = 1\n", nil,
+			[]wantErr{{7, "unknown key telemetry"}}},
 		{"a value where a table belongs", "targets = 5\n[routes.s]\ntargets = [\"a\"]\nguard = 3\n", nil,
 			[]wantErr{{1, "targets: want a table, got integer"}, {3, `routes.s.targets[0]: no target named "a"`},
 				{4, "routes.s.guard: want a table, got integer"}}},

@@ -27,6 +27,9 @@ const (
 	numClasses
 )
 
+// NumClasses is how many classes there are (ClassNone included), for arrays indexed by Class.
+const NumClasses = int(numClasses)
+
 var classNames = [numClasses]string{"none", "connection", "timeout", "server_error", "rate_limit",
 	"overflow", "endpoint", "request", "client_gone", "loading"}
 

@@ -15,6 +15,7 @@ import (
 	"github.com/hayula/gateway/core"
 	"github.com/hayula/gateway/errmap"
 	"github.com/hayula/gateway/filter"
+	"github.com/hayula/gateway/metrics"
 	"github.com/hayula/gateway/upstream"
 )
 
@@ -51,7 +52,9 @@ func (s *Server) serveOp(w http.ResponseWriter, r *http.Request, op core.Op) {
 	req, rs, intent, e := s.admit(r, op, st)
 	if e != nil {
 		writeError(w, e)
-		s.logRequest(r, st.key, "", nil, e.Status, start)
+		end := time.Now()
+		s.metrics.Request(op, metrics.NoRoute, e.Status, end.Sub(start))
+		s.logRequest(r, st.key, "", nil, e.Status, start, end)
 		return
 	}
 	if intent != "" {
@@ -65,7 +68,9 @@ func (s *Server) serveOp(w http.ResponseWriter, r *http.Request, op core.Op) {
 	if res.resp != nil {
 		res.resp.Release() // written: its memory serves the next answer
 	}
-	s.logRequest(r, st.key, rs.Name, res.chain, status, start)
+	end := time.Now()
+	s.metrics.Request(op, rs.index, status, end.Sub(start))
+	s.logRequest(r, st.key, rs.Name, res.chain, status, start, end)
 }
 
 // reqState is what one request on an OpenAI endpoint is built in: the body's buffer, the decoded
@@ -207,6 +212,7 @@ func (s *Server) run(ctx context.Context, rs *routeState, req *core.Request, st 
 			continue
 		}
 		if a.err == nil {
+			s.metrics.Served(rs.index, t.Index)
 			res.resp, res.first, res.target, res.flight = a.resp, a.first, t, a.end
 			if passed != nil {
 				s.procs.warmPassed(passed)
@@ -394,10 +400,12 @@ func (s *Server) once(ctx context.Context, t *core.Target, req *core.Request, cl
 		a.dec = errmap.ClassifyFor(ctx, err)
 		a.err = err
 		s.health.Report(t, a.dec.Class, a.dec.RetryAfter)
+		s.metrics.Attempt(t.Index, a.dec.Class, 0)
 		return a
 	}
 	done := s.clock.Now()
 	t.Stats.ObserveLatency(done.Sub(began), done)
+	s.metrics.Attempt(t.Index, core.ClassNone, done.Sub(began))
 	s.health.Report(t, core.ClassNone, 0)
 	a.resp, a.end = resp, end
 	return a

@@ -18,6 +18,7 @@ import (
 	"github.com/hayula/gateway/filter"
 	"github.com/hayula/gateway/health"
 	"github.com/hayula/gateway/lifecycle"
+	"github.com/hayula/gateway/metrics"
 	selector "github.com/hayula/gateway/select"
 	"github.com/hayula/gateway/upstream"
 )
@@ -92,6 +93,8 @@ type Server struct {
 	// lengthValue).
 	lengths [maxSharedLength]atomic.Pointer[[]string]
 
+	metrics *metrics.Set // nil when the config turned metrics off; see metrics.go
+
 	failedOpen atomic.Int64 // requests served only because a fail-open stage kept every target
 	relaying   atomic.Int64 // streams being relayed (see relay)
 	states     sync.Pool    // *reqState; see serveOp
@@ -100,6 +103,7 @@ type Server struct {
 // routeState is a route with what was built for it at load.
 type routeState struct {
 	*config.Route
+	index int // in config.Config.Routes, for metrics
 	sel   selector.Selector
 	guard []core.ClassSet // by core.Target.Index; 0 = unguarded
 	// minWindow is the smallest known context window among the route's targets; 0 when none is
@@ -180,13 +184,13 @@ func New(o Options) (*Server, error) {
 		}
 	}
 	s.names = map[string]string{config.RouteAuto: config.RouteAuto}
-	for _, r := range o.Config.Routes {
+	for i, r := range o.Config.Routes {
 		s.names[r.Name] = r.Name
 		sel, err := selector.New(r.Policy, selector.Options{Now: s.clock.Now})
 		if err != nil {
 			return nil, fmt.Errorf("route %s: %w", r.Name, err)
 		}
-		rs := &routeState{Route: r, sel: sel, guard: make([]core.ClassSet, len(o.Config.Targets)),
+		rs := &routeState{Route: r, index: i, sel: sel, guard: make([]core.ClassSet, len(o.Config.Targets)),
 			nameValue: []string{r.Name}, routeLine: headerLines(hdrRoute, r.Name)}
 		for i, t := range r.Targets {
 			if i < len(r.Guard) {
@@ -198,6 +202,7 @@ func New(o Options) (*Server, error) {
 		}
 		s.routes[r.Name] = rs
 	}
+	s.metrics = newMetrics(o.Config, time.Now())
 	if err := s.initActive(o); err != nil {
 		return nil, err
 	}
@@ -236,6 +241,9 @@ func (s *Server) router() http.Handler {
 		r.HandlerFunc(m, "/v1/models", s.handleModels)
 		r.Handle(m, "/v1/models/*id", s.handleModel)
 		r.HandlerFunc(m, "/healthz", s.handleHealthz)
+		if s.metrics != nil {
+			r.HandlerFunc(m, "/metrics", s.handleMetrics)
+		}
 	}
 	r.NotFound = http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		writeError(w, &apiError{Status: http.StatusNotFound, Type: typeInvalidRequest, Code: "unknown_url",

@@ -269,12 +269,11 @@ func writeEvent(w io.Writer, payload []byte) error {
 	return err
 }
 
-func (s *Server) logRequest(r *http.Request, key, route string, chain []string, status int, start time.Time) {
+func (s *Server) logRequest(r *http.Request, key, route string, chain []string, status int, start, now time.Time) {
 	h := s.log.Handler()
 	if !h.Enabled(r.Context(), slog.LevelInfo) {
 		return
 	}
-	now := time.Now()
 	if t, ok := h.(*logfmt.Text); ok {
 		// The line's shape is known: written as a logfmt.Line, in the same bytes, it needs no
 		// slog.Record (whose sixth attribute is an allocation), no walk of its attributes and no

@@ -1,0 +1,347 @@
+// Package metrics owns what the gateway counts about the requests it serves, and the Prometheus
+// text format it writes them in on a scrape (GET /metrics).
+//
+// Every series is known at load: a Set is built from the config's routes and targets, its counters
+// and histograms live in arrays indexed by route, target, failure class and status code, and the
+// request path moves them with an atomic add or two, with no lock, map or allocation. A scrape
+// reads them without stopping writers, so one scrape may see a request's count without its
+// duration's sum; the next one sees both. Gauges that are state rather than counts (a target's
+// in-flight requests, whether health has it available) are read at scrape time by the caller,
+// through Writer.
+package metrics
+
+import (
+	"math"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hayula/gateway/core"
+)
+
+// Buckets are the upper bounds of every duration histogram, in seconds: a model's answer takes
+// from milliseconds (an error, a cached prompt) to minutes (a long stream).
+var buckets = [...]float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300}
+
+// bucketNanos are buckets in nanoseconds, for Observe.
+var bucketNanos = func() (b [len(buckets)]int64) {
+	for i, s := range buckets {
+		b[i] = int64(s * 1e9)
+	}
+	return b
+}()
+
+// Histogram counts durations into buckets. Its zero value is ready.
+type Histogram struct {
+	counts [len(buckets) + 1]atomic.Uint64 // per bucket, not cumulative; the last is +Inf
+	sum    atomic.Int64                    // nanoseconds
+}
+
+// Observe counts one duration.
+func (h *Histogram) Observe(d time.Duration) {
+	n := int64(d)
+	i := 0
+	for i < len(bucketNanos) && n > bucketNanos[i] {
+		i++
+	}
+	h.counts[i].Add(1)
+	h.sum.Add(n)
+}
+
+// statusSlots are the statuses counted in a fixed slot: what the gateway answers, and what an
+// upstream's restored error is most often. Any other is counted in Set.otherCodes.
+var statusSlots = [...]int{200, 400, 401, 403, 404, 405, 408, 409, 413, 415, 422, 429, 499, 500, 501, 502, 503, 504}
+
+// slotOf is the slot of status in statusSlots, or -1.
+func slotOf(status int) int {
+	for i, s := range statusSlots {
+		if s == status {
+			return i
+		}
+	}
+	return -1
+}
+
+// requestCell is what is counted for one endpoint and route.
+type requestCell struct {
+	codes    [len(statusSlots)]atomic.Uint64
+	duration Histogram
+}
+
+// attemptCell is what is counted for one target.
+type attemptCell struct {
+	results [core.NumClasses]atomic.Uint64 // by the attempt's failure class; ClassNone is a success
+	first   Histogram                      // successful attempts: sent to the answer's head or first event
+}
+
+// Ops are the endpoints counted, in core.Op order, as they are named in the endpoint label.
+var opNames = [...]string{core.OpChat: "chat", core.OpCompletions: "completions", core.OpEmbeddings: "embeddings"}
+
+// Set is the gateway's counters. Build it with New; a nil *Set counts nothing, so that a gateway
+// with metrics turned off pays one nil check per call.
+type Set struct {
+	routes  []string // route names; index len(routes) is a request that resolved no route
+	targets []string
+	started time.Time
+
+	requests []requestCell // [op][route]: op*(len(routes)+1) + route
+	attempts []attemptCell // by core.Target.Index
+	served   []atomic.Uint64
+
+	mu         sync.Mutex
+	otherCodes map[otherKey]uint64 // statuses without a slot
+}
+
+type otherKey struct {
+	cell   int
+	status int
+}
+
+// New builds a Set for the given route and target names (target names in core.Target.Index order).
+// started is the process's start, for process_start_time_seconds.
+func New(routes, targets []string, started time.Time) *Set {
+	return &Set{
+		routes:     routes,
+		targets:    targets,
+		started:    started,
+		requests:   make([]requestCell, len(opNames)*(len(routes)+1)),
+		attempts:   make([]attemptCell, len(targets)),
+		served:     make([]atomic.Uint64, len(routes)*len(targets)),
+		otherCodes: map[otherKey]uint64{},
+	}
+}
+
+// NoRoute is the route index of a request refused before it resolved a route.
+const NoRoute = -1
+
+// Request counts one request on an OpenAI endpoint: its route (an index into the routes New was
+// given, or NoRoute), the status it was answered with, and how long it took to its last byte.
+func (s *Set) Request(op core.Op, route, status int, d time.Duration) {
+	if s == nil || int(op) >= len(opNames) {
+		return
+	}
+	if route < 0 || route >= len(s.routes) {
+		route = len(s.routes)
+	}
+	cell := int(op)*(len(s.routes)+1) + route
+	c := &s.requests[cell]
+	if i := slotOf(status); i >= 0 {
+		c.codes[i].Add(1)
+	} else {
+		s.mu.Lock()
+		s.otherCodes[otherKey{cell, status}]++
+		s.mu.Unlock()
+	}
+	c.duration.Observe(d)
+}
+
+// Attempt counts one attempt on a target: its failure class (core.ClassNone for one that
+// answered) and, for one that answered, how long the answer's head (or a stream's first event)
+// took.
+func (s *Set) Attempt(target int, class core.Class, first time.Duration) {
+	if s == nil || target < 0 || target >= len(s.attempts) || int(class) >= core.NumClasses {
+		return
+	}
+	a := &s.attempts[target]
+	a.results[class].Add(1)
+	if class == core.ClassNone {
+		a.first.Observe(first)
+	}
+}
+
+// Served counts a request of route answered by target.
+func (s *Set) Served(route, target int) {
+	if s == nil || route < 0 || route >= len(s.routes) || target < 0 || target >= len(s.targets) {
+		return
+	}
+	s.served[route*len(s.targets)+target].Add(1)
+}
+
+// Write writes every counter of s in the text format, then what more adds (gauges read now).
+func (s *Set) Write(w *Writer, more func(*Writer)) {
+	if s == nil {
+		return
+	}
+	routeName := func(r int) string {
+		if r == len(s.routes) {
+			return ""
+		}
+		return s.routes[r]
+	}
+	w.Family("hayula_requests_total", "counter", "Requests on the OpenAI endpoints, by endpoint, route (empty when none was resolved) and the status answered.")
+	s.mu.Lock()
+	other := make(map[otherKey]uint64, len(s.otherCodes))
+	for k, v := range s.otherCodes {
+		other[k] = v
+	}
+	s.mu.Unlock()
+	for op := range opNames {
+		for r := 0; r <= len(s.routes); r++ {
+			cell := op*(len(s.routes)+1) + r
+			c := &s.requests[cell]
+			for i := range c.codes {
+				if v := c.codes[i].Load(); v > 0 {
+					w.Sample("hayula_requests_total", v, "endpoint", opNames[op], "route", routeName(r), "code", strconv.Itoa(statusSlots[i]))
+				}
+			}
+			for status := 100; status < 1000; status++ {
+				if v, ok := other[otherKey{cell, status}]; ok {
+					w.Sample("hayula_requests_total", v, "endpoint", opNames[op], "route", routeName(r), "code", strconv.Itoa(status))
+				}
+			}
+		}
+	}
+	w.Family("hayula_request_duration_seconds", "histogram", "Time from a request's arrival to its answer's last byte, by endpoint and route.")
+	for op := range opNames {
+		for r := 0; r <= len(s.routes); r++ {
+			c := &s.requests[op*(len(s.routes)+1)+r]
+			w.Histogram("hayula_request_duration_seconds", &c.duration, "endpoint", opNames[op], "route", routeName(r))
+		}
+	}
+	w.Family("hayula_upstream_attempts_total", "counter", `Attempts on each target, by result: "ok", or the failure class that ended it.`)
+	for t, name := range s.targets {
+		a := &s.attempts[t]
+		for c := range a.results {
+			if v := a.results[c].Load(); v > 0 {
+				result := core.Class(c).String()
+				if core.Class(c) == core.ClassNone {
+					result = "ok"
+				}
+				w.Sample("hayula_upstream_attempts_total", v, "target", name, "result", result)
+			}
+		}
+	}
+	w.Family("hayula_upstream_first_response_seconds", "histogram", "Time from sending an attempt to its answer's head (or, streamed, its first event), for attempts that answered.")
+	for t, name := range s.targets {
+		w.Histogram("hayula_upstream_first_response_seconds", &s.attempts[t].first, "target", name)
+	}
+	w.Family("hayula_served_total", "counter", "Requests of each route answered by each target: how often the chain moved on shows as targets other than the route's first.")
+	for r, route := range s.routes {
+		for t, target := range s.targets {
+			if v := s.served[r*len(s.targets)+t].Load(); v > 0 {
+				w.Sample("hayula_served_total", v, "route", route, "target", target)
+			}
+		}
+	}
+	w.Family("process_start_time_seconds", "gauge", "Start time of the process since the Unix epoch, in seconds.")
+	w.Float("process_start_time_seconds", float64(s.started.UnixNano())/1e9)
+	if more != nil {
+		more(w)
+	}
+}
+
+// Writer writes the Prometheus text format (version 0.0.4) into a byte slice.
+type Writer struct {
+	b []byte
+}
+
+// ContentType is the Content-Type of what Writer writes.
+const ContentType = "text/plain; version=0.0.4; charset=utf-8"
+
+// Bytes is what was written.
+func (w *Writer) Bytes() []byte { return w.b }
+
+// Family starts a metric family: its HELP and TYPE lines.
+func (w *Writer) Family(name, typ, help string) {
+	w.b = append(w.b, "# HELP "...)
+	w.b = append(w.b, name...)
+	w.b = append(w.b, ' ')
+	for i := 0; i < len(help); i++ {
+		switch c := help[i]; c {
+		case '\\':
+			w.b = append(w.b, `\\`...)
+		case '\n':
+			w.b = append(w.b, `\n`...)
+		default:
+			w.b = append(w.b, c)
+		}
+	}
+	w.b = append(w.b, "\n# TYPE "...)
+	w.b = append(w.b, name...)
+	w.b = append(w.b, ' ')
+	w.b = append(w.b, typ...)
+	w.b = append(w.b, '\n')
+}
+
+// Sample writes one sample of a counter or gauge with an integer value; labels are name, value
+// pairs.
+func (w *Writer) Sample(name string, v uint64, labels ...string) {
+	w.series(name, labels)
+	w.b = strconv.AppendUint(w.b, v, 10)
+	w.b = append(w.b, '\n')
+}
+
+// Float writes one sample with a float value.
+func (w *Writer) Float(name string, v float64, labels ...string) {
+	w.series(name, labels)
+	w.b = appendFloat(w.b, v)
+	w.b = append(w.b, '\n')
+}
+
+// Histogram writes h's buckets (cumulative, as the format wants), sum and count.
+func (w *Writer) Histogram(name string, h *Histogram, labels ...string) {
+	var cum uint64
+	le := make([]string, len(labels)+2)
+	copy(le, labels)
+	le[len(labels)] = "le"
+	for i := range h.counts {
+		cum += h.counts[i].Load()
+		if i < len(buckets) {
+			le[len(labels)+1] = string(appendFloat(nil, buckets[i]))
+		} else {
+			le[len(labels)+1] = "+Inf"
+		}
+		w.Sample(name+"_bucket", cum, le...)
+	}
+	w.Float(name+"_sum", float64(h.sum.Load())/1e9, labels...)
+	w.Sample(name+"_count", cum, labels...)
+}
+
+func (w *Writer) series(name string, labels []string) {
+	w.b = append(w.b, name...)
+	if len(labels) > 0 {
+		w.b = append(w.b, '{')
+		for i := 0; i+1 < len(labels); i += 2 {
+			if i > 0 {
+				w.b = append(w.b, ',')
+			}
+			w.b = append(w.b, labels[i]...)
+			w.b = append(w.b, `="`...)
+			w.b = appendLabelValue(w.b, labels[i+1])
+			w.b = append(w.b, '"')
+		}
+		w.b = append(w.b, '}')
+	}
+	w.b = append(w.b, ' ')
+}
+
+// appendLabelValue escapes a label value as the format requires: backslash, double quote and
+// line feed.
+func appendLabelValue(b []byte, v string) []byte {
+	for i := 0; i < len(v); i++ {
+		switch c := v[i]; c {
+		case '\\':
+			b = append(b, `\\`...)
+		case '"':
+			b = append(b, `\"`...)
+		case '\n':
+			b = append(b, `\n`...)
+		default:
+			b = append(b, c)
+		}
+	}
+	return b
+}
+
+func appendFloat(b []byte, v float64) []byte {
+	switch {
+	case math.IsInf(v, 1):
+		return append(b, "+Inf"...)
+	case math.IsInf(v, -1):
+		return append(b, "-Inf"...)
+	case math.IsNaN(v):
+		return append(b, "NaN"...)
+	}
+	return strconv.AppendFloat(b, v, 'g', -1, 64)
+}

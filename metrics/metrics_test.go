@@ -1,0 +1,161 @@
+package metrics
+
+import (
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/hayula/gateway/core"
+)
+
+// sampleLine is one sample line of the text format: a metric name, optional labels with quoted
+// values (escapes \\, \" and \n only), a space and a value.
+var sampleLine = regexp.MustCompile(`^[a-zA-Z_:][a-zA-Z0-9_:]*(\{([a-zA-Z_][a-zA-Z0-9_]*="(\\[\\"n]|[^\\"\n])*",?)*\})? (\+Inf|-Inf|NaN|-?[0-9.e+-]+)$`)
+
+// parse checks every line of out against the format and returns the samples, line → value
+// ("name{labels}" → "value"). Every sample's family must have been declared with HELP and TYPE.
+func parse(t *testing.T, out string) map[string]string {
+	t.Helper()
+	samples := map[string]string{}
+	declared := map[string]string{}
+	for _, line := range strings.Split(strings.TrimSuffix(out, "\n"), "\n") {
+		switch {
+		case strings.HasPrefix(line, "# HELP "):
+		case strings.HasPrefix(line, "# TYPE "):
+			f := strings.Fields(line)
+			if len(f) != 4 {
+				t.Fatalf("bad TYPE line %q", line)
+			}
+			if _, dup := declared[f[2]]; dup {
+				t.Fatalf("family %s declared twice", f[2])
+			}
+			declared[f[2]] = f[3]
+		default:
+			if !sampleLine.MatchString(line) {
+				t.Fatalf("not a sample line: %q", line)
+			}
+			i := strings.LastIndexByte(line, ' ')
+			series := line[:i]
+			name := series
+			if j := strings.IndexByte(series, '{'); j >= 0 {
+				name = series[:j]
+			}
+			base := name
+			for _, suf := range []string{"_bucket", "_sum", "_count"} {
+				if b, ok := strings.CutSuffix(name, suf); ok && declared[b] == "histogram" {
+					base = b
+				}
+			}
+			if _, ok := declared[base]; !ok {
+				t.Fatalf("sample %q of undeclared family", line)
+			}
+			if _, dup := samples[series]; dup {
+				t.Fatalf("series %s twice", series)
+			}
+			samples[series] = line[i+1:]
+		}
+	}
+	return samples
+}
+
+func TestSetCounts(t *testing.T) {
+	s := New([]string{"chat", "saif"}, []string{"a", "b"}, time.Unix(1700000000, 500000000))
+	s.Request(core.OpChat, 1, 200, 3*time.Millisecond)
+	s.Request(core.OpChat, 1, 200, 2*time.Second)
+	s.Request(core.OpChat, NoRoute, 404, time.Millisecond)
+	s.Request(core.OpEmbeddings, 0, 418, time.Millisecond) // no slot: counted apart
+	s.Request(core.OpEmbeddings, 0, 418, time.Millisecond)
+	s.Attempt(0, core.ClassServerError, 0)
+	s.Attempt(1, core.ClassNone, 40*time.Millisecond)
+	s.Attempt(1, core.ClassNone, 10*time.Minute) // past every bucket: +Inf only
+	s.Served(1, 1)
+	s.Attempt(7, core.ClassNone, 0) // out of range: ignored
+	s.Served(5, 0)
+
+	var w Writer
+	s.Write(&w, func(w *Writer) {
+		w.Family("extra_gauge", "gauge", "A caller's gauge.")
+		w.Sample("extra_gauge", 3, "target", `a"b\c`+"\n")
+	})
+	got := parse(t, string(w.Bytes()))
+	want := map[string]string{
+		`hayula_requests_total{endpoint="chat",route="saif",code="200"}`:                  "2",
+		`hayula_requests_total{endpoint="chat",route="",code="404"}`:                      "1",
+		`hayula_requests_total{endpoint="embeddings",route="chat",code="418"}`:            "2",
+		`hayula_request_duration_seconds_bucket{endpoint="chat",route="saif",le="0.005"}`: "1",
+		`hayula_request_duration_seconds_bucket{endpoint="chat",route="saif",le="1"}`:     "1",
+		`hayula_request_duration_seconds_bucket{endpoint="chat",route="saif",le="2.5"}`:   "2",
+		`hayula_request_duration_seconds_bucket{endpoint="chat",route="saif",le="+Inf"}`:  "2",
+		`hayula_request_duration_seconds_sum{endpoint="chat",route="saif"}`:               "2.003",
+		`hayula_request_duration_seconds_count{endpoint="chat",route="saif"}`:             "2",
+		`hayula_upstream_attempts_total{target="a",result="server_error"}`:                "1",
+		`hayula_upstream_attempts_total{target="b",result="ok"}`:                          "2",
+		`hayula_upstream_first_response_seconds_bucket{target="b",le="0.05"}`:             "1",
+		`hayula_upstream_first_response_seconds_bucket{target="b",le="300"}`:              "1",
+		`hayula_upstream_first_response_seconds_bucket{target="b",le="+Inf"}`:             "2",
+		`hayula_upstream_first_response_seconds_count{target="a"}`:                        "0",
+		`hayula_served_total{route="saif",target="b"}`:                                    "1",
+		`process_start_time_seconds`:                                                      "1.7000000005e+09",
+		`extra_gauge{target="a\"b\\c\n"}`:                                                 "3",
+	}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("%s = %q, want %q", k, got[k], v)
+		}
+	}
+	for _, absent := range []string{
+		`hayula_requests_total{endpoint="chat",route="chat",code="200"}`, // zero counters are left out
+		`hayula_served_total{route="chat",target="a"}`,
+	} {
+		if v, ok := got[absent]; ok {
+			t.Errorf("%s = %s, want no such series", absent, v)
+		}
+	}
+	// Every histogram has its 15 bounds and +Inf, cumulative.
+	if n := strings.Count(string(w.Bytes()), `hayula_upstream_first_response_seconds_bucket{target="a",`); n != len(buckets)+1 {
+		t.Errorf("%d buckets for target a, want %d", n, len(buckets)+1)
+	}
+}
+
+func TestNilSetCountsNothing(t *testing.T) {
+	var s *Set
+	s.Request(core.OpChat, 0, 200, time.Second)
+	s.Attempt(0, core.ClassNone, time.Second)
+	s.Served(0, 0)
+	var w Writer
+	s.Write(&w, func(*Writer) { t.Error("a nil Set called more") })
+	if len(w.Bytes()) != 0 {
+		t.Errorf("a nil Set wrote %q", w.Bytes())
+	}
+}
+
+func TestObserveBuckets(t *testing.T) {
+	var h Histogram
+	for _, d := range []time.Duration{0, 5 * time.Millisecond, 5*time.Millisecond + 1, 300 * time.Second, 301 * time.Second} {
+		h.Observe(d)
+	}
+	var got []uint64
+	for i := range h.counts {
+		got = append(got, h.counts[i].Load())
+	}
+	// A bound is inclusive (le): 5 ms falls in the first bucket, 5 ms + 1 ns in the second.
+	want := []uint64{2, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("bucket counts (-want +got):\n%s", d)
+	}
+}
+
+// BenchmarkRequest is what a request pays for its metrics: a request count, its duration, an
+// attempt and who served it.
+func BenchmarkRequest(b *testing.B) {
+	s := New([]string{"bench", "saif"}, []string{"a", "b", "c"}, time.Now())
+	b.ReportAllocs()
+	for b.Loop() {
+		s.Attempt(1, core.ClassNone, 30*time.Millisecond)
+		s.Served(0, 1)
+		s.Request(core.OpChat, 0, 200, 35*time.Millisecond)
+	}
+}

@@ -1,0 +1,93 @@
+package server
+
+import (
+	"net/http"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/hayula/gateway/config"
+	"github.com/hayula/gateway/metrics"
+)
+
+// newMetrics builds the counters for cfg's routes and targets, or nil when cfg turned them off.
+func newMetrics(cfg *config.Config, started time.Time) *metrics.Set {
+	if !cfg.Metrics {
+		return nil
+	}
+	routes := make([]string, len(cfg.Routes))
+	for i, r := range cfg.Routes {
+		routes[i] = r.Name
+	}
+	targets := make([]string, len(cfg.Targets))
+	for _, t := range cfg.Targets {
+		targets[t.Index] = t.Name
+	}
+	return metrics.New(routes, targets, started)
+}
+
+// handleMetrics answers a Prometheus scrape. It takes a key like every other endpoint when the
+// gateway has keys (Prometheus sends one with `authorization: {credentials: …}`): the series
+// name every route and target.
+func (s *Server) handleMetrics(w http.ResponseWriter, r *http.Request) {
+	if _, e := s.authenticate(r); e != nil {
+		writeError(w, e)
+		return
+	}
+	var mw metrics.Writer
+	s.metrics.Write(&mw, s.writeGauges)
+	w.Header().Set("Content-Type", metrics.ContentType)
+	w.Header().Set("Content-Length", strconv.Itoa(len(mw.Bytes())))
+	_, _ = w.Write(mw.Bytes())
+}
+
+// writeGauges writes what is state rather than a count, read now.
+func (s *Server) writeGauges(w *metrics.Writer) {
+	w.Family("hayula_upstream_in_flight", "gauge", "Attempts on each target now waiting for or relaying an answer.")
+	for _, t := range s.cfg.Targets {
+		w.Sample("hayula_upstream_in_flight", uint64(max(t.Stats.InFlight(), 0)), "target", t.Name)
+	}
+	w.Family("hayula_target_available", "gauge", "1 when health has the target available, 0 while it cools down after failures or fails its health checks.")
+	for _, t := range s.cfg.Targets {
+		ok, _ := s.health.Available(t)
+		w.Sample("hayula_target_available", b2u(ok), "target", t.Name)
+	}
+	w.Family("hayula_target_degraded", "gauge", "1 when the target's last health check answered slower than its degraded_after.")
+	for _, t := range s.cfg.Targets {
+		w.Sample("hayula_target_degraded", b2u(t.Stats.Degraded()), "target", t.Name)
+	}
+	w.Family("hayula_failed_open_total", "counter", "Requests served only because health would otherwise have left no target (health never denies service).")
+	w.Sample("hayula_failed_open_total", uint64(s.failedOpen.Load()))
+	w.Family("go_goroutines", "gauge", "Number of goroutines that currently exist.")
+	w.Sample("go_goroutines", uint64(runtime.NumGoroutine()))
+	if rss, ok := residentBytes(); ok {
+		w.Family("process_resident_memory_bytes", "gauge", "Resident memory size in bytes.")
+		w.Sample("process_resident_memory_bytes", rss)
+	}
+}
+
+func b2u(b bool) uint64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// residentBytes is the process's resident set size, from /proc/self/statm where there is one.
+func residentBytes() (uint64, bool) {
+	b, err := os.ReadFile("/proc/self/statm")
+	if err != nil {
+		return 0, false
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 2 {
+		return 0, false
+	}
+	pages, err := strconv.ParseUint(f[1], 10, 64)
+	if err != nil {
+		return 0, false
+	}
+	return pages * uint64(os.Getpagesize()), true
+}

@@ -1,0 +1,98 @@
+package server_test
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+)
+
+// scrape reads GET /metrics and returns its sample lines, "series value", as a set.
+func scrape(t *testing.T, g *gateway, hdr ...string) (reply, map[string]bool) {
+	t.Helper()
+	rep := g.do(t, http.MethodGet, "/metrics", "", hdr...)
+	lines := map[string]bool{}
+	for _, l := range strings.Split(string(rep.body), "\n") {
+		if l != "" && !strings.HasPrefix(l, "#") {
+			lines[l] = true
+		}
+	}
+	return rep, lines
+}
+
+// TestMetricsCountWhatHappened: a request that falls through from a failing target to the
+// next, one for an unknown model and one that both targets fail, then a scrape: each is
+// counted by route and status, each attempt by target and result, and the served one by who
+// served it.
+func TestMetricsCountWhatHappened(t *testing.T) {
+	bad, good := newFake(t, "bad"), newFake(t, "good")
+	bad.set(errHandler(503, "overloaded", "busy"))
+	cfg := target("bad", bad.url(), "private") + target("good", good.url(), "private") +
+		"[routes.r]\ntargets = [\"bad\", \"good\"]\n"
+	g := newGateway(t, cfg, nil)
+
+	if rep := g.chat(t, "r"); rep.status != 200 {
+		t.Fatalf("chat: %d %s", rep.status, rep.body)
+	}
+	if rep := g.chat(t, "nope"); rep.status != 404 {
+		t.Fatalf("unknown model: %d %s", rep.status, rep.body)
+	}
+	good.set(errHandler(400, "bad_thing", "no"))
+	if rep := g.chat(t, "r"); rep.status != 503 {
+		t.Fatalf("refused: %d %s", rep.status, rep.body)
+	}
+
+	want := []string{
+		`hayula_requests_total{endpoint="chat",route="r",code="200"} 1`,
+		`hayula_requests_total{endpoint="chat",route="r",code="503"} 1`,
+		`hayula_requests_total{endpoint="chat",route="",code="404"} 1`,
+		`hayula_request_duration_seconds_count{endpoint="chat",route="r"} 2`,
+		`hayula_upstream_attempts_total{target="bad",result="server_error"} 2`,
+		`hayula_upstream_attempts_total{target="good",result="ok"} 1`,
+		`hayula_upstream_attempts_total{target="good",result="request"} 1`,
+		`hayula_upstream_first_response_seconds_count{target="good"} 1`,
+		`hayula_served_total{route="r",target="good"} 1`,
+		`hayula_upstream_in_flight{target="good"} 0`,
+		`hayula_target_available{target="good"} 1`,
+		`hayula_failed_open_total 0`,
+	}
+	var lines map[string]bool
+	var rep reply
+	// The counts are taken after the answer is written: a scrape right after may come first.
+	settles(func() bool {
+		rep, lines = scrape(t, g)
+		return lines[want[1]] && lines[want[2]]
+	})
+	if rep.status != 200 || rep.header.Get("Content-Type") != "text/plain; version=0.0.4; charset=utf-8" {
+		t.Fatalf("scrape: %d %q", rep.status, rep.header.Get("Content-Type"))
+	}
+	for _, w := range want {
+		if !lines[w] {
+			t.Errorf("no line %q in:\n%s", w, rep.body)
+		}
+	}
+	if strings.Contains(string(rep.body), `route="nope"`) {
+		t.Error("an unknown model's name became a label value (a client could grow the series without bound)")
+	}
+}
+
+// TestMetricsNeedAKeyAndCanBeOff: with keys, a scrape needs one like any other request; with
+// metrics = false there is no /metrics at all.
+func TestMetricsNeedAKeyAndCanBeOff(t *testing.T) {
+	up := newFake(t, "up")
+	base := target("up", up.url(), "private") + "[routes.r]\ntargets = [\"up\"]\n"
+	keyed := newGateway(t, "[[keys]]\nname = \"ops\"\nsha256 = \""+sha256hex("hk-ops")+"\"\n\n"+base, nil)
+	if rep, _ := scrape(t, keyed); rep.status != 401 {
+		t.Errorf("scrape without a key: %d %s, want 401", rep.status, rep.body)
+	}
+	if rep, _ := scrape(t, keyed, "Authorization", "Bearer hk-ops"); rep.status != 200 {
+		t.Errorf("scrape with a key: %d %s, want 200", rep.status, rep.body)
+	}
+
+	off := newGateway(t, "metrics = false\n"+base, nil)
+	if rep := off.chat(t, "r"); rep.status != 200 {
+		t.Fatalf("chat: %d %s", rep.status, rep.body)
+	}
+	if rep, _ := scrape(t, off); rep.status != 404 || rep.errorField(t, "code") != "unknown_url" {
+		t.Errorf("metrics = false: /metrics answered %d %s, want 404 unknown_url", rep.status, rep.body)
+	}
+}
