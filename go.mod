@@ -10,6 +10,7 @@ require (
 	github.com/openai/openai-go/v3 v3.99.0
 	go.uber.org/goleak v1.3.0
 	golang.org/x/sync v0.25.0
+	golang.org/x/time v0.16.0
 )
 
 require (

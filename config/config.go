@@ -79,6 +79,14 @@ type Key struct {
 	Routes map[string]bool
 	// Strict makes every request with this key strict.
 	Strict bool
+	// Index is the key's position in Config.Keys, for per-key state.
+	Index int
+	// RPM caps the key's requests on the OpenAI endpoints per minute (a token bucket that holds
+	// RPM and refills RPM a minute); 0 means no cap.
+	RPM int
+	// MaxConcurrent caps the key's requests on the OpenAI endpoints in flight at once; 0 means
+	// no cap.
+	MaxConcurrent int
 }
 
 // Allows reports whether the key may use the route named name.

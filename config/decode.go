@@ -43,10 +43,12 @@ type fileTOML struct {
 }
 
 type keyTOML struct {
-	Name   string    `toml:"name"`
-	SHA256 string    `toml:"sha256"`
-	Routes *[]string `toml:"routes"`
-	Strict bool      `toml:"strict"`
+	Name          string    `toml:"name"`
+	SHA256        string    `toml:"sha256"`
+	Routes        *[]string `toml:"routes"`
+	Strict        bool      `toml:"strict"`
+	RPM           int       `toml:"rpm"`
+	MaxConcurrent int       `toml:"max_concurrent"`
 }
 
 type cooldownTOML struct {
@@ -797,7 +799,13 @@ func (c *compiler) keys(raw []keyTOML, routes map[string]routeTOML) []Key {
 	hashes := map[[32]byte]int{}
 	for i, k := range raw {
 		at := func(key ...string) []string { return append([]string{"keys", elem(i)}, key...) }
-		key := Key{Name: k.Name, Strict: k.Strict}
+		key := Key{Name: k.Name, Strict: k.Strict, Index: i, RPM: k.RPM, MaxConcurrent: k.MaxConcurrent}
+		if k.RPM < 0 {
+			c.errorf(at("rpm"), "must be 0 (no limit) or more, got %d", k.RPM)
+		}
+		if k.MaxConcurrent < 0 {
+			c.errorf(at("max_concurrent"), "must be 0 (no limit) or more, got %d", k.MaxConcurrent)
+		}
 		if k.Name == "" {
 			c.errorf(at("name"), "missing: every key needs a name for the logs")
 		} else if j, dup := names[k.Name]; dup {

@@ -462,6 +462,8 @@ rutes = ["r"]
 		{"a value where a table belongs", "targets = 5\n[routes.s]\ntargets = [\"a\"]\nguard = 3\n", nil,
 			[]wantErr{{1, "targets: want a table, got integer"}, {3, `routes.s.targets[0]: no target named "a"`},
 				{4, "routes.s.guard: want a table, got integer"}}},
+		{"negative key caps", minimal + "[[keys]]\nname = \"k\"\nsha256 = \"" + hashTest + "\"\nrpm = -1\nmax_concurrent = -2\n", nil,
+			[]wantErr{{10, "keys[0].rpm: must be 0 (no limit) or more, got -1"}, {11, "keys[0].max_concurrent: must be 0 (no limit) or more, got -2"}}},
 		{"keys are case-sensitive", minimal + "[targets.b]\nADAPTER = \"openai\"\nurl = \"http://x\"\n", nil,
 			[]wantErr{{8, `unknown key targets.b.ADAPTER (did you mean "adapter"?)`}}},
 		{"inline upstream secret", minimal + "[targets.b]\nadapter = \"openai\"\nurl = \"http://x\"\napi_key = \"sk-1\"\n", nil,

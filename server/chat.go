@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
@@ -49,7 +50,7 @@ func (s *Server) serveOp(w http.ResponseWriter, r *http.Request, op core.Op) {
 		st = new(reqState)
 	}
 	defer s.release(st)
-	req, rs, intent, e := s.admit(r, op, st)
+	req, rs, intent, e := s.admit(r, op, st, true)
 	if e != nil {
 		writeError(w, e)
 		end := time.Now()
@@ -87,10 +88,12 @@ type reqState struct {
 	cands []*core.Target // the array eligibility keeps targets in, then the attempt loop's candidates
 	chain []string       // the array the targets tried are named in
 	key   string         // the name of the key the request came with, for the log; "" for none
+	busy  *atomic.Int64  // the key's in-flight count this request holds a slot of (max_concurrent)
 }
 
 // release empties st, so that it holds nothing of the request, and puts it back in the pool.
 func (s *Server) release(st *reqState) {
+	s.unbusy(st)
 	// A rare large body or long conversation should not pin its arrays.
 	if cap(st.body) > maxPooledBody {
 		st.body = nil
@@ -106,10 +109,11 @@ func (s *Server) release(st *reqState) {
 // maxPooledMessages is the longest messages array kept for the next request.
 const maxPooledMessages = 256
 
-// admit is everything before eligibility: auth, body, decode, route. Explain shares it. intent
-// is the auto-router's decision when the model was "auto". The request is built in st (nil: a
-// new one), which keeps the arrays it ended up in.
-func (s *Server) admit(r *http.Request, op core.Op, st *reqState) (req *core.Request, rs *routeState, intent string, e *apiError) {
+// admit is everything before eligibility: auth, the key's caps (with limited), body, decode,
+// route. Explain shares it, without the caps: it sends nothing upstream. intent is the
+// auto-router's decision when the model was "auto". The request is built in st (nil: a new one),
+// which keeps the arrays it ended up in and the key's concurrency slot, if it took one.
+func (s *Server) admit(r *http.Request, op core.Op, st *reqState, limited bool) (req *core.Request, rs *routeState, intent string, e *apiError) {
 	if st == nil {
 		st = new(reqState)
 	}
@@ -119,6 +123,11 @@ func (s *Server) admit(r *http.Request, op core.Op, st *reqState) (req *core.Req
 	}
 	if key != nil {
 		st.key = key.Name
+		if limited && s.limits != nil {
+			if e := s.limit(key, st); e != nil {
+				return nil, nil, "", e
+			}
+		}
 	}
 	body, e := readBody(r, s.cfg.MaxBodyBytes, st.body)
 	if e != nil {

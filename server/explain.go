@@ -73,7 +73,7 @@ type explainError struct {
 // handleExplain runs a chat body through the same admission, eligibility and selection as a real
 // request and reports what it would do, sending nothing upstream.
 func (s *Server) handleExplain(w http.ResponseWriter, r *http.Request) {
-	req, rs, intent, e := s.admit(r, core.OpChat, nil)
+	req, rs, intent, e := s.admit(r, core.OpChat, nil, false)
 	if e != nil {
 		writeError(w, e)
 		return

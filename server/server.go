@@ -94,6 +94,7 @@ type Server struct {
 	lengths [maxSharedLength]atomic.Pointer[[]string]
 
 	metrics *metrics.Set // nil when the config turned metrics off; see metrics.go
+	limits  []keyLimit   // by config.Key.Index; nil when no key has rpm or max_concurrent (limits.go)
 
 	failedOpen atomic.Int64 // requests served only because a fail-open stage kept every target
 	relaying   atomic.Int64 // streams being relayed (see relay)
@@ -203,6 +204,7 @@ func New(o Options) (*Server, error) {
 		s.routes[r.Name] = rs
 	}
 	s.metrics = newMetrics(o.Config, time.Now())
+	s.limits = newKeyLimits(o.Config.Keys)
 	if err := s.initActive(o); err != nil {
 		return nil, err
 	}

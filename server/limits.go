@@ -1,0 +1,82 @@
+package server
+
+import (
+	"fmt"
+	"math"
+	"net/http"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/time/rate"
+
+	"github.com/hayula/gateway/config"
+)
+
+// keyLimit is one key's caps (rpm, max_concurrent) and what they count.
+type keyLimit struct {
+	rpm  *rate.Limiter // nil: no rpm cap
+	max  int64         // 0: no max_concurrent cap
+	busy atomic.Int64  // requests of the key in flight, counted when max > 0
+}
+
+// newKeyLimits builds the caps of keys, by config.Key.Index; nil when no key has one, so that a
+// gateway without caps looks at nothing more than a nil slice.
+func newKeyLimits(keys []config.Key) []keyLimit {
+	var out []keyLimit
+	for i, k := range keys {
+		if k.RPM == 0 && k.MaxConcurrent == 0 {
+			continue
+		}
+		if out == nil {
+			out = make([]keyLimit, len(keys))
+		}
+		l := &out[i]
+		l.max = int64(k.MaxConcurrent)
+		if k.RPM > 0 {
+			l.rpm = rate.NewLimiter(rate.Limit(float64(k.RPM)/60), k.RPM) // full at its first use
+		}
+	}
+	return out
+}
+
+// limit takes one request of key's rpm and, under max_concurrent, one of its slots, which st
+// then holds until serveOp releases it. A request over either cap is answered 429 as OpenAI
+// answers one over its rate limits, with the Retry-After the bucket predicts (a second for the
+// concurrency cap).
+func (s *Server) limit(key *config.Key, st *reqState) *apiError {
+	if key == nil || key.Index >= len(s.limits) {
+		return nil
+	}
+	l := &s.limits[key.Index]
+	if l.max > 0 {
+		if l.busy.Add(1) > l.max {
+			l.busy.Add(-1)
+			return &apiError{Status: http.StatusTooManyRequests, Type: "requests", Code: "rate_limit_exceeded",
+				RetryAfter: time.Second,
+				Message: fmt.Sprintf("Rate limit reached for key %s on concurrent requests: limit %d. Try again when one of them has ended.",
+					key.Name, l.max)}
+		}
+		st.busy = &l.busy
+	}
+	if l.rpm != nil {
+		now := s.clock.Now()
+		r := l.rpm.ReserveN(now, 1)
+		if d := r.DelayFrom(now); d > 0 {
+			r.CancelAt(now)
+			s.unbusy(st)
+			return &apiError{Status: http.StatusTooManyRequests, Type: "requests", Code: "rate_limit_exceeded",
+				RetryAfter: d,
+				Message: fmt.Sprintf("Rate limit reached for key %s on requests per min (RPM): limit %d. Please try again in %.3gs.",
+					key.Name, l.rpm.Burst(), math.Ceil(d.Seconds()*1000)/1000)}
+		}
+	}
+	return nil
+}
+
+// unbusy gives back the concurrency slot st holds, if any.
+func (s *Server) unbusy(st *reqState) {
+	if st.busy != nil {
+		st.busy.Add(-1)
+		st.busy = nil
+	}
+}

@@ -1,0 +1,103 @@
+package server_test
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+)
+
+func keyBlock(name, token string, extra ...string) string {
+	s := "[[keys]]\nname = \"" + name + "\"\nsha256 = \"" + sha256hex(token) + "\"\n"
+	for _, e := range extra {
+		s += e + "\n"
+	}
+	return s + "\n"
+}
+
+// TestKeyRPM: a key with rpm = 2 gets two requests at once, then 429 in OpenAI's shape with the
+// Retry-After its bucket predicts, and another after that wait; another key is not held back,
+// and explain, which sends nothing upstream, spends nothing.
+func TestKeyRPM(t *testing.T) {
+	up := newFake(t, "up")
+	g := newGateway(t, keyBlock("slow", "hk-slow", "rpm = 2")+keyBlock("free", "hk-free")+
+		target("up", up.url(), "private")+"[routes.r]\ntargets = [\"up\"]\n", nil)
+	slow, free := []string{"Authorization", "Bearer hk-slow"}, []string{"Authorization", "Bearer hk-free"}
+
+	explain := `{"model":"r","messages":[{"role":"user","content":"hi"}]}`
+	for i := 0; i < 3; i++ {
+		if rep := g.post(t, "/v1/route/explain", explain, slow...); rep.status != 200 {
+			t.Fatalf("explain %d: %d %s", i, rep.status, rep.body)
+		}
+	}
+	for i := 0; i < 2; i++ {
+		if rep := g.chat(t, "r", slow...); rep.status != 200 {
+			t.Fatalf("request %d within rpm: %d %s", i, rep.status, rep.body)
+		}
+	}
+	rep := g.chat(t, "r", slow...)
+	if rep.status != http.StatusTooManyRequests || rep.errorField(t, "code") != "rate_limit_exceeded" ||
+		rep.errorField(t, "type") != "requests" {
+		t.Fatalf("third request: %d %s, want 429 rate_limit_exceeded", rep.status, rep.body)
+	}
+	if ra := rep.header.Get("Retry-After"); ra != "30" {
+		t.Errorf("Retry-After %q, want 30 (one request every 30 s)", ra)
+	}
+	if msg, _ := rep.errorField(t, "message").(string); !strings.Contains(msg, "limit 2") {
+		t.Errorf("message %q does not name the limit", msg)
+	}
+	if n := up.hits.Load(); n != 2 {
+		t.Errorf("upstream got %d requests, want 2", n)
+	}
+	if rep := g.chat(t, "r", free...); rep.status != 200 {
+		t.Errorf("another key: %d %s", rep.status, rep.body)
+	}
+	g.clock.Advance(29 * time.Second)
+	if rep := g.chat(t, "r", slow...); rep.status != 429 {
+		t.Errorf("after 29 s: %d, want 429", rep.status)
+	}
+	g.clock.Advance(time.Second)
+	if rep := g.chat(t, "r", slow...); rep.status != 200 {
+		t.Errorf("after 30 s: %d %s, want 200", rep.status, rep.body)
+	}
+}
+
+// TestKeyMaxConcurrent: a key with max_concurrent = 1 is refused a second request while its
+// first is in flight, and gets its slot back when the first ends, whether it was served, failed
+// or refused before routing.
+func TestKeyMaxConcurrent(t *testing.T) {
+	up := newFake(t, "up")
+	release := make(chan struct{})
+	entered := make(chan struct{}, 1)
+	up.set(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case entered <- struct{}{}:
+		default:
+		}
+		<-release
+		okHandler("up")(w, r)
+	})
+	g := newGateway(t, keyBlock("one", "hk-one", "max_concurrent = 1")+
+		target("up", up.url(), "private")+"[routes.r]\ntargets = [\"up\"]\n", nil)
+	one := []string{"Authorization", "Bearer hk-one"}
+
+	done := make(chan reply)
+	go func() { done <- g.chat(t, "r", one...) }()
+	<-entered
+	rep := g.chat(t, "r", one...)
+	if rep.status != 429 || rep.errorField(t, "code") != "rate_limit_exceeded" || rep.header.Get("Retry-After") != "1" {
+		t.Errorf("second request in flight: %d %q %s, want 429 with Retry-After 1", rep.status, rep.header.Get("Retry-After"), rep.body)
+	}
+	close(release)
+	if rep := <-done; rep.status != 200 {
+		t.Fatalf("first request: %d %s", rep.status, rep.body)
+	}
+	// The slot is given back when serveOp ends, after the answer is written.
+	for _, model := range []string{"nope", "r", "nope", "r"} {
+		var rep reply
+		settles(func() bool { rep = g.chat(t, model, one...); return rep.status != 429 })
+		if want := map[string]int{"nope": 404, "r": 200}[model]; rep.status != want {
+			t.Errorf("model %s after the first ended: %d %s, want %d", model, rep.status, rep.body, want)
+		}
+	}
+}
