@@ -1,0 +1,60 @@
+package server_test
+
+import (
+	"strings"
+	"testing"
+)
+
+// These tests send what JSON decoders read differently and hold the gateway to deciding on what
+// the upstream will read: Python's json (vLLM, SGLang) and llama.cpp's nlohmann match member names
+// exactly and keep a duplicate's last value; encoding/json, which the gateway and Ollama decode
+// with, matches names case-insensitively.
+
+// TestFoldedSpellingRefused: a member that encoding/json reads as a field the gateway decides on,
+// spelled in another case, is refused, naming it; the upstream is never asked. Before, the gateway
+// window-checked and routed on the folded spelling ("Messages", the last one read) while a Python
+// upstream ran the "messages" beside it.
+func TestFoldedSpellingRefused(t *testing.T) {
+	small := newFake(t, "small")
+	g := newGateway(t, target("small", small.url(), "private", "context_window = 64")+
+		"[routes.r]\ntargets = [\"small\"]\n", nil)
+	long := `"` + strings.Repeat("word ", 200) + `"`
+	msgs := func(content string) string { return `[{"role":"user","content":` + content + `}]` }
+	for _, tt := range []struct {
+		name, path, body, param string
+	}{
+		{"Messages after messages", "/v1/chat/completions",
+			`{"model":"r","messages":` + msgs(long) + `,"Messages":` + msgs(`"hi"`) + `}`, "Messages"},
+		{"escaped MESSAGES", "/v1/chat/completions",
+			`{"model":"r","messages":` + msgs(long) + `,"MESS\u0041GES":` + msgs(`"hi"`) + `}`, "MESSAGES"},
+		{"long s folds to s", "/v1/chat/completions",
+			`{"model":"r","messages":` + msgs(long) + `,"me\u017f\u017fages":` + msgs(`"hi"`) + `}`, "me\u017f\u017fages"},
+		{"Content in a message", "/v1/chat/completions",
+			`{"model":"r","messages":[{"role":"user","content":` + long + `,"Content":"hi"}]}`, "messages[0].Content"},
+		{"ROLE in the second message", "/v1/chat/completions",
+			`{"model":"r","messages":[{"role":"user","content":"a"},{"role":"user","ROLE":"user","content":"b"}]}`,
+			"messages[1].ROLE"},
+		{"Max_Tokens", "/v1/chat/completions",
+			`{"model":"r","max_tokens":1000,"Max_Tokens":1,"messages":` + msgs(`"hi"`) + `}`, "Max_Tokens"},
+		{"STREAM", "/v1/chat/completions",
+			`{"model":"r","stream":true,"STREAM":false,"messages":` + msgs(`"hi"`) + `}`, "STREAM"},
+		{"Tools", "/v1/chat/completions",
+			`{"model":"r","tools":[{"type":"function","function":{"name":"f"}}],"Tools":[],"messages":` + msgs(`"hi"`) + `}`,
+			"Tools"},
+		{"Tool_Choice", "/v1/chat/completions",
+			`{"model":"r","tool_choice":"auto","Tool_Choice":"none","messages":` + msgs(`"hi"`) + `}`, "Tool_Choice"},
+		{"Prompt", "/v1/completions", `{"model":"r","prompt":` + long + `,"Prompt":"hi"}`, "Prompt"},
+		{"N", "/v1/completions", `{"model":"r","prompt":"hi","n":3,"N":1}`, "N"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			before := small.hits.Load()
+			rep := g.post(t, tt.path, tt.body)
+			if rep.status != 400 || rep.errorField(t, "param") != tt.param || rep.errorField(t, "code") != "unknown_parameter" {
+				t.Fatalf("status %d chain %q: %s", rep.status, rep.header.Get("x-hayula-chain"), rep.body)
+			}
+			if small.hits.Load() != before {
+				t.Fatalf("the upstream was asked")
+			}
+		})
+	}
+}
