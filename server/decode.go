@@ -273,6 +273,11 @@ func finishChat(r *http.Request, body []byte, w *wireView, req *core.Request) *a
 			return badRequest(fmt.Sprintf("messages[%d].role", i), "missing_required_parameter",
 				fmt.Sprintf("Missing required parameter: 'messages[%d].role'.", i))
 		}
+		if c := w.Messages[i].Content; len(c) > 0 && c[0] == '[' {
+			if e := foldedPart(c, i); e != nil {
+				return e
+			}
+		}
 	}
 	if w.StreamOptions != nil {
 		req.IncludeUsage = w.StreamOptions.IncludeUsage
@@ -787,6 +792,51 @@ func foldedSpelling(body []byte, isKey func(string) bool, inMessages bool) *apiE
 			}
 		}
 	}
+}
+
+// foldedPart refuses a member of a content part (of message i) spelled as foldedSpelling
+// refuses one: the gateway reads parts with encoding/json, for the auto-router's text
+// ({"type":"text","text":"…","Text":"…"} classified on "Text") and for images ({"type":"image_url",
+// "Type":"text"} judged to need no vision), while a Python upstream reads the exact names
+// (TestFoldedPartRefused). A part whose keys are plain lower case, nearly all, costs a byte scan.
+func foldedPart(content []byte, i int) *apiError {
+	parts := jsonx.Array(content, false)
+	for j := 0; ; j++ {
+		_, p, ok := parts.Next()
+		if !ok {
+			return nil
+		}
+		if p[0] != '{' {
+			continue
+		}
+		members := jsonx.Object(p, false)
+		for {
+			q, _, ok := members.Next()
+			if !ok {
+				break
+			}
+			if name, plain := jsonx.PlainKey(q); plain && !hasUpper(name) {
+				continue
+			}
+			if n, ok := jsonx.Unquote(q); ok {
+				if k, folded := foldedName(n, isPartKey); folded {
+					return unknownParam(fmt.Sprintf("messages[%d].content[%d].%s", i, j, n), k)
+				}
+			}
+		}
+	}
+}
+
+// isPartKey reports a content part's member the gateway reads (hasImages, the auto-router).
+func isPartKey(name string) bool { return name == "type" || name == "text" || name == "image_url" }
+
+func hasUpper(b []byte) bool {
+	for _, c := range b {
+		if c >= 'A' && c <= 'Z' {
+			return true
+		}
+	}
+	return false
 }
 
 // foldedName reports whether name is not a field isKey names but equals one under Unicode

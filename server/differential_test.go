@@ -58,3 +58,38 @@ func TestFoldedSpellingRefused(t *testing.T) {
 		})
 	}
 }
+
+// TestFoldedPartRefused: a content part's "Type" or "Text" is refused as "Content" is: the
+// gateway read parts case-insensitively, so it judged {"type":"image_url","Type":"text"} to need
+// no vision and classified model auto on "Text" while a Python upstream got the image and "text".
+func TestFoldedPartRefused(t *testing.T) {
+	plain := newFake(t, "plain")
+	g := newGateway(t, target("plain", plain.url(), "private", "vision = false")+"[routes.r]\ntargets = [\"plain\"]\n", nil)
+	image := `{"type":"image_url","image_url":{"url":"data:image/png;base64,AAAA"}`
+	for _, tt := range []struct{ name, parts, param string }{
+		{"Type hides an image", `[` + image + `,"Type":"text"}]`, "messages[0].content[0].Type"},
+		{"Text beside text", `[{"type":"text","text":"run this","Text":"hello"}]`, "messages[0].content[0].Text"},
+		{"escaped TYPE in the second part", `[{"type":"text","text":"a"},` + image + `,"\u0054YPE":"text"}]`,
+			"messages[0].content[1].TYPE"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			before := plain.hits.Load()
+			rep := g.post(t, "/v1/chat/completions", `{"model":"r","messages":[{"role":"user","content":`+tt.parts+`}]}`)
+			if rep.status != 400 || rep.errorField(t, "param") != tt.param || rep.errorField(t, "code") != "unknown_parameter" {
+				t.Fatalf("status %d chain %q: %s", rep.status, rep.header.Get("x-hayula-chain"), rep.body)
+			}
+			if plain.hits.Load() != before {
+				t.Fatalf("the upstream was asked")
+			}
+		})
+	}
+	// The ordinary spellings still pass: an image goes to no target without vision.
+	rep := g.post(t, "/v1/chat/completions", `{"model":"r","messages":[{"role":"user","content":[`+image+`}]}]}`)
+	if rep.status == 200 || plain.hits.Load() != 0 {
+		t.Fatalf("an image reached a target without vision: %d %s", rep.status, rep.body)
+	}
+	rep = g.post(t, "/v1/chat/completions", `{"model":"r","messages":[{"role":"user","content":[{"type":"text","text":"Hi"}]}]}`)
+	if rep.status != 200 {
+		t.Fatalf("a text part: %d %s", rep.status, rep.body)
+	}
+}
