@@ -131,6 +131,8 @@ type wireView struct {
 	topLogprobs, logprobs bool
 	// choices is n when the body asks for more than one choice (checkPassed).
 	choices int
+	// streamOn and streamNulled follow the "stream" members in order (noteStream).
+	streamOn, streamNulled bool
 	// options is set when a Hayula option's key is in the body, even with a null value that
 	// asks for nothing: the key is stripped all the same. viewOf sets it, as encoding/json does
 	// not tell a null from an absent key (jsonx.Delete then finds out).
@@ -661,6 +663,7 @@ func fastWire(body []byte, w *wireView, msgs []core.Message, names map[string]st
 			w.models++
 			w.modelAt = [2]int{it.Offset() - len(v), it.Offset()}
 		case "stream":
+			w.noteStream(v)
 			ok = setBool(&w.Stream, v)
 		case "stream_options":
 			// Rare and small; encoding/json also reuses an earlier value's struct, as it would.

@@ -93,3 +93,40 @@ func TestFoldedPartRefused(t *testing.T) {
 		t.Fatalf("a text part: %d %s", rep.status, rep.body)
 	}
 }
+
+// TestStreamNullAfterTrueRefused: "stream":true then "stream":null streamed (encoding/json leaves
+// a bool alone on null) while vLLM and llama.cpp, keeping the last value, answered one JSON object
+// to what the gateway relayed as an event stream. Refused, as are its escaped spellings; a single
+// null and a true after null stay what they were.
+func TestStreamNullAfterTrueRefused(t *testing.T) {
+	f := newFake(t, "f")
+	g := newGateway(t, target("f", f.url(), "private")+"[routes.r]\ntargets = [\"f\"]\n", nil)
+	msgs := `"messages":[{"role":"user","content":"hi"}]`
+	for _, tt := range []struct {
+		name, members string
+		status        int
+		stream        bool
+	}{
+		{"true then null", `"stream":true,"stream":null`, 400, false},
+		{"escaped", `"stream":true,"str\u0065am":null`, 400, false},
+		{"true, false, null", `"stream":true,"stream":false,"stream":null`, 200, false},
+		{"null then true", `"stream":null,"stream":true`, 200, true},
+		{"null alone", `"stream":null`, 200, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			rep := g.post(t, "/v1/chat/completions", `{"model":"r",`+tt.members+`,`+msgs+`}`)
+			if rep.status != tt.status {
+				t.Fatalf("status %d, want %d: %s", rep.status, tt.status, rep.body)
+			}
+			if tt.status == 400 {
+				if rep.errorField(t, "param") != "stream" {
+					t.Fatalf("param: %s", rep.body)
+				}
+				return
+			}
+			if got := strings.HasPrefix(rep.header.Get("Content-Type"), "text/event-stream"); got != tt.stream {
+				t.Fatalf("streamed %v, want %v", got, tt.stream)
+			}
+		})
+	}
+}
