@@ -486,6 +486,19 @@ func decodeOther(r *http.Request, body []byte, op core.Op) (*core.Request, *apiE
 	if e := foldedSpelling(body, isOtherKey, false); e != nil {
 		return nil, e
 	}
+	if w.Stream {
+		// Only a body that streams can have a null after a true (noteStream).
+		var sv wireView
+		it := jsonx.Object(body, false)
+		for q, v, ok := it.Next(); ok; q, v, ok = it.Next() {
+			if name, ok := jsonx.Unquote(q); ok && name == "stream" {
+				sv.noteStream(v)
+			}
+		}
+		if e := sv.passedRefusal(); e != nil {
+			return nil, e
+		}
+	}
 	// Stripped by name, not after a check of the decoded fields: a key sent as null goes too.
 	var privacy []string
 	req.Body, privacy = stripOptions(body, true) // encoding/json read the model, in whatever spelling

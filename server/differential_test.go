@@ -115,6 +115,9 @@ func TestStreamNullAfterTrueRefused(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			rep := g.post(t, "/v1/chat/completions", `{"model":"r",`+tt.members+`,`+msgs+`}`)
+			if c := g.post(t, "/v1/completions", `{"model":"r",`+tt.members+`,"prompt":"hi"}`); c.status != tt.status {
+				t.Fatalf("completions: status %d, want %d: %s", c.status, tt.status, c.body)
+			}
 			if rep.status != tt.status {
 				t.Fatalf("status %d, want %d: %s", rep.status, tt.status, rep.body)
 			}
