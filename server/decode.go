@@ -289,14 +289,18 @@ func finishChat(r *http.Request, body []byte, w *wireView, req *core.Request) *a
 	req.Tools = req.Params.OffersTools() || core.NonEmptyArray(w.Functions)
 	req.Images = hasImages(w.Messages)
 	req.Choices = w.choices
-	if w.MaxCompletion.Set {
+	// A max_completion_tokens of 0 beside a max_tokens gives way to it: vLLM takes
+	// "max_completion_tokens or max_tokens", so the window was checked for 0 tokens while it was
+	// asked for max_tokens (TestZeroMaxCompletionTokensGivesWay).
+	completion := w.MaxCompletion.Set && (w.MaxCompletion.V != 0 || !w.MaxTokens.Set)
+	if completion {
 		req.MaxTokens = w.MaxCompletion.V
 	} else if w.MaxTokens.Set {
 		req.MaxTokens = w.MaxTokens.V
 	}
 	if req.MaxTokens < 0 {
 		field := "max_tokens"
-		if w.MaxCompletion.Set {
+		if completion {
 			field = "max_completion_tokens" // the one read: a client that sent only it never set max_tokens
 		}
 		return badRequest(field, "invalid_value", field+" must not be negative")

@@ -133,3 +133,30 @@ func TestStreamNullAfterTrueRefused(t *testing.T) {
 		})
 	}
 }
+
+// TestZeroMaxCompletionTokensGivesWay: vLLM asks the model for "max_completion_tokens or
+// max_tokens", so a max_completion_tokens of 0 beside a max_tokens of 1000 asked for 1000 tokens
+// while the gateway checked the window for none and sent it to a 64-token target.
+func TestZeroMaxCompletionTokensGivesWay(t *testing.T) {
+	small, big := newFake(t, "small"), newFake(t, "big")
+	g := newGateway(t, target("small", small.url(), "private", "context_window = 64")+
+		target("big", big.url(), "private", "context_window = 4096")+"[routes.r]\ntargets = [\"small\", \"big\"]\n", nil)
+	msgs := `"messages":[{"role":"user","content":"hi"}]`
+	for _, tt := range []struct{ members, chain string }{
+		{`"max_completion_tokens":0,"max_tokens":1000`, "big"},
+		{`"max_tokens":1000,"max_completion_tokens":0`, "big"},
+		{`"max_completion_tokens":10,"max_tokens":1000`, "small"},
+		{`"max_completion_tokens":0`, "small"},
+	} {
+		t.Run(tt.members, func(t *testing.T) {
+			rep := g.post(t, "/v1/chat/completions", `{"model":"r",`+tt.members+`,`+msgs+`}`)
+			if rep.status != 200 || rep.header.Get("x-hayula-chain") != tt.chain {
+				t.Fatalf("status %d chain %q, want %q: %s", rep.status, rep.header.Get("x-hayula-chain"), tt.chain, rep.body)
+			}
+		})
+	}
+	rep := g.post(t, "/v1/chat/completions", `{"model":"r","max_completion_tokens":0,"max_tokens":-1,`+msgs+`}`)
+	if rep.status != 400 || rep.errorField(t, "param") != "max_tokens" {
+		t.Fatalf("a negative max_tokens read: %d %s", rep.status, rep.body)
+	}
+}
