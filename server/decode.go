@@ -11,6 +11,7 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/hayula/gateway/core"
 	"github.com/hayula/gateway/internal/jsonx"
@@ -130,6 +131,8 @@ type wireView struct {
 	topLogprobs, logprobs bool
 	// choices is n when the body asks for more than one choice (checkPassed).
 	choices int
+	// streamOn and streamNulled follow the "stream" members in order (noteStream).
+	streamOn, streamNulled bool
 	// options is set when a Hayula option's key is in the body, even with a null value that
 	// asks for nothing: the key is stripped all the same. viewOf sets it, as encoding/json does
 	// not tell a null from an absent key (jsonx.Delete then finds out).
@@ -272,6 +275,11 @@ func finishChat(r *http.Request, body []byte, w *wireView, req *core.Request) *a
 			return badRequest(fmt.Sprintf("messages[%d].role", i), "missing_required_parameter",
 				fmt.Sprintf("Missing required parameter: 'messages[%d].role'.", i))
 		}
+		if c := w.Messages[i].Content; len(c) > 0 && c[0] == '[' {
+			if e := foldedPart(c, i); e != nil {
+				return e
+			}
+		}
 	}
 	if w.StreamOptions != nil {
 		req.IncludeUsage = w.StreamOptions.IncludeUsage
@@ -281,14 +289,18 @@ func finishChat(r *http.Request, body []byte, w *wireView, req *core.Request) *a
 	req.Tools = req.Params.OffersTools() || core.NonEmptyArray(w.Functions)
 	req.Images = hasImages(w.Messages)
 	req.Choices = w.choices
-	if w.MaxCompletion.Set {
+	// A max_completion_tokens of 0 beside a max_tokens gives way to it: vLLM takes
+	// "max_completion_tokens or max_tokens", so the window was checked for 0 tokens while it was
+	// asked for max_tokens (TestZeroMaxCompletionTokensGivesWay).
+	completion := w.MaxCompletion.Set && (w.MaxCompletion.V != 0 || !w.MaxTokens.Set)
+	if completion {
 		req.MaxTokens = w.MaxCompletion.V
 	} else if w.MaxTokens.Set {
 		req.MaxTokens = w.MaxTokens.V
 	}
 	if req.MaxTokens < 0 {
 		field := "max_tokens"
-		if w.MaxCompletion.Set {
+		if completion {
 			field = "max_completion_tokens" // the one read: a client that sent only it never set max_tokens
 		}
 		return badRequest(field, "invalid_value", field+" must not be negative")
@@ -298,7 +310,11 @@ func finishChat(r *http.Request, body []byte, w *wireView, req *core.Request) *a
 	var privacy []string
 	if w.options || w.models != 1 {
 		// Not one plain "model": encoding/json decoded the body, and may have read the model
-		// from another spelling of it.
+		// from another spelling of it. It is the only path a folded spelling takes (fastWire
+		// declines them), so the walk for them costs the usual body nothing.
+		if e := foldedSpelling(body, isChatKey, true); e != nil {
+			return e
+		}
 		req.Body, privacy = stripOptions(body, w.models != 1)
 	} else {
 		req.ModelAt = w.modelAt
@@ -470,6 +486,22 @@ func decodeOther(r *http.Request, body []byte, op core.Op) (*core.Request, *apiE
 			return nil, badField{name: name, value: n}.refusal()
 		}
 		req.Choices = choicesOf(n)
+	}
+	if e := foldedSpelling(body, isOtherKey, false); e != nil {
+		return nil, e
+	}
+	if w.Stream {
+		// Only a body that streams can have a null after a true (noteStream).
+		var sv wireView
+		it := jsonx.Object(body, false)
+		for q, v, ok := it.Next(); ok; q, v, ok = it.Next() {
+			if name, ok := jsonx.Unquote(q); ok && name == "stream" {
+				sv.noteStream(v)
+			}
+		}
+		if e := sv.passedRefusal(); e != nil {
+			return nil, e
+		}
 	}
 	// Stripped by name, not after a check of the decoded fields: a key sent as null goes too.
 	var privacy []string
@@ -648,6 +680,7 @@ func fastWire(body []byte, w *wireView, msgs []core.Message, names map[string]st
 			w.models++
 			w.modelAt = [2]int{it.Offset() - len(v), it.Offset()}
 		case "stream":
+			w.noteStream(v)
 			ok = setBool(&w.Stream, v)
 		case "stream_options":
 			// Rare and small; encoding/json also reuses an earlier value's struct, as it would.
@@ -712,6 +745,154 @@ func isWireKey(name string) bool {
 		return true
 	}
 	return false
+}
+
+// isChatKey reports a chat field the gateway decodes and passes on under the same name; "model"
+// and the Hayula options are not among them, as they never reach the upstream as the client
+// spelled them (stripOptions).
+func isChatKey(name string) bool {
+	return name != "model" && !isOption([]byte(name)) && isWireKey(name)
+}
+
+// isOtherKey is isChatKey for a completions or embeddings request (wireOther).
+func isOtherKey(name string) bool {
+	switch name {
+	case "stream", "stream_options", "prompt", "input", "max_tokens", "n":
+		return true
+	}
+	return false
+}
+
+// foldedSpelling refuses a member that encoding/json reads as a field the gateway decides on but
+// that names it in another case: "Messages", "STREAM", "MAX_TOKENS", "me\u017f\u017fages" (ſ folds to
+// s), and in messages "Content" or "ROLE". The gateway would decide on that member (the last of
+// the spellings wins) while a Python or C++ upstream, whose decoders match names exactly, reads
+// the "messages" or "content" beside it: a short prompt window-checked and routed, a long one
+// run; max_tokens 1 fitted, 100000 asked; stream false answered, true sent
+// (TestFoldedSpellingRefused). No client means either; OpenAI's own API refuses the name as
+// unknown, and so does the gateway, with the name as the client spelled it. body is valid JSON
+// (encoding/json decoded it); inMessages also checks the members of every message.
+func foldedSpelling(body []byte, isKey func(string) bool, inMessages bool) *apiError {
+	it := jsonx.Object(body, false)
+	for {
+		q, v, ok := it.Next()
+		if !ok {
+			return nil
+		}
+		name, ok := jsonx.Unquote(q)
+		if !ok {
+			continue
+		}
+		if k, folded := foldedName(name, isKey); folded {
+			return unknownParam(name, k)
+		}
+		if !inMessages || name != "messages" || v[0] != '[' {
+			continue
+		}
+		msgs := jsonx.Array(v, false)
+		for i := 0; ; i++ {
+			_, m, ok := msgs.Next()
+			if !ok {
+				break
+			}
+			if m[0] != '{' {
+				continue
+			}
+			members := jsonx.Object(m, false)
+			for {
+				mq, _, ok := members.Next()
+				if !ok {
+					break
+				}
+				if mn, ok := jsonx.Unquote(mq); ok {
+					if k, folded := foldedName(mn, isMessageKey); folded {
+						return unknownParam(fmt.Sprintf("messages[%d].%s", i, mn), k)
+					}
+				}
+			}
+		}
+	}
+}
+
+// foldedPart refuses a member of a content part (of message i) spelled as foldedSpelling
+// refuses one: the gateway reads parts with encoding/json, for the auto-router's text
+// ({"type":"text","text":"…","Text":"…"} classified on "Text") and for images ({"type":"image_url",
+// "Type":"text"} judged to need no vision), while a Python upstream reads the exact names
+// (TestFoldedPartRefused). A part whose keys are plain lower case, nearly all, costs a byte scan.
+func foldedPart(content []byte, i int) *apiError {
+	parts := jsonx.Array(content, false)
+	for j := 0; ; j++ {
+		_, p, ok := parts.Next()
+		if !ok {
+			return nil
+		}
+		if p[0] != '{' {
+			continue
+		}
+		members := jsonx.Object(p, false)
+		for {
+			q, _, ok := members.Next()
+			if !ok {
+				break
+			}
+			if name, plain := jsonx.PlainKey(q); plain && !hasUpper(name) {
+				continue
+			}
+			if n, ok := jsonx.Unquote(q); ok {
+				if k, folded := foldedName(n, isPartKey); folded {
+					return unknownParam(fmt.Sprintf("messages[%d].content[%d].%s", i, j, n), k)
+				}
+			}
+		}
+	}
+}
+
+// isPartKey reports a content part's member the gateway reads (hasImages, the auto-router).
+func isPartKey(name string) bool { return name == "type" || name == "text" || name == "image_url" }
+
+func hasUpper(b []byte) bool {
+	for _, c := range b {
+		if c >= 'A' && c <= 'Z' {
+			return true
+		}
+	}
+	return false
+}
+
+// foldedName reports whether name is not a field isKey names but equals one under Unicode
+// simple case folding, as encoding/json matches names, and returns that field. The fields are
+// lower-case ASCII, which only ASCII letters, K (U+212A, Kelvin) and ſ (U+017F, long s) fold to.
+func foldedName(name string, isKey func(string) bool) (string, bool) {
+	if isKey(name) {
+		return "", false
+	}
+	var buf [32]byte
+	n := 0
+	for _, r := range name {
+		switch {
+		case n == len(buf):
+			return "", false // longer than any field name
+		case r >= 'A' && r <= 'Z':
+			r += 'a' - 'A'
+		case r == '\u212a':
+			r = 'k'
+		case r == '\u017f':
+			r = 's'
+		case r >= utf8.RuneSelf:
+			return "", false
+		}
+		buf[n] = byte(r)
+		n++
+	}
+	k := string(buf[:n])
+	return k, k != name && isKey(k)
+}
+
+// unknownParam refuses the member param, a spelling of the field named field, in OpenAI's words
+// for a name it does not know.
+func unknownParam(param, field string) *apiError {
+	return badRequest(param, "unknown_parameter", fmt.Sprintf(
+		"Unknown parameter: '%s'. Names are case-sensitive: did you mean '%s'?", param, field))
 }
 
 func isMessageKey(name string) bool {

@@ -168,6 +168,22 @@ func choicesOf(v []byte) int {
 	return c
 }
 
+// noteStream follows one "stream" member v, in the body's order. A null after true is a body
+// the decoders disagree on: encoding/json, the gateway's and Ollama's, leaves the true it had and
+// streams; Python's json and llama.cpp's nlohmann keep the last value, and vLLM and llama.cpp read
+// a null stream as false and answer one JSON object, which the gateway would relay as an event
+// stream (TestStreamNullAfterTrueRefused).
+func (w *wireView) noteStream(v []byte) {
+	switch v[0] {
+	case 't':
+		w.streamOn = true
+	case 'f':
+		w.streamOn = false
+	case 'n':
+		w.streamNulled = w.streamNulled || w.streamOn
+	}
+}
+
 // passedRefusal is the client's error for the fields passed upstream, nil when they are
 // acceptable: the first of the wrong kind, then top_logprobs without logprobs true, which
 // OpenAI refuses ("'top_logprobs' requires 'logprobs' to be set to true") and an upstream would
@@ -175,6 +191,10 @@ func choicesOf(v []byte) int {
 func (w *wireView) passedRefusal() *apiError {
 	if w.bad.name != "" {
 		return w.bad.refusal()
+	}
+	if w.streamNulled {
+		return badRequest("stream", "invalid_value",
+			"'stream' is sent more than once, the last time as null, which upstreams read differently: send it once.")
 	}
 	if w.topLogprobs && !w.logprobs {
 		return badRequest("top_logprobs", "invalid_value", "'top_logprobs' requires 'logprobs' to be set to true.")
@@ -194,6 +214,9 @@ func passedKinds(body []byte, w *wireView) {
 			return
 		}
 		if name, ok := jsonx.Unquote(q); ok {
+			if name == "stream" {
+				w.noteStream(v)
+			}
 			w.checkPassed([]byte(name), v)
 		}
 	}
