@@ -28,7 +28,8 @@
 //     killed — TestLoadTimeout.
 //   - The most recently used members are pre-warmed from the state file — TestStateFilePrewarm.
 //
-// Time that carries meaning (idle_stop, load_timeout, restart backoff) is read from the injected
-// Clock. Time that only paces a real process (health poll interval, probe timeout, the SIGTERM →
-// SIGKILL grace) is wall time: a fake clock cannot make a real process start or exit sooner.
+// Time that carries meaning (idle_stop, load_timeout, restart backoff, the SIGTERM → SIGKILL
+// grace) is read from the injected Clock, so a test moves it instead of waiting. Time that only
+// paces a real process (health poll interval, probe timeout) is wall time: a fake clock cannot make
+// a real process answer sooner.
 package lifecycle

@@ -298,11 +298,12 @@ func (m *Manager) terminate(cmd *exec.Cmd, exited <-chan struct{}) {
 	if err := signalGroup(cmd.Process, false); err != nil {
 		m.log.Warn("lifecycle: SIGTERM", "pid", cmd.Process.Pid, "err", err)
 	}
-	grace := time.NewTimer(m.opt.StopGrace)
-	defer grace.Stop()
+	grace := make(chan struct{})
+	t := m.clock.AfterFunc(m.opt.StopGrace, func() { close(grace) })
+	defer t.Stop()
 	select {
 	case <-exited:
-	case <-grace.C:
+	case <-grace:
 		m.log.Warn("lifecycle: process ignored SIGTERM; killing", "pid", cmd.Process.Pid, "grace", m.opt.StopGrace)
 		_ = signalGroup(cmd.Process, true)
 		<-exited
