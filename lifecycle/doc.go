@@ -22,6 +22,13 @@
 //   - A member that crashes after having been healthy is restarted with backoff, and the crash is
 //     logged with its last stderr lines — TestRestartAfterCrash; an unpinned member whose restart
 //     fails before it is healthy is stopped, not relaunched forever — TestUnpinnedRestartGivesUp.
+//   - A stop (eviction, idle_stop, load_timeout, Close) sends SIGTERM to the member's process
+//     group and SIGKILL to what is left of it after the grace, and ends, freeing the slot, only
+//     when no process of the group is left (a zombie nobody reaps does not count), so a model
+//     server's workers get the grace too and the next member never starts beside them —
+//     TestStopWaitsForGroup. After SIGKILL that wait is bounded (10 s, then an error is logged), for
+//     a process stuck in the kernel. A crashed member's group is killed and waited for the same way
+//     before it restarts.
 //   - No child process (nor anything it spawned into its process group) survives Close —
 //     TestNoOrphanAfterClose; nor a SIGKILL of the gateway on Linux — TestChildDiesWithGateway.
 //   - A start that cannot finish within load_timeout fails with *LoadTimeoutError and its process is

@@ -25,7 +25,8 @@ const (
 	StateReady
 	// StateBackoff: the process died on its own and will be restarted after a delay.
 	StateBackoff
-	// StateStopping: asked to stop (SIGTERM sent, SIGKILL after the grace).
+	// StateStopping: asked to stop (SIGTERM sent, SIGKILL after the grace), until no process of
+	// its group is left.
 	StateStopping
 )
 
@@ -356,8 +357,8 @@ func (m *Manager) Status() []MemberStatus {
 	return out
 }
 
-// Close stops every child (SIGTERM to its process group, SIGKILL after the grace), waits for them
-// and saves the state file. Requests still holding a member should have ended first (the server
+// Close stops every child (SIGTERM to its process group, SIGKILL after the grace), waits until no
+// process of their groups is left and saves the state file. Requests still holding a member should have ended first (the server
 // drains before calling Close). If ctx ends first, Close returns ctx.Err() while the stops finish in
 // the background.
 func (m *Manager) Close(ctx context.Context) error {

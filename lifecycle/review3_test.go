@@ -4,6 +4,10 @@ package lifecycle
 
 import (
 	"context"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 )
@@ -41,4 +45,59 @@ func TestStopGraceOnClock(t *testing.T) {
 	if !processGone(pidA) {
 		t.Errorf("a (pid %d) outlived its grace", pidA)
 	}
+}
+
+// A stop ends, and frees its slot, only when no process of the member's group is left: a model
+// server's workers (here a grandchild) get the grace to exit after their leader has, and the member
+// evicted for is launched only after they have gone (b refuses to start while a's worker runs, as
+// a model server finds its GPU memory still taken).
+func TestStopWaitsForGroup(t *testing.T) {
+	tests := []struct {
+		name   string
+		worker []string // how a's grandchild takes SIGTERM
+		graces bool     // let the grace run out
+		clean  bool     // the worker exits on its own, before the grace
+	}{
+		{"a worker that takes its time", []string{"-child-term-linger", "300ms"}, false, true},
+		{"a worker that ignores SIGTERM", []string{"-child-ignore-term"}, true, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			child := filepath.Join(t.TempDir(), "a.child")
+			specs := []Spec{
+				inGroup("g", fake("a", append([]string{"-spawn-child", child}, tt.worker...)...)),
+				inGroup("g", fake("b", "-gpu-free", child)),
+			}
+			h := newHarness(t, specs, []GroupSpec{{Name: "g", Slots: 1}}, Options{})
+			if tt.graces {
+				h.passGraces()
+			}
+			h.use(t, "a")
+			worker := readPid(t, child)
+			h.use(t, "b") // fails if b was launched while the worker ran
+			if !processGone(worker) {
+				t.Errorf("a's worker %d outlived a's stop", worker)
+			}
+			_, err := os.Stat(child + ".clean")
+			if clean := err == nil; clean != tt.clean {
+				t.Errorf("worker exited on its own: %v, want %v", clean, tt.clean)
+			}
+			if st := h.status(t, "b"); st.Starts != 1 || st.State != StateReady {
+				t.Errorf("b: %+v", st)
+			}
+		})
+	}
+}
+
+func readPid(t *testing.T, file string) int {
+	t.Helper()
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pid
 }
