@@ -14,7 +14,8 @@
 //     room is the least recently used idle unpinned member — TestEvictionOrderLRU.
 //   - A pinned member is never evicted — TestPinnedNeverEvicted.
 //   - A member with a request in flight is neither evicted nor idle-stopped — TestBusyMemberNotEvicted,
-//     TestIdleStop.
+//     TestIdleStop. One that crashed and whose idle_stop passes before its restart is due stays
+//     stopped rather than load again only to be stopped — TestIdleCrashedMemberStaysStopped.
 //   - A member that a request waits for is not evicted before that request has it, so two requests
 //     for members of a full group never load and evict each other's processes in turn —
 //     TestNoEvictionBeforeWaiterAcquires.

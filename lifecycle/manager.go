@@ -436,7 +436,9 @@ func (m *Manager) release(mem *member, port int) {
 	m.seq++
 	mem.seq = m.seq
 	mem.lastUsed = m.clock.Now()
-	if mem.busy == 0 && mem.state == StateReady {
+	// A member waiting to restart after a crash counts its idle time too, so that one nobody used
+	// for idle_stop is not loaded again only to be stopped.
+	if mem.busy == 0 && (mem.state == StateReady || mem.state == StateBackoff) {
 		m.armIdleLocked(mem)
 	}
 	// A request waiting for a slot may now evict this member.
@@ -587,7 +589,9 @@ func idleSince(mem *member) time.Time {
 func (m *Manager) idleCheck(mem *member) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.closed || mem.state != StateReady || mem.busy > 0 {
+	// A member backing off after a crash is stopped too: restarting it would load a model that
+	// the next check stops at once.
+	if m.closed || (mem.state != StateReady && mem.state != StateBackoff) || mem.busy > 0 || mem.waiting > 0 {
 		return
 	}
 	if m.clock.Now().Sub(idleSince(mem)) < mem.spec.IdleStop {

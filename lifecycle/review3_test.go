@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -100,4 +101,54 @@ func readPid(t *testing.T, file string) int {
 		t.Fatal(err)
 	}
 	return pid
+}
+
+// An unpinned member that crashes and whose idle_stop passes before its restart is due stays
+// stopped instead of loading a model only to stop it: whether the idle timer falls due during the
+// backoff, or the request that held it through the crash ends during the backoff.
+func TestIdleCrashedMemberStaysStopped(t *testing.T) {
+	tests := []struct {
+		name string
+		run  func(h *harness, crash func())
+	}{
+		{"idle timer due during the backoff", func(h *harness, crash func()) {
+			h.use(t, "a")
+			h.clock.Advance(59 * time.Second)
+			crash()
+			h.clock.Advance(2 * time.Second)
+		}},
+		{"released during the backoff", func(h *harness, crash func()) {
+			_, release, err := h.m.Ensure(context.Background(), "a")
+			if err != nil {
+				t.Fatal(err)
+			}
+			h.clock.Advance(5 * time.Minute)
+			crash()
+			release()
+			h.clock.Advance(61 * time.Second)
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			a := fake("a")
+			a.IdleStop = time.Minute
+			// The restart falls due 2.5 to 7.5 minutes after the crash: after idle_stop.
+			h := newHarness(t, []Spec{a}, nil, Options{RestartBackoff: 5 * time.Minute, MaxRestartBackoff: 5 * time.Minute})
+			crash := func() {
+				if err := syscall.Kill(h.status(t, "a").PID, syscall.SIGKILL); err != nil {
+					t.Fatal(err)
+				}
+				eventually(t, "a to back off", func() bool { return h.m.State("a") == StateBackoff })
+			}
+			tt.run(h, crash)
+			h.clock.Advance(10 * time.Minute) // past any restart
+			eventually(t, "a to settle", func() bool {
+				st := h.m.State("a")
+				return st == StateStopped || st == StateReady
+			})
+			if st := h.status(t, "a"); st.State != StateStopped || st.Starts != 1 || st.Restarts != 0 {
+				t.Errorf("a, idle past idle_stop when it crashed: %+v", st)
+			}
+		})
+	}
 }
