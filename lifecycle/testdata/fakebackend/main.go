@@ -1,7 +1,7 @@
 // Command fakebackend is a stand-in for llama-server in the lifecycle tests: it serves a health
 // path and /v1/chat/completions on a loopback port and can be told to start slowly, crash at once
 // or after N chat requests, hang its health check, ignore SIGTERM, leave a grandchild behind (one
-// that may take its time to exit on SIGTERM, or ignore it), or refuse to start while another
+// that may take its time to exit on SIGTERM, ignore it, or leave the process group), or refuse to start while another
 // process still runs, as a model server does whose GPU memory is still taken.
 package main
 
@@ -37,6 +37,7 @@ func main() {
 		sleepForever = flag.Bool("sleep-forever", false, "do nothing until killed (the grandchild)")
 		childLinger  = flag.Duration("child-term-linger", 0, "with -spawn-child, the grandchild takes this long to exit on SIGTERM, then writes its pid file + \".clean\"")
 		childIgnore  = flag.Bool("child-ignore-term", false, "with -spawn-child, the grandchild ignores SIGTERM")
+		childSetsid  = flag.Bool("child-setsid", false, "with -spawn-child, the grandchild leaves the process group (setsid)")
 		cleanFile    = flag.String("clean-file", "", "with -sleep-forever and -term-linger, write this file on the way out")
 		termLinger   = flag.Duration("term-linger", 0, "with -sleep-forever, exit this long after SIGTERM")
 		gpuFree      = flag.String("gpu-free", "", "exit 3 at start if the pid written in this file still runs (its GPU memory is still taken)")
@@ -100,6 +101,9 @@ func main() {
 			args = append(args, "-ignore-term")
 		}
 		c := exec.Command(os.Args[0], args...)
+		if *childSetsid {
+			c.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+		}
 		if err := c.Start(); err != nil {
 			fail(err)
 		}
