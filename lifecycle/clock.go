@@ -2,7 +2,7 @@ package lifecycle
 
 import "time"
 
-// Clock is the source of time for idle_stop, load_timeout and restart backoff. Tests pass a fake
+// Clock is the source of time for idle_stop, load_timeout, restart backoff and the stop grace. Tests pass a fake
 // clock and advance it instead of sleeping. It also satisfies backoff.Clock.
 type Clock interface {
 	Now() time.Time

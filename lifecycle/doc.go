@@ -14,7 +14,8 @@
 //     room is the least recently used idle unpinned member — TestEvictionOrderLRU.
 //   - A pinned member is never evicted — TestPinnedNeverEvicted.
 //   - A member with a request in flight is neither evicted nor idle-stopped — TestBusyMemberNotEvicted,
-//     TestIdleStop.
+//     TestIdleStop. One that crashed and whose idle_stop passes before its restart is due stays
+//     stopped rather than load again only to be stopped — TestIdleCrashedMemberStaysStopped.
 //   - A member that a request waits for is not evicted before that request has it, so two requests
 //     for members of a full group never load and evict each other's processes in turn —
 //     TestNoEvictionBeforeWaiterAcquires.
@@ -22,13 +23,23 @@
 //   - A member that crashes after having been healthy is restarted with backoff, and the crash is
 //     logged with its last stderr lines — TestRestartAfterCrash; an unpinned member whose restart
 //     fails before it is healthy is stopped, not relaunched forever — TestUnpinnedRestartGivesUp.
+//   - A stop (eviction, idle_stop, load_timeout, Close) sends SIGTERM to the member's process
+//     group and SIGKILL to what is left of it after the grace, and ends, freeing the slot, only
+//     when no process of the group is left (a zombie nobody reaps does not count), so a model
+//     server's workers get the grace too and the next member never starts beside them —
+//     TestStopWaitsForGroup. After SIGKILL that wait is bounded (10 s, then an error is logged), for
+//     a process stuck in the kernel. A crashed member's group is killed and waited for the same way
+//     before it restarts. On Linux, descendants that left the group (setsid) are found through
+//     their parents in /proc before a stop and stopped with it — TestStopReachesEscapedWorker;
+//     one whose parent had already died, or left by a crashed process, escapes.
 //   - No child process (nor anything it spawned into its process group) survives Close —
 //     TestNoOrphanAfterClose; nor a SIGKILL of the gateway on Linux — TestChildDiesWithGateway.
 //   - A start that cannot finish within load_timeout fails with *LoadTimeoutError and its process is
 //     killed — TestLoadTimeout.
 //   - The most recently used members are pre-warmed from the state file — TestStateFilePrewarm.
 //
-// Time that carries meaning (idle_stop, load_timeout, restart backoff) is read from the injected
-// Clock. Time that only paces a real process (health poll interval, probe timeout, the SIGTERM →
-// SIGKILL grace) is wall time: a fake clock cannot make a real process start or exit sooner.
+// Time that carries meaning (idle_stop, load_timeout, restart backoff, the SIGTERM → SIGKILL
+// grace) is read from the injected Clock, so a test moves it instead of waiting. Time that only
+// paces a real process (health poll interval, probe timeout) is wall time: a fake clock cannot make
+// a real process answer sooner.
 package lifecycle

@@ -89,6 +89,11 @@ type harness struct {
 	m     *Manager
 	clock *fakeClock
 	log   *syncBuffer
+	grace time.Duration
+
+	graceOnce sync.Once
+	graceStop chan struct{} // closed to end passGraces
+	graceDone chan struct{} // closed when passGraces has ended
 }
 
 // newHarness builds a Manager on a fake clock with fast polling, closes it when the test ends and
@@ -107,6 +112,7 @@ func newHarness(t *testing.T, specs []Spec, groups []GroupSpec, o Options) *harn
 	if o.StopGrace == 0 {
 		o.StopGrace = 5 * time.Second
 	}
+	h.grace = o.StopGrace
 	m, err := New(specs, groups, o)
 	if err != nil {
 		t.Fatalf("New: %v", err)
@@ -115,7 +121,12 @@ func newHarness(t *testing.T, specs []Spec, groups []GroupSpec, o Options) *harn
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		if err := m.Close(ctx); err != nil {
+		// Members that ignore SIGTERM are still running: let their grace pass.
+		h.passGraces()
+		err := m.Close(ctx)
+		close(h.graceStop)
+		<-h.graceDone
+		if err != nil {
 			t.Errorf("Close: %v", err)
 		}
 		if t.Failed() {
@@ -123,6 +134,31 @@ func newHarness(t *testing.T, specs []Spec, groups []GroupSpec, o Options) *harn
 		}
 	})
 	return h
+}
+
+// passGraces makes every SIGTERM grace run out as soon as it starts, from now until the test
+// ends, by advancing the clock to it: for tests whose members ignore SIGTERM but that are not
+// about the grace. A grace is told from the manager's other timers by its duration.
+func (h *harness) passGraces() {
+	h.graceOnce.Do(func() {
+		h.graceStop = make(chan struct{})
+		h.graceDone = make(chan struct{})
+		go func() {
+			defer close(h.graceDone)
+			tick := time.NewTicker(2 * time.Millisecond)
+			defer tick.Stop()
+			for {
+				select {
+				case <-h.graceStop:
+					return
+				case <-tick.C:
+				}
+				if left, ok := h.clock.Next(h.grace); ok {
+					h.clock.Advance(left)
+				}
+			}
+		}()
+	})
 }
 
 // use acquires and releases name, failing the test on error, and returns the URL it was given.
@@ -238,6 +274,7 @@ type fakeClock struct {
 type fakeTimer struct {
 	c  *fakeClock
 	at time.Time
+	d  time.Duration // as asked for
 	f  func()
 }
 
@@ -254,7 +291,7 @@ func (c *fakeClock) Now() time.Time {
 func (c *fakeClock) AfterFunc(d time.Duration, f func()) Timer {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	t := &fakeTimer{c: c, at: c.now.Add(d), f: f}
+	t := &fakeTimer{c: c, at: c.now.Add(d), d: d, f: f}
 	c.timers = append(c.timers, t)
 	return t
 }
@@ -287,6 +324,19 @@ func (c *fakeClock) Advance(d time.Duration) {
 	for _, t := range due {
 		t.f()
 	}
+}
+
+// Next reports how far the clock is from the earliest pending timer that was asked for d, if any.
+func (c *fakeClock) Next(d time.Duration) (time.Duration, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var at time.Time
+	for _, t := range c.timers {
+		if t.d == d && (at.IsZero() || t.at.Before(at)) {
+			at = t.at
+		}
+	}
+	return max(at.Sub(c.now), 0), !at.IsZero()
 }
 
 // Pending counts timers not yet due or stopped.

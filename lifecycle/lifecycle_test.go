@@ -70,6 +70,7 @@ func TestEvictionOrderLRU(t *testing.T) {
 			}
 			h := newHarness(t, specs, []GroupSpec{{Name: "g", Slots: 2}},
 				Options{StopGrace: 200 * time.Millisecond})
+			h.passGraces()
 			pids := map[int]bool{}
 			for _, name := range tt.uses {
 				url := h.use(t, name)
@@ -333,6 +334,7 @@ func TestNoOrphanAfterClose(t *testing.T) {
 		fake("b", "-spawn-child", childB, "-ignore-term"),
 	}
 	h := newHarness(t, specs, nil, Options{StopGrace: 300 * time.Millisecond})
+	h.passGraces()
 	h.use(t, "a")
 	h.use(t, "b")
 	pids := []int{h.status(t, "a").PID, h.status(t, "b").PID}

@@ -25,7 +25,8 @@ const (
 	StateReady
 	// StateBackoff: the process died on its own and will be restarted after a delay.
 	StateBackoff
-	// StateStopping: asked to stop (SIGTERM sent, SIGKILL after the grace).
+	// StateStopping: asked to stop (SIGTERM sent, SIGKILL after the grace), until no process of
+	// its group is left.
 	StateStopping
 )
 
@@ -356,8 +357,8 @@ func (m *Manager) Status() []MemberStatus {
 	return out
 }
 
-// Close stops every child (SIGTERM to its process group, SIGKILL after the grace), waits for them
-// and saves the state file. Requests still holding a member should have ended first (the server
+// Close stops every child (SIGTERM to its process group, SIGKILL after the grace), waits until no
+// process of their groups is left and saves the state file. Requests still holding a member should have ended first (the server
 // drains before calling Close). If ctx ends first, Close returns ctx.Err() while the stops finish in
 // the background.
 func (m *Manager) Close(ctx context.Context) error {
@@ -435,7 +436,9 @@ func (m *Manager) release(mem *member, port int) {
 	m.seq++
 	mem.seq = m.seq
 	mem.lastUsed = m.clock.Now()
-	if mem.busy == 0 && mem.state == StateReady {
+	// A member waiting to restart after a crash counts its idle time too, so that one nobody used
+	// for idle_stop is not loaded again only to be stopped.
+	if mem.busy == 0 && (mem.state == StateReady || mem.state == StateBackoff) {
 		m.armIdleLocked(mem)
 	}
 	// A request waiting for a slot may now evict this member.
@@ -586,7 +589,9 @@ func idleSince(mem *member) time.Time {
 func (m *Manager) idleCheck(mem *member) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.closed || mem.state != StateReady || mem.busy > 0 {
+	// A member backing off after a crash is stopped too: restarting it would load a model that
+	// the next check stops at once.
+	if m.closed || (mem.state != StateReady && mem.state != StateBackoff) || mem.busy > 0 || mem.waiting > 0 {
 		return
 	}
 	if m.clock.Now().Sub(idleSince(mem)) < mem.spec.IdleStop {

@@ -1,10 +1,133 @@
 package lifecycle
 
-import "syscall"
+import (
+	"bytes"
+	"os"
+	"strconv"
+	"strings"
+	"syscall"
+)
 
 // sysProcAttr puts the child in its own process group, so that a stop reaches whatever it spawned,
 // and asks the kernel to SIGKILL it when the thread that forked it dies; Manager forks from one
 // locked thread that lives until Close, so that is "when the gateway dies".
 func sysProcAttr() *syscall.SysProcAttr {
 	return &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+}
+
+// groupHasLive reports whether a process of the group pgid other than a zombie is left, from
+// /proc/PID/stat; when /proc cannot be read it says yes, which costs a stop its bound at worst.
+func groupHasLive(pgid int) bool {
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		return true
+	}
+	for _, e := range ents {
+		if _, err := strconv.Atoi(e.Name()); err != nil {
+			continue
+		}
+		st, ok := readStat(e.Name())
+		if ok && st.pgrp == pgid && st.state != 'Z' && st.state != 'X' {
+			return true
+		}
+	}
+	return false
+}
+
+// procStat is what lifecycle reads of /proc/PID/stat.
+type procStat struct {
+	state      byte
+	ppid, pgrp int
+	start      uint64 // clock ticks after boot: with the pid, names one process for good
+}
+
+// findEscapees lists the live descendants of pid that left its process group (setsid, setpgid),
+// from one pass over /proc. Only those whose parents all still run are found: one whose parent
+// died before is a child of init by now.
+func findEscapees(pid int) []escapee {
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil
+	}
+	type proc struct {
+		pid int
+		procStat
+	}
+	children := map[int][]proc{}
+	for _, e := range ents {
+		p, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if st, ok := readStat(e.Name()); ok {
+			children[st.ppid] = append(children[st.ppid], proc{p, st})
+		}
+	}
+	var out []escapee
+	next := []int{pid}
+	for len(next) > 0 {
+		parent := next[len(next)-1]
+		next = next[:len(next)-1]
+		for _, c := range children[parent] {
+			next = append(next, c.pid)
+			if c.pgrp != pid && c.state != 'Z' && c.state != 'X' {
+				out = append(out, escapee{pid: c.pid, start: c.start})
+			}
+		}
+	}
+	return out
+}
+
+// signalEscapees sends SIGTERM, or SIGKILL if kill, to each escapee that is still the process it
+// was found as.
+func signalEscapees(es []escapee, kill bool) {
+	sig := syscall.SIGTERM
+	if kill {
+		sig = syscall.SIGKILL
+	}
+	for _, e := range es {
+		// The check and the kill are not atomic, but a pid is reused only after the kernel has
+		// gone round every other one, not within the moment between them.
+		if st, ok := readStat(strconv.Itoa(e.pid)); ok && st.start == e.start {
+			_ = syscall.Kill(e.pid, sig)
+		}
+	}
+}
+
+// escapeesAlive reports whether an escapee still runs; a zombie does not.
+func escapeesAlive(es []escapee) bool {
+	for _, e := range es {
+		if st, ok := readStat(strconv.Itoa(e.pid)); ok && st.start == e.start && st.state != 'Z' && st.state != 'X' {
+			return true
+		}
+	}
+	return false
+}
+
+// readStat reads /proc/pid/stat; ok is false for a process gone meanwhile or a line it cannot
+// parse.
+func readStat(pid string) (procStat, bool) {
+	b, err := os.ReadFile("/proc/" + pid + "/stat")
+	if err != nil {
+		return procStat{}, false
+	}
+	// The command name in parentheses may hold spaces and parentheses; the fields follow the last
+	// ')': state ppid pgrp ...
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return procStat{}, false
+	}
+	// state ppid pgrp session tty_nr tpgid flags minflt cminflt majflt cmajflt utime stime cutime
+	// cstime priority nice num_threads itrealvalue starttime
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 20 || len(f[0]) != 1 {
+		return procStat{}, false
+	}
+	ppid, err1 := strconv.Atoi(f[1])
+	pgrp, err2 := strconv.Atoi(f[2])
+	start, err3 := strconv.ParseUint(f[19], 10, 64)
+	if err1 != nil || err2 != nil || err3 != nil {
+		return procStat{}, false
+	}
+	return procStat{state: f[0][0], ppid: ppid, pgrp: pgrp, start: start}, true
 }

@@ -215,6 +215,11 @@ func TestAbandonedWaitForVictimLaunchesNothing(t *testing.T) {
 	if err := <-got; !errors.Is(err, context.Canceled) {
 		t.Fatalf("Ensure(b) after cancel: %v", err)
 	}
+	eventually(t, "a's grace to start", func() bool {
+		_, ok := h.clock.Next(500 * time.Millisecond)
+		return ok
+	})
+	h.clock.Advance(500 * time.Millisecond)
 	eventually(t, "a's process to exit", func() bool { return processGone(pidA) })
 	eventually(t, "b to settle", func() bool {
 		st := h.m.State("b")

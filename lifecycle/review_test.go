@@ -293,6 +293,7 @@ func TestGroupChurn(t *testing.T) {
 		specs = append(specs, inGroup("g", fake(name, "-ignore-term")))
 	}
 	h := newHarness(t, specs, []GroupSpec{{Name: "g", Slots: 2}}, Options{StopGrace: 50 * time.Millisecond})
+	h.passGraces()
 	ctx, cancel := context.WithTimeout(context.Background(), 12*time.Second)
 	defer cancel()
 	done := make(chan struct{})

@@ -63,7 +63,7 @@ type GroupSpec struct {
 
 // Options are the manager-wide settings. The zero value is usable.
 type Options struct {
-	// Clock drives idle_stop, load_timeout and restart backoff; nil = WallClock.
+	// Clock drives idle_stop, load_timeout, restart backoff and StopGrace; nil = WallClock.
 	Clock Clock
 	// StateFile is where the LRU order is kept (JSON, replaced atomically); "" = not kept. Start
 	// reads it; a Manager never started never writes it.

@@ -25,6 +25,10 @@ const (
 	// waitDelay bounds how long Wait keeps reading stderr after the process exited, for when a
 	// grandchild still holds the pipe.
 	waitDelay = time.Second
+	// groupPoll paces the look for processes left in a stopped member's group.
+	groupPoll = 20 * time.Millisecond
+	// killWait bounds the wait for a group's processes to go after SIGKILL.
+	killWait = 10 * time.Second
 )
 
 var errStopRequested = errors.New("stop requested")
@@ -240,7 +244,7 @@ func (m *Manager) runOnce(mem *member, stop <-chan struct{}, restart bool) runRe
 		stopPolling()
 	case <-exited:
 		stopPolling()
-		reap(cmd)
+		m.reap(cmd, exited)
 		perr := &ProcessError{Target: name, Err: waitErr, Stderr: errOut.Lines()}
 		m.log.Warn("lifecycle: process exited before it was healthy", "target", name, "pid", pid,
 			"err", waitErr, "stderr", strings.Join(perr.Stderr, "\n"))
@@ -279,7 +283,7 @@ func (m *Manager) runOnce(mem *member, stop <-chan struct{}, restart bool) runRe
 
 	select {
 	case <-exited:
-		reap(cmd)
+		m.reap(cmd, exited)
 		perr := &ProcessError{Target: name, Err: waitErr, Stderr: errOut.Lines()}
 		m.log.Warn("lifecycle: process crashed", "target", name, "pid", pid, "err", waitErr,
 			"stderr", strings.Join(perr.Stderr, "\n"))
@@ -290,25 +294,87 @@ func (m *Manager) runOnce(mem *member, stop <-chan struct{}, restart bool) runRe
 	}
 }
 
-// reap kills whatever the process left in its group when it exited on its own.
-func reap(cmd *exec.Cmd) { _ = signalGroup(cmd.Process, true) }
+// reap kills whatever the process left in its group when it exited on its own, and waits for that
+// to go before a restart or another member takes the slot. Descendants that left the group are
+// out of reach here: their parents' deaths made them children of init.
+func (m *Manager) reap(cmd *exec.Cmd, exited <-chan struct{}) {
+	_ = signalGroup(cmd.Process, true)
+	m.awaitKilled(cmd, exited, nil)
+}
 
-// terminate sends SIGTERM to the process group, SIGKILL after the grace, and waits for the exit.
+// escapee is a descendant of a member's process that left its process group (setsid, setpgid), so
+// a signal to the group misses it; start tells the process from a later one given its pid.
+type escapee struct {
+	pid   int
+	start uint64
+}
+
+// terminate sends SIGTERM to the process group, SIGKILL to what is left of it after the grace,
+// and returns once the process has been waited for and no process of its group is left. A model
+// server's workers are in the group and may hold GPU memory: the next member must not start
+// before they have gone, and they get the grace to exit cleanly even after their leader has.
+// Descendants that left the group are found first (Linux: from /proc, while their parents still
+// run) and treated as part of it.
 func (m *Manager) terminate(cmd *exec.Cmd, exited <-chan struct{}) {
-	if err := signalGroup(cmd.Process, false); err != nil {
-		m.log.Warn("lifecycle: SIGTERM", "pid", cmd.Process.Pid, "err", err)
+	pid := cmd.Process.Pid
+	esc := findEscapees(pid)
+	for _, e := range esc {
+		m.log.Info("lifecycle: stopping a descendant that left the process group", "pid", pid, "descendant", e.pid)
 	}
-	grace := time.NewTimer(m.opt.StopGrace)
-	defer grace.Stop()
+	if err := signalGroup(cmd.Process, false); err != nil {
+		m.log.Warn("lifecycle: SIGTERM", "pid", pid, "err", err)
+	}
+	signalEscapees(esc, false)
+	grace := make(chan struct{})
+	t := m.clock.AfterFunc(m.opt.StopGrace, func() { close(grace) })
+	defer t.Stop()
+	if m.awaitGroup(pid, esc, exited, grace) {
+		return
+	}
+	m.log.Warn("lifecycle: process ignored SIGTERM; killing", "pid", pid, "grace", m.opt.StopGrace)
+	_ = signalGroup(cmd.Process, true)
+	signalEscapees(esc, true)
+	m.awaitKilled(cmd, exited, esc)
+}
+
+// awaitKilled waits, after a SIGKILL to the group, for the process and then the rest of its group
+// and esc, the latter for at most killWait: a process in uninterruptible sleep (a GPU driver call)
+// dies only when the call returns, and a slot held by it for good would stop the whole group.
+func (m *Manager) awaitKilled(cmd *exec.Cmd, exited <-chan struct{}, esc []escapee) {
+	<-exited
+	bound := make(chan struct{})
+	t := m.clock.AfterFunc(killWait, func() { close(bound) })
+	defer t.Stop()
+	if !m.awaitGroup(cmd.Process.Pid, esc, exited, bound) {
+		m.log.Error("lifecycle: processes of the group outlived SIGKILL; freeing the slot anyway",
+			"pgid", cmd.Process.Pid, "waited", killWait)
+	}
+}
+
+// awaitGroup waits until the process has exited and no process of its group pgid nor of esc is
+// left, and reports true, or until give is closed, and reports false.
+func (m *Manager) awaitGroup(pgid int, esc []escapee, exited, give <-chan struct{}) bool {
 	select {
 	case <-exited:
-	case <-grace.C:
-		m.log.Warn("lifecycle: process ignored SIGTERM; killing", "pid", cmd.Process.Pid, "grace", m.opt.StopGrace)
-		_ = signalGroup(cmd.Process, true)
-		<-exited
+	case <-give:
+		return false
 	}
-	// Children that outlived their leader are still in the group.
-	_ = signalGroup(cmd.Process, true)
+	gone := func() bool { return !groupAlive(pgid) && !escapeesAlive(esc) }
+	if gone() {
+		return true
+	}
+	tick := time.NewTicker(groupPoll)
+	defer tick.Stop()
+	for {
+		select {
+		case <-tick.C:
+		case <-give:
+			return false
+		}
+		if gone() {
+			return true
+		}
+	}
 }
 
 // pollHealth probes url every PollInterval until it answers 200 or ctx ends.

@@ -1,6 +1,8 @@
 // Command fakebackend is a stand-in for llama-server in the lifecycle tests: it serves a health
 // path and /v1/chat/completions on a loopback port and can be told to start slowly, crash at once
-// or after N chat requests, hang its health check, ignore SIGTERM, or leave a grandchild behind.
+// or after N chat requests, hang its health check, ignore SIGTERM, leave a grandchild behind (one
+// that may take its time to exit on SIGTERM, ignore it, or leave the process group), or refuse to start while another
+// process still runs, as a model server does whose GPU memory is still taken.
 package main
 
 import (
@@ -33,6 +35,12 @@ func main() {
 		crashFrom    = flag.Int("crash-at-start-from", 0, "with -starts, crash at start from this start on (0 = never)")
 		childFile    = flag.String("spawn-child", "", "start a grandchild that sleeps, write its pid here")
 		sleepForever = flag.Bool("sleep-forever", false, "do nothing until killed (the grandchild)")
+		childLinger  = flag.Duration("child-term-linger", 0, "with -spawn-child, the grandchild takes this long to exit on SIGTERM, then writes its pid file + \".clean\"")
+		childIgnore  = flag.Bool("child-ignore-term", false, "with -spawn-child, the grandchild ignores SIGTERM")
+		childSetsid  = flag.Bool("child-setsid", false, "with -spawn-child, the grandchild leaves the process group (setsid)")
+		cleanFile    = flag.String("clean-file", "", "with -sleep-forever and -term-linger, write this file on the way out")
+		termLinger   = flag.Duration("term-linger", 0, "with -sleep-forever, exit this long after SIGTERM")
+		gpuFree      = flag.String("gpu-free", "", "exit 3 at start if the pid written in this file still runs (its GPU memory is still taken)")
 		envFile      = flag.String("env-file", "", "write this process's environment to the file at start")
 	)
 	flag.Parse()
@@ -46,7 +54,28 @@ func main() {
 		}
 	}
 	if *sleepForever {
+		if *ignoreTerm {
+			signal.Ignore(syscall.SIGTERM)
+		}
+		if *termLinger > 0 {
+			term := make(chan os.Signal, 1)
+			signal.Notify(term, syscall.SIGTERM)
+			<-term
+			time.Sleep(*termLinger)
+			if err := os.WriteFile(*cleanFile, nil, 0o644); err != nil {
+				fail(err)
+			}
+			os.Exit(0)
+		}
 		select {}
+	}
+	if *gpuFree != "" {
+		if b, err := os.ReadFile(*gpuFree); err == nil {
+			if pid, err := strconv.Atoi(string(bytes.TrimSpace(b))); err == nil && running(pid) {
+				fmt.Fprintf(os.Stderr, "fakebackend %s: GPU memory still taken by pid %d\n", *name, pid)
+				os.Exit(3)
+			}
+		}
 	}
 	if *ignoreTerm {
 		signal.Ignore(syscall.SIGTERM)
@@ -64,7 +93,17 @@ func main() {
 		}
 	}
 	if *childFile != "" {
-		c := exec.Command(os.Args[0], "-sleep-forever")
+		args := []string{"-sleep-forever"}
+		if *childLinger > 0 {
+			args = append(args, "-term-linger", childLinger.String(), "-clean-file", *childFile+".clean")
+		}
+		if *childIgnore {
+			args = append(args, "-ignore-term")
+		}
+		c := exec.Command(os.Args[0], args...)
+		if *childSetsid {
+			c.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+		}
 		if err := c.Start(); err != nil {
 			fail(err)
 		}
@@ -111,4 +150,17 @@ func main() {
 func fail(err error) {
 	fmt.Fprintln(os.Stderr, "fakebackend:", err)
 	os.Exit(1)
+}
+
+// running reports whether pid is a live process; a zombie is not.
+func running(pid int) bool {
+	if syscall.Kill(pid, 0) != nil {
+		return false
+	}
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return true // no /proc to tell a zombie by
+	}
+	i := bytes.LastIndexByte(b, ')')
+	return i < 0 || i+2 >= len(b) || (b[i+2] != 'Z' && b[i+2] != 'X')
 }
