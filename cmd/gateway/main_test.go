@@ -171,3 +171,28 @@ func TestHelpOnPositionalCommands(t *testing.T) {
 		t.Errorf("keygen --name=laptop: exit %d, stdout %q; want 2 and no key", code, out)
 	}
 }
+
+// TestLogLevel: --log-level takes debug, info, warn or error in any case, and nothing else:
+// slog's own parser also reads offsets (INFO+2, DEBUG-4), which would log at levels the usage
+// does not name.
+func TestLogLevel(t *testing.T) {
+	for _, level := range []string{"debug", "INFO", "Warn", "error", "ERROR"} {
+		_, flush, err := newLogger(&bytes.Buffer{}, level)
+		if err != nil {
+			t.Errorf("%q: %v, want it taken", level, err)
+			continue
+		}
+		flush()
+	}
+	for _, level := range []string{"INFO+2", "warn-4", "DEBUG+0", "", "warning", "trace", "0", " info", "info "} {
+		// demo reads the flag with the same newLogger, but would start its simulators if the
+		// level were taken: serve, with no config to load, is the command line tried.
+		if _, _, err := newLogger(&bytes.Buffer{}, level); err == nil {
+			t.Errorf("newLogger(%q) took it", level)
+		}
+		code, _, errOut := runCmd(t, "serve", "--log-level", level, "--config", "/no/such/file.toml")
+		if code != 2 || !strings.Contains(errOut, "debug, info, warn or error") || !strings.HasPrefix(errOut, "gateway: ") {
+			t.Errorf("serve --log-level %q: exit %d, stderr %q; want 2 and a usage error naming the valid values", level, code, errOut)
+		}
+	}
+}
