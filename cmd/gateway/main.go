@@ -119,7 +119,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	if err != nil {
 		var ue usageError
-		fmt.Fprintln(stderr, "gateway:", err)
+		// A config's problems come joined, one per line: each is its own message, prefixed.
+		for line := range strings.SplitSeq(err.Error(), "\n") {
+			fmt.Fprintln(stderr, "gateway:", line)
+		}
 		if errors.As(err, &ue) {
 			return 2
 		}

@@ -196,3 +196,24 @@ func TestLogLevel(t *testing.T) {
 		}
 	}
 }
+
+// TestServeLoadErrorsEachPrefixed: a config with several problems is refused with all of them,
+// one per line, each line prefixed as every other message of the command is (the joined error
+// printed whole prefixed its first line only).
+func TestServeLoadErrorsEachPrefixed(t *testing.T) {
+	bad := filepath.Join(t.TempDir(), "bad.toml")
+	conf := "[targets.a]\nadapter = \"openai\"\nurl = \"http://127.0.0.1:1/v1\"\ncolour = \"red\"\nshade = \"blue\"\n\n[routes.r]\ntargets = [\"a\"]\n"
+	if err := os.WriteFile(bad, []byte(conf), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errOut := runCmd(t, "serve", "--config", bad)
+	lines := strings.Split(strings.TrimSuffix(errOut, "\n"), "\n")
+	if code != 1 || len(lines) != 2 {
+		t.Fatalf("exit %d, stderr %q; want 1 and two lines", code, errOut)
+	}
+	for i, want := range []string{"bad.toml:4:", "bad.toml:5:"} {
+		if !strings.HasPrefix(lines[i], "gateway: ") || !strings.Contains(lines[i], want) {
+			t.Errorf("line %d %q, want it prefixed with \"gateway: \" and holding %q", i, lines[i], want)
+		}
+	}
+}
