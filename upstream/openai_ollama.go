@@ -70,6 +70,9 @@ type ollamaChatRequest struct {
 	Format   json.RawMessage `json:"format,omitempty"`
 	Options  *ollamaOptions  `json:"options,omitempty"`
 	Stream   bool            `json:"stream"`
+	// Logprobs and TopLogprobs are the client's (Ollama v0.12.11 on; an older one ignores them).
+	Logprobs    bool `json:"logprobs,omitempty"`
+	TopLogprobs int  `json:"top_logprobs,omitempty"`
 }
 
 type ollamaChatResponse struct {
@@ -81,6 +84,8 @@ type ollamaChatResponse struct {
 	PromptEvalCount int             `json:"prompt_eval_count"`
 	EvalCount       int             `json:"eval_count"`
 	Error           json.RawMessage `json:"error"`
+	// Logprobs are the tokens of this line (of the whole answer when not streamed), when asked.
+	Logprobs []logprobJSON `json:"logprobs"`
 }
 
 func (a *openaiOllama) chat(ctx context.Context, req *core.Request) (*Response, error) {
@@ -121,7 +126,7 @@ func (a *openaiOllama) chat(ctx context.Context, req *core.Request) (*Response, 
 	c := completionJSON{ID: "chatcmpl-" + a.newID(), Object: "chat.completion", Created: a.created(m.CreatedAt),
 		Model: cmpOr(m.Model, a.t.Model),
 		Choices: []choiceJSON{{Message: completionMessage(a.t.Reasoning, m.Message.Content, m.Message.Thinking, calls),
-			FinishReason: finish}},
+			Logprobs: newLogprobs(m.Logprobs), FinishReason: finish}},
 		Usage: newUsage(m.PromptEvalCount, m.EvalCount)}
 	b := mustJSON(c)
 	return &Response{Body: b}, nil
@@ -212,6 +217,7 @@ func (a *openaiOllama) translate(req *core.Request) (*ollamaChatRequest, error) 
 	out.Format = format
 	o := &ollamaOptions{Temperature: p.Temperature, TopP: p.TopP, Seed: p.Seed, Stop: p.StopList(), NumPredict: req.MaxTokens,
 		FreqPenalty: p.FrequencyPenalty, PresPenalty: p.PresencePenalty}
+	out.Logprobs, out.TopLogprobs = logprobsAsked(req.Body)
 	if o.Temperature != nil || o.TopP != nil || o.Seed != nil || o.Stop != nil || o.NumPredict > 0 ||
 		o.FreqPenalty != nil || o.PresPenalty != nil {
 		out.Options = o
@@ -436,6 +442,7 @@ func (s *ollamaStream) read() error {
 	}
 	calls := ollamaToolCalls(m.Message.ToolCalls, s.newID, true, s.calls)
 	s.calls += len(calls)
+	s.ch.logprobs = newLogprobs(m.Logprobs)
 	if ev := s.ch.delta(m.Message.Content, m.Message.Thinking, calls, nil); ev != nil {
 		s.pending = append(s.pending, ev)
 	}
