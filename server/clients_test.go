@@ -29,6 +29,10 @@ func clientGateway(t *testing.T) *live {
 			return
 		}
 		w.Header().Set("Content-Type", "application/json")
+		if strings.HasSuffix(r.URL.Path, "/embeddings") {
+			_, _ = io.WriteString(w, `{"object":"list","data":[{"object":"embedding","index":0,"embedding":"AAAAPw=="}],"model":"m"}`)
+			return
+		}
 		_, _ = io.WriteString(w, `{"id":"c1","object":"chat.completion","created":1,"model":"m","choices":[{"index":0,`+
 			`"message":{"role":"assistant","content":"ok"},"finish_reason":"stop"}],"usage":{"prompt_tokens":1,"completion_tokens":1,"total_tokens":2}}`)
 	}))

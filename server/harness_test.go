@@ -88,6 +88,11 @@ func okHandler(name string) http.HandlerFunc {
 			Stream bool   `json:"stream"`
 		}
 		_ = json.NewDecoder(r.Body).Decode(&req)
+		if strings.HasSuffix(r.URL.Path, "/embeddings") {
+			w.Header().Set("Content-Type", "application/json")
+			fmt.Fprintf(w, `{"object":"list","data":[{"object":"embedding","index":0,"embedding":[0.5,0.25]}],"model":%q,"usage":{"prompt_tokens":1,"total_tokens":1}}`, req.Model)
+			return
+		}
 		if req.Stream {
 			w.Header().Set("Content-Type", "text/event-stream")
 			for i, word := range []string{"hello", " from", " " + name} {

@@ -16,7 +16,7 @@ import (
 	"github.com/hayula/gateway/core"
 )
 
-const answerJSON = `{"id":"x","object":"chat.completion","choices":[]}`
+const answerJSON = `{"id":"x","object":"chat.completion","choices":[{"index":0}]}`
 
 // h1Set is a Set over one http:// target, checked to be served by the synchronous client.
 func h1Set(t *testing.T, url string) (*Set, *core.Target) {
@@ -378,7 +378,7 @@ func TestH1ResponsesAreTheAnswers(t *testing.T) {
 			return
 		}
 		w.Header().Set("Content-Type", "application/json")
-		_, _ = io.WriteString(w, `{"id":"`+n+`","object":"chat.completion","choices":[]}`)
+		_, _ = io.WriteString(w, `{"id":"`+n+`","object":"chat.completion","choices":[{"index":0}]}`)
 	})
 	s, tg := h1Set(t, srv.URL)
 	var kept []*Response
@@ -413,8 +413,8 @@ func TestH1ResponsesAreTheAnswers(t *testing.T) {
 		}
 	}
 	want := []string{`{"id":"3","choices":[{"delta":{},"finish_reason":"stop"}]}`, `{"id":"6","choices":[{"delta":{},"finish_reason":"stop"}]}`,
-		`{"id":"1","object":"chat.completion","choices":[]}`, `{"id":"2","object":"chat.completion","choices":[]}`,
-		`{"id":"4","object":"chat.completion","choices":[]}`, `{"id":"5","object":"chat.completion","choices":[]}`}
+		`{"id":"1","object":"chat.completion","choices":[{"index":0}]}`, `{"id":"2","object":"chat.completion","choices":[{"index":0}]}`,
+		`{"id":"4","object":"chat.completion","choices":[{"index":0}]}`, `{"id":"5","object":"chat.completion","choices":[{"index":0}]}`}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("the answers kept (-want +got):\n%s", diff)
 	}
@@ -435,7 +435,7 @@ func TestReleasedAnswersServeTheNext(t *testing.T) {
 		if id%25 == 0 {
 			pad = strings.Repeat("y", maxKeptBody+100)
 		}
-		return `{"id":"a-` + strconv.Itoa(id) + `","object":"chat.completion","pad":"` + pad + `","choices":[]}`
+		return `{"id":"a-` + strconv.Itoa(id) + `","object":"chat.completion","pad":"` + pad + `","choices":[{"index":0}]}`
 	}
 	srv, _ := countingServer(t, func(w http.ResponseWriter, r *http.Request) {
 		b, _ := io.ReadAll(r.Body)
@@ -489,7 +489,7 @@ func TestReleasedAnswersServeTheNext(t *testing.T) {
 // tail of a body longer than its Content-Length) belong to no request: a connection that has
 // them is closed, never handed to the next request, which would read them as its own answer.
 func TestH1UnsolicitedBytesNotReadAsTheNextAnswer(t *testing.T) {
-	const leak = `{"id":"LEAK","object":"chat.completion","choices":[]}`
+	const leak = `{"id":"LEAK","object":"chat.completion","choices":[{"index":0}]}`
 	answer := "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: " + strconv.Itoa(len(answerJSON)) + "\r\n\r\n" + answerJSON
 	unsolicited := "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: " + strconv.Itoa(len(leak)) + "\r\n\r\n" + leak
 	for _, together := range []bool{true, false} {

@@ -70,6 +70,9 @@ type ollamaChatRequest struct {
 	Format   json.RawMessage `json:"format,omitempty"`
 	Options  *ollamaOptions  `json:"options,omitempty"`
 	Stream   bool            `json:"stream"`
+	// Logprobs and TopLogprobs are the client's (Ollama v0.12.11 on; an older one ignores them).
+	Logprobs    bool `json:"logprobs,omitempty"`
+	TopLogprobs int  `json:"top_logprobs,omitempty"`
 }
 
 type ollamaChatResponse struct {
@@ -81,6 +84,8 @@ type ollamaChatResponse struct {
 	PromptEvalCount int             `json:"prompt_eval_count"`
 	EvalCount       int             `json:"eval_count"`
 	Error           json.RawMessage `json:"error"`
+	// Logprobs are the tokens of this line (of the whole answer when not streamed), when asked.
+	Logprobs []logprobJSON `json:"logprobs"`
 }
 
 func (a *openaiOllama) chat(ctx context.Context, req *core.Request) (*Response, error) {
@@ -121,7 +126,7 @@ func (a *openaiOllama) chat(ctx context.Context, req *core.Request) (*Response, 
 	c := completionJSON{ID: "chatcmpl-" + a.newID(), Object: "chat.completion", Created: a.created(m.CreatedAt),
 		Model: cmpOr(m.Model, a.t.Model),
 		Choices: []choiceJSON{{Message: completionMessage(a.t.Reasoning, m.Message.Content, m.Message.Thinking, calls),
-			FinishReason: finish}},
+			Logprobs: newLogprobs(m.Logprobs), FinishReason: finish}},
 		Usage: newUsage(m.PromptEvalCount, m.EvalCount)}
 	b := mustJSON(c)
 	return &Response{Body: b}, nil
@@ -185,8 +190,9 @@ func (a *openaiOllama) translate(req *core.Request) (*ollamaChatRequest, error) 
 	out := &ollamaChatRequest{Model: a.t.Model, Stream: req.Stream, Messages: make([]ollamaMessage, 0, len(req.Messages))}
 	// Ollama answers a tool result by the tool's name; OpenAI by the call's id.
 	callNames := map[string]string{}
+	refused := refusals(req.Body)
 	for i := range req.Messages {
-		m, err := a.message(i, &req.Messages[i], callNames)
+		m, err := a.message(i, &req.Messages[i], callNames, refused)
 		if err != nil {
 			return nil, err
 		}
@@ -211,6 +217,7 @@ func (a *openaiOllama) translate(req *core.Request) (*ollamaChatRequest, error) 
 	out.Format = format
 	o := &ollamaOptions{Temperature: p.Temperature, TopP: p.TopP, Seed: p.Seed, Stop: p.StopList(), NumPredict: req.MaxTokens,
 		FreqPenalty: p.FrequencyPenalty, PresPenalty: p.PresencePenalty}
+	out.Logprobs, out.TopLogprobs = logprobsAsked(req.Body)
 	if o.Temperature != nil || o.TopP != nil || o.Seed != nil || o.Stop != nil || o.NumPredict > 0 ||
 		o.FreqPenalty != nil || o.PresPenalty != nil {
 		out.Options = o
@@ -218,7 +225,7 @@ func (a *openaiOllama) translate(req *core.Request) (*ollamaChatRequest, error) 
 	return out, nil
 }
 
-func (a *openaiOllama) message(i int, m *core.Message, callNames map[string]string) (ollamaMessage, error) {
+func (a *openaiOllama) message(i int, m *core.Message, callNames map[string]string, refused []string) (ollamaMessage, error) {
 	out := ollamaMessage{Role: m.Role}
 	switch m.Role {
 	case "developer":
@@ -235,7 +242,7 @@ func (a *openaiOllama) message(i int, m *core.Message, callNames map[string]stri
 		return out, requestError(a.t, "unsupported_content", fmt.Sprintf("messages[%d].content", i),
 			fmt.Sprintf("the ollama adapter cannot send content parts of type %q", fc.other))
 	}
-	out.Content = fc.text
+	out.Content = assistantText(m, i, fc.text, refused)
 	for j, u := range fc.images {
 		b64, isData, err := dataURLBase64(u)
 		param := fmt.Sprintf("messages[%d].content[%d].image_url", i, j)
@@ -435,6 +442,7 @@ func (s *ollamaStream) read() error {
 	}
 	calls := ollamaToolCalls(m.Message.ToolCalls, s.newID, true, s.calls)
 	s.calls += len(calls)
+	s.ch.logprobs = newLogprobs(m.Logprobs)
 	if ev := s.ch.delta(m.Message.Content, m.Message.Thinking, calls, nil); ev != nil {
 		s.pending = append(s.pending, ev)
 	}

@@ -53,14 +53,14 @@ func (a *openaiOpenAI) chat(ctx context.Context, req *core.Request) (*Response, 
 		}
 		return r, err
 	}
-	r, err := a.body(ctx, resp)
+	r, err := a.body(ctx, resp, req.Op)
 	if err == nil && think {
 		r.Body = splitThinkBody(r.Body)
 	}
 	return r, err
 }
 
-func (a *openaiOpenAI) body(ctx context.Context, resp *http.Response) (*Response, error) {
+func (a *openaiOpenAI) body(ctx context.Context, resp *http.Response, op core.Op) (*Response, error) {
 	body, err := readAnswer(ctx, a.t, resp)
 	if err != nil {
 		return nil, err
@@ -77,6 +77,12 @@ func (a *openaiOpenAI) body(ctx context.Context, resp *http.Response) (*Response
 	// further: in a completion's strings those quotes would be escaped.
 	if msg, ok := errorEvent(nil, body); ok {
 		return nil, &core.ProtocolError{Target: a.t.Name, Err: &ErrorAnswerError{Message: msg}}
+	}
+	// And so must an answer with nothing in it: openai-go's Choices[0] panics in the client's
+	// code. The server refuses n < 1 and an empty embeddings input, so a 2xx without a choice
+	// (or an embedding) never answers what was asked (TestNonStreamAnswerWithoutChoices).
+	if key := itemsKey(op); !hasItems(body, key) {
+		return nil, &core.ProtocolError{Target: a.t.Name, Err: &EmptyAnswerError{Key: key}}
 	}
 	r := &responseFor(resp).Response
 	r.Body = body
@@ -109,6 +115,48 @@ type ErrorAnswerError struct {
 }
 
 func (e *ErrorAnswerError) Error() string { return "a 2xx answer that is an error: " + e.Message }
+
+// EmptyAnswerError is a 2xx non-streaming answer whose top-level array of results (Key:
+// "choices", or "data" for embeddings) is empty, missing, or not an array.
+type EmptyAnswerError struct {
+	Key string
+}
+
+func (e *EmptyAnswerError) Error() string {
+	return "a 2xx answer with no " + e.Key + ": nothing for the client to read"
+}
+
+// itemsKey is the top-level member an answer to op carries its results in.
+func itemsKey(op core.Op) string {
+	if op == core.OpEmbeddings {
+		return "data"
+	}
+	return "choices"
+}
+
+// hasItems reports whether the top-level member key of the object body holds a non-empty
+// array. It steps over the members before it without decoding them (OpenAI's answers put
+// choices after only id, object, created and model) and stops at the first one named key: a
+// duplicate later is not looked at.
+func hasItems(body []byte, key string) bool {
+	it := jsonx.Object(body, false)
+	for {
+		k, v, ok := it.Next()
+		if !ok {
+			return false
+		}
+		if name, plain := jsonx.PlainKey(k); plain && string(name) != key {
+			continue
+		} else if !plain {
+			if s, ok := jsonx.Unquote(k); !ok || s != key {
+				continue
+			}
+		}
+		items := jsonx.Array(v, false)
+		_, _, ok = items.Next()
+		return ok
+	}
+}
 
 // NotJSONError is a 2xx non-streaming answer that is not JSON.
 type NotJSONError struct {

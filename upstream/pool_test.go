@@ -78,7 +78,7 @@ func TestAnswerConnectionReused(t *testing.T) {
 	srv, conns := countingServer(t, func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.Copy(io.Discard, r.Body)
 		w.Header().Set("Content-Type", "application/json")
-		_, _ = fmt.Fprint(w, `{"id":"x","choices":[]}`)
+		_, _ = fmt.Fprint(w, `{"id":"x","choices":[{"index":0}]}`)
 	})
 	s := newSet(t, target(srv.URL))
 	for i := range 5 {

@@ -7,11 +7,13 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"math"
 	"net/http"
 	"net/url"
 	"strings"
 
 	"github.com/hayula/gateway/core"
+	"github.com/hayula/gateway/internal/jsonx"
 )
 
 // This file holds what the translating adapters (ollama, saif) share: reading OpenAI message
@@ -132,6 +134,64 @@ func readContent(raw json.RawMessage) (flatContent, error) {
 	return fc, nil
 }
 
+// refusalKey is the raw key refusals looks for before walking a body.
+var refusalKey = []byte(`"refusal"`)
+
+// refusals returns the top-level "refusal" string of each message in a chat body, by index (""
+// for none), or nil when no message may have one. OpenAI answers a refusal as the assistant
+// message's "refusal" with content null, and a client sends that message back as it got it;
+// core.Message does not carry the member, so it is read from the body here. A body without a raw
+// "refusal" (in a string its quotes would be escaped) is not walked.
+func refusals(body []byte) []string {
+	if !bytes.Contains(body, refusalKey) {
+		return nil
+	}
+	top := jsonx.Object(body, false)
+	for {
+		k, v, ok := top.Next()
+		if !ok {
+			return nil
+		}
+		if name, plain := jsonx.PlainKey(k); !plain || string(name) != "messages" {
+			continue
+		}
+		var out []string
+		msgs := jsonx.Array(v, false)
+		for {
+			_, m, ok := msgs.Next()
+			if !ok {
+				return out
+			}
+			out = append(out, refusalOf(m))
+		}
+	}
+}
+
+// refusalOf is the top-level "refusal" string of one message object, "" when it has none.
+func refusalOf(m []byte) string {
+	it := jsonx.Object(m, false)
+	for {
+		k, v, ok := it.Next()
+		if !ok {
+			return ""
+		}
+		if name, plain := jsonx.PlainKey(k); plain && string(name) == "refusal" && len(v) > 0 && v[0] == '"' {
+			s, _ := jsonx.Unquote(v)
+			return s
+		}
+	}
+}
+
+// assistantText is the text sent for message i: its content's text, or, for an assistant
+// message without any, its refusal. When both are there the content is what is sent: OpenAI never
+// answers both, and a client that keeps both has most likely copied the one into the other.
+func assistantText(m *core.Message, i int, text string, refusals []string) string {
+	if text == "" && m.Role == "assistant" && i < len(refusals) {
+		return refusals[i]
+	}
+	return text
+}
+
 // dataURLBase64 returns the payload of a data: URL as base64. ok is false for any other URL.
 func dataURLBase64(u string) (b64 string, ok bool, err error) {
 	if !strings.HasPrefix(u, "data:") {
@@ -201,10 +261,82 @@ type messageJSON struct {
 }
 
 type choiceJSON struct {
-	Index        int         `json:"index"`
-	Message      messageJSON `json:"message"`
-	Logprobs     *struct{}   `json:"logprobs"`
-	FinishReason string      `json:"finish_reason"`
+	Index        int           `json:"index"`
+	Message      messageJSON   `json:"message"`
+	Logprobs     *logprobsJSON `json:"logprobs"`
+	FinishReason string        `json:"finish_reason"`
+}
+
+// logprobsJSON is a choice's logprobs: one entry per token of the answer (of the chunk).
+type logprobsJSON struct {
+	Content []logprobJSON `json:"content"`
+}
+
+// logprobJSON is one token's entry, in OpenAI's shape, which is also Ollama's (its api.Logprob)
+// except that Ollama leaves out empty bytes and top_logprobs; newLogprobs fills the latter in.
+type logprobJSON struct {
+	Token       string           `json:"token"`
+	Logprob     float64          `json:"logprob"`
+	Bytes       []int            `json:"bytes"`
+	TopLogprobs []topLogprobJSON `json:"top_logprobs"`
+}
+
+// topLogprobJSON is one alternative at a token's place.
+type topLogprobJSON struct {
+	Token   string  `json:"token"`
+	Logprob float64 `json:"logprob"`
+	Bytes   []int   `json:"bytes"`
+}
+
+// newLogprobs is the logprobs of a choice whose tokens are entries: nil (null) for none, as an
+// upstream that was not asked, or does not know the field, gives none. An entry without
+// alternatives gets top_logprobs [], as OpenAI's always carry the member.
+func newLogprobs(entries []logprobJSON) *logprobsJSON {
+	if len(entries) == 0 {
+		return nil
+	}
+	for i := range entries {
+		if entries[i].TopLogprobs == nil {
+			entries[i].TopLogprobs = []topLogprobJSON{}
+		}
+	}
+	return &logprobsJSON{Content: entries}
+}
+
+// logprobsKey is the raw key logprobsAsked looks for before walking a body.
+var logprobsKey = []byte(`"logprobs"`)
+
+// logprobsAsked reads a chat body's logprobs (true) and top_logprobs (a count, 0 for none or
+// null). The server has checked their kinds and that top_logprobs comes with logprobs true.
+// A body without a raw "logprobs" is not walked.
+func logprobsAsked(body []byte) (on bool, top int) {
+	if !bytes.Contains(body, logprobsKey) {
+		return false, 0
+	}
+	it := jsonx.Object(body, false)
+	for {
+		k, v, ok := it.Next()
+		if !ok {
+			break
+		}
+		name, plain := jsonx.PlainKey(k)
+		if !plain {
+			continue
+		}
+		switch string(name) {
+		case "logprobs":
+			on = string(v) == "true"
+		case "top_logprobs":
+			var n float64
+			if json.Unmarshal(v, &n) == nil && n > 0 && n <= math.MaxInt32 {
+				top = int(n)
+			}
+		}
+	}
+	if !on {
+		top = 0
+	}
+	return on, top
 }
 
 // hayulaJSON is the gateway's own top-level member on SAIF answers.
@@ -239,10 +371,10 @@ type deltaJSON struct {
 }
 
 type chunkChoiceJSON struct {
-	Index        int       `json:"index"`
-	Delta        deltaJSON `json:"delta"`
-	Logprobs     *struct{} `json:"logprobs"`
-	FinishReason *string   `json:"finish_reason"`
+	Index        int           `json:"index"`
+	Delta        deltaJSON     `json:"delta"`
+	Logprobs     *logprobsJSON `json:"logprobs"`
+	FinishReason *string       `json:"finish_reason"`
 }
 
 // chunkJSON is a chat.completion.chunk.
@@ -257,6 +389,9 @@ type chunker struct {
 	model   string
 	started bool
 	think   *thinkSplitter // nil when reasoning is passthrough
+	// logprobs are the upstream's for the tokens read since the last chunk, carried by the next
+	// one (a held <think> part may put them on a chunk before their text).
+	logprobs *logprobsJSON
 }
 
 func newChunker(id string, created int64, model string, r core.Reasoning) *chunker {
@@ -275,7 +410,7 @@ func (c *chunker) delta(text, reasoning string, calls []toolCallJSON, hy *hayula
 		text, r = c.think.split(text)
 		reasoning += r
 	}
-	if c.started && text == "" && reasoning == "" && len(calls) == 0 && hy == nil {
+	if c.started && text == "" && reasoning == "" && len(calls) == 0 && hy == nil && c.logprobs == nil {
 		return nil
 	}
 	d := deltaJSON{ReasoningContent: reasoning, ToolCalls: calls}
@@ -315,7 +450,8 @@ func (c *chunker) usage(u *usageJSON) []byte {
 
 func (c *chunker) marshal(d deltaJSON, finish *string, u *usageJSON, hy *hayulaJSON) []byte {
 	b := mustJSON(chunkJSON{ID: c.id, Object: "chat.completion.chunk", Created: c.created, Model: c.model,
-		Choices: []chunkChoiceJSON{{Delta: d, FinishReason: finish}}, Usage: u, Hayula: hy})
+		Choices: []chunkChoiceJSON{{Delta: d, Logprobs: c.logprobs, FinishReason: finish}}, Usage: u, Hayula: hy})
+	c.logprobs = nil
 	return b
 }
 

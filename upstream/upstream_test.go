@@ -305,7 +305,7 @@ func recordRequest(t *testing.T, got chan<- upstreamRequest, stream bool) *httpt
 			return
 		}
 		w.Header().Set("Content-Type", "application/json")
-		_, _ = io.WriteString(w, `{"choices":[]}`)
+		_, _ = io.WriteString(w, `{"choices":[{"index":0}]}`)
 	})
 }
 

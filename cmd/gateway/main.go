@@ -119,7 +119,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	if err != nil {
 		var ue usageError
-		fmt.Fprintln(stderr, "gateway:", err)
+		// A config's problems come joined, one per line: each is its own message, prefixed.
+		for line := range strings.SplitSeq(err.Error(), "\n") {
+			fmt.Fprintln(stderr, "gateway:", line)
+		}
 		if errors.As(err, &ue) {
 			return 2
 		}
@@ -153,12 +156,23 @@ func parse(fs *flag.FlagSet, args []string) error {
 // newLogger logs at level to w through a buffer that writes in batches (at most 100 ms late), so
 // that a request's log line costs no write(2) of its own; the returned func writes what is left.
 func newLogger(w io.Writer, level string) (*slog.Logger, func(), error) {
-	var l slog.Level
-	if err := l.UnmarshalText([]byte(level)); err != nil {
+	l, ok := logLevel(level)
+	if !ok {
 		return nil, nil, usageError{fmt.Sprintf("bad --log-level %q: use debug, info, warn or error", level)}
 	}
 	buf := logbuf.New(w, 100*time.Millisecond, 64<<10)
 	return slog.New(logfmt.NewText(buf, l)), func() { _ = buf.Close() }, nil
+}
+
+// logLevel reads one of the four levels the usage names, in any case. slog's own parser also
+// takes offsets (INFO+2), levels between the named ones that the usage does not offer.
+func logLevel(s string) (slog.Level, bool) {
+	for _, l := range [...]slog.Level{slog.LevelDebug, slog.LevelInfo, slog.LevelWarn, slog.LevelError} {
+		if strings.EqualFold(s, l.String()) {
+			return l, true
+		}
+	}
+	return 0, false
 }
 
 func cmdServe(ctx context.Context, args []string, stderr io.Writer) error {

@@ -171,3 +171,49 @@ func TestHelpOnPositionalCommands(t *testing.T) {
 		t.Errorf("keygen --name=laptop: exit %d, stdout %q; want 2 and no key", code, out)
 	}
 }
+
+// TestLogLevel: --log-level takes debug, info, warn or error in any case, and nothing else:
+// slog's own parser also reads offsets (INFO+2, DEBUG-4), which would log at levels the usage
+// does not name.
+func TestLogLevel(t *testing.T) {
+	for _, level := range []string{"debug", "INFO", "Warn", "error", "ERROR"} {
+		_, flush, err := newLogger(&bytes.Buffer{}, level)
+		if err != nil {
+			t.Errorf("%q: %v, want it taken", level, err)
+			continue
+		}
+		flush()
+	}
+	for _, level := range []string{"INFO+2", "warn-4", "DEBUG+0", "", "warning", "trace", "0", " info", "info "} {
+		// demo reads the flag with the same newLogger, but would start its simulators if the
+		// level were taken: serve, with no config to load, is the command line tried.
+		if _, _, err := newLogger(&bytes.Buffer{}, level); err == nil {
+			t.Errorf("newLogger(%q) took it", level)
+		}
+		code, _, errOut := runCmd(t, "serve", "--log-level", level, "--config", "/no/such/file.toml")
+		if code != 2 || !strings.Contains(errOut, "debug, info, warn or error") || !strings.HasPrefix(errOut, "gateway: ") {
+			t.Errorf("serve --log-level %q: exit %d, stderr %q; want 2 and a usage error naming the valid values", level, code, errOut)
+		}
+	}
+}
+
+// TestServeLoadErrorsEachPrefixed: a config with several problems is refused with all of them,
+// one per line, each line prefixed as every other message of the command is (the joined error
+// printed whole prefixed its first line only).
+func TestServeLoadErrorsEachPrefixed(t *testing.T) {
+	bad := filepath.Join(t.TempDir(), "bad.toml")
+	conf := "[targets.a]\nadapter = \"openai\"\nurl = \"http://127.0.0.1:1/v1\"\ncolour = \"red\"\nshade = \"blue\"\n\n[routes.r]\ntargets = [\"a\"]\n"
+	if err := os.WriteFile(bad, []byte(conf), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errOut := runCmd(t, "serve", "--config", bad)
+	lines := strings.Split(strings.TrimSuffix(errOut, "\n"), "\n")
+	if code != 1 || len(lines) != 2 {
+		t.Fatalf("exit %d, stderr %q; want 1 and two lines", code, errOut)
+	}
+	for i, want := range []string{"bad.toml:4:", "bad.toml:5:"} {
+		if !strings.HasPrefix(lines[i], "gateway: ") || !strings.Contains(lines[i], want) {
+			t.Errorf("line %d %q, want it prefixed with \"gateway: \" and holding %q", i, lines[i], want)
+		}
+	}
+}

@@ -1,0 +1,164 @@
+package upstream
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// Ollama (v0.12.11 on) takes logprobs and top_logprobs as top-level /api/chat fields; an older
+// one ignores them. They go as the client set them, and only then.
+func TestOllamaLogprobsRequest(t *testing.T) {
+	const msgs = `"messages":[{"role":"user","content":"x"}]`
+	const out = `{"model":"llama3.2","messages":[{"role":"user","content":"x"}],"stream":false`
+	tests := []struct{ name, body, want string }{
+		{"asked with alternatives", `{` + msgs + `,"logprobs":true,"top_logprobs":3}`, out + `,"logprobs":true,"top_logprobs":3}`},
+		{"asked alone", `{"logprobs":true,` + msgs + `}`, out + `,"logprobs":true}`},
+		{"top_logprobs null", `{` + msgs + `,"logprobs":true,"top_logprobs":null}`, out + `,"logprobs":true}`},
+		{"not asked", `{` + msgs + `,"logprobs":false,"top_logprobs":0}`, out + `}`},
+		{"absent", `{` + msgs + `}`, out + `}`},
+		{"only in content", `{"messages":[{"role":"user","content":"\"logprobs\":true"}]}`,
+			`{"model":"llama3.2","messages":[{"role":"user","content":"\"logprobs\":true"}],"stream":false}`},
+		{"only nested", `{` + msgs + `,"metadata":{"logprobs":true}}`, out + `}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			a := &openaiOllama{t: ollamaTarget("http://127.0.0.1:1"), newID: func() string { return "x" }}
+			got, err := a.translate(chatRequestOf(t, tt.body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tt.want, string(mustJSON(got))); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// ollamaLogprobsLines are /api/chat answer lines as Ollama's API documentation and api/types.go
+// give them: logprobs is a member of the answer beside message, one entry per token, bytes and
+// top_logprobs left out when empty.
+var ollamaLogprobsLines = []string{
+	`{"model":"llama3.2","created_at":"2025-11-14T22:26:10.466324Z","message":{"role":"assistant","content":"The"},"done":false,` +
+		`"logprobs":[{"token":"The","logprob":-0.83,"bytes":[84,104,101],"top_logprobs":[{"token":"The","logprob":-0.83,"bytes":[84,104,101]},{"token":"Okay","logprob":-1.25,"bytes":[79,107,97,121]}]}]}`,
+	`{"model":"llama3.2","created_at":"2025-11-14T22:26:10.5Z","message":{"role":"assistant","content":" sky"},"done":false,` +
+		`"logprobs":[{"token":" sky","logprob":-0.5,"bytes":[32,115,107,121]}]}`,
+	`{"model":"llama3.2","created_at":"2025-11-14T22:26:10.6Z","message":{"role":"assistant","content":""},"done":true,"done_reason":"stop","prompt_eval_count":3,"eval_count":2}`,
+}
+
+// wantLogprobs is what OpenAI's choices[].logprobs.content says for those lines: top_logprobs []
+// where Ollama left it out, as OpenAI's own entries always carry it.
+const wantLogprobs = `[{"token":"The","logprob":-0.83,"bytes":[84,104,101],"top_logprobs":[{"token":"The","logprob":-0.83,"bytes":[84,104,101]},{"token":"Okay","logprob":-1.25,"bytes":[79,107,97,121]}]},` +
+	`{"token":" sky","logprob":-0.5,"bytes":[32,115,107,121],"top_logprobs":[]}]`
+
+// fakeOllamaLogprobs answers as Ollama does: with logprobs only when the request asks for them.
+func fakeOllamaLogprobs(t *testing.T) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		var req struct {
+			Stream   bool `json:"stream"`
+			Logprobs bool `json:"logprobs"`
+		}
+		b, _ := io.ReadAll(r.Body)
+		if err := json.Unmarshal(b, &req); err != nil {
+			t.Errorf("request %s: %v", b, err)
+		}
+		lines := make([]map[string]json.RawMessage, len(ollamaLogprobsLines))
+		for i, l := range ollamaLogprobsLines {
+			_ = json.Unmarshal([]byte(l), &lines[i])
+			if !req.Logprobs {
+				delete(lines[i], "logprobs")
+			}
+		}
+		if req.Stream {
+			for _, l := range lines {
+				_, _ = w.Write(append(mustJSON(l), '\n'))
+			}
+			return
+		}
+		// A whole answer is the last line with the message and logprobs of all of them.
+		whole := lines[len(lines)-1]
+		whole["message"] = json.RawMessage(`{"role":"assistant","content":"The sky"}`)
+		if req.Logprobs {
+			var all []json.RawMessage
+			for _, l := range lines[:2] {
+				var some []json.RawMessage
+				_ = json.Unmarshal(l["logprobs"], &some)
+				all = append(all, some...)
+			}
+			whole["logprobs"] = mustJSON(all)
+		}
+		_, _ = w.Write(mustJSON(whole))
+	}
+}
+
+func TestOllamaLogprobsAnswer(t *testing.T) {
+	for _, asked := range []bool{true, false} {
+		want := "null"
+		if asked {
+			want = `{"content":` + wantLogprobs + `}`
+		}
+		body := `{"messages":[{"role":"user","content":"why?"}]`
+		if asked {
+			body += `,"logprobs":true,"top_logprobs":2`
+		}
+		t.Run(fmt.Sprintf("whole asked=%v", asked), func(t *testing.T) {
+			srv := serve(t, fakeOllamaLogprobs(t))
+			tg := ollamaTarget(srv.URL)
+			resp, err := newSet(t, tg).Chat(context.Background(), tg, chatRequestOf(t, body+`}`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var c struct {
+				Choices []struct {
+					Message  struct{ Content string }
+					Logprobs json.RawMessage
+				}
+			}
+			if err := json.Unmarshal(resp.Body, &c); err != nil || len(c.Choices) != 1 {
+				t.Fatalf("answer %s: %v", resp.Body, err)
+			}
+			if diff := cmp.Diff(want, string(c.Choices[0].Logprobs)); diff != "" || c.Choices[0].Message.Content != "The sky" {
+				t.Errorf("asked %v: content %q, logprobs (-want +got):\n%s", asked, c.Choices[0].Message.Content, diff)
+			}
+		})
+		t.Run(fmt.Sprintf("stream asked=%v", asked), func(t *testing.T) {
+			srv := serve(t, fakeOllamaLogprobs(t))
+			tg := ollamaTarget(srv.URL)
+			resp, err := newSet(t, tg).Chat(context.Background(), tg, chatRequestOf(t, body+`,"stream":true}`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Stream.Close()
+			events, end := drain(resp.Stream)
+			var entries []json.RawMessage
+			content := ""
+			for _, e := range events {
+				var c struct {
+					Choices []struct {
+						Delta    struct{ Content string }
+						Logprobs *struct{ Content []json.RawMessage }
+					}
+				}
+				if err := json.Unmarshal([]byte(e), &c); err != nil || len(c.Choices) != 1 {
+					t.Fatalf("chunk %s: %v", e, err)
+				}
+				content += c.Choices[0].Delta.Content
+				if lp := c.Choices[0].Logprobs; lp != nil {
+					entries = append(entries, lp.Content...)
+				}
+			}
+			got := "null"
+			if entries != nil {
+				got = `{"content":` + string(mustJSON(entries)) + `}`
+			}
+			if diff := cmp.Diff(want, got); diff != "" || content != "The sky" || end != "EOF" {
+				t.Errorf("asked %v: content %q, end %s, logprobs (-want +got):\n%s", asked, content, end, diff)
+			}
+		})
+	}
+}
