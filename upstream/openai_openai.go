@@ -81,7 +81,7 @@ func (a *openaiOpenAI) body(ctx context.Context, resp *http.Response, op core.Op
 	// And so must an answer with nothing in it: openai-go's Choices[0] panics in the client's
 	// code. The server refuses n < 1 and an empty embeddings input, so a 2xx without a choice
 	// (or an embedding) never answers what was asked (TestNonStreamAnswerWithoutChoices).
-	if key := itemsKey(op); !hasItems(body, key) {
+	if key := itemsKey(op); !jsonx.NonEmptyArray(body, key) {
 		return nil, &core.ProtocolError{Target: a.t.Name, Err: &EmptyAnswerError{Key: key}}
 	}
 	r := &responseFor(resp).Response
@@ -132,30 +132,6 @@ func itemsKey(op core.Op) string {
 		return "data"
 	}
 	return "choices"
-}
-
-// hasItems reports whether the top-level member key of the object body holds a non-empty
-// array. It steps over the members before it without decoding them (OpenAI's answers put
-// choices after only id, object, created and model) and stops at the first one named key: a
-// duplicate later is not looked at.
-func hasItems(body []byte, key string) bool {
-	it := jsonx.Object(body, false)
-	for {
-		k, v, ok := it.Next()
-		if !ok {
-			return false
-		}
-		if name, plain := jsonx.PlainKey(k); plain && string(name) != key {
-			continue
-		} else if !plain {
-			if s, ok := jsonx.Unquote(k); !ok || s != key {
-				continue
-			}
-		}
-		items := jsonx.Array(v, false)
-		_, _, ok = items.Next()
-		return ok
-	}
 }
 
 // NotJSONError is a 2xx non-streaming answer that is not JSON.

@@ -48,6 +48,22 @@ func newIter(b []byte) (iter, bool) {
 // next returns the next member. When it returns false, it.ok says whether the object ended
 // cleanly (rather than on malformed input).
 func (it *iter) next() (member, bool) {
+	m, ok := it.key()
+	if !ok {
+		return m, false
+	}
+	end, ok := skipValue(it.b, it.pos)
+	if !ok {
+		return m, false
+	}
+	m.valEnd = end
+	it.pos = end
+	return m, true
+}
+
+// key reads the next member's key and stops at its value: m.valStart is set, m.valEnd is not,
+// and it.pos is m.valStart. The caller skips the value (next) or stops there.
+func (it *iter) key() (member, bool) {
 	var m member
 	b := it.b
 	it.pos = skipWS(b, it.pos)
@@ -80,13 +96,7 @@ func (it *iter) next() (member, bool) {
 	}
 	it.pos = skipWS(b, it.pos+1)
 	m.valStart = it.pos
-	end, ok = skipValue(b, it.pos)
-	if !ok {
-		return m, false
-	}
-	m.valEnd = end
-	it.pos = end
-	return m, true
+	return m, it.pos < len(b)
 }
 
 func skipWS(b []byte, i int) int {
@@ -208,6 +218,36 @@ func Has(body []byte, key string) bool {
 		if keyIs(body[m.keyStart:m.keyEnd], key) {
 			return true
 		}
+	}
+}
+
+// NonEmptyArray reports whether the first top-level member named key of the object body is an
+// array with something in it. The members before it are skipped, and the array's elements are
+// not read: whatever follows its '[' other than ']' counts. It is for telling an answer with
+// results from one without, on every answer, at the cost of a look at each member's key; the
+// answer's JSON is not checked.
+func NonEmptyArray(body []byte, key string) bool {
+	it, ok := newIter(body)
+	if !ok {
+		return false
+	}
+	for {
+		m, more := it.key()
+		if !more {
+			return false
+		}
+		if keyIs(body[m.keyStart:m.keyEnd], key) {
+			if body[m.valStart] != '[' {
+				return false
+			}
+			i := skipWS(body, m.valStart+1)
+			return i < len(body) && body[i] != ']'
+		}
+		end, ok := skipValue(body, it.pos)
+		if !ok {
+			return false
+		}
+		it.pos = end
 	}
 }
 
