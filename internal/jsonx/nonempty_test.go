@@ -17,9 +17,9 @@ func TestNonEmptyArray(t *testing.T) {
 		{`{"id":"x","choices":"[1]"}`, false},
 		{`{"id":"x"}`, false},
 		{`{"id":"x","nested":{"choices":[1]}}`, false}, // only the top level counts
-		{`{"id":"[\"choices\":[1]","x":1}`, false},      // nor a string that looks like it
-		{`{"ch\u006fices":[1]}`, true},                  // an escaped key names it too
-		{`{"choices":[],"choices":[1]}`, false},         // the first one decides
+		{`{"id":"[\"choices\":[1]","x":1}`, false},     // nor a string that looks like it
+		{`{"ch\u006fices":[1]}`, true},                 // an escaped key names it too
+		{`{"choices":[],"choices":[1]}`, false},        // the first one decides
 		{`{"id":"x","choices":`, false},
 		{`{"id":"x","choices":[`, false},
 		{`[{"choices":[1]}]`, false},
