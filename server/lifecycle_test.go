@@ -73,6 +73,14 @@ load_timeout = "20s"
 		if x := g.explain(t, "r"); x.Candidates[0].Process != "ready" || x.Candidates[0].Health != "healthy" {
 			t.Errorf("explain: %+v", x.Candidates[0])
 		}
+		_, lines := scrape(t, g)
+		for _, want := range []string{`hayula_process_state{target="m",state="ready"} 1`,
+			`hayula_process_state{target="m",state="stopped"} 0`, `hayula_process_starts_total{target="m"} 1`,
+			`hayula_process_restarts_total{target="m"} 0`} {
+			if !lines[want] {
+				t.Errorf("/metrics has no line %q", want)
+			}
+		}
 		r, ok := g.srv.Checker().Check(context.Background(), mustTarget(t, g, "m"))
 		if !ok || r.Err != nil {
 			t.Fatalf("check of the running process: ok %v, err %v", ok, r.Err)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/hayula/gateway/config"
+	"github.com/hayula/gateway/lifecycle"
 	"github.com/hayula/gateway/metrics"
 )
 
@@ -60,6 +61,9 @@ func (s *Server) writeGauges(w *metrics.Writer) {
 	}
 	w.Family("hayula_failed_open_total", "counter", "Requests served only because health would otherwise have left no target (health never denies service).")
 	w.Sample("hayula_failed_open_total", uint64(s.failedOpen.Load()))
+	if s.procs != nil {
+		s.writeProcs(w)
+	}
 	w.Family("go_goroutines", "gauge", "Number of goroutines that currently exist.")
 	w.Sample("go_goroutines", uint64(runtime.NumGoroutine()))
 	if rss, ok := residentBytes(); ok {
@@ -90,4 +94,24 @@ func residentBytes() (uint64, bool) {
 		return 0, false
 	}
 	return pages * uint64(os.Getpagesize()), true
+}
+
+// writeProcs writes the state of the targets whose processes the gateway runs: the state as a
+// label (1 on the current one, 0 on the others, as Prometheus writes an enum) and the starts.
+func (s *Server) writeProcs(w *metrics.Writer) {
+	members := s.procs.m.Status()
+	w.Family("hayula_process_state", "gauge", "1 for the state the process of a target with a command is in (stopped, starting, ready, backoff, stopping), 0 for the others.")
+	for _, m := range members {
+		for st := lifecycle.StateStopped; st <= lifecycle.StateStopping; st++ {
+			w.Sample("hayula_process_state", b2u(m.State == st), "target", m.Name, "state", st.String())
+		}
+	}
+	w.Family("hayula_process_starts_total", "counter", "Processes launched for a target with a command, restarts after a crash included.")
+	for _, m := range members {
+		w.Sample("hayula_process_starts_total", uint64(m.Starts), "target", m.Name)
+	}
+	w.Family("hayula_process_restarts_total", "counter", "Processes launched for a target with a command after its previous one crashed.")
+	for _, m := range members {
+		w.Sample("hayula_process_restarts_total", uint64(m.Restarts), "target", m.Name)
+	}
 }
