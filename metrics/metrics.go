@@ -88,6 +88,7 @@ type Set struct {
 	requests []requestCell // [op][route]: op*(len(routes)+1) + route
 	attempts []attemptCell // by core.Target.Index
 	served   []atomic.Uint64
+	tokens   []atomic.Uint64 // [route][target][prompt, completion]
 
 	mu         sync.Mutex
 	otherCodes map[otherKey]uint64 // statuses without a slot
@@ -108,6 +109,7 @@ func New(routes, targets []string, started time.Time) *Set {
 		requests:   make([]requestCell, len(opNames)*(len(routes)+1)),
 		attempts:   make([]attemptCell, len(targets)),
 		served:     make([]atomic.Uint64, len(routes)*len(targets)),
+		tokens:     make([]atomic.Uint64, 2*len(routes)*len(targets)),
 		otherCodes: map[otherKey]uint64{},
 	}
 }
@@ -156,6 +158,16 @@ func (s *Set) Served(route, target int) {
 		return
 	}
 	s.served[route*len(s.targets)+target].Add(1)
+}
+
+// Tokens counts the tokens an answer of route by target reports in its usage.
+func (s *Set) Tokens(route, target int, prompt, completion uint64) {
+	if s == nil || route < 0 || route >= len(s.routes) || target < 0 || target >= len(s.targets) {
+		return
+	}
+	i := 2 * (route*len(s.targets) + target)
+	s.tokens[i].Add(prompt)
+	s.tokens[i+1].Add(completion)
 }
 
 // Write writes every counter of s in the text format, then what more adds (gauges read now).
@@ -221,6 +233,17 @@ func (s *Set) Write(w *Writer, more func(*Writer)) {
 		for t, target := range s.targets {
 			if v := s.served[r*len(s.targets)+t].Load(); v > 0 {
 				w.Sample("hayula_served_total", v, "route", route, "target", target)
+			}
+		}
+	}
+	w.Family("hayula_tokens_total", "counter", "Tokens the answers of each route by each target reported in their usage, by kind (prompt, completion); a stream reports them only when the client asked for its usage.")
+	for r, route := range s.routes {
+		for t, target := range s.targets {
+			i := 2 * (r*len(s.targets) + t)
+			for k, kind := range [2]string{"prompt", "completion"} {
+				if v := s.tokens[i+k].Load(); v > 0 {
+					w.Sample("hayula_tokens_total", v, "route", route, "target", target, "kind", kind)
+				}
 			}
 		}
 	}

@@ -159,3 +159,25 @@ func BenchmarkRequest(b *testing.B) {
 		s.Request(core.OpChat, 0, 200, 35*time.Millisecond)
 	}
 }
+
+func TestUsage(t *testing.T) {
+	for _, tc := range []struct {
+		body string
+		p, c uint64
+		ok   bool
+	}{
+		{`{"id":"x","choices":[],"usage":{"prompt_tokens":12,"completion_tokens":5,"total_tokens":17}}`, 12, 5, true},
+		{`{"usage":{"prompt_tokens":12,"prompt_tokens_details":{"cached_tokens":3}}}`, 12, 0, true},
+		{`{"id":"x","usage":null}`, 0, 0, false},
+		{`{"id":"x","choices":[{"delta":{"content":"\"usage\":{\"prompt_tokens\":9}"}}]}`, 0, 0, false},
+		{`{"choices":[{"usage":{"prompt_tokens":9}}]}`, 0, 0, false}, // not at the top level
+		{`{"usage":{"prompt_tokens":-1,"completion_tokens":"7"}}`, 0, 0, false},
+		{`not json "usage":`, 0, 0, false},
+		{`{"id":"x","usage":{"prompt_tokens":7,"completion_tokens":1},"service_tier":"default","system_fingerprint":"fp"}`, 7, 1, true},
+	} {
+		p, c, ok := Usage([]byte(tc.body))
+		if p != tc.p || c != tc.c || ok != tc.ok {
+			t.Errorf("Usage(%s) = %d, %d, %v; want %d, %d, %v", tc.body, p, c, ok, tc.p, tc.c, tc.ok)
+		}
+	}
+}

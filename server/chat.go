@@ -67,6 +67,9 @@ func (s *Server) serveOp(w http.ResponseWriter, r *http.Request, op core.Op) {
 	}
 	status := s.write(r.Context(), w, rs, req, res)
 	if res.resp != nil {
+		if res.resp.Stream == nil && s.metrics != nil {
+			s.countUsage(rs.index, res.target, res.resp.Body) // after the write: not the client's wait
+		}
 		res.resp.Release() // written: its memory serves the next answer
 	}
 	end := time.Now()

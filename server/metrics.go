@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/hayula/gateway/config"
+	"github.com/hayula/gateway/core"
 	"github.com/hayula/gateway/lifecycle"
 	"github.com/hayula/gateway/metrics"
 )
@@ -27,6 +28,13 @@ func newMetrics(cfg *config.Config, started time.Time) *metrics.Set {
 		targets[t.Index] = t.Name
 	}
 	return metrics.New(routes, targets, started)
+}
+
+// countUsage counts the tokens an answer (or a stream's event) of route by t reports.
+func (s *Server) countUsage(route int, t *core.Target, b []byte) {
+	if p, c, ok := metrics.Usage(b); ok {
+		s.metrics.Tokens(route, t.Index, p, c)
+	}
 }
 
 // handleMetrics answers a Prometheus scrape. It takes a key like every other endpoint when the

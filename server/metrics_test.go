@@ -1,6 +1,7 @@
 package server_test
 
 import (
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -51,6 +52,8 @@ func TestMetricsCountWhatHappened(t *testing.T) {
 		`hayula_upstream_attempts_total{target="good",result="request"} 1`,
 		`hayula_upstream_first_response_seconds_count{target="good"} 1`,
 		`hayula_served_total{route="r",target="good"} 1`,
+		`hayula_tokens_total{route="r",target="good",kind="prompt"} 3`,
+		`hayula_tokens_total{route="r",target="good",kind="completion"} 3`,
 		`hayula_upstream_in_flight{target="good"} 0`,
 		`hayula_target_available{target="good"} 1`,
 		`hayula_failed_open_total 0`,
@@ -94,5 +97,39 @@ func TestMetricsNeedAKeyAndCanBeOff(t *testing.T) {
 	}
 	if rep, _ := scrape(t, off); rep.status != 404 || rep.errorField(t, "code") != "unknown_url" {
 		t.Errorf("metrics = false: /metrics answered %d %s, want 404 unknown_url", rep.status, rep.body)
+	}
+}
+
+// TestMetricsCountStreamedTokens: a stream's usage chunk (the client asked for it) is counted; the
+// first chunk's "usage": null counts nothing.
+func TestMetricsCountStreamedTokens(t *testing.T) {
+	up := newFake(t, "up")
+	up.set(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		fmt.Fprint(w, "data: {\"id\":\"c\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"m\",\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"hi\"},\"finish_reason\":\"stop\"}],\"usage\":null}\n\n")
+		fmt.Fprint(w, "data: {\"id\":\"c\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"m\",\"choices\":[],\"usage\":{\"prompt_tokens\":40,\"completion_tokens\":2,\"total_tokens\":42}}\n\n")
+		fmt.Fprint(w, "data: [DONE]\n\n")
+	})
+	g := newGateway(t, target("up", up.url(), "private")+"[routes.r]\ntargets = [\"up\"]\n", nil)
+	body := `{"model":"r","stream":true,"stream_options":{"include_usage":true},"messages":[{"role":"user","content":"hi"}]}`
+	for i := 0; i < 2; i++ {
+		if rep := g.post(t, "/v1/chat/completions", body); rep.status != 200 || !strings.Contains(string(rep.body), `"prompt_tokens":40`) {
+			t.Fatalf("stream: %d %s", rep.status, rep.body)
+		}
+	}
+	want := []string{
+		`hayula_tokens_total{route="r",target="up",kind="prompt"} 80`,
+		`hayula_tokens_total{route="r",target="up",kind="completion"} 4`,
+	}
+	var lines map[string]bool
+	var rep reply
+	settles(func() bool {
+		rep, lines = scrape(t, g)
+		return lines[want[0]]
+	})
+	for _, w := range want {
+		if !lines[w] {
+			t.Errorf("no line %q in:\n%s", w, rep.body)
+		}
 	}
 }

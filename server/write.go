@@ -192,7 +192,11 @@ func (s *Server) write(ctx context.Context, w http.ResponseWriter, rs *routeStat
 		}
 		return http.StatusOK
 	}
-	s.relay(ctx, w, res)
+	usageRoute := -1 // a stream carries usage only when its client asked for it: then it is counted
+	if s.metrics != nil && req.IncludeUsage {
+		usageRoute = rs.index
+	}
+	s.relay(ctx, w, usageRoute, res)
 	return http.StatusOK
 }
 
@@ -201,7 +205,9 @@ func (s *Server) write(ctx context.Context, w http.ResponseWriter, rs *routeStat
 // says its next event is already in memory: then the next write follows at once and one flush
 // carries both, so a burst costs one write to the socket while an event never waits for the
 // upstream (TestStreamFlushesEachEvent). The first event is flushed with the head regardless.
-func (s *Server) relay(ctx context.Context, w http.ResponseWriter, res result) {
+//
+// With usageRoute 0 or more, an event that carries usage is counted as that route's tokens.
+func (s *Server) relay(ctx context.Context, w http.ResponseWriter, usageRoute int, res result) {
 	st := res.resp.Stream
 	defer st.Close()
 	buffered, _ := st.(upstream.BufferedStream)
@@ -231,6 +237,9 @@ func (s *Server) relay(ctx context.Context, w http.ResponseWriter, res result) {
 		}
 		if first && s.relaying.Load() == 1 {
 			s.yield()
+		}
+		if usageRoute >= 0 {
+			s.countUsage(usageRoute, res.target, ev)
 		}
 		first = false
 		ev, err = st.Next()

@@ -21,7 +21,7 @@ var rules = map[string][]string{
 	"internal/logfmt":             {},
 	"errmap":                      {"core", "lifecycle"}, // lifecycle is a leaf: its typed start/load errors
 	"health":                      {"core"},
-	"metrics":                     {"core"},
+	"metrics":                     {"core", "internal/jsonx"},
 	"autoroute":                   {"core", "internal/jsonx"},
 	"internal/jsonx":              {},
 	"conformance":                 {},

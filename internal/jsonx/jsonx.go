@@ -251,6 +251,97 @@ func NonEmptyArray(body []byte, key string) bool {
 	}
 }
 
+// Last returns the value of the last top-level member named key of the object body (the one a
+// decoder keeps), without validating it. It looks from the end, colon by colon, for the key:
+// an answer's usage is at or near its end, and walking every member from the start (a
+// completion's content included) cost 1.6 µs on the bench's answer. The member found counts
+// only when the members after it close the object that ends body, which a member of a nested
+// object cannot do; when it does not, the members are walked from the start. A body in which
+// the key is written nowhere (as "key" and a colon) has no such member: ok is false at the
+// cost of the one backward pass.
+func Last(body []byte, key string) (value []byte, ok bool) {
+	for i := len(body); ; {
+		i = bytes.LastIndexByte(body[:i], ':')
+		if i < 0 {
+			return nil, false
+		}
+		k := i
+		for k > 0 && (body[k-1] == ' ' || body[k-1] == '\t' || body[k-1] == '\n' || body[k-1] == '\r') {
+			k--
+		}
+		open := k - 2 - len(key)
+		if open < 0 || body[k-1] != '"' || string(body[open+1:k-1]) != key || body[open] != '"' || escaped(body, open) {
+			continue
+		}
+		vs := skipWS(body, i+1)
+		if ve, ok := skipValue(body, vs); ok && closesObject(body, ve) {
+			return body[vs:ve], true
+		}
+		break
+	}
+	it, ok := newIter(body)
+	if !ok {
+		return nil, false
+	}
+	var last []byte
+	found := false
+	for {
+		m, more := it.next()
+		if !more {
+			if !it.ok {
+				return nil, false // an object cut short has no last member
+			}
+			return last, found
+		}
+		if keyIs(body[m.keyStart:m.keyEnd], key) {
+			last, found = body[m.valStart:m.valEnd], true
+		}
+	}
+}
+
+// escaped reports whether body[i] follows an odd run of backslashes.
+func escaped(body []byte, i int) bool {
+	n := 0
+	for i > 0 && body[i-1] == '\\' {
+		n++
+		i--
+	}
+	return n%2 == 1
+}
+
+// closesObject reports whether what follows a member's value at body[i:] is more members and
+// then the closing brace of the object that ends body: whitespace alone after it.
+func closesObject(body []byte, i int) bool {
+	for {
+		i = skipWS(body, i)
+		if i >= len(body) {
+			return false
+		}
+		switch body[i] {
+		case '}':
+			return skipWS(body, i+1) == len(body)
+		case ',':
+			i = skipWS(body, i+1)
+			if i >= len(body) || body[i] != '"' {
+				return false
+			}
+			end, ok := skipString(body, i)
+			if !ok {
+				return false
+			}
+			i = skipWS(body, end)
+			if i >= len(body) || body[i] != ':' {
+				return false
+			}
+			if i, ok = skipValue(body, skipWS(body, i+1)); !ok {
+				return false
+			}
+		default:
+			return false
+		}
+	}
+}
+
 // Delete returns body (a JSON object) without the given top-level keys. It returns body itself
 // (no copy) when none is present. Nested keys with the same names are untouched. Every occurrence
 // of a duplicated key is removed, as a decoder would then see none.

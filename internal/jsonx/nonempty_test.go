@@ -39,3 +39,29 @@ func BenchmarkNonEmptyArray(b *testing.B) {
 		}
 	}
 }
+
+func TestLast(t *testing.T) {
+	for _, tc := range []struct {
+		body, want string
+		ok         bool
+	}{
+		{`{"id":"x","usage":{"p":1}}`, `{"p":1}`, true},
+		{`{"id":"x","usage":{"p":1},"service_tier":"default","fp":"x"}`, `{"p":1}`, true},
+		{`{"id":"x","usage" : {"p":1} }`, `{"p":1}`, true},           // spaced: found by the walk
+		{`{"usage":{"p":1},"x":{"usage":{"p":2}}}`, `{"p":1}`, true}, // nested last: the walk
+		{`{"x":{"usage":{"p":2}},"y":1}`, ``, false},                 // nested only
+		{`{"usage":{"p":1},"usage":{"p":3}}`, `{"p":3}`, true},       // the last, as decoders keep
+		{`{"a":"\"usage\":{\"p\":9}","usage":null}`, `null`, true},   // escaped text is no key
+		{`{"a":"\"usage\":{\"p\":9}"}`, ``, false},
+		{`{"usage":{"p":1}`, ``, false},
+		{`{"a\"usage":{"p":1}}`, ``, false},  // a key that ends in "usage"
+		{`{"a\\\\":1,"usage":2}`, `2`, true}, // a string that ends in a backslash before it
+		{`{"usage"  :  {"p":1}  }`, `{"p":1}`, true},
+		{`[{"usage":1}]`, ``, false},
+	} {
+		got, ok := Last([]byte(tc.body), "usage")
+		if string(got) != tc.want || ok != tc.ok {
+			t.Errorf("Last(%s) = %s, %v; want %s, %v", tc.body, got, ok, tc.want, tc.ok)
+		}
+	}
+}
