@@ -133,3 +133,28 @@ func TestMetricsCountStreamedTokens(t *testing.T) {
 		}
 	}
 }
+
+// TestMetricsRefuseARestrictedKey: the series name every route and target, and a key limited to
+// some routes is told nothing of the others (an unknown model and a forbidden one get the same
+// 404). Such a key once read them all at /metrics; it is refused there, and a key without a
+// routes list still scrapes.
+func TestMetricsRefuseARestrictedKey(t *testing.T) {
+	up, hidden := newFake(t, "up"), newFake(t, "hidden")
+	g := newGateway(t, target("up", up.url(), "private")+target("hidden", hidden.url(), "private")+
+		"[routes.r]\ntargets = [\"up\"]\n\n[routes.secret]\ntargets = [\"hidden\"]\n\n"+
+		"[[keys]]\nname = \"app\"\nsha256 = \""+sha256hex("hk-app")+"\"\nroutes = [\"r\"]\n\n"+
+		"[[keys]]\nname = \"ops\"\nsha256 = \""+sha256hex("hk-ops")+"\"\n", nil)
+	if rep := g.chat(t, "secret", "Authorization", "Bearer hk-app"); rep.status != 404 {
+		t.Fatalf("the restricted key reached the other route: %d %s", rep.status, rep.body)
+	}
+	rep, _ := scrape(t, g, "Authorization", "Bearer hk-app")
+	if rep.status != 403 || rep.errorField(t, "code") != "permission_denied" {
+		t.Errorf("scrape with a restricted key: %d, want 403 permission_denied", rep.status)
+	}
+	if strings.Contains(string(rep.body), "secret") || strings.Contains(string(rep.body), "hidden") {
+		t.Errorf("the restricted key's answer names the route or target it may not use: %s", rep.body)
+	}
+	if rep, _ := scrape(t, g, "Authorization", "Bearer hk-ops"); rep.status != 200 || !strings.Contains(string(rep.body), `route="secret"`) {
+		t.Errorf("scrape with an unrestricted key: %d, want 200 naming every route", rep.status)
+	}
+}

@@ -114,3 +114,60 @@ func TestExplainHidesUpstreamAddress(t *testing.T) {
 		t.Errorf("health_detail and the drop's reason should each name the cause, connection refused:\n%s", body)
 	}
 }
+
+// TestUpstreamKeyEchoCutRedacted: an answer the adapter cannot read is quoted by its start (200
+// bytes of a body, 120 of a stream line) in the client's error and the log. An upstream that
+// echoes the Authorization header there, with the cut falling inside the key, once handed the
+// key's first bytes to both: the server's redaction looks for the whole key, and the cut left
+// only a piece of it. The key is redacted before the cut.
+func TestUpstreamKeyEchoCutRedacted(t *testing.T) {
+	const upstreamKey = "sk-upstream-0123456789abcdefghijklmnopqrstuvwxyz"
+	piece := upstreamKey[:16] // what a cut inside the key would keep of it
+	echo := func(adapter string, stream bool, cut int) http.HandlerFunc {
+		return func(w http.ResponseWriter, r *http.Request) {
+			// The cut falls within the key: "Bearer " and the key's first 20 bytes are kept.
+			pad := strings.Repeat("x", cut-len("Bearer ")-20)
+			switch {
+			case adapter == "ollama":
+				w.Header().Set("Content-Type", "application/x-ndjson")
+				fmt.Fprintf(w, "%s%s\n", pad, r.Header.Get("Authorization"))
+			default:
+				w.Header().Set("Content-Type", "text/plain")
+				fmt.Fprintf(w, "%s%s", pad, r.Header.Get("Authorization"))
+			}
+		}
+	}
+	tests := []struct {
+		name, adapter string
+		stream        bool
+		cut           int
+	}{
+		{"openai not JSON", "openai", false, 200},
+		{"openai stream not SSE", "openai", true, 200},
+		{"ollama stream line not JSON", "ollama", true, 120},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var logs syncBuffer
+			up := newFake(t, "a")
+			up.set(echo(tc.adapter, tc.stream, tc.cut))
+			cfg := fmt.Sprintf("[targets.a]\nadapter = %q\nurl = %q\nclass = \"private\"\napi_key_env = \"UP_KEY\"\n\n"+
+				"[routes.r]\ntargets = [\"a\"]\n", tc.adapter, strings.TrimSuffix(up.url(), "/v1"))
+			if tc.adapter == "openai" {
+				cfg = target("a", up.url(), "private", `api_key_env = "UP_KEY"`) + "[routes.r]\ntargets = [\"a\"]\n"
+			}
+			g := newGateway(t, cfg, map[string]string{"UP_KEY": upstreamKey}, withLog(&logs))
+			rep := g.post(t, "/v1/chat/completions",
+				fmt.Sprintf(`{"model":"r","stream":%v,"messages":[{"role":"user","content":"hi"}]}`, tc.stream))
+			if up.hits.Load() == 0 || !strings.Contains(string(rep.body), "xxxx") {
+				t.Fatalf("the answer does not quote the upstream's: the test would prove nothing: %d %s", rep.status, rep.body)
+			}
+			if strings.Contains(string(rep.body), piece) {
+				t.Errorf("the client's answer holds a piece of the upstream key: %s", rep.body)
+			}
+			if out := logs.String(); strings.Contains(out, piece) {
+				t.Errorf("the log holds a piece of the upstream key:\n%s", out)
+			}
+		})
+	}
+}

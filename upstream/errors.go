@@ -47,7 +47,18 @@ func notEventStream(t *core.Target, resp *http.Response, ct string) error {
 	if err != nil {
 		return &core.StreamError{Target: t.Name, Message: "upstream broke off the response body: " + err.Error(), Err: err}
 	}
-	return &core.ProtocolError{Target: t.Name, Err: &NotSSEError{ContentType: ct, Body: body}}
+	return &core.ProtocolError{Target: t.Name, Err: &NotSSEError{ContentType: ct, Body: redact(body, t.APIKey)}}
+}
+
+// redact is b with every copy of key replaced by "[redacted]", for an answer an error quotes the
+// start of (NotJSONError, NotSSEError, a stream line's snippet). An upstream may echo the
+// Authorization header it was sent, and the server's redaction looks for the whole key: a cut
+// that fell inside the key would leave it a piece it cannot find, for the client and the log.
+func redact(b []byte, key core.Secret) []byte {
+	if key == "" || !bytes.Contains(b, []byte(key)) {
+		return b
+	}
+	return bytes.ReplaceAll(b, []byte(key), []byte("[redacted]"))
 }
 
 // transportError maps a failed http.Client.Do to the core types.

@@ -113,7 +113,7 @@ func (a *openaiOllama) chat(ctx context.Context, req *core.Request) (*Response, 
 	}
 	var m ollamaChatResponse
 	if err := json.Unmarshal(raw, &m); err != nil {
-		return nil, &core.ProtocolError{Target: a.t.Name, Err: &NotJSONError{Body: capBytes(raw, maxErrorBody)}}
+		return nil, &core.ProtocolError{Target: a.t.Name, Err: &NotJSONError{Body: redact(capBytes(raw, maxErrorBody), a.t.APIKey)}}
 	}
 	if msg := text(m.Error); msg != "" {
 		return nil, &core.ProtocolError{Target: a.t.Name, Err: fmt.Errorf("upstream error in a 200 answer: %s", msg)}
@@ -390,6 +390,7 @@ func argumentsString(raw json.RawMessage) string {
 // "error" is a *core.StreamError; so is a body that ends before done.
 type ollamaStream struct {
 	target       string
+	key          core.Secret // redacted from a line an error quotes
 	body         io.ReadCloser
 	lines        *lineReader
 	now          func() time.Time
@@ -404,7 +405,7 @@ type ollamaStream struct {
 }
 
 func (a *openaiOllama) newStream(body io.ReadCloser, includeUsage bool) *ollamaStream {
-	return &ollamaStream{target: a.t.Name, body: body, lines: newLineReader(body), now: a.now, newID: a.newID,
+	return &ollamaStream{target: a.t.Name, key: a.t.APIKey, body: body, lines: newLineReader(body), now: a.now, newID: a.newID,
 		reasoning: a.t.Reasoning, model: a.t.Model, includeUsage: includeUsage}
 }
 
@@ -428,7 +429,7 @@ func (s *ollamaStream) read() error {
 		if cut {
 			return &core.StreamError{Target: s.target, Message: "upstream closed the stream inside a line"}
 		}
-		return &core.StreamError{Target: s.target, Message: "upstream sent a line that is not JSON: " + snippet(line), Err: err}
+		return &core.StreamError{Target: s.target, Message: "upstream sent a line that is not JSON: " + snippet(redact(line, s.key)), Err: err}
 	}
 	if msg := text(m.Error); msg != "" {
 		return &core.StreamError{Target: s.target, Message: msg}
@@ -524,7 +525,7 @@ func (a *openaiOllama) embed(ctx context.Context, req *core.Request) (*Response,
 		PromptEvalCount int               `json:"prompt_eval_count"`
 	}
 	if err := json.Unmarshal(raw, &m); err != nil {
-		return nil, &core.ProtocolError{Target: a.t.Name, Err: &NotJSONError{Body: capBytes(raw, maxErrorBody)}}
+		return nil, &core.ProtocolError{Target: a.t.Name, Err: &NotJSONError{Body: redact(capBytes(raw, maxErrorBody), a.t.APIKey)}}
 	}
 	type item struct {
 		Object    string          `json:"object"`

@@ -70,7 +70,7 @@ func (a *openaiOpenAI) body(ctx context.Context, resp *http.Response, op core.Op
 	// a full validating scan of every answer (json.Valid) cost more than the check is worth, and
 	// a body cut short is caught by its length.
 	if !looksLikeObject(body) {
-		return nil, &core.ProtocolError{Target: a.t.Name, Err: &NotJSONError{Body: capBytes(body, maxErrorBody)}}
+		return nil, &core.ProtocolError{Target: a.t.Name, Err: &NotJSONError{Body: redact(capBytes(body, maxErrorBody), a.t.APIKey)}}
 	}
 	// So must an error object sent with a 200 (some proxies and servers do): the client's SDK
 	// would read it as a completion with no choices. Only a body with a raw "error" looks

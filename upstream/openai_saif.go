@@ -256,7 +256,7 @@ func (a *openaiSAIF) answer(ctx context.Context, resp *http.Response, op core.Op
 	}
 	var m saifAnswer
 	if err := json.Unmarshal(raw, &m); err != nil || m.Text == nil {
-		return nil, &core.ProtocolError{Target: a.t.Name, Err: &NotJSONError{Body: capBytes(raw, maxErrorBody)}}
+		return nil, &core.ProtocolError{Target: a.t.Name, Err: &NotJSONError{Body: redact(capBytes(raw, maxErrorBody), a.t.APIKey)}}
 	}
 	hy := &hayulaJSON{Specialist: m.Specialist, RoutedBy: m.RoutedBy, Confidence: m.Confidence}
 	id := m.ID
@@ -293,7 +293,7 @@ func (a *openaiSAIF) stream(resp *http.Response, req *core.Request) (*Response, 
 		out = &textChunker{id: "cmpl-" + id[len("chatcmpl-"):], created: created, model: a.t.Model}
 	}
 	h := http.Header{}
-	return &Response{Header: h, Stream: &saifStream{target: a.t.Name, body: resp.Body, sse: newSSEReader(resp.Body),
+	return &Response{Header: h, Stream: &saifStream{target: a.t.Name, key: a.t.APIKey, body: resp.Body, sse: newSSEReader(resp.Body),
 		out: out, header: h, includeUsage: req.IncludeUsage}}, nil
 }
 
@@ -312,6 +312,7 @@ var _ chunkMaker = (*chunker)(nil)
 // named error, or a body that ends before the done event is a *core.StreamError.
 type saifStream struct {
 	target       string
+	key          core.Secret // redacted from an event an error quotes
 	body         io.ReadCloser
 	sse          *sseReader
 	out          chunkMaker
@@ -347,7 +348,7 @@ func (s *saifStream) read() error {
 		if ev.cut {
 			return &core.StreamError{Target: s.target, Message: "upstream closed the stream inside an event"}
 		}
-		return &core.StreamError{Target: s.target, Message: "upstream sent an event that is not SAIF's: " + snippet(data), Err: err}
+		return &core.StreamError{Target: s.target, Message: "upstream sent an event that is not SAIF's: " + snippet(redact(data, s.key)), Err: err}
 	}
 	var hy *hayulaJSON
 	if !s.started {
