@@ -29,11 +29,18 @@ func newMetrics(cfg *config.Config, started time.Time) *metrics.Set {
 }
 
 // handleMetrics answers a Prometheus scrape. It takes a key like every other endpoint when the
-// gateway has keys (Prometheus sends one with `authorization: {credentials: …}`): the series
-// name every route and target.
+// gateway has keys (Prometheus sends one with `authorization: {credentials: …}`), and one
+// without a routes list: the series name every route and target and count every key's
+// requests, while /v1/models hides from a key the routes it may not use.
 func (s *Server) handleMetrics(w http.ResponseWriter, r *http.Request) {
-	if _, e := s.authenticate(r); e != nil {
+	key, e := s.authenticate(r)
+	if e != nil {
 		writeError(w, e)
+		return
+	}
+	if key != nil && key.Routes != nil {
+		writeError(w, &apiError{Status: http.StatusForbidden, Type: typeInvalidRequest, Code: "permission_denied",
+			Message: "This key may use only some routes; /metrics needs a key without a routes list."})
 		return
 	}
 	var mw metrics.Writer
