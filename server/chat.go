@@ -50,10 +50,19 @@ func (s *Server) serveOp(w http.ResponseWriter, r *http.Request, op core.Op) {
 		st = new(reqState)
 	}
 	defer s.release(st)
+	// A panic below is answered 500 by the recoverer (or cuts off an answer under way): counted
+	// here as that 500, since it skips the counts at the end.
+	route, counted := metrics.NoRoute, false
+	defer func() {
+		if !counted {
+			s.metrics.Request(op, route, http.StatusInternalServerError, time.Since(start))
+		}
+	}()
 	req, rs, intent, e := s.admit(r, op, st, true)
 	if e != nil {
 		writeError(w, e)
 		end := time.Now()
+		counted = true
 		s.metrics.Request(op, metrics.NoRoute, e.Status, end.Sub(start))
 		s.logRequest(r, st.key, "", nil, e.Status, start, end)
 		return
@@ -61,6 +70,7 @@ func (s *Server) serveOp(w http.ResponseWriter, r *http.Request, op core.Op) {
 	if intent != "" {
 		w.Header().Set(hdrIntent, intent)
 	}
+	route = rs.index
 	res := s.run(r.Context(), rs, req, st)
 	if cap(res.chain) > cap(st.chain) {
 		st.chain = res.chain[:0] // the array grew: keep the larger one
@@ -73,6 +83,7 @@ func (s *Server) serveOp(w http.ResponseWriter, r *http.Request, op core.Op) {
 		res.resp.Release() // written: its memory serves the next answer
 	}
 	end := time.Now()
+	counted = true
 	s.metrics.Request(op, rs.index, status, end.Sub(start))
 	s.logRequest(r, st.key, rs.Name, res.chain, status, start, end)
 }

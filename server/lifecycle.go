@@ -132,7 +132,10 @@ func (s *Server) attemptOn(ctx context.Context, rs *routeState, req *core.Reques
 		return s.attempt(ctx, t, req, claim)
 	}
 	m := s.procs.m
+	// Both ends before once are attempts x-hayula-chain names, and counted as such: a target whose
+	// process never starts would otherwise look like one nobody asked.
 	if st := m.State(t.Name); st != lifecycle.StateReady && s.canServeNow(rs, req, rest, failures, overflowDrops) {
+		s.metrics.Attempt(t.Index, core.ClassLoading, 0)
 		return attemptResult{
 			dec:  errmap.Decision{Class: core.ClassLoading, Status: 503, RetryAfter: health.DefaultLoadingRetry},
 			err:  &coldError{Target: t.Name, State: st},
@@ -153,6 +156,7 @@ func (s *Server) attemptOn(ctx context.Context, rs *routeState, req *core.Reques
 			// A process that cannot start counts against the target like a refused connection.
 			s.health.Report(t, dec.Class, 0)
 		}
+		s.metrics.Attempt(t.Index, dec.Class, 0)
 		return attemptResult{dec: dec, err: err}
 	}
 	live := *t
