@@ -211,6 +211,10 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
+	if err := openLoopback(cfg.Open(), cfg.Listen, ln.Addr()); err != nil {
+		ln.Close()
+		return err
+	}
 	if cfg.Lifecycle.WaitHealthy {
 		log.Info("wait_healthy: waiting for the pinned targets before answering requests")
 	}
@@ -221,6 +225,20 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
 	log.Info("hayula gateway listening", "addr", ln.Addr().String(), "routes", len(cfg.Routes),
 		"targets", len(cfg.Targets), "managed", len(cfg.Lifecycle.Specs))
 	return server.Serve(ctx, ln, srv.Handler(), 10*time.Second, log)
+}
+
+// openLoopback holds an open gateway (no keys) to a loopback address once it listens: config
+// accepts "localhost" as loopback, but the system resolves it (/etc/hosts, then DNS), and on a
+// machine where it names another address an open gateway would listen there.
+func openLoopback(open bool, listen string, addr net.Addr) error {
+	if !open {
+		return nil
+	}
+	if a, ok := addr.(*net.TCPAddr); ok && a.IP.IsLoopback() {
+		return nil
+	}
+	return fmt.Errorf("listen %q: a gateway without [[keys]] listens only on loopback, but it resolved to %s; "+
+		"name 127.0.0.1 or [::1], or add keys", listen, addr)
 }
 
 func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"net"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -214,6 +215,31 @@ func TestServeLoadErrorsEachPrefixed(t *testing.T) {
 	for i, want := range []string{"bad.toml:4:", "bad.toml:5:"} {
 		if !strings.HasPrefix(lines[i], "gateway: ") || !strings.Contains(lines[i], want) {
 			t.Errorf("line %d %q, want it prefixed with \"gateway: \" and holding %q", i, lines[i], want)
+		}
+	}
+}
+
+// TestOpenLoopback: an open gateway that was told "localhost" but got another address from the
+// system's resolver refuses to serve; a keyed one, or a loopback address, serves.
+func TestOpenLoopback(t *testing.T) {
+	lan := &net.TCPAddr{IP: net.ParseIP("192.168.1.7"), Port: 8000}
+	for _, tc := range []struct {
+		open bool
+		addr net.Addr
+		ok   bool
+	}{
+		{true, &net.TCPAddr{IP: net.ParseIP("127.0.0.1"), Port: 8000}, true},
+		{true, &net.TCPAddr{IP: net.ParseIP("::1"), Port: 8000}, true},
+		{true, lan, false},
+		{true, &net.UnixAddr{Name: "/tmp/x", Net: "unix"}, false},
+		{false, lan, true},
+	} {
+		err := openLoopback(tc.open, "localhost:8000", tc.addr)
+		if (err == nil) != tc.ok {
+			t.Errorf("open %v, %v: err %v, want ok %v", tc.open, tc.addr, err, tc.ok)
+		}
+		if err != nil && !strings.Contains(err.Error(), "192.168.1.7") && tc.addr == lan {
+			t.Errorf("the error does not say where it resolved: %v", err)
 		}
 	}
 }
