@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"math"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"sync"
@@ -45,6 +46,9 @@ type CheckerOptions struct {
 	URL func(t *core.Target) (url string, ok bool)
 	// Logger receives failed checks at debug level; nil discards.
 	Logger *slog.Logger
+	// Proxy picks the proxy for a check of a public target when the Checker builds its own
+	// client; nil means the environment's. A private target's check never goes through one.
+	Proxy func(*http.Request) (*url.URL, error)
 }
 
 // maxCheckBody caps what a check reads of an answer: enough for any status document.
@@ -80,7 +84,7 @@ func NewChecker(tr *Tracker, targets []*core.Target, o CheckerOptions) *Checker 
 	if c.client == nil {
 		c.own = true
 		c.client = &http.Client{
-			Transport: &http.Transport{Proxy: http.ProxyFromEnvironment, MaxIdleConnsPerHost: 1,
+			Transport: &http.Transport{Proxy: publicOnly(o.Proxy), MaxIdleConnsPerHost: 1,
 				IdleConnTimeout: 2 * time.Minute, DisableCompression: true},
 			// A redirect is not a health answer.
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
@@ -161,11 +165,33 @@ func (c *Checker) Check(ctx context.Context, t *core.Target) (r CheckResult, ok 
 	return r, true
 }
 
+// viaProxy marks the context of a check of a public target, which may go through the
+// environment's proxy; a private target's check (and its key) never does, as its requests do not
+// (upstream.Options.Proxy).
+type viaProxy struct{}
+
+// publicOnly is proxy (the environment's when nil) for a public target's check, and no proxy
+// for any other.
+func publicOnly(proxy func(*http.Request) (*url.URL, error)) func(*http.Request) (*url.URL, error) {
+	if proxy == nil {
+		proxy = http.ProxyFromEnvironment
+	}
+	return func(req *http.Request) (*url.URL, error) {
+		if v, _ := req.Context().Value(viaProxy{}).(bool); !v {
+			return nil, nil
+		}
+		return proxy(req)
+	}
+}
+
 func (c *Checker) probe(ctx context.Context, t *core.Target, url string) CheckResult {
 	if t.HealthTimeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, t.HealthTimeout)
 		defer cancel()
+	}
+	if t.Privacy == core.Public {
+		ctx = context.WithValue(ctx, viaProxy{}, true)
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {

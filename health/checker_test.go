@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -207,6 +208,28 @@ func TestCheckSendsTheKeyAndSkipsWhatURLSkips(t *testing.T) {
 	}
 	if st := tr.Snapshot(b); !st.LastCheck.IsZero() {
 		t.Error("b was checked although URL skipped it")
+	}
+}
+
+// TestCheckPrivateTargetBypassesProxy: with a proxy for every request, a public target's check
+// (and its key) goes through it and a private target's never does.
+func TestCheckPrivateTargetBypassesProxy(t *testing.T) {
+	var direct, proxied atomic.Int64
+	up := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { direct.Add(1) }))
+	defer up.Close()
+	proxy := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { proxied.Add(1) }))
+	defer proxy.Close()
+	proxyURL, _ := url.Parse(proxy.URL)
+	private, public := checked("private", up.URL+"/models", 0), checked("public", up.URL+"/models", 1)
+	private.Privacy, public.Privacy = core.Private, core.Public
+	private.APIKey = "sk-private"
+	clk := health.NewManualClock(t0)
+	c := health.NewChecker(health.NewTracker(2, clk, health.Policy{}), []*core.Target{private, public},
+		health.CheckerOptions{Clock: clk, Proxy: func(*http.Request) (*url.URL, error) { return proxyURL, nil }})
+	defer c.Close()
+	c.CheckAll(context.Background())
+	if direct.Load() != 1 || proxied.Load() != 1 {
+		t.Errorf("%d checks went direct and %d through the proxy, want 1 and 1", direct.Load(), proxied.Load())
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 
@@ -89,6 +90,10 @@ type Options struct {
 	// NewID makes the ids of answers and tool calls that translating adapters build; nil means
 	// 24 random hex digits. Tests inject a counter.
 	NewID func() string
+	// Proxy picks the proxy for a request to a public target; nil means the environment's
+	// (HTTP_PROXY, HTTPS_PROXY, NO_PROXY). A private target is never reached through a proxy: a
+	// proxy is a third party, and a strict route's prompts must reach no one but its targets.
+	Proxy func(*http.Request) (*url.URL, error)
 }
 
 const defaultDialTimeout = 10 * time.Second
@@ -141,7 +146,7 @@ func NewSet(targets []*core.Target, o Options) *Set {
 		idle := t.IdleTimeout
 		var rt http.RoundTripper = tr
 		switch {
-		case o.Transport == nil && strings.HasPrefix(t.URL, "http://") && !proxied(t.URL):
+		case o.Transport == nil && strings.HasPrefix(t.URL, "http://") && !proxied(proxyFor(o, t), t.URL):
 			rt = newH1Transport(tr, t.Name, t.Timeout, idle)
 		case idle > 0:
 			rt = &idleTransport{next: tr, target: t.Name, idle: idle}
@@ -158,13 +163,28 @@ func NewSet(targets []*core.Target, o Options) *Set {
 
 // proxied reports whether the environment sends requests to rawURL through a proxy, which only
 // net/http's Transport knows how to do. Loopback addresses never are.
-func proxied(rawURL string) bool {
+func proxied(proxy func(*http.Request) (*url.URL, error), rawURL string) bool {
+	if proxy == nil {
+		return false
+	}
 	req, err := http.NewRequest(http.MethodPost, rawURL, nil)
 	if err != nil {
 		return false
 	}
-	u, err := http.ProxyFromEnvironment(req)
+	u, err := proxy(req)
 	return err != nil || u != nil
+}
+
+// proxyFor is the proxy function of t's transport: none for a private target, Options.Proxy
+// (the environment's by default) for a public one.
+func proxyFor(o Options, t *core.Target) func(*http.Request) (*url.URL, error) {
+	if t.Privacy != core.Public {
+		return nil
+	}
+	if o.Proxy != nil {
+		return o.Proxy
+	}
+	return http.ProxyFromEnvironment
 }
 
 func newTransport(o Options, t *core.Target) *http.Transport {
@@ -173,7 +193,7 @@ func newTransport(o Options, t *core.Target) *http.Transport {
 		tr = o.Transport.Clone()
 	} else {
 		tr = &http.Transport{
-			Proxy:             http.ProxyFromEnvironment,
+			Proxy:             proxyFor(o, t),
 			ForceAttemptHTTP2: true,
 			// Each target has its own Transport talking to one host, so both limits are the same
 			// one.
@@ -191,6 +211,9 @@ func newTransport(o Options, t *core.Target) *http.Transport {
 			d.Timeout = defaultDialTimeout
 		}
 		tr.DialContext = d.DialContext
+	}
+	if t.Privacy != core.Public {
+		tr.Proxy = nil // a template's proxy too
 	}
 	tr.ResponseHeaderTimeout = t.Timeout
 	return tr
