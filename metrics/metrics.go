@@ -90,9 +90,25 @@ type Set struct {
 	served   []atomic.Uint64
 	tokens   []atomic.Uint64 // [route][target][prompt, completion]
 
+	keys      []string
+	keyCounts []keyCell // by key
+
 	mu         sync.Mutex
 	otherCodes map[otherKey]uint64 // statuses without a slot
 }
+
+// keyCell is what is counted for one client key.
+type keyCell struct {
+	requests atomic.Uint64
+	limited  [2]atomic.Uint64 // refused by the rpm cap, by the max_concurrent cap
+	tokens   [2]atomic.Uint64 // prompt, completion
+}
+
+// Caps a key can be refused by, as Limited counts them.
+const (
+	CapRPM = iota
+	CapConcurrent
+)
 
 type otherKey struct {
 	cell   int
@@ -100,7 +116,7 @@ type otherKey struct {
 }
 
 // New builds a Set for the given route and target names (target names in core.Target.Index order).
-// started is the process's start, for process_start_time_seconds.
+// started is the process's start, for process_start_time_seconds. WithKeys adds the client keys.
 func New(routes, targets []string, started time.Time) *Set {
 	return &Set{
 		routes:     routes,
@@ -112,6 +128,40 @@ func New(routes, targets []string, started time.Time) *Set {
 		tokens:     make([]atomic.Uint64, 2*len(routes)*len(targets)),
 		otherCodes: map[otherKey]uint64{},
 	}
+}
+
+// WithKeys makes s count per client key too (names in config.Key.Index order); it is for
+// building, before any count.
+func (s *Set) WithKeys(keys []string) *Set {
+	s.keys = keys
+	s.keyCounts = make([]keyCell, len(keys))
+	return s
+}
+
+// Key counts one request made with key (an index into the names WithKeys was given; anything
+// else, such as -1 for a gateway without keys, counts nothing).
+func (s *Set) Key(key int) {
+	if s == nil || key < 0 || key >= len(s.keyCounts) {
+		return
+	}
+	s.keyCounts[key].requests.Add(1)
+}
+
+// Limited counts a request of key refused by a cap (CapRPM, CapConcurrent).
+func (s *Set) Limited(key, cap int) {
+	if s == nil || key < 0 || key >= len(s.keyCounts) || cap < 0 || cap > CapConcurrent {
+		return
+	}
+	s.keyCounts[key].limited[cap].Add(1)
+}
+
+// KeyTokens counts the tokens an answer to a request of key reported.
+func (s *Set) KeyTokens(key int, prompt, completion uint64) {
+	if s == nil || key < 0 || key >= len(s.keyCounts) {
+		return
+	}
+	s.keyCounts[key].tokens[0].Add(prompt)
+	s.keyCounts[key].tokens[1].Add(completion)
 }
 
 // NoRoute is the route index of a request refused before it resolved a route.
@@ -243,6 +293,28 @@ func (s *Set) Write(w *Writer, more func(*Writer)) {
 			for k, kind := range [2]string{"prompt", "completion"} {
 				if v := s.tokens[i+k].Load(); v > 0 {
 					w.Sample("hayula_tokens_total", v, "route", route, "target", target, "kind", kind)
+				}
+			}
+		}
+	}
+	if len(s.keys) > 0 {
+		w.Family("hayula_key_requests_total", "counter", "Requests on the OpenAI endpoints made with each client key, whatever their answer.")
+		for k, name := range s.keys {
+			w.Sample("hayula_key_requests_total", s.keyCounts[k].requests.Load(), "key", name)
+		}
+		w.Family("hayula_key_limited_total", "counter", "Requests of each client key refused 429 by its caps, by cap (rpm, max_concurrent).")
+		for k, name := range s.keys {
+			for c, cap := range [2]string{"rpm", "max_concurrent"} {
+				if v := s.keyCounts[k].limited[c].Load(); v > 0 {
+					w.Sample("hayula_key_limited_total", v, "key", name, "cap", cap)
+				}
+			}
+		}
+		w.Family("hayula_key_tokens_total", "counter", "Tokens the answers to each client key's requests reported in their usage, by kind (prompt, completion).")
+		for k, name := range s.keys {
+			for i, kind := range [2]string{"prompt", "completion"} {
+				if v := s.keyCounts[k].tokens[i].Load(); v > 0 {
+					w.Sample("hayula_key_tokens_total", v, "key", name, "kind", kind)
 				}
 			}
 		}

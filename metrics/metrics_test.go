@@ -181,3 +181,36 @@ func TestUsage(t *testing.T) {
 		}
 	}
 }
+
+func TestKeyCounts(t *testing.T) {
+	s := New([]string{"r"}, []string{"a"}, time.Unix(0, 0)).WithKeys([]string{"laptop", "kids"})
+	s.Key(1)
+	s.Key(1)
+	s.Limited(1, CapRPM)
+	s.KeyTokens(0, 10, 2)
+	s.Key(-1) // a gateway without keys: nothing
+	s.Key(2)
+	s.Limited(0, 7)
+	var w Writer
+	s.Write(&w, nil)
+	got := parse(t, string(w.Bytes()))
+	for k, v := range map[string]string{
+		`hayula_key_requests_total{key="kids"}`:                   "2",
+		`hayula_key_requests_total{key="laptop"}`:                 "0",
+		`hayula_key_limited_total{key="kids",cap="rpm"}`:          "1",
+		`hayula_key_tokens_total{key="laptop",kind="prompt"}`:     "10",
+		`hayula_key_tokens_total{key="laptop",kind="completion"}`: "2",
+	} {
+		if got[k] != v {
+			t.Errorf("%s = %q, want %q", k, got[k], v)
+		}
+	}
+	if n := len(got); n == 0 {
+		t.Fatal("nothing written")
+	}
+	var open Writer
+	New(nil, nil, time.Unix(0, 0)).Write(&open, nil)
+	if strings.Contains(string(open.Bytes()), "hayula_key_") {
+		t.Error("a Set without keys wrote key series")
+	}
+}

@@ -75,10 +75,10 @@ func (s *Server) serveOp(w http.ResponseWriter, r *http.Request, op core.Op) {
 	if cap(res.chain) > cap(st.chain) {
 		st.chain = res.chain[:0] // the array grew: keep the larger one
 	}
-	status := s.write(r.Context(), w, rs, req, res)
+	status := s.write(r.Context(), w, rs, req, res, st.keyIdx-1)
 	if res.resp != nil {
 		if res.resp.Stream == nil && s.metrics != nil {
-			s.countUsage(rs.index, res.target, res.resp.Body) // after the write: not the client's wait
+			s.countUsage(usageTo{rs.index, st.keyIdx - 1}, res.target, res.resp.Body) // after the write: not the client's wait
 		}
 		res.resp.Release() // written: its memory serves the next answer
 	}
@@ -102,6 +102,8 @@ type reqState struct {
 	cands []*core.Target // the array eligibility keeps targets in, then the attempt loop's candidates
 	chain []string       // the array the targets tried are named in
 	key   string         // the name of the key the request came with, for the log; "" for none
+	// keyIdx is that key's config.Key.Index + 1, for metrics; 0 for none.
+	keyIdx int
 	busy  *atomic.Int64  // the key's in-flight count this request holds a slot of (max_concurrent)
 }
 
@@ -116,7 +118,7 @@ func (s *Server) release(st *reqState) {
 	if cap(st.msgs) > maxPooledMessages {
 		st.msgs = nil
 	}
-	st.wire, st.req, st.key = wireView{}, core.Request{}, ""
+	st.wire, st.req, st.key, st.keyIdx = wireView{}, core.Request{}, "", 0
 	s.states.Put(st)
 }
 
@@ -136,7 +138,10 @@ func (s *Server) admit(r *http.Request, op core.Op, st *reqState, limited bool) 
 		return nil, nil, "", e
 	}
 	if key != nil {
-		st.key = key.Name
+		st.key, st.keyIdx = key.Name, key.Index+1
+		if limited {
+			s.metrics.Key(key.Index)
+		}
 		if limited && s.limits != nil {
 			if e := s.limit(key, st); e != nil {
 				return nil, nil, "", e

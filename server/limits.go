@@ -10,6 +10,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/hayula/gateway/config"
+	"github.com/hayula/gateway/metrics"
 )
 
 // keyLimit is one key's caps (rpm, max_concurrent) and what they count.
@@ -51,6 +52,7 @@ func (s *Server) limit(key *config.Key, st *reqState) *apiError {
 	if l.max > 0 {
 		if l.busy.Add(1) > l.max {
 			l.busy.Add(-1)
+			s.metrics.Limited(key.Index, metrics.CapConcurrent)
 			return &apiError{Status: http.StatusTooManyRequests, Type: "requests", Code: "rate_limit_exceeded",
 				RetryAfter: time.Second,
 				Message: fmt.Sprintf("Rate limit reached for key %s on concurrent requests: limit %d. Try again when one of them has ended.",
@@ -64,6 +66,7 @@ func (s *Server) limit(key *config.Key, st *reqState) *apiError {
 		if d := r.DelayFrom(now); d > 0 {
 			r.CancelAt(now)
 			s.unbusy(st)
+			s.metrics.Limited(key.Index, metrics.CapRPM)
 			return &apiError{Status: http.StatusTooManyRequests, Type: "requests", Code: "rate_limit_exceeded",
 				RetryAfter: d,
 				Message: fmt.Sprintf("Rate limit reached for key %s on requests per min (RPM): limit %d. Please try again in %.3gs.",

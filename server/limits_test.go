@@ -60,6 +60,24 @@ func TestKeyRPM(t *testing.T) {
 	if rep := g.chat(t, "r", slow...); rep.status != 200 {
 		t.Errorf("after 30 s: %d %s, want 200", rep.status, rep.body)
 	}
+
+	// /metrics counts per key what it made, what its cap refused and the tokens it was answered
+	// with (explain counts nothing).
+	want := []string{
+		`hayula_key_requests_total{key="slow"} 5`,
+		`hayula_key_requests_total{key="free"} 1`,
+		`hayula_key_limited_total{key="slow",cap="rpm"} 2`,
+		`hayula_key_tokens_total{key="slow",kind="prompt"} 9`,
+		`hayula_key_tokens_total{key="free",kind="completion"} 3`,
+	}
+	var lines map[string]bool
+	var scraped reply
+	settles(func() bool { scraped, lines = scrape(t, g, free...); return lines[want[3]] })
+	for _, w := range want {
+		if !lines[w] {
+			t.Errorf("no line %q in:\n%s", w, scraped.body)
+		}
+	}
 }
 
 // TestKeyMaxConcurrent: a key with max_concurrent = 1 is refused a second request while its
@@ -91,6 +109,9 @@ func TestKeyMaxConcurrent(t *testing.T) {
 	close(release)
 	if rep := <-done; rep.status != 200 {
 		t.Fatalf("first request: %d %s", rep.status, rep.body)
+	}
+	if _, lines := scrape(t, g, one...); !lines[`hayula_key_limited_total{key="one",cap="max_concurrent"} 1`] {
+		t.Error("/metrics does not count the request max_concurrent refused")
 	}
 	// The slot is given back when serveOp ends, after the answer is written.
 	for _, model := range []string{"nope", "r", "nope", "r"} {

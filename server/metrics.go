@@ -27,13 +27,26 @@ func newMetrics(cfg *config.Config, started time.Time) *metrics.Set {
 	for _, t := range cfg.Targets {
 		targets[t.Index] = t.Name
 	}
-	return metrics.New(routes, targets, started)
+	set := metrics.New(routes, targets, started)
+	if len(cfg.Keys) > 0 {
+		keys := make([]string, len(cfg.Keys))
+		for i, k := range cfg.Keys {
+			keys[i] = k.Name
+		}
+		set.WithKeys(keys)
+	}
+	return set
 }
 
-// countUsage counts the tokens an answer (or a stream's event) of route by t reports.
-func (s *Server) countUsage(route int, t *core.Target, b []byte) {
+// usageTo says whose tokens an answer's usage counts as: a route's (-1: none) and a key's (-1:
+// none).
+type usageTo struct{ route, key int }
+
+// countUsage counts the tokens an answer (or a stream's event) of u's route by t reports.
+func (s *Server) countUsage(u usageTo, t *core.Target, b []byte) {
 	if p, c, ok := metrics.Usage(b); ok {
-		s.metrics.Tokens(route, t.Index, p, c)
+		s.metrics.Tokens(u.route, t.Index, p, c)
+		s.metrics.KeyTokens(u.key, p, c)
 	}
 }
 

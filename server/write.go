@@ -148,7 +148,9 @@ var (
 )
 
 // write sends the attempt loop's outcome to the client and returns the status it used.
-func (s *Server) write(ctx context.Context, w http.ResponseWriter, rs *routeState, req *core.Request, res result) int {
+//
+// key is the index of the request's key (-1 for none), whose tokens a stream's usage counts as.
+func (s *Server) write(ctx context.Context, w http.ResponseWriter, rs *routeState, req *core.Request, res result, key int) int {
 	// Header values are assigned, not Set: Set builds a one-element slice per call, and the
 	// route's and target's values are built once. Nothing appends to them in place (a slice of
 	// length 1 and capacity 1 is copied by append).
@@ -192,11 +194,11 @@ func (s *Server) write(ctx context.Context, w http.ResponseWriter, rs *routeStat
 		}
 		return http.StatusOK
 	}
-	usageRoute := -1 // a stream carries usage only when its client asked for it: then it is counted
+	usage := usageTo{route: -1} // a stream carries usage only when its client asked for it: then it is counted
 	if s.metrics != nil && req.IncludeUsage {
-		usageRoute = rs.index
+		usage = usageTo{rs.index, key}
 	}
-	s.relay(ctx, w, usageRoute, res)
+	s.relay(ctx, w, usage, res)
 	return http.StatusOK
 }
 
@@ -206,8 +208,9 @@ func (s *Server) write(ctx context.Context, w http.ResponseWriter, rs *routeStat
 // carries both, so a burst costs one write to the socket while an event never waits for the
 // upstream (TestStreamFlushesEachEvent). The first event is flushed with the head regardless.
 //
-// With usageRoute 0 or more, an event that carries usage is counted as that route's tokens.
-func (s *Server) relay(ctx context.Context, w http.ResponseWriter, usageRoute int, res result) {
+// With usage.route 0 or more, an event that carries usage is counted as that route's (and key's)
+// tokens.
+func (s *Server) relay(ctx context.Context, w http.ResponseWriter, usage usageTo, res result) {
 	st := res.resp.Stream
 	defer st.Close()
 	buffered, _ := st.(upstream.BufferedStream)
@@ -238,8 +241,8 @@ func (s *Server) relay(ctx context.Context, w http.ResponseWriter, usageRoute in
 		if first && s.relaying.Load() == 1 {
 			s.yield()
 		}
-		if usageRoute >= 0 {
-			s.countUsage(usageRoute, res.target, ev)
+		if usage.route >= 0 {
+			s.countUsage(usage, res.target, ev)
 		}
 		first = false
 		ev, err = st.Next()
