@@ -104,7 +104,7 @@ type reqState struct {
 	key   string         // the name of the key the request came with, for the log; "" for none
 	// keyIdx is that key's config.Key.Index + 1, for metrics; 0 for none.
 	keyIdx int
-	busy  *atomic.Int64  // the key's in-flight count this request holds a slot of (max_concurrent)
+	busy   *atomic.Int64 // the key's in-flight count this request holds a slot of (max_concurrent)
 }
 
 // release empties st, so that it holds nothing of the request, and puts it back in the pool.
