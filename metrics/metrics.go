@@ -93,6 +93,8 @@ type Set struct {
 	keys      []string
 	keyCounts []keyCell // by key
 
+	browserRefused [2]atomic.Uint64 // by Refused's reason
+
 	mu         sync.Mutex
 	otherCodes map[otherKey]uint64 // statuses without a slot
 }
@@ -162,6 +164,20 @@ func (s *Set) KeyTokens(key int, prompt, completion uint64) {
 	}
 	s.keyCounts[key].tokens[0].Add(prompt)
 	s.keyCounts[key].tokens[1].Add(completion)
+}
+
+// Reasons the browser guard refuses a request for, as BrowserRefused counts them.
+const (
+	RefusedHost = iota
+	RefusedOrigin
+)
+
+// BrowserRefused counts a request the browser guard refused (RefusedHost, RefusedOrigin).
+func (s *Set) BrowserRefused(reason int) {
+	if s == nil || reason < 0 || reason > RefusedOrigin {
+		return
+	}
+	s.browserRefused[reason].Add(1)
 }
 
 // NoRoute is the route index of a request refused before it resolved a route.
@@ -318,6 +334,10 @@ func (s *Set) Write(w *Writer, more func(*Writer)) {
 				}
 			}
 		}
+	}
+	w.Family("hayula_browser_refused_total", "counter", "Requests refused 403 because their Host (host_not_allowed: DNS rebinding) or Origin (origin_not_allowed) was not allowed.")
+	for i, reason := range [2]string{"host_not_allowed", "origin_not_allowed"} {
+		w.Sample("hayula_browser_refused_total", s.browserRefused[i].Load(), "reason", reason)
 	}
 	w.Family("process_start_time_seconds", "gauge", "Start time of the process since the Unix epoch, in seconds.")
 	w.Float("process_start_time_seconds", float64(s.started.UnixNano())/1e9)

@@ -71,4 +71,21 @@ allowed_origins = ["https://chat.example.com"]
 			t.Errorf("a preflight from another site: %d %v", rep.status, rep.header)
 		}
 	})
+	t.Run("counted", func(t *testing.T) {
+		// g refused one rebound name and two origins above; gl one rebound name and a preflight's origin.
+		for _, c := range []struct {
+			g    *gateway
+			want []string
+		}{
+			{g, []string{`hayula_browser_refused_total{reason="host_not_allowed"} 1`, `hayula_browser_refused_total{reason="origin_not_allowed"} 2`}},
+			{gl, []string{`hayula_browser_refused_total{reason="host_not_allowed"} 1`, `hayula_browser_refused_total{reason="origin_not_allowed"} 1`}},
+		} {
+			rep, lines := scrape(t, c.g)
+			for _, w := range c.want {
+				if !lines[w] {
+					t.Errorf("no line %q in:\n%s", w, rep.body)
+				}
+			}
+		}
+	})
 }

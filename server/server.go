@@ -208,7 +208,7 @@ func New(o Options) (*Server, error) {
 	if err := s.initActive(o); err != nil {
 		return nil, err
 	}
-	s.handler = &recoverer{next: &browserGuard{next: s.router(), b: o.Config.Browsers}, log: s.log}
+	s.handler = &recoverer{next: &browserGuard{next: s.router(), b: o.Config.Browsers, metrics: s.metrics}, log: s.log}
 	return s, nil
 }
 
