@@ -15,7 +15,7 @@ import (
 func (c *Config) Summary() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "config %s\n", c.Source)
-	fmt.Fprintf(&b, "listen %s, max body %d bytes\n", c.Listen, c.MaxBodyBytes)
+	fmt.Fprintf(&b, "listen %s, max body %d bytes, metrics %s\n", c.Listen, c.MaxBodyBytes, metricsSummary(c.Metrics))
 	fmt.Fprintf(&b, "cooldown after %d failures: %s, doubling up to %s\n", c.Cooldown.Failures,
 		c.Cooldown.Base, c.Cooldown.Max)
 	if c.Open() {
@@ -32,7 +32,14 @@ func (c *Config) Summary() string {
 				slices.Sort(names)
 				routes = "routes " + strings.Join(names, ", ")
 			}
-			fmt.Fprintf(&b, "  %s: %s%s\n", k.Name, routes, yes(k.Strict, ", strict"))
+			caps := ""
+			if k.RPM > 0 {
+				caps += fmt.Sprintf(", %d requests a minute", k.RPM)
+			}
+			if k.MaxConcurrent > 0 {
+				caps += fmt.Sprintf(", %d at once", k.MaxConcurrent)
+			}
+			fmt.Fprintf(&b, "  %s: %s%s%s\n", k.Name, routes, yes(k.Strict, ", strict"), caps)
 		}
 	}
 
@@ -114,6 +121,13 @@ func yes(b bool, s string) string {
 		return s
 	}
 	return ""
+}
+
+func metricsSummary(on bool) string {
+	if on {
+		return "at GET /metrics"
+	}
+	return "off"
 }
 
 func yesNo(b bool) string {
