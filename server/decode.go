@@ -798,17 +798,8 @@ func foldedSpelling(body []byte, isKey func(string) bool, inMessages bool) *apiE
 			if m[0] != '{' {
 				continue
 			}
-			members := jsonx.Object(m, false)
-			for {
-				mq, _, ok := members.Next()
-				if !ok {
-					break
-				}
-				if mn, ok := jsonx.Unquote(mq); ok {
-					if k, folded := foldedName(mn, isMessageKey); folded {
-						return unknownParam(fmt.Sprintf("messages[%d].%s", i, mn), k)
-					}
-				}
+			if n, k, folded := foldedMember(m, isMessageKey); folded {
+				return unknownParam(fmt.Sprintf("messages[%d].%s", i, n), k)
 			}
 		}
 	}
@@ -829,19 +820,28 @@ func foldedPart(content []byte, i int) *apiError {
 		if p[0] != '{' {
 			continue
 		}
-		members := jsonx.Object(p, false)
-		for {
-			q, _, ok := members.Next()
-			if !ok {
-				break
-			}
-			if name, plain := jsonx.PlainKey(q); plain && !hasUpper(name) {
-				continue
-			}
-			if n, ok := jsonx.Unquote(q); ok {
-				if k, folded := foldedName(n, isPartKey); folded {
-					return unknownParam(fmt.Sprintf("messages[%d].content[%d].%s", i, j, n), k)
-				}
+		if n, k, folded := foldedMember(p, isPartKey); folded {
+			return unknownParam(fmt.Sprintf("messages[%d].content[%d].%s", i, j, n), k)
+		}
+	}
+}
+
+// foldedMember returns the first member of the object obj whose name is not a field isKey names
+// but folds to one (foldedName), with that field. A name in plain lower-case ASCII, nearly all,
+// cannot fold to anything else and costs a byte scan.
+func foldedMember(obj []byte, isKey func(string) bool) (name, field string, found bool) {
+	members := jsonx.Object(obj, false)
+	for {
+		q, _, ok := members.Next()
+		if !ok {
+			return "", "", false
+		}
+		if raw, plain := jsonx.PlainKey(q); plain && !mayFold(raw) {
+			continue
+		}
+		if n, ok := jsonx.Unquote(q); ok {
+			if k, folded := foldedName(n, isKey); folded {
+				return n, k, true
 			}
 		}
 	}
@@ -850,9 +850,11 @@ func foldedPart(content []byte, i int) *apiError {
 // isPartKey reports a content part's member the gateway reads (hasImages, the auto-router).
 func isPartKey(name string) bool { return name == "type" || name == "text" || name == "image_url" }
 
-func hasUpper(b []byte) bool {
+// mayFold reports whether a name has a byte that could fold into a lower-case ASCII letter of
+// another name: an upper-case ASCII letter, or any non-ASCII byte (K, the Kelvin sign, and ſ).
+func mayFold(b []byte) bool {
 	for _, c := range b {
-		if c >= 'A' && c <= 'Z' {
+		if c >= 'A' && c <= 'Z' || c >= 0x80 {
 			return true
 		}
 	}
