@@ -3,8 +3,10 @@ package config
 import (
 	"os"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/hayula/gateway/autoroute"
 )
@@ -75,4 +77,59 @@ func isTable(t reflect.Type) bool {
 		t = t.Elem()
 	}
 	return t.Kind() == reflect.Struct || t.Kind() == reflect.Map
+}
+
+// TestConfigDocDefaults keeps the Default column of CONFIG.md's key tables equal to the
+// constants Parse uses: a default changed in config.go without its row fails here.
+func TestConfigDocDefaults(t *testing.T) {
+	raw, err := os.ReadFile("../CONFIG.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// defaultCell is the Default column (the third) of key's row, unquoted, without a remark
+	// such as "(10 MiB)".
+	defaultCell := func(t *testing.T, key string) string {
+		for _, l := range strings.Split(string(raw), "\n") {
+			if !strings.HasPrefix(l, "| `"+key+"` |") {
+				continue
+			}
+			cells := strings.Split(l, " | ")
+			if len(cells) < 3 {
+				t.Fatalf("row of %s has no Default column: %s", key, l)
+			}
+			v, _, _ := strings.Cut(strings.Trim(cells[2], "` "), "` (")
+			return strings.Trim(v, "`\"")
+		}
+		t.Fatalf("CONFIG.md has no row for %s", key)
+		return ""
+	}
+	for key, want := range map[string]time.Duration{
+		"timeout":         DefaultTimeout,
+		"idle_timeout":    DefaultIdleTimeout,
+		"base":            DefaultCooldownBase,
+		"max":             DefaultCooldownMax,
+		"health_interval": DefaultHealthInterval,
+		"health_timeout":  DefaultHealthTimeout,
+		"degraded_after":  DefaultDegradedAfter,
+		"load_timeout":    DefaultLoadTimeout,
+	} {
+		t.Run(key, func(t *testing.T) {
+			cell := defaultCell(t, key)
+			got, err := time.ParseDuration(cell)
+			if err != nil || got != want {
+				t.Errorf("CONFIG.md gives %s the default %q; Parse uses %v", key, cell, want)
+			}
+		})
+	}
+	for key, want := range map[string]string{
+		"listen":         DefaultListen,
+		"max_body_bytes": strconv.Itoa(DefaultMaxBodyBytes),
+		"failures":       strconv.Itoa(DefaultFailures),
+	} {
+		t.Run(key, func(t *testing.T) {
+			if cell := defaultCell(t, key); cell != want {
+				t.Errorf("CONFIG.md gives %s the default %q; Parse uses %q", key, cell, want)
+			}
+		})
+	}
 }
