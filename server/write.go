@@ -147,8 +147,11 @@ var (
 	sseDone = []byte("data: [DONE]\n\n")
 )
 
-// write sends the attempt loop's outcome to the client and returns the status it used.
-func (s *Server) write(ctx context.Context, w http.ResponseWriter, rs *routeState, req *core.Request, res result) int {
+// write sends the attempt loop's outcome to the client and returns the status it used. The key's
+// concurrency slot st holds is given back before the answer's end goes out: a client that sends
+// its next request as soon as it has the answer (the SDK stops reading a stream at [DONE]) must
+// find it free, and serveOp's work after the write (or a stream's drained tail) is not its.
+func (s *Server) write(ctx context.Context, w http.ResponseWriter, rs *routeState, req *core.Request, res result, st *reqState) int {
 	// Header values are assigned, not Set: Set builds a one-element slice per call, and the
 	// route's and target's values are built once. Nothing appends to them in place (a slice of
 	// length 1 and capacity 1 is copied by append).
@@ -162,10 +165,14 @@ func (s *Server) write(ctx context.Context, w http.ResponseWriter, rs *routeStat
 		if len(res.chain) > 0 {
 			h.Set(hdrChain, chainHeader(res.chain, ""))
 		}
+		s.unbusy(st)
 		writeError(w, res.err)
 		return res.err.Status
 	}
 	defer res.flight.end()
+	if res.resp.Stream == nil {
+		s.unbusy(st)
+	}
 	if res.resp.Stream == nil && s.writeWhole(w, rs, res) {
 		return http.StatusOK
 	}
@@ -196,7 +203,7 @@ func (s *Server) write(ctx context.Context, w http.ResponseWriter, rs *routeStat
 	if s.metrics != nil && req.IncludeUsage {
 		usageRoute = rs.index
 	}
-	s.relay(ctx, w, usageRoute, res)
+	s.relay(ctx, w, usageRoute, res, st)
 	return http.StatusOK
 }
 
@@ -206,8 +213,9 @@ func (s *Server) write(ctx context.Context, w http.ResponseWriter, rs *routeStat
 // carries both, so a burst costs one write to the socket while an event never waits for the
 // upstream (TestStreamFlushesEachEvent). The first event is flushed with the head regardless.
 //
-// With usageRoute 0 or more, an event that carries usage is counted as that route's tokens.
-func (s *Server) relay(ctx context.Context, w http.ResponseWriter, usageRoute int, res result) {
+// With usageRoute 0 or more, an event that carries usage is counted as that route's tokens. The
+// key's slot rq holds is given back before the stream's last event ([DONE] or an error) goes out.
+func (s *Server) relay(ctx context.Context, w http.ResponseWriter, usageRoute int, res result, rq *reqState) {
 	st := res.resp.Stream
 	defer st.Close()
 	buffered, _ := st.(upstream.BufferedStream)
@@ -248,6 +256,7 @@ func (s *Server) relay(ctx context.Context, w http.ResponseWriter, usageRoute in
 		// Flushed now, not left for the end of the chunked body when the handler returns:
 		// closing the stream (deferred above) drains the upstream's tail for up to drainWait,
 		// and the client's [DONE] must not wait for that (TestStreamDoneNotHeldForUpstreamTail).
+		s.unbusy(rq)
 		_, _ = w.Write(sseDone)
 		_ = rc.Flush()
 		return
@@ -263,6 +272,7 @@ func (s *Server) relay(ctx context.Context, w http.ResponseWriter, usageRoute in
 	s.log.Warn("stream broke off", "target", res.target.Name, "error", redactKey(err.Error(), key))
 	body := errorBody(&apiError{Type: typeUpstream, Code: "stream_interrupted",
 		Message: "the upstream stream broke off: " + msg})
+	s.unbusy(rq)
 	_ = writeEvent(w, body)
 	_ = rc.Flush()
 }
