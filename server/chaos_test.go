@@ -410,6 +410,22 @@ func TestChaosSoak(t *testing.T) {
 	}
 	ups := []*chaosUpstream{newChaos(t, 1), newChaos(t, 2), newChaos(t, 3), newChaos(t, 4)}
 	ups[3].ollama = true
+	// gate answers the route no chaos client asks for, for the caps' check after the run: each
+	// request is announced on arrived and held until release is closed.
+	gate := newFake(t, "gate")
+	arrived, release := make(chan struct{}, 8), make(chan struct{})
+	gate.set(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case arrived <- struct{}{}:
+		default: // the rpm check's requests: nobody waits for them
+		}
+		select {
+		case <-release:
+		case <-r.Context().Done():
+			return
+		}
+		okHandler("gate")(w, r)
+	})
 	refused, _ := net.Listen("tcp", "127.0.0.1:0")
 	refusedURL := "http://" + refused.Addr().String() + "/v1"
 	refused.Close()
@@ -421,14 +437,18 @@ func TestChaosSoak(t *testing.T) {
 		tgt("dead", refusedURL, 1) + strings.Replace(tgt("o", ups[3].srv.URL, 1), `"openai"`, `"ollama"`, 1) +
 		"[routes.chain]\ntargets = [\"dead\", \"a\", \"b\", \"c\"]\n" +
 		"[routes.solo]\ntargets = [\"b\"]\n" +
-		"[routes.ollama]\ntargets = [\"o\", \"c\"]\n"
+		"[routes.ollama]\ntargets = [\"o\", \"c\"]\n" +
+		target("gate", gate.url(), "private") + "[routes.hold]\ntargets = [\"gate\"]\n" +
+		keyBlock("free", chaosFree) + keyBlock("conc", chaosConc, fmt.Sprintf("max_concurrent = %d", chaosMaxConc)) +
+		keyBlock("rpm", chaosRPM, fmt.Sprintf("rpm = %d", chaosRPMLimit))
 	cfg, err := config.Parse([]byte(cfgText), "chaos.toml", func(string) string { return "" })
 	if err != nil {
 		t.Fatal(err)
 	}
 	logs := &syncBuf{}
+	clock := &shiftClock{}
 	s, err := server.New(server.Options{Config: cfg, Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
-		RetryBase: time.Millisecond, RetryMax: 20 * time.Millisecond})
+		RetryBase: time.Millisecond, RetryMax: 20 * time.Millisecond, Clock: clock})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -439,7 +459,7 @@ func TestChaosSoak(t *testing.T) {
 	}
 	sctx, stop := context.WithCancel(context.Background())
 	ts := &live{URL: "http://" + ln.Addr().String(), stop: stop, done: make(chan error, 1),
-		client: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 16}}}
+		client: &http.Client{Transport: &keyedTransport{base: &http.Transport{MaxIdleConnsPerHost: 16}, token: chaosFree}}}
 	logger := slog.New(slog.NewTextHandler(logs, nil))
 	go func() { ts.done <- server.Serve(sctx, ln, s.Handler(), 5*time.Second, logger) }()
 	t.Cleanup(func() { ts.Close(); s.Close() })
@@ -454,6 +474,7 @@ func TestChaosSoak(t *testing.T) {
 		nCanceled atomic.Int64
 		nStall    atomic.Int64
 	)
+	heads := &headCount{n: map[string]int64{}}
 	var shutting atomic.Bool
 	fail := func(kind, msg string) {
 		// While the gateway shuts down, a refused or cut connection is the expected end.
@@ -471,9 +492,18 @@ func TestChaosSoak(t *testing.T) {
 			go func() {
 				defer wg.Done()
 				rng := rand.New(rand.NewPCG(uint64(i), 99))
-				hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4}}
+				// Most clients share a key without caps; some share the one whose
+				// max_concurrent they outnumber, a few the one whose rpm they outrun.
+				token := chaosFree
+				switch i % 8 {
+				case 0:
+					token = chaosRPM
+				case 1, 2:
+					token = chaosConc
+				}
+				hc := &http.Client{Transport: &keyedTransport{base: &http.Transport{MaxIdleConnsPerHost: 4}, token: token, heads: heads, fail: fail}}
 				defer hc.CloseIdleConnections()
-				sdk := openai.NewClient(option.WithBaseURL(ts.URL+"/v1/"), option.WithAPIKey("k"),
+				sdk := openai.NewClient(option.WithBaseURL(ts.URL+"/v1/"), option.WithAPIKey(token),
 					option.WithHTTPClient(hc), option.WithMaxRetries(0))
 				for time.Now().Before(deadline) && !stopClients.Load() {
 					model := "chain"
@@ -491,7 +521,8 @@ func TestChaosSoak(t *testing.T) {
 					}
 					stall := rng.IntN(20) == 0
 					if rng.IntN(25) == 0 {
-						rudeClient(ts.URL, rng)
+						heads.none.Add(1) // the server may count it (a 499, most often), the client sees nothing
+						rudeClient(ts.URL, token, rng)
 						cancel()
 						continue
 					}
@@ -526,9 +557,29 @@ func TestChaosSoak(t *testing.T) {
 			}()
 		}
 	}
+	stopScrapes := make(chan struct{})
+	var scrapers sync.WaitGroup
+	var nScrapes atomic.Int64
+	for range 3 {
+		scrapers.Add(1)
+		go func() {
+			defer scrapers.Done()
+			scrapeDuring(ts.URL, stopScrapes, &nScrapes, fail)
+		}()
+	}
 	startClients(0)
 	wg.Wait()
-	t.Logf("ok %d, errors %d, cancelled %d, stalled %d", nOK.Load(), nErr.Load(), nCanceled.Load(), nStall.Load())
+	close(stopScrapes)
+	scrapers.Wait()
+	if nScrapes.Load() == 0 {
+		t.Error("no scrape of /metrics during the run")
+	}
+	t.Logf("ok %d, errors %d, cancelled %d, stalled %d; scrapes %d; 429 for max_concurrent %d, for rpm %d",
+		nOK.Load(), nErr.Load(), nCanceled.Load(), nStall.Load(), nScrapes.Load(), heads.conc429.Load(), heads.rpm429.Load())
+	// The caps were hit, each by its own key only (keyedTransport fails a cap's 429 on another key).
+	if heads.conc429.Load() == 0 || heads.rpm429.Load() == 0 {
+		t.Errorf("the caps were not hit: 429 for max_concurrent %d, for rpm %d", heads.conc429.Load(), heads.rpm429.Load())
+	}
 	for _, u := range ups {
 		var h []int64
 		for i := range nChaos {
@@ -582,6 +633,9 @@ func TestChaosSoak(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+	checkMetricsAfter(t, ts.URL, heads)
+	checkCapsAfter(t, ts.URL, clock, arrived, release)
+
 	// A shutdown under load: Serve drains what is in flight (5 s of grace) and every client's
 	// call returns, answered or cut.
 	shutting.Store(true)
@@ -774,14 +828,14 @@ func rawRequest(ctx context.Context, hc *http.Client, url, body string, stall bo
 }
 
 // rudeClient sends part of a request and hangs up, or sends a whole one and leaves at once.
-func rudeClient(base string, rng *rand.Rand) {
+func rudeClient(base, token string, rng *rand.Rand) {
 	c, err := net.Dial("tcp", strings.TrimPrefix(base, "http://"))
 	if err != nil {
 		return
 	}
 	defer c.Close()
 	body := `{"model":"chain","stream":true,"messages":[{"role":"user","content":"hi"}]}`
-	full := "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: " +
+	full := "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + token + "\r\nContent-Type: application/json\r\nContent-Length: " +
 		fmt.Sprint(len(body)) + "\r\n\r\n" + body
 	switch rng.IntN(3) {
 	case 0: // cut inside the head

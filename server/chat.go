@@ -60,6 +60,7 @@ func (s *Server) serveOp(w http.ResponseWriter, r *http.Request, op core.Op) {
 	}()
 	req, rs, intent, e := s.admit(r, op, st, true)
 	if e != nil {
+		s.unbusy(st) // before the answer goes out, as write gives it back
 		writeError(w, e)
 		end := time.Now()
 		counted = true
@@ -75,7 +76,7 @@ func (s *Server) serveOp(w http.ResponseWriter, r *http.Request, op core.Op) {
 	if cap(res.chain) > cap(st.chain) {
 		st.chain = res.chain[:0] // the array grew: keep the larger one
 	}
-	status := s.write(r.Context(), w, rs, req, res, st.keyIdx-1)
+	status := s.write(r.Context(), w, rs, req, res, st)
 	if res.resp != nil {
 		if res.resp.Stream == nil && s.metrics != nil {
 			s.countUsage(usageTo{rs.index, st.keyIdx - 1}, res.target, res.resp.Body) // after the write: not the client's wait

@@ -1,10 +1,13 @@
 package server_test
 
 import (
+	"context"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/openai/openai-go/v3"
 )
 
 func keyBlock(name, token string, extra ...string) string {
@@ -120,5 +123,33 @@ func TestKeyMaxConcurrent(t *testing.T) {
 		if want := map[string]int{"nope": 404, "r": 200}[model]; rep.status != want {
 			t.Errorf("model %s after the first ended: %d %s, want %d", model, rep.status, rep.body, want)
 		}
+	}
+}
+
+// TestKeyMaxConcurrentSequential: a client of a key with max_concurrent = 1 that sends each
+// request once it has the previous answer, as the SDK does (a stream ends for it at [DONE]), is
+// never refused: the slot is free by the time the answer's end reaches the client.
+func TestKeyMaxConcurrentSequential(t *testing.T) {
+	up := newFake(t, "up")
+	g := newGateway(t, keyBlock("one", "hk-one", "max_concurrent = 1")+
+		target("up", up.url(), "private")+"[routes.r]\ntargets = [\"up\"]\n", nil)
+	c := sdkClient(g, "hk-one")
+	params := openai.ChatCompletionNewParams{Model: "r",
+		Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("hi")}}
+	refused := map[string]int{}
+	for i := 0; i < 200; i++ {
+		st := c.Chat.Completions.NewStreaming(context.Background(), params)
+		for st.Next() {
+		}
+		if err := st.Err(); err != nil {
+			refused["stream"]++
+		}
+		st.Close()
+		if _, err := c.Chat.Completions.New(context.Background(), params); err != nil {
+			refused["whole"]++
+		}
+	}
+	if len(refused) > 0 {
+		t.Errorf("200 requests of each kind one after another, refused: %v", refused)
 	}
 }

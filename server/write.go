@@ -147,10 +147,12 @@ var (
 	sseDone = []byte("data: [DONE]\n\n")
 )
 
-// write sends the attempt loop's outcome to the client and returns the status it used.
-//
-// key is the index of the request's key (-1 for none), whose tokens a stream's usage counts as.
-func (s *Server) write(ctx context.Context, w http.ResponseWriter, rs *routeState, req *core.Request, res result, key int) int {
+// write sends the attempt loop's outcome to the client and returns the status it used. The key's
+// concurrency slot st holds is given back before the answer's end goes out: a client that sends
+// its next request as soon as it has the answer (the SDK stops reading a stream at [DONE]) must
+// find it free, and serveOp's work after the write (or a stream's drained tail) is not its. A
+// stream's usage counts as st's key's tokens.
+func (s *Server) write(ctx context.Context, w http.ResponseWriter, rs *routeState, req *core.Request, res result, st *reqState) int {
 	// Header values are assigned, not Set: Set builds a one-element slice per call, and the
 	// route's and target's values are built once. Nothing appends to them in place (a slice of
 	// length 1 and capacity 1 is copied by append).
@@ -164,10 +166,14 @@ func (s *Server) write(ctx context.Context, w http.ResponseWriter, rs *routeStat
 		if len(res.chain) > 0 {
 			h.Set(hdrChain, chainHeader(res.chain, ""))
 		}
+		s.unbusy(st)
 		writeError(w, res.err)
 		return res.err.Status
 	}
 	defer res.flight.end()
+	if res.resp.Stream == nil {
+		s.unbusy(st)
+	}
 	if res.resp.Stream == nil && s.writeWhole(w, rs, res) {
 		return http.StatusOK
 	}
@@ -196,9 +202,9 @@ func (s *Server) write(ctx context.Context, w http.ResponseWriter, rs *routeStat
 	}
 	usage := usageTo{route: -1} // a stream carries usage only when its client asked for it: then it is counted
 	if s.metrics != nil && req.IncludeUsage {
-		usage = usageTo{rs.index, key}
+		usage = usageTo{rs.index, st.keyIdx - 1}
 	}
-	s.relay(ctx, w, usage, res)
+	s.relay(ctx, w, usage, res, st)
 	return http.StatusOK
 }
 
@@ -209,8 +215,9 @@ func (s *Server) write(ctx context.Context, w http.ResponseWriter, rs *routeStat
 // upstream (TestStreamFlushesEachEvent). The first event is flushed with the head regardless.
 //
 // With usage.route 0 or more, an event that carries usage is counted as that route's (and key's)
-// tokens.
-func (s *Server) relay(ctx context.Context, w http.ResponseWriter, usage usageTo, res result) {
+// tokens. The key's slot rq holds is given back before the stream's last event ([DONE] or an
+// error) goes out.
+func (s *Server) relay(ctx context.Context, w http.ResponseWriter, usage usageTo, res result, rq *reqState) {
 	st := res.resp.Stream
 	defer st.Close()
 	buffered, _ := st.(upstream.BufferedStream)
@@ -251,6 +258,7 @@ func (s *Server) relay(ctx context.Context, w http.ResponseWriter, usage usageTo
 		// Flushed now, not left for the end of the chunked body when the handler returns:
 		// closing the stream (deferred above) drains the upstream's tail for up to drainWait,
 		// and the client's [DONE] must not wait for that (TestStreamDoneNotHeldForUpstreamTail).
+		s.unbusy(rq)
 		_, _ = w.Write(sseDone)
 		_ = rc.Flush()
 		return
@@ -266,6 +274,7 @@ func (s *Server) relay(ctx context.Context, w http.ResponseWriter, usage usageTo
 	s.log.Warn("stream broke off", "target", res.target.Name, "error", redactKey(err.Error(), key))
 	body := errorBody(&apiError{Type: typeUpstream, Code: "stream_interrupted",
 		Message: "the upstream stream broke off: " + msg})
+	s.unbusy(rq)
 	_ = writeEvent(w, body)
 	_ = rc.Flush()
 }
