@@ -173,6 +173,9 @@ func TestUsage(t *testing.T) {
 		{`{"choices":[{"usage":{"prompt_tokens":9}}]}`, 0, 0, false}, // not at the top level
 		{`{"usage":{"prompt_tokens":-1,"completion_tokens":"7"}}`, 0, 0, false},
 		{`not json "usage":`, 0, 0, false},
+		{`{"usage":{"prompt_tokens": 5 ,"completion_tokens":1.5}}`, 5, 0, true},
+		{`{"usage":{"prompt_tokens":99999999999999999999}}`, 0, 0, false},
+		{`{"usage":"12"}`, 0, 0, false},
 		{`{"id":"x","usage":{"prompt_tokens":7,"completion_tokens":1},"service_tier":"default","system_fingerprint":"fp"}`, 7, 1, true},
 	} {
 		p, c, ok := Usage([]byte(tc.body))
