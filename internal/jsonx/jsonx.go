@@ -279,24 +279,11 @@ func Last(body []byte, key string) (value []byte, ok bool) {
 		}
 		break
 	}
-	it, ok := newIter(body)
-	if !ok {
+	m, n, ok := lastMember(body, key) // an object cut short (not ok) has no last member
+	if !ok || n == 0 {
 		return nil, false
 	}
-	var last []byte
-	found := false
-	for {
-		m, more := it.next()
-		if !more {
-			if !it.ok {
-				return nil, false // an object cut short has no last member
-			}
-			return last, found
-		}
-		if keyIs(body[m.keyStart:m.keyEnd], key) {
-			last, found = body[m.valStart:m.valEnd], true
-		}
-	}
+	return body[m.valStart:m.valEnd], true
 }
 
 // escaped reports whether body[i] follows an odd run of backslashes.
