@@ -50,22 +50,21 @@ func (s *Server) serveOp(w http.ResponseWriter, r *http.Request, op core.Op) {
 		st = new(reqState)
 	}
 	defer s.release(st)
-	// A panic below is answered 500 by the recoverer (or cuts off an answer under way): counted
-	// here as that 500, since it skips the counts at the end.
-	route, counted := metrics.NoRoute, false
+	// Counted once the answer is out, as the log line is; a panic below, which the recoverer
+	// answers 500 (or which cuts off an answer under way), counts as that 500.
+	route, status, end := metrics.NoRoute, http.StatusInternalServerError, time.Time{}
 	defer func() {
-		if !counted {
-			s.metrics.Request(op, route, http.StatusInternalServerError, time.Since(start))
+		if end.IsZero() {
+			end = time.Now()
 		}
+		s.metrics.Request(op, route, status, end.Sub(start))
 	}()
 	req, rs, intent, e := s.admit(r, op, st, true)
 	if e != nil {
 		s.unbusy(st) // before the answer goes out, as write gives it back
 		writeError(w, e)
-		end := time.Now()
-		counted = true
-		s.metrics.Request(op, metrics.NoRoute, e.Status, end.Sub(start))
-		s.logRequest(r, st.key, "", nil, e.Status, start, end)
+		status, end = e.Status, time.Now()
+		s.logRequest(r, st.key, "", nil, status, start, end)
 		return
 	}
 	if intent != "" {
@@ -76,16 +75,14 @@ func (s *Server) serveOp(w http.ResponseWriter, r *http.Request, op core.Op) {
 	if cap(res.chain) > cap(st.chain) {
 		st.chain = res.chain[:0] // the array grew: keep the larger one
 	}
-	status := s.write(r.Context(), w, rs, req, res, st)
+	status = s.write(r.Context(), w, rs, req, res, st)
 	if res.resp != nil {
 		if res.resp.Stream == nil && s.metrics != nil {
 			s.countUsage(usageTo{rs.index, st.keyIdx - 1}, res.target, res.resp.Body) // after the write: not the client's wait
 		}
 		res.resp.Release() // written: its memory serves the next answer
 	}
-	end := time.Now()
-	counted = true
-	s.metrics.Request(op, rs.index, status, end.Sub(start))
+	end = time.Now()
 	s.logRequest(r, st.key, rs.Name, res.chain, status, start, end)
 }
 
