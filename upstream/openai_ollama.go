@@ -123,10 +123,14 @@ func (a *openaiOllama) chat(ctx context.Context, req *core.Request) (*Response, 
 	if len(calls) > 0 {
 		finish = "tool_calls"
 	}
+	lp := m.Logprobs
+	if a.t.Reasoning == core.ReasoningThinkTags {
+		lp = contentLogprobs(lp)
+	}
 	c := completionJSON{ID: "chatcmpl-" + a.newID(), Object: "chat.completion", Created: a.created(m.CreatedAt),
 		Model: cmpOr(m.Model, a.t.Model),
 		Choices: []choiceJSON{{Message: completionMessage(a.t.Reasoning, m.Message.Content, m.Message.Thinking, calls),
-			Logprobs: newLogprobs(m.Logprobs), FinishReason: finish}},
+			Logprobs: newLogprobs(lp), FinishReason: finish}},
 		Usage: newUsage(m.PromptEvalCount, m.EvalCount)}
 	b := mustJSON(c)
 	return &Response{Body: b}, nil
@@ -443,7 +447,7 @@ func (s *ollamaStream) read() error {
 	}
 	calls := ollamaToolCalls(m.Message.ToolCalls, s.newID, true, s.calls)
 	s.calls += len(calls)
-	s.ch.logprobs = newLogprobs(m.Logprobs)
+	s.ch.setLogprobs(m.Logprobs)
 	if ev := s.ch.delta(m.Message.Content, m.Message.Thinking, calls, nil); ev != nil {
 		s.pending = append(s.pending, ev)
 	}
