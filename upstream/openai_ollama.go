@@ -118,6 +118,12 @@ func (a *openaiOllama) chat(ctx context.Context, req *core.Request) (*Response, 
 	if msg := text(m.Error); msg != "" {
 		return nil, &core.ProtocolError{Target: a.t.Name, Err: fmt.Errorf("upstream error in a 200 answer: %s", msg)}
 	}
+	if !m.Done {
+		// Every whole answer of Ollama's says done; one that does not was cut short or is not
+		// Ollama's (null and {} decode without an error), and must fall through rather than
+		// reach the client as an empty or half completion.
+		return nil, &core.ProtocolError{Target: a.t.Name, Err: errors.New("a 2xx /api/chat answer without done: true")}
+	}
 	calls := a.toolCalls(m.Message.ToolCalls, false)
 	finish := openAIFinish(m.DoneReason)
 	if len(calls) > 0 {
