@@ -10,9 +10,10 @@ import (
 	"github.com/hayula/gateway/core"
 )
 
-// A 2xx from /api/chat that is no finished answer (Ollama's always says done: true) is a broken
-// answer and falls through, as an OpenAI-compatible answer without choices does: passed on, it
-// is an empty (or half) completion the client takes for the model's whole answer.
+// A 2xx from /api/chat that is no finished answer (Ollama's always says done: true), or from
+// /api/embed with no embedding, is a broken answer and falls through, as an OpenAI-compatible
+// answer without choices does: passed on, it is an empty completion the client takes for the
+// model's, or a list whose data[0] panics in openai-go.
 func TestOllamaNonStreamAnswerNotFinished(t *testing.T) {
 	tests := []struct {
 		name   string
@@ -26,6 +27,8 @@ func TestOllamaNonStreamAnswerNotFinished(t *testing.T) {
 		{"chat: not done", core.OpChat, `{"model":"m","message":{"role":"assistant","content":"The"},"done":false}`, true},
 		{"chat: done", core.OpChat, `{"model":"m","message":{"role":"assistant","content":"ok"},"done":true,"done_reason":"stop"}`, false},
 		{"chat: done with nothing said", core.OpChat, `{"model":"m","message":{"role":"assistant","content":""},"done":true,"done_reason":"stop"}`, false},
+		{"embed: none", core.OpEmbeddings, `{"model":"e","embeddings":[]}`, true},
+		{"embed: null", core.OpEmbeddings, `null`, true},
 		{"embed: one", core.OpEmbeddings, `{"model":"e","embeddings":[[0.1,0.2]]}`, false},
 	}
 	for _, tt := range tests {

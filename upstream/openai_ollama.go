@@ -537,6 +537,11 @@ func (a *openaiOllama) embed(ctx context.Context, req *core.Request) (*Response,
 	if err := json.Unmarshal(raw, &m); err != nil {
 		return nil, &core.ProtocolError{Target: a.t.Name, Err: &NotJSONError{Body: redact(capBytes(raw, maxErrorBody), a.t.APIKey)}}
 	}
+	if len(m.Embeddings) == 0 {
+		// The server refuses an empty input, so a list without an embedding answers nothing
+		// that was asked, and openai-go's Data[0] panics in the client's code.
+		return nil, &core.ProtocolError{Target: a.t.Name, Err: &EmptyAnswerError{Key: "embeddings"}}
+	}
 	type item struct {
 		Object    string          `json:"object"`
 		Index     int             `json:"index"`
