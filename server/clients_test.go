@@ -38,6 +38,11 @@ func clientGateway(t *testing.T) *live {
 	}))
 	ol := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_ = streamed(r) // one object is also a whole NDJSON stream
+		if strings.HasSuffix(r.URL.Path, "/api/embed") {
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = io.WriteString(w, `{"model":"m","embeddings":[[0.5]],"prompt_eval_count":1}`)
+			return
+		}
 		w.Header().Set("Content-Type", "application/x-ndjson")
 		_, _ = io.WriteString(w, `{"model":"m","created_at":"2026-01-02T15:04:05Z","message":{"role":"assistant","content":"ok"},`+
 			`"done":true,"done_reason":"stop","prompt_eval_count":1,"eval_count":1}`)

@@ -6,9 +6,13 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/openai/openai-go/v3"
+
+	"github.com/hayula/gateway/core"
 )
 
 // Ollama (v0.12.11 on) takes logprobs and top_logprobs as top-level /api/chat fields; an older
@@ -160,5 +164,82 @@ func TestOllamaLogprobsAnswer(t *testing.T) {
 				t.Errorf("asked %v: content %q, end %s, logprobs (-want +got):\n%s", asked, content, end, diff)
 			}
 		})
+	}
+}
+
+// With reasoning = "think-tags" the think block leaves the content, and so do its tokens'
+// logprobs: logprobs.content covers the content's tokens (OpenAI's definition), so the tokens
+// the SDK's accumulator gathers spell the message it gathers, streamed or not. Ollama sends the
+// entries of every token it generates, the block's tags and reasoning included.
+func TestOllamaThinkTagsLogprobsAreTheContents(t *testing.T) {
+	tests := []struct {
+		name   string
+		tokens []string
+		want   string // the content, which the entries' tokens must spell
+	}{
+		{"block then answer", []string{"<think>", "\n", "hmm", "</think>", "\n\n", "Hi", "!"}, "Hi!"},
+		{"tags split across tokens", []string{"<th", "ink>", "x", "</th", "ink>", "Hi"}, "Hi"},
+		{"a tag's prefix that is not one", []string{"<", "b", ">", "bold"}, "<b>bold"},
+		{"leading whitespace then the answer", []string{"  ", "Hi"}, "  Hi"},
+		{"no block", []string{"Hi", " there"}, "Hi there"},
+	}
+	for _, tt := range tests {
+		lines := make([]string, 0, len(tt.tokens)+1)
+		var whole []logprobJSON
+		for _, tok := range tt.tokens {
+			e := logprobJSON{Token: tok, Logprob: -0.5}
+			whole = append(whole, e)
+			lines = append(lines, string(mustJSON(map[string]any{"model": "m", "done": false,
+				"message": map[string]string{"role": "assistant", "content": tok}, "logprobs": []logprobJSON{e}})))
+		}
+		lines = append(lines, `{"model":"m","message":{"role":"assistant","content":""},"done":true,"done_reason":"stop"}`)
+		wholeAnswer := string(mustJSON(map[string]any{"model": "m", "done": true, "done_reason": "stop",
+			"message": map[string]string{"role": "assistant", "content": strings.Join(tt.tokens, "")}, "logprobs": whole}))
+		for _, stream := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/stream=%v", tt.name, stream), func(t *testing.T) {
+				srv := serve(t, func(w http.ResponseWriter, r *http.Request) {
+					if !stream {
+						_, _ = io.WriteString(w, wholeAnswer)
+						return
+					}
+					_, _ = io.WriteString(w, strings.Join(lines, "\n")+"\n")
+				})
+				tg := ollamaTarget(srv.URL)
+				tg.Reasoning = core.ReasoningThinkTags
+				body := fmt.Sprintf(`{"messages":[{"role":"user","content":"x"}],"logprobs":true,"stream":%v}`, stream)
+				resp, err := newSet(t, tg).Chat(context.Background(), tg, chatRequestOf(t, body))
+				if err != nil {
+					t.Fatal(err)
+				}
+				var got openai.ChatCompletion
+				if stream {
+					defer resp.Stream.Close()
+					events, end := drain(resp.Stream)
+					if end != "EOF" {
+						t.Fatalf("stream ended with %s", end)
+					}
+					var acc openai.ChatCompletionAccumulator
+					for _, e := range events {
+						var c openai.ChatCompletionChunk
+						if err := json.Unmarshal([]byte(e), &c); err != nil || !acc.AddChunk(c) {
+							t.Fatalf("chunk %s: %v, or the accumulator refused it", e, err)
+						}
+					}
+					got = acc.ChatCompletion
+				} else if err := json.Unmarshal(resp.Body, &got); err != nil {
+					t.Fatal(err)
+				}
+				if len(got.Choices) != 1 {
+					t.Fatalf("choices: %d", len(got.Choices))
+				}
+				var spelt strings.Builder
+				for _, e := range got.Choices[0].Logprobs.Content {
+					spelt.WriteString(e.Token)
+				}
+				if got.Choices[0].Message.Content != tt.want || spelt.String() != tt.want {
+					t.Errorf("content %q, the logprobs' tokens spell %q; want both %q", got.Choices[0].Message.Content, spelt.String(), tt.want)
+				}
+			})
+		}
 	}
 }

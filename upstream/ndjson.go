@@ -35,6 +35,10 @@ func (l *lineReader) next() (line []byte, cut bool, err error) {
 				l.line = append(l.line, b...)
 			}
 			b = l.line
+			// The read that ended the line may have taken it past the limit too.
+			if len(bytes.TrimRight(b, "\r\n")) > maxEvent {
+				return nil, false, errEventTooLarge
+			}
 		}
 		if err != nil && !errors.Is(err, io.EOF) {
 			return nil, false, err

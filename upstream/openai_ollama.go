@@ -118,15 +118,25 @@ func (a *openaiOllama) chat(ctx context.Context, req *core.Request) (*Response, 
 	if msg := text(m.Error); msg != "" {
 		return nil, &core.ProtocolError{Target: a.t.Name, Err: fmt.Errorf("upstream error in a 200 answer: %s", msg)}
 	}
+	if !m.Done {
+		// Every whole answer of Ollama's says done; one that does not was cut short or is not
+		// Ollama's (null and {} decode without an error), and must fall through rather than
+		// reach the client as an empty or half completion.
+		return nil, &core.ProtocolError{Target: a.t.Name, Err: errors.New("a 2xx /api/chat answer without done: true")}
+	}
 	calls := a.toolCalls(m.Message.ToolCalls, false)
 	finish := openAIFinish(m.DoneReason)
 	if len(calls) > 0 {
 		finish = "tool_calls"
 	}
+	lp := m.Logprobs
+	if a.t.Reasoning == core.ReasoningThinkTags {
+		lp = contentLogprobs(lp)
+	}
 	c := completionJSON{ID: "chatcmpl-" + a.newID(), Object: "chat.completion", Created: a.created(m.CreatedAt),
 		Model: cmpOr(m.Model, a.t.Model),
 		Choices: []choiceJSON{{Message: completionMessage(a.t.Reasoning, m.Message.Content, m.Message.Thinking, calls),
-			Logprobs: newLogprobs(m.Logprobs), FinishReason: finish}},
+			Logprobs: newLogprobs(lp), FinishReason: finish}},
 		Usage: newUsage(m.PromptEvalCount, m.EvalCount)}
 	b := mustJSON(c)
 	return &Response{Body: b}, nil
@@ -443,7 +453,7 @@ func (s *ollamaStream) read() error {
 	}
 	calls := ollamaToolCalls(m.Message.ToolCalls, s.newID, true, s.calls)
 	s.calls += len(calls)
-	s.ch.logprobs = newLogprobs(m.Logprobs)
+	s.ch.setLogprobs(m.Logprobs)
 	if ev := s.ch.delta(m.Message.Content, m.Message.Thinking, calls, nil); ev != nil {
 		s.pending = append(s.pending, ev)
 	}
@@ -526,6 +536,11 @@ func (a *openaiOllama) embed(ctx context.Context, req *core.Request) (*Response,
 	}
 	if err := json.Unmarshal(raw, &m); err != nil {
 		return nil, &core.ProtocolError{Target: a.t.Name, Err: &NotJSONError{Body: redact(capBytes(raw, maxErrorBody), a.t.APIKey)}}
+	}
+	if len(m.Embeddings) == 0 {
+		// The server refuses an empty input, so a list without an embedding answers nothing
+		// that was asked, and openai-go's Data[0] panics in the client's code.
+		return nil, &core.ProtocolError{Target: a.t.Name, Err: &EmptyAnswerError{Key: "embeddings"}}
 	}
 	type item struct {
 		Object    string          `json:"object"`

@@ -109,6 +109,52 @@ func (s *thinkSplitter) flush() (content, reasoning string) {
 	return "", ""
 }
 
+// thinkLogprobs keeps, of an answer's logprob entries, those of its content: OpenAI's
+// logprobs.content covers the content's tokens, and the block's tags and reasoning are no longer
+// content. Each entry's token goes through a splitter of its own, since Ollama also sends the
+// entries of a block it has moved into message.thinking itself. An entry still undecided
+// (leading whitespace, or what may be an opening tag) is held until the split decides, as its
+// text is. A token that closes the block and opens the answer is kept: it is the answer's too.
+type thinkLogprobs struct {
+	sp   thinkSplitter
+	held []logprobJSON
+}
+
+// take returns the entries of the content among the next ones, in order.
+func (t *thinkLogprobs) take(entries []logprobJSON) []logprobJSON {
+	var out []logprobJSON
+	for _, e := range entries {
+		content, _ := t.sp.split(e.Token)
+		switch {
+		case content != "" || t.sp.state == thinkOut:
+			out = append(append(out, t.held...), e)
+			t.held = nil
+		case t.sp.state == thinkStart:
+			t.held = append(t.held, e)
+		default:
+			t.held = nil
+		}
+	}
+	return out
+}
+
+// flush ends the answer: the held entries are the content's when their text turns out to be.
+func (t *thinkLogprobs) flush() []logprobJSON {
+	content, _ := t.sp.flush()
+	held := t.held
+	t.held = nil
+	if content == "" {
+		return nil
+	}
+	return held
+}
+
+// contentLogprobs is take and flush over a whole answer's entries.
+func contentLogprobs(entries []logprobJSON) []logprobJSON {
+	var t thinkLogprobs
+	return append(t.take(entries), t.flush()...)
+}
+
 // tagPrefixSuffix is the length of the longest proper prefix of tag that ends s.
 func tagPrefixSuffix(s, tag string) int {
 	for k := min(len(s), len(tag)-1); k > 0; k-- {

@@ -390,16 +390,28 @@ type chunker struct {
 	started bool
 	think   *thinkSplitter // nil when reasoning is passthrough
 	// logprobs are the upstream's for the tokens read since the last chunk, carried by the next
-	// one (a held <think> part may put them on a chunk before their text).
+	// one (set by setLogprobs).
 	logprobs *logprobsJSON
+	// thinkLP keeps the content's logprobs out of all the tokens' (nil when reasoning is
+	// passthrough).
+	thinkLP *thinkLogprobs
 }
 
 func newChunker(id string, created int64, model string, r core.Reasoning) *chunker {
 	c := &chunker{id: id, created: created, model: model}
 	if r == core.ReasoningThinkTags {
-		c.think = &thinkSplitter{}
+		c.think, c.thinkLP = &thinkSplitter{}, &thinkLogprobs{}
 	}
 	return c
+}
+
+// setLogprobs gives the next chunk the entries of the tokens read since the last one: those of
+// the content, with think-tags (the entries of a held, undecided part wait, as its text does).
+func (c *chunker) setLogprobs(entries []logprobJSON) {
+	if c.thinkLP != nil {
+		entries = c.thinkLP.take(entries)
+	}
+	c.logprobs = newLogprobs(entries)
 }
 
 // delta returns a chunk for text, reasoning and tool calls, or nil when there is nothing to say
@@ -432,6 +444,9 @@ func (c *chunker) finish(reason string) []byte {
 		d.ReasoningContent = r
 		if text != "" {
 			d.Content = &text
+		}
+		if held := c.thinkLP.flush(); len(held) > 0 {
+			c.logprobs = newLogprobs(held)
 		}
 	}
 	if !c.started {

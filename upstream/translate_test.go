@@ -327,3 +327,37 @@ func FuzzSAIFStream(f *testing.F) {
 		}
 	})
 }
+
+// A line is refused once it is longer than maxEvent, however its bytes fall into the reader's
+// buffer: the check ran only before each further read, so the read that ended the line let it
+// past by up to the buffer's size.
+func TestLineReaderLimit(t *testing.T) {
+	tests := []struct {
+		name    string
+		n       int // the line's length without its ending
+		tooLong bool
+	}{
+		{"at the limit", maxEvent, false},
+		{"one byte over", maxEvent + 1, true},
+		{"just under a buffer over", maxEvent + 4000, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			line := make([]byte, tt.n, tt.n+len("\r\n{}\n"))
+			for i := range line {
+				line[i] = 'x'
+			}
+			l := newLineReader(bytes.NewReader(append(line, "\r\n{}\n"...)))
+			got, _, err := l.next()
+			if tt.tooLong {
+				if !errors.Is(err, errEventTooLarge) {
+					t.Fatalf("next = %d bytes, %v; want errEventTooLarge", len(got), err)
+				}
+				return
+			}
+			if err != nil || len(got) != tt.n {
+				t.Fatalf("next = %d bytes, %v; want the line", len(got), err)
+			}
+		})
+	}
+}
