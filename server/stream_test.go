@@ -102,6 +102,24 @@ func TestStreamMidStreamFailure(t *testing.T) {
 	}
 }
 
+// TestStreamErrorMessageCut: an upstream's error line mid-stream is its to size; the client's
+// error event carries at most about a kilobyte of it, cut at a character.
+func TestStreamErrorMessageCut(t *testing.T) {
+	g, saif, _, _ := threeChain(t)
+	saif.set(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		fmt.Fprint(w, "data: {\"id\":\"c\",\"object\":\"chat.completion.chunk\",\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"partial\"}}]}\n\n")
+		fmt.Fprintf(w, "data: {\"error\":{\"message\":%q}}\n\n", strings.Repeat("é", 100000))
+	})
+	ev := readEvents(t, postStream(t, g, "saif"))
+	if len(ev) != 2 || !strings.HasPrefix(ev[1], `{"error":{`) {
+		t.Fatalf("events %d: %.200q", len(ev), ev)
+	}
+	if len(ev[1]) > 1400 || !strings.Contains(ev[1], "éé…") {
+		t.Errorf("error event of %d bytes, want the upstream's message cut to about 1 KiB at a character: %.300s", len(ev[1]), ev[1])
+	}
+}
+
 func TestClientDisconnectCancelsUpstream(t *testing.T) {
 	for _, stream := range []bool{false, true} {
 		t.Run(fmt.Sprintf("stream=%v", stream), func(t *testing.T) {

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/hayula/gateway/core"
 	"github.com/hayula/gateway/errmap"
@@ -268,10 +269,11 @@ func (s *Server) relay(ctx context.Context, w http.ResponseWriter, usage usageTo
 		return
 	}
 	// A cause, not the error's text, which may name the upstream's address (errmap.StreamMessage);
-	// the log below has the whole error.
+	// the log below has the whole error. An upstream's own message in an error line is its to
+	// size: both are cut (after the key is redacted, so that no cut leaves part of it).
 	key := string(res.target.APIKey)
-	msg := res.target.Name + ": " + redactKey(errmap.StreamMessage(err), key)
-	s.log.Warn("stream broke off", "target", res.target.Name, "error", redactKey(err.Error(), key))
+	msg := res.target.Name + ": " + clip(redactKey(errmap.StreamMessage(err), key), maxStreamMessage)
+	s.log.Warn("stream broke off", "target", res.target.Name, "error", clip(redactKey(err.Error(), key), maxLoggedError))
 	body := errorBody(&apiError{Type: typeUpstream, Code: "stream_interrupted",
 		Message: "the upstream stream broke off: " + msg})
 	s.unbusy(rq)
@@ -323,4 +325,21 @@ func (s *Server) logRequest(r *http.Request, key, route string, chain []string, 
 		rec.AddAttrs(slog.String("key", key))
 	}
 	_ = h.Handle(r.Context(), rec)
+}
+
+// The most of an upstream's error text a stream's error event carries, and the log line.
+const (
+	maxStreamMessage = 1 << 10
+	maxLoggedError   = 4 << 10
+)
+
+// clip is s cut to at most n bytes at a character's start, with "…" when it was cut.
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
 }
