@@ -22,8 +22,8 @@ const (
 	// stableAfter is how long a process must have stayed up for its crash to restart the backoff
 	// from the first delay instead of growing it.
 	stableAfter = time.Minute
-	// waitDelay bounds how long Wait keeps reading stderr after the process exited, for when a
-	// grandchild still holds the pipe.
+	// waitDelay bounds how long stderr is still read once no process of the member's group is
+	// left, for when a descendant that escaped the stop still holds the pipe.
 	waitDelay = time.Second
 	// groupPoll paces the look for processes left in a stopped member's group.
 	groupPoll = 20 * time.Millisecond
@@ -191,20 +191,45 @@ func (m *Manager) runOnce(mem *member, stop <-chan struct{}, restart bool) runRe
 		// Every return below comes after the process has exited.
 		defer m.givePortBack(port)
 	}
+	// stderr is a pipe of ours rather than one exec.Cmd copies from: Wait closes its pipes
+	// (WaitDelay) soon after the leader exits, and a worker still in its grace that logs then
+	// dies of SIGPIPE. This one stays open until the group has gone. Stdout is /dev/null, no pipe.
 	errOut := &tail{}
+	errR, errW, err := os.Pipe()
+	if err != nil {
+		return runResult{err: &ProcessError{Target: name, Err: err}}
+	}
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Env = childEnv(os.Environ(), mem.spec.Withhold, mem.spec.Env)
-	cmd.Stdout = io.Discard
-	cmd.Stderr = errOut
+	cmd.Stderr = errW
 	cmd.SysProcAttr = sysProcAttr()
-	cmd.WaitDelay = waitDelay
-	if err := m.spawn(cmd, stop); err != nil {
+	err = m.spawn(cmd, stop)
+	_ = errW.Close()
+	if err != nil {
+		_ = errR.Close()
 		if errors.Is(err, errStopRequested) {
 			return runResult{stopped: true}
 		}
 		m.log.Error("lifecycle: cannot start", "target", name, "err", err)
 		return runResult{err: &ProcessError{Target: name, Err: err}}
 	}
+	copied := make(chan struct{})
+	go func() {
+		_, _ = io.Copy(errOut, errR)
+		close(copied)
+	}()
+	// drainStderr is called once the group has gone, before the tail is read.
+	drainStderr := sync.OnceFunc(func() {
+		t := time.NewTimer(waitDelay)
+		defer t.Stop()
+		select {
+		case <-copied:
+		case <-t.C:
+		}
+		_ = errR.Close()
+		<-copied
+	})
+	defer drainStderr()
 	pid := cmd.Process.Pid
 	exited := make(chan struct{})
 	var waitErr error
@@ -245,6 +270,7 @@ func (m *Manager) runOnce(mem *member, stop <-chan struct{}, restart bool) runRe
 	case <-exited:
 		stopPolling()
 		m.reap(cmd, exited)
+		drainStderr()
 		perr := &ProcessError{Target: name, Err: waitErr, Stderr: errOut.Lines()}
 		m.log.Warn("lifecycle: process exited before it was healthy", "target", name, "pid", pid,
 			"err", waitErr, "stderr", strings.Join(perr.Stderr, "\n"))
@@ -252,6 +278,7 @@ func (m *Manager) runOnce(mem *member, stop <-chan struct{}, restart bool) runRe
 	case <-loadExpired:
 		stopPolling()
 		m.terminate(cmd, exited)
+		drainStderr()
 		lerr := &LoadTimeoutError{Target: name, After: mem.loadTimeout}
 		m.log.Warn("lifecycle: killed a process that did not load in time", "target", name, "pid", pid,
 			"load_timeout", mem.loadTimeout, "stderr", strings.Join(errOut.Lines(), "\n"))
@@ -284,6 +311,7 @@ func (m *Manager) runOnce(mem *member, stop <-chan struct{}, restart bool) runRe
 	select {
 	case <-exited:
 		m.reap(cmd, exited)
+		drainStderr()
 		perr := &ProcessError{Target: name, Err: waitErr, Stderr: errOut.Lines()}
 		m.log.Warn("lifecycle: process crashed", "target", name, "pid", pid, "err", waitErr,
 			"stderr", strings.Join(perr.Stderr, "\n"))
