@@ -31,8 +31,9 @@
 //     TestStopWaitsForGroup. After SIGKILL that wait is bounded (10 s, then an error is logged), for
 //     a process stuck in the kernel. A crashed member's group is killed and waited for the same way
 //     before it restarts. On Linux, descendants that left the group (setsid) are found through
-//     their parents in /proc before a stop and stopped with it — TestStopReachesEscapedWorker;
-//     one whose parent had already died, or left by a crashed process, escapes.
+//     their parents in /proc, before a stop and on every look during it, and stopped with it —
+//     TestStopReachesEscapedWorker, TestStopReachesLateEscapee; one whose parent had already died
+//     (a crashed process's own children, say) escapes.
 //   - No child process (nor anything it spawned into its process group) survives Close —
 //     TestNoOrphanAfterClose; nor a SIGKILL of the gateway on Linux — TestChildDiesWithGateway.
 //   - A start that cannot finish within load_timeout fails with *LoadTimeoutError and its process is

@@ -324,10 +324,15 @@ func (m *Manager) runOnce(mem *member, stop <-chan struct{}, restart bool) runRe
 
 // reap kills whatever the process left in its group when it exited on its own, and waits for that
 // to go before a restart or another member takes the slot. Descendants that left the group are
-// out of reach here: their parents' deaths made them children of init.
+// killed too when found through a parent still in it (or through one found so); those of the
+// process itself are out of reach here: its death made them children of init.
 func (m *Manager) reap(cmd *exec.Cmd, exited <-chan struct{}) {
+	pid := cmd.Process.Pid
+	_, esc := scanGroup(pid, nil)
+	m.logEscapees(pid, esc)
 	_ = signalGroup(cmd.Process, true)
-	m.awaitKilled(cmd, exited, nil)
+	signalEscapees(esc, true)
+	m.awaitKilled(cmd, exited, esc)
 }
 
 // escapee is a descendant of a member's process that left its process group (setsid, setpgid), so
@@ -341,14 +346,12 @@ type escapee struct {
 // and returns once the process has been waited for and no process of its group is left. A model
 // server's workers are in the group and may hold GPU memory: the next member must not start
 // before they have gone, and they get the grace to exit cleanly even after their leader has.
-// Descendants that left the group are found first (Linux: from /proc, while their parents still
-// run) and treated as part of it.
+// Descendants that left the group are found (Linux: from /proc, through parents that still run)
+// before the SIGTERM and on every look during the stop, and treated as part of it.
 func (m *Manager) terminate(cmd *exec.Cmd, exited <-chan struct{}) {
 	pid := cmd.Process.Pid
-	esc := findEscapees(pid)
-	for _, e := range esc {
-		m.log.Info("lifecycle: stopping a descendant that left the process group", "pid", pid, "descendant", e.pid)
-	}
+	_, esc := scanGroup(pid, nil)
+	m.logEscapees(pid, esc)
 	if err := signalGroup(cmd.Process, false); err != nil {
 		m.log.Warn("lifecycle: SIGTERM", "pid", pid, "err", err)
 	}
@@ -356,13 +359,19 @@ func (m *Manager) terminate(cmd *exec.Cmd, exited <-chan struct{}) {
 	grace := make(chan struct{})
 	t := m.clock.AfterFunc(m.opt.StopGrace, func() { close(grace) })
 	defer t.Stop()
-	if m.awaitGroup(pid, esc, exited, grace) {
+	if m.awaitGroup(pid, &esc, false, exited, grace) {
 		return
 	}
 	m.log.Warn("lifecycle: process ignored SIGTERM; killing", "pid", pid, "grace", m.opt.StopGrace)
 	_ = signalGroup(cmd.Process, true)
 	signalEscapees(esc, true)
 	m.awaitKilled(cmd, exited, esc)
+}
+
+func (m *Manager) logEscapees(pid int, esc []escapee) {
+	for _, e := range esc {
+		m.log.Info("lifecycle: stopping a descendant that left the process group", "pid", pid, "descendant", e.pid)
+	}
 }
 
 // awaitKilled waits, after a SIGKILL to the group, for the process and then the rest of its group
@@ -373,21 +382,29 @@ func (m *Manager) awaitKilled(cmd *exec.Cmd, exited <-chan struct{}, esc []escap
 	bound := make(chan struct{})
 	t := m.clock.AfterFunc(killWait, func() { close(bound) })
 	defer t.Stop()
-	if !m.awaitGroup(cmd.Process.Pid, esc, exited, bound) {
+	if !m.awaitGroup(cmd.Process.Pid, &esc, true, exited, bound) {
 		m.log.Error("lifecycle: processes of the group outlived SIGKILL; freeing the slot anyway",
 			"pgid", cmd.Process.Pid, "waited", killWait)
 	}
 }
 
-// awaitGroup waits until the process has exited and no process of its group pgid nor of esc is
-// left, and reports true, or until give is closed, and reports false.
-func (m *Manager) awaitGroup(pgid int, esc []escapee, exited, give <-chan struct{}) bool {
+// awaitGroup waits until the process has exited and no process of its group pgid nor of *esc is
+// left, and reports true, or until give is closed, and reports false. A descendant that leaves the
+// group meanwhile (a worker pool replacing the workers it lost) is added to *esc and sent SIGTERM,
+// or SIGKILL if kill, as the others were.
+func (m *Manager) awaitGroup(pgid int, esc *[]escapee, kill bool, exited, give <-chan struct{}) bool {
 	select {
 	case <-exited:
 	case <-give:
 		return false
 	}
-	gone := func() bool { return !groupAlive(pgid) && !escapeesAlive(esc) }
+	gone := func() bool {
+		live, late := scanGroup(pgid, *esc)
+		m.logEscapees(pgid, late)
+		signalEscapees(late, kill)
+		*esc = append(*esc, late...)
+		return !live && !escapeesAlive(*esc)
+	}
 	if gone() {
 		return true
 	}
