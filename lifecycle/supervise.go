@@ -188,7 +188,8 @@ func (m *Manager) runOnce(mem *member, stop <-chan struct{}, restart bool) runRe
 		return runResult{err: &ProcessError{Target: name, Err: err}}
 	}
 	if port != 0 {
-		// Every return below comes after the process has exited.
+		// Every return below comes after the process has exited, or killWait after it was sent
+		// SIGKILL.
 		defer m.givePortBack(port)
 	}
 	// stderr is a pipe of ours rather than one exec.Cmd copies from: Wait closes its pipes
@@ -375,10 +376,11 @@ func (m *Manager) logEscapees(pid int, esc []escapee) {
 }
 
 // awaitKilled waits, after a SIGKILL to the group, for the process and then the rest of its group
-// and esc, the latter for at most killWait: a process in uninterruptible sleep (a GPU driver call)
-// dies only when the call returns, and a slot held by it for good would stop the whole group.
+// and esc, all for at most killWait: a process in uninterruptible sleep (a GPU driver call) dies
+// only when the call returns, and a slot held by it for good would stop the whole group. The
+// process itself is as likely to be the one stuck as its workers; its Wait then returns whenever
+// it dies, after the slot has been freed.
 func (m *Manager) awaitKilled(cmd *exec.Cmd, exited <-chan struct{}, esc []escapee) {
-	<-exited
 	bound := make(chan struct{})
 	t := m.clock.AfterFunc(killWait, func() { close(bound) })
 	defer t.Stop()
