@@ -26,12 +26,14 @@
 //   - A stop (eviction, idle_stop, load_timeout, Close) sends SIGTERM to the member's process
 //     group and SIGKILL to what is left of it after the grace, and ends, freeing the slot, only
 //     when no process of the group is left (a zombie nobody reaps does not count), so a model
-//     server's workers get the grace too and the next member never starts beside them —
+//     server's workers get the grace too (their stderr stays open until then, so one that logs
+//     on its way out is not killed by SIGPIPE) and the next member never starts beside them —
 //     TestStopWaitsForGroup. After SIGKILL that wait is bounded (10 s, then an error is logged), for
 //     a process stuck in the kernel. A crashed member's group is killed and waited for the same way
 //     before it restarts. On Linux, descendants that left the group (setsid) are found through
-//     their parents in /proc before a stop and stopped with it — TestStopReachesEscapedWorker;
-//     one whose parent had already died, or left by a crashed process, escapes.
+//     their parents in /proc, before a stop and on every look during it, and stopped with it —
+//     TestStopReachesEscapedWorker, TestStopReachesLateEscapee; one whose parent had already died
+//     (a crashed process's own children, say) escapes.
 //   - No child process (nor anything it spawned into its process group) survives Close —
 //     TestNoOrphanAfterClose; nor a SIGKILL of the gateway on Linux — TestChildDiesWithGateway.
 //   - A start that cannot finish within load_timeout fails with *LoadTimeoutError and its process is

@@ -1,7 +1,9 @@
 package lifecycle
 
 import (
+	"os"
 	"path/filepath"
+	"strconv"
 	"syscall"
 	"testing"
 )
@@ -24,5 +26,29 @@ func TestStopReachesEscapedWorker(t *testing.T) {
 	h.use(t, "b")
 	if !processGone(worker) {
 		t.Errorf("a's escaped worker %d outlived a's stop", worker)
+	}
+}
+
+// A worker that, told to stop, starts a process that leaves the group (a pool replacing its
+// workers) is still found during the stop, from its parent in the group, and stopped with it.
+func TestStopReachesLateEscapee(t *testing.T) {
+	dir := t.TempDir()
+	child, late := filepath.Join(dir, "a.child"), filepath.Join(dir, "a.late")
+	specs := []Spec{
+		inGroup("g", fake("a", "-spawn-child", child, "-child-term-linger", "300ms", "-child-term-spawn", late)),
+		inGroup("g", fake("b", "-gpu-free", late)),
+	}
+	h := newHarness(t, specs, []GroupSpec{{Name: "g", Slots: 1}}, Options{})
+	t.Cleanup(func() { // should it escape the stop
+		if b, err := os.ReadFile(late); err == nil {
+			if pid, err := strconv.Atoi(string(b)); err == nil {
+				_ = syscall.Kill(pid, syscall.SIGKILL)
+			}
+		}
+	})
+	h.use(t, "a")
+	h.use(t, "b") // fails if b was launched while the late escapee ran
+	if pid := readPid(t, late); !processGone(pid) {
+		t.Errorf("the process a's worker started during the stop (%d) outlived it", pid)
 	}
 }

@@ -2,7 +2,9 @@ package lifecycle
 
 import (
 	"bytes"
+	"errors"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -15,25 +17,6 @@ func sysProcAttr() *syscall.SysProcAttr {
 	return &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 }
 
-// groupHasLive reports whether a process of the group pgid other than a zombie is left, from
-// /proc/PID/stat; when /proc cannot be read it says yes, which costs a stop its bound at worst.
-func groupHasLive(pgid int) bool {
-	ents, err := os.ReadDir("/proc")
-	if err != nil {
-		return true
-	}
-	for _, e := range ents {
-		if _, err := strconv.Atoi(e.Name()); err != nil {
-			continue
-		}
-		st, ok := readStat(e.Name())
-		if ok && st.pgrp == pgid && st.state != 'Z' && st.state != 'X' {
-			return true
-		}
-	}
-	return false
-}
-
 // procStat is what lifecycle reads of /proc/PID/stat.
 type procStat struct {
 	state      byte
@@ -41,41 +24,63 @@ type procStat struct {
 	start      uint64 // clock ticks after boot: with the pid, names one process for good
 }
 
-// findEscapees lists the live descendants of pid that left its process group (setsid, setpgid),
-// from one pass over /proc. Only those whose parents all still run are found: one whose parent
-// died before is a child of init by now.
-func findEscapees(pid int) []escapee {
+// scanGroup makes one pass over /proc. live reports whether a process of the group pgid other
+// than a zombie is left; when /proc cannot be read it says yes, which costs a stop its bound at
+// worst. found lists the live descendants of the group's processes and of known that are outside
+// the group and not in known: those that left it (setsid, setpgid) since known was found. Only
+// those whose parents still run are found: one whose parent died before is a child of init by now.
+func scanGroup(pgid int, known []escapee) (live bool, found []escapee) {
+	if len(known) == 0 && errors.Is(syscall.Kill(-pgid, 0), syscall.ESRCH) {
+		return false, nil // nothing left to look from
+	}
 	ents, err := os.ReadDir("/proc")
 	if err != nil {
-		return nil
+		return true, nil
 	}
 	type proc struct {
 		pid int
 		procStat
 	}
+	isKnown := func(p proc) bool {
+		return slices.Contains(known, escapee{pid: p.pid, start: p.start})
+	}
 	children := map[int][]proc{}
+	var next []int
 	for _, e := range ents {
-		p, err := strconv.Atoi(e.Name())
+		pid, err := strconv.Atoi(e.Name())
 		if err != nil {
 			continue
 		}
-		if st, ok := readStat(e.Name()); ok {
-			children[st.ppid] = append(children[st.ppid], proc{p, st})
+		st, ok := readStat(e.Name())
+		if !ok {
+			continue
+		}
+		p := proc{pid, st}
+		children[st.ppid] = append(children[st.ppid], p)
+		zombie := st.state == 'Z' || st.state == 'X'
+		if st.pgrp == pgid && !zombie {
+			live = true
+		}
+		if st.pgrp == pgid || isKnown(p) {
+			next = append(next, pid)
 		}
 	}
-	var out []escapee
-	next := []int{pid}
+	seen := map[int]bool{}
 	for len(next) > 0 {
 		parent := next[len(next)-1]
 		next = next[:len(next)-1]
+		if seen[parent] {
+			continue
+		}
+		seen[parent] = true
 		for _, c := range children[parent] {
 			next = append(next, c.pid)
-			if c.pgrp != pid && c.state != 'Z' && c.state != 'X' {
-				out = append(out, escapee{pid: c.pid, start: c.start})
+			if c.pgrp != pgid && c.state != 'Z' && c.state != 'X' && !isKnown(c) {
+				found = append(found, escapee{pid: c.pid, start: c.start})
 			}
 		}
 	}
-	return out
+	return live, found
 }
 
 // signalEscapees sends SIGTERM, or SIGKILL if kill, to each escapee that is still the process it

@@ -2,7 +2,10 @@
 
 package lifecycle
 
-import "syscall"
+import (
+	"errors"
+	"syscall"
+)
 
 // sysProcAttr puts the child in its own process group so that a stop reaches whatever it spawned.
 // Only Linux has a parent-death signal; elsewhere a gateway killed with SIGKILL leaves its children.
@@ -10,12 +13,12 @@ func sysProcAttr() *syscall.SysProcAttr {
 	return &syscall.SysProcAttr{Setpgid: true}
 }
 
-// groupHasLive cannot tell a zombie here without /proc: every process kill finds counts, so a
-// zombie nobody reaps holds a stop until its bound.
-func groupHasLive(int) bool { return true }
-
-// findEscapees has no /proc to walk here: a descendant that left the group escapes a stop.
-func findEscapees(int) []escapee { return nil }
+// scanGroup cannot tell a zombie here without /proc: every process kill finds counts, so a
+// zombie nobody reaps holds a stop until its bound. Nor is there a /proc to walk: a descendant
+// that left the group escapes a stop.
+func scanGroup(pgid int, _ []escapee) (live bool, found []escapee) {
+	return !errors.Is(syscall.Kill(-pgid, 0), syscall.ESRCH), nil
+}
 
 func signalEscapees([]escapee, bool) {}
 

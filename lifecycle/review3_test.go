@@ -60,6 +60,9 @@ func TestStopWaitsForGroup(t *testing.T) {
 		clean  bool     // the worker exits on its own, before the grace
 	}{
 		{"a worker that takes its time", []string{"-child-term-linger", "300ms"}, false, true},
+		// Its leader exits at once: the worker still has its stderr, to log its way out, longer
+		// than waitDelay after that.
+		{"a worker that logs its way out", []string{"-child-term-linger", "1500ms", "-child-stderr"}, false, true},
 		{"a worker that ignores SIGTERM", []string{"-child-ignore-term"}, true, false},
 	}
 	for _, tt := range tests {

@@ -20,11 +20,8 @@ func signalGroup(p *os.Process, _ bool) error {
 	return err
 }
 
-// groupAlive cannot see a group here; the child itself has been waited for.
-func groupAlive(int) bool { return false }
-
-// findEscapees has no process groups to escape here.
-func findEscapees(int) []escapee { return nil }
+// scanGroup cannot see a group here; the child itself has been waited for.
+func scanGroup(int, []escapee) (live bool, found []escapee) { return false, nil }
 
 func signalEscapees([]escapee, bool) {}
 

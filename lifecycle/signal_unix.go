@@ -21,13 +21,3 @@ func signalGroup(p *os.Process, kill bool) error {
 	}
 	return err
 }
-
-// groupAlive reports whether a process of the group pgid is left. Zombies are not counted: an
-// orphan that an init which does not reap leaves behind holds no memory.
-func groupAlive(pgid int) bool {
-	if errors.Is(syscall.Kill(-pgid, 0), syscall.ESRCH) {
-		return false
-	}
-	// kill finds zombies too; only a look at each process can tell them apart.
-	return groupHasLive(pgid)
-}

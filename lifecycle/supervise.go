@@ -22,8 +22,8 @@ const (
 	// stableAfter is how long a process must have stayed up for its crash to restart the backoff
 	// from the first delay instead of growing it.
 	stableAfter = time.Minute
-	// waitDelay bounds how long Wait keeps reading stderr after the process exited, for when a
-	// grandchild still holds the pipe.
+	// waitDelay bounds how long stderr is still read once no process of the member's group is
+	// left, for when a descendant that escaped the stop still holds the pipe.
 	waitDelay = time.Second
 	// groupPoll paces the look for processes left in a stopped member's group.
 	groupPoll = 20 * time.Millisecond
@@ -188,23 +188,49 @@ func (m *Manager) runOnce(mem *member, stop <-chan struct{}, restart bool) runRe
 		return runResult{err: &ProcessError{Target: name, Err: err}}
 	}
 	if port != 0 {
-		// Every return below comes after the process has exited.
+		// Every return below comes after the process has exited, or killWait after it was sent
+		// SIGKILL.
 		defer m.givePortBack(port)
 	}
+	// stderr is a pipe of ours rather than one exec.Cmd copies from: Wait closes its pipes
+	// (WaitDelay) soon after the leader exits, and a worker still in its grace that logs then
+	// dies of SIGPIPE. This one stays open until the group has gone. Stdout is /dev/null, no pipe.
 	errOut := &tail{}
+	errR, errW, err := os.Pipe()
+	if err != nil {
+		return runResult{err: &ProcessError{Target: name, Err: err}}
+	}
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Env = childEnv(os.Environ(), mem.spec.Withhold, mem.spec.Env)
-	cmd.Stdout = io.Discard
-	cmd.Stderr = errOut
+	cmd.Stderr = errW
 	cmd.SysProcAttr = sysProcAttr()
-	cmd.WaitDelay = waitDelay
-	if err := m.spawn(cmd, stop); err != nil {
+	err = m.spawn(cmd, stop)
+	_ = errW.Close()
+	if err != nil {
+		_ = errR.Close()
 		if errors.Is(err, errStopRequested) {
 			return runResult{stopped: true}
 		}
 		m.log.Error("lifecycle: cannot start", "target", name, "err", err)
 		return runResult{err: &ProcessError{Target: name, Err: err}}
 	}
+	copied := make(chan struct{})
+	go func() {
+		_, _ = io.Copy(errOut, errR)
+		close(copied)
+	}()
+	// drainStderr is called once the group has gone, before the tail is read.
+	drainStderr := sync.OnceFunc(func() {
+		t := time.NewTimer(waitDelay)
+		defer t.Stop()
+		select {
+		case <-copied:
+		case <-t.C:
+		}
+		_ = errR.Close()
+		<-copied
+	})
+	defer drainStderr()
 	pid := cmd.Process.Pid
 	exited := make(chan struct{})
 	var waitErr error
@@ -245,6 +271,7 @@ func (m *Manager) runOnce(mem *member, stop <-chan struct{}, restart bool) runRe
 	case <-exited:
 		stopPolling()
 		m.reap(cmd, exited)
+		drainStderr()
 		perr := &ProcessError{Target: name, Err: waitErr, Stderr: errOut.Lines()}
 		m.log.Warn("lifecycle: process exited before it was healthy", "target", name, "pid", pid,
 			"err", waitErr, "stderr", strings.Join(perr.Stderr, "\n"))
@@ -252,6 +279,7 @@ func (m *Manager) runOnce(mem *member, stop <-chan struct{}, restart bool) runRe
 	case <-loadExpired:
 		stopPolling()
 		m.terminate(cmd, exited)
+		drainStderr()
 		lerr := &LoadTimeoutError{Target: name, After: mem.loadTimeout}
 		m.log.Warn("lifecycle: killed a process that did not load in time", "target", name, "pid", pid,
 			"load_timeout", mem.loadTimeout, "stderr", strings.Join(errOut.Lines(), "\n"))
@@ -284,6 +312,7 @@ func (m *Manager) runOnce(mem *member, stop <-chan struct{}, restart bool) runRe
 	select {
 	case <-exited:
 		m.reap(cmd, exited)
+		drainStderr()
 		perr := &ProcessError{Target: name, Err: waitErr, Stderr: errOut.Lines()}
 		m.log.Warn("lifecycle: process crashed", "target", name, "pid", pid, "err", waitErr,
 			"stderr", strings.Join(perr.Stderr, "\n"))
@@ -296,10 +325,15 @@ func (m *Manager) runOnce(mem *member, stop <-chan struct{}, restart bool) runRe
 
 // reap kills whatever the process left in its group when it exited on its own, and waits for that
 // to go before a restart or another member takes the slot. Descendants that left the group are
-// out of reach here: their parents' deaths made them children of init.
+// killed too when found through a parent still in it (or through one found so); those of the
+// process itself are out of reach here: its death made them children of init.
 func (m *Manager) reap(cmd *exec.Cmd, exited <-chan struct{}) {
+	pid := cmd.Process.Pid
+	_, esc := scanGroup(pid, nil)
+	m.logEscapees(pid, esc)
 	_ = signalGroup(cmd.Process, true)
-	m.awaitKilled(cmd, exited, nil)
+	signalEscapees(esc, true)
+	m.awaitKilled(cmd, exited, esc)
 }
 
 // escapee is a descendant of a member's process that left its process group (setsid, setpgid), so
@@ -313,14 +347,12 @@ type escapee struct {
 // and returns once the process has been waited for and no process of its group is left. A model
 // server's workers are in the group and may hold GPU memory: the next member must not start
 // before they have gone, and they get the grace to exit cleanly even after their leader has.
-// Descendants that left the group are found first (Linux: from /proc, while their parents still
-// run) and treated as part of it.
+// Descendants that left the group are found (Linux: from /proc, through parents that still run)
+// before the SIGTERM and on every look during the stop, and treated as part of it.
 func (m *Manager) terminate(cmd *exec.Cmd, exited <-chan struct{}) {
 	pid := cmd.Process.Pid
-	esc := findEscapees(pid)
-	for _, e := range esc {
-		m.log.Info("lifecycle: stopping a descendant that left the process group", "pid", pid, "descendant", e.pid)
-	}
+	_, esc := scanGroup(pid, nil)
+	m.logEscapees(pid, esc)
 	if err := signalGroup(cmd.Process, false); err != nil {
 		m.log.Warn("lifecycle: SIGTERM", "pid", pid, "err", err)
 	}
@@ -328,7 +360,7 @@ func (m *Manager) terminate(cmd *exec.Cmd, exited <-chan struct{}) {
 	grace := make(chan struct{})
 	t := m.clock.AfterFunc(m.opt.StopGrace, func() { close(grace) })
 	defer t.Stop()
-	if m.awaitGroup(pid, esc, exited, grace) {
+	if m.awaitGroup(pid, &esc, false, exited, grace) {
 		return
 	}
 	m.log.Warn("lifecycle: process ignored SIGTERM; killing", "pid", pid, "grace", m.opt.StopGrace)
@@ -337,29 +369,44 @@ func (m *Manager) terminate(cmd *exec.Cmd, exited <-chan struct{}) {
 	m.awaitKilled(cmd, exited, esc)
 }
 
+func (m *Manager) logEscapees(pid int, esc []escapee) {
+	for _, e := range esc {
+		m.log.Info("lifecycle: stopping a descendant that left the process group", "pid", pid, "descendant", e.pid)
+	}
+}
+
 // awaitKilled waits, after a SIGKILL to the group, for the process and then the rest of its group
-// and esc, the latter for at most killWait: a process in uninterruptible sleep (a GPU driver call)
-// dies only when the call returns, and a slot held by it for good would stop the whole group.
+// and esc, all for at most killWait: a process in uninterruptible sleep (a GPU driver call) dies
+// only when the call returns, and a slot held by it for good would stop the whole group. The
+// process itself is as likely to be the one stuck as its workers; its Wait then returns whenever
+// it dies, after the slot has been freed.
 func (m *Manager) awaitKilled(cmd *exec.Cmd, exited <-chan struct{}, esc []escapee) {
-	<-exited
 	bound := make(chan struct{})
 	t := m.clock.AfterFunc(killWait, func() { close(bound) })
 	defer t.Stop()
-	if !m.awaitGroup(cmd.Process.Pid, esc, exited, bound) {
+	if !m.awaitGroup(cmd.Process.Pid, &esc, true, exited, bound) {
 		m.log.Error("lifecycle: processes of the group outlived SIGKILL; freeing the slot anyway",
 			"pgid", cmd.Process.Pid, "waited", killWait)
 	}
 }
 
-// awaitGroup waits until the process has exited and no process of its group pgid nor of esc is
-// left, and reports true, or until give is closed, and reports false.
-func (m *Manager) awaitGroup(pgid int, esc []escapee, exited, give <-chan struct{}) bool {
+// awaitGroup waits until the process has exited and no process of its group pgid nor of *esc is
+// left, and reports true, or until give is closed, and reports false. A descendant that leaves the
+// group meanwhile (a worker pool replacing the workers it lost) is added to *esc and sent SIGTERM,
+// or SIGKILL if kill, as the others were.
+func (m *Manager) awaitGroup(pgid int, esc *[]escapee, kill bool, exited, give <-chan struct{}) bool {
 	select {
 	case <-exited:
 	case <-give:
 		return false
 	}
-	gone := func() bool { return !groupAlive(pgid) && !escapeesAlive(esc) }
+	gone := func() bool {
+		live, late := scanGroup(pgid, *esc)
+		m.logEscapees(pgid, late)
+		signalEscapees(late, kill)
+		*esc = append(*esc, late...)
+		return !live && !escapeesAlive(*esc)
+	}
 	if gone() {
 		return true
 	}

@@ -38,6 +38,9 @@ func main() {
 		childLinger  = flag.Duration("child-term-linger", 0, "with -spawn-child, the grandchild takes this long to exit on SIGTERM, then writes its pid file + \".clean\"")
 		childIgnore  = flag.Bool("child-ignore-term", false, "with -spawn-child, the grandchild ignores SIGTERM")
 		childSetsid  = flag.Bool("child-setsid", false, "with -spawn-child, the grandchild leaves the process group (setsid)")
+		childLate    = flag.String("child-term-spawn", "", "with -spawn-child, the grandchild, on SIGTERM, starts a process that leaves the group (setsid) and writes its pid here")
+		termSpawn    = flag.String("term-spawn", "", "with -sleep-forever and -term-linger, on SIGTERM start a process that leaves the group (setsid) and write its pid here")
+		childStderr  = flag.Bool("child-stderr", false, "with -spawn-child, the grandchild shares this process's stderr, as a model server's workers do")
 		cleanFile    = flag.String("clean-file", "", "with -sleep-forever and -term-linger, write this file on the way out")
 		termLinger   = flag.Duration("term-linger", 0, "with -sleep-forever, exit this long after SIGTERM")
 		gpuFree      = flag.String("gpu-free", "", "exit 3 at start if the pid written in this file still runs (its GPU memory is still taken)")
@@ -61,7 +64,19 @@ func main() {
 			term := make(chan os.Signal, 1)
 			signal.Notify(term, syscall.SIGTERM)
 			<-term
+			if *termSpawn != "" {
+				c := exec.Command(os.Args[0], "-sleep-forever")
+				c.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+				if err := c.Start(); err != nil {
+					fail(err)
+				}
+				if err := os.WriteFile(*termSpawn, []byte(strconv.Itoa(c.Process.Pid)), 0o644); err != nil {
+					fail(err)
+				}
+			}
 			time.Sleep(*termLinger)
+			// A worker logs its way out; a closed stderr kills it here (SIGPIPE), before it is clean.
+			fmt.Fprintln(os.Stderr, "fakebackend worker: shut down cleanly")
 			if err := os.WriteFile(*cleanFile, nil, 0o644); err != nil {
 				fail(err)
 			}
@@ -97,10 +112,16 @@ func main() {
 		if *childLinger > 0 {
 			args = append(args, "-term-linger", childLinger.String(), "-clean-file", *childFile+".clean")
 		}
+		if *childLate != "" {
+			args = append(args, "-term-spawn", *childLate)
+		}
 		if *childIgnore {
 			args = append(args, "-ignore-term")
 		}
 		c := exec.Command(os.Args[0], args...)
+		if *childStderr {
+			c.Stderr = os.Stderr
+		}
 		if *childSetsid {
 			c.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 		}
