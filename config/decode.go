@@ -100,7 +100,7 @@ func Parse(data []byte, filename string, getenv func(string) string) (*Config, e
 	if getenv == nil {
 		getenv = func(string) string { return "" }
 	}
-	c := &compiler{problems: problems{file: filename}, getenv: getenv}
+	c := &compiler{problems: problems{file: filename}, src: data, getenv: getenv}
 
 	var raw fileTOML
 	md, err := toml.Decode(string(data), &raw)
@@ -148,6 +148,7 @@ func Parse(data []byte, filename string, getenv func(string) string) (*Config, e
 // compiler turns the decoded file into typed values, collecting every problem on the way.
 type compiler struct {
 	problems
+	src    []byte // the file as given, for messages that quote a line of it
 	l      *layout
 	getenv func(string) string
 }
@@ -195,7 +196,33 @@ func (c *compiler) decodeErr(err error, in []string) {
 		}
 		last = display(path)
 	}
+	if strings.HasSuffix(msg, "type string; destination has type integer") ||
+		strings.HasSuffix(msg, "type string; destination has type float") {
+		msg += " (" + c.unquoteHint(line) + ")"
+	} else if strings.HasSuffix(msg, "type string; destination has type boolean") {
+		msg += " (true or false, without quotes)"
+	}
 	c.add(line, "%s: %s", last, msg)
+}
+
+// unquoteHint says how to write the quoted number on line (1-based) of the file: with the line's
+// own key and value when it is a plain `key = "20"`, else in general.
+func (c *compiler) unquoteHint(line int) string {
+	const general = "a number is written without quotes"
+	lines := strings.Split(string(c.src), "\n")
+	if line < 1 || line > len(lines) {
+		return general
+	}
+	key, val, ok := strings.Cut(lines[line-1], "=")
+	key, val = strings.TrimSpace(key), strings.TrimSpace(val)
+	n, err := strconv.Unquote(val)
+	if !ok || err != nil || key == "" {
+		return general
+	}
+	if _, err := strconv.ParseFloat(n, 64); err != nil {
+		return general
+	}
+	return fmt.Sprintf("%s: %s = %s, not %s = %s", general, key, n, key, val)
 }
 
 // isDurationKey is true of the keys whose values are durations, for a hint when one is not a

@@ -1,0 +1,39 @@
+package config
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestParseErrorsSayWhatToWrite covers what a user coming from another gateway (LiteLLM's
+// api_base and "ollama/llama3.1", an adapter named after the provider) or writing a number in
+// quotes gets told: each message names what to write instead.
+func TestParseErrorsSayWhatToWrite(t *testing.T) {
+	tests := []struct {
+		name string
+		toml string
+		want []wantErr
+	}{
+		{"integer in quotes", minimal + "[[keys]]\nname = \"k\"\nsha256 = \"" + hashTest + "\"\nrpm = \"20\"\n",
+			[]wantErr{{10, `keys[0].rpm: incompatible types: TOML value has type string; destination has type integer (a number is written without quotes: rpm = 20, not rpm = "20")`}}},
+		{"bool in quotes", minimal + "[targets.b]\nadapter = \"openai\"\nurl = \"http://x\"\ntools = \"false\"\n",
+			[]wantErr{{10, `destination has type boolean (true or false, without quotes)`}}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Parse([]byte(tc.toml), "bad.toml", nil)
+			if err == nil {
+				t.Fatal("Parse succeeded, want errors")
+			}
+			got := Errors(err)
+			if len(got) != len(tc.want) {
+				t.Fatalf("got %d errors, want %d:\n%v", len(got), len(tc.want), err)
+			}
+			for i, w := range tc.want {
+				if got[i].Line != w.line || !strings.Contains(got[i].Msg, w.msg) {
+					t.Errorf("error %d = %d: %q, want line %d containing %q", i, got[i].Line, got[i].Msg, w.line, w.msg)
+				}
+			}
+		})
+	}
+}
