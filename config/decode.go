@@ -312,9 +312,33 @@ func (c *compiler) unknownKey(path []string, line int) {
 		msg := "unknown key " + display(path)
 		if s := suggest(name, knownKeys(path)); s != "" {
 			msg += fmt.Sprintf(" (did you mean %q?)", s)
+		} else if s, from := otherGatewayName(path); s != "" {
+			msg += fmt.Sprintf(" (did you mean %q? %s is %s's name for it)", s, name, from)
 		}
 		c.add(line, "%s", msg)
 	}
+}
+
+// otherGatewayName returns this file's key for a key of the same table that another gateway's
+// config names differently (LiteLLM's api_base, its keys' models and rpm_limit), and that
+// gateway's name: a user moving a config over gets the key to write, where no spelling is close.
+func otherGatewayName(path []string) (key, from string) {
+	if len(path) != 3 {
+		return "", ""
+	}
+	switch path[0] + "." + path[2] {
+	case "targets.api_base", "targets.base_url", "targets.api_url":
+		return "url", "LiteLLM or the OpenAI SDK"
+	case "targets.provider", "targets.custom_llm_provider":
+		return "adapter", "LiteLLM"
+	case "keys.models":
+		return "routes", "LiteLLM"
+	case "keys.rpm_limit":
+		return "rpm", "LiteLLM"
+	case "keys.max_parallel_requests":
+		return "max_concurrent", "LiteLLM"
+	}
+	return "", ""
 }
 
 // knownKeys lists the keys of the table that holds path, from the decode types' tags.

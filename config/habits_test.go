@@ -9,6 +9,9 @@ import (
 // api_base and "ollama/llama3.1", an adapter named after the provider) or writing a number in
 // quotes gets told: each message names what to write instead.
 func TestParseErrorsSayWhatToWrite(t *testing.T) {
+	ollama := func(rest string) string {
+		return minimal + "[targets.b]\nadapter = \"ollama\"\n" + rest
+	}
 	tests := []struct {
 		name string
 		toml string
@@ -18,6 +21,16 @@ func TestParseErrorsSayWhatToWrite(t *testing.T) {
 			[]wantErr{{10, `keys[0].rpm: incompatible types: TOML value has type string; destination has type integer (a number is written without quotes: rpm = 20, not rpm = "20")`}}},
 		{"bool in quotes", minimal + "[targets.b]\nadapter = \"openai\"\nurl = \"http://x\"\ntools = \"false\"\n",
 			[]wantErr{{10, `destination has type boolean (true or false, without quotes)`}}},
+		{"api_base", ollama("url = \"http://x\"\napi_base = \"http://x\"\n"),
+			[]wantErr{{10, `unknown key targets.b.api_base (did you mean "url"?`}}},
+		{"base_url", ollama("base_url = \"http://x\"\n"),
+			[]wantErr{{7, `targets.b.url: missing`}, {9, `unknown key targets.b.base_url (did you mean "url"?`}}},
+		{"models in a key", minimal + "[[keys]]\nname = \"k\"\nsha256 = \"" + hashTest + "\"\nmodels = [\"r\"]\n",
+			[]wantErr{{10, `unknown key keys[0].models (did you mean "routes"?`}}},
+		{"rpm_limit in a key", minimal + "[[keys]]\nname = \"k\"\nsha256 = \"" + hashTest + "\"\nrpm_limit = 20\n",
+			[]wantErr{{10, `unknown key keys[0].rpm_limit (did you mean "rpm"?`}}},
+		{"max_parallel_requests in a key", minimal + "[[keys]]\nname = \"k\"\nsha256 = \"" + hashTest + "\"\nmax_parallel_requests = 2\n",
+			[]wantErr{{10, `unknown key keys[0].max_parallel_requests (did you mean "max_concurrent"?`}}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
