@@ -582,7 +582,7 @@ func (c *compiler) target(index int, name string, raw targetTOML) *core.Target {
 	case "":
 		c.errorf(at("adapter"), "missing: say which protocol the target speaks (openai, ollama or saif)")
 	default:
-		c.errorf(at("adapter"), "unknown adapter %q (want openai, ollama or saif)", raw.Adapter)
+		c.errorf(at("adapter"), "unknown adapter %q (want openai, ollama or saif; OpenRouter, vLLM, llama-server and LM Studio speak openai)", raw.Adapter)
 	}
 
 	t.URL = c.url(raw.URL, at("url"))

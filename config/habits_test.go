@@ -31,6 +31,8 @@ func TestParseErrorsSayWhatToWrite(t *testing.T) {
 			[]wantErr{{10, `unknown key keys[0].rpm_limit (did you mean "rpm"?`}}},
 		{"max_parallel_requests in a key", minimal + "[[keys]]\nname = \"k\"\nsha256 = \"" + hashTest + "\"\nmax_parallel_requests = 2\n",
 			[]wantErr{{10, `unknown key keys[0].max_parallel_requests (did you mean "max_concurrent"?`}}},
+		{"provider as adapter", minimal + "[targets.b]\nadapter = \"openrouter\"\nurl = \"https://openrouter.ai/api/v1\"\n",
+			[]wantErr{{8, `unknown adapter "openrouter" (want openai, ollama or saif; OpenRouter, vLLM, llama-server and LM Studio speak openai)`}}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
