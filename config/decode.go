@@ -585,7 +585,7 @@ func (c *compiler) target(index int, name string, raw targetTOML) *core.Target {
 		c.errorf(at("adapter"), "unknown adapter %q (want openai, ollama or saif; OpenRouter, vLLM, llama-server and LM Studio speak openai)", raw.Adapter)
 	}
 
-	t.URL = c.url(raw.URL, at("url"))
+	t.URL = c.url(raw.URL, t.Adapter, at("url"))
 	c.health(t, raw, at)
 
 	if raw.Model != nil {
@@ -657,9 +657,14 @@ func (c *compiler) target(index int, name string, raw targetTOML) *core.Target {
 	return t
 }
 
-func (c *compiler) url(raw string, path []string) string {
+func (c *compiler) url(raw string, adapter core.AdapterKind, path []string) string {
 	if raw == "" {
-		c.errorf(path, "missing: the target's base URL, such as \"http://127.0.0.1:8080/v1\"")
+		// Ollama's base has no /v1 and the others' has: the example is the one to copy.
+		example := `"http://127.0.0.1:8080/v1"`
+		if adapter == core.AdapterOllama {
+			example = `"http://127.0.0.1:11434" (Ollama's, without /v1)`
+		}
+		c.errorf(path, "missing: the target's base URL, such as %s", example)
 		return ""
 	}
 	// "{port}" stands for the port of a target's own process (see lifecycle.go); it is checked

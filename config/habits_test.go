@@ -33,6 +33,8 @@ func TestParseErrorsSayWhatToWrite(t *testing.T) {
 			[]wantErr{{10, `unknown key keys[0].max_parallel_requests (did you mean "max_concurrent"?`}}},
 		{"provider as adapter", minimal + "[targets.b]\nadapter = \"openrouter\"\nurl = \"https://openrouter.ai/api/v1\"\n",
 			[]wantErr{{8, `unknown adapter "openrouter" (want openai, ollama or saif; OpenRouter, vLLM, llama-server and LM Studio speak openai)`}}},
+		{"ollama url missing", ollama(""),
+			[]wantErr{{7, `targets.b.url: missing: the target's base URL, such as "http://127.0.0.1:11434" (Ollama's, without /v1)`}}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
