@@ -593,6 +593,14 @@ func (c *compiler) target(index int, name string, raw targetTOML) *core.Target {
 		if t.Model == "" {
 			c.errorf(at("model"), "empty; leave it out to send the target name %q", name)
 		}
+		// LiteLLM names the provider in the model ("ollama/llama3.1"); Ollama would answer 404
+		// for that tag at the first request, so it is refused here with the tag to write.
+		for _, prefix := range []string{"ollama/", "ollama_chat/"} {
+			if tag, ok := strings.CutPrefix(t.Model, prefix); ok && t.Adapter == core.AdapterOllama && tag != "" {
+				c.errorf(at("model"), "%q is LiteLLM's provider/model form; adapter = \"ollama\" already says "+
+					"the provider: write the Ollama tag, %q", t.Model, tag)
+			}
+		}
 	}
 	if raw.Class != nil {
 		switch *raw.Class {

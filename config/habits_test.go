@@ -35,6 +35,10 @@ func TestParseErrorsSayWhatToWrite(t *testing.T) {
 			[]wantErr{{8, `unknown adapter "openrouter" (want openai, ollama or saif; OpenRouter, vLLM, llama-server and LM Studio speak openai)`}}},
 		{"ollama url missing", ollama(""),
 			[]wantErr{{7, `targets.b.url: missing: the target's base URL, such as "http://127.0.0.1:11434" (Ollama's, without /v1)`}}},
+		{"litellm provider prefix on an ollama model", ollama("url = \"http://x\"\nmodel = \"ollama/llama3.1\"\n"),
+			[]wantErr{{10, `targets.b.model: "ollama/llama3.1" is LiteLLM's provider/model form; adapter = "ollama" already says the provider: write the Ollama tag, "llama3.1"`}}},
+		{"ollama_chat prefix", ollama("url = \"http://x\"\nmodel = \"ollama_chat/qwen2.5:7b\"\n"),
+			[]wantErr{{10, `write the Ollama tag, "qwen2.5:7b"`}}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -52,5 +56,16 @@ func TestParseErrorsSayWhatToWrite(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestOllamaNamespacedModelAccepted keeps the provider-prefix check narrow: an Ollama model in a
+// namespace of its own ("hf.co/…", "user/model") is a real tag.
+func TestOllamaNamespacedModelAccepted(t *testing.T) {
+	for _, m := range []string{"hf.co/bartowski/Llama-3.2-1B-Instruct-GGUF", "library/llama3.1", "averroes-q:7b"} {
+		toml := minimal + "[targets.b]\nadapter = \"ollama\"\nurl = \"http://x\"\nmodel = \"" + m + "\"\n"
+		if _, err := Parse([]byte(toml), "ok.toml", nil); err != nil {
+			t.Errorf("model %q: %v", m, err)
+		}
 	}
 }
