@@ -313,30 +313,32 @@ func (c *compiler) unknownKey(path []string, line int) {
 		if s := suggest(name, knownKeys(path)); s != "" {
 			msg += fmt.Sprintf(" (did you mean %q?)", s)
 		} else if s, from := otherGatewayName(path); s != "" {
-			msg += fmt.Sprintf(" (did you mean %q? %s is %s's name for it)", s, name, from)
+			msg += fmt.Sprintf(" (did you mean %q? %s is %s name for it)", s, name, from)
 		}
 		c.add(line, "%s", msg)
 	}
 }
 
 // otherGatewayName returns this file's key for a key of the same table that another gateway's
-// config names differently (LiteLLM's api_base, its keys' models and rpm_limit), and that
-// gateway's name: a user moving a config over gets the key to write, where no spelling is close.
+// config names differently (LiteLLM's api_base, its keys' models and rpm_limit), and whose name
+// it is, possessive: a user moving a config over gets the key to write, where no spelling is close.
 func otherGatewayName(path []string) (key, from string) {
 	if len(path) != 3 {
 		return "", ""
 	}
 	switch path[0] + "." + path[2] {
-	case "targets.api_base", "targets.base_url", "targets.api_url":
-		return "url", "LiteLLM or the OpenAI SDK"
+	case "targets.api_base", "targets.api_url":
+		return "url", "LiteLLM's"
+	case "targets.base_url":
+		return "url", "the OpenAI SDK's"
 	case "targets.provider", "targets.custom_llm_provider":
-		return "adapter", "LiteLLM"
+		return "adapter", "LiteLLM's"
 	case "keys.models":
-		return "routes", "LiteLLM"
+		return "routes", "LiteLLM's"
 	case "keys.rpm_limit":
-		return "rpm", "LiteLLM"
+		return "rpm", "LiteLLM's"
 	case "keys.max_parallel_requests":
-		return "max_concurrent", "LiteLLM"
+		return "max_concurrent", "LiteLLM's"
 	}
 	return "", ""
 }
