@@ -100,7 +100,7 @@ func Parse(data []byte, filename string, getenv func(string) string) (*Config, e
 	if getenv == nil {
 		getenv = func(string) string { return "" }
 	}
-	c := &compiler{problems: problems{file: filename}, getenv: getenv}
+	c := &compiler{problems: problems{file: filename}, src: data, getenv: getenv}
 
 	var raw fileTOML
 	md, err := toml.Decode(string(data), &raw)
@@ -148,6 +148,7 @@ func Parse(data []byte, filename string, getenv func(string) string) (*Config, e
 // compiler turns the decoded file into typed values, collecting every problem on the way.
 type compiler struct {
 	problems
+	src    []byte // the file as given, for messages that quote a line of it
 	l      *layout
 	getenv func(string) string
 }
@@ -195,7 +196,33 @@ func (c *compiler) decodeErr(err error, in []string) {
 		}
 		last = display(path)
 	}
+	if strings.HasSuffix(msg, "type string; destination has type integer") ||
+		strings.HasSuffix(msg, "type string; destination has type float") {
+		msg += " (" + c.unquoteHint(line) + ")"
+	} else if strings.HasSuffix(msg, "type string; destination has type boolean") {
+		msg += " (true or false, without quotes)"
+	}
 	c.add(line, "%s: %s", last, msg)
+}
+
+// unquoteHint says how to write the quoted number on line (1-based) of the file: with the line's
+// own key and value when it is a plain `key = "20"`, else in general.
+func (c *compiler) unquoteHint(line int) string {
+	const general = "a number is written without quotes"
+	lines := strings.Split(string(c.src), "\n")
+	if line < 1 || line > len(lines) {
+		return general
+	}
+	key, val, ok := strings.Cut(lines[line-1], "=")
+	key, val = strings.TrimSpace(key), strings.TrimSpace(val)
+	n, err := strconv.Unquote(val)
+	if !ok || err != nil || key == "" {
+		return general
+	}
+	if _, err := strconv.ParseFloat(n, 64); err != nil {
+		return general
+	}
+	return fmt.Sprintf("%s: %s = %s, not %s = %s", general, key, n, key, val)
 }
 
 // isDurationKey is true of the keys whose values are durations, for a hint when one is not a
@@ -285,9 +312,35 @@ func (c *compiler) unknownKey(path []string, line int) {
 		msg := "unknown key " + display(path)
 		if s := suggest(name, knownKeys(path)); s != "" {
 			msg += fmt.Sprintf(" (did you mean %q?)", s)
+		} else if s, from := otherGatewayName(path); s != "" {
+			msg += fmt.Sprintf(" (did you mean %q? %s is %s name for it)", s, name, from)
 		}
 		c.add(line, "%s", msg)
 	}
+}
+
+// otherGatewayName returns this file's key for a key of the same table that another gateway's
+// config names differently (LiteLLM's api_base, its keys' models and rpm_limit), and whose name
+// it is, possessive: a user moving a config over gets the key to write, where no spelling is close.
+func otherGatewayName(path []string) (key, from string) {
+	if len(path) != 3 {
+		return "", ""
+	}
+	switch path[0] + "." + path[2] {
+	case "targets.api_base", "targets.api_url":
+		return "url", "LiteLLM's"
+	case "targets.base_url":
+		return "url", "the OpenAI SDK's"
+	case "targets.provider", "targets.custom_llm_provider":
+		return "adapter", "LiteLLM's"
+	case "keys.models":
+		return "routes", "LiteLLM's"
+	case "keys.rpm_limit":
+		return "rpm", "LiteLLM's"
+	case "keys.max_parallel_requests":
+		return "max_concurrent", "LiteLLM's"
+	}
+	return "", ""
 }
 
 // knownKeys lists the keys of the table that holds path, from the decode types' tags.
@@ -531,16 +584,24 @@ func (c *compiler) target(index int, name string, raw targetTOML) *core.Target {
 	case "":
 		c.errorf(at("adapter"), "missing: say which protocol the target speaks (openai, ollama or saif)")
 	default:
-		c.errorf(at("adapter"), "unknown adapter %q (want openai, ollama or saif)", raw.Adapter)
+		c.errorf(at("adapter"), "unknown adapter %q (want openai, ollama or saif; OpenRouter, vLLM, llama-server and LM Studio speak openai)", raw.Adapter)
 	}
 
-	t.URL = c.url(raw.URL, at("url"))
+	t.URL = c.url(raw.URL, t.Adapter, at("url"))
 	c.health(t, raw, at)
 
 	if raw.Model != nil {
 		t.Model = *raw.Model
 		if t.Model == "" {
 			c.errorf(at("model"), "empty; leave it out to send the target name %q", name)
+		}
+		// LiteLLM names the provider in the model ("ollama/llama3.1"); Ollama would answer 404
+		// for that tag at the first request, so it is refused here with the tag to write.
+		for _, prefix := range []string{"ollama/", "ollama_chat/"} {
+			if tag, ok := strings.CutPrefix(t.Model, prefix); ok && t.Adapter == core.AdapterOllama && tag != "" {
+				c.errorf(at("model"), "%q is LiteLLM's provider/model form; adapter = \"ollama\" already says "+
+					"the provider: write the Ollama tag, %q", t.Model, tag)
+			}
 		}
 	}
 	if raw.Class != nil {
@@ -606,9 +667,14 @@ func (c *compiler) target(index int, name string, raw targetTOML) *core.Target {
 	return t
 }
 
-func (c *compiler) url(raw string, path []string) string {
+func (c *compiler) url(raw string, adapter core.AdapterKind, path []string) string {
 	if raw == "" {
-		c.errorf(path, "missing: the target's base URL, such as \"http://127.0.0.1:8080/v1\"")
+		// Ollama's base has no /v1 and the others' has: the example is the one to copy.
+		example := `"http://127.0.0.1:8080/v1"`
+		if adapter == core.AdapterOllama {
+			example = `"http://127.0.0.1:11434" (Ollama's, without /v1)`
+		}
+		c.errorf(path, "missing: the target's base URL, such as %s", example)
 		return ""
 	}
 	// "{port}" stands for the port of a target's own process (see lifecycle.go); it is checked

@@ -2,7 +2,6 @@ package server
 
 import (
 	"encoding/json"
-	"fmt"
 	"net/http"
 	"strings"
 	"time"
@@ -196,8 +195,7 @@ func (s *Server) handleModel(w http.ResponseWriter, r *http.Request, ps httprout
 		known = s.cfg.Auto != nil
 	}
 	if !known || (key != nil && !key.Allows(id)) {
-		writeError(w, &apiError{Status: http.StatusNotFound, Type: typeInvalidRequest, Code: "model_not_found", Param: "model",
-			Message: fmt.Sprintf("The model `%s` does not exist or you do not have access to it.", id)})
+		writeError(w, modelNotFound(id))
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
