@@ -75,7 +75,8 @@ type Key struct {
 	Name string
 	// SHA256 is the hash of the token the client sends as a Bearer token.
 	SHA256 [32]byte
-	// Routes is the allowlist of route names (which may include "auto"); nil allows every route.
+	// Routes is the allowlist of route names (which may include "auto"); nil allows every route,
+	// an empty map none (a key for scraping /metrics).
 	Routes map[string]bool
 	// Strict makes every request with this key strict.
 	Strict bool

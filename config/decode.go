@@ -898,9 +898,7 @@ func (c *compiler) keys(raw []keyTOML, routes map[string]routeTOML) []Key {
 		}
 
 		if k.Routes != nil {
-			if len(*k.Routes) == 0 {
-				c.errorf(at("routes"), "empty: the key could use no route; leave routes out to allow every route")
-			}
+			// An empty list allows no route: a key for scraping /metrics, which no chat can use.
 			key.Routes = map[string]bool{}
 			for j, rn := range *k.Routes {
 				if _, ok := routes[rn]; !ok && rn != RouteAuto {

@@ -37,6 +37,19 @@ const hashTest = "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a
 
 var ignoreStats = cmpopts.IgnoreFields(core.Target{}, "Stats")
 
+// TestParseScrapeOnlyKey: routes = [] is a key that may use no route (for scraping /metrics),
+// not the same as leaving routes out (every route).
+func TestParseScrapeOnlyKey(t *testing.T) {
+	cfg, err := Parse([]byte(minimal+"[[keys]]\nname = \"prom\"\nsha256 = \""+hashTest+"\"\nroutes = []\n"), "k.toml", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := cfg.Keys[0]
+	if k.Routes == nil || len(k.Routes) != 0 || k.Allows("r") {
+		t.Errorf("routes = [] compiled to %v (allows r: %v), want an empty allowlist", k.Routes, k.Allows("r"))
+	}
+}
+
 func TestParseMetricsOff(t *testing.T) {
 	cfg, err := Parse([]byte("metrics = false\n"+minimal), "m.toml", nil)
 	if err != nil {
@@ -578,7 +591,6 @@ sha256 = "b94d27b9934d3e08a52e52d7da7dabfac484efe37a5380ee9088f7ace2efcde9"
 			{11, `keys[1].name: duplicate key name "k" (also keys[0])`},
 			{12, "keys[1].sha256: holds a key, not its hash"},
 			{13, `keys[1].routes[2]: no route named "nope"`},
-			{17, "keys[2].routes: empty"},
 			{20, "keys[3].sha256: the same hash as keys[2]"},
 			{21, "keys[4].name: missing"}}},
 		{"open gateway on a public address", "listen = \"0.0.0.0:8000\"\n" + minimal, nil,

@@ -53,16 +53,17 @@ func (s *Server) countUsage(u usageTo, t *core.Target, b []byte) {
 // handleMetrics answers a Prometheus scrape. It takes a key like every other endpoint when the
 // gateway has keys (Prometheus sends one with `authorization: {credentials: …}`): the series
 // name every route and target, so a key limited to some routes (whose other routes the gateway
-// otherwise hides: an unknown model and a forbidden one get the same 404) may not scrape.
+// otherwise hides: an unknown model and a forbidden one get the same 404) may not scrape. A key
+// with an empty routes list uses no route and is made for scraping.
 func (s *Server) handleMetrics(w http.ResponseWriter, r *http.Request) {
 	key, e := s.authenticate(r)
 	if e != nil {
 		writeError(w, e)
 		return
 	}
-	if key != nil && key.Routes != nil {
+	if key != nil && len(key.Routes) > 0 {
 		writeError(w, &apiError{Status: http.StatusForbidden, Type: typeInvalidRequest, Code: "permission_denied",
-			Message: "This key may use only some routes, and /metrics names every route and target: scrape with a key that has no routes list."})
+			Message: "This key may use only some routes, and /metrics names every route and target: scrape with a key that has no routes list, or one with routes = [] (a key for scraping only)."})
 		return
 	}
 	var mw metrics.Writer

@@ -158,3 +158,22 @@ func TestMetricsRefuseARestrictedKey(t *testing.T) {
 		t.Errorf("scrape with an unrestricted key: %d, want 200 naming every route", rep.status)
 	}
 }
+
+// TestMetricsScrapeOnlyKey: a key with routes = [] may use no route, and is the key to give
+// Prometheus: it scrapes, and chats nowhere (the paid tail included).
+func TestMetricsScrapeOnlyKey(t *testing.T) {
+	up := newFake(t, "up")
+	g := newGateway(t, target("up", up.url(), "private")+"[routes.r]\ntargets = [\"up\"]\n\n"+
+		"[[keys]]\nname = \"prometheus\"\nsha256 = \""+sha256hex("hk-prom")+"\"\nroutes = []\n", nil)
+	prom := []string{"Authorization", "Bearer hk-prom"}
+	if rep, _ := scrape(t, g, prom...); rep.status != 200 {
+		t.Errorf("scrape: %d %s, want 200", rep.status, rep.body)
+	}
+	if rep := g.chat(t, "r", prom...); rep.status != 404 || up.hits.Load() != 0 {
+		t.Errorf("chat with the scrape-only key: %d %s (upstream asked %d times), want 404 and no request", rep.status, rep.body, up.hits.Load())
+	}
+	rep := g.do(t, http.MethodGet, "/v1/models", "", prom...)
+	if rep.status != 200 || strings.Contains(string(rep.body), `"id":"r"`) {
+		t.Errorf("/v1/models for the scrape-only key: %d %s, want an empty list", rep.status, rep.body)
+	}
+}
