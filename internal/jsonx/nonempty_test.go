@@ -1,6 +1,11 @@
 package jsonx
 
-import "testing"
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"testing"
+)
 
 func TestNonEmptyArray(t *testing.T) {
 	for _, tc := range []struct {
@@ -64,4 +69,94 @@ func TestLast(t *testing.T) {
 			t.Errorf("Last(%s) = %s, %v; want %s, %v", tc.body, got, ok, tc.want, tc.ok)
 		}
 	}
+}
+
+// FuzzLastAndNonEmptyArray holds Last and NonEmptyArray to encoding/json on valid objects: Last's
+// value is the one a decoder keeps for the key (the last), NonEmptyArray says whether the first
+// one is an array with an element.
+func FuzzLastAndNonEmptyArray(f *testing.F) {
+	for _, s := range []string{
+		`{"id":"x","usage":{"p":1},"service_tier":"default"}`,
+		`{"usage":{"p":1},"x":{"usage":{"p":2}}}`,
+		`{"a":"\"usage\":{\"p\":9}","usage":null}`,
+		`{"usage":1,"usage":2}`,
+		`{"usage" : [ 1 ] , "b" : "}"}`,
+		`{"choices":[],"choices":[1]}`,
+		`{"x":[{"usage":3}],"usage":"u"}`,
+		`{"us\u0061ge":1}`,
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, body string) {
+		var members map[string]json.RawMessage
+		if json.Unmarshal([]byte(body), &members) != nil || !strings.HasPrefix(strings.TrimSpace(body), "{") {
+			return
+		}
+		// Last finds a key as it is written, "usage": (as every server writes it); one written
+		// with escapes ("us\u0061ge") is documented as not found.
+		if escapedKey(body) {
+			return
+		}
+		for _, key := range []string{"usage", "choices"} {
+			want, has := members[key]
+			got, ok := Last([]byte(body), key)
+			if ok != has || has && !bytes.Equal(got, bytes.TrimSpace(want)) {
+				t.Errorf("Last(%s, %q) = %s, %v; encoding/json keeps %s, %v", body, key, got, ok, want, has)
+			}
+			// The first member of that name: what NonEmptyArray reads.
+			first, found := firstMember([]byte(body), key)
+			var arr []json.RawMessage
+			wantNonEmpty := found && json.Unmarshal(first, &arr) == nil && len(arr) > 0 && bytes.HasPrefix(bytes.TrimSpace(first), []byte("["))
+			if got := NonEmptyArray([]byte(body), key); got != wantNonEmpty {
+				t.Errorf("NonEmptyArray(%s, %q) = %v, want %v", body, key, got, wantNonEmpty)
+			}
+		}
+	})
+}
+
+// firstMember is the value of the first top-level member named key, by the validating walk.
+func firstMember(body []byte, key string) ([]byte, bool) {
+	it := Object(body, true)
+	for {
+		k, v, ok := it.Next()
+		if !ok {
+			return nil, false
+		}
+		if s, ok := Unquote(k); ok && s == key {
+			return v, true
+		}
+	}
+}
+
+// escapedKey reports whether some member name of the object body has an escape in it.
+func escapedKey(body string) bool {
+	var walk func(v []byte) bool
+	walk = func(v []byte) bool {
+		switch {
+		case len(v) > 0 && v[0] == '{':
+			it := Object(v, false)
+			for {
+				k, val, ok := it.Next()
+				if !ok {
+					return false
+				}
+				if bytes.IndexByte(k, '\\') >= 0 || walk(val) {
+					return true
+				}
+			}
+		case len(v) > 0 && v[0] == '[':
+			it := Array(v, false)
+			for {
+				_, val, ok := it.Next()
+				if !ok {
+					return false
+				}
+				if walk(val) {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	return walk(bytes.TrimSpace([]byte(body)))
 }
