@@ -23,6 +23,9 @@
 //   - A member that crashes after having been healthy is restarted with backoff, and the crash is
 //     logged with its last stderr lines — TestRestartAfterCrash; an unpinned member whose restart
 //     fails before it is healthy is stopped, not relaunched forever — TestUnpinnedRestartGivesUp.
+//     From the moment its exit is seen, a crashed member is not handed out nor reported ready
+//     (it shows stopping, then backoff): a request then waits for the restart rather than get the
+//     dead URL while the group is reaped — TestCrashedMemberNotHandedOutDuringReap.
 //   - A stop (eviction, idle_stop, load_timeout, Close) sends SIGTERM to the member's process
 //     group and SIGKILL to what is left of it after the grace, and ends, freeing the slot, only
 //     when no process of the group is left (a zombie nobody reaps does not count), so a model

@@ -26,7 +26,8 @@ const (
 	// StateBackoff: the process died on its own and will be restarted after a delay.
 	StateBackoff
 	// StateStopping: asked to stop (SIGTERM sent, SIGKILL after the grace), until no process of
-	// its group is left.
+	// its group is left. A process that died on its own is reported stopping too while what it
+	// left in its group is killed and waited for; StateBackoff follows.
 	StateStopping
 )
 
@@ -75,6 +76,11 @@ type member struct {
 	replaced bool          // stopping to make room for a member that already counts in its slot
 	stop     chan struct{} // closed to ask the supervisor to stop
 	done     chan struct{} // closed when the supervisor has returned
+	// crashed: the process exited on its own and its group is being killed and waited for. The
+	// state stays StateReady (eviction, idle_stop and Close treat it as running), but it is not
+	// handed out and is reported as StateStopping; StateBackoff is set only once the restart
+	// timer is armed.
+	crashed  bool
 	pid      int
 	url      string
 	port     int // the running process's {port}, 0 when there is none or it has none
@@ -232,7 +238,7 @@ func (m *Manager) Start(ctx context.Context) error {
 		}
 		var waiting []string
 		for _, mem := range m.members {
-			if mem.pinned && mem.state != StateReady {
+			if mem.pinned && mem.shownState() != StateReady {
 				waiting = append(waiting, mem.spec.Name)
 			}
 		}
@@ -335,6 +341,14 @@ func (m *Manager) State(name string) State {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	return mem.shownState()
+}
+
+// shownState is mem's state as State and Status report it; called with Manager.mu held.
+func (mem *member) shownState() State {
+	if mem.crashed && mem.state == StateReady {
+		return StateStopping
+	}
 	return mem.state
 }
 
@@ -345,7 +359,7 @@ func (m *Manager) Status() []MemberStatus {
 	out := make([]MemberStatus, 0, len(m.members))
 	for _, mem := range m.members {
 		st := MemberStatus{
-			Name: mem.spec.Name, Group: mem.spec.Group, Pinned: mem.pinned, State: mem.state,
+			Name: mem.spec.Name, Group: mem.spec.Group, Pinned: mem.pinned, State: mem.shownState(),
 			PID: mem.pid, URL: mem.url, InFlight: mem.busy, LastUsed: mem.lastUsed,
 			Starts: mem.starts, Restarts: mem.restarts,
 		}
@@ -393,7 +407,8 @@ func (m *Manager) Close(ctx context.Context) error {
 func (m *Manager) acquire(mem *member) (string, func(), bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.closed || mem.state != StateReady {
+	// A crashed member's URL is dead: a request waits for the restart instead.
+	if m.closed || mem.state != StateReady || mem.crashed {
 		return "", nil, false
 	}
 	mem.busy++
@@ -469,7 +484,7 @@ func (m *Manager) bringUp(mem *member) error {
 			return ErrClosed
 		}
 		switch {
-		case mem.state == StateReady:
+		case mem.state == StateReady && !mem.crashed:
 			m.mu.Unlock()
 			return nil
 		case mem.failures != failuresBefore:

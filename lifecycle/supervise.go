@@ -125,6 +125,7 @@ func (m *Manager) supervise(mem *member, stop, done chan struct{}, after <-chan 
 		// StateBackoff knows the timer is there.
 		m.mu.Lock()
 		mem.pid, mem.url, mem.port = 0, "", 0
+		mem.crashed = false
 		mem.lastErr = res.err
 		if !res.healthy {
 			mem.failures++
@@ -158,6 +159,7 @@ func (m *Manager) finish(mem *member, err error) {
 	m.mu.Lock()
 	mem.state = StateStopped
 	mem.pid, mem.url, mem.port = 0, "", 0
+	mem.crashed = false
 	mem.replaced = false
 	if err != nil {
 		mem.lastErr = err
@@ -311,6 +313,14 @@ func (m *Manager) runOnce(mem *member, stop <-chan struct{}, restart bool) runRe
 
 	select {
 	case <-exited:
+		// From now on the URL is dead, while the group is reaped (10 s for a worker stuck in
+		// the kernel) and stderr drained (a second for an escaped holder of it): a request
+		// handed it would only fail to connect, and count against the target's health.
+		m.mu.Lock()
+		mem.crashed = true
+		mem.pid, mem.url, mem.port = 0, "", 0
+		m.broadcastLocked()
+		m.mu.Unlock()
 		m.reap(cmd, exited)
 		drainStderr()
 		perr := &ProcessError{Target: name, Err: waitErr, Stderr: errOut.Lines()}
