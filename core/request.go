@@ -80,6 +80,9 @@ type Message struct {
 	Name       string          `json:"name,omitempty"`
 	ToolCalls  json.RawMessage `json:"tool_calls,omitempty"`
 	ToolCallID string          `json:"tool_call_id,omitempty"`
+	// Refusal is an assistant message's refusal as the client sent it back (raw JSON, a string
+	// when set): OpenAI answers a refusal with it and content null.
+	Refusal json.RawMessage `json:"refusal,omitempty"`
 }
 
 // Params are the request fields that non-OpenAI adapters translate. Raw fields are nil when absent.

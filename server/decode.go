@@ -899,7 +899,7 @@ func unknownParam(param, field string) *apiError {
 
 func isMessageKey(name string) bool {
 	switch name {
-	case "role", "content", "name", "tool_calls", "tool_call_id":
+	case "role", "content", "name", "tool_calls", "tool_call_id", "refusal":
 		return true
 	}
 	return false
@@ -980,6 +980,8 @@ func fastMessage(e []byte, m *core.Message) bool {
 			m.ToolCalls = v
 		case "tool_call_id":
 			ok = setString(&m.ToolCallID, v)
+		case "refusal":
+			m.Refusal = v
 		default:
 			ok = !foldsTo(name, isMessageKey)
 		}

@@ -20,6 +20,7 @@ import (
 // ordinary bodies take the one-pass walk; each must decode to what encoding/json gives.
 var ordinary = []string{
 	`{"model":"saif","messages":[{"role":"user","content":"x"}]}`,
+	`{"model":"saif","messages":[{"role":"user","content":"x"},{"role":"assistant","content":null,"refusal":"I can't."},{"role":"user","content":"why?"}]}`,
 	`{"model":"saif","messages":[{"role":"system","content":"be brief"},{"role":"user","content":"hi \"there\"\n\u00e9\ud83d\ude00"}],` +
 		`"max_tokens":256,"temperature":0.2,"top_p":1,"seed":-42,"stream":true,"stream_options":{"include_usage":true}}`,
 	`{"model":"auto","messages":[{"role":"user","content":[{"type":"text","text":"what?"},{"type":"image_url","image_url":{"url":"data:x"}}]}],` +

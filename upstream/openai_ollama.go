@@ -200,9 +200,8 @@ func (a *openaiOllama) translate(req *core.Request) (*ollamaChatRequest, error) 
 	out := &ollamaChatRequest{Model: a.t.Model, Stream: req.Stream, Messages: make([]ollamaMessage, 0, len(req.Messages))}
 	// Ollama answers a tool result by the tool's name; OpenAI by the call's id.
 	callNames := map[string]string{}
-	refused := refusals(req.Body)
 	for i := range req.Messages {
-		m, err := a.message(i, &req.Messages[i], callNames, refused)
+		m, err := a.message(i, &req.Messages[i], callNames)
 		if err != nil {
 			return nil, err
 		}
@@ -235,7 +234,7 @@ func (a *openaiOllama) translate(req *core.Request) (*ollamaChatRequest, error) 
 	return out, nil
 }
 
-func (a *openaiOllama) message(i int, m *core.Message, callNames map[string]string, refused []string) (ollamaMessage, error) {
+func (a *openaiOllama) message(i int, m *core.Message, callNames map[string]string) (ollamaMessage, error) {
 	out := ollamaMessage{Role: m.Role}
 	switch m.Role {
 	case "developer":
@@ -252,7 +251,7 @@ func (a *openaiOllama) message(i int, m *core.Message, callNames map[string]stri
 		return out, requestError(a.t, "unsupported_content", fmt.Sprintf("messages[%d].content", i),
 			fmt.Sprintf("the ollama adapter cannot send content parts of type %q", fc.other))
 	}
-	out.Content = assistantText(m, i, fc.text, refused)
+	out.Content = assistantText(m, fc.text)
 	for j, u := range fc.images {
 		b64, isData, err := dataURLBase64(u)
 		param := fmt.Sprintf("messages[%d].content[%d].image_url", i, j)

@@ -91,7 +91,7 @@ func (a *openaiSAIF) chat(ctx context.Context, req *core.Request) (*Response, er
 		err = a.fromCompletions(req, out)
 	} else {
 		out.Temperature, out.Stop = req.Params.Temperature, req.Params.StopList()
-		out.Prompt, err = a.chatML(req.Messages, req.Body)
+		out.Prompt, err = a.chatML(req.Messages)
 	}
 	if err != nil {
 		return nil, err
@@ -137,10 +137,9 @@ func (a *openaiSAIF) specialist(req *core.Request) (*string, error) {
 }
 
 // chatML renders the conversation with Qwen's ChatML template, ending with the open assistant
-// turn the model completes. body is the client's, read for refusals (nil: none).
-func (a *openaiSAIF) chatML(msgs []core.Message, body []byte) (string, error) {
+// turn the model completes.
+func (a *openaiSAIF) chatML(msgs []core.Message) (string, error) {
 	var b strings.Builder
-	refused := refusals(body)
 	for i := range msgs {
 		m := &msgs[i]
 		fc, err := readContent(m.Content)
@@ -163,7 +162,7 @@ func (a *openaiSAIF) chatML(msgs []core.Message, body []byte) (string, error) {
 		b.WriteString("<|im_start|>")
 		b.WriteString(role)
 		b.WriteByte('\n')
-		writeChatMLText(&b, assistantText(m, i, fc.text, refused))
+		writeChatMLText(&b, assistantText(m, fc.text))
 		b.WriteString("<|im_end|>\n")
 	}
 	b.WriteString("<|im_start|>assistant\n")

@@ -134,60 +134,15 @@ func readContent(raw json.RawMessage) (flatContent, error) {
 	return fc, nil
 }
 
-// refusalKey is the raw key refusals looks for before walking a body.
-var refusalKey = []byte(`"refusal"`)
-
-// refusals returns the top-level "refusal" string of each message in a chat body, by index (""
-// for none), or nil when no message may have one. OpenAI answers a refusal as the assistant
-// message's "refusal" with content null, and a client sends that message back as it got it;
-// core.Message does not carry the member, so it is read from the body here. A body without a raw
-// "refusal" (in a string its quotes would be escaped) is not walked.
-func refusals(body []byte) []string {
-	if !bytes.Contains(body, refusalKey) {
-		return nil
-	}
-	top := jsonx.Object(body, false)
-	for {
-		k, v, ok := top.Next()
-		if !ok {
-			return nil
-		}
-		if name, plain := jsonx.PlainKey(k); !plain || string(name) != "messages" {
-			continue
-		}
-		var out []string
-		msgs := jsonx.Array(v, false)
-		for {
-			_, m, ok := msgs.Next()
-			if !ok {
-				return out
-			}
-			out = append(out, refusalOf(m))
-		}
-	}
-}
-
-// refusalOf is the top-level "refusal" string of one message object, "" when it has none.
-func refusalOf(m []byte) string {
-	it := jsonx.Object(m, false)
-	for {
-		k, v, ok := it.Next()
-		if !ok {
-			return ""
-		}
-		if name, plain := jsonx.PlainKey(k); plain && string(name) == "refusal" && len(v) > 0 && v[0] == '"' {
-			s, _ := jsonx.Unquote(v)
+// assistantText is the text sent for message m: its content's text, or, for an assistant
+// message without any, its refusal (core.Message.Refusal, decoded with the rest). When both are
+// there the content is what is sent: OpenAI never answers both, and a client that keeps both has
+// most likely copied the one into the other.
+func assistantText(m *core.Message, text string) string {
+	if text == "" && m.Role == "assistant" && len(m.Refusal) > 0 && m.Refusal[0] == '"' {
+		if s, ok := jsonx.Unquote(m.Refusal); ok {
 			return s
 		}
-	}
-}
-
-// assistantText is the text sent for message i: its content's text, or, for an assistant
-// message without any, its refusal. When both are there the content is what is sent: OpenAI never
-// answers both, and a client that keeps both has most likely copied the one into the other.
-func assistantText(m *core.Message, i int, text string, refusals []string) string {
-	if text == "" && m.Role == "assistant" && i < len(refusals) {
-		return refusals[i]
 	}
 	return text
 }
