@@ -243,3 +243,43 @@ func TestOllamaThinkTagsLogprobsAreTheContents(t *testing.T) {
 		}
 	}
 }
+
+// With Ollama's own thinking (message.thinking, reasoning not think-tags), a streamed line of
+// thinking carries its tokens' entries too; they are the reasoning's, so a stream's
+// logprobs.content spells the content alone.
+func TestOllamaThinkingLinesLogprobsDropped(t *testing.T) {
+	line := func(field, tok string, done bool) string {
+		return string(mustJSON(map[string]any{"model": "m", "done": done,
+			"message":  map[string]string{"role": "assistant", field: tok},
+			"logprobs": []logprobJSON{{Token: tok, Logprob: -0.5}}}))
+	}
+	body := strings.Join([]string{line("thinking", "Let me", false), line("thinking", " see", false),
+		line("content", "Hi", false), line("content", "!", false),
+		`{"model":"m","message":{"role":"assistant","content":""},"done":true,"done_reason":"stop"}`}, "\n") + "\n"
+	srv := serve(t, func(w http.ResponseWriter, r *http.Request) { _, _ = io.WriteString(w, body) })
+	tg := ollamaTarget(srv.URL)
+	resp, err := newSet(t, tg).Chat(context.Background(), tg,
+		chatRequestOf(t, `{"messages":[{"role":"user","content":"x"}],"logprobs":true,"stream":true}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Stream.Close()
+	events, end := drain(resp.Stream)
+	var acc openai.ChatCompletionAccumulator
+	for _, e := range events {
+		var c openai.ChatCompletionChunk
+		if err := json.Unmarshal([]byte(e), &c); err != nil || !acc.AddChunk(c) {
+			t.Fatalf("chunk %s: %v, or the accumulator refused it", e, err)
+		}
+	}
+	if end != "EOF" || len(acc.Choices) != 1 {
+		t.Fatalf("end %s, choices %d", end, len(acc.Choices))
+	}
+	var spelt strings.Builder
+	for _, e := range acc.Choices[0].Logprobs.Content {
+		spelt.WriteString(e.Token)
+	}
+	if got := acc.Choices[0].Message.Content; got != "Hi!" || spelt.String() != "Hi!" {
+		t.Errorf("content %q, the logprobs' tokens spell %q; want both \"Hi!\"", got, spelt.String())
+	}
+}

@@ -452,7 +452,13 @@ func (s *ollamaStream) read() error {
 	}
 	calls := ollamaToolCalls(m.Message.ToolCalls, s.newID, true, s.calls)
 	s.calls += len(calls)
-	s.ch.setLogprobs(m.Logprobs)
+	lp := m.Logprobs
+	if m.Message.Thinking != "" && m.Message.Content == "" {
+		// A line of Ollama's own thinking: its tokens' entries are the reasoning's, and
+		// logprobs.content is the content's (OpenAI's definition, as for think-tags).
+		lp = nil
+	}
+	s.ch.setLogprobs(lp)
 	if ev := s.ch.delta(m.Message.Content, m.Message.Thinking, calls, nil); ev != nil {
 		s.pending = append(s.pending, ev)
 	}
