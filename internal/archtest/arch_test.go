@@ -1,6 +1,7 @@
 package archtest
 
 import (
+	"os"
 	"os/exec"
 	"strings"
 	"testing"
@@ -52,5 +53,27 @@ func TestImportRules(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestReadmeNamesEveryPackage: README's package list says what each package owns; a package added
+// without a word there is a package nobody can find. Each is named in backquotes (`lifecycle/lrusim`).
+func TestReadmeNamesEveryPackage(t *testing.T) {
+	out, err := exec.Command("go", "list", module+"/...").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, out)
+	}
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range strings.Fields(string(out)) {
+		rel := strings.TrimPrefix(strings.TrimPrefix(p, module), "/")
+		if rel == "" {
+			continue
+		}
+		if !strings.Contains(string(readme), "`"+rel+"`") {
+			t.Errorf("README.md does not name package %s (as `%s`)", p, rel)
+		}
 	}
 }
