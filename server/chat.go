@@ -13,6 +13,7 @@ import (
 
 	"github.com/cenkalti/backoff/v4"
 
+	"github.com/hayula/gateway/config"
 	"github.com/hayula/gateway/core"
 	"github.com/hayula/gateway/errmap"
 	"github.com/hayula/gateway/filter"
@@ -64,7 +65,7 @@ func (s *Server) serveOp(w http.ResponseWriter, r *http.Request, op core.Op) {
 		s.unbusy(st) // before the answer goes out, as write gives it back
 		writeError(w, e)
 		status, end = e.Status, time.Now()
-		s.logRequest(r, st.key, "", nil, status, start, end)
+		s.logRequest(r, st.keyName(), "", nil, status, start, end)
 		return
 	}
 	if intent != "" {
@@ -78,12 +79,12 @@ func (s *Server) serveOp(w http.ResponseWriter, r *http.Request, op core.Op) {
 	status = s.write(r.Context(), w, rs, req, res, st)
 	if res.resp != nil {
 		if res.resp.Stream == nil && s.metrics != nil {
-			s.countUsage(usageTo{rs.index, st.keyIdx - 1}, res.target, res.resp.Body) // after the write: not the client's wait
+			s.countUsage(st.usageTo(rs), res.target, res.resp.Body) // after the write: not the client's wait
 		}
 		res.resp.Release() // written: its memory serves the next answer
 	}
 	end = time.Now()
-	s.logRequest(r, st.key, rs.Name, res.chain, status, start, end)
+	s.logRequest(r, st.keyName(), rs.Name, res.chain, status, start, end)
 }
 
 // reqState is what one request on an OpenAI endpoint is built in: the body's buffer, the decoded
@@ -99,10 +100,25 @@ type reqState struct {
 	msgs  []core.Message // the array the decoded messages are built in
 	cands []*core.Target // the array eligibility keeps targets in, then the attempt loop's candidates
 	chain []string       // the array the targets tried are named in
-	key   string         // the name of the key the request came with, for the log; "" for none
-	// keyIdx is that key's config.Key.Index + 1, for metrics; 0 for none.
-	keyIdx int
-	busy   *atomic.Int64 // the key's in-flight count this request holds a slot of (max_concurrent)
+	key   *config.Key    // the key the request came with (its name for the log, its index for metrics); nil for none
+	busy  *atomic.Int64  // the key's in-flight count this request holds a slot of (max_concurrent)
+}
+
+// keyName is the name of st's key, for the log line; "" for none.
+func (st *reqState) keyName() string {
+	if st.key == nil {
+		return ""
+	}
+	return st.key.Name
+}
+
+// usageTo is whose tokens the answer to st's request counts as: rs's and its key's.
+func (st *reqState) usageTo(rs *routeState) usageTo {
+	u := usageTo{route: rs.index, key: -1}
+	if st.key != nil {
+		u.key = st.key.Index
+	}
+	return u
 }
 
 // release empties st, so that it holds nothing of the request, and puts it back in the pool.
@@ -116,7 +132,7 @@ func (s *Server) release(st *reqState) {
 	if cap(st.msgs) > maxPooledMessages {
 		st.msgs = nil
 	}
-	st.wire, st.req, st.key, st.keyIdx = wireView{}, core.Request{}, "", 0
+	st.wire, st.req, st.key = wireView{}, core.Request{}, nil
 	s.states.Put(st)
 }
 
@@ -136,7 +152,7 @@ func (s *Server) admit(r *http.Request, op core.Op, st *reqState, limited bool) 
 		return nil, nil, "", e
 	}
 	if key != nil {
-		st.key, st.keyIdx = key.Name, key.Index+1
+		st.key = key
 		if limited {
 			s.metrics.Key(key.Index)
 		}

@@ -203,7 +203,7 @@ func (s *Server) write(ctx context.Context, w http.ResponseWriter, rs *routeStat
 	}
 	usage := usageTo{route: -1} // a stream carries usage only when its client asked for it: then it is counted
 	if s.metrics != nil && req.IncludeUsage {
-		usage = usageTo{rs.index, st.keyIdx - 1}
+		usage = st.usageTo(rs)
 	}
 	s.relay(ctx, w, usage, res, st)
 	return http.StatusOK
