@@ -22,6 +22,12 @@ func (p Privacy) String() string {
 	return "private"
 }
 
+// MayUseProxy reports whether a target of this class may be reached through a proxy the
+// environment names (HTTP_PROXY, HTTPS_PROXY): only a public one. A proxy is a third party, and a
+// strict route's prompts (and a private target's key) must reach no one but their target; the
+// upstream client and the health checker both ask this.
+func (p Privacy) MayUseProxy() bool { return p == Public }
+
 // AdapterKind names the wire protocol a target speaks.
 type AdapterKind uint8
 

@@ -190,7 +190,7 @@ func (c *Checker) probe(ctx context.Context, t *core.Target, url string) CheckRe
 		ctx, cancel = context.WithTimeout(ctx, t.HealthTimeout)
 		defer cancel()
 	}
-	if t.Privacy == core.Public {
+	if t.Privacy.MayUseProxy() {
 		ctx = context.WithValue(ctx, viaProxy{}, true)
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)

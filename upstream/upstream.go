@@ -178,7 +178,7 @@ func proxied(proxy func(*http.Request) (*url.URL, error), rawURL string) bool {
 // proxyFor is the proxy function of t's transport: none for a private target, Options.Proxy
 // (the environment's by default) for a public one.
 func proxyFor(o Options, t *core.Target) func(*http.Request) (*url.URL, error) {
-	if t.Privacy != core.Public {
+	if !t.Privacy.MayUseProxy() {
 		return nil
 	}
 	if o.Proxy != nil {
@@ -212,7 +212,7 @@ func newTransport(o Options, t *core.Target) *http.Transport {
 		}
 		tr.DialContext = d.DialContext
 	}
-	if t.Privacy != core.Public {
+	if !t.Privacy.MayUseProxy() {
 		tr.Proxy = nil // a template's proxy too
 	}
 	tr.ResponseHeaderTimeout = t.Timeout
