@@ -11,7 +11,9 @@
 package metrics
 
 import (
+	"cmp"
 	"math"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -111,6 +113,12 @@ const (
 	CapRPM = iota
 	CapConcurrent
 )
+
+// otherCount is a status without a slot and its count, as a scrape copies them out.
+type otherCount struct {
+	otherKey
+	n uint64
+}
 
 type otherKey struct {
 	cell   int
@@ -248,12 +256,17 @@ func (s *Set) Write(w *Writer, more func(*Writer)) {
 		return s.routes[r]
 	}
 	w.Family("hayula_requests_total", "counter", "Requests on the OpenAI endpoints, by endpoint, route (empty when none was resolved) and the status answered.")
+	// The statuses without a slot, copied out and sorted by cell and status: a scrape looks at
+	// the few there are, not at every status of every cell.
 	s.mu.Lock()
-	other := make(map[otherKey]uint64, len(s.otherCodes))
+	other := make([]otherCount, 0, len(s.otherCodes))
 	for k, v := range s.otherCodes {
-		other[k] = v
+		other = append(other, otherCount{k, v})
 	}
 	s.mu.Unlock()
+	slices.SortFunc(other, func(a, b otherCount) int {
+		return cmp.Or(cmp.Compare(a.cell, b.cell), cmp.Compare(a.status, b.status))
+	})
 	for op := range opNames {
 		for r := 0; r <= len(s.routes); r++ {
 			cell := op*(len(s.routes)+1) + r
@@ -263,10 +276,9 @@ func (s *Set) Write(w *Writer, more func(*Writer)) {
 					w.Sample("hayula_requests_total", v, "endpoint", opNames[op], "route", routeName(r), "code", strconv.Itoa(statusSlots[i]))
 				}
 			}
-			for status := 100; status < 1000; status++ {
-				if v, ok := other[otherKey{cell, status}]; ok {
-					w.Sample("hayula_requests_total", v, "endpoint", opNames[op], "route", routeName(r), "code", strconv.Itoa(status))
-				}
+			for len(other) > 0 && other[0].cell == cell {
+				w.Sample("hayula_requests_total", other[0].n, "endpoint", opNames[op], "route", routeName(r), "code", strconv.Itoa(other[0].status))
+				other = other[1:]
 			}
 		}
 	}
