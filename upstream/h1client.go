@@ -23,8 +23,9 @@ import (
 // process that moved to another port does not get its old connections.
 //
 // The caller's context, the response-header timeout and the body's idle timeout are enforced by
-// a sweeper goroutine (h1sweep.go): a cancellation is noticed at most one 10 ms tick late, and a
-// timeout ends between its limit and two ticks after it.
+// a sweeper goroutine (h1sweep.go): a cancellation is noticed at most one round late, and a
+// timeout ends between its limit and two rounds after it; a round is one 10 ms tick while up to
+// 64 exchanges are in flight, ten ticks beyond that.
 //
 // A response body must be read and closed by one goroutine at a time, as the adapters do.
 type h1Transport struct {
@@ -52,9 +53,11 @@ type h1Transport struct {
 	mu    sync.Mutex
 	idle  map[string][]*h1Conn // by address, most recently used last
 	nIdle int
-	// The sweeper's: the connections whose exchange is in flight (each knows its slot), whether
-	// a sweeper goroutine runs, and what CloseIdleConnections closes to end it.
+	// The sweeper's: the connections whose exchange is in flight (each knows its slot), where
+	// its next tick's visits begin (see sweepLocked), whether a sweeper goroutine runs, and what
+	// CloseIdleConnections closes to end it.
 	live     []*h1Conn
+	cursor   int
 	sweeping bool
 	quit     chan struct{}
 

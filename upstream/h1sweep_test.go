@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"testing"
 	"time"
@@ -342,4 +343,83 @@ func TestH1SweeperStops(t *testing.T) {
 	if started != 3 || sweeping {
 		t.Errorf("sweepers started %d, still running %v; want 3 and false", started, sweeping)
 	}
+}
+
+// deadlineConn is a connection whose SetDeadline is counted, for sweeps of exchanges that have no
+// socket behind them.
+type deadlineConn struct {
+	net.Conn
+	set int
+}
+
+func (c *deadlineConn) SetDeadline(time.Time) error { c.set++; return nil }
+
+// A tick visits at least sweepBatch live exchanges and beyond that a sweepRounds-th of them in
+// turn, so that a thousand open streams cost a hundred visits a tick rather than a thousand;
+// every exchange is still visited within a round, or two when another's end moved it.
+func TestH1SweeperVisitsInBatches(t *testing.T) {
+	now := time.Date(2026, 1, 2, 15, 4, 5, 0, time.UTC)
+	for _, n := range []int{1, sweepBatch, sweepBatch + 1, 1000} {
+		t.Run(fmt.Sprint(n), func(t *testing.T) {
+			tr := &h1Transport{sweeping: true} // no sweeper goroutine: the test ticks by hand
+			ctx, cancel := context.WithCancel(context.Background())
+			cancel()
+			conns := make([]*h1Conn, n)
+			for i := range conns {
+				conns[i] = &h1Conn{Conn: &deadlineConn{}}
+				tr.watchLocked(ctx, conns[i])
+				conns[i].phase.Store(phaseBody)
+			}
+			canceled := func() int {
+				k := 0
+				for _, c := range conns {
+					if c.phase.Load() == phaseCanceled {
+						k++
+					}
+				}
+				return k
+			}
+			want := min(n, max(sweepBatch, (n+sweepRounds-1)/sweepRounds))
+			tr.sweepLocked(now)
+			if got := canceled(); got != want {
+				t.Fatalf("one tick interrupted %d of %d cancelled exchanges, want %d", got, n, want)
+			}
+			for range sweepRounds - 1 {
+				tr.sweepLocked(now)
+			}
+			if got := canceled(); got != n {
+				t.Fatalf("a round of %d ticks interrupted %d of %d", sweepRounds, got, n)
+			}
+			for _, c := range conns {
+				if d := c.Conn.(*deadlineConn).set; d != 1 {
+					t.Fatalf("an exchange's deadline was set %d times, want once", d)
+				}
+			}
+		})
+	}
+	t.Run("ends move exchanges", func(t *testing.T) {
+		tr := &h1Transport{sweeping: true}
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		var conns []*h1Conn
+		for range 1000 {
+			c := &h1Conn{Conn: &deadlineConn{}}
+			tr.watchLocked(ctx, c)
+			c.phase.Store(phaseBody)
+			conns = append(conns, c)
+		}
+		// Each tick, the exchange just behind the cursor ends, so that the last one (not yet
+		// visited) fills its hole, behind the cursor.
+		for range 2 * sweepRounds {
+			tr.sweepLocked(now)
+			if i := tr.cursor - 1; i >= 0 && i < len(tr.live) {
+				tr.unwatchLocked(tr.live[i])
+			}
+		}
+		for _, c := range tr.live {
+			if c.phase.Load() != phaseCanceled {
+				t.Fatal("an exchange moved by another's end was not visited within two rounds")
+			}
+		}
+	})
 }
