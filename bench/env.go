@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -23,21 +24,23 @@ type environment struct {
 	dir  string
 	logf func(string, ...any)
 
-	gwBin       string
-	upstream    *proc
-	fast        string // fake upstream, fast answers
-	slow        string // fake upstream, slow streams
-	gateway     *proc
-	gwAddr      string
-	nginx       *proc
-	nginxAddr   string
-	goproxy     *proc
-	goproxyAddr string
-	goblind     *proc
-	goblindAddr string
-	autoNote    string // why the config has no [auto] table, when it has none
-	nginxNote   string
-	clients     []*http.Client
+	gwBin     string
+	upstream  *proc
+	fast      string // fake upstream, fast answers
+	slow      string // fake upstream, slow streams
+	gateway   *proc
+	gwAddr    string
+	nginx     *proc
+	nginxAddr string
+	// nginxSlowAddr is nginx's second server, in front of the slow upstream.
+	nginxSlowAddr string
+	goproxy       *proc
+	goproxyAddr   string
+	goblind       *proc
+	goblindAddr   string
+	autoNote      string // why the config has no [auto] table, when it has none
+	nginxNote     string
+	clients       []*http.Client
 }
 
 func (e *environment) start(ctx context.Context) error {
@@ -306,7 +309,9 @@ type memoryResult struct {
 	Streams int
 	// Gateway is the streams through the gateway; Direct the same streams straight to the fake
 	// upstream, run first: delays that Direct shows too are the machine's, not the gateway's.
-	Gateway, Direct streamsResult
+	// Nginx, run last when there is an nginx column, is the same through nginx: what a proxy
+	// that parses nothing does with the same burst.
+	Gateway, Direct, Nginx streamsResult
 }
 
 // streamsResult is what a client saw of many slow streams opened at once.
@@ -315,9 +320,12 @@ type streamsResult struct {
 	Events   int           // events received over every stream
 	HeldBack int           // events that arrived half an interval or more behind their schedule
 	MaxLag   time.Duration // the largest delay of an event behind its schedule
-	Errors   int
-	FirstErr string
-	Took     time.Duration
+	// FirstEvent is the median over the streams of the time from the request to its first event:
+	// how long the burst of a thousand requests took to get through.
+	FirstEvent time.Duration
+	Errors     int
+	FirstErr   string
+	Took       time.Duration
 }
 
 // memoryPhase reads the gateway's RSS idle, then opens --streams slow streams at once, straight
@@ -355,6 +363,11 @@ func (e *environment) memoryPhase(ctx context.Context) (memoryResult, error) {
 		return res, err
 	}
 	res.HWM = m.HWM
+	if e.nginx != nil {
+		ng := &endpoint{name: "nginx", url: "http://" + e.nginxSlowAddr + "/v1/chat/completions", body: body,
+			client: e.client(e.opts.Streams + 16)}
+		res.Nginx = e.openStreams(ctx, ng, func() {})
+	}
 	return res, nil
 }
 
@@ -362,10 +375,11 @@ func (e *environment) memoryPhase(ctx context.Context) (memoryResult, error) {
 // every 25 ms meanwhile, on one goroutine.
 func (e *environment) openStreams(ctx context.Context, ep *endpoint, tick func()) streamsResult {
 	var (
-		res  streamsResult
-		mu   sync.Mutex
-		open int
-		wg   sync.WaitGroup
+		res    streamsResult
+		mu     sync.Mutex
+		open   int
+		wg     sync.WaitGroup
+		firsts []time.Duration
 	)
 	ctx, cancel := context.WithTimeout(ctx, time.Duration(e.opts.SlowChunks)*e.opts.SlowInterval+60*time.Second)
 	defer cancel()
@@ -414,6 +428,9 @@ func (e *environment) openStreams(ctx context.Context, ep *endpoint, tick func()
 				fail(fmt.Sprintf("a stream had %d events, want %d", len(arrivals), want))
 			}
 			res.Events += len(arrivals)
+			if len(arrivals) > 0 {
+				firsts = append(firsts, arrivals[0])
+			}
 			for k, a := range arrivals {
 				lag := a - arrivals[0] - time.Duration(min(k, e.opts.SlowChunks-1))*e.opts.SlowInterval
 				res.MaxLag = max(res.MaxLag, lag)
@@ -425,6 +442,10 @@ func (e *environment) openStreams(ctx context.Context, ep *endpoint, tick func()
 	}
 	wg.Wait()
 	res.Took = time.Since(start)
+	if len(firsts) > 0 {
+		slices.Sort(firsts)
+		res.FirstEvent = firsts[len(firsts)/2]
+	}
 	close(stop)
 	<-ticked
 	return res

@@ -237,20 +237,24 @@ func (r *report) memoryTable(b *strings.Builder) {
 	fmt.Fprintf(b, "%d streams of %d events %s apart (the finishing event and [DONE] come with the last), all opened at "+
 		"once (file-descriptor limit %d):\n\n",
 		m.Streams, r.opts.SlowChunks, r.opts.SlowInterval, r.nofile)
-	b.WriteString("| | open at once | events | held back ≥ ½ interval | largest delay behind schedule | failed | took |\n")
-	b.WriteString("|---|---|---|---|---|---|---|\n")
-	for _, s := range []struct {
+	b.WriteString("| | open at once | events | held back ≥ ½ interval | largest delay behind schedule | first event (median) | failed | took |\n")
+	b.WriteString("|---|---|---|---|---|---|---|---|\n")
+	rows := []struct {
 		name string
 		res  streamsResult
-	}{{"direct", m.Direct}, {"gateway", m.Gateway}} {
-		fmt.Fprintf(b, "| %s | %d | %d | %d | %s | %d | %s |\n", s.name, s.res.MaxOpen, s.res.Events, s.res.HeldBack,
-			us(s.res.MaxLag), s.res.Errors, s.res.Took.Round(10*time.Millisecond))
+	}{{"direct", m.Direct}, {"gateway", m.Gateway}}
+	if m.Nginx.Events > 0 || m.Nginx.Errors > 0 {
+		rows = append(rows, struct {
+			name string
+			res  streamsResult
+		}{"nginx", m.Nginx})
+	}
+	for _, s := range rows {
+		fmt.Fprintf(b, "| %s | %d | %d | %d | %s | %s | %d | %s |\n", s.name, s.res.MaxOpen, s.res.Events, s.res.HeldBack,
+			us(s.res.MaxLag), us(s.res.FirstEvent), s.res.Errors, s.res.Took.Round(10*time.Millisecond))
 	}
 	b.WriteString("\n")
-	for _, s := range []struct {
-		name string
-		res  streamsResult
-	}{{"direct", m.Direct}, {"gateway", m.Gateway}} {
+	for _, s := range rows {
 		if s.res.FirstErr != "" {
 			fmt.Fprintf(b, "First %s stream failure: `%s`\n\n", s.name, oneLine(s.res.FirstErr))
 		}
@@ -327,9 +331,13 @@ func (r *report) targets(b *strings.Builder) {
 		}
 	}
 	if r.memory.Streams > 0 {
-		g, d := r.memory.Gateway, r.memory.Direct
+		g, d, n := r.memory.Gateway, r.memory.Direct, r.memory.Nginx
+		through := ""
+		if n.Events > 0 || n.Errors > 0 {
+			through = fmt.Sprintf(", %d through nginx", n.HeldBack)
+		}
 		fmt.Fprintf(b, "- no event held back under %d streams: %d held back through the gateway, %d straight to the "+
-			"upstream — %s\n", r.memory.Streams, g.HeldBack, d.HeldBack, mark(g.HeldBack <= d.HeldBack && g.Errors == 0))
+			"upstream%s — %s\n", r.memory.Streams, g.HeldBack, d.HeldBack, through, mark(g.HeldBack <= d.HeldBack && g.Errors == 0))
 	}
 	fmt.Fprintf(b, "- idle RSS under 30 MB: %s — %s\n\n", mb(r.memory.Idle.RSS), mark(r.memory.Idle.RSS < 30<<20))
 }
