@@ -11,7 +11,10 @@ import (
 )
 
 // OllamaSim is a simulated Ollama server (the paper's Averroes-Q), speaking Ollama's native API:
-// POST /api/chat with NDJSON streaming, POST /api/embed, GET /api/tags.
+// POST /api/chat with NDJSON streaming, POST /api/embed, GET /api/tags. It honours
+// options.stop and options.num_predict, tools (answered in message.tool_calls), format ("json" or
+// a schema) and logprobs/top_logprobs (Ollama v0.12.11's top-level logprobs, per line when
+// streamed).
 type OllamaSim struct {
 	// Name appears in every reply.
 	Name string

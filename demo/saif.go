@@ -32,7 +32,8 @@ const defaultSpecialist = "exploit"
 // SAIFSim is the simulated SAIF suite, speaking the SAIF protocol (CONFIG.md): a router that
 // picks a specialist by keywords when the request names none, a hint that is always honoured,
 // and a 503 "loading" with Retry-After on "[loading:saif]", or on every LoadingEvery-th
-// completion when that is set, as while a specialist is swapped in.
+// completion when that is set, as while a specialist is swapped in. Of the sampler it honours
+// what the protocol carries: stop and max_tokens (temperature changes nothing in a simulation).
 type SAIFSim struct {
 	// ChunkDelay spaces streamed events; 0 sends them at once.
 	ChunkDelay time.Duration

@@ -1,7 +1,11 @@
 // Package demo owns `gateway demo`: simulated backends that speak the paper's three upstream
 // protocols on loopback (SAIF's own protocol, Ollama's native API, and the OpenAI API with R1's
 // <think> reasoning), a public tail, and the embedded configuration that puts the gateway in
-// front of them. Every simulated reply says plainly that it is simulated; no model runs.
+// front of them. Every simulated reply in prose says plainly that it is simulated; no model runs.
+// Yet each simulator honours, in its own protocol, what a conforming server honours (model.go):
+// stop sequences, token limits, n, tool calls, JSON modes and schemas, logprobs; so that the
+// gateway's adapters are exercised end to end and `gateway conformance` against the demo
+// grades the gateway (TestDemoPassesConformance).
 //
 // Every simulator obeys the same triggers in the last user message, so that the demo can show
 // fallback on demand: "[fail:NAME]" makes backend NAME fail with a 5xx, "[overflow:NAME]" makes
