@@ -23,6 +23,12 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // startDemo runs the demo topology: the simulators and the gateway in front of them.
 func startDemo(t *testing.T) openai.Client {
 	t.Helper()
+	return openai.NewClient(option.WithBaseURL(startDemoURL(t)+"/v1/"), option.WithAPIKey("unused"), option.WithMaxRetries(0))
+}
+
+// startDemoURL runs the demo topology and returns the gateway's URL.
+func startDemoURL(t *testing.T) string {
+	t.Helper()
 	b, err := demo.StartBackends(0, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -39,7 +45,7 @@ func startDemo(t *testing.T) openai.Client {
 	t.Cleanup(srv.Close)
 	ts := httptest.NewServer(srv.Handler())
 	t.Cleanup(ts.Close)
-	return openai.NewClient(option.WithBaseURL(ts.URL+"/v1/"), option.WithAPIKey("unused"), option.WithMaxRetries(0))
+	return ts.URL
 }
 
 // TestDemoEndToEnd talks to the demo with the official SDK, through each adapter. The subtests

@@ -2,14 +2,19 @@ package demo
 
 import (
 	"encoding/json"
+	"fmt"
 	"hash/fnv"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"time"
 )
 
 // OllamaSim is a simulated Ollama server (the paper's Averroes-Q), speaking Ollama's native API:
-// POST /api/chat with NDJSON streaming, POST /api/embed, GET /api/tags.
+// POST /api/chat with NDJSON streaming, POST /api/embed, GET /api/tags. It honours
+// options.stop and options.num_predict, tools (answered in message.tool_calls), format ("json" or
+// a schema) and logprobs/top_logprobs (Ollama v0.12.11's top-level logprobs, per line when
+// streamed).
 type OllamaSim struct {
 	// Name appears in every reply.
 	Name string
@@ -17,6 +22,8 @@ type OllamaSim struct {
 	ChunkDelay time.Duration
 	// Now stamps replies; nil means time.Now.
 	Now func() time.Time
+
+	seq atomic.Int64
 }
 
 type ollamaSimRequest struct {
@@ -28,8 +35,14 @@ type ollamaSimRequest struct {
 	} `json:"messages"`
 	Stream  *bool `json:"stream"`
 	Options struct {
-		NumPredict int `json:"num_predict"`
+		NumPredict int      `json:"num_predict"`
+		Stop       []string `json:"stop"`
 	} `json:"options"`
+	Tools []simTool `json:"tools"`
+	// Format is "json" or a JSON schema.
+	Format      json.RawMessage `json:"format"`
+	Logprobs    bool            `json:"logprobs"`
+	TopLogprobs int             `json:"top_logprobs"`
 }
 
 // ServeHTTP serves the Ollama endpoints the gateway uses.
@@ -82,42 +95,101 @@ func (s *OllamaSim) chat(w http.ResponseWriter, r *http.Request) {
 		ollamaError(w, http.StatusBadRequest, "the input length exceeds the context length")
 		return
 	}
-	reply := Reply(s.Name, last)
-	if images > 0 {
-		reply += " (The simulator received the image but cannot see it.)"
-	}
-	pieces, reason := words(reply), "stop"
-	if n := req.Options.NumPredict; n > 0 && n < len(pieces) {
-		pieces, reason = pieces[:n], "length"
-		reply = strings.Join(pieces, "")
-	}
 	prompt := 0
 	for _, m := range req.Messages {
 		prompt += len(strings.Fields(m.Content))
 	}
 	created := now(s.Now).UTC().Format(time.RFC3339Nano)
 	model := req.Model
-	if req.Stream != nil && !*req.Stream {
-		writeJSON(w, map[string]any{"model": model, "created_at": created,
-			"message": map[string]any{"role": "assistant", "content": reply}, "done": true, "done_reason": reason,
-			"prompt_eval_count": prompt, "eval_count": len(pieces)})
+	stream := req.Stream == nil || *req.Stream
+	if call := s.toolCall(&req, last); call != nil {
+		// Ollama answers a tool call whole, in one message (one line when streamed), with the
+		// arguments as an object; done_reason stays "stop".
+		msg := map[string]any{"role": "assistant", "content": "", "tool_calls": []any{map[string]any{
+			"id":       fmt.Sprintf("call_%s_%d", s.Name, s.seq.Add(1)),
+			"function": map[string]any{"index": 0, "name": call.name, "arguments": call.args}}}}
+		done := map[string]any{"model": model, "created_at": created, "done": true, "done_reason": "stop",
+			"prompt_eval_count": prompt, "eval_count": len(tokens(string(call.args)))}
+		if !stream {
+			done["message"] = msg
+			writeJSON(w, done)
+			return
+		}
+		w.Header().Set("Content-Type", "application/x-ndjson")
+		enc := json.NewEncoder(w)
+		_ = enc.Encode(map[string]any{"model": model, "created_at": created, "message": msg, "done": false})
+		done["message"] = map[string]any{"role": "assistant", "content": ""}
+		_ = enc.Encode(done)
+		return
+	}
+	reply := Reply(s.Name, last)
+	if images > 0 {
+		reply += " (The simulator received the image but cannot see it.)"
+	}
+	if schema, isJSON := ollamaFormat(req.Format); isJSON {
+		reply = jsonText(schema, reply)
+	}
+	gen := generate(reply, req.Options.Stop, req.Options.NumPredict)
+	var lps []simLogprob
+	if req.Logprobs {
+		lps = logprobsOf(gen.tokens, req.TopLogprobs)
+	}
+	if !stream {
+		out := map[string]any{"model": model, "created_at": created,
+			"message": map[string]any{"role": "assistant", "content": gen.text()}, "done": true, "done_reason": gen.finish,
+			"prompt_eval_count": prompt, "eval_count": len(gen.tokens)}
+		if lps != nil {
+			out["logprobs"] = lps
+		}
+		writeJSON(w, out)
 		return
 	}
 	w.Header().Set("Content-Type", "application/x-ndjson")
 	rc := http.NewResponseController(w)
 	enc := json.NewEncoder(w)
-	for _, p := range pieces {
+	for i, p := range gen.tokens {
 		if !pause(r, s.ChunkDelay) {
 			return
 		}
-		_ = enc.Encode(map[string]any{"model": model, "created_at": created,
-			"message": map[string]any{"role": "assistant", "content": p}, "done": false})
+		line := map[string]any{"model": model, "created_at": created,
+			"message": map[string]any{"role": "assistant", "content": p}, "done": false}
+		if lps != nil {
+			line["logprobs"] = lps[i : i+1]
+		}
+		_ = enc.Encode(line)
 		_ = rc.Flush()
 	}
 	_ = enc.Encode(map[string]any{"model": model, "created_at": created,
-		"message": map[string]any{"role": "assistant", "content": ""}, "done": true, "done_reason": reason,
-		"prompt_eval_count": prompt, "eval_count": len(pieces)})
+		"message": map[string]any{"role": "assistant", "content": ""}, "done": true, "done_reason": gen.finish,
+		"prompt_eval_count": prompt, "eval_count": len(gen.tokens)})
 	_ = rc.Flush()
+}
+
+// toolCall is the call the model makes, nil for a text answer. Ollama has no tool_choice, so
+// the model decides, as a real one would: the tool the prompt is about, unless the conversation
+// ends with a tool's result, which it answers in text.
+func (s *OllamaSim) toolCall(req *ollamaSimRequest, last string) *toolCall {
+	if len(req.Tools) == 0 || (len(req.Messages) > 0 && req.Messages[len(req.Messages)-1].Role == "tool") {
+		return nil
+	}
+	i := relevantTool(req.Tools, last)
+	if i < 0 {
+		return nil
+	}
+	c := callTool(req.Tools[i], last)
+	return &c
+}
+
+// ollamaFormat reads Ollama's format: "json" for any JSON (schema nil), or a schema object.
+func ollamaFormat(raw json.RawMessage) (schema map[string]any, isJSON bool) {
+	var word string
+	if json.Unmarshal(raw, &word) == nil {
+		return nil, word == "json"
+	}
+	if json.Unmarshal(raw, &schema) == nil && schema != nil {
+		return schema, true
+	}
+	return nil, false
 }
 
 // embed answers deterministic 8-dimensional vectors made from a hash of each input.

@@ -32,7 +32,8 @@ const defaultSpecialist = "exploit"
 // SAIFSim is the simulated SAIF suite, speaking the SAIF protocol (CONFIG.md): a router that
 // picks a specialist by keywords when the request names none, a hint that is always honoured,
 // and a 503 "loading" with Retry-After on "[loading:saif]", or on every LoadingEvery-th
-// completion when that is set, as while a specialist is swapped in.
+// completion when that is set, as while a specialist is swapped in. Of the sampler it honours
+// what the protocol carries: stop and max_tokens (temperature changes nothing in a simulation).
 type SAIFSim struct {
 	// ChunkDelay spaces streamed events; 0 sends them at once.
 	ChunkDelay time.Duration
@@ -45,10 +46,11 @@ type SAIFSim struct {
 }
 
 type saifSimRequest struct {
-	Prompt     string  `json:"prompt"`
-	Specialist *string `json:"specialist"`
-	MaxTokens  int     `json:"max_tokens"`
-	Stream     bool    `json:"stream"`
+	Prompt     string   `json:"prompt"`
+	Specialist *string  `json:"specialist"`
+	MaxTokens  int      `json:"max_tokens"`
+	Stop       []string `json:"stop"`
+	Stream     bool     `json:"stream"`
 }
 
 // ServeHTTP serves POST /v1/completions and GET /v1/health.
@@ -107,23 +109,23 @@ func (s *SAIFSim) complete(w http.ResponseWriter, r *http.Request) {
 		specialist, confidence = Route(question)
 		routedBy = "router"
 	}
-	reply := Reply("saif/"+specialist, question)
-	prompt, completion := len(strings.Fields(req.Prompt)), len(strings.Fields(reply))
+	gen := generate(Reply("saif/"+specialist, question), req.Stop, req.MaxTokens)
+	prompt, completion := len(strings.Fields(req.Prompt)), len(gen.tokens)
 	usage := map[string]int{"prompt_tokens": prompt, "completion_tokens": completion}
 	if !req.Stream {
 		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(map[string]any{"id": fmt.Sprintf("saif-%d", n), "specialist": specialist,
-			"routed_by": routedBy, "confidence": confidence, "text": reply, "finish_reason": "stop", "usage": usage})
+			"routed_by": routedBy, "confidence": confidence, "text": gen.text(), "finish_reason": gen.finish, "usage": usage})
 		return
 	}
 	sse := newSSE(w)
-	for _, p := range words(reply) {
+	for _, p := range gen.tokens {
 		if !pause(r, s.ChunkDelay) {
 			return
 		}
 		sse.send(map[string]string{"text": p, "specialist": specialist})
 	}
-	sse.send(map[string]any{"done": true, "finish_reason": "stop", "usage": usage})
+	sse.send(map[string]any{"done": true, "finish_reason": gen.finish, "usage": usage})
 }
 
 // Route is the simulated SAIF router: the specialist whose words match most often, and a
