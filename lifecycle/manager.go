@@ -102,10 +102,10 @@ type group struct {
 // Manager runs the processes of lifecycle-managed targets. Its methods are safe for concurrent use.
 // Close must be called to stop the children and the goroutines.
 type Manager struct {
-	opt     Options
-	log     *slog.Logger
-	clock   Clock
-	probe   *http.Client
+	opt   Options
+	log   *slog.Logger
+	clock Clock
+	probe *http.Client
 	// members, byName and groups are replaced by Reload, under mu.
 	members []*member // in spec order
 	byName  map[string]*member
