@@ -42,6 +42,9 @@
 //   - A start that cannot finish within load_timeout fails with *LoadTimeoutError and its process is
 //     killed — TestLoadTimeout.
 //   - The most recently used members are pre-warmed from the state file — TestStateFilePrewarm.
+//   - Reload keeps the process and state of a member whose Spec and pinning are unchanged, stops
+//     a changed or removed one once no attempt holds it, and starts a changed one only when its
+//     old process has gone — TestReload, TestReloadWaitsForRetiredSlot.
 //
 // Time that carries meaning (idle_stop, load_timeout, restart backoff, the SIGTERM → SIGKILL
 // grace) is read from the injected Clock, so a test moves it instead of waiting. Time that only

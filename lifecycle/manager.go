@@ -89,6 +89,9 @@ type member struct {
 	lastErr  error
 	failures uint64 // launches that ended before they were healthy, so a waiter can tell its own failure
 	idle     Timer
+	// retired: a Reload replaced or removed the member. It is no longer handed out, and its
+	// process is stopped once no attempt holds it.
+	retired bool
 }
 
 type group struct {
@@ -99,13 +102,17 @@ type group struct {
 // Manager runs the processes of lifecycle-managed targets. Its methods are safe for concurrent use.
 // Close must be called to stop the children and the goroutines.
 type Manager struct {
-	opt     Options
-	log     *slog.Logger
-	clock   Clock
-	probe   *http.Client
+	opt   Options
+	log   *slog.Logger
+	clock Clock
+	probe *http.Client
+	// members, byName and groups are replaced by Reload, under mu.
 	members []*member // in spec order
 	byName  map[string]*member
 	groups  []*group
+	// retired are the members a Reload replaced or removed whose process may still run: each
+	// keeps its place in the slots of the group of its name until it has stopped.
+	retired []*member
 	// freePort asks for an unused loopback port; a field so that a test can play a kernel that
 	// hands out one port twice.
 	freePort func() (int, error)
@@ -152,26 +159,39 @@ func New(specs []Spec, groups []GroupSpec, o Options) (*Manager, error) {
 		m.groups = append(m.groups, grp)
 	}
 	for _, s := range specs {
-		mem := &member{spec: s, loadTimeout: s.LoadTimeout}
-		mem.spec.Command = slices.Clone(s.Command)
-		mem.spec.Env = slices.Clone(s.Env)
-		mem.spec.Withhold = slices.Clone(s.Withhold)
-		if mem.loadTimeout == 0 {
-			mem.loadTimeout = DefaultLoadTimeout
-		}
-		if g := gs[s.Group]; g != nil {
-			mem.group = g
-			mem.pinned = slices.Contains(g.spec.Pinned, s.Name)
-			g.members = append(g.members, mem)
-		}
+		mem := newMember(s, gs[s.Group])
 		m.members = append(m.members, mem)
 		m.byName[s.Name] = mem
 	}
 	return m, nil
 }
 
+// newMember is a stopped member for s, added to g (nil: no group).
+func newMember(s Spec, g *group) *member {
+	mem := &member{spec: s, loadTimeout: s.LoadTimeout}
+	mem.spec.Command = slices.Clone(s.Command)
+	mem.spec.Env = slices.Clone(s.Env)
+	mem.spec.Withhold = slices.Clone(s.Withhold)
+	if mem.loadTimeout == 0 {
+		mem.loadTimeout = DefaultLoadTimeout
+	}
+	if g != nil {
+		mem.group = g
+		mem.pinned = slices.Contains(g.spec.Pinned, s.Name)
+		g.members = append(g.members, mem)
+	}
+	return mem
+}
+
 // Manages reports whether name is a lifecycle-managed target.
-func (m *Manager) Manages(name string) bool { return m.byName[name] != nil }
+func (m *Manager) Manages(name string) bool { return m.member(name) != nil }
+
+// member is name's current member, nil when there is none.
+func (m *Manager) member(name string) *member {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.byName[name]
+}
 
 // Start starts every pinned member and pre-warms, per group, the most recently used members saved
 // in the state file, up to the group's free slots. It returns at once unless Options.WaitHealthy,
@@ -203,13 +223,7 @@ func (m *Manager) Start(ctx context.Context) error {
 			mem.seq = m.seq
 		}
 	}
-	for _, g := range m.groups {
-		for _, mem := range g.members {
-			if mem.pinned && mem.state == StateStopped {
-				m.reserveLocked(mem)
-			}
-		}
-	}
+	m.startPinnedLocked()
 	for _, g := range m.groups {
 		free := g.spec.Slots - m.occupiedLocked(g)
 		for _, name := range recent {
@@ -255,6 +269,94 @@ func (m *Manager) Start(ctx context.Context) error {
 	}
 }
 
+// startPinnedLocked starts the pinned members that are stopped, where their group has room.
+func (m *Manager) startPinnedLocked() {
+	for _, g := range m.groups {
+		for _, mem := range g.members {
+			if mem.pinned && mem.state == StateStopped {
+				m.reserveLocked(mem)
+			}
+		}
+	}
+}
+
+// Reload replaces the specs and groups, for a configuration reload; on an invalid one it changes
+// nothing. A member whose Spec is unchanged (every field, since each shapes the process or its
+// supervision) and whose pinning is unchanged keeps its process and its state: ready or not, its
+// idle timer, its place in the LRU order, its counts; a new group's slots apply to it from now on
+// (a group now smaller than it has running shrinks as members stop, nothing is evicted for it).
+// Every other member is retired: Ensure no longer hands it out (a call waiting for it waits for
+// the new member of its name instead), and its process is stopped as soon as no attempt holds it,
+// at once when none does. Until it has stopped it keeps its place in the slots of the group of its
+// name, so that a changed member's new process never runs beside its old one. New pinned members
+// are started as Start starts them, once Start has run; the state file is not read again, and
+// Options do not change.
+func (m *Manager) Reload(specs []Spec, groups []GroupSpec) error {
+	if err := validate(specs, groups); err != nil {
+		return err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return ErrClosed
+	}
+	gs := make(map[string]*group, len(groups))
+	newGroups := make([]*group, 0, len(groups))
+	for _, g := range groups {
+		grp := &group{spec: g}
+		grp.spec.Pinned = slices.Clone(g.Pinned)
+		gs[g.Name] = grp
+		newGroups = append(newGroups, grp)
+	}
+	members := make([]*member, 0, len(specs))
+	byName := make(map[string]*member, len(specs))
+	for _, s := range specs {
+		g := gs[s.Group]
+		mem := m.byName[s.Name]
+		if mem != nil && sameSpec(mem.spec, s) && mem.pinned == (g != nil && slices.Contains(g.spec.Pinned, s.Name)) {
+			mem.group = g
+			if g != nil {
+				g.members = append(g.members, mem)
+			}
+		} else {
+			mem = newMember(s, g)
+		}
+		members = append(members, mem)
+		byName[s.Name] = mem
+	}
+	retired := m.retired[:0]
+	for _, mem := range m.retired {
+		if mem.state != StateStopped {
+			retired = append(retired, mem)
+		}
+	}
+	for _, mem := range m.members {
+		if byName[mem.spec.Name] == mem {
+			continue
+		}
+		mem.retired = true
+		if mem.busy == 0 {
+			m.stopLocked(mem, "reload")
+		}
+		if mem.state != StateStopped {
+			retired = append(retired, mem)
+		}
+	}
+	m.members, m.byName, m.groups, m.retired = members, byName, newGroups, retired
+	if m.started {
+		m.startPinnedLocked()
+	}
+	m.broadcastLocked()
+	return nil
+}
+
+// sameSpec reports whether a and b describe the same process and its supervision.
+func sameSpec(a, b Spec) bool {
+	return a.Name == b.Name && slices.Equal(a.Command, b.Command) && slices.Equal(a.Env, b.Env) &&
+		slices.Equal(a.Withhold, b.Withhold) && a.URL == b.URL && a.HealthURL == b.HealthURL &&
+		a.IdleStop == b.IdleStop && a.Group == b.Group && a.LoadTimeout == b.LoadTimeout
+}
+
 // Ensure makes the target's process run and be healthy, starting it if needed (stopping the least
 // recently used idle unpinned member of a full group first), and returns its base URL. The caller
 // must call release when the attempt ends: until then the member is neither evicted nor
@@ -263,10 +365,24 @@ func (m *Manager) Start(ctx context.Context) error {
 // fails returns *ProcessError. The URL may change across restarts (a new port each launch), so use
 // the one returned for this attempt.
 func (m *Manager) Ensure(ctx context.Context, name string) (baseURL string, release func(), err error) {
-	mem := m.byName[name]
-	if mem == nil {
-		return "", nil, &UnknownTargetError{Name: name}
+	for {
+		mem := m.member(name)
+		if mem == nil {
+			return "", nil, &UnknownTargetError{Name: name}
+		}
+		baseURL, release, err = m.ensure(ctx, mem)
+		// A Reload replaced the member this call waited for: it waits for the new one instead.
+		if err != errRetired {
+			return baseURL, release, err
+		}
 	}
+}
+
+// errRetired ends a wait for a member that a Reload has replaced or removed.
+var errRetired = errors.New("lifecycle: member retired by a reload")
+
+func (m *Manager) ensure(ctx context.Context, mem *member) (baseURL string, release func(), err error) {
+	name := mem.spec.Name
 	if url, release, ok := m.acquire(mem); ok {
 		return url, release, nil
 	}
@@ -290,6 +406,9 @@ func (m *Manager) Ensure(ctx context.Context, name string) (baseURL string, rele
 		ch := m.sf.DoChan(name, func() (any, error) { return nil, m.bringUp(mem) })
 		select {
 		case r := <-ch:
+			if r.Err == errRetired {
+				return "", nil, r.Err
+			}
 			if r.Err == errFlightExpired {
 				left := deadline.Sub(m.clock.Now())
 				if left <= 0 {
@@ -335,12 +454,12 @@ func (m *Manager) Ready(name string) bool { return m.State(name) == StateReady }
 
 // State reports the target's state now; StateStopped for an unknown name.
 func (m *Manager) State(name string) State {
+	m.mu.Lock()
+	defer m.mu.Unlock()
 	mem := m.byName[name]
 	if mem == nil {
 		return StateStopped
 	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
 	return mem.shownState()
 }
 
@@ -382,7 +501,7 @@ func (m *Manager) Close(ctx context.Context) error {
 		return nil
 	}
 	m.closed = true
-	for _, mem := range m.members {
+	for _, mem := range slices.Concat(m.members, m.retired) {
 		m.stopLocked(mem, "shutdown")
 	}
 	m.broadcastLocked()
@@ -408,7 +527,7 @@ func (m *Manager) acquire(mem *member) (string, func(), bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	// A crashed member's URL is dead: a request waits for the restart instead.
-	if m.closed || mem.state != StateReady || mem.crashed {
+	if m.closed || mem.state != StateReady || mem.crashed || mem.retired {
 		return "", nil, false
 	}
 	mem.busy++
@@ -451,6 +570,10 @@ func (m *Manager) release(mem *member, port int) {
 	m.seq++
 	mem.seq = m.seq
 	mem.lastUsed = m.clock.Now()
+	if mem.retired && mem.busy == 0 {
+		m.stopLocked(mem, "reload")
+		return
+	}
 	// A member waiting to restart after a crash counts its idle time too, so that one nobody used
 	// for idle_stop is not loaded again only to be stopped.
 	if mem.busy == 0 && (mem.state == StateReady || mem.state == StateBackoff) {
@@ -484,6 +607,9 @@ func (m *Manager) bringUp(mem *member) error {
 			return ErrClosed
 		}
 		switch {
+		case mem.retired:
+			m.mu.Unlock()
+			return errRetired
 		case mem.state == StateReady && !mem.crashed:
 			m.mu.Unlock()
 			return nil
@@ -544,6 +670,12 @@ func (m *Manager) occupiedLocked(g *group) int {
 	n := 0
 	for _, mem := range g.members {
 		if mem.state != StateStopped && !mem.replaced {
+			n++
+		}
+	}
+	// A process a Reload retired holds its memory until it has gone.
+	for _, mem := range m.retired {
+		if mem.state != StateStopped && !mem.replaced && mem.group != nil && mem.group.spec.Name == g.spec.Name {
 			n++
 		}
 	}

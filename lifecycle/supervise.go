@@ -169,6 +169,10 @@ func (m *Manager) finish(mem *member, err error) {
 		mem.idle.Stop()
 		mem.idle = nil
 	}
+	if mem.retired && m.started && !m.closed {
+		// Its slot is free now: a pinned member that a Reload added may have waited for it.
+		m.startPinnedLocked()
+	}
 	m.broadcastLocked()
 	m.mu.Unlock()
 	m.save()

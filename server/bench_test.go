@@ -163,6 +163,12 @@ func (*bodyReader) Close() error { return nil }
 // log is the request logger; nil logs nothing, as the other benchmarks measure.
 func benchServer(b *testing.B, up server.Upstream, log ...*slog.Logger) http.Handler {
 	b.Helper()
+	return benchNew(b, up, log...).Handler()
+}
+
+// benchNew is the server benchServer serves through.
+func benchNew(b *testing.B, up server.Upstream, log ...*slog.Logger) *server.Server {
+	b.Helper()
 	cfg, err := config.Parse([]byte(benchConfig), "bench.toml", func(string) string { return "" })
 	if err != nil {
 		b.Fatal(err)
@@ -181,7 +187,7 @@ func benchServer(b *testing.B, up server.Upstream, log ...*slog.Logger) http.Han
 		b.Fatal(err)
 	}
 	b.Cleanup(s.Close)
-	return s.Handler()
+	return s
 }
 
 // serveLoop runs one request per iteration through h and checks the first answer.
@@ -212,7 +218,8 @@ func serveLoop(b *testing.B, h http.Handler, body []byte, wantStatus int) {
 }
 
 // BenchmarkChat1KB is one 1 KB chat request through the handler: decode, route, filters, select,
-// attempt, write. fake-upstream answers from memory, so it is the gateway's own cost; logged adds
+// attempt, write. fake-upstream answers from memory, so it is the gateway's own cost; live goes
+// through server.Live, the handler gateway serve swaps on a reload; logged adds
 // the request log line as gateway serve writes it (logfmt, to a discarding writer); stream is a
 // streamed answer of memEvents events; auto adds the classifier; upstream-set goes through the
 // real OpenAI adapter and net/http client over an in-memory connection, so it adds the request
@@ -221,6 +228,10 @@ func BenchmarkChat1KB(b *testing.B) {
 	answer := []byte(benchAnswer)
 	b.Run("fake-upstream", func(b *testing.B) {
 		serveLoop(b, benchServer(b, &fixedUpstream{body: answer}), benchBody(b, "saif", false), http.StatusOK)
+	})
+	b.Run("fake-upstream-live", func(b *testing.B) {
+		// Through server.Live, as gateway serve does, so that a reload can replace the server.
+		serveLoop(b, server.NewLive(benchNew(b, &fixedUpstream{body: answer})), benchBody(b, "saif", false), http.StatusOK)
 	})
 	b.Run("fake-upstream-logged", func(b *testing.B) {
 		log := slog.New(logfmt.NewText(io.Discard, nil))

@@ -21,10 +21,16 @@ type procs struct {
 	managed []bool // by core.Target.Index
 	closeBy time.Duration
 
+	// adopted: m is a previous server's, handed over on a reload (Options.Previous); it was
+	// started there.
+	adopted bool
+
 	mu      sync.Mutex
 	warming []bool // by core.Target.Index: a background start is under way
 	closed  bool
-	bg      sync.WaitGroup // background starts
+	// handedOver: m belongs to the server that replaced this one, which stops the processes.
+	handedOver bool
+	bg         sync.WaitGroup // background starts
 }
 
 // coldError is the attempt the server did not make on a managed target whose process was not
@@ -66,12 +72,22 @@ func (s *Server) newProcs(o Options) (*procs, error) {
 	if tc, ok := s.clock.(health.TimerClock); ok && lo.Clock == nil {
 		lo.Clock = lifecycleClock{tc}
 	}
-	m, err := lifecycle.New(lc.Specs, lc.Groups, lo)
-	if err != nil {
-		return nil, err
+	var (
+		m       *lifecycle.Manager
+		adopted bool
+	)
+	if prev := o.Previous; prev != nil && prev.procs != nil {
+		// Handed over by adoptProcs, once nothing else can fail.
+		m, adopted = prev.procs.m, true
+	} else {
+		var err error
+		if m, err = lifecycle.New(lc.Specs, lc.Groups, lo); err != nil {
+			return nil, err
+		}
 	}
 	n := len(o.Config.Targets)
-	p := &procs{m: m, log: s.log, managed: make([]bool, n), warming: make([]bool, n), closeBy: lo.StopGrace}
+	p := &procs{m: m, log: s.log, managed: make([]bool, n), warming: make([]bool, n), closeBy: lo.StopGrace,
+		adopted: adopted}
 	if p.closeBy <= 0 {
 		p.closeBy = lifecycle.DefaultStopGrace
 	}
@@ -85,6 +101,26 @@ func (s *Server) newProcs(o Options) (*procs, error) {
 	return p, nil
 }
 
+// adoptProcs takes over prev's lifecycle manager when this server adopted it (newProcs): the
+// manager changes to this config's specs and groups, and prev's Close no longer stops it.
+func (s *Server) adoptProcs(prev *Server) error {
+	if s.procs == nil || !s.procs.adopted {
+		return nil
+	}
+	pp := prev.procs
+	pp.mu.Lock()
+	defer pp.mu.Unlock()
+	if pp.handedOver {
+		return fmt.Errorf("server: the previous server's processes were handed over already")
+	}
+	lc := s.cfg.Lifecycle
+	if err := s.procs.m.Reload(lc.Specs, lc.Groups); err != nil {
+		return err
+	}
+	pp.handedOver = true
+	return nil
+}
+
 // Start begins what runs beside the requests: the active health checks, and, when targets have
 // a command, the pinned processes and those the state file names. It returns at once unless the
 // config says wait_healthy, in which case it waits until every pinned process is healthy or ctx
@@ -92,7 +128,9 @@ func (s *Server) newProcs(o Options) (*procs, error) {
 // process starts before a request asks for it.
 func (s *Server) Start(ctx context.Context) error {
 	s.checker.Start()
-	if s.procs == nil {
+	if s.procs == nil || s.procs.adopted {
+		// An adopted manager was started by the server it came from; Reload starts the new
+		// pinned members.
 		return nil
 	}
 	return s.procs.m.Start(ctx)
@@ -226,11 +264,17 @@ func (p *procs) warm(name string, index int) {
 }
 
 // close stops every process (the HTTP server has drained by now) and waits for the background
-// starts, which end when the manager closes.
+// starts, which end when the manager closes; unless the manager was handed over.
 func (p *procs) close() error {
 	p.mu.Lock()
 	p.closed = true
+	handedOver := p.handedOver
 	p.mu.Unlock()
+	if handedOver {
+		// The processes are the next server's now; a background start still under way ends by
+		// itself (load_timeout) and leaves the process to it.
+		return nil
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), p.closeBy)
 	defer cancel()
 	err := p.m.Close(ctx)

@@ -12,9 +12,11 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
+	"github.com/hayula/gateway/config"
 	"github.com/hayula/gateway/core"
 	"github.com/hayula/gateway/lifecycle"
 	"github.com/hayula/gateway/server"
@@ -244,6 +246,66 @@ load_timeout = "20s"
 		rep := <-got
 		if rep.status != 503 || rep.errorField(t, "code") != "model_loading" || rep.header.Get("Retry-After") == "" {
 			t.Fatalf("load timeout: status %d Retry-After %q: %s", rep.status, rep.header.Get("Retry-After"), rep.body)
+		}
+	})
+
+	t.Run("a reload hands the processes over: unchanged keeps its pid, changed restarts, removed stops", func(t *testing.T) {
+		cfg1 := managed("keep") + managed("change") + managed("drop") +
+			"[routes.rkeep]\ntargets = [\"keep\"]\n[routes.rchange]\ntargets = [\"change\"]\n[routes.rdrop]\ntargets = [\"drop\"]\n"
+		g := newGateway(t, cfg1, nil, fast)
+		p := g.srv.Processes()
+		before := map[string]int{}
+		for _, n := range []string{"keep", "change", "drop"} {
+			if rep := g.chat(t, "r"+n); rep.status != 200 {
+				t.Fatalf("%s: %d %s", n, rep.status, rep.body)
+			}
+		}
+		for _, st := range p.Status() {
+			before[st.Name] = st.PID
+		}
+		cfg2 := managed("keep") + managed("change", "-delay", "1ms") +
+			"[routes.rkeep]\ntargets = [\"keep\"]\n[routes.rchange]\ntargets = [\"change\"]\n"
+		parsed, err := config.Parse([]byte(cfg2), "test.toml", func(string) string { return "" })
+		if err != nil {
+			t.Fatal(err)
+		}
+		next, err := server.New(server.Options{Config: parsed, Previous: g.srv, Logger: slog.New(slog.DiscardHandler),
+			Lifecycle: lifecycle.Options{PollInterval: 20 * time.Millisecond, ProbeTimeout: time.Second, StopGrace: 2 * time.Second}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(next.Close)
+		if next.Processes() != p {
+			t.Fatal("the new server built a lifecycle manager of its own")
+		}
+		// The previous server's Close, once it has drained, leaves the processes to the new one.
+		g.srv.Close()
+		if err := next.Start(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		gone := func(pid int) bool { return syscall.Kill(pid, 0) == syscall.ESRCH }
+		status := func(name string) lifecycle.MemberStatus {
+			for _, st := range p.Status() {
+				if st.Name == name {
+					return st
+				}
+			}
+			return lifecycle.MemberStatus{}
+		}
+		settles(func() bool { return gone(before["change"]) && gone(before["drop"]) })
+		if st := status("keep"); gone(before["keep"]) || st.PID != before["keep"] || st.State != lifecycle.StateReady {
+			t.Errorf("the unchanged member: %+v; its pid was %d", st, before["keep"])
+		}
+		if !gone(before["change"]) || !gone(before["drop"]) {
+			t.Errorf("the changed (%d) or removed (%d) member's process still runs", before["change"], before["drop"])
+		}
+		if p.Manages("drop") {
+			t.Error("the removed member is still managed")
+		}
+		h := serveLive(t, next.Handler())
+		rep := (&gateway{srv: next, ts: h}).chat(t, "rchange")
+		if st := status("change"); rep.status != 200 || st.PID == before["change"] || st.PID == 0 {
+			t.Errorf("the changed member after the reload: status %d, %+v", rep.status, st)
 		}
 	})
 

@@ -93,6 +93,7 @@ func (s *Server) writeGauges(w *metrics.Writer) {
 	if s.procs != nil {
 		s.writeProcs(w)
 	}
+	s.reloads.Write(w, s.started)
 	w.Family("go_goroutines", "gauge", "Number of goroutines that currently exist.")
 	w.Sample("go_goroutines", uint64(runtime.NumGoroutine()))
 	if rss, ok := residentBytes(); ok {

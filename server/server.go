@@ -55,6 +55,16 @@ type Options struct {
 	// Lifecycle tunes the manager of targets with a command; StateFile and WaitHealthy default to
 	// the config's, Clock to Clock when it can schedule, Logger to Logger.
 	Lifecycle lifecycle.Options
+	// Previous is the server this one replaces on a configuration reload (see Live). When both
+	// have targets with a command, Previous's lifecycle manager is handed to this server rather
+	// than a new one built (lifecycle.Manager.Reload): the processes of unchanged targets keep
+	// running, and Lifecycle and the config's state_file and wait_healthy are those Previous was
+	// built with. Previous's Close then leaves the processes alone. The start time that
+	// /v1/models and process_start_time_seconds report is Previous's too. A Server can be handed
+	// over once.
+	Previous *Server
+	// Reloads counts configuration reloads for /metrics; nil writes no reload series.
+	Reloads *metrics.Reloads
 }
 
 // Server serves the gateway's HTTP API. Build it with New; it is safe for concurrent use.
@@ -74,6 +84,7 @@ type Server struct {
 	sleep        func(ctx context.Context, d time.Duration) error
 	yield        func() // see Options.Yield
 	retry        [2]time.Duration
+	started      time.Time // the process's start, or its first Server's creation
 	created      int64
 	handler      http.Handler
 	checker      *health.Checker // active health; see health.go
@@ -94,7 +105,8 @@ type Server struct {
 	lengths [maxSharedLength]atomic.Pointer[[]string]
 
 	metrics *metrics.Set // nil when the config turned metrics off; see metrics.go
-	limits  []keyLimit   // by config.Key.Index; nil when no key has rpm or max_concurrent (limits.go)
+	reloads *metrics.Reloads
+	limits  []keyLimit // by config.Key.Index; nil when no key has rpm or max_concurrent (limits.go)
 
 	failedOpen atomic.Int64 // requests served only because a fail-open stage kept every target
 	relaying   atomic.Int64 // streams being relayed (see relay)
@@ -139,8 +151,13 @@ func New(o Options) (*Server, error) {
 		sleep:   o.Sleep,
 		yield:   o.Yield,
 		retry:   [2]time.Duration{o.RetryBase, o.RetryMax},
-		created: time.Now().Unix(),
+		started: time.Now(),
+		reloads: o.Reloads,
 	}
+	if o.Previous != nil {
+		s.started = o.Previous.started
+	}
+	s.created = s.started.Unix()
 	if s.clock == nil {
 		s.clock = health.SystemClock{}
 	}
@@ -203,12 +220,16 @@ func New(o Options) (*Server, error) {
 		}
 		s.routes[r.Name] = rs
 	}
-	s.metrics = newMetrics(o.Config, time.Now())
+	s.metrics = newMetrics(o.Config, s.started)
 	s.limits = newKeyLimits(o.Config.Keys)
 	if err := s.initActive(o); err != nil {
 		return nil, err
 	}
 	s.handler = &recoverer{next: &browserGuard{next: s.router(), b: o.Config.Browsers, metrics: s.metrics}, log: s.log}
+	// Last, since it changes the previous server's processes: nothing may fail after it.
+	if err := s.adoptProcs(o.Previous); err != nil {
+		return nil, err
+	}
 	return s, nil
 }
 

@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/signal"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -24,6 +25,7 @@ import (
 	"github.com/hayula/gateway/internal/logbuf"
 	"github.com/hayula/gateway/internal/logfmt"
 	"github.com/hayula/gateway/lifecycle/lrusim"
+	"github.com/hayula/gateway/metrics"
 	"github.com/hayula/gateway/server"
 )
 
@@ -188,6 +190,11 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer) error {
 		return err
 	}
 	defer flush()
+	// Signals that come while the gateway starts are held (one), not fatal: SIGHUP's default
+	// action ends the process.
+	hup := make(chan os.Signal, 1)
+	notifyReload(hup)
+	defer signal.Stop(hup)
 	cfg, err := config.Load(*path, os.Getenv)
 	if err != nil {
 		return err
@@ -197,15 +204,25 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer) error {
 			return err
 		}
 	}
-	return serve(ctx, cfg, log)
+	return serve(ctx, cfg, log, &reloader{path: *path, listen: *listen, getenv: os.Getenv, log: log,
+		grace: shutdownGrace, hup: hup})
 }
 
-func serve(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
-	srv, err := server.New(server.Options{Config: cfg, Logger: log})
+// serve runs the gateway on cfg until ctx ends. With rl, a value on rl.hup reloads the
+// configuration file (gateway serve); without, the configuration is fixed (the demo's).
+func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, rl *reloader) error {
+	o := server.Options{Config: cfg, Logger: log}
+	if rl != nil {
+		rl.reloads = new(metrics.Reloads)
+		o.Reloads = rl.reloads
+	}
+	srv, err := server.New(o)
 	if err != nil {
 		return err
 	}
-	defer srv.Close()
+	live := server.NewLive(srv)
+	// A reload closes the server it replaced; this closes the one serving at the end.
+	defer func() { live.Server().Close() }()
 	// Listen before starting any process, so that a taken port fails at once.
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
@@ -224,7 +241,17 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
 	}
 	log.Info("hayula gateway listening", "addr", ln.Addr().String(), "routes", len(cfg.Routes),
 		"targets", len(cfg.Targets), "managed", len(cfg.Lifecycle.Specs))
-	return server.Serve(ctx, ln, srv.Handler(), 10*time.Second, log)
+	if rl != nil {
+		rl.live, rl.addr, rl.running = live, ln.Addr(), cfg.Listen
+		var wg sync.WaitGroup
+		// Once Serve has returned, the loop ends; a reload under way finishes first (its drain
+		// is bounded by the grace), so that the server it built is the one closed.
+		defer wg.Wait()
+		lctx, stop := context.WithCancel(ctx)
+		defer stop()
+		wg.Go(func() { rl.loop(lctx) })
+	}
+	return server.Serve(ctx, ln, live, shutdownGrace, log)
 }
 
 // openLoopback holds an open gateway (no keys) to a loopback address once it listens: config
@@ -271,7 +298,7 @@ func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fmt.Fprintf(stdout, "Hayula demo: simulated saif, averroes-q, deepseek-r1 and a public openrouter tail.\n"+
 		"Try:\n  curl -s http://%s/v1/chat/completions -H 'content-type: application/json' \\\n"+
 		"    -d '{\"model\":\"auto\",\"messages\":[{\"role\":\"user\",\"content\":\"Is this C code vulnerable to a buffer overflow?\"}]}' -i\n", *listen)
-	return serve(ctx, cfg, log)
+	return serve(ctx, cfg, log, nil)
 }
 
 // helpAsked reports whether the arguments of a command that takes no flags (keygen NAME,

@@ -1,0 +1,114 @@
+package main
+
+import (
+	"context"
+	"log/slog"
+	"net"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/hayula/gateway/config"
+	"github.com/hayula/gateway/metrics"
+	"github.com/hayula/gateway/server"
+)
+
+// shutdownGrace bounds how long requests in flight may run on once the gateway is told to stop,
+// and, on a reload, on the server that the new configuration replaced.
+const shutdownGrace = 10 * time.Second
+
+// reloader applies the edited configuration file to a running gateway (SIGHUP): the same file,
+// environment and --listen as at start, through the same config.Load.
+type reloader struct {
+	path   string // --config
+	listen string // --listen; "" = the file's
+	getenv func(string) string
+	log    *slog.Logger
+	grace  time.Duration
+	// hup has room for one: signal.Notify does not block on a full channel, so signals that
+	// come during a reload queue one more reload, not one each.
+	hup chan os.Signal
+
+	// Set by serve once it listens.
+	live    *server.Live
+	addr    net.Addr // where the listener is bound
+	running string   // the listen address in use: a reload cannot move the listener
+	reloads *metrics.Reloads
+
+	warnedListen string // the changed listen already warned about
+}
+
+// loop reloads once per value on hup until ctx ends.
+func (r *reloader) loop(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-r.hup:
+		}
+		r.reload(ctx)
+	}
+}
+
+// reload loads the file again and, if it loads and builds, puts the server it builds in the
+// running one's place; the replaced server finishes its requests in flight (for up to the grace)
+// and is closed. On any error the running configuration goes on serving, untouched. It reports
+// whether the file was applied.
+func (r *reloader) reload(ctx context.Context) bool {
+	start := time.Now()
+	r.log.Info("reloading the configuration", "file", r.path)
+	next, err := r.build(ctx)
+	if err != nil {
+		for line := range strings.SplitSeq(err.Error(), "\n") {
+			r.log.Error("reload: " + line)
+		}
+		r.log.Error("reload failed: still serving the previous configuration", "file", r.path)
+		r.reloads.Done(false, time.Now())
+		return false
+	}
+	r.reloads.Done(true, time.Now())
+	cfg := next.Config()
+	r.log.Info("configuration reloaded", "file", r.path, "routes", len(cfg.Routes), "targets", len(cfg.Targets),
+		"managed", len(cfg.Lifecycle.Specs), "took", time.Since(start).Round(time.Millisecond))
+	dctx, cancel := context.WithTimeout(context.Background(), r.grace)
+	defer cancel()
+	prev, left := r.live.Replace(dctx, next)
+	if left > 0 {
+		r.log.Warn("reload: the previous configuration's requests outran the grace; closing it under them",
+			"grace", r.grace, "in_flight", left)
+	}
+	prev.Close()
+	return true
+}
+
+// build loads the file and builds and starts its server, taking over the running one's model
+// processes; nothing is applied yet.
+func (r *reloader) build(ctx context.Context) (*server.Server, error) {
+	cfg, err := config.Load(r.path, r.getenv)
+	if err != nil {
+		return nil, err
+	}
+	if r.listen == "" && cfg.Listen != r.running && cfg.Listen != r.warnedListen {
+		r.warnedListen = cfg.Listen
+		r.log.Warn("reload: listen changed in the file; that takes a restart: still listening on the old address",
+			"listen", cfg.Listen, "addr", r.addr.String())
+	}
+	if err := cfg.SetListen(r.running); err != nil {
+		return nil, err
+	}
+	if err := openLoopback(cfg.Open(), cfg.Listen, r.addr); err != nil {
+		return nil, err
+	}
+	cur := r.live.Server()
+	next, err := server.New(server.Options{Config: cfg, Logger: r.log, Previous: cur, Reloads: r.reloads})
+	if err != nil {
+		return nil, err
+	}
+	if err := next.Start(ctx); err != nil {
+		// Only a manager of its own waits (wait_healthy), and only then does Start fail: the
+		// running server's processes were not handed over.
+		next.Close()
+		return nil, err
+	}
+	return next, nil
+}

@@ -1,0 +1,255 @@
+//go:build unix
+
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/hayula/gateway/config"
+	"github.com/hayula/gateway/metrics"
+	"github.com/hayula/gateway/server"
+)
+
+// syncBuffer is a log destination that a test reads while the gateway writes.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// fakeModel is an OpenAI-compatible upstream: a whole answer, or a stream whose second event
+// waits for hold to close.
+func fakeModel(t *testing.T, hold chan struct{}) *httptest.Server {
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		chunk := `{"id":"c1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"content":"hi"},"finish_reason":null}]}`
+		if bytes.Contains(body, []byte(`"stream":true`)) {
+			w.Header().Set("Content-Type", "text/event-stream")
+			fmt.Fprintf(w, "data: %s\n\n", chunk)
+			w.(http.Flusher).Flush()
+			<-hold
+			fmt.Fprintf(w, "data: %s\n\ndata: [DONE]\n\n", strings.Replace(chunk, "null", `"stop"`, 1))
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprint(w, `{"id":"c1","object":"chat.completion","created":1,"model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"hi"},"finish_reason":"stop"}],"usage":{"prompt_tokens":1,"completion_tokens":1,"total_tokens":2}}`)
+	}))
+	t.Cleanup(up.Close)
+	return up
+}
+
+// gatewayFile is a configuration with the routes named, each to the fake model at url.
+func gatewayFile(listen, url string, routes ...string) string {
+	s := fmt.Sprintf("listen = %q\n\n[targets.m]\nadapter = \"openai\"\nurl = %q\nclass = \"private\"\n\n", listen, url+"/v1")
+	for _, r := range routes {
+		s += fmt.Sprintf("[routes.%s]\ntargets = [\"m\"]\n", r)
+	}
+	return s
+}
+
+func writeFile(t *testing.T, path, text string) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func chatStatus(t *testing.T, base, model string) int {
+	t.Helper()
+	resp, err := http.Post(base+"/v1/chat/completions", "application/json",
+		strings.NewReader(`{"model":"`+model+`","messages":[{"role":"user","content":"hi"}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	_, _ = io.Copy(io.Discard, resp.Body)
+	return resp.StatusCode
+}
+
+// TestReload drives reload directly: a route added serves the next request; a broken file is
+// logged, error by error, and leaves the running configuration serving; a changed listen is
+// warned about once and the rest applied; the reload series count it all.
+func TestReload(t *testing.T) {
+	ignore := goleak.IgnoreCurrent()
+	t.Cleanup(func() { goleak.VerifyNone(t, ignore) })
+	up := fakeModel(t, nil)
+	path := filepath.Join(t.TempDir(), "gateway.toml")
+	writeFile(t, path, gatewayFile("127.0.0.1:8000", up.URL, "r"))
+	cfg, err := config.Load(path, os.Getenv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	logs := &syncBuffer{}
+	log := slog.New(slog.NewTextHandler(logs, nil))
+	reloads := new(metrics.Reloads)
+	srv, err := server.New(server.Options{Config: cfg, Logger: log, Reloads: reloads})
+	if err != nil {
+		t.Fatal(err)
+	}
+	live := server.NewLive(srv)
+	ts := httptest.NewServer(live)
+	rl := &reloader{path: path, getenv: os.Getenv, log: log, grace: 5 * time.Second,
+		live: live, addr: ts.Listener.Addr(), running: cfg.Listen, reloads: reloads}
+	defer func() {
+		ts.Close()
+		live.Server().Close()
+	}()
+	ctx := context.Background()
+
+	if got := chatStatus(t, ts.URL, "r2"); got != 404 {
+		t.Fatalf("r2 before the reload: %d", got)
+	}
+	writeFile(t, path, gatewayFile("127.0.0.1:8000", up.URL, "r", "r2"))
+	if !rl.reload(ctx) {
+		t.Fatalf("the reload failed:\n%s", logs)
+	}
+	if got := chatStatus(t, ts.URL, "r2"); got != 200 {
+		t.Fatalf("r2 after the reload: %d\n%s", got, logs)
+	}
+
+	writeFile(t, path, gatewayFile("127.0.0.1:8000", up.URL, "r")+"[routes.r3]\ntargets = [\"nope\"]\ncolour = \"red\"\n")
+	if rl.reload(ctx) {
+		t.Fatal("a broken file was applied")
+	}
+	log1 := logs.String()
+	for _, want := range []string{`level=ERROR msg="reload: ` + path, "nope", "colour", "reload failed: still serving the previous configuration"} {
+		if !strings.Contains(log1, want) {
+			t.Errorf("the log lacks %q:\n%s", want, log1)
+		}
+	}
+	if got := chatStatus(t, ts.URL, "r2"); got != 200 {
+		t.Errorf("r2 after the failed reload: %d", got)
+	}
+
+	writeFile(t, path, gatewayFile("127.0.0.1:9999", up.URL, "r", "r4"))
+	for range 2 {
+		if !rl.reload(ctx) {
+			t.Fatalf("a reload with another listen failed:\n%s", logs)
+		}
+	}
+	if n := strings.Count(logs.String(), "listen changed"); n != 1 {
+		t.Errorf("the listen change was warned about %d times, want once:\n%s", n, logs)
+	}
+	if got := chatStatus(t, ts.URL, "r4"); got != 200 || live.Server().Config().Listen != "127.0.0.1:8000" {
+		t.Errorf("r4: %d; listen %q", got, live.Server().Config().Listen)
+	}
+	resp, err := http.Get(ts.URL + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, want := range []string{`hayula_config_reloads_total{result="ok"} 3`, `hayula_config_reloads_total{result="failed"} 1`} {
+		if !strings.Contains(string(body), want+"\n") {
+			t.Errorf("/metrics lacks %s:\n%s", want, body)
+		}
+	}
+}
+
+// TestServeReloadsOnSIGHUP: gateway serve reloads on SIGHUP; a stream in flight holds the reload
+// (its server drains), and the signals sent meanwhile queue one more reload, not one each.
+func TestServeReloadsOnSIGHUP(t *testing.T) {
+	hold := make(chan struct{})
+	up := fakeModel(t, hold)
+	path := filepath.Join(t.TempDir(), "gateway.toml")
+	writeFile(t, path, gatewayFile("127.0.0.1:0", up.URL, "r"))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	logs := &syncBuffer{}
+	code := make(chan int, 1)
+	go func() { code <- run(ctx, []string{"serve", "--config", path}, io.Discard, logs) }()
+	defer func() {
+		if t.Failed() {
+			t.Logf("gateway log:\n%s", logs)
+		}
+	}()
+	addrRE := regexp.MustCompile(`hayula gateway listening"? addr=(\S+)`)
+	var base string
+	waitFor(t, "the gateway to listen", func() bool {
+		if m := addrRE.FindStringSubmatch(logs.String()); m != nil {
+			base = "http://" + m[1]
+		}
+		return base != ""
+	})
+	resp, err := http.Post(base+"/v1/chat/completions", "application/json",
+		strings.NewReader(`{"model":"r","stream":true,"messages":[{"role":"user","content":"hi"}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	br := bufio.NewReader(resp.Body)
+	if _, err := br.ReadString('\n'); err != nil {
+		t.Fatal(err)
+	}
+
+	writeFile(t, path, gatewayFile("127.0.0.1:0", up.URL, "r", "r2"))
+	hup := func() {
+		if err := syscall.Kill(syscall.Getpid(), syscall.SIGHUP); err != nil {
+			t.Fatal(err)
+		}
+	}
+	hup()
+	waitFor(t, "the first reload", func() bool { return strings.Contains(logs.String(), "configuration reloaded") })
+	if got := chatStatus(t, base, "r2"); got != 200 {
+		t.Fatalf("r2 after SIGHUP: %d\n%s", got, logs)
+	}
+	// The first reload waits for the stream; these queue one more.
+	for range 3 {
+		hup()
+	}
+	time.Sleep(100 * time.Millisecond) // for the signals to be delivered: nothing to wait on
+	close(hold)
+	rest, err := io.ReadAll(br)
+	if err != nil || !strings.Contains(string(rest), "[DONE]") {
+		t.Fatalf("the stream across the reload: %v %q", err, rest)
+	}
+	waitFor(t, "the queued reload", func() bool { return strings.Count(logs.String(), "configuration reloaded") >= 2 })
+	time.Sleep(200 * time.Millisecond) // a third reload, if one were queued, would be done by now
+	if n := strings.Count(logs.String(), "configuration reloaded"); n != 2 {
+		t.Errorf("%d reloads for 1 + 3 signals, the 3 during the first; want 2\n%s", n, logs)
+	}
+	cancel()
+	if c := <-code; c != 0 {
+		t.Errorf("exit %d\n%s", c, logs)
+	}
+}
+
+// waitFor polls cond, for what a real server and signals do in their own time.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}

@@ -1,0 +1,115 @@
+//go:build unix
+
+package lifecycle
+
+import (
+	"context"
+	"reflect"
+	"testing"
+	"time"
+)
+
+// TestReload: across a Reload an unchanged member keeps its process and its state, a changed one
+// is stopped and started anew, a removed one is stopped, and one held by an attempt stops only
+// once that attempt lets go; a new pinned member starts without Start.
+func TestReload(t *testing.T) {
+	specs := []Spec{inGroup("g", fake("keep")), inGroup("g", fake("change")), fake("drop"), fake("busy")}
+	groups := []GroupSpec{{Name: "g", Slots: 2}}
+	h := newHarness(t, specs, groups, Options{})
+	if err := h.m.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []string{"keep", "change", "drop"} {
+		h.use(t, n)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	_, releaseBusy, err := h.m.Ensure(ctx, "busy")
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := map[string]MemberStatus{}
+	for _, st := range h.m.Status() {
+		before[st.Name] = st
+	}
+
+	changed := inGroup("g", fake("change", "-delay", "1ms"))
+	pinned := inGroup("p", fake("pinned"))
+	busy := fake("busy", "-delay", "1ms")
+	if err := h.m.Reload([]Spec{specs[0], changed, busy, pinned},
+		[]GroupSpec{{Name: "g", Slots: 2}, {Name: "p", Slots: 1, Pinned: []string{"pinned"}}}); err != nil {
+		t.Fatal(err)
+	}
+	if st := h.status(t, "keep"); st.PID != before["keep"].PID || st.State != StateReady || st.Starts != 1 ||
+		!st.LastUsed.Equal(before["keep"].LastUsed) {
+		t.Errorf("unchanged member after the reload: %+v; before: %+v", st, before["keep"])
+	}
+	for _, n := range []string{"change", "drop"} {
+		pid := before[n].PID
+		eventually(t, n+"'s old process to stop", func() bool { return processGone(pid) })
+	}
+	if processGone(before["busy"].PID) {
+		t.Fatal("a retired member was stopped while an attempt held it")
+	}
+	if h.m.Manages("drop") {
+		t.Error("a removed member is still managed")
+	}
+	eventually(t, "the new pinned member", func() bool { return h.status(t, "pinned").State == StateReady })
+	if url := h.use(t, "change"); h.status(t, "change").PID == before["change"].PID {
+		t.Errorf("the changed member kept its process (%s)", url)
+	}
+	releaseBusy()
+	pid := before["busy"].PID
+	eventually(t, "the released retired member to stop", func() bool { return processGone(pid) })
+	if st := h.status(t, "busy"); st.State != StateStopped || st.Starts != 0 {
+		t.Errorf("the changed busy member's replacement: %+v, want stopped and never started", st)
+	}
+	if err := h.m.Reload([]Spec{{Name: "bad"}}, nil); err == nil || !h.m.Manages("keep") {
+		t.Errorf("an invalid reload: err %v, and keep managed: %v", err, h.m.Manages("keep"))
+	}
+}
+
+// TestReloadWaitsForRetiredSlot: a changed member of a full group starts only once its old
+// process, which ignores SIGTERM, has gone: never two of its processes beside each other.
+func TestReloadWaitsForRetiredSlot(t *testing.T) {
+	h := newHarness(t, []Spec{inGroup("g", fake("a", "-ignore-term"))}, []GroupSpec{{Name: "g", Slots: 1}},
+		Options{StopGrace: 200 * time.Millisecond})
+	h.use(t, "a")
+	old := h.status(t, "a").PID
+	if err := h.m.Reload([]Spec{inGroup("g", fake("a", "-ignore-term", "-delay", "1ms"))},
+		[]GroupSpec{{Name: "g", Slots: 1}}); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, release, err := h.m.Ensure(context.Background(), "a")
+		if err == nil {
+			release()
+		}
+		done <- err
+	}()
+	eventually(t, "the old process's grace to start", func() bool { return h.clock.Pending() > 0 })
+	select {
+	case err := <-done:
+		t.Fatalf("the new member started beside the old one's process: %v", err)
+	case <-time.After(100 * time.Millisecond):
+	}
+	if processGone(old) {
+		t.Fatal("the old process went before its grace")
+	}
+	h.passGraces()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if !processGone(old) {
+		t.Error("the new process runs beside the old one")
+	}
+}
+
+// TestSameSpecCoversSpec: sameSpec compares every field of Spec; a field added to Spec must be
+// added there (or this count changed knowingly).
+func TestSameSpecCoversSpec(t *testing.T) {
+	if n := reflect.TypeFor[Spec]().NumField(); n != 9 {
+		t.Errorf("Spec has %d fields; sameSpec compares 9", n)
+	}
+}

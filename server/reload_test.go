@@ -1,0 +1,140 @@
+//go:build unix
+
+package server_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/hayula/gateway/config"
+	"github.com/hayula/gateway/server"
+)
+
+// reloadConfig is a gateway with route r and, when extra, route r2, over one target that the
+// tests' holdingUpstream answers.
+func reloadConfig(t *testing.T, extra bool) *config.Config {
+	t.Helper()
+	text := target("m", "http://127.0.0.1:1/v1", "private") + "[routes.r]\ntargets = [\"m\"]\n"
+	if extra {
+		text += "[routes.r2]\ntargets = [\"m\"]\n"
+	}
+	cfg, err := config.Parse([]byte(text), "test.toml", func(string) string { return "" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
+
+func newReloadServer(t *testing.T, cfg *config.Config, up server.Upstream, prev *server.Server) *server.Server {
+	t.Helper()
+	s, err := server.New(server.Options{Config: cfg, Upstream: up, Previous: prev})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	return s
+}
+
+// openHeldStream starts a streamed chat on model through h and returns the answer once its first
+// event has come.
+func openHeldStream(t *testing.T, h *live, model string) (*http.Response, *bufio.Reader, []byte) {
+	t.Helper()
+	resp, err := h.Client().Post(h.URL+"/v1/chat/completions", "application/json",
+		strings.NewReader(`{"model":"`+model+`","stream":true,"messages":[{"role":"user","content":"hi"}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { resp.Body.Close() })
+	br := bufio.NewReader(resp.Body)
+	var head []byte
+	for !bytes.HasSuffix(head, []byte("\n\n")) {
+		b, err := br.ReadByte()
+		if err != nil {
+			t.Fatalf("reading the first event: %v (%q)", err, head)
+		}
+		head = append(head, b)
+	}
+	return resp, br, head
+}
+
+// TestLiveReplace: a stream in flight across a reload ends on the server it began on, byte for
+// byte as one that no reload crossed; a route the reload added serves the very next request; the
+// replaced server is handed back only once its stream has ended.
+func TestLiveReplace(t *testing.T) {
+	hold := &holdingUpstream{release: make(chan struct{})}
+	old := newReloadServer(t, reloadConfig(t, false), hold, nil)
+	l := server.NewLive(old)
+	h := serveLive(t, l)
+	g := &gateway{ts: h}
+	if rep := g.chat(t, "r2"); rep.status != 404 {
+		t.Fatalf("r2 before the reload: %d", rep.status)
+	}
+	resp, br, head := openHeldStream(t, h, "r")
+
+	free := &holdingUpstream{release: make(chan struct{})}
+	close(free.release)
+	next := newReloadServer(t, reloadConfig(t, true), free, old)
+	type replaced struct {
+		prev *server.Server
+		left int64
+	}
+	done := make(chan replaced, 1)
+	go func() {
+		p, left := l.Replace(context.Background(), next)
+		done <- replaced{p, left}
+	}()
+	if rep := g.chat(t, "r2"); rep.status != 200 {
+		t.Fatalf("r2 right after the reload: %d %s", rep.status, rep.body)
+	}
+	if l.Server() != next {
+		t.Fatal("Server is not the new server")
+	}
+	select {
+	case r := <-done:
+		t.Fatalf("Replace returned (%d left) while the old server's stream was in flight", r.left)
+	default:
+	}
+	close(hold.release)
+	rest, err := io.ReadAll(br)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := append(head, rest...)
+	if r := <-done; r.prev != old || r.left != 0 {
+		t.Errorf("Replace: prev is old %v, %d left; want old and 0", r.prev == old, r.left)
+	}
+	if resp.Header.Get("x-hayula-chain") != "m" {
+		t.Errorf("chain %q", resp.Header.Get("x-hayula-chain"))
+	}
+	// The same stream on the new server, which no reload crosses.
+	_, br2, head2 := openHeldStream(t, h, "r")
+	rest2, err := io.ReadAll(br2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := append(head2, rest2...); !bytes.Equal(got, want) || !bytes.Contains(got, []byte(`"finish_reason":"stop"`)) {
+		t.Errorf("the stream across the reload:\n%s\nwant:\n%s", got, want)
+	}
+}
+
+// TestLiveReplaceGrace: when the grace ends first, Replace hands the old server back with the
+// count of its requests still in flight.
+func TestLiveReplaceGrace(t *testing.T) {
+	hold := &holdingUpstream{release: make(chan struct{})}
+	defer close(hold.release)
+	old := newReloadServer(t, reloadConfig(t, false), hold, nil)
+	l := server.NewLive(old)
+	h := serveLive(t, l)
+	openHeldStream(t, h, "r")
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	next := newReloadServer(t, reloadConfig(t, false), hold, old)
+	if prev, left := l.Replace(ctx, next); prev != old || left != 1 {
+		t.Errorf("Replace after the grace: prev is old %v, %d left; want old and 1", prev == old, left)
+	}
+}
