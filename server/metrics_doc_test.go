@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/hayula/gateway/lifecycle"
+	"github.com/hayula/gateway/metrics"
 	"github.com/hayula/gateway/server"
 )
 
@@ -54,6 +55,7 @@ health_path = "http://127.0.0.1:{port}/health"
 		func(o *server.Options) {
 			o.Lifecycle = lifecycle.Options{PollInterval: 20 * time.Millisecond, ProbeTimeout: time.Second,
 				StopGrace: time.Second}
+			o.Reloads = new(metrics.Reloads)
 		})
 	rep, _ := scrape(t, g, "Authorization", "Bearer hk-ops")
 	if rep.status != 200 {
