@@ -356,10 +356,11 @@ func scanString(b []byte, i int, strict bool) (int, bool) {
 				break
 			}
 			if strict && x&highs|lead != 0 {
-				var ok bool
-				if lead, ok = pairs(x, lead); !ok {
-					break
+				next, ok := pairs(x, lead)
+				if !ok {
+					break // lead still says whether a rune was left open
 				}
+				lead = next
 			}
 			i += 8
 		}

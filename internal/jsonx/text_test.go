@@ -29,6 +29,10 @@ var textCases = []struct {
 	{`{"a":"` + "\xed\xa0\x80" + `"}`, "", &TextError{Offset: 6}},                              // a surrogate in UTF-8
 	{`{"a":"` + strings.Repeat("abcdefgh", 3) + "\xf0\x9f" + `"}`, "", &TextError{Offset: 30}}, // cut short
 	{`{"a":1}` + "\x80", "", &TextError{Offset: 7}},
+	{`{"a":"0000000` + "\xd1" + `00000000"}`, "", &TextError{Offset: 13}},   // a lead ends a word, no continuation
+	{`{"a":"0000000` + "\xc3\xa9" + `0000000` + "\xd0\xb6" + `"}`, "", nil}, // runes across words
+	{`{"a":"` + "\xc1\xbf" + `0000000"}`, "", &TextError{Offset: 6}},        // overlong
+	{`{"a":"0` + "\xa9" + `000000000000"}`, "", &TextError{Offset: 7}},      // a continuation alone
 	{`{"a":` + strings.Repeat("[", 7) + strings.Repeat("]", 7) + `}`, "", nil},
 	{`{"a":` + strings.Repeat("[", 8) + strings.Repeat("]", 8) + `}`, "", &TextError{Offset: 12, Deep: true, Depth: 8}},
 	{`{"a":[[]],"b":[{"c":{"d":[[[[{}]]]]}}]}`, "", &TextError{Offset: 29, Deep: true, Depth: 8}},
