@@ -54,9 +54,11 @@ func (s *Server) countUsage(u usageTo, t *core.Target, b []byte) {
 // countAnswer counts the tokens of a non-streaming answer: those the adapter that built it
 // knows, or else those its body reports (an answer passed through).
 func (s *Server) countAnswer(u usageTo, t *core.Target, resp *upstream.Response) {
-	if resp.Usage.Set {
-		s.metrics.Tokens(u.route, t.Index, resp.Usage.Prompt, resp.Usage.Completion)
-		s.metrics.KeyTokens(u.key, resp.Usage.Prompt, resp.Usage.Completion)
+	if n := resp.Usage; n != nil {
+		if n.Reported {
+			s.metrics.Tokens(u.route, t.Index, n.Prompt, n.Completion)
+			s.metrics.KeyTokens(u.key, n.Prompt, n.Completion)
+		}
 		return
 	}
 	s.countUsage(u, t, resp.Body)

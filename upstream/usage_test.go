@@ -59,12 +59,12 @@ func TestTranslatedUsage(t *testing.T) {
 			defer resp.Release()
 			p, c, ok := metrics.Usage(resp.Body)
 			if tg.Adapter == core.AdapterOpenAI {
-				if resp.Usage.Set || !ok {
+				if resp.Usage != nil || !ok {
 					t.Errorf("passthrough: Usage %+v, body's usage found %v; want it left to the body", resp.Usage, ok)
 				}
 				return
 			}
-			if diff := cmp.Diff(Usage{Prompt: p, Completion: c, Set: ok}, resp.Usage); diff != "" {
+			if diff := cmp.Diff(&Usage{Prompt: p, Completion: c, Reported: ok}, resp.Usage); diff != "" {
 				t.Errorf("Usage (-read from the body +the adapter's):\n%s\nbody %s", diff, resp.Body)
 			}
 		})
