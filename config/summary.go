@@ -97,6 +97,12 @@ func (c *Config) Summary() string {
 	}
 	c.healthSummary(&b)
 	c.lifecycleSummary(&b)
+	if ws := c.Warnings(); len(ws) > 0 {
+		b.WriteString("\nwarnings:\n")
+		for _, w := range ws {
+			fmt.Fprintf(&b, "  %s\n", w)
+		}
+	}
 	// tabwriter pads cells before an empty last one; trailing blanks only upset diffs.
 	lines := strings.Split(b.String(), "\n")
 	for i, l := range lines {
@@ -193,4 +199,28 @@ func (c *Config) lifecycleSummary(b *strings.Builder) {
 		}
 		fmt.Fprintf(b, "  group %s: %d slots, pinned %s; members %s\n", g.Name, g.Slots, pinned, strings.Join(members, ", "))
 	}
+}
+
+// Warnings are what a config may mean without its author meaning it: it loads, and works, but
+// not as intended. Summary lists them, so check-config and the start-up log show them.
+func (c *Config) Warnings() []string {
+	var ws []string
+	adapters := make(map[string]core.AdapterKind, len(c.Targets))
+	for _, t := range c.Targets {
+		adapters[t.Name] = t.Adapter
+	}
+	for _, s := range c.Lifecycle.Specs {
+		// A process is handed requests once its health check passes (lifecycle's readiness
+		// probe). llama.cpp's llama-server answers /v1/models 200 while it is still loading the
+		// model, and every other path 503 "Loading model" until it is done: probed on
+		// /v1/models, the openai default, it is ready too soon and the first requests fail.
+		// vLLM serves /v1/models only once it is up, but /health as well, so /health suits both.
+		if adapters[s.Name] == core.AdapterOpenAI && strings.HasSuffix(strings.TrimRight(s.HealthURL, "/"), "/models") {
+			ws = append(ws, fmt.Sprintf("target %s: its process counts as ready when %s answers, which llama-server "+
+				"does while it is still loading the model (requests then fail with 503 until it is done); "+
+				"for llama-server or vLLM set health_path = \"http://127.0.0.1:{port}/health\" (or its fixed port)",
+				s.Name, s.HealthURL))
+		}
+	}
+	return ws
 }

@@ -47,3 +47,38 @@ func TestSummaryOpen(t *testing.T) {
 		t.Errorf("Summary of an open config does not say so:\n%s", got)
 	}
 }
+
+// TestWarnsModelsReadiness: a managed openai target probed for readiness on /v1/models (the
+// openai default, or spelled out) is warned about, as llama-server answers it while loading; a
+// /health probe, an unmanaged target and an ollama one are not.
+func TestWarnsModelsReadiness(t *testing.T) {
+	const managed = `adapter = "openai"
+url = "http://127.0.0.1:{port}/v1"
+command = ["llama-server", "--port", "{port}"]
+`
+	for _, tt := range []struct {
+		name, target string
+		warn         bool
+	}{
+		{"default health_path", managed, true},
+		{"explicit /models", managed + `health_path = "/models/"` + "\n", true},
+		{"absolute /v1/models", managed + `health_path = "http://127.0.0.1:{port}/v1/models"` + "\n", true},
+		{"/health", managed + `health_path = "http://127.0.0.1:{port}/health"` + "\n", false},
+		{"not managed", "adapter = \"openai\"\nurl = \"http://127.0.0.1:8000/v1\"\n", false},
+		{"ollama", "adapter = \"ollama\"\nurl = \"http://127.0.0.1:11434\"\nmodel = \"m\"\ncommand = [\"ollama\", \"serve\"]\n", false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg, err := Parse([]byte("[targets.a]\n"+tt.target+"\n[routes.r]\ntargets = [\"a\"]\n"), "w.toml", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ws := cfg.Warnings()
+			if got := len(ws) == 1 && strings.Contains(ws[0], "target a:") && strings.Contains(ws[0], "/health"); got != tt.warn || len(ws) > 1 {
+				t.Errorf("warnings %q, want one: %v", ws, tt.warn)
+			}
+			if got := strings.Contains(cfg.Summary(), "\nwarnings:\n  target a:"); got != tt.warn {
+				t.Errorf("Summary shows the warning: %v, want %v", got, tt.warn)
+			}
+		})
+	}
+}

@@ -287,6 +287,41 @@ func TestLoadTimeout(t *testing.T) {
 	eventually(t, "a to be stopped", func() bool { return h.m.State("a") == StateStopped })
 }
 
+// TestLoadTimeoutShowsStopping: a process that did not load within load_timeout is stopped, and
+// while it takes its grace to exit it is shown stopping, as a crashed one is, not starting.
+func TestLoadTimeoutShowsStopping(t *testing.T) {
+	spec := fake("a", "-hang", "-ignore-term")
+	spec.LoadTimeout = 30 * time.Second
+	h := newHarness(t, []Spec{spec}, nil, Options{StopGrace: 10 * time.Second})
+	got := make(chan error, 1)
+	go func() {
+		_, _, err := h.m.Ensure(context.Background(), "a")
+		got <- err
+	}()
+	var pid int
+	eventually(t, "a's process to start", func() bool {
+		pid = h.status(t, "a").PID
+		return pid != 0
+	})
+	h.clock.Advance(30 * time.Second)
+	eventually(t, "a's grace to start", func() bool {
+		_, ok := h.clock.Next(10 * time.Second)
+		return ok
+	})
+	if st := h.m.State("a"); st != StateStopping {
+		t.Errorf("while the timed-out process is stopped: State %s, want stopping", st)
+	}
+	if st := h.status(t, "a").State; st != StateStopping {
+		t.Errorf("while the timed-out process is stopped: Status %s, want stopping", st)
+	}
+	h.clock.Advance(10 * time.Second)
+	if err := <-got; !errors.As(err, new(*LoadTimeoutError)) {
+		t.Fatalf("err = %v, want *LoadTimeoutError", err)
+	}
+	eventually(t, "the process to be killed", func() bool { return processGone(pid) })
+	eventually(t, "a to be stopped", func() bool { return h.m.State("a") == StateStopped })
+}
+
 func TestIdleStop(t *testing.T) {
 	spec := fake("a")
 	spec.IdleStop = time.Minute

@@ -27,7 +27,8 @@ const (
 	StateBackoff
 	// StateStopping: asked to stop (SIGTERM sent, SIGKILL after the grace), until no process of
 	// its group is left. A process that died on its own is reported stopping too while what it
-	// left in its group is killed and waited for; StateBackoff follows.
+	// left in its group is killed and waited for; StateBackoff follows. So is one stopped for
+	// not loading within load_timeout, until it is gone.
 	StateStopping
 )
 
@@ -80,7 +81,11 @@ type member struct {
 	// state stays StateReady (eviction, idle_stop and Close treat it as running), but it is not
 	// handed out and is reported as StateStopping; StateBackoff is set only once the restart
 	// timer is armed.
-	crashed  bool
+	crashed bool
+	// expired: load_timeout passed before the process was healthy and it is being stopped. The
+	// state stays StateStarting (the start has not ended for its waiters), but it is reported
+	// as StateStopping, as a crashed one is.
+	expired  bool
 	pid      int
 	url      string
 	port     int // the running process's {port}, 0 when there is none or it has none
@@ -465,7 +470,7 @@ func (m *Manager) State(name string) State {
 
 // shownState is mem's state as State and Status report it; called with Manager.mu held.
 func (mem *member) shownState() State {
-	if mem.crashed && mem.state == StateReady {
+	if mem.crashed && mem.state == StateReady || mem.expired && mem.state == StateStarting {
 		return StateStopping
 	}
 	return mem.state

@@ -125,7 +125,7 @@ func (m *Manager) supervise(mem *member, stop, done chan struct{}, after <-chan 
 		// StateBackoff knows the timer is there.
 		m.mu.Lock()
 		mem.pid, mem.url, mem.port = 0, "", 0
-		mem.crashed = false
+		mem.crashed, mem.expired = false, false
 		mem.lastErr = res.err
 		if !res.healthy {
 			mem.failures++
@@ -159,7 +159,7 @@ func (m *Manager) finish(mem *member, err error) {
 	m.mu.Lock()
 	mem.state = StateStopped
 	mem.pid, mem.url, mem.port = 0, "", 0
-	mem.crashed = false
+	mem.crashed, mem.expired = false, false
 	mem.replaced = false
 	if err != nil {
 		mem.lastErr = err
@@ -284,6 +284,10 @@ func (m *Manager) runOnce(mem *member, stop <-chan struct{}, restart bool) runRe
 		return runResult{err: perr}
 	case <-loadExpired:
 		stopPolling()
+		m.mu.Lock()
+		mem.expired = true
+		m.broadcastLocked()
+		m.mu.Unlock()
 		m.terminate(cmd, exited)
 		drainStderr()
 		lerr := &LoadTimeoutError{Target: name, After: mem.loadTimeout}

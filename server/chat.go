@@ -79,7 +79,7 @@ func (s *Server) serveOp(w http.ResponseWriter, r *http.Request, op core.Op) {
 	status = s.write(r.Context(), w, rs, req, res, st)
 	if res.resp != nil {
 		if res.resp.Stream == nil && s.metrics != nil {
-			s.countUsage(st.usageTo(rs), res.target, res.resp.Body) // after the write: not the client's wait
+			s.countAnswer(st.usageTo(rs), res.target, res.resp) // after the write: not the client's wait
 		}
 		res.resp.Release() // written: its memory serves the next answer
 	}

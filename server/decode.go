@@ -447,6 +447,9 @@ type wireOther struct {
 // decodeOther decodes a completions or embeddings request. Its body passes through untouched but
 // for the Hayula fields; eligibility sees no messages, so only privacy and health filter it.
 func decodeOther(r *http.Request, body []byte, op core.Op) (*core.Request, *apiError) {
+	if e := checkText(body); e != nil {
+		return nil, e
+	}
 	var w wireOther
 	if err := json.Unmarshal(body, &w); err != nil {
 		return nil, jsonError(err)
@@ -600,6 +603,10 @@ func isKind(v []byte, want string) bool {
 }
 
 func jsonError(err error) *apiError {
+	var te *jsonx.TextError
+	if errors.As(err, &te) {
+		return badRequest("", "invalid_json", te.Error())
+	}
 	var ute *json.UnmarshalTypeError
 	if errors.As(err, &ute) {
 		if ute.Field == "" {
@@ -637,18 +644,43 @@ func jsonType(t reflect.Type) string {
 	return t.String()
 }
 
-// decodeWire fills w as json.Unmarshal(body, w) would. encoding/json scans a body twice (checkValid,
-// then the decode) and copies every message content; the fast walk validates the body in one pass
-// and keeps contents and tool calls as sub-slices of body (which nothing modifies afterwards).
-// Whatever the walk does not take whole — invalid JSON, a field of the wrong type, an escaped,
-// non-ASCII or case-folded key (encoding/json matches names case-insensitively), "messages" twice,
-// nesting past jsonx's depth — goes to encoding/json from scratch, which then decides and words
-// the error exactly as before. FuzzDecodeWire holds the two to the same answer.
+// maxBodyDepth is the deepest nesting of arrays and objects a request body may have, the body's
+// own object counting 1. It is serde_json's recursion limit: a Rust upstream refuses anything
+// deeper, and a Python one may fail on it with a 5xx that counts against the target's health,
+// while encoding/json would take up to 10,000 levels. No request OpenAI's API defines comes
+// near it: a tool's JSON schema, the deepest part, is a few levels per nested property.
+const maxBodyDepth = 128
+
+// checkText is the check FixText makes, for a body no one-pass walk read: a body that is not
+// valid UTF-8 (RFC 8259 §8.1) or nests past maxBodyDepth is refused, and a lone surrogate escape
+// is rewritten to \ufffd in place, so that the upstream reads what encoding/json read.
+func checkText(body []byte) *apiError {
+	if err := jsonx.FixText(body, maxBodyDepth); err != nil {
+		return jsonError(err)
+	}
+	return nil
+}
+
+// decodeWire fills w as json.Unmarshal(body, w) would, for a body that is a JSON text every
+// decoder reads alike: invalid UTF-8 and nesting past maxBodyDepth are a *jsonx.TextError, and a
+// lone surrogate escape is rewritten to \ufffd in body first (jsonx.FixText), which the body
+// then goes upstream with. encoding/json scans a body twice (checkValid, then the decode) and
+// copies every message content; the fast walk (jsonx.Text) validates the body in one pass, UTF-8
+// and surrogate pairs included, and keeps contents and tool calls as sub-slices of body (which
+// nothing modifies afterwards). Whatever the walk does not take whole — invalid JSON or UTF-8, a
+// lone surrogate, nesting past maxBodyDepth, a field of the wrong type, an escaped, non-ASCII or
+// case-folded key (encoding/json matches names case-insensitively), "messages" twice — goes to
+// FixText and then encoding/json from scratch, which then decides and words the error exactly as
+// before. FuzzDecodeWire holds the two to the same answer.
 // The messages are built in msgs's array when it is large enough (nil: a new one).
 func decodeWire(body []byte, w *wireView, msgs []core.Message, names map[string]string) error {
 	*w = wireView{}
 	if fastWire(body, w, msgs, names) {
 		return nil
+	}
+	if err := jsonx.FixText(body, maxBodyDepth); err != nil {
+		*w = wireView{}
+		return err
 	}
 	var wr wireRequest
 	err := json.Unmarshal(body, &wr)
@@ -663,7 +695,7 @@ func decodeWire(body []byte, w *wireView, msgs []core.Message, names map[string]
 // partly filled. A model found in names (each name mapped to itself; nil is none) is names'
 // string rather than a copy out of the body: the model is nearly always a route's name.
 func fastWire(body []byte, w *wireView, msgs []core.Message, names map[string]string) bool {
-	it := jsonx.Object(body, true)
+	it := jsonx.Text(body, maxBodyDepth)
 	messages := false
 	for {
 		q, v, ok := it.Next()

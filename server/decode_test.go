@@ -1,14 +1,17 @@
 package server
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
+	"unicode/utf8"
 	"unsafe"
 
 	"github.com/google/go-cmp/cmp"
@@ -33,15 +36,14 @@ var ordinary = []string{
 	`{"model":null,"messages":null}`,
 	`{"model":"a","model":"b","stream":true,"stream":false,"max_tokens":1,"max_tokens":null,"messages":[{"role":"user","role":null,"content":"a","content":"b"}]}`,
 	`{"model":"saif","stream_options":{"include_usage":true},"stream_options":{},"messages":[]}`,
-	`{"model":"saif","messages":[{"role":"user","content":"` + "\xff\xfe invalid utf-8" + `","name":"` + "\xc3" + `"}]}`,
 	`{"model":"saif","Unknown":1,"MESSAGES_X":2,"messages":[{"role":"user","Extra":{"Role":"no"}}]}`,
 	`{"model":"sa\u0069f","messages":[{"role":"user","content":"x"}]}`,
 	`{"model":"saif ","messages":[{"role":"user","content":"x"}]}`,
-	`{"model":"` + "sa\xffif" + `","messages":[{"role":"user","content":"x"}]}`,
 	`{"model":"","messages":[{"role":"user","content":"x"}]}`,
 	`{"model":"saif","messages":[{"role":"user","content":"x"}],"tools":{},"n":"2","stop":1,"logit_bias":[]}`,
 	`{"model":"saif","messages":[],"frequency_penalty":0.5,"presence_penalty":-1.25,"frequency_penalty":null}`,
 	`{"model":"saif","messages":[],"presence_penalty":2}`,
+	`{"model":"saif","messages":[],"unknown":` + deep(maxBodyDepth-1) + `}`,
 }
 
 // testNames are the models decode takes from the server rather than from the body.
@@ -56,8 +58,35 @@ var declined = []string{
 	`{"Model":"saif"}`, `{"MODEL":"saif"}`, `{"mod\u0065l":"saif"}`, `{"messages":[{"Role":"user"}]}`,
 	`{"messages":[],"messages":[]}`, `{"model":"saif","messages":[{"role":"user","content":"x"}],"x":"\'"}`,
 	`{"stream_options":1}`, "{\"\u212ax\":1}", `{"x-hayula-privacy":1}`, `{"model":"saif","messages":[],"\u006e":0}`,
-	`{"model":"saif","messages":[{"role":"user","content":` + strings.Repeat("[", 600) + strings.Repeat("]", 600) + `}]}`,
 }
+
+// repaired are bodies with lone surrogate escapes, and the body decodeWire leaves for the
+// upstream: each lone one rewritten to \ufffd in place, as encoding/json reads it.
+var repaired = []struct{ body, fixed string }{
+	{`{"model":"saif","messages":[{"role":"user","content":"\ud800"}]}`,
+		`{"model":"saif","messages":[{"role":"user","content":"\ufffd"}]}`},
+	{`{"model":"saif","messages":[{"role":"user"}],"x":"\udc00\uD800\u0041\ud800"}`,
+		`{"model":"saif","messages":[{"role":"user"}],"x":"\ufffd\ufffd\u0041\ufffd"}`},
+	{`{"model":"saif","messages":[{"role":"user","content":"\ud83d\ud83d\ude00"}],"\udfff":1}`,
+		`{"model":"saif","messages":[{"role":"user","content":"\ufffd\ud83d\ude00"}],"\ufffd":1}`},
+	{`{"model":"sa\udbffif","messages":[{"role":"user","content":[{"type":"text","text":"\\ud800\ud800"}]}]}`,
+		`{"model":"sa\ufffdif","messages":[{"role":"user","content":[{"type":"text","text":"\\ud800\ufffd"}]}]}`},
+}
+
+// refusedText are bodies decodeWire refuses before any decoder reads them (jsonx.TextError): not
+// UTF-8, or nested deeper than maxBodyDepth.
+var refusedText = []string{
+	`{"model":"saif","messages":[{"role":"user","content":"` + "\xff\xfe invalid utf-8" + `","name":"` + "\xc3" + `"}]}`,
+	`{"model":"` + "sa\xffif" + `","messages":[{"role":"user","content":"x"}]}`,
+	`{"model":"saif","messages":[{"role":"user","content":"x"}],"` + "\xed\xa0\x80" + `":1}`, // a surrogate in UTF-8
+	"{\"model\":\"saif\",\"messages\":[]}\xff",
+	`{"model":"saif","messages":[{"role":"user","content":` + deep(600) + `}]}`,
+	`{"model":"saif","messages":[{"role":"user","content":` + deep(127) + `}]}`,
+	`{"model":"saif","messages":[],"unknown":` + deep(128) + `}`,
+}
+
+// deep is n nested arrays.
+func deep(n int) string { return strings.Repeat("[", n) + strings.Repeat("]", n) }
 
 func reference(t testing.TB, body []byte) (wireView, error) {
 	t.Helper()
@@ -184,6 +213,94 @@ func TestFastWire(t *testing.T) {
 	}
 }
 
+// TestTextRefused: a body that is not UTF-8, or nests deeper than maxBodyDepth, is a 400 in the
+// shape of any other body that is not JSON, saying why and where; a chat body, and a completions
+// or embeddings one alike.
+func TestTextRefused(t *testing.T) {
+	for _, b := range append(refusedText,
+		`{"model":"saif","messages":[],"unknown":`+deep(10000)+`}`,
+		`{"model":"saif","messages":[{"role":"user","content":`+deep(10000)+`}]}`,
+		`{"model":"saif","messages":[],"tools":`+deep(10000)+`}`,
+	) {
+		name := b
+		if len(name) > 80 {
+			name = name[:80]
+		}
+		t.Run(name, func(t *testing.T) {
+			want := "the request body is not valid UTF-8 (RFC 8259 §8.1): invalid byte at offset "
+			if !utf8.ValidString(b) {
+				want += strconv.Itoa(strings.IndexFunc(b, func(r rune) bool { return r == utf8.RuneError }))
+			} else {
+				// These bodies have no bracket inside a string.
+				want = "the request body nests arrays and objects deeper than 128 levels (at byte offset "
+				depth, i := 0, 0
+				for ; depth <= maxBodyDepth; i++ {
+					switch b[i] {
+					case '[', '{':
+						depth++
+					case ']', '}':
+						depth--
+					}
+				}
+				want += strconv.Itoa(i-1) + ")"
+			}
+			r := httptest.NewRequest("POST", "/v1/chat/completions", nil)
+			_, got := decodeChat(r, []byte(b), new(reqState), testNames)
+			wantE := &apiError{Status: http.StatusBadRequest, Type: typeInvalidRequest, Code: "invalid_json", Message: want}
+			if diff := cmp.Diff(wantE, got); diff != "" {
+				t.Errorf("chat (-want +got):\n%s", diff)
+			}
+			other := strings.Replace(b, `"messages":`, `"prompt":"p","x":`, 1)
+			_, got = decodeOther(r, []byte(other), core.OpCompletions)
+			if got == nil || got.Code != "invalid_json" || !strings.HasPrefix(got.Message, want[:40]) {
+				t.Errorf("completions: got %+v, want %s…", got, want[:40])
+			}
+		})
+	}
+}
+
+// TestLoneSurrogatesRepaired: a lone surrogate escape is rewritten in place to \ufffd, in the body
+// the upstream is sent, and decodes as encoding/json decoded it before; a pair is left alone.
+func TestLoneSurrogatesRepaired(t *testing.T) {
+	for _, tt := range repaired {
+		t.Run(tt.body, func(t *testing.T) {
+			body := []byte(tt.body)
+			r := httptest.NewRequest("POST", "/v1/chat/completions", nil)
+			req, e := decodeChat(r, body, new(reqState), testNames)
+			if e != nil {
+				t.Fatal(e)
+			}
+			if diff := cmp.Diff(tt.fixed, string(req.Body)); diff != "" {
+				t.Errorf("body sent on (-want +got):\n%s", diff)
+			}
+			var before, after wireRequest
+			if err := json.Unmarshal([]byte(tt.body), &before); err != nil {
+				t.Fatal(err)
+			}
+			if err := json.Unmarshal(body, &after); err != nil {
+				t.Fatal(err)
+			}
+			strs := func(w wireRequest) []string {
+				s := []string{*w.Model}
+				for _, m := range w.Messages {
+					var c any
+					_ = json.Unmarshal(m.Content, &c)
+					s = append(s, fmt.Sprint(c))
+				}
+				return s
+			}
+			if diff := cmp.Diff(strs(before), strs(after)); diff != "" {
+				t.Errorf("decoded (-original +repaired):\n%s", diff)
+			}
+			other := []byte(strings.Replace(tt.body, `"messages":`, `"prompt":"p","x":`, 1))
+			oreq, e := decodeOther(r, other, core.OpCompletions)
+			if e != nil || string(oreq.Body) != strings.Replace(tt.fixed, `"messages":`, `"prompt":"p","x":`, 1) {
+				t.Errorf("completions: %v, sent %s", e, oreq.Body)
+			}
+		})
+	}
+}
+
 func errString(err error) string {
 	if err == nil {
 		return ""
@@ -206,20 +323,47 @@ func TestContentsAreSubslices(t *testing.T) {
 }
 
 // FuzzDecodeWire holds the one-pass decode to encoding/json's: whatever it takes, encoding/json
-// takes too and decodes to the same view; and the request built from it answers the same.
+// takes too and decodes to the same view; and the request built from it answers the same. What
+// jsonx.FixText refuses, decodeWire refuses with its error; what it repairs (lone surrogate
+// escapes), the fast walk leaves to the fallback, which decodes the repaired body, as
+// encoding/json decodes the original, and passes the repaired one on.
 func FuzzDecodeWire(f *testing.F) {
-	for _, b := range append(append([]string{}, ordinary...), declined...) {
+	for _, b := range append(append(append([]string{}, ordinary...), declined...), refusedText...) {
 		f.Add([]byte(b))
 	}
-	f.Fuzz(func(t *testing.T, body []byte) {
+	for _, r := range repaired {
+		f.Add([]byte(r.body))
+	}
+	f.Fuzz(func(t *testing.T, orig []byte) {
+		body := bytes.Clone(orig)
+		textErr := jsonx.FixText(body, maxBodyDepth)
 		var got wireView
-		fast := fastWire(body, &got, nil, testNames)
+		in := bytes.Clone(orig)
+		fast := fastWire(in, &got, nil, testNames)
+		if fast && (textErr != nil || !bytes.Equal(body, orig)) {
+			t.Fatalf("fast walk took %q, which FixText refuses (%v) or repairs", orig, textErr)
+		}
+		if textErr != nil {
+			got = wireView{}
+			if err := decodeWire(in, &got, nil, testNames); errString(err) != textErr.Error() {
+				t.Fatalf("%q: decodeWire error %v, FixText %v", orig, err, textErr)
+			}
+			return
+		}
 		want, err := reference(t, body)
 		if !fast {
 			got = wireView{}
-			gotErr := decodeWire(body, &got, nil, testNames)
+			gotErr := decodeWire(in, &got, nil, testNames)
 			if errString(gotErr) != errString(err) {
 				t.Fatalf("fallback error %v, encoding/json %v", gotErr, err)
+			}
+			if !bytes.Equal(in, body) {
+				t.Fatalf("decodeWire left %q, FixText %q", in, body)
+			}
+			if wantOrig, errOrig := reference(t, orig); errString(errOrig) != errString(err) ||
+				!cmp.Equal(wantOrig, want, viewOpts, cmpopts.IgnoreFields(core.Message{}, "Content", "ToolCalls", "Refusal"),
+					cmpopts.IgnoreFields(wireView{}, "Functions", "Fallback", "Raw")) {
+				t.Fatalf("%q: encoding/json reads the repaired body otherwise than the original", orig)
 			}
 		} else if err != nil {
 			t.Fatalf("fast walk took %q, encoding/json refuses it: %v", body, err)

@@ -153,3 +153,19 @@ func TestKeyMaxConcurrentSequential(t *testing.T) {
 		t.Errorf("200 requests of each kind one after another, refused: %v", refused)
 	}
 }
+
+// TestKeyRPMSpentByForbiddenModel pins what CONFIG.md says: rpm is charged before the body is
+// read (a request over it is a 429 that costs no body read), and the model is in the body, so a
+// request for a model the key may not use, answered 404, has spent its request all the same.
+func TestKeyRPMSpentByForbiddenModel(t *testing.T) {
+	up := newFake(t, "up")
+	g := newGateway(t, keyBlock("one", "hk-one", "rpm = 1", `routes = ["r"]`)+
+		target("up", up.url(), "private")+"[routes.r]\ntargets = [\"up\"]\n[routes.other]\ntargets = [\"up\"]\n", nil)
+	one := []string{"Authorization", "Bearer hk-one"}
+	if rep := g.chat(t, "other", one...); rep.status != http.StatusNotFound {
+		t.Fatalf("a route the key may not use: %d %s, want 404", rep.status, rep.body)
+	}
+	if rep := g.chat(t, "r", one...); rep.status != http.StatusTooManyRequests {
+		t.Errorf("after the 404: %d %s, want 429 (the 404 spent the minute's request)", rep.status, rep.body)
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"github.com/hayula/gateway/core"
 	"github.com/hayula/gateway/lifecycle"
 	"github.com/hayula/gateway/metrics"
+	"github.com/hayula/gateway/upstream"
 )
 
 // newMetrics builds the counters for cfg's routes and targets, or nil when cfg turned them off.
@@ -48,6 +49,19 @@ func (s *Server) countUsage(u usageTo, t *core.Target, b []byte) {
 		s.metrics.Tokens(u.route, t.Index, p, c)
 		s.metrics.KeyTokens(u.key, p, c)
 	}
+}
+
+// countAnswer counts the tokens of a non-streaming answer: those the adapter that built it
+// knows, or else those its body reports (an answer passed through).
+func (s *Server) countAnswer(u usageTo, t *core.Target, resp *upstream.Response) {
+	if n := resp.Usage; n != nil {
+		if n.Reported {
+			s.metrics.Tokens(u.route, t.Index, n.Prompt, n.Completion)
+			s.metrics.KeyTokens(u.key, n.Prompt, n.Completion)
+		}
+		return
+	}
+	s.countUsage(u, t, resp.Body)
 }
 
 // handleMetrics answers a Prometheus scrape. It takes a key like every other endpoint when the

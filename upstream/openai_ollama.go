@@ -139,7 +139,7 @@ func (a *openaiOllama) chat(ctx context.Context, req *core.Request) (*Response, 
 			Logprobs: newLogprobs(lp), FinishReason: finish}},
 		Usage: newUsage(m.PromptEvalCount, m.EvalCount)}
 	b := mustJSON(c)
-	return &Response{Body: b}, nil
+	return &Response{Body: b, Usage: usageOf(m.PromptEvalCount, m.EvalCount)}, nil
 }
 
 // post sends body to path below the target's URL.
@@ -573,7 +573,7 @@ func (a *openaiOllama) embed(ctx context.Context, req *core.Request) (*Response,
 		Model  string `json:"model"`
 		Usage  usage  `json:"usage"`
 	}{"list", data, cmpOr(m.Model, a.t.Model), usage{m.PromptEvalCount, m.PromptEvalCount}})
-	return &Response{Body: b}, nil
+	return &Response{Body: b, Usage: usageOf(m.PromptEvalCount, -1)}, nil
 }
 
 // floatsBase64 is OpenAI's base64 embedding: little-endian float32s, base64-encoded, as a JSON

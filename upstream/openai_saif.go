@@ -278,7 +278,7 @@ func (a *openaiSAIF) answer(ctx context.Context, resp *http.Response, op core.Op
 	}
 	h := http.Header{}
 	setSpecialist(h, m.Specialist)
-	return &Response{Header: h, Body: b}, nil
+	return &Response{Header: h, Body: b, Usage: usageOf(m.Usage.PromptTokens, m.Usage.CompletionTokens)}, nil
 }
 
 func (a *openaiSAIF) stream(resp *http.Response, req *core.Request) (*Response, error) {

@@ -23,9 +23,29 @@ type Response struct {
 	Body []byte
 	// Stream yields the events of a streaming answer (Body is nil). The caller must Close it.
 	Stream Stream
+	// Usage are Body's token counts when the adapter built Body itself (a translation) and so
+	// knows them: the caller need not parse them back out of the JSON. nil (an answer passed
+	// through as the upstream sent it): read them from Body. A pointer, so that a Response
+	// stays in its 64-byte allocation.
+	Usage *Usage
 
 	// owner is the memory the Response and its Body live in, when Release may give it back.
 	owner *h1Answer
+}
+
+// Usage is an answer's token counts, as its JSON's "usage" member reports them.
+type Usage struct {
+	Prompt, Completion uint64
+	// Reported is false when the answer reports no count at all: nothing is counted.
+	Reported bool
+}
+
+// usageOf is the Usage of an answer whose JSON usage is newUsage(prompt, completion) or, with
+// completion -1, has no completion_tokens: what metrics.Usage reads from that JSON (a negative
+// count is no count, and reads as 0).
+func usageOf(prompt, completion int) *Usage {
+	return &Usage{Prompt: uint64(max(prompt, 0)), Completion: uint64(max(completion, 0)),
+		Reported: prompt >= 0 || completion >= 0}
 }
 
 // Release gives the memory of the Response and its Body back for another answer to use, once

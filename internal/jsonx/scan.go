@@ -12,8 +12,8 @@ import (
 // sub-slice of the input, validating as it goes, so that a request body can be checked and taken
 // apart in one pass instead of encoding/json's two (checkValid, then the decode) and its copies.
 
-// maxDepth bounds the nesting a validating walk follows. Deeper input is reported invalid; callers
-// fall back to encoding/json, whose own limit (10,000) then decides.
+// maxDepth bounds the nesting a validating walk follows (Text's may be lower). Deeper input is
+// reported invalid; callers fall back to FixText or encoding/json (whose own limit is 10,000).
 const maxDepth = 512
 
 // Iter walks the members of one JSON object, or the elements of one JSON array, and returns each
@@ -30,6 +30,8 @@ type Iter struct {
 	pos      int
 	array    bool
 	validate bool
+	strict   bool // Text: also UTF-8 and surrogate pairs
+	limit    int  // the nesting a value may have below the container (validating only)
 	first    bool
 	bad      bool // the walk stopped on malformed input
 	closed   bool // the closing bracket was read
@@ -41,8 +43,20 @@ func Object(b []byte, validate bool) Iter { return start(b, '{', validate) }
 // Array starts a walk over the array b holds (leading whitespace allowed).
 func Array(b []byte, validate bool) Iter { return start(b, '[', validate) }
 
+// Text starts a validating walk over the object b holds, as Object(b, true) does, that also
+// refuses what a JSON text must not carry between systems (RFC 8259 §8.1) and what decoders read
+// differently: invalid UTF-8 anywhere, an escaped surrogate that is not half of a pair ("\ud800"
+// alone; encoding/json reads U+FFFD, a Python decoder a lone surrogate its encoder then refuses),
+// and nesting deeper than depth, counting the object itself as 1 (at most 513). FixText finds
+// which of these a body has, and repairs the surrogates.
+func Text(b []byte, depth int) Iter {
+	it := start(b, '{', true)
+	it.strict, it.limit = true, min(depth-1, maxDepth)
+	return it
+}
+
 func start(b []byte, open byte, validate bool) Iter {
-	it := Iter{b: b, array: open == '[', validate: validate, first: true}
+	it := Iter{b: b, array: open == '[', validate: validate, limit: maxDepth, first: true}
 	it.pos = skipWS(b, 0)
 	if it.pos >= len(b) || b[it.pos] != open {
 		it.bad = true
@@ -96,7 +110,7 @@ func (it *Iter) Next() (key, value []byte, ok bool) {
 	}
 	var end int
 	if it.validate {
-		end, ok = scanValue(b, i)
+		end, ok = scanValue(b, i, it.limit, it.strict)
 	} else {
 		end, ok = skipValue(b, i)
 	}
@@ -114,7 +128,7 @@ func (it *Iter) fail() ([]byte, []byte, bool) {
 
 func (it *Iter) skipString(i int) (int, bool) {
 	if it.validate {
-		return scanString(it.b, i)
+		return scanString(it.b, i, it.strict)
 	}
 	return skipString(it.b, i)
 }
@@ -145,13 +159,14 @@ func PlainKey(q []byte) ([]byte, bool) {
 // encoding/json's Valid would, except that nesting deeper than 512 reports false.
 func Valid(b []byte) bool {
 	i := skipWS(b, 0)
-	end, ok := scanValue(b, i)
+	end, ok := scanValue(b, i, maxDepth, false)
 	return ok && skipWS(b, end) == len(b)
 }
 
-// scanValue returns the index just past the valid JSON value that starts at b[i]; it does not
+// scanValue returns the index just past the valid JSON value that starts at b[i], nested at
+// most limit (≤ maxDepth) deep, its strings checked as scanString's strict says; it does not
 // recurse (a bit stack records which containers are objects).
-func scanValue(b []byte, i int) (int, bool) {
+func scanValue(b []byte, i, limit int, strict bool) (int, bool) {
 	var objects [maxDepth / 64]uint64
 	depth := 0
 	push := func(object bool) {
@@ -169,7 +184,7 @@ func scanValue(b []byte, i int) (int, bool) {
 		if i >= len(b) || b[i] != '"' {
 			return 0, false
 		}
-		end, ok := scanString(b, i)
+		end, ok := scanString(b, i, strict)
 		if !ok {
 			return 0, false
 		}
@@ -186,8 +201,8 @@ func scanValue(b []byte, i int) (int, bool) {
 		}
 		var ok bool
 		switch c := b[i]; {
-		case (c == '{' || c == '[') && depth >= maxDepth:
-			return 0, false // counting the one opening here, past maxDepth
+		case (c == '{' || c == '[') && depth >= limit:
+			return 0, false // counting the one opening here, past limit
 		case c == '{':
 			i = skipWS(b, i+1)
 			if i < len(b) && b[i] == '}' {
@@ -208,7 +223,7 @@ func scanValue(b []byte, i int) (int, bool) {
 			push(false)
 			continue
 		case c == '"':
-			if i, ok = scanString(b, i); !ok {
+			if i, ok = scanString(b, i, strict); !ok {
 				return 0, false
 			}
 		case c == 't':
@@ -322,24 +337,46 @@ func special(x uint64) bool {
 	return ((x-ones*0x20)&^x|(quote-ones)&^quote|(slash-ones)&^slash)&highs != 0
 }
 
-// scanString returns the index just past the valid JSON string that opens at b[i]. Message
-// contents are most of a body, so it tests eight bytes at a time for anything but plain text.
-func scanString(b []byte, i int) (int, bool) {
+// scanString returns the index just past the valid JSON string that opens at b[i]; strict also
+// refuses invalid UTF-8 and an escaped surrogate that is not half of a pair (Text). Message
+// contents are most of a body, so it tests eight bytes at a time for anything but plain text:
+// ASCII costs strict one test more, and two-byte runes (Latin, Greek, Cyrillic, Arabic, Hebrew
+// text) are checked a word at a time too (pairs); longer ones go rune by rune.
+func scanString(b []byte, i int, strict bool) (int, bool) {
+	var last byte = 0xff // the greatest byte the byte loop passes: strict reads the others as UTF-8
+	if strict {
+		last = utf8.RuneSelf - 1
+	}
 	i++
 	for {
-		for i+8 <= len(b) && !special(binary.LittleEndian.Uint64(b[i:])) {
+		var lead uint64 // the last word ended in a two-byte lead: the next must open with its continuation
+		for i+8 <= len(b) {
+			x := binary.LittleEndian.Uint64(b[i:])
+			if special(x) {
+				break
+			}
+			if strict && x&highs|lead != 0 {
+				next, ok := pairs(x, lead)
+				if !ok {
+					break // lead still says whether a rune was left open
+				}
+				lead = next
+			}
 			i += 8
 		}
-		for i < len(b) && b[i] >= 0x20 && b[i] != '"' && b[i] != '\\' {
+		if lead != 0 {
+			i-- // the rune the word loop left open is read again below
+		}
+		for i < len(b) && b[i] >= 0x20 && b[i] != '"' && b[i] != '\\' && b[i] <= last {
 			i++
 		}
 		if i >= len(b) {
 			return 0, false
 		}
-		switch b[i] {
-		case '"':
+		switch c := b[i]; {
+		case c == '"':
 			return i + 1, true
-		case '\\':
+		case c == '\\':
 			if i+1 >= len(b) {
 				return 0, false
 			}
@@ -350,14 +387,45 @@ func scanString(b []byte, i int) (int, bool) {
 				if i+6 > len(b) || !isHex(b[i+2]) || !isHex(b[i+3]) || !isHex(b[i+4]) || !isHex(b[i+5]) {
 					return 0, false
 				}
+				if strict && b[i+2]|0x20 == 'd' && b[i+3] >= '8' { // U+D800–U+DFFF
+					if utf16.DecodeRune(getu4(b[i:]), getu4(b[i+6:])) == utf8.RuneError {
+						return 0, false
+					}
+					i += 6 // and the second half, below
+				}
 				i += 6
 			default:
 				return 0, false
 			}
-		default:
+		case c < 0x20:
 			return 0, false // a control character
+		default: // non-ASCII, when strict
+			r, size := utf8.DecodeRune(b[i:])
+			if r == utf8.RuneError && size == 1 {
+				return 0, false
+			}
+			i += size
 		}
 	}
+}
+
+// pairs checks the little-endian word x, in which no byte is special, as text of ASCII and
+// two-byte runes only: every lead (110xxxxx, not the overlong C0 or C1) is followed by one
+// continuation (10xxxxxx), and every continuation follows a lead. open says byte 0 must be a
+// continuation (its lead ended the word before); the result says the same of the next word.
+// false also means "a longer rune is here": the caller reads this word rune by rune.
+func pairs(x, open uint64) (uint64, bool) {
+	hi := x & highs
+	b6 := x << 1 & highs
+	if hi&b6&(x<<2) != 0 {
+		return 0, false // 111xxxxx: a lead of three or more bytes, or no UTF-8 at all
+	}
+	lead, cont := hi&b6, hi&^b6
+	// (c & 0x1E) is 0 for C0 and C1 only; + 0x7E sets a byte's high bit when it is not.
+	if lead&^(x&(ones*0x1E)+ones*0x7E) != 0 || cont != lead<<8|open {
+		return 0, false
+	}
+	return lead >> 56, true
 }
 
 func isHex(c byte) bool {

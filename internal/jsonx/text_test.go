@@ -1,0 +1,121 @@
+package jsonx
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// textCases are objects on both sides of what Text refuses beyond Object(b, true), with what
+// FixText makes of them: the body it leaves and its error (nil: none).
+var textCases = []struct {
+	in, fixed string
+	err       *TextError
+}{
+	{`{"a":"plain","b":[1,{"c":"\u00e9\uD83D\uDE00"}]}`, "", nil},
+	{`{"a":"` + "h\u00e9llo \u4e16\u754c \U0001F600" + `"}`, "", nil},
+	{`{"a":"\\ud800"}`, "", nil}, // an escaped backslash, then text
+	{`{"a":"\ud800"}`, `{"a":"\ufffd"}`, nil},
+	{`{"a":"\uDC00x"}`, `{"a":"\ufffdx"}`, nil},
+	{`{"a":"\ud800\u0041"}`, `{"a":"\ufffd\u0041"}`, nil},
+	{`{"a":"\ud800\ud800\udc00"}`, `{"a":"\ufffd\ud800\udc00"}`, nil},
+	{`{"\udbff":["\ud800"]}`, `{"\ufffd":["\ufffd"]}`, nil},
+	{`{"a":"` + "\xff" + `"}`, "", &TextError{Offset: 6}},
+	{`{"a":"ok","` + "\xc3" + `":1}`, "", &TextError{Offset: 11}},
+	{`{"a":"` + "\xed\xa0\x80" + `"}`, "", &TextError{Offset: 6}},                              // a surrogate in UTF-8
+	{`{"a":"` + strings.Repeat("abcdefgh", 3) + "\xf0\x9f" + `"}`, "", &TextError{Offset: 30}}, // cut short
+	{`{"a":1}` + "\x80", "", &TextError{Offset: 7}},
+	{`{"a":"0000000` + "\xd1" + `00000000"}`, "", &TextError{Offset: 13}},   // a lead ends a word, no continuation
+	{`{"a":"0000000` + "\xc3\xa9" + `0000000` + "\xd0\xb6" + `"}`, "", nil}, // runes across words
+	{`{"a":"` + "\xc1\xbf" + `0000000"}`, "", &TextError{Offset: 6}},        // overlong
+	{`{"a":"0` + "\xa9" + `000000000000"}`, "", &TextError{Offset: 7}},      // a continuation alone
+	{`{"a":` + strings.Repeat("[", 7) + strings.Repeat("]", 7) + `}`, "", nil},
+	{`{"a":` + strings.Repeat("[", 8) + strings.Repeat("]", 8) + `}`, "", &TextError{Offset: 12, Deep: true, Depth: 8}},
+	{`{"a":[[]],"b":[{"c":{"d":[[[[{}]]]]}}]}`, "", &TextError{Offset: 29, Deep: true, Depth: 8}},
+	{`{"a":"[[[[[[[[[[[[[[["}`, "", nil}, // brackets in a string
+}
+
+const textDepth = 8
+
+func TestFixText(t *testing.T) {
+	for _, tt := range textCases {
+		t.Run(tt.in, func(t *testing.T) {
+			b := []byte(tt.in)
+			err := FixText(b, textDepth)
+			var got *TextError
+			if err != nil && !errors.As(err, &got) {
+				t.Fatalf("error %T", err)
+			}
+			if diff := cmp.Diff(tt.err, got); diff != "" {
+				t.Errorf("error (-want +got):\n%s", diff)
+			}
+			want := tt.fixed
+			if want == "" {
+				want = tt.in
+			}
+			if diff := cmp.Diff(want, string(b)); diff != "" {
+				t.Errorf("body (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestText: the strict walk takes exactly the objects FixText neither refuses nor changes.
+func TestText(t *testing.T) {
+	for _, tt := range textCases {
+		t.Run(tt.in, func(t *testing.T) {
+			_, done := walkText([]byte(tt.in), textDepth)
+			if want := tt.err == nil && tt.fixed == ""; done != want {
+				t.Errorf("walk done = %v, want %v", done, want)
+			}
+		})
+	}
+}
+
+func walkText(b []byte, depth int) (n int, done bool) {
+	it := Text(b, depth)
+	for {
+		if _, _, ok := it.Next(); !ok {
+			return n, it.Done()
+		}
+		n++
+	}
+}
+
+// FuzzText holds the strict walk to FixText and encoding/json: it takes an object exactly when
+// encoding/json takes it and FixText neither refuses nor repairs it; after a repair it takes
+// the repaired object, which encoding/json reads as it read the original.
+func FuzzText(f *testing.F) {
+	for _, c := range textCases {
+		f.Add([]byte(c.in))
+	}
+	for _, c := range validCases {
+		f.Add([]byte(c))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		fixed := bytes.Clone(b)
+		err := FixText(fixed, textDepth)
+		_, done := walkText(b, textDepth)
+		valid := json.Valid(b) && isObject(b)
+		if want := valid && err == nil && bytes.Equal(fixed, b); done != want {
+			t.Fatalf("walk of %q done=%v; encoding/json %v, FixText %v, repaired %v", b, done, valid, err, !bytes.Equal(fixed, b))
+		}
+		if err != nil || !valid {
+			return
+		}
+		if _, done := walkText(fixed, textDepth); !done {
+			t.Fatalf("walk refuses %q, FixText's repair of %q", fixed, b)
+		}
+		var before, after any
+		if json.Unmarshal(b, &before) != nil || json.Unmarshal(fixed, &after) != nil {
+			t.Fatalf("%q or %q does not decode", b, fixed)
+		}
+		if diff := cmp.Diff(before, after); diff != "" {
+			t.Fatalf("decoded (-original +repaired):\n%s", diff)
+		}
+	})
+}
