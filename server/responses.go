@@ -65,6 +65,8 @@ var responsesDropped = map[string]bool{
 	"top_logprobs": true, "store": true, "metadata": true, "text": true, "tools": true, "tool_choice": true,
 	"input": true, "instructions": true, "max_output_tokens": true, "stream": true, "model": true,
 	"context_management": true, "prompt_cache_retention": true,
+	// Chat's n: the bridge answers with the first choice only, so more would be computed for nothing.
+	"n": true,
 }
 
 // toChat builds the chat body for a Responses body and records in b what the answer echoes.
@@ -111,6 +113,7 @@ func (b *responsesWriter) toChat(body []byte) ([]byte, *apiError) {
 	if e != nil {
 		return nil, e
 	}
+	msgs = mergeLeadingSystem(msgs)
 	if len(msgs) == 0 {
 		return nil, badRequest("input", "invalid_value", "'input' has no messages the gateway can send.")
 	}
@@ -197,6 +200,30 @@ func isNullOr(v json.RawMessage, also ...string) bool {
 		}
 	}
 	return false
+}
+
+// mergeLeadingSystem joins the system messages at the start (instructions, then the input's
+// system and developer messages) into one: chat templates of local models (Qwen's, Mistral's)
+// take one system message, first, and some refuse a second.
+func mergeLeadingSystem(msgs []chatMessage) []chatMessage {
+	n := 0
+	for n < len(msgs) && msgs[n].Role == "system" && len(msgs[n].Content) > 0 && msgs[n].Content[0] == '"' {
+		n++
+	}
+	if n < 2 {
+		return msgs
+	}
+	var text string
+	for i := range n {
+		var s string
+		_ = json.Unmarshal(msgs[i].Content, &s)
+		if i > 0 {
+			text += "\n\n"
+		}
+		text += s
+	}
+	msgs[0].Content = quote(text)
+	return append(msgs[:1], msgs[n:]...)
 }
 
 func quote(s string) json.RawMessage {

@@ -82,8 +82,7 @@ func TestResponsesMessagesAndInstructions(t *testing.T) {
 		t.Fatalf("response %s", got.RawJSON())
 	}
 	want := []any{
-		map[string]any{"role": "system", "content": "be brief"},
-		map[string]any{"role": "system", "content": "answer in French"},
+		map[string]any{"role": "system", "content": "be brief\n\nanswer in French"},
 		map[string]any{"role": "user", "content": "hello"},
 		map[string]any{"role": "assistant", "content": "bonjour"},
 		map[string]any{"role": "user", "content": []any{

@@ -273,6 +273,15 @@ type functionCall struct {
 
 func newID(prefix string) string { return prefix + strings.ToLower(rand.Text()) }
 
+// callID is a tool call's id, or a new one for an upstream that gave none: the client sends it
+// back with the call's output.
+func callID(id string) string {
+	if id == "" {
+		return newID("call_")
+	}
+	return id
+}
+
 func textPart(s string) outputText {
 	return outputText{Type: "output_text", Text: s, Annotations: []any{}, Logprobs: []any{}}
 }
@@ -345,8 +354,13 @@ func (b *responsesWriter) writeWhole() {
 		}
 		m := c.Message
 		var content []any
-		if m.Content != nil && (*m.Content != "" || len(m.ToolCalls) == 0) {
-			content = append(content, textPart(*m.Content))
+		if m.Content != nil && *m.Content != "" || len(m.ToolCalls) == 0 && (m.Refusal == nil || *m.Refusal == "") {
+			// The text, or an empty one for an answer that has nothing else: a message all the same.
+			var text string
+			if m.Content != nil {
+				text = *m.Content
+			}
+			content = append(content, textPart(text))
 		}
 		if m.Refusal != nil && *m.Refusal != "" {
 			content = append(content, outputRefusal{Type: "refusal", Refusal: *m.Refusal})
@@ -357,7 +371,7 @@ func (b *responsesWriter) writeWhole() {
 		}
 		for _, tc := range m.ToolCalls {
 			output = append(output, functionCall{ID: newID("fc_"), Type: "function_call", Status: "completed",
-				CallID: tc.ID, Name: tc.Function.Name, Arguments: tc.Function.Arguments})
+				CallID: callID(tc.ID), Name: tc.Function.Name, Arguments: tc.Function.Arguments})
 		}
 	}
 	body, _ := json.Marshal(b.response("completed", output))
@@ -493,7 +507,7 @@ func (b *responsesWriter) callDelta(index int, id, name, args string) {
 	}
 	if c == nil {
 		c = &streamCall{chatIndex: index, at: b.next,
-			item: functionCall{ID: newID("fc_"), Type: "function_call", Status: "in_progress", CallID: id, Name: name}}
+			item: functionCall{ID: newID("fc_"), Type: "function_call", Status: "in_progress", CallID: callID(id), Name: name}}
 		b.next++
 		b.calls = append(b.calls, c)
 		b.emit(streamEvent{Type: "response.output_item.added", OutputIndex: ptr(c.at), Item: c.item})
