@@ -77,8 +77,13 @@ type attemptCell struct {
 	first   Histogram                      // successful attempts: sent to the answer's head or first event
 }
 
+// OpResponses is POST /v1/responses as Request counts it. The gateway serves it as chat upstream,
+// so it is no core.Op an adapter sees, and its label follows core's ops.
+const OpResponses = core.OpEmbeddings + 1
+
 // Ops are the endpoints counted, in core.Op order, as they are named in the endpoint label.
-var opNames = [...]string{core.OpChat: "chat", core.OpCompletions: "completions", core.OpEmbeddings: "embeddings"}
+var opNames = [...]string{core.OpChat: "chat", core.OpCompletions: "completions", core.OpEmbeddings: "embeddings",
+	OpResponses: "responses"}
 
 // Set is the gateway's counters. Build it with New; a nil *Set counts nothing, so that a gateway
 // with metrics turned off pays one nil check per call.

@@ -169,6 +169,8 @@ func (s *Server) admit(r *http.Request, op core.Op, st *reqState, limited bool) 
 	st.body = body[:0]
 	if op == core.OpChat {
 		req, e = decodeChat(r, body, st, s.names)
+	} else if op == opResponses {
+		req, e = s.decodeResponses(r, body, st)
 	} else {
 		req, e = decodeOther(r, body, op)
 	}

@@ -258,6 +258,7 @@ func (s *Server) router() http.Handler {
 	r.HandlerFunc(http.MethodPost, "/v1/chat/completions", s.handleChat)
 	r.HandlerFunc(http.MethodPost, "/v1/completions", s.handleCompletions)
 	r.HandlerFunc(http.MethodPost, "/v1/embeddings", s.handleEmbeddings)
+	r.HandlerFunc(http.MethodPost, "/v1/responses", s.handleResponses)
 	r.HandlerFunc(http.MethodPost, "/v1/route/explain", s.handleExplain)
 	// HEAD wherever GET (RFC 9110 9.3.2); the HTTP server leaves the body out.
 	for _, m := range [...]string{http.MethodGet, http.MethodHead} {

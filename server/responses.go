@@ -1,0 +1,517 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/hayula/gateway/core"
+	"github.com/hayula/gateway/metrics"
+)
+
+// POST /v1/responses is OpenAI's Responses API bridged onto the chat pipeline: the local model
+// servers behind the gateway speak chat completions, so the Responses body is turned into a chat
+// body (decodeResponses), served exactly as a chat request is (auth, caps, route, filters,
+// selector, fallback, headers, metrics, log line), and the chat answer, whole or streamed, is
+// turned back into a Responses answer by a responsesWriter around the client's writer. The
+// gateway keeps no state: previous_response_id, conversation and background are refused, and
+// nothing is stored whatever "store" says.
+
+// opResponses is the endpoint serveOp counts a Responses request under; the request it builds
+// is a chat request (core.OpChat), which is what adapters and eligibility see.
+const opResponses = metrics.OpResponses
+
+// bridgeKey carries a request's responsesWriter to decodeResponses, which records in it what the
+// answer echoes.
+type bridgeKey struct{}
+
+func (s *Server) handleResponses(w http.ResponseWriter, r *http.Request) {
+	b := &responsesWriter{w: w, created: time.Now().Unix()}
+	s.serveOp(b, r.WithContext(context.WithValue(r.Context(), bridgeKey{}, b)), opResponses)
+	b.finish()
+}
+
+// decodeResponses turns a Responses body into a chat body and decodes that as a chat request: the
+// client's body is decoded once, here; the chat body is the gateway's own.
+func (s *Server) decodeResponses(r *http.Request, body []byte, st *reqState) (*core.Request, *apiError) {
+	b, _ := r.Context().Value(bridgeKey{}).(*responsesWriter)
+	if b == nil {
+		return nil, &apiError{Status: http.StatusInternalServerError, Type: typeServer, Code: "internal_error",
+			Message: "the Responses bridge lost its writer"}
+	}
+	chat, e := b.toChat(body)
+	if e != nil {
+		return nil, e
+	}
+	return decodeChat(r, chat, st, s.names)
+}
+
+// responsesRefused are Responses fields that need state the gateway does not keep, with why: a
+// client that sends one expects the server to remember something, and would silently get an
+// answer without it.
+var responsesRefused = map[string]string{
+	"previous_response_id": "the gateway keeps no responses, so it cannot continue one: send the whole conversation in 'input' instead.",
+	"conversation":         "the gateway keeps no conversations: send the whole conversation in 'input' instead.",
+	"background":           "the gateway does not run responses in the background: leave 'background' unset or false.",
+	"prompt":               "the gateway has no stored prompts: send the prompt's text in 'instructions' and 'input'.",
+}
+
+// responsesDropped are Responses fields with no chat counterpart that change nothing a local model
+// does, or that only a stateful server honours; they are read and not sent on.
+var responsesDropped = map[string]bool{
+	"include": true, "truncation": true, "reasoning": true, "max_tool_calls": true, "stream_options": true,
+	"top_logprobs": true, "store": true, "metadata": true, "text": true, "tools": true, "tool_choice": true,
+	"input": true, "instructions": true, "max_output_tokens": true, "stream": true, "model": true,
+	"context_management": true, "prompt_cache_retention": true,
+	// Chat's n: the bridge answers with the first choice only, so more would be computed for nothing.
+	"n": true,
+}
+
+// toChat builds the chat body for a Responses body and records in b what the answer echoes.
+// Fields it does not know go on to the upstream as they are, as the chat endpoint passes them.
+func (b *responsesWriter) toChat(body []byte) ([]byte, *apiError) {
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(body, &top); err != nil {
+		return nil, jsonError(err)
+	}
+	if top == nil {
+		return nil, badRequest("", "invalid_json", "the request body must be a JSON object")
+	}
+	for name, why := range responsesRefused {
+		if v, ok := top[name]; ok && !isNullOr(v, "false") {
+			return nil, badRequest(name, "unsupported_parameter", fmt.Sprintf("'%s' is not supported: %s", name, why))
+		}
+	}
+	out := make(map[string]json.RawMessage, len(top)+2)
+	for k, v := range top {
+		if _, refused := responsesRefused[k]; !refused && !responsesDropped[k] {
+			out[k] = v // temperature, top_p, parallel_tool_calls, user, the Hayula options, unknowns
+		}
+	}
+	if m, ok := top["model"]; ok {
+		out["model"] = m
+		_ = json.Unmarshal(m, &b.model)
+	}
+	var msgs []chatMessage
+	if v, ok := top["instructions"]; ok && !isNullOr(v) {
+		var s string
+		if json.Unmarshal(v, &s) != nil {
+			return nil, badRequest("instructions", "invalid_type", "Invalid type for 'instructions': expected a string.")
+		}
+		b.echo.Instructions = v
+		if s != "" {
+			msgs = append(msgs, chatMessage{Role: "system", Content: quote(s)})
+		}
+	}
+	in, ok := top["input"]
+	if !ok || isNullOr(in) {
+		return nil, badRequest("input", "missing_required_parameter", "Missing required parameter: 'input'.")
+	}
+	msgs, e := appendInput(msgs, in)
+	if e != nil {
+		return nil, e
+	}
+	msgs = mergeLeadingSystem(msgs)
+	if len(msgs) == 0 {
+		return nil, badRequest("input", "invalid_value", "'input' has no messages the gateway can send.")
+	}
+	raw, err := json.Marshal(msgs)
+	if err != nil {
+		return nil, badRequest("input", "invalid_value", "'input' could not be turned into chat messages: "+err.Error())
+	}
+	out["messages"] = raw
+	if v, ok := top["max_output_tokens"]; ok && !isNullOr(v) {
+		out["max_tokens"] = v
+		b.echo.MaxOutputTokens = v
+	}
+	if v, ok := top["stream"]; ok {
+		if e := b.readStream(v, out); e != nil {
+			return nil, e
+		}
+	}
+	if v, ok := top["tools"]; ok && !isNullOr(v) {
+		tools, e := chatTools(v)
+		if e != nil {
+			return nil, e
+		}
+		out["tools"] = tools
+		b.echo.Tools = v
+	}
+	if v, ok := top["tool_choice"]; ok && !isNullOr(v) {
+		c, e := chatToolChoice(v)
+		if e != nil {
+			return nil, e
+		}
+		out["tool_choice"] = c
+		b.echo.ToolChoice = v
+	}
+	if v, ok := top["text"]; ok && !isNullOr(v) {
+		f, e := chatResponseFormat(v)
+		if e != nil {
+			return nil, e
+		}
+		if f != nil {
+			out["response_format"] = f
+		}
+		b.echo.Text = v
+	}
+	if v, ok := top["metadata"]; ok && !isNullOr(v) {
+		b.echo.Metadata = v
+	}
+	b.echo.Temperature, b.echo.TopP = top["temperature"], top["top_p"]
+	if v, ok := top["parallel_tool_calls"]; ok && !isNullOr(v) {
+		b.echo.ParallelToolCalls = v
+	}
+	chat, err := json.Marshal(out)
+	if err != nil {
+		// A passed-through member encoding/json would not re-encode: the body decoded, so rare.
+		return nil, badRequest("", "invalid_json", "the request could not be turned into a chat request: "+err.Error())
+	}
+	return chat, nil
+}
+
+// readStream takes "stream": a streamed Responses answer is built from a chat stream that ends
+// with its usage, which response.completed carries.
+func (b *responsesWriter) readStream(v json.RawMessage, out map[string]json.RawMessage) *apiError {
+	if isNullOr(v) {
+		return nil
+	}
+	if json.Unmarshal(v, &b.stream) != nil {
+		return badRequest("stream", "invalid_type", "Invalid type for 'stream': expected a boolean.")
+	}
+	if b.stream {
+		out["stream"] = json.RawMessage("true")
+		out["stream_options"] = json.RawMessage(`{"include_usage":true}`)
+	}
+	return nil
+}
+
+// isNullOr reports whether v is JSON null or one of the literal values also.
+func isNullOr(v json.RawMessage, also ...string) bool {
+	s := string(v)
+	if s == "null" {
+		return true
+	}
+	for _, a := range also {
+		if s == a {
+			return true
+		}
+	}
+	return false
+}
+
+// mergeLeadingSystem joins the system messages at the start (instructions, then the input's
+// system and developer messages) into one: chat templates of local models (Qwen's, Mistral's)
+// take one system message, first, and some refuse a second.
+func mergeLeadingSystem(msgs []chatMessage) []chatMessage {
+	n := 0
+	for n < len(msgs) && msgs[n].Role == "system" && len(msgs[n].Content) > 0 && msgs[n].Content[0] == '"' {
+		n++
+	}
+	if n < 2 {
+		return msgs
+	}
+	var text string
+	for i := range n {
+		var s string
+		_ = json.Unmarshal(msgs[i].Content, &s)
+		if i > 0 {
+			text += "\n\n"
+		}
+		text += s
+	}
+	msgs[0].Content = quote(text)
+	return append(msgs[:1], msgs[n:]...)
+}
+
+func quote(s string) json.RawMessage {
+	q, _ := json.Marshal(s)
+	return q
+}
+
+// chatMessage is one message of the chat body the bridge builds. Content is raw: a string, an
+// array of parts, or null beside tool calls.
+type chatMessage struct {
+	Role       string          `json:"role"`
+	Content    json.RawMessage `json:"content"`
+	ToolCalls  []chatToolCall  `json:"tool_calls,omitempty"`
+	ToolCallID string          `json:"tool_call_id,omitempty"`
+}
+
+type chatToolCall struct {
+	ID       string `json:"id"`
+	Type     string `json:"type"`
+	Function struct {
+		Name      string `json:"name"`
+		Arguments string `json:"arguments"`
+	} `json:"function"`
+}
+
+// inputItem is one element of a Responses input array: a message ({role, content}, with or
+// without type "message"), a function_call the model made, or a function_call_output.
+type inputItem struct {
+	Type      string          `json:"type"`
+	Role      string          `json:"role"`
+	Content   json.RawMessage `json:"content"`
+	CallID    string          `json:"call_id"`
+	Name      string          `json:"name"`
+	Arguments string          `json:"arguments"`
+	Output    json.RawMessage `json:"output"`
+}
+
+// inputPart is one part of a message's content.
+type inputPart struct {
+	Type     string `json:"type"`
+	Text     string `json:"text"`
+	Refusal  string `json:"refusal"`
+	ImageURL string `json:"image_url"`
+	Detail   string `json:"detail"`
+	FileID   string `json:"file_id"`
+}
+
+// appendInput appends the chat messages for a Responses input: a string is one user message; an
+// array's items become messages in order, consecutive function calls one assistant message with
+// tool_calls (the assistant text just before them included), and their outputs tool messages.
+func appendInput(msgs []chatMessage, in json.RawMessage) ([]chatMessage, *apiError) {
+	var text string
+	if json.Unmarshal(in, &text) == nil {
+		return append(msgs, chatMessage{Role: "user", Content: in}), nil
+	}
+	var items []json.RawMessage
+	if json.Unmarshal(in, &items) != nil {
+		return nil, badRequest("input", "invalid_type", "Invalid type for 'input': expected a string or an array of input items.")
+	}
+	for i, raw := range items {
+		var it inputItem
+		if json.Unmarshal(raw, &it) != nil {
+			return nil, badRequest(fmt.Sprintf("input[%d]", i), "invalid_type",
+				fmt.Sprintf("Invalid type for 'input[%d]': expected an input item object.", i))
+		}
+		switch it.Type {
+		case "", "message":
+			m, e := chatMessageOf(it, i)
+			if e != nil {
+				return nil, e
+			}
+			msgs = append(msgs, m)
+		case "function_call":
+			var tc chatToolCall
+			tc.ID, tc.Type = it.CallID, "function"
+			tc.Function.Name, tc.Function.Arguments = it.Name, it.Arguments
+			if n := len(msgs); n > 0 && msgs[n-1].Role == "assistant" {
+				msgs[n-1].ToolCalls = append(msgs[n-1].ToolCalls, tc)
+			} else {
+				msgs = append(msgs, chatMessage{Role: "assistant", Content: json.RawMessage("null"), ToolCalls: []chatToolCall{tc}})
+			}
+		case "function_call_output":
+			out, e := toolOutput(it.Output, i)
+			if e != nil {
+				return nil, e
+			}
+			msgs = append(msgs, chatMessage{Role: "tool", ToolCallID: it.CallID, Content: out})
+		case "reasoning":
+			// A reasoning item a client sends back: chat has no place for it, and the model
+			// reasons afresh.
+		default:
+			return nil, badRequest(fmt.Sprintf("input[%d].type", i), "unsupported_value", fmt.Sprintf(
+				"Input items of type '%s' are not supported by the gateway, which bridges Responses onto chat completions: send messages, function_call and function_call_output items.", it.Type))
+		}
+	}
+	return msgs, nil
+}
+
+// chatMessageOf is the chat message for a Responses message item. The developer role is a system
+// message: the local models' chat templates know system.
+func chatMessageOf(it inputItem, i int) (chatMessage, *apiError) {
+	role := it.Role
+	switch role {
+	case "user", "assistant", "system":
+	case "developer":
+		role = "system"
+	case "":
+		return chatMessage{}, badRequest(fmt.Sprintf("input[%d].role", i), "missing_required_parameter",
+			fmt.Sprintf("Missing required parameter: 'input[%d].role'.", i))
+	default:
+		return chatMessage{}, badRequest(fmt.Sprintf("input[%d].role", i), "invalid_value",
+			fmt.Sprintf("Invalid value for 'input[%d].role': '%s'.", i, role))
+	}
+	if len(it.Content) == 0 || it.Content[0] == '"' {
+		if len(it.Content) == 0 {
+			it.Content = json.RawMessage(`""`)
+		}
+		return chatMessage{Role: role, Content: it.Content}, nil
+	}
+	var parts []inputPart
+	if json.Unmarshal(it.Content, &parts) != nil {
+		return chatMessage{}, badRequest(fmt.Sprintf("input[%d].content", i), "invalid_type",
+			fmt.Sprintf("Invalid type for 'input[%d].content': expected a string or an array of content parts.", i))
+	}
+	type chatPart struct {
+		Type     string `json:"type"`
+		Text     string `json:"text,omitempty"`
+		ImageURL *struct {
+			URL    string `json:"url"`
+			Detail string `json:"detail,omitempty"`
+		} `json:"image_url,omitempty"`
+	}
+	var out []chatPart
+	var joined string
+	images := false
+	for j, p := range parts {
+		switch p.Type {
+		case "input_text", "output_text", "text":
+			out = append(out, chatPart{Type: "text", Text: p.Text})
+			joined += p.Text
+		case "refusal":
+			out = append(out, chatPart{Type: "text", Text: p.Refusal})
+			joined += p.Refusal
+		case "input_image":
+			if p.ImageURL == "" {
+				return chatMessage{}, badRequest(fmt.Sprintf("input[%d].content[%d].image_url", i, j), "unsupported_value",
+					"The gateway stores no files: send an input_image with an image_url (an https or data: URL), not a file_id.")
+			}
+			cp := chatPart{Type: "image_url"}
+			cp.ImageURL = &struct {
+				URL    string `json:"url"`
+				Detail string `json:"detail,omitempty"`
+			}{URL: p.ImageURL, Detail: p.Detail}
+			out = append(out, cp)
+			images = true
+		default:
+			return chatMessage{}, badRequest(fmt.Sprintf("input[%d].content[%d].type", i, j), "unsupported_value",
+				fmt.Sprintf("Content parts of type '%s' are not supported by the gateway: send input_text and input_image parts.", p.Type))
+		}
+	}
+	if !images && (role != "user" || len(out) == 1) {
+		// One text, or an assistant's or system message's texts: a string, which every chat
+		// template takes.
+		return chatMessage{Role: role, Content: quote(joined)}, nil
+	}
+	raw, _ := json.Marshal(out)
+	return chatMessage{Role: role, Content: raw}, nil
+}
+
+// toolOutput is a function_call_output's output as a tool message's content: a string, or the
+// texts of its parts.
+func toolOutput(v json.RawMessage, i int) (json.RawMessage, *apiError) {
+	if len(v) == 0 || isNullOr(v) {
+		return json.RawMessage(`""`), nil
+	}
+	if v[0] == '"' {
+		return v, nil
+	}
+	var parts []inputPart
+	if json.Unmarshal(v, &parts) != nil {
+		return nil, badRequest(fmt.Sprintf("input[%d].output", i), "invalid_type",
+			fmt.Sprintf("Invalid type for 'input[%d].output': expected a string or an array of content parts.", i))
+	}
+	var s string
+	for _, p := range parts {
+		s += p.Text
+	}
+	return quote(s), nil
+}
+
+// chatTools turns Responses function tools ({type, name, description, parameters, strict}) into
+// chat's ({type, function: {…}}). Other tool types (web search, file search, …) run on OpenAI's
+// side, which no local model server has.
+func chatTools(v json.RawMessage) (json.RawMessage, *apiError) {
+	var tools []struct {
+		Type        string          `json:"type"`
+		Name        string          `json:"name"`
+		Description *string         `json:"description,omitempty"`
+		Parameters  json.RawMessage `json:"parameters,omitempty"`
+		Strict      *bool           `json:"strict,omitempty"`
+	}
+	if json.Unmarshal(v, &tools) != nil {
+		return nil, badRequest("tools", "invalid_type", "Invalid type for 'tools': expected an array of tools.")
+	}
+	type function struct {
+		Name        string          `json:"name"`
+		Description *string         `json:"description,omitempty"`
+		Parameters  json.RawMessage `json:"parameters,omitempty"`
+		Strict      *bool           `json:"strict,omitempty"`
+	}
+	type tool struct {
+		Type     string   `json:"type"`
+		Function function `json:"function"`
+	}
+	out := make([]tool, 0, len(tools))
+	for i, t := range tools {
+		if t.Type != "function" {
+			return nil, badRequest(fmt.Sprintf("tools[%d].type", i), "unsupported_value", fmt.Sprintf(
+				"Tools of type '%s' are not supported by the gateway, whose models run only function tools.", t.Type))
+		}
+		if t.Name == "" {
+			return nil, badRequest(fmt.Sprintf("tools[%d].name", i), "missing_required_parameter",
+				fmt.Sprintf("Missing required parameter: 'tools[%d].name'.", i))
+		}
+		if isNullOr(t.Parameters) {
+			t.Parameters = nil
+		}
+		out = append(out, tool{Type: "function", Function: function{Name: t.Name, Description: t.Description,
+			Parameters: t.Parameters, Strict: t.Strict}})
+	}
+	raw, _ := json.Marshal(out)
+	return raw, nil
+}
+
+// chatToolChoice turns a Responses tool_choice into chat's: the modes are the same strings, and
+// {type: "function", name} names the function one level deeper in chat.
+func chatToolChoice(v json.RawMessage) (json.RawMessage, *apiError) {
+	if v[0] == '"' {
+		return v, nil
+	}
+	var c struct {
+		Type string `json:"type"`
+		Name string `json:"name"`
+	}
+	if json.Unmarshal(v, &c) != nil || c.Type != "function" || c.Name == "" {
+		return nil, badRequest("tool_choice", "unsupported_value",
+			"The gateway supports tool_choice \"none\", \"auto\", \"required\" and {\"type\": \"function\", \"name\": …}.")
+	}
+	raw, _ := json.Marshal(map[string]any{"type": "function", "function": map[string]string{"name": c.Name}})
+	return raw, nil
+}
+
+// chatResponseFormat is chat's response_format for a Responses text.format; nil for plain text.
+func chatResponseFormat(v json.RawMessage) (json.RawMessage, *apiError) {
+	var t struct {
+		Format *struct {
+			Type        string          `json:"type"`
+			Name        string          `json:"name"`
+			Schema      json.RawMessage `json:"schema"`
+			Strict      *bool           `json:"strict"`
+			Description *string         `json:"description"`
+		} `json:"format"`
+	}
+	if json.Unmarshal(v, &t) != nil {
+		return nil, badRequest("text", "invalid_type", "Invalid type for 'text': expected an object.")
+	}
+	if t.Format == nil {
+		return nil, nil
+	}
+	switch t.Format.Type {
+	case "text", "":
+		return nil, nil
+	case "json_object":
+		return json.RawMessage(`{"type":"json_object"}`), nil
+	case "json_schema":
+		js := map[string]any{"name": t.Format.Name}
+		if len(t.Format.Schema) > 0 {
+			js["schema"] = t.Format.Schema
+		}
+		if t.Format.Strict != nil {
+			js["strict"] = *t.Format.Strict
+		}
+		if t.Format.Description != nil {
+			js["description"] = *t.Format.Description
+		}
+		raw, _ := json.Marshal(map[string]any{"type": "json_schema", "json_schema": js})
+		return raw, nil
+	}
+	return nil, badRequest("text.format.type", "unsupported_value",
+		fmt.Sprintf("Invalid value for 'text.format.type': '%s'.", t.Format.Type))
+}

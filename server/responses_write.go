@@ -1,0 +1,569 @@
+package server
+
+import (
+	"bytes"
+	"crypto/rand"
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/hayula/gateway/internal/jsonx"
+)
+
+// responsesWriter stands between serveOp and the client of a Responses request. serveOp writes a
+// chat answer into it as it would to a chat client; it passes an error answer through as it is
+// (errors have the same shape on both APIs), turns a whole chat completion into a response
+// object, and turns a chat stream, event by event as the relay writes them, into the Responses
+// event sequence, flushing when the relay flushes. Headers (x-hayula-*) go to the client's writer
+// directly.
+//
+// It has no Unwrap on purpose: writeWhole must not reach the client's writer behind it with the
+// chat answer's length.
+type responsesWriter struct {
+	w       http.ResponseWriter
+	created int64
+	model   string // the client's model, until an answer names the one that served
+	stream  bool   // the client asked for a stream
+	echo    responseEcho
+
+	mode int
+	buf  []byte // a whole answer, or the stream's bytes not yet a whole event
+	werr error  // the client's writer failed: the relay stops on it
+
+	id      string
+	seq     int
+	msg     *outputMessage // the message item being streamed, once text arrived
+	msgAt   int            // its output_index
+	text    strings.Builder
+	calls   []*streamCall
+	next    int    // the next output_index
+	reason  string // the chat answer's finish_reason
+	usage   *chatUsage
+	started bool // response.created went out
+	ended   bool
+	emitted bool // a whole answer went out
+}
+
+// What serveOp's writes turned out to be.
+const (
+	modeNone   = iota
+	modePass   // an error answer, passed through
+	modeWhole  // a chat completion, translated when it is complete
+	modeStream // a chat stream, translated event by event
+)
+
+// responseEcho are the request's fields a response object repeats, raw; nil when absent.
+type responseEcho struct {
+	Instructions, MaxOutputTokens, Tools, ToolChoice, Text, Metadata, Temperature, TopP,
+	ParallelToolCalls json.RawMessage
+}
+
+// streamCall is a function call being streamed: chat's tool call index, its output item and
+// output_index, and its arguments so far.
+type streamCall struct {
+	chatIndex int
+	at        int
+	item      functionCall
+	args      strings.Builder
+}
+
+func (b *responsesWriter) Header() http.Header { return b.w.Header() }
+
+func (b *responsesWriter) WriteHeader(code int) {
+	if b.mode != modeNone {
+		return
+	}
+	if code != http.StatusOK {
+		b.mode = modePass
+		b.w.WriteHeader(code)
+		return
+	}
+	h := b.w.Header()
+	if strings.HasPrefix(h.Get("Content-Type"), "text/event-stream") {
+		b.mode = modeStream
+		b.w.WriteHeader(code)
+		return
+	}
+	b.mode = modeWhole
+	delete(h, "Content-Length") // the chat answer's; the response's is set when it is written
+}
+
+func (b *responsesWriter) Write(p []byte) (int, error) {
+	if b.mode == modeNone {
+		b.WriteHeader(http.StatusOK)
+	}
+	switch b.mode {
+	case modePass:
+		return b.w.Write(p)
+	case modeWhole:
+		b.buf = append(b.buf, p...)
+		return len(p), nil
+	}
+	if b.ended {
+		return len(p), b.werr
+	}
+	b.buf = append(b.buf, p...)
+	for !b.ended && b.werr == nil {
+		ev, n, ok := nextEvent(b.buf)
+		if !ok {
+			break
+		}
+		b.onChunk(ev)
+		b.buf = append(b.buf[:0], b.buf[n:]...)
+	}
+	return len(p), b.werr
+}
+
+// Flush sends a whole answer, or flushes the events written so far: the relay flushes after each
+// event unless the next is already in memory, and so does this.
+func (b *responsesWriter) Flush() {
+	switch b.mode {
+	case modeWhole:
+		b.writeWhole()
+	case modeStream, modePass:
+		if f, ok := b.w.(http.Flusher); ok {
+			f.Flush()
+		}
+	}
+}
+
+// finish writes a whole answer serveOp wrote without flushing it.
+func (b *responsesWriter) finish() {
+	if b.mode == modeWhole {
+		b.writeWhole()
+	}
+}
+
+// nextEvent finds the first whole "data: …\n\n" event in buf and returns its payload and the
+// bytes it took. A payload is whole when it is [DONE] or valid JSON: a blank line inside a
+// payload (whitespace between JSON tokens) does not end it.
+func nextEvent(buf []byte) (payload []byte, n int, ok bool) {
+	from := 0
+	for {
+		i := bytes.Index(buf[from:], sseEnd)
+		if i < 0 {
+			return nil, 0, false
+		}
+		end := from + i
+		ev := bytes.TrimPrefix(buf[:end], sseData)
+		if string(ev) == "[DONE]" || jsonx.Valid(ev) {
+			return ev, end + len(sseEnd), true
+		}
+		from = end + 1
+	}
+}
+
+// chatAnswer is what the bridge reads of a chat completion or of one stream chunk.
+type chatAnswer struct {
+	Model   string `json:"model"`
+	Choices []struct {
+		Message      chatDelta `json:"message"`
+		Delta        chatDelta `json:"delta"`
+		FinishReason *string   `json:"finish_reason"`
+	} `json:"choices"`
+	Usage *chatUsage `json:"usage"`
+	Error *struct {
+		Message string `json:"message"`
+		Code    any    `json:"code"`
+	} `json:"error"`
+}
+
+type chatDelta struct {
+	Content   *string `json:"content"`
+	Refusal   *string `json:"refusal"`
+	ToolCalls []struct {
+		Index    int    `json:"index"`
+		ID       string `json:"id"`
+		Function struct {
+			Name      string `json:"name"`
+			Arguments string `json:"arguments"`
+		} `json:"function"`
+	} `json:"tool_calls"`
+}
+
+type chatUsage struct {
+	PromptTokens     int64 `json:"prompt_tokens"`
+	CompletionTokens int64 `json:"completion_tokens"`
+	TotalTokens      int64 `json:"total_tokens"`
+	PromptDetails    *struct {
+		CachedTokens int64 `json:"cached_tokens"`
+	} `json:"prompt_tokens_details"`
+	CompletionDetails *struct {
+		ReasoningTokens int64 `json:"reasoning_tokens"`
+	} `json:"completion_tokens_details"`
+}
+
+// responseObject is a Responses API response. The echoed request fields are raw (null when the
+// request had none, or the API's default).
+type responseObject struct {
+	ID                 string          `json:"id"`
+	Object             string          `json:"object"`
+	CreatedAt          int64           `json:"created_at"`
+	Status             string          `json:"status"`
+	Error              *responseError  `json:"error"`
+	IncompleteDetails  *incomplete     `json:"incomplete_details"`
+	Instructions       json.RawMessage `json:"instructions"`
+	MaxOutputTokens    json.RawMessage `json:"max_output_tokens"`
+	Model              string          `json:"model"`
+	Output             []any           `json:"output"`
+	ParallelToolCalls  json.RawMessage `json:"parallel_tool_calls"`
+	PreviousResponseID *string         `json:"previous_response_id"`
+	// Store is always false: the gateway keeps nothing, whatever the request said.
+	Store       bool            `json:"store"`
+	Temperature json.RawMessage `json:"temperature"`
+	Text        json.RawMessage `json:"text"`
+	ToolChoice  json.RawMessage `json:"tool_choice"`
+	Tools       json.RawMessage `json:"tools"`
+	TopP        json.RawMessage `json:"top_p"`
+	Truncation  string          `json:"truncation"`
+	Usage       *responseUsage  `json:"usage"`
+	Metadata    json.RawMessage `json:"metadata"`
+}
+
+type responseError struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+type incomplete struct {
+	Reason string `json:"reason"`
+}
+
+type responseUsage struct {
+	InputTokens        int64 `json:"input_tokens"`
+	InputTokensDetails struct {
+		CachedTokens int64 `json:"cached_tokens"`
+	} `json:"input_tokens_details"`
+	OutputTokens        int64 `json:"output_tokens"`
+	OutputTokensDetails struct {
+		ReasoningTokens int64 `json:"reasoning_tokens"`
+	} `json:"output_tokens_details"`
+	TotalTokens int64 `json:"total_tokens"`
+}
+
+type outputMessage struct {
+	ID      string `json:"id"`
+	Type    string `json:"type"`
+	Status  string `json:"status"`
+	Role    string `json:"role"`
+	Content []any  `json:"content"`
+}
+
+type outputText struct {
+	Type        string `json:"type"`
+	Text        string `json:"text"`
+	Annotations []any  `json:"annotations"`
+	Logprobs    []any  `json:"logprobs"`
+}
+
+type outputRefusal struct {
+	Type    string `json:"type"`
+	Refusal string `json:"refusal"`
+}
+
+type functionCall struct {
+	ID        string `json:"id"`
+	Type      string `json:"type"`
+	Status    string `json:"status"`
+	CallID    string `json:"call_id"`
+	Name      string `json:"name"`
+	Arguments string `json:"arguments"`
+}
+
+func newID(prefix string) string { return prefix + strings.ToLower(rand.Text()) }
+
+// callID is a tool call's id, or a new one for an upstream that gave none: the client sends it
+// back with the call's output.
+func callID(id string) string {
+	if id == "" {
+		return newID("call_")
+	}
+	return id
+}
+
+func textPart(s string) outputText {
+	return outputText{Type: "output_text", Text: s, Annotations: []any{}, Logprobs: []any{}}
+}
+
+// response is the response object with the given status and output so far.
+func (b *responsesWriter) response(status string, output []any) *responseObject {
+	if b.id == "" {
+		b.id = newID("resp_")
+	}
+	if output == nil {
+		output = []any{}
+	}
+	r := &responseObject{ID: b.id, Object: "response", CreatedAt: b.created, Status: status, Model: b.model,
+		Output: output, Instructions: b.echo.Instructions, MaxOutputTokens: b.echo.MaxOutputTokens,
+		ParallelToolCalls: orDefault(b.echo.ParallelToolCalls, "true"), Temperature: b.echo.Temperature,
+		Text: orDefault(b.echo.Text, `{"format":{"type":"text"}}`), ToolChoice: orDefault(b.echo.ToolChoice, `"auto"`),
+		Tools: orDefault(b.echo.Tools, "[]"), TopP: b.echo.TopP, Truncation: "disabled",
+		Metadata: orDefault(b.echo.Metadata, "{}")}
+	if b.usage != nil {
+		u := &responseUsage{InputTokens: b.usage.PromptTokens, OutputTokens: b.usage.CompletionTokens,
+			TotalTokens: b.usage.TotalTokens}
+		if u.TotalTokens == 0 {
+			u.TotalTokens = u.InputTokens + u.OutputTokens
+		}
+		if d := b.usage.PromptDetails; d != nil {
+			u.InputTokensDetails.CachedTokens = d.CachedTokens
+		}
+		if d := b.usage.CompletionDetails; d != nil {
+			u.OutputTokensDetails.ReasoningTokens = d.ReasoningTokens
+		}
+		r.Usage = u
+	}
+	switch b.reason {
+	case "length":
+		r.Status, r.IncompleteDetails = "incomplete", &incomplete{Reason: "max_output_tokens"}
+	case "content_filter":
+		r.Status, r.IncompleteDetails = "incomplete", &incomplete{Reason: "content_filter"}
+	}
+	return r
+}
+
+func orDefault(v json.RawMessage, def string) json.RawMessage {
+	if len(v) == 0 {
+		return json.RawMessage(def)
+	}
+	return v
+}
+
+// writeWhole sends the response object for the whole chat completion in b.buf, once.
+func (b *responsesWriter) writeWhole() {
+	if b.emitted {
+		return
+	}
+	b.emitted = true
+	var a chatAnswer
+	if err := json.Unmarshal(b.buf, &a); err != nil {
+		writeError(b.w, &apiError{Status: http.StatusBadGateway, Type: typeUpstream, Code: "bad_upstream_answer",
+			Message: "the upstream's answer could not be read as a chat completion: " + err.Error()})
+		return
+	}
+	if a.Model != "" {
+		b.model = a.Model
+	}
+	b.usage = a.Usage
+	var output []any
+	if len(a.Choices) > 0 {
+		c := a.Choices[0]
+		if c.FinishReason != nil {
+			b.reason = *c.FinishReason
+		}
+		m := c.Message
+		var content []any
+		if m.Content != nil && *m.Content != "" || len(m.ToolCalls) == 0 && (m.Refusal == nil || *m.Refusal == "") {
+			// The text, or an empty one for an answer that has nothing else: a message all the same.
+			var text string
+			if m.Content != nil {
+				text = *m.Content
+			}
+			content = append(content, textPart(text))
+		}
+		if m.Refusal != nil && *m.Refusal != "" {
+			content = append(content, outputRefusal{Type: "refusal", Refusal: *m.Refusal})
+		}
+		if content != nil {
+			output = append(output, outputMessage{ID: newID("msg_"), Type: "message", Status: "completed",
+				Role: "assistant", Content: content})
+		}
+		for _, tc := range m.ToolCalls {
+			output = append(output, functionCall{ID: newID("fc_"), Type: "function_call", Status: "completed",
+				CallID: callID(tc.ID), Name: tc.Function.Name, Arguments: tc.Function.Arguments})
+		}
+	}
+	body, _ := json.Marshal(b.response("completed", output))
+	h := b.w.Header()
+	h["Content-Type"] = jsonContentType
+	h["Content-Length"] = []string{strconv.Itoa(len(body))}
+	b.w.WriteHeader(http.StatusOK)
+	_, _ = b.w.Write(body)
+	if f, ok := b.w.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// streamEvent is one Responses stream event; the fields an event type does not have are left out.
+type streamEvent struct {
+	Type           string          `json:"type"`
+	SequenceNumber int             `json:"sequence_number"`
+	Response       *responseObject `json:"response,omitempty"`
+	OutputIndex    *int            `json:"output_index,omitempty"`
+	ContentIndex   *int            `json:"content_index,omitempty"`
+	ItemID         string          `json:"item_id,omitempty"`
+	Item           any             `json:"item,omitempty"`
+	Part           any             `json:"part,omitempty"`
+	Delta          *string         `json:"delta,omitempty"`
+	Text           *string         `json:"text,omitempty"`
+	Arguments      *string         `json:"arguments,omitempty"`
+	Logprobs       json.RawMessage `json:"logprobs,omitempty"`
+	Code           string          `json:"code,omitempty"`
+	Message        string          `json:"message,omitempty"`
+	Param          json.RawMessage `json:"param,omitempty"`
+}
+
+var emptyList = json.RawMessage("[]")
+
+func ptr[T any](v T) *T { return &v }
+
+// emit writes one event to the client, with the next sequence number. Flushing is the relay's.
+func (b *responsesWriter) emit(ev streamEvent) {
+	if b.werr != nil {
+		return
+	}
+	ev.SequenceNumber = b.seq
+	b.seq++
+	data, err := json.Marshal(ev)
+	if err != nil {
+		b.werr = err
+		return
+	}
+	out := make([]byte, 0, len(data)+len(ev.Type)+20)
+	out = append(append(append(out, "event: "...), ev.Type...), '\n')
+	out = append(append(append(out, sseData...), data...), sseEnd...)
+	_, b.werr = b.w.Write(out)
+}
+
+// start opens the stream: the response exists and is in progress.
+func (b *responsesWriter) start() {
+	r := b.response("in_progress", nil)
+	r.Usage = nil
+	b.emit(streamEvent{Type: "response.created", Response: r})
+	b.emit(streamEvent{Type: "response.in_progress", Response: r})
+}
+
+// onChunk translates one chat stream payload: a chunk, [DONE], or the error event the relay ends
+// a broken stream with.
+func (b *responsesWriter) onChunk(p []byte) {
+	var c chatAnswer
+	done := string(p) == "[DONE]"
+	known := !done && json.Unmarshal(p, &c) == nil
+	if !b.started {
+		// Opened with the first event, which names the model that serves, as every event after
+		// it does.
+		b.started = true
+		if c.Model != "" {
+			b.model = c.Model
+		}
+		b.start()
+	}
+	if done {
+		b.complete()
+		return
+	}
+	if !known {
+		return // not a chunk: nothing a Responses client could read
+	}
+	if c.Error != nil {
+		code := "stream_interrupted"
+		if s, ok := c.Error.Code.(string); ok && s != "" {
+			code = s
+		}
+		b.fail(code, c.Error.Message)
+		return
+	}
+	if c.Usage != nil {
+		b.usage = c.Usage
+	}
+	if len(c.Choices) == 0 {
+		return
+	}
+	ch := c.Choices[0]
+	if d := ch.Delta.Content; d != nil && *d != "" {
+		b.textDelta(*d)
+	}
+	for _, tc := range ch.Delta.ToolCalls {
+		b.callDelta(tc.Index, tc.ID, tc.Function.Name, tc.Function.Arguments)
+	}
+	if ch.FinishReason != nil && *ch.FinishReason != "" {
+		b.reason = *ch.FinishReason
+	}
+}
+
+func (b *responsesWriter) textDelta(d string) {
+	if b.msg == nil {
+		b.msg = &outputMessage{ID: newID("msg_"), Type: "message", Status: "in_progress", Role: "assistant", Content: []any{}}
+		b.msgAt = b.next
+		b.next++
+		b.emit(streamEvent{Type: "response.output_item.added", OutputIndex: ptr(b.msgAt), Item: b.msg})
+		b.emit(streamEvent{Type: "response.content_part.added", OutputIndex: ptr(b.msgAt), ContentIndex: ptr(0),
+			ItemID: b.msg.ID, Part: textPart("")})
+	}
+	b.text.WriteString(d)
+	b.emit(streamEvent{Type: "response.output_text.delta", OutputIndex: ptr(b.msgAt), ContentIndex: ptr(0),
+		ItemID: b.msg.ID, Delta: &d, Logprobs: emptyList})
+}
+
+// callDelta follows chat's tool call deltas: the first for an index names the call, the rest
+// carry pieces of its arguments.
+func (b *responsesWriter) callDelta(index int, id, name, args string) {
+	var c *streamCall
+	for _, x := range b.calls {
+		if x.chatIndex == index {
+			c = x
+		}
+	}
+	if c == nil {
+		c = &streamCall{chatIndex: index, at: b.next,
+			item: functionCall{ID: newID("fc_"), Type: "function_call", Status: "in_progress", CallID: callID(id), Name: name}}
+		b.next++
+		b.calls = append(b.calls, c)
+		b.emit(streamEvent{Type: "response.output_item.added", OutputIndex: ptr(c.at), Item: c.item})
+	}
+	if args != "" {
+		c.args.WriteString(args)
+		b.emit(streamEvent{Type: "response.function_call_arguments.delta", OutputIndex: ptr(c.at),
+			ItemID: c.item.ID, Delta: &args})
+	}
+}
+
+// closeItems ends every open item with status and returns the output, in output_index order.
+func (b *responsesWriter) closeItems(status string) []any {
+	output := make([]any, b.next)
+	if b.msg != nil {
+		text := b.text.String()
+		part := textPart(text)
+		b.emit(streamEvent{Type: "response.output_text.done", OutputIndex: ptr(b.msgAt), ContentIndex: ptr(0),
+			ItemID: b.msg.ID, Text: &text, Logprobs: emptyList})
+		b.emit(streamEvent{Type: "response.content_part.done", OutputIndex: ptr(b.msgAt), ContentIndex: ptr(0),
+			ItemID: b.msg.ID, Part: part})
+		b.msg.Status, b.msg.Content = status, []any{part}
+		b.emit(streamEvent{Type: "response.output_item.done", OutputIndex: ptr(b.msgAt), Item: b.msg})
+		output[b.msgAt] = b.msg
+	}
+	for _, c := range b.calls {
+		args := c.args.String()
+		b.emit(streamEvent{Type: "response.function_call_arguments.done", OutputIndex: ptr(c.at), ItemID: c.item.ID,
+			Arguments: &args})
+		c.item.Status, c.item.Arguments = status, args
+		b.emit(streamEvent{Type: "response.output_item.done", OutputIndex: ptr(c.at), Item: c.item})
+		output[c.at] = c.item
+	}
+	return output
+}
+
+// complete ends the stream after the chat stream's [DONE].
+func (b *responsesWriter) complete() {
+	b.ended = true
+	output := b.closeItems("completed")
+	r := b.response("completed", output)
+	typ := "response.completed"
+	if r.Status == "incomplete" {
+		typ = "response.incomplete"
+	}
+	b.emit(streamEvent{Type: typ, Response: r})
+}
+
+// fail ends a stream that broke after it started: an error event, then response.failed with what
+// had arrived.
+func (b *responsesWriter) fail(code, message string) {
+	b.ended = true
+	b.emit(streamEvent{Type: "error", Code: code, Message: message, Param: json.RawMessage("null")})
+	output := b.closeItems("incomplete")
+	b.reason = ""
+	r := b.response("failed", output)
+	r.Error = &responseError{Code: "server_error", Message: message}
+	b.emit(streamEvent{Type: "response.failed", Response: r})
+}
