@@ -58,6 +58,10 @@ type Request struct {
 	Tools bool
 	// Choices is the client's n when it asks for more than one choice; 0 otherwise.
 	Choices int
+	// Structured is true when response_format asks for a JSON object or a JSON schema, and
+	// Logprobs when the request asks for logprobs: what a protocol without those fields (SAIF's)
+	// cannot honour.
+	Structured, Logprobs bool
 	// PromptTokensMin is a lower bound of the prompt's tokens (see filter.PromptTokensMin). The
 	// server leaves it 0 when the body is too small to overflow any target of the route.
 	PromptTokensMin int

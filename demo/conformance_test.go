@@ -36,6 +36,9 @@ func TestDemoPassesConformance(t *testing.T) {
 		{"averroes-q", nil},
 		// The deepseek-r1 route has no target that embeds.
 		{"deepseek-r1", embeddingsSkip},
+		// Nor has saif's. A JSON response_format or logprobs skips SAIF, whose protocol carries
+		// neither, for deepseek-r1 (eligibility's format filter).
+		{"saif", embeddingsSkip},
 	}
 	url := startDemoURL(t)
 	for _, tt := range tests {

@@ -165,8 +165,8 @@ func TestRealClientBodiesAreServed(t *testing.T) {
 		{"Open WebUI image with detail", `{"model":"MODEL","messages":[{"role":"user","content":[{"type":"text","text":"what?"},` +
 			`{"type":"image_url","image_url":{"url":"data:image/png;base64,iVBORw0KGgo=","detail":"auto"}}]}]}`, "saif"},
 		{"json_schema structured output", `{"model":"MODEL","messages":[` + user + `],"response_format":{"type":"json_schema",` +
-			`"json_schema":{"name":"x","strict":true,"schema":{"type":"object","properties":{}}}}}`, ""},
-		{"json_object", `{"model":"MODEL","messages":[` + user + `],"response_format":{"type":"json_object"}}`, ""},
+			`"json_schema":{"name":"x","strict":true,"schema":{"type":"object","properties":{}}}}}`, "saif"},
+		{"json_object", `{"model":"MODEL","messages":[` + user + `],"response_format":{"type":"json_object"}}`, "saif"},
 		{"audio off", `{"model":"MODEL","messages":[` + user + `],"modalities":["text"],"audio":null}`, ""},
 		{"LangChain legacy OpenAI completions", `{"model":"MODEL","prompt":["hi"],"temperature":0.7,"top_p":1,"frequency_penalty":0,` +
 			`"presence_penalty":0,"n":1,"logit_bias":{},"max_tokens":256,"seed":null,"logprobs":null,"best_of":1,"echo":false,"suffix":null}`, "ollama"},

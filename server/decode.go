@@ -289,6 +289,8 @@ func finishChat(r *http.Request, body []byte, w *wireView, req *core.Request) *a
 	req.Tools = req.Params.OffersTools() || core.NonEmptyArray(w.Functions)
 	req.Images = hasImages(w.Messages)
 	req.Choices = w.choices
+	req.Logprobs = w.logprobs
+	req.Structured = structuredFormat(w.Raw.ResponseFormat)
 	// A max_completion_tokens of 0 beside a max_tokens gives way to it: vLLM takes
 	// "max_completion_tokens or max_tokens", so the window was checked for 0 tokens while it was
 	// asked for max_tokens (TestZeroMaxCompletionTokensGivesWay).
@@ -385,6 +387,25 @@ func applyPrivacy(p string, req *core.Request) *apiError {
 }
 
 // hasImages reports whether any message has an image part.
+// structuredFormat reports whether a response_format asks for JSON: a type other than "text"
+// (json_object, json_schema, or one OpenAI adds later). rf is valid JSON, or empty when absent.
+func structuredFormat(rf json.RawMessage) bool {
+	if len(rf) == 0 || rf[0] != '{' {
+		return false
+	}
+	it := jsonx.Object(rf, false)
+	for {
+		q, v, ok := it.Next()
+		if !ok {
+			return false
+		}
+		if name, ok := jsonx.Unquote(q); ok && name == "type" {
+			t, ok := jsonx.Unquote(v)
+			return ok && t != "text"
+		}
+	}
+}
+
 func hasImages(msgs []core.Message) bool {
 	for i := range msgs {
 		c := bytes.TrimSpace(msgs[i].Content)

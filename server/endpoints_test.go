@@ -161,3 +161,45 @@ func TestChoicesSkipOneChoice(t *testing.T) {
 		t.Errorf("ollama asked %d times for n 1, none and null; want 3", oll.hits.Load())
 	}
 }
+
+// A request that asks for a JSON response_format or for logprobs skips a SAIF target, whose
+// protocol carries neither: it would answer prose without logprobs, and the client would not know.
+// A route with nothing else refuses it, naming why; a text format leaves SAIF eligible.
+func TestFormatSkipsSAIF(t *testing.T) {
+	saif, oai := newFake(t, "saif"), newFake(t, "oai")
+	cfg := "[targets.saif]\nadapter = \"saif\"\nurl = \"" + saif.srv.URL + "\"\nclass = \"private\"\nmodel = \"s\"\n\n" +
+		target("oai", oai.url(), "private", `model = "m"`) +
+		"[routes.co]\ntargets = [\"saif\", \"oai\"]\n\n[routes.sm]\ntargets = [\"saif\"]\n"
+	g := newGateway(t, cfg, nil)
+	const msgs = `"messages":[{"role":"user","content":"x"}]`
+	asks := []struct{ name, field, reason string }{
+		{"json_object", `"response_format":{"type":"json_object"},`, "response_format"},
+		{"json_schema", `"response_format":{"json_schema":{"name":"a","schema":{}},"type":"json_schema"},`, "response_format"},
+		{"logprobs", `"logprobs":true,`, "logprobs"},
+	}
+	for _, a := range asks {
+		t.Run(a.name, func(t *testing.T) {
+			rep := g.post(t, "/v1/chat/completions", `{"model":"co",`+a.field+msgs+`}`)
+			if rep.status != 200 || rep.header.Get("x-hayula-chain") != "oai" {
+				t.Errorf("route co: %d chain %q: %s", rep.status, rep.header.Get("x-hayula-chain"), rep.body)
+			}
+			rep = g.post(t, "/v1/chat/completions", `{"model":"sm",`+a.field+msgs+`}`)
+			if rep.status != 400 || rep.errorField(t, "code") != "unsupported_request" ||
+				!strings.Contains(rep.errorField(t, "message").(string), a.reason) {
+				t.Errorf("route sm, only SAIF: %d %s", rep.status, rep.body)
+			}
+		})
+	}
+	if n := saif.hits.Load(); n != 0 {
+		t.Fatalf("SAIF was asked %d times for what its protocol cannot carry", n)
+	}
+	for _, field := range []string{`"response_format":{"type":"text"},`, `"logprobs":false,`, `"response_format":null,`} {
+		rep := g.post(t, "/v1/chat/completions", `{"model":"sm",`+field+msgs+`}`)
+		if rep.status == 400 && rep.errorField(t, "code") == "unsupported_request" {
+			t.Errorf("%s: refused: %s", field, rep.body)
+		}
+	}
+	if n := saif.hits.Load(); n != 3 {
+		t.Errorf("SAIF asked %d times for a text format, logprobs false and a null format; want 3", n)
+	}
+}

@@ -127,8 +127,9 @@ func (endpointFilter) Keep(req *core.Request, t *core.Target) (bool, string) {
 }
 
 // capStages is how many stages at the head of Server.stages judge an adapter's capabilities
-// (endpointFilter, choicesFilter); plan skips them for a request none of them can drop a target for.
-const capStages = 2
+// (endpointFilter, choicesFilter, formatFilter); plan skips them for a request none of them can
+// drop a target for.
+const capStages = 3
 
 // choicesFilter drops a target whose adapter answers one choice (upstream.OneChoice) for a request
 // that asks for more (n > 1): the client would get fewer choices than it asked for, without a word.
@@ -147,6 +148,28 @@ func (choicesFilter) Keep(req *core.Request, t *core.Target) (bool, string) {
 	return false, "request asks for n = " + strconv.Itoa(req.Choices) + " choices: the " + t.Adapter.String() + " adapter answers one"
 }
 
+// formatFilter drops a target whose adapter cannot carry a JSON response_format or logprobs
+// (upstream.CarriesFormat) for a request that asks for either: the client would get prose, or no
+// logprobs, without a word.
+type formatFilter struct{}
+
+var _ filter.Filter = formatFilter{}
+
+// Name is "format".
+func (formatFilter) Name() string { return "format" }
+
+// Keep drops t when req asks for what t's adapter cannot carry.
+func (formatFilter) Keep(req *core.Request, t *core.Target) (bool, string) {
+	if (!req.Structured && !req.Logprobs) || upstream.CarriesFormat(t.Adapter) {
+		return true, ""
+	}
+	asks := "a JSON response_format"
+	if !req.Structured {
+		asks = "logprobs"
+	}
+	return false, "request asks for " + asks + ": the " + t.Adapter.String() + " adapter's protocol cannot carry it"
+}
+
 // plan is what eligibility left for one request: the same computation serves a real request and
 // /v1/route/explain.
 type plan struct {
@@ -163,7 +186,7 @@ type plan struct {
 // plan runs eligibility with the kept targets in kept's array (see filter.RunInto).
 func (s *Server) plan(rs *routeState, req *core.Request, kept []*core.Target) plan {
 	stages := s.stages
-	if req.Op == core.OpChat && s.allServeChat && req.Choices <= 1 {
+	if req.Op == core.OpChat && s.allServeChat && req.Choices <= 1 && !req.Structured && !req.Logprobs {
 		// The capability stages would keep every target, at a call per target each, on nearly
 		// every request: every target's adapter serves chat (New checked), and one choice.
 		stages = stages[capStages:]
@@ -233,7 +256,7 @@ func noTarget(rs *routeState, drops []filter.Drop) *apiError {
 		case (filter.Privacy{}).Name():
 			private = true
 		case (filter.Vision{}).Name(), (filter.Tools{}).Name(), (filter.Context{}).Name(), (endpointFilter{}).Name(),
-			(choicesFilter{}).Name():
+			(choicesFilter{}).Name(), (formatFilter{}).Name():
 		default:
 			other = true
 		}

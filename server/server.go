@@ -183,7 +183,8 @@ func New(o Options) (*Server, error) {
 	c := o.Config.Cooldown
 	s.health = health.NewTracker(len(o.Config.Targets), s.clock,
 		health.Policy{Failures: c.Failures, Base: c.Base, Max: c.Max, OnChange: s.healthChanged, Describe: describeCheck})
-	s.stages = append([]filter.Stage{{Filter: endpointFilter{}}, {Filter: choicesFilter{}}}, filter.Standard(s.health)...)
+	s.stages = append([]filter.Stage{{Filter: endpointFilter{}}, {Filter: choicesFilter{}}, {Filter: formatFilter{}}},
+		filter.Standard(s.health)...)
 	s.allServeChat = !slices.ContainsFunc(o.Config.Targets, func(t *core.Target) bool {
 		return !upstream.Serves(t.Adapter, core.OpChat)
 	})

@@ -54,6 +54,14 @@ func OneChoice(a core.AdapterKind) bool {
 	return a == core.AdapterOllama || a == core.AdapterSAIF
 }
 
+// CarriesFormat reports whether the adapter a can carry a request's JSON response_format and its
+// logprobs to the upstream: SAIF's protocol has neither field, so its answer would be prose
+// without logprobs whatever the client asked for. The server's eligibility skips such a target
+// for a request that asks for either (TestFormatSkipsSAIF).
+func CarriesFormat(a core.AdapterKind) bool {
+	return a != core.AdapterSAIF
+}
+
 // unsupportedOp is a 404 for an endpoint the adapter does not serve (see Serves). Class
 // endpoint: the chain moves on to a target that may serve it.
 func unsupportedOp(t *core.Target, op core.Op) *core.StatusError {
