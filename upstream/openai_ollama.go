@@ -215,9 +215,14 @@ func (a *openaiOllama) translate(req *core.Request) (*ollamaChatRequest, error) 
 			"the ollama adapter does not translate the legacy functions and function_call: declare them as tools (and tool_choice)")
 	}
 	if p.OffersTools() {
-		// OpenAI's tool definitions are already Ollama's shape. tool_choice "required" or a named
-		// function cannot be enforced: Ollama has no such option, so the model decides.
-		out.Tools = p.ToolsRaw
+		// OpenAI's tool definitions are already Ollama's shape. Ollama has no tool_choice: a named
+		// function is offered alone, so that the model can call no other (it may still answer
+		// in text), and "required" cannot be enforced.
+		tools, err := namedTool(a.t, p.ToolsRaw, p.ToolChoice)
+		if err != nil {
+			return nil, err
+		}
+		out.Tools = tools
 	}
 	format, err := a.format(p.ResponseFormat)
 	if err != nil {
@@ -316,6 +321,40 @@ func argumentsObject(s string) (json.RawMessage, error) {
 }
 
 // format maps response_format: json_object is "json", json_schema is its schema, text is none.
+// namedTool returns the tools to offer for tool_choice: all of them, or, when it names a
+// function ({"type":"function","function":{"name":…}}), that function's tool alone. A name that
+// no tool has is the client's mistake, as OpenAI answers it.
+func namedTool(t *core.Target, tools, choice json.RawMessage) (json.RawMessage, error) {
+	choice = bytes.TrimSpace(choice)
+	if len(choice) == 0 || choice[0] != '{' {
+		return tools, nil
+	}
+	var named struct {
+		Function struct {
+			Name *string `json:"name"`
+		} `json:"function"`
+	}
+	if json.Unmarshal(choice, &named) != nil || named.Function.Name == nil {
+		return tools, nil
+	}
+	var list []json.RawMessage
+	if json.Unmarshal(tools, &list) != nil {
+		return tools, nil
+	}
+	for _, tool := range list {
+		var d struct {
+			Function struct {
+				Name string `json:"name"`
+			} `json:"function"`
+		}
+		if json.Unmarshal(tool, &d) == nil && d.Function.Name == *named.Function.Name {
+			return append(append(json.RawMessage{'['}, tool...), ']'), nil
+		}
+	}
+	return nil, requestError(t, "invalid_value", "tool_choice",
+		fmt.Sprintf("tool_choice names the function %q, which is not in tools", *named.Function.Name))
+}
+
 func (a *openaiOllama) format(raw json.RawMessage) (json.RawMessage, error) {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 || string(raw) == "null" {

@@ -58,6 +58,8 @@ func TestOllamaTranslateErrors(t *testing.T) {
 			"invalid_value", "response_format.type"},
 		{"schema missing", `{"messages":[{"role":"user","content":"x"}],"response_format":{"type":"json_schema","json_schema":{"name":"n"}}}`,
 			"invalid_value", "response_format.json_schema.schema"},
+		{"tool_choice names no tool", `{"messages":[{"role":"user","content":"x"}],"tools":[{"type":"function","function":{"name":"f"}}],"tool_choice":{"type":"function","function":{"name":"g"}}}`,
+			"invalid_value", "tool_choice"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -79,6 +81,12 @@ func TestOllamaTranslate(t *testing.T) {
 		{"tool_choice none drops the tools",
 			`{"messages":[{"role":"user","content":"x"}],"tools":[{"type":"function","function":{"name":"f"}}],"tool_choice":"none"}`,
 			`{"model":"llama3.2","messages":[{"role":"user","content":"x"}],"stream":false}`},
+		{"a named tool_choice offers that tool alone",
+			`{"messages":[{"role":"user","content":"x"}],"tools":[{"type":"function","function":{"name":"f"}},{"type":"function","function":{"name":"g","parameters":{"type":"object"}}}],"tool_choice":{"type":"function","function":{"name":"g"}}}`,
+			`{"model":"llama3.2","messages":[{"role":"user","content":"x"}],"tools":[{"type":"function","function":{"name":"g","parameters":{"type":"object"}}}],"stream":false}`},
+		{"tool_choice required offers every tool",
+			`{"messages":[{"role":"user","content":"x"}],"tools":[{"type":"function","function":{"name":"f"}},{"type":"function","function":{"name":"g"}}],"tool_choice":"required"}`,
+			`{"model":"llama3.2","messages":[{"role":"user","content":"x"}],"tools":[{"type":"function","function":{"name":"f"}},{"type":"function","function":{"name":"g"}}],"stream":false}`},
 		{"plain data URL is base64-encoded, text parts joined",
 			`{"messages":[{"role":"user","content":[{"type":"text","text":"a"},{"type":"text","text":"b"},{"type":"image_url","image_url":{"url":"data:text/plain,hi%21"}}]}]}`,
 			`{"model":"llama3.2","messages":[{"role":"user","content":"a\nb","images":["aGkh"]}],"stream":false}`},
