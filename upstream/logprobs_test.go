@@ -283,3 +283,88 @@ func TestOllamaThinkingLinesLogprobsDropped(t *testing.T) {
 		t.Errorf("content %q, the logprobs' tokens spell %q; want both \"Hi!\"", got, spelt.String())
 	}
 }
+
+// With think-tags on an openai target (vLLM or llama-server serving R1), the think block moves
+// into reasoning_content, and logprobs.content keeps the answer's entries alone, whole or
+// streamed, and each entry as the upstream sent it: the tokens spell the content.
+func TestThinkTagsLogprobs(t *testing.T) {
+	tests := []struct {
+		name   string
+		tokens []string
+		want   string
+	}{
+		{"block then answer", []string{"<think>", "\n", "hmm", "</think>", "\n\n", "Hi", "!"}, "Hi!"},
+		{"tags split across tokens", []string{"<th", "ink>", "x", "</th", "ink>", "Hi"}, "Hi"},
+		{"no block", []string{"Hi", " there"}, "Hi there"},
+	}
+	entry := func(tok string) map[string]any {
+		return map[string]any{"token": tok, "logprob": -0.5, "bytes": []byte(tok), "top_logprobs": []any{}, "x_vendor": 1}
+	}
+	for _, tt := range tests {
+		var entries []map[string]any
+		var chunks []string
+		for _, tok := range tt.tokens {
+			entries = append(entries, entry(tok))
+			chunks = append(chunks, string(mustJSON(map[string]any{"id": "c", "object": "chat.completion.chunk", "model": "m",
+				"choices": []any{map[string]any{"index": 0, "delta": map[string]string{"content": tok},
+					"logprobs": map[string]any{"content": []any{entry(tok)}}, "finish_reason": nil}}})))
+		}
+		chunks = append(chunks, `{"id":"c","object":"chat.completion.chunk","model":"m","choices":[{"index":0,"delta":{},"logprobs":null,"finish_reason":"stop"}]}`)
+		whole := string(mustJSON(map[string]any{"id": "c", "object": "chat.completion", "model": "m",
+			"choices": []any{map[string]any{"index": 0, "finish_reason": "stop", "logprobs": map[string]any{"content": entries},
+				"message": map[string]string{"role": "assistant", "content": strings.Join(tt.tokens, "")}}}}))
+		for _, stream := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/stream=%v", tt.name, stream), func(t *testing.T) {
+				srv := serve(t, func(w http.ResponseWriter, r *http.Request) {
+					if !stream {
+						w.Header().Set("Content-Type", "application/json")
+						_, _ = io.WriteString(w, whole)
+						return
+					}
+					w.Header().Set("Content-Type", "text/event-stream")
+					for _, c := range chunks {
+						_, _ = io.WriteString(w, "data: "+c+"\n\n")
+					}
+					_, _ = io.WriteString(w, "data: [DONE]\n\n")
+				})
+				tg := target(srv.URL)
+				tg.Reasoning = core.ReasoningThinkTags
+				body := fmt.Sprintf(`{"messages":[{"role":"user","content":"x"}],"logprobs":true,"stream":%v}`, stream)
+				resp, err := newSet(t, tg).Chat(context.Background(), tg, chatRequestOf(t, body))
+				if err != nil {
+					t.Fatal(err)
+				}
+				var got openai.ChatCompletion
+				raw := string(resp.Body)
+				if stream {
+					defer resp.Stream.Close()
+					events, end := drain(resp.Stream)
+					if end != "EOF" {
+						t.Fatalf("stream ended with %s", end)
+					}
+					raw = strings.Join(events, "\n")
+					var acc openai.ChatCompletionAccumulator
+					for _, e := range events {
+						var c openai.ChatCompletionChunk
+						if err := json.Unmarshal([]byte(e), &c); err != nil || !acc.AddChunk(c) {
+							t.Fatalf("chunk %s: %v, or the accumulator refused it", e, err)
+						}
+					}
+					got = acc.ChatCompletion
+				} else if err := json.Unmarshal(resp.Body, &got); err != nil {
+					t.Fatal(err)
+				}
+				var spelt strings.Builder
+				for _, e := range got.Choices[0].Logprobs.Content {
+					spelt.WriteString(e.Token)
+				}
+				if got.Choices[0].Message.Content != tt.want || spelt.String() != tt.want {
+					t.Errorf("content %q, the logprobs' tokens spell %q; want both %q", got.Choices[0].Message.Content, spelt.String(), tt.want)
+				}
+				if !strings.Contains(raw, `"x_vendor":1`) {
+					t.Errorf("an entry lost a member the upstream sent: %s", raw)
+				}
+			})
+		}
+	}
+}

@@ -211,6 +211,10 @@ func splitThinkBody(body []byte) []byte {
 		msg["content"] = mustJSON(answer)
 		msg["reasoning_content"] = mustJSON(reasoning)
 		ch["message"] = mustJSON(msg)
+		if entries, ok := rawLogprobs(ch["logprobs"]); ok {
+			var t thinkLogprobs
+			ch["logprobs"] = withLogprobs(ch["logprobs"], append(t.take(entries), t.flush()...))
+		}
 		changed = true
 	}
 	if !changed {
@@ -228,6 +232,7 @@ func splitThinkBody(body []byte) []byte {
 type thinkStream struct {
 	Stream
 	split map[int]*thinkSplitter
+	probs map[int]*thinkLogprobs // the same, for each choice's logprobs.content entries
 	last  map[string]json.RawMessage // the latest chunk's members, the envelope of a closing chunk
 	// pending holds the chunks ready to go, in order (a closing chunk, then the chunk it
 	// precedes); the wrapped stream is read only when it is empty, so that a chunk in it that is
@@ -237,7 +242,7 @@ type thinkStream struct {
 }
 
 func newThinkStream(s Stream) *thinkStream {
-	return &thinkStream{Stream: s, split: map[int]*thinkSplitter{}}
+	return &thinkStream{Stream: s, split: map[int]*thinkSplitter{}, probs: map[int]*thinkLogprobs{}}
 }
 
 // Next skips the chunks the rewrite emptied (see rewrite).
@@ -368,6 +373,23 @@ func (s *thinkStream) rewrite(ev []byte) (out []byte, keep, choiceless bool) {
 			a, r := sp.flush()
 			answer, reasoning = answer+a, reasoning+r
 		}
+		// The entries go through a splitter of their own, as the content does: logprobs.content
+		// covers the answer's tokens, not the block's (TestThinkTagsLogprobs).
+		if entries, ok := rawLogprobs(ch["logprobs"]); ok || finished {
+			tp := s.probs[idx]
+			if tp == nil {
+				tp = &thinkLogprobs{}
+				s.probs[idx] = tp
+			}
+			kept := tp.take(entries)
+			if finished {
+				kept = append(kept, tp.flush()...)
+			}
+			if ok && len(kept) != len(entries) {
+				ch["logprobs"] = withLogprobs(ch["logprobs"], kept)
+				changed = true
+			}
+		}
 		if answer == content && reasoning == "" {
 			continue
 		}
@@ -429,6 +451,52 @@ func emptied(top map[string]json.RawMessage, choices []map[string]json.RawMessag
 }
 
 func isNull(v json.RawMessage) bool { return bytes.Equal(bytes.TrimSpace(v), []byte("null")) }
+
+// rawLogprobs reads a choice's logprobs.content entries as the upstream sent them; ok is false
+// when there are none to read.
+func rawLogprobs(lp json.RawMessage) (entries []logprobJSON, ok bool) {
+	var v struct {
+		Content []json.RawMessage `json:"content"`
+	}
+	if len(lp) == 0 || isNull(lp) || json.Unmarshal(lp, &v) != nil || v.Content == nil {
+		return nil, false
+	}
+	entries = make([]logprobJSON, len(v.Content))
+	for i, raw := range v.Content {
+		var e struct {
+			Token string `json:"token"`
+		}
+		_ = json.Unmarshal(raw, &e)
+		entries[i] = logprobJSON{Token: e.Token, raw: raw}
+	}
+	return entries, true
+}
+
+// withLogprobs is lp with its content replaced by entries' raw forms, its other members kept
+// (refusal); null when nothing is left in it, as OpenAI's chunks without tokens have.
+func withLogprobs(lp json.RawMessage, entries []logprobJSON) json.RawMessage {
+	var v map[string]json.RawMessage
+	if json.Unmarshal(lp, &v) != nil {
+		return lp
+	}
+	content := make([]json.RawMessage, len(entries))
+	for i, e := range entries {
+		content[i] = e.raw
+	}
+	v["content"] = mustJSON(content)
+	if len(entries) == 0 {
+		others := false
+		for k, m := range v {
+			if k != "content" && !isNull(m) {
+				others = true
+			}
+		}
+		if !others {
+			return json.RawMessage("null")
+		}
+	}
+	return mustJSON(v)
+}
 
 // rawString decodes a JSON string; ok is false for null, absence, or any other kind.
 func rawString(raw json.RawMessage) (string, bool) {

@@ -242,6 +242,9 @@ type logprobJSON struct {
 	Logprob     float64          `json:"logprob"`
 	Bytes       []int            `json:"bytes"`
 	TopLogprobs []topLogprobJSON `json:"top_logprobs"`
+	// raw is the entry as an OpenAI-compatible upstream sent it, when it is relayed rather than
+	// built (reasoning.go's think-tags rewrite): only Token is read from it.
+	raw json.RawMessage
 }
 
 // topLogprobJSON is one alternative at a token's place.
