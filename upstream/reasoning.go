@@ -232,7 +232,7 @@ func splitThinkBody(body []byte) []byte {
 type thinkStream struct {
 	Stream
 	split map[int]*thinkSplitter
-	probs map[int]*thinkLogprobs // the same, for each choice's logprobs.content entries
+	probs map[int]*thinkLogprobs     // the same, for each choice's logprobs.content entries
 	last  map[string]json.RawMessage // the latest chunk's members, the envelope of a closing chunk
 	// pending holds the chunks ready to go, in order (a closing chunk, then the chunk it
 	// precedes); the wrapped stream is read only when it is empty, so that a chunk in it that is
