@@ -75,12 +75,18 @@ type Classifier struct {
 	// pats are ordered by first word, and among those longest first (then as configured), so
 	// that the patterns a word starts are one run: a word that starts any has the id of its run's
 	// first pattern, and the others have ids from len(pats) up. match finds a word's candidates
-	// without a lookup of its own, in mpats, which holds what match and score read in 16 bytes a
-	// pattern; pats (56 bytes and an ids array each) is read only for the texts of the terms
+	// without a lookup of its own, in mpats, which holds what match reads in 16 bytes a pattern
+	// (and a hit carries what score needs); pats (56 bytes and an ids array each) is read only for the texts of the terms
 	// that matched, by Classify and Explain, never by Route.
 	pats  []pattern
 	mpats []patMatch
 	rest  []int32 // the ids of the third word on of the longer patterns, see patMatch.rest
+	// gate, for each word that starts patterns (indexed by its id, as mpats), says in 4 bytes
+	// whether the next word can start a longer term of its run, and holds its single-word term,
+	// see gateFor. With cold caches every run match read in mpats was a line, 22 lines on all
+	// four pages for the 1 KB bench prompt, for 4 single-word terms that matched and no longer
+	// one; through gate it reads 16 lines of one page and one run in mpats.
+	gate []uint32
 
 	pool sync.Pool
 }
@@ -289,6 +295,52 @@ func (c *Classifier) number() {
 		c.mpats[p].last = p+1 == len(pats) || pats[p+1].ids[0] != pats[p].ids[0]
 	}
 	c.pats = pats
+	c.gate = make([]uint32, len(pats))
+	for p := 0; p < len(pats); {
+		end := p
+		for !c.mpats[end].last {
+			end++
+		}
+		c.gate[p] = c.gateFor(int32(p), int32(end))
+		p = end + 1
+	}
+}
+
+// A run's gate word: gateBloom bits of a filter over the second words of its terms of two words
+// or more, and, for its single-word term if it has one, that term's offset in the run (plus one;
+// 0 for none), weight, kind and intent (plus one), which is all match and score need of it. A
+// run that does not fit (a word that is a term of two intents, say) has the gate gateSlow: match
+// then reads it in mpats whatever follows, as it does any run whose filter lets the next word in.
+const (
+	gateSlow      = ^uint32(0)
+	gateBloom     = 12
+	gateOffShift  = gateBloom
+	gateOffBits   = 5
+	gateWShift    = gateOffShift + gateOffBits
+	gateKindShift = gateWShift + 4
+	gateInShift   = gateKindShift + 2
+)
+
+func gateBit(second int32) uint32 {
+	return 1 << ((uint32(second) * 0x9E3779B1) >> 16 % gateBloom)
+}
+
+func (c *Classifier) gateFor(first, last int32) uint32 {
+	var g uint32
+	for p := first; p <= last; p++ {
+		m := &c.mpats[p]
+		if m.n >= 2 {
+			g |= gateBit(m.second)
+			continue
+		}
+		off, in := uint32(p-first)+1, uint32(m.intent+1)
+		// The largest fields are left out so that no gate of a single-word term is gateSlow.
+		if g>>gateOffShift != 0 || off >= 1<<gateOffBits-1 || in >= 1<<(32-gateInShift)-1 || m.weight < 0 || m.weight > 15 {
+			return gateSlow
+		}
+		g |= off<<gateOffShift | uint32(m.weight)<<gateWShift | uint32(m.kind)<<gateKindShift | in<<gateInShift
+	}
+	return g
 }
 
 // parseTerm splits "term^N" into the term and its weight (default 2).
@@ -348,7 +400,7 @@ type scratch struct {
 }
 
 // scratchBlock is a scratch with its buffers, sized for a prompt of a KB or two, in one
-// allocation of about 9.5 KB. Grown one by one by append they lay in as many spans (pages) as they
+// allocation of about 10 KB. Grown one by one by append they lay in as many spans (pages) as they
 // had size classes, and with cold caches every page a call touches costs a page-table walk:
 // BenchmarkRoute1KBCold L3 −2.3 µs (paired median of 10 rounds). A longer text grows a buffer
 // out of the block as before.
@@ -383,8 +435,12 @@ func newScratch(npats, nintents int) *scratch {
 
 type tok struct{ id, clause int32 }
 
+// hit carries the intent, weight and kind of its pattern, so that score need not read mpats.
 type hit struct {
 	pat, start int32
+	intent     int32
+	weight     int8
+	kind       patKind
 	system     bool
 	negated    bool
 	counted    bool
@@ -661,6 +717,25 @@ func (c *Classifier) match(s *scratch, userEnd int32) {
 			// In no term (-1), or starts none: nothing to match, and i+0 covers no later word.
 			continue
 		}
+		g := c.gate[id]
+		if g != gateSlow && (i+1 >= n || g&gateBit(toks[i+1].id) == 0) {
+			// No term of two words or more can start here: at most the single word's.
+			off := int32(g>>gateOffShift) & (1<<gateOffBits - 1)
+			if off == 0 {
+				continue
+			}
+			kind := patKind(g>>gateKindShift) & 3
+			if kind == kindNegation {
+				s.negs = append(s.negs, negSpan{start: i, end: i + 1, clause: toks[i].clause})
+				continue
+			}
+			if i+1 > covered {
+				s.hits = append(s.hits, hit{pat: id + off - 1, start: i, intent: int32(g>>gateInShift) - 1,
+					weight: int8(g>>gateWShift) & 15, kind: kind, system: i > userEnd})
+				covered = i + 1
+			}
+			continue
+		}
 		best := int32(0)
 		for p, more := id, true; more; p++ {
 			m := &c.mpats[p]
@@ -683,7 +758,8 @@ func (c *Classifier) match(s *scratch, userEnd int32) {
 				// Part of a longer term that already matched ("virus" in "computer virus").
 				continue
 			}
-			s.hits = append(s.hits, hit{pat: p, start: i, system: i > userEnd})
+			s.hits = append(s.hits, hit{pat: p, start: i, intent: m.intent, weight: m.weight, kind: m.kind,
+				system: i > userEnd})
 		}
 		if i+best > covered {
 			covered = i + best
@@ -708,8 +784,7 @@ func (c *Classifier) score(s *scratch) {
 	}
 	for h := range s.hits {
 		ht := &s.hits[h]
-		pat := &c.mpats[ht.pat]
-		if pat.kind == kindTerm {
+		if ht.kind == kindTerm {
 			for _, ng := range s.negs {
 				if ht.start >= ng.start && ht.start < ng.end+negationReach && s.toks[ht.start].clause == ng.clause {
 					ht.negated = true
@@ -725,14 +800,14 @@ func (c *Classifier) score(s *scratch) {
 		}
 		s.seen[ht.pat/64] |= 1 << (ht.pat % 64)
 		ht.counted = true
-		pts := 2 * int32(pat.weight)
+		pts := 2 * int32(ht.weight)
 		if ht.system {
-			pts = int32(pat.weight)
+			pts = int32(ht.weight)
 		}
-		if pat.kind == kindAgainst {
+		if ht.kind == kindAgainst {
 			pts = -pts
 		}
-		s.points[pat.intent] += pts
+		s.points[ht.intent] += pts
 	}
 }
 
