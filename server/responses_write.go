@@ -33,9 +33,9 @@ type responsesWriter struct {
 
 	id      string
 	seq     int
-	msg     *outputMessage // the message item being streamed, once text arrived
+	msg     *outputMessage // the message item being streamed, once text or a refusal arrived
 	msgAt   int            // its output_index
-	text    strings.Builder
+	parts   []*streamPart  // its content parts, in content_index order
 	calls   []*streamCall
 	next    int    // the next output_index
 	reason  string // the chat answer's finish_reason
@@ -59,11 +59,22 @@ type responseEcho struct {
 	ParallelToolCalls json.RawMessage
 }
 
+// streamPart is a content part of the streamed message: an output_text or a refusal, and its
+// text so far.
+type streamPart struct {
+	refusal bool
+	text    strings.Builder
+}
+
 // streamCall is a function call being streamed: chat's tool call index, its output item and
-// output_index, and its arguments so far.
+// output_index, and its arguments so far. It is announced (output_item.added, taking the next
+// output_index) once its name is known: a chat stream may send a call's first argument
+// fragment before its id and name, and a Responses client takes both from the added item.
 type streamCall struct {
 	chatIndex int
 	at        int
+	announced bool
+	id        string // the upstream's call id, until the call is announced
 	item      functionCall
 	args      strings.Builder
 }
@@ -398,6 +409,7 @@ type streamEvent struct {
 	Delta          *string         `json:"delta,omitempty"`
 	Text           *string         `json:"text,omitempty"`
 	Arguments      *string         `json:"arguments,omitempty"`
+	Refusal        *string         `json:"refusal,omitempty"`
 	Logprobs       json.RawMessage `json:"logprobs,omitempty"`
 	Code           string          `json:"code,omitempty"`
 	Message        string          `json:"message,omitempty"`
@@ -472,7 +484,10 @@ func (b *responsesWriter) onChunk(p []byte) {
 	}
 	ch := c.Choices[0]
 	if d := ch.Delta.Content; d != nil && *d != "" {
-		b.textDelta(*d)
+		b.partDelta(false, *d)
+	}
+	if d := ch.Delta.Refusal; d != nil && *d != "" {
+		b.partDelta(true, *d)
 	}
 	for _, tc := range ch.Delta.ToolCalls {
 		b.callDelta(tc.Index, tc.ID, tc.Function.Name, tc.Function.Arguments)
@@ -482,17 +497,45 @@ func (b *responsesWriter) onChunk(p []byte) {
 	}
 }
 
-func (b *responsesWriter) textDelta(d string) {
+// part is the message's output_text part (or its refusal part), opening the message and the
+// part when they are not yet.
+func (b *responsesWriter) part(refusal bool) (*streamPart, int) {
 	if b.msg == nil {
 		b.msg = &outputMessage{ID: newID("msg_"), Type: "message", Status: "in_progress", Role: "assistant", Content: []any{}}
 		b.msgAt = b.next
 		b.next++
 		b.emit(streamEvent{Type: "response.output_item.added", OutputIndex: ptr(b.msgAt), Item: b.msg})
-		b.emit(streamEvent{Type: "response.content_part.added", OutputIndex: ptr(b.msgAt), ContentIndex: ptr(0),
-			ItemID: b.msg.ID, Part: textPart("")})
 	}
-	b.text.WriteString(d)
-	b.emit(streamEvent{Type: "response.output_text.delta", OutputIndex: ptr(b.msgAt), ContentIndex: ptr(0),
+	for i, p := range b.parts {
+		if p.refusal == refusal {
+			return p, i
+		}
+	}
+	p, i := &streamPart{refusal: refusal}, len(b.parts)
+	b.parts = append(b.parts, p)
+	b.emit(streamEvent{Type: "response.content_part.added", OutputIndex: ptr(b.msgAt), ContentIndex: ptr(i),
+		ItemID: b.msg.ID, Part: p.value()})
+	return p, i
+}
+
+// value is the part as an output message's content has it.
+func (p *streamPart) value() any {
+	if p.refusal {
+		return outputRefusal{Type: "refusal", Refusal: p.text.String()}
+	}
+	return textPart(p.text.String())
+}
+
+// partDelta streams a piece of the message's text, or of its refusal.
+func (b *responsesWriter) partDelta(refusal bool, d string) {
+	p, i := b.part(refusal)
+	p.text.WriteString(d)
+	if refusal {
+		b.emit(streamEvent{Type: "response.refusal.delta", OutputIndex: ptr(b.msgAt), ContentIndex: ptr(i),
+			ItemID: b.msg.ID, Delta: &d})
+		return
+	}
+	b.emit(streamEvent{Type: "response.output_text.delta", OutputIndex: ptr(b.msgAt), ContentIndex: ptr(i),
 		ItemID: b.msg.ID, Delta: &d, Logprobs: emptyList})
 }
 
@@ -506,11 +549,21 @@ func (b *responsesWriter) callDelta(index int, id, name, args string) {
 		}
 	}
 	if c == nil {
-		c = &streamCall{chatIndex: index, at: b.next,
-			item: functionCall{ID: newID("fc_"), Type: "function_call", Status: "in_progress", CallID: callID(id), Name: name}}
-		b.next++
+		c = &streamCall{chatIndex: index, item: functionCall{ID: newID("fc_"), Type: "function_call", Status: "in_progress"}}
 		b.calls = append(b.calls, c)
-		b.emit(streamEvent{Type: "response.output_item.added", OutputIndex: ptr(c.at), Item: c.item})
+	}
+	if !c.announced {
+		if c.id == "" {
+			c.id = id
+		}
+		if c.item.Name == "" {
+			c.item.Name = name
+		}
+		c.args.WriteString(args)
+		if c.item.Name != "" {
+			b.announce(c)
+		}
+		return
 	}
 	if args != "" {
 		c.args.WriteString(args)
@@ -519,17 +572,43 @@ func (b *responsesWriter) callDelta(index int, id, name, args string) {
 	}
 }
 
+// announce sends a call's output_item.added, and the arguments that came before it as one delta.
+func (b *responsesWriter) announce(c *streamCall) {
+	c.announced, c.at = true, b.next
+	b.next++
+	c.item.CallID = callID(c.id)
+	b.emit(streamEvent{Type: "response.output_item.added", OutputIndex: ptr(c.at), Item: c.item})
+	if c.args.Len() > 0 {
+		args := c.args.String()
+		b.emit(streamEvent{Type: "response.function_call_arguments.delta", OutputIndex: ptr(c.at),
+			ItemID: c.item.ID, Delta: &args})
+	}
+}
+
 // closeItems ends every open item with status and returns the output, in output_index order.
 func (b *responsesWriter) closeItems(status string) []any {
+	for _, c := range b.calls {
+		if !c.announced {
+			b.announce(c) // a call the upstream never named: announced as it is
+		}
+	}
 	output := make([]any, b.next)
 	if b.msg != nil {
-		text := b.text.String()
-		part := textPart(text)
-		b.emit(streamEvent{Type: "response.output_text.done", OutputIndex: ptr(b.msgAt), ContentIndex: ptr(0),
-			ItemID: b.msg.ID, Text: &text, Logprobs: emptyList})
-		b.emit(streamEvent{Type: "response.content_part.done", OutputIndex: ptr(b.msgAt), ContentIndex: ptr(0),
-			ItemID: b.msg.ID, Part: part})
-		b.msg.Status, b.msg.Content = status, []any{part}
+		content := make([]any, len(b.parts))
+		for i, p := range b.parts {
+			text := p.text.String()
+			if p.refusal {
+				b.emit(streamEvent{Type: "response.refusal.done", OutputIndex: ptr(b.msgAt), ContentIndex: ptr(i),
+					ItemID: b.msg.ID, Refusal: &text})
+			} else {
+				b.emit(streamEvent{Type: "response.output_text.done", OutputIndex: ptr(b.msgAt), ContentIndex: ptr(i),
+					ItemID: b.msg.ID, Text: &text, Logprobs: emptyList})
+			}
+			content[i] = p.value()
+			b.emit(streamEvent{Type: "response.content_part.done", OutputIndex: ptr(b.msgAt), ContentIndex: ptr(i),
+				ItemID: b.msg.ID, Part: content[i]})
+		}
+		b.msg.Status, b.msg.Content = status, content
 		b.emit(streamEvent{Type: "response.output_item.done", OutputIndex: ptr(b.msgAt), Item: b.msg})
 		output[b.msgAt] = b.msg
 	}
@@ -547,6 +626,10 @@ func (b *responsesWriter) closeItems(status string) []any {
 // complete ends the stream after the chat stream's [DONE].
 func (b *responsesWriter) complete() {
 	b.ended = true
+	if b.next == 0 {
+		// An answer with nothing in it is a message with an empty text, as it is whole.
+		b.part(false)
+	}
 	output := b.closeItems("completed")
 	r := b.response("completed", output)
 	typ := "response.completed"

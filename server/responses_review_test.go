@@ -1,0 +1,129 @@
+package server_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"regexp"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/responses"
+)
+
+// wholeOrStream answers a stream request with chunks (each a choice, or "usage…"), and any other
+// with whole, a chat completion.
+func wholeOrStream(whole string, chunks ...string) http.HandlerFunc {
+	st := streamHandler(chunks...)
+	return func(w http.ResponseWriter, r *http.Request) {
+		var req struct {
+			Stream bool `json:"stream"`
+		}
+		_ = json.NewDecoder(r.Body).Decode(&req)
+		if req.Stream {
+			st(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprint(w, whole)
+	}
+}
+
+var generatedID = regexp.MustCompile(`"(resp|msg|fc|rs)_[a-z0-9]+"`)
+
+// normalized is a response's JSON with generated ids and created_at left out, for comparing a
+// streamed answer's final response with the whole one.
+func normalized(t *testing.T, raw string) map[string]any {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal([]byte(generatedID.ReplaceAllString(raw, `"${1}_x"`)), &m); err != nil {
+		t.Fatal(err)
+	}
+	delete(m, "created_at")
+	return m
+}
+
+// TestResponsesStreamEqualsWhole: the response a stream completes with is the response the same
+// answer gets whole (ids aside), and every item's events name it consistently.
+func TestResponsesStreamEqualsWhole(t *testing.T) {
+	usage := `"usage":{"prompt_tokens":4,"completion_tokens":2,"total_tokens":6}`
+	tests := []struct {
+		name   string
+		whole  string
+		chunks []string
+	}{
+		{"empty answer",
+			`{"id":"c1","object":"chat.completion","model":"m","choices":[{"index":0,"message":{"role":"assistant","content":""},"finish_reason":"stop"}],` + usage + `}`,
+			[]string{`{"index":0,"delta":{"role":"assistant","content":""}}`, `{"index":0,"delta":{},"finish_reason":"stop"}`,
+				`usage{"prompt_tokens":4,"completion_tokens":2,"total_tokens":6}`}},
+		{"name after the first fragment",
+			`{"id":"c1","object":"chat.completion","model":"m","choices":[{"index":0,"message":{"role":"assistant","content":null,"tool_calls":[{"id":"call_1","type":"function","function":{"name":"f","arguments":"{\"a\":1}"}}]},"finish_reason":"tool_calls"}],` + usage + `}`,
+			[]string{`{"index":0,"delta":{"role":"assistant","tool_calls":[{"index":0,"function":{"arguments":"{\"a\":"}}]}}`,
+				`{"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":"f","arguments":"1}"}}]},"finish_reason":"tool_calls"}`,
+				`usage{"prompt_tokens":4,"completion_tokens":2,"total_tokens":6}`}},
+		{"two calls interleaved",
+			`{"id":"c1","object":"chat.completion","model":"m","choices":[{"index":0,"message":{"role":"assistant","content":null,"tool_calls":[` +
+				`{"id":"call_1","type":"function","function":{"name":"f","arguments":"{\"a\":1}"}},` +
+				`{"id":"call_2","type":"function","function":{"name":"g","arguments":"{\"b\":2}"}}]},"finish_reason":"tool_calls"}],` + usage + `}`,
+			[]string{`{"index":0,"delta":{"role":"assistant","tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":"f","arguments":""}}]}}`,
+				`{"index":0,"delta":{"tool_calls":[{"index":1,"id":"call_2","type":"function","function":{"name":"g","arguments":"{\"b\":"}}]}}`,
+				`{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{\"a\":"}},{"index":1,"function":{"arguments":"2}"}}]}}`,
+				`{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"1}"}}]},"finish_reason":"tool_calls"}`,
+				`usage{"prompt_tokens":4,"completion_tokens":2,"total_tokens":6}`}},
+		{"a call never named",
+			`{"id":"c1","object":"chat.completion","model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"ok","tool_calls":[{"id":"call_1","type":"function","function":{"name":"","arguments":"{}"}}]},"finish_reason":"tool_calls"}],` + usage + `}`,
+			[]string{`{"index":0,"delta":{"role":"assistant","tool_calls":[{"index":0,"id":"call_1","function":{"arguments":"{}"}}]}}`,
+				`{"index":0,"delta":{"content":"ok"},"finish_reason":"tool_calls"}`,
+				`usage{"prompt_tokens":4,"completion_tokens":2,"total_tokens":6}`}},
+		{"text and refusal",
+			`{"id":"c1","object":"chat.completion","model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"no","refusal":"I can't"},"finish_reason":"stop"}],` + usage + `}`,
+			[]string{`{"index":0,"delta":{"role":"assistant","content":"no"}}`, `{"index":0,"delta":{"refusal":"I "}}`,
+				`{"index":0,"delta":{"refusal":"can't"},"finish_reason":"stop"}`,
+				`usage{"prompt_tokens":4,"completion_tokens":2,"total_tokens":6}`}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			g, up := oneTarget(t)
+			up.set(wholeOrStream(tc.whole, tc.chunks...))
+			c := sdkClient(g, "unused")
+			params := responses.ResponseNewParams{Model: "r", Input: responses.ResponseNewParamsInputUnion{OfString: openai.String("hi")}}
+			whole, err := c.Responses.New(context.Background(), params)
+			if err != nil {
+				t.Fatal(err)
+			}
+			st := c.Responses.NewStreaming(context.Background(), params)
+			items := map[int64]string{} // output_index → item id, from output_item.added
+			var last responses.Response
+			for st.Next() {
+				ev := st.Current()
+				switch ev.Type {
+				case "response.output_item.added":
+					items[ev.OutputIndex] = ev.Item.ID
+					if ev.Item.Type == "function_call" && (ev.Item.Name == "" && tc.name != "a call never named" || ev.Item.CallID == "") {
+						t.Errorf("function_call added without its name or call_id: %s", ev.RawJSON())
+					}
+				case "response.output_text.delta", "response.output_text.done", "response.content_part.added",
+					"response.content_part.done", "response.function_call_arguments.delta",
+					"response.function_call_arguments.done", "response.refusal.delta", "response.refusal.done":
+					if items[ev.OutputIndex] != ev.ItemID {
+						t.Errorf("%s names item %q at %d, added as %q", ev.Type, ev.ItemID, ev.OutputIndex, items[ev.OutputIndex])
+					}
+				case "response.output_item.done":
+					if items[ev.OutputIndex] != ev.Item.ID {
+						t.Errorf("%s names item %q at %d, added as %q", ev.Type, ev.Item.ID, ev.OutputIndex, items[ev.OutputIndex])
+					}
+				case "response.completed", "response.incomplete", "response.failed":
+					last = ev.Response
+				}
+			}
+			if err := st.Err(); err != nil {
+				t.Fatal(err)
+			}
+			if d := cmp.Diff(normalized(t, whole.RawJSON()), normalized(t, last.RawJSON())); d != "" {
+				t.Errorf("streamed final response (-whole +streamed):\n%s", d)
+			}
+		})
+	}
+}
