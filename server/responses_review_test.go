@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -125,5 +126,46 @@ func TestResponsesStreamEqualsWhole(t *testing.T) {
 				t.Errorf("streamed final response (-whole +streamed):\n%s", d)
 			}
 		})
+	}
+}
+
+// TestResponsesPrivacyAnyStrictCounts: a Responses body that says strict anywhere is strict, as
+// a chat body is (TestPrivacyAnyStrictCounts): the bridge once decoded the body into a map, whose
+// last value for a member sent twice let a "default" or null after "strict" reach a public target.
+func TestResponsesPrivacyAnyStrictCounts(t *testing.T) {
+	pub := newFake(t, "pub")
+	g := newGateway(t, target("pub", pub.url(), "public")+"[routes.r]\ntargets = [\"pub\"]\n", nil)
+	for _, body := range []string{
+		`{"model":"r","x-hayula-privacy":"strict","x-hayula-privacy":"default","input":"x"}`,
+		`{"model":"r","x-hayula-privacy":"strict","input":"x","x-hayula-privacy":null}`,
+		`{"model":"r","x-hayula-privacy":"strict","X-Hayula-Privacy":"default","input":"x"}`,
+		`{"model":"r","input":"x","x-hayula-privacy":"strict"}`,
+	} {
+		rep := g.post(t, "/v1/responses", body)
+		if rep.status != http.StatusServiceUnavailable || rep.errorField(t, "code") != "no_private_target" {
+			t.Errorf("%s: %d %s", body, rep.status, rep.body)
+		}
+	}
+	if n := pub.hits.Load(); n != 0 {
+		t.Fatalf("public target hit %d times", n)
+	}
+}
+
+// TestResponsesBodyText: the bridge refuses a body the chat endpoint refuses for its text (invalid
+// UTF-8, in a key too, which re-encoding would have turned into U+FFFD), at the client's offset.
+func TestResponsesBodyText(t *testing.T) {
+	g, up := oneTarget(t)
+	for _, body := range []string{
+		"{\"model\":\"r\",\"input\":\"x\xff\"}",
+		"{\"model\":\"r\",\"input\":\"x\",\"u\xffser\":\"u\"}",
+	} {
+		rep := g.post(t, "/v1/responses", body)
+		want := fmt.Sprintf("invalid byte at offset %d", strings.IndexByte(body, 0xff))
+		if rep.status != http.StatusBadRequest || !strings.Contains(fmt.Sprint(rep.errorField(t, "message")), want) {
+			t.Errorf("%q: %d %s", body, rep.status, rep.body)
+		}
+	}
+	if n := up.hits.Load(); n != 0 {
+		t.Fatalf("upstream asked %d times", n)
 	}
 }
