@@ -78,6 +78,16 @@ func TestResponsesStreamEqualsWhole(t *testing.T) {
 			[]string{`{"index":0,"delta":{"role":"assistant","tool_calls":[{"index":0,"id":"call_1","function":{"arguments":"{}"}}]}}`,
 				`{"index":0,"delta":{"content":"ok"},"finish_reason":"tool_calls"}`,
 				`usage{"prompt_tokens":4,"completion_tokens":2,"total_tokens":6}`}},
+		{"reasoning",
+			`{"id":"c1","object":"chat.completion","model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"5.","reasoning_content":"3 < 5."},"finish_reason":"stop"}],` + usage + `}`,
+			[]string{`{"index":0,"delta":{"role":"assistant","reasoning_content":"3 <"}}`, `{"index":0,"delta":{"reasoning_content":" 5."}}`,
+				`{"index":0,"delta":{"content":"5."},"finish_reason":"stop"}`,
+				`usage{"prompt_tokens":4,"completion_tokens":2,"total_tokens":6}`}},
+		{"reasoning then a call",
+			`{"id":"c1","object":"chat.completion","model":"m","choices":[{"index":0,"message":{"role":"assistant","content":null,"reasoning_content":"use f","tool_calls":[{"id":"call_1","type":"function","function":{"name":"f","arguments":"{}"}}]},"finish_reason":"tool_calls"}],` + usage + `}`,
+			[]string{`{"index":0,"delta":{"role":"assistant","reasoning_content":"use f"}}`,
+				`{"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":"f","arguments":"{}"}}]},"finish_reason":"tool_calls"}`,
+				`usage{"prompt_tokens":4,"completion_tokens":2,"total_tokens":6}`}},
 		{"text and refusal",
 			`{"id":"c1","object":"chat.completion","model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"no","refusal":"I can't"},"finish_reason":"stop"}],` + usage + `}`,
 			[]string{`{"index":0,"delta":{"role":"assistant","content":"no"}}`, `{"index":0,"delta":{"refusal":"I "}}`,
@@ -107,7 +117,8 @@ func TestResponsesStreamEqualsWhole(t *testing.T) {
 					}
 				case "response.output_text.delta", "response.output_text.done", "response.content_part.added",
 					"response.content_part.done", "response.function_call_arguments.delta",
-					"response.function_call_arguments.done", "response.refusal.delta", "response.refusal.done":
+					"response.function_call_arguments.done", "response.refusal.delta", "response.refusal.done",
+					"response.reasoning_text.delta", "response.reasoning_text.done":
 					if items[ev.OutputIndex] != ev.ItemID {
 						t.Errorf("%s names item %q at %d, added as %q", ev.Type, ev.ItemID, ev.OutputIndex, items[ev.OutputIndex])
 					}
@@ -168,4 +179,39 @@ func TestResponsesBodyText(t *testing.T) {
 	if n := up.hits.Load(); n != 0 {
 		t.Fatalf("upstream asked %d times", n)
 	}
+}
+
+// TestResponsesThinkTags: a think-tags target's thinking is a reasoning item, before the message,
+// whose text is the answer alone; whole and streamed alike.
+func TestResponsesThinkTags(t *testing.T) {
+	up := newAdUpstream(t, r1Script)
+	c := adClient(t, fmt.Sprintf(`
+[targets.deepseek-r1]
+adapter   = "openai"
+url       = "%s/v1"
+reasoning = "think-tags"
+
+[routes.deepseek-r1]
+targets = ["deepseek-r1"]
+`, up.srv.URL))
+	params := responses.ResponseNewParams{Model: "deepseek-r1", Input: responses.ResponseNewParamsInputUnion{OfString: openai.String("3 or 5?")}}
+	check := func(t *testing.T, r responses.Response) {
+		t.Helper()
+		if len(r.Output) != 2 || r.Output[0].Type != "reasoning" || r.OutputText() != "5 is larger." {
+			t.Fatalf("response %s", r.RawJSON())
+		}
+		if rs := r.Output[0].AsReasoning(); len(rs.Content) != 1 || rs.Content[0].Text != "3 < 5." {
+			t.Fatalf("reasoning %s", r.Output[0].RawJSON())
+		}
+	}
+	whole, err := c.Responses.New(context.Background(), params)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check(t, *whole)
+	types, text, last := collect(t, c.Responses.NewStreaming(context.Background(), params))
+	if text != "5 is larger." || !containsStr(types, "response.reasoning_text.delta") {
+		t.Fatalf("events %v, text %q", types, text)
+	}
+	check(t, last)
 }

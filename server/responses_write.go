@@ -31,18 +31,22 @@ type responsesWriter struct {
 	buf  []byte // a whole answer, or the stream's bytes not yet a whole event
 	werr error  // the client's writer failed: the relay stops on it
 
-	id      string
-	seq     int
-	msg     *outputMessage // the message item being streamed, once text or a refusal arrived
-	msgAt   int            // its output_index
-	parts   []*streamPart  // its content parts, in content_index order
-	calls   []*streamCall
-	next    int    // the next output_index
-	reason  string // the chat answer's finish_reason
-	usage   *chatUsage
-	started bool // response.created went out
-	ended   bool
-	emitted bool // a whole answer went out
+	id        string
+	seq       int
+	think     *outputReasoning // the reasoning item being streamed, once reasoning arrived
+	thinkAt   int              // its output_index
+	thought   strings.Builder  // its text so far
+	thinkDone bool             // its done events went out: the answer proper began
+	msg       *outputMessage   // the message item being streamed, once text or a refusal arrived
+	msgAt     int              // its output_index
+	parts     []*streamPart    // its content parts, in content_index order
+	calls     []*streamCall
+	next      int    // the next output_index
+	reason    string // the chat answer's finish_reason
+	usage     *chatUsage
+	started   bool // response.created went out
+	ended     bool
+	emitted   bool // a whole answer went out
 }
 
 // What serveOp's writes turned out to be.
@@ -181,9 +185,12 @@ type chatAnswer struct {
 }
 
 type chatDelta struct {
-	Content   *string `json:"content"`
-	Refusal   *string `json:"refusal"`
-	ToolCalls []struct {
+	Content *string `json:"content"`
+	// ReasoningContent is a reasoning model's thinking: DeepSeek's field, which the upstream
+	// package also moves a think-tags target's <think> block into.
+	ReasoningContent *string `json:"reasoning_content"`
+	Refusal          *string `json:"refusal"`
+	ToolCalls        []struct {
 		Index    int    `json:"index"`
 		ID       string `json:"id"`
 		Function struct {
@@ -266,6 +273,21 @@ type outputText struct {
 	Text        string `json:"text"`
 	Annotations []any  `json:"annotations"`
 	Logprobs    []any  `json:"logprobs"`
+}
+
+// outputReasoning is a reasoning item: the thinking of an open model, as text (OpenAI's own
+// models give a summary instead, which no local model server has).
+type outputReasoning struct {
+	ID      string          `json:"id"`
+	Type    string          `json:"type"`
+	Status  string          `json:"status"`
+	Summary []any           `json:"summary"`
+	Content []reasoningText `json:"content"`
+}
+
+type reasoningText struct {
+	Type string `json:"type"`
+	Text string `json:"text"`
 }
 
 type outputRefusal struct {
@@ -364,6 +386,10 @@ func (b *responsesWriter) writeWhole() {
 			b.reason = *c.FinishReason
 		}
 		m := c.Message
+		if m.ReasoningContent != nil && *m.ReasoningContent != "" {
+			output = append(output, &outputReasoning{ID: newID("rs_"), Type: "reasoning", Status: "completed",
+				Summary: []any{}, Content: []reasoningText{{Type: "reasoning_text", Text: *m.ReasoningContent}}})
+		}
 		var content []any
 		if m.Content != nil && *m.Content != "" || len(m.ToolCalls) == 0 && (m.Refusal == nil || *m.Refusal == "") {
 			// The text, or an empty one for an answer that has nothing else: a message all the same.
@@ -483,6 +509,9 @@ func (b *responsesWriter) onChunk(p []byte) {
 		return
 	}
 	ch := c.Choices[0]
+	if d := ch.Delta.ReasoningContent; d != nil && *d != "" {
+		b.thinkDelta(*d)
+	}
 	if d := ch.Delta.Content; d != nil && *d != "" {
 		b.partDelta(false, *d)
 	}
@@ -497,9 +526,45 @@ func (b *responsesWriter) onChunk(p []byte) {
 	}
 }
 
+// thinkDelta streams a piece of the model's reasoning, in a reasoning item of its own.
+func (b *responsesWriter) thinkDelta(d string) {
+	if b.think == nil {
+		b.think = &outputReasoning{ID: newID("rs_"), Type: "reasoning", Status: "in_progress", Summary: []any{},
+			Content: []reasoningText{}}
+		b.thinkAt = b.next
+		b.next++
+		b.emit(streamEvent{Type: "response.output_item.added", OutputIndex: ptr(b.thinkAt), Item: b.think})
+		b.emit(streamEvent{Type: "response.content_part.added", OutputIndex: ptr(b.thinkAt), ContentIndex: ptr(0),
+			ItemID: b.think.ID, Part: reasoningText{Type: "reasoning_text"}})
+	}
+	if b.thinkDone {
+		return // reasoning after the answer began: no item takes it
+	}
+	b.thought.WriteString(d)
+	b.emit(streamEvent{Type: "response.reasoning_text.delta", OutputIndex: ptr(b.thinkAt), ContentIndex: ptr(0),
+		ItemID: b.think.ID, Delta: &d})
+}
+
+// endThinking closes the reasoning item, once: the answer proper began, or the stream ended.
+func (b *responsesWriter) endThinking(status string) {
+	if b.think == nil || b.thinkDone {
+		return
+	}
+	b.thinkDone = true
+	text := b.thought.String()
+	part := reasoningText{Type: "reasoning_text", Text: text}
+	b.emit(streamEvent{Type: "response.reasoning_text.done", OutputIndex: ptr(b.thinkAt), ContentIndex: ptr(0),
+		ItemID: b.think.ID, Text: &text})
+	b.emit(streamEvent{Type: "response.content_part.done", OutputIndex: ptr(b.thinkAt), ContentIndex: ptr(0),
+		ItemID: b.think.ID, Part: part})
+	b.think.Status, b.think.Content = status, []reasoningText{part}
+	b.emit(streamEvent{Type: "response.output_item.done", OutputIndex: ptr(b.thinkAt), Item: b.think})
+}
+
 // part is the message's output_text part (or its refusal part), opening the message and the
 // part when they are not yet.
 func (b *responsesWriter) part(refusal bool) (*streamPart, int) {
+	b.endThinking("completed")
 	if b.msg == nil {
 		b.msg = &outputMessage{ID: newID("msg_"), Type: "message", Status: "in_progress", Role: "assistant", Content: []any{}}
 		b.msgAt = b.next
@@ -552,6 +617,7 @@ func (b *responsesWriter) callDelta(index int, id, name, args string) {
 		c = &streamCall{chatIndex: index, item: functionCall{ID: newID("fc_"), Type: "function_call", Status: "in_progress"}}
 		b.calls = append(b.calls, c)
 	}
+	b.endThinking("completed")
 	if !c.announced {
 		if c.id == "" {
 			c.id = id
@@ -592,7 +658,11 @@ func (b *responsesWriter) closeItems(status string) []any {
 			b.announce(c) // a call the upstream never named: announced as it is
 		}
 	}
+	b.endThinking(status)
 	output := make([]any, b.next)
+	if b.think != nil {
+		output[b.thinkAt] = b.think
+	}
 	if b.msg != nil {
 		content := make([]any, len(b.parts))
 		for i, p := range b.parts {
@@ -626,7 +696,7 @@ func (b *responsesWriter) closeItems(status string) []any {
 // complete ends the stream after the chat stream's [DONE].
 func (b *responsesWriter) complete() {
 	b.ended = true
-	if b.next == 0 {
+	if b.msg == nil && len(b.calls) == 0 {
 		// An answer with nothing in it is a message with an empty text, as it is whole.
 		b.part(false)
 	}
