@@ -330,6 +330,7 @@ func appendInput(msgs []chatMessage, in json.RawMessage) ([]chatMessage, *apiErr
 	if json.Unmarshal(in, &items) != nil {
 		return nil, badRequest("input", "invalid_type", "Invalid type for 'input': expected a string or an array of input items.")
 	}
+	calls := map[string]bool{} // the call_ids of the function calls so far
 	for i, raw := range items {
 		var it inputItem
 		if json.Unmarshal(raw, &it) != nil {
@@ -344,6 +345,10 @@ func appendInput(msgs []chatMessage, in json.RawMessage) ([]chatMessage, *apiErr
 			}
 			msgs = append(msgs, m)
 		case "function_call":
+			if it.CallID == "" {
+				return nil, missingCallID(i)
+			}
+			calls[it.CallID] = true
 			var tc chatToolCall
 			tc.ID, tc.Type = it.CallID, "function"
 			tc.Function.Name, tc.Function.Arguments = it.Name, it.Arguments
@@ -353,6 +358,16 @@ func appendInput(msgs []chatMessage, in json.RawMessage) ([]chatMessage, *apiErr
 				msgs = append(msgs, chatMessage{Role: "assistant", Content: json.RawMessage("null"), ToolCalls: []chatToolCall{tc}})
 			}
 		case "function_call_output":
+			if it.CallID == "" {
+				return nil, missingCallID(i)
+			}
+			if !calls[it.CallID] {
+				// As OpenAI's API answers a request that stores nothing: the gateway remembers no
+				// earlier response whose call this could answer, and a chat template given a tool
+				// message without its call fails upstream, or answers a question never asked.
+				return nil, badRequest(fmt.Sprintf("input[%d].call_id", i), "invalid_value", fmt.Sprintf(
+					"No tool call found for function call output with call_id %s: send the function_call item before its output in 'input'.", it.CallID))
+			}
 			out, e := toolOutput(it.Output, i)
 			if e != nil {
 				return nil, e
@@ -367,6 +382,13 @@ func appendInput(msgs []chatMessage, in json.RawMessage) ([]chatMessage, *apiErr
 		}
 	}
 	return msgs, nil
+}
+
+// missingCallID refuses a function call or output without its call_id: the model's call id (call_…),
+// which is not the item's own id (fc_…).
+func missingCallID(i int) *apiError {
+	return badRequest(fmt.Sprintf("input[%d].call_id", i), "missing_required_parameter",
+		fmt.Sprintf("Missing required parameter: 'input[%d].call_id' (the call's call_id, not the item's id).", i))
 }
 
 // chatMessageOf is the chat message for a Responses message item. The developer role is a system

@@ -215,3 +215,45 @@ targets = ["deepseek-r1"]
 	}
 	check(t, last)
 }
+
+// TestResponsesCallIDs: function_call and function_call_output items are tied by call_id (the
+// model's call id, not the item's fc_ id); an output whose call is not in the input, or an item
+// without a call_id, is refused before any upstream is asked, where the bridge once sent the
+// upstream a tool message without its call (or with an empty id).
+func TestResponsesCallIDs(t *testing.T) {
+	g, up := oneTarget(t)
+	const call = `{"type":"function_call","id":"fc_1","call_id":"call_1","name":"f","arguments":"{}"}`
+	tests := []struct {
+		name, input, param string
+	}{
+		{"output without its call", `[{"role":"user","content":"hi"},{"type":"function_call_output","call_id":"call_1","output":"42"}]`, "input[1].call_id"},
+		{"output naming the item id", `[` + call + `,{"type":"function_call_output","call_id":"fc_1","output":"42"}]`, "input[1].call_id"},
+		{"call without call_id", `[{"type":"function_call","id":"fc_1","name":"f","arguments":"{}"}]`, "input[0].call_id"},
+		{"output without call_id", `[` + call + `,{"type":"function_call_output","output":"42"}]`, "input[1].call_id"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			rep := g.post(t, "/v1/responses", `{"model":"r","input":`+tc.input+`}`)
+			if rep.status != http.StatusBadRequest || rep.errorField(t, "param") != tc.param {
+				t.Fatalf("%d %s", rep.status, rep.body)
+			}
+		})
+	}
+	if n := up.hits.Load(); n != 0 {
+		t.Fatalf("upstream asked %d times", n)
+	}
+	rep := g.post(t, "/v1/responses", `{"model":"r","input":[{"role":"user","content":"hi"},`+call+
+		`,{"type":"function_call_output","call_id":"call_1","output":"42"}]}`)
+	if rep.status != http.StatusOK {
+		t.Fatalf("%d %s", rep.status, rep.body)
+	}
+	want := []any{
+		map[string]any{"role": "user", "content": "hi"},
+		map[string]any{"role": "assistant", "content": nil, "tool_calls": []any{map[string]any{"id": "call_1", "type": "function",
+			"function": map[string]any{"name": "f", "arguments": "{}"}}}},
+		map[string]any{"role": "tool", "tool_call_id": "call_1", "content": "42"},
+	}
+	if d := cmp.Diff(want, upstreamMessages(t, up)); d != "" {
+		t.Errorf("upstream messages (-want +got):\n%s", d)
+	}
+}
