@@ -106,12 +106,14 @@ func TestResponsesStreamEqualsWhole(t *testing.T) {
 			}
 			st := c.Responses.NewStreaming(context.Background(), params)
 			items := map[int64]string{} // output_index → item id, from output_item.added
+			calls := map[int64]string{} // output_index → a function call's name, from output_item.added
 			var last responses.Response
 			for st.Next() {
 				ev := st.Current()
 				switch ev.Type {
 				case "response.output_item.added":
 					items[ev.OutputIndex] = ev.Item.ID
+					calls[ev.OutputIndex] = ev.Item.Name
 					if ev.Item.Type == "function_call" && (ev.Item.Name == "" && tc.name != "a call never named" || ev.Item.CallID == "") {
 						t.Errorf("function_call added without its name or call_id: %s", ev.RawJSON())
 					}
@@ -121,6 +123,13 @@ func TestResponsesStreamEqualsWhole(t *testing.T) {
 					"response.reasoning_text.delta", "response.reasoning_text.done":
 					if items[ev.OutputIndex] != ev.ItemID {
 						t.Errorf("%s names item %q at %d, added as %q", ev.Type, ev.ItemID, ev.OutputIndex, items[ev.OutputIndex])
+					}
+					var done struct {
+						Name string `json:"name"`
+					}
+					_ = json.Unmarshal([]byte(ev.RawJSON()), &done)
+					if ev.Type == "response.function_call_arguments.done" && done.Name != calls[ev.OutputIndex] {
+						t.Errorf("%s names function %q, added as %q", ev.RawJSON(), done.Name, calls[ev.OutputIndex])
 					}
 				case "response.output_item.done":
 					if items[ev.OutputIndex] != ev.Item.ID {

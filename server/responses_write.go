@@ -435,11 +435,14 @@ type streamEvent struct {
 	Delta          *string         `json:"delta,omitempty"`
 	Text           *string         `json:"text,omitempty"`
 	Arguments      *string         `json:"arguments,omitempty"`
-	Refusal        *string         `json:"refusal,omitempty"`
-	Logprobs       json.RawMessage `json:"logprobs,omitempty"`
-	Code           string          `json:"code,omitempty"`
-	Message        string          `json:"message,omitempty"`
-	Param          json.RawMessage `json:"param,omitempty"`
+	// Name is function_call_arguments.done's: the API's current schema has it there, and clients
+	// generated from it read the call's name off that event.
+	Name     string          `json:"name,omitempty"`
+	Refusal  *string         `json:"refusal,omitempty"`
+	Logprobs json.RawMessage `json:"logprobs,omitempty"`
+	Code     string          `json:"code,omitempty"`
+	Message  string          `json:"message,omitempty"`
+	Param    json.RawMessage `json:"param,omitempty"`
 }
 
 var emptyList = json.RawMessage("[]")
@@ -685,7 +688,7 @@ func (b *responsesWriter) closeItems(status string) []any {
 	for _, c := range b.calls {
 		args := c.args.String()
 		b.emit(streamEvent{Type: "response.function_call_arguments.done", OutputIndex: ptr(c.at), ItemID: c.item.ID,
-			Arguments: &args})
+			Arguments: &args, Name: c.item.Name})
 		c.item.Status, c.item.Arguments = status, args
 		b.emit(streamEvent{Type: "response.output_item.done", OutputIndex: ptr(c.at), Item: c.item})
 		output[c.at] = c.item
