@@ -73,6 +73,13 @@ func TestResponsesStreamEqualsWhole(t *testing.T) {
 				`{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{\"a\":"}},{"index":1,"function":{"arguments":"2}"}}]}}`,
 				`{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"1}"}}]},"finish_reason":"tool_calls"}`,
 				`usage{"prompt_tokens":4,"completion_tokens":2,"total_tokens":6}`}},
+		{"two calls without their index",
+			`{"id":"c1","object":"chat.completion","model":"m","choices":[{"index":0,"message":{"role":"assistant","content":null,"tool_calls":[` +
+				`{"id":"call_1","type":"function","function":{"name":"f","arguments":"{\"a\":1}"}},` +
+				`{"id":"call_2","type":"function","function":{"name":"g","arguments":"{\"b\":2}"}}]},"finish_reason":"tool_calls"}],` + usage + `}`,
+			[]string{`{"index":0,"delta":{"role":"assistant","tool_calls":[{"id":"call_1","type":"function","function":{"name":"f","arguments":"{\"a\":1}"}},` +
+				`{"id":"call_2","type":"function","function":{"name":"g","arguments":"{\"b\":2}"}}]},"finish_reason":"tool_calls"}`,
+				`usage{"prompt_tokens":4,"completion_tokens":2,"total_tokens":6}`}},
 		{"a call never named",
 			`{"id":"c1","object":"chat.completion","model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"ok","tool_calls":[{"id":"call_1","type":"function","function":{"name":"","arguments":"{}"}}]},"finish_reason":"tool_calls"}],` + usage + `}`,
 			[]string{`{"index":0,"delta":{"role":"assistant","tool_calls":[{"index":0,"id":"call_1","function":{"arguments":"{}"}}]}}`,

@@ -616,6 +616,11 @@ func (b *responsesWriter) callDelta(index int, id, name, args string) {
 			c = x
 		}
 	}
+	if c != nil && id != "" && c.id != "" && id != c.id {
+		// Another call at the same index: servers that leave out the index (Ollama's OpenAI
+		// endpoint, some llama.cpp builds) send each call whole, with its own id, all at 0.
+		c = nil
+	}
 	if c == nil {
 		c = &streamCall{chatIndex: index, item: functionCall{ID: newID("fc_"), Type: "function_call", Status: "in_progress"}}
 		b.calls = append(b.calls, c)
