@@ -1,10 +1,13 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/hayula/gateway/core"
@@ -72,6 +75,11 @@ var responsesDropped = map[string]bool{
 // toChat builds the chat body for a Responses body and records in b what the answer echoes.
 // Fields it does not know go on to the upstream as they are, as the chat endpoint passes them.
 func (b *responsesWriter) toChat(body []byte) ([]byte, *apiError) {
+	// As the chat endpoint checks its body: what the bridge passes on is re-encoded, and would
+	// otherwise carry a key's invalid UTF-8 as U+FFFD where chat refuses it.
+	if e := checkText(body); e != nil {
+		return nil, e
+	}
 	var top map[string]json.RawMessage
 	if err := json.Unmarshal(body, &top); err != nil {
 		return nil, jsonError(err)
@@ -84,12 +92,8 @@ func (b *responsesWriter) toChat(body []byte) ([]byte, *apiError) {
 			return nil, badRequest(name, "unsupported_parameter", fmt.Sprintf("'%s' is not supported: %s", name, why))
 		}
 	}
-	out := make(map[string]json.RawMessage, len(top)+2)
-	for k, v := range top {
-		if _, refused := responsesRefused[k]; !refused && !responsesDropped[k] {
-			out[k] = v // temperature, top_p, parallel_tool_calls, user, the Hayula options, unknowns
-		}
-	}
+	// out holds the members the bridge builds; the others go on in members' order.
+	out := make(map[string]json.RawMessage, 8)
 	if m, ok := top["model"]; ok {
 		out["model"] = m
 		_ = json.Unmarshal(m, &b.model)
@@ -164,12 +168,55 @@ func (b *responsesWriter) toChat(body []byte) ([]byte, *apiError) {
 	if v, ok := top["parallel_tool_calls"]; ok && !isNullOr(v) {
 		b.echo.ParallelToolCalls = v
 	}
-	chat, err := json.Marshal(out)
-	if err != nil {
-		// A passed-through member encoding/json would not re-encode: the body decoded, so rare.
-		return nil, badRequest("", "invalid_json", "the request could not be turned into a chat request: "+err.Error())
+	return chatBody(body, out)
+}
+
+// chatBody is the chat body: the client's members the bridge neither refuses nor drops
+// (temperature, top_p, parallel_tool_calls, user, the Hayula options, unknowns) in their order and
+// as often as they came, then the members in built. A member sent twice goes on twice, so that the
+// chat decoder reads it as it would on the chat endpoint: there a body that says
+// "x-hayula-privacy": "strict" anywhere is strict, and a map keeping the last value let a second
+// "default" undo it and reach a public target (TestResponsesPrivacyAnyStrictCounts).
+func chatBody(body []byte, built map[string]json.RawMessage) ([]byte, *apiError) {
+	bad := func(err error) *apiError {
+		return badRequest("", "invalid_json", "the request could not be turned into a chat request: "+err.Error())
 	}
-	return chat, nil
+	dec := json.NewDecoder(bytes.NewReader(body))
+	if _, err := dec.Token(); err != nil { // the '{' toChat's decode found
+		return nil, bad(err)
+	}
+	chat := make([]byte, 0, len(body)+256)
+	chat = append(chat, '{')
+	member := func(k []byte, v json.RawMessage) {
+		if len(chat) > 1 {
+			chat = append(chat, ',')
+		}
+		chat = append(append(append(chat, k...), ':'), v...)
+	}
+	for dec.More() {
+		t, err := dec.Token()
+		if err != nil {
+			return nil, bad(err)
+		}
+		k, _ := t.(string)
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			return nil, bad(err)
+		}
+		_, refused := responsesRefused[k]
+		if _, ok := built[k]; ok || refused || responsesDropped[k] {
+			continue
+		}
+		kq, err := json.Marshal(k)
+		if err != nil {
+			return nil, bad(err)
+		}
+		member(kq, v)
+	}
+	for _, k := range slices.Sorted(maps.Keys(built)) {
+		member(quote(k), built[k])
+	}
+	return append(chat, '}'), nil
 }
 
 // readStream takes "stream": a streamed Responses answer is built from a chat stream that ends
@@ -283,6 +330,7 @@ func appendInput(msgs []chatMessage, in json.RawMessage) ([]chatMessage, *apiErr
 	if json.Unmarshal(in, &items) != nil {
 		return nil, badRequest("input", "invalid_type", "Invalid type for 'input': expected a string or an array of input items.")
 	}
+	calls := map[string]bool{} // the call_ids of the function calls so far
 	for i, raw := range items {
 		var it inputItem
 		if json.Unmarshal(raw, &it) != nil {
@@ -297,6 +345,10 @@ func appendInput(msgs []chatMessage, in json.RawMessage) ([]chatMessage, *apiErr
 			}
 			msgs = append(msgs, m)
 		case "function_call":
+			if it.CallID == "" {
+				return nil, missingCallID(i)
+			}
+			calls[it.CallID] = true
 			var tc chatToolCall
 			tc.ID, tc.Type = it.CallID, "function"
 			tc.Function.Name, tc.Function.Arguments = it.Name, it.Arguments
@@ -306,6 +358,16 @@ func appendInput(msgs []chatMessage, in json.RawMessage) ([]chatMessage, *apiErr
 				msgs = append(msgs, chatMessage{Role: "assistant", Content: json.RawMessage("null"), ToolCalls: []chatToolCall{tc}})
 			}
 		case "function_call_output":
+			if it.CallID == "" {
+				return nil, missingCallID(i)
+			}
+			if !calls[it.CallID] {
+				// As OpenAI's API answers a request that stores nothing: the gateway remembers no
+				// earlier response whose call this could answer, and a chat template given a tool
+				// message without its call fails upstream, or answers a question never asked.
+				return nil, badRequest(fmt.Sprintf("input[%d].call_id", i), "invalid_value", fmt.Sprintf(
+					"No tool call found for function call output with call_id %s: send the function_call item before its output in 'input'.", it.CallID))
+			}
 			out, e := toolOutput(it.Output, i)
 			if e != nil {
 				return nil, e
@@ -320,6 +382,13 @@ func appendInput(msgs []chatMessage, in json.RawMessage) ([]chatMessage, *apiErr
 		}
 	}
 	return msgs, nil
+}
+
+// missingCallID refuses a function call or output without its call_id: the model's call id (call_…),
+// which is not the item's own id (fc_…).
+func missingCallID(i int) *apiError {
+	return badRequest(fmt.Sprintf("input[%d].call_id", i), "missing_required_parameter",
+		fmt.Sprintf("Missing required parameter: 'input[%d].call_id' (the call's call_id, not the item's id).", i))
 }
 
 // chatMessageOf is the chat message for a Responses message item. The developer role is a system

@@ -31,18 +31,22 @@ type responsesWriter struct {
 	buf  []byte // a whole answer, or the stream's bytes not yet a whole event
 	werr error  // the client's writer failed: the relay stops on it
 
-	id      string
-	seq     int
-	msg     *outputMessage // the message item being streamed, once text arrived
-	msgAt   int            // its output_index
-	text    strings.Builder
-	calls   []*streamCall
-	next    int    // the next output_index
-	reason  string // the chat answer's finish_reason
-	usage   *chatUsage
-	started bool // response.created went out
-	ended   bool
-	emitted bool // a whole answer went out
+	id        string
+	seq       int
+	think     *outputReasoning // the reasoning item being streamed, once reasoning arrived
+	thinkAt   int              // its output_index
+	thought   strings.Builder  // its text so far
+	thinkDone bool             // its done events went out: the answer proper began
+	msg       *outputMessage   // the message item being streamed, once text or a refusal arrived
+	msgAt     int              // its output_index
+	parts     []*streamPart    // its content parts, in content_index order
+	calls     []*streamCall
+	next      int    // the next output_index
+	reason    string // the chat answer's finish_reason
+	usage     *chatUsage
+	started   bool // response.created went out
+	ended     bool
+	emitted   bool // a whole answer went out
 }
 
 // What serveOp's writes turned out to be.
@@ -59,11 +63,22 @@ type responseEcho struct {
 	ParallelToolCalls json.RawMessage
 }
 
+// streamPart is a content part of the streamed message: an output_text or a refusal, and its
+// text so far.
+type streamPart struct {
+	refusal bool
+	text    strings.Builder
+}
+
 // streamCall is a function call being streamed: chat's tool call index, its output item and
-// output_index, and its arguments so far.
+// output_index, and its arguments so far. It is announced (output_item.added, taking the next
+// output_index) once its name is known: a chat stream may send a call's first argument
+// fragment before its id and name, and a Responses client takes both from the added item.
 type streamCall struct {
 	chatIndex int
 	at        int
+	announced bool
+	id        string // the upstream's call id, until the call is announced
 	item      functionCall
 	args      strings.Builder
 }
@@ -170,9 +185,12 @@ type chatAnswer struct {
 }
 
 type chatDelta struct {
-	Content   *string `json:"content"`
-	Refusal   *string `json:"refusal"`
-	ToolCalls []struct {
+	Content *string `json:"content"`
+	// ReasoningContent is a reasoning model's thinking: DeepSeek's field, which the upstream
+	// package also moves a think-tags target's <think> block into.
+	ReasoningContent *string `json:"reasoning_content"`
+	Refusal          *string `json:"refusal"`
+	ToolCalls        []struct {
 		Index    int    `json:"index"`
 		ID       string `json:"id"`
 		Function struct {
@@ -255,6 +273,21 @@ type outputText struct {
 	Text        string `json:"text"`
 	Annotations []any  `json:"annotations"`
 	Logprobs    []any  `json:"logprobs"`
+}
+
+// outputReasoning is a reasoning item: the thinking of an open model, as text (OpenAI's own
+// models give a summary instead, which no local model server has).
+type outputReasoning struct {
+	ID      string          `json:"id"`
+	Type    string          `json:"type"`
+	Status  string          `json:"status"`
+	Summary []any           `json:"summary"`
+	Content []reasoningText `json:"content"`
+}
+
+type reasoningText struct {
+	Type string `json:"type"`
+	Text string `json:"text"`
 }
 
 type outputRefusal struct {
@@ -353,6 +386,10 @@ func (b *responsesWriter) writeWhole() {
 			b.reason = *c.FinishReason
 		}
 		m := c.Message
+		if m.ReasoningContent != nil && *m.ReasoningContent != "" {
+			output = append(output, &outputReasoning{ID: newID("rs_"), Type: "reasoning", Status: "completed",
+				Summary: []any{}, Content: []reasoningText{{Type: "reasoning_text", Text: *m.ReasoningContent}}})
+		}
 		var content []any
 		if m.Content != nil && *m.Content != "" || len(m.ToolCalls) == 0 && (m.Refusal == nil || *m.Refusal == "") {
 			// The text, or an empty one for an answer that has nothing else: a message all the same.
@@ -398,10 +435,14 @@ type streamEvent struct {
 	Delta          *string         `json:"delta,omitempty"`
 	Text           *string         `json:"text,omitempty"`
 	Arguments      *string         `json:"arguments,omitempty"`
-	Logprobs       json.RawMessage `json:"logprobs,omitempty"`
-	Code           string          `json:"code,omitempty"`
-	Message        string          `json:"message,omitempty"`
-	Param          json.RawMessage `json:"param,omitempty"`
+	// Name is function_call_arguments.done's: the API's current schema has it there, and clients
+	// generated from it read the call's name off that event.
+	Name     string          `json:"name,omitempty"`
+	Refusal  *string         `json:"refusal,omitempty"`
+	Logprobs json.RawMessage `json:"logprobs,omitempty"`
+	Code     string          `json:"code,omitempty"`
+	Message  string          `json:"message,omitempty"`
+	Param    json.RawMessage `json:"param,omitempty"`
 }
 
 var emptyList = json.RawMessage("[]")
@@ -471,8 +512,14 @@ func (b *responsesWriter) onChunk(p []byte) {
 		return
 	}
 	ch := c.Choices[0]
+	if d := ch.Delta.ReasoningContent; d != nil && *d != "" {
+		b.thinkDelta(*d)
+	}
 	if d := ch.Delta.Content; d != nil && *d != "" {
-		b.textDelta(*d)
+		b.partDelta(false, *d)
+	}
+	if d := ch.Delta.Refusal; d != nil && *d != "" {
+		b.partDelta(true, *d)
 	}
 	for _, tc := range ch.Delta.ToolCalls {
 		b.callDelta(tc.Index, tc.ID, tc.Function.Name, tc.Function.Arguments)
@@ -482,17 +529,81 @@ func (b *responsesWriter) onChunk(p []byte) {
 	}
 }
 
-func (b *responsesWriter) textDelta(d string) {
+// thinkDelta streams a piece of the model's reasoning, in a reasoning item of its own.
+func (b *responsesWriter) thinkDelta(d string) {
+	if b.think == nil {
+		b.think = &outputReasoning{ID: newID("rs_"), Type: "reasoning", Status: "in_progress", Summary: []any{},
+			Content: []reasoningText{}}
+		b.thinkAt = b.next
+		b.next++
+		b.emit(streamEvent{Type: "response.output_item.added", OutputIndex: ptr(b.thinkAt), Item: b.think})
+		b.emit(streamEvent{Type: "response.content_part.added", OutputIndex: ptr(b.thinkAt), ContentIndex: ptr(0),
+			ItemID: b.think.ID, Part: reasoningText{Type: "reasoning_text"}})
+	}
+	if b.thinkDone {
+		return // reasoning after the answer began: no item takes it
+	}
+	b.thought.WriteString(d)
+	b.emit(streamEvent{Type: "response.reasoning_text.delta", OutputIndex: ptr(b.thinkAt), ContentIndex: ptr(0),
+		ItemID: b.think.ID, Delta: &d})
+}
+
+// endThinking closes the reasoning item, once: the answer proper began, or the stream ended.
+func (b *responsesWriter) endThinking(status string) {
+	if b.think == nil || b.thinkDone {
+		return
+	}
+	b.thinkDone = true
+	text := b.thought.String()
+	part := reasoningText{Type: "reasoning_text", Text: text}
+	b.emit(streamEvent{Type: "response.reasoning_text.done", OutputIndex: ptr(b.thinkAt), ContentIndex: ptr(0),
+		ItemID: b.think.ID, Text: &text})
+	b.emit(streamEvent{Type: "response.content_part.done", OutputIndex: ptr(b.thinkAt), ContentIndex: ptr(0),
+		ItemID: b.think.ID, Part: part})
+	b.think.Status, b.think.Content = status, []reasoningText{part}
+	b.emit(streamEvent{Type: "response.output_item.done", OutputIndex: ptr(b.thinkAt), Item: b.think})
+}
+
+// part is the message's output_text part (or its refusal part), opening the message and the
+// part when they are not yet.
+func (b *responsesWriter) part(refusal bool) (*streamPart, int) {
+	b.endThinking("completed")
 	if b.msg == nil {
 		b.msg = &outputMessage{ID: newID("msg_"), Type: "message", Status: "in_progress", Role: "assistant", Content: []any{}}
 		b.msgAt = b.next
 		b.next++
 		b.emit(streamEvent{Type: "response.output_item.added", OutputIndex: ptr(b.msgAt), Item: b.msg})
-		b.emit(streamEvent{Type: "response.content_part.added", OutputIndex: ptr(b.msgAt), ContentIndex: ptr(0),
-			ItemID: b.msg.ID, Part: textPart("")})
 	}
-	b.text.WriteString(d)
-	b.emit(streamEvent{Type: "response.output_text.delta", OutputIndex: ptr(b.msgAt), ContentIndex: ptr(0),
+	for i, p := range b.parts {
+		if p.refusal == refusal {
+			return p, i
+		}
+	}
+	p, i := &streamPart{refusal: refusal}, len(b.parts)
+	b.parts = append(b.parts, p)
+	b.emit(streamEvent{Type: "response.content_part.added", OutputIndex: ptr(b.msgAt), ContentIndex: ptr(i),
+		ItemID: b.msg.ID, Part: p.value()})
+	return p, i
+}
+
+// value is the part as an output message's content has it.
+func (p *streamPart) value() any {
+	if p.refusal {
+		return outputRefusal{Type: "refusal", Refusal: p.text.String()}
+	}
+	return textPart(p.text.String())
+}
+
+// partDelta streams a piece of the message's text, or of its refusal.
+func (b *responsesWriter) partDelta(refusal bool, d string) {
+	p, i := b.part(refusal)
+	p.text.WriteString(d)
+	if refusal {
+		b.emit(streamEvent{Type: "response.refusal.delta", OutputIndex: ptr(b.msgAt), ContentIndex: ptr(i),
+			ItemID: b.msg.ID, Delta: &d})
+		return
+	}
+	b.emit(streamEvent{Type: "response.output_text.delta", OutputIndex: ptr(b.msgAt), ContentIndex: ptr(i),
 		ItemID: b.msg.ID, Delta: &d, Logprobs: emptyList})
 }
 
@@ -505,12 +616,28 @@ func (b *responsesWriter) callDelta(index int, id, name, args string) {
 			c = x
 		}
 	}
+	if c != nil && id != "" && c.id != "" && id != c.id {
+		// Another call at the same index: servers that leave out the index (Ollama's OpenAI
+		// endpoint, some llama.cpp builds) send each call whole, with its own id, all at 0.
+		c = nil
+	}
 	if c == nil {
-		c = &streamCall{chatIndex: index, at: b.next,
-			item: functionCall{ID: newID("fc_"), Type: "function_call", Status: "in_progress", CallID: callID(id), Name: name}}
-		b.next++
+		c = &streamCall{chatIndex: index, item: functionCall{ID: newID("fc_"), Type: "function_call", Status: "in_progress"}}
 		b.calls = append(b.calls, c)
-		b.emit(streamEvent{Type: "response.output_item.added", OutputIndex: ptr(c.at), Item: c.item})
+	}
+	b.endThinking("completed")
+	if !c.announced {
+		if c.id == "" {
+			c.id = id
+		}
+		if c.item.Name == "" {
+			c.item.Name = name
+		}
+		c.args.WriteString(args)
+		if c.item.Name != "" {
+			b.announce(c)
+		}
+		return
 	}
 	if args != "" {
 		c.args.WriteString(args)
@@ -519,24 +646,54 @@ func (b *responsesWriter) callDelta(index int, id, name, args string) {
 	}
 }
 
+// announce sends a call's output_item.added, and the arguments that came before it as one delta.
+func (b *responsesWriter) announce(c *streamCall) {
+	c.announced, c.at = true, b.next
+	b.next++
+	c.item.CallID = callID(c.id)
+	b.emit(streamEvent{Type: "response.output_item.added", OutputIndex: ptr(c.at), Item: c.item})
+	if c.args.Len() > 0 {
+		args := c.args.String()
+		b.emit(streamEvent{Type: "response.function_call_arguments.delta", OutputIndex: ptr(c.at),
+			ItemID: c.item.ID, Delta: &args})
+	}
+}
+
 // closeItems ends every open item with status and returns the output, in output_index order.
 func (b *responsesWriter) closeItems(status string) []any {
+	for _, c := range b.calls {
+		if !c.announced {
+			b.announce(c) // a call the upstream never named: announced as it is
+		}
+	}
+	b.endThinking(status)
 	output := make([]any, b.next)
+	if b.think != nil {
+		output[b.thinkAt] = b.think
+	}
 	if b.msg != nil {
-		text := b.text.String()
-		part := textPart(text)
-		b.emit(streamEvent{Type: "response.output_text.done", OutputIndex: ptr(b.msgAt), ContentIndex: ptr(0),
-			ItemID: b.msg.ID, Text: &text, Logprobs: emptyList})
-		b.emit(streamEvent{Type: "response.content_part.done", OutputIndex: ptr(b.msgAt), ContentIndex: ptr(0),
-			ItemID: b.msg.ID, Part: part})
-		b.msg.Status, b.msg.Content = status, []any{part}
+		content := make([]any, len(b.parts))
+		for i, p := range b.parts {
+			text := p.text.String()
+			if p.refusal {
+				b.emit(streamEvent{Type: "response.refusal.done", OutputIndex: ptr(b.msgAt), ContentIndex: ptr(i),
+					ItemID: b.msg.ID, Refusal: &text})
+			} else {
+				b.emit(streamEvent{Type: "response.output_text.done", OutputIndex: ptr(b.msgAt), ContentIndex: ptr(i),
+					ItemID: b.msg.ID, Text: &text, Logprobs: emptyList})
+			}
+			content[i] = p.value()
+			b.emit(streamEvent{Type: "response.content_part.done", OutputIndex: ptr(b.msgAt), ContentIndex: ptr(i),
+				ItemID: b.msg.ID, Part: content[i]})
+		}
+		b.msg.Status, b.msg.Content = status, content
 		b.emit(streamEvent{Type: "response.output_item.done", OutputIndex: ptr(b.msgAt), Item: b.msg})
 		output[b.msgAt] = b.msg
 	}
 	for _, c := range b.calls {
 		args := c.args.String()
 		b.emit(streamEvent{Type: "response.function_call_arguments.done", OutputIndex: ptr(c.at), ItemID: c.item.ID,
-			Arguments: &args})
+			Arguments: &args, Name: c.item.Name})
 		c.item.Status, c.item.Arguments = status, args
 		b.emit(streamEvent{Type: "response.output_item.done", OutputIndex: ptr(c.at), Item: c.item})
 		output[c.at] = c.item
@@ -547,6 +704,10 @@ func (b *responsesWriter) closeItems(status string) []any {
 // complete ends the stream after the chat stream's [DONE].
 func (b *responsesWriter) complete() {
 	b.ended = true
+	if b.msg == nil && len(b.calls) == 0 {
+		// An answer with nothing in it is a message with an empty text, as it is whole.
+		b.part(false)
+	}
 	output := b.closeItems("completed")
 	r := b.response("completed", output)
 	typ := "response.completed"
