@@ -8,7 +8,6 @@ import (
 	"maps"
 	"net/http"
 	"slices"
-	"time"
 
 	"github.com/hayula/gateway/core"
 	"github.com/hayula/gateway/metrics"
@@ -31,7 +30,7 @@ const opResponses = metrics.OpResponses
 type bridgeKey struct{}
 
 func (s *Server) handleResponses(w http.ResponseWriter, r *http.Request) {
-	b := &responsesWriter{w: w, created: time.Now().Unix()}
+	b := &responsesWriter{w: w, created: s.clock.Now().Unix()}
 	s.serveOp(b, r.WithContext(context.WithValue(r.Context(), bridgeKey{}, b)), opResponses)
 	b.finish()
 }
