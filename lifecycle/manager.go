@@ -654,13 +654,24 @@ func (m *Manager) reserveLocked(mem *member) bool {
 			return false
 		}
 	}
-	var after <-chan struct{}
+	var after []<-chan struct{}
 	if victim != nil {
 		// The newcomer counts in the slot from now on; the physical swap waits for the victim to
 		// exit so that memory is never held by slots+1 processes.
 		victim.replaced = true
-		after = victim.done
+		after = append(after, victim.done)
 		m.stopLocked(victim, "evicted for "+mem.spec.Name)
+	}
+	// A process of this name that a Reload retired may still run, held by an attempt or in its
+	// grace; slots do not keep the new one from it when there is no group or a slot is free, yet
+	// it is the same model (its memory twice over) and perhaps on the same fixed port, where the
+	// new one's health check would pass on the old process.
+	for _, old := range m.retired {
+		if old.spec.Name == mem.spec.Name && old.state != StateStopped {
+			after = append(after, old.done)
+			m.log.Info("lifecycle: waiting for its retired process to go before starting",
+				"target", mem.spec.Name, "pid", old.pid)
+		}
 	}
 	mem.state = StateStarting
 	mem.stop = make(chan struct{})

@@ -5,6 +5,7 @@ package lifecycle
 import (
 	"context"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 )
@@ -111,5 +112,63 @@ func TestReloadWaitsForRetiredSlot(t *testing.T) {
 func TestSameSpecCoversSpec(t *testing.T) {
 	if n := reflect.TypeFor[Spec]().NumField(); n != 9 {
 		t.Errorf("Spec has %d fields; sameSpec compares 9", n)
+	}
+}
+
+// TestReloadChangedStartsAfterOld: a changed member whose old process an attempt still holds
+// starts anew only once that process has gone, even where no full group would make it wait: a
+// member of no group, and one of a group with a slot free. Its process is the same model, on the
+// same GPU, perhaps on the same fixed port.
+func TestReloadChangedStartsAfterOld(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		group  string
+		groups []GroupSpec
+	}{
+		{"no group", "", nil},
+		{"a slot free", "g", []GroupSpec{{Name: "g", Slots: 2}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, []Spec{inGroup(tc.group, fake("a"))}, tc.groups, Options{})
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			_, releaseOld, err := h.m.Ensure(ctx, "a")
+			if err != nil {
+				t.Fatal(err)
+			}
+			old := h.status(t, "a").PID
+			if err := h.m.Reload([]Spec{inGroup(tc.group, fake("a", "-delay", "1ms"))}, tc.groups); err != nil {
+				t.Fatal(err)
+			}
+			done := make(chan error, 1)
+			go func() {
+				_, release, err := h.m.Ensure(ctx, "a")
+				if err == nil {
+					release()
+				}
+				done <- err
+			}()
+			eventually(t, "the new member to wait for the old process", func() bool {
+				select {
+				case err := <-done:
+					t.Fatalf("the new member started beside its held old process (%v)", err)
+				default:
+				}
+				return strings.Contains(h.log.String(), "waiting for its retired process")
+			})
+			if st := h.status(t, "a"); st.Starts != 0 || st.PID != 0 || processGone(old) {
+				t.Fatalf("while the old process is held: new member %+v, old gone %v", st, processGone(old))
+			}
+			releaseOld()
+			if err := <-done; err != nil {
+				t.Fatal(err)
+			}
+			if !processGone(old) {
+				t.Error("the new process runs beside the old one")
+			}
+			if st := h.status(t, "a"); st.Starts != 1 || st.PID == old {
+				t.Errorf("the new member: %+v", st)
+			}
+		})
 	}
 }

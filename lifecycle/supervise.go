@@ -72,17 +72,19 @@ func (m *Manager) spawner() {
 // restart (a request that wanted it gets the error and the slot is freed; the next request starts
 // it anew); a pinned member, or an unpinned one whose process crashed after a healthy run, is
 // restarted with backoff.
-func (m *Manager) supervise(mem *member, stop, done chan struct{}, after <-chan struct{}) {
+func (m *Manager) supervise(mem *member, stop, done chan struct{}, after []<-chan struct{}) {
 	defer func() {
 		close(done)
 		m.sups.Done()
 	}()
-	if after != nil {
-		select {
-		case <-after:
-		case <-stop:
-			m.finish(mem, nil)
-			return
+	if len(after) > 0 {
+		for _, gone := range after {
+			select {
+			case <-gone:
+			case <-stop:
+				m.finish(mem, nil)
+				return
+			}
 		}
 		// The requests that evicted for this member may have gone while the victim took its
 		// grace to exit: then the freed slot stays free rather than load a model nobody wants.
