@@ -46,6 +46,11 @@ func (r *reloader) loop(ctx context.Context) {
 			return
 		case <-r.hup:
 		}
+		// select picks at random when both are ready: a signal queued as the gateway is told to
+		// stop would build a server, and start its pinned processes, only to close them.
+		if ctx.Err() != nil {
+			return
+		}
 		r.reload(ctx)
 	}
 }
@@ -69,7 +74,7 @@ func (r *reloader) reload(ctx context.Context) bool {
 	r.reloads.Done(true, time.Now())
 	cfg := next.Config()
 	r.log.Info("configuration reloaded", "file", r.path, "routes", len(cfg.Routes), "targets", len(cfg.Targets),
-		"managed", len(cfg.Lifecycle.Specs), "took", time.Since(start).Round(time.Millisecond))
+		"keys", len(cfg.Keys), "managed", len(cfg.Lifecycle.Specs), "took", time.Since(start).Round(time.Millisecond))
 	dctx, cancel := context.WithTimeout(context.Background(), r.grace)
 	defer cancel()
 	prev, left := r.live.Replace(dctx, next)

@@ -134,6 +134,9 @@ func TestReload(t *testing.T) {
 	if got := chatStatus(t, ts.URL, "r2"); got != 200 {
 		t.Fatalf("r2 after the reload: %d\n%s", got, logs)
 	}
+	if want := `msg="configuration reloaded" file=` + path + ` routes=2 targets=1 keys=0 managed=0`; !strings.Contains(logs.String(), want) {
+		t.Errorf("the log lacks %q:\n%s", want, logs)
+	}
 
 	writeFile(t, path, gatewayFile("127.0.0.1:8000", up.URL, "r")+"[routes.r3]\ntargets = [\"nope\"]\ncolour = \"red\"\n")
 	if rl.reload(ctx) {
@@ -251,5 +254,27 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 			t.Fatalf("timed out waiting for %s", what)
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestNoReloadOnceStopping: a SIGHUP still queued when the gateway is told to stop is not
+// applied: a reload then would build a server, and start its pinned processes, only to close
+// them. select picks among ready cases at random, so the loop is run many times.
+func TestNoReloadOnceStopping(t *testing.T) {
+	logs := &syncBuffer{}
+	rl := &reloader{path: filepath.Join(t.TempDir(), "none.toml"), getenv: os.Getenv,
+		log: slog.New(slog.NewTextHandler(logs, nil)), hup: make(chan os.Signal, 1)}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	for range 32 {
+		rl.hup <- syscall.SIGHUP
+		rl.loop(ctx)
+		select {
+		case <-rl.hup:
+		default:
+		}
+	}
+	if strings.Contains(logs.String(), "reloading") {
+		t.Errorf("a reload ran after the stop:\n%s", logs)
 	}
 }
