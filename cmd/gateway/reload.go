@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"log/slog"
 	"net"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"github.com/hayula/gateway/config"
+	"github.com/hayula/gateway/lifecycle"
 	"github.com/hayula/gateway/metrics"
 	"github.com/hayula/gateway/server"
 )
@@ -109,11 +111,37 @@ func (r *reloader) build(ctx context.Context) (*server.Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := next.Start(ctx); err != nil {
+	sctx := ctx
+	if cur.Processes() == nil && cfg.Lifecycle.WaitHealthy && len(cfg.Lifecycle.Specs) > 0 {
+		// next runs processes of its own and waits for its pinned ones (wait_healthy). At start
+		// nothing serves yet, so that wait has no end; here a configuration serves, and a pinned
+		// member that never becomes healthy would hold this reload, and every later SIGHUP, for
+		// good. A member not healthy within its load_timeout has failed to start.
+		var cancel context.CancelFunc
+		sctx, cancel = context.WithTimeout(ctx, pinnedLoadTimeout(cfg))
+		defer cancel()
+	}
+	if err := next.Start(sctx); err != nil {
 		// Only a manager of its own waits (wait_healthy), and only then does Start fail: the
 		// running server's processes were not handed over.
 		next.Close()
 		return nil, err
 	}
 	return next, nil
+}
+
+// pinnedLoadTimeout is the longest load_timeout of the pinned members: how long a reload waits
+// for them (wait_healthy).
+func pinnedLoadTimeout(cfg *config.Config) time.Duration {
+	var d time.Duration
+	for _, g := range cfg.Lifecycle.Groups {
+		for _, name := range g.Pinned {
+			for _, s := range cfg.Lifecycle.Specs {
+				if s.Name == name {
+					d = max(d, cmp.Or(s.LoadTimeout, lifecycle.DefaultLoadTimeout))
+				}
+			}
+		}
+	}
+	return cmp.Or(d, lifecycle.DefaultLoadTimeout)
 }
