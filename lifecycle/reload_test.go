@@ -172,3 +172,36 @@ func TestReloadChangedStartsAfterOld(t *testing.T) {
 		})
 	}
 }
+
+// TestReloadWhileStarting: a request waiting for a member whose process is loading, when a Reload
+// changes that member, is served by the new member's process; the old one, which never became
+// healthy, is stopped first.
+func TestReloadWhileStarting(t *testing.T) {
+	h := newHarness(t, []Spec{fake("a", "-hang")}, nil, Options{})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	done := make(chan error, 1)
+	var url string
+	go func() {
+		u, release, err := h.m.Ensure(ctx, "a")
+		if err == nil {
+			url = u
+			release()
+		}
+		done <- err
+	}()
+	eventually(t, "the first process to launch", func() bool { return h.status(t, "a").PID != 0 })
+	old := h.status(t, "a").PID
+	if err := h.m.Reload([]Spec{fake("a")}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("the waiting request: %v", err)
+	}
+	if !processGone(old) {
+		t.Error("the retired loading process still runs beside the new one")
+	}
+	if got, err := chat(url); err != nil || got != "a" {
+		t.Errorf("the new process answered %q, %v", got, err)
+	}
+}
