@@ -6,6 +6,7 @@ import (
 	"context"
 	"reflect"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -203,5 +204,55 @@ func TestReloadWhileStarting(t *testing.T) {
 	}
 	if got, err := chat(url); err != nil || got != "a" {
 		t.Errorf("the new process answered %q, %v", got, err)
+	}
+}
+
+// TestReloadRetiredNotRestarted: a retired member's process that crashed while an attempt still
+// holds it is not launched again, whether it crashed after the Reload or the Reload came during
+// its backoff: it would load the replaced configuration's model again, and hold off the new
+// member that waits for it to go.
+func TestReloadRetiredNotRestarted(t *testing.T) {
+	for _, during := range []bool{false, true} {
+		t.Run(map[bool]string{false: "crash after the reload", true: "reload during the backoff"}[during], func(t *testing.T) {
+			h := newHarness(t, []Spec{fake("a")}, nil, Options{})
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			_, releaseOld, err := h.m.Ensure(ctx, "a")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer releaseOld()
+			old := h.status(t, "a").PID
+			reload := func() {
+				if err := h.m.Reload([]Spec{fake("a", "-delay", "1ms")}, nil); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if !during {
+				reload()
+			}
+			if err := syscall.Kill(old, syscall.SIGKILL); err != nil {
+				t.Fatal(err)
+			}
+			if during {
+				eventually(t, "the backoff", func() bool { return h.status(t, "a").State == StateBackoff })
+				reload()
+				h.clock.Advance(time.Hour)
+			}
+			eventually(t, "the retired member to give up", func() bool {
+				return strings.Contains(h.log.String(), "retired by a reload: not restarting")
+			})
+			if n := strings.Count(h.log.String(), "lifecycle: launched"); n > 1 {
+				t.Fatalf("%d launches: the retired member was launched again", n)
+			}
+			url, release, err := h.m.Ensure(ctx, "a")
+			if err != nil {
+				t.Fatalf("the new member while the old attempt still holds the crashed one: %v", err)
+			}
+			release()
+			if got, err := chat(url); err != nil || got != "a" {
+				t.Errorf("the new process answered %q, %v", got, err)
+			}
+		})
 	}
 }

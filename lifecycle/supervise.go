@@ -118,6 +118,16 @@ func (m *Manager) supervise(mem *member, stop, done chan struct{}, after []<-cha
 			m.finish(mem, res.err)
 			return
 		}
+		// A member a Reload retired is not launched again: its spec is the replaced
+		// configuration's, and the new member of its name waits for it to go.
+		m.mu.Lock()
+		retired := mem.retired
+		m.mu.Unlock()
+		if retired {
+			m.log.Info("lifecycle: retired by a reload: not restarting", "target", mem.spec.Name)
+			m.finish(mem, res.err)
+			return
+		}
 		if res.upFor >= stableAfter {
 			bo.Reset()
 		}
@@ -147,6 +157,13 @@ func (m *Manager) supervise(mem *member, stop, done chan struct{}, after []<-cha
 			return
 		}
 		m.mu.Lock()
+		if mem.retired {
+			// Retired during the backoff while an attempt held it.
+			m.mu.Unlock()
+			m.log.Info("lifecycle: retired by a reload: not restarting", "target", mem.spec.Name)
+			m.finish(mem, nil)
+			return
+		}
 		mem.restarts++
 		if mem.state == StateBackoff {
 			mem.state = StateStarting
