@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -215,9 +216,20 @@ func TestServeReloadsOnSIGHUP(t *testing.T) {
 	}
 
 	writeFile(t, path, gatewayFile("127.0.0.1:0", up.URL, "r", "r2"))
+	// The test's own channel sees each signal as the runtime hands it to the gateway's too: each
+	// is waited for, so that none is still on its way (or merged with the next by the kernel)
+	// when the stream ends.
+	seen := make(chan os.Signal, 4)
+	signal.Notify(seen, syscall.SIGHUP)
+	defer signal.Stop(seen)
 	hup := func() {
 		if err := syscall.Kill(syscall.Getpid(), syscall.SIGHUP); err != nil {
 			t.Fatal(err)
+		}
+		select {
+		case <-seen:
+		case <-time.After(10 * time.Second):
+			t.Fatal("SIGHUP was not delivered")
 		}
 	}
 	hup()
@@ -229,7 +241,6 @@ func TestServeReloadsOnSIGHUP(t *testing.T) {
 	for range 3 {
 		hup()
 	}
-	time.Sleep(100 * time.Millisecond) // for the signals to be delivered: nothing to wait on
 	close(hold)
 	rest, err := io.ReadAll(br)
 	if err != nil || !strings.Contains(string(rest), "[DONE]") {
