@@ -292,8 +292,10 @@ func (m *Manager) startPinnedLocked() {
 // (a group now smaller than it has running shrinks as members stop, nothing is evicted for it).
 // Every other member is retired: Ensure no longer hands it out (a call waiting for it waits for
 // the new member of its name instead), and its process is stopped as soon as no attempt holds it,
-// at once when none does. Until it has stopped it keeps its place in the slots of the group of its
-// name, so that a changed member's new process never runs beside its old one. New pinned members
+// at once when none does, and it is not restarted if it crashes meanwhile. Until it has stopped it
+// keeps its place in the slots of the group of its name, and the new member of its name, in a
+// group or not, starts only once it has gone: a changed member's new process never runs beside
+// its old one. New pinned members
 // are started as Start starts them, once Start has run; the state file is not read again, and
 // Options do not change.
 func (m *Manager) Reload(specs []Spec, groups []GroupSpec) error {
