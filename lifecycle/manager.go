@@ -292,8 +292,10 @@ func (m *Manager) startPinnedLocked() {
 // (a group now smaller than it has running shrinks as members stop, nothing is evicted for it).
 // Every other member is retired: Ensure no longer hands it out (a call waiting for it waits for
 // the new member of its name instead), and its process is stopped as soon as no attempt holds it,
-// at once when none does. Until it has stopped it keeps its place in the slots of the group of its
-// name, so that a changed member's new process never runs beside its old one. New pinned members
+// at once when none does, and it is not restarted if it crashes meanwhile. Until it has stopped it
+// keeps its place in the slots of the group of its name, and the new member of its name, in a
+// group or not, starts only once it has gone: a changed member's new process never runs beside
+// its old one. New pinned members
 // are started as Start starts them, once Start has run; the state file is not read again, and
 // Options do not change.
 func (m *Manager) Reload(specs []Spec, groups []GroupSpec) error {
@@ -654,13 +656,24 @@ func (m *Manager) reserveLocked(mem *member) bool {
 			return false
 		}
 	}
-	var after <-chan struct{}
+	var after []<-chan struct{}
 	if victim != nil {
 		// The newcomer counts in the slot from now on; the physical swap waits for the victim to
 		// exit so that memory is never held by slots+1 processes.
 		victim.replaced = true
-		after = victim.done
+		after = append(after, victim.done)
 		m.stopLocked(victim, "evicted for "+mem.spec.Name)
+	}
+	// A process of this name that a Reload retired may still run, held by an attempt or in its
+	// grace; slots do not keep the new one from it when there is no group or a slot is free, yet
+	// it is the same model (its memory twice over) and perhaps on the same fixed port, where the
+	// new one's health check would pass on the old process.
+	for _, old := range m.retired {
+		if old.spec.Name == mem.spec.Name && old.state != StateStopped {
+			after = append(after, old.done)
+			m.log.Info("lifecycle: waiting for its retired process to go before starting",
+				"target", mem.spec.Name, "pid", old.pid)
+		}
 	}
 	mem.state = StateStarting
 	mem.stop = make(chan struct{})

@@ -5,6 +5,8 @@ package lifecycle
 import (
 	"context"
 	"reflect"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -111,5 +113,146 @@ func TestReloadWaitsForRetiredSlot(t *testing.T) {
 func TestSameSpecCoversSpec(t *testing.T) {
 	if n := reflect.TypeFor[Spec]().NumField(); n != 9 {
 		t.Errorf("Spec has %d fields; sameSpec compares 9", n)
+	}
+}
+
+// TestReloadChangedStartsAfterOld: a changed member whose old process an attempt still holds
+// starts anew only once that process has gone, even where no full group would make it wait: a
+// member of no group, and one of a group with a slot free. Its process is the same model, on the
+// same GPU, perhaps on the same fixed port.
+func TestReloadChangedStartsAfterOld(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		group  string
+		groups []GroupSpec
+	}{
+		{"no group", "", nil},
+		{"a slot free", "g", []GroupSpec{{Name: "g", Slots: 2}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, []Spec{inGroup(tc.group, fake("a"))}, tc.groups, Options{})
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			_, releaseOld, err := h.m.Ensure(ctx, "a")
+			if err != nil {
+				t.Fatal(err)
+			}
+			old := h.status(t, "a").PID
+			if err := h.m.Reload([]Spec{inGroup(tc.group, fake("a", "-delay", "1ms"))}, tc.groups); err != nil {
+				t.Fatal(err)
+			}
+			done := make(chan error, 1)
+			go func() {
+				_, release, err := h.m.Ensure(ctx, "a")
+				if err == nil {
+					release()
+				}
+				done <- err
+			}()
+			eventually(t, "the new member to wait for the old process", func() bool {
+				select {
+				case err := <-done:
+					t.Fatalf("the new member started beside its held old process (%v)", err)
+				default:
+				}
+				return strings.Contains(h.log.String(), "waiting for its retired process")
+			})
+			if st := h.status(t, "a"); st.Starts != 0 || st.PID != 0 || processGone(old) {
+				t.Fatalf("while the old process is held: new member %+v, old gone %v", st, processGone(old))
+			}
+			releaseOld()
+			if err := <-done; err != nil {
+				t.Fatal(err)
+			}
+			if !processGone(old) {
+				t.Error("the new process runs beside the old one")
+			}
+			if st := h.status(t, "a"); st.Starts != 1 || st.PID == old {
+				t.Errorf("the new member: %+v", st)
+			}
+		})
+	}
+}
+
+// TestReloadWhileStarting: a request waiting for a member whose process is loading, when a Reload
+// changes that member, is served by the new member's process; the old one, which never became
+// healthy, is stopped first.
+func TestReloadWhileStarting(t *testing.T) {
+	h := newHarness(t, []Spec{fake("a", "-hang")}, nil, Options{})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	done := make(chan error, 1)
+	var url string
+	go func() {
+		u, release, err := h.m.Ensure(ctx, "a")
+		if err == nil {
+			url = u
+			release()
+		}
+		done <- err
+	}()
+	eventually(t, "the first process to launch", func() bool { return h.status(t, "a").PID != 0 })
+	old := h.status(t, "a").PID
+	if err := h.m.Reload([]Spec{fake("a")}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("the waiting request: %v", err)
+	}
+	if !processGone(old) {
+		t.Error("the retired loading process still runs beside the new one")
+	}
+	if got, err := chat(url); err != nil || got != "a" {
+		t.Errorf("the new process answered %q, %v", got, err)
+	}
+}
+
+// TestReloadRetiredNotRestarted: a retired member's process that crashed while an attempt still
+// holds it is not launched again, whether it crashed after the Reload or the Reload came during
+// its backoff: it would load the replaced configuration's model again, and hold off the new
+// member that waits for it to go.
+func TestReloadRetiredNotRestarted(t *testing.T) {
+	for _, during := range []bool{false, true} {
+		t.Run(map[bool]string{false: "crash after the reload", true: "reload during the backoff"}[during], func(t *testing.T) {
+			h := newHarness(t, []Spec{fake("a")}, nil, Options{})
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			_, releaseOld, err := h.m.Ensure(ctx, "a")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer releaseOld()
+			old := h.status(t, "a").PID
+			reload := func() {
+				if err := h.m.Reload([]Spec{fake("a", "-delay", "1ms")}, nil); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if !during {
+				reload()
+			}
+			if err := syscall.Kill(old, syscall.SIGKILL); err != nil {
+				t.Fatal(err)
+			}
+			if during {
+				eventually(t, "the backoff", func() bool { return h.status(t, "a").State == StateBackoff })
+				reload()
+				h.clock.Advance(time.Hour)
+			}
+			eventually(t, "the retired member to give up", func() bool {
+				return strings.Contains(h.log.String(), "retired by a reload: not restarting")
+			})
+			if n := strings.Count(h.log.String(), "lifecycle: launched"); n > 1 {
+				t.Fatalf("%d launches: the retired member was launched again", n)
+			}
+			url, release, err := h.m.Ensure(ctx, "a")
+			if err != nil {
+				t.Fatalf("the new member while the old attempt still holds the crashed one: %v", err)
+			}
+			release()
+			if got, err := chat(url); err != nil || got != "a" {
+				t.Errorf("the new process answered %q, %v", got, err)
+			}
+		})
 	}
 }

@@ -72,17 +72,19 @@ func (m *Manager) spawner() {
 // restart (a request that wanted it gets the error and the slot is freed; the next request starts
 // it anew); a pinned member, or an unpinned one whose process crashed after a healthy run, is
 // restarted with backoff.
-func (m *Manager) supervise(mem *member, stop, done chan struct{}, after <-chan struct{}) {
+func (m *Manager) supervise(mem *member, stop, done chan struct{}, after []<-chan struct{}) {
 	defer func() {
 		close(done)
 		m.sups.Done()
 	}()
-	if after != nil {
-		select {
-		case <-after:
-		case <-stop:
-			m.finish(mem, nil)
-			return
+	if len(after) > 0 {
+		for _, gone := range after {
+			select {
+			case <-gone:
+			case <-stop:
+				m.finish(mem, nil)
+				return
+			}
 		}
 		// The requests that evicted for this member may have gone while the victim took its
 		// grace to exit: then the freed slot stays free rather than load a model nobody wants.
@@ -116,6 +118,16 @@ func (m *Manager) supervise(mem *member, stop, done chan struct{}, after <-chan 
 			m.finish(mem, res.err)
 			return
 		}
+		// A member a Reload retired is not launched again: its spec is the replaced
+		// configuration's, and the new member of its name waits for it to go.
+		m.mu.Lock()
+		retired := mem.retired
+		m.mu.Unlock()
+		if retired {
+			m.log.Info("lifecycle: retired by a reload: not restarting", "target", mem.spec.Name)
+			m.finish(mem, res.err)
+			return
+		}
 		if res.upFor >= stableAfter {
 			bo.Reset()
 		}
@@ -145,6 +157,13 @@ func (m *Manager) supervise(mem *member, stop, done chan struct{}, after <-chan 
 			return
 		}
 		m.mu.Lock()
+		if mem.retired {
+			// Retired during the backoff while an attempt held it.
+			m.mu.Unlock()
+			m.log.Info("lifecycle: retired by a reload: not restarting", "target", mem.spec.Name)
+			m.finish(mem, nil)
+			return
+		}
 		mem.restarts++
 		if mem.state == StateBackoff {
 			mem.state = StateStarting

@@ -65,7 +65,9 @@ func (l *Live) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // Replace makes next serve every request from now on, then waits until the requests that the
 // server it replaces was serving have ended, or ctx has. It returns that server, for the caller to
-// Close, and how many of its requests had not ended (0 unless ctx ended first).
+// Close, and how many of its requests had not ended (0 unless ctx ended first). Those go on, on a
+// closed server: the upstream connections they give back as they end are closed once the last
+// has ended, since Close closed only the connections idle then.
 func (l *Live) Replace(ctx context.Context, next *Server) (prev *Server, left int64) {
 	g := l.cur.Swap(newGeneration(next))
 	g.retired.Store(true)
@@ -76,6 +78,12 @@ func (l *Live) Replace(ctx context.Context, next *Server) (prev *Server, left in
 	case <-g.drained:
 		return g.srv, 0
 	case <-ctx.Done():
+		// Nothing would ever take or expire a connection pooled by a server that no longer
+		// serves: a file descriptor, and the upstream's connection, for every such reload.
+		go func() {
+			<-g.drained
+			g.srv.closeIdle()
+		}()
 		return g.srv, max(g.active.Load(), 0)
 	}
 }

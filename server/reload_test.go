@@ -6,10 +6,14 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/hayula/gateway/config"
 	"github.com/hayula/gateway/server"
@@ -136,5 +140,55 @@ func TestLiveReplaceGrace(t *testing.T) {
 	next := newReloadServer(t, reloadConfig(t, false), hold, old)
 	if prev, left := l.Replace(ctx, next); prev != old || left != 1 {
 		t.Errorf("Replace after the grace: prev is old %v, %d left; want old and 1", prev == old, left)
+	}
+}
+
+// TestLiveReplaceGraceClosesLateConnections: a server replaced while a stream outran the grace is
+// closed under it; the upstream connection that stream gives back when it ends is closed too,
+// not left idle in the pool of a server nobody uses (a file descriptor, and the upstream's
+// connection, for every such reload).
+func TestLiveReplaceGraceClosesLateConnections(t *testing.T) {
+	hold := make(chan struct{})
+	closed := make(chan struct{}, 16)
+	up := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		chunk := `{"id":"c1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"content":"hi"},"finish_reason":null}]}`
+		w.Header().Set("Content-Type", "text/event-stream")
+		fmt.Fprintf(w, "data: %s\n\n", chunk)
+		w.(http.Flusher).Flush()
+		<-hold
+		fmt.Fprintf(w, "data: %s\n\ndata: [DONE]\n\n", strings.Replace(chunk, "null", `"stop"`, 1))
+	}))
+	up.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateClosed {
+			closed <- struct{}{}
+		}
+	}
+	up.Start()
+	defer up.Close()
+	cfg, err := config.Parse([]byte(target("m", up.URL+"/v1", "private")+"[routes.r]\ntargets = [\"m\"]\n"),
+		"test.toml", func(string) string { return "" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := newReloadServer(t, cfg, nil, nil)
+	l := server.NewLive(old)
+	h := serveLive(t, l)
+	_, br, _ := openHeldStream(t, h, "r")
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	prev, left := l.Replace(ctx, newReloadServer(t, cfg, nil, old))
+	if left != 1 {
+		t.Fatalf("Replace: %d left, want 1", left)
+	}
+	prev.Close()
+	close(hold)
+	if rest, err := io.ReadAll(br); err != nil || !bytes.Contains(rest, []byte("[DONE]")) {
+		t.Fatalf("the stream after its server was closed: %v %q", err, rest)
+	}
+	select {
+	case <-closed:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the upstream connection the late stream gave back is still open")
 	}
 }

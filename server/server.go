@@ -247,6 +247,11 @@ func (s *Server) FailedOpen() int64 { return s.failedOpen.Load() }
 // upstream connections the server opened. Call it after the HTTP server has drained.
 func (s *Server) Close() {
 	s.closeActive()
+	s.closeIdle()
+}
+
+// closeIdle closes the idle upstream connections the server opened.
+func (s *Server) closeIdle() {
 	if s.ownUp != nil {
 		s.ownUp.Close()
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"log/slog"
 	"net"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"github.com/hayula/gateway/config"
+	"github.com/hayula/gateway/lifecycle"
 	"github.com/hayula/gateway/metrics"
 	"github.com/hayula/gateway/server"
 )
@@ -46,6 +48,11 @@ func (r *reloader) loop(ctx context.Context) {
 			return
 		case <-r.hup:
 		}
+		// select picks at random when both are ready: a signal queued as the gateway is told to
+		// stop would build a server, and start its pinned processes, only to close them.
+		if ctx.Err() != nil {
+			return
+		}
 		r.reload(ctx)
 	}
 }
@@ -69,7 +76,7 @@ func (r *reloader) reload(ctx context.Context) bool {
 	r.reloads.Done(true, time.Now())
 	cfg := next.Config()
 	r.log.Info("configuration reloaded", "file", r.path, "routes", len(cfg.Routes), "targets", len(cfg.Targets),
-		"managed", len(cfg.Lifecycle.Specs), "took", time.Since(start).Round(time.Millisecond))
+		"keys", len(cfg.Keys), "managed", len(cfg.Lifecycle.Specs), "took", time.Since(start).Round(time.Millisecond))
 	dctx, cancel := context.WithTimeout(context.Background(), r.grace)
 	defer cancel()
 	prev, left := r.live.Replace(dctx, next)
@@ -104,11 +111,37 @@ func (r *reloader) build(ctx context.Context) (*server.Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := next.Start(ctx); err != nil {
+	sctx := ctx
+	if cur.Processes() == nil && cfg.Lifecycle.WaitHealthy && len(cfg.Lifecycle.Specs) > 0 {
+		// next runs processes of its own and waits for its pinned ones (wait_healthy). At start
+		// nothing serves yet, so that wait has no end; here a configuration serves, and a pinned
+		// member that never becomes healthy would hold this reload, and every later SIGHUP, for
+		// good. A member not healthy within its load_timeout has failed to start.
+		var cancel context.CancelFunc
+		sctx, cancel = context.WithTimeout(ctx, pinnedLoadTimeout(cfg))
+		defer cancel()
+	}
+	if err := next.Start(sctx); err != nil {
 		// Only a manager of its own waits (wait_healthy), and only then does Start fail: the
 		// running server's processes were not handed over.
 		next.Close()
 		return nil, err
 	}
 	return next, nil
+}
+
+// pinnedLoadTimeout is the longest load_timeout of the pinned members: how long a reload waits
+// for them (wait_healthy).
+func pinnedLoadTimeout(cfg *config.Config) time.Duration {
+	var d time.Duration
+	for _, g := range cfg.Lifecycle.Groups {
+		for _, name := range g.Pinned {
+			for _, s := range cfg.Lifecycle.Specs {
+				if s.Name == name {
+					d = max(d, cmp.Or(s.LoadTimeout, lifecycle.DefaultLoadTimeout))
+				}
+			}
+		}
+	}
+	return cmp.Or(d, lifecycle.DefaultLoadTimeout)
 }

@@ -9,9 +9,11 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -134,6 +136,9 @@ func TestReload(t *testing.T) {
 	if got := chatStatus(t, ts.URL, "r2"); got != 200 {
 		t.Fatalf("r2 after the reload: %d\n%s", got, logs)
 	}
+	if want := `msg="configuration reloaded" file=` + path + ` routes=2 targets=1 keys=0 managed=0`; !strings.Contains(logs.String(), want) {
+		t.Errorf("the log lacks %q:\n%s", want, logs)
+	}
 
 	writeFile(t, path, gatewayFile("127.0.0.1:8000", up.URL, "r")+"[routes.r3]\ntargets = [\"nope\"]\ncolour = \"red\"\n")
 	if rl.reload(ctx) {
@@ -211,9 +216,20 @@ func TestServeReloadsOnSIGHUP(t *testing.T) {
 	}
 
 	writeFile(t, path, gatewayFile("127.0.0.1:0", up.URL, "r", "r2"))
+	// The test's own channel sees each signal as the runtime hands it to the gateway's too: each
+	// is waited for, so that none is still on its way (or merged with the next by the kernel)
+	// when the stream ends.
+	seen := make(chan os.Signal, 4)
+	signal.Notify(seen, syscall.SIGHUP)
+	defer signal.Stop(seen)
 	hup := func() {
 		if err := syscall.Kill(syscall.Getpid(), syscall.SIGHUP); err != nil {
 			t.Fatal(err)
+		}
+		select {
+		case <-seen:
+		case <-time.After(10 * time.Second):
+			t.Fatal("SIGHUP was not delivered")
 		}
 	}
 	hup()
@@ -225,7 +241,6 @@ func TestServeReloadsOnSIGHUP(t *testing.T) {
 	for range 3 {
 		hup()
 	}
-	time.Sleep(100 * time.Millisecond) // for the signals to be delivered: nothing to wait on
 	close(hold)
 	rest, err := io.ReadAll(br)
 	if err != nil || !strings.Contains(string(rest), "[DONE]") {
@@ -251,5 +266,105 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 			t.Fatalf("timed out waiting for %s", what)
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestNoReloadOnceStopping: a SIGHUP still queued when the gateway is told to stop is not
+// applied: a reload then would build a server, and start its pinned processes, only to close
+// them. select picks among ready cases at random, so the loop is run many times.
+func TestNoReloadOnceStopping(t *testing.T) {
+	logs := &syncBuffer{}
+	rl := &reloader{path: filepath.Join(t.TempDir(), "none.toml"), getenv: os.Getenv,
+		log: slog.New(slog.NewTextHandler(logs, nil)), hup: make(chan os.Signal, 1)}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	for range 32 {
+		rl.hup <- syscall.SIGHUP
+		rl.loop(ctx)
+		select {
+		case <-rl.hup:
+		default:
+		}
+	}
+	if strings.Contains(logs.String(), "reloading") {
+		t.Errorf("a reload ran after the stop:\n%s", logs)
+	}
+}
+
+// TestReloadRefusesOpenOffLoopback: a reload whose file has no [[keys]] is refused while the
+// gateway listens off loopback, whatever listen the file names.
+func TestReloadRefusesOpenOffLoopback(t *testing.T) {
+	for _, listen := range []string{"127.0.0.1:8000", "0.0.0.0:8000"} {
+		t.Run(listen, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "gateway.toml")
+			writeFile(t, path, gatewayFile(listen, "http://127.0.0.1:1", "r"))
+			logs := &syncBuffer{}
+			reloads := new(metrics.Reloads)
+			rl := &reloader{path: path, listen: "0.0.0.0:8000", getenv: os.Getenv,
+				log: slog.New(slog.NewTextHandler(logs, nil)), running: "0.0.0.0:8000",
+				addr: &net.TCPAddr{IP: net.IPv4zero, Port: 8000}, reloads: reloads}
+			if rl.reload(context.Background()) {
+				t.Fatalf("an open gateway off loopback was applied:\n%s", logs)
+			}
+			if !strings.Contains(logs.String(), "loopback") {
+				t.Errorf("the log does not say why:\n%s", logs)
+			}
+		})
+	}
+}
+
+// TestReloadWaitHealthyBounded: a reload that brings the first managed targets with wait_healthy
+// waits for its pinned members for their load_timeout at most, not for good: a pinned process
+// that never becomes healthy fails the reload, the running configuration goes on serving, and the
+// next SIGHUP is not held behind it.
+func TestReloadWaitHealthyBounded(t *testing.T) {
+	up := fakeModel(t, nil)
+	path := filepath.Join(t.TempDir(), "gateway.toml")
+	writeFile(t, path, gatewayFile("127.0.0.1:8000", up.URL, "r"))
+	cfg, err := config.Load(path, os.Getenv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	logs := &syncBuffer{}
+	log := slog.New(slog.NewTextHandler(logs, nil))
+	srv, err := server.New(server.Options{Config: cfg, Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	live := server.NewLive(srv)
+	ts := httptest.NewServer(live)
+	defer func() {
+		ts.Close()
+		live.Server().Close()
+	}()
+	rl := &reloader{path: path, getenv: os.Getenv, log: log, grace: 5 * time.Second,
+		live: live, addr: ts.Listener.Addr(), running: cfg.Listen}
+	writeFile(t, path, "wait_healthy = true\n"+gatewayFile("127.0.0.1:8000", up.URL, "r")+`
+[targets.p]
+adapter = "openai"
+url     = "http://127.0.0.1:{port}/v1"
+command = ["/bin/sh", "-c", "echo model file missing >&2; exit 3", "{port}"]
+group   = "g"
+load_timeout = "300ms"
+
+[groups.g]
+slots  = 1
+pinned = ["p"]
+`)
+	done := make(chan bool, 1)
+	go func() { done <- rl.reload(context.Background()) }()
+	select {
+	case ok := <-done:
+		if ok {
+			t.Fatalf("a reload whose pinned member never became healthy was applied:\n%s", logs)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatalf("the reload still waits for the pinned member:\n%s", logs)
+	}
+	if live.Server() != srv || chatStatus(t, ts.URL, "r") != 200 {
+		t.Errorf("the running configuration does not serve after the failed reload:\n%s", logs)
+	}
+	if !strings.Contains(logs.String(), "waiting for pinned [p]") {
+		t.Errorf("the log does not say what the reload waited for:\n%s", logs)
 	}
 }
