@@ -401,12 +401,10 @@ func TestH1SweeperVisitsInBatches(t *testing.T) {
 		tr := &h1Transport{sweeping: true}
 		ctx, cancel := context.WithCancel(context.Background())
 		cancel()
-		var conns []*h1Conn
 		for range 1000 {
 			c := &h1Conn{Conn: &deadlineConn{}}
 			tr.watchLocked(ctx, c)
 			c.phase.Store(phaseBody)
-			conns = append(conns, c)
 		}
 		// Each tick, the exchange just behind the cursor ends, so that the last one (not yet
 		// visited) fills its hole, behind the cursor.
