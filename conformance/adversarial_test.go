@@ -415,3 +415,33 @@ func TestBrokenOffAnswerKeepsItsEvidence(t *testing.T) {
 		}
 	}
 }
+
+// TestReasoningOnlyLogprobsSkip: a reasoning model asked for 4 tokens spends them on its
+// reasoning, so its answer has no content and logprobs.content is rightly empty: a skip, not a
+// failure. An empty logprobs.content beside content is still a failure.
+func TestReasoningOnlyLogprobsSkip(t *testing.T) {
+	reasoningOnly := func(content string) streamRewrite {
+		return streamRewrite{editJSON: func(req string, _ http.Header, b string) string {
+			if !strings.Contains(req, `"logprobs":true`) {
+				return b
+			}
+			return fmt.Sprintf(`{"id":"c","object":"chat.completion","created":%d,"model":%q,`+
+				`"choices":[{"index":0,"message":{"role":"assistant","content":%q,"reasoning_content":"Let me"},`+
+				`"logprobs":{"content":[],"refusal":null},"finish_reason":"length"}],`+
+				`"usage":{"prompt_tokens":7,"completion_tokens":4,"total_tokens":11}}`, conformancetest.Created, fakeModel, content)
+		}}
+	}
+	for _, tt := range []struct {
+		content string
+		want    Result
+	}{{"", Skip}, {"Hi", Fail}} {
+		t.Run(fmt.Sprintf("content %q", tt.content), func(t *testing.T) {
+			rw := reasoningOnly(tt.content)
+			_, srv := newWrappedFake(t, func(h http.Handler) http.Handler { rw.next = h; return rw })
+			rep := runAgainst(t, fakeOptions(t, srv))
+			if c, _ := rep.Result("logprobs.content"); c.Result != tt.want {
+				t.Errorf("logprobs.content = %s (%s), want %s", c.Result, c.Reason, tt.want)
+			}
+		})
+	}
+}

@@ -213,7 +213,7 @@ func splitThinkBody(body []byte) []byte {
 		ch["message"] = mustJSON(msg)
 		if entries, ok := rawLogprobs(ch["logprobs"]); ok {
 			var t thinkLogprobs
-			ch["logprobs"] = withLogprobs(ch["logprobs"], append(t.take(entries), t.flush()...))
+			ch["logprobs"] = withLogprobs(ch["logprobs"], append(t.take(entries), t.flush()...), true)
 		}
 		changed = true
 	}
@@ -386,7 +386,7 @@ func (s *thinkStream) rewrite(ev []byte) (out []byte, keep, choiceless bool) {
 				kept = append(kept, tp.flush()...)
 			}
 			if ok && len(kept) != len(entries) {
-				ch["logprobs"] = withLogprobs(ch["logprobs"], kept)
+				ch["logprobs"] = withLogprobs(ch["logprobs"], kept, false)
 				changed = true
 			}
 		}
@@ -473,8 +473,10 @@ func rawLogprobs(lp json.RawMessage) (entries []logprobJSON, ok bool) {
 }
 
 // withLogprobs is lp with its content replaced by entries' raw forms, its other members kept
-// (refusal); null when nothing is left in it, as OpenAI's chunks without tokens have.
-func withLogprobs(lp json.RawMessage, entries []logprobJSON) json.RawMessage {
+// (refusal). A chunk left with nothing in it has null, as OpenAI's chunks without tokens have;
+// a whole answer (whole) keeps an empty content: the client asked, and the answer's content had
+// no tokens (a reasoning model whose max_tokens all went to its reasoning).
+func withLogprobs(lp json.RawMessage, entries []logprobJSON, whole bool) json.RawMessage {
 	var v map[string]json.RawMessage
 	if json.Unmarshal(lp, &v) != nil {
 		return lp
@@ -484,7 +486,7 @@ func withLogprobs(lp json.RawMessage, entries []logprobJSON) json.RawMessage {
 		content[i] = e.raw
 	}
 	v["content"] = mustJSON(content)
-	if len(entries) == 0 {
+	if len(entries) == 0 && !whole {
 		others := false
 		for k, m := range v {
 			if k != "content" && !isNull(m) {
