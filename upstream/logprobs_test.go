@@ -218,26 +218,15 @@ func TestOllamaThinkTagsLogprobsAreTheContents(t *testing.T) {
 					if end != "EOF" {
 						t.Fatalf("stream ended with %s", end)
 					}
-					var acc openai.ChatCompletionAccumulator
-					for _, e := range events {
-						var c openai.ChatCompletionChunk
-						if err := json.Unmarshal([]byte(e), &c); err != nil || !acc.AddChunk(c) {
-							t.Fatalf("chunk %s: %v, or the accumulator refused it", e, err)
-						}
-					}
-					got = acc.ChatCompletion
+					got = accumulate(t, events)
 				} else if err := json.Unmarshal(resp.Body, &got); err != nil {
 					t.Fatal(err)
 				}
 				if len(got.Choices) != 1 {
 					t.Fatalf("choices: %d", len(got.Choices))
 				}
-				var spelt strings.Builder
-				for _, e := range got.Choices[0].Logprobs.Content {
-					spelt.WriteString(e.Token)
-				}
-				if got.Choices[0].Message.Content != tt.want || spelt.String() != tt.want {
-					t.Errorf("content %q, the logprobs' tokens spell %q; want both %q", got.Choices[0].Message.Content, spelt.String(), tt.want)
+				if spelt := spelling(got); got.Choices[0].Message.Content != tt.want || spelt != tt.want {
+					t.Errorf("content %q, the logprobs' tokens spell %q; want both %q", got.Choices[0].Message.Content, spelt, tt.want)
 				}
 			})
 		}
@@ -265,6 +254,18 @@ func TestOllamaThinkingLinesLogprobsDropped(t *testing.T) {
 	}
 	defer resp.Stream.Close()
 	events, end := drain(resp.Stream)
+	acc := accumulate(t, events)
+	if end != "EOF" || len(acc.Choices) != 1 {
+		t.Fatalf("end %s, choices %d", end, len(acc.Choices))
+	}
+	if got, spelt := acc.Choices[0].Message.Content, spelling(acc); got != "Hi!" || spelt != "Hi!" {
+		t.Errorf("content %q, the logprobs' tokens spell %q; want both \"Hi!\"", got, spelt)
+	}
+}
+
+// accumulate is what the OpenAI SDK makes of a stream's chunks.
+func accumulate(t *testing.T, events []string) openai.ChatCompletion {
+	t.Helper()
 	var acc openai.ChatCompletionAccumulator
 	for _, e := range events {
 		var c openai.ChatCompletionChunk
@@ -272,16 +273,16 @@ func TestOllamaThinkingLinesLogprobsDropped(t *testing.T) {
 			t.Fatalf("chunk %s: %v, or the accumulator refused it", e, err)
 		}
 	}
-	if end != "EOF" || len(acc.Choices) != 1 {
-		t.Fatalf("end %s, choices %d", end, len(acc.Choices))
+	return acc.ChatCompletion
+}
+
+// spelling is the first choice's logprobs.content tokens, joined.
+func spelling(c openai.ChatCompletion) string {
+	var b strings.Builder
+	for _, e := range c.Choices[0].Logprobs.Content {
+		b.WriteString(e.Token)
 	}
-	var spelt strings.Builder
-	for _, e := range acc.Choices[0].Logprobs.Content {
-		spelt.WriteString(e.Token)
-	}
-	if got := acc.Choices[0].Message.Content; got != "Hi!" || spelt.String() != "Hi!" {
-		t.Errorf("content %q, the logprobs' tokens spell %q; want both \"Hi!\"", got, spelt.String())
-	}
+	return b.String()
 }
 
 // With think-tags on an openai target (vLLM or llama-server serving R1), the think block moves
@@ -343,23 +344,12 @@ func TestThinkTagsLogprobs(t *testing.T) {
 						t.Fatalf("stream ended with %s", end)
 					}
 					raw = strings.Join(events, "\n")
-					var acc openai.ChatCompletionAccumulator
-					for _, e := range events {
-						var c openai.ChatCompletionChunk
-						if err := json.Unmarshal([]byte(e), &c); err != nil || !acc.AddChunk(c) {
-							t.Fatalf("chunk %s: %v, or the accumulator refused it", e, err)
-						}
-					}
-					got = acc.ChatCompletion
+					got = accumulate(t, events)
 				} else if err := json.Unmarshal(resp.Body, &got); err != nil {
 					t.Fatal(err)
 				}
-				var spelt strings.Builder
-				for _, e := range got.Choices[0].Logprobs.Content {
-					spelt.WriteString(e.Token)
-				}
-				if got.Choices[0].Message.Content != tt.want || spelt.String() != tt.want {
-					t.Errorf("content %q, the logprobs' tokens spell %q; want both %q", got.Choices[0].Message.Content, spelt.String(), tt.want)
+				if spelt := spelling(got); got.Choices[0].Message.Content != tt.want || spelt != tt.want {
+					t.Errorf("content %q, the logprobs' tokens spell %q; want both %q", got.Choices[0].Message.Content, spelt, tt.want)
 				}
 				if !strings.Contains(raw, `"x_vendor":1`) {
 					t.Errorf("an entry lost a member the upstream sent: %s", raw)
