@@ -445,3 +445,35 @@ func TestReasoningOnlyLogprobsSkip(t *testing.T) {
 		})
 	}
 }
+
+// TestNoContentLogprobsFail: an empty logprobs.content is a skip only for an answer whose tokens
+// went to reasoning; one with no message, an empty message with no reasoning, or a tool call in
+// place of content, still fails.
+func TestNoContentLogprobsFail(t *testing.T) {
+	for _, tt := range []struct {
+		name, choice string
+		want         Result
+	}{
+		{"reasoning", `"message":{"role":"assistant","content":null,"reasoning":"Let me"}`, Skip},
+		{"no message", `"delta":{}`, Fail},
+		{"nothing", `"message":{"role":"assistant","content":null}`, Fail},
+		{"empty reasoning", `"message":{"role":"assistant","content":"","reasoning_content":""}`, Fail},
+		{"tool call", `"message":{"role":"assistant","content":null,"reasoning_content":"x","tool_calls":[{"id":"a","type":"function","function":{"name":"f","arguments":"{}"}}]}`, Fail},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			rw := streamRewrite{editJSON: func(req string, _ http.Header, b string) string {
+				if !strings.Contains(req, `"logprobs":true`) {
+					return b
+				}
+				return fmt.Sprintf(`{"id":"c","object":"chat.completion","created":%d,"model":%q,`+
+					`"choices":[{"index":0,%s,"logprobs":{"content":[],"refusal":null},"finish_reason":"length"}],`+
+					`"usage":{"prompt_tokens":7,"completion_tokens":4,"total_tokens":11}}`, conformancetest.Created, fakeModel, tt.choice)
+			}}
+			_, srv := newWrappedFake(t, func(h http.Handler) http.Handler { rw.next = h; return rw })
+			rep := runAgainst(t, fakeOptions(t, srv))
+			if c, _ := rep.Result("logprobs.content"); c.Result != tt.want {
+				t.Errorf("logprobs.content = %s (%s), want %s", c.Result, c.Reason, tt.want)
+			}
+		})
+	}
+}

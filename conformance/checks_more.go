@@ -57,11 +57,32 @@ func formatChecks() []*check {
 	}
 }
 
-// noContent reports an answer whose first choice's message has empty or null content.
+// noContent reports an answer whose first choice's message has empty or null content because its
+// tokens went to reasoning: a message with no tool calls, and reasoning to show for it (its
+// reasoning_content or reasoning text, or reasoning tokens counted in usage). An answer without
+// a message, or with nothing at all in it, is no such answer: a server that loses the content
+// (and so its logprobs) is to fail logprobs.content, not skip it.
 func noContent(x *exchange) bool {
-	c, ok := at(x.json, "choices", 0, "message", "content")
-	s, isString := c.(string)
-	return !ok || c == nil || isString && s == ""
+	msg, ok := at(x.json, "choices", 0, "message")
+	m, isObj := msg.(map[string]any)
+	if !ok || !isObj {
+		return false
+	}
+	c := m["content"]
+	if s, isString := c.(string); c != nil && (!isString || s != "") {
+		return false
+	}
+	if calls, ok := m["tool_calls"].([]any); ok && len(calls) > 0 {
+		return false
+	}
+	for _, k := range []string{"reasoning_content", "reasoning"} {
+		if s, ok := m[k].(string); ok && s != "" {
+			return true
+		}
+	}
+	n, _ := at(x.json, "usage", "completion_tokens_details", "reasoning_tokens")
+	f, _ := n.(float64)
+	return f > 0
 }
 
 func logprobChecks() []*check {

@@ -386,26 +386,30 @@ func applyPrivacy(p string, req *core.Request) *apiError {
 	return nil
 }
 
-// hasImages reports whether any message has an image part.
 // structuredFormat reports whether a response_format asks for JSON: a type other than "text"
 // (json_object, json_schema, or one OpenAI adds later). rf is valid JSON, or empty when absent.
+// Of several "type" members the last counts, as encoding/json, Python's json and llama-server's
+// parser read it: the first would let {"type":"text","type":"json_object"} reach a target that
+// cannot carry the JSON mode the upstream is asked for.
 func structuredFormat(rf json.RawMessage) bool {
 	if len(rf) == 0 || rf[0] != '{' {
 		return false
 	}
 	it := jsonx.Object(rf, false)
+	structured := false
 	for {
 		q, v, ok := it.Next()
 		if !ok {
-			return false
+			return structured
 		}
 		if name, ok := jsonx.Unquote(q); ok && name == "type" {
 			t, ok := jsonx.Unquote(v)
-			return ok && t != "text"
+			structured = ok && t != "text"
 		}
 	}
 }
 
+// hasImages reports whether any message has an image part.
 func hasImages(msgs []core.Message) bool {
 	for i := range msgs {
 		c := bytes.TrimSpace(msgs[i].Content)

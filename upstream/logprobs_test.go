@@ -297,6 +297,9 @@ func TestThinkTagsLogprobs(t *testing.T) {
 		{"block then answer", []string{"<think>", "\n", "hmm", "</think>", "\n\n", "Hi", "!"}, "Hi!"},
 		{"tags split across tokens", []string{"<th", "ink>", "x", "</th", "ink>", "Hi"}, "Hi"},
 		{"no block", []string{"Hi", " there"}, "Hi there"},
+		// Held to the end (it may open a block): the finishing chunk, logprobs null, gives the
+		// bytes and must give their entries too.
+		{"an answer that is a tag's start", []string{"<", "th"}, "<th"},
 	}
 	entry := func(tok string) map[string]any {
 		return map[string]any{"token": tok, "logprob": -0.5, "bytes": []byte(tok), "top_logprobs": []any{}, "x_vendor": 1}
@@ -356,5 +359,19 @@ func TestThinkTagsLogprobs(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// A chunk whose logprob entries come without content beside them (the content in a chunk of its
+// own) still has its block's entries taken out: the entries' splitter reads their tokens.
+func TestThinkTagsLogprobsWithoutContent(t *testing.T) {
+	s := newThinkStream(nil)
+	out, keep, _ := s.rewrite([]byte(`{"id":"c","choices":[{"index":0,"delta":{},"logprobs":{"content":[{"token":"<think>","logprob":-1}]},"finish_reason":null}]}`))
+	if keep && strings.Contains(string(out), "<think>") {
+		t.Errorf("the block's opening tag is left in logprobs.content: %s", out)
+	}
+	out, keep, _ = s.rewrite([]byte(`{"id":"c","choices":[{"index":0,"delta":{},"logprobs":{"content":[{"token":"hmm","logprob":-1},{"token":"</think>","logprob":-1},{"token":"Hi","logprob":-1}]},"finish_reason":null}]}`))
+	if !keep || strings.Contains(string(out), "hmm") || !strings.Contains(string(out), `"Hi"`) {
+		t.Errorf("got %s (kept %v), want the answer's entry alone", out, keep)
 	}
 }

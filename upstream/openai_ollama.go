@@ -320,41 +320,79 @@ func argumentsObject(s string) (json.RawMessage, error) {
 	return b.Bytes(), nil
 }
 
-// format maps response_format: json_object is "json", json_schema is its schema, text is none.
 // namedTool returns the tools to offer for tool_choice: all of them, or, when it names a
-// function ({"type":"function","function":{"name":…}}), that function's tool alone. A name that
-// no tool has is the client's mistake, as OpenAI answers it.
+// function ({"type":"function","function":{"name":…}}), that function's tool alone, or, when it
+// is {"type":"allowed_tools","allowed_tools":{"tools":[…]}}, the tools it lists (Ollama has no
+// tool_choice: a tool not offered is the only way to keep the model from calling it). A name no
+// tool has, or an empty one, is the client's mistake, as OpenAI answers it.
 func namedTool(t *core.Target, tools, choice json.RawMessage) (json.RawMessage, error) {
 	choice = bytes.TrimSpace(choice)
 	if len(choice) == 0 || choice[0] != '{' {
 		return tools, nil
 	}
-	var named struct {
+	type fn struct {
 		Function struct {
 			Name *string `json:"name"`
 		} `json:"function"`
 	}
-	if json.Unmarshal(choice, &named) != nil || named.Function.Name == nil {
+	var named struct {
+		Type string `json:"type"`
+		fn
+		Allowed struct {
+			Tools []fn `json:"tools"`
+		} `json:"allowed_tools"`
+	}
+	if json.Unmarshal(choice, &named) != nil {
+		return tools, nil
+	}
+	var want []string
+	param := "tool_choice"
+	switch {
+	case named.Type == "allowed_tools":
+		param = "tool_choice.allowed_tools.tools"
+		for _, a := range named.Allowed.Tools {
+			if a.Function.Name != nil {
+				want = append(want, *a.Function.Name)
+			}
+		}
+		if len(want) == 0 {
+			return tools, nil
+		}
+	case named.Function.Name != nil:
+		want = []string{*named.Function.Name}
+	default:
 		return tools, nil
 	}
 	var list []json.RawMessage
 	if json.Unmarshal(tools, &list) != nil {
 		return tools, nil
 	}
-	for _, tool := range list {
-		var d struct {
-			Function struct {
-				Name string `json:"name"`
-			} `json:"function"`
+	out := json.RawMessage{'['}
+	for _, name := range want {
+		found := false
+		for _, tool := range list {
+			var d struct {
+				Function struct {
+					Name string `json:"name"`
+				} `json:"function"`
+			}
+			if name != "" && json.Unmarshal(tool, &d) == nil && d.Function.Name == name {
+				if len(out) > 1 {
+					out = append(out, ',')
+				}
+				out, found = append(out, tool...), true
+				break
+			}
 		}
-		if json.Unmarshal(tool, &d) == nil && d.Function.Name == *named.Function.Name {
-			return append(append(json.RawMessage{'['}, tool...), ']'), nil
+		if !found {
+			return nil, requestError(t, "invalid_value", param,
+				fmt.Sprintf("tool_choice names the function %q, which is not in tools", name))
 		}
 	}
-	return nil, requestError(t, "invalid_value", "tool_choice",
-		fmt.Sprintf("tool_choice names the function %q, which is not in tools", *named.Function.Name))
+	return append(out, ']'), nil
 }
 
+// format maps response_format: json_object is "json", json_schema is its schema, text is none.
 func (a *openaiOllama) format(raw json.RawMessage) (json.RawMessage, error) {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 || string(raw) == "null" {

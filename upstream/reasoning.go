@@ -365,16 +365,11 @@ func (s *thinkStream) rewrite(ev []byte) (out []byte, keep, choiceless bool) {
 		_ = json.Unmarshal(ch["delta"], &delta)
 		content, hasContent := rawString(delta["content"])
 		finished := text(ch["finish_reason"]) != ""
-		if !hasContent && !finished {
-			continue
-		}
-		answer, reasoning := sp.split(content)
-		if finished {
-			a, r := sp.flush()
-			answer, reasoning = answer+a, reasoning+r
-		}
 		// The entries go through a splitter of their own, as the content does: logprobs.content
-		// covers the answer's tokens, not the block's (TestThinkTagsLogprobs).
+		// covers the answer's tokens, not the block's (TestThinkTagsLogprobs). A chunk's entries
+		// go through it with or without content beside them, and the entries held for bytes
+		// that may open a tag go with the finishing chunk, as those bytes do, though it came
+		// with logprobs null.
 		if entries, ok := rawLogprobs(ch["logprobs"]); ok || finished {
 			tp := s.probs[idx]
 			if tp == nil {
@@ -385,10 +380,22 @@ func (s *thinkStream) rewrite(ev []byte) (out []byte, keep, choiceless bool) {
 			if finished {
 				kept = append(kept, tp.flush()...)
 			}
-			if ok && len(kept) != len(entries) {
-				ch["logprobs"] = withLogprobs(ch["logprobs"], kept, false)
+			if len(kept) != len(entries) {
+				lp := ch["logprobs"]
+				if len(lp) == 0 || isNull(lp) {
+					lp = json.RawMessage(`{}`)
+				}
+				ch["logprobs"] = withLogprobs(lp, kept, false)
 				changed = true
 			}
+		}
+		if !hasContent && !finished {
+			continue
+		}
+		answer, reasoning := sp.split(content)
+		if finished {
+			a, r := sp.flush()
+			answer, reasoning = answer+a, reasoning+r
 		}
 		if answer == content && reasoning == "" {
 			continue

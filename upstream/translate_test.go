@@ -60,6 +60,10 @@ func TestOllamaTranslateErrors(t *testing.T) {
 			"invalid_value", "response_format.json_schema.schema"},
 		{"tool_choice names no tool", `{"messages":[{"role":"user","content":"x"}],"tools":[{"type":"function","function":{"name":"f"}}],"tool_choice":{"type":"function","function":{"name":"g"}}}`,
 			"invalid_value", "tool_choice"},
+		{"tool_choice names a nameless tool", `{"messages":[{"role":"user","content":"x"}],"tools":[{"type":"function","function":{"parameters":{}}}],"tool_choice":{"type":"function","function":{"name":""}}}`,
+			"invalid_value", "tool_choice"},
+		{"allowed_tools names no tool", `{"messages":[{"role":"user","content":"x"}],"tools":[{"type":"function","function":{"name":"f"}}],"tool_choice":{"type":"allowed_tools","allowed_tools":{"mode":"auto","tools":[{"type":"function","function":{"name":"g"}}]}}}`,
+			"invalid_value", "tool_choice.allowed_tools.tools"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -84,6 +88,9 @@ func TestOllamaTranslate(t *testing.T) {
 		{"a named tool_choice offers that tool alone",
 			`{"messages":[{"role":"user","content":"x"}],"tools":[{"type":"function","function":{"name":"f"}},{"type":"function","function":{"name":"g","parameters":{"type":"object"}}}],"tool_choice":{"type":"function","function":{"name":"g"}}}`,
 			`{"model":"llama3.2","messages":[{"role":"user","content":"x"}],"tools":[{"type":"function","function":{"name":"g","parameters":{"type":"object"}}}],"stream":false}`},
+		{"allowed_tools offers the tools it lists",
+			`{"messages":[{"role":"user","content":"x"}],"tools":[{"type":"function","function":{"name":"f"}},{"type":"function","function":{"name":"g"}},{"type":"function","function":{"name":"h"}}],"tool_choice":{"type":"allowed_tools","allowed_tools":{"mode":"required","tools":[{"type":"function","function":{"name":"h"}},{"type":"function","function":{"name":"f"}}]}}}`,
+			`{"model":"llama3.2","messages":[{"role":"user","content":"x"}],"tools":[{"type":"function","function":{"name":"h"}},{"type":"function","function":{"name":"f"}}],"stream":false}`},
 		{"tool_choice required offers every tool",
 			`{"messages":[{"role":"user","content":"x"}],"tools":[{"type":"function","function":{"name":"f"}},{"type":"function","function":{"name":"g"}}],"tool_choice":"required"}`,
 			`{"model":"llama3.2","messages":[{"role":"user","content":"x"}],"tools":[{"type":"function","function":{"name":"f"}},{"type":"function","function":{"name":"g"}}],"stream":false}`},
