@@ -464,6 +464,7 @@ type wireOther struct {
 	Input         json.RawMessage `json:"input"`
 	MaxTokens     *int            `json:"max_tokens"`
 	N             json.RawMessage `json:"n"`
+	Logprobs      json.RawMessage `json:"logprobs"` // completions: an integer, or null
 	Fallback      json.RawMessage `json:"x-fallback-on"`
 	Hint          *string         `json:"x-route-hint"`
 	Privacy       *string         `json:"x-hayula-privacy"`
@@ -500,6 +501,9 @@ func decodeOther(r *http.Request, body []byte, op core.Op) (*core.Request, *apiE
 	req := &core.Request{Op: op, Model: *w.Model, Stream: w.Stream}
 	if op == core.OpCompletions {
 		req.Prompt = raw
+		// Any number asks for the sampled tokens' logprobs (and that many alternatives).
+		lp := bytes.TrimSpace(w.Logprobs)
+		req.Logprobs = len(lp) > 0 && lp[0] != 'n' && lp[0] != 'f'
 	}
 	if w.StreamOptions != nil {
 		req.IncludeUsage = w.StreamOptions.IncludeUsage
@@ -814,7 +818,7 @@ func isChatKey(name string) bool {
 // isOtherKey is isChatKey for a completions or embeddings request (wireOther).
 func isOtherKey(name string) bool {
 	switch name {
-	case "stream", "stream_options", "prompt", "input", "max_tokens", "n":
+	case "stream", "stream_options", "prompt", "input", "max_tokens", "n", "logprobs":
 		return true
 	}
 	return false

@@ -202,4 +202,20 @@ func TestFormatSkipsSAIF(t *testing.T) {
 	if n := saif.hits.Load(); n != 3 {
 		t.Errorf("SAIF asked %d times for a text format, logprobs false and a null format; want 3", n)
 	}
+	// A completions request's logprobs is a number.
+	rep := g.post(t, "/v1/completions", `{"model":"co","prompt":"x","logprobs":1}`)
+	if rep.status != 200 || rep.header.Get("x-hayula-chain") != "oai" {
+		t.Errorf("completions with logprobs, route co: %d chain %q: %s", rep.status, rep.header.Get("x-hayula-chain"), rep.body)
+	}
+	rep = g.post(t, "/v1/completions", `{"model":"sm","prompt":"x","logprobs":0}`)
+	if rep.status != 400 || rep.errorField(t, "code") != "unsupported_request" {
+		t.Errorf("completions with logprobs, only SAIF: %d %s", rep.status, rep.body)
+	}
+	if n := saif.hits.Load(); n != 3 {
+		t.Errorf("SAIF was asked for completions with logprobs (%d hits, want 3)", n)
+	}
+	rep = g.post(t, "/v1/completions", `{"model":"sm","prompt":"x","logprobs":null}`)
+	if rep.status == 400 && rep.errorField(t, "code") == "unsupported_request" {
+		t.Errorf("completions with logprobs null refused: %s", rep.body)
+	}
 }
