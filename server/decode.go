@@ -674,11 +674,12 @@ func jsonType(t reflect.Type) string {
 }
 
 // maxBodyDepth is the deepest nesting of arrays and objects a request body may have, the body's
-// own object counting 1. It is serde_json's recursion limit: a Rust upstream refuses anything
-// deeper, and a Python one may fail on it with a 5xx that counts against the target's health,
-// while encoding/json would take up to 10,000 levels. No request OpenAI's API defines comes
-// near it: a tool's JSON schema, the deepest part, is a few levels per nested property.
-const maxBodyDepth = 128
+// own object counting 1. It is what serde_json takes (its recursion limit of 128 refuses the
+// 128th level): a Rust upstream refuses anything deeper, and a Python one may fail on it with a
+// 5xx that counts against the target's health, while encoding/json would take up to 10,000
+// levels. No request OpenAI's API defines comes near it: a tool's JSON schema, the deepest part,
+// is a few levels per nested property.
+const maxBodyDepth = 127
 
 // checkText is the check FixText makes, for a body no one-pass walk read: a body that is not
 // valid UTF-8 (RFC 8259 §8.1) or nests past maxBodyDepth is refused, and a lone surrogate escape

@@ -82,7 +82,7 @@ var refusedText = []string{
 	"{\"model\":\"saif\",\"messages\":[]}\xff",
 	`{"model":"saif","messages":[{"role":"user","content":` + deep(600) + `}]}`,
 	`{"model":"saif","messages":[{"role":"user","content":` + deep(127) + `}]}`,
-	`{"model":"saif","messages":[],"unknown":` + deep(128) + `}`,
+	`{"model":"saif","messages":[],"unknown":` + deep(maxBodyDepth) + `}`,
 }
 
 // deep is n nested arrays.
@@ -232,7 +232,7 @@ func TestTextRefused(t *testing.T) {
 				want += strconv.Itoa(strings.IndexFunc(b, func(r rune) bool { return r == utf8.RuneError }))
 			} else {
 				// These bodies have no bracket inside a string.
-				want = "the request body nests arrays and objects deeper than 128 levels (at byte offset "
+				want = "the request body nests arrays and objects deeper than " + strconv.Itoa(maxBodyDepth) + " levels (at byte offset "
 				depth, i := 0, 0
 				for ; depth <= maxBodyDepth; i++ {
 					switch b[i] {
