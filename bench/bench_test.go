@@ -172,6 +172,33 @@ func TestReportTargets(t *testing.T) {
 	if want, md := "auto − explicit at p50 ≤ 20 µs: +20.4 µs — **not met**", r.markdown(); !strings.Contains(md, want) {
 		t.Errorf("report lacks %q:\n%s", want, md)
 	}
+
+	// The slow streams' table has an nginx row when nginx ran them, with each row's median first
+	// event, and the target names nginx's count; without nginx, neither.
+	streams := func(held int, first time.Duration) streamsResult {
+		return streamsResult{MaxOpen: 10, Events: 320, HeldBack: held, MaxLag: time.Millisecond, FirstEvent: first, Took: time.Second}
+	}
+	mem := memoryResult{Idle: memory{RSS: 12 << 20}, Streams: 10,
+		Direct: streams(2, 50*time.Millisecond), Gateway: streams(1, 90*time.Millisecond)}
+	r = &report{opts: options{Rounds: 1, Chunks: 8, LogLevel: "info", SlowChunks: 30, SlowInterval: 100 * time.Millisecond},
+		memory: mem}
+	md = r.markdown()
+	for _, absent := range []string{"| nginx | 10 |", "through nginx"} {
+		if strings.Contains(md, absent) {
+			t.Errorf("report without nginx has %q:\n%s", absent, md)
+		}
+	}
+	r.memory.Nginx = streams(0, 40*time.Millisecond)
+	md = r.markdown()
+	for _, want := range []string{
+		"| gateway | 10 | 320 | 1 | 1000 µs | 90.0 ms | 0 | 1s |",
+		"| nginx | 10 | 320 | 0 | 1000 µs | 40.0 ms | 0 | 1s |",
+		"1 held back through the gateway, 2 straight to the upstream, 0 through nginx",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("report lacks %q:\n%s", want, md)
+		}
+	}
 }
 
 // micros returns the durations of v microseconds.
