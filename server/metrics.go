@@ -46,8 +46,7 @@ type usageTo struct{ route, key int }
 // countUsage counts the tokens an answer (or a stream's event) of u's route by t reports.
 func (s *Server) countUsage(u usageTo, t *core.Target, b []byte) {
 	if p, c, ok := metrics.Usage(b); ok {
-		s.metrics.Tokens(u.route, t.Index, p, c)
-		s.metrics.KeyTokens(u.key, p, c)
+		s.countTokens(u, t, p, c)
 	}
 }
 
@@ -56,12 +55,17 @@ func (s *Server) countUsage(u usageTo, t *core.Target, b []byte) {
 func (s *Server) countAnswer(u usageTo, t *core.Target, resp *upstream.Response) {
 	if n := resp.Usage; n != nil {
 		if n.Reported {
-			s.metrics.Tokens(u.route, t.Index, n.Prompt, n.Completion)
-			s.metrics.KeyTokens(u.key, n.Prompt, n.Completion)
+			s.countTokens(u, t, n.Prompt, n.Completion)
 		}
 		return
 	}
 	s.countUsage(u, t, resp.Body)
+}
+
+// countTokens adds an answer's tokens to its route's and target's, and to its key's.
+func (s *Server) countTokens(u usageTo, t *core.Target, prompt, completion uint64) {
+	s.metrics.Tokens(u.route, t.Index, prompt, completion)
+	s.metrics.KeyTokens(u.key, prompt, completion)
 }
 
 // handleMetrics answers a Prometheus scrape. It takes a key like every other endpoint when the
