@@ -1,7 +1,6 @@
 package server
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -10,6 +9,7 @@ import (
 	"slices"
 
 	"github.com/hayula/gateway/core"
+	"github.com/hayula/gateway/internal/jsonx"
 	"github.com/hayula/gateway/metrics"
 )
 
@@ -79,12 +79,9 @@ func (b *responsesWriter) toChat(body []byte) ([]byte, *apiError) {
 	if e := checkText(body); e != nil {
 		return nil, e
 	}
-	var top map[string]json.RawMessage
-	if err := json.Unmarshal(body, &top); err != nil {
-		return nil, jsonError(err)
-	}
-	if top == nil {
-		return nil, badRequest("", "invalid_json", "the request body must be a JSON object")
+	members, top, e := membersOf(body)
+	if e != nil {
+		return nil, e
 	}
 	for name, why := range responsesRefused {
 		if v, ok := top[name]; ok && !isNullOr(v, "false") {
@@ -112,7 +109,7 @@ func (b *responsesWriter) toChat(body []byte) ([]byte, *apiError) {
 	if !ok || isNullOr(in) {
 		return nil, badRequest("input", "missing_required_parameter", "Missing required parameter: 'input'.")
 	}
-	msgs, e := appendInput(msgs, in)
+	msgs, e = appendInput(msgs, in)
 	if e != nil {
 		return nil, e
 	}
@@ -167,7 +164,44 @@ func (b *responsesWriter) toChat(body []byte) ([]byte, *apiError) {
 	if v, ok := top["parallel_tool_calls"]; ok && !isNullOr(v) {
 		b.echo.ParallelToolCalls = v
 	}
-	return chatBody(body, out)
+	return chatBody(members, out), nil
+}
+
+// member is one of a body's members, its key as the client quoted it.
+type member struct {
+	quoted []byte
+	value  json.RawMessage
+}
+
+// membersOf walks a Responses body once: its members in order and as often as they came (what
+// chatBody passes on), and by name the last of each, as encoding/json reads an object (what
+// toChat decides on). A body that is not a JSON object is refused as encoding/json words it.
+func membersOf(body []byte) ([]member, map[string]json.RawMessage, *apiError) {
+	if jsonx.Valid(body) {
+		it := jsonx.Object(body, false)
+		var members []member
+		top := make(map[string]json.RawMessage, 16)
+		for {
+			q, v, ok := it.Next()
+			if !ok {
+				break
+			}
+			k, ok := jsonx.Unquote(q)
+			if !ok {
+				break
+			}
+			members = append(members, member{quoted: q, value: v})
+			top[k] = v
+		}
+		if it.Done() {
+			return members, top, nil
+		}
+	}
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(body, &top); err != nil {
+		return nil, nil, jsonError(err)
+	}
+	return nil, nil, badRequest("", "invalid_json", "the request body must be a JSON object")
 }
 
 // chatBody is the chat body: the client's members the bridge neither refuses nor drops
@@ -176,46 +210,27 @@ func (b *responsesWriter) toChat(body []byte) ([]byte, *apiError) {
 // chat decoder reads it as it would on the chat endpoint: there a body that says
 // "x-hayula-privacy": "strict" anywhere is strict, and a map keeping the last value let a second
 // "default" undo it and reach a public target (TestResponsesPrivacyAnyStrictCounts).
-func chatBody(body []byte, built map[string]json.RawMessage) ([]byte, *apiError) {
-	bad := func(err error) *apiError {
-		return badRequest("", "invalid_json", "the request could not be turned into a chat request: "+err.Error())
-	}
-	dec := json.NewDecoder(bytes.NewReader(body))
-	if _, err := dec.Token(); err != nil { // the '{' toChat's decode found
-		return nil, bad(err)
-	}
-	chat := make([]byte, 0, len(body)+256)
+func chatBody(members []member, built map[string]json.RawMessage) []byte {
+	chat := make([]byte, 0, 512)
 	chat = append(chat, '{')
-	member := func(k []byte, v json.RawMessage) {
+	add := func(k []byte, v json.RawMessage) {
 		if len(chat) > 1 {
 			chat = append(chat, ',')
 		}
 		chat = append(append(append(chat, k...), ':'), v...)
 	}
-	for dec.More() {
-		t, err := dec.Token()
-		if err != nil {
-			return nil, bad(err)
-		}
-		k, _ := t.(string)
-		var v json.RawMessage
-		if err := dec.Decode(&v); err != nil {
-			return nil, bad(err)
-		}
+	for _, m := range members {
+		k, _ := jsonx.Unquote(m.quoted)
 		_, refused := responsesRefused[k]
 		if _, ok := built[k]; ok || refused || responsesDropped[k] {
 			continue
 		}
-		kq, err := json.Marshal(k)
-		if err != nil {
-			return nil, bad(err)
-		}
-		member(kq, v)
+		add(m.quoted, m.value)
 	}
 	for _, k := range slices.Sorted(maps.Keys(built)) {
-		member(quote(k), built[k])
+		add(quote(k), built[k])
 	}
-	return append(chat, '}'), nil
+	return append(chat, '}')
 }
 
 // readStream takes "stream": a streamed Responses answer is built from a chat stream that ends
