@@ -261,8 +261,12 @@ func finishChat(r *http.Request, body []byte, w *wireView, req *core.Request) *a
 	if w.Model.V == "" {
 		return badRequest("model", "missing_required_parameter", "you must provide a model parameter")
 	}
-	if len(w.Messages) == 0 {
+	if w.Messages == nil { // absent or null: the decoders give an empty array as non-nil
 		return badRequest("messages", "missing_required_parameter", "Missing required parameter: 'messages'.")
+	}
+	if len(w.Messages) == 0 {
+		return badRequest("messages", "empty_array",
+			"Invalid 'messages': empty array. Expected an array with minimum length 1, but got an empty array instead.")
 	}
 	*req = core.Request{
 		Model:    w.Model.V,
