@@ -22,7 +22,7 @@
 //	                                      (a managed target's process did not become healthy in time)
 //	*lifecycle.ProcessError               connection    502  retried, penalized
 //	                                      (a managed target's process could not start, or died)
-//	*core.StreamError, *core.ProtocolError, anything else
+//	*core.StreamError, *core.ProtocolError (a malformed answer head too), anything else
 //	                                      server_error  502  retried, penalized
 //
 // Cancellation is tested first, so a StreamError or ConnError wrapping context.Canceled is the

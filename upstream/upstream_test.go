@@ -165,6 +165,37 @@ func TestChatConnectionRefused(t *testing.T) {
 	}
 }
 
+// TestChatMalformedAnswerHead: a server that answers with something other than HTTP/1.1 gave an
+// answer the gateway could not read (a ProtocolError, server_error), not a connection failure,
+// and the line quoted in the error never carries the target's key.
+func TestChatMalformedAnswerHead(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ln.Close() })
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		_, _ = c.Read(make([]byte, 64<<10))
+		_, _ = io.WriteString(c, "HTTP/1.1 OK sk-hunter2\r\n\r\n")
+	}()
+	tg := target("http://" + ln.Addr().String())
+	tg.APIKey = "sk-hunter2"
+	_, err = newSet(t, tg).Chat(context.Background(), tg, chatReq(false))
+	pe, ok := errors.AsType[*core.ProtocolError](err)
+	if !ok || pe.Target != "local" {
+		t.Fatalf("Chat error = %v (%T), want *core.ProtocolError", err, err)
+	}
+	if msg := pe.Err.Error(); !strings.Contains(msg, "malformed HTTP answer: status line") ||
+		strings.Contains(msg, "hunter2") || !strings.Contains(msg, "[redacted]") {
+		t.Errorf("ProtocolError = %q, want the status line quoted with the key redacted", msg)
+	}
+}
+
 func TestChatConnectionDroppedBeforeAnswer(t *testing.T) {
 	srv := serve(t, func(w http.ResponseWriter, r *http.Request) { panic(http.ErrAbortHandler) })
 	tg := target(srv.URL)
