@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"bufio"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -14,8 +15,16 @@ import (
 // threeChain is saif → deepseek-r1 → openrouter, the last public and guarded for overflow.
 func threeChain(t *testing.T) (*gateway, *fake, *fake, *fake) {
 	t.Helper()
+	// A loaded machine running the suite with -race can take hundreds of milliseconds to an
+	// answer's head: only the test of the timeout class gets a short one.
+	return threeChainTimeout(t, "10s")
+}
+
+// threeChainTimeout is threeChain with saif's timeout.
+func threeChainTimeout(t *testing.T, saifTimeout string) (*gateway, *fake, *fake, *fake) {
+	t.Helper()
 	saif, r1, or := newFake(t, "saif"), newFake(t, "deepseek-r1"), newFake(t, "openrouter")
-	cfg := target("saif", saif.url(), "private", `timeout = "300ms"`) +
+	cfg := target("saif", saif.url(), "private", fmt.Sprintf("timeout = %q", saifTimeout)) +
 		target("deepseek-r1", r1.url(), "private") +
 		target("openrouter", or.url(), "public", `model = "deepseek/deepseek-r1"`) + `
 [routes.saif]
@@ -54,7 +63,11 @@ func TestFallbackOnEachClass(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			g, saif, r1, or := threeChain(t)
+			timeout := "10s"
+			if tc.name == "timeout" {
+				timeout = "300ms"
+			}
+			g, saif, r1, or := threeChainTimeout(t, timeout)
 			if tc.closed {
 				saif.srv.Close()
 			} else {
