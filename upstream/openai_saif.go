@@ -305,9 +305,9 @@ type chunkMaker interface {
 
 var _ chunkMaker = (*chunker)(nil)
 
-// saifStream turns SAIF's SSE events into OpenAI chunks. The specialist of the first event goes
-// into the first chunk's "hayula" member and into the Response's header map, which the caller
-// copies to the client after reading the first event. A data payload with "error", an event
+// saifStream turns SAIF's SSE events into OpenAI chunks. The first event that names a specialist
+// puts it in its chunk's "hayula" member; when that is the first event, also in the Response's
+// header map, which the caller copies to the client after reading the first event. A data payload with "error", an event
 // named error, or a body that ends before the done event is a *core.StreamError.
 type saifStream struct {
 	target       string
@@ -318,7 +318,8 @@ type saifStream struct {
 	header       http.Header
 	includeUsage bool
 
-	started bool
+	started bool // an event was read
+	named   bool // an event named the specialist
 	queue
 }
 
@@ -350,13 +351,17 @@ func (s *saifStream) read() error {
 		return &core.StreamError{Target: s.target, Message: "upstream sent an event that is not SAIF's: " + snippet(redact(data, s.key)), Err: err}
 	}
 	var hy *hayulaJSON
-	if !s.started {
-		s.started = true
-		if e.Specialist != "" {
-			hy = &hayulaJSON{Specialist: e.Specialist}
+	if !s.named && e.Specialist != "" {
+		// The first event that names a specialist says so in its chunk, the first event or a
+		// later one (SAIF's router may send text before it has chosen); the header only when it
+		// is the first, since the caller sends the head after reading that.
+		s.named = true
+		hy = &hayulaJSON{Specialist: e.Specialist}
+		if !s.started {
 			setSpecialist(s.header, e.Specialist)
 		}
 	}
+	s.started = true
 	if p := s.out.delta(e.Text, "", nil, hy); p != nil {
 		s.pending = append(s.pending, p)
 	}

@@ -376,3 +376,54 @@ func TestLineReaderLimit(t *testing.T) {
 		})
 	}
 }
+
+// TestSAIFStreamSpecialistNamedLate: SAIF's router may send text before it names the specialist.
+// The chunk of the first event that names one carries it in "hayula", once; the header only
+// when the first event names it (the head has gone to the client after that).
+func TestSAIFStreamSpecialistNamedLate(t *testing.T) {
+	for _, tc := range []struct {
+		name, input, header string
+		hayula             []int // the chunks that carry a hayula member
+	}{
+		{"named first", `data: {"text":"a","specialist":"webapp"}` + "\n\n" + `data: {"text":"b","specialist":"webapp"}` + "\n\n",
+			"webapp", []int{0}},
+		{"named late", `data: {"text":"a"}` + "\n\n" + `data: {"text":"b","specialist":"malware"}` + "\n\n" +
+			`data: {"text":"c","specialist":"crypto"}` + "\n\n", "", []int{1}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			in := tc.input + `data: {"done":true,"finish_reason":"stop"}` + "\n\n"
+			b := io.NopCloser(strings.NewReader(in))
+			h := http.Header{}
+			s := &saifStream{target: "s", body: b, sse: newSSEReader(b), out: newChunker("id", 1, "m", 0), header: h}
+			var got []int
+			var names []string
+			for i := 0; ; i++ {
+				c, err := s.Next()
+				if err == io.EOF {
+					break
+				}
+				if err != nil {
+					t.Fatalf("Next: %v", err)
+				}
+				var v struct {
+					Hayula *struct{ Specialist string } `json:"hayula"`
+				}
+				if err := json.Unmarshal(bytes.TrimSuffix(bytes.TrimPrefix(c, []byte("data: ")), []byte("\n\n")), &v); err != nil {
+					t.Fatalf("chunk %d %q: %v", i, c, err)
+				}
+				if v.Hayula != nil {
+					got, names = append(got, i), append(names, v.Hayula.Specialist)
+				}
+			}
+			if diff := cmp.Diff(tc.hayula, got); diff != "" {
+				t.Errorf("chunks with hayula (-want +got):\n%s (names %v)", diff, names)
+			}
+			if tc.header == "" && len(names) > 0 && names[0] != "malware" {
+				t.Errorf("late specialist %v, want malware, the first one named", names)
+			}
+			if g := h.Get(HeaderSpecialist); g != tc.header {
+				t.Errorf("header %q, want %q", g, tc.header)
+			}
+		})
+	}
+}
