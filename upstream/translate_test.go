@@ -383,7 +383,7 @@ func TestLineReaderLimit(t *testing.T) {
 func TestSAIFStreamSpecialistNamedLate(t *testing.T) {
 	for _, tc := range []struct {
 		name, input, header string
-		hayula             []int // the chunks that carry a hayula member
+		hayula              []int // the chunks that carry a hayula member
 	}{
 		{"named first", `data: {"text":"a","specialist":"webapp"}` + "\n\n" + `data: {"text":"b","specialist":"webapp"}` + "\n\n",
 			"webapp", []int{0}},
