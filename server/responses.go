@@ -477,7 +477,11 @@ func chatMessageOf(it inputItem, i int) (chatMessage, *apiError) {
 }
 
 // toolOutput is a function_call_output's output as a tool message's content: a string, or the
-// texts of its parts.
+// texts of its parts. An image or a file part is refused: chat's tool message takes text only, and
+// dropped, the model would answer as if the tool had returned no image. Moving it into a user
+// message after the outputs (as some gateways do) would have the user say what the tool returned,
+// and with parallel calls leave the model to guess which call an image came from; a client that
+// wants that can send the user message itself.
 func toolOutput(v json.RawMessage, i int) (json.RawMessage, *apiError) {
 	if len(v) == 0 || isNullOr(v) {
 		return json.RawMessage(`""`), nil
@@ -491,8 +495,20 @@ func toolOutput(v json.RawMessage, i int) (json.RawMessage, *apiError) {
 			fmt.Sprintf("Invalid type for 'input[%d].output': expected a string or an array of content parts.", i))
 	}
 	var s string
-	for _, p := range parts {
-		s += p.Text
+	for j, p := range parts {
+		switch p.Type {
+		case "input_text", "output_text", "text":
+			s += p.Text
+		case "input_image":
+			return nil, badRequest(fmt.Sprintf("input[%d].output[%d]", i, j), "unsupported_value",
+				"An input_image in a function_call_output is not supported by the gateway, which bridges Responses onto chat completions, whose tool messages take text only: send the tool's text as the output, and the image as an input_image in a user message after it.")
+		case "input_file":
+			return nil, badRequest(fmt.Sprintf("input[%d].output[%d]", i, j), "unsupported_value",
+				"An input_file in a function_call_output is not supported by the gateway, which bridges Responses onto chat completions, whose tool messages take text only: send the file's text as the output.")
+		default:
+			return nil, badRequest(fmt.Sprintf("input[%d].output[%d].type", i, j), "unsupported_value",
+				fmt.Sprintf("Output parts of type '%s' are not supported: send input_text parts.", p.Type))
+		}
 	}
 	return quote(s), nil
 }

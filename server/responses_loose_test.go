@@ -1,0 +1,49 @@
+package server_test
+
+import (
+	"net/http"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// TestResponsesToolOutputParts: a function_call_output whose output is an array of parts goes on
+// as its texts; an image or a file in it is refused, naming the part, where the bridge once
+// dropped it and sent the model the text alone, as if the tool had returned no image.
+func TestResponsesToolOutputParts(t *testing.T) {
+	g, up := oneTarget(t)
+	const head = `{"model":"r","input":[{"role":"user","content":"look"},` +
+		`{"type":"function_call","call_id":"call_1","name":"shot","arguments":"{}"},` +
+		`{"type":"function_call","call_id":"call_2","name":"shot","arguments":"{}"},` +
+		`{"type":"function_call_output","call_id":"call_1","output":"first"},` +
+		`{"type":"function_call_output","call_id":"call_2","output":`
+	for _, tc := range []struct{ name, output, param string }{
+		{"image", `[{"type":"input_text","text":"the screen:"},{"type":"input_image","image_url":"data:image/png;base64,AAAA"}]`, "input[4].output[1]"},
+		{"image by file id", `[{"type":"input_image","file_id":"file_1"}]`, "input[4].output[0]"},
+		{"file", `[{"type":"input_text","text":"a"},{"type":"input_text","text":"b"},{"type":"input_file","file_data":"data:application/pdf;base64,AAAA","filename":"x.pdf"}]`, "input[4].output[2]"},
+		{"unknown part", `[{"type":"input_audio"}]`, "input[4].output[0].type"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rep := g.post(t, "/v1/responses", head+tc.output+`}]}`)
+			if rep.status != http.StatusBadRequest || rep.errorField(t, "param") != tc.param ||
+				rep.errorField(t, "type") != "invalid_request_error" {
+				t.Fatalf("%d %s", rep.status, rep.body)
+			}
+		})
+	}
+	if n := up.hits.Load(); n != 0 {
+		t.Fatalf("upstream asked %d times", n)
+	}
+	rep := g.post(t, "/v1/responses", head+`[{"type":"input_text","text":"two "},{"type":"input_text","text":"parts"}]}]}`)
+	if rep.status != http.StatusOK {
+		t.Fatalf("%d %s", rep.status, rep.body)
+	}
+	msgs := upstreamMessages(t, up)
+	want := []any{
+		map[string]any{"role": "tool", "tool_call_id": "call_1", "content": "first"},
+		map[string]any{"role": "tool", "tool_call_id": "call_2", "content": "two parts"},
+	}
+	if d := cmp.Diff(want, msgs[len(msgs)-2:]); d != "" {
+		t.Errorf("tool messages (-want +got):\n%s", d)
+	}
+}
