@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"slices"
 
+	"github.com/julienschmidt/httprouter"
+
 	"github.com/hayula/gateway/core"
 	"github.com/hayula/gateway/internal/jsonx"
 	"github.com/hayula/gateway/metrics"
@@ -19,7 +21,9 @@ import (
 // selector, fallback, headers, metrics, log line), and the chat answer, whole or streamed, is
 // turned back into a Responses answer by a responsesWriter around the client's writer. The
 // gateway keeps no state: previous_response_id, conversation and background are refused, and
-// nothing is stored whatever "store" says.
+// nothing is stored whatever "store" says. "store": true is served rather than refused: OpenAI
+// defaults it to true and the SDKs send nothing, so a client cannot tell the default from a wish;
+// the answer says "store": false, and GET /v1/responses/{id} answers 404 saying why.
 
 // opResponses is the endpoint serveOp counts a Responses request under; the request it builds
 // is a chat request (core.OpChat), which is what adapters and eligibility see.
@@ -33,6 +37,19 @@ func (s *Server) handleResponses(w http.ResponseWriter, r *http.Request) {
 	b := &responsesWriter{w: w, created: s.clock.Now().Unix()}
 	s.serveOp(b, r.WithContext(context.WithValue(r.Context(), bridgeKey{}, b)), opResponses)
 	b.finish()
+}
+
+// handleStoredResponse answers the endpoints that read a stored response (GET and DELETE
+// /v1/responses/{id}, its input_items, its cancel): the gateway stores none, and says so, where
+// unknown_url would tell a client the API has no such endpoint. The key is checked first, as on
+// every /v1 endpoint, so that the answer tells a caller without one nothing.
+func (s *Server) handleStoredResponse(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
+	if _, e := s.authenticate(r); e != nil {
+		writeError(w, e)
+		return
+	}
+	writeError(w, &apiError{Status: http.StatusNotFound, Type: typeInvalidRequest, Code: "response_not_found",
+		Message: fmt.Sprintf("Response with id '%s' not found: the gateway stores no responses (its answers say \"store\": false, whatever the request asked), so there is none to retrieve, list, delete or cancel.", ps.ByName("id"))})
 }
 
 // decodeResponses turns a Responses body into a chat body and decodes that as a chat request: the

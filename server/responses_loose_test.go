@@ -1,10 +1,15 @@
 package server_test
 
 import (
+	"context"
+	"errors"
 	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/responses"
 )
 
 // TestResponsesToolOutputParts: a function_call_output whose output is an array of parts goes on
@@ -45,5 +50,52 @@ func TestResponsesToolOutputParts(t *testing.T) {
 	}
 	if d := cmp.Diff(want, msgs[len(msgs)-2:]); d != "" {
 		t.Errorf("tool messages (-want +got):\n%s", d)
+	}
+}
+
+// TestResponsesNotStored: the gateway keeps no responses, so every endpoint that would read one
+// answers an OpenAI-shaped 404 that says so, where they answered unknown_url as if the API had
+// no such endpoint; a key is still checked first. A POST that asks for store: true (OpenAI's
+// default, which the SDK leaves to the server by sending nothing) is served, and its answer says
+// "store": false, which the 404 of a GET then agrees with.
+func TestResponsesNotStored(t *testing.T) {
+	g, _ := keyed(t)
+	auth := []string{"Authorization", "Bearer " + laptopKey}
+	rep := g.post(t, "/v1/responses", `{"model":"saif","input":"hi","store":true}`, auth...)
+	if rep.status != http.StatusOK || rep.json(t)["store"] != false {
+		t.Fatalf("%d %s", rep.status, rep.body)
+	}
+	id, _ := rep.json(t)["id"].(string)
+	for _, tc := range []struct{ method, path string }{
+		{"GET", "/v1/responses/" + id},
+		{"HEAD", "/v1/responses/" + id},
+		{"DELETE", "/v1/responses/" + id},
+		{"GET", "/v1/responses/" + id + "/input_items"},
+		{"POST", "/v1/responses/" + id + "/cancel"},
+	} {
+		t.Run(tc.method+" "+strings.Replace(tc.path, id, "{id}", 1), func(t *testing.T) {
+			if rep := g.do(t, tc.method, tc.path, ""); rep.status != http.StatusUnauthorized {
+				t.Fatalf("without a key: %d %s", rep.status, rep.body)
+			}
+			rep := g.do(t, tc.method, tc.path, "", auth...)
+			if rep.status != http.StatusNotFound {
+				t.Fatalf("%d %s", rep.status, rep.body)
+			}
+			if tc.method == "HEAD" {
+				return
+			}
+			if c := rep.errorField(t, "code"); c != "response_not_found" {
+				t.Errorf("code %v: %s", c, rep.body)
+			}
+			if msg, _ := rep.errorField(t, "message").(string); !strings.Contains(msg, id) || !strings.Contains(msg, "stores no responses") {
+				t.Errorf("message %q", msg)
+			}
+		})
+	}
+	c := sdkClient(g, laptopKey)
+	_, err := c.Responses.Get(context.Background(), id, responses.ResponseGetParams{})
+	var oe *openai.Error
+	if !errors.As(err, &oe) || oe.StatusCode != http.StatusNotFound || oe.Code != "response_not_found" {
+		t.Fatalf("SDK Get: %v", err)
 	}
 }
