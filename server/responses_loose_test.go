@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"strings"
@@ -97,5 +98,62 @@ func TestResponsesNotStored(t *testing.T) {
 	var oe *openai.Error
 	if !errors.As(err, &oe) || oe.StatusCode != http.StatusNotFound || oe.Code != "response_not_found" {
 		t.Fatalf("SDK Get: %v", err)
+	}
+}
+
+// TestExplainResponsesBody: POST /v1/route/explain takes the body of a POST /v1/responses as it
+// takes a chat body (a body with "input" and no "messages" is a Responses body), and decides as
+// the real call does: the filters see the chat request the bridge builds. Explain once refused
+// such a body for its missing messages.
+func TestExplainResponsesBody(t *testing.T) {
+	noTools, public, private := newFake(t, "no-tools"), newFake(t, "public"), newFake(t, "private")
+	g := newGateway(t, target("no-tools", noTools.url(), "private", "tools = false")+
+		target("public", public.url(), "public")+target("private", private.url(), "private")+`
+[routes.r]
+targets = ["no-tools", "public", "private"]
+
+[routes.open]
+targets = ["no-tools", "public"]
+`, nil)
+	const tools = `"tools":[{"type":"function","name":"f","parameters":{"type":"object"}}]`
+	for _, tc := range []struct {
+		name, body string
+		hdr        []string
+		first      string // the target the call is served by; "" when it is refused
+	}{
+		{"plain", `{"model":"r","input":"hi"}`, nil, "no-tools"},
+		{"tools", `{"model":"r","input":"hi",` + tools + `}`, nil, "public"},
+		{"tools, strict in the body", `{"model":"r","input":"hi","x-hayula-privacy":"strict",` + tools + `}`, nil, "private"},
+		{"tools, strict in a header", `{"model":"r","input":[{"role":"user","content":"hi"}],` + tools + `}`,
+			[]string{"x-hayula-privacy", "strict"}, "private"},
+		{"nothing left", `{"model":"open","input":"hi","x-hayula-privacy":"strict",` + tools + `}`, nil, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			x := g.post(t, "/v1/route/explain", tc.body, tc.hdr...)
+			if x.status != http.StatusOK {
+				t.Fatalf("explain: %d %s", x.status, x.body)
+			}
+			var ex struct {
+				Order []string `json:"order"`
+				Error *struct {
+					Status int    `json:"status"`
+					Code   string `json:"code"`
+				} `json:"error"`
+			}
+			if err := json.Unmarshal(x.body, &ex); err != nil {
+				t.Fatal(err)
+			}
+			rep := g.post(t, "/v1/responses", tc.body, tc.hdr...)
+			if tc.first == "" {
+				if ex.Error == nil || rep.status != ex.Error.Status || rep.errorField(t, "code") != ex.Error.Code {
+					t.Fatalf("explain %s; the call: %d %s", x.body, rep.status, rep.body)
+				}
+				return
+			}
+			chain := rep.header.Get("X-Hayula-Chain")
+			if rep.status != http.StatusOK || chain != tc.first || ex.Error != nil || len(ex.Order) == 0 || ex.Order[0] != chain {
+				t.Fatalf("explain %s; the call: %d chain %q %s", x.body, rep.status, chain, rep.body)
+			}
+		})
 	}
 }
