@@ -575,20 +575,56 @@ func chatTools(v json.RawMessage) (json.RawMessage, *apiError) {
 }
 
 // chatToolChoice turns a Responses tool_choice into chat's: the modes are the same strings, and
-// {type: "function", name} names the function one level deeper in chat.
+// {type: "function", name} and {type: "allowed_tools", mode, tools: [{type: "function", name}]}
+// name their functions one level deeper in chat (allowed_tools' mode and tools under
+// "allowed_tools", each name under "function").
 func chatToolChoice(v json.RawMessage) (json.RawMessage, *apiError) {
 	if v[0] == '"' {
 		return v, nil
 	}
 	var c struct {
-		Type string `json:"type"`
-		Name string `json:"name"`
+		Type  string `json:"type"`
+		Name  string `json:"name"`
+		Mode  string `json:"mode"`
+		Tools []struct {
+			Type string `json:"type"`
+			Name string `json:"name"`
+		} `json:"tools"`
 	}
-	if json.Unmarshal(v, &c) != nil || c.Type != "function" || c.Name == "" {
+	ok := json.Unmarshal(v, &c) == nil
+	if ok && c.Type == "allowed_tools" {
+		return chatAllowedTools(c.Mode, c.Tools)
+	}
+	if !ok || c.Type != "function" || c.Name == "" {
 		return nil, badRequest("tool_choice", "unsupported_value",
-			"The gateway supports tool_choice \"none\", \"auto\", \"required\" and {\"type\": \"function\", \"name\": …}.")
+			"The gateway supports tool_choice \"none\", \"auto\", \"required\", {\"type\": \"function\", \"name\": …} and {\"type\": \"allowed_tools\", \"mode\": …, \"tools\": […]} of function tools.")
 	}
 	raw, _ := json.Marshal(map[string]any{"type": "function", "function": map[string]string{"name": c.Name}})
+	return raw, nil
+}
+
+// chatAllowedTools is chat's allowed_tools tool_choice for a Responses one's mode and tools.
+func chatAllowedTools(mode string, tools []struct {
+	Type string `json:"type"`
+	Name string `json:"name"`
+}) (json.RawMessage, *apiError) {
+	if mode != "auto" && mode != "required" {
+		return nil, badRequest("tool_choice.mode", "invalid_value",
+			fmt.Sprintf("Invalid value for 'tool_choice.mode': '%s' (expected \"auto\" or \"required\").", mode))
+	}
+	type named struct {
+		Type     string            `json:"type"`
+		Function map[string]string `json:"function"`
+	}
+	out := make([]named, 0, len(tools))
+	for i, t := range tools {
+		if t.Type != "function" || t.Name == "" {
+			return nil, badRequest(fmt.Sprintf("tool_choice.tools[%d]", i), "unsupported_value",
+				"The gateway's allowed_tools lists function tools by name: {\"type\": \"function\", \"name\": …}.")
+		}
+		out = append(out, named{Type: "function", Function: map[string]string{"name": t.Name}})
+	}
+	raw, _ := json.Marshal(map[string]any{"type": "allowed_tools", "allowed_tools": map[string]any{"mode": mode, "tools": out}})
 	return raw, nil
 }
 

@@ -157,3 +157,33 @@ targets = ["no-tools", "public"]
 		})
 	}
 }
+
+// TestResponsesAllowedTools: a Responses tool_choice of type allowed_tools goes on in chat's
+// shape (its mode and tools under "allowed_tools", each name under "function"), which every
+// adapter reads, where the bridge refused it.
+func TestResponsesAllowedTools(t *testing.T) {
+	g, up := oneTarget(t)
+	const tools = `"tools":[{"type":"function","name":"f"},{"type":"function","name":"g"}]`
+	rep := g.post(t, "/v1/responses", `{"model":"r","input":"hi",`+tools+
+		`,"tool_choice":{"type":"allowed_tools","mode":"required","tools":[{"type":"function","name":"g"}]}}`)
+	if rep.status != http.StatusOK {
+		t.Fatalf("%d %s", rep.status, rep.body)
+	}
+	want := map[string]any{"type": "allowed_tools", "allowed_tools": map[string]any{"mode": "required",
+		"tools": []any{map[string]any{"type": "function", "function": map[string]any{"name": "g"}}}}}
+	if d := cmp.Diff(want, up.lastBody(t)["tool_choice"]); d != "" {
+		t.Errorf("upstream tool_choice (-want +got):\n%s", d)
+	}
+	for _, tc := range []struct{ name, choice, param string }{
+		{"a tool not a function", `{"type":"allowed_tools","mode":"auto","tools":[{"type":"web_search"}]}`, "tool_choice.tools[0]"},
+		{"a nameless function", `{"type":"allowed_tools","mode":"auto","tools":[{"type":"function"}]}`, "tool_choice.tools[0]"},
+		{"a bad mode", `{"type":"allowed_tools","mode":"sometimes","tools":[{"type":"function","name":"g"}]}`, "tool_choice.mode"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rep := g.post(t, "/v1/responses", `{"model":"r","input":"hi",`+tools+`,"tool_choice":`+tc.choice+`}`)
+			if rep.status != http.StatusBadRequest || rep.errorField(t, "param") != tc.param {
+				t.Fatalf("%d %s", rep.status, rep.body)
+			}
+		})
+	}
+}
