@@ -167,6 +167,12 @@ func (s *Server) admit(r *http.Request, op core.Op, st *reqState, limited bool) 
 		return nil, nil, "", e
 	}
 	st.body = body[:0]
+	if op == opExplain {
+		op = core.OpChat
+		if isResponsesBody(body) {
+			op = opResponses
+		}
+	}
 	if op == core.OpChat {
 		req, e = decodeChat(r, body, st, s.names)
 	} else if op == opResponses {

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"strings"
@@ -12,6 +13,7 @@ import (
 	"github.com/hayula/gateway/config"
 	"github.com/hayula/gateway/core"
 	"github.com/hayula/gateway/filter"
+	"github.com/hayula/gateway/internal/jsonx"
 	selector "github.com/hayula/gateway/select"
 )
 
@@ -69,10 +71,24 @@ type explainError struct {
 	Message string `json:"message"`
 }
 
-// handleExplain runs a chat body through the same admission, eligibility and selection as a real
-// request and reports what it would do, sending nothing upstream.
+// opExplain is the op explain admits a body under: a chat body, or the body of a POST
+// /v1/responses, which is decoded by the bridge into the chat request the real call would send
+// through the filters.
+const opExplain = opResponses + 1
+
+// isResponsesBody reports whether an explain body is a Responses body: "input" and no
+// "messages". Telling them apart by their shape, rather than by a parameter, lets a client paste
+// the body it sends as it is, as it does a chat body.
+func isResponsesBody(body []byte) bool {
+	return jsonx.Has(body, "input") && !jsonx.Has(body, "messages")
+}
+
+// handleExplain runs a chat or Responses body through the same admission, eligibility and
+// selection as a real request and reports what it would do, sending nothing upstream.
 func (s *Server) handleExplain(w http.ResponseWriter, r *http.Request) {
-	req, rs, intent, e := s.admit(r, core.OpChat, nil, false)
+	// The bridge records in its writer what an answer would echo; explain writes no answer.
+	r = r.WithContext(context.WithValue(r.Context(), bridgeKey{}, &responsesWriter{}))
+	req, rs, intent, e := s.admit(r, opExplain, nil, false)
 	if e != nil {
 		writeError(w, e)
 		return

@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"slices"
 
+	"github.com/julienschmidt/httprouter"
+
 	"github.com/hayula/gateway/core"
 	"github.com/hayula/gateway/internal/jsonx"
 	"github.com/hayula/gateway/metrics"
@@ -19,7 +21,9 @@ import (
 // selector, fallback, headers, metrics, log line), and the chat answer, whole or streamed, is
 // turned back into a Responses answer by a responsesWriter around the client's writer. The
 // gateway keeps no state: previous_response_id, conversation and background are refused, and
-// nothing is stored whatever "store" says.
+// nothing is stored whatever "store" says. "store": true is served rather than refused: OpenAI
+// defaults it to true and the SDKs send nothing, so a client cannot tell the default from a wish;
+// the answer says "store": false, and GET /v1/responses/{id} answers 404 saying why.
 
 // opResponses is the endpoint serveOp counts a Responses request under; the request it builds
 // is a chat request (core.OpChat), which is what adapters and eligibility see.
@@ -33,6 +37,19 @@ func (s *Server) handleResponses(w http.ResponseWriter, r *http.Request) {
 	b := &responsesWriter{w: w, created: s.clock.Now().Unix()}
 	s.serveOp(b, r.WithContext(context.WithValue(r.Context(), bridgeKey{}, b)), opResponses)
 	b.finish()
+}
+
+// handleStoredResponse answers the endpoints that read a stored response (GET and DELETE
+// /v1/responses/{id}, its input_items, its cancel): the gateway stores none, and says so, where
+// unknown_url would tell a client the API has no such endpoint. The key is checked first, as on
+// every /v1 endpoint, so that the answer tells a caller without one nothing.
+func (s *Server) handleStoredResponse(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
+	if _, e := s.authenticate(r); e != nil {
+		writeError(w, e)
+		return
+	}
+	writeError(w, &apiError{Status: http.StatusNotFound, Type: typeInvalidRequest, Code: "response_not_found",
+		Message: fmt.Sprintf("Response with id '%s' not found: the gateway stores no responses (its answers say \"store\": false, whatever the request asked), so there is none to retrieve, list, delete or cancel.", ps.ByName("id"))})
 }
 
 // decodeResponses turns a Responses body into a chat body and decodes that as a chat request: the
@@ -477,7 +494,11 @@ func chatMessageOf(it inputItem, i int) (chatMessage, *apiError) {
 }
 
 // toolOutput is a function_call_output's output as a tool message's content: a string, or the
-// texts of its parts.
+// texts of its parts. An image or a file part is refused: chat's tool message takes text only, and
+// dropped, the model would answer as if the tool had returned no image. Moving it into a user
+// message after the outputs (as some gateways do) would have the user say what the tool returned,
+// and with parallel calls leave the model to guess which call an image came from; a client that
+// wants that can send the user message itself.
 func toolOutput(v json.RawMessage, i int) (json.RawMessage, *apiError) {
 	if len(v) == 0 || isNullOr(v) {
 		return json.RawMessage(`""`), nil
@@ -491,8 +512,20 @@ func toolOutput(v json.RawMessage, i int) (json.RawMessage, *apiError) {
 			fmt.Sprintf("Invalid type for 'input[%d].output': expected a string or an array of content parts.", i))
 	}
 	var s string
-	for _, p := range parts {
-		s += p.Text
+	for j, p := range parts {
+		switch p.Type {
+		case "input_text", "output_text", "text":
+			s += p.Text
+		case "input_image":
+			return nil, badRequest(fmt.Sprintf("input[%d].output[%d]", i, j), "unsupported_value",
+				"An input_image in a function_call_output is not supported by the gateway, which bridges Responses onto chat completions, whose tool messages take text only: send the tool's text as the output, and the image as an input_image in a user message after it.")
+		case "input_file":
+			return nil, badRequest(fmt.Sprintf("input[%d].output[%d]", i, j), "unsupported_value",
+				"An input_file in a function_call_output is not supported by the gateway, which bridges Responses onto chat completions, whose tool messages take text only: send the file's text as the output.")
+		default:
+			return nil, badRequest(fmt.Sprintf("input[%d].output[%d].type", i, j), "unsupported_value",
+				fmt.Sprintf("Output parts of type '%s' are not supported: send input_text parts.", p.Type))
+		}
 	}
 	return quote(s), nil
 }
@@ -542,20 +575,56 @@ func chatTools(v json.RawMessage) (json.RawMessage, *apiError) {
 }
 
 // chatToolChoice turns a Responses tool_choice into chat's: the modes are the same strings, and
-// {type: "function", name} names the function one level deeper in chat.
+// {type: "function", name} and {type: "allowed_tools", mode, tools: [{type: "function", name}]}
+// name their functions one level deeper in chat (allowed_tools' mode and tools under
+// "allowed_tools", each name under "function").
 func chatToolChoice(v json.RawMessage) (json.RawMessage, *apiError) {
 	if v[0] == '"' {
 		return v, nil
 	}
 	var c struct {
-		Type string `json:"type"`
-		Name string `json:"name"`
+		Type  string `json:"type"`
+		Name  string `json:"name"`
+		Mode  string `json:"mode"`
+		Tools []struct {
+			Type string `json:"type"`
+			Name string `json:"name"`
+		} `json:"tools"`
 	}
-	if json.Unmarshal(v, &c) != nil || c.Type != "function" || c.Name == "" {
+	ok := json.Unmarshal(v, &c) == nil
+	if ok && c.Type == "allowed_tools" {
+		return chatAllowedTools(c.Mode, c.Tools)
+	}
+	if !ok || c.Type != "function" || c.Name == "" {
 		return nil, badRequest("tool_choice", "unsupported_value",
-			"The gateway supports tool_choice \"none\", \"auto\", \"required\" and {\"type\": \"function\", \"name\": …}.")
+			"The gateway supports tool_choice \"none\", \"auto\", \"required\", {\"type\": \"function\", \"name\": …} and {\"type\": \"allowed_tools\", \"mode\": …, \"tools\": […]} of function tools.")
 	}
 	raw, _ := json.Marshal(map[string]any{"type": "function", "function": map[string]string{"name": c.Name}})
+	return raw, nil
+}
+
+// chatAllowedTools is chat's allowed_tools tool_choice for a Responses one's mode and tools.
+func chatAllowedTools(mode string, tools []struct {
+	Type string `json:"type"`
+	Name string `json:"name"`
+}) (json.RawMessage, *apiError) {
+	if mode != "auto" && mode != "required" {
+		return nil, badRequest("tool_choice.mode", "invalid_value",
+			fmt.Sprintf("Invalid value for 'tool_choice.mode': '%s' (expected \"auto\" or \"required\").", mode))
+	}
+	type named struct {
+		Type     string            `json:"type"`
+		Function map[string]string `json:"function"`
+	}
+	out := make([]named, 0, len(tools))
+	for i, t := range tools {
+		if t.Type != "function" || t.Name == "" {
+			return nil, badRequest(fmt.Sprintf("tool_choice.tools[%d]", i), "unsupported_value",
+				"The gateway's allowed_tools lists function tools by name: {\"type\": \"function\", \"name\": …}.")
+		}
+		out = append(out, named{Type: "function", Function: map[string]string{"name": t.Name}})
+	}
+	raw, _ := json.Marshal(map[string]any{"type": "allowed_tools", "allowed_tools": map[string]any{"mode": mode, "tools": out}})
 	return raw, nil
 }
 

@@ -266,11 +266,15 @@ func (s *Server) router() http.Handler {
 	r.HandlerFunc(http.MethodPost, "/v1/embeddings", s.handleEmbeddings)
 	r.HandlerFunc(http.MethodPost, "/v1/responses", s.handleResponses)
 	r.HandlerFunc(http.MethodPost, "/v1/route/explain", s.handleExplain)
+	r.Handle(http.MethodPost, "/v1/responses/:id/cancel", s.handleStoredResponse)
+	r.Handle(http.MethodDelete, "/v1/responses/:id", s.handleStoredResponse)
 	// HEAD wherever GET (RFC 9110 9.3.2); the HTTP server leaves the body out.
 	for _, m := range [...]string{http.MethodGet, http.MethodHead} {
 		r.HandlerFunc(m, "/v1/models", s.handleModels)
 		r.Handle(m, "/v1/models/*id", s.handleModel)
 		r.HandlerFunc(m, "/healthz", s.handleHealthz)
+		r.Handle(m, "/v1/responses/:id", s.handleStoredResponse)
+		r.Handle(m, "/v1/responses/:id/input_items", s.handleStoredResponse)
 		if s.metrics != nil {
 			r.HandlerFunc(m, "/metrics", s.handleMetrics)
 		}

@@ -323,22 +323,34 @@ func argumentsObject(s string) (json.RawMessage, error) {
 // namedTool returns the tools to offer for tool_choice: all of them, or, when it names a
 // function ({"type":"function","function":{"name":…}}), that function's tool alone, or, when it
 // is {"type":"allowed_tools","allowed_tools":{"tools":[…]}}, the tools it lists (Ollama has no
-// tool_choice: a tool not offered is the only way to keep the model from calling it). A name no
-// tool has, or an empty one, is the client's mistake, as OpenAI answers it.
+// tool_choice: a tool not offered is the only way to keep the model from calling it). Both are
+// also taken in the Responses API's shape, the name one level up ({"type":"function","name":…},
+// {"type":"allowed_tools","tools":[{"type":"function","name":…}]}): clients that speak both APIs
+// send it to chat too, and ignored, it would offer every tool. A name no tool has, or an empty
+// one, is the client's mistake, as OpenAI answers it.
 func namedTool(t *core.Target, tools, choice json.RawMessage) (json.RawMessage, error) {
 	choice = bytes.TrimSpace(choice)
 	if len(choice) == 0 || choice[0] != '{' {
 		return tools, nil
 	}
+	// fn names a function either way: under "function" (chat) or at the top (Responses).
 	type fn struct {
+		Name     *string `json:"name"`
 		Function struct {
 			Name *string `json:"name"`
 		} `json:"function"`
 	}
+	name := func(f fn) *string {
+		if f.Function.Name != nil {
+			return f.Function.Name
+		}
+		return f.Name
+	}
 	var named struct {
 		Type string `json:"type"`
 		fn
-		Allowed struct {
+		Tools   []fn `json:"tools"` // the Responses shape of allowed_tools
+		Allowed *struct {
 			Tools []fn `json:"tools"`
 		} `json:"allowed_tools"`
 	}
@@ -349,17 +361,21 @@ func namedTool(t *core.Target, tools, choice json.RawMessage) (json.RawMessage, 
 	param := "tool_choice"
 	switch {
 	case named.Type == "allowed_tools":
-		param = "tool_choice.allowed_tools.tools"
-		for _, a := range named.Allowed.Tools {
-			if a.Function.Name != nil {
-				want = append(want, *a.Function.Name)
+		listed := named.Tools
+		param = "tool_choice.tools"
+		if named.Allowed != nil {
+			listed, param = named.Allowed.Tools, "tool_choice.allowed_tools.tools"
+		}
+		for _, a := range listed {
+			if n := name(a); n != nil {
+				want = append(want, *n)
 			}
 		}
 		if len(want) == 0 {
 			return tools, nil
 		}
-	case named.Function.Name != nil:
-		want = []string{*named.Function.Name}
+	case name(named.fn) != nil:
+		want = []string{*name(named.fn)}
 	default:
 		return tools, nil
 	}

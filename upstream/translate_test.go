@@ -64,6 +64,10 @@ func TestOllamaTranslateErrors(t *testing.T) {
 			"invalid_value", "tool_choice"},
 		{"allowed_tools names no tool", `{"messages":[{"role":"user","content":"x"}],"tools":[{"type":"function","function":{"name":"f"}}],"tool_choice":{"type":"allowed_tools","allowed_tools":{"mode":"auto","tools":[{"type":"function","function":{"name":"g"}}]}}}`,
 			"invalid_value", "tool_choice.allowed_tools.tools"},
+		{"allowed_tools in the Responses shape names no tool", `{"messages":[{"role":"user","content":"x"}],"tools":[{"type":"function","function":{"name":"f"}}],"tool_choice":{"type":"allowed_tools","mode":"auto","tools":[{"type":"function","name":"g"}]}}`,
+			"invalid_value", "tool_choice.tools"},
+		{"a Responses-shaped tool_choice names no tool", `{"messages":[{"role":"user","content":"x"}],"tools":[{"type":"function","function":{"name":"f"}}],"tool_choice":{"type":"function","name":"g"}}`,
+			"invalid_value", "tool_choice"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -91,6 +95,12 @@ func TestOllamaTranslate(t *testing.T) {
 		{"allowed_tools offers the tools it lists",
 			`{"messages":[{"role":"user","content":"x"}],"tools":[{"type":"function","function":{"name":"f"}},{"type":"function","function":{"name":"g"}},{"type":"function","function":{"name":"h"}}],"tool_choice":{"type":"allowed_tools","allowed_tools":{"mode":"required","tools":[{"type":"function","function":{"name":"h"}},{"type":"function","function":{"name":"f"}}]}}}`,
 			`{"model":"llama3.2","messages":[{"role":"user","content":"x"}],"tools":[{"type":"function","function":{"name":"h"}},{"type":"function","function":{"name":"f"}}],"stream":false}`},
+		{"allowed_tools in the Responses shape (names at the top level) offers the tools it lists",
+			`{"messages":[{"role":"user","content":"x"}],"tools":[{"type":"function","function":{"name":"f"}},{"type":"function","function":{"name":"g"}},{"type":"function","function":{"name":"h"}}],"tool_choice":{"type":"allowed_tools","mode":"auto","tools":[{"type":"function","name":"h"},{"type":"function","name":"f"}]}}`,
+			`{"model":"llama3.2","messages":[{"role":"user","content":"x"}],"tools":[{"type":"function","function":{"name":"h"}},{"type":"function","function":{"name":"f"}}],"stream":false}`},
+		{"a Responses-shaped named tool_choice offers that tool alone",
+			`{"messages":[{"role":"user","content":"x"}],"tools":[{"type":"function","function":{"name":"f"}},{"type":"function","function":{"name":"g"}}],"tool_choice":{"type":"function","name":"g"}}`,
+			`{"model":"llama3.2","messages":[{"role":"user","content":"x"}],"tools":[{"type":"function","function":{"name":"g"}}],"stream":false}`},
 		{"tool_choice required offers every tool",
 			`{"messages":[{"role":"user","content":"x"}],"tools":[{"type":"function","function":{"name":"f"}},{"type":"function","function":{"name":"g"}}],"tool_choice":"required"}`,
 			`{"model":"llama3.2","messages":[{"role":"user","content":"x"}],"tools":[{"type":"function","function":{"name":"f"}},{"type":"function","function":{"name":"g"}}],"stream":false}`},
