@@ -68,6 +68,54 @@ func (x *exchange) errorMessage() string {
 	return clip(strings.TrimSpace(string(x.body)), 120)
 }
 
+// errorInside finds an error where a 200's result belongs: a JSON body, or
+// a stream chunk, that is an error object (the "error" envelope, or vLLM's
+// flat {"object": "error"}) instead of a completion. The server failed that
+// request, and openai-go reports a streamed one as an error; judging its
+// fields one by one would report each as absent and hide the message.
+func (x *exchange) errorInside() (where string, ok bool) {
+	if x.status != http.StatusOK {
+		return "", false
+	}
+	if x.stream == nil {
+		return "the body", isErrorObject(x.json)
+	}
+	for i, c := range x.chunks {
+		if isErrorObject(c) {
+			return fmt.Sprintf("data event %d", i), true
+		}
+	}
+	return "", false
+}
+
+func isErrorObject(v any) bool {
+	m, ok := asObject(v)
+	if !ok {
+		return false
+	}
+	if m["object"] == "error" {
+		return true
+	}
+	_, hasChoices := m["choices"]
+	_, hasData := m["data"]
+	return m["error"] != nil && !hasChoices && !hasData
+}
+
+// errorInsideMessage is the message of the error errorInside found, and the
+// raw data of its event for the excerpt's focus when it was streamed.
+func (x *exchange) errorInsideMessage() (msg, focus string) {
+	v := x.json
+	if x.stream != nil {
+		for i, c := range x.chunks {
+			if isErrorObject(c) {
+				v, focus = c, x.stream.dataEvents()[i].Data
+				break
+			}
+		}
+	}
+	return (&exchange{json: v}).errorMessage(), focus
+}
+
 // statusLine summarises the response for evidence.
 func (x *exchange) statusLine() string {
 	if x.err != nil && x.status != 0 {

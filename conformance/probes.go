@@ -41,6 +41,9 @@ func (p *probe) usable(x *exchange) bool {
 	if x.status != http.StatusOK {
 		return false
 	}
+	if _, failed := x.errorInside(); failed {
+		return false
+	}
 	if p.stream {
 		return x.stream != nil
 	}

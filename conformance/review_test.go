@@ -1,0 +1,82 @@
+package conformance
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// rawProbe tells the suite's own requests (json.Marshal sorts the keys) from
+// the SDK's, so a row can break one probe and leave sdk.* alone.
+func rawProbe(req, suffix string) bool {
+	return strings.HasPrefix(req, `{"max_tokens":16,"messages"`) && strings.HasSuffix(req, suffix)
+}
+
+// TestErrorInsideA200FailsOnce: a server that answers HTTP 200 and puts an
+// error where the result belongs (an "error" envelope, vLLM's flat
+// {"object": "error"}, an error event mid-stream) failed that request; its
+// gate says so, quoting the error, and the checks on it skip instead of each
+// reporting a field as absent.
+func TestErrorInsideA200FailsOnce(t *testing.T) {
+	const envelope = `{"error":{"message":"model overloaded","type":"server_error","param":null,"code":null}}`
+	tests := []struct {
+		name     string
+		edit     func(req string, h http.Header, body string) string
+		editJSON func(req string, h http.Header, body string) string
+		gate     string
+	}{
+		{"an error envelope", nil, func(req string, _ http.Header, b string) string {
+			if rawProbe(req, `"model":"`+fakeModel+`"}`) {
+				return envelope
+			}
+			return b
+		}, "chat.status"},
+		{"a flat error object", nil, func(req string, _ http.Header, b string) string {
+			if rawProbe(req, `"model":"`+fakeModel+`"}`) {
+				return `{"object":"error","message":"model overloaded","type":"InternalServerError","param":null,"code":500}`
+			}
+			return b
+		}, "chat.status"},
+		{"an error event mid-stream", func(req string, _ http.Header, b string) string {
+			if !rawProbe(req, `"stream":true}`) {
+				return b
+			}
+			i := strings.Index(b, "\n\n") + 2
+			return b[:i] + "data: " + envelope + "\n\ndata: [DONE]\n\n"
+		}, nil, "chat.stream.content_type"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, srv := newWrappedFake(t, func(h http.Handler) http.Handler {
+				return streamRewrite{next: h, edit: tt.edit, editJSON: tt.editJSON}
+			})
+			rep := runAgainst(t, fakeOptions(t, srv))
+			got := notPassing(rep)
+			for id, r := range got {
+				if r == Fail && id != tt.gate {
+					t.Errorf("%s failed too: one broken request is one failure", id)
+				}
+			}
+			c, _ := rep.Result(tt.gate)
+			if c.Result != Fail || !strings.Contains(c.Reason, "model overloaded") || !strings.Contains(c.Reason, "error") {
+				t.Errorf("%s = %s %q, want FAIL quoting the error", tt.gate, c.Result, c.Reason)
+			}
+			if c.Evidence == nil || !strings.Contains(c.Evidence.Excerpt, "model overloaded") {
+				t.Errorf("%s excerpt does not quote the error: %+v", tt.gate, c.Evidence)
+			}
+			want := baseline()
+			want[tt.gate] = Fail
+			var skips []string
+			for id, r := range got {
+				if r == Skip && want[id] == "" {
+					skips = append(skips, id)
+				}
+			}
+			if len(skips) == 0 {
+				t.Errorf("no check skipped behind %s: %s", tt.gate, cmp.Diff(want, got))
+			}
+		})
+	}
+}
