@@ -80,3 +80,61 @@ func TestErrorInsideA200FailsOnce(t *testing.T) {
 		})
 	}
 }
+
+// acceptsAnyModel serves every request as if it named the fake's model, as
+// llama-server does outside router mode.
+type acceptsAnyModel struct{ next http.Handler }
+
+func (a acceptsAnyModel) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	var req strings.Builder
+	buf := make([]byte, 4096)
+	for {
+		n, err := r.Body.Read(buf)
+		req.Write(buf[:n])
+		if err != nil {
+			break
+		}
+	}
+	r.Body.Close()
+	body := strings.ReplaceAll(req.String(), noSuchModel, fakeModel)
+	r2 := r.Clone(r.Context())
+	r2.Body = httpBody([]byte(body))
+	r2.ContentLength = int64(len(body))
+	a.next.ServeHTTP(w, r2)
+}
+
+// TestServerThatIgnoresTheModelFailsOnce: sdk.error provokes its error with
+// an unknown model. A server that serves any model name gives no error to
+// judge, which errors.unknown_model already reports; sdk.error skips
+// pointing at it, and fails only when --only left that check out.
+func TestServerThatIgnoresTheModelFailsOnce(t *testing.T) {
+	tests := []struct {
+		name string
+		only []string
+		want map[string]Result
+	}{
+		{"whole suite", nil, map[string]Result{"errors.unknown_model": Fail, "sdk.error": Skip}},
+		{"--only sdk.error", []string{"sdk.error"}, map[string]Result{"sdk.error": Fail}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, srv := newWrappedFake(t, func(h http.Handler) http.Handler { return acceptsAnyModel{h} })
+			o := fakeOptions(t, srv)
+			o.Only = tt.only
+			rep := runAgainst(t, o)
+			want := tt.want
+			if tt.only == nil {
+				want = baseline()
+				for id, r := range tt.want {
+					want[id] = r
+				}
+			}
+			if diff := cmp.Diff(want, notPassing(rep)); diff != "" {
+				t.Errorf("non-passing checks (-want +got):\n%s", diff)
+			}
+			if c, _ := rep.Result("sdk.error"); c.Result == Skip && !strings.Contains(c.Reason, "errors.unknown_model") {
+				t.Errorf("sdk.error skip reason %q does not point at errors.unknown_model", c.Reason)
+			}
+		})
+	}
+}
