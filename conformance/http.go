@@ -212,6 +212,7 @@ type request struct {
 	raw    []byte
 	// key overrides the API key (for the bad-key probe).
 	key    string
+	noKey  bool // send no Authorization header at all
 	stream bool // parse the answer as an event stream
 }
 
@@ -251,7 +252,7 @@ func (c *client) do(ctx context.Context, r request) *exchange {
 	if r.key != "" {
 		key = r.key
 	}
-	if key != "" {
+	if key != "" && !r.noKey {
 		req.Header.Set("Authorization", "Bearer "+key)
 	}
 	res, err := c.hc.Do(req)

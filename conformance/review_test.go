@@ -138,3 +138,50 @@ func TestServerThatIgnoresTheModelFailsOnce(t *testing.T) {
 		})
 	}
 }
+
+// keyPolicy serves the fake with another authentication policy: open
+// serves any request, key or none (Ollama, vLLM without --api-key); any
+// serves requests with any key but refuses those without one.
+type keyPolicy struct {
+	next http.Handler
+	open bool
+}
+
+func (k keyPolicy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Header.Get("Authorization") == "" && !k.open {
+		writeJSON(w, http.StatusUnauthorized, map[string]any{"error": map[string]any{
+			"message": "missing key", "type": "invalid_request_error", "param": nil, "code": "invalid_api_key"}})
+		return
+	}
+	r.Header.Set("Authorization", "Bearer "+fakeKey)
+	k.next.ServeHTTP(w, r)
+}
+
+// TestBadKeyOnServerWithoutKeys: --api-key is often given to a server that
+// checks no keys at all, because SDKs insist on one. errors.bad_key then
+// has nothing to judge and skips; a server that refuses a request without a
+// key but serves one with the wrong key still fails.
+func TestBadKeyOnServerWithoutKeys(t *testing.T) {
+	tests := []struct {
+		name string
+		open bool
+		want Result
+	}{
+		{"checks no keys", true, Skip},
+		{"accepts any key", false, Fail},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, srv := newWrappedFake(t, func(h http.Handler) http.Handler { return keyPolicy{next: h, open: tt.open} })
+			rep := runAgainst(t, fakeOptions(t, srv))
+			want := baseline()
+			want["errors.bad_key"] = tt.want
+			if diff := cmp.Diff(want, notPassing(rep)); diff != "" {
+				t.Errorf("non-passing checks (-want +got):\n%s", diff)
+			}
+			if c, _ := rep.Result("errors.bad_key"); c.Result == Skip && !strings.Contains(c.Reason, "without") {
+				t.Errorf("skip reason %q does not say the server serves requests without a key", c.Reason)
+			}
+		})
+	}
+}
