@@ -1,9 +1,13 @@
 package conformance
 
 import (
+	"bytes"
+	"context"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -181,6 +185,94 @@ func TestBadKeyOnServerWithoutKeys(t *testing.T) {
 			}
 			if c, _ := rep.Result("errors.bad_key"); c.Result == Skip && !strings.Contains(c.Reason, "without") {
 				t.Errorf("skip reason %q does not say the server serves requests without a key", c.Reason)
+			}
+		})
+	}
+}
+
+// throttle answers 429 to the first try of every distinct request (to every
+// try with always), the way a rate-limited OpenAI, LiteLLM or vLLM behind a
+// proxy answers a burst.
+type throttle struct {
+	next       http.Handler
+	retryAfter string
+	always     bool
+	mu         sync.Mutex
+	seen       map[string]bool
+}
+
+func (th *throttle) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	var req bytes.Buffer
+	_, _ = req.ReadFrom(r.Body)
+	r.Body.Close()
+	key := r.Method + " " + r.URL.Path + " " + r.Header.Get("Authorization") + " " + req.String()
+	th.mu.Lock()
+	first := !th.seen[key]
+	th.seen[key] = true
+	th.mu.Unlock()
+	if first || th.always {
+		if th.retryAfter != "" {
+			w.Header().Set("Retry-After", th.retryAfter)
+		}
+		writeJSON(w, http.StatusTooManyRequests, map[string]any{"error": map[string]any{
+			"message": "Rate limit reached", "type": "requests", "param": nil, "code": "rate_limit_exceeded"}})
+		return
+	}
+	r2 := r.Clone(r.Context())
+	r2.Body = httpBody(req.Bytes())
+	th.next.ServeHTTP(w, r2)
+}
+
+// TestRateLimitedRequestsAreRetriedOnce: a 429 is an answer the reference
+// allows on any endpoint, not a conformance failure. Each request answered
+// 429 is sent once more after the Retry-After wait (through Options.Sleep,
+// so no test waits), and errors.retry_after judges the 429s seen; a server
+// that answers 429 again fails as before.
+func TestRateLimitedRequestsAreRetriedOnce(t *testing.T) {
+	tests := []struct {
+		name       string
+		retryAfter string
+		always     bool
+		want       map[string]Result
+		wait       time.Duration
+	}{
+		{"Retry-After 3", "3", false, map[string]Result{}, 3 * time.Second},
+		{"no Retry-After", "", false, map[string]Result{"errors.retry_after": Warn}, time.Second},
+		{"Retry-After longer than the cap", "600", false, map[string]Result{}, 10 * time.Second},
+		{"429 every time", "3", true, nil, 3 * time.Second},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, srv := newWrappedFake(t, func(h http.Handler) http.Handler {
+				return &throttle{next: h, retryAfter: tt.retryAfter, always: tt.always, seen: map[string]bool{}}
+			})
+			o := fakeOptions(t, srv)
+			// /v1/models is throttled too, so the model cannot be found.
+			o.Model = fakeModel
+			var mu sync.Mutex
+			var waits []time.Duration
+			o.Sleep = func(_ context.Context, d time.Duration) error {
+				mu.Lock()
+				defer mu.Unlock()
+				waits = append(waits, d)
+				return nil
+			}
+			rep := runAgainst(t, o)
+			got := notPassing(rep)
+			if tt.want != nil {
+				if diff := cmp.Diff(tt.want, got); diff != "" {
+					t.Errorf("non-passing checks (-want +got):\n%s", diff)
+				}
+			} else if c, _ := rep.Result("chat.status"); c.Result != Fail || !strings.Contains(c.Reason, "429") {
+				t.Errorf("chat.status = %s %q, want FAIL naming the 429", c.Result, c.Reason)
+			}
+			if len(waits) < 25 {
+				t.Errorf("%d waits, want one per request (about 30)", len(waits))
+			}
+			for _, d := range waits {
+				if d != tt.wait {
+					t.Fatalf("waited %v, want %v", d, tt.wait)
+				}
 			}
 		})
 	}

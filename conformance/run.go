@@ -72,7 +72,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		defer tr.CloseIdleConnections()
 		o.HTTPClient = &http.Client{Transport: tr}
 	}
-	r := &runner{o: o, c: &client{root: root, apiKey: o.APIKey, hc: o.HTTPClient, timeout: o.Timeout}}
+	r := &runner{o: o, c: &client{root: root, apiKey: o.APIKey, hc: o.HTTPClient, timeout: o.Timeout, now: o.Now, sleep: o.Sleep}}
 	started := r.o.Now()
 
 	// /v1/models is both the reachability test and model discovery, so it
