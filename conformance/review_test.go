@@ -277,3 +277,35 @@ func TestRateLimitedRequestsAreRetriedOnce(t *testing.T) {
 		})
 	}
 }
+
+// TestUsageOnTheFinishChunkIsExplained: llama-server and others put the
+// usage on the chunk that finishes the choice. The failure must say where
+// the usage went and quote that chunk, not clip the chunk's JSON before its
+// usage and quote the stream's first chunks.
+func TestUsageOnTheFinishChunkIsExplained(t *testing.T) {
+	_, srv := newWrappedFake(t, func(h http.Handler) http.Handler {
+		return streamRewrite{next: h, edit: func(req string, _ http.Header, b string) string {
+			if !strings.Contains(req, "include_usage") {
+				return b
+			}
+			b = strings.Replace(b, `"finish_reason":"stop","index":0,"logprobs":null}],"created":1750000000,"id":"chatcmpl-fake1","model":"fake-model","object":"chat.completion.chunk","usage":null`,
+				`"finish_reason":"stop","index":0,"logprobs":null}],"created":1750000000,"id":"chatcmpl-fake1","model":"fake-model","object":"chat.completion.chunk","usage":{"completion_tokens":10,"prompt_tokens":7,"total_tokens":17}`, 1)
+			i := strings.Index(b, `data: {"choices":[],`)
+			j := strings.Index(b, "data: [DONE]")
+			return b[:i] + b[j:]
+		}}
+	})
+	rep := runAgainst(t, fakeOptions(t, srv))
+	c, _ := rep.Result("chat.stream.usage.final")
+	if c.Result != Fail {
+		t.Fatalf("chat.stream.usage.final = %s, want FAIL", c.Result)
+	}
+	for _, s := range []string{"1 choice", `"total_tokens":17`} {
+		if !strings.Contains(c.Reason, s) {
+			t.Errorf("reason %q does not say %s", c.Reason, s)
+		}
+	}
+	if !strings.Contains(c.Evidence.Excerpt, `"finish_reason":"stop"`) {
+		t.Errorf("excerpt does not quote the last chunk:\n%s", c.Evidence.Excerpt)
+	}
+}
