@@ -309,3 +309,64 @@ func TestUsageOnTheFinishChunkIsExplained(t *testing.T) {
 		t.Errorf("excerpt does not quote the last chunk:\n%s", c.Evidence.Excerpt)
 	}
 }
+
+// reasoningOnly answers the tools requests the way a reasoning model behind
+// vLLM or llama-server does when max_tokens runs out while it thinks:
+// finish_reason "length", reasoning, and no content or tool call yet. With
+// prose, it answers in words instead, without reasoning: a server that
+// ignores tool_choice.
+func reasoningOnly(prose bool) streamRewrite {
+	msg := `"content":null,"reasoning_content":"The user wants the weather, so I should call"`
+	delta := `{"reasoning_content":"The user wants"}`
+	if prose {
+		msg = `"content":"The weather in Paris is usually mild in spring, with"`
+		delta = `{"content":"The weather in Paris is"}`
+	}
+	chunk := func(d, finish string) string {
+		return `data: {"id":"chatcmpl-r","object":"chat.completion.chunk","created":1750000000,"model":"fake-model","choices":[{"index":0,"delta":` + d + `,"finish_reason":` + finish + `}]}` + "\n\n"
+	}
+	return streamRewrite{
+		edit: func(req string, _ http.Header, b string) string {
+			if !isToolsStream(req) {
+				return b
+			}
+			return chunk(`{"role":"assistant","content":null}`, "null") + chunk(delta, "null") + chunk(`{}`, `"length"`) + "data: [DONE]\n\n"
+		},
+		editJSON: func(req string, _ http.Header, b string) string {
+			if !isToolsStream(req) {
+				return b
+			}
+			return `{"id":"chatcmpl-r","object":"chat.completion","created":1750000000,"model":"fake-model","choices":[{"index":0,"message":{"role":"assistant",` +
+				msg + `},"finish_reason":"length"}],"usage":{"prompt_tokens":9,"completion_tokens":64,"total_tokens":73}}`
+		},
+	}
+}
+
+// TestToolsCutWhileReasoningSkip: the tools probes ask for 64 tokens, which
+// a reasoning model can spend before its call; that is the probe's budget,
+// not the server's fault, so the tools gates skip as logprobs.content does.
+// An answer in words without reasoning is still no tool call, and fails.
+func TestToolsCutWhileReasoningSkip(t *testing.T) {
+	gates := []string{"tools.required.calls", "tools.named.calls", "tools.stream.first_fragment"}
+	for _, prose := range []bool{false, true} {
+		t.Run(map[bool]string{false: "reasoning", true: "prose"}[prose], func(t *testing.T) {
+			_, srv := newWrappedFake(t, func(h http.Handler) http.Handler {
+				rw := reasoningOnly(prose)
+				rw.next = h
+				return rw
+			})
+			rep := runAgainst(t, fakeOptions(t, srv))
+			want := Skip
+			if prose {
+				want = Fail
+			}
+			for _, id := range gates {
+				if c, _ := rep.Result(id); c.Result != want {
+					t.Errorf("%s = %s (%s), want %s", id, c.Result, c.Reason, want)
+				} else if want == Skip && !strings.Contains(c.Reason, "reasoning") {
+					t.Errorf("%s skip reason %q does not say why", id, c.Reason)
+				}
+			}
+		})
+	}
+}
