@@ -3,7 +3,9 @@ package conformance
 import (
 	"bytes"
 	"context"
+	"errors"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -368,5 +370,29 @@ func TestToolsCutWhileReasoningSkip(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestSilentServerIsNotCalledUnreachable: a server that takes the request
+// and never answers is not unreachable, and "context deadline exceeded"
+// does not tell the user that --timeout ran out; the error says so.
+func TestSilentServerIsNotCalledUnreachable(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { <-r.Context().Done() }))
+	t.Cleanup(srv.Close)
+	o := fakeOptions(t, srv)
+	o.Timeout = 50 * time.Millisecond
+	_, err := Run(context.Background(), o)
+	var ue *UnreachableError
+	if !errors.As(err, &ue) {
+		t.Fatalf("Run: %v, want an *UnreachableError (exit 2)", err)
+	}
+	msg := err.Error()
+	for _, s := range []string{"no answer", "within --timeout 50ms", "/v1/models"} {
+		if !strings.Contains(msg, s) {
+			t.Errorf("error %q does not say %q", msg, s)
+		}
+	}
+	if strings.Contains(msg, "unreachable") {
+		t.Errorf("error %q calls a server that took the request unreachable", msg)
 	}
 }

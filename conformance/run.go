@@ -84,7 +84,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		return nil, &UnreachableError{URL: root, Err: models.err}
+		return nil, &UnreachableError{URL: root, Err: models.err, Timeout: r.o.Timeout}
 	}
 	if r.o.Model == "" {
 		id, ok := at(models.json, "data", 0, "id")
