@@ -1,6 +1,8 @@
 package conformance
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"time"
 )
@@ -119,9 +121,18 @@ func (e *UsageError) Error() string { return "conformance: " + e.Msg }
 type UnreachableError struct {
 	URL string
 	Err error
+	// Timeout is the per-request timeout that ran out, when that is what
+	// ended the request (Err then wraps context.DeadlineExceeded).
+	Timeout time.Duration
 }
 
 func (e *UnreachableError) Error() string {
+	// A server that took the request and stayed silent (busy, still
+	// loading a model) is not unreachable, and "context deadline exceeded"
+	// does not name the flag that ran out.
+	if errors.Is(e.Err, context.DeadlineExceeded) && e.Timeout > 0 {
+		return fmt.Sprintf("conformance: no answer from GET %s/models within --timeout %v", e.URL, e.Timeout)
+	}
 	return fmt.Sprintf("conformance: server unreachable at %s: %v", e.URL, e.Err)
 }
 

@@ -190,7 +190,8 @@ func streamChecks() []*check {
 		{id: "chat.stream.usage.final", grade: Must, probes: su,
 			title: "with include_usage exactly one chunk has empty choices and usage, and it is the last before [DONE]",
 			judge: func(j *judge) verdict {
-				chunks, pos := jsonChunks(j.x("chat.stream_usage"))
+				x := j.x("chat.stream_usage")
+				chunks, pos := jsonChunks(x)
 				var usageOnly []int
 				for i, c := range chunks {
 					if isUsageChunk(c) {
@@ -199,16 +200,18 @@ func streamChecks() []*check {
 				}
 				want := `one last chunk {"choices": [], "usage": {...}}`
 				switch {
+				case len(chunks) == 0:
+					return fail(want, "no chunks")
 				case len(usageOnly) == 0:
-					last := "no chunks"
-					if n := len(chunks); n > 0 {
-						last = fmt.Sprintf("last chunk: %s", show(chunks[n-1]))
-					}
-					return fail(want, last)
+					// The whole chunk, clipped, would lose its usage (the
+					// field servers misplace) behind its choices.
+					last := chunks[len(chunks)-1]
+					return fail(want, fmt.Sprintf("no such chunk; the last has %s and usage %s",
+						describeChoices(last), showField(last["usage"], hasKey(last, "usage")))).at(chunkData(x, pos[len(chunks)-1]))
 				case len(usageOnly) > 1:
-					return fail(want, fmt.Sprintf("%d such chunks", len(usageOnly)))
+					return fail(want, fmt.Sprintf("%d such chunks", len(usageOnly))).at(chunkData(x, pos[usageOnly[1]]))
 				case usageOnly[0] != len(chunks)-1:
-					return fail(want, fmt.Sprintf("usage chunk at %d, followed by %d more", pos[usageOnly[0]], len(chunks)-1-usageOnly[0]))
+					return fail(want, fmt.Sprintf("usage chunk at %d, followed by %d more", pos[usageOnly[0]], len(chunks)-1-usageOnly[0])).at(chunkData(x, pos[usageOnly[0]]))
 				}
 				return pass()
 			}},
@@ -243,6 +246,18 @@ func streamChecks() []*check {
 				return pass()
 			}},
 	}
+}
+
+// describeChoices says what a chunk's choices are, in a few words.
+func describeChoices(c map[string]any) string {
+	raw, ok := c["choices"]
+	if arr, isArr := asArray(raw); isArr {
+		if len(arr) == 1 {
+			return "1 choice"
+		}
+		return fmt.Sprintf("%d choices", len(arr))
+	}
+	return "choices " + showField(raw, ok)
 }
 
 // isUsageChunk: the reference's final usage chunk has an empty choices array

@@ -8,6 +8,7 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -42,6 +43,10 @@ type exchange struct {
 
 	// sdk holds what the SDK-driven probes observed.
 	sdk *sdkResult
+
+	// throttled is the 429 answer this exchange retried, kept for
+	// errors.retry_after; nil when the first answer is the one above.
+	throttled *exchange
 }
 
 func (x *exchange) contentType() string {
@@ -66,6 +71,54 @@ func (x *exchange) errorMessage() string {
 		}
 	}
 	return clip(strings.TrimSpace(string(x.body)), 120)
+}
+
+// errorInside finds an error where a 200's result belongs: a JSON body, or
+// a stream chunk, that is an error object (the "error" envelope, or vLLM's
+// flat {"object": "error"}) instead of a completion. The server failed that
+// request, and openai-go reports a streamed one as an error; judging its
+// fields one by one would report each as absent and hide the message.
+func (x *exchange) errorInside() (where string, ok bool) {
+	if x.status != http.StatusOK {
+		return "", false
+	}
+	if x.stream == nil {
+		return "the body", isErrorObject(x.json)
+	}
+	for i, c := range x.chunks {
+		if isErrorObject(c) {
+			return fmt.Sprintf("data event %d", i), true
+		}
+	}
+	return "", false
+}
+
+func isErrorObject(v any) bool {
+	m, ok := asObject(v)
+	if !ok {
+		return false
+	}
+	if m["object"] == "error" {
+		return true
+	}
+	_, hasChoices := m["choices"]
+	_, hasData := m["data"]
+	return m["error"] != nil && !hasChoices && !hasData
+}
+
+// errorInsideMessage is the message of the error errorInside found, and the
+// raw data of its event for the excerpt's focus when it was streamed.
+func (x *exchange) errorInsideMessage() (msg, focus string) {
+	v := x.json
+	if x.stream != nil {
+		for i, c := range x.chunks {
+			if isErrorObject(c) {
+				v, focus = c, x.stream.dataEvents()[i].Data
+				break
+			}
+		}
+	}
+	return (&exchange{json: v}).errorMessage(), focus
 }
 
 // statusLine summarises the response for evidence.
@@ -155,6 +208,43 @@ type client struct {
 	apiKey  string
 	hc      *http.Client
 	timeout time.Duration
+	now     func() time.Time
+	sleep   func(context.Context, time.Duration) error
+}
+
+// maxRetryWait bounds the wait before a throttled request is sent again, so
+// a Retry-After of an hour cannot stall the run.
+const maxRetryWait = 10 * time.Second
+
+// retryWait is how long to wait after a 429: what Retry-After asks (seconds
+// or an HTTP date), 1s when it asks nothing usable, never more than
+// maxRetryWait or the request timeout.
+func retryWait(h http.Header, now time.Time, timeout time.Duration) time.Duration {
+	d := time.Second
+	v := strings.TrimSpace(h.Get("Retry-After"))
+	if n, err := strconv.Atoi(v); err == nil && n >= 0 {
+		d = time.Duration(n) * time.Second
+	} else if t, err := http.ParseTime(v); err == nil {
+		d = max(t.Sub(now), 0)
+	}
+	return min(d, maxRetryWait, timeout)
+}
+
+// do sends r, and once more after the server's Retry-After when it answers
+// 429: the reference allows a rate limit on any endpoint, and a run of thirty
+// requests, four at a time, meets one on hosted servers and proxies. A
+// conformance failure is a 429 that persists.
+func (c *client) do(ctx context.Context, r request) *exchange {
+	x := c.once(ctx, r)
+	if x.err != nil || x.status != http.StatusTooManyRequests {
+		return x
+	}
+	if err := c.sleep(ctx, retryWait(x.header, c.now(), c.timeout)); err != nil {
+		return x
+	}
+	again := c.once(ctx, r)
+	again.throttled = x
+	return again
 }
 
 type request struct {
@@ -164,10 +254,11 @@ type request struct {
 	raw    []byte
 	// key overrides the API key (for the bad-key probe).
 	key    string
+	noKey  bool // send no Authorization header at all
 	stream bool // parse the answer as an event stream
 }
 
-func (c *client) do(ctx context.Context, r request) *exchange {
+func (c *client) once(ctx context.Context, r request) *exchange {
 	x := &exchange{method: r.method, path: "/v1" + r.path}
 	switch {
 	case r.raw != nil:
@@ -203,7 +294,7 @@ func (c *client) do(ctx context.Context, r request) *exchange {
 	if r.key != "" {
 		key = r.key
 	}
-	if key != "" {
+	if key != "" && !r.noKey {
 		req.Header.Set("Authorization", "Bearer "+key)
 	}
 	res, err := c.hc.Do(req)

@@ -1,6 +1,7 @@
 package conformance
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"net/http"
@@ -44,12 +45,26 @@ type Options struct {
 	// Now is the clock for the report's timestamps and for judging whether
 	// "created" is plausible. Nil: time.Now.
 	Now func() time.Time
+	// Sleep waits d, or until ctx is done (returning its error), before a
+	// request answered 429 is sent again. Nil: a timer.
+	Sleep func(ctx context.Context, d time.Duration) error
 }
 
 const (
 	defaultTimeout     = 30 * time.Second
 	defaultConcurrency = 4
 )
+
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
 
 // apiRoot validates BaseURL and returns the "/v1" root without a trailing
 // slash.
@@ -92,6 +107,9 @@ func (o *Options) normalize() (root string, err error) {
 	}
 	if o.Now == nil {
 		o.Now = time.Now
+	}
+	if o.Sleep == nil {
+		o.Sleep = sleep
 	}
 	return root, nil
 }

@@ -41,6 +41,9 @@ func (p *probe) usable(x *exchange) bool {
 	if x.status != http.StatusOK {
 		return false
 	}
+	if _, failed := x.errorInside(); failed {
+		return false
+	}
 	if p.stream {
 		return x.stream != nil
 	}
@@ -230,8 +233,19 @@ func (r *runner) probes() []*probe {
 				if r.o.APIKey == "" {
 					return &exchange{skip: "no --api-key given, so the server may not check keys"}
 				}
-				return r.c.do(ctx, request{method: http.MethodPost, path: "/chat/completions",
-					body: r.chat(map[string]any{"max_tokens": 1}), key: badKey})
+				body := r.chat(map[string]any{"max_tokens": 1})
+				x := r.c.do(ctx, request{method: http.MethodPost, path: "/chat/completions", body: body, key: badKey})
+				if x.err != nil || x.status >= 400 {
+					return x
+				}
+				// SDKs insist on a key, so one is often given to a server
+				// that checks none (Ollama, vLLM without --api-key). Served
+				// without any key, it has no key to get wrong.
+				open := r.c.do(ctx, request{method: http.MethodPost, path: "/chat/completions", body: body, noKey: true})
+				if open.err == nil && open.status < 400 {
+					x.skip = "the server served a request without any key (" + open.statusLine() + "), so it checks none"
+				}
+				return x
 			}},
 		{id: "strict.unknown_field", gate: "errors.strict.unknown_field",
 			run: post("/chat/completions", chat(map[string]any{"max_tokens": 1, unknownKey: true}))},

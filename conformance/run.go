@@ -72,7 +72,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		defer tr.CloseIdleConnections()
 		o.HTTPClient = &http.Client{Transport: tr}
 	}
-	r := &runner{o: o, c: &client{root: root, apiKey: o.APIKey, hc: o.HTTPClient, timeout: o.Timeout}}
+	r := &runner{o: o, c: &client{root: root, apiKey: o.APIKey, hc: o.HTTPClient, timeout: o.Timeout, now: o.Now, sleep: o.Sleep}}
 	started := r.o.Now()
 
 	// /v1/models is both the reachability test and model discovery, so it
@@ -84,7 +84,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		return nil, &UnreachableError{URL: root, Err: models.err}
+		return nil, &UnreachableError{URL: root, Err: models.err, Timeout: r.o.Timeout}
 	}
 	if r.o.Model == "" {
 		id, ok := at(models.json, "data", 0, "id")
@@ -286,7 +286,8 @@ func (s *schedule) gate(c *check, ex map[probeID]*exchange) (verdict, bool) {
 			continue
 		}
 		if c.id == p.gate || !s.selected[p.gate] {
-			return fail(p.expectation(), p.unusableWhy(x)).from(x), true
+			_, focus := x.errorInsideMessage()
+			return fail(p.expectation(), p.unusableWhy(x)).from(x).at(focus), true
 		}
 		return skip("no usable answer to judge; see " + p.gate), true
 	}
@@ -305,6 +306,10 @@ func (p *probe) expectation() string {
 
 func (p *probe) unusableWhy(x *exchange) string {
 	if x.err == nil && x.status == http.StatusOK {
+		if where, ok := x.errorInside(); ok {
+			msg, _ := x.errorInsideMessage()
+			return fmt.Sprintf("%s but %s is an error, not a result: %s", x.statusLine(), where, msg)
+		}
 		if p.stream {
 			return x.statusLine() + " but the body is not an event stream"
 		}
