@@ -211,6 +211,24 @@ func eventually(t *testing.T, what string, cond func() bool) {
 }
 
 // processGone reports whether pid no longer runs; a zombie nobody reaped yet counts as gone.
+// termIgnored reports whether pid ignores SIGTERM yet (Linux's SigIgn mask). A fake started with
+// -ignore-term takes a moment to get there, and a SIGTERM sent before kills it by default: a test
+// that stops such a process before it was ever ready waits for this first. Without /proc there
+// is no telling, and it reports true.
+func termIgnored(pid int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		return true
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if hex, ok := strings.CutPrefix(l, "SigIgn:"); ok {
+			mask, err := strconv.ParseUint(strings.TrimSpace(hex), 16, 64)
+			return err == nil && mask&(1<<(uint(syscall.SIGTERM)-1)) != 0
+		}
+	}
+	return true
+}
+
 func processGone(pid int) bool {
 	if err := syscall.Kill(pid, 0); err == syscall.ESRCH {
 		return true

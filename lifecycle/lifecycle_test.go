@@ -303,6 +303,9 @@ func TestLoadTimeoutShowsStopping(t *testing.T) {
 		pid = h.status(t, "a").PID
 		return pid != 0
 	})
+	// The load timeout's SIGTERM must find the process ignoring it, or it dies at once and no
+	// grace starts (under load at -count=3, the test waited 15 s for one).
+	eventually(t, "a to ignore SIGTERM", func() bool { return termIgnored(pid) })
 	h.clock.Advance(30 * time.Second)
 	eventually(t, "a's grace to start", func() bool {
 		_, ok := h.clock.Next(10 * time.Second)

@@ -368,11 +368,9 @@ func TestLineReaderLimit(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			line := make([]byte, tt.n, tt.n+len("\r\n{}\n"))
-			for i := range line {
-				line[i] = 'x'
-			}
-			l := newLineReader(bytes.NewReader(append(line, "\r\n{}\n"...)))
+			// bytes.Repeat, not a loop byte by byte: under -race each of 32 Mi stores was
+			// instrumented, 6 s of the package's run.
+			l := newLineReader(bytes.NewReader(append(bytes.Repeat([]byte("x"), tt.n), "\r\n{}\n"...)))
 			got, _, err := l.next()
 			if tt.tooLong {
 				if !errors.Is(err, errEventTooLarge) {

@@ -45,6 +45,7 @@ func main() {
 		termLinger   = flag.Duration("term-linger", 0, "with -sleep-forever, exit this long after SIGTERM")
 		gpuFree      = flag.String("gpu-free", "", "exit 3 at start if the pid written in this file still runs (its GPU memory is still taken)")
 		envFile      = flag.String("env-file", "", "write this process's environment to the file at start")
+		readyFD3     = flag.Bool("ready-fd3", false, "with -sleep-forever, write a byte to fd 3 once SIGTERM's handling is in place")
 	)
 	flag.Parse()
 	if *envFile != "" {
@@ -60,9 +61,16 @@ func main() {
 		if *ignoreTerm {
 			signal.Ignore(syscall.SIGTERM)
 		}
+		term := make(chan os.Signal, 1)
 		if *termLinger > 0 {
-			term := make(chan os.Signal, 1)
 			signal.Notify(term, syscall.SIGTERM)
+		}
+		if *readyFD3 {
+			ready := os.NewFile(3, "ready")
+			_, _ = ready.Write([]byte{1})
+			ready.Close()
+		}
+		if *termLinger > 0 {
 			<-term
 			if *termSpawn != "" {
 				c := exec.Command(os.Args[0], "-sleep-forever")
@@ -118,7 +126,16 @@ func main() {
 		if *childIgnore {
 			args = append(args, "-ignore-term")
 		}
-		c := exec.Command(os.Args[0], args...)
+		// The grandchild says when its SIGTERM handling is in place, and this process is not
+		// ready before: a stop that came sooner met the default action (death at once), not the
+		// worker the test asked for (seen under load at GOMAXPROCS=1: "a worker that logs its
+		// way out" was not clean).
+		ready, readyW, err := os.Pipe()
+		if err != nil {
+			fail(err)
+		}
+		c := exec.Command(os.Args[0], append(args, "-ready-fd3")...)
+		c.ExtraFiles = []*os.File{readyW}
 		if *childStderr {
 			c.Stderr = os.Stderr
 		}
@@ -128,6 +145,11 @@ func main() {
 		if err := c.Start(); err != nil {
 			fail(err)
 		}
+		readyW.Close()
+		if _, err := ready.Read(make([]byte, 1)); err != nil {
+			fail(fmt.Errorf("the grandchild did not get ready: %w", err))
+		}
+		ready.Close()
 		if err := os.WriteFile(*childFile, []byte(strconv.Itoa(c.Process.Pid)), 0o644); err != nil {
 			fail(err)
 		}
