@@ -118,7 +118,7 @@ func TestReload(t *testing.T) {
 	}
 	live := server.NewLive(srv)
 	ts := httptest.NewServer(live)
-	rl := &reloader{path: path, getenv: os.Getenv, log: log, grace: 5 * time.Second,
+	rl := &reloader{path: path, getenv: os.Getenv, log: log,
 		live: live, addr: ts.Listener.Addr(), running: cfg.Listen, reloads: reloads}
 	defer func() {
 		ts.Close()
@@ -179,8 +179,9 @@ func TestReload(t *testing.T) {
 	}
 }
 
-// TestServeReloadsOnSIGHUP: gateway serve reloads on SIGHUP; a stream in flight holds the reload
-// (its server drains), and the signals sent meanwhile queue one more reload, not one each.
+// TestServeReloadsOnSIGHUP: gateway serve reloads on SIGHUP; a stream in flight across the
+// reload ends on the server it began on, holds no later reload, and that server is closed once
+// the stream has ended.
 func TestServeReloadsOnSIGHUP(t *testing.T) {
 	hold := make(chan struct{})
 	up := fakeModel(t, hold)
@@ -237,20 +238,19 @@ func TestServeReloadsOnSIGHUP(t *testing.T) {
 	if got := chatStatus(t, base, "r2"); got != 200 {
 		t.Fatalf("r2 after SIGHUP: %d\n%s", got, logs)
 	}
-	// The first reload waits for the stream; these queue one more.
-	for range 3 {
-		hup()
-	}
+	// The stream does not hold the reloads that come after it.
+	hup()
+	waitFor(t, "a second reload while the stream is in flight", func() bool {
+		return strings.Count(logs.String(), "configuration reloaded") >= 2
+	})
 	close(hold)
 	rest, err := io.ReadAll(br)
 	if err != nil || !strings.Contains(string(rest), "[DONE]") {
-		t.Fatalf("the stream across the reload: %v %q", err, rest)
+		t.Fatalf("the stream across the reloads: %v %q", err, rest)
 	}
-	waitFor(t, "the queued reload", func() bool { return strings.Count(logs.String(), "configuration reloaded") >= 2 })
-	time.Sleep(200 * time.Millisecond) // a third reload, if one were queued, would be done by now
-	if n := strings.Count(logs.String(), "configuration reloaded"); n != 2 {
-		t.Errorf("%d reloads for 1 + 3 signals, the 3 during the first; want 2\n%s", n, logs)
-	}
+	waitFor(t, "the first configuration to be closed after its stream", func() bool {
+		return strings.Contains(logs.String(), "last request has ended; closed it")
+	})
 	cancel()
 	if c := <-code; c != 0 {
 		t.Errorf("exit %d\n%s", c, logs)
@@ -337,7 +337,7 @@ func TestReloadWaitHealthyBounded(t *testing.T) {
 		ts.Close()
 		live.Server().Close()
 	}()
-	rl := &reloader{path: path, getenv: os.Getenv, log: log, grace: 5 * time.Second,
+	rl := &reloader{path: path, getenv: os.Getenv, log: log,
 		live: live, addr: ts.Listener.Addr(), running: cfg.Listen}
 	writeFile(t, path, "wait_healthy = true\n"+gatewayFile("127.0.0.1:8000", up.URL, "r")+`
 [targets.p]
@@ -367,4 +367,79 @@ pinned = ["p"]
 	if !strings.Contains(logs.String(), "waiting for pinned [p]") {
 		t.Errorf("the log does not say what the reload waited for:\n%s", logs)
 	}
+}
+
+// TestReloadServesLongStreamToItsEnd: a reload does not close the server it replaced under a
+// stream that runs on (no grace, as nginx's old workers finish their requests): here the new
+// configuration runs no process, so closing the old one would stop the process its stream holds.
+// The stream completes; once it has, the old server is closed and its process stopped.
+func TestReloadServesLongStreamToItsEnd(t *testing.T) {
+	ignore := goleak.IgnoreCurrent()
+	t.Cleanup(func() { goleak.VerifyNone(t, ignore) })
+	hold := make(chan struct{})
+	release := sync.OnceFunc(func() { close(hold) })
+	up := fakeModel(t, hold)
+	path := filepath.Join(t.TempDir(), "gateway.toml")
+	// The process stands in for a model server: the model itself is the test's, at a fixed URL.
+	writeFile(t, path, fmt.Sprintf("listen = \"127.0.0.1:8000\"\n\n[targets.m]\nadapter = \"openai\"\nurl = %q\n"+
+		"class = \"private\"\ncommand = [\"/bin/sh\", \"-c\", \"exec sleep 60\"]\n\n[routes.r]\ntargets = [\"m\"]\n", up.URL+"/v1"))
+	cfg, err := config.Load(path, os.Getenv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	logs := &syncBuffer{}
+	log := slog.New(slog.NewTextHandler(logs, nil))
+	old, err := server.New(server.Options{Config: cfg, Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := old.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	live := server.NewLive(old)
+	ts := httptest.NewServer(live)
+	rl := &reloader{path: path, getenv: os.Getenv, log: log, live: live, addr: ts.Listener.Addr(), running: cfg.Listen}
+	defer func() {
+		release() // a test that failed with the stream held must not wait for it
+		ts.Close()
+		rl.closeRetired()
+		live.Server().Close()
+		if t.Failed() {
+			t.Logf("gateway log:\n%s", logs)
+		}
+	}()
+	resp, err := http.Post(ts.URL+"/v1/chat/completions", "application/json",
+		strings.NewReader(`{"model":"r","stream":true,"messages":[{"role":"user","content":"hi"}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	br := bufio.NewReader(resp.Body)
+	if _, err := br.ReadString('\n'); err != nil {
+		t.Fatal(err)
+	}
+	pid := old.Processes().Status()[0].PID
+	if pid == 0 || syscall.Kill(pid, 0) != nil {
+		t.Fatalf("no process serves the stream: pid %d", pid)
+	}
+
+	writeFile(t, path, gatewayFile("127.0.0.1:8000", up.URL, "r"))
+	if !rl.reload(context.Background()) {
+		t.Fatal("the reload failed")
+	}
+	if live.Server() == old {
+		t.Fatal("the reload was not applied")
+	}
+	// Whatever a grace would have been, the old server is open until its stream ends.
+	if err := syscall.Kill(pid, 0); err != nil {
+		t.Fatalf("the process the stream holds was stopped under it: %v", err)
+	}
+	release()
+	rest, err := io.ReadAll(br)
+	if err != nil || !strings.Contains(string(rest), `"finish_reason":"stop"`) || !strings.Contains(string(rest), "[DONE]") {
+		t.Fatalf("the stream across the reload: %v %q", err, rest)
+	}
+	waitFor(t, "the old configuration's process to stop once its stream ended", func() bool {
+		return syscall.Kill(pid, 0) != nil
+	})
 }
