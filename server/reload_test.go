@@ -14,7 +14,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/hayula/gateway/config"
+	"github.com/hayula/gateway/lifecycle"
 	"github.com/hayula/gateway/server"
 )
 
@@ -163,5 +166,65 @@ func TestRetiredCloseClosesLateConnections(t *testing.T) {
 	case <-closed:
 	case <-time.After(5 * time.Second):
 		t.Fatal("the upstream connection the late stream gave back is still open")
+	}
+}
+
+// TestRetiredProcessShown: a managed target's process that a reload retired while a stream holds
+// it is shown by explain beside the new member's state (ready, held by the one request), is not
+// written twice in the process metrics, and leaves explain once the stream has ended and it has
+// stopped.
+func TestRetiredProcessShown(t *testing.T) {
+	// The model is the test's upstream; the process only stands in for a model server, healthy
+	// when the test's health endpoint answers.
+	health := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		_, _ = io.WriteString(w, "{}")
+	}))
+	defer health.Close()
+	cfg := func(cmd string) *config.Config {
+		c, err := config.Parse([]byte(target("m", health.URL+"/v1", "private",
+			fmt.Sprintf(`command = ["/bin/sh", "-c", %q]`, cmd))+"[routes.r]\ntargets = [\"m\"]\n"),
+			"test.toml", func(string) string { return "" })
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	hold := &holdingUpstream{release: make(chan struct{})}
+	fast := lifecycle.Options{PollInterval: 20 * time.Millisecond, ProbeTimeout: time.Second, StopGrace: 2 * time.Second}
+	old, err := server.New(server.Options{Config: cfg("exec sleep 60"), Upstream: hold, Lifecycle: fast})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(old.Close)
+	l := server.NewLive(old)
+	h := serveLive(t, l)
+	openHeldStream(t, h, "r")
+	next, err := server.New(server.Options{Config: cfg("exec sleep 61"), Upstream: hold, Previous: old, Lifecycle: fast})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(next.Close)
+	ret := l.Replace(next)
+	g := &gateway{ts: h}
+
+	x := g.explain(t, "r")
+	type retired = struct {
+		State    string `json:"state"`
+		InFlight int    `json:"in_flight"`
+	}
+	if diff := cmp.Diff([]retired{{"ready", 1}}, x.Candidates[0].Retired); diff != "" || x.Candidates[0].Process != "stopped" {
+		t.Errorf("explain while the stream holds the old process: process %q, retired (-want +got):\n%s",
+			x.Candidates[0].Process, diff)
+	}
+	rep := g.do(t, http.MethodGet, "/metrics", "")
+	if n := strings.Count(string(rep.body), `hayula_process_state{target="m",state="ready"}`); n != 1 {
+		t.Errorf("the ready state of m is written %d times, want once:\n%s", n, rep.body)
+	}
+
+	close(hold.release)
+	<-ret.Drained()
+	settles(func() bool { return len(g.explain(t, "r").Candidates[0].Retired) == 0 })
+	if r := g.explain(t, "r").Candidates[0].Retired; len(r) != 0 {
+		t.Errorf("explain once the old process was released: retired %+v, want none", r)
 	}
 }
