@@ -246,12 +246,12 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, rl *reload
 		// drained and cancelled what was left, and the reload loop has ended.
 		defer rl.closeRetired()
 		var wg sync.WaitGroup
-		// Once Serve has returned, the loop ends; a reload under way finishes first, so that the
-		// server it built is the one closed.
+		// Once Serve has returned, the loop ends; a reload under way finishes first (abandoned, if
+		// the gateway is stopping), so that nothing it built outlives the gateway.
 		defer wg.Wait()
-		lctx, stop := context.WithCancel(ctx)
-		defer stop()
-		wg.Go(func() { rl.loop(lctx) })
+		served := make(chan struct{})
+		defer close(served)
+		wg.Go(func() { rl.loop(ctx, served) })
 	}
 	return server.Serve(ctx, ln, live, shutdownGrace, log)
 }

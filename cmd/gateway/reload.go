@@ -39,6 +39,7 @@ type reloader struct {
 	reloads *metrics.Reloads
 
 	warnedListen string // the changed listen already warned about
+	afterBuild   func() // tests: runs once a reload has built, where the gateway may begin to stop
 
 	// retiring are the servers reloads replaced that still serve requests: each is closed when
 	// its last request ends, or when the gateway stops (closeRetired), whichever comes first.
@@ -47,20 +48,38 @@ type reloader struct {
 	stopped  chan struct{} // closed by closeRetired; made on first use
 }
 
-// loop reloads once per value on hup until ctx ends.
-func (r *reloader) loop(ctx context.Context) {
+// loop reloads once per value on hup until ctx ends, when the gateway begins to stop; from then
+// until served is closed (the HTTP server has stopped) a SIGHUP is logged and ignored: a reload
+// then would build a server, and start its pinned processes, only to close them.
+func (r *reloader) loop(ctx context.Context, served <-chan struct{}) {
 	for {
 		select {
 		case <-ctx.Done():
+			r.ignoreUntil(served)
+			return
+		case <-served: // Serve failed
 			return
 		case <-r.hup:
 		}
-		// select picks at random when both are ready: a signal queued as the gateway is told to
-		// stop would build a server, and start its pinned processes, only to close them.
+		// select picks at random when both are ready.
 		if ctx.Err() != nil {
+			r.log.Info("reload: SIGHUP ignored: the gateway is stopping")
+			r.ignoreUntil(served)
 			return
 		}
 		r.reload(ctx)
+	}
+}
+
+// ignoreUntil logs the SIGHUPs that come until done is closed.
+func (r *reloader) ignoreUntil(done <-chan struct{}) {
+	for {
+		select {
+		case <-r.hup:
+			r.log.Info("reload: SIGHUP ignored: the gateway is stopping")
+		case <-done:
+			return
+		}
 	}
 }
 
@@ -72,6 +91,18 @@ func (r *reloader) reload(ctx context.Context) bool {
 	start := time.Now()
 	r.log.Info("reloading the configuration", "file", r.path)
 	next, err := r.build(ctx)
+	if r.afterBuild != nil {
+		r.afterBuild()
+	}
+	if ctx.Err() != nil {
+		// The gateway began to stop while this reload built: what it built is released, and the
+		// running configuration serves out the shutdown grace.
+		if next != nil {
+			r.discard(next)
+		}
+		r.log.Warn("reload abandoned: the gateway is stopping", "file", r.path)
+		return false
+	}
 	if err != nil {
 		for line := range strings.SplitSeq(err.Error(), "\n") {
 			r.log.Error("reload: " + line)
@@ -115,6 +146,22 @@ func (r *reloader) retire(old *server.Retired) {
 	})
 }
 
+// discard releases a server a reload built but did not apply. One that runs processes of its own
+// stops them now; one that took over the running server's (server.Options.Previous) is closed
+// only when the gateway has stopped (closeRetired): its processes serve the requests the running
+// server finishes meanwhile.
+func (r *reloader) discard(next *server.Server) {
+	if p := next.Processes(); p == nil || p != r.live.Server().Processes() {
+		next.Close()
+		return
+	}
+	stopped := r.stopCh()
+	r.retiring.Go(func() {
+		<-stopped
+		next.Close()
+	})
+}
+
 func (r *reloader) stopCh() chan struct{} {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -144,6 +191,11 @@ func (r *reloader) closeRetired() {
 func (r *reloader) build(ctx context.Context) (*server.Server, error) {
 	cfg, err := config.Load(r.path, r.getenv)
 	if err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		// Before server.New, which takes over the running server's processes and starts the
+		// new pinned ones.
 		return nil, err
 	}
 	if r.listen == "" && cfg.Listen != r.running && cfg.Listen != r.warnedListen {

@@ -269,26 +269,150 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-// TestNoReloadOnceStopping: a SIGHUP still queued when the gateway is told to stop is not
-// applied: a reload then would build a server, and start its pinned processes, only to close
-// them. select picks among ready cases at random, so the loop is run many times.
+// TestNoReloadOnceStopping: a SIGHUP that comes once the gateway has begun to stop, or is still
+// queued then, is logged and not applied: a reload then would build a server, and start its
+// pinned processes, only to close them. select picks among ready cases at random, so the loop is
+// run many times.
 func TestNoReloadOnceStopping(t *testing.T) {
 	logs := &syncBuffer{}
 	rl := &reloader{path: filepath.Join(t.TempDir(), "none.toml"), getenv: os.Getenv,
 		log: slog.New(slog.NewTextHandler(logs, nil)), hup: make(chan os.Signal, 1)}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	for range 32 {
+	for i := range 32 {
+		served := make(chan struct{})
+		done := make(chan struct{})
 		rl.hup <- syscall.SIGHUP
-		rl.loop(ctx)
-		select {
-		case <-rl.hup:
-		default:
-		}
+		go func() {
+			rl.loop(ctx, served)
+			close(done)
+		}()
+		waitFor(t, "the SIGHUP to be ignored", func() bool { return strings.Count(logs.String(), "SIGHUP ignored") == i+1 })
+		close(served)
+		<-done
 	}
 	if strings.Contains(logs.String(), "reloading") {
 		t.Errorf("a reload ran after the stop:\n%s", logs)
 	}
+}
+
+// TestReloadAbandonedOnceStopping: a reload under way when the gateway begins to stop applies
+// nothing and leaves no process of what it built running: stopped at once when the server it
+// built ran its own, with the gateway's stop (closeRetired) when it took over the running one's.
+func TestReloadAbandonedOnceStopping(t *testing.T) {
+	up := fakeModel(t, nil)
+	// pinned is a group whose pinned member's process writes its pid to the file and never
+	// becomes healthy: it runs from the moment the configuration is built.
+	pinned := func(name, pidFile string) string {
+		return fmt.Sprintf(`
+[targets.%[1]s]
+adapter = "openai"
+url     = "http://127.0.0.1:{port}/v1"
+command = ["/bin/sh", "-c", "echo $$ > %[2]s; exec sleep 60", "{port}"]
+group   = "g%[1]s"
+
+[groups.g%[1]s]
+slots  = 1
+pinned = ["%[1]s"]
+`, name, pidFile)
+	}
+	for _, tc := range []struct {
+		name    string
+		running bool // the running configuration has a process of its own, which the new one takes over
+		when    string
+	}{
+		{"while loading the file", false, "load"},
+		{"once built, with processes of its own", false, "built"},
+		{"once built, over the running processes", true, "built"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			path := filepath.Join(dir, "gateway.toml")
+			base := gatewayFile("127.0.0.1:8000", up.URL, "r")
+			if tc.running {
+				base += pinned("a", filepath.Join(dir, "a.pid"))
+			}
+			writeFile(t, path, base)
+			cfg, err := config.Load(path, os.Getenv)
+			if err != nil {
+				t.Fatal(err)
+			}
+			logs := &syncBuffer{}
+			log := slog.New(slog.NewTextHandler(logs, nil))
+			srv, err := server.New(server.Options{Config: cfg, Logger: log})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := srv.Start(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			live := server.NewLive(srv)
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			newPID := filepath.Join(dir, "b.pid")
+			rl := &reloader{path: path, log: log, live: live, running: cfg.Listen,
+				addr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 8000}, getenv: os.Getenv}
+			switch tc.when {
+			case "load":
+				rl.getenv = func(k string) string {
+					cancel()
+					return os.Getenv(k)
+				}
+			case "built":
+				rl.afterBuild = func() {
+					waitFor(t, "the new pinned process to start", func() bool { return readPID(newPID) != 0 })
+					cancel()
+				}
+			}
+			// A key from the environment, so that loading the file calls getenv.
+			writeFile(t, path, base+pinned("b", newPID)+fmt.Sprintf("\n[targets.k]\nadapter = \"openai\"\nurl = %q\n"+
+				"class = \"private\"\napi_key_env = \"HAYULA_TEST_KEY\"\n", up.URL+"/v1"))
+			rl.getenv = func(get func(string) string) func(string) string {
+				return func(k string) string {
+					if v := get(k); k != "HAYULA_TEST_KEY" {
+						return v
+					}
+					return "k"
+				}
+			}(rl.getenv)
+			if rl.reload(ctx) {
+				t.Fatalf("a reload was applied once the gateway was stopping:\n%s", logs)
+			}
+			if live.Server() != srv || !strings.Contains(logs.String(), "reload abandoned: the gateway is stopping") {
+				t.Fatalf("the running server changed, or the log does not say why:\n%s", logs)
+			}
+			if tc.when == "load" && readPID(newPID) != 0 {
+				t.Error("a reload abandoned while loading the file started a process")
+			}
+			if tc.running {
+				// The running server's requests may still use the processes until it stops.
+				if pid := readPID(filepath.Join(dir, "a.pid")); pid == 0 || syscall.Kill(pid, 0) != nil {
+					t.Errorf("the running configuration's process %d was stopped before the gateway stopped", pid)
+				}
+				rl.closeRetired()
+			}
+			srv.Close()
+			if pid := readPID(newPID); pid != 0 && syscall.Kill(pid, 0) == nil {
+				t.Errorf("the abandoned reload's process %d still runs:\n%s", pid, logs)
+			}
+			if pid := readPID(filepath.Join(dir, "a.pid")); pid != 0 && syscall.Kill(pid, 0) == nil {
+				t.Errorf("the running configuration's process %d still runs after the stop", pid)
+			}
+		})
+	}
+}
+
+// readPID is the pid a test process wrote to path; 0 until it has.
+func readPID(path string) int {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 0
+	}
+	var pid int
+	if _, err := fmt.Sscan(string(b), &pid); err != nil {
+		return 0
+	}
+	return pid
 }
 
 // TestReloadRefusesOpenOffLoopback: a reload whose file has no [[keys]] is refused while the
