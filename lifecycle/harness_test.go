@@ -177,7 +177,7 @@ func (h *harness) use(t *testing.T, name string) string {
 func (h *harness) status(t *testing.T, name string) MemberStatus {
 	t.Helper()
 	for _, s := range h.m.Status() {
-		if s.Name == name {
+		if s.Name == name && !s.Retired {
 			return s
 		}
 	}
@@ -189,7 +189,7 @@ func (h *harness) status(t *testing.T, name string) MemberStatus {
 func (h *harness) running() []string {
 	var out []string
 	for _, s := range h.m.Status() {
-		if s.State == StateReady {
+		if s.State == StateReady && !s.Retired {
 			out = append(out, s.Name)
 		}
 	}

@@ -59,6 +59,11 @@ type MemberStatus struct {
 	Starts, Restarts int
 	// LastError is the latest start failure or crash, "" if none.
 	LastError string
+	// Retired: a Reload replaced or removed this member, and its process is still up; the member
+	// of its name, if there is one, is listed too. State says why it is up: ready (or starting)
+	// while the InFlight attempts that hold it run (it stops when the last releases it), stopping
+	// once none does (SIGTERM sent, until its process group has gone).
+	Retired bool
 }
 
 type member struct {
@@ -478,23 +483,35 @@ func (mem *member) shownState() State {
 	return mem.state
 }
 
-// Status reports every member, in spec order.
+// Status reports every member, in spec order, then every retired member whose process is still
+// up (Retired), in the order the Reloads retired them: an operator must see a model process that
+// still holds its memory, and why, as long as it runs.
 func (m *Manager) Status() []MemberStatus {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	out := make([]MemberStatus, 0, len(m.members))
+	out := make([]MemberStatus, 0, len(m.members)+len(m.retired))
 	for _, mem := range m.members {
-		st := MemberStatus{
-			Name: mem.spec.Name, Group: mem.spec.Group, Pinned: mem.pinned, State: mem.shownState(),
-			PID: mem.pid, URL: mem.url, InFlight: mem.busy, LastUsed: mem.lastUsed,
-			Starts: mem.starts, Restarts: mem.restarts,
+		out = append(out, mem.statusLocked())
+	}
+	for _, mem := range m.retired {
+		if mem.state != StateStopped {
+			out = append(out, mem.statusLocked())
 		}
-		if mem.lastErr != nil {
-			st.LastError = mem.lastErr.Error()
-		}
-		out = append(out, st)
 	}
 	return out
+}
+
+// statusLocked is mem as Status reports it; called with Manager.mu held.
+func (mem *member) statusLocked() MemberStatus {
+	st := MemberStatus{
+		Name: mem.spec.Name, Group: mem.spec.Group, Pinned: mem.pinned, State: mem.shownState(),
+		PID: mem.pid, URL: mem.url, InFlight: mem.busy, LastUsed: mem.lastUsed,
+		Starts: mem.starts, Restarts: mem.restarts, Retired: mem.retired,
+	}
+	if mem.lastErr != nil {
+		st.LastError = mem.lastErr.Error()
+	}
+	return st
 }
 
 // Close stops every child (SIGTERM to its process group, SIGKILL after the grace), waits until no

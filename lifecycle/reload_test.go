@@ -9,6 +9,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 )
 
 // TestReload: across a Reload an unchanged member keeps its process and its state, a changed one
@@ -99,6 +102,7 @@ func TestReloadWaitsForRetiredSlot(t *testing.T) {
 	if processGone(old) {
 		t.Fatal("the old process went before its grace")
 	}
+	wantRetired(t, h, MemberStatus{Name: "a", Group: "g", State: StateStopping, PID: old, Starts: 1})
 	h.passGraces()
 	if err := <-done; err != nil {
 		t.Fatal(err)
@@ -160,6 +164,7 @@ func TestReloadChangedStartsAfterOld(t *testing.T) {
 			if st := h.status(t, "a"); st.Starts != 0 || st.PID != 0 || processGone(old) {
 				t.Fatalf("while the old process is held: new member %+v, old gone %v", st, processGone(old))
 			}
+			wantRetired(t, h, MemberStatus{Name: "a", Group: tc.group, State: StateReady, PID: old, InFlight: 1, Starts: 1})
 			releaseOld()
 			if err := <-done; err != nil {
 				t.Fatal(err)
@@ -167,6 +172,7 @@ func TestReloadChangedStartsAfterOld(t *testing.T) {
 			if !processGone(old) {
 				t.Error("the new process runs beside the old one")
 			}
+			wantRetired(t, h)
 			if st := h.status(t, "a"); st.Starts != 1 || st.PID == old {
 				t.Errorf("the new member: %+v", st)
 			}
@@ -254,5 +260,27 @@ func TestReloadRetiredNotRestarted(t *testing.T) {
 				t.Errorf("the new process answered %q, %v", got, err)
 			}
 		})
+	}
+}
+
+// wantRetired checks the retired members Status lists after the current ones: what they are, and
+// why each still runs (held: ready with InFlight; stopping). Timestamps, URLs and errors are
+// ignored; every want is Retired.
+func wantRetired(t *testing.T, h *harness, want ...MemberStatus) {
+	t.Helper()
+	var got []MemberStatus
+	for i, st := range h.m.Status() {
+		if st.Retired {
+			got = append(got, st)
+		} else if len(got) > 0 {
+			t.Errorf("Status lists current member %s (#%d) after a retired one", st.Name, i)
+		}
+	}
+	for i := range want {
+		want[i].Retired = true
+	}
+	if diff := cmp.Diff(want, got, cmpopts.IgnoreFields(MemberStatus{}, "URL", "LastUsed", "LastError"),
+		cmpopts.EquateEmpty()); diff != "" {
+		t.Errorf("retired members in Status (-want +got):\n%s", diff)
 	}
 }

@@ -75,6 +75,10 @@ type explained struct {
 		Health       string `json:"health"`
 		HealthDetail string `json:"health_detail"`
 		Process      string `json:"process"`
+		Retired      []struct {
+			State    string `json:"state"`
+			InFlight int    `json:"in_flight"`
+		} `json:"retired_processes"`
 	} `json:"candidates"`
 	Drops []struct {
 		Target, Filter, Reason string

@@ -55,8 +55,18 @@ type explainTarget struct {
 	CoolingUntil  string   `json:"cooling_until,omitempty"`
 	HealthDetail  string   `json:"health_detail,omitempty"`
 	Process       string   `json:"process,omitempty"` // lifecycle state, for a target with a command
-	InFlight      int64    `json:"in_flight"`
-	LatencyMS     float64  `json:"latency_ms"`
+	// RetiredProcesses are this target's processes that a reload replaced and that are still up
+	// (lifecycle.MemberStatus.Retired): they hold a model's memory, and may hold its slot.
+	RetiredProcesses []explainRetired `json:"retired_processes,omitempty"`
+	InFlight         int64            `json:"in_flight"`
+	LatencyMS        float64          `json:"latency_ms"`
+}
+
+// explainRetired is a process a reload replaced that is still up, and why: "ready" while the
+// requests in flight that began on it (InFlight) run, "stopping" once none does.
+type explainRetired struct {
+	State    string `json:"state"`
+	InFlight int    `json:"in_flight"`
 }
 
 type explainDrop struct {

@@ -57,7 +57,8 @@ func (s *Server) checkURL(t *core.Target) (string, bool) {
 		return t.HealthURL, t.HealthURL != ""
 	}
 	for _, st := range s.procs.m.Status() {
-		if st.Name == t.Name && st.State == lifecycle.StateReady && st.URL != "" {
+		// A retired process of the name is on its way out: the target is its current process.
+		if st.Name == t.Name && !st.Retired && st.State == lifecycle.StateReady && st.URL != "" {
 			return resolvePort(t.HealthURL, t.URL, st.URL)
 		}
 	}
@@ -135,6 +136,11 @@ func (s *Server) describeActive(d *explainTarget, t *core.Target, st health.Stat
 	}
 	ps := s.procs.m.State(t.Name)
 	d.Process = ps.String()
+	for _, m := range s.procs.m.Status() {
+		if m.Retired && m.Name == t.Name {
+			d.RetiredProcesses = append(d.RetiredProcesses, explainRetired{State: m.State.String(), InFlight: m.InFlight})
+		}
+	}
 	if (ps == lifecycle.StateStarting || ps == lifecycle.StateBackoff) && st.Status == health.StatusHealthy {
 		// Its process is coming up: to a client that is loading, whatever the last check said.
 		d.Health, d.HealthDetail = health.StatusLoading, "process "+ps.String()

@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"os"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -147,7 +148,9 @@ func residentBytes() (uint64, bool) {
 // writeProcs writes the state of the targets whose processes the gateway runs: the state as a
 // label (1 on the current one, 0 on the others, as Prometheus writes an enum) and the starts.
 func (s *Server) writeProcs(w *metrics.Writer) {
-	members := s.procs.m.Status()
+	// One series per target and state, for its current process: a process a reload retired has
+	// the same name, and its series would collide with the current one's (explain lists it).
+	members := slices.DeleteFunc(s.procs.m.Status(), func(m lifecycle.MemberStatus) bool { return m.Retired })
 	w.Family("hayula_process_state", "gauge", "1 for the state the process of a target with a command is in (stopped, starting, ready, backoff, stopping), 0 for the others.")
 	for _, m := range members {
 		for st := lifecycle.StateStopped; st <= lifecycle.StateStopping; st++ {

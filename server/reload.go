@@ -1,7 +1,6 @@
 package server
 
 import (
-	"context"
 	"net/http"
 	"sync"
 	"sync/atomic"
@@ -63,27 +62,49 @@ func (l *Live) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	g.h.ServeHTTP(w, r)
 }
 
-// Replace makes next serve every request from now on, then waits until the requests that the
-// server it replaces was serving have ended, or ctx has. It returns that server, for the caller to
-// Close, and how many of its requests had not ended (0 unless ctx ended first). Those go on, on a
-// closed server: the upstream connections they give back as they end are closed once the last
-// has ended, since Close closed only the connections idle then.
-func (l *Live) Replace(ctx context.Context, next *Server) (prev *Server, left int64) {
+// Replace makes next serve every request from now on and returns the server it replaced, which
+// goes on serving the requests it had until each has ended, however long (an LLM stream may run
+// for minutes): nginx's old workers likewise finish their requests, with no bound unless one is
+// configured. The caller closes it once Drained is closed (Retired.Close), so that its upstream
+// pools, processes and health checks outlive none of its requests and stop under none of them.
+func (l *Live) Replace(next *Server) *Retired {
 	g := l.cur.Swap(newGeneration(next))
 	g.retired.Store(true)
 	if g.active.Load() == 0 {
 		g.once.Do(func() { close(g.drained) })
 	}
+	return &Retired{g: g}
+}
+
+// Retired is a server that Replace took out of service, with the requests it is still serving.
+type Retired struct{ g *generation }
+
+// Server is the replaced server.
+func (r *Retired) Server() *Server { return r.g.srv }
+
+// Drained is closed once the last request the server was serving has ended.
+func (r *Retired) Drained() <-chan struct{} { return r.g.drained }
+
+// InFlight counts the requests the server is still serving.
+func (r *Retired) InFlight() int64 { return max(r.g.active.Load(), 0) }
+
+// Close closes the server and returns how many of its requests were still in flight: 0 once
+// Drained is closed. Those go on, on a closed server (the gateway is stopping, and its HTTP
+// server has cancelled them): the upstream connections they give back as they end are closed once
+// the last has ended, since Close closed only the connections idle then.
+func (r *Retired) Close() int64 {
+	g := r.g
+	g.srv.Close()
 	select {
 	case <-g.drained:
-		return g.srv, 0
-	case <-ctx.Done():
-		// Nothing would ever take or expire a connection pooled by a server that no longer
-		// serves: a file descriptor, and the upstream's connection, for every such reload.
-		go func() {
-			<-g.drained
-			g.srv.closeIdle()
-		}()
-		return g.srv, max(g.active.Load(), 0)
+		return 0
+	default:
 	}
+	// Nothing would ever take or expire a connection pooled by a server that no longer serves: a
+	// file descriptor, and the upstream's connection, for each.
+	go func() {
+		<-g.drained
+		g.srv.closeIdle()
+	}()
+	return r.InFlight()
 }

@@ -5,7 +5,6 @@ package server_test
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"fmt"
 	"io"
 	"net"
@@ -15,7 +14,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/hayula/gateway/config"
+	"github.com/hayula/gateway/lifecycle"
 	"github.com/hayula/gateway/server"
 )
 
@@ -68,7 +70,7 @@ func openHeldStream(t *testing.T, h *live, model string) (*http.Response, *bufio
 
 // TestLiveReplace: a stream in flight across a reload ends on the server it began on, byte for
 // byte as one that no reload crossed; a route the reload added serves the very next request; the
-// replaced server is handed back only once its stream has ended.
+// replaced server is drained only once its stream has ended.
 func TestLiveReplace(t *testing.T) {
 	hold := &holdingUpstream{release: make(chan struct{})}
 	old := newReloadServer(t, reloadConfig(t, false), hold, nil)
@@ -83,15 +85,7 @@ func TestLiveReplace(t *testing.T) {
 	free := &holdingUpstream{release: make(chan struct{})}
 	close(free.release)
 	next := newReloadServer(t, reloadConfig(t, true), free, old)
-	type replaced struct {
-		prev *server.Server
-		left int64
-	}
-	done := make(chan replaced, 1)
-	go func() {
-		p, left := l.Replace(context.Background(), next)
-		done <- replaced{p, left}
-	}()
+	ret := l.Replace(next)
 	if rep := g.chat(t, "r2"); rep.status != 200 {
 		t.Fatalf("r2 right after the reload: %d %s", rep.status, rep.body)
 	}
@@ -99,9 +93,12 @@ func TestLiveReplace(t *testing.T) {
 		t.Fatal("Server is not the new server")
 	}
 	select {
-	case r := <-done:
-		t.Fatalf("Replace returned (%d left) while the old server's stream was in flight", r.left)
+	case <-ret.Drained():
+		t.Fatal("the old server is drained while its stream is in flight")
 	default:
+	}
+	if ret.Server() != old || ret.InFlight() != 1 {
+		t.Fatalf("Replace: prev is old %v, %d in flight; want old and 1", ret.Server() == old, ret.InFlight())
 	}
 	close(hold.release)
 	rest, err := io.ReadAll(br)
@@ -109,8 +106,9 @@ func TestLiveReplace(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := append(head, rest...)
-	if r := <-done; r.prev != old || r.left != 0 {
-		t.Errorf("Replace: prev is old %v, %d left; want old and 0", r.prev == old, r.left)
+	<-ret.Drained()
+	if n := ret.Close(); n != 0 {
+		t.Errorf("Close after the drain: %d in flight, want 0", n)
 	}
 	if resp.Header.Get("x-hayula-chain") != "m" {
 		t.Errorf("chain %q", resp.Header.Get("x-hayula-chain"))
@@ -126,28 +124,10 @@ func TestLiveReplace(t *testing.T) {
 	}
 }
 
-// TestLiveReplaceGrace: when the grace ends first, Replace hands the old server back with the
-// count of its requests still in flight.
-func TestLiveReplaceGrace(t *testing.T) {
-	hold := &holdingUpstream{release: make(chan struct{})}
-	defer close(hold.release)
-	old := newReloadServer(t, reloadConfig(t, false), hold, nil)
-	l := server.NewLive(old)
-	h := serveLive(t, l)
-	openHeldStream(t, h, "r")
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	next := newReloadServer(t, reloadConfig(t, false), hold, old)
-	if prev, left := l.Replace(ctx, next); prev != old || left != 1 {
-		t.Errorf("Replace after the grace: prev is old %v, %d left; want old and 1", prev == old, left)
-	}
-}
-
-// TestLiveReplaceGraceClosesLateConnections: a server replaced while a stream outran the grace is
-// closed under it; the upstream connection that stream gives back when it ends is closed too,
-// not left idle in the pool of a server nobody uses (a file descriptor, and the upstream's
-// connection, for every such reload).
-func TestLiveReplaceGraceClosesLateConnections(t *testing.T) {
+// TestRetiredCloseClosesLateConnections: a replaced server closed while a stream is in flight (the
+// gateway stops) is closed under it; the upstream connection that stream gives back when it ends
+// is closed too, not left idle in the pool of a server nobody uses.
+func TestRetiredCloseClosesLateConnections(t *testing.T) {
 	hold := make(chan struct{})
 	closed := make(chan struct{}, 16)
 	up := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -175,13 +155,9 @@ func TestLiveReplaceGraceClosesLateConnections(t *testing.T) {
 	l := server.NewLive(old)
 	h := serveLive(t, l)
 	_, br, _ := openHeldStream(t, h, "r")
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	prev, left := l.Replace(ctx, newReloadServer(t, cfg, nil, old))
-	if left != 1 {
-		t.Fatalf("Replace: %d left, want 1", left)
+	if left := l.Replace(newReloadServer(t, cfg, nil, old)).Close(); left != 1 {
+		t.Fatalf("Close: %d in flight, want 1", left)
 	}
-	prev.Close()
 	close(hold)
 	if rest, err := io.ReadAll(br); err != nil || !bytes.Contains(rest, []byte("[DONE]")) {
 		t.Fatalf("the stream after its server was closed: %v %q", err, rest)
@@ -190,5 +166,65 @@ func TestLiveReplaceGraceClosesLateConnections(t *testing.T) {
 	case <-closed:
 	case <-time.After(5 * time.Second):
 		t.Fatal("the upstream connection the late stream gave back is still open")
+	}
+}
+
+// TestRetiredProcessShown: a managed target's process that a reload retired while a stream holds
+// it is shown by explain beside the new member's state (ready, held by the one request), is not
+// written twice in the process metrics, and leaves explain once the stream has ended and it has
+// stopped.
+func TestRetiredProcessShown(t *testing.T) {
+	// The model is the test's upstream; the process only stands in for a model server, healthy
+	// when the test's health endpoint answers.
+	health := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		_, _ = io.WriteString(w, "{}")
+	}))
+	defer health.Close()
+	cfg := func(cmd string) *config.Config {
+		c, err := config.Parse([]byte(target("m", health.URL+"/v1", "private",
+			fmt.Sprintf(`command = ["/bin/sh", "-c", %q]`, cmd))+"[routes.r]\ntargets = [\"m\"]\n"),
+			"test.toml", func(string) string { return "" })
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	hold := &holdingUpstream{release: make(chan struct{})}
+	fast := lifecycle.Options{PollInterval: 20 * time.Millisecond, ProbeTimeout: time.Second, StopGrace: 2 * time.Second}
+	old, err := server.New(server.Options{Config: cfg("exec sleep 60"), Upstream: hold, Lifecycle: fast})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(old.Close)
+	l := server.NewLive(old)
+	h := serveLive(t, l)
+	openHeldStream(t, h, "r")
+	next, err := server.New(server.Options{Config: cfg("exec sleep 61"), Upstream: hold, Previous: old, Lifecycle: fast})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(next.Close)
+	ret := l.Replace(next)
+	g := &gateway{ts: h}
+
+	x := g.explain(t, "r")
+	type retired = struct {
+		State    string `json:"state"`
+		InFlight int    `json:"in_flight"`
+	}
+	if diff := cmp.Diff([]retired{{"ready", 1}}, x.Candidates[0].Retired); diff != "" || x.Candidates[0].Process != "stopped" {
+		t.Errorf("explain while the stream holds the old process: process %q, retired (-want +got):\n%s",
+			x.Candidates[0].Process, diff)
+	}
+	rep := g.do(t, http.MethodGet, "/metrics", "")
+	if n := strings.Count(string(rep.body), `hayula_process_state{target="m",state="ready"}`); n != 1 {
+		t.Errorf("the ready state of m is written %d times, want once:\n%s", n, rep.body)
+	}
+
+	close(hold.release)
+	<-ret.Drained()
+	settles(func() bool { return len(g.explain(t, "r").Candidates[0].Retired) == 0 })
+	if r := g.explain(t, "r").Candidates[0].Retired; len(r) != 0 {
+		t.Errorf("explain once the old process was released: retired %+v, want none", r)
 	}
 }

@@ -204,8 +204,7 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer) error {
 			return err
 		}
 	}
-	return serve(ctx, cfg, log, &reloader{path: *path, listen: *listen, getenv: os.Getenv, log: log,
-		grace: shutdownGrace, hup: hup})
+	return serve(ctx, cfg, log, &reloader{path: *path, listen: *listen, getenv: os.Getenv, log: log, hup: hup})
 }
 
 // serve runs the gateway on cfg until ctx ends. With rl, a value on rl.hup reloads the
@@ -243,13 +242,16 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, rl *reload
 		"targets", len(cfg.Targets), "managed", len(cfg.Lifecycle.Specs))
 	if rl != nil {
 		rl.live, rl.addr, rl.running = live, ln.Addr(), cfg.Listen
+		// The servers reloads replaced that still serve requests are closed once Serve has
+		// drained and cancelled what was left, and the reload loop has ended.
+		defer rl.closeRetired()
 		var wg sync.WaitGroup
-		// Once Serve has returned, the loop ends; a reload under way finishes first (its drain
-		// is bounded by the grace), so that the server it built is the one closed.
+		// Once Serve has returned, the loop ends; a reload under way finishes first (abandoned, if
+		// the gateway is stopping), so that nothing it built outlives the gateway.
 		defer wg.Wait()
-		lctx, stop := context.WithCancel(ctx)
-		defer stop()
-		wg.Go(func() { rl.loop(lctx) })
+		served := make(chan struct{})
+		defer close(served)
+		wg.Go(func() { rl.loop(ctx, served) })
 	}
 	return server.Serve(ctx, ln, live, shutdownGrace, log)
 }

@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/hayula/gateway/config"
@@ -15,8 +16,9 @@ import (
 	"github.com/hayula/gateway/server"
 )
 
-// shutdownGrace bounds how long requests in flight may run on once the gateway is told to stop,
-// and, on a reload, on the server that the new configuration replaced.
+// shutdownGrace bounds how long requests in flight may run on once the gateway is told to stop.
+// A reload has no such bound: the server it replaced serves its requests to their end
+// (server.Live.Replace).
 const shutdownGrace = 10 * time.Second
 
 // reloader applies the edited configuration file to a running gateway (SIGHUP): the same file,
@@ -26,7 +28,6 @@ type reloader struct {
 	listen string // --listen; "" = the file's
 	getenv func(string) string
 	log    *slog.Logger
-	grace  time.Duration
 	// hup has room for one: signal.Notify does not block on a full channel, so signals that
 	// come during a reload queue one more reload, not one each.
 	hup chan os.Signal
@@ -38,33 +39,70 @@ type reloader struct {
 	reloads *metrics.Reloads
 
 	warnedListen string // the changed listen already warned about
+	afterBuild   func() // tests: runs once a reload has built, where the gateway may begin to stop
+
+	// retiring are the servers reloads replaced that still serve requests: each is closed when
+	// its last request ends, or when the gateway stops (closeRetired), whichever comes first.
+	retiring sync.WaitGroup
+	mu       sync.Mutex
+	stopped  chan struct{} // closed by closeRetired; made on first use
 }
 
-// loop reloads once per value on hup until ctx ends.
-func (r *reloader) loop(ctx context.Context) {
+// loop reloads once per value on hup until ctx ends, when the gateway begins to stop; from then
+// until served is closed (the HTTP server has stopped) a SIGHUP is logged and ignored: a reload
+// then would build a server, and start its pinned processes, only to close them.
+func (r *reloader) loop(ctx context.Context, served <-chan struct{}) {
 	for {
 		select {
 		case <-ctx.Done():
+			r.ignoreUntil(served)
+			return
+		case <-served: // Serve failed
 			return
 		case <-r.hup:
 		}
-		// select picks at random when both are ready: a signal queued as the gateway is told to
-		// stop would build a server, and start its pinned processes, only to close them.
+		// select picks at random when both are ready.
 		if ctx.Err() != nil {
+			r.log.Info("reload: SIGHUP ignored: the gateway is stopping")
+			r.ignoreUntil(served)
 			return
 		}
 		r.reload(ctx)
 	}
 }
 
+// ignoreUntil logs the SIGHUPs that come until done is closed.
+func (r *reloader) ignoreUntil(done <-chan struct{}) {
+	for {
+		select {
+		case <-r.hup:
+			r.log.Info("reload: SIGHUP ignored: the gateway is stopping")
+		case <-done:
+			return
+		}
+	}
+}
+
 // reload loads the file again and, if it loads and builds, puts the server it builds in the
-// running one's place; the replaced server finishes its requests in flight (for up to the grace)
-// and is closed. On any error the running configuration goes on serving, untouched. It reports
-// whether the file was applied.
+// running one's place; the replaced server finishes its requests in flight, however long they run,
+// and is closed after the last (retire). On any error the running configuration goes on serving,
+// untouched. It reports whether the file was applied.
 func (r *reloader) reload(ctx context.Context) bool {
 	start := time.Now()
 	r.log.Info("reloading the configuration", "file", r.path)
 	next, err := r.build(ctx)
+	if r.afterBuild != nil {
+		r.afterBuild()
+	}
+	if ctx.Err() != nil {
+		// The gateway began to stop while this reload built: what it built is released, and the
+		// running configuration serves out the shutdown grace.
+		if next != nil {
+			r.discard(next)
+		}
+		r.log.Warn("reload abandoned: the gateway is stopping", "file", r.path)
+		return false
+	}
 	if err != nil {
 		for line := range strings.SplitSeq(err.Error(), "\n") {
 			r.log.Error("reload: " + line)
@@ -77,15 +115,75 @@ func (r *reloader) reload(ctx context.Context) bool {
 	cfg := next.Config()
 	r.log.Info("configuration reloaded", "file", r.path, "routes", len(cfg.Routes), "targets", len(cfg.Targets),
 		"keys", len(cfg.Keys), "managed", len(cfg.Lifecycle.Specs), "took", time.Since(start).Round(time.Millisecond))
-	dctx, cancel := context.WithTimeout(context.Background(), r.grace)
-	defer cancel()
-	prev, left := r.live.Replace(dctx, next)
-	if left > 0 {
-		r.log.Warn("reload: the previous configuration's requests outran the grace; closing it under them",
-			"grace", r.grace, "in_flight", left)
-	}
-	prev.Close()
+	r.retire(r.live.Replace(next))
 	return true
+}
+
+// retire closes old once its last request has ended. A bound would close its upstream pools and
+// processes under a stream that an LLM may well run for minutes; the gateway's stop is what bounds
+// it (closeRetired, after the shutdown grace). The reload does not wait for it: a later SIGHUP is
+// not held behind a long stream.
+func (r *reloader) retire(old *server.Retired) {
+	select {
+	case <-old.Drained():
+		old.Close()
+		return
+	default:
+	}
+	r.log.Info("reload: the previous configuration serves its requests in flight to their end",
+		"in_flight", old.InFlight())
+	stopped := r.stopCh()
+	r.retiring.Go(func() {
+		select {
+		case <-old.Drained():
+			old.Close()
+			r.log.Info("reload: the previous configuration's last request has ended; closed it")
+		case <-stopped:
+			if left := old.Close(); left > 0 {
+				r.log.Warn("stopping: closing a previous configuration under its requests in flight", "in_flight", left)
+			}
+		}
+	})
+}
+
+// discard releases a server a reload built but did not apply. One that runs processes of its own
+// stops them now; one that took over the running server's (server.Options.Previous) is closed
+// only when the gateway has stopped (closeRetired): its processes serve the requests the running
+// server finishes meanwhile.
+func (r *reloader) discard(next *server.Server) {
+	if p := next.Processes(); p == nil || p != r.live.Server().Processes() {
+		next.Close()
+		return
+	}
+	stopped := r.stopCh()
+	r.retiring.Go(func() {
+		<-stopped
+		next.Close()
+	})
+}
+
+func (r *reloader) stopCh() chan struct{} {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.stopped == nil {
+		r.stopped = make(chan struct{})
+	}
+	return r.stopped
+}
+
+// closeRetired closes the replaced servers still serving requests and waits until they are closed.
+// serve calls it once its HTTP server has stopped (the shutdown grace has passed, and the
+// requests still under way were cancelled) and no reload runs any more.
+func (r *reloader) closeRetired() {
+	ch := r.stopCh()
+	r.mu.Lock()
+	select {
+	case <-ch:
+	default:
+		close(ch)
+	}
+	r.mu.Unlock()
+	r.retiring.Wait()
 }
 
 // build loads the file and builds and starts its server, taking over the running one's model
@@ -93,6 +191,11 @@ func (r *reloader) reload(ctx context.Context) bool {
 func (r *reloader) build(ctx context.Context) (*server.Server, error) {
 	cfg, err := config.Load(r.path, r.getenv)
 	if err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		// Before server.New, which takes over the running server's processes and starts the
+		// new pinned ones.
 		return nil, err
 	}
 	if r.listen == "" && cfg.Listen != r.running && cfg.Listen != r.warnedListen {

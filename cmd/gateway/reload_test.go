@@ -118,7 +118,7 @@ func TestReload(t *testing.T) {
 	}
 	live := server.NewLive(srv)
 	ts := httptest.NewServer(live)
-	rl := &reloader{path: path, getenv: os.Getenv, log: log, grace: 5 * time.Second,
+	rl := &reloader{path: path, getenv: os.Getenv, log: log,
 		live: live, addr: ts.Listener.Addr(), running: cfg.Listen, reloads: reloads}
 	defer func() {
 		ts.Close()
@@ -179,8 +179,9 @@ func TestReload(t *testing.T) {
 	}
 }
 
-// TestServeReloadsOnSIGHUP: gateway serve reloads on SIGHUP; a stream in flight holds the reload
-// (its server drains), and the signals sent meanwhile queue one more reload, not one each.
+// TestServeReloadsOnSIGHUP: gateway serve reloads on SIGHUP; a stream in flight across the
+// reload ends on the server it began on, holds no later reload, and that server is closed once
+// the stream has ended.
 func TestServeReloadsOnSIGHUP(t *testing.T) {
 	hold := make(chan struct{})
 	up := fakeModel(t, hold)
@@ -237,20 +238,19 @@ func TestServeReloadsOnSIGHUP(t *testing.T) {
 	if got := chatStatus(t, base, "r2"); got != 200 {
 		t.Fatalf("r2 after SIGHUP: %d\n%s", got, logs)
 	}
-	// The first reload waits for the stream; these queue one more.
-	for range 3 {
-		hup()
-	}
+	// The stream does not hold the reloads that come after it.
+	hup()
+	waitFor(t, "a second reload while the stream is in flight", func() bool {
+		return strings.Count(logs.String(), "configuration reloaded") >= 2
+	})
 	close(hold)
 	rest, err := io.ReadAll(br)
 	if err != nil || !strings.Contains(string(rest), "[DONE]") {
-		t.Fatalf("the stream across the reload: %v %q", err, rest)
+		t.Fatalf("the stream across the reloads: %v %q", err, rest)
 	}
-	waitFor(t, "the queued reload", func() bool { return strings.Count(logs.String(), "configuration reloaded") >= 2 })
-	time.Sleep(200 * time.Millisecond) // a third reload, if one were queued, would be done by now
-	if n := strings.Count(logs.String(), "configuration reloaded"); n != 2 {
-		t.Errorf("%d reloads for 1 + 3 signals, the 3 during the first; want 2\n%s", n, logs)
-	}
+	waitFor(t, "the first configuration to be closed after its stream", func() bool {
+		return strings.Contains(logs.String(), "last request has ended; closed it")
+	})
 	cancel()
 	if c := <-code; c != 0 {
 		t.Errorf("exit %d\n%s", c, logs)
@@ -269,26 +269,150 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-// TestNoReloadOnceStopping: a SIGHUP still queued when the gateway is told to stop is not
-// applied: a reload then would build a server, and start its pinned processes, only to close
-// them. select picks among ready cases at random, so the loop is run many times.
+// TestNoReloadOnceStopping: a SIGHUP that comes once the gateway has begun to stop, or is still
+// queued then, is logged and not applied: a reload then would build a server, and start its
+// pinned processes, only to close them. select picks among ready cases at random, so the loop is
+// run many times.
 func TestNoReloadOnceStopping(t *testing.T) {
 	logs := &syncBuffer{}
 	rl := &reloader{path: filepath.Join(t.TempDir(), "none.toml"), getenv: os.Getenv,
 		log: slog.New(slog.NewTextHandler(logs, nil)), hup: make(chan os.Signal, 1)}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	for range 32 {
+	for i := range 32 {
+		served := make(chan struct{})
+		done := make(chan struct{})
 		rl.hup <- syscall.SIGHUP
-		rl.loop(ctx)
-		select {
-		case <-rl.hup:
-		default:
-		}
+		go func() {
+			rl.loop(ctx, served)
+			close(done)
+		}()
+		waitFor(t, "the SIGHUP to be ignored", func() bool { return strings.Count(logs.String(), "SIGHUP ignored") == i+1 })
+		close(served)
+		<-done
 	}
 	if strings.Contains(logs.String(), "reloading") {
 		t.Errorf("a reload ran after the stop:\n%s", logs)
 	}
+}
+
+// TestReloadAbandonedOnceStopping: a reload under way when the gateway begins to stop applies
+// nothing and leaves no process of what it built running: stopped at once when the server it
+// built ran its own, with the gateway's stop (closeRetired) when it took over the running one's.
+func TestReloadAbandonedOnceStopping(t *testing.T) {
+	up := fakeModel(t, nil)
+	// pinned is a group whose pinned member's process writes its pid to the file and never
+	// becomes healthy: it runs from the moment the configuration is built.
+	pinned := func(name, pidFile string) string {
+		return fmt.Sprintf(`
+[targets.%[1]s]
+adapter = "openai"
+url     = "http://127.0.0.1:{port}/v1"
+command = ["/bin/sh", "-c", "echo $$ > %[2]s; exec sleep 60", "{port}"]
+group   = "g%[1]s"
+
+[groups.g%[1]s]
+slots  = 1
+pinned = ["%[1]s"]
+`, name, pidFile)
+	}
+	for _, tc := range []struct {
+		name    string
+		running bool // the running configuration has a process of its own, which the new one takes over
+		when    string
+	}{
+		{"while loading the file", false, "load"},
+		{"once built, with processes of its own", false, "built"},
+		{"once built, over the running processes", true, "built"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			path := filepath.Join(dir, "gateway.toml")
+			base := gatewayFile("127.0.0.1:8000", up.URL, "r")
+			if tc.running {
+				base += pinned("a", filepath.Join(dir, "a.pid"))
+			}
+			writeFile(t, path, base)
+			cfg, err := config.Load(path, os.Getenv)
+			if err != nil {
+				t.Fatal(err)
+			}
+			logs := &syncBuffer{}
+			log := slog.New(slog.NewTextHandler(logs, nil))
+			srv, err := server.New(server.Options{Config: cfg, Logger: log})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := srv.Start(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			live := server.NewLive(srv)
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			newPID := filepath.Join(dir, "b.pid")
+			rl := &reloader{path: path, log: log, live: live, running: cfg.Listen,
+				addr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 8000}, getenv: os.Getenv}
+			switch tc.when {
+			case "load":
+				rl.getenv = func(k string) string {
+					cancel()
+					return os.Getenv(k)
+				}
+			case "built":
+				rl.afterBuild = func() {
+					waitFor(t, "the new pinned process to start", func() bool { return readPID(newPID) != 0 })
+					cancel()
+				}
+			}
+			// A key from the environment, so that loading the file calls getenv.
+			writeFile(t, path, base+pinned("b", newPID)+fmt.Sprintf("\n[targets.k]\nadapter = \"openai\"\nurl = %q\n"+
+				"class = \"private\"\napi_key_env = \"HAYULA_TEST_KEY\"\n", up.URL+"/v1"))
+			rl.getenv = func(get func(string) string) func(string) string {
+				return func(k string) string {
+					if v := get(k); k != "HAYULA_TEST_KEY" {
+						return v
+					}
+					return "k"
+				}
+			}(rl.getenv)
+			if rl.reload(ctx) {
+				t.Fatalf("a reload was applied once the gateway was stopping:\n%s", logs)
+			}
+			if live.Server() != srv || !strings.Contains(logs.String(), "reload abandoned: the gateway is stopping") {
+				t.Fatalf("the running server changed, or the log does not say why:\n%s", logs)
+			}
+			if tc.when == "load" && readPID(newPID) != 0 {
+				t.Error("a reload abandoned while loading the file started a process")
+			}
+			if tc.running {
+				// The running server's requests may still use the processes until it stops.
+				if pid := readPID(filepath.Join(dir, "a.pid")); pid == 0 || syscall.Kill(pid, 0) != nil {
+					t.Errorf("the running configuration's process %d was stopped before the gateway stopped", pid)
+				}
+				rl.closeRetired()
+			}
+			srv.Close()
+			if pid := readPID(newPID); pid != 0 && syscall.Kill(pid, 0) == nil {
+				t.Errorf("the abandoned reload's process %d still runs:\n%s", pid, logs)
+			}
+			if pid := readPID(filepath.Join(dir, "a.pid")); pid != 0 && syscall.Kill(pid, 0) == nil {
+				t.Errorf("the running configuration's process %d still runs after the stop", pid)
+			}
+		})
+	}
+}
+
+// readPID is the pid a test process wrote to path; 0 until it has.
+func readPID(path string) int {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 0
+	}
+	var pid int
+	if _, err := fmt.Sscan(string(b), &pid); err != nil {
+		return 0
+	}
+	return pid
 }
 
 // TestReloadRefusesOpenOffLoopback: a reload whose file has no [[keys]] is refused while the
@@ -337,7 +461,7 @@ func TestReloadWaitHealthyBounded(t *testing.T) {
 		ts.Close()
 		live.Server().Close()
 	}()
-	rl := &reloader{path: path, getenv: os.Getenv, log: log, grace: 5 * time.Second,
+	rl := &reloader{path: path, getenv: os.Getenv, log: log,
 		live: live, addr: ts.Listener.Addr(), running: cfg.Listen}
 	writeFile(t, path, "wait_healthy = true\n"+gatewayFile("127.0.0.1:8000", up.URL, "r")+`
 [targets.p]
@@ -367,4 +491,79 @@ pinned = ["p"]
 	if !strings.Contains(logs.String(), "waiting for pinned [p]") {
 		t.Errorf("the log does not say what the reload waited for:\n%s", logs)
 	}
+}
+
+// TestReloadServesLongStreamToItsEnd: a reload does not close the server it replaced under a
+// stream that runs on (no grace, as nginx's old workers finish their requests): here the new
+// configuration runs no process, so closing the old one would stop the process its stream holds.
+// The stream completes; once it has, the old server is closed and its process stopped.
+func TestReloadServesLongStreamToItsEnd(t *testing.T) {
+	ignore := goleak.IgnoreCurrent()
+	t.Cleanup(func() { goleak.VerifyNone(t, ignore) })
+	hold := make(chan struct{})
+	release := sync.OnceFunc(func() { close(hold) })
+	up := fakeModel(t, hold)
+	path := filepath.Join(t.TempDir(), "gateway.toml")
+	// The process stands in for a model server: the model itself is the test's, at a fixed URL.
+	writeFile(t, path, fmt.Sprintf("listen = \"127.0.0.1:8000\"\n\n[targets.m]\nadapter = \"openai\"\nurl = %q\n"+
+		"class = \"private\"\ncommand = [\"/bin/sh\", \"-c\", \"exec sleep 60\"]\n\n[routes.r]\ntargets = [\"m\"]\n", up.URL+"/v1"))
+	cfg, err := config.Load(path, os.Getenv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	logs := &syncBuffer{}
+	log := slog.New(slog.NewTextHandler(logs, nil))
+	old, err := server.New(server.Options{Config: cfg, Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := old.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	live := server.NewLive(old)
+	ts := httptest.NewServer(live)
+	rl := &reloader{path: path, getenv: os.Getenv, log: log, live: live, addr: ts.Listener.Addr(), running: cfg.Listen}
+	defer func() {
+		release() // a test that failed with the stream held must not wait for it
+		ts.Close()
+		rl.closeRetired()
+		live.Server().Close()
+		if t.Failed() {
+			t.Logf("gateway log:\n%s", logs)
+		}
+	}()
+	resp, err := http.Post(ts.URL+"/v1/chat/completions", "application/json",
+		strings.NewReader(`{"model":"r","stream":true,"messages":[{"role":"user","content":"hi"}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	br := bufio.NewReader(resp.Body)
+	if _, err := br.ReadString('\n'); err != nil {
+		t.Fatal(err)
+	}
+	pid := old.Processes().Status()[0].PID
+	if pid == 0 || syscall.Kill(pid, 0) != nil {
+		t.Fatalf("no process serves the stream: pid %d", pid)
+	}
+
+	writeFile(t, path, gatewayFile("127.0.0.1:8000", up.URL, "r"))
+	if !rl.reload(context.Background()) {
+		t.Fatal("the reload failed")
+	}
+	if live.Server() == old {
+		t.Fatal("the reload was not applied")
+	}
+	// Whatever a grace would have been, the old server is open until its stream ends.
+	if err := syscall.Kill(pid, 0); err != nil {
+		t.Fatalf("the process the stream holds was stopped under it: %v", err)
+	}
+	release()
+	rest, err := io.ReadAll(br)
+	if err != nil || !strings.Contains(string(rest), `"finish_reason":"stop"`) || !strings.Contains(string(rest), "[DONE]") {
+		t.Fatalf("the stream across the reload: %v %q", err, rest)
+	}
+	waitFor(t, "the old configuration's process to stop once its stream ended", func() bool {
+		return syscall.Kill(pid, 0) != nil
+	})
 }
