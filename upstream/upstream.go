@@ -348,9 +348,11 @@ func post(ctx context.Context, c *http.Client, t *core.Target, path string, body
 		// Only a malformed target URL gets here, which config should have refused.
 		return nil, &core.ConnError{Target: t.Name, Err: err}
 	}
-	hreq.Header.Set("Content-Type", "application/json")
-	hreq.Header.Set("User-Agent", "hayula-gateway")
-	hreq.Header.Set("Accept", accept)
+	// Assigned, not Set: Set builds a one-element slice per field, on every request. The ID's
+	// field costs one; the fixed ones, prebuilt, none.
+	hreq.Header["Content-Type"] = jsonValue
+	hreq.Header["User-Agent"] = userAgentValue
+	hreq.Header["Accept"] = acceptValue(accept)
 	if t.APIKey != "" {
 		hreq.Header.Set("Authorization", "Bearer "+string(t.APIKey))
 	}
@@ -359,6 +361,28 @@ func post(ctx context.Context, c *http.Client, t *core.Target, path string, body
 	}
 	resp, err := c.Do(hreq)
 	return checkAnswer(ctx, t, resp, err, now)
+}
+
+// Header values the net/http path assigns rather than Sets (see post). Never modified: net/http
+// only reads them, and an append to a slice of length and capacity 1 copies it.
+var (
+	jsonValue      = []string{"application/json"}
+	userAgentValue = []string{"hayula-gateway"}
+	sseValue       = []string{"text/event-stream"}
+	ndjsonValue    = []string{"application/x-ndjson"}
+)
+
+// acceptValue is the Accept field's value for accept, prebuilt for the media types adapters ask.
+func acceptValue(accept string) []string {
+	switch accept {
+	case "application/json":
+		return jsonValue
+	case "text/event-stream":
+		return sseValue
+	case "application/x-ndjson":
+		return ndjsonValue
+	}
+	return []string{accept}
 }
 
 // payload is a request body in up to three pieces sent one after another, so that the client's
