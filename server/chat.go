@@ -277,7 +277,7 @@ func (s *Server) run(ctx context.Context, rs *routeState, req *core.Request, st 
 			passed = append(passed, t)
 		}
 		attempts = append(attempts, errmap.Attempt{Target: t.Name, Decision: a.dec, Err: a.err})
-		s.logAttempt(ctx, rs.Name, t, a)
+		s.logAttempt(ctx, rs.Name, t, a, id)
 		classes = append(classes, a.dec.Class)
 		if a.dec.Class == core.ClassClientGone || ctx.Err() != nil {
 			if passed != nil {
@@ -330,8 +330,9 @@ func redactKey(s, k string) string {
 
 // logAttempt writes a failed attempt's whole error to the log: the client reads only a cause
 // (errmap hides the upstream's address from it), and the operator needs the rest. A client that
-// went away is no fault of the target's, so only the debug log has it.
-func (s *Server) logAttempt(ctx context.Context, route string, t *core.Target, a attemptResult) {
+// went away is no fault of the target's, so only the debug log has it. id, the request's, ties
+// the line to the request's own.
+func (s *Server) logAttempt(ctx context.Context, route string, t *core.Target, a attemptResult, id string) {
 	level := slog.LevelWarn
 	if a.dec.Class == core.ClassClientGone {
 		level = slog.LevelDebug
@@ -341,7 +342,7 @@ func (s *Server) logAttempt(ctx context.Context, route string, t *core.Target, a
 		msg = redactKey(a.err.Error(), string(t.APIKey))
 	}
 	s.log.Log(ctx, level, "attempt failed", "route", route, "target", t.Name,
-		"class", a.dec.Class.String(), "status", a.dec.Status, "error", msg)
+		"class", a.dec.Class.String(), "status", a.dec.Status, "error", msg, "request_id", id)
 }
 
 func remove(ts []*core.Target, t *core.Target) []*core.Target {

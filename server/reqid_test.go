@@ -212,3 +212,25 @@ func TestRequestIDForBrowsers(t *testing.T) {
 		t.Errorf("refusal: status %d, X-Request-Id %q", refused.status, refused.header.Get("X-Request-Id"))
 	}
 }
+
+// A failed attempt's line names the request it was for, as the request's own line does.
+func TestAttemptLogNamesRequest(t *testing.T) {
+	var logs syncBuffer
+	saif, r1 := newFake(t, "saif"), newFake(t, "deepseek-r1")
+	saif.set(errHandler(500, "internal", "boom"))
+	cfg := target("saif", saif.url(), "private") + target("deepseek-r1", r1.url(), "private") +
+		"[routes.saif]\ntargets = [\"saif\", \"deepseek-r1\"]\n"
+	g := newGateway(t, cfg, nil, countedIDs(), withLog(&logs))
+	if rep := g.chat(t, "saif"); rep.status != 200 {
+		t.Fatalf("status %d: %s", rep.status, rep.body)
+	}
+	var got []string
+	for _, l := range strings.Split(strings.TrimSpace(logs.String()), "\n") {
+		if strings.Contains(l, "msg=\"attempt failed\"") || strings.Contains(l, "msg=request ") {
+			got = append(got, l[strings.LastIndex(l, " ")+1:])
+		}
+	}
+	if d := cmp.Diff([]string{"request_id=req-1", "request_id=req-1"}, got); d != "" {
+		t.Errorf("the lines' last fields (-want +got):\n%s\n%s", d, logs.String())
+	}
+}

@@ -265,7 +265,7 @@ func (s *Server) relay(ctx context.Context, w http.ResponseWriter, usage usageTo
 		return
 	}
 	if ctx.Err() != nil {
-		s.log.Debug("client left mid-stream", "target", res.target.Name)
+		s.log.Debug("client left mid-stream", "target", res.target.Name, "request_id", requestIDOf(w))
 		return
 	}
 	// A cause, not the error's text, which may name the upstream's address (errmap.StreamMessage);
@@ -273,7 +273,8 @@ func (s *Server) relay(ctx context.Context, w http.ResponseWriter, usage usageTo
 	// size: both are cut (after the key is redacted, so that no cut leaves part of it).
 	key := string(res.target.APIKey)
 	msg := res.target.Name + ": " + clip(redactKey(errmap.StreamMessage(err), key), maxStreamMessage)
-	s.log.Warn("stream broke off", "target", res.target.Name, "error", clip(redactKey(err.Error(), key), maxLoggedError))
+	s.log.Warn("stream broke off", "target", res.target.Name, "error", clip(redactKey(err.Error(), key), maxLoggedError),
+		"request_id", requestIDOf(w))
 	body := errorBody(&apiError{Type: typeUpstream, Code: "stream_interrupted",
 		Message: "the upstream stream broke off: " + msg})
 	s.unbusy(rq)
