@@ -38,7 +38,7 @@ func (g *browserGuard) allowHost(host string) bool {
 }
 
 // corsExposed are the answer's fields a page may read besides the CORS-safelisted ones.
-const corsExposed = "X-Hayula-Chain, X-Hayula-Route, X-Hayula-Target, X-Hayula-Intent, X-Hayula-Specialist, Retry-After"
+const corsExposed = "X-Hayula-Chain, X-Hayula-Route, X-Hayula-Target, X-Hayula-Intent, X-Hayula-Specialist, Retry-After, X-Request-Id"
 
 func (g *browserGuard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !g.allowHost(r.Host) {

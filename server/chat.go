@@ -46,6 +46,7 @@ func (s *Server) handleEmbeddings(w http.ResponseWriter, r *http.Request) {
 // loop and the writer.
 func (s *Server) serveOp(w http.ResponseWriter, r *http.Request, op core.Op) {
 	start := time.Now()
+	id := requestIDOf(w)
 	st, _ := s.states.Get().(*reqState)
 	if st == nil {
 		st = new(reqState)
@@ -65,26 +66,29 @@ func (s *Server) serveOp(w http.ResponseWriter, r *http.Request, op core.Op) {
 		s.unbusy(st) // before the answer goes out, as write gives it back
 		writeError(w, e)
 		status, end = e.Status, time.Now()
-		s.logRequest(r, st.keyName(), "", nil, status, start, end)
+		s.logRequest(r, requestLog{key: st.keyName(), id: id}, status, start, end)
 		return
 	}
 	if intent != "" {
 		w.Header().Set(hdrIntent, intent)
 	}
 	route = rs.index
-	res := s.run(r.Context(), rs, req, st)
+	res := s.run(r.Context(), rs, req, st, id)
 	if cap(res.chain) > cap(st.chain) {
 		st.chain = res.chain[:0] // the array grew: keep the larger one
 	}
 	status = s.write(r.Context(), w, rs, req, res, st)
+	upID := ""
 	if res.resp != nil {
+		upID = res.resp.UpstreamID
 		if res.resp.Stream == nil && s.metrics != nil {
 			s.countAnswer(st.usageTo(rs), res.target, res.resp) // after the write: not the client's wait
 		}
 		res.resp.Release() // written: its memory serves the next answer
 	}
 	end = time.Now()
-	s.logRequest(r, st.keyName(), rs.Name, res.chain, status, start, end)
+	s.logRequest(r, requestLog{key: st.keyName(), route: rs.Name, chain: res.chain, id: id, upstreamID: upID},
+		status, start, end)
 }
 
 // reqState is what one request on an OpenAI endpoint is built in: the body's buffer, the decoded
@@ -205,8 +209,8 @@ type result struct {
 }
 
 // run walks the route's eligible targets: select, attempt, classify, move on or stop. Its arrays
-// are st's.
-func (s *Server) run(ctx context.Context, rs *routeState, req *core.Request, st *reqState) result {
+// are st's; id is the request's, sent to every target asked.
+func (s *Server) run(ctx context.Context, rs *routeState, req *core.Request, st *reqState, id string) result {
 	if cap(st.cands) < len(rs.Targets) {
 		st.cands = make([]*core.Target, 0, max(len(rs.Targets), len(s.cfg.Targets)))
 	}
@@ -252,7 +256,7 @@ func (s *Server) run(ctx context.Context, rs *routeState, req *core.Request, st 
 			continue
 		}
 		res.chain = append(res.chain, t.Name)
-		a := s.attemptOn(ctx, rs, req, t, cands, classes, p.overflowDrops, !recovering)
+		a := s.attemptOn(ctx, rs, req, t, cands, classes, p.overflowDrops, !recovering, id)
 		if a.held {
 			// Health set t aside since the plan (another request's probe took it, or it was
 			// benched): as if the plan had, it waits with the reserve.
@@ -273,7 +277,7 @@ func (s *Server) run(ctx context.Context, rs *routeState, req *core.Request, st 
 			passed = append(passed, t)
 		}
 		attempts = append(attempts, errmap.Attempt{Target: t.Name, Decision: a.dec, Err: a.err})
-		s.logAttempt(ctx, rs.Name, t, a)
+		s.logAttempt(ctx, rs.Name, t, a, id)
 		classes = append(classes, a.dec.Class)
 		if a.dec.Class == core.ClassClientGone || ctx.Err() != nil {
 			if passed != nil {
@@ -326,8 +330,9 @@ func redactKey(s, k string) string {
 
 // logAttempt writes a failed attempt's whole error to the log: the client reads only a cause
 // (errmap hides the upstream's address from it), and the operator needs the rest. A client that
-// went away is no fault of the target's, so only the debug log has it.
-func (s *Server) logAttempt(ctx context.Context, route string, t *core.Target, a attemptResult) {
+// went away is no fault of the target's, so only the debug log has it. id, the request's, ties
+// the line to the request's own.
+func (s *Server) logAttempt(ctx context.Context, route string, t *core.Target, a attemptResult, id string) {
 	level := slog.LevelWarn
 	if a.dec.Class == core.ClassClientGone {
 		level = slog.LevelDebug
@@ -337,7 +342,7 @@ func (s *Server) logAttempt(ctx context.Context, route string, t *core.Target, a
 		msg = redactKey(a.err.Error(), string(t.APIKey))
 	}
 	s.log.Log(ctx, level, "attempt failed", "route", route, "target", t.Name,
-		"class", a.dec.Class.String(), "status", a.dec.Status, "error", msg)
+		"class", a.dec.Class.String(), "status", a.dec.Status, "error", msg, "request_id", id)
 }
 
 func remove(ts []*core.Target, t *core.Target) []*core.Target {
@@ -384,10 +389,10 @@ type attemptResult struct {
 // attempt asks one target, retrying it with backoff for retryable failures. Every retry happens
 // before the first byte reaches the client. With claim, the first try is held (nothing sent) when
 // health no longer has t available; retries are never held.
-func (s *Server) attempt(ctx context.Context, t *core.Target, req *core.Request, claim bool) attemptResult {
+func (s *Server) attempt(ctx context.Context, t *core.Target, req *core.Request, claim bool, id string) attemptResult {
 	var bo *backoff.ExponentialBackOff
 	for try := 0; ; try++ {
-		a := s.once(ctx, t, req, claim && try == 0)
+		a := s.once(ctx, t, req, claim && try == 0, id)
 		if a.err == nil || a.held {
 			return a
 		}
@@ -420,14 +425,22 @@ func (s *Server) attempt(ctx context.Context, t *core.Target, req *core.Request,
 // before producing anything can still fall through. With claim, an attempt health does not have
 // t available for is held instead: eligibility was planned earlier, and since then another
 // request may have taken the probe after t's cooldown.
-func (s *Server) once(ctx context.Context, t *core.Target, req *core.Request, claim bool) attemptResult {
+func (s *Server) once(ctx context.Context, t *core.Target, req *core.Request, claim bool, id string) attemptResult {
 	if !s.health.Start(t) && claim {
 		return attemptResult{held: true}
 	}
 	t.Stats.Begin()
 	end := inflight{stats: t.Stats}
 	began := s.clock.Now()
-	resp, err := s.up.Chat(ctx, t, req)
+	var (
+		resp *upstream.Response
+		err  error
+	)
+	if s.upID != nil {
+		resp, err = s.upID.ChatID(ctx, t, req, id)
+	} else {
+		resp, err = s.up.Chat(ctx, t, req)
+	}
 	var a attemptResult
 	if err == nil && resp.Stream != nil {
 		a.first, err = resp.Stream.Next()

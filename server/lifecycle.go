@@ -165,9 +165,9 @@ func (s *Server) managed(t *core.Target) bool {
 // managed target that is asked once the process runs, so that a probe is never claimed by an
 // attempt that a cold start then ends without a report.
 func (s *Server) attemptOn(ctx context.Context, rs *routeState, req *core.Request, t *core.Target,
-	rest []*core.Target, failures []core.Class, overflowDrops int, claim bool) attemptResult {
+	rest []*core.Target, failures []core.Class, overflowDrops int, claim bool, id string) attemptResult {
 	if !s.managed(t) {
-		return s.attempt(ctx, t, req, claim)
+		return s.attempt(ctx, t, req, claim, id)
 	}
 	m := s.procs.m
 	// Both ends before once are attempts x-hayula-chain names, and counted as such: a target whose
@@ -199,7 +199,7 @@ func (s *Server) attemptOn(ctx context.Context, rs *routeState, req *core.Reques
 	}
 	live := *t
 	live.URL = url
-	a := s.attempt(ctx, &live, req, claim)
+	a := s.attempt(ctx, &live, req, claim, id)
 	if a.end.stats == nil {
 		release()
 		return a

@@ -59,12 +59,12 @@ func TestRequestLogLine(t *testing.T) {
 	// serve writes) to this one.
 	got := requestLines(t, func(w io.Writer) slog.Handler { return slog.NewTextHandler(w, nil) })
 	want := []string{
-		"level=INFO msg=request method=POST path=/v1/chat/completions route=saif chain=saif status=200",
-		"level=INFO msg=request method=POST path=/v1/chat/completions route=saif chain=saif→deepseek-r1 status=200",
-		`level=INFO msg=request method=POST path=/v1/chat/completions route="" chain="" status=404`,
-		`level=INFO msg=request method=POST path=/v1/chat/completions route="" chain="" status=400`,
-		"level=INFO msg=request method=POST path=/v1/embeddings route=saif chain=saif→deepseek-r1 status=200",
-		"level=INFO msg=request method=POST path=/v1/chat/completions route=saif chain=saif status=200",
+		"level=INFO msg=request method=POST path=/v1/chat/completions route=saif chain=saif status=200 request_id=req-1",
+		"level=INFO msg=request method=POST path=/v1/chat/completions route=saif chain=saif→deepseek-r1 status=200 request_id=req-2",
+		`level=INFO msg=request method=POST path=/v1/chat/completions route="" chain="" status=404 request_id=req-3`,
+		`level=INFO msg=request method=POST path=/v1/chat/completions route="" chain="" status=400 request_id=req-4`,
+		"level=INFO msg=request method=POST path=/v1/embeddings route=saif chain=saif→deepseek-r1 status=200 request_id=req-5",
+		"level=INFO msg=request method=POST path=/v1/chat/completions route=saif chain=saif status=200 request_id=req-6",
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("request lines (-want +got):\n%s", diff)
@@ -72,7 +72,7 @@ func TestRequestLogLine(t *testing.T) {
 }
 
 // The request line names the key a request came with (CONFIG.md: a key's name "names the key in
-// logs"), after the other fields, in both of the handler's paths; a request without a valid key
+// logs"), after the other fields but the IDs, in both of the handler's paths; a request without a valid key
 // has no key field.
 func TestRequestLogNamesTheKey(t *testing.T) {
 	const clientKey = "hk-client-secret-789"
@@ -94,7 +94,7 @@ func TestRequestLogNamesTheKey(t *testing.T) {
 					lines = append(lines, l)
 				}
 			}
-			if len(lines) != 2 || !strings.HasSuffix(lines[0], " key=laptop") || strings.Contains(lines[1], "key=") {
+			if len(lines) != 2 || !strings.Contains(lines[0], " key=laptop request_id=") || strings.Contains(lines[1], "key=") {
 				t.Fatalf("request lines:\n%s", strings.Join(lines, "\n"))
 			}
 		})

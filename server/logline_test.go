@@ -39,17 +39,17 @@ func TestRequestLogLineLogfmt(t *testing.T) {
 }
 
 var timedRequestLine = regexp.MustCompile(
-	`^time=(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}(?:Z|[+-]\d\d:\d\d)) (.*) duration=(\S+)$`)
+	`^time=(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}(?:Z|[+-]\d\d:\d\d)) (.*) duration=(\S+)((?: \S+)*)$`)
 
 // requestLines sends TestRequestLogLine's requests to a gateway logging through newHandler and
-// returns its request lines without their time and duration.
+// returns its request lines without their time and duration. Its requests' IDs are req-1, req-2…
 func requestLines(t *testing.T, newHandler func(io.Writer) slog.Handler) []string {
 	t.Helper()
 	var logs syncBuffer
 	saif, r1 := newFake(t, "saif"), newFake(t, "deepseek-r1")
 	cfg := target("saif", saif.url(), "private") + target("deepseek-r1", r1.url(), "private") +
 		"[routes.saif]\ntargets = [\"saif\", \"deepseek-r1\"]\n"
-	g := newGateway(t, cfg, nil, func(o *server.Options) { o.Logger = slog.New(newHandler(&logs)) })
+	g := newGateway(t, cfg, nil, func(o *server.Options) { o.Logger = slog.New(newHandler(&logs)) }, countedIDs())
 	g.chat(t, "saif")
 	saif.set(errHandler(500, "internal", "boom"))
 	g.chat(t, "saif")
@@ -73,7 +73,7 @@ func requestLines(t *testing.T, newHandler func(io.Writer) slog.Handler) []strin
 		if d, err := time.ParseDuration(m[3]); err != nil || d <= 0 || d.String() != m[3] {
 			t.Errorf("duration %q in %q: not a positive Duration.String (%v)", m[3], line, err)
 		}
-		got = append(got, m[2])
+		got = append(got, m[2]+m[4])
 	}
 	return got
 }

@@ -85,6 +85,9 @@ type streamCall struct {
 
 func (b *responsesWriter) Header() http.Header { return b.w.Header() }
 
+// requestID is the ID of the request b answers (see requestIDOf): the client's writer's.
+func (b *responsesWriter) requestID() string { return requestIDOf(b.w) }
+
 func (b *responsesWriter) WriteHeader(code int) {
 	if b.mode != modeNone {
 		return

@@ -28,6 +28,14 @@ type Upstream interface {
 	Chat(ctx context.Context, t *core.Target, req *core.Request) (*upstream.Response, error)
 }
 
+// IDUpstream is an Upstream that also sends the request's ID on to the target (X-Request-Id),
+// as *upstream.Set does; the server asks it with ChatID. An Upstream without it is asked with
+// Chat, and the ID stops at the gateway.
+type IDUpstream interface {
+	Upstream
+	ChatID(ctx context.Context, t *core.Target, req *core.Request, id string) (*upstream.Response, error)
+}
+
 // Options configure a Server. Only Config is required.
 type Options struct {
 	Config *config.Config
@@ -65,6 +73,11 @@ type Options struct {
 	Previous *Server
 	// Reloads counts configuration reloads for /metrics; nil writes no reload series.
 	Reloads *metrics.Reloads
+	// NewRequestID makes the ID of a request that came without a usable X-Request-Id; nil means
+	// "req_" and 24 hex digits, from a source seeded once per server (see requestIDs). Tests
+	// inject a counter. An ID it makes that is not a token of printable ASCII up to 128 bytes is
+	// replaced by one of the default's.
+	NewRequestID func() string
 }
 
 // Server serves the gateway's HTTP API. Build it with New; it is safe for concurrent use.
@@ -78,6 +91,7 @@ type Server struct {
 	failOpen     map[string]bool // names of the fail-open stages
 	health       *health.Tracker
 	up           Upstream
+	upID         IDUpstream // up, when it sends request IDs on; nil otherwise
 	ownUp        *upstream.Set
 	log          *slog.Logger
 	clock        health.Clock
@@ -180,6 +194,7 @@ func New(o Options) (*Server, error) {
 		s.ownUp = upstream.NewSet(o.Config.Targets, upstream.Options{})
 		s.up = s.ownUp
 	}
+	s.upID, _ = s.up.(IDUpstream)
 	c := o.Config.Cooldown
 	s.health = health.NewTracker(len(o.Config.Targets), s.clock,
 		health.Policy{Failures: c.Failures, Base: c.Base, Max: c.Max, OnChange: s.healthChanged, Describe: describeCheck})
@@ -226,7 +241,8 @@ func New(o Options) (*Server, error) {
 	if err := s.initActive(o); err != nil {
 		return nil, err
 	}
-	s.handler = &recoverer{next: &browserGuard{next: s.router(), b: o.Config.Browsers, metrics: s.metrics}, log: s.log}
+	s.handler = &recoverer{next: &browserGuard{next: s.router(), b: o.Config.Browsers, metrics: s.metrics}, log: s.log,
+		ids: newRequestIDs(o.NewRequestID)}
 	// Last, since it changes the previous server's processes: nothing may fail after it.
 	if err := s.adoptProcs(o.Previous); err != nil {
 		return nil, err
@@ -290,11 +306,13 @@ func (s *Server) router() http.Handler {
 	return r
 }
 
-// recoverer turns a panic into a logged 500; a response already under way is cut off instead.
-// Its trackingWriters are pooled: one was an allocation on every request.
+// recoverer gives every request its ID (requestIDs), which every answer carries, and turns a
+// panic into a logged 500; a response already under way is cut off instead. Its trackingWriters
+// are pooled: one was an allocation on every request.
 type recoverer struct {
 	next    http.Handler
 	log     *slog.Logger
+	ids     *requestIDs
 	writers sync.Pool // *trackingWriter
 }
 
@@ -303,11 +321,12 @@ func (rc *recoverer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if rw == nil {
 		rw = new(trackingWriter)
 	}
-	*rw = trackingWriter{ResponseWriter: w}
+	*rw = trackingWriter{ResponseWriter: w, line: rw.line}
+	rw.id = rc.ids.assign(w, r, &rw.line)
 	defer rc.rescue(rw, r)
 	rc.next.ServeHTTP(rw, r)
 	// The handler has returned, so nothing holds rw any more. After a panic it is not reused.
-	*rw = trackingWriter{}
+	*rw = trackingWriter{line: rw.line[:0]}
 	rc.writers.Put(rw)
 }
 
@@ -321,7 +340,7 @@ func (rc *recoverer) rescue(rw *trackingWriter, r *http.Request) {
 	if p == http.ErrAbortHandler {
 		panic(p)
 	}
-	rc.log.Error("panic serving request", "method", r.Method, "path", r.URL.Path,
+	rc.log.Error("panic serving request", "method", r.Method, "path", r.URL.Path, "request_id", rw.id,
 		"panic", fmt.Sprint(p), "stack", string(debug.Stack()))
 	if rw.wrote {
 		panic(http.ErrAbortHandler)
@@ -335,7 +354,11 @@ func (rc *recoverer) rescue(rw *trackingWriter, r *http.Request) {
 type trackingWriter struct {
 	http.ResponseWriter
 	wrote bool
+	id    string // the request's ID
+	line  []byte // the buffer its field line is built in, kept across requests
 }
+
+func (w *trackingWriter) requestID() string { return w.id }
 
 func (w *trackingWriter) WriteHeader(code int) {
 	w.wrote = true

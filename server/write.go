@@ -265,7 +265,7 @@ func (s *Server) relay(ctx context.Context, w http.ResponseWriter, usage usageTo
 		return
 	}
 	if ctx.Err() != nil {
-		s.log.Debug("client left mid-stream", "target", res.target.Name)
+		s.log.Debug("client left mid-stream", "target", res.target.Name, "request_id", requestIDOf(w))
 		return
 	}
 	// A cause, not the error's text, which may name the upstream's address (errmap.StreamMessage);
@@ -273,7 +273,8 @@ func (s *Server) relay(ctx context.Context, w http.ResponseWriter, usage usageTo
 	// size: both are cut (after the key is redacted, so that no cut leaves part of it).
 	key := string(res.target.APIKey)
 	msg := res.target.Name + ": " + clip(redactKey(errmap.StreamMessage(err), key), maxStreamMessage)
-	s.log.Warn("stream broke off", "target", res.target.Name, "error", clip(redactKey(err.Error(), key), maxLoggedError))
+	s.log.Warn("stream broke off", "target", res.target.Name, "error", clip(redactKey(err.Error(), key), maxLoggedError),
+		"request_id", requestIDOf(w))
 	body := errorBody(&apiError{Type: typeUpstream, Code: "stream_interrupted",
 		Message: "the upstream stream broke off: " + msg})
 	s.unbusy(rq)
@@ -292,7 +293,20 @@ func writeEvent(w io.Writer, payload []byte) error {
 	return err
 }
 
-func (s *Server) logRequest(r *http.Request, key, route string, chain []string, status int, start, now time.Time) {
+// requestLog is what a request's log line says besides its method, path, status and times.
+type requestLog struct {
+	key        string   // the name of the key it came with; "" for none
+	route      string   // "" before one was resolved
+	chain      []string // the targets tried
+	id         string   // the request's ID (X-Request-Id)
+	upstreamID string   // the serving upstream's own ID for it; "" when it sent none
+}
+
+// logRequest writes a request's line. Its fields are in a fixed order, which operators' tooling
+// reads: method, path, route, chain, status, duration, then key, request_id and
+// upstream_request_id, each of those three only when it has a value. The IDs are values the
+// gateway checked (upstream.ValidRequestID), never headers copied wholesale.
+func (s *Server) logRequest(r *http.Request, rl requestLog, status int, start, now time.Time) {
 	h := s.log.Handler()
 	if !h.Enabled(r.Context(), slog.LevelInfo) {
 		return
@@ -302,10 +316,16 @@ func (s *Server) logRequest(r *http.Request, key, route string, chain []string, 
 		// slog.Record (whose sixth attribute is an allocation), no walk of its attributes and no
 		// joined chain.
 		l := t.Line(now, slog.LevelInfo, "request").String("method", r.Method).String("path", r.URL.Path).
-			String("route", route).Join("chain", chainSep, chain).Int("status", int64(status)).
+			String("route", rl.route).Join("chain", chainSep, rl.chain).Int("status", int64(status)).
 			Duration("duration", now.Sub(start))
-		if key != "" {
-			l = l.String("key", key)
+		if rl.key != "" {
+			l = l.String("key", rl.key)
+		}
+		if rl.id != "" {
+			l = l.String("request_id", rl.id)
+		}
+		if rl.upstreamID != "" {
+			l = l.String("upstream_request_id", rl.upstreamID)
 		}
 		_ = l.Write()
 		return
@@ -317,12 +337,18 @@ func (s *Server) logRequest(r *http.Request, key, route string, chain []string, 
 	rec.AddAttrs(
 		slog.String("method", r.Method),
 		slog.String("path", r.URL.Path),
-		slog.String("route", route),
-		slog.String("chain", chainHeader(chain, "")),
+		slog.String("route", rl.route),
+		slog.String("chain", chainHeader(rl.chain, "")),
 		slog.Int("status", status),
 		slog.Duration("duration", now.Sub(start)))
-	if key != "" {
-		rec.AddAttrs(slog.String("key", key))
+	if rl.key != "" {
+		rec.AddAttrs(slog.String("key", rl.key))
+	}
+	if rl.id != "" {
+		rec.AddAttrs(slog.String("request_id", rl.id))
+	}
+	if rl.upstreamID != "" {
+		rec.AddAttrs(slog.String("upstream_request_id", rl.upstreamID))
 	}
 	_ = h.Handle(r.Context(), rec)
 }

@@ -163,7 +163,8 @@ func benchChatBody(stream bool) []byte {
 // BenchmarkH1Chat measures one whole chat attempt through the synchronous client against a
 // loopback upstream that answers at once: the request written, the answer read, the connection
 // pooled again. The upstream allocates nothing per request, so allocs/op are the client's (and
-// the context.WithCancel each request gets, as the gateway's server gives one).
+// the context.WithCancel each request gets, as the gateway's server gives one). The request
+// carries an ID, as every request the server sends does.
 func BenchmarkH1Chat(b *testing.B) {
 	for _, stream := range []bool{false, true} {
 		name := "json"
@@ -180,7 +181,7 @@ func BenchmarkH1Chat(b *testing.B) {
 			attempt := func() error {
 				ctx, cancel := context.WithCancel(context.Background())
 				defer cancel()
-				resp, err := s.Chat(ctx, tg, req)
+				resp, err := s.ChatID(ctx, tg, req, "req_0123456789abcdef01234567") // as the server asks
 				if err != nil {
 					return err
 				}

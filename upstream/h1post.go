@@ -21,7 +21,7 @@ import (
 //
 // The answer's Header may be reused by the connection's next answer once its body has been read
 // to the end or closed: read it before the body (statusError copies it).
-func (t *h1Transport) post(ctx context.Context, base, path string, tg *core.Target, body payload, accept string) (*http.Response, bool, error) {
+func (t *h1Transport) post(ctx context.Context, base, path string, tg *core.Target, body payload, accept, id string) (*http.Response, bool, error) {
 	d := t.dest(base, path)
 	if d == nil {
 		return nil, false, nil
@@ -30,7 +30,7 @@ func (t *h1Transport) post(ctx context.Context, base, path string, tg *core.Targ
 		// It would add lines to the head; net/http refuses such a value too.
 		return nil, true, errBadKey
 	}
-	out := outgoing{post: postRequest{head: d.head, key: tg.APIKey, body: body, accept: accept}}
+	out := outgoing{post: postRequest{head: d.head, key: tg.APIKey, body: body, accept: accept, id: id}}
 	resp, err := t.do(ctx, d.addr, &out)
 	return resp, true, err
 }
@@ -115,6 +115,7 @@ type postRequest struct {
 	key    core.Secret
 	body   payload
 	accept string
+	id     string // the gateway's request ID (X-Request-Id); "" for none. A token (sendableID).
 }
 
 func (p *postRequest) write(bw *bufio.Writer) error {
@@ -136,6 +137,10 @@ func (p *postRequest) appendFields(b []byte) []byte {
 	if p.key != "" {
 		b = append(b, "\r\nAuthorization: Bearer "...)
 		b = append(b, p.key...)
+	}
+	if p.id != "" {
+		b = append(b, "\r\nX-Request-Id: "...)
+		b = append(b, p.id...)
 	}
 	b = append(b, "\r\nContent-Length: "...)
 	b = strconv.AppendInt(b, int64(p.body.len()), 10)

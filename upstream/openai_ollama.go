@@ -29,6 +29,7 @@ type openaiOllama struct {
 	c     *http.Client
 	now   func() time.Time
 	newID func() string
+	id    string // the gateway's request ID, sent as X-Request-Id; "" for none
 }
 
 // ollamaMessage is a message of /api/chat, both ways. Thinking comes back from models run with
@@ -105,8 +106,9 @@ func (a *openaiOllama) chat(ctx context.Context, req *core.Request) (*Response, 
 		return nil, err
 	}
 	if req.Stream {
-		return &Response{Stream: a.newStream(resp.Body, req.IncludeUsage)}, nil
+		return &Response{Stream: a.newStream(resp.Body, req.IncludeUsage), UpstreamID: upstreamID(resp)}, nil
 	}
+	upID := upstreamID(resp) // before the body (see openaiOpenAI.body)
 	raw, err := readAnswer(ctx, a.t, resp)
 	if err != nil {
 		return nil, err
@@ -139,12 +141,12 @@ func (a *openaiOllama) chat(ctx context.Context, req *core.Request) (*Response, 
 			Logprobs: newLogprobs(lp), FinishReason: finish}},
 		Usage: newUsage(m.PromptEvalCount, m.EvalCount)}
 	b := mustJSON(c)
-	return &Response{Body: b, Usage: usageOf(m.PromptEvalCount, m.EvalCount)}, nil
+	return &Response{Body: b, Usage: usageOf(m.PromptEvalCount, m.EvalCount), UpstreamID: upID}, nil
 }
 
 // post sends body to path below the target's URL.
 func (a *openaiOllama) post(ctx context.Context, path string, body []byte, stream bool) (*http.Response, error) {
-	return post(ctx, a.c, a.t, path, whole(body), accept(stream, "application/x-ndjson"), a.now)
+	return post(ctx, a.c, a.t, path, whole(body), accept(stream, "application/x-ndjson"), a.id, a.now)
 }
 
 // maxPrealloc is the largest stated Content-Length readAnswer allocates for before reading: a

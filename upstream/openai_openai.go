@@ -26,6 +26,7 @@ type openaiOpenAI struct {
 	now     func() time.Time
 	readers *readerPool // nil: each stream its own reader
 	model   []byte      // t.Model quoted (jsonx.Quote), built with the Set
+	id      string      // the gateway's request ID, sent as X-Request-Id; "" for none
 }
 
 func (a *openaiOpenAI) chat(ctx context.Context, req *core.Request) (*Response, error) {
@@ -41,7 +42,7 @@ func (a *openaiOpenAI) chat(ctx context.Context, req *core.Request) (*Response, 
 	if a.t.Model != "" {
 		out = a.withModel(req)
 	}
-	resp, err := post(ctx, a.c, a.t, req.Op.Path(), out, accept(req.Stream, "text/event-stream"), a.now)
+	resp, err := post(ctx, a.c, a.t, req.Op.Path(), out, accept(req.Stream, "text/event-stream"), a.id, a.now)
 	if err != nil {
 		return nil, err
 	}
@@ -61,6 +62,7 @@ func (a *openaiOpenAI) chat(ctx context.Context, req *core.Request) (*Response, 
 }
 
 func (a *openaiOpenAI) body(ctx context.Context, resp *http.Response, op core.Op) (*Response, error) {
+	upID := upstreamID(resp) // before the body: once it is read, the connection's next answer may reuse the header
 	body, err := readAnswer(ctx, a.t, resp)
 	if err != nil {
 		return nil, err
@@ -85,7 +87,7 @@ func (a *openaiOpenAI) body(ctx context.Context, resp *http.Response, op core.Op
 		return nil, &core.ProtocolError{Target: a.t.Name, Err: &EmptyAnswerError{Key: key}}
 	}
 	r := &responseFor(resp).Response
-	r.Body = body
+	r.Body, r.UpstreamID = body, upID
 	r.owner = ownerOf(resp, r) // the body as read: nothing else of it is kept
 	return r, nil
 }
@@ -161,7 +163,7 @@ func (a *openaiOpenAI) stream(resp *http.Response) (*Response, error) {
 	}
 	r := responseFor(resp)
 	r.s.init(a.t.Name, resp.Body, a.readers)
-	r.Stream = &r.s
+	r.Stream, r.UpstreamID = &r.s, upstreamID(resp)
 	return &r.Response, nil
 }
 

@@ -43,6 +43,7 @@ type openaiSAIF struct {
 	c     *http.Client
 	now   func() time.Time
 	newID func() string
+	id    string // the gateway's request ID, sent as X-Request-Id; "" for none
 }
 
 type saifRequest struct {
@@ -96,7 +97,7 @@ func (a *openaiSAIF) chat(ctx context.Context, req *core.Request) (*Response, er
 	if err != nil {
 		return nil, err
 	}
-	resp, err := post(ctx, a.c, a.t, saifPath(a.t.URL), whole(mustJSON(out)), accept(req.Stream, "text/event-stream"), a.now)
+	resp, err := post(ctx, a.c, a.t, saifPath(a.t.URL), whole(mustJSON(out)), accept(req.Stream, "text/event-stream"), a.id, a.now)
 	if err != nil {
 		return nil, err
 	}
@@ -249,6 +250,7 @@ func (a *openaiSAIF) fromCompletions(req *core.Request, out *saifRequest) error 
 }
 
 func (a *openaiSAIF) answer(ctx context.Context, resp *http.Response, op core.Op) (*Response, error) {
+	upID := upstreamID(resp) // before the body (see openaiOpenAI.body)
 	raw, err := readAnswer(ctx, a.t, resp)
 	if err != nil {
 		return nil, err
@@ -278,7 +280,7 @@ func (a *openaiSAIF) answer(ctx context.Context, resp *http.Response, op core.Op
 	}
 	h := http.Header{}
 	setSpecialist(h, m.Specialist)
-	return &Response{Header: h, Body: b, Usage: usageOf(m.Usage.PromptTokens, m.Usage.CompletionTokens)}, nil
+	return &Response{Header: h, Body: b, Usage: usageOf(m.Usage.PromptTokens, m.Usage.CompletionTokens), UpstreamID: upID}, nil
 }
 
 func (a *openaiSAIF) stream(resp *http.Response, req *core.Request) (*Response, error) {
@@ -292,7 +294,7 @@ func (a *openaiSAIF) stream(resp *http.Response, req *core.Request) (*Response, 
 		out = &textChunker{id: "cmpl-" + id[len("chatcmpl-"):], created: created, model: a.t.Model}
 	}
 	h := http.Header{}
-	return &Response{Header: h, Stream: &saifStream{target: a.t.Name, key: a.t.APIKey, body: resp.Body, sse: newSSEReader(resp.Body),
+	return &Response{Header: h, UpstreamID: upstreamID(resp), Stream: &saifStream{target: a.t.Name, key: a.t.APIKey, body: resp.Body, sse: newSSEReader(resp.Body),
 		out: out, header: h, includeUsage: req.IncludeUsage}}, nil
 }
 

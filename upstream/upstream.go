@@ -28,6 +28,10 @@ type Response struct {
 	// through as the upstream sent it): read them from Body. A pointer, so that a Response
 	// stays in its 64-byte allocation.
 	Usage *Usage
+	// UpstreamID is the upstream's own ID for the request, its answer's X-Request-Id (OpenAI's
+	// and OpenRouter's carry one); "" when it sent none. It is for the gateway's log line, not
+	// for the client, whose ID is the gateway's.
+	UpstreamID string
 
 	// owner is the memory the Response and its Body live in, when Release may give it back.
 	owner *h1Answer
@@ -256,19 +260,29 @@ func (e *UnsupportedAdapterError) Error() string {
 	return fmt.Sprintf("upstream: target %q: the %s adapter is not implemented yet", e.Target, e.Adapter)
 }
 
-// Chat sends req to t with the adapter t names.
+// Chat sends req to t with the adapter t names, without a request ID.
 func (s *Set) Chat(ctx context.Context, t *core.Target, req *core.Request) (*Response, error) {
+	return s.ChatID(ctx, t, req, "")
+}
+
+// ChatID is Chat with the gateway's ID for the request, sent to the target as X-Request-Id so
+// that the target's own logs can be matched with the gateway's line. An id that is empty, longer
+// than MaxRequestID or not a token of printable ASCII is not sent.
+func (s *Set) ChatID(ctx context.Context, t *core.Target, req *core.Request, id string) (*Response, error) {
 	if t.Index < 0 || t.Index >= len(s.clients) || s.names[t.Index] != t.Name {
 		return nil, &UnknownTargetError{Target: t.Name}
+	}
+	if !ValidRequestID(id) {
+		id = ""
 	}
 	c := s.clients[t.Index]
 	switch t.Adapter {
 	case core.AdapterOpenAI:
-		return (&openaiOpenAI{t: t, c: c, now: s.now, readers: &s.readers, model: s.models[t.Index]}).chat(ctx, req)
+		return (&openaiOpenAI{t: t, c: c, now: s.now, readers: &s.readers, model: s.models[t.Index], id: id}).chat(ctx, req)
 	case core.AdapterOllama:
-		return (&openaiOllama{t: t, c: c, now: s.now, newID: s.newID}).chat(ctx, req)
+		return (&openaiOllama{t: t, c: c, now: s.now, newID: s.newID, id: id}).chat(ctx, req)
 	case core.AdapterSAIF:
-		return (&openaiSAIF{t: t, c: c, now: s.now, newID: s.newID}).chat(ctx, req)
+		return (&openaiSAIF{t: t, c: c, now: s.now, newID: s.newID, id: id}).chat(ctx, req)
 	}
 	return nil, &UnsupportedAdapterError{Target: t.Name, Adapter: t.Adapter}
 }
@@ -314,13 +328,14 @@ func closeDrained(body io.ReadCloser) error {
 
 // post sends body to t.URL+path on t and returns a 2xx response; a transport failure or any
 // other status comes back as an error of the core types. The request is JSON, accepts accept
-// (the stream's media type, or application/json), and carries the target's key as a Bearer
-// token when it has one; the key is never logged. The response's Header is good until its body
-// has been read to the end or closed (see h1Transport.post).
-func post(ctx context.Context, c *http.Client, t *core.Target, path string, body payload, accept string,
+// (the stream's media type, or application/json), carries the target's key as a Bearer
+// token when it has one (the key is never logged), and the gateway's request ID as X-Request-Id
+// when id is not empty. The response's Header is good until its body has been read to the end
+// or closed (see h1Transport.post).
+func post(ctx context.Context, c *http.Client, t *core.Target, path string, body payload, accept, id string,
 	now func() time.Time) (*http.Response, error) {
 	if h1, ok := c.Transport.(*h1Transport); ok {
-		if resp, sent, err := h1.post(ctx, t.URL, path, t, body, accept); sent {
+		if resp, sent, err := h1.post(ctx, t.URL, path, t, body, accept, id); sent {
 			return checkAnswer(ctx, t, resp, err, now)
 		}
 	}
@@ -333,14 +348,41 @@ func post(ctx context.Context, c *http.Client, t *core.Target, path string, body
 		// Only a malformed target URL gets here, which config should have refused.
 		return nil, &core.ConnError{Target: t.Name, Err: err}
 	}
-	hreq.Header.Set("Content-Type", "application/json")
-	hreq.Header.Set("User-Agent", "hayula-gateway")
-	hreq.Header.Set("Accept", accept)
+	// Assigned, not Set: Set builds a one-element slice per field, on every request. The ID's
+	// field costs one; the fixed ones, prebuilt, none.
+	hreq.Header["Content-Type"] = jsonValue
+	hreq.Header["User-Agent"] = userAgentValue
+	hreq.Header["Accept"] = acceptValue(accept)
 	if t.APIKey != "" {
 		hreq.Header.Set("Authorization", "Bearer "+string(t.APIKey))
 	}
+	if id != "" {
+		hreq.Header[hdrRequestID] = []string{id}
+	}
 	resp, err := c.Do(hreq)
 	return checkAnswer(ctx, t, resp, err, now)
+}
+
+// Header values the net/http path assigns rather than Sets (see post). Never modified: net/http
+// only reads them, and an append to a slice of length and capacity 1 copies it.
+var (
+	jsonValue      = []string{"application/json"}
+	userAgentValue = []string{"hayula-gateway"}
+	sseValue       = []string{"text/event-stream"}
+	ndjsonValue    = []string{"application/x-ndjson"}
+)
+
+// acceptValue is the Accept field's value for accept, prebuilt for the media types adapters ask.
+func acceptValue(accept string) []string {
+	switch accept {
+	case "application/json":
+		return jsonValue
+	case "text/event-stream":
+		return sseValue
+	case "application/x-ndjson":
+		return ndjsonValue
+	}
+	return []string{accept}
 }
 
 // payload is a request body in up to three pieces sent one after another, so that the client's

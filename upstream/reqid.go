@@ -1,0 +1,36 @@
+package upstream
+
+import "net/http"
+
+// hdrRequestID is the field a request's ID travels in, both ways, in canonical form: indexed
+// directly, it is neither canonicalised nor copied on every request.
+const hdrRequestID = "X-Request-Id"
+
+// MaxRequestID is the longest request ID passed on: nginx's $request_id is 32 bytes, a UUID
+// 36, and nothing that identifies a request needs more than 128.
+const MaxRequestID = 128
+
+// ValidRequestID reports whether id can identify a request: 1 to MaxRequestID bytes of
+// printable ASCII with no space. Such a value goes into a header field, and into a log line, as
+// it is: it can neither end the field nor be mistaken for another key=value pair.
+func ValidRequestID(id string) bool {
+	if id == "" || len(id) > MaxRequestID {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		if id[i] <= ' ' || id[i] > '~' {
+			return false
+		}
+	}
+	return true
+}
+
+// upstreamID is the upstream's own ID for the request, from its answer's X-Request-Id; "" when it
+// sent none or one that is not a valid ID (it goes into the log line as it is). Read it before
+// the body: the synchronous client's next answer on the connection may reuse the header.
+func upstreamID(resp *http.Response) string {
+	if v := resp.Header[hdrRequestID]; len(v) > 0 && ValidRequestID(v[0]) {
+		return v[0]
+	}
+	return ""
+}
