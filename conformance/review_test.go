@@ -3,6 +3,7 @@ package conformance
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"net/http/httptest"
@@ -394,5 +395,46 @@ func TestSilentServerIsNotCalledUnreachable(t *testing.T) {
 	}
 	if strings.Contains(msg, "unreachable") {
 		t.Errorf("error %q calls a server that took the request unreachable", msg)
+	}
+}
+
+// noUsage drops usage from whole chat and completions answers (a server the reference allows:
+// usage is not a required member of either).
+type noUsage struct{ next http.Handler }
+
+func (n noUsage) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path != "/v1/chat/completions" && r.URL.Path != "/v1/completions" {
+		n.next.ServeHTTP(w, r)
+		return
+	}
+	rec := httptest.NewRecorder()
+	n.next.ServeHTTP(rec, r)
+	body := rec.Body.Bytes()
+	var m map[string]any
+	if rec.Header().Get("Content-Type") == "application/json" && json.Unmarshal(body, &m) == nil {
+		delete(m, "usage")
+		body, _ = json.Marshal(m)
+	}
+	for k, v := range rec.Header() {
+		w.Header()[k] = v
+	}
+	w.Header().Del("Content-Length")
+	w.WriteHeader(rec.Code)
+	_, _ = w.Write(body)
+}
+
+// TestUsageAbsentWarnsOnly: a whole answer without usage is a SHOULD warning, not a failure of
+// the run; a usage that is there and does not add up still fails (the .total checks, MUST).
+func TestUsageAbsentWarnsOnly(t *testing.T) {
+	_, srv := newWrappedFake(t, func(h http.Handler) http.Handler { return noUsage{next: h} })
+	o := fakeOptions(t, srv)
+	o.Only = []string{"chat.usage*", "completions.usage*"}
+	rep := runAgainst(t, o)
+	want := map[string]Result{"chat.usage": Warn, "chat.usage.total": Skip, "completions.usage": Warn, "completions.usage.total": Skip}
+	if diff := cmp.Diff(want, notPassing(rep)); diff != "" {
+		t.Errorf("results (-want +got):\n%s", diff)
+	}
+	if rep.ExitCode() != 0 {
+		t.Errorf("exit code %d: a missing usage failed the run", rep.ExitCode())
 	}
 }
