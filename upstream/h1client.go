@@ -47,6 +47,12 @@ type h1Transport struct {
 	// ticker starts the sweeper's clock and returns its stop; nil means a time.Ticker every
 	// sweepEvery. Tests drive the sweeper with ticks of their own.
 	ticker func() (<-chan time.Time, func())
+	// tickTime is the time the sweeper takes a tick at; nil means the clock's reading when it
+	// takes it. A time.Ticker's value is when the tick was made, and one made while the process
+	// was starved of CPU waits in its channel: read as now, it would stamp an exchange that
+	// began since with that older time, and its limit would run out early. Tests that send ticks
+	// of their own take their value.
+	tickTime func(tick time.Time) time.Time
 
 	dests destCache // see post
 

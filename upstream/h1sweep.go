@@ -123,7 +123,12 @@ func (t *h1Transport) sweep(tick <-chan time.Time, stop func(), quit chan struct
 	for {
 		var now time.Time
 		select {
-		case now = <-tick:
+		case at := <-tick:
+			if t.tickTime != nil {
+				now = t.tickTime(at)
+			} else {
+				now = time.Now()
+			}
 		case <-quit:
 			quit, quitting = nil, true
 		}

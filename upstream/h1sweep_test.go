@@ -36,6 +36,7 @@ func injectTicks(t *testing.T, s *Set, tg *core.Target) (*h1Transport, *fakeTick
 		ft.started++ // under tr.mu
 		return ft.c, func() { ft.stopped <- struct{}{} }
 	}
+	tr.tickTime = func(at time.Time) time.Time { return at }
 	return tr, ft
 }
 
@@ -226,6 +227,42 @@ func TestH1SweeperHeaderTimeout(t *testing.T) {
 	var te *core.TimeoutError
 	if !errors.As(err, &te) || te.After != tg.Timeout {
 		t.Fatalf("error = %v (%T), want a TimeoutError after %s", err, err, tg.Timeout)
+	}
+}
+
+// A tick that waited in the ticker's channel while the process was starved of CPU carries the
+// time it was made, before the exchange began: the sweeper stamps the exchange with the clock's
+// reading instead, so the limit is counted from no earlier than the exchange's start.
+func TestH1SweeperStaleTick(t *testing.T) {
+	srv := serve(t, hang(t, nil))
+	tg := target(srv.URL)
+	tg.Timeout = 30 * time.Second
+	s := newSet(t, tg)
+	tr, ft := injectTicks(t, s, tg)
+	tr.tickTime = nil // the real clock, as in production; ticks below carry stale times
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := chatAsync(s, ctx, tg, chatReq(false))
+	stale := time.Now().Add(-time.Hour)
+	for i := 0; seenPhase(tr) != phaseHead; i++ {
+		if i > 1e6 {
+			t.Fatal("the exchange never reached the head phase")
+		}
+		ft.round(t, stale)
+	}
+	ft.round(t, time.Now())
+	select {
+	case r := <-done:
+		t.Fatalf("the attempt timed out at once, counted from a stale tick: %v", r.err)
+	default:
+	}
+	if ph := livePhase(tr); ph != phaseHead {
+		t.Fatalf("phase %d, want %d (still waiting for the head)", ph, phaseHead)
+	}
+	cancel() // the caller gives up, and the next round ends the attempt
+	ft.round(t, time.Now())
+	if err := wait(t, done).err; !errors.Is(err, context.Canceled) {
+		t.Fatalf("after the caller gave up: %v", err)
 	}
 }
 
