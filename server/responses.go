@@ -105,6 +105,13 @@ func (b *responsesWriter) toChat(body []byte) ([]byte, *apiError) {
 			return nil, badRequest(name, "unsupported_parameter", fmt.Sprintf("'%s' is not supported: %s", name, why))
 		}
 	}
+	// Chat's conversation in a Responses body would be dropped for the one built from "input"
+	// (chatBody writes its own "messages"), and explain, which reads a body with "messages" as a
+	// chat body, would describe a request the bridge does not send.
+	if v, ok := top["messages"]; ok && !isNullOr(v) {
+		return nil, badRequest("messages", "unknown_parameter",
+			"Unknown parameter: 'messages'. A Responses body carries its conversation in 'input'; send 'messages' to POST /v1/chat/completions.")
+	}
 	// out holds the members the bridge builds; the others go on in members' order.
 	out := make(map[string]json.RawMessage, 8)
 	if m, ok := top["model"]; ok {
