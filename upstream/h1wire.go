@@ -126,6 +126,8 @@ var errBadAnswer = errors.New("malformed HTTP answer")
 type badAnswerError struct {
 	what string // "status line", "Content-Length"…
 	text string // the text at fault; "" for none
+	// after1xx: the answer had begun, with an informational head, before this went wrong.
+	after1xx bool
 }
 
 func badAnswer(what, text string) error { return &badAnswerError{what: what, text: text} }
@@ -136,6 +138,17 @@ const maxQuote = 60
 func (e *badAnswerError) Error() string { return e.redacted("") }
 
 func (e *badAnswerError) Is(target error) bool { return target == errBadAnswer }
+
+// beforeStatus reports whether the answer failed at its first status line: on a reused connection,
+// bytes the previous answer left there, not this request's answer (see exchange).
+func (e *badAnswerError) beforeStatus() bool {
+	return !e.after1xx && (e.what == whatStatus || e.what == whatEmpty)
+}
+
+const (
+	whatStatus = "status line"
+	whatEmpty  = "empty lines where a status line was expected"
+)
 
 // redacted is the error's text with key, when not empty, replaced in the text at fault before
 // the text is cut and quoted. Quoting escapes CR, LF and every control byte.
@@ -177,6 +190,9 @@ type answer struct {
 func readResponse(br *bufio.Reader, method string, hs *heads, a *answer) error {
 	for n := 0; ; n++ {
 		if err := readAnswerHead(br, method, hs, a); err != nil {
+			if bad, ok := err.(*badAnswerError); ok && n > 0 {
+				bad.after1xx = true
+			}
 			return err
 		}
 		if c := a.resp.StatusCode; c >= 200 || c == http.StatusSwitchingProtocols {
@@ -200,7 +216,7 @@ func readAnswerHead(br *bufio.Reader, method string, hs *heads, a *answer) error
 	line, rest := httpwire.CutLine(raw)
 	proto, status, ok := strings.Cut(line, " ")
 	if !ok || len(status) < 3 {
-		return badAnswer("status line", line)
+		return badAnswer(whatStatus, line)
 	}
 	minor := 1
 	switch proto {
@@ -208,11 +224,11 @@ func readAnswerHead(br *bufio.Reader, method string, hs *heads, a *answer) error
 	case "HTTP/1.0":
 		minor = 0
 	default:
-		return badAnswer("status line", line)
+		return badAnswer(whatStatus, line)
 	}
 	code, err := strconv.Atoi(status[:3])
 	if err != nil || code < 100 || len(status) > 3 && status[3] != ' ' {
-		return badAnswer("status line", line)
+		return badAnswer(whatStatus, line)
 	}
 	n := lines - 1 // the field lines and the empty one
 	h := a.header
@@ -475,7 +491,7 @@ func (hs *heads) read(br *bufio.Reader) (head string, lines int, err error) {
 		if lineStart && (len(frag) == 1 || len(frag) == 2 && frag[0] == '\r') {
 			if hs.b.Len() == start {
 				if skipped++; skipped > 4 {
-					return "", 0, badAnswer("empty lines where a status line was expected", "")
+					return "", 0, badAnswer(whatEmpty, "")
 				}
 				continue
 			}
