@@ -42,3 +42,37 @@ targets = ["up"]
 		})
 	}
 }
+
+// TestResponsesAllowedToolsEmpty: an allowed_tools tool_choice that allows no tool is refused
+// naming it, where the bridge passed it on and an Ollama target, which has no tool_choice and
+// offers the tools allowed_tools lists, offered every tool instead of none.
+func TestResponsesAllowedToolsEmpty(t *testing.T) {
+	up := newFake(t, "up")
+	g := newGateway(t, target("up", up.url(), "private")+`
+[routes.r]
+targets = ["up"]
+`, nil)
+	const tools = `"tools":[{"type":"function","name":"f","parameters":{"type":"object"}}]`
+	for _, tc := range []struct {
+		name, choice string
+		status       int
+	}{
+		{"empty", `{"type":"allowed_tools","mode":"auto","tools":[]}`, http.StatusBadRequest},
+		{"absent", `{"type":"allowed_tools","mode":"required"}`, http.StatusBadRequest},
+		{"null", `{"type":"allowed_tools","mode":"required","tools":null}`, http.StatusBadRequest},
+		{"one", `{"type":"allowed_tools","mode":"required","tools":[{"type":"function","name":"f"}]}`, http.StatusOK},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rep := g.post(t, "/v1/responses", `{"model":"r","input":"hi",`+tools+`,"tool_choice":`+tc.choice+`}`)
+			if rep.status != tc.status {
+				t.Fatalf("%d %s, want %d", rep.status, rep.body, tc.status)
+			}
+			if tc.status == http.StatusOK {
+				return
+			}
+			if p := rep.errorField(t, "param"); p != "tool_choice.tools" {
+				t.Errorf("param %v: %s", p, rep.body)
+			}
+		})
+	}
+}
