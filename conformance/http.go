@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"mime"
@@ -222,8 +223,13 @@ const maxRetryWait = 10 * time.Second
 func retryWait(h http.Header, now time.Time, timeout time.Duration) time.Duration {
 	d := time.Second
 	v := strings.TrimSpace(h.Get("Retry-After"))
-	if n, err := strconv.Atoi(v); err == nil && n >= 0 {
-		d = time.Duration(n) * time.Second
+	if n, err := strconv.ParseUint(v, 10, 64); err == nil || errors.Is(err, strconv.ErrRange) {
+		// Compared before it is multiplied: a number of seconds past what a Duration holds
+		// wrapped to a negative wait, the request sent again at once.
+		d = maxRetryWait
+		if n < uint64(maxRetryWait/time.Second) {
+			d = time.Duration(n) * time.Second
+		}
 	} else if t, err := http.ParseTime(v); err == nil {
 		d = max(t.Sub(now), 0)
 	}

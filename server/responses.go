@@ -105,6 +105,13 @@ func (b *responsesWriter) toChat(body []byte) ([]byte, *apiError) {
 			return nil, badRequest(name, "unsupported_parameter", fmt.Sprintf("'%s' is not supported: %s", name, why))
 		}
 	}
+	// Chat's conversation in a Responses body would be dropped for the one built from "input"
+	// (chatBody writes its own "messages"), and explain, which reads a body with "messages" as a
+	// chat body, would describe a request the bridge does not send.
+	if v, ok := top["messages"]; ok && !isNullOr(v) {
+		return nil, badRequest("messages", "unknown_parameter",
+			"Unknown parameter: 'messages'. A Responses body carries its conversation in 'input'; send 'messages' to POST /v1/chat/completions.")
+	}
 	// out holds the members the bridge builds; the others go on in members' order.
 	out := make(map[string]json.RawMessage, 8)
 	if m, ok := top["model"]; ok {
@@ -611,6 +618,12 @@ func chatAllowedTools(mode string, tools []struct {
 	if mode != "auto" && mode != "required" {
 		return nil, badRequest("tool_choice.mode", "invalid_value",
 			fmt.Sprintf("Invalid value for 'tool_choice.mode': '%s' (expected \"auto\" or \"required\").", mode))
+	}
+	if len(tools) == 0 {
+		// Passed on, it would allow nothing where a target without tool_choice (Ollama) offers
+		// the tools it lists, and offers every tool when it lists none.
+		return nil, badRequest("tool_choice.tools", "invalid_value",
+			"'tool_choice.tools' allows no tool: list the function tools the model may call, or send tool_choice \"none\".")
 	}
 	type named struct {
 		Type     string            `json:"type"`

@@ -81,11 +81,12 @@ func transportError(ctx context.Context, t *core.Target, err error) error {
 	if errors.As(err, &ne) && ne.Timeout() {
 		return &core.TimeoutError{Target: t.Name, After: t.Timeout}
 	}
-	if errors.Is(err, errBadAnswer) {
+	if bad, ok := errors.AsType[*badAnswerError](err); ok {
 		// The server answered, with something that is not HTTP/1.1: its fault, not the
 		// connection's, and the client is told so (bad_upstream_response) rather than that the
-		// upstream was unreachable. The text quotes at most 60 bytes of the answer's line.
-		return &core.ProtocolError{Target: t.Name, Err: errors.New(string(redact([]byte(err.Error()), t.APIKey)))}
+		// upstream was unreachable. The key is redacted before the quote is cut (see
+		// badAnswerError).
+		return &core.ProtocolError{Target: t.Name, Err: errors.New(bad.redacted(string(t.APIKey)))}
 	}
 	return &core.ConnError{Target: t.Name, Err: inner}
 }

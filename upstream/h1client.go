@@ -278,8 +278,15 @@ func (t *h1Transport) exchange(ctx context.Context, c *h1Conn, out *outgoing) (*
 		case ph == phaseTimedOut:
 			return nil, false, err // the read's deadline error: a timeout
 		}
-		// An EOF before the status line is io.ErrUnexpectedEOF, as in http.ReadResponse.
-		return nil, c.reused && c.nread == before && errors.Is(err, io.ErrUnexpectedEOF), err
+		// An EOF before the status line is io.ErrUnexpectedEOF, as in http.ReadResponse. A
+		// status line that is none, on a reused connection, is most likely what the previous
+		// answer left there (a body's tail past its Content-Length, stray line ends) after the
+		// answer's end and the pool's peek looked: the connection is stale, and a server that
+		// does answer so answers so again on the new one, a ProtocolError then
+		// (TestStaleBytesOnReusedConnectionRetried).
+		bad, isBad := errors.AsType[*badAnswerError](err)
+		stale := c.reused && (c.nread == before && errors.Is(err, io.ErrUnexpectedEOF) || isBad && bad.beforeStatus())
+		return nil, stale, err
 	}
 	if !c.phase.CompareAndSwap(phaseHead, phaseBody) {
 		// The head came as the sweeper gave up on it.

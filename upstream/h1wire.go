@@ -119,6 +119,53 @@ func plainHeader(h http.Header) bool {
 // errBadAnswer is an answer head that is not HTTP/1.x.
 var errBadAnswer = errors.New("malformed HTTP answer")
 
+// badAnswerError is an errBadAnswer naming what was wrong and, whole, the text at fault. The
+// text is kept unquoted and uncut so that a key in it can be redacted before it is cut to
+// maxQuote and quoted: cut first, a key's prefix would survive the redaction; quoted first, a
+// key holding a quote or a backslash would not match.
+type badAnswerError struct {
+	what string // "status line", "Content-Length"…
+	text string // the text at fault; "" for none
+	// after1xx: the answer had begun, with an informational head, before this went wrong.
+	after1xx bool
+}
+
+func badAnswer(what, text string) error { return &badAnswerError{what: what, text: text} }
+
+// maxQuote bounds how much of the text at fault an error quotes, in bytes before quoting.
+const maxQuote = 60
+
+func (e *badAnswerError) Error() string { return e.redacted("") }
+
+func (e *badAnswerError) Is(target error) bool { return target == errBadAnswer }
+
+// beforeStatus reports whether the answer failed at its first status line: on a reused connection,
+// bytes the previous answer left there, not this request's answer (see exchange).
+func (e *badAnswerError) beforeStatus() bool {
+	return !e.after1xx && (e.what == whatStatus || e.what == whatEmpty)
+}
+
+const (
+	whatStatus = "status line"
+	whatEmpty  = "empty lines where a status line was expected"
+)
+
+// redacted is the error's text with key, when not empty, replaced in the text at fault before
+// the text is cut and quoted. Quoting escapes CR, LF and every control byte.
+func (e *badAnswerError) redacted(key string) string {
+	if e.text == "" {
+		return errBadAnswer.Error() + ": " + e.what
+	}
+	text := e.text
+	if key != "" {
+		text = strings.ReplaceAll(text, key, "[redacted]")
+	}
+	if len(text) > maxQuote {
+		text = strings.ToValidUTF8(text[:maxQuote], "")
+	}
+	return fmt.Sprintf("%v: %s %q", errBadAnswer, e.what, text)
+}
+
 // maxAnswerHead bounds an answer's status line and headers.
 const maxAnswerHead = 64 << 10
 
@@ -143,13 +190,16 @@ type answer struct {
 func readResponse(br *bufio.Reader, method string, hs *heads, a *answer) error {
 	for n := 0; ; n++ {
 		if err := readAnswerHead(br, method, hs, a); err != nil {
+			if bad, ok := err.(*badAnswerError); ok && n > 0 {
+				bad.after1xx = true
+			}
 			return err
 		}
 		if c := a.resp.StatusCode; c >= 200 || c == http.StatusSwitchingProtocols {
 			return nil
 		}
 		if n == max1xx {
-			return fmt.Errorf("%w: more than %d informational answers", errBadAnswer, max1xx)
+			return badAnswer(fmt.Sprintf("more than %d informational answers", max1xx), "")
 		}
 	}
 }
@@ -166,7 +216,7 @@ func readAnswerHead(br *bufio.Reader, method string, hs *heads, a *answer) error
 	line, rest := httpwire.CutLine(raw)
 	proto, status, ok := strings.Cut(line, " ")
 	if !ok || len(status) < 3 {
-		return fmt.Errorf("%w: status line %.60q", errBadAnswer, line)
+		return badAnswer(whatStatus, line)
 	}
 	minor := 1
 	switch proto {
@@ -174,11 +224,11 @@ func readAnswerHead(br *bufio.Reader, method string, hs *heads, a *answer) error
 	case "HTTP/1.0":
 		minor = 0
 	default:
-		return fmt.Errorf("%w: status line %.60q", errBadAnswer, line)
+		return badAnswer(whatStatus, line)
 	}
 	code, err := strconv.Atoi(status[:3])
 	if err != nil || code < 100 || len(status) > 3 && status[3] != ' ' {
-		return fmt.Errorf("%w: status line %.60q", errBadAnswer, line)
+		return badAnswer(whatStatus, line)
 	}
 	n := lines - 1 // the field lines and the empty one
 	h := a.header
@@ -239,7 +289,7 @@ func fillHeader(h http.Header, rest string, vals, keys []string, hs *heads) (fr 
 		}
 		name, value, ok := strings.Cut(line, ":")
 		if !ok {
-			return fr, nf, fmt.Errorf("%w: header line %.60q", errBadAnswer, line)
+			return fr, nf, badAnswer("header line", line)
 		}
 		var key string
 		// An empty name is no token, and the zero fieldName must not vouch for it.
@@ -247,7 +297,7 @@ func fillHeader(h http.Header, rest string, vals, keys []string, hs *heads) (fr 
 			key = hs.names[li].key
 		} else {
 			if !httpwire.IsToken(name) {
-				return fr, nf, fmt.Errorf("%w: header line %.60q", errBadAnswer, line)
+				return fr, nf, badAnswer("header line", line)
 			}
 			key = httpwire.CanonicalKey(name, answerKeys[:])
 			if li < len(hs.names) {
@@ -258,7 +308,7 @@ func fillHeader(h http.Header, rest string, vals, keys []string, hs *heads) (fr 
 		// A bare CR or NUL in a value is refused as net/http refuses it, so that both
 		// transports take the same answers and no such byte reaches a caller.
 		if !httpwire.ValidValue(value) {
-			return fr, nf, fmt.Errorf("%w: header line %.60q", errBadAnswer, line)
+			return fr, nf, badAnswer("header line", line)
 		}
 		switch key {
 		case "Content-Length":
@@ -309,7 +359,7 @@ func frame(a *answer, br *bufio.Reader, method string, fr *framing) error {
 		resp.Close = true
 	} else if fr.te > 0 {
 		if fr.te != 1 || !strings.EqualFold(fr.teV, "chunked") {
-			return fmt.Errorf("%w: Transfer-Encoding %q", errBadAnswer, h["Transfer-Encoding"])
+			return badAnswer("Transfer-Encoding", strings.Join(h["Transfer-Encoding"], ", "))
 		}
 		if fr.cl > 0 {
 			// Chunked wins (RFC 9112 §6.3), but a sender of both may frame the next answer
@@ -327,13 +377,13 @@ func frame(a *answer, br *bufio.Reader, method string, fr *framing) error {
 	if fr.cl > 0 {
 		n, ok := httpwire.ParseLength(fr.clV)
 		if !ok {
-			return fmt.Errorf("%w: Content-Length %q", errBadAnswer, fr.clV)
+			return badAnswer("Content-Length", fr.clV)
 		}
 		if fr.cl > 1 {
 			cl := h["Content-Length"]
 			for _, v := range cl[1:] {
 				if v != cl[0] {
-					return fmt.Errorf("%w: Content-Length %q", errBadAnswer, cl)
+					return badAnswer("Content-Length", strings.Join(cl, ", "))
 				}
 			}
 		}
@@ -425,7 +475,7 @@ func (hs *heads) read(br *bufio.Reader) (head string, lines int, err error) {
 	for {
 		frag, err := br.ReadSlice('\n')
 		if hs.b.Len()-start+len(frag) > maxAnswerHead {
-			return "", 0, fmt.Errorf("%w: head over %d bytes", errBadAnswer, maxAnswerHead)
+			return "", 0, badAnswer(fmt.Sprintf("head over %d bytes", maxAnswerHead), "")
 		}
 		if errors.Is(err, bufio.ErrBufferFull) {
 			start = hs.b.Append(start, frag)
@@ -441,7 +491,7 @@ func (hs *heads) read(br *bufio.Reader) (head string, lines int, err error) {
 		if lineStart && (len(frag) == 1 || len(frag) == 2 && frag[0] == '\r') {
 			if hs.b.Len() == start {
 				if skipped++; skipped > 4 {
-					return "", 0, fmt.Errorf("%w: empty lines where a status line was expected", errBadAnswer)
+					return "", 0, badAnswer(whatEmpty, "")
 				}
 				continue
 			}
@@ -461,7 +511,7 @@ func skipTrailer(br *bufio.Reader) error {
 		frag, err := br.ReadSlice('\n')
 		total += len(frag)
 		if total > maxAnswerHead {
-			return fmt.Errorf("%w: trailer over %d bytes", errBadAnswer, maxAnswerHead)
+			return badAnswer(fmt.Sprintf("trailer over %d bytes", maxAnswerHead), "")
 		}
 		if errors.Is(err, bufio.ErrBufferFull) {
 			lineStart = false

@@ -11,6 +11,7 @@ import (
 	"io"
 	"math"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -386,7 +387,12 @@ func namedTool(t *core.Target, tools, choice json.RawMessage) (json.RawMessage, 
 		return tools, nil
 	}
 	out := json.RawMessage{'['}
-	for _, name := range want {
+	for i, name := range want {
+		// A name listed twice is offered once: Ollama would otherwise get two tools of one
+		// name, which a model may take for two functions.
+		if slices.Contains(want[:i], name) {
+			continue
+		}
 		found := false
 		for _, tool := range list {
 			var d struct {

@@ -1,0 +1,131 @@
+package upstream
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/hayula/gateway/core"
+)
+
+// TestMalformedAnswerQuoteRedacted: the line a malformed answer is quoted by never carries any
+// part of the target's key, even where the quote's 60-byte cut falls inside the key or the key
+// holds a byte that quoting escapes, and the quote stays short whatever the line's length.
+func TestMalformedAnswerQuoteRedacted(t *testing.T) {
+	const key = `sk-abcdefghijklmnopqrstuvwxyz0123456789`
+	pad := strings.Repeat("x", 40)
+	cases := []struct {
+		name, key, answer string
+	}{
+		{"cut inside the key", key, "HTTP/1.1 OK " + pad + key + "\r\n\r\n"},
+		{"header line cut inside the key", key, "HTTP/1.1 200 OK\r\nX-Echo " + pad + key + "\r\n\r\n"},
+		{"key with a quote", `sk-ab"cd\ef`, "HTTP/1.1 OK sk-ab\"cd\\ef\r\n\r\n"},
+		{"content-length", key, "HTTP/1.1 200 OK\r\nContent-Length: " + key + strings.Repeat("9", 4000) + "\r\n\r\n"},
+		{"transfer-encoding", key, "HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip " + key + "\r\n\r\n"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = ln.Close() })
+			go func() {
+				c, err := ln.Accept()
+				if err != nil {
+					return
+				}
+				defer c.Close()
+				_, _ = c.Read(make([]byte, 64<<10))
+				_, _ = io.WriteString(c, tc.answer)
+			}()
+			tg := target("http://" + ln.Addr().String())
+			tg.APIKey = core.Secret(tc.key)
+			_, err = newSet(t, tg).Chat(context.Background(), tg, chatReq(false))
+			pe, ok := errors.AsType[*core.ProtocolError](err)
+			if !ok {
+				t.Fatalf("Chat error = %v (%T), want *core.ProtocolError", err, err)
+			}
+			msg := pe.Err.Error()
+			// Any 8 bytes of the key, quoted or not, are a leak.
+			for _, k := range []string{tc.key, strings.ReplaceAll(tc.key, `"`, `\"`)} {
+				for i := 0; i+8 <= len(k); i++ {
+					if strings.Contains(msg, k[i:i+8]) {
+						t.Fatalf("ProtocolError = %q carries %q of the key", msg, k[i:i+8])
+					}
+				}
+			}
+			if len(msg) > 200 {
+				t.Errorf("ProtocolError is %d bytes long, want a short quote: %.300q", len(msg), msg)
+			}
+			if !strings.Contains(msg, "malformed HTTP answer") {
+				t.Errorf("ProtocolError = %q, want it to say the answer was malformed", msg)
+			}
+		})
+	}
+}
+
+// TestStaleBytesOnReusedConnectionRetried: bytes a server left on a connection after its answer
+// (a body's tail past its Content-Length, stray line ends) that came too late for the answer's
+// end to see and too soon for the pool's peek are read by the next request as its answer's
+// status line. On a reused connection that is the connection's staleness, not the server's
+// answer: the request goes again once on a new connection, as for a pooled connection the server
+// closed, where it failed as a ProtocolError (server_error, penalized) and, before that, a
+// ConnError. A new connection's malformed status line is still a ProtocolError
+// (TestMalformedAnswerQuoteRedacted).
+func TestStaleBytesOnReusedConnectionRetried(t *testing.T) {
+	answer := "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: " + strconv.Itoa(len(answerJSON)) + "\r\n\r\n" + answerJSON
+	for _, junk := range []string{"tail of a body\r\n\r\n", "}\n\r\n", "\r\n\r\n\r\n\r\n\r\n\r\n"} {
+		t.Run(strconv.Quote(junk), func(t *testing.T) {
+			var n atomic.Int64
+			extra, sent, done := make(chan struct{}), make(chan struct{}), make(chan struct{})
+			t.Cleanup(func() { close(done) })
+			srv, conns := countingServer(t, func(w http.ResponseWriter, r *http.Request) {
+				_, _ = io.Copy(io.Discard, r.Body)
+				if n.Add(1) > 1 {
+					w.Header().Set("Content-Type", "application/json")
+					_, _ = io.WriteString(w, answerJSON)
+					return
+				}
+				c, bw, err := http.NewResponseController(w).Hijack()
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				defer c.Close()
+				_, _ = bw.WriteString(answer)
+				_ = bw.Flush()
+				<-extra // the client has its answer and pooled the connection
+				_, _ = bw.WriteString(junk)
+				_ = bw.Flush()
+				close(sent)
+				<-done
+			})
+			s, tg := h1Set(t, srv.URL)
+			// No reuse is peeked: the bytes come as if after the peek.
+			s.clients[tg.Index].Transport.(*h1Transport).peekAfter = time.Hour
+			if resp, err := s.Chat(context.Background(), tg, chatReq(false)); err != nil || string(resp.Body) != answerJSON {
+				t.Fatalf("first request: %v %+v", err, resp)
+			}
+			close(extra)
+			<-sent
+			resp, err := s.Chat(context.Background(), tg, chatReq(false))
+			if err != nil {
+				t.Fatalf("second request: %v (%T)", err, err)
+			}
+			if string(resp.Body) != answerJSON {
+				t.Errorf("second request's answer = %s, want %s", resp.Body, answerJSON)
+			}
+			if got := conns.Load(); got != 2 {
+				t.Errorf("upstream accepted %d connections, want 2", got)
+			}
+		})
+	}
+}
