@@ -375,7 +375,9 @@ func namedTool(t *core.Target, tools, choice json.RawMessage) (json.RawMessage, 
 			}
 		}
 		if len(want) == 0 {
-			return tools, nil
+			// It allows no function tool (an empty list, or custom tools, which Ollama has
+			// none of): offered none, as "none" offers none, the model can call nothing else.
+			return nil, nil
 		}
 	case name(named.fn) != nil:
 		want = []string{*name(named.fn)}
