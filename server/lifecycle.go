@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hayula/gateway/core"
@@ -24,11 +25,15 @@ type procs struct {
 	// adopted: m is a previous server's, handed over on a reload (Options.Previous); it was
 	// started there.
 	adopted bool
+	// users counts the servers not yet closed that use m, this one's and every procs m was handed
+	// through: a replaced server still draining serves on m after its successor has been closed
+	// (a later reload ran no process), so m is closed by whichever is closed last.
+	users *atomic.Int64
 
 	mu      sync.Mutex
 	warming []bool // by core.Target.Index: a background start is under way
 	closed  bool
-	// handedOver: m belongs to the server that replaced this one, which stops the processes.
+	// handedOver: the server that replaced this one took m over (it may be handed over once).
 	handedOver bool
 	bg         sync.WaitGroup // background starts
 }
@@ -76,10 +81,12 @@ func (s *Server) newProcs(o Options) (*procs, error) {
 		m       *lifecycle.Manager
 		adopted bool
 	)
+	users := new(atomic.Int64)
 	if prev := o.Previous; prev != nil && prev.procs != nil {
-		// Handed over by adoptProcs, once nothing else can fail.
-		m, adopted = prev.procs.m, true
+		// Handed over by adoptProcs, once nothing else can fail: counted there.
+		m, adopted, users = prev.procs.m, true, prev.procs.users
 	} else {
+		users.Store(1)
 		var err error
 		if m, err = lifecycle.New(lc.Specs, lc.Groups, lo); err != nil {
 			return nil, err
@@ -87,7 +94,7 @@ func (s *Server) newProcs(o Options) (*procs, error) {
 	}
 	n := len(o.Config.Targets)
 	p := &procs{m: m, log: s.log, managed: make([]bool, n), warming: make([]bool, n), closeBy: lo.StopGrace,
-		adopted: adopted}
+		adopted: adopted, users: users}
 	if p.closeBy <= 0 {
 		p.closeBy = lifecycle.DefaultStopGrace
 	}
@@ -118,6 +125,7 @@ func (s *Server) adoptProcs(prev *Server) error {
 		return err
 	}
 	pp.handedOver = true
+	s.procs.users.Add(1)
 	return nil
 }
 
@@ -264,15 +272,20 @@ func (p *procs) warm(name string, index int) {
 }
 
 // close stops every process (the HTTP server has drained by now) and waits for the background
-// starts, which end when the manager closes; unless the manager was handed over.
+// starts, which end when the manager closes; unless another server still uses the manager (see
+// users), whichever of them is closed last does that.
 func (p *procs) close() error {
 	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		return nil
+	}
 	p.closed = true
-	handedOver := p.handedOver
 	p.mu.Unlock()
-	if handedOver {
-		// The processes are the next server's now; a background start still under way ends by
-		// itself (load_timeout) and leaves the process to it.
+	if p.users.Add(-1) > 0 {
+		// A server still uses the processes: a newer one that took them over, or an older one
+		// still serving requests on them. A background start under way ends by itself
+		// (load_timeout) and leaves the process to the manager.
 		return nil
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), p.closeBy)

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -226,5 +227,69 @@ func TestRetiredProcessShown(t *testing.T) {
 	settles(func() bool { return len(g.explain(t, "r").Candidates[0].Retired) == 0 })
 	if r := g.explain(t, "r").Candidates[0].Retired; len(r) != 0 {
 		t.Errorf("explain once the old process was released: retired %+v, want none", r)
+	}
+}
+
+// TestRetiredChainKeepsHeldProcess: a managed process held by a stream on a server two reloads
+// back is not stopped when the server between them, which had taken its manager over and has no
+// request, is closed because the latest configuration runs no process: the manager is closed
+// by the last server that uses it, once the stream has ended.
+func TestRetiredChainKeepsHeldProcess(t *testing.T) {
+	health := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		_, _ = io.WriteString(w, "{}")
+	}))
+	defer health.Close()
+	managed, err := config.Parse([]byte(target("m", health.URL+"/v1", "private",
+		`command = ["/bin/sh", "-c", "exec sleep 60"]`)+"[routes.r]\ntargets = [\"m\"]\n"),
+		"test.toml", func(string) string { return "" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	hold := &holdingUpstream{release: make(chan struct{})}
+	fast := lifecycle.Options{PollInterval: 20 * time.Millisecond, ProbeTimeout: time.Second, StopGrace: 2 * time.Second}
+	a, err := server.New(server.Options{Config: managed, Upstream: hold, Lifecycle: fast})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(a.Close)
+	l := server.NewLive(a)
+	h := serveLive(t, l)
+	_, br, _ := openHeldStream(t, h, "r")
+	st := a.Processes().Status()
+	if len(st) != 1 || st[0].PID == 0 {
+		t.Fatalf("no process serves the stream: %+v", st)
+	}
+	pid := st[0].PID
+
+	b, err := server.New(server.Options{Config: managed, Upstream: hold, Previous: a, Lifecycle: fast})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(b.Close)
+	retA := l.Replace(b)
+	// The latest configuration runs no process: b, idle, is closed at once, as a reload does.
+	retB := l.Replace(newReloadServer(t, reloadConfig(t, false), hold, b))
+	select {
+	case <-retB.Drained():
+	default:
+		t.Fatal("b serves no request, yet is not drained")
+	}
+	retB.Close()
+	if err := syscall.Kill(pid, 0); err != nil {
+		t.Fatalf("the process a's stream holds was stopped when b was closed: %v", err)
+	}
+	if s := a.Processes().State("m"); s != lifecycle.StateReady {
+		t.Errorf("m is %s under a's stream, want ready", s)
+	}
+
+	close(hold.release)
+	if _, err := io.ReadAll(br); err != nil {
+		t.Fatal(err)
+	}
+	<-retA.Drained()
+	retA.Close()
+	// Now the last server that used the manager is closed: so are its processes.
+	if err := syscall.Kill(pid, 0); err == nil {
+		t.Errorf("process %d still runs once every server that used it was closed", pid)
 	}
 }

@@ -3,6 +3,7 @@ package server
 import (
 	"net/http"
 	"net/http/httptest"
+	"sync"
 	"testing"
 )
 
@@ -37,5 +38,31 @@ func TestRequestIDSource(t *testing.T) {
 	}
 	if got := w.Header().Values(hdrRequestID); len(got) != 1 || got[0] != "from-client" {
 		t.Errorf("header %q", got)
+	}
+}
+
+// Many goroutines drawing from one source at once (every request of a server does) get distinct
+// IDs, each whole: run with -race, a torn or shared ID buffer shows here.
+func TestRequestIDSourceConcurrent(t *testing.T) {
+	g := newRequestIDs(nil)
+	const workers, each = 16, 2000
+	ids := make([][]string, workers)
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() {
+			for range each {
+				ids[w] = append(ids[w], g.next()[0])
+			}
+		})
+	}
+	wg.Wait()
+	seen := make(map[string]bool, workers*each)
+	for _, l := range ids {
+		for _, id := range l {
+			if len(id) != genIDLen || id[:4] != "req_" || seen[id] {
+				t.Fatalf("ID %q: not of the form, or repeated", id)
+			}
+			seen[id] = true
+		}
 	}
 }

@@ -63,6 +63,8 @@ func TestRequestIDs(t *testing.T) {
 			hdr: []string{"X-Request-Id", strings.Repeat("a", 129)}, status: 200, want: "req-1", saif: [][]string{{"req-1"}}},
 		{name: "client's not ASCII replaced", path: "/v1/chat/completions", body: chatBody,
 			hdr: []string{"X-Request-Id", "réq"}, status: 200, want: "req-1", saif: [][]string{{"req-1"}}},
+		{name: "client's comma list replaced", path: "/v1/chat/completions", body: chatBody,
+			hdr: []string{"X-Request-Id", "a,b"}, status: 200, want: "req-1", saif: [][]string{{"req-1"}}},
 		{name: "client's of 128 bytes kept", path: "/v1/chat/completions", body: chatBody,
 			hdr: []string{"X-Request-Id", strings.Repeat("a", 128)}, status: 200, want: strings.Repeat("a", 128),
 			saif: [][]string{{strings.Repeat("a", 128)}}},

@@ -67,7 +67,8 @@ type Options struct {
 	// have targets with a command, Previous's lifecycle manager is handed to this server rather
 	// than a new one built (lifecycle.Manager.Reload): the processes of unchanged targets keep
 	// running, and Lifecycle and the config's state_file and wait_healthy are those Previous was
-	// built with. Previous's Close then leaves the processes alone. The start time that
+	// built with. The processes stop when the last server using the manager is closed, the
+	// newest or a replaced one still serving requests on them, in either order. The start time that
 	// /v1/models and process_start_time_seconds report is Previous's too. A Server can be handed
 	// over once.
 	Previous *Server

@@ -11,14 +11,17 @@ const hdrRequestID = "X-Request-Id"
 const MaxRequestID = 128
 
 // ValidRequestID reports whether id can identify a request: 1 to MaxRequestID bytes of
-// printable ASCII with no space. Such a value goes into a header field, and into a log line, as
-// it is: it can neither end the field nor be mistaken for another key=value pair.
+// printable ASCII with no space and no comma. Such a value goes into a header field, and into a
+// log line, as it is: it can neither end the field nor be mistaken for another key=value pair.
+// A comma would make it a list (RFC 9110, 5.3: "a,b" is two field lines joined), which a target
+// or a proxy before it may split into two IDs: the gateway refuses two X-Request-Id lines, and
+// must refuse their join too.
 func ValidRequestID(id string) bool {
 	if id == "" || len(id) > MaxRequestID {
 		return false
 	}
 	for i := 0; i < len(id); i++ {
-		if id[i] <= ' ' || id[i] > '~' {
+		if id[i] <= ' ' || id[i] > '~' || id[i] == ',' {
 			return false
 		}
 	}

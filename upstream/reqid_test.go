@@ -127,6 +127,8 @@ func TestValidRequestID(t *testing.T) {
 		{"a\r\nb", false},
 		{"é", false},
 		{"a\x7f", false},
+		{"a\x00", false},
+		{"a,b", false}, // two values of a field (RFC 9110, 5.3): two IDs are refused, so is their join
 		{strings.Repeat("x", MaxRequestID), true},
 		{strings.Repeat("x", MaxRequestID+1), false},
 	}
