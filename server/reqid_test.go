@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -177,13 +178,11 @@ func TestRequestIDLogged(t *testing.T) {
 				}
 			}
 			var tails []string
-			for _, l := range strings.Split(strings.TrimSpace(logs.String()), "\n") {
-				if strings.Contains(l, " msg=request ") {
-					_, tail, _ := strings.Cut(l, " status=")
-					_, tail, _ = strings.Cut(tail, " duration=")
-					_, tail, _ = strings.Cut(tail, " ")
-					tails = append(tails, tail)
-				}
+			for _, l := range logLines(&logs, 4, func(l string) bool { return strings.Contains(l, " msg=request ") }) {
+				_, tail, _ := strings.Cut(l, " status=")
+				_, tail, _ = strings.Cut(tail, " duration=")
+				_, tail, _ = strings.Cut(tail, " ")
+				tails = append(tails, tail)
 			}
 			want := []string{
 				"request_id=req-1 upstream_request_id=chatcmpl-up-9",
@@ -227,12 +226,29 @@ func TestAttemptLogNamesRequest(t *testing.T) {
 		t.Fatalf("status %d: %s", rep.status, rep.body)
 	}
 	var got []string
-	for _, l := range strings.Split(strings.TrimSpace(logs.String()), "\n") {
-		if strings.Contains(l, "msg=\"attempt failed\"") || strings.Contains(l, "msg=request ") {
-			got = append(got, l[strings.LastIndex(l, " ")+1:])
-		}
+	for _, l := range logLines(&logs, 2, func(l string) bool {
+		return strings.Contains(l, "msg=\"attempt failed\"") || strings.Contains(l, "msg=request ")
+	}) {
+		got = append(got, l[strings.LastIndex(l, " ")+1:])
 	}
 	if d := cmp.Diff([]string{"request_id=req-1", "request_id=req-1"}, got); d != "" {
 		t.Errorf("the lines' last fields (-want +got):\n%s\n%s", d, logs.String())
+	}
+}
+
+// logLines is the lines of logs that keep takes, once there are n of them or 10 s have passed. A
+// request's line is written after its answer, which the client may have read before.
+func logLines(logs *syncBuffer, n int, keep func(string) bool) []string {
+	var got []string
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+		got = got[:0]
+		for _, l := range strings.Split(strings.TrimSpace(logs.String()), "\n") {
+			if keep(l) {
+				got = append(got, l)
+			}
+		}
+		if len(got) >= n || time.Now().After(deadline) {
+			return got
+		}
 	}
 }
