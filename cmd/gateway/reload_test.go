@@ -328,12 +328,22 @@ pinned = ["%[1]s"]
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
 			path := filepath.Join(dir, "gateway.toml")
-			base := gatewayFile("127.0.0.1:8000", up.URL, "r")
+			// A key from the environment, so that loading the file calls getenv. It is in both
+			// files: a key added would change what a running process is not given (Withhold),
+			// and the reload would restart it.
+			base := gatewayFile("127.0.0.1:8000", up.URL, "r") + fmt.Sprintf("\n[targets.k]\nadapter = \"openai\"\nurl = %q\n"+
+				"class = \"private\"\napi_key_env = \"HAYULA_TEST_KEY\"\n", up.URL+"/v1")
 			if tc.running {
 				base += pinned("a", filepath.Join(dir, "a.pid"))
 			}
 			writeFile(t, path, base)
-			cfg, err := config.Load(path, os.Getenv)
+			keyEnv := func(k string) string {
+				if k == "HAYULA_TEST_KEY" {
+					return "k"
+				}
+				return os.Getenv(k)
+			}
+			cfg, err := config.Load(path, keyEnv)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -347,16 +357,23 @@ pinned = ["%[1]s"]
 				t.Fatal(err)
 			}
 			live := server.NewLive(srv)
+			var runningPID int
+			if tc.running {
+				waitFor(t, "the running pinned process to start", func() bool {
+					runningPID = readPID(filepath.Join(dir, "a.pid"))
+					return runningPID != 0
+				})
+			}
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			newPID := filepath.Join(dir, "b.pid")
 			rl := &reloader{path: path, log: log, live: live, running: cfg.Listen,
-				addr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 8000}, getenv: os.Getenv}
+				addr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 8000}, getenv: keyEnv}
 			switch tc.when {
 			case "load":
 				rl.getenv = func(k string) string {
 					cancel()
-					return os.Getenv(k)
+					return keyEnv(k)
 				}
 			case "built":
 				rl.afterBuild = func() {
@@ -364,17 +381,7 @@ pinned = ["%[1]s"]
 					cancel()
 				}
 			}
-			// A key from the environment, so that loading the file calls getenv.
-			writeFile(t, path, base+pinned("b", newPID)+fmt.Sprintf("\n[targets.k]\nadapter = \"openai\"\nurl = %q\n"+
-				"class = \"private\"\napi_key_env = \"HAYULA_TEST_KEY\"\n", up.URL+"/v1"))
-			rl.getenv = func(get func(string) string) func(string) string {
-				return func(k string) string {
-					if v := get(k); k != "HAYULA_TEST_KEY" {
-						return v
-					}
-					return "k"
-				}
-			}(rl.getenv)
+			writeFile(t, path, base+pinned("b", newPID))
 			if rl.reload(ctx) {
 				t.Fatalf("a reload was applied once the gateway was stopping:\n%s", logs)
 			}
@@ -386,8 +393,9 @@ pinned = ["%[1]s"]
 			}
 			if tc.running {
 				// The running server's requests may still use the processes until it stops.
-				if pid := readPID(filepath.Join(dir, "a.pid")); pid == 0 || syscall.Kill(pid, 0) != nil {
-					t.Errorf("the running configuration's process %d was stopped before the gateway stopped", pid)
+				if pid := readPID(filepath.Join(dir, "a.pid")); pid != runningPID || syscall.Kill(pid, 0) != nil {
+					t.Errorf("the running configuration's process %d was stopped before the gateway stopped (now %d):\n%s",
+						runningPID, pid, logs)
 				}
 				rl.closeRetired()
 			}
