@@ -288,6 +288,9 @@ func finishChat(r *http.Request, body []byte, w *wireView, req *core.Request) *a
 	if w.StreamOptions != nil {
 		req.IncludeUsage = w.StreamOptions.IncludeUsage
 	}
+	if e := checkToolChoice(w.Raw.ToolsRaw, w.Raw.ToolChoice); e != nil {
+		return e
+	}
 	// Tools sent with tool_choice "none" are not offered: the answer is text, which a target
 	// without tools gives as well.
 	req.Tools = req.Params.OffersTools() || core.NonEmptyArray(w.Functions)
@@ -1188,4 +1191,69 @@ func setOptFloat(p *opt[float64], v []byte) bool {
 	}
 	*p = opt[float64]{V: f, Set: true}
 	return true
+}
+
+// checkToolChoice refuses a tool_choice that no target can honour, as OpenAI and vLLM do, so that
+// every target answers it alike instead of each its own way (an OpenAI-compatible server's 400,
+// Ollama's refusal, or a model that calls another tool): a mode that is none of "none", "auto"
+// and "required"; "required" or a named function with no tools to call; a named function that
+// tools does not define. "none" and "auto" without tools are harmless and pass, and so does
+// every other object (allowed_tools, custom tools), which the targets judge.
+func checkToolChoice(tools, choice json.RawMessage) *apiError {
+	choice = bytes.TrimSpace(choice)
+	if len(choice) == 0 || string(choice) == "null" {
+		return nil
+	}
+	hasTools := core.NonEmptyArray(tools)
+	if choice[0] == '"' {
+		var mode string
+		if json.Unmarshal(choice, &mode) != nil {
+			return nil // not a string kinds let through: the kind check says so
+		}
+		switch mode {
+		case "none", "auto":
+			return nil
+		case "required":
+			if !hasTools {
+				return badRequest("tool_choice", "invalid_value",
+					"Invalid value for 'tool_choice': \"required\" is only allowed when 'tools' are specified.")
+			}
+			return nil
+		}
+		return badRequest("tool_choice", "invalid_value", fmt.Sprintf(
+			"Invalid value for 'tool_choice': %s (expected \"none\", \"auto\", \"required\" or an object naming a function).",
+			clip(strconv.Quote(mode), 80)))
+	}
+	var named struct {
+		Type     string `json:"type"`
+		Function *struct {
+			Name *string `json:"name"`
+		} `json:"function"`
+	}
+	if choice[0] != '{' || json.Unmarshal(choice, &named) != nil || named.Type != "function" ||
+		named.Function == nil || named.Function.Name == nil {
+		return nil
+	}
+	name := *named.Function.Name
+	if !hasTools {
+		return badRequest("tool_choice", "invalid_value",
+			"Invalid value for 'tool_choice': a named function is only allowed when 'tools' are specified.")
+	}
+	var defs []struct {
+		Type     string `json:"type"`
+		Function struct {
+			Name string `json:"name"`
+		} `json:"function"`
+	}
+	if json.Unmarshal(tools, &defs) != nil {
+		return nil // tools' own shape is the targets' to judge
+	}
+	for _, d := range defs {
+		if (d.Type == "function" || d.Type == "") && d.Function.Name == name {
+			return nil
+		}
+	}
+	return badRequest("tool_choice.function.name", "invalid_value", fmt.Sprintf(
+		"Invalid value for 'tool_choice.function.name': %s is not a function defined in 'tools'.",
+		clip(strconv.Quote(name), 80)))
 }

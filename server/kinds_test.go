@@ -88,7 +88,8 @@ func TestWrongKindRefused(t *testing.T) {
 func TestRightKindAccepted(t *testing.T) {
 	for _, member := range []string{
 		`"tools":[{"type":"function","function":{"name":"f"}}]`, `"tools":null`, `"tool_choice":"auto"`,
-		`"tool_choice":{"type":"function","function":{"name":"f"}}`, `"function_call":"none"`, `"functions":[]`,
+		`"tools":[{"type":"function","function":{"name":"f"}}],"tool_choice":{"type":"function","function":{"name":"f"}}`,
+		`"function_call":"none"`, `"functions":[]`,
 		`"n":1`, `"n":3`, `"n":null`, `"stream_options":{"include_usage":true}`, `"stop":"x"`, `"stop":["a","b"]`,
 		`"stop":null`, `"response_format":{"type":"json_object"}`, `"seed":7`, `"logit_bias":{"50256":-100}`,
 		`"user":"u"`, `"presence_penalty":0.5`, `"frequency_penalty":-1`, `"top_p":1`, `"logprobs":true`,
@@ -165,4 +166,48 @@ func escapeFirst(key string) string {
 func hex2(c byte) string {
 	const digits = "0123456789abcdef"
 	return string([]byte{digits[c>>4], digits[c&15]})
+}
+
+// TestToolChoiceNoTargetCanHonour: a tool_choice that names no tool to call, or a mode OpenAI
+// does not have, is refused before any target is asked, with OpenAI's status and a param; every
+// target would otherwise answer it its own way. The modes that ask nothing of tools pass.
+func TestToolChoiceNoTargetCanHonour(t *testing.T) {
+	const f = `[{"type":"function","function":{"name":"f","parameters":{}}}]`
+	for _, tc := range []struct {
+		name, tools, choice string
+		param               string // "" = accepted
+	}{
+		{"named, defined", f, `{"type":"function","function":{"name":"f"}}`, ""},
+		{"named, defined among others", `[{"type":"function","function":{"name":"a"}},` + f[1:], `{"type":"function","function":{"name":"f"}}`, ""},
+		{"named, not defined", f, `{"type":"function","function":{"name":"g"}}`, "tool_choice.function.name"},
+		{"named, case differs", f, `{"type":"function","function":{"name":"F"}}`, "tool_choice.function.name"},
+		{"named, no tools", ``, `{"type":"function","function":{"name":"f"}}`, "tool_choice"},
+		{"named, empty tools", `[]`, `{"type":"function","function":{"name":"f"}}`, "tool_choice"},
+		{"named, null tools", `null`, `{"type":"function","function":{"name":"f"}}`, "tool_choice"},
+		{"required, tools", f, `"required"`, ""},
+		{"required, no tools", ``, `"required"`, "tool_choice"},
+		{"none, no tools", ``, `"none"`, ""},
+		{"auto, no tools", ``, `"auto"`, ""},
+		{"null", ``, `null`, ""},
+		{"a mode OpenAI has not", f, `"any"`, "tool_choice"},
+		{"allowed_tools: the targets judge", f, `{"type":"allowed_tools","allowed_tools":{"mode":"auto","tools":[{"type":"function","function":{"name":"f"}}]}}`, ""},
+		{"custom: the targets judge", f, `{"type":"custom","custom":{"name":"c"}}`, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			body := `{"model":"saif","messages":[{"role":"user","content":"hi"}],"tool_choice":` + tc.choice
+			if tc.tools != "" {
+				body += `,"tools":` + tc.tools
+			}
+			body += `}`
+			_, e := decodeChat(httptest.NewRequest("POST", "/v1/chat/completions", nil), []byte(body), new(reqState), testNames)
+			switch {
+			case tc.param == "" && e != nil:
+				t.Fatalf("refused: %+v", *e)
+			case tc.param != "" && e == nil:
+				t.Fatal("accepted")
+			case tc.param != "" && (e.Status != 400 || e.Type != "invalid_request_error" || e.Param != tc.param || e.Code != "invalid_value"):
+				t.Fatalf("got %+v; want a 400 invalid_value for %s", *e, tc.param)
+			}
+		})
+	}
 }

@@ -7,6 +7,7 @@ import (
 	"maps"
 	"net/http"
 	"slices"
+	"strings"
 
 	"github.com/julienschmidt/httprouter"
 
@@ -64,7 +65,12 @@ func (s *Server) decodeResponses(r *http.Request, body []byte, st *reqState) (*c
 	if e != nil {
 		return nil, e
 	}
-	return decodeChat(r, chat, st, s.names)
+	req, e := decodeChat(r, chat, st, s.names)
+	if e != nil && e.Param == "tool_choice.function.name" {
+		// The Responses shape names its function at the top: {"type":"function","name":…}.
+		e.Param, e.Message = "tool_choice.name", strings.Replace(e.Message, "'tool_choice.function.name'", "'tool_choice.name'", 1)
+	}
+	return req, e
 }
 
 // responsesRefused are Responses fields that need state the gateway does not keep, with why: a
