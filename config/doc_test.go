@@ -1,8 +1,10 @@
 package config
 
 import (
+	"fmt"
 	"os"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -288,5 +290,106 @@ func TestConfigDocDefaults(t *testing.T) {
 				t.Errorf("CONFIG.md gives %s the default %q; Parse uses %q", key, cell, want)
 			}
 		})
+	}
+}
+
+// docFragments completes the TOML blocks of the docs that show a part of a config rather than a
+// whole one, keyed by the block's first line: before is put ahead of the block, after behind it.
+// The completed block must load, so the part shown is valid where the docs say to put it.
+var docFragments = map[string]struct{ before, after string }{
+	// The [auto] intents that restore the paper's behaviour: they go under the complete example's
+	// [auto] table, its last.
+	"[[auto.intents]]": {before: "complete example"},
+	// A managed target in a group whose pinned member, router, the block names but does not show.
+	`state_file = "lru.json"        # next to this config`: {after: `
+[targets.router]
+adapter = "openai"
+url     = "http://127.0.0.1:{port}/v1"
+command = ["llama-server", "-m", "/models/router.gguf", "--port", "{port}"]
+group   = "specialists"
+
+[routes.rev_eng]
+targets = ["rev_eng"]
+`},
+}
+
+// tomlBlocks returns the ```toml blocks of a Markdown document, in order.
+func tomlBlocks(doc string) []string {
+	var out []string
+	for {
+		_, rest, ok := strings.Cut(doc, "```toml\n")
+		if !ok {
+			return out
+		}
+		block, after, ok := strings.Cut(rest, "```")
+		if !ok {
+			return out
+		}
+		out = append(out, block)
+		doc = after
+	}
+}
+
+// TestDocTOMLBlocksLoad loads every TOML block of CONFIG.md and README.md: a whole config as it
+// is, a part of one (docFragments) completed where the docs say it goes. A block added to the
+// docs that does not load, or a part without its completion here, fails.
+func TestDocTOMLBlocksLoad(t *testing.T) {
+	env := map[string]string{"OPENROUTER_API_KEY": "sk-test"}
+	getenv := func(k string) string { return env[k] }
+	var complete string
+	n := 0
+	for _, file := range []string{"../CONFIG.md", "../README.md"} {
+		raw, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, block := range tomlBlocks(string(raw)) {
+			n++
+			first, _, _ := strings.Cut(block, "\n")
+			if complete == "" {
+				complete = block // CONFIG.md's first block is its complete example
+			}
+			t.Run(fmt.Sprintf("%s#%d %s", strings.TrimPrefix(file, "../"), i+1, first), func(t *testing.T) {
+				src := block
+				if f, ok := docFragments[first]; ok {
+					before := f.before
+					if before == "complete example" {
+						before = complete
+					}
+					src = before + block + f.after
+				}
+				if _, err := Parse([]byte(src), file, getenv); err != nil {
+					t.Errorf("does not load (a part of a config needs its completion in docFragments):\n%v\n--- block ---\n%s", err, block)
+				}
+			})
+		}
+	}
+	if n < 4 {
+		t.Errorf("found %d TOML blocks in CONFIG.md and README.md; the docs have at least 4", n)
+	}
+}
+
+// TestFullTOMLUsesEveryKey keeps CONFIG.md's word that testdata/full.toml, whose compiled form
+// is pinned by TestSummaryGolden, uses every key the decoder accepts.
+func TestFullTOMLUsesEveryKey(t *testing.T) {
+	var v map[string]any
+	md, err := toml.DecodeFile("testdata/full.toml", &v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	used := map[string]bool{}
+	for _, k := range md.Keys() {
+		k = slices.Clone(k)
+		if len(k) > 1 && (k[0] == "targets" || k[0] == "routes" || k[0] == "groups") {
+			k[1] = "NAME"
+		}
+		for n := 1; n <= len(k); n++ {
+			used[strings.Join(k[:n], ".")] = true
+		}
+	}
+	for _, k := range decodedKeys() {
+		if full := strings.TrimPrefix(k.table+"."+k.name, "."); !used[full] {
+			t.Errorf("testdata/full.toml does not use %s", full)
+		}
 	}
 }
