@@ -102,13 +102,15 @@ func Parse(data []byte, filename string, getenv func(string) string) (*Config, e
 	}
 	c := &compiler{problems: problems{file: filename}, src: data, getenv: getenv}
 
+	// The layout is read first: a key defined twice is refused by the decoder, and the message
+	// names the line of its first definition. It never panics on text the decoder refuses.
+	c.l = scanLayout(data)
 	var raw fileTOML
 	md, err := toml.Decode(string(data), &raw)
 	if err != nil {
 		c.decodeErr(err, nil)
 		return nil, c.err()
 	}
-	c.l = scanLayout(data)
 	keys := make([]keyTOML, len(raw.Keys))
 	for i, prim := range raw.Keys {
 		if err := md.PrimitiveDecode(prim, &keys[i]); err != nil {
@@ -180,8 +182,9 @@ func (c *compiler) decodeErr(err error, in []string) {
 			}
 		}
 	}
-	if parts := strings.Split(last, "."); isDurationKey(parts[len(parts)-1]) && strings.HasSuffix(msg, "type string") {
-		msg += ` (a duration is a string such as "30s")`
+	if key, ok := redefined(msg); ok {
+		c.add(line, "%s", c.redefinedMsg(key, line))
+		return
 	}
 	if last == "" {
 		c.add(line, "%s", msg)
@@ -196,13 +199,117 @@ func (c *compiler) decodeErr(err error, in []string) {
 		}
 		last = display(path)
 	}
-	if strings.HasSuffix(msg, "type string; destination has type integer") ||
-		strings.HasSuffix(msg, "type string; destination has type float") {
-		msg += " (" + c.unquoteHint(line) + ")"
-	} else if strings.HasSuffix(msg, "type string; destination has type boolean") {
-		msg += " (true or false, without quotes)"
+	parts := strings.Split(last, ".")
+	if got, want, ok := mismatch(msg); ok {
+		msg = fmt.Sprintf("want %s, got %s", want, got)
+		if hint := c.typeHint(line, parts[len(parts)-1], got, want); hint != "" {
+			msg += " (" + hint + ")"
+		}
 	}
 	c.add(line, "%s: %s", last, msg)
+}
+
+// mismatch reads the TOML library's "incompatible types: TOML value has type int64; destination
+// has type string" and says both types as a TOML file spells them ("an integer", "a string"):
+// a config's author never saw the Go types.
+func mismatch(msg string) (got, want string, ok bool) {
+	rest, ok := strings.CutPrefix(msg, "incompatible types: TOML value has type ")
+	if !ok {
+		return "", "", false
+	}
+	g, w, ok := strings.Cut(rest, "; destination has type ")
+	if !ok {
+		return "", "", false
+	}
+	tomlType := map[string]string{
+		"string": "a string", "int64": "an integer", "float64": "a float", "bool": "a boolean",
+		"[]any": "an array", "[]map[string]any": "an array of tables", "map[string]any": "a table",
+		"time.Time": "a date", "integer": "an integer", "float": "a number", "boolean": "a boolean",
+		"slice": "an array", "map": "a table",
+	}
+	got, want = tomlType[g], tomlType[w]
+	if got == "" {
+		got = g
+	}
+	if want == "" {
+		want = w
+	}
+	return got, want, true
+}
+
+// typeHint says how to write the value of key, on line (1-based) of the file, in the type the
+// key wants, quoting the line's own value when it is a plain `key = value`.
+func (c *compiler) typeHint(line int, key, got, want string) string {
+	val := ""
+	if lines := strings.Split(string(c.src), "\n"); line >= 1 && line <= len(lines) {
+		k, v, ok := strings.Cut(lines[line-1], "=")
+		if ok && strings.TrimSpace(k) == key {
+			val = strings.TrimSpace(v)
+			if i := strings.Index(val, " #"); i >= 0 && !strings.HasPrefix(val, "[") {
+				val = strings.TrimSpace(val[:i])
+			}
+		}
+	}
+	switch {
+	case isDurationKey(key) && want == "a string":
+		if _, err := strconv.ParseFloat(val, 64); err == nil && got != "a string" {
+			return fmt.Sprintf("a duration is a string with its unit: %s = \"%ss\" for %s seconds, not %s = %s", key, val, val, key, val)
+		}
+		return `a duration is a string such as "30s"`
+	case got == "a string" && (want == "an integer" || want == "a number"):
+		return c.unquoteHint(line)
+	case got == "a string" && want == "a boolean":
+		return "true or false, without quotes"
+	case got == "a float" && want == "an integer":
+		return "a whole number, without a decimal point"
+	case key == "listen" && want == "a string":
+		return `host and port in quotes, such as listen = "127.0.0.1:8000"`
+	case got == "a string" && want == "an array":
+		s, err := strconv.Unquote(val)
+		if err != nil {
+			return `a list in brackets, such as ["a", "b"]`
+		}
+		items := []string{s}
+		if key == "command" {
+			// A command line written as one string: each argument is its own element.
+			items = strings.Fields(s)
+		}
+		for i := range items {
+			items[i] = strconv.Quote(items[i])
+		}
+		return fmt.Sprintf("a list in brackets, even of one: %s = [%s]", key, strings.Join(items, ", "))
+	case want == "a string" && (got == "an integer" || got == "a float" || got == "a boolean"):
+		return "a string is written in quotes"
+	}
+	return ""
+}
+
+// redefined reads the TOML library's "Key 'routes.chat' has already been defined." and returns
+// the key as the library spells it.
+func redefined(msg string) (string, bool) {
+	rest, ok := strings.CutPrefix(msg, "Key '")
+	if !ok {
+		return "", false
+	}
+	return strings.CutSuffix(rest, "' has already been defined.")
+}
+
+// redefinedMsg says that key (as the TOML library spells it) is written again on line, where it
+// was before, and what to do. The earlier definition is the latest one above line: in an array
+// of tables ([[keys]]) every block has its own name, and only the same block's counts.
+func (c *compiler) redefinedMsg(key string, line int) string {
+	first, name := 0, key
+	for _, d := range c.l.keys {
+		if l := c.l.lineAt(d.off); plain(d.path).String() == key && (l < line || line == 0) {
+			first, name = l, display(d.path)
+		}
+	}
+	where := ""
+	if first > 0 {
+		where = fmt.Sprintf(" (first at line %d)", first)
+	}
+	return fmt.Sprintf("%s is defined twice%s: TOML allows each table and each key once; "+
+		"merge the two, or rename one", name, where)
 }
 
 // unquoteHint says how to write the quoted number on line (1-based) of the file: with the line's

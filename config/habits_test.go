@@ -18,9 +18,9 @@ func TestParseErrorsSayWhatToWrite(t *testing.T) {
 		want []wantErr
 	}{
 		{"integer in quotes", minimal + "[[keys]]\nname = \"k\"\nsha256 = \"" + hashTest + "\"\nrpm = \"20\"\n",
-			[]wantErr{{10, `keys[0].rpm: incompatible types: TOML value has type string; destination has type integer (a number is written without quotes: rpm = 20, not rpm = "20")`}}},
+			[]wantErr{{10, `keys[0].rpm: want an integer, got a string (a number is written without quotes: rpm = 20, not rpm = "20")`}}},
 		{"bool in quotes", minimal + "[targets.b]\nadapter = \"openai\"\nurl = \"http://x\"\ntools = \"false\"\n",
-			[]wantErr{{10, `destination has type boolean (true or false, without quotes)`}}},
+			[]wantErr{{10, `targets.b.tools: want a boolean, got a string (true or false, without quotes)`}}},
 		{"api_base", ollama("url = \"http://x\"\napi_base = \"http://x\"\n"),
 			[]wantErr{{10, `unknown key targets.b.api_base (did you mean "url"? api_base is LiteLLM's name for it)`}}},
 		{"base_url", ollama("base_url = \"http://x\"\n"),
@@ -67,5 +67,53 @@ func TestOllamaNamespacedModelAccepted(t *testing.T) {
 		if _, err := Parse([]byte(toml), "ok.toml", nil); err != nil {
 			t.Errorf("model %q: %v", m, err)
 		}
+	}
+}
+
+// TestParseErrorsSpeakTOML covers a wrong type and a key written twice, as a homelab user
+// writes them: each is one error, at its line, in TOML's words (an array, a table, an integer;
+// not Go's slice, []any or int64), with the line's own value rewritten as it should be.
+func TestParseErrorsSpeakTOML(t *testing.T) {
+	target := func(rest string) string {
+		return minimal + "[targets.b]\nadapter = \"openai\"\nurl = \"http://x\"\n" + rest
+	}
+	key := "[[keys]]\nname = \"k\"\nsha256 = \"" + hashTest + "\"\n"
+	tests := []struct {
+		name string
+		toml string
+		want wantErr
+	}{
+		{"one target where a list belongs", minimal + "[routes.s]\ntargets = \"a\"\n",
+			wantErr{8, `routes.s.targets: want an array, got a string (a list in brackets, even of one: targets = ["a"])`}},
+		{"a command line as one string", target("command = \"llama-server -m /m.gguf --port 8080\"\n"),
+			wantErr{10, `targets.b.command: want an array, got a string (a list in brackets, even of one: command = ["llama-server", "-m", "/m.gguf", "--port", "8080"])`}},
+		{"a list where one name belongs", target("model = [\"m\"]\n"),
+			wantErr{10, `targets.b.model: want a string, got an array`}},
+		{"a table where a name belongs", target("model = { name = \"m\" }\n"),
+			wantErr{10, `targets.b.model: want a string, got a table`}},
+		{"a fraction where a count belongs", minimal + key + "rpm = 20.5\n",
+			wantErr{10, `keys[0].rpm: want an integer, got a float (a whole number, without a decimal point)`}},
+		{"listen as a port number", "listen = 8000\n" + minimal,
+			wantErr{1, `listen: want a string, got an integer (host and port in quotes, such as listen = "127.0.0.1:8000")`}},
+		{"a duration as a fraction", target("idle_timeout = 1.5   # minutes\n"),
+			wantErr{10, `targets.b.idle_timeout: want a string, got a float (a duration is a string with its unit: idle_timeout = "1.5s" for 1.5 seconds, not idle_timeout = 1.5)`}},
+		{"a table written twice", minimal + "[routes.s]\ntargets = [\"a\"]\n[routes.r]\ntargets = [\"a\"]\n",
+			wantErr{9, `routes.r is defined twice (first at line 5): TOML allows each table and each key once; merge the two, or rename one`}},
+		{"a key written twice", target("model = \"m\"\nmodel = \"n\"\n"),
+			wantErr{11, `targets.b.model is defined twice (first at line 10)`}},
+		{"a key written twice in the second [[keys]] block", minimal + key + "rpm = 1\n" + key + "rpm = 2\nrpm = 3\n",
+			wantErr{15, `keys[1].rpm is defined twice (first at line 14)`}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Parse([]byte(tc.toml), "bad.toml", nil)
+			got := Errors(err)
+			if len(got) != 1 {
+				t.Fatalf("got %d errors, want 1:\n%v", len(got), err)
+			}
+			if got[0].Line != tc.want.line || !strings.Contains(got[0].Msg, tc.want.msg) {
+				t.Errorf("error = %d: %q, want line %d containing %q", got[0].Line, got[0].Msg, tc.want.line, tc.want.msg)
+			}
+		})
 	}
 }
