@@ -100,7 +100,8 @@ func Parse(data []byte, filename string, getenv func(string) string) (*Config, e
 	if getenv == nil {
 		getenv = func(string) string { return "" }
 	}
-	c := &compiler{problems: problems{file: filename}, src: data, getenv: getenv}
+	c := &compiler{problems: problems{file: filename}, src: data, getenv: getenv,
+		meant: map[string]bool{}, dotted: map[string]bool{}}
 
 	// The layout is read first: a key defined twice is refused by the decoder, and the message
 	// names the line of its first definition. It never panics on text the decoder refuses.
@@ -121,7 +122,13 @@ func Parse(data []byte, filename string, getenv func(string) string) (*Config, e
 		// The values are not all there; checking them would only add noise.
 		return nil, c.err()
 	}
+	c.md = md
 	c.unknown(md.Undecoded())
+	if c.meant["targets"] || c.meant["routes"] || c.meant["groups"] || c.meant["keys"] {
+		// A misspelt table name ([target.x], [[key]]) leaves what it holds out of the config:
+		// every target, route or key named elsewhere would be reported missing.
+		return nil, c.err()
+	}
 	c.tables(md, &raw)
 
 	cfg := &Config{Source: filename}
@@ -153,10 +160,40 @@ type compiler struct {
 	src    []byte // the file as given, for messages that quote a line of it
 	l      *layout
 	getenv func(string) string
+	md     toml.MetaData
+	// meant holds the paths (pathKey) of keys the file does not write but an unknown key next to
+	// them was a misspelling of ("adpter" for adapter): the unknown key's error says it, and a
+	// "missing" error for the key meant would only repeat it. dotted holds the names written
+	// unquoted with a dot ("targets\x1fqwen2.5"), and the tables such a name made by mistake
+	// ("targets\x1fqwen2"), whose errors would repeat the unknown key's as well.
+	meant, dotted map[string]bool
+}
+
+// echo reports whether a problem with the key at path only repeats an unknown key's error: the
+// key is one a misspelt key meant, or belongs to a table an unquoted dotted name made.
+func (c *compiler) echo(path []string) bool {
+	if c.meant[pathKey(path)] {
+		return true
+	}
+	return len(path) >= 2 && c.dotted[pathKey(path[:2])]
+}
+
+// meantUnder reports whether a misspelt key was meant for a key under prefix.
+func (c *compiler) meantUnder(prefix ...string) bool {
+	p := pathKey(prefix)
+	for k := range c.meant {
+		if k == p || strings.HasPrefix(k, p+"\x1f") {
+			return true
+		}
+	}
+	return false
 }
 
 // errorf records a problem with the key at path, found at that key's line (or its table's).
 func (c *compiler) errorf(path []string, format string, args ...any) {
+	if c.echo(path) {
+		return
+	}
 	c.add(c.l.line(path...), "%s: %s", display(path), fmt.Sprintf(format, args...))
 }
 
@@ -415,15 +452,53 @@ func (c *compiler) unknownKey(path []string, line int) {
 	case isSecretName(name):
 		c.add(line, "%s: secrets are refused in the config: put the upstream key in an "+
 			"environment variable and name that variable with api_key_env", display(path))
+	case c.dottedName(path):
+		c.add(line, "%s: a name with a dot is written in quotes, [%s.%q]: unquoted, the dot makes %q a "+
+			"table inside a %s named %q", display(path), path[0], path[1]+"."+path[2], path[2],
+			strings.TrimSuffix(path[0], "s"), path[1])
+	case len(path) > 1 && !slices.Contains(knownKeys(path[:1]), path[0]) && suggest(path[0], knownKeys(path[:1])) != "":
+		// [target.x] for [targets.x]: the table's name is what was misspelt, not x.
+		meant := slices.Clone(path)
+		meant[0] = suggest(path[0], knownKeys(path[:1]))
+		c.meant[pathKey(meant[:1])] = true
+		c.add(line, "unknown table %s (did you mean %s?)", display(path), display(meant))
 	default:
 		msg := "unknown key " + display(path)
-		if s := suggest(name, knownKeys(path)); s != "" {
-			msg += fmt.Sprintf(" (did you mean %q?)", s)
+		meant := suggest(name, knownKeys(path))
+		if meant != "" {
+			msg += fmt.Sprintf(" (did you mean %q?)", meant)
 		} else if s, from := otherGatewayName(path); s != "" {
+			meant = s
 			msg += fmt.Sprintf(" (did you mean %q? %s is %s name for it)", s, name, from)
+		}
+		if meant != "" {
+			sibling := append(slices.Clone(path[:len(path)-1]), meant)
+			if _, written := c.l.at[pathKey(sibling)]; !written {
+				c.meant[pathKey(sibling)] = true
+			}
 		}
 		c.add(line, "%s", msg)
 	}
+}
+
+// dottedName reports whether path is [targets.qwen2.5] (or a route's or group's) written without
+// quotes, which TOML reads as a table "5" inside a target "qwen2"; it records the name meant and
+// the table made, when that table holds nothing else, so that their errors are not repeated.
+func (c *compiler) dottedName(path []string) bool {
+	if len(path) != 3 || (path[0] != "targets" && path[0] != "routes" && path[0] != "groups") ||
+		c.md.Type(path...) != "Hash" {
+		return false
+	}
+	c.dotted[pathKey([]string{path[0], path[1] + "." + path[2]})] = true
+	parent := path[:2]
+	own := slices.ContainsFunc(c.l.keys, func(d keyDef) bool {
+		return len(d.path) >= 2 && slices.Equal(d.path[:2], parent) &&
+			(len(d.path) == 2 || !c.dotted[pathKey([]string{path[0], path[1] + "." + d.path[2]})])
+	})
+	if !own {
+		c.dotted[pathKey(parent)] = true
+	}
+	return true
 }
 
 // otherGatewayName returns this file's key for a key of the same table that another gateway's
@@ -440,6 +515,8 @@ func otherGatewayName(path []string) (key, from string) {
 		return "url", "the OpenAI SDK's"
 	case "targets.provider", "targets.custom_llm_provider":
 		return "adapter", "LiteLLM's"
+	case "routes.fallbacks":
+		return "targets", "LiteLLM's"
 	case "keys.models":
 		return "routes", "LiteLLM's"
 	case "keys.rpm_limit":
@@ -817,7 +894,8 @@ func (c *compiler) apiKey(env string, path []string) core.Secret {
 	switch {
 	case v != "":
 	case conventionalEnvName(env):
-		c.errorf(path, "environment variable %s is unset or empty", env)
+		c.errorf(path, "environment variable %s is unset or empty: set it where the gateway runs, for "+
+			"check-config as well as serve (export %s=…; under systemd, Environment= or EnvironmentFile=)", env, env)
 	default:
 		// Some keys are valid variable names too (Hugging Face's hf_…, GitHub's ghp_…): a name
 		// that is not upper case may be a pasted key, so the message does not repeat it.
@@ -888,6 +966,8 @@ func (c *compiler) route(name string, raw routeTOML, cfg *Config) *Route {
 		el := at("targets", elem(i))
 		t, ok := cfg.Target(tn)
 		switch {
+		case !ok && c.dotted[pathKey([]string{"targets", tn})]:
+			// The target is there, under an unquoted dotted name, whose error says so.
 		case !ok:
 			c.errorf(el, "no target named %q", tn)
 		case position[tn] > 0:
@@ -1008,7 +1088,7 @@ func (c *compiler) keys(raw []keyTOML, routes map[string]routeTOML) []Key {
 			// An empty list allows no route: a key for scraping /metrics, which no chat can use.
 			key.Routes = map[string]bool{}
 			for j, rn := range *k.Routes {
-				if _, ok := routes[rn]; !ok && rn != RouteAuto {
+				if _, ok := routes[rn]; !ok && rn != RouteAuto && !c.dotted[pathKey([]string{"routes", rn})] {
 					c.errorf(at("routes", elem(j)), "no route named %q", rn)
 				}
 				key.Routes[rn] = true
@@ -1022,7 +1102,9 @@ func (c *compiler) keys(raw []keyTOML, routes map[string]routeTOML) []Key {
 // auto compiles the [auto] table into the classifier for model "auto", and checks that every
 // route it can choose exists.
 func (c *compiler) auto(raw *autoroute.Rules, cfg *Config) *autoroute.Classifier {
-	if raw == nil {
+	if raw == nil || c.meantUnder("auto") {
+		// A misspelt key in [auto] left a rule at its default: whatever the rules say now, the
+		// misspelling's error is the one to fix.
 		return nil
 	}
 	cl, err := autoroute.New(*raw)

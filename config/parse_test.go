@@ -709,7 +709,7 @@ slots = 1
 pinned = ["m1"]
 `, nil, []wantErr{{19, "groups.g.pinned: every slot is pinned, so the group's other members (m2) could never start"}}},
 		{"unknown group key", minimal + "[groups.g]\nslot = 1\n", nil,
-			[]wantErr{{7, "groups.g: no target is in this group"}, {7, "groups.g.slots: missing"},
+			[]wantErr{{7, "groups.g: no target is in this group"},
 				{8, `unknown key groups.g.slot (did you mean "slots"?)`}}},
 		{"several problems, in line order", `listen = "10.0.0.1:80"
 [targets.a]
