@@ -100,15 +100,18 @@ func Parse(data []byte, filename string, getenv func(string) string) (*Config, e
 	if getenv == nil {
 		getenv = func(string) string { return "" }
 	}
-	c := &compiler{problems: problems{file: filename}, src: data, getenv: getenv}
+	c := &compiler{problems: problems{file: filename}, src: data, getenv: getenv,
+		meant: map[string]bool{}, dotted: map[string]bool{}}
 
+	// The layout is read first: a key defined twice is refused by the decoder, and the message
+	// names the line of its first definition. It never panics on text the decoder refuses.
+	c.l = scanLayout(data)
 	var raw fileTOML
 	md, err := toml.Decode(string(data), &raw)
 	if err != nil {
 		c.decodeErr(err, nil)
 		return nil, c.err()
 	}
-	c.l = scanLayout(data)
 	keys := make([]keyTOML, len(raw.Keys))
 	for i, prim := range raw.Keys {
 		if err := md.PrimitiveDecode(prim, &keys[i]); err != nil {
@@ -119,7 +122,13 @@ func Parse(data []byte, filename string, getenv func(string) string) (*Config, e
 		// The values are not all there; checking them would only add noise.
 		return nil, c.err()
 	}
+	c.md = md
 	c.unknown(md.Undecoded())
+	if c.meant["targets"] || c.meant["routes"] || c.meant["groups"] || c.meant["keys"] {
+		// A misspelt table name ([target.x], [[key]]) leaves what it holds out of the config:
+		// every target, route or key named elsewhere would be reported missing.
+		return nil, c.err()
+	}
 	c.tables(md, &raw)
 
 	cfg := &Config{Source: filename}
@@ -151,10 +160,40 @@ type compiler struct {
 	src    []byte // the file as given, for messages that quote a line of it
 	l      *layout
 	getenv func(string) string
+	md     toml.MetaData
+	// meant holds the paths (pathKey) of keys the file does not write but an unknown key next to
+	// them was a misspelling of ("adpter" for adapter): the unknown key's error says it, and a
+	// "missing" error for the key meant would only repeat it. dotted holds the names written
+	// unquoted with a dot ("targets\x1fqwen2.5"), and the tables such a name made by mistake
+	// ("targets\x1fqwen2"), whose errors would repeat the unknown key's as well.
+	meant, dotted map[string]bool
+}
+
+// echo reports whether a problem with the key at path only repeats an unknown key's error: the
+// key is one a misspelt key meant, or belongs to a table an unquoted dotted name made.
+func (c *compiler) echo(path []string) bool {
+	if c.meant[pathKey(path)] {
+		return true
+	}
+	return len(path) >= 2 && c.dotted[pathKey(path[:2])]
+}
+
+// meantUnder reports whether a misspelt key was meant for a key under prefix.
+func (c *compiler) meantUnder(prefix ...string) bool {
+	p := pathKey(prefix)
+	for k := range c.meant {
+		if k == p || strings.HasPrefix(k, p+"\x1f") {
+			return true
+		}
+	}
+	return false
 }
 
 // errorf records a problem with the key at path, found at that key's line (or its table's).
 func (c *compiler) errorf(path []string, format string, args ...any) {
+	if c.echo(path) {
+		return
+	}
 	c.add(c.l.line(path...), "%s: %s", display(path), fmt.Sprintf(format, args...))
 }
 
@@ -180,8 +219,9 @@ func (c *compiler) decodeErr(err error, in []string) {
 			}
 		}
 	}
-	if parts := strings.Split(last, "."); isDurationKey(parts[len(parts)-1]) && strings.HasSuffix(msg, "type string") {
-		msg += ` (a duration is a string such as "30s")`
+	if key, ok := redefined(msg); ok {
+		c.add(line, "%s", c.redefinedMsg(key, line))
+		return
 	}
 	if last == "" {
 		c.add(line, "%s", msg)
@@ -196,13 +236,117 @@ func (c *compiler) decodeErr(err error, in []string) {
 		}
 		last = display(path)
 	}
-	if strings.HasSuffix(msg, "type string; destination has type integer") ||
-		strings.HasSuffix(msg, "type string; destination has type float") {
-		msg += " (" + c.unquoteHint(line) + ")"
-	} else if strings.HasSuffix(msg, "type string; destination has type boolean") {
-		msg += " (true or false, without quotes)"
+	parts := strings.Split(last, ".")
+	if got, want, ok := mismatch(msg); ok {
+		msg = fmt.Sprintf("want %s, got %s", want, got)
+		if hint := c.typeHint(line, parts[len(parts)-1], got, want); hint != "" {
+			msg += " (" + hint + ")"
+		}
 	}
 	c.add(line, "%s: %s", last, msg)
+}
+
+// mismatch reads the TOML library's "incompatible types: TOML value has type int64; destination
+// has type string" and says both types as a TOML file spells them ("an integer", "a string"):
+// a config's author never saw the Go types.
+func mismatch(msg string) (got, want string, ok bool) {
+	rest, ok := strings.CutPrefix(msg, "incompatible types: TOML value has type ")
+	if !ok {
+		return "", "", false
+	}
+	g, w, ok := strings.Cut(rest, "; destination has type ")
+	if !ok {
+		return "", "", false
+	}
+	tomlType := map[string]string{
+		"string": "a string", "int64": "an integer", "float64": "a float", "bool": "a boolean",
+		"[]any": "an array", "[]map[string]any": "an array of tables", "map[string]any": "a table",
+		"time.Time": "a date", "integer": "an integer", "float": "a number", "boolean": "a boolean",
+		"slice": "an array", "map": "a table",
+	}
+	got, want = tomlType[g], tomlType[w]
+	if got == "" {
+		got = g
+	}
+	if want == "" {
+		want = w
+	}
+	return got, want, true
+}
+
+// typeHint says how to write the value of key, on line (1-based) of the file, in the type the
+// key wants, quoting the line's own value when it is a plain `key = value`.
+func (c *compiler) typeHint(line int, key, got, want string) string {
+	val := ""
+	if lines := strings.Split(string(c.src), "\n"); line >= 1 && line <= len(lines) {
+		k, v, ok := strings.Cut(lines[line-1], "=")
+		if ok && strings.TrimSpace(k) == key {
+			val = strings.TrimSpace(v)
+			if i := strings.Index(val, " #"); i >= 0 && !strings.HasPrefix(val, "[") {
+				val = strings.TrimSpace(val[:i])
+			}
+		}
+	}
+	switch {
+	case isDurationKey(key) && want == "a string":
+		if _, err := strconv.ParseFloat(val, 64); err == nil && got != "a string" {
+			return fmt.Sprintf("a duration is a string with its unit: %s = \"%ss\" for %s seconds, not %s = %s", key, val, val, key, val)
+		}
+		return `a duration is a string such as "30s"`
+	case got == "a string" && (want == "an integer" || want == "a number"):
+		return c.unquoteHint(line)
+	case got == "a string" && want == "a boolean":
+		return "true or false, without quotes"
+	case got == "a float" && want == "an integer":
+		return "a whole number, without a decimal point"
+	case key == "listen" && want == "a string":
+		return `host and port in quotes, such as listen = "127.0.0.1:8000"`
+	case got == "a string" && want == "an array":
+		s, err := strconv.Unquote(val)
+		if err != nil {
+			return `a list in brackets, such as ["a", "b"]`
+		}
+		items := []string{s}
+		if key == "command" {
+			// A command line written as one string: each argument is its own element.
+			items = strings.Fields(s)
+		}
+		for i := range items {
+			items[i] = strconv.Quote(items[i])
+		}
+		return fmt.Sprintf("a list in brackets, even of one: %s = [%s]", key, strings.Join(items, ", "))
+	case want == "a string" && (got == "an integer" || got == "a float" || got == "a boolean"):
+		return "a string is written in quotes"
+	}
+	return ""
+}
+
+// redefined reads the TOML library's "Key 'routes.chat' has already been defined." and returns
+// the key as the library spells it.
+func redefined(msg string) (string, bool) {
+	rest, ok := strings.CutPrefix(msg, "Key '")
+	if !ok {
+		return "", false
+	}
+	return strings.CutSuffix(rest, "' has already been defined.")
+}
+
+// redefinedMsg says that key (as the TOML library spells it) is written again on line, where it
+// was before, and what to do. The earlier definition is the latest one above line: in an array
+// of tables ([[keys]]) every block has its own name, and only the same block's counts.
+func (c *compiler) redefinedMsg(key string, line int) string {
+	first, name := 0, key
+	for _, d := range c.l.keys {
+		if l := c.l.lineAt(d.off); plain(d.path).String() == key && (l < line || line == 0) {
+			first, name = l, display(d.path)
+		}
+	}
+	where := ""
+	if first > 0 {
+		where = fmt.Sprintf(" (first at line %d)", first)
+	}
+	return fmt.Sprintf("%s is defined twice%s: TOML allows each table and each key once; "+
+		"merge the two, or rename one", name, where)
 }
 
 // unquoteHint says how to write the quoted number on line (1-based) of the file: with the line's
@@ -308,15 +452,53 @@ func (c *compiler) unknownKey(path []string, line int) {
 	case isSecretName(name):
 		c.add(line, "%s: secrets are refused in the config: put the upstream key in an "+
 			"environment variable and name that variable with api_key_env", display(path))
+	case c.dottedName(path):
+		c.add(line, "%s: a name with a dot is written in quotes, [%s.%q]: unquoted, the dot makes %q a "+
+			"table inside a %s named %q", display(path), path[0], path[1]+"."+path[2], path[2],
+			strings.TrimSuffix(path[0], "s"), path[1])
+	case len(path) > 1 && !slices.Contains(knownKeys(path[:1]), path[0]) && suggest(path[0], knownKeys(path[:1])) != "":
+		// [target.x] for [targets.x]: the table's name is what was misspelt, not x.
+		meant := slices.Clone(path)
+		meant[0] = suggest(path[0], knownKeys(path[:1]))
+		c.meant[pathKey(meant[:1])] = true
+		c.add(line, "unknown table %s (did you mean %s?)", display(path), display(meant))
 	default:
 		msg := "unknown key " + display(path)
-		if s := suggest(name, knownKeys(path)); s != "" {
-			msg += fmt.Sprintf(" (did you mean %q?)", s)
+		meant := suggest(name, knownKeys(path))
+		if meant != "" {
+			msg += fmt.Sprintf(" (did you mean %q?)", meant)
 		} else if s, from := otherGatewayName(path); s != "" {
+			meant = s
 			msg += fmt.Sprintf(" (did you mean %q? %s is %s name for it)", s, name, from)
+		}
+		if meant != "" {
+			sibling := append(slices.Clone(path[:len(path)-1]), meant)
+			if _, written := c.l.at[pathKey(sibling)]; !written {
+				c.meant[pathKey(sibling)] = true
+			}
 		}
 		c.add(line, "%s", msg)
 	}
+}
+
+// dottedName reports whether path is [targets.qwen2.5] (or a route's or group's) written without
+// quotes, which TOML reads as a table "5" inside a target "qwen2"; it records the name meant and
+// the table made, when that table holds nothing else, so that their errors are not repeated.
+func (c *compiler) dottedName(path []string) bool {
+	if len(path) != 3 || (path[0] != "targets" && path[0] != "routes" && path[0] != "groups") ||
+		c.md.Type(path...) != "Hash" {
+		return false
+	}
+	c.dotted[pathKey([]string{path[0], path[1] + "." + path[2]})] = true
+	parent := path[:2]
+	own := slices.ContainsFunc(c.l.keys, func(d keyDef) bool {
+		return len(d.path) >= 2 && slices.Equal(d.path[:2], parent) &&
+			(len(d.path) == 2 || !c.dotted[pathKey([]string{path[0], path[1] + "." + d.path[2]})])
+	})
+	if !own {
+		c.dotted[pathKey(parent)] = true
+	}
+	return true
 }
 
 // otherGatewayName returns this file's key for a key of the same table that another gateway's
@@ -333,6 +515,8 @@ func otherGatewayName(path []string) (key, from string) {
 		return "url", "the OpenAI SDK's"
 	case "targets.provider", "targets.custom_llm_provider":
 		return "adapter", "LiteLLM's"
+	case "routes.fallbacks":
+		return "targets", "LiteLLM's"
 	case "keys.models":
 		return "routes", "LiteLLM's"
 	case "keys.rpm_limit":
@@ -710,7 +894,8 @@ func (c *compiler) apiKey(env string, path []string) core.Secret {
 	switch {
 	case v != "":
 	case conventionalEnvName(env):
-		c.errorf(path, "environment variable %s is unset or empty", env)
+		c.errorf(path, "environment variable %s is unset or empty: set it where the gateway runs, for "+
+			"check-config as well as serve (export %s=…; under systemd, Environment= or EnvironmentFile=)", env, env)
 	default:
 		// Some keys are valid variable names too (Hugging Face's hf_…, GitHub's ghp_…): a name
 		// that is not upper case may be a pasted key, so the message does not repeat it.
@@ -781,6 +966,8 @@ func (c *compiler) route(name string, raw routeTOML, cfg *Config) *Route {
 		el := at("targets", elem(i))
 		t, ok := cfg.Target(tn)
 		switch {
+		case !ok && c.dotted[pathKey([]string{"targets", tn})]:
+			// The target is there, under an unquoted dotted name, whose error says so.
 		case !ok:
 			c.errorf(el, "no target named %q", tn)
 		case position[tn] > 0:
@@ -901,7 +1088,7 @@ func (c *compiler) keys(raw []keyTOML, routes map[string]routeTOML) []Key {
 			// An empty list allows no route: a key for scraping /metrics, which no chat can use.
 			key.Routes = map[string]bool{}
 			for j, rn := range *k.Routes {
-				if _, ok := routes[rn]; !ok && rn != RouteAuto {
+				if _, ok := routes[rn]; !ok && rn != RouteAuto && !c.dotted[pathKey([]string{"routes", rn})] {
 					c.errorf(at("routes", elem(j)), "no route named %q", rn)
 				}
 				key.Routes[rn] = true
@@ -915,7 +1102,9 @@ func (c *compiler) keys(raw []keyTOML, routes map[string]routeTOML) []Key {
 // auto compiles the [auto] table into the classifier for model "auto", and checks that every
 // route it can choose exists.
 func (c *compiler) auto(raw *autoroute.Rules, cfg *Config) *autoroute.Classifier {
-	if raw == nil {
+	if raw == nil || c.meantUnder("auto") {
+		// A misspelt key in [auto] left a rule at its default: whatever the rules say now, the
+		// misspelling's error is the one to fix.
 		return nil
 	}
 	cl, err := autoroute.New(*raw)

@@ -1,14 +1,16 @@
 package config
 
 import (
+	"fmt"
 	"os"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/hayula/gateway/autoroute"
+	"github.com/BurntSushi/toml"
 )
 
 // TestConfigDocExampleLoads keeps CONFIG.md's complete example true: it must load as written.
@@ -36,47 +38,186 @@ func TestConfigDocExampleLoads(t *testing.T) {
 	}
 }
 
-// TestConfigDocListsEveryKey keeps CONFIG.md complete: every key the decoder accepts has a row
-// in a key table ("| `url` |"), and every table-valued key such a row or a mention of its table
-// ("[cooldown]", "[[keys]]", "[[auto.intents]]"). A key added to a decode type without its row
-// fails here.
+// docTables says where CONFIG.md documents each table of the file: the section (its "## "
+// heading, as written) and which key table of that section, counted from 0. A table the decode
+// types gain without an entry here fails TestConfigDocListsEveryKey.
+var docTables = map[string]struct {
+	section string
+	table   int
+}{
+	"":             {"## Top-level keys", 0},
+	"keys":         {"## `[[keys]]`: API keys", 0},
+	"cooldown":     {"## `[cooldown]`: benching a failing target", 0},
+	"targets.NAME": {"## `[targets.NAME]`: upstreams", 0},
+	"routes.NAME":  {"## `[routes.NAME]`: what clients ask for", 0},
+	"groups.NAME":  {"## `command` and `[groups.NAME]`: processes the gateway runs", 0},
+	"auto":         {"## `[auto]`: model \"auto\"", 0},
+	"auto.intents": {"## `[auto]`: model \"auto\"", 1},
+}
+
+// docKey is one key the decoder accepts: the table that holds it (as docTables names it), its
+// name, and whether it is itself a table (documented by its own section) rather than a value.
+type docKey struct {
+	table, name string
+	isTable     bool
+}
+
+// decodedKeys walks the decode types from fileTOML down, through nested tables ([cooldown]),
+// maps of tables ([targets.NAME]) and arrays of tables ([[auto.intents]]), and lists every key.
+// [[keys]] is decoded in two steps (fileTOML holds toml.Primitive values), so keyTOML stands in.
+func decodedKeys() []docKey {
+	var out []docKey
+	var walk func(table string, t reflect.Type)
+	walk = func(table string, t reflect.Type) {
+		for i := range t.NumField() {
+			f := t.Field(i)
+			name := f.Tag.Get("toml")
+			ft := f.Type
+			if ft.Kind() == reflect.Pointer {
+				ft = ft.Elem()
+			}
+			sub := name
+			if table != "" {
+				sub = table + "." + name
+			}
+			switch {
+			case ft == reflect.TypeFor[[]toml.Primitive]() && name == "keys":
+				out = append(out, docKey{table, name, true})
+				walk(sub, reflect.TypeFor[keyTOML]())
+			case ft.Kind() == reflect.Struct:
+				out = append(out, docKey{table, name, true})
+				walk(sub, ft)
+			case ft.Kind() == reflect.Slice && ft.Elem().Kind() == reflect.Struct:
+				out = append(out, docKey{table, name, true})
+				walk(sub, ft.Elem())
+			case ft.Kind() == reflect.Map && ft.Elem().Kind() == reflect.Struct:
+				out = append(out, docKey{table, name, true})
+				walk(sub+".NAME", ft.Elem())
+			default:
+				// Values, inline tables (a route's guard) included.
+				out = append(out, docKey{table, name, false})
+			}
+		}
+	}
+	walk("", reflect.TypeFor[fileTOML]())
+	return out
+}
+
+// docKeyTables returns the key tables of the CONFIG.md section whose heading is heading: each
+// table's rows (header and separator left out), split into cells.
+func docKeyTables(doc, heading string) ([][][]string, bool) {
+	_, rest, ok := strings.Cut(doc, "\n"+heading+"\n")
+	if !ok {
+		return nil, false
+	}
+	if i := strings.Index(rest, "\n## "); i >= 0 {
+		rest = rest[:i]
+	}
+	var tables [][][]string
+	in := false
+	for _, l := range strings.Split(rest, "\n") {
+		if !strings.HasPrefix(l, "|") {
+			in = false
+			continue
+		}
+		cells := strings.Split(strings.Trim(l, "|"), " | ")
+		for i := range cells {
+			cells[i] = strings.TrimSpace(cells[i])
+		}
+		switch {
+		case !in && strings.EqualFold(cells[0], "key"):
+			in = true
+			tables = append(tables, nil)
+		case in && strings.HasPrefix(cells[0], "---"):
+		case in:
+			tables[len(tables)-1] = append(tables[len(tables)-1], cells)
+		}
+	}
+	return tables, true
+}
+
+// TestConfigDocListsEveryKey keeps CONFIG.md complete and true to the decoder: every key any
+// table accepts, down to nested tables and arrays of tables, has a row in its own table's key
+// table (not merely somewhere: targets and [auto] both have a `specialists`), with all five
+// columns (key, type, default, example, what it does) filled in; a table-valued key has its own
+// section or, nested, a row in its parent's; and every row names a key the decoder accepts, so
+// a key renamed or removed in code cannot stay documented.
 func TestConfigDocListsEveryKey(t *testing.T) {
 	raw, err := os.ReadFile("../CONFIG.md")
 	if err != nil {
 		t.Fatal(err)
 	}
 	doc := string(raw)
-	for _, v := range []any{fileTOML{}, keyTOML{}, cooldownTOML{}, targetTOML{}, routeTOML{},
-		groupTOML{}, autoroute.Rules{}, autoroute.IntentRule{}} {
-		typ := reflect.TypeOf(v)
-		for i := range typ.NumField() {
-			f := typ.Field(i)
-			key := f.Tag.Get("toml")
-			t.Run(typ.Name()+"."+key, func(t *testing.T) {
-				row := strings.Contains(doc, "| `"+key+"` |")
-				if isTable(f.Type) {
-					if !row && !strings.Contains(doc, "["+key) && !strings.Contains(doc, "."+key+"]") {
-						t.Errorf("CONFIG.md names no table [%s]", key)
-					}
-					return
-				}
-				if !row {
-					t.Errorf("CONFIG.md has no row for key %q", key)
-				}
-			})
+	// The name cell of a row: "`url`", or "`[[auto.intents]]`" for an array of tables.
+	rowName := func(cells []string) string {
+		n := strings.Trim(cells[0], "`")
+		n = strings.Trim(n, "[]")
+		if i := strings.LastIndexByte(n, '.'); i >= 0 {
+			n = n[i+1:]
 		}
+		return n
 	}
-}
-
-// isTable reports whether a decode field holds a table or an array of tables.
-func isTable(t reflect.Type) bool {
-	if t.Kind() == reflect.Pointer {
-		t = t.Elem()
+	accepted := map[string]map[string]bool{}
+	for _, k := range decodedKeys() {
+		if accepted[k.table] == nil {
+			accepted[k.table] = map[string]bool{}
+		}
+		accepted[k.table][k.name] = true
 	}
-	if t.Kind() == reflect.Slice {
-		t = t.Elem()
+	rowsOf := func(t *testing.T, table string) [][]string {
+		where, ok := docTables[table]
+		if !ok {
+			t.Fatalf("the decoder accepts a table %q that docTables does not place in CONFIG.md: "+
+				"document it (a section with a key table) and add it to docTables", table)
+		}
+		tables, ok := docKeyTables(doc, where.section)
+		if !ok {
+			t.Fatalf("CONFIG.md has no section %q", where.section)
+		}
+		if where.table >= len(tables) {
+			t.Fatalf("CONFIG.md's section %q has %d key tables, want table %d for [%s]", where.section, len(tables), where.table, table)
+		}
+		return tables[where.table]
 	}
-	return t.Kind() == reflect.Struct || t.Kind() == reflect.Map
+	for _, k := range decodedKeys() {
+		t.Run(strings.TrimPrefix(k.table+"."+k.name, "."), func(t *testing.T) {
+			sub := strings.TrimPrefix(k.table+"."+k.name, ".")
+			if k.isTable {
+				if _, own := docTables[sub]; !own {
+					if _, own = docTables[sub+".NAME"]; !own {
+						t.Fatalf("table [%s] has no section in docTables", sub)
+					}
+				}
+				if k.table == "" {
+					return // a section of its own
+				}
+			}
+			for _, cells := range rowsOf(t, k.table) {
+				if rowName(cells) != k.name {
+					continue
+				}
+				if len(cells) != 5 {
+					t.Errorf("row of %s has %d columns, want 5 (key, type, default, example, what it does): %q", sub, len(cells), cells)
+				}
+				for i, c := range cells {
+					if c == "" {
+						t.Errorf("row of %s has an empty column %d", sub, i+1)
+					}
+				}
+				return
+			}
+			t.Errorf("CONFIG.md has no row for %s in its table of [%s] keys", k.name, k.table)
+		})
+	}
+	for table := range docTables {
+		t.Run("rows of ["+table+"]", func(t *testing.T) {
+			for _, cells := range rowsOf(t, table) {
+				if n := rowName(cells); !accepted[table][n] {
+					t.Errorf("CONFIG.md documents %q in [%s], which the decoder does not accept", n, table)
+				}
+			}
+		})
+	}
 }
 
 // TestConfigDocDefaults keeps the Default column of CONFIG.md's key tables equal to the
@@ -121,15 +262,134 @@ func TestConfigDocDefaults(t *testing.T) {
 			}
 		})
 	}
+	// The defaults that are no named constant, read off the smallest config.
+	cfg, err := Parse([]byte(minimal), "minimal.toml", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tg, r := cfg.Targets[0], cfg.Routes[0]
+	var fallback []string
+	for _, c := range r.FallbackOn.Classes() {
+		fallback = append(fallback, strconv.Quote(c.String()))
+	}
 	for key, want := range map[string]string{
 		"listen":         DefaultListen,
 		"max_body_bytes": strconv.Itoa(DefaultMaxBodyBytes),
 		"failures":       strconv.Itoa(DefaultFailures),
+		"metrics":        strconv.FormatBool(cfg.Metrics),
+		"wait_healthy":   strconv.FormatBool(cfg.Lifecycle.WaitHealthy),
+		"context_window": strconv.Itoa(tg.ContextWindow),
+		"max_retries":    strconv.Itoa(tg.MaxRetries),
+		"weight":         strconv.Itoa(tg.Weight),
+		"class":          tg.Privacy.String(),
+		"policy":         r.Policy.String(),
+		"fallback_on":    "[" + strings.Join(fallback, ", ") + "]",
 	} {
 		t.Run(key, func(t *testing.T) {
 			if cell := defaultCell(t, key); cell != want {
 				t.Errorf("CONFIG.md gives %s the default %q; Parse uses %q", key, cell, want)
 			}
 		})
+	}
+}
+
+// docFragments completes the TOML blocks of the docs that show a part of a config rather than a
+// whole one, keyed by the block's first line: before is put ahead of the block, after behind it.
+// The completed block must load, so the part shown is valid where the docs say to put it.
+var docFragments = map[string]struct{ before, after string }{
+	// The [auto] intents that restore the paper's behaviour: they go under the complete example's
+	// [auto] table, its last.
+	"[[auto.intents]]": {before: "complete example"},
+	// A managed target in a group whose pinned member, router, the block names but does not show.
+	`state_file = "lru.json"        # next to this config`: {after: `
+[targets.router]
+adapter = "openai"
+url     = "http://127.0.0.1:{port}/v1"
+command = ["llama-server", "-m", "/models/router.gguf", "--port", "{port}"]
+group   = "specialists"
+
+[routes.rev_eng]
+targets = ["rev_eng"]
+`},
+}
+
+// tomlBlocks returns the ```toml blocks of a Markdown document, in order.
+func tomlBlocks(doc string) []string {
+	var out []string
+	for {
+		_, rest, ok := strings.Cut(doc, "```toml\n")
+		if !ok {
+			return out
+		}
+		block, after, ok := strings.Cut(rest, "```")
+		if !ok {
+			return out
+		}
+		out = append(out, block)
+		doc = after
+	}
+}
+
+// TestDocTOMLBlocksLoad loads every TOML block of CONFIG.md and README.md: a whole config as it
+// is, a part of one (docFragments) completed where the docs say it goes. A block added to the
+// docs that does not load, or a part without its completion here, fails.
+func TestDocTOMLBlocksLoad(t *testing.T) {
+	env := map[string]string{"OPENROUTER_API_KEY": "sk-test"}
+	getenv := func(k string) string { return env[k] }
+	var complete string
+	n := 0
+	for _, file := range []string{"../CONFIG.md", "../README.md"} {
+		raw, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, block := range tomlBlocks(string(raw)) {
+			n++
+			first, _, _ := strings.Cut(block, "\n")
+			if complete == "" {
+				complete = block // CONFIG.md's first block is its complete example
+			}
+			t.Run(fmt.Sprintf("%s#%d %s", strings.TrimPrefix(file, "../"), i+1, first), func(t *testing.T) {
+				src := block
+				if f, ok := docFragments[first]; ok {
+					before := f.before
+					if before == "complete example" {
+						before = complete
+					}
+					src = before + block + f.after
+				}
+				if _, err := Parse([]byte(src), file, getenv); err != nil {
+					t.Errorf("does not load (a part of a config needs its completion in docFragments):\n%v\n--- block ---\n%s", err, block)
+				}
+			})
+		}
+	}
+	if n < 4 {
+		t.Errorf("found %d TOML blocks in CONFIG.md and README.md; the docs have at least 4", n)
+	}
+}
+
+// TestFullTOMLUsesEveryKey keeps CONFIG.md's word that testdata/full.toml, whose compiled form
+// is pinned by TestSummaryGolden, uses every key the decoder accepts.
+func TestFullTOMLUsesEveryKey(t *testing.T) {
+	var v map[string]any
+	md, err := toml.DecodeFile("testdata/full.toml", &v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	used := map[string]bool{}
+	for _, k := range md.Keys() {
+		k = slices.Clone(k)
+		if len(k) > 1 && (k[0] == "targets" || k[0] == "routes" || k[0] == "groups") {
+			k[1] = "NAME"
+		}
+		for n := 1; n <= len(k); n++ {
+			used[strings.Join(k[:n], ".")] = true
+		}
+	}
+	for _, k := range decodedKeys() {
+		if full := strings.TrimPrefix(k.table+"."+k.name, "."); !used[full] {
+			t.Errorf("testdata/full.toml does not use %s", full)
+		}
 	}
 }
