@@ -571,6 +571,9 @@ guard = { b = ["overheat"] }
 			[]wantErr{{7, `routes.auto: the route name "auto" is reserved`}}},
 		{"bad names", minimal + "[targets.\"a b\"]\nadapter = \"openai\"\nurl = \"http://x\"\n[routes.\"x,y\"]\ntargets = [\"a\"]\n", nil,
 			[]wantErr{{7, `targets."a b": bad target name`}, {10, `routes."x,y": bad route name`}}},
+		// CONFIG.md: 1–128 characters.
+		{"a name of 129 characters", minimal + "[targets." + strings.Repeat("n", 129) + "]\nadapter = \"openai\"\nurl = \"http://x\"\n", nil,
+			[]wantErr{{7, "targets." + strings.Repeat("n", 129) + ": bad target name"}}},
 		{"key problems", minimal + `[[keys]]
 name = "k"
 sha256 = "abc"
@@ -959,5 +962,17 @@ targets = ["local", "local2", "cloud", "cloud2"]
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("Withhold (-want +got):\n%s", diff)
+	}
+}
+
+// TestParseNameOf128: the longest name CONFIG.md allows loads, and routes and keys can name it.
+func TestParseNameOf128(t *testing.T) {
+	n := strings.Repeat("n", 128)
+	cfg, err := Parse([]byte("[targets."+n+"]\nadapter = \"openai\"\nurl = \"http://127.0.0.1:1/v1\"\n[routes."+n+"]\ntargets = [\""+n+"\"]\n"), "n.toml", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := cfg.Target(n); !ok {
+		t.Fatal("the target is not there")
 	}
 }
