@@ -393,3 +393,58 @@ func TestFullTOMLUsesEveryKey(t *testing.T) {
 		}
 	}
 }
+
+// TestConfigDocErrorSamples keeps the messages CONFIG.md's "Errors at load" shows true: each is
+// what the loader says for the mistake it illustrates (lines aside, which are of a file not shown).
+func TestConfigDocErrorSamples(t *testing.T) {
+	doc, err := os.ReadFile("../CONFIG.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, _ := strings.Cut(string(doc), "## Errors at load")
+	section, _, _ = strings.Cut(section, "\n## ")
+	_, rest, _ := strings.Cut(section, "```text\n")
+	block, _, ok := strings.Cut(rest, "```")
+	if !ok {
+		t.Fatal("Errors at load has no text block")
+	}
+	const target = "[targets.saif]\nadapter = \"saif\"\nurl = \"http://127.0.0.1:1\"\n"
+	for i, tc := range []struct {
+		file string
+		sample string // "" = the i-th line of the text block
+	}{
+		{"listen = \"0.0.0.0:8000\"\n" + target + "[routes.saif]\ntargets = [\"saif\"]\n", ""},
+		{target + "urll = \"x\"\n[routes.saif]\ntargets = [\"saif\"]\n", ""},
+		{target + "[targets.r1]\nadapter = \"openai\"\nurl = \"http://127.0.0.1:1/v1\"\n[routes.saif]\n" +
+			"targets = [\"saif\", \"r1\", \"openrouterr\"]\n", ""},
+		{target + "[routes.saif]\ntargets = [\"saif\"]\n[[keys]]\nname = \"k\"\nsha256 = \"" + hashTest + "\"\nrpm = \"20\"\n",
+			"`keys[0].rpm: want an integer, got a string (a number is written without quotes: rpm = 20, not rpm = \"20\")`"},
+		{"[targets.router]\nadapter = \"openai\"\nurl = \"http://127.0.0.1:{port}/v1\"\ncommand = [\"x\", \"{port}\"]\ngroup = \"g\"\n" +
+			"[groups.g]\nslots = 1\npinned = \"router\"\n[routes.r]\ntargets = [\"router\"]\n",
+			"`want an array, got a string (a list in brackets, even of one: pinned = [\"router\"])`"},
+		{"[targets.router]\nadapter = \"openai\"\nurl = \"http://127.0.0.1:{port}/v1\"\ncommand = [\"x\", \"{port}\"]\nidle_stop = 900\n" +
+			"[routes.r]\ntargets = [\"router\"]\n",
+			"`want a string, got an integer (a duration is a string with its unit: idle_stop = \"900s\" for 900 seconds, not idle_stop = 900)`"},
+	} {
+		want := tc.sample
+		if want == "" {
+			lines := strings.Split(strings.TrimSpace(block), "\n")
+			if i >= len(lines) {
+				t.Fatalf("the text block has %d lines", len(lines))
+			}
+			// gateway.toml:N: message
+			_, msg, _ := strings.Cut(lines[i], ": ")
+			want = msg
+		} else {
+			// The prose wraps its samples: compared with every run of white space as one space.
+			if !strings.Contains(strings.Join(strings.Fields(section), " "), want) {
+				t.Fatalf("CONFIG.md no longer shows %s", want)
+			}
+			want = strings.Trim(want, "`")
+		}
+		_, err := Parse([]byte(tc.file), "gateway.toml", func(string) string { return "" })
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("sample %d: CONFIG.md shows\n  %s\nthe loader says\n  %v", i, want, err)
+		}
+	}
+}
