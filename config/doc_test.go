@@ -410,7 +410,7 @@ func TestConfigDocErrorSamples(t *testing.T) {
 	}
 	const target = "[targets.saif]\nadapter = \"saif\"\nurl = \"http://127.0.0.1:1\"\n"
 	for i, tc := range []struct {
-		file string
+		file   string
 		sample string // "" = the i-th line of the text block
 	}{
 		{"listen = \"0.0.0.0:8000\"\n" + target + "[routes.saif]\ntargets = [\"saif\"]\n", ""},
