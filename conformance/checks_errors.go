@@ -46,7 +46,7 @@ func errorChecks() []*check {
 			title: "a chat request for an unknown model is rejected with 404",
 			judge: func(j *judge) verdict { return wantStatus(j.x("errors.unknown_model"), 404) }},
 		{id: "errors.bad_key", grade: Must, probes: []probeID{"errors.bad_key"},
-			title: "a wrong API key is rejected with 401 (judged only with --api-key)",
+			title: "a wrong API key is rejected with 401 (judged only when a key is given)",
 			judge: func(j *judge) verdict { return wantStatus(j.x("errors.bad_key"), 401) }},
 		{id: "errors.shape", grade: Must, probes: eps, anyOf: true,
 			title: `error answers have the body {"error": {"message": string, "type": string, ...}}`,

@@ -14,14 +14,17 @@ import (
 // subcommand name. Progress goes to stderr so that `--format json > file`
 // stays clean; the report goes to stdout or --out. It returns the exit
 // code: 0 when every MUST check passed or was skipped, 1 when one failed,
-// 2 when the arguments are wrong or the server could not be reached.
-func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+// 2 when the arguments are wrong or the server could not be reached. getenv is how
+// --api-key-env reads the key (os.Getenv).
+func Main(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("conformance", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var o Options
 	var only, format, out string
 	fs.StringVar(&o.BaseURL, "base-url", "", "server to check, with or without the /v1 suffix (required)")
-	fs.StringVar(&o.APIKey, "api-key", "", "bearer token; also enables the bad-key check")
+	var keyEnv string
+	fs.StringVar(&keyEnv, "api-key-env", "", "read the bearer token from this environment variable; also enables the bad-key check")
+	fs.StringVar(&o.APIKey, "api-key", "", "bearer token, as --api-key-env (which keeps it out of ps and shell history)")
 	fs.StringVar(&o.Model, "model", "", "chat model (default: the first id in /v1/models)")
 	fs.StringVar(&o.EmbeddingModel, "embedding-model", "", "embedding model (default: --model, and a 400 then means unsupported)")
 	fs.StringVar(&only, "only", "", "run only checks whose id matches this glob; comma-separated globs allowed")
@@ -30,7 +33,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&out, "out", "", "write the report to this file instead of stdout")
 	fs.DurationVar(&o.Timeout, "timeout", defaultTimeout, "timeout for each request")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: gateway conformance --base-url URL [--api-key KEY] [--model M] [--embedding-model E]")
+		fmt.Fprintln(stderr, "usage: gateway conformance --base-url URL [--api-key-env VAR | --api-key KEY] [--model M] [--embedding-model E]")
 		fmt.Fprintln(stderr, "       [--only GLOB] [--strict] [--format table|json|junit|markdown] [--out FILE] [--timeout 30s]")
 		fs.PrintDefaults()
 	}
@@ -43,6 +46,16 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "conformance: unexpected arguments %q\n", fs.Args())
 		return 2
+	}
+	if keyEnv != "" {
+		if o.APIKey != "" {
+			fmt.Fprintln(stderr, "conformance: --api-key and --api-key-env both give the key: use one")
+			return 2
+		}
+		if o.APIKey = getenv(keyEnv); o.APIKey == "" {
+			fmt.Fprintf(stderr, "conformance: --api-key-env: %s is unset or empty\n", keyEnv)
+			return 2
+		}
 	}
 	f, err := ParseFormat(format)
 	if err != nil {

@@ -19,7 +19,7 @@ import (
 func runMain(t *testing.T, args ...string) (int, string, string) {
 	t.Helper()
 	var out, errOut bytes.Buffer
-	code := Main(context.Background(), args, &out, &errOut)
+	code := Main(context.Background(), args, func(string) string { return "" }, &out, &errOut)
 	return code, out.String(), errOut.String()
 }
 
@@ -152,5 +152,50 @@ func TestMainWritesOutFile(t *testing.T) {
 	}
 	if !bytes.Contains(b, []byte(`<testcase name="chat.stream.done" classname="conformance.chat.stream">`)) {
 		t.Errorf("junit file lacks the chat.stream.done case:\n%s", b)
+	}
+}
+
+// TestAPIKeyFromEnvironment: --api-key-env reads the key from the variable it names, so that it
+// is in neither ps nor the shell's history; the bad-key check then runs as with --api-key.
+func TestAPIKeyFromEnvironment(t *testing.T) {
+	_, srv := newFake(t)
+	env := map[string]string{"CONF_KEY": fakeKey}
+	run := func(args ...string) (int, string, string) {
+		var out, errOut bytes.Buffer
+		code := Main(context.Background(), args, func(k string) string { return env[k] }, &out, &errOut)
+		return code, out.String(), errOut.String()
+	}
+	code, stdout, stderr := run("--base-url", srv.URL, "--api-key-env", "CONF_KEY", "--only", "errors.bad_key,models.*", "--format", "json")
+	if code != 0 {
+		t.Fatalf("exit code %d; stderr:\n%s", code, stderr)
+	}
+	ran := false
+	for _, c := range decodeReport(t, stdout).Checks {
+		if c.ID == "errors.bad_key" {
+			ran = true
+			if c.Result != Pass {
+				t.Errorf("errors.bad_key %s: %s", c.Result, c.Reason)
+			}
+		}
+	}
+	if !ran {
+		t.Error("errors.bad_key did not run")
+	}
+	if strings.Contains(stdout+stderr, fakeKey) {
+		t.Error("the report or the progress shows the key")
+	}
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"unset", []string{"--base-url", srv.URL, "--api-key-env", "NOPE"}, "NOPE is unset or empty"},
+		{"both", []string{"--base-url", srv.URL, "--api-key-env", "CONF_KEY", "--api-key", "x"}, "use one"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if code, _, stderr := run(tc.args...); code != 2 || !strings.Contains(stderr, tc.want) {
+				t.Fatalf("exit code %d, stderr:\n%s", code, stderr)
+			}
+		})
 	}
 }

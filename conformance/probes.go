@@ -231,7 +231,7 @@ func (r *runner) probes() []*probe {
 		{id: "errors.bad_key", gate: "errors.bad_key",
 			run: func(ctx context.Context, r *runner) *exchange {
 				if r.o.APIKey == "" {
-					return &exchange{skip: "no --api-key given, so the server may not check keys"}
+					return &exchange{skip: "no key given (--api-key-env or --api-key), so the server may not check keys"}
 				}
 				body := r.chat(map[string]any{"max_tokens": 1})
 				x := r.c.do(ctx, request{method: http.MethodPost, path: "/chat/completions", body: body, key: badKey})

@@ -107,7 +107,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	case "lru-sim":
 		return lrusim.Main(args[1:], stdout, stderr)
 	case "conformance":
-		return conformance.Main(ctx, args[1:], stdout, stderr)
+		return conformance.Main(ctx, args[1:], os.Getenv, stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return 0
