@@ -312,6 +312,14 @@ func (c *client) once(ctx context.Context, r request) *exchange {
 	x.status = res.StatusCode
 	x.header = res.Header
 	x.body, err = io.ReadAll(&capBody{rc: res.Body, left: maxBody})
+	// The key a server repeats is removed before any judge reads the answer or any excerpt of it
+	// is cut (a cut could leave part of it): see hideKey.
+	x.body = hideKeyIn(x.body, c.apiKey)
+	for _, vs := range x.header {
+		for i, v := range vs {
+			vs[i] = string(hideKeyIn([]byte(v), c.apiKey))
+		}
+	}
 	if err != nil {
 		x.err = fmt.Errorf("reading body: %w", err)
 		return x

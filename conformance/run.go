@@ -1,9 +1,12 @@
 package conformance
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -59,8 +62,11 @@ type runner struct {
 // Run executes the suite against o.BaseURL and returns the report. It
 // returns a *UsageError for bad options, an *UnreachableError when the
 // server cannot be reached at all, and ctx's error when cancelled; check
-// failures are in the report, never an error.
-func Run(ctx context.Context, o Options) (*Report, error) {
+// failures are in the report, never an error. Neither holds o.APIKey: a
+// server that repeats the key it was sent has it replaced by [redacted]
+// wherever the report quotes the server (see hideKey).
+func Run(ctx context.Context, o Options) (rep *Report, err error) {
+	defer func() { hideKey(rep, err, o.APIKey) }()
 	root, err := o.normalize()
 	if err != nil {
 		return nil, err
@@ -319,4 +325,51 @@ func (p *probe) unusableWhy(x *exchange) string {
 		return x.statusLine() + " but the body is empty"
 	}
 	return x.statusLine()
+}
+
+// hideKey replaces key with [redacted] in every text of rep and in a
+// usage error's message. A server that repeats the key it was sent
+// (LiteLLM's "Received API Key = …", a proxy that quotes the request's
+// headers) would otherwise put it into the evidence, and reports are pasted
+// into issues and kept as CI artifacts. A key shorter than 8 bytes is left:
+// it is no secret worth a report where every word holding it is cut.
+func hideKey(rep *Report, err error, key string) {
+	if len(key) < minHiddenKey {
+		return
+	}
+	hide := func(s *string) {
+		if strings.Contains(*s, key) {
+			*s = strings.ReplaceAll(*s, key, "[redacted]")
+		}
+	}
+	var ue *UsageError
+	if errors.As(err, &ue) {
+		hide(&ue.Msg)
+	}
+	if rep == nil {
+		return
+	}
+	hide(&rep.BaseURL)
+	hide(&rep.Model)
+	hide(&rep.EmbeddingModel)
+	for i := range rep.Checks {
+		c := &rep.Checks[i]
+		hide(&c.Reason)
+		if e := c.Evidence; e != nil {
+			hide(&e.Expected)
+			hide(&e.Seen)
+			hide(&e.Excerpt)
+		}
+	}
+}
+
+// minHiddenKey is the shortest key hideKey and hideKeyIn remove.
+const minHiddenKey = 8
+
+// hideKeyIn is b with key replaced by [redacted] (see hideKey).
+func hideKeyIn(b []byte, key string) []byte {
+	if len(key) < minHiddenKey || !bytes.Contains(b, []byte(key)) {
+		return b
+	}
+	return bytes.ReplaceAll(b, []byte(key), []byte("[redacted]"))
 }

@@ -2,8 +2,13 @@
 // text format it writes them in on a scrape (GET /metrics).
 //
 // Every series is known at load: a Set is built from the config's routes and targets, its counters
-// and histograms live in arrays indexed by route, target, failure class and status code, and the
-// request path moves them with an atomic add or two, with no lock, map or allocation. A scrape
+// and histograms are reached through arrays indexed by route, target, failure class and status
+// code, and the request path moves them with an atomic add or two, with no lock, map or
+// allocation. The cells themselves belong to the process, by name: the Set of a reloaded
+// configuration (Next) counts on in the cells of the routes, targets and keys it shares with the
+// one it replaces, so that no counter goes back on a reload (Prometheus would read a fall as a
+// reset, and an increase after it smaller than the fall as none), and the requests the replaced
+// configuration is still serving are counted where the next scrape sees them. A scrape
 // reads them without stopping writers, so one scrape may see a request's count without its
 // duration's sum; the next one sees both. Gauges that are state rather than counts (a target's
 // in-flight requests, whether health has it available) are read at scrape time by the caller,
@@ -11,7 +16,6 @@
 package metrics
 
 import (
-	"cmp"
 	"math"
 	"slices"
 	"strconv"
@@ -52,7 +56,7 @@ func (h *Histogram) Observe(d time.Duration) {
 }
 
 // statusSlots are the statuses counted in a fixed slot: what the gateway answers, and what an
-// upstream's restored error is most often. Any other is counted in Set.otherCodes.
+// upstream's restored error is most often. Any other is counted in requestCell.other.
 var statusSlots = [...]int{200, 400, 401, 403, 404, 405, 408, 409, 413, 415, 422, 429, 499, 500, 501, 502, 503, 504}
 
 // slotOf is the slot of status in statusSlots, or -1.
@@ -69,6 +73,9 @@ func slotOf(status int) int {
 type requestCell struct {
 	codes    [len(statusSlots)]atomic.Uint64
 	duration Histogram
+
+	mu    sync.Mutex
+	other map[int]uint64 // statuses without a slot
 }
 
 // attemptCell is what is counted for one target.
@@ -91,19 +98,46 @@ type Set struct {
 	routes  []string // route names; index len(routes) is a request that resolved no route
 	targets []string
 	started time.Time
+	cells   *cells // where the counts are; shared with the Sets before and after a reload
 
-	requests []requestCell // [op][route]: op*(len(routes)+1) + route
-	attempts []attemptCell // by core.Target.Index
-	served   []atomic.Uint64
-	tokens   []atomic.Uint64 // [route][target][prompt, completion]
+	requests []*requestCell // [op][route]: op*(len(routes)+1) + route
+	attempts []*attemptCell // by core.Target.Index
+	served   []*atomic.Uint64
+	tokens   []*[2]atomic.Uint64 // [route][target]: prompt, completion
 
 	keys      []string
-	keyCounts []keyCell // by key
+	keyCounts []*keyCell // by key
+}
+
+// cells are every count the process has made, by the names they are labelled with, whatever
+// configuration made them. A Set takes its cells from here when it is built, under mu; the
+// request path reaches them through the Set, with no lock.
+type cells struct {
+	mu       sync.Mutex
+	requests map[opRoute]*requestCell
+	attempts map[string]*attemptCell
+	served   map[routeTarget]*atomic.Uint64
+	tokens   map[routeTarget]*[2]atomic.Uint64
+	keys     map[string]*keyCell
 
 	browserRefused [2]atomic.Uint64 // by Refused's reason
+}
 
-	mu         sync.Mutex
-	otherCodes map[otherKey]uint64 // statuses without a slot
+type opRoute struct {
+	op    int
+	route string // "" for a request that resolved no route
+}
+
+type routeTarget struct{ route, target string }
+
+// cell returns m's cell for k, made when there is none.
+func cell[K comparable, V any](m map[K]*V, k K) *V {
+	v := m[k]
+	if v == nil {
+		v = new(V)
+		m[k] = v
+	}
+	return v
 }
 
 // keyCell is what is counted for one client key.
@@ -119,37 +153,73 @@ const (
 	CapConcurrent
 )
 
-// otherCount is a status without a slot and its count, as a scrape copies them out.
-type otherCount struct {
-	otherKey
-	n uint64
-}
-
-type otherKey struct {
-	cell   int
-	status int
-}
-
-// New builds a Set for the given route and target names (target names in core.Target.Index order).
-// started is the process's start, for process_start_time_seconds. WithKeys adds the client keys.
+// New builds a Set for the given route and target names (target names in core.Target.Index order),
+// counting from zero. started is the process's start, for process_start_time_seconds. WithKeys
+// adds the client keys.
 func New(routes, targets []string, started time.Time) *Set {
-	return &Set{
-		routes:     routes,
-		targets:    targets,
-		started:    started,
-		requests:   make([]requestCell, len(opNames)*(len(routes)+1)),
-		attempts:   make([]attemptCell, len(targets)),
-		served:     make([]atomic.Uint64, len(routes)*len(targets)),
-		tokens:     make([]atomic.Uint64, 2*len(routes)*len(targets)),
-		otherCodes: map[otherKey]uint64{},
+	return (*Set)(nil).Next(routes, targets, started)
+}
+
+// Next builds the Set of a configuration that replaces s's, as New does, except that the series
+// of a route, target, route and target, or key that s's configuration had too go on from the
+// counts s has (and s's requests still under way count in them, where a scrape of the new Set
+// sees them). A nil s is New.
+func (s *Set) Next(routes, targets []string, started time.Time) *Set {
+	var c *cells
+	if s != nil {
+		c = s.cells
+	} else {
+		c = &cells{requests: map[opRoute]*requestCell{}, attempts: map[string]*attemptCell{},
+			served: map[routeTarget]*atomic.Uint64{}, tokens: map[routeTarget]*[2]atomic.Uint64{},
+			keys: map[string]*keyCell{}}
 	}
+	n := &Set{
+		routes:   routes,
+		targets:  targets,
+		started:  started,
+		cells:    c,
+		requests: make([]*requestCell, len(opNames)*(len(routes)+1)),
+		attempts: make([]*attemptCell, len(targets)),
+		served:   make([]*atomic.Uint64, len(routes)*len(targets)),
+		tokens:   make([]*[2]atomic.Uint64, len(routes)*len(targets)),
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for op := range opNames {
+		for r := 0; r <= len(routes); r++ {
+			n.requests[op*(len(routes)+1)+r] = cell(c.requests, opRoute{op, n.routeName(r)})
+		}
+	}
+	for t, name := range targets {
+		n.attempts[t] = cell(c.attempts, name)
+	}
+	for r, route := range routes {
+		for t, target := range targets {
+			n.served[r*len(targets)+t] = cell(c.served, routeTarget{route, target})
+			n.tokens[r*len(targets)+t] = cell(c.tokens, routeTarget{route, target})
+		}
+	}
+	return n
+}
+
+// routeName is the route label of route index r: "" for a request that resolved no route.
+func (s *Set) routeName(r int) string {
+	if r == len(s.routes) {
+		return ""
+	}
+	return s.routes[r]
 }
 
 // WithKeys makes s count per client key too (names in config.Key.Index order); it is for
-// building, before any count.
+// building, before any count. A key whose name the Set s was built from had counts on.
 func (s *Set) WithKeys(keys []string) *Set {
 	s.keys = keys
-	s.keyCounts = make([]keyCell, len(keys))
+	s.keyCounts = make([]*keyCell, len(keys))
+	s.cells.mu.Lock()
+	defer s.cells.mu.Unlock()
+	for i, name := range keys {
+		s.keyCounts[i] = cell(s.cells.keys, name)
+	}
 	return s
 }
 
@@ -190,7 +260,7 @@ func (s *Set) BrowserRefused(reason int) {
 	if s == nil || reason < 0 || reason > RefusedOrigin {
 		return
 	}
-	s.browserRefused[reason].Add(1)
+	s.cells.browserRefused[reason].Add(1)
 }
 
 // NoRoute is the route index of a request refused before it resolved a route.
@@ -205,14 +275,16 @@ func (s *Set) Request(op core.Op, route, status int, d time.Duration) {
 	if route < 0 || route >= len(s.routes) {
 		route = len(s.routes)
 	}
-	cell := int(op)*(len(s.routes)+1) + route
-	c := &s.requests[cell]
+	c := s.requests[int(op)*(len(s.routes)+1)+route]
 	if i := slotOf(status); i >= 0 {
 		c.codes[i].Add(1)
 	} else {
-		s.mu.Lock()
-		s.otherCodes[otherKey{cell, status}]++
-		s.mu.Unlock()
+		c.mu.Lock()
+		if c.other == nil {
+			c.other = map[int]uint64{}
+		}
+		c.other[status]++
+		c.mu.Unlock()
 	}
 	c.duration.Observe(d)
 }
@@ -224,7 +296,7 @@ func (s *Set) Attempt(target int, class core.Class, first time.Duration) {
 	if s == nil || target < 0 || target >= len(s.attempts) || int(class) >= core.NumClasses {
 		return
 	}
-	a := &s.attempts[target]
+	a := s.attempts[target]
 	a.results[class].Add(1)
 	if class == core.ClassNone {
 		a.first.Observe(first)
@@ -244,9 +316,9 @@ func (s *Set) Tokens(route, target int, prompt, completion uint64) {
 	if s == nil || route < 0 || route >= len(s.routes) || target < 0 || target >= len(s.targets) {
 		return
 	}
-	i := 2 * (route*len(s.targets) + target)
-	s.tokens[i].Add(prompt)
-	s.tokens[i+1].Add(completion)
+	c := s.tokens[route*len(s.targets)+target]
+	c[0].Add(prompt)
+	c[1].Add(completion)
 }
 
 // Write writes every counter of s in the text format, then what more adds (gauges read now).
@@ -254,49 +326,43 @@ func (s *Set) Write(w *Writer, more func(*Writer)) {
 	if s == nil {
 		return
 	}
-	routeName := func(r int) string {
-		if r == len(s.routes) {
-			return ""
-		}
-		return s.routes[r]
-	}
 	w.Family("hayula_requests_total", "counter", "Requests on the OpenAI endpoints, by endpoint, route (empty when none was resolved) and the status answered.")
-	// The statuses without a slot, copied out and sorted by cell and status: a scrape looks at
-	// the few there are, not at every status of every cell.
-	s.mu.Lock()
-	other := make([]otherCount, 0, len(s.otherCodes))
-	for k, v := range s.otherCodes {
-		other = append(other, otherCount{k, v})
-	}
-	s.mu.Unlock()
-	slices.SortFunc(other, func(a, b otherCount) int {
-		return cmp.Or(cmp.Compare(a.cell, b.cell), cmp.Compare(a.status, b.status))
-	})
+	var other []int
 	for op := range opNames {
 		for r := 0; r <= len(s.routes); r++ {
-			cell := op*(len(s.routes)+1) + r
-			c := &s.requests[cell]
+			c := s.requests[op*(len(s.routes)+1)+r]
 			for i := range c.codes {
 				if v := c.codes[i].Load(); v > 0 {
-					w.Sample("hayula_requests_total", v, "endpoint", opNames[op], "route", routeName(r), "code", strconv.Itoa(statusSlots[i]))
+					w.Sample("hayula_requests_total", v, "endpoint", opNames[op], "route", s.routeName(r), "code", strconv.Itoa(statusSlots[i]))
 				}
 			}
-			for len(other) > 0 && other[0].cell == cell {
-				w.Sample("hayula_requests_total", other[0].n, "endpoint", opNames[op], "route", routeName(r), "code", strconv.Itoa(other[0].status))
-				other = other[1:]
+			// The statuses without a slot, sorted, and their counts, copied out under the lock.
+			c.mu.Lock()
+			other = other[:0]
+			for st := range c.other {
+				other = append(other, st)
+			}
+			slices.Sort(other)
+			counts := make([]uint64, len(other))
+			for i, st := range other {
+				counts[i] = c.other[st]
+			}
+			c.mu.Unlock()
+			for i, st := range other {
+				w.Sample("hayula_requests_total", counts[i], "endpoint", opNames[op], "route", s.routeName(r), "code", strconv.Itoa(st))
 			}
 		}
 	}
 	w.Family("hayula_request_duration_seconds", "histogram", "Time from a request's arrival to its answer's last byte, by endpoint and route.")
 	for op := range opNames {
 		for r := 0; r <= len(s.routes); r++ {
-			c := &s.requests[op*(len(s.routes)+1)+r]
-			w.Histogram("hayula_request_duration_seconds", &c.duration, "endpoint", opNames[op], "route", routeName(r))
+			c := s.requests[op*(len(s.routes)+1)+r]
+			w.Histogram("hayula_request_duration_seconds", &c.duration, "endpoint", opNames[op], "route", s.routeName(r))
 		}
 	}
 	w.Family("hayula_upstream_attempts_total", "counter", `Attempts on each target, by result: "ok", or the failure class that ended it.`)
 	for t, name := range s.targets {
-		a := &s.attempts[t]
+		a := s.attempts[t]
 		for c := range a.results {
 			if v := a.results[c].Load(); v > 0 {
 				result := core.Class(c).String()
@@ -322,9 +388,9 @@ func (s *Set) Write(w *Writer, more func(*Writer)) {
 	w.Family("hayula_tokens_total", "counter", "Tokens the answers of each route by each target reported in their usage, by kind (prompt, completion); a stream reports them only when the client asked for its usage.")
 	for r, route := range s.routes {
 		for t, target := range s.targets {
-			i := 2 * (r*len(s.targets) + t)
+			c := s.tokens[r*len(s.targets)+t]
 			for k, kind := range [2]string{"prompt", "completion"} {
-				if v := s.tokens[i+k].Load(); v > 0 {
+				if v := c[k].Load(); v > 0 {
 					w.Sample("hayula_tokens_total", v, "route", route, "target", target, "kind", kind)
 				}
 			}
@@ -354,7 +420,7 @@ func (s *Set) Write(w *Writer, more func(*Writer)) {
 	}
 	w.Family("hayula_browser_refused_total", "counter", "Requests refused 403 because their Host (host_not_allowed: DNS rebinding) or Origin (origin_not_allowed) was not allowed.")
 	for i, reason := range [2]string{"host_not_allowed", "origin_not_allowed"} {
-		w.Sample("hayula_browser_refused_total", s.browserRefused[i].Load(), "reason", reason)
+		w.Sample("hayula_browser_refused_total", s.cells.browserRefused[i].Load(), "reason", reason)
 	}
 	w.Family("process_start_time_seconds", "gauge", "Start time of the process since the Unix epoch, in seconds.")
 	w.Float("process_start_time_seconds", float64(s.started.UnixNano())/1e9)

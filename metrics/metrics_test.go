@@ -217,3 +217,62 @@ func TestKeyCounts(t *testing.T) {
 		t.Error("a Set without keys wrote key series")
 	}
 }
+
+// TestNextGoesOn: the Set of a reloaded configuration goes on from the counts of the series both
+// configurations name, whatever their order in each, counts what the replaced Set still counts
+// (its requests under way), leaves out what the new configuration no longer has, and gives it
+// back, with its counts, when a later configuration brings it back.
+func TestNextGoesOn(t *testing.T) {
+	old := New([]string{"a", "gone"}, []string{"x", "y"}, time.Unix(0, 0)).WithKeys([]string{"laptop", "kids"})
+	old.Request(core.OpChat, 0, 200, time.Millisecond)
+	old.Request(core.OpChat, NoRoute, 404, time.Millisecond)
+	old.Request(core.OpChat, 0, 418, time.Millisecond)
+	old.Attempt(1, core.ClassTimeout, 0)
+	old.Served(0, 0)
+	old.Tokens(0, 1, 5, 7)
+	old.Key(1)
+	old.KeyTokens(1, 2, 3)
+	old.Request(core.OpChat, 1, 200, time.Millisecond)
+	old.BrowserRefused(RefusedOrigin)
+
+	// The targets change order (y before x), route "gone" goes, "new" comes, key "kids" stays.
+	next := old.Next([]string{"a", "new"}, []string{"y", "x"}, time.Unix(0, 0)).WithKeys([]string{"kids"})
+	old.Request(core.OpChat, 0, 200, time.Millisecond) // a request of the old configuration ends
+	next.Request(core.OpChat, 0, 200, time.Millisecond)
+	next.Attempt(0, core.ClassTimeout, 0) // y
+	next.Served(0, 1)                     // a by x
+
+	var w Writer
+	next.Write(&w, nil)
+	got := parse(t, string(w.Bytes()))
+	for k, v := range map[string]string{
+		`hayula_requests_total{endpoint="chat",route="a",code="200"}`:                 "3",
+		`hayula_requests_total{endpoint="chat",route="",code="404"}`:                  "1",
+		`hayula_requests_total{endpoint="chat",route="a",code="418"}`:                 "1",
+		`hayula_request_duration_seconds_count{endpoint="chat",route="a"}`:            "4",
+		`hayula_upstream_attempts_total{target="y",result="timeout"}`:                 "2",
+		`hayula_served_total{route="a",target="x"}`:                                   "2",
+		`hayula_tokens_total{route="a",target="y",kind="completion"}`:                 "7",
+		`hayula_key_requests_total{key="kids"}`:                                       "1",
+		`hayula_key_tokens_total{key="kids",kind="prompt"}`:                           "2",
+		`hayula_browser_refused_total{reason="origin_not_allowed"}`:                   "1",
+		`hayula_request_duration_seconds_count{endpoint="chat",route="new"}`:          "0",
+		`hayula_request_duration_seconds_bucket{endpoint="chat",route="a",le="+Inf"}`: "4",
+	} {
+		if got[k] != v {
+			t.Errorf("%s = %q, want %q", k, got[k], v)
+		}
+	}
+	for k := range got {
+		if strings.Contains(k, `"gone"`) || strings.Contains(k, `"laptop"`) {
+			t.Errorf("%s: a series of what the configuration no longer has", k)
+		}
+	}
+
+	back := next.Next([]string{"gone"}, []string{"x"}, time.Unix(0, 0))
+	var w2 Writer
+	back.Write(&w2, nil)
+	if got := parse(t, string(w2.Bytes())); got[`hayula_requests_total{endpoint="chat",route="gone",code="200"}`] != "1" {
+		t.Errorf("a route brought back does not go on from its count:\n%s", w2.Bytes())
+	}
+}

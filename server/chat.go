@@ -77,7 +77,7 @@ func (s *Server) serveOp(w http.ResponseWriter, r *http.Request, op core.Op) {
 	if cap(res.chain) > cap(st.chain) {
 		st.chain = res.chain[:0] // the array grew: keep the larger one
 	}
-	status = s.write(r.Context(), w, rs, req, res, st)
+	status, ended := s.write(r.Context(), w, rs, req, res, st)
 	upID := ""
 	if res.resp != nil {
 		upID = res.resp.UpstreamID
@@ -87,7 +87,7 @@ func (s *Server) serveOp(w http.ResponseWriter, r *http.Request, op core.Op) {
 		res.resp.Release() // written: its memory serves the next answer
 	}
 	end = time.Now()
-	s.logRequest(r, requestLog{key: st.keyName(), route: rs.Name, chain: res.chain, id: id, upstreamID: upID},
+	s.logRequest(r, requestLog{key: st.keyName(), route: rs.Name, chain: res.chain, stream: ended, id: id, upstreamID: upID},
 		status, start, end)
 }
 

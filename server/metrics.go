@@ -16,8 +16,9 @@ import (
 	"github.com/hayula/gateway/upstream"
 )
 
-// newMetrics builds the counters for cfg's routes and targets, or nil when cfg turned them off.
-func newMetrics(cfg *config.Config, started time.Time) *metrics.Set {
+// newMetrics builds the counters for cfg's routes and targets, or nil when cfg turned them off;
+// those prev (the replaced configuration's, or nil) has too go on from its counts.
+func newMetrics(cfg *config.Config, prev *metrics.Set, started time.Time) *metrics.Set {
 	if !cfg.Metrics {
 		return nil
 	}
@@ -29,7 +30,7 @@ func newMetrics(cfg *config.Config, started time.Time) *metrics.Set {
 	for _, t := range cfg.Targets {
 		targets[t.Index] = t.Name
 	}
-	set := metrics.New(routes, targets, started)
+	set := prev.Next(routes, targets, started)
 	if len(cfg.Keys) > 0 {
 		keys := make([]string, len(cfg.Keys))
 		for i, k := range cfg.Keys {

@@ -69,8 +69,10 @@ type Options struct {
 	// running, and Lifecycle and the config's state_file and wait_healthy are those Previous was
 	// built with. The processes stop when the last server using the manager is closed, the
 	// newest or a replaced one still serving requests on them, in either order. The start time that
-	// /v1/models and process_start_time_seconds report is Previous's too. A Server can be handed
-	// over once.
+	// /v1/models and process_start_time_seconds report is Previous's too, and so are the counts
+	// behind /metrics (of the routes, targets and keys both configurations name) and /healthz:
+	// they go on from Previous's, and Previous's requests still under way count in them. A Server
+	// can be handed over once.
 	Previous *Server
 	// Reloads counts configuration reloads for /metrics; nil writes no reload series.
 	Reloads *metrics.Reloads
@@ -123,9 +125,9 @@ type Server struct {
 	reloads *metrics.Reloads
 	limits  []keyLimit // by config.Key.Index; nil when no key has rpm or max_concurrent (limits.go)
 
-	failedOpen atomic.Int64 // requests served only because a fail-open stage kept every target
-	relaying   atomic.Int64 // streams being relayed (see relay)
-	states     sync.Pool    // *reqState; see serveOp
+	failedOpen *atomic.Int64 // requests served only because a fail-open stage kept every target; Previous's, on a reload
+	relaying   atomic.Int64  // streams being relayed (see relay)
+	states     sync.Pool     // *reqState; see serveOp
 }
 
 // routeState is a route with what was built for it at load.
@@ -169,8 +171,10 @@ func New(o Options) (*Server, error) {
 		started: time.Now(),
 		reloads: o.Reloads,
 	}
+	s.failedOpen = new(atomic.Int64)
 	if o.Previous != nil {
 		s.started = o.Previous.started
+		s.failedOpen = o.Previous.failedOpen
 	}
 	s.created = s.started.Unix()
 	if s.clock == nil {
@@ -237,7 +241,11 @@ func New(o Options) (*Server, error) {
 		}
 		s.routes[r.Name] = rs
 	}
-	s.metrics = newMetrics(o.Config, s.started)
+	var prev *metrics.Set
+	if o.Previous != nil {
+		prev = o.Previous.metrics
+	}
+	s.metrics = newMetrics(o.Config, prev, s.started)
 	s.limits = newKeyLimits(o.Config.Keys)
 	if err := s.initActive(o); err != nil {
 		return nil, err

@@ -148,19 +148,27 @@ var (
 	sseDone = []byte("data: [DONE]\n\n")
 )
 
-// write sends the attempt loop's outcome to the client and returns the status it used. The key's
+// How a stream that went out did not end with its [DONE], as the request's log line says it
+// (requestLog.stream): "" for one that did, and for a whole answer.
+const (
+	streamClientLeft = "client_left" // the client went away: no fault of the target's
+	streamBrokeOff   = "broke_off"   // the upstream failed after the first event; the client got an error event
+)
+
+// write sends the attempt loop's outcome to the client and returns the status it used, and for a
+// stream that did not end with its [DONE], how it ended (streamClientLeft, streamBrokeOff). The key's
 // concurrency slot st holds is given back before the answer's end goes out: a client that sends
 // its next request as soon as it has the answer (the SDK stops reading a stream at [DONE]) must
 // find it free, and serveOp's work after the write (or a stream's drained tail) is not its. A
 // stream's usage counts as st's key's tokens.
-func (s *Server) write(ctx context.Context, w http.ResponseWriter, rs *routeState, req *core.Request, res result, st *reqState) int {
+func (s *Server) write(ctx context.Context, w http.ResponseWriter, rs *routeState, req *core.Request, res result, st *reqState) (int, string) {
 	// Header values are assigned, not Set: Set builds a one-element slice per call, and the
 	// route's and target's values are built once. Nothing appends to them in place (a slice of
 	// length 1 and capacity 1 is copied by append).
 	h := w.Header()
 	if res.gone {
 		h[hdrRoute] = rs.nameValue // what goes out is the map's: the route's field as before writeWhole
-		return 499
+		return 499, ""
 	}
 	if res.err != nil {
 		h[hdrRoute] = rs.nameValue
@@ -169,14 +177,14 @@ func (s *Server) write(ctx context.Context, w http.ResponseWriter, rs *routeStat
 		}
 		s.unbusy(st)
 		writeError(w, res.err)
-		return res.err.Status
+		return res.err.Status, ""
 	}
 	defer res.flight.end()
 	if res.resp.Stream == nil {
 		s.unbusy(st)
 	}
 	if res.resp.Stream == nil && s.writeWhole(w, rs, res) {
-		return http.StatusOK
+		return http.StatusOK, ""
 	}
 	h[hdrRoute] = rs.nameValue
 	target := s.targetValue(res.target)
@@ -199,14 +207,13 @@ func (s *Server) write(ctx context.Context, w http.ResponseWriter, rs *routeStat
 		if f, ok := w.(http.Flusher); ok {
 			f.Flush()
 		}
-		return http.StatusOK
+		return http.StatusOK, ""
 	}
 	usage := usageTo{route: -1} // a stream carries usage only when its client asked for it: then it is counted
 	if s.metrics != nil && req.IncludeUsage {
 		usage = st.usageTo(rs)
 	}
-	s.relay(ctx, w, usage, res, st)
-	return http.StatusOK
+	return http.StatusOK, s.relay(ctx, w, usage, res, st)
 }
 
 // relay streams events to the client. Past this point nothing falls through: a failure ends the
@@ -217,8 +224,8 @@ func (s *Server) write(ctx context.Context, w http.ResponseWriter, rs *routeStat
 //
 // With usage.route 0 or more, an event that carries usage is counted as that route's (and key's)
 // tokens. The key's slot rq holds is given back before the stream's last event ([DONE] or an
-// error) goes out.
-func (s *Server) relay(ctx context.Context, w http.ResponseWriter, usage usageTo, res result, rq *reqState) {
+// error) goes out. It returns how a stream that did not end with its [DONE] ended (see write).
+func (s *Server) relay(ctx context.Context, w http.ResponseWriter, usage usageTo, res result, rq *reqState) string {
 	st := res.resp.Stream
 	defer st.Close()
 	buffered, _ := st.(upstream.BufferedStream)
@@ -241,10 +248,11 @@ func (s *Server) relay(ctx context.Context, w http.ResponseWriter, usage usageTo
 	first := true
 	for err == nil {
 		if werr := writeEvent(w, ev); werr != nil {
-			return // the client went away; closing the stream cancels the upstream
+			// The client went away; closing the stream cancels the upstream.
+			return s.clientLeft(res, w)
 		}
 		if (first || buffered == nil || !buffered.Buffered()) && rc.Flush() != nil {
-			return
+			return s.clientLeft(res, w)
 		}
 		if first && s.relaying.Load() == 1 {
 			s.yield()
@@ -262,11 +270,10 @@ func (s *Server) relay(ctx context.Context, w http.ResponseWriter, usage usageTo
 		s.unbusy(rq)
 		_, _ = w.Write(sseDone)
 		_ = rc.Flush()
-		return
+		return ""
 	}
 	if ctx.Err() != nil {
-		s.log.Debug("client left mid-stream", "target", res.target.Name, "request_id", requestIDOf(w))
-		return
+		return s.clientLeft(res, w)
 	}
 	// A cause, not the error's text, which may name the upstream's address (errmap.StreamMessage);
 	// the log below has the whole error. An upstream's own message in an error line is its to
@@ -280,6 +287,15 @@ func (s *Server) relay(ctx context.Context, w http.ResponseWriter, usage usageTo
 	s.unbusy(rq)
 	_ = writeEvent(w, body)
 	_ = rc.Flush()
+	return streamBrokeOff
+}
+
+// clientLeft notes a stream whose client went away before its end: at debug here, and on the
+// request's line (stream=client_left), which is all info shows of it, since it is no target's
+// failure.
+func (s *Server) clientLeft(res result, w http.ResponseWriter) string {
+	s.log.Debug("client left mid-stream", "target", res.target.Name, "request_id", requestIDOf(w))
+	return streamClientLeft
 }
 
 func writeEvent(w io.Writer, payload []byte) error {
@@ -298,13 +314,14 @@ type requestLog struct {
 	key        string   // the name of the key it came with; "" for none
 	route      string   // "" before one was resolved
 	chain      []string // the targets tried
+	stream     string   // how a stream that did not end with its [DONE] ended; "" otherwise (see write)
 	id         string   // the request's ID (X-Request-Id)
 	upstreamID string   // the serving upstream's own ID for it; "" when it sent none
 }
 
 // logRequest writes a request's line. Its fields are in a fixed order, which operators' tooling
-// reads: method, path, route, chain, status, duration, then key, request_id and
-// upstream_request_id, each of those three only when it has a value. The IDs are values the
+// reads: method, path, route, chain, status, duration, then stream, key, request_id and
+// upstream_request_id, each of those four only when it has a value. The IDs are values the
 // gateway checked (upstream.ValidRequestID), never headers copied wholesale.
 func (s *Server) logRequest(r *http.Request, rl requestLog, status int, start, now time.Time) {
 	h := s.log.Handler()
@@ -318,6 +335,9 @@ func (s *Server) logRequest(r *http.Request, rl requestLog, status int, start, n
 		l := t.Line(now, slog.LevelInfo, "request").String("method", r.Method).String("path", r.URL.Path).
 			String("route", rl.route).Join("chain", chainSep, rl.chain).Int("status", int64(status)).
 			Duration("duration", now.Sub(start))
+		if rl.stream != "" {
+			l = l.String("stream", rl.stream)
+		}
 		if rl.key != "" {
 			l = l.String("key", rl.key)
 		}
@@ -341,6 +361,9 @@ func (s *Server) logRequest(r *http.Request, rl requestLog, status int, start, n
 		slog.String("chain", chainHeader(rl.chain, "")),
 		slog.Int("status", status),
 		slog.Duration("duration", now.Sub(start)))
+	if rl.stream != "" {
+		rec.AddAttrs(slog.String("stream", rl.stream))
+	}
 	if rl.key != "" {
 		rec.AddAttrs(slog.String("key", rl.key))
 	}
