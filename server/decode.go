@@ -192,6 +192,9 @@ func (w *wireView) params() core.Params {
 // readBody reads the whole body within the limit, into buf's array when it is large enough
 // (serveOp lends one from the server's pool) and into a new one otherwise.
 func readBody(r *http.Request, limit int64, buf []byte) ([]byte, *apiError) {
+	if ce, ok := r.Header["Content-Encoding"]; ok && !identity(ce) {
+		return nil, unsupportedEncoding(ce)
+	}
 	if r.ContentLength > limit {
 		return nil, tooLarge(limit)
 	}
@@ -224,6 +227,28 @@ func readBody(r *http.Request, limit int64, buf []byte) ([]byte, *apiError) {
 			return nil, badRequest("", "invalid_body", "could not read the request body: "+err.Error())
 		}
 	}
+}
+
+// identity reports whether the Content-Encoding values ce name no coding but identity.
+func identity(ce []string) bool {
+	for _, v := range ce {
+		for v != "" {
+			var tok string
+			tok, v, _ = strings.Cut(v, ",")
+			if tok = strings.Trim(tok, " \t"); tok != "" && !strings.EqualFold(tok, "identity") {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// unsupportedEncoding refuses a body in a content coding (gzip, br, …): the gateway reads and
+// passes on JSON as it is, and a coded body read as JSON would be refused as invalid JSON, or
+// worse, served as a body it is not. writeError adds Accept-Encoding: identity (RFC 9110 §15.5.16).
+func unsupportedEncoding(ce []string) *apiError {
+	return &apiError{Status: http.StatusUnsupportedMediaType, Type: typeInvalidRequest, Code: "unsupported_content_encoding",
+		Message: fmt.Sprintf("the request body's Content-Encoding %q is not supported: send the body uncompressed", strings.Join(ce, ", "))}
 }
 
 // maxPooledBody is the largest body buffer kept for the next request: a chat request is a few
