@@ -267,6 +267,9 @@ func decodeChat(r *http.Request, body []byte, st *reqState, names map[string]str
 	if err := decodeWire(body, w, st.msgs, names); err != nil {
 		return nil, jsonErrorIn(err, body)
 	}
+	if isNull(body) {
+		return nil, jsonError(errNotObject)
+	}
 	if cap(w.Messages) > cap(st.msgs) {
 		st.msgs = w.Messages[:0] // the array grew: keep the larger one
 	}
@@ -509,6 +512,9 @@ func decodeOther(r *http.Request, body []byte, op core.Op) (*core.Request, *apiE
 	if err := json.Unmarshal(body, &w); err != nil {
 		return nil, jsonError(err)
 	}
+	if isNull(body) {
+		return nil, jsonError(errNotObject)
+	}
 	if w.Model == nil || *w.Model == "" {
 		return nil, badRequest("model", "missing_required_parameter", "you must provide a model parameter")
 	}
@@ -748,6 +754,19 @@ func decodeWire(body []byte, w *wireView, msgs []core.Message, names map[string]
 		passedKinds(body, w)
 	}
 	return err
+}
+
+// errNotObject is the error encoding/json gives a body that is not an object (jsonError words
+// it), for the one it decodes into a struct without complaint: null.
+var errNotObject = &json.UnmarshalTypeError{Value: "null", Type: reflect.TypeFor[wireRequest]()}
+
+// isNull reports whether body, JSON that decoded into a struct, is null rather than an object.
+func isNull(body []byte) bool {
+	i := 0
+	for i < len(body) && (body[i] == ' ' || body[i] == '\t' || body[i] == '\n' || body[i] == '\r') {
+		i++
+	}
+	return i < len(body) && body[i] == 'n'
 }
 
 // fastWire is decodeWire's one pass into a zero w; false means "ask encoding/json", with w left
