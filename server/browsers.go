@@ -63,7 +63,7 @@ func (g *browserGuard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.Add("Vary", "Origin")
 	if r.Method == http.MethodOptions && r.Header.Get("Access-Control-Request-Method") != "" {
 		// A preflight: the page may send what it asked to (its key, the Hayula options).
-		h.Set("Access-Control-Allow-Methods", "GET, HEAD, POST, OPTIONS")
+		h.Set("Access-Control-Allow-Methods", "GET, HEAD, POST, DELETE, OPTIONS") // every method the router routes
 		if hdrs := r.Header.Get("Access-Control-Request-Headers"); hdrs != "" {
 			h.Set("Access-Control-Allow-Headers", hdrs)
 		}

@@ -89,3 +89,34 @@ allowed_origins = ["https://chat.example.com"]
 		}
 	})
 }
+
+// A browser sends a method other than GET, HEAD and POST only when the preflight's
+// Access-Control-Allow-Methods names it (Fetch, CORS-preflight fetch): a page's DELETE of a stored
+// response (openai-node's responses.delete) failed in the browser as a network error instead of
+// reading the gateway's 404 response_not_found.
+func TestPreflightAllowsEveryMethodRouted(t *testing.T) {
+	up := newFake(t, "a")
+	g := newGateway(t, target("a", up.url(), "private")+"[routes.a]\ntargets = [\"a\"]\n", nil)
+	const origin = "http://localhost:5173"
+	for _, tc := range []struct{ method, path string }{
+		{http.MethodDelete, "/v1/responses/resp_1"},
+		{http.MethodPost, "/v1/responses/resp_1/cancel"},
+		{http.MethodGet, "/v1/responses/resp_1"},
+		{http.MethodPost, "/v1/chat/completions"},
+	} {
+		t.Run(tc.method+" "+tc.path, func(t *testing.T) {
+			pre := g.do(t, http.MethodOptions, tc.path, "", "Origin", origin, "Access-Control-Request-Method", tc.method)
+			allowed := false
+			for _, m := range strings.Split(pre.header.Get("Access-Control-Allow-Methods"), ",") {
+				allowed = allowed || strings.TrimSpace(m) == tc.method
+			}
+			if pre.status != http.StatusNoContent || !allowed {
+				t.Fatalf("preflight %d, Access-Control-Allow-Methods %q", pre.status, pre.header.Get("Access-Control-Allow-Methods"))
+			}
+			rep := g.do(t, tc.method, tc.path, "", "Origin", origin)
+			if rep.header.Get("Access-Control-Allow-Origin") != origin {
+				t.Errorf("%d without Access-Control-Allow-Origin: %s", rep.status, rep.body)
+			}
+		})
+	}
+}

@@ -192,6 +192,9 @@ func (w *wireView) params() core.Params {
 // readBody reads the whole body within the limit, into buf's array when it is large enough
 // (serveOp lends one from the server's pool) and into a new one otherwise.
 func readBody(r *http.Request, limit int64, buf []byte) ([]byte, *apiError) {
+	if ce, ok := r.Header["Content-Encoding"]; ok && !identity(ce) {
+		return nil, unsupportedEncoding(ce)
+	}
 	if r.ContentLength > limit {
 		return nil, tooLarge(limit)
 	}
@@ -226,6 +229,28 @@ func readBody(r *http.Request, limit int64, buf []byte) ([]byte, *apiError) {
 	}
 }
 
+// identity reports whether the Content-Encoding values ce name no coding but identity.
+func identity(ce []string) bool {
+	for _, v := range ce {
+		for v != "" {
+			var tok string
+			tok, v, _ = strings.Cut(v, ",")
+			if tok = strings.Trim(tok, " \t"); tok != "" && !strings.EqualFold(tok, "identity") {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// unsupportedEncoding refuses a body in a content coding (gzip, br, …): the gateway reads and
+// passes on JSON as it is, and a coded body read as JSON would be refused as invalid JSON, or
+// worse, served as a body it is not. writeError adds Accept-Encoding: identity (RFC 9110 §15.5.16).
+func unsupportedEncoding(ce []string) *apiError {
+	return &apiError{Status: http.StatusUnsupportedMediaType, Type: typeInvalidRequest, Code: "unsupported_content_encoding",
+		Message: fmt.Sprintf("the request body's Content-Encoding %q is not supported: send the body uncompressed", strings.Join(ce, ", "))}
+}
+
 // maxPooledBody is the largest body buffer kept for the next request: a chat request is a few
 // KB, and a rare large one should not pin its buffer.
 const maxPooledBody = 64 << 10
@@ -241,6 +266,9 @@ func decodeChat(r *http.Request, body []byte, st *reqState, names map[string]str
 	w := &st.wire
 	if err := decodeWire(body, w, st.msgs, names); err != nil {
 		return nil, jsonErrorIn(err, body)
+	}
+	if isNull(body) {
+		return nil, jsonError(errNotObject)
 	}
 	if cap(w.Messages) > cap(st.msgs) {
 		st.msgs = w.Messages[:0] // the array grew: keep the larger one
@@ -487,6 +515,9 @@ func decodeOther(r *http.Request, body []byte, op core.Op) (*core.Request, *apiE
 	if err := json.Unmarshal(body, &w); err != nil {
 		return nil, jsonError(err)
 	}
+	if isNull(body) {
+		return nil, jsonError(errNotObject)
+	}
 	if w.Model == nil || *w.Model == "" {
 		return nil, badRequest("model", "missing_required_parameter", "you must provide a model parameter")
 	}
@@ -726,6 +757,19 @@ func decodeWire(body []byte, w *wireView, msgs []core.Message, names map[string]
 		passedKinds(body, w)
 	}
 	return err
+}
+
+// errNotObject is the error encoding/json gives a body that is not an object (jsonError words
+// it), for the one it decodes into a struct without complaint: null.
+var errNotObject = &json.UnmarshalTypeError{Value: "null", Type: reflect.TypeFor[wireRequest]()}
+
+// isNull reports whether body, JSON that decoded into a struct, is null rather than an object.
+func isNull(body []byte) bool {
+	i := 0
+	for i < len(body) && (body[i] == ' ' || body[i] == '\t' || body[i] == '\n' || body[i] == '\r') {
+		i++
+	}
+	return i < len(body) && body[i] == 'n'
 }
 
 // fastWire is decodeWire's one pass into a zero w; false means "ask encoding/json", with w left

@@ -397,6 +397,9 @@ func referenceChat(r *http.Request, body []byte) (*core.Request, *apiError) {
 	if err := json.Unmarshal(body, &w); err != nil {
 		return nil, jsonErrorIn(err, body)
 	}
+	if isNull(body) {
+		return nil, jsonError(errNotObject) // encoding/json decodes null into a struct as nothing
+	}
 	v := viewOf(&w)
 	passedKinds(body, &v)
 	var req core.Request

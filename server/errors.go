@@ -36,9 +36,14 @@ func errorBody(e *apiError) []byte {
 	return e.JSON()
 }
 
+var identityOnly = []string{"identity"}
+
 func writeError(w http.ResponseWriter, e *apiError) {
 	h := w.Header()
 	h["Content-Type"] = jsonContentType
+	if e.Status == http.StatusUnsupportedMediaType {
+		h["Accept-Encoding"] = identityOnly // the only coding taken (unsupportedEncoding)
+	}
 	if e.RetryAfter > 0 {
 		secs := int64((e.RetryAfter + time.Second - 1) / time.Second)
 		h.Set("Retry-After", strconv.FormatInt(secs, 10))

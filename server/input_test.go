@@ -254,3 +254,22 @@ func TestHeadServesGetEndpoints(t *testing.T) {
 		})
 	}
 }
+
+// A body of JSON null is no more an object than [1,2] is: it was answered "you must provide a
+// model parameter" on chat, completions, embeddings and explain (encoding/json decodes null into
+// a struct as nothing), and with code invalid_json on responses.
+func TestNullBodyIsNotAnObject(t *testing.T) {
+	g, _ := keyed(t)
+	auth := []string{"Authorization", "Bearer " + laptopKey}
+	for _, path := range []string{"/v1/chat/completions", "/v1/completions", "/v1/embeddings", "/v1/responses", "/v1/route/explain"} {
+		for _, body := range []string{"null", " null\n", "[1,2]"} {
+			t.Run(path+" "+strings.TrimSpace(body), func(t *testing.T) {
+				rep := g.post(t, path, body, auth...)
+				if rep.status != http.StatusBadRequest || rep.errorField(t, "code") != "invalid_type" ||
+					rep.errorField(t, "message") != "the request body must be a JSON object" {
+					t.Fatalf("status %d: %s", rep.status, rep.body)
+				}
+			})
+		}
+	}
+}

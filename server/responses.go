@@ -231,7 +231,7 @@ func membersOf(body []byte) ([]member, map[string]json.RawMessage, *apiError) {
 	if err := json.Unmarshal(body, &top); err != nil {
 		return nil, nil, jsonError(err)
 	}
-	return nil, nil, badRequest("", "invalid_json", "the request body must be a JSON object")
+	return nil, nil, jsonError(errNotObject) // null: a map takes it without complaint
 }
 
 // chatBody is the chat body: the client's members the bridge neither refuses nor drops

@@ -38,6 +38,8 @@ type conn struct {
 	keys   []string     // the name of each of vals, for a request that repeats a name
 	names  []string     // the last head's field names as sent, line by line
 	canon  []string     // and each in canonical form
+	// skipped counts the empty lines awaitRequest skipped before the request being read.
+	skipped int
 
 	// Read deadlines (see armRead). Only the connection's goroutine uses these.
 	phase  rdl   // the deadline a read that reaches the socket needs now
@@ -207,7 +209,7 @@ func (c *conn) serve() {
 		}
 		// The deadlines below are put on the socket by armRead, and only if a read reaches it.
 		c.phase = rdlIdle
-		if _, err := c.bufs.br.Peek(1); err != nil {
+		if err := c.awaitRequest(); err != nil {
 			return
 		}
 		if !c.state.CompareAndSwap(stateIdle, stateActive) {
@@ -233,6 +235,38 @@ func (c *conn) serve() {
 			return
 		}
 	}
+}
+
+// awaitRequest waits, idle, for the first byte of the next request, skipping up to
+// maxEmptyLines empty lines before it (RFC 9112 §2.2; clients of the HTTP/1.0 era end a POST body
+// with one): a connection that has sent one is still waiting for a request, under IdleTimeout
+// rather than ReadHeaderTimeout, and a Shutdown closes it as idle. c.skipped counts them for
+// readHead, which refuses a request after more.
+func (c *conn) awaitRequest() error {
+	br := c.bufs.br
+	for c.skipped = 0; c.skipped < maxEmptyLines; c.skipped++ {
+		b, err := br.Peek(1)
+		if err != nil {
+			return err
+		}
+		n := 1
+		switch b[0] {
+		case '\n':
+		case '\r':
+			if b, err = br.Peek(2); err != nil {
+				return err
+			}
+			if b[1] != '\n' {
+				return nil
+			}
+			n = 2
+		default:
+			return nil
+		}
+		_, _ = br.Discard(n)
+	}
+	_, err := br.Peek(1)
+	return err
 }
 
 // handle runs the handler for req, finishes the answer, and reports whether the connection

@@ -48,7 +48,7 @@ func (c *conn) readHead() (head string, ends []int32, err error) {
 	}
 	ends = c.bufs.ends[:0]
 	start := a.Len()
-	lineStart, lines, skipped := true, 0, 0
+	lineStart, lines, skipped := true, 0, c.skipped
 	for {
 		frag, err := br.ReadSlice('\n')
 		if a.Len()-start+len(frag) > limit {
@@ -69,7 +69,7 @@ func (c *conn) readHead() (head string, ends []int32, err error) {
 		}
 		if lineStart && (len(frag) == 1 || len(frag) == 2 && frag[0] == '\r') {
 			if lines == 0 {
-				if skipped++; skipped > 4 {
+				if skipped++; skipped > maxEmptyLines {
 					return "", nil, bad("empty lines where a request line was expected")
 				}
 				if err := checkLineStart(br); err != nil {
@@ -107,6 +107,9 @@ func checkLineStart(br *bufio.Reader) error {
 	}
 	return bad("the request does not begin with a method")
 }
+
+// maxEmptyLines is how many empty lines may come before a request line.
+const maxEmptyLines = 4
 
 // tlsHandshake is the first byte of a TLS record that carries a handshake message.
 const tlsHandshake = 0x16
