@@ -232,6 +232,12 @@ func (c *conn) serve() {
 			c.body.startTimer()
 		}
 		if !c.handle() {
+			c.wmu.Lock()
+			ended := c.gone || c.aborted
+			c.wmu.Unlock()
+			if !c.body.eof && !ended {
+				c.linger() // the body's rest was left unread (body.drain)
+			}
 			return
 		}
 	}
@@ -442,8 +448,14 @@ func (c *conn) reject(err error) {
 	_, _ = bw.WriteString("\r\n")
 	_, _ = bw.Write(body)
 	_ = bw.Flush()
-	// Closing a socket with unread input resets the connection, and a reset can destroy the
-	// answer before the client reads it: half-close, then read what is left for a moment.
+	c.linger()
+}
+
+// linger ends a connection whose input has not all been read (a request it could not parse, an
+// answer sent before a body too large to drain): closing a socket with unread input resets the
+// connection, and a reset can destroy the answer before the client reads it, so it half-closes,
+// then reads what is left for a moment; serve closes it after.
+func (c *conn) linger() {
 	if tc, ok := c.nc.(interface{ CloseWrite() error }); ok {
 		_ = tc.CloseWrite()
 		_ = c.nc.SetReadDeadline(time.Now().Add(500 * time.Millisecond))

@@ -2,8 +2,10 @@ package h1
 
 import (
 	"bufio"
+	"errors"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -153,6 +155,49 @@ func TestSlowHeadAndIdleAreCut(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			if got := exchange(t, addr, tt.raw); got != "" {
 				t.Errorf("got %q, want the connection closed without an answer", got)
+			}
+		})
+	}
+}
+
+// An answer sent before a large body was read (a 413, a 404, an early error) is followed by a
+// half-close and a short drain, as for a request the server could not parse, not by a close with
+// the body's rest unread: that close resets the connection, and a reset can destroy the answer
+// before the client has read it (at once over a real network, where the answer may still be in
+// flight). On loopback the answer arrives, but what follows it shows which: the end of the
+// stream (a FIN) or ECONNRESET.
+func TestEarlyAnswerEndsWithoutReset(t *testing.T) {
+	_, addr := start(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain")
+		w.WriteHeader(http.StatusRequestEntityTooLarge)
+		_, _ = io.WriteString(w, "too large")
+	}))
+	for _, tt := range []struct{ name, head string }{
+		{"length", "POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 100000000\r\n\r\n"},
+		{"chunked", "POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			c, br := dialRaw(t, addr)
+			_, _ = io.WriteString(c, tt.head)
+			// More than the server drains, in one chunk when chunked: its rest stays unread.
+			chunk := strings.Repeat("x", maxDrain+64<<10)
+			if strings.Contains(tt.head, "chunked") {
+				chunk = strconv.FormatInt(int64(len(chunk)), 16) + "\r\n" + chunk
+			}
+			if _, err := io.WriteString(c, chunk); err != nil {
+				t.Fatal(err)
+			}
+			resp, err := http.ReadResponse(br, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, err := io.ReadAll(resp.Body)
+			// A chunked body may yet end within what is drained: its head does not promise a close.
+			if err != nil || string(b) != "too large" || resp.StatusCode != 413 || !resp.Close && tt.name == "length" {
+				t.Fatalf("%d %q %v close=%v", resp.StatusCode, b, err, resp.Close)
+			}
+			if n, err := br.Read(make([]byte, 1)); n != 0 || !errors.Is(err, io.EOF) {
+				t.Fatalf("after the answer: %d bytes, %v; want the end of the stream (a half-close, not a reset)", n, err)
 			}
 		})
 	}
