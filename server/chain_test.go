@@ -386,3 +386,41 @@ func TestModelSpellingsStripped(t *testing.T) {
 		}
 	}
 }
+
+// TestFallbackAnyFalseCounts: x-fallback-on sent on several header lines counts each, as
+// x-hayula-privacy's lines do: a second line that says false turns fallback off, and a second
+// line that is neither true nor false is refused.
+func TestFallbackAnyFalseCounts(t *testing.T) {
+	g, saif, r1, _ := threeChain(t)
+	saif.set(errHandler(500, "internal", "boom"))
+	send := func(lines ...string) reply {
+		req, err := http.NewRequest("POST", g.ts.URL+"/v1/chat/completions",
+			strings.NewReader(`{"model":"saif","messages":[{"role":"user","content":"hi"}]}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Content-Type", "application/json")
+		for _, l := range lines {
+			req.Header.Add("x-fallback-on", l)
+		}
+		resp, err := g.ts.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return reply{status: resp.StatusCode, header: resp.Header, body: b}
+	}
+	if rep := send("true", "false"); rep.status != 500 || r1.hits.Load() != 0 {
+		t.Fatalf("true, false: status %d, deepseek-r1 hits %d", rep.status, r1.hits.Load())
+	}
+	if rep := send("true", "maybe"); rep.status != 400 || rep.errorField(t, "param") != "x-fallback-on" {
+		t.Fatalf("true, maybe: %d %s", rep.status, rep.body)
+	}
+	if rep := send("true", "yes"); rep.status != 200 || r1.hits.Load() != 1 {
+		t.Fatalf("true, yes: status %d, deepseek-r1 hits %d", rep.status, r1.hits.Load())
+	}
+}

@@ -380,12 +380,21 @@ func readOptions(r *http.Request, w *wireView, privacy []string, req *core.Reque
 			return badRequest(optFallback, "invalid_value", "x-fallback-on must be true or false")
 		}
 	}
-	switch strings.ToLower(strings.TrimSpace(fallback)) {
-	case "", "true", "1", "yes":
-	case "false", "0", "no":
-		req.NoFallback = true
-	default:
-		return badRequest(optFallback, "invalid_value", "x-fallback-on must be true or false")
+	// A header sent on several lines counts each, as x-hayula-privacy's do: any that says false
+	// turns fallback off (TestFallbackAnyFalseCounts).
+	lines := r.Header[hdrOptFallback]
+	for i := 0; i < max(1, len(lines)); i++ {
+		v := fallback // the first line, as the body member leaves it
+		if i > 0 {
+			v = lines[i]
+		}
+		switch strings.ToLower(strings.TrimSpace(v)) {
+		case "", "true", "1", "yes":
+		case "false", "0", "no":
+			req.NoFallback = true
+		default:
+			return badRequest(optFallback, "invalid_value", "x-fallback-on must be true or false")
+		}
 	}
 
 	// An absent body field is "", which asks for nothing, as an absent header does. Every value
