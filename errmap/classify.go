@@ -89,11 +89,20 @@ func classifyStatus(e *core.StatusError) Decision {
 	case s == http.StatusTooManyRequests:
 		d := failing(core.ClassRateLimit, s)
 		d.RetryAfter = e.RetryAfter
+		if isQuota(e) {
+			// A bill, not a burst: another try within the request meets the same refusal. It
+			// still counts toward the cooldown, which keeps the next requests off the target.
+			d.Retry = false
+		}
 		return d
 	case s == http.StatusRequestEntityTooLarge:
 		return Decision{Class: core.ClassOverflow, Status: s}
-	case (s == http.StatusBadRequest || s == http.StatusInternalServerError) && isOverflow(e):
+	case (s == http.StatusBadRequest || s == http.StatusUnprocessableEntity ||
+		s == http.StatusInternalServerError) && isOverflow(e):
 		return Decision{Class: core.ClassOverflow, Status: s}
+	case s == http.StatusFailedDependency:
+		// TGI's "Request failed during generation": the server's own failure, not the request's.
+		return failing(core.ClassServerError, s)
 	case s >= 500 && s <= 599:
 		d := failing(core.ClassServerError, s)
 		if s == http.StatusServiceUnavailable {
@@ -122,7 +131,18 @@ func classifyStatus(e *core.StatusError) Decision {
 //     the available context size, try increasing it").
 //   - Ollama's runners: "the input length exceeds the context length" (seen as 400 and as 500).
 //   - Anthropic, as relayed by OpenAI-compatible aggregators: "prompt is too long: N tokens > M
-//     maximum".
+//     maximum"; "input length and `max_tokens` exceed context limit: N + M > L".
+//   - OpenAI's (and Azure's) newer models: "Input tokens exceed the configured limit of N tokens".
+//   - Gemini, as relayed: "The input token count (N) exceeds the maximum number of tokens allowed".
+//   - LiteLLM's proxy: its ContextWindowExceededError named in the message ("litellm.
+//     ContextWindowExceededError: …", "Context Window exceeded for given call"), whatever the
+//     provider's own words underneath.
+//   - Hugging Face TGI (and Together, which relays its text), as a 422 from TGI: "Input
+//     validation error: `inputs` tokens + `max_new_tokens` must be <= N", "`inputs` must have
+//     less than N tokens".
+//   - LM Studio: "Trying to keep the first N tokens when context the overflows. However, the
+//     model is loaded with context length of only M tokens", "The number of tokens to keep from
+//     the initial prompt is greater than the context length (n_keep: N >= n_ctx: M)".
 //
 // llama-server's "input is too large to process. increase the physical batch size" is left out on
 // purpose: it is a 500 about the physical batch of embedding and rerank tasks, not the context.
@@ -135,6 +155,21 @@ var overflowPhrases = [...]string{
 	"exceed_context_size_error",
 	"input length exceeds the context length",
 	"prompt is too long",
+	"exceed context limit",
+	"tokens exceed the configured limit",
+	"exceeds the maximum number of tokens allowed",
+	"contextwindowexceedederror",
+	"context window exceeded",
+	"`inputs` tokens + `max_new_tokens` must be",
+	"`inputs` must have less than",
+	"is loaded with context length of only",
+	"greater than the context length",
+}
+
+// isQuota recognises OpenAI's 429 insufficient_quota: the account is out of credit, which no
+// backoff within a request clears.
+func isQuota(e *core.StatusError) bool {
+	return e.Code == "insufficient_quota" || e.Type == "insufficient_quota"
 }
 
 func isOverflow(e *core.StatusError) bool {

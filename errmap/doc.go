@@ -12,9 +12,11 @@
 //	*core.StatusError 503 "loading"       loading       503  not retried, not penalized
 //	*core.StatusError 5xx                 server_error  its status, retried, penalized
 //	*core.StatusError 429                 rate_limit    429  retried, penalized, Retry-After kept
+//	                                      (insufficient_quota: not retried, still penalized)
 //	*core.StatusError 413                 overflow      413
-//	*core.StatusError 400 (or 500) naming a context overflow
+//	*core.StatusError 400, 422 or 500 naming a context overflow
 //	                                      overflow      its status
+//	*core.StatusError 424                 server_error  424  retried, penalized (TGI's failed generation)
 //	*core.StatusError 401/402/403/404/410 endpoint      its status
 //	*core.StatusError other 4xx           request       its status
 //	*core.StatusError other non-2xx       server_error  502 (a redirect or 1xx is not an answer)
