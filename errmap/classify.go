@@ -72,6 +72,12 @@ func Classify(err error) Decision {
 	if _, ok := errors.AsType[*core.ConnError](err); ok {
 		return failing(core.ClassConnection, http.StatusBadGateway)
 	}
+	if se, ok := errors.AsType[*core.StreamError](err); ok && se.Err == nil && overflowText(se.Message) {
+		// An error the upstream sent inside a stream it had answered 200 (llama-server, vLLM, a
+		// proxy in front of them): its words, not a broken connection's, say the prompt does not
+		// fit. Before the first event that is the same failure as a 400 would have been.
+		return Decision{Class: core.ClassOverflow, Status: http.StatusBadRequest}
+	}
 	// StreamError, ProtocolError and anything unforeseen: the upstream gave no usable answer.
 	return failing(core.ClassServerError, http.StatusBadGateway)
 }
@@ -181,6 +187,11 @@ func isOverflow(e *core.StatusError) bool {
 		// A body that was not OpenAI-shaped left Message empty; its raw text may still say it.
 		text = string(e.Body)
 	}
+	return overflowText(text)
+}
+
+// overflowText reports whether an upstream's error text names a context overflow.
+func overflowText(text string) bool {
 	text = strings.ToLower(text)
 	for _, p := range overflowPhrases {
 		if strings.Contains(text, p) {

@@ -26,6 +26,9 @@ type realError struct {
 	// message is what the client's error message must say when nothing else answered; empty
 	// for overflow, which the guarded tail serves.
 	message string
+	// streamOnly: the answer is a stream's (a 200 event stream that carries the error), sent
+	// only to a stream request.
+	streamOnly bool
 }
 
 // realErrors are the error answers of the servers a gateway sits in front of. Each was checked
@@ -74,6 +77,19 @@ var realErrors = []realError{
 	{name: "llama-server physical batch", status: 500,
 		body:  `{"error":{"code":500,"message":"input is too large to process. increase the physical batch size","type":"server_error"}}`,
 		class: "server_error", message: "input is too large to process. increase the physical batch size"},
+
+	// llama-server's stream answers 200 at once and says the error inside it. Builds through
+	// 2025 used a field of their own, "error:", which SSE parsers ignore (ggml-org/llama.cpp
+	// #16109, coddy-project/coddy-agent#106); later builds send it as data.
+	{name: "llama-server 2025 stream error field", status: 200, ctype: "text/event-stream", streamOnly: true,
+		body:  "error: {\"code\":400,\"message\":\"the request exceeds the available context size. try increasing the context size or enable context shift\",\"type\":\"invalid_request_error\"}\n\ndata: [DONE]\n\n",
+		class: "overflow"},
+	{name: "llama-server stream error data", status: 200, ctype: "text/event-stream", streamOnly: true,
+		body:  "data: {\"error\":{\"code\":400,\"message\":\"request (6009 tokens) exceeds the available context size (4096 tokens), try increasing it\",\"type\":\"exceed_context_size_error\",\"n_prompt_tokens\":6009,\"n_ctx\":4096}}\n\n",
+		class: "overflow"},
+	{name: "openrouter stream error before the first chunk", status: 200, ctype: "text/event-stream", streamOnly: true,
+		body:  ": OPENROUTER PROCESSING\n\ndata: {\"error\":{\"message\":\"Provider returned error\",\"code\":502}}\n\n",
+		class: "server_error", message: "upstream a broke off: Provider returned error"},
 
 	// Ollama, native /api/chat: {"error":"…"}.
 	{name: "ollama native model not found", adapter: "ollama", status: 404,
@@ -250,6 +266,9 @@ func realHandler(e realError) http.HandlerFunc {
 func TestRealUpstreamErrors(t *testing.T) {
 	for _, e := range realErrors {
 		for _, stream := range []bool{false, true} {
+			if e.streamOnly && !stream {
+				continue
+			}
 			name := e.name
 			if stream {
 				name += "/stream"
