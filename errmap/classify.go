@@ -72,6 +72,12 @@ func Classify(err error) Decision {
 	if _, ok := errors.AsType[*core.ConnError](err); ok {
 		return failing(core.ClassConnection, http.StatusBadGateway)
 	}
+	if se, ok := errors.AsType[*core.StreamError](err); ok && se.Err == nil && overflowText(se.Message) {
+		// An error the upstream sent inside a stream it had answered 200 (llama-server, vLLM, a
+		// proxy in front of them): its words, not a broken connection's, say the prompt does not
+		// fit. Before the first event that is the same failure as a 400 would have been.
+		return Decision{Class: core.ClassOverflow, Status: http.StatusBadRequest}
+	}
 	// StreamError, ProtocolError and anything unforeseen: the upstream gave no usable answer.
 	return failing(core.ClassServerError, http.StatusBadGateway)
 }
@@ -89,11 +95,20 @@ func classifyStatus(e *core.StatusError) Decision {
 	case s == http.StatusTooManyRequests:
 		d := failing(core.ClassRateLimit, s)
 		d.RetryAfter = e.RetryAfter
+		if isQuota(e) {
+			// A bill, not a burst: another try within the request meets the same refusal. It
+			// still counts toward the cooldown, which keeps the next requests off the target.
+			d.Retry = false
+		}
 		return d
 	case s == http.StatusRequestEntityTooLarge:
 		return Decision{Class: core.ClassOverflow, Status: s}
-	case (s == http.StatusBadRequest || s == http.StatusInternalServerError) && isOverflow(e):
+	case (s == http.StatusBadRequest || s == http.StatusUnprocessableEntity ||
+		s == http.StatusInternalServerError) && isOverflow(e):
 		return Decision{Class: core.ClassOverflow, Status: s}
+	case s == http.StatusFailedDependency:
+		// TGI's "Request failed during generation": the server's own failure, not the request's.
+		return failing(core.ClassServerError, s)
 	case s >= 500 && s <= 599:
 		d := failing(core.ClassServerError, s)
 		if s == http.StatusServiceUnavailable {
@@ -122,7 +137,18 @@ func classifyStatus(e *core.StatusError) Decision {
 //     the available context size, try increasing it").
 //   - Ollama's runners: "the input length exceeds the context length" (seen as 400 and as 500).
 //   - Anthropic, as relayed by OpenAI-compatible aggregators: "prompt is too long: N tokens > M
-//     maximum".
+//     maximum"; "input length and `max_tokens` exceed context limit: N + M > L".
+//   - OpenAI's (and Azure's) newer models: "Input tokens exceed the configured limit of N tokens".
+//   - Gemini, as relayed: "The input token count (N) exceeds the maximum number of tokens allowed".
+//   - LiteLLM's proxy: its ContextWindowExceededError named in the message ("litellm.
+//     ContextWindowExceededError: …", "Context Window exceeded for given call"), whatever the
+//     provider's own words underneath.
+//   - Hugging Face TGI (and Together, which relays its text), as a 422 from TGI: "Input
+//     validation error: `inputs` tokens + `max_new_tokens` must be <= N", "`inputs` must have
+//     less than N tokens".
+//   - LM Studio: "Trying to keep the first N tokens when context the overflows. However, the
+//     model is loaded with context length of only M tokens", "The number of tokens to keep from
+//     the initial prompt is greater than the context length (n_keep: N >= n_ctx: M)".
 //
 // llama-server's "input is too large to process. increase the physical batch size" is left out on
 // purpose: it is a 500 about the physical batch of embedding and rerank tasks, not the context.
@@ -135,6 +161,21 @@ var overflowPhrases = [...]string{
 	"exceed_context_size_error",
 	"input length exceeds the context length",
 	"prompt is too long",
+	"exceed context limit",
+	"tokens exceed the configured limit",
+	"exceeds the maximum number of tokens allowed",
+	"contextwindowexceedederror",
+	"context window exceeded",
+	"`inputs` tokens + `max_new_tokens` must be",
+	"`inputs` must have less than",
+	"is loaded with context length of only",
+	"greater than the context length",
+}
+
+// isQuota recognises OpenAI's 429 insufficient_quota: the account is out of credit, which no
+// backoff within a request clears.
+func isQuota(e *core.StatusError) bool {
+	return e.Code == "insufficient_quota" || e.Type == "insufficient_quota"
 }
 
 func isOverflow(e *core.StatusError) bool {
@@ -146,6 +187,11 @@ func isOverflow(e *core.StatusError) bool {
 		// A body that was not OpenAI-shaped left Message empty; its raw text may still say it.
 		text = string(e.Body)
 	}
+	return overflowText(text)
+}
+
+// overflowText reports whether an upstream's error text names a context overflow.
+func overflowText(text string) bool {
 	text = strings.ToLower(text)
 	for _, p := range overflowPhrases {
 		if strings.Contains(text, p) {

@@ -12,9 +12,13 @@
 //	*core.StatusError 503 "loading"       loading       503  not retried, not penalized
 //	*core.StatusError 5xx                 server_error  its status, retried, penalized
 //	*core.StatusError 429                 rate_limit    429  retried, penalized, Retry-After kept
+//	                                      (insufficient_quota: not retried, still penalized)
 //	*core.StatusError 413                 overflow      413
-//	*core.StatusError 400 (or 500) naming a context overflow
+//	*core.StatusError 400, 422 or 500 naming a context overflow
 //	                                      overflow      its status
+//	*core.StatusError 424                 server_error  424  retried, penalized (TGI's failed generation)
+//	*core.StreamError the upstream sent (no transport error under it) naming a context overflow
+//	                                      overflow      400  (an error event inside a 200 stream)
 //	*core.StatusError 401/402/403/404/410 endpoint      its status
 //	*core.StatusError other 4xx           request       its status
 //	*core.StatusError other non-2xx       server_error  502 (a redirect or 1xx is not an answer)
@@ -38,8 +42,9 @@
 // a client that went away 499. A connection failure's message is the target's name and a short
 // cause chosen by the error's type ("connection refused", "name not resolved", "TLS handshake
 // failed", …), never the error's text, which names the upstream's address, host or binary path;
-// a stream broken by its connection, and an error of no known type, are worded the same way. The
-// server logs each failed attempt's whole error.
+// a stream broken by its connection, and an error of no known type, are worded the same way. An
+// overflow an upstream reported inside a stream is a 400 context_length_exceeded with the
+// upstream's words. The server logs each failed attempt's whole error.
 //
 // When the attempts disagree, no single upstream error is the truth, so the client gets 503
 // all_targets_failed with every attempt listed in order as "target: class (status)", and the

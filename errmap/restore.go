@@ -109,6 +109,10 @@ func restoreOne(a Attempt) ClientError {
 	case errors.As(a.Err, &se):
 		out.Message, out.Type, out.Code, out.Param = se.Message, se.Type, se.Code, se.Param
 		fillStatusDefaults(&out, a.Target, d.Class)
+	case d.Class == core.ClassOverflow:
+		// An overflow the upstream reported inside a stream (Classify): its own words, as a 400
+		// would have carried them.
+		out.Message, out.Type, out.Code = StreamMessage(a.Err), "invalid_request_error", "context_length_exceeded"
 	default:
 		out.Message, out.Code = fmt.Sprintf("upstream %s failed", a.Target), "upstream_error"
 		var (

@@ -192,6 +192,15 @@ func (s *sseReader) field(line []byte) bool {
 		return true
 	case "event":
 		s.name = append(s.name[:0], value...)
+	case "error":
+		// llama-server before ggml-org/llama.cpp#16109 (2025) sent a stream's error in a field
+		// of its own, "error: {…}", then "data: [DONE]". SSE says to ignore a field it does not
+		// know, which loses the upstream's reason (a context overflow, most often) and leaves a
+		// stream that ended before its first event. It is read as an event named "error".
+		s.name = append(s.name[:0], "error"...)
+		s.data = append(s.data, value...)
+		s.data = append(s.data, '\n')
+		return true
 	}
 	return false
 }

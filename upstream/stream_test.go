@@ -444,3 +444,19 @@ func TestReaderPoolDropsHugeBuffers(t *testing.T) {
 		t.Errorf("[data dropped, len(name), cap(name), first, eof] (-want +got):\n%s", diff)
 	}
 }
+
+// TestStreamErrorField: llama-server builds of 2025 sent a stream's error in an "error:" field
+// of its own (ggml-org/llama.cpp#16109), then [DONE]. It is the stream's error, with the
+// upstream's message, not a stream that ended before its first event.
+func TestStreamErrorField(t *testing.T) {
+	body := "error: {\"code\":400,\"message\":\"the request exceeds the available context size. try increasing the context size or enable context shift\",\"type\":\"invalid_request_error\"}\n\ndata: [DONE]\n\n"
+	s := newOpenAIStream("ls", io.NopCloser(strings.NewReader(body)), nil)
+	_, err := s.Next()
+	se, ok := errors.AsType[*core.StreamError](err)
+	if !ok {
+		t.Fatalf("Next = %v (%T), want a *core.StreamError", err, err)
+	}
+	if want := "the request exceeds the available context size. try increasing the context size or enable context shift"; se.Message != want {
+		t.Errorf("message %q, want %q", se.Message, want)
+	}
+}
