@@ -2,6 +2,8 @@ package server
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"io"
 	"log/slog"
@@ -320,12 +322,44 @@ func guardedShut(rs *routeState) *apiError {
 // redactKey is s without the upstream key k. The client's error carries the upstream's own
 // message, and the log its whole error: an upstream that repeats the key it refused (quoting the
 // Authorization header, LiteLLM's "Received API Key = …") would otherwise hand the gateway's key
-// to every client and to the log (TestUpstreamKeyEchoRedacted).
+// to every client and to the log (TestUpstreamKeyEchoRedacted). Masked echoes go too: a word
+// that ends a run of masking with the key's last four characters, as OpenAI's "sk-abc***xyz"
+// and LiteLLM's "sk-...8aSP" do, and the key's SHA-256, LiteLLM's "Key Hash (Token)"
+// (TestUpstreamKeyMaskedEchoRedacted): together they narrow the key for whoever reads them.
 func redactKey(s, k string) string {
-	if k == "" || !strings.Contains(s, k) {
+	if k == "" {
 		return s
 	}
-	return strings.ReplaceAll(s, k, "[redacted]")
+	s = strings.ReplaceAll(s, k, "[redacted]")
+	if len(k) < 12 {
+		return s // a short key's four last characters would be too common a word's
+	}
+	sum := sha256.Sum256([]byte(k))
+	hash := hex.EncodeToString(sum[:])
+	s = strings.ReplaceAll(s, hash, "[redacted]")
+	s = strings.ReplaceAll(s, strings.ToUpper(hash), "[redacted]")
+	tail := k[len(k)-4:]
+	var b strings.Builder
+	for rest := s; ; {
+		i := strings.Index(rest, tail)
+		if i < 0 {
+			if b.Len() == 0 {
+				return s
+			}
+			b.WriteString(rest)
+			return b.String()
+		}
+		end := i + len(tail)
+		start := strings.LastIndexAny(rest[:i], " \t\n\"'`,;:=()[]{}<>") + 1
+		if after := rest[end:]; (after == "" || strings.IndexByte(" \t\n\"'`,;.:()[]{}<>", after[0]) >= 0) &&
+			strings.ContainsAny(rest[start:i], "*.…") {
+			b.WriteString(rest[:start])
+			b.WriteString("[redacted]")
+		} else {
+			b.WriteString(rest[:end])
+		}
+		rest = rest[end:]
+	}
 }
 
 // logAttempt writes a failed attempt's whole error to the log: the client reads only a cause
