@@ -155,6 +155,12 @@ func splitCases() []splitCase {
 			sseChunk(`{"content":"🏽"}`, ""),
 			fin,
 		}, end: "EOF"})
+	// A chunk without choices before the end (Azure's prompt_filter_results) is not the usage
+	// chunk: a tag in the making is not flushed for it.
+	filter := `{"id":"","object":"","created":0,"model":"","choices":[],"prompt_filter_results":[{"prompt_index":0,"content_filter_results":{}}]}`
+	cases = append(cases, splitCase{adapter: "think-tags", name: "choiceless chunk inside a tag",
+		pieces: []string{think("<think>a"), think("</thi"), ev(filter), think("nk>answer"), ev(fin), ev("[DONE]")},
+		want:   []string{sseChunk(`{"reasoning_content":"a"}`, ""), filter, sseChunk(`{"content":"answer"}`, ""), fin}, end: "EOF"})
 	cases = append(cases, splitCase{adapter: "think-tags", name: "finish with content",
 		pieces: []string{think("<think>a"), ev(sseChunk(`{"content":"b</think>c"}`, "stop")), ev("[DONE]")},
 		want:   []string{sseChunk(`{"reasoning_content":"a"}`, ""), sseChunk(`{"content":"c","reasoning_content":"b"}`, "stop")}, end: "EOF"})
