@@ -170,15 +170,16 @@ func TestHostileUpstreamFields(t *testing.T) {
 	}
 }
 
-// TestHostileUpstreamStream: what an upstream puts inside a stream's events cannot end or split
-// the gateway's events for a client whose parser (a browser's EventSource, the Python SDK) ends
-// a line at a bare CR too, as the SSE spec says.
+// TestHostileUpstreamStream: the line ends of an upstream's stream (a bare CR, which the SSE spec
+// and the gateway's reader end a line at, mixed with CRLF and LF) never reach a client: an event
+// spread over CR-framed data lines goes out as one "data:" line, which a client whose parser
+// ends a line at a bare CR too (a browser's EventSource, the Python SDK) reads whole.
 func TestHostileUpstreamStream(t *testing.T) {
 	for _, tc := range []struct{ name, adapter, events string }{
 		{"openai, a bare CR in a chunk", "openai",
-			"data: {\"id\":\"c\",\r\"choices\":[{\"index\":0,\"delta\":{\"content\":\"ok\"},\"finish_reason\":\"stop\"}],\r\rdata: [DONE]\r\r\"x\":1}\n\ndata: [DONE]\n\n"},
+			"data: {\"id\":\"c\",\rdata: \"choices\":[{\"index\":0,\"delta\":{\"content\":\"ok\"},\"finish_reason\":\"stop\"}],\r\ndata: \"x\":1}\r\rdata: [DONE]\r\r"},
 		{"saif, a bare CR in a chunk", "saif",
-			"data: {\"text\":\"ok\",\r\"specialist\":\"webapp\"}\n\ndata: {\"done\":true,\"finish_reason\":\"stop\"}\n\n"},
+			"data: {\"text\":\"ok\",\rdata: \"specialist\":\"webapp\"}\r\rdata: {\"done\":true,\"finish_reason\":\"stop\"}\n\n"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			url := rawUpstream(t, func(string) string {

@@ -242,9 +242,9 @@ func (s *openaiStream) Next() ([]byte, error) {
 		}
 		// SSE joins multi-line data with newlines. Outside strings they are JSON whitespace (a
 		// raw newline cannot occur inside one), so spaces keep the chunk the same JSON and let
-		// the caller write it back as a single "data:" line. So is a bare CR, which sseReader
-		// leaves inside a line but a client's parser (EventSource, the Python SDK) ends a line
-		// at: relayed, it would split the event, or inject one of the upstream's.
+		// the caller write it back as a single "data:" line. (sseReader ends lines at a bare CR
+		// too, as a client's parser does, so none is left inside one; CR stays in the check so
+		// that no reader change can let one through to split the client's event.)
 		if bytes.ContainsAny(data, "\r\n") {
 			for i, c := range data {
 				if c == '\n' || c == '\r' {

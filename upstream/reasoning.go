@@ -341,7 +341,7 @@ func (s *thinkStream) Buffered() bool {
 // it is an empty delta:{} that tells a client nothing. A chunk that came in empty is the
 // upstream's and goes as it came.
 //
-// choiceless reports a chunk with no choices (the usage chunk), before which a closing chunk goes.
+// choiceless reports the usage chunk (no choices, a usage), before which a closing chunk goes.
 func (s *thinkStream) rewrite(ev []byte) (out []byte, keep, choiceless bool) {
 	var top map[string]json.RawMessage
 	if json.Unmarshal(ev, &top) != nil {
@@ -349,7 +349,11 @@ func (s *thinkStream) rewrite(ev []byte) (out []byte, keep, choiceless bool) {
 	}
 	var choices []map[string]json.RawMessage
 	if json.Unmarshal(top["choices"], &choices) != nil || len(choices) == 0 {
-		return ev, true, len(choices) == 0
+		// Only the usage chunk, the stream's last, ends the content. A chunk without choices
+		// before it (Azure's prompt_filter_results) must not flush a tag in the making: the
+		// rest of the tag would then be read as text (TestSplitEveryReadBoundary).
+		u := bytes.TrimSpace(top["usage"])
+		return ev, true, len(choices) == 0 && len(u) > 0 && !isNull(u)
 	}
 	s.last = top
 	changed := false

@@ -29,8 +29,9 @@ type sseEvent struct {
 
 // sseReader parses text/event-stream as the WHATWG spec describes, with two leniencies that
 // upstreams need: an event still pending at EOF is dispatched (flagged cut when its last line had
-// no newline), and only LF and CRLF end lines (a lone CR does not; no inference server sends one).
-// Fields other than data and event (id, retry) are ignored. Buffers are reused across events.
+// no newline), and an event's end is known as soon as its blank line's CR (or LF) is in. LF, CRLF
+// and a lone CR end lines. Fields other than data and event (id, retry) are ignored. Buffers are
+// reused across events.
 type sseReader struct {
 	r     *bufio.Reader
 	line  []byte // a line longer than r's buffer is assembled here
@@ -38,6 +39,8 @@ type sseReader struct {
 	name  []byte
 	first bool
 	eof   bool
+	// skipLF: the last line ended in CR, so an LF that follows is part of its CRLF.
+	skipLF bool
 }
 
 // newSSEReader reads r through a 4 KiB buffer: a model's event is a few hundred bytes and a
@@ -107,34 +110,72 @@ func isASCII(s string) bool {
 	return true
 }
 
-// readLine returns the next line without its line ending, whether it had one, and the read error
-// (io.EOF once the input is exhausted and the returned line, if any, was the last).
+// readLine returns the next line without its line ending (LF, CRLF or a lone CR, as the spec
+// says), whether it had one, and the read error (io.EOF once the input is exhausted and the
+// returned line, if any, was the last). A line is returned as soon as its ending is in: a CR
+// ends it without waiting to see whether an LF follows (skipLF drops that LF when it comes), so
+// that an event framed with CRLF is dispatched when its blank line's CR arrives.
 func (s *sseReader) readLine() (line []byte, terminated bool, err error) {
-	b, err := s.r.ReadSlice('\n')
-	if errors.Is(err, bufio.ErrBufferFull) {
-		s.line = append(s.line[:0], b...)
-		for errors.Is(err, bufio.ErrBufferFull) {
+	long := false // the line so far is in s.line
+	var rerr error
+	for {
+		buf, _ := s.r.Peek(s.r.Buffered())
+		if s.skipLF && len(buf) > 0 {
+			s.skipLF = false
+			if buf[0] == '\n' {
+				_, _ = s.r.Discard(1)
+				buf = buf[1:]
+			}
+		}
+		if i := lineEnd(buf); i >= 0 {
+			s.skipLF = buf[i] == '\r'
+			line, terminated = buf[:i], true
+			_, _ = s.r.Discard(i + 1) // buf stays valid until the next read
+		} else if rerr != nil {
+			line = buf
+			_, _ = s.r.Discard(len(buf))
+		} else if len(buf) == s.r.Size() {
+			// A line longer than the buffer is assembled in s.line.
+			if !long {
+				s.line, long = s.line[:0], true
+			}
+			s.line = append(s.line, buf...)
+			_, _ = s.r.Discard(len(buf))
 			if len(s.line) > maxEvent {
 				return nil, false, errEventTooLarge
 			}
-			b, err = s.r.ReadSlice('\n')
-			s.line = append(s.line, b...)
+			continue
+		} else {
+			// Wait for at least one more byte (bufio keeps an error that came with bytes for
+			// the next call).
+			if _, err := s.r.Peek(len(buf) + 1); err != nil && !errors.Is(err, bufio.ErrBufferFull) {
+				rerr = err
+			}
+			continue
 		}
-		b = s.line
+		if long {
+			s.line = append(s.line, line...)
+			line = s.line
+		}
+		if s.first {
+			s.first = false
+			line = bytes.TrimPrefix(line, []byte("\xef\xbb\xbf"))
+		}
+		return line, terminated, rerr
 	}
-	if n := len(b); n > 0 && b[n-1] == '\n' {
-		b, terminated = b[:n-1], true
+}
+
+// lineEnd is the index of the first CR or LF in b, or -1.
+func lineEnd(b []byte) int {
+	i := bytes.IndexByte(b, '\n')
+	end := i
+	if i < 0 {
+		end = len(b)
 	}
-	// Every trailing CR goes, not just one, so that a data line never ends in CR and events
-	// re-serialised with LF endings read back the same.
-	for n := len(b); n > 0 && b[n-1] == '\r'; n-- {
-		b = b[:n-1]
+	if j := bytes.IndexByte(b[:end], '\r'); j >= 0 {
+		return j
 	}
-	if s.first {
-		s.first = false
-		b = bytes.TrimPrefix(b, []byte("\xef\xbb\xbf"))
-	}
-	return b, terminated, err
+	return i
 }
 
 // next returns the next event, io.EOF at the end of the input, or the read error.
@@ -211,19 +252,26 @@ func (s *sseReader) dispatch(cut bool) sseEvent {
 
 // buffered reports whether next will return without reading: the input ended, or a complete
 // event whose data is not blank is already in the buffer. An event of blank data is skipped by
-// every caller, so it does not count, nor does a comment.
+// every caller, so it does not count, nor does a comment. Lines end as readLine ends them.
 func (s *sseReader) buffered() bool {
 	if s.eof {
 		return true
 	}
 	b, _ := s.r.Peek(s.r.Buffered())
-	hasData := false
+	skipLF, hasData := s.skipLF, false
 	for {
-		i := bytes.IndexByte(b, '\n')
+		if skipLF && len(b) > 0 {
+			skipLF = false
+			if b[0] == '\n' {
+				b = b[1:]
+			}
+		}
+		i := lineEnd(b)
 		if i < 0 {
 			return false
 		}
-		line := bytes.TrimRight(b[:i], "\r")
+		line := b[:i]
+		skipLF = b[i] == '\r'
 		b = b[i+1:]
 		if len(line) == 0 {
 			if hasData {

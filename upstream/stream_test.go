@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"testing/iotest"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -251,8 +252,11 @@ func (c *closeRecorder) Close() error { c.closed = true; return nil }
 type rawEvent struct{ Name, Data string }
 
 // parseAll runs the SSE layer alone over b.
-func parseAll(b []byte) ([]rawEvent, error) {
-	r := newSSEReader(bytes.NewReader(b))
+func parseAll(b []byte) ([]rawEvent, error) { return parseFrom(bytes.NewReader(b)) }
+
+// parseFrom runs the SSE layer alone over what r reads.
+func parseFrom(rd io.Reader) ([]rawEvent, error) {
+	r := newSSEReader(rd)
 	var out []rawEvent
 	for {
 		ev, err := r.next()
@@ -297,6 +301,7 @@ func FuzzSSE(f *testing.F) {
 	f.Add([]byte("event: error\r\ndata: {\"error\":\"x\"}\r\n\r\n"))
 	f.Add([]byte(": c\ndata\ndata:  two\n\nid: 1\nretry\n\ndata: {\"choices\":[{\"finish_reason\":\"stop\"}]}"))
 	f.Add([]byte("\xef\xbb\xbfdata:\r\r\n\n"))
+	f.Add([]byte("data: a\rdata: b\r\r\ndata: c\r\n\r\n"))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		// The relaying layer must end, with io.EOF or a StreamError, on any input.
 		s := newOpenAIStream("fuzz", io.NopCloser(bytes.NewReader(b)), nil)
@@ -318,6 +323,15 @@ func FuzzSSE(f *testing.F) {
 		first, err := parseAll(b)
 		if err != nil {
 			t.Fatal(err)
+		}
+		// And they are the same whatever reads the bytes come in: a byte at a time (a CR
+		// whose LF comes in the next read included).
+		bytewise, err := parseFrom(iotest.OneByteReader(bytes.NewReader(b)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(first, bytewise); diff != "" {
+			t.Fatalf("events read a byte at a time differ (-whole +bytewise):\n%s", diff)
 		}
 		again, err := parseAll(serialise(first))
 		if err != nil {
