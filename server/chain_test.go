@@ -403,16 +403,7 @@ func TestFallbackAnyFalseCounts(t *testing.T) {
 		for _, l := range lines {
 			req.Header.Add("x-fallback-on", l)
 		}
-		resp, err := g.ts.Client().Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, err := io.ReadAll(resp.Body)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return reply{status: resp.StatusCode, header: resp.Header, body: b}
+		return g.send(t, req)
 	}
 	if rep := send("true", "false"); rep.status != 500 || r1.hits.Load() != 0 {
 		t.Fatalf("true, false: status %d, deepseek-r1 hits %d", rep.status, r1.hits.Load())

@@ -204,6 +204,12 @@ func (g *gateway) do(t *testing.T, method, path, body string, hdr ...string) rep
 		}
 		req.Header.Set(hdr[i], hdr[i+1])
 	}
+	return g.send(t, req)
+}
+
+// send sends req, built for g.ts.URL, and reads the whole answer.
+func (g *gateway) send(t *testing.T, req *http.Request) reply {
+	t.Helper()
 	resp, err := g.ts.Client().Do(req)
 	if err != nil {
 		t.Fatal(err)
