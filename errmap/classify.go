@@ -78,8 +78,19 @@ func Classify(err error) Decision {
 		// fit. Before the first event that is the same failure as a 400 would have been.
 		return Decision{Class: core.ClassOverflow, Status: http.StatusBadRequest}
 	}
+	if w, ok := errors.AsType[upstreamWords](err); ok && overflowText(w.UpstreamMessage()) {
+		// The same said in a 2xx answer's "error" (a proxy that answers every call 200).
+		return Decision{Class: core.ClassOverflow, Status: http.StatusBadRequest}
+	}
 	// StreamError, ProtocolError and anything unforeseen: the upstream gave no usable answer.
 	return failing(core.ClassServerError, http.StatusBadGateway)
+}
+
+// upstreamWords is an error that carries what the upstream itself said where an answer should
+// have been (upstream.ErrorAnswerError: a 2xx answer that is an error object).
+type upstreamWords interface {
+	error
+	UpstreamMessage() string
 }
 
 // failing is a Decision for the classes that are retried and penalized.

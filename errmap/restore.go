@@ -113,6 +113,9 @@ func restoreOne(a Attempt) ClientError {
 		// An overflow the upstream reported inside a stream (Classify): its own words, as a 400
 		// would have carried them.
 		out.Message, out.Type, out.Code = StreamMessage(a.Err), "invalid_request_error", "context_length_exceeded"
+		if w, ok := errors.AsType[upstreamWords](a.Err); ok {
+			out.Message = w.UpstreamMessage() // in a 2xx answer's "error"
+		}
 	default:
 		out.Message, out.Code = fmt.Sprintf("upstream %s failed", a.Target), "upstream_error"
 		var (

@@ -87,6 +87,11 @@ var realErrors = []realError{
 	{name: "llama-server stream error data", status: 200, ctype: "text/event-stream", streamOnly: true,
 		body:  "data: {\"error\":{\"code\":400,\"message\":\"request (6009 tokens) exceeds the available context size (4096 tokens), try increasing it\",\"type\":\"exceed_context_size_error\",\"n_prompt_tokens\":6009,\"n_ctx\":4096}}\n\n",
 		class: "overflow"},
+	// A proxy that answers every call 200, the error in the body (LiteLLM's pass-through, some
+	// hosted gateways): an overflow said there is an overflow too.
+	{name: "overflow in a 200 answer's error", status: 200,
+		body:  `{"error":{"message":"This model's maximum context length is 4096 tokens. However, you requested 5000 tokens.","type":"invalid_request_error","param":null,"code":"context_length_exceeded"}}`,
+		class: "overflow"},
 	{name: "openrouter stream error before the first chunk", status: 200, ctype: "text/event-stream", streamOnly: true,
 		body:  ": OPENROUTER PROCESSING\n\ndata: {\"error\":{\"message\":\"Provider returned error\",\"code\":502}}\n\n",
 		class: "server_error", message: "upstream a broke off: Provider returned error"},

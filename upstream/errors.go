@@ -47,7 +47,15 @@ func notEventStream(t *core.Target, resp *http.Response, ct string) error {
 	if err != nil {
 		return &core.StreamError{Target: t.Name, Message: "upstream broke off the response body: " + err.Error(), Err: err}
 	}
-	return &core.ProtocolError{Target: t.Name, Err: &NotSSEError{ContentType: ct, Body: redact(body, t.APIKey)}}
+	body = redact(body, t.APIKey)
+	if looksLikeObject(body) {
+		if msg, ok := errorEvent(nil, body); ok {
+			// An error object answered 200 to a stream request, as to a whole one
+			// (TestRealUpstreamErrors): what it says is the upstream's failure.
+			return &core.ProtocolError{Target: t.Name, Err: &ErrorAnswerError{Message: msg}}
+		}
+	}
+	return &core.ProtocolError{Target: t.Name, Err: &NotSSEError{ContentType: ct, Body: body}}
 }
 
 // redact is b with every copy of key replaced by "[redacted]", for an answer an error quotes the

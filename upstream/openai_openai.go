@@ -118,6 +118,9 @@ type ErrorAnswerError struct {
 
 func (e *ErrorAnswerError) Error() string { return "a 2xx answer that is an error: " + e.Message }
 
+// UpstreamMessage is what the upstream said, for errmap, which classifies an overflow by it.
+func (e *ErrorAnswerError) UpstreamMessage() string { return e.Message }
+
 // EmptyAnswerError is a 2xx non-streaming answer whose top-level array of results (Key:
 // "choices", or "data" for embeddings) is empty, missing, or not an array.
 type EmptyAnswerError struct {
