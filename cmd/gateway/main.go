@@ -39,8 +39,8 @@ Usage:
   gateway route eval FILE [--config FILE]
   gateway lru-sim --trace FILE --slots N [--pinned NAME…] [--swap 2.47s]
   gateway lru-sim generate [--seed N] [--requests N] [--specialists N] [--zipf S] [--locality P]
-  gateway conformance --base-url URL [--api-key KEY] [--model M] [--embedding-model E] [--only GLOB]
-                      [--strict] [--format table|json|junit|markdown] [--out FILE] [--timeout 30s]
+  gateway conformance --base-url URL [--api-key-env VAR | --api-key KEY] [--model M] [--embedding-model E]
+                      [--only GLOB] [--strict] [--format table|json|junit|markdown] [--out FILE] [--timeout 30s]
   gateway help
 
 A subcommand's --help lists its flags and their defaults. CONFIG.md documents them all.
