@@ -141,3 +141,33 @@ func TestPrivacyAnyStrictCounts(t *testing.T) {
 		})
 	}
 }
+
+// TestPrivacyValues: the values CONFIG.md names. "strict" in any case makes the request strict;
+// "default", "none" and an empty value ask for nothing (and loosen nothing); anything else is a
+// 400 naming the option, before any target is asked.
+func TestPrivacyValues(t *testing.T) {
+	pub := newFake(t, "pub")
+	g := newGateway(t, target("pub", pub.url(), "public")+"[routes.r]\ntargets = [\"pub\"]\n", nil)
+	for _, tc := range []struct {
+		value  string
+		status int
+	}{
+		{"strict", 503}, {"STRICT", 503}, {" Strict ", 503},
+		{"default", 200}, {"none", 200}, {"", 200},
+		{"private", 400}, {"strict,default", 400},
+	} {
+		t.Run(tc.value, func(t *testing.T) {
+			before := pub.hits.Load()
+			rep := g.chat(t, "r", "x-hayula-privacy", tc.value)
+			if rep.status != tc.status {
+				t.Fatalf("%d %s", rep.status, rep.body)
+			}
+			if hit := pub.hits.Load() - before; (tc.status == 200) != (hit == 1) {
+				t.Fatalf("public target hit %d times", hit)
+			}
+			if tc.status == 400 && rep.errorField(t, "param") != "x-hayula-privacy" {
+				t.Fatalf("%s", rep.body)
+			}
+		})
+	}
+}
