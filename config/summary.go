@@ -43,6 +43,10 @@ func (c *Config) Summary() string {
 		}
 	}
 
+	fmt.Fprintf(&b, "browsers: Host %s; Origin %s\n",
+		browserList(c.Browsers.AnyHost, c.Browsers.Hosts, "IP literals, localhost"),
+		browserList(c.Browsers.AnyOrigin, c.Browsers.Origins, "none, loopback"))
+
 	if c.Auto != nil {
 		fmt.Fprintf(&b, "model auto: classifies the last user turn into routes %s\n", strings.Join(c.Auto.Routes(), ", "))
 	}
@@ -223,4 +227,16 @@ func (c *Config) Warnings() []string {
 		}
 	}
 	return ws
+}
+
+// browserList says which Host or Origin values requests may carry: any, or always beside those
+// the config names.
+func browserList(any bool, named []string, always string) string {
+	switch {
+	case any:
+		return "any (\"*\")"
+	case len(named) == 0:
+		return always + " only"
+	}
+	return always + ", " + strings.Join(named, ", ")
 }

@@ -82,3 +82,21 @@ command = ["llama-server", "--port", "{port}"]
 		})
 	}
 }
+
+// TestSummaryBrowsers: the summary says which Host and Origin values are served, "*" and none
+// named included.
+func TestSummaryBrowsers(t *testing.T) {
+	for _, tc := range []struct{ extra, want string }{
+		{"", "browsers: Host IP literals, localhost only; Origin none, loopback only\n"},
+		{"allowed_hosts = [\"*\"]\nallowed_origins = [\"*\"]\n[[keys]]\nname = \"k\"\nsha256 = \"" + hashTest + "\"\n",
+			"browsers: Host any (\"*\"); Origin any (\"*\")\n"},
+	} {
+		cfg, err := Parse([]byte(tc.extra+"[targets.a]\nadapter = \"openai\"\nurl = \"http://127.0.0.1:1/v1\"\n[routes.r]\ntargets = [\"a\"]\n"), "b.toml", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s := cfg.Summary(); !strings.Contains(s, tc.want) {
+			t.Errorf("summary has no %q:\n%s", tc.want, s)
+		}
+	}
+}
