@@ -198,6 +198,7 @@ func scan(s string, out *scratch) {
 		out.words = make([]byte, 1024)
 	}
 	w, st := out.words[:0], uint8(0)
+	out.noLatin = 0
 	for i := 0; i < len(s); {
 		c := s[i]
 		switch byteClass[c] {
@@ -409,7 +410,7 @@ func scan(s string, out *scratch) {
 			} else {
 				w, st = out.end(w, st)
 			}
-		case lookalike(r) != 0 && (st&scriptLatin != 0 || latinAhead(s, i)):
+		case lookalike(r) != 0 && (st&scriptLatin != 0 || i >= out.noLatin && out.latinAhead(s, i)):
 			// A Cyrillic or Greek letter that looks like a Latin one, in a word with Latin
 			// letters ("\u0435xploit" with a Cyrillic е), is that Latin letter. A word with none
 			// (Russian or Greek text) keeps its letters.
@@ -525,7 +526,9 @@ func lookalike(r rune) byte {
 
 // latinAhead reports whether the word that continues at s[i:] has an ASCII letter, or a styled
 // one, before it ends, looking at most maxWordBytes bytes ahead (a longer word is dropped anyway).
-func latinAhead(s string, i int) bool {
+// When it has none, out.noLatin is set to where the look ended, so that the word's next lookalikes
+// do not look again: a long run of them costs a look per run, not per letter.
+func (out *scratch) latinAhead(s string, i int) bool {
 	for end := min(len(s), i+maxWordBytes); i < end; {
 		r, size := utf8.DecodeRuneInString(s[i:])
 		i += size
@@ -535,15 +538,18 @@ func latinAhead(s string, i int) bool {
 				return true
 			}
 			if byteClass[r] != clsDigit {
+				out.noLatin = i
 				return false
 			}
 		case styledASCII(r) >= 'A':
 			return true
 		case invisible(r), unicode.IsLetter(r), unicode.IsMark(r):
 		default:
+			out.noLatin = i
 			return false
 		}
 	}
+	out.noLatin = i
 	return false
 }
 
