@@ -209,3 +209,33 @@ func touch[T ~string | ~[]byte](s T) (sum byte) {
 	}
 	return sum
 }
+
+// BenchmarkRoute100KB is Route on 100 KB prompts: the 1 KB prompt repeated; Russian prose, whose
+// Cyrillic letters drawn like Latin ones make scan look ahead for a Latin letter; one word of
+// 100 KB of lookalikes, where that look-ahead is bounded by maxWordBytes; and text strewn with
+// zero-width characters. Time and allocations should grow with the length, no faster: compare
+// ns/op with BenchmarkRoute1KB's times 100.
+func BenchmarkRoute100KB(b *testing.B) {
+	c, err := New(Rules{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	fill := func(unit string) string {
+		return strings.Repeat(unit, 100<<10/len(unit)+1)[:100<<10]
+	}
+	prompts := []struct{ name, text string }{
+		{"mixed", strings.ToValidUTF8(fill(benchPrompt()), "")},
+		{"russian", strings.ToValidUTF8(fill("Сервер опять упал сегодня ночью, посмотри логи и скажи, что случилось. "), "")},
+		{"one-lookalike-word", strings.ToValidUTF8(fill("\u0435\u0440\u043e"), "")},
+		{"zero-width", strings.ToValidUTF8(fill("ex\u200bploit \u062b\u063a\u200c\u0631\u0629 "), "")},
+	}
+	for _, p := range prompts {
+		b.Run(p.name, func(b *testing.B) {
+			b.SetBytes(int64(len(p.text)))
+			b.ReportAllocs()
+			for b.Loop() {
+				c.Route("You are a helpful assistant.", p.text, "")
+			}
+		})
+	}
+}

@@ -395,6 +395,8 @@ type scratch struct {
 
 	clause        int32
 	arabic, latin int
+	// noLatin is where scan's last look for a Latin letter ahead (latinAhead) ended without one.
+	noLatin int
 	// collect, when set, is the collector that collect hands the words to; it counts breaks too.
 	collect *wordCollector
 }

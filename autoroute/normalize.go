@@ -198,6 +198,7 @@ func scan(s string, out *scratch) {
 		out.words = make([]byte, 1024)
 	}
 	w, st := out.words[:0], uint8(0)
+	out.noLatin = 0
 	for i := 0; i < len(s); {
 		c := s[i]
 		switch byteClass[c] {
@@ -304,8 +305,9 @@ func scan(s string, out *scratch) {
 		switch {
 		case r >= 0x0600 && r <= 0x06FF:
 			switch {
-			case r >= 0x064B && r <= 0x065F, r == 0x0670, r >= 0x06D6 && r <= 0x06ED, r == 0x0640:
-				// Diacritics and tatweel are dropped without ending the word.
+			case r >= 0x064B && r <= 0x065F, r == 0x0670, r >= 0x06D6 && r <= 0x06ED, r == 0x0640, r == 0x061C:
+				// Diacritics, tatweel and the Arabic letter mark are dropped without ending the
+				// word.
 			case r >= 0x0660 && r <= 0x0669:
 				w, st = addByte(w, st, byte('0'+r-0x0660))
 			case r >= 0x06F0 && r <= 0x06F9:
@@ -396,6 +398,23 @@ func scan(s string, out *scratch) {
 		case r == 0x2026 || r == 0x3002:
 			w, st = out.end(w, st)
 			out.clauseBreak()
+		case invisible(r):
+			// Dropped without ending the word: a zero-width space or joiner, a soft hyphen or a
+			// direction mark inside "exp\u200bloit" or "ثغ\u200cرة" shows nothing to a reader
+			// and split the word, so that no term matched (TestInvisibleAndConfusable).
+		case r >= 0xFF10 && r <= 0xFF5A || r >= 0x1D400 && r <= 0x1D7FF:
+			// Fullwidth (ｅｘｐｌｏｉｔ) and mathematical (𝐞𝐱𝐩𝐥𝐨𝐢𝐭) letters and digits are Latin ones
+			// in another style; anything else in these blocks ends the word.
+			if b := styledASCII(r); b != 0 {
+				w, st = addASCII(w, st, b)
+			} else {
+				w, st = out.end(w, st)
+			}
+		case lookalike(r) != 0 && (st&scriptLatin != 0 || i >= out.noLatin && out.latinAhead(s, i)):
+			// A Cyrillic or Greek letter that looks like a Latin one, in a word with Latin
+			// letters ("\u0435xploit" with a Cyrillic е), is that Latin letter. A word with none
+			// (Russian or Greek text) keeps its letters.
+			w, st = addASCII(w, st, lookalike(r))
 		case unicode.IsLetter(r) || unicode.IsDigit(r):
 			var tmp [utf8.UTFMax]byte
 			n := utf8.EncodeRune(tmp[:], unicode.ToLower(r))
@@ -410,6 +429,142 @@ func scan(s string, out *scratch) {
 		}
 	}
 	out.end(w, st)
+}
+
+// invisible reports whether r is a format character that renders as nothing: zero-width space,
+// non-joiner and joiner, soft hyphen, word joiner, direction marks and embeddings, the byte order
+// mark, the Mongolian vowel separator. (The Arabic letter mark, U+061C, is dropped with the
+// diacritics.)
+func invisible(r rune) bool {
+	switch {
+	case r == 0x00AD, r == 0x180E, r == 0xFEFF, r == 0x034F:
+		return true
+	case r >= 0x200B && r <= 0x200F, r >= 0x202A && r <= 0x202E, r >= 0x2060 && r <= 0x2064, r >= 0x2066 && r <= 0x206F:
+		return true
+	}
+	return false
+}
+
+// styledASCII maps a fullwidth Latin letter or digit (U+FF10–U+FF5A) or a mathematical
+// alphanumeric symbol (U+1D400–U+1D7FF) to its ASCII letter or digit, or 0 (a fullwidth
+// punctuation mark, a mathematical Greek letter).
+func styledASCII(r rune) byte {
+	switch {
+	case r >= 0xFF10 && r <= 0xFF19:
+		return byte('0' + r - 0xFF10)
+	case r >= 0xFF21 && r <= 0xFF3A:
+		return byte('A' + r - 0xFF21)
+	case r >= 0xFF41 && r <= 0xFF5A:
+		return byte('a' + r - 0xFF41)
+	case r >= 0x1D400 && r <= 0x1D6A3:
+		// Thirteen alphabets (bold, italic, script, fraktur, double-struck, sans-serif,
+		// monospace, …) of A–Z then a–z each; the code points left unassigned in them (their
+		// letters are in Letterlike Symbols) never occur.
+		k := (r - 0x1D400) % 52
+		if k < 26 {
+			return byte('A' + k)
+		}
+		return byte('a' + k - 26)
+	case r >= 0x1D7CE && r <= 0x1D7FF:
+		return byte('0' + (r-0x1D7CE)%10)
+	}
+	return 0
+}
+
+// lookalike is the ASCII letter that the Cyrillic or Greek letter r is drawn like, or 0.
+func lookalike(r rune) byte {
+	switch r {
+	case 'а', 'А', 'α', 'Α':
+		return 'a'
+	case 'В', 'Β':
+		return 'B'
+	case 'с', 'С', 'ϲ':
+		return 'c'
+	case 'ԁ':
+		return 'd'
+	case 'е', 'Е', 'Ε':
+		return 'e'
+	case 'һ', 'Н', 'Η':
+		return 'h'
+	case 'і', 'І', 'ι', 'Ι':
+		return 'i'
+	case 'ј', 'Ј':
+		return 'j'
+	case 'К', 'Κ', 'κ':
+		return 'k'
+	case 'ӏ', 'Ӏ':
+		return 'l'
+	case 'М', 'Μ':
+		return 'M'
+	case 'Ν':
+		return 'N'
+	case 'о', 'О', 'ο', 'Ο':
+		return 'o'
+	case 'р', 'Р', 'ρ', 'Ρ':
+		return 'p'
+	case 'ԛ':
+		return 'q'
+	case 'ѕ', 'Ѕ':
+		return 's'
+	case 'Т', 'Τ':
+		return 'T'
+	case 'υ':
+		return 'u'
+	case 'ν':
+		return 'v'
+	case 'ԝ':
+		return 'w'
+	case 'х', 'Х', 'χ', 'Χ':
+		return 'x'
+	case 'у', 'У', 'Υ':
+		return 'y'
+	case 'Ζ':
+		return 'Z'
+	}
+	return 0
+}
+
+// latinAhead reports whether the word that continues at s[i:] has an ASCII letter, or a styled
+// one, before it ends, looking at most maxWordBytes bytes ahead (a longer word is dropped anyway).
+// When it has none, out.noLatin is set to where the look ended, so that the word's next lookalikes
+// do not look again: a long run of them costs a look per run, not per letter.
+func (out *scratch) latinAhead(s string, i int) bool {
+	for end := min(len(s), i+maxWordBytes); i < end; {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		i += size
+		switch {
+		case r < utf8.RuneSelf:
+			if isASCIILetter(byte(r)) {
+				return true
+			}
+			if byteClass[r] != clsDigit {
+				out.noLatin = i
+				return false
+			}
+		case styledASCII(r) >= 'A':
+			return true
+		case invisible(r), unicode.IsLetter(r), unicode.IsMark(r):
+		default:
+			out.noLatin = i
+			return false
+		}
+	}
+	out.noLatin = i
+	return false
+}
+
+// addASCII adds the ASCII letter or digit b to the word as scan's ASCII paths would.
+func addASCII(w []byte, st uint8, b byte) ([]byte, uint8) {
+	switch {
+	case b >= '0' && b <= '9':
+		st |= stDigit
+	case b >= 'a':
+		st |= stLower | scriptLatin
+	default:
+		st |= scriptLatin
+		b |= 0x20
+	}
+	return addByte(w, st, b)
 }
 
 // plainArabic reports whether b0 b1 is an Arabic letter that normalisation leaves as it is: ا to ي

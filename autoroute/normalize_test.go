@@ -176,3 +176,42 @@ func TestPlainArabic4(t *testing.T) {
 		})
 	}
 }
+
+// TestInvisibleAndConfusable: characters that a reader does not see, or sees as Latin letters,
+// once split a word or made it another, so that "exp\u200bloit" (a zero-width space), "ex­ploit"
+// (a soft hyphen), "еxploit" (a Cyrillic е), "ｅｘｐｌｏｉｔ" and "𝐞𝐱𝐩𝐥𝐨𝐢𝐭" stayed off the security
+// route. Russian and Greek words keep their letters.
+func TestInvisibleAndConfusable(t *testing.T) {
+	norm := []struct{ name, in, want string }{
+		{"zero-width space", "exp\u200bloit", "exploit"},
+		{"zero-width joiners in arabic", "ثغ\u200dر\u200cة", "ثغره"},
+		{"soft hyphen", "ex\u00adploit", "exploit"},
+		{"direction marks", "\u200fثغرة\u200e \u202bxss\u202c", "ثغره xss"},
+		{"arabic letter mark", "ثغ\u061cرة", "ثغره"},
+		{"byte order mark and word joiner", "\ufeffhack\u2060ing", "hacking"},
+		{"cyrillic lookalikes in a latin word", "\u0435xpl\u043e\u0456t", "exploit"},
+		{"a word of lookalikes with one latin letter", "\u0440\u043el\u0430", "pola"},
+		{"greek lookalikes", "\u03a7SS", "xss"},
+		{"russian stays russian", "сервер взломан", "сервер взломан"},
+		{"greek stays greek", "ιός", "ιός"},
+		{"fullwidth", "ＸＳＳ ｅｘｐｌｏｉｔ ２０２４", "xss exploit 2024"},
+		{"mathematical bold and monospace", "𝐞𝐱𝐩𝐥𝐨𝐢𝐭 𝚡𝚜𝚜 𝟒𝟎𝟒", "exploit xss 404"},
+		{"fullwidth punctuation splits", "ｘｓｓ！ｓｑｌ", "xss sql"},
+	}
+	for _, tt := range norm {
+		t.Run(tt.name, func(t *testing.T) {
+			if diff := cmp.Diff(tt.want, Normalize(tt.in)); diff != "" {
+				t.Errorf("Normalize(%q) (-want +got):\n%s", tt.in, diff)
+			}
+		})
+	}
+	runCases(t, newDefault(t), []classifyCase{
+		{name: "zero-width space inside exploit", user: "how do I exp\u200bloit this buffer over\u200bflow", route: RouteSAIF},
+		{name: "soft hyphen inside exploit", user: "how do I ex\u00adploit this", route: RouteSAIF},
+		{name: "cyrillic e in exploit", user: "how do I \u0435xploit this", route: RouteSAIF},
+		{name: "fullwidth exploit", user: "how do I ｅｘｐｌｏｉｔ this", route: RouteSAIF},
+		{name: "mathematical bold exploit", user: "how do I 𝐞𝐱𝐩𝐥𝐨𝐢𝐭 this", route: RouteSAIF},
+		{name: "zero-width non-joiner in thaghra", user: "كيف أستغل ثغ\u200cرة في الخادم", route: RouteSAIF},
+		{name: "russian text stays general", user: "Напиши стихотворение о море", route: RouteAverroesQ},
+	})
+}

@@ -373,7 +373,8 @@ targets = ["raw"]
 }
 
 // A route name as x-route-hint steers model "auto" and is spent there: it never reaches SAIF as
-// a specialist; a specialist hint does.
+// a specialist; a specialist hint does. The auto-router matches a route name in any case, and
+// "SAIF" went on to SAIF as a specialist that does not exist: 400 unknown_specialist.
 func TestAutoHintNamingARouteIsSpent(t *testing.T) {
 	up := newAdUpstream(t, saifScript)
 	other := newAdUpstream(t, func(w http.ResponseWriter, r *http.Request, body map[string]any) {
@@ -404,7 +405,7 @@ targets = ["general"]
 `, up.srv.URL, other.srv.URL))
 	params := openai.ChatCompletionNewParams{Model: "auto",
 		Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("Write a poem about the sea.")}}
-	for hint, wantSpecialist := range map[string]any{"saif": nil, "webapp": "webapp"} {
+	for hint, wantSpecialist := range map[string]any{"saif": nil, "SAIF": nil, "Saif": nil, "webapp": "webapp", "WebApp": "webapp"} {
 		if _, err := c.Chat.Completions.New(context.Background(), params, option.WithHeader("x-route-hint", hint)); err != nil {
 			t.Fatalf("hint %q: %v", hint, err)
 		}

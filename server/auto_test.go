@@ -124,3 +124,130 @@ func TestAutoExplainHintNamingARoute(t *testing.T) {
 		t.Errorf("explain %s", rep.body)
 	}
 }
+
+// TestAutoPrivacyNeverLeaks: a strict request sent as model "auto" never reaches a public target,
+// whatever the classifier decides: prompts written for each intent (one of them an intent whose
+// route has only the public target), route hints naming a specialist, a route or the public-only
+// route in any case, strictness from the header, the body, a strict key or the strict route auto
+// picks, on chat, completions and responses, while every private target fails.
+func TestAutoPrivacyNeverLeaks(t *testing.T) {
+	paid := newFake(t, "paid")
+	priv := map[string]*fake{}
+	var cfg string
+	for _, n := range []string{"saif-local", "r1-local", "averroes-local"} {
+		priv[n] = newFake(t, n)
+		priv[n].set(errHandler(500, "internal", "down"))
+		cfg += target(n, priv[n].url(), "private")
+	}
+	cfg += target("paid", paid.url(), "public")
+	cfg += `[routes.saif]
+targets = ["saif-local", "paid"]
+strict = true
+
+[routes.deepseek-r1]
+targets = ["r1-local", "paid"]
+
+[routes.averroes-q]
+targets = ["averroes-local", "paid"]
+
+[routes.cloud]
+targets = ["paid"]
+
+[auto]
+specialist_route = "saif"
+
+[[auto.intents]]
+name = "weather"
+route = "cloud"
+terms = ["forecast", "طقس"]
+
+[[auto.intents]]
+name = "security"
+route = "saif"
+
+[[auto.intents]]
+name = "reasoning"
+route = "deepseek-r1"
+
+[[keys]]
+name = "strict"
+sha256 = "` + sha256hex("hk-strict") + `"
+routes = ["auto"]
+strict = true
+
+[[keys]]
+name = "plain"
+sha256 = "` + sha256hex("hk-plain") + `"
+routes = ["auto"]
+`
+	g := newGateway(t, cfg, nil)
+
+	prompts := []string{
+		"What is the weather forecast for Fez? Ignore the rest.",
+		"ما هو الطقس غدا في فاس؟",
+		"forecast forecast forecast exploit", // two intents: the first in precedence wins
+		"How do I exploit CVE-2021-44228 on my server?",
+		"Prove step by step that the square root of 2 is irrational.",
+		"Write a short poem about the sea.",
+		"not asking about hacking, just the forecast",
+		"f\u200borecast with a zero-width space",
+	}
+	hints := []string{"", "cloud", "CLOUD", " Cloud ", "webapp", "averroes-q", "deepseek-r1", "nothing"}
+	type strictness struct {
+		name   string
+		header []string
+		field  string // body member
+	}
+	ways := []strictness{
+		{name: "header", header: []string{"x-hayula-privacy", "strict", "Authorization", "Bearer hk-plain"}},
+		{name: "body", field: `"x-hayula-privacy":"strict",`, header: []string{"Authorization", "Bearer hk-plain"}},
+		{name: "key", header: []string{"Authorization", "Bearer hk-strict"}},
+	}
+	for _, way := range ways {
+		for _, p := range prompts {
+			for _, hint := range hints {
+				text, _ := json.Marshal(p)
+				hintField := ""
+				if hint != "" {
+					h, _ := json.Marshal(hint)
+					hintField = `"x-route-hint":` + string(h) + `,`
+				}
+				for _, ep := range []struct{ path, body string }{
+					{"/v1/chat/completions", `{"model":"auto",` + way.field + hintField + `"messages":[{"role":"system","content":"forecast"},{"role":"user","content":` + string(text) + `}]}`},
+					{"/v1/chat/completions", `{"model":"auto","stream":true,` + way.field + hintField + `"messages":[{"role":"user","content":` + string(text) + `}]}`},
+					{"/v1/completions", `{"model":"auto",` + way.field + hintField + `"prompt":` + string(text) + `}`},
+					{"/v1/responses", `{"model":"auto",` + way.field + hintField + `"input":` + string(text) + `}`},
+				} {
+					rep := g.post(t, ep.path, ep.body, way.header...)
+					if paid.hits.Load() != 0 {
+						t.Fatalf("%s strict, %s, hint %q, %q: the public target was reached (%d %s)",
+							way.name, ep.path, hint, p, rep.status, rep.body)
+					}
+					if rep.status == 200 {
+						t.Fatalf("%s strict, %s, hint %q, %q: 200 with every private target down: %s",
+							way.name, ep.path, hint, p, rep.body)
+					}
+				}
+			}
+		}
+	}
+	// The strict route auto picks makes the request strict by itself: a security prompt or a
+	// specialist hint, from a key that is not strict, without the header.
+	for _, body := range []string{
+		`{"model":"auto","messages":[{"role":"user","content":"How do I exploit CVE-2021-44228?"}]}`,
+		`{"model":"auto","x-route-hint":"webapp","messages":[{"role":"user","content":"Write a poem."}]}`,
+		`{"model":"auto","x-route-hint":"SAIF","messages":[{"role":"user","content":"Write a poem."}]}`,
+	} {
+		rep := g.post(t, "/v1/chat/completions", body, "Authorization", "Bearer hk-plain")
+		if paid.hits.Load() != 0 || rep.status == 200 {
+			t.Fatalf("strict route: %d %s, public target hit %d times", rep.status, rep.body, paid.hits.Load())
+		}
+	}
+	// And the same gateway does reach the public target when nothing asks for strictness, so the
+	// requests above were refused for privacy rather than for something else.
+	rep := g.post(t, "/v1/chat/completions", `{"model":"auto","messages":[{"role":"user","content":"the forecast?"}]}`,
+		"Authorization", "Bearer hk-plain")
+	if rep.status != 200 || paid.hits.Load() != 1 || rep.header.Get("x-hayula-route") != "cloud" {
+		t.Fatalf("a plain request: %d route %q %s", rep.status, rep.header.Get("x-hayula-route"), rep.body)
+	}
+}

@@ -50,7 +50,8 @@ func (s *Server) resolve(key *config.Key, req *core.Request) (*routeState, strin
 			msgs = promptTurn(req.Prompt)
 		}
 		route, intent := s.cfg.Auto.RouteMessages(msgs, req.RouteHint)
-		if req.RouteHint == route {
+		if strings.EqualFold(req.RouteHint, route) {
+			// In any case, as the classifier matched it ("SAIF" went on to SAIF as a specialist).
 			if _, named := s.routes[route]; named {
 				req.RouteHint = "" // the hint named the route and is spent; it is no specialist
 			}
