@@ -19,6 +19,8 @@
 //   - A member that a request waits for is not evicted before that request has it, so two requests
 //     for members of a full group never load and evict each other's processes in turn —
 //     TestNoEvictionBeforeWaiterAcquires.
+//   - Requests that find their group full get its slots in the order they first waited, one member
+//     at a time, not in the order the scheduler wakes them — TestSlotWaitersServedInArrivalOrder.
 //   - Concurrent requests for one cold target start one process — TestSingleStartUnderConcurrency.
 //   - A member that crashes after having been healthy is restarted with backoff, and the crash is
 //     logged with its last stderr lines — TestRestartAfterCrash; an unpinned member whose restart

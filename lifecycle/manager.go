@@ -137,6 +137,9 @@ type Manager struct {
 	mu      sync.Mutex
 	changed chan struct{} // closed and replaced on every change a waiter may care about
 	seq     uint64
+	// slotLine lists, in the order they first found their group full, the members whose start
+	// flight waits for a slot: when one frees, the first of its group takes it.
+	slotLine []*member
 	// ports counts the holders of each port given to a process: the process until it exits, and
 	// each Ensure not yet released that was handed its URL.
 	ports   map[int]int
@@ -620,6 +623,7 @@ func (m *Manager) bringUp(mem *member) error {
 	failuresBefore := mem.failures
 	m.mu.Unlock()
 	defer m.flights.Done()
+	defer m.leaveLine(mem)
 
 	expired := make(chan struct{})
 	t := m.clock.AfterFunc(mem.loadTimeout, func() { close(expired) })
@@ -651,7 +655,7 @@ func (m *Manager) bringUp(mem *member) error {
 			m.mu.Unlock()
 			return errFlightExpired
 		case mem.state == StateStopped:
-			m.reserveLocked(mem)
+			m.reserveInTurnLocked(mem)
 		}
 		ch := m.changed
 		m.mu.Unlock()
@@ -660,6 +664,50 @@ func (m *Manager) bringUp(mem *member) error {
 		case <-expired:
 			return errFlightExpired
 		}
+	}
+}
+
+// reserveInTurnLocked is reserveLocked for a request's start: a member whose group is full joins
+// the group's line and reserves only once those that found it full before it have a slot, so that
+// each slot that frees goes to the request that has waited longest rather than to whichever
+// flight the scheduler wakes first (the newest, often), and none waits out its load_timeout while
+// later ones are served.
+func (m *Manager) reserveInTurnLocked(mem *member) {
+	if mem.group == nil {
+		m.reserveLocked(mem)
+		return
+	}
+	queued := false
+	for _, o := range m.slotLine {
+		if o == mem {
+			queued = true
+			break
+		}
+		if o.group == mem.group && o.state == StateStopped {
+			// One ahead still waits; it takes the next slot (if it cannot, neither can mem).
+			if !queued {
+				m.slotLine = append(m.slotLine, mem)
+			}
+			return
+		}
+	}
+	if m.reserveLocked(mem) {
+		m.slotLine = slices.DeleteFunc(m.slotLine, func(o *member) bool { return o == mem })
+		return
+	}
+	if !queued {
+		m.slotLine = append(m.slotLine, mem)
+	}
+}
+
+// leaveLine takes mem out of the slot line when its start flight ends, and lets the next in line
+// look for a slot.
+func (m *Manager) leaveLine(mem *member) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if i := slices.Index(m.slotLine, mem); i >= 0 {
+		m.slotLine = slices.Delete(m.slotLine, i, i+1)
+		m.broadcastLocked()
 	}
 }
 
