@@ -41,6 +41,9 @@
 //     (a crashed process's own children, say) escapes.
 //   - No child process (nor anything it spawned into its process group) survives Close —
 //     TestNoOrphanAfterClose; nor a SIGKILL of the gateway on Linux — TestChildDiesWithGateway.
+//   - Once Drain is called (the gateway told to stop), no Ensure waits for a process: each gets
+//     ErrStopping, and the processes loading or backing off are stopped at once, not after the
+//     drain — TestDrainEndsWaitsAndStopsLoads, TestStopMidLoadStopsChildren (cmd/gateway).
 //   - A start that cannot finish within load_timeout fails with *LoadTimeoutError and its process is
 //     killed — TestLoadTimeout.
 //   - The most recently used members are pre-warmed from the state file — TestStateFilePrewarm.

@@ -144,7 +144,9 @@ type Manager struct {
 	// each Ensure not yet released that was handed its URL.
 	ports   map[int]int
 	started bool
-	closed  bool
+	// stopping: Drain was called; nothing starts or restarts any more.
+	stopping bool
+	closed   bool
 }
 
 // New checks specs and groups and returns a Manager that has started nothing yet.
@@ -550,6 +552,27 @@ func (m *Manager) Close(ctx context.Context) error {
 	}
 }
 
+// Drain is the first step of the gateway's stop, taken as soon as it is told to stop and before
+// the requests in flight have drained: every Ensure waiting for a process returns ErrStopping at
+// once (the request is answered 503 rather than held for the drain and then cut off), nothing
+// starts or restarts any more, and the processes that serve no request (loading, or waiting to
+// restart after a crash) are stopped now rather than once the drain has ended. Ready ones go on
+// serving the requests in flight, and new ones, until Close.
+func (m *Manager) Drain() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.stopping || m.closed {
+		return
+	}
+	m.stopping = true
+	for _, mem := range slices.Concat(m.members, m.retired) {
+		if mem.state == StateStarting || mem.state == StateBackoff {
+			m.stopLocked(mem, "shutdown")
+		}
+	}
+	m.broadcastLocked()
+}
+
 func (m *Manager) acquire(mem *member) (string, func(), bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -641,6 +664,9 @@ func (m *Manager) bringUp(mem *member) error {
 		case mem.state == StateReady && !mem.crashed:
 			m.mu.Unlock()
 			return nil
+		case m.stopping:
+			m.mu.Unlock()
+			return ErrStopping
 		case mem.failures != failuresBefore:
 			// A launch this flight waited for failed before it was healthy: the waiters get that
 			// failure now, whether the member then stopped (unpinned) or backs off to restart
