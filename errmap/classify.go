@@ -60,6 +60,10 @@ func Classify(err error) Decision {
 	if _, ok := errors.AsType[*lifecycle.LoadTimeoutError](err); ok {
 		return Decision{Class: core.ClassLoading, Status: http.StatusServiceUnavailable}
 	}
+	if errors.Is(err, lifecycle.ErrStopping) {
+		// The gateway is stopping: the target's process will not start, through no fault of its.
+		return Decision{Class: core.ClassLoading, Status: http.StatusServiceUnavailable}
+	}
 	if _, ok := errors.AsType[*lifecycle.ProcessError](err); ok {
 		return failing(core.ClassConnection, http.StatusBadGateway)
 	}

@@ -133,6 +133,8 @@ func TestClassify(t *testing.T) {
 		{"lifecycle wait canceled by the client", fmt.Errorf("ensure: %w", context.Canceled),
 			Decision{Class: core.ClassClientGone, Status: 499}},
 		{"lifecycle closed", lifecycle.ErrClosed, retrying(core.ClassServerError, 502)},
+		{"lifecycle stopping", fmt.Errorf("ensure: %w", lifecycle.ErrStopping),
+			Decision{Class: core.ClassLoading, Status: 503}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

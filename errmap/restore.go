@@ -106,6 +106,9 @@ func restoreOne(a Attempt) ClientError {
 		if lt, ok := errors.AsType[*lifecycle.LoadTimeoutError](a.Err); ok && lt.After > 0 {
 			out.Message += fmt.Sprintf(": not ready within %s", lt.After)
 		}
+		if errors.Is(a.Err, lifecycle.ErrStopping) {
+			out.Message = fmt.Sprintf("upstream %s is not running, and the gateway is stopping", a.Target)
+		}
 	case errors.As(a.Err, &se):
 		out.Message, out.Type, out.Code, out.Param = se.Message, se.Type, se.Code, se.Param
 		fillStatusDefaults(&out, a.Target, d.Class)

@@ -19,6 +19,8 @@
 //   - A member that a request waits for is not evicted before that request has it, so two requests
 //     for members of a full group never load and evict each other's processes in turn —
 //     TestNoEvictionBeforeWaiterAcquires.
+//   - Requests that find their group full get its slots in the order they first waited, one member
+//     at a time, not in the order the scheduler wakes them — TestSlotWaitersServedInArrivalOrder.
 //   - Concurrent requests for one cold target start one process — TestSingleStartUnderConcurrency.
 //   - A member that crashes after having been healthy is restarted with backoff, and the crash is
 //     logged with its last stderr lines — TestRestartAfterCrash; an unpinned member whose restart
@@ -39,6 +41,9 @@
 //     (a crashed process's own children, say) escapes.
 //   - No child process (nor anything it spawned into its process group) survives Close —
 //     TestNoOrphanAfterClose; nor a SIGKILL of the gateway on Linux — TestChildDiesWithGateway.
+//   - Once Drain is called (the gateway told to stop), no Ensure waits for a process: each gets
+//     ErrStopping, and the processes loading or backing off are stopped at once, not after the
+//     drain — TestDrainEndsWaitsAndStopsLoads, TestStopMidLoadStopsChildren (cmd/gateway).
 //   - A start that cannot finish within load_timeout fails with *LoadTimeoutError and its process is
 //     killed — TestLoadTimeout.
 //   - The most recently used members are pre-warmed from the state file — TestStateFilePrewarm.

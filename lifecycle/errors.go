@@ -10,6 +10,10 @@ import (
 // ErrClosed is returned by Ensure and Start once Close has begun.
 var ErrClosed = errors.New("lifecycle: manager closed")
 
+// ErrStopping is returned by Ensure for a target whose process is not ready once Drain has been
+// called: the gateway is stopping, and no process starts any more.
+var ErrStopping = errors.New("lifecycle: the gateway is stopping; no model process starts")
+
 // UnknownTargetError is Ensure on a name that has no Spec; the server should call Manages first.
 type UnknownTargetError struct {
 	Name string

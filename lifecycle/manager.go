@@ -137,11 +137,16 @@ type Manager struct {
 	mu      sync.Mutex
 	changed chan struct{} // closed and replaced on every change a waiter may care about
 	seq     uint64
+	// slotLine lists, in the order they first found their group full, the members whose start
+	// flight waits for a slot: when one frees, the first of its group takes it.
+	slotLine []*member
 	// ports counts the holders of each port given to a process: the process until it exits, and
 	// each Ensure not yet released that was handed its URL.
 	ports   map[int]int
 	started bool
-	closed  bool
+	// stopping: Drain was called; nothing starts or restarts any more.
+	stopping bool
+	closed   bool
 }
 
 // New checks specs and groups and returns a Manager that has started nothing yet.
@@ -547,6 +552,27 @@ func (m *Manager) Close(ctx context.Context) error {
 	}
 }
 
+// Drain is the first step of the gateway's stop, taken as soon as it is told to stop and before
+// the requests in flight have drained: every Ensure waiting for a process returns ErrStopping at
+// once (the request is answered 503 rather than held for the drain and then cut off), nothing
+// starts or restarts any more, and the processes that serve no request (loading, or waiting to
+// restart after a crash) are stopped now rather than once the drain has ended. Ready ones go on
+// serving the requests in flight, and new ones, until Close.
+func (m *Manager) Drain() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.stopping || m.closed {
+		return
+	}
+	m.stopping = true
+	for _, mem := range slices.Concat(m.members, m.retired) {
+		if mem.state == StateStarting || mem.state == StateBackoff {
+			m.stopLocked(mem, "shutdown")
+		}
+	}
+	m.broadcastLocked()
+}
+
 func (m *Manager) acquire(mem *member) (string, func(), bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -620,6 +646,7 @@ func (m *Manager) bringUp(mem *member) error {
 	failuresBefore := mem.failures
 	m.mu.Unlock()
 	defer m.flights.Done()
+	defer m.leaveLine(mem)
 
 	expired := make(chan struct{})
 	t := m.clock.AfterFunc(mem.loadTimeout, func() { close(expired) })
@@ -637,6 +664,9 @@ func (m *Manager) bringUp(mem *member) error {
 		case mem.state == StateReady && !mem.crashed:
 			m.mu.Unlock()
 			return nil
+		case m.stopping:
+			m.mu.Unlock()
+			return ErrStopping
 		case mem.failures != failuresBefore:
 			// A launch this flight waited for failed before it was healthy: the waiters get that
 			// failure now, whether the member then stopped (unpinned) or backs off to restart
@@ -651,7 +681,7 @@ func (m *Manager) bringUp(mem *member) error {
 			m.mu.Unlock()
 			return errFlightExpired
 		case mem.state == StateStopped:
-			m.reserveLocked(mem)
+			m.reserveInTurnLocked(mem)
 		}
 		ch := m.changed
 		m.mu.Unlock()
@@ -660,6 +690,50 @@ func (m *Manager) bringUp(mem *member) error {
 		case <-expired:
 			return errFlightExpired
 		}
+	}
+}
+
+// reserveInTurnLocked is reserveLocked for a request's start: a member whose group is full joins
+// the group's line and reserves only once those that found it full before it have a slot, so that
+// each slot that frees goes to the request that has waited longest rather than to whichever
+// flight the scheduler wakes first (the newest, often), and none waits out its load_timeout while
+// later ones are served.
+func (m *Manager) reserveInTurnLocked(mem *member) {
+	if mem.group == nil {
+		m.reserveLocked(mem)
+		return
+	}
+	queued := false
+	for _, o := range m.slotLine {
+		if o == mem {
+			queued = true
+			break
+		}
+		if o.group == mem.group && o.state == StateStopped {
+			// One ahead still waits; it takes the next slot (if it cannot, neither can mem).
+			if !queued {
+				m.slotLine = append(m.slotLine, mem)
+			}
+			return
+		}
+	}
+	if m.reserveLocked(mem) {
+		m.slotLine = slices.DeleteFunc(m.slotLine, func(o *member) bool { return o == mem })
+		return
+	}
+	if !queued {
+		m.slotLine = append(m.slotLine, mem)
+	}
+}
+
+// leaveLine takes mem out of the slot line when its start flight ends, and lets the next in line
+// look for a slot.
+func (m *Manager) leaveLine(mem *member) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if i := slices.Index(m.slotLine, mem); i >= 0 {
+		m.slotLine = slices.Delete(m.slotLine, i, i+1)
+		m.broadcastLocked()
 	}
 }
 

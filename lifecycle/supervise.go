@@ -121,10 +121,14 @@ func (m *Manager) supervise(mem *member, stop, done chan struct{}, after []<-cha
 		// A member a Reload retired is not launched again: its spec is the replaced
 		// configuration's, and the new member of its name waits for it to go.
 		m.mu.Lock()
-		retired := mem.retired
+		retired, stopping := mem.retired, m.stopping
 		m.mu.Unlock()
-		if retired {
-			m.log.Info("lifecycle: retired by a reload: not restarting", "target", mem.spec.Name)
+		if retired || stopping {
+			if retired {
+				m.log.Info("lifecycle: retired by a reload: not restarting", "target", mem.spec.Name)
+			} else {
+				m.log.Info("lifecycle: the gateway is stopping: not restarting", "target", mem.spec.Name)
+			}
 			m.finish(mem, res.err)
 			return
 		}
@@ -188,7 +192,7 @@ func (m *Manager) finish(mem *member, err error) {
 		mem.idle.Stop()
 		mem.idle = nil
 	}
-	if mem.retired && m.started && !m.closed {
+	if mem.retired && m.started && !m.closed && !m.stopping {
 		// Its slot is free now: a pinned member that a Reload added may have waited for it.
 		m.startPinnedLocked()
 	}

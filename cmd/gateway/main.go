@@ -238,6 +238,14 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, rl *reload
 		ln.Close()
 		return err
 	}
+	// Told to stop, the gateway answers at once the requests waiting for a model process to
+	// start, and stops those loading, rather than hold them through the drain and cut them off.
+	stopLoads := context.AfterFunc(ctx, func() {
+		if p := live.Server().Processes(); p != nil {
+			p.Drain()
+		}
+	})
+	defer stopLoads()
 	log.Info("hayula gateway listening", "addr", ln.Addr().String(), "routes", len(cfg.Routes),
 		"targets", len(cfg.Targets), "managed", len(cfg.Lifecycle.Specs))
 	if rl != nil {
