@@ -187,24 +187,8 @@ func TestServeReloadsOnSIGHUP(t *testing.T) {
 	up := fakeModel(t, hold)
 	path := filepath.Join(t.TempDir(), "gateway.toml")
 	writeFile(t, path, gatewayFile("127.0.0.1:0", up.URL, "r"))
-	ctx, cancel := context.WithCancel(context.Background())
+	base, logs, cancel, code := serving(t, path)
 	defer cancel()
-	logs := &syncBuffer{}
-	code := make(chan int, 1)
-	go func() { code <- run(ctx, []string{"serve", "--config", path}, io.Discard, logs) }()
-	defer func() {
-		if t.Failed() {
-			t.Logf("gateway log:\n%s", logs)
-		}
-	}()
-	addrRE := regexp.MustCompile(`hayula gateway listening"? addr=(\S+)`)
-	var base string
-	waitFor(t, "the gateway to listen", func() bool {
-		if m := addrRE.FindStringSubmatch(logs.String()); m != nil {
-			base = "http://" + m[1]
-		}
-		return base != ""
-	})
 	resp, err := http.Post(base+"/v1/chat/completions", "application/json",
 		strings.NewReader(`{"model":"r","stream":true,"messages":[{"role":"user","content":"hi"}]}`))
 	if err != nil {
@@ -408,6 +392,29 @@ pinned = ["%[1]s"]
 			}
 		})
 	}
+}
+
+// serving runs `gateway serve --config path` until cancel is called, and returns once it listens:
+// its base URL, its log (printed if the test fails) and the channel its exit code comes on.
+func serving(t *testing.T, path string) (base string, logs *syncBuffer, cancel context.CancelFunc, code <-chan int) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	logs = &syncBuffer{}
+	exit := make(chan int, 1)
+	go func() { exit <- run(ctx, []string{"serve", "--config", path}, io.Discard, logs) }()
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("gateway log:\n%s", logs)
+		}
+	})
+	addrRE := regexp.MustCompile(`hayula gateway listening"? addr=(\S+)`)
+	waitFor(t, "the gateway to listen", func() bool {
+		if m := addrRE.FindStringSubmatch(logs.String()); m != nil {
+			base = "http://" + m[1]
+		}
+		return base != ""
+	})
+	return base, logs, cancel, exit
 }
 
 // readPID is the pid a test process wrote to path; 0 until it has.

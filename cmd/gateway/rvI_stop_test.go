@@ -3,12 +3,10 @@
 package main
 
 import (
-	"context"
 	"io"
 	"net/http"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -61,24 +59,8 @@ targets = ["s"]
 `
 	path := filepath.Join(dir, "gateway.toml")
 	writeFile(t, path, cfg)
-	ctx, cancel := context.WithCancel(context.Background())
+	base, _, cancel, code := serving(t, path)
 	defer cancel()
-	logs := &syncBuffer{}
-	code := make(chan int, 1)
-	go func() { code <- run(ctx, []string{"serve", "--config", path}, io.Discard, logs) }()
-	defer func() {
-		if t.Failed() {
-			t.Logf("gateway log:\n%s", logs)
-		}
-	}()
-	addrRE := regexp.MustCompile(`hayula gateway listening"? addr=(\S+)`)
-	var base string
-	waitFor(t, "the gateway to listen", func() bool {
-		if m := addrRE.FindStringSubmatch(logs.String()); m != nil {
-			base = "http://" + m[1]
-		}
-		return base != ""
-	})
 	type answer struct {
 		status     int
 		retryAfter string
