@@ -11,6 +11,10 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/hayula/gateway/config"
+	"github.com/hayula/gateway/health"
+	"github.com/hayula/gateway/server"
 )
 
 // capsConfig is a gateway with key "one" (extra its caps) and routes over fakes: r (ok), fb
@@ -241,5 +245,82 @@ func TestKeyCapsHoldUnderConcurrency(t *testing.T) {
 	wg.Wait()
 	if peak.Load() > 2 || refused.Load() != 30 {
 		t.Errorf("at most %d at once upstream, %d refused; want 2 and 30", peak.Load(), refused.Load())
+	}
+}
+
+// TestKeyCapsHoldAcrossReload: a reload (Live.Replace with Previous) does not hand a key a
+// second set of caps. A key with max_concurrent = 1 whose request is still under way on the
+// replaced server is refused another on the new one, and gets its slot back when that request
+// ends; a key whose rpm the reload left alone keeps its bucket, spent as it was; one whose rpm
+// the reload changed starts a full bucket of the new size.
+func TestKeyCapsHoldAcrossReload(t *testing.T) {
+	up := newFake(t, "up")
+	release := make(chan struct{})
+	entered := make(chan struct{})
+	var held atomic.Bool
+	up.set(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		r.Body = io.NopCloser(strings.NewReader(string(b)))
+		if strings.Contains(string(b), "hold me") && !held.Swap(true) {
+			close(entered)
+			<-release
+		}
+		okHandler("up")(w, r)
+	})
+	conf := func(rpmB int) *config.Config {
+		text := keyBlock("one", "hk-one", "max_concurrent = 1") + keyBlock("few", "hk-few", "rpm = 2") +
+			keyBlock("more", "hk-more", fmt.Sprintf("rpm = %d", rpmB)) +
+			target("up", up.url(), "private") + "[routes.r]\ntargets = [\"up\"]\n"
+		cfg, err := config.Parse([]byte(text), "test.toml", func(string) string { return "" })
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cfg
+	}
+	clock := health.NewManualClock(time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC))
+	newServer := func(cfg *config.Config, prev *server.Server) *server.Server {
+		s, err := server.New(server.Options{Config: cfg, Clock: clock, Previous: prev})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(s.Close)
+		return s
+	}
+	old := newServer(conf(1), nil)
+	l := server.NewLive(old)
+	g := &gateway{ts: serveLive(t, l)}
+	one, few, more := []string{"Authorization", "Bearer hk-one"}, []string{"Authorization", "Bearer hk-few"},
+		[]string{"Authorization", "Bearer hk-more"}
+	for _, k := range [][]string{few, few, more} {
+		if rep := g.chat(t, "r", k...); rep.status != 200 {
+			t.Fatalf("%s before the reload: %d %s", k[1], rep.status, rep.body)
+		}
+	}
+	done := make(chan reply)
+	go func() {
+		done <- g.post(t, "/v1/chat/completions", `{"model":"r","messages":[{"role":"user","content":"hold me"}]}`, one...)
+	}()
+	<-entered
+
+	l.Replace(newServer(conf(3), old))
+	if rep := g.chat(t, "r", one...); rep.status != 429 {
+		t.Errorf("max_concurrent = 1 with a request under way on the replaced server: %d %s, want 429", rep.status, rep.body)
+	}
+	if rep := g.chat(t, "r", few...); rep.status != 429 {
+		t.Errorf("rpm = 2, unchanged, spent before the reload: %d %s, want 429", rep.status, rep.body)
+	}
+	for i := 0; i < 3; i++ {
+		if rep := g.chat(t, "r", more...); rep.status != 200 {
+			t.Errorf("rpm 1 → 3, request %d after the reload: %d %s, want 200", i, rep.status, rep.body)
+		}
+	}
+	close(release)
+	if rep := <-done; rep.status != 200 {
+		t.Fatalf("the request across the reload: %d %s", rep.status, rep.body)
+	}
+	var rep reply
+	settles(func() bool { rep = g.chat(t, "r", one...); return rep.status != 429 })
+	if rep.status != 200 {
+		t.Errorf("once the old server's request ended: %d %s, want 200", rep.status, rep.body)
 	}
 }
