@@ -13,16 +13,21 @@ import (
 	"github.com/hayula/gateway/metrics"
 )
 
-// keyLimit is one key's caps (rpm, max_concurrent) and what they count.
+// keyLimit is one key's caps (rpm, max_concurrent) and what they count. Both counts are
+// pointers so that a reload can hand them to the server that replaces this one (newKeyLimits):
+// the replaced server's requests still under way hold slots of the same count.
 type keyLimit struct {
 	rpm  *rate.Limiter // nil: no rpm cap
 	max  int64         // 0: no max_concurrent cap
-	busy atomic.Int64  // requests of the key in flight, counted when max > 0
+	busy *atomic.Int64 // requests of the key in flight, counted when max > 0
 }
 
 // newKeyLimits builds the caps of keys, by config.Key.Index; nil when no key has one, so that a
-// gateway without caps looks at nothing more than a nil slice.
-func newKeyLimits(keys []config.Key) []keyLimit {
+// gateway without caps looks at nothing more than a nil slice. On a reload prev is the replaced
+// server's (its keys prevKeys): a key of the same name goes on with its count of requests in
+// flight, so that those still under way on the replaced server hold their slots, and, when its
+// rpm is unchanged, with its bucket as spent; a changed rpm starts a full bucket of the new size.
+func newKeyLimits(keys []config.Key, prev []keyLimit, prevKeys []config.Key) []keyLimit {
 	var out []keyLimit
 	for i, k := range keys {
 		if k.RPM == 0 && k.MaxConcurrent == 0 {
@@ -31,10 +36,26 @@ func newKeyLimits(keys []config.Key) []keyLimit {
 		if out == nil {
 			out = make([]keyLimit, len(keys))
 		}
+		var was *keyLimit
+		for j := range prevKeys {
+			if prevKeys[j].Name == k.Name && j < len(prev) && prev[j].busy != nil {
+				was = &prev[j]
+				break
+			}
+		}
 		l := &out[i]
 		l.max = int64(k.MaxConcurrent)
+		if was != nil {
+			l.busy = was.busy
+		} else {
+			l.busy = new(atomic.Int64)
+		}
 		if k.RPM > 0 {
-			l.rpm = rate.NewLimiter(rate.Limit(float64(k.RPM)/60), k.RPM) // full at its first use
+			if was != nil && was.rpm != nil && was.rpm.Burst() == k.RPM {
+				l.rpm = was.rpm
+			} else {
+				l.rpm = rate.NewLimiter(rate.Limit(float64(k.RPM)/60), k.RPM) // full at its first use
+			}
 		}
 	}
 	return out
@@ -58,7 +79,7 @@ func (s *Server) limit(key *config.Key, st *reqState) *apiError {
 				Message: fmt.Sprintf("Rate limit reached for key %s on concurrent requests: limit %d. Try again when one of them has ended.",
 					key.Name, l.max)}
 		}
-		st.busy = &l.busy
+		st.busy = l.busy
 	}
 	if l.rpm != nil {
 		now := s.clock.Now()

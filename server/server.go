@@ -246,7 +246,11 @@ func New(o Options) (*Server, error) {
 		prev = o.Previous.metrics
 	}
 	s.metrics = newMetrics(o.Config, prev, s.started)
-	s.limits = newKeyLimits(o.Config.Keys)
+	if o.Previous != nil {
+		s.limits = newKeyLimits(o.Config.Keys, o.Previous.limits, o.Previous.cfg.Keys)
+	} else {
+		s.limits = newKeyLimits(o.Config.Keys, nil, nil)
+	}
 	if err := s.initActive(o); err != nil {
 		return nil, err
 	}
