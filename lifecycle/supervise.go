@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	neturl "net/url"
 	"os"
 	"os/exec"
 	"runtime"
@@ -220,6 +221,13 @@ func (m *Manager) runOnce(mem *member, stop <-chan struct{}, restart bool) runRe
 		// Every return below comes after the process has exited, or killWait after it was sent
 		// SIGKILL.
 		defer m.givePortBack(port)
+	} else if addr, ok := fixedAddr(healthURL, url); ok && answers(addr) {
+		// A fixed port (no {port}) that something answers on before the process is started: a
+		// model server already running outside the gateway, say, whose health check would then
+		// pass for this process too. It may be meant (a command that wraps a running service), so
+		// it is said, not refused.
+		m.log.Warn("lifecycle: the target's port already answers before its process starts; its health check may pass against another program",
+			"target", name, "addr", addr)
 	}
 	// stderr is a pipe of ours rather than one exec.Cmd copies from: Wait closes its pipes
 	// (WaitDelay) soon after the leader exits, and a worker still in its grace that logs then
@@ -555,6 +563,37 @@ func resolve(s Spec, take func() (int, error)) (argv []string, url, healthURL st
 		argv[i] = sub(a)
 	}
 	return argv, strings.TrimSuffix(sub(s.URL), "/"), sub(s.HealthURL), port, nil
+}
+
+// fixedAddr is the host:port a process with a fixed port is checked at: its health URL's, or
+// its URL's.
+func fixedAddr(healthURL, baseURL string) (string, bool) {
+	raw := healthURL
+	if raw == "" {
+		raw = baseURL
+	}
+	u, err := neturl.Parse(raw)
+	if err != nil || u.Host == "" {
+		return "", false
+	}
+	port := u.Port()
+	if port == "" {
+		port = "80"
+		if u.Scheme == "https" {
+			port = "443"
+		}
+	}
+	return net.JoinHostPort(u.Hostname(), port), true
+}
+
+// answers reports whether something accepts a connection at addr at once.
+func answers(addr string) bool {
+	c, err := net.DialTimeout("tcp", addr, 200*time.Millisecond)
+	if err != nil {
+		return false
+	}
+	_ = c.Close()
+	return true
 }
 
 // freePort asks the kernel for an unused loopback port. Another program may take it before the
