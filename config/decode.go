@@ -1101,6 +1101,20 @@ func (c *compiler) keys(raw []keyTOML, routes map[string]routeTOML) []Key {
 
 // auto compiles the [auto] table into the classifier for model "auto", and checks that every
 // route it can choose exists.
+// autoPath is the file's path of an autoroute.ConfigError's Field ("intents[1].terms[4]"):
+// ["auto", "intents", elem(1), "terms", elem(4)].
+func autoPath(field string) []string {
+	path := []string{"auto"}
+	for part := range strings.SplitSeq(field, ".") {
+		name, index, ok := strings.Cut(part, "[")
+		path = append(path, name)
+		if n, err := strconv.Atoi(strings.TrimSuffix(index, "]")); ok && err == nil {
+			path = append(path, elem(n))
+		}
+	}
+	return path
+}
+
 func (c *compiler) auto(raw *autoroute.Rules, cfg *Config) *autoroute.Classifier {
 	if raw == nil || c.meantUnder("auto") {
 		// A misspelt key in [auto] left a rule at its default: whatever the rules say now, the
@@ -1111,7 +1125,8 @@ func (c *compiler) auto(raw *autoroute.Rules, cfg *Config) *autoroute.Classifier
 	if err != nil {
 		var ce *autoroute.ConfigError
 		if errors.As(err, &ce) {
-			c.errorf([]string{"auto"}, "%s: %s", ce.Field, ce.Problem)
+			// At the key's line when the file has it (intents[1].min_score), else its table's.
+			c.add(c.l.line(autoPath(ce.Field)...), "auto: %s: %s", ce.Field, ce.Problem)
 		} else {
 			c.errorf([]string{"auto"}, "%v", err)
 		}

@@ -571,6 +571,14 @@ guard = { b = ["overheat"] }
 			[]wantErr{{7, `routes.auto: the route name "auto" is reserved`}}},
 		{"bad names", minimal + "[targets.\"a b\"]\nadapter = \"openai\"\nurl = \"http://x\"\n[routes.\"x,y\"]\ntargets = [\"a\"]\n", nil,
 			[]wantErr{{7, `targets."a b": bad target name`}, {10, `routes."x,y": bad route name`}}},
+		// An [auto] rule's problem at its key's line, not at the [auto] header.
+		{"auto rule at its line", minimal + "[routes.saif]\ntargets = [\"a\"]\n[auto]\ndefault = \"saif\"\n" +
+			"[[auto.intents]]\nname = \"security\"\nroute = \"saif\"\n[[auto.intents]]\nname = \"x\"\nroute = \"saif\"\n" +
+			"terms = [\"a\",\n  \"b^0\"]\n", nil,
+			[]wantErr{{18, `auto: intents[1].terms[1]: weight in "b^0" must be ^1 to ^9`}}},
+		{"auto rule's number at its line", minimal + "[routes.saif]\ntargets = [\"a\"]\n[auto]\ndefault = \"saif\"\n" +
+			"[[auto.intents]]\nname = \"x\"\nroute = \"saif\"\nterms = [\"a\"]\nmin_score = -1\n", nil,
+			[]wantErr{{15, `auto: intents[0].min_score: negative`}}},
 		// CONFIG.md: 1–128 characters.
 		{"a name of 129 characters", minimal + "[targets." + strings.Repeat("n", 129) + "]\nadapter = \"openai\"\nurl = \"http://x\"\n", nil,
 			[]wantErr{{7, "targets." + strings.Repeat("n", 129) + ": bad target name"}}},
