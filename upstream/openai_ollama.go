@@ -61,6 +61,7 @@ type ollamaOptions struct {
 	Seed        *int64   `json:"seed,omitempty"`
 	Stop        []string `json:"stop,omitempty"`
 	NumPredict  int      `json:"num_predict,omitempty"`
+	NumCtx      int      `json:"num_ctx,omitempty"`
 	FreqPenalty *float64 `json:"frequency_penalty,omitempty"`
 	PresPenalty *float64 `json:"presence_penalty,omitempty"`
 }
@@ -232,11 +233,15 @@ func (a *openaiOllama) translate(req *core.Request) (*ollamaChatRequest, error) 
 		return nil, err
 	}
 	out.Format = format
+	// num_ctx is the target's context_window: Ollama otherwise runs a model with its own default
+	// context (a few thousand tokens) and drops the start of a longer prompt without a word,
+	// while the gateway, by context_window, sent that prompt here because it fits
+	// (TestOllamaContextWindowIsNumCtx).
 	o := &ollamaOptions{Temperature: p.Temperature, TopP: p.TopP, Seed: p.Seed, Stop: p.StopList(), NumPredict: req.MaxTokens,
-		FreqPenalty: p.FrequencyPenalty, PresPenalty: p.PresencePenalty}
+		NumCtx: a.t.ContextWindow, FreqPenalty: p.FrequencyPenalty, PresPenalty: p.PresencePenalty}
 	out.Logprobs, out.TopLogprobs = logprobsAsked(req.Body)
 	if o.Temperature != nil || o.TopP != nil || o.Seed != nil || o.Stop != nil || o.NumPredict > 0 ||
-		o.FreqPenalty != nil || o.PresPenalty != nil {
+		o.NumCtx > 0 || o.FreqPenalty != nil || o.PresPenalty != nil {
 		out.Options = o
 	}
 	return out, nil

@@ -261,3 +261,27 @@ func TestRefusalMemberIsText(t *testing.T) {
 		})
 	}
 }
+
+// TestOllamaContextWindowIsNumCtx: an Ollama target's context_window goes as options.num_ctx, so
+// that Ollama runs the model with the window the gateway filtered by, not its own default (which
+// drops the start of a longer prompt silently); without one, no num_ctx is sent.
+func TestOllamaContextWindowIsNumCtx(t *testing.T) {
+	for _, window := range []int{0, 32768} {
+		rec := &recorder{answer: `{"model":"llama3.2","message":{"role":"assistant","content":"ok"},"done":true,"done_reason":"stop"}`}
+		srv := httptest.NewServer(rec)
+		tg := ollamaTarget(srv.URL)
+		tg.ContextWindow = window
+		s := newSet(t, tg)
+		if _, err := s.Chat(context.Background(), tg, clientRequest(t, []byte(`{"model":"m","messages":[{"role":"user","content":"hi"}]}`))); err != nil {
+			t.Fatal(err)
+		}
+		got, _ := rec.last(t)["options"].(map[string]any)
+		srv.Close()
+		switch {
+		case window == 0 && got != nil:
+			t.Errorf("no context_window: options %v, want none", got)
+		case window > 0 && (got == nil || got["num_ctx"] != float64(window) || len(got) != 1):
+			t.Errorf("context_window %d: options %v, want only num_ctx", window, got)
+		}
+	}
+}
