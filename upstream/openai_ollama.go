@@ -628,11 +628,19 @@ func (a *openaiOllama) embed(ctx context.Context, req *core.Request) (*Response,
 	if in.EncodingFormat != "" && in.EncodingFormat != "float" && in.EncodingFormat != "base64" {
 		return nil, requestError(a.t, "invalid_value", "encoding_format", "encoding_format must be float or base64")
 	}
+	type options struct {
+		NumCtx int `json:"num_ctx"`
+	}
 	out := struct {
 		Model      string          `json:"model"`
 		Input      json.RawMessage `json:"input"`
 		Dimensions int             `json:"dimensions,omitempty"`
-	}{a.t.Model, in.Input, in.Dimensions}
+		Options    *options        `json:"options,omitempty"`
+	}{Model: a.t.Model, Input: in.Input, Dimensions: in.Dimensions}
+	if a.t.ContextWindow > 0 {
+		// As for chat: Ollama's default window would cut a longer input silently.
+		out.Options = &options{NumCtx: a.t.ContextWindow}
+	}
 	body := mustJSON(out)
 	resp, err := a.post(ctx, "/api/embed", body, false)
 	if err != nil {

@@ -267,21 +267,33 @@ func TestRefusalMemberIsText(t *testing.T) {
 // drops the start of a longer prompt silently); without one, no num_ctx is sent.
 func TestOllamaContextWindowIsNumCtx(t *testing.T) {
 	for _, window := range []int{0, 32768} {
-		rec := &recorder{answer: `{"model":"llama3.2","message":{"role":"assistant","content":"ok"},"done":true,"done_reason":"stop"}`}
-		srv := httptest.NewServer(rec)
-		tg := ollamaTarget(srv.URL)
-		tg.ContextWindow = window
-		s := newSet(t, tg)
-		if _, err := s.Chat(context.Background(), tg, clientRequest(t, []byte(`{"model":"m","messages":[{"role":"user","content":"hi"}]}`))); err != nil {
-			t.Fatal(err)
+		// What each endpoint sent as options, from a server of its own (the recorder's answer is
+		// fixed: a request is not known to the race detector to follow the last).
+		sent := func(op core.Op, answer, body string) map[string]any {
+			rec := &recorder{answer: answer}
+			srv := httptest.NewServer(rec)
+			defer srv.Close()
+			tg := ollamaTarget(srv.URL)
+			tg.ContextWindow = window
+			req := chatRequestOf(t, body)
+			req.Op = op
+			if _, err := newSet(t, tg).Chat(context.Background(), tg, req); err != nil {
+				t.Fatal(err)
+			}
+			got, _ := rec.last(t)["options"].(map[string]any)
+			return got
 		}
-		got, _ := rec.last(t)["options"].(map[string]any)
-		srv.Close()
-		switch {
-		case window == 0 && got != nil:
-			t.Errorf("no context_window: options %v, want none", got)
-		case window > 0 && (got == nil || got["num_ctx"] != float64(window) || len(got) != 1):
-			t.Errorf("context_window %d: options %v, want only num_ctx", window, got)
+		for what, got := range map[string]map[string]any{
+			"/api/chat": sent(core.OpChat, `{"model":"llama3.2","message":{"role":"assistant","content":"ok"},"done":true,"done_reason":"stop"}`,
+				`{"model":"m","messages":[{"role":"user","content":"hi"}]}`),
+			"/api/embed": sent(core.OpEmbeddings, `{"model":"e","embeddings":[[0.1,0.2]]}`, `{"input":"x"}`),
+		} {
+			switch {
+			case window == 0 && got != nil:
+				t.Errorf("%s, no context_window: options %v, want none", what, got)
+			case window > 0 && (got == nil || got["num_ctx"] != float64(window) || len(got) != 1):
+				t.Errorf("%s, context_window %d: options %v, want only num_ctx", what, window, got)
+			}
 		}
 	}
 }
