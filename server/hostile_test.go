@@ -21,6 +21,20 @@ import (
 // answer that ends in hold keeps the connection open until the test ends.
 func rawUpstream(t *testing.T, answer func(path string) string) string {
 	t.Helper()
+	return rawServe(t, func(c net.Conn, path string, done <-chan struct{}) {
+		a, hold := strings.CutSuffix(answer(path), hold)
+		_, _ = io.WriteString(c, a)
+		if hold {
+			<-done
+		}
+	})
+}
+
+// rawServe accepts connections on loopback until the test ends and, for each, reads one request
+// (its body dropped) and lets respond write what it will on the connection, which is closed after
+// it returns, or when the test ends (done closed). It returns the base URL.
+func rawServe(t *testing.T, respond func(c net.Conn, path string, done <-chan struct{})) string {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -50,11 +64,7 @@ func rawUpstream(t *testing.T, answer func(path string) string) string {
 					return
 				}
 				_, _ = io.Copy(io.Discard, req.Body)
-				a, hold := strings.CutSuffix(answer(req.URL.Path), hold)
-				_, _ = io.WriteString(c, a)
-				if hold {
-					<-done
-				}
+				respond(c, req.URL.Path, done)
 			}()
 		}
 	}()

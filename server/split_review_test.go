@@ -7,15 +7,12 @@ package server_test
 // with an error event, never [DONE].
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net"
-	"net/http"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/openai/openai-go/v3"
@@ -27,15 +24,6 @@ import (
 // the last chunk's end and the terminating chunk.
 func pieceUpstream(t *testing.T, contentType, body string, cut bool) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var wg sync.WaitGroup
-	t.Cleanup(func() {
-		ln.Close()
-		wg.Wait()
-	})
 	var enc strings.Builder
 	sizes := []int{1, 2, 3, 5, 7, 13, 64, 4}
 	for i, rest := 0, body; rest != ""; i++ {
@@ -49,39 +37,19 @@ func pieceUpstream(t *testing.T, contentType, body string, cut bool) string {
 	} else {
 		wire += "0\r\n\r\n"
 	}
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for {
-			c, err := ln.Accept()
-			if err != nil {
+	return rawServe(t, func(c net.Conn, _ string, _ <-chan struct{}) {
+		if _, err := io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Type: "+contentType+
+			"\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n"); err != nil {
+			return
+		}
+		for i, rest := 0, wire; rest != ""; i++ {
+			n := min(sizes[(i+3)%len(sizes)], len(rest))
+			if _, err := io.WriteString(c, rest[:n]); err != nil {
 				return
 			}
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				defer c.Close()
-				br := bufio.NewReader(c)
-				req, err := http.ReadRequest(br)
-				if err != nil {
-					return
-				}
-				_, _ = io.Copy(io.Discard, req.Body)
-				if _, err := io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Type: "+contentType+
-					"\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n"); err != nil {
-					return
-				}
-				for i, rest := 0, wire; rest != ""; i++ {
-					n := min(sizes[(i+3)%len(sizes)], len(rest))
-					if _, err := io.WriteString(c, rest[:n]); err != nil {
-						return
-					}
-					rest = rest[n:]
-				}
-			}()
+			rest = rest[n:]
 		}
-	}()
-	return "http://" + ln.Addr().String()
+	})
 }
 
 const (
@@ -114,6 +82,29 @@ func openaiSplitStream(nl string, pieces []string) string {
 	ev(`{"id":"c1","object":"chat.completion.chunk","created":1,"model":"m","choices":[],"usage":{"prompt_tokens":3,"completion_tokens":4,"total_tokens":7}}`)
 	ev("[DONE]")
 	return b.String()
+}
+
+// splitWire is openaiSplitStream of splitPieces framed with nl; with cut, it ends inside the last
+// content event, everything before it whole.
+func splitWire(nl string, cut bool) string {
+	wire := openaiSplitStream(nl, splitPieces())
+	if cut {
+		wire = wire[:strings.LastIndex(wire, `"stop"`)]
+	}
+	return wire
+}
+
+// sdkStream streams a chat completion from g through the official SDK and returns what its
+// accumulator gathered and the stream's error.
+func sdkStream(g *gateway, params openai.ChatCompletionNewParams) (openai.ChatCompletionAccumulator, error) {
+	c := sdkClient(g, "unused")
+	s := c.Chat.Completions.NewStreaming(context.Background(), params)
+	var acc openai.ChatCompletionAccumulator
+	for s.Next() {
+		acc.AddChunk(s.Current())
+	}
+	_ = s.Close()
+	return acc, s.Err()
 }
 
 func splitPieces() []string {
@@ -156,12 +147,7 @@ func TestSplitWireOpenAI(t *testing.T) {
 	for _, nl := range []string{"\n", "\r\n", "\r"} {
 		for _, cut := range []bool{false, true} {
 			t.Run(fmt.Sprintf("%q/cut=%v", nl, cut), func(t *testing.T) {
-				wire := openaiSplitStream(nl, splitPieces())
-				if cut {
-					// Cut inside the last content event: everything before it arrived.
-					wire = wire[:strings.LastIndex(wire, `"stop"`)]
-				}
-				url := pieceUpstream(t, "text/event-stream", wire, cut)
+				url := pieceUpstream(t, "text/event-stream", splitWire(nl, cut), cut)
 				g := newGateway(t, hostileConfig("openai", url), nil)
 
 				ev := rawEvents(t, g, "/v1/chat/completions", usageBody("up", true))
@@ -173,17 +159,11 @@ func TestSplitWireOpenAI(t *testing.T) {
 					t.Errorf("content %q, want %q", got, want)
 				}
 
-				c := sdkClient(g, "unused")
-				s := c.Chat.Completions.NewStreaming(context.Background(), openai.ChatCompletionNewParams{Model: "up",
+				acc, err := sdkStream(g, openai.ChatCompletionNewParams{Model: "up",
 					Messages:      []openai.ChatCompletionMessageParamUnion{openai.UserMessage("hi")},
 					StreamOptions: openai.ChatCompletionStreamOptionsParam{IncludeUsage: openai.Bool(true)}})
-				var acc openai.ChatCompletionAccumulator
-				for s.Next() {
-					acc.AddChunk(s.Current())
-				}
-				_ = s.Close()
-				if cut != (s.Err() != nil) {
-					t.Fatalf("cut=%v: Err() = %v", cut, s.Err())
+				if cut != (err != nil) {
+					t.Fatalf("cut=%v: Err() = %v", cut, err)
 				}
 				if cut {
 					return
@@ -244,14 +224,9 @@ func TestSplitWireToolCallFragments(t *testing.T) {
 	url := pieceUpstream(t, "text/event-stream", wire, false)
 	g := newGateway(t, hostileConfig("openai", url), nil)
 
-	c := sdkClient(g, "unused")
-	s := c.Chat.Completions.NewStreaming(context.Background(), openai.ChatCompletionNewParams{Model: "up",
+	acc, err := sdkStream(g, openai.ChatCompletionNewParams{Model: "up",
 		Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("hi")}})
-	var acc openai.ChatCompletionAccumulator
-	for s.Next() {
-		acc.AddChunk(s.Current())
-	}
-	if err := s.Err(); err != nil {
+	if err != nil {
 		t.Fatal(err)
 	}
 	if len(acc.Choices) != 1 || len(acc.Choices[0].Message.ToolCalls) != 1 {
@@ -262,6 +237,7 @@ func TestSplitWireToolCallFragments(t *testing.T) {
 		t.Errorf("call %+v finish %q, want arguments %q", call, acc.Choices[0].FinishReason, want)
 	}
 
+	c := sdkClient(g, "unused")
 	rs := c.Responses.NewStreaming(context.Background(), responses.ResponseNewParams{
 		Model: "up", Input: responses.ResponseNewParamsInputUnion{OfString: openai.String("call")},
 		Tools: []responses.ToolUnionParam{responses.ToolParamOfFunction("get_weather", map[string]any{"type": "object"}, false)}})
@@ -277,11 +253,7 @@ func TestSplitWireResponses(t *testing.T) {
 	for _, nl := range []string{"\n", "\r\n", "\r"} {
 		for _, cut := range []bool{false, true} {
 			t.Run(fmt.Sprintf("%q/cut=%v", nl, cut), func(t *testing.T) {
-				wire := openaiSplitStream(nl, splitPieces())
-				if cut {
-					wire = wire[:strings.LastIndex(wire, `"stop"`)]
-				}
-				g := newGateway(t, hostileConfig("openai", pieceUpstream(t, "text/event-stream", wire, cut)), nil)
+				g := newGateway(t, hostileConfig("openai", pieceUpstream(t, "text/event-stream", splitWire(nl, cut), cut)), nil)
 				c := sdkClient(g, "unused")
 				rs := c.Responses.NewStreaming(context.Background(), responses.ResponseNewParams{
 					Model: "up", Input: responses.ResponseNewParamsInputUnion{OfString: openai.String("hi")}})
