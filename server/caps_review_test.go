@@ -1,7 +1,6 @@
 package server_test
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"io"
@@ -133,24 +132,12 @@ func TestKeySlotGivenBackOnEveryPath(t *testing.T) {
 			<-r.Context().Done()
 		})
 		defer ok.set(okHandler("ok"))
-		ctx, cancel := context.WithCancel(context.Background())
-		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, g.ts.URL+"/v1/chat/completions",
-			strings.NewReader(chat("r", `,"stream":true`)))
-		req.Header.Set("Authorization", "Bearer hk-one")
-		resp, err := g.ts.Client().Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := bufio.NewReader(resp.Body).ReadString('\n'); err != nil {
-			t.Fatalf("reading the first event: %v", err)
-		}
+		hangUp := g.openStream(t, chat("r", `,"stream":true`), "Authorization", "Bearer hk-one")
 		// While the stream is open its slot is taken.
 		if rep := g.chat(t, "r", one...); rep.status != 429 {
 			t.Errorf("a second request while the stream is open: %d %s, want 429", rep.status, rep.body)
 		}
-		cancel()
-		_, _ = io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
+		hangUp()
 		ok.set(okHandler("ok"))
 		freeAgain(t)
 	})

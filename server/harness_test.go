@@ -1,6 +1,7 @@
 package server_test
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"crypto/sha256"
@@ -205,6 +206,35 @@ func (g *gateway) do(t *testing.T, method, path, body string, hdr ...string) rep
 		req.Header.Set(hdr[i], hdr[i+1])
 	}
 	return g.send(t, req)
+}
+
+// openStream posts body to g's /v1/chat/completions with the header pairs hdr and reads the
+// answer's first line; hangUp cancels the request and closes the answer, as a client that leaves.
+func (g *gateway) openStream(t *testing.T, body string, hdr ...string) (hangUp func()) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, g.ts.URL+"/v1/chat/completions", strings.NewReader(body))
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	for i := 0; i+1 < len(hdr); i += 2 {
+		req.Header.Set(hdr[i], hdr[i+1])
+	}
+	resp, err := g.ts.Client().Do(req)
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	if _, err := bufio.NewReader(resp.Body).ReadString('\n'); err != nil {
+		cancel()
+		resp.Body.Close()
+		t.Fatalf("reading the stream's first line: %v", err)
+	}
+	return func() {
+		cancel()
+		resp.Body.Close()
+	}
 }
 
 // send sends req, built for g.ts.URL, and reads the whole answer.

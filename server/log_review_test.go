@@ -4,8 +4,6 @@ package server_test
 // attempt of its chain, and how a stream that did not end ended.
 
 import (
-	"bufio"
-	"context"
 	"io"
 	"log/slog"
 	"net"
@@ -128,18 +126,7 @@ func TestRequestLogReview(t *testing.T) {
 			}
 
 			// The client reads the first event and hangs up.
-			ctx, cancel := context.WithCancel(context.Background())
-			hreq, _ := http.NewRequestWithContext(ctx, http.MethodPost, g.ts.URL+"/v1/chat/completions",
-				strings.NewReader(`{"model":"hold","stream":true,"messages":[{"role":"user","content":"hi"}]}`))
-			resp, err := g.ts.Client().Do(hreq)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if _, err := bufio.NewReader(resp.Body).ReadString('\n'); err != nil {
-				t.Fatal(err)
-			}
-			cancel()
-			resp.Body.Close()
+			g.openStream(t, `{"model":"hold","stream":true,"messages":[{"role":"user","content":"hi"}]}`)()
 			lines = linesOf(&logs, "req-d", 1)
 			j := strings.Join(lines, "\n")
 			if !strings.Contains(j, "msg=request ") || !strings.Contains(j, " stream=client_left ") {

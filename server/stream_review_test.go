@@ -4,7 +4,6 @@ package server_test
 // upstreams that misbehave on the wire.
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -343,17 +342,7 @@ func TestReviewClientLeavesMidStream(t *testing.T) {
 					}
 				}
 			})
-			ctx, cancel := context.WithCancel(context.Background())
-			req, _ := http.NewRequestWithContext(ctx, http.MethodPost, g.ts.URL+"/v1/chat/completions", strings.NewReader(streamBody("a")))
-			resp, err := g.ts.Client().Do(req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if _, err := bufio.NewReader(resp.Body).ReadString('\n'); err != nil {
-				t.Fatal(err)
-			}
-			cancel()
-			resp.Body.Close()
+			g.openStream(t, streamBody("a"))()
 			select {
 			case <-upDone:
 			case <-time.After(5 * time.Second):
