@@ -44,18 +44,7 @@ type environment struct {
 }
 
 func (e *environment) start(ctx context.Context) error {
-	e.gwBin = e.opts.GatewayBin
-	if e.gwBin == "" {
-		e.logf("building ./cmd/gateway")
-		var err error
-		if e.gwBin, err = build(ctx, e.root, "./cmd/gateway", e.dir); err != nil {
-			return err
-		}
-	}
-	var err error
-	e.upstream, e.fast, e.slow, err = startUpstream(upstreamSpec{Chunks: e.opts.Chunks, SlowChunks: e.opts.SlowChunks,
-		SlowInterval: e.opts.SlowInterval}, e.dir)
-	if err != nil {
+	if err := e.startUpstream(ctx); err != nil {
 		return err
 	}
 	if err := e.startGateway(ctx); err != nil {
@@ -75,6 +64,22 @@ func (e *environment) start(ctx context.Context) error {
 		return e.startNginx(ctx)
 	}
 	return nil
+}
+
+// startUpstream builds the gateway (unless --gateway names one) and starts the fake upstream.
+func (e *environment) startUpstream(ctx context.Context) error {
+	e.gwBin = e.opts.GatewayBin
+	if e.gwBin == "" {
+		e.logf("building ./cmd/gateway")
+		var err error
+		if e.gwBin, err = build(ctx, e.root, "./cmd/gateway", e.dir); err != nil {
+			return err
+		}
+	}
+	var err error
+	e.upstream, e.fast, e.slow, err = startUpstream(upstreamSpec{Chunks: e.opts.Chunks, SlowChunks: e.opts.SlowChunks,
+		SlowInterval: e.opts.SlowInterval}, e.dir)
+	return err
 }
 
 // startGateway writes the config (with an [auto] table if this gateway's config accepts one),

@@ -23,7 +23,9 @@
 //
 // Everything listens on 127.0.0.1 and every loop is bounded by a round's duration. The Markdown
 // report goes to stdout and, with --out FILE, to FILE; progress goes to stderr. --quick finishes
-// in about 30 s; --profile DIR also profiles the gateway under load (see profile.go).
+// in about 30 s; --profile DIR also profiles the gateway under load (see profile.go); --count N
+// times nothing and counts instead: instructions and cache misses per request of each proxy run
+// under valgrind's cachegrind (see count.go).
 package main
 
 import (
@@ -88,6 +90,7 @@ type options struct {
 	Profile      string
 	ProfileTime  time.Duration
 	GatewayBin   string
+	Count        int
 }
 
 func parseOptions(args []string, stderr io.Writer) (options, error) {
@@ -112,6 +115,7 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.Profile, "profile", "", "profile the gateway under load into this directory (CPU and allocations)")
 	fs.DurationVar(&o.ProfileTime, "profile-time", 10*time.Second, "duration of each profile")
 	fs.StringVar(&o.GatewayBin, "gateway", "", "use this gateway binary instead of building ./cmd/gateway")
+	fs.IntVar(&o.Count, "count", 0, "instead of timing, count instructions and cache misses per request under valgrind's cachegrind, over this many requests (1000 is a good start)")
 	if err := fs.Parse(args); err != nil {
 		return o, usageError{err.Error()}
 	}
@@ -159,6 +163,8 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 		return o, usageError{"a slow stream must have at least one event and last at most 10m"}
 	case o.ProfileTime < time.Second || o.ProfileTime > 10*time.Minute:
 		return o, usageError{"--profile-time must be from 1s to 10m"}
+	case o.Count < 0 || o.Count > 100000:
+		return o, usageError{"--count must be from 1 to 100000 requests (0: time, do not count)"}
 	}
 	return o, nil
 }
@@ -193,6 +199,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 
 	env := &environment{opts: o, root: root, dir: dir, logf: logf}
 	defer env.close()
+	if o.Count > 0 {
+		return countOnly(ctx, env, stdout)
+	}
 	if err := env.start(ctx); err != nil {
 		return err
 	}
@@ -230,6 +239,28 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		if err := os.WriteFile(o.Out, []byte(md), 0o644); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// countOnly is a run with --count: the fake upstream and, under cachegrind, each proxy in turn.
+func countOnly(ctx context.Context, env *environment, stdout io.Writer) error {
+	o := env.opts
+	if err := env.startUpstream(ctx); err != nil {
+		return err
+	}
+	res, err := runCount(ctx, env, o.Count)
+	if err != nil {
+		return err
+	}
+	m := describeMachine()
+	md := fmt.Sprintf("## Benchmark: `go run ./bench %s`\n\nMachine: %d CPUs (%s), %s, %s. Request body %d bytes.\n\n",
+		strings.Join(os.Args[1:], " "), m.CPUs, m.CPUModel, m.OS, m.GoVersion, o.PromptBytes) + countMarkdown(res, o.Count, 40)
+	if _, err := io.WriteString(stdout, md); err != nil {
+		return err
+	}
+	if o.Out != "" {
+		return os.WriteFile(o.Out, []byte(md), 0o644)
 	}
 	return nil
 }

@@ -1,0 +1,470 @@
+package main
+
+// count.go is `go run ./bench --count`: what one request costs each proxy in instructions and in
+// instruction-cache misses, counted by valgrind's cachegrind rather than timed. A timed run on a
+// shared two-core machine moves by tens of microseconds between runs (PERFORMANCE.md); a count
+// of the same binary on the same requests moves by well under 1%, so a change to the request's
+// path can be judged by its count the moment it is made. What a count cannot say is how many
+// nanoseconds it is worth: cachegrind runs the proxy alone on a simulated cache that no other
+// process evicts, so its misses are a floor, and on the real machine every one of them can cost
+// tens of cycles more while the client and the upstream run on the same cores.
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"debug/elf"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// counts is cachegrind's events for one function, or summed.
+type counts struct {
+	Ir   float64 // instructions
+	I1mr float64 // first-level instruction-cache misses
+	D1mr float64 // first-level data-cache read misses
+	D1mw float64 // and write misses
+}
+
+func (c *counts) add(o counts, sign float64) {
+	c.Ir += sign * o.Ir
+	c.I1mr += sign * o.I1mr
+	c.D1mr += sign * o.D1mr
+	c.D1mw += sign * o.D1mw
+}
+
+// cgProfile is a cachegrind output file: every function's counts (by file and name, since two
+// files can hold functions of one name).
+type cgProfile map[string]counts
+
+// parseCachegrind reads cachegrind's output format ("events:" names the columns, "fl=" and "fn="
+// open a file and a function, each other line is a source line and its counts, trailing zeros
+// left out).
+func parseCachegrind(r io.Reader) (cgProfile, error) {
+	p := cgProfile{}
+	var col []int // for each event of the file, its counts field, or −1
+	fl, fn := "", ""
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		switch {
+		case strings.HasPrefix(line, "events:"):
+			col = col[:0]
+			for _, e := range strings.Fields(strings.TrimPrefix(line, "events:")) {
+				col = append(col, slices.Index([]string{"Ir", "I1mr", "D1mr", "D1mw"}, e))
+			}
+		case strings.HasPrefix(line, "fl="):
+			fl = line[3:]
+		case strings.HasPrefix(line, "fn="):
+			fn = line[3:]
+		case line != "" && line[0] >= '0' && line[0] <= '9':
+			if col == nil || fn == "" {
+				return nil, fmt.Errorf("cachegrind: counts before events: and fn=: %q", line)
+			}
+			f := strings.Fields(line)
+			key := fn + "\t" + fl
+			c := p[key]
+			for i, v := range f[1:] {
+				if i >= len(col) {
+					return nil, fmt.Errorf("cachegrind: more counts than events: %q", line)
+				}
+				n, err := strconv.ParseFloat(v, 64)
+				if err != nil {
+					return nil, fmt.Errorf("cachegrind: %q: %w", line, err)
+				}
+				switch col[i] {
+				case 0:
+					c.Ir += n
+				case 1:
+					c.I1mr += n
+				case 2:
+					c.D1mr += n
+				case 3:
+					c.D1mw += n
+				}
+			}
+			p[key] = c
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return nil, err
+	}
+	if col == nil {
+		return nil, errors.New("cachegrind: no events: line")
+	}
+	return p, nil
+}
+
+// fnCount is one function's counts per request.
+type fnCount struct {
+	Name string
+	counts
+}
+
+// perRequest is (long − short) ÷ n, by function: the two runs differ only by n requests, so
+// start-up, warm-up and shutdown cancel. The result is sorted by instruction-cache misses.
+func perRequest(short, long cgProfile, n int) (total counts, fns []fnCount) {
+	by := map[string]*counts{}
+	for _, side := range []struct {
+		p    cgProfile
+		sign float64
+	}{{long, 1}, {short, -1}} {
+		for key, c := range side.p {
+			name, _, _ := strings.Cut(key, "\t")
+			if by[name] == nil {
+				by[name] = &counts{}
+			}
+			by[name].add(c, side.sign/float64(n))
+		}
+	}
+	for name, c := range by {
+		total.add(*c, 1)
+		fns = append(fns, fnCount{name, *c})
+	}
+	slices.SortFunc(fns, func(a, b fnCount) int {
+		if a.I1mr != b.I1mr {
+			if a.I1mr > b.I1mr {
+				return -1
+			}
+			return 1
+		}
+		return strings.Compare(a.Name, b.Name)
+	})
+	return total, fns
+}
+
+// area names the part of the gateway a function belongs to, for the grouped table.
+func area(fn string) string {
+	const mod = "github.com/hayula/gateway/"
+	if rest, ok := strings.CutPrefix(fn, mod); ok {
+		pkg, _, _ := strings.Cut(rest, ".")
+		if i := strings.LastIndex(pkg, "/"); i >= 0 && !strings.HasPrefix(pkg, "internal/") {
+			pkg = pkg[:i]
+		}
+		return pkg
+	}
+	pkg := fn
+	if i := strings.Index(fn, "("); i > 0 {
+		pkg = fn[:i]
+	}
+	if i := strings.LastIndex(pkg, "/"); i >= 0 {
+		if j := strings.Index(pkg[i:], "."); j > 0 {
+			pkg = pkg[:i+j]
+		}
+	} else if j := strings.Index(pkg, "."); j > 0 {
+		pkg = pkg[:j]
+	} else if !strings.HasPrefix(fn, "???") {
+		return "Go runtime" // the runtime's assembly: gogo, memeqbody, indexbytebody …
+	}
+	switch {
+	case strings.HasPrefix(pkg, "runtime") || strings.HasPrefix(pkg, "internal/runtime") ||
+		strings.HasPrefix(pkg, "internal/bytealg"):
+		return "Go runtime"
+	case strings.HasPrefix(pkg, "internal/poll") || pkg == "syscall" || pkg == "net" || strings.HasPrefix(pkg, "internal/syscall"):
+		return "net, poll, syscall"
+	case strings.HasPrefix(fn, "???"):
+		return pkg
+	}
+	if first, _, _ := strings.Cut(pkg, "/"); strings.Contains(first, ".") {
+		return pkg // a module's package
+	}
+	return "std: " + pkg
+}
+
+// patchCputicks makes runtime.cputicks of the Go binary at path read the clock with the fenced
+// RDTSC that valgrind knows, instead of RDTSCP, which valgrind 3.19 stops the program on (a
+// SIGILL the first time a contended lock or the collector reads the clock). The runtime
+// chooses between the two with one compare and branch on the CPU's RDTSCP flag; the branch is
+// made unconditional. Nothing else in the program changes.
+func patchCputicks(path string) error {
+	f, err := elf.Open(path)
+	if err != nil {
+		return err
+	}
+	syms, err := f.Symbols()
+	if err != nil {
+		_ = f.Close()
+		return fmt.Errorf("%s has no symbol table (%w): build it with go build, not go run or go test, which leave it out", path, err)
+	}
+	var addr uint64
+	for _, s := range syms {
+		if s.Name == "runtime.cputicks.abi0" || s.Name == "runtime.cputicks" && addr == 0 {
+			addr = s.Value
+		}
+	}
+	var off int64 = -1
+	for _, p := range f.Progs {
+		if p.Type == elf.PT_LOAD && p.Flags&elf.PF_X != 0 && addr >= p.Vaddr && addr < p.Vaddr+p.Filesz {
+			off = int64(addr - p.Vaddr + p.Off)
+		}
+	}
+	_ = f.Close()
+	if addr == 0 || off < 0 {
+		return fmt.Errorf("%s: runtime.cputicks not found", path)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	// CMPB $1, internal/cpu.X86.HasRDTSCP(SB) (80 3D rel32 01), then JNE rel8 (75 xx).
+	code := b[off:]
+	if len(code) < 9 || code[0] != 0x80 || code[1] != 0x3d || code[6] != 0x01 || code[7] != 0x75 {
+		return fmt.Errorf("%s: runtime.cputicks does not start as expected (% x)", path, code[:min(len(code), 9)])
+	}
+	code[7] = 0xeb // JMP rel8
+	return os.WriteFile(path, b, 0o755)
+}
+
+// countSpec is one proxy to count.
+type countSpec struct {
+	name  string
+	start func(ctx context.Context, dir string, vg []string) (p *proc, url string, err error)
+}
+
+// countRun starts the proxy under cachegrind, sends warm and then n requests one at a time
+// through one kept-alive connection, stops it and reads what cachegrind wrote.
+func countRun(ctx context.Context, spec countSpec, dir string, warm, n int, body []byte, wantLen int) (cgProfile, error) {
+	out := filepath.Join(dir, fmt.Sprintf("cachegrind.%s.%d", spec.name, n))
+	vg := []string{"--tool=cachegrind", "--cache-sim=yes", "--fair-sched=yes", "--cachegrind-out-file=" + out}
+	p, url, err := spec.start(ctx, dir, vg)
+	if err != nil {
+		return nil, err
+	}
+	stopped := false
+	defer func() {
+		if !stopped {
+			p.stop()
+		}
+	}()
+	c := newClient(1)
+	defer c.CloseIdleConnections()
+	for i := range warm + n {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+		if err != nil {
+			return nil, err
+		}
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := c.Do(req)
+		if err != nil {
+			return nil, fmt.Errorf("%s, request %d: %w\n%s", spec.name, i, err, p.logTail())
+		}
+		got, err := io.Copy(io.Discard, resp.Body)
+		_ = resp.Body.Close()
+		if err != nil || resp.StatusCode != http.StatusOK || int(got) != wantLen {
+			return nil, fmt.Errorf("%s, request %d: status %d, %d bytes of %d (%v)", spec.name, i, resp.StatusCode, got, wantLen, err)
+		}
+	}
+	c.CloseIdleConnections()
+	p.stop()
+	stopped = true
+	f, err := os.Open(out)
+	if err != nil {
+		return nil, fmt.Errorf("%s: cachegrind wrote no output (%w):\n%s", spec.name, err, p.logTail())
+	}
+	defer f.Close()
+	return parseCachegrind(f)
+}
+
+// countResult is one proxy's counts per request.
+type countResult struct {
+	name  string
+	total counts
+	fns   []fnCount
+}
+
+// runCount is --count: each proxy twice under cachegrind (n and 2n requests after the same
+// warm-up), the difference divided by n.
+func runCount(ctx context.Context, e *environment, n int) ([]countResult, error) {
+	if _, err := exec.LookPath("valgrind"); err != nil {
+		return nil, errors.New("--count needs valgrind on PATH (apt-get install valgrind)")
+	}
+	const warm = 200
+	body := chatBody("bench", false, e.opts.PromptBytes)
+	want := len(newFakeUpstream(e.opts.Chunks, 0).chat)
+	// Copies of both Go programs, patched for valgrind; this binary is built again for goblind
+	// because `go run` leaves out the symbols that name its functions.
+	bins := filepath.Join(e.dir, "count")
+	if err := os.Mkdir(bins, 0o755); err != nil {
+		return nil, err
+	}
+	gw := filepath.Join(bins, "gateway")
+	if err := copyFile(e.gwBin, gw); err != nil {
+		return nil, err
+	}
+	e.logf("count: building ./bench for goblind")
+	self, err := build(ctx, e.root, "./bench", bins)
+	if err != nil {
+		return nil, err
+	}
+	for _, bin := range []string{gw, self} {
+		if err := patchCputicks(bin); err != nil {
+			return nil, err
+		}
+	}
+	// Asynchronous preemption signals are off under valgrind, whose signal handling they upset.
+	specs := []countSpec{{"gateway", func(ctx context.Context, dir string, vg []string) (*proc, string, error) {
+		addr, err := freeAddr()
+		if err != nil {
+			return nil, "", err
+		}
+		path := filepath.Join(dir, "gateway-count.toml")
+		if err := os.WriteFile(path, []byte(gatewayConfig(addr, e.fast, e.slow, true)), 0o644); err != nil {
+			return nil, "", err
+		}
+		// The gateway's own re-execution with its sysmon setting (cmd/gateway/sysmon.go) would
+		// leave valgrind behind: the setting is given here, and the marker that says it is
+		// already in place.
+		p, err := startProc("gateway-count", "valgrind",
+			append(vg, gw, "serve", "--config", path, "--log-level", e.opts.LogLevel),
+			[]string{"GODEBUG=schedtrace=2147483647,asyncpreemptoff=1", "HAYULA_GODEBUG_BEFORE="}, dir)
+		if err != nil {
+			return nil, "", err
+		}
+		if err := waitReady(ctx, p, "http://"+addr+"/healthz"); err != nil {
+			p.stop()
+			return nil, "", err
+		}
+		return p, "http://" + addr + "/v1/chat/completions", nil
+	}}}
+	if e.opts.VsGoBlind {
+		specs = append(specs, goblindCountSpec(self, e.fast))
+	}
+	if bin, ok := findNginx(); ok && e.opts.VsNginx {
+		specs = append(specs, countSpec{"nginx", func(ctx context.Context, dir string, vg []string) (*proc, string, error) {
+			addr, err := freeAddr()
+			if err != nil {
+				return nil, "", err
+			}
+			slowAddr, err := freeAddr()
+			if err != nil {
+				return nil, "", err
+			}
+			// One process, the worker's loop run by the master itself: valgrind follows one.
+			conf := strings.Replace(nginxConfig(dir, addr, e.fast, slowAddr, e.slow, 16, 16),
+				"master_process on;", "master_process off;", 1)
+			path := filepath.Join(dir, "nginx-count.conf")
+			if err := os.WriteFile(path, []byte(conf), 0o644); err != nil {
+				return nil, "", err
+			}
+			if err := os.Chmod(dir, 0o755); err != nil {
+				return nil, "", err
+			}
+			p, err := startProc("nginx-count", "valgrind",
+				append(vg, bin, "-p", dir, "-c", path, "-e", filepath.Join(dir, "nginx-count-error.log")), nil, dir)
+			if err != nil {
+				return nil, "", err
+			}
+			if err := waitReady(ctx, p, "http://"+addr+"/v1/models"); err != nil {
+				p.stop()
+				return nil, "", err
+			}
+			return p, "http://" + addr + "/v1/chat/completions", nil
+		}})
+	}
+	var res []countResult
+	for _, spec := range specs {
+		e.logf("count: %s under cachegrind, %d and %d requests after %d", spec.name, n, 2*n, warm)
+		began := time.Now()
+		short, err := countRun(ctx, spec, e.dir, warm, n, body, want)
+		if err != nil {
+			return nil, err
+		}
+		long, err := countRun(ctx, spec, e.dir, warm, 2*n, body, want)
+		if err != nil {
+			return nil, err
+		}
+		total, fns := perRequest(short, long, n)
+		res = append(res, countResult{spec.name, total, fns})
+		e.logf("count: %s took %s", spec.name, time.Since(began).Round(time.Second))
+	}
+	return res, nil
+}
+
+// goblindCountSpec is goblind (bin, a patched copy of this binary) under cachegrind, in front
+// of the upstream at fast.
+func goblindCountSpec(bin, fast string) countSpec {
+	return countSpec{"goblind", func(ctx context.Context, dir string, vg []string) (*proc, string, error) {
+		p, err := startProc("goblind-count", "valgrind", append(vg, bin, "-target", fast),
+			[]string{roleEnv + "=" + roleGoBlind, "GODEBUG=asyncpreemptoff=1"}, dir)
+		if err != nil {
+			return nil, "", err
+		}
+		line, err := bufio.NewReader(p.stdout).ReadString('\n')
+		addr, ok := strings.CutPrefix(strings.TrimSpace(line), "addr=")
+		if err != nil || !ok {
+			p.stop()
+			return nil, "", fmt.Errorf("goblind under valgrind did not start (%v):\n%s", err, p.logTail())
+		}
+		return p, "http://" + addr + "/v1/chat/completions", nil
+	}}
+}
+
+func copyFile(from, to string) error {
+	b, err := os.ReadFile(from)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(to, b, 0o755)
+}
+
+// countMarkdown is --count's report: each proxy's totals, the gateway's counts by area, and its
+// functions with the most instruction-cache misses.
+func countMarkdown(res []countResult, n, top int) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "### Per request, counted (valgrind cachegrind; chat at concurrency 1; the difference of runs of %d and %d requests, ÷ %d)\n\n", n, 2*n, n)
+	b.WriteString("| proxy | instructions | L1i misses | L1d misses (read + write) |\n|---|---|---|---|\n")
+	for _, r := range res {
+		fmt.Fprintf(&b, "| %s | %.0f | %.0f | %.0f |\n", r.name, r.total.Ir, r.total.I1mr, max(0, r.total.D1mr+r.total.D1mw))
+	}
+	for _, r := range res {
+		if r.name != "gateway" {
+			continue
+		}
+		by := map[string]*counts{}
+		for _, f := range r.fns {
+			a := area(f.Name)
+			if by[a] == nil {
+				by[a] = &counts{}
+			}
+			by[a].add(f.counts, 1)
+		}
+		areas := make([]string, 0, len(by))
+		for a := range by {
+			areas = append(areas, a)
+		}
+		slices.SortFunc(areas, func(x, y string) int {
+			if by[x].I1mr != by[y].I1mr {
+				if by[x].I1mr > by[y].I1mr {
+					return -1
+				}
+				return 1
+			}
+			return strings.Compare(x, y)
+		})
+		b.WriteString("\n#### The gateway's, by package (L1i misses, instructions)\n\n| package | L1i misses | instructions |\n|---|---|---|\n")
+		for _, a := range areas {
+			if by[a].I1mr < 1 && by[a].Ir < 100 {
+				continue
+			}
+			fmt.Fprintf(&b, "| %s | %.0f | %.0f |\n", a, by[a].I1mr, by[a].Ir)
+		}
+		fmt.Fprintf(&b, "\n#### The gateway's %d functions with the most L1i misses\n\n| function | L1i misses | instructions |\n|---|---|---|\n", top)
+		for _, f := range r.fns[:min(top, len(r.fns))] {
+			fmt.Fprintf(&b, "| `%s` | %.1f | %.0f |\n", strings.TrimPrefix(f.Name, "github.com/hayula/gateway/"), f.I1mr, f.Ir)
+		}
+	}
+	return b.String()
+}

@@ -1,0 +1,218 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"debug/elf"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+)
+
+const cgSample = `desc: I1 cache:         32768 B, 64 B, 8-way associative
+cmd: ./prog
+events: Ir I1mr ILmr Dr D1mr DLmr Dw D1mw DLmw
+fl=/src/a.go
+fn=main.f
+10 100 5 0 40 2 0 10 1 0
+11 50
+fn=main.g
+3 7 1
+fl=/src/b.go
+fn=main.f
+4 1 0 0 0 0 0 0 3
+summary: 158 6 0 40 2 0 10 4 0
+`
+
+func TestParseCachegrind(t *testing.T) {
+	p, err := parseCachegrind(strings.NewReader(cgSample))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]counts{
+		"main.f\t/src/a.go": {Ir: 150, I1mr: 5, D1mr: 2, D1mw: 1},
+		"main.g\t/src/a.go": {Ir: 7, I1mr: 1},
+		"main.f\t/src/b.go": {Ir: 1, D1mw: 3},
+	}
+	if len(p) != len(want) {
+		t.Fatalf("got %d functions, want %d: %v", len(p), len(want), p)
+	}
+	for k, w := range want {
+		if p[k] != w {
+			t.Errorf("%q: got %+v, want %+v", k, p[k], w)
+		}
+	}
+	for _, bad := range []string{"fn=x\n1 2 3\n", "events: Ir\nfn=x\n1 2 3\n", "events: Ir\nfn=x\n1 z\n", ""} {
+		if _, err := parseCachegrind(strings.NewReader(bad)); err == nil {
+			t.Errorf("%q: no error", bad)
+		}
+	}
+}
+
+func TestPerRequest(t *testing.T) {
+	short := cgProfile{"main.f\ta.go": {Ir: 100, I1mr: 10}, "main.f\tb.go": {Ir: 10}, "main.start\ta.go": {Ir: 500, I1mr: 50}}
+	long := cgProfile{"main.f\ta.go": {Ir: 300, I1mr: 30}, "main.f\tb.go": {Ir: 30}, "main.start\ta.go": {Ir: 500, I1mr: 50},
+		"main.g\ta.go": {Ir: 40, I1mr: 40}}
+	total, fns := perRequest(short, long, 10)
+	if total.Ir != 26 || total.I1mr != 6 {
+		t.Errorf("total %+v, want Ir 26, I1mr 6", total)
+	}
+	if len(fns) != 3 || fns[0].Name != "main.g" || fns[0].I1mr != 4 || fns[1].Name != "main.f" || fns[1].Ir != 22 ||
+		fns[2].Name != "main.start" || fns[2].Ir != 0 {
+		t.Errorf("functions %+v", fns)
+	}
+}
+
+func TestArea(t *testing.T) {
+	for fn, want := range map[string]string{
+		"github.com/hayula/gateway/internal/h1.(*conn).readRequest": "internal/h1",
+		"github.com/hayula/gateway/server.fastWire":                 "server",
+		"github.com/hayula/gateway/server.(*Server).run.func1":      "server",
+		"runtime.findRunnable":                                      "Go runtime",
+		"internal/runtime/maps.(*Map).Clear":                        "Go runtime",
+		"indexbytebody":                                             "Go runtime",
+		"internal/poll.(*FD).Writev":                                "net, poll, syscall",
+		"bufio.(*Reader).fill":                                      "std: bufio",
+		"internal/strconv.readFloat":                                "std: internal/strconv",
+		"github.com/julienschmidt/httprouter.(*Router).ServeHTTP":   "github.com/julienschmidt/httprouter",
+		"???": "???",
+	} {
+		if got := area(fn); got != want {
+			t.Errorf("area(%q) = %q, want %q", fn, got, want)
+		}
+	}
+}
+
+// TestCount builds this package as --count does (go build keeps the symbols), patches it, and
+// counts it as goblind under cachegrind.
+func TestCount(t *testing.T) {
+	if runtime.GOOS != "linux" || runtime.GOARCH != "amd64" {
+		t.Skip("the patch is for linux/amd64 binaries, the only ones valgrind is run on here")
+	}
+	dir := t.TempDir()
+	root, err := moduleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin, err := build(context.Background(), root, "./bench", dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Run("patch", func(t *testing.T) { testPatchCputicks(t, bin) })
+	t.Run("goblind", func(t *testing.T) { testCountGoBlind(t, bin) })
+	// A stripped binary (go run, go test) is refused with a reason.
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stripped := filepath.Join(dir, "stripped")
+	if err := copyFile(exe, stripped); err != nil {
+		t.Fatal(err)
+	}
+	if f, err := elf.Open(stripped); err == nil {
+		_, serr := f.Symbols()
+		_ = f.Close()
+		if serr != nil {
+			if err := patchCputicks(stripped); err == nil || !strings.Contains(err.Error(), "go build") {
+				t.Errorf("a stripped binary: %v", err)
+			}
+		}
+	}
+}
+
+// patchCputicks changes one byte of a Go binary: runtime.cputicks's branch on RDTSCP.
+func testPatchCputicks(t *testing.T, bin string) {
+	path := filepath.Join(t.TempDir(), "prog")
+	if err := copyFile(bin, path); err != nil {
+		t.Fatal(err)
+	}
+	before, _ := os.ReadFile(path)
+	if err := patchCputicks(path); err != nil {
+		t.Fatal(err)
+	}
+	after, _ := os.ReadFile(path)
+	if len(after) != len(before) {
+		t.Fatalf("size %d → %d", len(before), len(after))
+	}
+	var at []int
+	for i := range before {
+		if before[i] != after[i] {
+			at = append(at, i)
+		}
+	}
+	if len(at) != 1 || before[at[0]] != 0x75 || after[at[0]] != 0xeb {
+		t.Fatalf("changed bytes at %v", at)
+	}
+	f, err := elf.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	syms, _ := f.Symbols()
+	for _, s := range syms {
+		if s.Name == "runtime.cputicks.abi0" {
+			for _, p := range f.Progs {
+				if p.Type == elf.PT_LOAD && s.Value >= p.Vaddr && s.Value < p.Vaddr+p.Filesz {
+					if off := int(s.Value - p.Vaddr + p.Off); at[0] != off+7 {
+						t.Errorf("changed byte %d, want cputicks+7 = %d", at[0], off+7)
+					}
+				}
+			}
+		}
+	}
+	// Patched once, it is no longer what the patch expects.
+	if err := patchCputicks(path); err == nil {
+		t.Error("a second patch was accepted")
+	}
+	if err := patchCputicks(filepath.Join(t.TempDir(), "none")); err == nil {
+		t.Error("a missing file was accepted")
+	}
+}
+
+// A count of goblind under cachegrind, as --count does it, against the fake upstream: each run
+// answers every request, and the difference per request is the relay's work.
+func testCountGoBlind(t *testing.T, built string) {
+	if _, err := exec.LookPath("valgrind"); err != nil {
+		t.Skip("valgrind is not installed")
+	}
+	f := newFakeUpstream(4, 0)
+	srv := httptest.NewServer(f)
+	defer srv.Close()
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "goblind")
+	if err := copyFile(built, bin); err != nil {
+		t.Fatal(err)
+	}
+	if err := patchCputicks(bin); err != nil {
+		t.Fatal(err)
+	}
+	spec := goblindCountSpec(bin, strings.TrimPrefix(srv.URL, "http://"))
+	body := chatBody("m", false, 512)
+	short, err := countRun(context.Background(), spec, dir, 5, 10, body, len(f.chat))
+	if err != nil {
+		t.Fatal(err)
+	}
+	long, err := countRun(context.Background(), spec, dir, 5, 20, body, len(f.chat))
+	if err != nil {
+		t.Fatal(err)
+	}
+	total, fns := perRequest(short, long, 10)
+	if total.Ir <= 1000 || total.I1mr <= 0 {
+		t.Errorf("per request %+v: too little to be a relayed request", total)
+	}
+	var relay bool
+	for _, fn := range fns {
+		relay = relay || strings.HasPrefix(fn.Name, "main.relayMessage") && fn.Ir > 0
+	}
+	if !relay {
+		t.Errorf("main.relayMessage ran for no request: %v", fns[:min(len(fns), 10)])
+	}
+	md := countMarkdown([]countResult{{"goblind", total, fns}}, 10, 5)
+	if !bytes.Contains([]byte(md), []byte("| goblind |")) {
+		t.Errorf("report:\n%s", md)
+	}
+}
