@@ -2,6 +2,7 @@ package autoroute
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"math/bits"
 	"slices"
@@ -91,7 +92,8 @@ type Classifier struct {
 	pool sync.Pool
 }
 
-// New compiles and validates rules. Zero fields take their defaults (see Rules).
+// New compiles and validates rules. Zero fields take their defaults (see Rules). Its error
+// joins a *ConfigError for each problem found (errors.Join).
 func New(r Rules) (*Classifier, error) {
 	c := &Classifier{vocab: map[string]int32{}}
 	c.def = r.Default
@@ -106,10 +108,13 @@ func New(r Rules) (*Classifier, error) {
 	if len(specs) == 0 {
 		specs = defaultSpecialists()
 	}
+	// Every problem is reported, not only the first: a config with several is fixed in one go.
+	var errs []error
 	for i, s := range specs {
 		s = strings.TrimSpace(s)
 		if s == "" {
-			return nil, &ConfigError{fmt.Sprintf("specialists[%d]", i), "empty name"}
+			errs = append(errs, &ConfigError{fmt.Sprintf("specialists[%d]", i), "empty name"})
+			continue
 		}
 		c.specialists = append(c.specialists, s)
 	}
@@ -123,17 +128,20 @@ func New(r Rules) (*Classifier, error) {
 	for i, ir := range rules {
 		field := fmt.Sprintf("intents[%d]", i)
 		name := strings.TrimSpace(ir.Name)
+		bad := len(errs)
 		switch {
 		case name == "":
-			return nil, &ConfigError{field + ".name", "empty"}
+			errs = append(errs, &ConfigError{field + ".name", "empty"})
 		case name == IntentGeneral || name == IntentHint:
-			return nil, &ConfigError{field + ".name", fmt.Sprintf("%q is reserved", name)}
+			errs = append(errs, &ConfigError{field + ".name", fmt.Sprintf("%q is reserved", name)})
 		case seen[name]:
-			return nil, &ConfigError{field + ".name", fmt.Sprintf("duplicate intent %q", name)}
-		case strings.TrimSpace(ir.Route) == "":
-			return nil, &ConfigError{field + ".route", "empty"}
-		case ir.MinScore < 0:
-			return nil, &ConfigError{field + ".min_score", "negative"}
+			errs = append(errs, &ConfigError{field + ".name", fmt.Sprintf("duplicate intent %q", name)})
+		}
+		if strings.TrimSpace(ir.Route) == "" {
+			errs = append(errs, &ConfigError{field + ".route", "empty"})
+		}
+		if ir.MinScore < 0 {
+			errs = append(errs, &ConfigError{field + ".min_score", "negative"})
 		}
 		seen[name] = true
 		in := intent{name: name, route: strings.TrimSpace(ir.Route), min: int32(2 * ir.MinScore), any: ir.Any}
@@ -143,8 +151,9 @@ func New(r Rules) (*Classifier, error) {
 		for j, l := range ir.Languages {
 			lang, ok := ParseLanguage(strings.ToLower(strings.TrimSpace(l)))
 			if !ok {
-				return nil, &ConfigError{fmt.Sprintf("%s.languages[%d]", field, j),
-					fmt.Sprintf("unknown language %q (want english, arabic or mixed)", l)}
+				errs = append(errs, &ConfigError{fmt.Sprintf("%s.languages[%d]", field, j),
+					fmt.Sprintf("unknown language %q (want english, arabic or mixed)", l)})
+				continue
 			}
 			in.langs |= 1 << lang
 		}
@@ -157,29 +166,26 @@ func New(r Rules) (*Classifier, error) {
 			against = bAgainst
 		}
 		if len(terms)+len(ir.AddTerms) == 0 && !ir.Any {
-			return nil, &ConfigError{field + ".terms", "empty (give terms, or any = true)"}
+			errs = append(errs, &ConfigError{field + ".terms", "empty (give terms, or any = true)"})
 		}
-		if err := c.addPatterns(terms, kindTerm, int32(i), field+".terms", dedup); err != nil {
-			return nil, err
-		}
-		if err := c.addPatterns(ir.AddTerms, kindTerm, int32(i), field+".add_terms", dedup); err != nil {
-			return nil, err
-		}
+		errs = c.addPatterns(terms, kindTerm, int32(i), field+".terms", dedup, errs)
+		errs = c.addPatterns(ir.AddTerms, kindTerm, int32(i), field+".add_terms", dedup, errs)
 		if !(len(against) == 1 && against[0] == "-") {
-			if err := c.addPatterns(against, kindAgainst, int32(i), field+".against", dedup); err != nil {
-				return nil, err
-			}
+			errs = c.addPatterns(against, kindAgainst, int32(i), field+".against", dedup, errs)
 		}
-		c.intents = append(c.intents, in)
+		if len(errs) == bad {
+			c.intents = append(c.intents, in)
+		}
 	}
 	negs := r.Negations
 	if len(negs) == 0 {
 		negs = defaultNegations()
 	}
 	if !(len(negs) == 1 && negs[0] == "-") {
-		if err := c.addPatterns(negs, kindNegation, -1, "negations", dedup); err != nil {
-			return nil, err
-		}
+		errs = c.addPatterns(negs, kindNegation, -1, "negations", dedup, errs)
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
 	}
 
 	c.number()
@@ -204,19 +210,22 @@ func New(r Rules) (*Classifier, error) {
 	return c, nil
 }
 
-// addPatterns compiles terms of one kind. The same words listed twice for the same intent and kind
-// (often two spellings that stem alike, "virus" and "viruses") are kept once, first weight wins.
-func (c *Classifier) addPatterns(terms []string, kind patKind, in int32, field string, dedup map[string]bool) error {
+// addPatterns compiles terms of one kind, and appends a ConfigError to errs for each term it
+// cannot. The same words listed twice for the same intent and kind (often two spellings that
+// stem alike, "virus" and "viruses") are kept once, first weight wins.
+func (c *Classifier) addPatterns(terms []string, kind patKind, in int32, field string, dedup map[string]bool, errs []error) []error {
 	for j, raw := range terms {
 		f := fmt.Sprintf("%s[%d]", field, j)
 		text, weight, err := parseTerm(raw)
 		if err != nil {
-			return &ConfigError{f, err.Error()}
+			errs = append(errs, &ConfigError{f, err.Error()})
+			continue
 		}
 		var wc wordCollector
 		collect(text, &wc)
 		if len(wc.words) == 0 {
-			return &ConfigError{f, fmt.Sprintf("term %q has no words", raw)}
+			errs = append(errs, &ConfigError{f, fmt.Sprintf("term %q has no words", raw)})
+			continue
 		}
 		ids := make([]int32, len(wc.words))
 		for k, w := range wc.words {
@@ -234,7 +243,7 @@ func (c *Classifier) addPatterns(terms []string, kind patKind, in int32, field s
 		dedup[key] = true
 		c.pats = append(c.pats, pattern{ids: ids, kind: kind, intent: in, weight: int32(weight), text: text})
 	}
-	return nil
+	return errs
 }
 
 // number orders the patterns by first word, longest first and then as configured (the order in
@@ -354,6 +363,9 @@ func parseTerm(raw string) (string, int, error) {
 		}
 		w = int(d - '0')
 		t = strings.TrimSpace(t[:n-2])
+	} else if i := strings.LastIndexByte(t, '^'); i >= 0 && i+1 < len(t) && strings.Trim(t[i+1:], "0123456789.") == "" {
+		// "^10" and "^0.5" are weights out of range, not words of the term.
+		return "", 0, fmt.Errorf("weight in %q must be ^1 to ^9", raw)
 	}
 	if t == "" {
 		return "", 0, fmt.Errorf("empty term")

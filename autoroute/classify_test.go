@@ -3,6 +3,7 @@ package autoroute
 import (
 	"encoding/json"
 	"errors"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -244,6 +245,24 @@ func TestNewValidates(t *testing.T) {
 		{"bad negation", Rules{Negations: []string{"..."}}, "negations[0]"},
 		{"bad added term", Rules{Intents: []IntentRule{{Name: "security", Route: "saif", AddTerms: []string{"ok", "x^x"}}}}, "intents[0].add_terms[1]"},
 		{"bad against", Rules{Intents: []IntentRule{{Name: "x", Route: "r", Terms: []string{"a"}, Against: []string{""}}}}, "intents[0].against[0]"},
+		// A weight of two digits or a fraction was read as words of the term ("a", "10").
+		{"weight ^10", Rules{Intents: []IntentRule{{Name: "x", Route: "r", Terms: []string{"a", "b^10"}}}}, "intents[0].terms[1]"},
+		{"weight ^0.5", Rules{Intents: []IntentRule{{Name: "x", Route: "r", Terms: []string{"b ^0.5"}}}}, "intents[0].terms[0]"},
+	}
+	// Every problem is in the error, not only the first.
+	_, err := New(Rules{Specialists: []string{""}, Intents: []IntentRule{
+		{Name: "x", Route: "", Terms: []string{"a^0", "b"}},
+		{Name: "x", Route: "r", Terms: []string{"c"}, Languages: []string{"french"}}}})
+	var fields []string
+	for _, e := range err.(interface{ Unwrap() []error }).Unwrap() {
+		var ce *ConfigError
+		if errors.As(e, &ce) {
+			fields = append(fields, ce.Field)
+		}
+	}
+	if want := []string{"specialists[0]", "intents[0].route", "intents[0].terms[0]", "intents[1].name",
+		"intents[1].languages[0]"}; !slices.Equal(fields, want) {
+		t.Errorf("fields %q, want %q", fields, want)
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

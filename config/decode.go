@@ -1123,12 +1123,18 @@ func (c *compiler) auto(raw *autoroute.Rules, cfg *Config) *autoroute.Classifier
 	}
 	cl, err := autoroute.New(*raw)
 	if err != nil {
-		var ce *autoroute.ConfigError
-		if errors.As(err, &ce) {
-			// At the key's line when the file has it (intents[1].min_score), else its table's.
-			c.add(c.l.line(autoPath(ce.Field)...), "auto: %s: %s", ce.Field, ce.Problem)
-		} else {
-			c.errorf([]string{"auto"}, "%v", err)
+		errs := []error{err}
+		if j, ok := err.(interface{ Unwrap() []error }); ok {
+			errs = j.Unwrap() // each problem New found
+		}
+		for _, err := range errs {
+			var ce *autoroute.ConfigError
+			if errors.As(err, &ce) {
+				// At the key's line when the file has it (intents[1].min_score), else its table's.
+				c.add(c.l.line(autoPath(ce.Field)...), "auto: %s: %s", ce.Field, ce.Problem)
+			} else {
+				c.errorf([]string{"auto"}, "%v", err)
+			}
 		}
 		return nil
 	}

@@ -579,6 +579,15 @@ guard = { b = ["overheat"] }
 		{"auto rule's number at its line", minimal + "[routes.saif]\ntargets = [\"a\"]\n[auto]\ndefault = \"saif\"\n" +
 			"[[auto.intents]]\nname = \"x\"\nroute = \"saif\"\nterms = [\"a\"]\nmin_score = -1\n", nil,
 			[]wantErr{{15, `auto: intents[0].min_score: negative`}}},
+		// Every problem in the [auto] rules, each at its line, as for the rest of the file.
+		{"auto rules' problems all at once", minimal + "[routes.saif]\ntargets = [\"a\"]\n[auto]\ndefault = \"saif\"\n" +
+			"[[auto.intents]]\nname = \"x\"\nroute = \"saif\"\nterms = [\"a^0\", \"b\", \"c^10\"]\nmin_score = -1\n" +
+			"languages = [\"klingon\"]\n[[auto.intents]]\nname = \"x\"\nroute = \"saif\"\nterms = [\"d\"]\n", nil,
+			[]wantErr{{14, `auto: intents[0].terms[0]: weight in "a^0" must be ^1 to ^9`},
+				{14, `auto: intents[0].terms[2]: weight in "c^10" must be ^1 to ^9`},
+				{15, `auto: intents[0].min_score: negative`},
+				{16, `auto: intents[0].languages[0]: unknown language "klingon" (want english, arabic or mixed)`},
+				{18, `auto: intents[1].name: duplicate intent "x"`}}},
 		// CONFIG.md: 1–128 characters.
 		{"a name of 129 characters", minimal + "[targets." + strings.Repeat("n", 129) + "]\nadapter = \"openai\"\nurl = \"http://x\"\n", nil,
 			[]wantErr{{7, "targets." + strings.Repeat("n", 129) + ": bad target name"}}},
