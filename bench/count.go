@@ -234,8 +234,12 @@ type countSpec struct {
 // countRun starts the proxy under cachegrind, sends warm and then n requests one at a time
 // through one kept-alive connection, stops it and reads what cachegrind wrote.
 func countRun(ctx context.Context, spec countSpec, dir string, warm, n int, body []byte, wantLen int) (cgProfile, error) {
-	out := filepath.Join(dir, fmt.Sprintf("cachegrind.%s.%d", spec.name, n))
-	vg := []string{"--tool=cachegrind", "--cache-sim=yes", "--fair-sched=yes", "--cachegrind-out-file=" + out}
+	out, err := os.CreateTemp(dir, "cachegrind."+spec.name+".")
+	if err != nil {
+		return nil, err
+	}
+	_ = out.Close()
+	vg := []string{"--tool=cachegrind", "--cache-sim=yes", "--fair-sched=yes", "--cachegrind-out-file=" + out.Name()}
 	p, url, err := spec.start(ctx, dir, vg)
 	if err != nil {
 		return nil, err
@@ -270,19 +274,31 @@ func countRun(ctx context.Context, spec countSpec, dir string, warm, n int, body
 	c.CloseIdleConnections()
 	p.stop()
 	stopped = true
-	f, err := os.Open(out)
+	f, err := os.Open(out.Name())
 	if err != nil {
-		return nil, fmt.Errorf("%s: cachegrind wrote no output (%w):\n%s", spec.name, err, p.logTail())
+		return nil, err
 	}
 	defer f.Close()
+	if st, err := f.Stat(); err != nil || st.Size() == 0 {
+		return nil, fmt.Errorf("%s: cachegrind wrote no output:\n%s", spec.name, p.logTail())
+	}
 	return parseCachegrind(f)
 }
 
-// countResult is one proxy's counts per request.
+// countResult is one proxy's counts per request of one row.
 type countResult struct {
 	name  string
+	row   string
 	total counts
 	fns   []fnCount
+}
+
+// countRow is a kind of request counted: its body and the length of the answer's body.
+type countRow struct {
+	name    string
+	body    []byte
+	want    int
+	gateway bool // for the gateway only (a blind proxy does nothing different for it)
 }
 
 // runCount is --count: each proxy twice under cachegrind (n and 2n requests after the same
@@ -292,8 +308,12 @@ func runCount(ctx context.Context, e *environment, n int) ([]countResult, error)
 		return nil, errors.New("--count needs valgrind on PATH (apt-get install valgrind)")
 	}
 	const warm = 200
-	body := chatBody("bench", false, e.opts.PromptBytes)
-	want := len(newFakeUpstream(e.opts.Chunks, 0).chat)
+	fu := newFakeUpstream(e.opts.Chunks, 0)
+	rows := []countRow{
+		{"chat", chatBody("bench", false, e.opts.PromptBytes), len(fu.chat), false},
+		{fmt.Sprintf("stream (%d events)", e.opts.Chunks), chatBody("bench", true, e.opts.PromptBytes), fu.streamLen(), false},
+		{`chat, model "auto"`, chatBody("auto", false, e.opts.PromptBytes), len(fu.chat), true},
+	}
 	// Copies of both Go programs, patched for valgrind; this binary is built again for goblind
 	// because `go run` leaves out the symbols that name its functions.
 	bins := filepath.Join(e.dir, "count")
@@ -375,20 +395,25 @@ func runCount(ctx context.Context, e *environment, n int) ([]countResult, error)
 		}})
 	}
 	var res []countResult
-	for _, spec := range specs {
-		e.logf("count: %s under cachegrind, %d and %d requests after %d", spec.name, n, 2*n, warm)
-		began := time.Now()
-		short, err := countRun(ctx, spec, e.dir, warm, n, body, want)
-		if err != nil {
-			return nil, err
+	for _, row := range rows {
+		for _, spec := range specs {
+			if row.gateway && spec.name != "gateway" {
+				continue
+			}
+			e.logf("count: %s, %s under cachegrind, %d and %d requests after %d", row.name, spec.name, n, 2*n, warm)
+			began := time.Now()
+			short, err := countRun(ctx, spec, e.dir, warm, n, row.body, row.want)
+			if err != nil {
+				return nil, err
+			}
+			long, err := countRun(ctx, spec, e.dir, warm, 2*n, row.body, row.want)
+			if err != nil {
+				return nil, err
+			}
+			total, fns := perRequest(short, long, n)
+			res = append(res, countResult{spec.name, row.name, total, fns})
+			e.logf("count: %s took %s", spec.name, time.Since(began).Round(time.Second))
 		}
-		long, err := countRun(ctx, spec, e.dir, warm, 2*n, body, want)
-		if err != nil {
-			return nil, err
-		}
-		total, fns := perRequest(short, long, n)
-		res = append(res, countResult{spec.name, total, fns})
-		e.logf("count: %s took %s", spec.name, time.Since(began).Round(time.Second))
 	}
 	return res, nil
 }
@@ -424,13 +449,13 @@ func copyFile(from, to string) error {
 // functions with the most instruction-cache misses.
 func countMarkdown(res []countResult, n, top int) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "### Per request, counted (valgrind cachegrind; chat at concurrency 1; the difference of runs of %d and %d requests, ÷ %d)\n\n", n, 2*n, n)
-	b.WriteString("| proxy | instructions | L1i misses | L1d misses (read + write) |\n|---|---|---|---|\n")
+	fmt.Fprintf(&b, "### Per request, counted (valgrind cachegrind; one request at a time; the difference of runs of %d and %d requests, ÷ %d)\n\n", n, 2*n, n)
+	b.WriteString("| row | proxy | instructions | L1i misses | L1d misses (read + write) |\n|---|---|---|---|---|\n")
 	for _, r := range res {
-		fmt.Fprintf(&b, "| %s | %.0f | %.0f | %.0f |\n", r.name, r.total.Ir, r.total.I1mr, max(0, r.total.D1mr+r.total.D1mw))
+		fmt.Fprintf(&b, "| %s | %s | %.0f | %.0f | %.0f |\n", r.row, r.name, r.total.Ir, r.total.I1mr, max(0, r.total.D1mr+r.total.D1mw))
 	}
 	for _, r := range res {
-		if r.name != "gateway" {
+		if r.name != "gateway" || r.row != "chat" {
 			continue
 		}
 		by := map[string]*counts{}
@@ -454,14 +479,14 @@ func countMarkdown(res []countResult, n, top int) string {
 			}
 			return strings.Compare(x, y)
 		})
-		b.WriteString("\n#### The gateway's, by package (L1i misses, instructions)\n\n| package | L1i misses | instructions |\n|---|---|---|\n")
+		b.WriteString("\n#### The gateway's chat, by package (L1i misses, instructions)\n\n| package | L1i misses | instructions |\n|---|---|---|\n")
 		for _, a := range areas {
 			if by[a].I1mr < 1 && by[a].Ir < 100 {
 				continue
 			}
 			fmt.Fprintf(&b, "| %s | %.0f | %.0f |\n", a, by[a].I1mr, by[a].Ir)
 		}
-		fmt.Fprintf(&b, "\n#### The gateway's %d functions with the most L1i misses\n\n| function | L1i misses | instructions |\n|---|---|---|\n", top)
+		fmt.Fprintf(&b, "\n#### The gateway's chat: the %d functions with the most L1i misses\n\n| function | L1i misses | instructions |\n|---|---|---|\n", top)
 		for _, f := range r.fns[:min(top, len(r.fns))] {
 			fmt.Fprintf(&b, "| `%s` | %.1f | %.0f |\n", strings.TrimPrefix(f.Name, "github.com/hayula/gateway/"), f.I1mr, f.Ir)
 		}

@@ -211,8 +211,8 @@ func testCountGoBlind(t *testing.T, built string) {
 	if !relay {
 		t.Errorf("main.relayMessage ran for no request: %v", fns[:min(len(fns), 10)])
 	}
-	md := countMarkdown([]countResult{{"goblind", total, fns}}, 10, 5)
-	if !bytes.Contains([]byte(md), []byte("| goblind |")) {
+	md := countMarkdown([]countResult{{"goblind", "chat", total, fns}}, 10, 5)
+	if !bytes.Contains([]byte(md), []byte("| chat | goblind |")) {
 		t.Errorf("report:\n%s", md)
 	}
 }

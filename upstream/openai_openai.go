@@ -204,8 +204,8 @@ func (s *openaiStream) init(target string, body io.ReadCloser, readers *readerPo
 
 var (
 	doneMarker = []byte("[DONE]")
-	errorKey   = []byte(`"error"`)
-	finishKey  = []byte(`"finish_reason"`)
+	errorTail  = []byte(`rror"`)    // of "error", see hasErrorKey
+	finishTail = []byte(`_reason"`) // of "finish_reason", see hasFinishReason
 )
 
 // errStreamClosed is Next after Close.
@@ -248,7 +248,9 @@ func (s *openaiStream) Next() ([]byte, error) {
 		// the caller write it back as a single "data:" line. (sseReader ends lines at a bare CR
 		// too, as a client's parser does, so none is left inside one; CR stays in the check so
 		// that no reader change can let one through to split the client's event.)
-		if bytes.ContainsAny(data, "\r\n") {
+		// Two byte searches, not ContainsAny, which reads the event a byte at a time: it was
+		// 2,300 of the 9,000 instructions an event cost (bench --count).
+		if bytes.IndexByte(data, '\n') >= 0 || bytes.IndexByte(data, '\r') >= 0 {
 			for i, c := range data {
 				if c == '\n' || c == '\r' {
 					data[i] = ' '
@@ -303,7 +305,7 @@ func (s *openaiStream) Close() error {
 // returns the upstream's message.
 func errorEvent(name, data []byte) (string, bool) {
 	isErrorName := string(name) == "error"
-	if !isErrorName && (!bytes.Contains(data, errorKey) || !jsonx.Has(data, "error")) {
+	if !isErrorName && (!hasErrorKey(data) || !jsonx.Has(data, "error")) {
 		return "", false
 	}
 	var env struct {
@@ -326,16 +328,43 @@ func errorEvent(name, data []byte) (string, bool) {
 	return msg, true
 }
 
-// hasFinishReason reports whether a chunk carries a non-null finish_reason. A raw
-// `"finish_reason"` can only be a key or a whole string value (inside other strings its quotes
-// would be escaped), so finding it followed by a colon and a string is enough, without decoding.
-func hasFinishReason(data []byte) bool {
-	for {
-		i := bytes.Index(data, finishKey)
+// hasErrorKey reports whether data holds a raw `"error"`, the quick check before errorEvent
+// decodes. It looks for `rror"` and then the `"e` before it, for the reason hasFinishReason
+// gives: a search for a pattern that opens with a quote stops at every field of every event.
+func hasErrorKey(data []byte) bool {
+	for at := 0; ; {
+		i := bytes.Index(data[at:], errorTail)
 		if i < 0 {
 			return false
 		}
-		data = data[i+len(finishKey):]
+		if i += at; i >= 2 && data[i-2] == '"' && data[i-1] == 'e' {
+			return true
+		}
+		at = i + len(errorTail)
+	}
+}
+
+// hasFinishReason reports whether a chunk carries a non-null finish_reason. A raw
+// `"finish_reason"` can only be a key or a whole string value (inside other strings its quotes
+// would be escaped), so finding it followed by a colon and a string is enough, without decoding.
+// It looks for the key's `_reason"` first: a search starts at its pattern's first byte, and a
+// quote, which every JSON key and string opens with, stops it at every field, where an
+// underscore is rare (bench --count: 1,900 of the 9,000 instructions an event cost).
+func hasFinishReason(data []byte) bool {
+	const head = len(`"finish`)
+	from := 0 // where the last key found ended: a key is looked for after it
+	for at := 0; ; {
+		i := bytes.Index(data[at:], finishTail)
+		if i < 0 {
+			return false
+		}
+		i += at
+		at = i + len(finishTail)
+		if i-head < from || string(data[i-head:i]) != `"finish` {
+			continue
+		}
+		from = at
+		data := data[at:]
 		j := 0
 		for j < len(data) && isSpace(data[j]) {
 			j++

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"mime"
 	"net/http"
 	"strings"
@@ -128,6 +129,13 @@ func TestHasFinishReason(t *testing.T) {
 		{`{"choices":[{"finish_reason":null},{"finish_reason":"stop"}]}`, true},
 		{chunkUsage, false},
 		{`"finish_reason"`, false},
+		// The search starts at the key's "_reason" (see hasFinishReason): other keys that end
+		// so, or one at the very start, are not the finish reason.
+		{`{"choices":[{"stop_reason":"x","finish_reason":null}]}`, false},
+		{`{"choices":[{"native_finish_reason":"stop","finish_reason":null}]}`, false},
+		{`_reason":"stop"}`, false},
+		{`{"x_reason":"a","finish_reason":"stop"}`, true},
+		{"{\"delta\":{\"content\":\"a\nb\"},\"finish_reason\":\"stop\"}", true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.chunk, func(t *testing.T) {
@@ -472,5 +480,53 @@ func TestStreamErrorField(t *testing.T) {
 	}
 	if want := "the request exceeds the available context size. try increasing the context size or enable context shift"; se.Message != want {
 		t.Errorf("message %q, want %q", se.Message, want)
+	}
+}
+
+// hasErrorKey and hasFinishReason search for their keys from a byte other than the opening
+// quote; they must answer as the plain searches they replaced, on any input.
+func TestKeySearchesAgree(t *testing.T) {
+	finishKey := []byte(`"finish_reason"`)
+	plainFinish := func(data []byte) bool {
+		for {
+			i := bytes.Index(data, finishKey)
+			if i < 0 {
+				return false
+			}
+			data = data[i+len(finishKey):]
+			j := 0
+			for j < len(data) && isSpace(data[j]) {
+				j++
+			}
+			if j >= len(data) || data[j] != ':' {
+				continue
+			}
+			for j++; j < len(data) && isSpace(data[j]); j++ {
+			}
+			if j < len(data) && data[j] == '"' {
+				return true
+			}
+		}
+	}
+	// Pieces that make near misses of both keys when strung together at random.
+	pieces := []string{`"`, `e`, `rror`, `rror"`, `"error"`, `_reason"`, `"finish`, `finish`, `_reason`, `:`, ` `,
+		`"stop"`, `null`, `\"`, `x`, `{`, `}`, `,`, `"err`, `or"`}
+	rng := rand.New(rand.NewPCG(1, 2))
+	inputs := []string{chunkHello, chunkFinish, chunkUsage, `{"error":{"message":"x"}}`, `{"e":"rror"}`, `"error"`, `rror"`, ``}
+	for range 20000 {
+		var b strings.Builder
+		for range rng.IntN(12) {
+			b.WriteString(pieces[rng.IntN(len(pieces))])
+		}
+		inputs = append(inputs, b.String())
+	}
+	for _, in := range inputs {
+		d := []byte(in)
+		if got, want := hasErrorKey(d), bytes.Contains(d, []byte(`"error"`)); got != want {
+			t.Errorf("hasErrorKey(%q) = %v, want %v", in, got, want)
+		}
+		if got, want := hasFinishReason(d), plainFinish(d); got != want {
+			t.Errorf("hasFinishReason(%q) = %v, want %v", in, got, want)
+		}
 	}
 }
