@@ -192,24 +192,25 @@ func testCountGoBlind(t *testing.T, built string) {
 	}
 	spec := goblindCountSpec(bin, strings.TrimPrefix(srv.URL, "http://"))
 	body := chatBody("m", false, 512)
-	short, err := countRun(context.Background(), spec, dir, 5, 10, body, len(f.chat))
+	short, err := countRun(context.Background(), spec, dir, 5, 20, body, len(f.chat))
 	if err != nil {
 		t.Fatal(err)
 	}
-	long, err := countRun(context.Background(), spec, dir, 5, 20, body, len(f.chat))
+	long, err := countRun(context.Background(), spec, dir, 5, 40, body, len(f.chat))
 	if err != nil {
 		t.Fatal(err)
 	}
-	total, fns := perRequest(short, long, 10)
-	if total.Ir <= 1000 || total.I1mr <= 0 {
-		t.Errorf("per request %+v: too little to be a relayed request", total)
-	}
-	var relay bool
+	// Over 20 requests the runtime's own work (a collection, sysmon) can outweigh the relay's in
+	// the totals, either way: the relay's function is what each request runs, exactly.
+	total, fns := perRequest(short, long, 20)
+	var relay float64
 	for _, fn := range fns {
-		relay = relay || strings.HasPrefix(fn.Name, "main.relayMessage") && fn.Ir > 0
+		if strings.HasPrefix(fn.Name, "main.relayMessage") {
+			relay += fn.Ir
+		}
 	}
-	if !relay {
-		t.Errorf("main.relayMessage ran for no request: %v", fns[:min(len(fns), 10)])
+	if relay < 50 {
+		t.Errorf("main.relayMessage ran %.0f instructions a request: %v", relay, fns[:min(len(fns), 10)])
 	}
 	md := countMarkdown([]countResult{{"goblind", "chat", total, fns}}, 10, 5)
 	if !bytes.Contains([]byte(md), []byte("| chat | goblind |")) {
