@@ -21,7 +21,8 @@ type Decision struct {
 	// Status is the HTTP status this failure would give the client if it were the final answer.
 	Status int
 	// Retry is true when a same-target retry may help: connection, timeout, server_error,
-	// rate_limit.
+	// rate_limit; not a 429 that is a bill or a daily cap (isQuota), nor a 5xx saying the model
+	// does not fit the upstream's memory (outOfMemory).
 	Retry bool
 	// Penalize is true when the failure counts toward the target's cooldown: connection, timeout,
 	// server_error, rate_limit.
@@ -111,8 +112,9 @@ func classifyStatus(e *core.StatusError) Decision {
 		d := failing(core.ClassRateLimit, s)
 		d.RetryAfter = e.RetryAfter
 		if isQuota(e) {
-			// A bill, not a burst: another try within the request meets the same refusal. It
-			// still counts toward the cooldown, which keeps the next requests off the target.
+			// A bill or a daily cap, not a burst: another try within the request meets the same
+			// refusal. It still counts toward the cooldown, which keeps the next requests off
+			// the target.
 			d.Retry = false
 		}
 		return d
@@ -128,6 +130,15 @@ func classifyStatus(e *core.StatusError) Decision {
 		d := failing(core.ClassServerError, s)
 		if s == http.StatusServiceUnavailable {
 			d.RetryAfter = e.RetryAfter
+		}
+		if outOfMemory(e) {
+			// The upstream cannot fit this model in its memory, and has already done what a
+			// retry could: Ollama evicts its idle models to make room (newer builds also retry
+			// the load with a smaller context) before it answers so. What is missing is held by
+			// models kept loaded for their keep_alive, or was never there: not a backoff's
+			// matter, so the chain moves on at once. It still counts toward
+			// the cooldown: the next requests would each pay the same failed load.
+			d.Retry = false
 		}
 		return d
 	case s == http.StatusUnauthorized, s == http.StatusPaymentRequired, s == http.StatusForbidden,
@@ -187,22 +198,73 @@ var overflowPhrases = [...]string{
 	"greater than the context length",
 }
 
-// isQuota recognises OpenAI's 429 insufficient_quota: the account is out of credit, which no
-// backoff within a request clears.
+// isQuota recognises a 429 that no backoff within a request clears: OpenAI's insufficient_quota
+// (the account is out of credit), and OpenRouter's daily cap on :free models, "Rate limit
+// exceeded: free-models-per-day. Add 10 credits to unlock 1000 free model requests per day"
+// (relayed also as "free-models-per-day-high-balance"), which lifts at the next UTC day.
 func isQuota(e *core.StatusError) bool {
-	return e.Code == "insufficient_quota" || e.Type == "insufficient_quota"
+	if e.Code == "insufficient_quota" || e.Type == "insufficient_quota" {
+		return true
+	}
+	return strings.Contains(errorText(e), "free-models-per-day")
+}
+
+// memoryPhrases are what a server says when the model does not fit its memory, lower-cased and
+// matched as substrings of a 5xx's error message. Each is Ollama's, which answers a failed load
+// 500 {"error": "…"} (server/routes.go, handleScheduleError), checked against its source or an
+// issue quoting the answer:
+//
+//   - llm/server.go: "model requires more system memory (12.3 GiB) than is available (8.1 GiB)";
+//     newer builds, when evicting the other models did not make room, "model requires more
+//     system memory than is currently available unable to load full model on GPU".
+//   - llm/server.go, the Ollama engine's load: "memory layout cannot be allocated" (with
+//     num_gpu = N when num_gpu was set), "failed to allocate memory for model", "failed to
+//     commit memory for model".
+//   - The runner dying while it loads, llama.cpp's words after Ollama's: "llama runner process
+//     has terminated: CUDA error: out of memory" (ollama/ollama#9782), "llama runner process has
+//     terminated: error loading model: unable to allocate CUDA_Host buffer"
+//     (continuedev/continue#11223); builds that run llama-server: "llama-server reported
+//     out-of-memory during startup: …" (ollama/ollama#16968).
+//
+// "out of memory" alone is left out on purpose: TGI's 424 "CUDA out of memory" is one batch's,
+// and a runner that died of something else ("llama runner process has terminated: exit status
+// 2") may be a passing crash; both stay retried.
+var memoryPhrases = [...]string{
+	"model requires more system memory",
+	"memory layout cannot be allocated",
+	"failed to allocate memory for model",
+	"failed to commit memory for model",
+	"llama runner process has terminated: cuda error: out of memory",
+	"error loading model: unable to allocate",
+	"reported out-of-memory during startup",
+}
+
+// outOfMemory reports whether a 5xx says the upstream could not load the model into its memory.
+func outOfMemory(e *core.StatusError) bool {
+	text := errorText(e)
+	for _, p := range memoryPhrases {
+		if strings.Contains(text, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// errorText is e's message lower-cased, or its raw body's when a body that was not OpenAI-shaped
+// left Message empty.
+func errorText(e *core.StatusError) string {
+	if e.Message != "" {
+		return strings.ToLower(e.Message)
+	}
+	return strings.ToLower(string(e.Body))
 }
 
 func isOverflow(e *core.StatusError) bool {
 	if e.Code == "context_length_exceeded" || e.Type == "exceed_context_size_error" {
 		return true
 	}
-	text := e.Message
-	if text == "" {
-		// A body that was not OpenAI-shaped left Message empty; its raw text may still say it.
-		text = string(e.Body)
-	}
-	return overflowText(text)
+	// A body that was not OpenAI-shaped left Message empty; its raw text may still say it.
+	return overflowText(errorText(e))
 }
 
 // overflowText reports whether an upstream's error text names a context overflow.

@@ -11,8 +11,11 @@
 //	*core.ConnError                       connection    502  retried, penalized
 //	*core.StatusError 503 "loading"       loading       503  not retried, not penalized
 //	*core.StatusError 5xx                 server_error  its status, retried, penalized
+//	                                      (the model does not fit the upstream's memory, as
+//	                                      Ollama says it: not retried, still penalized)
 //	*core.StatusError 429                 rate_limit    429  retried, penalized, Retry-After kept
-//	                                      (insufficient_quota: not retried, still penalized)
+//	                                      (insufficient_quota, OpenRouter's free-models-per-day:
+//	                                      not retried, still penalized)
 //	*core.StatusError 413                 overflow      413
 //	*core.StatusError 400, 422 or 500 naming a context overflow
 //	                                      overflow      its status
@@ -33,6 +36,11 @@
 //
 // Cancellation is tested first, so a StreamError or ConnError wrapping context.Canceled is the
 // client's doing, not the upstream's.
+//
+// "Not retried, still penalized" is for a failure of a retried class that another try within
+// the request would meet again (an account out of credit, a daily cap, a model that does not fit
+// the machine): the chain moves on at once, whatever the target's max_retries, and the failure
+// counts toward the target's cooldown, which keeps the next requests off it.
 //
 // # Restore: nothing answered, restore the meaningful upstream error
 //

@@ -29,6 +29,9 @@ type realError struct {
 	// streamOnly: the answer is a stream's (a 200 event stream that carries the error), sent
 	// only to a stream request.
 	streamOnly bool
+	// once: a failure of a retried class (server_error, rate_limit) that is still not retried
+	// on the same target, because another try within the request meets it again.
+	once bool
 }
 
 // realErrors are the error answers of the servers a gateway sits in front of. Each was checked
@@ -102,7 +105,24 @@ var realErrors = []realError{
 		class: "endpoint", message: `model "llama9" not found, try pulling it first`},
 	{name: "ollama native requires more system memory", adapter: "ollama", status: 500,
 		body:  `{"error":"model requires more system memory (5.3 GiB) than is available (3.5 GiB)"}`,
-		class: "server_error", message: "model requires more system memory (5.3 GiB) than is available (3.5 GiB)"},
+		class: "server_error", message: "model requires more system memory (5.3 GiB) than is available (3.5 GiB)", once: true},
+	// Newer builds, when the model does not fit even after evicting the others (llm/server.go's
+	// verifyLayout wraps ErrLoadRequiredFull).
+	{name: "ollama native requires more system memory than is currently available", adapter: "ollama", status: 500,
+		body:  `{"error":"model requires more system memory than is currently available unable to load full model on GPU"}`,
+		class: "server_error", message: "model requires more system memory than is currently available unable to load full model on GPU", once: true},
+	// The runner died loading the model into memory it could not get (ollama/ollama#9782;
+	// continuedev/continue#11223 quotes the 500's body).
+	{name: "ollama native runner CUDA out of memory", adapter: "ollama", status: 500,
+		body:  `{"error":"llama runner process has terminated: CUDA error: out of memory"}`,
+		class: "server_error", message: "llama runner process has terminated: CUDA error: out of memory", once: true},
+	{name: "ollama native runner unable to allocate buffer", adapter: "ollama", status: 500,
+		body:  `{"error":"llama runner process has terminated: error loading model: unable to allocate CUDA_Host buffer"}`,
+		class: "server_error", message: "llama runner process has terminated: error loading model: unable to allocate CUDA_Host buffer", once: true},
+	// A runner that died of something else may be a passing crash: still retried.
+	{name: "ollama native runner terminated", adapter: "ollama", status: 500,
+		body:  `{"error":"llama runner process has terminated: exit status 2"}`,
+		class: "server_error", message: "llama runner process has terminated: exit status 2"},
 	{name: "ollama native input exceeds context", adapter: "ollama", status: 400,
 		body:  `{"error":"the input length exceeds the context length"}`,
 		class: "overflow"},
@@ -112,7 +132,7 @@ var realErrors = []realError{
 		class: "endpoint", message: `model "llama9" not found, try pulling it first`},
 	{name: "ollama openai requires more system memory", status: 500,
 		body:  `{"error":{"message":"model requires more system memory (16.0 GiB) than is available (8.0 GiB)","type":"api_error","param":null,"code":null}}`,
-		class: "server_error", message: "model requires more system memory (16.0 GiB) than is available (8.0 GiB)"},
+		class: "server_error", message: "model requires more system memory (16.0 GiB) than is available (8.0 GiB)", once: true},
 
 	// OpenAI.
 	{name: "openai context_length_exceeded", status: 400,
@@ -123,7 +143,7 @@ var realErrors = []realError{
 		class: "overflow"},
 	{name: "openai insufficient_quota", status: 429,
 		body:  `{"error":{"message":"You exceeded your current quota, please check your plan and billing details. For more information on this error, read the docs: https://platform.openai.com/docs/guides/error-codes/api-errors.","type":"insufficient_quota","param":null,"code":"insufficient_quota"}}`,
-		class: "rate_limit", message: "You exceeded your current quota, please check your plan and billing details. For more information on this error, read the docs: https://platform.openai.com/docs/guides/error-codes/api-errors."},
+		class: "rate_limit", message: "You exceeded your current quota, please check your plan and billing details. For more information on this error, read the docs: https://platform.openai.com/docs/guides/error-codes/api-errors.", once: true},
 	{name: "openai rate limit", status: 429, header: map[string]string{"Retry-After": "2"},
 		body:  `{"error":{"message":"Rate limit reached for gpt-4o in organization org-abc on tokens per min (TPM): Limit 30000, Used 29000, Requested 2000. Please try again in 2s.","type":"tokens","param":null,"code":"rate_limit_exceeded"}}`,
 		class: "rate_limit", message: "Rate limit reached for gpt-4o in organization org-abc on tokens per min (TPM): Limit 30000, Used 29000, Requested 2000. Please try again in 2s."},
@@ -146,7 +166,11 @@ var realErrors = []realError{
 		class: "overflow"},
 	{name: "openrouter 429 free per day", status: 429,
 		body:  `{"error":{"message":"Rate limit exceeded: free-models-per-day. Add 10 credits to unlock 1000 free model requests per day","code":429,"metadata":{"headers":{"X-RateLimit-Limit":"50","X-RateLimit-Remaining":"0","X-RateLimit-Reset":"1741305600000"},"provider_name":null}},"user_id":"user_1"}`,
-		class: "rate_limit", message: "Rate limit exceeded: free-models-per-day. Add 10 credits to unlock 1000 free model requests per day"},
+		class: "rate_limit", message: "Rate limit exceeded: free-models-per-day. Add 10 credits to unlock 1000 free model requests per day", once: true},
+	// The same cap as relayed with a type and a string code (Gitlawb/openclaude#1549).
+	{name: "openrouter 429 free per day high balance", status: 429,
+		body:  `{"error":{"message":"Rate limit exceeded: free-models-per-day-high-balance.","type":"rate_limit_error","code":"429"}}`,
+		class: "rate_limit", message: "Rate limit exceeded: free-models-per-day-high-balance.", once: true},
 	{name: "openrouter 404 no endpoints", status: 404,
 		body:  `{"error":{"message":"No endpoints found that support tool use. To learn more about provider routing, visit: https://openrouter.ai/docs/provider-routing","code":404}}`,
 		class: "endpoint", message: "No endpoints found that support tool use. To learn more about provider routing, visit: https://openrouter.ai/docs/provider-routing"},
@@ -423,5 +447,37 @@ func TestRetryAfterWithinCaps(t *testing.T) {
 	st := g.srv.Health().Snapshot(mustTarget(t, g, "a"))
 	if !st.Cooling || st.Until.Sub(g.clock.Now()) != time.Minute {
 		t.Errorf("a Retry-After of an hour should cool a for cooldown.max (60s): %+v", st)
+	}
+}
+
+// TestRealErrorsSameTargetRetries feeds each real error answer to a target with max_retries = 2:
+// a failure of a retried class (server_error, rate_limit) is asked three times, unless the row
+// says once (a bill, a daily cap, a model that does not fit the machine's memory), which the
+// chain leaves at once for the next target. Other classes are never retried. A 429 whose
+// Retry-After is past the retry cap is TestRetryAfterWithinCaps's.
+func TestRealErrorsSameTargetRetries(t *testing.T) {
+	for _, e := range realErrors {
+		if _, ok := e.header["Retry-After"]; ok {
+			continue
+		}
+		t.Run(e.name, func(t *testing.T) {
+			g, a, b, _ := realGateway(t, e, "max_retries = 2")
+			body := `{"model":"r","messages":[{"role":"user","content":"hi there"}]}`
+			if e.streamOnly {
+				body = `{"model":"r","stream":true,"messages":[{"role":"user","content":"hi there"}]}`
+			}
+			rep := g.post(t, "/v1/chat/completions", body)
+			want := int64(1)
+			if (e.class == "server_error" || e.class == "rate_limit") && !e.once {
+				want = 3
+			}
+			if got := a.hits.Load(); got != want {
+				t.Errorf("a asked %d times for a %s with max_retries 2, want %d; chain %q", got, e.class, want, rep.header.Get("x-hayula-chain"))
+			}
+			if e.once && b.hits.Load() != 1 {
+				// The chain moved on to b, which answers the same and is not retried either.
+				t.Errorf("b asked %d times, want 1", b.hits.Load())
+			}
+		})
 	}
 }
