@@ -2,9 +2,9 @@
 // text format it writes them in on a scrape (GET /metrics).
 //
 // Every series is known at load: a Set is built from the config's routes and targets, its counters
-// and histograms are reached through arrays indexed by route, target, failure class and status
-// code, and the request path moves them with an atomic add or two, with no lock, map or
-// allocation. The cells themselves belong to the process, by name: the Set of a reloaded
+// and histograms are reached through arrays indexed by endpoint, route, target, failure class,
+// status code and a stream's end, and the request path moves them with an atomic add or two, with
+// no lock, map or allocation. The cells themselves belong to the process, by name: the Set of a reloaded
 // configuration (Next) counts on in the cells of the routes, targets and keys it shares with the
 // one it replaces, so that no counter goes back on a reload (Prometheus would read a fall as a
 // reset, and an increase after it smaller than the fall as none), and the requests the replaced
@@ -104,6 +104,7 @@ type Set struct {
 	attempts []*attemptCell // by core.Target.Index
 	served   []*atomic.Uint64
 	tokens   []*[2]atomic.Uint64 // [route][target]: prompt, completion
+	ends     []*streamEndCell    // [op][route][target]: (op*len(routes)+route)*len(targets) + target
 
 	keys      []string
 	keyCounts []*keyCell // by key
@@ -118,6 +119,7 @@ type cells struct {
 	attempts map[string]*attemptCell
 	served   map[routeTarget]*atomic.Uint64
 	tokens   map[routeTarget]*[2]atomic.Uint64
+	ends     map[opRouteTarget]*streamEndCell
 	keys     map[string]*keyCell
 
 	browserRefused [2]atomic.Uint64 // by Refused's reason
@@ -129,6 +131,26 @@ type opRoute struct {
 }
 
 type routeTarget struct{ route, target string }
+
+type opRouteTarget struct {
+	op            int
+	route, target string
+}
+
+// Ways a stream whose head went out ended, as StreamEnd counts them and the end label names
+// them: the request log line's stream= values, and done for one that ended with its [DONE].
+const (
+	StreamDone       = iota
+	StreamClientLeft // the client went away mid-stream
+	StreamBrokeOff   // the upstream failed after the first event; the client got an error event
+	numStreamEnds
+)
+
+var streamEndNames = [numStreamEnds]string{"done", "client_left", "broke_off"}
+
+// streamEndCell is what is counted for the streams of one endpoint and route relayed by one
+// target: by how they ended.
+type streamEndCell [numStreamEnds]atomic.Uint64
 
 // cell returns m's cell for k, made when there is none.
 func cell[K comparable, V any](m map[K]*V, k K) *V {
@@ -171,7 +193,7 @@ func (s *Set) Next(routes, targets []string, started time.Time) *Set {
 	} else {
 		c = &cells{requests: map[opRoute]*requestCell{}, attempts: map[string]*attemptCell{},
 			served: map[routeTarget]*atomic.Uint64{}, tokens: map[routeTarget]*[2]atomic.Uint64{},
-			keys: map[string]*keyCell{}}
+			ends: map[opRouteTarget]*streamEndCell{}, keys: map[string]*keyCell{}}
 	}
 	n := &Set{
 		routes:   routes,
@@ -182,6 +204,7 @@ func (s *Set) Next(routes, targets []string, started time.Time) *Set {
 		attempts: make([]*attemptCell, len(targets)),
 		served:   make([]*atomic.Uint64, len(routes)*len(targets)),
 		tokens:   make([]*[2]atomic.Uint64, len(routes)*len(targets)),
+		ends:     make([]*streamEndCell, len(opNames)*len(routes)*len(targets)),
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -197,6 +220,9 @@ func (s *Set) Next(routes, targets []string, started time.Time) *Set {
 		for t, target := range targets {
 			n.served[r*len(targets)+t] = cell(c.served, routeTarget{route, target})
 			n.tokens[r*len(targets)+t] = cell(c.tokens, routeTarget{route, target})
+			for op := range opNames {
+				n.ends[(op*len(routes)+r)*len(targets)+t] = cell(c.ends, opRouteTarget{op, route, target})
+			}
 		}
 	}
 	return n
@@ -311,6 +337,17 @@ func (s *Set) Served(route, target int) {
 	s.served[route*len(s.targets)+target].Add(1)
 }
 
+// StreamEnd counts a stream on endpoint op of route, relayed by target, whose head went out, by
+// how it ended (StreamDone, StreamClientLeft, StreamBrokeOff). Request counts such a stream's 200
+// whatever its end; this tells the ends apart.
+func (s *Set) StreamEnd(op core.Op, route, target, end int) {
+	if s == nil || int(op) >= len(opNames) || route < 0 || route >= len(s.routes) ||
+		target < 0 || target >= len(s.targets) || end < 0 || end >= numStreamEnds {
+		return
+	}
+	s.ends[(int(op)*len(s.routes)+route)*len(s.targets)+target][end].Add(1)
+}
+
 // Tokens counts the tokens an answer of route by target reports in its usage.
 func (s *Set) Tokens(route, target int, prompt, completion uint64) {
 	if s == nil || route < 0 || route >= len(s.routes) || target < 0 || target >= len(s.targets) {
@@ -382,6 +419,19 @@ func (s *Set) Write(w *Writer, more func(*Writer)) {
 		for t, target := range s.targets {
 			if v := s.served[r*len(s.targets)+t].Load(); v > 0 {
 				w.Sample("hayula_served_total", v, "route", route, "target", target)
+			}
+		}
+	}
+	w.Family("hayula_stream_ends_total", "counter", `Streams whose head went out (each counted 200 in hayula_requests_total), by endpoint, route, the target that relayed them, and how they ended: "done" (their [DONE]), "client_left" (the client went away mid-stream) or "broke_off" (the upstream failed after the first event; the client got an error event).`)
+	for op := range opNames {
+		for r, route := range s.routes {
+			for t, target := range s.targets {
+				c := s.ends[(op*len(s.routes)+r)*len(s.targets)+t]
+				for e := range c {
+					if v := c[e].Load(); v > 0 {
+						w.Sample("hayula_stream_ends_total", v, "endpoint", opNames[op], "route", route, "target", target, "end", streamEndNames[e])
+					}
+				}
 			}
 		}
 	}

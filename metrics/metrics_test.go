@@ -74,6 +74,12 @@ func TestSetCounts(t *testing.T) {
 	s.Served(1, 1)
 	s.Attempt(7, core.ClassNone, 0) // out of range: ignored
 	s.Served(5, 0)
+	s.StreamEnd(core.OpChat, 1, 0, StreamDone)
+	s.StreamEnd(core.OpChat, 1, 0, StreamDone)
+	s.StreamEnd(core.OpChat, 1, 1, StreamBrokeOff)
+	s.StreamEnd(OpResponses, 0, 1, StreamClientLeft)
+	s.StreamEnd(core.OpChat, 2, 0, StreamDone)    // out of range: ignored
+	s.StreamEnd(core.OpChat, 0, 0, numStreamEnds) // no such end: ignored
 
 	var w Writer
 	s.Write(&w, func(w *Writer) {
@@ -82,24 +88,27 @@ func TestSetCounts(t *testing.T) {
 	})
 	got := parse(t, string(w.Bytes()))
 	want := map[string]string{
-		`hayula_requests_total{endpoint="chat",route="saif",code="200"}`:                  "2",
-		`hayula_requests_total{endpoint="chat",route="",code="404"}`:                      "1",
-		`hayula_requests_total{endpoint="embeddings",route="chat",code="418"}`:            "2",
-		`hayula_request_duration_seconds_bucket{endpoint="chat",route="saif",le="0.005"}`: "1",
-		`hayula_request_duration_seconds_bucket{endpoint="chat",route="saif",le="1"}`:     "1",
-		`hayula_request_duration_seconds_bucket{endpoint="chat",route="saif",le="2.5"}`:   "2",
-		`hayula_request_duration_seconds_bucket{endpoint="chat",route="saif",le="+Inf"}`:  "2",
-		`hayula_request_duration_seconds_sum{endpoint="chat",route="saif"}`:               "2.003",
-		`hayula_request_duration_seconds_count{endpoint="chat",route="saif"}`:             "2",
-		`hayula_upstream_attempts_total{target="a",result="server_error"}`:                "1",
-		`hayula_upstream_attempts_total{target="b",result="ok"}`:                          "2",
-		`hayula_upstream_first_response_seconds_bucket{target="b",le="0.05"}`:             "1",
-		`hayula_upstream_first_response_seconds_bucket{target="b",le="300"}`:              "1",
-		`hayula_upstream_first_response_seconds_bucket{target="b",le="+Inf"}`:             "2",
-		`hayula_upstream_first_response_seconds_count{target="a"}`:                        "0",
-		`hayula_served_total{route="saif",target="b"}`:                                    "1",
-		`process_start_time_seconds`:                                                      "1.7000000005e+09",
-		`extra_gauge{target="a\"b\\c\n"}`:                                                 "3",
+		`hayula_requests_total{endpoint="chat",route="saif",code="200"}`:                           "2",
+		`hayula_requests_total{endpoint="chat",route="",code="404"}`:                               "1",
+		`hayula_requests_total{endpoint="embeddings",route="chat",code="418"}`:                     "2",
+		`hayula_request_duration_seconds_bucket{endpoint="chat",route="saif",le="0.005"}`:          "1",
+		`hayula_request_duration_seconds_bucket{endpoint="chat",route="saif",le="1"}`:              "1",
+		`hayula_request_duration_seconds_bucket{endpoint="chat",route="saif",le="2.5"}`:            "2",
+		`hayula_request_duration_seconds_bucket{endpoint="chat",route="saif",le="+Inf"}`:           "2",
+		`hayula_request_duration_seconds_sum{endpoint="chat",route="saif"}`:                        "2.003",
+		`hayula_request_duration_seconds_count{endpoint="chat",route="saif"}`:                      "2",
+		`hayula_upstream_attempts_total{target="a",result="server_error"}`:                         "1",
+		`hayula_upstream_attempts_total{target="b",result="ok"}`:                                   "2",
+		`hayula_upstream_first_response_seconds_bucket{target="b",le="0.05"}`:                      "1",
+		`hayula_upstream_first_response_seconds_bucket{target="b",le="300"}`:                       "1",
+		`hayula_upstream_first_response_seconds_bucket{target="b",le="+Inf"}`:                      "2",
+		`hayula_upstream_first_response_seconds_count{target="a"}`:                                 "0",
+		`hayula_served_total{route="saif",target="b"}`:                                             "1",
+		`hayula_stream_ends_total{endpoint="chat",route="saif",target="a",end="done"}`:             "2",
+		`hayula_stream_ends_total{endpoint="chat",route="saif",target="b",end="broke_off"}`:        "1",
+		`hayula_stream_ends_total{endpoint="responses",route="chat",target="b",end="client_left"}`: "1",
+		`process_start_time_seconds`:                                                               "1.7000000005e+09",
+		`extra_gauge{target="a\"b\\c\n"}`:                                                          "3",
 	}
 	for k, v := range want {
 		if got[k] != v {
@@ -109,6 +118,7 @@ func TestSetCounts(t *testing.T) {
 	for _, absent := range []string{
 		`hayula_requests_total{endpoint="chat",route="chat",code="200"}`, // zero counters are left out
 		`hayula_served_total{route="chat",target="a"}`,
+		`hayula_stream_ends_total{endpoint="chat",route="saif",target="a",end="broke_off"}`,
 	} {
 		if v, ok := got[absent]; ok {
 			t.Errorf("%s = %s, want no such series", absent, v)
@@ -125,6 +135,7 @@ func TestNilSetCountsNothing(t *testing.T) {
 	s.Request(core.OpChat, 0, 200, time.Second)
 	s.Attempt(0, core.ClassNone, time.Second)
 	s.Served(0, 0)
+	s.StreamEnd(core.OpChat, 0, 0, StreamBrokeOff)
 	var w Writer
 	s.Write(&w, func(*Writer) { t.Error("a nil Set called more") })
 	if len(w.Bytes()) != 0 {
@@ -145,6 +156,15 @@ func TestObserveBuckets(t *testing.T) {
 	want := []uint64{2, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1}
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("bucket counts (-want +got):\n%s", d)
+	}
+}
+
+// TestStreamEndAllocatesNothing: counting a stream's end is an atomic add in a cell found by
+// index, as the other counts on the request path are.
+func TestStreamEndAllocatesNothing(t *testing.T) {
+	s := New([]string{"r", "q"}, []string{"a", "b"}, time.Unix(0, 0))
+	if n := testing.AllocsPerRun(100, func() { s.StreamEnd(OpResponses, 1, 1, StreamBrokeOff) }); n != 0 {
+		t.Errorf("StreamEnd allocates %v times", n)
 	}
 }
 
@@ -230,6 +250,8 @@ func TestNextGoesOn(t *testing.T) {
 	old.Attempt(1, core.ClassTimeout, 0)
 	old.Served(0, 0)
 	old.Tokens(0, 1, 5, 7)
+	old.StreamEnd(core.OpChat, 0, 1, StreamBrokeOff) // a by y
+	old.StreamEnd(core.OpChat, 1, 0, StreamDone)     // gone by x
 	old.Key(1)
 	old.KeyTokens(1, 2, 3)
 	old.Request(core.OpChat, 1, 200, time.Millisecond)
@@ -242,22 +264,26 @@ func TestNextGoesOn(t *testing.T) {
 	next.Attempt(0, core.ClassTimeout, 0) // y
 	next.Served(0, 1)                     // a by x
 
+	old.StreamEnd(core.OpChat, 0, 1, StreamBrokeOff)  // a stream of the old configuration ends
+	next.StreamEnd(core.OpChat, 0, 0, StreamBrokeOff) // a by y
+
 	var w Writer
 	next.Write(&w, nil)
 	got := parse(t, string(w.Bytes()))
 	for k, v := range map[string]string{
-		`hayula_requests_total{endpoint="chat",route="a",code="200"}`:                 "3",
-		`hayula_requests_total{endpoint="chat",route="",code="404"}`:                  "1",
-		`hayula_requests_total{endpoint="chat",route="a",code="418"}`:                 "1",
-		`hayula_request_duration_seconds_count{endpoint="chat",route="a"}`:            "4",
-		`hayula_upstream_attempts_total{target="y",result="timeout"}`:                 "2",
-		`hayula_served_total{route="a",target="x"}`:                                   "2",
-		`hayula_tokens_total{route="a",target="y",kind="completion"}`:                 "7",
-		`hayula_key_requests_total{key="kids"}`:                                       "1",
-		`hayula_key_tokens_total{key="kids",kind="prompt"}`:                           "2",
-		`hayula_browser_refused_total{reason="origin_not_allowed"}`:                   "1",
-		`hayula_request_duration_seconds_count{endpoint="chat",route="new"}`:          "0",
-		`hayula_request_duration_seconds_bucket{endpoint="chat",route="a",le="+Inf"}`: "4",
+		`hayula_requests_total{endpoint="chat",route="a",code="200"}`:                    "3",
+		`hayula_requests_total{endpoint="chat",route="",code="404"}`:                     "1",
+		`hayula_requests_total{endpoint="chat",route="a",code="418"}`:                    "1",
+		`hayula_request_duration_seconds_count{endpoint="chat",route="a"}`:               "4",
+		`hayula_upstream_attempts_total{target="y",result="timeout"}`:                    "2",
+		`hayula_served_total{route="a",target="x"}`:                                      "2",
+		`hayula_tokens_total{route="a",target="y",kind="completion"}`:                    "7",
+		`hayula_stream_ends_total{endpoint="chat",route="a",target="y",end="broke_off"}`: "3",
+		`hayula_key_requests_total{key="kids"}`:                                          "1",
+		`hayula_key_tokens_total{key="kids",kind="prompt"}`:                              "2",
+		`hayula_browser_refused_total{reason="origin_not_allowed"}`:                      "1",
+		`hayula_request_duration_seconds_count{endpoint="chat",route="new"}`:             "0",
+		`hayula_request_duration_seconds_bucket{endpoint="chat",route="a",le="+Inf"}`:    "4",
 	} {
 		if got[k] != v {
 			t.Errorf("%s = %q, want %q", k, got[k], v)
@@ -272,7 +298,9 @@ func TestNextGoesOn(t *testing.T) {
 	back := next.Next([]string{"gone"}, []string{"x"}, time.Unix(0, 0))
 	var w2 Writer
 	back.Write(&w2, nil)
-	if got := parse(t, string(w2.Bytes())); got[`hayula_requests_total{endpoint="chat",route="gone",code="200"}`] != "1" {
+	got = parse(t, string(w2.Bytes()))
+	if got[`hayula_requests_total{endpoint="chat",route="gone",code="200"}`] != "1" ||
+		got[`hayula_stream_ends_total{endpoint="chat",route="gone",target="x",end="done"}`] != "1" {
 		t.Errorf("a route brought back does not go on from its count:\n%s", w2.Bytes())
 	}
 }

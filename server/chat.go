@@ -83,6 +83,9 @@ func (s *Server) serveOp(w http.ResponseWriter, r *http.Request, op core.Op) {
 	upID := ""
 	if res.resp != nil {
 		upID = res.resp.UpstreamID
+		if res.resp.Stream != nil {
+			s.metrics.StreamEnd(op, rs.index, res.target.Index, streamEndOf(ended))
+		}
 		if res.resp.Stream == nil && s.metrics != nil {
 			s.countAnswer(st.usageTo(rs), res.target, res.resp) // after the write: not the client's wait
 		}

@@ -475,4 +475,17 @@ func TestMetricsExpfmt(t *testing.T) {
 		t.Errorf("the route the reload added: %d", got)
 	}
 	check("at the end")
+	// Each traffic round ended streams each way; the held stream the reload crossed is a third
+	// client_left, counted in the series the first configuration's two went on in.
+	for k, want := range map[string]float64{
+		`hayula_stream_ends_total{end="done",endpoint="chat",route="solo",target="ok"}`:          2,
+		`hayula_stream_ends_total{end="done",endpoint="chat",route="fall",target="ok"}`:          2,
+		`hayula_stream_ends_total{end="done",endpoint="responses",route="fall",target="ok"}`:     2,
+		`hayula_stream_ends_total{end="broke_off",endpoint="chat",route="brk",target="brk"}`:     2,
+		`hayula_stream_ends_total{end="client_left",endpoint="chat",route="hold",target="hold"}`: 3,
+	} {
+		if last[k] != want {
+			t.Errorf("%s = %v, want %v", k, last[k], want)
+		}
+	}
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/hayula/gateway/errmap"
 	"github.com/hayula/gateway/internal/httpwire"
 	"github.com/hayula/gateway/internal/logfmt"
+	"github.com/hayula/gateway/metrics"
 	"github.com/hayula/gateway/upstream"
 )
 
@@ -154,6 +155,18 @@ const (
 	streamClientLeft = "client_left" // the client went away: no fault of the target's
 	streamBrokeOff   = "broke_off"   // the upstream failed after the first event; the client got an error event
 )
+
+// streamEndOf is how hayula_stream_ends_total names the end of a stream whose head went out, from
+// what write returned for it.
+func streamEndOf(ended string) int {
+	switch ended {
+	case streamClientLeft:
+		return metrics.StreamClientLeft
+	case streamBrokeOff:
+		return metrics.StreamBrokeOff
+	}
+	return metrics.StreamDone
+}
 
 // write sends the attempt loop's outcome to the client and returns the status it used, and for a
 // stream that did not end with its [DONE], how it ended (streamClientLeft, streamBrokeOff). The key's
