@@ -213,8 +213,9 @@ func toolChecks() []*check {
 				for _, idx := range sortedKeys(by) {
 					f := by[idx][0]
 					name, _ := at(f.m, "function", "name")
+					// type null is as good as absent, as for every optional member.
 					typ, hasType := f.m["type"]
-					if !nonEmptyString(f.m["id"]) || (hasType && typ != "function") || name != namedTool {
+					if !nonEmptyString(f.m["id"]) || (!isNullish(typ, hasType) && typ != "function") || name != namedTool {
 						return fail(`first fragment {"index", "id", "function": {"name": "`+namedTool+`"}}, type "function" if present`,
 							fmt.Sprintf("chunk %d: %s", f.pos, show(f.m))).at(chunkData(j.x("tools.stream"), f.pos))
 					}

@@ -6,12 +6,108 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/hayula/gateway/conformance/conformancetest"
 )
 
 // These tests take the view of someone who points the suite at vLLM, llama-server, Ollama, LM
 // Studio, LiteLLM or OpenRouter: what those servers legitimately send must pass, and what breaks a
 // client must fail with a reason that names the field.
+
+func withoutIncludeUsage(req string) bool { return !strings.Contains(req, `"include_usage":true`) }
+func isChat(req string) bool              { return strings.Contains(req, `"messages"`) }
+
+// TestServerVariantsPass: each row is something a real server sends that the reference or the
+// SSE specification allows.
+func TestServerVariantsPass(t *testing.T) {
+	created := fmt.Sprint(conformancetest.Created)
+	tests := []struct {
+		name     string
+		edit     func(req string, h http.Header, body string) string
+		editJSON func(req string, h http.Header, body string) string
+	}{
+		// SSE's "one optional space": llama.cpp once wrote "data:{...}", and so do hand-written
+		// servers.
+		{name: "data: without a space", edit: func(_ string, _ http.Header, b string) string {
+			return strings.ReplaceAll(b, "data: ", "data:")
+		}},
+		{name: "keep-alive comments without a space", edit: func(_ string, _ http.Header, b string) string {
+			return ":keepalive\n\n" + strings.ReplaceAll(b, "\n\n", "\n:\n\n")
+		}},
+		// Some servers close every stream with a choice-less chunk, include_usage or not.
+		{name: "a final chunk with empty choices and null usage", edit: func(req string, _ http.Header, b string) string {
+			if !isChat(req) || !withoutIncludeUsage(req) {
+				return b
+			}
+			last := `data: {"choices":[],"created":` + created + `,"id":"chatcmpl-fake1","model":"` + fakeModel + `","object":"chat.completion.chunk","usage":null}` + "\n\n"
+			return strings.Replace(b, "data: [DONE]", strings.TrimSuffix(last, "\n\n")+"\n\ndata: [DONE]", 1)
+		}},
+		// "All other chunks will also include a usage field, but with a null value" (vLLM, LiteLLM).
+		{name: "usage null on every chunk without include_usage", edit: func(req string, _ http.Header, b string) string {
+			if !isChat(req) || !withoutIncludeUsage(req) {
+				return b
+			}
+			return strings.ReplaceAll(b, `"object":"chat.completion.chunk"`, `"object":"chat.completion.chunk","usage":null`)
+		}},
+		// Ollama repeats the role on every delta; finish_reason and logprobs may be absent.
+		{name: "role on every delta, finish_reason and logprobs absent until the end", edit: func(req string, _ http.Header, b string) string {
+			if !isChat(req) {
+				return b
+			}
+			b = strings.ReplaceAll(b, `"delta":{"content":" `, `"delta":{"role":"assistant","content":" `)
+			b = strings.ReplaceAll(b, `"finish_reason":null,`, ``)
+			return strings.ReplaceAll(b, `,"logprobs":null`, ``)
+		}},
+		{name: "system_fingerprint, service_tier and null optional members in chunks", edit: func(req string, _ http.Header, b string) string {
+			if !isChat(req) {
+				return b
+			}
+			b = strings.ReplaceAll(b, `"object":"chat.completion.chunk"`, `"object":"chat.completion.chunk","system_fingerprint":"b5000","service_tier":null,"timings":{"n":1}`)
+			b = strings.ReplaceAll(b, `"delta":{}`, `"delta":{"refusal":null}`)
+			return strings.ReplaceAll(b, `"delta":{"`, `"delta":{"refusal":null,"reasoning_content":null,"function_call":null,"`)
+		}},
+		// ChatCompletionMessageToolCallChunk's type is optional: null is as good as absent.
+		{name: "first tool-call fragment with type null", edit: func(req string, _ http.Header, b string) string {
+			if !isToolsStream(req) {
+				return b
+			}
+			return strings.ReplaceAll(b, `"type":"function"}`, `"type":null}`)
+		}},
+		{name: "later tool-call fragments with null id, type and name", edit: func(req string, _ http.Header, b string) string {
+			if !isToolsStream(req) {
+				return b
+			}
+			return strings.ReplaceAll(b, `{"function":{"arguments":"{`, `{"id":null,"type":null,"function":{"name":null,"arguments":"{`)
+		}},
+		{name: "whole answers with charset, no system_fingerprint and null optional members", editJSON: func(req string, h http.Header, b string) string {
+			if h.Get("Content-Type") == "application/json" {
+				h.Set("Content-Type", "application/json; charset=utf-8")
+			}
+			if !isChat(req) {
+				return b
+			}
+			b = strings.Replace(b, `,"system_fingerprint":"fp_fake"`, ``, 1)
+			return strings.ReplaceAll(b, `"refusal":null`, `"refusal":null,"audio":null,"function_call":null,"annotations":[]`)
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, srv := newWrappedFake(t, func(h http.Handler) http.Handler {
+				return streamRewrite{next: h, edit: tt.edit, editJSON: tt.editJSON}
+			})
+			rep := runAgainst(t, fakeOptions(t, srv))
+			if diff := cmp.Diff(baseline(), notPassing(rep)); diff != "" {
+				for _, c := range rep.Checks {
+					if c.Evidence != nil {
+						t.Logf("%s: expected %s; seen %s", c.ID, c.Evidence.Expected, c.Evidence.Seen)
+					}
+				}
+				t.Errorf("non-passing checks (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
 
 // TestReasoningTokensInUsageSkipLogprobs: OpenAI's reasoning models show no reasoning text, only
 // usage.completion_tokens_details.reasoning_tokens; spent on reasoning, the logprobs probe's four
@@ -32,5 +128,51 @@ func TestReasoningTokensInUsageSkipLogprobs(t *testing.T) {
 	rep := runAgainst(t, o)
 	if c, _ := rep.Result("logprobs.content"); c.Result != Skip {
 		t.Errorf("logprobs.content = %s (%s), want SKIP: the tokens went to reasoning", c.Result, c.Reason)
+	}
+}
+
+// TestViolationsNameTheField: a real violation fails its MUST check, the reason naming the field,
+// and the run exits 1.
+func TestViolationsNameTheField(t *testing.T) {
+	tests := []struct {
+		name       string
+		edit       func(req string, h http.Header, body string) string
+		check      string
+		wantReason string
+	}{
+		{"chunks labelled chat.completion", func(_ string, _ http.Header, b string) string {
+			return strings.ReplaceAll(b, `"object":"chat.completion.chunk"`, `"object":"chat.completion"`)
+		}, "chat.stream.object", `object: "chat.completion"`},
+		{"no [DONE]", func(_ string, _ http.Header, b string) string {
+			return strings.Replace(b, "data: [DONE]\n\n", "", 1)
+		}, "chat.stream.done", "no [DONE]"},
+		{"usage chunk with choices null", func(req string, _ http.Header, b string) string {
+			return strings.Replace(b, `{"choices":[],"created"`, `{"choices":null,"created"`, 1)
+		}, "chat.stream.usage.final", "usage"},
+		{"delta.content a number", func(req string, _ http.Header, b string) string {
+			if !isChat(req) || isToolsStream(req) {
+				return b
+			}
+			return strings.Replace(b, `"content":" there"`, `"content":7`, 1)
+		}, "chat.stream.delta", "delta.content: 7"},
+		{"first tool-call fragment of type tool", func(req string, _ http.Header, b string) string {
+			if !isToolsStream(req) {
+				return b
+			}
+			return strings.ReplaceAll(b, `"type":"function"}`, `"type":"tool"}`)
+		}, "tools.stream.first_fragment", `"type":"tool"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, srv := newWrappedFake(t, func(h http.Handler) http.Handler { return streamRewrite{next: h, edit: tt.edit} })
+			rep := runAgainst(t, fakeOptions(t, srv))
+			c, _ := rep.Result(tt.check)
+			if c.Result != Fail || !strings.Contains(c.Reason, tt.wantReason) {
+				t.Errorf("%s = %s %q, want FAIL naming %q", tt.check, c.Result, c.Reason, tt.wantReason)
+			}
+			if rep.ExitCode() != 1 {
+				t.Errorf("exit code %d, want 1", rep.ExitCode())
+			}
+		})
 	}
 }
