@@ -1,6 +1,7 @@
 package conformance
 
 import (
+	"bytes"
 	"fmt"
 	"net/http"
 	"strings"
@@ -128,6 +129,68 @@ func TestReasoningTokensInUsageSkipLogprobs(t *testing.T) {
 	rep := runAgainst(t, o)
 	if c, _ := rep.Result("logprobs.content"); c.Result != Skip {
 		t.Errorf("logprobs.content = %s (%s), want SKIP: the tokens went to reasoning", c.Result, c.Reason)
+	}
+}
+
+// errorAnswer answers the unknown-model probe (raw and SDK) with status, Content-Type and body.
+type errorAnswer struct {
+	next   http.Handler
+	status int
+	ct     string
+	body   string
+}
+
+func (e errorAnswer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	var req bytes.Buffer
+	_, _ = req.ReadFrom(r.Body)
+	r.Body.Close()
+	if strings.Contains(req.String(), noSuchModel) {
+		w.Header().Set("Content-Type", e.ct)
+		w.WriteHeader(e.status)
+		_, _ = w.Write([]byte(e.body))
+		return
+	}
+	r2 := r.Clone(r.Context())
+	r2.Body = httpBody(req.Bytes())
+	e.next.ServeHTTP(w, r2)
+}
+
+// TestErrorShapeNamesTheField: an error answer that a client cannot read fails errors.shape, and
+// the reason says what is wrong with it, not only the body.
+func TestErrorShapeNamesTheField(t *testing.T) {
+	const js = "application/json"
+	tests := []struct {
+		name, ct, body string
+		want           string
+	}{
+		{"not JSON", "text/plain", "model not found", "not JSON"},
+		{"empty", js, "", "empty"},
+		{"a JSON array", js, `[{"message":"model not found"}]`, "array"},
+		{"flat, as vLLM before 0.10.1", js, `{"object":"error","message":"model not found","type":"NotFoundError","param":null,"code":404}`, `no "error" object`},
+		{"FastAPI's detail", js, `{"detail":"Not Found"}`, `no "error" object`},
+		{"error a string", js, `{"error":"model not found"}`, `"error" is a string`},
+		{"no message", js, `{"error":{"type":"invalid_request_error","param":null,"code":null}}`, "error.message: absent"},
+		{"empty message", js, `{"error":{"message":"","type":"invalid_request_error"}}`, "error.message: empty"},
+		{"message a number", js, `{"error":{"message":404,"type":"invalid_request_error"}}`, "error.message: 404"},
+		{"no type", js, `{"error":{"message":"model not found","code":"model_not_found"}}`, "error.type: absent"},
+		{"type null", js, `{"error":{"message":"model not found","type":null}}`, "error.type: null"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, srv := newWrappedFake(t, func(h http.Handler) http.Handler {
+				return errorAnswer{next: h, status: http.StatusNotFound, ct: tt.ct, body: tt.body}
+			})
+			o := fakeOptions(t, srv)
+			o.Only = []string{"errors.shape"}
+			rep := runAgainst(t, o)
+			c, _ := rep.Result("errors.shape")
+			if c.Result != Fail || !strings.Contains(c.Reason, tt.want) || !strings.Contains(c.Reason, "404") {
+				t.Errorf("errors.shape = %s %q, want FAIL naming the 404 and %q", c.Result, c.Reason, tt.want)
+			}
+			if rep.ExitCode() != 1 {
+				t.Errorf("exit code %d, want 1", rep.ExitCode())
+			}
+		})
 	}
 }
 
