@@ -239,3 +239,50 @@ func TestViolationsNameTheField(t *testing.T) {
 		})
 	}
 }
+
+// stallMidStream answers every stream with its head and first event, then sends nothing more
+// and keeps the connection open until the client leaves.
+type stallMidStream struct{ next http.Handler }
+
+func (s stallMidStream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	var req bytes.Buffer
+	_, _ = req.ReadFrom(r.Body)
+	r.Body.Close()
+	if !strings.Contains(req.String(), `"stream":true`) {
+		r2 := r.Clone(r.Context())
+		r2.Body = httpBody(req.Bytes())
+		s.next.ServeHTTP(w, r2)
+		return
+	}
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.WriteHeader(http.StatusOK)
+	fmt.Fprintf(w, `data: {"id":"c","object":"chat.completion.chunk","created":%d,"model":%q,"choices":[{"index":0,"delta":{"role":"assistant","content":""},"finish_reason":null}]}`+"\n\n",
+		conformancetest.Created, fakeModel)
+	w.(http.Flusher).Flush()
+	<-r.Context().Done()
+}
+
+// TestStalledStreamEndsTheRun: a server that stops sending mid-stream cannot hang the suite; each
+// stream probe ends at --timeout, fails its gate saying that --timeout ran out, and the run exits 1.
+func TestStalledStreamEndsTheRun(t *testing.T) {
+	_, srv := newWrappedFake(t, func(h http.Handler) http.Handler { return stallMidStream{next: h} })
+	code, stdout, _ := runMain(t, "--base-url", srv.URL, "--api-key", fakeKey, "--embedding-model", fakeEmbed,
+		"--timeout", "200ms", "--format", "json")
+	if code != 1 {
+		t.Errorf("exit code %d, want 1", code)
+	}
+	rep := decodeReport(t, stdout)
+	got := map[string]CheckResult{}
+	for _, c := range rep.Checks {
+		got[c.ID] = c
+	}
+	for _, id := range []string{"chat.stream.content_type", "chat.stream.usage.final", "tools.stream.first_fragment", "completions.stream.chunks", "sdk.stream"} {
+		c := got[id]
+		if c.Result != Fail || !strings.Contains(c.Reason, "--timeout 200ms") {
+			t.Errorf("%s = %s %q, want FAIL saying --timeout 200ms ran out", id, c.Result, c.Reason)
+		}
+	}
+	if rep.ExitCode != 1 {
+		t.Errorf("the JSON report's exit_code is %d, want 1", rep.ExitCode)
+	}
+}
