@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -285,4 +286,70 @@ func TestStalledStreamEndsTheRun(t *testing.T) {
 	if rep.ExitCode != 1 {
 		t.Errorf("the JSON report's exit_code is %d, want 1", rep.ExitCode)
 	}
+}
+
+// TestShapeFailuresNameTheMember: a model entry or a tool call that fails its shape check is
+// reported by the member at fault, not only as the whole object.
+func TestShapeFailuresNameTheMember(t *testing.T) {
+	tests := []struct {
+		name       string
+		rw         streamRewrite
+		models     func(string) string
+		check      string
+		wantReason string
+	}{
+		{name: "model entry without object", models: func(b string) string {
+			return strings.Replace(b, `"object":"model",`, ``, 1)
+		}, check: "models.list.entries", wantReason: "data[0].object: absent"},
+		{name: "model entry with a numeric id", models: func(b string) string {
+			return strings.Replace(b, `"id":"`+fakeModel+`"`, `"id":7`, 1)
+		}, check: "models.list.entries", wantReason: "data[0].id: 7"},
+		{name: "model entry created as a string", models: func(b string) string {
+			return strings.Replace(b, `"created":`+fmt.Sprint(conformancetest.Created), `"created":"2025"`, 1)
+		}, check: "models.list.fields", wantReason: `data[0].created: "2025"`},
+		{name: "tool call without id", rw: streamRewrite{editJSON: func(req string, _ http.Header, b string) string {
+			return strings.Replace(b, `"id":"call_fake1",`, ``, 1)
+		}}, check: "tools.required.shape", wantReason: "tool_calls[0].id: absent"},
+		{name: "tool call of an undeclared function", rw: streamRewrite{editJSON: func(req string, _ http.Header, b string) string {
+			if !strings.Contains(req, `"tool_choice":"required"`) {
+				return b
+			}
+			return strings.Replace(b, `"name":"get_weather"`, `"name":"get_news"`, 1)
+		}}, check: "tools.required.shape", wantReason: `tool_calls[0].function.name: "get_news"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, srv := newWrappedFake(t, func(h http.Handler) http.Handler {
+				if tt.models != nil {
+					return modelsRewrite{next: h, edit: tt.models}
+				}
+				tt.rw.next = h
+				return tt.rw
+			})
+			o := fakeOptions(t, srv)
+			o.Model = fakeModel
+			rep := runAgainst(t, o)
+			c, _ := rep.Result(tt.check)
+			if c.Result == Pass || !strings.Contains(c.Reason, tt.wantReason) {
+				t.Errorf("%s = %s %q, want it to name %q", tt.check, c.Result, c.Reason, tt.wantReason)
+			}
+		})
+	}
+}
+
+// modelsRewrite passes GET /v1/models answers through edit.
+type modelsRewrite struct {
+	next http.Handler
+	edit func(string) string
+}
+
+func (m modelsRewrite) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path != "/v1/models" {
+		m.next.ServeHTTP(w, r)
+		return
+	}
+	rec := httptest.NewRecorder()
+	m.next.ServeHTTP(rec, r)
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write([]byte(m.edit(rec.Body.String())))
 }
