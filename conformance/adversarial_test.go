@@ -409,7 +409,7 @@ func TestBrokenOffAnswerKeepsItsEvidence(t *testing.T) {
 	if c.Result != Fail || !strings.Contains(c.Reason, "HTTP 200, then reading body") {
 		t.Fatalf("chat.stream.content_type = %s (%s), want FAIL naming the 200 and the broken read", c.Result, c.Reason)
 	}
-	for _, want := range []string{"< HTTP 200", "data: [DONE]", "(answer broken off: reading body: context deadline exceeded)"} {
+	for _, want := range []string{"< HTTP 200", "data: [DONE]", "(answer broken off: reading body: --timeout 300ms ran out before the answer ended (context deadline exceeded))"} {
 		if !strings.Contains(c.Evidence.Excerpt, want) {
 			t.Errorf("excerpt lacks %q:\n%s", want, c.Evidence.Excerpt)
 		}

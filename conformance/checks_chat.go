@@ -140,8 +140,13 @@ func modelChecks() []*check {
 					return fail("at least one model", "data: []")
 				}
 				for i, m := range ms {
-					if id, _ := m["id"].(string); id == "" || m["object"] != "model" {
-						return fail(`{"id": "<non-empty>", "object": "model"}`, fmt.Sprintf("data[%d]: %s", i, show(m)))
+					id, hasID := m["id"]
+					obj, hasObj := m["object"]
+					switch {
+					case !nonEmptyString(id):
+						return fail(`{"id": "<non-empty>", "object": "model"}`, fmt.Sprintf("data[%d].id: %s in %s", i, showField(id, hasID), show(m)))
+					case obj != "model":
+						return fail(`{"id": "<non-empty>", "object": "model"}`, fmt.Sprintf("data[%d].object: %s in %s", i, showField(obj, hasObj), show(m)))
 					}
 				}
 				return pass()
@@ -155,10 +160,13 @@ func modelChecks() []*check {
 					return skip("no models to judge; see models.list.entries")
 				}
 				for i, m := range ms {
-					_, cOK := asInt(m["created"])
-					_, oOK := m["owned_by"].(string)
-					if !cOK || !oOK {
-						return fail("created: integer, owned_by: string", fmt.Sprintf("data[%d]: %s", i, show(m)))
+					created, hasCreated := m["created"]
+					owner, hasOwner := m["owned_by"]
+					if _, ok := asInt(created); !ok {
+						return fail("created: integer, owned_by: string", fmt.Sprintf("data[%d].created: %s in %s", i, showField(created, hasCreated), show(m)))
+					}
+					if _, ok := owner.(string); !ok {
+						return fail("created: integer, owned_by: string", fmt.Sprintf("data[%d].owned_by: %s in %s", i, showField(owner, hasOwner), show(m)))
 					}
 				}
 				return pass()

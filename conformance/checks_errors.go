@@ -1,6 +1,7 @@
 package conformance
 
 import (
+	"bytes"
 	"fmt"
 	"net/http"
 	"sort"
@@ -56,11 +57,9 @@ func errorChecks() []*check {
 					return skip("no error answers observed")
 				}
 				for _, x := range xs {
-					e, ok := errorObject(x)
-					_, typeOK := e["type"].(string)
-					if !ok || !nonEmptyString(e["message"]) || !typeOK {
+					if why := errorShapeProblem(x); why != "" {
 						return fail(`{"error": {"message": "<non-empty>", "type": "...", "param": ..., "code": ...}}`,
-							fmt.Sprintf("%s %s → %d %s", x.method, x.path, x.status, clip(strings.TrimSpace(string(x.body)), 160))).from(x)
+							fmt.Sprintf("%s %s → %d: %s; body %s", x.method, x.path, x.status, why, clip(strings.TrimSpace(string(x.body)), 160))).from(x)
 					}
 				}
 				return pass()
@@ -130,6 +129,53 @@ func errorChecks() []*check {
 			title: "a request with an unknown field is rejected with 400",
 			judge: func(j *judge) verdict { return wantStatus(j.x("strict.unknown_field"), 400) }},
 	}
+}
+
+// errorShapeProblem says what keeps x's body from being the reference's error object, naming the
+// member at fault, or "" when it is one.
+func errorShapeProblem(x *exchange) string {
+	switch {
+	case len(bytes.TrimSpace(x.body)) == 0:
+		return "the body is empty"
+	case x.json == nil:
+		return fmt.Sprintf("the body is not JSON (%v)", x.jsonErr)
+	}
+	m, ok := asObject(x.json)
+	if !ok {
+		return "the body is a JSON " + typeName(x.json) + ", not an object"
+	}
+	e, ok := m["error"]
+	if !ok {
+		if _, flat := m["message"]; flat || m["object"] == "error" {
+			return `no "error" object: the error's members are at the top level`
+		}
+		return `no "error" object`
+	}
+	em, ok := asObject(e)
+	if !ok {
+		return `"error" is a ` + typeName(e) + `, not an object`
+	}
+	switch msg, ok := em["message"]; {
+	case !ok:
+		return "error.message: absent"
+	case msg == "":
+		return "error.message: empty"
+	case !nonEmptyString(msg):
+		return notAString("error.message", msg)
+	}
+	if typ, ok := em["type"]; !ok {
+		return "error.type: absent"
+	} else if _, isStr := typ.(string); !isStr {
+		return notAString("error.type", typ)
+	}
+	return ""
+}
+
+func notAString(member string, v any) string {
+	if v == nil {
+		return member + ": null, not a string"
+	}
+	return member + ": " + show(v) + ", a " + typeName(v) + ", not a string"
 }
 
 func eachErrorObject(j *judge, ids []probeID, f func(x *exchange, e map[string]any) *verdict) verdict {

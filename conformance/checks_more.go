@@ -80,8 +80,9 @@ func noContent(x *exchange) bool {
 			return true
 		}
 	}
+	// Numbers are json.Number here (decodeJSON), never float64.
 	n, _ := at(x.json, "usage", "completion_tokens_details", "reasoning_tokens")
-	f, _ := n.(float64)
+	f, _ := asNumber(n)
 	return f > 0
 }
 

@@ -150,13 +150,23 @@ func toolChecks() []*check {
 			title: `every tool call has an id, type "function" and a declared function name`,
 			judge: func(j *judge) verdict {
 				return judgeToolCalls(j.x("tools.required"), "tools.required.calls", func(i int, tc map[string]any) *verdict {
-					name, _ := at(tc, "function", "name")
+					name, hasName := at(tc, "function", "name")
 					s, _ := name.(string)
-					if !nonEmptyString(tc["id"]) || tc["type"] != "function" || !oneOf(s, declaredTools()) {
-						return failp(fmt.Sprintf(`{"id": "<non-empty>", "type": "function", "function": {"name": one of %q}}`, declaredTools()),
-							fmt.Sprintf("tool_calls[%d]: %s", i, show(tc)))
+					id, hasID := tc["id"]
+					typ, hasType := tc["type"]
+					member := ""
+					switch {
+					case !nonEmptyString(id):
+						member = "id: " + showField(id, hasID)
+					case typ != "function":
+						member = "type: " + showField(typ, hasType)
+					case !oneOf(s, declaredTools()):
+						member = "function.name: " + showField(name, hasName)
+					default:
+						return nil
 					}
-					return nil
+					return failp(fmt.Sprintf(`{"id": "<non-empty>", "type": "function", "function": {"name": one of %q}}`, declaredTools()),
+						fmt.Sprintf("tool_calls[%d].%s in %s", i, member, show(tc)))
 				})
 			}},
 		{id: "tools.required.arguments", grade: Must, probes: req,
@@ -213,8 +223,9 @@ func toolChecks() []*check {
 				for _, idx := range sortedKeys(by) {
 					f := by[idx][0]
 					name, _ := at(f.m, "function", "name")
+					// type null is as good as absent, as for every optional member.
 					typ, hasType := f.m["type"]
-					if !nonEmptyString(f.m["id"]) || (hasType && typ != "function") || name != namedTool {
+					if !nonEmptyString(f.m["id"]) || (!isNullish(typ, hasType) && typ != "function") || name != namedTool {
 						return fail(`first fragment {"index", "id", "function": {"name": "`+namedTool+`"}}, type "function" if present`,
 							fmt.Sprintf("chunk %d: %s", f.pos, show(f.m))).at(chunkData(j.x("tools.stream"), f.pos))
 					}

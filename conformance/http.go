@@ -305,7 +305,7 @@ func (c *client) once(ctx context.Context, r request) *exchange {
 	}
 	res, err := c.hc.Do(req)
 	if err != nil {
-		x.err = err
+		x.err = timedOut(err, c.timeout, "began")
 		return x
 	}
 	defer res.Body.Close()
@@ -321,7 +321,7 @@ func (c *client) once(ctx context.Context, r request) *exchange {
 		}
 	}
 	if err != nil {
-		x.err = fmt.Errorf("reading body: %w", err)
+		x.err = fmt.Errorf("reading body: %w", timedOut(err, c.timeout, "ended"))
 		return x
 	}
 	x.decode(r.stream)
@@ -429,6 +429,29 @@ func (t *teeBody) Read(p []byte) (int, error) {
 }
 
 func (t *teeBody) Close() error { return t.rc.Close() }
+
+// timeoutError is a request that --timeout ended: "context deadline exceeded" alone names
+// neither the flag nor what it cut short, and a server that stalls mid-stream is a common fault.
+type timeoutError struct {
+	timeout time.Duration
+	// what the timeout came before: "began" (no response head) or "ended" (the body).
+	what string
+	err  error
+}
+
+func (e *timeoutError) Error() string {
+	return fmt.Sprintf("--timeout %v ran out before the answer %s (%v)", e.timeout, e.what, e.err)
+}
+
+func (e *timeoutError) Unwrap() error { return e.err }
+
+// timedOut wraps err in a *timeoutError when it is the per-request deadline's.
+func timedOut(err error, timeout time.Duration, what string) error {
+	if errors.Is(err, context.DeadlineExceeded) && timeout > 0 {
+		return &timeoutError{timeout: timeout, what: what, err: err}
+	}
+	return err
+}
 
 // errTooLong ends a body at maxBody. Cutting it silently would read as
 // "not JSON: unexpected end" or "no [DONE]", blaming the wrong thing.

@@ -64,7 +64,7 @@ func (r *runner) sdkCall(ctx context.Context, rec *recorder, call func(ctx conte
 	x := rec.last()
 	var apiErr *openai.Error
 	if !errors.As(err, &apiErr) || apiErr.StatusCode != http.StatusTooManyRequests || x.header == nil {
-		return x, err
+		return x, r.timedOut(ctx, x, err)
 	}
 	if r.o.Sleep(ctx, retryWait(x.header, r.o.Now(), r.o.Timeout)) != nil {
 		return x, err
@@ -72,7 +72,20 @@ func (r *runner) sdkCall(ctx context.Context, rec *recorder, call func(ctx conte
 	err = attempt()
 	again := rec.last()
 	again.throttled = x
-	return again, err
+	return again, r.timedOut(ctx, again, err)
+}
+
+// timedOut names --timeout in an SDK call's error when the per-request deadline ended it (the
+// run's own context still live): before the answer's head came, or while its body was read.
+func (r *runner) timedOut(ctx context.Context, x *exchange, err error) error {
+	if ctx.Err() != nil {
+		return err
+	}
+	what := "ended"
+	if x.status == 0 {
+		what = "began"
+	}
+	return timedOut(err, r.o.Timeout, what)
 }
 
 func sdkChat(ctx context.Context, r *runner) *exchange {
@@ -145,6 +158,10 @@ func sdkErr(err error) string {
 	var apiErr *openai.Error
 	if errors.As(err, &apiErr) {
 		return fmt.Sprintf("*openai.Error status %d, message %q, type %q", apiErr.StatusCode, clip(apiErr.Message, 80), apiErr.Type)
+	}
+	var te *timeoutError
+	if errors.As(err, &te) {
+		return te.Error()
 	}
 	return fmt.Sprintf("%T: %v", err, err)
 }
