@@ -181,6 +181,9 @@ func lineEnd(b []byte) int {
 // next returns the next event, io.EOF at the end of the input, or the read error.
 func (s *sseReader) next() (sseEvent, error) {
 	s.data, s.name = s.data[:0], s.name[:0]
+	if ev, ok := s.whole(); ok {
+		return ev, nil
+	}
 	hasData := false
 	for {
 		if s.eof {
@@ -212,6 +215,33 @@ func (s *sseReader) next() (sseEvent, error) {
 			return sseEvent{}, io.EOF
 		}
 	}
+}
+
+// whole returns the event that almost every upstream sends, when it is in the buffer: one
+// "data:" line and a blank line, both ending in LF, no CR in them. It is what next would make
+// of those bytes, in one search for the line's end and one for a CR, where next reads two lines
+// and parses a field (bench --count: about 450 instructions an event of a 32-event stream's
+// 4,700). Anything else — a first line (its BOM), an LF owed to a CR, a second data line, an
+// event name, a comment, an event not yet whole — is left to next.
+func (s *sseReader) whole() (sseEvent, bool) {
+	if s.first || s.skipLF || s.eof {
+		return sseEvent{}, false
+	}
+	buf, _ := s.r.Peek(s.r.Buffered())
+	if len(buf) < len("data:\n\n") || string(buf[:5]) != "data:" {
+		return sseEvent{}, false
+	}
+	i := bytes.IndexByte(buf, '\n')
+	if i < 0 || i+1 >= len(buf) || buf[i+1] != '\n' || bytes.IndexByte(buf[:i], '\r') >= 0 {
+		return sseEvent{}, false
+	}
+	v := buf[5:i]
+	if len(v) > 0 && v[0] == ' ' {
+		v = v[1:]
+	}
+	s.data = append(s.data, v...)
+	_, _ = s.r.Discard(i + 2)
+	return sseEvent{name: s.name, data: s.data}, true
 }
 
 // field applies one non-empty line and reports whether it was a data field.
