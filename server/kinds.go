@@ -158,8 +158,41 @@ func (w *wireView) checkPassed(name, v []byte) bool {
 		w.logprobs = v[0] == 't'
 	case "n":
 		w.choices = choicesOf(v)
+	case "logit_bias":
+		w.noteOpenAIOnly(n, v[0] == '{' && hasMember(v))
+	case "modalities":
+		w.noteOpenAIOnly(n, v[0] == '[' && asksAudio(v))
 	}
 	return true
+}
+
+// noteOpenAIOnly records the field name as the request's first OpenAI-only one when it asks for
+// something (TestOpenAIOnlyParamsSkipTranslators).
+func (w *wireView) noteOpenAIOnly(name string, asks bool) {
+	if asks && w.openaiOnly == "" {
+		w.openaiOnly = name
+	}
+}
+
+// hasMember reports whether the (validated) object v has a member.
+func hasMember(v []byte) bool {
+	it := jsonx.Object(v, false)
+	_, _, ok := it.Next()
+	return ok
+}
+
+// asksAudio reports whether the (validated) modalities array v holds "audio".
+func asksAudio(v []byte) bool {
+	it := jsonx.Array(v, false)
+	for {
+		_, e, ok := it.Next()
+		if !ok {
+			return false
+		}
+		if s, ok := jsonx.Unquote(e); ok && s == "audio" {
+			return true
+		}
+	}
 }
 
 // notString returns the first element of the (validated) array v that is not a string, and its

@@ -47,3 +47,52 @@ func TestStopElementsAreStrings(t *testing.T) {
 		}
 	}
 }
+
+// TestOpenAIOnlyParamsSkipTranslators: logit_bias with entries, and modalities asking for audio,
+// are what only an OpenAI-protocol target can honour: Ollama's /api/chat
+// and SAIF have neither, and the adapters dropped them, so the client got tokens it had banned,
+// or a text answer with no audio, without a word. Such a request now skips those targets, as n
+// above 1 does; a route with nothing else refuses it naming the field. An empty logit_bias and
+// text-only modalities ask for nothing and leave them eligible.
+func TestOpenAIOnlyParamsSkipTranslators(t *testing.T) {
+	oll, saif, oai := newFake(t, "oll"), newFake(t, "saif"), newFake(t, "oai")
+	cfg := "[targets.oll]\nadapter = \"ollama\"\nurl = \"" + oll.srv.URL + "\"\nclass = \"private\"\nmodel = \"o\"\n\n" +
+		"[targets.saif]\nadapter = \"saif\"\nurl = \"" + saif.srv.URL + "\"\nclass = \"private\"\nmodel = \"s\"\n\n" +
+		target("oai", oai.url(), "private", `model = "m"`) +
+		"[routes.co]\ntargets = [\"oll\", \"saif\", \"oai\"]\n\n[routes.olla]\ntargets = [\"oll\"]\n\n[routes.sm]\ntargets = [\"saif\"]\n"
+	g := newGateway(t, cfg, nil)
+	const msgs = `"messages":[{"role":"user","content":"x"}]`
+	for _, a := range []struct{ name, field, reason string }{
+		{"logit_bias", `"logit_bias":{"50256":-100},`, "logit_bias"},
+		{"audio modality", `"modalities":["text","audio"],"audio":{"voice":"alloy","format":"wav"},`, "modalities"},
+	} {
+		t.Run(a.name, func(t *testing.T) {
+			rep := g.post(t, "/v1/chat/completions", `{"model":"co",`+a.field+msgs+`}`)
+			if rep.status != 200 || rep.header.Get("x-hayula-chain") != "oai" {
+				t.Errorf("route co: %d chain %q: %s", rep.status, rep.header.Get("x-hayula-chain"), rep.body)
+			}
+			for _, route := range []string{"olla", "sm"} {
+				rep = g.post(t, "/v1/chat/completions", `{"model":"`+route+`",`+a.field+msgs+`}`)
+				if rep.status != 400 || rep.errorField(t, "code") != "unsupported_request" ||
+					!strings.Contains(rep.errorField(t, "message").(string), a.reason) {
+					t.Errorf("route %s: %d %s", route, rep.status, rep.body)
+				}
+			}
+		})
+	}
+	if n := oll.hits.Load() + saif.hits.Load(); n != 0 {
+		t.Fatalf("the translating targets were asked %d times", n)
+	}
+	for _, field := range []string{`"logit_bias":{},`, `"logit_bias":null,`, `"modalities":["text"],`, `"modalities":null,"audio":null,`} {
+		for _, f := range []*fake{oll, saif} {
+			// The fakes answer in OpenAI's shape, which neither adapter reads: reaching them is
+			// what counts.
+			before := f.hits.Load()
+			route := map[*fake]string{oll: "olla", saif: "sm"}[f]
+			rep := g.post(t, "/v1/chat/completions", `{"model":"`+route+`",`+field+msgs+`}`)
+			if rep.status == 400 || f.hits.Load() == before {
+				t.Errorf("route %s, %s: %d %s", route, field, rep.status, rep.body)
+			}
+		}
+	}
+}
