@@ -129,6 +129,8 @@ type wireView struct {
 	// topLogprobs and logprobs are set when the body has a top_logprobs neither null nor 0, and
 	// logprobs true (checkPassed).
 	topLogprobs, logprobs bool
+	// openaiOnly is core.Request.OpenAIOnly (checkPassed).
+	openaiOnly string
 	// choices is n when the body asks for more than one choice (checkPassed).
 	choices int
 	// streamOn and streamNulled follow the "stream" members in order (noteStream).
@@ -325,6 +327,7 @@ func finishChat(r *http.Request, body []byte, w *wireView, req *core.Request) *a
 	req.Images = hasImages(w.Messages)
 	req.Choices = w.choices
 	req.Logprobs = w.logprobs
+	req.OpenAIOnly = w.openaiOnly
 	req.Structured = structuredFormat(w.Raw.ResponseFormat)
 	// A max_completion_tokens of 0 beside a max_tokens gives way to it: vLLM takes
 	// "max_completion_tokens or max_tokens", so the window was checked for 0 tokens while it was

@@ -86,10 +86,12 @@ func passKinds(name []byte) (string, kinds) {
 }
 
 // badField is the first passed-through field whose value the walk refused; name is empty when
-// there is none. value is a sub-slice of the body.
+// there is none. value is a sub-slice of the body: the field's, or with elem the element's.
 type badField struct {
 	name  string
 	value []byte
+	// elem is 1 + the index of the array element refused (stopElement), 0 for the whole field.
+	elem int
 }
 
 // fits reports whether the (validated) JSON value v is of one of the kinds k, and, for "n", at
@@ -139,8 +141,14 @@ func (w *wireView) checkPassed(name, v []byte) bool {
 	if k == 0 {
 		return false
 	}
-	if w.bad.name == "" && !fits(n, k, v) {
-		w.bad = badField{name: n, value: v}
+	if w.bad.name == "" {
+		if !fits(n, k, v) {
+			w.bad = badField{name: n, value: v}
+		} else if n == "stop" && v[0] == '[' {
+			if i, e, found := notString(v); found {
+				w.bad = badField{name: n, value: e, elem: i + 1}
+			}
+		}
 	}
 	switch n {
 	case "top_logprobs":
@@ -150,8 +158,58 @@ func (w *wireView) checkPassed(name, v []byte) bool {
 		w.logprobs = v[0] == 't'
 	case "n":
 		w.choices = choicesOf(v)
+	case "logit_bias":
+		w.noteOpenAIOnly(n, v[0] == '{' && hasMember(v))
+	case "modalities":
+		w.noteOpenAIOnly(n, v[0] == '[' && asksAudio(v))
 	}
 	return true
+}
+
+// noteOpenAIOnly records the field name as the request's first OpenAI-only one when it asks for
+// something (TestOpenAIOnlyParamsSkipTranslators).
+func (w *wireView) noteOpenAIOnly(name string, asks bool) {
+	if asks && w.openaiOnly == "" {
+		w.openaiOnly = name
+	}
+}
+
+// hasMember reports whether the (validated) object v has a member.
+func hasMember(v []byte) bool {
+	it := jsonx.Object(v, false)
+	_, _, ok := it.Next()
+	return ok
+}
+
+// asksAudio reports whether the (validated) modalities array v holds "audio".
+func asksAudio(v []byte) bool {
+	it := jsonx.Array(v, false)
+	for {
+		_, e, ok := it.Next()
+		if !ok {
+			return false
+		}
+		if s, ok := jsonx.Unquote(e); ok && s == "audio" {
+			return true
+		}
+	}
+}
+
+// notString returns the first element of the (validated) array v that is not a string, and its
+// index. A stop list of anything else is refused as OpenAI refuses it: the ollama and saif
+// adapters read no list out of it and sent no stop at all, the strings in it included, so the
+// answer ran past where the client asked it to end (TestStopElementsAreStrings).
+func notString(v []byte) (int, []byte, bool) {
+	it := jsonx.Array(v, false)
+	for i := 0; ; i++ {
+		_, e, ok := it.Next()
+		if !ok {
+			return 0, nil, false
+		}
+		if e[0] != '"' {
+			return i, e, true
+		}
+	}
 }
 
 // choicesOf is the number of choices an n that fits (an integer of at least 1) asks for, when
@@ -226,6 +284,14 @@ func passedKinds(body []byte, w *wireView) {
 func (b badField) refusal() *apiError {
 	_, k := passKinds([]byte(b.name))
 	got := kindName(b.value)
+	if b.elem > 0 {
+		param := fmt.Sprintf("%s[%d]", b.name, b.elem-1)
+		if got != "null" {
+			got = article(got)
+		}
+		return badRequest(param, "invalid_type", fmt.Sprintf("Invalid type for '%s': expected a string, but got %s instead.",
+			param, got))
+	}
 	if got == "integer" && k&kInteger != 0 {
 		// An integer misfits only "n", below its minimum.
 		return badRequest(b.name, "integer_below_min_value", fmt.Sprintf(
@@ -237,6 +303,8 @@ func (b badField) refusal() *apiError {
 
 func kindName(v []byte) string {
 	switch v[0] {
+	case 'n':
+		return "null"
 	case '"':
 		return "string"
 	case 't', 'f':

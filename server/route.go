@@ -150,8 +150,9 @@ func (choicesFilter) Keep(req *core.Request, t *core.Target) (bool, string) {
 }
 
 // formatFilter drops a target whose adapter cannot carry a JSON response_format or logprobs
-// (upstream.CarriesFormat) for a request that asks for either: the client would get prose, or no
-// logprobs, without a word.
+// (upstream.CarriesFormat), or a field only the OpenAI protocol has (core.Request.OpenAIOnly,
+// upstream.CarriesOpenAIOnly), for a request that asks for one: the client would get prose, no
+// logprobs, tokens it had banned, or no audio, without a word.
 type formatFilter struct{}
 
 var _ filter.Filter = formatFilter{}
@@ -161,11 +162,15 @@ func (formatFilter) Name() string { return "format" }
 
 // Keep drops t when req asks for what t's adapter cannot carry.
 func (formatFilter) Keep(req *core.Request, t *core.Target) (bool, string) {
-	if (!req.Structured && !req.Logprobs) || upstream.CarriesFormat(t.Adapter) {
+	var asks string
+	switch {
+	case req.OpenAIOnly != "" && !upstream.CarriesOpenAIOnly(t.Adapter):
+		asks = req.OpenAIOnly
+	case (!req.Structured && !req.Logprobs) || upstream.CarriesFormat(t.Adapter):
 		return true, ""
-	}
-	asks := "a JSON response_format"
-	if !req.Structured {
+	case req.Structured:
+		asks = "a JSON response_format"
+	default:
 		asks = "logprobs"
 	}
 	return false, "request asks for " + asks + ": the " + t.Adapter.String() + " adapter's protocol cannot carry it"
@@ -187,7 +192,8 @@ type plan struct {
 // plan runs eligibility with the kept targets in kept's array (see filter.RunInto).
 func (s *Server) plan(rs *routeState, req *core.Request, kept []*core.Target) plan {
 	stages := s.stages
-	if req.Op == core.OpChat && s.allServeChat && req.Choices <= 1 && !req.Structured && !req.Logprobs {
+	if req.Op == core.OpChat && s.allServeChat && req.Choices <= 1 && !req.Structured && !req.Logprobs &&
+		req.OpenAIOnly == "" {
 		// The capability stages would keep every target, at a call per target each, on nearly
 		// every request: every target's adapter serves chat (New checked), and one choice.
 		stages = stages[capStages:]

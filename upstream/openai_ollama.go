@@ -17,6 +17,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/hayula/gateway/core"
+	"github.com/hayula/gateway/internal/jsonx"
 )
 
 // openaiOllama translates one OpenAI request to Ollama's native API (POST /api/chat, NDJSON
@@ -76,6 +77,8 @@ type ollamaChatRequest struct {
 	// Logprobs and TopLogprobs are the client's (Ollama v0.12.11 on; an older one ignores them).
 	Logprobs    bool `json:"logprobs,omitempty"`
 	TopLogprobs int  `json:"top_logprobs,omitempty"`
+	// Think is the client's reasoning_effort (ollamaThink): false, or a level; nil when unsent.
+	Think json.RawMessage `json:"think,omitempty"`
 }
 
 type ollamaChatResponse struct {
@@ -240,6 +243,9 @@ func (a *openaiOllama) translate(req *core.Request) (*ollamaChatRequest, error) 
 	o := &ollamaOptions{Temperature: p.Temperature, TopP: p.TopP, Seed: p.Seed, Stop: p.StopList(), NumPredict: req.MaxTokens,
 		NumCtx: a.t.ContextWindow, FreqPenalty: p.FrequencyPenalty, PresPenalty: p.PresencePenalty}
 	out.Logprobs, out.TopLogprobs = logprobsAsked(req.Body)
+	if out.Think, err = a.think(req.Body); err != nil {
+		return nil, err
+	}
 	if o.Temperature != nil || o.TopP != nil || o.Seed != nil || o.Stop != nil || o.NumPredict > 0 ||
 		o.NumCtx > 0 || o.FreqPenalty != nil || o.PresPenalty != nil {
 		out.Options = o
@@ -421,6 +427,61 @@ func namedTool(t *core.Target, tools, choice json.RawMessage) (json.RawMessage, 
 		}
 	}
 	return append(out, ']'), nil
+}
+
+// reasoningKey is the raw key think looks for before walking a body.
+var reasoningKey = []byte(`"reasoning_effort"`)
+
+// think maps the body's reasoning_effort (a string, or an object with an "effort", as
+// openai-agents sends it) to /api/chat's think, as Ollama's own OpenAI endpoint does: "none" is
+// false, a level is that level, and OpenAI's minimal and xhigh, which Ollama has no word for, are
+// its nearest, low and high. Left out, a thinking model would think as long as it likes whatever
+// the client asked (TestOllamaParams). A value that is no level is refused, as OpenAI refuses it
+// (TestOllamaReasoningEffortRefused). nil when the body sends none (or null). A body without a
+// raw "reasoning_effort" is not walked; the server has checked the field's kind.
+func (a *openaiOllama) think(body []byte) (json.RawMessage, error) {
+	if !bytes.Contains(body, reasoningKey) {
+		return nil, nil
+	}
+	var effort json.RawMessage
+	it := jsonx.Object(body, false)
+	for {
+		k, v, ok := it.Next()
+		if !ok {
+			break
+		}
+		if name, plain := jsonx.PlainKey(k); plain && string(name) == "reasoning_effort" {
+			effort = v
+		}
+	}
+	if len(effort) > 0 && effort[0] == '{' {
+		var o struct {
+			Effort json.RawMessage `json:"effort"`
+		}
+		_ = json.Unmarshal(effort, &o)
+		effort = o.Effort
+	}
+	if len(effort) == 0 || string(effort) == "null" {
+		return nil, nil
+	}
+	var level string
+	if json.Unmarshal(effort, &level) == nil {
+		switch level {
+		case "none":
+			return json.RawMessage("false"), nil
+		case "minimal":
+			level = "low"
+		case "xhigh":
+			level = "high"
+		}
+		switch level {
+		case "low", "medium", "high":
+			return mustJSON(level), nil
+		}
+	}
+	return nil, requestError(a.t, "invalid_value", "reasoning_effort", fmt.Sprintf(
+		"Invalid value for 'reasoning_effort': %s (expected \"none\", \"minimal\", \"low\", \"medium\", \"high\" or \"xhigh\").",
+		snippet(effort)))
 }
 
 // format maps response_format: json_object is "json", json_schema is its schema, text is none.

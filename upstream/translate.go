@@ -62,6 +62,14 @@ func CarriesFormat(a core.AdapterKind) bool {
 	return a != core.AdapterSAIF
 }
 
+// CarriesOpenAIOnly reports whether the adapter a can carry the fields only the OpenAI protocol
+// has (core.Request.OpenAIOnly: logit_bias, audio output): Ollama's /api/chat and SAIF have
+// neither, and their adapters would answer without them. The server's eligibility skips such a
+// target for a request that sets one (TestOpenAIOnlyParamsSkipTranslators).
+func CarriesOpenAIOnly(a core.AdapterKind) bool {
+	return a == core.AdapterOpenAI
+}
+
 // unsupportedOp is a 404 for an endpoint the adapter does not serve (see Serves). Class
 // endpoint: the chain moves on to a target that may serve it.
 func unsupportedOp(t *core.Target, op core.Op) *core.StatusError {
