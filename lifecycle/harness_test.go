@@ -3,7 +3,6 @@
 package lifecycle
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -22,6 +21,8 @@ import (
 	"time"
 
 	"go.uber.org/goleak"
+
+	"github.com/hayula/gateway/internal/testsink"
 )
 
 // fakeBin is the fakebackend binary, built once by TestMain; tests only read it.
@@ -265,22 +266,8 @@ func chat(baseURL string) (string, error) {
 	return body.Model, nil
 }
 
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
+// syncBuffer is a log destination that a test reads while the code under test writes.
+type syncBuffer = testsink.Buffer
 
 // fakeClock is a Clock that moves only when Advance is called; due timers run inside Advance.
 type fakeClock struct {

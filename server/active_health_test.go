@@ -1,19 +1,18 @@
 package server_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"log/slog"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/hayula/gateway/health"
+	"github.com/hayula/gateway/internal/testsink"
 	"github.com/hayula/gateway/server"
 )
 
@@ -45,23 +44,8 @@ func healthDown(w http.ResponseWriter, _ *http.Request) {
 	w.WriteHeader(http.StatusInternalServerError)
 }
 
-// syncBuffer is a log sink the test reads while the server writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
+// syncBuffer is a log destination that a test reads while the code under test writes.
+type syncBuffer = testsink.Buffer
 
 func withLog(buf *syncBuffer) gwOption {
 	return func(o *server.Options) { o.Logger = slog.New(slog.NewTextHandler(buf, nil)) }

@@ -25,27 +25,13 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/hayula/gateway/config"
+	"github.com/hayula/gateway/internal/testsink"
 	"github.com/hayula/gateway/metrics"
 	"github.com/hayula/gateway/server"
 )
 
-// syncBuffer is a log destination that a test reads while the gateway writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
+// syncBuffer is a log destination that a test reads while the code under test writes.
+type syncBuffer = testsink.Buffer
 
 // fakeModel is an OpenAI-compatible upstream: a whole answer, or a stream whose second event
 // waits for hold to close.
