@@ -204,7 +204,10 @@ func TestEmbeddingsInputsAtMost2048(t *testing.T) {
 	}
 }
 
-// TestEmbeddingsDimensions: dimensions goes on to /api/embed. A dimensions or encoding_format of the wrong type or value is refused before any target is.
+// TestEmbeddingsDimensions: dimensions goes on to /api/embed; a vector of another width (an
+// Ollama older than dimensions, or one asked for more than the model has, answers at the
+// model's own width) is refused with a 400 naming dimensions, never passed off as what was asked.
+// A dimensions or encoding_format of the wrong type or value is refused before any target is.
 func TestEmbeddingsDimensions(t *testing.T) {
 	t.Run("honoured", func(t *testing.T) {
 		g, oll := ollamaEmbedRoute(t, ollamaEmbedder{width: 8, honoursDims: true})
@@ -224,6 +227,25 @@ func TestEmbeddingsDimensions(t *testing.T) {
 			t.Errorf("dimensions sent %v", d)
 		}
 	})
+	for name, o := range map[string]ollamaEmbedder{
+		"more than the model has": {width: 8, honoursDims: true},
+		"ignored":                 {width: 8},
+	} {
+		t.Run(name, func(t *testing.T) {
+			g, _ := ollamaEmbedRoute(t, o)
+			dims := 4
+			if o.honoursDims {
+				dims = 16
+			}
+			rep := g.post(t, "/v1/embeddings", fmt.Sprintf(`{"model":"emb","input":"a","dimensions":%d}`, dims))
+			if rep.status != 400 || rep.errorField(t, "param") != "dimensions" || rep.errorField(t, "type") != "invalid_request_error" {
+				t.Fatalf("%d %s", rep.status, rep.body)
+			}
+			if msg, _ := rep.errorField(t, "message").(string); !strings.Contains(msg, "8") {
+				t.Errorf("message does not say the width it has: %s", msg)
+			}
+		})
+	}
 	t.Run("refused before a target", func(t *testing.T) {
 		g, oll := ollamaEmbedRoute(t, ollamaEmbedder{width: 8, honoursDims: true})
 		for _, tc := range []struct{ field, value string }{
@@ -251,6 +273,62 @@ func TestEmbeddingsDimensions(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestEmbeddingsOllamaNoSilentTruncation: Ollama's /api/embed cuts an input longer than the
+// window to fit unless asked not to (truncate: false), and embeds the start of a document as if
+// it were the whole; OpenAI refuses such an input. The gateway asks Ollama not to, and the
+// overflow Ollama answers falls through to a target with a larger window.
+func TestEmbeddingsOllamaNoSilentTruncation(t *testing.T) {
+	oll, big := newFake(t, "oll"), newFake(t, "big")
+	oll.set(func(w http.ResponseWriter, r *http.Request) {
+		var req struct {
+			Truncate *bool `json:"truncate"`
+		}
+		_ = json.NewDecoder(r.Body).Decode(&req)
+		w.Header().Set("Content-Type", "application/json")
+		if req.Truncate == nil || *req.Truncate {
+			fmt.Fprint(w, `{"model":"nomic","embeddings":[[0.5,0.5]],"prompt_eval_count":2048}`) // the start only
+			return
+		}
+		w.WriteHeader(http.StatusBadRequest)
+		fmt.Fprint(w, `{"error":"the input length exceeds the context length"}`)
+	})
+	cfg := "[targets.oll]\nadapter = \"ollama\"\nurl = \"" + oll.srv.URL + "\"\nclass = \"private\"\nmodel = \"nomic\"\n\n" +
+		target("big", big.url(), "private", `model = "big-embed"`) + "[routes.emb]\ntargets = [\"oll\", \"big\"]\n\n" +
+		"[routes.small]\ntargets = [\"oll\"]\n"
+	g := newGateway(t, cfg, nil)
+	if rep := g.post(t, "/v1/embeddings", `{"model":"small","input":"a very long document"}`); rep.status != 400 ||
+		!strings.Contains(fmt.Sprint(rep.errorField(t, "message")), "exceeds the context length") {
+		t.Errorf("no larger target: %d %s", rep.status, rep.body)
+	}
+	rep := g.post(t, "/v1/embeddings", `{"model":"emb","input":"a very long document"}`)
+	if rep.status != 200 || big.hits.Load() != 1 {
+		t.Fatalf("%d (big asked %d times) %s", rep.status, big.hits.Load(), rep.body)
+	}
+	if tr, ok := oll.lastBody(t)["truncate"]; !ok || tr != false {
+		t.Errorf("truncate sent: %v (present %v)", tr, ok)
+	}
+}
+
+// TestEmbeddingsOllamaCountMismatch: an /api/embed answer with fewer (or more) embeddings than
+// inputs cannot say which input each belongs to; passed on, a client zipping inputs with data
+// would pair texts with the wrong vectors. It is a broken answer, as an empty one is.
+func TestEmbeddingsOllamaCountMismatch(t *testing.T) {
+	oll := newFake(t, "oll")
+	oll.set(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprint(w, `{"model":"nomic","embeddings":[[0.5,0.5]],"prompt_eval_count":2}`)
+	})
+	cfg := "[targets.oll]\nadapter = \"ollama\"\nurl = \"" + oll.srv.URL + "\"\nclass = \"private\"\nmodel = \"nomic\"\n\n" +
+		"[routes.emb]\ntargets = [\"oll\"]\n"
+	g := newGateway(t, cfg, nil)
+	if rep := g.post(t, "/v1/embeddings", `{"model":"emb","input":["a","b"]}`); rep.status != http.StatusBadGateway {
+		t.Fatalf("%d %s", rep.status, rep.body)
+	}
+	if rep := g.post(t, "/v1/embeddings", `{"model":"emb","input":["a"]}`); rep.status != 200 {
+		t.Fatalf("one input: %d %s", rep.status, rep.body)
+	}
 }
 
 // TestEmbeddingsOpenAIPassesThrough: an openai target gets encoding_format and dimensions as the
