@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"os"
 	"reflect"
@@ -515,6 +516,10 @@ type wireOther struct {
 	Fallback      json.RawMessage `json:"x-fallback-on"`
 	Hint          *string         `json:"x-route-hint"`
 	Privacy       *string         `json:"x-hayula-privacy"`
+	// Dimensions and EncodingFormat are an embeddings request's: the ollama adapter acts on
+	// them, so the server holds them to what OpenAI's API accepts (embedOptions).
+	Dimensions     json.RawMessage `json:"dimensions"`
+	EncodingFormat json.RawMessage `json:"encoding_format"`
 }
 
 // decodeOther decodes a completions or embeddings request. Its body passes through untouched but
@@ -543,10 +548,13 @@ func decodeOther(r *http.Request, body []byte, op core.Op) (*core.Request, *apiE
 	if t := bytes.TrimSpace(raw); len(t) == 0 || bytes.Equal(t, []byte("null")) {
 		return nil, badRequest(field, "missing_required_parameter", fmt.Sprintf("Missing required parameter: '%s'.", field))
 	}
-	if op == core.OpEmbeddings && emptyInput(raw) {
-		// OpenAI refuses these; Ollama's /api/embed answers them 200 with no embeddings at all.
-		return nil, badRequest("input", "invalid_value",
-			"Invalid 'input': it cannot be an empty string or an empty array, nor hold one.")
+	if op == core.OpEmbeddings {
+		if e := inputRefusal(raw); e != nil {
+			return nil, e
+		}
+		if e := embedOptions(w.Dimensions, w.EncodingFormat); e != nil {
+			return nil, e
+		}
 	}
 	req := &core.Request{Op: op, Model: *w.Model, Stream: w.Stream}
 	if op == core.OpCompletions {
@@ -569,7 +577,11 @@ func decodeOther(r *http.Request, body []byte, op core.Op) (*core.Request, *apiE
 		}
 		req.Choices = choicesOf(n)
 	}
-	if e := foldedSpelling(body, isOtherKey, false); e != nil {
+	isKey := isOtherKey
+	if op == core.OpEmbeddings {
+		isKey = isEmbedKey
+	}
+	if e := foldedSpelling(body, isKey, false); e != nil {
 		return nil, e
 	}
 	if w.Stream {
@@ -595,30 +607,82 @@ func decodeOther(r *http.Request, body []byte, op core.Op) (*core.Request, *apiE
 	return req, nil
 }
 
-// emptyInput reports an embeddings input OpenAI's API refuses for being empty: "", [], or an
-// array holding "" or [] (its arrays hold 1 to 2048 items; a string "cannot be an empty string").
-// raw is valid JSON, as encoding/json decoded the body.
-func emptyInput(raw []byte) bool {
+// maxInputs is how many items OpenAI's API takes in an embeddings input array.
+const maxInputs = 2048
+
+// inputRefusal refuses an embeddings input OpenAI's API refuses: an empty one ("", [], or an
+// array holding "" or []: OpenAI says input "cannot be an empty string"; Ollama's /api/embed
+// answers such an input 200 with no embeddings at all), and an array of more than 2048 strings
+// or token arrays (a flat array of token ids is one input, however long). raw is valid JSON, as
+// encoding/json decoded the body (TestEmbeddingsEmptyInputRefused, TestEmbeddingsInputsAtMost2048).
+func inputRefusal(raw []byte) *apiError {
+	empty := badRequest("input", "invalid_value", "Invalid 'input': it cannot be an empty string or an empty array, nor hold one.")
 	t := bytes.TrimSpace(raw)
 	switch t[0] {
 	case '"':
-		return len(t) == 2
+		if len(t) == 2 {
+			return empty
+		}
+		return nil
 	case '[':
 	default:
-		return false
+		return nil
 	}
 	it := jsonx.Array(t, false)
-	n := 0
+	n, tokens := 0, false
 	for {
 		_, v, ok := it.Next()
 		if !ok {
-			return n == 0
+			break
+		}
+		if n == 0 {
+			tokens = v[0] != '"' && v[0] != '['
 		}
 		n++
 		if string(v) == `""` || v[0] == '[' && len(bytes.TrimSpace(v[1:])) == 1 {
-			return true
+			return empty
 		}
 	}
+	switch {
+	case n == 0:
+		return empty
+	case n > maxInputs && !tokens:
+		return badRequest("input", "array_above_max_length", fmt.Sprintf(
+			"Invalid 'input': array too long. Expected an array with maximum length %d, but got an array with length %d instead.", maxInputs, n))
+	}
+	return nil
+}
+
+// embedOptions refuses an embeddings request's dimensions or encoding_format of a kind or value
+// OpenAI's API refuses (dimensions an integer of at least 1; encoding_format "float" or
+// "base64"; either may be null), before a target is asked: the ollama adapter acts on both, and
+// took 0 or -3 for "the model's own width" and a string for a body that is not JSON
+// (TestEmbeddingsDimensions).
+func embedOptions(dims, format json.RawMessage) *apiError {
+	if d := bytes.TrimSpace(dims); len(d) > 0 && d[0] != 'n' {
+		if got := kindName(d); got != "integer" {
+			return badRequest("dimensions", "invalid_type", fmt.Sprintf(
+				"Invalid type for 'dimensions': expected an integer, but got %s instead.", article(got)))
+		}
+		if n, err := strconv.ParseInt(string(d), 10, 32); d[0] == '-' || err == nil && n < 1 {
+			return badRequest("dimensions", "integer_below_min_value", fmt.Sprintf(
+				"Invalid 'dimensions': integer below minimum value. Expected a value >= 1, but got %s instead.", d))
+		} else if err != nil {
+			return badRequest("dimensions", "integer_above_max_value", fmt.Sprintf(
+				"Invalid 'dimensions': integer above maximum value. Expected a value <= %d, but got %s instead.", math.MaxInt32, d))
+		}
+	}
+	if f := bytes.TrimSpace(format); len(f) > 0 && f[0] != 'n' {
+		if got := kindName(f); got != "string" {
+			return badRequest("encoding_format", "invalid_type", fmt.Sprintf(
+				"Invalid type for 'encoding_format': expected a string, but got %s instead.", article(got)))
+		}
+		if s := string(f); s != `"float"` && s != `"base64"` {
+			return badRequest("encoding_format", "invalid_value", fmt.Sprintf(
+				"Invalid value: %s. Supported values are: 'float' and 'base64'.", f))
+		}
+	}
+	return nil
 }
 
 // jsonError answers a body encoding/json would not decode: not JSON at all, or a field of the
@@ -886,6 +950,12 @@ func isOtherKey(name string) bool {
 		return true
 	}
 	return false
+}
+
+// isEmbedKey is isOtherKey for an embeddings request, whose dimensions and encoding_format the
+// ollama adapter acts on.
+func isEmbedKey(name string) bool {
+	return name == "dimensions" || name == "encoding_format" || isOtherKey(name)
 }
 
 // foldedSpelling refuses a member that encoding/json reads as a field the gateway decides on but

@@ -679,9 +679,11 @@ func (a *openaiOllama) embed(ctx context.Context, req *core.Request) (*Response,
 	}
 	var one string
 	var many []string
+	inputs := 1
 	switch {
 	case json.Unmarshal(in.Input, &one) == nil:
 	case json.Unmarshal(in.Input, &many) == nil:
+		inputs = len(many)
 	default:
 		return nil, requestError(a.t, "unsupported_input", "input",
 			"the ollama adapter embeds text only: input must be a string or an array of strings, not tokens")
@@ -696,7 +698,12 @@ func (a *openaiOllama) embed(ctx context.Context, req *core.Request) (*Response,
 		Model      string          `json:"model"`
 		Input      json.RawMessage `json:"input"`
 		Dimensions int             `json:"dimensions,omitempty"`
-		Options    *options        `json:"options,omitempty"`
+		// Truncate false: by default Ollama cuts an input longer than the window to fit and
+		// embeds its start as if it were the whole; OpenAI refuses such an input, and so does
+		// Ollama when asked not to cut ("the input length exceeds the context length", an
+		// overflow that falls through: TestEmbeddingsOllamaNoSilentTruncation).
+		Truncate bool     `json:"truncate"`
+		Options  *options `json:"options,omitempty"`
 	}{Model: a.t.Model, Input: in.Input, Dimensions: in.Dimensions}
 	if a.t.ContextWindow > 0 {
 		// As for chat: Ollama's default window would cut a longer input silently.
@@ -724,6 +731,12 @@ func (a *openaiOllama) embed(ctx context.Context, req *core.Request) (*Response,
 		// that was asked, and openai-go's Data[0] panics in the client's code.
 		return nil, &core.ProtocolError{Target: a.t.Name, Err: &EmptyAnswerError{Key: "embeddings"}}
 	}
+	if len(m.Embeddings) != inputs {
+		// Which input each belongs to cannot be told: a client pairing its inputs with data by
+		// index would pair texts with the wrong vectors (TestEmbeddingsOllamaCountMismatch).
+		return nil, &core.ProtocolError{Target: a.t.Name,
+			Err: fmt.Errorf("%d embeddings for %d inputs", len(m.Embeddings), inputs)}
+	}
 	type item struct {
 		Object    string          `json:"object"`
 		Index     int             `json:"index"`
@@ -731,6 +744,11 @@ func (a *openaiOllama) embed(ctx context.Context, req *core.Request) (*Response,
 	}
 	data := make([]item, len(m.Embeddings))
 	for i, e := range m.Embeddings {
+		if in.Dimensions > 0 {
+			if err := a.checkWidth(e, in.Dimensions); err != nil {
+				return nil, err
+			}
+		}
 		data[i] = item{Object: "embedding", Index: i, Embedding: e}
 		if in.EncodingFormat == "base64" {
 			enc, err := floatsBase64(e)
@@ -751,6 +769,25 @@ func (a *openaiOllama) embed(ctx context.Context, req *core.Request) (*Response,
 		Usage  usage  `json:"usage"`
 	}{"list", data, cmpOr(m.Model, a.t.Model), usage{m.PromptEvalCount, m.PromptEvalCount}})
 	return &Response{Body: b, Usage: usageOf(m.PromptEvalCount, -1)}, nil
+}
+
+// checkWidth refuses an embedding e that is not of the width dims the client asked for. Ollama
+// cuts a vector to dimensions only when the model's is wider, and one older than its dimensions
+// field ignores it: either answers at the model's own width, which passed on would be taken for
+// what was asked (a vector store sized for 256 fed 768). OpenAI refuses dimensions a model cannot
+// give, with a 400; so does the gateway, naming the width the target gives
+// (TestEmbeddingsDimensions).
+func (a *openaiOllama) checkWidth(e json.RawMessage, dims int) error {
+	var vs []json.RawMessage
+	if err := json.Unmarshal(e, &vs); err != nil {
+		return &core.ProtocolError{Target: a.t.Name, Err: fmt.Errorf("an embedding that is not an array: %w", err)}
+	}
+	if len(vs) == dims {
+		return nil
+	}
+	return requestError(a.t, "unsupported_value", "dimensions", fmt.Sprintf(
+		"Invalid 'dimensions': %d cannot be given by this model, whose embeddings have %d dimensions "+
+			"(through Ollama, dimensions can only be fewer than the model's, and only in versions that read it).", dims, len(vs)))
 }
 
 // floatsBase64 is OpenAI's base64 embedding: little-endian float32s, base64-encoded, as a JSON
