@@ -251,3 +251,31 @@ routes = ["auto"]
 		t.Fatalf("a plain request: %d route %q %s", rep.status, rep.header.Get("x-hayula-route"), rep.body)
 	}
 }
+
+// Model "auto" chooses among chat routes by a conversation's text. An embeddings request has no
+// conversation: it went to the default route, a chat model, and a vector store filled through
+// "auto" could mix vectors of whatever models auto came to pick. It is refused, naming the
+// field, and no target is asked.
+func TestAutoRefusesEmbeddings(t *testing.T) {
+	g, fakes := autoGateway(t)
+	rep := g.post(t, "/v1/embeddings", `{"model":"auto","input":"hello"}`)
+	if rep.status != 400 {
+		t.Fatalf("status %d, want 400: %s", rep.status, rep.body)
+	}
+	var e struct {
+		Error struct{ Message, Type, Code, Param string }
+	}
+	if err := json.Unmarshal(rep.body, &e); err != nil || e.Error.Param != "model" || e.Error.Type != "invalid_request_error" ||
+		e.Error.Code != "model_not_supported" || e.Error.Message == "" {
+		t.Errorf("error %+v (%v): %s", e.Error, err, rep.body)
+	}
+	for n, f := range fakes {
+		if f.hits.Load() != 0 {
+			t.Errorf("%s was asked", n)
+		}
+	}
+	// A route's own name still embeds.
+	if rep := g.post(t, "/v1/embeddings", `{"model":"averroes-q","input":"hello"}`); rep.status == 400 {
+		t.Errorf("a route's name: %d %s", rep.status, rep.body)
+	}
+}

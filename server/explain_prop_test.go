@@ -311,9 +311,6 @@ func randomCase(rng *rand.Rand, ups []*omni) propCase {
 	pc.cfg = b.String()
 
 	pc.model = append(routes, "auto")[rng.IntN(4)]
-	if pc.path == "/v1/embeddings" && pc.model == "auto" {
-		pc.model = routes[rng.IntN(3)]
-	}
 	if key {
 		pc.hdr = append(pc.hdr, "Authorization", "Bearer secret")
 	}
@@ -327,10 +324,14 @@ func randomCase(rng *rand.Rand, ups []*omni) propCase {
 	default:
 		pc.path = "/v1/chat/completions"
 	}
+	if pc.path == "/v1/embeddings" && pc.model == "auto" {
+		// Refused before any route (TestAutoRefusesEmbeddings); explain takes the chat form.
+		pc.model = routes[rng.IntN(3)]
+		body["model"] = pc.model
+	}
 	// A chat body counts its prompt against context windows; a completions or embeddings body is
-	// filtered for its prompt's length (only max_tokens counts), and model "auto" reads no text of an embeddings body (it
-	// goes to the default route). Explain, which takes the chat form, cannot show either, so
-	// those cases are left out here (the report of this test says so).
+	// filtered for its prompt's length (only max_tokens counts). Explain, which takes the chat
+	// form, cannot show that, so those cases are left out here (the report of this test says so).
 	chat := pc.path == "/v1/chat/completions"
 	if chat && rng.IntN(4) == 0 {
 		prompt = strings.Repeat("explain step by step why this proof holds ", 20)

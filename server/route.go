@@ -42,6 +42,13 @@ func (s *Server) resolve(key *config.Key, req *core.Request) (*routeState, strin
 		if key != nil && !key.Allows(name) {
 			return nil, "", modelNotFound(name)
 		}
+		if req.Op == core.OpEmbeddings {
+			// No conversation to classify: the default route, a chat model, would embed, and a
+			// vector store filled through "auto" could mix the vectors of several models.
+			return nil, "", &apiError{Status: http.StatusBadRequest, Type: typeInvalidRequest, Code: "model_not_supported",
+				Param: "model", Message: "model \"auto\" chooses a chat route by the conversation's text and does not " +
+					"embed: name the embeddings route (GET /v1/models lists them)."}
+		}
 		// RouteMessages rather than Classify: the request path needs no Matched or Reason
 		// (explain builds those), and it reads the message texts where they lie instead of
 		// building two strings of them (Texts) per request.
