@@ -414,3 +414,59 @@ targets = ["general"]
 		}
 	}
 }
+
+// An Ollama that answers a chat with its load-only object (done_reason "load", as it answers a
+// request with no messages, written whole even when streaming was asked for) has generated
+// nothing: the chain moves on to the next target, whole or streamed, instead of the client
+// getting an empty completion that says "stop" (TestOllamaLoadIsNoAnswer in upstream).
+func TestSDKOllamaLoadFallsThrough(t *testing.T) {
+	load := newAdUpstream(t, func(w http.ResponseWriter, r *http.Request, body map[string]any) {
+		w.Header().Set("Content-Type", "application/json; charset=utf-8")
+		_, _ = io.WriteString(w, `{"model":"m","created_at":"2026-01-02T15:04:05Z","message":{"role":"assistant","content":""},"done":true,"done_reason":"load"}`)
+	})
+	ok := newAdUpstream(t, func(w http.ResponseWriter, r *http.Request, body map[string]any) {
+		line := `{"model":"m","created_at":"2026-01-02T15:04:05Z","message":{"role":"assistant","content":"It is sunny."},"done":true,"done_reason":"stop","prompt_eval_count":3,"eval_count":4}`
+		_, _ = io.WriteString(w, line+"\n")
+	})
+	c := adClient(t, fmt.Sprintf(`
+[targets.ol-load]
+adapter = "ollama"
+url     = %q
+model   = "m"
+
+[targets.ol-ok]
+adapter = "ollama"
+url     = %q
+model   = "m"
+
+[routes.local]
+targets = ["ol-load", "ol-ok"]
+`, load.srv.URL, ok.srv.URL))
+	ctx := context.Background()
+	p := openai.ChatCompletionNewParams{Model: "local", Messages: []openai.ChatCompletionMessageParamUnion{
+		openai.UserMessage("Weather?")}}
+	got, err := c.Chat.Completions.New(ctx, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Choices[0].Message.Content != "It is sunny." {
+		t.Fatalf("whole answer %+v", got.Choices[0])
+	}
+	st := c.Chat.Completions.NewStreaming(ctx, p)
+	var acc openai.ChatCompletionAccumulator
+	for st.Next() {
+		acc.AddChunk(st.Current())
+	}
+	if err := st.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if acc.Choices[0].Message.Content != "It is sunny." || acc.Choices[0].FinishReason != "stop" {
+		t.Fatalf("streamed answer %+v", acc.Choices[0])
+	}
+	load.mu.Lock()
+	asked := len(load.bodies)
+	load.mu.Unlock()
+	if asked != 2 {
+		t.Fatalf("the loading target was asked %d times, want 2", asked)
+	}
+}

@@ -131,6 +131,9 @@ func (a *openaiOllama) chat(ctx context.Context, req *core.Request) (*Response, 
 		// reach the client as an empty or half completion.
 		return nil, &core.ProtocolError{Target: a.t.Name, Err: errors.New("a 2xx /api/chat answer without done: true")}
 	}
+	if loadOnly(m.DoneReason) {
+		return nil, &core.ProtocolError{Target: a.t.Name, Err: loadOnlyError(m.DoneReason)}
+	}
 	calls := a.toolCalls(m.Message.ToolCalls, false)
 	finish := openAIFinish(m.DoneReason)
 	if len(calls) > 0 {
@@ -147,6 +150,17 @@ func (a *openaiOllama) chat(ctx context.Context, req *core.Request) (*Response, 
 		Usage: newUsage(m.PromptEvalCount, m.EvalCount)}
 	b := mustJSON(c)
 	return &Response{Body: b, Usage: usageOf(m.PromptEvalCount, m.EvalCount), UpstreamID: upID}, nil
+}
+
+// loadOnly reports a done_reason that says nothing was generated: Ollama answers "load" to a
+// chat request with no messages (it loads the model) and "unload" to one with keep_alive 0 too,
+// as one object even when streaming was asked for. Relayed, it is an empty completion that says
+// "stop", which the client takes for the model's answer; so it is a broken answer, and falls
+// through (TestOllamaLoadIsNoAnswer).
+func loadOnly(reason string) bool { return reason == "load" || reason == "unload" }
+
+func loadOnlyError(reason string) error {
+	return fmt.Errorf("a 2xx /api/chat answer with done_reason %q: the model was %sed, nothing was generated", reason, reason)
 }
 
 // post sends body to path below the target's URL.
@@ -611,6 +625,9 @@ func (s *ollamaStream) read() error {
 	}
 	if msg := text(m.Error); msg != "" {
 		return &core.StreamError{Target: s.target, Message: msg}
+	}
+	if m.Done && loadOnly(m.DoneReason) {
+		return &core.StreamError{Target: s.target, Message: loadOnlyError(m.DoneReason).Error()}
 	}
 	if s.ch == nil {
 		created := s.now().Unix()
