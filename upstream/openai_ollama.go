@@ -285,10 +285,12 @@ func (a *openaiOllama) message(i int, m *core.Message, callNames map[string]stri
 			fmt.Sprintf("the ollama adapter cannot send content parts of type %q", fc.other))
 	}
 	out.Content = assistantText(m, fc.text)
-	for j, u := range fc.images {
-		b64, isData, err := dataURLBase64(u)
-		param := fmt.Sprintf("messages[%d].content[%d].image_url", i, j)
+	for _, img := range fc.images {
+		b64, isData, err := dataURLBase64(img.url)
+		param := fmt.Sprintf("messages[%d].content[%d].image_url", i, img.part)
 		switch {
+		case img.url == "":
+			return out, requestError(a.t, "invalid_image_url", param, "the image part has no url")
 		case !isData:
 			return out, requestError(a.t, "image_url_not_supported", param,
 				"Ollama cannot fetch images by URL: send the image inline as a data: URL (data:image/png;base64,…)")

@@ -40,6 +40,10 @@ func TestOllamaTranslateErrors(t *testing.T) {
 	}{
 		{"http image", `{"messages":[{"role":"user","content":[{"type":"image_url","image_url":"http://x/y.png"}]}]}`,
 			"image_url_not_supported", "messages[0].content[0].image_url"},
+		{"http image after a text part names its own part", `{"messages":[{"role":"system","content":"s"},{"role":"user","content":[{"type":"text","text":"what is this?"},{"type":"image_url","image_url":{"url":"data:image/png;base64,iVBORw0KGgo="}},{"type":"image_url","image_url":{"url":"https://example.com/cat.png","detail":"low"}}]}]}`,
+			"image_url_not_supported", "messages[1].content[2].image_url"},
+		{"image part without a url", `{"messages":[{"role":"user","content":[{"type":"text","text":"t"},{"type":"image_url","image_url":{"detail":"low"}}]}]}`,
+			"invalid_image_url", "messages[0].content[1].image_url"},
 		{"bad base64", `{"messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"data:image/png;base64,@@@"}}]}]}`,
 			"invalid_image_url", "messages[0].content[0].image_url"},
 		{"audio part", `{"messages":[{"role":"user","content":[{"type":"input_audio","input_audio":{}}]}]}`,
