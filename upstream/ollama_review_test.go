@@ -122,6 +122,11 @@ func TestOllamaRealAnswers(t *testing.T) {
 			ollamaLine(`{"role":"assistant","content":""}`, true, `"done_reason":"stop","prompt_eval_count":1,"eval_count":2`),
 		}, ollamaAnswer{ContentNull: true, Calls: []toolCallJSON{toolCall(0, "call_?", "a", `{"x":1}`), toolCall(1, "call_?", "b", `{"y":"ü"}`)},
 			Finish: "tool_calls", Usage: newUsage(1, 2)}},
+		{"a tool call on the done line, after text (a parser flushed at the end)", []string{
+			ollamaLine(`{"role":"assistant","content":"Checking."}`, false, ""),
+			ollamaLine(`{"role":"assistant","content":"","tool_calls":[{"id":"call_q1","function":{"index":0,"name":"a","arguments":{}}}]}`, true,
+				`"done_reason":"stop","prompt_eval_count":3,"eval_count":4`),
+		}, ollamaAnswer{Content: "Checking.", Calls: []toolCallJSON{toolCall(0, "call_q1", "a", "{}")}, Finish: "tool_calls", Usage: newUsage(3, 4)}},
 		{"thinking, then the answer", []string{
 			ollamaLine(`{"role":"assistant","content":"","thinking":"The user "}`, false, ""),
 			ollamaLine(`{"role":"assistant","content":"","thinking":"greets."}`, false, ""),
