@@ -414,3 +414,161 @@ targets = ["general"]
 		}
 	}
 }
+
+// An Ollama that answers a chat with its load-only object (done_reason "load", as it answers a
+// request with no messages, written whole even when streaming was asked for) has generated
+// nothing: the chain moves on to the next target, whole or streamed, instead of the client
+// getting an empty completion that says "stop" (TestOllamaLoadIsNoAnswer in upstream).
+func TestSDKOllamaLoadFallsThrough(t *testing.T) {
+	load := newAdUpstream(t, func(w http.ResponseWriter, r *http.Request, body map[string]any) {
+		w.Header().Set("Content-Type", "application/json; charset=utf-8")
+		_, _ = io.WriteString(w, `{"model":"m","created_at":"2026-01-02T15:04:05Z","message":{"role":"assistant","content":""},"done":true,"done_reason":"load"}`)
+	})
+	ok := newAdUpstream(t, func(w http.ResponseWriter, r *http.Request, body map[string]any) {
+		line := `{"model":"m","created_at":"2026-01-02T15:04:05Z","message":{"role":"assistant","content":"It is sunny."},"done":true,"done_reason":"stop","prompt_eval_count":3,"eval_count":4}`
+		_, _ = io.WriteString(w, line+"\n")
+	})
+	c := adClient(t, fmt.Sprintf(`
+[targets.ol-load]
+adapter = "ollama"
+url     = %q
+model   = "m"
+
+[targets.ol-ok]
+adapter = "ollama"
+url     = %q
+model   = "m"
+
+[routes.local]
+targets = ["ol-load", "ol-ok"]
+`, load.srv.URL, ok.srv.URL))
+	ctx := context.Background()
+	p := openai.ChatCompletionNewParams{Model: "local", Messages: []openai.ChatCompletionMessageParamUnion{
+		openai.UserMessage("Weather?")}}
+	got, err := c.Chat.Completions.New(ctx, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Choices[0].Message.Content != "It is sunny." {
+		t.Fatalf("whole answer %+v", got.Choices[0])
+	}
+	st := c.Chat.Completions.NewStreaming(ctx, p)
+	var acc openai.ChatCompletionAccumulator
+	for st.Next() {
+		acc.AddChunk(st.Current())
+	}
+	if err := st.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if acc.Choices[0].Message.Content != "It is sunny." || acc.Choices[0].FinishReason != "stop" {
+		t.Fatalf("streamed answer %+v", acc.Choices[0])
+	}
+	load.mu.Lock()
+	asked := len(load.bodies)
+	load.mu.Unlock()
+	if asked != 2 {
+		t.Fatalf("the loading target was asked %d times, want 2", asked)
+	}
+}
+
+// What openai-go makes of Ollama's real answers through the gateway: two tool calls in one
+// NDJSON line (ids and arguments objects, keys in the model's order) accumulate into two calls,
+// streamed or not, finish_reason "tool_calls" and usage from Ollama's counts; an {"error":…}
+// line after content ends the stream with an error the SDK's stream reports (Err), not a
+// clean end that passes half an answer off as whole.
+func TestSDKOllamaToolCallsAndStreamError(t *testing.T) {
+	const calls = `{"model":"qwen3:8b","created_at":"2026-01-02T15:04:05.1Z","message":{"role":"assistant","content":"","tool_calls":[` +
+		`{"id":"call_x1y2z3w4","function":{"index":0,"name":"get_weather","arguments":{"city":"Fès","unit":"c"}}},` +
+		`{"id":"call_k9m8n7p6","function":{"index":1,"name":"get_time","arguments":{"tz":"Africa/Casablanca"}}}]},"done":false}`
+	const done = `{"model":"qwen3:8b","created_at":"2026-01-02T15:04:05.2Z","message":{"role":"assistant","content":""},"done":true,"done_reason":"stop","prompt_eval_count":40,"eval_count":30}`
+	up := newAdUpstream(t, func(w http.ResponseWriter, r *http.Request, body map[string]any) {
+		msgs, _ := body["messages"].([]any)
+		first, _ := msgs[0].(map[string]any)
+		if first["content"] == "crash" {
+			w.Header().Set("Content-Type", "application/x-ndjson")
+			_, _ = io.WriteString(w, `{"model":"qwen3:8b","created_at":"2026-01-02T15:04:05.1Z","message":{"role":"assistant","content":"Half an"},"done":false}`+"\n")
+			_, _ = io.WriteString(w, `{"error":"an error was encountered while running the model: unexpected EOF"}`+"\n")
+			return
+		}
+		if body["stream"] == false {
+			var m map[string]any
+			_ = json.Unmarshal([]byte(calls), &m)
+			var d map[string]any
+			_ = json.Unmarshal([]byte(done), &d)
+			d["message"] = m["message"]
+			_ = json.NewEncoder(w).Encode(d)
+			return
+		}
+		_, _ = io.WriteString(w, calls+"\n"+done+"\n")
+	})
+	c := adClient(t, fmt.Sprintf(`
+[targets.qwen]
+adapter = "ollama"
+url     = %q
+model   = "qwen3:8b"
+
+[routes.local]
+targets = ["qwen"]
+`, up.srv.URL))
+	ctx := context.Background()
+	tools := []openai.ChatCompletionToolUnionParam{
+		openai.ChatCompletionFunctionTool(openai.FunctionDefinitionParam{Name: "get_weather"}),
+		openai.ChatCompletionFunctionTool(openai.FunctionDefinitionParam{Name: "get_time"}),
+	}
+	p := openai.ChatCompletionNewParams{Model: "local", Tools: tools,
+		Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("Weather and time in Fès?")}}
+	check := func(t *testing.T, got openai.ChatCompletion) {
+		t.Helper()
+		ch := got.Choices[0]
+		tc := ch.Message.ToolCalls
+		if ch.FinishReason != "tool_calls" || len(tc) != 2 ||
+			tc[0].ID != "call_x1y2z3w4" || tc[0].Type != "function" || tc[0].Function.Name != "get_weather" ||
+			tc[0].Function.Arguments != `{"city":"Fès","unit":"c"}` ||
+			tc[1].ID != "call_k9m8n7p6" || tc[1].Function.Name != "get_time" || tc[1].Function.Arguments != `{"tz":"Africa/Casablanca"}` {
+			t.Fatalf("answer %+v", ch)
+		}
+		if got.Usage.PromptTokens != 40 || got.Usage.CompletionTokens != 30 || got.Model != "qwen3:8b" {
+			t.Fatalf("usage %+v, model %q", got.Usage, got.Model)
+		}
+	}
+	t.Run("whole", func(t *testing.T) {
+		got, err := c.Chat.Completions.New(ctx, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		check(t, *got)
+	})
+	t.Run("stream", func(t *testing.T) {
+		sp := p
+		sp.StreamOptions = openai.ChatCompletionStreamOptionsParam{IncludeUsage: openai.Bool(true)}
+		st := c.Chat.Completions.NewStreaming(ctx, sp)
+		var acc openai.ChatCompletionAccumulator
+		for st.Next() {
+			if !acc.AddChunk(st.Current()) {
+				t.Fatalf("the accumulator refused chunk %s", st.Current().RawJSON())
+			}
+		}
+		if err := st.Err(); err != nil {
+			t.Fatal(err)
+		}
+		check(t, acc.ChatCompletion)
+	})
+	t.Run("error line mid-stream", func(t *testing.T) {
+		sp := p
+		sp.Messages = []openai.ChatCompletionMessageParamUnion{openai.UserMessage("crash")}
+		st := c.Chat.Completions.NewStreaming(ctx, sp)
+		var text string
+		for st.Next() {
+			for _, ch := range st.Current().Choices {
+				text += ch.Delta.Content
+			}
+		}
+		err := st.Err()
+		if err == nil || !strings.Contains(err.Error(), "stream_interrupted") || !strings.Contains(err.Error(), "unexpected EOF") {
+			t.Fatalf("stream Err() = %v after %q; want the upstream's error surfaced", err, text)
+		}
+		if text != "Half an" {
+			t.Fatalf("content before the error %q", text)
+		}
+	})
+}

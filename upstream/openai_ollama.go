@@ -131,6 +131,9 @@ func (a *openaiOllama) chat(ctx context.Context, req *core.Request) (*Response, 
 		// reach the client as an empty or half completion.
 		return nil, &core.ProtocolError{Target: a.t.Name, Err: errors.New("a 2xx /api/chat answer without done: true")}
 	}
+	if loadOnly(m.DoneReason) {
+		return nil, &core.ProtocolError{Target: a.t.Name, Err: loadOnlyError(m.DoneReason)}
+	}
 	calls := a.toolCalls(m.Message.ToolCalls, false)
 	finish := openAIFinish(m.DoneReason)
 	if len(calls) > 0 {
@@ -147,6 +150,17 @@ func (a *openaiOllama) chat(ctx context.Context, req *core.Request) (*Response, 
 		Usage: newUsage(m.PromptEvalCount, m.EvalCount)}
 	b := mustJSON(c)
 	return &Response{Body: b, Usage: usageOf(m.PromptEvalCount, m.EvalCount), UpstreamID: upID}, nil
+}
+
+// loadOnly reports a done_reason that says nothing was generated: Ollama answers "load" to a
+// chat request with no messages (it loads the model) and "unload" to one with keep_alive 0 too,
+// as one object even when streaming was asked for. Relayed, it is an empty completion that says
+// "stop", which the client takes for the model's answer; so it is a broken answer, and falls
+// through (TestOllamaLoadIsNoAnswer).
+func loadOnly(reason string) bool { return reason == "load" || reason == "unload" }
+
+func loadOnlyError(reason string) error {
+	return fmt.Errorf("a 2xx /api/chat answer with done_reason %q: the model was %sed, nothing was generated", reason, reason)
 }
 
 // post sends body to path below the target's URL.
@@ -271,10 +285,12 @@ func (a *openaiOllama) message(i int, m *core.Message, callNames map[string]stri
 			fmt.Sprintf("the ollama adapter cannot send content parts of type %q", fc.other))
 	}
 	out.Content = assistantText(m, fc.text)
-	for j, u := range fc.images {
-		b64, isData, err := dataURLBase64(u)
-		param := fmt.Sprintf("messages[%d].content[%d].image_url", i, j)
+	for _, img := range fc.images {
+		b64, isData, err := dataURLBase64(img.url)
+		param := fmt.Sprintf("messages[%d].content[%d].image_url", i, img.part)
 		switch {
+		case img.url == "":
+			return out, requestError(a.t, "invalid_image_url", param, "the image part has no url")
 		case !isData:
 			return out, requestError(a.t, "image_url_not_supported", param,
 				"Ollama cannot fetch images by URL: send the image inline as a data: URL (data:image/png;base64,…)")
@@ -611,6 +627,9 @@ func (s *ollamaStream) read() error {
 	}
 	if msg := text(m.Error); msg != "" {
 		return &core.StreamError{Target: s.target, Message: msg}
+	}
+	if m.Done && loadOnly(m.DoneReason) {
+		return &core.StreamError{Target: s.target, Message: loadOnlyError(m.DoneReason).Error()}
 	}
 	if s.ch == nil {
 		created := s.now().Unix()

@@ -105,12 +105,19 @@ func (p *contentPart) imageURL() string {
 }
 
 // flatContent is a message content read for a protocol that takes plain text: the text parts
-// joined with newlines, and the image URLs in order.
+// joined with newlines, and the images in order.
 type flatContent struct {
 	text   string
-	images []string
+	images []imagePart
 	// other is the type of the first part that is neither text nor image ("" when none).
 	other string
+}
+
+// imagePart is an image of a content: its URL, and the index of its part in the content, which
+// an error about it names (messages[i].content[part].image_url).
+type imagePart struct {
+	url  string
+	part int
 }
 
 func readContent(raw json.RawMessage) (flatContent, error) {
@@ -136,7 +143,7 @@ func readContent(raw json.RawMessage) (flatContent, error) {
 			// What the assistant said, as OpenAI's assistant content parts carry it.
 			texts = append(texts, p.Refusal)
 		case "image_url", "input_image", "image":
-			fc.images = append(fc.images, p.imageURL())
+			fc.images = append(fc.images, imagePart{url: p.imageURL(), part: i})
 		default:
 			if fc.other == "" {
 				fc.other = p.Type
