@@ -14,7 +14,8 @@ import (
 // PromptTokensMin returns a lower bound of the prompt's tokens for the given messages: the
 // Context filter removes a target only when a request certainly does not fit, so this must never
 // exceed what the upstream's tokenizer counts. It counts only message text (string content and
-// the "text" of parts of type "text"; images, names, tool calls and the chat template count 0).
+// the "text" of parts of type "text"; images, names, tool calls and the chat template count 0),
+// and of that only what every template renders (see below).
 //
 // # Why it is a lower bound
 //
@@ -78,13 +79,38 @@ import (
 // with nothing between (TestPromptTokensMinPartsAddedTokens). A vocabulary with added tokens of
 // another shape is outside this argument.
 //
+// # What the template leaves out
+//
+// Only text the chat template certainly renders counts. Llama 3.1's template (and Ollama's
+// llama3.1 and nemotron) renders an assistant message with tool calls as the calls alone, so its
+// content counts nothing; Mistral Nemo's renders the system prompt only inside the last message
+// when that is the user's, so system messages count only then; Qwen 2.5's renders no role it does
+// not know, so only user, assistant, tool and system messages count (not "developer" or
+// "function") (TestPromptTokensMinTemplateDrops). User and tool messages are rendered by every
+// template with those roles.
+//
 // SentencePiece vocabularies (Mistral v1–v3, Llama 2) are outside this argument: they have no
 // split regex, and whether their pieces respect whitespace, digits and scripts depends on
 // training options that are not visible from here.
 func PromptTokensMin(msgs []core.Message) int {
+	lastUser := len(msgs) > 0 && msgs[len(msgs)-1].Role == "user"
 	total := 0
 	for i := range msgs {
-		total += messageTokensMin(&msgs[i])
+		m := &msgs[i]
+		switch m.Role {
+		case "user", "tool":
+		case "assistant":
+			if core.NonEmptyArray(m.ToolCalls) {
+				continue
+			}
+		case "system":
+			if !lastUser {
+				continue
+			}
+		default:
+			continue
+		}
+		total += messageTokensMin(m)
 	}
 	return total
 }
