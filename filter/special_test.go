@@ -158,3 +158,32 @@ func FuzzPromptTokensMinAddedTokens(f *testing.F) {
 		checkBoundAdded(t, s[:i]+addedTokens[int(k)%len(addedTokens)]+s[i:])
 	})
 }
+
+// TestPromptTokensMinWorstCases pins the texts where estimates from length fail: one pre-token
+// can hold any number of characters (a run of '=' or spaces, a base64 blob, an Arabic word with
+// its tashkeel), so they count one each, never length ÷ k.
+func TestPromptTokensMinWorstCases(t *testing.T) {
+	cases := []struct {
+		text string
+		want int
+	}{
+		{strings.Repeat("=", 4096), 1},
+		{strings.Repeat("a", 4096), 1},
+		{strings.Repeat(" ", 4096) + "x", 1},
+		{"\n" + strings.Repeat("    ", 64) + "return x", 2},
+		{strings.Repeat("QUJD", 1024), 1},   // base64 without digits or '+/'
+		{strings.Repeat("كَتَبَ", 512), 1},  // one Arabic letter run with tashkeel
+		{strings.Repeat("👨‍👩‍👧‍👦", 256), 1}, // ZWJ sequences: one run of symbols
+		{strings.Repeat("中文", 1024), 1},     // CJK letters: one run
+		{strings.Repeat("1", 999), 333},     // digits go by three at most
+		{"https://example.com/a/b?c=d", 8},
+		{`{"a":[1,2],"b":{"c":"d"}}`, 13},     // minified JSON
+		{strings.Repeat("word ", 1000), 1000}, // repeated words: one each
+	}
+	for _, tc := range cases {
+		if got := bound(tc.text); got != tc.want {
+			t.Errorf("PromptTokensMin(%.40q…) = %d, want %d", tc.text, got, tc.want)
+		}
+		checkBoundAdded(t, tc.text)
+	}
+}
