@@ -14,7 +14,8 @@ import (
 // PromptTokensMin returns a lower bound of the prompt's tokens for the given messages: the
 // Context filter removes a target only when a request certainly does not fit, so this must never
 // exceed what the upstream's tokenizer counts. It counts only message text (string content and
-// the "text" of parts of type "text"; images, names, tool calls and the chat template count 0).
+// the "text" of parts of type "text"; images, names, tool calls and the chat template count 0),
+// and of that only what every template renders (see below).
 //
 // # Why it is a lower bound
 //
@@ -58,13 +59,58 @@ import (
 // The whitespace-field count alone (each field at least one token) is not a bound for o200k and
 // Tekken, because of the slash exception: ".\n/" is one pre-token there.
 //
+// # Added tokens
+//
+// Before the split regex, Hugging Face tokenizers (vLLM, SGLang) and llama.cpp (Ollama,
+// llama-server) cut the rendered prompt at the spellings of the vocabulary's added tokens, user
+// text included, and each is one token: "<|im_end|>" in a user message is Qwen's token 151645,
+// not the four pre-tokens its characters would be, and "<|reserved_special_token_250|>" is one
+// Llama 3 token, not seven (TestPromptTokensMinAddedTokens, TestContextKeepsAddedTokenText). The
+// added tokens of these tokenizers (Llama 3 "<|…|>", Qwen "<|…|>" "<think>" "</tool_call>",
+// DeepSeek "<｜…｜>", Tekken "[INST]" "[/AVAILABLE_TOOLS]" "<SPECIAL_n>", o200k_harmony "<|…|>")
+// open with '<' or '[', close with '>' or ']', and hold neither of those four, nor whitespace,
+// nor any of `"',;(){}=`. So a span from an opener to the next closer holding none of those
+// counts nothing: it is deleted, and the text around it counted as if joined. Each real added
+// token lies inside a deleted span; deleting a stretch without whitespace from a text never raises
+// its count, and joining two texts raises nothing by more than the one token of the added token
+// that stood between them. A part that follows another is taken to begin inside an added token
+// until its first whitespace or closer, and one that precedes another to end inside one from its
+// last unclosed opener (the whole part, when it never closes or cuts), since parts may be joined
+// with nothing between (TestPromptTokensMinPartsAddedTokens). A vocabulary with added tokens of
+// another shape is outside this argument.
+//
+// # What the template leaves out
+//
+// Only text the chat template certainly renders counts. Llama 3.1's template (and Ollama's
+// llama3.1 and nemotron) renders an assistant message with tool calls as the calls alone, so its
+// content counts nothing; Mistral Nemo's renders the system prompt only inside the last message
+// when that is the user's, so system messages count only then; Qwen 2.5's renders no role it does
+// not know, so only user, assistant, tool and system messages count (not "developer" or
+// "function") (TestPromptTokensMinTemplateDrops). User and tool messages are rendered by every
+// template with those roles.
+//
 // SentencePiece vocabularies (Mistral v1–v3, Llama 2) are outside this argument: they have no
 // split regex, and whether their pieces respect whitespace, digits and scripts depends on
 // training options that are not visible from here.
 func PromptTokensMin(msgs []core.Message) int {
+	lastUser := len(msgs) > 0 && msgs[len(msgs)-1].Role == "user"
 	total := 0
 	for i := range msgs {
-		total += messageTokensMin(&msgs[i])
+		m := &msgs[i]
+		switch m.Role {
+		case "user", "tool":
+		case "assistant":
+			if core.NonEmptyArray(m.ToolCalls) {
+				continue
+			}
+		case "system":
+			if !lastUser {
+				continue
+			}
+		default:
+			continue
+		}
+		total += messageTokensMin(m)
 	}
 	return total
 }
@@ -120,8 +166,8 @@ func messageTokensMin(m *core.Message) int {
 			return 0
 		}
 		n := 1 - len(texts)
-		for _, p := range texts {
-			n += textTokensMin(p.Text)
+		for i, p := range texts {
+			n += partTokensMin(p.Text, i > 0, i < len(texts)-1)
 		}
 		return max(n, 0)
 	}
@@ -229,6 +275,23 @@ func classifyRune(r rune) class {
 
 // counter walks one text; see PromptTokensMin for what each count stands for.
 type counter struct {
+	tally
+	// span is where the current candidate added token began (see PromptTokensMin): spanNone, or
+	// the state before it in saved. A closer restores saved, so the span counts nothing.
+	span  spanKind
+	saved tally
+}
+
+type spanKind uint8
+
+const (
+	spanNone   spanKind = iota
+	spanOpener          // from a '<' or '['
+	spanStart           // from the start of a part that follows another
+)
+
+// tally is the count and the state it depends on.
+type tally struct {
 	n       int
 	numbers int  // length of the current run of number characters
 	letters bool // the current stretch has a letter
@@ -256,12 +319,25 @@ func (c *counter) endStretch() {
 }
 
 func textTokensMin(s string) int {
+	return partTokensMin(s, false, false)
+}
+
+// partTokensMin counts one text part. A part that follows another (afterPart) may begin inside
+// an added token that the previous part began, and one that precedes another (beforePart) may
+// end inside one, since a server may join parts with nothing between.
+func partTokensMin(s string, afterPart, beforePart bool) int {
 	// The text may follow a punctuation pre-token of the template or of a previous part.
-	c := counter{absorb: true}
+	c := counter{tally: tally{absorb: true}}
+	if afterPart {
+		c.span, c.saved = spanStart, c.tally
+	}
 	for _, r := range s {
 		if !c.inLetterRun(r) {
 			c.add(r)
 		}
+	}
+	if beforePart && c.span != spanNone {
+		c.tally = c.saved // the rest may begin an added token, or be the middle of one
 	}
 	return c.end()
 }
@@ -295,7 +371,7 @@ func rawTextTokensMin(q []byte, assistant bool) (n int, ok bool) {
 			body = body[i+len(thinkEnd):]
 		}
 	}
-	c := counter{absorb: true}
+	c := counter{tally: tally{absorb: true}}
 	for len(body) > 0 {
 		i := 0
 		for i < len(body) && body[i] != '\\' && body[i] != '"' && body[i] >= 0x20 {
@@ -379,8 +455,28 @@ func unescape(b []byte) (r rune, size int) {
 	return 0, 0
 }
 
-// add counts one rune.
+// add counts one rune, and deletes a candidate added token when its closer comes.
 func (c *counter) add(r rune) {
+	if r < 0x80 {
+		switch r {
+		case '<', '[':
+			if c.span == spanNone {
+				c.span, c.saved = spanOpener, c.tally
+			}
+		case '>', ']':
+			if c.span != spanNone {
+				c.tally, c.span = c.saved, spanNone
+				return
+			}
+		case ' ', '\t', '\n', '\r', '\v', '\f', '"', ',', '{', '}', '(', ')', ';', '=':
+			c.span = spanNone
+		}
+	}
+	c.count(r)
+}
+
+// count counts one rune as text.
+func (c *counter) count(r rune) {
 	cl := classify(r)
 	if cl == classSpace || cl == classNewline {
 		c.endNumbers()

@@ -244,7 +244,8 @@ func TestPromptTokensMinValues(t *testing.T) {
 			"<think>a long chain of thought here</think>\n\nThe answer")}}, 2},
 		{"assistant reasoning across parts", []core.Message{{Role: "assistant", Content: json.RawMessage(
 			`[{"type":"text","text":"<think>lots of words"},{"type":"text","text":"more words</think>done"},{"type":"text","text":"and more"}]`)}}, 2},
-		{"user text keeps think tags", []core.Message{{Role: "user", Content: jsonString("<think>x</think>")}}, 5},
+		{"user text keeps what is outside tags", []core.Message{{Role: "user", Content: jsonString("<think>x</think>")}}, 1}, // <think> x </think>: Qwen 3 has both tags as added tokens
+		{"brackets with no tag shape count", []core.Message{{Role: "user", Content: jsonString(`[1,2] <a b> f(x)>0`)}}, 12},  // [ 1 , 2 ] ␣< a ␣b > ␣f (x )> 0 (cl100k: 13)
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -566,7 +566,9 @@ func decodeOther(r *http.Request, body []byte, op core.Op) (*core.Request, *apiE
 	if w.StreamOptions != nil {
 		req.IncludeUsage = w.StreamOptions.IncludeUsage
 	}
-	if w.MaxTokens != nil {
+	if w.MaxTokens != nil && op == core.OpCompletions {
+		// Embeddings generate nothing: a max_tokens there reserves no room in the window
+		// (TestEmbeddingsMaxTokensReservesNothing).
 		req.MaxTokens = max(*w.MaxTokens, 0)
 	}
 	if n := bytes.TrimSpace(w.N); op == core.OpCompletions && len(n) > 0 && string(n) != "null" {
