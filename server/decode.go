@@ -325,7 +325,13 @@ func finishChat(r *http.Request, body []byte, w *wireView, req *core.Request) *a
 	// Tools sent with tool_choice "none" are not offered: the answer is text, which a target
 	// without tools gives as well.
 	req.Tools = req.Params.OffersTools() || core.NonEmptyArray(w.Functions)
-	req.Images = hasImages(w.Messages)
+	var remote bool
+	req.Images, remote = hasImages(w.Messages)
+	if remote && w.openaiOnly == "" {
+		// Ollama's /api/chat takes images as base64 only and its adapter cannot fetch one: the
+		// target is skipped, not the route refused, when a later target can (an OpenAI one).
+		w.openaiOnly = "image_url"
+	}
 	req.Choices = w.choices
 	req.Logprobs = w.logprobs
 	req.OpenAIOnly = w.openaiOnly
@@ -457,8 +463,9 @@ func structuredFormat(rf json.RawMessage) bool {
 	}
 }
 
-// hasImages reports whether any message has an image part.
-func hasImages(msgs []core.Message) bool {
+// hasImages reports whether any message has an image part, and whether one is an http(s) URL
+// to fetch (see isRemoteImage).
+func hasImages(msgs []core.Message) (images, remote bool) {
 	for i := range msgs {
 		c := bytes.TrimSpace(msgs[i].Content)
 		if len(c) == 0 || c[0] != '[' {
@@ -468,18 +475,37 @@ func hasImages(msgs []core.Message) bool {
 			continue
 		}
 		var parts []struct {
-			Type string `json:"type"`
+			Type     string          `json:"type"`
+			ImageURL json.RawMessage `json:"image_url"` // {"url": …} or, in the Responses shape, the URL
 		}
 		if json.Unmarshal(c, &parts) != nil {
 			continue
 		}
 		for _, p := range parts {
 			if p.Type == "image_url" || p.Type == "input_image" || p.Type == "image" {
-				return true
+				images = true
+				remote = remote || isRemoteImage(p.ImageURL)
 			}
 		}
 	}
-	return false
+	return images, remote
+}
+
+// isRemoteImage reports whether an image part's image_url is a URL to fetch (http or https),
+// not a data: URL that carries the image.
+func isRemoteImage(v json.RawMessage) bool {
+	var url string
+	if json.Unmarshal(v, &url) != nil {
+		var o struct {
+			URL string `json:"url"`
+		}
+		if json.Unmarshal(v, &o) != nil {
+			return false
+		}
+		url = o.URL
+	}
+	u := strings.ToLower(strings.TrimSpace(url))
+	return strings.HasPrefix(u, "http://") || strings.HasPrefix(u, "https://")
 }
 
 // headerValue is h.Get(key) for a key already in canonical form: Header.Get runs every key

@@ -96,3 +96,36 @@ func TestOpenAIOnlyParamsSkipTranslators(t *testing.T) {
 		}
 	}
 }
+
+// An image by http(s) URL: Ollama's adapter cannot fetch it and refused it 400, which ended the
+// route although a later target (an OpenAI one, which fetches it) could serve it. The Ollama
+// target is skipped instead; a route of Ollama targets alone still refuses it, naming the field.
+// An image inside a data: URL still goes to Ollama.
+func TestRemoteImageSkipsOllama(t *testing.T) {
+	oll, oai := newFake(t, "oll"), newFake(t, "oai")
+	cfg := "[targets.oll]\nadapter = \"ollama\"\nurl = \"" + oll.srv.URL + "\"\nclass = \"private\"\nmodel = \"o\"\n\n" +
+		target("oai", oai.url(), "private", `model = "m"`) +
+		"[routes.co]\ntargets = [\"oll\", \"oai\"]\n\n[routes.olla]\ntargets = [\"oll\"]\n"
+	g := newGateway(t, cfg, nil)
+	img := func(url string) string {
+		return `"messages":[{"role":"user","content":[{"type":"text","text":"what is this?"},` +
+			`{"type":"image_url","image_url":{"url":"` + url + `"}}]}]`
+	}
+	for _, url := range []string{"https://example.com/cat.png", "HTTP://example.com/cat.png"} {
+		rep := g.post(t, "/v1/chat/completions", `{"model":"co",`+img(url)+`}`)
+		if rep.status != 200 || rep.header.Get("x-hayula-chain") != "oai" {
+			t.Errorf("%s on route co: %d chain %q: %s", url, rep.status, rep.header.Get("x-hayula-chain"), rep.body)
+		}
+		rep = g.post(t, "/v1/chat/completions", `{"model":"olla",`+img(url)+`}`)
+		if rep.status != 400 || !strings.Contains(rep.errorField(t, "message").(string), "image_url") {
+			t.Errorf("%s on route olla: %d %s", url, rep.status, rep.body)
+		}
+	}
+	if n := oll.hits.Load(); n != 0 {
+		t.Fatalf("ollama was asked %d times for an image it cannot fetch", n)
+	}
+	rep := g.post(t, "/v1/chat/completions", `{"model":"co",`+img("data:image/png;base64,iVBORw0KGgo=")+`}`)
+	if oll.hits.Load() != 1 {
+		t.Errorf("a data: URL image did not go to ollama: %d %s", rep.status, rep.body)
+	}
+}

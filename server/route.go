@@ -171,6 +171,9 @@ func (formatFilter) Name() string { return "format" }
 func (formatFilter) Keep(req *core.Request, t *core.Target) (bool, string) {
 	var asks string
 	switch {
+	case req.OpenAIOnly == "image_url" && !upstream.CarriesOpenAIOnly(t.Adapter):
+		return false, "request has an image_url by http(s) URL, which the " + t.Adapter.String() +
+			" adapter cannot fetch: send the image inline as a data: URL (data:image/png;base64,…)"
 	case req.OpenAIOnly != "" && !upstream.CarriesOpenAIOnly(t.Adapter):
 		asks = req.OpenAIOnly
 	case (!req.Structured && !req.Logprobs) || upstream.CarriesFormat(t.Adapter):
