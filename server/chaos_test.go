@@ -351,24 +351,6 @@ func (u *chaosUpstream) answer(w http.ResponseWriter, r *http.Request, model str
 	fmt.Fprint(w, "data: [DONE]\n\n")
 }
 
-// syncBuf is a log sink several goroutines write.
-type syncBuf struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuf) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuf) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // countFDs counts the process's open descriptors, less the sockets whose peer has closed
 // (CLOSE_WAIT): the upstream client's pool keeps such a connection, bounded by its size, until
 // it is taken (and found closed) or its idle timeout ends.
@@ -445,7 +427,7 @@ func TestChaosSoak(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	logs := &syncBuf{}
+	logs := &syncBuffer{}
 	clock := &shiftClock{}
 	s, err := server.New(server.Options{Config: cfg, Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 		RetryBase: time.Millisecond, RetryMax: 20 * time.Millisecond, Clock: clock})

@@ -364,20 +364,24 @@ func hasFinishReason(data []byte) bool {
 			continue
 		}
 		from = at
-		data := data[at:]
-		j := 0
-		for j < len(data) && isSpace(data[j]) {
-			j++
-		}
-		if j >= len(data) || data[j] != ':' {
-			continue
-		}
-		for j++; j < len(data) && isSpace(data[j]); j++ {
-		}
-		if j < len(data) && data[j] == '"' {
+		if stringValue(data[at:]) {
 			return true
 		}
 	}
+}
+
+// stringValue reports whether data, which follows a key, holds a colon and then a string.
+func stringValue(data []byte) bool {
+	j := 0
+	for j < len(data) && isSpace(data[j]) {
+		j++
+	}
+	if j >= len(data) || data[j] != ':' {
+		return false
+	}
+	for j++; j < len(data) && isSpace(data[j]); j++ {
+	}
+	return j < len(data) && data[j] == '"'
 }
 
 func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }

@@ -494,20 +494,12 @@ func TestKeySearchesAgree(t *testing.T) {
 				return false
 			}
 			data = data[i+len(finishKey):]
-			j := 0
-			for j < len(data) && isSpace(data[j]) {
-				j++
-			}
-			if j >= len(data) || data[j] != ':' {
-				continue
-			}
-			for j++; j < len(data) && isSpace(data[j]); j++ {
-			}
-			if j < len(data) && data[j] == '"' {
+			if stringValue(data) {
 				return true
 			}
 		}
 	}
+	// The search is what is tested: both sides read what follows a key the same way.
 	// Pieces that make near misses of both keys when strung together at random.
 	pieces := []string{`"`, `e`, `rror`, `rror"`, `"error"`, `_reason"`, `"finish`, `finish`, `_reason`, `:`, ` `,
 		`"stop"`, `null`, `\"`, `x`, `{`, `}`, `,`, `"err`, `or"`}
