@@ -33,17 +33,20 @@ func TestDemoPassesConformance(t *testing.T) {
 	}
 	tests := []struct {
 		model string
+		// embed is the embedding model, when not model: "auto" does not embed (its routes are
+		// chat routes), and a client names the route that does.
+		embed string
 		// notPassing is every check beyond always that is not PASS, with its result.
 		notPassing map[string]conformance.Result
 	}{
-		{"auto", nil},
-		{"averroes-q", nil},
+		{"auto", "averroes-q", nil},
+		{"averroes-q", "", nil},
 		// The deepseek-r1 route has no target that embeds; and R1 spends the logprobs probe's 4
 		// tokens on its reasoning, so its answer has no content and no content logprobs.
-		{"deepseek-r1", reasoningSkips},
+		{"deepseek-r1", "", reasoningSkips},
 		// Nor has saif's. A JSON response_format or logprobs skips SAIF, whose protocol carries
 		// neither, for deepseek-r1 (eligibility's format filter).
-		{"saif", reasoningSkips},
+		{"saif", "", reasoningSkips},
 	}
 	url := startDemoURL(t)
 	for _, tt := range tests {
@@ -54,7 +57,7 @@ func TestDemoPassesConformance(t *testing.T) {
 					want[k] = v
 				}
 			}
-			rep, err := conformance.Run(context.Background(), conformance.Options{BaseURL: url + "/v1", Model: tt.model})
+			rep, err := conformance.Run(context.Background(), conformance.Options{BaseURL: url + "/v1", Model: tt.model, EmbeddingModel: tt.embed})
 			if err != nil {
 				t.Fatalf("Run: %v", err)
 			}
