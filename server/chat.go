@@ -374,9 +374,10 @@ func (s *Server) logAttempt(ctx context.Context, route string, t *core.Target, a
 	if a.dec.Class == core.ClassClientGone {
 		level = slog.LevelDebug
 	}
-	var msg any = a.err
-	if t.APIKey != "" && a.err != nil {
-		msg = redactKey(a.err.Error(), string(t.APIKey))
+	// Never the upstream's words, which may repeat the prompt (errmap.LogText).
+	msg := errmap.LogText(a.err)
+	if t.APIKey != "" {
+		msg = redactKey(msg, string(t.APIKey))
 	}
 	s.log.Log(ctx, level, "attempt failed", "route", route, "target", t.Name,
 		"class", a.dec.Class.String(), "status", a.dec.Status, "error", msg, "request_id", id)
