@@ -241,6 +241,7 @@ func (s *Server) run(ctx context.Context, rs *routeState, req *core.Request, st 
 		// recover first (fail open, or the reserve); no policy may reorder them.
 		recovering = len(p.res.FailedOpen) > 0
 		passed     []*core.Target // managed targets passed by cold, started once the request moves on
+		madePublic []filter.Drop  // targets a reload made public since the plan (Server.madePublic)
 	)
 	for {
 		if len(cands) == 0 {
@@ -258,6 +259,13 @@ func (s *Server) run(ctx context.Context, rs *routeState, req *core.Request, st 
 		}
 		cands = remove(cands, t)
 		if g := rs.guard[t.Index]; g != 0 && !guardOpen(g, classes, p.overflowDrops) {
+			continue
+		}
+		if req.Strict && s.madePublic(t) {
+			// A reload made t public while this request was under way: as the privacy filter
+			// would drop it now.
+			madePublic = append(madePublic, filter.Drop{Target: t.Name, Filter: (filter.Privacy{}).Name(),
+				Reason: "strict request: a reload made the target public"})
 			continue
 		}
 		res.chain = append(res.chain, t.Name)
@@ -300,6 +308,9 @@ func (s *Server) run(ctx context.Context, rs *routeState, req *core.Request, st 
 	}
 	if len(attempts) == 0 {
 		res.err = guardedShut(rs)
+		if madePublic != nil {
+			res.err = s.noTarget(rs, append(p.res.Drops, madePublic...))
+		}
 		return res
 	}
 	ce := errmap.Restore(attempts)
@@ -429,8 +440,12 @@ type attemptResult struct {
 // health no longer has t available; retries are never held.
 func (s *Server) attempt(ctx context.Context, t *core.Target, req *core.Request, claim bool, id string) attemptResult {
 	var bo *backoff.ExponentialBackOff
+	var a attemptResult
 	for try := 0; ; try++ {
-		a := s.once(ctx, t, req, claim && try == 0, id)
+		if try > 0 && req.Strict && s.madePublic(t) {
+			return a // a reload made t public since the last try: no retry (Server.madePublic)
+		}
+		a = s.once(ctx, t, req, claim && try == 0, id)
 		if a.err == nil || a.held {
 			return a
 		}

@@ -2,8 +2,11 @@ package server
 
 import (
 	"net/http"
+	"strings"
 	"sync"
 	"sync/atomic"
+
+	"github.com/hayula/gateway/core"
 )
 
 // Live is the gateway's HTTP handler across configuration reloads: each request is served by the
@@ -67,7 +70,11 @@ func (l *Live) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // for minutes): nginx's old workers likewise finish their requests, with no bound unless one is
 // configured. The caller closes it once Drained is closed (Retired.Close), so that its upstream
 // pools, processes and health checks outlive none of its requests and stop under none of them.
+//
+// From then on, a strict request still under way on the replaced server makes no attempt on a
+// target that next (or a later reload) makes public (Server.madePublic).
 func (l *Live) Replace(next *Server) *Retired {
+	l.cur.Load().srv.successor.Store(next)
 	g := l.cur.Swap(newGeneration(next))
 	g.retired.Store(true)
 	if g.active.Load() == 0 {
@@ -107,4 +114,24 @@ func (r *Retired) Close() int64 {
 		g.srv.closeIdle()
 	}()
 	return r.InFlight()
+}
+
+// madePublic reports whether a reload since s became current has made t, a target of s's
+// configuration, public: a target of a later configuration is public and has t's name or, unless
+// it is a {port} template, t's URL. A strict request under way on s then makes no further attempt
+// on t, neither the next in its chain nor a retry (TestReloadMakingTargetPublicHoldsInFlight):
+// the operator has said that the upstream is a third party, and the attempt comes after that. It
+// costs a pointer load while s is current.
+func (s *Server) madePublic(t *core.Target) bool {
+	if t.Privacy == core.Public {
+		return false // the privacy filter dropped it for a strict request
+	}
+	for n := s.successor.Load(); n != nil; n = n.successor.Load() {
+		for _, o := range n.cfg.Targets {
+			if o.Privacy == core.Public && (o.Name == t.Name || (o.URL == t.URL && !strings.Contains(t.URL, "{port}"))) {
+				return true
+			}
+		}
+	}
+	return false
 }
