@@ -241,7 +241,7 @@ func (s *Server) run(ctx context.Context, rs *routeState, req *core.Request, st 
 		// recover first (fail open, or the reserve); no policy may reorder them.
 		recovering = len(p.res.FailedOpen) > 0
 		passed     []*core.Target // managed targets passed by cold, started once the request moves on
-		madePublic []filter.Drop  // targets a reload made public since the plan (Server.madePublic)
+		forbidden  []filter.Drop  // targets a reload put out of this request's reach (Server.reloadForbids)
 	)
 	for {
 		if len(cands) == 0 {
@@ -261,15 +261,15 @@ func (s *Server) run(ctx context.Context, rs *routeState, req *core.Request, st 
 		if g := rs.guard[t.Index]; g != 0 && !guardOpen(g, classes, p.overflowDrops) {
 			continue
 		}
-		if req.Strict && s.madePublic(t) {
-			// A reload made t public while this request was under way: as the privacy filter
-			// would drop it now.
-			madePublic = append(madePublic, filter.Drop{Target: t.Name, Filter: (filter.Privacy{}).Name(),
-				Reason: "strict request: a reload made the target public"})
+		if s.reloadForbids(req, rs.Name, st.key, t) {
+			// A reload made t public, or this request strict, while it was under way: as the
+			// privacy filter would drop t now.
+			forbidden = append(forbidden, filter.Drop{Target: t.Name, Filter: (filter.Privacy{}).Name(),
+				Reason: "strict request: public target (since a reload)"})
 			continue
 		}
 		res.chain = append(res.chain, t.Name)
-		a := s.attemptOn(ctx, rs, req, t, cands, classes, p.overflowDrops, !recovering, id)
+		a := s.attemptOn(ctx, rs, st.key, req, t, cands, classes, p.overflowDrops, !recovering, id)
 		if a.held {
 			// Health set t aside since the plan (another request's probe took it, or it was
 			// benched): as if the plan had, it waits with the reserve.
@@ -308,8 +308,8 @@ func (s *Server) run(ctx context.Context, rs *routeState, req *core.Request, st 
 	}
 	if len(attempts) == 0 {
 		res.err = guardedShut(rs)
-		if madePublic != nil {
-			res.err = s.noTarget(rs, append(p.res.Drops, madePublic...))
+		if forbidden != nil {
+			res.err = s.noTarget(rs, append(p.res.Drops, forbidden...))
 		}
 		return res
 	}
@@ -438,12 +438,12 @@ type attemptResult struct {
 // attempt asks one target, retrying it with backoff for retryable failures. Every retry happens
 // before the first byte reaches the client. With claim, the first try is held (nothing sent) when
 // health no longer has t available; retries are never held.
-func (s *Server) attempt(ctx context.Context, t *core.Target, req *core.Request, claim bool, id string) attemptResult {
+func (s *Server) attempt(ctx context.Context, rs *routeState, key *config.Key, t *core.Target, req *core.Request, claim bool, id string) attemptResult {
 	var bo *backoff.ExponentialBackOff
 	var a attemptResult
 	for try := 0; ; try++ {
-		if try > 0 && req.Strict && s.madePublic(t) {
-			return a // a reload made t public since the last try: no retry (Server.madePublic)
+		if try > 0 && s.reloadForbids(req, rs.Name, key, t) {
+			return a // a reload put t out of this request's reach since the last try
 		}
 		a = s.once(ctx, t, req, claim && try == 0, id)
 		if a.err == nil || a.held {

@@ -16,23 +16,34 @@ import (
 // TestReloadMakingTargetPublicHoldsInFlight: a strict request under way when a reload (SIGHUP)
 // makes a target of its chain public, under the same name or at the same URL, makes no further
 // attempt on it: neither the next in its chain nor a same-target retry. The reload says the
-// upstream is a third party from now on, and those attempts come after that. The request ends as
-// one arriving after the reload would (here the first target's 500); one that is not strict
-// falls through as before.
+// upstream is a third party from now on, and those attempts come after that. So too for a request
+// whose route or key the reload makes strict, and a public target. The request ends as one
+// arriving after the reload would (here the first target's 500); one the reload leaves free to
+// use the target falls through as before.
 func TestReloadMakingTargetPublicHoldsInFlight(t *testing.T) {
+	// Configurations over targets slow (which fails, after the reload) and b, route r = [slow, b],
+	// as a function of the two targets' URLs.
+	type cfgFunc func(slow, b string) string
+	plain := func(slowClass, bName, bClass, routeExtra, keyExtra string) cfgFunc {
+		return func(slow, b string) string {
+			return keyBlock("k", "hk-k", keyExtra) + target("slow", slow, slowClass, "max_retries = 1") + target(bName, b, bClass) +
+				"[routes.r]\ntargets = [\"slow\", \"" + bName + "\"]\n" + routeExtra
+		}
+	}
 	for _, tc := range []struct {
-		name    string
-		strict  bool
-		public  string // the target the reload makes public: "b", or "slow" (retried)
-		rename  bool   // the reload renames it as it makes it public: the same URL
-		status  int
-		slowHit int64
-		bHit    int64
+		name     string
+		strict   bool // the request says strict
+		old, new cfgFunc
+		status   int
+		slowHit  int64
+		bHit     int64
 	}{
-		{name: "strict next in chain", strict: true, public: "b", status: 500, slowHit: 2},
-		{name: "strict next in chain, renamed", strict: true, public: "b", rename: true, status: 500, slowHit: 2},
-		{name: "strict retry", strict: true, public: "slow", status: 200, slowHit: 1, bHit: 1},
-		{name: "not strict", public: "b", status: 200, slowHit: 2, bHit: 1},
+		{"class: next in chain", true, plain("private", "b", "private", "", ""), plain("private", "b", "public", "", ""), 500, 2, 0},
+		{"class: next in chain, renamed", true, plain("private", "b", "private", "", ""), plain("private", "cloud", "public", "", ""), 500, 2, 0},
+		{"class: retry", true, plain("private", "b", "private", "", ""), plain("public", "b", "private", "", ""), 200, 1, 1},
+		{"route made strict", false, plain("private", "b", "public", "", ""), plain("private", "b", "public", "strict = true\n", ""), 500, 2, 0},
+		{"key made strict", false, plain("private", "b", "public", "", ""), plain("private", "b", "public", "", "strict = true"), 500, 2, 0},
+		{"not strict", false, plain("private", "b", "private", "", ""), plain("private", "b", "public", "", ""), 200, 2, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			slow, b := newFake(t, "slow"), newFake(t, "b")
@@ -57,18 +68,8 @@ func TestReloadMakingTargetPublicHoldsInFlight(t *testing.T) {
 				t.Cleanup(s.Close)
 				return s
 			}
-			const retries = "max_retries = 1"
-			old := build(target("slow", slow.url(), "private", retries)+target("b", b.url(), "private")+
-				"[routes.r]\ntargets = [\"slow\", \"b\"]\n", nil)
-			names := map[string]string{"slow": "slow", "b": "b"}
-			if tc.rename {
-				names[tc.public] = "cloud"
-			}
-			class := map[string]string{"slow": "private", "b": "private"}
-			class[tc.public] = "public"
-			newCfg := target(names["slow"], slow.url(), class["slow"], retries) + target(names["b"], b.url(), class["b"]) +
-				"[routes.r]\ntargets = [\"" + names["slow"] + "\", \"" + names["b"] + "\"]\n"
-
+			old := build(tc.old(slow.url(), b.url()), nil)
+			newCfg := tc.new(slow.url(), b.url())
 			l := server.NewLive(old)
 			h := serveLive(t, l)
 			t.Cleanup(h.Close)
@@ -82,7 +83,14 @@ func TestReloadMakingTargetPublicHoldsInFlight(t *testing.T) {
 				if tc.strict {
 					body = `{"model":"r","x-hayula-privacy":"strict","messages":[{"role":"user","content":"hi"}]}`
 				}
-				resp, err := h.Client().Post(h.URL+"/v1/chat/completions", "application/json", strings.NewReader(body))
+				req, err := http.NewRequest(http.MethodPost, h.URL+"/v1/chat/completions", strings.NewReader(body))
+				if err != nil {
+					done <- answer{-1, err.Error()}
+					return
+				}
+				req.Header.Set("Content-Type", "application/json")
+				req.Header.Set("Authorization", "Bearer hk-k")
+				resp, err := h.Client().Do(req)
 				if err != nil {
 					done <- answer{-1, err.Error()}
 					return

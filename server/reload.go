@@ -6,6 +6,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/hayula/gateway/config"
 	"github.com/hayula/gateway/core"
 )
 
@@ -72,7 +73,8 @@ func (l *Live) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // pools, processes and health checks outlive none of its requests and stop under none of them.
 //
 // From then on, a strict request still under way on the replaced server makes no attempt on a
-// target that next (or a later reload) makes public (Server.madePublic).
+// target that next (or a later reload) makes public, nor a request whose route or key it makes
+// strict on a public target (Server.reloadForbids).
 func (l *Live) Replace(next *Server) *Retired {
 	l.cur.Load().srv.successor.Store(next)
 	g := l.cur.Swap(newGeneration(next))
@@ -116,22 +118,37 @@ func (r *Retired) Close() int64 {
 	return r.InFlight()
 }
 
-// madePublic reports whether a reload since s became current has made t, a target of s's
-// configuration, public: a target of a later configuration is public and has t's name or, unless
-// it is a {port} template, t's URL. A strict request under way on s then makes no further attempt
-// on t, neither the next in its chain nor a retry (TestReloadMakingTargetPublicHoldsInFlight):
-// the operator has said that the upstream is a third party, and the attempt comes after that. It
-// costs a pointer load while s is current.
-func (s *Server) madePublic(t *core.Target) bool {
-	if t.Privacy == core.Public {
-		return false // the privacy filter dropped it for a strict request
+// reloadForbids reports whether a reload since s became current forbids an attempt on t, a
+// target of s's configuration, for req, made on route with key (nil for none): a later
+// configuration makes the request strict (its route or its key is strict there) or the target
+// public (a public target there has t's name or, unless it is a {port} template, t's URL), and
+// the request is strict and the target public once both are counted. A request under way on s
+// then makes no further attempt on t, neither the next in its chain nor a retry
+// (TestReloadMakingTargetPublicHoldsInFlight): the operator has said that the upstream is a third
+// party, or that this traffic is private, and the attempt comes after that. It costs a pointer
+// load while s is current.
+func (s *Server) reloadForbids(req *core.Request, route string, key *config.Key, t *core.Target) bool {
+	n := s.successor.Load()
+	if n == nil {
+		return false
 	}
-	for n := s.successor.Load(); n != nil; n = n.successor.Load() {
+	strict, public := req.Strict, t.Privacy == core.Public
+	for ; n != nil && !(strict && public); n = n.successor.Load() {
+		if rs, ok := n.routes[route]; ok && rs.Strict {
+			strict = true
+		}
+		if key != nil {
+			for _, k := range n.cfg.Keys {
+				if k.Name == key.Name && k.Strict {
+					strict = true
+				}
+			}
+		}
 		for _, o := range n.cfg.Targets {
 			if o.Privacy == core.Public && (o.Name == t.Name || (o.URL == t.URL && !strings.Contains(t.URL, "{port}"))) {
-				return true
+				public = true
 			}
 		}
 	}
-	return false
+	return strict && public
 }
