@@ -76,8 +76,14 @@ func (l *Live) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // target that next (or a later reload) makes public, nor a request whose route or key it makes
 // strict on a public target (Server.reloadForbids).
 func (l *Live) Replace(next *Server) *Retired {
-	l.cur.Load().srv.successor.Store(next)
+	// Linked before the swap, so that no attempt of the replaced server's comes after the swap
+	// without seeing next; and after it too, in case another Replace came in between.
+	prev := l.cur.Load()
+	prev.srv.successor.Store(next)
 	g := l.cur.Swap(newGeneration(next))
+	if g != prev {
+		g.srv.successor.Store(next)
+	}
 	g.retired.Store(true)
 	if g.active.Load() == 0 {
 		g.once.Do(func() { close(g.drained) })
