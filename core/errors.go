@@ -20,6 +20,36 @@ type StatusError struct {
 	Body       []byte        // the raw body, capped
 }
 
+// Unquoted is the error without the upstream's words: its status, and its type and code when
+// each is a plain identifier (context_length_exceeded), which a message echoing the prompt is not.
+func (e *StatusError) Unquoted() string {
+	s := fmt.Sprintf("%s: status %d", e.Target, e.Status)
+	if identifier(e.Type) {
+		s += " type " + e.Type
+	}
+	if identifier(e.Code) {
+		s += " code " + e.Code
+	}
+	if n := len(e.Message); n > 0 {
+		s += fmt.Sprintf(" (message of %d bytes, not logged)", n)
+	}
+	return s
+}
+
+// identifier reports whether s is a short word of letters, digits, '_', '-' and '.', as error
+// types and codes are: nothing a prompt could be repeated in at length.
+func identifier(s string) bool {
+	if s == "" || len(s) > 64 {
+		return false
+	}
+	for _, c := range []byte(s) {
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_' || c == '-' || c == '.') {
+			return false
+		}
+	}
+	return true
+}
+
 func (e *StatusError) Error() string {
 	if e.Message != "" {
 		return fmt.Sprintf("%s: status %d: %s", e.Target, e.Status, e.Message)
@@ -51,9 +81,27 @@ type StreamError struct {
 	Target  string
 	Message string
 	Err     error
+	// Quoted is how many of Message's last bytes are the upstream's words (its error event's
+	// message, the start of a line it could not read), which the log leaves out (Unquoted); 0
+	// when none are.
+	Quoted int
 }
 
 func (e *StreamError) Error() string { return e.Target + ": stream: " + e.Message }
+
+// Unquoted is the error without the upstream's words.
+func (e *StreamError) Unquoted() string {
+	switch {
+	case e.Quoted > 0 && e.Quoted <= len(e.Message):
+		return fmt.Sprintf("%s: stream: %s[the upstream's words: %d bytes, not logged]",
+			e.Target, e.Message[:len(e.Message)-e.Quoted], e.Quoted)
+	case e.Err != nil:
+		if q, ok := e.Err.(Quoting); ok {
+			return e.Target + ": stream: " + q.Unquoted()
+		}
+	}
+	return e.Error()
+}
 func (e *StreamError) Unwrap() error { return e.Err }
 
 // ProtocolError is an upstream answer the adapter could not understand.
@@ -64,3 +112,26 @@ type ProtocolError struct {
 
 func (e *ProtocolError) Error() string { return e.Target + ": bad upstream answer: " + e.Err.Error() }
 func (e *ProtocolError) Unwrap() error { return e.Err }
+
+// Unquoted is the error without the upstream's words or bytes, when Err quotes any.
+func (e *ProtocolError) Unquoted() string {
+	if q, ok := e.Err.(Quoting); ok {
+		return e.Target + ": bad upstream answer: " + q.Unquoted()
+	}
+	return e.Error()
+}
+
+// Quoting is implemented by an error whose text may quote what an upstream sent: its error
+// message, or the start of an answer the adapter could not read. Those words may repeat the
+// prompt, or be the answer, and the client is given them (they are its own); the gateway's log
+// is not. Unquoted is the error's text without them (errmap.LogText).
+type Quoting interface {
+	error
+	Unquoted() string
+}
+
+var (
+	_ Quoting = (*StatusError)(nil)
+	_ Quoting = (*StreamError)(nil)
+	_ Quoting = (*ProtocolError)(nil)
+)

@@ -111,3 +111,19 @@ func StreamMessage(err error) string {
 	}
 	return se.Message
 }
+
+// LogText is what the gateway's log may say of a failed attempt: the error's text without any
+// words or bytes the upstream sent (core.Quoting). An upstream's error message may repeat the
+// prompt (a validation error quoting its input), and an answer the adapter could not read may be
+// the answer itself; the client is given those, since they are its own, but a privacy-strict
+// gateway's log holds no prompt or answer text (TestLogHoldsNoContent). Connection errors keep
+// their whole text (the upstream's address is the operator's to read).
+func LogText(err error) string {
+	if err == nil {
+		return ""
+	}
+	if q, ok := errors.AsType[core.Quoting](err); ok {
+		return q.Unquoted()
+	}
+	return err.Error()
+}

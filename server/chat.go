@@ -241,6 +241,7 @@ func (s *Server) run(ctx context.Context, rs *routeState, req *core.Request, st 
 		// recover first (fail open, or the reserve); no policy may reorder them.
 		recovering = len(p.res.FailedOpen) > 0
 		passed     []*core.Target // managed targets passed by cold, started once the request moves on
+		forbidden  []filter.Drop  // targets a reload put out of this request's reach (Server.reloadForbids)
 	)
 	for {
 		if len(cands) == 0 {
@@ -260,8 +261,15 @@ func (s *Server) run(ctx context.Context, rs *routeState, req *core.Request, st 
 		if g := rs.guard[t.Index]; g != 0 && !guardOpen(g, classes, p.overflowDrops) {
 			continue
 		}
+		if s.reloadForbids(req, rs.Name, st.key, t) {
+			// A reload made t public, or this request strict, while it was under way: as the
+			// privacy filter would drop t now.
+			forbidden = append(forbidden, filter.Drop{Target: t.Name, Filter: (filter.Privacy{}).Name(),
+				Reason: "strict request: public target (since a reload)"})
+			continue
+		}
 		res.chain = append(res.chain, t.Name)
-		a := s.attemptOn(ctx, rs, req, t, cands, classes, p.overflowDrops, !recovering, id)
+		a := s.attemptOn(ctx, rs, st.key, req, t, cands, classes, p.overflowDrops, !recovering, id)
 		if a.held {
 			// Health set t aside since the plan (another request's probe took it, or it was
 			// benched): as if the plan had, it waits with the reserve.
@@ -300,6 +308,9 @@ func (s *Server) run(ctx context.Context, rs *routeState, req *core.Request, st 
 	}
 	if len(attempts) == 0 {
 		res.err = guardedShut(rs)
+		if forbidden != nil {
+			res.err = s.noTarget(rs, append(p.res.Drops, forbidden...))
+		}
 		return res
 	}
 	ce := errmap.Restore(attempts)
@@ -374,9 +385,10 @@ func (s *Server) logAttempt(ctx context.Context, route string, t *core.Target, a
 	if a.dec.Class == core.ClassClientGone {
 		level = slog.LevelDebug
 	}
-	var msg any = a.err
-	if t.APIKey != "" && a.err != nil {
-		msg = redactKey(a.err.Error(), string(t.APIKey))
+	// Never the upstream's words, which may repeat the prompt (errmap.LogText).
+	msg := errmap.LogText(a.err)
+	if t.APIKey != "" {
+		msg = redactKey(msg, string(t.APIKey))
 	}
 	s.log.Log(ctx, level, "attempt failed", "route", route, "target", t.Name,
 		"class", a.dec.Class.String(), "status", a.dec.Status, "error", msg, "request_id", id)
@@ -426,10 +438,14 @@ type attemptResult struct {
 // attempt asks one target, retrying it with backoff for retryable failures. Every retry happens
 // before the first byte reaches the client. With claim, the first try is held (nothing sent) when
 // health no longer has t available; retries are never held.
-func (s *Server) attempt(ctx context.Context, t *core.Target, req *core.Request, claim bool, id string) attemptResult {
+func (s *Server) attempt(ctx context.Context, rs *routeState, key *config.Key, t *core.Target, req *core.Request, claim bool, id string) attemptResult {
 	var bo *backoff.ExponentialBackOff
+	var a attemptResult
 	for try := 0; ; try++ {
-		a := s.once(ctx, t, req, claim && try == 0, id)
+		if try > 0 && s.reloadForbids(req, rs.Name, key, t) {
+			return a // a reload put t out of this request's reach since the last try
+		}
+		a = s.once(ctx, t, req, claim && try == 0, id)
 		if a.err == nil || a.held {
 			return a
 		}

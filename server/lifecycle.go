@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/hayula/gateway/config"
 	"github.com/hayula/gateway/core"
 	"github.com/hayula/gateway/errmap"
 	"github.com/hayula/gateway/health"
@@ -172,10 +173,10 @@ func (s *Server) managed(t *core.Target) bool {
 // claim is attempt's: the first try is held when health no longer has t available. For a
 // managed target that is asked once the process runs, so that a probe is never claimed by an
 // attempt that a cold start then ends without a report.
-func (s *Server) attemptOn(ctx context.Context, rs *routeState, req *core.Request, t *core.Target,
+func (s *Server) attemptOn(ctx context.Context, rs *routeState, key *config.Key, req *core.Request, t *core.Target,
 	rest []*core.Target, failures []core.Class, overflowDrops int, claim bool, id string) attemptResult {
 	if !s.managed(t) {
-		return s.attempt(ctx, t, req, claim, id)
+		return s.attempt(ctx, rs, key, t, req, claim, id)
 	}
 	m := s.procs.m
 	// Both ends before once are attempts x-hayula-chain names, and counted as such: a target whose
@@ -207,7 +208,7 @@ func (s *Server) attemptOn(ctx context.Context, rs *routeState, req *core.Reques
 	}
 	live := *t
 	live.URL = url
-	a := s.attempt(ctx, &live, req, claim, id)
+	a := s.attempt(ctx, rs, key, &live, req, claim, id)
 	if a.end.stats == nil {
 		release()
 		return a

@@ -64,9 +64,9 @@ func linesOf(logs *syncBuffer, id string, n int) []string {
 
 // TestRequestLogReview: at info, each request has one line naming its route, its chain (whose
 // last target is the one that served a 200), status, duration and request ID; each failed attempt
-// of a chain has a warn line with its target, class and cause; a stream the upstream broke off
-// and one its client left say so on the request's line, and a client that left is no upstream's
-// failure: no warn line blames one.
+// of a chain has a warn line with its target, class and cause (never the upstream's words); a
+// stream the upstream broke off and one its client left say so on the request's line, and a
+// client that left is no upstream's failure: no warn line blames one.
 func TestRequestLogReview(t *testing.T) {
 	for name, newHandler := range map[string]func(io.Writer) slog.Handler{
 		"slog":   func(w io.Writer) slog.Handler { return slog.NewTextHandler(w, nil) },
@@ -89,12 +89,16 @@ func TestRequestLogReview(t *testing.T) {
 				case strings.Contains(l, "level=WARN") && strings.Contains(l, `msg="attempt failed"`):
 					for _, tc := range []struct{ target, class, cause string }{
 						{"down", "connection", "refused"},
-						{"e500", "server_error", "internal trouble"},
+						// The status, never the upstream's message (TestLogHoldsNoContent).
+						{"e500", "server_error", "status 500"},
 						{"slow", "timeout", ""},
 					} {
 						if strings.Contains(l, "target="+tc.target+" ") {
 							if !strings.Contains(l, "class="+tc.class) || !strings.Contains(l, tc.cause) || !strings.Contains(l, "route=fall") {
 								t.Errorf("attempt line of %s: want class %s and cause %q: %s", tc.target, tc.class, tc.cause, l)
+							}
+							if strings.Contains(l, "internal trouble") {
+								t.Errorf("attempt line of %s holds the upstream's message: %s", tc.target, l)
 							}
 							causes[tc.target] = l
 						}

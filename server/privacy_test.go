@@ -1,9 +1,11 @@
 package server_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -169,5 +171,125 @@ func TestPrivacyValues(t *testing.T) {
 				t.Fatalf("%s", rep.body)
 			}
 		})
+	}
+}
+
+// TestStrictEverySourceEveryEndpoint: every way a request becomes strict (the header, the body
+// member, the key, the route) holds on every endpoint (chat, completions, embeddings, Responses,
+// whole and streamed, and explain for a chat or a Responses body), while health has set every
+// private target aside (the cooldown stage fails open to them, never to the public target the
+// privacy stage dropped before it). The public target is never asked; explain says strict and
+// names it nowhere a request would go.
+func TestStrictEverySourceEveryEndpoint(t *testing.T) {
+	priv, pub := newFake(t, "priv"), newFake(t, "pub")
+	priv.set(errHandler(500, "internal", "down")) // its health checks fail too
+	pub.set(withHealth("pub", healthOK))
+	g := newGateway(t, keyBlock("strict", "hk-strict", "strict = true")+keyBlock("plain", "hk-plain")+
+		target("priv", priv.url(), "private")+target("pub", pub.url(), "public")+
+		"[routes.r]\ntargets = [\"priv\", \"pub\"]\n[routes.rs]\ntargets = [\"priv\", \"pub\"]\nstrict = true\n", nil)
+	for range 3 {
+		g.checkAll()
+	}
+	pubChecks, privChecks := pub.hits.Load(), priv.hits.Load() // health checks carry no request
+	plain, strictKey := []string{"Authorization", "Bearer hk-plain"}, []string{"Authorization", "Bearer hk-strict"}
+	sources := []struct {
+		name, model, field string
+		hdr                []string
+	}{
+		{"header", "r", "", append([]string{"x-hayula-privacy", "strict"}, plain...)},
+		{"body", "r", `"x-hayula-privacy":"strict",`, plain},
+		{"key", "r", "", strictKey},
+		{"route", "rs", "", plain},
+	}
+	for _, src := range sources {
+		m := `"model":"` + src.model + `",` + src.field
+		for _, ep := range []struct{ path, body string }{
+			{"/v1/chat/completions", `{` + m + `"messages":[{"role":"user","content":"hi"}]}`},
+			{"/v1/chat/completions", `{` + m + `"stream":true,"messages":[{"role":"user","content":"hi"}]}`},
+			{"/v1/completions", `{` + m + `"prompt":"hi"}`},
+			{"/v1/completions", `{` + m + `"stream":true,"prompt":"hi"}`},
+			{"/v1/embeddings", `{` + m + `"input":"hi"}`},
+			{"/v1/embeddings", `{` + m + `"input":["hi","there"]}`},
+			{"/v1/responses", `{` + m + `"input":"hi"}`},
+			{"/v1/responses", `{` + m + `"stream":true,"input":"hi"}`},
+			{"/v1/route/explain", `{` + m + `"messages":[{"role":"user","content":"hi"}]}`},
+			{"/v1/route/explain", `{` + m + `"input":"hi"}`},
+		} {
+			rep := g.post(t, ep.path, ep.body, src.hdr...)
+			if ep.path == "/v1/route/explain" {
+				var x struct {
+					Strict     bool     `json:"strict"`
+					Order      []string `json:"order"`
+					Reserve    []string `json:"reserve"`
+					FailedOpen []string `json:"failed_open"`
+				}
+				if err := json.Unmarshal(rep.body, &x); err != nil || rep.status != 200 || !x.Strict ||
+					slices.Contains(x.Order, "pub") || slices.Contains(x.Reserve, "pub") ||
+					!slices.Equal(x.FailedOpen, []string{"cooldown"}) || !slices.Equal(x.Order, []string{"priv"}) {
+					t.Errorf("%s, explain %s: %d %s: want strict, failed open to priv alone, pub in neither order nor reserve",
+						src.name, ep.body, rep.status, rep.body)
+				}
+				continue
+			}
+			if rep.status == 200 && !strings.Contains(string(rep.body), "stream_interrupted") {
+				t.Errorf("%s, %s %s: 200 with the only private target down: %s", src.name, ep.path, ep.body, rep.body)
+			}
+		}
+	}
+	if n := pub.hits.Load() - pubChecks; n != 0 {
+		t.Errorf("the public target was asked %d times by strict requests", n)
+	}
+	if priv.hits.Load() == privChecks {
+		t.Error("the private target was never asked: health did not fail open to it, or nothing was sent")
+	}
+	// The same gateway serves from the public target when nothing asks for strictness, so the
+	// requests above were kept from it by their strictness.
+	if rep := g.chat(t, "r", plain...); rep.status != 200 || pub.hits.Load() == pubChecks {
+		t.Errorf("a plain request: %d %s", rep.status, rep.body)
+	}
+}
+
+// TestUnauthenticatedLearnsNothing: on a gateway with keys, a caller without one is refused 401
+// by explain (a chat or a Responses body), /v1/models and /metrics, and the refusal names no
+// route, target or upstream; /healthz, open to it for liveness probes, says only that the gateway
+// is up and how often health failed open: no target, no route, no upstream's error.
+func TestUnauthenticatedLearnsNothing(t *testing.T) {
+	dead := newFake(t, "zz-dead-target")
+	deadURL := dead.url()
+	dead.srv.Close()
+	g := newGateway(t, keyBlock("k", "hk-k")+target("zz-dead-target", deadURL, "private")+
+		"[routes.zz-secret-route]\ntargets = [\"zz-dead-target\"]\n", nil)
+	for range 3 {
+		g.checkAll()
+	}
+	if rep := g.chat(t, "zz-secret-route", "Authorization", "Bearer hk-k"); rep.status == 200 {
+		t.Fatalf("the dead target answered: %s", rep.body)
+	}
+	addr := strings.TrimPrefix(strings.TrimSuffix(deadURL, "/v1"), "http://")
+	for _, c := range []struct{ method, path, body string }{
+		{"POST", "/v1/route/explain", `{"model":"zz-secret-route","messages":[{"role":"user","content":"hi"}]}`},
+		{"POST", "/v1/route/explain", `{"model":"zz-secret-route","input":"hi"}`},
+		{"GET", "/v1/models", ""},
+		{"GET", "/v1/models/zz-secret-route", ""},
+		{"GET", "/metrics", ""},
+		{"GET", "/healthz", ""},
+	} {
+		rep := g.do(t, c.method, c.path, c.body, "Content-Type", "application/json")
+		want := 401
+		if c.path == "/healthz" {
+			want = 200
+			if body := strings.TrimSpace(string(rep.body)); !strings.HasPrefix(body, `{"status":"ok","fail_open_total":`) ||
+				strings.Count(body, ",") != 1 {
+				t.Errorf("/healthz: %s, want status and fail_open_total alone", body)
+			}
+		}
+		if rep.status != want {
+			t.Errorf("%s %s without a key: %d %s, want %d", c.method, c.path, rep.status, rep.body, want)
+		}
+		for _, secret := range []string{"zz-dead-target", "zz-secret-route", addr, "refused"} {
+			if strings.Contains(string(rep.body), secret) {
+				t.Errorf("%s %s without a key tells %q: %s", c.method, c.path, secret, rep.body)
+			}
+		}
 	}
 }

@@ -2,8 +2,12 @@ package server
 
 import (
 	"net/http"
+	"strings"
 	"sync"
 	"sync/atomic"
+
+	"github.com/hayula/gateway/config"
+	"github.com/hayula/gateway/core"
 )
 
 // Live is the gateway's HTTP handler across configuration reloads: each request is served by the
@@ -67,8 +71,19 @@ func (l *Live) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // for minutes): nginx's old workers likewise finish their requests, with no bound unless one is
 // configured. The caller closes it once Drained is closed (Retired.Close), so that its upstream
 // pools, processes and health checks outlive none of its requests and stop under none of them.
+//
+// From then on, a strict request still under way on the replaced server makes no attempt on a
+// target that next (or a later reload) makes public, nor a request whose route or key it makes
+// strict on a public target (Server.reloadForbids).
 func (l *Live) Replace(next *Server) *Retired {
+	// Linked before the swap, so that no attempt of the replaced server's comes after the swap
+	// without seeing next; and after it too, in case another Replace came in between.
+	prev := l.cur.Load()
+	prev.srv.successor.Store(next)
 	g := l.cur.Swap(newGeneration(next))
+	if g != prev {
+		g.srv.successor.Store(next)
+	}
 	g.retired.Store(true)
 	if g.active.Load() == 0 {
 		g.once.Do(func() { close(g.drained) })
@@ -107,4 +122,39 @@ func (r *Retired) Close() int64 {
 		g.srv.closeIdle()
 	}()
 	return r.InFlight()
+}
+
+// reloadForbids reports whether a reload since s became current forbids an attempt on t, a
+// target of s's configuration, for req, made on route with key (nil for none): a later
+// configuration makes the request strict (its route or its key is strict there) or the target
+// public (a public target there has t's name or, unless it is a {port} template, t's URL), and
+// the request is strict and the target public once both are counted. A request under way on s
+// then makes no further attempt on t, neither the next in its chain nor a retry
+// (TestReloadMakingTargetPublicHoldsInFlight): the operator has said that the upstream is a third
+// party, or that this traffic is private, and the attempt comes after that. It costs a pointer
+// load while s is current.
+func (s *Server) reloadForbids(req *core.Request, route string, key *config.Key, t *core.Target) bool {
+	n := s.successor.Load()
+	if n == nil {
+		return false
+	}
+	strict, public := req.Strict, t.Privacy == core.Public
+	for ; n != nil && !(strict && public); n = n.successor.Load() {
+		if rs, ok := n.routes[route]; ok && rs.Strict {
+			strict = true
+		}
+		if key != nil {
+			for _, k := range n.cfg.Keys {
+				if k.Name == key.Name && k.Strict {
+					strict = true
+				}
+			}
+		}
+		for _, o := range n.cfg.Targets {
+			if o.Privacy == core.Public && (o.Name == t.Name || (o.URL == t.URL && !strings.Contains(t.URL, "{port}"))) {
+				public = true
+			}
+		}
+	}
+	return strict && public
 }

@@ -126,8 +126,12 @@ type Server struct {
 	limits  []keyLimit // by config.Key.Index; nil when no key has rpm or max_concurrent (limits.go)
 
 	failedOpen *atomic.Int64 // requests served only because a fail-open stage kept every target; Previous's, on a reload
-	relaying   atomic.Int64  // streams being relayed (see relay)
-	states     sync.Pool     // *reqState; see serveOp
+	// successor is the server a reload put in this one's place (Live.Replace); nil while this
+	// one is current. Its requests still under way ask it whether a target became public since
+	// they began (madePublic).
+	successor atomic.Pointer[Server]
+	relaying  atomic.Int64 // streams being relayed (see relay)
+	states    sync.Pool    // *reqState; see serveOp
 }
 
 // routeState is a route with what was built for it at load.

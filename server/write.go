@@ -289,11 +289,11 @@ func (s *Server) relay(ctx context.Context, w http.ResponseWriter, usage usageTo
 		return s.clientLeft(res, w)
 	}
 	// A cause, not the error's text, which may name the upstream's address (errmap.StreamMessage);
-	// the log below has the whole error. An upstream's own message in an error line is its to
+	// the log below has the error without the upstream's words (errmap.LogText). An upstream's own message in an error line is its to
 	// size: both are cut (after the key is redacted, so that no cut leaves part of it).
 	key := string(res.target.APIKey)
 	msg := res.target.Name + ": " + clip(redactKey(errmap.StreamMessage(err), key), maxStreamMessage)
-	s.log.Warn("stream broke off", "target", res.target.Name, "error", clip(redactKey(err.Error(), key), maxLoggedError),
+	s.log.Warn("stream broke off", "target", res.target.Name, "error", clip(redactKey(errmap.LogText(err), key), maxLoggedError),
 		"request_id", requestIDOf(w))
 	body := errorBody(&apiError{Type: typeUpstream, Code: "stream_interrupted",
 		Message: "the upstream stream broke off: " + msg})

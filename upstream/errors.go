@@ -36,6 +36,31 @@ func (e *NotSSEError) Error() string {
 	return fmt.Sprintf("stream requested but upstream answered %q: %s", e.ContentType, bytes.TrimSpace(snippet))
 }
 
+// Unquoted is the error without the body's bytes, which may be the answer itself (core.Quoting).
+func (e *NotSSEError) Unquoted() string {
+	return fmt.Sprintf("stream requested but upstream answered %q (%d bytes, not logged)", e.ContentType, len(e.Body))
+}
+
+// quotedError is an adapter's error whose text ends with the upstream's words: what it says
+// without them is what, and the log has only that (core.Quoting).
+type quotedError struct {
+	what, words string
+}
+
+func (e *quotedError) Error() string { return e.what + ": " + e.words }
+
+// Unquoted is what without the upstream's words.
+func (e *quotedError) Unquoted() string {
+	return fmt.Sprintf("%s: [the upstream's words: %d bytes, not logged]", e.what, len(e.words))
+}
+
+var (
+	_ core.Quoting = (*NotSSEError)(nil)
+	_ core.Quoting = (*NotJSONError)(nil)
+	_ core.Quoting = (*ErrorAnswerError)(nil)
+	_ core.Quoting = (*quotedError)(nil)
+)
+
 // notEventStream is the error for a 2xx answer to a stream request whose Content-Type ct is not
 // an event stream: a *core.ProtocolError with the start of the body, read and closed here. A body
 // that fails while read (the idle timeout, the caller gone) is a *core.StreamError wrapping that
@@ -94,7 +119,7 @@ func transportError(ctx context.Context, t *core.Target, err error) error {
 		// connection's, and the client is told so (bad_upstream_response) rather than that the
 		// upstream was unreachable. The key is redacted before the quote is cut (see
 		// badAnswerError).
-		return &core.ProtocolError{Target: t.Name, Err: errors.New(bad.redacted(string(t.APIKey)))}
+		return &core.ProtocolError{Target: t.Name, Err: bad.quoted(string(t.APIKey))}
 	}
 	return &core.ConnError{Target: t.Name, Err: inner}
 }

@@ -166,6 +166,16 @@ func (e *badAnswerError) redacted(key string) string {
 	return fmt.Sprintf("%v: %s %q", errBadAnswer, e.what, text)
 }
 
+// quoted is redacted as an error whose quote of the upstream's bytes the log leaves out.
+func (e *badAnswerError) quoted(key string) error {
+	full := e.redacted(key)
+	if e.text == "" {
+		return errors.New(full)
+	}
+	what := fmt.Sprintf("%v: %s", errBadAnswer, e.what)
+	return &quotedError{what: what, words: strings.TrimPrefix(full, what+": ")}
+}
+
 // maxAnswerHead bounds an answer's status line and headers.
 const maxAnswerHead = 64 << 10
 

@@ -123,7 +123,7 @@ func (a *openaiOllama) chat(ctx context.Context, req *core.Request) (*Response, 
 		return nil, &core.ProtocolError{Target: a.t.Name, Err: &NotJSONError{Body: redact(capBytes(raw, maxErrorBody), a.t.APIKey)}}
 	}
 	if msg := text(m.Error); msg != "" {
-		return nil, &core.ProtocolError{Target: a.t.Name, Err: fmt.Errorf("upstream error in a 200 answer: %s", msg)}
+		return nil, &core.ProtocolError{Target: a.t.Name, Err: &quotedError{what: "upstream error in a 200 answer", words: msg}}
 	}
 	if !m.Done {
 		// Every whole answer of Ollama's says done; one that does not was cut short or is not
@@ -623,10 +623,11 @@ func (s *ollamaStream) read() error {
 		if cut {
 			return &core.StreamError{Target: s.target, Message: "upstream closed the stream inside a line"}
 		}
-		return &core.StreamError{Target: s.target, Message: "upstream sent a line that is not JSON: " + snippet(redact(line, s.key)), Err: err}
+		q := snippet(redact(line, s.key))
+		return &core.StreamError{Target: s.target, Message: "upstream sent a line that is not JSON: " + q, Err: err, Quoted: len(q)}
 	}
 	if msg := text(m.Error); msg != "" {
-		return &core.StreamError{Target: s.target, Message: msg}
+		return &core.StreamError{Target: s.target, Message: msg, Quoted: len(msg)}
 	}
 	if m.Done && loadOnly(m.DoneReason) {
 		return &core.StreamError{Target: s.target, Message: loadOnlyError(m.DoneReason).Error()}

@@ -118,6 +118,11 @@ type ErrorAnswerError struct {
 
 func (e *ErrorAnswerError) Error() string { return "a 2xx answer that is an error: " + e.Message }
 
+// Unquoted is the error without the upstream's message (core.Quoting).
+func (e *ErrorAnswerError) Unquoted() string {
+	return fmt.Sprintf("a 2xx answer that is an error (message of %d bytes, not logged)", len(e.Message))
+}
+
 // UpstreamMessage is what the upstream said, for errmap, which classifies an overflow by it.
 func (e *ErrorAnswerError) UpstreamMessage() string { return e.Message }
 
@@ -150,6 +155,11 @@ func (e *NotJSONError) Error() string {
 		snippet = snippet[:200]
 	}
 	return fmt.Sprintf("response is not JSON: %s", bytes.TrimSpace(snippet))
+}
+
+// Unquoted is the error without the body's bytes, which may be the answer itself (core.Quoting).
+func (e *NotJSONError) Unquoted() string {
+	return fmt.Sprintf("response is not JSON (%d bytes, not logged)", len(e.Body))
 }
 
 func capBytes(b []byte, n int) []byte {
@@ -234,7 +244,7 @@ func (s *openaiStream) Next() ([]byte, error) {
 			return nil, s.err
 		}
 		if msg, ok := errorEvent(ev.name, data); ok {
-			s.err = &core.StreamError{Target: s.target, Message: msg}
+			s.err = &core.StreamError{Target: s.target, Message: msg, Quoted: len(msg)}
 			return nil, s.err
 		}
 		// Relayed, a broken event fails the client's SDK on a parse error instead of a stream

@@ -343,14 +343,15 @@ func (s *saifStream) read() error {
 		return nil
 	}
 	if msg, ok := errorEvent(ev.name, data); ok {
-		return &core.StreamError{Target: s.target, Message: msg}
+		return &core.StreamError{Target: s.target, Message: msg, Quoted: len(msg)}
 	}
 	var e saifEvent
 	if err := json.Unmarshal(data, &e); err != nil {
 		if ev.cut {
 			return &core.StreamError{Target: s.target, Message: "upstream closed the stream inside an event"}
 		}
-		return &core.StreamError{Target: s.target, Message: "upstream sent an event that is not SAIF's: " + snippet(redact(data, s.key)), Err: err}
+		q := snippet(redact(data, s.key))
+		return &core.StreamError{Target: s.target, Message: "upstream sent an event that is not SAIF's: " + q, Err: err, Quoted: len(q)}
 	}
 	var hy *hayulaJSON
 	if !s.named && e.Specialist != "" {
