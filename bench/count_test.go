@@ -217,3 +217,25 @@ func testCountGoBlind(t *testing.T, built string) {
 		t.Errorf("report:\n%s", md)
 	}
 }
+
+// TestCountMarkdownByInstructions: the gateway's chat is listed twice, by misses and by
+// instructions, each table in its own order.
+func TestCountMarkdownByInstructions(t *testing.T) {
+	fns := []fnCount{
+		{"github.com/hayula/gateway/server.run", counts{Ir: 100, I1mr: 40}},
+		{"github.com/hayula/gateway/internal/jsonx.scanString", counts{Ir: 9000, I1mr: 15}},
+		{"runtime.memmove", counts{Ir: 1200, I1mr: 19}},
+	}
+	md := countMarkdown([]countResult{{"gateway", "chat", counts{Ir: 10300, I1mr: 74}, fns}}, 10, 2)
+	_, byIr, ok := strings.Cut(md, "the 2 functions with the most instructions")
+	if !ok {
+		t.Fatalf("no table by instructions:\n%s", md)
+	}
+	want := "| `internal/jsonx.scanString` | 9000 | 15.0 |\n| `runtime.memmove` | 1200 | 19.0 |\n"
+	if !strings.Contains(byIr, want) || strings.Contains(byIr, "server.run") {
+		t.Errorf("table by instructions:\n%s\nwant the two largest first:\n%s", byIr, want)
+	}
+	if byMiss, _, _ := strings.Cut(md, "most instructions"); !strings.Contains(byMiss, "| `server.run` | 40.0 | 100 |\n| `internal/jsonx.scanString` | 15.0 | 9000 |") {
+		t.Errorf("table by misses changed:\n%s", byMiss)
+	}
+}
