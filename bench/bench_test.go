@@ -179,7 +179,8 @@ func TestReportTargets(t *testing.T) {
 		return streamsResult{MaxOpen: 10, Events: 320, HeldBack: held, MaxLag: time.Millisecond, FirstEvent: first, Took: time.Second}
 	}
 	mem := memoryResult{Idle: memory{RSS: 12 << 20}, Streams: 10,
-		Direct: streams(2, 50*time.Millisecond), Gateway: streams(1, 90*time.Millisecond)}
+		Direct:  []streamsResult{streams(2, 50*time.Millisecond)},
+		Gateway: []streamsResult{streams(1, 90*time.Millisecond)}}
 	r = &report{opts: options{Rounds: 1, Chunks: 8, LogLevel: "info", SlowChunks: 30, SlowInterval: 100 * time.Millisecond},
 		memory: mem}
 	md = r.markdown()
@@ -188,16 +189,48 @@ func TestReportTargets(t *testing.T) {
 			t.Errorf("report without nginx has %q:\n%s", absent, md)
 		}
 	}
-	r.memory.Nginx = streams(0, 40*time.Millisecond)
+	r.memory.Nginx = []streamsResult{streams(0, 40*time.Millisecond)}
 	md = r.markdown()
 	for _, want := range []string{
-		"| gateway | 10 | 320 | 1 | 1000 µs | 90.0 ms | 0 | 1s |",
-		"| nginx | 10 | 320 | 0 | 1000 µs | 40.0 ms | 0 | 1s |",
+		"| gateway | 10 | 320 | 1 | 1000 µs | 90.0 ms | 0 | 1s | 1 |",
+		"| nginx | 10 | 320 | 0 | 1000 µs | 40.0 ms | 0 | 1s | 0 |",
 		"1 held back through the gateway, 2 straight to the upstream, 0 through nginx",
 	} {
 		if !strings.Contains(md, want) {
 			t.Errorf("report lacks %q:\n%s", want, md)
 		}
+	}
+
+	// With several bursts a row is the median burst, whole (its own first event beside its
+	// count), every burst's count listed in the order run; the target reads the medians, and a
+	// failed stream in any burst fails it.
+	r.memory.Gateway = []streamsResult{streams(183, 500*time.Millisecond), streams(0, 90*time.Millisecond), streams(12, 70*time.Millisecond)}
+	r.memory.Direct = []streamsResult{streams(8, 50*time.Millisecond), streams(30, 60*time.Millisecond), streams(1, 55*time.Millisecond)}
+	r.memory.Nginx = []streamsResult{streams(22, 40*time.Millisecond), streams(2, 41*time.Millisecond), streams(0, 42*time.Millisecond)}
+	md = r.markdown()
+	for _, want := range []string{
+		"ran 3 such bursts in turn (direct, gateway, nginx, direct …)",
+		"| gateway | 10 | 320 | 12 | 1000 µs | 70.0 ms | 0 | 1s | 183, 0, 12 |",
+		"| direct | 10 | 320 | 8 | 1000 µs | 50.0 ms | 0 | 1s | 8, 30, 1 |",
+		"| nginx | 10 | 320 | 2 | 1000 µs | 41.0 ms | 0 | 1s | 22, 2, 0 |",
+		"(median of 3 bursts): 12 held back through the gateway, 8 straight to the upstream, 2 through nginx — **not met**",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("report lacks %q:\n%s", want, md)
+		}
+	}
+	r.memory.Gateway[2].HeldBack = 5
+	r.memory.Gateway[0].Errors, r.memory.Gateway[0].FirstErr = 1, "EOF"
+	md = r.markdown()
+	for _, want := range []string{"5 held back through the gateway, 8 straight to the upstream, 2 through nginx — **not met**",
+		"First gateway stream failure (burst 1): `EOF`"} {
+		if !strings.Contains(md, want) {
+			t.Errorf("a failed stream in one burst: report lacks %q:\n%s", want, md)
+		}
+	}
+	r.memory.Gateway[0].Errors = 0
+	if md = r.markdown(); !strings.Contains(md, "5 held back through the gateway, 8 straight to the upstream, 2 through nginx — met") {
+		t.Errorf("report:\n%s", md)
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -312,11 +313,12 @@ type memoryResult struct {
 	PeakRSS int64  // the largest VmRSS sampled while the streams were open
 	HWM     int64  // VmHWM after the streams: the peak over the process's life so far
 	Streams int
-	// Gateway is the streams through the gateway; Direct the same streams straight to the fake
-	// upstream, run first: delays that Direct shows too are the machine's, not the gateway's.
-	// Nginx, run last when there is an nginx column, is the same through nginx: what a proxy
-	// that parses nothing does with the same burst.
-	Gateway, Direct, Nginx streamsResult
+	// Gateway is each burst of streams through the gateway; Direct the same streams straight to
+	// the fake upstream, each run just before: delays that Direct shows too are the machine's,
+	// not the gateway's. Nginx, run after each when there is an nginx column, is the same through
+	// nginx: what a proxy that parses nothing does with the same burst. One burst's count moves
+	// by hundreds from run to run on a shared machine, so there are --bursts of them, in turn.
+	Gateway, Direct, Nginx []streamsResult
 }
 
 // streamsResult is what a client saw of many slow streams opened at once.
@@ -353,27 +355,54 @@ func (e *environment) memoryPhase(ctx context.Context) (memoryResult, error) {
 	}
 	res.Streams = e.opts.Streams
 	body := chatBody("slow", true, e.opts.PromptBytes)
-	direct := &endpoint{name: "direct", url: "http://" + e.slow + "/v1/chat/completions", body: body,
-		client: e.client(e.opts.Streams + 16)}
-	res.Direct = e.openStreams(ctx, direct, func() {})
-	gw := &endpoint{name: "gateway", url: warm.url, body: body, client: e.client(e.opts.Streams + 16)}
 	pid := e.gateway.pid()
-	res.Gateway = e.openStreams(ctx, gw, func() {
-		if m, err := readMemory(pid); err == nil {
-			res.PeakRSS = max(res.PeakRSS, m.RSS)
+	for burst := range e.opts.Bursts {
+		if ctx.Err() != nil {
+			return res, ctx.Err()
 		}
-	})
+		e.logf("burst %d of %d: %d slow streams straight to the upstream, through the gateway%s", burst+1, e.opts.Bursts,
+			e.opts.Streams, map[bool]string{true: " and through nginx"}[e.nginx != nil])
+		direct := &endpoint{name: "direct", url: "http://" + e.slow + "/v1/chat/completions", body: body,
+			client: e.client(e.opts.Streams + 16)}
+		res.Direct = append(res.Direct, e.openStreams(ctx, direct, func() {}))
+		gw := &endpoint{name: "gateway", url: warm.url, body: body, client: e.client(e.opts.Streams + 16)}
+		res.Gateway = append(res.Gateway, e.openStreams(ctx, gw, func() {
+			if m, err := readMemory(pid); err == nil {
+				res.PeakRSS = max(res.PeakRSS, m.RSS)
+			}
+		}))
+		if e.nginx != nil {
+			ng := &endpoint{name: "nginx", url: "http://" + e.nginxSlowAddr + "/v1/chat/completions", body: body,
+				client: e.client(e.opts.Streams + 16)}
+			res.Nginx = append(res.Nginx, e.openStreams(ctx, ng, func() {}))
+		}
+	}
 	m, err := readMemory(pid)
 	if err != nil {
 		return res, err
 	}
 	res.HWM = m.HWM
-	if e.nginx != nil {
-		ng := &endpoint{name: "nginx", url: "http://" + e.nginxSlowAddr + "/v1/chat/completions", body: body,
-			client: e.client(e.opts.Streams + 16)}
-		res.Nginx = e.openStreams(ctx, ng, func() {})
-	}
 	return res, nil
+}
+
+// medianBurst is the burst of rs whose held-back count is the median (the lower one of an even
+// number): a whole burst's figures, not medians of each figure over bursts.
+func medianBurst(rs []streamsResult) streamsResult {
+	if len(rs) == 0 {
+		return streamsResult{}
+	}
+	s := slices.Clone(rs)
+	slices.SortStableFunc(s, func(a, b streamsResult) int { return a.HeldBack - b.HeldBack })
+	return s[(len(s)-1)/2]
+}
+
+// heldByBurst lists the bursts' held-back counts in the order they ran.
+func heldByBurst(rs []streamsResult) string {
+	parts := make([]string, len(rs))
+	for i, r := range rs {
+		parts[i] = strconv.Itoa(r.HeldBack)
+	}
+	return strings.Join(parts, ", ")
 }
 
 // openStreams opens --streams slow streams at once against ep and waits for them all; tick runs

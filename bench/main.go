@@ -80,6 +80,7 @@ type options struct {
 	Chunks       int
 	PromptBytes  int
 	Streams      int
+	Bursts       int
 	SlowChunks   int
 	SlowInterval time.Duration
 	VsNginx      bool
@@ -105,6 +106,7 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	fs.IntVar(&o.Chunks, "chunks", 32, "content events of a fast stream")
 	fs.IntVar(&o.PromptBytes, "prompt-bytes", 1024, "size of the request body")
 	fs.IntVar(&o.Streams, "streams", 1000, "concurrent slow streams for the RSS row")
+	fs.IntVar(&o.Bursts, "bursts", 3, "bursts of --streams slow streams per column, in turn; the report gives the median burst and every burst's count")
 	fs.IntVar(&o.SlowChunks, "slow-chunks", 30, "events of a slow stream")
 	fs.DurationVar(&o.SlowInterval, "slow-interval", 100*time.Millisecond, "time between the events of a slow stream")
 	fs.BoolVar(&o.VsNginx, "vs-nginx", false, "add a blind nginx proxy_pass column when nginx is on PATH")
@@ -130,6 +132,7 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 			"round-time":   func() { o.RoundTime = 300 * time.Millisecond },
 			"warmup":       func() { o.Warmup = 200 * time.Millisecond },
 			"streams":      func() { o.Streams = 300 },
+			"bursts":       func() { o.Bursts = 1 },
 			"slow-chunks":  func() { o.SlowChunks = 15 },
 			"profile-time": func() { o.ProfileTime = 3 * time.Second },
 		}
@@ -159,6 +162,8 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 		return o, usageError{"--prompt-bytes must be from 200 to 1048576"}
 	case o.Streams < 0 || o.Streams > 20000:
 		return o, usageError{"--streams must be from 0 to 20000"}
+	case o.Bursts < 1 || o.Bursts > 20:
+		return o, usageError{"--bursts must be from 1 to 20"}
 	case o.SlowChunks < 1 || o.SlowInterval <= 0 || time.Duration(o.SlowChunks)*o.SlowInterval > 10*time.Minute:
 		return o, usageError{"a slow stream must have at least one event and last at most 10m"}
 	case o.ProfileTime < time.Second || o.ProfileTime > 10*time.Minute:
