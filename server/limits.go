@@ -82,10 +82,7 @@ func (s *Server) limit(key *config.Key, st *reqState) *apiError {
 		st.busy = l.busy
 	}
 	if l.rpm != nil {
-		now := s.clock.Now()
-		r := l.rpm.ReserveN(now, 1)
-		if d := r.DelayFrom(now); d > 0 {
-			r.CancelAt(now)
+		if d := rpmWait(l.rpm, s.clock.Now()); d > 0 {
 			s.unbusy(st)
 			s.metrics.Limited(key.Index, metrics.CapRPM)
 			return &apiError{Status: http.StatusTooManyRequests, Type: "requests", Code: "rate_limit_exceeded",
@@ -95,6 +92,23 @@ func (s *Server) limit(key *config.Key, st *reqState) *apiError {
 		}
 	}
 	return nil
+}
+
+// rpmWait takes one request from the bucket at now, or says how long until it holds one. A
+// refusal takes nothing: reserving and then cancelling, as this did first, let requests refused
+// at the same moment each see the others' reservations, and a client was told to wait two or
+// three intervals when one would do (TestRPMRefusalsWaitOneIntervalAtMost).
+func rpmWait(l *rate.Limiter, now time.Time) time.Duration {
+	if l.AllowN(now, 1) {
+		return 0
+	}
+	// Another request may take a token between the two calls; what is left then is still at
+	// least zero, so the wait is never over one interval.
+	need := 1 - l.TokensAt(now)
+	if need <= 0 {
+		return time.Nanosecond // a token came back in between: wait as little as can be said
+	}
+	return time.Duration(need / float64(l.Limit()) * float64(time.Second))
 }
 
 // unbusy gives back the concurrency slot st holds, if any.
