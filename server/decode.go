@@ -325,13 +325,9 @@ func finishChat(r *http.Request, body []byte, w *wireView, req *core.Request) *a
 	// Tools sent with tool_choice "none" are not offered: the answer is text, which a target
 	// without tools gives as well.
 	req.Tools = req.Params.OffersTools() || core.NonEmptyArray(w.Functions)
-	var remote bool
-	req.Images, remote = hasImages(w.Messages)
-	if remote && w.openaiOnly == "" {
-		// Ollama's /api/chat takes images as base64 only and its adapter cannot fetch one: the
-		// target is skipped, not the route refused, when a later target can (an OpenAI one).
-		w.openaiOnly = "image_url"
-	}
+	// Ollama's /api/chat takes images as base64 only and its adapter cannot fetch one: the
+	// target is skipped (formatFilter), not the route refused, when a later target can.
+	req.Images, req.RemoteImages = hasImages(w.Messages)
 	req.Choices = w.choices
 	req.Logprobs = w.logprobs
 	req.OpenAIOnly = w.openaiOnly
