@@ -1,7 +1,9 @@
 package server
 
 import (
+	"encoding/json"
 	"net/http/httptest"
+	"strings"
 	"testing"
 
 	"github.com/hayula/gateway/core"
@@ -73,4 +75,62 @@ func TestFormatFilterRemoteImages(t *testing.T) {
 			}
 		})
 	}
+}
+
+// referenceRemote is how an image part's image_url was read before imageRef: kept raw, then
+// unmarshalled again, as a string and failing that as {"url": …}.
+func referenceRemote(v json.RawMessage) bool {
+	var url string
+	if json.Unmarshal(v, &url) != nil {
+		var o struct {
+			URL string `json:"url"`
+		}
+		if json.Unmarshal(v, &o) != nil {
+			return false
+		}
+		url = o.URL
+	}
+	u := strings.ToLower(strings.TrimSpace(url))
+	return strings.HasPrefix(u, "http://") || strings.HasPrefix(u, "https://")
+}
+
+var imageRefSeeds = []string{
+	`"https://x/y.png"`, `" HTTPS://x"`, `"\u0068ttp://x"`, `"\thttp://x "`, `"\u00a0http://x"`, `"httpſ://x"`,
+	`"ftp://x"`, `"data:image/png;base64,AAAA"`, `""`, `"http:/x"`, `"http://"`,
+	`{"url":"http://x"}`, `{"URL":"http://x"}`, `{"url":"data:x","detail":"low"}`, `{"detail":"low"}`, `{}`,
+	`{"url":5}`, `{"url":null}`, `{"url":"http://x","url":5}`, `{"url":"http://x","url":null}`, `{"url":"data:x","url":"HTTP://x"}`,
+	`{"Url":"https://x","url":"data:x"}`, `null`, `7`, `true`, `[]`, `["http://x"]`, `{"url":{"url":"http://x"}}`,
+}
+
+// imageRef reads an image_url in one pass as the two unmarshals before it read it.
+func TestImageRefMatchesReference(t *testing.T) {
+	for _, v := range imageRefSeeds {
+		checkImageRef(t, []byte(v))
+	}
+}
+
+func checkImageRef(t *testing.T, v []byte) {
+	t.Helper()
+	var parts []struct {
+		ImageURL imageRef `json:"image_url"`
+	}
+	body := append(append([]byte(`[{"image_url":`), v...), "}]"...)
+	if err := json.Unmarshal(body, &parts); err != nil {
+		t.Fatalf("%s: %v", v, err)
+	}
+	if want := referenceRemote(v); parts[0].ImageURL.remote != want {
+		t.Errorf("%s: remote %v, want %v", v, parts[0].ImageURL.remote, want)
+	}
+}
+
+func FuzzImageRef(f *testing.F) {
+	for _, v := range imageRefSeeds {
+		f.Add([]byte(v))
+	}
+	f.Fuzz(func(t *testing.T, v []byte) {
+		if !json.Valid(v) {
+			return
+		}
+		checkImageRef(t, v)
+	})
 }
