@@ -54,6 +54,9 @@ type Request struct {
 	Prompt json.RawMessage
 	// Images is true when any message carries an image part.
 	Images bool
+	// RemoteImages is true when an image part's image_url is an http(s) URL to fetch rather than
+	// a data: URL that carries the image: the Ollama and SAIF adapters cannot fetch one.
+	RemoteImages bool
 	// Tools is true when the request declares tools (or functions).
 	Tools bool
 	// Choices is the client's n when it asks for more than one choice; 0 otherwise.
@@ -63,9 +66,8 @@ type Request struct {
 	// cannot honour.
 	Structured, Logprobs bool
 	// OpenAIOnly names the first field the request sets that only the OpenAI protocol carries:
-	// "logit_bias" with an entry, "modalities" asking for "audio", or "image_url" for an image by
-	// http(s) URL, which the Ollama adapter cannot fetch. Ollama's /api/chat and SAIF have
-	// neither, and an answer without them is not the one asked for. "" for none.
+	// "logit_bias" with an entry, or "modalities" asking for "audio". Ollama's /api/chat and SAIF
+	// have neither, and an answer without them is not the one asked for. "" for none.
 	OpenAIOnly string
 	// PromptTokensMin is a lower bound of the prompt's tokens (see filter.PromptTokensMin). The
 	// server leaves it 0 when the body is too small to overflow any target of the route.

@@ -325,13 +325,9 @@ func finishChat(r *http.Request, body []byte, w *wireView, req *core.Request) *a
 	// Tools sent with tool_choice "none" are not offered: the answer is text, which a target
 	// without tools gives as well.
 	req.Tools = req.Params.OffersTools() || core.NonEmptyArray(w.Functions)
-	var remote bool
-	req.Images, remote = hasImages(w.Messages)
-	if remote && w.openaiOnly == "" {
-		// Ollama's /api/chat takes images as base64 only and its adapter cannot fetch one: the
-		// target is skipped, not the route refused, when a later target can (an OpenAI one).
-		w.openaiOnly = "image_url"
-	}
+	// Ollama's /api/chat takes images as base64 only and its adapter cannot fetch one: the
+	// target is skipped (formatFilter), not the route refused, when a later target can.
+	req.Images, req.RemoteImages = hasImages(w.Messages)
 	req.Choices = w.choices
 	req.Logprobs = w.logprobs
 	req.OpenAIOnly = w.openaiOnly
@@ -464,7 +460,7 @@ func structuredFormat(rf json.RawMessage) bool {
 }
 
 // hasImages reports whether any message has an image part, and whether one is an http(s) URL
-// to fetch (see isRemoteImage).
+// to fetch (see imageRef). Each content is decoded once, its image URLs with it.
 func hasImages(msgs []core.Message) (images, remote bool) {
 	for i := range msgs {
 		c := bytes.TrimSpace(msgs[i].Content)
@@ -475,8 +471,8 @@ func hasImages(msgs []core.Message) (images, remote bool) {
 			continue
 		}
 		var parts []struct {
-			Type     string          `json:"type"`
-			ImageURL json.RawMessage `json:"image_url"` // {"url": …} or, in the Responses shape, the URL
+			Type     string   `json:"type"`
+			ImageURL imageRef `json:"image_url"`
 		}
 		if json.Unmarshal(c, &parts) != nil {
 			continue
@@ -484,28 +480,59 @@ func hasImages(msgs []core.Message) (images, remote bool) {
 		for _, p := range parts {
 			if p.Type == "image_url" || p.Type == "input_image" || p.Type == "image" {
 				images = true
-				remote = remote || isRemoteImage(p.ImageURL)
+				remote = remote || p.ImageURL.remote
 			}
 		}
 	}
 	return images, remote
 }
 
-// isRemoteImage reports whether an image part's image_url is a URL to fetch (http or https),
-// not a data: URL that carries the image.
-func isRemoteImage(v json.RawMessage) bool {
-	var url string
-	if json.Unmarshal(v, &url) != nil {
+// imageRef is a content part's image_url, {"url": …} or, in the Responses shape, the URL itself,
+// read for one thing: whether the URL is one to fetch (http or https), not a data: URL that
+// carries the image. A value of neither shape, or a url that is not a string, is no URL to
+// fetch, and no error: the part is an image all the same.
+type imageRef struct{ remote bool }
+
+// UnmarshalJSON reads the URL from b, which encoding/json has checked is one JSON value.
+func (r *imageRef) UnmarshalJSON(b []byte) error {
+	r.remote = false
+	switch {
+	case len(b) > 0 && b[0] == '"':
+		url, ok := jsonx.Unquote(b)
+		r.remote = ok && fetchable(url)
+	case len(b) > 0 && b[0] == '{':
 		var o struct {
 			URL string `json:"url"`
 		}
-		if json.Unmarshal(v, &o) != nil {
+		r.remote = json.Unmarshal(b, &o) == nil && fetchable(o.URL)
+	}
+	return nil
+}
+
+// fetchable reports whether url, spaces around it aside, begins http:// or https://, the scheme
+// in any case.
+func fetchable(url string) bool {
+	url = strings.TrimSpace(url)
+	return hasPrefixFoldASCII(url, "http://") || hasPrefixFoldASCII(url, "https://")
+}
+
+// hasPrefixFoldASCII reports whether s begins with the lower-case ASCII prefix in any case of
+// ASCII letters only: strings.EqualFold would take the long s (ſ) for an s, which lower-casing
+// does not.
+func hasPrefixFoldASCII(s, prefix string) bool {
+	if len(s) < len(prefix) {
+		return false
+	}
+	for i := 0; i < len(prefix); i++ {
+		c := s[i]
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		if c != prefix[i] {
 			return false
 		}
-		url = o.URL
 	}
-	u := strings.ToLower(strings.TrimSpace(url))
-	return strings.HasPrefix(u, "http://") || strings.HasPrefix(u, "https://")
+	return true
 }
 
 // headerValue is h.Get(key) for a key already in canonical form: Header.Get runs every key

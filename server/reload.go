@@ -78,11 +78,12 @@ func (l *Live) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func (l *Live) Replace(next *Server) *Retired {
 	// Linked before the swap, so that no attempt of the replaced server's comes after the swap
 	// without seeing next; and after it too, in case another Replace came in between.
+	link := newReloadLink(next)
 	prev := l.cur.Load()
-	prev.srv.successor.Store(next)
+	prev.srv.successor.Store(link)
 	g := l.cur.Swap(newGeneration(next))
 	if g != prev {
-		g.srv.successor.Store(next)
+		g.srv.successor.Store(link)
 	}
 	g.retired.Store(true)
 	if g.active.Load() == 0 {
@@ -124,6 +125,38 @@ func (r *Retired) Close() int64 {
 	return r.InFlight()
 }
 
+// reloadLink is a server that a reload put in another's place, with what its configuration makes
+// strict or public for the requests still under way on the servers before it (reloadForbids),
+// built once when Replace links it rather than scanned on every attempt of theirs.
+type reloadLink struct {
+	srv *Server
+	// strictKeys are the names of the configuration's strict keys; publicNames and publicURLs
+	// the names and URLs of its public targets. nil when there are none.
+	strictKeys, publicNames, publicURLs map[string]struct{}
+}
+
+func newReloadLink(s *Server) *reloadLink {
+	l := &reloadLink{srv: s}
+	add := func(m *map[string]struct{}, k string) {
+		if *m == nil {
+			*m = map[string]struct{}{}
+		}
+		(*m)[k] = struct{}{}
+	}
+	for i := range s.cfg.Keys {
+		if k := &s.cfg.Keys[i]; k.Strict {
+			add(&l.strictKeys, k.Name)
+		}
+	}
+	for _, t := range s.cfg.Targets {
+		if t.Privacy == core.Public {
+			add(&l.publicNames, t.Name)
+			add(&l.publicURLs, t.URL)
+		}
+	}
+	return l
+}
+
 // reloadForbids reports whether a reload since s became current forbids an attempt on t, a
 // target of s's configuration, for req, made on route with key (nil for none): a later
 // configuration makes the request strict (its route or its key is strict there) or the target
@@ -132,29 +165,27 @@ func (r *Retired) Close() int64 {
 // then makes no further attempt on t, neither the next in its chain nor a retry
 // (TestReloadMakingTargetPublicHoldsInFlight): the operator has said that the upstream is a third
 // party, or that this traffic is private, and the attempt comes after that. It costs a pointer
-// load while s is current.
+// load while s is current, and a few map lookups for each reload since
+// (TestReloadForbidsMatchesScan).
 func (s *Server) reloadForbids(req *core.Request, route string, key *config.Key, t *core.Target) bool {
 	n := s.successor.Load()
 	if n == nil {
 		return false
 	}
 	strict, public := req.Strict, t.Privacy == core.Public
-	for ; n != nil && !(strict && public); n = n.successor.Load() {
-		if rs, ok := n.routes[route]; ok && rs.Strict {
-			strict = true
+	for ; n != nil && !(strict && public); n = n.srv.successor.Load() {
+		if !strict {
+			rs, ok := n.srv.routes[route]
+			strict = ok && rs.Strict || key != nil && has(n.strictKeys, key.Name)
 		}
-		if key != nil {
-			for _, k := range n.cfg.Keys {
-				if k.Name == key.Name && k.Strict {
-					strict = true
-				}
-			}
-		}
-		for _, o := range n.cfg.Targets {
-			if o.Privacy == core.Public && (o.Name == t.Name || (o.URL == t.URL && !strings.Contains(t.URL, "{port}"))) {
-				public = true
-			}
+		if !public {
+			public = has(n.publicNames, t.Name) || has(n.publicURLs, t.URL) && !strings.Contains(t.URL, "{port}")
 		}
 	}
 	return strict && public
+}
+
+func has(set map[string]struct{}, k string) bool {
+	_, ok := set[k]
+	return ok
 }

@@ -159,7 +159,9 @@ func (choicesFilter) Keep(req *core.Request, t *core.Target) (bool, string) {
 // formatFilter drops a target whose adapter cannot carry a JSON response_format or logprobs
 // (upstream.CarriesFormat), or a field only the OpenAI protocol has (core.Request.OpenAIOnly,
 // upstream.CarriesOpenAIOnly), for a request that asks for one: the client would get prose, no
-// logprobs, tokens it had banned, or no audio, without a word.
+// logprobs, tokens it had banned, or no audio, without a word. So too for an image by http(s)
+// URL (core.Request.RemoteImages), which only the OpenAI adapter passes on for its upstream to
+// fetch, the others refusing it.
 type formatFilter struct{}
 
 var _ filter.Filter = formatFilter{}
@@ -171,11 +173,11 @@ func (formatFilter) Name() string { return "format" }
 func (formatFilter) Keep(req *core.Request, t *core.Target) (bool, string) {
 	var asks string
 	switch {
-	case req.OpenAIOnly == "image_url" && !upstream.CarriesOpenAIOnly(t.Adapter):
-		return false, "request has an image_url by http(s) URL, which the " + t.Adapter.String() +
-			" adapter cannot fetch: send the image inline as a data: URL (data:image/png;base64,…)"
 	case req.OpenAIOnly != "" && !upstream.CarriesOpenAIOnly(t.Adapter):
 		asks = req.OpenAIOnly
+	case req.RemoteImages && !upstream.FetchesImages(t.Adapter):
+		return false, "request has an image_url by http(s) URL, which the " + t.Adapter.String() +
+			" adapter cannot fetch: send the image inline as a data: URL (data:image/png;base64,…)"
 	case (!req.Structured && !req.Logprobs) || upstream.CarriesFormat(t.Adapter):
 		return true, ""
 	case req.Structured:
@@ -203,7 +205,7 @@ type plan struct {
 func (s *Server) plan(rs *routeState, req *core.Request, kept []*core.Target) plan {
 	stages := s.stages
 	if req.Op == core.OpChat && s.allServeChat && req.Choices <= 1 && !req.Structured && !req.Logprobs &&
-		req.OpenAIOnly == "" {
+		req.OpenAIOnly == "" && !req.RemoteImages {
 		// The capability stages would keep every target, at a call per target each, on nearly
 		// every request: every target's adapter serves chat (New checked), and one choice.
 		stages = stages[capStages:]

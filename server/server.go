@@ -127,9 +127,9 @@ type Server struct {
 
 	failedOpen *atomic.Int64 // requests served only because a fail-open stage kept every target; Previous's, on a reload
 	// successor is the server a reload put in this one's place (Live.Replace); nil while this
-	// one is current. Its requests still under way ask it whether a target became public since
-	// they began (madePublic).
-	successor atomic.Pointer[Server]
+	// one is current. Its requests still under way ask it, and the successors after it, whether
+	// a target became public or they strict since they began (reloadForbids).
+	successor atomic.Pointer[reloadLink]
 	relaying  atomic.Int64 // streams being relayed (see relay)
 	states    sync.Pool    // *reqState; see serveOp
 }

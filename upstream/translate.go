@@ -70,6 +70,15 @@ func CarriesOpenAIOnly(a core.AdapterKind) bool {
 	return a == core.AdapterOpenAI
 }
 
+// FetchesImages reports whether the adapter a can serve an image given by http(s) URL
+// (core.Request.RemoteImages): the OpenAI adapter passes it on for the upstream to fetch, while
+// Ollama's /api/chat takes base64 images only and SAIF's protocol no image at all, and their
+// adapters refuse it. The server's eligibility skips such a target for such a request
+// (TestRemoteImageSkipsOllama).
+func FetchesImages(a core.AdapterKind) bool {
+	return a == core.AdapterOpenAI
+}
+
 // unsupportedOp is a 404 for an endpoint the adapter does not serve (see Serves). Class
 // endpoint: the chain moves on to a target that may serve it.
 func unsupportedOp(t *core.Target, op core.Op) *core.StatusError {
