@@ -353,3 +353,49 @@ func (m modelsRewrite) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
 	_, _ = w.Write([]byte(m.edit(rec.Body.String())))
 }
+
+// TestDoneLineAsTheSDKsReadIt: the stream ends where openai-go (ssestream: bytes.HasPrefix of the
+// event's data) and openai-python (_streaming.py: sse.data.startswith) end it, on an event whose
+// data, after the one optional space SSE strips, begins with [DONE]. Whatever they take passes
+// chat.stream.done and completions.stream.done, and sdk.stream with them; what they would hand to
+// their JSON decoder fails all three.
+func TestDoneLineAsTheSDKsReadIt(t *testing.T) {
+	tests := []struct {
+		name, line string
+		pass       bool
+		// reason: what the failing checks must name.
+		reason string
+	}{
+		{name: "a trailing space", line: "data: [DONE] ", pass: true},
+		{name: "no space after the colon", line: "data:[DONE]", pass: true},
+		{name: "no space after the colon, a trailing space", line: "data:[DONE] ", pass: true},
+		{name: "a trailing tab", line: "data: [DONE]\t", pass: true},
+		{name: "CRLF after it", line: "data: [DONE]\r", pass: true},
+		{name: "two spaces after the colon", line: "data:  [DONE]", reason: `" [DONE]"`},
+		{name: "lower case", line: "data: [done]", reason: `"[done]"`},
+		{name: "without brackets", line: "data: DONE", reason: `"DONE"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, srv := newWrappedFake(t, func(h http.Handler) http.Handler {
+				return streamRewrite{next: h, edit: func(_ string, _ http.Header, b string) string {
+					return strings.Replace(b, "data: [DONE]\n", tt.line+"\n", 1)
+				}}
+			})
+			o := fakeOptions(t, srv)
+			o.Only = []string{"chat.stream.done", "completions.stream.done", "sdk.stream"}
+			rep := runAgainst(t, o)
+			for _, id := range o.Only {
+				c, _ := rep.Result(id)
+				switch {
+				case tt.pass && c.Result != Pass:
+					t.Errorf("%s = %s (%s), want PASS: both SDKs end the stream there", id, c.Result, c.Reason)
+				case !tt.pass && c.Result != Fail:
+					t.Errorf("%s = %s, want FAIL: neither SDK ends the stream there", id, c.Result)
+				case !tt.pass && id != "sdk.stream" && !strings.Contains(c.Reason, tt.reason):
+					t.Errorf("%s reason %q does not quote the data %s", id, c.Reason, tt.reason)
+				}
+			}
+		})
+	}
+}
