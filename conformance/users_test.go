@@ -2,9 +2,11 @@ package conformance
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -395,6 +397,107 @@ func TestDoneLineAsTheSDKsReadIt(t *testing.T) {
 				case !tt.pass && id != "sdk.stream" && !strings.Contains(c.Reason, tt.reason):
 					t.Errorf("%s reason %q does not quote the data %s", id, c.Reason, tt.reason)
 				}
+			}
+		})
+	}
+}
+
+// pathRewrite passes the answers to POST path through edit, which sees the request body.
+type pathRewrite struct {
+	next http.Handler
+	path string
+	edit func(req, body string) string
+}
+
+func (p pathRewrite) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path != p.path {
+		p.next.ServeHTTP(w, r)
+		return
+	}
+	var req bytes.Buffer
+	_, _ = req.ReadFrom(r.Body)
+	r.Body.Close()
+	r2 := r.Clone(r.Context())
+	r2.Body = httpBody(req.Bytes())
+	rec := httptest.NewRecorder()
+	p.next.ServeHTTP(rec, r2)
+	w.Header().Set("Content-Type", rec.Header().Get("Content-Type"))
+	w.WriteHeader(rec.Code)
+	_, _ = w.Write([]byte(p.edit(req.String(), rec.Body.String())))
+}
+
+// longEmbeddings is an embeddings answer of three vectors of a real model's 1024 dimensions,
+// item 1 passed through bend.
+func longEmbeddings(bend func(item map[string]any)) string {
+	var data []any
+	for i := range 3 {
+		vec := make([]any, 1024)
+		for k := range vec {
+			vec[k] = 0.0123 + float64(k)/1e4
+		}
+		item := map[string]any{"object": "embedding", "index": i, "embedding": vec}
+		if i == 1 {
+			bend(item)
+		}
+		data = append(data, item)
+	}
+	b, _ := json.Marshal(map[string]any{"object": "list", "data": data, "model": fakeEmbed,
+		"usage": map[string]any{"prompt_tokens": 3, "total_tokens": 3}})
+	return string(b)
+}
+
+// TestItemFailuresNameTheMember: a completion choice or an embedding item that fails its shape
+// check is reported by the member at fault, with a short rendering of the item (a vector is
+// summed up, never quoted number by number).
+func TestItemFailuresNameTheMember(t *testing.T) {
+	completion := func(from, to string) pathRewrite {
+		re := regexp.MustCompile(from)
+		return pathRewrite{path: "/v1/completions", edit: func(_, b string) string { return re.ReplaceAllLiteralString(b, to) }}
+	}
+	embedding := func(bend func(map[string]any)) pathRewrite {
+		return pathRewrite{path: "/v1/embeddings", edit: func(_, _ string) string { return longEmbeddings(bend) }}
+	}
+	tests := []struct {
+		name       string
+		rw         pathRewrite
+		check      string
+		wantReason string
+	}{
+		{"completion choice without text", completion(`"text":"[^"]*"`, `"x":1`),
+			"completions.choices", "choices[0].text: absent"},
+		{"completion text null", completion(`"text":"[^"]*"`, `"text":null`),
+			"completions.choices", "choices[0].text: null"},
+		{"completion finish_reason eos", completion(`"finish_reason":"[a-z]*"`, `"finish_reason":"eos"`),
+			"completions.choices", `choices[0].finish_reason: "eos"`},
+		{"completion finish_reason null", completion(`"finish_reason":"[a-z]*"`, `"finish_reason":null`),
+			"completions.choices", `choices[0].finish_reason: null`},
+		{"embedding item of object list", embedding(func(m map[string]any) { m["object"] = "list" }),
+			"embeddings.entries", `data[1].object: "list"`},
+		{"embedding item without index", embedding(func(m map[string]any) { delete(m, "index") }),
+			"embeddings.entries", "data[1].index: absent"},
+		{"embedding item with index a string", embedding(func(m map[string]any) { m["index"] = "1" }),
+			"embeddings.entries", `data[1].index: "1"`},
+		{"embedding a base64 string", embedding(func(m map[string]any) { m["embedding"] = strings.Repeat("AAAA", 1024) }),
+			"embeddings.entries", "data[1].embedding: a string"},
+		{"embedding empty", embedding(func(m map[string]any) { m["embedding"] = []any{} }),
+			"embeddings.entries", "data[1].embedding: []"},
+		{"embedding holding a string", embedding(func(m map[string]any) { m["embedding"].([]any)[5] = "0.5" }),
+			"embeddings.entries", `data[1].embedding[5]: "0.5"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, srv := newWrappedFake(t, func(h http.Handler) http.Handler { tt.rw.next = h; return tt.rw })
+			o := fakeOptions(t, srv)
+			o.Only = []string{tt.check}
+			rep := runAgainst(t, o)
+			c, _ := rep.Result(tt.check)
+			if c.Result != Fail || !strings.HasPrefix(c.Reason, tt.wantReason) {
+				t.Fatalf("%s = %s %q, want FAIL naming %q first", tt.check, c.Result, c.Reason, tt.wantReason)
+			}
+			// The reason is clipped at 200 bytes; what the check saw must fit whole, and
+			// quote no more of a vector than a glimpse.
+			if len(c.Evidence.Seen) > 200 || strings.Contains(c.Evidence.Seen, "0.0123,") || strings.Contains(c.Evidence.Seen, strings.Repeat("A", 40)) {
+				t.Errorf("seen is not short (%d bytes): %s", len(c.Evidence.Seen), c.Evidence.Seen)
 			}
 		})
 	}
