@@ -84,6 +84,52 @@ func TestServerVariantsPass(t *testing.T) {
 			}
 			return strings.ReplaceAll(b, `{"function":{"arguments":"{`, `{"id":null,"type":null,"function":{"name":null,"arguments":"{`)
 		}},
+		// openai-go and openai-python end a stream at data beginning with [DONE].
+		{name: "[DONE] with a trailing space", edit: func(_ string, _ http.Header, b string) string {
+			return strings.Replace(b, "data: [DONE]\n", "data: [DONE] \n", 1)
+		}},
+		// SSE joins the data lines of one event with a newline, which JSON reads as whitespace.
+		{name: "a chunk's JSON over several data lines", edit: func(_ string, _ http.Header, b string) string {
+			b = strings.ReplaceAll(b, `,"created":`, ",\ndata: \"created\":")
+			return strings.ReplaceAll(b, `,"model":`, ",\ndata: \"model\":")
+		}},
+		{name: "the last token in the finish chunk", edit: func(req string, _ http.Header, b string) string {
+			return strings.ReplaceAll(b, `"delta":{},"finish_reason":"`, `"delta":{"content":"."},"finish_reason":"`)
+		}},
+		// Ollama's ToChunk: role and content on every delta, a tool call whole in one chunk
+		// beside them, and a last delta with role and empty content.
+		{name: "a tool call whole in one chunk beside role and content", edit: func(req string, _ http.Header, b string) string {
+			if !isToolsStream(req) {
+				return b
+			}
+			calls := regexp.MustCompile(`data: \{[^\n]*"tool_calls":\[[^\n]*\n\n`)
+			first := true
+			b = calls.ReplaceAllStringFunc(b, func(s string) string {
+				if !first {
+					return ""
+				}
+				first = false
+				s = strings.Replace(s, `"arguments":""`, `"arguments":"{\"zone\":\"UTC\"}"`, 1)
+				return strings.Replace(s, `"delta":{`, `"delta":{"role":"assistant","content":"",`, 1)
+			})
+			return strings.ReplaceAll(b, `"delta":{}`, `"delta":{"role":"assistant","content":""}`)
+		}},
+		// llama-server's diffs: reasoning_content without content, a first tool-call fragment
+		// without arguments, timings on the last chunk.
+		{name: "reasoning deltas without content, a first fragment without arguments", edit: func(req string, _ http.Header, b string) string {
+			if !isChat(req) {
+				return b
+			}
+			if isToolsStream(req) {
+				return strings.Replace(b, `"arguments":"",`, ``, 1)
+			}
+			i := strings.Index(b, "\n\n") + 2
+			thinking := `data: {"choices":[{"finish_reason":null,"index":0,"delta":{"reasoning_content":"Hm"}}],"created":` + created +
+				`,"id":"chatcmpl-fake1","model":"` + fakeModel + `","object":"chat.completion.chunk"}` + "\n\n"
+			b = b[:i] + thinking + b[i:]
+			j := strings.LastIndex(b, "}\n\ndata: [DONE]")
+			return b[:j] + `,"timings":{"prompt_n":7,"predicted_n":4}` + b[j:]
+		}},
 		{name: "whole answers with charset, no system_fingerprint and null optional members", editJSON: func(req string, h http.Header, b string) string {
 			if h.Get("Content-Type") == "application/json" {
 				h.Set("Content-Type", "application/json; charset=utf-8")
