@@ -24,6 +24,8 @@ func chatFinishReasons() []string {
 	return []string{"stop", "length", "tool_calls", "content_filter", "function_call"}
 }
 
+func completionFinishReasons() []string { return []string{"stop", "length", "content_filter"} }
+
 func oneOf(s string, set []string) bool {
 	for _, v := range set {
 		if s == v {
@@ -144,9 +146,9 @@ func modelChecks() []*check {
 					obj, hasObj := m["object"]
 					switch {
 					case !nonEmptyString(id):
-						return fail(`{"id": "<non-empty>", "object": "model"}`, fmt.Sprintf("data[%d].id: %s in %s", i, showField(id, hasID), show(m)))
+						return fail(`{"id": "<non-empty>", "object": "model"}`, fmt.Sprintf("data[%d].id: %s in %s", i, showField(id, hasID), brief(m)))
 					case obj != "model":
-						return fail(`{"id": "<non-empty>", "object": "model"}`, fmt.Sprintf("data[%d].object: %s in %s", i, showField(obj, hasObj), show(m)))
+						return fail(`{"id": "<non-empty>", "object": "model"}`, fmt.Sprintf("data[%d].object: %s in %s", i, showField(obj, hasObj), brief(m)))
 					}
 				}
 				return pass()
@@ -163,10 +165,10 @@ func modelChecks() []*check {
 					created, hasCreated := m["created"]
 					owner, hasOwner := m["owned_by"]
 					if _, ok := asInt(created); !ok {
-						return fail("created: integer, owned_by: string", fmt.Sprintf("data[%d].created: %s in %s", i, showField(created, hasCreated), show(m)))
+						return fail("created: integer, owned_by: string", fmt.Sprintf("data[%d].created: %s in %s", i, showField(created, hasCreated), brief(m)))
 					}
 					if _, ok := owner.(string); !ok {
-						return fail("created: integer, owned_by: string", fmt.Sprintf("data[%d].owned_by: %s in %s", i, showField(owner, hasOwner), show(m)))
+						return fail("created: integer, owned_by: string", fmt.Sprintf("data[%d].owned_by: %s in %s", i, showField(owner, hasOwner), brief(m)))
 					}
 				}
 				return pass()

@@ -213,10 +213,18 @@ func completionChecks() []*check {
 					return *f
 				}
 				for i, c := range ch {
-					fr, _ := c["finish_reason"].(string)
-					if _, isStr := c["text"].(string); !isStr || !oneOf(fr, []string{"stop", "length", "content_filter"}) {
-						return fail(`{"text": string, "finish_reason": stop|length|content_filter}`, fmt.Sprintf("choices[%d]: %s", i, show(c)))
+					text, hasText := c["text"]
+					fr, hasFR := c["finish_reason"]
+					member := ""
+					if _, isStr := text.(string); !isStr {
+						member = "text: " + showField(text, hasText)
+					} else if s, _ := fr.(string); !oneOf(s, completionFinishReasons()) {
+						member = "finish_reason: " + showField(fr, hasFR)
+					} else {
+						continue
 					}
+					return fail(`{"text": string, "finish_reason": stop|length|content_filter}`,
+						fmt.Sprintf("choices[%d].%s in %s", i, member, brief(c)))
 				}
 				return pass()
 			}},
@@ -297,14 +305,29 @@ func embeddingChecks() []*check {
 				}
 				dim := -1
 				for i, d := range ds {
-					vec, isArr := asArray(d["embedding"])
-					_, idxOK := asInt(d["index"])
-					if d["object"] != "embedding" || !idxOK || !isArr || len(vec) == 0 {
-						return fail(`{"object": "embedding", "index": int, "embedding": [number...]}`, fmt.Sprintf("data[%d]: %s", i, show(d)))
+					obj, hasObj := d["object"]
+					idx, hasIdx := d["index"]
+					emb, hasEmb := d["embedding"]
+					vec, isArr := asArray(emb)
+					member := ""
+					switch {
+					case obj != "embedding":
+						member = "object: " + showField(obj, hasObj)
+					case !isInteger(idx):
+						member = "index: " + showField(idx, hasIdx)
+					case !isArr && hasEmb && emb != nil:
+						// A base64 string (or an object) would be quoted at length.
+						member = "embedding: a " + typeName(emb) + ", not an array of numbers"
+					case !isArr || len(vec) == 0:
+						member = "embedding: " + showField(emb, hasEmb)
 					}
-					for _, n := range vec {
+					if member != "" {
+						return fail(`{"object": "embedding", "index": int, "embedding": [number...]}`,
+							fmt.Sprintf("data[%d].%s in %s", i, member, brief(d)))
+					}
+					for k, n := range vec {
 						if _, isNum := asNumber(n); !isNum {
-							return fail("embedding: numbers", fmt.Sprintf("data[%d] holds %s", i, show(n)))
+							return fail("embedding: numbers", fmt.Sprintf("data[%d].embedding[%d]: %s in %s", i, k, show(n), brief(d)))
 						}
 					}
 					if dim >= 0 && len(vec) != dim {

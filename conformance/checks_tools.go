@@ -166,7 +166,7 @@ func toolChecks() []*check {
 						return nil
 					}
 					return failp(fmt.Sprintf(`{"id": "<non-empty>", "type": "function", "function": {"name": one of %q}}`, declaredTools()),
-						fmt.Sprintf("tool_calls[%d].%s in %s", i, member, show(tc)))
+						fmt.Sprintf("tool_calls[%d].%s in %s", i, member, brief(tc)))
 				})
 			}},
 		{id: "tools.required.arguments", grade: Must, probes: req,

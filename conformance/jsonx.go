@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sort"
 	"strings"
 	"unicode/utf8"
 )
@@ -101,6 +102,46 @@ func show(v any) string {
 		return fmt.Sprintf("%v", v)
 	}
 	return clip(string(b), 160)
+}
+
+// brief renders an object for evidence beside the member at fault: members
+// in key order, an array of more than four values summed up as its length
+// ([…1024 items], so an embedding is never quoted number by number), a long
+// string cut to its first bytes and its length, a nested value clipped, the
+// whole at most 160 bytes.
+func brief(m map[string]any) string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var b strings.Builder
+	b.WriteString("{")
+	for i, k := range keys {
+		if i > 0 {
+			b.WriteString(",")
+		}
+		v := show(m[k])
+		switch x := m[k].(type) {
+		case []any:
+			if len(x) > 4 {
+				v = fmt.Sprintf("[…%d items]", len(x))
+			}
+		case string:
+			if len(x) > 40 {
+				// Its first runes, and how long it is: a base64 vector
+				// shows what it is without being quoted.
+				n := 16
+				for n > 0 && !utf8.RuneStart(x[n]) {
+					n--
+				}
+				v = fmt.Sprintf("%s…(%d bytes)", show(x[:n]), len(x))
+			}
+		}
+		fmt.Fprintf(&b, "%q:%s", k, clip(v, 60))
+	}
+	b.WriteString("}")
+	return clip(b.String(), 160)
 }
 
 // showField renders a possibly absent field.

@@ -16,7 +16,8 @@ type sseEvent struct {
 // (not just the payload): where [DONE] came and whether anything followed.
 type sseStream struct {
 	Events []sseEvent
-	// DoneAt is the index in Events of the first "[DONE]" data, or -1.
+	// DoneAt is the index in Events of the first event that ends the stream
+	// (see isDone), or -1.
 	DoneAt int
 	// AfterDone is true when any event followed [DONE].
 	AfterDone bool
@@ -56,7 +57,7 @@ func parseSSE(r io.Reader) *sseStream {
 		if s.DoneAt >= 0 {
 			s.AfterDone = true
 		}
-		if s.DoneAt < 0 && strings.TrimSpace(ev.Data) == "[DONE]" {
+		if s.DoneAt < 0 && isDone(ev.Data) {
 			s.DoneAt = len(s.Events)
 		}
 		s.Events = append(s.Events, ev)
@@ -94,6 +95,14 @@ func parseSSE(r io.Reader) *sseStream {
 		}
 	}
 }
+
+// isDone says whether an event's data ends the stream as the official SDKs
+// read it: openai-go's ssestream and openai-python's _streaming.py stop at
+// data that begins with "[DONE]" (after the one optional space SSE strips
+// after the colon), whatever follows it on the line ("[DONE] ", "[DONE]\t");
+// any other data, " [DONE]" or "[done]" among them, goes to their JSON
+// decoder, which fails on it.
+func isDone(data string) bool { return strings.HasPrefix(data, "[DONE]") }
 
 // readLine returns one line without its terminator. The SSE specification
 // allows three: CRLF, LF and a lone CR; bufio's ReadLine knows only the first

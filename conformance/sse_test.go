@@ -33,6 +33,11 @@ func TestParseSSE(t *testing.T) {
 			sseStream{Events: []sseEvent{{Data: "[DONE]"}, {Data: "{}"}}, DoneAt: 0, AfterDone: true}},
 		{"missing final blank line", "data: {}\n\ndata: [DONE]",
 			sseStream{Events: []sseEvent{{Data: "{}"}, {Data: "[DONE]"}}, DoneAt: 1, Truncated: true}},
+		// As openai-go and openai-python: data beginning with [DONE] ends the stream.
+		{"[DONE] with trailing whitespace", "data: {}\n\ndata:[DONE] \t\n\n",
+			sseStream{Events: []sseEvent{{Data: "{}"}, {Data: "[DONE] \t"}}, DoneAt: 1}},
+		{"a second space before [DONE] is data", "data:  [DONE]\n\n",
+			sseStream{Events: []sseEvent{{Data: " [DONE]"}}, DoneAt: -1}},
 		{"empty body", "", sseStream{DoneAt: -1}},
 	}
 	for _, tt := range tests {

@@ -2,9 +2,11 @@ package conformance
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -81,6 +83,52 @@ func TestServerVariantsPass(t *testing.T) {
 				return b
 			}
 			return strings.ReplaceAll(b, `{"function":{"arguments":"{`, `{"id":null,"type":null,"function":{"name":null,"arguments":"{`)
+		}},
+		// openai-go and openai-python end a stream at data beginning with [DONE].
+		{name: "[DONE] with a trailing space", edit: func(_ string, _ http.Header, b string) string {
+			return strings.Replace(b, "data: [DONE]\n", "data: [DONE] \n", 1)
+		}},
+		// SSE joins the data lines of one event with a newline, which JSON reads as whitespace.
+		{name: "a chunk's JSON over several data lines", edit: func(_ string, _ http.Header, b string) string {
+			b = strings.ReplaceAll(b, `,"created":`, ",\ndata: \"created\":")
+			return strings.ReplaceAll(b, `,"model":`, ",\ndata: \"model\":")
+		}},
+		{name: "the last token in the finish chunk", edit: func(req string, _ http.Header, b string) string {
+			return strings.ReplaceAll(b, `"delta":{},"finish_reason":"`, `"delta":{"content":"."},"finish_reason":"`)
+		}},
+		// Ollama's ToChunk: role and content on every delta, a tool call whole in one chunk
+		// beside them, and a last delta with role and empty content.
+		{name: "a tool call whole in one chunk beside role and content", edit: func(req string, _ http.Header, b string) string {
+			if !isToolsStream(req) {
+				return b
+			}
+			calls := regexp.MustCompile(`data: \{[^\n]*"tool_calls":\[[^\n]*\n\n`)
+			first := true
+			b = calls.ReplaceAllStringFunc(b, func(s string) string {
+				if !first {
+					return ""
+				}
+				first = false
+				s = strings.Replace(s, `"arguments":""`, `"arguments":"{\"zone\":\"UTC\"}"`, 1)
+				return strings.Replace(s, `"delta":{`, `"delta":{"role":"assistant","content":"",`, 1)
+			})
+			return strings.ReplaceAll(b, `"delta":{}`, `"delta":{"role":"assistant","content":""}`)
+		}},
+		// llama-server's diffs: reasoning_content without content, a first tool-call fragment
+		// without arguments, timings on the last chunk.
+		{name: "reasoning deltas without content, a first fragment without arguments", edit: func(req string, _ http.Header, b string) string {
+			if !isChat(req) {
+				return b
+			}
+			if isToolsStream(req) {
+				return strings.Replace(b, `"arguments":"",`, ``, 1)
+			}
+			i := strings.Index(b, "\n\n") + 2
+			thinking := `data: {"choices":[{"finish_reason":null,"index":0,"delta":{"reasoning_content":"Hm"}}],"created":` + created +
+				`,"id":"chatcmpl-fake1","model":"` + fakeModel + `","object":"chat.completion.chunk"}` + "\n\n"
+			b = b[:i] + thinking + b[i:]
+			j := strings.LastIndex(b, "}\n\ndata: [DONE]")
+			return b[:j] + `,"timings":{"prompt_n":7,"predicted_n":4}` + b[j:]
 		}},
 		{name: "whole answers with charset, no system_fingerprint and null optional members", editJSON: func(req string, h http.Header, b string) string {
 			if h.Get("Content-Type") == "application/json" {
@@ -352,4 +400,151 @@ func (m modelsRewrite) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	m.next.ServeHTTP(rec, r)
 	w.Header().Set("Content-Type", "application/json")
 	_, _ = w.Write([]byte(m.edit(rec.Body.String())))
+}
+
+// TestDoneLineAsTheSDKsReadIt: the stream ends where openai-go (ssestream: bytes.HasPrefix of the
+// event's data) and openai-python (_streaming.py: sse.data.startswith) end it, on an event whose
+// data, after the one optional space SSE strips, begins with [DONE]. Whatever they take passes
+// chat.stream.done and completions.stream.done, and sdk.stream with them; what they would hand to
+// their JSON decoder fails all three.
+func TestDoneLineAsTheSDKsReadIt(t *testing.T) {
+	tests := []struct {
+		name, line string
+		pass       bool
+		// reason: what the failing checks must name.
+		reason string
+	}{
+		{name: "a trailing space", line: "data: [DONE] ", pass: true},
+		{name: "no space after the colon", line: "data:[DONE]", pass: true},
+		{name: "no space after the colon, a trailing space", line: "data:[DONE] ", pass: true},
+		{name: "a trailing tab", line: "data: [DONE]\t", pass: true},
+		{name: "CRLF after it", line: "data: [DONE]\r", pass: true},
+		{name: "two spaces after the colon", line: "data:  [DONE]", reason: `" [DONE]"`},
+		{name: "lower case", line: "data: [done]", reason: `"[done]"`},
+		{name: "without brackets", line: "data: DONE", reason: `"DONE"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, srv := newWrappedFake(t, func(h http.Handler) http.Handler {
+				return streamRewrite{next: h, edit: func(_ string, _ http.Header, b string) string {
+					return strings.Replace(b, "data: [DONE]\n", tt.line+"\n", 1)
+				}}
+			})
+			o := fakeOptions(t, srv)
+			o.Only = []string{"chat.stream.done", "completions.stream.done", "sdk.stream"}
+			rep := runAgainst(t, o)
+			for _, id := range o.Only {
+				c, _ := rep.Result(id)
+				switch {
+				case tt.pass && c.Result != Pass:
+					t.Errorf("%s = %s (%s), want PASS: both SDKs end the stream there", id, c.Result, c.Reason)
+				case !tt.pass && c.Result != Fail:
+					t.Errorf("%s = %s, want FAIL: neither SDK ends the stream there", id, c.Result)
+				case !tt.pass && id != "sdk.stream" && !strings.Contains(c.Reason, tt.reason):
+					t.Errorf("%s reason %q does not quote the data %s", id, c.Reason, tt.reason)
+				}
+			}
+		})
+	}
+}
+
+// pathRewrite passes the answers to POST path through edit, which sees the request body.
+type pathRewrite struct {
+	next http.Handler
+	path string
+	edit func(req, body string) string
+}
+
+func (p pathRewrite) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path != p.path {
+		p.next.ServeHTTP(w, r)
+		return
+	}
+	var req bytes.Buffer
+	_, _ = req.ReadFrom(r.Body)
+	r.Body.Close()
+	r2 := r.Clone(r.Context())
+	r2.Body = httpBody(req.Bytes())
+	rec := httptest.NewRecorder()
+	p.next.ServeHTTP(rec, r2)
+	w.Header().Set("Content-Type", rec.Header().Get("Content-Type"))
+	w.WriteHeader(rec.Code)
+	_, _ = w.Write([]byte(p.edit(req.String(), rec.Body.String())))
+}
+
+// longEmbeddings is an embeddings answer of three vectors of a real model's 1024 dimensions,
+// item 1 passed through bend.
+func longEmbeddings(bend func(item map[string]any)) string {
+	var data []any
+	for i := range 3 {
+		vec := make([]any, 1024)
+		for k := range vec {
+			vec[k] = 0.0123 + float64(k)/1e4
+		}
+		item := map[string]any{"object": "embedding", "index": i, "embedding": vec}
+		if i == 1 {
+			bend(item)
+		}
+		data = append(data, item)
+	}
+	b, _ := json.Marshal(map[string]any{"object": "list", "data": data, "model": fakeEmbed,
+		"usage": map[string]any{"prompt_tokens": 3, "total_tokens": 3}})
+	return string(b)
+}
+
+// TestItemFailuresNameTheMember: a completion choice or an embedding item that fails its shape
+// check is reported by the member at fault, with a short rendering of the item (a vector is
+// summed up, never quoted number by number).
+func TestItemFailuresNameTheMember(t *testing.T) {
+	completion := func(from, to string) pathRewrite {
+		re := regexp.MustCompile(from)
+		return pathRewrite{path: "/v1/completions", edit: func(_, b string) string { return re.ReplaceAllLiteralString(b, to) }}
+	}
+	embedding := func(bend func(map[string]any)) pathRewrite {
+		return pathRewrite{path: "/v1/embeddings", edit: func(_, _ string) string { return longEmbeddings(bend) }}
+	}
+	tests := []struct {
+		name       string
+		rw         pathRewrite
+		check      string
+		wantReason string
+	}{
+		{"completion choice without text", completion(`"text":"[^"]*"`, `"x":1`),
+			"completions.choices", "choices[0].text: absent"},
+		{"completion text null", completion(`"text":"[^"]*"`, `"text":null`),
+			"completions.choices", "choices[0].text: null"},
+		{"completion finish_reason eos", completion(`"finish_reason":"[a-z]*"`, `"finish_reason":"eos"`),
+			"completions.choices", `choices[0].finish_reason: "eos"`},
+		{"completion finish_reason null", completion(`"finish_reason":"[a-z]*"`, `"finish_reason":null`),
+			"completions.choices", `choices[0].finish_reason: null`},
+		{"embedding item of object list", embedding(func(m map[string]any) { m["object"] = "list" }),
+			"embeddings.entries", `data[1].object: "list"`},
+		{"embedding item without index", embedding(func(m map[string]any) { delete(m, "index") }),
+			"embeddings.entries", "data[1].index: absent"},
+		{"embedding item with index a string", embedding(func(m map[string]any) { m["index"] = "1" }),
+			"embeddings.entries", `data[1].index: "1"`},
+		{"embedding a base64 string", embedding(func(m map[string]any) { m["embedding"] = strings.Repeat("AAAA", 1024) }),
+			"embeddings.entries", "data[1].embedding: a string"},
+		{"embedding empty", embedding(func(m map[string]any) { m["embedding"] = []any{} }),
+			"embeddings.entries", "data[1].embedding: []"},
+		{"embedding holding a string", embedding(func(m map[string]any) { m["embedding"].([]any)[5] = "0.5" }),
+			"embeddings.entries", `data[1].embedding[5]: "0.5"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, srv := newWrappedFake(t, func(h http.Handler) http.Handler { tt.rw.next = h; return tt.rw })
+			o := fakeOptions(t, srv)
+			o.Only = []string{tt.check}
+			rep := runAgainst(t, o)
+			c, _ := rep.Result(tt.check)
+			if c.Result != Fail || !strings.HasPrefix(c.Reason, tt.wantReason) {
+				t.Fatalf("%s = %s %q, want FAIL naming %q first", tt.check, c.Result, c.Reason, tt.wantReason)
+			}
+			// The reason is clipped at 200 bytes; what the check saw must fit whole, and
+			// quote no more of a vector than a glimpse.
+			if len(c.Evidence.Seen) > 200 || strings.Contains(c.Evidence.Seen, "0.0123,") || strings.Contains(c.Evidence.Seen, strings.Repeat("A", 40)) {
+				t.Errorf("seen is not short (%d bytes): %s", len(c.Evidence.Seen), c.Evidence.Seen)
+			}
+		})
+	}
 }
