@@ -35,7 +35,8 @@ type openaiOllama struct {
 }
 
 // ollamaMessage is a message of /api/chat, both ways. Thinking comes back from models run with
-// think enabled; the gateway sends none.
+// think enabled; the gateway sends an assistant message's replayed reasoning as it
+// (replayedThinking).
 type ollamaMessage struct {
 	Role      string           `json:"role"`
 	Content   string           `json:"content"`
@@ -285,6 +286,11 @@ func (a *openaiOllama) message(i int, m *core.Message, callNames map[string]stri
 			fmt.Sprintf("the ollama adapter cannot send content parts of type %q", fc.other))
 	}
 	out.Content = assistantText(m, fc.text)
+	if m.Role == "assistant" {
+		if out.Thinking, err = replayedThinking(a.t, i, m); err != nil {
+			return out, err
+		}
+	}
 	for _, img := range fc.images {
 		b64, isData, err := dataURLBase64(img.url)
 		param := fmt.Sprintf("messages[%d].content[%d].image_url", i, img.part)
@@ -326,6 +332,54 @@ func (a *openaiOllama) message(i int, m *core.Message, callNames map[string]stri
 		}
 	}
 	return out, nil
+}
+
+// replayedThinking is the reasoning an assistant message m (the i-th) carries back, for its
+// thinking: the first of reasoning_content (DeepSeek's field, which the gateway answers with) and
+// reasoning (vLLM's and Ollama's own OpenAI endpoint's) that is a non-empty string. Some clients
+// replay it so that a model that thought before its tool calls sees that thinking on the next
+// turn; dropped, the model lost it (TestOllamaReplaysReasoning). Either field of another kind
+// than a string (or null) is refused naming it, as the text cannot be told.
+func replayedThinking(t *core.Target, i int, m *core.Message) (string, error) {
+	var thinking string
+	for _, f := range [...]struct {
+		name string
+		raw  json.RawMessage
+	}{{"reasoning_content", m.ReasoningContent}, {"reasoning", m.Reasoning}} {
+		raw := bytes.TrimSpace(f.raw)
+		if len(raw) == 0 || string(raw) == "null" {
+			continue
+		}
+		var s string
+		ok := raw[0] == '"'
+		if ok {
+			s, ok = jsonx.Unquote(raw)
+		}
+		if !ok {
+			param := fmt.Sprintf("messages[%d].%s", i, f.name)
+			return "", requestError(t, "invalid_type", param,
+				fmt.Sprintf("Invalid type for '%s': expected a string, but got %s instead.", param, jsonKind(raw)))
+		}
+		if thinking == "" {
+			thinking = s
+		}
+	}
+	return thinking, nil
+}
+
+// jsonKind names the kind of the JSON value v, with its article, for an error that refuses it.
+func jsonKind(v []byte) string {
+	switch v[0] {
+	case '{':
+		return "an object"
+	case '[':
+		return "an array"
+	case 't', 'f':
+		return "a boolean"
+	case '"':
+		return "a string"
+	}
+	return "a number"
 }
 
 // argumentsObject turns OpenAI's arguments string into the object Ollama wants. An empty string

@@ -70,6 +70,10 @@ func TestOllamaTranslateErrors(t *testing.T) {
 			"invalid_value", "tool_choice.allowed_tools.tools"},
 		{"allowed_tools in the Responses shape names no tool", `{"messages":[{"role":"user","content":"x"}],"tools":[{"type":"function","function":{"name":"f"}}],"tool_choice":{"type":"allowed_tools","mode":"auto","tools":[{"type":"function","name":"g"}]}}`,
 			"invalid_value", "tool_choice.tools"},
+		{"reasoning_content not a string", `{"messages":[{"role":"assistant","content":"a","reasoning_content":{"text":"x"}}]}`,
+			"invalid_type", "messages[0].reasoning_content"},
+		{"reasoning not a string", `{"messages":[{"role":"user","content":"q"},{"role":"assistant","content":"a","reasoning":["x"]}]}`,
+			"invalid_type", "messages[1].reasoning"},
 		{"a Responses-shaped tool_choice names no tool", `{"messages":[{"role":"user","content":"x"}],"tools":[{"type":"function","function":{"name":"f"}}],"tool_choice":{"type":"function","name":"g"}}`,
 			"invalid_value", "tool_choice"},
 	}
@@ -132,6 +136,25 @@ func TestOllamaTranslate(t *testing.T) {
 		{"the penalties are options",
 			`{"messages":[{"role":"user","content":"x"}],"frequency_penalty":0.5,"presence_penalty":-1}`,
 			`{"model":"llama3.2","messages":[{"role":"user","content":"x"}],"options":{"frequency_penalty":0.5,"presence_penalty":-1},"stream":false}`},
+		// A client that replays the reasoning it was answered with (DeepSeek's reasoning_content, as
+		// the gateway answers it, or reasoning, as vLLM and Ollama's own OpenAI endpoint answer it)
+		// has it sent back as the assistant message's thinking, which Ollama's template for the
+		// model renders or leaves out (TestOllamaReplaysReasoning).
+		{"an assistant's reasoning_content is its thinking",
+			`{"messages":[{"role":"user","content":"q"},{"role":"assistant","content":"42","reasoning_content":"6 times 7"},{"role":"user","content":"why?"}]}`,
+			`{"model":"llama3.2","messages":[{"role":"user","content":"q"},{"role":"assistant","content":"42","thinking":"6 times 7"},{"role":"user","content":"why?"}],"stream":false}`},
+		{"an assistant's reasoning is its thinking, beside tool calls too",
+			`{"messages":[{"role":"user","content":"q"},{"role":"assistant","content":null,"reasoning":"look it up","tool_calls":[{"id":"c1","type":"function","function":{"name":"f","arguments":"{}"}}]},{"role":"tool","tool_call_id":"c1","content":"F"}]}`,
+			`{"model":"llama3.2","messages":[{"role":"user","content":"q"},{"role":"assistant","content":"","thinking":"look it up","tool_calls":[{"function":{"name":"f","arguments":{}}}]},{"role":"tool","content":"F","tool_name":"f"}],"stream":false}`},
+		{"reasoning_content wins over reasoning",
+			`{"messages":[{"role":"assistant","content":"a","reasoning":"R","reasoning_content":"RC"},{"role":"assistant","content":"b","reasoning_content":"RC2","reasoning":"R2"}]}`,
+			`{"model":"llama3.2","messages":[{"role":"assistant","content":"a","thinking":"RC"},{"role":"assistant","content":"b","thinking":"RC2"}],"stream":false}`},
+		{"null or empty reasoning is none; an empty reasoning_content gives way to reasoning",
+			`{"messages":[{"role":"assistant","content":"a","reasoning_content":null},{"role":"assistant","content":"b","reasoning":""},{"role":"assistant","content":"c","reasoning_content":"","reasoning":"R"}]}`,
+			`{"model":"llama3.2","messages":[{"role":"assistant","content":"a"},{"role":"assistant","content":"b"},{"role":"assistant","content":"c","thinking":"R"}],"stream":false}`},
+		{"reasoning on a message that is not the assistant's is not sent",
+			`{"messages":[{"role":"system","content":"s","reasoning_content":"x"},{"role":"user","content":"u","reasoning":"y"}]}`,
+			`{"model":"llama3.2","messages":[{"role":"system","content":"s"},{"role":"user","content":"u"}],"stream":false}`},
 		{"text response_format is no format; seed 0 is kept",
 			`{"messages":[{"role":"user","content":"x"}],"response_format":{"type":"text"},"seed":0}`,
 			`{"model":"llama3.2","messages":[{"role":"user","content":"x"}],"options":{"seed":0},"stream":false}`},
