@@ -67,3 +67,55 @@ func TestOllamaReplaysReasoning(t *testing.T) {
 		t.Errorf("the OpenAI target got %+v (%v)", sent.Messages, err)
 	}
 }
+
+// TestOllamaSamplingOptions: the sampling fields Ollama adds, which homelab clients moving off
+// LiteLLM send in the body, reach Ollama (top_k, min_p and repeat_penalty in options, keep_alive
+// at the top) where before they were dropped without a word; a client's num_ctx is not sent, the
+// target's context_window is. An OpenAI-compatible target (llama-server, vLLM) reads them from the
+// body as the client wrote it. A top_k that is no integer, or a min_p that is no number, is
+// refused naming it, whichever the target, and nothing is asked; so, on an ollama target, is a
+// keep_alive Ollama cannot read.
+func TestOllamaSamplingOptions(t *testing.T) {
+	g, oll, oai := ollamaAndOpenAI(t)
+	const fields = `"top_k":20,"min_p":0.05,"repeat_penalty":1.1,"keep_alive":"30m","num_ctx":2048,"temperature":0.7`
+	const msgs = `"messages":[{"role":"user","content":"x"}]`
+	rep := g.post(t, "/v1/chat/completions", `{"model":"olla",`+fields+`,`+msgs+`}`)
+	if rep.status != 200 {
+		t.Fatalf("%d %s", rep.status, rep.body)
+	}
+	got := oll.lastBody(t)
+	want := map[string]any{"temperature": 0.7, "top_k": 20.0, "min_p": 0.05, "repeat_penalty": 1.1}
+	if diff := cmp.Diff(want, got["options"]); diff != "" {
+		t.Errorf("options (-want +got):\n%s", diff)
+	}
+	if got["keep_alive"] != "30m" {
+		t.Errorf("keep_alive %v", got["keep_alive"])
+	}
+	if rep := g.post(t, "/v1/chat/completions", `{"model":"oai",`+fields+`,`+msgs+`}`); rep.status != 200 {
+		t.Fatalf("%d %s", rep.status, rep.body)
+	}
+	sent := oai.lastBody(t)
+	for k, v := range map[string]any{"top_k": 20.0, "min_p": 0.05, "repeat_penalty": 1.1, "keep_alive": "30m", "num_ctx": 2048.0} {
+		if sent[k] != v {
+			t.Errorf("the OpenAI target got %s %v, want %v", k, sent[k], v)
+		}
+	}
+
+	before := oll.hits.Load() + oai.hits.Load()
+	for _, tt := range []struct{ route, field, param, code string }{
+		{"olla", `"top_k":"40"`, "top_k", "invalid_type"},
+		{"oai", `"top_k":40.5`, "top_k", "invalid_type"},
+		{"olla", `"min_p":"low"`, "min_p", "invalid_type"},
+		{"oai", `"repeat_penalty":true`, "repeat_penalty", "invalid_type"},
+		{"olla", `"keep_alive":"a while"`, "keep_alive", "invalid_value"},
+		{"olla", `"keep_alive":false`, "keep_alive", "invalid_type"},
+	} {
+		rep := g.post(t, "/v1/chat/completions", `{"model":"`+tt.route+`",`+tt.field+`,`+msgs+`}`)
+		if rep.status != 400 || rep.errorField(t, "param") != tt.param || rep.errorField(t, "code") != tt.code {
+			t.Errorf("%s on %s: %d %s", tt.field, tt.route, rep.status, rep.body)
+		}
+	}
+	if after := oll.hits.Load() + oai.hits.Load(); after != before {
+		t.Errorf("a refused request reached an upstream (%d asks)", after-before)
+	}
+}
