@@ -237,12 +237,26 @@ func (a *openaiOllama) translate(req *core.Request) (*ollamaChatRequest, error) 
 	out := &ollamaChatRequest{Model: a.t.Model, Stream: req.Stream, Messages: make([]ollamaMessage, 0, len(req.Messages))}
 	// Ollama answers a tool result by the tool's name; OpenAI by the call's id.
 	callNames := map[string]string{}
+	// results is where the run of tool messages after the last tool calls starts (-1 outside
+	// one), and calls are those calls, for inCallOrder.
+	results := -1
+	var calls []toolCallJSON
 	for i := range req.Messages {
-		m, err := a.message(i, &req.Messages[i], callNames)
+		if results >= 0 && req.Messages[i].Role != "tool" {
+			inCallOrder(out.Messages[results:i], req.Messages[results:i], calls)
+			results = -1
+		}
+		m, err := a.message(i, &req.Messages[i], callNames, &calls)
 		if err != nil {
 			return nil, err
 		}
 		out.Messages = append(out.Messages, m)
+		if len(m.ToolCalls) > 0 {
+			results = i + 1
+		}
+	}
+	if results >= 0 {
+		inCallOrder(out.Messages[results:], req.Messages[results:], calls)
 	}
 	p := &req.Params
 	if req.Tools && !core.NonEmptyArray(p.ToolsRaw) {
@@ -394,7 +408,9 @@ func (a *openaiOllama) outOfRange(name string, v []byte, want string) error {
 		fmt.Sprintf("Invalid '%s': expected %s Ollama can take, but got %s.", name, want, snippet(v)))
 }
 
-func (a *openaiOllama) message(i int, m *core.Message, callNames map[string]string) (ollamaMessage, error) {
+// message translates m, the i-th message. callNames gathers each tool call's name by its id, for
+// the results that follow; made gets m's tool calls as the client wrote them, when it has any.
+func (a *openaiOllama) message(i int, m *core.Message, callNames map[string]string, made *[]toolCallJSON) (ollamaMessage, error) {
 	out := ollamaMessage{Role: m.Role}
 	switch m.Role {
 	case "developer":
@@ -437,6 +453,7 @@ func (a *openaiOllama) message(i int, m *core.Message, callNames map[string]stri
 			return out, requestError(a.t, "invalid_value", fmt.Sprintf("messages[%d].tool_calls", i),
 				"tool_calls must be an array of tool calls")
 		}
+		*made = calls
 		for j, c := range calls {
 			args, err := argumentsObject(c.Function.Arguments)
 			if err != nil {
@@ -458,6 +475,50 @@ func (a *openaiOllama) message(i int, m *core.Message, callNames map[string]stri
 		}
 	}
 	return out, nil
+}
+
+// inCallOrder puts run, the tool messages that follow an assistant's tool calls (src, as the
+// client sent them), into the order of calls, which they answer. Ollama's tool
+// messages carry the tool's name and no call id, and the model's template pairs each result with
+// the call in the same place: two calls of one tool (the weather in two cities) answered in
+// another order than they were made were read as each other's answers, without a word
+// (TestOllamaToolResultsInCallOrder). Ollama's own OpenAI endpoint orders them so too. Only a
+// run that answers each call exactly once by tool_call_id is reordered; one that does not (a
+// result missing or extra, an id unknown, repeated or empty) cannot be matched to the calls, and
+// stays as the client ordered it, which is all Ollama then has to go by. A run already in order,
+// nearly every one, costs a comparison per result.
+func inCallOrder(run []ollamaMessage, src []core.Message, calls []toolCallJSON) {
+	if len(run) < 2 || len(run) != len(calls) {
+		return
+	}
+	ordered := true
+	for k := range src {
+		if src[k].ToolCallID != calls[k].ID {
+			ordered = false
+			break
+		}
+	}
+	if ordered {
+		return
+	}
+	at := make(map[string]int, len(calls))
+	for k := range calls {
+		id := calls[k].ID
+		if _, twice := at[id]; twice || id == "" {
+			return
+		}
+		at[id] = k
+	}
+	sorted := make([]ollamaMessage, len(run))
+	for k := range src {
+		j, ok := at[src[k].ToolCallID]
+		if !ok {
+			return // an id no call has, or one a result before this one answered
+		}
+		delete(at, src[k].ToolCallID)
+		sorted[j] = run[k]
+	}
+	copy(run, sorted)
 }
 
 // replayedThinking is the reasoning an assistant message m (the i-th) carries back, for its
