@@ -94,6 +94,12 @@ type Message struct {
 	// Refusal is an assistant message's refusal as the client sent it back (raw JSON, a string
 	// when set): OpenAI answers a refusal with it and content null.
 	Refusal json.RawMessage `json:"refusal,omitempty"`
+	// ReasoningContent and Reasoning are an assistant message's reasoning as a client replays it
+	// (raw JSON, a string when set): DeepSeek's field, which the gateway answers with, and the
+	// one vLLM and Ollama's own OpenAI endpoint answer with. The ollama adapter sends it back as
+	// the message's thinking; an OpenAI-compatible upstream reads it from the body.
+	ReasoningContent json.RawMessage `json:"reasoning_content,omitempty"`
+	Reasoning        json.RawMessage `json:"reasoning,omitempty"`
 }
 
 // Params are the request fields that non-OpenAI adapters translate. Raw fields are nil when absent.

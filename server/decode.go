@@ -1149,7 +1149,7 @@ func unknownParam(param, field string) *apiError {
 
 func isMessageKey(name string) bool {
 	switch name {
-	case "role", "content", "name", "tool_calls", "tool_call_id", "refusal":
+	case "role", "content", "name", "tool_calls", "tool_call_id", "refusal", "reasoning_content", "reasoning":
 		return true
 	}
 	return false
@@ -1232,6 +1232,10 @@ func fastMessage(e []byte, m *core.Message) bool {
 			ok = setString(&m.ToolCallID, v)
 		case "refusal":
 			m.Refusal = v
+		case "reasoning_content":
+			m.ReasoningContent = v
+		case "reasoning":
+			m.Reasoning = v
 		default:
 			ok = !foldsTo(name, isMessageKey)
 		}

@@ -24,6 +24,7 @@ import (
 var ordinary = []string{
 	`{"model":"saif","messages":[{"role":"user","content":"x"}]}`,
 	`{"model":"saif","messages":[{"role":"user","content":"x"},{"role":"assistant","content":null,"refusal":"I can't."},{"role":"user","content":"why?"}]}`,
+	`{"model":"saif","messages":[{"role":"user","content":"x"},{"role":"assistant","content":"y","reasoning_content":"because","reasoning":null},{"role":"assistant","content":"z","reasoning":"so"}]}`,
 	`{"model":"saif","messages":[{"role":"system","content":"be brief"},{"role":"user","content":"hi \"there\"\n\u00e9\ud83d\ude00"}],` +
 		`"max_tokens":256,"temperature":0.2,"top_p":1,"seed":-42,"stream":true,"stream_options":{"include_usage":true}}`,
 	`{"model":"auto","messages":[{"role":"user","content":[{"type":"text","text":"what?"},{"type":"image_url","image_url":{"url":"data:x"}}]}],` +
@@ -361,7 +362,7 @@ func FuzzDecodeWire(f *testing.F) {
 				t.Fatalf("decodeWire left %q, FixText %q", in, body)
 			}
 			if wantOrig, errOrig := reference(t, orig); errString(errOrig) != errString(err) ||
-				!cmp.Equal(wantOrig, want, viewOpts, cmpopts.IgnoreFields(core.Message{}, "Content", "ToolCalls", "Refusal"),
+				!cmp.Equal(wantOrig, want, viewOpts, cmpopts.IgnoreFields(core.Message{}, "Content", "ToolCalls", "Refusal", "ReasoningContent", "Reasoning"),
 					cmpopts.IgnoreFields(wireView{}, "Functions", "Fallback", "Raw")) {
 				t.Fatalf("%q: encoding/json reads the repaired body otherwise than the original", orig)
 			}

@@ -23,7 +23,10 @@ const (
 )
 
 // passKinds gives, for a chat field the gateway passes upstream without decoding it, its name as
-// a constant and the kinds OpenAI's API reference allows it (0: not a field checked here). The
+// a constant and the kinds OpenAI's API reference allows it (0: not a field checked here); for
+// the sampling fields the local servers add beside OpenAI's (top_k, min_p, repeat_penalty: Ollama,
+// llama-server, LM Studio; vLLM reads the first two), the kind every one of them reads, so that a
+// misfit is refused the same whichever target serves the request (TestOllamaSamplingOptions). The
 // fields the gateway decodes (model, messages, stream, stream_options, max_tokens,
 // max_completion_tokens, temperature, top_p, seed) are typed by their decode already. Only the
 // exact names: a spelling that differs ("N") is a member no upstream reads as the field.
@@ -81,6 +84,12 @@ func passKinds(name []byte) (string, kinds) {
 		return "prompt_cache_key", kString
 	case "safety_identifier":
 		return "safety_identifier", kString
+	case "top_k":
+		return "top_k", kInteger
+	case "min_p":
+		return "min_p", kNumber
+	case "repeat_penalty":
+		return "repeat_penalty", kNumber
 	}
 	return "", 0
 }

@@ -59,6 +59,15 @@ func TestWrongKindRefused(t *testing.T) {
 		{"verbosity", `[]`, ""},
 		{"prompt_cache_key", `1`, ""},
 		{"safety_identifier", `false`, ""},
+		// The sampling fields the local servers add (Ollama, llama-server, vLLM, LM Studio), as
+		// homelab clients send them in the body (TestOllamaSamplingOptions).
+		{"top_k", `"40"`, ""},
+		{"top_k", `40.5`, ""},
+		{"top_k", `[40]`, ""},
+		{"min_p", `"0.05"`, ""},
+		{"min_p", `{}`, ""},
+		{"repeat_penalty", `true`, ""},
+		{"repeat_penalty", `"1.1"`, ""},
 		{"max_tokens", `"9"`, ""},
 		{"max_completion_tokens", `true`, ""},
 	}
@@ -97,6 +106,7 @@ func TestRightKindAccepted(t *testing.T) {
 		`"modalities":["text"]`, `"audio":{"voice":"alloy","format":"wav"}`, `"prediction":{"type":"content","content":"x"}`,
 		`"web_search_options":{}`, `"reasoning_effort":"low"`, `"service_tier":"auto"`, `"verbosity":"low"`,
 		`"prompt_cache_key":"k"`, `"safety_identifier":"s"`, `"n_probs":"anything"`, `"N":"2"`,
+		`"top_k":40`, `"top_k":-1`, `"top_k":null`, `"min_p":0.05`, `"min_p":0`, `"repeat_penalty":1.1`, `"repeat_penalty":1`,
 		// openai-agents' LitellmModel sends the Responses shape when a reasoning summary is asked
 		// for, and LiteLLM forwards it to an OpenAI-compatible base URL as it is.
 		`"reasoning_effort":{"effort":"high","summary":"auto"}`,

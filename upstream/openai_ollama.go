@@ -12,6 +12,7 @@ import (
 	"math"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -35,7 +36,8 @@ type openaiOllama struct {
 }
 
 // ollamaMessage is a message of /api/chat, both ways. Thinking comes back from models run with
-// think enabled; the gateway sends none.
+// think enabled; the gateway sends an assistant message's replayed reasoning as it
+// (replayedThinking).
 type ollamaMessage struct {
 	Role      string           `json:"role"`
 	Content   string           `json:"content"`
@@ -65,6 +67,17 @@ type ollamaOptions struct {
 	NumCtx      int      `json:"num_ctx,omitempty"`
 	FreqPenalty *float64 `json:"frequency_penalty,omitempty"`
 	PresPenalty *float64 `json:"presence_penalty,omitempty"`
+	// TopK, MinP and RepeatPenalty are the client's Ollama sampling fields (ollamaSampling).
+	TopK          *int64   `json:"top_k,omitempty"`
+	MinP          *float64 `json:"min_p,omitempty"`
+	RepeatPenalty *float64 `json:"repeat_penalty,omitempty"`
+}
+
+// set reports whether any option is set, so that a request with none sends no options.
+func (o *ollamaOptions) set() bool {
+	return o.Temperature != nil || o.TopP != nil || o.Seed != nil || o.Stop != nil || o.NumPredict > 0 ||
+		o.NumCtx > 0 || o.FreqPenalty != nil || o.PresPenalty != nil || o.TopK != nil || o.MinP != nil ||
+		o.RepeatPenalty != nil
 }
 
 type ollamaChatRequest struct {
@@ -79,6 +92,9 @@ type ollamaChatRequest struct {
 	TopLogprobs int  `json:"top_logprobs,omitempty"`
 	// Think is the client's reasoning_effort (ollamaThink): false, or a level; nil when unsent.
 	Think json.RawMessage `json:"think,omitempty"`
+	// KeepAlive is the client's keep_alive as it wrote it, a number of seconds or a duration
+	// (ollamaSampling); nil when unsent.
+	KeepAlive json.RawMessage `json:"keep_alive,omitempty"`
 }
 
 type ollamaChatResponse struct {
@@ -221,12 +237,26 @@ func (a *openaiOllama) translate(req *core.Request) (*ollamaChatRequest, error) 
 	out := &ollamaChatRequest{Model: a.t.Model, Stream: req.Stream, Messages: make([]ollamaMessage, 0, len(req.Messages))}
 	// Ollama answers a tool result by the tool's name; OpenAI by the call's id.
 	callNames := map[string]string{}
+	// results is where the run of tool messages after the last tool calls starts (-1 outside
+	// one), and calls are those calls, for inCallOrder.
+	results := -1
+	var calls []toolCallJSON
 	for i := range req.Messages {
-		m, err := a.message(i, &req.Messages[i], callNames)
+		if results >= 0 && req.Messages[i].Role != "tool" {
+			inCallOrder(out.Messages[results:i], req.Messages[results:i], calls)
+			results = -1
+		}
+		m, err := a.message(i, &req.Messages[i], callNames, &calls)
 		if err != nil {
 			return nil, err
 		}
 		out.Messages = append(out.Messages, m)
+		if len(m.ToolCalls) > 0 {
+			results = i + 1
+		}
+	}
+	if results >= 0 {
+		inCallOrder(out.Messages[results:], req.Messages[results:], calls)
 	}
 	p := &req.Params
 	if req.Tools && !core.NonEmptyArray(p.ToolsRaw) {
@@ -253,21 +283,134 @@ func (a *openaiOllama) translate(req *core.Request) (*ollamaChatRequest, error) 
 	// num_ctx is the target's context_window: Ollama otherwise runs a model with its own default
 	// context (a few thousand tokens) and drops the start of a longer prompt without a word,
 	// while the gateway, by context_window, sent that prompt here because it fits
-	// (TestOllamaContextWindowIsNumCtx).
+	// (TestOllamaContextWindowIsNumCtx). A client's num_ctx is not read: a smaller window would
+	// cut that prompt after all, a larger one take memory the operator did not give the model,
+	// and any other than the last reload the model (TestOllamaContextWindowNotTheClients).
 	o := &ollamaOptions{Temperature: p.Temperature, TopP: p.TopP, Seed: p.Seed, Stop: p.StopList(), NumPredict: req.MaxTokens,
 		NumCtx: a.t.ContextWindow, FreqPenalty: p.FrequencyPenalty, PresPenalty: p.PresencePenalty}
 	out.Logprobs, out.TopLogprobs = logprobsAsked(req.Body)
 	if out.Think, err = a.think(req.Body); err != nil {
 		return nil, err
 	}
-	if o.Temperature != nil || o.TopP != nil || o.Seed != nil || o.Stop != nil || o.NumPredict > 0 ||
-		o.NumCtx > 0 || o.FreqPenalty != nil || o.PresPenalty != nil {
+	if out.KeepAlive, err = a.ollamaSampling(req.Body, o); err != nil {
+		return nil, err
+	}
+	if o.set() {
 		out.Options = o
 	}
 	return out, nil
 }
 
-func (a *openaiOllama) message(i int, m *core.Message, callNames map[string]string) (ollamaMessage, error) {
+// samplingKeys are the raw keys ollamaSampling looks for before walking a body.
+var samplingKeys = [...][]byte{[]byte(`"top_k"`), []byte(`"min_p"`), []byte(`"repeat_penalty"`), []byte(`"keep_alive"`)}
+
+// ollamaSampling reads the body's Ollama-only fields, which homelab clients send in the body
+// (as LiteLLM's extra parameters, or for llama-server): top_k, min_p and repeat_penalty into o,
+// and keep_alive, returned as the client wrote it for /api/chat's top level. Before, they were
+// dropped without a word (TestOllamaSamplingOptions). The server has checked the kinds of the
+// first three (passKinds); a value Ollama cannot take (out of its range, a keep_alive that is no
+// duration) is refused naming the field. null is the field unsent, and a body without any of the
+// raw keys is not walked. Ollama's other options (mirostat, typical_p, …) are not read.
+func (a *openaiOllama) ollamaSampling(body []byte, o *ollamaOptions) (keepAlive json.RawMessage, err error) {
+	found := false
+	for _, k := range samplingKeys {
+		if bytes.Contains(body, k) {
+			found = true
+			break
+		}
+	}
+	if !found {
+		return nil, nil
+	}
+	it := jsonx.Object(body, false)
+	for {
+		k, v, ok := it.Next()
+		if !ok {
+			return keepAlive, nil
+		}
+		name, plain := jsonx.PlainKey(k)
+		if !plain {
+			continue
+		}
+		// As encoding/json reads a body, the last of a field's members wins, and null unsets it.
+		switch string(name) {
+		case "top_k":
+			o.TopK = nil
+			if v[0] != 'n' {
+				n, err := strconv.ParseInt(string(v), 10, 64)
+				if err != nil {
+					return nil, a.outOfRange("top_k", v, "an integer")
+				}
+				o.TopK = &n
+			}
+		case "min_p":
+			if o.MinP, err = a.floatField("min_p", v); err != nil {
+				return nil, err
+			}
+		case "repeat_penalty":
+			if o.RepeatPenalty, err = a.floatField("repeat_penalty", v); err != nil {
+				return nil, err
+			}
+		case "keep_alive":
+			if keepAlive, err = a.keepAlive(v); err != nil {
+				return nil, err
+			}
+		}
+	}
+}
+
+// floatField is the number v of the field name, nil for null.
+func (a *openaiOllama) floatField(name string, v []byte) (*float64, error) {
+	if v[0] == 'n' {
+		return nil, nil
+	}
+	f, err := strconv.ParseFloat(string(v), 64)
+	if err != nil {
+		return nil, a.outOfRange(name, v, "a number")
+	}
+	return &f, nil
+}
+
+// maxKeepAlive is the longest keep_alive in seconds that Ollama can hold as a time.Duration; a
+// longer one overflows it. -1 (any negative) is how to say "keep it loaded".
+const maxKeepAlive = float64(math.MaxInt64 / int64(time.Second))
+
+// keepAlive checks the client's keep_alive v as Ollama reads it: a number of seconds (negative:
+// keep the model loaded), or a Go duration string ("10m", "1h30m", "-1m"; "0" unloads the
+// model after the answer). It is returned as written, nil for null. Ollama refuses any other
+// string, and another kind, with a 400; the gateway refuses them before asking, naming the field.
+func (a *openaiOllama) keepAlive(v []byte) (json.RawMessage, error) {
+	const how = " Send a number of seconds, or a duration such as \"10m\" or \"1h\"; a negative one keeps the model loaded."
+	switch {
+	case v[0] == 'n':
+		return nil, nil
+	case v[0] == '"':
+		s, ok := jsonx.Unquote(v)
+		if _, err := time.ParseDuration(s); !ok || err != nil {
+			return nil, requestError(a.t, "invalid_value", "keep_alive",
+				fmt.Sprintf("Invalid 'keep_alive': %s is not a duration Ollama reads.", snippet(v))+how)
+		}
+	case v[0] == '-' || v[0] >= '0' && v[0] <= '9':
+		if f, err := strconv.ParseFloat(string(v), 64); err != nil || f > maxKeepAlive {
+			return nil, requestError(a.t, "invalid_value", "keep_alive",
+				fmt.Sprintf("Invalid 'keep_alive': %s seconds is more than Ollama can hold.", snippet(v))+how)
+		}
+	default:
+		return nil, requestError(a.t, "invalid_type", "keep_alive",
+			fmt.Sprintf("Invalid type for 'keep_alive': expected a string or a number, but got %s instead.", jsonKind(v)))
+	}
+	return v, nil
+}
+
+// outOfRange refuses the value v of the field name, of the kind want, which Ollama cannot take.
+func (a *openaiOllama) outOfRange(name string, v []byte, want string) error {
+	return requestError(a.t, "invalid_value", name,
+		fmt.Sprintf("Invalid '%s': expected %s Ollama can take, but got %s.", name, want, snippet(v)))
+}
+
+// message translates m, the i-th message. callNames gathers each tool call's name by its id, for
+// the results that follow; made gets m's tool calls as the client wrote them, when it has any.
+func (a *openaiOllama) message(i int, m *core.Message, callNames map[string]string, made *[]toolCallJSON) (ollamaMessage, error) {
 	out := ollamaMessage{Role: m.Role}
 	switch m.Role {
 	case "developer":
@@ -285,6 +428,11 @@ func (a *openaiOllama) message(i int, m *core.Message, callNames map[string]stri
 			fmt.Sprintf("the ollama adapter cannot send content parts of type %q", fc.other))
 	}
 	out.Content = assistantText(m, fc.text)
+	if m.Role == "assistant" {
+		if out.Thinking, err = replayedThinking(a.t, i, m); err != nil {
+			return out, err
+		}
+	}
 	for _, img := range fc.images {
 		b64, isData, err := dataURLBase64(img.url)
 		param := fmt.Sprintf("messages[%d].content[%d].image_url", i, img.part)
@@ -305,6 +453,7 @@ func (a *openaiOllama) message(i int, m *core.Message, callNames map[string]stri
 			return out, requestError(a.t, "invalid_value", fmt.Sprintf("messages[%d].tool_calls", i),
 				"tool_calls must be an array of tool calls")
 		}
+		*made = calls
 		for j, c := range calls {
 			args, err := argumentsObject(c.Function.Arguments)
 			if err != nil {
@@ -326,6 +475,98 @@ func (a *openaiOllama) message(i int, m *core.Message, callNames map[string]stri
 		}
 	}
 	return out, nil
+}
+
+// inCallOrder puts run, the tool messages that follow an assistant's tool calls (src, as the
+// client sent them), into the order of calls, which they answer. Ollama's tool
+// messages carry the tool's name and no call id, and the model's template pairs each result with
+// the call in the same place: two calls of one tool (the weather in two cities) answered in
+// another order than they were made were read as each other's answers, without a word
+// (TestOllamaToolResultsInCallOrder). Ollama's own OpenAI endpoint orders them so too. Only a
+// run that answers each call exactly once by tool_call_id is reordered; one that does not (a
+// result missing or extra, an id unknown, repeated or empty) cannot be matched to the calls, and
+// stays as the client ordered it, which is all Ollama then has to go by. A run already in order,
+// nearly every one, costs a comparison per result.
+func inCallOrder(run []ollamaMessage, src []core.Message, calls []toolCallJSON) {
+	if len(run) < 2 || len(run) != len(calls) {
+		return
+	}
+	ordered := true
+	for k := range src {
+		if src[k].ToolCallID != calls[k].ID {
+			ordered = false
+			break
+		}
+	}
+	if ordered {
+		return
+	}
+	at := make(map[string]int, len(calls))
+	for k := range calls {
+		id := calls[k].ID
+		if _, twice := at[id]; twice || id == "" {
+			return
+		}
+		at[id] = k
+	}
+	sorted := make([]ollamaMessage, len(run))
+	for k := range src {
+		j, ok := at[src[k].ToolCallID]
+		if !ok {
+			return // an id no call has, or one a result before this one answered
+		}
+		delete(at, src[k].ToolCallID)
+		sorted[j] = run[k]
+	}
+	copy(run, sorted)
+}
+
+// replayedThinking is the reasoning an assistant message m (the i-th) carries back, for its
+// thinking: the first of reasoning_content (DeepSeek's field, which the gateway answers with) and
+// reasoning (vLLM's and Ollama's own OpenAI endpoint's) that is a non-empty string. Some clients
+// replay it so that a model that thought before its tool calls sees that thinking on the next
+// turn; dropped, the model lost it (TestOllamaReplaysReasoning). Either field of another kind
+// than a string (or null) is refused naming it, as the text cannot be told.
+func replayedThinking(t *core.Target, i int, m *core.Message) (string, error) {
+	var thinking string
+	for _, f := range [...]struct {
+		name string
+		raw  json.RawMessage
+	}{{"reasoning_content", m.ReasoningContent}, {"reasoning", m.Reasoning}} {
+		raw := bytes.TrimSpace(f.raw)
+		if len(raw) == 0 || string(raw) == "null" {
+			continue
+		}
+		var s string
+		ok := raw[0] == '"'
+		if ok {
+			s, ok = jsonx.Unquote(raw)
+		}
+		if !ok {
+			param := fmt.Sprintf("messages[%d].%s", i, f.name)
+			return "", requestError(t, "invalid_type", param,
+				fmt.Sprintf("Invalid type for '%s': expected a string, but got %s instead.", param, jsonKind(raw)))
+		}
+		if thinking == "" {
+			thinking = s
+		}
+	}
+	return thinking, nil
+}
+
+// jsonKind names the kind of the JSON value v, with its article, for an error that refuses it.
+func jsonKind(v []byte) string {
+	switch v[0] {
+	case '{':
+		return "an object"
+	case '[':
+		return "an array"
+	case 't', 'f':
+		return "a boolean"
+	case '"':
+		return "a string"
+	}
+	return "a number"
 }
 
 // argumentsObject turns OpenAI's arguments string into the object Ollama wants. An empty string

@@ -43,6 +43,21 @@ func TestOllamaParams(t *testing.T) {
 		{"reasoning_effort xhigh is think high", `"reasoning_effort":"xhigh"`, `,"stream":false,"think":"high"}`},
 		{"reasoning_effort as an object", `"reasoning_effort":{"effort":"high","summary":"auto"}`, `,"stream":false,"think":"high"}`},
 		{"reasoning_effort object without an effort", `"reasoning_effort":{"summary":"auto"}`, `,"stream":false}`},
+		// The sampling fields Ollama adds, which homelab clients send in the body (as LiteLLM's
+		// extra parameters): options, or keep_alive at the top (TestOllamaSamplingOptions).
+		{"top_k", `"top_k":40`, `,"options":{"top_k":40},"stream":false}`},
+		{"min_p and repeat_penalty", `"min_p":0.05,"repeat_penalty":1.1`, `,"options":{"min_p":0.05,"repeat_penalty":1.1},"stream":false}`},
+		{"top_k 0 and min_p 0 are values", `"top_k":0,"min_p":0`, `,"options":{"top_k":0,"min_p":0},"stream":false}`},
+		{"beside the OpenAI options", `"temperature":0.7,"top_k":20,"top_p":0.8`,
+			`,"options":{"temperature":0.7,"top_p":0.8,"top_k":20},"stream":false}`},
+		{"keep_alive a duration", `"keep_alive":"10m"`, `,"stream":false,"keep_alive":"10m"}`},
+		{"keep_alive seconds", `"keep_alive":300`, `,"stream":false,"keep_alive":300}`},
+		{"keep_alive -1 keeps the model loaded", `"keep_alive":-1`, `,"stream":false,"keep_alive":-1}`},
+		{"keep_alive 0 unloads after the answer", `"keep_alive":"0"`, `,"stream":false,"keep_alive":"0"}`},
+		{"Ollama-only nulls are unsent", `"top_k":null,"min_p":null,"repeat_penalty":null,"keep_alive":null,"num_ctx":null`, `,"stream":false}`},
+		// num_ctx is the target's context_window, which the gateway filters by; a client's would
+		// run the model with another window than the one the prompt was found to fit.
+		{"a client's num_ctx is not sent", `"num_ctx":2048`, `,"stream":false}`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -56,6 +71,50 @@ func TestOllamaParams(t *testing.T) {
 				t.Errorf("(-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestOllamaContextWindowNotTheClients: the num_ctx sent is the target's context_window
+// whatever num_ctx the client asks for, smaller or larger: a smaller one would cut the start of
+// a prompt the context filter let through because it fits the window, a larger one take memory
+// the operator did not give the model, and either reload the model for every other client.
+func TestOllamaContextWindowNotTheClients(t *testing.T) {
+	for _, n := range []string{"2048", "131072", `"big"`} {
+		tg := ollamaTarget("http://127.0.0.1:1")
+		tg.ContextWindow = 8192
+		a := &openaiOllama{t: tg, newID: func() string { return "x" }}
+		out, err := a.translate(chatRequestOf(t, `{"messages":[{"role":"user","content":"x"}],"num_ctx":`+n+`}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := string(mustJSON(out.Options)); got != `{"num_ctx":8192}` {
+			t.Errorf("num_ctx %s: options %s, want the target's window", n, got)
+		}
+	}
+}
+
+// TestOllamaSamplingRefused: an Ollama-only field Ollama would refuse, or read as something
+// else, is the client's mistake, refused naming it before anything is sent. The server has
+// checked top_k, min_p and repeat_penalty's kinds (TestWrongKindRefused); what is left is a value
+// out of range. keep_alive, which only Ollama reads, is checked here whole.
+func TestOllamaSamplingRefused(t *testing.T) {
+	for _, tt := range []struct{ field, value, code string }{
+		{"keep_alive", `"soon"`, "invalid_value"},
+		{"keep_alive", `"5"`, "invalid_value"}, // Ollama reads a string as a Go duration: "5" has no unit
+		{"keep_alive", `""`, "invalid_value"},
+		{"keep_alive", `true`, "invalid_type"},
+		{"keep_alive", `{"m":5}`, "invalid_type"},
+		{"keep_alive", `1e300`, "invalid_value"},
+		{"top_k", `99999999999999999999`, "invalid_value"},
+		{"min_p", `1e400`, "invalid_value"},
+		{"repeat_penalty", `-1e400`, "invalid_value"},
+	} {
+		a := &openaiOllama{t: ollamaTarget("http://127.0.0.1:1"), newID: func() string { return "x" }}
+		_, err := a.translate(chatRequestOf(t, `{"messages":[{"role":"user","content":"x"}],"`+tt.field+`":`+tt.value+`}`))
+		var se *core.StatusError
+		if !errors.As(err, &se) || se.Status != 400 || se.Param != tt.field || se.Code != tt.code {
+			t.Errorf("%s %s: %#v, want 400 %s at %s", tt.field, tt.value, err, tt.code, tt.field)
+		}
 	}
 }
 

@@ -146,7 +146,7 @@ func parseTarget(raw []byte, url string) *core.Target {
 // clientRequest decodes client.json the way the server does (the fields adapters read). The
 // gateway's own fields are read and stripped: "x-route-hint" becomes RouteHint, "x-op" (a test
 // device) picks the endpoint.
-func clientRequest(t *testing.T, client []byte) *core.Request {
+func clientRequest(t testing.TB, client []byte) *core.Request {
 	t.Helper()
 	var w struct {
 		Model         string `json:"model"`
