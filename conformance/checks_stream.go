@@ -29,22 +29,36 @@ func jsonChunks(x *exchange) (chunks []map[string]any, pos []int) {
 // sameOnEveryChunk checks a field that identifies the completion: it must be
 // present, valid, and identical on every chunk.
 func sameOnEveryChunk(x *exchange, field string, valid func(any) bool, want string) verdict {
+	if v := validOnEveryChunk(x, field, valid, want); v.fail || v.skip != "" {
+		return v
+	}
+	return constantAcrossChunks(x, field)
+}
+
+// validOnEveryChunk is sameOnEveryChunk without the sameness.
+func validOnEveryChunk(x *exchange, field string, valid func(any) bool, want string) verdict {
 	chunks, pos := jsonChunks(x)
 	if len(chunks) == 0 {
 		return skip("no JSON chunks to judge; see chat.stream.json")
 	}
-	var first any
 	for i, c := range chunks {
-		v, ok := c[field]
-		if !ok || !valid(v) {
+		if v, ok := c[field]; !ok || !valid(v) {
 			return fail(field+": "+want+" on every chunk", fmt.Sprintf("chunk %d %s: %s", pos[i], field, showField(v, ok))).at(chunkData(x, pos[i]))
 		}
-		if i == 0 {
-			first = v
-			continue
-		}
-		if show(v) != show(first) {
-			return fail(field+" constant across chunks", fmt.Sprintf("chunk 0 %s: %s, chunk %d %s: %s", field, show(first), pos[i], field, show(v))).at(chunkData(x, pos[i]))
+	}
+	return pass()
+}
+
+// constantAcrossChunks judges that field has one value on every chunk.
+func constantAcrossChunks(x *exchange, field string) verdict {
+	chunks, pos := jsonChunks(x)
+	if len(chunks) == 0 {
+		return skip("no JSON chunks to judge; see chat.stream.json")
+	}
+	first := show(chunks[0][field])
+	for i, c := range chunks[1:] {
+		if v := show(c[field]); v != first {
+			return fail(field+" constant across chunks", fmt.Sprintf("chunk 0 %s: %s, chunk %d %s: %s", field, first, pos[i+1], field, v)).at(chunkData(x, pos[i+1]))
 		}
 	}
 	return pass()
@@ -100,12 +114,26 @@ func streamChecks() []*check {
 				return sameOnEveryChunk(j.x("chat.stream"), "id", nonEmptyString, "non-empty string")
 			}},
 		{id: "chat.stream.created", grade: Must, probes: st,
-			title: "created is an integer Unix time in seconds, the same on every chunk",
+			title: "created is an integer Unix time in seconds on every chunk",
 			judge: func(j *judge) verdict {
 				// The same plausibility as chat.created, so milliseconds
 				// are caught on a stream too.
 				seconds := func(v any) bool { return plausibleCreated(v, true, j.now) == nil }
-				return sameOnEveryChunk(j.x("chat.stream"), "created", seconds, "integer Unix seconds between 2020 and now")
+				return validOnEveryChunk(j.x("chat.stream"), "created", seconds, "integer Unix seconds between 2020 and now")
+			}},
+		// Apart from the MUST above: Ollama and llama-server stamp each
+		// chunk as they write it, so a server that does fails this only
+		// when its stream crosses a second, and a MUST would pass or fail
+		// with the clock. No SDK reads it.
+		{id: "chat.stream.created.same", grade: Should, probes: st,
+			title: "created is the same on every chunk",
+			judge: func(j *judge) verdict {
+				x := j.x("chat.stream")
+				seconds := func(v any) bool { return plausibleCreated(v, true, j.now) == nil }
+				if v := validOnEveryChunk(x, "created", seconds, ""); v.fail || v.skip != "" {
+					return skip("created is not valid on every chunk; see chat.stream.created")
+				}
+				return constantAcrossChunks(x, "created")
 			}},
 		{id: "chat.stream.model", grade: Must, probes: st,
 			title: "model is a non-empty string, the same on every chunk",

@@ -548,3 +548,28 @@ func TestItemFailuresNameTheMember(t *testing.T) {
 		})
 	}
 }
+
+// TestCreatedTickingWarns: a server that stamps each chunk as it writes it (Ollama, llama-server)
+// sends a later created on the chunks after a second boundary. That is a SHOULD the reference
+// states and no SDK reads: it warns, and the MUST, which judges each chunk's created alone,
+// passes, so the grade does not depend on when the run crossed a second. Milliseconds on a
+// chunk still fail the MUST (TestStreamViolationsFail).
+func TestCreatedTickingWarns(t *testing.T) {
+	created := fmt.Sprint(conformancetest.Created)
+	later := fmt.Sprint(conformancetest.Created + 1)
+	rw := streamRewrite{edit: func(req string, _ http.Header, b string) string {
+		if !isChat(req) {
+			return b
+		}
+		// Every chunk after the first crossed the second.
+		first := strings.Index(b, `"created":`+created) + len(`"created":`+created)
+		return b[:first] + strings.ReplaceAll(b[first:], `"created":`+created, `"created":`+later)
+	}}
+	_, srv := newWrappedFake(t, func(h http.Handler) http.Handler { rw.next = h; return rw })
+	rep := runAgainst(t, fakeOptions(t, srv))
+	want := baseline()
+	want["chat.stream.created.same"] = Warn
+	if diff := cmp.Diff(want, notPassing(rep)); diff != "" {
+		t.Errorf("non-passing checks (-want +got):\n%s", diff)
+	}
+}
