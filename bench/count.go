@@ -233,7 +233,8 @@ type countSpec struct {
 
 // countRun starts the proxy under cachegrind, sends warm and then n requests one at a time
 // through one kept-alive connection, stops it and reads what cachegrind wrote.
-func countRun(ctx context.Context, spec countSpec, dir string, warm, n int, body []byte, wantLen int) (cgProfile, error) {
+func countRun(ctx context.Context, spec countSpec, dir string, warm, n int, row countRow) (cgProfile, error) {
+	body, wantLen := row.body, row.want
 	out, err := os.CreateTemp(dir, "cachegrind."+spec.name+".")
 	if err != nil {
 		return nil, err
@@ -261,6 +262,7 @@ func countRun(ctx context.Context, spec countSpec, dir string, warm, n int, body
 			return nil, err
 		}
 		req.Header.Set("Content-Type", "application/json")
+		req.Close = row.fresh
 		resp, err := c.Do(req)
 		if err != nil {
 			return nil, fmt.Errorf("%s, request %d: %w\n%s", spec.name, i, err, p.logTail())
@@ -299,6 +301,10 @@ type countRow struct {
 	body    []byte
 	want    int
 	gateway bool // for the gateway only (a blind proxy does nothing different for it)
+	// fresh sends each request on a connection of its own ("Connection: close"): a row's
+	// difference from its kept-alive twin is what a client's connection costs, opened, served
+	// and closed, the bulk of a burst of new streams.
+	fresh bool
 }
 
 // runCount is --count: each proxy twice under cachegrind (n and 2n requests after the same
@@ -310,9 +316,11 @@ func runCount(ctx context.Context, e *environment, n int) ([]countResult, error)
 	const warm = 200
 	fu := newFakeUpstream(e.opts.Chunks, 0)
 	rows := []countRow{
-		{"chat", chatBody("bench", false, e.opts.PromptBytes), len(fu.chat), false},
-		{fmt.Sprintf("stream (%d events)", e.opts.Chunks), chatBody("bench", true, e.opts.PromptBytes), fu.streamLen(), false},
-		{`chat, model "auto"`, chatBody("auto", false, e.opts.PromptBytes), len(fu.chat), true},
+		{name: "chat", body: chatBody("bench", false, e.opts.PromptBytes), want: len(fu.chat)},
+		{name: fmt.Sprintf("stream (%d events)", e.opts.Chunks), body: chatBody("bench", true, e.opts.PromptBytes), want: fu.streamLen()},
+		{name: fmt.Sprintf("stream (%d events), a new connection each", e.opts.Chunks), body: chatBody("bench", true, e.opts.PromptBytes),
+			want: fu.streamLen(), fresh: true},
+		{name: `chat, model "auto"`, body: chatBody("auto", false, e.opts.PromptBytes), want: len(fu.chat), gateway: true},
 	}
 	// Copies of both Go programs, patched for valgrind; this binary is built again for goblind
 	// because `go run` leaves out the symbols that name its functions.
@@ -402,11 +410,11 @@ func runCount(ctx context.Context, e *environment, n int) ([]countResult, error)
 			}
 			e.logf("count: %s, %s under cachegrind, %d and %d requests after %d", row.name, spec.name, n, 2*n, warm)
 			began := time.Now()
-			short, err := countRun(ctx, spec, e.dir, warm, n, row.body, row.want)
+			short, err := countRun(ctx, spec, e.dir, warm, n, row)
 			if err != nil {
 				return nil, err
 			}
-			long, err := countRun(ctx, spec, e.dir, warm, 2*n, row.body, row.want)
+			long, err := countRun(ctx, spec, e.dir, warm, 2*n, row)
 			if err != nil {
 				return nil, err
 			}

@@ -192,11 +192,12 @@ func testCountGoBlind(t *testing.T, built string) {
 	}
 	spec := goblindCountSpec(bin, strings.TrimPrefix(srv.URL, "http://"))
 	body := chatBody("m", false, 512)
-	short, err := countRun(context.Background(), spec, dir, 5, 20, body, len(f.chat))
+	row := countRow{name: "chat", body: body, want: len(f.chat)}
+	short, err := countRun(context.Background(), spec, dir, 5, 20, row)
 	if err != nil {
 		t.Fatal(err)
 	}
-	long, err := countRun(context.Background(), spec, dir, 5, 40, body, len(f.chat))
+	long, err := countRun(context.Background(), spec, dir, 5, 40, row)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -215,6 +216,29 @@ func testCountGoBlind(t *testing.T, built string) {
 	md := countMarkdown([]countResult{{"goblind", "chat", total, fns}}, 10, 5)
 	if !bytes.Contains([]byte(md), []byte("| chat | goblind |")) {
 		t.Errorf("report:\n%s", md)
+	}
+
+	// A row of fresh connections accepts one a request; kept alive, none.
+	accepts := func(fns []fnCount) (n float64) {
+		for _, fn := range fns {
+			if strings.HasPrefix(fn.Name, "internal/poll.(*FD).Accept") {
+				n += fn.Ir
+			}
+		}
+		return n
+	}
+	if a := accepts(fns); a > 5 {
+		t.Errorf("kept alive, accepting ran %.0f instructions a request", a)
+	}
+	row.fresh = true
+	if short, err = countRun(context.Background(), spec, dir, 5, 20, row); err != nil {
+		t.Fatal(err)
+	}
+	if long, err = countRun(context.Background(), spec, dir, 5, 40, row); err != nil {
+		t.Fatal(err)
+	}
+	if _, fns = perRequest(short, long, 20); accepts(fns) < 20 {
+		t.Errorf("a new connection each: accepting ran %.0f instructions a request", accepts(fns))
 	}
 }
 
