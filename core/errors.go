@@ -15,7 +15,7 @@ type StatusError struct {
 	Type       string
 	Code       string
 	Param      string
-	RetryAfter time.Duration // from the Retry-After header; 0 when absent
+	RetryAfter time.Duration // from the Retry-After header (a 429 without one: from its body's relayed rate-limit headers); 0 when absent
 	Header     http.Header   // the upstream's response headers
 	Body       []byte        // the raw body, capped
 }

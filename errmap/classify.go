@@ -27,7 +27,8 @@ type Decision struct {
 	// Penalize is true when the failure counts toward the target's cooldown: connection, timeout,
 	// server_error, rate_limit.
 	Penalize bool
-	// RetryAfter is from a 429 or 503 Retry-After; 0 when absent.
+	// RetryAfter is a 429's or 503's core.StatusError.RetryAfter (its Retry-After; a 429's
+	// body's reset without one); 0 when absent.
 	RetryAfter time.Duration
 }
 

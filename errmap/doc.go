@@ -14,6 +14,7 @@
 //	                                      (the model does not fit the upstream's memory, as
 //	                                      Ollama says it: not retried, still penalized)
 //	*core.StatusError 429                 rate_limit    429  retried, penalized, Retry-After kept
+//	                                      (or, without the header, the reset its body relays)
 //	                                      (insufficient_quota, OpenRouter's free-models-per-day:
 //	                                      not retried, still penalized)
 //	*core.StatusError 413                 overflow      413
