@@ -72,6 +72,11 @@ func Classify(err error) Decision {
 	if _, ok := errors.AsType[*core.TimeoutError](err); ok || errors.Is(err, context.DeadlineExceeded) {
 		return failing(core.ClassTimeout, http.StatusGatewayTimeout)
 	}
+	if ue, ok := errors.AsType[*core.UnmetError](err); ok {
+		// Before StatusError, which it wraps for the client's answer: its 400 is not the
+		// request's fault, only this target's.
+		return Decision{Class: core.ClassEndpoint, Status: ue.Err.Status}
+	}
 	if se, ok := errors.AsType[*core.StatusError](err); ok {
 		return classifyStatus(se)
 	}
