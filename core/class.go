@@ -16,7 +16,8 @@ const (
 	ClassRateLimit
 	// ClassOverflow: the request does not fit this target's context (413, context_length_exceeded).
 	ClassOverflow
-	// ClassEndpoint: 401/402/403/404/410, a failure of that endpoint rather than of the request.
+	// ClassEndpoint: 401/402/403/404/410, or an answer that does not meet a valid request
+	// (UnmetError): a failure of that endpoint rather than of the request.
 	ClassEndpoint
 	// ClassRequest: any other 4xx, the client's fault; answered as-is.
 	ClassRequest

@@ -15,7 +15,7 @@ type StatusError struct {
 	Type       string
 	Code       string
 	Param      string
-	RetryAfter time.Duration // from the Retry-After header; 0 when absent
+	RetryAfter time.Duration // from the Retry-After header (a 429 without one: from its body's relayed rate-limit headers); 0 when absent
 	Header     http.Header   // the upstream's response headers
 	Body       []byte        // the raw body, capped
 }
@@ -121,6 +121,20 @@ func (e *ProtocolError) Unquoted() string {
 	return e.Error()
 }
 
+// UnmetError is a 2xx answer that does not give what a valid request asked for, where another
+// target might: an embeddings answer whose vectors are not of the request's dimensions (a server
+// that ignores the field, or a model narrower than asked). The failure is that endpoint's, not
+// the request's: errmap classes it endpoint, so the chain moves on, as for a 404, and the
+// target's health is not blamed. Err is what the client gets when nothing else answers: a 400
+// naming the parameter.
+type UnmetError struct {
+	Err *StatusError
+}
+
+func (e *UnmetError) Error() string    { return e.Err.Error() }
+func (e *UnmetError) Unwrap() error    { return e.Err }
+func (e *UnmetError) Unquoted() string { return e.Err.Unquoted() }
+
 // Quoting is implemented by an error whose text may quote what an upstream sent: its error
 // message, or the start of an answer the adapter could not read. Those words may repeat the
 // prompt, or be the answer, and the client is given them (they are its own); the gateway's log
@@ -134,4 +148,5 @@ var (
 	_ Quoting = (*StatusError)(nil)
 	_ Quoting = (*StreamError)(nil)
 	_ Quoting = (*ProtocolError)(nil)
+	_ Quoting = (*UnmetError)(nil)
 )

@@ -74,6 +74,9 @@ type Request struct {
 	PromptTokensMin int
 	// MaxTokens is max_completion_tokens, else max_tokens; 0 when absent.
 	MaxTokens int
+	// Dimensions is an embeddings request's dimensions, the width its vectors must have; 0 when
+	// absent or null. Adapters hold the answer to it without reading the body again.
+	Dimensions int
 	// Strict is true when the route, the key or the request asked for privacy.
 	Strict bool
 	// NoFallback is true when the request said x-fallback-on: false.

@@ -27,7 +27,8 @@ type Decision struct {
 	// Penalize is true when the failure counts toward the target's cooldown: connection, timeout,
 	// server_error, rate_limit.
 	Penalize bool
-	// RetryAfter is from a 429 or 503 Retry-After; 0 when absent.
+	// RetryAfter is a 429's or 503's core.StatusError.RetryAfter (its Retry-After; a 429's
+	// body's reset without one); 0 when absent.
 	RetryAfter time.Duration
 }
 
@@ -70,6 +71,11 @@ func Classify(err error) Decision {
 	}
 	if _, ok := errors.AsType[*core.TimeoutError](err); ok || errors.Is(err, context.DeadlineExceeded) {
 		return failing(core.ClassTimeout, http.StatusGatewayTimeout)
+	}
+	if ue, ok := errors.AsType[*core.UnmetError](err); ok {
+		// Before StatusError, which it wraps for the client's answer: its 400 is not the
+		// request's fault, only this target's.
+		return Decision{Class: core.ClassEndpoint, Status: ue.Err.Status}
 	}
 	if se, ok := errors.AsType[*core.StatusError](err); ok {
 		return classifyStatus(se)

@@ -14,6 +14,7 @@
 //	                                      (the model does not fit the upstream's memory, as
 //	                                      Ollama says it: not retried, still penalized)
 //	*core.StatusError 429                 rate_limit    429  retried, penalized, Retry-After kept
+//	                                      (or, without the header, the reset its body relays)
 //	                                      (insufficient_quota, OpenRouter's free-models-per-day:
 //	                                      not retried, still penalized)
 //	*core.StatusError 413                 overflow      413
@@ -23,6 +24,9 @@
 //	*core.StreamError the upstream sent (no transport error under it) naming a context overflow
 //	                                      overflow      400  (an error event inside a 200 stream)
 //	*core.StatusError 401/402/403/404/410 endpoint      its status
+//	*core.UnmetError                      endpoint      its StatusError's (a 2xx that does not
+//	                                      give what was asked, e.g. embeddings of another width
+//	                                      than dimensions)
 //	*core.StatusError other 4xx           request       its status
 //	*core.StatusError other non-2xx       server_error  502 (a redirect or 1xx is not an answer)
 //	*lifecycle.LoadTimeoutError           loading       503  not retried, not penalized

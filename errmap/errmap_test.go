@@ -56,6 +56,9 @@ func TestClassify(t *testing.T) {
 			Type: "invalid_request_error"}, Decision{Class: core.ClassRequest, Status: 400}},
 		{"404 endpoint an adapter does not serve moves on", &core.StatusError{Status: 404, Code: "unsupported_endpoint",
 			Type: "invalid_request_error"}, Decision{Class: core.ClassEndpoint, Status: 404}},
+		{"an answer that does not meet a valid request moves on with its 400", &core.UnmetError{Err: &core.StatusError{
+			Status: 400, Code: "unsupported_value", Param: "dimensions", Type: "invalid_request_error"}},
+			Decision{Class: core.ClassEndpoint, Status: 400}},
 		{"503 status ok is not loading", &core.StatusError{Status: 503, Body: []byte(`{"status":"ok"}`)},
 			retrying(core.ClassServerError, 503)},
 		{"loading on a 500 is a server error", &core.StatusError{Status: 500, Body: []byte(`{"status":"loading"}`)},
@@ -199,6 +202,10 @@ func TestRestore(t *testing.T) {
 			ClientError{Status: 401, Message: "Incorrect API key provided", Type: "invalid_request_error", Code: "invalid_api_key"}},
 		{"request error keeps param", []Attempt{attempt("a", badParam)},
 			ClientError{Status: 400, Message: "temperature must be <= 2", Type: "invalid_request_error", Param: "temperature"}},
+		{"an unmet request is its 400", []Attempt{attempt("a", &core.UnmetError{Err: &core.StatusError{Target: "a", Status: 400,
+			Message: "Invalid 'dimensions': 4 cannot be given", Type: "invalid_request_error", Code: "unsupported_value", Param: "dimensions"}})},
+			ClientError{Status: 400, Message: "Invalid 'dimensions': 4 cannot be given", Type: "invalid_request_error",
+				Code: "unsupported_value", Param: "dimensions"}},
 		{"same class and status restores the first", []Attempt{
 			attempt("a", &core.StatusError{Status: 500, Message: "first", Type: "server_error"}),
 			attempt("b", &core.StatusError{Status: 500, Message: "second", Type: "server_error"})},

@@ -610,6 +610,9 @@ func decodeOther(r *http.Request, body []byte, op core.Op) (*core.Request, *apiE
 		}
 	}
 	req := &core.Request{Op: op, Model: *w.Model, Stream: w.Stream}
+	if op == core.OpEmbeddings {
+		req.Dimensions = dimensionsOf(w.Dimensions)
+	}
 	if op == core.OpCompletions {
 		req.Prompt = raw
 		// Any number asks for the sampled tokens' logprobs (and that many alternatives).
@@ -660,6 +663,16 @@ func decodeOther(r *http.Request, body []byte, op core.Op) (*core.Request, *apiE
 		return nil, e
 	}
 	return req, nil
+}
+
+// dimensionsOf is an embeddings request's dimensions, which embedOptions has held to an integer
+// from 1 to MaxInt32, or null; 0 for null or none.
+func dimensionsOf(raw json.RawMessage) int {
+	n, err := strconv.ParseInt(string(bytes.TrimSpace(raw)), 10, 32)
+	if err != nil {
+		return 0
+	}
+	return int(n)
 }
 
 // maxInputs is how many items OpenAI's API takes in an embeddings input array.

@@ -200,7 +200,10 @@ func New(o Options) (*Server, error) {
 		s.retry[1] = 2 * time.Second
 	}
 	if s.up == nil {
-		s.ownUp = upstream.NewSet(o.Config.Targets, upstream.Options{})
+		// The clock that cooldowns run on also reads the upstreams' Retry-After dates and rate
+		// limit resets, so that a wait an upstream names is measured from the same now
+		// (TestOpenRouterResetInBody).
+		s.ownUp = upstream.NewSet(o.Config.Targets, upstream.Options{Now: s.clock.Now})
 		s.up = s.ownUp
 	}
 	s.upID, _ = s.up.(IDUpstream)

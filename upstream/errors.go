@@ -126,19 +126,79 @@ func transportError(ctx context.Context, t *core.Target, err error) error {
 
 // statusError reads a non-2xx answer into a *core.StatusError. The body is closed. The header
 // is read, and copied, first: the synchronous client's next answer on the connection may reuse
-// its map once the body has ended.
+// its map once the body has ended. A 429 without a Retry-After header takes its wait from the
+// headers an aggregator relays in the body instead (bodyRetryAfter).
 func statusError(t *core.Target, resp *http.Response, now func() time.Time) *core.StatusError {
+	ra := resp.Header.Get("Retry-After")
 	e := &core.StatusError{
 		Target:     t.Name,
 		Status:     resp.StatusCode,
-		RetryAfter: retryAfter(resp.Header.Get("Retry-After"), now),
+		RetryAfter: retryAfter(ra, now),
 		Header:     resp.Header.Clone(),
 	}
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
 	_ = resp.Body.Close()
 	e.Body = body
 	e.Message, e.Type, e.Code, e.Param = errorFields(body)
+	if e.Status == http.StatusTooManyRequests && strings.TrimSpace(ra) == "" {
+		e.RetryAfter = bodyRetryAfter(body, now)
+	}
 	return e
+}
+
+// bodyRetryAfter is the wait a 429's body names in the rate-limit headers it relays under
+// error.metadata.headers, as OpenRouter does: its own limits as X-RateLimit-Reset, in
+// milliseconds since the epoch ({"error":{"message":"Rate limit exceeded: free-models-per-min.",
+// "code":429,"metadata":{"headers":{"X-RateLimit-Limit":"20","X-RateLimit-Remaining":"0",
+// "X-RateLimit-Reset":"1741305600000"}}}}), a provider's 429 as that provider's Retry-After,
+// which is taken first. Header names match in any case; either value may be a string or a
+// number. It is read as a Retry-After header is: 0 when absent, unreadable, past, or absurd.
+func bodyRetryAfter(body []byte, now func() time.Time) time.Duration {
+	var env struct {
+		Error struct {
+			Metadata struct {
+				Headers map[string]json.RawMessage `json:"headers"`
+			} `json:"metadata"`
+		} `json:"error"`
+	}
+	if json.Unmarshal(body, &env) != nil {
+		return 0
+	}
+	var reset time.Duration
+	for k, v := range env.Error.Metadata.Headers {
+		switch {
+		case strings.EqualFold(k, "Retry-After"):
+			if d := retryAfter(text(v), now); d > 0 {
+				return d
+			}
+		case strings.EqualFold(k, "X-RateLimit-Reset"):
+			reset = resetAfter(text(v), now)
+		}
+	}
+	return reset
+}
+
+// resetAfter is the wait until a rate-limit reset given in milliseconds since the epoch; 0 when
+// v is not an integer, or the reset is past or absurd. A reset given in seconds reads as a
+// moment in January 1970, long past, and so is ignored rather than taken for a wait of decades.
+func resetAfter(v string, now func() time.Time) time.Duration {
+	ms, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+	if err != nil {
+		return 0
+	}
+	return plausible(time.UnixMilli(ms).Sub(now()))
+}
+
+// maxRetryAfter bounds a wait an upstream asks for: anything longer (about 32 years) is a broken
+// value, not a wait, and is ignored.
+const maxRetryAfter = 1e9 * time.Second
+
+// plausible is d when it is a wait an upstream can mean (positive, at most maxRetryAfter), else 0.
+func plausible(d time.Duration) time.Duration {
+	if d <= 0 || d > maxRetryAfter {
+		return 0
+	}
+	return d
 }
 
 // errorFields reads the OpenAI error fields from an error body. Besides OpenAI's
@@ -192,15 +252,15 @@ func text(raw json.RawMessage) string {
 	return string(raw)
 }
 
-// retryAfter parses a Retry-After header: delay-seconds or an HTTP-date. Past dates, negative or
-// unparseable values are 0.
+// retryAfter parses a Retry-After header: delay-seconds or an HTTP-date. Past dates, negative,
+// unparseable or absurd (over maxRetryAfter) values are 0.
 func retryAfter(v string, now func() time.Time) time.Duration {
 	v = strings.TrimSpace(v)
 	if v == "" {
 		return 0
 	}
 	if secs, err := strconv.ParseFloat(v, 64); err == nil {
-		if secs <= 0 || secs > 1e9 {
+		if secs <= 0 || secs > maxRetryAfter.Seconds() {
 			return 0
 		}
 		return time.Duration(secs * float64(time.Second))
@@ -209,10 +269,7 @@ func retryAfter(v string, now func() time.Time) time.Duration {
 	if err != nil {
 		return 0
 	}
-	if d := when.Sub(now()); d > 0 {
-		return d
-	}
-	return 0
+	return plausible(when.Sub(now()))
 }
 
 // IdleTimeoutError is an answer whose body sent nothing for the target's idle timeout once its

@@ -1006,8 +1006,13 @@ func (a *openaiOllama) embed(ctx context.Context, req *core.Request) (*Response,
 	data := make([]item, len(m.Embeddings))
 	for i, e := range m.Embeddings {
 		if in.Dimensions > 0 {
-			if err := a.checkWidth(e, in.Dimensions); err != nil {
-				return nil, err
+			if width, err := embeddingWidth(e); err != nil {
+				return nil, &core.ProtocolError{Target: a.t.Name, Err: fmt.Errorf("embedding %d: %w", i, err)}
+			} else if width != in.Dimensions {
+				// Ollama cuts a vector to dimensions only when the model's is wider, and one
+				// older than its dimensions field ignores it (TestEmbeddingsDimensions).
+				return nil, widthError(a.t, in.Dimensions, width,
+					"through Ollama, dimensions can only be fewer than the model's, and only in versions that read it")
 			}
 		}
 		data[i] = item{Object: "embedding", Index: i, Embedding: e}
@@ -1030,25 +1035,6 @@ func (a *openaiOllama) embed(ctx context.Context, req *core.Request) (*Response,
 		Usage  usage  `json:"usage"`
 	}{"list", data, cmpOr(m.Model, a.t.Model), usage{m.PromptEvalCount, m.PromptEvalCount}})
 	return &Response{Body: b, Usage: usageOf(m.PromptEvalCount, -1)}, nil
-}
-
-// checkWidth refuses an embedding e that is not of the width dims the client asked for. Ollama
-// cuts a vector to dimensions only when the model's is wider, and one older than its dimensions
-// field ignores it: either answers at the model's own width, which passed on would be taken for
-// what was asked (a vector store sized for 256 fed 768). OpenAI refuses dimensions a model cannot
-// give, with a 400; so does the gateway, naming the width the target gives
-// (TestEmbeddingsDimensions).
-func (a *openaiOllama) checkWidth(e json.RawMessage, dims int) error {
-	var vs []json.RawMessage
-	if err := json.Unmarshal(e, &vs); err != nil {
-		return &core.ProtocolError{Target: a.t.Name, Err: fmt.Errorf("an embedding that is not an array: %w", err)}
-	}
-	if len(vs) == dims {
-		return nil
-	}
-	return requestError(a.t, "unsupported_value", "dimensions", fmt.Sprintf(
-		"Invalid 'dimensions': %d cannot be given by this model, whose embeddings have %d dimensions "+
-			"(through Ollama, dimensions can only be fewer than the model's, and only in versions that read it).", dims, len(vs)))
 }
 
 // floatsBase64 is OpenAI's base64 embedding: little-endian float32s, base64-encoded, as a JSON

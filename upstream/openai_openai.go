@@ -54,14 +54,15 @@ func (a *openaiOpenAI) chat(ctx context.Context, req *core.Request) (*Response, 
 		}
 		return r, err
 	}
-	r, err := a.body(ctx, resp, req.Op)
+	r, err := a.body(ctx, resp, req)
 	if err == nil && think {
 		r.Body = splitThinkBody(r.Body)
 	}
 	return r, err
 }
 
-func (a *openaiOpenAI) body(ctx context.Context, resp *http.Response, op core.Op) (*Response, error) {
+func (a *openaiOpenAI) body(ctx context.Context, resp *http.Response, req *core.Request) (*Response, error) {
+	op := req.Op
 	upID := upstreamID(resp) // before the body: once it is read, the connection's next answer may reuse the header
 	body, err := readAnswer(ctx, a.t, resp)
 	if err != nil {
@@ -85,6 +86,14 @@ func (a *openaiOpenAI) body(ctx context.Context, resp *http.Response, op core.Op
 	// (or an embedding) never answers what was asked (TestNonStreamAnswerWithoutChoices).
 	if key := itemsKey(op); !jsonx.NonEmptyArray(body, key) {
 		return nil, &core.ProtocolError{Target: a.t.Name, Err: &EmptyAnswerError{Key: key}}
+	}
+	// And so must embeddings of another width than dimensions asked for, which the client would
+	// take for what it asked (TestEmbeddingsOpenAIDimensions). Only a request with dimensions
+	// pays for the walk: without, the answer is not looked at again.
+	if req.Dimensions > 0 && op == core.OpEmbeddings {
+		if err := checkWidths(a.t, body, req.Dimensions); err != nil {
+			return nil, err
+		}
 	}
 	r := &responseFor(resp).Response
 	r.Body, r.UpstreamID = body, upID

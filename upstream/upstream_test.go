@@ -440,6 +440,7 @@ func TestRetryAfter(t *testing.T) {
 		{"Fri, 02 Jan 2026 15:05:05 GMT", time.Minute},
 		{"Fri, 02 Jan 2026 15:00:00 GMT", 0},
 		{"Friday, 02-Jan-26 15:04:15 GMT", 10 * time.Second},
+		{"Fri, 31 Dec 9999 23:59:59 GMT", 0}, // absurd
 		{"soon", 0},
 	}
 	for _, tt := range tests {

@@ -1,0 +1,106 @@
+package upstream
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+
+	"github.com/hayula/gateway/core"
+	"github.com/hayula/gateway/internal/jsonx"
+)
+
+// errNoWidth is an embedding whose width cannot be told: neither an array of numbers nor a
+// base64 string of float32s.
+var errNoWidth = errors.New("an embedding that is neither an array nor a base64 string of float32s")
+
+// embeddingWidth is how many values the embedding v (raw JSON) holds: an array's elements, or
+// the float32s a base64 string (encoding_format "base64") encodes. It counts without decoding:
+// the elements are only skipped, and the string's length and padding give its bytes.
+func embeddingWidth(v []byte) (int, error) {
+	v = bytes.TrimSpace(v)
+	switch {
+	case len(v) > 0 && v[0] == '[':
+		it := jsonx.Array(v, false)
+		n := 0
+		for _, _, ok := it.Next(); ok; _, _, ok = it.Next() {
+			n++
+		}
+		if !it.Done() {
+			return 0, errNoWidth
+		}
+		return n, nil
+	case len(v) >= 2 && v[0] == '"' && v[len(v)-1] == '"':
+		s := v[1 : len(v)-1]
+		if bytes.IndexByte(s, '\\') >= 0 {
+			// "\/" from an encoder that escapes slashes; base64 has nothing else to escape.
+			u, ok := jsonx.AppendUnquote(nil, v)
+			if !ok {
+				return 0, errNoWidth
+			}
+			s = u
+		}
+		s = bytes.TrimRight(s, "=")
+		n := len(s) * 6 / 8 // whole bytes the characters hold, padded or not
+		if n%4 != 0 {
+			return 0, errNoWidth
+		}
+		return n / 4, nil
+	}
+	return 0, errNoWidth
+}
+
+// widthError is the failure of an answer whose embeddings are width wide where the request asked
+// for dims: the target's, not the request's (core.UnmetError), so that the chain moves on to a
+// target that gives the width; the client, when nothing else answers, gets what OpenAI answers
+// dimensions a model cannot give, a 400 unsupported_value naming dimensions, with the width the
+// target gives and why (how).
+func widthError(t *core.Target, dims, width int, how string) error {
+	return &core.UnmetError{Err: requestError(t, "unsupported_value", "dimensions", fmt.Sprintf(
+		"Invalid 'dimensions': %d cannot be given by this model, whose embeddings have %d dimensions (%s).", dims, width, how))}
+}
+
+// checkWidths holds an OpenAI embeddings answer to the width its request's dimensions asked for:
+// every embedding in its data must have dims values. A server that does not read dimensions
+// (llama-server; vLLM and TEI for a model without Matryoshka training answer 400, older builds
+// ignore it) answers at the model's own width, which passed on would be taken for what was
+// asked (a vector store sized for 256 fed 768). The answer is walked, not decoded: the members
+// and elements are skipped to their ends, and nothing is allocated.
+func checkWidths(t *core.Target, body []byte, dims int) error {
+	data, ok := jsonx.Last(body, "data")
+	if !ok {
+		return &core.ProtocolError{Target: t.Name, Err: &EmptyAnswerError{Key: "data"}}
+	}
+	items := jsonx.Array(data, false)
+	for i := 0; ; i++ {
+		_, item, ok := items.Next()
+		if !ok {
+			break
+		}
+		emb, found := member(item, "embedding")
+		if !found {
+			return &core.ProtocolError{Target: t.Name, Err: fmt.Errorf("data[%d]: no embedding", i)}
+		}
+		width, err := embeddingWidth(emb)
+		if err != nil {
+			return &core.ProtocolError{Target: t.Name, Err: fmt.Errorf("data[%d]: %w", i, err)}
+		}
+		if width != dims {
+			return widthError(t, dims, width, "the upstream answered another width: it ignores dimensions, or cannot give that many")
+		}
+	}
+	if !items.Done() {
+		return &core.ProtocolError{Target: t.Name, Err: errors.New("an embeddings answer whose data cannot be read")}
+	}
+	return nil
+}
+
+// member is the value of the last member named key of the object obj, as a decoder keeps it.
+func member(obj []byte, key string) (value []byte, ok bool) {
+	it := jsonx.Object(obj, false)
+	for k, v, more := it.Next(); more; k, v, more = it.Next() {
+		if len(k) == len(key)+2 && string(k[1:len(k)-1]) == key {
+			value, ok = v, true
+		}
+	}
+	return value, ok && it.Done()
+}

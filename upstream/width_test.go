@@ -1,0 +1,133 @@
+package upstream
+
+import (
+	"encoding/base64"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/hayula/gateway/core"
+)
+
+func TestEmbeddingWidth(t *testing.T) {
+	b64 := func(floats int) string { return `"` + base64.StdEncoding.EncodeToString(make([]byte, 4*floats)) + `"` }
+	tests := []struct {
+		in   string
+		want int // -1: no width
+	}{
+		{`[0.5, -1e-3, 2]`, 3},
+		{` [ ] `, 0},
+		{`[[1],[2]]`, 2},
+		{b64(1), 1},
+		{b64(2), 2},
+		{b64(3), 3},
+		{b64(1536), 1536},
+		{strings.TrimRight(b64(2), `="`) + `"`, 2}, // unpadded
+		{`"AACAPwAAAMA="`, 2},
+		{`"AAC\/PwAAAMA="`, 2}, // an escaped slash
+		{`""`, 0},
+		{`"AAAA"`, -1}, // 3 bytes: not float32s
+		{`null`, -1},
+		{`4`, -1},
+		{`{"a":1}`, -1},
+		{`[1, 2`, -1},
+		{`"\u00"`, -1},
+	}
+	for _, tt := range tests {
+		got, err := embeddingWidth([]byte(tt.in))
+		if tt.want < 0 {
+			if !errors.Is(err, errNoWidth) {
+				t.Errorf("embeddingWidth(%s) = %d, %v; want errNoWidth", tt.in, got, err)
+			}
+			continue
+		}
+		if err != nil || got != tt.want {
+			t.Errorf("embeddingWidth(%s) = %d, %v; want %d", tt.in, got, err, tt.want)
+		}
+	}
+}
+
+func TestCheckWidths(t *testing.T) {
+	tg := &core.Target{Name: "e"}
+	tests := []struct {
+		name, body string
+		want       string // "ok", "unmet" or "protocol"
+	}{
+		{"all of the width", `{"object":"list","data":[{"object":"embedding","index":0,"embedding":[1,2]},{"index":1,"embedding":"AACAPwAAAMA="}],"model":"m"}`, "ok"},
+		{"one narrower", `{"data":[{"embedding":[1,2]},{"embedding":[1]}]}`, "unmet"},
+		{"wider", `{"data":[{"embedding":[1,2,3]}]}`, "unmet"},
+		{"the last data counts", `{"data":[{"embedding":[1]}],"data":[{"embedding":[1,2]}]}`, "ok"},
+		{"the last embedding counts", `{"data":[{"embedding":[1],"embedding":[1,2]}]}`, "ok"},
+		{"data nested elsewhere is not it", `{"x":{"data":[{"embedding":[1]}]},"data":[{"embedding":[3,4]}]}`, "ok"},
+		{"no embedding", `{"data":[{"index":0}]}`, "protocol"},
+		{"an embedding of no width", `{"data":[{"embedding":null}]}`, "protocol"},
+		{"data cut short", `{"data":[{"embedding":[1,2]},`, "protocol"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := checkWidths(tg, []byte(tt.body), 2)
+			_, unmet := errors.AsType[*core.UnmetError](err)
+			_, protocol := errors.AsType[*core.ProtocolError](err)
+			got := map[bool]string{true: "ok"}[err == nil]
+			if unmet {
+				got = "unmet"
+			} else if protocol {
+				got = "protocol"
+			}
+			if got != tt.want {
+				t.Errorf("checkWidths = %v (%s), want %s", err, got, tt.want)
+			}
+		})
+	}
+	err := checkWidths(tg, []byte(`{"data":[{"embedding":[1,2,3,4,5,6,7,8]}]}`), 2)
+	if ue, ok := errors.AsType[*core.UnmetError](err); !ok || ue.Err.Status != 400 || ue.Err.Param != "dimensions" ||
+		ue.Err.Code != "unsupported_value" || !strings.Contains(ue.Err.Message, "8 dimensions") {
+		t.Errorf("the refusal: %#v", err)
+	}
+}
+
+// embeddingsAnswer is an OpenAI embeddings answer of n vectors of width floats each.
+func embeddingsAnswer(n, width int) []byte {
+	var b strings.Builder
+	b.WriteString(`{"object":"list","data":[`)
+	for i := range n {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(`{"object":"embedding","index":0,"embedding":[`)
+		for j := range width {
+			if j > 0 {
+				b.WriteByte(',')
+			}
+			b.WriteString("-0.0123456789")
+		}
+		b.WriteString(`]}`)
+	}
+	b.WriteString(`],"model":"text-embedding-3-small","usage":{"prompt_tokens":8,"total_tokens":8}}`)
+	return []byte(b.String())
+}
+
+// The walk that holds an answer to dimensions allocates nothing.
+func TestCheckWidthsAllocatesNothing(t *testing.T) {
+	tg, body := &core.Target{Name: "e"}, embeddingsAnswer(4, 256)
+	if n := testing.AllocsPerRun(100, func() {
+		if checkWidths(tg, body, 256) != nil {
+			t.Fatal("refused")
+		}
+	}); n != 0 {
+		t.Errorf("checkWidths allocates %v times", n)
+	}
+}
+
+// BenchmarkCheckWidths is what a request with dimensions pays for the check: one walk over an
+// answer of 8 vectors of 1536 floats (about 200 KB). A request without dimensions pays nothing.
+func BenchmarkCheckWidths(b *testing.B) {
+	tg, body := &core.Target{Name: "e"}, embeddingsAnswer(8, 1536)
+	b.SetBytes(int64(len(body)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if checkWidths(tg, body, 1536) != nil {
+			b.Fatal("refused")
+		}
+	}
+}
