@@ -33,11 +33,6 @@ type conn struct {
 	req    http.Request // what the handler gets: base with its context, overwritten by the next
 	slot   *reqSlot     // the request's context and body handle
 	url    url.URL      // the request's URL when its path is plain (see parseTarget)
-	hdr    http.Header  // the request's header map
-	vals   []string     // the array of its values
-	keys   []string     // the name of each of vals, for a request that repeats a name
-	names  []string     // the last head's field names as sent, line by line
-	canon  []string     // and each in canonical form
 	// skipped counts the empty lines awaitRequest skipped before the request being read.
 	skipped int
 

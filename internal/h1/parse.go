@@ -191,10 +191,11 @@ func (c *conn) readRequest() error {
 		return err
 	}
 
-	hdr := c.hdr
+	kept := &c.bufs.kept
+	hdr := kept.hdr
 	if hdr == nil || len(hdr) > maxKeptFields {
 		hdr = make(http.Header) // no hint: up to 8 names fit a map of one group, whose clear is a few stores
-		c.hdr = hdr
+		kept.hdr = hdr
 	} else {
 		clear(hdr)
 	}
@@ -202,9 +203,9 @@ func (c *conn) readRequest() error {
 	// it (a handler's Add) copies it out. Each field is assigned without looking first whether
 	// its name came before: the map then has fewer names than vals has values, and is filled
 	// again, in the rare request that repeats a name, with each name's values gathered.
-	vals, keys := c.vals[:0], c.keys[:0]
-	// names and canon are written over c.names and c.canon, each line's after it was read.
-	names, canon := c.names[:0], c.canon[:0]
+	vals, keys := kept.vals[:0], kept.keys[:0]
+	// names and canon are written over kept.names and kept.canon, each line's after it was read.
+	names, canon := kept.names[:0], kept.canon[:0]
 	hosts := 0
 	var host string
 	var fields uint8 // the framing fields seen (see framingField)
@@ -224,8 +225,8 @@ func (c *conn) readRequest() error {
 		// that is the one the last request had on this line was checked then, and its
 		// canonical form is known.
 		var key string
-		if n := len(names); n < len(c.names) && c.names[n] == name {
-			key = c.canon[n]
+		if n := len(names); n < len(kept.names) && kept.names[n] == name {
+			key = kept.canon[n]
 		} else {
 			if !httpwire.IsToken(name) {
 				return bad("malformed header line")
@@ -258,12 +259,12 @@ func (c *conn) readRequest() error {
 		}
 	}
 	if cap(vals) <= 4*maxKeptFields {
-		c.vals, c.keys = vals, keys
+		kept.vals, kept.keys = vals, keys
 	}
 	if cap(names) <= 4*maxKeptFields {
-		c.names, c.canon = names, canon
+		kept.names, kept.canon = names, canon
 	} else {
-		c.names, c.canon = nil, nil
+		kept.names, kept.canon = nil, nil
 	}
 
 	if hosts > 1 || hosts == 0 && minor == 1 {

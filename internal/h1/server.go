@@ -17,10 +17,12 @@
 // it works as on any context.WithCancel); and the request's Body, which then reads nothing but
 // http.ErrBodyReadAfterClose. The *http.Request itself, its URL and its Header map (and the
 // slices in it) are the connection's: the next request on the connection clears and overwrites
-// them, so a handler must not use them after it returns, nor let a goroutine of its own do so
-// (net/http hands each request new ones; this server does not, to allocate nothing per request).
-// Nothing of a request is handed to another connection's. The ResponseWriter and its Header
-// map are the connection's too, as in net/http.
+// them, and the Header map and its slices, once the connection has ended, a request on another
+// connection, so a handler must not use them after it returns, nor let a goroutine of its own
+// do so (net/http hands each request new ones; this server does not, to allocate nothing per
+// request, nor per connection for them). No string, context or Body of a request is handed to
+// another request. The ResponseWriter and its Header map are the connection's too, as in
+// net/http.
 //
 // What it does not do: TLS, HTTP/2, Upgrade and Hijack, and sniffing a Content-Type; the gateway
 // listens on plain HTTP/1.1 and sets every Content-Type it writes.
@@ -290,6 +292,22 @@ type connBufs struct {
 	slots   []reqSlot   // the slab's slots not used yet
 	vec     [2][]byte   // a whole answer's head and body (see response.WriteWhole)
 	out     net.Buffers // what of vec is left to write
+	kept    keptHead    // the request head's map and arrays, reused by the next head read
+}
+
+// keptHead is what readRequest builds a request's Header in and remembers of its head. It is
+// kept with the connection's buffers, which go back to the server's pool when the connection
+// ends, so that a new connection starts with the arrays and the map a past one grew, and with
+// the canonical forms of the names its client sent (clients send the same names): each of
+// these was allocated again, and each name canonicalised again, on every new connection.
+// The rule for a handler is the one net/http's Header has here already (see the package's
+// doc): the map and its slices are the connection's, overwritten by the next request.
+type keptHead struct {
+	hdr   http.Header // the request's header map
+	vals  []string    // the array of its values
+	keys  []string    // the name of each of vals, for a request that repeats a name
+	names []string    // the last head's field names as sent, line by line
+	canon []string    // and each in canonical form
 }
 
 func (s *Server) getBufs(c *conn) *connBufs {
