@@ -347,6 +347,26 @@ func (t *Tracker) Report(tg *core.Target, c core.Class, retryAfter time.Duration
 	}
 }
 
+// Abandon tells the tracker that an attempt Start let through on tg ended with no outcome to
+// report (the gateway's own failure, such as a panic): nothing counts for or against tg, but a
+// probe the attempt may have been is over, so that the next attempt probes again.
+func (t *Tracker) Abandon(tg *core.Target) {
+	s := t.state(tg)
+	if s == nil || !s.marked.Load() {
+		return
+	}
+	s.mu.Lock()
+	now := t.clock.Now()
+	before := t.statusLocked(s, now)
+	s.probing = false
+	s.setMarked()
+	tell := t.changedLocked(s, tg, before, t.statusLocked(s, now))
+	s.mu.Unlock()
+	if tell {
+		t.tell(s)
+	}
+}
+
 func (t *Tracker) reportLocked(s *targetState, now time.Time, c core.Class, retryAfter time.Duration) {
 	p := t.policy
 	switch {
