@@ -2,6 +2,10 @@ package server_test
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -57,5 +61,90 @@ func TestPanickingAttemptGivesBack(t *testing.T) {
 	if rep := g.chat(t, "r"); rep.status != 200 || rep.header.Get("x-hayula-chain") != "a" {
 		t.Errorf("the next request: %d, chain %q; want a probed again and serving",
 			rep.status, rep.header.Get("x-hayula-chain"))
+	}
+}
+
+// mixedUpstream answers each attempt as its request's first message says: "ok", "stream" (three
+// events), "fail" (a 500), "panic", "broken" (a stream that breaks after its first event) or
+// "leave" (a stream that waits, after its first event, for its client to go).
+type mixedUpstream struct{}
+
+func (mixedUpstream) Chat(ctx context.Context, t *core.Target, req *core.Request) (*upstream.Response, error) {
+	var kind string
+	if len(req.Messages) > 0 {
+		_ = json.Unmarshal(req.Messages[0].Content, &kind)
+	}
+	switch kind {
+	case "fail":
+		return nil, &core.StatusError{Target: t.Name, Status: 500, Message: "boom"}
+	case "panic":
+		panic("adapter bug")
+	case "stream", "broken", "leave":
+		return &upstream.Response{Stream: &mixedStream{ctx: ctx, kind: kind}}, nil
+	}
+	return &upstream.Response{Body: []byte(`{"id":"x","object":"chat.completion","choices":[]}`)}, nil
+}
+
+type mixedStream struct {
+	ctx  context.Context
+	kind string
+	n    int
+}
+
+func (s *mixedStream) Next() ([]byte, error) {
+	s.n++
+	switch {
+	case s.n == 1 || s.n <= 3 && s.kind == "stream":
+		return []byte(`{"id":"c1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"content":"hi"},"finish_reason":null}]}`), nil
+	case s.kind == "broken":
+		return nil, &core.StreamError{Message: "broke off"}
+	case s.kind == "leave":
+		<-s.ctx.Done()
+		return nil, s.ctx.Err()
+	}
+	return nil, io.EOF
+}
+
+func (s *mixedStream) Close() error { return nil }
+
+// TestInFlightBackToZeroUnderLoad: eight clients send 24 requests each at once over a least-busy
+// route of two targets, every way an attempt can end (served whole or streamed, a 500 that falls
+// through, a panic, a stream broken by the upstream or left by its client), while the clock moves
+// cooldowns on and off. Once every handler has returned each target's in-flight count, which
+// least-busy picks by, is back at 0, and no probe is left out.
+func TestInFlightBackToZeroUnderLoad(t *testing.T) {
+	g := newGateway(t, "[cooldown]\nfailures = 2\nbase = \"1s\"\n\n"+
+		target("a", "http://a.invalid/v1", "private")+target("b", "http://b.invalid/v1", "private")+
+		"[routes.r]\ntargets = [\"a\", \"b\"]\npolicy = \"least-busy\"\n", nil,
+		func(o *server.Options) { o.Upstream = mixedUpstream{} })
+	kinds := []string{"ok", "stream", "fail", "panic", "broken", "leave"}
+	var wg sync.WaitGroup
+	for c := range 8 {
+		wg.Go(func() {
+			for i := range 24 {
+				kind := kinds[(c+i)%len(kinds)]
+				stream := kind == "stream" || kind == "broken" || kind == "leave"
+				body := fmt.Sprintf(`{"model":"r","stream":%t,"messages":[{"role":"user","content":%q}]}`, stream, kind)
+				if kind == "leave" {
+					g.openStream(t, body)()
+				} else {
+					g.post(t, "/v1/chat/completions", body)
+				}
+				if c == 0 && i%4 == 0 {
+					g.clock.Advance(2 * time.Second) // cooldowns end: probes
+				}
+			}
+		})
+	}
+	wg.Wait()
+	g.ts.Close() // waits for every handler
+	for _, name := range []string{"a", "b"} {
+		tg := mustTarget(t, g, name)
+		if n := tg.Stats.InFlight(); n != 0 {
+			t.Errorf("%s: %d in flight with every request over, want 0", name, n)
+		}
+		if st := g.srv.Health().Snapshot(tg); st.Probing {
+			t.Errorf("%s: a probe is still out with every request over: %+v", name, st)
+		}
 	}
 }
