@@ -37,8 +37,11 @@ type Policy struct {
 	// skipped before it is tried again.
 	LoadingRetry time.Duration
 	// OnChange, when non-nil, is called after a report changed a target's Status, outside the
-	// tracker's locks, so that logs show every transition. Changes that only the passing of time
-	// makes (a cooldown ending) are not reported.
+	// tracker's locks, so that logs show every transition. A target's changes are told one at a
+	// time and in the order they were made, each from where the one before it went, however
+	// many reports race (TestOnChangeInOrderUnderConcurrentReports); a report's change may be
+	// told by the goroutine of another report of the target, whose call is under way. Changes
+	// that only the passing of time makes (a cooldown ending) are not reported.
 	OnChange func(t *core.Target, from, to string)
 	// Describe words a failed check's error for Why and State.CheckCause, which clients read
 	// (explain's drops and health detail, a 503's message): the error's text names the upstream's
@@ -167,6 +170,18 @@ type targetState struct {
 	checkLatency  time.Duration
 	checkErr      string
 	checkCause    string
+
+	// Changes to tell OnChange of, in the order they were made, and whether a goroutine is
+	// telling them (Tracker.tell): calls made in each report's own goroutine after the lock is
+	// let go would come in any order.
+	untold  []change
+	telling bool
+}
+
+// change is a Status change of a target, for Policy.OnChange.
+type change struct {
+	tg       *core.Target
+	from, to string
 }
 
 // NewTracker returns a tracker for targets targets, indexed by core.Target.Index.
@@ -325,9 +340,31 @@ func (t *Tracker) Report(tg *core.Target, c core.Class, retryAfter time.Duration
 	before := t.statusLocked(s, now)
 	t.reportLocked(s, now, c, retryAfter)
 	s.setMarked()
-	after := t.statusLocked(s, now)
+	tell := t.changedLocked(s, tg, before, t.statusLocked(s, now))
 	s.mu.Unlock()
-	t.changed(tg, before, after)
+	if tell {
+		t.tell(s)
+	}
+}
+
+// Abandon tells the tracker that an attempt Start let through on tg ended with no outcome to
+// report (the gateway's own failure, such as a panic): nothing counts for or against tg, but a
+// probe the attempt may have been is over, so that the next attempt probes again.
+func (t *Tracker) Abandon(tg *core.Target) {
+	s := t.state(tg)
+	if s == nil || !s.marked.Load() {
+		return
+	}
+	s.mu.Lock()
+	now := t.clock.Now()
+	before := t.statusLocked(s, now)
+	s.probing = false
+	s.setMarked()
+	tell := t.changedLocked(s, tg, before, t.statusLocked(s, now))
+	s.mu.Unlock()
+	if tell {
+		t.tell(s)
+	}
 }
 
 func (t *Tracker) reportLocked(s *targetState, now time.Time, c core.Class, retryAfter time.Duration) {
@@ -423,14 +460,54 @@ func (t *Tracker) ReportCheck(tg *core.Target, r CheckResult) {
 		}
 	}
 	s.setMarked()
-	after := t.statusLocked(s, now)
+	tell := t.changedLocked(s, tg, before, t.statusLocked(s, now))
 	s.mu.Unlock()
-	t.changed(tg, before, after)
+	if tell {
+		t.tell(s)
+	}
 }
 
-func (t *Tracker) changed(tg *core.Target, from, to string) {
-	if from != to && t.policy.OnChange != nil {
-		t.policy.OnChange(tg, from, to)
+// changedLocked queues a change of tg's Status for OnChange, and reports whether the caller is
+// to tell the queue (Tracker.tell) once it has let go of s.mu: no other goroutine is telling it.
+func (t *Tracker) changedLocked(s *targetState, tg *core.Target, from, to string) bool {
+	if from == to || t.policy.OnChange == nil {
+		return false
+	}
+	s.untold = append(s.untold, change{tg: tg, from: from, to: to})
+	if s.telling {
+		return false
+	}
+	s.telling = true
+	return true
+}
+
+// tell calls OnChange for s's queued changes, in order, until none is left, outside s.mu. A
+// report that queues a change while this runs leaves it to this goroutine, so that no two
+// calls for a target overlap or pass each other.
+func (t *Tracker) tell(s *targetState) {
+	done := false
+	defer func() {
+		if !done { // OnChange panicked: the next change's report tells what is left
+			s.mu.Lock()
+			s.telling = false
+			s.mu.Unlock()
+		}
+	}()
+	var batch []change
+	for {
+		s.mu.Lock()
+		batch, s.untold = s.untold, batch[:0]
+		if len(batch) == 0 {
+			s.telling = false
+			s.mu.Unlock()
+			done = true
+			return
+		}
+		s.mu.Unlock()
+		for i, c := range batch {
+			t.policy.OnChange(c.tg, c.from, c.to)
+			batch[i] = change{}
+		}
 	}
 }
 

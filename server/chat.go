@@ -484,6 +484,18 @@ func (s *Server) once(ctx context.Context, t *core.Target, req *core.Request, cl
 	}
 	t.Stats.Begin()
 	end := inflight{stats: t.Stats}
+	// An adapter that panics (the recoverer answers 500) still gives back what the attempt took:
+	// its in-flight count, which least-busy would otherwise read as busy for good, and the probe
+	// it may be, which would otherwise leave the target probing for good, passed by while any
+	// other target is left (TestPanickingAttemptGivesBack). Not recovered: the recoverer logs the
+	// panic with its stack.
+	asked := false
+	defer func() {
+		if !asked {
+			end.end()
+			s.health.Abandon(t)
+		}
+	}()
 	began := s.clock.Now()
 	var (
 		resp *upstream.Response
@@ -508,6 +520,7 @@ func (s *Server) once(ctx context.Context, t *core.Target, req *core.Request, cl
 			_ = resp.Stream.Close()
 		}
 	}
+	asked = true
 	if err != nil {
 		end.end()
 		if ctx.Err() != nil {

@@ -208,7 +208,16 @@ func (s *Server) attemptOn(ctx context.Context, rs *routeState, key *config.Key,
 	}
 	live := *t
 	live.URL = url
+	// A panicking attempt gives the process back too: held, it could never be evicted or stopped
+	// (TestManagedTargets, "a panicking attempt gives the process back").
+	handed := false
+	defer func() {
+		if !handed {
+			release()
+		}
+	}()
 	a := s.attempt(ctx, rs, key, &live, req, claim, id)
+	handed = true
 	if a.end.stats == nil {
 		release()
 		return a

@@ -200,6 +200,20 @@ load_timeout = "20s"
 		}
 	})
 
+	t.Run("a panicking attempt gives the process back", func(t *testing.T) {
+		up := &panicsOn{name: "m"}
+		up.armed.Store(true)
+		g := newGateway(t, managed("m")+"[routes.r]\ntargets = [\"m\"]\n", nil, fast,
+			func(o *server.Options) { o.Upstream = up })
+		if rep := g.chat(t, "r"); rep.status != 500 {
+			t.Fatalf("%d %s, want the recoverer's 500", rep.status, rep.body)
+		}
+		g.ts.Close() // the handler has returned
+		if st := g.srv.Processes().Status()[0]; st.InFlight != 0 {
+			t.Errorf("after the panic: in flight %d, want 0 (the process could never be evicted)", st.InFlight)
+		}
+	})
+
 	t.Run("the background start of a passed-by member does not evict the one the request moves on to", func(t *testing.T) {
 		inG := func(s string) string { return strings.Replace(s, "load_timeout", "group = \"g\"\nload_timeout", 1) }
 		cfg := inG(managed("m1")) + inG(managed("m2")) + "[groups.g]\nslots = 1\n[routes.r]\ntargets = [\"m1\", \"m2\"]\n"
