@@ -71,8 +71,7 @@ func (s *Server) limit(key *config.Key, st *reqState) *apiError {
 	}
 	l := &s.limits[key.Index]
 	if l.max > 0 {
-		if l.busy.Add(1) > l.max {
-			l.busy.Add(-1)
+		if !takeSlot(l.busy, l.max) {
 			s.metrics.Limited(key.Index, metrics.CapConcurrent)
 			return &apiError{Status: http.StatusTooManyRequests, Type: "requests", Code: "rate_limit_exceeded",
 				RetryAfter: time.Second,
@@ -109,6 +108,22 @@ func rpmWait(l *rate.Limiter, now time.Time) time.Duration {
 		return time.Nanosecond // a token came back in between: wait as little as can be said
 	}
 	return time.Duration(need / float64(l.Limit()) * float64(time.Second))
+}
+
+// takeSlot counts one more request in busy unless max are in flight. It never counts one over
+// max, even for a moment: adding first and taking back a refusal, as this did first, let a
+// request that came in meanwhile see max+1 and be refused while a slot was free
+// (TestKeySlotsNeverCountedOverMax).
+func takeSlot(busy *atomic.Int64, max int64) bool {
+	for {
+		n := busy.Load()
+		if n >= max {
+			return false
+		}
+		if busy.CompareAndSwap(n, n+1) {
+			return true
+		}
+	}
 }
 
 // unbusy gives back the concurrency slot st holds, if any.

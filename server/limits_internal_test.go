@@ -119,3 +119,39 @@ func TestKeySlotsHammeredAcrossReload(t *testing.T) {
 			served.Load(), capped.Load(), spent.Load())
 	}
 }
+
+// TestKeySlotsNeverCountedOverMax: a key's count of requests in flight never goes over its
+// max_concurrent, even while refusals race with takes and releases, so that no request is
+// refused for a slot another's refusal held for a moment. Each client looks at the count while
+// it holds a slot, when the count is at its highest.
+func TestKeySlotsNeverCountedOverMax(t *testing.T) {
+	const max = 2
+	busy := new(atomic.Int64)
+	var over atomic.Int64
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			seen := int64(0)
+			for range 20000 {
+				if takeSlot(busy, max) {
+					for range 16 {
+						if busy.Load() > max {
+							seen++
+						}
+					}
+					busy.Add(-1)
+				}
+			}
+			over.Add(seen)
+		}()
+	}
+	wg.Wait()
+	if n := over.Load(); n > 0 {
+		t.Errorf("the count was seen over max_concurrent %d times", n)
+	}
+	if n := busy.Load(); n != 0 {
+		t.Errorf("%d slots left taken", n)
+	}
+}
