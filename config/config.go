@@ -88,6 +88,10 @@ type Key struct {
 	// MaxConcurrent caps the key's requests on the OpenAI endpoints in flight at once; 0 means
 	// no cap.
 	MaxConcurrent int
+	// TPM caps the tokens the answers to the key's requests may use per minute (a token bucket
+	// that holds TPM and refills TPM a minute, charged each answer's usage after the answer; a
+	// request is admitted while the bucket is not in debt); 0 means no cap.
+	TPM int
 }
 
 // Allows reports whether the key may use the route named name.

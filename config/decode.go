@@ -49,6 +49,7 @@ type keyTOML struct {
 	Strict        bool      `toml:"strict"`
 	RPM           int       `toml:"rpm"`
 	MaxConcurrent int       `toml:"max_concurrent"`
+	TPM           int       `toml:"tpm"`
 }
 
 type cooldownTOML struct {
@@ -502,8 +503,9 @@ func (c *compiler) dottedName(path []string) bool {
 }
 
 // otherGatewayName returns this file's key for a key of the same table that another gateway's
-// config names differently (LiteLLM's api_base, its keys' models and rpm_limit), and whose name
-// it is, possessive: a user moving a config over gets the key to write, where no spelling is close.
+// config names differently (LiteLLM's api_base, its keys' models, rpm_limit and tpm_limit), and
+// whose name it is, possessive: a user moving a config over gets the key to write, where no
+// spelling is close.
 func otherGatewayName(path []string) (key, from string) {
 	if len(path) != 3 {
 		return "", ""
@@ -523,6 +525,8 @@ func otherGatewayName(path []string) (key, from string) {
 		return "rpm", "LiteLLM's"
 	case "keys.max_parallel_requests":
 		return "max_concurrent", "LiteLLM's"
+	case "keys.tpm_limit":
+		return "tpm", "LiteLLM's"
 	}
 	return "", ""
 }
@@ -1052,12 +1056,15 @@ func (c *compiler) keys(raw []keyTOML, routes map[string]routeTOML) []Key {
 	hashes := map[[32]byte]int{}
 	for i, k := range raw {
 		at := func(key ...string) []string { return append([]string{"keys", elem(i)}, key...) }
-		key := Key{Name: k.Name, Strict: k.Strict, Index: i, RPM: k.RPM, MaxConcurrent: k.MaxConcurrent}
+		key := Key{Name: k.Name, Strict: k.Strict, Index: i, RPM: k.RPM, MaxConcurrent: k.MaxConcurrent, TPM: k.TPM}
 		if k.RPM < 0 {
 			c.errorf(at("rpm"), "must be 0 (no limit) or more, got %d", k.RPM)
 		}
 		if k.MaxConcurrent < 0 {
 			c.errorf(at("max_concurrent"), "must be 0 (no limit) or more, got %d", k.MaxConcurrent)
+		}
+		if k.TPM < 0 {
+			c.errorf(at("tpm"), "must be 0 (no limit) or more, got %d", k.TPM)
 		}
 		if k.Name == "" {
 			c.errorf(at("name"), "missing: every key needs a name for the logs")

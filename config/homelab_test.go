@@ -26,17 +26,18 @@ func TestHomelabExampleLoads(t *testing.T) {
 		Name    string
 		Routes  []string
 		RPM     int
+		TPM     int
 		Scrapes bool // routes = []: a key for /metrics only
 	}
 	var keys []keyView
 	for _, k := range cfg.Keys {
-		v := keyView{Name: k.Name, RPM: k.RPM, Scrapes: k.Routes != nil && len(k.Routes) == 0}
+		v := keyView{Name: k.Name, RPM: k.RPM, TPM: k.TPM, Scrapes: k.Routes != nil && len(k.Routes) == 0}
 		for r := range k.Routes {
 			v.Routes = append(v.Routes, r)
 		}
 		keys = append(keys, v)
 	}
-	want := []keyView{{Name: "alice"}, {Name: "bob"}, {Name: "kid", Routes: []string{"llama3.1"}, RPM: 20}, {Name: "prometheus", Scrapes: true}}
+	want := []keyView{{Name: "alice"}, {Name: "bob"}, {Name: "kid", Routes: []string{"llama3.1"}, RPM: 20, TPM: 20000}, {Name: "prometheus", Scrapes: true}}
 	if diff := cmp.Diff(want, keys); diff != "" {
 		t.Errorf("keys (-want +got):\n%s", diff)
 	}

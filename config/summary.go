@@ -36,6 +36,9 @@ func (c *Config) Summary() string {
 			if k.RPM > 0 {
 				caps += fmt.Sprintf(", %d requests a minute", k.RPM)
 			}
+			if k.TPM > 0 {
+				caps += fmt.Sprintf(", %d tokens a minute", k.TPM)
+			}
 			if k.MaxConcurrent > 0 {
 				caps += fmt.Sprintf(", %d at once", k.MaxConcurrent)
 			}

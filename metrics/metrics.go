@@ -165,7 +165,7 @@ func cell[K comparable, V any](m map[K]*V, k K) *V {
 // keyCell is what is counted for one client key.
 type keyCell struct {
 	requests atomic.Uint64
-	limited  [2]atomic.Uint64 // refused by the rpm cap, by the max_concurrent cap
+	limited  [3]atomic.Uint64 // refused by the rpm cap, by the max_concurrent cap, by the tpm cap
 	tokens   [2]atomic.Uint64 // prompt, completion
 }
 
@@ -173,6 +173,7 @@ type keyCell struct {
 const (
 	CapRPM = iota
 	CapConcurrent
+	CapTPM
 )
 
 // New builds a Set for the given route and target names (target names in core.Target.Index order),
@@ -258,9 +259,9 @@ func (s *Set) Key(key int) {
 	s.keyCounts[key].requests.Add(1)
 }
 
-// Limited counts a request of key refused by a cap (CapRPM, CapConcurrent).
+// Limited counts a request of key refused by a cap (CapRPM, CapConcurrent, CapTPM).
 func (s *Set) Limited(key, cap int) {
-	if s == nil || key < 0 || key >= len(s.keyCounts) || cap < 0 || cap > CapConcurrent {
+	if s == nil || key < 0 || key >= len(s.keyCounts) || cap < 0 || cap > CapTPM {
 		return
 	}
 	s.keyCounts[key].limited[cap].Add(1)
@@ -451,9 +452,9 @@ func (s *Set) Write(w *Writer, more func(*Writer)) {
 		for k, name := range s.keys {
 			w.Sample("hayula_key_requests_total", s.keyCounts[k].requests.Load(), "key", name)
 		}
-		w.Family("hayula_key_limited_total", "counter", "Requests of each client key refused 429 by its caps, by cap (rpm, max_concurrent).")
+		w.Family("hayula_key_limited_total", "counter", "Requests of each client key refused 429 by its caps, by cap (rpm, max_concurrent, tpm).")
 		for k, name := range s.keys {
-			for c, cap := range [2]string{"rpm", "max_concurrent"} {
+			for c, cap := range [3]string{"rpm", "max_concurrent", "tpm"} {
 				if v := s.keyCounts[k].limited[c].Load(); v > 0 {
 					w.Sample("hayula_key_limited_total", v, "key", name, "cap", cap)
 				}

@@ -210,6 +210,8 @@ func TestKeyCounts(t *testing.T) {
 	s.Key(1)
 	s.Key(1)
 	s.Limited(1, CapRPM)
+	s.Limited(0, CapTPM)
+	s.Limited(0, CapTPM)
 	s.KeyTokens(0, 10, 2)
 	s.Key(-1) // a gateway without keys: nothing
 	s.Key(2)
@@ -221,6 +223,7 @@ func TestKeyCounts(t *testing.T) {
 		`hayula_key_requests_total{key="kids"}`:                   "2",
 		`hayula_key_requests_total{key="laptop"}`:                 "0",
 		`hayula_key_limited_total{key="kids",cap="rpm"}`:          "1",
+		`hayula_key_limited_total{key="laptop",cap="tpm"}`:        "2",
 		`hayula_key_tokens_total{key="laptop",kind="prompt"}`:     "10",
 		`hayula_key_tokens_total{key="laptop",kind="completion"}`: "2",
 	} {

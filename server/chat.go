@@ -111,6 +111,7 @@ type reqState struct {
 	chain []string       // the array the targets tried are named in
 	key   *config.Key    // the key the request came with (its name for the log, its index for metrics); nil for none
 	busy  *atomic.Int64  // the key's in-flight count this request holds a slot of (max_concurrent)
+	tpm   *tokenBucket   // the key's tpm bucket the answer is to be charged to, until it is (chargeTPM)
 }
 
 // keyName is the name of st's key, for the log line; "" for none.
@@ -141,7 +142,7 @@ func (s *Server) release(st *reqState) {
 	if cap(st.msgs) > maxPooledMessages {
 		st.msgs = nil
 	}
-	st.wire, st.req, st.key = wireView{}, core.Request{}, nil
+	st.wire, st.req, st.key, st.tpm = wireView{}, core.Request{}, nil, nil // an answer not charged by now is none
 	s.states.Put(st)
 }
 

@@ -3,21 +3,27 @@ package server
 import (
 	"fmt"
 	"math"
+	"math/bits"
 	"net/http"
+	"sync"
 	"sync/atomic"
 	"time"
 
 	"golang.org/x/time/rate"
 
 	"github.com/hayula/gateway/config"
+	"github.com/hayula/gateway/core"
+	"github.com/hayula/gateway/filter"
 	"github.com/hayula/gateway/metrics"
 )
 
-// keyLimit is one key's caps (rpm, max_concurrent) and what they count. Both counts are
+// keyLimit is one key's caps (rpm, tpm, max_concurrent) and what they count. The counts are
 // pointers so that a reload can hand them to the server that replaces this one (newKeyLimits):
-// the replaced server's requests still under way hold slots of the same count.
+// the replaced server's requests still under way hold slots of the same count, and charge their
+// answers to the same tpm bucket.
 type keyLimit struct {
 	rpm  *rate.Limiter // nil: no rpm cap
+	tpm  *tokenBucket  // nil: no tpm cap
 	max  int64         // 0: no max_concurrent cap
 	busy *atomic.Int64 // requests of the key in flight, counted when max > 0
 }
@@ -26,11 +32,12 @@ type keyLimit struct {
 // gateway without caps looks at nothing more than a nil slice. On a reload prev is the replaced
 // server's (its keys prevKeys): a key of the same name goes on with its count of requests in
 // flight, so that those still under way on the replaced server hold their slots, and, when its
-// rpm is unchanged, with its bucket as spent; a changed rpm starts a full bucket of the new size.
+// rpm (tpm) is unchanged, with its bucket as spent; a changed rpm (tpm) starts a full bucket of
+// the new size.
 func newKeyLimits(keys []config.Key, prev []keyLimit, prevKeys []config.Key) []keyLimit {
 	var out []keyLimit
 	for i, k := range keys {
-		if k.RPM == 0 && k.MaxConcurrent == 0 {
+		if k.RPM == 0 && k.MaxConcurrent == 0 && k.TPM == 0 {
 			continue
 		}
 		if out == nil {
@@ -57,14 +64,23 @@ func newKeyLimits(keys []config.Key, prev []keyLimit, prevKeys []config.Key) []k
 				l.rpm = rate.NewLimiter(rate.Limit(float64(k.RPM)/60), k.RPM) // full at its first use
 			}
 		}
+		if k.TPM > 0 {
+			if was != nil && was.tpm != nil && was.tpm.tpm == k.TPM {
+				l.tpm = was.tpm
+			} else {
+				l.tpm = newTokenBucket(k.TPM)
+			}
+		}
 	}
 	return out
 }
 
 // limit takes one request of key's rpm and, under max_concurrent, one of its slots, which st
-// then holds until serveOp releases it. A request over either cap is answered 429 as OpenAI
-// answers one over its rate limits, with the Retry-After the bucket predicts (a second for the
-// concurrency cap).
+// then holds until serveOp releases it, and admits the request under tpm while that bucket is
+// not in debt (st then holds the bucket, to charge the answer's tokens to: chargeTPM). A request
+// over any cap is answered 429 as OpenAI answers one over its rate limits, with the Retry-After
+// the bucket predicts (a second for the concurrency cap). tpm is asked before rpm, since asking
+// it takes nothing: a request tpm refuses has spent no request of its rpm.
 func (s *Server) limit(key *config.Key, st *reqState) *apiError {
 	if key == nil || key.Index >= len(s.limits) {
 		return nil
@@ -80,6 +96,16 @@ func (s *Server) limit(key *config.Key, st *reqState) *apiError {
 		}
 		st.busy = l.busy
 	}
+	if l.tpm != nil {
+		if d, used := l.tpm.admit(s.clock.Now()); d > 0 {
+			s.unbusy(st)
+			s.metrics.Limited(key.Index, metrics.CapTPM)
+			return &apiError{Status: http.StatusTooManyRequests, Type: "tokens", Code: "rate_limit_exceeded",
+				RetryAfter: d,
+				Message: fmt.Sprintf("Rate limit reached for key %s on tokens per min (TPM): limit %d, used %d. Please try again in %gs.",
+					key.Name, l.tpm.tpm, used, math.Ceil(d.Seconds()*1000)/1000)}
+		}
+	}
 	if l.rpm != nil {
 		if d := rpmWait(l.rpm, s.clock.Now()); d > 0 {
 			s.unbusy(st)
@@ -90,6 +116,7 @@ func (s *Server) limit(key *config.Key, st *reqState) *apiError {
 					key.Name, l.rpm.Burst(), math.Ceil(d.Seconds()*1000)/1000)}
 		}
 	}
+	st.tpm = l.tpm
 	return nil
 }
 
@@ -132,4 +159,142 @@ func (s *Server) unbusy(st *reqState) {
 		st.busy.Add(-1)
 		st.busy = nil
 	}
+}
+
+// chargeTPM charges the tpm bucket st holds, if any, with the tokens of the answer to req, once
+// (st lets go of the bucket): prompt plus completion when the answer reported usage (ok), and
+// otherwise the lower bound of the prompt that the context filter computes (nothing for a prompt
+// it does not count: completions, embeddings). It is called before the answer's end goes out,
+// so that a client that sends its next request once it has the answer finds the debt.
+func (s *Server) chargeTPM(st *reqState, req *core.Request, prompt, completion uint64, ok bool) {
+	b := st.tpm
+	if b == nil {
+		return
+	}
+	st.tpm = nil
+	n, carry := bits.Add64(prompt, completion, 0)
+	if carry != 0 {
+		n = math.MaxUint64
+	}
+	if !ok {
+		low := req.PromptTokensMin // computed when the route may overflow a window
+		if low == 0 {
+			low = filter.PromptTokensMin(req.Messages)
+		}
+		n = uint64(max(low, 0))
+	}
+	b.charge(s.clock.Now(), n)
+}
+
+// tokenBucket is a key's tpm cap: a bucket that holds tpm tokens and refills tpm a minute, on
+// the server's clock. A request is admitted while the bucket holds a token (its cost is known
+// only from its answer, so none is taken then); its answer's tokens are charged after, which
+// can put the bucket in debt, and requests are refused until the refill has paid the debt and
+// brought a token back. Requests admitted together overshoot by what they use, as LiteLLM's do.
+//
+// Tokens are counted whole, and the refill toward the next one is carried exactly (part), so
+// that the refill over any stretch of time is the same however the charges and admissions
+// during it cut it up: nothing is lost to rounding, or to concurrent requests, whose updates a
+// mutex orders (TestTPMChargesUnderConcurrency).
+type tokenBucket struct {
+	tpm int // the bucket's size and its refill a minute
+
+	mu    sync.Mutex
+	level int64     // whole tokens at `at`; negative: the debt
+	part  uint64    // the refill toward the next whole token, in 1/minuteNs of a token
+	at    time.Time // the time level and part count to; zero before the first use
+}
+
+const (
+	minuteNs = uint64(time.Minute)
+	// maxTPM bounds the size the bucket counts with, so that its products fit 128 bits; a cap
+	// above it (70 million tokens a second) is as good as none.
+	maxTPM = 1 << 32
+	// maxDebt bounds the debt, so that an upstream reporting absurd usage cannot overflow it.
+	maxDebt = 1 << 62
+)
+
+func newTokenBucket(tpm int) *tokenBucket {
+	return &tokenBucket{tpm: tpm}
+}
+
+// size is the bucket's size as counted: tpm, at most maxTPM.
+func (b *tokenBucket) size() int64 { return int64(min(b.tpm, maxTPM)) }
+
+// refill brings the bucket to now; b.mu is held. A bucket is full at its first use. A time
+// before the bucket's is none: concurrent requests read the clock in any order, and the
+// bucket's time only goes forward.
+func (b *tokenBucket) refill(now time.Time) {
+	size := b.size()
+	if b.at.IsZero() {
+		b.level, b.part, b.at = size, 0, now
+		return
+	}
+	el := now.Sub(b.at)
+	if el <= 0 {
+		return
+	}
+	b.at = now
+	if b.level >= size {
+		return
+	}
+	// el·size + part < 2⁶³·2³² + 2³⁶: the high word is below minuteNs, as Div64 needs.
+	hi, lo := bits.Mul64(uint64(el), uint64(size))
+	lo, carry := bits.Add64(lo, b.part, 0)
+	add, part := bits.Div64(hi+carry, lo, minuteNs)
+	if add >= uint64(size-b.level) {
+		b.level, b.part = size, 0
+		return
+	}
+	b.level += int64(add)
+	b.part = part
+}
+
+// admit reports how long until the bucket holds a token at now: 0 when it does, and the
+// request is admitted, taking nothing. used is what the bucket has spent (its size less what it
+// holds), for the refusal's message.
+func (b *tokenBucket) admit(now time.Time) (wait time.Duration, used int64) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.refill(now)
+	if b.level > 0 {
+		return 0, 0
+	}
+	size := uint64(b.size())
+	// (1 - level) tokens less the part already refilled, at size tokens a minute, rounded up to
+	// a nanosecond: need·minuteNs < 2⁶³·2³⁶.
+	hi, lo := bits.Mul64(uint64(1-b.level), minuteNs)
+	lo, borrow := bits.Sub64(lo, b.part, 0)
+	hi -= borrow
+	lo, carry := bits.Add64(lo, size-1, 0)
+	hi += carry
+	used = b.size() - b.level
+	if hi >= size {
+		return math.MaxInt64, used
+	}
+	ns, _ := bits.Div64(hi, lo, size)
+	if ns > math.MaxInt64 {
+		return math.MaxInt64, used
+	}
+	return time.Duration(ns), used
+}
+
+// charge takes n tokens, an answer's, from the bucket at now, into debt if need be.
+func (b *tokenBucket) charge(now time.Time, n uint64) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.refill(now)
+	if n > uint64(b.level+maxDebt) {
+		b.level = -maxDebt
+		return
+	}
+	b.level -= int64(n)
+}
+
+// levelAt is the whole tokens the bucket holds at now (negative: its debt).
+func (b *tokenBucket) levelAt(now time.Time) int64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.refill(now)
+	return b.level
 }

@@ -45,23 +45,20 @@ func newMetrics(cfg *config.Config, prev *metrics.Set, started time.Time) *metri
 // none).
 type usageTo struct{ route, key int }
 
-// countUsage counts the tokens an answer (or a stream's event) of u's route by t reports.
-func (s *Server) countUsage(u usageTo, t *core.Target, b []byte) {
-	if p, c, ok := metrics.Usage(b); ok {
+// countAnswer counts the tokens of a non-streaming answer (answerUsage).
+func (s *Server) countAnswer(u usageTo, t *core.Target, resp *upstream.Response) {
+	if p, c, ok := answerUsage(resp); ok {
 		s.countTokens(u, t, p, c)
 	}
 }
 
-// countAnswer counts the tokens of a non-streaming answer: those the adapter that built it
-// knows, or else those its body reports (an answer passed through).
-func (s *Server) countAnswer(u usageTo, t *core.Target, resp *upstream.Response) {
+// answerUsage is the usage of a non-streaming answer: what the adapter that built it knows, or
+// else what its body reports (an answer passed through); ok is false when it reported none.
+func answerUsage(resp *upstream.Response) (prompt, completion uint64, ok bool) {
 	if n := resp.Usage; n != nil {
-		if n.Reported {
-			s.countTokens(u, t, n.Prompt, n.Completion)
-		}
-		return
+		return n.Prompt, n.Completion, n.Reported
 	}
-	s.countUsage(u, t, resp.Body)
+	return metrics.Usage(resp.Body)
 }
 
 // countTokens adds an answer's tokens to its route's and target's, and to its key's.

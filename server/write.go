@@ -170,10 +170,11 @@ func streamEndOf(ended string) int {
 
 // write sends the attempt loop's outcome to the client and returns the status it used, and for a
 // stream that did not end with its [DONE], how it ended (streamClientLeft, streamBrokeOff). The key's
-// concurrency slot st holds is given back before the answer's end goes out: a client that sends
-// its next request as soon as it has the answer (the SDK stops reading a stream at [DONE]) must
-// find it free, and serveOp's work after the write (or a stream's drained tail) is not its. A
-// stream's usage counts as st's key's tokens.
+// concurrency slot st holds is given back, and the answer charged to its tpm, before the
+// answer's end goes out: a client that sends its next request as soon as it has the answer (the
+// SDK stops reading a stream at [DONE]) must find the slot free and the tokens spent, and
+// serveOp's work after the write (or a stream's drained tail) is not its. A stream's usage
+// counts as st's key's tokens. An error answer is charged nothing.
 func (s *Server) write(ctx context.Context, w http.ResponseWriter, rs *routeState, req *core.Request, res result, st *reqState) (int, string) {
 	// Header values are assigned, not Set: Set builds a one-element slice per call, and the
 	// route's and target's values are built once. Nothing appends to them in place (a slice of
@@ -194,6 +195,10 @@ func (s *Server) write(ctx context.Context, w http.ResponseWriter, rs *routeStat
 	}
 	defer res.flight.end()
 	if res.resp.Stream == nil {
+		if st.tpm != nil {
+			p, c, ok := answerUsage(res.resp)
+			s.chargeTPM(st, req, p, c, ok)
+		}
 		s.unbusy(st)
 	}
 	if res.resp.Stream == nil && s.writeWhole(w, rs, res) {
@@ -226,7 +231,7 @@ func (s *Server) write(ctx context.Context, w http.ResponseWriter, rs *routeStat
 	if s.metrics != nil && req.IncludeUsage {
 		usage = st.usageTo(rs)
 	}
-	return http.StatusOK, s.relay(ctx, w, usage, res, st)
+	return http.StatusOK, s.relay(ctx, w, usage, req, res, st)
 }
 
 // relay streams events to the client. Past this point nothing falls through: a failure ends the
@@ -236,11 +241,20 @@ func (s *Server) write(ctx context.Context, w http.ResponseWriter, rs *routeStat
 // upstream (TestStreamFlushesEachEvent). The first event is flushed with the head regardless.
 //
 // With usage.route 0 or more, an event that carries usage is counted as that route's (and key's)
-// tokens. The key's slot rq holds is given back before the stream's last event ([DONE] or an
-// error) goes out. It returns how a stream that did not end with its [DONE] ended (see write).
-func (s *Server) relay(ctx context.Context, w http.ResponseWriter, usage usageTo, res result, rq *reqState) string {
+// tokens. The key's slot rq holds is given back, and the stream charged to the key's tpm, before
+// the stream's last event ([DONE] or an error) goes out; a stream whose client left is charged
+// when the relay ends. The charge is the usage of the last event that reported one (an upstream
+// may report it unasked, or on every event as running totals), or, when none did, the lower
+// bound of req's prompt (chargeTPM). It returns how a stream that did not end with its [DONE]
+// ended (see write).
+func (s *Server) relay(ctx context.Context, w http.ResponseWriter, usage usageTo, req *core.Request, res result, rq *reqState) string {
 	st := res.resp.Stream
 	defer st.Close()
+	var (
+		prompt, completion uint64
+		reported           bool
+	)
+	defer func() { s.chargeTPM(rq, req, prompt, completion, reported) }() // a client that left: a no-op otherwise
 	buffered, _ := st.(upstream.BufferedStream)
 	h := w.Header()
 	h["Content-Type"] = sseContentType
@@ -270,8 +284,13 @@ func (s *Server) relay(ctx context.Context, w http.ResponseWriter, usage usageTo
 		if first && s.relaying.Load() == 1 {
 			s.yield()
 		}
-		if usage.route >= 0 {
-			s.countUsage(usage, res.target, ev)
+		if usage.route >= 0 || rq.tpm != nil {
+			if p, c, ok := metrics.Usage(ev); ok {
+				if usage.route >= 0 {
+					s.countTokens(usage, res.target, p, c)
+				}
+				prompt, completion, reported = p, c, true
+			}
 		}
 		first = false
 		ev, err = st.Next()
@@ -280,6 +299,7 @@ func (s *Server) relay(ctx context.Context, w http.ResponseWriter, usage usageTo
 		// Flushed now, not left for the end of the chunked body when the handler returns:
 		// closing the stream (deferred above) drains the upstream's tail for up to drainWait,
 		// and the client's [DONE] must not wait for that (TestStreamDoneNotHeldForUpstreamTail).
+		s.chargeTPM(rq, req, prompt, completion, reported)
 		s.unbusy(rq)
 		_, _ = w.Write(sseDone)
 		_ = rc.Flush()
@@ -297,6 +317,7 @@ func (s *Server) relay(ctx context.Context, w http.ResponseWriter, usage usageTo
 		"request_id", requestIDOf(w))
 	body := errorBody(&apiError{Type: typeUpstream, Code: "stream_interrupted",
 		Message: "the upstream stream broke off: " + msg})
+	s.chargeTPM(rq, req, prompt, completion, reported)
 	s.unbusy(rq)
 	_ = writeEvent(w, body)
 	_ = rc.Flush()
