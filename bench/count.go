@@ -245,6 +245,7 @@ func countRun(ctx context.Context, spec countSpec, dir string, warm, n int, row 
 	if err != nil {
 		return nil, err
 	}
+	p.grace = time.Minute
 	stopped := false
 	defer func() {
 		if !stopped {
@@ -289,10 +290,11 @@ func countRun(ctx context.Context, spec countSpec, dir string, warm, n int, row 
 
 // countResult is one proxy's counts per request of one row.
 type countResult struct {
-	name  string
-	row   string
-	total counts
-	fns   []fnCount
+	name   string
+	row    string
+	total  counts
+	fns    []fnCount
+	failed string // why this column could not be counted on this row
 }
 
 // countRow is a kind of request counted: its body and the length of the answer's body.
@@ -320,6 +322,8 @@ func runCount(ctx context.Context, e *environment, n int) ([]countResult, error)
 		{name: fmt.Sprintf("stream (%d events)", e.opts.Chunks), body: chatBody("bench", true, e.opts.PromptBytes), want: fu.streamLen()},
 		{name: fmt.Sprintf("stream (%d events), a new connection each", e.opts.Chunks), body: chatBody("bench", true, e.opts.PromptBytes),
 			want: fu.streamLen(), fresh: true},
+		{name: fmt.Sprintf("stream (%d events), new connections each, to the proxy and from it", e.opts.Chunks),
+			body: closingBody(chatBody("bench", true, e.opts.PromptBytes)), want: fu.streamLen(), fresh: true},
 		{name: `chat, model "auto"`, body: chatBody("auto", false, e.opts.PromptBytes), want: len(fu.chat), gateway: true},
 	}
 	// Copies of both Go programs, patched for valgrind; this binary is built again for goblind
@@ -411,19 +415,31 @@ func runCount(ctx context.Context, e *environment, n int) ([]countResult, error)
 			e.logf("count: %s, %s under cachegrind, %d and %d requests after %d", row.name, spec.name, n, 2*n, warm)
 			began := time.Now()
 			short, err := countRun(ctx, spec, e.dir, warm, n, row)
-			if err != nil {
+			if err == nil {
+				var long cgProfile
+				if long, err = countRun(ctx, spec, e.dir, warm, 2*n, row); err == nil {
+					total, fns := perRequest(short, long, n)
+					res = append(res, countResult{name: spec.name, row: row.name, total: total, fns: fns})
+					e.logf("count: %s took %s", spec.name, time.Since(began).Round(time.Second))
+					continue
+				}
+			}
+			// A column to compare against that fails one row is reported as failed there; the
+			// gateway's own failure ends the count.
+			if spec.name == "gateway" || ctx.Err() != nil {
 				return nil, err
 			}
-			long, err := countRun(ctx, spec, e.dir, warm, 2*n, row)
-			if err != nil {
-				return nil, err
-			}
-			total, fns := perRequest(short, long, n)
-			res = append(res, countResult{spec.name, row.name, total, fns})
-			e.logf("count: %s took %s", spec.name, time.Since(began).Round(time.Second))
+			e.logf("count: %s failed after %s: %v", spec.name, time.Since(began).Round(time.Second), err)
+			res = append(res, countResult{name: spec.name, row: row.name, failed: firstLine(err.Error())})
 		}
 	}
 	return res, nil
+}
+
+// firstLine is s up to its first line end.
+func firstLine(s string) string {
+	line, _, _ := strings.Cut(s, "\n")
+	return line
 }
 
 // goblindCountSpec is goblind (bin, a patched copy of this binary) under cachegrind, in front
@@ -460,6 +476,10 @@ func countMarkdown(res []countResult, n, top int) string {
 	fmt.Fprintf(&b, "### Per request, counted (valgrind cachegrind; one request at a time; the difference of runs of %d and %d requests, ÷ %d)\n\n", n, 2*n, n)
 	b.WriteString("| row | proxy | instructions | L1i misses | L1d misses (read + write) |\n|---|---|---|---|---|\n")
 	for _, r := range res {
+		if r.failed != "" {
+			fmt.Fprintf(&b, "| %s | %s | failed: %s | | |\n", r.row, r.name, strings.ReplaceAll(r.failed, "|", "/"))
+			continue
+		}
 		fmt.Fprintf(&b, "| %s | %s | %.0f | %.0f | %.0f |\n", r.row, r.name, r.total.Ir, r.total.I1mr, max(0, r.total.D1mr+r.total.D1mw))
 	}
 	for _, r := range res {

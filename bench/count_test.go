@@ -213,7 +213,7 @@ func testCountGoBlind(t *testing.T, built string) {
 	if relay < 50 {
 		t.Errorf("main.relayMessage ran %.0f instructions a request: %v", relay, fns[:min(len(fns), 10)])
 	}
-	md := countMarkdown([]countResult{{"goblind", "chat", total, fns}}, 10, 5)
+	md := countMarkdown([]countResult{{name: "goblind", row: "chat", total: total, fns: fns}}, 10, 5)
 	if !bytes.Contains([]byte(md), []byte("| chat | goblind |")) {
 		t.Errorf("report:\n%s", md)
 	}
@@ -250,7 +250,10 @@ func TestCountMarkdownByInstructions(t *testing.T) {
 		{"github.com/hayula/gateway/internal/jsonx.scanString", counts{Ir: 9000, I1mr: 15}},
 		{"runtime.memmove", counts{Ir: 1200, I1mr: 19}},
 	}
-	md := countMarkdown([]countResult{{"gateway", "chat", counts{Ir: 10300, I1mr: 74}, fns}}, 10, 2)
+	md := countMarkdown([]countResult{{name: "gateway", row: "chat", total: counts{Ir: 10300, I1mr: 74}, fns: fns}, {name: "nginx", row: "chat", failed: "nginx: cachegrind wrote no output"}}, 10, 2)
+	if !strings.Contains(md, "| chat | nginx | failed: nginx: cachegrind wrote no output | | |") {
+		t.Errorf("a column that failed is not reported as failed:\n%s", md)
+	}
 	_, byIr, ok := strings.Cut(md, "the 2 functions with the most instructions")
 	if !ok {
 		t.Fatalf("no table by instructions:\n%s", md)

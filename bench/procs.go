@@ -27,6 +27,9 @@ type proc struct {
 	logPath string
 	done    chan struct{}
 	err     error
+	// grace is how long stop waits after SIGTERM before it kills; zero means 5 s. A program
+	// under valgrind writes its counts as it exits, which a kill would lose.
+	grace time.Duration
 }
 
 func startProc(name, path string, args, env []string, logDir string) (*proc, error) {
@@ -77,7 +80,11 @@ func (p *proc) exited() (bool, error) {
 func (p *proc) stop() {
 	_ = p.stdin.Close()
 	_ = p.cmd.Process.Signal(syscall.SIGTERM)
-	t := time.NewTimer(5 * time.Second)
+	grace := p.grace
+	if grace == 0 {
+		grace = 5 * time.Second
+	}
+	t := time.NewTimer(grace)
 	defer t.Stop()
 	select {
 	case <-p.done:

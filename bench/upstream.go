@@ -148,6 +148,9 @@ func (f *fakeUpstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	bp := f.bufs.Get().(*[]byte)
 	body, err := readAll(r.Body, (*bp)[:0])
 	stream := wantsStream(body)
+	if bytes.Contains(body, closeMarker) {
+		w.Header().Set("Connection", "close") // the proxy's next request needs a new connection
+	}
 	*bp = body[:0]
 	f.bufs.Put(bp)
 	if err != nil {
@@ -214,6 +217,15 @@ func readAll(r io.Reader, b []byte) ([]byte, error) {
 			return b, err
 		}
 	}
+}
+
+// closeMarker in a body asks the fake upstream to close the connection after its answer (see
+// closingBody).
+var closeMarker = []byte(`"user":"bench-close-after"`)
+
+// closingBody is body with closeMarker as its first member.
+func closingBody(body []byte) []byte {
+	return append(append(append([]byte{'{'}, closeMarker...), ','), body[1:]...)
 }
 
 // wantsStream reports whether a chat body asks for a stream. The gateway passes the client's
