@@ -821,7 +821,8 @@ func argumentsString(raw json.RawMessage) string {
 
 // ollamaStream turns /api/chat's NDJSON lines into chat.completion.chunk payloads: the role on
 // the first, content and thinking as they come, tool calls with their running index, the
-// finish_reason on the line that says done, then the usage chunk when asked for. A line with
+// finish_reason on the line that says done, then the usage chunk when asked for (its counts are
+// the stream's Usage either way). A line with
 // "error" is a *core.StreamError; so is a body that ends before done.
 type ollamaStream struct {
 	target       string
@@ -835,7 +836,8 @@ type ollamaStream struct {
 	includeUsage bool
 
 	ch    *chunker
-	calls int // tool calls so far, for their indexes
+	calls int   // tool calls so far, for their indexes
+	usage Usage // the done line's counts, once read
 	queue
 }
 
@@ -900,11 +902,15 @@ func (s *ollamaStream) read() error {
 		finish = "tool_calls"
 	}
 	s.pending = append(s.pending, s.ch.finish(finish))
+	s.usage = usageCounts(m.PromptEvalCount, m.EvalCount)
 	if s.includeUsage {
 		s.pending = append(s.pending, s.ch.usage(newUsage(m.PromptEvalCount, m.EvalCount)))
 	}
 	return io.EOF
 }
+
+// Usage is the counts of the line that said done, asked for or not (UsageStream).
+func (s *ollamaStream) Usage() Usage { return s.usage }
 
 // Buffered reports whether Next will return without waiting on the upstream.
 func (s *ollamaStream) Buffered() bool { return s.ready(s) }

@@ -320,8 +320,9 @@ type saifStream struct {
 	header       http.Header
 	includeUsage bool
 
-	started bool // an event was read
-	named   bool // an event named the specialist
+	started bool  // an event was read
+	named   bool  // an event named the specialist
+	usage   Usage // the done event's counts, once read
 	queue
 }
 
@@ -372,15 +373,19 @@ func (s *saifStream) read() error {
 		return nil
 	}
 	s.pending = append(s.pending, s.out.finish(openAIFinish(e.FinishReason)))
+	var u saifUsage
+	if e.Usage != nil {
+		u = *e.Usage
+	}
+	s.usage = usageCounts(u.PromptTokens, u.CompletionTokens)
 	if s.includeUsage {
-		var u saifUsage
-		if e.Usage != nil {
-			u = *e.Usage
-		}
 		s.pending = append(s.pending, s.out.usage(newUsage(u.PromptTokens, u.CompletionTokens)))
 	}
 	return io.EOF
 }
+
+// Usage is the counts of the done event, asked for or not (UsageStream).
+func (s *saifStream) Usage() Usage { return s.usage }
 
 // Buffered reports whether Next will return without waiting on the upstream.
 func (s *saifStream) Buffered() bool { return s.ready(s) }

@@ -48,7 +48,13 @@ type Usage struct {
 // completion -1, has no completion_tokens: what metrics.Usage reads from that JSON (a negative
 // count is no count, and reads as 0).
 func usageOf(prompt, completion int) *Usage {
-	return &Usage{Prompt: uint64(max(prompt, 0)), Completion: uint64(max(completion, 0)),
+	u := usageCounts(prompt, completion)
+	return &u
+}
+
+// usageCounts is *usageOf(prompt, completion), for a stream that keeps it by value.
+func usageCounts(prompt, completion int) Usage {
+	return Usage{Prompt: uint64(max(prompt, 0)), Completion: uint64(max(completion, 0)),
 		Reported: prompt >= 0 || completion >= 0}
 }
 
@@ -84,6 +90,25 @@ type BufferedStream interface {
 	// yields nothing does not count.
 	Buffered() bool
 }
+
+// UsageStream is a Stream that knows the usage of the answer it translates, whether or not its
+// client asked for it: a translating adapter reads the counts off its upstream's own end (Ollama's
+// done line, SAIF's done event) and puts them in a chunk only when stream_options.include_usage
+// asked, so that what the client gets is what it asked for, while the gateway's metrics and a
+// key's tpm count what the upstream reported. A stream passed through has no UsageStream: its
+// usage is in its events, for the caller to read.
+type UsageStream interface {
+	Stream
+	// Usage is the answer's token counts once the stream has read its upstream's end, the same
+	// that metrics.Usage reads from the usage chunk include_usage adds; Reported is false
+	// before. It allocates nothing, and stays valid after Close.
+	Usage() Usage
+}
+
+var (
+	_ UsageStream = (*saifStream)(nil)
+	_ UsageStream = (*ollamaStream)(nil)
+)
 
 var (
 	_ BufferedStream = (*openaiStream)(nil)

@@ -2,6 +2,8 @@ package upstream
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"testing"
@@ -68,5 +70,94 @@ func TestTranslatedUsage(t *testing.T) {
 				t.Errorf("Usage (-read from the body +the adapter's):\n%s\nbody %s", diff, resp.Body)
 			}
 		})
+	}
+}
+
+// TestTranslatedStreamUsage: a stream the Ollama or SAIF adapter translates knows its usage from
+// the upstream's own end (Ollama's done line, SAIF's done event) whether or not the client asked
+// for a usage chunk: UsageStream.Usage is what metrics.Usage reads from the chunk include_usage
+// adds, and the same unasked (when no chunk carries it); nothing is reported before the end.
+func TestTranslatedStreamUsage(t *testing.T) {
+	tests := []struct {
+		name   string
+		target func(string) *core.Target
+		op     core.Op
+		ctype  string
+		answer string
+	}{
+		{"ollama chat", ollamaTarget, core.OpChat, "application/x-ndjson",
+			`{"model":"m","message":{"role":"assistant","content":"ok"},"done":false}` + "\n" +
+				`{"model":"m","message":{"role":"assistant","content":""},"done":true,"done_reason":"stop","prompt_eval_count":12,"eval_count":7}` + "\n"},
+		{"ollama chat without counts", ollamaTarget, core.OpChat, "application/x-ndjson",
+			`{"model":"m","message":{"role":"assistant","content":"ok"},"done":true}` + "\n"},
+		{"ollama chat, negative", ollamaTarget, core.OpChat, "application/x-ndjson",
+			`{"model":"m","message":{"role":"assistant","content":"ok"},"done":true,"prompt_eval_count":-3,"eval_count":5}` + "\n"},
+		{"saif chat", saifTarget, core.OpChat, "text/event-stream",
+			"data: {\"text\":\"ok\",\"specialist\":\"webapp\"}\n\ndata: {\"done\":true,\"finish_reason\":\"stop\",\"usage\":{\"prompt_tokens\":30,\"completion_tokens\":2}}\n\n"},
+		{"saif completions", saifTarget, core.OpCompletions, "text/event-stream",
+			"data: {\"text\":\"ok\"}\n\ndata: {\"done\":true,\"usage\":{\"prompt_tokens\":9,\"completion_tokens\":1}}\n\n"},
+		{"saif without usage", saifTarget, core.OpChat, "text/event-stream",
+			"data: {\"text\":\"ok\"}\n\ndata: {\"done\":true}\n\n"},
+	}
+	for _, tt := range tests {
+		for _, asked := range []bool{true, false} {
+			t.Run(fmt.Sprintf("%s/asked=%v", tt.name, asked), func(t *testing.T) {
+				srv := serve(t, func(w http.ResponseWriter, r *http.Request) {
+					w.Header().Set("Content-Type", tt.ctype)
+					_, _ = io.WriteString(w, tt.answer)
+				})
+				tg := tt.target(srv.URL)
+				body := `{"stream":true,"messages":[{"role":"user","content":"x"}]}`
+				if tt.op == core.OpCompletions {
+					body = `{"stream":true,"prompt":"x"}`
+				}
+				req := chatRequestOf(t, body)
+				req.Op, req.Stream, req.IncludeUsage = tt.op, true, asked
+				resp, err := newSet(t, tg).Chat(context.Background(), tg, req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer resp.Stream.Close()
+				us, ok := resp.Stream.(UsageStream)
+				if !ok {
+					t.Fatalf("%T is no UsageStream", resp.Stream)
+				}
+				if u := us.Usage(); u.Reported {
+					t.Errorf("before the end: %+v, want nothing reported", u)
+				}
+				var chunk *Usage
+				for {
+					ev, err := resp.Stream.Next()
+					if err != nil {
+						if !errors.Is(err, io.EOF) {
+							t.Fatal(err)
+						}
+						break
+					}
+					if p, c, ok := metrics.Usage(ev); ok {
+						chunk = &Usage{Prompt: p, Completion: c, Reported: true}
+					}
+				}
+				if asked != (chunk != nil) {
+					t.Fatalf("asked %v, usage chunk %+v: the client's chunks changed", asked, chunk)
+				}
+				want := Usage{Reported: true}
+				switch {
+				case chunk != nil:
+					want = *chunk
+				case tt.name == "ollama chat":
+					want = Usage{Prompt: 12, Completion: 7, Reported: true}
+				case tt.name == "ollama chat, negative":
+					want = Usage{Completion: 5, Reported: true}
+				case tt.name == "saif chat":
+					want = Usage{Prompt: 30, Completion: 2, Reported: true}
+				case tt.name == "saif completions":
+					want = Usage{Prompt: 9, Completion: 1, Reported: true}
+				}
+				if diff := cmp.Diff(want, us.Usage()); diff != "" {
+					t.Errorf("Usage (-the usage chunk's, or the upstream's +the stream's):\n%s", diff)
+				}
+			})
+		}
 	}
 }
