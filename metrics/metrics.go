@@ -436,7 +436,7 @@ func (s *Set) Write(w *Writer, more func(*Writer)) {
 			}
 		}
 	}
-	w.Family("hayula_tokens_total", "counter", "Tokens the answers of each route by each target reported in their usage, by kind (prompt, completion); a stream reports them only when the client asked for its usage.")
+	w.Family("hayula_tokens_total", "counter", "Tokens the answers of each route by each target reported in their usage, by kind (prompt, completion); a stream's are what its upstream reported last, asked for or not, counted once.")
 	for r, route := range s.routes {
 		for t, target := range s.targets {
 			c := s.tokens[r*len(s.targets)+t]

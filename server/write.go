@@ -174,7 +174,7 @@ func streamEndOf(ended string) int {
 // answer's end goes out: a client that sends its next request as soon as it has the answer (the
 // SDK stops reading a stream at [DONE]) must find the slot free and the tokens spent, and
 // serveOp's work after the write (or a stream's drained tail) is not its. A stream's usage
-// counts as st's key's tokens. An error answer is charged nothing.
+// (streamUsage) counts as st's key's tokens. An error answer is charged nothing.
 func (s *Server) write(ctx context.Context, w http.ResponseWriter, rs *routeState, req *core.Request, res result, st *reqState) (int, string) {
 	// Header values are assigned, not Set: Set builds a one-element slice per call, and the
 	// route's and target's values are built once. Nothing appends to them in place (a slice of
@@ -227,8 +227,8 @@ func (s *Server) write(ctx context.Context, w http.ResponseWriter, rs *routeStat
 		}
 		return http.StatusOK, ""
 	}
-	usage := usageTo{route: -1} // a stream carries usage only when its client asked for it: then it is counted
-	if s.metrics != nil && req.IncludeUsage {
+	usage := usageTo{route: -1} // no metrics: nothing counted
+	if s.metrics != nil {
 		usage = st.usageTo(rs)
 	}
 	return http.StatusOK, s.relay(ctx, w, usage, req, res, st)
@@ -240,21 +240,18 @@ func (s *Server) write(ctx context.Context, w http.ResponseWriter, rs *routeStat
 // carries both, so a burst costs one write to the socket while an event never waits for the
 // upstream (TestStreamFlushesEachEvent). The first event is flushed with the head regardless.
 //
-// With usage.route 0 or more, an event that carries usage is counted as that route's (and key's)
-// tokens. The key's slot rq holds is given back, and the stream charged to the key's tpm, before
-// the stream's last event ([DONE] or an error) goes out; a stream whose client left is charged
-// when the relay ends. The charge is the usage of the last event that reported one (an upstream
-// may report it unasked, or on every event as running totals), or, when none did, the lower
-// bound of req's prompt (chargeTPM). It returns how a stream that did not end with its [DONE]
-// ended (see write).
+// The stream's usage (streamUsage: what its upstream reported, asked for or not) is charged to
+// the key's tpm, and the key's slot rq holds given back, before the stream's last event ([DONE]
+// or an error) goes out; a stream whose client left is charged when the relay ends, with what it
+// reported so far (or, when it reported none, the lower bound of req's prompt: chargeTPM). With
+// usage.route 0 or more, the same usage is counted once as that route's (and key's) tokens when
+// the relay ends, however the stream did. It returns how a stream that did not end with its
+// [DONE] ended (see write).
 func (s *Server) relay(ctx context.Context, w http.ResponseWriter, usage usageTo, req *core.Request, res result, rq *reqState) string {
 	st := res.resp.Stream
 	defer st.Close()
-	var (
-		prompt, completion uint64
-		reported           bool
-	)
-	defer func() { s.chargeTPM(rq, req, prompt, completion, reported) }() // a client that left: a no-op otherwise
+	su := newStreamUsage(st, usage.route >= 0 || rq.tpm != nil)
+	defer s.countStream(usage, res.target, req, rq, &su)
 	buffered, _ := st.(upstream.BufferedStream)
 	h := w.Header()
 	h["Content-Type"] = sseContentType
@@ -278,19 +275,12 @@ func (s *Server) relay(ctx context.Context, w http.ResponseWriter, usage usageTo
 			// The client went away; closing the stream cancels the upstream.
 			return s.clientLeft(res, w)
 		}
+		su.see(ev) // before Buffered, which may invalidate ev (TestStreamUsageReadBeforeBuffered)
 		if (first || buffered == nil || !buffered.Buffered()) && rc.Flush() != nil {
 			return s.clientLeft(res, w)
 		}
 		if first && s.relaying.Load() == 1 {
 			s.yield()
-		}
-		if usage.route >= 0 || rq.tpm != nil {
-			if p, c, ok := metrics.Usage(ev); ok {
-				if usage.route >= 0 {
-					s.countTokens(usage, res.target, p, c)
-				}
-				prompt, completion, reported = p, c, true
-			}
 		}
 		first = false
 		ev, err = st.Next()
@@ -299,7 +289,7 @@ func (s *Server) relay(ctx context.Context, w http.ResponseWriter, usage usageTo
 		// Flushed now, not left for the end of the chunked body when the handler returns:
 		// closing the stream (deferred above) drains the upstream's tail for up to drainWait,
 		// and the client's [DONE] must not wait for that (TestStreamDoneNotHeldForUpstreamTail).
-		s.chargeTPM(rq, req, prompt, completion, reported)
+		s.chargeStream(rq, req, &su)
 		s.unbusy(rq)
 		_, _ = w.Write(sseDone)
 		_ = rc.Flush()
@@ -317,7 +307,7 @@ func (s *Server) relay(ctx context.Context, w http.ResponseWriter, usage usageTo
 		"request_id", requestIDOf(w))
 	body := errorBody(&apiError{Type: typeUpstream, Code: "stream_interrupted",
 		Message: "the upstream stream broke off: " + msg})
-	s.chargeTPM(rq, req, prompt, completion, reported)
+	s.chargeStream(rq, req, &su)
 	s.unbusy(rq)
 	_ = writeEvent(w, body)
 	_ = rc.Flush()
