@@ -45,7 +45,12 @@ func writeError(w http.ResponseWriter, e *apiError) {
 		h["Accept-Encoding"] = identityOnly // the only coding taken (unsupportedEncoding)
 	}
 	if e.RetryAfter > 0 {
-		secs := int64((e.RetryAfter + time.Second - 1) / time.Second)
+		// Rounded up without adding first: the longest wait a tpm bucket tells is
+		// math.MaxInt64, which a second more turned negative (TestKeyTPMRetryAfterOfAbsurdUsage).
+		secs := int64(e.RetryAfter / time.Second)
+		if e.RetryAfter%time.Second != 0 {
+			secs++
+		}
 		h.Set("Retry-After", strconv.FormatInt(secs, 10))
 	}
 	w.WriteHeader(e.Status)
