@@ -102,8 +102,8 @@ func (s *Server) limit(key *config.Key, st *reqState) *apiError {
 			s.metrics.Limited(key.Index, metrics.CapTPM)
 			return &apiError{Status: http.StatusTooManyRequests, Type: "tokens", Code: "rate_limit_exceeded",
 				RetryAfter: d,
-				Message: fmt.Sprintf("Rate limit reached for key %s on tokens per min (TPM): limit %d, used %d. Please try again in %gs.",
-					key.Name, l.tpm.tpm, used, math.Ceil(d.Seconds()*1000)/1000)}
+				Message: fmt.Sprintf("Rate limit reached for key %s on tokens per min (TPM): Limit %d, Used %d. Please try again in %s.",
+					key.Name, l.tpm.tpm, used, openAIWait(d))}
 		}
 	}
 	if l.rpm != nil {
@@ -118,6 +118,17 @@ func (s *Server) limit(key *config.Key, st *reqState) *apiError {
 	}
 	st.tpm = l.tpm
 	return nil
+}
+
+// openAIWait says d as OpenAI's rate-limit messages say a wait ("644ms", "9.816s", "6m54.72s",
+// "1h23m45.6s"), which clients' retry helpers parse: Go's duration form, rounded up to a
+// millisecond. A tpm bucket's wait can be days long, which %g wrote as 1.2e+06s
+// (TestKeyTPMRefusalSaysWaitAsOpenAI).
+func openAIWait(d time.Duration) string {
+	if r := d % time.Millisecond; r != 0 && d <= math.MaxInt64-time.Millisecond {
+		d += time.Millisecond - r
+	}
+	return d.String()
 }
 
 // rpmWait takes one request from the bucket at now, or says how long until it holds one. A

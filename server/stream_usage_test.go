@@ -44,8 +44,8 @@ func streamUsageCounted(t *testing.T, g *gateway, prompt, completion int, next f
 			n, n, refused.status, refused.body)
 	}
 	tpmRefused(t, refused, "k", n, refused.header.Get("Retry-After"))
-	if msg, _ := refused.errorField(t, "message").(string); !strings.Contains(msg, fmt.Sprintf("used %d.", n)) {
-		t.Errorf("message %q, want it to say used %d (tpm charged the stream's usage, once)", msg, n)
+	if msg, _ := refused.errorField(t, "message").(string); !strings.Contains(msg, fmt.Sprintf("Used %d.", n)) {
+		t.Errorf("message %q, want it to say Used %d (tpm charged the stream's usage, once)", msg, n)
 	}
 }
 

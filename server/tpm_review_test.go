@@ -1,8 +1,10 @@
 package server_test
 
 import (
+	"fmt"
 	"strconv"
 	"testing"
+	"time"
 )
 
 // TestKeyTPMRetryAfterOfAbsurdUsage: an upstream that reports absurd usage (a trillion tokens)
@@ -24,5 +26,41 @@ func TestKeyTPMRetryAfterOfAbsurdUsage(t *testing.T) {
 	ra := rep.header.Get("Retry-After")
 	if n, err := strconv.ParseInt(ra, 10, 64); err != nil || n < 292*365*24*3600 {
 		t.Errorf("Retry-After %q, want the 292 years the bucket counts to, in seconds", ra)
+	}
+}
+
+// TestKeyTPMRefusalSaysWaitAsOpenAI: the tpm refusal's message reads as OpenAI's TPM error does
+// ("… on tokens per min (TPM): Limit 30000, Used 29000, … Please try again in 6m54.72s."), which
+// clients' retry helpers parse: the wait in Go's duration form, rounded up to a millisecond, in
+// milliseconds under a second. %g wrote a wait of 11.6 days or more as 1.2e+06s, and 600 ms as
+// 0.6s.
+func TestKeyTPMRefusalSaysWaitAsOpenAI(t *testing.T) {
+	for _, tc := range []struct {
+		name          string
+		tpm, used     int
+		advance       time.Duration
+		limited, wait string
+	}{
+		{"seconds", 100, 150, 0, "Limit 100, Used 150", "30.6s"},
+		{"under a second", 100, 150, 30 * time.Second, "Limit 100, Used 100", "600ms"},
+		{"minutes", 1000, 8000, 0, "Limit 1000, Used 8000", "7m0.06s"},
+		{"days", 1, 20000, 0, "Limit 1, Used 20000", "333h20m0s"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			up := newFake(t, "up")
+			up.set(usageHandler(tc.used, 0, false, false))
+			g := newGateway(t, keyBlock("k", "hk-k", fmt.Sprintf("tpm = %d", tc.tpm))+target("up", up.url(), "private")+"[routes.r]\ntargets = [\"up\"]\n", nil)
+			k := []string{"Authorization", "Bearer hk-k"}
+			if rep := g.chat(t, "r", k...); rep.status != 200 {
+				t.Fatalf("first request: %d %s", rep.status, rep.body)
+			}
+			g.clock.Advance(tc.advance)
+			rep := g.chat(t, "r", k...)
+			msg, _ := rep.errorField(t, "message").(string)
+			want := "Rate limit reached for key k on tokens per min (TPM): " + tc.limited + ". Please try again in " + tc.wait + "."
+			if msg != want {
+				t.Errorf("message %q\nwant    %q", msg, want)
+			}
+		})
 	}
 }

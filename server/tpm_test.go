@@ -62,7 +62,7 @@ func tpmRefused(t *testing.T, rep reply, key string, limit int, ra string) {
 		t.Errorf("Retry-After %q, want %q", got, ra)
 	}
 	msg, _ := rep.errorField(t, "message").(string)
-	want := fmt.Sprintf("Rate limit reached for key %s on tokens per min (TPM): limit %d", key, limit)
+	want := fmt.Sprintf("Rate limit reached for key %s on tokens per min (TPM): Limit %d", key, limit)
 	if !strings.HasPrefix(msg, want) {
 		t.Errorf("message %q, want it to begin %q", msg, want)
 	}
