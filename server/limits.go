@@ -79,13 +79,24 @@ func newKeyLimits(keys []config.Key, prev []keyLimit, prevKeys []config.Key) []k
 // then holds until serveOp releases it, and admits the request under tpm while that bucket is
 // not in debt (st then holds the bucket, to charge the answer's tokens to: chargeTPM). A request
 // over any cap is answered 429 as OpenAI answers one over its rate limits, with the Retry-After
-// the bucket predicts (a second for the concurrency cap). tpm is asked before rpm, since asking
-// it takes nothing: a request tpm refuses has spent no request of its rpm.
+// the bucket predicts (a second for the concurrency cap). tpm is asked first, since asking it
+// takes nothing: a request tpm refuses has spent no request of its rpm, and held no slot even
+// for a moment, which would have had a request of the key that came in meanwhile refused for
+// the concurrency cap while the slot was free (TestTPMRefusalHoldsNoSlot).
 func (s *Server) limit(key *config.Key, st *reqState) *apiError {
 	if key == nil || key.Index >= len(s.limits) {
 		return nil
 	}
 	l := &s.limits[key.Index]
+	if l.tpm != nil {
+		if d, used := l.tpm.admit(s.clock.Now()); d > 0 {
+			s.metrics.Limited(key.Index, metrics.CapTPM)
+			return &apiError{Status: http.StatusTooManyRequests, Type: "tokens", Code: "rate_limit_exceeded",
+				RetryAfter: d,
+				Message: fmt.Sprintf("Rate limit reached for key %s on tokens per min (TPM): Limit %d, Used %d. Please try again in %s.",
+					key.Name, l.tpm.tpm, used, openAIWait(d))}
+		}
+	}
 	if l.max > 0 {
 		if !takeSlot(l.busy, l.max) {
 			s.metrics.Limited(key.Index, metrics.CapConcurrent)
@@ -95,16 +106,6 @@ func (s *Server) limit(key *config.Key, st *reqState) *apiError {
 					key.Name, l.max)}
 		}
 		st.busy = l.busy
-	}
-	if l.tpm != nil {
-		if d, used := l.tpm.admit(s.clock.Now()); d > 0 {
-			s.unbusy(st)
-			s.metrics.Limited(key.Index, metrics.CapTPM)
-			return &apiError{Status: http.StatusTooManyRequests, Type: "tokens", Code: "rate_limit_exceeded",
-				RetryAfter: d,
-				Message: fmt.Sprintf("Rate limit reached for key %s on tokens per min (TPM): Limit %d, Used %d. Please try again in %s.",
-					key.Name, l.tpm.tpm, used, openAIWait(d))}
-		}
 	}
 	if l.rpm != nil {
 		if d := rpmWait(l.rpm, s.clock.Now()); d > 0 {
