@@ -19,8 +19,9 @@ import (
 
 // keyLimit is one key's caps (rpm, tpm, max_concurrent) and what they count. The counts are
 // pointers so that a reload can hand them to the server that replaces this one (newKeyLimits):
-// the replaced server's requests still under way hold slots of the same count, and charge their
-// answers to the same tpm bucket.
+// the replaced server's requests still under way hold slots of the same count; they charge their
+// answers to the key's tpm bucket of the latest configuration (tpmNow), the same one unless a
+// reload changed the key's tpm.
 type keyLimit struct {
 	rpm  *rate.Limiter // nil: no rpm cap
 	tpm  *tokenBucket  // nil: no tpm cap
@@ -184,6 +185,9 @@ func (s *Server) chargeTPM(st *reqState, req *core.Request, prompt, completion u
 		return
 	}
 	st.tpm = nil
+	if s.successor.Load() != nil {
+		b = s.tpmNow(st.key, b)
+	}
 	n, carry := bits.Add64(prompt, completion, 0)
 	if carry != 0 {
 		n = math.MaxUint64
@@ -196,6 +200,31 @@ func (s *Server) chargeTPM(st *reqState, req *core.Request, prompt, completion u
 		n = uint64(max(low, 0))
 	}
 	b.charge(s.clock.Now(), n)
+}
+
+// tpmNow is the bucket to charge an answer of key's to when a reload has replaced s since the
+// request was admitted with b, s's bucket for key: the bucket of the key of the same name in the
+// latest configuration, which is b when the reloads left its tpm alone and a new one when they
+// changed it. Charged to b, the answer of a key whose tpm a reload changed went uncounted
+// (TestKeyTPMAnswerUnderWayAcrossReload). b when the latest configuration has no such key or
+// gives it no tpm: nothing reads b then, and nothing is held back by the answer.
+func (s *Server) tpmNow(key *config.Key, b *tokenBucket) *tokenBucket {
+	last := s
+	for n := s.successor.Load(); n != nil; n = last.successor.Load() {
+		last = n.srv
+	}
+	if key == nil {
+		return b
+	}
+	for _, k := range last.cfg.Keys {
+		if k.Name == key.Name {
+			if k.Index >= 0 && k.Index < len(last.limits) && last.limits[k.Index].tpm != nil {
+				return last.limits[k.Index].tpm
+			}
+			break
+		}
+	}
+	return b
 }
 
 // tokenBucket is a key's tpm cap: a bucket that holds tpm tokens and refills tpm a minute, on

@@ -2,9 +2,15 @@ package server_test
 
 import (
 	"fmt"
+	"net/http"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/hayula/gateway/config"
+	"github.com/hayula/gateway/health"
+	"github.com/hayula/gateway/server"
 )
 
 // TestKeyTPMRetryAfterOfAbsurdUsage: an upstream that reports absurd usage (a trillion tokens)
@@ -60,6 +66,71 @@ func TestKeyTPMRefusalSaysWaitAsOpenAI(t *testing.T) {
 			want := "Rate limit reached for key k on tokens per min (TPM): " + tc.limited + ". Please try again in " + tc.wait + "."
 			if msg != want {
 				t.Errorf("message %q\nwant    %q", msg, want)
+			}
+		})
+	}
+}
+
+// TestKeyTPMAnswerUnderWayAcrossReload: an answer whose request the replaced configuration
+// admitted is charged to the bucket the key has when the answer ends (matched by name), once:
+// the same bucket when the reload left tpm alone, and the new one when it changed tpm, however
+// many reloads came meanwhile. It was charged to the replaced bucket, which nothing reads any
+// more: an operator who lowers a key's tpm because of a long generation saw it go uncharged.
+func TestKeyTPMAnswerUnderWayAcrossReload(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		tpms []int // the key's tpm in the first configuration, then after each reload
+	}{
+		{"unchanged", []int{200, 200}},
+		{"changed", []int{1000, 200}},
+		{"changed twice", []int{1000, 500, 200}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			up := newFake(t, "up")
+			release := make(chan struct{})
+			entered := make(chan struct{}, 1)
+			up.set(func(w http.ResponseWriter, r *http.Request) {
+				entered <- struct{}{}
+				<-release
+				usageHandler(200, 50, false, false)(w, r)
+			})
+			clock := health.NewManualClock(time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC))
+			build := func(tpm int, prev *server.Server) *server.Server {
+				text := keyBlock("k", "hk-k", fmt.Sprintf("tpm = %d", tpm)) + target("up", up.url(), "private") +
+					"[routes.r]\ntargets = [\"up\"]\n"
+				cfg, err := config.Parse([]byte(text), "test.toml", func(string) string { return "" })
+				if err != nil {
+					t.Fatal(err)
+				}
+				s, err := server.New(server.Options{Config: cfg, Clock: clock, Previous: prev})
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(s.Close)
+				return s
+			}
+			cur := build(tc.tpms[0], nil)
+			l := server.NewLive(cur)
+			g := &gateway{ts: serveLive(t, l)}
+			k := []string{"Authorization", "Bearer hk-k"}
+			done := make(chan reply, 1)
+			go func() { done <- g.chat(t, "r", k...) }()
+			<-entered
+			for _, tpm := range tc.tpms[1:] {
+				next := build(tpm, cur)
+				l.Replace(next)
+				cur = next
+			}
+			close(release)
+			if rep := <-done; rep.status != 200 {
+				t.Fatalf("the request under way: %d %s", rep.status, rep.body)
+			}
+			rep := g.chat(t, "r", k...)
+			if rep.status != 429 {
+				t.Fatalf("after an answer of 250 tokens against tpm = 200: %d %s, want 429", rep.status, rep.body)
+			}
+			if msg, _ := rep.errorField(t, "message").(string); !strings.Contains(msg, "Limit 200, Used 250.") {
+				t.Errorf("message %q, want it to say Used 250", msg)
 			}
 		})
 	}
