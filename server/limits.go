@@ -314,6 +314,12 @@ func (b *tokenBucket) admit(now time.Time) (wait time.Duration, used int64) {
 		return math.MaxInt64, used
 	}
 	ns, _ := bits.Div64(hi, lo, size)
+	// Counted from the bucket's time, which may be after now (refill): the refill starts there,
+	// so a request that read the clock before it waits that much more (TestTPMWaitFromNow).
+	// Both terms are below 2⁶³ when added.
+	if ahead := b.at.Sub(now); ahead > 0 && ns <= math.MaxInt64 {
+		ns += uint64(ahead)
+	}
 	if ns > math.MaxInt64 {
 		return math.MaxInt64, used
 	}

@@ -272,3 +272,24 @@ func TestTPMRefusalHoldsNoSlot(t *testing.T) {
 		t.Errorf("%d slots left taken", n)
 	}
 }
+
+// TestTPMWaitFromNow: the wait told to a refused request is counted from the time it was asked
+// at, also when that reads before the bucket's own time (a request that read the clock before
+// another's charge, or an injected clock set back): the bucket refills only from its own time
+// on, so the wait is that much longer. It was counted from the bucket's time: a clock set back
+// ten minutes had a key in debt told 30.6 s, and refused again then, for ten minutes.
+func TestTPMWaitFromNow(t *testing.T) {
+	now := time.Unix(1_800_000_000, 0)
+	for _, back := range []time.Duration{0, time.Millisecond, 10 * time.Minute} {
+		b := newTokenBucket(100)
+		b.charge(now, 150)
+		at := now.Add(-back)
+		d, _ := b.admit(at)
+		if want := back + 30600*time.Millisecond; d != want {
+			t.Errorf("asked %v before the charge: wait %v, want %v", back, d, want)
+		}
+		if d, _ := b.admit(at.Add(d)); d != 0 {
+			t.Errorf("asked %v before the charge, and again after the wait told: refused for %v more", back, d)
+		}
+	}
+}
