@@ -1,16 +1,21 @@
 package server_test
 
 import (
+	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/hayula/gateway/config"
+	"github.com/hayula/gateway/core"
 	"github.com/hayula/gateway/health"
 	"github.com/hayula/gateway/server"
+	"github.com/hayula/gateway/upstream"
 )
 
 // TestKeyTPMRetryAfterOfAbsurdUsage: an upstream that reports absurd usage (a trillion tokens)
@@ -134,4 +139,146 @@ func TestKeyTPMAnswerUnderWayAcrossReload(t *testing.T) {
 			}
 		})
 	}
+}
+
+// panicsMidStream's stream sends one chunk that reports usage, then its adapter panics (the
+// recoverer cuts the stream off); with before, the adapter panics before answering.
+type panicsMidStream struct{ before bool }
+
+func (p panicsMidStream) Chat(ctx context.Context, t *core.Target, req *core.Request) (*upstream.Response, error) {
+	if p.before {
+		panic("adapter bug before the answer")
+	}
+	return &upstream.Response{Stream: &panickingStream{}}, nil
+}
+
+type panickingStream struct{ n int }
+
+func (s *panickingStream) Next() ([]byte, error) {
+	if s.n++; s.n == 1 {
+		return []byte(`{"id":"c1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"content":"hi"},"finish_reason":null}],"usage":{"prompt_tokens":7,"completion_tokens":5}}`), nil
+	}
+	panic("adapter bug mid-stream")
+}
+
+func (s *panickingStream) Close() error { return nil }
+
+// TestKeyTPMChargesEachAnswerOnce: whichever way an answer comes, it is charged once, what the
+// answer that went out reported (7 + 5 tokens here), and a request nothing answered is charged
+// nothing: after a fallback, after a same-target retry, on /v1/completions and /v1/embeddings
+// (whose usage has no completion_tokens), through the Responses bridge whole, a stream broken
+// off after an event that reported usage (vLLM's continuous usage), a stream whose adapter
+// panics after such an event (the recoverer cuts it off), an adapter that panics before
+// answering, and explain, which sends nothing. The key's bucket (tpm = 5, the clock standing)
+// tells what it was charged in the next refusal's "Used".
+func TestKeyTPMChargesEachAnswerOnce(t *testing.T) {
+	const usage = `"usage":{"prompt_tokens":7,"completion_tokens":5,"total_tokens":12}`
+	chunk := `{"id":"c1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"content":"hi"},"finish_reason":null}]`
+	for _, tc := range []struct {
+		name, path, body string
+		h                http.HandlerFunc
+		extra            string                // the target's
+		opt              func(*server.Options) // the gateway's
+		status           int                   // the request's
+		used             int                   // what the bucket was charged; 0: nothing, the next request is served
+	}{
+		{name: "fallback", path: "/v1/chat/completions", status: 200, used: 12,
+			body: `{"model":"fb","messages":[{"role":"user","content":"hi"}]}`},
+		{name: "same-target retry", path: "/v1/chat/completions", status: 200, used: 12, extra: "max_retries = 2",
+			body: `{"model":"r","messages":[{"role":"user","content":"hi"}]}`,
+			h: func() http.HandlerFunc {
+				var n atomic.Int64
+				return func(w http.ResponseWriter, r *http.Request) {
+					if n.Add(1) == 1 {
+						errHandler(503, "busy", "try again")(w, r)
+						return
+					}
+					usageHandler(7, 5, false, false)(w, r)
+				}
+			}()},
+		{name: "completions", path: "/v1/completions", status: 200, used: 12,
+			body: `{"model":"r","prompt":"hi"}`,
+			h: func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", "application/json")
+				fmt.Fprint(w, `{"id":"t1","object":"text_completion","created":1,"model":"m","choices":[{"index":0,"text":"hello","logprobs":null,"finish_reason":"stop"}],`+usage+`}`)
+			}},
+		{name: "embeddings", path: "/v1/embeddings", status: 200, used: 7,
+			body: `{"model":"r","input":"hi"}`,
+			h: func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", "application/json")
+				fmt.Fprint(w, `{"object":"list","data":[{"object":"embedding","index":0,"embedding":[0.5,0.25]}],"model":"m","usage":{"prompt_tokens":7,"total_tokens":7}}`)
+			}},
+		{name: "responses whole", path: "/v1/responses", status: 200, used: 12,
+			body: `{"model":"r","input":"hi"}`},
+		{name: "stream broken off", path: "/v1/chat/completions", status: 200, used: 12,
+			body: `{"model":"r","stream":true,"messages":[{"role":"user","content":"hi"}]}`,
+			h: func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", "text/event-stream")
+				fmt.Fprintf(w, "data: %s}\n\ndata: %s,%s}\n\n", chunk, chunk, usage)
+				w.(http.Flusher).Flush()
+				panic(http.ErrAbortHandler) // the connection drops mid-stream
+			}},
+		{name: "adapter panics mid-stream", path: "/v1/chat/completions", status: 200, used: 12,
+			body: `{"model":"r","stream":true,"messages":[{"role":"user","content":"hi"}]}`,
+			opt:  func(o *server.Options) { o.Upstream = panicsMidStream{} }},
+		{name: "adapter panics before answering", path: "/v1/chat/completions", status: 500, used: 0,
+			body: `{"model":"r","messages":[{"role":"user","content":"hi"}]}`,
+			opt:  func(o *server.Options) { o.Upstream = panicsMidStream{before: true} }},
+		{name: "explain", path: "/v1/route/explain", status: 200, used: 0,
+			body: `{"model":"r","messages":[{"role":"user","content":"hi"}]}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ok, bad := newFake(t, "ok"), newFake(t, "bad")
+			ok.set(usageHandler(7, 5, false, false))
+			if tc.h != nil {
+				ok.set(tc.h)
+			}
+			bad.set(errHandler(500, "boom", "upstream down"))
+			var opts []gwOption
+			if tc.opt != nil {
+				opts = append(opts, tc.opt)
+			}
+			g := newGateway(t, keyBlock("k", "hk-k", "tpm = 5")+target("ok", ok.url(), "private", tc.extra)+
+				target("bad", bad.url(), "private")+"[routes.r]\ntargets = [\"ok\"]\n[routes.fb]\ntargets = [\"bad\", \"ok\"]\n", nil, opts...)
+			k := []string{"Authorization", "Bearer hk-k"}
+			if status, body := postCutOff(t, g, tc.path, tc.body, k...); status != tc.status {
+				t.Fatalf("%s: %d %s, want %d", tc.path, status, body, tc.status)
+			}
+			ok.set(usageHandler(7, 5, false, false))
+			rep := g.post(t, "/v1/chat/completions", `{"model":"r","messages":[{"role":"user","content":"hi"}]}`, k...)
+			if tc.used == 0 {
+				if rep.status != 200 && (tc.opt == nil || rep.status != 500) {
+					t.Errorf("after a request charged nothing: %d %s", rep.status, rep.body)
+				}
+				return
+			}
+			if rep.status != 429 {
+				t.Fatalf("after an answer of %d tokens against tpm = 5: %d %s, want 429", tc.used, rep.status, rep.body)
+			}
+			if msg, _ := rep.errorField(t, "message").(string); !strings.Contains(msg, fmt.Sprintf("Limit 5, Used %d.", tc.used)) {
+				t.Errorf("message %q, want Used %d: charged once", msg, tc.used)
+			}
+		})
+	}
+}
+
+// postCutOff posts body to path as g.post does, and reads the answer up to its end or to where
+// the gateway cut it off (a panic mid-stream), which comes after the handler is done with it.
+func postCutOff(t *testing.T, g *gateway, path, body string, hdr ...string) (int, []byte) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, g.ts.URL+path, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	for i := 0; i+1 < len(hdr); i += 2 {
+		req.Header.Set(hdr[i], hdr[i+1])
+	}
+	resp, err := g.ts.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, b
 }
