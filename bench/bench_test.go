@@ -232,6 +232,12 @@ func TestReportTargets(t *testing.T) {
 	if md = r.markdown(); !strings.Contains(md, "5 held back through the gateway, 8 straight to the upstream, 2 through nginx — met") {
 		t.Errorf("report:\n%s", md)
 	}
+	// Each burst's peak RSS, in the order run.
+	r.memory.PeakRSS, r.memory.HWM = []int64{76 << 20, 140 << 20, 139 << 20}, 140<<20
+	if md = r.markdown(); !strings.Contains(md, "| 12.0 MB | 76.0 MB, 140.0 MB, 139.0 MB | 140.0 MB |") ||
+		!strings.Contains(md, "the first is a single burst's") {
+		t.Errorf("peaks by burst:\n%s", md)
+	}
 }
 
 // micros returns the durations of v microseconds.

@@ -309,9 +309,13 @@ func (e *environment) upstreamConns(ctx context.Context) int64 {
 
 // memoryResult is the RSS row, and how the slow streams fared.
 type memoryResult struct {
-	Idle    memory // after start-up and one request
-	PeakRSS int64  // the largest VmRSS sampled while the streams were open
-	HWM     int64  // VmHWM after the streams: the peak over the process's life so far
+	Idle memory // after start-up and one request
+	// PeakRSS is the largest VmRSS sampled while each burst's streams were open, by burst. A
+	// later burst's peak holds what the collector has not yet freed of the one before (it runs
+	// again when the heap is twice what the last collection kept), so the first is the one a
+	// single burst reaches.
+	PeakRSS []int64
+	HWM     int64 // VmHWM after the streams: the peak over the process's life so far
 	Streams int
 	// Gateway is each burst of streams through the gateway; Direct the same streams straight to
 	// the fake upstream, each run just before: delays that Direct shows too are the machine's,
@@ -366,9 +370,11 @@ func (e *environment) memoryPhase(ctx context.Context) (memoryResult, error) {
 			client: e.client(e.opts.Streams + 16)}
 		res.Direct = append(res.Direct, e.openStreams(ctx, direct, func() {}))
 		gw := &endpoint{name: "gateway", url: warm.url, body: body, client: e.client(e.opts.Streams + 16)}
+		res.PeakRSS = append(res.PeakRSS, 0)
+		peak := &res.PeakRSS[len(res.PeakRSS)-1]
 		res.Gateway = append(res.Gateway, e.openStreams(ctx, gw, func() {
 			if m, err := readMemory(pid); err == nil {
-				res.PeakRSS = max(res.PeakRSS, m.RSS)
+				*peak = max(*peak, m.RSS)
 			}
 		}))
 		if e.nginx != nil {

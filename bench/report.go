@@ -229,8 +229,19 @@ func mb(n int64) string { return fmt.Sprintf("%.1f MB", float64(n)/(1<<20)) }
 func (r *report) memoryTable(b *strings.Builder) {
 	m := r.memory
 	b.WriteString("### Gateway memory (/proc/PID/status)\n\n")
-	fmt.Fprintf(b, "| idle VmRSS | VmRSS under %d slow streams (largest sample) | VmHWM after them |\n|---|---|---|\n", m.Streams)
-	fmt.Fprintf(b, "| %s | %s | %s |\n\n", mb(m.Idle.RSS), mb(m.PeakRSS), mb(m.HWM))
+	peaks := make([]string, len(m.PeakRSS))
+	for i, p := range m.PeakRSS {
+		peaks[i] = mb(p)
+	}
+	if len(peaks) == 0 {
+		peaks = []string{"—"}
+	}
+	fmt.Fprintf(b, "| idle VmRSS | VmRSS under %d slow streams (largest sample), by burst | VmHWM after them |\n|---|---|---|\n", m.Streams)
+	fmt.Fprintf(b, "| %s | %s | %s |\n\n", mb(m.Idle.RSS), strings.Join(peaks, ", "), mb(m.HWM))
+	if len(m.PeakRSS) > 1 {
+		b.WriteString("A later burst's peak holds what the collector had not yet freed of the burst before (it runs again " +
+			"when the heap reaches twice what its last collection kept): the first is a single burst's.\n\n")
+	}
 	if m.Streams == 0 {
 		return
 	}
