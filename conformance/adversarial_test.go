@@ -35,27 +35,33 @@ type streamRewrite struct {
 	pieces int
 }
 
-func (s streamRewrite) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if r.URL.Path != "/v1/chat/completions" && r.URL.Path != "/v1/completions" {
-		s.next.ServeHTTP(w, r)
-		return
-	}
+// replay has next answer r into a recorder, and returns r's body as read.
+func replay(next http.Handler, r *http.Request) (string, *httptest.ResponseRecorder) {
 	var req bytes.Buffer
 	_, _ = req.ReadFrom(r.Body)
 	r.Body.Close()
 	r2 := r.Clone(r.Context())
 	r2.Body = httpBody(req.Bytes())
 	rec := httptest.NewRecorder()
-	s.next.ServeHTTP(rec, r2)
+	next.ServeHTTP(rec, r2)
+	return req.String(), rec
+}
+
+func (s streamRewrite) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path != "/v1/chat/completions" && r.URL.Path != "/v1/completions" {
+		s.next.ServeHTTP(w, r)
+		return
+	}
+	req, rec := replay(s.next, r)
 	body := rec.Body.String()
 	for k, v := range rec.Header() {
 		w.Header()[k] = v
 	}
 	switch {
 	case strings.HasPrefix(rec.Header().Get("Content-Type"), "text/event-stream") && s.edit != nil:
-		body = s.edit(req.String(), w.Header(), body)
+		body = s.edit(req, w.Header(), body)
 	case !strings.HasPrefix(rec.Header().Get("Content-Type"), "text/event-stream") && s.editJSON != nil:
-		body = s.editJSON(req.String(), w.Header(), body)
+		body = s.editJSON(req, w.Header(), body)
 	}
 	w.WriteHeader(rec.Code)
 	if s.hang && strings.HasPrefix(rec.Header().Get("Content-Type"), "text/event-stream") {

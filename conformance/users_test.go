@@ -460,16 +460,10 @@ func (p pathRewrite) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		p.next.ServeHTTP(w, r)
 		return
 	}
-	var req bytes.Buffer
-	_, _ = req.ReadFrom(r.Body)
-	r.Body.Close()
-	r2 := r.Clone(r.Context())
-	r2.Body = httpBody(req.Bytes())
-	rec := httptest.NewRecorder()
-	p.next.ServeHTTP(rec, r2)
+	req, rec := replay(p.next, r)
 	w.Header().Set("Content-Type", rec.Header().Get("Content-Type"))
 	w.WriteHeader(rec.Code)
-	_, _ = w.Write([]byte(p.edit(req.String(), rec.Body.String())))
+	_, _ = w.Write([]byte(p.edit(req, rec.Body.String())))
 }
 
 // longEmbeddings is an embeddings answer of three vectors of a real model's 1024 dimensions,

@@ -258,20 +258,11 @@ func TestKeyCapsHoldAcrossReload(t *testing.T) {
 		text := keyBlock("one", "hk-one", "max_concurrent = 1") + keyBlock("few", "hk-few", "rpm = 2") +
 			keyBlock("more", "hk-more", fmt.Sprintf("rpm = %d", rpmB)) +
 			target("up", up.url(), "private") + "[routes.r]\ntargets = [\"up\"]\n"
-		cfg, err := config.Parse([]byte(text), "test.toml", func(string) string { return "" })
-		if err != nil {
-			t.Fatal(err)
-		}
-		return cfg
+		return parseText(t, text)
 	}
 	clock := health.NewManualClock(time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC))
 	newServer := func(cfg *config.Config, prev *server.Server) *server.Server {
-		s, err := server.New(server.Options{Config: cfg, Clock: clock, Previous: prev})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(s.Close)
-		return s
+		return newServerWith(t, server.Options{Config: cfg, Clock: clock, Previous: prev})
 	}
 	old := newServer(conf(1), nil)
 	l := server.NewLive(old)

@@ -30,11 +30,28 @@ func reloadConfig(t *testing.T, extra bool) *config.Config {
 	if extra {
 		text += "[routes.r2]\ntargets = [\"m\"]\n"
 	}
+	return parseText(t, text)
+}
+
+// parseText is text as a config file of the tests, which names no environment variable.
+func parseText(t *testing.T, text string) *config.Config {
+	t.Helper()
 	cfg, err := config.Parse([]byte(text), "test.toml", func(string) string { return "" })
 	if err != nil {
 		t.Fatal(err)
 	}
 	return cfg
+}
+
+// newServerWith is server.New(o), closed when the test ends.
+func newServerWith(t *testing.T, o server.Options) *server.Server {
+	t.Helper()
+	s, err := server.New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	return s
 }
 
 func newReloadServer(t *testing.T, cfg *config.Config, up server.Upstream, prev *server.Server) *server.Server {

@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hayula/gateway/config"
 	"github.com/hayula/gateway/core"
 	"github.com/hayula/gateway/health"
 	"github.com/hayula/gateway/server"
@@ -103,16 +102,7 @@ func TestKeyTPMAnswerUnderWayAcrossReload(t *testing.T) {
 			build := func(tpm int, prev *server.Server) *server.Server {
 				text := keyBlock("k", "hk-k", fmt.Sprintf("tpm = %d", tpm)) + target("up", up.url(), "private") +
 					"[routes.r]\ntargets = [\"up\"]\n"
-				cfg, err := config.Parse([]byte(text), "test.toml", func(string) string { return "" })
-				if err != nil {
-					t.Fatal(err)
-				}
-				s, err := server.New(server.Options{Config: cfg, Clock: clock, Previous: prev})
-				if err != nil {
-					t.Fatal(err)
-				}
-				t.Cleanup(s.Close)
-				return s
+				return newServerWith(t, server.Options{Config: parseText(t, text), Clock: clock, Previous: prev})
 			}
 			cur := build(tc.tpms[0], nil)
 			l := server.NewLive(cur)
