@@ -165,8 +165,8 @@ func TestKeyRPMWindowEdges(t *testing.T) {
 	if rep.status != 429 || rep.header.Get("Retry-After") != "1" {
 		t.Fatalf("1 ms before the refill: %d Retry-After %q, want 429 with 1", rep.status, rep.header.Get("Retry-After"))
 	}
-	if msg, _ := rep.errorField(t, "message").(string); !strings.Contains(msg, "0.001s") {
-		t.Errorf("message %q does not say 0.001s", msg)
+	if msg, _ := rep.errorField(t, "message").(string); !strings.Contains(msg, "try again in 1ms.") {
+		t.Errorf("message %q does not say 1ms", msg)
 	}
 	g.clock.Advance(time.Millisecond)
 	if rep := g.chat(t, "r", one...); rep.status != 200 {

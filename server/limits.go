@@ -103,7 +103,7 @@ func (s *Server) limit(key *config.Key, st *reqState) *apiError {
 			s.metrics.Limited(key.Index, metrics.CapConcurrent)
 			return &apiError{Status: http.StatusTooManyRequests, Type: "requests", Code: "rate_limit_exceeded",
 				RetryAfter: time.Second,
-				Message: fmt.Sprintf("Rate limit reached for key %s on concurrent requests: limit %d. Try again when one of them has ended.",
+				Message: fmt.Sprintf("Rate limit reached for key %s on concurrent requests: Limit %d. Try again when one of them has ended.",
 					key.Name, l.max)}
 		}
 		st.busy = l.busy
@@ -114,8 +114,8 @@ func (s *Server) limit(key *config.Key, st *reqState) *apiError {
 			s.metrics.Limited(key.Index, metrics.CapRPM)
 			return &apiError{Status: http.StatusTooManyRequests, Type: "requests", Code: "rate_limit_exceeded",
 				RetryAfter: d,
-				Message: fmt.Sprintf("Rate limit reached for key %s on requests per min (RPM): limit %d. Please try again in %.3gs.",
-					key.Name, l.rpm.Burst(), math.Ceil(d.Seconds()*1000)/1000)}
+				Message: fmt.Sprintf("Rate limit reached for key %s on requests per min (RPM): Limit %d, Used %d. Please try again in %s.",
+					key.Name, l.rpm.Burst(), l.rpm.Burst(), openAIWait(d))}
 		}
 	}
 	st.tpm = l.tpm

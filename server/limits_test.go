@@ -46,7 +46,7 @@ func TestKeyRPM(t *testing.T) {
 	if ra := rep.header.Get("Retry-After"); ra != "30" {
 		t.Errorf("Retry-After %q, want 30 (one request every 30 s)", ra)
 	}
-	if msg, _ := rep.errorField(t, "message").(string); !strings.Contains(msg, "limit 2") {
+	if msg, _ := rep.errorField(t, "message").(string); !strings.Contains(msg, "Limit 2") {
 		t.Errorf("message %q does not name the limit", msg)
 	}
 	if n := up.hits.Load(); n != 2 {

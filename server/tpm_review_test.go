@@ -272,3 +272,38 @@ func postCutOff(t *testing.T, g *gateway, path, body string, hdr ...string) (int
 	b, _ := io.ReadAll(resp.Body)
 	return resp.StatusCode, b
 }
+
+// TestKeyRPMRefusalSaysWaitAsOpenAI: the rpm refusal's message reads as the tpm one and OpenAI's
+// do, the wait in Go's duration form rounded up to a millisecond; %.3gs cut 1.2345 s down to
+// 1.23 s, a wait a client that retries on it would take too short.
+func TestKeyRPMRefusalSaysWaitAsOpenAI(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		rpm     int
+		advance time.Duration
+		wait    string
+	}{
+		{"an interval", 2, 0, "30s"},
+		{"rounded up, not down", 2, 28765500 * time.Microsecond, "1.235s"},
+		{"under a second", 60, 400 * time.Millisecond, "600ms"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			up := newFake(t, "up")
+			up.set(okHandler("up"))
+			g := newGateway(t, keyBlock("k", "hk-k", fmt.Sprintf("rpm = %d", tc.rpm))+target("up", up.url(), "private")+"[routes.r]\ntargets = [\"up\"]\n", nil)
+			k := []string{"Authorization", "Bearer hk-k"}
+			for i := range tc.rpm {
+				if rep := g.chat(t, "r", k...); rep.status != 200 {
+					t.Fatalf("request %d: %d %s", i, rep.status, rep.body)
+				}
+			}
+			g.clock.Advance(tc.advance)
+			rep := g.chat(t, "r", k...)
+			msg, _ := rep.errorField(t, "message").(string)
+			want := fmt.Sprintf("Rate limit reached for key k on requests per min (RPM): Limit %d, Used %d. Please try again in %s.", tc.rpm, tc.rpm, tc.wait)
+			if rep.status != 429 || msg != want {
+				t.Errorf("%d %q\nwant    %q", rep.status, msg, want)
+			}
+		})
+	}
+}
