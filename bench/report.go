@@ -239,8 +239,9 @@ func (r *report) memoryTable(b *strings.Builder) {
 	fmt.Fprintf(b, "| idle VmRSS | VmRSS under %d slow streams (largest sample), by burst | VmHWM after them |\n|---|---|---|\n", m.Streams)
 	fmt.Fprintf(b, "| %s | %s | %s |\n\n", mb(m.Idle.RSS), strings.Join(peaks, ", "), mb(m.HWM))
 	if len(m.PeakRSS) > 1 {
-		b.WriteString("A later burst's peak holds what the collector had not yet freed of the burst before (it runs again " +
-			"when the heap reaches twice what its last collection kept): the first is a single burst's.\n\n")
+		b.WriteString("Each burst's client closes its connections after it. A later burst's peak may still hold what the " +
+			"collector had not yet freed of the burst before (it runs again when the heap reaches twice what its last " +
+			"collection kept): the first is a single burst's.\n\n")
 	}
 	if m.Streams == 0 {
 		return
