@@ -20,6 +20,10 @@ const (
 	kBool
 	kObject
 	kArray
+	// kWhole is a number whose value is an integer however it is written (40, 40.0, 1e2): what
+	// the local servers read for their integer sampling fields (Ollama's options take any JSON
+	// number and keep its integer part; vLLM's pydantic and llama-server take a whole float).
+	kWhole
 )
 
 // passKinds gives, for a chat field the gateway passes upstream without decoding it, its name as
@@ -85,7 +89,7 @@ func passKinds(name []byte) (string, kinds) {
 	case "safety_identifier":
 		return "safety_identifier", kString
 	case "top_k":
-		return "top_k", kInteger
+		return "top_k", kWhole
 	case "min_p":
 		return "min_p", kNumber
 	case "repeat_penalty":
@@ -121,6 +125,9 @@ func fits(name string, k kinds, v []byte) bool {
 	if k&kNumber != 0 {
 		return true
 	}
+	if k&kWhole != 0 {
+		return isWhole(v)
+	}
 	if k&kInteger == 0 {
 		return false
 	}
@@ -130,6 +137,17 @@ func fits(name string, k kinds, v []byte) bool {
 		return isIntText(v) && (name != "n" || v[0] != '-')
 	}
 	return name != "n" || n >= 1
+}
+
+// isWhole reports whether the JSON number v is an integer in value, written with a fraction or
+// an exponent or not (TestOllamaTopKWholeNumber). One beyond float64's range is whole when it is
+// written as an integer, as for kInteger.
+func isWhole(v []byte) bool {
+	f, err := strconv.ParseFloat(string(v), 64)
+	if err != nil {
+		return isIntText(v)
+	}
+	return f == math.Trunc(f)
 }
 
 // isIntText reports a JSON number without fraction or exponent.
@@ -334,7 +352,7 @@ func expected(k kinds) string {
 	for _, kn := range [...]struct {
 		k    kinds
 		name string
-	}{{kString, "string"}, {kNumber, "number"}, {kInteger, "integer"}, {kBool, "boolean"}, {kObject, "object"}, {kArray, "array"}} {
+	}{{kString, "string"}, {kNumber, "number"}, {kInteger, "integer"}, {kWhole, "integer"}, {kBool, "boolean"}, {kObject, "object"}, {kArray, "array"}} {
 		if k&kn.k != 0 {
 			names = append(names, article(kn.name))
 		}

@@ -106,7 +106,7 @@ func TestRightKindAccepted(t *testing.T) {
 		`"modalities":["text"]`, `"audio":{"voice":"alloy","format":"wav"}`, `"prediction":{"type":"content","content":"x"}`,
 		`"web_search_options":{}`, `"reasoning_effort":"low"`, `"service_tier":"auto"`, `"verbosity":"low"`,
 		`"prompt_cache_key":"k"`, `"safety_identifier":"s"`, `"n_probs":"anything"`, `"N":"2"`,
-		`"top_k":40`, `"top_k":-1`, `"top_k":null`, `"min_p":0.05`, `"min_p":0`, `"repeat_penalty":1.1`, `"repeat_penalty":1`,
+		`"top_k":40`, `"top_k":-1`, `"top_k":40.0`, `"top_k":1e2`, `"top_k":null`, `"min_p":0.05`, `"min_p":0`, `"repeat_penalty":1.1`, `"repeat_penalty":1`,
 		// openai-agents' LitellmModel sends the Responses shape when a reasoning summary is asked
 		// for, and LiteLLM forwards it to an OpenAI-compatible base URL as it is.
 		`"reasoning_effort":{"effort":"high","summary":"auto"}`,

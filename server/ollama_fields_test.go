@@ -119,3 +119,35 @@ func TestOllamaSamplingOptions(t *testing.T) {
 		t.Errorf("a refused request reached an upstream (%d asks)", after-before)
 	}
 }
+
+// TestOllamaTopKWholeNumber: a top_k written as a whole number with a fraction or an exponent
+// (40.0, as a Python client that computed it sends it; 1e2) is read as that integer by Ollama
+// (its options take any JSON number for an integer), vLLM (pydantic's lax int) and llama-server
+// alike, so the gateway serves it on either adapter, and sends Ollama the integer; before, it
+// was refused as no integer. A fraction (40.5), which Ollama would cut without a word and vLLM
+// refuses, is still refused naming top_k.
+func TestOllamaTopKWholeNumber(t *testing.T) {
+	g, oll, _ := ollamaAndOpenAI(t)
+	const msgs = `"messages":[{"role":"user","content":"x"}]`
+	for _, tt := range []struct {
+		value string
+		want  float64
+	}{{"40.0", 40}, {"1e2", 100}, {"-1.0", -1}, {"4.0E1", 40}} {
+		rep := g.post(t, "/v1/chat/completions", `{"model":"olla","top_k":`+tt.value+`,`+msgs+`}`)
+		if rep.status != 200 {
+			t.Fatalf("top_k %s on ollama: %d %s", tt.value, rep.status, rep.body)
+		}
+		if diff := cmp.Diff(map[string]any{"top_k": tt.want}, oll.lastBody(t)["options"]); diff != "" {
+			t.Errorf("top_k %s: options (-want +got):\n%s", tt.value, diff)
+		}
+		if rep := g.post(t, "/v1/chat/completions", `{"model":"oai","top_k":`+tt.value+`,`+msgs+`}`); rep.status != 200 {
+			t.Errorf("top_k %s on openai: %d %s", tt.value, rep.status, rep.body)
+		}
+	}
+	for _, route := range []string{"olla", "oai"} {
+		rep := g.post(t, "/v1/chat/completions", `{"model":"`+route+`","top_k":40.5,`+msgs+`}`)
+		if rep.status != 400 || rep.errorField(t, "param") != "top_k" || rep.errorField(t, "code") != "invalid_type" {
+			t.Errorf("top_k 40.5 on %s: %d %s", route, rep.status, rep.body)
+		}
+	}
+}

@@ -337,8 +337,8 @@ func (a *openaiOllama) ollamaSampling(body []byte, o *ollamaOptions) (keepAlive 
 		case "top_k":
 			o.TopK = nil
 			if v[0] != 'n' {
-				n, err := strconv.ParseInt(string(v), 10, 64)
-				if err != nil {
+				n, ok := wholeNumber(v)
+				if !ok {
 					return nil, a.outOfRange("top_k", v, "an integer")
 				}
 				o.TopK = &n
@@ -357,6 +357,20 @@ func (a *openaiOllama) ollamaSampling(body []byte, o *ollamaOptions) (keepAlive 
 			}
 		}
 	}
+}
+
+// wholeNumber is the JSON number v as an int64 when its value is a whole number in int64's
+// range, however it is written: 40, or 40.0 and 1e2, which Ollama's options read as 40 and 100
+// (TestOllamaTopKWholeNumber).
+func wholeNumber(v []byte) (int64, bool) {
+	if n, err := strconv.ParseInt(string(v), 10, 64); err == nil {
+		return n, true
+	}
+	f, err := strconv.ParseFloat(string(v), 64)
+	if err != nil || f != math.Trunc(f) || f < math.MinInt64 || f >= math.MaxInt64 {
+		return 0, false
+	}
+	return int64(f), true
 }
 
 // floatField is the number v of the field name, nil for null.

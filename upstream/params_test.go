@@ -46,6 +46,7 @@ func TestOllamaParams(t *testing.T) {
 		// The sampling fields Ollama adds, which homelab clients send in the body (as LiteLLM's
 		// extra parameters): options, or keep_alive at the top (TestOllamaSamplingOptions).
 		{"top_k", `"top_k":40`, `,"options":{"top_k":40},"stream":false}`},
+		{"top_k a whole number written otherwise", `"top_k":4.0e1`, `,"options":{"top_k":40},"stream":false}`},
 		{"min_p and repeat_penalty", `"min_p":0.05,"repeat_penalty":1.1`, `,"options":{"min_p":0.05,"repeat_penalty":1.1},"stream":false}`},
 		{"top_k 0 and min_p 0 are values", `"top_k":0,"min_p":0`, `,"options":{"top_k":0,"min_p":0},"stream":false}`},
 		{"beside the OpenAI options", `"temperature":0.7,"top_k":20,"top_p":0.8`,
@@ -106,6 +107,7 @@ func TestOllamaSamplingRefused(t *testing.T) {
 		{"keep_alive", `{"m":5}`, "invalid_type"},
 		{"keep_alive", `1e300`, "invalid_value"},
 		{"top_k", `99999999999999999999`, "invalid_value"},
+		{"top_k", `1e30`, "invalid_value"},
 		{"min_p", `1e400`, "invalid_value"},
 		{"repeat_penalty", `-1e400`, "invalid_value"},
 	} {
