@@ -22,7 +22,10 @@ func embeddingWidth(v []byte) (int, error) {
 	case len(v) > 0 && v[0] == '[':
 		it := jsonx.Array(v, false)
 		n := 0
-		for _, _, ok := it.Next(); ok; _, _, ok = it.Next() {
+		for _, e, ok := it.Next(); ok; _, e, ok = it.Next() {
+			if !isNumber(e) {
+				return 0, errNoWidth
+			}
 			n++
 		}
 		if !it.Done() {
@@ -39,14 +42,40 @@ func embeddingWidth(v []byte) (int, error) {
 			}
 			s = u
 		}
-		s = bytes.TrimRight(s, "=")
-		n := len(s) * 6 / 8 // whole bytes the characters hold, padded or not
-		if n%4 != 0 {
+		n, ok := base64Len(s)
+		if !ok || n%4 != 0 {
 			return 0, errNoWidth
 		}
 		return n / 4, nil
 	}
 	return 0, errNoWidth
+}
+
+// isNumber reports whether the JSON value e (validated or not) is a number: an element of a
+// vector. An array of anything else (strings, nulls, a vector per token as a server without
+// pooling answers) has no width however many elements it has.
+func isNumber(e []byte) bool {
+	return len(e) > 0 && (e[0] == '-' || e[0] >= '0' && e[0] <= '9')
+}
+
+// base64Len is how many bytes the standard base64 text s (padded or not) encodes, found from
+// its length and padding, with every character checked against the alphabet so that a string
+// that is no base64 is not given a width. ok is false for a character outside it, padding
+// anywhere but at the end or more than two of it, or a length no encoding has.
+func base64Len(s []byte) (n int, ok bool) {
+	pad := 0
+	for len(s) > 0 && s[len(s)-1] == '=' {
+		s, pad = s[:len(s)-1], pad+1
+	}
+	if pad > 2 || len(s)%4 == 1 || pad > 0 && (len(s)+pad)%4 != 0 {
+		return 0, false
+	}
+	for _, c := range s {
+		if !(c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '+' || c == '/') {
+			return 0, false
+		}
+	}
+	return len(s) * 6 / 8, true
 }
 
 // widthError is the failure of an answer whose embeddings are width wide where the request asked

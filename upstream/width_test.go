@@ -17,7 +17,13 @@ func TestEmbeddingWidth(t *testing.T) {
 	}{
 		{`[0.5, -1e-3, 2]`, 3},
 		{` [ ] `, 0},
-		{`[[1],[2]]`, 2},
+		{`[1e5, -2E-3, 0.5e+2, 0]`, 4},
+		// Not a vector: elements that are no numbers (a per-token array of vectors, as a server
+		// without pooling answers; strings; nulls) count nothing, however many there are.
+		{`[[1],[2]]`, -1},
+		{`["a","b"]`, -1},
+		{`[1,null]`, -1},
+		{`[true]`, -1},
 		{b64(1), 1},
 		{b64(2), 2},
 		{b64(3), 3},
@@ -27,6 +33,15 @@ func TestEmbeddingWidth(t *testing.T) {
 		{`"AAC\/PwAAAMA="`, 2}, // an escaped slash
 		{`""`, 0},
 		{`"AAAA"`, -1}, // 3 bytes: not float32s
+		// Not base64: a length no encoding has (17 characters), a character outside the
+		// alphabet, padding before the end or too much of it.
+		{`"AAAAAAAAAAAAAAAAA"`, -1},
+		{`"AAAA!AAAAAAAAAAA"`, -1},
+		{`"AAA-AAA_AAAAAAAA"`, -1},
+		{`"AA==AAAAAAAAAAAA"`, -1},
+		{`"AAAAAAAAAAAAAAAA===="`, -1},
+		{`"AAAAAAAAAAAAAAAAAAAAA"`, -1}, // 21 characters, a length no encoding has, padded or not
+		{`"AAAAAAAAAAAAAAAAAAAAA="`, -1},
 		{`null`, -1},
 		{`4`, -1},
 		{`{"a":1}`, -1},
@@ -61,6 +76,8 @@ func TestCheckWidths(t *testing.T) {
 		{"data nested elsewhere is not it", `{"x":{"data":[{"embedding":[1]}]},"data":[{"embedding":[3,4]}]}`, "ok"},
 		{"no embedding", `{"data":[{"index":0}]}`, "protocol"},
 		{"an embedding of no width", `{"data":[{"embedding":null}]}`, "protocol"},
+		{"a vector per token is no embedding", `{"data":[{"embedding":[[1,2],[3,4]]}]}`, "protocol"},
+		{"a string of the width that is no base64", `{"data":[{"embedding":"AAAA!AAAAAA="}]}`, "protocol"},
 		{"data cut short", `{"data":[{"embedding":[1,2]},`, "protocol"},
 	}
 	for _, tt := range tests {
