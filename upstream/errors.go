@@ -260,7 +260,7 @@ func retryAfter(v string, now func() time.Time) time.Duration {
 		return 0
 	}
 	if secs, err := strconv.ParseFloat(v, 64); err == nil {
-		if secs <= 0 || secs > maxRetryAfter.Seconds() {
+		if !(secs > 0 && secs <= maxRetryAfter.Seconds()) { // so that NaN is refused too
 			return 0
 		}
 		return time.Duration(secs * float64(time.Second))

@@ -442,6 +442,10 @@ func TestRetryAfter(t *testing.T) {
 		{"Friday, 02-Jan-26 15:04:15 GMT", 10 * time.Second},
 		{"Fri, 31 Dec 9999 23:59:59 GMT", 0}, // absurd
 		{"soon", 0},
+		// strconv.ParseFloat reads these too: NaN passed both bounds and became a wait of
+		// about -292 years.
+		{"NaN", 0},
+		{"Inf", 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.in, func(t *testing.T) {
