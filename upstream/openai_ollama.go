@@ -496,7 +496,8 @@ func (a *openaiOllama) message(i int, m *core.Message, callNames map[string]stri
 // messages carry the tool's name and no call id, and the model's template pairs each result with
 // the call in the same place: two calls of one tool (the weather in two cities) answered in
 // another order than they were made were read as each other's answers, without a word
-// (TestOllamaToolResultsInCallOrder). Ollama's own OpenAI endpoint orders them so too. Only a
+// (TestOllamaToolResultsInCallOrder). (Whether Ollama's own OpenAI endpoint reorders them was
+// not confirmed.) Only a
 // run that answers each call exactly once by tool_call_id is reordered; one that does not (a
 // result missing or extra, an id unknown, repeated or empty) cannot be matched to the calls, and
 // stays as the client ordered it, which is all Ollama then has to go by. A run already in order,
