@@ -126,8 +126,8 @@ func transportError(ctx context.Context, t *core.Target, err error) error {
 
 // statusError reads a non-2xx answer into a *core.StatusError. The body is closed. The header
 // is read, and copied, first: the synchronous client's next answer on the connection may reuse
-// its map once the body has ended. A 429 without a Retry-After header takes its wait from the
-// headers an aggregator relays in the body instead (bodyRetryAfter).
+// its map once the body has ended. A 429 without a readable Retry-After header takes its wait
+// from the headers an aggregator relays in the body instead (bodyRetryAfter).
 func statusError(t *core.Target, resp *http.Response, now func() time.Time) *core.StatusError {
 	ra := resp.Header.Get("Retry-After")
 	e := &core.StatusError{
@@ -140,7 +140,8 @@ func statusError(t *core.Target, resp *http.Response, now func() time.Time) *cor
 	_ = resp.Body.Close()
 	e.Body = body
 	e.Message, e.Type, e.Code, e.Param = errorFields(body)
-	if e.Status == http.StatusTooManyRequests && strings.TrimSpace(ra) == "" {
+	if e.Status == http.StatusTooManyRequests && e.RetryAfter <= 0 {
+		// No header, or one that says no wait (unreadable, past, absurd): the body may.
 		e.RetryAfter = bodyRetryAfter(body, now)
 	}
 	return e

@@ -18,7 +18,7 @@ func openRouter429(reset string) string {
 		`{"X-RateLimit-Limit":"20","X-RateLimit-Remaining":"0","X-RateLimit-Reset":` + reset + `},"provider_name":null}},"user_id":"user_1"}`
 }
 
-// TestRetryAfterFromBodyReset: a 429 without a Retry-After header takes its wait from the
+// TestRetryAfterFromBodyReset: a 429 without a readable Retry-After header takes its wait from the
 // X-RateLimit-Reset that OpenRouter relays in the error's metadata, read as a Retry-After is:
 // relative to the injected clock, nothing when in the past, unreadable or absurd, and never over
 // a Retry-After header the answer has of its own.
@@ -37,6 +37,8 @@ func TestRetryAfterFromBodyReset(t *testing.T) {
 		{"reset as a number", 429, "", openRouter429(strconv.FormatInt(fixedNow().Add(1500*time.Millisecond).UnixMilli(), 10)), 1500 * time.Millisecond},
 		{"a day ahead (free-models-per-day)", 429, "", strings.Replace(openRouter429(ms(9*time.Hour)), "per-min", "per-day", 1), 9 * time.Hour},
 		{"the header wins", 429, "5", openRouter429(ms(40 * time.Second)), 5 * time.Second},
+		{"an unreadable header does not hide the body's", 429, "soon", openRouter429(ms(40 * time.Second)), 40 * time.Second},
+		{"a header in the past does not either", 429, "Mon, 01 Jan 2001 00:00:00 GMT", openRouter429(ms(40 * time.Second)), 40 * time.Second},
 		{"reset in the past", 429, "", openRouter429(ms(-time.Second)), 0},
 		{"reset now", 429, "", openRouter429(ms(0)), 0},
 		{"reset in seconds, not milliseconds, is long past", 429, "", openRouter429(strconv.Quote(strconv.FormatInt(fixedNow().Add(time.Minute).Unix(), 10))), 0},
