@@ -19,6 +19,7 @@ import (
 	"github.com/hayula/gateway/core"
 	"github.com/hayula/gateway/errmap"
 	"github.com/hayula/gateway/filter"
+	"github.com/hayula/gateway/health"
 	"github.com/hayula/gateway/metrics"
 	"github.com/hayula/gateway/upstream"
 )
@@ -530,6 +531,14 @@ func (s *Server) once(ctx context.Context, t *core.Target, req *core.Request, cl
 		a.dec = errmap.ClassifyFor(ctx, err)
 		a.err = err
 		s.health.Report(t, a.dec.Class, a.dec.RetryAfter)
+		if a.dec.Class == core.ClassLoading && a.dec.RetryAfter <= 0 {
+			// Loading without a Retry-After (SAIF's or llama-server's bare 503): the client is told
+			// the wait health now holds the target back for, as a request after it would be.
+			a.dec.RetryAfter = health.DefaultLoadingRetry
+			if l, until := s.health.Loading(t); l {
+				a.dec.RetryAfter = max(until.Sub(s.clock.Now()), time.Second)
+			}
+		}
 		s.metrics.Attempt(t.Index, a.dec.Class, 0)
 		return a
 	}
