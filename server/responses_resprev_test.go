@@ -27,3 +27,40 @@ func TestResponsesMaxOutputTokensErrorsNameIt(t *testing.T) {
 		}
 	}
 }
+
+// TestResponsesReasoningField: the thinking of an upstream that names it "reasoning" (vLLM's
+// newer OpenAI server, Ollama's /v1) is the reasoning item, whole and streamed, as
+// reasoning_content is; one that sends both fields with the same text gives it once, and a
+// "reasoning" that is not a string is left alone.
+func TestResponsesReasoningField(t *testing.T) {
+	for name, delta := range map[string]string{
+		"reasoning": `"reasoning":"hm"`,
+		"both":      `"reasoning":"hm","reasoning_content":"hm"`,
+		"object":    `"reasoning":{"effort":"low"},"reasoning_content":"hm"`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			g, up := oneTarget(t)
+			up.set(wholeOrStream(
+				`{"id":"c1","object":"chat.completion","model":"m","choices":[{"index":0,"message":{"role":"assistant",`+delta+`,"content":"ok"},"finish_reason":"stop"}]}`,
+				`{"index":0,"delta":{"role":"assistant",`+delta+`}}`,
+				`{"index":0,"delta":{`+delta+`}}`,
+				`{"index":0,"delta":{"content":"ok"},"finish_reason":"stop"}`))
+			c := sdkClient(g, "unused")
+			p := responses.ResponseNewParams{Model: "r", Input: responses.ResponseNewParamsInputUnion{OfString: openai.String("hi")}}
+			whole, err := c.Responses.New(context.Background(), p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(whole.Output) != 2 || whole.Output[0].Type != "reasoning" || len(whole.Output[0].Content) != 1 ||
+				whole.Output[0].Content[0].Text != "hm" || whole.OutputText() != "ok" {
+				t.Errorf("whole %s", whole.RawJSON())
+			}
+			st := c.Responses.NewStreaming(context.Background(), p)
+			_, _, last := collect(t, st)
+			if len(last.Output) != 2 || last.Output[0].Type != "reasoning" || len(last.Output[0].Content) != 1 ||
+				last.Output[0].Content[0].Text != "hmhm" || last.OutputText() != "ok" {
+				t.Errorf("streamed %s", last.RawJSON())
+			}
+		})
+	}
+}

@@ -192,8 +192,11 @@ type chatDelta struct {
 	// ReasoningContent is a reasoning model's thinking: DeepSeek's field, which the upstream
 	// package also moves a think-tags target's <think> block into.
 	ReasoningContent *string `json:"reasoning_content"`
-	Refusal          *string `json:"refusal"`
-	ToolCalls        []struct {
+	// Reasoning is the same thinking as vLLM's newer OpenAI server and Ollama's /v1 name it;
+	// raw, so that another server's object there is ignored rather than failing the chunk.
+	Reasoning json.RawMessage `json:"reasoning"`
+	Refusal   *string         `json:"refusal"`
+	ToolCalls []struct {
 		Index    int    `json:"index"`
 		ID       string `json:"id"`
 		Function struct {
@@ -201,6 +204,21 @@ type chatDelta struct {
 			Arguments string `json:"arguments"`
 		} `json:"function"`
 	} `json:"tool_calls"`
+}
+
+// thinking is the delta's (or message's) reasoning: reasoning_content, or when that is empty
+// reasoning, read only when it is a string. A server that sends both (vLLM while it moved from
+// one name to the other) sends the same text in each: it is taken once
+// (TestResponsesReasoningField).
+func (d *chatDelta) thinking() string {
+	if d.ReasoningContent != nil && *d.ReasoningContent != "" {
+		return *d.ReasoningContent
+	}
+	if len(d.Reasoning) > 0 && d.Reasoning[0] == '"' {
+		s, _ := jsonx.Unquote(d.Reasoning)
+		return s
+	}
+	return ""
 }
 
 type chatUsage struct {
@@ -389,9 +407,9 @@ func (b *responsesWriter) writeWhole() {
 			b.reason = *c.FinishReason
 		}
 		m := c.Message
-		if m.ReasoningContent != nil && *m.ReasoningContent != "" {
+		if th := m.thinking(); th != "" {
 			output = append(output, &outputReasoning{ID: newID("rs_"), Type: "reasoning", Status: "completed",
-				Summary: []any{}, Content: []reasoningText{{Type: "reasoning_text", Text: *m.ReasoningContent}}})
+				Summary: []any{}, Content: []reasoningText{{Type: "reasoning_text", Text: th}}})
 		}
 		var content []any
 		if m.Content != nil && *m.Content != "" || len(m.ToolCalls) == 0 && (m.Refusal == nil || *m.Refusal == "") {
@@ -515,8 +533,8 @@ func (b *responsesWriter) onChunk(p []byte) {
 		return
 	}
 	ch := c.Choices[0]
-	if d := ch.Delta.ReasoningContent; d != nil && *d != "" {
-		b.thinkDelta(*d)
+	if d := ch.Delta.thinking(); d != "" {
+		b.thinkDelta(d)
 	}
 	if d := ch.Delta.Content; d != nil && *d != "" {
 		b.partDelta(false, *d)
