@@ -64,3 +64,27 @@ func TestResponsesReasoningField(t *testing.T) {
 		})
 	}
 }
+
+// TestResponsesObjectArguments: a call whose arguments an upstream gave as a JSON object (TGI's
+// older answers) is a function_call with those arguments as text, not a 502 (whole) or a chunk
+// dropped without a word (streamed).
+func TestResponsesObjectArguments(t *testing.T) {
+	g, up := oneTarget(t)
+	up.set(wholeOrStream(
+		`{"id":"c1","object":"chat.completion","model":"m","choices":[{"index":0,"message":{"role":"assistant","content":null,"tool_calls":[{"id":"call_1","type":"function","function":{"name":"f","arguments":{"a": 1}}}]},"finish_reason":"tool_calls"}]}`,
+		`{"index":0,"delta":{"role":"assistant","tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":"f","arguments":{"a": 1}}}]},"finish_reason":"tool_calls"}`))
+	c := sdkClient(g, "unused")
+	p := responses.ResponseNewParams{Model: "r", Input: responses.ResponseNewParamsInputUnion{OfString: openai.String("hi")},
+		Tools: []responses.ToolUnionParam{responses.ToolParamOfFunction("f", map[string]any{"type": "object"}, false)}}
+	whole, err := c.Responses.New(context.Background(), p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := c.Responses.NewStreaming(context.Background(), p)
+	_, _, streamed := collect(t, st)
+	for name, r := range map[string]*responses.Response{"whole": whole, "streamed": &streamed} {
+		if len(r.Output) != 1 || r.Output[0].AsFunctionCall().Arguments != `{"a":1}` || r.Output[0].AsFunctionCall().CallID != "call_1" {
+			t.Errorf("%s %s", name, r.RawJSON())
+		}
+	}
+}

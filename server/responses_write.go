@@ -200,10 +200,35 @@ type chatDelta struct {
 		Index    int    `json:"index"`
 		ID       string `json:"id"`
 		Function struct {
-			Name      string `json:"name"`
-			Arguments string `json:"arguments"`
+			Name      string    `json:"name"`
+			Arguments arguments `json:"arguments"`
 		} `json:"function"`
 	} `json:"tool_calls"`
+}
+
+// arguments are a tool call's arguments: a string, as chat has them, or the JSON text of another
+// value (an object, as TGI's older answers give them), which would otherwise fail the answer
+// whole, or drop the chunk that carries it (TestResponsesObjectArguments).
+type arguments string
+
+func (a *arguments) UnmarshalJSON(v []byte) error {
+	switch {
+	case string(v) == "null":
+		*a = ""
+	case len(v) > 0 && v[0] == '"':
+		var s string
+		if err := json.Unmarshal(v, &s); err != nil {
+			return err
+		}
+		*a = arguments(s)
+	default:
+		var c bytes.Buffer
+		if err := json.Compact(&c, v); err != nil {
+			return err
+		}
+		*a = arguments(c.String())
+	}
+	return nil
 }
 
 // thinking is the delta's (or message's) reasoning: reasoning_content, or when that is empty
@@ -429,7 +454,7 @@ func (b *responsesWriter) writeWhole() {
 		}
 		for _, tc := range m.ToolCalls {
 			output = append(output, functionCall{ID: newID("fc_"), Type: "function_call", Status: "completed",
-				CallID: callID(tc.ID), Name: tc.Function.Name, Arguments: tc.Function.Arguments})
+				CallID: callID(tc.ID), Name: tc.Function.Name, Arguments: string(tc.Function.Arguments)})
 		}
 	}
 	body, _ := json.Marshal(b.response("completed", output))
@@ -543,7 +568,7 @@ func (b *responsesWriter) onChunk(p []byte) {
 		b.partDelta(true, *d)
 	}
 	for _, tc := range ch.Delta.ToolCalls {
-		b.callDelta(tc.Index, tc.ID, tc.Function.Name, tc.Function.Arguments)
+		b.callDelta(tc.Index, tc.ID, tc.Function.Name, string(tc.Function.Arguments))
 	}
 	if ch.FinishReason != nil && *ch.FinishReason != "" {
 		b.reason = *ch.FinishReason
