@@ -66,9 +66,15 @@ func (s *Server) decodeResponses(r *http.Request, body []byte, st *reqState) (*c
 		return nil, e
 	}
 	req, e := decodeChat(r, chat, st, s.names)
-	if e != nil && e.Param == "tool_choice.function.name" {
+	switch {
+	case e == nil:
+	case e.Param == "tool_choice.function.name":
 		// The Responses shape names its function at the top: {"type":"function","name":…}.
 		e.Param, e.Message = "tool_choice.name", strings.Replace(e.Message, "'tool_choice.function.name'", "'tool_choice.name'", 1)
+	case e.Param == "max_tokens" && b.echo.MaxOutputTokens != nil:
+		// The bridge's max_tokens is the client's max_output_tokens: the error names what was sent
+		// (TestResponsesMaxOutputTokensErrorsNameIt).
+		e.Param, e.Message = "max_output_tokens", strings.ReplaceAll(e.Message, "max_tokens", "max_output_tokens")
 	}
 	return req, e
 }

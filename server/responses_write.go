@@ -192,15 +192,58 @@ type chatDelta struct {
 	// ReasoningContent is a reasoning model's thinking: DeepSeek's field, which the upstream
 	// package also moves a think-tags target's <think> block into.
 	ReasoningContent *string `json:"reasoning_content"`
-	Refusal          *string `json:"refusal"`
-	ToolCalls        []struct {
+	// Reasoning is the same thinking as vLLM's newer OpenAI server and Ollama's /v1 name it;
+	// raw, so that another server's object there is ignored rather than failing the chunk.
+	Reasoning json.RawMessage `json:"reasoning"`
+	Refusal   *string         `json:"refusal"`
+	ToolCalls []struct {
 		Index    int    `json:"index"`
 		ID       string `json:"id"`
 		Function struct {
-			Name      string `json:"name"`
-			Arguments string `json:"arguments"`
+			Name      string    `json:"name"`
+			Arguments arguments `json:"arguments"`
 		} `json:"function"`
 	} `json:"tool_calls"`
+}
+
+// arguments are a tool call's arguments: a string, as chat has them, or the JSON text of another
+// value (an object, as TGI's older answers give them), which would otherwise fail the answer
+// whole, or drop the chunk that carries it (TestResponsesObjectArguments).
+type arguments string
+
+func (a *arguments) UnmarshalJSON(v []byte) error {
+	switch {
+	case string(v) == "null":
+		*a = ""
+	case len(v) > 0 && v[0] == '"':
+		var s string
+		if err := json.Unmarshal(v, &s); err != nil {
+			return err
+		}
+		*a = arguments(s)
+	default:
+		var c bytes.Buffer
+		if err := json.Compact(&c, v); err != nil {
+			return err
+		}
+		*a = arguments(c.String())
+	}
+	return nil
+}
+
+// thinking is the delta's (or message's) reasoning: reasoning_content, or when that is empty
+// reasoning, read only when it is a string. A server that sends both (vLLM while it moved from
+// one name to the other) sends the same text in each: it is taken once
+// (TestResponsesReasoningField).
+func (d *chatDelta) thinking() string {
+	if d.ReasoningContent != nil && *d.ReasoningContent != "" {
+		return *d.ReasoningContent
+	}
+	if len(d.Reasoning) > 0 && d.Reasoning[0] == '"' {
+		s, _ := jsonx.Unquote(d.Reasoning)
+		return s
+	}
+	return ""
 }
 
 type chatUsage struct {
@@ -389,9 +432,9 @@ func (b *responsesWriter) writeWhole() {
 			b.reason = *c.FinishReason
 		}
 		m := c.Message
-		if m.ReasoningContent != nil && *m.ReasoningContent != "" {
+		if th := m.thinking(); th != "" {
 			output = append(output, &outputReasoning{ID: newID("rs_"), Type: "reasoning", Status: "completed",
-				Summary: []any{}, Content: []reasoningText{{Type: "reasoning_text", Text: *m.ReasoningContent}}})
+				Summary: []any{}, Content: []reasoningText{{Type: "reasoning_text", Text: th}}})
 		}
 		var content []any
 		if m.Content != nil && *m.Content != "" || len(m.ToolCalls) == 0 && (m.Refusal == nil || *m.Refusal == "") {
@@ -411,7 +454,7 @@ func (b *responsesWriter) writeWhole() {
 		}
 		for _, tc := range m.ToolCalls {
 			output = append(output, functionCall{ID: newID("fc_"), Type: "function_call", Status: "completed",
-				CallID: callID(tc.ID), Name: tc.Function.Name, Arguments: tc.Function.Arguments})
+				CallID: callID(tc.ID), Name: tc.Function.Name, Arguments: string(tc.Function.Arguments)})
 		}
 	}
 	body, _ := json.Marshal(b.response("completed", output))
@@ -515,8 +558,8 @@ func (b *responsesWriter) onChunk(p []byte) {
 		return
 	}
 	ch := c.Choices[0]
-	if d := ch.Delta.ReasoningContent; d != nil && *d != "" {
-		b.thinkDelta(*d)
+	if d := ch.Delta.thinking(); d != "" {
+		b.thinkDelta(d)
 	}
 	if d := ch.Delta.Content; d != nil && *d != "" {
 		b.partDelta(false, *d)
@@ -525,7 +568,7 @@ func (b *responsesWriter) onChunk(p []byte) {
 		b.partDelta(true, *d)
 	}
 	for _, tc := range ch.Delta.ToolCalls {
-		b.callDelta(tc.Index, tc.ID, tc.Function.Name, tc.Function.Arguments)
+		b.callDelta(tc.Index, tc.ID, tc.Function.Name, string(tc.Function.Arguments))
 	}
 	if ch.FinishReason != nil && *ch.FinishReason != "" {
 		b.reason = *ch.FinishReason
