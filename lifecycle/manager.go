@@ -1,6 +1,7 @@
 package lifecycle
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -299,7 +300,8 @@ func (m *Manager) startPinnedLocked() {
 // nothing. A member whose Spec is unchanged (every field, since each shapes the process or its
 // supervision) and whose pinning is unchanged keeps its process and its state: ready or not, its
 // idle timer, its place in the LRU order, its counts; a new group's slots apply to it from now on
-// (a group now smaller than it has running shrinks as members stop, nothing is evicted for it).
+// (a group now smaller than it has running shrinks as members stop, nothing is evicted for the
+// reload itself; a member started into it later evicts as many as it takes to fit).
 // Every other member is retired: Ensure no longer hands it out (a call waiting for it waits for
 // the new member of its name instead), and its process is stopped as soon as no attempt holds it,
 // at once when none does, and it is not restarted if it crashes meanwhile. Until it has stopped it
@@ -738,19 +740,22 @@ func (m *Manager) leaveLine(mem *member) {
 }
 
 // reserveLocked claims a slot for a stopped member and starts its supervisor; if the group is full
-// it picks the least recently used idle unpinned member to stop first. It reports false, changing
-// nothing, when the group is full of members that cannot be evicted now.
+// it picks the least recently used idle unpinned members to stop first, as many as it takes for
+// the member to fit (more than one when a reload shrank the group below what runs). It reports
+// false, changing nothing, when the group is full of members that cannot be evicted now.
 func (m *Manager) reserveLocked(mem *member) bool {
-	var victim *member
-	if g := mem.group; g != nil && m.occupiedLocked(g) >= g.spec.Slots {
-		if victim = m.lruEvictableLocked(g, mem); victim == nil {
-			return false
+	var victims []*member
+	if g := mem.group; g != nil {
+		if need := m.occupiedLocked(g) - g.spec.Slots + 1; need > 0 {
+			if victims = m.lruEvictableLocked(g, mem, need); len(victims) < need {
+				return false
+			}
 		}
 	}
 	var after []<-chan struct{}
-	if victim != nil {
-		// The newcomer counts in the slot from now on; the physical swap waits for the victim to
-		// exit so that memory is never held by slots+1 processes.
+	for _, victim := range victims {
+		// The newcomer counts in the slot from now on; the physical swap waits for the victims
+		// to exit so that memory is never held by more than slots processes.
 		victim.replaced = true
 		after = append(after, victim.done)
 		m.stopLocked(victim, "evicted for "+mem.spec.Name)
@@ -791,11 +796,11 @@ func (m *Manager) occupiedLocked(g *group) int {
 	return n
 }
 
-// lruEvictableLocked returns the least recently used member of g that may be stopped now:
-// unpinned, not in use nor waited for, and running or waiting to restart (a starting member is
-// about to serve).
-func (m *Manager) lruEvictableLocked(g *group, except *member) *member {
-	var best *member
+// lruEvictableLocked returns up to n of the least recently used members of g that may be stopped
+// now, least recent first: unpinned, not in use nor waited for, and running or waiting to restart
+// (a starting member is about to serve).
+func (m *Manager) lruEvictableLocked(g *group, except *member, n int) []*member {
+	var can []*member
 	for _, mem := range g.members {
 		if mem == except || mem.pinned || mem.busy > 0 || mem.waiting > 0 {
 			continue
@@ -803,11 +808,10 @@ func (m *Manager) lruEvictableLocked(g *group, except *member) *member {
 		if mem.state != StateReady && mem.state != StateBackoff {
 			continue
 		}
-		if best == nil || mem.seq < best.seq {
-			best = mem
-		}
+		can = append(can, mem)
 	}
-	return best
+	slices.SortStableFunc(can, func(a, b *member) int { return cmp.Compare(a.seq, b.seq) })
+	return can[:min(n, len(can))]
 }
 
 func (m *Manager) stopLocked(mem *member, reason string) {
