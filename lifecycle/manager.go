@@ -285,6 +285,15 @@ func (m *Manager) Start(ctx context.Context) error {
 	}
 }
 
+// startPinnedLaterLocked is startPinnedLocked once the manager runs (Start has run, no Drain nor
+// Close): for when a slot may have become free, or a member evictable, after a pinned member that
+// a Reload added found its group full of members that could not be evicted.
+func (m *Manager) startPinnedLaterLocked() {
+	if m.started && !m.closed && !m.stopping {
+		m.startPinnedLocked()
+	}
+}
+
 // startPinnedLocked starts the pinned members that are stopped, where their group has room.
 func (m *Manager) startPinnedLocked() {
 	for _, g := range m.groups {
@@ -308,8 +317,9 @@ func (m *Manager) startPinnedLocked() {
 // keeps its place in the slots of the group of its name, and the new member of its name, in a
 // group or not, starts only once it has gone: a changed member's new process never runs beside
 // its old one. New pinned members
-// are started as Start starts them, once Start has run; the state file is not read again, and
-// Options do not change.
+// are started as Start starts them, once Start has run (one whose group is full of members in use
+// starts as soon as one of them can be evicted); the state file is not read again, and Options do
+// not change.
 func (m *Manager) Reload(specs []Spec, groups []GroupSpec) error {
 	if err := validate(specs, groups); err != nil {
 		return err
@@ -605,7 +615,8 @@ func (m *Manager) unwait(mem *member) {
 	defer m.mu.Unlock()
 	mem.waiting--
 	if mem.waiting == 0 {
-		// A request waiting for a slot may now evict this member.
+		// A request, or a pinned member, waiting for a slot may now evict this member.
+		m.startPinnedLaterLocked()
 		m.broadcastLocked()
 	}
 }
@@ -630,6 +641,10 @@ func (m *Manager) release(mem *member, port int) {
 	// for idle_stop is not loaded again only to be stopped.
 	if mem.busy == 0 && (mem.state == StateReady || mem.state == StateBackoff) {
 		m.armIdleLocked(mem)
+	}
+	if mem.busy == 0 {
+		// A pinned member that found its group full of members in use may evict this one now.
+		m.startPinnedLaterLocked()
 	}
 	// A request waiting for a slot may now evict this member.
 	m.broadcastLocked()

@@ -193,10 +193,8 @@ func (m *Manager) finish(mem *member, err error) {
 		mem.idle.Stop()
 		mem.idle = nil
 	}
-	if mem.retired && m.started && !m.closed && !m.stopping {
-		// Its slot is free now: a pinned member that a Reload added may have waited for it.
-		m.startPinnedLocked()
-	}
+	// Its slot is free now: a pinned member that a Reload added may have waited for it.
+	m.startPinnedLaterLocked()
 	m.broadcastLocked()
 	m.mu.Unlock()
 	m.save()
@@ -343,6 +341,11 @@ func (m *Manager) runOnce(mem *member, stop <-chan struct{}, restart bool) runRe
 		}
 		if mem.busy == 0 {
 			m.armIdleLocked(mem)
+			if mem.waiting == 0 {
+				// Started for nobody (pre-warmed): evictable from now on, for a pinned member
+				// that a Reload added as well.
+				m.startPinnedLaterLocked()
+			}
 		}
 		m.broadcastLocked()
 	}
