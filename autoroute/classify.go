@@ -407,6 +407,8 @@ type scratch struct {
 
 	clause        int32
 	arabic, latin int
+	// negSteps counts the cues score compared with a hit, for TestNegationCheckLinear.
+	negSteps int
 	// noLatin is where scan's last look for a Latin letter ahead (latinAhead) ended without one.
 	noLatin int
 	// collect, when set, is the collector that collect hands the words to; it counts breaks too.
@@ -796,11 +798,23 @@ func (c *Classifier) score(s *scratch) {
 	for k := range s.points {
 		s.points[k] = 0
 	}
+	s.negSteps = 0
+	lo := 0 // negs[:lo] end too early to reach this hit or any later one
 	for h := range s.hits {
 		ht := &s.hits[h]
 		if ht.kind == kindTerm {
-			for _, ng := range s.negs {
-				if ht.start >= ng.start && ht.start < ng.end+negationReach && s.toks[ht.start].clause == ng.clause {
+			// Hits and negs are both in order of start, so each hit looks only at the cues that
+			// can still reach it: a prompt of many cues and terms costs linear time, not their
+			// product (TestNegationCheckLinear).
+			for lo < len(s.negs) && s.negs[lo].end+negationReach <= ht.start {
+				lo++
+			}
+			for _, ng := range s.negs[lo:] {
+				s.negSteps++
+				if ng.start > ht.start {
+					break
+				}
+				if ht.start < ng.end+negationReach && s.toks[ht.start].clause == ng.clause {
 					ht.negated = true
 					break
 				}
