@@ -140,6 +140,7 @@ func Parse(data []byte, filename string, getenv func(string) string) (*Config, e
 	cfg.Routes = c.routes(raw.Routes, cfg)
 	cfg.Keys = c.keys(keys, raw.Routes)
 	cfg.Auto = c.auto(raw.Auto, cfg)
+	c.strictKeys(cfg)
 	if len(keys) == 0 && !isLoopback(cfg.Listen) {
 		c.errorf([]string{"listen"}, "%s", openMsg(cfg.Listen))
 	}
@@ -1104,6 +1105,43 @@ func (c *compiler) keys(raw []keyTOML, routes map[string]routeTOML) []Key {
 		out = append(out, key)
 	}
 	return out
+}
+
+// strictKeys refuses a strict key every route of which has only public targets: a strict request
+// never reaches a public target, so the key would load but every request with it would be refused.
+// Model "auto" counts as every route it may choose. A key allowed no route (routes = [], a key for
+// /metrics) is left alone.
+func (c *compiler) strictKeys(cfg *Config) {
+	private := func(r *Route) bool {
+		// A route left without targets has its own error already.
+		return len(r.Targets) == 0 || slices.ContainsFunc(r.Targets, func(t *core.Target) bool { return t.Privacy != core.Public })
+	}
+	for i := range cfg.Keys {
+		k := &cfg.Keys[i]
+		if !k.Strict {
+			continue
+		}
+		reach, serves := 0, false
+		for _, r := range cfg.Routes {
+			if k.Allows(r.Name) {
+				reach++
+				serves = serves || private(r)
+			}
+		}
+		if cfg.Auto != nil && k.Allows(RouteAuto) {
+			for _, name := range cfg.Auto.Routes() {
+				if r, ok := cfg.Route(name); ok {
+					reach++
+					serves = serves || private(r)
+				}
+			}
+		}
+		if reach > 0 && !serves {
+			c.errorf([]string{"keys", elem(i), "strict"}, "every route this strict key may use has only "+
+				"public targets, and a strict request never reaches a public target: add a private target "+
+				"to one of them, allow the key a route with one, or remove strict")
+		}
+	}
 }
 
 // auto compiles the [auto] table into the classifier for model "auto", and checks that every

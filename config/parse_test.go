@@ -755,6 +755,40 @@ class = "public"
 targets = ["cloud"]
 strict = true
 `, nil, []wantErr{{8, "routes.r.strict: every target of this strict route is public"}}},
+		{"a strict key whose every route has only public targets", `[targets.cloud]
+adapter = "openai"
+url = "http://127.0.0.1:1/v1"
+class = "public"
+
+[routes.r]
+targets = ["cloud"]
+
+[[keys]]
+name = "k"
+sha256 = "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"
+strict = true
+`, nil, []wantErr{{12, "keys[0].strict: every route this strict key may use has only public targets"}}},
+		{"a strict key limited to a route of public targets only", `[targets.cloud]
+adapter = "openai"
+url = "http://127.0.0.1:1/v1"
+class = "public"
+
+[targets.home]
+adapter = "openai"
+url = "http://127.0.0.1:2/v1"
+
+[routes.r]
+targets = ["cloud"]
+
+[routes.h]
+targets = ["home"]
+
+[[keys]]
+name = "k"
+sha256 = "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"
+strict = true
+routes = ["r"]
+`, nil, []wantErr{{19, "keys[0].strict: every route this strict key may use has only public targets"}}},
 		{"a saif target declared with tools or images", minimal + `[targets.s]
 adapter = "saif"
 url = "http://127.0.0.1:2"

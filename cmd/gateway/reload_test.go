@@ -568,3 +568,55 @@ func TestReloadServesLongStreamToItsEnd(t *testing.T) {
 		return syscall.Kill(pid, 0) != nil
 	})
 }
+
+// TestReloadAppliesNothingOfABrokenFile: a file whose new route comes before a syntax error, or
+// whose new target names an unset api_key_env, applies nothing: the new route is not served, the
+// old ones are, and the error names the file and line.
+func TestReloadAppliesNothingOfABrokenFile(t *testing.T) {
+	up := fakeModel(t, nil)
+	path := filepath.Join(t.TempDir(), "gateway.toml")
+	writeFile(t, path, gatewayFile("127.0.0.1:8000", up.URL, "r"))
+	getenv := func(string) string { return "" }
+	cfg, err := config.Load(path, getenv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	logs := &syncBuffer{}
+	log := slog.New(slog.NewTextHandler(logs, nil))
+	srv, err := server.New(server.Options{Config: cfg, Logger: log, Reloads: new(metrics.Reloads)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	live := server.NewLive(srv)
+	ts := httptest.NewServer(live)
+	defer func() {
+		ts.Close()
+		live.Server().Close()
+	}()
+	rl := &reloader{path: path, getenv: getenv, log: log, live: live, addr: ts.Listener.Addr(),
+		running: cfg.Listen, reloads: new(metrics.Reloads)}
+
+	for _, tc := range []struct{ name, file, want string }{
+		{"syntax error after a new route", gatewayFile("127.0.0.1:8000", up.URL, "r", "new") +
+			"[routes.later]\ntargets = [\"m\"\n", path + ":13: routes.later.targets"},
+		{"unset api_key_env", gatewayFile("127.0.0.1:8000", up.URL, "r", "new") +
+			"[targets.cloud]\nadapter = \"openai\"\nurl = \"http://127.0.0.1:1/v1\"\napi_key_env = \"CLOUD_KEY\"\n",
+			path + ":15: targets.cloud.api_key_env: environment variable CLOUD_KEY is unset"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			writeFile(t, path, tc.file)
+			if rl.reload(context.Background()) {
+				t.Fatal("a broken file was applied")
+			}
+			if !strings.Contains(logs.String(), tc.want) {
+				t.Errorf("the log lacks %q:\n%s", tc.want, logs)
+			}
+			if got := chatStatus(t, ts.URL, "new"); got != 404 {
+				t.Errorf("the new route after the failed reload: %d, want 404", got)
+			}
+			if got := chatStatus(t, ts.URL, "r"); got != 200 {
+				t.Errorf("the old route after the failed reload: %d, want 200", got)
+			}
+		})
+	}
+}
