@@ -360,6 +360,13 @@ func frame(a *answer, br *bufio.Reader, method string, fr *framing) error {
 		return nil
 	case method == http.MethodHead || c < 200 || c == http.StatusNoContent || c == http.StatusNotModified:
 		resp.Body, resp.ContentLength = http.NoBody, 0
+		if c == http.StatusNoContent && (fr.te > 0 || fr.cl > 0 && fr.clV != "0") {
+			// A 204 has no body and may announce none (RFC 9110 §8.6, RFC 9112 §6.1). One
+			// that does is read without it, as net/http reads it, but what its sender then
+			// writes would be read as the next answer: the connection is not reused
+			// (TestReadResponseHostile).
+			resp.Close = true
+		}
 		return nil
 	}
 	if fr.te > 0 && resp.ProtoMinor == 0 {
