@@ -472,22 +472,21 @@ func plainPath(s string) bool {
 	return true
 }
 
-// readTrailer reads and drops a chunked body's trailer section, through its empty line.
+// readTrailer reads and drops a chunked body's trailer section, through its empty line. Its
+// lines are framing as much as the chunk lines are: each must end in CRLF (a bare LF or CR is
+// refused, as httputil's chunked reader refuses them in chunk lines) and be a well-formed field
+// line, so that a front proxy that reads them otherwise cannot see a different end of the body.
 func (c *conn) readTrailer() error {
 	limit := c.s.MaxHeaderBytes
 	if limit <= 0 {
 		limit = defaultMaxHeader
 	}
-	total, lineStart := 0, true
+	total := 0
 	for {
 		line, err := c.bufs.br.ReadSlice('\n')
 		total += len(line)
-		if total > limit {
+		if total > limit || errors.Is(err, bufio.ErrBufferFull) {
 			return errors.New("h1: chunked body trailer too large")
-		}
-		if errors.Is(err, bufio.ErrBufferFull) {
-			lineStart = false
-			continue
 		}
 		if err != nil {
 			if errors.Is(err, io.EOF) {
@@ -495,9 +494,25 @@ func (c *conn) readTrailer() error {
 			}
 			return err
 		}
-		if lineStart && (len(line) == 1 || len(line) == 2 && line[0] == '\r') {
+		n := len(line)
+		if n < 2 || line[n-2] != '\r' {
+			return errMalformedTrailer
+		}
+		if n == 2 {
 			return nil
 		}
-		lineStart = true
+		if !trailerField(string(line[:n-2])) {
+			return errMalformedTrailer
+		}
 	}
+}
+
+// errMalformedTrailer is a trailer line that is not a field line ending in CRLF.
+var errMalformedTrailer = errors.New("h1: malformed trailer in chunked body")
+
+// trailerField reports whether line (without its CRLF) is a field line: a token, a colon, and
+// a value with no control character but tab. A folded line (starting with SP or HT) is not.
+func trailerField(line string) bool {
+	name, value, ok := strings.Cut(line, ":")
+	return ok && httpwire.IsToken(name) && httpwire.ValidValue(value)
 }
