@@ -21,6 +21,12 @@ func (s *Server) authenticate(r *http.Request) (*config.Key, *apiError) {
 	if len(s.cfg.Keys) == 0 {
 		return nil, nil
 	}
+	if len(r.Header["Authorization"]) > 1 || len(r.Header["X-Api-Key"]) > 1 {
+		// Refused, not first-wins: a proxy in front that reads the last line would authenticate
+		// one caller while the gateway served another.
+		return nil, &apiError{Status: http.StatusUnauthorized, Type: typeAuthentication, Code: "invalid_api_key",
+			Message: "Send one API key: the request has more than one Authorization or x-api-key header."}
+	}
 	token := bearer(r)
 	if token == "" {
 		return nil, &apiError{Status: http.StatusUnauthorized, Type: typeAuthentication, Code: "invalid_api_key",
