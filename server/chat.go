@@ -19,7 +19,6 @@ import (
 	"github.com/hayula/gateway/core"
 	"github.com/hayula/gateway/errmap"
 	"github.com/hayula/gateway/filter"
-	"github.com/hayula/gateway/health"
 	"github.com/hayula/gateway/metrics"
 	"github.com/hayula/gateway/upstream"
 )
@@ -534,10 +533,8 @@ func (s *Server) once(ctx context.Context, t *core.Target, req *core.Request, cl
 		if a.dec.Class == core.ClassLoading && a.dec.RetryAfter <= 0 {
 			// Loading without a Retry-After (SAIF's or llama-server's bare 503): the client is told
 			// the wait health now holds the target back for, as a request after it would be.
-			a.dec.RetryAfter = health.DefaultLoadingRetry
-			if l, until := s.health.Loading(t); l {
-				a.dec.RetryAfter = max(until.Sub(s.clock.Now()), time.Second)
-			}
+			_, until := s.health.Loading(t)
+			a.dec.RetryAfter = s.loadingWait(until)
 		}
 		s.metrics.Attempt(t.Index, a.dec.Class, 0)
 		return a

@@ -107,10 +107,7 @@ func (s *Server) noTarget(rs *routeState, drops []filter.Drop) *apiError {
 	if len(loading) == 0 {
 		return noTarget(rs, drops)
 	}
-	wait := health.DefaultLoadingRetry
-	if !soonest.IsZero() {
-		wait = max(soonest.Sub(s.clock.Now()), time.Second)
-	}
+	wait := s.loadingWait(soonest)
 	verb := "is"
 	if len(loading) > 1 {
 		verb = "are"
@@ -118,6 +115,15 @@ func (s *Server) noTarget(rs *routeState, drops []filter.Drop) *apiError {
 	return &apiError{Status: http.StatusServiceUnavailable, Type: typeUpstream, Code: "model_loading",
 		RetryAfter: wait, Message: fmt.Sprintf("no target of route %q can serve now: %s %s loading a model "+
 			"(retry in %s)", rs.Name, strings.Join(loading, ", "), verb, wait.Round(time.Second))}
+}
+
+// loadingWait is the Retry-After for a target health holds back as loading until until: the
+// time left, a second at least, or health's default wait when it holds none (zero until).
+func (s *Server) loadingWait(until time.Time) time.Duration {
+	if until.IsZero() {
+		return health.DefaultLoadingRetry
+	}
+	return max(until.Sub(s.clock.Now()), time.Second)
 }
 
 // describeActive adds to explain what active health and the lifecycle know about t.
