@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 
@@ -70,41 +71,37 @@ func checkEvents(t *testing.T, evs []responses.ResponseStreamEventUnion) {
 }
 
 func extraFields(ev responses.ResponseStreamEventUnion) string {
-	var extra []string
 	v := ev.AsAny()
 	if v == nil {
 		return "unknown type " + ev.Type
 	}
 	// The event types that carry the fields the bridge builds itself.
+	var extra []string
 	switch e := v.(type) {
 	case responses.ResponseOutputItemAddedEvent:
-		for k := range e.JSON.ExtraFields {
-			extra = append(extra, k)
-		}
+		extra = mapKeys(e.JSON.ExtraFields)
 	case responses.ResponseFunctionCallArgumentsDeltaEvent:
-		for k := range e.JSON.ExtraFields {
-			extra = append(extra, k)
-		}
+		extra = mapKeys(e.JSON.ExtraFields)
 	case responses.ResponseFunctionCallArgumentsDoneEvent:
-		for k := range e.JSON.ExtraFields {
-			if k != "name" { // in OpenAI's current schema, not yet in this SDK's type
-				extra = append(extra, k)
-			}
-		}
+		// name is in OpenAI's current schema, not yet in this SDK's type.
+		extra = slices.DeleteFunc(mapKeys(e.JSON.ExtraFields), func(k string) bool { return k == "name" })
 	case responses.ResponseReasoningTextDeltaEvent:
-		for k := range e.JSON.ExtraFields {
-			extra = append(extra, k)
-		}
+		extra = mapKeys(e.JSON.ExtraFields)
 	case responses.ResponseErrorEvent:
-		for k := range e.JSON.ExtraFields {
-			extra = append(extra, k)
-		}
+		extra = mapKeys(e.JSON.ExtraFields)
 	case responses.ResponseTextDeltaEvent:
-		for k := range e.JSON.ExtraFields {
-			extra = append(extra, k)
-		}
+		extra = mapKeys(e.JSON.ExtraFields)
 	}
 	return strings.Join(extra, ",")
+}
+
+// mapKeys is m's keys, in no order.
+func mapKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	return keys
 }
 
 func streamAll(t *testing.T, g *gateway, p responses.ResponseNewParams) ([]responses.ResponseStreamEventUnion, error) {
