@@ -188,7 +188,8 @@ type chatAnswer struct {
 }
 
 type chatDelta struct {
-	Content *string `json:"content"`
+	// Content is the text, as chat has it, or an array of parts (Mistral's API), read as one.
+	Content *chatContent `json:"content"`
 	// ReasoningContent is a reasoning model's thinking: DeepSeek's field, which the upstream
 	// package also moves a think-tags target's <think> block into.
 	ReasoningContent *string `json:"reasoning_content"`
@@ -231,17 +232,70 @@ func (a *arguments) UnmarshalJSON(v []byte) error {
 	return nil
 }
 
+// chatContent is a chat message's content: a string, or an array of parts, as Mistral's API
+// answers, whose text parts are the text and whose thinking parts (Magistral's, themselves text
+// parts or a string) the model's reasoning. A part of another type (an image, a reference) has no
+// text to give and is passed over. Read as a string only, such an answer failed whole and its
+// chunks were dropped (TestResponsesAssistantContentParts).
+type chatContent struct {
+	text, thinking string
+}
+
+func (c *chatContent) UnmarshalJSON(v []byte) error {
+	if len(v) > 0 && v[0] == '"' {
+		return json.Unmarshal(v, &c.text)
+	}
+	var parts []struct {
+		Type     string          `json:"type"`
+		Text     string          `json:"text"`
+		Thinking json.RawMessage `json:"thinking"`
+	}
+	if err := json.Unmarshal(v, &parts); err != nil {
+		return err
+	}
+	var text, thinking strings.Builder
+	for _, p := range parts {
+		switch p.Type {
+		case "text", "output_text":
+			text.WriteString(p.Text)
+		case "thinking":
+			if len(p.Thinking) == 0 || string(p.Thinking) == "null" {
+				continue
+			}
+			var t chatContent
+			if err := json.Unmarshal(p.Thinking, &t); err != nil {
+				return err
+			}
+			thinking.WriteString(t.text)
+		}
+	}
+	c.text, c.thinking = text.String(), thinking.String()
+	return nil
+}
+
+// text is the content's text, "" when there is none.
+func (d *chatDelta) text() string {
+	if d.Content == nil {
+		return ""
+	}
+	return d.Content.text
+}
+
 // thinking is the delta's (or message's) reasoning: reasoning_content, or when that is empty
-// reasoning, read only when it is a string. A server that sends both (vLLM while it moved from
-// one name to the other) sends the same text in each: it is taken once
-// (TestResponsesReasoningField).
+// reasoning, read only when it is a string, or else the content's thinking parts. A server that
+// sends both (vLLM while it moved from one name to the other) sends the same text in each: it is
+// taken once (TestResponsesReasoningField).
 func (d *chatDelta) thinking() string {
 	if d.ReasoningContent != nil && *d.ReasoningContent != "" {
 		return *d.ReasoningContent
 	}
 	if len(d.Reasoning) > 0 && d.Reasoning[0] == '"' {
-		s, _ := jsonx.Unquote(d.Reasoning)
-		return s
+		if s, _ := jsonx.Unquote(d.Reasoning); s != "" {
+			return s
+		}
+	}
+	if d.Content != nil {
+		return d.Content.thinking
 	}
 	return ""
 }
@@ -437,12 +491,8 @@ func (b *responsesWriter) writeWhole() {
 				Summary: []any{}, Content: []reasoningText{{Type: "reasoning_text", Text: th}}})
 		}
 		var content []any
-		if m.Content != nil && *m.Content != "" || len(m.ToolCalls) == 0 && (m.Refusal == nil || *m.Refusal == "") {
+		if text := m.text(); text != "" || len(m.ToolCalls) == 0 && (m.Refusal == nil || *m.Refusal == "") {
 			// The text, or an empty one for an answer that has nothing else: a message all the same.
-			var text string
-			if m.Content != nil {
-				text = *m.Content
-			}
 			content = append(content, textPart(text))
 		}
 		if m.Refusal != nil && *m.Refusal != "" {
@@ -561,8 +611,8 @@ func (b *responsesWriter) onChunk(p []byte) {
 	if d := ch.Delta.thinking(); d != "" {
 		b.thinkDelta(d)
 	}
-	if d := ch.Delta.Content; d != nil && *d != "" {
-		b.partDelta(false, *d)
+	if d := ch.Delta.text(); d != "" {
+		b.partDelta(false, d)
 	}
 	if d := ch.Delta.Refusal; d != nil && *d != "" {
 		b.partDelta(true, *d)

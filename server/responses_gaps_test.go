@@ -1,0 +1,94 @@
+package server_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"testing"
+
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/responses"
+)
+
+// wholeHandler answers one chat completion whose choice is choice (its message and finish_reason).
+func wholeHandler(choice string) http.HandlerFunc {
+	return func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"id":"c1","object":"chat.completion","created":1,"model":"m","choices":[%s],`+
+			`"usage":{"prompt_tokens":4,"completion_tokens":5,"total_tokens":9}}`, choice)
+	}
+}
+
+func inputString(s string) responses.ResponseNewParamsInputUnion {
+	return responses.ResponseNewParamsInputUnion{OfString: openai.String(s)}
+}
+
+// TestResponsesAssistantContentParts: an assistant message whose content is an array of parts is
+// read as its text, both ways. An upstream that answers so (Mistral's API; its Magistral models put
+// their thinking in a "thinking" part) failed the whole answer 502 ("cannot unmarshal array into
+// ... content of type string") and streamed, had every such chunk dropped, the answer empty. The
+// SDK's own round trip, a previous output sent back in input as output_text parts, with the
+// user's input_text parts beside it, is held here too.
+func TestResponsesAssistantContentParts(t *testing.T) {
+	const thinking = `{"type":"thinking","thinking":[{"type":"text","text":"let me "},{"type":"text","text":"think"}]}`
+	t.Run("whole", func(t *testing.T) {
+		g, up := oneTarget(t)
+		up.set(wholeHandler(`{"index":0,"message":{"role":"assistant","content":[` + thinking +
+			`,{"type":"text","text":"hello "},{"type":"text","text":"world"}]},"finish_reason":"stop"}`))
+		c := sdkClient(g, "unused")
+		r, err := c.Responses.New(context.Background(),
+			responses.ResponseNewParams{Model: "r", Input: inputString("go")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.OutputText() != "hello world" || len(r.Output) != 2 || r.Output[0].Type != "reasoning" ||
+			r.Output[0].Content[0].Text != "let me think" {
+			t.Errorf("output %s", r.RawJSON())
+		}
+	})
+	t.Run("streamed", func(t *testing.T) {
+		g, up := oneTarget(t)
+		up.set(streamHandler(
+			`{"index":0,"delta":{"role":"assistant","content":[`+thinking+`]}}`,
+			`{"index":0,"delta":{"content":[{"type":"text","text":"hello "}]}}`,
+			`{"index":0,"delta":{"content":"world"},"finish_reason":"stop"}`))
+		evs, err := streamAll(t, g, responses.ResponseNewParams{Model: "r", Input: inputString("go")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkEvents(t, evs)
+		r := evs[len(evs)-1].Response
+		if r.OutputText() != "hello world" || len(r.Output) != 2 || r.Output[0].Content[0].Text != "let me think" {
+			t.Errorf("output %s", r.RawJSON())
+		}
+	})
+	t.Run("sent back in input", func(t *testing.T) {
+		g, up := oneTarget(t)
+		c := sdkClient(g, "unused")
+		first, err := c.Responses.New(context.Background(), responses.ResponseNewParams{Model: "r", Input: inputString("hi")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		prev := first.Output[0].AsMessage().ToParam()
+		in := responses.ResponseInputParam{
+			responses.ResponseInputItemParamOfMessage(responses.ResponseInputMessageContentListParam{
+				responses.ResponseInputContentParamOfInputText("hi"),
+				responses.ResponseInputContentParamOfInputText(" there"),
+			}, responses.EasyInputMessageRoleUser),
+			{OfOutputMessage: &prev},
+			responses.ResponseInputItemParamOfMessage(responses.ResponseInputMessageContentListParam{
+				responses.ResponseInputContentParamOfInputText("be brief"),
+			}, responses.EasyInputMessageRoleDeveloper),
+			responses.ResponseInputItemParamOfMessage("again", responses.EasyInputMessageRoleUser),
+		}
+		if _, err := c.Responses.New(context.Background(), responses.ResponseNewParams{Model: "r",
+			Input: responses.ResponseNewParamsInputUnion{OfInputItemList: in}}); err != nil {
+			t.Fatal(err)
+		}
+		want := `[map[content:[map[text:hi type:text] map[text: there type:text]] role:user] ` +
+			`map[content:hello from up role:assistant] map[content:be brief role:system] map[content:again role:user]]`
+		if got := fmt.Sprint(upstreamMessages(t, up)); got != want {
+			t.Errorf("upstream messages\n got %s\nwant %s", got, want)
+		}
+	})
+}
