@@ -92,3 +92,107 @@ func TestResponsesAssistantContentParts(t *testing.T) {
 		}
 	})
 }
+
+// TestResponsesIncompleteItems: a response cut short (finish_reason length, or content_filter)
+// is incomplete, and so is the item the model was producing when it stopped, whole and streamed
+// (its output_item.done, and the response.incomplete that ends the stream), as OpenAI marks it;
+// the items it had finished before say completed. An answer cut before its text began has its
+// reasoning and the empty message after it incomplete. They all said completed.
+func TestResponsesIncompleteItems(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		whole  string   // the chat completion's choice
+		chunks []string // the same answer streamed
+		want   []string // each output item's type and status
+		reason string
+	}{
+		{
+			name:   "text cut",
+			whole:  `{"index":0,"message":{"role":"assistant","reasoning_content":"hm","content":"Once upon"},"finish_reason":"length"}`,
+			chunks: []string{`{"index":0,"delta":{"reasoning_content":"hm"}}`, `{"index":0,"delta":{"content":"Once upon"},"finish_reason":"length"}`},
+			want:   []string{"reasoning completed", "message incomplete"},
+			reason: "max_output_tokens",
+		},
+		{
+			name:   "thinking cut",
+			whole:  `{"index":0,"message":{"role":"assistant","reasoning_content":"hm, so"},"finish_reason":"length"}`,
+			chunks: []string{`{"index":0,"delta":{"reasoning_content":"hm, so"},"finish_reason":"length"}`},
+			want:   []string{"reasoning incomplete", "message incomplete"},
+			reason: "max_output_tokens",
+		},
+		{
+			name: "second call cut",
+			whole: `{"index":0,"message":{"role":"assistant","content":null,"tool_calls":[` +
+				`{"id":"call_a","type":"function","function":{"name":"f","arguments":"{}"}},` +
+				`{"id":"call_b","type":"function","function":{"name":"g","arguments":"{\"x"}}]},"finish_reason":"length"}`,
+			chunks: []string{
+				`{"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_a","type":"function","function":{"name":"f","arguments":"{}"}}]}}`,
+				`{"index":0,"delta":{"tool_calls":[{"index":1,"id":"call_b","type":"function","function":{"name":"g","arguments":"{\"x"}}]},"finish_reason":"length"}`,
+			},
+			want:   []string{"function_call completed", "function_call incomplete"},
+			reason: "max_output_tokens",
+		},
+		{
+			name:   "filtered",
+			whole:  `{"index":0,"message":{"role":"assistant","content":"Well"},"finish_reason":"content_filter"}`,
+			chunks: []string{`{"index":0,"delta":{"content":"Well"},"finish_reason":"content_filter"}`},
+			want:   []string{"message incomplete"},
+			reason: "content_filter",
+		},
+		{
+			name:   "stopped",
+			whole:  `{"index":0,"message":{"role":"assistant","reasoning_content":"hm","content":"Done."},"finish_reason":"stop"}`,
+			chunks: []string{`{"index":0,"delta":{"reasoning_content":"hm"}}`, `{"index":0,"delta":{"content":"Done."},"finish_reason":"stop"}`},
+			want:   []string{"reasoning completed", "message completed"},
+		},
+	} {
+		statuses := func(r responses.Response) []string {
+			var s []string
+			for _, it := range r.Output {
+				s = append(s, it.Type+" "+it.Status)
+			}
+			return s
+		}
+		check := func(t *testing.T, r responses.Response) {
+			t.Helper()
+			wantStatus := "completed"
+			if tc.reason != "" {
+				wantStatus = "incomplete"
+			}
+			if string(r.Status) != wantStatus || r.IncompleteDetails.Reason != tc.reason ||
+				fmt.Sprint(statuses(r)) != fmt.Sprint(tc.want) {
+				t.Errorf("got %s %q %v, want %s %q %v", r.Status, r.IncompleteDetails.Reason, statuses(r),
+					wantStatus, tc.reason, tc.want)
+			}
+		}
+		t.Run(tc.name+"/whole", func(t *testing.T) {
+			g, up := oneTarget(t)
+			up.set(wholeHandler(tc.whole))
+			c := sdkClient(g, "unused")
+			r, err := c.Responses.New(context.Background(),
+				responses.ResponseNewParams{Model: "r", Input: inputString("go")})
+			if err != nil {
+				t.Fatal(err)
+			}
+			check(t, *r)
+		})
+		t.Run(tc.name+"/streamed", func(t *testing.T) {
+			g, up := oneTarget(t)
+			up.set(streamHandler(tc.chunks...))
+			evs, err := streamAll(t, g, responses.ResponseNewParams{Model: "r", Input: inputString("go")})
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkEvents(t, evs) // output_item.done gave each item as the final response has it
+			last := evs[len(evs)-1]
+			wantType := "response.completed"
+			if tc.reason != "" {
+				wantType = "response.incomplete"
+			}
+			if last.Type != wantType {
+				t.Errorf("last event %s, want %s", last.Type, wantType)
+			}
+			check(t, last.Response)
+		})
+	}
+}

@@ -456,6 +456,22 @@ func (b *responsesWriter) response(status string, output []any) *responseObject 
 	return r
 }
 
+// cutShort says whether the upstream stopped before the answer's end (finish_reason length or
+// content_filter): the response is incomplete, and so is the item the model was producing when
+// it stopped, as OpenAI marks it; the items it had finished before are completed
+// (TestResponsesIncompleteItems).
+func (b *responsesWriter) cutShort() bool {
+	return b.reason == "length" || b.reason == "content_filter"
+}
+
+// itemStatus is the status of the item being produced when the answer ended.
+func itemStatus(cut bool) string {
+	if cut {
+		return "incomplete"
+	}
+	return "completed"
+}
+
 func orDefault(v json.RawMessage, def string) json.RawMessage {
 	if len(v) == 0 {
 		return json.RawMessage(def)
@@ -486,24 +502,31 @@ func (b *responsesWriter) writeWhole() {
 			b.reason = *c.FinishReason
 		}
 		m := c.Message
+		// The item the model was producing when it stopped is the last: a cut answer's last
+		// call, or its message, or when it had begun neither, its reasoning and the empty
+		// message that stands for the answer.
+		cut := b.cutShort()
+		refused := m.Refusal != nil && *m.Refusal != ""
+		answered := m.text() != "" || refused || len(m.ToolCalls) > 0
 		if th := m.thinking(); th != "" {
-			output = append(output, &outputReasoning{ID: newID("rs_"), Type: "reasoning", Status: "completed",
+			output = append(output, &outputReasoning{ID: newID("rs_"), Type: "reasoning", Status: itemStatus(cut && !answered),
 				Summary: []any{}, Content: []reasoningText{{Type: "reasoning_text", Text: th}}})
 		}
 		var content []any
-		if text := m.text(); text != "" || len(m.ToolCalls) == 0 && (m.Refusal == nil || *m.Refusal == "") {
+		if text := m.text(); text != "" || len(m.ToolCalls) == 0 && !refused {
 			// The text, or an empty one for an answer that has nothing else: a message all the same.
 			content = append(content, textPart(text))
 		}
-		if m.Refusal != nil && *m.Refusal != "" {
+		if refused {
 			content = append(content, outputRefusal{Type: "refusal", Refusal: *m.Refusal})
 		}
 		if content != nil {
-			output = append(output, outputMessage{ID: newID("msg_"), Type: "message", Status: "completed",
-				Role: "assistant", Content: content})
+			output = append(output, outputMessage{ID: newID("msg_"), Type: "message",
+				Status: itemStatus(cut && len(m.ToolCalls) == 0), Role: "assistant", Content: content})
 		}
-		for _, tc := range m.ToolCalls {
-			output = append(output, functionCall{ID: newID("fc_"), Type: "function_call", Status: "completed",
+		for i, tc := range m.ToolCalls {
+			output = append(output, functionCall{ID: newID("fc_"), Type: "function_call",
+				Status: itemStatus(cut && i == len(m.ToolCalls)-1),
 				CallID: callID(tc.ID), Name: tc.Function.Name, Arguments: string(tc.Function.Arguments)})
 		}
 	}
@@ -755,14 +778,23 @@ func (b *responsesWriter) announce(c *streamCall) {
 	}
 }
 
-// closeItems ends every open item with status and returns the output, in output_index order.
-func (b *responsesWriter) closeItems(status string) []any {
+// closeItems ends every open item with status, the last opened with last, and returns the
+// output, in output_index order.
+func (b *responsesWriter) closeItems(status, last string) []any {
 	for _, c := range b.calls {
 		if !c.announced {
 			b.announce(c) // a call the upstream never named: announced as it is
 		}
 	}
-	b.endThinking(status)
+	statusAt := func(at int) string {
+		if at == b.next-1 {
+			return last
+		}
+		return status
+	}
+	if b.think != nil {
+		b.endThinking(statusAt(b.thinkAt))
+	}
 	output := make([]any, b.next)
 	if b.think != nil {
 		output[b.thinkAt] = b.think
@@ -782,7 +814,7 @@ func (b *responsesWriter) closeItems(status string) []any {
 			b.emit(streamEvent{Type: "response.content_part.done", OutputIndex: ptr(b.msgAt), ContentIndex: ptr(i),
 				ItemID: b.msg.ID, Part: content[i]})
 		}
-		b.msg.Status, b.msg.Content = status, content
+		b.msg.Status, b.msg.Content = statusAt(b.msgAt), content
 		b.emit(streamEvent{Type: "response.output_item.done", OutputIndex: ptr(b.msgAt), Item: b.msg})
 		output[b.msgAt] = b.msg
 	}
@@ -790,7 +822,7 @@ func (b *responsesWriter) closeItems(status string) []any {
 		args := c.args.String()
 		b.emit(streamEvent{Type: "response.function_call_arguments.done", OutputIndex: ptr(c.at), ItemID: c.item.ID,
 			Arguments: &args, Name: c.item.Name})
-		c.item.Status, c.item.Arguments = status, args
+		c.item.Status, c.item.Arguments = statusAt(c.at), args
 		b.emit(streamEvent{Type: "response.output_item.done", OutputIndex: ptr(c.at), Item: c.item})
 		output[c.at] = c.item
 	}
@@ -800,11 +832,14 @@ func (b *responsesWriter) closeItems(status string) []any {
 // complete ends the stream after the chat stream's [DONE].
 func (b *responsesWriter) complete() {
 	b.ended = true
+	last := itemStatus(b.cutShort())
 	if b.msg == nil && len(b.calls) == 0 {
-		// An answer with nothing in it is a message with an empty text, as it is whole.
+		// An answer with nothing in it is a message with an empty text, as it is whole; its
+		// reasoning is what was cut, when the answer was.
+		b.endThinking(last)
 		b.part(false)
 	}
-	output := b.closeItems("completed")
+	output := b.closeItems("completed", last)
 	r := b.response("completed", output)
 	typ := "response.completed"
 	if r.Status == "incomplete" {
@@ -818,7 +853,7 @@ func (b *responsesWriter) complete() {
 func (b *responsesWriter) fail(code, message string) {
 	b.ended = true
 	b.emit(streamEvent{Type: "error", Code: code, Message: message, Param: json.RawMessage("null")})
-	output := b.closeItems("incomplete")
+	output := b.closeItems("incomplete", "incomplete")
 	b.reason = ""
 	r := b.response("failed", output)
 	r.Error = &responseError{Code: "server_error", Message: message}
