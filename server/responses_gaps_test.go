@@ -196,3 +196,39 @@ func TestResponsesIncompleteItems(t *testing.T) {
 		})
 	}
 }
+
+// TestResponsesStreamFailureForTheSDK: what openai-go gives a client whose bridged stream breaks
+// off. The gateway sends OpenAI's documented error event, flat ({"type":"error","code",
+// "message","param","sequence_number"}), then response.failed. openai-go's ssestream sets Err()
+// only for an event with a top-level "error" member, which no documented Responses event has, so
+// Err() stays nil: a client learns of the failure from the error event (AsError) and from the
+// last event, response.failed, whose response has status failed and an error, its cut message
+// incomplete. CONFORMANCE.md says so.
+func TestResponsesStreamFailureForTheSDK(t *testing.T) {
+	g, up := oneTarget(t)
+	up.set(func(w http.ResponseWriter, _ *http.Request) {
+		resetConn(w, "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n\r\n"+
+			`data: {"id":"c1","object":"chat.completion.chunk","model":"m","choices":[{"index":0,"delta":{"content":"Once"}}]}`+"\n\n")
+	})
+	evs, err := streamAll(t, g, responses.ResponseNewParams{Model: "r", Input: inputString("go")})
+	if err != nil {
+		t.Fatalf("Err() %v: openai-go sets none for a documented Responses error event", err)
+	}
+	checkEvents(t, evs)
+	var errEv *responses.ResponseErrorEvent
+	for _, ev := range evs {
+		if ev.Type == "error" {
+			e := ev.AsError()
+			errEv = &e
+		}
+	}
+	if errEv == nil || errEv.Code != "stream_interrupted" || errEv.Message == "" {
+		t.Fatalf("no error event with code stream_interrupted: %v", evs)
+	}
+	last := evs[len(evs)-1].AsResponseFailed()
+	r := last.Response
+	if last.Type != "response.failed" || r.Status != responses.ResponseStatusFailed || r.Error.Code != "server_error" ||
+		r.Error.Message == "" || r.OutputText() != "Once" || r.Output[0].Status != "incomplete" {
+		t.Errorf("last event %s", evs[len(evs)-1].RawJSON())
+	}
+}

@@ -849,7 +849,10 @@ func (b *responsesWriter) complete() {
 }
 
 // fail ends a stream that broke after it started: an error event, then response.failed with what
-// had arrived.
+// had arrived. The error event has OpenAI's documented shape, flat (code, message, param):
+// openai-go's Stream.Err() stays nil for it, since the SDK sets it only for an event with a
+// top-level "error" member, which would be outside the documented schema; its clients read the
+// failure from the events (TestResponsesStreamFailureForTheSDK).
 func (b *responsesWriter) fail(code, message string) {
 	b.ended = true
 	b.emit(streamEvent{Type: "error", Code: code, Message: message, Param: json.RawMessage("null")})
