@@ -73,6 +73,7 @@ type targetTOML struct {
 	APIKeyEnv     string    `toml:"api_key_env"`
 	Weight        *int      `toml:"weight"`
 	Reasoning     *string   `toml:"reasoning"`
+	StreamUsage   *bool     `toml:"stream_usage"`
 	Specialists   *[]string `toml:"specialists"`
 	// Active health (see health.go).
 	HealthPath     *string `toml:"health_path"`
@@ -851,6 +852,12 @@ func (c *compiler) target(index int, name string, raw targetTOML) *core.Target {
 		default:
 			c.errorf(at("reasoning"), "unknown reasoning %q (want passthrough or think-tags)", *raw.Reasoning)
 		}
+	}
+	// Only an OpenAI-compatible server reports a stream's usage only when asked: Ollama's and
+	// SAIF's report it on their last line always.
+	t.StreamUsage = t.Adapter == core.AdapterOpenAI && (raw.StreamUsage == nil || *raw.StreamUsage)
+	if raw.StreamUsage != nil && t.Adapter != core.AdapterOpenAI {
+		c.errorf(at("stream_usage"), "only an openai target is asked for a stream's usage (the %s protocol always reports it): leave it out", t.Adapter)
 	}
 	t.Specialists = c.specialists(raw, at("specialists"))
 	return t

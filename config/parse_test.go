@@ -67,7 +67,7 @@ func TestParseDefaults(t *testing.T) {
 	}
 	a := &core.Target{Name: "a", Index: 0, Adapter: core.AdapterOpenAI, URL: "http://127.0.0.1:1/v1",
 		Model: "a", Privacy: core.Private, Tools: true, Vision: true, Timeout: 120 * time.Second, IdleTimeout: 120 * time.Second, Weight: 1,
-		WindowCountsMaxTokens: true, HealthURL: "http://127.0.0.1:1/v1/models", HealthInterval: 30 * time.Second,
+		WindowCountsMaxTokens: true, StreamUsage: true, HealthURL: "http://127.0.0.1:1/v1/models", HealthInterval: 30 * time.Second,
 		HealthTimeout: 5 * time.Second, DegradedAfter: 10 * time.Second}
 	want := &Config{
 		Source:       "min.toml",
@@ -795,6 +795,11 @@ url = "http://127.0.0.1:2"
 tools = true
 vision = true
 `, nil, []wantErr{{10, "targets.s.tools: the saif protocol carries no tools"}, {11, "targets.s.vision: the saif protocol carries no images"}}},
+		{"stream_usage on a target that reports usage always", minimal + `[targets.o]
+adapter = "ollama"
+url = "http://127.0.0.1:2"
+stream_usage = false
+`, nil, []wantErr{{10, "targets.o.stream_usage: only an openai target is asked for a stream's usage"}}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

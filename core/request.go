@@ -40,6 +40,10 @@ type Request struct {
 	Stream bool
 	// IncludeUsage is stream_options.include_usage.
 	IncludeUsage bool
+	// CountsUsage is true when the gateway counts the answer's tokens (its metrics, or the key's
+	// tpm): an adapter may then ask a target for a stream's usage that the client did not ask for
+	// (Target.StreamUsage), and keep it from the client (upstream.Response.UsageAsked).
+	CountsUsage bool
 	// Body is the client's JSON with the Hayula fields (x-fallback-on, x-route-hint,
 	// x-hayula-privacy) removed; adapters splice the upstream model into it.
 	Body []byte

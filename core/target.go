@@ -149,6 +149,11 @@ type Target struct {
 	Weight int
 	// Reasoning is what to do with <think> blocks.
 	Reasoning Reasoning
+	// StreamUsage: the openai adapter asks this target for the usage of a chat or completions
+	// stream whose client did not (stream_options.include_usage), when the gateway counts it
+	// (Request.CountsUsage). Config sets it for every openai target unless stream_usage = false;
+	// false (the zero value) never asks.
+	StreamUsage bool
 	// Specialists are the SAIF specialist names a route hint may name.
 	Specialists []string
 	// HealthURL is what the active health checker GETs: the adapter's default health path or the

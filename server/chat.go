@@ -200,6 +200,9 @@ func (s *Server) admit(r *http.Request, op core.Op, st *reqState, limited bool) 
 	if rs.mayOverflow(req) {
 		req.PromptTokensMin = filter.PromptTokensMin(req.Messages)
 	}
+	// A stream's usage is asked of an OpenAI-compatible target only when something counts it
+	// (upstream.Response.UsageAsked).
+	req.CountsUsage = s.metrics != nil || st.tpm != nil
 	return req, rs, intent, nil
 }
 

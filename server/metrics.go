@@ -12,6 +12,7 @@ import (
 
 	"github.com/hayula/gateway/config"
 	"github.com/hayula/gateway/core"
+	"github.com/hayula/gateway/internal/jsonx"
 	"github.com/hayula/gateway/lifecycle"
 	"github.com/hayula/gateway/metrics"
 	"github.com/hayula/gateway/upstream"
@@ -67,7 +68,8 @@ func answerUsage(resp *upstream.Response) (prompt, completion uint64, ok bool) {
 // charged. It is what the upstream reported, whether or not the client asked for usage
 // (stream_options.include_usage). A translating adapter's stream knows it from its upstream's
 // end (upstream.UsageStream), and puts it in a chunk only when asked. A stream passed through
-// carries it in its events, and its usage is the last one an event carried: an upstream may
+// carries it in its events (the openai adapter asks its upstream for them when the client did
+// not: upstream.Response.UsageAsked, and the relay keeps that chunk from the client), and its usage is the last one an event carried: an upstream may
 // send it unasked (llama-server) or on every event as running totals (vLLM's
 // continuous_usage_stats), and adding each event's would count the stream many times over
 // (TestStreamTokensCountedOnceFromRunningTotals, TestStreamUsageCountedUnasked).
@@ -95,14 +97,22 @@ func newStreamUsage(st upstream.Stream, counted bool) streamUsage {
 // (BenchmarkRelayEvent: 14 ns an event that reads no usage, 23 with this search first, 84 with
 // metrics.Usage alone).
 // The search skips to each 'u', which is rarer in an event than the '"' of `"usage"` (34 ns).
-func (u *streamUsage) see(ev []byte) {
+// It reports whether ev had usage.
+func (u *streamUsage) see(ev []byte) bool {
 	if !u.read || !bytes.Contains(ev, usageKey) {
-		return
+		return false
 	}
-	if p, c, ok := metrics.Usage(ev); ok {
+	p, c, ok := metrics.Usage(ev)
+	if ok {
 		u.last = upstream.Usage{Prompt: p, Completion: c, Reported: true}
 	}
+	return ok
 }
+
+// usageOnly reports whether ev, a chunk with usage, is the one that include_usage adds: its
+// choices are empty (or absent), so that it carries nothing but the usage. A chunk with choices
+// and usage (llama-server's last, vLLM's running totals) is the client's all the same.
+func usageOnly(ev []byte) bool { return !jsonx.NonEmptyArray(ev, "choices") }
 
 var usageKey = []byte(`usage"`)
 

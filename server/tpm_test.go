@@ -124,10 +124,10 @@ func TestKeyTPM(t *testing.T) {
 // TestKeyTPMStream: a stream is charged at its end, before its [DONE] goes out (so a client that
 // sends its next request once it has the stream's end finds the debt), with the usage its
 // last usage-bearing event reports: asked for by the client (stream_options.include_usage),
-// sent by an upstream unasked, or asked for by the gateway itself for a Responses stream. A
-// stream that reports no usage is charged the lower bound of its prompt that the context filter
-// computes: the gateway adds no stream_options to a client's chat request, so such a stream's
-// completion goes uncounted.
+// sent by an upstream unasked, or asked for by the gateway itself (for a Responses stream, and
+// for a chat stream whose client did not ask: TestStreamUsageAskedByGateway). A stream that
+// reports no usage even asked is charged the lower bound of its prompt that the context filter
+// computes, and its completion goes uncounted.
 func TestKeyTPMStream(t *testing.T) {
 	stream := func(extra string) string {
 		return `{"model":"r","stream":true` + extra + `,"messages":[{"role":"user","content":"hi there"}]}`

@@ -245,12 +245,16 @@ func (s *Server) write(ctx context.Context, w http.ResponseWriter, rs *routeStat
 // or an error) goes out; a stream whose client left is charged when the relay ends, with what it
 // reported so far (or, when it reported none, the lower bound of req's prompt: chargeTPM). With
 // usage.route 0 or more, the same usage is counted once as that route's (and key's) tokens when
-// the relay ends, however the stream did. It returns how a stream that did not end with its
+// the relay ends, however the stream did. When the adapter asked for the usage the client did
+// not (upstream.Response.UsageAsked), the chunk that carries only it (no choices) is counted and
+// not written (TestStreamUsageAskedByGateway). It returns how a stream that did not end with its
 // [DONE] ended (see write).
 func (s *Server) relay(ctx context.Context, w http.ResponseWriter, usage usageTo, req *core.Request, res result, rq *reqState) string {
 	st := res.resp.Stream
 	defer st.Close()
-	su := newStreamUsage(st, usage.route >= 0 || rq.tpm != nil)
+	// A usage chunk the adapter asked for unasked by the client is counted, not relayed.
+	hide := res.resp.UsageAsked
+	su := newStreamUsage(st, usage.route >= 0 || rq.tpm != nil || hide)
 	defer s.countStream(usage, res.target, req, rq, &su)
 	buffered, _ := st.(upstream.BufferedStream)
 	h := w.Header()
@@ -271,11 +275,14 @@ func (s *Server) relay(ctx context.Context, w http.ResponseWriter, usage usageTo
 	// events of 1,000 streams opened at once (2–23 in five runs, against 0–16 without it).
 	first := true
 	for err == nil {
-		if werr := writeEvent(w, ev); werr != nil {
-			// The client went away; closing the stream cancels the upstream.
-			return s.clientLeft(res, w)
+		// Before Buffered, which may invalidate ev (TestStreamUsageReadBeforeBuffered). Only an
+		// event with usage (once a stream, in general) is looked at for choices.
+		if !(su.see(ev) && hide && usageOnly(ev)) {
+			if werr := writeEvent(w, ev); werr != nil {
+				// The client went away; closing the stream cancels the upstream.
+				return s.clientLeft(res, w)
+			}
 		}
-		su.see(ev) // before Buffered, which may invalidate ev (TestStreamUsageReadBeforeBuffered)
 		if (first || buffered == nil || !buffered.Buffered()) && rc.Flush() != nil {
 			return s.clientLeft(res, w)
 		}

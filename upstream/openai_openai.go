@@ -38,19 +38,27 @@ func (a *openaiOpenAI) chat(ctx context.Context, req *core.Request) (*Response, 
 		r.Body, r.ModelAt = jsonx.Delete(req.Body, "tools", "tool_choice", "parallel_tool_calls"), [2]int{}
 		req = &r
 	}
-	out := whole(req.Body)
-	if a.t.Model != "" {
-		out = a.withModel(req)
+	var sp splice
+	ask := asksUsage(a.t, req)
+	if ask {
+		sp, ask = usageSplice(req.Body)
 	}
-	resp, err := post(ctx, a.c, a.t, req.Op.Path(), out, accept(req.Stream, "text/event-stream"), a.id, a.now)
+	resp, err := post(ctx, a.c, a.t, req.Op.Path(), a.outgoing(req, sp, ask), accept(req.Stream, "text/event-stream"), a.id, a.now)
+	if ask && refusedAsk(err) {
+		ask = false
+		resp, err = post(ctx, a.c, a.t, req.Op.Path(), a.outgoing(req, sp, ask), accept(req.Stream, "text/event-stream"), a.id, a.now)
+	}
 	if err != nil {
 		return nil, err
 	}
 	think := a.t.Reasoning == core.ReasoningThinkTags && req.Op == core.OpChat
 	if req.Stream {
 		r, err := a.stream(resp)
-		if err == nil && think {
-			r.Stream = newThinkStream(r.Stream)
+		if err == nil {
+			r.UsageAsked = ask
+			if think {
+				r.Stream = newThinkStream(r.Stream)
+			}
 		}
 		return r, err
 	}

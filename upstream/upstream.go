@@ -32,6 +32,10 @@ type Response struct {
 	// and OpenRouter's carry one); "" when it sent none. It is for the gateway's log line, not
 	// for the client, whose ID is the gateway's.
 	UpstreamID string
+	// UsageAsked: the adapter asked the upstream for the stream's usage, which the client did not
+	// ask for (stream_options.include_usage, see asksUsage). The usage-only chunk (no choices)
+	// that then comes is the gateway's to count, not the client's to get.
+	UsageAsked bool
 
 	// owner is the memory the Response and its Body live in, when Release may give it back.
 	owner *h1Answer
@@ -410,18 +414,29 @@ func acceptValue(accept string) []string {
 	return []string{accept}
 }
 
-// payload is a request body in up to three pieces sent one after another, so that the client's
-// bytes around a replaced value (jsonx.SetQuotedSplit) are written to the socket as they are,
-// not copied into one slice first.
-type payload [3][]byte
+// payload is a request body in up to five pieces sent one after another, so that the client's
+// bytes around the values the gateway replaces or adds (the model, jsonx.SetQuotedSplit, and a
+// stream's stream_options, usageSplice) are written to the socket as they are, not copied into
+// one slice first.
+type payload [5][]byte
 
 func whole(b []byte) payload { return payload{b} }
 
-func (p *payload) len() int { return len(p[0]) + len(p[1]) + len(p[2]) }
+func (p *payload) len() int {
+	n := 0
+	for _, b := range p {
+		n += len(b)
+	}
+	return n
+}
 
 // owned is the body in a new slice of its own.
 func (p *payload) owned() []byte {
-	return append(append(append(make([]byte, 0, p.len()), p[0]...), p[1]...), p[2]...)
+	out := make([]byte, 0, p.len())
+	for _, b := range p {
+		out = append(out, b...)
+	}
+	return out
 }
 
 // checkAnswer turns a failed send and a non-2xx answer into the typed errors errmap reads.

@@ -354,6 +354,52 @@ func Delete(body []byte, keys ...string) []byte {
 	return rebuildInto(out, body, func(q []byte) bool { return matches(q, keys) }, -1, "")
 }
 
+// Place is where a top-level member's value lies in an object, or where a new member goes.
+type Place struct {
+	// Start and End bound the value of the last member named key (the one a decoder keeps). With
+	// no such member both are where a new last member goes: just after the last member's value,
+	// so that a comma goes first, or, in an object without members (Empty), just before its
+	// closing brace.
+	Start, End int
+	// Found: a member named key is there.
+	Found bool
+	// Empty: the object has no members at all.
+	Empty bool
+}
+
+// Locate is where key's value lies in the object body, or where a member named key would go,
+// for a caller that splices a value in without copying body (writing body[:Start], its bytes,
+// body[End:]). ok is false when body is not a well-formed object (the members are walked, their
+// values skipped, not validated). It allocates nothing unless a key is written with escapes.
+func Locate(body []byte, key string) (p Place, ok bool) {
+	it, ok := newIter(body)
+	if !ok {
+		return Place{}, false
+	}
+	lastEnd := -1
+	for {
+		m, more := it.next()
+		if !more {
+			break
+		}
+		lastEnd = m.valEnd
+		if keyIs(body[m.keyStart:m.keyEnd], key) {
+			p.Start, p.End, p.Found = m.valStart, m.valEnd, true
+		}
+	}
+	if !it.ok {
+		return Place{}, false
+	}
+	if !p.Found {
+		p.Start, p.Empty = lastEnd, lastEnd < 0
+		if p.Empty {
+			p.Start = it.close
+		}
+		p.End = p.Start
+	}
+	return p, true
+}
+
 // SetString returns body with top-level key set to the JSON string value (replaced in place of
 // the old value, or appended as the last member when absent). Always a new slice (body is not
 // modified). With duplicate keys the last occurrence is replaced and the others removed, so the

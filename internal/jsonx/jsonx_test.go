@@ -239,3 +239,46 @@ func TestSetQuotedSplitAllocatesNothing(t *testing.T) {
 		t.Errorf("SetQuotedSplit allocates %.0f times, want 0", n)
 	}
 }
+
+// TestLocate: the value of a key's last occurrence, or where a new last member goes (after the
+// last member's value, or before the brace of an empty object), and nothing for a body that is
+// not a well-formed object; splicing `,"k":1` (or `"k":1` when Empty) there gives valid JSON.
+func TestLocate(t *testing.T) {
+	tests := []struct {
+		body  string
+		want  Place
+		value string // body[Start:End]
+		ok    bool
+	}{
+		{`{"a":1,"k":{"x":2} }`, Place{Start: 11, End: 18, Found: true}, `{"x":2}`, true},
+		{`{"k":1,"a":2,"k":null}`, Place{Start: 17, End: 21, Found: true}, `null`, true},
+		{`{"a":{"k":1}}`, Place{Start: 12, End: 12}, ``, true},
+		{`{"a":1 }`, Place{Start: 6, End: 6}, ``, true},
+		{`{ }`, Place{Start: 2, End: 2, Empty: true}, ``, true},
+		{`{"\u006b":true}`, Place{Start: 10, End: 14, Found: true}, `true`, true},
+		{`{"a":1,`, Place{}, ``, false},
+		{`[1]`, Place{}, ``, false},
+	}
+	for _, tc := range tests {
+		got, ok := Locate([]byte(tc.body), "k")
+		if ok != tc.ok || got != tc.want {
+			t.Errorf("Locate(%s) = %+v, %v; want %+v, %v", tc.body, got, ok, tc.want, tc.ok)
+			continue
+		}
+		if !ok {
+			continue
+		}
+		if v := tc.body[got.Start:got.End]; v != tc.value {
+			t.Errorf("Locate(%s) value %q, want %q", tc.body, v, tc.value)
+		}
+		if !got.Found {
+			ins := `,"k":1`
+			if got.Empty {
+				ins = ins[1:]
+			}
+			if out := tc.body[:got.Start] + ins + tc.body[got.End:]; !json.Valid([]byte(out)) {
+				t.Errorf("spliced %s: invalid JSON", out)
+			}
+		}
+	}
+}
