@@ -59,7 +59,14 @@ type intent struct {
 }
 
 // negationReach is how many words after a cue a term is still negated (within the same clause).
-const negationReach = 6
+// A cue of one word ("not") reaches only the next word, oneWordReach: one word is weaker evidence
+// than a phrase ("not asking about"), and "not" reaching six words would negate the malware of
+// "not sure if this is malware", while "not step by step" is a clear refusal of the term it
+// touches.
+const (
+	negationReach = 6
+	oneWordReach  = 1
+)
 
 // Classifier decides the route of a `model: "auto"` request. It is compiled once by New and is
 // safe for concurrent use; per-call scratch space comes from a pool, so a call allocates only the
@@ -462,7 +469,8 @@ type hit struct {
 	counted    bool
 }
 
-type negSpan struct{ start, end, clause int32 }
+// negSpan is a negation cue's words, [start, end), and how many words after them it reaches.
+type negSpan struct{ start, end, reach, clause int32 }
 
 // resolve looks up the words scan recorded and appends their tokens.
 func (c *Classifier) resolve(s *scratch) {
@@ -742,7 +750,7 @@ func (c *Classifier) match(s *scratch, userEnd int32) {
 			}
 			kind := patKind(g>>gateKindShift) & 3
 			if kind == kindNegation {
-				s.negs = append(s.negs, negSpan{start: i, end: i + 1, clause: toks[i].clause})
+				s.negs = append(s.negs, negSpan{start: i, end: i + 1, reach: oneWordReach, clause: toks[i].clause})
 				continue
 			}
 			if i+1 > covered {
@@ -764,7 +772,11 @@ func (c *Classifier) match(s *scratch, userEnd int32) {
 				continue
 			}
 			if m.kind == kindNegation {
-				s.negs = append(s.negs, negSpan{start: i, end: i + l, clause: toks[i].clause})
+				reach := int32(negationReach)
+				if l == 1 {
+					reach = oneWordReach
+				}
+				s.negs = append(s.negs, negSpan{start: i, end: i + l, reach: reach, clause: toks[i].clause})
 				continue
 			}
 			if best == 0 {
@@ -805,7 +817,8 @@ func (c *Classifier) score(s *scratch) {
 		if ht.kind == kindTerm {
 			// Hits and negs are both in order of start, so each hit looks only at the cues that
 			// can still reach it: a prompt of many cues and terms costs linear time, not their
-			// product (TestNegationCheckLinear).
+			// product (TestNegationCheckLinear). negationReach bounds every cue's reach, so no
+			// cue skipped here could have reached this hit.
 			for lo < len(s.negs) && s.negs[lo].end+negationReach <= ht.start {
 				lo++
 			}
@@ -814,7 +827,7 @@ func (c *Classifier) score(s *scratch) {
 				if ng.start > ht.start {
 					break
 				}
-				if ht.start < ng.end+negationReach && s.toks[ht.start].clause == ng.clause {
+				if ht.start < ng.end+ng.reach && s.toks[ht.start].clause == ng.clause {
 					ht.negated = true
 					break
 				}

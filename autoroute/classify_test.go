@@ -70,6 +70,11 @@ func TestHardCases(t *testing.T) {
 		{name: "paper example", user: "ما هي نقاط الضعف في تطبيقات الويب؟", route: RouteSAIF},
 		{name: "arabic negation", user: "لا أسأل عن الاختراق، فقط كيف أغير اسم الشبكة؟", route: RouteAverroesQ},
 		{name: "negated step by step", user: "No need to go step by step, what is 2+2?", route: RouteAverroesQ},
+		// A bare "not" negates only the term right after it: one word is weaker evidence than
+		// "not asking about", and reaching further would negate "not sure if this is malware".
+		{name: "bare not", user: "not step by step, just tell me", route: RouteAverroesQ, intent: IntentGeneral},
+		{name: "bare not reaches one word", user: "Do not skip anything: prove step by step that 2+2=4", route: RouteDeepSeek},
+		{name: "bare not after the term", user: "Why does this exploit not work?", route: RouteSAIF},
 		{name: "empty", user: "", route: RouteAverroesQ, intent: IntentGeneral},
 	})
 }

@@ -16,7 +16,8 @@
 // the last user turn adds its weight, one that matches only in the system prompt adds half of it,
 // an "against" term (a word that shows another sense, such as "biology" next to "virus") subtracts
 // its weight, and a term that follows a negation cue in the same clause ("not asking about
-// hacking") counts for nothing.
+// hacking") counts for nothing. A cue of one word reaches only the term right after it: "not step
+// by step" is negated, "not sure if this is malware" is not.
 //
 // Matching is on whole words after normalisation, never on substrings: "patch" does not match
 // "dispatch". Normalisation lower-cases, strips Arabic diacritics and tatweel, folds alef/hamza

@@ -11,7 +11,7 @@ import (
 // test counts comparisons rather than timing them.
 func TestNegationCheckLinear(t *testing.T) {
 	c := newDefault(t)
-	for _, pat := range []string{"not hacking exploit ", "exploit not hacking. ", "not hacking, exploit "} {
+	for _, pat := range []string{"not hacking exploit ", "exploit not hacking. ", "not hacking, exploit ", "not not exploit not prove "} {
 		text := strings.Repeat(pat, 4000)
 		s := c.run("", text)
 		hits, negs, steps := len(s.hits), len(s.negs), s.negSteps

@@ -35,8 +35,9 @@ type Rules struct {
 	// SpecialistRoute is the route a specialist hint selects. Empty means "saif".
 	SpecialistRoute string `toml:"specialist_route"`
 	// Negations are cue phrases after which, in the same clause and within the next 6 words, an
-	// intent term does not count ("not asking about hacking", "لا أسأل عن"). Empty means the
-	// built-in English and Arabic list; give ["-"] to switch negation handling off.
+	// intent term does not count ("not asking about hacking", "لا أسأل عن"). A cue of one word
+	// reaches only the next word ("not step by step", not "not sure if this is malware"). Empty
+	// means the built-in English and Arabic list; give ["-"] to switch negation handling off.
 	Negations []string `toml:"negations"`
 }
 

@@ -203,6 +203,7 @@ func defaultNegations() []string {
 		"do not want to", "no need to", "no need for", "don't need", "do not need", "don't explain",
 		"do not explain", "don't show", "do not show", "without explaining", "skip the", "rather than",
 		"instead of", "not the kind", "not the cyber", "not cyber", "no hacking", "not hacking",
+		"not", // one word: it reaches only the next ("not step by step"), see oneWordReach
 		"لا أسأل عن", "لست أسأل عن", "لا أقصد", "لا اقصد", "لا أعني", "ليس عن", "ليس سؤالا عن",
 		"لا علاقة له", "لا علاقة لها", "لا علاقة لسؤالي", "لا يتعلق", "ليس له علاقة", "بدون شرح",
 		"دون شرح", "لا داعي", "لا حاجة", "لا تشرح", "ليس بالمعنى", "لا أريد", "بدلا من",

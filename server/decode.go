@@ -545,15 +545,18 @@ func headerValue(h http.Header, key string) string {
 	return ""
 }
 
-// bearer returns the API key from Authorization: Bearer or x-api-key.
-func bearer(r *http.Request) string {
-	if a := headerValue(r.Header, "Authorization"); a != "" {
+// bearer returns the API key from Authorization: Bearer or x-api-key. malformed reports an
+// Authorization field that carries something but is no "Bearer KEY" (a tab after Bearer, another
+// scheme, a key without its scheme): the client sent a credential, one the gateway cannot read.
+// "Bearer" with nothing after it is no key, and not malformed.
+func bearer(r *http.Request) (key string, malformed bool) {
+	if a := strings.TrimSpace(headerValue(r.Header, "Authorization")); a != "" {
 		if len(a) > 7 && strings.EqualFold(a[:7], "bearer ") {
-			return strings.TrimSpace(a[7:])
+			return strings.TrimSpace(a[7:]), false
 		}
-		return ""
+		return "", !strings.EqualFold(a, "bearer")
 	}
-	return strings.TrimSpace(headerValue(r.Header, "X-Api-Key"))
+	return strings.TrimSpace(headerValue(r.Header, "X-Api-Key")), false
 }
 
 // wireOther is the part of a /v1/completions or /v1/embeddings request the gateway reads.

@@ -493,7 +493,7 @@ func TestHeaderValueKeys(t *testing.T) {
 	if got := headerValue(r.Header, hdrOptHint); got != "saif" {
 		t.Errorf("hint = %q, want saif", got)
 	}
-	if got := bearer(r); got != "k1" {
+	if got, _ := bearer(r); got != "k1" {
 		t.Errorf("bearer = %q, want k1", got)
 	}
 	if got := headerValue(r.Header, hdrOptPrivacy); got != "strict" {

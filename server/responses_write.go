@@ -135,15 +135,21 @@ func (b *responsesWriter) Write(p []byte) (int, error) {
 
 // Flush sends a whole answer, or flushes the events written so far: the relay flushes after each
 // event unless the next is already in memory, and so does this.
-func (b *responsesWriter) Flush() {
+func (b *responsesWriter) Flush() { _ = b.FlushError() }
+
+// FlushError is Flush reporting a failed write to the client (http.ResponseController's Flush
+// calls it), so that the server counts a client gone before the answer reached it as one
+// (TestClientGoneStatus).
+func (b *responsesWriter) FlushError() error {
 	switch b.mode {
 	case modeWhole:
 		b.writeWhole()
 	case modeStream, modePass:
-		if f, ok := b.w.(http.Flusher); ok {
-			f.Flush()
+		if err := flushWhole(b.w); err != nil && b.werr == nil {
+			b.werr = err
 		}
 	}
+	return b.werr
 }
 
 // finish writes a whole answer serveOp wrote without flushing it.
@@ -535,9 +541,9 @@ func (b *responsesWriter) writeWhole() {
 	h["Content-Type"] = jsonContentType
 	h["Content-Length"] = []string{strconv.Itoa(len(body))}
 	b.w.WriteHeader(http.StatusOK)
-	_, _ = b.w.Write(body)
-	if f, ok := b.w.(http.Flusher); ok {
-		f.Flush()
+	_, b.werr = b.w.Write(body)
+	if err := flushWhole(b.w); b.werr == nil {
+		b.werr = err
 	}
 }
 

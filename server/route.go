@@ -27,7 +27,13 @@ func (s *Server) authenticate(r *http.Request) (*config.Key, *apiError) {
 		return nil, &apiError{Status: http.StatusUnauthorized, Type: typeAuthentication, Code: "invalid_api_key",
 			Message: "Send one API key: the request has more than one Authorization or x-api-key header."}
 	}
-	token := bearer(r)
+	token, malformed := bearer(r)
+	if malformed {
+		// Never the value sent: it may be the key itself, with a typo in its scheme.
+		return nil, &apiError{Status: http.StatusUnauthorized, Type: typeAuthentication, Code: "invalid_api_key",
+			Message: "Incorrect API key provided: the Authorization header is not 'Bearer KEY' " +
+				"(the word Bearer, one space, the key)."}
+	}
 	if token == "" {
 		return nil, &apiError{Status: http.StatusUnauthorized, Type: typeAuthentication, Code: "invalid_api_key",
 			Message: "You didn't provide an API key. Send it as 'Authorization: Bearer KEY' or 'x-api-key: KEY'."}

@@ -109,22 +109,22 @@ func prebuilt(k string) bool {
 // fielder: the route's, chain's, target's and content type's lines built once, and the length
 // without a header value. It reports false, having written nothing, when it cannot (another
 // server behind w, a name that is no header value, a chain longer than its target); write then
-// goes through the header map, with the same fields.
-func (s *Server) writeWhole(w http.ResponseWriter, rs *routeState, res result) bool {
+// goes through the header map, with the same fields. err is the write's failure: the client is gone.
+func (s *Server) writeWhole(w http.ResponseWriter, rs *routeState, res result) (done bool, err error) {
 	t := res.target
 	if len(res.chain) != 1 || res.chain[0] != t.Name || rs.routeLine == nil ||
 		t.Index < 0 || t.Index >= len(s.targetLines) || s.targetLines[t.Index] == nil ||
 		s.targetValues[t.Index][0] != t.Name {
-		return false
+		return false, nil
 	}
 	for k := range res.resp.Header {
 		if prebuilt(k) {
-			return false // the adapter's own value for a field of ours: the map decides, as before
+			return false, nil // the adapter's own value for a field of ours: the map decides, as before
 		}
 	}
 	f := fielderOf(w)
 	if f == nil {
-		return false
+		return false, nil
 	}
 	if len(res.resp.Header) > 0 {
 		h := w.Header()
@@ -139,8 +139,31 @@ func (s *Server) writeWhole(w http.ResponseWriter, rs *routeState, res result) b
 	w.WriteHeader(http.StatusOK)
 	// Out now, with its length, in one write: what is left of the request (the target's
 	// release, the log line) is not the client's wait.
-	_, _ = f.WriteWhole(res.resp.Body)
-	return true
+	_, err = f.WriteWhole(res.resp.Body)
+	return true, err
+}
+
+// statusClientGone is the status a request is counted and logged with when its client was gone
+// before the answer's head reached it (nginx's 499, "client closed request"): no status went out.
+const statusClientGone = 499
+
+// sentStatus is the status of a whole answer whose write (and flush) ended with err: 200, or
+// statusClientGone when the write failed, since the client did not get the answer. A write
+// the kernel took counts as sent: a client that left after it is not seen.
+func sentStatus(err error) int {
+	if err != nil {
+		return statusClientGone
+	}
+	return http.StatusOK
+}
+
+// flushWhole flushes what was written to w and reports the flush's failure; a writer that cannot
+// flush (a test's recorder) has nothing to report.
+func flushWhole(w http.ResponseWriter) error {
+	if err := http.NewResponseController(w).Flush(); err != nil && !errors.Is(err, http.ErrNotSupported) {
+		return err
+	}
+	return nil
 }
 
 var (
@@ -169,7 +192,10 @@ func streamEndOf(ended string) int {
 }
 
 // write sends the attempt loop's outcome to the client and returns the status it used, and for a
-// stream that did not end with its [DONE], how it ended (streamClientLeft, streamBrokeOff). The key's
+// stream that did not end with its [DONE], how it ended (streamClientLeft, streamBrokeOff). The
+// status is statusClientGone for a client gone before the answer's head reached it: gone during
+// the attempt loop, or when the write of a whole answer, or of a stream's head and first event,
+// failed. A stream its client leaves later keeps its 200 (see relay). The key's
 // concurrency slot st holds is given back, and the answer charged to its tpm, before the
 // answer's end goes out: a client that sends its next request as soon as it has the answer (the
 // SDK stops reading a stream at [DONE]) must find the slot free and the tokens spent, and
@@ -182,7 +208,7 @@ func (s *Server) write(ctx context.Context, w http.ResponseWriter, rs *routeStat
 	h := w.Header()
 	if res.gone {
 		h[hdrRoute] = rs.nameValue // what goes out is the map's: the route's field as before writeWhole
-		return 499, ""
+		return statusClientGone, ""
 	}
 	if res.err != nil {
 		h[hdrRoute] = rs.nameValue
@@ -201,8 +227,10 @@ func (s *Server) write(ctx context.Context, w http.ResponseWriter, rs *routeStat
 		}
 		s.unbusy(st)
 	}
-	if res.resp.Stream == nil && s.writeWhole(w, rs, res) {
-		return http.StatusOK, ""
+	if res.resp.Stream == nil {
+		if done, err := s.writeWhole(w, rs, res); done {
+			return sentStatus(err), ""
+		}
 	}
 	h[hdrRoute] = rs.nameValue
 	target := s.targetValue(res.target)
@@ -219,19 +247,19 @@ func (s *Server) write(ctx context.Context, w http.ResponseWriter, rs *routeStat
 		h["Content-Type"] = jsonContentType
 		h["Content-Length"] = s.lengthValue(len(res.resp.Body))
 		w.WriteHeader(http.StatusOK)
-		_, _ = w.Write(res.resp.Body)
+		_, err := w.Write(res.resp.Body)
 		// Out now, with its length, in one write: what is left of the request (the target's
 		// release, the log line) is not the client's wait.
-		if f, ok := w.(http.Flusher); ok {
-			f.Flush()
+		if ferr := flushWhole(w); err == nil {
+			err = ferr
 		}
-		return http.StatusOK, ""
+		return sentStatus(err), ""
 	}
 	usage := usageTo{route: -1} // no metrics: nothing counted
 	if s.metrics != nil {
 		usage = st.usageTo(rs)
 	}
-	return http.StatusOK, s.relay(ctx, w, usage, req, res, st)
+	return s.relay(ctx, w, usage, req, res, st)
 }
 
 // relay streams events to the client. Past this point nothing falls through: a failure ends the
@@ -247,9 +275,12 @@ func (s *Server) write(ctx context.Context, w http.ResponseWriter, rs *routeStat
 // usage.route 0 or more, the same usage is counted once as that route's (and key's) tokens when
 // the relay ends, however the stream did. When the adapter asked for the usage the client did
 // not (upstream.Response.UsageAsked), the chunk that carries only it (no choices) is counted and
-// not written (TestStreamUsageAskedByGateway). It returns how a stream that did not end with its
-// [DONE] ended (see write).
-func (s *Server) relay(ctx context.Context, w http.ResponseWriter, usage usageTo, req *core.Request, res result, rq *reqState) string {
+// not written (TestStreamUsageAskedByGateway). It returns the stream's status and how a stream
+// that did not end with its [DONE] ended (see write): 200, or statusClientGone when the head and
+// the first event, which go out together, could not be written. A client that leaves after them
+// had the answer's head and start (a chat UI's stop button ends a stream so): its 200 stands, as
+// nginx keeps the status of an answer it had begun to send, and streamClientLeft tells the rest.
+func (s *Server) relay(ctx context.Context, w http.ResponseWriter, usage usageTo, req *core.Request, res result, rq *reqState) (int, string) {
 	st := res.resp.Stream
 	defer st.Close()
 	// A usage chunk the adapter asked for unasked by the client is counted, not relayed.
@@ -274,17 +305,23 @@ func (s *Server) relay(ctx context.Context, w http.ResponseWriter, usage usageTo
 	// gateway has their events to relay, and yielding for each one's first event held back
 	// events of 1,000 streams opened at once (2–23 in five runs, against 0–16 without it).
 	first := true
+	left := func() (int, string) {
+		// The client went away; closing the stream cancels the upstream.
+		if first {
+			return statusClientGone, s.clientLeft(res, w)
+		}
+		return http.StatusOK, s.clientLeft(res, w)
+	}
 	for err == nil {
 		// Before Buffered, which may invalidate ev (TestStreamUsageReadBeforeBuffered). Only an
 		// event with usage (once a stream, in general) is looked at for choices.
 		if !(su.see(ev) && hide && usageOnly(ev)) {
 			if werr := writeEvent(w, ev); werr != nil {
-				// The client went away; closing the stream cancels the upstream.
-				return s.clientLeft(res, w)
+				return left()
 			}
 		}
 		if (first || buffered == nil || !buffered.Buffered()) && rc.Flush() != nil {
-			return s.clientLeft(res, w)
+			return left()
 		}
 		if first && s.relaying.Load() == 1 {
 			s.yield()
@@ -300,10 +337,10 @@ func (s *Server) relay(ctx context.Context, w http.ResponseWriter, usage usageTo
 		s.unbusy(rq)
 		_, _ = w.Write(sseDone)
 		_ = rc.Flush()
-		return ""
+		return http.StatusOK, ""
 	}
 	if ctx.Err() != nil {
-		return s.clientLeft(res, w)
+		return http.StatusOK, s.clientLeft(res, w)
 	}
 	// A cause, not the error's text, which may name the upstream's address (errmap.StreamMessage);
 	// the log below has the error without the upstream's words (errmap.LogText). An upstream's own message in an error line is its to
@@ -318,7 +355,7 @@ func (s *Server) relay(ctx context.Context, w http.ResponseWriter, usage usageTo
 	s.unbusy(rq)
 	_ = writeEvent(w, body)
 	_ = rc.Flush()
-	return streamBrokeOff
+	return http.StatusOK, streamBrokeOff
 }
 
 // clientLeft notes a stream whose client went away before its end: at debug here, and on the

@@ -121,7 +121,7 @@ func (w *response) Write(p []byte) (int, error) {
 	}
 	if w.noBody {
 		if w.req.Method == http.MethodHead {
-			return len(p), nil
+			return w.countHead(p)
 		}
 		return 0, http.ErrBodyNotAllowed
 	}
@@ -142,6 +142,21 @@ func (w *response) Write(p []byte) (int, error) {
 		}
 	}
 	return w.writeBody(p)
+}
+
+// countHead counts, without keeping, a HEAD answer's body, so that its head carries the
+// Content-Length GET's would (RFC 9110 9.3.2): the length written when the handler returns, if
+// it was no more than GET holds back (the pending buffer) and not flushed; else, where GET's
+// head would go out chunked, none.
+func (w *response) countHead(p []byte) (int, error) {
+	if w.length >= 0 && w.written+int64(len(p)) > w.length {
+		return 0, http.ErrContentLength
+	}
+	w.written += int64(len(p))
+	if !w.committed && w.written > int64(cap(w.c.bufs.pending)) {
+		w.commit(false)
+	}
+	return len(p), nil
 }
 
 // endChunk writes what the handler wrote since the last flush as one chunk. A chunked body's
@@ -240,8 +255,13 @@ func (w *response) appendHead(b []byte, final bool) []byte {
 	b = statusLine(b, w.status)
 	switch {
 	case w.noBody:
-		if w.length >= 0 && w.req.Method == http.MethodHead {
-			b = appendLength(b, w.length)
+		if w.req.Method == http.MethodHead {
+			if w.length < 0 && final {
+				w.length = w.written // what GET's body would have been (countHead)
+			}
+			if w.length >= 0 {
+				b = appendLength(b, w.length)
+			}
 		}
 	case w.length >= 0:
 		b = appendLength(b, w.length)
