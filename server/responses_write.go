@@ -495,6 +495,7 @@ func (b *responsesWriter) writeWhole() {
 	if err := json.Unmarshal(b.buf, &a); err != nil {
 		writeError(b.w, &apiError{Status: http.StatusBadGateway, Type: typeUpstream, Code: "bad_upstream_answer",
 			Message: "the upstream's answer could not be read as a chat completion: " + err.Error()})
+		b.werr = sentInstead(http.StatusBadGateway) // FlushError says so: the 502 is what is counted and logged
 		return
 	}
 	if a.Model != "" {

@@ -147,15 +147,27 @@ func (s *Server) writeWhole(w http.ResponseWriter, rs *routeState, res result) (
 // before the answer's head reached it (nginx's 499, "client closed request"): no status went out.
 const statusClientGone = 499
 
-// sentStatus is the status of a whole answer whose write (and flush) ended with err: 200, or
-// statusClientGone when the write failed, since the client did not get the answer. A write
-// the kernel took counts as sent: a client that left after it is not seen.
+// sentStatus is the status of a whole answer whose write (and flush) ended with err: 200;
+// statusClientGone when the write failed, since the client did not get the answer; or the
+// status a wrapping writer sent instead of the answer (sentInstead). A write the kernel took
+// counts as sent: a client that left after it is not seen.
 func sentStatus(err error) int {
-	if err != nil {
-		return statusClientGone
+	var instead sentInstead
+	switch {
+	case err == nil:
+		return http.StatusOK
+	case errors.As(err, &instead):
+		return int(instead)
 	}
-	return http.StatusOK
+	return statusClientGone
 }
+
+// sentInstead is what a writer wrapping the client's (the Responses bridge) reports from its
+// flush when it answered with this status instead of the answer it was given: an error it wrote
+// itself, which is the status counted and logged (TestResponsesUnreadableAnswerStatus).
+type sentInstead int
+
+func (s sentInstead) Error() string { return "answered " + strconv.Itoa(int(s)) + " instead" }
 
 // flushWhole flushes what was written to w and reports the flush's failure; a writer that cannot
 // flush (a test's recorder) has nothing to report.
