@@ -44,6 +44,10 @@ type Request struct {
 	// tpm): an adapter may then ask a target for a stream's usage that the client did not ask for
 	// (Target.StreamUsage), and keep it from the client (upstream.Response.UsageAsked).
 	CountsUsage bool
+	// NoStreamOptions is true when the decoder saw that Body has no "stream_options" member, so
+	// that an adapter adding one need not walk the body for it; false when it has one or the
+	// decoder did not say.
+	NoStreamOptions bool
 	// Body is the client's JSON with the Hayula fields (x-fallback-on, x-route-hint,
 	// x-hayula-privacy) removed; adapters splice the upstream model into it.
 	Body []byte

@@ -124,7 +124,9 @@ type wireView struct {
 	// modelAt is where the "model" value lies in the body when fastWire met exactly one
 	// "model" member (core.Request.ModelAt); models counts the members it met.
 	modelAt [2]int
-	models  int
+	// optionsMember: fastWire met a "stream_options" member (core.Request.NoStreamOptions).
+	optionsMember bool
+	models        int
 	// bad is the first field passed upstream whose JSON kind OpenAI would refuse (passKinds).
 	bad badField
 	// topLogprobs and logprobs are set when the body has a top_logprobs neither null nor 0, and
@@ -360,7 +362,8 @@ func finishChat(r *http.Request, body []byte, w *wireView, req *core.Request) *a
 		}
 		req.Body, privacy = stripOptions(body, w.models != 1)
 	} else {
-		req.ModelAt = w.modelAt
+		// The body as fastWire walked it: where its model lies, and whether it has stream_options.
+		req.ModelAt, req.NoStreamOptions = w.modelAt, !w.optionsMember
 	}
 	return readOptions(r, w, privacy, req)
 }
@@ -945,6 +948,7 @@ func fastWire(body []byte, w *wireView, msgs []core.Message, names map[string]st
 		case "stream_options":
 			// Rare and small; encoding/json also reuses an earlier value's struct, as it would.
 			ok = json.Unmarshal(v, &w.StreamOptions) == nil
+			w.optionsMember = true
 		case "messages":
 			if messages {
 				return false // a second array merges into the first in encoding/json

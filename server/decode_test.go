@@ -503,3 +503,29 @@ func TestHeaderValueKeys(t *testing.T) {
 		t.Errorf("absent fallback = %q, want empty", got)
 	}
 }
+
+// TestNoStreamOptions: the request says its body has no stream_options member only when the fast
+// walk saw the body whole and met none, so that the openai adapter's splice of one
+// (upstream.usageSplice) can skip its own walk; any other body leaves it to that walk.
+func TestNoStreamOptions(t *testing.T) {
+	for _, tc := range []struct {
+		body string
+		want bool
+	}{
+		{`{"model":"saif","stream":true,"messages":[{"role":"user","content":"hi"}]}`, true},
+		{`{"model":"saif","stream":true,"stream_options":null,"messages":[{"role":"user","content":"hi"}]}`, false},
+		{`{"model":"saif","stream":true,"stream_options":{"include_usage":false},"messages":[{"role":"user","content":"hi"}]}`, false},
+		{`{"model":"saif","stream":true,"stream\u005foptions":{},"messages":[{"role":"user","content":"hi"}]}`, false},
+		{`{"model":"saif","model":"saif","stream":true,"messages":[{"role":"user","content":"hi"}]}`, false},
+		{`{"model":"saif","stream":true,"x-hayula-privacy":"strict","messages":[{"role":"user","content":"hi"}]}`, false},
+	} {
+		r := httptest.NewRequest("POST", "/v1/chat/completions", nil)
+		req, e := decodeChat(r, []byte(tc.body), new(reqState), testNames)
+		if e != nil {
+			t.Fatalf("%s: %s", tc.body, e.Message)
+		}
+		if req.NoStreamOptions != tc.want {
+			t.Errorf("%s: NoStreamOptions %v, want %v", tc.body, req.NoStreamOptions, tc.want)
+		}
+	}
+}

@@ -42,9 +42,18 @@ func asksUsage(t *core.Target, req *core.Request) bool {
 // the client's other stream_options members; false when body is not an object whose
 // stream_options is absent, null or an object (the server refused anything else), and when the
 // client's stream_options has continuous_usage_stats: with include_usage vLLM then puts usage on
-// every chunk, which the client would see.
-func usageSplice(body []byte) (splice, bool) {
-	p, ok := jsonx.Locate(body, "stream_options")
+// every chunk, which the client would see. absent says the decoder saw no stream_options member
+// (core.Request.NoStreamOptions), the usual case: the new member then goes before the closing
+// brace without a walk over the members.
+func usageSplice(body []byte, absent bool) (splice, bool) {
+	var p jsonx.Place
+	ok := false
+	if absent {
+		p, ok = jsonx.LocateEnd(body)
+	}
+	if !ok {
+		p, ok = jsonx.Locate(body, "stream_options")
+	}
 	switch {
 	case !ok:
 		return splice{}, false

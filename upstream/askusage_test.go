@@ -22,6 +22,7 @@ func TestOutgoingAsksUsage(t *testing.T) {
 	}{
 		{`{"model":"r","stream":true}`, "", `{"model":"r","stream":true,"stream_options":{"include_usage":true}}`, true},
 		{`{"model":"r","stream":true}`, "m", `{"model":"m","stream":true,"stream_options":{"include_usage":true}}`, true},
+		{" {\n\"model\" : \"r\" ,\"stream\":true\n}\r\n", "m", " {\n\"model\" : \"m\" ,\"stream\":true,\"stream_options\":{\"include_usage\":true}\n}\r\n", true},
 		{`{"stream_options":null,"model":"r"}`, "m", `{"stream_options":{"include_usage":true},"model":"m"}`, true},
 		{`{"model":"r","stream_options":{"x":1} }`, "m", `{"model":"m","stream_options":{"x":1,"include_usage":true} }`, true},
 		{`{"model":"r","stream_options":{ }}`, "", `{"model":"r","stream_options":{ "include_usage":true}}`, true},
@@ -30,7 +31,14 @@ func TestOutgoingAsksUsage(t *testing.T) {
 		{`{"model":"r","stream_options":{"continuous_usage_stats":true}}`, "m", ``, false},
 	} {
 		body := []byte(tt.body)
-		sp, ask := usageSplice(body)
+		sp, ask := usageSplice(body, false)
+		if !bytes.Contains(body, []byte("stream_options")) {
+			// What the decoder says of such a body (core.Request.NoStreamOptions) finds the
+			// same place without the walk.
+			if sp2, ask2 := usageSplice(body, true); sp2.at != sp.at || sp2.end != sp.end || !bytes.Equal(sp2.ins, sp.ins) || ask2 != ask {
+				t.Errorf("%s: absent %+v %v, walked %+v %v", tt.body, sp2, ask2, sp, ask)
+			}
+		}
 		if ask != tt.ask {
 			t.Errorf("%s: ask %v, want %v", tt.body, ask, tt.ask)
 			continue
@@ -61,7 +69,7 @@ func TestOutgoingAsksUsageAllocatesNothing(t *testing.T) {
 	req := &core.Request{Body: body, ModelAt: [2]int{at, at + 3}}
 	var n int
 	if allocs := testing.AllocsPerRun(100, func() {
-		sp, ask := usageSplice(body)
+		sp, ask := usageSplice(body, true)
 		p := a.outgoing(req, sp, ask)
 		n = p.len()
 	}); allocs != 0 {

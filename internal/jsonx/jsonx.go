@@ -99,6 +99,8 @@ func (it *iter) key() (member, bool) {
 	return m, it.pos < len(b)
 }
 
+func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
+
 func skipWS(b []byte, i int) int {
 	for i < len(b) {
 		switch b[i] {
@@ -398,6 +400,32 @@ func Locate(body []byte, key string) (p Place, ok bool) {
 		p.End = p.Start
 	}
 	return p, true
+}
+
+// LocateEnd is where a new last member of the object body goes (Place's Start and End, with
+// Empty when it has none), found from the end of body without a walk over its members, for a
+// caller that knows the member is not there. body must be a well-formed object: ok is false when
+// its last bytes are not one's end.
+func LocateEnd(body []byte) (p Place, ok bool) {
+	i := len(body) - 1
+	for i >= 0 && isSpace(body[i]) {
+		i--
+	}
+	if i < 1 || body[i] != '}' {
+		return Place{}, false
+	}
+	closing := i
+	i--
+	for i >= 0 && isSpace(body[i]) {
+		i--
+	}
+	switch {
+	case i < 0:
+		return Place{}, false
+	case body[i] == '{': // no members: the new one goes where the closing brace is, as Locate says
+		return Place{Start: closing, End: closing, Empty: true}, true
+	}
+	return Place{Start: i + 1, End: i + 1}, true // just past the last value
 }
 
 // SetString returns body with top-level key set to the JSON string value (replaced in place of

@@ -282,3 +282,21 @@ func TestLocate(t *testing.T) {
 		}
 	}
 }
+
+// TestLocateEnd: for an object without the member, LocateEnd finds the place Locate's walk does.
+func TestLocateEnd(t *testing.T) {
+	for _, body := range []string{`{"a":1 }`, `{ }`, `{}`, " {\n\"a\":{\"k\":1},\"b\":[1, 2] \n}\r\n", `{"a":"}"}`} {
+		want, ok := Locate([]byte(body), "k")
+		if !ok || want.Found {
+			t.Fatalf("Locate(%s) = %+v, %v", body, want, ok)
+		}
+		if got, ok := LocateEnd([]byte(body)); !ok || got != want {
+			t.Errorf("LocateEnd(%q) = %+v, %v; want %+v", body, got, ok, want)
+		}
+	}
+	for _, body := range []string{``, `}`, ` }`, `[1]`, `{"a":1`} {
+		if got, ok := LocateEnd([]byte(body)); ok {
+			t.Errorf("LocateEnd(%q) = %+v, want not ok", body, got)
+		}
+	}
+}
