@@ -127,8 +127,9 @@ func ptrOf[T any](o opt[T]) *T {
 // viewOpts compares views as encoding/json fills them: the fast walk's own notes are not part of it.
 var viewOpts = cmpopts.IgnoreUnexported(wireView{})
 
-// ignoreModelAt leaves out what only the fast walk knows; checkModelAt checks it.
-var ignoreModelAt = cmpopts.IgnoreFields(core.Request{}, "ModelAt")
+// ignoreModelAt leaves out what only the fast walk knows; checkModelAt checks ModelAt,
+// TestNoStreamOptions NoStreamOptions.
+var ignoreModelAt = cmpopts.IgnoreFields(core.Request{}, "ModelAt", "NoStreamOptions")
 
 // checkModelAt holds a request's ModelAt, when set, to where jsonx finds the one "model" value.
 func checkModelAt(t *testing.T, req *core.Request) {

@@ -154,7 +154,7 @@ func TestReusedStateLeaksNothing(t *testing.T) {
 		t.Fatalf("upstream saw %d requests, want %d", len(seen), 2*pairs)
 	}
 	at := strings.Index(bare, `"solo"`)
-	want := core.Request{Model: "solo", Body: []byte(bare), ModelAt: [2]int{at, at + len(`"solo"`)}, CountsUsage: true, // metrics on
+	want := core.Request{Model: "solo", Body: []byte(bare), ModelAt: [2]int{at, at + len(`"solo"`)}, NoStreamOptions: true, CountsUsage: true, // metrics on
 		Messages: []core.Message{{Role: "user", Content: json.RawMessage(`"second"`)}}}
 	for i := 1; i < len(seen); i += 2 {
 		if diff := cmp.Diff(want, seen[i]); diff != "" {
