@@ -163,6 +163,12 @@ func TestSSERelayShapes(t *testing.T) {
 		{"trailer after the last chunk", []gatedPiece{{relayWireChunk("data: " + a + "\n\n"), []string{a}},
 			{relayWireChunk("data: "+fin+"\n\n") + relayWireChunk("data: [DONE]\n\n") + "0\r\n", []string{fin, "[DONE]"}},
 			{"X-Trailer: 1\r\n\r\n", nil}}, endRaw, ""},
+		// One chunk holds two events, the second sent later (a proxy passing the upstream's
+		// framing on as its bytes come): the first is not held back for the rest of the chunk.
+		{"events inside one chunk", []gatedPiece{{relayWireChunk("data: " + a + "\n\n"), []string{a}},
+			{fmt.Sprintf("%x\r\n", len("data: "+b+"\n\ndata: "+fin+"\n\n")) + "data: " + b + "\n\n", []string{b}},
+			{"data: " + fin + "\n\n\r\n", []string{fin}},
+			{relayWireChunk("data: [DONE]\n\n") + "0\r\n\r\n", []string{"[DONE]"}}}, endRaw, ""},
 		{"closed without the last chunk", []gatedPiece{{"data: " + a + "\n\n", []string{a}}, {"data: " + b + "\n\n", []string{b}}}, endClose, interrupted},
 	}
 	for _, c := range cases {

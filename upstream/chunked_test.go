@@ -11,20 +11,24 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
-// chunkReads reads r to its first error in reads of size bytes, and says what each read
-// returned and what was left in br after.
+// chunkReads reads r to its first error in reads of size bytes, and says what the reads
+// returned (their data, joined, and the error that ended them) and what was left in br after.
+// The reads are joined, not compared one by one: chunkedReader returns data in hand where
+// net/http's decoder would read on for the rest of its chunk.
 func chunkReads(r io.Reader, br *bufio.Reader, size int) []string {
-	var out []string
+	var data []byte
+	var end error
 	p := make([]byte, size)
 	for range 1 << 16 {
 		n, err := r.Read(p)
-		out = append(out, fmt.Sprintf("%q %v", p[:n], err))
+		data = append(data, p[:n]...)
 		if err != nil {
+			end = err
 			break
 		}
 	}
 	rest, _ := io.ReadAll(br)
-	return append(out, fmt.Sprintf("left %q", rest))
+	return []string{fmt.Sprintf("%q", data), fmt.Sprintf("%v", end), fmt.Sprintf("left %q", rest)}
 }
 
 func TestChunkedReader(t *testing.T) {
@@ -68,8 +72,8 @@ func chunkedBoth(raw string, size, bufSize int) [2][]string {
 		chunkReads(&chunkedReader{r: gbr}, gbr, size)}
 }
 
-// FuzzChunkedReader: chunkedReader reads what net/http's decoder reads, read for read, fails
-// where it fails with the same error, and leaves the same bytes after the body.
+// FuzzChunkedReader: chunkedReader reads what net/http's decoder reads, fails where it fails
+// with the same error, and leaves the same bytes after the body.
 func FuzzChunkedReader(f *testing.F) {
 	for _, s := range []string{"3\r\nabc\r\n0\r\n\r\n", "3;x\r\nabc\r\n0\r\nT: 1\r\n\r\n", "1\r\nx\r\n1\r\ny\r\n0\r\n\r\n", "ff\r\n"} {
 		f.Add(s, uint8(3))
@@ -80,4 +84,25 @@ func FuzzChunkedReader(f *testing.F) {
 			t.Fatalf("reads (-net/http +ours):\n%s", d)
 		}
 	})
+}
+
+// A read returns the chunk's data in hand without waiting for the rest of the chunk: an
+// upstream may send one chunk in pieces, and an event in the first must not wait for the next.
+func TestChunkedReaderReturnsDataInHand(t *testing.T) {
+	for _, raw := range []string{"10\r\ndata: a\n\n", "2\r\nab\r\n10\r\ndata: a\n\n"} {
+		g := &gateReader{b: []byte(raw)}
+		cr := &chunkedReader{r: bufio.NewReaderSize(g, 64)}
+		var got []byte
+		p := make([]byte, 64)
+		for {
+			n, err := cr.Read(p)
+			got = append(got, p[:n]...)
+			if err != nil {
+				t.Fatalf("%q: a read waited for the rest of the chunk with %q in hand: %v", raw, got, err)
+			}
+			if strings.HasSuffix(string(got), "data: a\n\n") {
+				break
+			}
+		}
+	}
 }
