@@ -2,9 +2,11 @@ package upstream
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"io"
 	"net/http/httputil"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -103,6 +105,77 @@ func TestChunkedReaderReturnsDataInHand(t *testing.T) {
 			if strings.HasSuffix(string(got), "data: a\n\n") {
 				break
 			}
+		}
+	}
+}
+
+// Whatever prefix of a chunked stream has come, a chunked body's reads yield every data byte
+// in it before they wait for more: none is held for the rest of its chunk, the CRLF after it,
+// the next size line or the trailer section. (A gateReader's failure stands for a read that
+// would wait on the connection: a read that returns data with it had gone on to wait.)
+func TestChunkedBodyYieldsEveryPrefix(t *testing.T) {
+	events := []string{"data: {\"a\":1}\n\n", ": ping\n\n", "data: {\"b\":\"مرحبا\"}\n\n", "data: [DONE]\n\n"}
+	var wire strings.Builder
+	var data strings.Builder
+	for i, e := range events {
+		ext := ""
+		if i == 1 {
+			ext = ";x=y"
+		}
+		fmt.Fprintf(&wire, "%x%s\r\n%s\r\n", len(e), ext, e)
+		data.WriteString(e)
+	}
+	wire.WriteString("0\r\nX-Trailer: 1\r\n\r\n")
+	raw := wire.String()
+	for k := 1; k <= len(raw); k++ {
+		want := decodedPrefix(raw[:k])
+		br := bufio.NewReaderSize(&gateReader{b: []byte(raw[:k])}, 64)
+		b := &answerBody{br: br, chunked: true, cr: chunkedReader{r: br}}
+		var got []byte
+		p := make([]byte, 16)
+		var err error
+		for range 1000 {
+			var n int
+			n, err = b.Read(p)
+			got = append(got, p[:n]...)
+			if n > 0 && errors.Is(err, errGate) {
+				// On a connection, this read would have waited with the data in hand.
+				t.Fatalf("prefix %q: a read of %q went on to wait for more", raw[:k], p[:n])
+			}
+			if err != nil {
+				break
+			}
+		}
+		if string(got) != want {
+			t.Fatalf("prefix %q: read %q before %v, want %q", raw[:k], got, err, want)
+		}
+		if k == len(raw) && err != io.EOF || k < len(raw) && !errors.Is(err, errGate) {
+			t.Fatalf("prefix %q: ended with %v", raw[:k], err)
+		}
+	}
+}
+
+// decodedPrefix is the data of a prefix of a well-formed chunked body: each chunk's bytes
+// that came after its whole size line.
+func decodedPrefix(raw string) string {
+	var out strings.Builder
+	for {
+		line, rest, ok := strings.Cut(raw, "\r\n")
+		if !ok {
+			return out.String()
+		}
+		size, _, _ := strings.Cut(line, ";")
+		n, err := strconv.ParseUint(size, 16, 64)
+		if err != nil || n == 0 {
+			return out.String()
+		}
+		if uint64(len(rest)) <= n {
+			return out.String() + rest
+		}
+		out.WriteString(rest[:n])
+		raw = strings.TrimPrefix(rest[n:], "\r\n")
+		if len(rest[n:]) < 2 {
+			return out.String()
 		}
 	}
 }
