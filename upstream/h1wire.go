@@ -436,6 +436,13 @@ func (b *answerBody) Read(p []byte) (int, error) {
 	if b.chunked {
 		n, err := b.cr.Read(p)
 		if errors.Is(err, io.EOF) {
+			if n > 0 && !trailerEndBuffered(b.br) {
+				// The last chunk's data goes to the caller now, not once the trailer section
+				// has come: a stream's last events must not wait for a trailer field the
+				// upstream sends later (TestSSERelayShapes). The decoder's EOF is sticky, so the
+				// next Read reads the trailer.
+				return n, nil
+			}
 			if terr := skipTrailer(b.br); terr != nil {
 				return n, terr
 			}
@@ -519,6 +526,13 @@ func (hs *heads) read(br *bufio.Reader) (head string, lines int, err error) {
 		lineStart = true
 		lines++
 	}
+}
+
+// trailerEndBuffered reports whether br holds an empty trailer section (its blank line), which
+// skipTrailer reads without waiting.
+func trailerEndBuffered(br *bufio.Reader) bool {
+	b, _ := br.Peek(min(br.Buffered(), 2))
+	return len(b) > 0 && b[0] == '\n' || len(b) == 2 && b[0] == '\r' && b[1] == '\n'
 }
 
 // skipTrailer reads a chunked body's trailer section through its empty line.
