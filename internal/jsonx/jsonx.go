@@ -485,30 +485,19 @@ func lastMember(body []byte, key string) (last member, n int, ok bool) {
 	}
 }
 
-// appendMember copies body with key:value added as its last member.
+// appendMember copies body, a well-formed object without key, with key:value added as its last
+// member.
 func appendMember(body []byte, key, value string) []byte {
 	out := make([]byte, 0, len(body)+len(key)+len(value)+8)
-	it, _ := newIter(body)
-	lastEnd := -1
-	for {
-		m, more := it.next()
-		if !more {
-			break
-		}
-		lastEnd = m.valEnd
-	}
-	rest := it.close
-	if lastEnd >= 0 {
-		rest = lastEnd
-	}
-	out = append(out, body[:rest]...)
-	if lastEnd >= 0 {
+	p, _ := LocateEnd(body)
+	out = append(out, body[:p.Start]...)
+	if !p.Empty {
 		out = append(out, ',')
 	}
 	out = appendString(out, key)
 	out = append(out, ':')
 	out = appendString(out, value)
-	return append(out, body[rest:]...)
+	return append(out, body[p.Start:]...)
 }
 
 // rebuildInto writes body with the members drop selects removed, except the member starting at
