@@ -48,6 +48,11 @@
 //
 // # Restore: nothing answered, restore the meaningful upstream error
 //
+// A failure that ended the chain by its class (Attempt.Stopped: a request error, a class the
+// route's fallback_on leaves out, or any failure once the request turned fallback off) is
+// answered as it is, restored as below, whatever failed before it: a 400 naming the request's bad
+// parameter stays that 400 after an earlier target's 500, rather than a 503 a client would retry.
+//
 // When every attempt failed with the same class and the same status, the failure is a fact about
 // the request or the upstreams, and the client is told exactly that: the first attempt is
 // restored as-is. A *core.StatusError keeps its status, message, type, code and param (a 401 from

@@ -186,6 +186,11 @@ func attempt(target string, err error) Attempt {
 	return Attempt{Target: target, Decision: Classify(err), Err: err}
 }
 
+func stopped(a Attempt) Attempt {
+	a.Stopped = true
+	return a
+}
+
 func TestRestore(t *testing.T) {
 	unauthorized := &core.StatusError{Target: "a", Status: 401, Message: "Incorrect API key provided",
 		Type: "invalid_request_error", Code: "invalid_api_key"}
@@ -253,6 +258,9 @@ func TestRestore(t *testing.T) {
 			attempt("d", &core.TimeoutError{Target: "d", After: time.Second})},
 			ClientError{Status: 503, Type: "upstream_error", Code: "all_targets_failed", RetryAfter: 4 * time.Second,
 				Message: "all targets failed: a: connection (502); b: rate_limit (429); c: loading (503); d: timeout (504)"}},
+		{"a stopping failure is answered as it is", []Attempt{
+			attempt("a", &core.StatusError{Status: 500}), stopped(attempt("b", badParam))},
+			ClientError{Status: 400, Message: "temperature must be <= 2", Type: "invalid_request_error", Param: "temperature"}},
 		{"same class different status is mixed", []Attempt{
 			attempt("a", &core.StatusError{Status: 500}), attempt("b", &core.StatusError{Status: 502})},
 			ClientError{Status: 503, Type: "upstream_error", Code: "all_targets_failed",

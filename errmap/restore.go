@@ -17,6 +17,10 @@ type Attempt struct {
 	Target   string
 	Decision Decision
 	Err      error
+	// Stopped marks the attempt whose failure ended the chain by its class: a request error, a
+	// class the route's fallback_on leaves out, or any failure of a request that turned fallback
+	// off. It is answered as it is, whatever failed before it.
+	Stopped bool
 }
 
 // ClientError is the OpenAI-shaped error the client gets.
@@ -54,6 +58,9 @@ func Restore(attempts []Attempt) ClientError {
 	if len(attempts) == 0 {
 		return ClientError{Status: http.StatusServiceUnavailable, Message: "no target could serve",
 			Type: "upstream_error", Code: "no_target"}
+	}
+	if last := attempts[len(attempts)-1]; last.Stopped {
+		return restoreOne(last)
 	}
 	first := attempts[0].Decision
 	same := true

@@ -301,6 +301,7 @@ func (s *Server) run(ctx context.Context, rs *routeState, req *core.Request, st 
 			return res
 		}
 		if req.NoFallback || a.dec.Class == core.ClassRequest || !rs.FallbackOn.Has(a.dec.Class) {
+			attempts[len(attempts)-1].Stopped = true // answered as it is (TestChainStopAnswersAsIs)
 			break
 		}
 	}
