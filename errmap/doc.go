@@ -62,8 +62,10 @@
 // cause chosen by the error's type ("connection refused", "name not resolved", "TLS handshake
 // failed", …), never the error's text, which names the upstream's address, host or binary path;
 // a stream broken by its connection, and an error of no known type, are worded the same way. An
-// overflow an upstream reported inside a stream is a 400 context_length_exceeded with the
-// upstream's words. The server logs each failed attempt's whole error.
+// overflow is a 400 context_length_exceeded (type invalid_request_error) with the first
+// upstream's words, whatever status each overflow came with (a 413, TGI's 422, Ollama's 500, or
+// inside a stream): overflows of different statuses are the same failure, not a mix. The server
+// logs each failed attempt's whole error.
 //
 // When the attempts disagree, no single upstream error is the truth, so the client gets 503
 // all_targets_failed with every attempt listed in order as "target: class (status)", and the

@@ -268,7 +268,13 @@ func TestRestore(t *testing.T) {
 		{"overflow everywhere restores the first", []Attempt{
 			attempt("small", &core.StatusError{Status: 400, Message: "This model's maximum context length is 4096 tokens.", Type: "invalid_request_error"}),
 			attempt("big", &core.StatusError{Status: 400, Message: "request (9000 tokens) exceeds the available context size (8192 tokens)", Type: "exceed_context_size_error"})},
-			ClientError{Status: 400, Message: "This model's maximum context length is 4096 tokens.", Type: "invalid_request_error"}},
+			ClientError{Status: 400, Message: "This model's maximum context length is 4096 tokens.", Type: "invalid_request_error",
+				Code: "context_length_exceeded"}},
+		{"overflows of any status are one 400", []Attempt{
+			attempt("vllm", &core.StatusError{Status: 413, Message: "This model's maximum context length is 4096 tokens.", Type: "PayloadTooLarge", Code: "413"}),
+			attempt("ollama", &core.StatusError{Status: 500, Message: "the input length exceeds the context length"})},
+			ClientError{Status: 400, Message: "This model's maximum context length is 4096 tokens.", Type: "invalid_request_error",
+				Code: "context_length_exceeded"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -65,7 +65,8 @@ func Restore(attempts []Attempt) ClientError {
 	first := attempts[0].Decision
 	same := true
 	for _, a := range attempts[1:] {
-		if a.Decision.Class != first.Class || a.Decision.Status != first.Status {
+		// Overflows are one failure whatever status each came with: restoreOne answers it 400.
+		if a.Decision.Class != first.Class || a.Decision.Status != first.Status && first.Class != core.ClassOverflow {
 			same = false
 			break
 		}
@@ -119,6 +120,13 @@ func restoreOne(a Attempt) ClientError {
 	case errors.As(a.Err, &se):
 		out.Message, out.Type, out.Code, out.Param = se.Message, se.Type, se.Code, se.Param
 		fillStatusDefaults(&out, a.Target, d.Class)
+		if d.Class == core.ClassOverflow {
+			// Whatever status it came with (vLLM's 413, Ollama's 500, TGI's 422), a prompt that
+			// does not fit is the request's 400 context_length_exceeded, as OpenAI answers it: a
+			// 5xx would be retried by the SDKs, and clients look for the code. The words stay
+			// the upstream's (TestOverflowEverywhereIs400).
+			out.Status, out.Type, out.Code = http.StatusBadRequest, "invalid_request_error", "context_length_exceeded"
+		}
 	case d.Class == core.ClassOverflow:
 		// An overflow the upstream reported inside a stream (Classify): its own words, as a 400
 		// would have carried them.
