@@ -52,3 +52,26 @@ func TestGuardWaitsUnderEveryPolicy(t *testing.T) {
 		})
 	}
 }
+
+// TestGuardWithReserve: when health set every unguarded target aside and only the guarded tail
+// is left, nothing has failed to open it: the request goes to the benched targets (health never
+// denies service), and once they overflow the tail is entered, not lost.
+func TestGuardWithReserve(t *testing.T) {
+	a, b, tail := newFake(t, "a"), newFake(t, "b"), newFake(t, "tail")
+	cfg := target("a", a.url(), "private") + target("b", b.url(), "private") + target("tail", tail.url(), "public") +
+		"[cooldown]\nfailures = 1\n\n[routes.r]\ntargets = [\"a\", \"b\", \"tail\"]\nguard = { tail = [\"overflow\", \"server_error\"] }\n"
+	g := newGateway(t, cfg, nil)
+	a.set(errHandler(500, "internal", "boom"))
+	b.set(errHandler(500, "internal", "boom"))
+	if rep := g.chat(t, "r"); rep.status != 200 || tail.hits.Load() != 1 {
+		t.Fatalf("first: %d, tail %d: %s", rep.status, tail.hits.Load(), rep.body)
+	}
+	// a and b are cooling now; both overflow when tried.
+	a.set(errHandler(400, "context_length_exceeded", "This model's maximum context length is 10 tokens"))
+	b.set(errHandler(400, "context_length_exceeded", "This model's maximum context length is 10 tokens"))
+	rep := g.chat(t, "r")
+	if rep.status != 200 || tail.hits.Load() != 2 || a.hits.Load() != 2 {
+		t.Fatalf("status %d, hits a %d tail %d, chain %q: %s", rep.status, a.hits.Load(), tail.hits.Load(),
+			rep.header.Get("x-hayula-chain"), rep.body)
+	}
+}
