@@ -57,8 +57,9 @@
 // the request or the upstreams, and the client is told exactly that: the first attempt is
 // restored as-is. A *core.StatusError keeps its status, message, type, code and param (a 401 from
 // the only target stays a 401 with the upstream's message); a connection failure becomes 502
-// upstream_unreachable, a timeout 504 upstream_timeout, a loading model 503 with its Retry-After,
-// a client that went away 499. A connection failure's message is the target's name and a short
+// upstream_unreachable, a timeout 504 upstream_timeout, a loading model 503, a client that went
+// away 499. Its Retry-After is the soonest any of the attempts carried (every target's 429: the
+// client may come back as soon as one of them takes requests again). A connection failure's message is the target's name and a short
 // cause chosen by the error's type ("connection refused", "name not resolved", "TLS handshake
 // failed", …), never the error's text, which names the upstream's address, host or binary path;
 // a stream broken by its connection, and an error of no known type, are worded the same way. An

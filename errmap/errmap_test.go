@@ -258,6 +258,11 @@ func TestRestore(t *testing.T) {
 			attempt("d", &core.TimeoutError{Target: "d", After: time.Second})},
 			ClientError{Status: 503, Type: "upstream_error", Code: "all_targets_failed", RetryAfter: 4 * time.Second,
 				Message: "all targets failed: a: connection (502); b: rate_limit (429); c: loading (503); d: timeout (504)"}},
+		{"rate limits everywhere: the soonest wait", []Attempt{
+			attempt("a", &core.StatusError{Status: 429, Message: "slow down"}),
+			attempt("b", &core.StatusError{Status: 429, Message: "later", RetryAfter: 9 * time.Second}),
+			attempt("c", &core.StatusError{Status: 429, Message: "later", RetryAfter: 3 * time.Second})},
+			ClientError{Status: 429, Message: "slow down", Type: "rate_limit_error", Code: "rate_limit_exceeded", RetryAfter: 3 * time.Second}},
 		{"a stopping failure is answered as it is", []Attempt{
 			attempt("a", &core.StatusError{Status: 500}), stopped(attempt("b", badParam))},
 			ClientError{Status: 400, Message: "temperature must be <= 2", Type: "invalid_request_error", Param: "temperature"}},

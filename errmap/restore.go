@@ -72,22 +72,36 @@ func Restore(attempts []Attempt) ClientError {
 		}
 	}
 	if same {
-		return restoreOne(attempts[0])
+		out := restoreOne(attempts[0])
+		if ra := soonest(attempts); ra > 0 {
+			// The client may come back as soon as one target takes requests again
+			// (TestRateLimitedEverywhereSoonestRetryAfter).
+			out.RetryAfter = ra
+		}
+		return out
 	}
 	var msg strings.Builder
 	msg.WriteString("all targets failed: ")
-	var retryAfter time.Duration
 	for i, a := range attempts {
 		if i > 0 {
 			msg.WriteString("; ")
 		}
 		fmt.Fprintf(&msg, "%s: %s (%d)", a.Target, a.Decision.Class, a.Decision.Status)
-		if ra := a.Decision.RetryAfter; ra > 0 && (retryAfter == 0 || ra < retryAfter) {
-			retryAfter = ra
-		}
 	}
+	retryAfter := soonest(attempts)
 	return ClientError{Status: http.StatusServiceUnavailable, Message: msg.String(),
 		Type: "upstream_error", Code: "all_targets_failed", RetryAfter: retryAfter}
+}
+
+// soonest is the smallest positive RetryAfter of the attempts; 0 when none has one.
+func soonest(attempts []Attempt) time.Duration {
+	var out time.Duration
+	for _, a := range attempts {
+		if ra := a.Decision.RetryAfter; ra > 0 && (out == 0 || ra < out) {
+			out = ra
+		}
+	}
+	return out
 }
 
 // restoreOne turns a single attempt back into what its upstream (or its absence) said.

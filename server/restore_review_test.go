@@ -77,3 +77,38 @@ func TestChainStopAnswersAsIs(t *testing.T) {
 		}
 	}
 }
+
+// TestRateLimitedEverywhereSoonestRetryAfter: every target answering 429 is one failure, restored
+// as the first upstream's 429, and its Retry-After is the soonest any of them gave, as for a mix
+// of failures: the client may come back as soon as one target takes requests again. It was the
+// first's alone: none at all when the first 429 gave no wait and a later one did.
+func TestRateLimitedEverywhereSoonestRetryAfter(t *testing.T) {
+	limited := func(wait string) http.HandlerFunc {
+		return func(w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			if wait != "" {
+				w.Header().Set("Retry-After", wait)
+			}
+			w.WriteHeader(429)
+			fmt.Fprint(w, `{"error":{"message":"slow down","type":"rate_limit_error","param":null,"code":"rate_limit_exceeded"}}`)
+		}
+	}
+	for _, tt := range []struct{ a, b, want string }{
+		{"", "5", "5"},
+		{"60", "3", "3"},
+		{"4", "", "4"},
+	} {
+		t.Run(tt.a+"/"+tt.b, func(t *testing.T) {
+			g, a, b := restoreChain(t, "")
+			a.set(limited(tt.a))
+			b.set(limited(tt.b))
+			rep := g.chat(t, "r")
+			if rep.status != 429 || rep.errorField(t, "message") != "slow down" {
+				t.Fatalf("status %d: %s", rep.status, rep.body)
+			}
+			if got := rep.header.Get("Retry-After"); got != tt.want {
+				t.Errorf("Retry-After %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
