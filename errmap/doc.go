@@ -48,17 +48,25 @@
 //
 // # Restore: nothing answered, restore the meaningful upstream error
 //
+// A failure that ended the chain by its class (Attempt.Stopped: a request error, a class the
+// route's fallback_on leaves out, or any failure once the request turned fallback off) is
+// answered as it is, restored as below, whatever failed before it: a 400 naming the request's bad
+// parameter stays that 400 after an earlier target's 500, rather than a 503 a client would retry.
+//
 // When every attempt failed with the same class and the same status, the failure is a fact about
 // the request or the upstreams, and the client is told exactly that: the first attempt is
 // restored as-is. A *core.StatusError keeps its status, message, type, code and param (a 401 from
 // the only target stays a 401 with the upstream's message); a connection failure becomes 502
-// upstream_unreachable, a timeout 504 upstream_timeout, a loading model 503 with its Retry-After,
-// a client that went away 499. A connection failure's message is the target's name and a short
+// upstream_unreachable, a timeout 504 upstream_timeout, a loading model 503, a client that went
+// away 499. Its Retry-After is the soonest any of the attempts carried (every target's 429: the
+// client may come back as soon as one of them takes requests again). A connection failure's message is the target's name and a short
 // cause chosen by the error's type ("connection refused", "name not resolved", "TLS handshake
 // failed", …), never the error's text, which names the upstream's address, host or binary path;
 // a stream broken by its connection, and an error of no known type, are worded the same way. An
-// overflow an upstream reported inside a stream is a 400 context_length_exceeded with the
-// upstream's words. The server logs each failed attempt's whole error.
+// overflow is a 400 context_length_exceeded (type invalid_request_error) with the first
+// upstream's words, whatever status each overflow came with (a 413, TGI's 422, Ollama's 500, or
+// inside a stream): overflows of different statuses are the same failure, not a mix. The server
+// logs each failed attempt's whole error.
 //
 // When the attempts disagree, no single upstream error is the truth, so the client gets 503
 // all_targets_failed with every attempt listed in order as "target: class (status)", and the

@@ -186,6 +186,11 @@ func attempt(target string, err error) Attempt {
 	return Attempt{Target: target, Decision: Classify(err), Err: err}
 }
 
+func stopped(a Attempt) Attempt {
+	a.Stopped = true
+	return a
+}
+
 func TestRestore(t *testing.T) {
 	unauthorized := &core.StatusError{Target: "a", Status: 401, Message: "Incorrect API key provided",
 		Type: "invalid_request_error", Code: "invalid_api_key"}
@@ -253,6 +258,14 @@ func TestRestore(t *testing.T) {
 			attempt("d", &core.TimeoutError{Target: "d", After: time.Second})},
 			ClientError{Status: 503, Type: "upstream_error", Code: "all_targets_failed", RetryAfter: 4 * time.Second,
 				Message: "all targets failed: a: connection (502); b: rate_limit (429); c: loading (503); d: timeout (504)"}},
+		{"rate limits everywhere: the soonest wait", []Attempt{
+			attempt("a", &core.StatusError{Status: 429, Message: "slow down"}),
+			attempt("b", &core.StatusError{Status: 429, Message: "later", RetryAfter: 9 * time.Second}),
+			attempt("c", &core.StatusError{Status: 429, Message: "later", RetryAfter: 3 * time.Second})},
+			ClientError{Status: 429, Message: "slow down", Type: "rate_limit_error", Code: "rate_limit_exceeded", RetryAfter: 3 * time.Second}},
+		{"a stopping failure is answered as it is", []Attempt{
+			attempt("a", &core.StatusError{Status: 500}), stopped(attempt("b", badParam))},
+			ClientError{Status: 400, Message: "temperature must be <= 2", Type: "invalid_request_error", Param: "temperature"}},
 		{"same class different status is mixed", []Attempt{
 			attempt("a", &core.StatusError{Status: 500}), attempt("b", &core.StatusError{Status: 502})},
 			ClientError{Status: 503, Type: "upstream_error", Code: "all_targets_failed",
@@ -260,7 +273,13 @@ func TestRestore(t *testing.T) {
 		{"overflow everywhere restores the first", []Attempt{
 			attempt("small", &core.StatusError{Status: 400, Message: "This model's maximum context length is 4096 tokens.", Type: "invalid_request_error"}),
 			attempt("big", &core.StatusError{Status: 400, Message: "request (9000 tokens) exceeds the available context size (8192 tokens)", Type: "exceed_context_size_error"})},
-			ClientError{Status: 400, Message: "This model's maximum context length is 4096 tokens.", Type: "invalid_request_error"}},
+			ClientError{Status: 400, Message: "This model's maximum context length is 4096 tokens.", Type: "invalid_request_error",
+				Code: "context_length_exceeded"}},
+		{"overflows of any status are one 400", []Attempt{
+			attempt("vllm", &core.StatusError{Status: 413, Message: "This model's maximum context length is 4096 tokens.", Type: "PayloadTooLarge", Code: "413"}),
+			attempt("ollama", &core.StatusError{Status: 500, Message: "the input length exceeds the context length"})},
+			ClientError{Status: 400, Message: "This model's maximum context length is 4096 tokens.", Type: "invalid_request_error",
+				Code: "context_length_exceeded"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

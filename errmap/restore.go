@@ -17,6 +17,10 @@ type Attempt struct {
 	Target   string
 	Decision Decision
 	Err      error
+	// Stopped marks the attempt whose failure ended the chain by its class: a request error, a
+	// class the route's fallback_on leaves out, or any failure of a request that turned fallback
+	// off. It is answered as it is, whatever failed before it.
+	Stopped bool
 }
 
 // ClientError is the OpenAI-shaped error the client gets.
@@ -55,31 +59,49 @@ func Restore(attempts []Attempt) ClientError {
 		return ClientError{Status: http.StatusServiceUnavailable, Message: "no target could serve",
 			Type: "upstream_error", Code: "no_target"}
 	}
+	if last := attempts[len(attempts)-1]; last.Stopped {
+		return restoreOne(last)
+	}
 	first := attempts[0].Decision
 	same := true
 	for _, a := range attempts[1:] {
-		if a.Decision.Class != first.Class || a.Decision.Status != first.Status {
+		// Overflows are one failure whatever status each came with: restoreOne answers it 400.
+		if a.Decision.Class != first.Class || a.Decision.Status != first.Status && first.Class != core.ClassOverflow {
 			same = false
 			break
 		}
 	}
 	if same {
-		return restoreOne(attempts[0])
+		out := restoreOne(attempts[0])
+		if ra := soonest(attempts); ra > 0 {
+			// The client may come back as soon as one target takes requests again
+			// (TestRateLimitedEverywhereSoonestRetryAfter).
+			out.RetryAfter = ra
+		}
+		return out
 	}
 	var msg strings.Builder
 	msg.WriteString("all targets failed: ")
-	var retryAfter time.Duration
 	for i, a := range attempts {
 		if i > 0 {
 			msg.WriteString("; ")
 		}
 		fmt.Fprintf(&msg, "%s: %s (%d)", a.Target, a.Decision.Class, a.Decision.Status)
-		if ra := a.Decision.RetryAfter; ra > 0 && (retryAfter == 0 || ra < retryAfter) {
-			retryAfter = ra
-		}
 	}
+	retryAfter := soonest(attempts)
 	return ClientError{Status: http.StatusServiceUnavailable, Message: msg.String(),
 		Type: "upstream_error", Code: "all_targets_failed", RetryAfter: retryAfter}
+}
+
+// soonest is the smallest positive RetryAfter of the attempts; 0 when none has one.
+func soonest(attempts []Attempt) time.Duration {
+	var out time.Duration
+	for _, a := range attempts {
+		if ra := a.Decision.RetryAfter; ra > 0 && (out == 0 || ra < out) {
+			out = ra
+		}
+	}
+	return out
 }
 
 // restoreOne turns a single attempt back into what its upstream (or its absence) said.
@@ -112,6 +134,13 @@ func restoreOne(a Attempt) ClientError {
 	case errors.As(a.Err, &se):
 		out.Message, out.Type, out.Code, out.Param = se.Message, se.Type, se.Code, se.Param
 		fillStatusDefaults(&out, a.Target, d.Class)
+		if d.Class == core.ClassOverflow {
+			// Whatever status it came with (vLLM's 413, Ollama's 500, TGI's 422), a prompt that
+			// does not fit is the request's 400 context_length_exceeded, as OpenAI answers it: a
+			// 5xx would be retried by the SDKs, and clients look for the code. The words stay
+			// the upstream's (TestOverflowEverywhereIs400).
+			out.Status, out.Type, out.Code = http.StatusBadRequest, "invalid_request_error", "context_length_exceeded"
+		}
 	case d.Class == core.ClassOverflow:
 		// An overflow the upstream reported inside a stream (Classify): its own words, as a 400
 		// would have carried them.

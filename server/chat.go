@@ -108,6 +108,7 @@ type reqState struct {
 	req   core.Request   // the request view; its Params point into wire
 	msgs  []core.Message // the array the decoded messages are built in
 	cands []*core.Target // the array eligibility keeps targets in, then the attempt loop's candidates
+	open  []*core.Target // the array the attempt loop keeps the candidates its guards let in (openOf)
 	chain []string       // the array the targets tried are named in
 	key   *config.Key    // the key the request came with (its name for the log, its index for metrics); nil for none
 	busy  *atomic.Int64  // the key's in-flight count this request holds a slot of (max_concurrent)
@@ -248,7 +249,14 @@ func (s *Server) run(ctx context.Context, rs *routeState, req *core.Request, st 
 		forbidden  []filter.Drop  // targets a reload put out of this request's reach (Server.reloadForbids)
 	)
 	for {
-		if len(cands) == 0 {
+		// A guarded target no failure so far opens stays a candidate for later, when failures may
+		// have opened it: the policy picks among the others, so that one picking it first (latency's
+		// unmeasured tail, least-busy's idle one) does not lose it (TestGuardWaitsUnderEveryPolicy).
+		open := cands
+		if rs.guarded {
+			open = rs.openOf(cands, classes, p.overflowDrops, &st.open)
+		}
+		if len(open) == 0 {
 			if len(res.chain) > 0 || reserved || len(p.reserve) == 0 {
 				break
 			}
@@ -256,15 +264,13 @@ func (s *Server) run(ctx context.Context, rs *routeState, req *core.Request, st 
 			reserved, recovering = true, true
 			s.failedOpen.Add(1)
 			cands = append(cands, p.reserve...)
-		}
-		t := cands[0]
-		if len(cands) > 1 && !recovering {
-			t = rs.sel.Pick(req, cands)
-		}
-		cands = remove(cands, t)
-		if g := rs.guard[t.Index]; g != 0 && !guardOpen(g, classes, p.overflowDrops) {
 			continue
 		}
+		t := open[0]
+		if len(open) > 1 && !recovering {
+			t = rs.sel.Pick(req, open)
+		}
+		cands = remove(cands, t)
 		if s.reloadForbids(req, rs.Name, st.key, t) {
 			// A reload made t public, or this request strict, while it was under way: as the
 			// privacy filter would drop t now.
@@ -304,6 +310,7 @@ func (s *Server) run(ctx context.Context, rs *routeState, req *core.Request, st 
 			return res
 		}
 		if req.NoFallback || a.dec.Class == core.ClassRequest || !rs.FallbackOn.Has(a.dec.Class) {
+			attempts[len(attempts)-1].Stopped = true // answered as it is (TestChainStopAnswersAsIs)
 			break
 		}
 	}
@@ -327,6 +334,30 @@ func (s *Server) run(ctx context.Context, rs *routeState, req *core.Request, st 
 	}
 	res.err = &ce
 	return res
+}
+
+// openOf is cands without the guarded targets that the failures so far (classes, and overflowDrops
+// targets the context filter passed over) do not open, in cands's order. It is cands itself when
+// every one is open; otherwise it is built in *buf's array.
+func (rs *routeState) openOf(cands []*core.Target, classes []core.Class, overflowDrops int, buf *[]*core.Target) []*core.Target {
+	shut := false
+	for _, t := range cands {
+		if g := rs.guard[t.Index]; g != 0 && !guardOpen(g, classes, overflowDrops) {
+			shut = true
+			break
+		}
+	}
+	if !shut {
+		return cands
+	}
+	open := (*buf)[:0]
+	for _, t := range cands {
+		if g := rs.guard[t.Index]; g == 0 || guardOpen(g, classes, overflowDrops) {
+			open = append(open, t)
+		}
+	}
+	*buf = open
+	return open
 }
 
 // guardedShut answers a request whose eligible targets were all guarded shut: nothing failed

@@ -1,9 +1,11 @@
 package server
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -142,6 +144,13 @@ func (s *Server) handleExplain(w http.ResponseWriter, r *http.Request) {
 		// After a fail open Kept is already soonest to recover first, as run tries it.
 		order = selector.Order(rs.sel, req, p.res.Kept)
 	}
+	if rs.guarded {
+		// run picks only among the targets open so far: those no failure has opened yet come
+		// after, whatever the policy would make of them (TestGuardWaitsUnderEveryPolicy).
+		slices.SortStableFunc(order, func(a, b *core.Target) int {
+			return cmp.Compare(b2i(shutAtStart(rs, a, p.overflowDrops)), b2i(shutAtStart(rs, b, p.overflowDrops)))
+		})
+	}
 	for _, t := range order {
 		x.Order = append(x.Order, t.Name)
 	}
@@ -165,6 +174,19 @@ func (s *Server) handleExplain(w http.ResponseWriter, r *http.Request) {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	_ = enc.Encode(x)
+}
+
+// shutAtStart reports whether t is guarded and its guard does not open before a failure.
+func shutAtStart(rs *routeState, t *core.Target, overflowDrops int) bool {
+	g := rs.guard[t.Index]
+	return g != 0 && !guardOpen(g, nil, overflowDrops)
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // shutByGuards reports whether every target of order is guarded and none of the guards opens

@@ -38,13 +38,14 @@ func TestMetricsCountWhatHappened(t *testing.T) {
 		t.Fatalf("unknown model: %d %s", rep.status, rep.body)
 	}
 	good.set(errHandler(400, "bad_thing", "no"))
-	if rep := g.chat(t, "r"); rep.status != 503 {
+	// A request error ends the chain and is answered as it is (TestChainStopAnswersAsIs).
+	if rep := g.chat(t, "r"); rep.status != 400 {
 		t.Fatalf("refused: %d %s", rep.status, rep.body)
 	}
 
 	want := []string{
 		`hayula_requests_total{endpoint="chat",route="r",code="200"} 1`,
-		`hayula_requests_total{endpoint="chat",route="r",code="503"} 1`,
+		`hayula_requests_total{endpoint="chat",route="r",code="400"} 1`,
 		`hayula_requests_total{endpoint="chat",route="",code="404"} 1`,
 		`hayula_request_duration_seconds_count{endpoint="chat",route="r"} 2`,
 		`hayula_upstream_attempts_total{target="bad",result="server_error"} 2`,

@@ -140,6 +140,9 @@ type routeState struct {
 	index int // in config.Config.Routes, for metrics
 	sel   selector.Selector
 	guard []core.ClassSet // by core.Target.Index; 0 = unguarded
+	// guarded is whether any of the route's targets has a guard: the attempt loop then picks only
+	// among the candidates whose guard the failures so far open (openOf).
+	guarded bool
 	// minWindow is the smallest known context window among the route's targets; 0 when none is
 	// known, and then the context filter can never drop anything.
 	minWindow int
@@ -241,6 +244,7 @@ func New(o Options) (*Server, error) {
 		for i, t := range r.Targets {
 			if i < len(r.Guard) {
 				rs.guard[t.Index] = r.Guard[i]
+				rs.guarded = rs.guarded || r.Guard[i] != 0
 			}
 			if w := t.ContextWindow; w > 0 && (rs.minWindow == 0 || w < rs.minWindow) {
 				rs.minWindow = w

@@ -5,7 +5,9 @@
 //
 // Failures come back as the core error types so that errmap can classify them without knowing
 // any protocol: *core.ConnError (could not connect, or the connection dropped before headers),
-// *core.TimeoutError (no response headers within Target.Timeout; a body that sent nothing for
+// *core.TimeoutError (no response headers within Target.Timeout of the request's sending, its
+// writing included, on both clients (the sweeper's write and head phases; headTransport for
+// net/http's); a body that sent nothing for
 // the target's idle timeout is an *IdleTimeoutError wrapping one, inside the *core.StreamError
 // that a broken body is), *core.StatusError (a non-2xx
 // answer, with the upstream's OpenAI error fields), *core.ProtocolError (an answer the adapter

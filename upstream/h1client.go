@@ -254,8 +254,11 @@ func closeReqBody(req *http.Request) {
 // longer live; on success its body unwatches it when it ends.
 func (t *h1Transport) exchange(ctx context.Context, c *h1Conn, out *outgoing) (*http.Response, bool, error) {
 	if err := out.send(c); err != nil {
-		if t.unwatch(c) == phaseCanceled {
+		switch t.unwatch(c) {
+		case phaseCanceled:
 			return nil, false, ctx.Err()
+		case phaseTimedOut:
+			return nil, false, err // the write's deadline error: a timeout, not a stale connection
 		}
 		return nil, c.reused, err
 	}

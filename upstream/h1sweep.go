@@ -15,8 +15,9 @@ import (
 // the past, as the canceler did) whose caller gave up or whose phase ran out of time.
 //
 // The price is precision: a cancellation is noticed at most one round late, and a phase's time
-// limit is counted from the first visit that saw the phase, so it ends between the limit and the
-// limit plus two rounds after the phase began, never before. The body phase's limit (the idle
+// limit is counted from the first visit that saw the phase (the head's from the first that saw
+// the request being written, when one did: one limit covers both), so it ends between the limit
+// and the limit plus two rounds after the phase began, never before. The body phase's limit (the idle
 // timeout) is counted the same way from the first visit that saw the current read waiting. A
 // round is one tick while up to sweepBatch exchanges are live; beyond that a tick visits a
 // sweepRounds-th of them in turn (see sweepLocked), so a round is sweepRounds ticks, and an
@@ -43,13 +44,16 @@ const sweepQuiet = 100
 // An exchange's phases, in order. The exchange moves itself forward with compare-and-swap; the
 // sweeper moves it to one of the last two, after which the connection is good for nothing.
 const (
-	phaseWrite    int32 = iota // writing the request: only the caller's context bounds it
-	phaseHead                  // awaiting the answer's head: bounded by the transport's timeout
+	phaseWrite    int32 = iota // writing the request: bounded by the transport's timeout, with phaseHead
+	phaseHead                  // awaiting the answer's head: bounded by the transport's timeout, counted from phaseWrite
 	phaseBody                  // reading the body: each wait for bytes bounded by the transport's bodyIdle
 	phaseDrain                 // reading a finished stream's tail: bounded by drainWait
 	phaseCanceled              // interrupted: the caller's context is done
 	phaseTimedOut              // interrupted: the head, a wait for the body's bytes or the tail took too long
 )
+
+// phaseNone is no phase: what a new exchange's sweeper has seen of it before its first visit.
+const phaseNone int32 = -1
 
 // pastDeadline interrupts a connection's blocked read or write.
 var pastDeadline = time.Unix(1, 0)
@@ -57,7 +61,11 @@ var pastDeadline = time.Unix(1, 0)
 // limit is how long an exchange may stay in phase ph; 0 means no limit.
 func (t *h1Transport) limit(ph int32) time.Duration {
 	switch ph {
-	case phaseHead:
+	case phaseWrite, phaseHead:
+		// One limit from the request's sending to its answer's head: an upstream that reads
+		// nothing (a wedged or stopped server whose kernel accepted the connection) would
+		// otherwise hold a body larger than the socket buffers for ever
+		// (TestUpstreamThatNeverReadsTimesOut).
 		return t.timeout
 	case phaseBody:
 		return t.bodyIdle
@@ -71,7 +79,7 @@ func (t *h1Transport) limit(ph int32) time.Duration {
 func (t *h1Transport) watchLocked(ctx context.Context, c *h1Conn) {
 	c.ctx = ctx
 	c.phase.Store(phaseWrite)
-	c.seen = phaseWrite
+	c.seen = phaseNone
 	t.live = append(t.live, c)
 	c.slot = len(t.live)
 	if !t.sweeping {
@@ -196,8 +204,13 @@ func (t *h1Transport) visitLocked(c *h1Conn, now time.Time) {
 			return
 		}
 	} else if c.seen != ph {
-		c.seen, c.seenAt = ph, now
-		return
+		// The head's wait goes on counting from the visit that saw the request being written.
+		counting := ph == phaseHead && c.seen == phaseWrite
+		c.seen = ph
+		if !counting {
+			c.seenAt = now
+			return
+		}
 	}
 	if now.Sub(c.seenAt) >= limit && c.phase.CompareAndSwap(ph, phaseTimedOut) {
 		_ = c.Conn.SetDeadline(pastDeadline)

@@ -13,7 +13,7 @@ import (
 // closes the body, which closes the connection (net/http never pools a connection whose body was
 // closed before its end), and fails with an *IdleTimeoutError.
 type idleTransport struct {
-	next   *http.Transport
+	next   http.RoundTripper // the *http.Transport, or a headTransport over it
 	target string
 	idle   time.Duration
 }
@@ -30,7 +30,11 @@ func (t *idleTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 }
 
 // CloseIdleConnections is what http.Client.CloseIdleConnections calls.
-func (t *idleTransport) CloseIdleConnections() { t.next.CloseIdleConnections() }
+func (t *idleTransport) CloseIdleConnections() {
+	if c, ok := t.next.(interface{ CloseIdleConnections() }); ok {
+		c.CloseIdleConnections()
+	}
+}
 
 // idleBody times each Read rather than the gaps between reads that returned bytes: a caller that
 // does not read (its own client is slow) leaves the upstream's bytes waiting in the socket, and

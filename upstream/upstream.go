@@ -198,11 +198,15 @@ func NewSet(targets []*core.Target, o Options) *Set {
 		// with an *IdleTimeoutError and closes the connection.
 		idle := t.IdleTimeout
 		var rt http.RoundTripper = tr
-		switch {
-		case o.Transport == nil && strings.HasPrefix(t.URL, "http://") && !proxied(proxyFor(o, t), t.URL):
+		if o.Transport == nil && strings.HasPrefix(t.URL, "http://") && !proxied(proxyFor(o, t), t.URL) {
 			rt = newH1Transport(tr, t.Name, t.Timeout, idle)
-		case idle > 0:
-			rt = &idleTransport{next: tr, target: t.Name, idle: idle}
+		} else {
+			if t.Timeout > 0 {
+				rt = &headTransport{next: rt, timeout: t.Timeout}
+			}
+			if idle > 0 {
+				rt = &idleTransport{next: rt, target: t.Name, idle: idle}
+			}
 		}
 		s.clients[t.Index] = &http.Client{
 			Transport: rt,

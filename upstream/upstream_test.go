@@ -414,7 +414,8 @@ func TestNewSetTransport(t *testing.T) {
 	b := &core.Target{Name: "b", Index: 1}
 	s := NewSet([]*core.Target{a, b}, Options{Transport: tmpl})
 	defer s.Close()
-	ta, tb := s.clients[a.Index].Transport.(*http.Transport), s.clients[b.Index].Transport.(*http.Transport)
+	// a's has a timeout, which headTransport bounds the write and the head by.
+	ta, tb := s.clients[a.Index].Transport.(*headTransport).next.(*http.Transport), s.clients[b.Index].Transport.(*http.Transport)
 	if ta == tb || ta == tmpl {
 		t.Fatal("targets share a transport (or use the template itself); each needs its own pool")
 	}
