@@ -1,0 +1,75 @@
+package conformance
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+)
+
+// TestDecodeJSONRejectsTrailingData: one JSON value and JSON whitespace (RFC 8259: space, tab, LF,
+// CR) is JSON; anything after the value is not, a stray "}" or "]" included, which Go's
+// Decoder.More does not report. Python's json.loads rejects all of them ("Extra data").
+func TestDecodeJSONRejectsTrailingData(t *testing.T) {
+	for _, tt := range []struct {
+		in string
+		ok bool
+	}{
+		{`{"a":1}`, true},
+		{" \t\r\n{\"a\":1} \t\r\n", true},
+		{`{"a":1}}`, false},
+		{`{"a":1}]`, false},
+		{`{"a":1} }`, false},
+		{`[1]]`, false},
+		{`{"a":1}{"b":2}`, false},
+		{`{"a":1} x`, false},
+		{"{\"a\":1}\v", false},
+		{"\u00a0{\"a\":1}", false},
+	} {
+		if _, err := decodeJSON([]byte(tt.in)); (err == nil) != tt.ok {
+			t.Errorf("decodeJSON(%q) error %v, want ok %v", tt.in, err, tt.ok)
+		}
+	}
+}
+
+// TestTrailingBraceIsNotJSON: an answer, a chunk, arguments or structured content with one
+// closing brace too many is not JSON to a client (openai-python's json.loads raises "Extra
+// data"), and the check that reads it must not pass.
+func TestTrailingBraceIsNotJSON(t *testing.T) {
+	tests := []struct {
+		name  string
+		rw    streamRewrite
+		check string
+		want  Result
+	}{
+		{"after a chunk", streamRewrite{edit: func(req string, _ http.Header, b string) string {
+			if isToolsStream(req) {
+				return b
+			}
+			return strings.Replace(b, "}\n\n", "}}\n\n", 1)
+		}}, "chat.stream.json", Fail},
+		{"after a completion", streamRewrite{editJSON: func(req string, _ http.Header, b string) string {
+			if !rawProbe(req, `"model":"`+fakeModel+`"}`) {
+				return b
+			}
+			return strings.TrimSpace(b) + "]"
+		}}, "chat.status", Fail},
+		{"after tool-call arguments", streamRewrite{editJSON: func(req string, _ http.Header, b string) string {
+			return strings.ReplaceAll(b, `"arguments":"{\"city\":\"Paris\"}"`, `"arguments":"{\"city\":\"Paris\"}}"`)
+		}}, "tools.required.arguments", Fail},
+		{"after structured content", streamRewrite{editJSON: func(req string, _ http.Header, b string) string {
+			return strings.Replace(b, `"content":"{\"ok\": true}"`, `"content":"{\"ok\": true}}"`, 1)
+		}}, "format.json_object", Fail},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, srv := newWrappedFake(t, func(h http.Handler) http.Handler { tt.rw.next = h; return tt.rw })
+			rep := runAgainst(t, fakeOptions(t, srv))
+			if c, _ := rep.Result(tt.check); c.Result != tt.want {
+				t.Errorf("%s = %s (%s), want %s", tt.check, c.Result, c.Reason, tt.want)
+			}
+			if rep.ExitCode() != 1 {
+				t.Errorf("exit code %d, want 1", rep.ExitCode())
+			}
+		})
+	}
+}
