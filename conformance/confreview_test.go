@@ -73,3 +73,32 @@ func TestTrailingBraceIsNotJSON(t *testing.T) {
 		})
 	}
 }
+
+// TestFilteredGateFailureIsNotAWarning: with --only leaving out a request's gate, the checks
+// that remain report its failure, and a SHOULD check among them stands in for the MUST gate: a
+// stream answered 500 must fail the run, not warn and exit 0.
+func TestFilteredGateFailureIsNotAWarning(t *testing.T) {
+	_, srv := newWrappedFake(t, func(h http.Handler) http.Handler { return fail500{next: h} })
+	for _, tt := range []struct {
+		only string
+		want Result
+	}{
+		{"chat.stream.usage.absent", Fail}, // gate chat.stream.content_type, a MUST
+		{"chat.content_type", Fail},        // gate chat.status, a MUST
+		{"logprobs.top_count", Fail},       // gate logprobs.content, a MUST
+		{"chat.n.choices", Warn},           // its own gate, a SHOULD
+	} {
+		t.Run(tt.only, func(t *testing.T) {
+			o := fakeOptions(t, srv)
+			o.Only = []string{tt.only}
+			rep := runAgainst(t, o)
+			c, _ := rep.Result(tt.only)
+			if c.Result != tt.want || !strings.Contains(c.Reason, "500") {
+				t.Errorf("%s = %s (%s), want %s naming the 500", tt.only, c.Result, c.Reason, tt.want)
+			}
+			if wantCode := map[Result]int{Fail: 1, Warn: 0}[tt.want]; rep.ExitCode() != wantCode {
+				t.Errorf("exit code %d, want %d", rep.ExitCode(), wantCode)
+			}
+		})
+	}
+}

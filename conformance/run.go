@@ -37,6 +37,10 @@ type verdict struct {
 	// focus, when found in the answer, is where the excerpt starts, so a
 	// fault deep in a stream is quoted instead of its first chunks.
 	focus string
+	// grade, when set, grades a failure in place of the check's own: a
+	// check standing in for its request's gate, filtered out by --only,
+	// fails as the gate would.
+	grade Grade
 }
 
 func pass() verdict                        { return verdict{} }
@@ -109,7 +113,9 @@ func Run(ctx context.Context, o Options) (rep *Report, err error) {
 	}
 	var selected []*check
 	isSelected := map[string]bool{}
+	grades := map[string]Grade{}
 	for _, c := range catalogue() {
+		grades[c.id] = c.grade
 		if r.o.selects(c.id) {
 			selected = append(selected, c)
 			isSelected[c.id] = true
@@ -120,7 +126,7 @@ func Run(ctx context.Context, o Options) (rep *Report, err error) {
 	}
 
 	s := &schedule{
-		r: r, probes: probes, selected: isSelected,
+		r: r, probes: probes, selected: isSelected, grades: grades,
 		ex:        map[probeID]*exchange{},
 		waiting:   map[probeID][]int{},
 		remaining: make([]int, len(selected)),
@@ -179,6 +185,7 @@ type schedule struct {
 	r        *runner
 	probes   map[probeID]*probe
 	selected map[string]bool
+	grades   map[string]Grade // every check's, by id
 	checks   []*check
 
 	mu        sync.Mutex
@@ -254,7 +261,11 @@ func (s *schedule) evaluate(c *check, ex map[probeID]*exchange) CheckResult {
 		return res
 	}
 	res.Result = Warn
-	if c.grade == Must || (c.grade == Strict && s.r.o.Strict) {
+	grade := c.grade
+	if v.grade != "" {
+		grade = v.grade
+	}
+	if grade == Must || (grade == Strict && s.r.o.Strict) {
 		res.Result = Fail
 	}
 	x := v.x
@@ -291,9 +302,17 @@ func (s *schedule) gate(c *check, ex map[probeID]*exchange) (verdict, bool) {
 		if p.usable(x) {
 			continue
 		}
-		if c.id == p.gate || !s.selected[p.gate] {
+		if c.id == p.gate {
 			_, focus := x.errorInsideMessage()
 			return fail(p.expectation(), p.unusableWhy(x)).from(x).at(focus), true
+		}
+		if !s.selected[p.gate] {
+			// The failure is the gate's, a MUST for most requests: a SHOULD
+			// check that reports it must not turn it into a warning.
+			_, focus := x.errorInsideMessage()
+			v := fail(fmt.Sprintf("%s (for %s, %s, left out by --only)", p.expectation(), p.gate, s.grades[p.gate]), p.unusableWhy(x)).from(x).at(focus)
+			v.grade = s.grades[p.gate]
+			return v, true
 		}
 		return skip("no usable answer to judge; see " + p.gate), true
 	}
