@@ -4,6 +4,8 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 // TestDecodeJSONRejectsTrailingData: one JSON value and JSON whitespace (RFC 8259: space, tab, LF,
@@ -98,6 +100,38 @@ func TestFilteredGateFailureIsNotAWarning(t *testing.T) {
 			}
 			if wantCode := map[Result]int{Fail: 1, Warn: 0}[tt.want]; rep.ExitCode() != wantCode {
 				t.Errorf("exit code %d, want %d", rep.ExitCode(), wantCode)
+			}
+		})
+	}
+}
+
+// TestStreamModelMayChange: the reference says each chunk has the same id and the same created,
+// but of model only "the model to generate the completion". A server that names the alias on the
+// first chunk and the resolved model after it (a router) breaks no client, openai-go's
+// accumulator included: a warning, not a failure. An empty model is still one.
+func TestStreamModelMayChange(t *testing.T) {
+	for _, tt := range []struct {
+		name, to string
+		want     map[string]Result
+	}{
+		{"renamed after the first chunk", "fake-model-2026-01", map[string]Result{"chat.stream.model.same": Warn}},
+		{"empty after the first chunk", "", map[string]Result{"chat.stream.model": Fail, "chat.stream.model.same": Skip}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			rw := streamRewrite{edit: func(req string, _ http.Header, b string) string {
+				first := strings.Index(b, "\n\n") + 2
+				return b[:first] + strings.ReplaceAll(b[first:], `"model":"`+fakeModel+`"`, `"model":"`+tt.to+`"`)
+			}}
+			_, srv := newWrappedFake(t, func(h http.Handler) http.Handler { rw.next = h; return rw })
+			o := fakeOptions(t, srv)
+			o.Only = []string{"chat.stream.*", "sdk.stream"}
+			rep := runAgainst(t, o)
+			want := map[string]Result{}
+			for id, r := range tt.want {
+				want[id] = r
+			}
+			if diff := cmp.Diff(want, notPassing(rep)); diff != "" {
+				t.Errorf("non-passing checks (-want +got):\n%s", diff)
 			}
 		})
 	}
