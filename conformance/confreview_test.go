@@ -136,3 +136,40 @@ func TestStreamModelMayChange(t *testing.T) {
 		})
 	}
 }
+
+// dropPosts closes the connection on every POST without an answer.
+type dropPosts struct{ next http.Handler }
+
+func (d dropPosts) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost {
+		d.next.ServeHTTP(w, r)
+		return
+	}
+	panic(http.ErrAbortHandler)
+}
+
+// TestFilteredGatesOfErrorChecks: errors.shape and its kin judge whichever error request got an
+// answer; with --only leaving out those requests' gates and no request answered at all, the run
+// must not pass on a SKIP.
+func TestFilteredGatesOfErrorChecks(t *testing.T) {
+	_, srv := newWrappedFake(t, func(h http.Handler) http.Handler { return dropPosts{next: h} })
+	o := fakeOptions(t, srv)
+	o.Only = []string{"errors.shape"}
+	rep := runAgainst(t, o)
+	if c, _ := rep.Result("errors.shape"); c.Result != Fail {
+		t.Errorf("errors.shape = %s (%s), want FAIL: no error request got an answer", c.Result, c.Reason)
+	}
+	if rep.ExitCode() != 1 {
+		t.Errorf("exit code %d, want 1", rep.ExitCode())
+	}
+	// With the gates selected (logprobs.top_requires_logprobs is the gate of the top_logprobs
+	// request) they report it, and errors.shape has nothing to judge.
+	o.Only = []string{"errors.*", "logprobs.top_requires_logprobs"}
+	rep = runAgainst(t, o)
+	if c, _ := rep.Result("errors.shape"); c.Result != Skip {
+		t.Errorf("errors.shape = %s (%s), want SKIP beside the gates' failures", c.Result, c.Reason)
+	}
+	if c, _ := rep.Result("errors.invalid_json"); c.Result != Fail {
+		t.Errorf("errors.invalid_json = %s (%s), want FAIL", c.Result, c.Reason)
+	}
+}

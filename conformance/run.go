@@ -284,10 +284,22 @@ func (s *schedule) evaluate(c *check, ex map[probeID]*exchange) CheckResult {
 // on any check when the gate was not selected) and SKIPs elsewhere.
 func (s *schedule) gate(c *check, ex map[probeID]*exchange) (verdict, bool) {
 	if c.anyOf {
+		var standIn *verdict
 		for _, id := range c.probes {
-			if x := ex[id]; x.skip != "" || !s.probes[id].usable(x) {
+			p, x := s.probes[id], ex[id]
+			if x.skip != "" || !p.usable(x) {
+				// A request that got no usable answer is its gate's to
+				// report; with the gate left out by --only, this check
+				// reports it, as for any other check.
+				if x.skip == "" && !s.selected[p.gate] && standIn == nil {
+					v := s.forGate(p, x)
+					standIn = &v
+				}
 				delete(ex, id)
 			}
+		}
+		if standIn != nil {
+			return *standIn, true
 		}
 		if len(ex) == 0 {
 			return skip("none of its requests got an answer to judge"), true
@@ -307,16 +319,22 @@ func (s *schedule) gate(c *check, ex map[probeID]*exchange) (verdict, bool) {
 			return fail(p.expectation(), p.unusableWhy(x)).from(x).at(focus), true
 		}
 		if !s.selected[p.gate] {
-			// The failure is the gate's, a MUST for most requests: a SHOULD
-			// check that reports it must not turn it into a warning.
-			_, focus := x.errorInsideMessage()
-			v := fail(fmt.Sprintf("%s (for %s, %s, left out by --only)", p.expectation(), p.gate, s.grades[p.gate]), p.unusableWhy(x)).from(x).at(focus)
-			v.grade = s.grades[p.gate]
-			return v, true
+			return s.forGate(p, x), true
 		}
 		return skip("no usable answer to judge; see " + p.gate), true
 	}
 	return verdict{}, false
+}
+
+// forGate is the failure of p's unusable answer x, reported by a check
+// standing in for p's gate, which --only left out. The failure is the
+// gate's, a MUST for most requests, and graded so: a SHOULD check that
+// reports it must not turn it into a warning.
+func (s *schedule) forGate(p *probe, x *exchange) verdict {
+	_, focus := x.errorInsideMessage()
+	v := fail(fmt.Sprintf("%s (for %s, %s, left out by --only)", p.expectation(), p.gate, s.grades[p.gate]), p.unusableWhy(x)).from(x).at(focus)
+	v.grade = s.grades[p.gate]
+	return v
 }
 
 func (p *probe) expectation() string {
