@@ -3,6 +3,7 @@ package conformance
 import (
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -171,5 +172,59 @@ func TestFilteredGatesOfErrorChecks(t *testing.T) {
 	}
 	if c, _ := rep.Result("errors.invalid_json"); c.Result != Fail {
 		t.Errorf("errors.invalid_json = %s (%s), want FAIL", c.Result, c.Reason)
+	}
+}
+
+// headerLog records the headers of every request that reaches next.
+type headerLog struct {
+	next http.Handler
+	mu   *sync.Mutex
+	seen *[]http.Header
+}
+
+func (l headerLog) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	l.mu.Lock()
+	*l.seen = append(*l.seen, r.Header.Clone())
+	l.mu.Unlock()
+	l.next.ServeHTTP(w, r)
+}
+
+// TestSDKProbesIgnoreTheEnvironment: openai-go reads OPENAI_API_KEY, OPENAI_ADMIN_KEY,
+// OPENAI_CUSTOM_HEADERS and more from the environment; they belong to the user's real OpenAI
+// account, not to the server under test. The SDK probes must send what the raw ones send, the
+// key given and nothing else, or they leak a secret and judge another request than the run's.
+func TestSDKProbesIgnoreTheEnvironment(t *testing.T) {
+	t.Setenv("OPENAI_API_KEY", "sk-ambient-api-key")
+	t.Setenv("OPENAI_ADMIN_KEY", "sk-ambient-admin-key")
+	t.Setenv("OPENAI_CUSTOM_HEADERS", "Authorization: Bearer sk-ambient-custom\nX-Ambient-Secret: s3cret")
+	t.Setenv("OPENAI_ORG_ID", "org-ambient")
+	t.Setenv("OPENAI_PROJECT_ID", "proj-ambient")
+	for _, key := range []string{fakeKey, ""} {
+		t.Run("key "+key, func(t *testing.T) {
+			var mu sync.Mutex
+			var seen []http.Header
+			_, srv := newWrappedFake(t, func(h http.Handler) http.Handler { return headerLog{next: h, mu: &mu, seen: &seen} })
+			o := fakeOptions(t, srv)
+			o.APIKey = key
+			if key == "" {
+				o.Model = fakeModel
+			}
+			o.Only = []string{"sdk.*"}
+			runAgainst(t, o)
+			mu.Lock()
+			defer mu.Unlock()
+			for _, h := range seen {
+				for name, vs := range h {
+					for _, v := range vs {
+						if strings.Contains(v, "ambient") || strings.Contains(v, "s3cret") {
+							t.Errorf("a request carried %s: %s", name, v)
+						}
+					}
+				}
+				if got, want := h.Get("Authorization"), map[bool]string{true: "", false: "Bearer " + key}[key == ""]; got != want {
+					t.Errorf("Authorization %q, want %q", got, want)
+				}
+			}
+		})
 	}
 }
