@@ -91,7 +91,8 @@ func (r *Report) Summary() Summary {
 }
 
 // ExitCode is 0 when every MUST (and, with --strict, STRICT) check passed or
-// was skipped, and 1 otherwise. Only such checks can produce FAIL.
+// was skipped, and 1 otherwise. Only such checks can produce FAIL, and a
+// check that reports the failure of a MUST gate --only left out.
 func (r *Report) ExitCode() int {
 	for _, c := range r.Checks {
 		if c.Result == Fail {

@@ -135,10 +135,24 @@ func streamChecks() []*check {
 				}
 				return constantAcrossChunks(x, "created")
 			}},
+		// The reference says each chunk has the same id and the same
+		// created, but of model only "the model to generate the
+		// completion"; a router may name the alias first and the resolved
+		// model after it, and no client (openai-go's accumulator included)
+		// minds. So sameness is a SHOULD, as for created.
 		{id: "chat.stream.model", grade: Must, probes: st,
-			title: "model is a non-empty string, the same on every chunk",
+			title: "model is a non-empty string on every chunk",
 			judge: func(j *judge) verdict {
-				return sameOnEveryChunk(j.x("chat.stream"), "model", nonEmptyString, "non-empty string")
+				return validOnEveryChunk(j.x("chat.stream"), "model", nonEmptyString, "non-empty string")
+			}},
+		{id: "chat.stream.model.same", grade: Should, probes: st,
+			title: "model is the same on every chunk",
+			judge: func(j *judge) verdict {
+				x := j.x("chat.stream")
+				if v := validOnEveryChunk(x, "model", nonEmptyString, ""); v.fail || v.skip != "" {
+					return skip("model is not a non-empty string on every chunk; see chat.stream.model")
+				}
+				return constantAcrossChunks(x, "model")
 			}},
 		{id: "chat.stream.role", grade: Must, probes: st,
 			title: `the first delta of each choice carries role "assistant"`,

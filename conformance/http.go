@@ -346,7 +346,9 @@ func (x *exchange) decode(stream bool) {
 		return
 	}
 	if len(trimmed) > 0 {
-		x.json, x.jsonErr = decodeJSON(trimmed)
+		// The body itself: bytes.TrimSpace would also drop what is not
+		// JSON whitespace (a form feed, U+00A0), which a client rejects.
+		x.json, x.jsonErr = decodeJSON(x.body)
 	}
 }
 

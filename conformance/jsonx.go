@@ -28,8 +28,11 @@ func decodeJSON(b []byte) (any, error) {
 	if err := d.Decode(&v); err != nil {
 		return nil, err
 	}
-	if d.More() {
-		return nil, fmt.Errorf("trailing data after JSON value")
+	// Decoder.More is no test for the end: it answers false before a "}"
+	// or "]", so `{...}}` would pass. After the value only JSON's own
+	// whitespace may follow (bytes.TrimSpace knows more).
+	if rest := bytes.TrimLeft(b[d.InputOffset():], " \t\r\n"); len(rest) > 0 {
+		return nil, fmt.Errorf("trailing data after JSON value: %q", clip(string(rest), 20))
 	}
 	return v, nil
 }

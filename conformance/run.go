@@ -37,6 +37,10 @@ type verdict struct {
 	// focus, when found in the answer, is where the excerpt starts, so a
 	// fault deep in a stream is quoted instead of its first chunks.
 	focus string
+	// grade, when set, grades a failure in place of the check's own: a
+	// check standing in for its request's gate, filtered out by --only,
+	// fails as the gate would.
+	grade Grade
 }
 
 func pass() verdict                        { return verdict{} }
@@ -109,7 +113,9 @@ func Run(ctx context.Context, o Options) (rep *Report, err error) {
 	}
 	var selected []*check
 	isSelected := map[string]bool{}
+	grades := map[string]Grade{}
 	for _, c := range catalogue() {
+		grades[c.id] = c.grade
 		if r.o.selects(c.id) {
 			selected = append(selected, c)
 			isSelected[c.id] = true
@@ -120,7 +126,7 @@ func Run(ctx context.Context, o Options) (rep *Report, err error) {
 	}
 
 	s := &schedule{
-		r: r, probes: probes, selected: isSelected,
+		r: r, probes: probes, selected: isSelected, grades: grades,
 		ex:        map[probeID]*exchange{},
 		waiting:   map[probeID][]int{},
 		remaining: make([]int, len(selected)),
@@ -179,6 +185,7 @@ type schedule struct {
 	r        *runner
 	probes   map[probeID]*probe
 	selected map[string]bool
+	grades   map[string]Grade // every check's, by id
 	checks   []*check
 
 	mu        sync.Mutex
@@ -254,7 +261,11 @@ func (s *schedule) evaluate(c *check, ex map[probeID]*exchange) CheckResult {
 		return res
 	}
 	res.Result = Warn
-	if c.grade == Must || (c.grade == Strict && s.r.o.Strict) {
+	grade := c.grade
+	if v.grade != "" {
+		grade = v.grade
+	}
+	if grade == Must || (grade == Strict && s.r.o.Strict) {
 		res.Result = Fail
 	}
 	x := v.x
@@ -273,10 +284,22 @@ func (s *schedule) evaluate(c *check, ex map[probeID]*exchange) CheckResult {
 // on any check when the gate was not selected) and SKIPs elsewhere.
 func (s *schedule) gate(c *check, ex map[probeID]*exchange) (verdict, bool) {
 	if c.anyOf {
+		var standIn *verdict
 		for _, id := range c.probes {
-			if x := ex[id]; x.skip != "" || !s.probes[id].usable(x) {
+			p, x := s.probes[id], ex[id]
+			if x.skip != "" || !p.usable(x) {
+				// A request that got no usable answer is its gate's to
+				// report; with the gate left out by --only, this check
+				// reports it, as for any other check.
+				if x.skip == "" && !s.selected[p.gate] && standIn == nil {
+					v := s.forGate(p, x)
+					standIn = &v
+				}
 				delete(ex, id)
 			}
+		}
+		if standIn != nil {
+			return *standIn, true
 		}
 		if len(ex) == 0 {
 			return skip("none of its requests got an answer to judge"), true
@@ -291,13 +314,27 @@ func (s *schedule) gate(c *check, ex map[probeID]*exchange) (verdict, bool) {
 		if p.usable(x) {
 			continue
 		}
-		if c.id == p.gate || !s.selected[p.gate] {
+		if c.id == p.gate {
 			_, focus := x.errorInsideMessage()
 			return fail(p.expectation(), p.unusableWhy(x)).from(x).at(focus), true
+		}
+		if !s.selected[p.gate] {
+			return s.forGate(p, x), true
 		}
 		return skip("no usable answer to judge; see " + p.gate), true
 	}
 	return verdict{}, false
+}
+
+// forGate is the failure of p's unusable answer x, reported by a check
+// standing in for p's gate, which --only left out. The failure is the
+// gate's, a MUST for most requests, and graded so: a SHOULD check that
+// reports it must not turn it into a warning.
+func (s *schedule) forGate(p *probe, x *exchange) verdict {
+	_, focus := x.errorInsideMessage()
+	v := fail(fmt.Sprintf("%s (for %s, %s, left out by --only)", p.expectation(), p.gate, s.grades[p.gate]), p.unusableWhy(x)).from(x).at(focus)
+	v.grade = s.grades[p.gate]
+	return v
 }
 
 func (p *probe) expectation() string {

@@ -21,26 +21,36 @@ type sdkResult struct {
 	models   int
 }
 
-// sdkClient builds an openai-go client aimed at the server under test,
-// recording its traffic. Retries are off: a retried request would hide the
-// first answer, which is the one being judged.
-func (r *runner) sdkClient() (openai.Client, *recorder) {
+// sdkClient is the part of openai-go the SDK probes drive.
+type sdkClient struct {
+	Chat   openai.ChatService
+	Models openai.ModelService
+}
+
+// sdkClient builds openai-go services aimed at the server under test,
+// recording their traffic. Retries are off: a retried request would hide
+// the first answer, which is the one being judged. They are built without
+// openai.NewClient, whose defaults read the environment: OPENAI_API_KEY,
+// OPENAI_ADMIN_KEY, OPENAI_ORG_ID, OPENAI_PROJECT_ID and
+// OPENAI_CUSTOM_HEADERS belong to the user's own account, and would go to
+// the server under test (a secret leaked, and a request judged that the
+// raw probes never sent).
+func (r *runner) sdkClient() (sdkClient, *recorder) {
 	base := r.o.HTTPClient.Transport
 	if base == nil {
 		base = http.DefaultTransport
 	}
 	rec := &recorder{base: base}
-	c := openai.NewClient(
-		option.WithBaseURL(r.c.root+"/"),
-		option.WithAPIKey(r.o.APIKey),
-		// Ambient OPENAI_ORG_ID / OPENAI_PROJECT_ID belong to another server.
-		option.WithHeaderDel("OpenAI-Organization"),
-		option.WithHeaderDel("OpenAI-Project"),
+	opts := []option.RequestOption{
+		option.WithBaseURL(r.c.root + "/"),
 		option.WithHTTPClient(&http.Client{Transport: rec}),
 		option.WithMaxRetries(0),
 		option.WithRequestTimeout(r.o.Timeout),
-	)
-	return c, rec
+	}
+	if r.o.APIKey != "" {
+		opts = append(opts, option.WithAPIKey(r.o.APIKey))
+	}
+	return sdkClient{Chat: openai.NewChatService(opts...), Models: openai.NewModelService(opts...)}, rec
 }
 
 func (r *runner) sdkParams(model string) openai.ChatCompletionNewParams {
