@@ -292,20 +292,27 @@ func noTarget(rs *routeState, drops []filter.Drop) *apiError {
 			other = true
 		}
 	}
+	// What the request could have had: a strict request's public targets were never its to use, so
+	// when its private ones were set aside only for what it asks (tools, its length), the answer
+	// is about that, as for any request (TestStrictRequestUnsupportedByItsPrivateTargets).
+	asked := drops
+	if private {
+		asked = slices.DeleteFunc(slices.Clone(drops), func(d filter.Drop) bool { return d.Filter == (filter.Privacy{}).Name() })
+	}
 	switch {
-	case private:
+	case private && (len(asked) == 0 || other):
 		return &apiError{Status: http.StatusServiceUnavailable, Type: typeUpstream, Code: "no_private_target",
 			Message: fmt.Sprintf("no private target could serve this strict request on route %q (%s)", rs.Name, b.String())}
-	case len(drops) > 0 && allFilter(drops, (endpointFilter{}).Name()):
+	case len(asked) > 0 && allFilter(asked, (endpointFilter{}).Name()):
 		// As the adapters answered when they were tried, and as OpenAI answers a model that does
 		// not serve the endpoint.
 		return &apiError{Status: http.StatusNotFound, Type: typeInvalidRequest, Code: "unsupported_endpoint",
 			Message: fmt.Sprintf("no target of route %q serves this endpoint: %s", rs.Name, b.String())}
-	case !other && len(drops) > 0:
+	case !other && len(asked) > 0:
 		code := "unsupported_request"
 		// A target that does not serve the endpoint was never a candidate: the window is why the
 		// ones that serve it cannot (the all-endpoint case answered above).
-		if allFilter(drops, (filter.Context{}).Name(), (endpointFilter{}).Name()) {
+		if allFilter(asked, (filter.Context{}).Name(), (endpointFilter{}).Name()) {
 			code = "context_length_exceeded"
 		}
 		return &apiError{Status: http.StatusBadRequest, Type: typeInvalidRequest, Code: code,
