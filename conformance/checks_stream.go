@@ -155,6 +155,24 @@ func streamChecks() []*check {
 				return constantAcrossChunks(x, "model")
 			}},
 		{id: "chat.stream.role", grade: Must, probes: st,
+			title: `every delta that carries a role carries "assistant"`,
+			judge: func(j *judge) verdict {
+				seen := false
+				if v := chunkChoices(j.x("chat.stream"), func(pos, idx int, c map[string]any) *verdict {
+					seen = true
+					if r, ok := at(c, "delta", "role"); ok && r != nil && r != "assistant" {
+						return failp(`delta.role "assistant" or absent`, fmt.Sprintf("chunk %d choice %d delta.role: %s", pos, idx, showField(r, ok)))
+					}
+					return nil
+				}); v != nil {
+					return *v
+				}
+				if !seen {
+					return fail("at least one chunk with a choice", "none")
+				}
+				return pass()
+			}},
+		{id: "chat.stream.role.first", grade: Should, probes: st,
 			title: `the first delta of each choice carries role "assistant"`,
 			judge: func(j *judge) verdict {
 				seen := map[int]bool{}

@@ -228,3 +228,22 @@ func TestSDKProbesIgnoreTheEnvironment(t *testing.T) {
 		})
 	}
 }
+
+// TestStreamRoleOfAnotherAuthor: a stream's delta naming a role other than "assistant" fails
+// chat.stream.role, a MUST, while a first delta without a role only warns
+// (chat.stream.role.first; FaultNoRole in TestFaults): the reference makes delta.role optional.
+func TestStreamRoleOfAnotherAuthor(t *testing.T) {
+	rw := streamRewrite{edit: func(req string, _ http.Header, b string) string {
+		return strings.Replace(b, `"role":"assistant"`, `"role":"user"`, 1)
+	}}
+	_, srv := newWrappedFake(t, func(h http.Handler) http.Handler { rw.next = h; return rw })
+	rep := runAgainst(t, fakeOptions(t, srv))
+	for id, want := range map[string]Result{"chat.stream.role": Fail, "chat.stream.role.first": Warn} {
+		if c, _ := rep.Result(id); c.Result != want {
+			t.Errorf("%s = %s (%s), want %s", id, c.Result, c.Reason, want)
+		}
+	}
+	if rep.ExitCode() != 1 {
+		t.Errorf("exit code %d, want 1", rep.ExitCode())
+	}
+}
