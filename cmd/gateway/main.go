@@ -3,6 +3,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"errors"
@@ -95,7 +96,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	var err error
 	switch args[0] {
 	case "serve":
-		err = cmdServe(ctx, args[1:], stderr)
+		err = cmdServe(ctx, args[1:], stdout, stderr)
 	case "demo":
 		err = cmdDemo(ctx, args[1:], stdout, stderr)
 	case "check-config":
@@ -109,6 +110,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	case "conformance":
 		return conformance.Main(ctx, args[1:], os.Getenv, stdout, stderr)
 	case "help", "-h", "--help":
+		if args[0] == "help" && len(args) > 1 && args[1] != "help" {
+			// gateway help CMD is CMD --help.
+			return run(ctx, []string{args[1], "--help"}, stdout, stderr)
+		}
 		fmt.Fprint(stdout, usage)
 		return 0
 	default:
@@ -119,8 +124,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		// The flag set has printed its flags; asking for them is not a mistake.
 		return 0
 	}
+	var ue usageError
+	if errors.As(err, &ue) && ue.said {
+		return 2 // the flag package has said what was wrong, and printed the usage
+	}
 	if err != nil {
-		var ue usageError
 		// A config's problems come joined, one per line: each is its own message, prefixed.
 		for line := range strings.SplitSeq(err.Error(), "\n") {
 			fmt.Fprintln(stderr, "gateway:", line)
@@ -133,24 +141,33 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
-// usageError is a mistake in the command line.
-type usageError struct{ msg string }
+// usageError is a mistake in the command line. said: the message has been printed already.
+type usageError struct {
+	msg  string
+	said bool
+}
 
 func (e usageError) Error() string { return e.msg }
 
-func newFlags(name string, stderr io.Writer) *flag.FlagSet {
-	fs := flag.NewFlagSet("gateway "+name, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	return fs
+func newFlags(name string) *flag.FlagSet {
+	return flag.NewFlagSet("gateway "+name, flag.ContinueOnError)
 }
 
-// parse parses args; --help or -h comes back as flag.ErrHelp, which run answers with exit 0.
-func parse(fs *flag.FlagSet, args []string) error {
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return err
-		}
-		return usageError{err.Error()}
+// parse parses args. Help asked for (--help, -h) is the command's answer: the flags go to stdout
+// and flag.ErrHelp comes back, which run answers with exit 0. A mistake's message and the usage
+// go to stderr, and a usageError that says so comes back (exit 2).
+func parse(fs *flag.FlagSet, args []string, stdout, stderr io.Writer) error {
+	var said bytes.Buffer
+	fs.SetOutput(&said)
+	err := fs.Parse(args)
+	fs.SetOutput(stderr)
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		_, _ = stdout.Write(said.Bytes())
+		return err
+	case err != nil:
+		_, _ = stderr.Write(said.Bytes())
+		return usageError{msg: err.Error(), said: true}
 	}
 	return nil
 }
@@ -160,7 +177,7 @@ func parse(fs *flag.FlagSet, args []string) error {
 func newLogger(w io.Writer, level string) (*slog.Logger, func(), error) {
 	l, ok := logLevel(level)
 	if !ok {
-		return nil, nil, usageError{fmt.Sprintf("bad --log-level %q: use debug, info, warn or error", level)}
+		return nil, nil, usageError{msg: fmt.Sprintf("bad --log-level %q: use debug, info, warn or error", level)}
 	}
 	buf := logbuf.New(w, 100*time.Millisecond, 64<<10)
 	return slog.New(logfmt.NewText(buf, l)), func() { _ = buf.Close() }, nil
@@ -177,12 +194,12 @@ func logLevel(s string) (slog.Level, bool) {
 	return 0, false
 }
 
-func cmdServe(ctx context.Context, args []string, stderr io.Writer) error {
-	fs := newFlags("serve", stderr)
+func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("serve")
 	path := fs.String("config", "gateway.toml", "configuration file")
 	listen := fs.String("listen", "", "listen address (overrides the config's listen)")
 	level := fs.String("log-level", "info", "debug, info, warn or error")
-	if err := parse(fs, args); err != nil {
+	if err := parse(fs, args, stdout, stderr); err != nil {
 		return err
 	}
 	log, flush, err := newLogger(stderr, *level)
@@ -279,12 +296,12 @@ func openLoopback(open bool, listen string, addr net.Addr) error {
 }
 
 func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("demo", stderr)
+	fs := newFlags("demo")
 	printConfig := fs.Bool("print-config", false, "print the demo's configuration and exit")
 	listen := fs.String("listen", "127.0.0.1:8000", "gateway listen address")
 	portBase := fs.Int("sim-port-base", demo.DefaultPortBase, "first port of the four simulators")
 	level := fs.String("log-level", "info", "debug, info, warn or error")
-	if err := parse(fs, args); err != nil {
+	if err := parse(fs, args, stdout, stderr); err != nil {
 		return err
 	}
 	if *printConfig {
@@ -321,7 +338,7 @@ func helpAsked(args []string) bool {
 func cmdCheckConfig(args []string, stdout, stderr io.Writer) int {
 	const use = "usage: gateway check-config FILE"
 	if helpAsked(args) {
-		fmt.Fprintln(stderr, use)
+		fmt.Fprintln(stdout, use)
 		return 0
 	}
 	if len(args) != 1 {
@@ -340,12 +357,12 @@ func cmdCheckConfig(args []string, stdout, stderr io.Writer) int {
 func cmdKeygen(args []string, stdout, stderr io.Writer) error {
 	const use = "usage: gateway keygen NAME"
 	if helpAsked(args) {
-		fmt.Fprintln(stderr, use)
+		fmt.Fprintln(stdout, use)
 		return flag.ErrHelp
 	}
 	// A name that looks like a flag is a mistyped command line, not a key's name.
 	if len(args) != 1 || args[0] == "" || strings.HasPrefix(args[0], "-") {
-		return usageError{use}
+		return usageError{msg: use}
 	}
 	key, hash, err := config.NewKey(rand.Reader)
 	if err != nil {
@@ -361,28 +378,28 @@ func cmdKeygen(args []string, stdout, stderr io.Writer) error {
 func cmdRoute(args []string, stdout, stderr io.Writer) error {
 	const use = "usage: gateway route eval FILE [--config FILE]"
 	if helpAsked(args) {
-		fmt.Fprintln(stderr, use)
+		fmt.Fprintln(stdout, use)
 		return flag.ErrHelp
 	}
 	if len(args) == 0 || args[0] != "eval" {
-		return usageError{use}
+		return usageError{msg: use}
 	}
-	fs := newFlags("route eval", stderr)
+	fs := newFlags("route eval")
 	path := fs.String("config", "", "take the [auto] rules from this configuration")
-	if err := parse(fs, args[1:]); err != nil {
+	if err := parse(fs, args[1:], stdout, stderr); err != nil {
 		return err
 	}
 	if fs.NArg() == 0 {
-		return usageError{use}
+		return usageError{msg: use}
 	}
 	// The flag package stops at the first argument that is not a flag, and the usage line puts
 	// --config after FILE: the arguments after FILE are parsed as flags too.
 	file := fs.Arg(0)
-	if err := parse(fs, fs.Args()[1:]); err != nil {
+	if err := parse(fs, fs.Args()[1:], stdout, stderr); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
-		return usageError{use}
+		return usageError{msg: use}
 	}
 	return routeEval(file, *path, stdout)
 }

@@ -1,0 +1,62 @@
+package main
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestHelpOnStdout: help that was asked for (--help, -h, gateway help CMD) is the command's
+// answer: it goes to stdout, as `gateway --help`'s always did and as GNU's standards ask, so that
+// `gateway conformance --help | less` shows it; a usage printed because of a mistake goes to
+// stderr with exit 2. Every subcommand's went to stderr.
+func TestHelpOnStdout(t *testing.T) {
+	tests := []struct {
+		args []string
+		want string // what the help must hold
+	}{
+		{[]string{"--help"}, "gateway serve"},
+		{[]string{"help"}, "gateway serve"},
+		{[]string{"serve", "--help"}, "-listen"},
+		{[]string{"serve", "-h"}, "-log-level"},
+		{[]string{"demo", "--help"}, "-sim-port-base"},
+		{[]string{"check-config", "--help"}, "gateway check-config FILE"},
+		{[]string{"keygen", "-h"}, "gateway keygen NAME"},
+		{[]string{"route", "--help"}, "gateway route eval FILE"},
+		{[]string{"route", "eval", "--help"}, "-config"},
+		{[]string{"lru-sim", "--help"}, "-slots"},
+		{[]string{"lru-sim", "generate", "--help"}, "-zipf"},
+		{[]string{"conformance", "--help"}, "-base-url"},
+		{[]string{"help", "serve"}, "-listen"},
+		{[]string{"help", "conformance"}, "-base-url"},
+		{[]string{"help", "keygen"}, "gateway keygen NAME"},
+	}
+	for _, tt := range tests {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			code, out, errOut := runCmd(t, tt.args...)
+			if code != 0 || !strings.Contains(out, tt.want) || errOut != "" || strings.Contains(out, "hk-") {
+				t.Errorf("exit %d, stdout %q, stderr %q; want 0, the help on stdout (holding %q) and nothing on stderr",
+					code, out, errOut, tt.want)
+			}
+		})
+	}
+	if code, out, errOut := runCmd(t, "help", "frobnicate"); code != 2 || out != "" || !strings.Contains(errOut, `unknown command "frobnicate"`) {
+		t.Errorf("help frobnicate: exit %d, stdout %q, stderr %q; want 2 and the unknown command on stderr", code, out, errOut)
+	}
+}
+
+// TestUsageMistakesOnStderr: a mistake on the command line is said once, on stderr, with exit 2
+// and nothing on stdout. A flag the command does not define was said twice: by the flag package,
+// then again prefixed.
+func TestUsageMistakesOnStderr(t *testing.T) {
+	for _, args := range [][]string{
+		{"serve", "--bogus"}, {"demo", "--bogus"}, {"route", "eval", "--bogus"}, {"route", "eval", "x.jsonl", "--bogus"},
+		{"lru-sim", "--bogus"}, {"lru-sim", "generate", "--bogus"}, {"conformance", "--bogus"},
+	} {
+		t.Run(strings.Join(args, " "), func(t *testing.T) {
+			code, out, errOut := runCmd(t, args...)
+			if code != 2 || out != "" || strings.Count(errOut, "-bogus") != 1 || !strings.Contains(errOut, "Usage") && !strings.Contains(errOut, "usage") {
+				t.Errorf("exit %d, stdout %q, stderr %q; want 2, the flag named once and the usage on stderr", code, out, errOut)
+			}
+		})
+	}
+}
