@@ -60,3 +60,27 @@ func TestUsageMistakesOnStderr(t *testing.T) {
 		})
 	}
 }
+
+// TestMissingArgumentNamed: a command run without its argument says which one it lacks, not
+// only its usage line.
+func TestMissingArgumentNamed(t *testing.T) {
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"keygen"}, "missing NAME"},
+		{[]string{"check-config"}, "missing FILE"},
+		{[]string{"route", "eval"}, "missing FILE"},
+		{[]string{"route", "eval", "--config", "c.toml"}, "missing FILE"},
+		{[]string{"route"}, "missing eval"},
+		{[]string{"conformance"}, "--base-url is required"},
+		{[]string{"lru-sim"}, "--trace is required"},
+	} {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			code, out, errOut := runCmd(t, tt.args...)
+			if code != 2 || out != "" || !strings.Contains(errOut, tt.want) {
+				t.Errorf("exit %d, stdout %q, stderr %q; want 2 and %q on stderr", code, out, errOut, tt.want)
+			}
+		})
+	}
+}

@@ -131,6 +131,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		// A config's problems come joined, one per line: each is its own message, prefixed.
 		for line := range strings.SplitSeq(err.Error(), "\n") {
+			if strings.HasPrefix(line, "usage: ") {
+				fmt.Fprintln(stderr, line) // a usage error's usage line, as the commands print it
+				continue
+			}
 			fmt.Fprintln(stderr, "gateway:", line)
 		}
 		if errors.As(err, &ue) {
@@ -341,8 +345,12 @@ func cmdCheckConfig(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stdout, use)
 		return 0
 	}
-	if len(args) != 1 {
-		fmt.Fprintln(stderr, use)
+	switch {
+	case len(args) == 0:
+		fmt.Fprintf(stderr, "gateway: check-config: missing FILE, the configuration to check\n%s\n", use)
+		return 2
+	case len(args) > 1:
+		fmt.Fprintf(stderr, "gateway: check-config: one FILE, got %d arguments\n%s\n", len(args), use)
 		return 2
 	}
 	cfg, err := config.Load(args[0], os.Getenv)
@@ -360,9 +368,14 @@ func cmdKeygen(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintln(stdout, use)
 		return flag.ErrHelp
 	}
-	// A name that looks like a flag is a mistyped command line, not a key's name.
-	if len(args) != 1 || args[0] == "" || strings.HasPrefix(args[0], "-") {
-		return usageError{msg: use}
+	switch {
+	case len(args) == 0 || args[0] == "":
+		return usageError{msg: "keygen: missing NAME, the name of the key's holder (it names the key in logs and metrics)\n" + use}
+	case len(args) > 1:
+		return usageError{msg: fmt.Sprintf("keygen: one NAME, got %d arguments\n%s", len(args), use)}
+	case strings.HasPrefix(args[0], "-"):
+		// A name that looks like a flag is a mistyped command line, not a key's name.
+		return usageError{msg: fmt.Sprintf("keygen: takes no flags, got %s\n%s", args[0], use)}
 	}
 	key, hash, err := config.NewKey(rand.Reader)
 	if err != nil {
@@ -381,8 +394,11 @@ func cmdRoute(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintln(stdout, use)
 		return flag.ErrHelp
 	}
-	if len(args) == 0 || args[0] != "eval" {
-		return usageError{msg: use}
+	switch {
+	case len(args) == 0:
+		return usageError{msg: "route: missing eval, its only command\n" + use}
+	case args[0] != "eval":
+		return usageError{msg: fmt.Sprintf("route: unknown command %q\n%s", args[0], use)}
 	}
 	fs := newFlags("route eval")
 	path := fs.String("config", "", "take the [auto] rules from this configuration")
@@ -390,7 +406,7 @@ func cmdRoute(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	if fs.NArg() == 0 {
-		return usageError{msg: use}
+		return usageError{msg: "route eval: missing FILE, the labelled set\n" + use}
 	}
 	// The flag package stops at the first argument that is not a flag, and the usage line puts
 	// --config after FILE: the arguments after FILE are parsed as flags too.
@@ -399,7 +415,7 @@ func cmdRoute(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	if fs.NArg() > 0 {
-		return usageError{msg: use}
+		return usageError{msg: fmt.Sprintf("route eval: one FILE, then unexpected %q\n%s", fs.Args(), use)}
 	}
 	return routeEval(file, *path, stdout)
 }
