@@ -1,8 +1,16 @@
 package main
 
 import (
+	"context"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/hayula/gateway/demo"
 )
 
 // TestHelpOnStdout: help that was asked for (--help, -h, gateway help CMD) is the command's
@@ -80,6 +88,44 @@ func TestMissingArgumentNamed(t *testing.T) {
 			code, out, errOut := runCmd(t, tt.args...)
 			if code != 2 || out != "" || !strings.Contains(errOut, tt.want) {
 				t.Errorf("exit %d, stdout %q, stderr %q; want 2 and %q on stderr", code, out, errOut, tt.want)
+			}
+		})
+	}
+}
+
+// TestBindFailureNamesAddress: serve and demo on a port something else holds exit 1 with a
+// message naming the address; the demo says nothing of trying it first (its "Try: curl" would
+// reach whatever holds the port).
+func TestBindFailureNamesAddress(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	addr := ln.Addr().String()
+	// Free simulator ports: four in a row after a port the system gave out.
+	probe, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := probe.Addr().(*net.TCPAddr).Port
+	probe.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	conf := filepath.Join(t.TempDir(), "gateway.toml")
+	if err := os.WriteFile(conf, []byte(demo.Config(addr, demo.URLsFor(base))), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{
+		{"serve", "--config", conf},
+		{"demo", "--listen", addr, "--sim-port-base", strconv.Itoa(base)},
+	} {
+		t.Run(strings.Join(args[:1], " "), func(t *testing.T) {
+			var out, errb strings.Builder
+			code := run(ctx, args, &out, &errb)
+			if code != 1 || !strings.Contains(errb.String(), addr) || strings.Contains(out.String(), "curl") {
+				t.Errorf("exit %d, stdout %q, stderr %q; want 1, the address %s on stderr and no invitation to try it",
+					code, out.String(), errb.String(), addr)
 			}
 		})
 	}

@@ -225,12 +225,13 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			return err
 		}
 	}
-	return serve(ctx, cfg, log, &reloader{path: *path, listen: *listen, getenv: os.Getenv, log: log, hup: hup})
+	return serve(ctx, cfg, log, &reloader{path: *path, listen: *listen, getenv: os.Getenv, log: log, hup: hup}, nil)
 }
 
 // serve runs the gateway on cfg until ctx ends. With rl, a value on rl.hup reloads the
-// configuration file (gateway serve); without, the configuration is fixed (the demo's).
-func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, rl *reloader) error {
+// configuration file (gateway serve); without, the configuration is fixed (the demo's). listening,
+// when not nil, is called with the address once the gateway listens and has started.
+func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, rl *reloader, listening func(net.Addr)) error {
 	o := server.Options{Config: cfg, Logger: log}
 	if rl != nil {
 		rl.reloads = new(metrics.Reloads)
@@ -269,6 +270,9 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, rl *reload
 	defer stopLoads()
 	log.Info("hayula gateway listening", "addr", ln.Addr().String(), "routes", len(cfg.Routes),
 		"targets", len(cfg.Targets), "managed", len(cfg.Lifecycle.Specs))
+	if listening != nil {
+		listening(ln.Addr())
+	}
 	if rl != nil {
 		rl.live, rl.addr, rl.running = live, ln.Addr(), cfg.Listen
 		// The servers reloads replaced that still serve requests are closed once Serve has
@@ -326,10 +330,13 @@ func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err != nil {
 		return fmt.Errorf("demo config: %w", err)
 	}
-	fmt.Fprintf(stdout, "Hayula demo: simulated saif, averroes-q, deepseek-r1 and a public openrouter tail.\n"+
-		"Try:\n  curl -s http://%s/v1/chat/completions -H 'content-type: application/json' \\\n"+
-		"    -d '{\"model\":\"auto\",\"messages\":[{\"role\":\"user\",\"content\":\"Is this C code vulnerable to a buffer overflow?\"}]}' -i\n", *listen)
-	return serve(ctx, cfg, log, nil)
+	// The invitation comes once the gateway listens: a port something else holds fails first,
+	// and a curl would have reached that something.
+	return serve(ctx, cfg, log, nil, func(net.Addr) {
+		fmt.Fprintf(stdout, "Hayula demo: simulated saif, averroes-q, deepseek-r1 and a public openrouter tail.\n"+
+			"Try:\n  curl -s http://%s/v1/chat/completions -H 'content-type: application/json' \\\n"+
+			"    -d '{\"model\":\"auto\",\"messages\":[{\"role\":\"user\",\"content\":\"Is this C code vulnerable to a buffer overflow?\"}]}' -i\n", *listen)
+	})
 }
 
 // helpAsked reports whether the arguments of a command that takes no flags (keygen NAME,
