@@ -5,12 +5,15 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/hayula/gateway/config"
 	"github.com/hayula/gateway/demo"
+	"github.com/hayula/gateway/server"
 )
 
 // TestHelpOnStdout: help that was asked for (--help, -h, gateway help CMD) is the command's
@@ -128,5 +131,49 @@ func TestBindFailureNamesAddress(t *testing.T) {
 					code, out.String(), errb.String(), addr)
 			}
 		})
+	}
+}
+
+// TestCheckedConfigBuilds: a file check-config passes is one serve builds its server from (the
+// step after the load that could still refuse: policies, lifecycle's own validation of the
+// processes and groups). Every config the repository ships is tried: the one that uses every
+// key, the homelab, the demo's.
+func TestCheckedConfigBuilds(t *testing.T) {
+	files := map[string][]byte{"demo.toml": []byte(demo.Config("127.0.0.1:8000", demo.URLsFor(demo.DefaultPortBase)))}
+	for _, name := range []string{"full.toml", "homelab.toml"} {
+		b, err := os.ReadFile(filepath.Join("..", "..", "config", "testdata", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		files[name] = b
+	}
+	// Every secret the files name is set: check-config refuses an unset one.
+	getenv := func(string) string { return "sk-test" }
+	for name, b := range files {
+		t.Run(name, func(t *testing.T) {
+			cfg, err := config.Parse(b, filepath.Join(t.TempDir(), name), getenv)
+			if err != nil {
+				t.Fatalf("check-config refuses it: %v", err)
+			}
+			srv, err := server.New(server.Options{Config: cfg})
+			if err != nil {
+				t.Fatalf("check-config passes it, serve refuses it: %v", err)
+			}
+			srv.Close()
+		})
+	}
+}
+
+// TestKeygenKeyOnce: the key is printed once, on stdout, and nowhere in the block to paste into
+// the config (which holds its hash); nothing goes to stderr, where a service manager would log it.
+func TestKeygenKeyOnce(t *testing.T) {
+	code, out, errOut := runCmd(t, "keygen", "laptop")
+	key := regexp.MustCompile(`hk-[A-Za-z0-9_-]+`).FindString(out)
+	if code != 0 || key == "" || strings.Count(out, key) != 1 || errOut != "" {
+		t.Fatalf("exit %d, key %q, stdout %q, stderr %q; want 0, the key once on stdout, nothing on stderr", code, key, out, errOut)
+	}
+	block := out[strings.Index(out, "[[keys]]"):]
+	if strings.Contains(block, "hk-") || !strings.HasSuffix(block, "\"\n") {
+		t.Errorf("the block to paste holds the key, or does not end with its hash line:\n%s", block)
 	}
 }
