@@ -177,3 +177,27 @@ func TestKeygenKeyOnce(t *testing.T) {
 		t.Errorf("the block to paste holds the key, or does not end with its hash line:\n%s", block)
 	}
 }
+
+// TestStrayArgumentRefused: serve and demo take only flags. `gateway serve my.toml` (the config
+// file named as check-config takes it) loaded gateway.toml instead, or served it when there was
+// one, and `gateway demo extra` started the demo: a word the command does not read is a usage
+// error that names it, before anything is loaded or started.
+func TestStrayArgumentRefused(t *testing.T) {
+	for _, args := range [][]string{
+		{"serve", "my.toml"},
+		{"serve", "--config", "/no/such/gateway.toml", "my.toml"},
+		{"demo", "extra"},
+		{"demo", "--print-config", "extra"},
+	} {
+		t.Run(strings.Join(args, " "), func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			var out, errb strings.Builder
+			code := run(ctx, args, &out, &errb)
+			stray := args[len(args)-1]
+			if code != 2 || out.String() != "" || !strings.Contains(errb.String(), `"`+stray+`"`) {
+				t.Errorf("exit %d, stdout %q, stderr %q; want 2 and %q named on stderr", code, out.String(), errb.String(), stray)
+			}
+		})
+	}
+}

@@ -176,6 +176,21 @@ func parse(fs *flag.FlagSet, args []string, stdout, stderr io.Writer) error {
 	return nil
 }
 
+// onlyFlags refuses the words after the flags of a command that takes none: serve's config file
+// is named with --config (`gateway serve my.toml` would load gateway.toml), and nothing may be
+// started on a command line that was not what its writer meant.
+func onlyFlags(fs *flag.FlagSet) error {
+	if fs.NArg() == 0 {
+		return nil
+	}
+	hint := ""
+	if fs.Lookup("config") != nil {
+		hint = " (the configuration file goes after --config)"
+	}
+	return usageError{msg: fmt.Sprintf("%s: unexpected argument %q%s; it takes only flags (--help lists them)",
+		strings.TrimPrefix(fs.Name(), "gateway "), fs.Arg(0), hint)}
+}
+
 // newLogger logs at level to w through a buffer that writes in batches (at most 100 ms late), so
 // that a request's log line costs no write(2) of its own; the returned func writes what is left.
 func newLogger(w io.Writer, level string) (*slog.Logger, func(), error) {
@@ -204,6 +219,9 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	listen := fs.String("listen", "", "listen address (overrides the config's listen)")
 	level := fs.String("log-level", "info", "debug, info, warn or error")
 	if err := parse(fs, args, stdout, stderr); err != nil {
+		return err
+	}
+	if err := onlyFlags(fs); err != nil {
 		return err
 	}
 	log, flush, err := newLogger(stderr, *level)
@@ -310,6 +328,9 @@ func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	portBase := fs.Int("sim-port-base", demo.DefaultPortBase, "first port of the four simulators")
 	level := fs.String("log-level", "info", "debug, info, warn or error")
 	if err := parse(fs, args, stdout, stderr); err != nil {
+		return err
+	}
+	if err := onlyFlags(fs); err != nil {
 		return err
 	}
 	if *printConfig {
