@@ -201,3 +201,18 @@ func TestStrayArgumentRefused(t *testing.T) {
 		})
 	}
 }
+
+// TestServeWithoutConfigSaysWhere: `gateway serve` run where there is no gateway.toml says that
+// it looked for that default and that --config names another file; a --config given is only
+// named.
+func TestServeWithoutConfigSaysWhere(t *testing.T) {
+	t.Chdir(t.TempDir())
+	code, _, errOut := runCmd(t, "serve")
+	if code != 1 || !strings.Contains(errOut, "gateway.toml") || !strings.Contains(errOut, "--config") {
+		t.Errorf("serve: exit %d, stderr %q; want 1, the default file and --config named", code, errOut)
+	}
+	code, _, errOut = runCmd(t, "serve", "--config", "other.toml")
+	if code != 1 || !strings.Contains(errOut, "other.toml") || strings.Contains(errOut, "--config") {
+		t.Errorf("serve --config other.toml: exit %d, stderr %q; want 1 and the file named, no hint", code, errOut)
+	}
+}

@@ -176,6 +176,13 @@ func parse(fs *flag.FlagSet, args []string, stdout, stderr io.Writer) error {
 	return nil
 }
 
+// flagGiven reports whether the command line set the flag name.
+func flagGiven(fs *flag.FlagSet, name string) bool {
+	given := false
+	fs.Visit(func(f *flag.Flag) { given = given || f.Name == name })
+	return given
+}
+
 // onlyFlags refuses the words after the flags of a command that takes none: serve's config file
 // is named with --config (`gateway serve my.toml` would load gateway.toml), and nothing may be
 // started on a command line that was not what its writer meant.
@@ -236,6 +243,9 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	defer signal.Stop(hup)
 	cfg, err := config.Load(*path, os.Getenv)
 	if err != nil {
+		if errors.Is(err, os.ErrNotExist) && !flagGiven(fs, "config") {
+			return fmt.Errorf("%w (with no --config, serve reads %s in the current directory; --config FILE names another)", err, *path)
+		}
 		return err
 	}
 	if *listen != "" {
