@@ -42,9 +42,10 @@ Usage:
   gateway lru-sim generate [--seed N] [--requests N] [--specialists N] [--zipf S] [--locality P]
   gateway conformance --base-url URL [--api-key-env VAR | --api-key KEY] [--model M] [--embedding-model E]
                       [--only GLOB] [--strict] [--format table|json|junit|markdown] [--out FILE] [--timeout 30s]
-  gateway help
+  gateway help [COMMAND]
 
-A subcommand's --help lists its flags and their defaults. CONFIG.md documents them all.
+A command's --help (or gateway help COMMAND) lists its flags and their defaults. CONFIG.md
+documents them all.
 `
 
 func main() {
