@@ -1,6 +1,7 @@
 package conformance
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"flag"
@@ -18,7 +19,6 @@ import (
 // --api-key-env reads the key (os.Getenv).
 func Main(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("conformance", flag.ContinueOnError)
-	fs.SetOutput(stderr)
 	var o Options
 	var only, format, out string
 	fs.StringVar(&o.BaseURL, "base-url", "", "server to check, with or without the /v1 suffix (required)")
@@ -33,14 +33,23 @@ func Main(ctx context.Context, args []string, getenv func(string) string, stdout
 	fs.StringVar(&out, "out", "", "write the report to this file instead of stdout")
 	fs.DurationVar(&o.Timeout, "timeout", defaultTimeout, "timeout for each request")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: gateway conformance --base-url URL [--api-key-env VAR | --api-key KEY] [--model M] [--embedding-model E]")
-		fmt.Fprintln(stderr, "       [--only GLOB] [--strict] [--format table|json|junit|markdown] [--out FILE] [--timeout 30s]")
+		w := fs.Output()
+		fmt.Fprintln(w, "usage: gateway conformance --base-url URL [--api-key-env VAR | --api-key KEY] [--model M] [--embedding-model E]")
+		fmt.Fprintln(w, "       [--only GLOB] [--strict] [--format table|json|junit|markdown] [--out FILE] [--timeout 30s]")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
+	// Help asked for (--help, -h) is the command's answer, on stdout with 0; a mistake's message
+	// and the usage go to stderr with 2.
+	var said bytes.Buffer
+	fs.SetOutput(&said)
+	err := fs.Parse(args)
+	fs.SetOutput(stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		_, _ = stdout.Write(said.Bytes())
+		return 0
+	}
+	if err != nil {
+		_, _ = stderr.Write(said.Bytes())
 		return 2
 	}
 	if fs.NArg() > 0 {

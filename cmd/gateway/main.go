@@ -3,6 +3,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"errors"
@@ -41,9 +42,10 @@ Usage:
   gateway lru-sim generate [--seed N] [--requests N] [--specialists N] [--zipf S] [--locality P]
   gateway conformance --base-url URL [--api-key-env VAR | --api-key KEY] [--model M] [--embedding-model E]
                       [--only GLOB] [--strict] [--format table|json|junit|markdown] [--out FILE] [--timeout 30s]
-  gateway help
+  gateway help [COMMAND]
 
-A subcommand's --help lists its flags and their defaults. CONFIG.md documents them all.
+A command's --help (or gateway help COMMAND) lists its flags and their defaults. CONFIG.md
+documents them all.
 `
 
 func main() {
@@ -95,7 +97,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	var err error
 	switch args[0] {
 	case "serve":
-		err = cmdServe(ctx, args[1:], stderr)
+		err = cmdServe(ctx, args[1:], stdout, stderr)
 	case "demo":
 		err = cmdDemo(ctx, args[1:], stdout, stderr)
 	case "check-config":
@@ -109,6 +111,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	case "conformance":
 		return conformance.Main(ctx, args[1:], os.Getenv, stdout, stderr)
 	case "help", "-h", "--help":
+		if args[0] == "help" && len(args) > 1 && args[1] != "help" {
+			// gateway help CMD is CMD --help.
+			return run(ctx, []string{args[1], "--help"}, stdout, stderr)
+		}
 		fmt.Fprint(stdout, usage)
 		return 0
 	default:
@@ -119,10 +125,17 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		// The flag set has printed its flags; asking for them is not a mistake.
 		return 0
 	}
+	var ue usageError
+	if errors.As(err, &ue) && ue.said {
+		return 2 // the flag package has said what was wrong, and printed the usage
+	}
 	if err != nil {
-		var ue usageError
 		// A config's problems come joined, one per line: each is its own message, prefixed.
 		for line := range strings.SplitSeq(err.Error(), "\n") {
+			if strings.HasPrefix(line, "usage: ") {
+				fmt.Fprintln(stderr, line) // a usage error's usage line, as the commands print it
+				continue
+			}
 			fmt.Fprintln(stderr, "gateway:", line)
 		}
 		if errors.As(err, &ue) {
@@ -133,26 +146,57 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
-// usageError is a mistake in the command line.
-type usageError struct{ msg string }
+// usageError is a mistake in the command line. said: the message has been printed already.
+type usageError struct {
+	msg  string
+	said bool
+}
 
 func (e usageError) Error() string { return e.msg }
 
-func newFlags(name string, stderr io.Writer) *flag.FlagSet {
-	fs := flag.NewFlagSet("gateway "+name, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	return fs
+func newFlags(name string) *flag.FlagSet {
+	return flag.NewFlagSet("gateway "+name, flag.ContinueOnError)
 }
 
-// parse parses args; --help or -h comes back as flag.ErrHelp, which run answers with exit 0.
-func parse(fs *flag.FlagSet, args []string) error {
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return err
-		}
-		return usageError{err.Error()}
+// parse parses args. Help asked for (--help, -h) is the command's answer: the flags go to stdout
+// and flag.ErrHelp comes back, which run answers with exit 0. A mistake's message and the usage
+// go to stderr, and a usageError that says so comes back (exit 2).
+func parse(fs *flag.FlagSet, args []string, stdout, stderr io.Writer) error {
+	var said bytes.Buffer
+	fs.SetOutput(&said)
+	err := fs.Parse(args)
+	fs.SetOutput(stderr)
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		_, _ = stdout.Write(said.Bytes())
+		return err
+	case err != nil:
+		_, _ = stderr.Write(said.Bytes())
+		return usageError{msg: err.Error(), said: true}
 	}
 	return nil
+}
+
+// flagGiven reports whether the command line set the flag name.
+func flagGiven(fs *flag.FlagSet, name string) bool {
+	given := false
+	fs.Visit(func(f *flag.Flag) { given = given || f.Name == name })
+	return given
+}
+
+// onlyFlags refuses the words after the flags of a command that takes none: serve's config file
+// is named with --config (`gateway serve my.toml` would load gateway.toml), and nothing may be
+// started on a command line that was not what its writer meant.
+func onlyFlags(fs *flag.FlagSet) error {
+	if fs.NArg() == 0 {
+		return nil
+	}
+	hint := ""
+	if fs.Lookup("config") != nil {
+		hint = " (the configuration file goes after --config)"
+	}
+	return usageError{msg: fmt.Sprintf("%s: unexpected argument %q%s; it takes only flags (--help lists them)",
+		strings.TrimPrefix(fs.Name(), "gateway "), fs.Arg(0), hint)}
 }
 
 // newLogger logs at level to w through a buffer that writes in batches (at most 100 ms late), so
@@ -160,7 +204,7 @@ func parse(fs *flag.FlagSet, args []string) error {
 func newLogger(w io.Writer, level string) (*slog.Logger, func(), error) {
 	l, ok := logLevel(level)
 	if !ok {
-		return nil, nil, usageError{fmt.Sprintf("bad --log-level %q: use debug, info, warn or error", level)}
+		return nil, nil, usageError{msg: fmt.Sprintf("bad --log-level %q: use debug, info, warn or error", level)}
 	}
 	buf := logbuf.New(w, 100*time.Millisecond, 64<<10)
 	return slog.New(logfmt.NewText(buf, l)), func() { _ = buf.Close() }, nil
@@ -177,12 +221,15 @@ func logLevel(s string) (slog.Level, bool) {
 	return 0, false
 }
 
-func cmdServe(ctx context.Context, args []string, stderr io.Writer) error {
-	fs := newFlags("serve", stderr)
+func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("serve")
 	path := fs.String("config", "gateway.toml", "configuration file")
 	listen := fs.String("listen", "", "listen address (overrides the config's listen)")
 	level := fs.String("log-level", "info", "debug, info, warn or error")
-	if err := parse(fs, args); err != nil {
+	if err := parse(fs, args, stdout, stderr); err != nil {
+		return err
+	}
+	if err := onlyFlags(fs); err != nil {
 		return err
 	}
 	log, flush, err := newLogger(stderr, *level)
@@ -197,6 +244,9 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer) error {
 	defer signal.Stop(hup)
 	cfg, err := config.Load(*path, os.Getenv)
 	if err != nil {
+		if errors.Is(err, os.ErrNotExist) && !flagGiven(fs, "config") {
+			return fmt.Errorf("%w (with no --config, serve reads %s in the current directory; --config FILE names another)", err, *path)
+		}
 		return err
 	}
 	if *listen != "" {
@@ -204,12 +254,13 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer) error {
 			return err
 		}
 	}
-	return serve(ctx, cfg, log, &reloader{path: *path, listen: *listen, getenv: os.Getenv, log: log, hup: hup})
+	return serve(ctx, cfg, log, &reloader{path: *path, listen: *listen, getenv: os.Getenv, log: log, hup: hup}, nil)
 }
 
 // serve runs the gateway on cfg until ctx ends. With rl, a value on rl.hup reloads the
-// configuration file (gateway serve); without, the configuration is fixed (the demo's).
-func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, rl *reloader) error {
+// configuration file (gateway serve); without, the configuration is fixed (the demo's). listening,
+// when not nil, is called with the address once the gateway listens and has started.
+func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, rl *reloader, listening func(net.Addr)) error {
 	o := server.Options{Config: cfg, Logger: log}
 	if rl != nil {
 		rl.reloads = new(metrics.Reloads)
@@ -248,6 +299,9 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, rl *reload
 	defer stopLoads()
 	log.Info("hayula gateway listening", "addr", ln.Addr().String(), "routes", len(cfg.Routes),
 		"targets", len(cfg.Targets), "managed", len(cfg.Lifecycle.Specs))
+	if listening != nil {
+		listening(ln.Addr())
+	}
 	if rl != nil {
 		rl.live, rl.addr, rl.running = live, ln.Addr(), cfg.Listen
 		// The servers reloads replaced that still serve requests are closed once Serve has
@@ -279,12 +333,15 @@ func openLoopback(open bool, listen string, addr net.Addr) error {
 }
 
 func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("demo", stderr)
+	fs := newFlags("demo")
 	printConfig := fs.Bool("print-config", false, "print the demo's configuration and exit")
 	listen := fs.String("listen", "127.0.0.1:8000", "gateway listen address")
 	portBase := fs.Int("sim-port-base", demo.DefaultPortBase, "first port of the four simulators")
 	level := fs.String("log-level", "info", "debug, info, warn or error")
-	if err := parse(fs, args); err != nil {
+	if err := parse(fs, args, stdout, stderr); err != nil {
+		return err
+	}
+	if err := onlyFlags(fs); err != nil {
 		return err
 	}
 	if *printConfig {
@@ -305,10 +362,13 @@ func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err != nil {
 		return fmt.Errorf("demo config: %w", err)
 	}
-	fmt.Fprintf(stdout, "Hayula demo: simulated saif, averroes-q, deepseek-r1 and a public openrouter tail.\n"+
-		"Try:\n  curl -s http://%s/v1/chat/completions -H 'content-type: application/json' \\\n"+
-		"    -d '{\"model\":\"auto\",\"messages\":[{\"role\":\"user\",\"content\":\"Is this C code vulnerable to a buffer overflow?\"}]}' -i\n", *listen)
-	return serve(ctx, cfg, log, nil)
+	// The invitation comes once the gateway listens: a port something else holds fails first,
+	// and a curl would have reached that something.
+	return serve(ctx, cfg, log, nil, func(net.Addr) {
+		fmt.Fprintf(stdout, "Hayula demo: simulated saif, averroes-q, deepseek-r1 and a public openrouter tail.\n"+
+			"Try:\n  curl -s http://%s/v1/chat/completions -H 'content-type: application/json' \\\n"+
+			"    -d '{\"model\":\"auto\",\"messages\":[{\"role\":\"user\",\"content\":\"Is this C code vulnerable to a buffer overflow?\"}]}' -i\n", *listen)
+	})
 }
 
 // helpAsked reports whether the arguments of a command that takes no flags (keygen NAME,
@@ -321,11 +381,15 @@ func helpAsked(args []string) bool {
 func cmdCheckConfig(args []string, stdout, stderr io.Writer) int {
 	const use = "usage: gateway check-config FILE"
 	if helpAsked(args) {
-		fmt.Fprintln(stderr, use)
+		fmt.Fprintln(stdout, use)
 		return 0
 	}
-	if len(args) != 1 {
-		fmt.Fprintln(stderr, use)
+	switch {
+	case len(args) == 0:
+		fmt.Fprintf(stderr, "gateway: check-config: missing FILE, the configuration to check\n%s\n", use)
+		return 2
+	case len(args) > 1:
+		fmt.Fprintf(stderr, "gateway: check-config: one FILE, got %d arguments\n%s\n", len(args), use)
 		return 2
 	}
 	cfg, err := config.Load(args[0], os.Getenv)
@@ -340,12 +404,17 @@ func cmdCheckConfig(args []string, stdout, stderr io.Writer) int {
 func cmdKeygen(args []string, stdout, stderr io.Writer) error {
 	const use = "usage: gateway keygen NAME"
 	if helpAsked(args) {
-		fmt.Fprintln(stderr, use)
+		fmt.Fprintln(stdout, use)
 		return flag.ErrHelp
 	}
-	// A name that looks like a flag is a mistyped command line, not a key's name.
-	if len(args) != 1 || args[0] == "" || strings.HasPrefix(args[0], "-") {
-		return usageError{use}
+	switch {
+	case len(args) == 0 || args[0] == "":
+		return usageError{msg: "keygen: missing NAME, the name of the key's holder (it names the key in logs and metrics)\n" + use}
+	case len(args) > 1:
+		return usageError{msg: fmt.Sprintf("keygen: one NAME, got %d arguments\n%s", len(args), use)}
+	case strings.HasPrefix(args[0], "-"):
+		// A name that looks like a flag is a mistyped command line, not a key's name.
+		return usageError{msg: fmt.Sprintf("keygen: takes no flags, got %s\n%s", args[0], use)}
 	}
 	key, hash, err := config.NewKey(rand.Reader)
 	if err != nil {
@@ -361,28 +430,31 @@ func cmdKeygen(args []string, stdout, stderr io.Writer) error {
 func cmdRoute(args []string, stdout, stderr io.Writer) error {
 	const use = "usage: gateway route eval FILE [--config FILE]"
 	if helpAsked(args) {
-		fmt.Fprintln(stderr, use)
+		fmt.Fprintln(stdout, use)
 		return flag.ErrHelp
 	}
-	if len(args) == 0 || args[0] != "eval" {
-		return usageError{use}
+	switch {
+	case len(args) == 0:
+		return usageError{msg: "route: missing eval, its only command\n" + use}
+	case args[0] != "eval":
+		return usageError{msg: fmt.Sprintf("route: unknown command %q\n%s", args[0], use)}
 	}
-	fs := newFlags("route eval", stderr)
+	fs := newFlags("route eval")
 	path := fs.String("config", "", "take the [auto] rules from this configuration")
-	if err := parse(fs, args[1:]); err != nil {
+	if err := parse(fs, args[1:], stdout, stderr); err != nil {
 		return err
 	}
 	if fs.NArg() == 0 {
-		return usageError{use}
+		return usageError{msg: "route eval: missing FILE, the labelled set\n" + use}
 	}
 	// The flag package stops at the first argument that is not a flag, and the usage line puts
 	// --config after FILE: the arguments after FILE are parsed as flags too.
 	file := fs.Arg(0)
-	if err := parse(fs, fs.Args()[1:]); err != nil {
+	if err := parse(fs, fs.Args()[1:], stdout, stderr); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
-		return usageError{use}
+		return usageError{msg: fmt.Sprintf("route eval: one FILE, then unexpected %q\n%s", fs.Args(), use)}
 	}
 	return routeEval(file, *path, stdout)
 }

@@ -1,6 +1,7 @@
 package lrusim
 
 import (
+	"bytes"
 	"errors"
 	"flag"
 	"fmt"
@@ -22,7 +23,6 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		return generateMain(args[1:], stdout, stderr)
 	}
 	fs := flag.NewFlagSet("lru-sim", flag.ContinueOnError)
-	fs.SetOutput(stderr)
 	tracePath := fs.String("trace", "", "request trace: one target name a line; blank and # lines skipped")
 	slots := fs.Int("slots", 0, "how many members may run at once, pinned ones included")
 	var pinned []string
@@ -37,16 +37,14 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		})
 	swap := fs.Duration("swap", DefaultSwap, "modeled time of one swap (one miss)")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: gateway lru-sim --trace FILE --slots N [--pinned NAME…] [--swap 2.47s]")
-		fmt.Fprintln(stderr, "       gateway lru-sim generate [--seed 1] [--requests 1000] [--specialists 8] [--zipf 1.0] [--locality 0.5]")
-		fmt.Fprintln(stderr, "Replays a trace under LRU, LFU and Belady's optimal and prints hits, misses and swap time.")
+		w := fs.Output()
+		fmt.Fprintln(w, "usage: gateway lru-sim --trace FILE --slots N [--pinned NAME…] [--swap 2.47s]")
+		fmt.Fprintln(w, "       gateway lru-sim generate [--seed 1] [--requests 1000] [--specialists 8] [--zipf 1.0] [--locality 0.5]")
+		fmt.Fprintln(w, "Replays a trace under LRU, LFU and Belady's optimal and prints hits, misses and swap time.")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
+	if code, ok := parse(fs, args, stdout, stderr); !ok {
+		return code
 	}
 	usage := func(msg string) int {
 		fmt.Fprintln(stderr, "lru-sim:", msg)
@@ -110,19 +108,34 @@ func report(w io.Writer, path string, trace []string, slots int, pinned []string
 
 // generateMain is `gateway lru-sim generate`: a representative trace (Zipf popularity with
 // temporal locality) on stdout, with a header that says how to make it again.
+// parse parses args with fs, whose output it sets to stderr for what follows. Help asked for
+// (--help, -h) goes to stdout and ends the command with 0; a mistake's message and the usage go to
+// stderr and end it with 2. ok is false when the command ends there.
+func parse(fs *flag.FlagSet, args []string, stdout, stderr io.Writer) (code int, ok bool) {
+	var said bytes.Buffer
+	fs.SetOutput(&said)
+	err := fs.Parse(args)
+	fs.SetOutput(stderr)
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		_, _ = stdout.Write(said.Bytes())
+		return 0, false
+	case err != nil:
+		_, _ = stderr.Write(said.Bytes())
+		return 2, false
+	}
+	return 0, true
+}
+
 func generateMain(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("lru-sim generate", flag.ContinueOnError)
-	fs.SetOutput(stderr)
 	seed := fs.Int64("seed", 1, "random seed; the same flags give the same trace everywhere")
 	n := fs.Int("requests", 1000, "number of requests")
 	specialists := fs.Int("specialists", 8, "number of distinct names")
 	zipfS := fs.Float64("zipf", 1.0, "Zipf exponent of popularity (0 = uniform)")
 	locality := fs.Float64("locality", 0.5, "probability that a request repeats the previous one")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
+	if code, ok := parse(fs, args, stdout, stderr); !ok {
+		return code
 	}
 	if fs.NArg() > 0 || *n < 1 || *specialists < 1 || *locality < 0 || *locality > 1 || *zipfS < 0 {
 		fmt.Fprintln(stderr, "lru-sim generate: --requests and --specialists must be at least 1, --zipf at least 0, --locality from 0 to 1")
