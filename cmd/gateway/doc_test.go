@@ -15,6 +15,7 @@ var commands = map[string][]string{
 	"demo":             {"demo", "--help"},
 	"check-config":     nil,
 	"keygen":           nil,
+	"version":          nil,
 	"route eval":       {"route", "eval", "--help"},
 	"lru-sim":          {"lru-sim", "--help"},
 	"lru-sim generate": {"lru-sim", "generate", "--help"},

@@ -14,6 +14,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"syscall"
@@ -42,6 +43,7 @@ Usage:
   gateway lru-sim generate [--seed N] [--requests N] [--specialists N] [--zipf S] [--locality P]
   gateway conformance --base-url URL [--api-key-env VAR | --api-key KEY] [--model M] [--embedding-model E]
                       [--only GLOB] [--strict] [--format table|json|junit|markdown] [--out FILE] [--timeout 30s]
+  gateway version
   gateway help [COMMAND]
 
 A command's --help (or gateway help COMMAND) lists its flags and their defaults. CONFIG.md
@@ -110,6 +112,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return lrusim.Main(args[1:], stdout, stderr)
 	case "conformance":
 		return conformance.Main(ctx, args[1:], os.Getenv, stdout, stderr)
+	case "version", "--version":
+		if len(args) > 1 {
+			fmt.Fprintf(stderr, "gateway: version takes no arguments (got %q)\n\n%s", args[1], usage)
+			return 2
+		}
+		bi, ok := debug.ReadBuildInfo()
+		fmt.Fprintln(stdout, versionLine(bi, ok))
+		return 0
 	case "help", "-h", "--help":
 		if args[0] == "help" && len(args) > 1 && args[1] != "help" {
 			// gateway help CMD is CMD --help.
