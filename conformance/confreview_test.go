@@ -1,6 +1,7 @@
 package conformance
 
 import (
+	"errors"
 	"net/http"
 	"strings"
 	"sync"
@@ -245,5 +246,30 @@ func TestStreamRoleOfAnotherAuthor(t *testing.T) {
 	}
 	if rep.ExitCode() != 1 {
 		t.Errorf("exit code %d, want 1", rep.ExitCode())
+	}
+}
+
+// TestBaseURLRoots: --base-url is the server's root or its /v1 root, either with a trailing
+// slash; one with a query or fragment is refused, since the suite appends each request's path
+// to it (a query kept would land before the path).
+func TestBaseURLRoots(t *testing.T) {
+	for in, want := range map[string]string{
+		"http://127.0.0.1:8080":         "http://127.0.0.1:8080/v1",
+		"http://127.0.0.1:8080/":        "http://127.0.0.1:8080/v1",
+		"http://127.0.0.1:8080/v1/":     "http://127.0.0.1:8080/v1",
+		"https://example.com/api/v1":    "https://example.com/api/v1",
+		"http://127.0.0.1:8080/prefix/": "http://127.0.0.1:8080/prefix/v1",
+	} {
+		o := Options{BaseURL: in}
+		if got, err := o.apiRoot(); err != nil || got != want {
+			t.Errorf("%s: %q, %v; want %q", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"http://127.0.0.1:8080/v1?api-version=1", "http://127.0.0.1:8080/v1#x", "ftp://h/v1", "http:///v1"} {
+		o := Options{BaseURL: in}
+		var ue *UsageError
+		if got, err := o.apiRoot(); !errors.As(err, &ue) {
+			t.Errorf("%s: %q, %v; want a usage error", in, got, err)
+		}
 	}
 }

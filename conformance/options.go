@@ -76,6 +76,10 @@ func (o *Options) apiRoot() (string, error) {
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return "", &UsageError{Msg: fmt.Sprintf("--base-url %q is not an http(s) URL", o.BaseURL)}
 	}
+	if u.RawQuery != "" || u.ForceQuery || u.Fragment != "" {
+		// Each request's path is appended to the root: a query would land before it.
+		return "", &UsageError{Msg: fmt.Sprintf("--base-url %q has a query or fragment: give the server's root or its /v1 root", o.BaseURL)}
+	}
 	root := strings.TrimRight(u.String(), "/")
 	if !strings.HasSuffix(root, "/v1") {
 		root += "/v1"
