@@ -169,7 +169,7 @@ func (c *Config) healthSummary(b *strings.Builder) {
 }
 
 // lifecycleSummary shows the processes the gateway runs. A command is shown whole: it is written
-// in the config, which holds no secret.
+// in the config, which holds no secret (commandSecrets refuses a credential in it).
 func (c *Config) lifecycleSummary(b *strings.Builder) {
 	l := &c.Lifecycle
 	if len(l.Specs) == 0 {

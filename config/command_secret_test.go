@@ -1,0 +1,62 @@
+package config
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestCommandHoldsNoSecret: the config file holds no secret, and check-config prints a command
+// whole, so a key written into a target's command (llama-server's and vLLM's --api-key, or the
+// value some api_key_env gives) is refused at load, without the message repeating it. The key
+// reaches the process through the environment instead (its own target's api_key_env stays).
+func TestCommandHoldsNoSecret(t *testing.T) {
+	const upKey = "sk-local-secret-5e1c9f"
+	env := map[string]string{"LLAMA_API_KEY": upKey, "OPENROUTER_API_KEY": "sk-or-v1-0123456789"}
+	doc := func(cmd string) string {
+		return `[targets.local]
+adapter = "openai"
+url = "http://127.0.0.1:{port}/v1"
+command = ` + cmd + `
+api_key_env = "LLAMA_API_KEY"
+[targets.cloud]
+adapter = "openai"
+url = "https://openrouter.ai/api/v1"
+class = "public"
+api_key_env = "OPENROUTER_API_KEY"
+[routes.r]
+targets = ["local", "cloud"]
+`
+	}
+	for _, tc := range []struct {
+		name, cmd string
+		refused   bool
+	}{
+		{"no key", `["llama-server", "--port", "{port}"]`, false},
+		{"a key file", `["llama-server", "--port", "{port}", "--api-key-file", "/etc/llama/keys"]`, false},
+		{"its own key", `["llama-server", "--port", "{port}", "--api-key", "sk-local-secret-5e1c9f"]`, true},
+		{"its own key, joined", `["llama-server", "--port", "{port}", "--api-key=sk-local-secret-5e1c9f"]`, true},
+		{"another target's key", `["proxy", "--port", "{port}", "--upstream-auth", "Bearer sk-or-v1-0123456789"]`, true},
+		{"a literal key", `["vllm", "serve", "m", "--port", "{port}", "--api-key", "token-abc123"]`, true},
+		{"a literal key, joined", `["vllm", "serve", "m", "--port", "{port}", "--API_KEY=token-abc123"]`, true},
+		{"a token", `["vllm", "serve", "m", "--port", "{port}", "--hf-token", "hf_abcdef"]`, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Parse([]byte(doc(tc.cmd)), "c.toml", func(k string) string { return env[k] })
+			if (err != nil) != tc.refused {
+				t.Fatalf("Parse(command = %s): %v, want refused %v", tc.cmd, err, tc.refused)
+			}
+			if err == nil {
+				return
+			}
+			msg := err.Error()
+			for _, secret := range []string{upKey, "sk-or-v1-0123456789", "token-abc123", "hf_abcdef"} {
+				if strings.Contains(msg, secret) {
+					t.Errorf("the message repeats the secret %q: %s", secret, msg)
+				}
+			}
+			if !strings.Contains(msg, "command") {
+				t.Errorf("the message does not name the command: %s", msg)
+			}
+		})
+	}
+}
