@@ -60,3 +60,35 @@ targets = ["local", "cloud"]
 		})
 	}
 }
+
+// TestHealthPathHoldsNoSecret: a health_path whose query carries a credential (?api_key=…,
+// ?token=…) is refused at load, without the message repeating it: check-config prints the
+// health URL, and a failed check's debug line logs it.
+func TestHealthPathHoldsNoSecret(t *testing.T) {
+	for _, tc := range []struct {
+		path    string
+		refused bool
+	}{
+		{"/health", false},
+		{"/health?verbose=1", false},
+		{"http://127.0.0.1:9000/health?format=json", false},
+		{"/health?api_key=s3cr3t-value", true},
+		{"/health?x=1&TOKEN=s3cr3t-value", true},
+		{"http://127.0.0.1:9000/health?access_token=s3cr3t-value", true},
+		{"/health?api-key=s3cr3t-value", true},
+		{"/health?key=s3cr3t-value", true},
+		{"/health?password=s3cr3t-value", true},
+	} {
+		t.Run(tc.path, func(t *testing.T) {
+			doc := "[targets.a]\nadapter = \"openai\"\nurl = \"http://127.0.0.1:9000/v1\"\nhealth_path = \"" + tc.path +
+				"\"\n[routes.a]\ntargets = [\"a\"]\n"
+			_, err := Parse([]byte(doc), "h.toml", nil)
+			if (err != nil) != tc.refused {
+				t.Fatalf("Parse(health_path = %q): %v, want refused %v", tc.path, err, tc.refused)
+			}
+			if err != nil && strings.Contains(err.Error(), "s3cr3t-value") {
+				t.Errorf("the message repeats the secret: %v", err)
+			}
+		})
+	}
+}

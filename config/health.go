@@ -51,6 +51,13 @@ func (c *compiler) healthURL(raw targetTOML, base string, path []string) string 
 		return ""
 	}
 	hp := *raw.HealthPath
+	if name, ok := secretQuery(hp); ok {
+		// Before any message that quotes hp.
+		c.errorf(path, "its query has %s, a credential: check-config prints the health URL and a failed "+
+			"check's debug line logs it, and the config holds no secret; the target's api_key_env key "+
+			"is sent with every check as its Authorization header", name)
+		return ""
+	}
 	var full string
 	switch {
 	case hp == "":
@@ -77,4 +84,25 @@ func (c *compiler) healthURL(raw targetTOML, base string, path []string) string 
 		return ""
 	}
 	return full
+}
+
+// secretQuery reports the first parameter of raw's query whose name says it is a credential
+// (?api_key=, ?token=, ?access_token=…, in any case, - or _), as the name was written.
+func secretQuery(raw string) (string, bool) {
+	_, q, ok := strings.Cut(raw, "?")
+	if !ok {
+		return "", false
+	}
+	q, _, _ = strings.Cut(q, "#")
+	for part := range strings.SplitSeq(q, "&") {
+		name, _, _ := strings.Cut(part, "=")
+		if n, err := url.QueryUnescape(name); err == nil {
+			name = n
+		}
+		switch strings.ReplaceAll(strings.ToLower(name), "-", "_") {
+		case "api_key", "apikey", "key", "token", "access_token", "auth", "secret", "password":
+			return name, true
+		}
+	}
+	return "", false
 }
