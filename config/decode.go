@@ -878,15 +878,26 @@ func (c *compiler) url(raw string, adapter core.AdapterKind, path []string) stri
 	u, err := url.Parse(strings.ReplaceAll(raw, lifecycle.PortPlaceholder, "1"))
 	switch {
 	case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Opaque != "":
-		c.errorf(path, "%q is not an absolute http or https URL", raw)
+		c.errorf(path, "%q is not an absolute http or https URL", withoutQuery(raw))
 	case u.User != nil:
 		// The message leaves the URL out: it holds a credential.
 		c.errorf(path, "credentials in the URL are refused: put the upstream key in an "+
 			"environment variable and name that variable with api_key_env")
 	case u.RawQuery != "" || u.Fragment != "" || u.ForceQuery:
-		c.errorf(path, "%q has a query or fragment; adapters append paths to a plain base URL", raw)
+		// The query is left out of the message: some hosted APIs take their key there (?key=).
+		c.errorf(path, "%q is followed by a query or fragment (not repeated here); adapters append paths "+
+			"to a plain base URL, and the key goes in api_key_env", withoutQuery(raw))
 	}
 	return strings.TrimRight(raw, "/")
+}
+
+// withoutQuery is a URL as an error message may quote it: without its query and fragment, which
+// may hold a credential.
+func withoutQuery(raw string) string {
+	if i := strings.IndexAny(raw, "?#"); i >= 0 {
+		return raw[:i]
+	}
+	return raw
 }
 
 // apiKey reads the upstream key from the environment variable named env.

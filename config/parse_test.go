@@ -838,6 +838,11 @@ func TestErrorsNeverEchoSecrets(t *testing.T) {
 	for _, doc := range []string{
 		minimal + "[targets.b]\nadapter = \"openai\"\nurl = \"http://x\"\napi_key_env = \"" + secret + "\"\n",
 		minimal + "[targets.b]\nadapter = \"openai\"\nurl = \"https://user:" + secret + "@host/v1\"\n",
+		// A key pasted into the url's query, as some hosted APIs take it (?key=, ?api_key=).
+		minimal + "[targets.b]\nadapter = \"openai\"\nurl = \"https://host/v1?key=" + secret + "\"\n",
+		minimal + "[targets.b]\nadapter = \"openai\"\nurl = \"https://host/v1?x=1&api_key=" + secret + "\"\n",
+		minimal + "[targets.b]\nadapter = \"openai\"\nurl = \"https://host/v1#access_token=" + secret + "\"\n",
+		minimal + "[targets.b]\nadapter = \"openai\"\nurl = \"https://host/v1\"\nhealth_path = \"/h?token=" + secret + "\"\n",
 	} {
 		_, err := Parse([]byte(doc), "s.toml", nil)
 		if err == nil || strings.Contains(err.Error(), secret) {
