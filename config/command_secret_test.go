@@ -92,3 +92,59 @@ func TestHealthPathHoldsNoSecret(t *testing.T) {
 		})
 	}
 }
+
+// TestPublicHostLeftPrivateWarned: a target without a class is private, so strict requests may
+// reach it; when its url names a host on the internet (a cloud API, a public address) the
+// config loads but Warnings says so, naming the target and its host, which check-config prints.
+// A local address or name, or a class written out, warns of nothing.
+func TestPublicHostLeftPrivateWarned(t *testing.T) {
+	for _, tc := range []struct {
+		url, class string
+		warn       bool
+	}{
+		{"https://api.openai.com/v1", "", true},
+		{"https://openrouter.ai/api/v1", "", true},
+		{"http://203.0.113.7:8000/v1", "", true},
+		{"http://[2001:db8::1]:8000/v1", "", true},
+		{"https://api.openai.com/v1", "public", false},
+		{"https://gpu.example.com/v1", "private", false},
+		{"http://127.0.0.1:8000/v1", "", false},
+		{"http://localhost:8000/v1", "", false},
+		{"http://192.168.1.20:8000/v1", "", false},
+		{"http://10.0.0.5:8000/v1", "", false},
+		{"http://100.101.102.103:8000/v1", "", false},
+		{"http://[fd00::5]:8000/v1", "", false},
+		{"http://vllm:8000/v1", "", false},
+		{"http://gpu-box.lan:8000/v1", "", false},
+		{"http://gpu-box.local:8000/v1", "", false},
+		{"http://gpu.tail1234.ts.net:8000/v1", "", false},
+		{"http://127.0.0.1:{port}/v1", "", false},
+	} {
+		t.Run(tc.url+" "+tc.class, func(t *testing.T) {
+			class := ""
+			if tc.class != "" {
+				class = "class = \"" + tc.class + "\"\n"
+			}
+			if strings.Contains(tc.url, "{port}") {
+				class += "command = [\"srv\", \"{port}\"]\n"
+			}
+			doc := "[targets.a]\nadapter = \"openai\"\nurl = \"" + tc.url + "\"\n" + class + "[routes.a]\ntargets = [\"a\"]\n"
+			cfg, err := Parse([]byte(doc), "w.toml", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, w := range cfg.Warnings() {
+				if strings.Contains(w, "class is private") {
+					got = append(got, w)
+				}
+			}
+			if (len(got) > 0) != tc.warn {
+				t.Fatalf("warnings %q, want a class warning %v", got, tc.warn)
+			}
+			if tc.warn && (!strings.Contains(got[0], "target a") || !strings.Contains(cfg.Summary(), got[0])) {
+				t.Errorf("the warning does not name the target, or check-config does not print it: %q", got)
+			}
+		})
+	}
+}

@@ -41,6 +41,10 @@ type Config struct {
 	Browsers Browsers
 	// Metrics turns on the counters behind GET /metrics; default true.
 	Metrics bool
+
+	// classDefaulted are the targets without a class key, which are private by default; Warnings
+	// names those whose url looks like a third party's.
+	classDefaulted []*core.Target
 }
 
 // Lifecycle is the lifecycle manager's input, compiled from the targets' command, idle_stop,

@@ -137,6 +137,7 @@ func Parse(data []byte, filename string, getenv func(string) string) (*Config, e
 	c.top(cfg, &raw)
 	cfg.Cooldown = c.cooldown(&raw.Cooldown)
 	cfg.Targets = c.targets(raw.Targets)
+	cfg.classDefaulted = c.classDefaulted
 	cfg.Lifecycle = c.lifecycle(&raw, cfg)
 	cfg.Routes = c.routes(raw.Routes, cfg)
 	cfg.Keys = c.keys(keys, raw.Routes)
@@ -170,6 +171,8 @@ type compiler struct {
 	// unquoted with a dot ("targets\x1fqwen2.5"), and the tables such a name made by mistake
 	// ("targets\x1fqwen2"), whose errors would repeat the unknown key's as well.
 	meant, dotted map[string]bool
+	// classDefaulted are the targets compiled without a class key (Config.classDefaulted).
+	classDefaulted []*core.Target
 }
 
 // echo reports whether a problem with the key at path only repeats an unknown key's error: the
@@ -794,7 +797,9 @@ func (c *compiler) target(index int, name string, raw targetTOML) *core.Target {
 			}
 		}
 	}
-	if raw.Class != nil {
+	if raw.Class == nil {
+		c.classDefaulted = append(c.classDefaulted, t)
+	} else {
 		switch *raw.Class {
 		case "private":
 		case "public":

@@ -80,7 +80,7 @@ func TestParseDefaults(t *testing.T) {
 		Cooldown: Cooldown{Failures: 3, Base: 30 * time.Second, Max: 300 * time.Second},
 		Metrics:  true,
 	}
-	if diff := cmp.Diff(want, cfg, ignoreStats, cmpopts.EquateEmpty()); diff != "" {
+	if diff := cmp.Diff(want, cfg, ignoreStats, cmpopts.EquateEmpty(), cmpopts.IgnoreUnexported(Config{})); diff != "" {
 		t.Errorf("Parse(minimal) mismatch (-want +got):\n%s", diff)
 	}
 	if cfg.Targets[0].Stats == nil {
