@@ -206,6 +206,13 @@ func (s *Server) attemptOn(ctx context.Context, rs *routeState, key *config.Key,
 		s.metrics.Attempt(t.Index, dec.Class, 0)
 		return attemptResult{dec: dec, err: err}
 	}
+	if s.reloadForbids(req, rs.Name, key, t) {
+		// The start may have taken minutes, and a reload in that time made t public or the
+		// request strict: nothing has been sent, so nothing is
+		// (TestManagedTargets, "a strict request waiting for its process …").
+		release()
+		return attemptResult{forbidden: true}
+	}
 	live := *t
 	live.URL = url
 	// A panicking attempt gives the process back too: held, it could never be evicted or stopped
