@@ -39,6 +39,9 @@ targets = ["local", "cloud"]
 		{"a literal key", `["vllm", "serve", "m", "--port", "{port}", "--api-key", "token-abc123"]`, true},
 		{"a literal key, joined", `["vllm", "serve", "m", "--port", "{port}", "--API_KEY=token-abc123"]`, true},
 		{"a token", `["vllm", "serve", "m", "--port", "{port}", "--hf-token", "hf_abcdef"]`, true},
+		// One string instead of a list: the error's hint spells the list to write, without the key.
+		{"one string", `"vllm serve m --port {port} --api-key token-abc123"`, true},
+		{"one string, joined", `"vllm serve m --port {port} --api-key=token-abc123"`, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := Parse([]byte(doc(tc.cmd)), "c.toml", func(k string) string { return env[k] })

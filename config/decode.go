@@ -243,6 +243,11 @@ func (c *compiler) decodeErr(err error, in []string) {
 		last = display(path)
 	}
 	parts := strings.Split(last, ".")
+	if k := parts[len(parts)-1]; isSecretName(k) || k == "api_key_env" {
+		// The value of such a key may be a key written without quotes, and the library's
+		// syntax errors quote what they found ("expected value but found \"sk…\" instead").
+		msg = withoutQuoted(msg)
+	}
 	if got, want, ok := mismatch(msg); ok {
 		msg = fmt.Sprintf("want %s, got %s", want, got)
 		if hint := c.typeHint(line, parts[len(parts)-1], got, want); hint != "" {
@@ -250,6 +255,28 @@ func (c *compiler) decodeErr(err error, in []string) {
 		}
 	}
 	c.add(line, "%s: %s", last, msg)
+}
+
+// withoutQuoted is msg with every double-quoted stretch in it replaced by a note that the value
+// is not repeated.
+func withoutQuoted(msg string) string {
+	var b strings.Builder
+	for {
+		i := strings.IndexByte(msg, '"')
+		if i < 0 {
+			b.WriteString(msg)
+			return b.String()
+		}
+		j := strings.IndexByte(msg[i+1:], '"')
+		if j < 0 {
+			b.WriteString(msg[:i])
+			b.WriteString("(value not repeated)")
+			return b.String()
+		}
+		b.WriteString(msg[:i])
+		b.WriteString("(value not repeated)")
+		msg = msg[i+1+j+1:]
+	}
 }
 
 // mismatch reads the TOML library's "incompatible types: TOML value has type int64; destination
@@ -314,8 +341,9 @@ func (c *compiler) typeHint(line int, key, got, want string) string {
 		}
 		items := []string{s}
 		if key == "command" {
-			// A command line written as one string: each argument is its own element.
-			items = strings.Fields(s)
+			// A command line written as one string: each argument is its own element, a
+			// credential's value left out (commandSecrets refuses it anyway).
+			items = maskCredentials(strings.Fields(s))
 		}
 		for i := range items {
 			items[i] = strconv.Quote(items[i])

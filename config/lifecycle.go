@@ -229,6 +229,23 @@ func (c *compiler) commandSecrets(cmd []string, targets []*core.Target, at func(
 	}
 }
 
+// maskCredentials is args with the value of each credential flag (credentialFlag) replaced by
+// "…", for a message that spells a command out.
+func maskCredentials(args []string) []string {
+	for i, a := range args {
+		name, _, joined := strings.Cut(a, "=")
+		if !strings.HasPrefix(name, "-") || !credentialFlag(name) {
+			continue
+		}
+		if joined {
+			args[i] = name + "=…"
+		} else if i+1 < len(args) {
+			args[i+1] = "…"
+		}
+	}
+	return args
+}
+
 // credentialFlag reports whether a command-line flag (with its dashes) takes a credential as its
 // value: --api-key, --api_key, --apikey, --token, --hf-token, --password, --secret, in any case.
 func credentialFlag(flag string) bool {

@@ -843,9 +843,13 @@ func TestErrorsNeverEchoSecrets(t *testing.T) {
 		minimal + "[targets.b]\nadapter = \"openai\"\nurl = \"https://host/v1?x=1&api_key=" + secret + "\"\n",
 		minimal + "[targets.b]\nadapter = \"openai\"\nurl = \"https://host/v1#access_token=" + secret + "\"\n",
 		minimal + "[targets.b]\nadapter = \"openai\"\nurl = \"https://host/v1\"\nhealth_path = \"/h?token=" + secret + "\"\n",
+		// A key written without quotes: the TOML library's syntax error quotes what it found.
+		minimal + "[targets.b]\nadapter = \"openai\"\nurl = \"https://host/v1\"\ntoken = skorvSECRETabc123\n",
+		minimal + "[targets.b]\nadapter = \"openai\"\nurl = \"https://host/v1\"\napi_key_env = skorvSECRETabc123\n",
+		minimal + "[targets.b]\nadapter = \"openai\"\nurl = \"https://host/v1\"\napi_key = skorvSECRETabc123\n",
 	} {
 		_, err := Parse([]byte(doc), "s.toml", nil)
-		if err == nil || strings.Contains(err.Error(), secret) {
+		if err == nil || strings.Contains(err.Error(), secret) || strings.Contains(err.Error(), "skorvSECRET") {
 			t.Errorf("Parse error = %v: want an error that does not contain the secret", err)
 		}
 	}
