@@ -151,3 +151,39 @@ func TestPublicHostLeftPrivateWarned(t *testing.T) {
 		})
 	}
 }
+
+// TestCleartextKeyWarned: a target whose key would cross the internet in cleartext (an http://
+// url on a public host, or a health check there) is warned of; https, or a local http server, is not.
+func TestCleartextKeyWarned(t *testing.T) {
+	for _, tc := range []struct {
+		url, extra string
+		warn       bool
+	}{
+		{"http://api.example.com/v1", "", true},
+		{"https://api.example.com/v1", `health_path = "http://api.example.com/health"`, false}, // elsewhere: sent without the key
+		{"https://api.example.com/v1", "", false},
+		{"http://192.168.1.20:8000/v1", "", false},
+		{"http://gpu-box:8000/v1", "", false},
+	} {
+		t.Run(tc.url+" "+tc.extra, func(t *testing.T) {
+			doc := "[targets.a]\nadapter = \"openai\"\nclass = \"public\"\napi_key_env = \"K\"\nurl = \"" + tc.url + "\"\n" +
+				tc.extra + "\n[routes.a]\ntargets = [\"a\"]\n"
+			cfg, err := Parse([]byte(doc), "w.toml", func(string) string { return "sk-cleartext-0123" })
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, w := range cfg.Warnings() {
+				if strings.Contains(w, "cleartext") {
+					got = append(got, w)
+				}
+			}
+			if (len(got) > 0) != tc.warn {
+				t.Fatalf("warnings %q, want a cleartext warning %v", got, tc.warn)
+			}
+			if tc.warn && strings.Contains(got[0], "sk-cleartext") {
+				t.Errorf("the warning holds the key: %s", got[0])
+			}
+		})
+	}
+}

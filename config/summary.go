@@ -232,6 +232,16 @@ func (c *Config) Warnings() []string {
 				s.Name, s.HealthURL))
 		}
 	}
+	for _, t := range c.Targets {
+		// Keys sent in cleartext: anyone on the path between here and there reads them.
+		if t.APIKey == "" || !strings.HasPrefix(strings.ToLower(t.URL), "http://") {
+			continue
+		}
+		if host, ok := publicHost(t.URL); ok {
+			ws = append(ws, fmt.Sprintf("target %s: its api_key_env key goes in cleartext to %s (its url is http://), "+
+				"with every request and health check; use https if the server offers it", t.Name, host))
+		}
+	}
 	for _, t := range c.classDefaulted {
 		// A strict request may reach any private target: one a third party runs, left private
 		// because class was left out, would see the prompts strictness keeps from the public.
