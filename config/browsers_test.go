@@ -111,3 +111,27 @@ func TestAllowedOriginDefaultPort(t *testing.T) {
 		}
 	}
 }
+
+// TestListenOverrideNameAllowed: the host name that --listen gives (SetListen) is allowed as a
+// request's Host, as the name the file's listen gives is: clients reach the gateway by it.
+func TestListenOverrideNameAllowed(t *testing.T) {
+	const key = "\n[[keys]]\nname = \"k\"\nsha256 = \"" + hashTest + "\"\n"
+	cfg, err := Parse([]byte(minimal+key), "b.toml", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cfg.SetListen("Gateway.LAN.:8000"); err != nil {
+		t.Fatal(err)
+	}
+	for _, host := range []string{"gateway.lan:8000", "GATEWAY.lan", "gateway.lan."} {
+		if !cfg.Browsers.AllowHost(host) {
+			t.Errorf("AllowHost(%q) = false after --listen Gateway.LAN.:8000", host)
+		}
+	}
+	if cfg.Browsers.AllowHost("other.lan") {
+		t.Error("AllowHost(other.lan) = true")
+	}
+	if err := cfg.SetListen("127.0.0.1:8000"); err != nil || len(cfg.Browsers.Hosts) != 1 {
+		t.Errorf("SetListen(an address) = %v, hosts %q: want the name kept once, nothing added", err, cfg.Browsers.Hosts)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"slices"
 	"time"
 
 	"github.com/hayula/gateway/autoroute"
@@ -41,6 +42,10 @@ type Config struct {
 	Browsers Browsers
 	// Metrics turns on the counters behind GET /metrics; default true.
 	Metrics bool
+
+	// classDefaulted are the targets without a class key, which are private by default; Warnings
+	// names those whose url looks like a third party's.
+	classDefaulted []*core.Target
 }
 
 // Lifecycle is the lifecycle manager's input, compiled from the targets' command, idle_stop,
@@ -194,6 +199,11 @@ func (c *Config) SetListen(addr string) error {
 		return &Error{File: c.Source, Msg: "listen override: " + openMsg(addr)}
 	}
 	c.Listen = addr
+	// The name clients reach the gateway by, as the file's listen's is (browsers).
+	if host, _, _ := net.SplitHostPort(addr); host != "" && net.ParseIP(host) == nil &&
+		!slices.Contains(c.Browsers.Hosts, hostName(host)) {
+		c.Browsers.Hosts = append(slices.Clip(c.Browsers.Hosts), hostName(host))
+	}
 	return nil
 }
 

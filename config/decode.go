@@ -137,6 +137,7 @@ func Parse(data []byte, filename string, getenv func(string) string) (*Config, e
 	c.top(cfg, &raw)
 	cfg.Cooldown = c.cooldown(&raw.Cooldown)
 	cfg.Targets = c.targets(raw.Targets)
+	cfg.classDefaulted = c.classDefaulted
 	cfg.Lifecycle = c.lifecycle(&raw, cfg)
 	cfg.Routes = c.routes(raw.Routes, cfg)
 	cfg.Keys = c.keys(keys, raw.Routes)
@@ -170,6 +171,8 @@ type compiler struct {
 	// unquoted with a dot ("targets\x1fqwen2.5"), and the tables such a name made by mistake
 	// ("targets\x1fqwen2"), whose errors would repeat the unknown key's as well.
 	meant, dotted map[string]bool
+	// classDefaulted are the targets compiled without a class key (Config.classDefaulted).
+	classDefaulted []*core.Target
 }
 
 // echo reports whether a problem with the key at path only repeats an unknown key's error: the
@@ -240,6 +243,11 @@ func (c *compiler) decodeErr(err error, in []string) {
 		last = display(path)
 	}
 	parts := strings.Split(last, ".")
+	if k := parts[len(parts)-1]; isSecretName(k) || k == "api_key_env" {
+		// The value of such a key may be a key written without quotes, and the library's
+		// syntax errors quote what they found ("expected value but found \"sk…\" instead").
+		msg = withoutQuoted(msg)
+	}
 	if got, want, ok := mismatch(msg); ok {
 		msg = fmt.Sprintf("want %s, got %s", want, got)
 		if hint := c.typeHint(line, parts[len(parts)-1], got, want); hint != "" {
@@ -247,6 +255,28 @@ func (c *compiler) decodeErr(err error, in []string) {
 		}
 	}
 	c.add(line, "%s: %s", last, msg)
+}
+
+// withoutQuoted is msg with every double-quoted stretch in it replaced by a note that the value
+// is not repeated.
+func withoutQuoted(msg string) string {
+	var b strings.Builder
+	for {
+		i := strings.IndexByte(msg, '"')
+		if i < 0 {
+			b.WriteString(msg)
+			return b.String()
+		}
+		j := strings.IndexByte(msg[i+1:], '"')
+		if j < 0 {
+			b.WriteString(msg[:i])
+			b.WriteString("(value not repeated)")
+			return b.String()
+		}
+		b.WriteString(msg[:i])
+		b.WriteString("(value not repeated)")
+		msg = msg[i+1+j+1:]
+	}
 }
 
 // mismatch reads the TOML library's "incompatible types: TOML value has type int64; destination
@@ -311,8 +341,9 @@ func (c *compiler) typeHint(line int, key, got, want string) string {
 		}
 		items := []string{s}
 		if key == "command" {
-			// A command line written as one string: each argument is its own element.
-			items = strings.Fields(s)
+			// A command line written as one string: each argument is its own element, a
+			// credential's value left out (commandSecrets refuses it anyway).
+			items = maskCredentials(strings.Fields(s))
 		}
 		for i := range items {
 			items[i] = strconv.Quote(items[i])
@@ -794,7 +825,9 @@ func (c *compiler) target(index int, name string, raw targetTOML) *core.Target {
 			}
 		}
 	}
-	if raw.Class != nil {
+	if raw.Class == nil {
+		c.classDefaulted = append(c.classDefaulted, t)
+	} else {
 		switch *raw.Class {
 		case "private":
 		case "public":
@@ -878,15 +911,26 @@ func (c *compiler) url(raw string, adapter core.AdapterKind, path []string) stri
 	u, err := url.Parse(strings.ReplaceAll(raw, lifecycle.PortPlaceholder, "1"))
 	switch {
 	case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Opaque != "":
-		c.errorf(path, "%q is not an absolute http or https URL", raw)
+		c.errorf(path, "%q is not an absolute http or https URL", withoutQuery(raw))
 	case u.User != nil:
 		// The message leaves the URL out: it holds a credential.
 		c.errorf(path, "credentials in the URL are refused: put the upstream key in an "+
 			"environment variable and name that variable with api_key_env")
 	case u.RawQuery != "" || u.Fragment != "" || u.ForceQuery:
-		c.errorf(path, "%q has a query or fragment; adapters append paths to a plain base URL", raw)
+		// The query is left out of the message: some hosted APIs take their key there (?key=).
+		c.errorf(path, "%q is followed by a query or fragment (not repeated here); adapters append paths "+
+			"to a plain base URL, and the key goes in api_key_env", withoutQuery(raw))
 	}
 	return strings.TrimRight(raw, "/")
+}
+
+// withoutQuery is a URL as an error message may quote it: without its query and fragment, which
+// may hold a credential.
+func withoutQuery(raw string) string {
+	if i := strings.IndexAny(raw, "?#"); i >= 0 {
+		return raw[:i]
+	}
+	return raw
 }
 
 // apiKey reads the upstream key from the environment variable named env.

@@ -36,6 +36,26 @@ func (c *compiler) health(t *core.Target, raw targetTOML, at func(...string) []s
 	}
 	t.DegradedAfter = c.duration(raw.DegradedAfter, DefaultDegradedAfter, at("degraded_after")...)
 	t.HealthURL = c.healthURL(raw, t.URL, at("health_path"))
+	t.HealthElsewhere = t.HealthURL != "" && !sameOrigin(t.HealthURL, t.URL)
+}
+
+// sameOrigin reports whether two URLs (either may hold "{port}", the same port in both when both
+// do) have one scheme, host and port, a default port written or not.
+func sameOrigin(a, b string) bool {
+	origin := func(raw string) (string, bool) {
+		u, err := url.Parse(strings.ReplaceAll(raw, lifecycle.PortPlaceholder, "1"))
+		if err != nil || u.Host == "" {
+			return "", false
+		}
+		scheme, port := strings.ToLower(u.Scheme), u.Port()
+		if port == "" {
+			port = map[string]string{"http": "80", "https": "443"}[scheme]
+		}
+		return scheme + "://" + strings.ToLower(u.Hostname()) + ":" + port, true
+	}
+	oa, okA := origin(a)
+	ob, okB := origin(b)
+	return okA && okB && oa == ob
 }
 
 // healthURL is the URL the checks GET: health_path joined to the url when it is a path, as it is
@@ -51,6 +71,13 @@ func (c *compiler) healthURL(raw targetTOML, base string, path []string) string 
 		return ""
 	}
 	hp := *raw.HealthPath
+	if name, ok := secretQuery(hp); ok {
+		// Before any message that quotes hp.
+		c.errorf(path, "its query has %s, a credential: check-config prints the health URL and a failed "+
+			"check's debug line logs it, and the config holds no secret; the target's api_key_env key "+
+			"is sent with every check as its Authorization header", name)
+		return ""
+	}
 	var full string
 	switch {
 	case hp == "":
@@ -63,18 +90,39 @@ func (c *compiler) healthURL(raw targetTOML, base string, path []string) string 
 		full = hp
 	default:
 		c.errorf(path, "%q is neither a path starting with / (joined to the url) nor an absolute "+
-			"http or https URL", hp)
+			"http or https URL", withoutQuery(hp))
 		return ""
 	}
 	u, err := url.Parse(strings.ReplaceAll(full, lifecycle.PortPlaceholder, "1"))
 	switch {
 	case err != nil || u.Host == "":
-		c.errorf(path, "%q does not make a valid URL", hp)
+		c.errorf(path, "%q does not make a valid URL", withoutQuery(hp))
 		return ""
 	case u.User != nil:
 		c.errorf(path, "credentials in the URL are refused: the target's api_key_env key is sent "+
-			"with every check")
+			"with every check on its url's origin")
 		return ""
 	}
 	return full
+}
+
+// secretQuery reports the first parameter of raw's query whose name says it is a credential
+// (?api_key=, ?token=, ?access_token=…, in any case, - or _), as the name was written.
+func secretQuery(raw string) (string, bool) {
+	_, q, ok := strings.Cut(raw, "?")
+	if !ok {
+		return "", false
+	}
+	q, _, _ = strings.Cut(q, "#")
+	for part := range strings.SplitSeq(q, "&") {
+		name, _, _ := strings.Cut(part, "=")
+		if n, err := url.QueryUnescape(name); err == nil {
+			name = n
+		}
+		switch strings.ReplaceAll(strings.ToLower(name), "-", "_") {
+		case "api_key", "apikey", "key", "token", "access_token", "auth", "secret", "password":
+			return name, true
+		}
+	}
+	return "", false
 }

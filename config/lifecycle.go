@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/hayula/gateway/core"
 	"github.com/hayula/gateway/lifecycle"
 )
 
@@ -65,6 +66,7 @@ func (c *compiler) lifecycle(raw *fileTOML, cfg *Config) Lifecycle {
 		case spec.Command[0] == "":
 			c.errorf(at("command", elem(0)), "empty program name")
 		}
+		c.commandSecrets(spec.Command, cfg.Targets, at)
 		// The port is chosen at each start and reaches the process only through its command: a
 		// url with {port} and a command without it points at a port nothing listens on.
 		if strings.Contains(t.URL, lifecycle.PortPlaceholder) && len(spec.Command) > 0 &&
@@ -186,4 +188,71 @@ func unpinned(members map[string]*lifecycle.Spec, pinned map[string]bool) []stri
 		}
 	}
 	return out
+}
+
+// minKeyInCommand is the shortest upstream key looked for in a command's arguments: a shorter
+// value (a test's "k1") could be any argument's substring.
+const minKeyInCommand = 8
+
+// commandSecrets refuses a credential in a target's command: the config holds no secret, a
+// command is printed whole (check-config, the start-up summary), and a process's arguments are
+// readable by every user of the machine (ps, /proc/PID/cmdline). An argument is refused when it
+// holds the key some target's api_key_env gives, or is a credential flag with its value
+// (--api-key KEY, --api-key=KEY, as llama-server, vLLM and SGLang take it). The message never
+// repeats the argument.
+func (c *compiler) commandSecrets(cmd []string, targets []*core.Target, at func(...string) []string) {
+	for i, a := range cmd {
+		for _, t := range targets {
+			if k := string(t.APIKey); len(k) >= minKeyInCommand && strings.Contains(a, k) {
+				c.errorf(at("command", elem(i)), "holds the key that target %s's api_key_env gives: a "+
+					"command is printed by check-config and readable by every local user (ps); leave it "+
+					"out and let the process read the key from its environment (its own target's "+
+					"api_key_env is passed to it: llama-server reads LLAMA_API_KEY, vLLM VLLM_API_KEY)", t.Name)
+				return
+			}
+		}
+		name, value, joined := strings.Cut(a, "=")
+		if !strings.HasPrefix(name, "-") || !credentialFlag(name) || joined && value == "" ||
+			!joined && i == len(cmd)-1 {
+			continue
+		}
+		where := i // the element that holds the value
+		if !joined {
+			where = i + 1
+		}
+		c.errorf(at("command", elem(where)), "is the value of %s, a credential: the config holds no secret, a command is "+
+			"printed by check-config and readable by every local user (ps); leave the flag out and "+
+			"let the process read the key from its environment (name the variable with the target's "+
+			"api_key_env, which is passed to it: llama-server reads LLAMA_API_KEY, vLLM "+
+			"VLLM_API_KEY), or pass a file (llama-server's --api-key-file)", strings.ToLower(name))
+		return
+	}
+}
+
+// maskCredentials is args with the value of each credential flag (credentialFlag) replaced by
+// "…", for a message that spells a command out.
+func maskCredentials(args []string) []string {
+	for i, a := range args {
+		name, _, joined := strings.Cut(a, "=")
+		if !strings.HasPrefix(name, "-") || !credentialFlag(name) {
+			continue
+		}
+		if joined {
+			args[i] = name + "=…"
+		} else if i+1 < len(args) {
+			args[i+1] = "…"
+		}
+	}
+	return args
+}
+
+// credentialFlag reports whether a command-line flag (with its dashes) takes a credential as its
+// value: --api-key, --api_key, --apikey, --token, --hf-token, --password, --secret, in any case.
+func credentialFlag(flag string) bool {
+	n := strings.ReplaceAll(strings.ToLower(strings.TrimLeft(flag, "-")), "_", "-")
+	switch n {
+	case "api-key", "apikey", "api-keys", "token", "hf-token", "auth-token", "password", "secret":
+		return true
+	}
+	return false
 }

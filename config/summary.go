@@ -2,11 +2,14 @@ package config
 
 import (
 	"fmt"
+	"net/netip"
+	"net/url"
 	"slices"
 	"strings"
 	"text/tabwriter"
 
 	"github.com/hayula/gateway/core"
+	"github.com/hayula/gateway/lifecycle"
 )
 
 // Summary is a human summary of the compiled config, for the log at start-up and for review: each
@@ -169,7 +172,7 @@ func (c *Config) healthSummary(b *strings.Builder) {
 }
 
 // lifecycleSummary shows the processes the gateway runs. A command is shown whole: it is written
-// in the config, which holds no secret.
+// in the config, which holds no secret (commandSecrets refuses a credential in it).
 func (c *Config) lifecycleSummary(b *strings.Builder) {
 	l := &c.Lifecycle
 	if len(l.Specs) == 0 {
@@ -229,7 +232,54 @@ func (c *Config) Warnings() []string {
 				s.Name, s.HealthURL))
 		}
 	}
+	for _, t := range c.Targets {
+		// Keys sent in cleartext: anyone on the path between here and there reads them.
+		if t.APIKey == "" || !strings.HasPrefix(strings.ToLower(t.URL), "http://") {
+			continue
+		}
+		if host, ok := publicHost(t.URL); ok {
+			ws = append(ws, fmt.Sprintf("target %s: its api_key_env key goes in cleartext to %s (its url is http://), "+
+				"with every request and health check; use https if the server offers it", t.Name, host))
+		}
+	}
+	for _, t := range c.classDefaulted {
+		// A strict request may reach any private target: one a third party runs, left private
+		// because class was left out, would see the prompts strictness keeps from the public.
+		if host, ok := publicHost(t.URL); ok {
+			ws = append(ws, fmt.Sprintf("target %s: class is private (the default, as no class is written), so strict "+
+				"requests may be sent to it, yet its url names %s, which looks like a third party's host; if "+
+				"someone else runs it, set class = \"public\"; if you do, write class = \"private\" to say so",
+				t.Name, host))
+		}
+	}
 	return ws
+}
+
+// publicHost is the host of rawURL when it looks like one on the internet: an IP address that is
+// not loopback, private (RFC 1918, fc00::/7), link-local or shared (100.64.0.0/10, Tailscale's
+// and carrier-grade NAT's), or a name with a dot outside the suffixes of local networks
+// (.localhost, .local, .lan, .home, .home.arpa, .internal, .localdomain, .test, .ts.net). A name
+// without a dot (a container's or a machine's on the LAN) is local.
+func publicHost(rawURL string) (string, bool) {
+	u, err := url.Parse(strings.ReplaceAll(rawURL, lifecycle.PortPlaceholder, "1"))
+	if err != nil {
+		return "", false
+	}
+	host := strings.ToLower(strings.TrimSuffix(u.Hostname(), "."))
+	if a, err := netip.ParseAddr(host); err == nil {
+		a = a.Unmap()
+		shared := netip.MustParsePrefix("100.64.0.0/10")
+		return host, !(a.IsLoopback() || a.IsPrivate() || a.IsLinkLocalUnicast() || a.IsUnspecified() || shared.Contains(a))
+	}
+	if host == "" || !strings.Contains(host, ".") || isLoopbackName(host) {
+		return host, false
+	}
+	for _, suffix := range []string{".local", ".lan", ".home", ".home.arpa", ".internal", ".localdomain", ".test", ".ts.net"} {
+		if strings.HasSuffix(host, suffix) {
+			return host, false
+		}
+	}
+	return host, true
 }
 
 // browserList says which Host or Origin values requests may carry: any, or always beside those

@@ -160,6 +160,10 @@ type Target struct {
 	// config's health_path, joined to URL. For a target with a command it may hold "{port}",
 	// resolved against the running process. "" means no active checks.
 	HealthURL string
+	// HealthElsewhere: HealthURL is not on URL's origin (scheme, host and port), so checks go
+	// without APIKey, which is the target's to receive, not the check URL's. false (the zero
+	// value) sends the key with every check.
+	HealthElsewhere bool
 	// HealthInterval is the pause between active checks; 0 means no active checks.
 	HealthInterval time.Duration
 	// HealthTimeout bounds one active check; a check that takes longer has failed.

@@ -198,7 +198,7 @@ func (c *Checker) probe(ctx context.Context, t *core.Target, url string) CheckRe
 		return CheckResult{Err: &CheckError{Target: t.Name, Err: err}}
 	}
 	req.Header.Set("Accept", "application/json")
-	if t.APIKey != "" {
+	if t.APIKey != "" && !t.HealthElsewhere {
 		req.Header.Set("Authorization", "Bearer "+string(t.APIKey))
 	}
 	began := c.clock.Now()

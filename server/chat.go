@@ -280,6 +280,12 @@ func (s *Server) run(ctx context.Context, rs *routeState, req *core.Request, st 
 		}
 		res.chain = append(res.chain, t.Name)
 		a := s.attemptOn(ctx, rs, st.key, req, t, cands, classes, p.overflowDrops, !recovering, id)
+		if a.forbidden {
+			res.chain = res.chain[:len(res.chain)-1]
+			forbidden = append(forbidden, filter.Drop{Target: t.Name, Filter: (filter.Privacy{}).Name(),
+				Reason: "strict request: public target (since a reload)"})
+			continue
+		}
 		if a.held {
 			// Health set t aside since the plan (another request's probe took it, or it was
 			// benched): as if the plan had, it waits with the reserve.
@@ -468,6 +474,9 @@ type attemptResult struct {
 	// held: health found the target not available when the attempt claimed it (see
 	// health.Tracker.Start); nothing was sent.
 	held bool
+	// forbidden: a reload put the target out of the request's reach (Server.reloadForbids)
+	// while the request waited for its process to start; nothing was sent.
+	forbidden bool
 }
 
 // attempt asks one target, retrying it with backoff for retryable failures. Every retry happens

@@ -75,6 +75,9 @@ func (s *Server) newProcs(o Options) (*procs, error) {
 	if lo.Logger == nil {
 		lo.Logger = s.log
 	}
+	// The manager logs the last lines a process wrote to stderr: the model server's words,
+	// which may hold the key it was given (TestProcessStderrKeyRedacted).
+	lo.Logger = redactingLogger(lo.Logger, o.Config.Targets)
 	if tc, ok := s.clock.(health.TimerClock); ok && lo.Clock == nil {
 		lo.Clock = lifecycleClock{tc}
 	}
@@ -206,6 +209,13 @@ func (s *Server) attemptOn(ctx context.Context, rs *routeState, key *config.Key,
 		s.metrics.Attempt(t.Index, dec.Class, 0)
 		return attemptResult{dec: dec, err: err}
 	}
+	if s.reloadForbids(req, rs.Name, key, t) {
+		// The start may have taken minutes, and a reload in that time made t public or the
+		// request strict: nothing has been sent, so nothing is
+		// (TestManagedTargets, "a strict request waiting for its process …").
+		release()
+		return attemptResult{forbidden: true}
+	}
 	live := *t
 	live.URL = url
 	// A panicking attempt gives the process back too: held, it could never be evicted or stopped
@@ -303,4 +313,81 @@ func (p *procs) close() error {
 	err := p.m.Close(ctx)
 	p.bg.Wait()
 	return err
+}
+
+// redactingLogger is log with every target's key redacted (redactKey) from each line's message
+// and attributes; log itself when no target has a key.
+func redactingLogger(log *slog.Logger, targets []*core.Target) *slog.Logger {
+	var keys []string
+	for _, t := range targets {
+		if t.APIKey != "" {
+			keys = append(keys, string(t.APIKey))
+		}
+	}
+	if len(keys) == 0 {
+		return log
+	}
+	return slog.New(&redactHandler{next: log.Handler(), keys: keys})
+}
+
+// redactHandler is a slog.Handler that redacts keys before next sees a record.
+type redactHandler struct {
+	next slog.Handler
+	keys []string
+}
+
+var _ slog.Handler = (*redactHandler)(nil)
+
+func (h *redactHandler) Enabled(ctx context.Context, l slog.Level) bool {
+	return h.next.Enabled(ctx, l)
+}
+
+func (h *redactHandler) Handle(ctx context.Context, r slog.Record) error {
+	out := slog.NewRecord(r.Time, r.Level, h.redact(r.Message), r.PC)
+	r.Attrs(func(a slog.Attr) bool {
+		out.AddAttrs(h.attr(a))
+		return true
+	})
+	return h.next.Handle(ctx, out)
+}
+
+func (h *redactHandler) WithAttrs(as []slog.Attr) slog.Handler {
+	red := make([]slog.Attr, len(as))
+	for i, a := range as {
+		red[i] = h.attr(a)
+	}
+	return &redactHandler{next: h.next.WithAttrs(red), keys: h.keys}
+}
+
+func (h *redactHandler) WithGroup(name string) slog.Handler {
+	return &redactHandler{next: h.next.WithGroup(name), keys: h.keys}
+}
+
+func (h *redactHandler) redact(s string) string {
+	for _, k := range h.keys {
+		s = redactKey(s, k)
+	}
+	return s
+}
+
+// attr is a with the keys redacted from its text: a string's, a group's members', and any other
+// value's (an error) as it would be printed, when that holds one.
+func (h *redactHandler) attr(a slog.Attr) slog.Attr {
+	v := a.Value.Resolve()
+	switch v.Kind() {
+	case slog.KindString:
+		return slog.String(a.Key, h.redact(v.String()))
+	case slog.KindGroup:
+		g := v.Group()
+		red := make([]any, len(g))
+		for i, m := range g {
+			red[i] = h.attr(m)
+		}
+		return slog.Group(a.Key, red...)
+	case slog.KindAny:
+		if s := v.String(); h.redact(s) != s {
+			return slog.String(a.Key, h.redact(s))
+		}
+	}
+	return slog.Attr{Key: a.Key, Value: v}
 }

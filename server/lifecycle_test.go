@@ -8,10 +8,13 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -320,6 +323,68 @@ load_timeout = "20s"
 		rep := (&gateway{srv: next, ts: h}).chat(t, "rchange")
 		if st := status("change"); rep.status != 200 || st.PID == before["change"] || st.PID == 0 {
 			t.Errorf("the changed member after the reload: status %d, %+v", rep.status, st)
+		}
+	})
+
+	t.Run("a strict request waiting for its process makes no attempt once a reload made the target public", func(t *testing.T) {
+		// The process is ready when the gate says so: the request waits in the lifecycle's
+		// start (nothing else in the route can serve it) across the reload.
+		var ready atomic.Bool
+		gate := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			if !ready.Load() {
+				w.WriteHeader(http.StatusServiceUnavailable)
+			}
+		}))
+		defer gate.Close()
+		m := strings.Replace(managed("m"), `health_path = "http://127.0.0.1:{port}/health"`,
+			`health_path = "`+gate.URL+`/health"`+"\nhealth_interval = \"0s\"", 1)
+		build := func(text string, prev *server.Server) *server.Server {
+			cfg, err := config.Parse([]byte(text), "test.toml", func(string) string { return "" })
+			if err != nil {
+				t.Fatal(err)
+			}
+			o := server.Options{Config: cfg, Previous: prev, Logger: slog.New(slog.DiscardHandler)}
+			fast(&o)
+			s, err := server.New(o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(s.Close)
+			return s
+		}
+		old := build(m+"[routes.r]\ntargets = [\"m\"]\n", nil)
+		l := server.NewLive(old)
+		h := serveLive(t, l)
+		done := make(chan reply, 1)
+		go func() {
+			req, _ := http.NewRequest(http.MethodPost, h.URL+"/v1/chat/completions",
+				strings.NewReader(`{"model":"r","messages":[{"role":"user","content":"hi"}]}`))
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("X-Hayula-Privacy", "strict")
+			resp, err := h.Client().Do(req)
+			if err != nil {
+				done <- reply{status: -1, body: []byte(err.Error())}
+				return
+			}
+			defer resp.Body.Close()
+			b, _ := io.ReadAll(resp.Body)
+			done <- reply{status: resp.StatusCode, body: b}
+		}()
+		settles(func() bool { return old.Processes().Status()[0].State == lifecycle.StateStarting })
+		if st := old.Processes().Status()[0]; st.State != lifecycle.StateStarting {
+			t.Fatalf("the request started no process: %+v", st)
+		}
+		public := strings.Replace(m, "adapter = \"openai\"", "adapter = \"openai\"\nclass = \"public\"", 1)
+		ret := l.Replace(build(public+"[routes.r]\ntargets = [\"m\"]\n", old))
+		ready.Store(true)
+		rep := <-done
+		<-ret.Drained()
+		ret.Close()
+		if rep.status == http.StatusOK || strings.Contains(string(rep.body), "hello from m") {
+			t.Fatalf("the strict request reached m, public since the reload: %d %s", rep.status, rep.body)
+		}
+		if rep.status != http.StatusServiceUnavailable || !strings.Contains(string(rep.body), "no_private_target") {
+			t.Errorf("status %d %s, want 503 no_private_target, as a request after the reload gets", rep.status, rep.body)
 		}
 	})
 

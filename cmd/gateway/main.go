@@ -259,6 +259,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 		return err
 	}
+	logWarnings(log, cfg)
 	if *listen != "" {
 		if err := cfg.SetListen(*listen); err != nil {
 			return err
@@ -326,6 +327,16 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, rl *reload
 		wg.Go(func() { rl.loop(ctx, served) })
 	}
 	return server.Serve(ctx, ln, live, shutdownGrace, log)
+}
+
+// logWarnings logs what check-config lists under "warnings" (config.Config.Warnings): a config
+// that loads but may not do what its author meant, strict requests reaching a target left
+// private by default among them, should say so where the gateway runs, not only where someone
+// thought to run check-config.
+func logWarnings(log *slog.Logger, cfg *config.Config) {
+	for _, w := range cfg.Warnings() {
+		log.Warn("config: "+w, "file", cfg.Source)
+	}
 }
 
 // openLoopback holds an open gateway (no keys) to a loopback address once it listens: config

@@ -193,6 +193,7 @@ func (r *reloader) build(ctx context.Context) (*server.Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	logWarnings(r.log, cfg)
 	if err := ctx.Err(); err != nil {
 		// Before server.New, which takes over the running server's processes and starts the
 		// new pinned ones.
