@@ -89,6 +89,9 @@ func (p Policy) withDefaults() Policy {
 func (p Policy) backoff(n int) time.Duration {
 	d := p.Base
 	for i := 1; i < n && d < p.Max; i++ {
+		if d > p.Max/2 {
+			return p.Max // doubling would pass the cap, or wrap past the longest Duration
+		}
 		d *= 2
 	}
 	return min(d, p.Max)
