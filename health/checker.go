@@ -239,18 +239,23 @@ func saysLoading(body []byte) bool {
 	return strings.HasPrefix(strings.ToLower(b.Status), "loading")
 }
 
-// retryAfter reads a Retry-After header: delay-seconds or an HTTP date; 0 when absent or unusable,
-// the longest Duration when too long for one (the tracker caps it at Policy.Max).
+// retryAfter reads a Retry-After header: delay-seconds or an HTTP date; 0 when absent, unusable or
+// no wait (zero, negative, past), the longest Duration when too long for one (the tracker caps it
+// at Policy.Max).
 func retryAfter(h string, now time.Time) time.Duration {
 	if h == "" {
 		return 0
 	}
 	if n, err := strconv.Atoi(strings.TrimSpace(h)); err == nil {
-		if n > int(math.MaxInt64/time.Second) {
+		switch {
+		case n <= 0:
+			// No wait; one too negative for a Duration would wrap, to anything.
+			return 0
+		case n > int(math.MaxInt64/time.Second):
 			// Beyond what a Duration holds: the product would wrap, to anything.
 			return math.MaxInt64
 		}
-		return max(time.Duration(n)*time.Second, 0)
+		return time.Duration(n) * time.Second
 	}
 	if at, err := http.ParseTime(h); err == nil {
 		return max(at.Sub(now), 0)

@@ -1,6 +1,9 @@
 package health_test
 
 import (
+	"context"
+	"net/http"
+	"net/http/httptest"
 	"testing"
 	"time"
 
@@ -28,5 +31,27 @@ func TestBackoffNeverWraps(t *testing.T) {
 		}
 		prev = d
 		clk.Set(st.Until) // the cooldown ends; the next failure is the probe's
+	}
+}
+
+// A check's Retry-After so negative that it does not fit a Duration is no wait at all: it must
+// not wrap to a long one.
+func TestCheckNegativeRetryAfterDoesNotWrap(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Retry-After", "-9223372037")
+		w.WriteHeader(http.StatusServiceUnavailable)
+	}))
+	defer srv.Close()
+	clk := health.NewManualClock(t0)
+	tr := health.NewTracker(1, clk, health.Policy{})
+	tg := &core.Target{Name: "a", Index: 0, HealthURL: srv.URL, HealthInterval: time.Second, HealthTimeout: 5 * time.Second}
+	c := health.NewChecker(tr, []*core.Target{tg}, health.CheckerOptions{Clock: clk})
+	defer c.Close()
+	r, _ := c.Check(context.Background(), tg)
+	if r.RetryAfter != 0 {
+		t.Errorf("RetryAfter = %v, want 0", r.RetryAfter)
+	}
+	if st := tr.Snapshot(tg); st.LoadingUntil.Sub(t0) != health.DefaultLoadingRetry {
+		t.Errorf("loading until %v after now, want %v", st.LoadingUntil.Sub(t0), health.DefaultLoadingRetry)
 	}
 }
