@@ -55,3 +55,34 @@ func TestCheckNegativeRetryAfterDoesNotWrap(t *testing.T) {
 		t.Errorf("loading until %v after now, want %v", st.LoadingUntil.Sub(t0), health.DefaultLoadingRetry)
 	}
 }
+
+// An outcome that says nothing about the target (the client left, the request was wrong, it did
+// not fit, the endpoint refused it), reported by an attempt other than the probe, leaves the
+// probe in flight: admitting another would send a second request to a target not yet known to
+// be back. The probe's own such outcome ends it (Abandon), so that the next attempt probes.
+func TestProbeOutlivesOtherAttemptsNonEvidence(t *testing.T) {
+	for _, c := range []core.Class{core.ClassClientGone, core.ClassRequest, core.ClassOverflow, core.ClassEndpoint} {
+		t.Run(c.String(), func(t *testing.T) {
+			clk := health.NewManualClock(t0)
+			tr := health.NewTracker(1, clk, health.Policy{Failures: 1, Base: 30 * time.Second})
+			tg := &core.Target{Name: "a", Index: 0}
+			tr.Report(tg, core.ClassConnection, 0)
+			clk.Advance(30 * time.Second)
+			if ok, probe := tr.Begin(tg); !ok || !probe {
+				t.Fatalf("Begin after the cooldown = (%v, %v), want the probe", ok, probe)
+			}
+			tr.Report(tg, c, 0) // an attempt that started before the bench, or failed open
+			if ok, probe := tr.Begin(tg); ok || probe {
+				t.Fatalf("Begin while the probe is in flight = (%v, %v), want (false, false)", ok, probe)
+			}
+			if st := tr.Snapshot(tg); st.Status != health.StatusProbing {
+				t.Fatalf("status %q, want probing", st.Status)
+			}
+			tr.Report(tg, c, 0) // the probe's own
+			tr.Abandon(tg)
+			if ok, probe := tr.Begin(tg); !ok || !probe {
+				t.Fatalf("Begin after the probe ended = (%v, %v), want the next probe", ok, probe)
+			}
+		})
+	}
+}
