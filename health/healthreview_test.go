@@ -86,3 +86,30 @@ func TestProbeOutlivesOtherAttemptsNonEvidence(t *testing.T) {
 		})
 	}
 }
+
+// A check's Retry-After is read as a request's is (upstream): one that is absurd (over 10⁹
+// seconds, or a date that far ahead) is ignored, so a loading answer holds the target back for
+// LoadingRetry, as the same answer to a request would, not for cooldown.max.
+func TestCheckAbsurdRetryAfterIgnored(t *testing.T) {
+	for _, h := range []string{"1000000001", "99999999999999999999", "Fri, 31 Dec 9999 23:59:59 GMT"} {
+		t.Run(h, func(t *testing.T) {
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Retry-After", h)
+				w.WriteHeader(http.StatusServiceUnavailable)
+			}))
+			defer srv.Close()
+			clk := health.NewManualClock(t0)
+			tr := health.NewTracker(1, clk, health.Policy{})
+			tg := &core.Target{Name: "a", Index: 0, HealthURL: srv.URL, HealthInterval: time.Second, HealthTimeout: 5 * time.Second}
+			c := health.NewChecker(tr, []*core.Target{tg}, health.CheckerOptions{Clock: clk})
+			defer c.Close()
+			r, _ := c.Check(context.Background(), tg)
+			if !r.Loading || r.RetryAfter != 0 {
+				t.Errorf("Loading %v RetryAfter %v, want loading with no wait", r.Loading, r.RetryAfter)
+			}
+			if st := tr.Snapshot(tg); st.LoadingUntil.Sub(t0) != health.DefaultLoadingRetry {
+				t.Errorf("loading until %v after now, want %v", st.LoadingUntil.Sub(t0), health.DefaultLoadingRetry)
+			}
+		})
+	}
+}
