@@ -4,6 +4,8 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -111,5 +113,40 @@ func TestCheckAbsurdRetryAfterIgnored(t *testing.T) {
 				t.Errorf("loading until %v after now, want %v", st.LoadingUntil.Sub(t0), health.DefaultLoadingRetry)
 			}
 		})
+	}
+}
+
+// Under many racing attempts, of which only the probe ends its claim (Abandon) and the others end
+// in ways that say nothing about the target, there is never more than one probe out at a time.
+func TestOneProbeAtATimeUnderRacingAttempts(t *testing.T) {
+	clk := health.NewManualClock(t0)
+	tr := health.NewTracker(1, clk, health.Policy{Failures: 1, Base: time.Second})
+	tg := &core.Target{Name: "a", Index: 0}
+	tr.Report(tg, core.ClassConnection, 0)
+	clk.Advance(time.Second)
+	var out, most atomic.Int32
+	var wg sync.WaitGroup
+	for i := range 64 {
+		wg.Go(func() {
+			for range 50 {
+				ok, probe := tr.Begin(tg)
+				if !probe {
+					if !ok || i%2 == 0 { // failed open, or began before the bench
+						tr.Report(tg, core.ClassClientGone, 0)
+					}
+					continue
+				}
+				n := out.Add(1)
+				for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
+				}
+				out.Add(-1)
+				tr.Report(tg, core.ClassRequest, 0)
+				tr.Abandon(tg)
+			}
+		})
+	}
+	wg.Wait()
+	if m := most.Load(); m != 1 {
+		t.Errorf("at most %d probes out at once, want 1", m)
 	}
 }
