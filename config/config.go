@@ -142,8 +142,11 @@ const (
 	// Active health and lifecycle.
 	DefaultHealthInterval = 30 * time.Second
 	DefaultHealthTimeout  = 5 * time.Second
-	DefaultDegradedAfter  = 10 * time.Second
-	DefaultLoadTimeout    = lifecycle.DefaultLoadTimeout
+	// DefaultDegradedAfter is degraded_after's default for the default health_timeout: half of
+	// it, as for any other health_timeout. A check slower than health_timeout has failed, so a
+	// degraded_after at or past it could never mark a target degraded (TestDegradedReachable).
+	DefaultDegradedAfter = DefaultHealthTimeout / 2
+	DefaultLoadTimeout   = lifecycle.DefaultLoadTimeout
 	// maxRetries bounds max_retries: more same-target retries only delay the fallback.
 	maxRetries = 10
 	// RouteAuto is the model name the automatic router answers to; a key's allowlist may name

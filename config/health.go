@@ -34,7 +34,9 @@ func (c *compiler) health(t *core.Target, raw targetTOML, at func(...string) []s
 		c.errorf(at("health_timeout"), "must be longer than 0s (to turn checks off, set health_interval = \"0s\")")
 		t.HealthTimeout = DefaultHealthTimeout
 	}
-	t.DegradedAfter = c.duration(raw.DegradedAfter, DefaultDegradedAfter, at("degraded_after")...)
+	// Left out, half of health_timeout: a check slower than health_timeout has failed, so only an
+	// answer within it can be slow (DefaultDegradedAfter; Warnings for one set at or past it).
+	t.DegradedAfter = c.duration(raw.DegradedAfter, t.HealthTimeout/2, at("degraded_after")...)
 	t.HealthURL = c.healthURL(raw, t.URL, at("health_path"))
 	t.HealthElsewhere = t.HealthURL != "" && !sameOrigin(t.HealthURL, t.URL)
 }

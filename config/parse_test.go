@@ -68,7 +68,7 @@ func TestParseDefaults(t *testing.T) {
 	a := &core.Target{Name: "a", Index: 0, Adapter: core.AdapterOpenAI, URL: "http://127.0.0.1:1/v1",
 		Model: "a", Privacy: core.Private, Tools: true, Vision: true, Timeout: 120 * time.Second, IdleTimeout: 120 * time.Second, Weight: 1,
 		WindowCountsMaxTokens: true, StreamUsage: true, HealthURL: "http://127.0.0.1:1/v1/models", HealthInterval: 30 * time.Second,
-		HealthTimeout: 5 * time.Second, DegradedAfter: 10 * time.Second}
+		HealthTimeout: 5 * time.Second, DegradedAfter: 2500 * time.Millisecond}
 	want := &Config{
 		Source:       "min.toml",
 		Listen:       "127.0.0.1:8000",
@@ -333,10 +333,10 @@ url = "http://127.0.0.1:8443"
 targets = ["o"]
 `,
 			health: map[string]health{
-				"o":  {"http://127.0.0.1:1/v1/models", 30 * time.Second, 5 * time.Second, 10 * time.Second},
-				"l":  {"http://127.0.0.1:11434/api/tags", 30 * time.Second, 5 * time.Second, 10 * time.Second},
-				"s":  {"http://127.0.0.1:8443/v1/health", 30 * time.Second, 5 * time.Second, 10 * time.Second},
-				"s2": {"http://127.0.0.1:8443/v1/health", 30 * time.Second, 5 * time.Second, 10 * time.Second},
+				"o":  {"http://127.0.0.1:1/v1/models", 30 * time.Second, 5 * time.Second, 2500 * time.Millisecond},
+				"l":  {"http://127.0.0.1:11434/api/tags", 30 * time.Second, 5 * time.Second, 2500 * time.Millisecond},
+				"s":  {"http://127.0.0.1:8443/v1/health", 30 * time.Second, 5 * time.Second, 2500 * time.Millisecond},
+				"s2": {"http://127.0.0.1:8443/v1/health", 30 * time.Second, 5 * time.Second, 2500 * time.Millisecond},
 			},
 		},
 		{
@@ -371,9 +371,9 @@ pinned = ["p"]
 targets = ["m", "p", "solo"]
 `,
 			health: map[string]health{
-				"m":    {"http://127.0.0.1:{port}/health", 0, 5 * time.Second, 10 * time.Second},
+				"m":    {"http://127.0.0.1:{port}/health", 0, 5 * time.Second, 2500 * time.Millisecond},
 				"p":    {"http://127.0.0.1:{port}/v1/models?ready=1", 30 * time.Second, time.Second, 0},
-				"solo": {"http://127.0.0.1:11434/api/tags", 30 * time.Second, 5 * time.Second, 10 * time.Second},
+				"solo": {"http://127.0.0.1:11434/api/tags", 30 * time.Second, 5 * time.Second, 2500 * time.Millisecond},
 			},
 			lc: Lifecycle{
 				Specs: []lifecycle.Spec{
@@ -395,7 +395,7 @@ targets = ["m", "p", "solo"]
 			name: "a relative state_file is the config's neighbour",
 			toml: "state_file = \"lru.json\"\n" + minimal,
 			health: map[string]health{
-				"a": {"http://127.0.0.1:1/v1/models", 30 * time.Second, 5 * time.Second, 10 * time.Second},
+				"a": {"http://127.0.0.1:1/v1/models", 30 * time.Second, 5 * time.Second, 2500 * time.Millisecond},
 			},
 			lc: Lifecycle{StateFile: "/etc/hayula/lru.json"},
 		},

@@ -219,6 +219,14 @@ func (c *Config) Warnings() []string {
 	for _, t := range c.Targets {
 		adapters[t.Name] = t.Adapter
 	}
+	for _, t := range c.Targets {
+		// A check that takes longer than health_timeout has failed, so it is never a slow answer.
+		if t.HealthInterval > 0 && t.HealthURL != "" && t.DegradedAfter > 0 && t.DegradedAfter >= t.HealthTimeout {
+			ws = append(ws, fmt.Sprintf("target %s: degraded_after %s is not shorter than health_timeout %s, and a "+
+				"check slower than health_timeout has failed, so the target is never degraded; set degraded_after "+
+				"below health_timeout (left out, it is half of it), or \"0s\" for never", t.Name, t.DegradedAfter, t.HealthTimeout))
+		}
+	}
 	for _, s := range c.Lifecycle.Specs {
 		// A process is handed requests once its health check passes (lifecycle's readiness
 		// probe). llama.cpp's llama-server answers /v1/models 200 while it is still loading the

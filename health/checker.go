@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"math"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -239,21 +238,29 @@ func saysLoading(body []byte) bool {
 	return strings.HasPrefix(strings.ToLower(b.Status), "loading")
 }
 
-// retryAfter reads a Retry-After header: delay-seconds or an HTTP date; 0 when absent or unusable,
-// the longest Duration when too long for one (the tracker caps it at Policy.Max).
+// maxRetryAfter bounds a wait a Retry-After may ask for: anything longer (about 32 years) is a
+// broken value, not a wait, and is ignored, as upstream ignores it in a request's answer.
+const maxRetryAfter = 1e9 * time.Second
+
+// retryAfter reads a Retry-After header as upstream reads a request's: delay-seconds or an HTTP
+// date; 0 when absent, unreadable, no wait (zero, negative, past) or absurd (over maxRetryAfter),
+// so that a check's loading answer holds its target back as long as the same answer to a request
+// would (TestCheckAbsurdRetryAfterIgnored).
 func retryAfter(h string, now time.Time) time.Duration {
+	h = strings.TrimSpace(h)
 	if h == "" {
 		return 0
 	}
-	if n, err := strconv.Atoi(strings.TrimSpace(h)); err == nil {
-		if n > int(math.MaxInt64/time.Second) {
-			// Beyond what a Duration holds: the product would wrap, to anything.
-			return math.MaxInt64
+	if secs, err := strconv.ParseFloat(h, 64); err == nil {
+		if !(secs > 0 && secs <= maxRetryAfter.Seconds()) { // so that NaN is refused too
+			return 0
 		}
-		return max(time.Duration(n)*time.Second, 0)
+		return time.Duration(secs * float64(time.Second))
 	}
 	if at, err := http.ParseTime(h); err == nil {
-		return max(at.Sub(now), 0)
+		if d := at.Sub(now); d > 0 && d <= maxRetryAfter {
+			return d
+		}
 	}
 	return 0
 }

@@ -89,6 +89,9 @@ func (p Policy) withDefaults() Policy {
 func (p Policy) backoff(n int) time.Duration {
 	d := p.Base
 	for i := 1; i < n && d < p.Max; i++ {
+		if d > p.Max/2 {
+			return p.Max // doubling would pass the cap, or wrap past the longest Duration
+		}
 		d *= 2
 	}
 	return min(d, p.Max)
@@ -282,31 +285,48 @@ func (t *Tracker) Loading(tg *core.Target) (loading bool, until time.Time) {
 	return false, time.Time{}
 }
 
-// Start tells the tracker that an attempt on tg begins, and reports whether tg is available for
+// Start is Begin without saying whether the attempt is the probe.
+func (t *Tracker) Start(tg *core.Target) (ok bool) {
+	ok, _ = t.Begin(tg)
+	return ok
+}
+
+// Begin tells the tracker that an attempt on tg begins, and reports whether tg is available for
 // it, as Available would say now: not while it cools down, while another attempt's probe is in
 // flight, or while active checks find it unavailable. When tg's cooldown has ended and nothing has
-// confirmed it since, Start makes this attempt the probe, in the same step as it finds tg
-// available, so that of several attempts that planned on tg while it was free exactly one
-// probes; the others get false. A caller that goes ahead on false (fail open) is not the probe.
-// Start does not say whether it made a probe: the first Report after it, from any attempt, is
-// taken as the probe's outcome, because any outcome after the cooldown says as much about the
-// target as the probe's own.
-func (t *Tracker) Start(tg *core.Target) (ok bool) {
+// confirmed it since, Begin makes this attempt the probe (probe true), in the same step as it
+// finds tg available, so that of several attempts that planned on tg while it was free exactly
+// one probes; the others get false. A caller that goes ahead on false (fail open) is not the
+// probe.
+//
+// An outcome that says something about tg ends the probe, whichever attempt reports it: a
+// success, a counted failure or loading (Report), because any of them after the cooldown says as
+// much about tg as the probe's own. One that says nothing (client_gone, request, overflow,
+// endpoint) ends it only when it is the probe's own: the probe's caller then calls Abandon, so
+// that another attempt's client leaving does not let a second request through to a target not
+// yet known to be back (TestProbeOutlivesOtherAttemptsNonEvidence).
+func (t *Tracker) Begin(tg *core.Target) (ok, probe bool) {
 	s := t.state(tg)
 	if s == nil || !s.marked.Load() {
-		return true
+		return true, false
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if !s.availableLocked(t.clock.Now()) {
 		// Not available: a caller that skips tg on false must leave no probe behind it.
-		return false
+		return false, false
 	}
 	if s.benched {
 		s.probing = true
+		return true, true
 	}
-	return true
+	return true, false
 }
+
+// EndsProbe reports whether Report of an outcome of class c ends a probe in flight, whichever
+// attempt it comes from: a success, a counted failure, loading. The probe's own attempt ending in
+// any other class ends it with Abandon instead (see Begin).
+func EndsProbe(c core.Class) bool { return c == core.ClassNone || c == core.ClassLoading || counted(c) }
 
 // counted reports whether a failure of class c says the target itself is unwell.
 func counted(c core.Class) bool {
@@ -326,9 +346,9 @@ func counted(c core.Class) bool {
 // because every target was benched proved this one works), and even when active checks found tg
 // unavailable. A counted failure during a cooldown only lengthens it when a Retry-After reaches
 // further: those attempts were let through knowing tg was unwell. A counted failure after a
-// cooldown ended (the probe's, normally) benches tg again at double length. Other classes say
-// nothing about tg's health: they neither count nor reset, but they end a probe, so that the next
-// attempt probes again.
+// cooldown ended (the probe's, normally) benches tg again at double length. Loading, from any
+// attempt, ends a probe too. Other classes say nothing about tg's health: they neither count nor
+// reset, and do not end a probe; the probe's own caller ends it with Abandon (see Begin).
 func (t *Tracker) Report(tg *core.Target, c core.Class, retryAfter time.Duration) {
 	s := t.state(tg)
 	if s == nil || c == core.ClassNone && !s.marked.Load() {
@@ -347,9 +367,11 @@ func (t *Tracker) Report(tg *core.Target, c core.Class, retryAfter time.Duration
 	}
 }
 
-// Abandon tells the tracker that an attempt Start let through on tg ended with no outcome to
-// report (the gateway's own failure, such as a panic): nothing counts for or against tg, but a
-// probe the attempt may have been is over, so that the next attempt probes again.
+// Abandon tells the tracker that the probe Begin made of an attempt on tg is over with nothing
+// said about tg: its outcome was of a class that says nothing (client_gone, request, …), or it
+// had none (the gateway's own failure, such as a panic). Nothing counts for or against tg; the
+// next attempt probes again. Only the probe's caller calls it: another attempt's ending says
+// nothing about the probe, which is still in flight.
 func (t *Tracker) Abandon(tg *core.Target) {
 	s := t.state(tg)
 	if s == nil || !s.marked.Load() {
@@ -398,8 +420,6 @@ func (t *Tracker) reportLocked(s *targetState, now time.Time, c core.Class, retr
 	case c == core.ClassLoading:
 		s.probing = false
 		s.loadingUntil = now.Add(t.loadingFor(retryAfter))
-	default:
-		s.probing = false
 	}
 }
 

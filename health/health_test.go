@@ -38,6 +38,10 @@ func start() step {
 	return func(t *testing.T, e env) { e.tr.Start(e.tg) }
 }
 
+func abandon() step {
+	return func(t *testing.T, e env) { e.tr.Abandon(e.tg) }
+}
+
 func report(c core.Class, retryAfter time.Duration) step {
 	return func(t *testing.T, e env) { e.tr.Report(e.tg, c, retryAfter) }
 }
@@ -241,6 +245,7 @@ func TestTracker(t *testing.T) {
 				advance(30 * s),
 				start(),
 				report(core.ClassRequest, 0),
+				abandon(), // the probe's caller ends it: a request error says nothing of the target
 				wantAvail(true, none),
 				wantState(health.State{Unconfirmed: true, Failures: 3, Cooldowns: 1, Status: "healthy"}, 30*s),
 				start(), // the next attempt probes again

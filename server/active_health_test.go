@@ -247,9 +247,11 @@ func TestActiveUnavailable(t *testing.T) {
 // while another can serve, and still serves when it is the only one left.
 func TestDegradedPreferred(t *testing.T) {
 	g, a, b := twoTargets(t)
-	// The server measures checks on its manual clock: a slow answer advances it.
+	// The server measures checks on its manual clock: a slow answer advances it, past
+	// degraded_after (2.5s, half of health_timeout) but within health_timeout (5s), as a slow
+	// answer must be (TestDegradedReachable).
 	a.set(withHealth("a", func(w http.ResponseWriter, r *http.Request) {
-		g.clock.Advance(11 * time.Second)
+		g.clock.Advance(3 * time.Second)
 		healthOK(w, r)
 	}))
 	g.checkOne(t, "a")
@@ -258,7 +260,7 @@ func TestDegradedPreferred(t *testing.T) {
 	if diff := cmp.Diff([]string{"b", "a"}, x.Order); diff != "" {
 		t.Errorf("order (-want +got):\n%s", diff)
 	}
-	if x.health()["a"] != "degraded" || !strings.Contains(x.detail("a"), "more than degraded_after 10s") {
+	if x.health()["a"] != "degraded" || !strings.Contains(x.detail("a"), "more than degraded_after 2.5s") {
 		t.Errorf("explain a: %q, %q", x.health()["a"], x.detail("a"))
 	}
 	if rep := g.chat(t, "r"); rep.header.Get("x-hayula-chain") != "b" {

@@ -19,6 +19,7 @@ import (
 	"github.com/hayula/gateway/core"
 	"github.com/hayula/gateway/errmap"
 	"github.com/hayula/gateway/filter"
+	"github.com/hayula/gateway/health"
 	"github.com/hayula/gateway/metrics"
 	"github.com/hayula/gateway/upstream"
 )
@@ -523,7 +524,8 @@ func (s *Server) attempt(ctx context.Context, rs *routeState, key *config.Key, t
 // t available for is held instead: eligibility was planned earlier, and since then another
 // request may have taken the probe after t's cooldown.
 func (s *Server) once(ctx context.Context, t *core.Target, req *core.Request, claim bool, id string) attemptResult {
-	if !s.health.Start(t) && claim {
+	ok, probe := s.health.Begin(t)
+	if !ok && claim {
 		return attemptResult{held: true}
 	}
 	t.Stats.Begin()
@@ -537,7 +539,9 @@ func (s *Server) once(ctx context.Context, t *core.Target, req *core.Request, cl
 	defer func() {
 		if !asked {
 			end.end()
-			s.health.Abandon(t)
+			if probe {
+				s.health.Abandon(t)
+			}
 		}
 	}()
 	began := s.clock.Now()
@@ -573,6 +577,11 @@ func (s *Server) once(ctx context.Context, t *core.Target, req *core.Request, cl
 		a.dec = errmap.ClassifyFor(ctx, err)
 		a.err = err
 		s.health.Report(t, a.dec.Class, a.dec.RetryAfter)
+		if probe && !health.EndsProbe(a.dec.Class) {
+			// An outcome that says nothing of t ends only the probe's own attempt's claim on it;
+			// another attempt's would leave this one in flight (TestProbeOutlivesOtherAttemptsNonEvidence).
+			s.health.Abandon(t)
+		}
 		if a.dec.Class == core.ClassLoading && a.dec.RetryAfter <= 0 {
 			// Loading without a Retry-After (SAIF's or llama-server's bare 503): the client is told
 			// the wait health now holds the target back for, as a request after it would be.
