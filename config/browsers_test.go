@@ -24,7 +24,7 @@ allowed_origins = ["https://Chat.Example.com", "http://192.168.1.20:3000", "*"]
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff(Browsers{Hosts: []string{"localhost"}}, cfg.Browsers); diff != "" {
+	if diff := cmp.Diff(Browsers{Listen: "localhost"}, cfg.Browsers); diff != "" {
 		t.Errorf("listen's name is allowed (-want +got):\n%s", diff)
 	}
 	for _, bad := range []string{
@@ -109,5 +109,32 @@ func TestAllowedOriginDefaultPort(t *testing.T) {
 		if b.AllowOrigin(o) {
 			t.Errorf("AllowOrigin(%q) = true: another port or scheme; Origins %q", o, b.Origins)
 		}
+	}
+}
+
+// TestSetListenMovesListenHost: the name a --listen override gives is served, as the file's
+// listen would have been, and the file's, under which the gateway does not listen, is not.
+func TestSetListenMovesListenHost(t *testing.T) {
+	const key = "\n[[keys]]\nname = \"k\"\nsha256 = \"" + hashTest + "\"\n"
+	cfg, err := Parse([]byte("listen = \"file.lan:8000\"\nallowed_hosts = [\"extra.lan\"]\n"+minimal+key), "b.toml", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cfg.SetListen("Flag.LAN:9000"); err != nil {
+		t.Fatal(err)
+	}
+	for host, want := range map[string]bool{"flag.lan:9000": true, "FLAG.lan": true, "extra.lan": true, "file.lan:8000": false} {
+		if got := cfg.Browsers.AllowHost(host); got != want {
+			t.Errorf("AllowHost(%q) = %v, want %v", host, got, want)
+		}
+	}
+	if err := cfg.SetListen("127.0.0.1:8000"); err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Browsers.AllowHost("flag.lan") || !cfg.Browsers.AllowHost("extra.lan") {
+		t.Errorf("after SetListen to an IP literal: %+v", cfg.Browsers)
+	}
+	if s := cfg.Summary(); !strings.Contains(s, "browsers: Host IP literals, localhost, extra.lan;") {
+		t.Errorf("summary:\n%s", s)
 	}
 }

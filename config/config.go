@@ -194,6 +194,7 @@ func (c *Config) SetListen(addr string) error {
 		return &Error{File: c.Source, Msg: "listen override: " + openMsg(addr)}
 	}
 	c.Listen = addr
+	c.Browsers.Listen = listenHost(addr)
 	return nil
 }
 

@@ -1,0 +1,86 @@
+//go:build unix
+
+package main
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/hayula/gateway/config"
+	"github.com/hayula/gateway/metrics"
+	"github.com/hayula/gateway/server"
+)
+
+// keyedGatewayFile is gatewayFile with a key ("test", whose SHA-256 this is), so that listen may
+// name a host off loopback.
+func keyedGatewayFile(listen, url string, routes ...string) string {
+	return gatewayFile(listen, url, routes...) +
+		"\n[[keys]]\nname = \"k\"\nsha256 = \"9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08\"\n"
+}
+
+// hostStatus is the status of a chat on model sent with the Host header host.
+func hostStatus(t *testing.T, base, host, model string) int {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, base+"/v1/chat/completions",
+		strings.NewReader(`{"model":"`+model+`","messages":[{"role":"user","content":"hi"}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Host = host
+	req.Header.Set("Authorization", "Bearer test")
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	_, _ = io.Copy(io.Discard, resp.Body)
+	return resp.StatusCode
+}
+
+// TestReloadKeepsListenHostAllowed: the host name the gateway listens under is served (CONFIG.md,
+// Browsers: "the name listen gives") after a reload whose file names another listen, which does
+// not move the listener; the file's new name, under which nothing listens, is not let in by it.
+func TestReloadKeepsListenHostAllowed(t *testing.T) {
+	up := fakeModel(t, nil)
+	path := filepath.Join(t.TempDir(), "gateway.toml")
+	writeFile(t, path, keyedGatewayFile("gw.lan:8000", up.URL, "r"))
+	cfg, err := config.Load(path, os.Getenv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	logs := &syncBuffer{}
+	log := slog.New(slog.NewTextHandler(logs, nil))
+	srv, err := server.New(server.Options{Config: cfg, Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	live := server.NewLive(srv)
+	ts := httptest.NewServer(live)
+	defer func() {
+		ts.Close()
+		live.Server().Close()
+	}()
+	rl := &reloader{path: path, getenv: os.Getenv, log: log,
+		live: live, addr: ts.Listener.Addr(), running: cfg.Listen, reloads: new(metrics.Reloads)}
+	if got := hostStatus(t, ts.URL, "gw.lan:8000", "r"); got != 200 {
+		t.Fatalf("Host gw.lan before the reload: %d", got)
+	}
+	writeFile(t, path, keyedGatewayFile("other.lan:8000", up.URL, "r"))
+	if !rl.reload(context.Background()) {
+		t.Fatalf("the reload failed:\n%s", logs)
+	}
+	if got := hostStatus(t, ts.URL, "gw.lan:8000", "r"); got != 200 {
+		t.Errorf("Host gw.lan, the name still listened under, after the reload: %d, want 200", got)
+	}
+	if got := hostStatus(t, ts.URL, "other.lan:8000", "r"); got != 403 {
+		t.Errorf("Host other.lan, the file's listen that the reload did not apply: %d, want 403", got)
+	}
+}
