@@ -198,10 +198,18 @@ func (r *reloader) build(ctx context.Context) (*server.Server, error) {
 		// new pinned ones.
 		return nil, err
 	}
-	if r.listen == "" && cfg.Listen != r.running && cfg.Listen != r.warnedListen {
-		r.warnedListen = cfg.Listen
-		r.log.Warn("reload: listen changed in the file; that takes a restart: still listening on the old address",
-			"listen", cfg.Listen, "addr", r.addr.String())
+	if r.listen == "" {
+		switch cfg.Listen {
+		case r.running:
+			// Back to the listen in use: a later change is a new one, and warned about again
+			// (TestReloadWarnsListenChangeAgain).
+			r.warnedListen = ""
+		case r.warnedListen:
+		default:
+			r.warnedListen = cfg.Listen
+			r.log.Warn("reload: listen changed in the file; that takes a restart: still listening on the old address",
+				"listen", cfg.Listen, "addr", r.addr.String())
+		}
 	}
 	if err := cfg.SetListen(r.running); err != nil {
 		return nil, err

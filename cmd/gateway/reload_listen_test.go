@@ -84,3 +84,41 @@ func TestReloadKeepsListenHostAllowed(t *testing.T) {
 		t.Errorf("Host other.lan, the file's listen that the reload did not apply: %d, want 403", got)
 	}
 }
+
+// TestReloadWarnsListenChangeAgain: a listen change is warned about once however many reloads
+// repeat it, and again when the file, after naming the running listen, changes it once more.
+func TestReloadWarnsListenChangeAgain(t *testing.T) {
+	up := fakeModel(t, nil)
+	path := filepath.Join(t.TempDir(), "gateway.toml")
+	writeFile(t, path, gatewayFile("127.0.0.1:8000", up.URL, "r"))
+	cfg, err := config.Load(path, os.Getenv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	logs := &syncBuffer{}
+	log := slog.New(slog.NewTextHandler(logs, nil))
+	srv, err := server.New(server.Options{Config: cfg, Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	live := server.NewLive(srv)
+	ts := httptest.NewServer(live)
+	defer func() {
+		ts.Close()
+		live.Server().Close()
+	}()
+	rl := &reloader{path: path, getenv: os.Getenv, log: log,
+		live: live, addr: ts.Listener.Addr(), running: cfg.Listen, reloads: new(metrics.Reloads)}
+	for i, step := range []struct {
+		listen string
+		warned int // listen changes warned about so far
+	}{{"127.0.0.1:9999", 1}, {"127.0.0.1:9999", 1}, {"127.0.0.1:8000", 1}, {"127.0.0.1:9999", 2}} {
+		writeFile(t, path, gatewayFile(step.listen, up.URL, "r"))
+		if !rl.reload(context.Background()) {
+			t.Fatalf("reload %d failed:\n%s", i+1, logs)
+		}
+		if n := strings.Count(logs.String(), "listen changed"); n != step.warned {
+			t.Fatalf("after reload %d (listen %s): %d warnings, want %d:\n%s", i+1, step.listen, n, step.warned, logs)
+		}
+	}
+}
