@@ -218,6 +218,17 @@ func (r *reloader) build(ctx context.Context) (*server.Server, error) {
 		return nil, err
 	}
 	cur := r.live.Server()
+	if p := cur.Processes(); p != nil && len(cfg.Lifecycle.Specs) > 0 {
+		// next takes over p, which keeps the settings it was built with.
+		if f := cfg.Lifecycle.StateFile; f != p.StateFile() {
+			r.log.Warn("reload: state_file changed in the file; that takes a restart while the gateway runs processes: still using the old one",
+				"state_file", f, "in_use", p.StateFile())
+		}
+		if w := cfg.Lifecycle.WaitHealthy; w != p.WaitsHealthy() {
+			r.log.Warn("reload: wait_healthy changed in the file; that takes a restart while the gateway runs processes",
+				"wait_healthy", w, "in_use", p.WaitsHealthy())
+		}
+	}
 	next, err := server.New(server.Options{Config: cfg, Logger: r.log, Previous: cur, Reloads: r.reloads})
 	if err != nil {
 		return nil, err

@@ -4,8 +4,10 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -119,6 +121,64 @@ func TestReloadWarnsListenChangeAgain(t *testing.T) {
 		}
 		if n := strings.Count(logs.String(), "listen changed"); n != step.warned {
 			t.Fatalf("after reload %d (listen %s): %d warnings, want %d:\n%s", i+1, step.listen, n, step.warned, logs)
+		}
+	}
+}
+
+// TestReloadWarnsLifecycleKeysKept: while the gateway runs processes, a reload applies the file
+// but for state_file and wait_healthy (CONFIG.md, Reloading), and says so, as for listen; a file
+// that names the values in use is not warned about.
+func TestReloadWarnsLifecycleKeysKept(t *testing.T) {
+	up := fakeModel(t, nil)
+	dir := t.TempDir()
+	path := filepath.Join(dir, "gateway.toml")
+	file := func(top string) string {
+		return top + fmt.Sprintf("listen = \"127.0.0.1:8000\"\n\n[targets.m]\nadapter = \"openai\"\nurl = %q\n"+
+			"class = \"private\"\ncommand = [\"/bin/sh\", \"-c\", \"exec sleep 60\"]\n\n[routes.r]\ntargets = [\"m\"]\n", up.URL+"/v1")
+	}
+	stateA, stateB := filepath.Join(dir, "a.json"), filepath.Join(dir, "b.json")
+	writeFile(t, path, file(fmt.Sprintf("state_file = %q\n", stateA)))
+	cfg, err := config.Load(path, os.Getenv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	logs := &syncBuffer{}
+	log := slog.New(slog.NewTextHandler(logs, nil))
+	srv, err := server.New(server.Options{Config: cfg, Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	live := server.NewLive(srv)
+	rl := &reloader{path: path, getenv: os.Getenv, log: log, live: live, addr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 8000},
+		running: cfg.Listen, reloads: new(metrics.Reloads)}
+	defer func() {
+		rl.closeRetired()
+		live.Server().Close()
+	}()
+	for i, step := range []struct {
+		top  string
+		want []string // warnings the reload logs
+	}{
+		{fmt.Sprintf("state_file = %q\n", stateA), nil},
+		{fmt.Sprintf("state_file = %q\n", stateB), []string{"state_file changed"}},
+		{fmt.Sprintf("state_file = %q\nwait_healthy = true\n", stateA), []string{"wait_healthy changed"}},
+	} {
+		before := len(logs.String())
+		writeFile(t, path, file(step.top))
+		if !rl.reload(context.Background()) {
+			t.Fatalf("reload %d failed:\n%s", i+1, logs)
+		}
+		got := logs.String()[before:]
+		for _, w := range step.want {
+			if !strings.Contains(got, w) {
+				t.Errorf("reload %d: the log lacks %q:\n%s", i+1, w, got)
+			}
+		}
+		if n := strings.Count(got, "level=WARN"); n != len(step.want) {
+			t.Errorf("reload %d: %d warnings, want %d:\n%s", i+1, n, len(step.want), got)
 		}
 	}
 }
