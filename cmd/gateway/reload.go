@@ -45,7 +45,8 @@ type reloader struct {
 	// its last request ends, or when the gateway stops (closeRetired), whichever comes first.
 	retiring sync.WaitGroup
 	mu       sync.Mutex
-	stopped  chan struct{} // closed by closeRetired; made on first use
+	stopped  chan struct{}                // closed by closeRetired; made on first use
+	held     map[*server.Retired]struct{} // the replaced servers not yet closed; under mu
 }
 
 // loop reloads once per value on hup until ctx ends, when the gateway begins to stop; from then
@@ -133,7 +134,18 @@ func (r *reloader) retire(old *server.Retired) {
 	r.log.Info("reload: the previous configuration serves its requests in flight to their end",
 		"in_flight", old.InFlight())
 	stopped := r.stopCh()
+	r.mu.Lock()
+	if r.held == nil {
+		r.held = map[*server.Retired]struct{}{}
+	}
+	r.held[old] = struct{}{}
+	r.mu.Unlock()
 	r.retiring.Go(func() {
+		defer func() {
+			r.mu.Lock()
+			delete(r.held, old)
+			r.mu.Unlock()
+		}()
 		select {
 		case <-old.Drained():
 			old.Close()
@@ -144,6 +156,21 @@ func (r *reloader) retire(old *server.Retired) {
 			}
 		}
 	})
+}
+
+// drainRetired is the first step of the stop (lifecycle.Manager.Drain) for the processes of the
+// replaced servers still serving requests, as serve takes it for the current server's: a request
+// of theirs that waits for a process to start is answered at once, not held through the shutdown
+// grace and cut off (TestStopDrainsReplacedConfigurationsLoads). A replaced server shares its
+// processes with its successor unless that one runs none, or its own.
+func (r *reloader) drainRetired() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for old := range r.held {
+		if p := old.Server().Processes(); p != nil {
+			p.Drain()
+		}
+	}
 }
 
 // discard releases a server a reload built but did not apply. One that runs processes of its own
