@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -47,13 +46,10 @@ func hostStatus(t *testing.T, base, host, model string) int {
 	return resp.StatusCode
 }
 
-// TestReloadKeepsListenHostAllowed: the host name the gateway listens under is served (CONFIG.md,
-// Browsers: "the name listen gives") after a reload whose file names another listen, which does
-// not move the listener; the file's new name, under which nothing listens, is not let in by it.
-func TestReloadKeepsListenHostAllowed(t *testing.T) {
-	up := fakeModel(t, nil)
-	path := filepath.Join(t.TempDir(), "gateway.toml")
-	writeFile(t, path, keyedGatewayFile("gw.lan:8000", up.URL, "r"))
+// reloadRig serves the configuration file at path as serve does (server.New, Start, a Live),
+// behind an httptest server, with a reloader of the file; all is closed when the test ends.
+func reloadRig(t *testing.T, path string) (*reloader, *httptest.Server, *syncBuffer) {
+	t.Helper()
 	cfg, err := config.Load(path, os.Getenv)
 	if err != nil {
 		t.Fatal(err)
@@ -64,14 +60,29 @@ func TestReloadKeepsListenHostAllowed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if err := srv.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
 	live := server.NewLive(srv)
 	ts := httptest.NewServer(live)
-	defer func() {
-		ts.Close()
-		live.Server().Close()
-	}()
 	rl := &reloader{path: path, getenv: os.Getenv, log: log,
 		live: live, addr: ts.Listener.Addr(), running: cfg.Listen, reloads: new(metrics.Reloads)}
+	t.Cleanup(func() {
+		ts.Close()
+		rl.closeRetired()
+		live.Server().Close()
+	})
+	return rl, ts, logs
+}
+
+// TestReloadKeepsListenHostAllowed: the host name the gateway listens under is served (CONFIG.md,
+// Browsers: "the name listen gives") after a reload whose file names another listen, which does
+// not move the listener; the file's new name, under which nothing listens, is not let in by it.
+func TestReloadKeepsListenHostAllowed(t *testing.T) {
+	up := fakeModel(t, nil)
+	path := filepath.Join(t.TempDir(), "gateway.toml")
+	writeFile(t, path, keyedGatewayFile("gw.lan:8000", up.URL, "r"))
+	rl, ts, logs := reloadRig(t, path)
 	if got := hostStatus(t, ts.URL, "gw.lan:8000", "r"); got != 200 {
 		t.Fatalf("Host gw.lan before the reload: %d", got)
 	}
@@ -93,24 +104,7 @@ func TestReloadWarnsListenChangeAgain(t *testing.T) {
 	up := fakeModel(t, nil)
 	path := filepath.Join(t.TempDir(), "gateway.toml")
 	writeFile(t, path, gatewayFile("127.0.0.1:8000", up.URL, "r"))
-	cfg, err := config.Load(path, os.Getenv)
-	if err != nil {
-		t.Fatal(err)
-	}
-	logs := &syncBuffer{}
-	log := slog.New(slog.NewTextHandler(logs, nil))
-	srv, err := server.New(server.Options{Config: cfg, Logger: log})
-	if err != nil {
-		t.Fatal(err)
-	}
-	live := server.NewLive(srv)
-	ts := httptest.NewServer(live)
-	defer func() {
-		ts.Close()
-		live.Server().Close()
-	}()
-	rl := &reloader{path: path, getenv: os.Getenv, log: log,
-		live: live, addr: ts.Listener.Addr(), running: cfg.Listen, reloads: new(metrics.Reloads)}
+	rl, _, logs := reloadRig(t, path)
 	for i, step := range []struct {
 		listen string
 		warned int // listen changes warned about so far
@@ -138,26 +132,7 @@ func TestReloadWarnsLifecycleKeysKept(t *testing.T) {
 	}
 	stateA, stateB := filepath.Join(dir, "a.json"), filepath.Join(dir, "b.json")
 	writeFile(t, path, file(fmt.Sprintf("state_file = %q\n", stateA)))
-	cfg, err := config.Load(path, os.Getenv)
-	if err != nil {
-		t.Fatal(err)
-	}
-	logs := &syncBuffer{}
-	log := slog.New(slog.NewTextHandler(logs, nil))
-	srv, err := server.New(server.Options{Config: cfg, Logger: log})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := srv.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	live := server.NewLive(srv)
-	rl := &reloader{path: path, getenv: os.Getenv, log: log, live: live, addr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 8000},
-		running: cfg.Listen, reloads: new(metrics.Reloads)}
-	defer func() {
-		rl.closeRetired()
-		live.Server().Close()
-	}()
+	rl, _, logs := reloadRig(t, path)
 	for i, step := range []struct {
 		top  string
 		want []string // warnings the reload logs
