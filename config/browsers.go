@@ -1,6 +1,7 @@
 package config
 
 import (
+	"net"
 	"net/netip"
 	"slices"
 	"strings"
@@ -12,8 +13,13 @@ import (
 // that name). IP literals, localhost and loopback origins are always accepted.
 type Browsers struct {
 	// Hosts are the host names (lower case, without port) a request's Host may have besides IP
-	// literals and localhost; listen's host, when it is a name, is among them.
+	// literals, localhost and Listen: allowed_hosts.
 	Hosts []string
+	// Listen is the host name the gateway listens under (lower case), allowed as Hosts are; ""
+	// when listen names an IP literal. It follows Config.SetListen: a --listen override, and the
+	// address a reload keeps listening on whatever the file's listen says
+	// (TestReloadKeepsListenHostAllowed).
+	Listen string
 	// AnyHost: allowed_hosts has "*"; no Host is refused.
 	AnyHost bool
 	// Origins are the origins (lower-case scheme://host[:port]) a request's Origin may be besides
@@ -37,7 +43,17 @@ func (b *Browsers) AllowHost(host string) bool {
 		// An IP literal names no domain, so no other site's name can have been pointed at it.
 		return true
 	}
-	return slices.Contains(b.Hosts, hostName(h))
+	h = hostName(h)
+	return h == b.Listen && h != "" || slices.Contains(b.Hosts, h)
+}
+
+// listenHost is the host name listen (host:port) names, as Browsers.Listen holds it; "" for an
+// IP literal, an empty host or an address that is not host:port.
+func listenHost(listen string) string {
+	if host, _, err := net.SplitHostPort(listen); err == nil && host != "" && net.ParseIP(host) == nil {
+		return hostName(host)
+	}
+	return ""
 }
 
 // AllowOrigin reports whether a request whose Origin header is origin may be served: none (not a
@@ -101,4 +117,13 @@ func isLoopbackName(h string) bool {
 	h = strings.TrimSuffix(h, ".")
 	return strings.EqualFold(h, "localhost") || len(h) > len(".localhost") &&
 		strings.EqualFold(h[len(h)-len(".localhost"):], ".localhost")
+}
+
+// AllowedHosts are the host names a request's Host may have besides IP literals and localhost:
+// Listen, then Hosts.
+func (b *Browsers) AllowedHosts() []string {
+	if b.Listen == "" || slices.Contains(b.Hosts, b.Listen) {
+		return b.Hosts
+	}
+	return append([]string{b.Listen}, b.Hosts...)
 }

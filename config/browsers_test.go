@@ -24,7 +24,7 @@ allowed_origins = ["https://Chat.Example.com", "http://192.168.1.20:3000", "*"]
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff(Browsers{Hosts: []string{"localhost"}}, cfg.Browsers); diff != "" {
+	if diff := cmp.Diff(Browsers{Listen: "localhost"}, cfg.Browsers); diff != "" {
 		t.Errorf("listen's name is allowed (-want +got):\n%s", diff)
 	}
 	for _, bad := range []string{
@@ -112,26 +112,29 @@ func TestAllowedOriginDefaultPort(t *testing.T) {
 	}
 }
 
-// TestListenOverrideNameAllowed: the host name that --listen gives (SetListen) is allowed as a
-// request's Host, as the name the file's listen gives is: clients reach the gateway by it.
-func TestListenOverrideNameAllowed(t *testing.T) {
+// TestSetListenMovesListenHost: the name a --listen override gives is served, as the file's
+// listen would have been, and the file's, under which the gateway does not listen, is not.
+func TestSetListenMovesListenHost(t *testing.T) {
 	const key = "\n[[keys]]\nname = \"k\"\nsha256 = \"" + hashTest + "\"\n"
-	cfg, err := Parse([]byte(minimal+key), "b.toml", nil)
+	cfg, err := Parse([]byte("listen = \"file.lan:8000\"\nallowed_hosts = [\"extra.lan\"]\n"+minimal+key), "b.toml", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := cfg.SetListen("Gateway.LAN.:8000"); err != nil {
+	if err := cfg.SetListen("Flag.LAN:9000"); err != nil {
 		t.Fatal(err)
 	}
-	for _, host := range []string{"gateway.lan:8000", "GATEWAY.lan", "gateway.lan."} {
-		if !cfg.Browsers.AllowHost(host) {
-			t.Errorf("AllowHost(%q) = false after --listen Gateway.LAN.:8000", host)
+	for host, want := range map[string]bool{"flag.lan:9000": true, "FLAG.lan": true, "extra.lan": true, "file.lan:8000": false} {
+		if got := cfg.Browsers.AllowHost(host); got != want {
+			t.Errorf("AllowHost(%q) = %v, want %v", host, got, want)
 		}
 	}
-	if cfg.Browsers.AllowHost("other.lan") {
-		t.Error("AllowHost(other.lan) = true")
+	if err := cfg.SetListen("127.0.0.1:8000"); err != nil {
+		t.Fatal(err)
 	}
-	if err := cfg.SetListen("127.0.0.1:8000"); err != nil || len(cfg.Browsers.Hosts) != 1 {
-		t.Errorf("SetListen(an address) = %v, hosts %q: want the name kept once, nothing added", err, cfg.Browsers.Hosts)
+	if cfg.Browsers.AllowHost("flag.lan") || !cfg.Browsers.AllowHost("extra.lan") {
+		t.Errorf("after SetListen to an IP literal: %+v", cfg.Browsers)
+	}
+	if s := cfg.Summary(); !strings.Contains(s, "browsers: Host IP literals, localhost, extra.lan;") {
+		t.Errorf("summary:\n%s", s)
 	}
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"slices"
 	"time"
 
 	"github.com/hayula/gateway/autoroute"
@@ -202,11 +201,7 @@ func (c *Config) SetListen(addr string) error {
 		return &Error{File: c.Source, Msg: "listen override: " + openMsg(addr)}
 	}
 	c.Listen = addr
-	// The name clients reach the gateway by, as the file's listen's is (browsers).
-	if host, _, _ := net.SplitHostPort(addr); host != "" && net.ParseIP(host) == nil &&
-		!slices.Contains(c.Browsers.Hosts, hostName(host)) {
-		c.Browsers.Hosts = append(slices.Clip(c.Browsers.Hosts), hostName(host))
-	}
+	c.Browsers.Listen = listenHost(addr)
 	return nil
 }
 

@@ -654,10 +654,7 @@ func (c *compiler) top(cfg *Config, raw *fileTOML) {
 // browsers compiles allowed_hosts and allowed_origins. The host that listen names, when it is a
 // name, is allowed without being listed.
 func (c *compiler) browsers(raw *fileTOML, listen string) Browsers {
-	var b Browsers
-	if host, _, err := net.SplitHostPort(listen); err == nil && host != "" && net.ParseIP(host) == nil {
-		b.Hosts = append(b.Hosts, hostName(host))
-	}
+	b := Browsers{Listen: listenHost(listen)}
 	if raw.AllowedHosts != nil {
 		for i, h := range *raw.AllowedHosts {
 			at := []string{"allowed_hosts", elem(i)}

@@ -50,7 +50,7 @@ func (c *Config) Summary() string {
 	}
 
 	fmt.Fprintf(&b, "browsers: Host %s; Origin %s\n",
-		browserList(c.Browsers.AnyHost, c.Browsers.Hosts, "IP literals, localhost"),
+		browserList(c.Browsers.AnyHost, c.Browsers.AllowedHosts(), "IP literals, localhost"),
 		browserList(c.Browsers.AnyOrigin, c.Browsers.Origins, "none, loopback"))
 
 	if c.Auto != nil {

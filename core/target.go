@@ -171,27 +171,51 @@ type Target struct {
 	// DegradedAfter marks the target degraded when a check answers slower than this; 0 means
 	// never.
 	DegradedAfter time.Duration
-	// Stats are live counters for selection; never nil after load.
+	// Stats are live counters for selection; never nil after load. A reload gives a target
+	// whose name and URL it left alone Stats carried from its predecessor's (server.New, before
+	// the new configuration serves: Stats.Carry).
 	Stats *Stats
 }
 
-// Stats are a target's live counters. They are the only mutable part of a Target.
+// Stats are a target's live counters. They are the only mutable part of a Target. The zero
+// value is ready to use.
 type Stats struct {
-	inFlight atomic.Int64
-	latency  atomic.Int64 // smoothed latency in ns; 0 = never observed
-	observed atomic.Int64 // Unix ns of the last latency sample
+	own Load
+	// load is the Load counted in: own, or, for a target a reload carried over (Carry), the one
+	// its predecessor counted in; nil means own.
+	load     *Load
 	degraded atomic.Bool
 }
 
+// Load is what a target's Stats count of its upstream's work: the attempts in flight and their
+// smoothed latency. A reload that leaves a target's upstream alone carries it over, so that the
+// attempts still under way on the replaced configuration count in the new one (Stats.Carry).
+type Load struct {
+	inFlight atomic.Int64
+	latency  atomic.Int64 // smoothed latency in ns; 0 = never observed
+	observed atomic.Int64 // Unix ns of the last latency sample
+}
+
+func (s *Stats) l() *Load {
+	if s.load != nil {
+		return s.load
+	}
+	return &s.own
+}
+
+// Carry is new Stats for the same upstream in a configuration that replaces s's: they count in
+// s's Load, and their degraded mark, which is health-check state, starts afresh (false).
+func (s *Stats) Carry() *Stats { return &Stats{load: s.l()} }
+
 // Begin counts a request in flight; End ends it. (A returned func would cost an allocation
 // per attempt.)
-func (s *Stats) Begin() { s.inFlight.Add(1) }
+func (s *Stats) Begin() { s.l().inFlight.Add(1) }
 
 // End ends a request Begin counted.
-func (s *Stats) End() { s.inFlight.Add(-1) }
+func (s *Stats) End() { s.l().inFlight.Add(-1) }
 
 // InFlight is the number of requests now in flight.
-func (s *Stats) InFlight() int64 { return s.inFlight.Load() }
+func (s *Stats) InFlight() int64 { return s.l().inFlight.Load() }
 
 // LatencyStale is how long a latency estimate counts without a new sample. Older, it is as good
 // as none: the latency policy tries the target again (it would otherwise never re-measure a
@@ -202,33 +226,35 @@ const LatencyStale = 30 * time.Second
 // ObserveLatency folds d, measured at at, into the smoothed latency (EWMA, alpha 1/4); a stale
 // estimate (LatencyStale) is replaced by d.
 func (s *Stats) ObserveLatency(d time.Duration, at time.Time) {
+	l := s.l()
 	now := at.UnixNano()
 	for {
-		old := s.latency.Load()
+		old := l.latency.Load()
 		next := int64(d)
-		if old != 0 && now-s.observed.Load() < int64(LatencyStale) {
+		if old != 0 && now-l.observed.Load() < int64(LatencyStale) {
 			next = old + (int64(d)-old)/4
 		}
 		if next == 0 {
 			next = 1
 		}
-		if s.latency.CompareAndSwap(old, next) {
-			s.observed.Store(now)
+		if l.latency.CompareAndSwap(old, next) {
+			l.observed.Store(now)
 			return
 		}
 	}
 }
 
 // Latency is the smoothed latency; 0 when nothing was observed yet.
-func (s *Stats) Latency() time.Duration { return time.Duration(s.latency.Load()) }
+func (s *Stats) Latency() time.Duration { return time.Duration(s.l().latency.Load()) }
 
 // LatencyAt is the smoothed latency as it counts at now: 0 when nothing was observed, or nothing
 // within LatencyStale.
 func (s *Stats) LatencyAt(now time.Time) time.Duration {
-	if now.UnixNano()-s.observed.Load() >= int64(LatencyStale) {
+	l := s.l()
+	if now.UnixNano()-l.observed.Load() >= int64(LatencyStale) {
 		return 0
 	}
-	return time.Duration(s.latency.Load())
+	return time.Duration(l.latency.Load())
 }
 
 // SetDegraded records whether active health found the target slow. Health sets it; selectors

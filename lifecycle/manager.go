@@ -199,6 +199,13 @@ func newMember(s Spec, g *group) *member {
 	return mem
 }
 
+// StateFile is the file the manager keeps its LRU order in ("" for none), and WaitsHealthy
+// whether its Start waits for the pinned members: what New was given, which Reload leaves alone.
+func (m *Manager) StateFile() string { return m.opt.StateFile }
+
+// WaitsHealthy: see StateFile.
+func (m *Manager) WaitsHealthy() bool { return m.opt.WaitHealthy }
+
 // Manages reports whether name is a lifecycle-managed target.
 func (m *Manager) Manages(name string) bool { return m.member(name) != nil }
 

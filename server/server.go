@@ -182,6 +182,7 @@ func New(o Options) (*Server, error) {
 	if o.Previous != nil {
 		s.started = o.Previous.started
 		s.failedOpen = o.Previous.failedOpen
+		carryStats(o.Config, o.Previous.cfg)
 	}
 	s.created = s.started.Unix()
 	if s.clock == nil {
@@ -272,6 +273,21 @@ func New(o Options) (*Server, error) {
 		return nil, err
 	}
 	return s, nil
+}
+
+// carryStats gives each target of cfg that prev has under the same name and URL (the same
+// upstream) prev's Stats: the attempts still under way on prev's server count in flight on it,
+// for least-busy and hayula_upstream_in_flight, and the latency policy goes on from its estimate.
+// Built afresh, they read 0 while the replaced configuration's streams still ran there, and
+// least-busy sent the next requests to the busiest target (TestReloadKeepsTargetsInFlight). Its
+// degraded mark is health-check state, which starts afresh (core.Stats.Carry). cfg is not serving
+// yet; prev's targets, which may still serve, are only read.
+func carryStats(cfg, prev *config.Config) {
+	for _, t := range cfg.Targets {
+		if p, ok := prev.Target(t.Name); ok && p.URL == t.URL && p.Stats != t.Stats {
+			t.Stats = p.Stats.Carry()
+		}
+	}
 }
 
 // Handler is the gateway's HTTP handler.

@@ -306,6 +306,9 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, rl *reload
 		if p := live.Server().Processes(); p != nil {
 			p.Drain()
 		}
+		if rl != nil {
+			rl.drainRetired()
+		}
 	})
 	defer stopLoads()
 	log.Info("hayula gateway listening", "addr", ln.Addr().String(), "routes", len(cfg.Routes),

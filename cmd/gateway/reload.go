@@ -45,7 +45,8 @@ type reloader struct {
 	// its last request ends, or when the gateway stops (closeRetired), whichever comes first.
 	retiring sync.WaitGroup
 	mu       sync.Mutex
-	stopped  chan struct{} // closed by closeRetired; made on first use
+	stopped  chan struct{}                // closed by closeRetired; made on first use
+	held     map[*server.Retired]struct{} // the replaced servers not yet closed; under mu
 }
 
 // loop reloads once per value on hup until ctx ends, when the gateway begins to stop; from then
@@ -133,7 +134,18 @@ func (r *reloader) retire(old *server.Retired) {
 	r.log.Info("reload: the previous configuration serves its requests in flight to their end",
 		"in_flight", old.InFlight())
 	stopped := r.stopCh()
+	r.mu.Lock()
+	if r.held == nil {
+		r.held = map[*server.Retired]struct{}{}
+	}
+	r.held[old] = struct{}{}
+	r.mu.Unlock()
 	r.retiring.Go(func() {
+		defer func() {
+			r.mu.Lock()
+			delete(r.held, old)
+			r.mu.Unlock()
+		}()
 		select {
 		case <-old.Drained():
 			old.Close()
@@ -144,6 +156,21 @@ func (r *reloader) retire(old *server.Retired) {
 			}
 		}
 	})
+}
+
+// drainRetired is the first step of the stop (lifecycle.Manager.Drain) for the processes of the
+// replaced servers still serving requests, as serve takes it for the current server's: a request
+// of theirs that waits for a process to start is answered at once, not held through the shutdown
+// grace and cut off (TestStopDrainsReplacedConfigurationsLoads). A replaced server shares its
+// processes with its successor unless that one runs none, or its own.
+func (r *reloader) drainRetired() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for old := range r.held {
+		if p := old.Server().Processes(); p != nil {
+			p.Drain()
+		}
+	}
 }
 
 // discard releases a server a reload built but did not apply. One that runs processes of its own
@@ -199,10 +226,18 @@ func (r *reloader) build(ctx context.Context) (*server.Server, error) {
 		// new pinned ones.
 		return nil, err
 	}
-	if r.listen == "" && cfg.Listen != r.running && cfg.Listen != r.warnedListen {
-		r.warnedListen = cfg.Listen
-		r.log.Warn("reload: listen changed in the file; that takes a restart: still listening on the old address",
-			"listen", cfg.Listen, "addr", r.addr.String())
+	if r.listen == "" {
+		switch cfg.Listen {
+		case r.running:
+			// Back to the listen in use: a later change is a new one, and warned about again
+			// (TestReloadWarnsListenChangeAgain).
+			r.warnedListen = ""
+		case r.warnedListen:
+		default:
+			r.warnedListen = cfg.Listen
+			r.log.Warn("reload: listen changed in the file; that takes a restart: still listening on the old address",
+				"listen", cfg.Listen, "addr", r.addr.String())
+		}
 	}
 	if err := cfg.SetListen(r.running); err != nil {
 		return nil, err
@@ -211,6 +246,17 @@ func (r *reloader) build(ctx context.Context) (*server.Server, error) {
 		return nil, err
 	}
 	cur := r.live.Server()
+	if p := cur.Processes(); p != nil && len(cfg.Lifecycle.Specs) > 0 {
+		// next takes over p, which keeps the settings it was built with.
+		if f := cfg.Lifecycle.StateFile; f != p.StateFile() {
+			r.log.Warn("reload: state_file changed in the file; that takes a restart while the gateway runs processes: still using the old one",
+				"state_file", f, "in_use", p.StateFile())
+		}
+		if w := cfg.Lifecycle.WaitHealthy; w != p.WaitsHealthy() {
+			r.log.Warn("reload: wait_healthy changed in the file; that takes a restart while the gateway runs processes",
+				"wait_healthy", w, "in_use", p.WaitsHealthy())
+		}
+	}
 	next, err := server.New(server.Options{Config: cfg, Logger: r.log, Previous: cur, Reloads: r.reloads})
 	if err != nil {
 		return nil, err
