@@ -1,6 +1,9 @@
 package server
 
 import (
+	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"runtime"
 	"strings"
 	"testing"
@@ -62,6 +65,55 @@ func TestResponsesInputLinear(t *testing.T) {
 			t.Logf("%d B body: %d B allocated; %d B body: %d B (%.1f times)", size[0], got[0], size[1], got[1], ratio)
 			if ratio > 8 {
 				t.Errorf("4 times the pieces allocated %.1f times the bytes (%d -> %d): not linear", ratio, got[0], got[1])
+			}
+		})
+	}
+}
+
+// TestResponsesCallDeltaLinear: the bridge found the call a streamed tool call delta continues by
+// looking at every call streamed so far, so an upstream streaming n calls (each whole, at index 0
+// with its own id, as Ollama's OpenAI endpoint does, or each at an index of its own) cost n*n/2
+// looks. The test counts them.
+func TestResponsesCallDeltaLinear(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		delta func(i int) string
+	}{
+		{"each at index 0 with its own id", func(i int) string {
+			return fmt.Sprintf(`{"index":0,"id":"call_%d","type":"function","function":{"name":"f","arguments":"{}"}}`, i)
+		}},
+		{"each at its own index", func(i int) string {
+			return fmt.Sprintf(`{"index":%d,"id":"call_%d","type":"function","function":{"name":"f","arguments":"{}"}}`, i, i)
+		}},
+		{"named, then arguments", func(i int) string {
+			if i%2 == 0 {
+				return fmt.Sprintf(`{"index":%d,"id":"call_%d","type":"function","function":{"name":"f","arguments":""}}`, i/2, i)
+			}
+			return fmt.Sprintf(`{"index":%d,"function":{"arguments":"{}"}}`, i/2)
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			const n = 4000
+			rec := httptest.NewRecorder()
+			rec.Header().Set("Content-Type", "text/event-stream")
+			b := &responsesWriter{w: rec, stream: true}
+			b.WriteHeader(http.StatusOK)
+			for i := range n {
+				ev := `data: {"id":"c","object":"chat.completion.chunk","model":"m","choices":[{"index":0,"delta":{"tool_calls":[` +
+					tc.delta(i) + `]},"finish_reason":null}]}` + "\n\n"
+				if _, err := b.Write([]byte(ev)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if _, err := b.Write([]byte("data: [DONE]\n\n")); err != nil {
+				t.Fatal(err)
+			}
+			if got := strings.Count(rec.Body.String(), "event: response.output_item.done\n"); got != len(b.calls) || got == 0 {
+				t.Fatalf("%d items done for %d calls", got, len(b.calls))
+			}
+			t.Logf("%d deltas, %d calls: %d looks", n, len(b.calls), b.callSteps)
+			if b.callSteps > 2*n {
+				t.Errorf("%d deltas looked at %d calls (more than %d)", n, b.callSteps, 2*n)
 			}
 		})
 	}

@@ -41,6 +41,11 @@ type responsesWriter struct {
 	msgAt     int              // its output_index
 	parts     []*streamPart    // its content parts, in content_index order
 	calls     []*streamCall
+	// lastCall is the latest call at each chat index: a delta finds its call here rather than
+	// among all the calls so far, which cost a stream of n calls n*n/2 looks
+	// (TestResponsesCallDeltaLinear, which counts the looks in callSteps).
+	lastCall  map[int]*streamCall
+	callSteps int
 	next      int    // the next output_index
 	reason    string // the chat answer's finish_reason
 	usage     *chatUsage
@@ -736,12 +741,8 @@ func (b *responsesWriter) partDelta(refusal bool, d string) {
 // callDelta follows chat's tool call deltas: the first for an index names the call, the rest
 // carry pieces of its arguments.
 func (b *responsesWriter) callDelta(index int, id, name, args string) {
-	var c *streamCall
-	for _, x := range b.calls {
-		if x.chatIndex == index {
-			c = x
-		}
-	}
+	c := b.lastCall[index]
+	b.callSteps++
 	if c != nil && id != "" && c.id != "" && id != c.id {
 		// Another call at the same index: servers that leave out the index (Ollama's OpenAI
 		// endpoint, some llama.cpp builds) send each call whole, with its own id, all at 0.
@@ -750,6 +751,10 @@ func (b *responsesWriter) callDelta(index int, id, name, args string) {
 	if c == nil {
 		c = &streamCall{chatIndex: index, item: functionCall{ID: newID("fc_"), Type: "function_call", Status: "in_progress"}}
 		b.calls = append(b.calls, c)
+		if b.lastCall == nil {
+			b.lastCall = map[int]*streamCall{}
+		}
+		b.lastCall[index] = c
 	}
 	b.endThinking("completed")
 	if !c.announced {
