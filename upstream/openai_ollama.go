@@ -971,7 +971,7 @@ func (a *openaiOllama) embed(ctx context.Context, req *core.Request) (*Response,
 	inputs := 1
 	switch {
 	case json.Unmarshal(in.Input, &one) == nil:
-	case json.Unmarshal(in.Input, &many) == nil:
+	case stringsOnly(in.Input) && json.Unmarshal(in.Input, &many) == nil:
 		inputs = len(many)
 	default:
 		return nil, requestError(a.t, "unsupported_input", "input",
@@ -1063,6 +1063,27 @@ func (a *openaiOllama) embed(ctx context.Context, req *core.Request) (*Response,
 		Usage  usage  `json:"usage"`
 	}{"list", data, cmpOr(m.Model, a.t.Model), usage{m.PromptEvalCount, m.PromptEvalCount}})
 	return &Response{Body: b, Usage: usageOf(m.PromptEvalCount, -1)}, nil
+}
+
+// stringsOnly reports whether v is an array whose elements are all strings (or null). Decoding an array of
+// token ids into a []string to learn that it is not one went through the whole array, growing
+// the slice and building an error for every number: 86 bytes allocated for each byte of the body
+// (TestOllamaEmbedTokensRefusedCheaply).
+func stringsOnly(v json.RawMessage) bool {
+	v = bytes.TrimSpace(v)
+	if len(v) == 0 || v[0] != '[' {
+		return false
+	}
+	it := jsonx.Array(v, false)
+	for {
+		_, e, ok := it.Next()
+		if !ok {
+			return it.Done()
+		}
+		if e[0] != '"' && string(e) != "null" { // null, which a []string takes, as it took it
+			return false
+		}
+	}
 }
 
 // floatsBase64 is OpenAI's base64 embedding: little-endian float32s, base64-encoded, as a JSON
