@@ -1,6 +1,7 @@
 package server
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -116,5 +117,46 @@ func TestResponsesCallDeltaLinear(t *testing.T) {
 				t.Errorf("%d deltas looked at %d calls (more than %d)", n, b.callSteps, 2*n)
 			}
 		})
+	}
+}
+
+// TestResponsesNestedThinkingLinear: the bridge read a content part of type "thinking" by decoding
+// its value as content again, so thinking parts nested in thinking parts (encoding/json allows
+// 10,000 levels, a 330 KB answer or chunk) were each validated and copied once for every level
+// above them: bytes quadratic in the depth, some 1.6 GB for the deepest. Only the first level's
+// text is read (Magistral's thinking is a string or text parts). The test counts the bytes for d
+// and 4d levels.
+func TestResponsesNestedThinkingLinear(t *testing.T) {
+	nested := func(d int) []byte {
+		return []byte(`{"model":"m","choices":[{"index":0,"message":{"role":"assistant","content":[` +
+			strings.Repeat(`{"type":"thinking","thinking":[`, d) + `{"type":"text","text":"deep"}` + strings.Repeat(`]}`, d) +
+			`,{"type":"text","text":"answer"}]},"finish_reason":"stop"}]}`)
+	}
+	var got [2]uint64
+	for k, d := range []int{500, 2000} {
+		body := nested(d)
+		var a chatAnswer
+		got[k] = allocBytes(func() {
+			if err := json.Unmarshal(body, &a); err != nil {
+				t.Fatal(err)
+			}
+		})
+		if m := a.Choices[0].Message; m.text() != "answer" {
+			t.Fatalf("depth %d: text %q", d, m.text())
+		}
+	}
+	ratio := float64(got[1]) / float64(got[0])
+	t.Logf("500 levels: %d B; 2000: %d B (%.1f times)", got[0], got[1], ratio)
+	if ratio > 8 {
+		t.Errorf("4 times the levels allocated %.1f times the bytes (%d -> %d): not linear", ratio, got[0], got[1])
+	}
+	// One level, as Magistral sends it, still reads.
+	var a chatAnswer
+	if err := json.Unmarshal([]byte(`{"choices":[{"message":{"content":[{"type":"thinking","thinking":[{"type":"text","text":"hm"}]},`+
+		`{"type":"thinking","thinking":"then"},{"type":"text","text":"ok"}]}}]}`), &a); err != nil {
+		t.Fatal(err)
+	}
+	if m := a.Choices[0].Message; m.text() != "ok" || m.thinking() != "hmthen" {
+		t.Errorf("text %q thinking %q", m.text(), m.thinking())
 	}
 }

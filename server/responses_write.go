@@ -273,15 +273,41 @@ func (c *chatContent) UnmarshalJSON(v []byte) error {
 			if len(p.Thinking) == 0 || string(p.Thinking) == "null" {
 				continue
 			}
-			var t chatContent
-			if err := json.Unmarshal(p.Thinking, &t); err != nil {
+			t, err := thinkingText(p.Thinking)
+			if err != nil {
 				return err
 			}
-			thinking.WriteString(t.text)
+			thinking.WriteString(t)
 		}
 	}
 	c.text, c.thinking = text.String(), thinking.String()
 	return nil
+}
+
+// thinkingText is the text of a thinking part's value: a string, or text parts joined. It is read
+// as content is, but a thinking part inside it is passed over rather than decoded in turn, as
+// its text was never used: decoding each level's value again made an answer of thinking parts
+// nested thousands deep cost bytes quadratic in the depth (TestResponsesNestedThinkingLinear).
+func thinkingText(v []byte) (string, error) {
+	if len(v) > 0 && v[0] == '"' {
+		var s string
+		err := json.Unmarshal(v, &s)
+		return s, err
+	}
+	var parts []struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	}
+	if err := json.Unmarshal(v, &parts); err != nil {
+		return "", err
+	}
+	var text strings.Builder
+	for _, p := range parts {
+		if p.Type == "text" || p.Type == "output_text" {
+			text.WriteString(p.Text)
+		}
+	}
+	return text.String(), nil
 }
 
 // text is the content's text, "" when there is none.
