@@ -203,18 +203,25 @@ func readBody(r *http.Request, limit int64, buf []byte) ([]byte, *apiError) {
 	if r.ContentLength > limit {
 		return nil, tooLarge(limit)
 	}
-	// One byte to spare, so that a body that fits is read to its EOF without growing.
+	// One byte to spare, so that a body that fits is read to its EOF without growing. A stated
+	// length above maxPrealloc is not allocated before its bytes come: a client may state
+	// max_body_bytes and send a few (it has the body timeout for the rest), and each such request
+	// held that much (TestReadBodyAllocatesAsBytesCome). The buffer doubles toward the length.
 	want := 4096
 	if r.ContentLength > 0 {
 		want = int(r.ContentLength) + 1
 	}
-	if cap(buf) < want {
-		buf = make([]byte, 0, want)
+	if cap(buf) < min(want, maxPrealloc) {
+		buf = make([]byte, 0, min(want, maxPrealloc))
 	}
 	buf = buf[:0]
 	for {
 		if len(buf) == cap(buf) {
-			buf = append(buf, 0)[:len(buf)]
+			if grown := min(2*cap(buf), want); grown > cap(buf) {
+				buf = append(make([]byte, 0, grown), buf...)
+			} else {
+				buf = append(buf, 0)[:len(buf)]
+			}
 		}
 		n, err := r.Body.Read(buf[len(buf):cap(buf)])
 		buf = buf[:len(buf)+n]
@@ -255,6 +262,9 @@ func unsupportedEncoding(ce []string) *apiError {
 	return &apiError{Status: http.StatusUnsupportedMediaType, Type: typeInvalidRequest, Code: "unsupported_content_encoding",
 		Message: fmt.Sprintf("the request body's Content-Encoding %q is not supported: send the body uncompressed", strings.Join(ce, ", "))}
 }
+
+// maxPrealloc is the largest body buffer made before the body's bytes come (readBody).
+const maxPrealloc = 1 << 20
 
 // maxPooledBody is the largest body buffer kept for the next request: a chat request is a few
 // KB, and a rare large one should not pin its buffer.

@@ -310,16 +310,18 @@ func mergeLeadingSystem(msgs []chatMessage) []chatMessage {
 	if n < 2 {
 		return msgs
 	}
-	var text string
+	// A builder, not text += s: many short system messages would copy the text so far each time,
+	// work quadratic in their number (TestResponsesInputLinear).
+	var text strings.Builder
 	for i := range n {
 		var s string
 		_ = json.Unmarshal(msgs[i].Content, &s)
 		if i > 0 {
-			text += "\n\n"
+			text.WriteString("\n\n")
 		}
-		text += s
+		text.WriteString(s)
 	}
-	msgs[0].Content = quote(text)
+	msgs[0].Content = quote(text.String())
 	return append(msgs[:1], msgs[n:]...)
 }
 
@@ -476,16 +478,16 @@ func chatMessageOf(it inputItem, i int) (chatMessage, *apiError) {
 		} `json:"image_url,omitempty"`
 	}
 	var out []chatPart
-	var joined string
+	var joined strings.Builder // not +=, which is quadratic in the parts (TestResponsesInputLinear)
 	images := false
 	for j, p := range parts {
 		switch p.Type {
 		case "input_text", "output_text", "text":
 			out = append(out, chatPart{Type: "text", Text: p.Text})
-			joined += p.Text
+			joined.WriteString(p.Text)
 		case "refusal":
 			out = append(out, chatPart{Type: "text", Text: p.Refusal})
-			joined += p.Refusal
+			joined.WriteString(p.Refusal)
 		case "input_image":
 			if p.ImageURL == "" {
 				return chatMessage{}, badRequest(fmt.Sprintf("input[%d].content[%d].image_url", i, j), "unsupported_value",
@@ -506,7 +508,7 @@ func chatMessageOf(it inputItem, i int) (chatMessage, *apiError) {
 	if !images && (role != "user" || len(out) == 1) {
 		// One text, or an assistant's or system message's texts: a string, which every chat
 		// template takes.
-		return chatMessage{Role: role, Content: quote(joined)}, nil
+		return chatMessage{Role: role, Content: quote(joined.String())}, nil
 	}
 	raw, _ := json.Marshal(out)
 	return chatMessage{Role: role, Content: raw}, nil
@@ -530,11 +532,11 @@ func toolOutput(v json.RawMessage, i int) (json.RawMessage, *apiError) {
 		return nil, badRequest(fmt.Sprintf("input[%d].output", i), "invalid_type",
 			fmt.Sprintf("Invalid type for 'input[%d].output': expected a string or an array of content parts.", i))
 	}
-	var s string
+	var s strings.Builder // not +=, which is quadratic in the parts (TestResponsesInputLinear)
 	for j, p := range parts {
 		switch p.Type {
 		case "input_text", "output_text", "text":
-			s += p.Text
+			s.WriteString(p.Text)
 		case "input_image":
 			return nil, badRequest(fmt.Sprintf("input[%d].output[%d]", i, j), "unsupported_value",
 				"An input_image in a function_call_output is not supported by the gateway, which bridges Responses onto chat completions, whose tool messages take text only: send the tool's text as the output, and the image as an input_image in a user message after it.")
@@ -546,7 +548,7 @@ func toolOutput(v json.RawMessage, i int) (json.RawMessage, *apiError) {
 				fmt.Sprintf("Output parts of type '%s' are not supported: send input_text parts.", p.Type))
 		}
 	}
-	return quote(s), nil
+	return quote(s.String()), nil
 }
 
 // chatTools turns Responses function tools ({type, name, description, parameters, strict}) into

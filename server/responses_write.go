@@ -41,6 +41,11 @@ type responsesWriter struct {
 	msgAt     int              // its output_index
 	parts     []*streamPart    // its content parts, in content_index order
 	calls     []*streamCall
+	// lastCall is the latest call at each chat index: a delta finds its call here rather than
+	// among all the calls so far, which cost a stream of n calls n*n/2 looks
+	// (TestResponsesCallDeltaLinear, which counts the looks in callSteps).
+	lastCall  map[int]*streamCall
+	callSteps int
 	next      int    // the next output_index
 	reason    string // the chat answer's finish_reason
 	usage     *chatUsage
@@ -268,15 +273,41 @@ func (c *chatContent) UnmarshalJSON(v []byte) error {
 			if len(p.Thinking) == 0 || string(p.Thinking) == "null" {
 				continue
 			}
-			var t chatContent
-			if err := json.Unmarshal(p.Thinking, &t); err != nil {
+			t, err := thinkingText(p.Thinking)
+			if err != nil {
 				return err
 			}
-			thinking.WriteString(t.text)
+			thinking.WriteString(t)
 		}
 	}
 	c.text, c.thinking = text.String(), thinking.String()
 	return nil
+}
+
+// thinkingText is the text of a thinking part's value: a string, or text parts joined. It is read
+// as content is, but a thinking part inside it is passed over rather than decoded in turn, as
+// its text was never used: decoding each level's value again made an answer of thinking parts
+// nested thousands deep cost bytes quadratic in the depth (TestResponsesNestedThinkingLinear).
+func thinkingText(v []byte) (string, error) {
+	if len(v) > 0 && v[0] == '"' {
+		var s string
+		err := json.Unmarshal(v, &s)
+		return s, err
+	}
+	var parts []struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	}
+	if err := json.Unmarshal(v, &parts); err != nil {
+		return "", err
+	}
+	var text strings.Builder
+	for _, p := range parts {
+		if p.Type == "text" || p.Type == "output_text" {
+			text.WriteString(p.Text)
+		}
+	}
+	return text.String(), nil
 }
 
 // text is the content's text, "" when there is none.
@@ -736,12 +767,8 @@ func (b *responsesWriter) partDelta(refusal bool, d string) {
 // callDelta follows chat's tool call deltas: the first for an index names the call, the rest
 // carry pieces of its arguments.
 func (b *responsesWriter) callDelta(index int, id, name, args string) {
-	var c *streamCall
-	for _, x := range b.calls {
-		if x.chatIndex == index {
-			c = x
-		}
-	}
+	c := b.lastCall[index]
+	b.callSteps++
 	if c != nil && id != "" && c.id != "" && id != c.id {
 		// Another call at the same index: servers that leave out the index (Ollama's OpenAI
 		// endpoint, some llama.cpp builds) send each call whole, with its own id, all at 0.
@@ -750,6 +777,10 @@ func (b *responsesWriter) callDelta(index int, id, name, args string) {
 	if c == nil {
 		c = &streamCall{chatIndex: index, item: functionCall{ID: newID("fc_"), Type: "function_call", Status: "in_progress"}}
 		b.calls = append(b.calls, c)
+		if b.lastCall == nil {
+			b.lastCall = map[int]*streamCall{}
+		}
+		b.lastCall[index] = c
 	}
 	b.endThinking("completed")
 	if !c.announced {

@@ -11,7 +11,6 @@ import (
 	"io"
 	"math"
 	"net/http"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -671,32 +670,40 @@ func namedTool(t *core.Target, tools, choice json.RawMessage) (json.RawMessage, 
 	if json.Unmarshal(tools, &list) != nil {
 		return tools, nil
 	}
+	// Each tool is decoded once, into the first tool of each name, and each name listed is looked
+	// up there: searching the tools from the first for every name listed, and the names before it
+	// for a repeat, cost work quadratic in a long list (TestNamedToolLinear).
+	byName := make(map[string]json.RawMessage, len(list))
+	for _, tool := range list {
+		var d struct {
+			Function struct {
+				Name string `json:"name"`
+			} `json:"function"`
+		}
+		if json.Unmarshal(tool, &d) == nil && d.Function.Name != "" {
+			if _, ok := byName[d.Function.Name]; !ok {
+				byName[d.Function.Name] = tool
+			}
+		}
+	}
+	offered := make(map[string]bool, len(want))
 	out := json.RawMessage{'['}
-	for i, name := range want {
+	for _, name := range want {
 		// A name listed twice is offered once: Ollama would otherwise get two tools of one
 		// name, which a model may take for two functions.
-		if slices.Contains(want[:i], name) {
+		if offered[name] {
 			continue
 		}
-		found := false
-		for _, tool := range list {
-			var d struct {
-				Function struct {
-					Name string `json:"name"`
-				} `json:"function"`
-			}
-			if name != "" && json.Unmarshal(tool, &d) == nil && d.Function.Name == name {
-				if len(out) > 1 {
-					out = append(out, ',')
-				}
-				out, found = append(out, tool...), true
-				break
-			}
-		}
+		tool, found := byName[name]
 		if !found {
 			return nil, requestError(t, "invalid_value", param,
 				fmt.Sprintf("tool_choice names the function %q, which is not in tools", name))
 		}
+		offered[name] = true
+		if len(out) > 1 {
+			out = append(out, ',')
+		}
+		out = append(out, tool...)
 	}
 	return append(out, ']'), nil
 }
@@ -964,7 +971,7 @@ func (a *openaiOllama) embed(ctx context.Context, req *core.Request) (*Response,
 	inputs := 1
 	switch {
 	case json.Unmarshal(in.Input, &one) == nil:
-	case json.Unmarshal(in.Input, &many) == nil:
+	case stringsOnly(in.Input) && json.Unmarshal(in.Input, &many) == nil:
 		inputs = len(many)
 	default:
 		return nil, requestError(a.t, "unsupported_input", "input",
@@ -1056,6 +1063,27 @@ func (a *openaiOllama) embed(ctx context.Context, req *core.Request) (*Response,
 		Usage  usage  `json:"usage"`
 	}{"list", data, cmpOr(m.Model, a.t.Model), usage{m.PromptEvalCount, m.PromptEvalCount}})
 	return &Response{Body: b, Usage: usageOf(m.PromptEvalCount, -1)}, nil
+}
+
+// stringsOnly reports whether v is an array whose elements are all strings (or null). Decoding an array of
+// token ids into a []string to learn that it is not one went through the whole array, growing
+// the slice and building an error for every number: 86 bytes allocated for each byte of the body
+// (TestOllamaEmbedTokensRefusedCheaply).
+func stringsOnly(v json.RawMessage) bool {
+	v = bytes.TrimSpace(v)
+	if len(v) == 0 || v[0] != '[' {
+		return false
+	}
+	it := jsonx.Array(v, false)
+	for {
+		_, e, ok := it.Next()
+		if !ok {
+			return it.Done()
+		}
+		if e[0] != '"' && string(e) != "null" { // null, which a []string takes, as it took it
+			return false
+		}
+	}
 }
 
 // floatsBase64 is OpenAI's base64 embedding: little-endian float32s, base64-encoded, as a JSON

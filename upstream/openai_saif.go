@@ -13,6 +13,7 @@ import (
 
 	"github.com/hayula/gateway/core"
 	"github.com/hayula/gateway/internal/httpwire"
+	"github.com/hayula/gateway/internal/jsonx"
 )
 
 // HeaderSpecialist names, on a SAIF answer, the specialist that wrote it.
@@ -239,7 +240,7 @@ func (a *openaiSAIF) fromCompletions(req *core.Request, out *saifRequest) error 
 	var one []string
 	if s, ok := rawString(in.Prompt); ok {
 		one = []string{s}
-	} else if json.Unmarshal(in.Prompt, &one) != nil || len(one) != 1 {
+	} else if !oneElement(in.Prompt) || json.Unmarshal(in.Prompt, &one) != nil || len(one) != 1 {
 		return requestError(a.t, "unsupported_prompt", "prompt",
 			"the saif adapter completes one prompt string at a time (no batches, no token arrays)")
 	}
@@ -247,6 +248,26 @@ func (a *openaiSAIF) fromCompletions(req *core.Request, out *saifRequest) error 
 	p := core.Params{Stop: in.Stop}
 	out.Stop = p.StopList()
 	return nil
+}
+
+// oneElement reports whether v is an array of exactly one element, counted without decoding: a
+// batch or a token array, decoded into a []string to be refused, cost some 24 or 86 bytes
+// allocated for each byte of the body (TestSAIFPromptArrayRefusedCheaply).
+func oneElement(v json.RawMessage) bool {
+	v = bytes.TrimSpace(v)
+	if len(v) == 0 || v[0] != '[' {
+		return false
+	}
+	it := jsonx.Array(v, false)
+	n := 0
+	for {
+		if _, _, ok := it.Next(); !ok {
+			return n == 1 && it.Done()
+		}
+		if n++; n > 1 {
+			return false
+		}
+	}
 }
 
 func (a *openaiSAIF) answer(ctx context.Context, resp *http.Response, op core.Op) (*Response, error) {

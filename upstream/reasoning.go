@@ -40,16 +40,47 @@ const (
 // anywhere, tags included. The zero value is ready.
 type thinkSplitter struct {
 	state thinkState
-	held  string // the undecided tail: leading whitespace, or a prefix of a tag
+	// The undecided tail is ws, a run of whitespace, then tag, a proper prefix of the tag that
+	// may come (empty, or starting with '<'). The run grows in place: joining each piece to the
+	// whole tail (held + piece) made a model that streams whitespace a token at a time cost
+	// time and bytes quadratic in its length (TestThinkSplitterLinear).
+	ws  []byte
+	tag string
+}
+
+// holding reports whether the splitter holds undecided bytes.
+func (s *thinkSplitter) holding() bool { return len(s.ws) > 0 || s.tag != "" }
+
+// takeHeld returns the undecided tail and forgets it.
+func (s *thinkSplitter) takeHeld() string {
+	held := string(s.ws) + s.tag
+	s.ws, s.tag = s.ws[:0], ""
+	return held
+}
+
+// hold keeps buf's trailing whitespace (ws) and tag prefix (tag, after it) undecided and returns
+// the rest, which is decided: the run already held is part of it when the rest is not empty.
+func (s *thinkSplitter) hold(buf string, tag string) (decided string) {
+	k := tagPrefixSuffix(buf, tag)
+	body := strings.TrimRight(buf[:len(buf)-k], " \t\r\n")
+	if body != "" {
+		decided = string(s.ws) + body
+		s.ws = s.ws[:0]
+	}
+	s.ws = append(s.ws, buf[len(body):len(buf)-k]...)
+	s.tag = buf[len(buf)-k:]
+	return decided
 }
 
 // split takes the next piece of content and returns what is now known to be answer and what
 // reasoning. Bytes that may still be part of a tag are held until the next piece or flush.
 func (s *thinkSplitter) split(piece string) (content, reasoning string) {
+	// buf is what is left to decide after the held run: the held tag prefix, whose bytes are
+	// not whitespace, joined to the piece (at most a tag's length more than the piece).
 	buf := piece
-	if s.held != "" {
-		buf = s.held + piece
-		s.held = ""
+	if s.tag != "" {
+		buf = s.tag + piece
+		s.tag = ""
 	}
 	var c, r strings.Builder
 	for buf != "" {
@@ -59,11 +90,15 @@ func (s *thinkSplitter) split(piece string) (content, reasoning string) {
 			switch {
 			case strings.HasPrefix(rest, openThink):
 				s.state = thinkOpen
+				s.ws = s.ws[:0]
 				buf = rest[len(openThink):]
 			case strings.HasPrefix(openThink, rest): // whitespace alone, or a tag in the making
-				s.held, buf = buf, ""
+				s.ws = append(s.ws, buf[:len(buf)-len(rest)]...)
+				s.tag, buf = rest, ""
 			default:
 				s.state = thinkOut
+				c.Write(s.ws)
+				s.ws = s.ws[:0]
 			}
 		case thinkOpen:
 			buf = strings.TrimLeft(buf, " \t\r\n")
@@ -72,17 +107,21 @@ func (s *thinkSplitter) split(piece string) (content, reasoning string) {
 			}
 		case thinkIn:
 			if i := strings.Index(buf, closeThink); i >= 0 {
-				r.WriteString(strings.TrimRight(buf[:i], " \t\r\n"))
+				// The held run is whitespace before the tag (no '<' in it, so the tag is in
+				// buf), dropped with the block's trailing whitespace unless text comes between.
+				if body := strings.TrimRight(buf[:i], " \t\r\n"); body != "" {
+					r.Write(s.ws)
+					r.WriteString(body)
+				}
+				s.ws = s.ws[:0]
 				buf = buf[i+len(closeThink):]
 				s.state = thinkAfter
 				continue
 			}
 			// Held: a closing tag in the making, and the whitespace before it, which is dropped
 			// if the tag does close.
-			k := tagPrefixSuffix(buf, closeThink)
-			body := strings.TrimRight(buf[:len(buf)-k], " \t\r\n")
-			r.WriteString(body)
-			s.held, buf = buf[len(body):], ""
+			r.WriteString(s.hold(buf, closeThink))
+			buf = ""
 		case thinkAfter:
 			buf = strings.TrimLeft(buf, " \t\r\n")
 			if buf != "" {
@@ -98,8 +137,7 @@ func (s *thinkSplitter) split(piece string) (content, reasoning string) {
 
 // flush ends the content: what was held goes where it belongs.
 func (s *thinkSplitter) flush() (content, reasoning string) {
-	held := s.held
-	s.held = ""
+	held := s.takeHeld()
 	switch s.state {
 	case thinkStart:
 		return held, ""
@@ -289,7 +327,7 @@ func (s *thinkStream) closing() []byte {
 	var choices []map[string]json.RawMessage
 	for _, idx := range slices.Sorted(maps.Keys(s.split)) {
 		sp := s.split[idx]
-		if sp.held == "" {
+		if !sp.holding() {
 			continue
 		}
 		answer, reasoning := sp.flush()
