@@ -508,27 +508,10 @@ func TestReloadServesLongStreamToItsEnd(t *testing.T) {
 	// The process stands in for a model server: the model itself is the test's, at a fixed URL.
 	writeFile(t, path, fmt.Sprintf("listen = \"127.0.0.1:8000\"\n\n[targets.m]\nadapter = \"openai\"\nurl = %q\n"+
 		"class = \"private\"\ncommand = [\"/bin/sh\", \"-c\", \"exec sleep 60\"]\n\n[routes.r]\ntargets = [\"m\"]\n", up.URL+"/v1"))
-	cfg, err := config.Load(path, os.Getenv)
-	if err != nil {
-		t.Fatal(err)
-	}
-	logs := &syncBuffer{}
-	log := slog.New(slog.NewTextHandler(logs, nil))
-	old, err := server.New(server.Options{Config: cfg, Logger: log})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := old.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	live := server.NewLive(old)
-	ts := httptest.NewServer(live)
-	rl := &reloader{path: path, getenv: os.Getenv, log: log, live: live, addr: ts.Listener.Addr(), running: cfg.Listen}
+	rl, ts, logs := reloadRig(t, path)
+	live, old := rl.live, rl.live.Server()
 	defer func() {
-		release() // a test that failed with the stream held must not wait for it
-		ts.Close()
-		rl.closeRetired()
-		live.Server().Close()
+		release() // a test that failed with the stream held must not wait for it (before the rig's cleanup)
 		if t.Failed() {
 			t.Logf("gateway log:\n%s", logs)
 		}
