@@ -309,9 +309,11 @@ func scan(s string, out *scratch) {
 				// Diacritics, tatweel and the Arabic letter mark are dropped without ending the
 				// word.
 			case r >= 0x0660 && r <= 0x0669:
-				w, st = addByte(w, st, byte('0'+r-0x0660))
+				// A digit, as its ASCII one is: "Log٤Shell" is a name, not an English word
+				// (TestArabicIndicDigitsAreDigits).
+				w, st = addASCII(w, st, byte('0'+r-0x0660))
 			case r >= 0x06F0 && r <= 0x06F9:
-				w, st = addByte(w, st, byte('0'+r-0x06F0))
+				w, st = addASCII(w, st, byte('0'+r-0x06F0))
 			case r == 0x060C || r == 0x061B || r == 0x061F || r == 0x06D4:
 				w, st = out.end(w, st)
 				out.clauseBreak()

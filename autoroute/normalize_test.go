@@ -215,3 +215,28 @@ func TestInvisibleAndConfusable(t *testing.T) {
 		{name: "russian text stays general", user: "Напиши стихотворение о море", route: RouteAverroesQ},
 	})
 }
+
+// TestArabicIndicDigitsAreDigits: a digit written as an Arabic-Indic (٤) or Persian (۴) one, as
+// Arabic phone keyboards type them, made "Log٤Shell" an English word where "Log4Shell" is a name
+// that counts for neither language, so that an Arabic question became mixed and went past an
+// intent for Arabic prompts (CONFIG.md's way to get the paper's behaviour back).
+func TestArabicIndicDigitsAreDigits(t *testing.T) {
+	paper := Rules{Intents: []IntentRule{
+		{Name: "arabic", Route: "averroes-q", Languages: []string{"arabic"}, Any: true},
+		{Name: "security", Route: "saif"},
+		{Name: "reasoning", Route: "deepseek-r1"},
+	}}
+	c, err := New(paper)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, in := range []string{"اشرح ثغرة Log4Shell وكيف يمكن استغلالها", "اشرح ثغرة Log٤Shell وكيف يمكن استغلالها",
+		"اشرح ثغرة Log۴Shell وكيف يمكن استغلالها", "ما الفرق بين sha٢٥٦ و md٥"} {
+		if got := DetectLanguage(in); got != Arabic {
+			t.Errorf("DetectLanguage(%q) = %v, want arabic", in, got)
+		}
+		if d := c.Classify("", in, ""); d.Route != "averroes-q" || d.Intent != "arabic" {
+			t.Errorf("paper's rules: %q went to %s/%s, want averroes-q/arabic (%s)", in, d.Route, d.Intent, d.Reason)
+		}
+	}
+}
