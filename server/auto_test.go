@@ -332,3 +332,40 @@ func TestAutoHeadersOnErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestAutoStrictKeepsItsChoice pins what CONFIG.md says of auto and strictness: the classifier
+// decides by the text alone, and a strict request whose route has no private target is answered
+// 503 no_private_target on that route, naming it and the intent; it is not moved to the default
+// route, or to any other, and no target is asked.
+func TestAutoStrictKeepsItsChoice(t *testing.T) {
+	paid, local := newFake(t, "paid"), newFake(t, "local")
+	cfg := target("paid", paid.url(), "public") + target("local", local.url(), "private") + `
+[routes.sky]
+targets = ["paid"]
+
+[routes.general]
+targets = ["local"]
+
+[auto]
+default = "general"
+specialist_route = "general"
+
+[[auto.intents]]
+name = "weather"
+route = "sky"
+terms = ["forecast"]
+`
+	g := newGateway(t, cfg, nil)
+	for _, body := range []string{
+		`{"model":"auto","x-hayula-privacy":"strict","messages":[{"role":"user","content":"the forecast for Fez?"}]}`,
+		`{"model":"auto","x-hayula-privacy":"strict","x-route-hint":"sky","messages":[{"role":"user","content":"a poem"}]}`,
+	} {
+		rep := g.post(t, "/v1/chat/completions", body)
+		if rep.status != 503 || rep.errorField(t, "code") != "no_private_target" || rep.header.Get("x-hayula-route") != "sky" {
+			t.Errorf("%s: %d route %q %s", body, rep.status, rep.header.Get("x-hayula-route"), rep.body)
+		}
+	}
+	if paid.hits.Load() != 0 || local.hits.Load() != 0 {
+		t.Errorf("asked: paid %d, local %d", paid.hits.Load(), local.hits.Load())
+	}
+}
