@@ -856,14 +856,36 @@ func (c *Classifier) release(s *scratch) {
 	for _, h := range s.hits {
 		s.seen[h.pat/64] &^= 1 << (h.pat % 64)
 	}
+	// A rare long chat should not keep its size in every pooled scratch: its words, tokens, hits
+	// and cues grow with its text (TestLongTextNotPooled). The next call grows them again, from
+	// nothing, only if it is as long.
 	if cap(s.text) > maxPooledText {
-		s.text = nil // a rare long chat should not keep its size in every pooled scratch
+		s.text = nil
+	}
+	if cap(s.words) > maxPooledText {
+		s.words = nil // scan makes a new one
+	}
+	if cap(s.refs) > maxPooledWords {
+		s.refs = nil
+	}
+	if cap(s.toks) > maxPooledWords {
+		s.toks = nil
+	}
+	if cap(s.hits) > maxPooledWords {
+		s.hits = nil
+	}
+	if cap(s.negs) > maxPooledWords {
+		s.negs = nil
 	}
 	c.pool.Put(s)
 }
 
-// maxPooledText is the largest scratch.text kept for the next call.
+// maxPooledText is the largest scratch.text, and scratch.words, kept for the next call.
 const maxPooledText = 64 << 10
+
+// maxPooledWords is the most words (tokens, hits, cues) a scratch keeps room for after a call:
+// those of a text of about 64 KB.
+const maxPooledWords = 8 << 10
 
 // winner is the index of the intent that fires, or -1.
 func (c *Classifier) winner(s *scratch, lang Language) int {

@@ -309,9 +309,11 @@ func scan(s string, out *scratch) {
 				// Diacritics, tatweel and the Arabic letter mark are dropped without ending the
 				// word.
 			case r >= 0x0660 && r <= 0x0669:
-				w, st = addByte(w, st, byte('0'+r-0x0660))
+				// A digit, as its ASCII one is: "Log٤Shell" is a name, not an English word
+				// (TestArabicIndicDigitsAreDigits).
+				w, st = addASCII(w, st, byte('0'+r-0x0660))
 			case r >= 0x06F0 && r <= 0x06F9:
-				w, st = addByte(w, st, byte('0'+r-0x06F0))
+				w, st = addASCII(w, st, byte('0'+r-0x06F0))
 			case r == 0x060C || r == 0x061B || r == 0x061F || r == 0x06D4:
 				w, st = out.end(w, st)
 				out.clauseBreak()
@@ -402,6 +404,18 @@ func scan(s string, out *scratch) {
 			// Dropped without ending the word: a zero-width space or joiner, a soft hyphen or a
 			// direction mark inside "exp\u200bloit" or "ثغ\u200cرة" shows nothing to a reader
 			// and split the word, so that no term matched (TestInvisibleAndConfusable).
+		case r >= formsAFirst && r < formsAEnd || r >= formsBFirst && r < formsBEnd:
+			// An Arabic letter in its presentation form ("ﺛﻐﺮﺓ", as PDFs give it) is that letter
+			// (TestArabicPresentationForms).
+			switch letter, lamAlef, keep := presentationForm(r); {
+			case !keep:
+				w, st = out.end(w, st)
+			case lamAlef:
+				w, st = addArabic(w, st, 'ل')
+				w, st = addArabic(w, st, 'ا')
+			case letter != 0:
+				w, st = addArabic(w, st, letter)
+			}
 		case r >= 0xFF10 && r <= 0xFF5A || r >= 0x1D400 && r <= 0x1D7FF:
 			// Fullwidth (ｅｘｐｌｏｉｔ) and mathematical (𝐞𝐱𝐩𝐥𝐨𝐢𝐭) letters and digits are Latin ones
 			// in another style; anything else in these blocks ends the word.
@@ -565,6 +579,16 @@ func addASCII(w []byte, st uint8, b byte) ([]byte, uint8) {
 		b |= 0x20
 	}
 	return addByte(w, st, b)
+}
+
+// addArabic adds the Arabic letter r (U+0621 to U+06D3) to the word as scan's slow Arabic path
+// does: folded, and whole or not at all.
+func addArabic(w []byte, st uint8, r rune) ([]byte, uint8) {
+	r = foldArabic(r)
+	if len(w)+2 > maxWordBytes {
+		return w, st | stOverlong | scriptArabic
+	}
+	return append(w, byte(0xC0|r>>6), byte(0x80|r&0x3F)), st | scriptArabic
 }
 
 // plainArabic reports whether b0 b1 is an Arabic letter that normalisation leaves as it is: ا to ي

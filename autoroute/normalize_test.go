@@ -2,6 +2,7 @@ package autoroute
 
 import (
 	"testing"
+	"unicode/utf8"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -214,4 +215,72 @@ func TestInvisibleAndConfusable(t *testing.T) {
 		{name: "zero-width non-joiner in thaghra", user: "كيف أستغل ثغ\u200cرة في الخادم", route: RouteSAIF},
 		{name: "russian text stays general", user: "Напиши стихотворение о море", route: RouteAverroesQ},
 	})
+}
+
+// TestArabicIndicDigitsAreDigits: a digit written as an Arabic-Indic (٤) or Persian (۴) one, as
+// Arabic phone keyboards type them, made "Log٤Shell" an English word where "Log4Shell" is a name
+// that counts for neither language, so that an Arabic question became mixed and went past an
+// intent for Arabic prompts (CONFIG.md's way to get the paper's behaviour back).
+func TestArabicIndicDigitsAreDigits(t *testing.T) {
+	paper := Rules{Intents: []IntentRule{
+		{Name: "arabic", Route: "averroes-q", Languages: []string{"arabic"}, Any: true},
+		{Name: "security", Route: "saif"},
+		{Name: "reasoning", Route: "deepseek-r1"},
+	}}
+	c, err := New(paper)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, in := range []string{"اشرح ثغرة Log4Shell وكيف يمكن استغلالها", "اشرح ثغرة Log٤Shell وكيف يمكن استغلالها",
+		"اشرح ثغرة Log۴Shell وكيف يمكن استغلالها", "ما الفرق بين sha٢٥٦ و md٥"} {
+		if got := DetectLanguage(in); got != Arabic {
+			t.Errorf("DetectLanguage(%q) = %v, want arabic", in, got)
+		}
+		if d := c.Classify("", in, ""); d.Route != "averroes-q" || d.Intent != "arabic" {
+			t.Errorf("paper's rules: %q went to %s/%s, want averroes-q/arabic (%s)", in, d.Route, d.Intent, d.Reason)
+		}
+	}
+}
+
+// TestArabicPresentationForms: Arabic copied out of a PDF often comes in presentation forms
+// (U+FB50–U+FBFF, U+FE70–U+FEFC: each letter drawn initial, medial, final or isolated), which
+// scan read as letters of no known script, so that an Arabic security question was "english"
+// and matched no term. They read as the letters they are drawn as, lam-alef as two.
+func TestArabicPresentationForms(t *testing.T) {
+	c := newDefault(t)
+	for _, tc := range []struct{ forms, plain string }{
+		{"ﻣﺎ ﻫﻲ ﻧﻘﺎﻁ ﺍﻟﻀﻌﻒ ﻓﻲ ﺗﻄﺒﻴﻘﺎﺕ ﺍﻟﻮﻳﺐ؟", "ما هي نقاط الضعف في تطبيقات الويب؟"},
+		{"ﻛﻴﻒ ﺃﺣﻤﻲ ﺍﻟﺨﺎﺩﻡ ﻣﻦ ﺍﻻﺧﺘﺮﺍﻕ", "كيف أحمي الخادم من الاختراق"},
+		{"ﺛﻐﺮﺓ ﻓﻲ ﺍﻟﻨﻈﺎﻡ", "ثغرة في النظام"},
+		{"ﺛﹷﻐﺮﺓ ﻓﻲ ﺍﻟﻨﻈﺎﻡ", "ثغرة في النظام"}, // a medial fatha form inside the word
+		{"ﮔﺰﺍﺭﺵ ﯾﮏ ﺑﺪﺍﻓﺰﺍﺭ", "گزارش یک بدافزار"},
+	} {
+		if got, want := Normalize(tc.forms), Normalize(tc.plain); got != want {
+			t.Errorf("Normalize(%q) = %q, want %q", tc.forms, got, want)
+		}
+		if got := DetectLanguage(tc.forms); got != Arabic {
+			t.Errorf("DetectLanguage(%q) = %v, want arabic", tc.forms, got)
+		}
+		got, want := c.Classify("", tc.forms, ""), c.Classify("", tc.plain, "")
+		if got.Route != want.Route || got.Intent != want.Intent {
+			t.Errorf("%q went to %s/%s, its plain letters to %s/%s", tc.forms, got.Route, got.Intent, want.Route, want.Intent)
+		}
+	}
+	for _, tb := range []struct {
+		table      string
+		first, end rune
+	}{{formsA, formsAFirst, 0xFC00}, {formsB, formsBFirst, 0xFF00}} {
+		if len(tb.table) != 2*int(tb.end-tb.first) {
+			t.Fatalf("the table from U+%04X has %d bytes, want two for each code point to U+%04X", tb.first, len(tb.table), tb.end)
+		}
+		for i := 0; i < len(tb.table); i += 2 {
+			e := tb.table[i : i+2]
+			if r, n := utf8.DecodeRuneInString(e); e != "--" && e != ".." && e != "LA" && (n != 2 || r < 0x0621 || r > 0x06D3) {
+				t.Errorf("U+%04X: entry %q", tb.first+rune(i/2), e)
+			}
+		}
+	}
+	if got := Normalize("\ufeffﻻ"); got != "لا" {
+		t.Errorf("a byte order mark and lam-alef: %q", got)
+	}
 }

@@ -3,6 +3,7 @@ package server_test
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 	"testing"
 )
 
@@ -277,5 +278,94 @@ func TestAutoRefusesEmbeddings(t *testing.T) {
 	// A route's own name still embeds.
 	if rep := g.post(t, "/v1/embeddings", `{"model":"averroes-q","input":"hello"}`); rep.status == 400 {
 		t.Errorf("a route's name: %d %s", rep.status, rep.body)
+	}
+}
+
+// TestAutoExplainCarriesIntent: explain answers with x-hayula-route as the request would, and
+// the request's answer also carries x-hayula-intent for model "auto"; explain's did not.
+func TestAutoExplainCarriesIntent(t *testing.T) {
+	g, _ := autoGateway(t)
+	for body, intent := range map[string]string{
+		`{"model":"auto","messages":[{"role":"user","content":"How do I exploit CVE-2021-3156?"}]}`:       "security",
+		`{"model":"auto","input":"Write a short poem about the sea."}`:                                    "general",
+		`{"model":"auto","x-route-hint":"webapp","messages":[{"role":"user","content":"Write a poem."}]}`: "hint",
+		`{"model":"saif","messages":[{"role":"user","content":"How do I exploit CVE-2021-3156?"}]}`:       "",
+	} {
+		path := "/v1/chat/completions"
+		if strings.Contains(body, `"input"`) {
+			path = "/v1/responses"
+		}
+		real := g.post(t, path, body)
+		if real.status != 200 || real.header.Get("x-hayula-intent") != intent {
+			t.Fatalf("%s: %d intent %q %s", body, real.status, real.header.Get("x-hayula-intent"), real.body)
+		}
+		x := g.post(t, "/v1/route/explain", body)
+		if x.status != 200 {
+			t.Fatalf("explain %s: %d %s", body, x.status, x.body)
+		}
+		if got := x.header.Get("x-hayula-intent"); got != intent {
+			t.Errorf("explain %s: x-hayula-intent %q, want %q", body, got, intent)
+		}
+		if got := x.header.Get("x-hayula-route"); got != real.header.Get("x-hayula-route") {
+			t.Errorf("explain %s: x-hayula-route %q, the request's %q", body, got, real.header.Get("x-hayula-route"))
+		}
+	}
+}
+
+// TestAutoHeadersOnErrors: an answer that is an error, once auto has chosen the route (its
+// target failed, or the strict request has no private target there), still says which route
+// and intent, on chat (whole and streamed) and on /v1/responses.
+func TestAutoHeadersOnErrors(t *testing.T) {
+	g, fakes := autoGateway(t)
+	fakes["saif"].set(errHandler(500, "internal", "down"))
+	const q = `"How do I exploit CVE-2021-3156?"`
+	for _, c := range []struct{ path, body string }{
+		{"/v1/chat/completions", `{"model":"auto","messages":[{"role":"user","content":` + q + `}]}`},
+		{"/v1/chat/completions", `{"model":"auto","stream":true,"messages":[{"role":"user","content":` + q + `}]}`},
+		{"/v1/responses", `{"model":"auto","input":` + q + `}`},
+		{"/v1/responses", `{"model":"auto","stream":true,"input":` + q + `}`},
+	} {
+		rep := g.post(t, c.path, c.body)
+		if rep.status != 500 || rep.header.Get("x-hayula-route") != "saif" || rep.header.Get("x-hayula-intent") != "security" {
+			t.Errorf("%s %s: %d route %q intent %q", c.path, c.body, rep.status,
+				rep.header.Get("x-hayula-route"), rep.header.Get("x-hayula-intent"))
+		}
+	}
+}
+
+// TestAutoStrictKeepsItsChoice pins what CONFIG.md says of auto and strictness: the classifier
+// decides by the text alone, and a strict request whose route has no private target is answered
+// 503 no_private_target on that route, naming it and the intent; it is not moved to the default
+// route, or to any other, and no target is asked.
+func TestAutoStrictKeepsItsChoice(t *testing.T) {
+	paid, local := newFake(t, "paid"), newFake(t, "local")
+	cfg := target("paid", paid.url(), "public") + target("local", local.url(), "private") + `
+[routes.sky]
+targets = ["paid"]
+
+[routes.general]
+targets = ["local"]
+
+[auto]
+default = "general"
+specialist_route = "general"
+
+[[auto.intents]]
+name = "weather"
+route = "sky"
+terms = ["forecast"]
+`
+	g := newGateway(t, cfg, nil)
+	for _, body := range []string{
+		`{"model":"auto","x-hayula-privacy":"strict","messages":[{"role":"user","content":"the forecast for Fez?"}]}`,
+		`{"model":"auto","x-hayula-privacy":"strict","x-route-hint":"sky","messages":[{"role":"user","content":"a poem"}]}`,
+	} {
+		rep := g.post(t, "/v1/chat/completions", body)
+		if rep.status != 503 || rep.errorField(t, "code") != "no_private_target" || rep.header.Get("x-hayula-route") != "sky" {
+			t.Errorf("%s: %d route %q %s", body, rep.status, rep.header.Get("x-hayula-route"), rep.body)
+		}
+	}
+	if paid.hits.Load() != 0 || local.hits.Load() != 0 {
+		t.Errorf("asked: paid %d, local %d", paid.hits.Load(), local.hits.Load())
 	}
 }

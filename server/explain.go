@@ -171,6 +171,9 @@ func (s *Server) handleExplain(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set(hdrRoute, rs.Name)
+	if intent != "" {
+		w.Header().Set(hdrIntent, intent) // as the request's answer carries it (TestAutoExplainCarriesIntent)
+	}
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	_ = enc.Encode(x)
