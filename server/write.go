@@ -152,11 +152,10 @@ const statusClientGone = 499
 // status a wrapping writer sent instead of the answer (sentInstead). A write the kernel took
 // counts as sent: a client that left after it is not seen.
 func sentStatus(err error) int {
-	var instead sentInstead
-	switch {
-	case err == nil:
-		return http.StatusOK
-	case errors.As(err, &instead):
+	if err == nil {
+		return http.StatusOK // without a pointer for errors.As to take, which would cost every answer an allocation
+	}
+	if instead, ok := errors.AsType[sentInstead](err); ok {
 		return int(instead)
 	}
 	return statusClientGone
