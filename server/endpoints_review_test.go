@@ -1,0 +1,116 @@
+package server_test
+
+import (
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+)
+
+// translatorsBeforeOpenAI is a gateway with a SAIF target, an Ollama target and an openai one:
+// route "all" tries them in that order, "saif" and "oll" have one each. The openai target
+// answers completions and embeddings in OpenAI's shape; the others answer in theirs.
+func translatorsBeforeOpenAI(t *testing.T) (g *gateway, saif, oll, oai *fake) {
+	t.Helper()
+	saif, oll, oai = newFake(t, "saif"), newFake(t, "oll"), newFake(t, "oai")
+	saif.set(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprint(w, `{"id":"s1","specialist":"webapp","routed_by":"router","confidence":0.5,"text":"X","finish_reason":"stop","usage":{"prompt_tokens":1,"completion_tokens":1}}`)
+	})
+	oll.set(ollamaEmbedder{width: 2}.handler())
+	oai.set(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		if r.URL.Path == "/v1/completions" {
+			fmt.Fprint(w, `{"id":"cmpl-1","object":"text_completion","created":1,"model":"m","choices":[{"index":0,"text":"hi","finish_reason":"stop"}]}`)
+			return
+		}
+		fmt.Fprint(w, `{"object":"list","data":[{"object":"embedding","index":0,"embedding":[0.5,0.25]}],"model":"m","usage":{"prompt_tokens":1,"total_tokens":1}}`)
+	})
+	cfg := "[targets.saif]\nadapter = \"saif\"\nurl = \"" + saif.srv.URL + "\"\nclass = \"private\"\nmodel = \"saif\"\ntools = false\nvision = false\n\n" +
+		"[targets.oll]\nadapter = \"ollama\"\nurl = \"" + oll.srv.URL + "\"\nclass = \"private\"\nmodel = \"nomic\"\n\n" +
+		target("oai", oai.url(), "private", `model = "m"`) +
+		"[routes.all]\ntargets = [\"saif\", \"oll\", \"oai\"]\n\n[routes.saif]\ntargets = [\"saif\"]\n\n[routes.oll]\ntargets = [\"oll\"]\n"
+	return newGateway(t, cfg, nil), saif, oll, oai
+}
+
+// TestUntranslatableSkipsTranslators: what the saif adapter cannot send (echo, a suffix, a batch
+// of prompts or token ids; a logit_bias, which it dropped without a word) and what the ollama adapter cannot (token ids to embed) skips the
+// target, as n above 1 and logprobs do, so that the route's openai target serves it. The
+// adapters refused it with a 400 of class request, which stopped the chain at the first target
+// although the next one served the request; a route with nothing else still answers 400,
+// naming the field, and the translating target is never asked.
+func TestUntranslatableSkipsTranslators(t *testing.T) {
+	g, saif, oll, oai := translatorsBeforeOpenAI(t)
+	for _, tc := range []struct{ path, alone, members, field string }{
+		{"/v1/completions", "saif", `"prompt":"x","echo":true`, "echo"},
+		{"/v1/completions", "saif", `"prompt":"x","suffix":"}"`, "suffix"},
+		{"/v1/completions", "saif", `"prompt":"x","logit_bias":{"50256":-100}`, "logit_bias"},
+		{"/v1/completions", "saif", `"prompt":["x","y"]`, "prompt"},
+		{"/v1/completions", "saif", `"prompt":[1,2,3]`, "prompt"},
+		{"/v1/completions", "saif", `"prompt":[[1,2,3]]`, "prompt"},
+		{"/v1/embeddings", "oll", `"input":[1,2,3]`, "input"},
+		{"/v1/embeddings", "oll", `"input":[[1,2],[3]]`, "input"},
+	} {
+		t.Run(tc.path+" "+tc.members, func(t *testing.T) {
+			before := oai.hits.Load()
+			rep := g.post(t, tc.path, `{"model":"all",`+tc.members+`}`)
+			if rep.status != 200 || rep.header.Get("x-hayula-chain") != "oai" || oai.hits.Load() != before+1 {
+				t.Errorf("route all: %d chain %q: %s", rep.status, rep.header.Get("x-hayula-chain"), rep.body)
+			}
+			rep = g.post(t, tc.path, `{"model":"`+tc.alone+`",`+tc.members+`}`)
+			msg, _ := rep.errorField(t, "message").(string)
+			if rep.status != 400 || rep.errorField(t, "code") != "unsupported_request" || !strings.Contains(msg, tc.field) {
+				t.Errorf("route %s: %d %s", tc.alone, rep.status, rep.body)
+			}
+		})
+	}
+	if n := saif.hits.Load() + oll.hits.Load(); n != 0 {
+		t.Fatalf("the translating targets were asked %d times", n)
+	}
+	// A case variant decides nothing here and nothing upstream: refused, as for chat's fields.
+	for _, folded := range []string{`"ECHO":true`, `"Suffix":"x"`, `"Logit_Bias":{"1":1}`} {
+		rep := g.post(t, "/v1/completions", `{"model":"all","prompt":"x",`+folded+`}`)
+		if rep.status != 400 || rep.errorField(t, "code") != "unknown_parameter" {
+			t.Errorf("%s: %d %s", folded, rep.status, rep.body)
+		}
+	}
+	// What they can send still reaches them.
+	for _, tc := range []struct {
+		path, members string
+		f             *fake
+	}{
+		{"/v1/completions", `"prompt":"x","echo":false,"suffix":"","logit_bias":{}`, saif},
+		{"/v1/completions", `"prompt":["x"],"echo":null,"suffix":null`, saif},
+		{"/v1/embeddings", `"input":"a"`, oll},
+		{"/v1/embeddings", `"input":["a","b"]`, oll},
+	} {
+		before := tc.f.hits.Load()
+		rep := g.post(t, tc.path, `{"model":"all",`+tc.members+`}`)
+		if rep.status != 200 || tc.f.hits.Load() != before+1 {
+			t.Errorf("%s %s: %d chain %q: %s", tc.path, tc.members, rep.status, rep.header.Get("x-hayula-chain"), rep.body)
+		}
+	}
+}
+
+// TestEmbeddingsInputShape: OpenAI's input is a string, or an array of strings, of token ids, or
+// of token arrays; anything else is a 400 invalid_type naming input, before any target is asked
+// (the ollama adapter read ["a", null] as two texts and sent the null on; an openai target got
+// whatever came). Each accepted shape reaches the openai target.
+func TestEmbeddingsInputShape(t *testing.T) {
+	g, _, oll, oai := translatorsBeforeOpenAI(t)
+	for _, in := range []string{`5`, `true`, `{"text":"a"}`, `["a",null]`, `["a",1]`, `[1,"a"]`, `[1,2.5]`,
+		`[["a"]]`, `[[1],["a"]]`, `[[1],2]`, `[null]`, `[{"text":"a"}]`} {
+		rep := g.post(t, "/v1/embeddings", `{"model":"all","input":`+in+`}`)
+		if rep.status != 400 || rep.errorField(t, "param") != "input" || rep.errorField(t, "code") != "invalid_type" {
+			t.Errorf("%s: %d %s", in, rep.status, rep.body)
+		}
+	}
+	if n := oll.hits.Load() + oai.hits.Load(); n != 0 {
+		t.Fatalf("targets were asked %d times", n)
+	}
+	for _, in := range []string{`"a"`, `["a","b"]`, `[1,2]`, `[[1,2],[3]]`, `[-1]`} {
+		if rep := g.post(t, "/v1/embeddings", `{"model":"all","input":`+in+`}`); rep.status != 200 {
+			t.Errorf("%s: %d %s", in, rep.status, rep.body)
+		}
+	}
+}
