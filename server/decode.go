@@ -636,8 +636,12 @@ func decodeOther(r *http.Request, body []byte, op core.Op) (*core.Request, *apiE
 	}
 	if w.MaxTokens != nil && op == core.OpCompletions {
 		// Embeddings generate nothing: a max_tokens there reserves no room in the window
-		// (TestEmbeddingsMaxTokensReservesNothing).
-		req.MaxTokens = max(*w.MaxTokens, 0)
+		// (TestEmbeddingsMaxTokensReservesNothing). A negative one is refused, as chat's is:
+		// read as 0, it went to SAIF as no limit (TestCompletionsNegativeMaxTokens).
+		if *w.MaxTokens < 0 {
+			return nil, badRequest("max_tokens", "invalid_value", "max_tokens must not be negative")
+		}
+		req.MaxTokens = *w.MaxTokens
 	}
 	if n := bytes.TrimSpace(w.N); op == core.OpCompletions && len(n) > 0 && string(n) != "null" {
 		// Held to what chat holds it to (an integer of at least 1, in OpenAI's words); embeddings

@@ -114,3 +114,25 @@ func TestEmbeddingsInputShape(t *testing.T) {
 		}
 	}
 }
+
+// TestCompletionsNegativeMaxTokens: a negative max_tokens is refused, as chat refuses it and as
+// OpenAI does; the decoder read it as 0, which the saif adapter sends as no limit at all (and an
+// openai target got the -1 to refuse or read as it would).
+func TestCompletionsNegativeMaxTokens(t *testing.T) {
+	g, saif, _, oai := translatorsBeforeOpenAI(t)
+	for _, route := range []string{"saif", "all"} {
+		rep := g.post(t, "/v1/completions", `{"model":"`+route+`","prompt":"x","max_tokens":-1}`)
+		if rep.status != 400 || rep.errorField(t, "param") != "max_tokens" || rep.errorField(t, "code") != "invalid_value" {
+			t.Errorf("route %s: %d %s", route, rep.status, rep.body)
+		}
+	}
+	if n := saif.hits.Load() + oai.hits.Load(); n != 0 {
+		t.Fatalf("targets were asked %d times", n)
+	}
+	if rep := g.post(t, "/v1/completions", `{"model":"saif","prompt":"x","max_tokens":7}`); rep.status != 200 {
+		t.Fatalf("%d %s", rep.status, rep.body)
+	}
+	if got := saif.lastBody(t)["max_tokens"]; got != 7.0 {
+		t.Errorf("max_tokens sent %v", got)
+	}
+}
