@@ -136,3 +136,30 @@ func TestCompletionsNegativeMaxTokens(t *testing.T) {
 		t.Errorf("max_tokens sent %v", got)
 	}
 }
+
+// TestEmbeddingsOllamaBrokenVector: an /api/embed answer whose embedding is no vector (null, an
+// empty array, an array of anything but numbers, a number too large for a float32) is a broken
+// answer, as a missing one is: the chain moves on. It reached the client as "embedding": null or
+// [] (float), or as an empty base64 string, an embedding of no dimensions.
+func TestEmbeddingsOllamaBrokenVector(t *testing.T) {
+	g, _, oll, oai := translatorsBeforeOpenAI(t)
+	for _, vec := range []string{`null`, `[]`, `["0.5"]`, `[[0.5]]`, `[0.5,null]`, `{"v":[0.5]}`, `"AAAAPw=="`, `[1e39]`} {
+		for _, format := range []string{"float", "base64"} {
+			if vec == `[1e39]` && format == "float" {
+				continue // a number, passed on as written: only a float32 it must become can overflow
+			}
+			oll.set(func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", "application/json")
+				fmt.Fprintf(w, `{"model":"nomic","embeddings":[%s],"prompt_eval_count":1}`, vec)
+			})
+			before := oai.hits.Load()
+			rep := g.post(t, "/v1/embeddings", `{"model":"all","input":"a","encoding_format":"`+format+`"}`)
+			if rep.status != 200 || rep.header.Get("x-hayula-target") != "oai" || oai.hits.Load() != before+1 {
+				t.Errorf("%s %s: %d chain %q: %s", vec, format, rep.status, rep.header.Get("x-hayula-chain"), rep.body)
+			}
+			if rep := g.post(t, "/v1/embeddings", `{"model":"oll","input":"a","encoding_format":"`+format+`"}`); rep.status != http.StatusBadGateway {
+				t.Errorf("%s %s alone: %d %s", vec, format, rep.status, rep.body)
+			}
+		}
+	}
+}

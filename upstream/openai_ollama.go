@@ -1026,15 +1026,20 @@ func (a *openaiOllama) embed(ctx context.Context, req *core.Request) (*Response,
 	}
 	data := make([]item, len(m.Embeddings))
 	for i, e := range m.Embeddings {
-		if in.Dimensions > 0 {
-			if width, err := embeddingWidth(e); err != nil {
-				return nil, &core.ProtocolError{Target: a.t.Name, Err: fmt.Errorf("embedding %d: %w", i, err)}
-			} else if width != in.Dimensions {
-				// Ollama cuts a vector to dimensions only when the model's is wider, and one
-				// older than its dimensions field ignores it (TestEmbeddingsDimensions).
-				return nil, widthError(a.t, in.Dimensions, width,
-					"through Ollama, dimensions can only be fewer than the model's, and only in versions that read it")
-			}
+		// Each must be a vector: null, [], or an array of anything but numbers reached the
+		// client as its embedding, or as an empty base64 string (TestEmbeddingsOllamaBrokenVector).
+		width, err := embeddingWidth(e)
+		if err == nil && (width == 0 || bytes.TrimSpace(e)[0] != '[') {
+			err = errNoWidth
+		}
+		if err != nil {
+			return nil, &core.ProtocolError{Target: a.t.Name, Err: fmt.Errorf("embedding %d: %w", i, err)}
+		}
+		if in.Dimensions > 0 && width != in.Dimensions {
+			// Ollama cuts a vector to dimensions only when the model's is wider, and one
+			// older than its dimensions field ignores it (TestEmbeddingsDimensions).
+			return nil, widthError(a.t, in.Dimensions, width,
+				"through Ollama, dimensions can only be fewer than the model's, and only in versions that read it")
 		}
 		data[i] = item{Object: "embedding", Index: i, Embedding: e}
 		if in.EncodingFormat == "base64" {
@@ -1059,15 +1064,18 @@ func (a *openaiOllama) embed(ctx context.Context, req *core.Request) (*Response,
 }
 
 // floatsBase64 is OpenAI's base64 embedding: little-endian float32s, base64-encoded, as a JSON
-// string.
+// string. raw is an array of numbers (embeddingWidth said so). Each is read as a float32 at once,
+// not as a float64 rounded again, which for a decimal near halfway between two float32s gave the
+// other one, and for one beyond a float32's range gave +Inf where it is now an error
+// (TestOllamaEmbeddingsBase64).
 func floatsBase64(raw json.RawMessage) (json.RawMessage, error) {
-	var fs []float64
+	var fs []float32
 	if err := json.Unmarshal(raw, &fs); err != nil {
 		return nil, err
 	}
 	buf := make([]byte, 4*len(fs))
 	for i, f := range fs {
-		binary.LittleEndian.PutUint32(buf[4*i:], math.Float32bits(float32(f)))
+		binary.LittleEndian.PutUint32(buf[4*i:], math.Float32bits(f))
 	}
 	return mustJSON(base64.StdEncoding.EncodeToString(buf)), nil
 }
