@@ -577,9 +577,13 @@ type wireOther struct {
 	Echo      json.RawMessage `json:"echo"`
 	Suffix    json.RawMessage `json:"suffix"`
 	LogitBias json.RawMessage `json:"logit_bias"`
-	Fallback  json.RawMessage `json:"x-fallback-on"`
-	Hint      *string         `json:"x-route-hint"`
-	Privacy   *string         `json:"x-hayula-privacy"`
+	// Stop and Temperature are a completions request's that the saif adapter sends on
+	// (completionsKinds).
+	Stop        json.RawMessage `json:"stop"`
+	Temperature json.RawMessage `json:"temperature"`
+	Fallback    json.RawMessage `json:"x-fallback-on"`
+	Hint        *string         `json:"x-route-hint"`
+	Privacy     *string         `json:"x-hayula-privacy"`
 	// Dimensions and EncodingFormat are an embeddings request's: the ollama adapter acts on
 	// them, so the server holds them to what OpenAI's API accepts (embedOptions).
 	Dimensions     json.RawMessage `json:"dimensions"`
@@ -629,6 +633,11 @@ func decodeOther(r *http.Request, body []byte, op core.Op) (*core.Request, *apiE
 		// Any number asks for the sampled tokens' logprobs (and that many alternatives).
 		lp := bytes.TrimSpace(w.Logprobs)
 		req.Logprobs = len(lp) > 0 && lp[0] != 'n' && lp[0] != 'f'
+	}
+	if op == core.OpCompletions {
+		if e := completionsKinds(&w); e != nil {
+			return nil, e
+		}
 	}
 	req.OpenAIOnly = openaiOnlyOf(op, &w, raw)
 	if w.StreamOptions != nil {
@@ -706,6 +715,43 @@ func openaiOnlyOf(op core.Op, w *wireOther, raw json.RawMessage) string {
 		return "prompt"
 	}
 	return ""
+}
+
+// completionsKinds refuses a completions field the gateway or the saif adapter reads (echo,
+// suffix, logit_bias, stop and its elements, temperature) when it is not of its kind, as chat's
+// are refused (passKinds): the saif adapter answered a valid body with "not valid JSON", and sent
+// a stop of 5 as none (TestCompletionsFieldKinds). null is no value.
+func completionsKinds(w *wireOther) *apiError {
+	for _, f := range [...]struct {
+		name string
+		k    kinds
+		v    json.RawMessage
+	}{
+		{"echo", kBool, w.Echo}, {"suffix", kString, w.Suffix}, {"logit_bias", kObject, w.LogitBias},
+		{"stop", kString | kArray, w.Stop}, {"temperature", kNumber, w.Temperature},
+	} {
+		v := bytes.TrimSpace(f.v)
+		if len(v) == 0 {
+			continue
+		}
+		if !fits(f.name, f.k, v) {
+			return badRequest(f.name, "invalid_type", fmt.Sprintf("Invalid type for '%s': expected %s, but got %s instead.",
+				f.name, expected(f.k), article(kindName(v))))
+		}
+		if f.name == "stop" && v[0] == '[' {
+			it := jsonx.Array(v, false)
+			for i := 1; ; i++ {
+				_, e, ok := it.Next()
+				if !ok {
+					break
+				}
+				if e[0] != '"' {
+					return badField{name: "stop", value: e, elem: i}.refusal()
+				}
+			}
+		}
+	}
+	return nil
 }
 
 // textInput reports whether an embeddings input is text: a string, or an array of strings only.
@@ -1108,9 +1154,14 @@ func isOtherKey(name string) bool {
 }
 
 // isCompletionsKey is isOtherKey for a completions request, whose echo, suffix and logit_bias
-// decide which targets may serve it (openaiOnlyOf).
+// decide which targets may serve it (openaiOnlyOf), and whose stop and temperature the saif
+// adapter reads with encoding/json, which would take "TEMPERATURE" for the field.
 func isCompletionsKey(name string) bool {
-	return name == "echo" || name == "suffix" || name == "logit_bias" || isOtherKey(name)
+	switch name {
+	case "echo", "suffix", "logit_bias", "stop", "temperature":
+		return true
+	}
+	return isOtherKey(name)
 }
 
 // isEmbedKey is isOtherKey for an embeddings request, whose dimensions and encoding_format the

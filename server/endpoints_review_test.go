@@ -68,7 +68,7 @@ func TestUntranslatableSkipsTranslators(t *testing.T) {
 		t.Fatalf("the translating targets were asked %d times", n)
 	}
 	// A case variant decides nothing here and nothing upstream: refused, as for chat's fields.
-	for _, folded := range []string{`"ECHO":true`, `"Suffix":"x"`, `"Logit_Bias":{"1":1}`} {
+	for _, folded := range []string{`"ECHO":true`, `"Suffix":"x"`, `"Logit_Bias":{"1":1}`, `"STOP":"x"`, `"Temperature":2`} {
 		rep := g.post(t, "/v1/completions", `{"model":"all","prompt":"x",`+folded+`}`)
 		if rep.status != 400 || rep.errorField(t, "code") != "unknown_parameter" {
 			t.Errorf("%s: %d %s", folded, rep.status, rep.body)
@@ -160,6 +160,32 @@ func TestEmbeddingsOllamaBrokenVector(t *testing.T) {
 			if rep := g.post(t, "/v1/embeddings", `{"model":"oll","input":"a","encoding_format":"`+format+`"}`); rep.status != http.StatusBadGateway {
 				t.Errorf("%s %s alone: %d %s", vec, format, rep.status, rep.body)
 			}
+		}
+	}
+}
+
+// TestCompletionsFieldKinds: the completions fields the gateway or the saif adapter read (echo,
+// suffix, logit_bias, stop, temperature) are held to their kinds before any target, as chat's
+// are: the saif adapter answered a valid body with "the request body is not valid JSON" (param
+// none), or served a stop of 5 or a logit_bias of [1] as if they were absent.
+func TestCompletionsFieldKinds(t *testing.T) {
+	g, saif, _, _ := translatorsBeforeOpenAI(t)
+	for _, tc := range []struct{ field, value string }{
+		{"echo", `"yes"`}, {"echo", `1`}, {"suffix", `5`}, {"suffix", `["a"]`}, {"logit_bias", `[1]`},
+		{"stop", `5`}, {"stop", `{"a":1}`}, {"stop", `[5]`}, {"temperature", `"hot"`},
+	} {
+		rep := g.post(t, "/v1/completions", `{"model":"saif","prompt":"x","`+tc.field+`":`+tc.value+`}`)
+		param, _ := rep.errorField(t, "param").(string)
+		if rep.status != 400 || param != tc.field && param != tc.field+"[0]" || rep.errorField(t, "code") != "invalid_type" {
+			t.Errorf("%s %s: %d %s", tc.field, tc.value, rep.status, rep.body)
+		}
+	}
+	if n := saif.hits.Load(); n != 0 {
+		t.Fatalf("saif was asked %d times", n)
+	}
+	for _, ok := range []string{`"echo":null`, `"suffix":null`, `"stop":"\n"`, `"stop":["a","b"]`, `"stop":null`, `"temperature":0.5`, `"logit_bias":null`} {
+		if rep := g.post(t, "/v1/completions", `{"model":"saif","prompt":"x",`+ok+`}`); rep.status != 200 {
+			t.Errorf("%s: %d %s", ok, rep.status, rep.body)
 		}
 	}
 }
