@@ -1,7 +1,9 @@
 package server_test
 
 import (
+	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -186,6 +188,64 @@ func TestCompletionsFieldKinds(t *testing.T) {
 	for _, ok := range []string{`"echo":null`, `"suffix":null`, `"stop":"\n"`, `"stop":["a","b"]`, `"stop":null`, `"temperature":0.5`, `"logit_bias":null`} {
 		if rep := g.post(t, "/v1/completions", `{"model":"saif","prompt":"x",`+ok+`}`); rep.status != 200 {
 			t.Errorf("%s: %d %s", ok, rep.status, rep.body)
+		}
+	}
+}
+
+// TestEmbeddingsLargeBatch: an embeddings answer to a batch OpenAI's API takes is larger than
+// the 32 MiB a chat answer may be: 1100 inputs of 1536 dimensions written as OpenAI writes them
+// (-0.0230642551234567 and a comma, 20 bytes a value) is 34 MB, and 2048 inputs of a 3072-wide
+// model near 130 MB. Such an answer failed the attempt as a server_error (which also counted
+// toward the target's cooldown), through an openai target and through Ollama alike.
+func TestEmbeddingsLargeBatch(t *testing.T) {
+	const inputs, width = 1100, 1536
+	value := "-0.0230642551234567"
+	vector := "[" + strings.TrimSuffix(strings.Repeat(value+",", width), ",") + "]"
+	var oaiAnswer, ollAnswer strings.Builder
+	oaiAnswer.WriteString(`{"object":"list","data":[`)
+	ollAnswer.WriteString(`{"model":"nomic","embeddings":[`)
+	for i := range inputs {
+		if i > 0 {
+			oaiAnswer.WriteByte(',')
+			ollAnswer.WriteByte(',')
+		}
+		fmt.Fprintf(&oaiAnswer, `{"object":"embedding","index":%d,"embedding":%s}`, i, vector)
+		ollAnswer.WriteString(vector)
+	}
+	oaiAnswer.WriteString(`],"model":"m","usage":{"prompt_tokens":1100,"total_tokens":1100}}`)
+	ollAnswer.WriteString(`],"prompt_eval_count":1100}`)
+	if oaiAnswer.Len() <= 32<<20 {
+		t.Fatalf("the answer is only %d bytes", oaiAnswer.Len())
+	}
+	g, _, oll, oai := translatorsBeforeOpenAI(t)
+	oai.set(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, oaiAnswer.String())
+	})
+	oll.set(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, ollAnswer.String())
+	})
+	body := `{"model":"%s","input":[` + strings.TrimSuffix(strings.Repeat(`"a",`, inputs), ",") + `]}`
+	for _, route := range []string{"oll", "all"} { // all: the openai target, once Ollama is left out
+		b := fmt.Sprintf(body, route)
+		if route == "all" {
+			b = strings.Replace(b, `"input":[`, `"input":[[1],`, 1)
+			b = strings.Replace(b, `"a",`, ``, 1)
+			b = strings.ReplaceAll(b, `"a"`, `[1]`)
+		}
+		rep := g.post(t, "/v1/embeddings", b)
+		var res struct {
+			Data []struct {
+				Index     int       `json:"index"`
+				Embedding []float64 `json:"embedding"`
+			} `json:"data"`
+		}
+		if rep.status != 200 || json.Unmarshal(rep.body, &res) != nil || len(res.Data) != inputs {
+			t.Fatalf("route %s: %d %.300s", route, rep.status, rep.body)
+		}
+		if d := res.Data[inputs-1]; d.Index != inputs-1 || len(d.Embedding) != width {
+			t.Errorf("route %s: last item index %d width %d", route, d.Index, len(d.Embedding))
 		}
 	}
 }

@@ -191,9 +191,14 @@ const maxPrealloc = 1 << 20
 // readAnswer reads a whole 2xx body within maxBody. A body of known length up to maxPrealloc is
 // read into a slice of exactly that size, rather than grown from 512 bytes by io.ReadAll.
 func readAnswer(ctx context.Context, t *core.Target, resp *http.Response) ([]byte, error) {
+	return readAnswerUpTo(ctx, t, resp, maxBody)
+}
+
+// readAnswerUpTo is readAnswer within limit bytes (maxBody, or maxEmbedBody for embeddings).
+func readAnswerUpTo(ctx context.Context, t *core.Target, resp *http.Response, limit int64) ([]byte, error) {
 	defer resp.Body.Close()
-	if resp.ContentLength > maxBody {
-		return nil, &core.ProtocolError{Target: t.Name, Err: errors.New("response body larger than 32 MiB")}
+	if resp.ContentLength > limit {
+		return nil, &core.ProtocolError{Target: t.Name, Err: fmt.Errorf("response body larger than %d MiB", limit>>20)}
 	}
 	var body []byte
 	var err error
@@ -203,7 +208,7 @@ func readAnswer(ctx context.Context, t *core.Target, resp *http.Response) ([]byt
 	} else {
 		// Unknown, or large: the buffer grows as the bytes come, so that a length an upstream
 		// states (up to maxBody) is not memory committed before a byte of it has arrived.
-		body, err = io.ReadAll(io.LimitReader(resp.Body, maxBody+1))
+		body, err = io.ReadAll(io.LimitReader(resp.Body, limit+1))
 	}
 	if err != nil {
 		if ctxErr := ctx.Err(); ctxErr != nil {
@@ -211,8 +216,8 @@ func readAnswer(ctx context.Context, t *core.Target, resp *http.Response) ([]byt
 		}
 		return nil, &core.StreamError{Target: t.Name, Message: "upstream broke off the response body: " + err.Error(), Err: err}
 	}
-	if len(body) > maxBody {
-		return nil, &core.ProtocolError{Target: t.Name, Err: errors.New("response body larger than 32 MiB")}
+	if int64(len(body)) > limit {
+		return nil, &core.ProtocolError{Target: t.Name, Err: fmt.Errorf("response body larger than %d MiB", limit>>20)}
 	}
 	return body, nil
 }
@@ -996,7 +1001,7 @@ func (a *openaiOllama) embed(ctx context.Context, req *core.Request) (*Response,
 	if err != nil {
 		return nil, err
 	}
-	raw, err := readAnswer(ctx, a.t, resp)
+	raw, err := readAnswerUpTo(ctx, a.t, resp, maxEmbedBody)
 	if err != nil {
 		return nil, err
 	}
