@@ -249,3 +249,42 @@ func TestEmbeddingsLargeBatch(t *testing.T) {
 		}
 	}
 }
+
+// TestNotImplementedBenchesNothing: llama-server started without --embeddings answers
+// /v1/embeddings 501 (not_supported_error, "This server does not support embeddings"), as
+// servers answer an endpoint they do not serve. That is the endpoint's failure, as a 404 is
+// (class endpoint): the chain moves on to a target that embeds, nothing is retried, and the
+// target is not benched. As a server_error, three embeddings requests sent to a chat route by
+// mistake benched its chat target for everyone, and each was retried.
+func TestNotImplementedBenchesNothing(t *testing.T) {
+	llama, emb := newFake(t, "llama"), newFake(t, "emb")
+	llama.set(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/v1/embeddings" {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusNotImplemented)
+			fmt.Fprint(w, `{"error":{"code":501,"message":"This server does not support embeddings. Start it with `+"`--embeddings`"+`","type":"not_supported_error"}}`)
+			return
+		}
+		okHandler("llama")(w, r)
+	})
+	g := newGateway(t, target("llama", llama.url(), "private", `model = "q"`, "max_retries = 2")+
+		target("emb", emb.url(), "private", `model = "e"`)+
+		"[routes.chat]\ntargets = [\"llama\"]\n\n[routes.both]\ntargets = [\"llama\", \"emb\"]\n", nil)
+	for range 4 {
+		rep := g.post(t, "/v1/embeddings", `{"model":"chat","input":"a"}`)
+		if rep.status != http.StatusNotImplemented && rep.status != 404 && rep.status != 400 {
+			t.Errorf("chat route: %d %s", rep.status, rep.body)
+		}
+	}
+	if n := llama.hits.Load(); n != 4 {
+		t.Errorf("llama was asked %d times for 4 requests", n)
+	}
+	rep := g.post(t, "/v1/embeddings", `{"model":"both","input":"a"}`)
+	if rep.status != 200 || rep.header.Get("x-hayula-chain") != "llama→emb (served by emb)" {
+		t.Errorf("both: %d chain %q: %s", rep.status, rep.header.Get("x-hayula-chain"), rep.body)
+	}
+	rep = g.post(t, "/v1/chat/completions", `{"model":"both","messages":[{"role":"user","content":"hi"}]}`)
+	if rep.status != 200 || rep.header.Get("x-hayula-chain") != "llama" {
+		t.Errorf("chat after the 501s: %d chain %q: %s", rep.status, rep.header.Get("x-hayula-chain"), rep.body)
+	}
+}
