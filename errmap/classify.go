@@ -132,6 +132,12 @@ func classifyStatus(e *core.StatusError) Decision {
 	case s == http.StatusFailedDependency:
 		// TGI's "Request failed during generation": the server's own failure, not the request's.
 		return failing(core.ClassServerError, s)
+	case s == http.StatusNotImplemented:
+		// The server does not serve what was asked (llama-server without --embeddings answers
+		// /v1/embeddings so): that endpoint's failure, as a 404 is, never the server's health.
+		// As a server_error it was retried, and benched a chat target for everyone after a few
+		// embeddings requests sent to its route by mistake (TestNotImplementedBenchesNothing).
+		return Decision{Class: core.ClassEndpoint, Status: s}
 	case s >= 500 && s <= 599:
 		d := failing(core.ClassServerError, s)
 		if s == http.StatusServiceUnavailable {

@@ -150,6 +150,8 @@ func TestClassify(t *testing.T) {
 		{"403", status(403, "", "", ""), Decision{Class: core.ClassEndpoint, Status: 403}},
 		{"404", status(404, "model not found", "", ""), Decision{Class: core.ClassEndpoint, Status: 404}},
 		{"410", status(410, "", "", ""), Decision{Class: core.ClassEndpoint, Status: 410}},
+		{"501 endpoint not served", status(501, "This server does not support embeddings. Start it with `--embeddings`", "not_supported_error", ""),
+			Decision{Class: core.ClassEndpoint, Status: 501}},
 		{"302", status(302, "", "", ""), retrying(core.ClassServerError, 502)},
 		{"stream", &core.StreamError{Target: "t", Message: "upstream closed the stream early"}, retrying(core.ClassServerError, 502)},
 		{"stream error event naming an overflow", &core.StreamError{Target: "t", Message: "request (6009 tokens) exceeds the available context size (4096 tokens), try increasing it"},

@@ -582,9 +582,18 @@ type wireOther struct {
 	MaxTokens     *int            `json:"max_tokens"`
 	N             json.RawMessage `json:"n"`
 	Logprobs      json.RawMessage `json:"logprobs"` // completions: an integer, or null
-	Fallback      json.RawMessage `json:"x-fallback-on"`
-	Hint          *string         `json:"x-route-hint"`
-	Privacy       *string         `json:"x-hayula-privacy"`
+	// Echo and Suffix are a completions request's, which only the OpenAI protocol carries
+	// (openaiOnlyOf).
+	Echo      json.RawMessage `json:"echo"`
+	Suffix    json.RawMessage `json:"suffix"`
+	LogitBias json.RawMessage `json:"logit_bias"`
+	// Stop and Temperature are a completions request's that the saif adapter sends on
+	// (completionsKinds).
+	Stop        json.RawMessage `json:"stop"`
+	Temperature json.RawMessage `json:"temperature"`
+	Fallback    json.RawMessage `json:"x-fallback-on"`
+	Hint        *string         `json:"x-route-hint"`
+	Privacy     *string         `json:"x-hayula-privacy"`
 	// Dimensions and EncodingFormat are an embeddings request's: the ollama adapter acts on
 	// them, so the server holds them to what OpenAI's API accepts (embedOptions).
 	Dimensions     json.RawMessage `json:"dimensions"`
@@ -635,13 +644,23 @@ func decodeOther(r *http.Request, body []byte, op core.Op) (*core.Request, *apiE
 		lp := bytes.TrimSpace(w.Logprobs)
 		req.Logprobs = len(lp) > 0 && lp[0] != 'n' && lp[0] != 'f'
 	}
+	if op == core.OpCompletions {
+		if e := completionsKinds(&w); e != nil {
+			return nil, e
+		}
+	}
+	req.OpenAIOnly = openaiOnlyOf(op, &w, raw)
 	if w.StreamOptions != nil {
 		req.IncludeUsage = w.StreamOptions.IncludeUsage
 	}
 	if w.MaxTokens != nil && op == core.OpCompletions {
 		// Embeddings generate nothing: a max_tokens there reserves no room in the window
-		// (TestEmbeddingsMaxTokensReservesNothing).
-		req.MaxTokens = max(*w.MaxTokens, 0)
+		// (TestEmbeddingsMaxTokensReservesNothing). A negative one is refused, as chat's is:
+		// read as 0, it went to SAIF as no limit (TestCompletionsNegativeMaxTokens).
+		if *w.MaxTokens < 0 {
+			return nil, badRequest("max_tokens", "invalid_value", "max_tokens must not be negative")
+		}
+		req.MaxTokens = *w.MaxTokens
 	}
 	if n := bytes.TrimSpace(w.N); op == core.OpCompletions && len(n) > 0 && string(n) != "null" {
 		// Held to what chat holds it to (an integer of at least 1, in OpenAI's words); embeddings
@@ -651,7 +670,7 @@ func decodeOther(r *http.Request, body []byte, op core.Op) (*core.Request, *apiE
 		}
 		req.Choices = choicesOf(n)
 	}
-	isKey := isOtherKey
+	isKey := isCompletionsKey
 	if op == core.OpEmbeddings {
 		isKey = isEmbedKey
 	}
@@ -681,6 +700,88 @@ func decodeOther(r *http.Request, body []byte, op core.Op) (*core.Request, *apiE
 	return req, nil
 }
 
+// openaiOnlyOf names what a completions or embeddings request asks for that only the OpenAI
+// protocol carries (core.Request.OpenAIOnly), so that eligibility skips the translating targets
+// (TestUntranslatableSkipsTranslators): for completions, a logit_bias with an entry (as for
+// chat), echo true, a non-empty suffix, or a prompt that is not one string (a batch, token ids), which SAIF's one prompt string cannot say;
+// for embeddings, an input that is not text (token ids), which Ollama's /api/embed cannot take.
+// raw is the prompt or the input, valid JSON and not null. The adapters refused each with a 400
+// of class request, which stopped the chain though the route's next target served it.
+func openaiOnlyOf(op core.Op, w *wireOther, raw json.RawMessage) string {
+	if op == core.OpEmbeddings {
+		if !textInput(raw) {
+			return "input"
+		}
+		return ""
+	}
+	switch s, lb := bytes.TrimSpace(w.Suffix), bytes.TrimSpace(w.LogitBias); {
+	case len(lb) > 0 && lb[0] == '{' && hasMember(lb):
+		return "logit_bias"
+	case string(bytes.TrimSpace(w.Echo)) == "true":
+		return "echo"
+	case len(s) > 2 && s[0] == '"':
+		return "suffix"
+	case promptTurn(raw) == nil:
+		return "prompt"
+	}
+	return ""
+}
+
+// completionsKinds refuses a completions field the gateway or the saif adapter reads (echo,
+// suffix, logit_bias, stop and its elements, temperature) when it is not of its kind, as chat's
+// are refused (passKinds): the saif adapter answered a valid body with "not valid JSON", and sent
+// a stop of 5 as none (TestCompletionsFieldKinds). null is no value.
+func completionsKinds(w *wireOther) *apiError {
+	for _, f := range [...]struct {
+		name string
+		k    kinds
+		v    json.RawMessage
+	}{
+		{"echo", kBool, w.Echo}, {"suffix", kString, w.Suffix}, {"logit_bias", kObject, w.LogitBias},
+		{"stop", kString | kArray, w.Stop}, {"temperature", kNumber, w.Temperature},
+	} {
+		v := bytes.TrimSpace(f.v)
+		if len(v) == 0 {
+			continue
+		}
+		if !fits(f.name, f.k, v) {
+			return badRequest(f.name, "invalid_type", fmt.Sprintf("Invalid type for '%s': expected %s, but got %s instead.",
+				f.name, expected(f.k), article(kindName(v))))
+		}
+		if f.name == "stop" && v[0] == '[' {
+			it := jsonx.Array(v, false)
+			for i := 1; ; i++ {
+				_, e, ok := it.Next()
+				if !ok {
+					break
+				}
+				if e[0] != '"' {
+					return badField{name: "stop", value: e, elem: i}.refusal()
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// textInput reports whether an embeddings input is text: a string, or an array of strings only.
+func textInput(raw json.RawMessage) bool {
+	raw = bytes.TrimSpace(raw)
+	if raw[0] == '"' {
+		return true
+	}
+	if raw[0] != '[' {
+		return false
+	}
+	it := jsonx.Array(raw, false)
+	for _, v, ok := it.Next(); ok; _, v, ok = it.Next() {
+		if v[0] != '"' {
+			return false
+		}
+	}
+	return true
+}
+
 // dimensionsOf is an embeddings request's dimensions, which embedOptions has held to an integer
 // from 1 to MaxInt32, or null; 0 for null or none.
 func dimensionsOf(raw json.RawMessage) int {
@@ -696,9 +797,13 @@ const maxInputs = 2048
 
 // inputRefusal refuses an embeddings input OpenAI's API refuses: an empty one ("", [], or an
 // array holding "" or []: OpenAI says input "cannot be an empty string"; Ollama's /api/embed
-// answers such an input 200 with no embeddings at all), and an array of more than 2048 strings
-// or token arrays (a flat array of token ids is one input, however long). raw is valid JSON, as
-// encoding/json decoded the body (TestEmbeddingsEmptyInputRefused, TestEmbeddingsInputsAtMost2048).
+// answers such an input 200 with no embeddings at all), an array of more than 2048 strings
+// or token arrays (a flat array of token ids is one input, however long), and an input of
+// another shape than a string, an array of strings, of token ids (integers) or of arrays of
+// them (a number, an object, null or a number among strings, strings in a token array: a 400
+// invalid_type, as OpenAI answers; the ollama adapter read a mixed array as token ids). raw is
+// valid JSON, as encoding/json decoded the body (TestEmbeddingsEmptyInputRefused,
+// TestEmbeddingsInputsAtMost2048, TestEmbeddingsInputShape).
 func inputRefusal(raw []byte) *apiError {
 	empty := badRequest("input", "invalid_value", "Invalid 'input': it cannot be an empty string or an empty array, nor hold one.")
 	t := bytes.TrimSpace(raw)
@@ -710,31 +815,52 @@ func inputRefusal(raw []byte) *apiError {
 		return nil
 	case '[':
 	default:
-		return nil
+		return inputShape(kindName(t))
 	}
 	it := jsonx.Array(t, false)
-	n, tokens := 0, false
+	n, first := 0, ""
 	for {
 		_, v, ok := it.Next()
 		if !ok {
 			break
 		}
+		kind := kindName(v)
 		if n == 0 {
-			tokens = v[0] != '"' && v[0] != '['
+			first = kind
 		}
 		n++
 		if string(v) == `""` || v[0] == '[' && len(bytes.TrimSpace(v[1:])) == 1 {
 			return empty
 		}
+		if kind != first || kind != "string" && kind != "integer" && kind != "array" {
+			return inputShape("an array holding " + article(kind))
+		}
+		if kind == "array" {
+			tokens := jsonx.Array(v, false)
+			for _, tok, ok := tokens.Next(); ok; _, tok, ok = tokens.Next() {
+				if k := kindName(tok); k != "integer" {
+					return inputShape("an array of arrays holding " + article(k))
+				}
+			}
+		}
 	}
 	switch {
 	case n == 0:
 		return empty
-	case n > maxInputs && !tokens:
+	case n > maxInputs && first != "integer":
 		return badRequest("input", "array_above_max_length", fmt.Sprintf(
 			"Invalid 'input': array too long. Expected an array with maximum length %d, but got an array with length %d instead.", maxInputs, n))
 	}
 	return nil
+}
+
+// inputShape refuses an embeddings input of the shape got.
+func inputShape(got string) *apiError {
+	if !strings.HasPrefix(got, "an ") {
+		got = article(got)
+	}
+	return badRequest("input", "invalid_type", "Invalid type for 'input': expected a string, an array of strings, an array of "+
+		"integers (token ids) or an array of arrays of integers, but got "+got+" instead.")
 }
 
 // embedOptions refuses an embeddings request's dimensions or encoding_format of a kind or value
@@ -1035,6 +1161,17 @@ func isOtherKey(name string) bool {
 		return true
 	}
 	return false
+}
+
+// isCompletionsKey is isOtherKey for a completions request, whose echo, suffix and logit_bias
+// decide which targets may serve it (openaiOnlyOf), and whose stop and temperature the saif
+// adapter reads with encoding/json, which would take "TEMPERATURE" for the field.
+func isCompletionsKey(name string) bool {
+	switch name {
+	case "echo", "suffix", "logit_bias", "stop", "temperature":
+		return true
+	}
+	return isOtherKey(name)
 }
 
 // isEmbedKey is isOtherKey for an embeddings request, whose dimensions and encoding_format the

@@ -143,7 +143,9 @@ func TestEmbeddingsOllamaThroughSDK(t *testing.T) {
 }
 
 // TestEmbeddingsOllamaRefusesTokens: Ollama embeds text only; token ids are refused with a 400
-// naming input, never sent on to be embedded as the digits' text.
+// naming input (the target is skipped, and a route with nothing else has nothing to serve them),
+// never sent on to be embedded as the digits' text. Inputs of no shape OpenAI takes are refused
+// before any target, naming input.
 func TestEmbeddingsOllamaRefusesTokens(t *testing.T) {
 	g, oll := ollamaEmbedRoute(t, ollamaEmbedder{width: 3})
 	c := sdkClient(g, "unused")
@@ -154,7 +156,8 @@ func TestEmbeddingsOllamaRefusesTokens(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			_, err := c.Embeddings.New(context.Background(), openai.EmbeddingNewParams{Model: "emb", Input: in})
 			var ae *openai.Error
-			if !asAPIError(err, &ae) || ae.StatusCode != 400 || ae.Param != "input" || ae.Type != "invalid_request_error" {
+			if !asAPIError(err, &ae) || ae.StatusCode != 400 || ae.Code != "unsupported_request" ||
+				!strings.Contains(ae.Message, "input as token ids") || ae.Type != "invalid_request_error" {
 				t.Fatalf("error %v", err)
 			}
 		})

@@ -186,7 +186,7 @@ func (formatFilter) Keep(req *core.Request, t *core.Target) (bool, string) {
 	var asks string
 	switch {
 	case req.OpenAIOnly != "" && !upstream.CarriesOpenAIOnly(t.Adapter):
-		asks = req.OpenAIOnly
+		asks = openaiOnlyAsk(req.OpenAIOnly)
 	case req.RemoteImages && !upstream.FetchesImages(t.Adapter):
 		return false, "request has an image_url by http(s) URL, which the " + t.Adapter.String() +
 			" adapter cannot fetch: send the image inline as a data: URL (data:image/png;base64,…)"
@@ -198,6 +198,20 @@ func (formatFilter) Keep(req *core.Request, t *core.Target) (bool, string) {
 		asks = "logprobs"
 	}
 	return false, "request asks for " + asks + ": the " + t.Adapter.String() + " adapter's protocol cannot carry it"
+}
+
+// openaiOnlyAsk is what a request whose OpenAI-only field is field asks for, as formatFilter
+// says it.
+func openaiOnlyAsk(field string) string {
+	switch field {
+	case "echo":
+		return "echo (the prompt in the answer)"
+	case "prompt":
+		return "prompt as a batch or as token ids"
+	case "input":
+		return "input as token ids"
+	}
+	return field
 }
 
 // plan is what eligibility left for one request: the same computation serves a real request and

@@ -190,9 +190,14 @@ const maxPrealloc = 1 << 20
 // readAnswer reads a whole 2xx body within maxBody. A body of known length up to maxPrealloc is
 // read into a slice of exactly that size, rather than grown from 512 bytes by io.ReadAll.
 func readAnswer(ctx context.Context, t *core.Target, resp *http.Response) ([]byte, error) {
+	return readAnswerUpTo(ctx, t, resp, maxBody)
+}
+
+// readAnswerUpTo is readAnswer within limit bytes (maxBody, or maxEmbedBody for embeddings).
+func readAnswerUpTo(ctx context.Context, t *core.Target, resp *http.Response, limit int64) ([]byte, error) {
 	defer resp.Body.Close()
-	if resp.ContentLength > maxBody {
-		return nil, &core.ProtocolError{Target: t.Name, Err: errors.New("response body larger than 32 MiB")}
+	if resp.ContentLength > limit {
+		return nil, &core.ProtocolError{Target: t.Name, Err: fmt.Errorf("response body larger than %d MiB", limit>>20)}
 	}
 	var body []byte
 	var err error
@@ -202,7 +207,7 @@ func readAnswer(ctx context.Context, t *core.Target, resp *http.Response) ([]byt
 	} else {
 		// Unknown, or large: the buffer grows as the bytes come, so that a length an upstream
 		// states (up to maxBody) is not memory committed before a byte of it has arrived.
-		body, err = io.ReadAll(io.LimitReader(resp.Body, maxBody+1))
+		body, err = io.ReadAll(io.LimitReader(resp.Body, limit+1))
 	}
 	if err != nil {
 		if ctxErr := ctx.Err(); ctxErr != nil {
@@ -210,8 +215,8 @@ func readAnswer(ctx context.Context, t *core.Target, resp *http.Response) ([]byt
 		}
 		return nil, &core.StreamError{Target: t.Name, Message: "upstream broke off the response body: " + err.Error(), Err: err}
 	}
-	if len(body) > maxBody {
-		return nil, &core.ProtocolError{Target: t.Name, Err: errors.New("response body larger than 32 MiB")}
+	if int64(len(body)) > limit {
+		return nil, &core.ProtocolError{Target: t.Name, Err: fmt.Errorf("response body larger than %d MiB", limit>>20)}
 	}
 	return body, nil
 }
@@ -1003,7 +1008,7 @@ func (a *openaiOllama) embed(ctx context.Context, req *core.Request) (*Response,
 	if err != nil {
 		return nil, err
 	}
-	raw, err := readAnswer(ctx, a.t, resp)
+	raw, err := readAnswerUpTo(ctx, a.t, resp, maxEmbedBody)
 	if err != nil {
 		return nil, err
 	}
@@ -1033,15 +1038,20 @@ func (a *openaiOllama) embed(ctx context.Context, req *core.Request) (*Response,
 	}
 	data := make([]item, len(m.Embeddings))
 	for i, e := range m.Embeddings {
-		if in.Dimensions > 0 {
-			if width, err := embeddingWidth(e); err != nil {
-				return nil, &core.ProtocolError{Target: a.t.Name, Err: fmt.Errorf("embedding %d: %w", i, err)}
-			} else if width != in.Dimensions {
-				// Ollama cuts a vector to dimensions only when the model's is wider, and one
-				// older than its dimensions field ignores it (TestEmbeddingsDimensions).
-				return nil, widthError(a.t, in.Dimensions, width,
-					"through Ollama, dimensions can only be fewer than the model's, and only in versions that read it")
-			}
+		// Each must be a vector: null, [], or an array of anything but numbers reached the
+		// client as its embedding, or as an empty base64 string (TestEmbeddingsOllamaBrokenVector).
+		width, err := embeddingWidth(e)
+		if err == nil && (width == 0 || bytes.TrimSpace(e)[0] != '[') {
+			err = errNoWidth
+		}
+		if err != nil {
+			return nil, &core.ProtocolError{Target: a.t.Name, Err: fmt.Errorf("embedding %d: %w", i, err)}
+		}
+		if in.Dimensions > 0 && width != in.Dimensions {
+			// Ollama cuts a vector to dimensions only when the model's is wider, and one
+			// older than its dimensions field ignores it (TestEmbeddingsDimensions).
+			return nil, widthError(a.t, in.Dimensions, width,
+				"through Ollama, dimensions can only be fewer than the model's, and only in versions that read it")
 		}
 		data[i] = item{Object: "embedding", Index: i, Embedding: e}
 		if in.EncodingFormat == "base64" {
@@ -1087,15 +1097,18 @@ func stringsOnly(v json.RawMessage) bool {
 }
 
 // floatsBase64 is OpenAI's base64 embedding: little-endian float32s, base64-encoded, as a JSON
-// string.
+// string. raw is an array of numbers (embeddingWidth said so). Each is read as a float32 at once,
+// not as a float64 rounded again, which for a decimal near halfway between two float32s gave the
+// other one, and for one beyond a float32's range gave +Inf where it is now an error
+// (TestOllamaEmbeddingsBase64).
 func floatsBase64(raw json.RawMessage) (json.RawMessage, error) {
-	var fs []float64
+	var fs []float32
 	if err := json.Unmarshal(raw, &fs); err != nil {
 		return nil, err
 	}
 	buf := make([]byte, 4*len(fs))
 	for i, f := range fs {
-		binary.LittleEndian.PutUint32(buf[4*i:], math.Float32bits(float32(f)))
+		binary.LittleEndian.PutUint32(buf[4*i:], math.Float32bits(f))
 	}
 	return mustJSON(base64.StdEncoding.EncodeToString(buf)), nil
 }

@@ -17,6 +17,12 @@ import (
 // maxBody caps a non-streaming answer.
 const maxBody = 32 << 20
 
+// maxEmbedBody caps an embeddings answer, which for a batch OpenAI's API takes is larger than any
+// chat answer: 2048 inputs of a 3072-wide model, written as OpenAI writes its floats (about 20
+// bytes a value), are some 130 MB, and 4096-wide models exist. Held to maxBody, such an answer
+// failed as a server_error and counted toward the target's cooldown (TestEmbeddingsLargeBatch).
+const maxEmbedBody = 256 << 20
+
 // openaiOpenAI relays one OpenAI chat request to an OpenAI-compatible upstream. The client's
 // bytes go through as they are, with only "model" replaced, so that fields the gateway does not
 // know about (vendor extensions, new OpenAI parameters) reach the upstream untouched.
@@ -72,7 +78,11 @@ func (a *openaiOpenAI) chat(ctx context.Context, req *core.Request) (*Response, 
 func (a *openaiOpenAI) body(ctx context.Context, resp *http.Response, req *core.Request) (*Response, error) {
 	op := req.Op
 	upID := upstreamID(resp) // before the body: once it is read, the connection's next answer may reuse the header
-	body, err := readAnswer(ctx, a.t, resp)
+	limit := int64(maxBody)
+	if op == core.OpEmbeddings {
+		limit = maxEmbedBody
+	}
+	body, err := readAnswerUpTo(ctx, a.t, resp, limit)
 	if err != nil {
 		return nil, err
 	}

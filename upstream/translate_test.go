@@ -257,6 +257,22 @@ func TestOllamaEmbeddingsBase64(t *testing.T) {
 	if !bytes.Contains(resp.Body, []byte(`"embedding":"AACAPwAAAMA="`)) {
 		t.Fatalf("body %s", resp.Body)
 	}
+	// A decimal just above halfway between two float32s is the upper one, as a float32 parse
+	// gives it; read as a float64 first, it landed on the halfway point and rounded to even,
+	// the lower one.
+	srv2 := serve(t, func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.WriteString(w, `{"model":"m","embeddings":[[1.00000017881393432617187499]],"prompt_eval_count":1}`)
+	})
+	tg2 := ollamaTarget(srv2.URL)
+	resp, err = newSet(t, tg2).Chat(context.Background(), tg2, &core.Request{Op: core.OpEmbeddings,
+		Body: []byte(`{"model":"e","input":"x","encoding_format":"base64"}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 0x3F800001, the float32 after 1.0, little-endian.
+	if !bytes.Contains(resp.Body, []byte(`"embedding":"AQCAPw=="`)) {
+		t.Fatalf("body %s", resp.Body)
+	}
 	_, err = newSet(t, tg).Chat(context.Background(), tg, &core.Request{Op: core.OpEmbeddings,
 		Body: []byte(`{"model":"e","input":[1,2,3]}`)})
 	var se *core.StatusError
