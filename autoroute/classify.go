@@ -384,6 +384,28 @@ func parseTerm(raw string) (string, int, error) {
 // default and the specialist route, each once.
 func (c *Classifier) Routes() []string { return append([]string(nil), c.routes...) }
 
+// SpecialistRoute is the route a specialist hint selects.
+func (c *Classifier) SpecialistRoute() string { return c.specialistRoute }
+
+// HintShadowed lists the routes the rules can produce, other than the specialist route, whose
+// name x-route-hint cannot select: the hint is read as a specialist first (case-insensitively),
+// so a route named like one is reached by its text alone. Each comes with the specialist whose
+// name it has.
+func (c *Classifier) HintShadowed() (routes, specialists []string) {
+	for _, r := range c.routes {
+		if r == c.specialistRoute {
+			continue
+		}
+		for _, sp := range c.specialists {
+			if strings.EqualFold(r, sp) {
+				routes, specialists = append(routes, r), append(specialists, sp)
+				break
+			}
+		}
+	}
+	return routes, specialists
+}
+
 // Decision is the classifier's answer for one request.
 type Decision struct {
 	// Route is the route that should serve the request.

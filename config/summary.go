@@ -260,6 +260,15 @@ func (c *Config) Warnings() []string {
 				t.Name, host))
 		}
 	}
+	if c.Auto != nil {
+		// x-route-hint names a specialist before a route: a route named like one cannot be hinted.
+		routes, specialists := c.Auto.HintShadowed()
+		for i, r := range routes {
+			ws = append(ws, fmt.Sprintf("[auto]: route %s cannot be chosen with x-route-hint: %s, since that hint names "+
+				"the specialist %s first and goes to specialist_route %q; rename the route, or leave %s out of "+
+				"[auto] specialists, to hint it", r, r, specialists[i], c.Auto.SpecialistRoute(), specialists[i]))
+		}
+	}
 	return ws
 }
 
