@@ -76,8 +76,10 @@ type Request struct {
 	// OpenAIOnly names the first field the request sets that only the OpenAI protocol carries:
 	// "logit_bias" with an entry, or "modalities" asking for "audio"; for completions "echo"
 	// (true), "suffix" (not empty), or "prompt" when it is not one string (a batch, token ids);
-	// for embeddings "input" when it is not text (token ids). Ollama's native API and SAIF have
-	// none of them, and an answer without them is not the one asked for. "" for none.
+	// for embeddings "input" when it is not text (token ids); for chat also "functions" (the
+	// legacy ones declared) and a content part's type, "input_audio" or "file". Ollama's native
+	// API and SAIF have none of them, and an answer without them is not the one asked for. ""
+	// for none.
 	OpenAIOnly string
 	// PromptTokensMin is a lower bound of the prompt's tokens (see filter.PromptTokensMin). The
 	// server leaves it 0 when the body is too small to overflow any target of the route.

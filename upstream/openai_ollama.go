@@ -502,8 +502,13 @@ func (a *openaiOllama) message(i int, m *core.Message, callNames map[string]stri
 		for j, c := range calls {
 			args, err := argumentsObject(c.Function.Arguments)
 			if err != nil {
-				return out, requestError(a.t, "invalid_value", fmt.Sprintf("messages[%d].tool_calls[%d].function.arguments", i, j),
-					"tool call arguments must be a JSON object for Ollama: "+err.Error())
+				// OpenAI's API takes any text here (a model's call cut off by max_tokens, sent
+				// back in the history), and Ollama only an object: this target's failure, not the
+				// request's, so that an openai target on the route serves it
+				// (TestUntranslatableChatSkipsTranslators); alone, the client gets this 400.
+				return out, &core.UnmetError{Err: requestError(a.t, "invalid_value",
+					fmt.Sprintf("messages[%d].tool_calls[%d].function.arguments", i, j),
+					"tool call arguments must be a JSON object for Ollama: "+err.Error())}
 			}
 			var oc ollamaToolCall
 			oc.Function.Name, oc.Function.Arguments = c.Function.Name, args
