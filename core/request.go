@@ -131,18 +131,33 @@ type Params struct {
 	ToolChoice       json.RawMessage `json:"tool_choice,omitempty"`
 }
 
-// StopList returns the stop sequences as a list.
+// StopList returns the stop sequences as a list, for the adapters that translate them, without
+// the empty strings: OpenAI's API stops at none, while Ollama's runner finds "" in any text and
+// stops before the first token (an empty answer to a client that sends "stop": "" for an empty
+// stop field; TestEmptyStopDropped). nil when none is left.
 func (p *Params) StopList() []string {
 	if len(p.Stop) == 0 || string(p.Stop) == "null" {
 		return nil
 	}
 	var one string
 	if json.Unmarshal(p.Stop, &one) == nil {
+		if one == "" {
+			return nil
+		}
 		return []string{one}
 	}
 	var many []string
 	_ = json.Unmarshal(p.Stop, &many)
-	return many
+	kept := many[:0]
+	for _, s := range many {
+		if s != "" {
+			kept = append(kept, s)
+		}
+	}
+	if len(kept) == 0 {
+		return nil
+	}
+	return kept
 }
 
 // OffersTools reports whether the request offers the model tools it may call: a tools array
