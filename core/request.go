@@ -76,8 +76,10 @@ type Request struct {
 	// OpenAIOnly names the first field the request sets that only the OpenAI protocol carries:
 	// "logit_bias" with an entry, or "modalities" asking for "audio"; for completions "echo"
 	// (true), "suffix" (not empty), or "prompt" when it is not one string (a batch, token ids);
-	// for embeddings "input" when it is not text (token ids). Ollama's native API and SAIF have
-	// none of them, and an answer without them is not the one asked for. "" for none.
+	// for embeddings "input" when it is not text (token ids); for chat also "functions" (the
+	// legacy ones declared) and a content part's type, "input_audio" or "file". Ollama's native
+	// API and SAIF have none of them, and an answer without them is not the one asked for. ""
+	// for none.
 	OpenAIOnly string
 	// PromptTokensMin is a lower bound of the prompt's tokens (see filter.PromptTokensMin). The
 	// server leaves it 0 when the body is too small to overflow any target of the route.
@@ -129,18 +131,33 @@ type Params struct {
 	ToolChoice       json.RawMessage `json:"tool_choice,omitempty"`
 }
 
-// StopList returns the stop sequences as a list.
+// StopList returns the stop sequences as a list, for the adapters that translate them, without
+// the empty strings: OpenAI's API stops at none, while Ollama's runner finds "" in any text and
+// stops before the first token (an empty answer to a client that sends "stop": "" for an empty
+// stop field; TestEmptyStopDropped). nil when none is left.
 func (p *Params) StopList() []string {
 	if len(p.Stop) == 0 || string(p.Stop) == "null" {
 		return nil
 	}
 	var one string
 	if json.Unmarshal(p.Stop, &one) == nil {
+		if one == "" {
+			return nil
+		}
 		return []string{one}
 	}
 	var many []string
 	_ = json.Unmarshal(p.Stop, &many)
-	return many
+	kept := many[:0]
+	for _, s := range many {
+		if s != "" {
+			kept = append(kept, s)
+		}
+	}
+	if len(kept) == 0 {
+		return nil
+	}
+	return kept
 }
 
 // OffersTools reports whether the request offers the model tools it may call: a tools array

@@ -343,6 +343,9 @@ func finishChat(r *http.Request, body []byte, w *wireView, req *core.Request) *a
 	req.Choices = w.choices
 	req.Logprobs = w.logprobs
 	req.OpenAIOnly = w.openaiOnly
+	if req.OpenAIOnly == "" {
+		req.OpenAIOnly = untranslatableChat(w.Functions, w.Messages)
+	}
 	req.Structured = structuredFormat(w.Raw.ResponseFormat)
 	// A max_completion_tokens of 0 beside a max_tokens gives way to it: vLLM takes
 	// "max_completion_tokens or max_tokens", so the window was checked for 0 tokens while it was
@@ -498,6 +501,47 @@ func hasImages(msgs []core.Message) (images, remote bool) {
 		}
 	}
 	return images, remote
+}
+
+// Words whose absence from a message's content spares untranslatableChat decoding its parts.
+var (
+	audioPartWord = []byte(`"input_audio"`)
+	filePartWord  = []byte(`"file"`)
+)
+
+// untranslatableChat names what a chat request says that OpenAI's API serves and neither Ollama's
+// /api/chat nor SAIF's prompt can say, for core.Request.OpenAIOnly: "functions", the legacy
+// ones declared (not as tools), or the type of a content part that is neither text nor image,
+// "input_audio" or "file". The ollama and saif adapters refused such a request with a 400 that
+// stopped the chain although an openai target on the route served it; eligibility now skips them
+// (TestUntranslatableChatSkipsTranslators). "" for none. A content without either word in it is
+// not walked.
+func untranslatableChat(functions json.RawMessage, msgs []core.Message) string {
+	if core.NonEmptyArray(functions) {
+		return "functions"
+	}
+	for i := range msgs {
+		c := bytes.TrimSpace(msgs[i].Content)
+		if len(c) == 0 || c[0] != '[' || !bytes.Contains(c, audioPartWord) && !bytes.Contains(c, filePartWord) {
+			continue
+		}
+		parts := jsonx.Array(c, false)
+		for {
+			_, p, ok := parts.Next()
+			if !ok {
+				break
+			}
+			if p[0] != '{' {
+				continue
+			}
+			if v, found := jsonx.Last(p, "type"); found {
+				if typ, ok := jsonx.Unquote(v); ok && (typ == "input_audio" || typ == "file") {
+					return typ
+				}
+			}
+		}
+	}
+	return ""
 }
 
 // imageRef is a content part's image_url, {"url": …} or, in the Responses shape, the URL itself,

@@ -210,6 +210,10 @@ func openaiOnlyAsk(field string) string {
 		return "prompt as a batch or as token ids"
 	case "input":
 		return "input as token ids"
+	case "functions":
+		return "the legacy functions (declare them as tools)"
+	case "input_audio", "file":
+		return "a content part of type " + field
 	}
 	return field
 }

@@ -180,7 +180,34 @@ func loadOnlyError(reason string) error {
 
 // post sends body to path below the target's URL.
 func (a *openaiOllama) post(ctx context.Context, path string, body []byte, stream bool) (*http.Response, error) {
-	return post(ctx, a.c, a.t, path, whole(body), accept(stream, "application/x-ndjson"), a.id, a.now)
+	resp, err := post(ctx, a.c, a.t, path, whole(body), accept(stream, "application/x-ndjson"), a.id, a.now)
+	if se, ok := errors.AsType[*core.StatusError](err); ok && modelCannot(se) {
+		return nil, &core.UnmetError{Err: se}
+	}
+	return resp, err
+}
+
+// cannotPhrases are what Ollama answers, with a 400, when the model lacks what the request
+// needs (server/routes.go and images.go): CheckCapabilities' "registry.ollama.ai/library/
+// gemma:2b does not support tools" (also insert, vision, embedding), ChatHandler's "\"gemma:2b\"
+// does not support thinking" and "… does not support chat", and, in the versions that allow a
+// think level only for gpt-oss, "think value \"high\" is not supported for this model".
+var cannotPhrases = [...]string{" does not support ", "is not supported for this model"}
+
+// modelCannot reports whether e is Ollama's refusal of a request its model cannot serve. It is
+// the target's failure, not the request's (core.UnmetError, class endpoint): another target on
+// the route may have the tools or the thinking, and must be asked; alone, the client gets the
+// 400 as Ollama said it (TestOllamaCapabilityRefusalFallsThrough).
+func modelCannot(e *core.StatusError) bool {
+	if e.Status != http.StatusBadRequest {
+		return false
+	}
+	for _, p := range cannotPhrases {
+		if strings.Contains(e.Message, p) {
+			return true
+		}
+	}
+	return false
 }
 
 // maxPrealloc is the largest stated Content-Length readAnswer allocates for before reading: a
@@ -475,8 +502,13 @@ func (a *openaiOllama) message(i int, m *core.Message, callNames map[string]stri
 		for j, c := range calls {
 			args, err := argumentsObject(c.Function.Arguments)
 			if err != nil {
-				return out, requestError(a.t, "invalid_value", fmt.Sprintf("messages[%d].tool_calls[%d].function.arguments", i, j),
-					"tool call arguments must be a JSON object for Ollama: "+err.Error())
+				// OpenAI's API takes any text here (a model's call cut off by max_tokens, sent
+				// back in the history), and Ollama only an object: this target's failure, not the
+				// request's, so that an openai target on the route serves it
+				// (TestUntranslatableChatSkipsTranslators); alone, the client gets this 400.
+				return out, &core.UnmetError{Err: requestError(a.t, "invalid_value",
+					fmt.Sprintf("messages[%d].tool_calls[%d].function.arguments", i, j),
+					"tool call arguments must be a JSON object for Ollama: "+err.Error())}
 			}
 			var oc ollamaToolCall
 			oc.Function.Name, oc.Function.Arguments = c.Function.Name, args
