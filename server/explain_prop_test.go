@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -33,20 +34,22 @@ const (
 	outEndpoint
 	outRequest
 	outConnection
+	outLoading
 	numOutcomes
 )
 
 // class is the failure class the gateway files an outcome under.
 func (o outcome) class() string {
-	return [...]string{"", "server_error", "rate_limit", "overflow", "endpoint", "request", "connection"}[o]
+	return [...]string{"", "server_error", "rate_limit", "overflow", "endpoint", "request", "connection", "loading"}[o]
 }
 
 // omni is a loopback upstream that answers every endpoint of the openai and ollama protocols,
 // or fails as its outcome says.
 type omni struct {
-	srv *httptest.Server
-	mu  sync.Mutex
-	out outcome
+	srv  *httptest.Server
+	mu   sync.Mutex
+	out  outcome
+	onOK func() // run before a success is answered: a test moves its clock in it, to time it
 }
 
 func newOmni(t *testing.T) *omni {
@@ -65,8 +68,11 @@ func (o *omni) set(out outcome) {
 
 func (o *omni) serve(w http.ResponseWriter, r *http.Request) {
 	o.mu.Lock()
-	out := o.out
+	out, onOK := o.out, o.onOK
 	o.mu.Unlock()
+	if out == outOK && onOK != nil {
+		onOK()
+	}
 	fail := func(status int, code, msg string) {
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(status)
@@ -87,6 +93,11 @@ func (o *omni) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	case outRequest:
 		fail(400, "invalid_value", "temperature is wrong")
+		return
+	case outLoading:
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(503)
+		fmt.Fprint(w, `{"error":{"message":"Loading model","type":"unavailable_error","code":503}}`)
 		return
 	case outConnection:
 		c, _, err := w.(http.Hijacker).Hijack()
@@ -213,6 +224,10 @@ type propCase struct {
 	explain  string             // the body explain is asked with: the request's, or its chat form
 	outs     map[string]outcome // what each answers during the request
 	benched  []string           // made to fail before explain, to cool down
+	loading  map[string]bool    // of benched, those made to answer loading (held back as loading)
+	warm     map[string]int     // served before explain, in this many ms (latency measured)
+	busy     map[string]int     // requests in flight on each, from elsewhere
+	degraded []string           // active health found slow
 	advance  bool               // the cooldowns have ended (a probe is due)
 	path     string
 	body     string
@@ -221,10 +236,11 @@ type propCase struct {
 	describe string
 }
 
-var propClasses = []string{"connection", "server_error", "rate_limit", "overflow", "endpoint"}
+var propClasses = []string{"connection", "server_error", "rate_limit", "overflow", "endpoint", "loading"}
 
 func randomCase(rng *rand.Rand, ups []*omni) propCase {
-	pc := propCase{outs: map[string]outcome{}, ollama: map[string]bool{}}
+	pc := propCase{outs: map[string]outcome{}, ollama: map[string]bool{}, loading: map[string]bool{},
+		warm: map[string]int{}, busy: map[string]int{}}
 	var b strings.Builder
 	b.WriteString("[cooldown]\nfailures = 1\nbase = \"30s\"\n\n")
 	key := rng.IntN(5) == 0
@@ -262,6 +278,16 @@ func randomCase(rng *rand.Rand, ups []*omni) propCase {
 		}
 		if rng.IntN(5) == 0 {
 			pc.benched = append(pc.benched, name)
+			pc.loading[name] = rng.IntN(3) == 0
+		}
+		if rng.IntN(2) == 0 {
+			pc.warm[name] = 1 + rng.IntN(4)*100
+		}
+		if rng.IntN(3) == 0 {
+			pc.busy[name] = 1 + rng.IntN(2)
+		}
+		if rng.IntN(6) == 0 {
+			pc.degraded = append(pc.degraded, name)
 		}
 		// A route of one target, to bench it through.
 		fmt.Fprintf(&b, "[routes.only-%s]\ntargets = [%q]\n\n", name, name)
@@ -390,7 +416,8 @@ func randomCase(rng *rand.Rand, ups []*omni) propCase {
 		raw, _ = json.Marshal(body)
 		pc.explain = string(raw)
 	}
-	pc.describe = fmt.Sprintf("%s %s %v benched=%v advance=%v outs=%v\n%s", pc.path, pc.body, pc.hdr, pc.benched, pc.advance, pc.outs, pc.cfg)
+	pc.describe = fmt.Sprintf("%s %s %v benched=%v loading=%v warm=%v busy=%v degraded=%v advance=%v outs=%v\n%s",
+		pc.path, pc.body, pc.hdr, pc.benched, pc.loading, pc.warm, pc.busy, pc.degraded, pc.advance, pc.outs, pc.cfg)
 	return pc
 }
 
@@ -429,7 +456,8 @@ func TestExplainTellsTheTruth(t *testing.T) {
 		t.Run(fmt.Sprint(i), func(t *testing.T) { checkExplain(t, pc, ups, &seen) })
 	}
 	// The cases must reach what they are for, or the property holds of nothing.
-	if seen.fellThrough == 0 || seen.explainError == 0 || seen.reserve == 0 || seen.guardEntered == 0 || seen.weighted == 0 {
+	if seen.fellThrough == 0 || seen.explainError == 0 || seen.reserve == 0 || seen.guardEntered == 0 || seen.weighted == 0 ||
+		seen.reordered == 0 || seen.loading == 0 {
 		t.Errorf("the cases missed a path: %+v", seen)
 	}
 }
@@ -437,6 +465,7 @@ func TestExplainTellsTheTruth(t *testing.T) {
 // coverage counts the cases that reached each path worth reaching.
 type coverage struct {
 	fellThrough, explainError, reserve, guardEntered, weighted int
+	reordered, loading                                         int // a policy put the route's order aside; a target held back as loading
 }
 
 func checkExplain(t *testing.T, pc propCase, ups []*omni, seen *coverage) {
@@ -444,9 +473,42 @@ func checkExplain(t *testing.T, pc propCase, ups []*omni, seen *coverage) {
 		u.set(outOK)
 	}
 	g := newGateway(t, pc.cfg, nil)
+	// Warm: one success each, timed on the gateway's clock (the latency policy's estimates).
+	for _, name := range pc.names {
+		ms, ok := pc.warm[name]
+		if !ok {
+			continue
+		}
+		u := ups[name[1]-'0']
+		u.mu.Lock()
+		u.onOK = func() { g.clock.Advance(time.Duration(ms) * time.Millisecond) }
+		u.mu.Unlock()
+		rep := g.post(t, "/v1/chat/completions",
+			fmt.Sprintf(`{"model":"only-%s","messages":[{"role":"user","content":"x"}]}`, name), pc.hdr...)
+		u.mu.Lock()
+		u.onOK = nil
+		u.mu.Unlock()
+		if rep.status != 200 && !bytes.Contains(rep.body, []byte("no_private_target")) { // a strict key's public target stays cold
+			t.Fatalf("warming %s: %d %s", name, rep.status, rep.body)
+		}
+	}
+	for name, n := range pc.busy {
+		st := mustTarget(t, g, name).Stats
+		for range n {
+			st.Begin()
+			t.Cleanup(st.End)
+		}
+	}
+	for _, name := range pc.degraded {
+		mustTarget(t, g, name).Stats.SetDegraded(true)
+	}
 	// Bench: one failure each (cooldown.failures = 1).
 	for _, name := range pc.benched {
-		ups[name[1]-'0'].set(outServerError)
+		out := outServerError
+		if pc.loading[name] {
+			out = outLoading
+		}
+		ups[name[1]-'0'].set(out)
 		rep := g.post(t, "/v1/chat/completions",
 			fmt.Sprintf(`{"model":"only-%s","messages":[{"role":"user","content":"x"}]}`, name), pc.hdr...)
 		if rep.status != 502 && rep.status != 503 && rep.status != 500 {
@@ -482,6 +544,21 @@ func checkExplain(t *testing.T, pc propCase, ups []*omni, seen *coverage) {
 	}
 	if x.Error != nil {
 		seen.explainError++
+	}
+	var routeOrder []string
+	for _, c := range x.Candidates {
+		if slices.Contains(x.Order, c.Name) {
+			routeOrder = append(routeOrder, c.Name)
+		}
+	}
+	if pc.policy != "weighted" && !slices.Equal(routeOrder, x.Order) {
+		seen.reordered++
+	}
+	for _, d := range x.Drops {
+		if d.Filter == "loading" {
+			seen.loading++
+			break
+		}
 	}
 	if len(x.Reserve) > 0 {
 		seen.reserve++
