@@ -243,12 +243,26 @@ func randomCase(rng *rand.Rand, ups []*omni) propCase {
 		warm: map[string]int{}, busy: map[string]int{}}
 	var b strings.Builder
 	b.WriteString("[cooldown]\nfailures = 1\nbase = \"30s\"\n\n")
+	n := 2 + rng.IntN(3)
 	key := rng.IntN(5) == 0
 	keyStrict := key && rng.IntN(2) == 0
 	if key {
-		fmt.Fprintf(&b, "[[keys]]\nname = \"k\"\nsha256 = %q\nstrict = %v\n\n", sha256hex("secret"), keyStrict)
+		fmt.Fprintf(&b, "[[keys]]\nname = \"k\"\nsha256 = %q\nstrict = %v\n", sha256hex("secret"), keyStrict)
+		if !keyStrict && rng.IntN(2) == 0 {
+			// A key allowed some routes: the others are 404 to it, for explain as for the request.
+			var allowed []string
+			for i := range n {
+				allowed = append(allowed, fmt.Sprintf("only-t%d", i))
+			}
+			for _, r := range []string{"saif", "deepseek-r1", "averroes-q", "auto"} {
+				if rng.IntN(2) == 0 {
+					allowed = append(allowed, r)
+				}
+			}
+			fmt.Fprintf(&b, "routes = %s\n", tomlList(allowed))
+		}
+		b.WriteString("\n")
 	}
-	n := 2 + rng.IntN(3)
 	public := map[string]bool{}
 	for i := range n {
 		name := fmt.Sprintf("t%d", i)
@@ -376,11 +390,20 @@ func randomCase(rng *rand.Rand, ups []*omni) propCase {
 			body["x-hayula-privacy"] = "strict"
 		}
 	}
+	// The options as body fields or as headers, which the gateway reads alike.
 	if rng.IntN(5) == 0 {
-		body["x-fallback-on"] = false
+		if rng.IntN(2) == 0 {
+			body["x-fallback-on"] = false
+		} else {
+			pc.hdr = append(pc.hdr, "x-fallback-on", "false")
+		}
 	}
 	if pc.model == "auto" && rng.IntN(3) == 0 {
-		body["x-route-hint"] = routes[rng.IntN(3)]
+		if hint := routes[rng.IntN(3)]; rng.IntN(2) == 0 {
+			body["x-route-hint"] = hint
+		} else {
+			pc.hdr = append(pc.hdr, "x-route-hint", hint)
+		}
 	}
 	switch pc.path {
 	case "/v1/completions":
@@ -579,7 +602,7 @@ func checkExplain(t *testing.T, pc propCase, ups []*omni, seen *coverage) {
 		return
 	}
 	if x.Error != nil {
-		if len(got) != 0 || real.status != x.Error.Status {
+		if len(got) != 0 || real.status != x.Error.Status || real.errorField(t, "code") != x.Error.Code {
 			t.Fatalf("explain says %d %s; the request was %d, chain %v: %s\nexplain: %s\n%s",
 				x.Error.Status, x.Error.Code, real.status, got, real.body, xr.body, pc.describe)
 		}
