@@ -217,7 +217,9 @@ func (s *Server) describe(rs *routeState, t *core.Target) explainTarget {
 	d := explainTarget{
 		Name: t.Name, Adapter: t.Adapter.String(), Model: t.Model, Class: t.Privacy.String(),
 		ContextWindow: t.ContextWindow, Guard: names(rs.guard[t.Index].Classes()), Health: st.Status,
-		InFlight: t.Stats.InFlight(), LatencyMS: float64(t.Stats.Latency()) / float64(time.Millisecond),
+		// The estimate the latency policy reads: 0 for none, or one older than core.LatencyStale,
+		// which the policy tries first as unmeasured (TestExplainLatencyAsThePolicyReadsIt).
+		InFlight: t.Stats.InFlight(), LatencyMS: float64(t.Stats.LatencyAt(s.clock.Now())) / float64(time.Millisecond),
 	}
 	if st.Cooling {
 		d.CoolingUntil = st.Until.UTC().Format(time.RFC3339)
