@@ -363,6 +363,8 @@ func randomCase(rng *rand.Rand, ups []*omni) propCase {
 		pc.path = "/v1/completions"
 	case op == 1:
 		pc.path = "/v1/embeddings"
+	case op == 2:
+		pc.path = "/v1/responses" // explain is asked with the body as it is (README, Endpoints)
 	default:
 		pc.path = "/v1/chat/completions"
 	}
@@ -374,12 +376,16 @@ func randomCase(rng *rand.Rand, ups []*omni) propCase {
 	// A chat body counts its prompt against context windows; a completions or embeddings body is
 	// filtered for its prompt's length (only max_tokens counts). Explain, which takes the chat
 	// form, cannot show that, so those cases are left out here (the report of this test says so).
-	chat := pc.path == "/v1/chat/completions"
+	chat := pc.path == "/v1/chat/completions" || pc.path == "/v1/responses"
 	if chat && rng.IntN(4) == 0 {
 		prompt = strings.Repeat("explain step by step why this proof holds ", 20)
 	}
 	if rng.IntN(3) == 0 {
-		body["max_tokens"] = []int{16, 200000}[rng.IntN(2)]
+		max := "max_tokens"
+		if pc.path == "/v1/responses" {
+			max = "max_output_tokens"
+		}
+		body[max] = []int{16, 200000}[rng.IntN(2)]
 	}
 	switch rng.IntN(2) {
 	case 0:
@@ -411,6 +417,19 @@ func randomCase(rng *rand.Rand, ups []*omni) propCase {
 	case "/v1/embeddings":
 		body["input"] = prompt
 		delete(body, "max_tokens")
+	case "/v1/responses":
+		body["input"] = prompt
+		if rng.IntN(4) == 0 {
+			body["input"] = []any{map[string]any{"role": "user", "content": []any{
+				map[string]any{"type": "input_text", "text": prompt},
+				map[string]any{"type": "input_image", "image_url": "data:image/png;base64,AAAA"}}}}
+		}
+		if rng.IntN(3) == 0 {
+			body["tools"] = []any{map[string]any{"type": "function", "name": "f", "parameters": map[string]any{"type": "object"}}}
+		}
+		if rng.IntN(4) == 0 {
+			body["stream"] = true
+		}
 	default:
 		content := any(prompt)
 		if rng.IntN(4) == 0 {
@@ -430,7 +449,7 @@ func randomCase(rng *rand.Rand, ups []*omni) propCase {
 	}
 	raw, _ := json.Marshal(body)
 	pc.body, pc.explain = string(raw), string(raw)
-	if pc.path != "/v1/chat/completions" {
+	if pc.path != "/v1/chat/completions" && pc.path != "/v1/responses" {
 		// Explain takes a chat body (README, Endpoints): an operator asks it with the prompt as
 		// the one user turn.
 		delete(body, "prompt")
@@ -480,7 +499,7 @@ func TestExplainTellsTheTruth(t *testing.T) {
 	}
 	// The cases must reach what they are for, or the property holds of nothing.
 	if seen.fellThrough == 0 || seen.explainError == 0 || seen.reserve == 0 || seen.guardEntered == 0 || seen.weighted == 0 ||
-		seen.reordered == 0 || seen.loading == 0 {
+		seen.reordered == 0 || seen.loading == 0 || seen.responses == 0 {
 		t.Errorf("the cases missed a path: %+v", seen)
 	}
 }
@@ -489,6 +508,7 @@ func TestExplainTellsTheTruth(t *testing.T) {
 type coverage struct {
 	fellThrough, explainError, reserve, guardEntered, weighted int
 	reordered, loading                                         int // a policy put the route's order aside; a target held back as loading
+	responses                                                  int // a POST /v1/responses that tried a target
 }
 
 func checkExplain(t *testing.T, pc propCase, ups []*omni, seen *coverage) {
@@ -588,6 +608,9 @@ func checkExplain(t *testing.T, pc propCase, ups []*omni, seen *coverage) {
 	}
 	if len(got) > 1 {
 		seen.fellThrough++
+	}
+	if len(got) > 0 && pc.path == "/v1/responses" {
+		seen.responses++
 	}
 	for _, c := range x.Candidates {
 		if len(c.Guard) > 0 && slices.Contains(got, c.Name) {
