@@ -12,6 +12,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+
 	"github.com/hayula/gateway/config"
 	"github.com/hayula/gateway/metrics"
 	"github.com/hayula/gateway/server"
@@ -200,6 +203,47 @@ func TestMetricsLabelsAcrossReloads(t *testing.T) {
 			most[k] = max(most[k], v)
 		}
 	}
+
+	// A scraper beside it all, reloads included: no counter it reads is ever below one it read.
+	stop, done := make(chan struct{}), make(chan []string)
+	go func() {
+		var problems []string
+		seen := map[string]float64{}
+		for {
+			select {
+			case <-stop:
+				done <- problems
+				return
+			default:
+			}
+			req, _ := http.NewRequest(http.MethodGet, ts.URL+"/metrics", nil)
+			req.Header.Set("Authorization", "Bearer hk-scrape")
+			resp, err := hc.Do(req)
+			if err != nil {
+				problems = append(problems, err.Error())
+				continue
+			}
+			parser := expfmt.NewTextParser(model.LegacyValidation)
+			fams, err := parser.TextToMetricFamilies(resp.Body)
+			resp.Body.Close()
+			if err != nil {
+				problems = append(problems, err.Error())
+				continue
+			}
+			for k, v := range counterValues(fams) {
+				if v < seen[k] && len(problems) < 10 {
+					problems = append(problems, fmt.Sprintf("%s read %v after %v", k, v, seen[k]))
+				}
+				seen[k] = max(seen[k], v)
+			}
+		}
+	}()
+	defer func() {
+		close(stop)
+		for _, p := range <-done {
+			t.Errorf("the scraper beside: %s", p)
+		}
+	}()
 
 	check("at start", true)
 	traffic(true)
