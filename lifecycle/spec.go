@@ -82,6 +82,10 @@ type Options struct {
 	RestartBackoff time.Duration
 	// MaxRestartBackoff caps the growing restart delay; 0 = DefaultMaxRestartBackoff.
 	MaxRestartBackoff time.Duration
+	// Counts is where launches are counted by target name, beside each member's own Starts and
+	// Restarts (which a changed member starts anew): hand every Manager a process builds the
+	// same Counts so that a name's counts go on across reloads. nil = a Counts of the Manager's.
+	Counts *Counts
 }
 
 func (o Options) withDefaults() Options {
@@ -90,6 +94,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Counts == nil {
+		o.Counts = new(Counts)
 	}
 	def := func(d *time.Duration, v time.Duration) {
 		if *d <= 0 {

@@ -170,6 +170,7 @@ func (m *Manager) supervise(mem *member, stop, done chan struct{}, after []<-cha
 			return
 		}
 		mem.restarts++
+		m.opt.Counts.add(mem.spec.Name, 0, 1)
 		if mem.state == StateBackoff {
 			mem.state = StateStarting
 		}
@@ -280,6 +281,7 @@ func (m *Manager) runOnce(mem *member, stop <-chan struct{}, restart bool) runRe
 	m.mu.Lock()
 	mem.pid, mem.url, mem.port = pid, url, port
 	mem.starts++
+	m.opt.Counts.add(mem.spec.Name, 1, 0)
 	loadTimer := m.clock.AfterFunc(mem.loadTimeout, func() { close(loadExpired) })
 	m.broadcastLocked()
 	m.mu.Unlock()

@@ -1,7 +1,6 @@
 package server
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"net/http"
@@ -139,17 +138,13 @@ func (s *Server) handleExplain(w http.ResponseWriter, r *http.Request) {
 	for _, d := range p.res.Drops {
 		x.Drops = append(x.Drops, explainDrop{Target: d.Target, Filter: d.Filter, Reason: d.Reason})
 	}
-	order := p.res.Kept
+	order := slices.Clone(p.res.Kept)
 	if len(p.res.FailedOpen) == 0 {
 		// After a fail open Kept is already soonest to recover first, as run tries it.
 		order = selector.Order(rs.sel, req, p.res.Kept)
 	}
 	if rs.guarded {
-		// run picks only among the targets open so far: those no failure has opened yet come
-		// after, whatever the policy would make of them (TestGuardWaitsUnderEveryPolicy).
-		slices.SortStableFunc(order, func(a, b *core.Target) int {
-			return cmp.Compare(b2i(shutAtStart(rs, a, p.overflowDrops)), b2i(shutAtStart(rs, b, p.overflowDrops)))
-		})
+		order = guardOrder(rs, order, p.res.Kept, len(p.reserve) > 0, p.overflowDrops)
 	}
 	for _, t := range order {
 		x.Order = append(x.Order, t.Name)
@@ -179,17 +174,31 @@ func (s *Server) handleExplain(w http.ResponseWriter, r *http.Request) {
 	_ = enc.Encode(x)
 }
 
+// guardOrder is order (the policy's, or the recovery order after a fail open) as run walks a
+// guarded route: the request tries, each time, the first target whose guard lets it in. Before
+// anything failed only the unguarded targets (and those an overflow drop opened) are let in, so
+// the policy's first among them goes first; after that a guard is open, or shut for good (a
+// failure outside its set stays among the failures), so the rest keep the policy's order: a
+// guarded target a failure opened is a candidate like the others (TestExplainOrderWithGuardMidChain,
+// TestGuardWaitsUnderEveryPolicy). When none is let in before a failure and there is a reserve, run
+// appends the reserve to kept, in kept's order, and walks them with no policy: so does explain.
+func guardOrder(rs *routeState, order, kept []*core.Target, reserve bool, overflowDrops int) []*core.Target {
+	i := slices.IndexFunc(order, func(t *core.Target) bool { return !shutAtStart(rs, t, overflowDrops) })
+	switch {
+	case i > 0:
+		first := order[i]
+		copy(order[1:i+1], order[:i])
+		order[0] = first
+	case i < 0 && reserve:
+		order = slices.Clone(kept)
+	}
+	return order
+}
+
 // shutAtStart reports whether t is guarded and its guard does not open before a failure.
 func shutAtStart(rs *routeState, t *core.Target, overflowDrops int) bool {
 	g := rs.guard[t.Index]
 	return g != 0 && !guardOpen(g, nil, overflowDrops)
-}
-
-func b2i(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
 }
 
 // shutByGuards reports whether every target of order is guarded and none of the guards opens
@@ -208,7 +217,9 @@ func (s *Server) describe(rs *routeState, t *core.Target) explainTarget {
 	d := explainTarget{
 		Name: t.Name, Adapter: t.Adapter.String(), Model: t.Model, Class: t.Privacy.String(),
 		ContextWindow: t.ContextWindow, Guard: names(rs.guard[t.Index].Classes()), Health: st.Status,
-		InFlight: t.Stats.InFlight(), LatencyMS: float64(t.Stats.Latency()) / float64(time.Millisecond),
+		// The estimate the latency policy reads: 0 for none, or one older than core.LatencyStale,
+		// which the policy tries first as unmeasured (TestExplainLatencyAsThePolicyReadsIt).
+		InFlight: t.Stats.InFlight(), LatencyMS: float64(t.Stats.LatencyAt(s.clock.Now())) / float64(time.Millisecond),
 	}
 	if st.Cooling {
 		d.CoolingUntil = st.Until.UTC().Format(time.RFC3339)

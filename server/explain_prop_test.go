@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -33,20 +34,22 @@ const (
 	outEndpoint
 	outRequest
 	outConnection
+	outLoading
 	numOutcomes
 )
 
 // class is the failure class the gateway files an outcome under.
 func (o outcome) class() string {
-	return [...]string{"", "server_error", "rate_limit", "overflow", "endpoint", "request", "connection"}[o]
+	return [...]string{"", "server_error", "rate_limit", "overflow", "endpoint", "request", "connection", "loading"}[o]
 }
 
 // omni is a loopback upstream that answers every endpoint of the openai and ollama protocols,
 // or fails as its outcome says.
 type omni struct {
-	srv *httptest.Server
-	mu  sync.Mutex
-	out outcome
+	srv  *httptest.Server
+	mu   sync.Mutex
+	out  outcome
+	onOK func() // run before a success is answered: a test moves its clock in it, to time it
 }
 
 func newOmni(t *testing.T) *omni {
@@ -65,8 +68,11 @@ func (o *omni) set(out outcome) {
 
 func (o *omni) serve(w http.ResponseWriter, r *http.Request) {
 	o.mu.Lock()
-	out := o.out
+	out, onOK := o.out, o.onOK
 	o.mu.Unlock()
+	if out == outOK && onOK != nil {
+		onOK()
+	}
 	fail := func(status int, code, msg string) {
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(status)
@@ -87,6 +93,11 @@ func (o *omni) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	case outRequest:
 		fail(400, "invalid_value", "temperature is wrong")
+		return
+	case outLoading:
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(503)
+		fmt.Fprint(w, `{"error":{"message":"Loading model","type":"unavailable_error","code":503}}`)
 		return
 	case outConnection:
 		c, _, err := w.(http.Hijacker).Hijack()
@@ -148,9 +159,9 @@ type explainAnswer struct {
 	} `json:"error"`
 }
 
-// predict walks explain's answer as the attempt loop is documented to: the order, a guarded
-// target entered only after failures all in its set (a context drop counting as an overflow), the
-// reserve when nothing else was tried, and a failure moving on only when fallback is on and its
+// predict walks explain's answer as the attempt loop is documented to: each time the first target
+// of the order whose guard lets it in (entered only after failures all in its set, a context drop
+// counting as an overflow), the reserve joining the order when nothing in it was let in at first, and a failure moving on only when fallback is on and its
 // class is in fallback_on (never a request failure).
 func (x explainAnswer) predict(outs map[string]outcome) (chain []string, served bool) {
 	guard := map[string][]string{}
@@ -178,19 +189,20 @@ func (x explainAnswer) predict(outs map[string]outcome) (chain []string, served 
 		}
 		return true
 	}
+	// Each time the first target its guard lets in is tried; when none is before anything failed,
+	// the reserve joins the order, after it.
 	cands, reserved := slices.Clone(x.Order), false
 	for {
-		if len(cands) == 0 {
+		i := slices.IndexFunc(cands, func(t string) bool { g := guard[t]; return len(g) == 0 || open(g) })
+		if i < 0 {
 			if len(chain) > 0 || reserved || len(x.Reserve) == 0 {
 				return chain, false
 			}
-			cands, reserved = slices.Clone(x.Reserve), true
-		}
-		t := cands[0]
-		cands = cands[1:]
-		if g := guard[t]; len(g) > 0 && !open(g) {
+			cands, reserved = append(cands, x.Reserve...), true
 			continue
 		}
+		t := cands[i]
+		cands = slices.Delete(cands, i, i+1)
 		chain = append(chain, t)
 		o := outs[t]
 		if o == outOK {
@@ -212,6 +224,10 @@ type propCase struct {
 	explain  string             // the body explain is asked with: the request's, or its chat form
 	outs     map[string]outcome // what each answers during the request
 	benched  []string           // made to fail before explain, to cool down
+	loading  map[string]bool    // of benched, those made to answer loading (held back as loading)
+	warm     map[string]int     // served before explain, in this many ms (latency measured)
+	busy     map[string]int     // requests in flight on each, from elsewhere
+	degraded []string           // active health found slow
 	advance  bool               // the cooldowns have ended (a probe is due)
 	path     string
 	body     string
@@ -220,24 +236,40 @@ type propCase struct {
 	describe string
 }
 
-var propClasses = []string{"connection", "server_error", "rate_limit", "overflow", "endpoint"}
+var propClasses = []string{"connection", "server_error", "rate_limit", "overflow", "endpoint", "loading"}
 
 func randomCase(rng *rand.Rand, ups []*omni) propCase {
-	pc := propCase{outs: map[string]outcome{}, ollama: map[string]bool{}}
+	pc := propCase{outs: map[string]outcome{}, ollama: map[string]bool{}, loading: map[string]bool{},
+		warm: map[string]int{}, busy: map[string]int{}}
 	var b strings.Builder
 	b.WriteString("[cooldown]\nfailures = 1\nbase = \"30s\"\n\n")
+	n := 2 + rng.IntN(3)
 	key := rng.IntN(5) == 0
 	keyStrict := key && rng.IntN(2) == 0
 	if key {
-		fmt.Fprintf(&b, "[[keys]]\nname = \"k\"\nsha256 = %q\nstrict = %v\n\n", sha256hex("secret"), keyStrict)
+		fmt.Fprintf(&b, "[[keys]]\nname = \"k\"\nsha256 = %q\nstrict = %v\n", sha256hex("secret"), keyStrict)
+		if !keyStrict && rng.IntN(2) == 0 {
+			// A key allowed some routes: the others are 404 to it, for explain as for the request.
+			var allowed []string
+			for i := range n {
+				allowed = append(allowed, fmt.Sprintf("only-t%d", i))
+			}
+			for _, r := range []string{"saif", "deepseek-r1", "averroes-q", "auto"} {
+				if rng.IntN(2) == 0 {
+					allowed = append(allowed, r)
+				}
+			}
+			fmt.Fprintf(&b, "routes = %s\n", tomlList(allowed))
+		}
+		b.WriteString("\n")
 	}
-	n := 2 + rng.IntN(3)
 	public := map[string]bool{}
 	for i := range n {
 		name := fmt.Sprintf("t%d", i)
 		pc.names = append(pc.names, name)
 		class := "private"
-		if rng.IntN(3) == 0 {
+		// A strict key needs a route with a private target (config.Load refuses it otherwise).
+		if rng.IntN(3) == 0 && (i > 0 || !keyStrict) {
 			class = "public"
 			public[name] = true
 		}
@@ -260,6 +292,16 @@ func randomCase(rng *rand.Rand, ups []*omni) propCase {
 		}
 		if rng.IntN(5) == 0 {
 			pc.benched = append(pc.benched, name)
+			pc.loading[name] = rng.IntN(3) == 0
+		}
+		if rng.IntN(2) == 0 {
+			pc.warm[name] = 1 + rng.IntN(4)*100
+		}
+		if rng.IntN(3) == 0 {
+			pc.busy[name] = 1 + rng.IntN(2)
+		}
+		if rng.IntN(6) == 0 {
+			pc.degraded = append(pc.degraded, name)
 		}
 		// A route of one target, to bench it through.
 		fmt.Fprintf(&b, "[routes.only-%s]\ntargets = [%q]\n\n", name, name)
@@ -321,6 +363,8 @@ func randomCase(rng *rand.Rand, ups []*omni) propCase {
 		pc.path = "/v1/completions"
 	case op == 1:
 		pc.path = "/v1/embeddings"
+	case op == 2:
+		pc.path = "/v1/responses" // explain is asked with the body as it is (README, Endpoints)
 	default:
 		pc.path = "/v1/chat/completions"
 	}
@@ -332,12 +376,16 @@ func randomCase(rng *rand.Rand, ups []*omni) propCase {
 	// A chat body counts its prompt against context windows; a completions or embeddings body is
 	// filtered for its prompt's length (only max_tokens counts). Explain, which takes the chat
 	// form, cannot show that, so those cases are left out here (the report of this test says so).
-	chat := pc.path == "/v1/chat/completions"
+	chat := pc.path == "/v1/chat/completions" || pc.path == "/v1/responses"
 	if chat && rng.IntN(4) == 0 {
 		prompt = strings.Repeat("explain step by step why this proof holds ", 20)
 	}
 	if rng.IntN(3) == 0 {
-		body["max_tokens"] = []int{16, 200000}[rng.IntN(2)]
+		max := "max_tokens"
+		if pc.path == "/v1/responses" {
+			max = "max_output_tokens"
+		}
+		body[max] = []int{16, 200000}[rng.IntN(2)]
 	}
 	switch rng.IntN(2) {
 	case 0:
@@ -348,11 +396,20 @@ func randomCase(rng *rand.Rand, ups []*omni) propCase {
 			body["x-hayula-privacy"] = "strict"
 		}
 	}
+	// The options as body fields or as headers, which the gateway reads alike.
 	if rng.IntN(5) == 0 {
-		body["x-fallback-on"] = false
+		if rng.IntN(2) == 0 {
+			body["x-fallback-on"] = false
+		} else {
+			pc.hdr = append(pc.hdr, "x-fallback-on", "false")
+		}
 	}
 	if pc.model == "auto" && rng.IntN(3) == 0 {
-		body["x-route-hint"] = routes[rng.IntN(3)]
+		if hint := routes[rng.IntN(3)]; rng.IntN(2) == 0 {
+			body["x-route-hint"] = hint
+		} else {
+			pc.hdr = append(pc.hdr, "x-route-hint", hint)
+		}
 	}
 	switch pc.path {
 	case "/v1/completions":
@@ -360,6 +417,19 @@ func randomCase(rng *rand.Rand, ups []*omni) propCase {
 	case "/v1/embeddings":
 		body["input"] = prompt
 		delete(body, "max_tokens")
+	case "/v1/responses":
+		body["input"] = prompt
+		if rng.IntN(4) == 0 {
+			body["input"] = []any{map[string]any{"role": "user", "content": []any{
+				map[string]any{"type": "input_text", "text": prompt},
+				map[string]any{"type": "input_image", "image_url": "data:image/png;base64,AAAA"}}}}
+		}
+		if rng.IntN(3) == 0 {
+			body["tools"] = []any{map[string]any{"type": "function", "name": "f", "parameters": map[string]any{"type": "object"}}}
+		}
+		if rng.IntN(4) == 0 {
+			body["stream"] = true
+		}
 	default:
 		content := any(prompt)
 		if rng.IntN(4) == 0 {
@@ -379,7 +449,7 @@ func randomCase(rng *rand.Rand, ups []*omni) propCase {
 	}
 	raw, _ := json.Marshal(body)
 	pc.body, pc.explain = string(raw), string(raw)
-	if pc.path != "/v1/chat/completions" {
+	if pc.path != "/v1/chat/completions" && pc.path != "/v1/responses" {
 		// Explain takes a chat body (README, Endpoints): an operator asks it with the prompt as
 		// the one user turn.
 		delete(body, "prompt")
@@ -388,7 +458,8 @@ func randomCase(rng *rand.Rand, ups []*omni) propCase {
 		raw, _ = json.Marshal(body)
 		pc.explain = string(raw)
 	}
-	pc.describe = fmt.Sprintf("%s %s %v benched=%v advance=%v outs=%v\n%s", pc.path, pc.body, pc.hdr, pc.benched, pc.advance, pc.outs, pc.cfg)
+	pc.describe = fmt.Sprintf("%s %s %v benched=%v loading=%v warm=%v busy=%v degraded=%v advance=%v outs=%v\n%s",
+		pc.path, pc.body, pc.hdr, pc.benched, pc.loading, pc.warm, pc.busy, pc.degraded, pc.advance, pc.outs, pc.cfg)
 	return pc
 }
 
@@ -427,7 +498,8 @@ func TestExplainTellsTheTruth(t *testing.T) {
 		t.Run(fmt.Sprint(i), func(t *testing.T) { checkExplain(t, pc, ups, &seen) })
 	}
 	// The cases must reach what they are for, or the property holds of nothing.
-	if seen.fellThrough == 0 || seen.explainError == 0 || seen.reserve == 0 || seen.guardEntered == 0 || seen.weighted == 0 {
+	if seen.fellThrough == 0 || seen.explainError == 0 || seen.reserve == 0 || seen.guardEntered == 0 || seen.weighted == 0 ||
+		seen.reordered == 0 || seen.loading == 0 || seen.responses == 0 {
 		t.Errorf("the cases missed a path: %+v", seen)
 	}
 }
@@ -435,6 +507,8 @@ func TestExplainTellsTheTruth(t *testing.T) {
 // coverage counts the cases that reached each path worth reaching.
 type coverage struct {
 	fellThrough, explainError, reserve, guardEntered, weighted int
+	reordered, loading                                         int // a policy put the route's order aside; a target held back as loading
+	responses                                                  int // a POST /v1/responses that tried a target
 }
 
 func checkExplain(t *testing.T, pc propCase, ups []*omni, seen *coverage) {
@@ -442,9 +516,42 @@ func checkExplain(t *testing.T, pc propCase, ups []*omni, seen *coverage) {
 		u.set(outOK)
 	}
 	g := newGateway(t, pc.cfg, nil)
+	// Warm: one success each, timed on the gateway's clock (the latency policy's estimates).
+	for _, name := range pc.names {
+		ms, ok := pc.warm[name]
+		if !ok {
+			continue
+		}
+		u := ups[name[1]-'0']
+		u.mu.Lock()
+		u.onOK = func() { g.clock.Advance(time.Duration(ms) * time.Millisecond) }
+		u.mu.Unlock()
+		rep := g.post(t, "/v1/chat/completions",
+			fmt.Sprintf(`{"model":"only-%s","messages":[{"role":"user","content":"x"}]}`, name), pc.hdr...)
+		u.mu.Lock()
+		u.onOK = nil
+		u.mu.Unlock()
+		if rep.status != 200 && !bytes.Contains(rep.body, []byte("no_private_target")) { // a strict key's public target stays cold
+			t.Fatalf("warming %s: %d %s", name, rep.status, rep.body)
+		}
+	}
+	for name, n := range pc.busy {
+		st := mustTarget(t, g, name).Stats
+		for range n {
+			st.Begin()
+			t.Cleanup(st.End)
+		}
+	}
+	for _, name := range pc.degraded {
+		mustTarget(t, g, name).Stats.SetDegraded(true)
+	}
 	// Bench: one failure each (cooldown.failures = 1).
 	for _, name := range pc.benched {
-		ups[name[1]-'0'].set(outServerError)
+		out := outServerError
+		if pc.loading[name] {
+			out = outLoading
+		}
+		ups[name[1]-'0'].set(out)
 		rep := g.post(t, "/v1/chat/completions",
 			fmt.Sprintf(`{"model":"only-%s","messages":[{"role":"user","content":"x"}]}`, name), pc.hdr...)
 		if rep.status != 502 && rep.status != 503 && rep.status != 500 {
@@ -481,11 +588,29 @@ func checkExplain(t *testing.T, pc propCase, ups []*omni, seen *coverage) {
 	if x.Error != nil {
 		seen.explainError++
 	}
+	var routeOrder []string
+	for _, c := range x.Candidates {
+		if slices.Contains(x.Order, c.Name) {
+			routeOrder = append(routeOrder, c.Name)
+		}
+	}
+	if pc.policy != "weighted" && !slices.Equal(routeOrder, x.Order) {
+		seen.reordered++
+	}
+	for _, d := range x.Drops {
+		if d.Filter == "loading" {
+			seen.loading++
+			break
+		}
+	}
 	if len(x.Reserve) > 0 {
 		seen.reserve++
 	}
 	if len(got) > 1 {
 		seen.fellThrough++
+	}
+	if len(got) > 0 && pc.path == "/v1/responses" {
+		seen.responses++
 	}
 	for _, c := range x.Candidates {
 		if len(c.Guard) > 0 && slices.Contains(got, c.Name) {
@@ -500,7 +625,7 @@ func checkExplain(t *testing.T, pc propCase, ups []*omni, seen *coverage) {
 		return
 	}
 	if x.Error != nil {
-		if len(got) != 0 || real.status != x.Error.Status {
+		if len(got) != 0 || real.status != x.Error.Status || real.errorField(t, "code") != x.Error.Code {
 			t.Fatalf("explain says %d %s; the request was %d, chain %v: %s\nexplain: %s\n%s",
 				x.Error.Status, x.Error.Code, real.status, got, real.body, xr.body, pc.describe)
 		}

@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -33,9 +34,11 @@ func TestGuardWaitsUnderEveryPolicy(t *testing.T) {
 					t.Cleanup(st.End)
 				}
 			}
-			// Explain shows the tail last: before anything failed the loop picks among the rest.
-			if x := g.explain(t, "r"); len(x.Order) != 3 || x.Order[2] != "tail" {
-				t.Errorf("explain order %v, want the tail last", x.Order)
+			// Explain never shows the tail first: before anything failed the loop picks among the
+			// rest. After that the tail is a candidate like b, in the place the policy gives it.
+			x := g.explain(t, "r")
+			if len(x.Order) != 3 || x.Order[0] != "a" {
+				t.Errorf("explain order %v, want a first", x.Order)
 			}
 			a.set(errHandler(400, "context_length_exceeded", "This model's maximum context length is 10 tokens"))
 			b.set(errHandler(400, "context_length_exceeded", "This model's maximum context length is 10 tokens"))
@@ -48,6 +51,10 @@ func TestGuardWaitsUnderEveryPolicy(t *testing.T) {
 			// chooses between them (ordered: b first; latency: the unmeasured tail first).
 			if got := rep.header.Get("x-hayula-chain"); !strings.HasPrefix(got, "a→") || !strings.HasSuffix(got, "tail (served by tail)") {
 				t.Errorf("x-hayula-chain %q, want a first and the tail serving", got)
+			}
+			// Explain's order is the chain the request walked (TestExplainOrderWithGuardMidChain).
+			if want := strings.Join(x.Order[:slices.Index(x.Order, "tail")+1], "→") + " (served by tail)"; rep.header.Get("x-hayula-chain") != want {
+				t.Errorf("x-hayula-chain %q, explain's order %v", rep.header.Get("x-hayula-chain"), x.Order)
 			}
 		})
 	}

@@ -75,6 +75,7 @@ func (s *Server) newProcs(o Options) (*procs, error) {
 	if lo.Logger == nil {
 		lo.Logger = s.log
 	}
+	lo.Counts = s.launched
 	// The manager logs the last lines a process wrote to stderr: the model server's words,
 	// which may hold the key it was given (TestProcessStderrKeyRedacted).
 	lo.Logger = redactingLogger(lo.Logger, o.Config.Targets)

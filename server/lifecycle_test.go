@@ -326,6 +326,58 @@ load_timeout = "20s"
 		}
 	})
 
+	// A reload that changes a managed target's command, removes it, or runs no process at all and
+	// a later one that brings it back: hayula_process_starts_total went on from its count only
+	// when the reload left the target's process alone. A changed or re-added target counted from
+	// zero again, which Prometheus reads as a counter reset, against CONFIG.md's promise that a
+	// target's series go on from their count (TestProcessCountsGoOnAcrossReloads).
+	t.Run("process counts go on across reloads that change, remove and bring back a target", func(t *testing.T) {
+		b := newFake(t, "b")
+		cfgs := []string{
+			managed("change") + managed("drop") + target("b", b.url(), "private") +
+				"[routes.rchange]\ntargets = [\"change\"]\n[routes.rdrop]\ntargets = [\"drop\"]\n[routes.rb]\ntargets = [\"b\"]\n",
+			managed("change", "-delay", "1ms") + target("b", b.url(), "private") +
+				"[routes.rchange]\ntargets = [\"change\"]\n[routes.rb]\ntargets = [\"b\"]\n",
+			target("b", b.url(), "private") + "[routes.rb]\ntargets = [\"b\"]\n",
+			managed("change") + managed("drop") + target("b", b.url(), "private") +
+				"[routes.rchange]\ntargets = [\"change\"]\n[routes.rdrop]\ntargets = [\"drop\"]\n[routes.rb]\ntargets = [\"b\"]\n",
+		}
+		// The routes each configuration asks, and the starts each target has counted after.
+		asks := [][]string{{"rchange", "rdrop"}, {"rchange"}, {"rb"}, {"rchange", "rdrop"}}
+		want := []map[string]int{{"change": 1, "drop": 1}, {"change": 2}, {}, {"change": 3, "drop": 2}}
+		g := newGateway(t, cfgs[0], nil, fast)
+		for i, cfg := range cfgs {
+			if i > 0 {
+				parsed, err := config.Parse([]byte(cfg), "test.toml", func(string) string { return "" })
+				if err != nil {
+					t.Fatal(err)
+				}
+				next, err := server.New(server.Options{Config: parsed, Previous: g.srv, Logger: slog.New(slog.DiscardHandler),
+					Lifecycle: lifecycle.Options{PollInterval: 20 * time.Millisecond, ProbeTimeout: time.Second, StopGrace: 2 * time.Second}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(next.Close)
+				g.srv.Close()
+				if err := next.Start(context.Background()); err != nil {
+					t.Fatal(err)
+				}
+				g = &gateway{srv: next, ts: serveLive(t, next.Handler()), clock: g.clock}
+			}
+			for _, r := range asks[i] {
+				if rep := g.chat(t, r); rep.status != 200 {
+					t.Fatalf("configuration %d, %s: %d %s", i, r, rep.status, rep.body)
+				}
+			}
+			_, lines := scrape(t, g)
+			for name, n := range want[i] {
+				if l := fmt.Sprintf("hayula_process_starts_total{target=%q} %d", name, n); !lines[l] {
+					t.Errorf("configuration %d: /metrics has no line %q", i, l)
+				}
+			}
+		}
+	})
+
 	t.Run("a strict request waiting for its process makes no attempt once a reload made the target public", func(t *testing.T) {
 		// The process is ready when the gate says so: the request waits in the lifecycle's
 		// start (nothing else in the route can serve it) across the reload.

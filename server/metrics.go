@@ -241,11 +241,15 @@ func (s *Server) writeProcs(w *metrics.Writer) {
 		}
 	}
 	w.Family("hayula_process_starts_total", "counter", "Processes launched for a target with a command, restarts after a crash included.")
+	// By name, across reloads (lifecycle.Counts): a member's own Starts begin anew when a reload
+	// changes or brings back its target (TestManagedTargets, "process counts go on").
 	for _, m := range members {
-		w.Sample("hayula_process_starts_total", uint64(m.Starts), "target", m.Name)
+		starts, _ := s.launched.Launched(m.Name)
+		w.Sample("hayula_process_starts_total", uint64(starts), "target", m.Name)
 	}
 	w.Family("hayula_process_restarts_total", "counter", "Processes launched for a target with a command after its previous one crashed.")
 	for _, m := range members {
-		w.Sample("hayula_process_restarts_total", uint64(m.Restarts), "target", m.Name)
+		_, restarts := s.launched.Launched(m.Name)
+		w.Sample("hayula_process_restarts_total", uint64(restarts), "target", m.Name)
 	}
 }

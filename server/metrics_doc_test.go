@@ -10,6 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+
 	"github.com/hayula/gateway/lifecycle"
 	"github.com/hayula/gateway/metrics"
 	"github.com/hayula/gateway/server"
@@ -76,6 +79,26 @@ health_path = "http://127.0.0.1:{port}/health"
 	for _, name := range documented {
 		if !slices.Contains(written, name) {
 			t.Errorf("CONFIG.md's Metrics table names %s, which /metrics does not write", name)
+		}
+	}
+	// And each series with the labels its row gives, the process series included, which only a
+	// gateway with a managed target writes (TestMetricsLabelsAcrossReloads checks the rest).
+	labels := documentedLabels(t)
+	parser := expfmt.NewTextParser(model.LegacyValidation)
+	fams, err := parser.TextToMetricFamilies(strings.NewReader(string(rep.body)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, f := range fams {
+		for _, m := range f.GetMetric() {
+			got := []string{}
+			for _, lp := range m.GetLabel() {
+				got = append(got, lp.GetName())
+			}
+			slices.Sort(got)
+			if want := labels[name]; !slices.Equal(got, want) {
+				t.Errorf("a %s series has labels %v; CONFIG.md gives %v", name, got, want)
+			}
 		}
 	}
 }

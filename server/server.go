@@ -126,6 +126,9 @@ type Server struct {
 	limits  []keyLimit // by config.Key.Index; nil when no key has rpm or max_concurrent (limits.go)
 
 	failedOpen *atomic.Int64 // requests served only because a fail-open stage kept every target; Previous's, on a reload
+	// launched counts the processes of targets with a command by name, across every lifecycle
+	// manager and member a reload replaces; Previous's, on a reload (writeProcs).
+	launched *lifecycle.Counts
 	// successor is the server a reload put in this one's place (Live.Replace); nil while this
 	// one is current. Its requests still under way ask it, and the successors after it, whether
 	// a target became public or they strict since they began (reloadForbids).
@@ -179,9 +182,16 @@ func New(o Options) (*Server, error) {
 		reloads: o.Reloads,
 	}
 	s.failedOpen = new(atomic.Int64)
+	s.launched = o.Lifecycle.Counts
+	if s.launched == nil {
+		s.launched = new(lifecycle.Counts)
+	}
 	if o.Previous != nil {
 		s.started = o.Previous.started
 		s.failedOpen = o.Previous.failedOpen
+		if o.Lifecycle.Counts == nil {
+			s.launched = o.Previous.launched
+		}
 		carryStats(o.Config, o.Previous.cfg)
 	}
 	s.created = s.started.Unix()
