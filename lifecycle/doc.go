@@ -40,7 +40,10 @@
 //     TestStopReachesEscapedWorker, TestStopReachesLateEscapee; one whose parent had already died
 //     (a crashed process's own children, say) escapes.
 //   - No child process (nor anything it spawned into its process group) survives Close —
-//     TestNoOrphanAfterClose; nor a SIGKILL of the gateway on Linux — TestChildDiesWithGateway.
+//     TestNoOrphanAfterClose; nor, on Linux, the gateway's exit on a second signal, which calls
+//     KillDescendants — TestSecondSignalKillsProcessGroups (cmd/gateway). A SIGKILL of the
+//     gateway on Linux takes the child itself (Pdeathsig) — TestChildDiesWithGateway — but not
+//     what it spawned.
 //   - Once Drain is called (the gateway told to stop), no Ensure waits for a process: each gets
 //     ErrStopping, and the processes loading or backing off are stopped at once, not after the
 //     drain — TestDrainEndsWaitsAndStopsLoads, TestStopMidLoadStopsChildren (cmd/gateway).

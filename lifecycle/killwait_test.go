@@ -12,7 +12,7 @@ import (
 )
 
 // A process that SIGKILL has not ended yet (stuck in a driver call, its Wait not returned) holds
-// the stop only for killWait on the manager's clock, the leader as much as the rest of its group:
+// the stop only for KillWait on the manager's clock, the leader as much as the rest of its group:
 // a slot held by it for good would stop the whole group.
 func TestKillWaitBoundsStuckLeader(t *testing.T) {
 	clock := newFakeClock()
@@ -30,14 +30,14 @@ func TestKillWaitBoundsStuckLeader(t *testing.T) {
 		defer close(done)
 		m.awaitKilled(&exec.Cmd{Process: p}, exited, nil)
 	}()
-	eventually(t, "the killWait bound to be armed while the leader has not exited", func() bool {
-		_, ok := clock.Next(killWait)
+	eventually(t, "the KillWait bound to be armed while the leader has not exited", func() bool {
+		_, ok := clock.Next(KillWait)
 		return ok
 	})
-	clock.Advance(killWait)
+	clock.Advance(KillWait)
 	select {
 	case <-done:
 	case <-time.After(5 * time.Second):
-		t.Fatal("awaitKilled still waits after killWait has passed")
+		t.Fatal("awaitKilled still waits after KillWait has passed")
 	}
 }

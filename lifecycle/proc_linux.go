@@ -136,3 +136,37 @@ func readStat(pid string) (procStat, bool) {
 	}
 	return procStat{state: f[0][0], ppid: ppid, pgrp: pgrp, start: start}, true
 }
+
+// KillDescendants sends SIGKILL to every process this one started that still runs, to what those
+// started (in their process groups, or that left them while their parent ran) and to each process
+// group a child of this process leads, as each process a Manager starts does: for a gateway that
+// is about to exit at once (a second signal) and so cannot stop them in turn. Pdeathsig would
+// take only the processes it started itself; their workers would live on, holding their GPU
+// memory. It waits for none of them.
+func KillDescendants() {
+	self := os.Getpid()
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		return
+	}
+	children := map[int][]int{}
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if st, ok := readStat(e.Name()); ok {
+			children[st.ppid] = append(children[st.ppid], pid)
+			if st.ppid == self && st.pgrp == pid {
+				_ = syscall.Kill(-pid, syscall.SIGKILL)
+			}
+		}
+	}
+	next := slices.Clone(children[self])
+	for len(next) > 0 {
+		pid := next[len(next)-1]
+		next = next[:len(next)-1]
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+		next = append(next, children[pid]...)
+	}
+}

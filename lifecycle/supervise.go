@@ -28,8 +28,9 @@ const (
 	waitDelay = time.Second
 	// groupPoll paces the look for processes left in a stopped member's group.
 	groupPoll = 20 * time.Millisecond
-	// killWait bounds the wait for a group's processes to go after SIGKILL.
-	killWait = 10 * time.Second
+	// KillWait bounds the wait for a group's processes to go after SIGKILL: a stop takes up to
+	// the grace and this (a process stuck in the kernel), and whoever waits for one must too.
+	KillWait = 10 * time.Second
 )
 
 var errStopRequested = errors.New("stop requested")
@@ -217,7 +218,7 @@ func (m *Manager) runOnce(mem *member, stop <-chan struct{}, restart bool) runRe
 		return runResult{err: &ProcessError{Target: name, Err: err}}
 	}
 	if port != 0 {
-		// Every return below comes after the process has exited, or killWait after it was sent
+		// Every return below comes after the process has exited, or KillWait after it was sent
 		// SIGKILL.
 		defer m.givePortBack(port)
 	} else if addr, ok := fixedAddr(healthURL, url); ok && answers(addr) {
@@ -430,17 +431,17 @@ func (m *Manager) logEscapees(pid int, esc []escapee) {
 }
 
 // awaitKilled waits, after a SIGKILL to the group, for the process and then the rest of its group
-// and esc, all for at most killWait: a process in uninterruptible sleep (a GPU driver call) dies
+// and esc, all for at most KillWait: a process in uninterruptible sleep (a GPU driver call) dies
 // only when the call returns, and a slot held by it for good would stop the whole group. The
 // process itself is as likely to be the one stuck as its workers; its Wait then returns whenever
 // it dies, after the slot has been freed.
 func (m *Manager) awaitKilled(cmd *exec.Cmd, exited <-chan struct{}, esc []escapee) {
 	bound := make(chan struct{})
-	t := m.clock.AfterFunc(killWait, func() { close(bound) })
+	t := m.clock.AfterFunc(KillWait, func() { close(bound) })
 	defer t.Stop()
 	if !m.awaitGroup(cmd.Process.Pid, &esc, true, exited, bound) {
 		m.log.Error("lifecycle: processes of the group outlived SIGKILL; freeing the slot anyway",
-			"pgid", cmd.Process.Pid, "waited", killWait)
+			"pgid", cmd.Process.Pid, "waited", KillWait)
 	}
 }
 

@@ -103,8 +103,10 @@ func (s *Server) newProcs(o Options) (*procs, error) {
 	if p.closeBy <= 0 {
 		p.closeBy = lifecycle.DefaultStopGrace
 	}
-	// Past the SIGTERM grace every child has been killed; the rest is reaping.
-	p.closeBy += 5 * time.Second
+	// Past the SIGTERM grace every child has been killed, and past KillWait each stop has ended
+	// even for a process the kernel cannot kill yet: waiting less, the gateway would exit with a
+	// stop still under way and its state file not saved (TestProcsCloseOutlastsKillWait).
+	p.closeBy += lifecycle.KillWait + 5*time.Second
 	for _, spec := range lc.Specs {
 		if t, ok := o.Config.Target(spec.Name); ok {
 			p.managed[t.Index] = true

@@ -26,6 +26,7 @@ import (
 	"github.com/hayula/gateway/demo"
 	"github.com/hayula/gateway/internal/logbuf"
 	"github.com/hayula/gateway/internal/logfmt"
+	"github.com/hayula/gateway/lifecycle"
 	"github.com/hayula/gateway/lifecycle/lrusim"
 	"github.com/hayula/gateway/metrics"
 	"github.com/hayula/gateway/server"
@@ -53,6 +54,9 @@ documents them all.
 func main() {
 	keepSysmonAwake(os.Args[1:], reexec)
 	ctx, stop := notifyShutdown(context.Background(), func() {
+		// The stop under way would have waited for the model processes; exiting now, the gateway
+		// kills them and what they started, which their parent-death signal alone would leave.
+		lifecycle.KillDescendants()
 		fmt.Fprintln(os.Stderr, "gateway: second signal: exiting without waiting for requests in flight")
 		os.Exit(1)
 	}, os.Interrupt, syscall.SIGTERM)
@@ -63,8 +67,8 @@ func main() {
 
 // notifyShutdown returns a context cancelled by the first of sigs; a second one calls force. The
 // first lets serve finish the requests in flight for its grace period; an operator who sends
-// another (a second Ctrl-C) wants out now, and signal.NotifyContext would swallow it. Managed
-// processes still die with the gateway (Pdeathsig, their process group).
+// another (a second Ctrl-C) wants out now, and signal.NotifyContext would swallow it. force kills
+// the managed processes before it exits (lifecycle.KillDescendants).
 func notifyShutdown(parent context.Context, force func(), sigs ...os.Signal) (context.Context, func()) {
 	ctx, cancel := context.WithCancel(parent)
 	ch := make(chan os.Signal, 2)

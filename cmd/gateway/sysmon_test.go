@@ -15,6 +15,10 @@ import (
 // reexecProbe is set in the environment of the test binary run by TestKeepSysmonAwakeReexecs.
 const reexecProbe = "HAYULA_TEST_REEXEC_PROBE"
 
+// serveHelper names the configuration file the test binary serves as `gateway serve`, by main
+// and with its signal handling (TestSecondSignalKillsProcessGroups).
+const serveHelper = "HAYULA_TEST_SERVE_CONFIG"
+
 func TestMain(m *testing.M) {
 	if os.Getenv(reexecProbe) == "1" {
 		// As main does for gateway serve: this replaces the process once, and the process it
@@ -31,6 +35,11 @@ func TestMain(m *testing.M) {
 		_, marked := os.LookupEnv(godebugBefore)
 		fmt.Printf("pid=%d started=%s now=%s marked=%v", os.Getpid(), started, os.Getenv("GODEBUG"), marked)
 		os.Exit(0)
+	}
+	if path := os.Getenv(serveHelper); path != "" {
+		// gateway serve --config path, as main runs it: with its signal handling.
+		os.Args = []string{os.Args[0], "serve", "--config", path}
+		main()
 	}
 	os.Exit(m.Run())
 }

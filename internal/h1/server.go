@@ -112,10 +112,14 @@ const (
 )
 
 // Serve accepts connections on ln and serves each on its own goroutine until Shutdown or Close,
-// then returns http.ErrServerClosed. Any other error is the listener's.
+// then returns http.ErrServerClosed. Any other error is the listener's. ln is closed when Serve
+// returns, also when Shutdown or Close came first.
 func (s *Server) Serve(ln net.Listener) error {
 	s.sweepOnce.Do(s.initSweep)
 	if !s.track(ln) {
+		// Shutdown has closed the listeners it knew: this one, handed over after it began (a
+		// gateway told to stop as it starts), would otherwise queue connections nobody accepts.
+		_ = ln.Close()
 		return http.ErrServerClosed
 	}
 	defer s.untrack(ln)
