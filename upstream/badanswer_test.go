@@ -129,3 +129,36 @@ func TestStaleBytesOnReusedConnectionRetried(t *testing.T) {
 		})
 	}
 }
+
+// TestMalformedAnswerSaysWhatOnce: the error for an answer head the gateway could not read says
+// what was wrong once, then quotes the upstream's bytes, and the log's version counts only those
+// bytes. The quote was built as the whole message and then cut after a prefix it never had, so
+// both the client's message and the log repeated "malformed HTTP answer: status line".
+func TestMalformedAnswerSaysWhatOnce(t *testing.T) {
+	for _, tc := range []struct{ name, answer, want string }{
+		{"status line", "HTTP/1.2 200 OK\r\nContent-Length: 0\r\n\r\n", `malformed HTTP answer: status line: "HTTP/1.2 200 OK"`},
+		{"content-length", "HTTP/1.1 200 OK\r\nContent-Length: 2, 2\r\n\r\nok", `malformed HTTP answer: Content-Length: "2, 2"`},
+		{"no quote", strings.Repeat("HTTP/1.1 100 Continue\r\n\r\n", 6), `malformed HTTP answer: more than 5 informational answers`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			u := newWireUpstream(t, func(_, _ int64, _ *http.Request, _ string) (string, bool) { return tc.answer, false })
+			s, tg := h1Set(t, u.url())
+			_, err := s.Chat(context.Background(), tg, chatReq(false))
+			pe, ok := errors.AsType[*core.ProtocolError](err)
+			if !ok {
+				t.Fatalf("Chat error = %v (%T), want *core.ProtocolError", err, err)
+			}
+			if got := pe.Err.Error(); got != tc.want {
+				t.Errorf("error = %q, want %q", got, tc.want)
+			}
+			if q, ok := pe.Err.(core.Quoting); ok {
+				_, quote, _ := strings.Cut(tc.want, ": ")
+				_, quote, _ = strings.Cut(quote, ": ")
+				want := strings.TrimSuffix(tc.want, ": "+quote) + ": [the upstream's words: " + strconv.Itoa(len(quote)) + " bytes, not logged]"
+				if got := q.Unquoted(); got != want {
+					t.Errorf("Unquoted = %q, want %q", got, want)
+				}
+			}
+		})
+	}
+}
