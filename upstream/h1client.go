@@ -126,10 +126,12 @@ func (c *h1Conn) Read(p []byte) (int, error) {
 
 // RoundTrip sends req and reads the response headers. A connection taken from the pool that
 // turns out to be closed by the server is replaced by a new one once, but only when the request
-// cannot have reached the server: writing it failed, or the server closed the connection
-// without a byte of answer (it closes idle connections on its own schedule, and one closed
-// while the request was on its way never read it). An inference request is not idempotent, so
-// no other failure is retried here.
+// cannot have been run by the server: writing it failed, so the server never had all of it. An
+// inference request is not idempotent: once it went out whole, a server that closes the
+// connection without a byte of answer may have read it (and be running it), as may one that
+// answers with bytes that are no status line, so neither is sent again (as net/http does not
+// send again a POST it wrote; TestH1WrittenRequestNeverSentTwice). Only a GET, HEAD, OPTIONS or
+// TRACE (a health check) is also sent again after such an answer, as net/http does.
 func (t *h1Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if req.URL.Scheme != "http" {
 		return t.fallback.RoundTrip(req)
@@ -189,6 +191,20 @@ func (o *outgoing) write(bw *bufio.Writer) error {
 		return o.post.write(bw)
 	}
 	return writeRequest(bw, o.req)
+}
+
+// replayable reports whether the request may be sent again once it went out whole: only a
+// method that is idempotent and has no effect (RFC 9110 §9.2.1), as net/http's isReplayable;
+// never an adapter's POST.
+func (o *outgoing) replayable() bool {
+	if o.req == nil {
+		return false
+	}
+	switch o.req.Method {
+	case http.MethodGet, http.MethodHead, http.MethodOptions, http.MethodTrace, "":
+		return true
+	}
+	return false
 }
 
 // rewind readies the request to be written again, on a new connection; false when its body
@@ -283,14 +299,15 @@ func (t *h1Transport) exchange(ctx context.Context, c *h1Conn, out *outgoing) (*
 		case ph == phaseTimedOut:
 			return nil, false, err // the read's deadline error: a timeout
 		}
-		// An EOF before the status line is io.ErrUnexpectedEOF, as in http.ReadResponse. A
-		// status line that is none, on a reused connection, is most likely what the previous
-		// answer left there (a body's tail past its Content-Length, stray line ends) after the
-		// answer's end and the pool's peek looked: the connection is stale, and a server that
-		// does answer so answers so again on the new one, a ProtocolError then
-		// (TestStaleBytesOnReusedConnectionRetried).
+		// An EOF before the status line is io.ErrUnexpectedEOF, as in http.ReadResponse. On a
+		// reused connection, one without a byte of answer is most likely a server that closed it
+		// idle just as the request went out, and a status line that is none most likely what the
+		// previous answer left there (a body's tail past its Content-Length, stray line ends):
+		// the connection is stale. But the request went out whole, and the server may have read
+		// it: only a request that can be run twice is sent again (see RoundTrip).
 		bad, isBad := errors.AsType[*badAnswerError](err)
-		stale := c.reused && (c.nread == before && errors.Is(err, io.ErrUnexpectedEOF) || isBad && bad.beforeStatus())
+		stale := c.reused && out.replayable() &&
+			(c.nread == before && errors.Is(err, io.ErrUnexpectedEOF) || isBad && bad.beforeStatus())
 		return nil, stale, err
 	}
 	if !c.phase.CompareAndSwap(phaseHead, phaseBody) {

@@ -2,9 +2,14 @@ package upstream
 
 import (
 	"bufio"
+	"context"
+	"errors"
+	"github.com/hayula/gateway/core"
 	"io"
 	"net"
 	"net/http"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -85,3 +90,75 @@ func newWireUpstream(t *testing.T, answer rawAnswer) *wireUpstream {
 }
 
 func (u *wireUpstream) url() string { return "http://" + u.ln.Addr().String() }
+
+// okAnswer is a 200 with answerJSON, framed by its length, and extra header lines.
+func okAnswer(extra ...string) string {
+	h := ""
+	for _, e := range extra {
+		h += e + "\r\n"
+	}
+	return "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n" + h + "Content-Length: " + strconv.Itoa(len(answerJSON)) + "\r\n\r\n" + answerJSON
+}
+
+// TestH1WrittenRequestNeverSentTwice: an inference request is not idempotent, so one that went
+// out whole on a reused connection is never sent again, whatever came back: the server read it
+// (the upstream here counts it) and may be running it. The connection closed without a byte of
+// answer was sent again on a new connection, as if the server had closed it idle, and so was one
+// answered with bytes that are no status line (taken for a previous answer's tail); the server
+// then ran the request twice.
+func TestH1WrittenRequestNeverSentTwice(t *testing.T) {
+	for _, tc := range []struct {
+		name, second string
+		want         any
+	}{
+		{"closed without an answer", "", new(*core.ConnError)},
+		{"closed after part of a status line", "HTTP/1.1 2", new(*core.ConnError)},
+		{"a body's tail where the status line goes", "tail of a body\r\n\r\n", new(*core.ProtocolError)},
+		{"a body's last brace", "}\n\r\n", new(*core.ProtocolError)},
+		{"empty lines without end", strings.Repeat("\r\n", 10), new(*core.ProtocolError)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			u := newWireUpstream(t, func(n, _ int64, _ *http.Request, _ string) (string, bool) {
+				if n == 2 {
+					return tc.second, false
+				}
+				return okAnswer(), true
+			})
+			s, tg := h1Set(t, u.url())
+			if _, err := s.Chat(context.Background(), tg, chatReq(false)); err != nil {
+				t.Fatal(err)
+			}
+			_, err := s.Chat(context.Background(), tg, chatReq(false))
+			if !errors.As(err, tc.want) {
+				t.Errorf("second request: %v (%T), want %T", err, err, tc.want)
+			}
+			if got := u.reqs.Load(); got != 2 {
+				t.Errorf("the server read %d requests, want 2: the second was sent again", got)
+			}
+		})
+	}
+}
+
+// A GET (a health check, a model list) can be run twice: found closed without a byte of answer
+// on a reused connection, it is sent once more on a new one, as net/http sends it.
+func TestH1GetSentAgainOnStaleConnection(t *testing.T) {
+	u := newWireUpstream(t, func(n, _ int64, _ *http.Request, _ string) (string, bool) {
+		if n == 2 {
+			return "", false
+		}
+		return okAnswer(), true
+	})
+	c := &http.Client{Transport: newH1Transport(&http.Transport{DialContext: (&net.Dialer{}).DialContext}, "local", 0, 0)}
+	defer c.CloseIdleConnections()
+	for i := range 2 {
+		resp, err := c.Get(u.url() + "/health")
+		if err != nil {
+			t.Fatalf("GET %d: %v", i, err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		_ = resp.Body.Close()
+	}
+	if got := u.reqs.Load(); got != 3 {
+		t.Errorf("the server read %d requests, want 3", got)
+	}
+}
