@@ -10,6 +10,7 @@ import (
 	"os"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 )
 
@@ -269,19 +270,24 @@ func closeReqBody(req *http.Request) {
 // failure on a pooled connection that the request cannot have reached. On failure c is no
 // longer live; on success its body unwatches it when it ends.
 func (t *h1Transport) exchange(ctx context.Context, c *h1Conn, out *outgoing) (*http.Response, bool, error) {
-	if err := out.send(c); err != nil {
+	before := c.nread
+	// werr is a write the server cut short by ending the connection: it may have answered
+	// before it read the whole body (a 413 for a body it will not take, a 401 from a proxy that
+	// checks the key first), and what it sent is still there to read, as net/http's reader
+	// goroutine reads it (TestH1EarlyAnswerToALargeBody).
+	werr := out.send(c)
+	if werr != nil && (!peerEnded(werr) || !c.phase.CompareAndSwap(phaseWrite, phaseHead)) {
 		switch t.unwatch(c) {
 		case phaseCanceled:
 			return nil, false, ctx.Err()
 		case phaseTimedOut:
-			return nil, false, err // the write's deadline error: a timeout, not a stale connection
+			return nil, false, werr // the write's deadline error: a timeout, not a stale connection
 		}
-		return nil, c.reused, err
+		return nil, c.reused, werr
 	}
-	if !c.phase.CompareAndSwap(phaseWrite, phaseHead) {
+	if werr == nil && !c.phase.CompareAndSwap(phaseWrite, phaseHead) {
 		return nil, false, t.interrupted(ctx, c)
 	}
-	before := c.nread
 	a, _ := t.answers.Get().(*h1Answer)
 	if a == nil {
 		a = new(h1Answer)
@@ -305,10 +311,19 @@ func (t *h1Transport) exchange(ctx context.Context, c *h1Conn, out *outgoing) (*
 		// previous answer left there (a body's tail past its Content-Length, stray line ends):
 		// the connection is stale. But the request went out whole, and the server may have read
 		// it: only a request that can be run twice is sent again (see RoundTrip).
+		if werr != nil {
+			// No answer came before the write failed: the server never had all of the
+			// request, unless it answered part of one.
+			return nil, c.reused && c.nread == before, werr
+		}
 		bad, isBad := errors.AsType[*badAnswerError](err)
 		stale := c.reused && out.replayable() &&
 			(c.nread == before && errors.Is(err, io.ErrUnexpectedEOF) || isBad && bad.beforeStatus())
 		return nil, stale, err
+	}
+	if werr != nil {
+		// The rest of the request never went: the connection carries nothing more.
+		a.resp.Close = true
 	}
 	if !c.phase.CompareAndSwap(phaseHead, phaseBody) {
 		// The head came as the sweeper gave up on it.
@@ -326,6 +341,12 @@ func (t *h1Transport) exchange(ctx context.Context, c *h1Conn, out *outgoing) (*
 	}
 	resp.Body = b
 	return resp, false, nil
+}
+
+// peerEnded reports whether a write failed because the peer ended the connection (it reset it,
+// or closed it and then reset it), after which reading what it sent before does not wait.
+func peerEnded(err error) bool {
+	return errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)
 }
 
 // h1Answer is an exchange's answer with its body as the caller reads it and the adapter's

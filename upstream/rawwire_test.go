@@ -162,3 +162,73 @@ func TestH1GetSentAgainOnStaleConnection(t *testing.T) {
 		t.Errorf("the server read %d requests, want 3", got)
 	}
 }
+
+// TestH1EarlyAnswerToALargeBody: a server may answer before it has read the request's body (a
+// 413 for a body it will not take, a 401 from a proxy that checks the key first) and close the
+// connection, the body unread. Writing the rest of the body then fails, but the answer is there
+// to read, as net/http's reader goroutine reads it: the attempt fails with the server's status,
+// not as a connection that broke, on a new connection and on a reused one (which is not taken
+// for stale: the server answered), and the request is not sent again.
+func TestH1EarlyAnswerToALargeBody(t *testing.T) {
+	const refusal = `{"error":{"message":"request entity too large"}}`
+	for _, reused := range []bool{false, true} {
+		t.Run(map[bool]string{false: "new connection", true: "reused connection"}[reused], func(t *testing.T) {
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			var heads atomic.Int64
+			var wg sync.WaitGroup
+			t.Cleanup(func() { _ = ln.Close(); wg.Wait() })
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for {
+					c, err := ln.Accept()
+					if err != nil {
+						return
+					}
+					wg.Add(1)
+					go func() {
+						defer wg.Done()
+						defer c.Close()
+						br := bufio.NewReader(c)
+						for {
+							req, err := http.ReadRequest(br)
+							if err != nil {
+								return
+							}
+							heads.Add(1)
+							if req.ContentLength > 1<<20 {
+								_, _ = io.WriteString(c, "HTTP/1.1 413 Payload Too Large\r\nContent-Type: application/json\r\nConnection: close\r\n"+
+									"Content-Length: "+strconv.Itoa(len(refusal))+"\r\n\r\n"+refusal)
+								return // the body unread: the close resets the connection
+							}
+							_, _ = io.Copy(io.Discard, req.Body)
+							_, _ = io.WriteString(c, okAnswer())
+						}
+					}()
+				}
+			}()
+			s, tg := h1Set(t, "http://"+ln.Addr().String())
+			if reused {
+				if _, err := s.Chat(context.Background(), tg, chatReq(false)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			big := `{"model":"auto","messages":[{"role":"user","content":"` + strings.Repeat("x", 32<<20) + `"}]}`
+			_, err = s.Chat(context.Background(), tg, &core.Request{Model: "auto", Body: []byte(big)})
+			se, ok := errors.AsType[*core.StatusError](err)
+			if !ok || se.Status != http.StatusRequestEntityTooLarge || !strings.Contains(se.Message, "too large") {
+				t.Fatalf("Chat error = %v (%T), want the server's 413", err, err)
+			}
+			want := int64(1)
+			if reused {
+				want = 2
+			}
+			if got := heads.Load(); got != want {
+				t.Errorf("the server read %d request heads, want %d", got, want)
+			}
+		})
+	}
+}
