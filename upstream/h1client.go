@@ -10,7 +10,6 @@ import (
 	"os"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 )
 
@@ -341,12 +340,6 @@ func (t *h1Transport) exchange(ctx context.Context, c *h1Conn, out *outgoing) (*
 	}
 	resp.Body = b
 	return resp, false, nil
-}
-
-// peerEnded reports whether a write failed because the peer ended the connection (it reset it,
-// or closed it and then reset it), after which reading what it sent before does not wait.
-func peerEnded(err error) bool {
-	return errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)
 }
 
 // h1Answer is an exchange's answer with its body as the caller reads it and the adapter's
