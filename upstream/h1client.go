@@ -41,6 +41,12 @@ type h1Transport struct {
 	maxIdle     int
 	// peekAfter: a pooled connection idle this long is peeked at before reuse (see get).
 	peekAfter time.Duration
+	// closesSilently: a reused connection ended without a byte of answer to a request that
+	// went out whole, which is not sent again (see exchange). Most likely its server closes
+	// connections after its answers without saying Connection: close; every reuse is peeked
+	// from then on, so that it costs one request, not one in every reuse before peekAfter
+	// (TestH1SilentCloserCostsOneRequest).
+	closesSilently atomic.Bool
 	// epoch makes time.Since(epoch) a read of the monotonic clock alone (idleAt, in put and
 	// get: the only clock reads of an exchange); time.Now reads the wall clock too.
 	epoch time.Time
@@ -315,9 +321,12 @@ func (t *h1Transport) exchange(ctx context.Context, c *h1Conn, out *outgoing) (*
 			// request, unless it answered part of one.
 			return nil, c.reused && c.nread == before, werr
 		}
+		closed := c.reused && c.nread == before && errors.Is(err, io.ErrUnexpectedEOF)
+		if closed && !t.closesSilently.Load() {
+			t.closesSilently.Store(true)
+		}
 		bad, isBad := errors.AsType[*badAnswerError](err)
-		stale := c.reused && out.replayable() &&
-			(c.nread == before && errors.Is(err, io.ErrUnexpectedEOF) || isBad && bad.beforeStatus())
+		stale := c.reused && out.replayable() && (closed || isBad && bad.beforeStatus())
 		return nil, stale, err
 	}
 	if werr != nil {
@@ -569,7 +578,7 @@ func (t *h1Transport) get(ctx context.Context, addr string) *h1Conn {
 			t.retire(c) // idle: nothing else holds it
 			continue
 		}
-		if idle >= t.peekAfter {
+		if idle >= t.peekAfter || t.closesSilently.Load() {
 			// With no reader goroutine, nothing notices what a server sends on an idle
 			// connection; bytes there belong to no request (a second answer, a body's tail past
 			// its Content-Length) and the next request would read them as its own answer

@@ -13,6 +13,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // wireUpstream is a TCP upstream whose answers are bytes a test writes as they are: it reads each
@@ -230,5 +231,64 @@ func TestH1EarlyAnswerToALargeBody(t *testing.T) {
 				t.Errorf("the server read %d request heads, want %d", got, want)
 			}
 		})
+	}
+}
+
+// TestH1SilentCloserCostsOneRequest: a server that closes its connection after every answer
+// without saying Connection: close fails a request that reuses the connection before the pool
+// would peek at it, since that request went out whole and is not sent again
+// (TestH1WrittenRequestNeverSentTwice). The first such failure teaches the transport that its
+// server closes so: from then on every reuse is peeked, and a connection whose close has come is
+// not reused. (The test waits for each close to be made before the next request, as the close of
+// a server a network away has come by the time a gateway sends its next request.)
+func TestH1SilentCloserCostsOneRequest(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var reqs atomic.Int64
+	closed := make(chan struct{}, 100)
+	var wg sync.WaitGroup
+	t.Cleanup(func() { _ = ln.Close(); wg.Wait() })
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			br := bufio.NewReader(c)
+			if req, err := http.ReadRequest(br); err == nil {
+				if _, err := io.Copy(io.Discard, req.Body); err == nil {
+					reqs.Add(1)
+					_, _ = io.WriteString(c, okAnswer())
+				}
+			}
+			_ = c.Close()
+			closed <- struct{}{}
+		}
+	}()
+	s, tg := h1Set(t, "http://"+ln.Addr().String())
+	s.clients[tg.Index].Transport.(*h1Transport).peekAfter = time.Hour // every reuse comes before the peek
+	failed := 0
+	for i := range 20 {
+		resp, err := s.Chat(context.Background(), tg, chatReq(false))
+		switch {
+		case errors.As(err, new(*core.ConnError)):
+			failed++ // on the connection closed before: no new one to wait for
+			continue
+		case err != nil:
+			t.Fatalf("request %d: %v (%T)", i, err, err)
+		case string(resp.Body) != answerJSON:
+			t.Fatalf("request %d: %s", i, resp.Body)
+		}
+		<-closed // on loopback, the close has then reached the client
+	}
+	if failed != 1 {
+		t.Errorf("%d of 20 requests failed on connections their server had closed, want 1", failed)
+	}
+	if got := reqs.Load(); got != 19 {
+		t.Errorf("the server read %d requests, want 19", got)
 	}
 }
