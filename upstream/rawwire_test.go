@@ -292,3 +292,61 @@ func TestH1SilentCloserCostsOneRequest(t *testing.T) {
 		t.Errorf("the server read %d requests, want 19", got)
 	}
 }
+
+// TestH1TaggedAnswersUnderMixedFraming: many requests at once to one target whose answers come
+// framed every way a connection may or may not survive (closed, with bytes behind them,
+// informational heads first, HTTP/1.0 to the close, a length and chunked) each get their own
+// answer, which echoes their tag, and each reaches the server once.
+func TestH1TaggedAnswersUnderMixedFraming(t *testing.T) {
+	u := newWireUpstream(t, func(n, _ int64, _ *http.Request, body string) (string, bool) {
+		_, rest, _ := strings.Cut(body, `"content":"`)
+		tag := rest[:strings.IndexByte(rest, '"')]
+		js := `{"id":"` + tag + `","object":"chat.completion","choices":[{"index":0}]}`
+		cl := "Content-Length: " + strconv.Itoa(len(js)) + "\r\n"
+		chunked := strconv.FormatInt(int64(len(js)), 16) + "\r\n" + js + "\r\n0\r\n\r\n"
+		switch n % 6 {
+		case 0:
+			return "HTTP/1.1 200 OK\r\nConnection: close\r\n" + cl + "\r\n" + js, false
+		case 1:
+			return "HTTP/1.1 200 OK\r\n" + cl + "\r\n" + js + "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}", true
+		case 2:
+			return "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 103 Early Hints\r\nLink: </x>\r\n\r\nHTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n" + chunked, true
+		case 3:
+			return "HTTP/1.0 200 OK\r\n\r\n" + js, false
+		case 4:
+			return "HTTP/1.1 200 OK\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n" + chunked, true
+		}
+		return "HTTP/1.1 200 OK\r\n" + cl + "\r\n" + js, true
+	})
+	s, tg := h1Set(t, u.url())
+	const workers, each = 16, 25
+	errs := make(chan error, workers*each)
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range each {
+				tag := "t" + strconv.Itoa(w) + "-" + strconv.Itoa(i)
+				body := `{"model":"auto","messages":[{"role":"user","content":"` + tag + `"}]}`
+				resp, err := s.Chat(context.Background(), tg, &core.Request{Model: "auto", Body: []byte(body)})
+				if err != nil {
+					errs <- errors.New(tag + ": " + err.Error())
+					continue
+				}
+				if !strings.Contains(string(resp.Body), `"id":"`+tag+`"`) {
+					errs <- errors.New(tag + " got " + string(resp.Body))
+				}
+				resp.Release()
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	if got := u.reqs.Load(); got != workers*each {
+		t.Errorf("the server read %d requests, want %d", got, workers*each)
+	}
+}
