@@ -266,7 +266,7 @@ func TestHostileUpstreamStalls(t *testing.T) {
 			"8000000000000000\r\n{" + big + hold, "larger than 32 MiB"},
 		{"a whole body to the close", "ollama", "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n\r\n{" + big + hold, "larger than 32 MiB"},
 		{"a Content-Length of 2^62", "saif", "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 4611686018427387904\r\n\r\n{" + hold,
-			`Content-Length \"4611686018427387904\"`},
+			`Content-Length: \"4611686018427387904\"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			url := rawUpstream(t, func(string) string { return tc.answer })

@@ -8,9 +8,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/hayula/gateway/core"
 )
@@ -72,59 +70,34 @@ func TestMalformedAnswerQuoteRedacted(t *testing.T) {
 	}
 }
 
-// TestStaleBytesOnReusedConnectionRetried: bytes a server left on a connection after its answer
-// (a body's tail past its Content-Length, stray line ends) that came too late for the answer's
-// end to see and too soon for the pool's peek are read by the next request as its answer's
-// status line. On a reused connection that is the connection's staleness, not the server's
-// answer: the request goes again once on a new connection, as for a pooled connection the server
-// closed, where it failed as a ProtocolError (server_error, penalized) and, before that, a
-// ConnError. A new connection's malformed status line is still a ProtocolError
-// (TestMalformedAnswerQuoteRedacted).
-func TestStaleBytesOnReusedConnectionRetried(t *testing.T) {
-	answer := "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: " + strconv.Itoa(len(answerJSON)) + "\r\n\r\n" + answerJSON
-	for _, junk := range []string{"tail of a body\r\n\r\n", "}\n\r\n", "\r\n\r\n\r\n\r\n\r\n\r\n"} {
-		t.Run(strconv.Quote(junk), func(t *testing.T) {
-			var n atomic.Int64
-			extra, sent, done := make(chan struct{}), make(chan struct{}), make(chan struct{})
-			t.Cleanup(func() { close(done) })
-			srv, conns := countingServer(t, func(w http.ResponseWriter, r *http.Request) {
-				_, _ = io.Copy(io.Discard, r.Body)
-				if n.Add(1) > 1 {
-					w.Header().Set("Content-Type", "application/json")
-					_, _ = io.WriteString(w, answerJSON)
-					return
+// TestMalformedAnswerSaysWhatOnce: the error for an answer head the gateway could not read says
+// what was wrong once, then quotes the upstream's bytes, and the log's version counts only those
+// bytes. The quote was built as the whole message and then cut after a prefix it never had, so
+// both the client's message and the log repeated "malformed HTTP answer: status line".
+func TestMalformedAnswerSaysWhatOnce(t *testing.T) {
+	for _, tc := range []struct{ name, answer, want string }{
+		{"status line", "HTTP/1.2 200 OK\r\nContent-Length: 0\r\n\r\n", `malformed HTTP answer: status line: "HTTP/1.2 200 OK"`},
+		{"content-length", "HTTP/1.1 200 OK\r\nContent-Length: 2, 2\r\n\r\nok", `malformed HTTP answer: Content-Length: "2, 2"`},
+		{"no quote", strings.Repeat("HTTP/1.1 100 Continue\r\n\r\n", 6), `malformed HTTP answer: more than 5 informational answers`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			u := newWireUpstream(t, func(_, _ int64, _ *http.Request, _ string) (string, bool) { return tc.answer, false })
+			s, tg := h1Set(t, u.url())
+			_, err := s.Chat(context.Background(), tg, chatReq(false))
+			pe, ok := errors.AsType[*core.ProtocolError](err)
+			if !ok {
+				t.Fatalf("Chat error = %v (%T), want *core.ProtocolError", err, err)
+			}
+			if got := pe.Err.Error(); got != tc.want {
+				t.Errorf("error = %q, want %q", got, tc.want)
+			}
+			if q, ok := pe.Err.(core.Quoting); ok {
+				_, quote, _ := strings.Cut(tc.want, ": ")
+				_, quote, _ = strings.Cut(quote, ": ")
+				want := strings.TrimSuffix(tc.want, ": "+quote) + ": [the upstream's words: " + strconv.Itoa(len(quote)) + " bytes, not logged]"
+				if got := q.Unquoted(); got != want {
+					t.Errorf("Unquoted = %q, want %q", got, want)
 				}
-				c, bw, err := http.NewResponseController(w).Hijack()
-				if err != nil {
-					t.Error(err)
-					return
-				}
-				defer c.Close()
-				_, _ = bw.WriteString(answer)
-				_ = bw.Flush()
-				<-extra // the client has its answer and pooled the connection
-				_, _ = bw.WriteString(junk)
-				_ = bw.Flush()
-				close(sent)
-				<-done
-			})
-			s, tg := h1Set(t, srv.URL)
-			// No reuse is peeked: the bytes come as if after the peek.
-			s.clients[tg.Index].Transport.(*h1Transport).peekAfter = time.Hour
-			if resp, err := s.Chat(context.Background(), tg, chatReq(false)); err != nil || string(resp.Body) != answerJSON {
-				t.Fatalf("first request: %v %+v", err, resp)
-			}
-			close(extra)
-			<-sent
-			resp, err := s.Chat(context.Background(), tg, chatReq(false))
-			if err != nil {
-				t.Fatalf("second request: %v (%T)", err, err)
-			}
-			if string(resp.Body) != answerJSON {
-				t.Errorf("second request's answer = %s, want %s", resp.Body, answerJSON)
-			}
-			if got := conns.Load(); got != 2 {
-				t.Errorf("upstream accepted %d connections, want 2", got)
 			}
 		})
 	}

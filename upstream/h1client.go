@@ -41,6 +41,12 @@ type h1Transport struct {
 	maxIdle     int
 	// peekAfter: a pooled connection idle this long is peeked at before reuse (see get).
 	peekAfter time.Duration
+	// closesSilently: a reused connection ended without a byte of answer to a request that
+	// went out whole, which is not sent again (see exchange). Most likely its server closes
+	// connections after its answers without saying Connection: close; every reuse is peeked
+	// from then on, so that it costs one request, not one in every reuse before peekAfter
+	// (TestH1SilentCloserCostsOneRequest).
+	closesSilently atomic.Bool
 	// epoch makes time.Since(epoch) a read of the monotonic clock alone (idleAt, in put and
 	// get: the only clock reads of an exchange); time.Now reads the wall clock too.
 	epoch time.Time
@@ -126,10 +132,12 @@ func (c *h1Conn) Read(p []byte) (int, error) {
 
 // RoundTrip sends req and reads the response headers. A connection taken from the pool that
 // turns out to be closed by the server is replaced by a new one once, but only when the request
-// cannot have reached the server: writing it failed, or the server closed the connection
-// without a byte of answer (it closes idle connections on its own schedule, and one closed
-// while the request was on its way never read it). An inference request is not idempotent, so
-// no other failure is retried here.
+// cannot have been run by the server: writing it failed, so the server never had all of it. An
+// inference request is not idempotent: once it went out whole, a server that closes the
+// connection without a byte of answer may have read it (and be running it), as may one that
+// answers with bytes that are no status line, so neither is sent again (as net/http does not
+// send again a POST it wrote; TestH1WrittenRequestNeverSentTwice). Only a GET, HEAD, OPTIONS or
+// TRACE (a health check) is also sent again after such an answer, as net/http does.
 func (t *h1Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if req.URL.Scheme != "http" {
 		return t.fallback.RoundTrip(req)
@@ -189,6 +197,20 @@ func (o *outgoing) write(bw *bufio.Writer) error {
 		return o.post.write(bw)
 	}
 	return writeRequest(bw, o.req)
+}
+
+// replayable reports whether the request may be sent again once it went out whole: only a
+// method that is idempotent and has no effect (RFC 9110 §9.2.1), as net/http's isReplayable;
+// never an adapter's POST.
+func (o *outgoing) replayable() bool {
+	if o.req == nil {
+		return false
+	}
+	switch o.req.Method {
+	case http.MethodGet, http.MethodHead, http.MethodOptions, http.MethodTrace, "":
+		return true
+	}
+	return false
 }
 
 // rewind readies the request to be written again, on a new connection; false when its body
@@ -253,19 +275,24 @@ func closeReqBody(req *http.Request) {
 // failure on a pooled connection that the request cannot have reached. On failure c is no
 // longer live; on success its body unwatches it when it ends.
 func (t *h1Transport) exchange(ctx context.Context, c *h1Conn, out *outgoing) (*http.Response, bool, error) {
-	if err := out.send(c); err != nil {
+	before := c.nread
+	// werr is a write the server cut short by ending the connection: it may have answered
+	// before it read the whole body (a 413 for a body it will not take, a 401 from a proxy that
+	// checks the key first), and what it sent is still there to read, as net/http's reader
+	// goroutine reads it (TestH1EarlyAnswerToALargeBody).
+	werr := out.send(c)
+	if werr != nil && (!peerEnded(werr) || !c.phase.CompareAndSwap(phaseWrite, phaseHead)) {
 		switch t.unwatch(c) {
 		case phaseCanceled:
 			return nil, false, ctx.Err()
 		case phaseTimedOut:
-			return nil, false, err // the write's deadline error: a timeout, not a stale connection
+			return nil, false, werr // the write's deadline error: a timeout, not a stale connection
 		}
-		return nil, c.reused, err
+		return nil, c.reused, werr
 	}
-	if !c.phase.CompareAndSwap(phaseWrite, phaseHead) {
+	if werr == nil && !c.phase.CompareAndSwap(phaseWrite, phaseHead) {
 		return nil, false, t.interrupted(ctx, c)
 	}
-	before := c.nread
 	a, _ := t.answers.Get().(*h1Answer)
 	if a == nil {
 		a = new(h1Answer)
@@ -283,15 +310,28 @@ func (t *h1Transport) exchange(ctx context.Context, c *h1Conn, out *outgoing) (*
 		case ph == phaseTimedOut:
 			return nil, false, err // the read's deadline error: a timeout
 		}
-		// An EOF before the status line is io.ErrUnexpectedEOF, as in http.ReadResponse. A
-		// status line that is none, on a reused connection, is most likely what the previous
-		// answer left there (a body's tail past its Content-Length, stray line ends) after the
-		// answer's end and the pool's peek looked: the connection is stale, and a server that
-		// does answer so answers so again on the new one, a ProtocolError then
-		// (TestStaleBytesOnReusedConnectionRetried).
+		// An EOF before the status line is io.ErrUnexpectedEOF, as in http.ReadResponse. On a
+		// reused connection, one without a byte of answer is most likely a server that closed it
+		// idle just as the request went out, and a status line that is none most likely what the
+		// previous answer left there (a body's tail past its Content-Length, stray line ends):
+		// the connection is stale. But the request went out whole, and the server may have read
+		// it: only a request that can be run twice is sent again (see RoundTrip).
+		if werr != nil {
+			// No answer came before the write failed: the server never had all of the
+			// request, unless it answered part of one.
+			return nil, c.reused && c.nread == before, werr
+		}
+		closed := c.reused && c.nread == before && errors.Is(err, io.ErrUnexpectedEOF)
+		if closed && !t.closesSilently.Load() {
+			t.closesSilently.Store(true)
+		}
 		bad, isBad := errors.AsType[*badAnswerError](err)
-		stale := c.reused && (c.nread == before && errors.Is(err, io.ErrUnexpectedEOF) || isBad && bad.beforeStatus())
+		stale := c.reused && out.replayable() && (closed || isBad && bad.beforeStatus())
 		return nil, stale, err
+	}
+	if werr != nil {
+		// The rest of the request never went: the connection carries nothing more.
+		a.resp.Close = true
 	}
 	if !c.phase.CompareAndSwap(phaseHead, phaseBody) {
 		// The head came as the sweeper gave up on it.
@@ -538,7 +578,7 @@ func (t *h1Transport) get(ctx context.Context, addr string) *h1Conn {
 			t.retire(c) // idle: nothing else holds it
 			continue
 		}
-		if idle >= t.peekAfter {
+		if idle >= t.peekAfter || t.closesSilently.Load() {
 			// With no reader goroutine, nothing notices what a server sends on an idle
 			// connection; bytes there belong to no request (a second answer, a body's tail past
 			// its Content-Length) and the next request would read them as its own answer

@@ -153,8 +153,19 @@ const (
 // redacted is the error's text with key, when not empty, replaced in the text at fault before
 // the text is cut and quoted. Quoting escapes CR, LF and every control byte.
 func (e *badAnswerError) redacted(key string) string {
+	what, quote := e.parts(key)
+	if quote == "" {
+		return what
+	}
+	return what + ": " + quote
+}
+
+// parts is what was wrong, and the text at fault (key, when not empty, replaced before it is
+// cut) quoted; "" for none.
+func (e *badAnswerError) parts(key string) (what, quote string) {
+	what = errBadAnswer.Error() + ": " + e.what
 	if e.text == "" {
-		return errBadAnswer.Error() + ": " + e.what
+		return what, ""
 	}
 	text := e.text
 	if key != "" {
@@ -163,17 +174,17 @@ func (e *badAnswerError) redacted(key string) string {
 	if len(text) > maxQuote {
 		text = strings.ToValidUTF8(text[:maxQuote], "")
 	}
-	return fmt.Sprintf("%v: %s %q", errBadAnswer, e.what, text)
+	return what, strconv.Quote(text)
 }
 
-// quoted is redacted as an error whose quote of the upstream's bytes the log leaves out.
+// quoted is redacted as an error whose quote of the upstream's bytes the log leaves out
+// (TestMalformedAnswerSaysWhatOnce).
 func (e *badAnswerError) quoted(key string) error {
-	full := e.redacted(key)
-	if e.text == "" {
-		return errors.New(full)
+	what, quote := e.parts(key)
+	if quote == "" {
+		return errors.New(what)
 	}
-	what := fmt.Sprintf("%v: %s", errBadAnswer, e.what)
-	return &quotedError{what: what, words: strings.TrimPrefix(full, what+": ")}
+	return &quotedError{what: what, words: quote}
 }
 
 // maxAnswerHead bounds an answer's status line and headers.

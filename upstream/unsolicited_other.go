@@ -5,5 +5,9 @@ package upstream
 import "net"
 
 // unsolicited cannot peek at a socket here: a pooled connection is taken as it is, and a stale
-// one is still replaced when the request's write or the answer's first read fails (RoundTrip).
+// one is still replaced when the request's write fails (RoundTrip).
 func unsolicited(net.Conn) bool { return false }
+
+// peerEnded cannot tell here why a write failed: an answer the server sent before it ended the
+// connection is not read, and the write's error stands.
+func peerEnded(error) bool { return false }

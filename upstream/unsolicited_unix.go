@@ -32,3 +32,9 @@ func unsolicited(c net.Conn) bool {
 	// the stream, an error) rules it out.
 	return !errors.Is(rerr, syscall.EAGAIN) && !errors.Is(rerr, syscall.EWOULDBLOCK)
 }
+
+// peerEnded reports whether a write failed because the peer ended the connection (it reset it,
+// or closed it and then reset it), after which reading what it sent before does not wait.
+func peerEnded(err error) bool {
+	return errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)
+}
