@@ -35,6 +35,8 @@ type conn struct {
 	url    url.URL      // the request's URL when its path is plain (see parseTarget)
 	// skipped counts the empty lines awaitRequest skipped before the request being read.
 	skipped int
+	// lingered is set by linger, which ends the connection once.
+	lingered bool
 
 	// Read deadlines (see armRead). Only the connection's goroutine uses these.
 	phase  rdl   // the deadline a read that reaches the socket needs now
@@ -230,8 +232,11 @@ func (c *conn) serve() {
 			c.wmu.Lock()
 			ended := c.gone || c.aborted
 			c.wmu.Unlock()
-			if !c.body.eof && !ended {
-				c.linger() // the body's rest was left unread (body.drain)
+			if !ended && c.res.err == nil {
+				// The body's rest may be unread (body.drain), or the client sent more after
+				// its request (an empty line after a POST body, a pipelined request): closed
+				// with input unread, the socket would reset the connection under the answer.
+				c.linger()
 			}
 			return
 		}
@@ -446,11 +451,16 @@ func (c *conn) reject(err error) {
 	c.linger()
 }
 
-// linger ends a connection whose input has not all been read (a request it could not parse, an
-// answer sent before a body too large to drain): closing a socket with unread input resets the
+// linger ends a connection after its last answer, whose input may not all have been read (a
+// request it could not parse, an answer sent before a body too large to drain, bytes the client
+// sent after a request on a connection that closes): closing a socket with unread input resets the
 // connection, and a reset can destroy the answer before the client reads it, so it half-closes,
 // then reads what is left for a moment; serve closes it after.
 func (c *conn) linger() {
+	if c.lingered {
+		return // a panic's 500 (reject) lingered already
+	}
+	c.lingered = true
 	if tc, ok := c.nc.(interface{ CloseWrite() error }); ok {
 		_ = tc.CloseWrite()
 		_ = c.nc.SetReadDeadline(time.Now().Add(500 * time.Millisecond))

@@ -230,3 +230,40 @@ func TestExpectations(t *testing.T) {
 		}
 	})
 }
+
+// A connection that closes after its answer (HTTP/1.0 without keep-alive, Connection: close)
+// ends with a FIN, not a reset, also when the client sent something more after its request
+// that the server never read: the empty line old clients send after a POST body (see
+// awaitRequest), come after the body. Closed with it unread, the socket sends a reset, which
+// can destroy the answer before the client reads it, and makes a close-delimited HTTP/1.0
+// answer look cut.
+func TestCloseAfterAnswerWithoutReset(t *testing.T) {
+	started := make(chan struct{}, 1)
+	release := make(chan struct{}, 1)
+	_, addr := start(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.ReadAll(r.Body)
+		started <- struct{}{}
+		<-release
+		if r.URL.Path == "/stream" {
+			w.(http.Flusher).Flush()
+		}
+		_, _ = io.WriteString(w, "answer")
+	}), func(s *Server) { s.WatchAfter = time.Minute }) // no watcher reads the extra bytes
+	for _, tt := range []struct{ name, raw string }{
+		{"1.0", "POST / HTTP/1.0\r\nContent-Length: 2\r\n\r\nhi"},
+		{"1.0 stream", "POST /stream HTTP/1.0\r\nContent-Length: 2\r\n\r\nhi"},
+		{"1.1 close", "POST / HTTP/1.1\r\nHost: h\r\nConnection: close\r\nContent-Length: 2\r\n\r\nhi"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			c, br := dialRaw(t, addr)
+			io.WriteString(c, tt.raw)
+			<-started
+			io.WriteString(c, "\r\n") // in the server's socket buffer, unread, as the answer goes
+			release <- struct{}{}
+			b, err := io.ReadAll(br)
+			if err != nil || !strings.HasSuffix(string(b), "answer") {
+				t.Fatalf("got %q, %v; want the answer and the end of the stream (a FIN, not a reset)", b, err)
+			}
+		})
+	}
+}
