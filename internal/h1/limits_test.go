@@ -267,3 +267,79 @@ func TestCloseAfterAnswerWithoutReset(t *testing.T) {
 		})
 	}
 }
+
+// The empty line an old client sends after a POST body (see awaitRequest) is no request: the
+// watcher reads past it, so that the client leaving while the request runs still cancels it,
+// whether the line came with the body or while the watcher was reading.
+func TestEmptyLineAfterBodyKeepsWatch(t *testing.T) {
+	for _, tt := range []struct {
+		name       string
+		with, late string
+	}{
+		{"with the body", "\r\n", ""},
+		{"while watched", "", "\r\n"},
+		{"both", "\n", "\r\n\r\n"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			cancelled := make(chan error, 1)
+			reading := make(chan struct{}, 1)
+			s, addr := start(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				_, _ = io.ReadAll(r.Body)
+				select {
+				case <-r.Context().Done():
+					cancelled <- r.Context().Err()
+				case <-time.After(10 * time.Second):
+					cancelled <- errors.New("the request was not cancelled within 10s of the client leaving")
+				}
+			}), func(s *Server) { s.WatchAfter = time.Millisecond })
+			s.watching = func() {
+				select {
+				case reading <- struct{}{}:
+				default:
+				}
+			}
+			c, _ := dialRaw(t, addr)
+			io.WriteString(c, "POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 2\r\n\r\nhi"+tt.with)
+			if tt.late != "" {
+				select {
+				case <-reading:
+				case <-time.After(10 * time.Second):
+					t.Fatal("no watcher read past the empty line within 10s")
+				}
+				io.WriteString(c, tt.late)
+			}
+			c.Close()
+			if err := <-cancelled; err == nil || err.Error() != "context canceled" {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
+// After the watcher read past empty lines, the next request on the connection is read whole.
+func TestEmptyLinesSeenByWatcherAreKept(t *testing.T) {
+	reading := make(chan struct{}, 4)
+	release := make(chan struct{})
+	s, addr := start(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/slow" {
+			_, _ = io.ReadAll(r.Body)
+			<-release
+		}
+		echo(w, r)
+	}), func(s *Server) { s.WatchAfter = time.Nanosecond })
+	s.watching = func() { reading <- struct{}{} }
+	c, _ := dialRaw(t, addr)
+	io.WriteString(c, "POST /slow HTTP/1.1\r\nHost: h\r\nContent-Length: 2\r\n\r\nhi\r\n")
+	select {
+	case <-reading:
+	case <-time.After(10 * time.Second):
+		close(release)
+		t.Fatal("no watcher read past the empty line within 10s")
+	}
+	io.WriteString(c, "\r\nGET /next HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n")
+	close(release)
+	b, _ := io.ReadAll(c)
+	if !strings.Contains(string(b), "POST /slow ?") || !strings.Contains(string(b), "GET /next ?") {
+		t.Errorf("got %q, want both answers", b)
+	}
+}
