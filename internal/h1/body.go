@@ -47,9 +47,11 @@ func (b *body) readRaw(p []byte) (int, error) {
 		return 0, nil
 	}
 	// Once the answer's head is out, a 100 Continue would be read as part of its body; a
-	// client waiting for one sends the body after its own wait (RFC 9110 §10.1.1) or never.
+	// client waiting for one sends the body after its own wait (RFC 9110 §10.1.1) or never,
+	// and the body's time starts now, as after a 100 Continue.
 	if b.cont && b.c.res.committed {
 		b.cont = false
+		b.startTimer()
 	}
 	if b.cont {
 		b.cont = false

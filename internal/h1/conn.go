@@ -35,6 +35,8 @@ type conn struct {
 	url    url.URL      // the request's URL when its path is plain (see parseTarget)
 	// skipped counts the empty lines awaitRequest skipped before the request being read.
 	skipped int
+	// lingered is set by linger, which ends the connection once.
+	lingered bool
 
 	// Read deadlines (see armRead). Only the connection's goroutine uses these.
 	phase  rdl   // the deadline a read that reaches the socket needs now
@@ -48,9 +50,13 @@ type conn struct {
 	wdone   chan struct{}
 	ctx     *reqCtx // the running request's, to cancel
 	gone    bool    // the watcher saw the client leave
-	peeked  bool    // the watcher read a byte of the next request: peek
-	peek    [1]byte
-	aborted bool // Close closed the connection
+	// peek holds what the watcher read (peek[peekFrom:peekTo] is left for the next read): the
+	// empty lines an old client sends after a POST body, which it reads past, then at most
+	// one byte of the next request.
+	peek     [2*maxEmptyLines + 1]byte
+	peekFrom int
+	peekTo   int
+	aborted  bool // Close closed the connection
 
 	// The send timeout (see Server.SendTimeout). wseq counts the starts and ends of writes to
 	// the client (connWriter), so it is odd while one is under way; watched is set while the
@@ -84,10 +90,12 @@ type connReader struct{ c *conn }
 
 func (r connReader) Read(p []byte) (int, error) {
 	c := r.c
-	if c.peeked && len(p) > 0 {
-		c.peeked = false
-		p[0] = c.peek[0]
-		return 1, nil
+	if c.peekFrom < c.peekTo && len(p) > 0 {
+		n := copy(p, c.peek[c.peekFrom:c.peekTo])
+		if c.peekFrom += n; c.peekFrom == c.peekTo {
+			c.peekFrom, c.peekTo = 0, 0
+		}
+		return n, nil
 	}
 	c.armRead()
 	return c.nc.Read(p)
@@ -230,8 +238,11 @@ func (c *conn) serve() {
 			c.wmu.Lock()
 			ended := c.gone || c.aborted
 			c.wmu.Unlock()
-			if !c.body.eof && !ended {
-				c.linger() // the body's rest was left unread (body.drain)
+			if !ended && c.res.err == nil {
+				// The body's rest may be unread (body.drain), or the client sent more after
+				// its request (an empty line after a POST body, a pipelined request): closed
+				// with input unread, the socket would reset the connection under the answer.
+				c.linger()
 			}
 			return
 		}
@@ -338,9 +349,10 @@ func (c *conn) watch() {
 		c.wmu.Unlock()
 		return
 	}
-	if c.bufs.br.Buffered() > 0 {
+	if buf, _ := c.bufs.br.Peek(c.bufs.br.Buffered()); len(buf) >= len(c.peek) || !emptyLines(buf) {
 		// A pipelined request waits: nothing to read, but the request is still a long one
-		// whose writes the sweeper must keep looking at. unwatch clears it.
+		// whose writes the sweeper must keep looking at. unwatch clears it. Empty lines
+		// (after a POST body) are no request: the watch reads past them.
 		c.watched.Store(true)
 		c.wmu.Unlock()
 		return
@@ -359,12 +371,19 @@ func (c *conn) watch() {
 	if c.s.watching != nil {
 		c.s.watching()
 	}
-	n, err := c.nc.Read(c.peek[:])
+	// Byte by byte, past empty lines: the first other byte starts the next request. Only this
+	// goroutine touches peek until unwatch has seen done closed.
+	var err error
+	for c.peekTo < len(c.peek) {
+		var n int
+		n, err = c.nc.Read(c.peek[c.peekTo : c.peekTo+1])
+		c.peekTo += n
+		if err != nil || n == 1 && !emptyLines(c.peek[c.peekTo-1:c.peekTo]) {
+			break
+		}
+	}
 
 	c.wmu.Lock()
-	if n == 1 {
-		c.peeked = true
-	}
 	if err != nil && !errors.Is(err, os.ErrDeadlineExceeded) {
 		c.gone = true
 		if c.ctx != nil {
@@ -373,6 +392,16 @@ func (c *conn) watch() {
 	}
 	close(done)
 	c.wmu.Unlock()
+}
+
+// emptyLines reports whether b holds nothing but the CRs and LFs of empty lines.
+func emptyLines(b []byte) bool {
+	for _, x := range b {
+		if x != '\r' && x != '\n' {
+			return false
+		}
+	}
+	return true
 }
 
 // unwatch disarms the watch and, when the watcher is reading, stops its read and waits for it.
@@ -446,11 +475,16 @@ func (c *conn) reject(err error) {
 	c.linger()
 }
 
-// linger ends a connection whose input has not all been read (a request it could not parse, an
-// answer sent before a body too large to drain): closing a socket with unread input resets the
+// linger ends a connection after its last answer, whose input may not all have been read (a
+// request it could not parse, an answer sent before a body too large to drain, bytes the client
+// sent after a request on a connection that closes): closing a socket with unread input resets the
 // connection, and a reset can destroy the answer before the client reads it, so it half-closes,
 // then reads what is left for a moment; serve closes it after.
 func (c *conn) linger() {
+	if c.lingered {
+		return // a panic's 500 (reject) lingered already
+	}
+	c.lingered = true
 	if tc, ok := c.nc.(interface{ CloseWrite() error }); ok {
 		_ = tc.CloseWrite()
 		_ = c.nc.SetReadDeadline(time.Now().Add(500 * time.Millisecond))

@@ -98,8 +98,11 @@ func (w *response) writeInformational(code int) {
 	if w.req.ProtoMinor == 0 {
 		return // an HTTP/1.0 client does not expect one (RFC 9110 §15.2)
 	}
-	if code == http.StatusContinue {
-		w.c.body.cont = false // the handler sent it; the first read must not send another
+	if code == http.StatusContinue && w.c.body.cont {
+		// The handler sent it: the first read must not send another, and the body's time
+		// starts now, as after the 100 Continue that read would have sent.
+		w.c.body.cont = false
+		w.c.body.startTimer()
 	}
 	bw := w.c.bufs.bw
 	b := statusLine(bw.AvailableBuffer(), code)

@@ -53,8 +53,10 @@ type Server struct {
 	// arrived; zero means no limit. It also bounds, up to 5 s, the wait for the rest of a
 	// body the handler did not read (see body.drain).
 	ReadHeaderTimeout time.Duration
-	// ReadBodyTimeout bounds reading a request's body: from the end of its head (or from the
-	// 100 Continue the server sends) to its last byte. A body that takes longer fails the
+	// ReadBodyTimeout bounds reading a request's body: from the end of its head (or, for a
+	// client that asked for a 100 Continue, from the 100 the server or the handler sends, or
+	// from the handler's first read when the answer's head went out first and no 100 will) to
+	// its last byte. A body that takes longer fails the
 	// handler's read with an error matching os.ErrDeadlineExceeded, and the connection closes.
 	// Zero means no limit.
 	ReadBodyTimeout time.Duration
