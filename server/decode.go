@@ -687,8 +687,6 @@ func decodeOther(r *http.Request, body []byte, op core.Op) (*core.Request, *apiE
 		// Any number asks for the sampled tokens' logprobs (and that many alternatives).
 		lp := bytes.TrimSpace(w.Logprobs)
 		req.Logprobs = len(lp) > 0 && lp[0] != 'n' && lp[0] != 'f'
-	}
-	if op == core.OpCompletions {
 		if e := completionsKinds(&w); e != nil {
 			return nil, e
 		}
@@ -808,22 +806,17 @@ func completionsKinds(w *wireOther) *apiError {
 	return nil
 }
 
-// textInput reports whether an embeddings input is text: a string, or an array of strings only.
+// textInput reports whether an embeddings input is text: a string, or an array of strings. raw
+// has passed inputRefusal, whose walk holds every element to the first's kind, so the first
+// element says it: the array is not walked again.
 func textInput(raw json.RawMessage) bool {
 	raw = bytes.TrimSpace(raw)
-	if raw[0] == '"' {
-		return true
-	}
 	if raw[0] != '[' {
-		return false
+		return raw[0] == '"'
 	}
 	it := jsonx.Array(raw, false)
-	for _, v, ok := it.Next(); ok; _, v, ok = it.Next() {
-		if v[0] != '"' {
-			return false
-		}
-	}
-	return true
+	_, v, ok := it.Next()
+	return ok && v[0] == '"'
 }
 
 // dimensionsOf is an embeddings request's dimensions, which embedOptions has held to an integer
