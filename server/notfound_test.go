@@ -31,3 +31,31 @@ func TestModelNotFoundSaysWhereTheListIs(t *testing.T) {
 		})
 	}
 }
+
+// TestModelNotFoundClipsTheName: the name is echoed as OpenAI does, but only its first
+// maxEcho bytes, cut at a character: a client that sends a model name as long as
+// max_body_bytes allows does not get it back in full, on any path that answers model_not_found.
+func TestModelNotFoundClipsTheName(t *testing.T) {
+	g, _ := keyed(t)
+	auth := []string{"Authorization", "Bearer " + laptopKey}
+	long := "x" + strings.Repeat("ع", 900) // two bytes each: a cut must not split one; keyed takes 2 KB bodies
+	for _, tc := range []struct{ name, method, path, body string }{
+		{"chat", "POST", "/v1/chat/completions", `{"model":"` + long + `","messages":[{"role":"user","content":"x"}]}`},
+		{"embeddings", "POST", "/v1/embeddings", `{"model":"` + long + `","input":"x"}`},
+		{"explain", "POST", "/v1/route/explain", `{"model":"` + long + `","messages":[{"role":"user","content":"x"}]}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rep := g.do(t, tc.method, tc.path, tc.body, auth...)
+			if rep.status != 404 || rep.errorField(t, "code") != "model_not_found" {
+				t.Fatalf("status %d: %.300s", rep.status, rep.body)
+			}
+			msg, _ := rep.errorField(t, "message").(string)
+			if len(msg) > 1024 {
+				t.Fatalf("message of %d bytes echoes the whole name", len(msg))
+			}
+			if !strings.Contains(msg, "x"+strings.Repeat("ع", 100)) || !strings.Contains(msg, "ع…` does not exist") {
+				t.Errorf("message %.400q does not name the start of the model, cut at a character", msg)
+			}
+		})
+	}
+}

@@ -114,11 +114,12 @@ func promptTurn(v []byte) []core.Message {
 // modelNotFound answers a model that does not exist and one the key may not use alike, as OpenAI
 // does and as /v1/models/{id} does here: a 403 would tell a key which routes exist. The message
 // points at the list, since the name a client reaches for first is often the upstream's own tag
-// ("llama3.1:8b") rather than the route's.
+// ("llama3.1:8b") rather than the route's. The name is the client's own, and only its first
+// maxEcho bytes come back.
 func modelNotFound(model string) *apiError {
 	return &apiError{Status: http.StatusNotFound, Type: typeInvalidRequest, Code: "model_not_found", Param: "model",
 		Message: fmt.Sprintf("The model `%s` does not exist or you do not have access to it. "+
-			"GET /v1/models lists the models you may use.", model)}
+			"GET /v1/models lists the models you may use.", clip(model, maxEcho))}
 }
 
 func (s *Server) applyStrict(rs *routeState, key *config.Key, req *core.Request) {

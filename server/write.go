@@ -459,6 +459,9 @@ func (s *Server) logRequest(r *http.Request, rl requestLog, status int, start, n
 const (
 	maxStreamMessage = 1 << 10
 	maxLoggedError   = 4 << 10
+	// maxEcho is the most of a client's own value (a model name, an unknown type's name) that
+	// an error message repeats back to it.
+	maxEcho = 256
 )
 
 // clip is s cut to at most n bytes at a character's start, with "…" when it was cut.
