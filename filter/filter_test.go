@@ -1,6 +1,7 @@
 package filter_test
 
 import (
+	"math"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -96,6 +97,12 @@ func TestFilters(t *testing.T) {
 			target("c", window(4096), shifts), keep{true, ""}},
 		{"context: max_tokens not counted, prompt too big", filter.Context{}, core.Request{PromptTokensMin: 4097, MaxTokens: 8192},
 			target("c", window(4096), shifts), keep{false, "needs at least 4097 tokens (prompt >= 4097) > context window 4096"}},
+		// A max_tokens near the largest int wrapped prompt + max_tokens below the window: the
+		// target that certainly cannot fit was kept (TestContextHugeMaxTokens).
+		{"context: max_tokens near the largest int", filter.Context{}, core.Request{PromptTokensMin: 10, MaxTokens: math.MaxInt - 5},
+			target("c", window(4096)), keep{false, "needs at least 9223372036854775807 tokens (prompt >= 10, max_tokens 9223372036854775802) > context window 4096"}},
+		{"context: max_tokens the largest int", filter.Context{}, core.Request{PromptTokensMin: math.MaxInt, MaxTokens: math.MaxInt},
+			target("c", window(4096)), keep{false, "needs at least 9223372036854775807 tokens (prompt >= 9223372036854775807, max_tokens 9223372036854775807) > context window 4096"}},
 		{"cooldown: cooling", filter.Cooldown{Avail: avail{"h": t0}}, core.Request{}, target("h"), keep{false, "cooling down until 2025-03-01T12:00:00Z"}},
 		{"cooldown: until shown in UTC", filter.Cooldown{Avail: avail{"h": t0.In(time.FixedZone("X", 3600))}}, core.Request{}, target("h"),
 			keep{false, "cooling down until 2025-03-01T12:00:00Z"}},

@@ -1,6 +1,7 @@
 package filter
 
 import (
+	"math"
 	"strconv"
 	"time"
 
@@ -75,7 +76,13 @@ func (Context) Name() string { return "context" }
 func (Context) Keep(req *core.Request, t *core.Target) (bool, string) {
 	need := req.PromptTokensMin
 	if t.WindowCountsMaxTokens {
-		need += req.MaxTokens
+		// Saturated: a max_tokens near the largest int wrapped the sum below the window, and the
+		// target was kept (TestContextHugeMaxTokens).
+		if req.MaxTokens > math.MaxInt-need {
+			need = math.MaxInt
+		} else {
+			need += req.MaxTokens
+		}
 	}
 	if t.ContextWindow > 0 && need > t.ContextWindow {
 		// Built in one buffer: drops are common on long prompts, and Run is on every request.

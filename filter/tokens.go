@@ -3,6 +3,7 @@ package filter
 import (
 	"bytes"
 	"encoding/json"
+	"slices"
 	"strings"
 	"unicode"
 	"unicode/utf16"
@@ -53,8 +54,9 @@ import (
 //
 // Parts of one message are counted apart and one token is taken off per boundary between them,
 // because a server may join them with nothing between, which can merge at most one pre-token
-// across each boundary. In assistant messages only the text after the last "</think>" counts:
-// the chat templates of reasoning models drop earlier reasoning from the history.
+// across each boundary. In assistant messages only the text after the last "</think>" counts
+// (of the text parts joined with nothing between, where one may be cut across parts): the chat
+// templates of reasoning models drop earlier reasoning from the history.
 //
 // The whitespace-field count alone (each field at least one token) is not a bound for o200k and
 // Tekken, because of the slash exception: ".\n/" is one pre-token there.
@@ -154,13 +156,7 @@ func messageTokensMin(m *core.Message) int {
 			}
 		}
 		if assistant {
-			for i := len(texts) - 1; i >= 0; i-- {
-				if strings.Contains(texts[i].Text, thinkEnd) {
-					texts = texts[i:]
-					texts[0].Text = afterThink(texts[0].Text)
-					break
-				}
-			}
+			texts = afterThinkParts(texts)
 		}
 		if len(texts) == 0 {
 			return 0
@@ -172,6 +168,34 @@ func messageTokensMin(m *core.Message) int {
 		return max(n, 0)
 	}
 	return 0
+}
+
+// afterThinkParts is texts from just after the last "</think>" of their join with nothing between:
+// a server may join them so, and a "</think>" cut across parts is then one, after which alone the
+// template renders (TestPromptTokensMinThinkEndAcrossParts). Cut later than a "</think>" whole
+// inside a part, as one joining them with a newline has, it counts less, and so bounds that too.
+func afterThinkParts(texts []contentPart) []contentPart {
+	if !slices.ContainsFunc(texts, func(p contentPart) bool { return strings.IndexByte(p.Text, '>') >= 0 }) {
+		return texts // no "</think>" can end anywhere
+	}
+	var b strings.Builder
+	for _, p := range texts {
+		b.WriteString(p.Text)
+	}
+	i := strings.LastIndex(b.String(), thinkEnd)
+	if i < 0 {
+		return texts
+	}
+	end, off := i+len(thinkEnd), 0
+	for j, p := range texts {
+		if end <= off+len(p.Text) {
+			texts = texts[j:]
+			texts[0].Text = p.Text[end-off:]
+			break
+		}
+		off += len(p.Text)
+	}
+	return texts
 }
 
 func afterThink(s string) string {

@@ -10,6 +10,7 @@ package selector
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"time"
@@ -126,7 +127,9 @@ func (ordered) Pick(_ *core.Request, cs []*core.Target) *core.Target {
 }
 
 // weighted picks at random, each candidate with probability Weight/total. A weight below 1
-// counts as 1, as config guarantees at least 1.
+// counts as 1, as config guarantees at least 1. Config sets no ceiling: when the weights' sum would
+// pass the largest int, every weight is halved (and kept at least 1) until it does not, so that
+// the draw's bound never wraps (TestWeightedHugeWeights).
 type weighted struct {
 	intN func(n int) int
 }
@@ -138,16 +141,32 @@ func (w weighted) Pick(_ *core.Request, cs []*core.Target) *core.Target {
 		return nil
 	}
 	cs = preferred(cs)
-	total := 0
+	total, heaviest, wraps := 0, 0, false
 	for _, t := range cs {
-		total += weightOf(t)
+		wt := weightOf(t)
+		heaviest = max(heaviest, wt)
+		wraps = wraps || wt > math.MaxInt-total
+		total += wt
+	}
+	var shift uint
+	if wraps {
+		// Each weight at most limit, and at least 1, sums to at most len(cs)·limit.
+		limit := math.MaxInt / len(cs)
+		for heaviest>>shift > limit {
+			shift++
+		}
+		total = 0
+		for _, t := range cs {
+			total += max(weightOf(t)>>shift, 1)
+		}
 	}
 	r := w.intN(total)
 	for _, t := range cs {
-		if r < weightOf(t) {
+		wt := max(weightOf(t)>>shift, 1)
+		if r < wt {
 			return t
 		}
-		r -= weightOf(t)
+		r -= wt
 	}
 	// Only an IntN outside [0, total) gets here.
 	return cs[len(cs)-1]

@@ -3,6 +3,7 @@ package selector_test
 import (
 	"errors"
 	"fmt"
+	"math"
 	"testing"
 	"time"
 
@@ -324,5 +325,63 @@ func TestDegradedPreference(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// edges is a fake IntN that answers 0 and n-1 in turn, the ends of the draw, and records every n.
+type edges struct {
+	i    int
+	seen []int
+}
+
+func (e *edges) IntN(n int) int {
+	e.seen = append(e.seen, n)
+	e.i++
+	if e.i%2 == 1 {
+		return 0
+	}
+	return n - 1
+}
+
+// Weights are any int of at least 1 (config sets no ceiling): weights whose sum passes the
+// largest int made the draw's bound wrap, and math/rand/v2's IntN panicked on every request of the
+// route. The draw now stays positive, each end of it picks the first and the last candidate, and a
+// weight of 1 beside huge ones can still be drawn.
+func TestWeightedHugeWeights(t *testing.T) {
+	cases := []struct {
+		name    string
+		weights []int
+	}{
+		{"two at the largest int", []int{math.MaxInt, math.MaxInt}},
+		{"the largest int beside 1", []int{math.MaxInt, 1}},
+		{"1 beside the largest int", []int{1, math.MaxInt}},
+		{"sum just past the largest int", []int{math.MaxInt / 2, math.MaxInt/2 + 1, 1}},
+		{"a quarter of the largest int, four times", []int{math.MaxInt/4 + 1, math.MaxInt/4 + 1, math.MaxInt/4 + 1, math.MaxInt/4 + 1}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var cs []*core.Target
+			for i, w := range tc.weights {
+				cs = append(cs, target("t"+string(rune('0'+i)), w))
+			}
+			fake := &edges{}
+			s := mustNew(t, core.PolicyWeighted, selector.Options{IntN: fake.IntN})
+			if got := s.Pick(&core.Request{}, cs); got != cs[0] {
+				t.Errorf("draw 0 picked %s, want the first, t0", got.Name)
+			}
+			if got := s.Pick(&core.Request{}, cs); got != cs[len(cs)-1] {
+				t.Errorf("last draw picked %s, want the last, %s", got.Name, cs[len(cs)-1].Name)
+			}
+			for _, n := range fake.seen {
+				if n <= 0 {
+					t.Fatalf("IntN(%d): the total weight wrapped", n)
+				}
+			}
+			// The real source as well: it panics on a bound below 1.
+			real := mustNew(t, core.PolicyWeighted, selector.Options{})
+			if got := real.Pick(&core.Request{}, cs); got == nil {
+				t.Fatal("Pick = nil")
+			}
+		})
 	}
 }

@@ -483,7 +483,10 @@ func hasImages(msgs []core.Message) (images, remote bool) {
 		if len(c) == 0 || c[0] != '[' {
 			continue
 		}
-		if !bytes.Contains(c, []byte("image")) {
+		if !bytes.Contains(c, []byte("image")) && !bytes.Contains(c, escapeU) {
+			// No part can be an image: its type would spell "image" in the bytes, unless a \u
+			// escape spells a letter of it, which every JSON reader reads as the letter
+			// (TestEscapedPartTypeSeenByEligibility).
 			continue
 		}
 		var parts []struct {
@@ -503,10 +506,12 @@ func hasImages(msgs []core.Message) (images, remote bool) {
 	return images, remote
 }
 
-// Words whose absence from a message's content spares untranslatableChat decoding its parts.
+// Words whose absence from a message's content spares untranslatableChat decoding its parts;
+// and escapeU, the start of a \u escape, which may spell any of their letters (and hasImages').
 var (
 	audioPartWord = []byte(`"input_audio"`)
 	filePartWord  = []byte(`"file"`)
+	escapeU       = []byte(`\u`)
 )
 
 // untranslatableChat names what a chat request says that OpenAI's API serves and neither Ollama's
@@ -514,15 +519,16 @@ var (
 // ones declared (not as tools), or the type of a content part that is neither text nor image,
 // "input_audio" or "file". The ollama and saif adapters refused such a request with a 400 that
 // stopped the chain although an openai target on the route served it; eligibility now skips them
-// (TestUntranslatableChatSkipsTranslators). "" for none. A content without either word in it is
-// not walked.
+// (TestUntranslatableChatSkipsTranslators). "" for none. A content without either word in it,
+// nor a \u escape that could spell one (TestEscapedPartTypeSeenByEligibility), is not walked.
 func untranslatableChat(functions json.RawMessage, msgs []core.Message) string {
 	if core.NonEmptyArray(functions) {
 		return "functions"
 	}
 	for i := range msgs {
 		c := bytes.TrimSpace(msgs[i].Content)
-		if len(c) == 0 || c[0] != '[' || !bytes.Contains(c, audioPartWord) && !bytes.Contains(c, filePartWord) {
+		if len(c) == 0 || c[0] != '[' ||
+			!bytes.Contains(c, audioPartWord) && !bytes.Contains(c, filePartWord) && !bytes.Contains(c, escapeU) {
 			continue
 		}
 		parts := jsonx.Array(c, false)

@@ -159,9 +159,11 @@ type routeState struct {
 // mayOverflow reports whether the context filter could drop a target of the route for req. The
 // prompt's token bound counts at least one byte of message text per token, and the text is no
 // longer than the body that carries it, so a body that fits in the smallest window with the
-// requested tokens beside it fits everywhere, and the bound need not be computed.
+// requested tokens beside it fits everywhere, and the bound need not be computed. It is written
+// so that nothing wraps: len(Body)+MaxTokens did for a max_tokens near the largest int, and the
+// bound was skipped for a prompt that certainly overflows (TestContextHugeMaxTokens).
 func (rs *routeState) mayOverflow(req *core.Request) bool {
-	return rs.minWindow > 0 && len(req.Body)+req.MaxTokens > rs.minWindow
+	return rs.minWindow > 0 && len(req.Body) > rs.minWindow-req.MaxTokens
 }
 
 // New builds a Server from a loaded config.
