@@ -31,10 +31,13 @@ type keyLimit struct {
 
 // newKeyLimits builds the caps of keys, by config.Key.Index; nil when no key has one, so that a
 // gateway without caps looks at nothing more than a nil slice. On a reload prev is the replaced
-// server's (its keys prevKeys): a key of the same name goes on with its count of requests in
-// flight, so that those still under way on the replaced server hold their slots, and, when its
-// rpm (tpm) is unchanged, with its bucket as spent; a changed rpm (tpm) starts a full bucket of
-// the new size.
+// server's (its keys prevKeys): a key of the same sha256, whatever its name, goes on with its
+// count of requests in flight, so that those still under way on the replaced server hold their
+// slots, and, when its rpm (tpm) is unchanged, with its bucket as spent; a changed rpm (tpm)
+// starts a full bucket of the new size. The caps are the credential's, not the name's: matched by
+// name, a key rotated under the same name (the old one leaked) inherited the leaked key's slots
+// and debt, and two keys whose names a reload swapped each other's buckets
+// (TestKeyCapsFollowTheKeyNotItsName).
 func newKeyLimits(keys []config.Key, prev []keyLimit, prevKeys []config.Key) []keyLimit {
 	var out []keyLimit
 	for i, k := range keys {
@@ -46,7 +49,7 @@ func newKeyLimits(keys []config.Key, prev []keyLimit, prevKeys []config.Key) []k
 		}
 		var was *keyLimit
 		for j := range prevKeys {
-			if prevKeys[j].Name == k.Name && j < len(prev) && prev[j].busy != nil {
+			if prevKeys[j].SHA256 == k.SHA256 && j < len(prev) && prev[j].busy != nil {
 				was = &prev[j]
 				break
 			}
@@ -203,10 +206,11 @@ func (s *Server) chargeTPM(st *reqState, req *core.Request, prompt, completion u
 }
 
 // tpmNow is the bucket to charge an answer of key's to when a reload has replaced s since the
-// request was admitted with b, s's bucket for key: the bucket of the key of the same name in the
-// latest configuration, which is b when the reloads left its tpm alone and a new one when they
-// changed it. Charged to b, the answer of a key whose tpm a reload changed went uncounted
-// (TestKeyTPMAnswerUnderWayAcrossReload). b when the latest configuration has no such key or
+// request was admitted with b, s's bucket for key: the bucket of the key of the same sha256 in
+// the latest configuration, which is b when the reloads left its tpm alone and a new one when
+// they changed it. Charged to b, the answer of a key whose tpm a reload changed went uncounted
+// (TestKeyTPMAnswerUnderWayAcrossReload). b when the latest configuration has no such key (it
+// was removed, or rotated: a new sha256 under its name, TestKeyCapsFollowTheKeyNotItsName) or
 // gives it no tpm: nothing reads b then, and nothing is held back by the answer.
 func (s *Server) tpmNow(key *config.Key, b *tokenBucket) *tokenBucket {
 	last := s
@@ -217,7 +221,7 @@ func (s *Server) tpmNow(key *config.Key, b *tokenBucket) *tokenBucket {
 		return b
 	}
 	for _, k := range last.cfg.Keys {
-		if k.Name == key.Name {
+		if k.SHA256 == key.SHA256 {
 			if k.Index >= 0 && k.Index < len(last.limits) && last.limits[k.Index].tpm != nil {
 				return last.limits[k.Index].tpm
 			}

@@ -30,6 +30,10 @@ func TestReloadMakingTargetPublicHoldsInFlight(t *testing.T) {
 				"[routes.r]\ntargets = [\"slow\", \"" + bName + "\"]\n" + routeExtra
 		}
 	}
+	// renamed is f with the key k renamed k2, its sha256 the same: the same key.
+	renamed := func(f cfgFunc) cfgFunc {
+		return func(slow, b string) string { return strings.Replace(f(slow, b), `name = "k"`, `name = "k2"`, 1) }
+	}
 	for _, tc := range []struct {
 		name     string
 		strict   bool // the request says strict
@@ -43,6 +47,7 @@ func TestReloadMakingTargetPublicHoldsInFlight(t *testing.T) {
 		{"class: retry", true, plain("private", "b", "private", "", ""), plain("public", "b", "private", "", ""), 200, 1, 1},
 		{"route made strict", false, plain("private", "b", "public", "", ""), plain("private", "b", "public", "strict = true\n", ""), 500, 2, 0},
 		{"key made strict", false, plain("private", "b", "public", "", ""), plain("private", "b", "public", "", "strict = true"), 500, 2, 0},
+		{"key renamed and made strict", false, plain("private", "b", "public", "", ""), renamed(plain("private", "b", "public", "", "strict = true")), 500, 2, 0},
 		{"not strict", false, plain("private", "b", "private", "", ""), plain("private", "b", "public", "", ""), 200, 2, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -130,9 +130,11 @@ func (r *Retired) Close() int64 {
 // built once when Replace links it rather than scanned on every attempt of theirs.
 type reloadLink struct {
 	srv *Server
-	// strictKeys are the names of the configuration's strict keys; publicNames and publicURLs
-	// the names and URLs of its public targets. nil when there are none.
+	// strictKeys are the names of the configuration's strict keys, and strictHashes their
+	// sha256s; publicNames and publicURLs the names and URLs of its public targets. nil when
+	// there are none.
 	strictKeys, publicNames, publicURLs map[string]struct{}
+	strictHashes                        map[[32]byte]struct{}
 }
 
 func newReloadLink(s *Server) *reloadLink {
@@ -146,6 +148,10 @@ func newReloadLink(s *Server) *reloadLink {
 	for i := range s.cfg.Keys {
 		if k := &s.cfg.Keys[i]; k.Strict {
 			add(&l.strictKeys, k.Name)
+			if l.strictHashes == nil {
+				l.strictHashes = map[[32]byte]struct{}{}
+			}
+			l.strictHashes[k.SHA256] = struct{}{}
 		}
 	}
 	for _, t := range s.cfg.Targets {
@@ -159,7 +165,9 @@ func newReloadLink(s *Server) *reloadLink {
 
 // reloadForbids reports whether a reload since s became current forbids an attempt on t, a
 // target of s's configuration, for req, made on route with key (nil for none): a later
-// configuration makes the request strict (its route or its key is strict there) or the target
+// configuration makes the request strict (its route or its key is strict there: the key by its
+// name or by its sha256, so that a key renamed and made strict is held too,
+// TestReloadMakingTargetPublicHoldsInFlight) or the target
 // public (a public target there has t's name or, unless it is a {port} template, t's URL), and
 // the request is strict and the target public once both are counted. A request under way on s
 // then makes no further attempt on t, neither the next in its chain nor a retry
@@ -176,7 +184,7 @@ func (s *Server) reloadForbids(req *core.Request, route string, key *config.Key,
 	for ; n != nil && !(strict && public); n = n.srv.successor.Load() {
 		if !strict {
 			rs, ok := n.srv.routes[route]
-			strict = ok && rs.Strict || key != nil && has(n.strictKeys, key.Name)
+			strict = ok && rs.Strict || key != nil && (has(n.strictKeys, key.Name) || has(n.strictHashes, key.SHA256))
 		}
 		if !public {
 			public = has(n.publicNames, t.Name) || has(n.publicURLs, t.URL) && !strings.Contains(t.URL, "{port}")
@@ -185,7 +193,7 @@ func (s *Server) reloadForbids(req *core.Request, route string, key *config.Key,
 	return strict && public
 }
 
-func has(set map[string]struct{}, k string) bool {
+func has[K comparable](set map[K]struct{}, k K) bool {
 	_, ok := set[k]
 	return ok
 }

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"crypto/sha256"
 	"fmt"
 	"math/rand/v2"
 	"strings"
@@ -36,7 +37,7 @@ func scanForbids(successors []*Server, req *core.Request, route string, key *con
 		}
 		if key != nil {
 			for _, k := range n.cfg.Keys {
-				if k.Name == key.Name && k.Strict {
+				if (k.Name == key.Name || k.SHA256 == key.SHA256) && k.Strict {
 					strict = true
 				}
 			}
@@ -69,12 +70,17 @@ func randomReloadServer(r *rand.Rand) *Server {
 		}
 		targets = append(targets, t)
 	}
+	// Each key's sha256 is drawn apart from its name (shifted by a configuration's offset, so
+	// that no two of one configuration share one): successive ones rename keys and give names
+	// other keys.
 	var keys []config.Key
+	shift := r.IntN(40)
 	for i := range 40 {
 		if r.IntN(3) == 0 {
 			continue
 		}
-		keys = append(keys, config.Key{Name: fmt.Sprintf("k%02d", i), Index: len(keys), Strict: r.IntN(8) == 0})
+		keys = append(keys, config.Key{Name: fmt.Sprintf("k%02d", i), Index: len(keys), Strict: r.IntN(8) == 0,
+			SHA256: sha256.Sum256(fmt.Appendf(nil, "h%d", (i+shift)%40))})
 	}
 	routes := map[string]bool{}
 	for i := range 10 {
@@ -150,7 +156,7 @@ func BenchmarkReloadForbids(b *testing.B) {
 				keys := make([]config.Key, n)
 				for i := range n {
 					targets[i] = &core.Target{Name: fmt.Sprintf("t%d", i), URL: fmt.Sprintf("http://10.0.%d.%d/v1", i/256, i%256), Index: i}
-					keys[i] = config.Key{Name: fmt.Sprintf("k%d", i), Index: i, Strict: marked && i%2 == 1}
+					keys[i] = config.Key{Name: fmt.Sprintf("k%d", i), Index: i, Strict: marked && i%2 == 1, SHA256: [32]byte{byte(i), byte(i >> 8), 1}}
 					if marked && i%2 == 1 {
 						targets[i].Privacy = core.Public
 					}
