@@ -1,8 +1,12 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"strings"
@@ -109,11 +113,11 @@ func TestRoundAgainstFakeUpstream(t *testing.T) {
 	c := newClient(8)
 	defer c.CloseIdleConnections()
 	for _, tc := range []struct {
-		stream  bool
-		wantLen int
-	}{{false, len(f.chat)}, {true, f.streamLen()}} {
+		stream bool
+		want   []byte
+	}{{false, f.chat}, {true, f.streamBody()}} {
 		ep := &endpoint{name: "direct", url: srv.URL + "/v1/chat/completions", body: chatBody("m", tc.stream, 512), client: c}
-		r := runRound(context.Background(), ep, tc.wantLen, 4, 50*time.Millisecond)
+		r := runRound(context.Background(), ep, tc.want, 4, 50*time.Millisecond)
 		if r.errors != 0 || len(r.total) == 0 {
 			t.Fatalf("stream=%v: %d answers, %d errors, first %v", tc.stream, len(r.total), r.errors, r.firstErr)
 		}
@@ -123,7 +127,7 @@ func TestRoundAgainstFakeUpstream(t *testing.T) {
 	}
 	// An answer of the wrong length is an error, not a sample.
 	ep := &endpoint{name: "direct", url: srv.URL + "/v1/chat/completions", body: chatBody("m", false, 512), client: c}
-	if _, err := do(context.Background(), ep, len(f.chat)+1, make([]byte, 1024)); err == nil ||
+	if _, err := do(context.Background(), ep, append(bytes.Clone(f.chat), 'x'), make([]byte, 1024)); err == nil ||
 		!strings.Contains(err.Error(), "want") {
 		t.Errorf("a short answer gave %v", err)
 	}
@@ -267,5 +271,60 @@ func TestCPUTime(t *testing.T) {
 	// A process with no children counts the same with children asked for.
 	if with := cpuTime(true, pid); with < after {
 		t.Errorf("with children %v < without %v", with, after)
+	}
+}
+
+// TestAnswerBodyIsCompared: an answer as long as the fake upstream's but with other bytes (an
+// error event in place of a content event, a rewritten field) is an error, not a sample.
+func TestAnswerBodyIsCompared(t *testing.T) {
+	f := newFakeUpstream(4, 0)
+	for _, tc := range []struct {
+		name   string
+		stream bool
+		want   []byte
+	}{{"chat", false, f.chat}, {"stream", true, f.streamBody()}} {
+		t.Run(tc.name, func(t *testing.T) {
+			bad := bytes.Clone(tc.want)
+			bad[len(bad)/2] ^= 0x20
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				_, _ = io.Copy(io.Discard, r.Body)
+				_, _ = w.Write(bad)
+			}))
+			defer srv.Close()
+			c := newClient(1)
+			defer c.CloseIdleConnections()
+			ep := &endpoint{name: "gateway", url: srv.URL, body: chatBody("m", tc.stream, 512), client: c}
+			_, err := do(context.Background(), ep, tc.want, make([]byte, 64))
+			var bad2 *BadAnswerError
+			if !errors.As(err, &bad2) {
+				t.Fatalf("an answer of other bytes gave %v, want a BadAnswerError", err)
+			}
+			if _, err := do(context.Background(), &endpoint{name: "direct", url: srv.URL, body: ep.body, client: c},
+				bad, make([]byte, 64)); err != nil {
+				t.Errorf("the expected bytes gave %v", err)
+			}
+		})
+	}
+}
+
+func TestMismatch(t *testing.T) {
+	want := []byte("abcdef")
+	for _, tc := range []struct {
+		got  string
+		off  int
+		want int
+	}{
+		{"abc", 0, -1},
+		{"def", 3, -1},
+		{"", 6, -1},
+		{"abd", 0, 2},
+		{"dxf", 3, 4},
+		{"efg", 4, 6}, // one byte past the end
+		{"z", 6, 6},
+		{"", 0, -1},
+	} {
+		if got := mismatch([]byte(tc.got), want, tc.off); got != tc.want {
+			t.Errorf("mismatch(%q at %d) = %d, want %d", tc.got, tc.off, got, tc.want)
+		}
 	}
 }

@@ -243,12 +243,12 @@ func (e *environment) scenarios() []*scenario {
 	f := newFakeUpstream(o.Chunks, 0)
 	var out []*scenario
 	for _, c := range o.Conc {
-		out = append(out, &scenario{name: fmt.Sprintf("chat c=%d", c), conc: c, cols: cols(false), wantLen: len(f.chat)})
+		out = append(out, &scenario{name: fmt.Sprintf("chat c=%d", c), conc: c, cols: cols(false), want: f.chat})
 	}
 	out = append(out, &scenario{name: fmt.Sprintf("stream c=1 (%d events)", o.Chunks), conc: 1, stream: true,
-		cols: cols(true), wantLen: f.streamLen()})
+		cols: cols(true), want: f.streamBody()})
 
-	auto := &scenario{name: "auto c=1", conc: 1, auto: true, wantLen: len(f.chat)}
+	auto := &scenario{name: "auto c=1", conc: 1, auto: true, want: f.chat}
 	ac := cols(false)[:2]
 	ac[1].name = "explicit"
 	auto.cols = append(ac, &endpoint{name: "auto", url: ac[1].url, body: chatBody("auto", false, o.PromptBytes),
@@ -346,7 +346,7 @@ func (e *environment) memoryPhase(ctx context.Context) (memoryResult, error) {
 	var res memoryResult
 	warm := &endpoint{name: "gateway", url: "http://" + e.gwAddr + "/v1/chat/completions",
 		body: chatBody("bench", false, e.opts.PromptBytes), client: e.client(4)}
-	if _, err := do(ctx, warm, 0, make([]byte, 32<<10)); err != nil {
+	if _, err := do(ctx, warm, nil, make([]byte, 32<<10)); err != nil {
 		return res, fmt.Errorf("first request through the gateway: %w\n%s", err, e.gateway.logTail())
 	}
 	settle(ctx, 300*time.Millisecond)

@@ -387,7 +387,7 @@ func (r *report) notes(b *strings.Builder) {
 	for _, p := range r.profiles {
 		fmt.Fprintf(b, "- profile: %s\n", p)
 	}
-	fmt.Fprintf(b, "- every answer's body length was checked against what the fake upstream sends; the fast upstream "+
+	fmt.Fprintf(b, "- every answer's body was checked, byte for byte, against what the fake upstream sends; the fast upstream "+
 		"accepted %d connections over the run\n", r.upstreamConns)
 }
 

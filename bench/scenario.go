@@ -8,13 +8,13 @@ import (
 
 // scenario is one row (two for a stream): the same request sent to each column in turn.
 type scenario struct {
-	name    string
-	conc    int
-	stream  bool
-	auto    bool // the columns are direct, explicit and auto
-	cols    []*endpoint
-	wantLen int    // body bytes every answer must have
-	skip    string // why the row is not measured
+	name   string
+	conc   int
+	stream bool
+	auto   bool // the columns are direct, explicit and auto
+	cols   []*endpoint
+	want   []byte // the body every answer must have, byte for byte
+	skip   string // why the row is not measured
 }
 
 func (s *scenario) columnNames() string {
@@ -63,7 +63,7 @@ func runScenario(ctx context.Context, sc *scenario, o options, conns func() int6
 	for _, ep := range sc.cols {
 		res.cols = append(res.cols, &column{name: ep.name})
 		if o.Warmup > 0 {
-			runRound(ctx, ep, sc.wantLen, sc.conc, o.Warmup)
+			runRound(ctx, ep, sc.want, sc.conc, o.Warmup)
 		}
 	}
 	before := conns()
@@ -79,7 +79,7 @@ func runScenario(ctx context.Context, sc *scenario, o options, conns func() int6
 			if ctx.Err() != nil {
 				return res
 			}
-			r := runRound(ctx, ep, sc.wantLen, sc.conc, o.RoundTime)
+			r := runRound(ctx, ep, sc.want, sc.conc, o.RoundTime)
 			c := res.cols[i]
 			c.requests += len(r.total)
 			c.errors += r.errors

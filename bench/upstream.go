@@ -131,6 +131,15 @@ func (f *fakeUpstream) streamLen() int {
 	return n
 }
 
+// streamBody is one stream's body bytes, as a client reads them.
+func (f *fakeUpstream) streamBody() []byte {
+	b := make([]byte, 0, f.streamLen())
+	for _, e := range f.events {
+		b = append(b, e...)
+	}
+	return append(b, f.tail...)
+}
+
 func (f *fakeUpstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case r.URL.Path == "/v1/chat/completions" && r.Method == http.MethodPost:
