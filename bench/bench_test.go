@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -325,6 +326,46 @@ func TestMismatch(t *testing.T) {
 	} {
 		if got := mismatch([]byte(tc.got), want, tc.off); got != tc.want {
 			t.Errorf("mismatch(%q at %d) = %d, want %d", tc.got, tc.off, got, tc.want)
+		}
+	}
+}
+
+// TestRoundsAlternateOrder: the columns' rounds run forward, then backward, then forward …, so
+// that a drift of the machine (load rising, a clock settling) that is steady over a cycle falls
+// on every column alike on average; in one fixed order the second column always ran a round
+// after the first and carried that round's share of the drift, every round.
+func TestRoundsAlternateOrder(t *testing.T) {
+	f := newFakeUpstream(1, 0)
+	var (
+		mu  sync.Mutex
+		seq []string
+	)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		if len(seq) == 0 || seq[len(seq)-1] != r.URL.Path {
+			seq = append(seq, r.URL.Path)
+		}
+		mu.Unlock()
+		r.URL.Path = "/v1/chat/completions"
+		f.ServeHTTP(w, r)
+	}))
+	defer srv.Close()
+	c := newClient(1)
+	defer c.CloseIdleConnections()
+	sc := &scenario{name: "chat c=1", conc: 1, want: f.chat}
+	for _, name := range []string{"a", "b", "c"} {
+		sc.cols = append(sc.cols, &endpoint{name: name, url: srv.URL + "/" + name, body: chatBody("m", false, 512), client: c})
+	}
+	res := runScenario(context.Background(), sc, options{Rounds: 4, RoundTime: 10 * time.Millisecond}, func() int64 { return -1 })
+	want := []string{"/a", "/b", "/c", "/b", "/a", "/b", "/c", "/b", "/a"}
+	mu.Lock()
+	defer mu.Unlock()
+	if diff := cmp.Diff(want, seq); diff != "" {
+		t.Errorf("columns in the order run (-want +got):\n%s", diff)
+	}
+	for _, col := range res.cols {
+		if len(col.p50) != 4 || col.errors != 0 {
+			t.Errorf("%s: %d rounds, %d errors (%v)", col.name, len(col.p50), col.errors, col.firstErr)
 		}
 	}
 }
