@@ -369,3 +369,29 @@ func TestRoundsAlternateOrder(t *testing.T) {
 		}
 	}
 }
+
+// TestFewAnswersSaidInTheReport: a round's p99 over fewer than 100 answers is its slowest
+// answer (nearest rank), and the report says so for the row and column, with the fewest answers
+// any round had.
+func TestFewAnswersSaidInTheReport(t *testing.T) {
+	f := newFakeUpstream(1, 0)
+	// A millisecond an answer: a round of 10 ms has a dozen answers at most.
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		time.Sleep(time.Millisecond)
+		f.ServeHTTP(w, r)
+	}))
+	defer srv.Close()
+	c := newClient(1)
+	defer c.CloseIdleConnections()
+	sc := &scenario{name: "chat c=1", conc: 1, want: f.chat}
+	for _, name := range []string{"direct", "gateway"} {
+		sc.cols = append(sc.cols, &endpoint{name: name, url: srv.URL + "/v1/chat/completions", body: chatBody("m", false, 512), client: c})
+	}
+	res := runScenario(context.Background(), sc, options{Rounds: 3, RoundTime: 10 * time.Millisecond}, func() int64 { return -1 })
+	md := (&report{opts: options{Rounds: 3, LogLevel: "info"}, results: []*result{res}}).markdown()
+	for _, col := range []string{"direct", "gateway"} {
+		if want := "- chat c=1, " + col + ": p99 of a round of fewer than 100 answers is its slowest answer"; !strings.Contains(md, want) {
+			t.Errorf("report lacks %q:\n%s", want, md)
+		}
+	}
+}

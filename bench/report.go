@@ -374,6 +374,10 @@ func (r *report) notes(b *strings.Builder) {
 	}
 	for _, res := range r.results {
 		for _, c := range res.cols {
+			if c.fewest > 0 && c.fewest < 100 {
+				fmt.Fprintf(b, "- %s, %s: p99 of a round of fewer than 100 answers is its slowest answer; the fewest a round had: %d "+
+					"(a longer --round-time gives more)\n", res.sc.name, c.name, c.fewest)
+			}
 			if c.errors > 0 {
 				fmt.Fprintf(b, "- %s, %s: %d of %d requests failed; first: `%s`\n", res.sc.name, c.name, c.errors,
 					c.errors+c.requests, oneLine(fmt.Sprint(c.firstErr)))

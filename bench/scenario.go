@@ -34,6 +34,9 @@ type column struct {
 	thr      []float64 // requests per second, per round
 	cpu      []float64 // the proxy's CPU µs per request, per round (rounds with a CPU reading)
 	requests int
+	// fewest is the fewest answers a measured round had: below 100, a round's p99 (nearest rank)
+	// is its slowest answer, and the report says so.
+	fewest   int
 	errors   int
 	firstErr error
 }
@@ -96,6 +99,9 @@ func runScenario(ctx context.Context, sc *scenario, o options, conns func() int6
 			}
 			if len(r.total) == 0 {
 				continue
+			}
+			if c.fewest == 0 || len(r.total) < c.fewest {
+				c.fewest = len(r.total)
 			}
 			c.p50 = append(c.p50, quantile(r.total, 0.50))
 			c.p99 = append(c.p99, quantile(r.total, 0.99))
