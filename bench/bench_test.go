@@ -395,3 +395,35 @@ func TestFewAnswersSaidInTheReport(t *testing.T) {
 		}
 	}
 }
+
+// TestSlowStreamBodyIsCompared: a slow stream with as many events as the fake upstream's but
+// other bytes in one (an error event in place of a content event) is a failed stream.
+func TestSlowStreamBodyIsCompared(t *testing.T) {
+	o := options{Streams: 3, SlowChunks: 2, SlowInterval: time.Millisecond}
+	f := newFakeUpstream(o.SlowChunks, o.SlowInterval)
+	for _, tc := range []struct {
+		name   string
+		body   []byte
+		failed int
+	}{
+		{"as sent", f.streamBody(), 0},
+		{"an event changed", bytes.Replace(f.streamBody(), []byte(`" token1"`), []byte(`" tokenX"`), 1), 3},
+		{"an error event", append(append(bytes.Clone(f.events[0]), `data: {"error":{"message":"x"}}`+"\n\n"...), f.tail...), 3},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				_, _ = io.Copy(io.Discard, r.Body)
+				w.Header().Set("Content-Type", "text/event-stream")
+				_, _ = w.Write(tc.body)
+			}))
+			defer srv.Close()
+			e := &environment{opts: o}
+			c := newClient(o.Streams)
+			defer c.CloseIdleConnections()
+			res := e.openStreams(context.Background(), &endpoint{name: "gateway", url: srv.URL, body: chatBody("slow", true, 512), client: c}, func() {})
+			if res.Errors != tc.failed {
+				t.Errorf("%d failed streams, want %d (first: %s)", res.Errors, tc.failed, res.FirstErr)
+			}
+		})
+	}
+}

@@ -443,12 +443,13 @@ func (e *environment) openStreams(ctx context.Context, ep *endpoint, tick func()
 			res.FirstErr = msg
 		}
 	}
+	want := newFakeUpstream(e.opts.SlowChunks, e.opts.SlowInterval).streamBody()
 	start := time.Now()
 	for range e.opts.Streams {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			arrivals, err := slowStream(ctx, ep, func(opened bool) {
+			arrivals, err := slowStream(ctx, ep, want, func(opened bool) {
 				mu.Lock()
 				defer mu.Unlock()
 				if opened {
@@ -495,9 +496,10 @@ func (e *environment) openStreams(ctx context.Context, ep *endpoint, tick func()
 	return res
 }
 
-// slowStream reads one stream and returns when each event arrived, relative to the request.
-// state is told when the first event arrives (true) and when the stream ends (false).
-func slowStream(ctx context.Context, ep *endpoint, state func(opened bool)) ([]time.Duration, error) {
+// slowStream reads one stream, which must be want byte for byte, and returns when each event
+// arrived, relative to the request. state is told when the first event arrives (true) and when
+// the stream ends (false).
+func slowStream(ctx context.Context, ep *endpoint, want []byte, state func(opened bool)) ([]time.Duration, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, ep.url, bytes.NewReader(ep.body))
 	if err != nil {
 		return nil, err
@@ -518,6 +520,8 @@ func slowStream(ctx context.Context, ep *endpoint, state func(opened bool)) ([]t
 		prev     byte
 		opened   bool
 		buf      = make([]byte, 4<<10)
+		got      int
+		differs  = -1
 	)
 	defer func() {
 		if opened {
@@ -527,6 +531,10 @@ func slowStream(ctx context.Context, ep *endpoint, state func(opened bool)) ([]t
 	for {
 		n, rerr := resp.Body.Read(buf)
 		now := time.Since(start)
+		if differs < 0 {
+			differs = mismatch(buf[:n], want, got)
+		}
+		got += n
 		for _, c := range buf[:n] {
 			if c == '\n' && prev == '\n' {
 				arrivals = append(arrivals, now)
@@ -538,6 +546,9 @@ func slowStream(ctx context.Context, ep *endpoint, state func(opened bool)) ([]t
 			prev = c
 		}
 		if rerr == io.EOF {
+			if got != len(want) || differs >= 0 {
+				return arrivals, &BadAnswerError{Endpoint: ep.name, Status: resp.StatusCode, Got: got, Want: len(want), Differs: differs}
+			}
 			return arrivals, nil
 		}
 		if rerr != nil {
