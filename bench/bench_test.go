@@ -427,3 +427,39 @@ func TestSlowStreamBodyIsCompared(t *testing.T) {
 		})
 	}
 }
+
+// TestStreamTiming: a burst's figures from its streams' arrivals, by hand. A stream of 3 events
+// 100 ms apart has 5 arrivals: the finishing event and [DONE] come with the last content event.
+func TestStreamTiming(t *testing.T) {
+	ms := func(v ...int) []time.Duration {
+		out := make([]time.Duration, len(v))
+		for i, x := range v {
+			out[i] = time.Duration(x) * time.Millisecond
+		}
+		return out
+	}
+	tests := []struct {
+		name    string
+		streams [][]time.Duration
+		want    streamsResult
+	}{
+		{"on schedule", [][]time.Duration{ms(10, 110, 210, 210, 210), ms(30, 130, 230, 230, 230), ms(20, 121, 222, 222, 222)},
+			streamsResult{Events: 15, HeldBack: 0, MaxLag: 2 * time.Millisecond, FirstEvent: 20 * time.Millisecond}},
+		// Half an interval behind is held back; the last event late holds its two companions too.
+		{"late events", [][]time.Duration{ms(10, 160, 210, 210, 210), ms(10, 110, 260, 260, 260), ms(10, 110, 210, 210, 210)},
+			streamsResult{Events: 15, HeldBack: 4, MaxLag: 50 * time.Millisecond, FirstEvent: 10 * time.Millisecond}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var st streamTiming
+			for _, a := range tc.streams {
+				st.add(a, 3, 100*time.Millisecond)
+			}
+			var got streamsResult
+			st.into(&got)
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+}

@@ -419,7 +419,7 @@ func (e *environment) openStreams(ctx context.Context, ep *endpoint, tick func()
 		mu     sync.Mutex
 		open   int
 		wg     sync.WaitGroup
-		firsts []time.Duration
+		timing streamTiming
 	)
 	ctx, cancel := context.WithTimeout(ctx, time.Duration(e.opts.SlowChunks)*e.opts.SlowInterval+60*time.Second)
 	defer cancel()
@@ -468,25 +468,12 @@ func (e *environment) openStreams(ctx context.Context, ep *endpoint, tick func()
 			if want := e.opts.SlowChunks + 2; len(arrivals) != want {
 				fail(fmt.Sprintf("a stream had %d events, want %d", len(arrivals), want))
 			}
-			res.Events += len(arrivals)
-			if len(arrivals) > 0 {
-				firsts = append(firsts, arrivals[0])
-			}
-			for k, a := range arrivals {
-				lag := a - arrivals[0] - time.Duration(min(k, e.opts.SlowChunks-1))*e.opts.SlowInterval
-				res.MaxLag = max(res.MaxLag, lag)
-				if lag >= e.opts.SlowInterval/2 {
-					res.HeldBack++
-				}
-			}
+			timing.add(arrivals, e.opts.SlowChunks, e.opts.SlowInterval)
 		}()
 	}
 	wg.Wait()
 	res.Took = time.Since(start)
-	if len(firsts) > 0 {
-		slices.Sort(firsts)
-		res.FirstEvent = firsts[len(firsts)/2]
-	}
+	timing.into(&res)
 	close(stop)
 	<-ticked
 	// The streams' connections, idle now, are closed, so that the next burst finds the proxy as
@@ -494,6 +481,38 @@ func (e *environment) openStreams(ctx context.Context, ep *endpoint, tick func()
 	// timeout, and the gateway's RSS grew by about 35 MB a burst for connections nobody used.
 	ep.client.CloseIdleConnections()
 	return res
+}
+
+// streamTiming gathers the arrivals of a burst's streams.
+type streamTiming struct {
+	events, heldBack int
+	maxLag           time.Duration
+	firsts           []time.Duration // each stream's first event, from its request
+}
+
+// add is one stream's arrivals (from its request) of the events of a stream of chunks events,
+// interval apart, the last two (the finishing event and [DONE]) with the last content event.
+func (st *streamTiming) add(arrivals []time.Duration, chunks int, interval time.Duration) {
+	st.events += len(arrivals)
+	if len(arrivals) > 0 {
+		st.firsts = append(st.firsts, arrivals[0])
+	}
+	for k, a := range arrivals {
+		lag := a - arrivals[0] - time.Duration(min(k, chunks-1))*interval
+		st.maxLag = max(st.maxLag, lag)
+		if lag >= interval/2 {
+			st.heldBack++
+		}
+	}
+}
+
+// into writes the burst's figures into res.
+func (st *streamTiming) into(res *streamsResult) {
+	res.Events, res.HeldBack, res.MaxLag = st.events, st.heldBack, st.maxLag
+	if len(st.firsts) > 0 {
+		slices.Sort(st.firsts)
+		res.FirstEvent = st.firsts[len(st.firsts)/2]
+	}
 }
 
 // slowStream reads one stream, which must be want byte for byte, and returns when each event
