@@ -448,6 +448,9 @@ func TestStreamTiming(t *testing.T) {
 		// Half an interval behind is held back; the last event late holds its two companions too.
 		{"late events", [][]time.Duration{ms(10, 160, 210, 210, 210), ms(10, 110, 260, 260, 260), ms(10, 110, 210, 210, 210)},
 			streamsResult{Events: 15, HeldBack: 4, MaxLag: 50 * time.Millisecond, FirstEvent: 10 * time.Millisecond}},
+		// The median of an even count is the mean of the middle two.
+		{"even count", [][]time.Duration{ms(10, 110, 210, 210, 210), ms(20, 120, 220, 220, 220)},
+			streamsResult{Events: 10, FirstEvent: 15 * time.Millisecond}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

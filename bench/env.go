@@ -509,10 +509,7 @@ func (st *streamTiming) add(arrivals []time.Duration, chunks int, interval time.
 // into writes the burst's figures into res.
 func (st *streamTiming) into(res *streamsResult) {
 	res.Events, res.HeldBack, res.MaxLag = st.events, st.heldBack, st.maxLag
-	if len(st.firsts) > 0 {
-		slices.Sort(st.firsts)
-		res.FirstEvent = st.firsts[len(st.firsts)/2]
-	}
+	res.FirstEvent = median(st.firsts)
 }
 
 // slowStream reads one stream, which must be want byte for byte, and returns when each event
