@@ -451,6 +451,14 @@ func TestStreamTiming(t *testing.T) {
 		// The median of an even count is the mean of the middle two.
 		{"even count", [][]time.Duration{ms(10, 110, 210, 210, 210), ms(20, 120, 220, 220, 220)},
 			streamsResult{Events: 10, FirstEvent: 15 * time.Millisecond}},
+		// A proxy that holds each event until the next comes (and the last until the stream ends):
+		// every event but the last is an interval behind the schedule that the last, on time,
+		// places; measured from the first event, as it was, none was.
+		{"one behind", [][]time.Duration{ms(110, 210, 210, 210, 210)},
+			streamsResult{Events: 5, HeldBack: 2, MaxLag: 100 * time.Millisecond, FirstEvent: 110 * time.Millisecond}},
+		// The first event held back: the later ones, on time, show it.
+		{"first held", [][]time.Duration{ms(80, 110, 210, 210, 210)},
+			streamsResult{Events: 5, HeldBack: 1, MaxLag: 70 * time.Millisecond, FirstEvent: 80 * time.Millisecond}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
