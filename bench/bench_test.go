@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -472,5 +473,53 @@ func TestStreamTiming(t *testing.T) {
 				t.Errorf("(-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestUpstreamCountsChatConnections: the fast upstream's connection count, which the report reads
+// as churn behind a proxy, counts the connections that carried a chat request; the harness's own
+// /stats requests are none of them (a /stats connection closed after 90 s idle read as one
+// connection a proxy had reopened).
+func TestUpstreamCountsChatConnections(t *testing.T) {
+	f := newFakeUpstream(1, 0)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := f.server()
+	go func() { _ = srv.Serve(ln) }()
+	defer srv.Close()
+	base := "http://" + ln.Addr().String()
+	once := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
+	stats := func() int64 {
+		t.Helper()
+		resp, err := once.Get(base + "/stats")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var s struct {
+			Connections int64 `json:"connections"`
+		}
+		if err := json.NewDecoder(resp.Body).Decode(&s); err != nil {
+			t.Fatal(err)
+		}
+		return s.Connections
+	}
+	for i := range 3 {
+		if n := stats(); n != 0 {
+			t.Fatalf("/stats number %d: %d connections, want 0", i+1, n)
+		}
+	}
+	c := newClient(1)
+	defer c.CloseIdleConnections()
+	ep := &endpoint{name: "direct", url: base + "/v1/chat/completions", body: chatBody("m", false, 512), client: c}
+	for range 3 {
+		if _, err := do(context.Background(), ep, f.chat, make([]byte, 1024)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := stats(); n != 1 {
+		t.Errorf("three chat requests on one connection: %d connections, want 1", n)
 	}
 }

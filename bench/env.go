@@ -287,7 +287,8 @@ func (e *environment) autoProbe(ep *endpoint) string {
 	return ""
 }
 
-// upstreamConns is how many connections the fast upstream has accepted so far; -1 if unknown.
+// upstreamConns is how many connections have carried a chat request to the fast upstream so far;
+// -1 if unknown.
 func (e *environment) upstreamConns(ctx context.Context) int64 {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+e.fast+"/stats", nil)
 	if err != nil {

@@ -19,7 +19,7 @@ type report struct {
 	nginxNote string
 	profiles  []string
 	elapsed   time.Duration
-	// upstreamConns is how many connections the fast upstream accepted over the whole run.
+	// upstreamConns is how many connections carried chat requests to the fast upstream over the run.
 	upstreamConns int64
 }
 
@@ -384,15 +384,15 @@ func (r *report) notes(b *strings.Builder) {
 			}
 		}
 		if res.newConns > 0 {
-			fmt.Fprintf(b, "- %s: the upstream accepted %d new connections during the measured rounds (pools were warm: some proxy "+
+			fmt.Fprintf(b, "- %s: %d new connections carried chat requests to the upstream during the measured rounds (pools were warm: some proxy "+
 				"closed and reopened connections, as one whose idle pool is smaller than its concurrency does)\n", res.sc.name, res.newConns)
 		}
 	}
 	for _, p := range r.profiles {
 		fmt.Fprintf(b, "- profile: %s\n", p)
 	}
-	fmt.Fprintf(b, "- every answer's body was checked, byte for byte, against what the fake upstream sends; the fast upstream "+
-		"accepted %d connections over the run\n", r.upstreamConns)
+	fmt.Fprintf(b, "- every answer's body was checked, byte for byte, against what the fake upstream sends; %d connections "+
+		"carried chat requests to the fast upstream over the run\n", r.upstreamConns)
 }
 
 // nginxDiff is goblind's p50 − nginx's, or "—" without an nginx column.

@@ -45,8 +45,8 @@ type column struct {
 type result struct {
 	sc   *scenario
 	cols []*column
-	// newConns is how many connections the fast upstream accepted during the measured rounds
-	// (after warm-up every pool is full, so any is churn); -1 when unknown.
+	// newConns is how many new connections carried chat requests to the fast upstream during the
+	// measured rounds (after warm-up every pool is full, so any is churn); -1 when unknown.
 	newConns int64
 }
 
