@@ -125,7 +125,7 @@ func (f *fakeUpstream) server() *http.Server {
 	}
 }
 
-// streamLen is the number of body bytes of one stream, for checking that nothing was lost.
+// streamLen is the number of body bytes of one stream.
 func (f *fakeUpstream) streamLen() int {
 	n := len(f.tail)
 	for _, e := range f.events {
