@@ -1,11 +1,17 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"io"
+	"net"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -109,11 +115,11 @@ func TestRoundAgainstFakeUpstream(t *testing.T) {
 	c := newClient(8)
 	defer c.CloseIdleConnections()
 	for _, tc := range []struct {
-		stream  bool
-		wantLen int
-	}{{false, len(f.chat)}, {true, f.streamLen()}} {
+		stream bool
+		want   []byte
+	}{{false, f.chat}, {true, f.streamBody()}} {
 		ep := &endpoint{name: "direct", url: srv.URL + "/v1/chat/completions", body: chatBody("m", tc.stream, 512), client: c}
-		r := runRound(context.Background(), ep, tc.wantLen, 4, 50*time.Millisecond)
+		r := runRound(context.Background(), ep, tc.want, 4, 50*time.Millisecond)
 		if r.errors != 0 || len(r.total) == 0 {
 			t.Fatalf("stream=%v: %d answers, %d errors, first %v", tc.stream, len(r.total), r.errors, r.firstErr)
 		}
@@ -123,7 +129,7 @@ func TestRoundAgainstFakeUpstream(t *testing.T) {
 	}
 	// An answer of the wrong length is an error, not a sample.
 	ep := &endpoint{name: "direct", url: srv.URL + "/v1/chat/completions", body: chatBody("m", false, 512), client: c}
-	if _, err := do(context.Background(), ep, len(f.chat)+1, make([]byte, 1024)); err == nil ||
+	if _, err := do(context.Background(), ep, append(bytes.Clone(f.chat), 'x'), make([]byte, 1024)); err == nil ||
 		!strings.Contains(err.Error(), "want") {
 		t.Errorf("a short answer gave %v", err)
 	}
@@ -267,5 +273,253 @@ func TestCPUTime(t *testing.T) {
 	// A process with no children counts the same with children asked for.
 	if with := cpuTime(true, pid); with < after {
 		t.Errorf("with children %v < without %v", with, after)
+	}
+}
+
+// TestAnswerBodyIsCompared: an answer as long as the fake upstream's but with other bytes (an
+// error event in place of a content event, a rewritten field) is an error, not a sample.
+func TestAnswerBodyIsCompared(t *testing.T) {
+	f := newFakeUpstream(4, 0)
+	for _, tc := range []struct {
+		name   string
+		stream bool
+		want   []byte
+	}{{"chat", false, f.chat}, {"stream", true, f.streamBody()}} {
+		t.Run(tc.name, func(t *testing.T) {
+			bad := bytes.Clone(tc.want)
+			bad[len(bad)/2] ^= 0x20
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				_, _ = io.Copy(io.Discard, r.Body)
+				_, _ = w.Write(bad)
+			}))
+			defer srv.Close()
+			c := newClient(1)
+			defer c.CloseIdleConnections()
+			ep := &endpoint{name: "gateway", url: srv.URL, body: chatBody("m", tc.stream, 512), client: c}
+			_, err := do(context.Background(), ep, tc.want, make([]byte, 64))
+			var bad2 *BadAnswerError
+			if !errors.As(err, &bad2) {
+				t.Fatalf("an answer of other bytes gave %v, want a BadAnswerError", err)
+			}
+			if _, err := do(context.Background(), &endpoint{name: "direct", url: srv.URL, body: ep.body, client: c},
+				bad, make([]byte, 64)); err != nil {
+				t.Errorf("the expected bytes gave %v", err)
+			}
+		})
+	}
+}
+
+func TestMismatch(t *testing.T) {
+	want := []byte("abcdef")
+	for _, tc := range []struct {
+		got  string
+		off  int
+		want int
+	}{
+		{"abc", 0, -1},
+		{"def", 3, -1},
+		{"", 6, -1},
+		{"abd", 0, 2},
+		{"dxf", 3, 4},
+		{"efg", 4, 6}, // one byte past the end
+		{"z", 6, 6},
+		{"", 0, -1},
+	} {
+		if got := mismatch([]byte(tc.got), want, tc.off); got != tc.want {
+			t.Errorf("mismatch(%q at %d) = %d, want %d", tc.got, tc.off, got, tc.want)
+		}
+	}
+}
+
+// TestRoundsAlternateOrder: the columns' rounds run forward, then backward, then forward …, so
+// that a drift of the machine (load rising, a clock settling) that is steady over a cycle falls
+// on every column alike on average; in one fixed order the second column always ran a round
+// after the first and carried that round's share of the drift, every round.
+func TestRoundsAlternateOrder(t *testing.T) {
+	f := newFakeUpstream(1, 0)
+	var (
+		mu  sync.Mutex
+		seq []string
+	)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		if len(seq) == 0 || seq[len(seq)-1] != r.URL.Path {
+			seq = append(seq, r.URL.Path)
+		}
+		mu.Unlock()
+		r.URL.Path = "/v1/chat/completions"
+		f.ServeHTTP(w, r)
+	}))
+	defer srv.Close()
+	c := newClient(1)
+	defer c.CloseIdleConnections()
+	sc := &scenario{name: "chat c=1", conc: 1, want: f.chat}
+	for _, name := range []string{"a", "b", "c"} {
+		sc.cols = append(sc.cols, &endpoint{name: name, url: srv.URL + "/" + name, body: chatBody("m", false, 512), client: c})
+	}
+	res := runScenario(context.Background(), sc, options{Rounds: 4, RoundTime: 10 * time.Millisecond}, func() int64 { return -1 })
+	want := []string{"/a", "/b", "/c", "/b", "/a", "/b", "/c", "/b", "/a"}
+	mu.Lock()
+	defer mu.Unlock()
+	if diff := cmp.Diff(want, seq); diff != "" {
+		t.Errorf("columns in the order run (-want +got):\n%s", diff)
+	}
+	for _, col := range res.cols {
+		if len(col.p50) != 4 || col.errors != 0 {
+			t.Errorf("%s: %d rounds, %d errors (%v)", col.name, len(col.p50), col.errors, col.firstErr)
+		}
+	}
+}
+
+// TestFewAnswersSaidInTheReport: a round's p99 over fewer than 100 answers is its slowest
+// answer (nearest rank), and the report says so for the row and column, with the fewest answers
+// any round had.
+func TestFewAnswersSaidInTheReport(t *testing.T) {
+	f := newFakeUpstream(1, 0)
+	// A millisecond an answer: a round of 10 ms has a dozen answers at most.
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		time.Sleep(time.Millisecond)
+		f.ServeHTTP(w, r)
+	}))
+	defer srv.Close()
+	c := newClient(1)
+	defer c.CloseIdleConnections()
+	sc := &scenario{name: "chat c=1", conc: 1, want: f.chat}
+	for _, name := range []string{"direct", "gateway"} {
+		sc.cols = append(sc.cols, &endpoint{name: name, url: srv.URL + "/v1/chat/completions", body: chatBody("m", false, 512), client: c})
+	}
+	res := runScenario(context.Background(), sc, options{Rounds: 3, RoundTime: 10 * time.Millisecond}, func() int64 { return -1 })
+	md := (&report{opts: options{Rounds: 3, LogLevel: "info"}, results: []*result{res}}).markdown()
+	for _, col := range []string{"direct", "gateway"} {
+		if want := "- chat c=1, " + col + ": p99 of a round of fewer than 100 answers is its slowest answer"; !strings.Contains(md, want) {
+			t.Errorf("report lacks %q:\n%s", want, md)
+		}
+	}
+}
+
+// TestSlowStreamBodyIsCompared: a slow stream with as many events as the fake upstream's but
+// other bytes in one (an error event in place of a content event) is a failed stream.
+func TestSlowStreamBodyIsCompared(t *testing.T) {
+	o := options{Streams: 3, SlowChunks: 2, SlowInterval: time.Millisecond}
+	f := newFakeUpstream(o.SlowChunks, o.SlowInterval)
+	for _, tc := range []struct {
+		name   string
+		body   []byte
+		failed int
+	}{
+		{"as sent", f.streamBody(), 0},
+		{"an event changed", bytes.Replace(f.streamBody(), []byte(`" token1"`), []byte(`" tokenX"`), 1), 3},
+		{"an error event", append(append(bytes.Clone(f.events[0]), `data: {"error":{"message":"x"}}`+"\n\n"...), f.tail...), 3},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				_, _ = io.Copy(io.Discard, r.Body)
+				w.Header().Set("Content-Type", "text/event-stream")
+				_, _ = w.Write(tc.body)
+			}))
+			defer srv.Close()
+			e := &environment{opts: o}
+			c := newClient(o.Streams)
+			defer c.CloseIdleConnections()
+			res := e.openStreams(context.Background(), &endpoint{name: "gateway", url: srv.URL, body: chatBody("slow", true, 512), client: c}, func() {})
+			if res.Errors != tc.failed {
+				t.Errorf("%d failed streams, want %d (first: %s)", res.Errors, tc.failed, res.FirstErr)
+			}
+		})
+	}
+}
+
+// TestStreamTiming: a burst's figures from its streams' arrivals, by hand. A stream of 3 events
+// 100 ms apart has 5 arrivals: the finishing event and [DONE] come with the last content event.
+func TestStreamTiming(t *testing.T) {
+	ms := func(v ...int) []time.Duration {
+		out := make([]time.Duration, len(v))
+		for i, x := range v {
+			out[i] = time.Duration(x) * time.Millisecond
+		}
+		return out
+	}
+	tests := []struct {
+		name    string
+		streams [][]time.Duration
+		want    streamsResult
+	}{
+		{"on schedule", [][]time.Duration{ms(10, 110, 210, 210, 210), ms(30, 130, 230, 230, 230), ms(20, 121, 222, 222, 222)},
+			streamsResult{Events: 15, HeldBack: 0, MaxLag: 2 * time.Millisecond, FirstEvent: 20 * time.Millisecond}},
+		// Half an interval behind is held back; the last event late holds its two companions too.
+		{"late events", [][]time.Duration{ms(10, 160, 210, 210, 210), ms(10, 110, 260, 260, 260), ms(10, 110, 210, 210, 210)},
+			streamsResult{Events: 15, HeldBack: 4, MaxLag: 50 * time.Millisecond, FirstEvent: 10 * time.Millisecond}},
+		// The median of an even count is the mean of the middle two.
+		{"even count", [][]time.Duration{ms(10, 110, 210, 210, 210), ms(20, 120, 220, 220, 220)},
+			streamsResult{Events: 10, FirstEvent: 15 * time.Millisecond}},
+		// A proxy that holds each event until the next comes (and the last until the stream ends):
+		// every event but the last is an interval behind the schedule that the last, on time,
+		// places; measured from the first event, as it was, none was.
+		{"one behind", [][]time.Duration{ms(110, 210, 210, 210, 210)},
+			streamsResult{Events: 5, HeldBack: 2, MaxLag: 100 * time.Millisecond, FirstEvent: 110 * time.Millisecond}},
+		// The first event held back: the later ones, on time, show it.
+		{"first held", [][]time.Duration{ms(80, 110, 210, 210, 210)},
+			streamsResult{Events: 5, HeldBack: 1, MaxLag: 70 * time.Millisecond, FirstEvent: 80 * time.Millisecond}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var st streamTiming
+			for _, a := range tc.streams {
+				st.add(a, 3, 100*time.Millisecond)
+			}
+			var got streamsResult
+			st.into(&got)
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestUpstreamCountsChatConnections: the fast upstream's connection count, which the report reads
+// as churn behind a proxy, counts the connections that carried a chat request; the harness's own
+// /stats requests are none of them (a /stats connection closed after 90 s idle read as one
+// connection a proxy had reopened).
+func TestUpstreamCountsChatConnections(t *testing.T) {
+	f := newFakeUpstream(1, 0)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := f.server()
+	go func() { _ = srv.Serve(ln) }()
+	defer srv.Close()
+	base := "http://" + ln.Addr().String()
+	once := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
+	stats := func() int64 {
+		t.Helper()
+		resp, err := once.Get(base + "/stats")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var s struct {
+			Connections int64 `json:"connections"`
+		}
+		if err := json.NewDecoder(resp.Body).Decode(&s); err != nil {
+			t.Fatal(err)
+		}
+		return s.Connections
+	}
+	for i := range 3 {
+		if n := stats(); n != 0 {
+			t.Fatalf("/stats number %d: %d connections, want 0", i+1, n)
+		}
+	}
+	c := newClient(1)
+	defer c.CloseIdleConnections()
+	ep := &endpoint{name: "direct", url: base + "/v1/chat/completions", body: chatBody("m", false, 512), client: c}
+	for range 3 {
+		if _, err := do(context.Background(), ep, f.chat, make([]byte, 1024)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := stats(); n != 1 {
+		t.Errorf("three chat requests on one connection: %d connections, want 1", n)
 	}
 }

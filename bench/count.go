@@ -234,7 +234,7 @@ type countSpec struct {
 // countRun starts the proxy under cachegrind, sends warm and then n requests one at a time
 // through one kept-alive connection, stops it and reads what cachegrind wrote.
 func countRun(ctx context.Context, spec countSpec, dir string, warm, n int, row countRow) (cgProfile, error) {
-	body, wantLen := row.body, row.want
+	body, want := row.body, row.want
 	out, err := os.CreateTemp(dir, "cachegrind."+spec.name+".")
 	if err != nil {
 		return nil, err
@@ -268,10 +268,11 @@ func countRun(ctx context.Context, spec countSpec, dir string, warm, n int, row 
 		if err != nil {
 			return nil, fmt.Errorf("%s, request %d: %w\n%s", spec.name, i, err, p.logTail())
 		}
-		got, err := io.Copy(io.Discard, resp.Body)
+		got, err := io.ReadAll(resp.Body)
 		_ = resp.Body.Close()
-		if err != nil || resp.StatusCode != http.StatusOK || int(got) != wantLen {
-			return nil, fmt.Errorf("%s, request %d: status %d, %d bytes of %d (%v)", spec.name, i, resp.StatusCode, got, wantLen, err)
+		if err != nil || resp.StatusCode != http.StatusOK || !bytes.Equal(got, want) {
+			return nil, fmt.Errorf("%s, request %d: status %d, %d bytes of %d, byte %d on not the upstream's (%v)", spec.name, i,
+				resp.StatusCode, len(got), len(want), mismatch(got, want, 0), err)
 		}
 	}
 	c.CloseIdleConnections()
@@ -297,11 +298,11 @@ type countResult struct {
 	failed string // why this column could not be counted on this row
 }
 
-// countRow is a kind of request counted: its body and the length of the answer's body.
+// countRow is a kind of request counted: its body and the answer's body, byte for byte.
 type countRow struct {
 	name    string
 	body    []byte
-	want    int
+	want    []byte
 	gateway bool // for the gateway only (a blind proxy does nothing different for it)
 	// fresh sends each request on a connection of its own ("Connection: close"): a row's
 	// difference from its kept-alive twin is what a client's connection costs, opened, served
@@ -318,13 +319,13 @@ func runCount(ctx context.Context, e *environment, n int) ([]countResult, error)
 	const warm = 200
 	fu := newFakeUpstream(e.opts.Chunks, 0)
 	rows := []countRow{
-		{name: "chat", body: chatBody("bench", false, e.opts.PromptBytes), want: len(fu.chat)},
-		{name: fmt.Sprintf("stream (%d events)", e.opts.Chunks), body: chatBody("bench", true, e.opts.PromptBytes), want: fu.streamLen()},
+		{name: "chat", body: chatBody("bench", false, e.opts.PromptBytes), want: fu.chat},
+		{name: fmt.Sprintf("stream (%d events)", e.opts.Chunks), body: chatBody("bench", true, e.opts.PromptBytes), want: fu.streamBody()},
 		{name: fmt.Sprintf("stream (%d events), a new connection each", e.opts.Chunks), body: chatBody("bench", true, e.opts.PromptBytes),
-			want: fu.streamLen(), fresh: true},
+			want: fu.streamBody(), fresh: true},
 		{name: fmt.Sprintf("stream (%d events), new connections each, to the proxy and from it", e.opts.Chunks),
-			body: closingBody(chatBody("bench", true, e.opts.PromptBytes)), want: fu.streamLen(), fresh: true},
-		{name: `chat, model "auto"`, body: chatBody("auto", false, e.opts.PromptBytes), want: len(fu.chat), gateway: true},
+			body: closingBody(chatBody("bench", true, e.opts.PromptBytes)), want: fu.streamBody(), fresh: true},
+		{name: `chat, model "auto"`, body: chatBody("auto", false, e.opts.PromptBytes), want: fu.chat, gateway: true},
 	}
 	// Copies of both Go programs, patched for valgrind; this binary is built again for goblind
 	// because `go run` leaves out the symbols that name its functions.

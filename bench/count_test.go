@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"debug/elf"
+	"io"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
@@ -192,7 +194,7 @@ func testCountGoBlind(t *testing.T, built string) {
 	}
 	spec := goblindCountSpec(bin, strings.TrimPrefix(srv.URL, "http://"))
 	body := chatBody("m", false, 512)
-	row := countRow{name: "chat", body: body, want: len(f.chat)}
+	row := countRow{name: "chat", body: body, want: f.chat}
 	short, err := countRun(context.Background(), spec, dir, 5, 20, row)
 	if err != nil {
 		t.Fatal(err)
@@ -264,5 +266,43 @@ func TestCountMarkdownByInstructions(t *testing.T) {
 	}
 	if byMiss, _, _ := strings.Cut(md, "most instructions"); !strings.Contains(byMiss, "| `server.run` | 40.0 | 100 |\n| `internal/jsonx.scanString` | 15.0 | 9000 |") {
 		t.Errorf("table by misses changed:\n%s", byMiss)
+	}
+}
+
+// TestCountRunComparesAnswers: --count's runs hold every answer to the fake upstream's bytes,
+// not only to its length: counted, an answer of other bytes (an error, another path through the
+// proxy) would be what the count measured.
+func TestCountRunComparesAnswers(t *testing.T) {
+	f := newFakeUpstream(2, 0)
+	for _, tc := range []struct {
+		name   string
+		answer []byte
+		ok     bool
+	}{{"as sent", f.chat, true}, {"a byte changed", bytes.Replace(f.chat, []byte("fixed answer"), []byte("fixed ANSWER"), 1), false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				_, _ = io.Copy(io.Discard, r.Body)
+				_, _ = w.Write(tc.answer)
+			}))
+			defer srv.Close()
+			// A stand-in for a proxy under cachegrind: a process that waits to be stopped, and
+			// the output file cachegrind would have written.
+			spec := countSpec{"stand-in", func(ctx context.Context, dir string, vg []string) (*proc, string, error) {
+				for _, a := range vg {
+					if path, ok := strings.CutPrefix(a, "--cachegrind-out-file="); ok {
+						if err := os.WriteFile(path, []byte(cgSample), 0o644); err != nil {
+							return nil, "", err
+						}
+					}
+				}
+				p, err := startProc("stand-in", "sleep", []string{"60"}, nil, dir)
+				return p, srv.URL, err
+			}}
+			row := countRow{name: "chat", body: chatBody("m", false, 512), want: f.chat}
+			_, err := countRun(context.Background(), spec, t.TempDir(), 1, 2, row)
+			if tc.ok && err != nil || !tc.ok && err == nil {
+				t.Errorf("got %v, want an error: %v", err, !tc.ok)
+			}
+		})
 	}
 }

@@ -243,12 +243,12 @@ func (e *environment) scenarios() []*scenario {
 	f := newFakeUpstream(o.Chunks, 0)
 	var out []*scenario
 	for _, c := range o.Conc {
-		out = append(out, &scenario{name: fmt.Sprintf("chat c=%d", c), conc: c, cols: cols(false), wantLen: len(f.chat)})
+		out = append(out, &scenario{name: fmt.Sprintf("chat c=%d", c), conc: c, cols: cols(false), want: f.chat})
 	}
 	out = append(out, &scenario{name: fmt.Sprintf("stream c=1 (%d events)", o.Chunks), conc: 1, stream: true,
-		cols: cols(true), wantLen: f.streamLen()})
+		cols: cols(true), want: f.streamBody()})
 
-	auto := &scenario{name: "auto c=1", conc: 1, auto: true, wantLen: len(f.chat)}
+	auto := &scenario{name: "auto c=1", conc: 1, auto: true, want: f.chat}
 	ac := cols(false)[:2]
 	ac[1].name = "explicit"
 	auto.cols = append(ac, &endpoint{name: "auto", url: ac[1].url, body: chatBody("auto", false, o.PromptBytes),
@@ -287,7 +287,8 @@ func (e *environment) autoProbe(ep *endpoint) string {
 	return ""
 }
 
-// upstreamConns is how many connections the fast upstream has accepted so far; -1 if unknown.
+// upstreamConns is how many connections have carried a chat request to the fast upstream so far;
+// -1 if unknown.
 func (e *environment) upstreamConns(ctx context.Context) int64 {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+e.fast+"/stats", nil)
 	if err != nil {
@@ -346,7 +347,7 @@ func (e *environment) memoryPhase(ctx context.Context) (memoryResult, error) {
 	var res memoryResult
 	warm := &endpoint{name: "gateway", url: "http://" + e.gwAddr + "/v1/chat/completions",
 		body: chatBody("bench", false, e.opts.PromptBytes), client: e.client(4)}
-	if _, err := do(ctx, warm, 0, make([]byte, 32<<10)); err != nil {
+	if _, err := do(ctx, warm, nil, make([]byte, 32<<10)); err != nil {
 		return res, fmt.Errorf("first request through the gateway: %w\n%s", err, e.gateway.logTail())
 	}
 	settle(ctx, 300*time.Millisecond)
@@ -419,7 +420,7 @@ func (e *environment) openStreams(ctx context.Context, ep *endpoint, tick func()
 		mu     sync.Mutex
 		open   int
 		wg     sync.WaitGroup
-		firsts []time.Duration
+		timing streamTiming
 	)
 	ctx, cancel := context.WithTimeout(ctx, time.Duration(e.opts.SlowChunks)*e.opts.SlowInterval+60*time.Second)
 	defer cancel()
@@ -443,12 +444,13 @@ func (e *environment) openStreams(ctx context.Context, ep *endpoint, tick func()
 			res.FirstErr = msg
 		}
 	}
+	want := newFakeUpstream(e.opts.SlowChunks, e.opts.SlowInterval).streamBody()
 	start := time.Now()
 	for range e.opts.Streams {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			arrivals, err := slowStream(ctx, ep, func(opened bool) {
+			arrivals, err := slowStream(ctx, ep, want, func(opened bool) {
 				mu.Lock()
 				defer mu.Unlock()
 				if opened {
@@ -467,25 +469,12 @@ func (e *environment) openStreams(ctx context.Context, ep *endpoint, tick func()
 			if want := e.opts.SlowChunks + 2; len(arrivals) != want {
 				fail(fmt.Sprintf("a stream had %d events, want %d", len(arrivals), want))
 			}
-			res.Events += len(arrivals)
-			if len(arrivals) > 0 {
-				firsts = append(firsts, arrivals[0])
-			}
-			for k, a := range arrivals {
-				lag := a - arrivals[0] - time.Duration(min(k, e.opts.SlowChunks-1))*e.opts.SlowInterval
-				res.MaxLag = max(res.MaxLag, lag)
-				if lag >= e.opts.SlowInterval/2 {
-					res.HeldBack++
-				}
-			}
+			timing.add(arrivals, e.opts.SlowChunks, e.opts.SlowInterval)
 		}()
 	}
 	wg.Wait()
 	res.Took = time.Since(start)
-	if len(firsts) > 0 {
-		slices.Sort(firsts)
-		res.FirstEvent = firsts[len(firsts)/2]
-	}
+	timing.into(&res)
 	close(stop)
 	<-ticked
 	// The streams' connections, idle now, are closed, so that the next burst finds the proxy as
@@ -495,9 +484,51 @@ func (e *environment) openStreams(ctx context.Context, ep *endpoint, tick func()
 	return res
 }
 
-// slowStream reads one stream and returns when each event arrived, relative to the request.
-// state is told when the first event arrives (true) and when the stream ends (false).
-func slowStream(ctx context.Context, ep *endpoint, state func(opened bool)) ([]time.Duration, error) {
+// streamTiming gathers the arrivals of a burst's streams.
+type streamTiming struct {
+	events, heldBack int
+	maxLag           time.Duration
+	firsts           []time.Duration // each stream's first event, from its request
+}
+
+// add is one stream's arrivals (from its request) of the events of a stream of chunks events,
+// interval apart, the last two (the finishing event and [DONE]) with the last content event.
+//
+// An event's delay is against the upstream's schedule, event k at its start + k·interval, the
+// start placed by the event that came soonest after its time (the one the path held least).
+// Placed by the first event, as it once was, a proxy that held the first event, or held each
+// event until the next came, had every later event on time against it and none held back
+// (TestStreamTiming).
+func (st *streamTiming) add(arrivals []time.Duration, chunks int, interval time.Duration) {
+	st.events += len(arrivals)
+	if len(arrivals) == 0 {
+		return
+	}
+	st.firsts = append(st.firsts, arrivals[0])
+	due := func(k int) time.Duration { return time.Duration(min(k, chunks-1)) * interval }
+	start := arrivals[0]
+	for k, a := range arrivals {
+		start = min(start, a-due(k))
+	}
+	for k, a := range arrivals {
+		lag := a - start - due(k)
+		st.maxLag = max(st.maxLag, lag)
+		if lag >= interval/2 {
+			st.heldBack++
+		}
+	}
+}
+
+// into writes the burst's figures into res.
+func (st *streamTiming) into(res *streamsResult) {
+	res.Events, res.HeldBack, res.MaxLag = st.events, st.heldBack, st.maxLag
+	res.FirstEvent = median(st.firsts)
+}
+
+// slowStream reads one stream, which must be want byte for byte, and returns when each event
+// arrived, relative to the request. state is told when the first event arrives (true) and when
+// the stream ends (false).
+func slowStream(ctx context.Context, ep *endpoint, want []byte, state func(opened bool)) ([]time.Duration, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, ep.url, bytes.NewReader(ep.body))
 	if err != nil {
 		return nil, err
@@ -518,6 +549,8 @@ func slowStream(ctx context.Context, ep *endpoint, state func(opened bool)) ([]t
 		prev     byte
 		opened   bool
 		buf      = make([]byte, 4<<10)
+		got      int
+		differs  = -1
 	)
 	defer func() {
 		if opened {
@@ -527,6 +560,10 @@ func slowStream(ctx context.Context, ep *endpoint, state func(opened bool)) ([]t
 	for {
 		n, rerr := resp.Body.Read(buf)
 		now := time.Since(start)
+		if differs < 0 {
+			differs = mismatch(buf[:n], want, got)
+		}
+		got += n
 		for _, c := range buf[:n] {
 			if c == '\n' && prev == '\n' {
 				arrivals = append(arrivals, now)
@@ -538,6 +575,9 @@ func slowStream(ctx context.Context, ep *endpoint, state func(opened bool)) ([]t
 			prev = c
 		}
 		if rerr == io.EOF {
+			if got != len(want) || differs >= 0 {
+				return arrivals, &BadAnswerError{Endpoint: ep.name, Status: resp.StatusCode, Got: got, Want: len(want), Differs: differs}
+			}
 			return arrivals, nil
 		}
 		if rerr != nil {

@@ -50,20 +50,27 @@ type BadAnswerError struct {
 	Status   int
 	Got      int // body bytes
 	Want     int
-	Snippet  string
+	// Differs is the offset of the first body byte that is not the fake upstream's, or −1.
+	Differs int
+	Snippet string
 }
 
 func (e *BadAnswerError) Error() string {
-	if e.Status != http.StatusOK {
+	switch {
+	case e.Status != http.StatusOK:
 		return fmt.Sprintf("%s: status %d: %s", e.Endpoint, e.Status, e.Snippet)
+	case e.Got != e.Want:
+		return fmt.Sprintf("%s: body of %d bytes, want %d (an event lost or added?)", e.Endpoint, e.Got, e.Want)
 	}
-	return fmt.Sprintf("%s: body of %d bytes, want %d (an event lost or added?)", e.Endpoint, e.Got, e.Want)
+	return fmt.Sprintf("%s: body of the right length, but byte %d on is not what the fake upstream sent", e.Endpoint, e.Differs)
 }
 
-// do sends one request and reads the whole answer. ttfb is when the first body byte arrived:
-// for a stream that is the first event (the gateway reads it before it answers, so that a stream
-// that fails at once can still fall through).
-func do(ctx context.Context, ep *endpoint, wantLen int, buf []byte) (shot, error) {
+// do sends one request and reads the whole answer, which must be want byte for byte (nil: any
+// answer). ttfb is when the first body byte arrived: for a stream that is the first event (the
+// gateway reads it before it answers, so that a stream that fails at once can still fall
+// through). Each read's bytes are compared after its time is taken, so that the comparison is
+// not in the last byte's time.
+func do(ctx context.Context, ep *endpoint, want []byte, buf []byte) (shot, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, ep.url, bytes.NewReader(ep.body))
 	if err != nil {
 		return shot{}, err
@@ -80,25 +87,50 @@ func do(ctx context.Context, ep *endpoint, wantLen int, buf []byte) (shot, error
 		return shot{}, &BadAnswerError{Endpoint: ep.name, Status: resp.StatusCode, Snippet: string(b)}
 	}
 	var s shot
-	n := 0
+	n, differs := 0, -1
 	for {
 		m, rerr := resp.Body.Read(buf)
+		now := time.Since(start)
 		if m > 0 && n == 0 {
-			s.ttfb = time.Since(start)
+			s.ttfb = now
+		}
+		if want != nil && differs < 0 {
+			differs = mismatch(buf[:m], want, n)
 		}
 		n += m
 		if errors.Is(rerr, io.EOF) {
+			s.total = now
 			break
 		}
 		if rerr != nil {
 			return shot{}, rerr
 		}
 	}
-	s.total = time.Since(start)
-	if wantLen > 0 && n != wantLen {
-		return shot{}, &BadAnswerError{Endpoint: ep.name, Status: resp.StatusCode, Got: n, Want: wantLen}
+	if want != nil && (n != len(want) || differs >= 0) {
+		return shot{}, &BadAnswerError{Endpoint: ep.name, Status: resp.StatusCode, Got: n, Want: len(want), Differs: differs}
 	}
 	return s, nil
+}
+
+// mismatch is the offset of the first byte of got, read at offset off of a body, that is not
+// want's byte there (past want's end counts as not), or −1.
+func mismatch(got, want []byte, off int) int {
+	if off >= len(want) {
+		if len(got) > 0 {
+			return off
+		}
+		return -1
+	}
+	w := want[off:min(off+len(got), len(want))]
+	for i := range w {
+		if got[i] != w[i] {
+			return off + i
+		}
+	}
+	if len(got) > len(w) {
+		return off + len(w)
+	}
+	return -1
 }
 
 // round is one closed-loop run of one endpoint.
@@ -122,8 +154,9 @@ func (r *round) throughput() float64 {
 const maxShotsPerWorker = 1 << 20
 
 // runRound runs conc workers, each sending a request as soon as its previous answer has been read,
-// until d has passed (or a worker's sample budget is spent). Errors are counted, not retried.
-func runRound(ctx context.Context, ep *endpoint, wantLen, conc int, d time.Duration) round {
+// until d has passed (or a worker's sample budget is spent). Every answer must be want (see do).
+// Errors are counted, not retried.
+func runRound(ctx context.Context, ep *endpoint, want []byte, conc int, d time.Duration) round {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	deadline := time.Now().Add(d)
@@ -149,7 +182,7 @@ func runRound(ctx context.Context, ep *endpoint, wantLen, conc int, d time.Durat
 			// deadline, and a round of none measured nothing (TestRoundAgainstFakeUpstream once
 			// saw 0 answers and 0 errors under a parallel test run).
 			for len(shots) < maxShotsPerWorker && (len(shots)+errs == 0 || time.Now().Before(deadline)) && ctx.Err() == nil {
-				s, err := do(ctx, ep, wantLen, buf)
+				s, err := do(ctx, ep, want, buf)
 				if err != nil {
 					errs++
 					if firstErr == nil {

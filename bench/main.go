@@ -4,9 +4,11 @@
 // a generated config, in front of a fast fake upstream (this binary re-executed, OpenAI-shaped,
 // non-streaming and SSE answers of precomputed bytes), and measures what a client sees, directly
 // against the upstream and through the gateway, with a closed-loop Go load generator (N workers,
-// one keep-alive pool of N+16 connections per column). Rounds are interleaved — direct, gateway,
-// goproxy, goblind, [nginx,] direct, gateway … — so that drift of a shared machine falls on every column alike; a row reports the
-// median of the round medians of p50 and p99, and the added latency (column − direct).
+// one keep-alive pool of N+16 connections per column). Rounds are interleaved, in an order that
+// turns each round — direct, gateway, goproxy, goblind, [nginx,] [nginx,] goblind, goproxy,
+// gateway, direct, direct, gateway … — so that drift of a shared machine falls on every column
+// alike; a row reports the median of the round medians of p50 and p99, and the added latency
+// (column − direct).
 //
 // Rows: chat at concurrency 1, 16 and 64 (and throughput at 64 as a ratio to direct); a stream at
 // concurrency 1 (added time to first and to last byte); model "auto" against explicit routing;

@@ -56,20 +56,20 @@ func (e *environment) profile(ctx context.Context) ([]string, error) {
 	secs := int(e.opts.ProfileTime / time.Second)
 	var out []string
 	for _, ph := range []struct {
-		file    string
-		ep      *endpoint
-		conc    int
-		wantLen int
+		file string
+		ep   *endpoint
+		conc int
+		want []byte
 	}{
-		{fmt.Sprintf("cpu-chat-c%d.pprof", maxConc), chat, maxConc, len(f.chat)},
-		{"cpu-stream-c16.pprof", stream, 16, f.streamLen()},
+		{fmt.Sprintf("cpu-chat-c%d.pprof", maxConc), chat, maxConc, f.chat},
+		{"cpu-stream-c16.pprof", stream, 16, f.streamBody()},
 	} {
-		runRound(ctx, ph.ep, ph.wantLen, ph.conc, e.opts.Warmup)
+		runRound(ctx, ph.ep, ph.want, ph.conc, e.opts.Warmup)
 		done := make(chan error, 1)
 		go func() {
 			done <- fetch(ctx, fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", pp, secs), filepath.Join(dir, ph.file))
 		}()
-		r := runRound(ctx, ph.ep, ph.wantLen, ph.conc, e.opts.ProfileTime+time.Second)
+		r := runRound(ctx, ph.ep, ph.want, ph.conc, e.opts.ProfileTime+time.Second)
 		if err := <-done; err != nil {
 			return out, err
 		}

@@ -19,7 +19,7 @@ type report struct {
 	nginxNote string
 	profiles  []string
 	elapsed   time.Duration
-	// upstreamConns is how many connections the fast upstream accepted over the whole run.
+	// upstreamConns is how many connections carried chat requests to the fast upstream over the run.
 	upstreamConns int64
 }
 
@@ -374,21 +374,25 @@ func (r *report) notes(b *strings.Builder) {
 	}
 	for _, res := range r.results {
 		for _, c := range res.cols {
+			if c.fewest > 0 && c.fewest < 100 {
+				fmt.Fprintf(b, "- %s, %s: p99 of a round of fewer than 100 answers is its slowest answer; the fewest a round had: %d "+
+					"(a longer --round-time gives more)\n", res.sc.name, c.name, c.fewest)
+			}
 			if c.errors > 0 {
 				fmt.Fprintf(b, "- %s, %s: %d of %d requests failed; first: `%s`\n", res.sc.name, c.name, c.errors,
 					c.errors+c.requests, oneLine(fmt.Sprint(c.firstErr)))
 			}
 		}
 		if res.newConns > 0 {
-			fmt.Fprintf(b, "- %s: the upstream accepted %d new connections during the measured rounds (pools were warm: some proxy "+
+			fmt.Fprintf(b, "- %s: %d new connections carried chat requests to the upstream during the measured rounds (pools were warm: some proxy "+
 				"closed and reopened connections, as one whose idle pool is smaller than its concurrency does)\n", res.sc.name, res.newConns)
 		}
 	}
 	for _, p := range r.profiles {
 		fmt.Fprintf(b, "- profile: %s\n", p)
 	}
-	fmt.Fprintf(b, "- every answer's body length was checked against what the fake upstream sends; the fast upstream "+
-		"accepted %d connections over the run\n", r.upstreamConns)
+	fmt.Fprintf(b, "- every answer's body was checked, byte for byte, against what the fake upstream sends; %d connections "+
+		"carried chat requests to the fast upstream over the run\n", r.upstreamConns)
 }
 
 // nginxDiff is goblind's p50 − nginx's, or "—" without an nginx column.

@@ -8,13 +8,13 @@ import (
 
 // scenario is one row (two for a stream): the same request sent to each column in turn.
 type scenario struct {
-	name    string
-	conc    int
-	stream  bool
-	auto    bool // the columns are direct, explicit and auto
-	cols    []*endpoint
-	wantLen int    // body bytes every answer must have
-	skip    string // why the row is not measured
+	name   string
+	conc   int
+	stream bool
+	auto   bool // the columns are direct, explicit and auto
+	cols   []*endpoint
+	want   []byte // the body every answer must have, byte for byte
+	skip   string // why the row is not measured
 }
 
 func (s *scenario) columnNames() string {
@@ -34,6 +34,9 @@ type column struct {
 	thr      []float64 // requests per second, per round
 	cpu      []float64 // the proxy's CPU µs per request, per round (rounds with a CPU reading)
 	requests int
+	// fewest is the fewest answers a measured round had: below 100, a round's p99 (nearest rank)
+	// is its slowest answer, and the report says so.
+	fewest   int
 	errors   int
 	firstErr error
 }
@@ -42,8 +45,8 @@ type column struct {
 type result struct {
 	sc   *scenario
 	cols []*column
-	// newConns is how many connections the fast upstream accepted during the measured rounds
-	// (after warm-up every pool is full, so any is churn); -1 when unknown.
+	// newConns is how many new connections carried chat requests to the fast upstream during the
+	// measured rounds (after warm-up every pool is full, so any is churn); -1 when unknown.
 	newConns int64
 }
 
@@ -56,14 +59,17 @@ func (r *result) col(name string) *column {
 	return nil
 }
 
-// runScenario warms every column up, then runs the rounds interleaved: column 1, column 2, …,
-// column 1, column 2, … so that whatever else the machine is doing falls on every column alike.
+// runScenario warms every column up, then runs the rounds interleaved, in an order that turns
+// round by round: column 1, 2, …, n, then n, …, 2, 1, then 1, 2, … so that whatever else the
+// machine is doing falls on every column alike. In one fixed order a drift that is steady over a
+// cycle (load rising, a clock settling) put column 2 a round later than column 1 every round,
+// and its share of the drift in every round's difference (TestRoundsAlternateOrder).
 func runScenario(ctx context.Context, sc *scenario, o options, conns func() int64) *result {
 	res := &result{sc: sc}
 	for _, ep := range sc.cols {
 		res.cols = append(res.cols, &column{name: ep.name})
 		if o.Warmup > 0 {
-			runRound(ctx, ep, sc.wantLen, sc.conc, o.Warmup)
+			runRound(ctx, ep, sc.want, sc.conc, o.Warmup)
 		}
 	}
 	before := conns()
@@ -74,12 +80,17 @@ func runScenario(ctx context.Context, sc *scenario, o options, conns func() int6
 			res.newConns = -1
 		}
 	}()
-	for range o.Rounds {
-		for i, ep := range sc.cols {
+	for round := range o.Rounds {
+		for k := range sc.cols {
+			i := k
+			if round%2 == 1 {
+				i = len(sc.cols) - 1 - k
+			}
+			ep := sc.cols[i]
 			if ctx.Err() != nil {
 				return res
 			}
-			r := runRound(ctx, ep, sc.wantLen, sc.conc, o.RoundTime)
+			r := runRound(ctx, ep, sc.want, sc.conc, o.RoundTime)
 			c := res.cols[i]
 			c.requests += len(r.total)
 			c.errors += r.errors
@@ -88,6 +99,9 @@ func runScenario(ctx context.Context, sc *scenario, o options, conns func() int6
 			}
 			if len(r.total) == 0 {
 				continue
+			}
+			if c.fewest == 0 || len(r.total) < c.fewest {
+				c.fewest = len(r.total)
 			}
 			c.p50 = append(c.p50, quantile(r.total, 0.50))
 			c.p99 = append(c.p99, quantile(r.total, 0.99))

@@ -85,8 +85,10 @@ type fakeUpstream struct {
 	events   [][]byte // each a whole "data: …\n\n" event; the first carries the role
 	tail     []byte   // the finishing chunk and [DONE], written with the last event
 	interval time.Duration
-	conns    atomic.Int64 // connections accepted, to see connection churn behind a proxy
-	bufs     sync.Pool
+	// conns is how many connections have carried a chat request, to see connection churn
+	// behind a proxy; the harness's /stats requests and a proxy's health checks are not counted.
+	conns atomic.Int64
+	bufs  sync.Pool
 }
 
 func newFakeUpstream(chunks int, interval time.Duration) *fakeUpstream {
@@ -110,25 +112,35 @@ func newFakeUpstream(chunks int, interval time.Duration) *fakeUpstream {
 	return f
 }
 
+// chatConnKey marks a connection's context with whether it has carried a chat request yet.
+type chatConnKey struct{}
+
 func (f *fakeUpstream) server() *http.Server {
 	return &http.Server{
 		Handler:           f,
 		ReadHeaderTimeout: 10 * time.Second,
-		ConnState: func(_ net.Conn, s http.ConnState) {
-			if s == http.StateNew {
-				f.conns.Add(1)
-			}
+		ConnContext: func(ctx context.Context, _ net.Conn) context.Context {
+			return context.WithValue(ctx, chatConnKey{}, new(atomic.Bool))
 		},
 	}
 }
 
-// streamLen is the number of body bytes of one stream, for checking that nothing was lost.
+// streamLen is the number of body bytes of one stream.
 func (f *fakeUpstream) streamLen() int {
 	n := len(f.tail)
 	for _, e := range f.events {
 		n += len(e)
 	}
 	return n
+}
+
+// streamBody is one stream's body bytes, as a client reads them.
+func (f *fakeUpstream) streamBody() []byte {
+	b := make([]byte, 0, f.streamLen())
+	for _, e := range f.events {
+		b = append(b, e...)
+	}
+	return append(b, f.tail...)
 }
 
 func (f *fakeUpstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -144,6 +156,9 @@ func (f *fakeUpstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	default:
 		http.NotFound(w, r)
 		return
+	}
+	if chatted, ok := r.Context().Value(chatConnKey{}).(*atomic.Bool); ok && !chatted.Swap(true) {
+		f.conns.Add(1)
 	}
 	bp := f.bufs.Get().(*[]byte)
 	body, err := readAll(r.Body, (*bp)[:0])
