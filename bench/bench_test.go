@@ -141,7 +141,7 @@ func TestReportTargets(t *testing.T) {
 	chat := &result{sc: &scenario{name: "chat c=1", conc: 1}, cols: []*column{
 		{name: "direct", p50: us(100, 110, 90), p99: us(200, 210, 190), thr: []float64{1000, 1000, 1000}},
 		{name: "gateway", p50: us(150, 160, 140), p99: us(300, 310, 290), thr: []float64{700, 700, 700},
-			cpu: []float64{70, 90, 80}},
+			cpu: []float64{70, 90, 80}, user: 300, sys: 100},
 		{name: "goblind", p50: us(130, 120, 125), p99: us(250, 260, 240), thr: []float64{900, 900, 900},
 			cpu: []float64{50, 50, 50}},
 		{name: "nginx", p50: us(180, 190, 170), p99: us(300, 310, 290), thr: []float64{800, 800, 800},
@@ -159,7 +159,7 @@ func TestReportTargets(t *testing.T) {
 		"throughput at c=1 ≥ 0.60× direct: 0.700× — met",
 		"idle RSS under 30 MB: 12.0 MB — met",
 		"auto c=1: skipped: the gateway answers 404",
-		"| chat c=1 | 80 µs | — | 50 µs | 35 µs |",
+		"| chat c=1 | 80 µs (25% kernel) | — | 50 µs | 35 µs |",
 		"| requests per second | 1000 req/s | 700 req/s (0.70× direct) | — | 900 req/s (0.90× direct) | 800 req/s (0.80× direct) |",
 	} {
 		if !strings.Contains(md, want) {
@@ -267,12 +267,31 @@ func TestCPUTime(t *testing.T) {
 		x += i % 7
 	}
 	after := cpuTime(false, pid)
-	if before <= 0 || after-before <= 0 || x == 0 {
-		t.Errorf("cpuTime before %v, after %v: want positive and growing", before, after)
+	if before.run <= 0 || after.run-before.run <= 0 || x == 0 {
+		t.Errorf("cpuTime before %v, after %v: want positive and growing", before.run, after.run)
+	}
+	// The loop is tens of milliseconds in user mode: a few clock ticks at least.
+	if d := after.minus(before); d.user+d.sys <= 0 || d.user < 0 || d.sys < 0 {
+		t.Errorf("user and sys ticks over the loop: %d and %d", d.user, d.sys)
 	}
 	// A process with no children counts the same with children asked for.
-	if with := cpuTime(true, pid); with < after {
-		t.Errorf("with children %v < without %v", with, after)
+	if with := cpuTime(true, pid); with.run < after.run || with.user < after.user {
+		t.Errorf("with children %+v < without %+v", with, after)
+	}
+}
+
+// TestUserSys reads utime and stime from a /proc/PID/stat line whose command name holds spaces
+// and parentheses, as a process may name itself.
+func TestUserSys(t *testing.T) {
+	line := "4242 (a (b) c) S 1 4242 4242 0 -1 4194560 100 0 0 0 731 289 0 0 20 0 9 0 123 456 789\n"
+	user, sys, ok := userSys(line)
+	if !ok || user != 731 || sys != 289 {
+		t.Errorf("userSys = %d, %d, %v; want 731, 289, true", user, sys, ok)
+	}
+	for _, bad := range []string{"", "4242 (gw S 1 2", "4242 (gw) S 1 2 3"} {
+		if _, _, ok := userSys(bad); ok {
+			t.Errorf("userSys(%q) ok", bad)
+		}
 	}
 }
 

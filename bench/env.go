@@ -257,13 +257,13 @@ func (e *environment) scenarios() []*scenario {
 	return append(out, auto)
 }
 
-// procCPU reads p's CPU time (and its children's: nginx's workers); nil when p is nil.
-func procCPU(p *proc, children bool) func() time.Duration {
+// procCPU reads p's CPU use (and its children's: nginx's workers); nil when p is nil.
+func procCPU(p *proc, children bool) func() cpuUse {
 	if p == nil {
 		return nil
 	}
 	pid := p.pid()
-	return func() time.Duration { return cpuTime(children, pid) }
+	return func() cpuUse { return cpuTime(children, pid) }
 }
 
 // autoProbe sends one model "auto" request; a 404 means auto routing is not wired in yet.

@@ -36,7 +36,7 @@ type endpoint struct {
 	body   []byte // the request body; the auto column differs from the others only in "model"
 	client *http.Client
 	// cpu reads the CPU time the proxy serving this column has used; nil for none (direct).
-	cpu func() time.Duration
+	cpu func() cpuUse
 }
 
 // shot is one request as the client saw it.
@@ -139,7 +139,7 @@ type round struct {
 	errors      int
 	firstErr    error
 	elapsed     time.Duration
-	cpu         time.Duration // the proxy's CPU time over the round; 0 when unknown
+	cpu         cpuUse // the proxy's CPU use over the round; zero when unknown
 }
 
 func (r *round) throughput() float64 {
@@ -165,7 +165,7 @@ func runRound(ctx context.Context, ep *endpoint, want []byte, conc int, d time.D
 		res round
 		wg  sync.WaitGroup
 	)
-	var cpu0 time.Duration
+	var cpu0 cpuUse
 	if ep.cpu != nil {
 		cpu0 = ep.cpu()
 	}
@@ -210,7 +210,7 @@ func runRound(ctx context.Context, ep *endpoint, want []byte, conc int, d time.D
 	wg.Wait()
 	res.elapsed = time.Since(start)
 	if ep.cpu != nil {
-		res.cpu = ep.cpu() - cpu0
+		res.cpu = ep.cpu().minus(cpu0)
 	}
 	slices.Sort(res.total)
 	slices.Sort(res.ttfb)

@@ -220,11 +220,24 @@ func raiseNoFile() (uint64, error) {
 	return lim.Cur, nil
 }
 
-// cpuTime is the CPU time the processes pids have used, summed over their threads, from
-// /proc/PID/task/*/schedstat (nanoseconds on the CPU); with children, each process's child
-// processes count too (nginx's workers under its master). 0 when /proc cannot tell.
-func cpuTime(children bool, pids ...int) time.Duration {
-	var total time.Duration
+// cpuUse is what processes have used of the CPU: run, their time on it from
+// /proc/PID/task/*/schedstat (nanoseconds), and user and sys, its split into user and kernel
+// mode from /proc/PID/stat's utime and stime (clock ticks, a hundredth of a second here: coarse
+// for one round, and summed over a row's rounds for the split).
+type cpuUse struct {
+	run       time.Duration
+	user, sys int64
+}
+
+func (u cpuUse) minus(v cpuUse) cpuUse {
+	return cpuUse{run: u.run - v.run, user: u.user - v.user, sys: u.sys - v.sys}
+}
+
+// cpuTime is the CPU the processes pids have used, summed over their threads; with children,
+// each process's child processes count too (nginx's workers under its master). Zero where /proc
+// cannot tell.
+func cpuTime(children bool, pids ...int) cpuUse {
+	var total cpuUse
 	for _, pid := range pids {
 		tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/schedstat", pid))
 		for _, t := range tasks {
@@ -235,7 +248,13 @@ func cpuTime(children bool, pids ...int) time.Duration {
 			f, _, _ := strings.Cut(string(b), " ")
 			ns, err := strconv.ParseInt(f, 10, 64)
 			if err == nil {
-				total += time.Duration(ns)
+				total.run += time.Duration(ns)
+			}
+		}
+		if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid)); err == nil {
+			if user, sys, ok := userSys(string(b)); ok {
+				total.user += user
+				total.sys += sys
 			}
 		}
 		if !children {
@@ -247,9 +266,30 @@ func cpuTime(children bool, pids ...int) time.Duration {
 		}
 		for _, c := range strings.Fields(string(b)) {
 			if cpid, err := strconv.Atoi(c); err == nil {
-				total += cpuTime(false, cpid)
+				total = total.plus(cpuTime(false, cpid))
 			}
 		}
 	}
 	return total
+}
+
+func (u cpuUse) plus(v cpuUse) cpuUse {
+	return cpuUse{run: u.run + v.run, user: u.user + v.user, sys: u.sys + v.sys}
+}
+
+// userSys reads utime and stime, the 14th and 15th fields of a /proc/PID/stat line (proc(5)).
+// The second field, the command's name in parentheses, may hold spaces and parentheses itself:
+// the fields are counted from after its last ')'.
+func userSys(stat string) (user, sys int64, ok bool) {
+	i := strings.LastIndexByte(stat, ')')
+	if i < 0 {
+		return 0, 0, false
+	}
+	f := strings.Fields(stat[i+1:]) // from the 3rd field, state
+	if len(f) < 13 {
+		return 0, 0, false
+	}
+	user, err1 := strconv.ParseInt(f[11], 10, 64)
+	sys, err2 := strconv.ParseInt(f[12], 10, 64)
+	return user, sys, err1 == nil && err2 == nil
 }

@@ -173,7 +173,8 @@ func (r *report) throughputTable(b *strings.Builder) {
 // cpuTable is each proxy's CPU time per request answered: less sensitive to what else the
 // machine runs than latency is, and what throughput on a shared machine comes down to.
 func (r *report) cpuTable(b *strings.Builder) {
-	b.WriteString("### Proxy CPU per request (median of rounds; the process's CPU time over a round ÷ answers)\n\n")
+	b.WriteString("### Proxy CPU per request (median of rounds; the process's CPU time over a round ÷ answers; " +
+		"in parentheses, the share of it spent in the kernel over the row's rounds, from /proc/PID/stat)\n\n")
 	b.WriteString("| row |")
 	for _, p := range proxies {
 		if p == "nginx" {
@@ -191,6 +192,10 @@ func (r *report) cpuTable(b *strings.Builder) {
 			c := res.col(p)
 			if c == nil || len(c.cpu) == 0 {
 				b.WriteString(" — |")
+				continue
+			}
+			if all := c.user + c.sys; all > 0 {
+				fmt.Fprintf(b, " %.0f µs (%.0f%% kernel) |", medianFloat(c.cpu), 100*float64(c.sys)/float64(all))
 				continue
 			}
 			fmt.Fprintf(b, " %.0f µs |", medianFloat(c.cpu))

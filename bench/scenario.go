@@ -33,7 +33,9 @@ type column struct {
 	ttfb99   []time.Duration
 	thr      []float64 // requests per second, per round
 	cpu      []float64 // the proxy's CPU µs per request, per round (rounds with a CPU reading)
-	requests int
+	// user and sys are the proxy's clock ticks in user and in kernel mode over those rounds.
+	user, sys int64
+	requests  int
 	// fewest is the fewest answers a measured round had: below 100, a round's p99 (nearest rank)
 	// is its slowest answer, and the report says so.
 	fewest   int
@@ -108,8 +110,10 @@ func runScenario(ctx context.Context, sc *scenario, o options, conns func() int6
 			c.ttfb50 = append(c.ttfb50, quantile(r.ttfb, 0.50))
 			c.ttfb99 = append(c.ttfb99, quantile(r.ttfb, 0.99))
 			c.thr = append(c.thr, r.throughput())
-			if r.cpu > 0 {
-				c.cpu = append(c.cpu, float64(r.cpu)/float64(time.Microsecond)/float64(len(r.total)))
+			if r.cpu.run > 0 {
+				c.cpu = append(c.cpu, float64(r.cpu.run)/float64(time.Microsecond)/float64(len(r.total)))
+				c.user += r.cpu.user
+				c.sys += r.cpu.sys
 			}
 		}
 	}
