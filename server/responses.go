@@ -426,11 +426,13 @@ func appendInput(msgs []chatMessage, in json.RawMessage) ([]chatMessage, *apiErr
 			}
 			msgs = append(msgs, chatMessage{Role: "tool", ToolCallID: it.CallID, Content: out})
 		case "reasoning":
-			// A reasoning item a client sends back: chat has no place for it, and the model
-			// reasons afresh.
+			// A reasoning item a client sends back (the gateway's own, or OpenAI's summary and
+			// encrypted_content) is read and not sent on: chat has no item for it, and OpenAI's
+			// encrypted_content means nothing to a local model, so the model reasons afresh. The items around it keep their order; a call after it joins the assistant
+			// message before it, as without it (TestResponsesReasoningInputDropped).
 		default:
 			return nil, badRequest(fmt.Sprintf("input[%d].type", i), "unsupported_value", fmt.Sprintf(
-				"Input items of type '%s' are not supported by the gateway, which bridges Responses onto chat completions: send messages, function_call and function_call_output items.", it.Type))
+				"Input items of type '%s' are not supported by the gateway, which bridges Responses onto chat completions: send messages, function_call and function_call_output items (reasoning items are read and not sent on).", it.Type))
 		}
 	}
 	return msgs, nil
