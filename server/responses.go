@@ -3,9 +3,11 @@ package server
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"net/http"
+	"reflect"
 	"slices"
 	"strings"
 
@@ -356,7 +358,7 @@ type inputItem struct {
 	Content   json.RawMessage `json:"content"`
 	CallID    string          `json:"call_id"`
 	Name      string          `json:"name"`
-	Arguments string          `json:"arguments"`
+	Arguments *string         `json:"arguments"` // nil when absent or null: refused, as OpenAI's API does
 	Output    json.RawMessage `json:"output"`
 }
 
@@ -385,9 +387,8 @@ func appendInput(msgs []chatMessage, in json.RawMessage) ([]chatMessage, *apiErr
 	calls := map[string]bool{} // the call_ids of the function calls so far
 	for i, raw := range items {
 		var it inputItem
-		if json.Unmarshal(raw, &it) != nil {
-			return nil, badRequest(fmt.Sprintf("input[%d]", i), "invalid_type",
-				fmt.Sprintf("Invalid type for 'input[%d]': expected an input item object.", i))
+		if err := json.Unmarshal(raw, &it); err != nil {
+			return nil, typeErrorAt(err, fmt.Sprintf("input[%d]", i), "an input item object")
 		}
 		switch it.Type {
 		case "", "message":
@@ -400,10 +401,18 @@ func appendInput(msgs []chatMessage, in json.RawMessage) ([]chatMessage, *apiErr
 			if it.CallID == "" {
 				return nil, missingCallID(i)
 			}
+			// Without them the model would be shown a call of no function, or arguments that are
+			// not JSON (TestResponsesItemFieldErrors).
+			if it.Name == "" {
+				return nil, missingItemField(i, "name")
+			}
+			if it.Arguments == nil {
+				return nil, missingItemField(i, "arguments")
+			}
 			calls[it.CallID] = true
 			var tc chatToolCall
 			tc.ID, tc.Type = it.CallID, "function"
-			tc.Function.Name, tc.Function.Arguments = it.Name, it.Arguments
+			tc.Function.Name, tc.Function.Arguments = it.Name, *it.Arguments
 			if n := len(msgs); n > 0 && msgs[n-1].Role == "assistant" {
 				msgs[n-1].ToolCalls = append(msgs[n-1].ToolCalls, tc)
 			} else {
@@ -438,6 +447,45 @@ func appendInput(msgs []chatMessage, in json.RawMessage) ([]chatMessage, *apiErr
 	return msgs, nil
 }
 
+// missingItemField refuses an input item without a field it needs.
+func missingItemField(i int, field string) *apiError {
+	return badRequest(fmt.Sprintf("input[%d].%s", i, field), "missing_required_parameter",
+		fmt.Sprintf("Missing required parameter: 'input[%d].%s'.", i, field))
+}
+
+// typeErrorAt is the 400 for an input item, or a part at, that did not decode: it names the
+// field whose JSON type is wrong (a function_call's object arguments, chat's {"url": …} as an
+// input_image's image_url) where it can, rather than the whole item (TestResponsesItemFieldErrors);
+// want says what at should have been otherwise.
+func typeErrorAt(err error, at, want string) *apiError {
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) && te.Field != "" {
+		expected := "a " + te.Type.String()
+		if te.Type.Kind() == reflect.String || te.Type.Kind() == reflect.Pointer && te.Type.Elem().Kind() == reflect.String {
+			expected = "a string"
+		}
+		return badRequest(at+"."+te.Field, "invalid_type", fmt.Sprintf("Invalid type for '%s.%s': expected %s.", at, te.Field, expected))
+	}
+	return badRequest(at, "invalid_type", fmt.Sprintf("Invalid type for '%s': expected %s.", at, want))
+}
+
+// partsOf decodes a content array part by part, so that a part's field of the wrong type is named
+// with its index; v that is not an array is refused naming at.
+func partsOf(v json.RawMessage, at string) ([]inputPart, *apiError) {
+	var raws []json.RawMessage
+	if json.Unmarshal(v, &raws) != nil {
+		return nil, badRequest(at, "invalid_type",
+			fmt.Sprintf("Invalid type for '%s': expected a string or an array of content parts.", at))
+	}
+	parts := make([]inputPart, len(raws))
+	for j, raw := range raws {
+		if err := json.Unmarshal(raw, &parts[j]); err != nil {
+			return nil, typeErrorAt(err, fmt.Sprintf("%s[%d]", at, j), "a content part object")
+		}
+	}
+	return parts, nil
+}
+
 // missingCallID refuses a function call or output without its call_id: the model's call id (call_…),
 // which is not the item's own id (fc_…).
 func missingCallID(i int) *apiError {
@@ -460,16 +508,17 @@ func chatMessageOf(it inputItem, i int) (chatMessage, *apiError) {
 		return chatMessage{}, badRequest(fmt.Sprintf("input[%d].role", i), "invalid_value",
 			fmt.Sprintf("Invalid value for 'input[%d].role': '%s'.", i, role))
 	}
-	if len(it.Content) == 0 || it.Content[0] == '"' {
-		if len(it.Content) == 0 {
-			it.Content = json.RawMessage(`""`)
-		}
+	if len(it.Content) == 0 || isNullOr(it.Content) {
+		// No content, or null: an empty text, never chat's null, which its API refuses for a
+		// user message and a chat template renders as "None" (TestResponsesMessageWithoutContent).
+		return chatMessage{Role: role, Content: json.RawMessage(`""`)}, nil
+	}
+	if it.Content[0] == '"' {
 		return chatMessage{Role: role, Content: it.Content}, nil
 	}
-	var parts []inputPart
-	if json.Unmarshal(it.Content, &parts) != nil {
-		return chatMessage{}, badRequest(fmt.Sprintf("input[%d].content", i), "invalid_type",
-			fmt.Sprintf("Invalid type for 'input[%d].content': expected a string or an array of content parts.", i))
+	parts, e := partsOf(it.Content, fmt.Sprintf("input[%d].content", i))
+	if e != nil {
+		return chatMessage{}, e
 	}
 	type chatPart struct {
 		Type     string `json:"type"`
@@ -507,7 +556,7 @@ func chatMessageOf(it inputItem, i int) (chatMessage, *apiError) {
 				fmt.Sprintf("Content parts of type '%s' are not supported by the gateway: send input_text and input_image parts.", p.Type))
 		}
 	}
-	if !images && (role != "user" || len(out) == 1) {
+	if !images && (role != "user" || len(out) <= 1) {
 		// One text, or an assistant's or system message's texts: a string, which every chat
 		// template takes.
 		return chatMessage{Role: role, Content: quote(joined.String())}, nil
@@ -529,10 +578,9 @@ func toolOutput(v json.RawMessage, i int) (json.RawMessage, *apiError) {
 	if v[0] == '"' {
 		return v, nil
 	}
-	var parts []inputPart
-	if json.Unmarshal(v, &parts) != nil {
-		return nil, badRequest(fmt.Sprintf("input[%d].output", i), "invalid_type",
-			fmt.Sprintf("Invalid type for 'input[%d].output': expected a string or an array of content parts.", i))
+	parts, e := partsOf(v, fmt.Sprintf("input[%d].output", i))
+	if e != nil {
+		return nil, e
 	}
 	var s strings.Builder // not +=, which is quadratic in the parts (TestResponsesInputLinear)
 	for j, p := range parts {

@@ -86,3 +86,67 @@ func TestResponsesReasoningInputDropped(t *testing.T) {
 		t.Fatalf("upstream asked %d times for reasoning alone", n-hits)
 	}
 }
+
+// TestResponsesMessageWithoutContent: a message item whose content is null or an empty array goes
+// on as an empty text, as one without content did, where the bridge sent a user message with
+// "content": null, which chat's API refuses and a chat template renders as "None".
+func TestResponsesMessageWithoutContent(t *testing.T) {
+	g, up := oneTarget(t)
+	for _, role := range []string{"user", "assistant", "developer"} {
+		for _, content := range []string{`,"content":null`, `,"content":[]`, ``} {
+			in := `[{"role":"` + role + `"` + content + `},{"role":"user","content":"hi"}]`
+			t.Run(in, func(t *testing.T) {
+				rep := g.post(t, "/v1/responses", `{"model":"r","input":`+in+`}`)
+				if rep.status != http.StatusOK {
+					t.Fatalf("%d %s", rep.status, rep.body)
+				}
+				msgs := upstreamMessages(t, up)
+				if len(msgs) != 2 {
+					t.Fatalf("upstream messages %v", msgs)
+				}
+				if c, ok := msgs[0].(map[string]any)["content"].(string); !ok || c != "" {
+					t.Errorf("upstream message %v, want an empty text", msgs[0])
+				}
+			})
+		}
+	}
+}
+
+// TestResponsesItemFieldErrors: an input item or content part whose field has the wrong JSON type
+// is refused naming that field, where the 400 named the whole item ("expected an input item
+// object") or the whole content; a function_call without its name or arguments is refused
+// naming it, as OpenAI's API refuses it, where the bridge sent the model a call of no function.
+func TestResponsesItemFieldErrors(t *testing.T) {
+	g, up := oneTarget(t)
+	const user = `{"role":"user","content":"hi"},`
+	tests := []struct{ name, input, param, code string }{
+		{"object arguments", user + `{"type":"function_call","call_id":"c1","name":"f","arguments":{"a":1}}`, "input[1].arguments", "invalid_type"},
+		{"number role", `{"role":1,"content":"hi"}`, "input[0].role", "invalid_type"},
+		{"number call_id", user + `{"type":"function_call","call_id":7,"name":"f","arguments":"{}"}`, "input[1].call_id", "invalid_type"},
+		{"chat's image_url object", user + `{"role":"user","content":[{"type":"input_text","text":"see"},{"type":"input_image","image_url":{"url":"https://x/y.png"}}]}`,
+			"input[1].content[1].image_url", "invalid_type"},
+		{"number text", `{"role":"user","content":[{"type":"input_text","text":5}]}`, "input[0].content[0].text", "invalid_type"},
+		{"output part text", user + `{"type":"function_call","call_id":"c1","name":"f","arguments":"{}"},` +
+			`{"type":"function_call_output","call_id":"c1","output":[{"type":"input_text","text":true}]}`, "input[2].output[0].text", "invalid_type"},
+		{"call without name", user + `{"type":"function_call","call_id":"c1","arguments":"{}"}`, "input[1].name", "missing_required_parameter"},
+		{"call with a null name", user + `{"type":"function_call","call_id":"c1","name":null,"arguments":"{}"}`, "input[1].name", "missing_required_parameter"},
+		{"call without arguments", user + `{"type":"function_call","call_id":"c1","name":"f"}`, "input[1].arguments", "missing_required_parameter"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			rep := g.post(t, "/v1/responses", `{"model":"r","input":[`+tc.input+`]}`)
+			if rep.status != http.StatusBadRequest || rep.errorField(t, "param") != tc.param || rep.errorField(t, "code") != tc.code {
+				t.Fatalf("%d %s", rep.status, rep.body)
+			}
+		})
+	}
+	if n := up.hits.Load(); n != 0 {
+		t.Fatalf("upstream asked %d times", n)
+	}
+	// Empty arguments, sent as such, are the client's: they go on.
+	rep := g.post(t, "/v1/responses", `{"model":"r","input":[`+user+`{"type":"function_call","call_id":"c1","name":"f","arguments":""},`+
+		`{"type":"function_call_output","call_id":"c1","output":"ok"}]}`)
+	if rep.status != http.StatusOK {
+		t.Fatalf("%d %s", rep.status, rep.body)
+	}
+}
