@@ -384,7 +384,9 @@ func appendInput(msgs []chatMessage, in json.RawMessage) ([]chatMessage, *apiErr
 	if json.Unmarshal(in, &items) != nil {
 		return nil, badRequest("input", "invalid_type", "Invalid type for 'input': expected a string or an array of input items.")
 	}
-	calls := map[string]bool{} // the call_ids of the function calls so far
+	// calls holds the call_ids of the function calls so far, each with its item's index until an
+	// output answers it (then -1).
+	calls := map[string]int{}
 	for i, raw := range items {
 		var it inputItem
 		if err := json.Unmarshal(raw, &it); err != nil {
@@ -409,7 +411,9 @@ func appendInput(msgs []chatMessage, in json.RawMessage) ([]chatMessage, *apiErr
 			if it.Arguments == nil {
 				return nil, missingItemField(i, "arguments")
 			}
-			calls[it.CallID] = true
+			if _, ok := calls[it.CallID]; !ok {
+				calls[it.CallID] = i
+			}
 			var tc chatToolCall
 			tc.ID, tc.Type = it.CallID, "function"
 			tc.Function.Name, tc.Function.Arguments = it.Name, *it.Arguments
@@ -422,7 +426,7 @@ func appendInput(msgs []chatMessage, in json.RawMessage) ([]chatMessage, *apiErr
 			if it.CallID == "" {
 				return nil, missingCallID(i)
 			}
-			if !calls[it.CallID] {
+			if _, ok := calls[it.CallID]; !ok {
 				// As OpenAI's API answers a request that stores nothing: the gateway remembers no
 				// earlier response whose call this could answer, and a chat template given a tool
 				// message without its call fails upstream, or answers a question never asked.
@@ -433,6 +437,7 @@ func appendInput(msgs []chatMessage, in json.RawMessage) ([]chatMessage, *apiErr
 			if e != nil {
 				return nil, e
 			}
+			calls[it.CallID] = -1
 			msgs = append(msgs, chatMessage{Role: "tool", ToolCallID: it.CallID, Content: out})
 		case "reasoning":
 			// A reasoning item a client sends back (the gateway's own, or OpenAI's summary and
@@ -444,7 +449,28 @@ func appendInput(msgs []chatMessage, in json.RawMessage) ([]chatMessage, *apiErr
 				"Input items of type '%s' are not supported by the gateway, which bridges Responses onto chat completions: send messages, function_call and function_call_output items (reasoning items are read and not sent on).", it.Type))
 		}
 	}
+	if e := unanswered(calls); e != nil {
+		return nil, e
+	}
 	return msgs, nil
+}
+
+// unanswered refuses input with a function call that no output answers, naming the first, as
+// OpenAI's API refuses it: chat would get assistant tool_calls no tool message answers, which its
+// API refuses and a local model reads as a tool that returned nothing
+// (TestResponsesCallWithoutOutput).
+func unanswered(calls map[string]int) *apiError {
+	first, id := -1, ""
+	for c, i := range calls {
+		if i >= 0 && (first < 0 || i < first) {
+			first, id = i, c
+		}
+	}
+	if first < 0 {
+		return nil
+	}
+	return badRequest(fmt.Sprintf("input[%d].call_id", first), "invalid_value", fmt.Sprintf(
+		"No tool output found for function call %s: send its function_call_output after it in 'input'.", id))
 }
 
 // missingItemField refuses an input item without a field it needs.

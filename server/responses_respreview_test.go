@@ -150,3 +150,40 @@ func TestResponsesItemFieldErrors(t *testing.T) {
 		t.Fatalf("%d %s", rep.status, rep.body)
 	}
 }
+
+// TestResponsesCallWithoutOutput: a function_call with no function_call_output after it in input is
+// refused naming its call_id, as OpenAI's API refuses it ("No tool output found for function
+// call"), and as the bridge refuses an output without its call: sent on, it made a chat
+// conversation whose assistant tool_calls no tool message answers, which chat's API refuses and
+// a local model answers as if the tool had returned nothing.
+func TestResponsesCallWithoutOutput(t *testing.T) {
+	g, up := oneTarget(t)
+	const user = `{"role":"user","content":"hi"},`
+	call := func(id string) string {
+		return `{"type":"function_call","call_id":"` + id + `","name":"f","arguments":"{}"}`
+	}
+	output := func(id string) string {
+		return `{"type":"function_call_output","call_id":"` + id + `","output":"42"}`
+	}
+	tests := []struct{ name, input, param string }{
+		{"last item", user + call("c1"), "input[1].call_id"},
+		{"before a user message", user + call("c1") + `,{"role":"user","content":"go on"}`, "input[1].call_id"},
+		{"one of two answered", user + call("c1") + `,` + call("c2") + `,` + output("c1"), "input[2].call_id"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			rep := g.post(t, "/v1/responses", `{"model":"r","input":[`+tc.input+`]}`)
+			if rep.status != http.StatusBadRequest || rep.errorField(t, "param") != tc.param ||
+				rep.errorField(t, "code") != "invalid_value" {
+				t.Fatalf("%d %s", rep.status, rep.body)
+			}
+		})
+	}
+	if n := up.hits.Load(); n != 0 {
+		t.Fatalf("upstream asked %d times", n)
+	}
+	rep := g.post(t, "/v1/responses", `{"model":"r","input":[`+user+call("c1")+`,`+call("c2")+`,`+output("c2")+`,`+output("c1")+`]}`)
+	if rep.status != http.StatusOK {
+		t.Fatalf("both answered: %d %s", rep.status, rep.body)
+	}
+}
