@@ -92,7 +92,8 @@ var responsesRefused = map[string]string{
 }
 
 // responsesDropped are Responses fields with no chat counterpart that change nothing a local model
-// does, or that only a stateful server honours; they are read and not sent on.
+// does, or that only a stateful server honours, and those toChat builds chat's own from
+// (reasoning's effort is chat's reasoning_effort); they are read and not sent on as they are.
 var responsesDropped = map[string]bool{
 	"include": true, "truncation": true, "reasoning": true, "max_tool_calls": true, "stream_options": true,
 	"top_logprobs": true, "store": true, "metadata": true, "text": true, "tools": true, "tool_choice": true,
@@ -194,6 +195,15 @@ func (b *responsesWriter) toChat(body []byte) ([]byte, *apiError) {
 			out["response_format"] = f
 		}
 		b.echo.Text = v
+	}
+	if v, ok := top["reasoning"]; ok && !isNullOr(v) {
+		effort, e := chatReasoningEffort(v)
+		if e != nil {
+			return nil, e
+		}
+		if effort != nil {
+			out["reasoning_effort"] = effort
+		}
 	}
 	if v, ok := top["metadata"]; ok && !isNullOr(v) {
 		b.echo.Metadata = v
@@ -729,6 +739,26 @@ func chatAllowedTools(mode string, tools []struct {
 	}
 	raw, _ := json.Marshal(map[string]any{"type": "allowed_tools", "allowed_tools": map[string]any{"mode": mode, "tools": out}})
 	return raw, nil
+}
+
+// chatReasoningEffort is chat's reasoning_effort for a Responses reasoning object: its effort, as
+// it is (an openai target reads it, the ollama adapter maps it to think and refuses a value that
+// is no level); nil when it has none. Its summary has no chat counterpart: a local model's
+// reasoning is answered whole (TestResponsesReasoningEffort).
+func chatReasoningEffort(v json.RawMessage) (json.RawMessage, *apiError) {
+	var r struct {
+		Effort json.RawMessage `json:"effort"`
+	}
+	if v[0] != '{' || json.Unmarshal(v, &r) != nil {
+		return nil, badRequest("reasoning", "invalid_type", "Invalid type for 'reasoning': expected an object.")
+	}
+	if len(r.Effort) == 0 || isNullOr(r.Effort) {
+		return nil, nil
+	}
+	if r.Effort[0] != '"' {
+		return nil, badRequest("reasoning.effort", "invalid_type", "Invalid type for 'reasoning.effort': expected a string.")
+	}
+	return r.Effort, nil
 }
 
 // chatResponseFormat is chat's response_format for a Responses text.format; nil for plain text.

@@ -8,6 +8,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/responses"
+	"github.com/openai/openai-go/v3/shared"
 )
 
 // TestResponsesReasoningInputDropped: a reasoning item a client sends back in input (the gateway's
@@ -185,5 +186,39 @@ func TestResponsesCallWithoutOutput(t *testing.T) {
 	rep := g.post(t, "/v1/responses", `{"model":"r","input":[`+user+call("c1")+`,`+call("c2")+`,`+output("c2")+`,`+output("c1")+`]}`)
 	if rep.status != http.StatusOK {
 		t.Fatalf("both answered: %d %s", rep.status, rep.body)
+	}
+}
+
+// TestResponsesReasoningEffort: reasoning.effort goes on as chat's reasoning_effort, which an
+// openai target reads as it is and the ollama adapter maps to think, where the bridge dropped
+// "reasoning" whole and a Responses client could neither turn a model's thinking off nor set
+// gpt-oss's level, as a chat client can. reasoning's other members (summary) have no chat
+// counterpart and are not sent; a reasoning or effort of the wrong JSON type is a 400 naming it.
+func TestResponsesReasoningEffort(t *testing.T) {
+	g, up := oneTarget(t)
+	c := sdkClient(g, "unused")
+	_, err := c.Responses.New(context.Background(), responses.ResponseNewParams{Model: "r", Input: inputString("hi"),
+		Reasoning: shared.ReasoningParam{Effort: shared.ReasoningEffortNone, Summary: shared.ReasoningSummaryAuto}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := up.lastBody(t)
+	if body["reasoning_effort"] != "none" || body["reasoning"] != nil {
+		t.Errorf("upstream body %v", body)
+	}
+	for _, reasoning := range []string{`{"summary":"auto"}`, `{"effort":null}`, `null`} {
+		rep := g.post(t, "/v1/responses", `{"model":"r","input":"hi","reasoning":`+reasoning+`}`)
+		if rep.status != http.StatusOK {
+			t.Fatalf("%s: %d %s", reasoning, rep.status, rep.body)
+		}
+		if body := up.lastBody(t); body["reasoning_effort"] != nil || body["reasoning"] != nil {
+			t.Errorf("%s: upstream body %v", reasoning, body)
+		}
+	}
+	for reasoning, param := range map[string]string{`"low"`: "reasoning", `{"effort":3}`: "reasoning.effort"} {
+		rep := g.post(t, "/v1/responses", `{"model":"r","input":"hi","reasoning":`+reasoning+`}`)
+		if rep.status != http.StatusBadRequest || rep.errorField(t, "param") != param || rep.errorField(t, "code") != "invalid_type" {
+			t.Errorf("%s: %d %s", reasoning, rep.status, rep.body)
+		}
 	}
 }
