@@ -115,6 +115,9 @@ func (b *responsesWriter) toChat(body []byte) ([]byte, *apiError) {
 	if e != nil {
 		return nil, e
 	}
+	if e := foldedAt(body, "", isResponsesKey); e != nil {
+		return nil, e
+	}
 	for name, why := range responsesRefused {
 		if v, ok := top[name]; ok && !isNullOr(v, "false") {
 			return nil, badRequest(name, "unsupported_parameter", fmt.Sprintf("'%s' is not supported: %s", name, why))
@@ -398,6 +401,9 @@ func appendInput(msgs []chatMessage, in json.RawMessage) ([]chatMessage, *apiErr
 	// output answers it (then -1).
 	calls := map[string]int{}
 	for i, raw := range items {
+		if e := foldedAt(raw, fmt.Sprintf("input[%d]", i), isItemKey); e != nil {
+			return nil, e
+		}
 		var it inputItem
 		if err := json.Unmarshal(raw, &it); err != nil {
 			return nil, typeErrorAt(err, fmt.Sprintf("input[%d]", i), "an input item object")
@@ -483,6 +489,92 @@ func unanswered(calls map[string]int) *apiError {
 		"No tool output found for function call %s: send its function_call_output after it in 'input'.", id))
 }
 
+// foldedAt refuses a member of the object obj, at at ("" for the body), whose name is not a field
+// isKey names but differs from one only by case, as the chat endpoint refuses one (foldedMember):
+// the bridge reads items, parts and tools with encoding/json, which matches names
+// case-insensitively, a later "Content" replacing "content", and a case variant of a
+// Responses-only field ("Instructions") would go on to the upstream unread
+// (TestResponsesFoldedSpellingRefused). obj that is not an object has nothing to refuse.
+func foldedAt(obj []byte, at string, isKey func(string) bool) *apiError {
+	if len(obj) == 0 || obj[0] != '{' {
+		return nil
+	}
+	n, k, folded := foldedMember(obj, isKey)
+	if !folded {
+		return nil
+	}
+	if at != "" {
+		n = at + "." + n
+	}
+	return unknownParam(n, k)
+}
+
+// foldedIn is foldedAt for each object of the array arr, at at[j].
+func foldedIn(arr []byte, at string, isKey func(string) bool) *apiError {
+	if len(arr) == 0 || arr[0] != '[' {
+		return nil
+	}
+	elems := jsonx.Array(arr, false)
+	for j := 0; ; j++ {
+		_, el, ok := elems.Next()
+		if !ok {
+			return nil
+		}
+		if e := foldedAt(el, fmt.Sprintf("%s[%d]", at, j), isKey); e != nil {
+			return e
+		}
+	}
+}
+
+// isResponsesKey reports a body member the bridge reads itself; model's case variants are the
+// chat decoder's, which reads and strips them, and the members the bridge passes on (temperature,
+// top_p, …) are checked there.
+func isResponsesKey(name string) bool {
+	_, refused := responsesRefused[name]
+	return name != "model" && (refused || responsesDropped[name] || name == "messages")
+}
+
+// isItemKey reports an input item's member the bridge reads (inputItem).
+func isItemKey(name string) bool {
+	switch name {
+	case "type", "role", "content", "call_id", "name", "arguments", "output":
+		return true
+	}
+	return false
+}
+
+// isInputPartKey reports a content part's member the bridge reads (inputPart).
+func isInputPartKey(name string) bool {
+	switch name {
+	case "type", "text", "refusal", "image_url", "detail", "file_id":
+		return true
+	}
+	return false
+}
+
+// isToolKey reports a function tool's member the bridge reads (chatTools).
+func isToolKey(name string) bool {
+	switch name {
+	case "type", "name", "description", "parameters", "strict":
+		return true
+	}
+	return false
+}
+
+// isToolChoiceKey reports a tool_choice's member, or one of its allowed tools', the bridge reads.
+func isToolChoiceKey(name string) bool {
+	return name == "type" || name == "name" || name == "mode" || name == "tools"
+}
+
+// isFormatKey reports a text.format member the bridge reads (chatResponseFormat).
+func isFormatKey(name string) bool {
+	switch name {
+	case "type", "name", "schema", "strict", "description":
+		return true
+	}
+	return false
+}
+
 // missingItemField refuses an input item without a field it needs.
 func missingItemField(i int, field string) *apiError {
 	return badRequest(fmt.Sprintf("input[%d].%s", i, field), "missing_required_parameter",
@@ -515,6 +607,9 @@ func partsOf(v json.RawMessage, at string) ([]inputPart, *apiError) {
 	}
 	parts := make([]inputPart, len(raws))
 	for j, raw := range raws {
+		if e := foldedAt(raw, fmt.Sprintf("%s[%d]", at, j), isInputPartKey); e != nil {
+			return nil, e
+		}
 		if err := json.Unmarshal(raw, &parts[j]); err != nil {
 			return nil, typeErrorAt(err, fmt.Sprintf("%s[%d]", at, j), "a content part object")
 		}
@@ -651,6 +746,9 @@ func chatTools(v json.RawMessage) (json.RawMessage, *apiError) {
 	if json.Unmarshal(v, &tools) != nil {
 		return nil, badRequest("tools", "invalid_type", "Invalid type for 'tools': expected an array of tools.")
 	}
+	if e := foldedIn(v, "tools", isToolKey); e != nil {
+		return nil, e
+	}
 	type function struct {
 		Name        string          `json:"name"`
 		Description *string         `json:"description,omitempty"`
@@ -699,6 +797,17 @@ func chatToolChoice(v json.RawMessage) (json.RawMessage, *apiError) {
 		} `json:"tools"`
 	}
 	ok := json.Unmarshal(v, &c) == nil
+	if e := foldedAt(v, "tool_choice", isToolChoiceKey); e != nil {
+		return nil, e
+	}
+	var nested struct {
+		Tools json.RawMessage `json:"tools"`
+	}
+	if ok && json.Unmarshal(v, &nested) == nil {
+		if e := foldedIn(nested.Tools, "tool_choice.tools", isToolChoiceKey); e != nil {
+			return nil, e
+		}
+	}
 	if ok && c.Type == "allowed_tools" {
 		return chatAllowedTools(c.Mode, c.Tools)
 	}
@@ -752,6 +861,9 @@ func chatReasoningEffort(v json.RawMessage) (json.RawMessage, *apiError) {
 	if v[0] != '{' || json.Unmarshal(v, &r) != nil {
 		return nil, badRequest("reasoning", "invalid_type", "Invalid type for 'reasoning': expected an object.")
 	}
+	if e := foldedAt(v, "reasoning", func(k string) bool { return k == "effort" }); e != nil {
+		return nil, e
+	}
 	if len(r.Effort) == 0 || isNullOr(r.Effort) {
 		return nil, nil
 	}
@@ -775,8 +887,18 @@ func chatResponseFormat(v json.RawMessage) (json.RawMessage, *apiError) {
 	if json.Unmarshal(v, &t) != nil {
 		return nil, badRequest("text", "invalid_type", "Invalid type for 'text': expected an object.")
 	}
+	if e := foldedAt(v, "text", func(k string) bool { return k == "format" }); e != nil {
+		return nil, e
+	}
 	if t.Format == nil {
 		return nil, nil
+	}
+	var raw struct {
+		Format json.RawMessage `json:"format"`
+	}
+	_ = json.Unmarshal(v, &raw)
+	if e := foldedAt(raw.Format, "text.format", isFormatKey); e != nil {
+		return nil, e
 	}
 	switch t.Format.Type {
 	case "text", "":

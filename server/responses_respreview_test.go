@@ -222,3 +222,45 @@ func TestResponsesReasoningEffort(t *testing.T) {
 		}
 	}
 }
+
+// TestResponsesFoldedSpellingRefused: on /v1/responses, as on chat, a member whose name differs
+// from a field the gateway reads only by case is refused 400 unknown_parameter naming it as
+// sent. The bridge read input items, parts and tools with encoding/json, which matches names
+// case-insensitively and lets a later "Content" replace "content", and passed a case variant of
+// a Responses-only field ("Instructions") on to the upstream unread, the instructions lost.
+func TestResponsesFoldedSpellingRefused(t *testing.T) {
+	g, up := oneTarget(t)
+	const call = `{"type":"function_call","call_id":"c1","name":"f","arguments":"{}"}`
+	tests := []struct{ name, body, param string }{
+		{"Instructions", `{"model":"r","Instructions":"be brief","input":"hi"}`, "Instructions"},
+		{"Input beside input", `{"model":"r","Input":"a","input":"b"}`, "Input"},
+		{"Max_Output_Tokens", `{"model":"r","input":"hi","Max_Output_Tokens":5}`, "Max_Output_Tokens"},
+		{"Previous_Response_Id", `{"model":"r","input":"hi","Previous_Response_Id":"resp_1"}`, "Previous_Response_Id"},
+		{"an item's Content", `{"model":"r","input":[{"role":"user","content":"a","Content":"b"}]}`, "input[0].Content"},
+		{"an item's Role", `{"model":"r","input":[{"Role":"user","content":"a"}]}`, "input[0].Role"},
+		{"a call's Call_Id", `{"model":"r","input":[{"role":"user","content":"a"},{"type":"function_call","Call_Id":"c1","call_id":"c1","name":"f","arguments":"{}"},` +
+			`{"type":"function_call_output","call_id":"c1","output":"x"}]}`, "input[1].Call_Id"},
+		{"a part's Type", `{"model":"r","input":[{"role":"user","content":[{"type":"input_text","Type":"input_image","text":"a"}]}]}`, "input[0].content[0].Type"},
+		{"an output part's Text", `{"model":"r","input":[{"role":"user","content":"a"},` + call +
+			`,{"type":"function_call_output","call_id":"c1","output":[{"type":"input_text","Text":"x"}]}]}`, "input[2].output[0].Text"},
+		{"a tool's Name", `{"model":"r","input":"hi","tools":[{"type":"function","Name":"f"}]}`, "tools[0].Name"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			rep := g.post(t, "/v1/responses", tc.body)
+			if rep.status != http.StatusBadRequest || rep.errorField(t, "param") != tc.param ||
+				rep.errorField(t, "code") != "unknown_parameter" {
+				t.Fatalf("%d %s", rep.status, rep.body)
+			}
+		})
+	}
+	if n := up.hits.Load(); n != 0 {
+		t.Fatalf("upstream asked %d times", n)
+	}
+	// A case variant of model is read and stripped, as on chat; the item's own id and status,
+	// which the bridge does not read, are the client's.
+	rep := g.post(t, "/v1/responses", `{"Model":"r","model":"r","input":[{"type":"message","role":"user","content":"a","ID":"msg_1","Status":"completed"}]}`)
+	if rep.status != http.StatusOK {
+		t.Fatalf("%d %s", rep.status, rep.body)
+	}
+}
