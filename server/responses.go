@@ -123,6 +123,9 @@ func (b *responsesWriter) toChat(body []byte) ([]byte, *apiError) {
 			return nil, badRequest(name, "unsupported_parameter", fmt.Sprintf("'%s' is not supported: %s", name, why))
 		}
 	}
+	if e := logprobsAsked(top); e != nil {
+		return nil, e
+	}
 	// Chat's conversation in a Responses body would be dropped for the one built from "input"
 	// (chatBody writes its own "messages"), and explain, which reads a body with "messages" as a
 	// chat body, would describe a request the bridge does not send.
@@ -216,6 +219,31 @@ func (b *responsesWriter) toChat(body []byte) ([]byte, *apiError) {
 		b.echo.ParallelToolCalls = v
 	}
 	return chatBody(members, out), nil
+}
+
+// logprobsAsked refuses a request for the answer's log probabilities: top_logprobs above 0, or
+// include naming message.output_text.logprobs. The bridge does not translate chat's logprobs into
+// output_text's, and dropped, the answer's logprobs would be empty as if the model had none
+// (TestResponsesLogprobsRefused). include's other values ask for what the gateway does not have
+// (reasoning.encrypted_content, which Codex sends on every request; built-in tools' results) and
+// are read and not sent on. A value of the wrong type is left to pass as before: neither field
+// goes upstream.
+func logprobsAsked(top map[string]json.RawMessage) *apiError {
+	var n float64
+	if v, ok := top["top_logprobs"]; ok && json.Unmarshal(v, &n) == nil && n > 0 {
+		return badRequest("top_logprobs", "unsupported_parameter",
+			"'top_logprobs' is not supported by the gateway, which does not bridge chat's log probabilities into a response's output_text: leave it unset or 0.")
+	}
+	var include []json.RawMessage
+	if v, ok := top["include"]; ok && json.Unmarshal(v, &include) == nil {
+		for i, v := range include {
+			if s, _ := jsonx.Unquote(v); s == "message.output_text.logprobs" {
+				return badRequest(fmt.Sprintf("include[%d]", i), "unsupported_parameter",
+					"'message.output_text.logprobs' cannot be included: the gateway does not bridge chat's log probabilities into a response's output_text.")
+			}
+		}
+	}
+	return nil
 }
 
 // member is one of a body's members, its key as the client quoted it.

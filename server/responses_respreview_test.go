@@ -264,3 +264,34 @@ func TestResponsesFoldedSpellingRefused(t *testing.T) {
 		t.Fatalf("%d %s", rep.status, rep.body)
 	}
 }
+
+// TestResponsesLogprobsRefused: a request for the answer's log probabilities (top_logprobs above 0,
+// or include naming message.output_text.logprobs) is refused 400 naming the field, where the
+// bridge dropped both and answered with every output_text's logprobs empty, as if the model had
+// none to give. top_logprobs 0 or null, and the other include values (reasoning.encrypted_content,
+// which Codex sends on every request), are served.
+func TestResponsesLogprobsRefused(t *testing.T) {
+	g, up := oneTarget(t)
+	for body, param := range map[string]string{
+		`{"model":"r","input":"hi","top_logprobs":3}`:                                                         "top_logprobs",
+		`{"model":"r","input":"hi","include":["message.output_text.logprobs"]}`:                               "include[0]",
+		`{"model":"r","input":"hi","include":["reasoning.encrypted_content","message.output_text.logprobs"]}`: "include[1]",
+	} {
+		rep := g.post(t, "/v1/responses", body)
+		if rep.status != http.StatusBadRequest || rep.errorField(t, "param") != param || rep.errorField(t, "code") != "unsupported_parameter" {
+			t.Errorf("%s: %d %s", body, rep.status, rep.body)
+		}
+	}
+	if n := up.hits.Load(); n != 0 {
+		t.Fatalf("upstream asked %d times", n)
+	}
+	for _, body := range []string{
+		`{"model":"r","input":"hi","top_logprobs":0}`,
+		`{"model":"r","input":"hi","top_logprobs":null,"include":null}`,
+		`{"model":"r","input":"hi","include":["reasoning.encrypted_content"]}`,
+	} {
+		if rep := g.post(t, "/v1/responses", body); rep.status != http.StatusOK {
+			t.Errorf("%s: %d %s", body, rep.status, rep.body)
+		}
+	}
+}
