@@ -295,3 +295,40 @@ func TestResponsesLogprobsRefused(t *testing.T) {
 		}
 	}
 }
+
+// TestResponsesStreamReasoningResumes: reasoning a stream sends after its answer began (after text,
+// or after a call) takes a reasoning item of its own at the next output_index, where the bridge
+// dropped what came after text once a reasoning item had closed, and the streamed answer lost
+// reasoning the whole answer has. Every event keeps OpenAI's order (checkEvents).
+func TestResponsesStreamReasoningResumes(t *testing.T) {
+	g, up := oneTarget(t)
+	up.set(streamHandler(
+		`{"index":0,"delta":{"role":"assistant","reasoning_content":"first "}}`,
+		`{"index":0,"delta":{"reasoning_content":"thought"}}`,
+		`{"index":0,"delta":{"content":"a"}}`,
+		`{"index":0,"delta":{"reasoning_content":"second thought"}}`,
+		`{"index":0,"delta":{"content":"b"}}`,
+		`{"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":"f","arguments":"{}"}}]}}`,
+		`{"index":0,"delta":{"reasoning_content":"third"},"finish_reason":"tool_calls"}`))
+	evs, err := streamAll(t, g, responses.ResponseNewParams{Model: "r", Input: inputString("go")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkEvents(t, evs)
+	last := evs[len(evs)-1].Response
+	var got []string
+	for _, o := range last.Output {
+		switch o.Type {
+		case "reasoning":
+			got = append(got, "reasoning: "+o.Content[0].Text)
+		case "message":
+			got = append(got, "message: "+o.Content[0].Text)
+		default:
+			got = append(got, o.Type)
+		}
+	}
+	want := []string{"reasoning: first thought", "message: ab", "reasoning: second thought", "function_call", "reasoning: third"}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("output (-want +got):\n%s", d)
+	}
+}
