@@ -3,9 +3,11 @@ package server
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"net/http"
+	"reflect"
 	"slices"
 	"strings"
 
@@ -90,7 +92,8 @@ var responsesRefused = map[string]string{
 }
 
 // responsesDropped are Responses fields with no chat counterpart that change nothing a local model
-// does, or that only a stateful server honours; they are read and not sent on.
+// does, or that only a stateful server honours, and those toChat builds chat's own from
+// (reasoning's effort is chat's reasoning_effort); they are read and not sent on as they are.
 var responsesDropped = map[string]bool{
 	"include": true, "truncation": true, "reasoning": true, "max_tool_calls": true, "stream_options": true,
 	"top_logprobs": true, "store": true, "metadata": true, "text": true, "tools": true, "tool_choice": true,
@@ -112,10 +115,16 @@ func (b *responsesWriter) toChat(body []byte) ([]byte, *apiError) {
 	if e != nil {
 		return nil, e
 	}
+	if e := foldedAt(body, "", isResponsesKey); e != nil {
+		return nil, e
+	}
 	for name, why := range responsesRefused {
 		if v, ok := top[name]; ok && !isNullOr(v, "false") {
 			return nil, badRequest(name, "unsupported_parameter", fmt.Sprintf("'%s' is not supported: %s", name, why))
 		}
+	}
+	if e := logprobsAsked(top); e != nil {
+		return nil, e
 	}
 	// Chat's conversation in a Responses body would be dropped for the one built from "input"
 	// (chatBody writes its own "messages"), and explain, which reads a body with "messages" as a
@@ -193,6 +202,15 @@ func (b *responsesWriter) toChat(body []byte) ([]byte, *apiError) {
 		}
 		b.echo.Text = v
 	}
+	if v, ok := top["reasoning"]; ok && !isNullOr(v) {
+		effort, e := chatReasoningEffort(v)
+		if e != nil {
+			return nil, e
+		}
+		if effort != nil {
+			out["reasoning_effort"] = effort
+		}
+	}
 	if v, ok := top["metadata"]; ok && !isNullOr(v) {
 		b.echo.Metadata = v
 	}
@@ -201,6 +219,31 @@ func (b *responsesWriter) toChat(body []byte) ([]byte, *apiError) {
 		b.echo.ParallelToolCalls = v
 	}
 	return chatBody(members, out), nil
+}
+
+// logprobsAsked refuses a request for the answer's log probabilities: top_logprobs above 0, or
+// include naming message.output_text.logprobs. The bridge does not translate chat's logprobs into
+// output_text's, and dropped, the answer's logprobs would be empty as if the model had none
+// (TestResponsesLogprobsRefused). include's other values ask for what the gateway does not have
+// (reasoning.encrypted_content, which Codex sends on every request; built-in tools' results) and
+// are read and not sent on. A value of the wrong type is left to pass as before: neither field
+// goes upstream.
+func logprobsAsked(top map[string]json.RawMessage) *apiError {
+	var n float64
+	if v, ok := top["top_logprobs"]; ok && json.Unmarshal(v, &n) == nil && n > 0 {
+		return badRequest("top_logprobs", "unsupported_parameter",
+			"'top_logprobs' is not supported by the gateway, which does not bridge chat's log probabilities into a response's output_text: leave it unset or 0.")
+	}
+	var include []json.RawMessage
+	if v, ok := top["include"]; ok && json.Unmarshal(v, &include) == nil {
+		for i, v := range include {
+			if s, _ := jsonx.Unquote(v); s == "message.output_text.logprobs" {
+				return badRequest(fmt.Sprintf("include[%d]", i), "unsupported_parameter",
+					"'message.output_text.logprobs' cannot be included: the gateway does not bridge chat's log probabilities into a response's output_text.")
+			}
+		}
+	}
+	return nil
 }
 
 // member is one of a body's members, its key as the client quoted it.
@@ -356,7 +399,7 @@ type inputItem struct {
 	Content   json.RawMessage `json:"content"`
 	CallID    string          `json:"call_id"`
 	Name      string          `json:"name"`
-	Arguments string          `json:"arguments"`
+	Arguments *string         `json:"arguments"` // nil when absent or null: refused, as OpenAI's API does
 	Output    json.RawMessage `json:"output"`
 }
 
@@ -382,12 +425,16 @@ func appendInput(msgs []chatMessage, in json.RawMessage) ([]chatMessage, *apiErr
 	if json.Unmarshal(in, &items) != nil {
 		return nil, badRequest("input", "invalid_type", "Invalid type for 'input': expected a string or an array of input items.")
 	}
-	calls := map[string]bool{} // the call_ids of the function calls so far
+	// calls holds the call_ids of the function calls so far, each with its item's index until an
+	// output answers it (then -1).
+	calls := map[string]int{}
 	for i, raw := range items {
+		if e := foldedAt(raw, fmt.Sprintf("input[%d]", i), isItemKey); e != nil {
+			return nil, e
+		}
 		var it inputItem
-		if json.Unmarshal(raw, &it) != nil {
-			return nil, badRequest(fmt.Sprintf("input[%d]", i), "invalid_type",
-				fmt.Sprintf("Invalid type for 'input[%d]': expected an input item object.", i))
+		if err := json.Unmarshal(raw, &it); err != nil {
+			return nil, typeErrorAt(err, fmt.Sprintf("input[%d]", i), "an input item object")
 		}
 		switch it.Type {
 		case "", "message":
@@ -400,10 +447,20 @@ func appendInput(msgs []chatMessage, in json.RawMessage) ([]chatMessage, *apiErr
 			if it.CallID == "" {
 				return nil, missingCallID(i)
 			}
-			calls[it.CallID] = true
+			// Without them the model would be shown a call of no function, or arguments that are
+			// not JSON (TestResponsesItemFieldErrors).
+			if it.Name == "" {
+				return nil, missingItemField(i, "name")
+			}
+			if it.Arguments == nil {
+				return nil, missingItemField(i, "arguments")
+			}
+			if _, ok := calls[it.CallID]; !ok {
+				calls[it.CallID] = i
+			}
 			var tc chatToolCall
 			tc.ID, tc.Type = it.CallID, "function"
-			tc.Function.Name, tc.Function.Arguments = it.Name, it.Arguments
+			tc.Function.Name, tc.Function.Arguments = it.Name, *it.Arguments
 			if n := len(msgs); n > 0 && msgs[n-1].Role == "assistant" {
 				msgs[n-1].ToolCalls = append(msgs[n-1].ToolCalls, tc)
 			} else {
@@ -413,7 +470,7 @@ func appendInput(msgs []chatMessage, in json.RawMessage) ([]chatMessage, *apiErr
 			if it.CallID == "" {
 				return nil, missingCallID(i)
 			}
-			if !calls[it.CallID] {
+			if _, ok := calls[it.CallID]; !ok {
 				// As OpenAI's API answers a request that stores nothing: the gateway remembers no
 				// earlier response whose call this could answer, and a chat template given a tool
 				// message without its call fails upstream, or answers a question never asked.
@@ -424,16 +481,168 @@ func appendInput(msgs []chatMessage, in json.RawMessage) ([]chatMessage, *apiErr
 			if e != nil {
 				return nil, e
 			}
+			calls[it.CallID] = -1
 			msgs = append(msgs, chatMessage{Role: "tool", ToolCallID: it.CallID, Content: out})
 		case "reasoning":
-			// A reasoning item a client sends back: chat has no place for it, and the model
-			// reasons afresh.
+			// A reasoning item a client sends back (the gateway's own, or OpenAI's summary and
+			// encrypted_content) is read and not sent on: chat has no item for it, and OpenAI's
+			// encrypted_content means nothing to a local model, so the model reasons afresh. The items around it keep their order; a call after it joins the assistant
+			// message before it, as without it (TestResponsesReasoningInputDropped).
 		default:
 			return nil, badRequest(fmt.Sprintf("input[%d].type", i), "unsupported_value", fmt.Sprintf(
-				"Input items of type '%s' are not supported by the gateway, which bridges Responses onto chat completions: send messages, function_call and function_call_output items.", it.Type))
+				"Input items of type '%s' are not supported by the gateway, which bridges Responses onto chat completions: send messages, function_call and function_call_output items (reasoning items are read and not sent on).", it.Type))
 		}
 	}
+	if e := unanswered(calls); e != nil {
+		return nil, e
+	}
 	return msgs, nil
+}
+
+// unanswered refuses input with a function call that no output answers, naming the first, as
+// OpenAI's API refuses it: chat would get assistant tool_calls no tool message answers, which its
+// API refuses and a local model reads as a tool that returned nothing
+// (TestResponsesCallWithoutOutput).
+func unanswered(calls map[string]int) *apiError {
+	first, id := -1, ""
+	for c, i := range calls {
+		if i >= 0 && (first < 0 || i < first) {
+			first, id = i, c
+		}
+	}
+	if first < 0 {
+		return nil
+	}
+	return badRequest(fmt.Sprintf("input[%d].call_id", first), "invalid_value", fmt.Sprintf(
+		"No tool output found for function call %s: send its function_call_output after it in 'input'.", id))
+}
+
+// foldedAt refuses a member of the object obj, at at ("" for the body), whose name is not a field
+// isKey names but differs from one only by case, as the chat endpoint refuses one (foldedMember):
+// the bridge reads items, parts and tools with encoding/json, which matches names
+// case-insensitively, a later "Content" replacing "content", and a case variant of a
+// Responses-only field ("Instructions") would go on to the upstream unread
+// (TestResponsesFoldedSpellingRefused). obj that is not an object has nothing to refuse.
+func foldedAt(obj []byte, at string, isKey func(string) bool) *apiError {
+	if len(obj) == 0 || obj[0] != '{' {
+		return nil
+	}
+	n, k, folded := foldedMember(obj, isKey)
+	if !folded {
+		return nil
+	}
+	if at != "" {
+		n = at + "." + n
+	}
+	return unknownParam(n, k)
+}
+
+// foldedIn is foldedAt for each object of the array arr, at at[j].
+func foldedIn(arr []byte, at string, isKey func(string) bool) *apiError {
+	if len(arr) == 0 || arr[0] != '[' {
+		return nil
+	}
+	elems := jsonx.Array(arr, false)
+	for j := 0; ; j++ {
+		_, el, ok := elems.Next()
+		if !ok {
+			return nil
+		}
+		if e := foldedAt(el, fmt.Sprintf("%s[%d]", at, j), isKey); e != nil {
+			return e
+		}
+	}
+}
+
+// isResponsesKey reports a body member the bridge reads itself; model's case variants are the
+// chat decoder's, which reads and strips them, and the members the bridge passes on (temperature,
+// top_p, …) are checked there.
+func isResponsesKey(name string) bool {
+	_, refused := responsesRefused[name]
+	return name != "model" && (refused || responsesDropped[name] || name == "messages")
+}
+
+// isItemKey reports an input item's member the bridge reads (inputItem).
+func isItemKey(name string) bool {
+	switch name {
+	case "type", "role", "content", "call_id", "name", "arguments", "output":
+		return true
+	}
+	return false
+}
+
+// isInputPartKey reports a content part's member the bridge reads (inputPart).
+func isInputPartKey(name string) bool {
+	switch name {
+	case "type", "text", "refusal", "image_url", "detail", "file_id":
+		return true
+	}
+	return false
+}
+
+// isToolKey reports a function tool's member the bridge reads (chatTools).
+func isToolKey(name string) bool {
+	switch name {
+	case "type", "name", "description", "parameters", "strict":
+		return true
+	}
+	return false
+}
+
+// isToolChoiceKey reports a tool_choice's member, or one of its allowed tools', the bridge reads.
+func isToolChoiceKey(name string) bool {
+	return name == "type" || name == "name" || name == "mode" || name == "tools"
+}
+
+// isFormatKey reports a text.format member the bridge reads (chatResponseFormat).
+func isFormatKey(name string) bool {
+	switch name {
+	case "type", "name", "schema", "strict", "description":
+		return true
+	}
+	return false
+}
+
+// missingItemField refuses an input item without a field it needs.
+func missingItemField(i int, field string) *apiError {
+	return badRequest(fmt.Sprintf("input[%d].%s", i, field), "missing_required_parameter",
+		fmt.Sprintf("Missing required parameter: 'input[%d].%s'.", i, field))
+}
+
+// typeErrorAt is the 400 for an input item, or a part at, that did not decode: it names the
+// field whose JSON type is wrong (a function_call's object arguments, chat's {"url": …} as an
+// input_image's image_url) where it can, rather than the whole item (TestResponsesItemFieldErrors);
+// want says what at should have been otherwise.
+func typeErrorAt(err error, at, want string) *apiError {
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) && te.Field != "" {
+		expected := "a " + te.Type.String()
+		if te.Type.Kind() == reflect.String || te.Type.Kind() == reflect.Pointer && te.Type.Elem().Kind() == reflect.String {
+			expected = "a string"
+		}
+		return badRequest(at+"."+te.Field, "invalid_type", fmt.Sprintf("Invalid type for '%s.%s': expected %s.", at, te.Field, expected))
+	}
+	return badRequest(at, "invalid_type", fmt.Sprintf("Invalid type for '%s': expected %s.", at, want))
+}
+
+// partsOf decodes a content array part by part, so that a part's field of the wrong type is named
+// with its index; v that is not an array is refused naming at.
+func partsOf(v json.RawMessage, at string) ([]inputPart, *apiError) {
+	var raws []json.RawMessage
+	if json.Unmarshal(v, &raws) != nil {
+		return nil, badRequest(at, "invalid_type",
+			fmt.Sprintf("Invalid type for '%s': expected a string or an array of content parts.", at))
+	}
+	parts := make([]inputPart, len(raws))
+	for j, raw := range raws {
+		if e := foldedAt(raw, fmt.Sprintf("%s[%d]", at, j), isInputPartKey); e != nil {
+			return nil, e
+		}
+		if err := json.Unmarshal(raw, &parts[j]); err != nil {
+			return nil, typeErrorAt(err, fmt.Sprintf("%s[%d]", at, j), "a content part object")
+		}
+	}
+	return parts, nil
 }
 
 // missingCallID refuses a function call or output without its call_id: the model's call id (call_…),
@@ -458,16 +667,17 @@ func chatMessageOf(it inputItem, i int) (chatMessage, *apiError) {
 		return chatMessage{}, badRequest(fmt.Sprintf("input[%d].role", i), "invalid_value",
 			fmt.Sprintf("Invalid value for 'input[%d].role': '%s'.", i, role))
 	}
-	if len(it.Content) == 0 || it.Content[0] == '"' {
-		if len(it.Content) == 0 {
-			it.Content = json.RawMessage(`""`)
-		}
+	if len(it.Content) == 0 || isNullOr(it.Content) {
+		// No content, or null: an empty text, never chat's null, which its API refuses for a
+		// user message and a chat template renders as "None" (TestResponsesMessageWithoutContent).
+		return chatMessage{Role: role, Content: json.RawMessage(`""`)}, nil
+	}
+	if it.Content[0] == '"' {
 		return chatMessage{Role: role, Content: it.Content}, nil
 	}
-	var parts []inputPart
-	if json.Unmarshal(it.Content, &parts) != nil {
-		return chatMessage{}, badRequest(fmt.Sprintf("input[%d].content", i), "invalid_type",
-			fmt.Sprintf("Invalid type for 'input[%d].content': expected a string or an array of content parts.", i))
+	parts, e := partsOf(it.Content, fmt.Sprintf("input[%d].content", i))
+	if e != nil {
+		return chatMessage{}, e
 	}
 	type chatPart struct {
 		Type     string `json:"type"`
@@ -505,7 +715,7 @@ func chatMessageOf(it inputItem, i int) (chatMessage, *apiError) {
 				fmt.Sprintf("Content parts of type '%s' are not supported by the gateway: send input_text and input_image parts.", p.Type))
 		}
 	}
-	if !images && (role != "user" || len(out) == 1) {
+	if !images && (role != "user" || len(out) <= 1) {
 		// One text, or an assistant's or system message's texts: a string, which every chat
 		// template takes.
 		return chatMessage{Role: role, Content: quote(joined.String())}, nil
@@ -527,10 +737,9 @@ func toolOutput(v json.RawMessage, i int) (json.RawMessage, *apiError) {
 	if v[0] == '"' {
 		return v, nil
 	}
-	var parts []inputPart
-	if json.Unmarshal(v, &parts) != nil {
-		return nil, badRequest(fmt.Sprintf("input[%d].output", i), "invalid_type",
-			fmt.Sprintf("Invalid type for 'input[%d].output': expected a string or an array of content parts.", i))
+	parts, e := partsOf(v, fmt.Sprintf("input[%d].output", i))
+	if e != nil {
+		return nil, e
 	}
 	var s strings.Builder // not +=, which is quadratic in the parts (TestResponsesInputLinear)
 	for j, p := range parts {
@@ -564,6 +773,9 @@ func chatTools(v json.RawMessage) (json.RawMessage, *apiError) {
 	}
 	if json.Unmarshal(v, &tools) != nil {
 		return nil, badRequest("tools", "invalid_type", "Invalid type for 'tools': expected an array of tools.")
+	}
+	if e := foldedIn(v, "tools", isToolKey); e != nil {
+		return nil, e
 	}
 	type function struct {
 		Name        string          `json:"name"`
@@ -613,6 +825,17 @@ func chatToolChoice(v json.RawMessage) (json.RawMessage, *apiError) {
 		} `json:"tools"`
 	}
 	ok := json.Unmarshal(v, &c) == nil
+	if e := foldedAt(v, "tool_choice", isToolChoiceKey); e != nil {
+		return nil, e
+	}
+	var nested struct {
+		Tools json.RawMessage `json:"tools"`
+	}
+	if ok && json.Unmarshal(v, &nested) == nil {
+		if e := foldedIn(nested.Tools, "tool_choice.tools", isToolChoiceKey); e != nil {
+			return nil, e
+		}
+	}
 	if ok && c.Type == "allowed_tools" {
 		return chatAllowedTools(c.Mode, c.Tools)
 	}
@@ -655,6 +878,29 @@ func chatAllowedTools(mode string, tools []struct {
 	return raw, nil
 }
 
+// chatReasoningEffort is chat's reasoning_effort for a Responses reasoning object: its effort, as
+// it is (an openai target reads it, the ollama adapter maps it to think and refuses a value that
+// is no level); nil when it has none. Its summary has no chat counterpart: a local model's
+// reasoning is answered whole (TestResponsesReasoningEffort).
+func chatReasoningEffort(v json.RawMessage) (json.RawMessage, *apiError) {
+	var r struct {
+		Effort json.RawMessage `json:"effort"`
+	}
+	if v[0] != '{' || json.Unmarshal(v, &r) != nil {
+		return nil, badRequest("reasoning", "invalid_type", "Invalid type for 'reasoning': expected an object.")
+	}
+	if e := foldedAt(v, "reasoning", func(k string) bool { return k == "effort" }); e != nil {
+		return nil, e
+	}
+	if len(r.Effort) == 0 || isNullOr(r.Effort) {
+		return nil, nil
+	}
+	if r.Effort[0] != '"' {
+		return nil, badRequest("reasoning.effort", "invalid_type", "Invalid type for 'reasoning.effort': expected a string.")
+	}
+	return r.Effort, nil
+}
+
 // chatResponseFormat is chat's response_format for a Responses text.format; nil for plain text.
 func chatResponseFormat(v json.RawMessage) (json.RawMessage, *apiError) {
 	var t struct {
@@ -669,8 +915,18 @@ func chatResponseFormat(v json.RawMessage) (json.RawMessage, *apiError) {
 	if json.Unmarshal(v, &t) != nil {
 		return nil, badRequest("text", "invalid_type", "Invalid type for 'text': expected an object.")
 	}
+	if e := foldedAt(v, "text", func(k string) bool { return k == "format" }); e != nil {
+		return nil, e
+	}
 	if t.Format == nil {
 		return nil, nil
+	}
+	var raw struct {
+		Format json.RawMessage `json:"format"`
+	}
+	_ = json.Unmarshal(v, &raw)
+	if e := foldedAt(raw.Format, "text.format", isFormatKey); e != nil {
+		return nil, e
 	}
 	switch t.Format.Type {
 	case "text", "":

@@ -37,9 +37,13 @@ type responsesWriter struct {
 	thinkAt   int              // its output_index
 	thought   strings.Builder  // its text so far
 	thinkDone bool             // its done events went out: the answer proper began
-	msg       *outputMessage   // the message item being streamed, once text or a refusal arrived
-	msgAt     int              // its output_index
-	parts     []*streamPart    // its content parts, in content_index order
+	// thoughts are the reasoning items closed before the one being streamed: reasoning that
+	// resumes after the answer began takes an item of its own.
+	thoughts  []*outputReasoning
+	thoughtAt []int
+	msg       *outputMessage // the message item being streamed, once text or a refusal arrived
+	msgAt     int            // its output_index
+	parts     []*streamPart  // its content parts, in content_index order
 	calls     []*streamCall
 	// lastCall is the latest call at each chat index: a delta finds its call here rather than
 	// among all the calls so far, which cost a stream of n calls n*n/2 looks
@@ -688,6 +692,15 @@ func (b *responsesWriter) onChunk(p []byte) {
 
 // thinkDelta streams a piece of the model's reasoning, in a reasoning item of its own.
 func (b *responsesWriter) thinkDelta(d string) {
+	if b.thinkDone {
+		// Reasoning after the answer began (an interleaved-thinking model, or an upstream that
+		// sends more reasoning after its text or a call): a new item at the next output_index,
+		// where it was dropped and the stream lost what the whole answer has
+		// (TestResponsesStreamReasoningResumes).
+		b.thoughts, b.thoughtAt = append(b.thoughts, b.think), append(b.thoughtAt, b.thinkAt)
+		b.think, b.thinkDone = nil, false
+		b.thought.Reset()
+	}
 	if b.think == nil {
 		b.think = &outputReasoning{ID: newID("rs_"), Type: "reasoning", Status: "in_progress", Summary: []any{},
 			Content: []reasoningText{}}
@@ -696,9 +709,6 @@ func (b *responsesWriter) thinkDelta(d string) {
 		b.emit(streamEvent{Type: "response.output_item.added", OutputIndex: ptr(b.thinkAt), Item: b.think})
 		b.emit(streamEvent{Type: "response.content_part.added", OutputIndex: ptr(b.thinkAt), ContentIndex: ptr(0),
 			ItemID: b.think.ID, Part: reasoningText{Type: "reasoning_text"}})
-	}
-	if b.thinkDone {
-		return // reasoning after the answer began: no item takes it
 	}
 	b.thought.WriteString(d)
 	b.emit(streamEvent{Type: "response.reasoning_text.delta", OutputIndex: ptr(b.thinkAt), ContentIndex: ptr(0),
@@ -834,6 +844,9 @@ func (b *responsesWriter) closeItems(status, last string) []any {
 		b.endThinking(statusAt(b.thinkAt))
 	}
 	output := make([]any, b.next)
+	for i, th := range b.thoughts {
+		output[b.thoughtAt[i]] = th
+	}
 	if b.think != nil {
 		output[b.thinkAt] = b.think
 	}
