@@ -1,0 +1,36 @@
+package config
+
+import (
+	"strings"
+	"testing"
+)
+
+// parseErr loads src and returns its error's text, "" when it loads.
+func parseErr(t *testing.T, src string) string {
+	t.Helper()
+	_, err := Parse([]byte(src), "r.toml", func(string) string { return "" })
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}
+
+// TestAutoMinScoreBounded: min_score is doubled into an int32 (a system-prompt term counts half),
+// so 1073741824 wrapped to the most negative int32 and the intent fired on every request, the
+// opposite of what a high bar asks for. Load refuses a min_score above the documented most.
+func TestAutoMinScoreBounded(t *testing.T) {
+	auto := func(n string) string {
+		return "[targets.a]\nadapter = \"openai\"\nurl = \"http://127.0.0.1:1/v1\"\n" +
+			"[routes.r]\ntargets = [\"a\"]\n[routes.s]\ntargets = [\"a\"]\n" +
+			"[auto]\ndefault = \"r\"\nspecialist_route = \"r\"\n[[auto.intents]]\nname = \"rare\"\nroute = \"s\"\nterms = [\"zebra\"]\nmin_score = " + n + "\n"
+	}
+	if msg := parseErr(t, auto("1000000")); msg != "" {
+		t.Fatalf("min_score = 1000000 (the documented most) does not load: %s", msg)
+	}
+	for _, n := range []string{"1000001", "1073741824", "2147483648"} {
+		msg := parseErr(t, auto(n))
+		if !strings.Contains(msg, "r.toml:15: auto: intents[0].min_score: must be from 0 to 1000000, got "+n) {
+			t.Errorf("min_score = %s: got %q", n, msg)
+		}
+	}
+}
