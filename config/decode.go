@@ -176,10 +176,13 @@ type compiler struct {
 }
 
 // echo reports whether a problem with the key at path only repeats an unknown key's error: the
-// key is one a misspelt key meant, or belongs to a table an unquoted dotted name made.
+// key is one a misspelt key meant, or is inside one ([Cooldown] for [cooldown]), or belongs to a
+// table an unquoted dotted name made.
 func (c *compiler) echo(path []string) bool {
-	if c.meant[pathKey(path)] {
-		return true
+	for n := 1; n <= len(path); n++ {
+		if c.meant[pathKey(path[:n])] {
+			return true
+		}
 	}
 	return len(path) >= 2 && c.dotted[pathKey(path[:2])]
 }
@@ -455,19 +458,47 @@ func (c *compiler) unknown(undecoded []toml.Key) {
 		}
 		return false
 	}
+	// The decoder matches names case-insensitively, every name of a path ("Targets" in
+	// [Targets.b], "URL"), so such a key counts as decoded; TOML keys are case-sensitive and
+	// this config's are lower case. Beside its right spelling ([[keys]] and [[Keys]]) one of the
+	// two replaced the other, whose keys the decoder then left: the misspelt name's error says
+	// it all, and the right name's keys are not reported (collided).
+	collided := map[string]bool{}
+	for _, d := range c.l.keys {
+		if n := foldedAt(d.path); n > 0 {
+			right := append(slices.Clone(d.path[:n-1]), suggest(d.path[n-1], knownKeys(d.path[:n])))
+			if _, written := c.l.at[pathKey(right)]; written {
+				collided[pathKey(right)] = true
+				c.meant[pathKey(right)] = true
+			}
+		}
+	}
+	under := func(path []string, set map[string]bool) bool {
+		for n := 1; n <= len(path); n++ {
+			if set[pathKey(path[:n])] {
+				return true
+			}
+		}
+		return false
+	}
 	reported, found := map[string]bool{}, map[string]bool{}
 	for _, d := range c.l.keys {
 		plain := plain(d.path)
-		// The decoder matches field names case-insensitively, so "URL" counts as decoded; TOML
-		// keys are case-sensitive and this config's are lower case.
-		known := knownKeys(d.path)
-		folded := known != nil && !slices.Contains(known, d.path[len(d.path)-1])
-		if !(bad[plain.String()] || folded) || inside(plain) || reported[pathKey(d.path)] {
+		path := d.path
+		if n := foldedAt(d.path); n > 0 {
+			path = d.path[:n]
+		} else if !bad[plain.String()] || inside(plain) {
+			continue
+		} else if under(d.path, collided) {
+			found[plain.String()] = true
 			continue
 		}
-		reported[pathKey(d.path)] = true
 		found[plain.String()] = true
-		c.unknownKey(d.path, c.l.lineAt(d.off))
+		if reported[pathKey(path)] {
+			continue
+		}
+		reported[pathKey(path)] = true
+		c.unknownKey(path, c.l.lineAt(d.off))
 	}
 	for _, k := range undecoded {
 		if !found[k.String()] && !inside(k) {
@@ -475,6 +506,20 @@ func (c *compiler) unknown(undecoded []toml.Key) {
 			c.unknownKey(k, 0)
 		}
 	}
+}
+
+// foldedAt is the length of the shortest prefix of path whose last name is one of its table's
+// keys (knownKeys) in another case, which the decoder took for that key; 0 when there is none.
+// Names of targets, routes, groups and guards, and array indexes, are anyone's.
+func foldedAt(path []string) int {
+	for n := 1; n <= len(path); n++ {
+		name := path[n-1]
+		known := knownKeys(path[:n])
+		if !slices.Contains(known, name) && slices.ContainsFunc(known, func(k string) bool { return strings.EqualFold(k, name) }) {
+			return n
+		}
+	}
+	return 0
 }
 
 func (c *compiler) unknownKey(path []string, line int) {
@@ -520,7 +565,10 @@ func (c *compiler) unknownKey(path []string, line int) {
 // the table made, when that table holds nothing else, so that their errors are not repeated.
 func (c *compiler) dottedName(path []string) bool {
 	if len(path) != 3 || (path[0] != "targets" && path[0] != "routes" && path[0] != "groups") ||
-		c.md.Type(path...) != "Hash" {
+		c.md.Type(path...) != "Hash" || slices.ContainsFunc(knownKeys(path), func(k string) bool {
+		// Guard = {}: a key of the table in another case, not a name with a dot.
+		return strings.EqualFold(k, path[2])
+	}) {
 		return false
 	}
 	c.dotted[pathKey([]string{path[0], path[1] + "." + path[2]})] = true

@@ -480,6 +480,25 @@ rutes = ["r"]
 				{12, "keys[0].tpm: must be 0 (no limit) or more, got -3"}}},
 		{"keys are case-sensitive", minimal + "[targets.b]\nADAPTER = \"openai\"\nurl = \"http://x\"\n", nil,
 			[]wantErr{{8, `unknown key targets.b.ADAPTER (did you mean "adapter"?)`}}},
+		// The decoder matches a table's name case-insensitively too: [Targets.b] and [[Keys]] loaded
+		// as targets and keys, and beside their lower-case spelling one replaced the other, whose
+		// keys were then reported unknown under their own right names (TestParseErrors cases below
+		// failed before unknown looked at every name of a path, not only its last).
+		{"table names are case-sensitive", minimal + "[Targets.b]\nadapter = \"openai\"\nurl = \"http://x\"\n", nil,
+			[]wantErr{{7, `unknown key Targets (did you mean "targets"?)`}}},
+		{"[[Keys]] is no [[keys]]", minimal + "[[Keys]]\nname = \"k\"\nsha256 = \"" + hashTest + "\"\n", nil,
+			[]wantErr{{7, `unknown key Keys (did you mean "keys"?)`}}},
+		{"[[Keys]] beside [[keys]]", minimal + "[[keys]]\nname = \"k\"\nsha256 = \"" + hashTest + "\"\n" +
+			"[[Keys]]\nname = \"k2\"\nsha256 = \"" + hashTest[:63] + "0\"\n", nil,
+			[]wantErr{{10, `unknown key Keys (did you mean "keys"?)`}}},
+		{"[[auto.Intents]]", minimal + "[auto]\ndefault = \"r\"\nspecialist_route = \"r\"\n[[auto.Intents]]\nname = \"x\"\nroute = \"r\"\nterms = [\"a\"]\n", nil,
+			[]wantErr{{10, `unknown key auto.Intents (did you mean "intents"?)`}}},
+		// What the misspelt table holds is not checked as well: it would be said without a line.
+		{"[Cooldown]", minimal + "[Cooldown]\nfailures = 0\n", nil,
+			[]wantErr{{7, `unknown key Cooldown (did you mean "cooldown"?)`}}},
+		// Guard = {} is a misspelt key, not a route name with an unquoted dot.
+		{"a table-valued key in the wrong case", minimal + "[routes.s]\ntargets = [\"a\"]\nGuard = {}\n", nil,
+			[]wantErr{{9, `unknown key routes.s.Guard (did you mean "guard"?)`}}},
 		{"inline upstream secret", minimal + "[targets.b]\nadapter = \"openai\"\nurl = \"http://x\"\napi_key = \"sk-1\"\n", nil,
 			[]wantErr{{10, "targets.b.api_key: secrets are refused in the config: put the upstream key in an environment variable and name that variable with api_key_env"}}},
 		{"inline client key", minimal + "[[keys]]\nname = \"k\"\ntoken = \"hk-1\"\n", nil,
