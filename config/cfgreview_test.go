@@ -52,3 +52,15 @@ func TestAutoMinScoreBounded(t *testing.T) {
 		}
 	}
 }
+
+// TestSummaryScrapeOnlyKey: a key with routes = [] may use no route; the summary said
+// "prometheus: routes", a list cut off, rather than what the key may do.
+func TestSummaryScrapeOnlyKey(t *testing.T) {
+	cfg, err := Parse([]byte(minimal+"[[keys]]\nname = \"prometheus\"\nsha256 = \""+hashTest+"\"\nroutes = []\n"), "k.toml", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := cfg.Summary(), "\n  prometheus: no route (GET /metrics only)\n"; !strings.Contains(got, want) {
+		t.Errorf("Summary does not say %q:\n%s", want, got)
+	}
+}

@@ -27,7 +27,12 @@ func (c *Config) Summary() string {
 		fmt.Fprintf(&b, "keys: %d\n", len(c.Keys))
 		for _, k := range c.Keys {
 			routes := "every route"
-			if k.Routes != nil {
+			switch {
+			case k.Routes != nil && len(k.Routes) == 0 && c.Metrics:
+				routes = "no route (GET /metrics only)"
+			case k.Routes != nil && len(k.Routes) == 0:
+				routes = "no route"
+			case k.Routes != nil:
 				names := make([]string, 0, len(k.Routes))
 				for n := range k.Routes {
 					names = append(names, n)
