@@ -64,3 +64,14 @@ func TestSummaryScrapeOnlyKey(t *testing.T) {
 		t.Errorf("Summary does not say %q:\n%s", want, got)
 	}
 }
+
+// TestSpecialistsTwiceInAnotherCase: a hint is matched to a saif target's specialists without
+// case, the first match winning, so of "Web" and "web" the second could never be named; load
+// took them as two.
+func TestSpecialistsTwiceInAnotherCase(t *testing.T) {
+	msg := parseErr(t, "[targets.s]\nadapter = \"saif\"\nurl = \"http://127.0.0.1:1\"\nspecialists = [\"Web\", \"malware\", \"web\"]\n"+
+		"[routes.r]\ntargets = [\"s\"]\n")
+	if want := `r.toml:4: targets.s.specialists[2]: "web" is listed twice (as "Web"; a hint names a specialist in any case)`; !strings.Contains(msg, want) {
+		t.Errorf("got %q, want %q", msg, want)
+	}
+}

@@ -1026,16 +1026,23 @@ func (c *compiler) specialists(raw targetTOML, path []string) []string {
 		return nil
 	}
 	list := slices.Clone(*raw.Specialists)
-	seen := map[string]bool{}
+	// A hint names a specialist in any case, the first match winning: by lower case, the name
+	// first written.
+	seen := map[string]string{}
 	for i, s := range list {
 		el := append(slices.Clone(path), elem(i))
+		first, dup := seen[strings.ToLower(s)]
 		switch {
 		case !validName(s):
 			c.errorf(el, "bad specialist name %q: %s", s, nameRule)
-		case seen[s]:
+		case dup && first == s:
 			c.errorf(el, "%q is listed twice", s)
+		case dup:
+			c.errorf(el, "%q is listed twice (as %q; a hint names a specialist in any case)", s, first)
 		}
-		seen[s] = true
+		if !dup {
+			seen[strings.ToLower(s)] = s
+		}
 	}
 	return list
 }
