@@ -75,3 +75,29 @@ func TestSpecialistsTwiceInAnotherCase(t *testing.T) {
 		t.Errorf("got %q, want %q", msg, want)
 	}
 }
+
+// TestBadURLCredentialsNotRepeated: a url or health_path with user:password@ that is no http(s)
+// URL was quoted whole in its error, password included, where a parseable one is refused without
+// being repeated. The message now quotes it without the credentials, as without its query.
+func TestBadURLCredentialsNotRepeated(t *testing.T) {
+	for _, u := range []string{
+		"https://u:s3cr%zzET@api.example.com/v1", // a bad escape: url.Parse fails
+		"ftp://u:s3crET@api.example.com/v1",
+		"https://u:s3cr et@api.example.com/v1",
+		"u:s3crET@api.example.com/v1",
+		"https://u:s3cr@ET@api.example.com/v1?key=s3crET",
+		"https://u:s3/cr@api.example.com/v1", // a slash in the password
+	} {
+		for _, key := range []string{"url", "health_path"} {
+			src := "[targets.a]\nadapter = \"openai\"\nurl = \"http://127.0.0.1:1/v1\"\n" + key + " = \"" + u + "\"\n" +
+				"[routes.r]\ntargets = [\"a\"]\n"
+			if key == "url" {
+				src = "[targets.a]\nadapter = \"openai\"\nurl = \"" + u + "\"\n[routes.r]\ntargets = [\"a\"]\n"
+			}
+			msg := parseErr(t, src)
+			if msg == "" || strings.Contains(msg, "s3cr") {
+				t.Errorf("%s = %q: the error repeats the password, or is none: %q", key, u, msg)
+			}
+		}
+	}
+}

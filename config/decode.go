@@ -959,7 +959,7 @@ func (c *compiler) url(raw string, adapter core.AdapterKind, path []string) stri
 	u, err := url.Parse(strings.ReplaceAll(raw, lifecycle.PortPlaceholder, "1"))
 	switch {
 	case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Opaque != "":
-		c.errorf(path, "%q is not an absolute http or https URL", withoutQuery(raw))
+		c.errorf(path, "%q is not an absolute http or https URL", quotableURL(raw))
 	case u.User != nil:
 		// The message leaves the URL out: it holds a credential.
 		c.errorf(path, "credentials in the URL are refused: put the upstream key in an "+
@@ -967,16 +967,24 @@ func (c *compiler) url(raw string, adapter core.AdapterKind, path []string) stri
 	case u.RawQuery != "" || u.Fragment != "" || u.ForceQuery:
 		// The query is left out of the message: some hosted APIs take their key there (?key=).
 		c.errorf(path, "%q is followed by a query or fragment (not repeated here); adapters append paths "+
-			"to a plain base URL, and the key goes in api_key_env", withoutQuery(raw))
+			"to a plain base URL, and the key goes in api_key_env", quotableURL(raw))
 	}
 	return strings.TrimRight(raw, "/")
 }
 
-// withoutQuery is a URL as an error message may quote it: without its query and fragment, which
-// may hold a credential.
-func withoutQuery(raw string) string {
+// quotableURL is a URL as an error message may quote it: without its query and fragment, and
+// without what comes before its last @ (user:password@), each of which may hold a credential. A
+// URL that does not parse is cut the same way: a password may be what spoilt it.
+func quotableURL(raw string) string {
 	if i := strings.IndexAny(raw, "?#"); i >= 0 {
-		return raw[:i]
+		raw = raw[:i]
+	}
+	start := 0
+	if i := strings.Index(raw, "://"); i >= 0 {
+		start = i + len("://")
+	}
+	if at := strings.LastIndexByte(raw[start:], '@'); at >= 0 {
+		raw = raw[:start] + "…@" + raw[start+at+1:]
 	}
 	return raw
 }
