@@ -765,6 +765,13 @@ adapter = "openai"
 url = "http://127.0.0.1:{port}/v1"
 command = ["llama-server", "--port", "8080"]
 `, nil, []wantErr{{9, "targets.m.url: uses {port} but command does not"}}},
+		// The mirror: the process is told a port nobody calls, and the gateway calls one nothing
+		// it started listens on (it loaded before TestParseErrors had this case).
+		{"a command with {port} and a url without it", minimal + `[targets.m]
+adapter = "openai"
+url = "http://127.0.0.1:8080/v1"
+command = ["llama-server", "--port", "{port}"]
+`, nil, []wantErr{{9, "targets.m.url: has no {port}, but command does"}}},
 		{"a strict route of public targets only", `[targets.cloud]
 adapter = "openai"
 url = "http://127.0.0.1:1/v1"
