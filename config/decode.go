@@ -237,9 +237,13 @@ func (c *compiler) decodeErr(err error, in []string) {
 		c.add(line, "%s", msg)
 		return
 	}
+	if in == nil && strings.HasPrefix(last, "auto.intents.") {
+		in = c.failingIntent()
+	}
 	if in != nil {
-		// Fields inside [[keys]] are plain names, so the last key splits on dots.
-		rel := strings.Split(last, ".")[1:]
+		// Fields inside [[keys]] and [[auto.intents]] are plain names, so the last key splits
+		// on dots; the names of in, but for its indexes, start it.
+		rel := strings.Split(last, ".")[len(plain(in)):]
 		path := append(slices.Clone(in), rel...)
 		if l := c.l.line(path...); l > 0 {
 			line = l
@@ -259,6 +263,31 @@ func (c *compiler) decodeErr(err error, in []string) {
 		}
 	}
 	c.add(line, "%s: %s", last, msg)
+}
+
+// failingIntent is the path (auto, intents, elem(i)) of the first [[auto.intents]] block that
+// does not decode on its own, for a decode error the library names by auto.intents.KEY, at the
+// line of KEY in the last block that has it; nil when none is found.
+func (c *compiler) failingIntent() []string {
+	var doc struct {
+		Auto struct {
+			Intents []map[string]any `toml:"intents"`
+		} `toml:"auto"`
+	}
+	if _, err := toml.Decode(string(c.src), &doc); err != nil {
+		return nil
+	}
+	for i, block := range doc.Auto.Intents {
+		var b strings.Builder
+		if err := toml.NewEncoder(&b).Encode(block); err != nil {
+			continue
+		}
+		var rule autoroute.IntentRule
+		if _, err := toml.Decode(b.String(), &rule); err != nil {
+			return []string{"auto", "intents", elem(i)}
+		}
+	}
+	return nil
 }
 
 // withoutQuoted is msg with every double-quoted stretch in it replaced by a note that the value

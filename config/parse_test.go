@@ -458,6 +458,37 @@ strict = "yes"
 name = "c"
 strict = false
 `, nil, []wantErr{{13, "keys[1].strict: want a boolean, got a string"}}},
+		// As in [[keys]], the library's line for a key of an [[auto.intents]] block is that of the
+		// key in the last block that has it: the first block's mistake was said at the second's
+		// line, as auto.intents.min_score, and its hint read that line's right value.
+		{"type mismatch in the first [[auto.intents]]", minimal + `[auto]
+default = "r"
+specialist_route = "r"
+[[auto.intents]]
+name = "x"
+route = "r"
+terms = ["a"]
+min_score = "3"
+[[auto.intents]]
+name = "y"
+route = "r"
+terms = ["b"]
+min_score = 3
+`, nil, []wantErr{{14, `auto.intents[0].min_score: want an integer, got a string (a number is written without quotes: min_score = 3, not min_score = "3")`}}},
+		{"type mismatch in an array of the second [[auto.intents]]", minimal + `[auto]
+default = "r"
+specialist_route = "r"
+[[auto.intents]]
+name = "x"
+route = "r"
+terms = ["a"]
+any = true
+[[auto.intents]]
+name = "y"
+route = "r"
+terms = [1]
+any = true
+`, nil, []wantErr{{18, `auto.intents[1].terms`}}},
 		{"unknown top-level key", "lissten = \"127.0.0.1:1\"\n" + minimal, nil,
 			[]wantErr{{1, `unknown key lissten (did you mean "listen"?)`}}},
 		{"unknown target key", minimal + "[targets.b]\nadapter = \"openai\"\nurl = \"http://x\"\nurll = \"y\"\n", nil,
