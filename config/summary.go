@@ -59,7 +59,7 @@ func (c *Config) Summary() string {
 		browserList(c.Browsers.AnyOrigin, c.Browsers.Origins, "none, loopback"))
 
 	if c.Auto != nil {
-		fmt.Fprintf(&b, "model auto: classifies the last user turn into routes %s\n", strings.Join(c.Auto.Routes(), ", "))
+		fmt.Fprintf(&b, "model auto: classifies the system prompt and the last user turn into routes %s\n", strings.Join(c.Auto.Routes(), ", "))
 	}
 
 	used := map[string]bool{}
