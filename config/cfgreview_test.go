@@ -116,3 +116,20 @@ func TestKeyNameWithoutControlCharacters(t *testing.T) {
 		t.Errorf("a name with spaces, an apostrophe and an emoji: %s", msg)
 	}
 }
+
+// TestAutoEmptyValuesRefused: [auto] keys whose empty value the classifier takes for "left out":
+// intents = [] is "given at all", which CONFIG.md says replaces the built-in list, yet it loaded
+// the built-in security and reasoning intents; default = "" and specialist_route = "" loaded
+// the built-in routes. Each is refused with what to write instead, as a target's model = "" is.
+func TestAutoEmptyValuesRefused(t *testing.T) {
+	const base = minimal + "[routes.saif]\ntargets = [\"a\"]\n[routes.deepseek-r1]\ntargets = [\"a\"]\n[routes.averroes-q]\ntargets = [\"a\"]\n[auto]\n"
+	for _, tc := range []struct{ key, want string }{
+		{"intents = []", "r.toml:14: auto.intents: empty"},
+		{"default = \"\"", "r.toml:14: auto.default: empty"},
+		{"specialist_route = \"\"", "r.toml:14: auto.specialist_route: empty"},
+	} {
+		if msg := parseErr(t, base+tc.key+"\n"); !strings.Contains(msg, tc.want) {
+			t.Errorf("%s: got %q, want %q", tc.key, msg, tc.want)
+		}
+	}
+}

@@ -1309,6 +1309,26 @@ func (c *compiler) auto(raw *autoroute.Rules, cfg *Config) *autoroute.Classifier
 		// misspelling's error is the one to fix.
 		return nil
 	}
+	// autoroute takes an empty value for one left out, the built-in one: written, it is more
+	// likely a mistake than a wish for the default, and intents = [] reads as "no intents".
+	empty := false
+	for _, e := range []struct {
+		key, why string
+		is       bool
+	}{
+		{"intents", "it would be the built-in intents (security, reasoning), not none: leave it out for those; " +
+			"for none, give one [[auto.intents]] with any = true and the default's route", len(raw.Intents) == 0},
+		{"default", "leave it out for \"" + autoroute.RouteAverroesQ + "\", or name a route", raw.Default == ""},
+		{"specialist_route", "leave it out for \"" + autoroute.RouteSAIF + "\", or name a route", raw.SpecialistRoute == ""},
+	} {
+		if e.is && c.md.IsDefined("auto", e.key) {
+			c.errorf([]string{"auto", e.key}, "empty; %s", e.why)
+			empty = true
+		}
+	}
+	if empty {
+		return nil
+	}
 	cl, err := autoroute.New(*raw)
 	if err != nil {
 		errs := []error{err}
