@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/BurntSushi/toml"
 	"github.com/hayula/gateway/autoroute"
@@ -1210,8 +1211,12 @@ func (c *compiler) keys(raw []keyTOML, routes map[string]routeTOML) []Key {
 		if k.TPM < 0 {
 			c.errorf(at("tpm"), "must be 0 (no limit) or more, got %d", k.TPM)
 		}
-		if err := CheckKeyName(k.Name); err != nil {
-			c.errorf(at("name"), "%v", err)
+		if k.Name == "" {
+			c.errorf(at("name"), "missing: every key needs a name for the logs")
+		} else if strings.ContainsFunc(k.Name, unicode.IsControl) {
+			// check-config's summary prints it as written: a line break would forge a line there.
+			c.errorf(at("name"), "holds a control character (a line break, a tab…): the name is printed "+
+				"as written by check-config")
 		} else if j, dup := names[k.Name]; dup {
 			c.errorf(at("name"), "duplicate key name %q (also keys[%d])", k.Name, j)
 		} else {

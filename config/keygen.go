@@ -4,11 +4,9 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"io"
 	"strings"
-	"unicode"
 )
 
 // KeyPrefix starts every key NewKey makes, so that a leaked key is easy to recognise and grep for.
@@ -24,20 +22,6 @@ func NewKey(rand io.Reader) (key, sha256hex string, err error) {
 	key = KeyPrefix + base64.RawURLEncoding.EncodeToString(b[:])
 	sum := sha256.Sum256([]byte(key))
 	return key, hex.EncodeToString(sum[:]), nil
-}
-
-// CheckKeyName says what is wrong with name as a [[keys]] name, nil when nothing is: it is
-// needed, and holds no control character, since check-config's summary prints it as written and
-// a line break would forge a line there. Uniqueness is the config's to check.
-func CheckKeyName(name string) error {
-	switch {
-	case name == "":
-		return errors.New("missing: every key needs a name for the logs")
-	case strings.ContainsFunc(name, unicode.IsControl):
-		return errors.New("holds a control character (a line break, a tab…): the name is printed " +
-			"as written by check-config")
-	}
-	return nil
 }
 
 // KeyTOML renders the [[keys]] block to paste into the config.

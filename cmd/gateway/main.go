@@ -444,10 +444,6 @@ func cmdKeygen(args []string, stdout, stderr io.Writer) error {
 		// A name that looks like a flag is a mistyped command line, not a key's name.
 		return usageError{msg: fmt.Sprintf("keygen: takes no flags, got %s\n%s", args[0], use)}
 	}
-	if err := config.CheckKeyName(args[0]); err != nil {
-		// The block printed would not load.
-		return usageError{msg: fmt.Sprintf("keygen: NAME %q %v\n%s", args[0], err, use)}
-	}
 	key, hash, err := config.NewKey(rand.Reader)
 	if err != nil {
 		return err
