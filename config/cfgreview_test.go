@@ -102,21 +102,6 @@ func TestBadURLCredentialsNotRepeated(t *testing.T) {
 	}
 }
 
-// TestKeyNameWithoutControlCharacters: a key's name is printed as written by check-config's
-// summary, so "k\n  admin: every route" made a line of its own there, for a key that is no
-// such thing. A name with a control character is refused.
-func TestKeyNameWithoutControlCharacters(t *testing.T) {
-	for _, name := range []string{`k\n  admin: every route`, `k\tx`, `k\u007f`} {
-		msg := parseErr(t, minimal+"[[keys]]\nname = \""+name+"\"\nsha256 = \""+hashTest+"\"\n")
-		if want := "r.toml:8: keys[0].name: holds a control character"; !strings.Contains(msg, want) {
-			t.Errorf("name = %q: got %q, want %q", name, msg, want)
-		}
-	}
-	if msg := parseErr(t, minimal+"[[keys]]\nname = \"Alice's laptop ☕\"\nsha256 = \""+hashTest+"\"\n"); msg != "" {
-		t.Errorf("a name with spaces, an apostrophe and an emoji: %s", msg)
-	}
-}
-
 // TestAutoEmptyValuesRefused: [auto] keys whose empty value the classifier takes for "left out":
 // intents = [] is "given at all", which CONFIG.md says replaces the built-in list, yet it loaded
 // the built-in security and reasoning intents; default = "" and specialist_route = "" loaded

@@ -12,7 +12,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode"
 
 	"github.com/BurntSushi/toml"
 	"github.com/hayula/gateway/autoroute"
@@ -1213,10 +1212,6 @@ func (c *compiler) keys(raw []keyTOML, routes map[string]routeTOML) []Key {
 		}
 		if k.Name == "" {
 			c.errorf(at("name"), "missing: every key needs a name for the logs")
-		} else if strings.ContainsFunc(k.Name, unicode.IsControl) {
-			// check-config's summary prints it as written: a line break would forge a line there.
-			c.errorf(at("name"), "holds a control character (a line break, a tab…): the name is printed "+
-				"as written by check-config")
 		} else if j, dup := names[k.Name]; dup {
 			c.errorf(at("name"), "duplicate key name %q (also keys[%d])", k.Name, j)
 		} else {
