@@ -118,3 +118,24 @@ func TestAutoEmptyValuesRefused(t *testing.T) {
 		}
 	}
 }
+
+// TestSummaryKeyNameOnOneLine: a key's name may hold a line feed (server's TestMetricsExpfmt
+// uses one), and check-config's summary printed it as written, so name = "k\n  admin: every
+// route" made a line of its own there, listing a key that does not exist. A name with a control
+// character is shown quoted, as Go quotes it; a plain one as it is.
+func TestSummaryKeyNameOnOneLine(t *testing.T) {
+	cfg, err := Parse([]byte(minimal+"[[keys]]\nname = \"k\\n  admin: every route\"\nsha256 = \""+hashTest+"\"\nroutes = [\"r\"]\n"+
+		"[[keys]]\nname = \"Alice's laptop\"\nsha256 = \""+strings.Repeat("a", 64)+"\"\n"), "k.toml", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := cfg.Summary()
+	for _, want := range []string{"\n  \"k\\n  admin: every route\": routes r\n", "\n  Alice's laptop: every route\n"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("Summary does not hold %q:\n%s", want, got)
+		}
+	}
+	if strings.Contains(got, "\n  admin: every route") {
+		t.Errorf("a key's name made a line of its own:\n%s", got)
+	}
+}

@@ -5,8 +5,10 @@ import (
 	"net/netip"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"text/tabwriter"
+	"unicode"
 
 	"github.com/hayula/gateway/core"
 	"github.com/hayula/gateway/lifecycle"
@@ -50,7 +52,7 @@ func (c *Config) Summary() string {
 			if k.MaxConcurrent > 0 {
 				caps += fmt.Sprintf(", %d at once", k.MaxConcurrent)
 			}
-			fmt.Fprintf(&b, "  %s: %s%s%s\n", k.Name, routes, yes(k.Strict, ", strict"), caps)
+			fmt.Fprintf(&b, "  %s: %s%s%s\n", summaryName(k.Name), routes, yes(k.Strict, ", strict"), caps)
 		}
 	}
 
@@ -124,6 +126,15 @@ func (c *Config) Summary() string {
 		lines[i] = strings.TrimRight(l, " ")
 	}
 	return strings.Join(lines, "\n")
+}
+
+// summaryName is a key's name as the summary shows it: as written, or quoted when it holds a
+// control character (a name may hold a line feed), which would otherwise start a line of its own.
+func summaryName(name string) string {
+	if strings.ContainsFunc(name, unicode.IsControl) {
+		return strconv.Quote(name)
+	}
+	return name
 }
 
 func classList(s core.ClassSet) string {
