@@ -139,3 +139,23 @@ func TestSummaryKeyNameOnOneLine(t *testing.T) {
 		t.Errorf("a key's name made a line of its own:\n%s", got)
 	}
 }
+
+// TestEmptyValuesSaidNotDefaulted: values written empty that loaded as if left out, where the
+// config refuses model = "" and state_file = "": policy = "" was ordered, api_key_env = "" sent
+// no key, and [auto] negations = [] was the built-in list (["-"] is none). Each is refused.
+func TestEmptyValuesSaidNotDefaulted(t *testing.T) {
+	for _, tc := range []struct{ src, want string }{
+		{minimal + "policy = \"\"\n", `r.toml:7: routes.r.policy: unknown policy ""`},
+		{"[targets.a]\nadapter = \"openai\"\nurl = \"http://127.0.0.1:1/v1\"\napi_key_env = \"\"\n[routes.r]\ntargets = [\"a\"]\n",
+			"r.toml:4: targets.a.api_key_env: empty; leave it out for a target that takes no key"},
+	} {
+		if msg := parseErr(t, tc.src); !strings.Contains(msg, tc.want) {
+			t.Errorf("got %q, want %q", msg, tc.want)
+		}
+	}
+	msg := parseErr(t, minimal+"[auto]\ndefault = \"r\"\nspecialist_route = \"r\"\nnegations = []\n"+
+		"[[auto.intents]]\nname = \"x\"\nroute = \"r\"\nterms = [\"a\"]\n")
+	if want := `r.toml:10: auto.negations: empty; leave it out for the built-in cues, or write ["-"] for none`; !strings.Contains(msg, want) {
+		t.Errorf("negations = []: got %q, want %q", msg, want)
+	}
+}

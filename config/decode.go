@@ -945,6 +945,9 @@ func (c *compiler) target(index int, name string, raw targetTOML) *core.Target {
 		c.errorf(at("max_retries"), "must be from 0 to %d, got %d", maxRetries, t.MaxRetries)
 	}
 	t.APIKey = c.apiKey(raw.APIKeyEnv, at("api_key_env"))
+	if raw.APIKeyEnv == "" && c.md.IsDefined(at("api_key_env")...) {
+		c.errorf(at("api_key_env"), "empty; leave it out for a target that takes no key")
+	}
 	if raw.Weight != nil {
 		t.Weight = *raw.Weight
 		switch {
@@ -1137,7 +1140,7 @@ func (c *compiler) route(name string, raw routeTOML, cfg *Config) *Route {
 
 	if raw.Policy != nil {
 		p, ok := core.ParsePolicy(*raw.Policy)
-		if !ok {
+		if !ok || *raw.Policy == "" {
 			c.errorf(at("policy"), "unknown policy %q (want ordered, weighted, least-busy or latency)", *raw.Policy)
 		}
 		r.Policy = p
@@ -1320,6 +1323,7 @@ func (c *compiler) auto(raw *autoroute.Rules, cfg *Config) *autoroute.Classifier
 			"for none, give one [[auto.intents]] with any = true and the default's route", len(raw.Intents) == 0},
 		{"default", "leave it out for \"" + autoroute.RouteAverroesQ + "\", or name a route", raw.Default == ""},
 		{"specialist_route", "leave it out for \"" + autoroute.RouteSAIF + "\", or name a route", raw.SpecialistRoute == ""},
+		{"negations", "leave it out for the built-in cues, or write [\"-\"] for none", len(raw.Negations) == 0},
 	} {
 		if e.is && c.md.IsDefined("auto", e.key) {
 			c.errorf([]string{"auto", e.key}, "empty; %s", e.why)
