@@ -159,3 +159,21 @@ func TestEmptyValuesSaidNotDefaulted(t *testing.T) {
 		t.Errorf("negations = []: got %q, want %q", msg, want)
 	}
 }
+
+// TestTableTypeMismatchInTOMLWords: a value where a table belongs was reported in the library's
+// Go words ("type mismatch for config.cooldownTOML: expected table but found int64"), which a
+// config's author never saw; other type errors are said in TOML's words, as here.
+func TestTableTypeMismatchInTOMLWords(t *testing.T) {
+	for _, tc := range []struct{ src, want string }{
+		{"cooldown = 5\n" + minimal, "r.toml:1: cooldown: want a table, got an integer"},
+		{"auto = \"on\"\n" + minimal, "r.toml:1: auto: want a table, got a string"},
+		{"targets.b = 5\n" + minimal, "r.toml:1: targets.b: want a table, got an integer"},
+		{minimal + "[groups]\ng = true\n", "r.toml:8: groups.g: want a table, got a boolean"},
+		{minimal + "[auto]\nintents = [5]\n", "r.toml:8: auto.intents: want a table, got an integer"},
+	} {
+		msg := parseErr(t, tc.src)
+		if !strings.Contains(msg, tc.want) || strings.Contains(msg, "TOML") || strings.Contains(msg, "config.") {
+			t.Errorf("got %q, want %q", msg, tc.want)
+		}
+	}
+}

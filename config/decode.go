@@ -312,14 +312,19 @@ func withoutQuoted(msg string) string {
 }
 
 // mismatch reads the TOML library's "incompatible types: TOML value has type int64; destination
-// has type string" and says both types as a TOML file spells them ("an integer", "a string"):
+// has type string" (or, for a value where a table belongs, "type mismatch for T: expected table
+// but found int64") and says both types as a TOML file spells them ("an integer", "a string"):
 // a config's author never saw the Go types.
 func mismatch(msg string) (got, want string, ok bool) {
-	rest, ok := strings.CutPrefix(msg, "incompatible types: TOML value has type ")
-	if !ok {
-		return "", "", false
+	var g, w string
+	if rest, found := strings.CutPrefix(msg, "incompatible types: TOML value has type "); found {
+		g, w, ok = strings.Cut(rest, "; destination has type ")
+	} else if rest, found := strings.CutPrefix(msg, "type mismatch for "); found {
+		// A value where a table belongs: "type mismatch for config.cooldownTOML: expected
+		// table but found int64".
+		_, rest, _ = strings.Cut(rest, ": expected ")
+		w, g, ok = strings.Cut(rest, " but found ")
 	}
-	g, w, ok := strings.Cut(rest, "; destination has type ")
 	if !ok {
 		return "", "", false
 	}
@@ -327,7 +332,8 @@ func mismatch(msg string) (got, want string, ok bool) {
 		"string": "a string", "int64": "an integer", "float64": "a float", "bool": "a boolean",
 		"[]any": "an array", "[]map[string]any": "an array of tables", "map[string]any": "a table",
 		"time.Time": "a date", "integer": "an integer", "float": "a number", "boolean": "a boolean",
-		"slice": "an array", "map": "a table",
+		"slice": "an array", "map": "a table", "table": "a table",
+		"[]interface {}": "an array", "map[string]interface {}": "a table",
 	}
 	got, want = tomlType[g], tomlType[w]
 	if got == "" {
