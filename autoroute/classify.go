@@ -391,6 +391,9 @@ func (c *Classifier) Routes() []string { return append([]string(nil), c.routes..
 // SpecialistRoute is the route a specialist hint selects.
 func (c *Classifier) SpecialistRoute() string { return c.specialistRoute }
 
+// Specialists are the x-route-hint values that select SpecialistRoute, as configured.
+func (c *Classifier) Specialists() []string { return append([]string(nil), c.specialists...) }
+
 // HintShadowed lists the routes the rules can produce, other than the specialist route, whose
 // name x-route-hint cannot select: the hint is read as a specialist first (case-insensitively),
 // so a route named like one is reached by its text alone. Each comes with the specialist whose

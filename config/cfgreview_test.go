@@ -177,3 +177,43 @@ func TestTableTypeMismatchInTOMLWords(t *testing.T) {
 		}
 	}
 }
+
+// TestAutoSpecialistTheSAIFTargetLacksWarned: an [auto] specialist hint sends model auto to
+// specialist_route whatever the text, and a saif target there that lists no such specialist
+// answers it 400 unknown_specialist, which ends the chain: with the target's list narrowed and
+// [auto]'s left at its default (every built-in specialist), model auto answered such hints 400
+// without a word at load. check-config now warns, naming the specialists and the target.
+func TestAutoSpecialistTheSAIFTargetLacksWarned(t *testing.T) {
+	const routes = "[routes.saif]\ntargets = [\"s\", \"a\"]\n[routes.gen]\ntargets = [\"a\"]\n"
+	const targets = "[targets.a]\nadapter = \"openai\"\nurl = \"http://127.0.0.1:9/v1\"\n" +
+		"[targets.s]\nadapter = \"saif\"\nurl = \"http://127.0.0.1:8/v1\"\n"
+	for _, tc := range []struct {
+		name, specialists, auto, want string
+	}{
+		{"narrowed target, default [auto]", "specialists = [\"webapp\", \"Malware\"]\n", "",
+			`[auto]: x-route-hint rev_eng, network, forensics, crypto, cloud or exploit sends model auto to route saif, whose saif target s has no such specialist`},
+		{"both narrowed alike", "specialists = [\"webapp\"]\n", "specialists = [\"WebApp\"]\n", ""},
+		{"both defaults", "", "", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			src := targets + tc.specialists + routes + "[auto]\ndefault = \"gen\"\n" + tc.auto +
+				"[[auto.intents]]\nname = \"x\"\nroute = \"gen\"\nterms = [\"x\"]\n"
+			cfg, err := Parse([]byte(src), "w.toml", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, w := range cfg.Warnings() {
+				if strings.Contains(w, "no such specialist") {
+					got = append(got, w)
+				}
+			}
+			switch {
+			case tc.want == "" && len(got) > 0:
+				t.Errorf("warned %q", got)
+			case tc.want != "" && (len(got) != 1 || !strings.Contains(got[0], tc.want)):
+				t.Errorf("warnings %q, want one containing %q", got, tc.want)
+			}
+		})
+	}
+}

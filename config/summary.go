@@ -277,6 +277,27 @@ func (c *Config) Warnings() []string {
 		}
 	}
 	if c.Auto != nil {
+		// A specialist hint goes to specialist_route whatever the text, where a saif target
+		// answers a specialist it does not list 400 unknown_specialist (class request: the chain
+		// stops there).
+		if r, ok := c.Route(c.Auto.SpecialistRoute()); ok {
+			for _, t := range r.Targets {
+				if t.Adapter != core.AdapterSAIF {
+					continue
+				}
+				var missing []string
+				for _, sp := range c.Auto.Specialists() {
+					if !slices.ContainsFunc(t.Specialists, func(s string) bool { return strings.EqualFold(s, sp) }) {
+						missing = append(missing, sp)
+					}
+				}
+				if len(missing) > 0 {
+					ws = append(ws, fmt.Sprintf("[auto]: x-route-hint %s sends model auto to route %s, whose saif target %s "+
+						"has no such specialist, and answers it 400 unknown_specialist; add it to the target's specialists, "+
+						"or list [auto] specialists as the target does", orList(missing), r.Name, t.Name))
+				}
+			}
+		}
 		// x-route-hint names a specialist before a route: a route named like one cannot be hinted.
 		routes, specialists := c.Auto.HintShadowed()
 		for i, r := range routes {
@@ -286,6 +307,14 @@ func (c *Config) Warnings() []string {
 		}
 	}
 	return ws
+}
+
+// orList joins names as "a, b or c".
+func orList(names []string) string {
+	if len(names) < 2 {
+		return strings.Join(names, "")
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
 }
 
 // publicHost is the host of rawURL when it looks like one on the internet: an IP address that is
