@@ -217,3 +217,27 @@ func TestAutoSpecialistTheSAIFTargetLacksWarned(t *testing.T) {
 		})
 	}
 }
+
+// TestGuardThatCanNeverOpenRefused: a guarded target is entered only after failures all of its
+// guard's classes, and only a failure in fallback_on moves the chain on (a target passed over
+// for its context window counts as an overflow, whatever fallback_on says). A guard none of whose
+// classes is in fallback_on, overflow aside, never lets its target be tried; it loaded, where an
+// empty guard, which means the same, is refused.
+func TestGuardThatCanNeverOpenRefused(t *testing.T) {
+	const targets = "[targets.a]\nadapter = \"openai\"\nurl = \"http://127.0.0.1:1/v1\"\n" +
+		"[targets.b]\nadapter = \"openai\"\nurl = \"http://127.0.0.1:2/v1\"\n"
+	for _, tc := range []struct{ route, want string }{
+		{"fallback_on = [\"connection\"]\nguard = { b = [\"timeout\", \"server_error\"] }\n",
+			`r.toml:10: routes.r.guard.b: none of its classes (timeout server_error) moves this route on (fallback_on: connection), so it would never let "b" be tried`},
+		{"fallback_on = []\nguard = { b = [\"timeout\"] }\n",
+			`r.toml:10: routes.r.guard.b: none of its classes (timeout) moves this route on (fallback_on: none), so it would never let "b" be tried`},
+		{"fallback_on = [\"connection\"]\nguard = { b = [\"overflow\"] }\n", ""}, // a context-window skip opens it
+		{"fallback_on = [\"connection\"]\nguard = { b = [\"connection\", \"timeout\"] }\n", ""},
+		{"guard = { b = [\"timeout\"] }\n", ""},
+	} {
+		msg := parseErr(t, targets+"[routes.r]\ntargets = [\"a\", \"b\"]\n"+tc.route)
+		if tc.want == "" && msg != "" || !strings.Contains(msg, tc.want) {
+			t.Errorf("%s: got %q, want %q", strings.ReplaceAll(tc.route, "\n", "; "), msg, tc.want)
+		}
+	}
+}

@@ -1173,6 +1173,16 @@ func (c *compiler) route(name string, raw routeTOML, cfg *Config) *Route {
 			continue
 		}
 		set := c.classes(raw.Guard[tn], path)
+		// Only a failure in fallback_on moves the chain on; a target passed over for its context
+		// window counts as an overflow whatever fallback_on says.
+		if moves := r.FallbackOn | core.SetOf(core.ClassOverflow); set != 0 && set&moves == 0 {
+			fallback := classList(r.FallbackOn)
+			if r.FallbackOn == 0 {
+				fallback = "none"
+			}
+			c.errorf(path, "none of its classes (%s) moves this route on (fallback_on: %s), so it would never "+
+				"let %q be tried; add one of them to fallback_on, or remove %q from targets", classList(set), fallback, tn, tn)
+		}
 		// Guard is aligned with the kept targets; a target that was not kept already has its error.
 		if idx := slices.IndexFunc(r.Targets, func(t *core.Target) bool { return t.Name == tn }); idx > 0 {
 			r.Guard[idx] = set
