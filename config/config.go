@@ -148,9 +148,6 @@ const (
 	DefaultLoadTimeout   = lifecycle.DefaultLoadTimeout
 	// maxRetries bounds max_retries: more same-target retries only delay the fallback.
 	maxRetries = 10
-	// maxWeight bounds weight: the weighted policy sums a route's weights in an int, which
-	// unbounded weights wrapped negative, and its pick then panicked (TestWeightBounded).
-	maxWeight = 1_000_000
 	// RouteAuto is the model name the automatic router answers to; a key's allowlist may name
 	// it, a [routes] table may not.
 	RouteAuto = "auto"

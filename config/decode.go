@@ -956,11 +956,8 @@ func (c *compiler) target(index int, name string, raw targetTOML) *core.Target {
 	}
 	if raw.Weight != nil {
 		t.Weight = *raw.Weight
-		switch {
-		case t.Weight < 1:
+		if t.Weight < 1 {
 			c.errorf(at("weight"), "must be at least 1, got %d", t.Weight)
-		case t.Weight > maxWeight:
-			c.errorf(at("weight"), "must be from 1 to %d, got %d", maxWeight, t.Weight)
 		}
 	}
 	if raw.Reasoning != nil {

@@ -145,8 +145,7 @@ type Target struct {
 	MaxRetries int
 	// APIKey is sent as a Bearer token when non-empty.
 	APIKey Secret
-	// Weight is used by the weighted policy; from 1 to 1000000 (config bounds it, so that a
-	// route's sum fits an int).
+	// Weight is used by the weighted policy; at least 1.
 	Weight int
 	// Reasoning is what to do with <think> blocks.
 	Reasoning Reasoning
