@@ -147,8 +147,12 @@ func New(r Rules) (*Classifier, error) {
 		if strings.TrimSpace(ir.Route) == "" {
 			errs = append(errs, &ConfigError{field + ".route", "empty"})
 		}
-		if ir.MinScore < 0 {
+		switch {
+		case ir.MinScore < 0:
 			errs = append(errs, &ConfigError{field + ".min_score", "negative"})
+		case ir.MinScore > MaxMinScore:
+			errs = append(errs, &ConfigError{field + ".min_score",
+				fmt.Sprintf("must be from 0 to %d, got %d", MaxMinScore, ir.MinScore)})
 		}
 		seen[name] = true
 		in := intent{name: name, route: strings.TrimSpace(ir.Route), min: int32(2 * ir.MinScore), any: ir.Any}
@@ -386,6 +390,9 @@ func (c *Classifier) Routes() []string { return append([]string(nil), c.routes..
 
 // SpecialistRoute is the route a specialist hint selects.
 func (c *Classifier) SpecialistRoute() string { return c.specialistRoute }
+
+// Specialists are the x-route-hint values that select SpecialistRoute, as configured.
+func (c *Classifier) Specialists() []string { return append([]string(nil), c.specialists...) }
 
 // HintShadowed lists the routes the rules can produce, other than the specialist route, whose
 // name x-route-hint cannot select: the hint is read as a specialist first (case-insensitively),

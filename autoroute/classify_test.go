@@ -246,6 +246,8 @@ func TestNewValidates(t *testing.T) {
 		{"bare weight", Rules{Intents: []IntentRule{{Name: "x", Route: "r", Terms: []string{"^3"}}}}, "intents[0].terms[0]"},
 		{"bad language", Rules{Intents: []IntentRule{{Name: "x", Route: "r", Terms: []string{"a"}, Languages: []string{"french"}}}}, "intents[0].languages[0]"},
 		{"negative min score", Rules{Intents: []IntentRule{{Name: "x", Route: "r", Terms: []string{"a"}, MinScore: -1}}}, "intents[0].min_score"},
+		// Doubled into an int32, 2^30 wrapped to the most negative score: the intent fired always.
+		{"min score past MaxMinScore", Rules{Intents: []IntentRule{{Name: "x", Route: "r", Terms: []string{"a"}, MinScore: 1 << 30}}}, "intents[0].min_score"},
 		{"empty specialist", Rules{Specialists: []string{"a", " "}}, "specialists[1]"},
 		{"bad negation", Rules{Negations: []string{"..."}}, "negations[0]"},
 		{"bad added term", Rules{Intents: []IntentRule{{Name: "security", Route: "saif", AddTerms: []string{"ok", "x^x"}}}}, "intents[0].add_terms[1]"},

@@ -69,14 +69,19 @@ type IntentRule struct {
 	// Languages limits the intent to prompts in these languages ("english", "arabic", "mixed");
 	// empty means all.
 	Languages []string `toml:"languages"`
-	// MinScore is the score at which the intent fires; 0 means 2. A term in the last user turn
-	// adds its weight, a term found only in the system prompt half of it.
+	// MinScore is the score at which the intent fires; 0 means 2, at most MaxMinScore. A term in
+	// the last user turn adds its weight, a term found only in the system prompt half of it.
 	MinScore int `toml:"min_score"`
 	// Any makes the intent fire on every request in its Languages, with no terms needed: the
 	// paper's original "Arabic goes to Averroes-Q" is an intent with languages = ["arabic"] and
 	// any = true placed first.
 	Any bool `toml:"any"`
 }
+
+// MaxMinScore is the largest min_score: the score is counted in halves in an int32, where a
+// larger one would wrap (2³⁰ became the most negative score, and the intent fired on every
+// request). No set of terms of weight 1 to 9 comes near it.
+const MaxMinScore = 1_000_000
 
 // Built-in route names.
 const (

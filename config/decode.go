@@ -176,10 +176,13 @@ type compiler struct {
 }
 
 // echo reports whether a problem with the key at path only repeats an unknown key's error: the
-// key is one a misspelt key meant, or belongs to a table an unquoted dotted name made.
+// key is one a misspelt key meant, or is inside one ([Cooldown] for [cooldown]), or belongs to a
+// table an unquoted dotted name made.
 func (c *compiler) echo(path []string) bool {
-	if c.meant[pathKey(path)] {
-		return true
+	for n := 1; n <= len(path); n++ {
+		if c.meant[pathKey(path[:n])] {
+			return true
+		}
 	}
 	return len(path) >= 2 && c.dotted[pathKey(path[:2])]
 }
@@ -233,9 +236,13 @@ func (c *compiler) decodeErr(err error, in []string) {
 		c.add(line, "%s", msg)
 		return
 	}
+	if in == nil && strings.HasPrefix(last, "auto.intents.") {
+		in = c.failingIntent()
+	}
 	if in != nil {
-		// Fields inside [[keys]] are plain names, so the last key splits on dots.
-		rel := strings.Split(last, ".")[1:]
+		// Fields inside [[keys]] and [[auto.intents]] are plain names, so the last key splits
+		// on dots; the names of in, but for its indexes, start it.
+		rel := strings.Split(last, ".")[len(plain(in)):]
 		path := append(slices.Clone(in), rel...)
 		if l := c.l.line(path...); l > 0 {
 			line = l
@@ -255,6 +262,31 @@ func (c *compiler) decodeErr(err error, in []string) {
 		}
 	}
 	c.add(line, "%s: %s", last, msg)
+}
+
+// failingIntent is the path (auto, intents, elem(i)) of the first [[auto.intents]] block that
+// does not decode on its own, for a decode error the library names by auto.intents.KEY, at the
+// line of KEY in the last block that has it; nil when none is found.
+func (c *compiler) failingIntent() []string {
+	var doc struct {
+		Auto struct {
+			Intents []map[string]any `toml:"intents"`
+		} `toml:"auto"`
+	}
+	if _, err := toml.Decode(string(c.src), &doc); err != nil {
+		return nil
+	}
+	for i, block := range doc.Auto.Intents {
+		var b strings.Builder
+		if err := toml.NewEncoder(&b).Encode(block); err != nil {
+			continue
+		}
+		var rule autoroute.IntentRule
+		if _, err := toml.Decode(b.String(), &rule); err != nil {
+			return []string{"auto", "intents", elem(i)}
+		}
+	}
+	return nil
 }
 
 // withoutQuoted is msg with every double-quoted stretch in it replaced by a note that the value
@@ -280,14 +312,19 @@ func withoutQuoted(msg string) string {
 }
 
 // mismatch reads the TOML library's "incompatible types: TOML value has type int64; destination
-// has type string" and says both types as a TOML file spells them ("an integer", "a string"):
+// has type string" (or, for a value where a table belongs, "type mismatch for T: expected table
+// but found int64") and says both types as a TOML file spells them ("an integer", "a string"):
 // a config's author never saw the Go types.
 func mismatch(msg string) (got, want string, ok bool) {
-	rest, ok := strings.CutPrefix(msg, "incompatible types: TOML value has type ")
-	if !ok {
-		return "", "", false
+	var g, w string
+	if rest, found := strings.CutPrefix(msg, "incompatible types: TOML value has type "); found {
+		g, w, ok = strings.Cut(rest, "; destination has type ")
+	} else if rest, found := strings.CutPrefix(msg, "type mismatch for "); found {
+		// A value where a table belongs: "type mismatch for config.cooldownTOML: expected
+		// table but found int64".
+		_, rest, _ = strings.Cut(rest, ": expected ")
+		w, g, ok = strings.Cut(rest, " but found ")
 	}
-	g, w, ok := strings.Cut(rest, "; destination has type ")
 	if !ok {
 		return "", "", false
 	}
@@ -295,7 +332,8 @@ func mismatch(msg string) (got, want string, ok bool) {
 		"string": "a string", "int64": "an integer", "float64": "a float", "bool": "a boolean",
 		"[]any": "an array", "[]map[string]any": "an array of tables", "map[string]any": "a table",
 		"time.Time": "a date", "integer": "an integer", "float": "a number", "boolean": "a boolean",
-		"slice": "an array", "map": "a table",
+		"slice": "an array", "map": "a table", "table": "a table",
+		"[]interface {}": "an array", "map[string]interface {}": "a table",
 	}
 	got, want = tomlType[g], tomlType[w]
 	if got == "" {
@@ -455,19 +493,47 @@ func (c *compiler) unknown(undecoded []toml.Key) {
 		}
 		return false
 	}
+	// The decoder matches names case-insensitively, every name of a path ("Targets" in
+	// [Targets.b], "URL"), so such a key counts as decoded; TOML keys are case-sensitive and
+	// this config's are lower case. Beside its right spelling ([[keys]] and [[Keys]]) one of the
+	// two replaced the other, whose keys the decoder then left: the misspelt name's error says
+	// it all, and the right name's keys are not reported (collided).
+	collided := map[string]bool{}
+	for _, d := range c.l.keys {
+		if n := foldedAt(d.path); n > 0 {
+			right := append(slices.Clone(d.path[:n-1]), suggest(d.path[n-1], knownKeys(d.path[:n])))
+			if _, written := c.l.at[pathKey(right)]; written {
+				collided[pathKey(right)] = true
+				c.meant[pathKey(right)] = true
+			}
+		}
+	}
+	under := func(path []string, set map[string]bool) bool {
+		for n := 1; n <= len(path); n++ {
+			if set[pathKey(path[:n])] {
+				return true
+			}
+		}
+		return false
+	}
 	reported, found := map[string]bool{}, map[string]bool{}
 	for _, d := range c.l.keys {
 		plain := plain(d.path)
-		// The decoder matches field names case-insensitively, so "URL" counts as decoded; TOML
-		// keys are case-sensitive and this config's are lower case.
-		known := knownKeys(d.path)
-		folded := known != nil && !slices.Contains(known, d.path[len(d.path)-1])
-		if !(bad[plain.String()] || folded) || inside(plain) || reported[pathKey(d.path)] {
+		path := d.path
+		if n := foldedAt(d.path); n > 0 {
+			path = d.path[:n]
+		} else if !bad[plain.String()] || inside(plain) {
+			continue
+		} else if under(d.path, collided) {
+			found[plain.String()] = true
 			continue
 		}
-		reported[pathKey(d.path)] = true
 		found[plain.String()] = true
-		c.unknownKey(d.path, c.l.lineAt(d.off))
+		if reported[pathKey(path)] {
+			continue
+		}
+		reported[pathKey(path)] = true
+		c.unknownKey(path, c.l.lineAt(d.off))
 	}
 	for _, k := range undecoded {
 		if !found[k.String()] && !inside(k) {
@@ -475,6 +541,20 @@ func (c *compiler) unknown(undecoded []toml.Key) {
 			c.unknownKey(k, 0)
 		}
 	}
+}
+
+// foldedAt is the length of the shortest prefix of path whose last name is one of its table's
+// keys (knownKeys) in another case, which the decoder took for that key; 0 when there is none.
+// Names of targets, routes, groups and guards, and array indexes, are anyone's.
+func foldedAt(path []string) int {
+	for n := 1; n <= len(path); n++ {
+		name := path[n-1]
+		known := knownKeys(path[:n])
+		if !slices.Contains(known, name) && slices.ContainsFunc(known, func(k string) bool { return strings.EqualFold(k, name) }) {
+			return n
+		}
+	}
+	return 0
 }
 
 func (c *compiler) unknownKey(path []string, line int) {
@@ -520,7 +600,10 @@ func (c *compiler) unknownKey(path []string, line int) {
 // the table made, when that table holds nothing else, so that their errors are not repeated.
 func (c *compiler) dottedName(path []string) bool {
 	if len(path) != 3 || (path[0] != "targets" && path[0] != "routes" && path[0] != "groups") ||
-		c.md.Type(path...) != "Hash" {
+		c.md.Type(path...) != "Hash" || slices.ContainsFunc(knownKeys(path), func(k string) bool {
+		// Guard = {}: a key of the table in another case, not a name with a dot.
+		return strings.EqualFold(k, path[2])
+	}) {
 		return false
 	}
 	c.dotted[pathKey([]string{path[0], path[1] + "." + path[2]})] = true
@@ -868,6 +951,9 @@ func (c *compiler) target(index int, name string, raw targetTOML) *core.Target {
 		c.errorf(at("max_retries"), "must be from 0 to %d, got %d", maxRetries, t.MaxRetries)
 	}
 	t.APIKey = c.apiKey(raw.APIKeyEnv, at("api_key_env"))
+	if raw.APIKeyEnv == "" && c.md.IsDefined(at("api_key_env")...) {
+		c.errorf(at("api_key_env"), "empty; leave it out for a target that takes no key")
+	}
 	if raw.Weight != nil {
 		t.Weight = *raw.Weight
 		if t.Weight < 1 {
@@ -908,7 +994,7 @@ func (c *compiler) url(raw string, adapter core.AdapterKind, path []string) stri
 	u, err := url.Parse(strings.ReplaceAll(raw, lifecycle.PortPlaceholder, "1"))
 	switch {
 	case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Opaque != "":
-		c.errorf(path, "%q is not an absolute http or https URL", withoutQuery(raw))
+		c.errorf(path, "%q is not an absolute http or https URL", quotableURL(raw))
 	case u.User != nil:
 		// The message leaves the URL out: it holds a credential.
 		c.errorf(path, "credentials in the URL are refused: put the upstream key in an "+
@@ -916,16 +1002,24 @@ func (c *compiler) url(raw string, adapter core.AdapterKind, path []string) stri
 	case u.RawQuery != "" || u.Fragment != "" || u.ForceQuery:
 		// The query is left out of the message: some hosted APIs take their key there (?key=).
 		c.errorf(path, "%q is followed by a query or fragment (not repeated here); adapters append paths "+
-			"to a plain base URL, and the key goes in api_key_env", withoutQuery(raw))
+			"to a plain base URL, and the key goes in api_key_env", quotableURL(raw))
 	}
 	return strings.TrimRight(raw, "/")
 }
 
-// withoutQuery is a URL as an error message may quote it: without its query and fragment, which
-// may hold a credential.
-func withoutQuery(raw string) string {
+// quotableURL is a URL as an error message may quote it: without its query and fragment, and
+// without what comes before its last @ (user:password@), each of which may hold a credential. A
+// URL that does not parse is cut the same way: a password may be what spoilt it.
+func quotableURL(raw string) string {
 	if i := strings.IndexAny(raw, "?#"); i >= 0 {
-		return raw[:i]
+		raw = raw[:i]
+	}
+	start := 0
+	if i := strings.Index(raw, "://"); i >= 0 {
+		start = i + len("://")
+	}
+	if at := strings.LastIndexByte(raw[start:], '@'); at >= 0 {
+		raw = raw[:start] + "…@" + raw[start+at+1:]
 	}
 	return raw
 }
@@ -975,16 +1069,23 @@ func (c *compiler) specialists(raw targetTOML, path []string) []string {
 		return nil
 	}
 	list := slices.Clone(*raw.Specialists)
-	seen := map[string]bool{}
+	// A hint names a specialist in any case, the first match winning: by lower case, the name
+	// first written.
+	seen := map[string]string{}
 	for i, s := range list {
 		el := append(slices.Clone(path), elem(i))
+		first, dup := seen[strings.ToLower(s)]
 		switch {
 		case !validName(s):
 			c.errorf(el, "bad specialist name %q: %s", s, nameRule)
-		case seen[s]:
+		case dup && first == s:
 			c.errorf(el, "%q is listed twice", s)
+		case dup:
+			c.errorf(el, "%q is listed twice (as %q; a hint names a specialist in any case)", s, first)
 		}
-		seen[s] = true
+		if !dup {
+			seen[strings.ToLower(s)] = s
+		}
 	}
 	return list
 }
@@ -1042,7 +1143,7 @@ func (c *compiler) route(name string, raw routeTOML, cfg *Config) *Route {
 
 	if raw.Policy != nil {
 		p, ok := core.ParsePolicy(*raw.Policy)
-		if !ok {
+		if !ok || *raw.Policy == "" {
 			c.errorf(at("policy"), "unknown policy %q (want ordered, weighted, least-busy or latency)", *raw.Policy)
 		}
 		r.Policy = p
@@ -1069,6 +1170,16 @@ func (c *compiler) route(name string, raw routeTOML, cfg *Config) *Route {
 			continue
 		}
 		set := c.classes(raw.Guard[tn], path)
+		// Only a failure in fallback_on moves the chain on; a target passed over for its context
+		// window counts as an overflow whatever fallback_on says.
+		if moves := r.FallbackOn | core.SetOf(core.ClassOverflow); set != 0 && set&moves == 0 {
+			fallback := classList(r.FallbackOn)
+			if r.FallbackOn == 0 {
+				fallback = "none"
+			}
+			c.errorf(path, "none of its classes (%s) moves this route on (fallback_on: %s), so it would never "+
+				"let %q be tried; add one of them to fallback_on, or remove %q from targets", classList(set), fallback, tn, tn)
+		}
 		// Guard is aligned with the kept targets; a target that was not kept already has its error.
 		if idx := slices.IndexFunc(r.Targets, func(t *core.Target) bool { return t.Name == tn }); idx > 0 {
 			r.Guard[idx] = set
@@ -1212,6 +1323,27 @@ func (c *compiler) auto(raw *autoroute.Rules, cfg *Config) *autoroute.Classifier
 	if raw == nil || c.meantUnder("auto") {
 		// A misspelt key in [auto] left a rule at its default: whatever the rules say now, the
 		// misspelling's error is the one to fix.
+		return nil
+	}
+	// autoroute takes an empty value for one left out, the built-in one: written, it is more
+	// likely a mistake than a wish for the default, and intents = [] reads as "no intents".
+	empty := false
+	for _, e := range []struct {
+		key, why string
+		is       bool
+	}{
+		{"intents", "it would be the built-in intents (security, reasoning), not none: leave it out for those; " +
+			"for none, give one [[auto.intents]] with any = true and the default's route", len(raw.Intents) == 0},
+		{"default", "leave it out for \"" + autoroute.RouteAverroesQ + "\", or name a route", raw.Default == ""},
+		{"specialist_route", "leave it out for \"" + autoroute.RouteSAIF + "\", or name a route", raw.SpecialistRoute == ""},
+		{"negations", "leave it out for the built-in cues, or write [\"-\"] for none", len(raw.Negations) == 0},
+	} {
+		if e.is && c.md.IsDefined("auto", e.key) {
+			c.errorf([]string{"auto", e.key}, "empty; %s", e.why)
+			empty = true
+		}
+	}
+	if empty {
 		return nil
 	}
 	cl, err := autoroute.New(*raw)

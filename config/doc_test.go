@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/BurntSushi/toml"
+	"github.com/hayula/gateway/autoroute"
 )
 
 // TestConfigDocExampleLoads keeps CONFIG.md's complete example true: it must load as written.
@@ -446,5 +447,81 @@ func TestConfigDocErrorSamples(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("sample %d: CONFIG.md shows\n  %s\nthe loader says\n  %v", i, want, err)
 		}
+	}
+}
+
+// TestConfigDocTypes keeps the Type column of CONFIG.md's key tables true to the decode types:
+// an integer field's row says integer, a bool's bool, a duration's duration, a list's array, a
+// table's table, and a string's string or the values it takes (`a` \| `b`). A field whose Go
+// type changes without its row fails here.
+func TestConfigDocTypes(t *testing.T) {
+	raw, err := os.ReadFile("../CONFIG.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fields := map[string]reflect.Type{}
+	walk := func(table string, rt reflect.Type) {
+		for i := range rt.NumField() {
+			f := rt.Field(i)
+			ft := f.Type
+			if ft.Kind() == reflect.Pointer {
+				ft = ft.Elem()
+			}
+			fields[table+"\x1f"+f.Tag.Get("toml")] = ft
+		}
+	}
+	walk("", reflect.TypeFor[fileTOML]())
+	walk("keys", reflect.TypeFor[keyTOML]())
+	walk("cooldown", reflect.TypeFor[cooldownTOML]())
+	walk("targets.NAME", reflect.TypeFor[targetTOML]())
+	walk("routes.NAME", reflect.TypeFor[routeTOML]())
+	walk("groups.NAME", reflect.TypeFor[groupTOML]())
+	walk("auto", reflect.TypeFor[autoroute.Rules]())
+	walk("auto.intents", reflect.TypeFor[autoroute.IntentRule]())
+	checked := 0
+	for table, where := range docTables {
+		tables, _ := docKeyTables(string(raw), where.section)
+		if where.table >= len(tables) {
+			continue // TestConfigDocListsEveryKey says so
+		}
+		for _, cells := range tables[where.table] {
+			name := strings.Trim(strings.Trim(cells[0], "`"), "[]")
+			if i := strings.LastIndexByte(name, '.'); i >= 0 {
+				name = name[i+1:]
+			}
+			ft, ok := fields[table+"\x1f"+name]
+			if !ok || len(cells) < 2 {
+				continue // TestConfigDocListsEveryKey says so
+			}
+			typ := cells[1]
+			var want []string
+			switch k := ft.Kind(); {
+			case ft == reflect.TypeFor[[]toml.Primitive]() || k == reflect.Slice && ft.Elem().Kind() == reflect.Struct:
+				want = []string{"array of tables"}
+			case k == reflect.Int || k == reflect.Int64:
+				want = []string{"integer"}
+			case k == reflect.Bool:
+				want = []string{"bool"}
+			case k == reflect.String && isDurationKey(name):
+				want = []string{"duration"}
+			case k == reflect.String:
+				want = []string{"string", "` \\| `"}
+			case k == reflect.Slice:
+				want = []string{"array"}
+			case k == reflect.Map:
+				want = []string{"table"}
+			default:
+				t.Errorf("%s.%s: no rule for a %s", table, name, ft)
+				continue
+			}
+			checked++
+			if !slices.ContainsFunc(want, func(w string) bool { return strings.Contains(typ, w) }) {
+				t.Errorf("CONFIG.md gives [%s] %s the type %q; the decoder reads a %s (want the cell to say %q)",
+					table, name, typ, ft, strings.Join(want, "\" or \""))
+			}
+		}
+	}
+	if checked < 50 {
+		t.Errorf("checked %d rows; CONFIG.md documents more than 50 keys", checked)
 	}
 }

@@ -92,13 +92,13 @@ func (c *compiler) healthURL(raw targetTOML, base string, path []string) string 
 		full = hp
 	default:
 		c.errorf(path, "%q is neither a path starting with / (joined to the url) nor an absolute "+
-			"http or https URL", withoutQuery(hp))
+			"http or https URL", quotableURL(hp))
 		return ""
 	}
 	u, err := url.Parse(strings.ReplaceAll(full, lifecycle.PortPlaceholder, "1"))
 	switch {
 	case err != nil || u.Host == "":
-		c.errorf(path, "%q does not make a valid URL", withoutQuery(hp))
+		c.errorf(path, "%q does not make a valid URL", quotableURL(hp))
 		return ""
 	case u.User != nil:
 		c.errorf(path, "credentials in the URL are refused: the target's api_key_env key is sent "+

@@ -69,10 +69,16 @@ func (c *compiler) lifecycle(raw *fileTOML, cfg *Config) Lifecycle {
 		c.commandSecrets(spec.Command, cfg.Targets, at)
 		// The port is chosen at each start and reaches the process only through its command: a
 		// url with {port} and a command without it points at a port nothing listens on.
-		if strings.Contains(t.URL, lifecycle.PortPlaceholder) && len(spec.Command) > 0 &&
-			!slices.ContainsFunc(spec.Command, func(a string) bool { return strings.Contains(a, lifecycle.PortPlaceholder) }) {
+		cmdPort := slices.ContainsFunc(spec.Command, func(a string) bool { return strings.Contains(a, lifecycle.PortPlaceholder) })
+		switch urlPort := strings.Contains(t.URL, lifecycle.PortPlaceholder); {
+		case urlPort && len(spec.Command) > 0 && !cmdPort:
 			c.errorf(at("url"), "uses {port} but command does not: the process must be told the port the "+
 				"gateway picks, such as \"--port\", \"{port}\"")
+		case !urlPort && cmdPort && t.URL != "":
+			// The process would listen on the port picked at each start, and requests and
+			// health checks go to url's.
+			c.errorf(at("url"), "has no {port}, but command does: the gateway calls url, so url must name the "+
+				"port it picks and tells the process, such as \"http://127.0.0.1:{port}/v1\"")
 		}
 		if rt.HealthPath != nil && strings.Contains(t.HealthURL, lifecycle.PortPlaceholder) &&
 			!strings.Contains(t.URL, lifecycle.PortPlaceholder) {

@@ -458,6 +458,37 @@ strict = "yes"
 name = "c"
 strict = false
 `, nil, []wantErr{{13, "keys[1].strict: want a boolean, got a string"}}},
+		// As in [[keys]], the library's line for a key of an [[auto.intents]] block is that of the
+		// key in the last block that has it: the first block's mistake was said at the second's
+		// line, as auto.intents.min_score, and its hint read that line's right value.
+		{"type mismatch in the first [[auto.intents]]", minimal + `[auto]
+default = "r"
+specialist_route = "r"
+[[auto.intents]]
+name = "x"
+route = "r"
+terms = ["a"]
+min_score = "3"
+[[auto.intents]]
+name = "y"
+route = "r"
+terms = ["b"]
+min_score = 3
+`, nil, []wantErr{{14, `auto.intents[0].min_score: want an integer, got a string (a number is written without quotes: min_score = 3, not min_score = "3")`}}},
+		{"type mismatch in an array of the second [[auto.intents]]", minimal + `[auto]
+default = "r"
+specialist_route = "r"
+[[auto.intents]]
+name = "x"
+route = "r"
+terms = ["a"]
+any = true
+[[auto.intents]]
+name = "y"
+route = "r"
+terms = [1]
+any = true
+`, nil, []wantErr{{18, `auto.intents[1].terms`}}},
 		{"unknown top-level key", "lissten = \"127.0.0.1:1\"\n" + minimal, nil,
 			[]wantErr{{1, `unknown key lissten (did you mean "listen"?)`}}},
 		{"unknown target key", minimal + "[targets.b]\nadapter = \"openai\"\nurl = \"http://x\"\nurll = \"y\"\n", nil,
@@ -480,6 +511,25 @@ rutes = ["r"]
 				{12, "keys[0].tpm: must be 0 (no limit) or more, got -3"}}},
 		{"keys are case-sensitive", minimal + "[targets.b]\nADAPTER = \"openai\"\nurl = \"http://x\"\n", nil,
 			[]wantErr{{8, `unknown key targets.b.ADAPTER (did you mean "adapter"?)`}}},
+		// The decoder matches a table's name case-insensitively too: [Targets.b] and [[Keys]] loaded
+		// as targets and keys, and beside their lower-case spelling one replaced the other, whose
+		// keys were then reported unknown under their own right names (TestParseErrors cases below
+		// failed before unknown looked at every name of a path, not only its last).
+		{"table names are case-sensitive", minimal + "[Targets.b]\nadapter = \"openai\"\nurl = \"http://x\"\n", nil,
+			[]wantErr{{7, `unknown key Targets (did you mean "targets"?)`}}},
+		{"[[Keys]] is no [[keys]]", minimal + "[[Keys]]\nname = \"k\"\nsha256 = \"" + hashTest + "\"\n", nil,
+			[]wantErr{{7, `unknown key Keys (did you mean "keys"?)`}}},
+		{"[[Keys]] beside [[keys]]", minimal + "[[keys]]\nname = \"k\"\nsha256 = \"" + hashTest + "\"\n" +
+			"[[Keys]]\nname = \"k2\"\nsha256 = \"" + hashTest[:63] + "0\"\n", nil,
+			[]wantErr{{10, `unknown key Keys (did you mean "keys"?)`}}},
+		{"[[auto.Intents]]", minimal + "[auto]\ndefault = \"r\"\nspecialist_route = \"r\"\n[[auto.Intents]]\nname = \"x\"\nroute = \"r\"\nterms = [\"a\"]\n", nil,
+			[]wantErr{{10, `unknown key auto.Intents (did you mean "intents"?)`}}},
+		// What the misspelt table holds is not checked as well: it would be said without a line.
+		{"[Cooldown]", minimal + "[Cooldown]\nfailures = 0\n", nil,
+			[]wantErr{{7, `unknown key Cooldown (did you mean "cooldown"?)`}}},
+		// Guard = {} is a misspelt key, not a route name with an unquoted dot.
+		{"a table-valued key in the wrong case", minimal + "[routes.s]\ntargets = [\"a\"]\nGuard = {}\n", nil,
+			[]wantErr{{9, `unknown key routes.s.Guard (did you mean "guard"?)`}}},
 		{"inline upstream secret", minimal + "[targets.b]\nadapter = \"openai\"\nurl = \"http://x\"\napi_key = \"sk-1\"\n", nil,
 			[]wantErr{{10, "targets.b.api_key: secrets are refused in the config: put the upstream key in an environment variable and name that variable with api_key_env"}}},
 		{"inline client key", minimal + "[[keys]]\nname = \"k\"\ntoken = \"hk-1\"\n", nil,
@@ -746,6 +796,13 @@ adapter = "openai"
 url = "http://127.0.0.1:{port}/v1"
 command = ["llama-server", "--port", "8080"]
 `, nil, []wantErr{{9, "targets.m.url: uses {port} but command does not"}}},
+		// The mirror: the process is told a port nobody calls, and the gateway calls one nothing
+		// it started listens on (it loaded before TestParseErrors had this case).
+		{"a command with {port} and a url without it", minimal + `[targets.m]
+adapter = "openai"
+url = "http://127.0.0.1:8080/v1"
+command = ["llama-server", "--port", "{port}"]
+`, nil, []wantErr{{9, "targets.m.url: has no {port}, but command does"}}},
 		{"a strict route of public targets only", `[targets.cloud]
 adapter = "openai"
 url = "http://127.0.0.1:1/v1"

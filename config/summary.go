@@ -5,8 +5,10 @@ import (
 	"net/netip"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"text/tabwriter"
+	"unicode"
 
 	"github.com/hayula/gateway/core"
 	"github.com/hayula/gateway/lifecycle"
@@ -27,7 +29,12 @@ func (c *Config) Summary() string {
 		fmt.Fprintf(&b, "keys: %d\n", len(c.Keys))
 		for _, k := range c.Keys {
 			routes := "every route"
-			if k.Routes != nil {
+			switch {
+			case k.Routes != nil && len(k.Routes) == 0 && c.Metrics:
+				routes = "no route (GET /metrics only)"
+			case k.Routes != nil && len(k.Routes) == 0:
+				routes = "no route"
+			case k.Routes != nil:
 				names := make([]string, 0, len(k.Routes))
 				for n := range k.Routes {
 					names = append(names, n)
@@ -45,7 +52,7 @@ func (c *Config) Summary() string {
 			if k.MaxConcurrent > 0 {
 				caps += fmt.Sprintf(", %d at once", k.MaxConcurrent)
 			}
-			fmt.Fprintf(&b, "  %s: %s%s%s\n", k.Name, routes, yes(k.Strict, ", strict"), caps)
+			fmt.Fprintf(&b, "  %s: %s%s%s\n", summaryName(k.Name), routes, yes(k.Strict, ", strict"), caps)
 		}
 	}
 
@@ -54,7 +61,7 @@ func (c *Config) Summary() string {
 		browserList(c.Browsers.AnyOrigin, c.Browsers.Origins, "none, loopback"))
 
 	if c.Auto != nil {
-		fmt.Fprintf(&b, "model auto: classifies the last user turn into routes %s\n", strings.Join(c.Auto.Routes(), ", "))
+		fmt.Fprintf(&b, "model auto: classifies the system prompt and the last user turn into routes %s\n", strings.Join(c.Auto.Routes(), ", "))
 	}
 
 	used := map[string]bool{}
@@ -119,6 +126,15 @@ func (c *Config) Summary() string {
 		lines[i] = strings.TrimRight(l, " ")
 	}
 	return strings.Join(lines, "\n")
+}
+
+// summaryName is a key's name as the summary shows it: as written, or quoted when it holds a
+// control character (a name may hold a line feed), which would otherwise start a line of its own.
+func summaryName(name string) string {
+	if strings.ContainsFunc(name, unicode.IsControl) {
+		return strconv.Quote(name)
+	}
+	return name
 }
 
 func classList(s core.ClassSet) string {
@@ -261,6 +277,27 @@ func (c *Config) Warnings() []string {
 		}
 	}
 	if c.Auto != nil {
+		// A specialist hint goes to specialist_route whatever the text, where a saif target
+		// answers a specialist it does not list 400 unknown_specialist (class request: the chain
+		// stops there).
+		if r, ok := c.Route(c.Auto.SpecialistRoute()); ok {
+			for _, t := range r.Targets {
+				if t.Adapter != core.AdapterSAIF {
+					continue
+				}
+				var missing []string
+				for _, sp := range c.Auto.Specialists() {
+					if !slices.ContainsFunc(t.Specialists, func(s string) bool { return strings.EqualFold(s, sp) }) {
+						missing = append(missing, sp)
+					}
+				}
+				if len(missing) > 0 {
+					ws = append(ws, fmt.Sprintf("[auto]: x-route-hint %s sends model auto to route %s, whose saif target %s "+
+						"has no such specialist, and answers it 400 unknown_specialist; add it to the target's specialists, "+
+						"or list [auto] specialists as the target does", orList(missing), r.Name, t.Name))
+				}
+			}
+		}
 		// x-route-hint names a specialist before a route: a route named like one cannot be hinted.
 		routes, specialists := c.Auto.HintShadowed()
 		for i, r := range routes {
@@ -270,6 +307,14 @@ func (c *Config) Warnings() []string {
 		}
 	}
 	return ws
+}
+
+// orList joins names as "a, b or c".
+func orList(names []string) string {
+	if len(names) < 2 {
+		return strings.Join(names, "")
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
 }
 
 // publicHost is the host of rawURL when it looks like one on the internet: an IP address that is

@@ -320,8 +320,9 @@ func randomCase(rng *rand.Rand, ups []*omni) propCase {
 		if rng.IntN(6) == 0 && slices.ContainsFunc(ts, func(n string) bool { return !public[n] }) {
 			b.WriteString("strict = true\n")
 		}
+		on := propClasses // fallback_on left out: every class (propClasses are all in the default)
 		if rng.IntN(3) == 0 {
-			var on []string
+			on = nil
 			for _, c := range propClasses {
 				if rng.IntN(2) == 0 {
 					on = append(on, c)
@@ -338,8 +339,10 @@ func randomCase(rng *rand.Rand, ups []*omni) propCase {
 						g = append(g, c)
 					}
 				}
-				if len(g) == 0 {
-					g = []string{"overflow"}
+				// Config refuses an empty guard, and one none of whose classes moves the chain
+				// on (fallback_on, and overflow, which a context-window drop counts as).
+				if !slices.ContainsFunc(g, func(c string) bool { return c == "overflow" || slices.Contains(on, c) }) {
+					g = append(g, "overflow")
 				}
 				guards = append(guards, fmt.Sprintf("%s = %s", t, tomlList(g)))
 			}
