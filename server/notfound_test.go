@@ -59,3 +59,42 @@ func TestModelNotFoundClipsTheName(t *testing.T) {
 		})
 	}
 }
+
+// TestResponsesEchoesClipped: the Responses bridge's refusals that repeat a client's type or mode
+// name (an input item's type, a content part's, a tool's, tool_choice's mode, text.format's type)
+// repeat at most maxEcho bytes of it, as model_not_found does; and so does the chat endpoint's
+// refusal of an n below 1, which repeats the number as sent.
+func TestResponsesEchoesClipped(t *testing.T) {
+	g, _ := oneTarget(t)
+	long := strings.Repeat("z", 1500)
+	for _, tc := range []struct{ name, body string }{
+		{"item type", `{"model":"r","input":[{"type":"` + long + `"}]}`},
+		{"content part type", `{"model":"r","input":[{"role":"user","content":[{"type":"` + long + `"}]}]}`},
+		{"tool_choice mode", `{"model":"r","input":"hi","tools":[{"type":"function","name":"f","parameters":{}}],"tool_choice":{"type":"allowed_tools","mode":"` + long + `","tools":[{"type":"function","name":"f"}]}}`},
+		{"text.format type", `{"model":"r","input":"hi","text":{"format":{"type":"` + long + `"}}}`},
+		{"tool type", `{"model":"r","input":"hi","tools":[{"type":"` + long + `"}]}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rep := g.do(t, "POST", "/v1/responses", tc.body)
+			if rep.status != 400 {
+				t.Fatalf("status %d: %.300s", rep.status, rep.body)
+			}
+			msg, _ := rep.errorField(t, "message").(string)
+			if !strings.Contains(msg, strings.Repeat("z", 200)) || strings.Contains(msg, strings.Repeat("z", 300)) {
+				t.Errorf("message of %d bytes: %.400q; want the name's first %d bytes, cut with …", len(msg), msg, 256)
+			}
+		})
+	}
+}
+
+func TestNBelowOneEchoClipped(t *testing.T) {
+	g, _ := oneTarget(t)
+	n := "-" + strings.Repeat("9", 1500)
+	rep := g.do(t, "POST", "/v1/chat/completions", `{"model":"r","messages":[{"role":"user","content":"x"}],"n":`+n+`}`)
+	if rep.status != 400 || rep.errorField(t, "code") != "integer_below_min_value" {
+		t.Fatalf("status %d: %.300s", rep.status, rep.body)
+	}
+	if msg, _ := rep.errorField(t, "message").(string); !strings.Contains(msg, strings.Repeat("9", 200)) || len(msg) > 512 {
+		t.Errorf("message of %d bytes: %.400q", len(msg), msg)
+	}
+}

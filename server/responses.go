@@ -52,7 +52,7 @@ func (s *Server) handleStoredResponse(w http.ResponseWriter, r *http.Request, ps
 		return
 	}
 	writeError(w, &apiError{Status: http.StatusNotFound, Type: typeInvalidRequest, Code: "response_not_found",
-		Message: fmt.Sprintf("Response with id '%s' not found: the gateway stores no responses (its answers say \"store\": false, whatever the request asked), so there is none to retrieve, list, delete or cancel.", ps.ByName("id"))})
+		Message: fmt.Sprintf("Response with id '%s' not found: the gateway stores no responses (its answers say \"store\": false, whatever the request asked), so there is none to retrieve, list, delete or cancel.", clip(ps.ByName("id"), maxEcho))})
 }
 
 // decodeResponses turns a Responses body into a chat body and decodes that as a chat request: the
@@ -490,7 +490,7 @@ func appendInput(msgs []chatMessage, in json.RawMessage) ([]chatMessage, *apiErr
 			// message before it, as without it (TestResponsesReasoningInputDropped).
 		default:
 			return nil, badRequest(fmt.Sprintf("input[%d].type", i), "unsupported_value", fmt.Sprintf(
-				"Input items of type '%s' are not supported by the gateway, which bridges Responses onto chat completions: send messages, function_call and function_call_output items (reasoning items are read and not sent on).", it.Type))
+				"Input items of type '%s' are not supported by the gateway, which bridges Responses onto chat completions: send messages, function_call and function_call_output items (reasoning items are read and not sent on).", clip(it.Type, maxEcho)))
 		}
 	}
 	if e := unanswered(calls); e != nil {
@@ -712,7 +712,7 @@ func chatMessageOf(it inputItem, i int) (chatMessage, *apiError) {
 			images = true
 		default:
 			return chatMessage{}, badRequest(fmt.Sprintf("input[%d].content[%d].type", i, j), "unsupported_value",
-				fmt.Sprintf("Content parts of type '%s' are not supported by the gateway: send input_text and input_image parts.", p.Type))
+				fmt.Sprintf("Content parts of type '%s' are not supported by the gateway: send input_text and input_image parts.", clip(p.Type, maxEcho)))
 		}
 	}
 	if !images && (role != "user" || len(out) <= 1) {
@@ -754,7 +754,7 @@ func toolOutput(v json.RawMessage, i int) (json.RawMessage, *apiError) {
 				"An input_file in a function_call_output is not supported by the gateway, which bridges Responses onto chat completions, whose tool messages take text only: send the file's text as the output.")
 		default:
 			return nil, badRequest(fmt.Sprintf("input[%d].output[%d].type", i, j), "unsupported_value",
-				fmt.Sprintf("Output parts of type '%s' are not supported: send input_text parts.", p.Type))
+				fmt.Sprintf("Output parts of type '%s' are not supported: send input_text parts.", clip(p.Type, maxEcho)))
 		}
 	}
 	return quote(s.String()), nil
@@ -791,7 +791,7 @@ func chatTools(v json.RawMessage) (json.RawMessage, *apiError) {
 	for i, t := range tools {
 		if t.Type != "function" {
 			return nil, badRequest(fmt.Sprintf("tools[%d].type", i), "unsupported_value", fmt.Sprintf(
-				"Tools of type '%s' are not supported by the gateway, whose models run only function tools.", t.Type))
+				"Tools of type '%s' are not supported by the gateway, whose models run only function tools.", clip(t.Type, maxEcho)))
 		}
 		if t.Name == "" {
 			return nil, badRequest(fmt.Sprintf("tools[%d].name", i), "missing_required_parameter",
@@ -854,7 +854,7 @@ func chatAllowedTools(mode string, tools []struct {
 }) (json.RawMessage, *apiError) {
 	if mode != "auto" && mode != "required" {
 		return nil, badRequest("tool_choice.mode", "invalid_value",
-			fmt.Sprintf("Invalid value for 'tool_choice.mode': '%s' (expected \"auto\" or \"required\").", mode))
+			fmt.Sprintf("Invalid value for 'tool_choice.mode': '%s' (expected \"auto\" or \"required\").", clip(mode, maxEcho)))
 	}
 	if len(tools) == 0 {
 		// Passed on, it would allow nothing where a target without tool_choice (Ollama) offers
@@ -948,5 +948,5 @@ func chatResponseFormat(v json.RawMessage) (json.RawMessage, *apiError) {
 		return raw, nil
 	}
 	return nil, badRequest("text.format.type", "unsupported_value",
-		fmt.Sprintf("Invalid value for 'text.format.type': '%s'.", t.Format.Type))
+		fmt.Sprintf("Invalid value for 'text.format.type': '%s'.", clip(t.Format.Type, maxEcho)))
 }
