@@ -750,8 +750,8 @@ var reasoningKey = []byte(`"reasoning_effort"`)
 
 // think maps the body's reasoning_effort (a string, or an object with an "effort", as
 // openai-agents sends it) to /api/chat's think, as Ollama's own OpenAI endpoint does: "none" is
-// false, a level is that level, and OpenAI's minimal and xhigh, which Ollama has no word for, are
-// its nearest, low and high. Left out, a thinking model would think as long as it likes whatever
+// false, a level is that level, and OpenAI's minimal, xhigh and max, which Ollama has no word for,
+// are its nearest, low, high and high. Left out, a thinking model would think as long as it likes whatever
 // the client asked (TestOllamaParams). A value that is no level is refused, as OpenAI refuses it
 // (TestOllamaReasoningEffortRefused). nil when the body sends none (or null). A body without a
 // raw "reasoning_effort" is not walked; the server has checked the field's kind.
@@ -787,7 +787,7 @@ func (a *openaiOllama) think(body []byte) (json.RawMessage, error) {
 			return json.RawMessage("false"), nil
 		case "minimal":
 			level = "low"
-		case "xhigh":
+		case "xhigh", "max":
 			level = "high"
 		}
 		switch level {
@@ -796,7 +796,7 @@ func (a *openaiOllama) think(body []byte) (json.RawMessage, error) {
 		}
 	}
 	return nil, requestError(a.t, "invalid_value", "reasoning_effort", fmt.Sprintf(
-		"Invalid value for 'reasoning_effort': %s (expected \"none\", \"minimal\", \"low\", \"medium\", \"high\" or \"xhigh\").",
+		"Invalid value for 'reasoning_effort': %s (expected \"none\", \"minimal\", \"low\", \"medium\", \"high\", \"xhigh\" or \"max\").",
 		snippet(effort)))
 }
 

@@ -34,13 +34,14 @@ func TestOllamaParams(t *testing.T) {
 			`"prediction":{"type":"content","content":"x"},"parallel_tool_calls":false,"n":1,"logit_bias":{},"modalities":["text"]`,
 			`,"stream":false}`},
 		// Ollama's think, as Ollama's own OpenAI endpoint maps reasoning_effort: a level, or false
-		// for none. minimal and xhigh are the nearest level Ollama knows.
+		// for none. minimal, xhigh and max (openai-go v3's levels) are the nearest level Ollama knows.
 		{"reasoning_effort none is think false", `"reasoning_effort":"none"`, `,"stream":false,"think":false}`},
 		{"reasoning_effort minimal is think low", `"reasoning_effort":"minimal"`, `,"stream":false,"think":"low"}`},
 		{"reasoning_effort low", `"reasoning_effort":"low"`, `,"stream":false,"think":"low"}`},
 		{"reasoning_effort medium", `"reasoning_effort":"medium"`, `,"stream":false,"think":"medium"}`},
 		{"reasoning_effort high", `"reasoning_effort":"high"`, `,"stream":false,"think":"high"}`},
 		{"reasoning_effort xhigh is think high", `"reasoning_effort":"xhigh"`, `,"stream":false,"think":"high"}`},
+		{"reasoning_effort max is think high", `"reasoning_effort":"max"`, `,"stream":false,"think":"high"}`},
 		{"reasoning_effort as an object", `"reasoning_effort":{"effort":"high","summary":"auto"}`, `,"stream":false,"think":"high"}`},
 		{"reasoning_effort object without an effort", `"reasoning_effort":{"summary":"auto"}`, `,"stream":false}`},
 		// The sampling fields Ollama adds, which homelab clients send in the body (as LiteLLM's
