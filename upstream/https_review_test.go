@@ -90,3 +90,23 @@ func TestTLSHandshakeStallTimesOut(t *testing.T) {
 		t.Errorf("class %s, want timeout", d.Class)
 	}
 }
+
+// TestHTTPSTargetOnPlainHTTPCause: an https:// url for a server that speaks plain HTTP (a local
+// server behind a url copied with the wrong scheme) is a connection failure whose cause, for the
+// client, is the failed handshake: net/http replaces the handshake's RecordHeaderError with its
+// own http.ErrSchemeMismatch, which errmap read as an unknown "connection failed".
+func TestHTTPSTargetOnPlainHTTPCause(t *testing.T) {
+	srv := serve(t, func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		_, _ = io.WriteString(w, answerJSON)
+	})
+	tg := target("https://" + srv.Listener.Addr().String())
+	s := NewSet([]*core.Target{tg}, Options{Now: fixedNow, DialTimeout: 2 * time.Second})
+	t.Cleanup(s.Close)
+	_, err := s.Chat(context.Background(), tg, chatReq(false))
+	d := errmap.Classify(err)
+	ce := errmap.Restore([]errmap.Attempt{{Target: tg.Name, Decision: d, Err: err}})
+	if want := "upstream local unreachable: TLS handshake failed"; d.Class != core.ClassConnection || ce.Message != want {
+		t.Errorf("%s %q, want connection %q (%v)", d.Class, ce.Message, want, err)
+	}
+}
