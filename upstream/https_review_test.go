@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/goleak"
+
 	"github.com/hayula/gateway/core"
 	"github.com/hayula/gateway/errmap"
 )
@@ -73,7 +75,8 @@ func TestTLSHandshakeWithinTimeout(t *testing.T) {
 
 // TestTLSHandshakeStallTimesOut: an https:// upstream that accepts the connection and never
 // answers the handshake (a wedged server) fails as a timeout within the target's timeout, as an
-// http:// one that reads nothing does, through the default Transport (no template).
+// http:// one that reads nothing does, through the default Transport (no template), and leaves
+// no handshake going on behind it while the Set lives on.
 func TestTLSHandshakeStallTimesOut(t *testing.T) {
 	tg := target("https://" + neverReads(t)[len("http://"):])
 	tg.Timeout = 200 * time.Millisecond
@@ -81,6 +84,7 @@ func TestTLSHandshakeStallTimesOut(t *testing.T) {
 	t.Cleanup(s.Close)
 	ctx, cancel := context.WithTimeout(context.Background(), generous)
 	defer cancel()
+	before := goleak.IgnoreCurrent()
 	_, err := s.Chat(ctx, tg, chatReq(false))
 	var te *core.TimeoutError
 	if !errors.As(err, &te) || ctx.Err() != nil || te.After != tg.Timeout {
@@ -88,6 +92,12 @@ func TestTLSHandshakeStallTimesOut(t *testing.T) {
 	}
 	if d := errmap.Classify(err); d.Class != core.ClassTimeout {
 		t.Errorf("class %s, want timeout", d.Class)
+	}
+	// net/http dials apart from the request, and the handshake went on after the attempt had
+	// failed, for net/http's 10s, however short the timeout: a goroutine pair per request
+	// while the server stayed wedged.
+	if err := goleak.Find(before); err != nil {
+		t.Errorf("the failed attempt left its handshake behind: %v", err)
 	}
 }
 
