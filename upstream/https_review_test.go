@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -118,5 +119,61 @@ func TestHTTPSTargetOnPlainHTTPCause(t *testing.T) {
 	ce := errmap.Restore([]errmap.Attempt{{Target: tg.Name, Decision: d, Err: err}})
 	if want := "upstream local unreachable: TLS handshake failed"; d.Class != core.ClassConnection || ce.Message != want {
 		t.Errorf("%s %q, want connection %q (%v)", d.Class, ce.Message, want, err)
+	}
+}
+
+// TestMalformedHeadParity: an upstream that answers with a head that is not HTTP/1.1 (a bad
+// status code or line, a header line without a colon, a bad Content-Length) fails as a
+// server_error whose message quotes what was wrong, the target's key redacted, over https://
+// as over http://. net/http reports such a head as an error like a dropped connection's, and
+// it reached errmap as a connection failure: "unreachable: connection failed", a cause the
+// upstream had not given, and the whole line, key and all, in the log. A connection that ends
+// inside the head is a connection failure on both.
+func TestMalformedHeadParity(t *testing.T) {
+	const key = "sk-malformed-key-0123456789"
+	for _, tc := range []struct {
+		name, raw string
+		class     core.Class
+		code      string
+	}{
+		{"bad status code", "HTTP/1.1 2x0 OK\r\n\r\n", core.ClassServerError, "bad_upstream_response"},
+		{"not a status line", "<html>oops</html>\r\n\r\n", core.ClassServerError, "bad_upstream_response"},
+		{"header line without a colon", "HTTP/1.1 200 OK\r\nBad Header\r\n\r\n", core.ClassServerError, "bad_upstream_response"},
+		{"bad Content-Length", "HTTP/1.1 200 OK\r\nContent-Length: -5\r\n\r\n", core.ClassServerError, "bad_upstream_response"},
+		{"key echoed in the status line", "<html>" + key + "</html>\r\n\r\n", core.ClassServerError, "bad_upstream_response"},
+		{"closed inside the head", "HTTP/1.1 200 OK\r\n", core.ClassConnection, "upstream_unreachable"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for _, m := range wireModes[:2] { // HTTP/2 has no way to send a malformed head line
+				t.Run(m.name, func(t *testing.T) {
+					srv, _, tmpl := m.start(t, func(w http.ResponseWriter, r *http.Request) {
+						_, _ = io.Copy(io.Discard, r.Body)
+						c, bw, err := w.(http.Hijacker).Hijack()
+						if err != nil {
+							return
+						}
+						defer c.Close()
+						_, _ = bw.WriteString(tc.raw)
+						_ = bw.Flush()
+					})
+					tg := target(srv.URL)
+					tg.APIKey = key
+					s := NewSet([]*core.Target{tg}, Options{Now: fixedNow, DialTimeout: 2 * time.Second, Transport: tmpl})
+					t.Cleanup(s.Close)
+					_, err := s.Chat(context.Background(), tg, chatReq(false))
+					d := errmap.Classify(err)
+					ce := errmap.Restore([]errmap.Attempt{{Target: tg.Name, Decision: d, Err: err}})
+					if d.Class != tc.class || ce.Code != tc.code {
+						t.Errorf("%s %s %q, want %s %s (%v)", d.Class, ce.Code, ce.Message, tc.class, tc.code, err)
+					}
+					if tc.class == core.ClassServerError && !strings.HasPrefix(ce.Message, "upstream local gave an answer the gateway could not read: malformed HTTP answer: ") {
+						t.Errorf("message %q does not say what the upstream sent", ce.Message)
+					}
+					if log := errmap.LogText(err); strings.Contains(ce.Message, key) || strings.Contains(log, key) {
+						t.Errorf("the key reached the client's message %q or the log %q", ce.Message, log)
+					}
+				})
+			}
+		})
 	}
 }
