@@ -235,3 +235,81 @@ func parityExchange(t *testing.T, s *Set, tg *core.Target, stream bool) parityOu
 	}
 	return out
 }
+
+// TestClientGoneCancelsUpstreamOnEveryWire: a caller that gives up in the middle of a stream
+// ends the upstream's request, over http:// and over https:// on HTTP/1.1 and HTTP/2 alike (the
+// upstream's handler sees its context end).
+func TestClientGoneCancelsUpstreamOnEveryWire(t *testing.T) {
+	for _, m := range wireModes {
+		t.Run(m.name, func(t *testing.T) {
+			gone := make(chan struct{})
+			srv, _, tmpl := m.start(t, func(w http.ResponseWriter, r *http.Request) {
+				_, _ = io.Copy(io.Discard, r.Body)
+				w.Header().Set("Content-Type", "text/event-stream")
+				_, _ = fmt.Fprintf(w, "data: %s\n\n", chunkHello)
+				w.(http.Flusher).Flush()
+				select {
+				case <-r.Context().Done():
+					close(gone)
+				case <-t.Context().Done():
+				}
+			})
+			tg := target(srv.URL)
+			s := NewSet([]*core.Target{tg}, Options{Now: fixedNow, DialTimeout: 2 * time.Second, Transport: tmpl})
+			t.Cleanup(s.Close)
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			resp, err := s.Chat(ctx, tg, chatReq(true))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Stream.Close()
+			if _, err := resp.Stream.Next(); err != nil {
+				t.Fatal(err)
+			}
+			next := nextAsync(resp.Stream)
+			cancel()
+			// Not the class of err: net/http's HTTP/1 body sometimes reads io.EOF rather than the
+			// context's error once the request is cancelled (about one run in ten under -race),
+			// which the stream reports as an upstream that closed early; the server takes any
+			// failure of a request whose context has ended for the client gone.
+			if err := wait(t, next); err == nil {
+				t.Error("the stream went on after its caller left")
+			}
+			wait(t, chanOf(gone))
+		})
+	}
+}
+
+// chanOf turns a channel that is closed into one that yields, for wait.
+func chanOf(c chan struct{}) chan struct{} {
+	out := make(chan struct{}, 1)
+	go func() {
+		<-c
+		out <- struct{}{}
+	}()
+	return out
+}
+
+// TestTimeoutBoundsTheWriteOnEveryWire: TestTimeoutBoundsTheWrite over HTTP/2 too, where the
+// request body waits on flow control rather than on socket buffers: an upstream that never
+// reads the body nor answers fails as a *core.TimeoutError at the target's timeout.
+func TestTimeoutBoundsTheWriteOnEveryWire(t *testing.T) {
+	body := `{"model":"auto","messages":[{"role":"user","content":"` + strings.Repeat("x", 16<<20) + `"}]}`
+	for _, m := range wireModes[1:] { // http:// is TestTimeoutBoundsTheWrite's
+		t.Run(m.name, func(t *testing.T) {
+			srv, _, tmpl := m.start(t, func(_ http.ResponseWriter, r *http.Request) { stall(t, r) })
+			tg := target(srv.URL)
+			tg.Timeout = 200 * time.Millisecond
+			s := NewSet([]*core.Target{tg}, Options{Now: fixedNow, DialTimeout: 2 * time.Second, Transport: tmpl})
+			t.Cleanup(s.Close)
+			ctx, cancel := context.WithTimeout(context.Background(), generous)
+			defer cancel()
+			_, err := s.Chat(ctx, tg, &core.Request{Model: "auto", Body: []byte(body)})
+			var te *core.TimeoutError
+			if !errors.As(err, &te) || ctx.Err() != nil {
+				t.Fatalf("error %v (%T), want a *core.TimeoutError before the test's own deadline", err, err)
+			}
+		})
+	}
+}
