@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -141,6 +142,8 @@ func TestMalformedHeadParity(t *testing.T) {
 		{"header line without a colon", "HTTP/1.1 200 OK\r\nBad Header\r\n\r\n", core.ClassServerError, "bad_upstream_response"},
 		{"bad Content-Length", "HTTP/1.1 200 OK\r\nContent-Length: -5\r\n\r\n", core.ClassServerError, "bad_upstream_response"},
 		{"key echoed in the status line", "<html>" + key + "</html>\r\n\r\n", core.ClassServerError, "bad_upstream_response"},
+		{"head over 64 KiB", "HTTP/1.1 200 OK\r\nX-Big: " + strings.Repeat("x", 70<<10) + "\r\nContent-Type: application/json\r\nContent-Length: " +
+			strconv.Itoa(len(answerJSON)) + "\r\n\r\n" + answerJSON, core.ClassServerError, "bad_upstream_response"},
 		{"closed inside the head", "HTTP/1.1 200 OK\r\n", core.ClassConnection, "upstream_unreachable"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

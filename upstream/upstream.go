@@ -277,6 +277,9 @@ func newTransport(o Options, t *core.Target) *http.Transport {
 		tr.Proxy = nil // a template's proxy too
 	}
 	tr.ResponseHeaderTimeout = t.Timeout
+	// A head over the synchronous client's bound is an answer it cannot read, a server_error;
+	// net/http's own is 10 MiB, and took such a head as an answer (TestMalformedHeadParity).
+	tr.MaxResponseHeaderBytes = maxAnswerHead
 	if t.Timeout > 0 {
 		// The target's timeout counts from the request's sending, its TLS handshake included
 		// (headTransport): a handshake within it is not cut short, nor reported as a target that
