@@ -7,6 +7,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"net/http"
 	"os/exec"
 	"syscall"
 
@@ -76,6 +77,11 @@ func netCause(err error) (cause string, ok bool) {
 // the gateway does not trust.
 func isTLS(err error) bool {
 	if _, ok := errors.AsType[tls.RecordHeaderError](err); ok {
+		return true
+	}
+	if errors.Is(err, http.ErrSchemeMismatch) {
+		// What net/http's client makes of the RecordHeaderError of a peer that answered the
+		// hello in plain HTTP (TestHTTPSTargetOnPlainHTTPCause).
 		return true
 	}
 	if _, ok := errors.AsType[tls.AlertError](err); ok {

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"net/url"
 	"os"
 	"os/exec"
@@ -55,6 +56,8 @@ func TestConnectionCauseHidesAddresses(t *testing.T) {
 			Server: "10.0.0.53:53", IsNotFound: true}}, "name not resolved"},
 		{"tls record header", urlError(tls.RecordHeaderError{Msg: "first record does not look like a TLS handshake"}), "TLS handshake failed"},
 		{"tls alert", tls.AlertError(40), "TLS handshake failed"},
+		// net/http's replacement for the RecordHeaderError of a plain HTTP answer to the hello.
+		{"https to plain http", urlError(http.ErrSchemeMismatch), "TLS handshake failed"},
 		{"unknown authority", &tls.CertificateVerificationError{Err: x509.UnknownAuthorityError{}}, "TLS handshake failed"},
 		{"hostname", x509.HostnameError{Host: "10.0.0.7"}, "TLS handshake failed"},
 		{"eof", urlError(io.EOF), "connection closed before the answer"},

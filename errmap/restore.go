@@ -133,7 +133,7 @@ func restoreOne(a Attempt) ClientError {
 		}
 	case errors.As(a.Err, &se):
 		out.Message, out.Type, out.Code, out.Param = se.Message, se.Type, se.Code, se.Param
-		fillStatusDefaults(&out, a.Target, d.Class)
+		fillStatusDefaults(&out, a.Target, d.Class, se.Status)
 		if d.Class == core.ClassOverflow {
 			// Whatever status it came with (vLLM's 413, Ollama's 500, TGI's 422), a prompt that
 			// does not fit is the request's 400 context_length_exceeded, as OpenAI answers it: a
@@ -171,14 +171,17 @@ func restoreOne(a Attempt) ClientError {
 }
 
 // fillStatusDefaults completes a restored upstream error whose body did not say everything (a
-// bare 503, Ollama's {"error":"…"}), so that the client always gets a message and a type.
-func fillStatusDefaults(out *ClientError, target string, c core.Class) {
+// bare 503, Ollama's {"error":"…"}), so that the client always gets a message and a type. The
+// message gives the status the upstream answered, which is not always the client's: a
+// redirect is answered 502, and "answered 502" would hide the 307 (an http:// url for a server
+// that moved to https://) that the operator has to fix (TestHTTPAndHTTPSParity).
+func fillStatusDefaults(out *ClientError, target string, c core.Class, upstream int) {
 	if out.Message == "" {
 		switch c {
 		case core.ClassLoading:
 			out.Message = fmt.Sprintf("upstream %s is loading the model", target)
 		default:
-			out.Message = fmt.Sprintf("upstream %s answered %d %s", target, out.Status, http.StatusText(out.Status))
+			out.Message = fmt.Sprintf("upstream %s answered %d %s", target, upstream, http.StatusText(upstream))
 		}
 	}
 	if out.Code == "" {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -50,6 +51,10 @@ type CheckerOptions struct {
 	Proxy func(*http.Request) (*url.URL, error)
 }
 
+// defaultConnectBound bounds the dial and the TLS handshake of the Checker's own client when no
+// target has a health_timeout (config requires one; a Target built by hand may lack it).
+const defaultConnectBound = 10 * time.Second
+
 // maxCheckBody caps what a check reads of an answer: enough for any status document.
 const maxCheckBody = 64 << 10
 
@@ -82,9 +87,23 @@ func NewChecker(tr *Tracker, targets []*core.Target, o CheckerOptions) *Checker 
 	}
 	if c.client == nil {
 		c.own = true
+		// net/http dials apart from the request: a check that gives up at its health_timeout
+		// does not end its dial, nor the TLS handshake that follows. Unbounded, a server that
+		// accepts and never answers the hello kept one of each, and a socket, for as long as it
+		// kept the connection, one more every interval (TestWedgedTLSCheckLeavesNothingBehind).
+		// Bounded by the longest health_timeout, neither outlives a check by more than that.
+		bound := time.Duration(0)
+		for _, t := range targets {
+			bound = max(bound, t.HealthTimeout)
+		}
+		if bound <= 0 {
+			bound = defaultConnectBound
+		}
 		c.client = &http.Client{
 			Transport: &http.Transport{Proxy: publicOnly(o.Proxy), MaxIdleConnsPerHost: 1,
-				IdleConnTimeout: 2 * time.Minute, DisableCompression: true},
+				IdleConnTimeout: 2 * time.Minute, DisableCompression: true,
+				DialContext:         (&net.Dialer{Timeout: bound, KeepAlive: 30 * time.Second}).DialContext,
+				TLSHandshakeTimeout: bound},
 			// A redirect is not a health answer.
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 		}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
 	"slices"
 	"sync"
@@ -160,8 +161,14 @@ func New(specs []Spec, groups []GroupSpec, o Options) (*Manager, error) {
 		opt:   o,
 		log:   o.Logger,
 		clock: o.Clock,
-		// Keep-alives are off: probes are rare, and idle connections would outlive Close.
-		probe:    &http.Client{Transport: &http.Transport{Proxy: nil, DisableKeepAlives: true}},
+		// Keep-alives are off: probes are rare, and idle connections would outlive Close. The
+		// dial and the TLS handshake are bounded by ProbeTimeout: net/http dials apart from the
+		// request, and a probe that gave up on a process that accepts and never answers the TLS
+		// hello left both going for as long as the process kept the connection
+		// (TestWedgedTLSProbeLeavesNothingBehind).
+		probe: &http.Client{Transport: &http.Transport{Proxy: nil, DisableKeepAlives: true,
+			DialContext:         (&net.Dialer{Timeout: o.ProbeTimeout}).DialContext,
+			TLSHandshakeTimeout: o.ProbeTimeout}},
 		byName:   make(map[string]*member, len(specs)),
 		freePort: freePort,
 		ports:    map[int]int{},

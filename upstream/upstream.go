@@ -3,12 +3,16 @@ package upstream
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptrace"
+	"net/textproto"
 	"net/url"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/hayula/gateway/core"
@@ -273,6 +277,18 @@ func newTransport(o Options, t *core.Target) *http.Transport {
 		tr.Proxy = nil // a template's proxy too
 	}
 	tr.ResponseHeaderTimeout = t.Timeout
+	// A head over the synchronous client's bound is an answer it cannot read, a server_error;
+	// net/http's own is 10 MiB, and took such a head as an answer (TestMalformedHeadParity).
+	tr.MaxResponseHeaderBytes = maxAnswerHead
+	if t.Timeout > 0 {
+		// The target's timeout counts from the request's sending, its TLS handshake included
+		// (headTransport): a handshake within it is not cut short, nor reported as a target that
+		// did not answer within a timeout that had not run out (TestTLSHandshakeWithinTimeout).
+		// Nor does one outlast it by much: net/http dials apart from the request, and the
+		// handshake with a wedged server went on for 10s after each attempt that gave up on it
+		// (TestTLSHandshakeStallTimesOut). Not 0 either, for that reason.
+		tr.TLSHandshakeTimeout = t.Timeout
+	}
 	return tr
 }
 
@@ -392,8 +408,78 @@ func post(ctx context.Context, c *http.Client, t *core.Target, path string, body
 	if id != "" {
 		hreq.Header[hdrRequestID] = []string{id}
 	}
+	var at answerTrace
+	hreq = hreq.WithContext(httptrace.WithClientTrace(ctx, at.trace()))
 	resp, err := c.Do(hreq)
+	if err != nil && at.unreadable(err) {
+		err = &unreadableAnswerError{err: err}
+	}
 	return checkAnswer(ctx, t, resp, err, now)
+}
+
+// answerTrace tells, for net/http's client, an answer it could not read from a connection that
+// failed: net/http reports a malformed status or header line, or a bad Content-Length, as it
+// reports a dropped connection, where the synchronous client has a badAnswerError.
+type answerTrace struct {
+	ct            httptrace.ClientTrace
+	answered      atomic.Bool // a byte of the answer came (over HTTP/2: its whole head)
+	informational atomic.Bool // a 1xx came first: what fails later may be the connection's
+}
+
+func (a *answerTrace) trace() *httptrace.ClientTrace {
+	a.ct.GotFirstResponseByte = func() { a.answered.Store(true) }
+	a.ct.Got1xxResponse = func(int, textproto.MIMEHeader) error {
+		a.informational.Store(true)
+		return nil
+	}
+	return &a.ct
+}
+
+// unreadable reports whether err, with which the client's Do failed, is an answer net/http
+// could not read: bytes of one came, and the failure is none of the connection's (it ended or
+// was reset inside the head, a timeout, the caller gone), which transportError knows as such.
+func (a *answerTrace) unreadable(err error) bool {
+	if !a.answered.Load() || a.informational.Load() {
+		return false
+	}
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, context.Canceled) ||
+		errors.Is(err, context.DeadlineExceeded) {
+		return false
+	}
+	if _, ok := errors.AsType[*net.OpError](err); ok {
+		return false
+	}
+	ne, ok := errors.AsType[net.Error](err)
+	return !ok || !ne.Timeout()
+}
+
+// unreadableAnswerError is an answer net/http's client could not read (answerTrace), which
+// transportError makes a *core.ProtocolError, as it does the synchronous client's
+// badAnswerError: the upstream answered, with something that is not HTTP.
+type unreadableAnswerError struct{ err error }
+
+func (e *unreadableAnswerError) Error() string { return e.err.Error() }
+func (e *unreadableAnswerError) Unwrap() error { return e.err }
+
+// netHTTPBroken is how net/http's HTTP/1 client prefixes the error of an answer it could not read.
+const netHTTPBroken = "net/http: HTTP/1.x transport connection broken: "
+
+// quoted is the error as a badAnswerError's quote is: what net/http says of the answer, which
+// quotes the upstream's bytes, with key replaced and then cut to a few times maxQuote, as words
+// the log leaves out.
+func (e *unreadableAnswerError) quoted(key string) error {
+	inner := e.err
+	if ue, ok := errors.AsType[*url.Error](inner); ok {
+		inner = ue.Err // its URL is the upstream's address
+	}
+	text := strings.TrimPrefix(inner.Error(), netHTTPBroken)
+	if key != "" {
+		text = strings.ReplaceAll(text, key, "[redacted]")
+	}
+	if len(text) > 2*maxQuote {
+		text = strings.ToValidUTF8(text[:2*maxQuote], "") + "…"
+	}
+	return &quotedError{what: errBadAnswer.Error(), words: text}
 }
 
 // Header values the net/http path assigns rather than Sets (see post). Never modified: net/http
