@@ -2,10 +2,13 @@ package upstream
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -52,5 +55,36 @@ func TestPrivateTargetsBypassProxy(t *testing.T) {
 			t.Errorf("template %v: %d requests went direct and %d through the proxy, want 1 and 1 (private direct, public proxied)",
 				tmpl != nil, direct.Load(), proxied.Load())
 		}
+	}
+}
+
+// TestInvalidProxyNotQuoted: a proxy setting that is not a valid URL fails a public target's
+// request as a connection failure whose text names the setting, not its value: net/http quotes
+// an invalid HTTPS_PROXY whole, and its password went into the log with every attempt.
+func TestInvalidProxyNotQuoted(t *testing.T) {
+	const raw = "http://user:s3cret@[::1"
+	_, perr := url.Parse(raw)
+	if perr == nil {
+		t.Fatal("the test's proxy value parses")
+	}
+	public := &core.Target{Name: "public", Adapter: core.AdapterOpenAI, URL: "http://127.0.0.1:9/v1", Model: "m",
+		Privacy: core.Public, Timeout: 5 * time.Second, Stats: &core.Stats{}}
+	// The error as net/http's ProxyFromEnvironment words it.
+	s := NewSet([]*core.Target{public}, Options{Proxy: func(*http.Request) (*url.URL, error) {
+		return nil, fmt.Errorf("invalid proxy address %q: %v", raw, perr)
+	}})
+	defer s.Close()
+	_, err := s.Chat(context.Background(), public, chatReq(false))
+	if err == nil {
+		t.Fatal("no error through an invalid proxy")
+	}
+	if _, ok := errors.AsType[*core.ConnError](err); !ok {
+		t.Errorf("error %T %v, want a connection failure", err, err)
+	}
+	if strings.Contains(err.Error(), "s3cret") || strings.Contains(fmt.Sprintf("%+v", err), "s3cret") {
+		t.Errorf("error quotes the proxy's password: %v", err)
+	}
+	if !strings.Contains(err.Error(), "proxy") {
+		t.Errorf("error %q does not say the proxy is the cause", err)
 	}
 }

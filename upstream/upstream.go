@@ -276,6 +276,9 @@ func newTransport(o Options, t *core.Target) *http.Transport {
 	if !t.Privacy.MayUseProxy() {
 		tr.Proxy = nil // a template's proxy too
 	}
+	if tr.Proxy != nil {
+		tr.Proxy = quietProxy(tr.Proxy)
+	}
 	tr.ResponseHeaderTimeout = t.Timeout
 	// A head over the synchronous client's bound is an answer it cannot read, a server_error;
 	// net/http's own is 10 MiB, and took such a head as an answer (TestMalformedHeadParity).
@@ -290,6 +293,26 @@ func newTransport(o Options, t *core.Target) *http.Transport {
 		tr.TLSHandshakeTimeout = t.Timeout
 	}
 	return tr
+}
+
+// ProxyError is a proxy setting that names no proxy net/http can use. Its value is not repeated:
+// net/http's error quotes an invalid HTTPS_PROXY whole, password included, and it went into the
+// log with every attempt (TestInvalidProxyNotQuoted).
+type ProxyError struct{}
+
+func (*ProxyError) Error() string {
+	return "the proxy setting (HTTPS_PROXY or HTTP_PROXY) is not a valid URL"
+}
+
+// quietProxy is f with its errors replaced by a *ProxyError.
+func quietProxy(f func(*http.Request) (*url.URL, error)) func(*http.Request) (*url.URL, error) {
+	return func(r *http.Request) (*url.URL, error) {
+		u, err := f(r)
+		if err != nil {
+			return nil, &ProxyError{}
+		}
+		return u, nil
+	}
 }
 
 // UnknownTargetError is a target the Set was not built with.
