@@ -11,7 +11,10 @@
 //
 // Invariants, each with the test that holds it:
 //   - A group never has more than its slots' worth of processes alive, and the one stopped to make
-//     room is the least recently used idle unpinned member — TestEvictionOrderLRU.
+//     room is the least recently used idle unpinned member — TestEvictionOrderLRU. A member
+//     evicted for another counts in its slot again, until it has gone, when the one it was
+//     evicted for is stopped before it launched (a Reload retired it) —
+//     TestRetiredNewcomerGivesVictimSlotBack.
 //   - A pinned member is never evicted — TestPinnedNeverEvicted.
 //   - A member with a request in flight is neither evicted nor idle-stopped — TestBusyMemberNotEvicted,
 //     TestIdleStop. One that crashed and whose idle_stop passes before its restart is due stays

@@ -774,12 +774,16 @@ func (m *Manager) reserveLocked(mem *member) bool {
 			}
 		}
 	}
-	var after []<-chan struct{}
+	var (
+		after  []<-chan struct{}
+		stands []standIn
+	)
 	for _, victim := range victims {
 		// The newcomer counts in the slot from now on; the physical swap waits for the victims
 		// to exit so that memory is never held by more than slots processes.
 		victim.replaced = true
 		after = append(after, victim.done)
+		stands = append(stands, standIn{victim, victim.done})
 		m.stopLocked(victim, "evicted for "+mem.spec.Name)
 	}
 	// A process of this name that a Reload retired may still run, held by an attempt or in its
@@ -797,9 +801,27 @@ func (m *Manager) reserveLocked(mem *member) bool {
 	mem.stop = make(chan struct{})
 	mem.done = make(chan struct{})
 	m.sups.Add(1)
-	go m.supervise(mem, mem.stop, mem.done, after)
+	go m.supervise(mem, mem.stop, mem.done, after, stands)
 	m.broadcastLocked()
 	return true
+}
+
+// standIn is a member evicted for another, which counts in its slot instead while the victim
+// stops; done is the victim's run that was stopped.
+type standIn struct {
+	victim *member
+	done   chan struct{}
+}
+
+// giveBackLocked makes the victims a newcomer stood in for that have not gone yet count in their
+// group's slots again: the newcomer was stopped (a Reload retired it, Drain, Close) before it
+// launched, and no longer counts for them.
+func giveBackLocked(stands []standIn) {
+	for _, s := range stands {
+		if s.victim.done == s.done && s.victim.state != StateStopped {
+			s.victim.replaced = false
+		}
+	}
 }
 
 func (m *Manager) occupiedLocked(g *group) int {

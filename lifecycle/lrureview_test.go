@@ -1,0 +1,92 @@
+//go:build unix
+
+package lifecycle
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"testing"
+	"time"
+)
+
+// TestRetiredNewcomerGivesVictimSlotBack: a member evicted for a newcomer stops counting in the
+// group's slots at once, since the newcomer counts in its place; when a Reload retires the
+// newcomer before its victim has gone, the victim, still in its grace, must count again, or a
+// third member starts beside it in a one-slot group.
+func TestRetiredNewcomerGivesVictimSlotBack(t *testing.T) {
+	c := inGroup("g", fake("c"))
+	c.LoadTimeout = 2 * time.Hour // waits out a's grace
+	specs := []Spec{inGroup("g", fake("a", "-ignore-term")), inGroup("g", fake("b")), c}
+	groups := []GroupSpec{{Name: "g", Slots: 1}}
+	h := newHarness(t, specs, groups, Options{StopGrace: time.Hour})
+	h.use(t, "a")
+	pidA := h.status(t, "a").PID
+	eventually(t, "a to ignore SIGTERM", func() bool { return termIgnored(pidA) })
+
+	ctx, cancel := context.WithCancel(context.Background())
+	gotB := make(chan error, 1)
+	go func() {
+		_, _, err := h.m.Ensure(ctx, "b")
+		gotB <- err
+	}()
+	eventually(t, "a to be evicted for b", func() bool {
+		_, ok := h.clock.Next(time.Hour)
+		return ok && h.m.State("b") == StateStarting
+	})
+	cancel()
+	if err := <-gotB; !errors.Is(err, context.Canceled) {
+		t.Fatalf("Ensure(b) after cancel: %v", err)
+	}
+	// b changes: the b that a was evicted for is retired before a has gone.
+	changed := slices.Clone(specs)
+	changed[1] = inGroup("g", fake("b", "-delay", "1ms"))
+	if err := h.m.Reload(changed, groups); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the retired b to stop", func() bool {
+		for _, st := range h.m.Status() {
+			if st.Retired {
+				return false
+			}
+		}
+		return true
+	})
+
+	gotC := make(chan error, 1)
+	go func() {
+		_, release, err := h.m.Ensure(context.Background(), "c")
+		if err == nil {
+			release()
+		}
+		gotC <- err
+	}()
+	cm := h.m.member("c")
+	inLine := func() bool {
+		h.m.mu.Lock()
+		defer h.m.mu.Unlock()
+		return slices.Contains(h.m.slotLine, cm)
+	}
+	var early error
+	returned := false
+	eventually(t, "c to wait for the slot or be served", func() bool {
+		select {
+		case early = <-gotC:
+			returned = true
+			return true
+		default:
+			return inLine()
+		}
+	})
+	if returned {
+		t.Fatalf("c was served (err %v) while a (pid %d, gone %v) was still in its grace: two processes in a one-slot group",
+			early, pidA, processGone(pidA))
+	}
+	h.clock.Advance(time.Hour)
+	if err := <-gotC; err != nil {
+		t.Fatalf("Ensure(c) once a has gone: %v", err)
+	}
+	if !processGone(pidA) {
+		t.Errorf("a (pid %d) runs beside c", pidA)
+	}
+}
