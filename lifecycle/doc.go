@@ -49,7 +49,8 @@
 //     what it spawned.
 //   - Once Drain is called (the gateway told to stop), no Ensure waits for a process: each gets
 //     ErrStopping, and the processes loading or backing off are stopped at once, not after the
-//     drain — TestDrainEndsWaitsAndStopsLoads, TestStopMidLoadStopsChildren (cmd/gateway).
+//     drain — TestDrainEndsWaitsAndStopsLoads, TestStopMidLoadStopsChildren (cmd/gateway); nor
+//     does a pinned member that a Reload then adds start — TestReloadAfterDrainStartsNoPinned.
 //   - A start that cannot finish within load_timeout fails with *LoadTimeoutError and its process is
 //     killed — TestLoadTimeout.
 //   - The most recently used members are pre-warmed from the state file — TestStateFilePrewarm.

@@ -90,3 +90,20 @@ func TestRetiredNewcomerGivesVictimSlotBack(t *testing.T) {
 		t.Errorf("a (pid %d) runs beside c", pidA)
 	}
 }
+
+// TestReloadAfterDrainStartsNoPinned: once Drain is called nothing starts, and a Reload that
+// comes then (one the gateway's stop caught while it built) starts no pinned member it adds.
+func TestReloadAfterDrainStartsNoPinned(t *testing.T) {
+	h := newHarness(t, []Spec{fake("a")}, nil, Options{})
+	if err := h.m.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	h.m.Drain()
+	specs := []Spec{fake("a"), inGroup("p", fake("pinned"))}
+	if err := h.m.Reload(specs, []GroupSpec{{Name: "p", Slots: 1, Pinned: []string{"pinned"}}}); err != nil {
+		t.Fatal(err)
+	}
+	if st := h.status(t, "pinned"); st.State != StateStopped {
+		t.Errorf("a pinned member a Reload added after Drain is %s, want stopped", st.State)
+	}
+}
