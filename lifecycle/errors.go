@@ -56,10 +56,17 @@ type LoadTimeoutError struct {
 	Target string
 	After  time.Duration
 	Last   error
+	// Group names the target's group when the request waited its whole load_timeout for a slot
+	// there (every one held by a member in use, waited for, pinned or loading) and no process of
+	// the target was started for it; "" when one was, or the target has no group.
+	Group string
 }
 
 func (e *LoadTimeoutError) Error() string {
 	s := fmt.Sprintf("%s: not healthy within load_timeout %s", e.Target, e.After)
+	if e.Group != "" {
+		s = fmt.Sprintf("%s: no slot of group %s came free within load_timeout %s", e.Target, e.Group, e.After)
+	}
 	if e.Last != nil {
 		s += " (last: " + e.Last.Error() + ")"
 	}

@@ -107,3 +107,41 @@ func TestReloadAfterDrainStartsNoPinned(t *testing.T) {
 		t.Errorf("a pinned member a Reload added after Drain is %s, want stopped", st.State)
 	}
 }
+
+// TestNoSlotLoadTimeoutNamesGroup: a request whose group stays full of members in use for its
+// whole load_timeout gets a *LoadTimeoutError that names the group (nothing of its target loaded),
+// and one whose process loads too slowly gets one that does not.
+func TestNoSlotLoadTimeoutNamesGroup(t *testing.T) {
+	b := inGroup("g", fake("b"))
+	b.LoadTimeout = time.Minute
+	slow := inGroup("h", fake("slow", "-hang"))
+	slow.LoadTimeout = time.Minute
+	specs := []Spec{inGroup("g", fake("a")), b, slow}
+	h := newHarness(t, specs, []GroupSpec{{Name: "g", Slots: 1}, {Name: "h", Slots: 1}}, Options{})
+	_, releaseA, err := h.m.Ensure(context.Background(), "a") // a long stream
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer releaseA()
+	for _, tc := range []struct{ target, group string }{{"b", "g"}, {"slow", ""}} {
+		got := make(chan error, 1)
+		go func() {
+			_, release, err := h.m.Ensure(context.Background(), tc.target)
+			if err == nil {
+				release()
+			}
+			got <- err
+		}()
+		if tc.group == "" {
+			eventually(t, "slow to launch", func() bool { return h.status(t, "slow").PID != 0 })
+		} else {
+			eventually(t, "b's request to wait for the slot", func() bool { return h.clock.Pending() > 0 })
+		}
+		h.clock.Advance(time.Minute)
+		err := <-got
+		lt, ok := errors.AsType[*LoadTimeoutError](err)
+		if !ok || lt.Group != tc.group {
+			t.Errorf("Ensure(%s) at load_timeout: %v (%#v), want a *LoadTimeoutError with Group %q", tc.target, err, lt, tc.group)
+		}
+	}
+}

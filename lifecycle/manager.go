@@ -473,15 +473,20 @@ func (m *Manager) ensure(ctx context.Context, mem *member) (baseURL string, rele
 var errFlightExpired = errors.New("lifecycle: start flight expired")
 
 // loadTimeoutError is the answer to a request that waited out load_timeout; Last is the latest
-// start failure since it came, if any.
+// start failure since it came, if any. A member of a group that is still stopped, with no launch
+// failed meanwhile, never got a slot: the error names the group, so that the answer does not say
+// a model was loading (TestNoSlotLoadTimeoutNamesGroup).
 func (m *Manager) loadTimeoutError(mem *member, failuresBefore uint64) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	var last error
-	if mem.failures != failuresBefore {
-		last = mem.lastErr
+	e := &LoadTimeoutError{Target: mem.spec.Name, After: mem.loadTimeout}
+	switch {
+	case mem.failures != failuresBefore:
+		e.Last = mem.lastErr
+	case mem.group != nil && mem.state == StateStopped:
+		e.Group = mem.group.spec.Name
 	}
-	return &LoadTimeoutError{Target: mem.spec.Name, After: mem.loadTimeout, Last: last}
+	return e
 }
 
 // Ready reports, without blocking, whether the target's process is running and healthy now.

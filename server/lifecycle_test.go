@@ -266,6 +266,40 @@ load_timeout = "20s"
 		}
 	})
 
+	t.Run("a member whose group is full of members in use answers 503 model_loading at load_timeout, saying so", func(t *testing.T) {
+		// SAIF's swap with every resident specialist serving a long stream: nothing can be evicted,
+		// and the request that needs another member gets a well-formed answer once its load_timeout
+		// has passed, not a hang.
+		inG := func(s string) string { return strings.Replace(s, "load_timeout", "group = \"g\"\nload_timeout", 1) }
+		cfg := inG(managed("m1")) + inG(managed("m2")) + "[groups.g]\nslots = 1\n[routes.two]\ntargets = [\"m2\"]\n"
+		g := newGateway(t, cfg, nil, fast)
+		p := g.srv.Processes()
+		_, release, err := p.Ensure(context.Background(), "m1") // a stream that outlasts the wait
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer release()
+		before := g.clock.Pending()
+		got := make(chan reply, 1)
+		go func() { got <- g.chat(t, "two") }()
+		settles(func() bool { return g.clock.Pending() > before })
+		if n := g.clock.Pending(); n <= before {
+			t.Fatalf("the request for m2 armed no timer (%d pending, %d before)", n, before)
+		}
+		g.clock.Advance(20 * time.Second) // load_timeout
+		rep := <-got
+		if rep.status != 503 || rep.errorField(t, "code") != "model_loading" || rep.header.Get("Retry-After") == "" {
+			t.Fatalf("group full of members in use: status %d Retry-After %q: %s", rep.status, rep.header.Get("Retry-After"), rep.body)
+		}
+		// Nothing loaded: the answer says the group had no room, not that m2 was loading.
+		if msg := rep.errorField(t, "message"); msg != "upstream m2 is not running: no slot of its group g came free within 20s" {
+			t.Errorf("message %q", msg)
+		}
+		if st := p.State("m1"); st != lifecycle.StateReady {
+			t.Errorf("m1, in use, is %s", st)
+		}
+	})
+
 	t.Run("a reload hands the processes over: unchanged keeps its pid, changed restarts, removed stops", func(t *testing.T) {
 		cfg1 := managed("keep") + managed("change") + managed("drop") +
 			"[routes.rkeep]\ntargets = [\"keep\"]\n[routes.rchange]\ntargets = [\"change\"]\n[routes.rdrop]\ntargets = [\"drop\"]\n"
