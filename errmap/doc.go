@@ -37,6 +37,8 @@
 //	                                      or its group had no free slot in that time: Group)
 //	lifecycle.ErrStopping                 loading       503  not retried, not penalized
 //	                                      (the gateway is stopping: a process not ready will not start)
+//	lifecycle.ErrRemoved                  loading       503  not retried, not penalized
+//	                                      (a reload removed the target a request waited for)
 //	*lifecycle.ProcessError               connection    502  retried, penalized
 //	                                      (a managed target's process could not start, or died)
 //	*core.StreamError, *core.ProtocolError (a malformed answer head too), anything else

@@ -136,6 +136,9 @@ func restoreOne(a Attempt) ClientError {
 		if errors.Is(a.Err, lifecycle.ErrStopping) {
 			out.Message = fmt.Sprintf("upstream %s is not running, and the gateway is stopping", a.Target)
 		}
+		if errors.Is(a.Err, lifecycle.ErrRemoved) {
+			out.Message = fmt.Sprintf("upstream %s is not running, and a reload removed it", a.Target)
+		}
 	case errors.As(a.Err, &se):
 		out.Message, out.Type, out.Code, out.Param = se.Message, se.Type, se.Code, se.Param
 		fillStatusDefaults(&out, a.Target, d.Class)

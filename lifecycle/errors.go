@@ -14,6 +14,10 @@ var ErrClosed = errors.New("lifecycle: manager closed")
 // called: the gateway is stopping, and no process starts any more.
 var ErrStopping = errors.New("lifecycle: the gateway is stopping; no model process starts")
 
+// ErrRemoved is returned by Ensure to a call that waited for a target's process when a Reload
+// removed the target: its process will not start any more.
+var ErrRemoved = errors.New("lifecycle: the target was removed by a reload; its process does not start")
+
 // UnknownTargetError is Ensure on a name that has no Spec; the server should call Manages first.
 type UnknownTargetError struct {
 	Name string

@@ -5,6 +5,7 @@ package lifecycle
 import (
 	"context"
 	"errors"
+	"path/filepath"
 	"slices"
 	"testing"
 	"time"
@@ -143,5 +144,59 @@ func TestNoSlotLoadTimeoutNamesGroup(t *testing.T) {
 		if !ok || lt.Group != tc.group {
 			t.Errorf("Ensure(%s) at load_timeout: %v (%#v), want a *LoadTimeoutError with Group %q", tc.target, err, lt, tc.group)
 		}
+	}
+}
+
+// TestReloadToNoneKeepsStateFile: a Reload to a configuration with no managed target at all (a
+// server that took the manager over, so that the old processes stop once unused) leaves the
+// state file's order as the last configuration with some left it, rather than empty it: a
+// restart with the commands back pre-warms what was in use.
+func TestReloadToNoneKeepsStateFile(t *testing.T) {
+	state := filepath.Join(t.TempDir(), "lru.json")
+	specs := []Spec{inGroup("g", fake("a")), inGroup("g", fake("b"))}
+	h := newHarness(t, specs, []GroupSpec{{Name: "g", Slots: 2}}, Options{StateFile: state})
+	if err := h.m.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	h.use(t, "b")
+	h.use(t, "a")
+	if err := h.m.Reload(nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the retired processes to stop", func() bool { return len(h.m.Status()) == 0 })
+	if err := h.m.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if recent, err := readState(state); err != nil || !slices.Equal(recent, []string{"a", "b"}) {
+		t.Errorf("state file after a reload to no managed target: %v, %v; want [a b]", recent, err)
+	}
+}
+
+// TestWaitForRemovedTargetEnds: a request waiting for a slot for a target that a Reload removes
+// gets ErrRemoved at once, not an unknown target's error (the server's 502, counted against the
+// target) nor a wait for a process that will never start.
+func TestWaitForRemovedTargetEnds(t *testing.T) {
+	specs := []Spec{inGroup("g", fake("a")), inGroup("g", fake("b"))}
+	groups := []GroupSpec{{Name: "g", Slots: 1}}
+	h := newHarness(t, specs, groups, Options{})
+	_, releaseA, err := h.m.Ensure(context.Background(), "a") // a long stream
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer releaseA()
+	got := make(chan error, 1)
+	go func() {
+		_, release, err := h.m.Ensure(context.Background(), "b")
+		if err == nil {
+			release()
+		}
+		got <- err
+	}()
+	eventually(t, "b's request to wait for the slot", func() bool { return h.clock.Pending() > 0 })
+	if err := h.m.Reload(specs[:1], groups); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-got; !errors.Is(err, ErrRemoved) {
+		t.Errorf("Ensure(b) once a reload removed b: %v, want ErrRemoved", err)
 	}
 }

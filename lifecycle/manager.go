@@ -326,10 +326,15 @@ func (m *Manager) startPinnedLocked() {
 // its old one. New pinned members
 // are started as Start starts them, once Start has run (one whose group is full of members in use
 // starts as soon as one of them can be evicted), unless Drain has been called; the state file is
-// not read again, and Options do not change.
+// not read again, and Options do not change. A Reload to no spec at all saves the LRU order
+// first, and none is saved while no target is managed.
 func (m *Manager) Reload(specs []Spec, groups []GroupSpec) error {
 	if err := validate(specs, groups); err != nil {
 		return err
+	}
+	if len(specs) == 0 {
+		// No order is saved from now on (save): this is the one the file keeps.
+		m.save()
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -397,12 +402,16 @@ func sameSpec(a, b Spec) bool {
 // must call release when the attempt ends: until then the member is neither evicted nor
 // idle-stopped. Concurrent calls for one cold target start it once (singleflight). The wait is
 // bounded by the target's load_timeout (*LoadTimeoutError) and by ctx (ctx.Err()); a start that
-// fails returns *ProcessError. The URL may change across restarts (a new port each launch), so use
-// the one returned for this attempt.
+// fails returns *ProcessError, and a wait whose target a Reload removed ErrRemoved. The URL may
+// change across restarts (a new port each launch), so use the one returned for this attempt.
 func (m *Manager) Ensure(ctx context.Context, name string) (baseURL string, release func(), err error) {
-	for {
+	for waited := false; ; waited = true {
 		mem := m.member(name)
-		if mem == nil {
+		switch {
+		case mem == nil && waited:
+			// TestWaitForRemovedTargetEnds: what it waited for will not start.
+			return "", nil, ErrRemoved
+		case mem == nil:
 			return "", nil, &UnknownTargetError{Name: name}
 		}
 		baseURL, release, err = m.ensure(ctx, mem)
@@ -915,8 +924,8 @@ func (m *Manager) broadcastLocked() {
 	m.changed = make(chan struct{})
 }
 
-// save writes the recency order once Start has read the file; failures are logged, since losing
-// it only costs a cold start.
+// save writes the recency order once Start has read the file, while some target is managed;
+// failures are logged, since losing it only costs a cold start.
 func (m *Manager) save() {
 	if m.opt.StateFile == "" {
 		return
@@ -928,9 +937,11 @@ func (m *Manager) save() {
 		seq  uint64
 	}
 	m.mu.Lock()
-	if !m.started {
+	if !m.started || len(m.members) == 0 {
 		// The file has not been read: an order saved now would replace the one it holds with
-		// only this run's uses, or with none when the gateway failed before serving.
+		// only this run's uses, or with none when the gateway failed before serving. Nor when a
+		// Reload left no managed target: the order the last configuration with some left is the
+		// one a restart with them back should pre-warm (TestReloadToNoneKeepsStateFile).
 		m.mu.Unlock()
 		return
 	}

@@ -360,6 +360,52 @@ load_timeout = "20s"
 		}
 	})
 
+	// A reload to a configuration with no command at all: the processes it removed stop once no
+	// request holds them, as a reload that removes some does, not when the replaced server has
+	// drained every request it had (a stream to a cloud target, say); and a later reload that
+	// brings them back waits for them and counts them in its slots, rather than a manager of its
+	// own starting beside them.
+	t.Run("a reload that runs no process stops the removed ones once unused, and a later one counts them", func(t *testing.T) {
+		b := newFake(t, "b")
+		inG := func(s string) string { return strings.Replace(s, "load_timeout", "group = \"g\"\nload_timeout", 1) }
+		withM := inG(managed("m1")) + inG(managed("m2")) + target("b", b.url(), "private") +
+			"[groups.g]\nslots = 1\n[routes.r1]\ntargets = [\"m1\"]\n[routes.r2]\ntargets = [\"m2\"]\n[routes.rb]\ntargets = [\"b\"]\n"
+		none := target("b", b.url(), "private") + "[routes.rb]\ntargets = [\"b\"]\n"
+		g := newGateway(t, withM, nil, fast)
+		if rep := g.chat(t, "r1"); rep.status != 200 {
+			t.Fatalf("r1: %d %s", rep.status, rep.body)
+		}
+		pid := g.srv.Processes().Status()[0].PID
+		build := func(prev *server.Server, cfg string) *server.Server {
+			t.Helper()
+			parsed, err := config.Parse([]byte(cfg), "test.toml", func(string) string { return "" })
+			if err != nil {
+				t.Fatal(err)
+			}
+			next, err := server.New(server.Options{Config: parsed, Previous: prev, Logger: slog.New(slog.DiscardHandler),
+				Lifecycle: lifecycle.Options{PollInterval: 20 * time.Millisecond, ProbeTimeout: time.Second, StopGrace: 2 * time.Second}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(next.Close)
+			if err := next.Start(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			return next
+		}
+		// g.srv is not closed: it still serves a request of its own (not on m1).
+		mid := build(g.srv, none)
+		gone := func(pid int) bool { return syscall.Kill(pid, 0) == syscall.ESRCH }
+		settles(func() bool { return gone(pid) })
+		if !gone(pid) {
+			t.Fatalf("m1 (pid %d), removed and unused, still runs while the replaced server serves on", pid)
+		}
+		last := build(mid, withM)
+		if p := last.Processes(); p == nil || p != g.srv.Processes() {
+			t.Errorf("the reload that brings the commands back runs a manager of its own beside the first")
+		}
+	})
+
 	// A reload that changes a managed target's command, removes it, or runs no process at all and
 	// a later one that brings it back: hayula_process_starts_total went on from its count only
 	// when the reload left the target's process alone. A changed or re-added target counted from
