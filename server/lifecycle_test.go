@@ -129,6 +129,9 @@ load_timeout = "20s"
 		if rep := g.chat(t, "r"); rep.header.Get("x-hayula-chain") != "slow→b (served by b)" {
 			t.Fatalf("second request: chain %q", rep.header.Get("x-hayula-chain"))
 		}
+		// The background start runs on once the answer has gone: under load its reservation may
+		// come after the client reads the answer.
+		settles(func() bool { return g.srv.Processes().State("slow") != lifecycle.StateStopped })
 		x := g.explain(t, "r")
 		if c := x.Candidates[0]; c.Process != "starting" || c.Health != "loading" || c.HealthDetail != "process starting" {
 			t.Errorf("explain slow: %+v", c)
