@@ -14,8 +14,8 @@ var ErrClosed = errors.New("lifecycle: manager closed")
 // called: the gateway is stopping, and no process starts any more.
 var ErrStopping = errors.New("lifecycle: the gateway is stopping; no model process starts")
 
-// ErrRemoved is returned by Ensure to a call that waited for a target's process when a Reload
-// removed the target: its process will not start any more.
+// ErrRemoved is returned by Ensure for a target a Reload removed, to a call that waited for its
+// process then or came after (an attempt of the replaced configuration): it will not start.
 var ErrRemoved = errors.New("lifecycle: the target was removed by a reload; its process does not start")
 
 // UnknownTargetError is Ensure on a name that has no Spec; the server should call Manages first.

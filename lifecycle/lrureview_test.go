@@ -200,3 +200,25 @@ func TestWaitForRemovedTargetEnds(t *testing.T) {
 		t.Errorf("Ensure(b) once a reload removed b: %v, want ErrRemoved", err)
 	}
 }
+
+// TestEnsureRemovedTarget: an attempt of the replaced configuration, still under way, on a target
+// the Reload removed gets ErrRemoved (the server's 503, not counted against the target), as a
+// request that waited for it does; a name never managed is still an UnknownTargetError, and one
+// that a later Reload brings back is served.
+func TestEnsureRemovedTarget(t *testing.T) {
+	specs := []Spec{fake("a"), fake("b")}
+	h := newHarness(t, specs, nil, Options{})
+	if err := h.m.Reload(specs[:1], nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := h.m.Ensure(context.Background(), "b"); !errors.Is(err, ErrRemoved) {
+		t.Errorf("Ensure(b) after a reload removed it: %v, want ErrRemoved", err)
+	}
+	if _, _, err := h.m.Ensure(context.Background(), "never"); !errors.As(err, new(*UnknownTargetError)) {
+		t.Errorf("Ensure(never): %v, want *UnknownTargetError", err)
+	}
+	if err := h.m.Reload(specs, nil); err != nil {
+		t.Fatal(err)
+	}
+	h.use(t, "b")
+}

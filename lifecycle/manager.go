@@ -124,6 +124,9 @@ type Manager struct {
 	// retired are the members a Reload replaced or removed whose process may still run: each
 	// keeps its place in the slots of the group of its name until it has stopped.
 	retired []*member
+	// removed are the names a Reload removed (and none since brought back): Ensure on one is
+	// ErrRemoved, for the replaced configuration's attempts still under way.
+	removed map[string]bool
 	// freePort asks for an unused loopback port; a field so that a test can play a kernel that
 	// hands out one port twice.
 	freePort func() (int, error)
@@ -208,6 +211,13 @@ func (m *Manager) WaitsHealthy() bool { return m.opt.WaitHealthy }
 
 // Manages reports whether name is a lifecycle-managed target.
 func (m *Manager) Manages(name string) bool { return m.member(name) != nil }
+
+// memberOrRemoved is name's current member, or nil and whether a Reload removed name.
+func (m *Manager) memberOrRemoved(name string) (*member, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.byName[name], m.removed[name]
+}
 
 // member is name's current member, nil when there is none.
 func (m *Manager) member(name string) *member {
@@ -375,6 +385,12 @@ func (m *Manager) Reload(specs []Spec, groups []GroupSpec) error {
 		if byName[mem.spec.Name] == mem {
 			continue
 		}
+		if byName[mem.spec.Name] == nil {
+			if m.removed == nil {
+				m.removed = map[string]bool{}
+			}
+			m.removed[mem.spec.Name] = true
+		}
 		mem.retired = true
 		if mem.busy == 0 {
 			m.stopLocked(mem, "reload")
@@ -382,6 +398,9 @@ func (m *Manager) Reload(specs []Spec, groups []GroupSpec) error {
 		if mem.state != StateStopped {
 			retired = append(retired, mem)
 		}
+	}
+	for name := range byName {
+		delete(m.removed, name)
 	}
 	m.members, m.byName, m.groups, m.retired = members, byName, newGroups, retired
 	// Not once Drain has been called: the gateway is stopping (TestReloadAfterDrainStartsNoPinned).
@@ -402,14 +421,16 @@ func sameSpec(a, b Spec) bool {
 // must call release when the attempt ends: until then the member is neither evicted nor
 // idle-stopped. Concurrent calls for one cold target start it once (singleflight). The wait is
 // bounded by the target's load_timeout (*LoadTimeoutError) and by ctx (ctx.Err()); a start that
-// fails returns *ProcessError, and a wait whose target a Reload removed ErrRemoved. The URL may
+// fails returns *ProcessError, and a call for a target a Reload removed (or one waiting for it
+// then) ErrRemoved. The URL may
 // change across restarts (a new port each launch), so use the one returned for this attempt.
 func (m *Manager) Ensure(ctx context.Context, name string) (baseURL string, release func(), err error) {
-	for waited := false; ; waited = true {
-		mem := m.member(name)
+	for {
+		mem, removed := m.memberOrRemoved(name)
 		switch {
-		case mem == nil && waited:
-			// TestWaitForRemovedTargetEnds: what it waited for will not start.
+		case removed:
+			// What it waited for, or what its configuration names, will not start
+			// (TestWaitForRemovedTargetEnds, TestEnsureRemovedTarget).
 			return "", nil, ErrRemoved
 		case mem == nil:
 			return "", nil, &UnknownTargetError{Name: name}
