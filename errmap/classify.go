@@ -62,8 +62,9 @@ func Classify(err error) Decision {
 	if _, ok := errors.AsType[*lifecycle.LoadTimeoutError](err); ok {
 		return Decision{Class: core.ClassLoading, Status: http.StatusServiceUnavailable}
 	}
-	if errors.Is(err, lifecycle.ErrStopping) {
-		// The gateway is stopping: the target's process will not start, through no fault of its.
+	if errors.Is(err, lifecycle.ErrStopping) || errors.Is(err, lifecycle.ErrRemoved) {
+		// The gateway is stopping, or a reload removed the target: its process will not start,
+		// through no fault of its.
 		return Decision{Class: core.ClassLoading, Status: http.StatusServiceUnavailable}
 	}
 	if _, ok := errors.AsType[*lifecycle.ProcessError](err); ok {

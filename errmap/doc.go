@@ -33,9 +33,12 @@
 //	*core.StatusError other 4xx           request       its status
 //	*core.StatusError other non-2xx       server_error  502 (a redirect or 1xx is not an answer)
 //	*lifecycle.LoadTimeoutError           loading       503  not retried, not penalized
-//	                                      (a managed target's process did not become healthy in time)
+//	                                      (a managed target's process did not become healthy in time,
+//	                                      or its group had no free slot in that time: Group)
 //	lifecycle.ErrStopping                 loading       503  not retried, not penalized
 //	                                      (the gateway is stopping: a process not ready will not start)
+//	lifecycle.ErrRemoved                  loading       503  not retried, not penalized
+//	                                      (a reload removed the target a request waited for)
 //	*lifecycle.ProcessError               connection    502  retried, penalized
 //	                                      (a managed target's process could not start, or died)
 //	*core.StreamError, *core.ProtocolError (a malformed answer head too), anything else

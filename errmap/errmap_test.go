@@ -174,6 +174,7 @@ func TestClassify(t *testing.T) {
 		{"lifecycle closed", lifecycle.ErrClosed, retrying(core.ClassServerError, 502)},
 		{"lifecycle stopping", fmt.Errorf("ensure: %w", lifecycle.ErrStopping),
 			Decision{Class: core.ClassLoading, Status: 503}},
+		{"lifecycle target removed by a reload", lifecycle.ErrRemoved, Decision{Class: core.ClassLoading, Status: 503}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -233,6 +234,13 @@ func TestRestore(t *testing.T) {
 		{"a process still loading at load_timeout", []Attempt{attempt("a", &lifecycle.LoadTimeoutError{Target: "a", After: time.Minute,
 			Last: &lifecycle.ProcessError{Target: "a", Err: errors.New(`exec: "/opt/llm/bin/llama-server": no such file`)}})},
 			ClientError{Status: 503, Message: "upstream a is still loading: not ready within 1m0s",
+				Type: "upstream_error", Code: "model_loading"}},
+		{"no slot of its group came free by load_timeout", []Attempt{attempt("a", &lifecycle.LoadTimeoutError{Target: "a", After: time.Minute,
+			Group: "gpu"})},
+			ClientError{Status: 503, Message: "upstream a is not running: no slot of its group gpu came free within 1m0s",
+				Type: "upstream_error", Code: "model_loading"}},
+		{"a target a reload removed while a request waited for it", []Attempt{attempt("a", lifecycle.ErrRemoved)},
+			ClientError{Status: 503, Message: "upstream a is not running, and a reload removed it",
 				Type: "upstream_error", Code: "model_loading"}},
 		{"loading keeps retry-after", []Attempt{attempt("a", &core.StatusError{Status: 503, RetryAfter: 5 * time.Second,
 			Body: []byte(`{"status":"loading"}`)})},

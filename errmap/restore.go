@@ -127,9 +127,17 @@ func restoreOne(a Attempt) ClientError {
 		out.Status, out.Message, out.Code = http.StatusServiceUnavailable, fmt.Sprintf("upstream %s is still loading", a.Target), "model_loading"
 		if lt, ok := errors.AsType[*lifecycle.LoadTimeoutError](a.Err); ok && lt.After > 0 {
 			out.Message += fmt.Sprintf(": not ready within %s", lt.After)
+			if lt.Group != "" {
+				// Nothing loaded: every slot of its group was held the whole time.
+				out.Message = fmt.Sprintf("upstream %s is not running: no slot of its group %s came free within %s",
+					a.Target, lt.Group, lt.After)
+			}
 		}
 		if errors.Is(a.Err, lifecycle.ErrStopping) {
 			out.Message = fmt.Sprintf("upstream %s is not running, and the gateway is stopping", a.Target)
+		}
+		if errors.Is(a.Err, lifecycle.ErrRemoved) {
+			out.Message = fmt.Sprintf("upstream %s is not running, and a reload removed it", a.Target)
 		}
 	case errors.As(a.Err, &se):
 		out.Message, out.Type, out.Code, out.Param = se.Message, se.Type, se.Code, se.Param

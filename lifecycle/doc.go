@@ -11,7 +11,10 @@
 //
 // Invariants, each with the test that holds it:
 //   - A group never has more than its slots' worth of processes alive, and the one stopped to make
-//     room is the least recently used idle unpinned member — TestEvictionOrderLRU.
+//     room is the least recently used idle unpinned member — TestEvictionOrderLRU. A member
+//     evicted for another counts in its slot again, until it has gone, when the one it was
+//     evicted for is stopped before it launched (a Reload retired it) —
+//     TestRetiredNewcomerGivesVictimSlotBack.
 //   - A pinned member is never evicted — TestPinnedNeverEvicted.
 //   - A member with a request in flight is neither evicted nor idle-stopped — TestBusyMemberNotEvicted,
 //     TestIdleStop. One that crashed and whose idle_stop passes before its restart is due stays
@@ -46,7 +49,8 @@
 //     what it spawned.
 //   - Once Drain is called (the gateway told to stop), no Ensure waits for a process: each gets
 //     ErrStopping, and the processes loading or backing off are stopped at once, not after the
-//     drain — TestDrainEndsWaitsAndStopsLoads, TestStopMidLoadStopsChildren (cmd/gateway).
+//     drain — TestDrainEndsWaitsAndStopsLoads, TestStopMidLoadStopsChildren (cmd/gateway); nor
+//     does a pinned member that a Reload then adds start — TestReloadAfterDrainStartsNoPinned.
 //   - A start that cannot finish within load_timeout fails with *LoadTimeoutError and its process is
 //     killed — TestLoadTimeout.
 //   - The most recently used members are pre-warmed from the state file — TestStateFilePrewarm.

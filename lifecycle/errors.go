@@ -14,6 +14,10 @@ var ErrClosed = errors.New("lifecycle: manager closed")
 // called: the gateway is stopping, and no process starts any more.
 var ErrStopping = errors.New("lifecycle: the gateway is stopping; no model process starts")
 
+// ErrRemoved is returned by Ensure for a target a Reload removed, to a call that waited for its
+// process then or came after (an attempt of the replaced configuration): it will not start.
+var ErrRemoved = errors.New("lifecycle: the target was removed by a reload; its process does not start")
+
 // UnknownTargetError is Ensure on a name that has no Spec; the server should call Manages first.
 type UnknownTargetError struct {
 	Name string
@@ -56,10 +60,17 @@ type LoadTimeoutError struct {
 	Target string
 	After  time.Duration
 	Last   error
+	// Group names the target's group when the request waited its whole load_timeout for a slot
+	// there (every one held by a member in use, waited for, pinned or loading) and no process of
+	// the target was started for it; "" when one was, or the target has no group.
+	Group string
 }
 
 func (e *LoadTimeoutError) Error() string {
 	s := fmt.Sprintf("%s: not healthy within load_timeout %s", e.Target, e.After)
+	if e.Group != "" {
+		s = fmt.Sprintf("%s: no slot of group %s came free within load_timeout %s", e.Target, e.Group, e.After)
+	}
 	if e.Last != nil {
 		s += " (last: " + e.Last.Error() + ")"
 	}

@@ -125,6 +125,9 @@ type Manager struct {
 	// retired are the members a Reload replaced or removed whose process may still run: each
 	// keeps its place in the slots of the group of its name until it has stopped.
 	retired []*member
+	// removed are the names a Reload removed (and none since brought back): Ensure on one is
+	// ErrRemoved, for the replaced configuration's attempts still under way.
+	removed map[string]bool
 	// freePort asks for an unused loopback port; a field so that a test can play a kernel that
 	// hands out one port twice.
 	freePort func() (int, error)
@@ -215,6 +218,13 @@ func (m *Manager) WaitsHealthy() bool { return m.opt.WaitHealthy }
 
 // Manages reports whether name is a lifecycle-managed target.
 func (m *Manager) Manages(name string) bool { return m.member(name) != nil }
+
+// memberOrRemoved is name's current member, or nil and whether a Reload removed name.
+func (m *Manager) memberOrRemoved(name string) (*member, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.byName[name], m.removed[name]
+}
 
 // member is name's current member, nil when there is none.
 func (m *Manager) member(name string) *member {
@@ -332,11 +342,16 @@ func (m *Manager) startPinnedLocked() {
 // group or not, starts only once it has gone: a changed member's new process never runs beside
 // its old one. New pinned members
 // are started as Start starts them, once Start has run (one whose group is full of members in use
-// starts as soon as one of them can be evicted); the state file is not read again, and Options do
-// not change.
+// starts as soon as one of them can be evicted), unless Drain has been called; the state file is
+// not read again, and Options do not change. A Reload to no spec at all saves the LRU order
+// first, and none is saved while no target is managed.
 func (m *Manager) Reload(specs []Spec, groups []GroupSpec) error {
 	if err := validate(specs, groups); err != nil {
 		return err
+	}
+	if len(specs) == 0 {
+		// No order is saved from now on (save): this is the one the file keeps.
+		m.save()
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -377,6 +392,12 @@ func (m *Manager) Reload(specs []Spec, groups []GroupSpec) error {
 		if byName[mem.spec.Name] == mem {
 			continue
 		}
+		if byName[mem.spec.Name] == nil {
+			if m.removed == nil {
+				m.removed = map[string]bool{}
+			}
+			m.removed[mem.spec.Name] = true
+		}
 		mem.retired = true
 		if mem.busy == 0 {
 			m.stopLocked(mem, "reload")
@@ -385,10 +406,12 @@ func (m *Manager) Reload(specs []Spec, groups []GroupSpec) error {
 			retired = append(retired, mem)
 		}
 	}
-	m.members, m.byName, m.groups, m.retired = members, byName, newGroups, retired
-	if m.started {
-		m.startPinnedLocked()
+	for name := range byName {
+		delete(m.removed, name)
 	}
+	m.members, m.byName, m.groups, m.retired = members, byName, newGroups, retired
+	// Not once Drain has been called: the gateway is stopping (TestReloadAfterDrainStartsNoPinned).
+	m.startPinnedLaterLocked()
 	m.broadcastLocked()
 	return nil
 }
@@ -405,12 +428,18 @@ func sameSpec(a, b Spec) bool {
 // must call release when the attempt ends: until then the member is neither evicted nor
 // idle-stopped. Concurrent calls for one cold target start it once (singleflight). The wait is
 // bounded by the target's load_timeout (*LoadTimeoutError) and by ctx (ctx.Err()); a start that
-// fails returns *ProcessError. The URL may change across restarts (a new port each launch), so use
-// the one returned for this attempt.
+// fails returns *ProcessError, and a call for a target a Reload removed (or one waiting for it
+// then) ErrRemoved. The URL may
+// change across restarts (a new port each launch), so use the one returned for this attempt.
 func (m *Manager) Ensure(ctx context.Context, name string) (baseURL string, release func(), err error) {
 	for {
-		mem := m.member(name)
-		if mem == nil {
+		mem, removed := m.memberOrRemoved(name)
+		switch {
+		case removed:
+			// What it waited for, or what its configuration names, will not start
+			// (TestWaitForRemovedTargetEnds, TestEnsureRemovedTarget).
+			return "", nil, ErrRemoved
+		case mem == nil:
 			return "", nil, &UnknownTargetError{Name: name}
 		}
 		baseURL, release, err = m.ensure(ctx, mem)
@@ -481,15 +510,20 @@ func (m *Manager) ensure(ctx context.Context, mem *member) (baseURL string, rele
 var errFlightExpired = errors.New("lifecycle: start flight expired")
 
 // loadTimeoutError is the answer to a request that waited out load_timeout; Last is the latest
-// start failure since it came, if any.
+// start failure since it came, if any. A member of a group that is still stopped, with no launch
+// failed meanwhile, never got a slot: the error names the group, so that the answer does not say
+// a model was loading (TestNoSlotLoadTimeoutNamesGroup).
 func (m *Manager) loadTimeoutError(mem *member, failuresBefore uint64) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	var last error
-	if mem.failures != failuresBefore {
-		last = mem.lastErr
+	e := &LoadTimeoutError{Target: mem.spec.Name, After: mem.loadTimeout}
+	switch {
+	case mem.failures != failuresBefore:
+		e.Last = mem.lastErr
+	case mem.group != nil && mem.state == StateStopped:
+		e.Group = mem.group.spec.Name
 	}
-	return &LoadTimeoutError{Target: mem.spec.Name, After: mem.loadTimeout, Last: last}
+	return e
 }
 
 // Ready reports, without blocking, whether the target's process is running and healthy now.
@@ -781,12 +815,16 @@ func (m *Manager) reserveLocked(mem *member) bool {
 			}
 		}
 	}
-	var after []<-chan struct{}
+	var (
+		after  []<-chan struct{}
+		stands []standIn
+	)
 	for _, victim := range victims {
 		// The newcomer counts in the slot from now on; the physical swap waits for the victims
 		// to exit so that memory is never held by more than slots processes.
 		victim.replaced = true
 		after = append(after, victim.done)
+		stands = append(stands, standIn{victim, victim.done})
 		m.stopLocked(victim, "evicted for "+mem.spec.Name)
 	}
 	// A process of this name that a Reload retired may still run, held by an attempt or in its
@@ -804,9 +842,27 @@ func (m *Manager) reserveLocked(mem *member) bool {
 	mem.stop = make(chan struct{})
 	mem.done = make(chan struct{})
 	m.sups.Add(1)
-	go m.supervise(mem, mem.stop, mem.done, after)
+	go m.supervise(mem, mem.stop, mem.done, after, stands)
 	m.broadcastLocked()
 	return true
+}
+
+// standIn is a member evicted for another, which counts in its slot instead while the victim
+// stops; done is the victim's run that was stopped.
+type standIn struct {
+	victim *member
+	done   chan struct{}
+}
+
+// giveBackLocked makes the victims a newcomer stood in for that have not gone yet count in their
+// group's slots again: the newcomer was stopped (a Reload retired it, Drain, Close) before it
+// launched, and no longer counts for them.
+func giveBackLocked(stands []standIn) {
+	for _, s := range stands {
+		if s.victim.done == s.done && s.victim.state != StateStopped {
+			s.victim.replaced = false
+		}
+	}
 }
 
 func (m *Manager) occupiedLocked(g *group) int {
@@ -896,8 +952,8 @@ func (m *Manager) broadcastLocked() {
 	m.changed = make(chan struct{})
 }
 
-// save writes the recency order once Start has read the file; failures are logged, since losing
-// it only costs a cold start.
+// save writes the recency order once Start has read the file, while some target is managed;
+// failures are logged, since losing it only costs a cold start.
 func (m *Manager) save() {
 	if m.opt.StateFile == "" {
 		return
@@ -909,9 +965,11 @@ func (m *Manager) save() {
 		seq  uint64
 	}
 	m.mu.Lock()
-	if !m.started {
+	if !m.started || len(m.members) == 0 {
 		// The file has not been read: an order saved now would replace the one it holds with
-		// only this run's uses, or with none when the gateway failed before serving.
+		// only this run's uses, or with none when the gateway failed before serving. Nor when a
+		// Reload left no managed target: the order the last configuration with some left is the
+		// one a restart with them back should pre-warm (TestReloadToNoneKeepsStateFile).
 		m.mu.Unlock()
 		return
 	}

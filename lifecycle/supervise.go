@@ -74,7 +74,10 @@ func (m *Manager) spawner() {
 // restart (a request that wanted it gets the error and the slot is freed; the next request starts
 // it anew); a pinned member, or an unpinned one whose process crashed after a healthy run, is
 // restarted with backoff.
-func (m *Manager) supervise(mem *member, stop, done chan struct{}, after []<-chan struct{}) {
+//
+// after are the processes it waits for before it launches; stands the members evicted for it,
+// whose slots it holds in their stead until they have gone (TestRetiredNewcomerGivesVictimSlotBack).
+func (m *Manager) supervise(mem *member, stop, done chan struct{}, after []<-chan struct{}, stands []standIn) {
 	defer func() {
 		close(done)
 		m.sups.Done()
@@ -84,6 +87,9 @@ func (m *Manager) supervise(mem *member, stop, done chan struct{}, after []<-cha
 			select {
 			case <-gone:
 			case <-stop:
+				m.mu.Lock()
+				giveBackLocked(stands)
+				m.mu.Unlock()
 				m.finish(mem, nil)
 				return
 			}

@@ -59,12 +59,17 @@ func (c lifecycleClock) AfterFunc(d time.Duration, f func()) lifecycle.Timer {
 	return c.TimerClock.AfterFunc(d, f)
 }
 
-// newProcs builds the lifecycle manager when some target has a command; nil when none has.
-// Options.Lifecycle tunes it; its state file and wait_healthy come from the config unless set
-// there, its clock is the server's when that can schedule, and its logger the server's.
+// newProcs builds the lifecycle manager when some target has a command; nil when none has and
+// there is no previous server's to take over. Options.Lifecycle tunes it; its state file and
+// wait_healthy come from the config unless set there, its clock is the server's when that can
+// schedule, and its logger the server's. A previous server's manager is taken over even by a
+// configuration with no command: its Reload to none stops the processes once no request holds
+// them, where the previous server's Close would stop them only once it had drained every request,
+// and a later reload that brings commands back finds them in its slots rather than build a
+// manager that starts beside them (TestManagedTargets, "a reload that runs no process").
 func (s *Server) newProcs(o Options) (*procs, error) {
 	lc := o.Config.Lifecycle
-	if len(lc.Specs) == 0 {
+	if len(lc.Specs) == 0 && (o.Previous == nil || o.Previous.procs == nil) {
 		return nil, nil
 	}
 	lo := o.Lifecycle

@@ -129,6 +129,9 @@ load_timeout = "20s"
 		if rep := g.chat(t, "r"); rep.header.Get("x-hayula-chain") != "slow→b (served by b)" {
 			t.Fatalf("second request: chain %q", rep.header.Get("x-hayula-chain"))
 		}
+		// The background start runs on once the answer has gone: under load its reservation may
+		// come after the client reads the answer.
+		settles(func() bool { return g.srv.Processes().State("slow") != lifecycle.StateStopped })
 		x := g.explain(t, "r")
 		if c := x.Candidates[0]; c.Process != "starting" || c.Health != "loading" || c.HealthDetail != "process starting" {
 			t.Errorf("explain slow: %+v", c)
@@ -266,6 +269,40 @@ load_timeout = "20s"
 		}
 	})
 
+	t.Run("a member whose group is full of members in use answers 503 model_loading at load_timeout, saying so", func(t *testing.T) {
+		// SAIF's swap with every resident specialist serving a long stream: nothing can be evicted,
+		// and the request that needs another member gets a well-formed answer once its load_timeout
+		// has passed, not a hang.
+		inG := func(s string) string { return strings.Replace(s, "load_timeout", "group = \"g\"\nload_timeout", 1) }
+		cfg := inG(managed("m1")) + inG(managed("m2")) + "[groups.g]\nslots = 1\n[routes.two]\ntargets = [\"m2\"]\n"
+		g := newGateway(t, cfg, nil, fast)
+		p := g.srv.Processes()
+		_, release, err := p.Ensure(context.Background(), "m1") // a stream that outlasts the wait
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer release()
+		before := g.clock.Pending()
+		got := make(chan reply, 1)
+		go func() { got <- g.chat(t, "two") }()
+		settles(func() bool { return g.clock.Pending() > before })
+		if n := g.clock.Pending(); n <= before {
+			t.Fatalf("the request for m2 armed no timer (%d pending, %d before)", n, before)
+		}
+		g.clock.Advance(20 * time.Second) // load_timeout
+		rep := <-got
+		if rep.status != 503 || rep.errorField(t, "code") != "model_loading" || rep.header.Get("Retry-After") == "" {
+			t.Fatalf("group full of members in use: status %d Retry-After %q: %s", rep.status, rep.header.Get("Retry-After"), rep.body)
+		}
+		// Nothing loaded: the answer says the group had no room, not that m2 was loading.
+		if msg := rep.errorField(t, "message"); msg != "upstream m2 is not running: no slot of its group g came free within 20s" {
+			t.Errorf("message %q", msg)
+		}
+		if st := p.State("m1"); st != lifecycle.StateReady {
+			t.Errorf("m1, in use, is %s", st)
+		}
+	})
+
 	t.Run("a reload hands the processes over: unchanged keeps its pid, changed restarts, removed stops", func(t *testing.T) {
 		cfg1 := managed("keep") + managed("change") + managed("drop") +
 			"[routes.rkeep]\ntargets = [\"keep\"]\n[routes.rchange]\ntargets = [\"change\"]\n[routes.rdrop]\ntargets = [\"drop\"]\n"
@@ -323,6 +360,52 @@ load_timeout = "20s"
 		rep := (&gateway{srv: next, ts: h}).chat(t, "rchange")
 		if st := status("change"); rep.status != 200 || st.PID == before["change"] || st.PID == 0 {
 			t.Errorf("the changed member after the reload: status %d, %+v", rep.status, st)
+		}
+	})
+
+	// A reload to a configuration with no command at all: the processes it removed stop once no
+	// request holds them, as a reload that removes some does, not when the replaced server has
+	// drained every request it had (a stream to a cloud target, say); and a later reload that
+	// brings them back waits for them and counts them in its slots, rather than a manager of its
+	// own starting beside them.
+	t.Run("a reload that runs no process stops the removed ones once unused, and a later one counts them", func(t *testing.T) {
+		b := newFake(t, "b")
+		inG := func(s string) string { return strings.Replace(s, "load_timeout", "group = \"g\"\nload_timeout", 1) }
+		withM := inG(managed("m1")) + inG(managed("m2")) + target("b", b.url(), "private") +
+			"[groups.g]\nslots = 1\n[routes.r1]\ntargets = [\"m1\"]\n[routes.r2]\ntargets = [\"m2\"]\n[routes.rb]\ntargets = [\"b\"]\n"
+		none := target("b", b.url(), "private") + "[routes.rb]\ntargets = [\"b\"]\n"
+		g := newGateway(t, withM, nil, fast)
+		if rep := g.chat(t, "r1"); rep.status != 200 {
+			t.Fatalf("r1: %d %s", rep.status, rep.body)
+		}
+		pid := g.srv.Processes().Status()[0].PID
+		build := func(prev *server.Server, cfg string) *server.Server {
+			t.Helper()
+			parsed, err := config.Parse([]byte(cfg), "test.toml", func(string) string { return "" })
+			if err != nil {
+				t.Fatal(err)
+			}
+			next, err := server.New(server.Options{Config: parsed, Previous: prev, Logger: slog.New(slog.DiscardHandler),
+				Lifecycle: lifecycle.Options{PollInterval: 20 * time.Millisecond, ProbeTimeout: time.Second, StopGrace: 2 * time.Second}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(next.Close)
+			if err := next.Start(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			return next
+		}
+		// g.srv is not closed: it still serves a request of its own (not on m1).
+		mid := build(g.srv, none)
+		gone := func(pid int) bool { return syscall.Kill(pid, 0) == syscall.ESRCH }
+		settles(func() bool { return gone(pid) })
+		if !gone(pid) {
+			t.Fatalf("m1 (pid %d), removed and unused, still runs while the replaced server serves on", pid)
+		}
+		last := build(mid, withM)
+		if p := last.Processes(); p == nil || p != g.srv.Processes() {
+			t.Errorf("the reload that brings the commands back runs a manager of its own beside the first")
 		}
 	})
 

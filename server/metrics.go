@@ -192,7 +192,7 @@ func (s *Server) writeGauges(w *metrics.Writer) {
 	}
 	w.Family("hayula_failed_open_total", "counter", "Requests served only because health would otherwise have left no target (health never denies service).")
 	w.Sample("hayula_failed_open_total", uint64(s.failedOpen.Load()))
-	if s.procs != nil {
+	if s.procs != nil && len(s.cfg.Lifecycle.Specs) > 0 {
 		s.writeProcs(w)
 	}
 	s.reloads.Write(w, s.started)

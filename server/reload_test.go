@@ -249,8 +249,9 @@ func TestRetiredProcessShown(t *testing.T) {
 
 // TestRetiredChainKeepsHeldProcess: a managed process held by a stream on a server two reloads
 // back is not stopped when the server between them, which had taken its manager over and has no
-// request, is closed because the latest configuration runs no process: the manager is closed
-// by the last server that uses it, once the stream has ended.
+// request, is closed because the latest configuration runs no process: that configuration takes
+// the manager over too, and its reload to no target stops the process once the stream has ended
+// (TestManagedTargets, "a reload that runs no process").
 func TestRetiredChainKeepsHeldProcess(t *testing.T) {
 	health := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		_, _ = io.WriteString(w, "{}")
@@ -295,8 +296,8 @@ func TestRetiredChainKeepsHeldProcess(t *testing.T) {
 	if err := syscall.Kill(pid, 0); err != nil {
 		t.Fatalf("the process a's stream holds was stopped when b was closed: %v", err)
 	}
-	if s := a.Processes().State("m"); s != lifecycle.StateReady {
-		t.Errorf("m is %s under a's stream, want ready", s)
+	if st := a.Processes().Status(); len(st) != 1 || !st[0].Retired || st[0].State != lifecycle.StateReady || st[0].InFlight != 1 {
+		t.Errorf("m under a's stream: %+v, want retired, ready and in use", st)
 	}
 
 	close(hold.release)
@@ -305,7 +306,8 @@ func TestRetiredChainKeepsHeldProcess(t *testing.T) {
 	}
 	<-retA.Drained()
 	retA.Close()
-	// Now the last server that used the manager is closed: so are its processes.
+	// Now no request holds it: it is stopped.
+	settles(func() bool { return syscall.Kill(pid, 0) != nil })
 	if err := syscall.Kill(pid, 0); err == nil {
 		t.Errorf("process %d still runs once every server that used it was closed", pid)
 	}
