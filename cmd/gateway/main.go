@@ -364,12 +364,15 @@ func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fs := newFlags("demo")
 	printConfig := fs.Bool("print-config", false, "print the demo's configuration and exit")
 	listen := fs.String("listen", "127.0.0.1:8000", "gateway listen address")
-	portBase := fs.Int("sim-port-base", demo.DefaultPortBase, "first port of the four simulators")
+	portBase := fs.Int("sim-port-base", demo.DefaultPortBase, "first of the four simulators' consecutive ports; 0 picks free ones")
 	level := fs.String("log-level", "info", "debug, info, warn or error")
 	if err := parse(fs, args, stdout, stderr); err != nil {
 		return err
 	}
 	if err := onlyFlags(fs); err != nil {
+		return err
+	}
+	if err := demoPortBase(*portBase, *printConfig); err != nil {
 		return err
 	}
 	if *printConfig {
@@ -392,11 +395,31 @@ func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	// The invitation comes once the gateway listens: a port something else holds fails first,
 	// and a curl would have reached that something.
-	return serve(ctx, cfg, log, nil, func(net.Addr) {
+	// It names the address the gateway got: with port 0 in --listen, the system chose the port.
+	err = serve(ctx, cfg, log, nil, func(addr net.Addr) {
 		fmt.Fprintf(stdout, "Hayula demo: simulated saif, averroes-q, deepseek-r1 and a public openrouter tail.\n"+
 			"Try:\n  curl -s http://%s/v1/chat/completions -H 'content-type: application/json' \\\n"+
-			"    -d '{\"model\":\"auto\",\"messages\":[{\"role\":\"user\",\"content\":\"Is this C code vulnerable to a buffer overflow?\"}]}' -i\n", *listen)
+			"    -d '{\"model\":\"auto\",\"messages\":[{\"role\":\"user\",\"content\":\"Is this C code vulnerable to a buffer overflow?\"}]}' -i\n", addr)
 	})
+	var op *net.OpError
+	if errors.As(err, &op) && op.Op == "listen" {
+		return fmt.Errorf("%w (choose another address with --listen)", err)
+	}
+	return err
+}
+
+// demoPortBase refuses a --sim-port-base the demo cannot use: the four simulators take four
+// consecutive ports from it, or free ones for 0, which --print-config cannot print since the
+// system picks them only when the demo starts (it printed ports 0 to 3).
+func demoPortBase(base int, printing bool) error {
+	const last = 65535 - 3
+	switch {
+	case base == 0 && printing:
+		return usageError{msg: "demo: --print-config needs the simulators' ports, and --sim-port-base 0 leaves them to the system at start; name a first port"}
+	case base < 0 || base > last:
+		return usageError{msg: fmt.Sprintf("demo: --sim-port-base %d: the four simulators take consecutive ports from it, so it is 1 to %d (or 0 for free ports)", base, last)}
+	}
+	return nil
 }
 
 // helpAsked reports whether the arguments of a command that takes no flags (keygen NAME,
