@@ -132,3 +132,16 @@ func TestDemoSimPortBase(t *testing.T) {
 		})
 	}
 }
+
+// TestDemoListenOnASimulatorsPort: a --listen port among the simulators' is a usage error that
+// names both flags; it failed as a taken address, and the hint pointed at --listen alone, as
+// though something else held the port.
+func TestDemoListenOnASimulatorsPort(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var stdout, stderr bytes.Buffer
+	code := run(ctx, []string{"demo", "--listen", "127.0.0.1:18902", "--sim-port-base", "18900"}, &stdout, &stderr)
+	if code != 2 || !strings.Contains(stderr.String(), "--sim-port-base") || !strings.Contains(stderr.String(), "18902") {
+		t.Errorf("exit %d, stderr %q; want 2 naming the port and --sim-port-base", code, stderr.String())
+	}
+}

@@ -15,6 +15,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime/debug"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -372,7 +373,7 @@ func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err := onlyFlags(fs); err != nil {
 		return err
 	}
-	if err := demoPortBase(*portBase, *printConfig); err != nil {
+	if err := demoPortBase(*portBase, *printConfig, *listen); err != nil {
 		return err
 	}
 	if *printConfig {
@@ -410,14 +411,22 @@ func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 
 // demoPortBase refuses a --sim-port-base the demo cannot use: the four simulators take four
 // consecutive ports from it, or free ones for 0, which --print-config cannot print since the
-// system picks them only when the demo starts (it printed ports 0 to 3).
-func demoPortBase(base int, printing bool) error {
+// system picks them only when the demo starts (it printed ports 0 to 3); nor may the gateway's
+// --listen port be one of them (the demo's own simulator took it, and the error said only that
+// the address was in use).
+func demoPortBase(base int, printing bool, listen string) error {
 	const last = 65535 - 3
 	switch {
 	case base == 0 && printing:
 		return usageError{msg: "demo: --print-config needs the simulators' ports, and --sim-port-base 0 leaves them to the system at start; name a first port"}
 	case base < 0 || base > last:
 		return usageError{msg: fmt.Sprintf("demo: --sim-port-base %d: the four simulators take consecutive ports from it, so it is 1 to %d (or 0 for free ports)", base, last)}
+	}
+	if _, p, err := net.SplitHostPort(listen); err == nil && base > 0 {
+		if port, err := strconv.Atoi(p); err == nil && port >= base && port <= base+3 {
+			return usageError{msg: fmt.Sprintf("demo: --listen port %d is one of the simulators' (--sim-port-base %d takes %d to %d); choose another with either flag",
+				port, base, base, base+3)}
+		}
 	}
 	return nil
 }
