@@ -118,6 +118,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	case "conformance":
 		return conformance.Main(ctx, args[1:], os.Getenv, stdout, stderr)
 	case "version", "--version":
+		if helpAsked(args[1:]) {
+			fmt.Fprintln(stdout, "usage: gateway version")
+			return 0
+		}
 		if len(args) > 1 {
 			fmt.Fprintf(stderr, "gateway: version takes no arguments (got %q)\n\n%s", args[1], usage)
 			return 2
