@@ -210,3 +210,12 @@ func TestCompletionsLogprobs(t *testing.T) {
 		}
 	})
 }
+
+// TestThoughtCountsWords: the simulated reasoning says "1 word", not "1 words".
+func TestThoughtCountsWords(t *testing.T) {
+	for prompt, want := range map[string]string{"hi": "has 1 word.", "Is 91 prime?": "has 3 words.", "": "has 0 words."} {
+		if got := Thought(prompt); !strings.Contains(got, want) {
+			t.Errorf("Thought(%q) = %q, want it to say %q", prompt, got, want)
+		}
+	}
+}

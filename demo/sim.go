@@ -484,8 +484,12 @@ func Reply(name, prompt string) string {
 
 // Thought is the simulated R1 reasoning block that precedes the reply.
 func Thought(prompt string) string {
-	return fmt.Sprintf("<think>\n[simulated reasoning] The question has %d words. A real R1 would reason here, "+
-		"step by step, before it answers.\n</think>\n\n", len(strings.Fields(prompt)))
+	n, words := len(strings.Fields(prompt)), "words"
+	if n == 1 {
+		words = "word"
+	}
+	return fmt.Sprintf("<think>\n[simulated reasoning] The question has %d %s. A real R1 would reason here, "+
+		"step by step, before it answers.\n</think>\n\n", n, words)
 }
 
 // runeChunks splits s every n runes, never inside a UTF-8 sequence.
