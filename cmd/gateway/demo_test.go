@@ -145,3 +145,18 @@ func TestDemoListenOnASimulatorsPort(t *testing.T) {
 		t.Errorf("exit %d, stderr %q; want 2 naming the port and --sim-port-base", code, stderr.String())
 	}
 }
+
+// TestDemoStoppedBeforeListeningInvitesNoOne: a Ctrl-C that comes while the demo starts ends it
+// with exit 0 and without the "Try: curl …" invitation, which it printed for a gateway already
+// stopping.
+func TestDemoStoppedBeforeListeningInvitesNoOne(t *testing.T) {
+	ignore := goleak.IgnoreCurrent()
+	t.Cleanup(func() { goleak.VerifyNone(t, ignore) })
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	var stdout, stderr bytes.Buffer
+	code := run(ctx, []string{"demo", "--listen", "127.0.0.1:0", "--sim-port-base", "0"}, &stdout, &stderr)
+	if code != 0 || strings.Contains(stdout.String(), "curl") {
+		t.Errorf("exit %d, stdout %q; want 0 and no invitation", code, stdout.String())
+	}
+}

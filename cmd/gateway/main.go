@@ -401,7 +401,11 @@ func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	// The invitation comes once the gateway listens: a port something else holds fails first,
 	// and a curl would have reached that something.
 	// It names the address the gateway got: with port 0 in --listen, the system chose the port.
+	// A demo told to stop while it started (Ctrl-C) invites no one: it is about to exit.
 	err = serve(ctx, cfg, log, nil, func(addr net.Addr) {
+		if ctx.Err() != nil {
+			return
+		}
 		fmt.Fprintf(stdout, "Hayula demo: simulated saif, averroes-q, deepseek-r1 and a public openrouter tail.\n"+
 			"Try:\n  curl -s http://%s/v1/chat/completions -H 'content-type: application/json' \\\n"+
 			"    -d '{\"model\":\"auto\",\"messages\":[{\"role\":\"user\",\"content\":\"Is this C code vulnerable to a buffer overflow?\"}]}' -i\n", addr)
