@@ -419,9 +419,8 @@ func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 
 // demoPortBase refuses a --sim-port-base the demo cannot use: the four simulators take four
 // consecutive ports from it, or free ones for 0, which --print-config cannot print since the
-// system picks them only when the demo starts (it printed ports 0 to 3); nor may the gateway's
-// --listen port be one of them (the demo's own simulator took it, and the error said only that
-// the address was in use).
+// system picks them only when the demo starts; and the gateway's --listen port may not be one of
+// them, or the demo's own simulator would take it and the gateway fail as if something else had.
 func demoPortBase(base int, printing bool, listen string) error {
 	const last = 65535 - 3
 	switch {
