@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -173,6 +174,27 @@ func TestDemoEndToEnd(t *testing.T) {
 		}
 		if len(got.Data) != 2 || len(got.Data[1].Embedding) != 8 {
 			t.Fatalf("embeddings %+v", got.Data)
+		}
+	})
+
+	// Ollama cuts a vector to dimensions when the model's is wider (CONFIG.md); the simulator
+	// ignored it, as an old Ollama does, and the gateway refused 4 of 8 as a width the model
+	// "cannot give".
+	t.Run("embeddings through ollama, cut to dimensions", func(t *testing.T) {
+		got, err := c.Embeddings.New(ctx, openai.EmbeddingNewParams{Model: "embed", Dimensions: openai.Int(4),
+			Input: openai.EmbeddingNewParamsInputUnion{OfArrayOfStrings: []string{"a", "b"}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got.Data) != 2 || len(got.Data[0].Embedding) != 4 || len(got.Data[1].Embedding) != 4 {
+			t.Fatalf("embeddings %+v", got.Data)
+		}
+		norm := 0.0
+		for _, x := range got.Data[0].Embedding {
+			norm += x * x
+		}
+		if math.Abs(norm-1) > 1e-6 {
+			t.Errorf("a cut vector has squared norm %v, want 1 (Ollama normalises it)", norm)
 		}
 	})
 

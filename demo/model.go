@@ -3,6 +3,7 @@ package demo
 import (
 	"encoding/json"
 	"hash/fnv"
+	"math"
 	"strings"
 	"unicode"
 )
@@ -296,10 +297,7 @@ func instance(s, root map[string]any, hint string, depth int) any {
 	case "string":
 		return strings.Repeat("x", int(number(s, "minLength")))
 	case "integer", "number":
-		n := number(s, "minimum")
-		if x, ok := s["exclusiveMinimum"].(float64); ok {
-			n = x + 1
-		}
+		n := numberIn(s, typ == "integer")
 		if typ == "integer" {
 			return int64(n)
 		}
@@ -319,6 +317,67 @@ func number(s map[string]any, key string) float64 {
 		return n
 	}
 	return 0
+}
+
+// numberIn is 0 when the schema's range allows it, else the allowed value nearest to 0: the
+// range's low end when it lies above 0, its high end when it lies below; one past an exclusive
+// end, or the middle of a range narrower than that.
+func numberIn(s map[string]any, integer bool) float64 {
+	lo, hi := math.Inf(-1), math.Inf(1)
+	loEx, hiEx := false, false
+	if x, ok := s["minimum"].(float64); ok {
+		lo = x
+	}
+	if x, ok := s["exclusiveMinimum"].(float64); ok && x >= lo {
+		lo, loEx = x, true
+	}
+	if b, _ := s["exclusiveMinimum"].(bool); b { // draft 4: the minimum is exclusive
+		loEx = true
+	}
+	if x, ok := s["maximum"].(float64); ok {
+		hi = x
+	}
+	if x, ok := s["exclusiveMaximum"].(float64); ok && x <= hi {
+		hi, hiEx = x, true
+	}
+	if b, _ := s["exclusiveMaximum"].(bool); b {
+		hiEx = true
+	}
+	if integer {
+		if c := math.Ceil(lo); c > lo || !loEx {
+			lo = c
+		} else {
+			lo++
+		}
+		if f := math.Floor(hi); f < hi || !hiEx {
+			hi = f
+		} else {
+			hi--
+		}
+		loEx, hiEx = false, false
+	}
+	fits := func(v float64) bool {
+		return (v > lo || !loEx && v == lo) && (v < hi || !hiEx && v == hi)
+	}
+	var v float64
+	switch {
+	case fits(0):
+		return 0
+	case lo > 0:
+		v = lo
+		if loEx {
+			v = lo + 1
+		}
+	default:
+		v = hi
+		if hiEx {
+			v = hi - 1
+		}
+	}
+	if !fits(v) && !math.IsInf(lo, 0) && !math.IsInf(hi, 0) {
+		v = lo + (hi-lo)/2
+	}
+	return v
 }
 
 func resolveRef(root map[string]any, ref string) map[string]any {

@@ -1,7 +1,10 @@
 package demo
 
 import (
+	"bufio"
 	"encoding/json"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -44,6 +47,14 @@ func TestInstanceOf(t *testing.T) {
 		{"the first enum value", `{"type":"object","properties":{"city":{"enum":["Paris","Tokyo"]}},"required":["city"]}`, "", `{"city":"Paris"}`},
 		{"minimums", `{"type":"object","properties":{"n":{"type":"integer","minimum":3},"s":{"type":"string","minLength":2},
 			"a":{"type":"array","items":{"type":"number"},"minItems":1}},"required":["n","s","a"]}`, "", `{"a":[0],"n":3,"s":"xx"}`},
+		// The allowed value nearest to 0; it was 0 (or the minimum, past 0), outside these ranges.
+		{"negative ranges and maximums", `{"type":"object","properties":{"below":{"type":"integer","maximum":-2},
+			"between":{"type":"number","minimum":-10,"exclusiveMaximum":-4},"above":{"type":"integer","exclusiveMinimum":-3},
+			"small":{"type":"integer","minimum":-7,"maximum":-5}},"required":["below","between","above","small"]}`, "",
+			`{"above":0,"below":-2,"between":-5,"small":-5}`},
+		{"exclusive ends, draft 4's too", `{"type":"object","properties":{"a":{"type":"integer","minimum":2,"exclusiveMinimum":true},
+			"b":{"type":"integer","exclusiveMinimum":0.5},"c":{"type":"integer","exclusiveMaximum":-3}},"required":["a","b","c"]}`, "",
+			`{"a":3,"b":1,"c":-4}`},
 		{"refs, nullable types and anyOf", `{"$defs":{"p":{"type":["null","string"],"const":"c"}},"type":"object",
 			"properties":{"p":{"$ref":"#/$defs/p"},"q":{"anyOf":[{"type":"null"},{"type":"string"}]}},"required":["p","q"]}`, "", `{"p":"c","q":null}`},
 		{"a recursive schema ends", `{"type":"object","properties":{"next":{"$ref":"#"}},"required":["next"]}`, "",
@@ -112,4 +123,99 @@ func intBytes(is []int) []byte {
 		b[i] = byte(x)
 	}
 	return b
+}
+
+// TestCompletionsLogprobs: the legacy /v1/completions' logprobs (a number, the alternatives
+// wanted at each place) is honoured in its own shape, whole and streamed: tokens that join to
+// the text, a logprob and a text offset for each, and the top alternatives as a token → logprob
+// object, the chosen token among them. The simulator answered "logprobs": null.
+func TestCompletionsLogprobs(t *testing.T) {
+	ts := httptest.NewServer(&OpenAISim{Name: "deepseek-r1", Think: true})
+	defer ts.Close()
+	type lp struct {
+		Tokens        []string             `json:"tokens"`
+		TokenLogprobs []float64            `json:"token_logprobs"`
+		TopLogprobs   []map[string]float64 `json:"top_logprobs"`
+		TextOffset    []int                `json:"text_offset"`
+	}
+	type choice struct {
+		Text     string `json:"text"`
+		Logprobs *lp    `json:"logprobs"`
+	}
+	check := func(t *testing.T, text string, got *lp) {
+		t.Helper()
+		if got == nil || strings.Join(got.Tokens, "") != text || len(got.Tokens) == 0 ||
+			len(got.TokenLogprobs) != len(got.Tokens) || len(got.TopLogprobs) != len(got.Tokens) || len(got.TextOffset) != len(got.Tokens) {
+			t.Fatalf("text %q, logprobs %+v", text, got)
+		}
+		off := 0
+		for i, tok := range got.Tokens {
+			if got.TextOffset[i] != off || len(got.TopLogprobs[i]) != 2 || got.TopLogprobs[i][tok] != got.TokenLogprobs[i] {
+				t.Errorf("token %d %q: offset %d (want %d), top %v, logprob %v", i, tok, got.TextOffset[i], off, got.TopLogprobs[i], got.TokenLogprobs[i])
+			}
+			off += len(tok)
+		}
+	}
+	post := func(t *testing.T, body string) *http.Response {
+		t.Helper()
+		resp, err := http.Post(ts.URL+"/v1/completions", "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { resp.Body.Close() })
+		return resp
+	}
+	t.Run("whole", func(t *testing.T) {
+		var got struct{ Choices []choice }
+		if err := json.NewDecoder(post(t, `{"model":"m","prompt":"Say hello","max_tokens":4,"logprobs":2}`).Body).Decode(&got); err != nil {
+			t.Fatal(err)
+		}
+		check(t, got.Choices[0].Text, got.Choices[0].Logprobs)
+	})
+	t.Run("streamed", func(t *testing.T) {
+		sc := bufio.NewScanner(post(t, `{"model":"m","prompt":"Say hello","max_tokens":4,"logprobs":2,"stream":true}`).Body)
+		var text strings.Builder
+		all := &lp{}
+		for sc.Scan() {
+			data, ok := strings.CutPrefix(sc.Text(), "data: ")
+			if !ok || data == "[DONE]" {
+				continue
+			}
+			var ev struct{ Choices []choice }
+			if err := json.Unmarshal([]byte(data), &ev); err != nil {
+				t.Fatal(err)
+			}
+			if len(ev.Choices) == 0 || ev.Choices[0].Text == "" {
+				continue
+			}
+			c := ev.Choices[0]
+			if c.Logprobs == nil || strings.Join(c.Logprobs.Tokens, "") != c.Text {
+				t.Fatalf("chunk %q has logprobs %+v", c.Text, c.Logprobs)
+			}
+			text.WriteString(c.Text)
+			all.Tokens = append(all.Tokens, c.Logprobs.Tokens...)
+			all.TokenLogprobs = append(all.TokenLogprobs, c.Logprobs.TokenLogprobs...)
+			all.TopLogprobs = append(all.TopLogprobs, c.Logprobs.TopLogprobs...)
+			all.TextOffset = append(all.TextOffset, c.Logprobs.TextOffset...)
+		}
+		check(t, text.String(), all)
+	})
+	t.Run("not asked", func(t *testing.T) {
+		var got struct{ Choices []map[string]any }
+		if err := json.NewDecoder(post(t, `{"model":"m","prompt":"Say hello","max_tokens":2}`).Body).Decode(&got); err != nil {
+			t.Fatal(err)
+		}
+		if v, ok := got.Choices[0]["logprobs"]; !ok || v != nil {
+			t.Errorf("logprobs %v, want null", v)
+		}
+	})
+}
+
+// TestThoughtCountsWords: the simulated reasoning says "1 word", not "1 words".
+func TestThoughtCountsWords(t *testing.T) {
+	for prompt, want := range map[string]string{"hi": "has 1 word.", "Is 91 prime?": "has 3 words.", "": "has 0 words."} {
+		if got := Thought(prompt); !strings.Contains(got, want) {
+			t.Errorf("Thought(%q) = %q, want it to say %q", prompt, got, want)
+		}
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"hash/fnv"
+	"math"
 	"net/http"
 	"strings"
 	"sync/atomic"
@@ -11,7 +12,7 @@ import (
 )
 
 // OllamaSim is a simulated Ollama server (the paper's Averroes-Q), speaking Ollama's native API:
-// POST /api/chat with NDJSON streaming, POST /api/embed, GET /api/tags. It honours
+// POST /api/chat with NDJSON streaming, POST /api/embed (honouring dimensions), GET /api/tags. It honours
 // options.stop and options.num_predict, tools (answered in message.tool_calls), format ("json" or
 // a schema) and logprobs/top_logprobs (Ollama v0.12.11's top-level logprobs, per line when
 // streamed).
@@ -197,6 +198,9 @@ func (s *OllamaSim) embed(w http.ResponseWriter, r *http.Request) {
 	var req struct {
 		Model string          `json:"model"`
 		Input json.RawMessage `json:"input"`
+		// Dimensions cuts each vector to its first Dimensions values, normalised, when the
+		// model's are wider, as Ollama does; 0 (or a width not below the model's) leaves them.
+		Dimensions int `json:"dimensions"`
 	}
 	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
 		ollamaError(w, http.StatusBadRequest, "invalid request: "+err.Error())
@@ -220,7 +224,27 @@ func (s *OllamaSim) embed(w http.ResponseWriter, r *http.Request) {
 		for j := range vecs[i] {
 			vecs[i][j] = float64(int64(x>>(8*j))&0xff-128) / 128
 		}
+		if req.Dimensions > 0 && req.Dimensions < len(vecs[i]) {
+			vecs[i] = normalized(vecs[i][:req.Dimensions])
+		}
 		tokens += len(strings.Fields(in))
 	}
 	writeJSON(w, map[string]any{"model": req.Model, "embeddings": vecs, "prompt_eval_count": tokens})
+}
+
+// normalized is v scaled to length 1; a zero vector stays as it is.
+func normalized(v []float64) []float64 {
+	sum := 0.0
+	for _, x := range v {
+		sum += x * x
+	}
+	if sum == 0 {
+		return v
+	}
+	n := math.Sqrt(sum)
+	out := make([]float64, len(v))
+	for i, x := range v {
+		out[i] = x / n
+	}
+	return out
 }

@@ -350,6 +350,8 @@ type simCompletionRequest struct {
 	N             int               `json:"n"`
 	Stream        bool              `json:"stream"`
 	StreamOptions *simStreamOptions `json:"stream_options"`
+	// Logprobs is how many alternatives to give at each place; nil gives no logprobs.
+	Logprobs *int `json:"logprobs"`
 }
 
 // defaultCompletionTokens is the legacy completions endpoint's max_tokens when none is given,
@@ -405,7 +407,7 @@ func (s *OpenAISim) complete(w http.ResponseWriter, r *http.Request) {
 	if !req.Stream {
 		choices := make([]any, len(gens))
 		for i, g := range gens {
-			choices[i] = map[string]any{"index": i, "text": g.text(), "finish_reason": g.finish, "logprobs": nil}
+			choices[i] = map[string]any{"index": i, "text": g.text(), "finish_reason": g.finish, "logprobs": completionLogprobs(g.tokens, req.Logprobs, 0)}
 		}
 		o := obj(choices)
 		o["usage"] = usage
@@ -414,6 +416,7 @@ func (s *OpenAISim) complete(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	sse := newSSE(w)
+	offsets := make([]int, len(gens))
 	for k := 0; ; k++ {
 		more := false
 		for i, g := range gens {
@@ -422,7 +425,9 @@ func (s *OpenAISim) complete(w http.ResponseWriter, r *http.Request) {
 				if k > 0 && i == 0 && !pause(r, s.ChunkDelay) {
 					return
 				}
-				sse.send(obj([]any{map[string]any{"index": i, "text": g.tokens[k], "finish_reason": nil, "logprobs": nil}}))
+				sse.send(obj([]any{map[string]any{"index": i, "text": g.tokens[k], "finish_reason": nil,
+					"logprobs": completionLogprobs(g.tokens[k:k+1], req.Logprobs, offsets[i])}}))
+				offsets[i] += len(g.tokens[k])
 			}
 		}
 		if !more {
@@ -440,6 +445,34 @@ func (s *OpenAISim) complete(w http.ResponseWriter, r *http.Request) {
 	sse.raw("[DONE]")
 }
 
+// completionLogprobs is the legacy completions' logprobs of tokens, whose text starts at offset
+// in the choice's text: nil (JSON null) when none were asked. Each place's top_logprobs holds the
+// chosen token and the alternatives asked for, as vLLM's (OpenAI's gave at most 5 alternatives;
+// this simulator, like vLLM's default, at most 20).
+func completionLogprobs(tokens []string, top *int, offset int) any {
+	if top == nil {
+		return nil
+	}
+	entries := logprobsOf(tokens, max(*top, 1))
+	out := struct {
+		Tokens        []string             `json:"tokens"`
+		TokenLogprobs []float64            `json:"token_logprobs"`
+		TopLogprobs   []map[string]float64 `json:"top_logprobs"`
+		TextOffset    []int                `json:"text_offset"`
+	}{Tokens: append([]string{}, tokens...), TokenLogprobs: []float64{}, TopLogprobs: []map[string]float64{}, TextOffset: []int{}}
+	for i, e := range entries {
+		out.TokenLogprobs = append(out.TokenLogprobs, e.Logprob)
+		alts := map[string]float64{}
+		for _, a := range e.TopLogprobs {
+			alts[a.Token] = a.Logprob
+		}
+		out.TopLogprobs = append(out.TopLogprobs, alts)
+		out.TextOffset = append(out.TextOffset, offset)
+		offset += len(tokens[i])
+	}
+	return out
+}
+
 // Reply is the simulated answer text of backend name to a prompt.
 func Reply(name, prompt string) string {
 	p := strings.Join(strings.Fields(prompt), " ")
@@ -451,8 +484,12 @@ func Reply(name, prompt string) string {
 
 // Thought is the simulated R1 reasoning block that precedes the reply.
 func Thought(prompt string) string {
-	return fmt.Sprintf("<think>\n[simulated reasoning] The question has %d words. A real R1 would reason here, "+
-		"step by step, before it answers.\n</think>\n\n", len(strings.Fields(prompt)))
+	n, words := len(strings.Fields(prompt)), "words"
+	if n == 1 {
+		words = "word"
+	}
+	return fmt.Sprintf("<think>\n[simulated reasoning] The question has %d %s. A real R1 would reason here, "+
+		"step by step, before it answers.\n</think>\n\n", n, words)
 }
 
 // runeChunks splits s every n runes, never inside a UTF-8 sequence.

@@ -15,6 +15,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime/debug"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -117,6 +118,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	case "conformance":
 		return conformance.Main(ctx, args[1:], os.Getenv, stdout, stderr)
 	case "version", "--version":
+		if helpAsked(args[1:]) {
+			fmt.Fprintln(stdout, "usage: gateway version")
+			return 0
+		}
 		if len(args) > 1 {
 			fmt.Fprintf(stderr, "gateway: version takes no arguments (got %q)\n\n%s", args[1], usage)
 			return 2
@@ -364,12 +369,15 @@ func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fs := newFlags("demo")
 	printConfig := fs.Bool("print-config", false, "print the demo's configuration and exit")
 	listen := fs.String("listen", "127.0.0.1:8000", "gateway listen address")
-	portBase := fs.Int("sim-port-base", demo.DefaultPortBase, "first port of the four simulators")
+	portBase := fs.Int("sim-port-base", demo.DefaultPortBase, "first of the four simulators' consecutive ports; 0 picks free ones")
 	level := fs.String("log-level", "info", "debug, info, warn or error")
 	if err := parse(fs, args, stdout, stderr); err != nil {
 		return err
 	}
 	if err := onlyFlags(fs); err != nil {
+		return err
+	}
+	if err := demoPortBase(*portBase, *printConfig, *listen); err != nil {
 		return err
 	}
 	if *printConfig {
@@ -392,11 +400,42 @@ func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	// The invitation comes once the gateway listens: a port something else holds fails first,
 	// and a curl would have reached that something.
-	return serve(ctx, cfg, log, nil, func(net.Addr) {
+	// It names the address the gateway got: with port 0 in --listen, the system chose the port.
+	// A demo told to stop while it started (Ctrl-C) invites no one: it is about to exit.
+	err = serve(ctx, cfg, log, nil, func(addr net.Addr) {
+		if ctx.Err() != nil {
+			return
+		}
 		fmt.Fprintf(stdout, "Hayula demo: simulated saif, averroes-q, deepseek-r1 and a public openrouter tail.\n"+
 			"Try:\n  curl -s http://%s/v1/chat/completions -H 'content-type: application/json' \\\n"+
-			"    -d '{\"model\":\"auto\",\"messages\":[{\"role\":\"user\",\"content\":\"Is this C code vulnerable to a buffer overflow?\"}]}' -i\n", *listen)
+			"    -d '{\"model\":\"auto\",\"messages\":[{\"role\":\"user\",\"content\":\"Is this C code vulnerable to a buffer overflow?\"}]}' -i\n", addr)
 	})
+	var op *net.OpError
+	if errors.As(err, &op) && op.Op == "listen" {
+		return fmt.Errorf("%w (choose another address with --listen)", err)
+	}
+	return err
+}
+
+// demoPortBase refuses a --sim-port-base the demo cannot use: the four simulators take four
+// consecutive ports from it, or free ones for 0, which --print-config cannot print since the
+// system picks them only when the demo starts; and the gateway's --listen port may not be one of
+// them, or the demo's own simulator would take it and the gateway fail as if something else had.
+func demoPortBase(base int, printing bool, listen string) error {
+	const last = 65535 - 3
+	switch {
+	case base == 0 && printing:
+		return usageError{msg: "demo: --print-config needs the simulators' ports, and --sim-port-base 0 leaves them to the system at start; name a first port"}
+	case base < 0 || base > last:
+		return usageError{msg: fmt.Sprintf("demo: --sim-port-base %d: the four simulators take consecutive ports from it, so it is 1 to %d (or 0 for free ports)", base, last)}
+	}
+	if _, p, err := net.SplitHostPort(listen); err == nil && base > 0 {
+		if port, err := strconv.Atoi(p); err == nil && port >= base && port <= base+3 {
+			return usageError{msg: fmt.Sprintf("demo: --listen port %d is one of the simulators' (--sim-port-base %d takes %d to %d); choose another with either flag",
+				port, base, base, base+3)}
+		}
+	}
+	return nil
 }
 
 // helpAsked reports whether the arguments of a command that takes no flags (keygen NAME,

@@ -158,6 +158,9 @@ func TestHelpOnPositionalCommands(t *testing.T) {
 		{[]string{"check-config", "--help"}, "gateway check-config FILE"},
 		{[]string{"check-config", "-help"}, "gateway check-config FILE"},
 		{[]string{"route", "--help"}, "gateway route eval FILE"},
+		// version said "takes no arguments" and exited 2, though the usage offers help COMMAND.
+		{[]string{"version", "--help"}, "gateway version"},
+		{[]string{"help", "version"}, "gateway version"},
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
