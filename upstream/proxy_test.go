@@ -62,7 +62,8 @@ func TestPrivateTargetsBypassProxy(t *testing.T) {
 // request as a connection failure whose text names the setting, not its value: net/http quotes
 // an invalid HTTPS_PROXY whole, and its password went into the log with every attempt.
 func TestInvalidProxyNotQuoted(t *testing.T) {
-	const raw = "http://user:s3cret@[::1"
+	password := "s3cret"
+	raw := "http://user:" + password + "@[::1" // no closing bracket
 	_, perr := url.Parse(raw)
 	if perr == nil {
 		t.Fatal("the test's proxy value parses")
