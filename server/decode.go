@@ -33,9 +33,8 @@ const (
 // alsoModel it also drops the spellings of "model" other than "model" itself ("Model"): the
 // gateway read the model from one, and the upstream is sent the target's model as "model", so
 // such a member would reach it beside that one (TestModelSpellingsStripped). body is the
-// original when it has none. privacy are the values of every x-hayula-privacy member met, in any
-// spelling: a decoder keeps only one of several, and readOptions counts them all.
-func stripOptions(body []byte, alsoModel bool) (out []byte, privacy []string) {
+// original when it has none. opts are the values of every option member met, in any spelling.
+func stripOptions(body []byte, alsoModel bool) (out []byte, opts bodyOptions) {
 	var found []string // the spellings met: nearly always none
 	it := jsonx.Object(body, false)
 	for {
@@ -56,14 +55,25 @@ func stripOptions(body []byte, alsoModel bool) (out []byte, privacy []string) {
 		}
 		found = append(found, s)
 		var p string
-		if strings.EqualFold(s, optPrivacy) && json.Unmarshal(v, &p) == nil {
-			privacy = append(privacy, p)
+		switch {
+		case strings.EqualFold(s, optPrivacy) && json.Unmarshal(v, &p) == nil:
+			opts.privacy = append(opts.privacy, p)
+		case strings.EqualFold(s, optFallback):
+			opts.fallback = append(opts.fallback, v)
 		}
 	}
 	if len(found) == 0 {
-		return body, privacy
+		return body, opts
 	}
-	return jsonx.Delete(body, found...), privacy
+	return jsonx.Delete(body, found...), opts
+}
+
+// bodyOptions are the values of every x-hayula-privacy and x-fallback-on member of a body, in
+// any spelling (stripOptions): a decoder keeps only the last of several, and readOptions counts
+// them all, so that a later "default" or true cannot undo an earlier "strict" or false.
+type bodyOptions struct {
+	privacy  []string
+	fallback []json.RawMessage
 }
 
 // isOption reports whether encoding/json would read the member name as a Hayula option.
@@ -365,7 +375,7 @@ func finishChat(r *http.Request, body []byte, w *wireView, req *core.Request) *a
 	}
 
 	req.Body = body
-	var privacy []string
+	var opts bodyOptions
 	if w.options || w.models != 1 {
 		// Not one plain "model": encoding/json decoded the body, and may have read the model
 		// from another spelling of it. It is the only path a folded spelling takes (fastWire
@@ -373,56 +383,39 @@ func finishChat(r *http.Request, body []byte, w *wireView, req *core.Request) *a
 		if e := foldedSpelling(body, isChatKey, true); e != nil {
 			return e
 		}
-		req.Body, privacy = stripOptions(body, w.models != 1)
+		req.Body, opts = stripOptions(body, w.models != 1)
 	} else {
 		// The body as fastWire walked it: where its model lies, and whether it has stream_options.
 		req.ModelAt, req.NoStreamOptions = w.modelAt, !w.optionsMember
 	}
-	return readOptions(r, w, privacy, req)
+	return readOptions(r, w, opts, req)
 }
 
 // readOptions applies the Hayula options. A request can make itself stricter, never looser:
 // x-fallback-on can only turn fallback off, x-hayula-privacy can only turn strictness on.
-// privacy are the body's x-hayula-privacy values beside the one w holds (stripOptions).
-func readOptions(r *http.Request, w *wireView, privacy []string, req *core.Request) *apiError {
-	fallback := headerValue(r.Header, hdrOptFallback)
-	if len(w.Fallback) > 0 && string(w.Fallback) != "null" {
-		var b bool
-		var s string
-		switch {
-		case json.Unmarshal(w.Fallback, &b) == nil:
-			if !b {
-				fallback = "false"
-			}
-		case json.Unmarshal(w.Fallback, &s) == nil:
-			if fallback == "" || strings.EqualFold(s, "false") {
-				fallback = s
-			}
-		default:
-			return badRequest(optFallback, "invalid_value", "x-fallback-on must be true or false")
+// opts are the body's option values beside the ones w holds (stripOptions).
+func readOptions(r *http.Request, w *wireView, opts bodyOptions, req *core.Request) *apiError {
+	// Every value counts, not the one a decoder keeps: a header sent on several lines, a body
+	// member sent twice (in any spelling), or a header beside a body member turns fallback off
+	// when any of them says false, and is refused when any is neither true nor false
+	// (TestFallbackAnyFalseCounts, TestFallbackAnyFalseInBody).
+	for _, v := range r.Header[hdrOptFallback] {
+		if e := applyFallback(v, req); e != nil {
+			return e
 		}
 	}
-	// A header sent on several lines counts each, as x-hayula-privacy's do: any that says false
-	// turns fallback off (TestFallbackAnyFalseCounts).
-	lines := r.Header[hdrOptFallback]
-	for i := 0; i < max(1, len(lines)); i++ {
-		v := fallback // the first line, as the body member leaves it
-		if i > 0 {
-			v = lines[i]
-		}
-		switch strings.ToLower(strings.TrimSpace(v)) {
-		case "", "true", "1", "yes":
-		case "false", "0", "no":
-			req.NoFallback = true
-		default:
-			return badRequest(optFallback, "invalid_value", "x-fallback-on must be true or false")
+	for _, vs := range [...][]json.RawMessage{{w.Fallback}, opts.fallback} {
+		for _, v := range vs {
+			if e := applyFallbackJSON(v, req); e != nil {
+				return e
+			}
 		}
 	}
 
 	// An absent body field is "", which asks for nothing, as an absent header does. Every value
 	// counts, not the one a decoder keeps: a header sent twice, or a body member sent twice
 	// (both decoders keep the last), is strict when any of them says so (TestPrivacyAnyStrictCounts).
-	for _, vs := range [...][]string{r.Header[hdrOptPrivacy], {w.Privacy.V}, privacy} {
+	for _, vs := range [...][]string{r.Header[hdrOptPrivacy], {w.Privacy.V}, opts.privacy} {
 		for _, p := range vs {
 			if e := applyPrivacy(p, req); e != nil {
 				return e
@@ -433,6 +426,41 @@ func readOptions(r *http.Request, w *wireView, privacy []string, req *core.Reque
 	req.RouteHint = strings.TrimSpace(headerValue(r.Header, hdrOptHint))
 	if h := strings.TrimSpace(w.Hint.V); h != "" {
 		req.RouteHint = h
+	}
+	return nil
+}
+
+// applyFallback applies one x-fallback-on value, a header line's or a body string's, to req:
+// false turns fallback off, true (or nothing) asks for nothing.
+func applyFallback(v string, req *core.Request) *apiError {
+	switch strings.ToLower(strings.TrimSpace(v)) {
+	case "", "true", "1", "yes":
+	case "false", "0", "no":
+		req.NoFallback = true
+	default:
+		return badRequest(optFallback, "invalid_value", "x-fallback-on must be true or false")
+	}
+	return nil
+}
+
+// applyFallbackJSON applies one x-fallback-on body value: a boolean, a string read as a header
+// line is, or null (or absent), which asks for nothing.
+func applyFallbackJSON(v json.RawMessage, req *core.Request) *apiError {
+	v = bytes.TrimSpace(v)
+	if len(v) == 0 || string(v) == "null" {
+		return nil
+	}
+	var b bool
+	var s string
+	switch {
+	case json.Unmarshal(v, &b) == nil:
+		if !b {
+			req.NoFallback = true
+		}
+	case json.Unmarshal(v, &s) == nil:
+		return applyFallback(s, req)
+	default:
+		return badRequest(optFallback, "invalid_value", "x-fallback-on must be true or false")
 	}
 	return nil
 }
@@ -739,10 +767,10 @@ func decodeOther(r *http.Request, body []byte, op core.Op) (*core.Request, *apiE
 		}
 	}
 	// Stripped by name, not after a check of the decoded fields: a key sent as null goes too.
-	var privacy []string
-	req.Body, privacy = stripOptions(body, true) // encoding/json read the model, in whatever spelling
-	opts := wireView{Fallback: w.Fallback, Hint: optOf(w.Hint), Privacy: optOf(w.Privacy)}
-	if e := readOptions(r, &opts, privacy, req); e != nil {
+	var opts bodyOptions
+	req.Body, opts = stripOptions(body, true) // encoding/json read the model, in whatever spelling
+	view := wireView{Fallback: w.Fallback, Hint: optOf(w.Hint), Privacy: optOf(w.Privacy)}
+	if e := readOptions(r, &view, opts, req); e != nil {
 		return nil, e
 	}
 	return req, nil
