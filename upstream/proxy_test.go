@@ -63,7 +63,7 @@ func TestPrivateTargetsBypassProxy(t *testing.T) {
 // an invalid HTTPS_PROXY whole, and its password went into the log with every attempt.
 func TestInvalidProxyNotQuoted(t *testing.T) {
 	const raw = "http://user:s3cret@[::1"
-	_, perr := url.Parse(raw)
+	_, perr := url.Parse(raw) //lint:ignore SA1007 the value is invalid on purpose: the test needs url.Parse's error
 	if perr == nil {
 		t.Fatal("the test's proxy value parses")
 	}
