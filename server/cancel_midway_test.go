@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"go.uber.org/goleak"
 )
 
 // TestStalledUpstreamReleased: a client that goes away while its upstream is stalled
@@ -15,7 +17,8 @@ import (
 // upstream sees its request cancelled long before the target's idle_timeout (an hour there); and
 // a client that waits gets its answer's end once idle_timeout (100 ms) has passed, the upstream
 // connection closed. Both for every adapter, on chat and on the Responses bridge, streamed or
-// whole. Nothing of the request is left running (goleak, in TestMain, checks the goroutines).
+// whole; and on the legacy completions endpoint where the adapter serves it. Nothing of the
+// request is left running (goleak, in TestMain, checks the goroutines).
 func TestStalledUpstreamReleased(t *testing.T) {
 	type stall struct {
 		started chan struct{} // the upstream got the request
@@ -68,7 +71,10 @@ func TestStalledUpstreamReleased(t *testing.T) {
 	}
 	for _, leave := range []bool{true, false} {
 		for _, adapter := range []string{"openai", "ollama", "saif"} {
-			for _, ep := range []string{"chat", "responses"} {
+			for _, ep := range []string{"chat", "completions", "responses"} {
+				if ep == "completions" && adapter == "ollama" {
+					continue // ollama serves no completions (upstream.Serves)
+				}
 				for _, stream := range []bool{false, true} {
 					how := "client leaves"
 					idle := "1h"
@@ -76,6 +82,10 @@ func TestStalledUpstreamReleased(t *testing.T) {
 						how, idle = "idle_timeout", "100ms"
 					}
 					t.Run(fmt.Sprintf("%s/%s/%s/stream=%v", how, adapter, ep, stream), func(t *testing.T) {
+						// Registered first, so checked last: once the gateway and the upstream
+						// have closed, nothing of this request is left running.
+						ignore := goleak.IgnoreCurrent()
+						t.Cleanup(func() { goleak.VerifyNone(t, ignore) })
 						s := &stall{started: make(chan struct{}), gone: make(chan struct{})}
 						up := newFake(t, adapter)
 						up.set(stalled(s, heads[adapter]))
@@ -86,7 +96,10 @@ func TestStalledUpstreamReleased(t *testing.T) {
 						g := newGateway(t, fmt.Sprintf("[targets.t]\nadapter = %q\nurl = %q\nmodel = \"m\"\nclass = \"private\"\n"+
 							"idle_timeout = %q\ntools = false\nvision = false\n\n[routes.r]\ntargets = [\"t\"]\n", adapter, url, idle), nil)
 						path, body := "/v1/chat/completions", fmt.Sprintf(`{"model":"r","stream":%v,"messages":[{"role":"user","content":"hi"}]}`, stream)
-						if ep == "responses" {
+						switch ep {
+						case "completions":
+							path, body = "/v1/completions", fmt.Sprintf(`{"model":"r","stream":%v,"prompt":"hi"}`, stream)
+						case "responses":
 							path, body = "/v1/responses", fmt.Sprintf(`{"model":"r","stream":%v,"input":"hi"}`, stream)
 						}
 						ctx, cancel := context.WithCancel(context.Background())
