@@ -17,8 +17,8 @@ import (
 // upstream sees its request cancelled long before the target's idle_timeout (an hour there); and
 // a client that waits gets its answer's end once idle_timeout (100 ms) has passed, the upstream
 // connection closed. Both for every adapter, on chat and on the Responses bridge, streamed or
-// whole; and on the legacy completions endpoint where the adapter serves it. Nothing of the
-// request is left running (goleak, in TestMain, checks the goroutines).
+// whole; and on the legacy completions endpoint and embeddings where the adapter serves them.
+// Nothing of the request is left running (goleak checks the goroutines).
 func TestStalledUpstreamReleased(t *testing.T) {
 	type stall struct {
 		started chan struct{} // the upstream got the request
@@ -71,11 +71,14 @@ func TestStalledUpstreamReleased(t *testing.T) {
 	}
 	for _, leave := range []bool{true, false} {
 		for _, adapter := range []string{"openai", "ollama", "saif"} {
-			for _, ep := range []string{"chat", "completions", "responses"} {
-				if ep == "completions" && adapter == "ollama" {
-					continue // ollama serves no completions (upstream.Serves)
+			for _, ep := range []string{"chat", "completions", "responses", "embeddings"} {
+				if ep == "completions" && adapter == "ollama" || ep == "embeddings" && adapter == "saif" {
+					continue // what the adapter does not serve (upstream.Serves)
 				}
 				for _, stream := range []bool{false, true} {
+					if stream && ep == "embeddings" {
+						continue
+					}
 					how := "client leaves"
 					idle := "1h"
 					if !leave {
@@ -101,6 +104,8 @@ func TestStalledUpstreamReleased(t *testing.T) {
 							path, body = "/v1/completions", fmt.Sprintf(`{"model":"r","stream":%v,"prompt":"hi"}`, stream)
 						case "responses":
 							path, body = "/v1/responses", fmt.Sprintf(`{"model":"r","stream":%v,"input":"hi"}`, stream)
+						case "embeddings":
+							path, body = "/v1/embeddings", `{"model":"r","input":"hi"}`
 						}
 						ctx, cancel := context.WithCancel(context.Background())
 						defer cancel()
