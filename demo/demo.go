@@ -67,12 +67,15 @@ func StartBackends(portBase int, chunkDelay time.Duration) (*Backends, error) {
 	return b, nil
 }
 
-// Close stops the simulators.
+// Close stops the simulators: it lets the requests under way finish for up to two seconds, then
+// cuts off the rest (a stream with a long chunk delay), whose handlers would otherwise wait on.
 func (b *Backends) Close() {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	for _, s := range b.servers {
-		_ = s.Shutdown(ctx)
+		if s.Shutdown(ctx) != nil {
+			_ = s.Close()
+		}
 	}
 }
 

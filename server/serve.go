@@ -11,8 +11,8 @@ import (
 	"github.com/hayula/gateway/internal/h1"
 )
 
-// Serve answers on ln until ctx ends, then drains in-flight requests for up to grace before
-// closing them. It serves HTTP/1.1 with the gateway's own server (internal/h1: no goroutine
+// Serve answers on ln until ctx ends or ln fails, then drains in-flight requests for up to grace
+// before closing them. It serves HTTP/1.1 with the gateway's own server (internal/h1: no goroutine
 // per request; PERFORMANCE.md); a request it cannot parse gets an OpenAI-shaped error. log
 // receives the HTTP server's own events (a panic that escaped h, a failed accept); nil
 // discards them. opts change the HTTP server's defaults; the gateway passes none.
@@ -35,9 +35,11 @@ func Serve(ctx context.Context, ln net.Listener, h http.Handler, grace time.Dura
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
+	var serr error
 	select {
-	case err := <-errc:
-		return err
+	case serr = <-errc:
+		// The listener failed (closed under it): the connections the server still holds, its
+		// sweeper among them, would go on with nobody to stop them. They drain as on a stop.
 	case <-ctx.Done():
 	}
 	sctx, cancel := context.WithTimeout(context.Background(), grace)
@@ -46,7 +48,10 @@ func Serve(ctx context.Context, ln net.Listener, h http.Handler, grace time.Dura
 	if errors.Is(err, context.DeadlineExceeded) {
 		err = srv.Close()
 	}
-	if serr := <-errc; serr != nil && !errors.Is(serr, http.ErrServerClosed) {
+	if serr == nil {
+		serr = <-errc
+	}
+	if serr != nil && !errors.Is(serr, http.ErrServerClosed) {
 		return serr
 	}
 	return err

@@ -65,6 +65,11 @@ type h1Transport struct {
 	mu    sync.Mutex
 	idle  map[string][]*h1Conn // by address, most recently used last
 	nIdle int
+	// closeIdle: CloseIdleConnections was called and no exchange has begun since, so that an
+	// exchange in flight then closes its connection as it ends rather than pooling it where
+	// nothing would take or expire it (the server owning the transport is closing:
+	// TestNoConnectionPooledAfterClose). net/http's Transport does the same.
+	closeIdle bool
 	// The sweeper's: the connections whose exchange is in flight (each knows its slot), where
 	// its next tick's visits begin (see sweepLocked), whether a sweeper goroutine runs, and what
 	// CloseIdleConnections closes to end it.
@@ -564,6 +569,7 @@ const maxKeptAnswerFields = 32
 func (t *h1Transport) get(ctx context.Context, addr string) *h1Conn {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	t.closeIdle = false // a connection may be wanted again
 	for {
 		list := t.idle[addr]
 		if len(list) == 0 {
@@ -618,7 +624,7 @@ func (t *h1Transport) release(c *h1Conn, reuse bool) (phase int32, pooled bool) 
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	ph := t.unwatchLocked(c)
-	if !reuse || ph >= phaseCanceled || t.nIdle >= t.maxIdle {
+	if !reuse || ph >= phaseCanceled || t.nIdle >= t.maxIdle || t.closeIdle {
 		return ph, false
 	}
 	t.idle[c.addr] = append(t.idle[c.addr], c)
@@ -627,11 +633,13 @@ func (t *h1Transport) release(c *h1Conn, reuse bool) (phase int32, pooled bool) 
 }
 
 // CloseIdleConnections closes the pooled connections (http.Client.CloseIdleConnections calls it),
-// and ends the sweeper as soon as no exchange is in flight.
+// and those of the exchanges in flight as they end, until another begins; and ends the sweeper as
+// soon as no exchange is in flight.
 func (t *h1Transport) CloseIdleConnections() {
 	t.mu.Lock()
 	idle := t.idle
 	t.idle, t.nIdle = map[string][]*h1Conn{}, 0
+	t.closeIdle = true
 	if t.quit != nil {
 		close(t.quit)
 		t.quit = nil

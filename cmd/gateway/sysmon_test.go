@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"go.uber.org/goleak"
 )
 
 // reexecProbe is set in the environment of the test binary run by TestKeepSysmonAwakeReexecs.
@@ -41,7 +42,7 @@ func TestMain(m *testing.M) {
 		os.Args = []string{os.Args[0], "serve", "--config", path}
 		main()
 	}
-	os.Exit(m.Run())
+	goleak.VerifyTestMain(m)
 }
 
 func TestSysmonEnv(t *testing.T) {
