@@ -54,7 +54,13 @@ documents them all.
 
 func main() {
 	keepSysmonAwake(os.Args[1:], reexec)
+	// exiting is taken by whichever exit comes first, and never given back: the second signal's,
+	// or run's end. The second signal kills the model processes, which can end the stop under way
+	// and let run return 0 while it is still killing: without it, that 0 could beat its exit
+	// status 1 (TestSecondSignalKillsProcessGroups, under load).
+	var exiting sync.Mutex
 	ctx, stop := notifyShutdown(context.Background(), func() {
+		exiting.Lock()
 		// The stop under way would have waited for the model processes; exiting now, the gateway
 		// kills them and what they started, which their parent-death signal alone would leave.
 		lifecycle.KillDescendants()
@@ -63,6 +69,7 @@ func main() {
 	}, os.Interrupt, syscall.SIGTERM)
 	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
+	exiting.Lock()
 	os.Exit(code)
 }
 
