@@ -2,9 +2,11 @@ package main
 
 import (
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -13,7 +15,7 @@ import (
 
 // linkedDocs are the documents whose links and cited tests TestDocLinksResolve and
 // TestDocCitedTestsExist hold, relative to the module root.
-var linkedDocs = []string{"README.md", "CONFIG.md", "CONFORMANCE.md"}
+var linkedDocs = []string{"README.md", "CONFIG.md", "CONFORMANCE.md", "PERFORMANCE.md"}
 
 // proseLines returns a Markdown file's lines, each line of a fenced code block (where a "#"
 // starts a comment rather than a heading and a "](" is code, not a link) left empty, so that
@@ -148,7 +150,8 @@ func TestDocCitedTestsExist(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cited := regexp.MustCompile(`\b(?:Test|Fuzz|Benchmark)[A-Z][A-Za-z0-9_]*`)
+	// A name followed by * cites a family (`TestH1*`): some defined name must start with it.
+	cited := regexp.MustCompile(`\b(?:Test|Fuzz|Benchmark)[A-Z][A-Za-z0-9_]*\*?`)
 	n := 0
 	for _, f := range linkedDocs {
 		raw, err := os.ReadFile(filepath.Join(root, f))
@@ -157,6 +160,12 @@ func TestDocCitedTestsExist(t *testing.T) {
 		}
 		for _, name := range cited.FindAllString(string(raw), -1) {
 			n++
+			if prefix, family := strings.CutSuffix(name, "*"); family {
+				if !slices.ContainsFunc(slices.Collect(maps.Keys(defined)), func(d string) bool { return strings.HasPrefix(d, prefix) }) {
+					t.Errorf("%s cites %s, and no _test.go file defines a test so named", f, name)
+				}
+				continue
+			}
 			if !defined[name] {
 				t.Errorf("%s cites %s, which no _test.go file defines", f, name)
 			}
