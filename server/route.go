@@ -148,9 +148,9 @@ func (endpointFilter) Keep(req *core.Request, t *core.Target) (bool, string) {
 }
 
 // capStages is how many stages at the head of Server.stages judge an adapter's capabilities
-// (endpointFilter, choicesFilter, formatFilter); plan skips them for a request none of them can
-// drop a target for.
-const capStages = 3
+// (endpointFilter, choicesFilter, formatFilter, filter.Specialist); plan skips them for a request
+// none of them can drop a target for.
+const capStages = 4
 
 // choicesFilter drops a target whose adapter answers one choice (upstream.OneChoice) for a request
 // that asks for more (n > 1): the client would get fewer choices than it asked for, without a word.
@@ -230,18 +230,21 @@ type plan struct {
 	// overflowDrops counts targets dropped for context: each is a certain overflow, and counts as
 	// one for a guard.
 	overflowDrops int
+	// err is the answer whatever eligibility left: a route hint that no SAIF target of the route
+	// lists (unknownSpecialist); nil otherwise.
+	err *apiError
 }
 
 // plan runs eligibility with the kept targets in kept's array (see filter.RunInto).
 func (s *Server) plan(rs *routeState, req *core.Request, kept []*core.Target) plan {
 	stages := s.stages
 	if req.Op == core.OpChat && s.allServeChat && req.Choices <= 1 && !req.Structured && !req.Logprobs &&
-		req.OpenAIOnly == "" && !req.RemoteImages {
+		req.OpenAIOnly == "" && !req.RemoteImages && req.RouteHint == "" {
 		// The capability stages would keep every target, at a call per target each, on nearly
 		// every request: every target's adapter serves chat (New checked), and one choice.
 		stages = stages[capStages:]
 	}
-	p := plan{route: rs, res: filter.RunInto(kept, req, rs.Targets, stages)}
+	p := plan{route: rs, res: filter.RunInto(kept, req, rs.Targets, stages), err: unknownSpecialist(rs, req.RouteHint)}
 	for _, d := range p.res.Drops {
 		switch {
 		case s.failOpen[d.Filter]:
@@ -256,6 +259,29 @@ func (s *Server) plan(rs *routeState, req *core.Request, kept []*core.Target) pl
 		sortByRecovery(p.reserve, s.health.Available)
 	}
 	return p
+}
+
+// unknownSpecialist is the 400 for a route hint that names no specialist of any SAIF target of
+// rs: no target can make it valid, so it is refused before any is asked, the route's other
+// adapters (which do not read the hint) included, as a typo in it would otherwise be served
+// without a word (TestHintOnlyTheSecondSAIFTargetLists). nil for no hint, a route without a SAIF
+// target, or a hint one of them lists (filter.Specialist then drops the others). The hint is the
+// client's own, and only its first maxEcho bytes come back.
+func unknownSpecialist(rs *routeState, hint string) *apiError {
+	if hint == "" || !rs.saif {
+		return nil
+	}
+	for _, s := range rs.specialists {
+		if strings.EqualFold(s, hint) {
+			return nil
+		}
+	}
+	valid := "none are configured"
+	if len(rs.specialists) > 0 {
+		valid = "valid: " + strings.Join(rs.specialists, ", ")
+	}
+	return &apiError{Status: http.StatusBadRequest, Type: typeInvalidRequest, Code: "unknown_specialist", Param: optHint,
+		Message: fmt.Sprintf("x-route-hint %q names no SAIF specialist of route %s (%s)", clip(hint, maxEcho), rs.Name, valid)}
 }
 
 func sortByRecovery(ts []*core.Target, avail func(*core.Target) (bool, time.Time)) {
@@ -306,7 +332,7 @@ func noTarget(rs *routeState, drops []filter.Drop) *apiError {
 		case (filter.Privacy{}).Name():
 			private = true
 		case (filter.Vision{}).Name(), (filter.Tools{}).Name(), (filter.Context{}).Name(), (endpointFilter{}).Name(),
-			(choicesFilter{}).Name(), (formatFilter{}).Name():
+			(choicesFilter{}).Name(), (formatFilter{}).Name(), (filter.Specialist{}).Name():
 		default:
 			other = true
 		}

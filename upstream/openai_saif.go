@@ -119,23 +119,23 @@ func saifPath(base string) string {
 
 // specialist resolves the route hint against the target's specialists, case-insensitively, to
 // the name as configured. No hint lets SAIF's router choose. (A hint that named a route for model
-// "auto" was consumed by the server and never reaches here.)
+// "auto" was consumed by the server and never reaches here; nor does one the target does not list,
+// which the server's specialist filter keeps off it.) The error does not repeat the hint, the
+// client's text of any length.
 func (a *openaiSAIF) specialist(req *core.Request) (*string, error) {
 	h := strings.TrimSpace(req.RouteHint)
 	if h == "" {
 		return nil, nil
 	}
-	for _, s := range a.t.Specialists {
-		if strings.EqualFold(s, h) {
-			return &s, nil
-		}
+	if s, ok := a.t.Specialist(h); ok {
+		return &s, nil
 	}
 	valid := "none are configured"
 	if len(a.t.Specialists) > 0 {
 		valid = "valid: " + strings.Join(a.t.Specialists, ", ")
 	}
 	return nil, requestError(a.t, "unknown_specialist", "x-route-hint",
-		fmt.Sprintf("x-route-hint %q names no SAIF specialist of target %s (%s)", h, a.t.Name, valid))
+		fmt.Sprintf("x-route-hint names no SAIF specialist of target %s (%s)", a.t.Name, valid))
 }
 
 // chatML renders the conversation with Qwen's ChatML template, ending with the open assistant
