@@ -145,3 +145,23 @@ func (u *adUpstream) count() int {
 	defer u.mu.Unlock()
 	return len(u.bodies)
 }
+
+// TestHintIgnoredWhereSAIFDoesNotServe: a request no saif target of the route could take for
+// what it is (/v1/embeddings, filter endpoint; tools, filter tools; a JSON response_format,
+// filter format) does not have its hint judged against them: the openai target serves it, as it
+// did before the hint was judged per route.
+func TestHintIgnoredWhereSAIFDoesNotServe(t *testing.T) {
+	g, _, _ := hintGateway(t, true)
+	for path, body := range map[string]string{
+		"/v1/embeddings": `{"model":"saif","input":"hi"}`,
+		"/v1/chat/completions": `{"model":"saif","messages":[{"role":"user","content":"hi"}],` +
+			`"tools":[{"type":"function","function":{"name":"f","parameters":{"type":"object"}}}]}`,
+		"/v1/chat/completions#json": `{"model":"saif","messages":[{"role":"user","content":"hi"}],"response_format":{"type":"json_object"}}`,
+	} {
+		p, _, _ := strings.Cut(path, "#")
+		r := g.post(t, p, body, "x-route-hint", "gardening")
+		if r.status != http.StatusOK {
+			t.Errorf("%s: status %d: %s", path, r.status, r.body)
+		}
+	}
+}

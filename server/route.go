@@ -244,7 +244,7 @@ func (s *Server) plan(rs *routeState, req *core.Request, kept []*core.Target) pl
 		// every request: every target's adapter serves chat (New checked), and one choice.
 		stages = stages[capStages:]
 	}
-	p := plan{route: rs, res: filter.RunInto(kept, req, rs.Targets, stages), err: unknownSpecialist(rs, req.RouteHint)}
+	p := plan{route: rs, res: filter.RunInto(kept, req, rs.Targets, stages), err: unknownSpecialist(rs, req)}
 	for _, d := range p.res.Drops {
 		switch {
 		case s.failOpen[d.Filter]:
@@ -264,10 +264,12 @@ func (s *Server) plan(rs *routeState, req *core.Request, kept []*core.Target) pl
 // unknownSpecialist is the 400 for a route hint that names no specialist of any SAIF target of
 // rs: no target can make it valid, so it is refused before any is asked, the route's other
 // adapters (which do not read the hint) included, as a typo in it would otherwise be served
-// without a word (TestHintOnlyTheSecondSAIFTargetLists). nil for no hint, a route without a SAIF
-// target, or a hint one of them lists (filter.Specialist then drops the others). The hint is the
-// client's own, and only its first maxEcho bytes come back.
-func unknownSpecialist(rs *routeState, hint string) *apiError {
+// without a word (TestHintOnlyTheSecondSAIFTargetLists). nil for no hint, a hint one of them lists
+// (filter.Specialist then drops the others), or a request that none of them could take for what
+// it is (hintReaders): there no target reads the hint (TestHintIgnoredWhereSAIFDoesNotServe). The
+// hint is the client's own, and only its first maxEcho bytes come back.
+func unknownSpecialist(rs *routeState, req *core.Request) *apiError {
+	hint := req.RouteHint
 	if hint == "" || !rs.saif {
 		return nil
 	}
@@ -276,12 +278,34 @@ func unknownSpecialist(rs *routeState, hint string) *apiError {
 			return nil
 		}
 	}
+	if !slices.ContainsFunc(rs.Targets, func(t *core.Target) bool { return hintReader(req, t) }) {
+		return nil
+	}
 	valid := "none are configured"
 	if len(rs.specialists) > 0 {
 		valid = "valid: " + strings.Join(rs.specialists, ", ")
 	}
 	return &apiError{Status: http.StatusBadRequest, Type: typeInvalidRequest, Code: "unknown_specialist", Param: optHint,
 		Message: fmt.Sprintf("x-route-hint %q names no SAIF specialist of route %s (%s)", clip(hint, maxEcho), rs.Name, valid)}
+}
+
+// hintReaders are the filters that judge what a request is (its endpoint, its choices, its
+// format, its privacy, its images, its tools), as against the target's state (health, load) or
+// the prompt's length: a SAIF target one of them drops would never read the request's hint.
+var hintReaders = [...]filter.Filter{endpointFilter{}, choicesFilter{}, formatFilter{}, filter.Privacy{},
+	filter.Vision{}, filter.Tools{}}
+
+// hintReader reports whether t is a SAIF target that could serve req but for its hint.
+func hintReader(req *core.Request, t *core.Target) bool {
+	if t.Adapter != core.AdapterSAIF {
+		return false
+	}
+	for _, f := range hintReaders {
+		if ok, _ := f.Keep(req, t); !ok {
+			return false
+		}
+	}
+	return true
 }
 
 func sortByRecovery(ts []*core.Target, avail func(*core.Target) (bool, time.Time)) {
