@@ -173,12 +173,21 @@ func TestAutoSpecialistTheSAIFTargetLacksWarned(t *testing.T) {
 		name, specialists, auto, want string
 	}{
 		{"narrowed target, default [auto]", "specialists = [\"webapp\", \"Malware\"]\n", "",
-			`[auto]: x-route-hint rev_eng, network, forensics, crypto, cloud or exploit sends model auto to route saif, whose saif target s has no such specialist`},
+			`[auto]: x-route-hint rev_eng, network, forensics, crypto, cloud or exploit sends model auto to route saif, where no saif target (s) has such a specialist`},
 		{"both narrowed alike", "specialists = [\"webapp\"]\n", "specialists = [\"WebApp\"]\n", ""},
 		{"both defaults", "", "", ""},
+		// A second saif target on the route that lists the rest serves them: the first is only
+		// passed over for them (filter specialist), and no hint is refused.
+		{"a second target lists the rest", "specialists = [\"webapp\", \"Malware\"]\n" +
+			"[targets.s2]\nadapter = \"saif\"\nurl = \"http://127.0.0.1:7/v1\"\n" +
+			"specialists = [\"rev_eng\", \"network\", \"forensics\", \"crypto\", \"cloud\", \"exploit\"]\n", "", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			src := targets + tc.specialists + routes + "[auto]\ndefault = \"gen\"\n" + tc.auto +
+			rs := routes
+			if strings.Contains(tc.specialists, "s2") {
+				rs = strings.Replace(rs, `["s", "a"]`, `["s", "s2", "a"]`, 1)
+			}
+			src := targets + tc.specialists + rs + "[auto]\ndefault = \"gen\"\n" + tc.auto +
 				"[[auto.intents]]\nname = \"x\"\nroute = \"gen\"\nterms = [\"x\"]\n"
 			cfg, err := Parse([]byte(src), "w.toml", nil)
 			if err != nil {
@@ -186,7 +195,7 @@ func TestAutoSpecialistTheSAIFTargetLacksWarned(t *testing.T) {
 			}
 			var got []string
 			for _, w := range cfg.Warnings() {
-				if strings.Contains(w, "no such specialist") {
+				if strings.Contains(w, "has such a specialist") {
 					got = append(got, w)
 				}
 			}

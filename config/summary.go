@@ -278,24 +278,25 @@ func (c *Config) Warnings() []string {
 	}
 	if c.Auto != nil {
 		// A specialist hint goes to specialist_route whatever the text, where a saif target
-		// answers a specialist it does not list 400 unknown_specialist (class request: the chain
-		// stops there).
+		// that does not list it is passed over (filter specialist) and a hint that no saif target
+		// of the route lists is answered 400 unknown_specialist before any target is asked.
 		if r, ok := c.Route(c.Auto.SpecialistRoute()); ok {
+			var saif []*core.Target
+			var names, missing []string
 			for _, t := range r.Targets {
-				if t.Adapter != core.AdapterSAIF {
-					continue
+				if t.Adapter == core.AdapterSAIF {
+					saif, names = append(saif, t), append(names, t.Name)
 				}
-				var missing []string
-				for _, sp := range c.Auto.Specialists() {
-					if !slices.ContainsFunc(t.Specialists, func(s string) bool { return strings.EqualFold(s, sp) }) {
-						missing = append(missing, sp)
-					}
+			}
+			for _, sp := range c.Auto.Specialists() {
+				if !slices.ContainsFunc(saif, func(t *core.Target) bool { _, ok := t.Specialist(sp); return ok }) {
+					missing = append(missing, sp)
 				}
-				if len(missing) > 0 {
-					ws = append(ws, fmt.Sprintf("[auto]: x-route-hint %s sends model auto to route %s, whose saif target %s "+
-						"has no such specialist, and answers it 400 unknown_specialist; add it to the target's specialists, "+
-						"or list [auto] specialists as the target does", orList(missing), r.Name, t.Name))
-				}
+			}
+			if len(saif) > 0 && len(missing) > 0 {
+				ws = append(ws, fmt.Sprintf("[auto]: x-route-hint %s sends model auto to route %s, where no saif target (%s) "+
+					"has such a specialist, and is answered 400 unknown_specialist; add it to a saif target's specialists, "+
+					"or list [auto] specialists as the targets do", orList(missing), r.Name, strings.Join(names, ", ")))
 			}
 		}
 		// x-route-hint names a specialist before a route: a route named like one cannot be hinted.

@@ -1,6 +1,7 @@
 package core
 
 import (
+	"strings"
 	"sync/atomic"
 	"time"
 )
@@ -263,3 +264,14 @@ func (s *Stats) SetDegraded(d bool) { s.degraded.Store(d) }
 
 // Degraded reports whether the target's last health check answered slower than its DegradedAfter.
 func (s *Stats) Degraded() bool { return s.degraded.Load() }
+
+// Specialist is the name, as configured, of t's specialist that hint names (case-insensitively);
+// ok is false when t lists none by that name.
+func (t *Target) Specialist(hint string) (name string, ok bool) {
+	for _, s := range t.Specialists {
+		if strings.EqualFold(s, hint) {
+			return s, true
+		}
+	}
+	return "", false
+}

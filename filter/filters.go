@@ -3,6 +3,7 @@ package filter
 import (
 	"math"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/hayula/gateway/core"
@@ -16,6 +17,7 @@ var (
 	_ Filter    = Cooldown{}
 	_ Recoverer = Cooldown{}
 	_ Filter    = Loading{}
+	_ Filter    = Specialist{}
 )
 
 // Privacy keeps strict traffic off public targets. It must be a fail-closed stage: a strict
@@ -59,6 +61,27 @@ func (Tools) Keep(req *core.Request, t *core.Target) (bool, string) {
 		return false, "request declares tools: target has no tools"
 	}
 	return true, ""
+}
+
+// Specialist keeps a request with a route hint (x-route-hint) off a SAIF target whose
+// specialists do not include it: sent there, the hint was a 400 that ended the chain, though
+// another SAIF target of the route lists it. Other adapters do not read the hint and are kept.
+// It must be a fail-closed stage. A hint that no SAIF target of the route lists is the server's
+// 400 unknown_specialist, decided before the filters.
+type Specialist struct{}
+
+// Name is "specialist".
+func (Specialist) Name() string { return "specialist" }
+
+// Keep drops a SAIF target that lists no specialist named req.RouteHint.
+func (Specialist) Keep(req *core.Request, t *core.Target) (bool, string) {
+	if req.RouteHint == "" || t.Adapter != core.AdapterSAIF {
+		return true, ""
+	}
+	if _, ok := t.Specialist(req.RouteHint); ok {
+		return true, ""
+	}
+	return false, "x-route-hint names none of its specialists (" + strings.Join(t.Specialists, ", ") + ")"
 }
 
 // Context drops a target only when the request certainly does not fit its context window:

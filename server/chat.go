@@ -226,6 +226,9 @@ func (s *Server) run(ctx context.Context, rs *routeState, req *core.Request, st 
 		st.cands = make([]*core.Target, 0, max(len(rs.Targets), len(s.cfg.Targets)))
 	}
 	p := s.plan(rs, req, st.cands)
+	if p.err != nil {
+		return result{err: p.err}
+	}
 	if len(p.res.FailedOpen) > 0 {
 		s.failedOpen.Add(1)
 	}

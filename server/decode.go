@@ -60,6 +60,8 @@ func stripOptions(body []byte, alsoModel bool) (out []byte, opts bodyOptions) {
 			opts.privacy = append(opts.privacy, p)
 		case strings.EqualFold(s, optFallback):
 			opts.fallback = append(opts.fallback, v)
+		case strings.EqualFold(s, optHint) && json.Unmarshal(v, &p) == nil:
+			opts.hint = append(opts.hint, p)
 		}
 	}
 	if len(found) == 0 {
@@ -68,12 +70,14 @@ func stripOptions(body []byte, alsoModel bool) (out []byte, opts bodyOptions) {
 	return jsonx.Delete(body, found...), opts
 }
 
-// bodyOptions are the values of every x-hayula-privacy and x-fallback-on member of a body, in
-// any spelling (stripOptions): a decoder keeps only the last of several, and readOptions counts
-// them all, so that a later "default" or true cannot undo an earlier "strict" or false.
+// bodyOptions are the values of every Hayula option member of a body, in any spelling
+// (stripOptions): a decoder keeps only the last of several, and readOptions counts them all, so
+// that a later "default" or true cannot undo an earlier "strict" or false, and that two route
+// hints that differ are refused.
 type bodyOptions struct {
 	privacy  []string
 	fallback []json.RawMessage
+	hint     []string
 }
 
 // isOption reports whether encoding/json would read the member name as a Hayula option.
@@ -423,9 +427,22 @@ func readOptions(r *http.Request, w *wireView, opts bodyOptions, req *core.Reque
 		}
 	}
 
-	req.RouteHint = strings.TrimSpace(headerValue(r.Header, hdrOptHint))
-	if h := strings.TrimSpace(w.Hint.V); h != "" {
-		req.RouteHint = h
+	// One hint, however often it is sent: several that differ (case aside) are refused rather
+	// than one of them taken, since a proxy in front that reads another line would have routed
+	// the request elsewhere (TestHintSentTwiceMustAgree). An empty one asks for nothing.
+	req.RouteHint = ""
+	for _, vs := range [...][]string{r.Header[hdrOptHint], {w.Hint.V}, opts.hint} {
+		for _, v := range vs {
+			v = strings.TrimSpace(v)
+			switch {
+			case v == "" || strings.EqualFold(v, req.RouteHint):
+			case req.RouteHint != "":
+				return badRequest(optHint, "invalid_value", "x-route-hint was sent more than once with different "+
+					"values: send one hint")
+			default:
+				req.RouteHint = v
+			}
+		}
 	}
 	return nil
 }

@@ -113,7 +113,7 @@ func (s *Server) handleExplain(w http.ResponseWriter, r *http.Request) {
 		Fallback:   !req.NoFallback,
 		FallbackOn: names(rs.FallbackOn.Classes()),
 		Request: explainRequest{Stream: req.Stream, Images: req.Images, Tools: req.Tools,
-			PromptTokensMin: req.PromptTokensMin, MaxTokens: req.MaxTokens, RouteHint: req.RouteHint},
+			PromptTokensMin: req.PromptTokensMin, MaxTokens: req.MaxTokens, RouteHint: clip(req.RouteHint, maxEcho)},
 		Drops:      []explainDrop{},
 		FailedOpen: p.res.FailedOpen,
 		Order:      []string{},
@@ -154,6 +154,8 @@ func (s *Server) handleExplain(w http.ResponseWriter, r *http.Request) {
 	}
 	var ae *apiError
 	switch {
+	case p.err != nil:
+		ae = p.err
 	case len(p.res.Kept) == 0 && len(p.reserve) == 0:
 		ae = s.noTarget(rs, p.res.Drops)
 	case shutByGuards(rs, order, p.overflowDrops) && shutByGuards(rs, p.reserve, p.overflowDrops):

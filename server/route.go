@@ -148,9 +148,9 @@ func (endpointFilter) Keep(req *core.Request, t *core.Target) (bool, string) {
 }
 
 // capStages is how many stages at the head of Server.stages judge an adapter's capabilities
-// (endpointFilter, choicesFilter, formatFilter); plan skips them for a request none of them can
-// drop a target for.
-const capStages = 3
+// (endpointFilter, choicesFilter, formatFilter, filter.Specialist); plan skips them for a request
+// none of them can drop a target for.
+const capStages = 4
 
 // choicesFilter drops a target whose adapter answers one choice (upstream.OneChoice) for a request
 // that asks for more (n > 1): the client would get fewer choices than it asked for, without a word.
@@ -230,18 +230,21 @@ type plan struct {
 	// overflowDrops counts targets dropped for context: each is a certain overflow, and counts as
 	// one for a guard.
 	overflowDrops int
+	// err is the answer whatever eligibility left: a route hint that no SAIF target of the route
+	// lists (unknownSpecialist); nil otherwise.
+	err *apiError
 }
 
 // plan runs eligibility with the kept targets in kept's array (see filter.RunInto).
 func (s *Server) plan(rs *routeState, req *core.Request, kept []*core.Target) plan {
 	stages := s.stages
 	if req.Op == core.OpChat && s.allServeChat && req.Choices <= 1 && !req.Structured && !req.Logprobs &&
-		req.OpenAIOnly == "" && !req.RemoteImages {
+		req.OpenAIOnly == "" && !req.RemoteImages && req.RouteHint == "" {
 		// The capability stages would keep every target, at a call per target each, on nearly
 		// every request: every target's adapter serves chat (New checked), and one choice.
 		stages = stages[capStages:]
 	}
-	p := plan{route: rs, res: filter.RunInto(kept, req, rs.Targets, stages)}
+	p := plan{route: rs, res: filter.RunInto(kept, req, rs.Targets, stages), err: unknownSpecialist(rs, req)}
 	for _, d := range p.res.Drops {
 		switch {
 		case s.failOpen[d.Filter]:
@@ -256,6 +259,53 @@ func (s *Server) plan(rs *routeState, req *core.Request, kept []*core.Target) pl
 		sortByRecovery(p.reserve, s.health.Available)
 	}
 	return p
+}
+
+// unknownSpecialist is the 400 for a route hint that names no specialist of any SAIF target of
+// rs: no target can make it valid, so it is refused before any is asked, the route's other
+// adapters (which do not read the hint) included, as a typo in it would otherwise be served
+// without a word (TestHintOnlyTheSecondSAIFTargetLists). nil for no hint, a hint one of them lists
+// (filter.Specialist then drops the others), or a request that none of them could take for what
+// it is (hintReaders): there no target reads the hint (TestHintIgnoredWhereSAIFDoesNotServe). The
+// hint is the client's own, and only its first maxEcho bytes come back.
+func unknownSpecialist(rs *routeState, req *core.Request) *apiError {
+	hint := req.RouteHint
+	if hint == "" || !rs.saif {
+		return nil
+	}
+	for _, s := range rs.specialists {
+		if strings.EqualFold(s, hint) {
+			return nil
+		}
+	}
+	if !slices.ContainsFunc(rs.Targets, func(t *core.Target) bool { return hintReader(req, t) }) {
+		return nil
+	}
+	valid := "none are configured"
+	if len(rs.specialists) > 0 {
+		valid = "valid: " + strings.Join(rs.specialists, ", ")
+	}
+	return &apiError{Status: http.StatusBadRequest, Type: typeInvalidRequest, Code: "unknown_specialist", Param: optHint,
+		Message: fmt.Sprintf("x-route-hint %q names no SAIF specialist of route %s (%s)", clip(hint, maxEcho), rs.Name, valid)}
+}
+
+// hintReaders are the filters that judge what a request is (its endpoint, its choices, its
+// format, its privacy, its images, its tools), as against the target's state (health, load) or
+// the prompt's length: a SAIF target one of them drops would never read the request's hint.
+var hintReaders = [...]filter.Filter{endpointFilter{}, choicesFilter{}, formatFilter{}, filter.Privacy{},
+	filter.Vision{}, filter.Tools{}}
+
+// hintReader reports whether t is a SAIF target that could serve req but for its hint.
+func hintReader(req *core.Request, t *core.Target) bool {
+	if t.Adapter != core.AdapterSAIF {
+		return false
+	}
+	for _, f := range hintReaders {
+		if ok, _ := f.Keep(req, t); !ok {
+			return false
+		}
+	}
+	return true
 }
 
 func sortByRecovery(ts []*core.Target, avail func(*core.Target) (bool, time.Time)) {
@@ -306,7 +356,7 @@ func noTarget(rs *routeState, drops []filter.Drop) *apiError {
 		case (filter.Privacy{}).Name():
 			private = true
 		case (filter.Vision{}).Name(), (filter.Tools{}).Name(), (filter.Context{}).Name(), (endpointFilter{}).Name(),
-			(choicesFilter{}).Name(), (formatFilter{}).Name():
+			(choicesFilter{}).Name(), (formatFilter{}).Name(), (filter.Specialist{}).Name():
 		default:
 			other = true
 		}

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"runtime/debug"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -154,6 +155,11 @@ type routeState struct {
 	// routeLine is the X-Hayula-Route header line (see writeWhole); nil when the name cannot be
 	// a header value.
 	routeLine []byte
+	// saif is whether the route has a SAIF target, and specialists every specialist its SAIF
+	// targets list, sorted, each once (case aside): a route hint none of them lists is the 400
+	// unknown_specialist (unknownSpecialist).
+	saif        bool
+	specialists []string
 }
 
 // mayOverflow reports whether the context filter could drop a target of the route for req. The
@@ -226,7 +232,8 @@ func New(o Options) (*Server, error) {
 	c := o.Config.Cooldown
 	s.health = health.NewTracker(len(o.Config.Targets), s.clock,
 		health.Policy{Failures: c.Failures, Base: c.Base, Max: c.Max, OnChange: s.healthChanged, Describe: describeCheck})
-	s.stages = append([]filter.Stage{{Filter: endpointFilter{}}, {Filter: choicesFilter{}}, {Filter: formatFilter{}}},
+	s.stages = append([]filter.Stage{{Filter: endpointFilter{}}, {Filter: choicesFilter{}}, {Filter: formatFilter{}},
+		{Filter: filter.Specialist{}}},
 		filter.Standard(s.health)...)
 	s.allServeChat = !slices.ContainsFunc(o.Config.Targets, func(t *core.Target) bool {
 		return !upstream.Serves(t.Adapter, core.OpChat)
@@ -262,7 +269,16 @@ func New(o Options) (*Server, error) {
 			if w := t.ContextWindow; w > 0 && (rs.minWindow == 0 || w < rs.minWindow) {
 				rs.minWindow = w
 			}
+			if t.Adapter == core.AdapterSAIF {
+				rs.saif = true
+				for _, sp := range t.Specialists {
+					if !slices.ContainsFunc(rs.specialists, func(s string) bool { return strings.EqualFold(s, sp) }) {
+						rs.specialists = append(rs.specialists, sp)
+					}
+				}
+			}
 		}
+		slices.Sort(rs.specialists)
 		s.routes[r.Name] = rs
 	}
 	var prev *metrics.Set

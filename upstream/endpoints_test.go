@@ -96,3 +96,59 @@ func TestStatedLengthIsNotPreallocated(t *testing.T) {
 		t.Fatalf("allocated %d bytes for a stated 30 MiB that never came", got)
 	}
 }
+
+// TestSAIFFinishReasonHasNoToolCalls: SAIF has no tools, so a finish_reason "tool_calls" it
+// sends becomes "stop", whole and streamed: passed on, it told the client to run tool calls the
+// message does not have (an SDK agent loop looks for them). "max_tokens" is "length", and
+// "content_filter" stays.
+func TestSAIFFinishReasonHasNoToolCalls(t *testing.T) {
+	for in, want := range map[string]string{"tool_calls": "stop", "max_tokens": "length", "length": "length",
+		"content_filter": "content_filter", "eos": "stop", "": "stop"} {
+		srv := serve(t, func(w http.ResponseWriter, r *http.Request) {
+			b, _ := io.ReadAll(r.Body)
+			if strings.Contains(string(b), `"stream":true`) {
+				w.Header().Set("Content-Type", "text/event-stream")
+				_, _ = io.WriteString(w, `data: {"text":"hi","specialist":"webapp"}`+"\n\n"+
+					`data: {"done":true,"finish_reason":"`+in+`","usage":{"prompt_tokens":1,"completion_tokens":1}}`+"\n\n")
+				return
+			}
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = io.WriteString(w, `{"text":"hi","finish_reason":"`+in+`","usage":{"prompt_tokens":1,"completion_tokens":1}}`)
+		})
+		tg := saifTarget(srv.URL)
+		resp, err := newSet(t, tg).Chat(context.Background(), tg, chatRequestOf(t, `{"model":"m","messages":[{"role":"user","content":"x"}]}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var whole struct {
+			Choices []struct {
+				FinishReason string `json:"finish_reason"`
+			}
+		}
+		if err := json.Unmarshal(resp.Body, &whole); err != nil || len(whole.Choices) != 1 {
+			t.Fatalf("%q: %s", in, resp.Body)
+		}
+		if whole.Choices[0].FinishReason != want {
+			t.Errorf("%q whole: finish_reason %q, want %q", in, whole.Choices[0].FinishReason, want)
+		}
+		resp, err = newSet(t, tg).Chat(context.Background(), tg, chatRequestOf(t, `{"model":"m","stream":true,"messages":[{"role":"user","content":"x"}]}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var last string
+		for {
+			c, err := resp.Stream.Next()
+			if err != nil {
+				break
+			}
+			if i := strings.Index(string(c), `"finish_reason":"`); i >= 0 {
+				last = string(c)[i+len(`"finish_reason":"`):]
+				last = last[:strings.IndexByte(last, '"')]
+			}
+		}
+		resp.Stream.Close()
+		if last != want {
+			t.Errorf("%q stream: finish_reason %q, want %q", in, last, want)
+		}
+	}
+}

@@ -108,6 +108,16 @@ func (a *openaiSAIF) chat(ctx context.Context, req *core.Request) (*Response, er
 	return a.answer(ctx, resp, req.Op)
 }
 
+// saifFinish is the OpenAI finish_reason of SAIF's: as openAIFinish, except that "tool_calls"
+// is "stop": SAIF has no tools, and the answer has no tool calls for the client to run
+// (TestSAIFFinishReasonHasNoToolCalls).
+func saifFinish(reason string) string {
+	if f := openAIFinish(reason); f != "tool_calls" {
+		return f
+	}
+	return "stop"
+}
+
 // saifPath is the completions endpoint below base. The target's url may be written with or
 // without /v1 (config's health path treats it the same way); /v1 is never repeated.
 func saifPath(base string) string {
@@ -119,23 +129,23 @@ func saifPath(base string) string {
 
 // specialist resolves the route hint against the target's specialists, case-insensitively, to
 // the name as configured. No hint lets SAIF's router choose. (A hint that named a route for model
-// "auto" was consumed by the server and never reaches here.)
+// "auto" was consumed by the server and never reaches here; nor does one the target does not list,
+// which the server's specialist filter keeps off it.) The error does not repeat the hint, the
+// client's text of any length.
 func (a *openaiSAIF) specialist(req *core.Request) (*string, error) {
 	h := strings.TrimSpace(req.RouteHint)
 	if h == "" {
 		return nil, nil
 	}
-	for _, s := range a.t.Specialists {
-		if strings.EqualFold(s, h) {
-			return &s, nil
-		}
+	if s, ok := a.t.Specialist(h); ok {
+		return &s, nil
 	}
 	valid := "none are configured"
 	if len(a.t.Specialists) > 0 {
 		valid = "valid: " + strings.Join(a.t.Specialists, ", ")
 	}
 	return nil, requestError(a.t, "unknown_specialist", "x-route-hint",
-		fmt.Sprintf("x-route-hint %q names no SAIF specialist of target %s (%s)", h, a.t.Name, valid))
+		fmt.Sprintf("x-route-hint names no SAIF specialist of target %s (%s)", a.t.Name, valid))
 }
 
 // chatML renders the conversation with Qwen's ChatML template, ending with the open assistant
@@ -289,7 +299,7 @@ func (a *openaiSAIF) answer(ctx context.Context, resp *http.Response, op core.Op
 		}
 		id = prefix + a.newID()
 	}
-	created, usage, finish := a.now().Unix(), newUsage(m.Usage.PromptTokens, m.Usage.CompletionTokens), openAIFinish(m.FinishReason)
+	created, usage, finish := a.now().Unix(), newUsage(m.Usage.PromptTokens, m.Usage.CompletionTokens), saifFinish(m.FinishReason)
 	var b []byte
 	if op == core.OpCompletions {
 		b = mustJSON(textCompletionJSON{ID: id, Object: "text_completion", Created: created, Model: a.t.Model,
@@ -393,7 +403,7 @@ func (s *saifStream) read() error {
 	if !e.Done {
 		return nil
 	}
-	s.pending = append(s.pending, s.out.finish(openAIFinish(e.FinishReason)))
+	s.pending = append(s.pending, s.out.finish(saifFinish(e.FinishReason)))
 	var u saifUsage
 	if e.Usage != nil {
 		u = *e.Usage

@@ -493,3 +493,14 @@ func TestSAIFStreamSpecialistNamedLate(t *testing.T) {
 		})
 	}
 }
+
+// TestSAIFUnknownSpecialistNotEchoed: the adapter's unknown_specialist (the server's specialist
+// filter keeps such a hint from reaching it) does not repeat the client's hint, of any length.
+func TestSAIFUnknownSpecialistNotEchoed(t *testing.T) {
+	a := &openaiSAIF{t: saifTarget("http://127.0.0.1:1")}
+	_, err := a.specialist(&core.Request{RouteHint: strings.Repeat("x", 5000)})
+	var se *core.StatusError
+	if !errors.As(err, &se) || se.Code != "unknown_specialist" || len(se.Message) > 500 {
+		t.Fatalf("error %v", err)
+	}
+}
