@@ -2,8 +2,6 @@ package health_test
 
 import (
 	"context"
-	"net"
-	"sync"
 	"testing"
 	"time"
 
@@ -11,44 +9,8 @@ import (
 
 	"github.com/hayula/gateway/core"
 	"github.com/hayula/gateway/health"
+	"github.com/hayula/gateway/internal/conntest"
 )
-
-// wedged is a listener that accepts connections and never reads or writes on them, as a wedged
-// server whose kernel accepts for it; its address is returned.
-func wedged(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var (
-		mu    sync.Mutex
-		conns []net.Conn
-		done  = make(chan struct{})
-	)
-	go func() {
-		defer close(done)
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			conns = append(conns, c)
-			mu.Unlock()
-		}
-	}()
-	t.Cleanup(func() {
-		ln.Close()
-		<-done
-		mu.Lock()
-		defer mu.Unlock()
-		for _, c := range conns {
-			c.Close()
-		}
-	})
-	return ln.Addr().String()
-}
 
 // TestWedgedTLSCheckLeavesNothingBehind: a check of an https:// health URL whose server accepts
 // the connection and never answers the TLS hello fails at health_timeout, and leaves nothing
@@ -57,7 +19,7 @@ func wedged(t *testing.T) string {
 // dial timeout: every check of such a target left a dial and a handshake goroutine, and a
 // socket, waiting for as long as the server kept the connection, one more each interval.
 func TestWedgedTLSCheckLeavesNothingBehind(t *testing.T) {
-	tg := checked("a", "https://"+wedged(t)+"/health", 0)
+	tg := checked("a", "https://"+conntest.Wedged(t)+"/health", 0)
 	tg.HealthTimeout = 50 * time.Millisecond
 	c := health.NewChecker(health.NewTracker(1, health.NewManualClock(t0), health.Policy{}), []*core.Target{tg},
 		health.CheckerOptions{})

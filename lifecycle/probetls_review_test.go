@@ -2,11 +2,10 @@ package lifecycle
 
 import (
 	"context"
-	"net"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/hayula/gateway/internal/conntest"
 	"go.uber.org/goleak"
 )
 
@@ -17,36 +16,7 @@ import (
 // wedged (stopped, say, with SIGSTOP) left a dial and a handshake goroutine for as long as the
 // process kept the connection, one more every PollInterval while its start was waited for.
 func TestWedgedTLSProbeLeavesNothingBehind(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var (
-		mu    sync.Mutex
-		conns []net.Conn
-		done  = make(chan struct{})
-	)
-	go func() {
-		defer close(done)
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			conns = append(conns, c) // never read, never answered
-			mu.Unlock()
-		}
-	}()
-	t.Cleanup(func() {
-		ln.Close()
-		<-done
-		mu.Lock()
-		defer mu.Unlock()
-		for _, c := range conns {
-			c.Close()
-		}
-	})
+	addr := conntest.Wedged(t) // never reads, never answers
 	m, err := New(nil, nil, Options{ProbeTimeout: 50 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
@@ -54,7 +24,7 @@ func TestWedgedTLSProbeLeavesNothingBehind(t *testing.T) {
 	defer func() { _ = m.Close(context.Background()) }()
 	before := goleak.IgnoreCurrent()
 	for range 3 {
-		if m.probeOnce(context.Background(), "https://"+ln.Addr().String()+"/health") {
+		if m.probeOnce(context.Background(), "https://"+addr+"/health") {
 			t.Fatal("a probe of a server that never answers passed")
 		}
 	}

@@ -1,10 +1,10 @@
 package server_test
 
 import (
-	"net"
 	"strings"
-	"sync"
 	"testing"
+
+	"github.com/hayula/gateway/internal/conntest"
 )
 
 // TestUpstreamThatNeverReadsTimesOut: an upstream that accepts the connection and then reads
@@ -14,39 +14,10 @@ import (
 // as a timeout and the chain moves on. The write was bounded by nothing but the client's going
 // away: the request hung, and the next target was never asked.
 func TestUpstreamThatNeverReadsTimesOut(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var (
-		mu    sync.Mutex
-		conns []net.Conn
-		done  = make(chan struct{})
-	)
-	go func() {
-		defer close(done)
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			conns = append(conns, c) // never read, never answered
-			mu.Unlock()
-		}
-	}()
-	t.Cleanup(func() {
-		ln.Close()
-		<-done
-		mu.Lock()
-		defer mu.Unlock()
-		for _, c := range conns {
-			c.Close()
-		}
-	})
+	addr := conntest.Wedged(t) // never reads, never answers
 	b := newFake(t, "b")
 	g := newGateway(t, "max_body_bytes = 67108864\n\n"+
-		target("a", "http://"+ln.Addr().String()+"/v1", "private", `timeout = "200ms"`)+target("b", b.url(), "private")+
+		target("a", "http://"+addr+"/v1", "private", `timeout = "200ms"`)+target("b", b.url(), "private")+
 		"[routes.r]\ntargets = [\"a\", \"b\"]\n", nil)
 	// Far more than loopback's socket buffers hold: the write blocks until a reader comes.
 	big := strings.Repeat("x", 48<<20)

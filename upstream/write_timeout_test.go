@@ -3,51 +3,19 @@ package upstream
 import (
 	"context"
 	"errors"
-	"net"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/hayula/gateway/core"
+	"github.com/hayula/gateway/internal/conntest"
 )
 
 // neverReads is a listener that accepts connections and reads nothing from them, as a wedged or
 // stopped server whose kernel accepts for it; its address is returned as a target URL.
 func neverReads(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var (
-		mu    sync.Mutex
-		conns []net.Conn
-		done  = make(chan struct{})
-	)
-	go func() {
-		defer close(done)
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			conns = append(conns, c)
-			mu.Unlock()
-		}
-	}()
-	t.Cleanup(func() {
-		ln.Close()
-		<-done
-		mu.Lock()
-		defer mu.Unlock()
-		for _, c := range conns {
-			c.Close()
-		}
-	})
-	return "http://" + ln.Addr().String()
+	return "http://" + conntest.Wedged(t)
 }
 
 // TestTimeoutBoundsTheWrite: the target's timeout, how long to wait for the answer's head, counts

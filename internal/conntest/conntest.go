@@ -1,6 +1,7 @@
-// Package conntest owns a test double for the server side of network connections: a listener
-// whose connections report their writes and read deadlines, for tests that check what a server
-// does to a socket (how many writes an answer takes, which deadlines it sets). Tests only.
+// Package conntest owns test doubles for network connections: a listener whose connections report
+// their writes and read deadlines, for tests that check what a server does to a socket (how many
+// writes an answer takes, which deadlines it sets), and a wedged server that accepts and never
+// reads or answers (Wedged), for tests of what a client does when nothing comes. Tests only.
 package conntest
 
 import (
