@@ -96,14 +96,16 @@ type ollamaChatRequest struct {
 	KeepAlive json.RawMessage `json:"keep_alive,omitempty"`
 }
 
+// ollamaChatResponse is a whole /api/chat answer or one line of a stream. PromptEvalCount and
+// EvalCount are the done line's counts, nil when left out (reportedUsage).
 type ollamaChatResponse struct {
 	Model           string          `json:"model"`
 	CreatedAt       string          `json:"created_at"`
 	Message         ollamaMessage   `json:"message"`
 	Done            bool            `json:"done"`
 	DoneReason      string          `json:"done_reason"`
-	PromptEvalCount int             `json:"prompt_eval_count"`
-	EvalCount       int             `json:"eval_count"`
+	PromptEvalCount *int            `json:"prompt_eval_count"`
+	EvalCount       *int            `json:"eval_count"`
 	Error           json.RawMessage `json:"error"`
 	// Logprobs are the tokens of this line (of the whole answer when not streamed), when asked.
 	Logprobs []logprobJSON `json:"logprobs"`
@@ -158,13 +160,14 @@ func (a *openaiOllama) chat(ctx context.Context, req *core.Request) (*Response, 
 	if a.t.Reasoning == core.ReasoningThinkTags {
 		lp = contentLogprobs(lp)
 	}
+	usage, n := reportedUsage(m.PromptEvalCount, m.EvalCount)
 	c := completionJSON{ID: "chatcmpl-" + a.newID(), Object: "chat.completion", Created: a.created(m.CreatedAt),
 		Model: cmpOr(m.Model, a.t.Model),
 		Choices: []choiceJSON{{Message: completionMessage(a.t.Reasoning, m.Message.Content, m.Message.Thinking, calls),
 			Logprobs: newLogprobs(lp), FinishReason: finish}},
-		Usage: newUsage(m.PromptEvalCount, m.EvalCount)}
+		Usage: usage}
 	b := mustJSON(c)
-	return &Response{Body: b, Usage: usageOf(m.PromptEvalCount, m.EvalCount), UpstreamID: upID}, nil
+	return &Response{Body: b, Usage: &n, UpstreamID: upID}, nil
 }
 
 // loadOnly reports a done_reason that says nothing was generated: Ollama answers "load" to a
@@ -880,8 +883,8 @@ func argumentsString(raw json.RawMessage) string {
 
 // ollamaStream turns /api/chat's NDJSON lines into chat.completion.chunk payloads: the role on
 // the first, content and thinking as they come, tool calls with their running index, the
-// finish_reason on the line that says done, then the usage chunk when asked for (its counts are
-// the stream's Usage either way). A line with
+// finish_reason on the line that says done, then the usage chunk when asked for and the line has
+// counts (the stream's Usage either way, none when it has neither: reportedUsage). A line with
 // "error" is a *core.StreamError; so is a body that ends before done.
 type ollamaStream struct {
 	target       string
@@ -961,9 +964,10 @@ func (s *ollamaStream) read() error {
 		finish = "tool_calls"
 	}
 	s.pending = append(s.pending, s.ch.finish(finish))
-	s.usage = usageCounts(m.PromptEvalCount, m.EvalCount)
-	if s.includeUsage {
-		s.pending = append(s.pending, s.ch.usage(newUsage(m.PromptEvalCount, m.EvalCount)))
+	var u *usageJSON
+	u, s.usage = reportedUsage(m.PromptEvalCount, m.EvalCount)
+	if s.includeUsage && u != nil {
+		s.pending = append(s.pending, s.ch.usage(u))
 	}
 	return io.EOF
 }

@@ -56,19 +56,28 @@ type saifRequest struct {
 	Stream      bool     `json:"stream"`
 }
 
+// saifUsage is SAIF's usage object; a count it leaves out is nil (reportedUsage).
 type saifUsage struct {
-	PromptTokens     int `json:"prompt_tokens"`
-	CompletionTokens int `json:"completion_tokens"`
+	PromptTokens     *int `json:"prompt_tokens"`
+	CompletionTokens *int `json:"completion_tokens"`
+}
+
+// reported is reportedUsage of u, which is nil when SAIF sent no usage.
+func (u *saifUsage) reported() (*usageJSON, Usage) {
+	if u == nil {
+		return nil, Usage{}
+	}
+	return reportedUsage(u.PromptTokens, u.CompletionTokens)
 }
 
 type saifAnswer struct {
-	ID           string    `json:"id"`
-	Specialist   string    `json:"specialist"`
-	RoutedBy     string    `json:"routed_by"`
-	Confidence   *float64  `json:"confidence"`
-	Text         *string   `json:"text"`
-	FinishReason string    `json:"finish_reason"`
-	Usage        saifUsage `json:"usage"`
+	ID           string     `json:"id"`
+	Specialist   string     `json:"specialist"`
+	RoutedBy     string     `json:"routed_by"`
+	Confidence   *float64   `json:"confidence"`
+	Text         *string    `json:"text"`
+	FinishReason string     `json:"finish_reason"`
+	Usage        *saifUsage `json:"usage"`
 }
 
 // saifEvent is one SSE payload: text with its specialist, or the closing done event.
@@ -299,7 +308,8 @@ func (a *openaiSAIF) answer(ctx context.Context, resp *http.Response, op core.Op
 		}
 		id = prefix + a.newID()
 	}
-	created, usage, finish := a.now().Unix(), newUsage(m.Usage.PromptTokens, m.Usage.CompletionTokens), saifFinish(m.FinishReason)
+	usage, n := m.Usage.reported()
+	created, finish := a.now().Unix(), saifFinish(m.FinishReason)
 	var b []byte
 	if op == core.OpCompletions {
 		b = mustJSON(textCompletionJSON{ID: id, Object: "text_completion", Created: created, Model: a.t.Model,
@@ -311,7 +321,7 @@ func (a *openaiSAIF) answer(ctx context.Context, resp *http.Response, op core.Op
 	}
 	h := http.Header{}
 	setSpecialist(h, m.Specialist)
-	return &Response{Header: h, Body: b, Usage: usageOf(m.Usage.PromptTokens, m.Usage.CompletionTokens), UpstreamID: upID}, nil
+	return &Response{Header: h, Body: b, Usage: &n, UpstreamID: upID}, nil
 }
 
 func (a *openaiSAIF) stream(resp *http.Response, req *core.Request) (*Response, error) {
@@ -404,13 +414,10 @@ func (s *saifStream) read() error {
 		return nil
 	}
 	s.pending = append(s.pending, s.out.finish(saifFinish(e.FinishReason)))
-	var u saifUsage
-	if e.Usage != nil {
-		u = *e.Usage
-	}
-	s.usage = usageCounts(u.PromptTokens, u.CompletionTokens)
-	if s.includeUsage {
-		s.pending = append(s.pending, s.out.usage(newUsage(u.PromptTokens, u.CompletionTokens)))
+	var u *usageJSON
+	u, s.usage = e.Usage.reported()
+	if s.includeUsage && u != nil {
+		s.pending = append(s.pending, s.out.usage(u))
 	}
 	return io.EOF
 }

@@ -227,6 +227,26 @@ func newUsage(prompt, completion int) *usageJSON {
 	return &usageJSON{PromptTokens: prompt, CompletionTokens: completion, TotalTokens: prompt + completion}
 }
 
+// reportedUsage is the usage of an answer whose server sent the counts prompt and completion,
+// either nil when it left it out: the usage object the client is told and its Usage, which is
+// what metrics.Usage reads from that object. A server that left out both reported no usage:
+// the object is nil (no usage member, no usage chunk) and Reported is false, so that the
+// server charges a key's tpm the prompt's lower bound, as for an openai answer without usage,
+// rather than a fabricated 0/0. A count left out beside the other is 0 (Ollama omits a 0).
+func reportedUsage(prompt, completion *int) (*usageJSON, Usage) {
+	if prompt == nil && completion == nil {
+		return nil, Usage{}
+	}
+	var p, c int
+	if prompt != nil {
+		p = *prompt
+	}
+	if completion != nil {
+		c = *completion
+	}
+	return newUsage(p, c), usageCounts(p, c)
+}
+
 // toolCallJSON is an OpenAI tool call; Index is set in stream deltas only.
 type toolCallJSON struct {
 	Index    *int   `json:"index,omitempty"`

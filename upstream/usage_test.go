@@ -1,11 +1,13 @@
 package upstream
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -76,7 +78,9 @@ func TestTranslatedUsage(t *testing.T) {
 // TestTranslatedStreamUsage: a stream the Ollama or SAIF adapter translates knows its usage from
 // the upstream's own end (Ollama's done line, SAIF's done event) whether or not the client asked
 // for a usage chunk: UsageStream.Usage is what metrics.Usage reads from the chunk include_usage
-// adds, and the same unasked (when no chunk carries it); nothing is reported before the end.
+// adds, and the same unasked (when no chunk carries it); nothing is reported before the end. An
+// end without counts reports none, asked or not, and has no usage chunk (it had one of 0/0,
+// which charged a key's tpm nothing: TestTranslatedWithoutCounts).
 func TestTranslatedStreamUsage(t *testing.T) {
 	tests := []struct {
 		name   string
@@ -138,10 +142,11 @@ func TestTranslatedStreamUsage(t *testing.T) {
 						chunk = &Usage{Prompt: p, Completion: c, Reported: true}
 					}
 				}
-				if asked != (chunk != nil) {
+				counted := !strings.Contains(tt.name, "without")
+				if (asked && counted) != (chunk != nil) {
 					t.Fatalf("asked %v, usage chunk %+v: the client's chunks changed", asked, chunk)
 				}
-				want := Usage{Reported: true}
+				want := Usage{} // an end without counts
 				switch {
 				case chunk != nil:
 					want = *chunk
@@ -156,6 +161,100 @@ func TestTranslatedStreamUsage(t *testing.T) {
 				}
 				if diff := cmp.Diff(want, us.Usage()); diff != "" {
 					t.Errorf("Usage (-the usage chunk's, or the upstream's +the stream's):\n%s", diff)
+				}
+			})
+		}
+	}
+}
+
+// TestTranslatedWithoutCounts: an Ollama answer or done line with neither prompt_eval_count nor
+// eval_count, or a SAIF answer or done event without usage, reports no usage: Response.Usage and
+// UsageStream.Usage say Reported false (so that the server charges a key's tpm the prompt's lower
+// bound, as for an openai answer without usage, and the metrics count nothing), and the client
+// is told no fabricated 0/0: the whole answer has no usage member, and a stream whose client
+// asked for usage has no usage chunk, as a server that reports none sends none. An Ollama
+// answer with one of its counts (Ollama omits a count of 0) reports usage, the other 0.
+func TestTranslatedWithoutCounts(t *testing.T) {
+	const (
+		ollWhole  = `{"model":"m","message":{"role":"assistant","content":"ok"},"done":true,"done_reason":"stop"}`
+		ollStream = `{"model":"m","message":{"role":"assistant","content":"ok"},"done":false}` + "\n" +
+			`{"model":"m","message":{"role":"assistant","content":""},"done":true,"done_reason":"stop"}` + "\n"
+		saifWhole  = `{"text":"ok","finish_reason":"stop"}`
+		saifStream = "data: {\"text\":\"ok\"}\n\ndata: {\"done\":true,\"finish_reason\":\"stop\"}\n\n"
+	)
+	tests := []struct {
+		name   string
+		target func(string) *core.Target
+		op     core.Op
+		stream bool
+		ctype  string
+		answer string
+		want   Usage
+	}{
+		{"ollama chat", ollamaTarget, core.OpChat, false, "application/json", ollWhole, Usage{}},
+		{"ollama chat stream", ollamaTarget, core.OpChat, true, "application/x-ndjson", ollStream, Usage{}},
+		{"ollama chat, eval_count only", ollamaTarget, core.OpChat, false, "application/json",
+			`{"model":"m","message":{"role":"assistant","content":"ok"},"done":true,"eval_count":3}`, Usage{Completion: 3, Reported: true}},
+		{"ollama chat stream, prompt_eval_count only", ollamaTarget, core.OpChat, true, "application/x-ndjson",
+			`{"model":"m","message":{"role":"assistant","content":""},"done":true,"prompt_eval_count":4}` + "\n", Usage{Prompt: 4, Reported: true}},
+		{"saif chat", saifTarget, core.OpChat, false, "application/json", saifWhole, Usage{}},
+		{"saif completions", saifTarget, core.OpCompletions, false, "application/json", saifWhole, Usage{}},
+		{"saif chat stream", saifTarget, core.OpChat, true, "text/event-stream", saifStream, Usage{}},
+		{"saif completions stream", saifTarget, core.OpCompletions, true, "text/event-stream", saifStream, Usage{}},
+	}
+	for _, tt := range tests {
+		for _, asked := range []bool{true, false} {
+			if !tt.stream && !asked {
+				continue
+			}
+			t.Run(fmt.Sprintf("%s/asked=%v", tt.name, asked), func(t *testing.T) {
+				srv := serve(t, func(w http.ResponseWriter, r *http.Request) {
+					w.Header().Set("Content-Type", tt.ctype)
+					_, _ = io.WriteString(w, tt.answer)
+				})
+				tg := tt.target(srv.URL)
+				body := `{"messages":[{"role":"user","content":"x"}]}`
+				if tt.op == core.OpCompletions {
+					body = `{"prompt":"x"}`
+				}
+				req := chatRequestOf(t, body)
+				req.Op, req.Stream, req.IncludeUsage = tt.op, tt.stream, tt.stream && asked
+				resp, err := newSet(t, tg).Chat(context.Background(), tg, req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var got Usage
+				var told []string // what the client is told of usage
+				if !tt.stream {
+					defer resp.Release()
+					if resp.Usage == nil {
+						t.Fatal("a translated answer without Response.Usage")
+					}
+					got = *resp.Usage
+					if bytes.Contains(resp.Body, []byte(`"usage"`)) {
+						told = append(told, string(resp.Body))
+					}
+				} else {
+					defer resp.Stream.Close()
+					for {
+						ev, err := resp.Stream.Next()
+						if err != nil {
+							if !errors.Is(err, io.EOF) {
+								t.Fatal(err)
+							}
+							break
+						}
+						if bytes.Contains(ev, []byte(`"usage"`)) {
+							told = append(told, string(ev))
+						}
+					}
+					got = resp.Stream.(UsageStream).Usage()
+				}
+				if diff := cmp.Diff(tt.want, got); diff != "" {
+					t.Errorf("Usage (-want +got):\n%s", diff)
+				}
+				if wantTold := tt.want.Reported && asked; wantTold != (len(told) > 0) {
+					t.Errorf("the client is told usage in %q; want it told: %v", told, wantTold)
 				}
 			})
 		}
