@@ -189,17 +189,34 @@ func nextEvent(buf []byte) (payload []byte, n int, ok bool) {
 
 // chatAnswer is what the bridge reads of a chat completion or of one stream chunk.
 type chatAnswer struct {
-	Model   string `json:"model"`
-	Choices []struct {
-		Message      chatDelta `json:"message"`
-		Delta        chatDelta `json:"delta"`
-		FinishReason *string   `json:"finish_reason"`
-	} `json:"choices"`
-	Usage *chatUsage `json:"usage"`
-	Error *struct {
+	Model string `json:"model"`
+	// Choices are read for index 0 only: the bridge sends no n and answers one output, and a
+	// server that answers more (its own default n) interleaves its other choices' chunks with
+	// the first's (TestResponsesStreamReadsChoiceZero). A choice without an index is index 0.
+	Choices []chatChoice `json:"choices"`
+	Usage   *chatUsage   `json:"usage"`
+	Error   *struct {
 		Message string `json:"message"`
 		Code    any    `json:"code"`
 	} `json:"error"`
+}
+
+// chatChoice is one choice of a chat completion or of a stream chunk.
+type chatChoice struct {
+	Index        int       `json:"index"`
+	Message      chatDelta `json:"message"`
+	Delta        chatDelta `json:"delta"`
+	FinishReason *string   `json:"finish_reason"`
+}
+
+// first is the answer's or chunk's choice 0; nil when it has none.
+func (a *chatAnswer) first() *chatChoice {
+	for i := range a.Choices {
+		if a.Choices[i].Index == 0 {
+			return &a.Choices[i]
+		}
+	}
+	return nil
 }
 
 type chatDelta struct {
@@ -538,8 +555,11 @@ func (b *responsesWriter) writeWhole() {
 	}
 	b.usage = a.Usage
 	var output []any
-	if len(a.Choices) > 0 {
-		c := a.Choices[0]
+	c := a.first()
+	if c == nil && len(a.Choices) > 0 {
+		c = &a.Choices[0] // a whole answer's only choice, whatever index it says
+	}
+	if c != nil {
 		if c.FinishReason != nil {
 			b.reason = *c.FinishReason
 		}
@@ -669,10 +689,10 @@ func (b *responsesWriter) onChunk(p []byte) {
 	if c.Usage != nil {
 		b.usage = c.Usage
 	}
-	if len(c.Choices) == 0 {
+	ch := c.first()
+	if ch == nil {
 		return
 	}
-	ch := c.Choices[0]
 	if d := ch.Delta.thinking(); d != "" {
 		b.thinkDelta(d)
 	}
