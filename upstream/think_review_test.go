@@ -4,8 +4,13 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"net/http"
+	"strings"
 	"testing"
+	"time"
 	"unicode/utf8"
+
+	"github.com/hayula/gateway/core"
 )
 
 // Two choices streamed side by side (n = 2), each cut at every byte, their chunks interleaved:
@@ -146,6 +151,59 @@ func TestReviewThinkStreamHeldBytesBeforeError(t *testing.T) {
 			}
 			if got != tt.want || events != tt.events {
 				t.Errorf("got %+v in %d events, want %+v in %d", got, events, tt.want, tt.events)
+			}
+		})
+	}
+}
+
+// The same for the translated streams: an Ollama or SAIF stream with think-tags that breaks off
+// once begun relays what its splitter held, in a chunk of its own before the error.
+func TestReviewTranslatedThinkHeldBytesBeforeError(t *testing.T) {
+	now := func() time.Time { return time.Unix(1, 0) }
+	id := func() string { return "id" }
+	for _, tt := range []struct {
+		name string
+		open func(io.ReadCloser) Stream
+		body string
+	}{
+		{"ollama", func(b io.ReadCloser) Stream {
+			a := &openaiOllama{t: &core.Target{Name: "o", Model: "m", Reasoning: core.ReasoningThinkTags}, now: now, newID: id}
+			return a.newStream(b, false)
+		}, `{"model":"m","message":{"role":"assistant","content":"<think>a \n</th"},"done":false}` + "\n"},
+		{"saif", func(b io.ReadCloser) Stream {
+			return &saifStream{target: "s", body: b, sse: newSSEReader(b), out: newChunker("id", 1, "m", core.ReasoningThinkTags),
+				header: http.Header{}}
+		}, `data: {"text":"<think>a \n</th"}` + "\n\n"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			s := tt.open(io.NopCloser(strings.NewReader(tt.body)))
+			defer s.Close()
+			var reasoning string
+			for {
+				ev, err := s.Next()
+				if err != nil {
+					var se *core.StreamError
+					if !errors.As(err, &se) {
+						t.Fatalf("end %v, want a stream error", err)
+					}
+					break
+				}
+				var c struct {
+					Choices []struct {
+						Delta struct {
+							Reasoning string `json:"reasoning_content"`
+						} `json:"delta"`
+					} `json:"choices"`
+				}
+				if err := json.Unmarshal(ev, &c); err != nil {
+					t.Fatal(err)
+				}
+				for _, ch := range c.Choices {
+					reasoning += ch.Delta.Reasoning
+				}
+			}
+			if want := "a \n</th"; reasoning != want {
+				t.Errorf("reasoning %q, want %q", reasoning, want)
 			}
 		})
 	}
