@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -207,4 +208,64 @@ func TestReviewTranslatedThinkHeldBytesBeforeError(t *testing.T) {
 			}
 		})
 	}
+}
+
+// FuzzThinkStream checks the stream rewrite as FuzzThinkSplit checks the splitter: the content
+// cut into chunks anywhere between characters, then a finishing chunk, gives content and
+// reasoning deltas that join into thinkSpec's split, and the finishing chunk keeps its
+// finish_reason.
+func FuzzThinkStream(f *testing.F) {
+	for _, tt := range thinkCases {
+		f.Add(tt.in, uint8(len(tt.in)/2), uint8(len(tt.in)/3))
+	}
+	f.Fuzz(func(t *testing.T, in string, a, b uint8) {
+		if !utf8.ValidString(in) {
+			return // a JSON string holds characters
+		}
+		cuts := []int{int(a) % (len(in) + 1), int(b) % (len(in) + 1)}
+		slices.Sort(cuts)
+		for cuts[0] < len(in) && !utf8.RuneStart(in[cuts[0]]) {
+			cuts[0]++
+		}
+		for cuts[1] < len(in) && !utf8.RuneStart(in[cuts[1]]) {
+			cuts[1]++
+		}
+		chunk := func(s string) string {
+			b, _ := json.Marshal(s)
+			return `{"id":"c","choices":[{"index":0,"delta":{"content":` + string(b) + `},"finish_reason":null}]}`
+		}
+		evs := []string{chunk(in[:cuts[0]]), chunk(in[cuts[0]:max(cuts[0], cuts[1])]), chunk(in[max(cuts[0], cuts[1]):]),
+			`{"id":"c","choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}`}
+		ts := newThinkStream(&listStream{evs: evs})
+		var got thinkResult
+		finish := ""
+		for {
+			ev, err := ts.Next()
+			if err != nil {
+				break
+			}
+			var c struct {
+				Choices []struct {
+					Delta struct {
+						Content   string `json:"content"`
+						Reasoning string `json:"reasoning_content"`
+					} `json:"delta"`
+					FinishReason *string `json:"finish_reason"`
+				} `json:"choices"`
+			}
+			if err := json.Unmarshal(ev, &c); err != nil {
+				t.Fatalf("not JSON: %s", ev)
+			}
+			for _, ch := range c.Choices {
+				got.Content += ch.Delta.Content
+				got.Reasoning += ch.Delta.Reasoning
+				if ch.FinishReason != nil {
+					finish += *ch.FinishReason
+				}
+			}
+		}
+		if want := thinkSpec(in); got != want || finish != "stop" {
+			t.Fatalf("%q cut at %v: %+v, finish %q; want %+v", in, cuts, got, finish, want)
+		}
+	})
 }
