@@ -980,6 +980,13 @@ func (s *ollamaStream) Buffered() bool { return s.ready(s) }
 
 func (s *ollamaStream) buffered() bool { return s.lines.buffered() }
 
+func (s *ollamaStream) held() []byte {
+	if s.ch == nil {
+		return nil
+	}
+	return s.ch.held()
+}
+
 // Close releases the connection. It is safe to call more than once.
 func (s *ollamaStream) Close() error { return s.close(s.body) }
 

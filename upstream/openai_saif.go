@@ -343,6 +343,7 @@ func (a *openaiSAIF) stream(resp *http.Response, req *core.Request) (*Response, 
 type chunkMaker interface {
 	delta(text, reasoning string, calls []toolCallJSON, hy *hayulaJSON) []byte
 	finish(reason string) []byte
+	held() []byte // see eventSource
 	usage(u *usageJSON) []byte
 }
 
@@ -430,6 +431,8 @@ func (s *saifStream) Buffered() bool { return s.ready(s) }
 
 func (s *saifStream) buffered() bool { return s.sse.buffered() }
 
+func (s *saifStream) held() []byte { return s.out.held() }
+
 // Close releases the connection. It is safe to call more than once.
 func (s *saifStream) Close() error { return s.close(s.body) }
 
@@ -460,6 +463,8 @@ func (c *textChunker) delta(text, _ string, _ []toolCallJSON, hy *hayulaJSON) []
 }
 
 func (c *textChunker) finish(reason string) []byte { return c.marshal("", &reason, nil, nil) }
+
+func (c *textChunker) held() []byte { return nil }
 
 func (c *textChunker) usage(u *usageJSON) []byte {
 	b := mustJSON(textCompletionJSON{ID: c.id, Object: "text_completion", Created: c.created, Model: c.model,

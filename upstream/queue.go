@@ -20,6 +20,10 @@ type eventSource interface {
 	read() error
 	// buffered reports whether a complete upstream event is already in memory.
 	buffered() bool
+	// held is a chunk with the bytes a think-tags splitter still holds, for a stream that
+	// ends without the finishing chunk that carries them; nil when it holds none, or when no
+	// chunk was made yet (the error alone lets the chain move on).
+	held() []byte
 }
 
 func (q *queue) next(src eventSource) ([]byte, error) {
@@ -32,7 +36,17 @@ func (q *queue) next(src eventSource) ([]byte, error) {
 		if q.err != nil {
 			return nil, q.err
 		}
-		q.err = src.read()
+		q.read(src)
+	}
+}
+
+// read translates one upstream event; at the stream's end, what a splitter held goes first
+// (TestReviewTranslatedThinkHeldBytesBeforeError).
+func (q *queue) read(src eventSource) {
+	if q.err = src.read(); q.err != nil {
+		if c := src.held(); c != nil {
+			q.pending = append(q.pending, c)
+		}
 	}
 }
 
@@ -44,7 +58,7 @@ func (q *queue) ready(src eventSource) bool {
 		if !src.buffered() {
 			return false
 		}
-		q.err = src.read()
+		q.read(src)
 	}
 	return true
 }

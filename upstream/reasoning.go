@@ -277,6 +277,7 @@ type thinkStream struct {
 	// the wrapped stream's own slice stays valid.
 	pending [][]byte
 	end     error // the stream's end, after pending
+	sent    bool  // Next has returned a chunk: the client's stream has begun
 }
 
 func newThinkStream(s Stream) *thinkStream {
@@ -291,6 +292,7 @@ func (s *thinkStream) Next() ([]byte, error) {
 	if len(s.pending) > 0 {
 		ev := s.pending[0]
 		s.pending = s.pending[1:]
+		s.sent = true
 		return ev, nil
 	}
 	return nil, s.end
@@ -298,11 +300,14 @@ func (s *thinkStream) Next() ([]byte, error) {
 
 // pull reads one event of the wrapped stream and queues what it becomes: nothing (a chunk the
 // rewrite emptied), the rewritten chunk (after a closing chunk when it is the usage chunk), or
-// the end (after a closing chunk when it is a clean one).
+// the end, after a closing chunk when it is a clean one or a failure once the client's stream
+// has begun: the held bytes were read from the upstream, and passthrough would have relayed
+// them before the error (TestReviewThinkStreamHeldBytesBeforeError). A failure before anything
+// went stays alone, so that the chain may still move on.
 func (s *thinkStream) pull() {
 	ev, err := s.Stream.Next()
 	if err != nil {
-		if errors.Is(err, io.EOF) {
+		if errors.Is(err, io.EOF) || s.sent || len(s.pending) > 0 {
 			if c := s.closing(); c != nil {
 				s.pending = append(s.pending, c)
 			}

@@ -466,6 +466,23 @@ func (c *chunker) finish(reason string) []byte {
 	return c.marshal(d, &reason, nil, nil)
 }
 
+// held returns a chunk with what a half-seen tag still held, for a stream that ends without its
+// finishing chunk; nil when nothing is held, or before the first chunk.
+func (c *chunker) held() []byte {
+	if c.think == nil || !c.started || !c.think.holding() {
+		return nil
+	}
+	text, r := c.think.flush()
+	d := deltaJSON{ReasoningContent: r}
+	if text != "" {
+		d.Content = &text
+	}
+	if held := c.thinkLP.flush(); len(held) > 0 {
+		c.logprobs = newLogprobs(held)
+	}
+	return c.marshal(d, nil, nil, nil)
+}
+
 // usage returns the include_usage chunk: no choices, only usage.
 func (c *chunker) usage(u *usageJSON) []byte {
 	b := mustJSON(chunkJSON{ID: c.id, Object: "chat.completion.chunk", Created: c.created, Model: c.model,
