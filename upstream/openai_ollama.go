@@ -1058,7 +1058,7 @@ func (a *openaiOllama) embed(ctx context.Context, req *core.Request) (*Response,
 	var m struct {
 		Model           string            `json:"model"`
 		Embeddings      []json.RawMessage `json:"embeddings"`
-		PromptEvalCount int               `json:"prompt_eval_count"`
+		PromptEvalCount *int              `json:"prompt_eval_count"`
 	}
 	if err := json.Unmarshal(raw, &m); err != nil {
 		return nil, &core.ProtocolError{Target: a.t.Name, Err: &NotJSONError{Body: redact(capBytes(raw, maxErrorBody), a.t.APIKey)}}
@@ -1109,13 +1109,22 @@ func (a *openaiOllama) embed(ctx context.Context, req *core.Request) (*Response,
 		PromptTokens int `json:"prompt_tokens"`
 		TotalTokens  int `json:"total_tokens"`
 	}
+	// Without prompt_eval_count (an Ollama before the field, or a server that copies its API
+	// without it) the answer has no usage, as a translated chat answer without counts has none:
+	// a usage of 0 was a count nobody made, which a client billing by it took for free
+	// (TestTranslatedWithoutCounts).
+	var u *usage
+	n := Usage{}
+	if c := m.PromptEvalCount; c != nil {
+		u, n = &usage{*c, *c}, usageCounts(*c, -1)
+	}
 	b := mustJSON(struct {
 		Object string `json:"object"`
 		Data   []item `json:"data"`
 		Model  string `json:"model"`
-		Usage  usage  `json:"usage"`
-	}{"list", data, cmpOr(m.Model, a.t.Model), usage{m.PromptEvalCount, m.PromptEvalCount}})
-	return &Response{Body: b, Usage: usageOf(m.PromptEvalCount, -1)}, nil
+		Usage  *usage `json:"usage,omitempty"`
+	}{"list", data, cmpOr(m.Model, a.t.Model), u})
+	return &Response{Body: b, Usage: &n}, nil
 }
 
 // stringsOnly reports whether v is an array whose elements are all strings (or null). Decoding an array of

@@ -52,15 +52,9 @@ type Usage struct {
 	Reported bool
 }
 
-// usageOf is the Usage of an answer whose JSON usage is newUsage(prompt, completion) or, with
+// usageCounts is the Usage of an answer whose JSON usage is newUsage(prompt, completion) or, with
 // completion -1, has no completion_tokens: what metrics.Usage reads from that JSON (a negative
 // count is no count, and reads as 0).
-func usageOf(prompt, completion int) *Usage {
-	u := usageCounts(prompt, completion)
-	return &u
-}
-
-// usageCounts is *usageOf(prompt, completion), for a stream that keeps it by value.
 func usageCounts(prompt, completion int) Usage {
 	return Usage{Prompt: uint64(max(prompt, 0)), Completion: uint64(max(completion, 0)),
 		Reported: prompt >= 0 || completion >= 0}

@@ -168,7 +168,8 @@ func TestTranslatedStreamUsage(t *testing.T) {
 }
 
 // TestTranslatedWithoutCounts: an Ollama answer or done line with neither prompt_eval_count nor
-// eval_count, or a SAIF answer or done event without usage, reports no usage: Response.Usage and
+// eval_count (an /api/embed answer without prompt_eval_count), or a SAIF answer or done event
+// without usage, reports no usage: Response.Usage and
 // UsageStream.Usage say Reported false (so that the server charges a key's tpm the prompt's lower
 // bound, as for an openai answer without usage, and the metrics count nothing), and the client
 // is told no fabricated 0/0: the whole answer has no usage member, and a stream whose client
@@ -197,6 +198,9 @@ func TestTranslatedWithoutCounts(t *testing.T) {
 			`{"model":"m","message":{"role":"assistant","content":"ok"},"done":true,"eval_count":3}`, Usage{Completion: 3, Reported: true}},
 		{"ollama chat stream, prompt_eval_count only", ollamaTarget, core.OpChat, true, "application/x-ndjson",
 			`{"model":"m","message":{"role":"assistant","content":""},"done":true,"prompt_eval_count":4}` + "\n", Usage{Prompt: 4, Reported: true}},
+		{"ollama embeddings", ollamaTarget, core.OpEmbeddings, false, "application/json", `{"model":"m","embeddings":[[1,2]]}`, Usage{}},
+		{"ollama embeddings, prompt_eval_count", ollamaTarget, core.OpEmbeddings, false, "application/json",
+			`{"model":"m","embeddings":[[1,2]],"prompt_eval_count":2}`, Usage{Prompt: 2, Reported: true}},
 		{"saif chat", saifTarget, core.OpChat, false, "application/json", saifWhole, Usage{}},
 		{"saif completions", saifTarget, core.OpCompletions, false, "application/json", saifWhole, Usage{}},
 		{"saif chat stream", saifTarget, core.OpChat, true, "text/event-stream", saifStream, Usage{}},
@@ -214,8 +218,11 @@ func TestTranslatedWithoutCounts(t *testing.T) {
 				})
 				tg := tt.target(srv.URL)
 				body := `{"messages":[{"role":"user","content":"x"}]}`
-				if tt.op == core.OpCompletions {
+				switch tt.op {
+				case core.OpCompletions:
 					body = `{"prompt":"x"}`
+				case core.OpEmbeddings:
+					body = `{"input":"x"}`
 				}
 				req := chatRequestOf(t, body)
 				req.Op, req.Stream, req.IncludeUsage = tt.op, tt.stream, tt.stream && asked
