@@ -1662,7 +1662,7 @@ func checkToolChoice(tools, choice json.RawMessage) *apiError {
 		}
 		return badRequest("tool_choice", "invalid_value", fmt.Sprintf(
 			"Invalid value for 'tool_choice': %s (expected \"none\", \"auto\", \"required\" or an object naming a function).",
-			clip(strconv.Quote(mode), 80)))
+			strconv.Quote(clip(mode, maxEcho))))
 	}
 	var named struct {
 		Type     string `json:"type"`
@@ -1695,5 +1695,5 @@ func checkToolChoice(tools, choice json.RawMessage) *apiError {
 	}
 	return badRequest("tool_choice.function.name", "invalid_value", fmt.Sprintf(
 		"Invalid value for 'tool_choice.function.name': %s is not a function defined in 'tools'.",
-		clip(strconv.Quote(name), 80)))
+		strconv.Quote(clip(name, maxEcho))))
 }

@@ -98,3 +98,29 @@ func TestNBelowOneEchoClipped(t *testing.T) {
 		t.Errorf("message of %d bytes: %.400q", len(msg), msg)
 	}
 }
+
+// TestToolChoiceEchoClipped: chat's tool_choice refusals quote the client's mode or function
+// name clipped to maxEcho like every other echo, and clip it before quoting, so that the quoted
+// name is whole: cut after quoting (at 80 bytes, as it was) it lost its closing quote and could
+// end inside an escape.
+func TestToolChoiceEchoClipped(t *testing.T) {
+	g, _ := oneTarget(t)
+	long := strings.Repeat("x", 300)
+	tools := `"tools":[{"type":"function","function":{"name":"f","parameters":{}}}]`
+	for _, tc := range []struct{ name, choice string }{
+		{"mode", `"` + long + `"`},
+		{"function name", `{"type":"function","function":{"name":"` + long + `"}}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rep := g.do(t, "POST", "/v1/chat/completions",
+				`{"model":"r","messages":[{"role":"user","content":"x"}],`+tools+`,"tool_choice":`+tc.choice+`}`)
+			if rep.status != 400 {
+				t.Fatalf("status %d: %.300s", rep.status, rep.body)
+			}
+			msg, _ := rep.errorField(t, "message").(string)
+			if want := `"` + strings.Repeat("x", 256) + `…"`; !strings.Contains(msg, want) {
+				t.Errorf("message %.500q lacks the name quoted whole after clipping to 256 bytes", msg)
+			}
+		})
+	}
+}
