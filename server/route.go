@@ -266,7 +266,7 @@ func (s *Server) plan(rs *routeState, req *core.Request, kept []*core.Target) pl
 // adapters (which do not read the hint) included, as a typo in it would otherwise be served
 // without a word (TestHintOnlyTheSecondSAIFTargetLists). nil for no hint, a hint one of them lists
 // (filter.Specialist then drops the others), or a request that none of them could take for what
-// it is (hintReaders): there no target reads the hint (TestHintIgnoredWhereSAIFDoesNotServe). The
+// it is (hintReader): there no target reads the hint (TestHintIgnoredWhereSAIFDoesNotServe). The
 // hint is the client's own, and only its first maxEcho bytes come back.
 func unknownSpecialist(rs *routeState, req *core.Request) *apiError {
 	hint := req.RouteHint
@@ -289,18 +289,16 @@ func unknownSpecialist(rs *routeState, req *core.Request) *apiError {
 		Message: fmt.Sprintf("x-route-hint %q names no SAIF specialist of route %s (%s)", clip(hint, maxEcho), rs.Name, valid)}
 }
 
-// hintReaders are the filters that judge what a request is (its endpoint, its choices, its
-// format, its privacy, its images, its tools), as against the target's state (health, load) or
-// the prompt's length: a SAIF target one of them drops would never read the request's hint.
-var hintReaders = [...]filter.Filter{endpointFilter{}, choicesFilter{}, formatFilter{}, filter.Privacy{},
-	filter.Vision{}, filter.Tools{}}
-
-// hintReader reports whether t is a SAIF target that could serve req but for its hint.
+// hintReader reports whether t is a SAIF target that could serve req but for its hint: none of
+// the filters that judge what a request is (its endpoint, its choices, its format, its privacy,
+// its images, its tools), as against the target's state (health, load) or the prompt's length,
+// drops it. A SAIF target one of them drops would never read the request's hint.
 func hintReader(req *core.Request, t *core.Target) bool {
 	if t.Adapter != core.AdapterSAIF {
 		return false
 	}
-	for _, f := range hintReaders {
+	for _, f := range [...]filter.Filter{endpointFilter{}, choicesFilter{}, formatFilter{}, filter.Privacy{},
+		filter.Vision{}, filter.Tools{}} {
 		if ok, _ := f.Keep(req, t); !ok {
 			return false
 		}
