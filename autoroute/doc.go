@@ -21,7 +21,8 @@
 //
 // Matching is on whole words after normalisation, never on substrings: "patch" does not match
 // "dispatch". Normalisation lower-cases, strips Arabic diacritics and tatweel, folds alef/hamza
-// forms to bare alef, ta marbuta to ha and alef maqsura to ya, and maps Arabic-Indic digits to ASCII.
+// forms to bare alef, ta marbuta (and the heh forms of Persian, Urdu and Kurdish keyboards) to ha
+// and alef maqsura to ya, and maps Arabic-Indic digits to ASCII.
 // Invisible format characters (zero-width space and joiners, soft hyphen, direction marks) are
 // dropped inside a word; fullwidth and mathematical letters, and Cyrillic or Greek lookalikes in a
 // word with a Latin letter, read as ASCII, so that none of them hides a term.

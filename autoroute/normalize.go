@@ -317,7 +317,7 @@ func scan(s string, out *scratch) {
 			case r == 0x060C || r == 0x061B || r == 0x061F || r == 0x06D4:
 				w, st = out.end(w, st)
 				out.clauseBreak()
-			case r >= 0x0621 && r <= 0x064A || r >= 0x0671 && r <= 0x06D3:
+			case r >= 0x0621 && r <= 0x064A || r >= 0x0671 && r <= 0x06D3 || r == 0x06D5: // ە, Kurdish's ae, is a letter
 				if r >= 'ا' && r <= 'ي' && r != 'ة' && r != 'ى' && r != 0x0640 {
 					// The rest of a run of letters that fold to themselves (most of Arabic
 					// text) is copied in one step, two bytes a letter; like the slow path
@@ -581,7 +581,7 @@ func addASCII(w []byte, st uint8, b byte) ([]byte, uint8) {
 	return addByte(w, st, b)
 }
 
-// addArabic adds the Arabic letter r (U+0621 to U+06D3) to the word as scan's slow Arabic path
+// addArabic adds the Arabic letter r (U+0621 to U+06D3, or U+06D5) to the word as scan's slow Arabic path
 // does: folded, and whole or not at all.
 func addArabic(w []byte, st uint8, r rune) ([]byte, uint8) {
 	r = foldArabic(r)
@@ -660,7 +660,9 @@ func foldArabic(r rune) rune {
 		return 'و'
 	case 'ئ', 'ى', 'ی', 'ې':
 		return 'ي'
-	case 'ة', 'ۃ':
+	case 'ة', 'ۃ', 'ۀ', 'ە', 'ہ', 'ھ':
+		// ta marbuta; and heh as Persian (with its hamza of ezafe), Kurdish and Urdu
+		// keyboards write it where an Arabic word has ه or ة.
 		return 'ه'
 	case 'ک':
 		return 'ك'

@@ -22,6 +22,7 @@ func TestNormalize(t *testing.T) {
 		{"alef forms folded", "أإآٱ", "اااا"},
 		{"hamza carriers folded", "سؤال مسائل", "سوال مسايل"},
 		{"ta marbuta and alef maqsura", "ثغرة على", "ثغره علي"},
+		{"persian, kurdish and urdu heh", "ثغرۀ ثغرە ثغرہ ھاكر", "ثغره ثغره ثغره هاكر"},
 		{"arabic-indic digits", "٢٠٢٤ ۳", "2024 3"},
 		{"arabic punctuation splits", "ثغرة،اختراق؟", "ثغره اختراق"},
 		{"mixed scripts", "ممكن تشرح how XSS works؟", "ممكن تشرح how xss works"},
