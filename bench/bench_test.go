@@ -139,9 +139,9 @@ func TestRoundAgainstFakeUpstream(t *testing.T) {
 func TestReportTargets(t *testing.T) {
 	us := micros
 	chat := &result{sc: &scenario{name: "chat c=1", conc: 1}, cols: []*column{
-		{name: "direct", p50: us(100, 110, 90), p99: us(200, 210, 190), thr: []float64{1000, 1000, 1000}},
+		{name: "direct", p50: us(100, 110, 90), p99: us(200, 210, 190), thr: []float64{1000, 1000, 1000}, rounds: []int{0, 1, 2}},
 		{name: "gateway", p50: us(150, 160, 140), p99: us(300, 310, 290), thr: []float64{700, 700, 700},
-			cpu: []float64{70, 90, 80}, user: 300, sys: 100},
+			cpu: []float64{70, 90, 80}, user: 300, sys: 100, rounds: []int{0, 1, 2}},
 		{name: "goblind", p50: us(130, 120, 125), p99: us(250, 260, 240), thr: []float64{900, 900, 900},
 			cpu: []float64{50, 50, 50}},
 		{name: "nginx", p50: us(180, 190, 170), p99: us(300, 310, 290), thr: []float64{800, 800, 800},
@@ -161,6 +161,7 @@ func TestReportTargets(t *testing.T) {
 		"auto c=1: skipped: the gateway answers 404",
 		"| chat c=1 | 80 µs (25% kernel) | — | 50 µs | 35 µs |",
 		"| requests per second | 1000 req/s | 700 req/s (0.70× direct) | — | 900 req/s (0.90× direct) | 800 req/s (0.80× direct) |",
+		" +50 µs … +50 µs |\n", // the by-round spread of gateway − direct
 	} {
 		if !strings.Contains(md, want) {
 			t.Errorf("report lacks %q:\n%s", want, md)
@@ -540,5 +541,23 @@ func TestUpstreamCountsChatConnections(t *testing.T) {
 	}
 	if n := stats(); n != 1 {
 		t.Errorf("three chat requests on one connection: %d connections, want 1", n)
+	}
+}
+
+// The by-round spread pairs each round of one column with the same round of the other: a round
+// in which a column had no answer (and so no entry) must not shift the pairing of the rounds after it.
+func TestSpreadPairsByRound(t *testing.T) {
+	us := micros
+	direct := &column{name: "direct", p50: us(100, 200, 300), rounds: []int{0, 1, 2}}
+	gateway := &column{name: "gateway", p50: us(110, 320), rounds: []int{0, 2}} // round 1 had no answer
+	p50 := func(c *column) []time.Duration { return c.p50 }
+	if got, want := spread(gateway, direct, p50), "+10 µs … +20 µs"; got != want {
+		t.Errorf("spread = %q, want %q (round 2 of gateway paired with round 2 of direct)", got, want)
+	}
+	if got := spread(gateway, &column{name: "direct", p50: us(100), rounds: []int{1}}, p50); got != "—" {
+		t.Errorf("spread with no round in common = %q, want —", got)
+	}
+	if got := spread(nil, direct, p50); got != "—" {
+		t.Errorf("spread without the column = %q, want —", got)
 	}
 }

@@ -68,16 +68,34 @@ func us(d time.Duration) string {
 	return fmt.Sprintf("%.0f µs", float64(d)/float64(time.Microsecond))
 }
 
-// spread is the range of column − direct over the rounds, paired round by round.
-func spread(col, direct []time.Duration) string {
-	n := min(len(col), len(direct))
-	if n == 0 {
+// spread is the range of a − b over the rounds, each of a's measures (f) paired with b's of the
+// same round; a round that either column has no measure of is left out.
+func spread(a, b *column, f func(*column) []time.Duration) string {
+	if a == nil || b == nil {
 		return "—"
 	}
-	lo, hi := col[0]-direct[0], col[0]-direct[0]
-	for i := 1; i < n; i++ {
-		d := col[i] - direct[i]
-		lo, hi = min(lo, d), max(hi, d)
+	av, bv := f(a), f(b)
+	var lo, hi time.Duration
+	n := 0
+	for i, j := 0, 0; i < len(av) && i < len(a.rounds) && j < len(bv) && j < len(b.rounds); {
+		switch ra, rb := a.rounds[i], b.rounds[j]; {
+		case ra < rb:
+			i++
+		case rb < ra:
+			j++
+		default:
+			d := av[i] - bv[j]
+			if n == 0 {
+				lo, hi = d, d
+			}
+			lo, hi = min(lo, d), max(hi, d)
+			n++
+			i++
+			j++
+		}
+	}
+	if n == 0 {
+		return "—"
 	}
 	return signed(lo) + " … " + signed(hi)
 }
@@ -127,7 +145,7 @@ func (r *report) latencyTable(b *strings.Builder) {
 			for _, p := range proxies {
 				fmt.Fprintf(b, " %s |", addedCell(res.col(p), mt.p99, dp99))
 			}
-			fmt.Fprintf(b, " %s |\n", spread(mt.p50(res.col("gateway")), mt.p50(d)))
+			fmt.Fprintf(b, " %s |\n", spread(res.col("gateway"), d, mt.p50))
 		}
 	}
 	b.WriteString("\n")
@@ -224,7 +242,7 @@ func (r *report) autoTable(b *strings.Builder) {
 	}{{"p50", func(c *column) []time.Duration { return c.p50 }}, {"p99", func(c *column) []time.Duration { return c.p99 }}} {
 		dv, ev, av := median(q.f(d)), median(q.f(e)), median(q.f(a))
 		fmt.Fprintf(b, "| %s | %s | %s | %s (auto − explicit %s) | %s |\n", q.name, us(dv), added(ev, dv), added(av, dv),
-			signed(av-ev), spread(q.f(a), q.f(e)))
+			signed(av-ev), spread(a, e, q.f))
 	}
 	b.WriteString("\n")
 }

@@ -29,10 +29,13 @@ func (s *scenario) columnNames() string {
 type column struct {
 	name     string
 	p50, p99 []time.Duration // per round, of the whole answer
-	ttfb50   []time.Duration // per round, of the first body byte
-	ttfb99   []time.Duration
-	thr      []float64 // requests per second, per round
-	cpu      []float64 // the proxy's CPU µs per request, per round (rounds with a CPU reading)
+	// rounds is the round each entry of p50, p99, ttfb50 and ttfb99 was measured in: a round
+	// without an answer has no entry, so that the lists of two columns can be paired by round.
+	rounds []int
+	ttfb50 []time.Duration // per round, of the first body byte
+	ttfb99 []time.Duration
+	thr    []float64 // requests per second, per round
+	cpu    []float64 // the proxy's CPU µs per request, per round (rounds with a CPU reading)
 	// user and sys are the proxy's clock ticks in user and in kernel mode over those rounds.
 	user, sys int64
 	requests  int
@@ -105,6 +108,7 @@ func runScenario(ctx context.Context, sc *scenario, o options, conns func() int6
 			if c.fewest == 0 || len(r.total) < c.fewest {
 				c.fewest = len(r.total)
 			}
+			c.rounds = append(c.rounds, round)
 			c.p50 = append(c.p50, quantile(r.total, 0.50))
 			c.p99 = append(c.p99, quantile(r.total, 0.99))
 			c.ttfb50 = append(c.ttfb50, quantile(r.ttfb, 0.50))
