@@ -140,6 +140,12 @@ func TestEmptyValuesSaidNotDefaulted(t *testing.T) {
 	if want := `r.toml:10: auto.negations: empty; leave it out for the built-in cues, or write ["-"] for none`; !strings.Contains(msg, want) {
 		t.Errorf("negations = []: got %q, want %q", msg, want)
 	}
+	// [auto] specialists = [] was the built-in list of eight.
+	msg = parseErr(t, minimal+"[auto]\ndefault = \"r\"\nspecialist_route = \"r\"\nspecialists = []\n"+
+		"[[auto.intents]]\nname = \"x\"\nroute = \"r\"\nterms = [\"a\"]\n")
+	if want := `r.toml:10: auto.specialists: empty; leave it out for the built-in list (rev_eng, webapp, malware, network, forensics, crypto, cloud, exploit)`; !strings.Contains(msg, want) {
+		t.Errorf("specialists = []: got %q, want %q", msg, want)
+	}
 }
 
 // TestTableTypeMismatchInTOMLWords: a value where a table belongs was reported in the library's

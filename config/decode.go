@@ -1337,6 +1337,8 @@ func (c *compiler) auto(raw *autoroute.Rules, cfg *Config) *autoroute.Classifier
 		{"default", "leave it out for \"" + autoroute.RouteAverroesQ + "\", or name a route", raw.Default == ""},
 		{"specialist_route", "leave it out for \"" + autoroute.RouteSAIF + "\", or name a route", raw.SpecialistRoute == ""},
 		{"negations", "leave it out for the built-in cues, or write [\"-\"] for none", len(raw.Negations) == 0},
+		{"specialists", "leave it out for the built-in list (" + strings.Join(autoroute.DefaultRules().Specialists, ", ") +
+			")", len(raw.Specialists) == 0},
 	} {
 		if e.is && c.md.IsDefined("auto", e.key) {
 			c.errorf([]string{"auto", e.key}, "empty; %s", e.why)
