@@ -122,9 +122,10 @@ type Server struct {
 	// lengthValue).
 	lengths [maxSharedLength]atomic.Pointer[[]string]
 
-	metrics *metrics.Set // nil when the config turned metrics off; see metrics.go
-	reloads *metrics.Reloads
-	limits  []keyLimit // by config.Key.Index; nil when no key has rpm or max_concurrent (limits.go)
+	metrics   *metrics.Set // nil when the config turned metrics off; see metrics.go
+	reloads   *metrics.Reloads
+	limits    []keyLimit // by config.Key.Index; nil when there are no keys (limits.go)
+	goneSlots keySlots   // in-flight counts of keys a reload removed, carried for one bringing them back
 
 	failedOpen *atomic.Int64 // requests served only because a fail-open stage kept every target; Previous's, on a reload
 	// launched counts the processes of targets with a command by name, across every lifecycle
@@ -287,9 +288,9 @@ func New(o Options) (*Server, error) {
 	}
 	s.metrics = newMetrics(o.Config, prev, s.started)
 	if o.Previous != nil {
-		s.limits = newKeyLimits(o.Config.Keys, o.Previous.limits, o.Previous.cfg.Keys)
+		s.limits, s.goneSlots = newKeyLimits(o.Config.Keys, o.Previous.limits, o.Previous.cfg.Keys, o.Previous.goneSlots)
 	} else {
-		s.limits = newKeyLimits(o.Config.Keys, nil, nil)
+		s.limits, s.goneSlots = newKeyLimits(o.Config.Keys, nil, nil, nil)
 	}
 	if err := s.initActive(o); err != nil {
 		return nil, err
