@@ -72,8 +72,9 @@ type Options struct {
 	// newest or a replaced one still serving requests on them, in either order. The start time that
 	// /v1/models and process_start_time_seconds report is Previous's too, and so are the counts
 	// behind /metrics (of the routes, targets and keys both configurations name) and /healthz:
-	// they go on from Previous's, and Previous's requests still under way count in them. A Server
-	// can be handed over once.
+	// they go on from Previous's, and Previous's requests still under way count in them; those of
+	// the names this configuration drops are forgotten once Live.Replace puts it in service
+	// (metrics.Set.Prune). A Server can be handed over once.
 	Previous *Server
 	// Reloads counts configuration reloads for /metrics; nil writes no reload series.
 	Reloads *metrics.Reloads
