@@ -53,8 +53,10 @@ type keySlots map[[32]byte]*atomic.Int64
 //
 // A removed key's count is carried in gone through the reload that removes it whatever it reads
 // (the replaced server admits requests until Live.Replace, after this), and through later ones
-// while it is above zero: once a reload after the removal has been applied, no request of the key
-// comes in on a server that had it.
+// while it is above zero: once the removal is applied, a request of the key counts on a server
+// that had it only if it reached that server before the swap and took its slot after
+// authenticating, a moment later. Only one whose authentication outlasted the whole next reload
+// would be missed, and only by a reload that brings the key back.
 func newKeyLimits(keys []config.Key, prev []keyLimit, prevKeys []config.Key, prevGone keySlots) (out []keyLimit, gone keySlots) {
 	if len(keys) > 0 {
 		out = make([]keyLimit, len(keys))
