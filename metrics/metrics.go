@@ -8,7 +8,10 @@
 // configuration (Next) counts on in the cells of the routes, targets and keys it shares with the
 // one it replaces, so that no counter goes back on a reload (Prometheus would read a fall as a
 // reset, and an increase after it smaller than the fall as none), and the requests the replaced
-// configuration is still serving are counted where the next scrape sees them. A scrape
+// configuration is still serving are counted where the next scrape sees them. Once the new
+// configuration serves, the cells of the names it no longer has are forgotten (Prune): a name a
+// later reload brings back starts from zero, and the process keeps no cells for names it no
+// longer serves. A scrape
 // reads them without stopping writers, so one scrape may see a request's count without its
 // duration's sum; the next one sees both. Gauges that are state rather than counts (a target's
 // in-flight requests, whether health has it available) are read at scrape time by the caller,
@@ -16,6 +19,7 @@
 package metrics
 
 import (
+	"maps"
 	"math"
 	"slices"
 	"strconv"
@@ -227,6 +231,43 @@ func (s *Set) Next(routes, targets []string, started time.Time) *Set {
 		}
 	}
 	return n
+}
+
+// Prune forgets the counts of every route, target and key that s's configuration does not name,
+// so that a process whose reloads rename targets or rotate keys keeps no cells for the names it
+// no longer serves, and a name a later configuration brings back starts from zero, as a series
+// new to Prometheus. It is for when s's configuration is put in service (Live.Replace), not when
+// s is built: a reload may build a Set and then be refused, and the configuration that goes on
+// serving must keep its counts. The request path never reads the cells by name, so a request of
+// a replaced configuration that ends after this counts in the cells its own Set holds, which no
+// Set built after this one shares: no late count re-creates a forgotten series
+// (TestReloadForgetsRemovedSeries).
+func (s *Set) Prune() {
+	if s == nil {
+		return
+	}
+	routes := make(map[string]bool, len(s.routes)+1)
+	routes[""] = true // a request that resolved no route
+	for _, r := range s.routes {
+		routes[r] = true
+	}
+	targets := make(map[string]bool, len(s.targets))
+	for _, t := range s.targets {
+		targets[t] = true
+	}
+	keys := make(map[string]bool, len(s.keys))
+	for _, k := range s.keys {
+		keys[k] = true
+	}
+	c := s.cells
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	maps.DeleteFunc(c.requests, func(k opRoute, _ *requestCell) bool { return !routes[k.route] })
+	maps.DeleteFunc(c.attempts, func(k string, _ *attemptCell) bool { return !targets[k] })
+	maps.DeleteFunc(c.served, func(k routeTarget, _ *atomic.Uint64) bool { return !routes[k.route] || !targets[k.target] })
+	maps.DeleteFunc(c.tokens, func(k routeTarget, _ *[2]atomic.Uint64) bool { return !routes[k.route] || !targets[k.target] })
+	maps.DeleteFunc(c.ends, func(k opRouteTarget, _ *streamEndCell) bool { return !routes[k.route] || !targets[k.target] })
+	maps.DeleteFunc(c.keys, func(k string, _ *keyCell) bool { return !keys[k] })
 }
 
 // routeName is the route label of route index r: "" for a request that resolved no route.

@@ -243,8 +243,9 @@ func TestKeyCounts(t *testing.T) {
 
 // TestNextGoesOn: the Set of a reloaded configuration goes on from the counts of the series both
 // configurations name, whatever their order in each, counts what the replaced Set still counts
-// (its requests under way), leaves out what the new configuration no longer has, and gives it
-// back, with its counts, when a later configuration brings it back.
+// (its requests under way), and leaves out what the new configuration no longer has; once it is in
+// service (Prune) the process keeps no cells of those names, and a later configuration that
+// brings them back starts them from zero, a late count of the replaced Set's counting in none.
 func TestNextGoesOn(t *testing.T) {
 	old := New([]string{"a", "gone"}, []string{"x", "y"}, time.Unix(0, 0)).WithKeys([]string{"laptop", "kids"})
 	old.Request(core.OpChat, 0, 200, time.Millisecond)
@@ -298,12 +299,41 @@ func TestNextGoesOn(t *testing.T) {
 		}
 	}
 
-	back := next.Next([]string{"gone"}, []string{"x"}, time.Unix(0, 0))
+	// A reload that builds a Set and is then refused forgets nothing: the configuration that goes
+	// on serving keeps its counts (Prune only once a Set serves).
+	_ = next.Next([]string{"other"}, []string{"z"}, time.Unix(0, 0))
+	next.Prune()
+	for name, n := range map[string]int{"requests": len(next.cells.requests), "attempts": len(next.cells.attempts),
+		"served": len(next.cells.served), "tokens": len(next.cells.tokens), "ends": len(next.cells.ends), "keys": len(next.cells.keys)} {
+		// routes a and new, and none; targets y and x; one key.
+		want := map[string]int{"requests": len(opNames) * 3, "attempts": 2, "served": 4, "tokens": 4, "ends": len(opNames) * 4, "keys": 1}[name]
+		if n != want {
+			t.Errorf("after Prune the process keeps %d %s cells, want %d: those of the names the configuration has", n, name, want)
+		}
+	}
+	var w1 Writer
+	next.Write(&w1, nil)
+	if got := parse(t, string(w1.Bytes())); got[`hayula_requests_total{endpoint="chat",route="a",code="200"}`] != "3" {
+		t.Errorf("Prune of the Set in service lost a count of its own:\n%s", w1.Bytes())
+	}
+
+	// A route, target and key brought back by a later configuration start from zero, and a
+	// request of the configuration that had them, ending after, counts in none of them.
+	back := next.Next([]string{"gone"}, []string{"x"}, time.Unix(0, 0)).WithKeys([]string{"laptop"})
+	back.Prune()
+	old.Request(core.OpChat, 1, 200, time.Millisecond)
+	old.StreamEnd(core.OpChat, 1, 0, StreamDone)
+	old.Key(0)
 	var w2 Writer
 	back.Write(&w2, nil)
 	got = parse(t, string(w2.Bytes()))
-	if got[`hayula_requests_total{endpoint="chat",route="gone",code="200"}`] != "1" ||
-		got[`hayula_stream_ends_total{endpoint="chat",route="gone",target="x",end="done"}`] != "1" {
-		t.Errorf("a route brought back does not go on from its count:\n%s", w2.Bytes())
+	if _, ok := got[`hayula_requests_total{endpoint="chat",route="gone",code="200"}`]; ok {
+		t.Errorf("a route brought back goes on from its old count:\n%s", w2.Bytes())
+	}
+	if _, ok := got[`hayula_stream_ends_total{endpoint="chat",route="gone",target="x",end="done"}`]; ok {
+		t.Errorf("a route brought back goes on from its old count:\n%s", w2.Bytes())
+	}
+	if got[`hayula_key_requests_total{key="laptop"}`] != "0" || got[`hayula_request_duration_seconds_count{endpoint="chat",route="gone"}`] != "0" {
+		t.Errorf("a key or route brought back does not start from zero:\n%s", w2.Bytes())
 	}
 }

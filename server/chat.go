@@ -112,7 +112,7 @@ type reqState struct {
 	open  []*core.Target // the array the attempt loop keeps the candidates its guards let in (openOf)
 	chain []string       // the array the targets tried are named in
 	key   *config.Key    // the key the request came with (its name for the log, its index for metrics); nil for none
-	busy  *atomic.Int64  // the key's in-flight count this request holds a slot of (max_concurrent)
+	busy  *atomic.Int64  // the key's in-flight count this request is counted in (a slot, under max_concurrent)
 	tpm   *tokenBucket   // the key's tpm bucket the answer is to be charged to, until it is (chargeTPM)
 }
 

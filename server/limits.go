@@ -23,30 +23,47 @@ import (
 // answers to the key's tpm bucket of the latest configuration (tpmNow), the same one unless a
 // reload changed the key's tpm.
 type keyLimit struct {
-	rpm  *rate.Limiter // nil: no rpm cap
-	tpm  *tokenBucket  // nil: no tpm cap
-	max  int64         // 0: no max_concurrent cap
-	busy *atomic.Int64 // requests of the key in flight, counted when max > 0
+	rpm *rate.Limiter // nil: no rpm cap
+	tpm *tokenBucket  // nil: no tpm cap
+	max int64         // 0: no max_concurrent cap
+	// busy counts the key's requests in flight, whatever its caps: a reload that gives the key a
+	// max_concurrent (or lowers it) finds the requests already under way in it, where counting
+	// only under a cap let the key run max_concurrent new requests on top of them
+	// (TestReloadAddingMaxConcurrentCountsRequestsUnderWay). A request gives back to the count
+	// it took from, whatever the caps are when it ends, so that none is given back twice or
+	// never (TestReloadRemovingAndReaddingMaxConcurrent).
+	busy *atomic.Int64
 }
 
-// newKeyLimits builds the caps of keys, by config.Key.Index; nil when no key has one, so that a
-// gateway without caps looks at nothing more than a nil slice. On a reload prev is the replaced
-// server's (its keys prevKeys): a key of the same sha256, whatever its name, goes on with its
-// count of requests in flight, so that those still under way on the replaced server hold their
-// slots, and, when its rpm (tpm) is unchanged, with its bucket as spent; a changed rpm (tpm)
-// starts a full bucket of the new size. The caps are the credential's, not the name's: matched by
-// name, a key rotated under the same name (the old one leaked) inherited the leaked key's slots
-// and debt, and two keys whose names a reload swapped each other's buckets
-// (TestKeyCapsFollowTheKeyNotItsName).
-func newKeyLimits(keys []config.Key, prev []keyLimit, prevKeys []config.Key) []keyLimit {
-	var out []keyLimit
+// keySlots are the in-flight counts of keys a reload removed, by sha256, carried from one
+// configuration to the next while requests of the key may still be under way, so that a later
+// reload that brings the key back counts them (TestReloadRemovingAndReaddingKeyCountsRequestsUnderWay).
+type keySlots map[[32]byte]*atomic.Int64
+
+// newKeyLimits builds the caps and in-flight counts of keys, by config.Key.Index, and the counts
+// of the keys the previous configuration had and keys no longer has (gone); nil when there are
+// no keys, so that an open gateway looks at nothing more than a nil slice. On a reload prev is the
+// replaced server's (its keys prevKeys, the counts it carried prevGone): a key of the same sha256,
+// whatever its name, goes on with its count of requests in flight, so that those still under way
+// on the replaced server hold their slots, and, when its rpm (tpm) is unchanged, with its bucket
+// as spent; a changed rpm (tpm) starts a full bucket of the new size. The caps are the
+// credential's, not the name's: matched by name, a key rotated under the same name (the old one
+// leaked) inherited the leaked key's slots and debt, and two keys whose names a reload swapped
+// each other's buckets (TestKeyCapsFollowTheKeyNotItsName).
+//
+// A removed key's count is carried in gone through the reload that removes it whatever it reads
+// (the replaced server admits requests until Live.Replace, after this), and through later ones
+// while it is above zero: once the removal is applied, a request of the key counts on a server
+// that had it only if it reached that server before the swap and took its slot after
+// authenticating, a moment later. Only one whose authentication outlasted the whole next reload
+// would be missed, and only by a reload that brings the key back.
+func newKeyLimits(keys []config.Key, prev []keyLimit, prevKeys []config.Key, prevGone keySlots) (out []keyLimit, gone keySlots) {
+	if len(keys) > 0 {
+		out = make([]keyLimit, len(keys))
+	}
+	kept := make(map[[32]byte]bool, len(keys))
 	for i, k := range keys {
-		if k.RPM == 0 && k.MaxConcurrent == 0 && k.TPM == 0 {
-			continue
-		}
-		if out == nil {
-			out = make([]keyLimit, len(keys))
-		}
+		kept[k.SHA256] = true
 		var was *keyLimit
 		for j := range prevKeys {
 			if prevKeys[j].SHA256 == k.SHA256 && j < len(prev) && prev[j].busy != nil {
@@ -56,9 +73,12 @@ func newKeyLimits(keys []config.Key, prev []keyLimit, prevKeys []config.Key) []k
 		}
 		l := &out[i]
 		l.max = int64(k.MaxConcurrent)
-		if was != nil {
+		switch {
+		case was != nil:
 			l.busy = was.busy
-		} else {
+		case prevGone[k.SHA256] != nil:
+			l.busy = prevGone[k.SHA256]
+		default:
 			l.busy = new(atomic.Int64)
 		}
 		if k.RPM > 0 {
@@ -76,11 +96,28 @@ func newKeyLimits(keys []config.Key, prev []keyLimit, prevKeys []config.Key) []k
 			}
 		}
 	}
-	return out
+	carry := func(sha [32]byte, busy *atomic.Int64) {
+		if gone == nil {
+			gone = keySlots{}
+		}
+		gone[sha] = busy
+	}
+	for sha, busy := range prevGone {
+		if !kept[sha] && busy.Load() > 0 {
+			carry(sha, busy)
+		}
+	}
+	for j := range prevKeys {
+		if sha := prevKeys[j].SHA256; !kept[sha] && j < len(prev) && prev[j].busy != nil {
+			carry(sha, prev[j].busy)
+		}
+	}
+	return out, gone
 }
 
-// limit takes one request of key's rpm and, under max_concurrent, one of its slots, which st
-// then holds until serveOp releases it, and admits the request under tpm while that bucket is
+// limit takes one request of key's rpm and one of its slots (under max_concurrent, refused when
+// none is free; without, counted all the same: keyLimit.busy), which st then holds until serveOp
+// releases it, and admits the request under tpm while that bucket is
 // not in debt (st then holds the bucket, to charge the answer's tokens to: chargeTPM). A request
 // over any cap is answered 429 as OpenAI answers one over its rate limits, with the Retry-After
 // the bucket predicts (a second for the concurrency cap). tpm is asked first, since asking it
@@ -109,8 +146,10 @@ func (s *Server) limit(key *config.Key, st *reqState) *apiError {
 				Message: fmt.Sprintf("Rate limit reached for key %s on concurrent requests: Limit %d. Try again when one of them has ended.",
 					key.Name, l.max)}
 		}
-		st.busy = l.busy
+	} else {
+		l.busy.Add(1) // counted all the same, for a reload that gives the key a cap
 	}
+	st.busy = l.busy
 	if l.rpm != nil {
 		if d := rpmWait(l.rpm, s.clock.Now()); d > 0 {
 			s.unbusy(st)

@@ -64,8 +64,8 @@ func TestRPMRefusalsWaitOneIntervalAtMost(t *testing.T) {
 func TestKeySlotsHammeredAcrossReload(t *testing.T) {
 	keys := []config.Key{{Name: "k", MaxConcurrent: 2, RPM: 600}}
 	clock := health.NewManualClock(time.Unix(1_800_000_000, 0))
-	old := &Server{clock: clock, limits: newKeyLimits(keys, nil, nil)}
-	cur := &Server{clock: clock, limits: newKeyLimits(keys, old.limits, keys)}
+	old := &Server{clock: clock, limits: limitsOf(keys, nil, nil)}
+	cur := &Server{clock: clock, limits: limitsOf(keys, old.limits, keys)}
 	var (
 		wg                    sync.WaitGroup
 		holding, peak         atomic.Int64
@@ -243,7 +243,7 @@ func TestTPMWait(t *testing.T) {
 func TestTPMRefusalHoldsNoSlot(t *testing.T) {
 	keys := []config.Key{{Name: "k", Index: 0, MaxConcurrent: 1, TPM: 1}}
 	now := time.Unix(1_800_000_000, 0)
-	s := &Server{clock: health.NewManualClock(now), limits: newKeyLimits(keys, nil, nil)}
+	s := &Server{clock: health.NewManualClock(now), limits: limitsOf(keys, nil, nil)}
 	s.limits[0].tpm.charge(now, 1000)
 	var concurrent atomic.Int64
 	var wg sync.WaitGroup
@@ -292,4 +292,10 @@ func TestTPMWaitFromNow(t *testing.T) {
 			t.Errorf("asked %v before the charge, and again after the wait told: refused for %v more", back, d)
 		}
 	}
+}
+
+// limitsOf is newKeyLimits's caps, for a reload that carries no removed key's count.
+func limitsOf(keys []config.Key, prev []keyLimit, prevKeys []config.Key) []keyLimit {
+	l, _ := newKeyLimits(keys, prev, prevKeys, nil)
+	return l
 }

@@ -72,6 +72,10 @@ func (l *Live) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // configured. The caller closes it once Drained is closed (Retired.Close), so that its upstream
 // pools, processes and health checks outlive none of its requests and stop under none of them.
 //
+// The metrics forget, at once and for good, the counts of the routes, targets and keys next's
+// configuration does not name (metrics.Set.Prune): not when next is built, since a reload may
+// build a server and then be refused (TestReloadForgetsRemovedSeries).
+//
 // From then on, a strict request still under way on the replaced server makes no attempt on a
 // target that next (or a later reload) makes public, nor a request whose route or key it makes
 // strict on a public target (Server.reloadForbids).
@@ -85,6 +89,8 @@ func (l *Live) Replace(next *Server) *Retired {
 	if g != prev {
 		g.srv.successor.Store(link)
 	}
+	// next serves: the counts of what its configuration no longer names are forgotten, for good.
+	next.metrics.Prune()
 	g.retired.Store(true)
 	if g.active.Load() == 0 {
 		g.once.Do(func() { close(g.drained) })

@@ -72,8 +72,9 @@ type Options struct {
 	// newest or a replaced one still serving requests on them, in either order. The start time that
 	// /v1/models and process_start_time_seconds report is Previous's too, and so are the counts
 	// behind /metrics (of the routes, targets and keys both configurations name) and /healthz:
-	// they go on from Previous's, and Previous's requests still under way count in them. A Server
-	// can be handed over once.
+	// they go on from Previous's, and Previous's requests still under way count in them; those of
+	// the names this configuration drops are forgotten once Live.Replace puts it in service
+	// (metrics.Set.Prune). A Server can be handed over once.
 	Previous *Server
 	// Reloads counts configuration reloads for /metrics; nil writes no reload series.
 	Reloads *metrics.Reloads
@@ -122,9 +123,10 @@ type Server struct {
 	// lengthValue).
 	lengths [maxSharedLength]atomic.Pointer[[]string]
 
-	metrics *metrics.Set // nil when the config turned metrics off; see metrics.go
-	reloads *metrics.Reloads
-	limits  []keyLimit // by config.Key.Index; nil when no key has rpm or max_concurrent (limits.go)
+	metrics   *metrics.Set // nil when the config turned metrics off; see metrics.go
+	reloads   *metrics.Reloads
+	limits    []keyLimit // by config.Key.Index; nil when there are no keys (limits.go)
+	goneSlots keySlots   // in-flight counts of keys a reload removed, carried for one bringing them back
 
 	failedOpen *atomic.Int64 // requests served only because a fail-open stage kept every target; Previous's, on a reload
 	// launched counts the processes of targets with a command by name, across every lifecycle
@@ -287,9 +289,9 @@ func New(o Options) (*Server, error) {
 	}
 	s.metrics = newMetrics(o.Config, prev, s.started)
 	if o.Previous != nil {
-		s.limits = newKeyLimits(o.Config.Keys, o.Previous.limits, o.Previous.cfg.Keys)
+		s.limits, s.goneSlots = newKeyLimits(o.Config.Keys, o.Previous.limits, o.Previous.cfg.Keys, o.Previous.goneSlots)
 	} else {
-		s.limits = newKeyLimits(o.Config.Keys, nil, nil)
+		s.limits, s.goneSlots = newKeyLimits(o.Config.Keys, nil, nil, nil)
 	}
 	if err := s.initActive(o); err != nil {
 		return nil, err
