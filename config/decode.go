@@ -965,8 +965,10 @@ func (c *compiler) target(index int, name string, raw targetTOML) *core.Target {
 		case "passthrough":
 		case "think-tags":
 			t.Reasoning = core.ReasoningThinkTags
+		case "think-open":
+			t.Reasoning = core.ReasoningThinkOpen
 		default:
-			c.errorf(at("reasoning"), "unknown reasoning %q (want passthrough or think-tags)", *raw.Reasoning)
+			c.errorf(at("reasoning"), "unknown reasoning %q (want passthrough, think-tags or think-open)", *raw.Reasoning)
 		}
 	}
 	// Only an OpenAI-compatible server reports a stream's usage only when asked: Ollama's and

@@ -99,8 +99,11 @@ func (c *Config) Summary() string {
 			idle = "none"
 		}
 		reasoning := "passthrough"
-		if t.Reasoning == core.ReasoningThinkTags {
+		switch t.Reasoning {
+		case core.ReasoningThinkTags:
 			reasoning = "think-tags"
+		case core.ReasoningThinkOpen:
+			reasoning = "think-open"
 		}
 		fmt.Fprintf(w, "  %s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\t%s\t%s\t%s\n", t.Name, t.Model, ctx,
 			yesNo(t.Tools), yesNo(t.Vision), timeout, idle, t.MaxRetries, t.Weight, reasoning,

@@ -61,6 +61,9 @@ const (
 	ReasoningPassthrough Reasoning = iota
 	// ReasoningThinkTags moves <think>…</think> into reasoning_content.
 	ReasoningThinkTags
+	// ReasoningThinkOpen is for a template that opens the block in the prompt: the output
+	// begins inside it, and all up to the first </think> goes into reasoning_content.
+	ReasoningThinkOpen
 )
 
 // Policy names a selection policy; the selector package builds it once at load.

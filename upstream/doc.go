@@ -18,9 +18,9 @@
 // OpenAI API to an OpenAI-compatible upstream (vLLM, llama-server, LM Studio, OpenRouter…);
 // openai_ollama.go translates to Ollama's native /api/chat (NDJSON streaming) and /api/embed;
 // openai_saif.go translates to the SAIF protocol (a ChatML prompt with a specialist, SSE text
-// events). translate.go holds what the translators share, and reasoning.go the "think-tags"
-// reasoning option, which moves a leading <think>…</think> block into reasoning_content for any
-// adapter, streamed or not. h1client.go is the synchronous HTTP/1.1 client that plain http://
+// events). translate.go holds what the translators share, and reasoning.go the "think-tags" and
+// "think-open" reasoning options, which move a leading <think>…</think> block (for think-open, all
+// up to the first </think>) into reasoning_content for any adapter, streamed or not. h1client.go is the synchronous HTTP/1.1 client that plain http://
 // targets use instead of net/http's Transport (no goroutines per connection; see PERFORMANCE.md):
 // h1wire.go its wire format (chunked.go its chunked decoder), h1post.go the adapters' POSTs, and
 // h1sweep.go the one goroutine per target that, while requests are in flight, enforces their

@@ -365,7 +365,7 @@ func TestThinkTagsLogprobs(t *testing.T) {
 // A chunk whose logprob entries come without content beside them (the content in a chunk of its
 // own) still has its block's entries taken out: the entries' splitter reads their tokens.
 func TestThinkTagsLogprobsWithoutContent(t *testing.T) {
-	s := newThinkStream(nil)
+	s := newThinkStream(nil, core.ReasoningThinkTags)
 	out, keep, _ := s.rewrite([]byte(`{"id":"c","choices":[{"index":0,"delta":{},"logprobs":{"content":[{"token":"<think>","logprob":-1}]},"finish_reason":null}]}`))
 	if keep && strings.Contains(string(out), "<think>") {
 		t.Errorf("the block's opening tag is left in logprobs.content: %s", out)

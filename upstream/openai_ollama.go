@@ -157,8 +157,8 @@ func (a *openaiOllama) chat(ctx context.Context, req *core.Request) (*Response, 
 		finish = "tool_calls"
 	}
 	lp := m.Logprobs
-	if a.t.Reasoning == core.ReasoningThinkTags {
-		lp = contentLogprobs(lp)
+	if r := besideUpstreamReasoning(a.t.Reasoning, m.Message.Thinking != ""); r != core.ReasoningPassthrough {
+		lp = contentLogprobs(lp, r)
 	}
 	usage, n := reportedUsage(m.PromptEvalCount, m.EvalCount)
 	c := completionJSON{ID: "chatcmpl-" + a.newID(), Object: "chat.completion", Created: a.created(m.CreatedAt),
@@ -947,6 +947,9 @@ func (s *ollamaStream) read() error {
 	calls := ollamaToolCalls(m.Message.ToolCalls, s.newID, true, s.calls)
 	s.calls += len(calls)
 	lp := m.Logprobs
+	if m.Message.Thinking != "" {
+		s.ch.upstreamReasoned() // before the line's entries go through the content's splitter
+	}
 	if m.Message.Thinking != "" && m.Message.Content == "" {
 		// A line of Ollama's own thinking: its tokens' entries are the reasoning's, and
 		// logprobs.content is the content's (OpenAI's definition, as for think-tags).

@@ -57,20 +57,20 @@ func (a *openaiOpenAI) chat(ctx context.Context, req *core.Request) (*Response, 
 	if err != nil {
 		return nil, err
 	}
-	think := a.t.Reasoning == core.ReasoningThinkTags && req.Op == core.OpChat
+	think := a.t.Reasoning != core.ReasoningPassthrough && req.Op == core.OpChat
 	if req.Stream {
 		r, err := a.stream(resp)
 		if err == nil {
 			r.UsageAsked = ask
 			if think {
-				r.Stream = newThinkStream(r.Stream)
+				r.Stream = newThinkStream(r.Stream, a.t.Reasoning)
 			}
 		}
 		return r, err
 	}
 	r, err := a.body(ctx, resp, req)
 	if err == nil && think {
-		r.Body = splitThinkBody(r.Body)
+		r.Body = splitThinkBody(r.Body, a.t.Reasoning)
 	}
 	return r, err
 }

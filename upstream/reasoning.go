@@ -8,6 +8,8 @@ import (
 	"maps"
 	"slices"
 	"strings"
+
+	"github.com/hayula/gateway/core"
 )
 
 // R1-style models (DeepSeek R1 and its distills, QwQ) write their chain of thought inline as
@@ -17,9 +19,17 @@ import (
 // Only a block that opens the content is taken (leading whitespace allowed): an answer that
 // merely talks about the tag later on, or quotes it in code, is left alone. Whitespace just
 // inside the tags and just after </think> is dropped, as DeepSeek's API does. A block that never closes is all
-// reasoning. A template that puts <think> into the prompt, so that the output starts inside the
-// block, needs the server's own reasoning parser (vLLM --reasoning-parser), whose
-// reasoning_content passes through untouched.
+// reasoning.
+//
+// With reasoning = "think-open", for a template that puts <think> into the prompt (R1's distills
+// under vLLM without --reasoning-parser, llama-server, SGLang), the output starts inside the
+// block: everything up to the first </think> is reasoning, as vLLM's deepseek_r1 parser reads it,
+// and an output that never writes </think> is all reasoning. A <think> at the very start (leading
+// whitespace allowed) is dropped, for the templates that leave it to the model. The whitespace
+// rules are think-tags'. Content beside reasoning the upstream split out itself (a server's own
+// parser, Ollama's thinking) is the answer: think-open then reads it as think-tags does
+// (besideUpstreamReasoning), or a server run with its parser would have its answer taken for
+// reasoning.
 
 const (
 	openThink  = "<think>"
@@ -34,10 +44,50 @@ const (
 	thinkIn                      // inside the block
 	thinkAfter                   // just after </think>: whitespace is dropped
 	thinkOut                     // the answer
+	// thinkLead is think-open's start: nothing but whitespace yet, and already inside the
+	// block; a <think> may still come, and is dropped.
+	thinkLead
 )
 
+// newThinkSplitter is a splitter for r, think-tags or think-open.
+func newThinkSplitter(r core.Reasoning) thinkSplitter {
+	if r == core.ReasoningThinkOpen {
+		return thinkSplitter{state: thinkLead}
+	}
+	return thinkSplitter{}
+}
+
+// besideUpstreamReasoning is the rule for content that came beside reasoning the upstream split
+// out itself (reasoning_content or reasoning from a server's own parser, Ollama's thinking): the
+// block is already out, so think-open reads the content as think-tags does, an answer unless a
+// block opens it (TestThinkOpenBesideUpstreamReasoning).
+func besideUpstreamReasoning(r core.Reasoning, upstream bool) core.Reasoning {
+	if upstream && r == core.ReasoningThinkOpen {
+		return core.ReasoningThinkTags
+	}
+	return r
+}
+
+// hasReasoning reports a message or delta that carries reasoning of the upstream's own: a
+// non-empty reasoning_content, or reasoning as vLLM's newer server names it.
+func hasReasoning(m map[string]json.RawMessage) bool {
+	rc, _ := rawString(m["reasoning_content"])
+	r, _ := rawString(m["reasoning"])
+	return rc != "" || r != ""
+}
+
+// upstreamReasoned is besideUpstreamReasoning for a splitter under way: before anything but
+// whitespace or a piece of <think> has come, think-open's start becomes think-tags'. The held
+// bytes mean the same in both (whitespace, then a prefix of <think>).
+func (s *thinkSplitter) upstreamReasoned() {
+	if s.state == thinkLead {
+		s.state = thinkStart
+	}
+}
+
 // thinkSplitter separates a leading <think> block from content that arrives in pieces, split
-// anywhere, tags included. The zero value is ready.
+// anywhere, tags included. The zero value is ready for think-tags; newThinkSplitter makes one for
+// either.
 type thinkSplitter struct {
 	state thinkState
 	// The undecided tail is ws, a run of whitespace, then tag, a proper prefix of the tag that
@@ -85,7 +135,7 @@ func (s *thinkSplitter) split(piece string) (content, reasoning string) {
 	var c, r strings.Builder
 	for buf != "" {
 		switch s.state {
-		case thinkStart:
+		case thinkStart, thinkLead:
 			rest := strings.TrimLeft(buf, " \t\r\n")
 			switch {
 			case strings.HasPrefix(rest, openThink):
@@ -95,6 +145,12 @@ func (s *thinkSplitter) split(piece string) (content, reasoning string) {
 			case strings.HasPrefix(openThink, rest): // whitespace alone, or a tag in the making
 				s.ws = append(s.ws, buf[:len(buf)-len(rest)]...)
 				s.tag, buf = rest, ""
+			case s.state == thinkLead:
+				// No <think>: the reasoning begins here, the whitespace before it dropped as
+				// whitespace just inside the block is. A '<' held for <think> may begin </think>.
+				s.state = thinkIn
+				s.ws = s.ws[:0]
+				buf = rest
 			default:
 				s.state = thinkOut
 				c.Write(s.ws)
@@ -141,6 +197,9 @@ func (s *thinkSplitter) flush() (content, reasoning string) {
 	switch s.state {
 	case thinkStart:
 		return held, ""
+	case thinkLead:
+		// Never closed: all reasoning, less the whitespace that opened it.
+		return "", strings.TrimLeft(held, " \t\r\n")
 	case thinkIn:
 		return "", held
 	}
@@ -156,6 +215,11 @@ func (s *thinkSplitter) flush() (content, reasoning string) {
 type thinkLogprobs struct {
 	sp   thinkSplitter
 	held []logprobJSON
+}
+
+// newThinkLogprobs keeps the content's entries for r, think-tags or think-open.
+func newThinkLogprobs(r core.Reasoning) *thinkLogprobs {
+	return &thinkLogprobs{sp: newThinkSplitter(r)}
 }
 
 // take returns the entries of the content among the next ones, in order.
@@ -187,9 +251,9 @@ func (t *thinkLogprobs) flush() []logprobJSON {
 	return held
 }
 
-// contentLogprobs is take and flush over a whole answer's entries.
-func contentLogprobs(entries []logprobJSON) []logprobJSON {
-	var t thinkLogprobs
+// contentLogprobs is take and flush over a whole answer's entries, for r.
+func contentLogprobs(entries []logprobJSON, r core.Reasoning) []logprobJSON {
+	t := newThinkLogprobs(r)
 	return append(t.take(entries), t.flush()...)
 }
 
@@ -203,22 +267,23 @@ func tagPrefixSuffix(s, tag string) int {
 	return 0
 }
 
-// splitThink splits a whole content.
-func splitThink(content string) (answer, reasoning string) {
-	var s thinkSplitter
+// splitThink splits a whole content, as mode says.
+func splitThink(content string, mode core.Reasoning) (answer, reasoning string) {
+	s := newThinkSplitter(mode)
 	a, r := s.split(content)
 	a2, r2 := s.flush()
 	return a + a2, r + r2
 }
 
-// An OpenAI-compatible upstream's answer is relayed byte for byte; with think-tags on it must
-// be rewritten, so these decode and re-encode it (members come out in sorted order).
+// An OpenAI-compatible upstream's answer is relayed byte for byte; with think-tags or think-open
+// on it must be rewritten, so these decode and re-encode it (members come out in sorted order).
 
 // splitThinkBody rewrites a chat.completion, moving each choice's think block out of
-// message.content. A body it cannot read is returned as it is.
-func splitThinkBody(body []byte) []byte {
-	// "think", not "<think>": Go-written servers escape < as \u003c.
-	if !bytes.Contains(body, []byte("think")) {
+// message.content, as r says. A body it cannot read is returned as it is.
+func splitThinkBody(body []byte, r core.Reasoning) []byte {
+	// "think", not "<think>": Go-written servers escape < as \u003c. With think-open, content
+	// without a tag is reasoning still.
+	if r == core.ReasoningThinkTags && !bytes.Contains(body, []byte("think")) {
 		return body
 	}
 	var top map[string]json.RawMessage
@@ -239,19 +304,18 @@ func splitThinkBody(body []byte) []byte {
 		if !ok {
 			continue
 		}
-		answer, reasoning := splitThink(content)
+		prev, _ := rawString(msg["reasoning_content"])
+		mode := besideUpstreamReasoning(r, hasReasoning(msg))
+		answer, reasoning := splitThink(content, mode)
 		if reasoning == "" && answer == content {
 			continue
 		}
-		if prev, ok := rawString(msg["reasoning_content"]); ok {
-			reasoning = prev + reasoning
-		}
+		reasoning = prev + reasoning
 		msg["content"] = mustJSON(answer)
 		msg["reasoning_content"] = mustJSON(reasoning)
 		ch["message"] = mustJSON(msg)
 		if entries, ok := rawLogprobs(ch["logprobs"]); ok {
-			var t thinkLogprobs
-			ch["logprobs"] = withLogprobs(ch["logprobs"], append(t.take(entries), t.flush()...), true)
+			ch["logprobs"] = withLogprobs(ch["logprobs"], contentLogprobs(entries, mode), true)
 		}
 		changed = true
 	}
@@ -269,9 +333,10 @@ func splitThinkBody(body []byte) []byte {
 // tag that never came), not to be lost.
 type thinkStream struct {
 	Stream
-	split map[int]*thinkSplitter
-	probs map[int]*thinkLogprobs     // the same, for each choice's logprobs.content entries
-	last  map[string]json.RawMessage // the latest chunk's members, the envelope of a closing chunk
+	reasoning core.Reasoning // think-tags or think-open
+	split     map[int]*thinkSplitter
+	probs     map[int]*thinkLogprobs     // the same, for each choice's logprobs.content entries
+	last      map[string]json.RawMessage // the latest chunk's members, the envelope of a closing chunk
 	// pending holds the chunks ready to go, in order (a closing chunk, then the chunk it
 	// precedes); the wrapped stream is read only when it is empty, so that a chunk in it that is
 	// the wrapped stream's own slice stays valid.
@@ -280,8 +345,8 @@ type thinkStream struct {
 	sent    bool  // Next has returned a chunk: the client's stream has begun
 }
 
-func newThinkStream(s Stream) *thinkStream {
-	return &thinkStream{Stream: s, split: map[int]*thinkSplitter{}, probs: map[int]*thinkLogprobs{}}
+func newThinkStream(s Stream, r core.Reasoning) *thinkStream {
+	return &thinkStream{Stream: s, reasoning: r, split: map[int]*thinkSplitter{}, probs: map[int]*thinkLogprobs{}}
 }
 
 // Next skips the chunks the rewrite emptied (see rewrite).
@@ -403,13 +468,18 @@ func (s *thinkStream) rewrite(ev []byte) (out []byte, keep, choiceless bool) {
 	for _, ch := range choices {
 		var idx int
 		_ = json.Unmarshal(ch["index"], &idx)
-		sp := s.split[idx]
+		sp, tp := s.split[idx], s.probs[idx]
 		if sp == nil {
-			sp = &thinkSplitter{}
-			s.split[idx] = sp
+			v := newThinkSplitter(s.reasoning)
+			sp, tp = &v, newThinkLogprobs(s.reasoning)
+			s.split[idx], s.probs[idx] = sp, tp
 		}
 		delta := map[string]json.RawMessage{}
 		_ = json.Unmarshal(ch["delta"], &delta)
+		if hasReasoning(delta) {
+			sp.upstreamReasoned()
+			tp.sp.upstreamReasoned()
+		}
 		content, hasContent := rawString(delta["content"])
 		finished := text(ch["finish_reason"]) != ""
 		// The entries go through a splitter of their own, as the content does: logprobs.content
@@ -418,11 +488,6 @@ func (s *thinkStream) rewrite(ev []byte) (out []byte, keep, choiceless bool) {
 		// that may open a tag go with the finishing chunk, as those bytes do, though it came
 		// with logprobs null.
 		if entries, ok := rawLogprobs(ch["logprobs"]); ok || finished {
-			tp := s.probs[idx]
-			if tp == nil {
-				tp = &thinkLogprobs{}
-				s.probs[idx] = tp
-			}
 			kept := tp.take(entries)
 			if finished {
 				kept = append(kept, tp.flush()...)

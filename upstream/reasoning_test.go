@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/hayula/gateway/core"
 )
 
 type thinkResult struct{ Content, Reasoning string }
@@ -101,7 +103,7 @@ func TestSplitThinkBody(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if diff := cmp.Diff(tt.want, string(splitThinkBody([]byte(tt.in)))); diff != "" {
+			if diff := cmp.Diff(tt.want, string(splitThinkBody([]byte(tt.in), core.ReasoningThinkTags))); diff != "" {
 				t.Errorf("(-want +got):\n%s", diff)
 			}
 		})
@@ -129,7 +131,7 @@ func TestThinkStreamEveryBytePosition(t *testing.T) {
 	}
 	const finish = `{"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}`
 	for i := 0; i <= len(content); i++ {
-		ts := newThinkStream(&listStream{evs: []string{chunk(content[:i]), chunk(content[i:]), finish}})
+		ts := newThinkStream(&listStream{evs: []string{chunk(content[:i]), chunk(content[i:]), finish}}, core.ReasoningThinkTags)
 		var got thinkResult
 		events := 0
 		for {
@@ -185,7 +187,7 @@ func TestThinkStreamHeldBytesWithoutFinish(t *testing.T) {
 		{"nothing held: no extra chunk", []string{chunk("<think>w</think>done"), usage}, thinkResult{"done", "w"}, "usage"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			ts := newThinkStream(&listStream{evs: tt.evs})
+			ts := newThinkStream(&listStream{evs: tt.evs}, core.ReasoningThinkTags)
 			var got thinkResult
 			var last []byte
 			for {
@@ -234,7 +236,7 @@ func TestThinkStreamLeavesOtherChunksAlone(t *testing.T) {
 		`not json`,
 		`{"choices":[{"index":0,"delta":{"content":"plain"},"finish_reason":null}]}`,
 	}
-	ts := newThinkStream(&listStream{evs: append([]string(nil), in...)})
+	ts := newThinkStream(&listStream{evs: append([]string(nil), in...)}, core.ReasoningThinkTags)
 	var got []string
 	for {
 		ev, err := ts.Next()
@@ -329,7 +331,7 @@ func TestThinkStreamDropsEmptiedChunks(t *testing.T) {
 		sse.WriteString("data: " + ev + "\n\n")
 	}
 	sse.WriteString("data: [DONE]\n\n")
-	got, end := drain(newThinkStream(newOpenAIStream("r1", io.NopCloser(strings.NewReader(sse.String())), nil)))
+	got, end := drain(newThinkStream(newOpenAIStream("r1", io.NopCloser(strings.NewReader(sse.String())), nil), core.ReasoningThinkTags))
 	const rhead = `{"choices":[{"delta":`
 	const rtail = `,"created":1,"id":"c1","model":"r1","object":"chat.completion.chunk"}`
 	want := []string{
@@ -386,7 +388,7 @@ func TestThinkStreamBufferedSkipsEmptiedChunks(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			in := &partlyBuffered{listStream: listStream{evs: append(append([]string{chunk("<think>a")}, tc.buffered...),
 				chunk("ink>x"))}, buffered: 1 + len(tc.buffered)}
-			s := newThinkStream(in)
+			s := newThinkStream(in, core.ReasoningThinkTags)
 			if ev, err := s.Next(); err != nil || !strings.Contains(string(ev), `"reasoning_content":"a"`) {
 				t.Fatalf("first: %s, %v", ev, err)
 			}

@@ -73,7 +73,12 @@ func splitAdapters() []splitAdapter {
 	id := func() string { return "id" }
 	return []splitAdapter{
 		{"openai", func(b io.ReadCloser) Stream { return newOpenAIStream("a", b, nil) }},
-		{"think-tags", func(b io.ReadCloser) Stream { return newThinkStream(newOpenAIStream("a", b, nil)) }},
+		{"think-tags", func(b io.ReadCloser) Stream {
+			return newThinkStream(newOpenAIStream("a", b, nil), core.ReasoningThinkTags)
+		}},
+		{"think-open", func(b io.ReadCloser) Stream {
+			return newThinkStream(newOpenAIStream("a", b, nil), core.ReasoningThinkOpen)
+		}},
 		{"ollama", func(b io.ReadCloser) Stream {
 			a := &openaiOllama{t: &core.Target{Name: "o", Model: "m"}, now: now, newID: id}
 			return a.newStream(b, true)
@@ -166,6 +171,18 @@ func splitCases() []splitCase {
 	cases = append(cases, splitCase{adapter: "think-tags", name: "finish with content",
 		pieces: []string{think("<think>a"), ev(sseChunk(`{"content":"b</think>c"}`, "stop")), ev("[DONE]")},
 		want:   []string{sseChunk(`{"reasoning_content":"a"}`, ""), sseChunk(`{"content":"c","reasoning_content":"b"}`, "stop")}, end: "EOF"})
+
+	// think-open: the output starts inside the block, </think> split across events.
+	cases = append(cases, splitCase{adapter: "think-open", name: "closing tag across events",
+		pieces: []string{ev(role), think("مر"), think("حبا </"), think("think"), think(">\\n\\n👋"), think("🏽"), ev(fin), ev("[DONE]")},
+		want: []string{
+			role,
+			sseChunk(`{"reasoning_content":"مر"}`, ""),
+			sseChunk(`{"reasoning_content":"حبا"}`, ""),
+			sseChunk(`{"content":"👋"}`, ""),
+			sseChunk(`{"content":"🏽"}`, ""),
+			fin,
+		}, end: "EOF"})
 
 	ol := func(content string, done bool) string {
 		d := "false"
@@ -266,7 +283,7 @@ func TestSplitEveryReadBoundary(t *testing.T) {
 					t.Helper()
 					got, end := drainCanon(t, open(io.NopCloser(r)))
 					want := tc.want
-					if tc.adapter == "think-tags" {
+					if tc.adapter == "think-tags" || tc.adapter == "think-open" {
 						want = nil
 						for _, w := range tc.want {
 							want = append(want, canonJSON(t, w))
@@ -344,7 +361,7 @@ func TestSplitNoEventHeldBack(t *testing.T) {
 							got = append(got, string(ev))
 						}
 						s.Close()
-						if tc.adapter == "think-tags" && len(want) == len(got)+1 {
+						if (tc.adapter == "think-tags" || tc.adapter == "think-open") && len(want) == len(got)+1 {
 							want = want[:len(got)] // the closing chunk for held bytes
 						}
 						if !errors.Is(err, errGate) {

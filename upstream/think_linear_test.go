@@ -4,6 +4,8 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/hayula/gateway/core"
 )
 
 // TestThinkSplitterLinear: with reasoning = "think-tags" the splitter held the whitespace that
@@ -43,7 +45,7 @@ func TestThinkSplitterLinear(t *testing.T) {
 				runtime.ReadMemStats(&after)
 				bytes[k] = after.TotalAlloc - before.TotalAlloc
 				whole := tc.before + strings.Repeat(tc.unit, n) + tc.after
-				wantC, wantR := splitThink(whole)
+				wantC, wantR := splitThink(whole, core.ReasoningThinkTags)
 				if content.String() != wantC || reasoning.String() != wantR {
 					t.Fatalf("n=%d: pieces gave content %q reasoning %q; whole gave %q, %q", n,
 						clipTail(content.String()), clipTail(reasoning.String()), clipTail(wantC), clipTail(wantR))

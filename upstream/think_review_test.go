@@ -44,7 +44,7 @@ func TestReviewThinkStreamChoicesApart(t *testing.T) {
 				chunk(1, "", "length"),
 				usage,
 			}
-			ts := newThinkStream(&listStream{evs: evs})
+			ts := newThinkStream(&listStream{evs: evs}, core.ReasoningThinkTags)
 			var got [2]thinkResult
 			var finishes []string
 			var last string
@@ -122,7 +122,7 @@ func TestReviewThinkStreamHeldBytesBeforeError(t *testing.T) {
 		{"nothing relayed yet", []string{chunk("<thi")}, thinkResult{}, 0},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			ts := newThinkStream(&errStream{listStream: listStream{evs: tt.evs}, err: broken})
+			ts := newThinkStream(&errStream{listStream: listStream{evs: tt.evs}, err: broken}, core.ReasoningThinkTags)
 			var got thinkResult
 			events := 0
 			for {
@@ -236,7 +236,7 @@ func FuzzThinkStream(f *testing.F) {
 		}
 		evs := []string{chunk(in[:cuts[0]]), chunk(in[cuts[0]:max(cuts[0], cuts[1])]), chunk(in[max(cuts[0], cuts[1]):]),
 			`{"id":"c","choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}`}
-		ts := newThinkStream(&listStream{evs: evs})
+		ts := newThinkStream(&listStream{evs: evs}, core.ReasoningThinkTags)
 		var got thinkResult
 		finish := ""
 		for {

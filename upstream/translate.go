@@ -409,10 +409,20 @@ type chunker struct {
 
 func newChunker(id string, created int64, model string, r core.Reasoning) *chunker {
 	c := &chunker{id: id, created: created, model: model}
-	if r == core.ReasoningThinkTags {
-		c.think, c.thinkLP = &thinkSplitter{}, &thinkLogprobs{}
+	if r != core.ReasoningPassthrough {
+		sp := newThinkSplitter(r)
+		c.think, c.thinkLP = &sp, newThinkLogprobs(r)
 	}
 	return c
+}
+
+// upstreamReasoned says the upstream sent reasoning of its own (Ollama's thinking): the content
+// beside and after it is read as besideUpstreamReasoning says.
+func (c *chunker) upstreamReasoned() {
+	if c.think != nil {
+		c.think.upstreamReasoned()
+		c.thinkLP.sp.upstreamReasoned()
+	}
 }
 
 // setLogprobs gives the next chunk the entries of the tokens read since the last one: those of
@@ -427,6 +437,9 @@ func (c *chunker) setLogprobs(entries []logprobJSON) {
 // delta returns a chunk for text, reasoning and tool calls, or nil when there is nothing to say
 // (the first chunk is always said, for its role).
 func (c *chunker) delta(text, reasoning string, calls []toolCallJSON, hy *hayulaJSON) []byte {
+	if reasoning != "" {
+		c.upstreamReasoned()
+	}
 	if c.think != nil && text != "" {
 		var r string
 		text, r = c.think.split(text)
@@ -500,9 +513,9 @@ func (c *chunker) marshal(d deltaJSON, finish *string, u *usageJSON, hy *hayulaJ
 // completionMessage is the assistant message of a whole answer, reasoning split out when the
 // target asks for it.
 func completionMessage(r core.Reasoning, text, reasoning string, calls []toolCallJSON) messageJSON {
-	if r == core.ReasoningThinkTags {
+	if r = besideUpstreamReasoning(r, reasoning != ""); r != core.ReasoningPassthrough {
 		var extra string
-		text, extra = splitThink(text)
+		text, extra = splitThink(text, r)
 		reasoning += extra
 	}
 	m := messageJSON{Role: "assistant", ReasoningContent: reasoning, ToolCalls: calls}

@@ -111,7 +111,7 @@ func parseRecorded(t *testing.T, raw []byte) recorded {
 }
 
 // parseTarget reads the target section: model, api_key, adapter (openai by default; ollama and
-// saif URLs have no /v1), reasoning (think-tags) and specialists (comma-separated).
+// saif URLs have no /v1), reasoning (think-tags, think-open) and specialists (comma-separated).
 func parseTarget(raw []byte, url string) *core.Target {
 	tg := target(url)
 	tg.Model = ""
@@ -131,8 +131,11 @@ func parseTarget(raw []byte, url string) *core.Target {
 				tg.Adapter, tg.URL = core.AdapterSAIF, url
 			}
 		case "reasoning":
-			if v == "think-tags" {
+			switch v {
+			case "think-tags":
 				tg.Reasoning = core.ReasoningThinkTags
+			case "think-open":
+				tg.Reasoning = core.ReasoningThinkOpen
 			}
 		case "specialists":
 			for _, sp := range strings.Split(v, ",") {
