@@ -89,6 +89,10 @@ type Request struct {
 	// Dimensions is an embeddings request's dimensions, the width its vectors must have; 0 when
 	// absent or null. Adapters hold the answer to it without reading the body again.
 	Dimensions int
+	// Inputs is how many inputs an embeddings request sends (1 for a string or an array of token
+	// ids, else the array's length), as many as its answer's data must hold; 0 when not known
+	// (another endpoint), which holds the answer to nothing.
+	Inputs int
 	// Strict is true when the route, the key or the request asked for privacy.
 	Strict bool
 	// NoFallback is true when the request said x-fallback-on: false.
