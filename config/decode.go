@@ -95,6 +95,15 @@ type routeTOML struct {
 	Guard      map[string][]string `toml:"guard"`
 }
 
+// windowCountsMaxTokensDefault is window_counts_max_tokens left out. Only the OpenAI API (and the
+// servers that follow it here, vLLM, SGLang) refuses a request whose prompt plus max_tokens
+// overflows the window; Ollama shifts the context or stops early, and SAIF's protocol does not say.
+func windowCountsMaxTokensDefault(a core.AdapterKind) bool { return a == core.AdapterOpenAI }
+
+// streamUsageDefault is stream_usage left out. Only an OpenAI-compatible server reports a stream's
+// usage only when asked: Ollama's and SAIF's report it on their last line always.
+func streamUsageDefault(a core.AdapterKind) bool { return a == core.AdapterOpenAI }
+
 // Parse parses a config from data; filename is only for messages and Config.Source. getenv
 // resolves api_key_env; nil means an empty environment. Every error is a *Error, several joined
 // when there are several (see Errors).
@@ -920,10 +929,7 @@ func (c *compiler) target(index int, name string, raw targetTOML) *core.Target {
 	if t.ContextWindow < 0 {
 		c.errorf(at("context_window"), "must not be negative (0 means unknown)")
 	}
-	// Only the OpenAI API (and the servers that follow it here, vLLM, SGLang) refuses a request
-	// whose prompt plus max_tokens overflows the window; Ollama shifts the context or stops early,
-	// and SAIF's protocol does not say.
-	t.WindowCountsMaxTokens = t.Adapter == core.AdapterOpenAI
+	t.WindowCountsMaxTokens = windowCountsMaxTokensDefault(t.Adapter)
 	if raw.WindowMax != nil {
 		t.WindowCountsMaxTokens = *raw.WindowMax
 	}
@@ -971,9 +977,7 @@ func (c *compiler) target(index int, name string, raw targetTOML) *core.Target {
 			c.errorf(at("reasoning"), "unknown reasoning %q (want passthrough, think-tags or think-open)", *raw.Reasoning)
 		}
 	}
-	// Only an OpenAI-compatible server reports a stream's usage only when asked: Ollama's and
-	// SAIF's report it on their last line always.
-	t.StreamUsage = t.Adapter == core.AdapterOpenAI && (raw.StreamUsage == nil || *raw.StreamUsage)
+	t.StreamUsage = streamUsageDefault(t.Adapter) && (raw.StreamUsage == nil || *raw.StreamUsage)
 	if raw.StreamUsage != nil && t.Adapter != core.AdapterOpenAI {
 		c.errorf(at("stream_usage"), "only an openai target is asked for a stream's usage (the %s protocol always reports it): leave it out", t.Adapter)
 	}

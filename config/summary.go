@@ -115,6 +115,20 @@ func (c *Config) Summary() string {
 			fmt.Fprintf(&b, "  %s specialists: %s\n", t.Name, strings.Join(t.Specialists, ", "))
 		}
 	}
+	for _, t := range c.Targets {
+		// Shown where they differ from the adapter's default (CONFIG.md), as specialists are
+		// where set: the usual config shows neither (TestSummaryStreamUsageAndWindow).
+		var set []string
+		if t.WindowCountsMaxTokens != windowCountsMaxTokensDefault(t.Adapter) {
+			set = append(set, "window_counts_max_tokens "+strconv.FormatBool(t.WindowCountsMaxTokens))
+		}
+		if t.StreamUsage != streamUsageDefault(t.Adapter) {
+			set = append(set, "stream_usage "+strconv.FormatBool(t.StreamUsage))
+		}
+		if len(set) > 0 {
+			fmt.Fprintf(&b, "  %s: %s\n", t.Name, strings.Join(set, ", "))
+		}
+	}
 	c.healthSummary(&b)
 	c.lifecycleSummary(&b)
 	if ws := c.Warnings(); len(ws) > 0 {

@@ -100,3 +100,47 @@ func TestSummaryBrowsers(t *testing.T) {
 		}
 	}
 }
+
+// TestSummaryStreamUsageAndWindow: check-config shows a target's stream_usage and
+// window_counts_max_tokens when they differ from the adapter's default, as it shows specialists
+// when set; it showed neither, so a config's effect on the context filter and on a key's tpm
+// could not be read from it (this test failed first).
+func TestSummaryStreamUsageAndWindow(t *testing.T) {
+	const openai = "adapter = \"openai\"\nurl = \"http://127.0.0.1:1/v1\"\n"
+	const ollama = "adapter = \"ollama\"\nurl = \"http://127.0.0.1:11434\"\nmodel = \"m\"\n"
+	for _, tc := range []struct {
+		name, target string
+		want         []string // lines the summary has
+		not          []string // words it has not
+	}{
+		{"openai defaults", openai, nil, []string{"stream_usage", "window_counts_max_tokens"}},
+		{"ollama defaults", ollama, nil, []string{"stream_usage", "window_counts_max_tokens"}},
+		{"openai stream_usage false", openai + "stream_usage = false\n",
+			[]string{"\n  a: stream_usage false\n"}, []string{"window_counts_max_tokens"}},
+		{"openai stream_usage true (the default)", openai + "stream_usage = true\n", nil, []string{"stream_usage"}},
+		{"openai window_counts_max_tokens false", openai + "window_counts_max_tokens = false\n",
+			[]string{"\n  a: window_counts_max_tokens false\n"}, []string{"stream_usage"}},
+		{"ollama window_counts_max_tokens true", ollama + "window_counts_max_tokens = true\n",
+			[]string{"\n  a: window_counts_max_tokens true\n"}, nil},
+		{"both", openai + "stream_usage = false\nwindow_counts_max_tokens = false\n",
+			[]string{"\n  a: window_counts_max_tokens false, stream_usage false\n"}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg, err := Parse([]byte("[targets.a]\n"+tc.target+"[routes.r]\ntargets = [\"a\"]\n"), "s.toml", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s := cfg.Summary()
+			for _, w := range tc.want {
+				if !strings.Contains(s, w) {
+					t.Errorf("summary has no %q:\n%s", w, s)
+				}
+			}
+			for _, n := range tc.not {
+				if strings.Contains(s, n) {
+					t.Errorf("summary shows %q, at its default:\n%s", n, s)
+				}
+			}
+		})
+	}
+}

@@ -123,11 +123,12 @@ func (e *ProtocolError) Unquoted() string {
 
 // UnmetError is a 2xx answer that does not give what a valid request asked for, where another
 // target might: an embeddings answer whose vectors are not of the request's dimensions (a server
-// that ignores the field, or a model narrower than asked); or an upstream's refusal that says its
+// that ignores the field, or a model narrower than asked), or not one per input (a server that
+// embeds a batch's first input alone); or an upstream's refusal that says its
 // model lacks what the request needs (Ollama's 400 "… does not support tools"). The failure is
 // that endpoint's, not the request's: errmap classes it endpoint, so the chain moves on, as for a
 // 404, and the target's health is not blamed. Err is what the client gets when nothing else
-// answers: a 400 naming the parameter, or the upstream's own.
+// answers: a 400 naming the parameter, the upstream's own, or a 502 saying what the answer lacked.
 type UnmetError struct {
 	Err *StatusError
 }

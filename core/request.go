@@ -89,6 +89,10 @@ type Request struct {
 	// Dimensions is an embeddings request's dimensions, the width its vectors must have; 0 when
 	// absent or null. Adapters hold the answer to it without reading the body again.
 	Dimensions int
+	// Inputs is how many inputs an embeddings request sends (1 for a string or an array of token
+	// ids, else the array's length), as many as its answer's data must hold; 0 when not known
+	// (another endpoint), which holds the answer to nothing.
+	Inputs int
 	// Strict is true when the route, the key or the request asked for privacy.
 	Strict bool
 	// NoFallback is true when the request said x-fallback-on: false.
@@ -162,18 +166,69 @@ func (p *Params) StopList() []string {
 
 // OffersTools reports whether the request offers the model tools it may call: a tools array
 // that is not empty, with a tool_choice other than "none" (which asks for a text answer, as the
-// Vercel AI SDK's toolChoice 'none' does, however the string is escaped). The server's
-// eligibility and the adapters that translate tools read it alike.
+// Vercel AI SDK's toolChoice 'none' does, however the string is escaped) and other than an
+// allowed_tools that lists no function tool (an empty list, or custom tools only), which offers
+// none as "none" does. The server's eligibility and the adapters that translate tools read it
+// alike, so that the tools filter drops a target without tools only for a request that offers
+// some (TestOffersTools).
 func (p *Params) OffersTools() bool {
 	if !NonEmptyArray(p.ToolsRaw) {
 		return false
 	}
 	c := bytes.TrimSpace(p.ToolChoice)
-	if len(c) == 0 || c[0] != '"' {
+	if len(c) == 0 {
 		return true
 	}
-	var s string
-	return json.Unmarshal(c, &s) != nil || s != "none"
+	switch c[0] {
+	case '"':
+		var s string
+		return json.Unmarshal(c, &s) != nil || s != "none"
+	case '{':
+		names, _, ok := AllowedFunctions(c)
+		return !ok || len(names) > 0
+	}
+	return true
+}
+
+// AllowedFunctions reads a tool_choice of type allowed_tools, in chat's shape
+// ({"type":"allowed_tools","allowed_tools":{"mode":…,"tools":[…]}}) or the Responses API's
+// ({"type":"allowed_tools","mode":…,"tools":[…]}, which clients that speak both APIs send to chat
+// too). ok reports that choice is one; names are the function tools it lists, in order, each
+// named under "function" (chat) or at the top (Responses), with type "function" or none; param is
+// the member that lists them, for an error that names it. A custom tool is no function.
+func AllowedFunctions(choice json.RawMessage) (names []string, param string, ok bool) {
+	type entry struct {
+		Type     string  `json:"type"`
+		Name     *string `json:"name"`
+		Function struct {
+			Name *string `json:"name"`
+		} `json:"function"`
+	}
+	var c struct {
+		Type    string  `json:"type"`
+		Tools   []entry `json:"tools"`
+		Allowed *struct {
+			Tools []entry `json:"tools"`
+		} `json:"allowed_tools"`
+	}
+	if json.Unmarshal(choice, &c) != nil || c.Type != "allowed_tools" {
+		return nil, "", false
+	}
+	listed, param := c.Tools, "tool_choice.tools"
+	if c.Allowed != nil {
+		listed, param = c.Allowed.Tools, "tool_choice.allowed_tools.tools"
+	}
+	for _, e := range listed {
+		if e.Type != "function" && e.Type != "" {
+			continue
+		}
+		if n := e.Function.Name; n != nil {
+			names = append(names, *n)
+		} else if e.Name != nil {
+			names = append(names, *e.Name)
+		}
+	}
+	return names, param, true
 }
 
 // NonEmptyArray reports whether raw is a JSON array with at least one element.

@@ -113,20 +113,24 @@ class          = "private"
 context_window = 32768
 
 # DeepSeek R1 behind an OpenAI-compatible server: its <think> block becomes reasoning_content.
+# R1 reads text only: a request with an image skips it.
 [targets.deepseek-r1]
 adapter        = "openai"
 url            = %q
 class          = "private"
 context_window = 65536
 reasoning      = "think-tags"
+vision         = false
 
 # The public, paid tail: entered only when every earlier failure was a context overflow.
+# The same R1, text only.
 [targets.openrouter]
 adapter        = "openai"
 url            = %q
 model          = "deepseek/deepseek-r1"
 class          = "public"
 context_window = 163840
+vision         = false
 
 [routes.saif]
 targets = ["saif", "deepseek-r1", "openrouter"]

@@ -28,8 +28,9 @@
 //	                                      endpoint: llama-server without --embeddings)
 //	*core.UnmetError                      endpoint      its StatusError's (a 2xx that does not
 //	                                      give what was asked, e.g. embeddings of another width
-//	                                      than dimensions; Ollama's 400 saying its model lacks
-//	                                      a capability: "does not support tools")
+//	                                      than dimensions, or not one per input (502); Ollama's
+//	                                      400 saying its model lacks a capability: "does not
+//	                                      support tools")
 //	*core.StatusError other 4xx           request       its status
 //	*core.StatusError other non-2xx       server_error  502 (a redirect or 1xx is not an answer)
 //	*lifecycle.LoadTimeoutError           loading       503  not retried, not penalized

@@ -245,6 +245,9 @@ func (m *Manager) Start(ctx context.Context) error {
 			m.log.Warn("lifecycle: ignoring state file", "err", err)
 			recent = nil
 		}
+		if err := removeStaleTemps(m.opt.StateFile); err != nil {
+			m.log.Warn("lifecycle: removing the state file's stale temporary copies", "err", err)
+		}
 	}
 
 	m.mu.Lock()

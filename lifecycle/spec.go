@@ -65,8 +65,9 @@ type GroupSpec struct {
 type Options struct {
 	// Clock drives idle_stop, load_timeout, restart backoff and StopGrace; nil = WallClock.
 	Clock Clock
-	// StateFile is where the LRU order is kept (JSON, replaced atomically); "" = not kept. Start
-	// reads it; a Manager never started never writes it.
+	// StateFile is where the LRU order is kept (JSON, replaced atomically and durably); "" = not
+	// kept. Start reads it, and removes the temporary copies a crash left; a Manager never
+	// started never writes it.
 	StateFile string
 	// Logger receives starts, stops and crashes; nil = discarded.
 	Logger *slog.Logger

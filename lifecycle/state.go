@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 )
 
 const stateVersion = 1
@@ -38,14 +39,17 @@ func readState(path string) ([]string, error) {
 	return s.Recent, nil
 }
 
-// writeState replaces the file through a rename in the same directory, so a crash mid-write
-// leaves the old order rather than a torn file.
+// writeState replaces the file durably and atomically: the order is written to a temporary copy
+// in the same directory, which is synced and renamed over the file, and the directory is synced
+// so that the rename outlives a power loss. A crash leaves the old order or the new one, never a
+// torn file; a crash before the rename leaves the copy, which removeStaleTemps clears at the next
+// Start.
 func writeState(path string, recent []string) error {
 	b, err := json.MarshalIndent(stateFile{Version: stateVersion, Recent: recent}, "", "  ")
 	if err != nil {
 		return err
 	}
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
+	f, err := os.CreateTemp(filepath.Dir(path), stateTempPattern(path))
 	if err != nil {
 		return err
 	}
@@ -62,6 +66,32 @@ func writeState(path string, recent []string) error {
 	}
 	if err != nil {
 		_ = os.Remove(tmp)
+		return err
 	}
-	return err
+	return syncDir(filepath.Dir(path))
 }
+
+// removeStaleTemps removes the temporary copies of path that an earlier run's crash between
+// writing one and renaming it left behind (TestStaleStateTempRemoved). The file itself is never
+// read from them: it holds the order the last complete write left.
+func removeStaleTemps(path string) error {
+	dir := filepath.Dir(path)
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return err
+	}
+	prefix := strings.TrimSuffix(stateTempPattern(path), "*")
+	var errs []error
+	for _, e := range entries {
+		if e.Type().IsRegular() && strings.HasPrefix(e.Name(), prefix) {
+			if err := os.Remove(filepath.Join(dir, e.Name())); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				errs = append(errs, err)
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// stateTempPattern is os.CreateTemp's pattern for path's temporary copies: hidden, in its
+// directory, named after it.
+func stateTempPattern(path string) string { return "." + filepath.Base(path) + ".tmp*" }

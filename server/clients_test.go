@@ -229,6 +229,28 @@ func TestToolsWithChoiceNoneNotSentToATargetWithout(t *testing.T) {
 	if !strings.Contains(sent, `"messages"`) || !strings.Contains(sent, `"model":"plain"`) {
 		t.Errorf("the rest of the body did not go through: %s", sent)
 	}
+	// An allowed_tools that lists no function tool offers none, as "none" does: the target
+	// serves it, without the tools (TestToolsWithChoiceNoneNotSentToATargetWithout's
+	// allowed_tools requests were refused 400 first, the target dropped by the tools filter).
+	for _, choice := range []string{
+		`{"type":"allowed_tools","allowed_tools":{"mode":"auto","tools":[]}}`,
+		`{"type":"allowed_tools","allowed_tools":{"mode":"required","tools":[{"type":"custom","custom":{"name":"c"}}]}}`,
+	} {
+		rep := g.post(t, "/v1/chat/completions", `{"model":"r",`+tools+`,"tool_choice":`+choice+`,"messages":[{"role":"user","content":"x"}]}`)
+		if rep.status != 200 || rep.header.Get("x-hayula-chain") != "plain" {
+			t.Fatalf("tool_choice %s: %d %s", choice, rep.status, rep.body)
+		}
+		up.mu.Lock()
+		sent := string(up.bodies[len(up.bodies)-1])
+		up.mu.Unlock()
+		if strings.Contains(sent, `"tools"`) || strings.Contains(sent, `"tool_choice"`) {
+			t.Errorf("tool_choice %s: the upstream got the tools: %s", choice, sent)
+		}
+	}
+	// One that lists a function tool is passed by, as "auto" is.
+	if rep := g.post(t, "/v1/chat/completions", `{"model":"r",`+tools+`,"tool_choice":{"type":"allowed_tools","allowed_tools":{"mode":"auto","tools":[{"type":"function","function":{"name":"f"}}]}},"messages":[{"role":"user","content":"x"}]}`); rep.status != 400 {
+		t.Errorf("allowed_tools listing f on a target without tools: %d %s", rep.status, rep.body)
+	}
 	// With tool_choice "auto" the target is passed by: it cannot serve what is asked.
 	if rep := g.post(t, "/v1/chat/completions", `{"model":"r",`+tools+`,"tool_choice":"auto","messages":[{"role":"user","content":"x"}]}`); rep.status != 400 {
 		t.Errorf("tool_choice auto on a target without tools: %d %s", rep.status, rep.body)

@@ -721,8 +721,10 @@ func decodeOther(r *http.Request, body []byte, op core.Op) (*core.Request, *apiE
 	if t := bytes.TrimSpace(raw); len(t) == 0 || bytes.Equal(t, []byte("null")) {
 		return nil, badRequest(field, "missing_required_parameter", fmt.Sprintf("Missing required parameter: '%s'.", field))
 	}
+	inputs := 0
 	if op == core.OpEmbeddings {
-		if e := inputRefusal(raw); e != nil {
+		var e *apiError
+		if inputs, e = embedInputs(raw); e != nil {
 			return nil, e
 		}
 		if e := embedOptions(w.Dimensions, w.EncodingFormat); e != nil {
@@ -731,7 +733,7 @@ func decodeOther(r *http.Request, body []byte, op core.Op) (*core.Request, *apiE
 	}
 	req := &core.Request{Op: op, Model: *w.Model, Stream: w.Stream}
 	if op == core.OpEmbeddings {
-		req.Dimensions = dimensionsOf(w.Dimensions)
+		req.Dimensions, req.Inputs = dimensionsOf(w.Dimensions), inputs
 	}
 	if op == core.OpCompletions {
 		req.Prompt = raw
@@ -858,7 +860,7 @@ func completionsKinds(w *wireOther) *apiError {
 }
 
 // textInput reports whether an embeddings input is text: a string, or an array of strings. raw
-// has passed inputRefusal, whose walk holds every element to the first's kind, so the first
+// has passed embedInputs, whose walk holds every element to the first's kind, so the first
 // element says it: the array is not walked again.
 func textInput(raw json.RawMessage) bool {
 	raw = bytes.TrimSpace(raw)
@@ -883,7 +885,7 @@ func dimensionsOf(raw json.RawMessage) int {
 // maxInputs is how many items OpenAI's API takes in an embeddings input array.
 const maxInputs = 2048
 
-// inputRefusal refuses an embeddings input OpenAI's API refuses: an empty one ("", [], or an
+// embedInputs counts an embeddings input, and refuses one OpenAI's API refuses: an empty one ("", [], or an
 // array holding "" or []: OpenAI says input "cannot be an empty string"; Ollama's /api/embed
 // answers such an input 200 with no embeddings at all), an array of more than 2048 strings
 // or token arrays (a flat array of token ids is one input, however long), and an input of
@@ -891,22 +893,24 @@ const maxInputs = 2048
 // them (a number, an object, null or a number among strings, strings in a token array: a 400
 // invalid_type, as OpenAI answers; the ollama adapter read a mixed array as token ids). raw is
 // valid JSON, as encoding/json decoded the body (TestEmbeddingsEmptyInputRefused,
-// TestEmbeddingsInputsAtMost2048, TestEmbeddingsInputShape).
-func inputRefusal(raw []byte) *apiError {
+// TestEmbeddingsInputsAtMost2048, TestEmbeddingsInputShape). n is how many inputs it holds, which
+// an answer's data must hold as many embeddings of (core.Request.Inputs): 1 for a string or an
+// array of token ids, else the array's length.
+func embedInputs(raw []byte) (n int, _ *apiError) {
 	empty := badRequest("input", "invalid_value", "Invalid 'input': it cannot be an empty string or an empty array, nor hold one.")
 	t := bytes.TrimSpace(raw)
 	switch t[0] {
 	case '"':
 		if len(t) == 2 {
-			return empty
+			return 0, empty
 		}
-		return nil
+		return 1, nil
 	case '[':
 	default:
-		return inputShape(kindName(t))
+		return 0, inputShape(kindName(t))
 	}
 	it := jsonx.Array(t, false)
-	n, first := 0, ""
+	first := ""
 	for {
 		_, v, ok := it.Next()
 		if !ok {
@@ -918,28 +922,30 @@ func inputRefusal(raw []byte) *apiError {
 		}
 		n++
 		if string(v) == `""` || v[0] == '[' && len(bytes.TrimSpace(v[1:])) == 1 {
-			return empty
+			return 0, empty
 		}
 		if kind != first || kind != "string" && kind != "integer" && kind != "array" {
-			return inputShape("an array holding " + article(kind))
+			return 0, inputShape("an array holding " + article(kind))
 		}
 		if kind == "array" {
 			tokens := jsonx.Array(v, false)
 			for _, tok, ok := tokens.Next(); ok; _, tok, ok = tokens.Next() {
 				if k := kindName(tok); k != "integer" {
-					return inputShape("an array of arrays holding " + article(k))
+					return 0, inputShape("an array of arrays holding " + article(k))
 				}
 			}
 		}
 	}
 	switch {
 	case n == 0:
-		return empty
-	case n > maxInputs && first != "integer":
-		return badRequest("input", "array_above_max_length", fmt.Sprintf(
+		return 0, empty
+	case first == "integer":
+		return 1, nil // token ids: one input, however many
+	case n > maxInputs:
+		return 0, badRequest("input", "array_above_max_length", fmt.Sprintf(
 			"Invalid 'input': array too long. Expected an array with maximum length %d, but got an array with length %d instead.", maxInputs, n))
 	}
-	return nil
+	return n, nil
 }
 
 // inputShape refuses an embeddings input of the shape got.

@@ -11,7 +11,8 @@ import (
 
 // translatorsBeforeOpenAI is a gateway with a SAIF target, an Ollama target and an openai one:
 // route "all" tries them in that order, "saif" and "oll" have one each. The openai target
-// answers completions and embeddings in OpenAI's shape; the others answer in theirs.
+// answers completions and embeddings in OpenAI's shape (an embedding per input); the others
+// answer in theirs.
 func translatorsBeforeOpenAI(t *testing.T) (g *gateway, saif, oll, oai *fake) {
 	t.Helper()
 	saif, oll, oai = newFake(t, "saif"), newFake(t, "oll"), newFake(t, "oai")
@@ -26,7 +27,21 @@ func translatorsBeforeOpenAI(t *testing.T) (g *gateway, saif, oll, oai *fake) {
 			fmt.Fprint(w, `{"id":"cmpl-1","object":"text_completion","created":1,"model":"m","choices":[{"index":0,"text":"hi","finish_reason":"stop"}]}`)
 			return
 		}
-		fmt.Fprint(w, `{"object":"list","data":[{"object":"embedding","index":0,"embedding":[0.5,0.25]}],"model":"m","usage":{"prompt_tokens":1,"total_tokens":1}}`)
+		// One embedding per input, as the gateway holds an answer to (a flat array of token ids
+		// is one input).
+		var req struct {
+			Input json.RawMessage `json:"input"`
+		}
+		_ = json.NewDecoder(r.Body).Decode(&req)
+		var many []json.RawMessage
+		if json.Unmarshal(req.Input, &many) != nil || len(many) == 0 || many[0][0] != '[' && many[0][0] != '"' {
+			many = []json.RawMessage{req.Input}
+		}
+		data := make([]string, len(many))
+		for i := range many {
+			data[i] = fmt.Sprintf(`{"object":"embedding","index":%d,"embedding":[0.5,0.25]}`, i)
+		}
+		fmt.Fprintf(w, `{"object":"list","data":[%s],"model":"m","usage":{"prompt_tokens":1,"total_tokens":1}}`, strings.Join(data, ","))
 	})
 	cfg := "[targets.saif]\nadapter = \"saif\"\nurl = \"" + saif.srv.URL + "\"\nclass = \"private\"\nmodel = \"saif\"\ntools = false\nvision = false\n\n" +
 		"[targets.oll]\nadapter = \"ollama\"\nurl = \"" + oll.srv.URL + "\"\nclass = \"private\"\nmodel = \"nomic\"\n\n" +

@@ -674,35 +674,21 @@ func namedTool(t *core.Target, tools, choice json.RawMessage) (json.RawMessage, 
 	var named struct {
 		Type string `json:"type"`
 		fn
-		Tools   []fn `json:"tools"` // the Responses shape of allowed_tools
-		Allowed *struct {
-			Tools []fn `json:"tools"`
-		} `json:"allowed_tools"`
 	}
 	if json.Unmarshal(choice, &named) != nil {
 		return tools, nil
 	}
-	var want []string
-	param := "tool_choice"
+	want, param, allowed := core.AllowedFunctions(choice)
 	switch {
-	case named.Type == "allowed_tools":
-		listed := named.Tools
-		param = "tool_choice.tools"
-		if named.Allowed != nil {
-			listed, param = named.Allowed.Tools, "tool_choice.allowed_tools.tools"
-		}
-		for _, a := range listed {
-			if n := name(a); n != nil {
-				want = append(want, *n)
-			}
-		}
+	case allowed:
 		if len(want) == 0 {
 			// It allows no function tool (an empty list, or custom tools, which Ollama has
 			// none of): offered none, as "none" offers none, the model can call nothing else.
+			// OffersTools says so first, so this is for a caller that did not ask it.
 			return nil, nil
 		}
 	case name(named.fn) != nil:
-		want = []string{*name(named.fn)}
+		want, param = []string{*name(named.fn)}, "tool_choice"
 	default:
 		return tools, nil
 	}

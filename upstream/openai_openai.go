@@ -105,11 +105,12 @@ func (a *openaiOpenAI) body(ctx context.Context, resp *http.Response, req *core.
 	if key := itemsKey(op); !jsonx.NonEmptyArray(body, key) {
 		return nil, &core.ProtocolError{Target: a.t.Name, Err: &EmptyAnswerError{Key: key}}
 	}
-	// And so must embeddings of another width than dimensions asked for, which the client would
-	// take for what it asked (TestEmbeddingsOpenAIDimensions). Only a request with dimensions
-	// pays for the walk: without, the answer is not looked at again.
-	if req.Dimensions > 0 && op == core.OpEmbeddings {
-		if err := checkWidths(a.t, body, req.Dimensions); err != nil {
+	// And so must embeddings as many as the inputs, or of another width than dimensions asked
+	// for, which the client would take for what it asked (TestEmbeddingsOpenAICountMismatch,
+	// TestEmbeddingsOpenAIDimensions). The walk counts data's elements, and reads each one's
+	// width only for a request with dimensions; the answer is relayed as it came.
+	if op == core.OpEmbeddings {
+		if err := checkEmbeddings(a.t, body, req.Inputs, req.Dimensions); err != nil {
 			return nil, err
 		}
 	}

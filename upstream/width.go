@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"net/http"
 
 	"github.com/hayula/gateway/core"
 	"github.com/hayula/gateway/internal/jsonx"
@@ -88,30 +89,41 @@ func widthError(t *core.Target, dims, width int, how string) error {
 		"Invalid 'dimensions': %d cannot be given by this model, whose embeddings have %d dimensions (%s).", dims, width, how))}
 }
 
-// checkWidths holds an OpenAI embeddings answer to the width its request's dimensions asked for:
-// every embedding in its data must have dims values. A server that does not read dimensions
-// (llama-server; vLLM and TEI for a model without Matryoshka training answer 400, older builds
-// ignore it) answers at the model's own width, which passed on would be taken for what was
-// asked (a vector store sized for 256 fed 768). The answer is walked, not decoded: the members
-// and elements are skipped to their ends, and nothing is allocated.
-func checkWidths(t *core.Target, body []byte, dims int) error {
+// checkEmbeddings holds an OpenAI embeddings answer to its request: its data must hold one
+// embedding per input the request sent (inputs; 0 for not known), and, when the request asked
+// for dimensions (dims > 0), every embedding must have dims values. A server that embeds the
+// first input of a batch alone, or drops one, answers fewer, and a client pairing its inputs with
+// data by index would pair texts with the wrong vectors (TestEmbeddingsOpenAICountMismatch). A
+// server that does not read dimensions (llama-server; vLLM and TEI for a model without Matryoshka
+// training answer 400, older builds ignore it) answers at the model's own width, which passed on
+// would be taken for what was asked (a vector store sized for 256 fed 768). The answer is walked,
+// not decoded: the members and elements are skipped to their ends, and nothing is allocated; it
+// is relayed as it came when it passes.
+func checkEmbeddings(t *core.Target, body []byte, inputs, dims int) error {
+	if inputs <= 0 && dims <= 0 {
+		return nil
+	}
 	data, ok := jsonx.Last(body, "data")
 	if !ok {
 		return &core.ProtocolError{Target: t.Name, Err: &EmptyAnswerError{Key: "data"}}
 	}
 	items := jsonx.Array(data, false)
-	for i := 0; ; i++ {
+	n := 0
+	for ; ; n++ {
 		_, item, ok := items.Next()
 		if !ok {
 			break
 		}
+		if dims <= 0 {
+			continue
+		}
 		emb, found := member(item, "embedding")
 		if !found {
-			return &core.ProtocolError{Target: t.Name, Err: fmt.Errorf("data[%d]: no embedding", i)}
+			return &core.ProtocolError{Target: t.Name, Err: fmt.Errorf("data[%d]: no embedding", n)}
 		}
 		width, err := embeddingWidth(emb)
 		if err != nil {
-			return &core.ProtocolError{Target: t.Name, Err: fmt.Errorf("data[%d]: %w", i, err)}
+			return &core.ProtocolError{Target: t.Name, Err: fmt.Errorf("data[%d]: %w", n, err)}
 		}
 		if width != dims {
 			return widthError(t, dims, width, "the upstream answered another width: it ignores dimensions, or cannot give that many")
@@ -120,7 +132,24 @@ func checkWidths(t *core.Target, body []byte, dims int) error {
 	if !items.Done() {
 		return &core.ProtocolError{Target: t.Name, Err: errors.New("an embeddings answer whose data cannot be read")}
 	}
+	if inputs > 0 && n != inputs {
+		return countError(t, n, inputs)
+	}
 	return nil
+}
+
+// countError is the failure of an embeddings answer with n embeddings for a request of inputs
+// inputs: the target's, not the request's (core.UnmetError, class endpoint, as a wrong width
+// is), so that the chain moves on without retrying or benching a target that may serve one input
+// at a time; the client, when nothing else answers, gets a 502 saying what the answer held.
+func countError(t *core.Target, n, inputs int) error {
+	noun := "embeddings"
+	if n == 1 {
+		noun = "embedding"
+	}
+	return &core.UnmetError{Err: &core.StatusError{Target: t.Name, Status: http.StatusBadGateway,
+		Type: "upstream_error", Code: "bad_upstream_response", Message: fmt.Sprintf(
+			"upstream %s answered %d %s for %d inputs: which input each belongs to cannot be told", t.Name, n, noun, inputs)}}
 }
 
 // member is the value of the last member named key of the object obj, as a decoder keeps it.

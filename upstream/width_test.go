@@ -82,7 +82,7 @@ func TestCheckWidths(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			err := checkWidths(tg, []byte(tt.body), 2)
+			err := checkEmbeddings(tg, []byte(tt.body), 0, 2)
 			_, unmet := errors.AsType[*core.UnmetError](err)
 			_, protocol := errors.AsType[*core.ProtocolError](err)
 			got := map[bool]string{true: "ok"}[err == nil]
@@ -92,14 +92,58 @@ func TestCheckWidths(t *testing.T) {
 				got = "protocol"
 			}
 			if got != tt.want {
-				t.Errorf("checkWidths = %v (%s), want %s", err, got, tt.want)
+				t.Errorf("checkEmbeddings = %v (%s), want %s", err, got, tt.want)
 			}
 		})
 	}
-	err := checkWidths(tg, []byte(`{"data":[{"embedding":[1,2,3,4,5,6,7,8]}]}`), 2)
+	err := checkEmbeddings(tg, []byte(`{"data":[{"embedding":[1,2,3,4,5,6,7,8]}]}`), 0, 2)
 	if ue, ok := errors.AsType[*core.UnmetError](err); !ok || ue.Err.Status != 400 || ue.Err.Param != "dimensions" ||
 		ue.Err.Code != "unsupported_value" || !strings.Contains(ue.Err.Message, "8 dimensions") {
 		t.Errorf("the refusal: %#v", err)
+	}
+}
+
+// TestCheckEmbeddingsCount: data must hold one embedding per input, counted as its top-level
+// elements (the last data, as a decoder keeps it), with or without dimensions; a mismatch is the
+// target's failure (UnmetError, a 502 for the client), and 0 inputs (not known) checks nothing.
+func TestCheckEmbeddingsCount(t *testing.T) {
+	tg := &core.Target{Name: "e"}
+	const two = `{"object":"list","data":[{"index":0,"embedding":[1,2]},{"index":1,"embedding":"AACAPwAAAMA="}],"model":"m"}`
+	tests := []struct {
+		name, body   string
+		inputs, dims int
+		want         string // "ok", "unmet" or "protocol"
+	}{
+		{"as many", two, 2, 0, "ok"},
+		{"as many, of the width", two, 2, 2, "ok"},
+		{"fewer", two, 3, 0, "unmet"},
+		{"fewer, of the width", two, 3, 2, "unmet"},
+		{"more", two, 1, 0, "unmet"},
+		{"not known", two, 0, 0, "ok"},
+		{"the last data counts", `{"data":[{"embedding":[1]}],"data":[{"embedding":[1]},{"embedding":[2]}]}`, 2, 0, "ok"},
+		{"nested arrays are one element", `{"data":[{"embedding":[[1,2],[3,4]]}]}`, 1, 0, "ok"},
+		{"data cut short", `{"data":[{"embedding":[1,2]},`, 2, 0, "protocol"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := checkEmbeddings(tg, []byte(tt.body), tt.inputs, tt.dims)
+			_, unmet := errors.AsType[*core.UnmetError](err)
+			_, protocol := errors.AsType[*core.ProtocolError](err)
+			got := map[bool]string{true: "ok"}[err == nil]
+			if unmet {
+				got = "unmet"
+			} else if protocol {
+				got = "protocol"
+			}
+			if got != tt.want {
+				t.Errorf("checkEmbeddings = %v (%s), want %s", err, got, tt.want)
+			}
+		})
+	}
+	err := checkEmbeddings(tg, []byte(two), 3, 0)
+	if ue, ok := errors.AsType[*core.UnmetError](err); !ok || ue.Err.Status != 502 || ue.Err.Code != "bad_upstream_response" ||
+		!strings.Contains(ue.Err.Message, "2 embeddings for 3 inputs") {
+		t.Errorf("the failure: %#v", err)
 	}
 }
 
@@ -124,26 +168,29 @@ func embeddingsAnswer(n, width int) []byte {
 	return []byte(b.String())
 }
 
-// The walk that holds an answer to dimensions allocates nothing.
+// The walk that holds an answer to its inputs and dimensions allocates nothing.
 func TestCheckWidthsAllocatesNothing(t *testing.T) {
 	tg, body := &core.Target{Name: "e"}, embeddingsAnswer(4, 256)
-	if n := testing.AllocsPerRun(100, func() {
-		if checkWidths(tg, body, 256) != nil {
-			t.Fatal("refused")
+	for _, dims := range []int{0, 256} {
+		if n := testing.AllocsPerRun(100, func() {
+			if checkEmbeddings(tg, body, 4, dims) != nil {
+				t.Fatal("refused")
+			}
+		}); n != 0 {
+			t.Errorf("checkEmbeddings with dimensions %d allocates %v times", dims, n)
 		}
-	}); n != 0 {
-		t.Errorf("checkWidths allocates %v times", n)
 	}
 }
 
 // BenchmarkCheckWidths is what a request with dimensions pays for the check: one walk over an
-// answer of 8 vectors of 1536 floats (about 200 KB). A request without dimensions pays nothing.
+// answer of 8 vectors of 1536 floats (about 200 KB). A request without dimensions pays a walk
+// that skips each element whole, to count them.
 func BenchmarkCheckWidths(b *testing.B) {
 	tg, body := &core.Target{Name: "e"}, embeddingsAnswer(8, 1536)
 	b.SetBytes(int64(len(body)))
 	b.ReportAllocs()
 	for b.Loop() {
-		if checkWidths(tg, body, 1536) != nil {
+		if checkEmbeddings(tg, body, 8, 1536) != nil {
 			b.Fatal("refused")
 		}
 	}
