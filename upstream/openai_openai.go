@@ -240,11 +240,7 @@ func (s *openaiStream) init(target string, body io.ReadCloser, readers *readerPo
 	*s = openaiStream{target: target, body: body, sse: readers.sse(body), pool: readers}
 }
 
-var (
-	doneMarker = []byte("[DONE]")
-	errorTail  = []byte(`rror"`)    // of "error", see hasErrorKey
-	finishTail = []byte(`_reason"`) // of "finish_reason", see hasFinishReason
-)
+var doneMarker = []byte("[DONE]")
 
 // errStreamClosed is Next after Close.
 var errStreamClosed = errors.New("upstream: stream closed")
@@ -271,7 +267,8 @@ func (s *openaiStream) Next() ([]byte, error) {
 			s.err = &core.StreamError{Target: s.target, Message: "upstream closed the stream inside an event"}
 			return nil, s.err
 		}
-		if msg, ok := errorEvent(ev.name, data); ok {
+		errorKey, finish := scanKeys(data)
+		if msg, ok := errorEventKeyed(ev.name, data, errorKey); ok {
 			s.err = &core.StreamError{Target: s.target, Message: msg, Quoted: len(msg)}
 			return nil, s.err
 		}
@@ -287,8 +284,9 @@ func (s *openaiStream) Next() ([]byte, error) {
 		// too, as a client's parser does, so none is left inside one; CR stays in the check so
 		// that no reader change can let one through to split the client's event.)
 		// Two byte searches, not ContainsAny, which reads the event a byte at a time: it was
-		// 2,300 of the 9,000 instructions an event cost (bench --count).
-		if bytes.IndexByte(data, '\n') >= 0 || bytes.IndexByte(data, '\r') >= 0 {
+		// 2,300 of the 9,000 instructions an event cost (bench --count); none for the event
+		// nearly every upstream sends, one data line that the reader took whole.
+		if !ev.oneLine && (bytes.IndexByte(data, '\n') >= 0 || bytes.IndexByte(data, '\r') >= 0) {
 			for i, c := range data {
 				if c == '\n' || c == '\r' {
 					data[i] = ' '
@@ -296,7 +294,7 @@ func (s *openaiStream) Next() ([]byte, error) {
 			}
 		}
 		s.events++
-		if hasFinishReason(data) {
+		if finish {
 			s.sawFinish = true
 		}
 		return data, nil
@@ -342,8 +340,14 @@ func (s *openaiStream) Close() error {
 // whose top-level "error" is not null (vLLM and llama-server send {"error":{…}} mid-stream). It
 // returns the upstream's message.
 func errorEvent(name, data []byte) (string, bool) {
+	return errorEventKeyed(name, data, hasErrorKey(data))
+}
+
+// errorEventKeyed is errorEvent for data whose raw `"error"` was looked for already (errorKey:
+// found; see scanKeys).
+func errorEventKeyed(name, data []byte, errorKey bool) (string, bool) {
 	isErrorName := string(name) == "error"
-	if !isErrorName && (!hasErrorKey(data) || !jsonx.Has(data, "error")) {
+	if !isErrorName && (!errorKey || !jsonx.Has(data, "error")) {
 		return "", false
 	}
 	var env struct {
@@ -367,45 +371,53 @@ func errorEvent(name, data []byte) (string, bool) {
 }
 
 // hasErrorKey reports whether data holds a raw `"error"`, the quick check before errorEvent
-// decodes. It looks for `rror"` and then the `"e` before it, for the reason hasFinishReason
-// gives: a search for a pattern that opens with a quote stops at every field of every event.
+// decodes.
 func hasErrorKey(data []byte) bool {
-	for at := 0; ; {
-		i := bytes.Index(data[at:], errorTail)
-		if i < 0 {
-			return false
-		}
-		if i += at; i >= 2 && data[i-2] == '"' && data[i-1] == 'e' {
-			return true
-		}
-		at = i + len(errorTail)
-	}
+	errorKey, _ := scanKeys(data)
+	return errorKey
 }
 
 // hasFinishReason reports whether a chunk carries a non-null finish_reason. A raw
 // `"finish_reason"` can only be a key or a whole string value (inside other strings its quotes
 // would be escaped), so finding it followed by a colon and a string is enough, without decoding.
-// It looks for the key's `_reason"` first: a search starts at its pattern's first byte, and a
-// quote, which every JSON key and string opens with, stops it at every field, where an
-// underscore is rare (bench --count: 1,900 of the 9,000 instructions an event cost).
 func hasFinishReason(data []byte) bool {
-	const head = len(`"finish`)
-	from := 0 // where the last key found ended: a key is looked for after it
-	for at := 0; ; {
-		i := bytes.Index(data[at:], finishTail)
+	_, finish := scanKeys(data)
+	return finish
+}
+
+// scanKeys looks for both in one pass over a stream's event: errorKey, a raw `"error"`
+// (hasErrorKey), and finish, a `"finish_reason"` followed by a colon and a string
+// (hasFinishReason; the keys are taken one after the other, as a search from the end of the last
+// would find them). Both hold an 'r' (the third byte of one, the ninth of the other) and every
+// other byte of theirs is common in a chunk, a quote above all, which opens every key and
+// string: a search that starts at their first byte, or at '_', stops at every field or at
+// "system_fingerprint", and two of them were 1,250 of the 2,300 instructions an event cost
+// (bench --count). Each 'r' of the event is found by IndexByte and both keys checked around it
+// (TestKeySearchesAgree holds the answers to plain searches for either key).
+func scanKeys(data []byte) (errorKey, finish bool) {
+	const errKey, finishKey = `"error"`, `"finish_reason"`
+	from := 0 // where the last "finish_reason" found ends: the next is looked for after it
+	for at := 0; at < len(data); {
+		i := bytes.IndexByte(data[at:], 'r')
 		if i < 0 {
-			return false
+			break
 		}
-		i += at
-		at = i + len(finishTail)
-		if i-head < from || string(data[i-head:i]) != `"finish` {
+		p := at + i
+		at = p + 1
+		switch {
+		case !errorKey && p >= 2 && p+5 <= len(data) && string(data[p-2:p+5]) == errKey:
+			errorKey = true
+		case !finish && p-8 >= from && p+7 <= len(data) && string(data[p-8:p+7]) == finishKey:
+			from = p + 7
+			finish = stringValue(data[from:])
+		default:
 			continue
 		}
-		from = at
-		if stringValue(data[at:]) {
-			return true
+		if errorKey && finish {
+			break
 		}
 	}
+	return errorKey, finish
 }
 
 // stringValue reports whether data, which follows a key, holds a colon and then a string.

@@ -25,6 +25,8 @@ type sseEvent struct {
 	data []byte
 	// cut is set when the stream ended inside the event's last line: the data may be truncated.
 	cut bool
+	// oneLine is set when data is one line as it came, with no line break (CR or LF) in it.
+	oneLine bool
 }
 
 // sseReader parses text/event-stream as the WHATWG spec describes, with two leniencies that
@@ -241,7 +243,7 @@ func (s *sseReader) whole() (sseEvent, bool) {
 	}
 	s.data = append(s.data, v...)
 	_, _ = s.r.Discard(i + 2)
-	return sseEvent{name: s.name, data: s.data}, true
+	return sseEvent{name: s.name, data: s.data, oneLine: true}, true
 }
 
 // field applies one non-empty line and reports whether it was a data field.

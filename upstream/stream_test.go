@@ -502,9 +502,10 @@ func TestKeySearchesAgree(t *testing.T) {
 	// The search is what is tested: both sides read what follows a key the same way.
 	// Pieces that make near misses of both keys when strung together at random.
 	pieces := []string{`"`, `e`, `rror`, `rror"`, `"error"`, `_reason"`, `"finish`, `finish`, `_reason`, `:`, ` `,
-		`"stop"`, `null`, `\"`, `x`, `{`, `}`, `,`, `"err`, `or"`}
+		`"stop"`, `null`, `\"`, `x`, `{`, `}`, `,`, `"err`, `or"`, `r`, `"finish_reason"`, `"error`, `_r`}
 	rng := rand.New(rand.NewPCG(1, 2))
-	inputs := []string{chunkHello, chunkFinish, chunkUsage, `{"error":{"message":"x"}}`, `{"e":"rror"}`, `"error"`, `rror"`, ``}
+	inputs := []string{chunkHello, chunkFinish, chunkUsage, `{"error":{"message":"x"}}`, `{"e":"rror"}`, `"error"`, `rror"`, ``,
+		`"finish_reason"finish_reason":"stop"`, `{"finish_reason":null,"x":"finish_reason"}`, `"error"finish_reason":"x"`}
 	for range 20000 {
 		var b strings.Builder
 		for range rng.IntN(12) {
