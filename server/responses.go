@@ -380,6 +380,10 @@ type chatMessage struct {
 	Content    json.RawMessage `json:"content"`
 	ToolCalls  []chatToolCall  `json:"tool_calls,omitempty"`
 	ToolCallID string          `json:"tool_call_id,omitempty"`
+	// ReasoningContent is an assistant message's thinking, from the reasoning items sent back
+	// before it (thoughts): the field the gateway answers with, which vLLM's and Qwen3's
+	// templates read back in a tool loop and the ollama adapter sends as thinking.
+	ReasoningContent string `json:"reasoning_content,omitempty"`
 }
 
 type chatToolCall struct {
@@ -401,6 +405,7 @@ type inputItem struct {
 	Name      string          `json:"name"`
 	Arguments *string         `json:"arguments"` // nil when absent or null: refused, as OpenAI's API does
 	Output    json.RawMessage `json:"output"`
+	Summary   json.RawMessage `json:"summary"` // a reasoning item's
 }
 
 // inputPart is one part of a message's content.
@@ -428,6 +433,7 @@ func appendInput(msgs []chatMessage, in json.RawMessage) ([]chatMessage, *apiErr
 	// calls holds the call_ids of the function calls so far, each with its item's index until an
 	// output answers it (then -1).
 	calls := map[string]int{}
+	th := thoughts{at: -1}
 	for i, raw := range items {
 		if e := foldedAt(raw, fmt.Sprintf("input[%d]", i), isItemKey); e != nil {
 			return nil, e
@@ -443,6 +449,13 @@ func appendInput(msgs []chatMessage, in json.RawMessage) ([]chatMessage, *apiErr
 				return nil, e
 			}
 			msgs = append(msgs, m)
+			if m.Role == "assistant" {
+				th.give(msgs, len(msgs)-1)
+			} else {
+				// The turn the reasoning was for ended without an answer sent back: it has no
+				// assistant message to go with.
+				th.pending.Reset()
+			}
 		case "function_call":
 			if it.CallID == "" {
 				return nil, missingCallID(i)
@@ -466,6 +479,7 @@ func appendInput(msgs []chatMessage, in json.RawMessage) ([]chatMessage, *apiErr
 			} else {
 				msgs = append(msgs, chatMessage{Role: "assistant", Content: json.RawMessage("null"), ToolCalls: []chatToolCall{tc}})
 			}
+			th.give(msgs, len(msgs)-1)
 		case "function_call_output":
 			if it.CallID == "" {
 				return nil, missingCallID(i)
@@ -484,19 +498,124 @@ func appendInput(msgs []chatMessage, in json.RawMessage) ([]chatMessage, *apiErr
 			calls[it.CallID] = -1
 			msgs = append(msgs, chatMessage{Role: "tool", ToolCallID: it.CallID, Content: out})
 		case "reasoning":
-			// A reasoning item a client sends back (the gateway's own, or OpenAI's summary and
-			// encrypted_content) is read and not sent on: chat has no item for it, and OpenAI's
-			// encrypted_content means nothing to a local model, so the model reasons afresh. The items around it keep their order; a call after it joins the assistant
-			// message before it, as without it (TestResponsesReasoningInputDropped).
+			// A reasoning item a client sends back (the gateway's own, or OpenAI's with its
+			// summary and encrypted_content) is not an item in chat: its text goes with the
+			// assistant message the turn's next message or call builds, as its
+			// reasoning_content; OpenAI's encrypted_content means nothing to a local model and is
+			// passed over. The items around it keep their order; a call after it joins the
+			// assistant message before it, as without it (TestResponsesReasoningInputSentBack,
+			// TestResponsesReasoningInputRules).
+			text, e := reasoningOf(it, i)
+			if e != nil {
+				return nil, e
+			}
+			th.read(text)
 		default:
 			return nil, badRequest(fmt.Sprintf("input[%d].type", i), "unsupported_value", fmt.Sprintf(
-				"Input items of type '%s' are not supported by the gateway, which bridges Responses onto chat completions: send messages, function_call and function_call_output items (reasoning items are read and not sent on).", clip(it.Type, maxEcho)))
+				"Input items of type '%s' are not supported by the gateway, which bridges Responses onto chat completions: send messages, function_call, function_call_output and reasoning items.", clip(it.Type, maxEcho)))
 		}
 	}
 	if e := unanswered(calls); e != nil {
 		return nil, e
 	}
+	th.flush(msgs)
 	return msgs, nil
+}
+
+// thoughts gathers the text of the reasoning items sent back in input for the assistant messages
+// they came before: a reasoning item's text waits in pending until the turn's next assistant item
+// (a message, or a function_call, which may join the assistant message before it), and is dropped
+// when a user, system or developer message (or the end of input) comes first. The texts an
+// assistant message gets are joined by a blank line, in a builder until the next message takes its
+// place: += would copy them again for each of a long interleaved run (TestResponsesInputLinear).
+type thoughts struct {
+	pending strings.Builder // read since the last assistant item
+	text    strings.Builder // msgs[at]'s so far
+	at      int             // the assistant message text is for; -1 before the first
+}
+
+// read takes one reasoning item's text.
+func (t *thoughts) read(s string) {
+	if s == "" {
+		return
+	}
+	if t.pending.Len() > 0 {
+		t.pending.WriteString("\n\n")
+	}
+	t.pending.WriteString(s)
+}
+
+// give hands what is pending to the assistant message msgs[k], which an item just built or joined.
+func (t *thoughts) give(msgs []chatMessage, k int) {
+	if k != t.at {
+		t.flush(msgs)
+		t.at = k
+	}
+	if t.pending.Len() == 0 {
+		return
+	}
+	if t.text.Len() > 0 {
+		t.text.WriteString("\n\n")
+	}
+	t.text.WriteString(t.pending.String())
+	t.pending.Reset()
+}
+
+// flush sets the reasoning_content of the message text was gathered for.
+func (t *thoughts) flush(msgs []chatMessage) {
+	if t.at >= 0 && t.text.Len() > 0 {
+		msgs[t.at].ReasoningContent = t.text.String()
+	}
+	t.text.Reset()
+}
+
+// reasoningOf is the text of a reasoning item sent back in input: its content's reasoning_text
+// parts (the model's own reasoning, which the gateway answers with), joined as they came, or when
+// they hold no text its summary's summary_text parts (OpenAI's, whose reasoning itself is only in
+// encrypted_content), joined by a blank line; "" when it has neither. Either field that is not an
+// array of parts of its type is refused naming it, as OpenAI's API refuses it.
+func reasoningOf(it inputItem, i int) (string, *apiError) {
+	content, e := reasoningParts(it.Content, fmt.Sprintf("input[%d].content", i), "reasoning_text", "")
+	if e != nil {
+		return "", e
+	}
+	summary, e := reasoningParts(it.Summary, fmt.Sprintf("input[%d].summary", i), "summary_text", "\n\n")
+	if e != nil {
+		return "", e
+	}
+	if content != "" {
+		return content, nil
+	}
+	return summary, nil
+}
+
+// reasoningParts is the text of v, an array of parts of type kind at at, joined by sep.
+func reasoningParts(v json.RawMessage, at, kind, sep string) (string, *apiError) {
+	if len(v) == 0 || isNullOr(v) {
+		return "", nil
+	}
+	if v[0] != '[' {
+		return "", badRequest(at, "invalid_type", fmt.Sprintf("Invalid type for '%s': expected an array of %s parts.", at, kind))
+	}
+	parts, e := partsOf(v, at)
+	if e != nil {
+		return "", e
+	}
+	var s strings.Builder
+	for j, p := range parts {
+		if p.Type != kind {
+			return "", badRequest(fmt.Sprintf("%s[%d].type", at, j), "invalid_value",
+				fmt.Sprintf("Invalid value for '%s[%d].type': '%s' (expected \"%s\").", at, j, clip(p.Type, maxEcho), kind))
+		}
+		if p.Text == "" {
+			continue
+		}
+		if s.Len() > 0 {
+			s.WriteString(sep)
+		}
+		s.WriteString(p.Text)
+	}
+	return s.String(), nil
 }
 
 // unanswered refuses input with a function call that no output answers, naming the first, as
@@ -565,7 +684,7 @@ func isResponsesKey(name string) bool {
 // isItemKey reports an input item's member the bridge reads (inputItem).
 func isItemKey(name string) bool {
 	switch name {
-	case "type", "role", "content", "call_id", "name", "arguments", "output":
+	case "type", "role", "content", "call_id", "name", "arguments", "output", "summary":
 		return true
 	}
 	return false
