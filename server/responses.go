@@ -344,7 +344,10 @@ func isNullOr(v json.RawMessage, also ...string) bool {
 
 // mergeLeadingSystem joins the system messages at the start (instructions, then the input's
 // system and developer messages) into one: chat templates of local models (Qwen's, Mistral's)
-// take one system message, first, and some refuse a second.
+// take one system message, first, and some refuse a second. A system message after a user or
+// assistant one stays where it is, as OpenAI's chat and the chat endpoint take it: moved to the
+// start it would say at the first turn what the client said at a later one, and a template that
+// refuses it there refuses the same chat request (TestResponsesSystemMidInput).
 func mergeLeadingSystem(msgs []chatMessage) []chatMessage {
 	n := 0
 	for n < len(msgs) && msgs[n].Role == "system" && len(msgs[n].Content) > 0 && msgs[n].Content[0] == '"' {
