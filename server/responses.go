@@ -471,9 +471,13 @@ func appendInput(msgs []chatMessage, in json.RawMessage) ([]chatMessage, *apiErr
 			if it.Arguments == nil {
 				return nil, missingItemField(i, "arguments")
 			}
-			if _, ok := calls[it.CallID]; !ok {
-				calls[it.CallID] = i
+			if _, ok := calls[it.CallID]; ok {
+				// Two calls of one id: chat would get two tool calls its outputs cannot be told
+				// apart by, and OpenAI's API wants each call_id once (TestResponsesDuplicateCallIDs).
+				return nil, badRequest(fmt.Sprintf("input[%d].call_id", i), "invalid_value", fmt.Sprintf(
+					"Duplicate value for 'input[%d].call_id': an earlier function_call has call_id %s; each function call needs a call_id of its own.", i, clip(it.CallID, maxEcho)))
 			}
+			calls[it.CallID] = i
 			var tc chatToolCall
 			tc.ID, tc.Type = it.CallID, "function"
 			tc.Function.Name, tc.Function.Arguments = it.Name, *it.Arguments
@@ -487,12 +491,17 @@ func appendInput(msgs []chatMessage, in json.RawMessage) ([]chatMessage, *apiErr
 			if it.CallID == "" {
 				return nil, missingCallID(i)
 			}
-			if _, ok := calls[it.CallID]; !ok {
+			switch at, ok := calls[it.CallID]; {
+			case !ok:
 				// As OpenAI's API answers a request that stores nothing: the gateway remembers no
 				// earlier response whose call this could answer, and a chat template given a tool
 				// message without its call fails upstream, or answers a question never asked.
 				return nil, badRequest(fmt.Sprintf("input[%d].call_id", i), "invalid_value", fmt.Sprintf(
-					"No tool call found for function call output with call_id %s: send the function_call item before its output in 'input'.", it.CallID))
+					"No tool call found for function call output with call_id %s: send the function_call item before its output in 'input'.", clip(it.CallID, maxEcho)))
+			case at < 0:
+				// A second output for one call: chat would get two tool messages for it.
+				return nil, badRequest(fmt.Sprintf("input[%d].call_id", i), "invalid_value", fmt.Sprintf(
+					"Duplicate function_call_output for call_id %s: each function_call takes one output.", clip(it.CallID, maxEcho)))
 			}
 			out, e := toolOutput(it.Output, i)
 			if e != nil {
@@ -636,7 +645,7 @@ func unanswered(calls map[string]int) *apiError {
 		return nil
 	}
 	return badRequest(fmt.Sprintf("input[%d].call_id", first), "invalid_value", fmt.Sprintf(
-		"No tool output found for function call %s: send its function_call_output after it in 'input'.", id))
+		"No tool output found for function call %s: send its function_call_output after it in 'input'.", clip(id, maxEcho)))
 }
 
 // foldedAt refuses a member of the object obj, at at ("" for the body), whose name is not a field
@@ -787,7 +796,7 @@ func chatMessageOf(it inputItem, i int) (chatMessage, *apiError) {
 			fmt.Sprintf("Missing required parameter: 'input[%d].role'.", i))
 	default:
 		return chatMessage{}, badRequest(fmt.Sprintf("input[%d].role", i), "invalid_value",
-			fmt.Sprintf("Invalid value for 'input[%d].role': '%s'.", i, role))
+			fmt.Sprintf("Invalid value for 'input[%d].role': '%s'.", i, clip(role, maxEcho)))
 	}
 	if len(it.Content) == 0 || isNullOr(it.Content) {
 		// No content, or null: an empty text, never chat's null, which its API refuses for a
