@@ -99,7 +99,8 @@ var responsesDropped = map[string]bool{
 	"top_logprobs": true, "store": true, "metadata": true, "text": true, "tools": true, "tool_choice": true,
 	"input": true, "instructions": true, "max_output_tokens": true, "stream": true, "model": true,
 	"context_management": true, "prompt_cache_retention": true,
-	// Chat's n: the bridge answers with the first choice only, so more would be computed for nothing.
+	// Chat's n, which a Responses body cannot have: toChat refuses it unless it is null, which
+	// would otherwise go on as chat's.
 	"n": true,
 }
 
@@ -132,6 +133,9 @@ func (b *responsesWriter) toChat(body []byte) ([]byte, *apiError) {
 	if v, ok := top["messages"]; ok && !isNullOr(v) {
 		return nil, badRequest("messages", "unknown_parameter",
 			"Unknown parameter: 'messages'. A Responses body carries its conversation in 'input'; send 'messages' to POST /v1/chat/completions.")
+	}
+	if e := unsupportedLeft(top); e != nil {
+		return nil, e
 	}
 	// out holds the members the bridge builds; the others go on in members' order.
 	out := make(map[string]json.RawMessage, 8)
@@ -219,6 +223,43 @@ func (b *responsesWriter) toChat(body []byte) ([]byte, *apiError) {
 		b.echo.ParallelToolCalls = v
 	}
 	return chatBody(members, out), nil
+}
+
+// unsupportedLeft refuses what a chat upstream cannot do of n, truncation and max_tool_calls,
+// which are not sent on (TestResponsesParametersLeft). n is chat's, and OpenAI's Responses API
+// refuses it as unknown: a response has one answer, and dropped, it left a client that asked for
+// several answers to take one for all. truncation "auto" has OpenAI drop input items to
+// fit the context window, which a chat upstream never does; "disabled", the default, is what it
+// does (a 400 when the prompt is too long). max_tool_calls caps calls to built-in tools, and none
+// runs behind the gateway (it answers function calls only, which OpenAI does not count): it
+// changes nothing, and only its type is checked. null is unset for each.
+func unsupportedLeft(top map[string]json.RawMessage) *apiError {
+	if v, ok := top["n"]; ok && !isNullOr(v) {
+		return badRequest("n", "unknown_parameter",
+			"Unknown parameter: 'n'. A response has one answer: send one request for each, or 'n' to POST /v1/chat/completions.")
+	}
+	if v, ok := top["truncation"]; ok && !isNullOr(v) {
+		var s string
+		if json.Unmarshal(v, &s) != nil {
+			return badRequest("truncation", "invalid_type", "Invalid type for 'truncation': expected a string.")
+		}
+		switch s {
+		case "disabled":
+		case "auto":
+			return badRequest("truncation", "unsupported_value",
+				"truncation \"auto\" is not supported by the gateway, whose chat upstreams drop no input items to fit their context window (an input too long is refused, as with \"disabled\"): leave 'truncation' unset or \"disabled\", and shorten 'input'.")
+		default:
+			return badRequest("truncation", "invalid_value", fmt.Sprintf(
+				"Invalid value for 'truncation': '%s' (expected \"auto\" or \"disabled\").", clip(s, maxEcho)))
+		}
+	}
+	if v, ok := top["max_tool_calls"]; ok && !isNullOr(v) {
+		var n int64
+		if json.Unmarshal(v, &n) != nil {
+			return badRequest("max_tool_calls", "invalid_type", "Invalid type for 'max_tool_calls': expected an integer.")
+		}
+	}
+	return nil
 }
 
 // logprobsAsked refuses a request for the answer's log probabilities: top_logprobs above 0, or
