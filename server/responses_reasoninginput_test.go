@@ -90,3 +90,24 @@ func TestResponsesReasoningInputRules(t *testing.T) {
 		t.Fatalf("upstream asked %d times for refused reasoning", n-hits)
 	}
 }
+
+// TestResponsesReasoningInputToOllama: the reasoning a Responses input sends back reaches an
+// ollama target as the assistant message's thinking, as a chat client's reasoning_content does
+// (TestOllamaReplaysReasoning), with a tool loop's call and output around it.
+func TestResponsesReasoningInputToOllama(t *testing.T) {
+	g, oll, _ := ollamaAndOpenAI(t)
+	rep := g.post(t, "/v1/responses", `{"model":"olla","input":[{"role":"user","content":"q"},`+
+		`{"type":"reasoning","summary":[],"content":[{"type":"reasoning_text","text":"6 times 7"}]},`+
+		`{"type":"function_call","call_id":"c1","name":"mul","arguments":"{\"a\":6,\"b\":7}"},`+
+		`{"type":"function_call_output","call_id":"c1","output":"42"}]}`)
+	if rep.status != http.StatusOK {
+		t.Fatalf("%d %s", rep.status, rep.body)
+	}
+	msgs, _ := oll.lastBody(t)["messages"].([]any)
+	if len(msgs) != 3 {
+		t.Fatalf("messages %v", msgs)
+	}
+	if m, _ := msgs[1].(map[string]any); m["role"] != "assistant" || m["thinking"] != "6 times 7" || m["tool_calls"] == nil {
+		t.Errorf("assistant message %v", msgs[1])
+	}
+}
