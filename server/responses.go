@@ -99,7 +99,8 @@ var responsesDropped = map[string]bool{
 	"top_logprobs": true, "store": true, "metadata": true, "text": true, "tools": true, "tool_choice": true,
 	"input": true, "instructions": true, "max_output_tokens": true, "stream": true, "model": true,
 	"context_management": true, "prompt_cache_retention": true,
-	// Chat's n: the bridge answers with the first choice only, so more would be computed for nothing.
+	// Chat's n, which a Responses body cannot have: toChat refuses it unless it is null, which
+	// would otherwise go on as chat's.
 	"n": true,
 }
 
@@ -132,6 +133,9 @@ func (b *responsesWriter) toChat(body []byte) ([]byte, *apiError) {
 	if v, ok := top["messages"]; ok && !isNullOr(v) {
 		return nil, badRequest("messages", "unknown_parameter",
 			"Unknown parameter: 'messages'. A Responses body carries its conversation in 'input'; send 'messages' to POST /v1/chat/completions.")
+	}
+	if e := unsupportedLeft(top); e != nil {
+		return nil, e
 	}
 	// out holds the members the bridge builds; the others go on in members' order.
 	out := make(map[string]json.RawMessage, 8)
@@ -219,6 +223,43 @@ func (b *responsesWriter) toChat(body []byte) ([]byte, *apiError) {
 		b.echo.ParallelToolCalls = v
 	}
 	return chatBody(members, out), nil
+}
+
+// unsupportedLeft refuses what a chat upstream cannot do of n, truncation and max_tool_calls,
+// which are not sent on (TestResponsesParametersLeft). n is chat's, and OpenAI's Responses API
+// refuses it as unknown: a response has one answer, and dropped, it left a client that asked for
+// several answers to take one for all. truncation "auto" has OpenAI drop input items to
+// fit the context window, which a chat upstream never does; "disabled", the default, is what it
+// does (a 400 when the prompt is too long). max_tool_calls caps calls to built-in tools, and none
+// runs behind the gateway (it answers function calls only, which OpenAI does not count): it
+// changes nothing, and only its type is checked. null is unset for each.
+func unsupportedLeft(top map[string]json.RawMessage) *apiError {
+	if v, ok := top["n"]; ok && !isNullOr(v) {
+		return badRequest("n", "unknown_parameter",
+			"Unknown parameter: 'n'. A response has one answer: send one request for each, or 'n' to POST /v1/chat/completions.")
+	}
+	if v, ok := top["truncation"]; ok && !isNullOr(v) {
+		var s string
+		if json.Unmarshal(v, &s) != nil {
+			return badRequest("truncation", "invalid_type", "Invalid type for 'truncation': expected a string.")
+		}
+		switch s {
+		case "disabled":
+		case "auto":
+			return badRequest("truncation", "unsupported_value",
+				"truncation \"auto\" is not supported by the gateway, whose chat upstreams drop no input items to fit their context window (an input too long is refused, as with \"disabled\"): leave 'truncation' unset or \"disabled\", and shorten 'input'.")
+		default:
+			return badRequest("truncation", "invalid_value", fmt.Sprintf(
+				"Invalid value for 'truncation': '%s' (expected \"auto\" or \"disabled\").", clip(s, maxEcho)))
+		}
+	}
+	if v, ok := top["max_tool_calls"]; ok && !isNullOr(v) {
+		var n int64
+		if json.Unmarshal(v, &n) != nil {
+			return badRequest("max_tool_calls", "invalid_type", "Invalid type for 'max_tool_calls': expected an integer.")
+		}
+	}
+	return nil
 }
 
 // logprobsAsked refuses a request for the answer's log probabilities: top_logprobs above 0, or
@@ -344,7 +385,10 @@ func isNullOr(v json.RawMessage, also ...string) bool {
 
 // mergeLeadingSystem joins the system messages at the start (instructions, then the input's
 // system and developer messages) into one: chat templates of local models (Qwen's, Mistral's)
-// take one system message, first, and some refuse a second.
+// take one system message, first, and some refuse a second. A system message after a user or
+// assistant one stays where it is, as OpenAI's chat and the chat endpoint take it: moved to the
+// start it would say at the first turn what the client said at a later one, and a template that
+// refuses it there refuses the same chat request (TestResponsesSystemMidInput).
 func mergeLeadingSystem(msgs []chatMessage) []chatMessage {
 	n := 0
 	for n < len(msgs) && msgs[n].Role == "system" && len(msgs[n].Content) > 0 && msgs[n].Content[0] == '"' {
@@ -380,6 +424,10 @@ type chatMessage struct {
 	Content    json.RawMessage `json:"content"`
 	ToolCalls  []chatToolCall  `json:"tool_calls,omitempty"`
 	ToolCallID string          `json:"tool_call_id,omitempty"`
+	// ReasoningContent is an assistant message's thinking, from the reasoning items sent back
+	// before it (thoughts): the field the gateway answers with, which vLLM's and Qwen3's
+	// templates read back in a tool loop and the ollama adapter sends as thinking.
+	ReasoningContent string `json:"reasoning_content,omitempty"`
 }
 
 type chatToolCall struct {
@@ -401,6 +449,7 @@ type inputItem struct {
 	Name      string          `json:"name"`
 	Arguments *string         `json:"arguments"` // nil when absent or null: refused, as OpenAI's API does
 	Output    json.RawMessage `json:"output"`
+	Summary   json.RawMessage `json:"summary"` // a reasoning item's
 }
 
 // inputPart is one part of a message's content.
@@ -428,6 +477,7 @@ func appendInput(msgs []chatMessage, in json.RawMessage) ([]chatMessage, *apiErr
 	// calls holds the call_ids of the function calls so far, each with its item's index until an
 	// output answers it (then -1).
 	calls := map[string]int{}
+	th := thoughts{at: -1}
 	for i, raw := range items {
 		if e := foldedAt(raw, fmt.Sprintf("input[%d]", i), isItemKey); e != nil {
 			return nil, e
@@ -443,6 +493,13 @@ func appendInput(msgs []chatMessage, in json.RawMessage) ([]chatMessage, *apiErr
 				return nil, e
 			}
 			msgs = append(msgs, m)
+			if m.Role == "assistant" {
+				th.give(msgs, len(msgs)-1)
+			} else {
+				// The turn the reasoning was for ended without an answer sent back: it has no
+				// assistant message to go with.
+				th.pending.Reset()
+			}
 		case "function_call":
 			if it.CallID == "" {
 				return nil, missingCallID(i)
@@ -455,9 +512,13 @@ func appendInput(msgs []chatMessage, in json.RawMessage) ([]chatMessage, *apiErr
 			if it.Arguments == nil {
 				return nil, missingItemField(i, "arguments")
 			}
-			if _, ok := calls[it.CallID]; !ok {
-				calls[it.CallID] = i
+			if _, ok := calls[it.CallID]; ok {
+				// Two calls of one id: chat would get two tool calls its outputs cannot be told
+				// apart by, and OpenAI's API wants each call_id once (TestResponsesDuplicateCallIDs).
+				return nil, badRequest(fmt.Sprintf("input[%d].call_id", i), "invalid_value", fmt.Sprintf(
+					"Duplicate value for 'input[%d].call_id': an earlier function_call has call_id %s; each function call needs a call_id of its own.", i, clip(it.CallID, maxEcho)))
 			}
+			calls[it.CallID] = i
 			var tc chatToolCall
 			tc.ID, tc.Type = it.CallID, "function"
 			tc.Function.Name, tc.Function.Arguments = it.Name, *it.Arguments
@@ -466,16 +527,22 @@ func appendInput(msgs []chatMessage, in json.RawMessage) ([]chatMessage, *apiErr
 			} else {
 				msgs = append(msgs, chatMessage{Role: "assistant", Content: json.RawMessage("null"), ToolCalls: []chatToolCall{tc}})
 			}
+			th.give(msgs, len(msgs)-1)
 		case "function_call_output":
 			if it.CallID == "" {
 				return nil, missingCallID(i)
 			}
-			if _, ok := calls[it.CallID]; !ok {
+			switch at, ok := calls[it.CallID]; {
+			case !ok:
 				// As OpenAI's API answers a request that stores nothing: the gateway remembers no
 				// earlier response whose call this could answer, and a chat template given a tool
 				// message without its call fails upstream, or answers a question never asked.
 				return nil, badRequest(fmt.Sprintf("input[%d].call_id", i), "invalid_value", fmt.Sprintf(
-					"No tool call found for function call output with call_id %s: send the function_call item before its output in 'input'.", it.CallID))
+					"No tool call found for function call output with call_id %s: send the function_call item before its output in 'input'.", clip(it.CallID, maxEcho)))
+			case at < 0:
+				// A second output for one call: chat would get two tool messages for it.
+				return nil, badRequest(fmt.Sprintf("input[%d].call_id", i), "invalid_value", fmt.Sprintf(
+					"Duplicate function_call_output for call_id %s: each function_call takes one output.", clip(it.CallID, maxEcho)))
 			}
 			out, e := toolOutput(it.Output, i)
 			if e != nil {
@@ -484,19 +551,124 @@ func appendInput(msgs []chatMessage, in json.RawMessage) ([]chatMessage, *apiErr
 			calls[it.CallID] = -1
 			msgs = append(msgs, chatMessage{Role: "tool", ToolCallID: it.CallID, Content: out})
 		case "reasoning":
-			// A reasoning item a client sends back (the gateway's own, or OpenAI's summary and
-			// encrypted_content) is read and not sent on: chat has no item for it, and OpenAI's
-			// encrypted_content means nothing to a local model, so the model reasons afresh. The items around it keep their order; a call after it joins the assistant
-			// message before it, as without it (TestResponsesReasoningInputDropped).
+			// A reasoning item a client sends back (the gateway's own, or OpenAI's with its
+			// summary and encrypted_content) is not an item in chat: its text goes with the
+			// assistant message the turn's next message or call builds, as its
+			// reasoning_content; OpenAI's encrypted_content means nothing to a local model and is
+			// passed over. The items around it keep their order; a call after it joins the
+			// assistant message before it, as without it (TestResponsesReasoningInputSentBack,
+			// TestResponsesReasoningInputRules).
+			text, e := reasoningOf(it, i)
+			if e != nil {
+				return nil, e
+			}
+			th.read(text)
 		default:
 			return nil, badRequest(fmt.Sprintf("input[%d].type", i), "unsupported_value", fmt.Sprintf(
-				"Input items of type '%s' are not supported by the gateway, which bridges Responses onto chat completions: send messages, function_call and function_call_output items (reasoning items are read and not sent on).", clip(it.Type, maxEcho)))
+				"Input items of type '%s' are not supported by the gateway, which bridges Responses onto chat completions: send messages, function_call, function_call_output and reasoning items.", clip(it.Type, maxEcho)))
 		}
 	}
 	if e := unanswered(calls); e != nil {
 		return nil, e
 	}
+	th.flush(msgs)
 	return msgs, nil
+}
+
+// thoughts gathers the text of the reasoning items sent back in input for the assistant messages
+// they came before: a reasoning item's text waits in pending until the turn's next assistant item
+// (a message, or a function_call, which may join the assistant message before it), and is dropped
+// when a user, system or developer message (or the end of input) comes first. The texts an
+// assistant message gets are joined by a blank line, in a builder until the next message takes its
+// place: += would copy them again for each of a long interleaved run (TestResponsesInputLinear).
+type thoughts struct {
+	pending strings.Builder // read since the last assistant item
+	text    strings.Builder // msgs[at]'s so far
+	at      int             // the assistant message text is for; -1 before the first
+}
+
+// read takes one reasoning item's text.
+func (t *thoughts) read(s string) {
+	if s == "" {
+		return
+	}
+	if t.pending.Len() > 0 {
+		t.pending.WriteString("\n\n")
+	}
+	t.pending.WriteString(s)
+}
+
+// give hands what is pending to the assistant message msgs[k], which an item just built or joined.
+func (t *thoughts) give(msgs []chatMessage, k int) {
+	if k != t.at {
+		t.flush(msgs)
+		t.at = k
+	}
+	if t.pending.Len() == 0 {
+		return
+	}
+	if t.text.Len() > 0 {
+		t.text.WriteString("\n\n")
+	}
+	t.text.WriteString(t.pending.String())
+	t.pending.Reset()
+}
+
+// flush sets the reasoning_content of the message text was gathered for.
+func (t *thoughts) flush(msgs []chatMessage) {
+	if t.at >= 0 && t.text.Len() > 0 {
+		msgs[t.at].ReasoningContent = t.text.String()
+	}
+	t.text.Reset()
+}
+
+// reasoningOf is the text of a reasoning item sent back in input: its content's reasoning_text
+// parts (the model's own reasoning, which the gateway answers with), joined as they came, or when
+// they hold no text its summary's summary_text parts (OpenAI's, whose reasoning itself is only in
+// encrypted_content), joined by a blank line; "" when it has neither. Either field that is not an
+// array of parts of its type is refused naming it, as OpenAI's API refuses it.
+func reasoningOf(it inputItem, i int) (string, *apiError) {
+	content, e := reasoningParts(it.Content, fmt.Sprintf("input[%d].content", i), "reasoning_text", "")
+	if e != nil {
+		return "", e
+	}
+	summary, e := reasoningParts(it.Summary, fmt.Sprintf("input[%d].summary", i), "summary_text", "\n\n")
+	if e != nil {
+		return "", e
+	}
+	if content != "" {
+		return content, nil
+	}
+	return summary, nil
+}
+
+// reasoningParts is the text of v, an array of parts of type kind at at, joined by sep.
+func reasoningParts(v json.RawMessage, at, kind, sep string) (string, *apiError) {
+	if len(v) == 0 || isNullOr(v) {
+		return "", nil
+	}
+	if v[0] != '[' {
+		return "", badRequest(at, "invalid_type", fmt.Sprintf("Invalid type for '%s': expected an array of %s parts.", at, kind))
+	}
+	parts, e := partsOf(v, at)
+	if e != nil {
+		return "", e
+	}
+	var s strings.Builder
+	for j, p := range parts {
+		if p.Type != kind {
+			return "", badRequest(fmt.Sprintf("%s[%d].type", at, j), "invalid_value",
+				fmt.Sprintf("Invalid value for '%s[%d].type': '%s' (expected \"%s\").", at, j, clip(p.Type, maxEcho), kind))
+		}
+		if p.Text == "" {
+			continue
+		}
+		if s.Len() > 0 {
+			s.WriteString(sep)
+		}
+		s.WriteString(p.Text)
+	}
+	return s.String(), nil
 }
 
 // unanswered refuses input with a function call that no output answers, naming the first, as
@@ -514,7 +686,7 @@ func unanswered(calls map[string]int) *apiError {
 		return nil
 	}
 	return badRequest(fmt.Sprintf("input[%d].call_id", first), "invalid_value", fmt.Sprintf(
-		"No tool output found for function call %s: send its function_call_output after it in 'input'.", id))
+		"No tool output found for function call %s: send its function_call_output after it in 'input'.", clip(id, maxEcho)))
 }
 
 // foldedAt refuses a member of the object obj, at at ("" for the body), whose name is not a field
@@ -565,7 +737,7 @@ func isResponsesKey(name string) bool {
 // isItemKey reports an input item's member the bridge reads (inputItem).
 func isItemKey(name string) bool {
 	switch name {
-	case "type", "role", "content", "call_id", "name", "arguments", "output":
+	case "type", "role", "content", "call_id", "name", "arguments", "output", "summary":
 		return true
 	}
 	return false
@@ -665,7 +837,7 @@ func chatMessageOf(it inputItem, i int) (chatMessage, *apiError) {
 			fmt.Sprintf("Missing required parameter: 'input[%d].role'.", i))
 	default:
 		return chatMessage{}, badRequest(fmt.Sprintf("input[%d].role", i), "invalid_value",
-			fmt.Sprintf("Invalid value for 'input[%d].role': '%s'.", i, role))
+			fmt.Sprintf("Invalid value for 'input[%d].role': '%s'.", i, clip(role, maxEcho)))
 	}
 	if len(it.Content) == 0 || isNullOr(it.Content) {
 		// No content, or null: an empty text, never chat's null, which its API refuses for a

@@ -46,6 +46,18 @@ func TestResponsesInputLinear(t *testing.T) {
 			return `{"model":"m","input":[{"type":"function_call","call_id":"c","name":"f","arguments":"{}"},` +
 				`{"type":"function_call_output","call_id":"c","output":[` + join(`{"type":"input_text","text":"a"}`, n) + `]}]}`
 		}},
+		{"reasoning summary parts", func(n int) string {
+			return `{"model":"m","input":[{"role":"user","content":"hi"},{"type":"reasoning","summary":[` +
+				join(`{"type":"summary_text","text":"a"}`, n) + `]},{"role":"assistant","content":"ok"},{"role":"user","content":"hi"}]}`
+		}},
+		{"reasoning between calls", func(n int) string {
+			var calls, outputs strings.Builder
+			for i := range n / 8 {
+				fmt.Fprintf(&calls, `{"type":"reasoning","summary":[{"type":"summary_text","text":"a"}]},{"type":"function_call","call_id":"c%d","name":"f","arguments":"{}"},`, i)
+				fmt.Fprintf(&outputs, `,{"type":"function_call_output","call_id":"c%d","output":"a"}`, i)
+			}
+			return `{"model":"m","input":[{"role":"user","content":"hi"},` + strings.TrimSuffix(calls.String(), ",") + outputs.String() + `]}`
+		}},
 		{"leading system messages", func(n int) string {
 			return `{"model":"m","instructions":"be brief","input":[` + join(`{"role":"developer","content":"a"}`, n) + `,{"role":"user","content":"hi"}]}`
 		}},

@@ -11,13 +11,15 @@ import (
 	"github.com/openai/openai-go/v3/shared"
 )
 
-// TestResponsesReasoningInputDropped: a reasoning item a client sends back in input (the gateway's
-// own, round-tripped by the SDK with ToParam, or OpenAI's with a summary and encrypted_content) is
-// read and not sent on, since chat has no item for it and the model reasons afresh; the request is
-// served, and the messages and calls around it keep their order: a call after the reasoning joins
-// the assistant message before it, as it does without the reasoning. Input of reasoning alone has
+// TestResponsesReasoningInputSentBack: a reasoning item a client sends back in input (the gateway's
+// own, round-tripped by the SDK with ToParam, or OpenAI's with a summary and encrypted_content)
+// goes on as the reasoning_content of the assistant message the turn's next items build: the
+// gateway's own with its reasoning_text, OpenAI's with its summary's text, where both were read and
+// dropped and a model in a tool loop lost the thinking behind its calls. The request is served,
+// and the messages and calls around it keep their order: a call after the reasoning joins the
+// assistant message before it, as it does without the reasoning. Input of reasoning alone has
 // nothing to send and is refused, naming input.
-func TestResponsesReasoningInputDropped(t *testing.T) {
+func TestResponsesReasoningInputSentBack(t *testing.T) {
 	g, up := oneTarget(t)
 	up.set(wholeHandler(`{"index":0,"message":{"role":"assistant","content":"let me check","reasoning_content":"need the weather",` +
 		`"tool_calls":[{"id":"call_1","type":"function","function":{"name":"w","arguments":"{}"}}]},"finish_reason":"tool_calls"}`))
@@ -69,9 +71,11 @@ func TestResponsesReasoningInputDropped(t *testing.T) {
 	}
 	want := []any{
 		map[string]any{"role": "user", "content": "weather?"},
-		map[string]any{"role": "assistant", "content": "let me check", "tool_calls": []any{call("call_1", "{}")}},
+		map[string]any{"role": "assistant", "content": "let me check", "reasoning_content": "need the weather",
+			"tool_calls": []any{call("call_1", "{}")}},
 		map[string]any{"role": "tool", "tool_call_id": "call_1", "content": "sunny"},
-		map[string]any{"role": "assistant", "content": nil, "tool_calls": []any{call("call_2", `{"again":true}`)}},
+		map[string]any{"role": "assistant", "content": nil, "reasoning_content": "check again",
+			"tool_calls": []any{call("call_2", `{"again":true}`)}},
 		map[string]any{"role": "tool", "tool_call_id": "call_2", "content": "still sunny"},
 	}
 	if d := cmp.Diff(want, upstreamMessages(t, up)); d != "" {
