@@ -512,11 +512,15 @@ func appendInput(msgs []chatMessage, in json.RawMessage) ([]chatMessage, *apiErr
 			if it.Arguments == nil {
 				return nil, missingItemField(i, "arguments")
 			}
-			if _, ok := calls[it.CallID]; ok {
-				// Two calls of one id: chat would get two tool calls its outputs cannot be told
-				// apart by, and OpenAI's API wants each call_id once (TestResponsesDuplicateCallIDs).
+			if at, ok := calls[it.CallID]; ok && at >= 0 {
+				// Two calls of one id while the first is unanswered: chat would get two tool calls
+				// its outputs cannot be told apart by (TestResponsesDuplicateCallIDs). Once the
+				// first has its output the id may come again: servers that number their calls
+				// (call_0, call_1, … in each answer) give a later turn's calls the same ids, and
+				// a history of them pairs each output with the call just before it
+				// (TestResponsesCallIDReusedOnceAnswered).
 				return nil, badRequest(fmt.Sprintf("input[%d].call_id", i), "invalid_value", fmt.Sprintf(
-					"Duplicate value for 'input[%d].call_id': an earlier function_call has call_id %s; each function call needs a call_id of its own.", i, clip(it.CallID, maxEcho)))
+					"Duplicate value for 'input[%d].call_id': the function_call at input[%d] has call_id %s and no output yet; each unanswered function call needs a call_id of its own.", i, at, clip(it.CallID, maxEcho)))
 			}
 			calls[it.CallID] = i
 			var tc chatToolCall
@@ -540,7 +544,8 @@ func appendInput(msgs []chatMessage, in json.RawMessage) ([]chatMessage, *apiErr
 				return nil, badRequest(fmt.Sprintf("input[%d].call_id", i), "invalid_value", fmt.Sprintf(
 					"No tool call found for function call output with call_id %s: send the function_call item before its output in 'input'.", clip(it.CallID, maxEcho)))
 			case at < 0:
-				// A second output for one call: chat would get two tool messages for it.
+				// A second output for one call (none since answered has the id): chat would get
+				// two tool messages for it.
 				return nil, badRequest(fmt.Sprintf("input[%d].call_id", i), "invalid_value", fmt.Sprintf(
 					"Duplicate function_call_output for call_id %s: each function_call takes one output.", clip(it.CallID, maxEcho)))
 			}
