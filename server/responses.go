@@ -628,23 +628,22 @@ func (t *thoughts) flush(msgs []chatMessage) {
 }
 
 // reasoningOf is the text of a reasoning item sent back in input: its content's reasoning_text
-// parts (the model's own reasoning, which the gateway answers with), joined as they came, or when
-// they hold no text its summary's summary_text parts (OpenAI's, whose reasoning itself is only in
-// encrypted_content), joined by a blank line; "" when it has neither. Either field that is not an
-// array of parts of its type is refused naming it, as OpenAI's API refuses it.
+// parts (the model's own reasoning, which the gateway answers with), joined as they came; "" when
+// it has none. Its summary (OpenAI's account of its model's reasoning, whose reasoning itself is
+// only in encrypted_content) is checked and not sent on: it is not the model's own reasoning for
+// a template to render back, and the chat upstream of a client that moved from OpenAI's API, a
+// public one perhaps, need not take a reasoning_content it never asked for
+// (TestResponsesReasoningInputRules). Either field that is not an array of parts of its type is
+// refused naming it, as OpenAI's API refuses it.
 func reasoningOf(it inputItem, i int) (string, *apiError) {
 	content, e := reasoningParts(it.Content, fmt.Sprintf("input[%d].content", i), "reasoning_text", "")
 	if e != nil {
 		return "", e
 	}
-	summary, e := reasoningParts(it.Summary, fmt.Sprintf("input[%d].summary", i), "summary_text", "\n\n")
-	if e != nil {
+	if _, e := reasoningParts(it.Summary, fmt.Sprintf("input[%d].summary", i), "summary_text", "\n\n"); e != nil {
 		return "", e
 	}
-	if content != "" {
-		return content, nil
-	}
-	return summary, nil
+	return content, nil
 }
 
 // reasoningParts is the text of v, an array of parts of type kind at at, joined by sep.

@@ -9,9 +9,9 @@ import (
 
 // TestResponsesReasoningInputRules: a reasoning item sent back in input gives its text to the
 // assistant message the turn's next message or function_call item builds, as that message's
-// reasoning_content: its reasoning_text content when it has any, else its summary texts (joined by
-// a blank line); several before one assistant message are joined by a blank line, in order. An
-// item with encrypted_content alone carries nothing; reasoning that no assistant item follows
+// reasoning_content: its reasoning_text content; several before one assistant message are joined
+// by a blank line, in order. A summary (OpenAI's account of its model's reasoning) is not sent
+// on, nor is encrypted_content: OpenAI's own items carry nothing; reasoning that no assistant item follows
 // before a user, system or developer message (or the end of input) is dropped.
 func TestResponsesReasoningInputRules(t *testing.T) {
 	g, up := oneTarget(t)
@@ -50,13 +50,17 @@ func TestResponsesReasoningInputRules(t *testing.T) {
 		{"content before summary", user + `,` + both + `,{"role":"assistant","content":"ok"},` + user,
 			[]any{u, asst("ok", "long thought"), u}},
 		{"summary alone", user + `,` + summary + `,` + call("c1") + `,` + output("c1"),
-			[]any{u, asst(nil, "one\n\ntwo", "c1"), tool("c1")}},
+			[]any{u, asst(nil, "", "c1"), tool("c1")}},
 		{"encrypted alone", user + `,` + encrypted + `,` + call("c1") + `,` + output("c1"),
 			[]any{u, asst(nil, "", "c1"), tool("c1")}},
 		{"interleaved joins the message", user + `,` + both + `,{"role":"assistant","content":"ok"},` + summary + `,` + call("c1") + `,` + output("c1"),
-			[]any{u, asst("ok", "long thought\n\none\n\ntwo", "c1"), tool("c1")}},
+			[]any{u, asst("ok", "long thought", "c1"), tool("c1")}},
+		{"two before one message", user + `,` + both + `,` + both + `,{"role":"assistant","content":"ok"}`,
+			[]any{u, asst("ok", "long thought\n\nlong thought")}},
 		{"after an output", user + `,` + call("c1") + `,` + output("c1") + `,` + summary + `,` + call("c2") + `,` + output("c2"),
-			[]any{u, asst(nil, "", "c1"), tool("c1"), asst(nil, "one\n\ntwo", "c2"), tool("c2")}},
+			[]any{u, asst(nil, "", "c1"), tool("c1"), asst(nil, "", "c2"), tool("c2")}},
+		{"content after an output", user + `,` + call("c1") + `,` + output("c1") + `,` + both + `,` + call("c2") + `,` + output("c2"),
+			[]any{u, asst(nil, "", "c1"), tool("c1"), asst(nil, "long thought", "c2"), tool("c2")}},
 		{"no assistant before the user", user + `,` + summary + `,` + user, []any{u, u}},
 		{"trailing", user + `,` + summary, []any{u}},
 	}

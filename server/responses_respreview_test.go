@@ -14,8 +14,9 @@ import (
 // TestResponsesReasoningInputSentBack: a reasoning item a client sends back in input (the gateway's
 // own, round-tripped by the SDK with ToParam, or OpenAI's with a summary and encrypted_content)
 // goes on as the reasoning_content of the assistant message the turn's next items build: the
-// gateway's own with its reasoning_text, OpenAI's with its summary's text, where both were read and
-// dropped and a model in a tool loop lost the thinking behind its calls. The request is served,
+// gateway's own with its reasoning_text, where it was read and dropped and a model in a tool loop
+// lost the thinking behind its calls; OpenAI's, whose summary is no model's own reasoning, with
+// nothing. The request is served,
 // and the messages and calls around it keep their order: a call after the reasoning joins the
 // assistant message before it, as it does without the reasoning. Input of reasoning alone has
 // nothing to send and is refused, naming input.
@@ -74,7 +75,8 @@ func TestResponsesReasoningInputSentBack(t *testing.T) {
 		map[string]any{"role": "assistant", "content": "let me check", "reasoning_content": "need the weather",
 			"tool_calls": []any{call("call_1", "{}")}},
 		map[string]any{"role": "tool", "tool_call_id": "call_1", "content": "sunny"},
-		map[string]any{"role": "assistant", "content": nil, "reasoning_content": "check again",
+		// OpenAI's item's summary is not sent on (TestResponsesReasoningInputRules).
+		map[string]any{"role": "assistant", "content": nil,
 			"tool_calls": []any{call("call_2", `{"again":true}`)}},
 		map[string]any{"role": "tool", "tool_call_id": "call_2", "content": "still sunny"},
 	}
