@@ -123,19 +123,29 @@ func newKeyLimits(keys []config.Key, prev []keyLimit, prevKeys []config.Key, pre
 // the bucket predicts (a second for the concurrency cap). tpm is asked first, since asking it
 // takes nothing: a request tpm refuses has spent no request of its rpm, and held no slot even
 // for a moment, which would have had a request of the key that came in meanwhile refused for
-// the concurrency cap while the slot was free (TestTPMRefusalHoldsNoSlot).
+// the concurrency cap while the slot was free (TestTPMRefusalHoldsNoSlot). rpm is looked at
+// before the slot is taken too, taking nothing, and taken from after, so that a request the
+// concurrency cap refuses spends none of it: one refused for an empty bucket holds no slot
+// either (TestRPMRefusalHoldsNoSlot), unless another request took the bucket's last between the
+// look and the take. A key without max_concurrent has no slot to hold and skips the look.
 func (s *Server) limit(key *config.Key, st *reqState) *apiError {
 	if key == nil || key.Index >= len(s.limits) {
 		return nil
 	}
 	l := &s.limits[key.Index]
+	now := s.clock.Now()
 	if l.tpm != nil {
-		if d, used := l.tpm.admit(s.clock.Now()); d > 0 {
+		if d, used := l.tpm.admit(now); d > 0 {
 			s.metrics.Limited(key.Index, metrics.CapTPM)
 			return &apiError{Status: http.StatusTooManyRequests, Type: "tokens", Code: "rate_limit_exceeded",
 				RetryAfter: d,
 				Message: fmt.Sprintf("Rate limit reached for key %s on tokens per min (TPM): Limit %d, Used %d. Please try again in %s.",
 					key.Name, l.tpm.tpm, used, openAIWait(d))}
+		}
+	}
+	if l.rpm != nil && l.max > 0 {
+		if d := rpmEmpty(l.rpm, now); d > 0 {
+			return s.rpmRefusal(key, l, d)
 		}
 	}
 	if l.max > 0 {
@@ -151,17 +161,22 @@ func (s *Server) limit(key *config.Key, st *reqState) *apiError {
 	}
 	st.busy = l.busy
 	if l.rpm != nil {
-		if d := rpmWait(l.rpm, s.clock.Now()); d > 0 {
+		if d := rpmWait(l.rpm, now); d > 0 {
 			s.unbusy(st)
-			s.metrics.Limited(key.Index, metrics.CapRPM)
-			return &apiError{Status: http.StatusTooManyRequests, Type: "requests", Code: "rate_limit_exceeded",
-				RetryAfter: d,
-				Message: fmt.Sprintf("Rate limit reached for key %s on requests per min (RPM): Limit %d, Used %d. Please try again in %s.",
-					key.Name, l.rpm.Burst(), l.rpm.Burst(), openAIWait(d))}
+			return s.rpmRefusal(key, l, d)
 		}
 	}
 	st.tpm = l.tpm
 	return nil
+}
+
+// rpmRefusal counts and says the refusal of a request of key by its rpm, told to wait d.
+func (s *Server) rpmRefusal(key *config.Key, l *keyLimit, d time.Duration) *apiError {
+	s.metrics.Limited(key.Index, metrics.CapRPM)
+	return &apiError{Status: http.StatusTooManyRequests, Type: "requests", Code: "rate_limit_exceeded",
+		RetryAfter: d,
+		Message: fmt.Sprintf("Rate limit reached for key %s on requests per min (RPM): Limit %d, Used %d. Please try again in %s.",
+			key.Name, l.rpm.Burst(), l.rpm.Burst(), openAIWait(d))}
 }
 
 // openAIWait says d as OpenAI's rate-limit messages say a wait ("644ms", "9.816s", "6m54.72s",
@@ -185,9 +200,18 @@ func rpmWait(l *rate.Limiter, now time.Time) time.Duration {
 	}
 	// Another request may take a token between the two calls; what is left then is still at
 	// least zero, so the wait is never over one interval.
+	if d := rpmEmpty(l, now); d > 0 {
+		return d
+	}
+	return time.Nanosecond // a token came back in between: wait as little as can be said
+}
+
+// rpmEmpty is how long until the bucket holds a request at now, taking nothing: 0 when it holds
+// one already.
+func rpmEmpty(l *rate.Limiter, now time.Time) time.Duration {
 	need := 1 - l.TokensAt(now)
 	if need <= 0 {
-		return time.Nanosecond // a token came back in between: wait as little as can be said
+		return 0
 	}
 	return time.Duration(need / float64(l.Limit()) * float64(time.Second))
 }

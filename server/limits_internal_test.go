@@ -59,8 +59,9 @@ func TestRPMRefusalsWaitOneIntervalAtMost(t *testing.T) {
 // TestKeySlotsHammeredAcrossReload: eight clients of a key with max_concurrent = 2 and rpm = 600
 // hammer the replaced server and the one a reload built from it (newKeyLimits with prev) at
 // once, on a clock that refills the bucket as they go: never more than two hold a slot, whether
-// refused by the cap or by the bucket (which takes the slot and gives it back), and once all have
-// ended the count is back at zero on both servers, the count they share.
+// refused by the cap or by the bucket (which takes the slot and gives it back when another
+// request took the bucket's last between the look and the take), and once all have ended the
+// count is back at zero on both servers, the count they share.
 func TestKeySlotsHammeredAcrossReload(t *testing.T) {
 	keys := []config.Key{{Name: "k", MaxConcurrent: 2, RPM: 600}}
 	clock := health.NewManualClock(time.Unix(1_800_000_000, 0))
@@ -298,4 +299,44 @@ func TestTPMWaitFromNow(t *testing.T) {
 func limitsOf(keys []config.Key, prev []keyLimit, prevKeys []config.Key) []keyLimit {
 	l, _ := newKeyLimits(keys, prev, prevKeys, nil)
 	return l
+}
+
+// TestRPMRefusalHoldsNoSlot: a key whose rpm bucket is empty, with max_concurrent = 1, hammered
+// by 8 clients at once on a clock that stands still, refuses every request for its rpm: none is
+// told the concurrency cap is reached (Retry-After: 1, counted as cap="max_concurrent"), since no
+// request is served and none holds a slot. Taking the slot before asking rpm had each rpm
+// refusal hold one for a moment, as asking tpm after the slot did (TestTPMRefusalHoldsNoSlot).
+func TestRPMRefusalHoldsNoSlot(t *testing.T) {
+	keys := []config.Key{{Name: "k", Index: 0, MaxConcurrent: 1, RPM: 1}}
+	now := time.Unix(1_800_000_000, 0)
+	s := &Server{clock: health.NewManualClock(now), limits: limitsOf(keys, nil, nil)}
+	if !s.limits[0].rpm.AllowN(now, 1) {
+		t.Fatal("a fresh bucket held no request")
+	}
+	var concurrent atomic.Int64
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			st := new(reqState)
+			for range 20000 {
+				e := s.limit(&keys[0], st)
+				if e == nil {
+					t.Error("a key with an empty rpm bucket was admitted")
+					return
+				}
+				if strings.Contains(e.Message, "concurrent") {
+					concurrent.Add(1)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if n := concurrent.Load(); n > 0 {
+		t.Errorf("%d of a key's requests refused for its rpm were refused by max_concurrent, with no request served", n)
+	}
+	if n := s.limits[0].busy.Load(); n != 0 {
+		t.Errorf("%d slots left taken", n)
+	}
 }
