@@ -483,22 +483,43 @@ func TestStreamErrorField(t *testing.T) {
 	}
 }
 
+// plainFinish is hasFinishReason as a plain search: each "finish_reason" after the last, followed
+// by a colon and a string.
+func plainFinish(data []byte) bool {
+	finishKey := []byte(`"finish_reason"`)
+	for {
+		i := bytes.Index(data, finishKey)
+		if i < 0 {
+			return false
+		}
+		data = data[i+len(finishKey):]
+		if stringValue(data) {
+			return true
+		}
+	}
+}
+
+// FuzzKeySearches holds scanKeys, the one pass over an event for both keys, to the plain
+// searches for each (TestKeySearchesAgree tries near misses strung together at random).
+func FuzzKeySearches(f *testing.F) {
+	for _, s := range []string{chunkHello, chunkFinish, `{"error":{"message":"x"}}`, `"finish_reason"finish_reason":"stop"`,
+		`{"x":"rror","finish_reason" : "length","error":null}`, `rr"error"r`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		errorKey, finish := scanKeys(data)
+		if want := bytes.Contains(data, []byte(`"error"`)); errorKey != want {
+			t.Errorf("scanKeys(%q): errorKey %v, want %v", data, errorKey, want)
+		}
+		if want := plainFinish(data); finish != want {
+			t.Errorf("scanKeys(%q): finish %v, want %v", data, finish, want)
+		}
+	})
+}
+
 // hasErrorKey and hasFinishReason search for their keys from a byte other than the opening
 // quote; they must answer as the plain searches they replaced, on any input.
 func TestKeySearchesAgree(t *testing.T) {
-	finishKey := []byte(`"finish_reason"`)
-	plainFinish := func(data []byte) bool {
-		for {
-			i := bytes.Index(data, finishKey)
-			if i < 0 {
-				return false
-			}
-			data = data[i+len(finishKey):]
-			if stringValue(data) {
-				return true
-			}
-		}
-	}
 	// The search is what is tested: both sides read what follows a key the same way.
 	// Pieces that make near misses of both keys when strung together at random.
 	pieces := []string{`"`, `e`, `rror`, `rror"`, `"error"`, `_reason"`, `"finish`, `finish`, `_reason`, `:`, ` `,
