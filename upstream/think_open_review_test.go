@@ -1,0 +1,67 @@
+package upstream
+
+import (
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hayula/gateway/core"
+)
+
+// TestThinkOpenBrokenOffHoldingWhitespace: a translated think-open stream (Ollama, SAIF) that
+// breaks off while its splitter holds only the whitespace that opened the output has nothing left
+// to say before the error: that whitespace is dropped as whitespace just inside the block is, so
+// no chunk with an empty delta goes out for it (as the OpenAI rewrite's closing chunk does not).
+func TestThinkOpenBrokenOffHoldingWhitespace(t *testing.T) {
+	now := func() time.Time { return time.Unix(1, 0) }
+	id := func() string { return "id" }
+	for _, tt := range []struct {
+		name string
+		open func(io.ReadCloser) Stream
+		body string
+	}{
+		{"ollama", func(b io.ReadCloser) Stream {
+			a := &openaiOllama{t: &core.Target{Name: "o", Model: "m", Reasoning: core.ReasoningThinkOpen}, now: now, newID: id}
+			return a.newStream(b, false)
+		}, `{"model":"m","message":{"role":"assistant","content":"\n"},"done":false}` + "\n" +
+			`{"model":"m","message":{"role":"assistant","content":" \n"},"done":false}` + "\n"},
+		{"saif", func(b io.ReadCloser) Stream {
+			return &saifStream{target: "s", body: b, sse: newSSEReader(b), out: newChunker("id", 1, "m", core.ReasoningThinkOpen),
+				header: http.Header{}}
+		}, `data: {"text":"\n"}` + "\n\n" + `data: {"text":" \n"}` + "\n\n"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			s := tt.open(io.NopCloser(strings.NewReader(tt.body)))
+			defer s.Close()
+			var events []string
+			for {
+				ev, err := s.Next()
+				if err != nil {
+					if _, ok := errors.AsType[*core.StreamError](err); !ok {
+						t.Fatalf("end %v, want a stream error", err)
+					}
+					break
+				}
+				events = append(events, string(ev))
+			}
+			if len(events) != 1 {
+				t.Fatalf("events %q, want the first chunk (the role's) alone before the error", events)
+			}
+			var c struct {
+				Choices []struct {
+					Delta map[string]json.RawMessage `json:"delta"`
+				} `json:"choices"`
+			}
+			if err := json.Unmarshal([]byte(events[0]), &c); err != nil || len(c.Choices) != 1 {
+				t.Fatalf("first chunk %s: %v", events[0], err)
+			}
+			if string(c.Choices[0].Delta["role"]) != `"assistant"` || c.Choices[0].Delta["reasoning_content"] != nil {
+				t.Errorf("first chunk %s, want the role and no reasoning", events[0])
+			}
+		})
+	}
+}
