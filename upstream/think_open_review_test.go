@@ -65,3 +65,40 @@ func TestThinkOpenBrokenOffHoldingWhitespace(t *testing.T) {
 		})
 	}
 }
+
+// TestSplitThinkBodyNoEmptyReasoning: a whole answer whose block held no reasoning (an empty
+// one, think-open's "</think>" straight away, or whitespace alone before a tool call) gains no
+// reasoning_content "" member, as its stream gains no reasoning delta and the translating
+// adapters' answers carry none; a reasoning_content the upstream sent stays as it came.
+func TestSplitThinkBodyNoEmptyReasoning(t *testing.T) {
+	const call = `"tool_calls":[{"id":"call_1","type":"function","function":{"name":"f","arguments":"{}"}}]`
+	tests := []struct {
+		name string
+		r    core.Reasoning
+		in   string
+		want string
+	}{
+		{"think-open: whitespace before a tool call", core.ReasoningThinkOpen,
+			`{"choices":[{"index":0,"message":{"role":"assistant","content":"\n\n",` + call + `},"finish_reason":"tool_calls"}]}`,
+			`{"choices":[{"finish_reason":"tool_calls","index":0,"message":{"content":"","role":"assistant",` + call + `}}]}`},
+		{"think-open: an empty block before a tool call", core.ReasoningThinkOpen,
+			`{"choices":[{"index":0,"message":{"role":"assistant","content":"</think>\n\n",` + call + `},"finish_reason":"tool_calls"}]}`,
+			`{"choices":[{"finish_reason":"tool_calls","index":0,"message":{"content":"","role":"assistant",` + call + `}}]}`},
+		{"think-open: an empty block before the answer", core.ReasoningThinkOpen,
+			`{"choices":[{"index":0,"message":{"role":"assistant","content":"</think>\n\nHi"},"finish_reason":"stop"}]}`,
+			`{"choices":[{"finish_reason":"stop","index":0,"message":{"content":"Hi","role":"assistant"}}]}`},
+		{"think-tags: an empty block", core.ReasoningThinkTags,
+			`{"choices":[{"index":0,"message":{"role":"assistant","content":"<think>\n\n</think>\n\nHi"},"finish_reason":"stop"}]}`,
+			`{"choices":[{"finish_reason":"stop","index":0,"message":{"content":"Hi","role":"assistant"}}]}`},
+		{"the upstream's own empty reasoning_content stays", core.ReasoningThinkTags,
+			`{"choices":[{"index":0,"message":{"role":"assistant","content":"<think></think>Hi","reasoning_content":""},"finish_reason":"stop"}]}`,
+			`{"choices":[{"finish_reason":"stop","index":0,"message":{"content":"Hi","reasoning_content":"","role":"assistant"}}]}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := string(splitThinkBody([]byte(tt.in), tt.r)); got != tt.want {
+				t.Errorf("got  %s\nwant %s", got, tt.want)
+			}
+		})
+	}
+}
