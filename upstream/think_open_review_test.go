@@ -1,8 +1,10 @@
 package upstream
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -100,5 +102,77 @@ func TestSplitThinkBodyNoEmptyReasoning(t *testing.T) {
 				t.Errorf("got  %s\nwant %s", got, tt.want)
 			}
 		})
+	}
+}
+
+// TestThinkOpenCutLogprobsEmptyNotNull: a whole answer to a request with logprobs, cut by
+// max_tokens inside the block (think-open's headline case), has no content and so no content
+// tokens: logprobs.content is [], as OpenAI answers a reasoning model that spent max_tokens on
+// its reasoning and as the openai adapter answers the same output, not "logprobs": null, which
+// says the upstream sent none (and fails the conformance suite's logprobs.content, which skips
+// an empty array beside reasoning). Ollama sent entries; they were all the block's.
+func TestThinkOpenCutLogprobsEmptyNotNull(t *testing.T) {
+	for _, mode := range []struct {
+		name   string
+		r      core.Reasoning
+		tokens []string
+	}{
+		{"think-open", core.ReasoningThinkOpen, []string{"Let", " me", " count"}},
+		{"think-tags", core.ReasoningThinkTags, []string{"<think>", "Let", " me", " count"}},
+	} {
+		var entries []map[string]any
+		for _, tok := range mode.tokens {
+			b := make([]int, len(tok))
+			for i := range len(tok) {
+				b[i] = int(tok[i])
+			}
+			entries = append(entries, map[string]any{"token": tok, "logprob": -0.5, "bytes": b, "top_logprobs": []any{}})
+		}
+		content := strings.Join(mode.tokens, "")
+		for _, adapter := range []core.AdapterKind{core.AdapterOpenAI, core.AdapterOllama} {
+			t.Run(fmt.Sprintf("%s/%v", mode.name, adapter), func(t *testing.T) {
+				srv := serve(t, func(w http.ResponseWriter, _ *http.Request) {
+					if adapter == core.AdapterOllama {
+						_, _ = w.Write(mustJSON(map[string]any{"model": "m", "done": true, "done_reason": "length",
+							"message": map[string]string{"role": "assistant", "content": content}, "logprobs": entries}))
+						return
+					}
+					w.Header().Set("Content-Type", "application/json")
+					_, _ = w.Write(mustJSON(map[string]any{"id": "c", "object": "chat.completion", "model": "m",
+						"choices": []any{map[string]any{"index": 0, "finish_reason": "length", "logprobs": map[string]any{"content": entries},
+							"message": map[string]string{"role": "assistant", "content": content}}}}))
+				})
+				tg := target(srv.URL)
+				if adapter == core.AdapterOllama {
+					tg = ollamaTarget(srv.URL)
+				}
+				tg.Reasoning = mode.r
+				resp, err := newSet(t, tg).Chat(context.Background(), tg,
+					chatRequestOf(t, `{"messages":[{"role":"user","content":"x"}],"logprobs":true,"max_tokens":3}`))
+				if err != nil {
+					t.Fatal(err)
+				}
+				var got struct {
+					Choices []struct {
+						Message struct {
+							Content   string `json:"content"`
+							Reasoning string `json:"reasoning_content"`
+						} `json:"message"`
+						Logprobs json.RawMessage `json:"logprobs"`
+					} `json:"choices"`
+				}
+				if err := json.Unmarshal(resp.Body, &got); err != nil || len(got.Choices) != 1 {
+					t.Fatalf("answer %s: %v", resp.Body, err)
+				}
+				ch := got.Choices[0]
+				var lp struct {
+					Content []json.RawMessage `json:"content"`
+				}
+				const want = "Let me count"
+				if ch.Message.Content != "" || ch.Message.Reasoning != want || json.Unmarshal(ch.Logprobs, &lp) != nil || lp.Content == nil || len(lp.Content) != 0 {
+					t.Errorf("content %q, reasoning %q, logprobs %s; want \"\", %q and a logprobs.content of []", ch.Message.Content, ch.Message.Reasoning, ch.Logprobs, want)
+				}
+			})
+		}
 	}
 }
