@@ -160,11 +160,19 @@ func (a *openaiOllama) chat(ctx context.Context, req *core.Request) (*Response, 
 	if r := besideUpstreamReasoning(a.t.Reasoning, m.Message.Thinking != ""); r != core.ReasoningPassthrough {
 		lp = contentLogprobs(lp, r)
 	}
+	logprobs := newLogprobs(lp)
+	if logprobs == nil && len(m.Logprobs) > 0 {
+		// Ollama sent entries and all were the think block's (a model cut by max_tokens while
+		// it thinks): the content had no tokens, which is content [], as the openai adapter
+		// answers it (withLogprobs), not null, which says none were sent
+		// (TestThinkOpenCutLogprobsEmptyNotNull).
+		logprobs = &logprobsJSON{Content: []logprobJSON{}}
+	}
 	usage, n := reportedUsage(m.PromptEvalCount, m.EvalCount)
 	c := completionJSON{ID: "chatcmpl-" + a.newID(), Object: "chat.completion", Created: a.created(m.CreatedAt),
 		Model: cmpOr(m.Model, a.t.Model),
 		Choices: []choiceJSON{{Message: completionMessage(a.t.Reasoning, m.Message.Content, m.Message.Thinking, calls),
-			Logprobs: newLogprobs(lp), FinishReason: finish}},
+			Logprobs: logprobs, FinishReason: finish}},
 		Usage: usage}
 	b := mustJSON(c)
 	return &Response{Body: b, Usage: &n, UpstreamID: upID}, nil

@@ -310,9 +310,13 @@ func splitThinkBody(body []byte, r core.Reasoning) []byte {
 		if reasoning == "" && answer == content {
 			continue
 		}
-		reasoning = prev + reasoning
 		msg["content"] = mustJSON(answer)
-		msg["reasoning_content"] = mustJSON(reasoning)
+		// An empty block (or think-open's whitespace alone before a tool call) adds no
+		// reasoning_content "", as a stream adds no empty reasoning delta and the translating
+		// adapters' answers carry none (TestSplitThinkBodyNoEmptyReasoning).
+		if reasoning != "" {
+			msg["reasoning_content"] = mustJSON(prev + reasoning)
+		}
 		ch["message"] = mustJSON(msg)
 		if entries, ok := rawLogprobs(ch["logprobs"]); ok {
 			ch["logprobs"] = withLogprobs(ch["logprobs"], contentLogprobs(entries, mode), true)

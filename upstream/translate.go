@@ -480,17 +480,23 @@ func (c *chunker) finish(reason string) []byte {
 }
 
 // held returns a chunk with what a half-seen tag still held, for a stream that ends without its
-// finishing chunk; nil when nothing is held, or before the first chunk.
+// finishing chunk; nil when nothing is held, before the first chunk, or when what was held comes
+// to nothing: think-open's leading whitespace, dropped as whitespace inside the block is, would
+// be an empty delta that tells the client nothing (TestThinkOpenBrokenOffHoldingWhitespace).
 func (c *chunker) held() []byte {
 	if c.think == nil || !c.started || !c.think.holding() {
 		return nil
 	}
 	text, r := c.think.flush()
+	held := c.thinkLP.flush()
+	if text == "" && r == "" && len(held) == 0 {
+		return nil
+	}
 	d := deltaJSON{ReasoningContent: r}
 	if text != "" {
 		d.Content = &text
 	}
-	if held := c.thinkLP.flush(); len(held) > 0 {
+	if len(held) > 0 {
 		c.logprobs = newLogprobs(held)
 	}
 	return c.marshal(d, nil, nil, nil)
