@@ -22,7 +22,7 @@ func TestBadEventSnippetKeepsCharactersWhole(t *testing.T) {
 		line := pad + bad
 		streams := map[string]Stream{
 			"ollama": (&openaiOllama{t: &core.Target{Name: "ol", Model: "m"}, now: fixedNow,
-				newID: func() string { return "x" }}).newStream(io.NopCloser(strings.NewReader(line+"\n")), false),
+				newID: func() string { return "x" }}).newStream(io.NopCloser(strings.NewReader(line+"\n")), false, core.ReasoningPassthrough),
 		}
 		a := &openaiSAIF{t: &core.Target{Name: "saif", Model: "m"}, now: fixedNow, newID: func() string { return "x" }}
 		r, err := a.stream(&http.Response{Header: http.Header{"Content-Type": {"text/event-stream"}},

@@ -103,13 +103,13 @@ func TestTranslatedStreamsBuffered(t *testing.T) {
 			"\n" + `{"message":{"con`,
 			func(b io.ReadCloser) Stream {
 				a := &openaiOllama{t: &core.Target{Name: "o", Model: "m"}, now: now, newID: id}
-				return a.newStream(b, false)
+				return a.newStream(b, false, a.t.Reasoning)
 			}, []bool{false}},
 		{"ollama done", `{"message":{"content":"a"},"done":false}` + "\n" +
 			`{"message":{"content":""},"done":true,"done_reason":"stop"}` + "\n",
 			func(b io.ReadCloser) Stream {
 				a := &openaiOllama{t: &core.Target{Name: "o", Model: "m"}, now: now, newID: id}
-				return a.newStream(b, false)
+				return a.newStream(b, false, a.t.Reasoning)
 			}, []bool{true, true}},
 	}
 	for _, tt := range tests {

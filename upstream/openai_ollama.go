@@ -122,13 +122,14 @@ func (a *openaiOllama) chat(ctx context.Context, req *core.Request) (*Response, 
 	if err != nil {
 		return nil, err
 	}
+	reasoning := thinkingOff(a.t.Reasoning, out.Think)
 	body := mustJSON(out)
 	resp, err := a.post(ctx, "/api/chat", body, req.Stream)
 	if err != nil {
 		return nil, err
 	}
 	if req.Stream {
-		return &Response{Stream: a.newStream(resp.Body, req.IncludeUsage), UpstreamID: upstreamID(resp)}, nil
+		return &Response{Stream: a.newStream(resp.Body, req.IncludeUsage, reasoning), UpstreamID: upstreamID(resp)}, nil
 	}
 	upID := upstreamID(resp) // before the body (see openaiOpenAI.body)
 	raw, err := readAnswer(ctx, a.t, resp)
@@ -157,7 +158,7 @@ func (a *openaiOllama) chat(ctx context.Context, req *core.Request) (*Response, 
 		finish = "tool_calls"
 	}
 	lp := m.Logprobs
-	if r := besideUpstreamReasoning(a.t.Reasoning, m.Message.Thinking != ""); r != core.ReasoningPassthrough {
+	if r := besideUpstreamReasoning(reasoning, m.Message.Thinking != ""); r != core.ReasoningPassthrough {
 		lp = contentLogprobs(lp, r)
 	}
 	logprobs := newLogprobs(lp)
@@ -171,7 +172,7 @@ func (a *openaiOllama) chat(ctx context.Context, req *core.Request) (*Response, 
 	usage, n := reportedUsage(m.PromptEvalCount, m.EvalCount)
 	c := completionJSON{ID: "chatcmpl-" + a.newID(), Object: "chat.completion", Created: a.created(m.CreatedAt),
 		Model: cmpOr(m.Model, a.t.Model),
-		Choices: []choiceJSON{{Message: completionMessage(a.t.Reasoning, m.Message.Content, m.Message.Thinking, calls),
+		Choices: []choiceJSON{{Message: completionMessage(reasoning, m.Message.Content, m.Message.Thinking, calls),
 			Logprobs: logprobs, FinishReason: finish}},
 		Usage: usage}
 	b := mustJSON(c)
@@ -897,9 +898,21 @@ type ollamaStream struct {
 	queue
 }
 
-func (a *openaiOllama) newStream(body io.ReadCloser, includeUsage bool) *ollamaStream {
+// newStream reads an /api/chat stream, its think blocks as reasoning says (thinkingOff).
+func (a *openaiOllama) newStream(body io.ReadCloser, includeUsage bool, reasoning core.Reasoning) *ollamaStream {
 	return &ollamaStream{target: a.t.Name, key: a.t.APIKey, body: body, lines: newLineReader(body), now: a.now, newID: a.newID,
-		reasoning: a.t.Reasoning, model: a.t.Model, includeUsage: includeUsage}
+		reasoning: reasoning, model: a.t.Model, includeUsage: includeUsage}
+}
+
+// thinkingOff is the reasoning rule for a request sent with think (the /api/chat field): with
+// think false (the client's reasoning_effort "none") the model writes no think block, and its
+// answer has no </think> for think-open to end the reasoning at, so the answer is read as
+// think-tags reads it instead of being taken for reasoning whole (TestThinkOpenThinkingOff).
+func thinkingOff(r core.Reasoning, think json.RawMessage) core.Reasoning {
+	if r == core.ReasoningThinkOpen && string(think) == "false" {
+		return core.ReasoningThinkTags
+	}
+	return r
 }
 
 func (s *ollamaStream) Next() ([]byte, error) { return s.next(s) }

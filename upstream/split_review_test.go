@@ -81,7 +81,7 @@ func splitAdapters() []splitAdapter {
 		}},
 		{"ollama", func(b io.ReadCloser) Stream {
 			a := &openaiOllama{t: &core.Target{Name: "o", Model: "m"}, now: now, newID: id}
-			return a.newStream(b, true)
+			return a.newStream(b, true, a.t.Reasoning)
 		}},
 		{"saif", func(b io.ReadCloser) Stream {
 			return &saifStream{target: "s", body: b, sse: newSSEReader(b), out: newChunker("id", 1, "m", 0),

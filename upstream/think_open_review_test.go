@@ -28,7 +28,7 @@ func TestThinkOpenBrokenOffHoldingWhitespace(t *testing.T) {
 	}{
 		{"ollama", func(b io.ReadCloser) Stream {
 			a := &openaiOllama{t: &core.Target{Name: "o", Model: "m", Reasoning: core.ReasoningThinkOpen}, now: now, newID: id}
-			return a.newStream(b, false)
+			return a.newStream(b, false, a.t.Reasoning)
 		}, `{"model":"m","message":{"role":"assistant","content":"\n"},"done":false}` + "\n" +
 			`{"model":"m","message":{"role":"assistant","content":" \n"},"done":false}` + "\n"},
 		{"saif", func(b io.ReadCloser) Stream {

@@ -550,3 +550,57 @@ func TestThinkOpenBesideUpstreamReasoning(t *testing.T) {
 		})
 	}
 }
+
+// TestThinkOpenThinkingOff: an ollama target's request sent with think false (the client's
+// reasoning_effort "none") has a model that writes no think block, and so no </think>: its answer
+// is read as think-tags reads it, an answer, where think-open took it for reasoning whole. With
+// thinking left on, the same output is reasoning, as the rule says (CONFIG.md).
+func TestThinkOpenThinkingOff(t *testing.T) {
+	pieces := []string{"5 is", " larger."}
+	for _, stream := range []bool{false, true} {
+		for _, tc := range []struct {
+			effort string
+			want   thinkResult
+		}{
+			{`"none"`, thinkResult{"5 is larger.", ""}},
+			{`{"effort":"none"}`, thinkResult{"5 is larger.", ""}},
+			{`"low"`, thinkResult{"", "5 is larger."}},
+		} {
+			t.Run(fmt.Sprintf("%s/stream=%v", tc.effort, stream), func(t *testing.T) {
+				srv := serve(t, thinkOpenUpstream(core.AdapterOllama, pieces, "stop"))
+				tg := ollamaTarget(srv.URL)
+				tg.Reasoning = core.ReasoningThinkOpen
+				body := fmt.Sprintf(`{"messages":[{"role":"user","content":"3 or 5?"}],"reasoning_effort":%s,"stream":%v}`, tc.effort, stream)
+				resp, err := newSet(t, tg).Chat(context.Background(), tg, chatRequestOf(t, body))
+				if err != nil {
+					t.Fatal(err)
+				}
+				var got thinkResult
+				if stream {
+					defer resp.Stream.Close()
+					events, end := drain(resp.Stream)
+					if end != "EOF" {
+						t.Fatalf("stream ended with %s", end)
+					}
+					got = readChunks(t, events).thinkResult
+				} else {
+					var c struct {
+						Choices []struct {
+							Message struct {
+								Content   string `json:"content"`
+								Reasoning string `json:"reasoning_content"`
+							} `json:"message"`
+						} `json:"choices"`
+					}
+					if err := json.Unmarshal(resp.Body, &c); err != nil || len(c.Choices) != 1 {
+						t.Fatalf("answer %s: %v", resp.Body, err)
+					}
+					got = thinkResult{c.Choices[0].Message.Content, c.Choices[0].Message.Reasoning}
+				}
+				if got != tc.want {
+					t.Errorf("got %+v, want %+v", got, tc.want)
+				}
+			})
+		}
+	}
+}

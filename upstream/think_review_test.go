@@ -169,7 +169,7 @@ func TestReviewTranslatedThinkHeldBytesBeforeError(t *testing.T) {
 	}{
 		{"ollama", func(b io.ReadCloser) Stream {
 			a := &openaiOllama{t: &core.Target{Name: "o", Model: "m", Reasoning: core.ReasoningThinkTags}, now: now, newID: id}
-			return a.newStream(b, false)
+			return a.newStream(b, false, a.t.Reasoning)
 		}, `{"model":"m","message":{"role":"assistant","content":"<think>a \n</th"},"done":false}` + "\n"},
 		{"saif", func(b io.ReadCloser) Stream {
 			return &saifStream{target: "s", body: b, sse: newSSEReader(b), out: newChunker("id", 1, "m", core.ReasoningThinkTags),

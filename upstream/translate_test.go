@@ -387,7 +387,7 @@ func FuzzOllamaStream(f *testing.F) {
 	f.Fuzz(func(t *testing.T, body []byte) {
 		a := &openaiOllama{t: &core.Target{Name: "f", Model: "m", Reasoning: core.Reasoning(len(body) % 2)},
 			now: fixedNow, newID: func() string { return "x" }}
-		checkStream(t, a.newStream(io.NopCloser(bytes.NewReader(body)), len(body)%3 == 0))
+		checkStream(t, a.newStream(io.NopCloser(bytes.NewReader(body)), len(body)%3 == 0, a.t.Reasoning))
 	})
 }
 
