@@ -22,11 +22,11 @@ import (
 // reasoning.
 //
 // With reasoning = "think-open", for a template that puts <think> into the prompt (R1's distills
-// under vLLM without --reasoning-parser, llama-server, SGLang), the output starts inside the
-// block: everything up to the first </think> is reasoning, as vLLM's deepseek_r1 parser reads it,
-// and an output that never writes </think> is all reasoning. A <think> at the very start (leading
-// whitespace allowed) is dropped, for the templates that leave it to the model. The whitespace
-// rules are think-tags'. Content beside reasoning the upstream split out itself (a server's own
+// under vLLM or SGLang without --reasoning-parser, llama-server with --reasoning-format none), the
+// output starts inside the block: everything up to the first </think> is reasoning, as vLLM's
+// deepseek_r1 parser reads it, and an output that never writes </think> is all reasoning. A
+// <think> at the very start (leading whitespace allowed) is dropped, for the templates that leave
+// it to the model. The whitespace rules are think-tags'. Content beside reasoning the upstream split out itself (a server's own
 // parser, Ollama's thinking) is the answer: think-open then reads it as think-tags does
 // (besideUpstreamReasoning), or a server run with its parser would have its answer taken for
 // reasoning.
