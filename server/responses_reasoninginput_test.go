@@ -115,3 +115,19 @@ func TestResponsesReasoningInputToOllama(t *testing.T) {
 		t.Errorf("assistant message %v", msgs[1])
 	}
 }
+
+// TestResponsesReasoningAloneWithInstructions: input of reasoning alone is a 400 naming input
+// only when there are no instructions (TestResponsesReasoningInputSentBack); with them the
+// request goes on as the one system message they make, as input [] with instructions does.
+func TestResponsesReasoningAloneWithInstructions(t *testing.T) {
+	g, up := oneTarget(t)
+	up.set(wholeHandler(`{"index":0,"message":{"role":"assistant","content":"ok"},"finish_reason":"stop"}`))
+	rep := g.post(t, "/v1/responses", `{"model":"r","instructions":"be brief","input":[{"type":"reasoning","id":"rs_1","summary":[]}]}`)
+	if rep.status != http.StatusOK {
+		t.Fatalf("reasoning alone with instructions: %d %s", rep.status, rep.body)
+	}
+	want := []any{map[string]any{"role": "system", "content": "be brief"}}
+	if d := cmp.Diff(want, upstreamMessages(t, up)); d != "" {
+		t.Errorf("upstream messages (-want +got):\n%s", d)
+	}
+}
