@@ -1059,9 +1059,11 @@ func (a *openaiOllama) embed(ctx context.Context, req *core.Request) (*Response,
 	}
 	if len(m.Embeddings) != inputs {
 		// Which input each belongs to cannot be told: a client pairing its inputs with data by
-		// index would pair texts with the wrong vectors (TestEmbeddingsOllamaCountMismatch).
-		return nil, &core.ProtocolError{Target: a.t.Name,
-			Err: fmt.Errorf("%d embeddings for %d inputs", len(m.Embeddings), inputs)}
+		// index would pair texts with the wrong vectors (TestEmbeddingsOllamaCountMismatch). It
+		// is the target's failure, class endpoint, as through an openai target: a server that
+		// embeds a batch's first input alone is not unwell, and another try gets the same
+		// (TestEmbeddingsOllamaCountMismatchIsEndpoint).
+		return nil, countError(a.t, len(m.Embeddings), inputs)
 	}
 	type item struct {
 		Object    string          `json:"object"`
