@@ -36,10 +36,13 @@ type openaiOpenAI struct {
 }
 
 func (a *openaiOpenAI) chat(ctx context.Context, req *core.Request) (*Response, error) {
-	if !a.t.Tools && len(req.Params.ToolsRaw) > 0 {
-		// Eligibility gave a target without tools a request with tools only because its
-		// tool_choice is "none", which asks for a text answer: the tools do not go to an
-		// upstream that may refuse them (llama-server without --jinja does).
+	if !a.t.Tools && (len(req.Params.ToolsRaw) > 0 || len(req.Params.ToolChoice) > 0) {
+		// Eligibility gave a target without tools a request with tools only because it offers
+		// none (core.Params.OffersTools: tool_choice "none", or an allowed_tools listing no
+		// function): the tools do not go to an upstream that may refuse them (llama-server
+		// without --jinja does). Nor does a tool_choice sent without tools, as openai-go sends
+		// ToolChoice set alone: that llama-server answers any but "auto" with a 500
+		// (TestToolChoiceWithoutToolsNotSentToATargetWithout).
 		r := *req
 		r.Body, r.ModelAt = jsonx.Delete(req.Body, "tools", "tool_choice", "parallel_tool_calls"), [2]int{}
 		req = &r
