@@ -360,6 +360,11 @@ func finishChat(r *http.Request, body []byte, w *wireView, req *core.Request) *a
 	if req.OpenAIOnly == "" {
 		req.OpenAIOnly = untranslatableChat(w.Functions, w.Messages)
 	}
+	if req.OpenAIOnly == "" && req.Params.OffersCustomTools() {
+		// Ollama's tools are functions: given a custom tool it reads one with no name, which
+		// the model cannot call (TestCustomToolsSkipOllama).
+		req.OpenAIOnly = "custom"
+	}
 	req.Structured = structuredFormat(w.Raw.ResponseFormat)
 	// A max_completion_tokens of 0 beside a max_tokens gives way to it: vLLM takes
 	// "max_completion_tokens or max_tokens", so the window was checked for 0 tokens while it was

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/openai/openai-go/v3"
@@ -82,5 +83,93 @@ func TestToolChoiceWithoutToolsNotSentToATargetWithout(t *testing.T) {
 		t.Errorf("responses, tool_choice none without tools: %d %s", rep.status, rep.body)
 	} else if _, ok := up.lastBody(t)["tool_choice"]; ok {
 		t.Errorf("responses: the target without tools got tool_choice: %v", up.lastBody(t))
+	}
+}
+
+// TestCustomToolsSkipOllama: a custom tool ({"type":"custom","custom":{…}}, free-form input
+// rather than JSON arguments) is OpenAI's alone: Ollama's tools are functions, and given one it
+// reads a function with no name, which the model cannot call, while a tool_choice naming the
+// custom tool offered every tool. A request that offers one skips an ollama target, as the legacy
+// functions do, so that an openai target serves it; a route with nothing else refuses it with
+// 400 naming it. A request that offers none of them (tool_choice "none", or one naming a
+// function tool, or an allowed_tools listing function tools alone) still reaches Ollama, without
+// the custom tool. (This test failed first: the custom tool reached Ollama.)
+func TestCustomToolsSkipOllama(t *testing.T) {
+	oll, oai := newFake(t, "oll"), newFake(t, "oai")
+	oll.set(ollamaAnswer)
+	g := newGateway(t, "[targets.oll]\nadapter = \"ollama\"\nurl = \""+oll.srv.URL+"\"\nclass = \"private\"\nmodel = \"o\"\n\n"+
+		target("oai", oai.url(), "private", `model = "m"`)+
+		"[routes.olla]\ntargets = [\"oll\"]\n\n[routes.co]\ntargets = [\"oll\", \"oai\"]\n", nil)
+	const tools = `"tools":[{"type":"function","function":{"name":"f","parameters":{"type":"object"}}},` +
+		`{"type":"custom","custom":{"name":"c","description":"free-form"}}],`
+	const msgs = `"messages":[{"role":"user","content":"x"}]`
+	for _, choice := range []string{``, `"tool_choice":"auto",`, `"tool_choice":"required",`, `"tool_choice":null,`,
+		`"tool_choice":{"type":"custom","custom":{"name":"c"}},`,
+		`"tool_choice":{"type":"allowed_tools","allowed_tools":{"mode":"auto","tools":[{"type":"custom","custom":{"name":"c"}},{"type":"function","function":{"name":"f"}}]}},`,
+	} {
+		before := oll.hits.Load()
+		rep := g.post(t, "/v1/chat/completions", `{"model":"co",`+tools+choice+msgs+`}`)
+		if rep.status != http.StatusOK || rep.header.Get("x-hayula-chain") != "oai" {
+			t.Errorf("%s: %d chain %q: %s", choice, rep.status, rep.header.Get("x-hayula-chain"), rep.body)
+		}
+		rep = g.post(t, "/v1/chat/completions", `{"model":"olla",`+tools+choice+msgs+`}`)
+		if rep.status != http.StatusBadRequest || rep.errorField(t, "code") != "unsupported_request" ||
+			!strings.Contains(rep.errorField(t, "message").(string), "custom") {
+			t.Errorf("%s, ollama alone: %d %s", choice, rep.status, rep.body)
+		}
+		if oll.hits.Load() != before {
+			t.Errorf("%s: the ollama target was sent a custom tool: %s", choice, oll.lastBody(t)["tools"])
+		}
+	}
+	for _, choice := range []string{`"tool_choice":"none",`,
+		`"tool_choice":{"type":"function","function":{"name":"f"}},`,
+		`"tool_choice":{"type":"allowed_tools","allowed_tools":{"mode":"required","tools":[{"type":"function","function":{"name":"f"}}]}},`,
+	} {
+		rep := g.post(t, "/v1/chat/completions", `{"model":"olla",`+tools+choice+msgs+`}`)
+		if rep.status != http.StatusOK {
+			t.Errorf("%s: %d %s", choice, rep.status, rep.body)
+			continue
+		}
+		if sent, _ := json.Marshal(oll.lastBody(t)["tools"]); strings.Contains(string(sent), "custom") {
+			t.Errorf("%s: the ollama target got the custom tool: %s", choice, sent)
+		}
+	}
+}
+
+// TestAllowedCustomToolIsOffered: an allowed_tools tool_choice that lists a custom tool alone
+// offers that tool (mode "required" asks that it be called), so a target declared tools = false
+// is passed by for a target with tools, which gets the tools and the tool_choice as sent, and
+// skips an ollama target, which has no custom tools. (This test failed first: such a choice was
+// read as offering none, and the target without tools was sent the request with its tools and
+// tool_choice removed, answering in text where a call was required.) An empty list still
+// offers none.
+func TestAllowedCustomToolIsOffered(t *testing.T) {
+	plain, oai, oll := newFake(t, "plain"), newFake(t, "oai"), newFake(t, "oll")
+	oll.set(ollamaAnswer)
+	g := newGateway(t, target("plain", plain.url(), "private", "tools = false")+target("oai", oai.url(), "private")+
+		"[targets.oll]\nadapter = \"ollama\"\nurl = \""+oll.srv.URL+"\"\nclass = \"private\"\nmodel = \"o\"\n\n"+
+		"[routes.r]\ntargets = [\"plain\", \"oll\", \"oai\"]\n", nil)
+	const tools = `"tools":[{"type":"function","function":{"name":"f"}},{"type":"custom","custom":{"name":"apply_patch"}}],`
+	const msgs = `"messages":[{"role":"user","content":"x"}]`
+	for _, choice := range []string{
+		`{"type":"allowed_tools","allowed_tools":{"mode":"required","tools":[{"type":"custom","custom":{"name":"apply_patch"}}]}}`,
+		`{"type":"allowed_tools","mode":"required","tools":[{"type":"custom","name":"apply_patch"}]}`,
+	} {
+		rep := g.post(t, "/v1/chat/completions", `{"model":"r",`+tools+`"tool_choice":`+choice+`,`+msgs+`}`)
+		if rep.status != http.StatusOK || rep.header.Get("x-hayula-chain") != "oai" {
+			t.Errorf("%s: %d chain %q: %s", choice, rep.status, rep.header.Get("x-hayula-chain"), rep.body)
+			continue
+		}
+		sent := oai.lastBody(t)
+		if sent["tools"] == nil || sent["tool_choice"] == nil {
+			t.Errorf("%s: the target with tools did not get them: %v", choice, sent)
+		}
+	}
+	if n := plain.hits.Load() + oll.hits.Load(); n != 0 {
+		t.Errorf("the targets that cannot call a custom tool were asked %d times", n)
+	}
+	rep := g.post(t, "/v1/chat/completions", `{"model":"r",`+tools+`"tool_choice":{"type":"allowed_tools","allowed_tools":{"mode":"auto","tools":[]}},`+msgs+`}`)
+	if rep.status != http.StatusOK || rep.header.Get("x-hayula-chain") != "plain" {
+		t.Errorf("an empty allowed_tools: %d chain %q: %s", rep.status, rep.header.Get("x-hayula-chain"), rep.body)
 	}
 }
