@@ -134,6 +134,10 @@ type Params struct {
 	ResponseFormat   json.RawMessage `json:"response_format,omitempty"`
 	ToolsRaw         json.RawMessage `json:"tools,omitempty"`
 	ToolChoice       json.RawMessage `json:"tool_choice,omitempty"`
+	// Functions and FunctionCall are the legacy functions and function_call that tools and
+	// tool_choice replaced, which only the OpenAI protocol carries.
+	Functions    json.RawMessage `json:"functions,omitempty"`
+	FunctionCall json.RawMessage `json:"function_call,omitempty"`
 }
 
 // StopList returns the stop sequences as a list, for the adapters that translate them, without
@@ -190,6 +194,18 @@ func (p *Params) OffersTools() bool {
 		return !ok || len(listed) > 0
 	}
 	return true
+}
+
+// OffersFunctions reports whether the request offers the model legacy functions it may call: a
+// functions array that is not empty, with a function_call other than "none", which asks for a
+// text answer as tool_choice "none" does (TestFunctionsWithCallNoneNotSentToATargetWithout).
+func (p *Params) OffersFunctions() bool {
+	if !NonEmptyArray(p.Functions) {
+		return false
+	}
+	c := bytes.TrimSpace(p.FunctionCall)
+	var s string
+	return len(c) == 0 || c[0] != '"' || json.Unmarshal(c, &s) != nil || s != "none"
 }
 
 // OffersCustomTools reports whether the request offers the model a custom tool

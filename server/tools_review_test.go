@@ -173,3 +173,34 @@ func TestAllowedCustomToolIsOffered(t *testing.T) {
 		t.Errorf("an empty allowed_tools: %d chain %q: %s", rep.status, rep.header.Get("x-hayula-chain"), rep.body)
 	}
 }
+
+// TestFunctionsWithCallNoneNotSentToATargetWithout: the legacy functions with function_call
+// "none" offer nothing, as tools with tool_choice "none" do: a target declared tools = false may
+// serve the request, and is sent it without functions and function_call; with function_call
+// "auto", a name or none at all it is passed by. (This test failed first: the request was refused
+// 400, the target dropped by the tools filter.)
+func TestFunctionsWithCallNoneNotSentToATargetWithout(t *testing.T) {
+	up := newFake(t, "plain")
+	up.set(llamaServerNoJinja("plain"))
+	g := newGateway(t, target("plain", up.url(), "private", "tools = false")+"[routes.r]\ntargets = [\"plain\"]\n", nil)
+	const functions = `"functions":[{"name":"f","parameters":{"type":"object"}}],`
+	const msgs = `"messages":[{"role":"user","content":"x"}]`
+	for _, call := range []string{`"function_call":"none",`, `"function_call":"\u006eone",`} {
+		rep := g.post(t, "/v1/chat/completions", `{"model":"r",`+functions+call+msgs+`}`)
+		if rep.status != http.StatusOK || rep.header.Get("x-hayula-chain") != "plain" {
+			t.Errorf("%s: %d %s", call, rep.status, rep.body)
+			continue
+		}
+		sent := up.lastBody(t)
+		for _, k := range []string{"functions", "function_call"} {
+			if _, ok := sent[k]; ok {
+				t.Errorf("%s: the target without tools got %s: %v", call, k, sent)
+			}
+		}
+	}
+	for _, call := range []string{``, `"function_call":"auto",`, `"function_call":{"name":"f"},`} {
+		if rep := g.post(t, "/v1/chat/completions", `{"model":"r",`+functions+call+msgs+`}`); rep.status != http.StatusBadRequest {
+			t.Errorf("%s: %d %s", call, rep.status, rep.body)
+		}
+	}
+}
