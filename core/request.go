@@ -3,6 +3,7 @@ package core
 import (
 	"bytes"
 	"encoding/json"
+	"slices"
 )
 
 // Op is the OpenAI endpoint a request came in on.
@@ -77,9 +78,9 @@ type Request struct {
 	// "logit_bias" with an entry, or "modalities" asking for "audio"; for completions "echo"
 	// (true), "suffix" (not empty), or "prompt" when it is not one string (a batch, token ids);
 	// for embeddings "input" when it is not text (token ids); for chat also "functions" (the
-	// legacy ones declared) and a content part's type, "input_audio" or "file". Ollama's native
-	// API and SAIF have none of them, and an answer without them is not the one asked for. ""
-	// for none.
+	// legacy ones declared), "custom" (a custom tool offered, Params.OffersCustomTools) and a
+	// content part's type, "input_audio" or "file". Ollama's native API and SAIF have none of
+	// them, and an answer without them is not the one asked for. "" for none.
 	OpenAIOnly string
 	// PromptTokensMin is a lower bound of the prompt's tokens (see filter.PromptTokensMin). The
 	// server leaves it 0 when the body is too small to overflow any target of the route.
@@ -133,6 +134,10 @@ type Params struct {
 	ResponseFormat   json.RawMessage `json:"response_format,omitempty"`
 	ToolsRaw         json.RawMessage `json:"tools,omitempty"`
 	ToolChoice       json.RawMessage `json:"tool_choice,omitempty"`
+	// Functions and FunctionCall are the legacy functions and function_call that tools and
+	// tool_choice replaced, which only the OpenAI protocol carries.
+	Functions    json.RawMessage `json:"functions,omitempty"`
+	FunctionCall json.RawMessage `json:"function_call,omitempty"`
 }
 
 // StopList returns the stop sequences as a list, for the adapters that translate them, without
@@ -167,10 +172,11 @@ func (p *Params) StopList() []string {
 // OffersTools reports whether the request offers the model tools it may call: a tools array
 // that is not empty, with a tool_choice other than "none" (which asks for a text answer, as the
 // Vercel AI SDK's toolChoice 'none' does, however the string is escaped) and other than an
-// allowed_tools that lists no function tool (an empty list, or custom tools only), which offers
-// none as "none" does. The server's eligibility and the adapters that translate tools read it
-// alike, so that the tools filter drops a target without tools only for a request that offers
-// some (TestOffersTools).
+// allowed_tools that lists no tool (an empty list), which offers none as "none" does. A custom
+// tool is a tool: an allowed_tools that lists one alone offers it (TestAllowedCustomToolIsOffered).
+// The server's eligibility and the adapters that translate tools read it alike, so that the
+// tools filter drops a target without tools only for a request that offers some
+// (TestOffersTools).
 func (p *Params) OffersTools() bool {
 	if !NonEmptyArray(p.ToolsRaw) {
 		return false
@@ -184,10 +190,48 @@ func (p *Params) OffersTools() bool {
 		var s string
 		return json.Unmarshal(c, &s) != nil || s != "none"
 	case '{':
-		names, _, ok := AllowedFunctions(c)
-		return !ok || len(names) > 0
+		listed, _, ok := readAllowed(c)
+		return !ok || len(listed) > 0
 	}
 	return true
+}
+
+// OffersFunctions reports whether the request offers the model legacy functions it may call: a
+// functions array that is not empty, with a function_call other than "none", which asks for a
+// text answer as tool_choice "none" does (TestFunctionsWithCallNoneNotSentToATargetWithout).
+func (p *Params) OffersFunctions() bool {
+	if !NonEmptyArray(p.Functions) {
+		return false
+	}
+	c := bytes.TrimSpace(p.FunctionCall)
+	var s string
+	return len(c) == 0 || c[0] != '"' || json.Unmarshal(c, &s) != nil || s != "none"
+}
+
+// OffersCustomTools reports whether the request offers the model a custom tool
+// ({"type":"custom","custom":{…}}, whose input is free-form text rather than JSON arguments),
+// which only the OpenAI protocol carries: it offers tools (OffersTools), and tools holds one that
+// tool_choice leaves callable. A tool_choice naming a function tool leaves none; an
+// allowed_tools leaves one when it lists one; any other (none, "auto", "required", a custom
+// tool named) leaves every tool (TestCustomToolsSkipOllama).
+func (p *Params) OffersCustomTools() bool {
+	if !p.OffersTools() || (!bytes.Contains(p.ToolsRaw, []byte("custom")) && !bytes.Contains(p.ToolsRaw, []byte(`\u`))) {
+		return false
+	}
+	isCustom := func(e allowedEntry) bool { return e.Type == "custom" }
+	if c := bytes.TrimSpace(p.ToolChoice); len(c) > 0 && c[0] == '{' {
+		if listed, _, ok := readAllowed(c); ok {
+			return slices.ContainsFunc(listed, isCustom)
+		}
+		var named struct {
+			Type string `json:"type"`
+		}
+		if json.Unmarshal(c, &named) == nil && named.Type == "function" {
+			return false
+		}
+	}
+	var tools []allowedEntry
+	return json.Unmarshal(p.ToolsRaw, &tools) == nil && slices.ContainsFunc(tools, isCustom)
 }
 
 // AllowedFunctions reads a tool_choice of type allowed_tools, in chat's shape
@@ -197,27 +241,7 @@ func (p *Params) OffersTools() bool {
 // named under "function" (chat) or at the top (Responses), with type "function" or none; param is
 // the member that lists them, for an error that names it. A custom tool is no function.
 func AllowedFunctions(choice json.RawMessage) (names []string, param string, ok bool) {
-	type entry struct {
-		Type     string  `json:"type"`
-		Name     *string `json:"name"`
-		Function struct {
-			Name *string `json:"name"`
-		} `json:"function"`
-	}
-	var c struct {
-		Type    string  `json:"type"`
-		Tools   []entry `json:"tools"`
-		Allowed *struct {
-			Tools []entry `json:"tools"`
-		} `json:"allowed_tools"`
-	}
-	if json.Unmarshal(choice, &c) != nil || c.Type != "allowed_tools" {
-		return nil, "", false
-	}
-	listed, param := c.Tools, "tool_choice.tools"
-	if c.Allowed != nil {
-		listed, param = c.Allowed.Tools, "tool_choice.allowed_tools.tools"
-	}
+	listed, param, ok := readAllowed(choice)
 	for _, e := range listed {
 		if e.Type != "function" && e.Type != "" {
 			continue
@@ -228,7 +252,36 @@ func AllowedFunctions(choice json.RawMessage) (names []string, param string, ok 
 			names = append(names, *e.Name)
 		}
 	}
-	return names, param, true
+	return names, param, ok
+}
+
+// allowedEntry is a tool as an allowed_tools tool_choice lists it, or as tools declares it.
+type allowedEntry struct {
+	Type     string  `json:"type"`
+	Name     *string `json:"name"`
+	Function struct {
+		Name *string `json:"name"`
+	} `json:"function"`
+}
+
+// readAllowed reads a tool_choice of type allowed_tools in either shape (AllowedFunctions):
+// the tools it lists, of every type, and the member that lists them; ok is false for a choice
+// of another type.
+func readAllowed(choice json.RawMessage) (listed []allowedEntry, param string, ok bool) {
+	var c struct {
+		Type    string         `json:"type"`
+		Tools   []allowedEntry `json:"tools"`
+		Allowed *struct {
+			Tools []allowedEntry `json:"tools"`
+		} `json:"allowed_tools"`
+	}
+	if json.Unmarshal(choice, &c) != nil || c.Type != "allowed_tools" {
+		return nil, "", false
+	}
+	if c.Allowed != nil {
+		return c.Allowed.Tools, "tool_choice.allowed_tools.tools", true
+	}
+	return c.Tools, "tool_choice.tools", true
 }
 
 // NonEmptyArray reports whether raw is a JSON array with at least one element.

@@ -229,12 +229,13 @@ func TestToolsWithChoiceNoneNotSentToATargetWithout(t *testing.T) {
 	if !strings.Contains(sent, `"messages"`) || !strings.Contains(sent, `"model":"plain"`) {
 		t.Errorf("the rest of the body did not go through: %s", sent)
 	}
-	// An allowed_tools that lists no function tool offers none, as "none" does: the target
-	// serves it, without the tools (TestToolsWithChoiceNoneNotSentToATargetWithout's
-	// allowed_tools requests were refused 400 first, the target dropped by the tools filter).
+	// An allowed_tools that lists no tool offers none, as "none" does: the target serves it,
+	// without the tools (TestToolsWithChoiceNoneNotSentToATargetWithout's allowed_tools requests
+	// were refused 400 first, the target dropped by the tools filter). One that lists a custom
+	// tool alone offers it (TestAllowedCustomToolIsOffered).
 	for _, choice := range []string{
 		`{"type":"allowed_tools","allowed_tools":{"mode":"auto","tools":[]}}`,
-		`{"type":"allowed_tools","allowed_tools":{"mode":"required","tools":[{"type":"custom","custom":{"name":"c"}}]}}`,
+		`{"type":"allowed_tools","mode":"auto","tools":[]}`,
 	} {
 		rep := g.post(t, "/v1/chat/completions", `{"model":"r",`+tools+`,"tool_choice":`+choice+`,"messages":[{"role":"user","content":"x"}]}`)
 		if rep.status != 200 || rep.header.Get("x-hayula-chain") != "plain" {

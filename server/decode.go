@@ -101,7 +101,6 @@ type wireRequest struct {
 	Stream        bool            `json:"stream"`
 	StreamOptions *streamOptions  `json:"stream_options"`
 	Messages      []core.Message  `json:"messages"`
-	Functions     json.RawMessage `json:"functions"`
 	MaxTokens     *int            `json:"max_tokens"`
 	MaxCompletion *int            `json:"max_completion_tokens"`
 	Fallback      json.RawMessage `json:"x-fallback-on"`
@@ -122,7 +121,6 @@ type wireView struct {
 	Stream        bool
 	StreamOptions *streamOptions
 	Messages      []core.Message
-	Functions     json.RawMessage
 	MaxTokens     opt[int]
 	MaxCompletion opt[int]
 	Fallback      json.RawMessage
@@ -175,7 +173,7 @@ func optOf[T any](p *T) opt[T] {
 func viewOf(w *wireRequest) wireView {
 	v := wireView{
 		Model: optOf(w.Model), Stream: w.Stream, StreamOptions: w.StreamOptions, Messages: w.Messages,
-		Functions: w.Functions, MaxTokens: optOf(w.MaxTokens), MaxCompletion: optOf(w.MaxCompletion),
+		MaxTokens: optOf(w.MaxTokens), MaxCompletion: optOf(w.MaxCompletion),
 		Fallback: w.Fallback, Hint: optOf(w.Hint), Privacy: optOf(w.Privacy),
 		Temperature: optOf(w.Temperature), TopP: optOf(w.TopP), Seed: optOf(w.Seed),
 		FreqPenalty: optOf(w.FrequencyPenalty), PresPenalty: optOf(w.PresencePenalty), Raw: w.Params,
@@ -348,9 +346,9 @@ func finishChat(r *http.Request, body []byte, w *wireView, req *core.Request) *a
 	if e := checkToolChoice(w.Raw.ToolsRaw, w.Raw.ToolChoice); e != nil {
 		return e
 	}
-	// Tools sent with tool_choice "none" are not offered: the answer is text, which a target
-	// without tools gives as well.
-	req.Tools = req.Params.OffersTools() || core.NonEmptyArray(w.Functions)
+	// Tools sent with tool_choice "none" are not offered, nor functions with function_call
+	// "none": the answer is text, which a target without tools gives as well.
+	req.Tools = req.Params.OffersTools() || req.Params.OffersFunctions()
 	// Ollama's /api/chat takes images as base64 only and its adapter cannot fetch one: the
 	// target is skipped (formatFilter), not the route refused, when a later target can.
 	req.Images, req.RemoteImages = hasImages(w.Messages)
@@ -358,7 +356,12 @@ func finishChat(r *http.Request, body []byte, w *wireView, req *core.Request) *a
 	req.Logprobs = w.logprobs
 	req.OpenAIOnly = w.openaiOnly
 	if req.OpenAIOnly == "" {
-		req.OpenAIOnly = untranslatableChat(w.Functions, w.Messages)
+		req.OpenAIOnly = untranslatableChat(w.Raw.Functions, w.Messages)
+	}
+	if req.OpenAIOnly == "" && req.Params.OffersCustomTools() {
+		// Ollama's tools are functions: given a custom tool it reads one with no name, which
+		// the model cannot call (TestCustomToolsSkipOllama).
+		req.OpenAIOnly = "custom"
 	}
 	req.Structured = structuredFormat(w.Raw.ResponseFormat)
 	// A max_completion_tokens of 0 beside a max_tokens gives way to it: vLLM takes
@@ -1186,7 +1189,10 @@ func fastWire(body []byte, w *wireView, msgs []core.Message, names map[string]st
 			messages = true
 			w.Messages, ok = fastMessages(v, msgs)
 		case "functions":
-			w.Functions = v
+			w.Raw.Functions = v
+			w.checkPassed(name, v)
+		case "function_call":
+			w.Raw.FunctionCall = v
 			w.checkPassed(name, v)
 		case "max_tokens":
 			ok = setOptInt(&w.MaxTokens, v)
@@ -1233,7 +1239,7 @@ func fastWire(body []byte, w *wireView, msgs []core.Message, names map[string]st
 
 func isWireKey(name string) bool {
 	switch name {
-	case "model", "stream", "stream_options", "messages", "functions", "max_tokens", "max_completion_tokens",
+	case "model", "stream", "stream_options", "messages", "functions", "function_call", "max_tokens", "max_completion_tokens",
 		optFallback, optHint, optPrivacy, "temperature", "top_p", "seed", "frequency_penalty", "presence_penalty",
 		"stop", "response_format", "tools", "tool_choice":
 		return true

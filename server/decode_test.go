@@ -107,7 +107,7 @@ func TestViewOf(t *testing.T) {
 			}
 			v := viewOf(&w)
 			back := wireRequest{Model: ptrOf(v.Model), Stream: v.Stream, StreamOptions: v.StreamOptions,
-				Messages: v.Messages, Functions: v.Functions, MaxTokens: ptrOf(v.MaxTokens),
+				Messages: v.Messages, MaxTokens: ptrOf(v.MaxTokens),
 				MaxCompletion: ptrOf(v.MaxCompletion), Fallback: v.Fallback, Hint: ptrOf(v.Hint),
 				Privacy: ptrOf(v.Privacy), Params: v.params()}
 			if diff := cmp.Diff(w, back); diff != "" {
@@ -364,7 +364,7 @@ func FuzzDecodeWire(f *testing.F) {
 			}
 			if wantOrig, errOrig := reference(t, orig); errString(errOrig) != errString(err) ||
 				!cmp.Equal(wantOrig, want, viewOpts, cmpopts.IgnoreFields(core.Message{}, "Content", "ToolCalls", "Refusal", "ReasoningContent", "Reasoning"),
-					cmpopts.IgnoreFields(wireView{}, "Functions", "Fallback", "Raw")) {
+					cmpopts.IgnoreFields(wireView{}, "Fallback", "Raw")) {
 				t.Fatalf("%q: encoding/json reads the repaired body otherwise than the original", orig)
 			}
 		} else if err != nil {

@@ -64,3 +64,43 @@ func TestEmbeddingsOpenAICountMismatch(t *testing.T) {
 		t.Errorf("a target that embeds one input at a time is not unwell: %+v", st)
 	}
 }
+
+// TestEmbeddingsOllamaCountMismatchIsEndpoint: an ollama target whose /api/embed answers fewer
+// embeddings than inputs fails as an openai target's does, class endpoint: the target may serve
+// one input at a time and is not unwell, so it is neither retried (max_retries) nor blamed, the
+// chain moves on, and alone it is the 502 bad_upstream_response that says how many came for how
+// many inputs. (This test failed first: it was a broken answer, class server_error, retried and
+// counted toward the target's cooldown.)
+func TestEmbeddingsOllamaCountMismatchIsEndpoint(t *testing.T) {
+	short, good := newFake(t, "short"), newFake(t, "good")
+	short.set(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprint(w, `{"model":"nomic","embeddings":[[0.5,0.25]],"prompt_eval_count":2}`)
+	})
+	good.set(openaiEmbedder{width: 2}.handler())
+	cfg := "[targets.short]\nadapter = \"ollama\"\nurl = \"" + short.srv.URL + "\"\nclass = \"private\"\nmodel = \"nomic\"\nmax_retries = 2\n\n" +
+		target("good", good.url(), "private") +
+		"[routes.only]\ntargets = [\"short\"]\n\n[routes.emb]\ntargets = [\"short\", \"good\"]\n"
+	g := newGateway(t, cfg, nil)
+
+	rep := g.post(t, "/v1/embeddings", `{"model":"only","input":["a","b"]}`)
+	if rep.status != http.StatusBadGateway {
+		t.Fatalf("1 embedding for 2 inputs: %d %s", rep.status, rep.body)
+	}
+	if msg, _ := rep.errorField(t, "message").(string); !strings.Contains(msg, "1 embedding for 2 inputs") {
+		t.Errorf("the 502 does not say what was wrong: %s", msg)
+	}
+	if code, _ := rep.errorField(t, "code").(string); code != "bad_upstream_response" {
+		t.Errorf("code %q", code)
+	}
+	if n := short.hits.Load(); n != 1 {
+		t.Errorf("a target that embeds one input at a time was asked %d times: retried", n)
+	}
+	rep = g.post(t, "/v1/embeddings", `{"model":"emb","input":["a","b"]}`)
+	if rep.status != 200 || rep.header.Get("x-hayula-chain") != "short→good (served by good)" {
+		t.Fatalf("the chain did not move on: %d %s %q", rep.status, rep.body, rep.header.Get("x-hayula-chain"))
+	}
+	if st := g.srv.Health().Snapshot(mustTarget(t, g, "short")); st.Failures != 0 || st.Cooling {
+		t.Errorf("a target that embeds one input at a time is not unwell: %+v", st)
+	}
+}

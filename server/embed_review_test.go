@@ -316,7 +316,8 @@ func TestEmbeddingsOllamaNoSilentTruncation(t *testing.T) {
 
 // TestEmbeddingsOllamaCountMismatch: an /api/embed answer with fewer (or more) embeddings than
 // inputs cannot say which input each belongs to; passed on, a client zipping inputs with data
-// would pair texts with the wrong vectors. It is a broken answer, as an empty one is.
+// would pair texts with the wrong vectors. It is the target's failure, class endpoint, as
+// through an openai target (TestEmbeddingsOllamaCountMismatchIsEndpoint).
 func TestEmbeddingsOllamaCountMismatch(t *testing.T) {
 	oll := newFake(t, "oll")
 	oll.set(func(w http.ResponseWriter, r *http.Request) {

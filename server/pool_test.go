@@ -105,7 +105,8 @@ func (u *recordingUpstream) Chat(_ context.Context, _ *core.Target, req *core.Re
 		c.Messages[i].Content = bytes.Clone(c.Messages[i].Content)
 		c.Messages[i].ToolCalls = bytes.Clone(c.Messages[i].ToolCalls)
 	}
-	for _, raw := range []*json.RawMessage{&c.Params.Stop, &c.Params.ResponseFormat, &c.Params.ToolsRaw, &c.Params.ToolChoice} {
+	for _, raw := range []*json.RawMessage{&c.Params.Stop, &c.Params.ResponseFormat, &c.Params.ToolsRaw, &c.Params.ToolChoice,
+		&c.Params.Functions, &c.Params.FunctionCall} {
 		*raw = bytes.Clone(*raw)
 	}
 	for _, p := range []**float64{&c.Params.Temperature, &c.Params.TopP} {

@@ -213,6 +213,8 @@ func openaiOnlyAsk(field string) string {
 		return "input as token ids"
 	case "functions":
 		return "the legacy functions (declare them as tools)"
+	case "custom":
+		return "a custom tool (type custom; only function tools translate)"
 	case "input_audio", "file":
 		return "a content part of type " + field
 	}

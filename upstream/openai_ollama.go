@@ -308,6 +308,12 @@ func (a *openaiOllama) translate(req *core.Request) (*ollamaChatRequest, error) 
 		return nil, requestError(a.t, "unsupported_value", "functions",
 			"the ollama adapter does not translate the legacy functions and function_call: declare them as tools (and tool_choice)")
 	}
+	if p.OffersCustomTools() {
+		// Ollama's tools are functions: a custom tool would reach it as one with no name, which
+		// the model cannot call. Eligibility skips the target for it (formatFilter).
+		return nil, requestError(a.t, "unsupported_value", "tools",
+			"the ollama adapter translates function tools only: a custom tool needs an openai target")
+	}
 	if p.OffersTools() {
 		// OpenAI's tool definitions are already Ollama's shape. Ollama has no tool_choice: a named
 		// function is offered alone, so that the model can call no other (it may still answer
@@ -693,7 +699,8 @@ func namedTool(t *core.Target, tools, choice json.RawMessage) (json.RawMessage, 
 		if len(want) == 0 {
 			// It allows no function tool (an empty list, or custom tools, which Ollama has
 			// none of): offered none, as "none" offers none, the model can call nothing else.
-			// OffersTools says so first, so this is for a caller that did not ask it.
+			// OffersTools (an empty list) and OffersCustomTools (a custom tool listed) say so
+			// first, so this is for a caller that did not ask them.
 			return nil, nil
 		}
 	case name(named.fn) != nil:
@@ -1080,9 +1087,11 @@ func (a *openaiOllama) embed(ctx context.Context, req *core.Request) (*Response,
 	}
 	if len(m.Embeddings) != inputs {
 		// Which input each belongs to cannot be told: a client pairing its inputs with data by
-		// index would pair texts with the wrong vectors (TestEmbeddingsOllamaCountMismatch).
-		return nil, &core.ProtocolError{Target: a.t.Name,
-			Err: fmt.Errorf("%d embeddings for %d inputs", len(m.Embeddings), inputs)}
+		// index would pair texts with the wrong vectors (TestEmbeddingsOllamaCountMismatch). It
+		// is the target's failure, class endpoint, as through an openai target: a server that
+		// embeds a batch's first input alone is not unwell, and another try gets the same
+		// (TestEmbeddingsOllamaCountMismatchIsEndpoint).
+		return nil, countError(a.t, len(m.Embeddings), inputs)
 	}
 	type item struct {
 		Object    string          `json:"object"`

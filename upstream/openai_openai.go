@@ -36,12 +36,16 @@ type openaiOpenAI struct {
 }
 
 func (a *openaiOpenAI) chat(ctx context.Context, req *core.Request) (*Response, error) {
-	if !a.t.Tools && len(req.Params.ToolsRaw) > 0 {
-		// Eligibility gave a target without tools a request with tools only because its
-		// tool_choice is "none", which asks for a text answer: the tools do not go to an
-		// upstream that may refuse them (llama-server without --jinja does).
+	if p := &req.Params; !a.t.Tools && (len(p.ToolsRaw) > 0 || len(p.ToolChoice) > 0 || len(p.Functions) > 0 || len(p.FunctionCall) > 0) {
+		// Eligibility gave a target without tools a request with tools only because it offers
+		// none (core.Params.OffersTools: tool_choice "none", or an allowed_tools listing no
+		// function): the tools do not go to an upstream that may refuse them (llama-server
+		// without --jinja does). Nor does a tool_choice sent without tools, as openai-go sends
+		// ToolChoice set alone: that llama-server answers any but "auto" with a 500
+		// (TestToolChoiceWithoutToolsNotSentToATargetWithout). So for the legacy functions with
+		// function_call "none" (TestFunctionsWithCallNoneNotSentToATargetWithout).
 		r := *req
-		r.Body, r.ModelAt = jsonx.Delete(req.Body, "tools", "tool_choice", "parallel_tool_calls"), [2]int{}
+		r.Body, r.ModelAt = jsonx.Delete(req.Body, "tools", "tool_choice", "parallel_tool_calls", "functions", "function_call"), [2]int{}
 		req = &r
 	}
 	var sp splice

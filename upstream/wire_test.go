@@ -157,12 +157,11 @@ func clientRequest(t testing.TB, client []byte) *core.Request {
 		StreamOptions struct {
 			IncludeUsage bool `json:"include_usage"`
 		} `json:"stream_options"`
-		Messages  []core.Message  `json:"messages"`
-		MaxTokens *int            `json:"max_tokens"`
-		MaxCompl  *int            `json:"max_completion_tokens"`
-		Hint      string          `json:"x-route-hint"`
-		Op        string          `json:"x-op"`
-		Functions json.RawMessage `json:"functions"`
+		Messages  []core.Message `json:"messages"`
+		MaxTokens *int           `json:"max_tokens"`
+		MaxCompl  *int           `json:"max_completion_tokens"`
+		Hint      string         `json:"x-route-hint"`
+		Op        string         `json:"x-op"`
 		core.Params
 	}
 	if err := json.Unmarshal(client, &w); err != nil {
@@ -171,7 +170,7 @@ func clientRequest(t testing.TB, client []byte) *core.Request {
 	req := &core.Request{Model: w.Model, Stream: w.Stream, IncludeUsage: w.StreamOptions.IncludeUsage,
 		Messages: w.Messages, Params: w.Params, RouteHint: w.Hint,
 		Body:  jsonx.Delete(client, "x-route-hint", "x-op"),
-		Tools: w.Params.OffersTools() || core.NonEmptyArray(w.Functions)}
+		Tools: w.Params.OffersTools() || w.Params.OffersFunctions()}
 	switch w.Op {
 	case "completions":
 		req.Op = core.OpCompletions
