@@ -56,30 +56,50 @@ func TestRPMRefusalsWaitOneIntervalAtMost(t *testing.T) {
 	}
 }
 
-// TestKeySlotsHammeredAcrossReload: eight clients of a key with max_concurrent = 2 and rpm = 600
-// hammer the replaced server and the one a reload built from it (newKeyLimits with prev) at
-// once, on a clock that refills the bucket as they go: never more than two hold a slot, whether
-// refused by the cap or by the bucket (which takes the slot and gives it back when another
-// request took the bucket's last between the look and the take), and once all have ended the
-// count is back at zero on both servers, the count they share.
+// TestKeySlotsHammeredAcrossReload: eight clients of a key with max_concurrent = 2 hammer the
+// replaced server and the one a reload built from it (newKeyLimits with prev) at once: never
+// more than two hold a slot, a refused request holds none, and once all have ended the count is
+// back at zero on both servers, the count they share. Twice: without rpm, where the cap refuses
+// (the clients start together, and each holds its slot across a yield, so a third finds two
+// held); and with rpm = 60 on a clock that refills the bucket as they go, where the bucket runs
+// dry and refuses too (and takes the slot and gives it back when another request took the
+// bucket's last between the look and the take). One run of both kinds at once left which
+// refusals came to the scheduler: on a loaded machine now none by the bucket, now none by the
+// cap, in one run of fifteen.
 func TestKeySlotsHammeredAcrossReload(t *testing.T) {
-	keys := []config.Key{{Name: "k", MaxConcurrent: 2, RPM: 600}}
+	for _, rpm := range []int{0, 60} {
+		served, capped, spent := hammerKeySlots(t, config.Key{Name: "k", MaxConcurrent: 2, RPM: rpm})
+		t.Logf("rpm %d: served %d, refused by the cap %d, by the bucket %d", rpm, served, capped, spent)
+		if served == 0 || rpm == 0 && capped == 0 || rpm > 0 && spent == 0 {
+			t.Errorf("rpm %d: a path was not taken: served %d, refused by the cap %d, by the bucket %d",
+				rpm, served, capped, spent)
+		}
+	}
+}
+
+// hammerKeySlots runs TestKeySlotsHammeredAcrossReload's eight clients of key and reports what
+// became of their requests.
+func hammerKeySlots(t *testing.T, key config.Key) (served, capped, spent int64) {
+	t.Helper()
+	keys := []config.Key{key}
 	clock := health.NewManualClock(time.Unix(1_800_000_000, 0))
 	old := &Server{clock: clock, limits: limitsOf(keys, nil, nil)}
 	cur := &Server{clock: clock, limits: limitsOf(keys, old.limits, keys)}
 	var (
-		wg                    sync.WaitGroup
-		holding, peak         atomic.Int64
-		served, capped, spent atomic.Int64
+		wg            sync.WaitGroup
+		holding, peak atomic.Int64
+		n, c, r       atomic.Int64
 	)
+	start := make(chan struct{}) // the clients begin together
 	for g := range 8 {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			st := new(reqState)
+			<-start
 			for i := range 2000 {
 				if g == 0 && i%50 == 0 {
-					clock.Advance(100 * time.Millisecond) // one request back
+					clock.Advance(time.Second) // one request back, at rpm = 60
 				}
 				s := old
 				if (g+i)%2 == 1 {
@@ -91,34 +111,31 @@ func TestKeySlotsHammeredAcrossReload(t *testing.T) {
 						return
 					}
 					if strings.Contains(e.Message, "concurrent") {
-						capped.Add(1)
+						c.Add(1)
 					} else {
-						spent.Add(1)
+						r.Add(1)
 					}
 					continue
 				}
-				n := holding.Add(1)
-				for p := peak.Load(); n > p && !peak.CompareAndSwap(p, n); p = peak.Load() {
+				h := holding.Add(1)
+				for p := peak.Load(); h > p && !peak.CompareAndSwap(p, h); p = peak.Load() {
 				}
 				runtime.Gosched()
 				holding.Add(-1)
 				s.unbusy(st)
-				served.Add(1)
+				n.Add(1)
 			}
 		}()
 	}
+	close(start)
 	wg.Wait()
-	t.Logf("served %d, refused by the cap %d, by the bucket %d", served.Load(), capped.Load(), spent.Load())
 	if p := peak.Load(); p > 2 {
 		t.Errorf("%d held a slot at once; max_concurrent is 2", p)
 	}
-	if n, m := old.limits[0].busy.Load(), cur.limits[0].busy.Load(); n != 0 || m != 0 {
-		t.Errorf("with every request ended the key's count is %d (replaced) and %d (current), want 0", n, m)
+	if a, b := old.limits[0].busy.Load(), cur.limits[0].busy.Load(); a != 0 || b != 0 {
+		t.Errorf("with every request ended the key's count is %d (replaced) and %d (current), want 0", a, b)
 	}
-	if served.Load() == 0 || capped.Load() == 0 || spent.Load() == 0 {
-		t.Errorf("not every path was taken: served %d, refused by the cap %d, by the bucket %d",
-			served.Load(), capped.Load(), spent.Load())
-	}
+	return n.Load(), c.Load(), r.Load()
 }
 
 // TestKeySlotsNeverCountedOverMax: a key's count of requests in flight never goes over its
