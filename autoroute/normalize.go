@@ -660,8 +660,9 @@ func foldArabic(r rune) rune {
 		return 'و'
 	case 'ئ', 'ى', 'ی', 'ې':
 		return 'ي'
-	case 'ة', 'ۃ', 'ۀ', 'ە', 'ہ', 'ھ':
-		// ta marbuta; and heh as Persian (with its hamza of ezafe), Kurdish and Urdu
+	case 'ة', 'ۃ', 'ۀ', 'ە', 'ہ', 'ۂ', 'ھ':
+		// ta marbuta; and heh as Persian (with its hamza of ezafe), Kurdish and Urdu (with
+		// its hamza of izafat, ۂ, which ہ followed by a combining hamza reads as already)
 		// keyboards write it where an Arabic word has ه or ة.
 		return 'ه'
 	case 'ک':

@@ -23,6 +23,7 @@ func TestNormalize(t *testing.T) {
 		{"hamza carriers folded", "سؤال مسائل", "سوال مسايل"},
 		{"ta marbuta and alef maqsura", "ثغرة على", "ثغره علي"},
 		{"persian, kurdish and urdu heh", "ثغرۀ ثغرە ثغرہ ھاكر", "ثغره ثغره ثغره هاكر"},
+		{"urdu heh with hamza, composed or not", "ثغرۂ ثغرۂ", "ثغره ثغره"},
 		{"arabic-indic digits", "٢٠٢٤ ۳", "2024 3"},
 		{"arabic punctuation splits", "ثغرة،اختراق؟", "ثغره اختراق"},
 		{"mixed scripts", "ممكن تشرح how XSS works؟", "ممكن تشرح how xss works"},

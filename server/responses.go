@@ -1032,12 +1032,9 @@ func chatAllowedTools(mode string, tools []struct {
 		return nil, badRequest("tool_choice.mode", "invalid_value",
 			fmt.Sprintf("Invalid value for 'tool_choice.mode': '%s' (expected \"auto\" or \"required\").", clip(mode, maxEcho)))
 	}
-	if len(tools) == 0 {
-		// Passed on, it would allow nothing where a target without tool_choice (Ollama) offers
-		// the tools it lists, and offers every tool when it lists none.
-		return nil, badRequest("tool_choice.tools", "invalid_value",
-			"'tool_choice.tools' allows no tool: list the function tools the model may call, or send tool_choice \"none\".")
-	}
+	// One that lists no tool (an empty list, or none) goes on listing none, which offers none as
+	// chat reads it (core.Params.OffersTools): a target without tools serves it, sent no tools,
+	// and Ollama, which has no tool_choice, is sent none (TestResponsesAllowedToolsEmpty).
 	type named struct {
 		Type     string            `json:"type"`
 		Function map[string]string `json:"function"`

@@ -1,6 +1,7 @@
 package server_test
 
 import (
+	"encoding/json"
 	"net/http"
 	"strings"
 	"testing"
@@ -43,36 +44,67 @@ targets = ["up"]
 	}
 }
 
-// TestResponsesAllowedToolsEmpty: an allowed_tools tool_choice that allows no tool is refused
-// naming it, where the bridge passed it on and an Ollama target, which has no tool_choice and
-// offers the tools allowed_tools lists, offered every tool instead of none.
+// TestResponsesAllowedToolsEmpty: an allowed_tools tool_choice that lists no tool (an empty list,
+// or none at all) offers none, as chat reads it (core.Params.OffersTools): a target declared
+// tools = false serves the request, sent without the tools, and a target with tools is sent
+// chat's allowed_tools listing none. (The bridge refused it 400 naming tool_choice.tools while
+// chat took the same choice; this test failed first.) A mode other than auto or required stays
+// refused.
 func TestResponsesAllowedToolsEmpty(t *testing.T) {
-	up := newFake(t, "up")
-	g := newGateway(t, target("up", up.url(), "private")+`
+	plain, up := newFake(t, "plain"), newFake(t, "up")
+	plain.set(llamaServerNoJinja("plain"))
+	g := newGateway(t, target("plain", plain.url(), "private", "tools = false")+target("up", up.url(), "private")+`
 [routes.r]
+targets = ["plain"]
+
+[routes.t]
 targets = ["up"]
 `, nil)
 	const tools = `"tools":[{"type":"function","name":"f","parameters":{"type":"object"}}]`
 	for _, tc := range []struct {
 		name, choice string
-		status       int
+		offers       bool
 	}{
-		{"empty", `{"type":"allowed_tools","mode":"auto","tools":[]}`, http.StatusBadRequest},
-		{"absent", `{"type":"allowed_tools","mode":"required"}`, http.StatusBadRequest},
-		{"null", `{"type":"allowed_tools","mode":"required","tools":null}`, http.StatusBadRequest},
-		{"one", `{"type":"allowed_tools","mode":"required","tools":[{"type":"function","name":"f"}]}`, http.StatusOK},
+		{"empty", `{"type":"allowed_tools","mode":"auto","tools":[]}`, false},
+		{"absent", `{"type":"allowed_tools","mode":"required"}`, false},
+		{"null", `{"type":"allowed_tools","mode":"required","tools":null}`, false},
+		{"one", `{"type":"allowed_tools","mode":"required","tools":[{"type":"function","name":"f"}]}`, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			rep := g.post(t, "/v1/responses", `{"model":"r","input":"hi",`+tools+`,"tool_choice":`+tc.choice+`}`)
-			if rep.status != tc.status {
-				t.Fatalf("%d %s, want %d", rep.status, rep.body, tc.status)
+			body := `"input":"hi",` + tools + `,"tool_choice":` + tc.choice + `}`
+			rep := g.post(t, "/v1/responses", `{"model":"r",`+body)
+			if !tc.offers {
+				if rep.status != http.StatusOK || rep.header.Get("x-hayula-chain") != "plain" {
+					t.Fatalf("the target without tools: %d chain %q: %s", rep.status, rep.header.Get("x-hayula-chain"), rep.body)
+				}
+				sent := plain.lastBody(t)
+				for _, k := range []string{"tools", "tool_choice"} {
+					if _, ok := sent[k]; ok {
+						t.Errorf("the target without tools got %s: %v", k, sent)
+					}
+				}
+			} else if rep.status != http.StatusBadRequest {
+				t.Errorf("the target without tools: %d, want 400: %s", rep.status, rep.body)
 			}
-			if tc.status == http.StatusOK {
-				return
+			rep = g.post(t, "/v1/responses", `{"model":"t",`+body)
+			if rep.status != http.StatusOK {
+				t.Fatalf("the target with tools: %d %s", rep.status, rep.body)
 			}
-			if p := rep.errorField(t, "param"); p != "tool_choice.tools" {
-				t.Errorf("param %v: %s", p, rep.body)
+			choice, _ := json.Marshal(up.lastBody(t)["tool_choice"])
+			want := `{"allowed_tools":{"mode":"auto","tools":[]},"type":"allowed_tools"}`
+			if tc.name != "empty" {
+				want = strings.Replace(want, "auto", "required", 1)
+			}
+			if tc.offers {
+				want = `{"allowed_tools":{"mode":"required","tools":[{"function":{"name":"f"},"type":"function"}]},"type":"allowed_tools"}`
+			}
+			if string(choice) != want {
+				t.Errorf("the target with tools got tool_choice %s, want %s", choice, want)
 			}
 		})
+	}
+	rep := g.post(t, "/v1/responses", `{"model":"t","input":"hi",`+tools+`,"tool_choice":{"type":"allowed_tools","mode":"none","tools":[]}}`)
+	if rep.status != http.StatusBadRequest || rep.errorField(t, "param") != "tool_choice.mode" {
+		t.Errorf("mode none: %d %s", rep.status, rep.body)
 	}
 }

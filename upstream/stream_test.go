@@ -310,22 +310,31 @@ func FuzzSSE(f *testing.F) {
 	f.Add([]byte(": c\ndata\ndata:  two\n\nid: 1\nretry\n\ndata: {\"choices\":[{\"finish_reason\":\"stop\"}]}"))
 	f.Add([]byte("\xef\xbb\xbfdata:\r\r\n\n"))
 	f.Add([]byte("data: a\rdata: b\r\r\ndata: c\r\n\r\n"))
+	f.Add([]byte("data: {}\n\ndata: {\"a\":1,\r\"b\":2}\n\ndata: {\"a\":\n\n"))
+	f.Add([]byte("data: {}\n\ndata: {\"a\":\r\ndata: 1}\r\n\r\ndata: {\"b\":\ndata: 2}\n\n"))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		// The relaying layer must end, with io.EOF or a StreamError, on any input.
-		s := newOpenAIStream("fuzz", io.NopCloser(bytes.NewReader(b)), nil)
-		for i := 0; ; i++ {
-			if i > len(b)+2 {
-				t.Fatalf("stream did not end after %d events", i)
+		// The relaying layer must end, with io.EOF or a StreamError, on any input; and an event
+		// it relays holds no CR or LF, which would split the client's event, whether the reader
+		// took it whole (sseEvent.oneLine) or line by line, in one read or a byte at a time.
+		for _, r := range []io.Reader{bytes.NewReader(b), iotest.OneByteReader(bytes.NewReader(b))} {
+			s := newOpenAIStream("fuzz", io.NopCloser(r), nil)
+			for i := 0; ; i++ {
+				if i > len(b)+2 {
+					t.Fatalf("stream did not end after %d events", i)
+				}
+				data, err := s.Next()
+				if err == nil {
+					if bytes.ContainsAny(data, "\r\n") {
+						t.Fatalf("relayed event %q holds a line break", data)
+					}
+					continue
+				}
+				var se *core.StreamError
+				if !errors.Is(err, io.EOF) && !errors.As(err, &se) {
+					t.Fatalf("Next = %v (%T), want io.EOF or *core.StreamError", err, err)
+				}
+				break
 			}
-			_, err := s.Next()
-			if err == nil {
-				continue
-			}
-			var se *core.StreamError
-			if !errors.Is(err, io.EOF) && !errors.As(err, &se) {
-				t.Fatalf("Next = %v (%T), want io.EOF or *core.StreamError", err, err)
-			}
-			break
 		}
 		// The SSE layer's events, written back out, read back the same.
 		first, err := parseAll(b)
