@@ -112,10 +112,16 @@ func parseRecorded(t *testing.T, raw []byte) recorded {
 
 // parseTarget reads the target section: model, api_key, adapter (openai by default; ollama and
 // saif URLs have no /v1), reasoning (think-tags, think-open) and specialists (comma-separated).
-func parseTarget(raw []byte, url string) *core.Target {
+// A key or value it does not know fails the test: read as the default, a misspelt case would
+// test the default's behaviour under the name of another.
+func parseTarget(t testing.TB, raw []byte, url string) *core.Target {
+	t.Helper()
 	tg := target(url)
 	tg.Model = ""
 	for _, line := range strings.Split(string(raw), "\n") {
+		if strings.TrimSpace(line) == "" {
+			continue
+		}
 		k, v, _ := strings.Cut(line, ":")
 		v = strings.TrimSpace(v)
 		switch strings.TrimSpace(k) {
@@ -129,18 +135,26 @@ func parseTarget(raw []byte, url string) *core.Target {
 				tg.Adapter, tg.URL = core.AdapterOllama, url
 			case "saif":
 				tg.Adapter, tg.URL = core.AdapterSAIF, url
+			case "openai":
+			default:
+				t.Fatalf("target section: unknown adapter %q", v)
 			}
 		case "reasoning":
 			switch v {
+			case "passthrough":
 			case "think-tags":
 				tg.Reasoning = core.ReasoningThinkTags
 			case "think-open":
 				tg.Reasoning = core.ReasoningThinkOpen
+			default:
+				t.Fatalf("target section: unknown reasoning %q", v)
 			}
 		case "specialists":
 			for _, sp := range strings.Split(v, ",") {
 				tg.Specialists = append(tg.Specialists, strings.TrimSpace(sp))
 			}
+		default:
+			t.Fatalf("target section: unknown key in %q", line)
 		}
 	}
 	return tg
@@ -276,7 +290,7 @@ func TestWireGolden(t *testing.T) {
 				w.WriteHeader(rec.status)
 				_, _ = w.Write(rec.body)
 			})
-			tg := parseTarget(c.sections["target"], srv.URL)
+			tg := parseTarget(t, c.sections["target"], srv.URL)
 			req := clientRequest(t, client)
 			got := renderResult(newSet(t, tg).Chat(context.Background(), tg, req))
 			if *update {
