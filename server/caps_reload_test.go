@@ -26,7 +26,9 @@ func newHeldUpstream(t *testing.T) *heldUpstream {
 		r.Body = io.NopCloser(strings.NewReader(string(b)))
 		if strings.Contains(string(b), "hold me") {
 			h.entered <- struct{}{}
-			<-h.release
+			if !waitRelease(r, h.release) {
+				return
+			}
 		}
 		okHandler("up")(w, r)
 	})

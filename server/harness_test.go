@@ -285,6 +285,22 @@ func mustTarget(t *testing.T, g *gateway, name string) *core.Target {
 	return tg
 }
 
+// waitRelease makes a fake upstream's handler wait for release (a value on it, or its closing)
+// or for its client, the gateway, to go away, whichever comes first; it reports whether release
+// came.
+// A handler that waits on release alone never returns once the test fails before releasing it:
+// httptest.Server.Close, in the test's cleanup, then waits for that handler for ever, and the
+// run hangs until go test's timeout with the failure never reported. With the context, the
+// gateway's cleanup closing the client connections ends the handler (as stalledStream does).
+func waitRelease(r *http.Request, release <-chan struct{}) bool {
+	select {
+	case <-release:
+		return true
+	case <-r.Context().Done():
+		return false
+	}
+}
+
 // settles waits, up to two seconds, for cond to hold: for what the server does after the
 // client has its answer (the in-flight counts end after the answer is flushed). The caller
 // then checks the state itself, so a cond that never holds fails there, with its own message.

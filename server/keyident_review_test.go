@@ -28,7 +28,9 @@ func TestKeyCapsFollowTheKeyNotItsName(t *testing.T) {
 		r.Body = io.NopCloser(strings.NewReader(string(b)))
 		if strings.Contains(string(b), "hold me") && !held.Swap(true) {
 			entered <- struct{}{}
-			<-release
+			if !waitRelease(r, release) {
+				return
+			}
 		}
 		usageHandler(100, 50, false, false)(w, r) // 150 tokens: a tpm = 100 bucket in debt
 	})

@@ -556,11 +556,11 @@ type holdingUpstream struct {
 	got     *core.Target
 }
 
-func (u *holdingUpstream) Chat(_ context.Context, t *core.Target, _ *core.Request) (*upstream.Response, error) {
+func (u *holdingUpstream) Chat(ctx context.Context, t *core.Target, _ *core.Request) (*upstream.Response, error) {
 	u.mu.Lock()
 	u.got = t
 	u.mu.Unlock()
-	return &upstream.Response{Stream: &heldStream{release: u.release}}, nil
+	return &upstream.Response{Stream: &heldStream{ctx: ctx, release: u.release}}, nil
 }
 
 func (u *holdingUpstream) target() *core.Target {
@@ -569,7 +569,10 @@ func (u *holdingUpstream) target() *core.Target {
 	return u.got
 }
 
+// heldStream's second event waits for release or for the request's end (ctx), so that a test
+// failing before it closes release leaves no handler behind for the server's close to wait on.
 type heldStream struct {
+	ctx     context.Context
 	release chan struct{}
 	n       int
 }
@@ -580,7 +583,11 @@ func (s *heldStream) Next() ([]byte, error) {
 	case 1:
 		return []byte(`{"id":"c1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"content":"hi"},"finish_reason":null}]}`), nil
 	case 2:
-		<-s.release
+		select {
+		case <-s.release:
+		case <-s.ctx.Done():
+			return nil, s.ctx.Err()
+		}
 		return []byte(`{"id":"c1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}`), nil
 	}
 	return nil, io.EOF

@@ -56,8 +56,9 @@ func TestReloadMakingTargetPublicHoldsInFlight(t *testing.T) {
 			var once sync.Once
 			slow.set(func(w http.ResponseWriter, r *http.Request) {
 				once.Do(func() { close(entered) })
-				<-release
-				errHandler(500, "internal", "down")(w, r)
+				if waitRelease(r, release) {
+					errHandler(500, "internal", "down")(w, r)
+				}
 			})
 			b.set(okHandler("b"))
 			build := func(text string, prev *server.Server) *server.Server {

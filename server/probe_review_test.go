@@ -46,8 +46,9 @@ targets = ["a", "b"]
 	entered, release := make(chan struct{}), make(chan struct{})
 	a.set(func(w http.ResponseWriter, r *http.Request) {
 		close(entered)
-		<-release
-		errHandler(400, "invalid_request_error", "bad")(w, r)
+		if waitRelease(r, release) {
+			errHandler(400, "invalid_request_error", "bad")(w, r)
+		}
 	})
 	early := post("ra")
 	<-entered
@@ -61,8 +62,9 @@ targets = ["a", "b"]
 	probeIn, probeOut := make(chan struct{}), make(chan struct{})
 	a.set(func(w http.ResponseWriter, r *http.Request) {
 		close(probeIn)
-		<-probeOut
-		okHandler("a")(w, r)
+		if waitRelease(r, probeOut) {
+			okHandler("a")(w, r)
+		}
 	})
 	probe := post("r")
 	<-probeIn

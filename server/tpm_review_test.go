@@ -94,9 +94,14 @@ func TestKeyTPMAnswerUnderWayAcrossReload(t *testing.T) {
 			release := make(chan struct{})
 			entered := make(chan struct{}, 1)
 			up.set(func(w http.ResponseWriter, r *http.Request) {
-				entered <- struct{}{}
-				<-release
-				usageHandler(200, 50, false, false)(w, r)
+				select {
+				case entered <- struct{}{}:
+				case <-r.Context().Done():
+					return
+				}
+				if waitRelease(r, release) {
+					usageHandler(200, 50, false, false)(w, r)
+				}
 			})
 			clock := health.NewManualClock(time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC))
 			build := func(tpm int, prev *server.Server) *server.Server {
