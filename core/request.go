@@ -215,7 +215,9 @@ func (p *Params) OffersFunctions() bool {
 // allowed_tools leaves one when it lists one; any other (none, "auto", "required", a custom
 // tool named) leaves every tool (TestCustomToolsSkipOllama).
 func (p *Params) OffersCustomTools() bool {
-	if !p.OffersTools() || (!bytes.Contains(p.ToolsRaw, []byte("custom")) && !bytes.Contains(p.ToolsRaw, []byte(`\u`))) {
+	// The bytes first: a request with tools but none custom (nearly every one) is not read a
+	// second time, since the server and the ollama adapter have asked OffersTools already.
+	if !bytes.Contains(p.ToolsRaw, []byte("custom")) && !bytes.Contains(p.ToolsRaw, []byte(`\u`)) || !p.OffersTools() {
 		return false
 	}
 	isCustom := func(e allowedEntry) bool { return e.Type == "custom" }

@@ -381,18 +381,11 @@ func hasErrorKey(data []byte) bool {
 	return errorKey
 }
 
-// hasFinishReason reports whether a chunk carries a non-null finish_reason. A raw
-// `"finish_reason"` can only be a key or a whole string value (inside other strings its quotes
-// would be escaped), so finding it followed by a colon and a string is enough, without decoding.
-func hasFinishReason(data []byte) bool {
-	_, finish := scanKeys(data)
-	return finish
-}
-
 // scanKeys looks for both in one pass over a stream's event: errorKey, a raw `"error"`
-// (hasErrorKey), and finish, a `"finish_reason"` followed by a colon and a string
-// (hasFinishReason; the keys are taken one after the other, as a search from the end of the last
-// would find them). Both hold an 'r' (the third byte of one, the ninth of the other) and every
+// (hasErrorKey), and finish, a non-null finish_reason: a `"finish_reason"` followed by a colon
+// and a string, the keys taken one after the other, as a search from the end of the last would
+// find them. A raw `"finish_reason"` can only be a key or a whole string value (inside other
+// strings its quotes would be escaped), so that is enough, without decoding. Both hold an 'r' (the third byte of one, the ninth of the other) and every
 // other byte of theirs is common in a chunk, a quote above all, which opens every key and
 // string: a search that starts at their first byte, or at '_', stops at every field or at
 // "system_fingerprint", and two of them were 1,250 of the 2,300 instructions an event cost

@@ -129,8 +129,8 @@ func TestHasFinishReason(t *testing.T) {
 		{`{"choices":[{"finish_reason":null},{"finish_reason":"stop"}]}`, true},
 		{chunkUsage, false},
 		{`"finish_reason"`, false},
-		// The search starts at the key's "_reason" (see hasFinishReason): other keys that end
-		// so, or one at the very start, are not the finish reason.
+		// The search anchors inside the key (see scanKeys): other keys that end as it does, or
+		// a piece of it at the very start, are not the finish reason.
 		{`{"choices":[{"stop_reason":"x","finish_reason":null}]}`, false},
 		{`{"choices":[{"native_finish_reason":"stop","finish_reason":null}]}`, false},
 		{`_reason":"stop"}`, false},
@@ -490,6 +490,12 @@ func TestStreamErrorField(t *testing.T) {
 	if want := "the request exceeds the available context size. try increasing the context size or enable context shift"; se.Message != want {
 		t.Errorf("message %q, want %q", se.Message, want)
 	}
+}
+
+// hasFinishReason is scanKeys's finish alone, as the stream reads it.
+func hasFinishReason(data []byte) bool {
+	_, finish := scanKeys(data)
+	return finish
 }
 
 // plainFinish is hasFinishReason as a plain search: each "finish_reason" after the last, followed
