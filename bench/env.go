@@ -328,10 +328,13 @@ type memoryResult struct {
 
 // streamsResult is what a client saw of many slow streams opened at once.
 type streamsResult struct {
-	MaxOpen  int           // streams open at once (first event received, last not yet)
-	Events   int           // events received over every stream
-	HeldBack int           // events that arrived half an interval or more behind their schedule
-	MaxLag   time.Duration // the largest delay of an event behind its schedule
+	MaxOpen  int // streams open at once (first event received, last not yet)
+	Events   int // events received over every stream
+	HeldBack int // events that arrived half an interval or more behind their schedule
+	// HeldFirst is how many of HeldBack were their stream's first event: held while the burst's
+	// requests were still getting through, rather than by the relay of a stream under way.
+	HeldFirst int
+	MaxLag    time.Duration // the largest delay of an event behind its schedule
 	// FirstEvent is the median over the streams of the time from the request to its first event:
 	// how long the burst of a thousand requests took to get through.
 	FirstEvent time.Duration
@@ -486,9 +489,9 @@ func (e *environment) openStreams(ctx context.Context, ep *endpoint, tick func()
 
 // streamTiming gathers the arrivals of a burst's streams.
 type streamTiming struct {
-	events, heldBack int
-	maxLag           time.Duration
-	firsts           []time.Duration // each stream's first event, from its request
+	events, heldBack, heldFirst int
+	maxLag                      time.Duration
+	firsts                      []time.Duration // each stream's first event, from its request
 }
 
 // add is one stream's arrivals (from its request) of the events of a stream of chunks events,
@@ -515,13 +518,16 @@ func (st *streamTiming) add(arrivals []time.Duration, chunks int, interval time.
 		st.maxLag = max(st.maxLag, lag)
 		if lag >= interval/2 {
 			st.heldBack++
+			if k == 0 {
+				st.heldFirst++
+			}
 		}
 	}
 }
 
 // into writes the burst's figures into res.
 func (st *streamTiming) into(res *streamsResult) {
-	res.Events, res.HeldBack, res.MaxLag = st.events, st.heldBack, st.maxLag
+	res.Events, res.HeldBack, res.HeldFirst, res.MaxLag = st.events, st.heldBack, st.heldFirst, st.maxLag
 	res.FirstEvent = median(st.firsts)
 }
 

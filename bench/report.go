@@ -276,7 +276,7 @@ func (r *report) memoryTable(b *strings.Builder) {
 		"the one with the median held-back count, and the last column lists every burst's count in the order they ran "+
 		"(the gateway's first burst is its first thousand connections: its heap and stacks grow then).\n\n",
 		len(m.Gateway), map[bool]string{true: ", nginx"}[len(m.Nginx) > 0])
-	b.WriteString("| | open at once | events | held back ≥ ½ interval | largest delay behind schedule | first event (median) | failed | took | held back, by burst |\n")
+	b.WriteString("| | open at once | events | held back ≥ ½ interval (of them, first events) | largest delay behind schedule | first event (median) | failed | took | held back, by burst |\n")
 	b.WriteString("|---|---|---|---|---|---|---|---|---|\n")
 	rows := []struct {
 		name string
@@ -290,7 +290,7 @@ func (r *report) memoryTable(b *strings.Builder) {
 	}
 	for _, s := range rows {
 		med := medianBurst(s.res)
-		fmt.Fprintf(b, "| %s | %d | %d | %d | %s | %s | %d | %s | %s |\n", s.name, med.MaxOpen, med.Events, med.HeldBack,
+		fmt.Fprintf(b, "| %s | %d | %d | %d (%d) | %s | %s | %d | %s | %s |\n", s.name, med.MaxOpen, med.Events, med.HeldBack, med.HeldFirst,
 			us(med.MaxLag), us(med.FirstEvent), med.Errors, med.Took.Round(10*time.Millisecond), heldByBurst(s.res))
 	}
 	b.WriteString("\n")
