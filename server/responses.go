@@ -222,6 +222,10 @@ func (b *responsesWriter) toChat(body []byte) ([]byte, *apiError) {
 	if v, ok := top["parallel_tool_calls"]; ok && !isNullOr(v) {
 		b.echo.ParallelToolCalls = v
 	}
+	if v, ok := top["max_tool_calls"]; ok && !isNullOr(v) {
+		// Not sent on (unsupportedLeft), but echoed as OpenAI echoes it (TestResponsesEchoMaxToolCalls).
+		b.echo.MaxToolCalls = v
+	}
 	return chatBody(members, out), nil
 }
 

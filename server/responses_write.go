@@ -68,7 +68,7 @@ const (
 
 // responseEcho are the request's fields a response object repeats, raw; nil when absent.
 type responseEcho struct {
-	Instructions, MaxOutputTokens, Tools, ToolChoice, Text, Metadata, Temperature, TopP,
+	Instructions, MaxOutputTokens, MaxToolCalls, Tools, ToolChoice, Text, Metadata, Temperature, TopP,
 	ParallelToolCalls json.RawMessage
 }
 
@@ -381,6 +381,7 @@ type responseObject struct {
 	IncompleteDetails  *incomplete     `json:"incomplete_details"`
 	Instructions       json.RawMessage `json:"instructions"`
 	MaxOutputTokens    json.RawMessage `json:"max_output_tokens"`
+	MaxToolCalls       json.RawMessage `json:"max_tool_calls"`
 	Model              string          `json:"model"`
 	Output             []any           `json:"output"`
 	ParallelToolCalls  json.RawMessage `json:"parallel_tool_calls"`
@@ -487,6 +488,7 @@ func (b *responsesWriter) response(status string, output []any) *responseObject 
 	}
 	r := &responseObject{ID: b.id, Object: "response", CreatedAt: b.created, Status: status, Model: b.model,
 		Output: output, Instructions: b.echo.Instructions, MaxOutputTokens: b.echo.MaxOutputTokens,
+		MaxToolCalls:      b.echo.MaxToolCalls,
 		ParallelToolCalls: orDefault(b.echo.ParallelToolCalls, "true"), Temperature: b.echo.Temperature,
 		Text: orDefault(b.echo.Text, `{"format":{"type":"text"}}`), ToolChoice: orDefault(b.echo.ToolChoice, `"auto"`),
 		Tools: orDefault(b.echo.Tools, "[]"), TopP: b.echo.TopP, Truncation: "disabled",
