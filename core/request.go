@@ -90,6 +90,9 @@ type Request struct {
 	// Dimensions is an embeddings request's dimensions, the width its vectors must have; 0 when
 	// absent or null. Adapters hold the answer to it without reading the body again.
 	Dimensions int
+	// Base64 is true when an embeddings request asked for encoding_format "base64": its answer's
+	// embeddings may then be base64 strings, where otherwise each must be an array of numbers.
+	Base64 bool
 	// Inputs is how many inputs an embeddings request sends (1 for a string or an array of token
 	// ids, else the array's length), as many as its answer's data must hold; 0 when not known
 	// (another endpoint), which holds the answer to nothing.

@@ -737,6 +737,8 @@ func decodeOther(r *http.Request, body []byte, op core.Op) (*core.Request, *apiE
 	req := &core.Request{Op: op, Model: *w.Model, Stream: w.Stream}
 	if op == core.OpEmbeddings {
 		req.Dimensions, req.Inputs = dimensionsOf(w.Dimensions), inputs
+		// embedOptions let through "float", "base64" or null, spelled as they are.
+		req.Base64 = string(bytes.TrimSpace(w.EncodingFormat)) == `"base64"`
 	}
 	if op == core.OpCompletions {
 		req.Prompt = raw

@@ -111,10 +111,12 @@ func (a *openaiOpenAI) body(ctx context.Context, resp *http.Response, req *core.
 	}
 	// And so must embeddings as many as the inputs, or of another width than dimensions asked
 	// for, which the client would take for what it asked (TestEmbeddingsOpenAICountMismatch,
-	// TestEmbeddingsOpenAIDimensions). The walk counts data's elements, and reads each one's
-	// width only for a request with dimensions; the answer is relayed as it came.
+	// TestEmbeddingsOpenAIDimensions), or embeddings a client cannot read, null or missing
+	// (TestEmbeddingsOpenAIUnusableEmbedding). The walk counts data's elements, looks at each
+	// embedding's first element, and reads each one's width only for a request with dimensions;
+	// the answer is relayed as it came.
 	if op == core.OpEmbeddings {
-		if err := checkEmbeddings(a.t, body, req.Inputs, req.Dimensions); err != nil {
+		if err := checkEmbeddings(a.t, body, req.Inputs, req.Dimensions, req.Base64); err != nil {
 			return nil, err
 		}
 	}

@@ -90,16 +90,20 @@ func widthError(t *core.Target, dims, width int, how string) error {
 }
 
 // checkEmbeddings holds an OpenAI embeddings answer to its request: its data must hold one
-// embedding per input the request sent (inputs; 0 for not known), and, when the request asked
-// for dimensions (dims > 0), every embedding must have dims values. A server that embeds the
-// first input of a batch alone, or drops one, answers fewer, and a client pairing its inputs with
-// data by index would pair texts with the wrong vectors (TestEmbeddingsOpenAICountMismatch). A
-// server that does not read dimensions (llama-server; vLLM and TEI for a model without Matryoshka
-// training answer 400, older builds ignore it) answers at the model's own width, which passed on
-// would be taken for what was asked (a vector store sized for 256 fed 768). The answer is walked,
-// not decoded: the members and elements are skipped to their ends, and nothing is allocated; it
+// embedding per input the request sent (inputs; 0 for not known), each one a client can read
+// (usableEmbedding: an array of numbers, or a base64 string when the request asked for base64),
+// and, when the request asked for dimensions (dims > 0), every embedding must have dims values. A
+// server that embeds the first input of a batch alone, or drops one, answers fewer, and a client
+// pairing its inputs with data by index would pair texts with the wrong vectors
+// (TestEmbeddingsOpenAICountMismatch); one that answers null for an input it could not embed
+// hands the client's SDK nothing to read (TestEmbeddingsOpenAIUnusableEmbedding). A server that
+// does not read dimensions (llama-server; vLLM and TEI for a model without Matryoshka training
+// answer 400, older builds ignore it) answers at the model's own width, which passed on would be
+// taken for what was asked (a vector store sized for 256 fed 768). The answer is walked, not
+// decoded: each item's members are skipped to their ends once, an embedding's first element
+// alone is looked at (all of them are counted only for dimensions), and nothing is allocated; it
 // is relayed as it came when it passes.
-func checkEmbeddings(t *core.Target, body []byte, inputs, dims int) error {
+func checkEmbeddings(t *core.Target, body []byte, inputs, dims int, base64 bool) error {
 	if inputs <= 0 && dims <= 0 {
 		return nil
 	}
@@ -107,35 +111,109 @@ func checkEmbeddings(t *core.Target, body []byte, inputs, dims int) error {
 	if !ok {
 		return &core.ProtocolError{Target: t.Name, Err: &EmptyAnswerError{Key: "data"}}
 	}
-	items := jsonx.Array(data, false)
+	unreadable := func() error {
+		return &core.ProtocolError{Target: t.Name, Err: errors.New("an embeddings answer whose data cannot be read")}
+	}
+	// data's elements are walked here rather than by a jsonx.Array, which would skip each one
+	// whole before its members could be looked at: each item's object walk finds its end.
+	i := skipSpace(data, 0)
+	if i >= len(data) || data[i] != '[' {
+		return unreadable()
+	}
 	n := 0
-	for ; ; n++ {
-		_, item, ok := items.Next()
-		if !ok {
+	for i = skipSpace(data, i+1); ; n++ {
+		if i < len(data) && data[i] == ']' {
 			break
+		}
+		if n > 0 {
+			if i >= len(data) || data[i] != ',' {
+				return unreadable()
+			}
+			i = skipSpace(data, i+1)
+		}
+		if i >= len(data) {
+			return unreadable()
+		}
+		if data[i] != '{' {
+			return unusableError(t, n, "is not an object")
+		}
+		item := jsonx.Object(data[i:], false)
+		var emb []byte
+		for k, v, more := item.Next(); more; k, v, more = item.Next() {
+			if len(k) == len("embedding")+2 && string(k[1:len(k)-1]) == "embedding" {
+				emb = v // the last, as a decoder keeps it
+			}
+		}
+		if !item.Done() {
+			return unreadable()
+		}
+		i = skipSpace(data, i+item.Offset())
+		if why := usableEmbedding(emb, base64); why != "" {
+			return unusableError(t, n, why)
 		}
 		if dims <= 0 {
 			continue
 		}
-		emb, found := member(item, "embedding")
-		if !found {
-			return &core.ProtocolError{Target: t.Name, Err: fmt.Errorf("data[%d]: no embedding", n)}
-		}
 		width, err := embeddingWidth(emb)
 		if err != nil {
-			return &core.ProtocolError{Target: t.Name, Err: fmt.Errorf("data[%d]: %w", n, err)}
+			return unusableError(t, n, "holds "+err.Error())
 		}
 		if width != dims {
 			return widthError(t, dims, width, "the upstream answered another width: it ignores dimensions, or cannot give that many")
 		}
 	}
-	if !items.Done() {
-		return &core.ProtocolError{Target: t.Name, Err: errors.New("an embeddings answer whose data cannot be read")}
-	}
 	if inputs > 0 && n != inputs {
 		return countError(t, n, inputs)
 	}
 	return nil
+}
+
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// usableEmbedding says why emb, an answer item's embedding member (nil when it has none), is no
+// embedding a client can read, or "" when it is one: an array whose first element is a number
+// (the rest are not read: a vector per token, an array of arrays, is caught by its first), or,
+// when the request asked for base64 (openai-python and openai-node ask it by default), a
+// non-empty string. An array answers a base64 request too: openai-python reads either.
+func usableEmbedding(emb []byte, base64 bool) string {
+	emb = bytes.TrimSpace(emb)
+	switch {
+	case emb == nil:
+		return "has no embedding"
+	case emb[0] == '[':
+		if first := skipSpace(emb, 1); first < len(emb) && isNumber(emb[first:]) {
+			return ""
+		} else if first < len(emb) && emb[first] == ']' {
+			return "has an empty embedding"
+		}
+		return "has an embedding that is not an array of numbers"
+	case emb[0] == '"' && base64:
+		if len(emb) > 2 {
+			return ""
+		}
+		return "has an empty embedding"
+	case emb[0] == '"':
+		return "has a string for its embedding where the request asked for floats"
+	case emb[0] == 'n':
+		return "has a null embedding"
+	}
+	return "has an embedding that is not an array of numbers"
+}
+
+// unusableError is the failure of an embeddings answer whose item n holds no embedding a client
+// can read (why says what it holds): the target's, not the request's (core.UnmetError, class
+// endpoint, as a wrong count is), so that the chain moves on without retrying or benching a
+// target that answers the same each time (a model that cannot embed that input, a server without
+// pooling); the client, when nothing else answers, gets a 502 saying which item and what it held.
+func unusableError(t *core.Target, n int, why string) error {
+	return &core.UnmetError{Err: &core.StatusError{Target: t.Name, Status: http.StatusBadGateway,
+		Type: "upstream_error", Code: "bad_upstream_response", Message: fmt.Sprintf(
+			"upstream %s answered an embeddings list whose data[%d] %s: an embedding is an array of numbers, or a base64 string when encoding_format is \"base64\"", t.Name, n, why)}}
 }
 
 // countError is the failure of an embeddings answer with n embeddings for a request of inputs
@@ -150,15 +228,4 @@ func countError(t *core.Target, n, inputs int) error {
 	return &core.UnmetError{Err: &core.StatusError{Target: t.Name, Status: http.StatusBadGateway,
 		Type: "upstream_error", Code: "bad_upstream_response", Message: fmt.Sprintf(
 			"upstream %s answered %d %s for %d inputs: which input each belongs to cannot be told", t.Name, n, noun, inputs)}}
-}
-
-// member is the value of the last member named key of the object obj, as a decoder keeps it.
-func member(obj []byte, key string) (value []byte, ok bool) {
-	it := jsonx.Object(obj, false)
-	for k, v, more := it.Next(); more; k, v, more = it.Next() {
-		if len(k) == len(key)+2 && string(k[1:len(k)-1]) == key {
-			value, ok = v, true
-		}
-	}
-	return value, ok && it.Done()
 }

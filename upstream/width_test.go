@@ -74,15 +74,15 @@ func TestCheckWidths(t *testing.T) {
 		{"the last data counts", `{"data":[{"embedding":[1]}],"data":[{"embedding":[1,2]}]}`, "ok"},
 		{"the last embedding counts", `{"data":[{"embedding":[1],"embedding":[1,2]}]}`, "ok"},
 		{"data nested elsewhere is not it", `{"x":{"data":[{"embedding":[1]}]},"data":[{"embedding":[3,4]}]}`, "ok"},
-		{"no embedding", `{"data":[{"index":0}]}`, "protocol"},
-		{"an embedding of no width", `{"data":[{"embedding":null}]}`, "protocol"},
-		{"a vector per token is no embedding", `{"data":[{"embedding":[[1,2],[3,4]]}]}`, "protocol"},
-		{"a string of the width that is no base64", `{"data":[{"embedding":"AAAA!AAAAAA="}]}`, "protocol"},
+		{"no embedding", `{"data":[{"index":0}]}`, "unmet"},
+		{"an embedding of no width", `{"data":[{"embedding":null}]}`, "unmet"},
+		{"a vector per token is no embedding", `{"data":[{"embedding":[[1,2],[3,4]]}]}`, "unmet"},
+		{"a string of the width that is no base64", `{"data":[{"embedding":"AAAA!AAAAAA="}]}`, "unmet"},
 		{"data cut short", `{"data":[{"embedding":[1,2]},`, "protocol"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			err := checkEmbeddings(tg, []byte(tt.body), 0, 2)
+			err := checkEmbeddings(tg, []byte(tt.body), 0, 2, true)
 			_, unmet := errors.AsType[*core.UnmetError](err)
 			_, protocol := errors.AsType[*core.ProtocolError](err)
 			got := map[bool]string{true: "ok"}[err == nil]
@@ -96,7 +96,7 @@ func TestCheckWidths(t *testing.T) {
 			}
 		})
 	}
-	err := checkEmbeddings(tg, []byte(`{"data":[{"embedding":[1,2,3,4,5,6,7,8]}]}`), 0, 2)
+	err := checkEmbeddings(tg, []byte(`{"data":[{"embedding":[1,2,3,4,5,6,7,8]}]}`), 0, 2, false)
 	if ue, ok := errors.AsType[*core.UnmetError](err); !ok || ue.Err.Status != 400 || ue.Err.Param != "dimensions" ||
 		ue.Err.Code != "unsupported_value" || !strings.Contains(ue.Err.Message, "8 dimensions") {
 		t.Errorf("the refusal: %#v", err)
@@ -121,12 +121,15 @@ func TestCheckEmbeddingsCount(t *testing.T) {
 		{"more", two, 1, 0, "unmet"},
 		{"not known", two, 0, 0, "ok"},
 		{"the last data counts", `{"data":[{"embedding":[1]}],"data":[{"embedding":[1]},{"embedding":[2]}]}`, 2, 0, "ok"},
-		{"nested arrays are one element", `{"data":[{"embedding":[[1,2],[3,4]]}]}`, 1, 0, "ok"},
+		{"nested arrays are one element", `{"data":[{"x":[[1,2],[3,4]],"embedding":[1]}]}`, 1, 0, "ok"},
+		{"a vector per token is no embedding", `{"data":[{"embedding":[[1,2],[3,4]]}]}`, 1, 0, "unmet"},
+		{"null is no embedding", `{"data":[{"embedding":null},{"embedding":null}]}`, 2, 0, "unmet"},
+		{"an item without one", `{"data":[{"embedding":[1]},{"index":1}]}`, 2, 0, "unmet"},
 		{"data cut short", `{"data":[{"embedding":[1,2]},`, 2, 0, "protocol"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			err := checkEmbeddings(tg, []byte(tt.body), tt.inputs, tt.dims)
+			err := checkEmbeddings(tg, []byte(tt.body), tt.inputs, tt.dims, true)
 			_, unmet := errors.AsType[*core.UnmetError](err)
 			_, protocol := errors.AsType[*core.ProtocolError](err)
 			got := map[bool]string{true: "ok"}[err == nil]
@@ -140,7 +143,7 @@ func TestCheckEmbeddingsCount(t *testing.T) {
 			}
 		})
 	}
-	err := checkEmbeddings(tg, []byte(two), 3, 0)
+	err := checkEmbeddings(tg, []byte(two), 3, 0, true)
 	if ue, ok := errors.AsType[*core.UnmetError](err); !ok || ue.Err.Status != 502 || ue.Err.Code != "bad_upstream_response" ||
 		!strings.Contains(ue.Err.Message, "2 embeddings for 3 inputs") {
 		t.Errorf("the failure: %#v", err)
@@ -173,7 +176,7 @@ func TestCheckWidthsAllocatesNothing(t *testing.T) {
 	tg, body := &core.Target{Name: "e"}, embeddingsAnswer(4, 256)
 	for _, dims := range []int{0, 256} {
 		if n := testing.AllocsPerRun(100, func() {
-			if checkEmbeddings(tg, body, 4, dims) != nil {
+			if checkEmbeddings(tg, body, 4, dims, false) != nil {
 				t.Fatal("refused")
 			}
 		}); n != 0 {
@@ -190,7 +193,7 @@ func BenchmarkCheckWidths(b *testing.B) {
 	b.SetBytes(int64(len(body)))
 	b.ReportAllocs()
 	for b.Loop() {
-		if checkEmbeddings(tg, body, 8, 1536) != nil {
+		if checkEmbeddings(tg, body, 8, 1536, false) != nil {
 			b.Fatal("refused")
 		}
 	}
