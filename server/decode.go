@@ -364,21 +364,23 @@ func finishChat(r *http.Request, body []byte, w *wireView, req *core.Request) *a
 		req.OpenAIOnly = "custom"
 	}
 	req.Structured = structuredFormat(w.Raw.ResponseFormat)
-	// A max_completion_tokens of 0 beside a max_tokens gives way to it: vLLM takes
-	// "max_completion_tokens or max_tokens", so the window was checked for 0 tokens while it was
-	// asked for max_tokens (TestZeroMaxCompletionTokensGivesWay).
-	completion := w.MaxCompletion.Set && (w.MaxCompletion.V != 0 || !w.MaxTokens.Set)
-	if completion {
-		req.MaxTokens = w.MaxCompletion.V
+	// Each limit sent must be at least 1, as OpenAI holds them: 0 asks for no answer at all, and
+	// a target that reads 0 as no limit (SAIF, Ollama's num_predict) answered without one; a
+	// max_completion_tokens of 0 beside a max_tokens is refused too, as OpenAI refuses it, rather
+	// than read as vLLM's "max_completion_tokens or max_tokens" reads it (TestTokenLimitBelowOne).
+	// max_tokens is judged first, as before.
+	for _, l := range [...]struct {
+		name string
+		v    opt[int]
+	}{{"max_tokens", w.MaxTokens}, {"max_completion_tokens", w.MaxCompletion}} {
+		if l.v.Set && l.v.V < 1 {
+			return belowMin(l.name, l.v.V, 1)
+		}
+	}
+	if w.MaxCompletion.Set {
+		req.MaxTokens = w.MaxCompletion.V // it is the one a target reads when both are sent
 	} else if w.MaxTokens.Set {
 		req.MaxTokens = w.MaxTokens.V
-	}
-	if req.MaxTokens < 0 {
-		field := "max_tokens"
-		if completion {
-			field = "max_completion_tokens" // the one read: a client that sent only it never set max_tokens
-		}
-		return badRequest(field, "invalid_value", field+" must not be negative")
 	}
 
 	req.Body = body
@@ -755,10 +757,12 @@ func decodeOther(r *http.Request, body []byte, op core.Op) (*core.Request, *apiE
 	}
 	if w.MaxTokens != nil && op == core.OpCompletions {
 		// Embeddings generate nothing: a max_tokens there reserves no room in the window
-		// (TestEmbeddingsMaxTokensReservesNothing). A negative one is refused, as chat's is:
-		// read as 0, it went to SAIF as no limit (TestCompletionsNegativeMaxTokens).
+		// (TestEmbeddingsMaxTokensReservesNothing). A negative one is refused in OpenAI's words, as
+		// chat's is: read as 0, it went to SAIF as no limit (TestCompletionsNegativeMaxTokens). 0
+		// passes here, where chat refuses it: with echo, a completions request scores its prompt
+		// without generating (lm-evaluation-harness's loglikelihood requests send it).
 		if *w.MaxTokens < 0 {
-			return nil, badRequest("max_tokens", "invalid_value", "max_tokens must not be negative")
+			return nil, belowMin("max_tokens", *w.MaxTokens, 0)
 		}
 		req.MaxTokens = *w.MaxTokens
 	}
@@ -1645,6 +1649,12 @@ func setOptFloat(p *opt[float64], v []byte) bool {
 	}
 	*p = opt[float64]{V: f, Set: true}
 	return true
+}
+
+// belowMin is OpenAI's refusal of the integer field name whose value v is below min.
+func belowMin(name string, v, least int) *apiError {
+	return badRequest(name, "integer_below_min_value", fmt.Sprintf(
+		"Invalid '%s': integer below minimum value. Expected a value >= %d, but got %d instead.", name, least, v))
 }
 
 // checkToolChoice refuses a tool_choice that no target can honour, as OpenAI and vLLM do, so that

@@ -137,19 +137,21 @@ func TestStreamNullAfterTrueRefused(t *testing.T) {
 	}
 }
 
-// TestZeroMaxCompletionTokensGivesWay: vLLM asks the model for "max_completion_tokens or
-// max_tokens", so a max_completion_tokens of 0 beside a max_tokens of 1000 asked for 1000 tokens
-// while the gateway checked the window for none and sent it to a 64-token target.
-func TestZeroMaxCompletionTokensGivesWay(t *testing.T) {
+// TestMaxCompletionTokensOverMaxTokens: beside a max_tokens, max_completion_tokens is the limit
+// the window is checked for, as a target reads it. A max_completion_tokens of 0 beside a
+// max_tokens of 1000 once gave way to it, as vLLM ("max_completion_tokens or max_tokens") reads
+// it, where the gateway had checked the window for none and sent it to a 64-token target; OpenAI
+// refuses a 0 (integer_below_min_value), and so does the gateway now, naming it
+// (TestTokenLimitBelowOne). Of two limits below 1, max_tokens is named.
+func TestMaxCompletionTokensOverMaxTokens(t *testing.T) {
 	small, big := newFake(t, "small"), newFake(t, "big")
 	g := newGateway(t, target("small", small.url(), "private", "context_window = 64")+
 		target("big", big.url(), "private", "context_window = 4096")+"[routes.r]\ntargets = [\"small\", \"big\"]\n", nil)
 	msgs := `"messages":[{"role":"user","content":"hi"}]`
 	for _, tt := range []struct{ members, chain string }{
-		{`"max_completion_tokens":0,"max_tokens":1000`, "big"},
-		{`"max_tokens":1000,"max_completion_tokens":0`, "big"},
 		{`"max_completion_tokens":10,"max_tokens":1000`, "small"},
-		{`"max_completion_tokens":0`, "small"},
+		{`"max_tokens":10,"max_completion_tokens":1000`, "big"},
+		{`"max_tokens":1000,"max_completion_tokens":null`, "big"},
 	} {
 		t.Run(tt.members, func(t *testing.T) {
 			rep := g.post(t, "/v1/chat/completions", `{"model":"r",`+tt.members+`,`+msgs+`}`)
@@ -158,8 +160,13 @@ func TestZeroMaxCompletionTokensGivesWay(t *testing.T) {
 			}
 		})
 	}
-	rep := g.post(t, "/v1/chat/completions", `{"model":"r","max_completion_tokens":0,"max_tokens":-1,`+msgs+`}`)
-	if rep.status != 400 || rep.errorField(t, "param") != "max_tokens" {
-		t.Fatalf("a negative max_tokens read: %d %s", rep.status, rep.body)
+	for _, tt := range []struct{ members, param string }{
+		{`"max_completion_tokens":0,"max_tokens":1000`, "max_completion_tokens"},
+		{`"max_completion_tokens":0,"max_tokens":-1`, "max_tokens"},
+	} {
+		rep := g.post(t, "/v1/chat/completions", `{"model":"r",`+tt.members+`,`+msgs+`}`)
+		if rep.status != 400 || rep.errorField(t, "param") != tt.param {
+			t.Fatalf("%s: %d %s", tt.members, rep.status, rep.body)
+		}
 	}
 }

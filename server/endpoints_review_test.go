@@ -133,13 +133,13 @@ func TestEmbeddingsInputShape(t *testing.T) {
 }
 
 // TestCompletionsNegativeMaxTokens: a negative max_tokens is refused, as chat refuses it and as
-// OpenAI does; the decoder read it as 0, which the saif adapter sends as no limit at all (and an
+// OpenAI does (integer_below_min_value); the decoder read it as 0, which the saif adapter sends as no limit at all (and an
 // openai target got the -1 to refuse or read as it would).
 func TestCompletionsNegativeMaxTokens(t *testing.T) {
 	g, saif, _, oai := translatorsBeforeOpenAI(t)
 	for _, route := range []string{"saif", "all"} {
 		rep := g.post(t, "/v1/completions", `{"model":"`+route+`","prompt":"x","max_tokens":-1}`)
-		if rep.status != 400 || rep.errorField(t, "param") != "max_tokens" || rep.errorField(t, "code") != "invalid_value" {
+		if rep.status != 400 || rep.errorField(t, "param") != "max_tokens" || rep.errorField(t, "code") != "integer_below_min_value" {
 			t.Errorf("route %s: %d %s", route, rep.status, rep.body)
 		}
 	}
