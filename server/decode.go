@@ -1688,17 +1688,28 @@ func checkToolChoice(tools, choice json.RawMessage) *apiError {
 			"Invalid value for 'tool_choice': %s (expected \"none\", \"auto\", \"required\" or an object naming a function).",
 			strconv.Quote(clip(mode, maxEcho))))
 	}
+	// A named function, in chat's shape ({"type":"function","function":{"name":…}}) or in the
+	// Responses API's, which the gateway takes on chat too (the ollama adapter's namedTool reads
+	// both, the function's name first): each is refused naming the member that names it.
 	var named struct {
-		Type     string `json:"type"`
+		Type     string  `json:"type"`
+		Name     *string `json:"name"`
 		Function *struct {
 			Name *string `json:"name"`
 		} `json:"function"`
 	}
-	if choice[0] != '{' || json.Unmarshal(choice, &named) != nil || named.Type != "function" ||
-		named.Function == nil || named.Function.Name == nil {
+	if choice[0] != '{' || json.Unmarshal(choice, &named) != nil || named.Type != "function" {
 		return nil
 	}
-	name := *named.Function.Name
+	var name, param string
+	switch {
+	case named.Function != nil && named.Function.Name != nil:
+		name, param = *named.Function.Name, "tool_choice.function.name"
+	case named.Name != nil:
+		name, param = *named.Name, "tool_choice.name"
+	default:
+		return nil
+	}
 	if !hasTools {
 		return badRequest("tool_choice", "invalid_value",
 			"Invalid value for 'tool_choice': a named function is only allowed when 'tools' are specified.")
@@ -1717,7 +1728,7 @@ func checkToolChoice(tools, choice json.RawMessage) *apiError {
 			return nil
 		}
 	}
-	return badRequest("tool_choice.function.name", "invalid_value", fmt.Sprintf(
-		"Invalid value for 'tool_choice.function.name': %s is not a function defined in 'tools'.",
+	return badRequest(param, "invalid_value", fmt.Sprintf(
+		"Invalid value for '%s': %s is not a function defined in 'tools'.", param,
 		strconv.Quote(clip(name, maxEcho))))
 }

@@ -70,9 +70,6 @@ func (s *Server) decodeResponses(r *http.Request, body []byte, st *reqState) (*c
 	req, e := decodeChat(r, chat, st, s.names)
 	switch {
 	case e == nil:
-	case e.Param == "tool_choice.function.name":
-		// The Responses shape names its function at the top: {"type":"function","name":…}.
-		e.Param, e.Message = "tool_choice.name", strings.Replace(e.Message, "'tool_choice.function.name'", "'tool_choice.name'", 1)
 	case e.Param == "max_tokens" && b.echo.MaxOutputTokens != nil:
 		// The bridge's max_tokens is the client's max_output_tokens: the error names what was sent
 		// (TestResponsesMaxOutputTokensErrorsNameIt).
@@ -192,6 +189,11 @@ func (b *responsesWriter) toChat(body []byte) ([]byte, *apiError) {
 		c, e := chatToolChoice(v)
 		if e != nil {
 			return nil, e
+		}
+		if v[0] == '{' {
+			if e := undeclaredChoice(v, top["tools"]); e != nil {
+				return nil, e
+			}
 		}
 		out["tool_choice"] = c
 		b.echo.ToolChoice = v
@@ -1025,6 +1027,52 @@ func chatToolChoice(v json.RawMessage) (json.RawMessage, *apiError) {
 	}
 	raw, _ := json.Marshal(map[string]any{"type": "function", "function": map[string]string{"name": c.Name}})
 	return raw, nil
+}
+
+// undeclaredChoice refuses a Responses tool_choice (one chatToolChoice took) that names a
+// function tools does not declare, named or listed by allowed_tools, as OpenAI's Responses API
+// refuses it: 400 naming tool_choice, "Tool choice 'g' not found in 'tools' parameter."
+// (TestToolChoiceNamesUndeclaredTool). Sent on, an openai target got it to judge its own way and
+// the ollama adapter refused it in its words. tools are the request's, function tools only
+// (chatTools refuses the others); absent or null, none is declared.
+func undeclaredChoice(choice, tools json.RawMessage) *apiError {
+	var c struct {
+		Type  string `json:"type"`
+		Name  string `json:"name"`
+		Tools []struct {
+			Name string `json:"name"`
+		} `json:"tools"`
+	}
+	if json.Unmarshal(choice, &c) != nil {
+		return nil
+	}
+	var defs []struct {
+		Name string `json:"name"`
+	}
+	if len(tools) > 0 && !isNullOr(tools) && json.Unmarshal(tools, &defs) != nil {
+		return nil // chatTools said so first
+	}
+	declared := make(map[string]bool, len(defs))
+	for _, d := range defs {
+		declared[d.Name] = true
+	}
+	notFound := func(name string) *apiError {
+		return badRequest("tool_choice", "invalid_value",
+			fmt.Sprintf("Tool choice '%s' not found in 'tools' parameter.", clip(name, maxEcho)))
+	}
+	switch c.Type {
+	case "function":
+		if !declared[c.Name] {
+			return notFound(c.Name)
+		}
+	case "allowed_tools":
+		for _, t := range c.Tools {
+			if !declared[t.Name] {
+				return notFound(t.Name)
+			}
+		}
+	}
+	return nil
 }
 
 // chatAllowedTools is chat's allowed_tools tool_choice for a Responses one's mode and tools.

@@ -352,7 +352,8 @@ func TestResponsesRefusals(t *testing.T) {
 		{"file image", `{"model":"r","input":[{"role":"user","content":[{"type":"input_image","file_id":"f"}]}]}`, "input[0].content[0].image_url"},
 		{"unknown model", `{"model":"nope","input":"hi"}`, "model"},
 		{"tool_choice names no tool", `{"model":"r","input":"hi","tools":[{"type":"function","name":"f","parameters":{}}],` +
-			`"tool_choice":{"type":"function","name":"g"}}`, "tool_choice.name"},
+			`"tool_choice":{"type":"function","name":"g"}}`, "tool_choice"},
+		{"tool_choice names a tool, no tools", `{"model":"r","input":"hi","tool_choice":{"type":"function","name":"g"}}`, "tool_choice"},
 		{"tool_choice required, no tools", `{"model":"r","input":"hi","tool_choice":"required"}`, "tool_choice"},
 	}
 	for _, tc := range tests {
