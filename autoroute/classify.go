@@ -77,6 +77,7 @@ type Classifier struct {
 	specialists     []string
 	specialistRoute string
 	routes          []string
+	moveOrder       int // routes[:moveOrder] are MoveOrder's
 
 	vocab map[string]int32 // used while compiling; the request path reads table
 	table vocabTable
@@ -214,6 +215,7 @@ func New(r Rules) (*Classifier, error) {
 		add(in.route)
 	}
 	add(c.def)
+	c.moveOrder = len(c.routes)
 	add(c.specialistRoute)
 
 	npats := len(c.pats)
@@ -387,6 +389,13 @@ func parseTerm(raw string) (string, int, error) {
 // Routes lists every route the rules can produce: the intents' routes in precedence order, then the
 // default and the specialist route, each once.
 func (c *Classifier) Routes() []string { return append([]string(nil), c.routes...) }
+
+// MoveOrder lists the routes a request may be moved to, in order, when the route it was
+// classified to cannot serve it (the server decides what can, and moves): the intents' routes in
+// precedence order, then the default, each once. The specialist route is among them only when an
+// intent or the default names it: a specialist hint, which alone selects it otherwise, is the
+// client's choice, and a hinted request is not moved.
+func (c *Classifier) MoveOrder() []string { return append([]string(nil), c.routes[:c.moveOrder]...) }
 
 // SpecialistRoute is the route a specialist hint selects.
 func (c *Classifier) SpecialistRoute() string { return c.specialistRoute }

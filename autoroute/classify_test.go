@@ -170,6 +170,33 @@ func TestRoutes(t *testing.T) {
 	}
 }
 
+// TestMoveOrder: the routes a request moves to are the intents' in precedence order, then the
+// default, each once; the specialist route only as one of them.
+func TestMoveOrder(t *testing.T) {
+	if diff := cmp.Diff([]string{RouteSAIF, RouteDeepSeek, RouteAverroesQ}, newDefault(t).MoveOrder()); diff != "" {
+		t.Errorf("default MoveOrder (-want +got):\n%s", diff)
+	}
+	for _, tc := range []struct {
+		rules Rules
+		want  []string
+	}{
+		{Rules{Default: "general-pool", SpecialistRoute: "saif-direct",
+			Intents: []IntentRule{{Name: "math", Route: "r1", Terms: []string{"integral"}}}}, []string{"r1", "general-pool"}},
+		{Rules{Default: "general", SpecialistRoute: "sec", Intents: []IntentRule{
+			{Name: "b", Route: "sec", Terms: []string{"x"}}, {Name: "a", Route: "r1", Terms: []string{"y"}},
+			{Name: "c", Route: "sec", Terms: []string{"z"}}}}, []string{"sec", "r1", "general"}},
+		{Rules{Default: "r1", Intents: []IntentRule{{Name: "a", Route: "r1", Terms: []string{"y"}}}}, []string{"r1"}},
+	} {
+		c, err := New(tc.rules)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(tc.want, c.MoveOrder()); diff != "" {
+			t.Errorf("MoveOrder (-want +got):\n%s", diff)
+		}
+	}
+}
+
 const customTOML = `
 [auto]
 default = "general"

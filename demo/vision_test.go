@@ -53,3 +53,29 @@ func TestDemoVisionHonest(t *testing.T) {
 		}
 	}
 }
+
+// TestDemoAutoImageToReasoning: a reasoning question with an image, sent as model "auto", was a
+// 400 (deepseek-r1, the route its text is classified to, reads text only) though averroes-q,
+// which auto may choose, sees images. It is served there; the intent stays reasoning, and the
+// answer says that auto moved off deepseek-r1, and why.
+func TestDemoAutoImageToReasoning(t *testing.T) {
+	url := startDemoURL(t)
+	const image = `[{"type":"text","text":"Explain step by step why the sum of two odd numbers is even, and prove it."},` +
+		`{"type":"image_url","image_url":{"url":"data:image/png;base64,iVBORw0KGgo="}}]`
+	resp, err := http.Post(url+"/v1/chat/completions", "application/json", strings.NewReader(
+		`{"model":"auto","messages":[{"role":"user","content":`+image+`}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	_ = resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("%d: %s", resp.StatusCode, body)
+	}
+	for h, want := range map[string]string{"x-hayula-route": "averroes-q", "x-hayula-chain": "averroes-q",
+		"x-hayula-intent": "reasoning", "x-hayula-moved-from": "deepseek-r1", "x-hayula-move-reason": "vision"} {
+		if got := resp.Header.Get(h); got != want {
+			t.Errorf("%s %q, want %q", h, got, want)
+		}
+	}
+}

@@ -130,6 +130,32 @@ func RunInto(kept []*core.Target, req *core.Request, targets []*core.Target, sta
 	return res
 }
 
+// AnyKept reports whether some target passes every fail-closed stage: whether eligibility is
+// certain to leave targets nothing to try. Fail-open stages are passed over, since they never
+// leave nothing (health never denies service). It asks each filter what Run would, stops at the
+// first target that passes them all, and allocates nothing of its own; a filter that builds its
+// reason for a drop still builds it.
+func AnyKept(req *core.Request, targets []*core.Target, stages []Stage) bool {
+	for _, t := range targets {
+		if keptByAll(req, t, stages) {
+			return true
+		}
+	}
+	return false
+}
+
+func keptByAll(req *core.Request, t *core.Target, stages []Stage) bool {
+	for _, st := range stages {
+		if st.FailOpen {
+			continue
+		}
+		if ok, _ := st.Filter.Keep(req, t); !ok {
+			return false
+		}
+	}
+	return true
+}
+
 func sortByRecovery(ts []*core.Target, rec Recoverer) {
 	type keyed struct {
 		t  *core.Target

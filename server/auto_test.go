@@ -333,11 +333,13 @@ func TestAutoHeadersOnErrors(t *testing.T) {
 	}
 }
 
-// TestAutoStrictKeepsItsChoice pins what CONFIG.md says of auto and strictness: the classifier
-// decides by the text alone, and a strict request whose route has no private target is answered
-// 503 no_private_target on that route, naming it and the intent; it is not moved to the default
-// route, or to any other, and no target is asked.
-func TestAutoStrictKeepsItsChoice(t *testing.T) {
+// TestAutoStrictMovesToAPrivateRoute pins what CONFIG.md says of auto and strictness: a strict
+// request classified to a route with only public targets (which it may never reach) is moved to
+// the first route of auto's move order with a private target that takes it, and the answer says
+// so; it was answered 503 no_private_target on the classified route. Hinted to that route, it is
+// the client's choice and is kept: 503 no_private_target there, naming the route and the intent,
+// and no target is asked.
+func TestAutoStrictMovesToAPrivateRoute(t *testing.T) {
 	paid, local := newFake(t, "paid"), newFake(t, "local")
 	cfg := target("paid", paid.url(), "public") + target("local", local.url(), "private") + `
 [routes.sky]
@@ -356,16 +358,19 @@ route = "sky"
 terms = ["forecast"]
 `
 	g := newGateway(t, cfg, nil)
-	for _, body := range []string{
-		`{"model":"auto","x-hayula-privacy":"strict","messages":[{"role":"user","content":"the forecast for Fez?"}]}`,
-		`{"model":"auto","x-hayula-privacy":"strict","x-route-hint":"sky","messages":[{"role":"user","content":"a poem"}]}`,
-	} {
-		rep := g.post(t, "/v1/chat/completions", body)
-		if rep.status != 503 || rep.errorField(t, "code") != "no_private_target" || rep.header.Get("x-hayula-route") != "sky" {
-			t.Errorf("%s: %d route %q %s", body, rep.status, rep.header.Get("x-hayula-route"), rep.body)
-		}
+	rep := g.post(t, "/v1/chat/completions",
+		`{"model":"auto","x-hayula-privacy":"strict","messages":[{"role":"user","content":"the forecast for Fez?"}]}`)
+	if rep.status != 200 || rep.header.Get("x-hayula-route") != "general" || rep.header.Get("x-hayula-intent") != "weather" ||
+		rep.header.Get("x-hayula-moved-from") != "sky" || rep.header.Get("x-hayula-move-reason") != "privacy" {
+		t.Errorf("moved: %d %v %s", rep.status, rep.header, rep.body)
 	}
-	if paid.hits.Load() != 0 || local.hits.Load() != 0 {
+	rep = g.post(t, "/v1/chat/completions",
+		`{"model":"auto","x-hayula-privacy":"strict","x-route-hint":"sky","messages":[{"role":"user","content":"a poem"}]}`)
+	if rep.status != 503 || rep.errorField(t, "code") != "no_private_target" || rep.header.Get("x-hayula-route") != "sky" ||
+		rep.header.Get("x-hayula-moved-from") != "" {
+		t.Errorf("hinted: %d route %q %s", rep.status, rep.header.Get("x-hayula-route"), rep.body)
+	}
+	if paid.hits.Load() != 0 || local.hits.Load() != 1 {
 		t.Errorf("asked: paid %d, local %d", paid.hits.Load(), local.hits.Load())
 	}
 }

@@ -31,6 +31,10 @@ const (
 	hdrRoute  = "X-Hayula-Route"
 	hdrTarget = "X-Hayula-Target"
 	hdrIntent = "X-Hayula-Intent" // model "auto" only: the classifier's intent
+	// Model "auto" only, when it moved the request off the route its text was classified to
+	// (autoMove): that route, and the filters that left it no target.
+	hdrMovedFrom  = "X-Hayula-Moved-From"
+	hdrMoveReason = "X-Hayula-Move-Reason"
 )
 
 func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
@@ -64,7 +68,7 @@ func (s *Server) serveOp(w http.ResponseWriter, r *http.Request, op core.Op) {
 		}
 		s.metrics.Request(op, route, status, end.Sub(start))
 	}()
-	req, rs, intent, e := s.admit(r, op, st, true)
+	req, rs, pick, e := s.admit(r, op, st, true)
 	if e != nil {
 		s.unbusy(st) // before the answer goes out, as write gives it back
 		writeError(w, e)
@@ -72,8 +76,8 @@ func (s *Server) serveOp(w http.ResponseWriter, r *http.Request, op core.Op) {
 		s.logRequest(r, requestLog{key: st.keyName(), id: id}, status, start, end)
 		return
 	}
-	if intent != "" {
-		w.Header().Set(hdrIntent, intent)
+	if pick.intent != "" {
+		pick.setHeaders(w.Header())
 	}
 	route = rs.index
 	res := s.run(r.Context(), rs, req, st, id)
@@ -152,16 +156,16 @@ func (s *Server) release(st *reqState) {
 const maxPooledMessages = 256
 
 // admit is everything before eligibility: auth, the key's caps (with limited), body, decode,
-// route. Explain shares it, without the caps: it sends nothing upstream. intent is the
+// route. Explain shares it, without the caps: it sends nothing upstream. pick is the
 // auto-router's decision when the model was "auto". The request is built in st (nil: a new one),
 // which keeps the arrays it ended up in and the key's concurrency slot, if it took one.
-func (s *Server) admit(r *http.Request, op core.Op, st *reqState, limited bool) (req *core.Request, rs *routeState, intent string, e *apiError) {
+func (s *Server) admit(r *http.Request, op core.Op, st *reqState, limited bool) (req *core.Request, rs *routeState, pick autoPick, e *apiError) {
 	if st == nil {
 		st = new(reqState)
 	}
 	key, e := s.authenticate(r)
 	if e != nil {
-		return nil, nil, "", e
+		return nil, nil, autoPick{}, e
 	}
 	if key != nil {
 		st.key = key
@@ -170,13 +174,13 @@ func (s *Server) admit(r *http.Request, op core.Op, st *reqState, limited bool) 
 		}
 		if limited && s.limits != nil {
 			if e := s.limit(key, st); e != nil {
-				return nil, nil, "", e
+				return nil, nil, autoPick{}, e
 			}
 		}
 	}
 	body, e := readBody(r, s.cfg.MaxBodyBytes, st.body)
 	if e != nil {
-		return nil, nil, "", e
+		return nil, nil, autoPick{}, e
 	}
 	st.body = body[:0]
 	if op == opExplain {
@@ -193,19 +197,19 @@ func (s *Server) admit(r *http.Request, op core.Op, st *reqState, limited bool) 
 		req, e = decodeOther(r, body, op)
 	}
 	if e != nil {
-		return nil, nil, "", e
+		return nil, nil, autoPick{}, e
 	}
-	rs, intent, e = s.resolve(key, req)
+	rs, pick, e = s.resolve(key, req)
 	if e != nil {
-		return nil, nil, "", e
+		return nil, nil, autoPick{}, e
 	}
-	if rs.mayOverflow(req) {
+	if req.PromptTokensMin == 0 && rs.mayOverflow(req) { // autoMove may have counted it
 		req.PromptTokensMin = filter.PromptTokensMin(req.Messages)
 	}
 	// A stream's usage is asked of an OpenAI-compatible target only when something counts it
 	// (upstream.Response.UsageAsked).
 	req.CountsUsage = s.metrics != nil || st.tpm != nil
-	return req, rs, intent, nil
+	return req, rs, pick, nil
 }
 
 // result is how the attempt loop ended.

@@ -34,6 +34,26 @@ type explanation struct {
 	Error      *explainError   `json:"error,omitempty"`
 	// Auto is the classifier's decision, with every intent's score, for model "auto".
 	Auto *autoroute.Explanation `json:"auto,omitempty"`
+	// Moved is model "auto"'s move off the route the classifier chose (Auto's route) to Route;
+	// absent when the request stays where the classifier put it.
+	Moved *explainMove `json:"moved,omitempty"`
+}
+
+// explainMove says why model "auto" moved a request (autoMove).
+type explainMove struct {
+	// From is the route the classifier chose.
+	From string `json:"from"`
+	// Reason names the filters that left From no target, as x-hayula-move-reason does.
+	Reason string `json:"reason"`
+	// Drops are From's targets and why none can take the request.
+	Drops []explainDrop `json:"drops"`
+	// Passed are the routes of the move order before Route that were passed over, and why.
+	Passed []explainPassed `json:"passed,omitempty"`
+}
+
+type explainPassed struct {
+	Route  string `json:"route"`
+	Reason string `json:"reason"`
 }
 
 type explainRequest struct {
@@ -99,7 +119,7 @@ func isResponsesBody(body []byte) bool {
 func (s *Server) handleExplain(w http.ResponseWriter, r *http.Request) {
 	// The bridge records in its writer what an answer would echo; explain writes no answer.
 	r = r.WithContext(context.WithValue(r.Context(), bridgeKey{}, &responsesWriter{}))
-	req, rs, intent, e := s.admit(r, opExplain, nil, false)
+	req, rs, pick, e := s.admit(r, opExplain, nil, false)
 	if e != nil {
 		writeError(w, e)
 		return
@@ -121,13 +141,23 @@ func (s *Server) handleExplain(w http.ResponseWriter, r *http.Request) {
 	if req.Model == config.RouteAuto && s.cfg.Auto != nil {
 		sys, user := autoroute.Texts(req.Messages)
 		hint := req.RouteHint
-		if intent == autoroute.IntentHint && hint == "" {
+		if pick.intent == autoroute.IntentHint && hint == "" {
 			// resolve spent a hint that named the route; without it the classifier would
 			// explain a decision the request did not take.
 			hint = rs.Name
 		}
 		a := s.cfg.Auto.Explain(sys, user, hint)
 		x.Auto = &a
+	}
+	if pick.from != nil {
+		m := &explainMove{From: pick.from.Name, Reason: pick.reason, Drops: []explainDrop{}}
+		for _, d := range pick.drops {
+			m.Drops = append(m.Drops, explainDrop{Target: d.Target, Filter: d.Filter, Reason: d.Reason})
+		}
+		for _, p := range pick.passed {
+			m.Passed = append(m.Passed, explainPassed{Route: p.route, Reason: p.reason})
+		}
+		x.Moved = m
 	}
 	if x.FailedOpen == nil {
 		x.FailedOpen = []string{}
@@ -168,9 +198,7 @@ func (s *Server) handleExplain(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set(hdrRoute, rs.Name)
-	if intent != "" {
-		w.Header().Set(hdrIntent, intent) // as the request's answer carries it (TestAutoExplainCarriesIntent)
-	}
+	pick.setHeaders(w.Header()) // as the request's answer carries them (TestAutoExplainCarriesIntent, TestAutoMoveExplain)
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	_ = enc.Encode(x)

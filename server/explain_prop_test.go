@@ -152,6 +152,9 @@ type explainAnswer struct {
 	Auto  *struct {
 		Route string `json:"route"`
 	} `json:"auto"`
+	Moved *struct {
+		From string `json:"from"`
+	} `json:"moved"`
 	Reserve []string `json:"reserve"`
 	Error   *struct {
 		Status int    `json:"status"`
@@ -502,7 +505,7 @@ func TestExplainTellsTheTruth(t *testing.T) {
 	}
 	// The cases must reach what they are for, or the property holds of nothing.
 	if seen.fellThrough == 0 || seen.explainError == 0 || seen.reserve == 0 || seen.guardEntered == 0 || seen.weighted == 0 ||
-		seen.reordered == 0 || seen.loading == 0 || seen.responses == 0 {
+		seen.reordered == 0 || seen.loading == 0 || seen.responses == 0 || seen.moved == 0 {
 		t.Errorf("the cases missed a path: %+v", seen)
 	}
 }
@@ -512,6 +515,7 @@ type coverage struct {
 	fellThrough, explainError, reserve, guardEntered, weighted int
 	reordered, loading                                         int // a policy put the route's order aside; a target held back as loading
 	responses                                                  int // a POST /v1/responses that tried a target
+	moved                                                      int // model "auto" moved off the classified route
 }
 
 func checkExplain(t *testing.T, pc propCase, ups []*omni, seen *coverage) {
@@ -585,8 +589,21 @@ func checkExplain(t *testing.T, pc propCase, ups []*omni, seen *coverage) {
 	if route := real.header.Get("x-hayula-route"); route != "" && route != x.Route {
 		t.Fatalf("explain says route %q, the request went to %q\nexplain: %s\n%s", x.Route, route, xr.body, pc.describe)
 	}
-	if x.Auto != nil && x.Auto.Route != x.Route {
+	// The route is auto's decision, or the one auto moved the request to off it (moved.from).
+	switch {
+	case x.Auto != nil && x.Moved != nil && (x.Moved.From != x.Auto.Route || x.Moved.From == x.Route):
+		t.Fatalf("explain's auto decision is route %q, moved from %q to %q\nexplain: %s\n%s", x.Auto.Route, x.Moved.From,
+			x.Route, xr.body, pc.describe)
+	case x.Auto != nil && x.Moved == nil && x.Auto.Route != x.Route:
 		t.Fatalf("explain's auto decision is route %q, its route %q\nexplain: %s\n%s", x.Auto.Route, x.Route, xr.body, pc.describe)
+	case x.Auto == nil && x.Moved != nil:
+		t.Fatalf("explain moved a request that named its route\nexplain: %s\n%s", xr.body, pc.describe)
+	}
+	if x.Moved != nil {
+		seen.moved++
+	}
+	if from := real.header.Get("x-hayula-moved-from"); x.Moved != nil && from != x.Moved.From || x.Moved == nil && from != "" {
+		t.Fatalf("explain says moved %+v, the request's x-hayula-moved-from %q\nexplain: %s\n%s", x.Moved, from, xr.body, pc.describe)
 	}
 	if x.Error != nil {
 		seen.explainError++

@@ -22,7 +22,9 @@ func keysConfig(priv, pub *fake) string {
 // TestStrictKeyNoPublicOnAnyEndpoint: a strict key's requests reach no public target through any
 // endpoint or option: asking for the default privacy, a route of public targets only, model
 // "auto" with a text or a hint that picks one, the Responses bridge whole and streamed,
-// completions, embeddings; explain says strict and lists no public target to try.
+// completions, embeddings; explain says strict and lists no public target to try: for a route of
+// public targets only a 503, and for model "auto", which moves the request off that route to one
+// with a private target (TestAutoMoveStrict), the private target alone.
 func TestStrictKeyNoPublicOnAnyEndpoint(t *testing.T) {
 	priv, pub := newFake(t, "priv"), newFake(t, "pub")
 	priv.set(errHandler(500, "boom", "down"))
@@ -66,9 +68,18 @@ func TestStrictKeyNoPublicOnAnyEndpoint(t *testing.T) {
 			Error  *struct {
 				Status int `json:"status"`
 			} `json:"error"`
+			Moved *struct {
+				From string `json:"from"`
+			} `json:"moved"`
 		}
 		if err := json.Unmarshal(rep.body, &x); err != nil || rep.status != 200 {
 			t.Fatalf("explain %s: %d %s", model, rep.status, rep.body)
+		}
+		if model == "auto" {
+			if !x.Strict || len(x.Order) != 1 || x.Order[0] != "priv" || x.Error != nil || x.Moved == nil || x.Moved.From != "p" {
+				t.Errorf("explain %s: %s, want strict, moved from p, the private target alone", model, rep.body)
+			}
+			continue
 		}
 		if !x.Strict || len(x.Order) != 0 || x.Error == nil || x.Error.Status != 503 {
 			t.Errorf("explain %s: %s, want strict, no target to try, a 503", model, rep.body)

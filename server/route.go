@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hayula/gateway/autoroute"
 	"github.com/hayula/gateway/config"
 	"github.com/hayula/gateway/core"
 	"github.com/hayula/gateway/filter"
@@ -47,17 +48,18 @@ func (s *Server) authenticate(r *http.Request) (*config.Key, *apiError) {
 }
 
 // resolve finds the request's route and applies the key's allowlist and strictness. For model
-// "auto" the classifier picks the route; a key allowed "auto" may use whatever route it picks.
-func (s *Server) resolve(key *config.Key, req *core.Request) (*routeState, string, *apiError) {
-	name, intent := req.Model, ""
+// "auto" the classifier picks the route (autoMove may move the request off it); a key allowed
+// "auto" may use whatever route the classifier picks.
+func (s *Server) resolve(key *config.Key, req *core.Request) (*routeState, autoPick, *apiError) {
+	name := req.Model
 	if name == config.RouteAuto && s.cfg.Auto != nil {
 		if key != nil && !key.Allows(name) {
-			return nil, "", modelNotFound(name)
+			return nil, autoPick{}, modelNotFound(name)
 		}
 		if req.Op == core.OpEmbeddings {
 			// No conversation to classify: the default route, a chat model, would embed, and a
 			// vector store filled through "auto" could mix the vectors of several models.
-			return nil, "", &apiError{Status: http.StatusBadRequest, Type: typeInvalidRequest, Code: "model_not_supported",
+			return nil, autoPick{}, &apiError{Status: http.StatusBadRequest, Type: typeInvalidRequest, Code: "model_not_supported",
 				Param: "model", Message: "model \"auto\" chooses a chat route by the conversation's text and does not " +
 					"embed: name the embeddings route (GET /v1/models lists them)."}
 		}
@@ -78,18 +80,132 @@ func (s *Server) resolve(key *config.Key, req *core.Request) (*routeState, strin
 		rs, ok := s.routes[route]
 		if !ok {
 			// config.Load checks every route auto can choose; this is a wiring bug, not a client's.
-			return nil, "", &apiError{Status: http.StatusInternalServerError, Type: typeServer, Code: "internal_error",
+			return nil, autoPick{}, &apiError{Status: http.StatusInternalServerError, Type: typeServer, Code: "internal_error",
 				Message: fmt.Sprintf("model auto chose route %q, which does not exist", route)}
 		}
+		pick := autoPick{intent: intent}
+		if intent != autoroute.IntentHint {
+			// A hint that named a route or a specialist is the client's choice, kept.
+			rs = s.autoMove(key, rs, req, &pick)
+		}
 		s.applyStrict(rs, key, req)
-		return rs, intent, nil
+		return rs, pick, nil
 	}
 	rs, ok := s.routes[name]
 	if !ok || (key != nil && !key.Allows(name)) {
-		return nil, "", modelNotFound(req.Model)
+		return nil, autoPick{}, modelNotFound(req.Model)
 	}
 	s.applyStrict(rs, key, req)
-	return rs, intent, nil
+	return rs, autoPick{}, nil
+}
+
+// autoPick is how model "auto" chose a request's route, for the answer's headers and explain.
+type autoPick struct {
+	// intent is the classifier's intent; "" when the request named its route.
+	intent string
+	// from is the route the classifier chose, when autoMove moved the request off it; nil when
+	// it was kept.
+	from *routeState
+	// reason names the filters that left from no target, as x-hayula-move-reason says it.
+	reason string
+	// drops are from's, and passed the routes of the move order passed over before the one
+	// chosen, each with why: for explain.
+	drops  []filter.Drop
+	passed []passedRoute
+}
+
+// passedRoute is a route of the move order that autoMove passed over, and why: the filters that
+// left it no target, or the key's allowlist.
+type passedRoute struct {
+	route, reason string
+}
+
+// notKeys is a passedRoute's reason for a route the key's allowlist does not name.
+const notKeys = "not among the key's routes"
+
+// setHeaders says p in h: the intent, and a move.
+func (p *autoPick) setHeaders(h http.Header) {
+	if p.intent != "" {
+		h.Set(hdrIntent, p.intent)
+	}
+	if p.from != nil {
+		h[hdrMovedFrom] = p.from.nameValue
+		h[hdrMoveReason] = []string{p.reason}
+	}
+}
+
+// autoMove is the route an auto request goes to: rs, the route its text was classified to,
+// unless no target of rs can take the request for what it is (s.fits: its images, tools,
+// length, strictness, endpoint or format, as the filters judge them; never health, which denies
+// no service) and a route of s.autoOrder can. Then it is the first such route, other than rs,
+// that key's allowlist names (a key without one may use every route) with a target that takes
+// the request under that route's strictness as well as its own and its key's; pick records the
+// move. When none can, rs is kept, and the request gets rs's answer for what it asks. The common
+// request, which no stage of s.fits can drop a target for, costs a few comparisons.
+func (s *Server) autoMove(key *config.Key, rs *routeState, req *core.Request, pick *autoPick) *routeState {
+	strict := req.Strict || (key != nil && key.Strict)
+	if !s.mayNotFit(rs, req, strict) || s.fitsRoute(rs, req, strict) {
+		return rs
+	}
+	var passed []passedRoute
+	for _, c := range s.autoOrder {
+		switch {
+		case c == rs:
+		case key != nil && !key.Allows(c.Name):
+			passed = append(passed, passedRoute{c.Name, notKeys})
+		case s.fitsRoute(c, req, strict):
+			pick.from, pick.drops, pick.passed = rs, s.routeDrops(rs, req, strict), passed
+			pick.reason = dropFilters(pick.drops)
+			return c
+		default:
+			passed = append(passed, passedRoute{c.Name, dropFilters(s.routeDrops(c, req, strict))})
+		}
+	}
+	return rs
+}
+
+// mayNotFit reports whether a stage of s.fits could drop a target of rs for req, strict by its
+// own option or its key's: without images, tools, strictness, what only some adapters carry or
+// a prompt that may overflow, none can.
+func (s *Server) mayNotFit(rs *routeState, req *core.Request, strict bool) bool {
+	return req.Images || req.Tools || strict || rs.Strict || !s.adaptersTakeAll(req) || rs.mayOverflow(req)
+}
+
+// fitsRoute reports whether a target of rs passes s.fits for req, strict by its own option or its
+// key's, as it would be on rs (applyStrict). It counts req's prompt tokens when rs's windows need
+// them (as admit does for the route chosen).
+func (s *Server) fitsRoute(rs *routeState, req *core.Request, strict bool) bool {
+	own := req.Strict
+	req.Strict = strict || rs.Strict
+	if req.PromptTokensMin == 0 && rs.mayOverflow(req) {
+		req.PromptTokensMin = filter.PromptTokensMin(req.Messages)
+	}
+	ok := filter.AnyKept(req, rs.Targets, s.fits)
+	req.Strict = own
+	return ok
+}
+
+// routeDrops are the drops of s.fits over rs's targets for req, judged as fitsRoute judges them.
+func (s *Server) routeDrops(rs *routeState, req *core.Request, strict bool) []filter.Drop {
+	own := req.Strict
+	req.Strict = strict || rs.Strict
+	if req.PromptTokensMin == 0 && rs.mayOverflow(req) {
+		req.PromptTokensMin = filter.PromptTokensMin(req.Messages)
+	}
+	drops := filter.Run(req, rs.Targets, s.fits).Drops
+	req.Strict = own
+	return drops
+}
+
+// dropFilters names the filters of drops, each once, in stage order, joined by ", ".
+func dropFilters(drops []filter.Drop) string {
+	var names []string
+	for _, d := range drops {
+		if !slices.Contains(names, d.Filter) {
+			names = append(names, d.Filter)
+		}
+	}
+	return strings.Join(names, ", ")
 }
 
 // promptTurn is a completions request's prompt (decoded once, in decodeOther) as the one user
@@ -221,6 +337,14 @@ func openaiOnlyAsk(field string) string {
 	return field
 }
 
+// adaptersTakeAll reports whether no adapter-capability stage (endpointFilter, choicesFilter,
+// formatFilter) can drop a target for req: a chat request for one choice that asks for nothing
+// only some adapters carry, when every target's adapter serves chat.
+func (s *Server) adaptersTakeAll(req *core.Request) bool {
+	return req.Op == core.OpChat && s.allServeChat && req.Choices <= 1 && !req.Structured && !req.Logprobs &&
+		req.OpenAIOnly == "" && !req.RemoteImages
+}
+
 // plan is what eligibility left for one request: the same computation serves a real request and
 // /v1/route/explain.
 type plan struct {
@@ -240,8 +364,7 @@ type plan struct {
 // plan runs eligibility with the kept targets in kept's array (see filter.RunInto).
 func (s *Server) plan(rs *routeState, req *core.Request, kept []*core.Target) plan {
 	stages := s.stages
-	if req.Op == core.OpChat && s.allServeChat && req.Choices <= 1 && !req.Structured && !req.Logprobs &&
-		req.OpenAIOnly == "" && !req.RemoteImages && req.RouteHint == "" {
+	if s.adaptersTakeAll(req) && req.RouteHint == "" {
 		// The capability stages would keep every target, at a call per target each, on nearly
 		// every request: every target's adapter serves chat (New checked), and one choice.
 		stages = stages[capStages:]

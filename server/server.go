@@ -90,6 +90,14 @@ type Server struct {
 	cfg    *config.Config
 	routes map[string]*routeState
 	stages []filter.Stage // the capability stages (capStages of them), then filter.Standard's
+	// fits are the stages that judge what a request is rather than a target's state (health,
+	// loading) or its hint: the adapters' capabilities (endpoint, choices, format), privacy,
+	// vision, tools and context, all fail closed. Model "auto" moves a request off a route none
+	// of whose targets passes them (autoMove).
+	fits []filter.Stage
+	// autoOrder are the routes model "auto" may move a request to, in order
+	// (autoroute.Classifier.MoveOrder); nil without [auto].
+	autoOrder []*routeState
 	// allServeChat: every target's adapter serves chat (upstream.Serves), so the endpoint stage
 	// drops none for it.
 	allServeChat bool
@@ -237,6 +245,8 @@ func New(o Options) (*Server, error) {
 	s.stages = append([]filter.Stage{{Filter: endpointFilter{}}, {Filter: choicesFilter{}}, {Filter: formatFilter{}},
 		{Filter: filter.Specialist{}}},
 		filter.Standard(s.health)...)
+	s.fits = []filter.Stage{{Filter: endpointFilter{}}, {Filter: choicesFilter{}}, {Filter: formatFilter{}},
+		{Filter: filter.Privacy{}}, {Filter: filter.Vision{}}, {Filter: filter.Tools{}}, {Filter: filter.Context{}}}
 	s.allServeChat = !slices.ContainsFunc(o.Config.Targets, func(t *core.Target) bool {
 		return !upstream.Serves(t.Adapter, core.OpChat)
 	})
@@ -282,6 +292,13 @@ func New(o Options) (*Server, error) {
 		}
 		slices.Sort(rs.specialists)
 		s.routes[r.Name] = rs
+	}
+	if o.Config.Auto != nil {
+		for _, n := range o.Config.Auto.MoveOrder() {
+			if rs, ok := s.routes[n]; ok { // config.Load checks that each exists
+				s.autoOrder = append(s.autoOrder, rs)
+			}
+		}
 	}
 	var prev *metrics.Set
 	if o.Previous != nil {
