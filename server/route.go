@@ -115,13 +115,10 @@ type autoPick struct {
 }
 
 // passedRoute is a route of the move order that autoMove passed over, and why: the filters that
-// left it no target, or the key's allowlist.
+// left it no target.
 type passedRoute struct {
 	route, reason string
 }
-
-// notKeys is a passedRoute's reason for a route the key's allowlist does not name.
-const notKeys = "not among the key's routes"
 
 // setHeaders says p in h: the intent, and a move.
 func (p *autoPick) setHeaders(h http.Header) {
@@ -138,8 +135,9 @@ func (p *autoPick) setHeaders(h http.Header) {
 // unless no target of rs can take the request for what it is (s.fits: its images, tools,
 // length, strictness, endpoint or format, as the filters judge them; never health, which denies
 // no service) and a route of s.autoOrder can. Then it is the first such route, other than rs,
-// that key's allowlist names (a key without one may use every route) with a target that takes
-// the request under that route's strictness as well as its own and its key's; pick records the
+// with a target that takes the request under that route's strictness as well as its own and its
+// key's. Every route of the order is one auto may choose, and a key allowed "auto" may use
+// whatever route auto chooses (resolve), so its list of routes is not asked again; pick records the
 // move. When none can, rs is kept, and the request gets rs's answer for what it asks. The common
 // request, which no stage of s.fits can drop a target for, costs a few comparisons.
 func (s *Server) autoMove(key *config.Key, rs *routeState, req *core.Request, pick *autoPick) *routeState {
@@ -151,8 +149,6 @@ func (s *Server) autoMove(key *config.Key, rs *routeState, req *core.Request, pi
 	for _, c := range s.autoOrder {
 		switch {
 		case c == rs:
-		case key != nil && !key.Allows(c.Name):
-			passed = append(passed, passedRoute{c.Name, notKeys})
 		case s.fitsRoute(c, req, strict):
 			pick.from, pick.drops, pick.passed = rs, s.routeDrops(rs, req, strict), passed
 			pick.reason = dropFilters(pick.drops)
