@@ -108,8 +108,12 @@ type h1Conn struct {
 	// (odd and unchanged) from one that progresses or a caller busy elsewhere (see sweepLocked).
 	reads  atomic.Uint64
 	reused bool
-	vec    [2 + len(payload{})][]byte // a POST's head and body, for writev (see outgoing.send)
-	out    net.Buffers                // what of vec is left to write
+	// early is set by the sweeper when a refusal came while the request was being written, and
+	// the write was stopped for it (see answeredEarly). The connection is not pooled after
+	// (release): the write deadline the sweeper set may outlast a write that ended meanwhile.
+	early atomic.Bool
+	vec   [2 + len(payload{})][]byte // a POST's head and body, for writev (see outgoing.send)
+	out   net.Buffers                // what of vec is left to write
 	// hdr is the header map the adapters' answers on this connection fill in turn (see post):
 	// an answer's map is free again once its body has ended.
 	hdr    http.Header
@@ -285,8 +289,11 @@ func (t *h1Transport) exchange(ctx context.Context, c *h1Conn, out *outgoing) (*
 	// before it read the whole body (a 413 for a body it will not take, a 401 from a proxy that
 	// checks the key first), and what it sent is still there to read, as net/http's reader
 	// goroutine reads it (TestH1EarlyAnswerToALargeBody).
+	// A write the sweeper stopped because an answer had come (early) is the same case, with a
+	// server that keeps the connection open and reads nothing more (TestEarlyAnswerStopsTheWrite).
 	werr := out.send(c)
-	if werr != nil && (!peerEnded(werr) || !c.phase.CompareAndSwap(phaseWrite, phaseHead)) {
+	early := c.early.Load()
+	if werr != nil && (!early && !peerEnded(werr) || !c.phase.CompareAndSwap(phaseWrite, phaseHead)) {
 		switch t.unwatch(c) {
 		case phaseCanceled:
 			return nil, false, ctx.Err()
@@ -294,6 +301,9 @@ func (t *h1Transport) exchange(ctx context.Context, c *h1Conn, out *outgoing) (*
 			return nil, false, werr // the write's deadline error: a timeout, not a stale connection
 		}
 		return nil, c.reused, werr
+	}
+	if early && werr != nil {
+		werr = errAnsweredEarly // not the write deadline's error, which would read as a timeout
 	}
 	if werr == nil && !c.phase.CompareAndSwap(phaseWrite, phaseHead) {
 		return nil, false, t.interrupted(ctx, c)
@@ -334,8 +344,9 @@ func (t *h1Transport) exchange(ctx context.Context, c *h1Conn, out *outgoing) (*
 		stale := c.reused && out.replayable() && (closed || isBad && bad.beforeStatus())
 		return nil, stale, err
 	}
-	if werr != nil {
-		// The rest of the request never went: the connection carries nothing more.
+	if werr != nil || early {
+		// The rest of the request never went, or the sweeper put a write deadline on the
+		// connection as the write ended: it carries nothing more.
 		a.resp.Close = true
 	}
 	if !c.phase.CompareAndSwap(phaseHead, phaseBody) {
@@ -355,6 +366,10 @@ func (t *h1Transport) exchange(ctx context.Context, c *h1Conn, out *outgoing) (*
 	resp.Body = b
 	return resp, false, nil
 }
+
+// errAnsweredEarly is the write the sweeper stopped because the server had refused the request,
+// or ended the connection, before it had read all of it (see answeredEarly).
+var errAnsweredEarly = errors.New("upstream: the server answered, or ended the connection, before it read the whole request")
 
 // h1Answer is an exchange's answer with its body as the caller reads it and the adapter's
 // Response built from it, in one allocation. Whoever holds the body (a stream until its Close,
@@ -624,7 +639,7 @@ func (t *h1Transport) release(c *h1Conn, reuse bool) (phase int32, pooled bool) 
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	ph := t.unwatchLocked(c)
-	if !reuse || ph >= phaseCanceled || t.nIdle >= t.maxIdle || t.closeIdle {
+	if !reuse || ph >= phaseCanceled || t.nIdle >= t.maxIdle || t.closeIdle || c.early.Load() {
 		return ph, false
 	}
 	t.idle[c.addr] = append(t.idle[c.addr], c)
