@@ -252,7 +252,7 @@ func (t *h1Transport) do(ctx context.Context, addr string, out *outgoing) (*http
 	c := t.get(ctx, addr)
 	for {
 		if c == nil {
-			nc, err := t.dial(ctx, "tcp", addr)
+			nc, err := t.connect(ctx, addr)
 			if err != nil {
 				return nil, err
 			}
@@ -273,6 +273,37 @@ func (t *h1Transport) do(ctx context.Context, addr string, out *outgoing) (*http
 		c = nil
 	}
 }
+
+// connect dials addr. The dial is bounded by the target's timeout when it has one (dialWithin):
+// a connect that does not complete (SYNs dropped, a server too busy to accept) is then a timeout,
+// like a server that accepted and does not answer, as on an https:// target, where
+// headTransport's timer covers it. Under the dialer's own bound alone (Options.DialTimeout, 10 s
+// by default) it held the attempt past the timeout and failed as a connection error
+// (TestConnectWithinTimeout); a dial that the dialer's bound ends first still is one. The
+// answer's head then has the timeout from the request's sending, as on a reused connection.
+func (t *h1Transport) connect(ctx context.Context, addr string) (net.Conn, error) {
+	if t.timeout <= 0 {
+		return t.dial(ctx, "tcp", addr)
+	}
+	start := time.Now()
+	nc, err := t.dial(ctx, "tcp", addr)
+	if ne, ok := errors.AsType[net.Error](err); ok && ne.Timeout() && ctx.Err() == nil && time.Since(start) >= t.timeout {
+		return nil, errConnectTimeout
+	}
+	return nc, err
+}
+
+// errConnectTimeout is a connect that the target's timeout ended; a net.Error that says Timeout,
+// and not a dial's *net.OpError, so that the adapters' transportError makes it a
+// *core.TimeoutError.
+var errConnectTimeout = &connectTimeoutError{}
+
+type connectTimeoutError struct{}
+
+func (*connectTimeoutError) Error() string   { return "no connection within the target's timeout" }
+func (*connectTimeoutError) Timeout() bool   { return true }
+func (*connectTimeoutError) Temporary() bool { return false }
+func (*connectTimeoutError) Unwrap() error   { return os.ErrDeadlineExceeded }
 
 func closeReqBody(req *http.Request) {
 	if req.Body != nil {
