@@ -108,8 +108,12 @@ type h1Conn struct {
 	// (odd and unchanged) from one that progresses or a caller busy elsewhere (see sweepLocked).
 	reads  atomic.Uint64
 	reused bool
-	vec    [2 + len(payload{})][]byte // a POST's head and body, for writev (see outgoing.send)
-	out    net.Buffers                // what of vec is left to write
+	// early is set by the sweeper when a refusal came while the request was being written, and
+	// the write was stopped for it (see answeredEarly). The connection is not pooled after
+	// (release): the write deadline the sweeper set may outlast a write that ended meanwhile.
+	early atomic.Bool
+	vec   [2 + len(payload{})][]byte // a POST's head and body, for writev (see outgoing.send)
+	out   net.Buffers                // what of vec is left to write
 	// hdr is the header map the adapters' answers on this connection fill in turn (see post):
 	// an answer's map is free again once its body has ended.
 	hdr    http.Header
@@ -248,7 +252,7 @@ func (t *h1Transport) do(ctx context.Context, addr string, out *outgoing) (*http
 	c := t.get(ctx, addr)
 	for {
 		if c == nil {
-			nc, err := t.dial(ctx, "tcp", addr)
+			nc, err := t.connect(ctx, addr)
 			if err != nil {
 				return nil, err
 			}
@@ -270,6 +274,37 @@ func (t *h1Transport) do(ctx context.Context, addr string, out *outgoing) (*http
 	}
 }
 
+// connect dials addr. The dial is bounded by the target's timeout when it has one (dialWithin):
+// a connect that does not complete (SYNs dropped, a server too busy to accept) is then a timeout,
+// like a server that accepted and does not answer, as on an https:// target, where
+// headTransport's timer covers it. Under the dialer's own bound alone (Options.DialTimeout, 10 s
+// by default) it held the attempt past the timeout and failed as a connection error
+// (TestConnectWithinTimeout); a dial that the dialer's bound ends first still is one. The
+// answer's head then has the timeout from the request's sending, as on a reused connection.
+func (t *h1Transport) connect(ctx context.Context, addr string) (net.Conn, error) {
+	if t.timeout <= 0 {
+		return t.dial(ctx, "tcp", addr)
+	}
+	start := time.Now()
+	nc, err := t.dial(ctx, "tcp", addr)
+	if ne, ok := errors.AsType[net.Error](err); ok && ne.Timeout() && ctx.Err() == nil && time.Since(start) >= t.timeout {
+		return nil, errConnectTimeout
+	}
+	return nc, err
+}
+
+// errConnectTimeout is a connect that the target's timeout ended; a net.Error that says Timeout,
+// and not a dial's *net.OpError, so that the adapters' transportError makes it a
+// *core.TimeoutError.
+var errConnectTimeout = &connectTimeoutError{}
+
+type connectTimeoutError struct{}
+
+func (*connectTimeoutError) Error() string   { return "no connection within the target's timeout" }
+func (*connectTimeoutError) Timeout() bool   { return true }
+func (*connectTimeoutError) Temporary() bool { return false }
+func (*connectTimeoutError) Unwrap() error   { return os.ErrDeadlineExceeded }
+
 func closeReqBody(req *http.Request) {
 	if req.Body != nil {
 		_ = req.Body.Close()
@@ -285,8 +320,11 @@ func (t *h1Transport) exchange(ctx context.Context, c *h1Conn, out *outgoing) (*
 	// before it read the whole body (a 413 for a body it will not take, a 401 from a proxy that
 	// checks the key first), and what it sent is still there to read, as net/http's reader
 	// goroutine reads it (TestH1EarlyAnswerToALargeBody).
+	// A write the sweeper stopped because an answer had come (early) is the same case, with a
+	// server that keeps the connection open and reads nothing more (TestEarlyAnswerStopsTheWrite).
 	werr := out.send(c)
-	if werr != nil && (!peerEnded(werr) || !c.phase.CompareAndSwap(phaseWrite, phaseHead)) {
+	early := c.early.Load()
+	if werr != nil && (!early && !peerEnded(werr) || !c.phase.CompareAndSwap(phaseWrite, phaseHead)) {
 		switch t.unwatch(c) {
 		case phaseCanceled:
 			return nil, false, ctx.Err()
@@ -294,6 +332,9 @@ func (t *h1Transport) exchange(ctx context.Context, c *h1Conn, out *outgoing) (*
 			return nil, false, werr // the write's deadline error: a timeout, not a stale connection
 		}
 		return nil, c.reused, werr
+	}
+	if early && werr != nil {
+		werr = errAnsweredEarly // not the write deadline's error, which would read as a timeout
 	}
 	if werr == nil && !c.phase.CompareAndSwap(phaseWrite, phaseHead) {
 		return nil, false, t.interrupted(ctx, c)
@@ -334,8 +375,9 @@ func (t *h1Transport) exchange(ctx context.Context, c *h1Conn, out *outgoing) (*
 		stale := c.reused && out.replayable() && (closed || isBad && bad.beforeStatus())
 		return nil, stale, err
 	}
-	if werr != nil {
-		// The rest of the request never went: the connection carries nothing more.
+	if werr != nil || early {
+		// The rest of the request never went, or the sweeper put a write deadline on the
+		// connection as the write ended: it carries nothing more.
 		a.resp.Close = true
 	}
 	if !c.phase.CompareAndSwap(phaseHead, phaseBody) {
@@ -355,6 +397,10 @@ func (t *h1Transport) exchange(ctx context.Context, c *h1Conn, out *outgoing) (*
 	resp.Body = b
 	return resp, false, nil
 }
+
+// errAnsweredEarly is the write the sweeper stopped because the server had refused the request,
+// or ended the connection, before it had read all of it (see answeredEarly).
+var errAnsweredEarly = errors.New("upstream: the server answered, or ended the connection, before it read the whole request")
 
 // h1Answer is an exchange's answer with its body as the caller reads it and the adapter's
 // Response built from it, in one allocation. Whoever holds the body (a stream until its Close,
@@ -624,7 +670,7 @@ func (t *h1Transport) release(c *h1Conn, reuse bool) (phase int32, pooled bool) 
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	ph := t.unwatchLocked(c)
-	if !reuse || ph >= phaseCanceled || t.nIdle >= t.maxIdle || t.closeIdle {
+	if !reuse || ph >= phaseCanceled || t.nIdle >= t.maxIdle || t.closeIdle || c.early.Load() {
 		return ph, false
 	}
 	t.idle[c.addr] = append(t.idle[c.addr], c)

@@ -189,8 +189,14 @@ func (t *h1Transport) visitLocked(c *h1Conn, now time.Time) {
 		_ = c.Conn.SetDeadline(pastDeadline)
 		return
 	}
+	if ph == phaseWrite && c.seen == phaseWrite && answeredEarly(c) {
+		return
+	}
 	limit := t.limit(ph)
 	if limit <= 0 {
+		if ph == phaseWrite {
+			c.seen = ph // for answeredEarly, at the next visit
+		}
 		return
 	}
 	if ph == phaseBody {
@@ -215,4 +221,38 @@ func (t *h1Transport) visitLocked(c *h1Conn, now time.Time) {
 	if now.Sub(c.seenAt) >= limit && c.phase.CompareAndSwap(ph, phaseTimedOut) {
 		_ = c.Conn.SetDeadline(pastDeadline)
 	}
+}
+
+// answeredEarly looks, without waiting, for an answer that refuses c's request while the
+// request is still being written (a visit before this one saw the write under way too), and
+// when there is one (or the server has ended the connection), stops the write: a server may
+// refuse a request from its head (a 413 for a length it will not take, a 401 from a proxy that
+// checks the key first) and then read nothing more, and a body larger than the socket buffers
+// held the exchange until the target's timeout, where net/http's reader goroutine reads such an
+// answer as it comes (TestEarlyAnswerStopsTheWrite). The exchange reads the answer (see
+// exchange). It costs a system call in the sweeper, only for a write still under way from one
+// visit to the next; a request that goes out in one write is never looked at.
+func answeredEarly(c *h1Conn) bool {
+	if c.early.Load() || !refusedEarly(c.Conn) {
+		return false
+	}
+	c.early.Store(true)
+	_ = c.Conn.SetWriteDeadline(pastDeadline)
+	return true
+}
+
+// earlyRefusal reports whether b, the first bytes of an answer that came while its request was
+// being written, is no status line, or one of a status of 300 or more.
+func earlyRefusal(b []byte) bool {
+	if len(b) < len("HTTP/1.1 200") || string(b[:len("HTTP/1.")]) != "HTTP/1." || b[8] != ' ' {
+		return true
+	}
+	code := 0
+	for _, d := range b[9:12] {
+		if d < '0' || d > '9' {
+			return true
+		}
+		code = 10*code + int(d-'0')
+	}
+	return code >= 300
 }

@@ -11,3 +11,7 @@ func unsolicited(net.Conn) bool { return false }
 // peerEnded cannot tell here why a write failed: an answer the server sent before it ended the
 // connection is not read, and the write's error stands.
 func peerEnded(error) bool { return false }
+
+// refusedEarly cannot peek at a socket here: a request's write goes on until it ends, fails or
+// runs out of the target's timeout, whatever the server answered meanwhile.
+func refusedEarly(net.Conn) bool { return false }

@@ -38,3 +38,38 @@ func unsolicited(c net.Conn) bool {
 func peerEnded(err error) bool {
 	return errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)
 }
+
+// refusedEarly reports, without waiting, whether the server has answered a request whose
+// writing is under way with a final status other than 2xx (its first bytes are a status line of
+// 300 or more, or no status line at all), or has ended the connection: either way it will not
+// take the rest of the body, and a client "SHOULD immediately cease transmitting the body"
+// (RFC 9112 §9.5). A 1xx or 2xx, or too few bytes to tell, is not: a server may answer as it
+// reads. A connection that is not a socket never has.
+func refusedEarly(c net.Conn) bool {
+	sc, ok := c.(syscall.Conn)
+	if !ok {
+		return false
+	}
+	rc, err := sc.SyscallConn()
+	if err != nil {
+		return false
+	}
+	var buf [len("HTTP/1.1 200")]byte
+	var n int
+	var rerr error
+	if err := rc.Read(func(fd uintptr) bool {
+		n, _, rerr = syscall.Recvfrom(int(fd), buf[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
+		return true
+	}); err != nil {
+		return false
+	}
+	switch {
+	case errors.Is(rerr, syscall.EAGAIN) || errors.Is(rerr, syscall.EWOULDBLOCK) || errors.Is(rerr, syscall.EINTR):
+		return false // nothing yet
+	case rerr != nil || n == 0:
+		return true // the connection ended
+	case n < len(buf):
+		return false // a status line on its way, perhaps
+	}
+	return earlyRefusal(buf[:])
+}

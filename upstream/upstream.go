@@ -267,6 +267,9 @@ func newTransport(o Options, t *core.Target) *http.Transport {
 		}
 		tr.DialContext = d.DialContext
 	}
+	if t.Timeout > 0 {
+		tr.DialContext = dialWithin(tr.DialContext, t.Timeout)
+	}
 	if !t.Privacy.MayUseProxy() {
 		tr.Proxy = nil // a template's proxy too
 	}
@@ -287,6 +290,20 @@ func newTransport(o Options, t *core.Target) *http.Transport {
 		tr.TLSHandshakeTimeout = t.Timeout
 	}
 	return tr
+}
+
+// dialWithin bounds each of dial's connects by timeout, the target's: net/http dials apart from
+// the request, and a connect that does not complete (SYNs dropped, a server too busy to accept)
+// went on for Options.DialTimeout (10 s in the gateway) after headTransport had failed the
+// attempt as a timeout, a goroutine and a socket per attempt, as the TLS handshake did before
+// TLSHandshakeTimeout took the target's timeout. The synchronous client dials through it too
+// (h1Transport.connect). TestConnectWithinTimeout.
+func dialWithin(dial func(ctx context.Context, network, addr string) (net.Conn, error), timeout time.Duration) func(ctx context.Context, network, addr string) (net.Conn, error) {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		ctx, cancel := context.WithTimeout(ctx, timeout)
+		defer cancel()
+		return dial(ctx, network, addr)
+	}
 }
 
 // ProxyError is a proxy setting that names no proxy net/http can use. Its value is not repeated:

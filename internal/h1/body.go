@@ -34,7 +34,13 @@ func (b *body) read(p []byte) (int, error) {
 	if b.done {
 		return 0, http.ErrBodyReadAfterClose
 	}
-	return b.readRaw(p)
+	if b.c.res.wrote || b.c.res.committed {
+		return b.readRaw(p) // an answer begun is a request under way
+	}
+	b.c.inBody = true // a Shutdown may close the connection while this waits (stateBody)
+	n, err := b.readRaw(p)
+	b.c.inBody = false
+	return n, err
 }
 
 func (b *body) readRaw(p []byte) (int, error) {

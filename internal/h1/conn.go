@@ -12,12 +12,23 @@ import (
 	"time"
 )
 
-// Connection states, for Shutdown: only an idle connection is closed under it.
+// Connection states, for Shutdown: only a connection that waits for its client, with nothing
+// under way, is closed under it.
 const (
 	stateIdle    int32 = iota // waiting for a request's first byte
 	stateActive               // reading a request or answering it
-	stateClosing              // Shutdown closed it while idle
+	stateClosing              // Shutdown closed it while idle or waiting for a body
+	// stateBody: the handler waits, in a read that reached the socket, for more of its request's
+	// body, and has begun no answer (set no status). Shutdown closes such a connection as it
+	// closes an idle one (the handler's read fails with errStopped): the gateway reads a body
+	// whole before it does anything with it, and a client that stalled mid-body held a stop for
+	// its whole grace (TestShutdownClosesStalledBody).
+	stateBody
 )
+
+// errStopped fails a handler's read of a body that had not arrived when Shutdown closed its
+// connection (see stateBody).
+var errStopped = errors.New("h1: the server stopped before the request body arrived")
 
 // conn is one client connection. Its goroutine reads a request, runs the handler and writes
 // the answer, in turn; the watcher (watch) is the only other goroutine that reads it.
@@ -37,6 +48,10 @@ type conn struct {
 	skipped int
 	// lingered is set by linger, which ends the connection once.
 	lingered bool
+	// inBody is set while the handler's read of its body, its answer not begun, is under way:
+	// a read of the socket then marks the connection stateBody (see connReader). Only the
+	// goroutine reading the body uses it, under the body handle's lock.
+	inBody bool
 
 	// Read deadlines (see armRead). Only the connection's goroutine uses these.
 	phase  rdl   // the deadline a read that reaches the socket needs now
@@ -98,7 +113,24 @@ func (r connReader) Read(p []byte) (int, error) {
 		return n, nil
 	}
 	c.armRead()
+	if c.inBody {
+		return c.readBody(p)
+	}
 	return c.nc.Read(p)
+}
+
+// readBody reads the socket for the handler's read of a body, its answer not begun: for the
+// read, the connection is one Shutdown may close (stateBody). A read that Shutdown's close ended,
+// or that returned as Shutdown closed the socket, fails with errStopped.
+func (c *conn) readBody(p []byte) (int, error) {
+	if !c.state.CompareAndSwap(stateActive, stateBody) {
+		return 0, errStopped
+	}
+	n, err := c.nc.Read(p)
+	if !c.state.CompareAndSwap(stateBody, stateActive) {
+		return 0, errStopped
+	}
+	return n, err
 }
 
 // maxWritePiece is the most connWriter hands the socket in one write: a write that waits for

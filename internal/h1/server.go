@@ -158,7 +158,9 @@ func (s *Server) Serve(ln net.Listener) error {
 }
 
 // Shutdown stops accepting, closes idle connections, and waits until every request under way
-// has been answered or ctx ends (then it returns ctx's error and leaves the rest to Close).
+// has been answered or ctx ends (then it returns ctx's error and leaves the rest to Close). A
+// request whose handler is waiting for the rest of its body, and has begun no answer, is not
+// under way: its connection is closed as an idle one is, and the handler's read fails.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.inShutdown.Store(true)
 	s.closeListeners()
@@ -274,12 +276,13 @@ func (s *Server) closeListeners() {
 	}
 }
 
-// closeIdle closes the connections waiting for a request and reports whether none is left.
+// closeIdle closes the connections waiting for a request, and those whose handler waits for the
+// rest of a body before it has begun an answer (stateBody), and reports whether none is left.
 func (s *Server) closeIdle() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for c := range s.conns {
-		if c.state.CompareAndSwap(stateIdle, stateClosing) {
+		if c.state.CompareAndSwap(stateIdle, stateClosing) || c.state.CompareAndSwap(stateBody, stateClosing) {
 			_ = c.nc.Close()
 		}
 	}

@@ -1,0 +1,133 @@
+package upstream
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hayula/gateway/core"
+	"github.com/hayula/gateway/errmap"
+)
+
+// answersAtOnce is an upstream that answers every connection's request with answer as soon as it
+// has read its head, then neither reads nor closes the connection until the test ends: a server
+// that refuses a request from its head (a 413 for a length it will not take) and leaves the body
+// unread. It returns the upstream's URL.
+func answersAtOnce(t *testing.T, answer string) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var (
+		mu    sync.Mutex
+		conns []net.Conn
+		done  = make(chan struct{})
+	)
+	go func() {
+		defer close(done)
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c)
+			mu.Unlock()
+			// The request's head, then the answer; the body is left unread. (An answer before
+			// the request is one net/http's client takes for a stray on an idle connection.)
+			if _, err := http.ReadRequest(bufio.NewReader(c)); err != nil {
+				continue
+			}
+			_, _ = io.WriteString(c, answer)
+		}
+	}()
+	t.Cleanup(func() {
+		_ = ln.Close()
+		<-done
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range conns {
+			_ = c.Close()
+		}
+	})
+	return "http://" + ln.Addr().String()
+}
+
+// TestEarlyAnswerStopsTheWrite: an upstream that answers (a 413 with Connection: close) before
+// it has read the request's body, and then reads nothing and keeps the connection open, is
+// answered with its status, not held until the target's timeout: the write of a body larger
+// than the socket buffers stops once the answer has come, and the answer is the attempt's
+// failure, which errmap classifies as usual (413: overflow, in the default fallback_on). The
+// target's timeout is 30 s; the attempt must end within 10. The synchronous client waited out
+// the timeout (and then failed as a timeout) before.
+func TestEarlyAnswerStopsTheWrite(t *testing.T) {
+	const refusal = `{"error":{"message":"request entity too large"}}`
+	answer := "HTTP/1.1 413 Payload Too Large\r\nContent-Type: application/json\r\nConnection: close\r\n" +
+		"Content-Length: " + strconv.Itoa(len(refusal)) + "\r\n\r\n" + refusal
+	body := `{"model":"auto","messages":[{"role":"user","content":"` + strings.Repeat("x", 48<<20) + `"}]}`
+	for _, tc := range []struct {
+		name string
+		tmpl *http.Transport
+	}{
+		{"synchronous client", nil},
+		{"net/http", &http.Transport{}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tg := target(answersAtOnce(t, answer))
+			tg.Timeout = 30 * time.Second
+			s := NewSet([]*core.Target{tg}, Options{Now: fixedNow, DialTimeout: 2 * time.Second, Transport: tc.tmpl})
+			t.Cleanup(s.Close)
+			ctx, cancel := context.WithTimeout(context.Background(), generous)
+			defer cancel()
+			resp, err := s.Chat(ctx, tg, &core.Request{Model: "auto", Body: []byte(body)})
+			if err == nil {
+				resp.Release()
+				t.Fatal("an answer from an upstream that refused the request")
+			}
+			if ctx.Err() != nil {
+				t.Fatalf("the attempt did not end within %v: %v", generous, err)
+			}
+			se, ok := errors.AsType[*core.StatusError](err)
+			if !ok || se.Status != http.StatusRequestEntityTooLarge || !strings.Contains(se.Message, "too large") {
+				t.Fatalf("error %v (%T), want the upstream's 413", err, err)
+			}
+			if d := errmap.Classify(err); d.Class != core.ClassOverflow {
+				t.Errorf("classified %s, want overflow", d.Class)
+			}
+		})
+	}
+}
+
+// TestEarlyRefusal: what the sweeper takes for a refusal when it comes while the request is
+// being written: a status of 300 or more, or bytes that are no status line; a 1xx or 2xx is an
+// answer a server may send as it reads, and the write goes on.
+func TestEarlyRefusal(t *testing.T) {
+	for _, tc := range []struct {
+		b    string
+		want bool
+	}{
+		{"HTTP/1.1 413", true},
+		{"HTTP/1.0 400", true},
+		{"HTTP/1.1 302", true},
+		{"HTTP/1.1 503", true},
+		{"HTTP/1.1 200", false},
+		{"HTTP/1.1 204", false},
+		{"HTTP/1.1 100", false},
+		{"HTTP/1.1 1x0", true},
+		{"HTTP/2.0 200", true},
+		{"<html><body>", true},
+	} {
+		if got := earlyRefusal([]byte(tc.b)); got != tc.want {
+			t.Errorf("earlyRefusal(%q) = %v, want %v", tc.b, got, tc.want)
+		}
+	}
+}
