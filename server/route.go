@@ -332,6 +332,8 @@ func openaiOnlyAsk(field string) string {
 		return "the legacy functions (declare them as tools)"
 	case "custom":
 		return "a custom tool (type custom; only function tools translate)"
+	case "max_tokens":
+		return "max_tokens 0 (nothing generated)"
 	case "input_audio", "file":
 		return "a content part of type " + field
 	}
