@@ -76,7 +76,8 @@ type Request struct {
 	Structured, Logprobs bool
 	// OpenAIOnly names the first field the request sets that only the OpenAI protocol carries:
 	// "logit_bias" with an entry, or "modalities" asking for "audio"; for completions "echo"
-	// (true), "suffix" (not empty), or "prompt" when it is not one string (a batch, token ids);
+	// (true), "suffix" (not empty), "prompt" when it is not one string (a batch, token ids), or
+	// "max_tokens" when it is 0 (SAIF's protocol reads a 0 it leaves out as no limit);
 	// for embeddings "input" when it is not text (token ids); for chat also "functions" (the
 	// legacy ones declared), "custom" (a custom tool offered, Params.OffersCustomTools) and a
 	// content part's type, "input_audio" or "file". Ollama's native API and SAIF have none of

@@ -765,6 +765,11 @@ func decodeOther(r *http.Request, body []byte, op core.Op) (*core.Request, *apiE
 			return nil, belowMin("max_tokens", *w.MaxTokens, 0)
 		}
 		req.MaxTokens = *w.MaxTokens
+		if req.MaxTokens == 0 && req.OpenAIOnly == "" {
+			// SAIF's protocol cannot say 0: the saif adapter leaves it out, and SAIF answered
+			// with no limit at all (TestCompletionsZeroMaxTokensSkipsSAIF).
+			req.OpenAIOnly = "max_tokens"
+		}
 	}
 	if n := bytes.TrimSpace(w.N); op == core.OpCompletions && len(n) > 0 && string(n) != "null" {
 		// Held to what chat holds it to (an integer of at least 1, in OpenAI's words); embeddings

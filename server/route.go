@@ -135,16 +135,20 @@ func (p *autoPick) setHeaders(h http.Header) {
 // unless no target of rs can take the request for what it is (s.fits: its images, tools,
 // length, strictness, endpoint or format, as the filters judge them; never health, which denies
 // no service) and a route of s.autoOrder can. Then it is the first such route, other than rs,
-// with a target that takes the request under that route's strictness as well as its own and its
-// key's. Every route of the order is one auto may choose, and a key allowed "auto" may use
-// whatever route auto chooses (resolve), so its list of routes is not asked again; pick records the
-// move. When none can, rs is kept, and the request gets rs's answer for what it asks. The common
+// with a target that takes the request under that route's strictness as well as its own, its
+// key's and rs's, which it keeps. Every route of the order is one auto may choose, and a key
+// allowed "auto" may use whatever route auto chooses (resolve), so its list of routes is not
+// asked again; pick records the move. When none can, rs is kept, and the request gets rs's answer for what it asks. The common
 // request, which no stage of s.fits can drop a target for, costs a few comparisons.
 func (s *Server) autoMove(key *config.Key, rs *routeState, req *core.Request, pick *autoPick) *routeState {
 	strict := req.Strict || (key != nil && key.Strict)
 	if !s.mayNotFit(rs, req, strict) || s.fitsRoute(rs, req, strict) {
 		return rs
 	}
+	// A strict route says that what its text brings there stays private: moved, the request
+	// keeps that strictness, so it goes only to a route with a private target that takes it, and
+	// is strict there (TestAutoMoveKeepsTheClassifiedRoutesStrictness).
+	strict = strict || rs.Strict
 	var passed []passedRoute
 	for _, c := range s.autoOrder {
 		switch {
@@ -152,6 +156,7 @@ func (s *Server) autoMove(key *config.Key, rs *routeState, req *core.Request, pi
 		case s.fitsRoute(c, req, strict):
 			pick.from, pick.drops, pick.passed = rs, s.routeDrops(rs, req, strict), passed
 			pick.reason = dropFilters(pick.drops)
+			req.Strict = req.Strict || strict
 			return c
 		default:
 			passed = append(passed, passedRoute{c.Name, dropFilters(s.routeDrops(c, req, strict))})
@@ -327,6 +332,8 @@ func openaiOnlyAsk(field string) string {
 		return "the legacy functions (declare them as tools)"
 	case "custom":
 		return "a custom tool (type custom; only function tools translate)"
+	case "max_tokens":
+		return "max_tokens 0 (nothing generated)"
 	case "input_audio", "file":
 		return "a content part of type " + field
 	}
