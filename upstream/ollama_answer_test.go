@@ -27,7 +27,11 @@ func TestOllamaNonStreamAnswerNotFinished(t *testing.T) {
 		{"chat: not done", core.OpChat, `{"model":"m","message":{"role":"assistant","content":"The"},"done":false}`, true},
 		{"chat: done", core.OpChat, `{"model":"m","message":{"role":"assistant","content":"ok"},"done":true,"done_reason":"stop"}`, false},
 		{"chat: done with nothing said", core.OpChat, `{"model":"m","message":{"role":"assistant","content":""},"done":true,"done_reason":"stop"}`, false},
-		{"embed: none", core.OpEmbeddings, `{"model":"e","embeddings":[]}`, true},
+		// An empty list is 0 embeddings for 1 input, a count mismatch (class endpoint, as
+		// through an openai target: TestEmbeddingsOllamaUnusableEmbedding); no list at all is
+		// no /api/embed answer.
+		{"embed: none", core.OpEmbeddings, `{"model":"e"}`, true},
+		{"embed: null list", core.OpEmbeddings, `{"model":"e","embeddings":null}`, true},
 		{"embed: null", core.OpEmbeddings, `null`, true},
 		{"embed: one", core.OpEmbeddings, `{"model":"e","embeddings":[[0.1,0.2]]}`, false},
 	}

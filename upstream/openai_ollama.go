@@ -1080,17 +1080,18 @@ func (a *openaiOllama) embed(ctx context.Context, req *core.Request) (*Response,
 	if err := json.Unmarshal(raw, &m); err != nil {
 		return nil, &core.ProtocolError{Target: a.t.Name, Err: &NotJSONError{Body: redact(capBytes(raw, maxErrorBody), a.t.APIKey)}}
 	}
-	if len(m.Embeddings) == 0 {
-		// The server refuses an empty input, so a list without an embedding answers nothing
-		// that was asked, and openai-go's Data[0] panics in the client's code.
+	if m.Embeddings == nil {
+		// No embeddings member (or null): not an /api/embed answer at all, a broken one.
 		return nil, &core.ProtocolError{Target: a.t.Name, Err: &EmptyAnswerError{Key: "embeddings"}}
 	}
 	if len(m.Embeddings) != inputs {
 		// Which input each belongs to cannot be told: a client pairing its inputs with data by
-		// index would pair texts with the wrong vectors (TestEmbeddingsOllamaCountMismatch). It
-		// is the target's failure, class endpoint, as through an openai target: a server that
-		// embeds a batch's first input alone is not unwell, and another try gets the same
-		// (TestEmbeddingsOllamaCountMismatchIsEndpoint).
+		// index would pair texts with the wrong vectors (TestEmbeddingsOllamaCountMismatch), and
+		// none at all for a non-empty input (the server refuses an empty one) leaves openai-go's
+		// Data[0] to panic in the client's code. It is the target's failure, class endpoint, as
+		// through an openai target: a server that embeds a batch's first input alone is not
+		// unwell, and another try gets the same (TestEmbeddingsOllamaCountMismatchIsEndpoint,
+		// TestEmbeddingsOllamaUnusableEmbedding).
 		return nil, countError(a.t, len(m.Embeddings), inputs)
 	}
 	type item struct {
@@ -1100,14 +1101,17 @@ func (a *openaiOllama) embed(ctx context.Context, req *core.Request) (*Response,
 	}
 	data := make([]item, len(m.Embeddings))
 	for i, e := range m.Embeddings {
-		// Each must be a vector: null, [], or an array of anything but numbers reached the
-		// client as its embedding, or as an empty base64 string (TestEmbeddingsOllamaBrokenVector).
-		width, err := embeddingWidth(e)
-		if err == nil && (width == 0 || bytes.TrimSpace(e)[0] != '[') {
-			err = errNoWidth
+		// Each must be a vector of numbers, judged as an openai target's answer is: null, [],
+		// or an array of anything but numbers reached the client as its embedding, or as an
+		// empty base64 string (TestEmbeddingsOllamaBrokenVector), and is the target's failure,
+		// class endpoint, not a broken answer retried and counted toward a cooldown
+		// (TestEmbeddingsOllamaUnusableEmbedding).
+		if why := usableEmbedding(e, false); why != "" {
+			return nil, unusableError(a.t, "embeddings", i, why, ollamaEmbedding)
 		}
+		width, err := vectorWidth(a.t, "embeddings", i, e, ollamaEmbedding)
 		if err != nil {
-			return nil, &core.ProtocolError{Target: a.t.Name, Err: fmt.Errorf("embedding %d: %w", i, err)}
+			return nil, err
 		}
 		if in.Dimensions > 0 && width != in.Dimensions {
 			// Ollama cuts a vector to dimensions only when the model's is wider, and one
@@ -1119,7 +1123,8 @@ func (a *openaiOllama) embed(ctx context.Context, req *core.Request) (*Response,
 		if in.EncodingFormat == "base64" {
 			enc, err := floatsBase64(e)
 			if err != nil {
-				return nil, &core.ProtocolError{Target: a.t.Name, Err: fmt.Errorf("embedding %d: %w", i, err)}
+				// A number beyond a float32's range: the same answer each time, as a null is.
+				return nil, unusableError(a.t, "embeddings", i, "holds a number that no float32 holds, for base64", ollamaEmbedding)
 			}
 			data[i].Embedding = enc
 		}

@@ -135,7 +135,7 @@ func checkEmbeddings(t *core.Target, body []byte, inputs, dims int, base64 bool)
 			return unreadable()
 		}
 		if data[i] != '{' {
-			return unusableError(t, n, "is not an object")
+			return unusableError(t, "data", n, "is not an object", openaiEmbedding)
 		}
 		item := jsonx.Object(data[i:], false)
 		var emb []byte
@@ -149,14 +149,14 @@ func checkEmbeddings(t *core.Target, body []byte, inputs, dims int, base64 bool)
 		}
 		i = skipSpace(data, i+item.Offset())
 		if why := usableEmbedding(emb, base64); why != "" {
-			return unusableError(t, n, why)
+			return unusableError(t, "data", n, why, openaiEmbedding)
 		}
 		if dims <= 0 {
 			continue
 		}
-		width, err := embeddingWidth(emb)
+		width, err := vectorWidth(t, "data", n, emb, openaiEmbedding)
 		if err != nil {
-			return unusableError(t, n, "holds "+err.Error())
+			return err
 		}
 		if width != dims {
 			return widthError(t, dims, width, "the upstream answered another width: it ignores dimensions, or cannot give that many")
@@ -175,11 +175,13 @@ func skipSpace(b []byte, i int) int {
 	return i
 }
 
-// usableEmbedding says why emb, an answer item's embedding member (nil when it has none), is no
+// usableEmbedding says why emb, an answer item's embedding (nil when it has none), is no
 // embedding a client can read, or "" when it is one: an array whose first element is a number
 // (the rest are not read: a vector per token, an array of arrays, is caught by its first), or,
-// when the request asked for base64 (openai-python and openai-node ask it by default), a
-// non-empty string. An array answers a base64 request too: openai-python reads either.
+// when base64 is true (an openai target's answer to a request for base64, which openai-python
+// and openai-node ask by default), a non-empty string. An array answers a base64 request too:
+// openai-python reads either. Ollama's vectors are arrays whatever the request asked (the
+// gateway encodes base64 itself), so its adapter passes false.
 func usableEmbedding(emb []byte, base64 bool) string {
 	emb = bytes.TrimSpace(emb)
 	switch {
@@ -198,22 +200,43 @@ func usableEmbedding(emb []byte, base64 bool) string {
 		}
 		return "has an empty embedding"
 	case emb[0] == '"':
-		return "has a string for its embedding where the request asked for floats"
+		return "has a string for its embedding where an array of floats was due"
 	case emb[0] == 'n':
 		return "has a null embedding"
 	}
 	return "has an embedding that is not an array of numbers"
 }
 
-// unusableError is the failure of an embeddings answer whose item n holds no embedding a client
-// can read (why says what it holds): the target's, not the request's (core.UnmetError, class
-// endpoint, as a wrong count is), so that the chain moves on without retrying or benching a
-// target that answers the same each time (a model that cannot embed that input, a server without
-// pooling); the client, when nothing else answers, gets a 502 saying which item and what it held.
-func unusableError(t *core.Target, n int, why string) error {
+// What an embedding must be, said in an unusableError: an openai target's is relayed as it came,
+// an ollama target's is an array the gateway relays or encodes.
+const (
+	openaiEmbedding = `an embedding is an array of numbers, or a base64 string when encoding_format is "base64"`
+	ollamaEmbedding = "an embedding is an array of numbers"
+)
+
+// unusableError is the failure of an embeddings answer whose item n of its member list ("data"
+// for an openai target, "embeddings" for Ollama's /api/embed) holds no embedding a client can
+// read (why says what it holds; rule what it should): the target's, not the request's
+// (core.UnmetError, class endpoint, as a wrong count is), so that the chain moves on without
+// retrying or benching a target that answers the same each time (a model that cannot embed that
+// input, a server without pooling); the client, when nothing else answers, gets a 502 saying
+// which item and what it held. Both adapters judge their answers by it
+// (TestEmbeddingsOpenAIUnusableEmbedding, TestEmbeddingsOllamaUnusableEmbedding).
+func unusableError(t *core.Target, list string, n int, why, rule string) error {
 	return &core.UnmetError{Err: &core.StatusError{Target: t.Name, Status: http.StatusBadGateway,
 		Type: "upstream_error", Code: "bad_upstream_response", Message: fmt.Sprintf(
-			"upstream %s answered an embeddings list whose data[%d] %s: an embedding is an array of numbers, or a base64 string when encoding_format is \"base64\"", t.Name, n, why)}}
+			"upstream %s answered embeddings whose %s[%d] %s: %s", t.Name, list, n, why, rule)}}
+}
+
+// vectorWidth is embeddingWidth of item n of list (as unusableError names it) with every
+// element looked at, or, when emb has no width (an element that is no number, text that is no
+// base64), that item's unusableError.
+func vectorWidth(t *core.Target, list string, n int, emb []byte, rule string) (int, error) {
+	width, err := embeddingWidth(emb)
+	if err != nil {
+		return 0, unusableError(t, list, n, "holds "+err.Error(), rule)
+	}
+	return width, nil
 }
 
 // countError is the failure of an embeddings answer with n embeddings for a request of inputs
