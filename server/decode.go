@@ -1657,7 +1657,7 @@ func setOptFloat(p *opt[float64], v []byte) bool {
 }
 
 // belowMin is OpenAI's refusal of the integer field name whose value v is below min.
-func belowMin(name string, v, least int) *apiError {
+func belowMin[I int | int64](name string, v I, least int) *apiError {
 	return badRequest(name, "integer_below_min_value", fmt.Sprintf(
 		"Invalid '%s': integer below minimum value. Expected a value >= %d, but got %d instead.", name, least, v))
 }

@@ -238,7 +238,7 @@ func (b *responsesWriter) toChat(body []byte) ([]byte, *apiError) {
 // fit the context window, which a chat upstream never does; "disabled", the default, is what it
 // does (a 400 when the prompt is too long). max_tool_calls caps calls to built-in tools, and none
 // runs behind the gateway (it answers function calls only, which OpenAI does not count): it
-// changes nothing, and only its type is checked. null is unset for each.
+// changes nothing, and only its type and OpenAI's minimum, 1, are checked. null is unset for each.
 func unsupportedLeft(top map[string]json.RawMessage) *apiError {
 	if v, ok := top["n"]; ok && !isNullOr(v) {
 		return badRequest("n", "unknown_parameter",
@@ -263,6 +263,10 @@ func unsupportedLeft(top map[string]json.RawMessage) *apiError {
 		var n int64
 		if json.Unmarshal(v, &n) != nil {
 			return badRequest("max_tool_calls", "invalid_type", "Invalid type for 'max_tool_calls': expected an integer.")
+		}
+		if n < 1 {
+			// OpenAI's API refuses 0 and below so; a negative one was echoed as if taken.
+			return belowMin("max_tool_calls", n, 1)
 		}
 	}
 	return nil

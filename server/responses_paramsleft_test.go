@@ -11,8 +11,9 @@ import (
 // a chat upstream cannot honour (it drops no items), is refused naming truncation, and "disabled"
 // (what a chat upstream does: a 400 when the input is too long) is served; max_tool_calls, which
 // caps built-in tools' calls and none runs behind the gateway, is served and not sent on, and a
-// value of the wrong type is refused naming it. null is unset for each. A value quoted back is
-// clipped.
+// value of the wrong type, or below 1 as OpenAI's API refuses it (integer_below_min_value; a
+// negative one passed and was echoed), is refused naming it. null is unset for each. A value
+// quoted back is clipped.
 func TestResponsesParametersLeft(t *testing.T) {
 	g, up := oneTarget(t)
 	long := strings.Repeat("y", 5000)
@@ -24,6 +25,8 @@ func TestResponsesParametersLeft(t *testing.T) {
 		{"truncation a number", `"truncation":1`, "truncation", "invalid_type"},
 		{"max_tool_calls a string", `"max_tool_calls":"3"`, "max_tool_calls", "invalid_type"},
 		{"max_tool_calls a fraction", `"max_tool_calls":1.5`, "max_tool_calls", "invalid_type"},
+		{"max_tool_calls negative", `"max_tool_calls":-1`, "max_tool_calls", "integer_below_min_value"},
+		{"max_tool_calls 0", `"max_tool_calls":0`, "max_tool_calls", "integer_below_min_value"},
 	}
 	for _, tc := range refused {
 		t.Run(tc.name, func(t *testing.T) {
@@ -39,7 +42,7 @@ func TestResponsesParametersLeft(t *testing.T) {
 	if n := up.hits.Load(); n != 0 {
 		t.Fatalf("upstream asked %d times", n)
 	}
-	for _, member := range []string{`"n":null`, `"truncation":"disabled"`, `"truncation":null`, `"max_tool_calls":3`, `"max_tool_calls":null`} {
+	for _, member := range []string{`"n":null`, `"truncation":"disabled"`, `"truncation":null`, `"max_tool_calls":3`, `"max_tool_calls":1`, `"max_tool_calls":null`} {
 		t.Run(member, func(t *testing.T) {
 			rep := g.post(t, "/v1/responses", `{"model":"r","input":"hi",`+member+`}`)
 			if rep.status != http.StatusOK {
