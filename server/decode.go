@@ -278,8 +278,9 @@ func unsupportedEncoding(ce []string) *apiError {
 // maxPrealloc is the largest body buffer made before the body's bytes come (readBody).
 const maxPrealloc = 1 << 20
 
-// maxPooledBody is the largest body buffer kept for the next request: a chat request is a few
-// KB, and a rare large one should not pin its buffer.
+// maxPooledBody is the largest body buffer kept for the next request (release): a chat request
+// is a few KB, and a rare large one, up to max_body_bytes, should not pin its buffer for as long
+// as the pool keeps the state (CONFIG.md, max_body_bytes; TestPooledBodyCapped).
 const maxPooledBody = 64 << 10
 
 func tooLarge(limit int64) *apiError {
