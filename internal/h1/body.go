@@ -139,7 +139,8 @@ func (b *body) hitEOF() {
 
 // drain reads what the handler left of the body, so that the connection can carry the next
 // request, and reports whether it can. A rest larger than maxDrain, a body that broke, and a
-// body the client was told nothing about yet (100 Continue never sent) close it instead.
+// body the client was told nothing about yet (100 Continue never sent) close it instead, and so
+// does a Shutdown.
 func (b *body) drain() bool {
 	if b.eof {
 		return true
@@ -153,6 +154,17 @@ func (b *body) drain() bool {
 	_ = c.setReadDeadline(time.Now().Add(c.s.drainWait()))
 	c.phase = rdlOther
 	defer func() { c.phase = rdlNone }() // armRead takes it off before another read
+	// Under Shutdown the connection closes after this answer, so the rest is not waited for:
+	// serve ends it with a lingering close. A Shutdown that begins during the wait ends it
+	// (closeIdle: stateDrain), after the deadline above, which it passes; and one that began
+	// before the state was set is seen here (TestShutdownEndsDrainAfterAnswer).
+	if !c.state.CompareAndSwap(stateActive, stateDrain) {
+		return false
+	}
+	defer c.state.CompareAndSwap(stateDrain, stateActive) // not when Shutdown moved it
+	if c.s.inShutdown.Load() {
+		return false
+	}
 	var buf [512]byte
 	left := maxDrain
 	for left > 0 {

@@ -17,13 +17,18 @@ import (
 const (
 	stateIdle    int32 = iota // waiting for a request's first byte
 	stateActive               // reading a request or answering it
-	stateClosing              // Shutdown closed it while idle or waiting for a body
+	stateClosing              // Shutdown closed it while idle or waiting for a body, or ended its drain
 	// stateBody: the handler waits, in a read that reached the socket, for more of its request's
 	// body, and has begun no answer (set no status). Shutdown closes such a connection as it
 	// closes an idle one (the handler's read fails with errStopped): the gateway reads a body
 	// whole before it does anything with it, and a client that stalled mid-body held a stop for
 	// its whole grace (TestShutdownClosesStalledBody).
 	stateBody
+	// stateDrain: the answer is out and the connection reads the rest of a body its handler
+	// left (body.drain), to carry the next request. Shutdown ends that wait at once (the
+	// connection would close after the answer anyway): it had a client that sent no more hold a
+	// stop for drainWait (TestShutdownEndsDrainAfterAnswer).
+	stateDrain
 )
 
 // errStopped fails a handler's read of a body that had not arrived when Shutdown closed its

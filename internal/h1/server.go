@@ -277,13 +277,18 @@ func (s *Server) closeListeners() {
 }
 
 // closeIdle closes the connections waiting for a request, and those whose handler waits for the
-// rest of a body before it has begun an answer (stateBody), and reports whether none is left.
+// rest of a body before it has begun an answer (stateBody), ends the drain of those whose answer
+// is out (stateDrain), and reports whether none is left.
 func (s *Server) closeIdle() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for c := range s.conns {
 		if c.state.CompareAndSwap(stateIdle, stateClosing) || c.state.CompareAndSwap(stateBody, stateClosing) {
 			_ = c.nc.Close()
+		} else if c.state.CompareAndSwap(stateDrain, stateClosing) {
+			// Its answer is out: the drain's read ends now, and the connection with the
+			// lingering close that keeps the answer from being reset (conn.linger).
+			_ = c.nc.SetReadDeadline(aLongTimeAgo)
 		}
 	}
 	return len(s.conns) == 0
