@@ -109,6 +109,7 @@ type Set struct {
 	served   []*atomic.Uint64
 	tokens   []*[2]atomic.Uint64 // [route][target]: prompt, completion
 	ends     []*streamEndCell    // [op][route][target]: (op*len(routes)+route)*len(targets) + target
+	moves    []*atomic.Uint64    // [from route][to route]: from*len(routes) + to
 
 	keys      []string
 	keyCounts []*keyCell // by key
@@ -124,6 +125,7 @@ type cells struct {
 	served   map[routeTarget]*atomic.Uint64
 	tokens   map[routeTarget]*[2]atomic.Uint64
 	ends     map[opRouteTarget]*streamEndCell
+	moves    map[routeMove]*atomic.Uint64
 	keys     map[string]*keyCell
 
 	browserRefused [2]atomic.Uint64 // by Refused's reason
@@ -135,6 +137,10 @@ type opRoute struct {
 }
 
 type routeTarget struct{ route, target string }
+
+// routeMove is model auto's move of a request from the route its text was classified to to
+// another.
+type routeMove struct{ from, to string }
 
 type opRouteTarget struct {
 	op            int
@@ -198,7 +204,7 @@ func (s *Set) Next(routes, targets []string, started time.Time) *Set {
 	} else {
 		c = &cells{requests: map[opRoute]*requestCell{}, attempts: map[string]*attemptCell{},
 			served: map[routeTarget]*atomic.Uint64{}, tokens: map[routeTarget]*[2]atomic.Uint64{},
-			ends: map[opRouteTarget]*streamEndCell{}, keys: map[string]*keyCell{}}
+			ends: map[opRouteTarget]*streamEndCell{}, moves: map[routeMove]*atomic.Uint64{}, keys: map[string]*keyCell{}}
 	}
 	n := &Set{
 		routes:   routes,
@@ -210,6 +216,7 @@ func (s *Set) Next(routes, targets []string, started time.Time) *Set {
 		served:   make([]*atomic.Uint64, len(routes)*len(targets)),
 		tokens:   make([]*[2]atomic.Uint64, len(routes)*len(targets)),
 		ends:     make([]*streamEndCell, len(opNames)*len(routes)*len(targets)),
+		moves:    make([]*atomic.Uint64, len(routes)*len(routes)),
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -220,6 +227,13 @@ func (s *Set) Next(routes, targets []string, started time.Time) *Set {
 	}
 	for t, name := range targets {
 		n.attempts[t] = cell(c.attempts, name)
+	}
+	for f, from := range routes {
+		for t, to := range routes {
+			if f != t {
+				n.moves[f*len(routes)+t] = cell(c.moves, routeMove{from, to})
+			}
+		}
 	}
 	for r, route := range routes {
 		for t, target := range targets {
@@ -267,6 +281,7 @@ func (s *Set) Prune() {
 	maps.DeleteFunc(c.served, func(k routeTarget, _ *atomic.Uint64) bool { return !routes[k.route] || !targets[k.target] })
 	maps.DeleteFunc(c.tokens, func(k routeTarget, _ *[2]atomic.Uint64) bool { return !routes[k.route] || !targets[k.target] })
 	maps.DeleteFunc(c.ends, func(k opRouteTarget, _ *streamEndCell) bool { return !routes[k.route] || !targets[k.target] })
+	maps.DeleteFunc(c.moves, func(k routeMove, _ *atomic.Uint64) bool { return !routes[k.from] || !routes[k.to] })
 	maps.DeleteFunc(c.keys, func(k string, _ *keyCell) bool { return !keys[k] })
 }
 
@@ -390,6 +405,16 @@ func (s *Set) StreamEnd(op core.Op, route, target, end int) {
 	s.ends[(int(op)*len(s.routes)+route)*len(s.targets)+target][end].Add(1)
 }
 
+// Moved counts a request model auto moved off route from, the one its text was classified to,
+// to route to (indexes into the routes New was given; the same route twice is no move and counts
+// nothing).
+func (s *Set) Moved(from, to int) {
+	if s == nil || from < 0 || from >= len(s.routes) || to < 0 || to >= len(s.routes) || from == to {
+		return
+	}
+	s.moves[from*len(s.routes)+to].Add(1)
+}
+
 // Tokens counts the tokens an answer of route by target reports in its usage.
 func (s *Set) Tokens(route, target int, prompt, completion uint64) {
 	if s == nil || route < 0 || route >= len(s.routes) || target < 0 || target >= len(s.targets) {
@@ -474,6 +499,17 @@ func (s *Set) Write(w *Writer, more func(*Writer)) {
 						w.Sample("hayula_stream_ends_total", v, "endpoint", opNames[op], "route", route, "target", target, "end", streamEndNames[e])
 					}
 				}
+			}
+		}
+	}
+	w.Family("hayula_auto_moves_total", "counter", `Requests for model "auto" moved off the route their text was classified to (from), none of whose targets could take them, to the route they were sent to instead (to).`)
+	for f, from := range s.routes {
+		for t, to := range s.routes {
+			if f == t {
+				continue
+			}
+			if v := s.moves[f*len(s.routes)+t].Load(); v > 0 {
+				w.Sample("hayula_auto_moves_total", v, "from", from, "to", to)
 			}
 		}
 	}

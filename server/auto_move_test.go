@@ -34,7 +34,7 @@ func jsonString(s string) string {
 // moveLayout is the demo's layout made smaller: saif (text only, no tools) alone on its route,
 // deepseek-r1 text only with the public, paid tail behind it, averroes-q that sees images. Auto's
 // move order is saif, deepseek-r1 (the intents'), then averroes-q (the default).
-func moveLayout(t *testing.T, extra string) (*gateway, map[string]*fake) {
+func moveLayout(t *testing.T, extra string, opts ...gwOption) (*gateway, map[string]*fake) {
 	t.Helper()
 	fakes := map[string]*fake{}
 	for _, n := range []string{"saif", "averroes-q", "deepseek-r1", "openrouter"} {
@@ -56,7 +56,7 @@ guard   = { openrouter = ["overflow"] }
 
 [auto]
 ` + extra
-	return newGateway(t, cfg, nil), fakes
+	return newGateway(t, cfg, nil, opts...), fakes
 }
 
 func hits(fakes map[string]*fake) map[string]int64 {

@@ -76,8 +76,13 @@ func (s *Server) serveOp(w http.ResponseWriter, r *http.Request, op core.Op) {
 		s.logRequest(r, requestLog{key: st.keyName(), id: id}, status, start, end)
 		return
 	}
+	movedFrom := ""
 	if pick.intent != "" {
 		pick.setHeaders(w.Header())
+		if pick.from != nil {
+			movedFrom = pick.from.Name
+			s.metrics.Moved(pick.from.index, rs.index)
+		}
 	}
 	route = rs.index
 	res := s.run(r.Context(), rs, req, st, id)
@@ -97,8 +102,8 @@ func (s *Server) serveOp(w http.ResponseWriter, r *http.Request, op core.Op) {
 		res.resp.Release() // written: its memory serves the next answer
 	}
 	end = time.Now()
-	s.logRequest(r, requestLog{key: st.keyName(), route: rs.Name, chain: res.chain, stream: ended, id: id, upstreamID: upID},
-		status, start, end)
+	s.logRequest(r, requestLog{key: st.keyName(), route: rs.Name, movedFrom: movedFrom, chain: res.chain, stream: ended,
+		id: id, upstreamID: upID}, status, start, end)
 }
 
 // reqState is what one request on an OpenAI endpoint is built in: the body's buffer, the decoded

@@ -392,6 +392,7 @@ func writeEvent(w io.Writer, payload []byte) error {
 type requestLog struct {
 	key        string   // the name of the key it came with; "" for none
 	route      string   // "" before one was resolved
+	movedFrom  string   // the route model auto moved the request off (autoMove); "" when it was not moved
 	chain      []string // the targets tried
 	stream     string   // how a stream that did not end with its [DONE] ended; "" otherwise (see write)
 	id         string   // the request's ID (X-Request-Id)
@@ -399,8 +400,8 @@ type requestLog struct {
 }
 
 // logRequest writes a request's line. Its fields are in a fixed order, which operators' tooling
-// reads: method, path, route, chain, status, duration, then stream, key, request_id and
-// upstream_request_id, each of those four only when it has a value. The IDs are values the
+// reads: method, path, route, chain, status, duration, then moved_from, stream, key, request_id
+// and upstream_request_id, each of those five only when it has a value. The IDs are values the
 // gateway checked (upstream.ValidRequestID), never headers copied wholesale.
 func (s *Server) logRequest(r *http.Request, rl requestLog, status int, start, now time.Time) {
 	h := s.log.Handler()
@@ -414,6 +415,9 @@ func (s *Server) logRequest(r *http.Request, rl requestLog, status int, start, n
 		l := t.Line(now, slog.LevelInfo, "request").String("method", r.Method).String("path", r.URL.Path).
 			String("route", rl.route).Join("chain", chainSep, rl.chain).Int("status", int64(status)).
 			Duration("duration", now.Sub(start))
+		if rl.movedFrom != "" {
+			l = l.String("moved_from", rl.movedFrom)
+		}
 		if rl.stream != "" {
 			l = l.String("stream", rl.stream)
 		}
@@ -440,6 +444,9 @@ func (s *Server) logRequest(r *http.Request, rl requestLog, status int, start, n
 		slog.String("chain", chainHeader(rl.chain, "")),
 		slog.Int("status", status),
 		slog.Duration("duration", now.Sub(start)))
+	if rl.movedFrom != "" {
+		rec.AddAttrs(slog.String("moved_from", rl.movedFrom))
+	}
 	if rl.stream != "" {
 		rec.AddAttrs(slog.String("stream", rl.stream))
 	}

@@ -59,6 +59,10 @@ type h1Transport struct {
 	// began since with that older time, and its limit would run out early. Tests that send ticks
 	// of their own take their value.
 	tickTime func(tick time.Time) time.Time
+	// now is the time a new connection's connect starts at, in the sweeper's time (tickTime's),
+	// from which its exchange's timeout counts (see do); nil means time.Now. Tests that send
+	// ticks of their own give the time of their first.
+	now func() time.Time
 
 	dests destCache // see post
 
@@ -252,14 +256,23 @@ func (t *h1Transport) do(ctx context.Context, addr string, out *outgoing) (*http
 	c := t.get(ctx, addr)
 	for {
 		if c == nil {
-			nc, err := t.connect(ctx, addr)
+			// A new connection's timeout counts from its connect's start: the connect, the
+			// request's writing and the wait for the answer's head share it, as on an https://
+			// target (headTransport), rather than the head having the whole of it again after a
+			// slow connect (TestSlowConnectThenSlowAnswerTimesOut). A reused connection's counts
+			// from the sweeper's first visit, with no clock read.
+			var start time.Time
+			if t.timeout > 0 {
+				start = t.clock()
+			}
+			nc, err := t.connect(ctx, addr, start)
 			if err != nil {
 				return nil, err
 			}
 			c = &h1Conn{Conn: nc, addr: addr}
 			t.lend(c)
 			t.mu.Lock()
-			t.watchLocked(ctx, c)
+			t.watchLocked(ctx, c, start)
 			t.mu.Unlock()
 		}
 		resp, stale, err := t.exchange(ctx, c, out)
@@ -279,18 +292,26 @@ func (t *h1Transport) do(ctx context.Context, addr string, out *outgoing) (*http
 // like a server that accepted and does not answer, as on an https:// target, where
 // headTransport's timer covers it. Under the dialer's own bound alone (Options.DialTimeout, 10 s
 // by default) it held the attempt past the timeout and failed as a connection error
-// (TestConnectWithinTimeout); a dial that the dialer's bound ends first still is one. The
-// answer's head then has the timeout from the request's sending, as on a reused connection.
-func (t *h1Transport) connect(ctx context.Context, addr string) (net.Conn, error) {
-	if t.timeout <= 0 {
+// (TestConnectWithinTimeout); a dial that the dialer's bound ends first still is one. start is
+// when the connect began (t.clock), zero when the target has no timeout; what is left of the
+// timeout after the connect bounds the request's writing and the answer's head (see do).
+func (t *h1Transport) connect(ctx context.Context, addr string, start time.Time) (net.Conn, error) {
+	if start.IsZero() {
 		return t.dial(ctx, "tcp", addr)
 	}
-	start := time.Now()
 	nc, err := t.dial(ctx, "tcp", addr)
-	if ne, ok := errors.AsType[net.Error](err); ok && ne.Timeout() && ctx.Err() == nil && time.Since(start) >= t.timeout {
+	if ne, ok := errors.AsType[net.Error](err); ok && ne.Timeout() && ctx.Err() == nil && t.clock().Sub(start) >= t.timeout {
 		return nil, errConnectTimeout
 	}
 	return nc, err
+}
+
+// clock is the time now in the sweeper's time (see h1Transport.now).
+func (t *h1Transport) clock() time.Time {
+	if t.now != nil {
+		return t.now()
+	}
+	return time.Now()
 }
 
 // errConnectTimeout is a connect that the target's timeout ended; a net.Error that says Timeout,
@@ -645,7 +666,7 @@ func (t *h1Transport) get(ctx context.Context, addr string) *h1Conn {
 			}
 		}
 		c.reused = true
-		t.watchLocked(ctx, c)
+		t.watchLocked(ctx, c, time.Time{})
 		return c
 	}
 }

@@ -17,8 +17,11 @@ import (
 // The price is precision: a cancellation is noticed at most one round late, and a phase's time
 // limit is counted from the first visit that saw the phase (the head's from the first that saw
 // the request being written, when one did: one limit covers both), so it ends between the limit
-// and the limit plus two rounds after the phase began, never before. The body phase's limit (the idle
-// timeout) is counted the same way from the first visit that saw the current read waiting. A
+// and the limit plus two rounds after the phase began, never before. On a new connection the
+// limit of the write and the head counts from the connect's start instead (watchLocked's since),
+// so that one limit covers the connect too, and ends within two rounds of it. The body phase's
+// limit (the idle timeout) is counted the same way from the first visit that saw the current
+// read waiting. A
 // round is one tick while up to sweepBatch exchanges are live; beyond that a tick visits a
 // sweepRounds-th of them in turn (see sweepLocked), so a round is sweepRounds ticks, and an
 // exchange moved by another's end (unwatchLocked fills the hole with the last) may wait two.
@@ -75,11 +78,14 @@ func (t *h1Transport) limit(ph int32) time.Duration {
 	return 0
 }
 
-// watchLocked makes c's exchange, on behalf of ctx, live. t.mu is held.
-func (t *h1Transport) watchLocked(ctx context.Context, c *h1Conn) {
+// watchLocked makes c's exchange, on behalf of ctx, live. since is when the limit of its write
+// and head began (a new connection's connect's start); zero for the sweeper's first visit.
+// t.mu is held.
+func (t *h1Transport) watchLocked(ctx context.Context, c *h1Conn, since time.Time) {
 	c.ctx = ctx
 	c.phase.Store(phaseWrite)
 	c.seen = phaseNone
+	c.seenAt = since
 	t.live = append(t.live, c)
 	c.slot = len(t.live)
 	if !t.sweeping {
@@ -210,8 +216,10 @@ func (t *h1Transport) visitLocked(c *h1Conn, now time.Time) {
 			return
 		}
 	} else if c.seen != ph {
-		// The head's wait goes on counting from the visit that saw the request being written.
-		counting := ph == phaseHead && c.seen == phaseWrite
+		// The head's wait goes on counting from the visit that saw the request being written,
+		// and a new connection's write and head from its connect's start (watchLocked).
+		counting := ph == phaseHead && c.seen == phaseWrite ||
+			c.seen == phaseNone && ph <= phaseHead && !c.seenAt.IsZero()
 		c.seen = ph
 		if !counting {
 			c.seenAt = now

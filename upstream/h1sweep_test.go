@@ -37,6 +37,7 @@ func injectTicks(t *testing.T, s *Set, tg *core.Target) (*h1Transport, *fakeTick
 		return ft.c, func() { ft.stopped <- struct{}{} }
 	}
 	tr.tickTime = func(at time.Time) time.Time { return at }
+	tr.now = fixedNow // the tests' first tick: a new connection's timeout counts from it
 	return tr, ft
 }
 
@@ -196,7 +197,8 @@ func TestH1SweeperCancels(t *testing.T) {
 }
 
 // The response-header timeout ends the attempt at the first tick at or past the limit counted
-// from the tick that first saw the request sent, not before, with a TimeoutError.
+// from the tick that first saw the request sent (on this new connection, from its connect's
+// start, which injectTicks stamps with that tick's time), not before, with a TimeoutError.
 func TestH1SweeperHeaderTimeout(t *testing.T) {
 	srv := serve(t, hang(t, nil))
 	tg := target(srv.URL)
@@ -239,7 +241,7 @@ func TestH1SweeperStaleTick(t *testing.T) {
 	tg.Timeout = 30 * time.Second
 	s := newSet(t, tg)
 	tr, ft := injectTicks(t, s, tg)
-	tr.tickTime = nil // the real clock, as in production; ticks below carry stale times
+	tr.tickTime, tr.now = nil, nil // the real clock, as in production; ticks below carry stale times
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	done := chatAsync(s, ctx, tg, chatReq(false))
@@ -404,7 +406,7 @@ func TestH1SweeperVisitsInBatches(t *testing.T) {
 			conns := make([]*h1Conn, n)
 			for i := range conns {
 				conns[i] = &h1Conn{Conn: &deadlineConn{}}
-				tr.watchLocked(ctx, conns[i])
+				tr.watchLocked(ctx, conns[i], time.Time{})
 				conns[i].phase.Store(phaseBody)
 			}
 			canceled := func() int {
@@ -440,7 +442,7 @@ func TestH1SweeperVisitsInBatches(t *testing.T) {
 		cancel()
 		for range 1000 {
 			c := &h1Conn{Conn: &deadlineConn{}}
-			tr.watchLocked(ctx, c)
+			tr.watchLocked(ctx, c, time.Time{})
 			c.phase.Store(phaseBody)
 		}
 		// Each tick, the exchange just behind the cursor ends, so that the last one (not yet
