@@ -131,3 +131,82 @@ func TestEarlyRefusal(t *testing.T) {
 		}
 	}
 }
+
+// TestEarlyRefusalAfterInformational: an upstream that sends an informational answer (100
+// Continue, which RFC 9110 §15.2 lets a server send unasked, or 103 Early Hints) and then
+// refuses the request from its head, reading nothing more, is answered with its refusal as one
+// that refuses at once is (TestEarlyAnswerStopsTheWrite): the sweeper's peek looked only at the
+// first status line, took the 1xx for an answer that lets the write go on, and saw the same 1xx
+// at every later look, so the write of a body larger than the socket buffers ran out the target's
+// timeout (30 s here; the attempt must end within 10) and failed as a timeout.
+func TestEarlyRefusalAfterInformational(t *testing.T) {
+	const refusal = `{"error":{"message":"request entity too large"}}`
+	final := "HTTP/1.1 413 Payload Too Large\r\nContent-Type: application/json\r\nConnection: close\r\n" +
+		"Content-Length: " + strconv.Itoa(len(refusal)) + "\r\n\r\n" + refusal
+	body := `{"model":"auto","messages":[{"role":"user","content":"` + strings.Repeat("x", 48<<20) + `"}]}`
+	for _, tc := range []struct{ name, interim string }{
+		{"100 continue", "HTTP/1.1 100 Continue\r\n\r\n"},
+		{"103 early hints", "HTTP/1.1 103 Early Hints\r\nLink: </style.css>; rel=preload; as=style\r\n\r\n"},
+		{"two, bare line ends", "HTTP/1.1 100 Continue\n\nHTTP/1.1 103 Early Hints\nLink: </a>\n\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tg := target(answersAtOnce(t, tc.interim+final))
+			tg.Timeout = 30 * time.Second
+			s := NewSet([]*core.Target{tg}, Options{Now: fixedNow, DialTimeout: 2 * time.Second})
+			t.Cleanup(s.Close)
+			ctx, cancel := context.WithTimeout(context.Background(), generous)
+			defer cancel()
+			resp, err := s.Chat(ctx, tg, &core.Request{Model: "auto", Body: []byte(body)})
+			if err == nil {
+				resp.Release()
+				t.Fatal("an answer from an upstream that refused the request")
+			}
+			if ctx.Err() != nil {
+				t.Fatalf("the attempt did not end within %v: %v", generous, err)
+			}
+			if se, ok := errors.AsType[*core.StatusError](err); !ok || se.Status != http.StatusRequestEntityTooLarge {
+				t.Fatalf("error %v (%T), want the upstream's 413", err, err)
+			}
+		})
+	}
+}
+
+// TestEarlyVerdict: how the peeked first bytes of an answer that came while its request was
+// being written are judged, past whole informational heads: a refusal, an answer that lets the
+// write go on, or too few bytes to tell yet.
+func TestEarlyVerdict(t *testing.T) {
+	const (
+		no = iota
+		yes
+		unsure
+	)
+	for _, tc := range []struct {
+		b    string
+		want int
+	}{
+		{"HTTP/1.1 413 Payload Too Large\r\n", yes},
+		{"HTTP/1.1 200 OK\r\n", no},
+		{"HTTP/1.1 41", unsure},
+		{"<html>", unsure},
+		{"<html><body>", yes},
+		{"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 413 Payload Too Large\r\n", yes},
+		{"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\n", no},
+		{"HTTP/1.1 100 Continue\r\n\r\n", unsure},
+		{"HTTP/1.1 100 Continue\r\n", unsure},
+		{"HTTP/1.1 103 Early Hints\nLink: </a>\n\nHTTP/1.0 401 Unauthorized\n", yes},
+		{"HTTP/1.1 101 Switching Protocols\r\n\r\n", no},
+		{strings.Repeat("HTTP/1.1 100 Continue\r\n\r\n", max1xx+1) + "HTTP/1.1 200 OK\r\n", yes},
+	} {
+		refused, sure := earlyVerdict([]byte(tc.b))
+		got := no
+		switch {
+		case !sure:
+			got = unsure
+		case refused:
+			got = yes
+		}
+		if got != tc.want {
+			t.Errorf("earlyVerdict(%q) = %v, %v", tc.b, refused, sure)
+		}
+	}
+}

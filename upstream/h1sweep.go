@@ -249,8 +249,52 @@ func answeredEarly(c *h1Conn) bool {
 	return true
 }
 
-// earlyRefusal reports whether b, the first bytes of an answer that came while its request was
-// being written, is no status line, or one of a status of 300 or more.
+// earlyVerdict judges b, the first bytes of what the server sent while its request was being
+// written, past whole informational heads (a 100 Continue a server may send unasked, a 103 Early
+// Hints), as readResponse reads past them: refused when the first final status line is no status
+// line or one of 300 or more (earlyRefusal), or when more informational heads come than
+// readResponse takes; sure is false when b ends before that line's status can be told. Looking
+// only at the first line, a 1xx followed by a refusal let the write run out the target's timeout
+// (TestEarlyRefusalAfterInformational).
+func earlyVerdict(b []byte) (refused, sure bool) {
+	for range max1xx + 1 {
+		if len(b) < len("HTTP/1.1 200") {
+			return false, false
+		}
+		if earlyRefusal(b[:len("HTTP/1.1 200")]) {
+			return true, true
+		}
+		if b[9] != '1' || string(b[9:12]) == "101" {
+			return false, true // a final status below 300
+		}
+		end := headEnd(b)
+		if end < 0 {
+			return false, false // the informational head is not whole yet
+		}
+		b = b[end:]
+	}
+	return true, true
+}
+
+// headEnd is where the head that b begins with ends, past its empty line (CRLF or a bare LF, as
+// heads.read takes either); -1 when b does not hold it whole.
+func headEnd(b []byte) int {
+	for i := 0; i < len(b); i++ {
+		if b[i] != '\n' {
+			continue
+		}
+		switch {
+		case i+1 < len(b) && b[i+1] == '\n':
+			return i + 2
+		case i+2 < len(b) && b[i+1] == '\r' && b[i+2] == '\n':
+			return i + 3
+		}
+	}
+	return -1
+}
+
+// earlyRefusal reports whether b, the first bytes of a status line that came while its request
+// was being written, is no status line, or one of a status of 300 or more.
 func earlyRefusal(b []byte) bool {
 	if len(b) < len("HTTP/1.1 200") || string(b[:len("HTTP/1.")]) != "HTTP/1." || b[8] != ' ' {
 		return true

@@ -40,11 +40,12 @@ func peerEnded(err error) bool {
 }
 
 // refusedEarly reports, without waiting, whether the server has answered a request whose
-// writing is under way with a final status other than 2xx (its first bytes are a status line of
-// 300 or more, or no status line at all), or has ended the connection: either way it will not
-// take the rest of the body, and a client "SHOULD immediately cease transmitting the body"
-// (RFC 9112 §9.5). A 1xx or 2xx, or too few bytes to tell, is not: a server may answer as it
-// reads. A connection that is not a socket never has.
+// writing is under way with a final status other than 2xx (its first final status line, past
+// any informational ones, is one of 300 or more, or its bytes are no status line at all), or has
+// ended the connection: either way it will not take the rest of the body, and a client "SHOULD
+// immediately cease transmitting the body" (RFC 9112 §9.5). A 1xx alone or a 2xx, or too few
+// bytes to tell, is not: a server may answer as it reads (see earlyVerdict). A connection that
+// is not a socket never has.
 func refusedEarly(c net.Conn) bool {
 	sc, ok := c.(syscall.Conn)
 	if !ok {
@@ -54,7 +55,10 @@ func refusedEarly(c net.Conn) bool {
 	if err != nil {
 		return false
 	}
-	var buf [len("HTTP/1.1 200")]byte
+	// Room for a status line past a few informational heads (see earlyVerdict). It is
+	// allocated (Control's closure takes it), by the sweeper alone and only for a write still
+	// under way from one visit to the next, as the status line's 12 bytes were.
+	var buf [earlyPeek]byte
 	var n int
 	var rerr error
 	// Control, not Read: RawConn.Read takes the connection's read lock, and the sweeper peeks
@@ -72,8 +76,12 @@ func refusedEarly(c net.Conn) bool {
 		return false // nothing yet
 	case rerr != nil || n == 0:
 		return true // the connection ended
-	case n < len(buf):
-		return false // a status line on its way, perhaps
 	}
-	return earlyRefusal(buf[:])
+	refused, _ := earlyVerdict(buf[:n]) // not sure: a status line on its way, perhaps
+	return refused
 }
+
+// earlyPeek is how much of an early answer refusedEarly looks at: a final status line behind
+// informational heads longer than that (an Early Hints with many links) is not seen, and the
+// write goes on, bounded by the target's timeout.
+const earlyPeek = 512
