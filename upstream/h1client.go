@@ -383,16 +383,18 @@ func (t *h1Transport) exchange(ctx context.Context, c *h1Conn, out *outgoing) (*
 		// previous answer left there (a body's tail past its Content-Length, stray line ends):
 		// the connection is stale. But the request went out whole, and the server may have read
 		// it: only a request that can be run twice is sent again (see RoundTrip).
-		if werr != nil {
+		bad, isBad := errors.AsType[*badAnswerError](err)
+		if werr != nil && !isBad {
 			// No answer came before the write failed: the server never had all of the
-			// request, unless it answered part of one.
+			// request, unless it answered part of one. One that came and is no HTTP answer
+			// (the early peek stops the write for bytes that are no status line) is that
+			// answer's failure, as after a whole request (TestEarlyGarbageIsAProtocolError).
 			return nil, c.reused && c.nread == before, werr
 		}
 		closed := c.reused && c.nread == before && errors.Is(err, io.ErrUnexpectedEOF)
 		if closed && !t.closesSilently.Load() {
 			t.closesSilently.Store(true)
 		}
-		bad, isBad := errors.AsType[*badAnswerError](err)
 		stale := c.reused && out.replayable() && (closed || isBad && bad.beforeStatus())
 		return nil, stale, err
 	}
