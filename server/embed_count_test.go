@@ -104,3 +104,35 @@ func TestEmbeddingsOllamaCountMismatchIsEndpoint(t *testing.T) {
 		t.Errorf("a target that embeds one input at a time is not unwell: %+v", st)
 	}
 }
+
+// TestEmbeddingsOpenAIEmptyDataIsCountMismatch: an openai target whose embeddings answer has a
+// `data` list with nothing in it answers none of the inputs, as an ollama target's empty
+// `embeddings` list does, and is judged so: a count mismatch (0 embeddings for 2 inputs), class
+// endpoint, the chain moving on without blaming the target, alone a 502 saying how many came.
+// It was a broken answer (class server_error) where the ollama adapter's was a count mismatch.
+// A `data` member that is missing, or no array, is still a broken answer.
+func TestEmbeddingsOpenAIEmptyDataIsCountMismatch(t *testing.T) {
+	empty, good := newFake(t, "empty"), newFake(t, "good")
+	empty.set(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprint(w, `{"object":"list","data":[ ],"model":"m","usage":{"prompt_tokens":0,"total_tokens":0}}`)
+	})
+	good.set(openaiEmbedder{width: 2}.handler())
+	cfg := target("empty", empty.url(), "private") + target("good", good.url(), "private") +
+		"[routes.only]\ntargets = [\"empty\"]\n\n[routes.emb]\ntargets = [\"empty\", \"good\"]\n"
+	g := newGateway(t, cfg, nil)
+	rep := g.post(t, "/v1/embeddings", `{"model":"only","input":["a","b"]}`)
+	if rep.status != http.StatusBadGateway {
+		t.Fatalf("an empty data list: %d %s", rep.status, rep.body)
+	}
+	if msg, _ := rep.errorField(t, "message").(string); !strings.Contains(msg, "0 embeddings for 2 inputs") {
+		t.Errorf("the 502 does not say what was wrong: %s", msg)
+	}
+	rep = g.post(t, "/v1/embeddings", `{"model":"emb","input":["a","b"]}`)
+	if rep.status != 200 || rep.header.Get("x-hayula-chain") != "empty→good (served by good)" {
+		t.Fatalf("the chain did not move on: %d %s %q", rep.status, rep.body, rep.header.Get("x-hayula-chain"))
+	}
+	if st := g.srv.Health().Snapshot(mustTarget(t, g, "empty")); st.Failures != 0 || st.Cooling {
+		t.Errorf("a target that embeds nothing of a batch is blamed as unwell: %+v", st)
+	}
+}

@@ -155,8 +155,8 @@ func TestCompletionsNegativeMaxTokens(t *testing.T) {
 }
 
 // TestEmbeddingsOllamaBrokenVector: an /api/embed answer whose embedding is no vector (null, an
-// empty array, an array of anything but numbers, a number too large for a float32) is a broken
-// answer, as a missing one is: the chain moves on. It reached the client as "embedding": null or
+// empty array, an array of anything but numbers, a number too large for a float32) is the
+// target's failure (class endpoint since TestEmbeddingsOllamaUnusableEmbedding): the chain moves on. It reached the client as "embedding": null or
 // [] (float), or as an empty base64 string, an embedding of no dimensions.
 func TestEmbeddingsOllamaBrokenVector(t *testing.T) {
 	g, _, oll, oai := translatorsBeforeOpenAI(t)

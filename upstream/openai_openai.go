@@ -106,7 +106,10 @@ func (a *openaiOpenAI) body(ctx context.Context, resp *http.Response, req *core.
 	// And so must an answer with nothing in it: openai-go's Choices[0] panics in the client's
 	// code. The server refuses n < 1 and an empty embeddings input, so a 2xx without a choice
 	// (or an embedding) never answers what was asked (TestNonStreamAnswerWithoutChoices).
-	if key := itemsKey(op); !jsonx.NonEmptyArray(body, key) {
+	// An embeddings answer's data that is there and empty is the count checkEmbeddings judges
+	// (0 embeddings for the inputs), as an ollama target's empty embeddings list is
+	// (TestEmbeddingsOpenAIEmptyDataIsCountMismatch); missing, or no array, it is a broken answer.
+	if key := itemsKey(op); !jsonx.NonEmptyArray(body, key) && !(op == core.OpEmbeddings && req.Inputs > 0 && emptyArray(body, key)) {
 		return nil, &core.ProtocolError{Target: a.t.Name, Err: &EmptyAnswerError{Key: key}}
 	}
 	// And so must embeddings as many as the inputs, or of another width than dimensions asked
@@ -168,6 +171,16 @@ type EmptyAnswerError struct {
 
 func (e *EmptyAnswerError) Error() string {
 	return "a 2xx answer with no " + e.Key + ": nothing for the client to read"
+}
+
+// emptyArray reports whether body's top-level member key is an array with nothing in it.
+func emptyArray(body []byte, key string) bool {
+	v, ok := jsonx.Last(body, key)
+	if !ok {
+		return false
+	}
+	v = bytes.TrimSpace(v)
+	return len(v) >= 2 && v[0] == '[' && len(bytes.TrimSpace(v[1:len(v)-1])) == 0 && v[len(v)-1] == ']'
 }
 
 // itemsKey is the top-level member an answer to op carries its results in.
