@@ -1,16 +1,14 @@
 package server_test
 
 import (
-	"bufio"
 	"context"
-	"io"
-	"net"
 	"net/http"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/hayula/gateway/internal/conntest"
 )
 
 // TestEarlyRefusalMovesTheChainOn: a target that refuses a large request from its head (a 413
@@ -21,45 +19,10 @@ import (
 // before, and the chain moved on as after a timeout.
 func TestEarlyRefusalMovesTheChainOn(t *testing.T) {
 	const refusal = `{"error":{"message":"request entity too large"}}`
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var (
-		mu    sync.Mutex
-		conns []net.Conn
-		done  = make(chan struct{})
-	)
-	go func() {
-		defer close(done)
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			conns = append(conns, c)
-			mu.Unlock()
-			// The request's head, then the answer; the body is left unread. (An answer before
-			// the request is one net/http's client takes for a stray on an idle connection.)
-			if _, err := http.ReadRequest(bufio.NewReader(c)); err != nil {
-				continue
-			}
-			_, _ = io.WriteString(c, "HTTP/1.1 413 Payload Too Large\r\nContent-Type: application/json\r\nConnection: close\r\n"+
-				"Content-Length: "+strconv.Itoa(len(refusal))+"\r\n\r\n"+refusal)
-		}
-	}()
-	t.Cleanup(func() {
-		_ = ln.Close()
-		<-done
-		mu.Lock()
-		defer mu.Unlock()
-		for _, c := range conns {
-			_ = c.Close()
-		}
-	})
+	addr := conntest.AnswersAtOnce(t, "HTTP/1.1 413 Payload Too Large\r\nContent-Type: application/json\r\nConnection: close\r\n"+
+		"Content-Length: "+strconv.Itoa(len(refusal))+"\r\n\r\n"+refusal)
 	b := newFake(t, "b")
-	g := newGateway(t, "max_body_bytes = 33554432\n\n"+target("a", "http://"+ln.Addr().String()+"/v1", "private", `timeout = "30s"`)+
+	g := newGateway(t, "max_body_bytes = 33554432\n\n"+target("a", "http://"+addr+"/v1", "private", `timeout = "30s"`)+
 		target("b", b.url(), "private")+"[routes.r]\ntargets = [\"a\", \"b\"]\n", nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()

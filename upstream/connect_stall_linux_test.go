@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
 	"syscall"
 	"testing"
 	"time"
@@ -15,17 +16,26 @@ import (
 	"github.com/hayula/gateway/errmap"
 )
 
-// stalledConnect is a loopback address where a TCP connect does not complete: a socket that
-// listens with a backlog of 0 and never accepts, its one place in the accept queue taken, so that
-// the kernel drops the next SYNs (as a host that drops them, or a server too busy to accept,
-// does). The test's cleanup closes both.
+// stalledConnect is a loopback address where a TCP connect does not complete (fullAcceptQueue).
 func stalledConnect(t *testing.T) string {
+	t.Helper()
+	_, addr := fullAcceptQueue(t)
+	return addr
+}
+
+// fullAcceptQueue is a loopback socket that listens with a backlog of 0 and never accepts, its
+// one place in the accept queue taken, so that the kernel drops the next SYNs (as a host that
+// drops them, or a server too busy to accept, does), and its address. The test's cleanup closes
+// the socket and the connection that fills the queue; a kernel that completes connects beyond
+// a full accept queue skips the test.
+func fullAcceptQueue(t *testing.T) (*os.File, string) {
 	t.Helper()
 	fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = syscall.Close(fd) })
+	f := os.NewFile(uintptr(fd), "listener") // closes fd, once, in the cleanup
+	t.Cleanup(func() { _ = f.Close() })
 	if err := syscall.Bind(fd, &syscall.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
 		t.Fatal(err)
 	}
@@ -46,7 +56,7 @@ func stalledConnect(t *testing.T) string {
 		c.Close()
 		t.Skip("this kernel completes connects beyond a full accept queue")
 	}
-	return addr
+	return f, addr
 }
 
 // TestConnectWithinTimeout: a target whose TCP connect does not complete fails within its

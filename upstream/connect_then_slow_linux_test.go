@@ -3,13 +3,10 @@ package upstream
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"syscall"
 	"testing"
 	"time"
 
@@ -18,38 +15,13 @@ import (
 )
 
 // slowConnectServer is a loopback HTTP server whose TCP connect is slow: it listens with a
-// backlog of 0, its one place in the accept queue taken (as stalledConnect's), so that the
+// backlog of 0, its one place in the accept queue taken (fullAcceptQueue), so that the
 // kernel drops a client's first SYN; after drainAfter it starts accepting, and the client's
 // retransmitted SYN (a second after the first, on Linux) completes the connect. Each request is
 // answered answerAfter after its body was read.
 func slowConnectServer(t *testing.T, drainAfter, answerAfter time.Duration) string {
 	t.Helper()
-	fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f := os.NewFile(uintptr(fd), "listener") // closes fd, once, in the cleanup
-	t.Cleanup(func() { _ = f.Close() })
-	if err := syscall.Bind(fd, &syscall.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
-		t.Fatal(err)
-	}
-	if err := syscall.Listen(fd, 0); err != nil {
-		t.Fatal(err)
-	}
-	sa, err := syscall.Getsockname(fd)
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := fmt.Sprintf("127.0.0.1:%d", sa.(*syscall.SockaddrInet4).Port)
-	filler, err := net.DialTimeout("tcp", addr, 2*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = filler.Close() })
-	if c, err := net.DialTimeout("tcp", addr, 100*time.Millisecond); err == nil {
-		c.Close()
-		t.Skip("this kernel completes connects beyond a full accept queue")
-	}
+	f, addr := fullAcceptQueue(t)
 	ln, err := net.FileListener(f) // a dup of fd: the same socket, its backlog of 0 kept
 	if err != nil {
 		t.Fatal(err)

@@ -1,65 +1,23 @@
 package upstream
 
 import (
-	"bufio"
 	"context"
 	"errors"
-	"io"
-	"net"
 	"net/http"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/hayula/gateway/core"
 	"github.com/hayula/gateway/errmap"
+	"github.com/hayula/gateway/internal/conntest"
 )
 
-// answersAtOnce is an upstream that answers every connection's request with answer as soon as it
-// has read its head, then neither reads nor closes the connection until the test ends: a server
-// that refuses a request from its head (a 413 for a length it will not take) and leaves the body
-// unread. It returns the upstream's URL.
+// answersAtOnce is conntest.AnswersAtOnce's upstream, as a URL.
 func answersAtOnce(t *testing.T, answer string) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var (
-		mu    sync.Mutex
-		conns []net.Conn
-		done  = make(chan struct{})
-	)
-	go func() {
-		defer close(done)
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			conns = append(conns, c)
-			mu.Unlock()
-			// The request's head, then the answer; the body is left unread. (An answer before
-			// the request is one net/http's client takes for a stray on an idle connection.)
-			if _, err := http.ReadRequest(bufio.NewReader(c)); err != nil {
-				continue
-			}
-			_, _ = io.WriteString(c, answer)
-		}
-	}()
-	t.Cleanup(func() {
-		_ = ln.Close()
-		<-done
-		mu.Lock()
-		defer mu.Unlock()
-		for _, c := range conns {
-			_ = c.Close()
-		}
-	})
-	return "http://" + ln.Addr().String()
+	return "http://" + conntest.AnswersAtOnce(t, answer)
 }
 
 // TestEarlyAnswerStopsTheWrite: an upstream that answers (a 413 with Connection: close) before

@@ -1,7 +1,8 @@
 // Package conntest owns test doubles for network connections: a listener whose connections report
 // their writes and read deadlines, for tests that check what a server does to a socket (how many
-// writes an answer takes, which deadlines it sets), and a wedged server that accepts and never
-// reads or answers (Wedged), for tests of what a client does when nothing comes. Tests only.
+// writes an answer takes, which deadlines it sets), a wedged server that accepts and never
+// reads or answers (Wedged), for tests of what a client does when nothing comes, and one that
+// answers a request from its head and reads nothing more (AnswersAtOnce). Tests only.
 package conntest
 
 import (

@@ -1,7 +1,10 @@
 package conntest
 
 import (
+	"bufio"
+	"io"
 	"net"
+	"net/http"
 	"sync"
 	"testing"
 )
@@ -12,6 +15,31 @@ import (
 // It returns the listener's host:port; the test's cleanup closes the listener and every
 // connection it accepted.
 func Wedged(t testing.TB) string {
+	t.Helper()
+	return Accepting(t, nil)
+}
+
+// AnswersAtOnce listens on a loopback port and answers each connection's request with answer
+// (raw bytes, head and body) as soon as it has read the request's head, then neither reads nor
+// closes the connection until the test ends: a server that refuses a request from its head (a
+// 413 for a length it will not take) and leaves the body unread. An answer written before the
+// request's head had come would be one net/http's client takes for a stray on an idle
+// connection. It returns the listener's host:port.
+func AnswersAtOnce(t testing.TB, answer string) string {
+	t.Helper()
+	return Accepting(t, func(c net.Conn) {
+		if _, err := http.ReadRequest(bufio.NewReader(c)); err != nil {
+			return
+		}
+		_, _ = io.WriteString(c, answer)
+	})
+}
+
+// Accepting listens on a loopback port and accepts connections, giving each to serve in turn on
+// the accepting goroutine (nil: nothing is done with them); a connection serve returns from is
+// left open. It returns the listener's host:port; the test's cleanup closes the listener and
+// every connection it accepted.
+func Accepting(t testing.TB, serve func(net.Conn)) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -32,6 +60,9 @@ func Wedged(t testing.TB) string {
 			mu.Lock()
 			conns = append(conns, c)
 			mu.Unlock()
+			if serve != nil {
+				serve(c)
+			}
 		}
 	}()
 	t.Cleanup(func() {
