@@ -1,3 +1,5 @@
+//go:build linux
+
 package main
 
 // count.go is `go run ./bench --count`: what one request costs each proxy in instructions and in

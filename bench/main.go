@@ -1,3 +1,5 @@
+//go:build linux
+
 // Command bench is the gateway's reproducible benchmark: `go run ./bench` (from the module root).
 //
 // It builds the gateway (go build into a temporary directory) and runs it as its own process with

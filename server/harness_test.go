@@ -309,3 +309,67 @@ func settles(cond func() bool) {
 		time.Sleep(time.Millisecond)
 	}
 }
+
+// parseText is text as a config file of the tests, which names no environment variable.
+func parseText(t *testing.T, text string) *config.Config {
+	t.Helper()
+	cfg, err := config.Parse([]byte(text), "test.toml", func(string) string { return "" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
+
+// newServerWith is server.New(o), closed when the test ends.
+func newServerWith(t *testing.T, o server.Options) *server.Server {
+	t.Helper()
+	s, err := server.New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	return s
+}
+
+// reloadConfig is a gateway with route r and, when extra, route r2, over one target that the
+// tests' holdingUpstream answers.
+func reloadConfig(t *testing.T, extra bool) *config.Config {
+	t.Helper()
+	text := target("m", "http://127.0.0.1:1/v1", "private") + "[routes.r]\ntargets = [\"m\"]\n"
+	if extra {
+		text += "[routes.r2]\ntargets = [\"m\"]\n"
+	}
+	return parseText(t, text)
+}
+
+func newReloadServer(t *testing.T, cfg *config.Config, up server.Upstream, prev *server.Server) *server.Server {
+	t.Helper()
+	s, err := server.New(server.Options{Config: cfg, Upstream: up, Previous: prev})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	return s
+}
+
+// openHeldStream starts a streamed chat on model through h and returns the answer once its first
+// event has come.
+func openHeldStream(t *testing.T, h *live, model string) (*http.Response, *bufio.Reader, []byte) {
+	t.Helper()
+	resp, err := h.Client().Post(h.URL+"/v1/chat/completions", "application/json",
+		strings.NewReader(`{"model":"`+model+`","stream":true,"messages":[{"role":"user","content":"hi"}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { resp.Body.Close() })
+	br := bufio.NewReader(resp.Body)
+	var head []byte
+	for !bytes.HasSuffix(head, []byte("\n\n")) {
+		b, err := br.ReadByte()
+		if err != nil {
+			t.Fatalf("reading the first event: %v (%q)", err, head)
+		}
+		head = append(head, b)
+	}
+	return resp, br, head
+}
