@@ -1694,6 +1694,18 @@ func checkToolChoice(tools, choice json.RawMessage) *apiError {
 			"Invalid value for 'tool_choice': %s (expected \"none\", \"auto\", \"required\" or an object naming a function).",
 			strconv.Quote(clip(mode, maxEcho))))
 	}
+	// An allowed_tools choice, in either shape (core.AllowedFunctions), lists functions that must
+	// be declared as a named one must: an openai target was sent one that listed another, and
+	// the ollama adapter refused it its own way (TestToolChoiceNamesUndeclaredTool). One that
+	// lists none (an empty list, custom tools alone) offers no function and is let through, and
+	// so is one sent without tools, which offers nothing (a target without tools serves it, sent
+	// no tool_choice: TestToolChoiceWithoutToolsNotSentToATargetWithout).
+	if names, param, ok := core.AllowedFunctions(choice); ok {
+		if len(names) == 0 || !hasTools {
+			return nil
+		}
+		return undeclaredFunction(tools, names, param)
+	}
 	// A named function, in chat's shape ({"type":"function","function":{"name":…}}) or in the
 	// Responses API's, which the gateway takes on chat too (the ollama adapter's namedTool reads
 	// both, the function's name first): each is refused naming the member that names it.
@@ -1720,6 +1732,13 @@ func checkToolChoice(tools, choice json.RawMessage) *apiError {
 		return badRequest("tool_choice", "invalid_value",
 			"Invalid value for 'tool_choice': a named function is only allowed when 'tools' are specified.")
 	}
+	return undeclaredFunction(tools, []string{name}, param)
+}
+
+// undeclaredFunction refuses the first of names, functions a tool_choice names (param: the
+// member that names them), that tools declare no function of; tools that cannot be read are the
+// targets' to judge. tools are read once, whatever the number of names.
+func undeclaredFunction(tools json.RawMessage, names []string, param string) *apiError {
 	var defs []struct {
 		Type     string `json:"type"`
 		Function struct {
@@ -1729,12 +1748,18 @@ func checkToolChoice(tools, choice json.RawMessage) *apiError {
 	if json.Unmarshal(tools, &defs) != nil {
 		return nil // tools' own shape is the targets' to judge
 	}
+	declared := make(map[string]bool, len(defs))
 	for _, d := range defs {
-		if (d.Type == "function" || d.Type == "") && d.Function.Name == name {
-			return nil
+		if d.Type == "function" || d.Type == "" {
+			declared[d.Function.Name] = true
 		}
 	}
-	return badRequest(param, "invalid_value", fmt.Sprintf(
-		"Invalid value for '%s': %s is not a function defined in 'tools'.", param,
-		strconv.Quote(clip(name, maxEcho))))
+	for _, name := range names {
+		if !declared[name] {
+			return badRequest(param, "invalid_value", fmt.Sprintf(
+				"Invalid value for '%s': %s is not a function defined in 'tools'.", param,
+				strconv.Quote(clip(name, maxEcho))))
+		}
+	}
+	return nil
 }

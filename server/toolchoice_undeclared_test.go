@@ -51,6 +51,19 @@ func TestToolChoiceNamesUndeclaredTool(t *testing.T) {
 		{"chat: named, declared", "/v1/chat/completions", `{"model":"r",` + msgs + `,` + chatF + `,"tool_choice":{"type":"function","function":{"name":"f"}}}`, ok},
 		{"chat: allowed_tools, declared", "/v1/chat/completions", `{"model":"r",` + msgs + `,` + chatF +
 			`,"tool_choice":{"type":"allowed_tools","allowed_tools":{"mode":"auto","tools":[{"type":"function","function":{"name":"f"}}]}}}`, ok},
+		// chat's allowed_tools listing a function tools do not declare: refused as a named one is
+		// (the ollama adapter refused it, an openai target was sent it), naming the list.
+		{"chat: allowed_tools, one undeclared", "/v1/chat/completions", `{"model":"r",` + msgs + `,` + chatF +
+			`,"tool_choice":{"type":"allowed_tools","allowed_tools":{"mode":"auto","tools":[{"type":"function","function":{"name":"f"}},{"type":"function","function":{"name":"g"}}]}}}`,
+			refusal{400.0, "tool_choice.allowed_tools.tools", "invalid_value", `Invalid value for 'tool_choice.allowed_tools.tools': "g" is not a function defined in 'tools'.`}},
+		{"chat: allowed_tools of the Responses shape, undeclared", "/v1/chat/completions", `{"model":"r",` + msgs + `,` + chatF +
+			`,"tool_choice":{"type":"allowed_tools","mode":"auto","tools":[{"type":"function","name":"g"}]}}`,
+			refusal{400.0, "tool_choice.tools", "invalid_value", `Invalid value for 'tool_choice.tools': "g" is not a function defined in 'tools'.`}},
+		{"chat: allowed_tools, no tools", "/v1/chat/completions", `{"model":"r",` + msgs +
+			`,"tool_choice":{"type":"allowed_tools","allowed_tools":{"mode":"auto","tools":[{"type":"function","function":{"name":"g"}}]}}}`,
+			ok}, // offers nothing without tools (TestToolChoiceWithoutToolsNotSentToATargetWithout)
+		{"chat: allowed_tools, empty", "/v1/chat/completions", `{"model":"r",` + msgs + `,` + chatF +
+			`,"tool_choice":{"type":"allowed_tools","allowed_tools":{"mode":"auto","tools":[]}}}`, ok},
 		{"chat: a custom tool's choice", "/v1/chat/completions", `{"model":"r",` + msgs +
 			`,"tools":[{"type":"custom","custom":{"name":"c"}}],"tool_choice":{"type":"custom","custom":{"name":"c"}}}`, ok},
 	} {
