@@ -1700,11 +1700,14 @@ func checkToolChoice(tools, choice json.RawMessage) *apiError {
 	// lists none (an empty list, custom tools alone) offers no function and is let through, and
 	// so is one sent without tools, which offers nothing (a target without tools serves it, sent
 	// no tool_choice: TestToolChoiceWithoutToolsNotSentToATargetWithout).
-	if names, param, ok := core.AllowedFunctions(choice); ok {
-		if len(names) == 0 || !hasTools {
-			return nil
+	// It is looked for by its bytes first, so that a named function's choice is not decoded twice.
+	if bytes.Contains(choice, []byte(`allowed_tools`)) {
+		if names, param, ok := core.AllowedFunctions(choice); ok {
+			if len(names) == 0 || !hasTools {
+				return nil
+			}
+			return undeclaredFunction(tools, names, param)
 		}
-		return undeclaredFunction(tools, names, param)
 	}
 	// A named function, in chat's shape ({"type":"function","function":{"name":…}}) or in the
 	// Responses API's, which the gateway takes on chat too (the ollama adapter's namedTool reads
