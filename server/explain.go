@@ -154,8 +154,8 @@ func (s *Server) handleExplain(w http.ResponseWriter, r *http.Request) {
 		for _, d := range pick.drops {
 			m.Drops = append(m.Drops, explainDrop{Target: d.Target, Filter: d.Filter, Reason: d.Reason})
 		}
-		for _, p := range pick.passed {
-			m.Passed = append(m.Passed, explainPassed{Route: p.route, Reason: p.reason})
+		for _, c := range pick.passed {
+			m.Passed = append(m.Passed, explainPassed{Route: c.Name, Reason: dropFilters(s.routeDrops(c, req, pick.strict))})
 		}
 		x.Moved = m
 	}

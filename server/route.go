@@ -106,18 +106,14 @@ type autoPick struct {
 	// from is the route the classifier chose, when autoMove moved the request off it; nil when
 	// it was kept.
 	from *routeState
-	// reason names the filters that left from no target, as x-hayula-move-reason says it.
+	// reason names the filters that left from no target, as x-hayula-move-reason says it, and
+	// drops are from's.
 	reason string
-	// drops are from's, and passed the routes of the move order passed over before the one
-	// chosen, each with why: for explain.
 	drops  []filter.Drop
-	passed []passedRoute
-}
-
-// passedRoute is a route of the move order that autoMove passed over, and why: the filters that
-// left it no target.
-type passedRoute struct {
-	route, reason string
+	// passed are the routes of the move order passed over before the one chosen, and strict the
+	// strictness they were judged under: explain asks each why (routeDrops), a request does not.
+	passed []*routeState
+	strict bool
 }
 
 // setHeaders says p in h: the intent, and a move.
@@ -149,17 +145,17 @@ func (s *Server) autoMove(key *config.Key, rs *routeState, req *core.Request, pi
 	// keeps that strictness, so it goes only to a route with a private target that takes it, and
 	// is strict there (TestAutoMoveKeepsTheClassifiedRoutesStrictness).
 	strict = strict || rs.Strict
-	var passed []passedRoute
+	var passed []*routeState
 	for _, c := range s.autoOrder {
 		switch {
 		case c == rs:
 		case s.fitsRoute(c, req, strict):
-			pick.from, pick.drops, pick.passed = rs, s.routeDrops(rs, req, strict), passed
+			pick.from, pick.drops, pick.passed, pick.strict = rs, s.routeDrops(rs, req, strict), passed, strict
 			pick.reason = dropFilters(pick.drops)
 			req.Strict = req.Strict || strict
 			return c
 		default:
-			passed = append(passed, passedRoute{c.Name, dropFilters(s.routeDrops(c, req, strict))})
+			passed = append(passed, c)
 		}
 	}
 	return rs
@@ -176,11 +172,7 @@ func (s *Server) mayNotFit(rs *routeState, req *core.Request, strict bool) bool 
 // key's, as it would be on rs (applyStrict). It counts req's prompt tokens when rs's windows need
 // them (as admit does for the route chosen).
 func (s *Server) fitsRoute(rs *routeState, req *core.Request, strict bool) bool {
-	own := req.Strict
-	req.Strict = strict || rs.Strict
-	if req.PromptTokensMin == 0 && rs.mayOverflow(req) {
-		req.PromptTokensMin = filter.PromptTokensMin(req.Messages)
-	}
+	own := onRoute(rs, req, strict)
 	ok := filter.AnyKept(req, rs.Targets, s.fits)
 	req.Strict = own
 	return ok
@@ -188,14 +180,22 @@ func (s *Server) fitsRoute(rs *routeState, req *core.Request, strict bool) bool 
 
 // routeDrops are the drops of s.fits over rs's targets for req, judged as fitsRoute judges them.
 func (s *Server) routeDrops(rs *routeState, req *core.Request, strict bool) []filter.Drop {
-	own := req.Strict
+	own := onRoute(rs, req, strict)
+	drops := filter.Run(req, rs.Targets, s.fits).Drops
+	req.Strict = own
+	return drops
+}
+
+// onRoute makes req what the filters judge on rs: strict by strict (its own option or its key's)
+// or rs's, and its prompt tokens counted when rs's windows need them (kept: they depend on the
+// messages alone). It returns req's own strictness, for the caller to put back.
+func onRoute(rs *routeState, req *core.Request, strict bool) (own bool) {
+	own = req.Strict
 	req.Strict = strict || rs.Strict
 	if req.PromptTokensMin == 0 && rs.mayOverflow(req) {
 		req.PromptTokensMin = filter.PromptTokensMin(req.Messages)
 	}
-	drops := filter.Run(req, rs.Targets, s.fits).Drops
-	req.Strict = own
-	return drops
+	return own
 }
 
 // dropFilters names the filters of drops, each once, in stage order, joined by ", ".
