@@ -265,7 +265,10 @@ func (t *h1Transport) do(ctx context.Context, addr string, out *outgoing) (*http
 			if t.timeout > 0 {
 				start = t.clock()
 			}
-			nc, err := t.connect(ctx, addr, start)
+			// The connect itself is bounded by the target's timeout (dialWithin: a connect that
+			// does not complete is a timeout, as on an https:// target, not a connection error
+			// after the dialer's own bound, TestConnectWithinTimeout).
+			nc, err := t.dial(ctx, "tcp", addr)
 			if err != nil {
 				return nil, err
 			}
@@ -285,25 +288,6 @@ func (t *h1Transport) do(ctx context.Context, addr string, out *outgoing) (*http
 		}
 		c = nil
 	}
-}
-
-// connect dials addr. The dial is bounded by the target's timeout when it has one (dialWithin):
-// a connect that does not complete (SYNs dropped, a server too busy to accept) is then a timeout,
-// like a server that accepted and does not answer, as on an https:// target, where
-// headTransport's timer covers it. Under the dialer's own bound alone (Options.DialTimeout, 10 s
-// by default) it held the attempt past the timeout and failed as a connection error
-// (TestConnectWithinTimeout); a dial that the dialer's bound ends first still is one. start is
-// when the connect began (t.clock), zero when the target has no timeout; what is left of the
-// timeout after the connect bounds the request's writing and the answer's head (see do).
-func (t *h1Transport) connect(ctx context.Context, addr string, start time.Time) (net.Conn, error) {
-	if start.IsZero() {
-		return t.dial(ctx, "tcp", addr)
-	}
-	nc, err := t.dial(ctx, "tcp", addr)
-	if ne, ok := errors.AsType[net.Error](err); ok && ne.Timeout() && ctx.Err() == nil && t.clock().Sub(start) >= t.timeout {
-		return nil, errConnectTimeout
-	}
-	return nc, err
 }
 
 // clock is the time now in the sweeper's time (see h1Transport.now).

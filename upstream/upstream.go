@@ -297,7 +297,7 @@ func newTransport(o Options, t *core.Target) *http.Transport {
 // went on for Options.DialTimeout (10 s in the gateway) after headTransport had failed the
 // attempt as a timeout, a goroutine and a socket per attempt, as the TLS handshake did before
 // TLSHandshakeTimeout took the target's timeout. The synchronous client dials through it too
-// (h1Transport.connect). A connect that the bound ends is errConnectTimeout, not the dialer's
+// (h1Transport.do). A connect that the bound ends is errConnectTimeout, not the dialer's
 // *net.OpError, which the adapters read as a connection error: on an https:// target the
 // dial's end and headTransport's timer, both the target's timeout, raced, and the attempt failed
 // as a connection error 3 times in 20 (TestConnectWithinTimeout, -count=20; 0 in 30 after).
