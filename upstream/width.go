@@ -168,8 +168,9 @@ func checkEmbeddings(t *core.Target, body []byte, inputs, dims int, base64 bool)
 	return nil
 }
 
+// skipSpace is the index of the first byte of b from i that is not JSON white space (isSpace).
 func skipSpace(b []byte, i int) int {
-	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+	for i < len(b) && isSpace(b[i]) {
 		i++
 	}
 	return i
