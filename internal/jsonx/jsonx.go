@@ -113,10 +113,14 @@ func skipWS(b []byte, i int) int {
 	return i
 }
 
-// skipString returns the index just past the string that opens at b[i]. It jumps from quote to
-// quote (bytes.IndexByte is vectorised) and looks back for escaping backslashes, because long
-// message contents are most of a request body.
+// skipString returns the index just past the string that opens at b[i]. A short one ends in its
+// first word (shortEnd); a longer one it reads from quote to quote (bytes.IndexByte is
+// vectorised), looking back for escaping backslashes, because long message contents are most of
+// a request body.
 func skipString(b []byte, i int) (int, bool) {
+	if end := shortEnd(b, i+1, false); end != 0 {
+		return end, true
+	}
 	for i++; ; i++ {
 		j := bytes.IndexByte(b[i:], '"')
 		if j < 0 {

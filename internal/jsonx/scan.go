@@ -3,6 +3,7 @@ package jsonx
 import (
 	"bytes"
 	"encoding/binary"
+	"math/bits"
 	"strings"
 	"unicode/utf16"
 	"unicode/utf8"
@@ -328,85 +329,160 @@ const (
 	highs = 0x8080808080808080
 )
 
-// special reports whether any byte of the little-endian word x is a quote, a backslash or a
-// control character (below 0x20). Borrows only spread above a byte that matches, so the answer
-// for the word as a whole is exact.
-func special(x uint64) bool {
+// specials marks (bit 7) each byte of the little-endian word x that is a quote, a backslash or
+// a control character (below 0x20). Borrows spread only above a byte that matches, so the mask is
+// exact up to its lowest mark, and zero exactly when no byte matches.
+func specials(x uint64) uint64 {
 	quote := x ^ (ones * '"')
 	slash := x ^ (ones * '\\')
-	return ((x-ones*0x20)&^x|(quote-ones)&^quote|(slash-ones)&^slash)&highs != 0
+	return ((x-ones*0x20)&^x | (quote-ones)&^quote | (slash-ones)&^slash) & highs
 }
 
 // scanString returns the index just past the valid JSON string that opens at b[i]; strict also
 // refuses invalid UTF-8 and an escaped surrogate that is not half of a pair (Text). Message
-// contents are most of a body, so it tests eight bytes at a time for anything but plain text:
-// ASCII costs strict one test more, and two-byte runes (Latin, Greek, Cyrillic, Arabic, Hebrew
-// text) are checked a word at a time too (pairs); longer ones go rune by rune.
+// contents are most of a body, so the string's end and its escapes are found with
+// bytes.IndexByte (the runtime's vector search), and the text between them is checked eight
+// bytes at a time by plainText. The closing quote found is kept until an escaped quote passes it,
+// so that a string of many escapes is still read once.
 func scanString(b []byte, i int, strict bool) (int, bool) {
-	var last byte = 0xff // the greatest byte the byte loop passes: strict reads the others as UTF-8
-	if strict {
-		last = utf8.RuneSelf - 1
-	}
 	i++
+	if end := shortEnd(b, i, strict); end != 0 {
+		return end, true
+	}
+	q := -1 // the first quote at or after i, once looked for
 	for {
-		var lead uint64 // the last word ended in a two-byte lead: the next must open with its continuation
-		for i+8 <= len(b) {
-			x := binary.LittleEndian.Uint64(b[i:])
-			if special(x) {
-				break
+		if q < i {
+			n := bytes.IndexByte(b[i:], '"')
+			if n < 0 {
+				return 0, false
 			}
-			if strict && x&highs|lead != 0 {
+			q = i + n
+		}
+		end := q
+		if n := bytes.IndexByte(b[i:q], '\\'); n >= 0 {
+			end = i + n
+		}
+		if !plainText(b[i:end], strict) {
+			return 0, false
+		}
+		if end == q {
+			return q + 1, true
+		}
+		i = end // an escape
+		if i+1 >= len(b) {
+			return 0, false
+		}
+		switch b[i+1] {
+		case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+			i += 2
+		case 'u':
+			if i+6 > len(b) || !isHex(b[i+2]) || !isHex(b[i+3]) || !isHex(b[i+4]) || !isHex(b[i+5]) {
+				return 0, false
+			}
+			if strict && b[i+2]|0x20 == 'd' && b[i+3] >= '8' { // U+D800–U+DFFF
+				if utf16.DecodeRune(getu4(b[i:]), getu4(b[i+6:])) == utf8.RuneError {
+					return 0, false
+				}
+				i += 6 // and the second half, below
+			}
+			i += 6
+		default:
+			return 0, false
+		}
+	}
+}
+
+// shortEnd is for a short string (a key, a role, a model's name), which ends in its first word:
+// the index just past the closing quote when it is among the eight bytes from i, the text of a
+// string, and no byte before it is special (a backslash, a control character or, ascii, a byte
+// above 0x7f); 0 otherwise, and the caller reads the string the long way.
+func shortEnd(b []byte, i int, ascii bool) int {
+	if i >= len(b)-7 {
+		return 0
+	}
+	x := word(b, i)
+	m := specials(x)
+	if m == 0 {
+		return 0
+	}
+	k := i + bits.TrailingZeros64(m)>>3
+	if b[k] != '"' || ascii && x&highs&(m&-m-1) != 0 {
+		return 0
+	}
+	return k + 1
+}
+
+// plainText reports whether s, a string's text between its escapes (no quote, no backslash), has
+// no control character and, strict, is valid UTF-8. It tests eight bytes at a time: ASCII costs
+// strict one test more than the control characters' alone, and two-byte runes (Latin, Greek,
+// Cyrillic, Arabic, Hebrew text) are checked a word at a time too (pairs); longer ones go rune by
+// rune to the end of their word.
+func plainText(s []byte, strict bool) bool {
+	k := 0
+	if !strict {
+		for ; k < len(s)-7; k += 8 {
+			if x := word(s, k); (x-ones*0x20)&^x&highs != 0 {
+				return false
+			}
+		}
+		for ; k < len(s); k++ {
+			if s[k] < 0x20 {
+				return false
+			}
+		}
+		return true
+	}
+	for {
+		var lead uint64  // the last word ended in a two-byte lead: the next must open with its continuation
+		t, j := s[k:], 0 // j counts from 0 so that word's reads need no bounds check
+		for ; j < len(t)-7; j += 8 {
+			x := word(t, j)
+			if ((x-ones*0x20)|x)&highs|lead != 0 { // a byte below 0x20 or above 0x7f, or a rune open
+				if (x-ones*0x20)&^x&highs != 0 {
+					return false // a control character
+				}
 				next, ok := pairs(x, lead)
 				if !ok {
-					break // lead still says whether a rune was left open
+					break
 				}
 				lead = next
 			}
-			i += 8
 		}
+		k += j
 		if lead != 0 {
-			i-- // the rune the word loop left open is read again below
-		}
-		for i < len(b) && b[i] >= 0x20 && b[i] != '"' && b[i] != '\\' && b[i] <= last {
-			i++
-		}
-		if i >= len(b) {
-			return 0, false
-		}
-		switch c := b[i]; {
-		case c == '"':
-			return i + 1, true
-		case c == '\\':
-			if i+1 >= len(b) {
-				return 0, false
+			// pairs checked the lead that closed the last word; its continuation opens the next.
+			if k == len(s) || s[k]&0xc0 != 0x80 {
+				return false
 			}
-			switch b[i+1] {
-			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
-				i += 2
-			case 'u':
-				if i+6 > len(b) || !isHex(b[i+2]) || !isHex(b[i+3]) || !isHex(b[i+4]) || !isHex(b[i+5]) {
-					return 0, false
-				}
-				if strict && b[i+2]|0x20 == 'd' && b[i+3] >= '8' { // U+D800–U+DFFF
-					if utf16.DecodeRune(getu4(b[i:]), getu4(b[i+6:])) == utf8.RuneError {
-						return 0, false
-					}
-					i += 6 // and the second half, below
-				}
-				i += 6
+			k++
+		}
+		// Rune by rune to the end of this word (or of s), then words again.
+		for stop := min(k+8, len(s)); k < stop; {
+			switch c := s[k]; {
+			case c < 0x20:
+				return false
+			case c < utf8.RuneSelf:
+				k++
 			default:
-				return 0, false
+				r, size := utf8.DecodeRune(s[k:])
+				if r == utf8.RuneError && size == 1 {
+					return false
+				}
+				k += size
 			}
-		case c < 0x20:
-			return 0, false // a control character
-		default: // non-ASCII, when strict
-			r, size := utf8.DecodeRune(b[i:])
-			if r == utf8.RuneError && size == 1 {
-				return 0, false
-			}
-			i += size
+		}
+		if k >= len(s) {
+			return true
 		}
 	}
+}
+
+// word is the little-endian word at s[k:k+8], written out so that a loop that keeps k below
+// len(s)-7 reads it with no bounds check.
+func word(s []byte, k int) uint64 {
+	_ = s[k+7]
+	return uint64(s[k]) | uint64(s[k+1])<<8 | uint64(s[k+2])<<16 | uint64(s[k+3])<<24 |
+		uint64(s[k+4])<<32 | uint64(s[k+5])<<40 | uint64(s[k+6])<<48 | uint64(s[k+7])<<56
 }
 
 // pairs checks the little-endian word x, in which no byte is special, as text of ASCII and
@@ -470,7 +546,7 @@ func Unquote(q []byte) (string, bool) {
 	for i := 0; ; {
 		// Copy a run of plain text at once; only escapes and invalid UTF-8 go byte by byte.
 		j := i
-		for j+8 <= len(body) && !special(binary.LittleEndian.Uint64(body[j:])) {
+		for j+8 <= len(body) && specials(binary.LittleEndian.Uint64(body[j:])) == 0 {
 			j += 8
 		}
 		for j < len(body) && body[j] >= 0x20 && body[j] != '"' && body[j] != '\\' {

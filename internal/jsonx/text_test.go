@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"math/rand/v2"
 	"strings"
 	"testing"
 
@@ -126,4 +127,64 @@ func decodeNumbers(b []byte, v any) error {
 	d := json.NewDecoder(bytes.NewReader(b))
 	d.UseNumber()
 	return d.Decode(v)
+}
+
+// TestStringScanAgrees holds the string scan's word-at-a-time paths (the first word's end, the
+// vector search for quotes and escapes, two-byte runes checked a word at a time, longer ones
+// rune by rune) to the rules on strings that cross every word boundary: random mixes of ASCII,
+// runes of two to four bytes, invalid bytes, escapes (an escaped quote among them), escaped
+// surrogates and control characters, after 0 to 8 bytes of padding. The strict walk takes a
+// body exactly when encoding/json does and FixText neither refuses nor repairs it; the plain
+// walk exactly when encoding/json does.
+func TestStringScanAgrees(t *testing.T) {
+	pieces := []string{
+		"a", "bcdefgh", " ", "é", "ж", "م", "ؤ", "世", "界", "😀", "\u0800", "\uffff", "\U0010FFFF",
+		`\n`, `\"`, `\\`, `\/`, `\u00e9`, `\ud83d\ude00`, `\ud800`, `\udc00x`, `\u12`, `\x`,
+		"\xff", "\xc3", "\xc1\xbf", "\xed\xa0\x80", "\xf0\x9f", "\x80", "\x1f", "\t", `"`, `\`,
+	}
+	r := rand.New(rand.NewPCG(5, 1))
+	for n := range 20000 {
+		var s strings.Builder
+		s.WriteString(`{"k":"`)
+		s.WriteString(strings.Repeat("x", n%9))
+		for range r.IntN(12) {
+			p := pieces[r.IntN(len(pieces))]
+			if r.IntN(3) == 0 {
+				p = strings.Repeat("y", r.IntN(17)) + p
+			}
+			s.WriteString(p)
+		}
+		s.WriteString(`","z":1}`)
+		b := []byte(s.String())
+		valid := json.Valid(b)
+		if got := Valid(b); got != valid {
+			t.Fatalf("Valid(%q) = %v, encoding/json says %v", b, got, valid)
+		}
+		if _, done := walk(b, true); done != valid {
+			t.Fatalf("validating walk of %q done=%v, encoding/json says %v", b, done, valid)
+		}
+		fixed := bytes.Clone(b)
+		err := FixText(fixed, textDepth)
+		if _, done := walkText(b, textDepth); done != (valid && err == nil && bytes.Equal(fixed, b)) {
+			t.Fatalf("strict walk of %q done=%v; encoding/json %v, FixText %v, repaired %v", b, done, valid, err, !bytes.Equal(fixed, b))
+		}
+	}
+}
+
+// BenchmarkText1KB is the strict walk over a 1 KB chat request of English and Arabic prose (the
+// gateway's decode runs it on every body).
+func BenchmarkText1KB(b *testing.B) {
+	const prose = "I am preparing a short talk for my team about how we ship our web application. " +
+		"ممكن تساعدني أرتب الأفكار بشكل منطقي؟ First I want to compare two ways of logging, then explain " +
+		"why the old code called strcpy(buf, input) and whether that matters today. " +
+		"بعد ذلك أريد أن أشرح الفرق بين الطريقتين بطريقة بسيطة للزملاء الجدد. "
+	body := []byte(`{"model":"saif","messages":[{"role":"system","content":"You are a helpful assistant."},` +
+		`{"role":"user","content":"` + strings.Repeat(prose, 3) + `"}],"max_tokens":256,"temperature":0.2}`)
+	b.SetBytes(int64(len(body)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, done := walkText(body, textDepth); !done {
+			b.Fatal("refused")
+		}
+	}
 }
