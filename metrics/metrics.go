@@ -109,7 +109,9 @@ type Set struct {
 	served   []*atomic.Uint64
 	tokens   []*[2]atomic.Uint64 // [route][target]: prompt, completion
 	ends     []*streamEndCell    // [op][route][target]: (op*len(routes)+route)*len(targets) + target
-	moves    []*atomic.Uint64    // [from route][to route]: from*len(routes) + to
+	// moves are [from route][to route]: from*len(routes) + to, a cell only for a move auto can
+	// make (WithMoves), nil for every other pair; nil without WithMoves.
+	moves []*atomic.Uint64
 
 	keys      []string
 	keyCounts []*keyCell // by key
@@ -216,7 +218,6 @@ func (s *Set) Next(routes, targets []string, started time.Time) *Set {
 		served:   make([]*atomic.Uint64, len(routes)*len(targets)),
 		tokens:   make([]*[2]atomic.Uint64, len(routes)*len(targets)),
 		ends:     make([]*streamEndCell, len(opNames)*len(routes)*len(targets)),
-		moves:    make([]*atomic.Uint64, len(routes)*len(routes)),
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -227,13 +228,6 @@ func (s *Set) Next(routes, targets []string, started time.Time) *Set {
 	}
 	for t, name := range targets {
 		n.attempts[t] = cell(c.attempts, name)
-	}
-	for f, from := range routes {
-		for t, to := range routes {
-			if f != t {
-				n.moves[f*len(routes)+t] = cell(c.moves, routeMove{from, to})
-			}
-		}
 	}
 	for r, route := range routes {
 		for t, target := range targets {
@@ -248,7 +242,7 @@ func (s *Set) Next(routes, targets []string, started time.Time) *Set {
 }
 
 // Prune forgets the counts of every route, target and key that s's configuration does not name,
-// so that a process whose reloads rename targets or rotate keys keeps no cells for the names it
+// and of every move its auto cannot make (WithMoves), so that a process whose reloads rename targets or rotate keys keeps no cells for the names it
 // no longer serves, and a name a later configuration brings back starts from zero, as a series
 // new to Prometheus. It is for when s's configuration is put in service (Live.Replace), not when
 // s is built: a reload may build a Set and then be refused, and the configuration that goes on
@@ -273,6 +267,12 @@ func (s *Set) Prune() {
 	for _, k := range s.keys {
 		keys[k] = true
 	}
+	moves := make(map[routeMove]bool)
+	for i, m := range s.moves {
+		if m != nil {
+			moves[routeMove{s.routes[i/len(s.routes)], s.routes[i%len(s.routes)]}] = true
+		}
+	}
 	c := s.cells
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -281,7 +281,7 @@ func (s *Set) Prune() {
 	maps.DeleteFunc(c.served, func(k routeTarget, _ *atomic.Uint64) bool { return !routes[k.route] || !targets[k.target] })
 	maps.DeleteFunc(c.tokens, func(k routeTarget, _ *[2]atomic.Uint64) bool { return !routes[k.route] || !targets[k.target] })
 	maps.DeleteFunc(c.ends, func(k opRouteTarget, _ *streamEndCell) bool { return !routes[k.route] || !targets[k.target] })
-	maps.DeleteFunc(c.moves, func(k routeMove, _ *atomic.Uint64) bool { return !routes[k.from] || !routes[k.to] })
+	maps.DeleteFunc(c.moves, func(k routeMove, _ *atomic.Uint64) bool { return !moves[k] })
 	maps.DeleteFunc(c.keys, func(k string, _ *keyCell) bool { return !keys[k] })
 }
 
@@ -302,6 +302,25 @@ func (s *Set) WithKeys(keys []string) *Set {
 	defer s.cells.mu.Unlock()
 	for i, name := range keys {
 		s.keyCounts[i] = cell(s.cells.keys, name)
+	}
+	return s
+}
+
+// WithMoves makes s count model auto's moves among routes (indexes into the routes s was built
+// with: auto's move order, the intents' routes and the default, which are also every route auto
+// classifies a request to), with a cell for each ordered pair of two of them and none for a pair
+// auto cannot make; it is for building, before any count. A move the Set s was built from had
+// counts on goes on from them. Without it s counts no move.
+func (s *Set) WithMoves(routes []int) *Set {
+	s.moves = make([]*atomic.Uint64, len(s.routes)*len(s.routes))
+	s.cells.mu.Lock()
+	defer s.cells.mu.Unlock()
+	for _, f := range routes {
+		for _, t := range routes {
+			if f != t && f >= 0 && f < len(s.routes) && t >= 0 && t < len(s.routes) {
+				s.moves[f*len(s.routes)+t] = cell(s.cells.moves, routeMove{s.routes[f], s.routes[t]})
+			}
+		}
 	}
 	return s
 }
@@ -406,13 +425,15 @@ func (s *Set) StreamEnd(op core.Op, route, target, end int) {
 }
 
 // Moved counts a request model auto moved off route from, the one its text was classified to,
-// to route to (indexes into the routes New was given; the same route twice is no move and counts
-// nothing).
+// to route to (indexes into the routes New was given; the same route twice is no move, and a
+// pair WithMoves did not make a cell for is none auto makes: neither counts).
 func (s *Set) Moved(from, to int) {
-	if s == nil || from < 0 || from >= len(s.routes) || to < 0 || to >= len(s.routes) || from == to {
+	if s == nil || s.moves == nil || from < 0 || from >= len(s.routes) || to < 0 || to >= len(s.routes) {
 		return
 	}
-	s.moves[from*len(s.routes)+to].Add(1)
+	if c := s.moves[from*len(s.routes)+to]; c != nil {
+		c.Add(1)
+	}
 }
 
 // Tokens counts the tokens an answer of route by target reports in its usage.
@@ -503,14 +524,12 @@ func (s *Set) Write(w *Writer, more func(*Writer)) {
 		}
 	}
 	w.Family("hayula_auto_moves_total", "counter", `Requests for model "auto" moved off the route their text was classified to (from), none of whose targets could take them, to the route they were sent to instead (to).`)
-	for f, from := range s.routes {
-		for t, to := range s.routes {
-			if f == t {
-				continue
-			}
-			if v := s.moves[f*len(s.routes)+t].Load(); v > 0 {
-				w.Sample("hayula_auto_moves_total", v, "from", from, "to", to)
-			}
+	for i, c := range s.moves {
+		if c == nil {
+			continue
+		}
+		if v := c.Load(); v > 0 {
+			w.Sample("hayula_auto_moves_total", v, "from", s.routes[i/len(s.routes)], "to", s.routes[i%len(s.routes)])
 		}
 	}
 	w.Family("hayula_tokens_total", "counter", "Tokens the answers of each route by each target reported in their usage, by kind (prompt, completion); a stream's are what its upstream reported last, asked for or not, counted once.")

@@ -33,6 +33,17 @@ func newMetrics(cfg *config.Config, prev *metrics.Set, started time.Time) *metri
 		targets[t.Index] = t.Name
 	}
 	set := prev.Next(routes, targets, started)
+	if cfg.Auto != nil {
+		// A request auto moves goes from a route it classifies to, which is one of its move order,
+		// to another route of the order (autoMove): those pairs are all the moves it can make.
+		var order []int
+		for _, n := range cfg.Auto.MoveOrder() {
+			if i := slices.Index(routes, n); i >= 0 {
+				order = append(order, i)
+			}
+		}
+		set.WithMoves(order)
+	}
 	if len(cfg.Keys) > 0 {
 		keys := make([]string, len(cfg.Keys))
 		for i, k := range cfg.Keys {
