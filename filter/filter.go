@@ -144,16 +144,57 @@ func AnyKept(req *core.Request, targets []*core.Target, stages []Stage) bool {
 	return false
 }
 
+// AnyKeptOrDrops is AnyKept for a caller that wants to know why when no target passes: then
+// drops are what Run records for stages that are all fail-closed (every target's drop, in stage
+// order), from the answers AnyKept got, without asking any filter again. Fail-open stages are
+// passed over as AnyKept passes them. drops is nil when a target passes; it allocates only when
+// none does (or for more than eight targets).
+func AnyKeptOrDrops(req *core.Request, targets []*core.Target, stages []Stage) (ok bool, drops []Drop) {
+	type dropAt struct {
+		stage  int
+		reason string
+	}
+	var buf [8]dropAt
+	at := buf[:0]
+	for _, t := range targets {
+		stage, reason := firstDrop(req, t, stages)
+		if stage < 0 {
+			return true, nil
+		}
+		at = append(at, dropAt{stage, reason})
+	}
+	if len(at) == 0 {
+		return false, nil
+	}
+	// Run drops stage by stage, each stage's in the targets' order.
+	drops = make([]Drop, 0, len(at))
+	for i, st := range stages {
+		for j, a := range at {
+			if a.stage == i {
+				drops = append(drops, Drop{Target: targets[j].Name, Filter: st.Filter.Name(), Reason: a.reason})
+			}
+		}
+	}
+	return false, drops
+}
+
 func keptByAll(req *core.Request, t *core.Target, stages []Stage) bool {
-	for _, st := range stages {
+	stage, _ := firstDrop(req, t, stages)
+	return stage < 0
+}
+
+// firstDrop is the index in stages of the first fail-closed stage that drops t for req, and its
+// reason; -1 when none does.
+func firstDrop(req *core.Request, t *core.Target, stages []Stage) (stage int, reason string) {
+	for i, st := range stages {
 		if st.FailOpen {
 			continue
 		}
-		if ok, _ := st.Filter.Keep(req, t); !ok {
-			return false
+		if ok, reason := st.Filter.Keep(req, t); !ok {
+			return i, reason
 		}
 	}
-	return true
+	return -1, ""
 }
 
 func sortByRecovery(ts []*core.Target, rec Recoverer) {

@@ -138,7 +138,16 @@ func (p *autoPick) setHeaders(h http.Header) {
 // request, which no stage of s.fits can drop a target for, costs a few comparisons.
 func (s *Server) autoMove(key *config.Key, rs *routeState, req *core.Request, pick *autoPick) *routeState {
 	strict := req.Strict || (key != nil && key.Strict)
-	if !s.mayNotFit(rs, req, strict) || s.fitsRoute(rs, req, strict) {
+	if !s.mayNotFit(rs, req, strict) {
+		return rs
+	}
+	// The judgement that rs cannot serve is the move's reason too: every target of rs was asked
+	// until a filter dropped it, which is all that naming the drops takes
+	// (TestAutoMoveJudgesEachTargetOnce).
+	own := onRoute(rs, req, strict)
+	fits, drops := filter.AnyKeptOrDrops(req, rs.Targets, s.fits)
+	req.Strict = own
+	if fits {
 		return rs
 	}
 	// A strict route says that what its text brings there stays private: moved, the request
@@ -150,7 +159,7 @@ func (s *Server) autoMove(key *config.Key, rs *routeState, req *core.Request, pi
 		switch {
 		case c == rs:
 		case s.fitsRoute(c, req, strict):
-			pick.from, pick.drops, pick.passed, pick.strict = rs, s.routeDrops(rs, req, strict), passed, strict
+			pick.from, pick.drops, pick.passed, pick.strict = rs, drops, passed, strict
 			pick.reason = dropFilters(pick.drops)
 			req.Strict = req.Strict || strict
 			return c
@@ -178,7 +187,8 @@ func (s *Server) fitsRoute(rs *routeState, req *core.Request, strict bool) bool 
 	return ok
 }
 
-// routeDrops are the drops of s.fits over rs's targets for req, judged as fitsRoute judges them.
+// routeDrops are the drops of s.fits over rs's targets for req, judged as fitsRoute judges them:
+// for explain, which says why each route passed over could not serve.
 func (s *Server) routeDrops(rs *routeState, req *core.Request, strict bool) []filter.Drop {
 	own := onRoute(rs, req, strict)
 	drops := filter.Run(req, rs.Targets, s.fits).Drops
