@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -57,6 +58,19 @@ guard   = { openrouter = ["overflow"] }
 [auto]
 ` + extra
 	return newGateway(t, cfg, nil, opts...), fakes
+}
+
+// twoRouteAuto is the [routes] and [auto] of a gateway with two routes of one target each:
+// auto sends intent's requests to route (whose target is target) and every other request, a
+// specialist hint's included, to def (whose target is defTarget). terms are the intent's own
+// (a TOML array; "" for the default rules' terms of that name).
+func twoRouteAuto(intent, route, target, def, defTarget, terms string) string {
+	s := fmt.Sprintf("\n[routes.%s]\ntargets = [%q]\n\n[routes.%s]\ntargets = [%q]\n\n[auto]\ndefault = %q\nspecialist_route = %q\n\n"+
+		"[[auto.intents]]\nname = %q\nroute = %q\n", route, target, def, defTarget, def, def, intent, route)
+	if terms != "" {
+		s += "terms = " + terms + "\n"
+	}
+	return s
 }
 
 func hits(fakes map[string]*fake) map[string]int64 {
@@ -119,21 +133,8 @@ func TestAutoMovesOffARouteThatCannotServe(t *testing.T) {
 // classified route and gets its 400, naming the real reason, with no word of a move.
 func TestAutoMoveKeepsWhenNoRouteCan(t *testing.T) {
 	r1, gen := newFake(t, "r1"), newFake(t, "gen")
-	g := newGateway(t, target("r1", r1.url(), "private", "vision = false")+target("gen", gen.url(), "private", "vision = false")+`
-[routes.deepseek-r1]
-targets = ["r1"]
-
-[routes.general]
-targets = ["gen"]
-
-[auto]
-default = "general"
-specialist_route = "general"
-
-[[auto.intents]]
-name = "reasoning"
-route = "deepseek-r1"
-`, nil)
+	g := newGateway(t, target("r1", r1.url(), "private", "vision = false")+target("gen", gen.url(), "private", "vision = false")+
+		twoRouteAuto("reasoning", "deepseek-r1", "r1", "general", "gen", ""), nil)
 	rep := g.post(t, "/v1/chat/completions", withImage("auto", reasoningText, ""))
 	if rep.status != 400 || rep.errorField(t, "code") != "unsupported_request" ||
 		!strings.Contains(rep.errorField(t, "message").(string), "vision") {
@@ -218,21 +219,8 @@ routes = ["auto"]
 func strictLayout(t *testing.T) (*gateway, *fake, *fake) {
 	t.Helper()
 	r1, sky := newFake(t, "r1"), newFake(t, "sky")
-	g := newGateway(t, target("r1", r1.url(), "private", "vision = false")+target("sky", sky.url(), "public")+`
-[routes.deepseek-r1]
-targets = ["r1"]
-
-[routes.sky]
-targets = ["sky"]
-
-[auto]
-default = "sky"
-specialist_route = "sky"
-
-[[auto.intents]]
-name = "reasoning"
-route = "deepseek-r1"
-
+	g := newGateway(t, target("r1", r1.url(), "private", "vision = false")+target("sky", sky.url(), "public")+
+		twoRouteAuto("reasoning", "deepseek-r1", "r1", "sky", "sky", "")+`
 [[keys]]
 name = "strict"
 sha256 = "`+sha256hex("hk-strict")+`"

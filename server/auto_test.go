@@ -341,22 +341,8 @@ func TestAutoHeadersOnErrors(t *testing.T) {
 // and no target is asked.
 func TestAutoStrictMovesToAPrivateRoute(t *testing.T) {
 	paid, local := newFake(t, "paid"), newFake(t, "local")
-	cfg := target("paid", paid.url(), "public") + target("local", local.url(), "private") + `
-[routes.sky]
-targets = ["paid"]
-
-[routes.general]
-targets = ["local"]
-
-[auto]
-default = "general"
-specialist_route = "general"
-
-[[auto.intents]]
-name = "weather"
-route = "sky"
-terms = ["forecast"]
-`
+	cfg := target("paid", paid.url(), "public") + target("local", local.url(), "private") +
+		twoRouteAuto("weather", "sky", "paid", "general", "local", `["forecast"]`)
 	g := newGateway(t, cfg, nil)
 	rep := g.post(t, "/v1/chat/completions",
 		`{"model":"auto","x-hayula-privacy":"strict","messages":[{"role":"user","content":"the forecast for Fez?"}]}`)

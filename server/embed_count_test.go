@@ -14,17 +14,9 @@ import (
 // benched, and when nothing else answers the client gets a 502 that says so. A good answer is
 // relayed byte for byte. (This test failed first: the short answer reached the client as 200.)
 func TestEmbeddingsOpenAICountMismatch(t *testing.T) {
-	short, good := newFake(t, "short"), newFake(t, "good")
 	// short embeds the first input alone, as a server that takes no batch does.
-	const one = `{"object":"list","data":[{"object":"embedding","index":0,"embedding":[0.5,0.25]}],"model":"m","usage":{"prompt_tokens":1,"total_tokens":1}}`
-	short.set(func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		fmt.Fprint(w, one)
-	})
-	good.set(openaiEmbedder{width: 2}.handler())
-	cfg := target("short", short.url(), "private") + target("good", good.url(), "private") +
-		"[routes.only]\ntargets = [\"short\"]\n\n[routes.emb]\ntargets = [\"short\", \"good\"]\n"
-	g := newGateway(t, cfg, nil)
+	one := `{"object":"list","data":[{"object":"embedding","index":0,"embedding":[0.5,0.25]}],"model":"m","usage":{"prompt_tokens":1,"total_tokens":1}}`
+	g, _ := embedBehind(t, "short", false, &one)
 
 	for _, tc := range []struct {
 		name, input string
@@ -38,31 +30,17 @@ func TestEmbeddingsOpenAICountMismatch(t *testing.T) {
 		{"three strings", `["a","b","c"]`, 3},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			rep := g.post(t, "/v1/embeddings", `{"model":"only","input":`+tc.input+`}`)
+			body := `{"model":"only","input":` + tc.input + `}`
 			if tc.inputs == 1 {
-				if rep.status != 200 || string(rep.body) != one {
+				if rep := g.post(t, "/v1/embeddings", body); rep.status != 200 || string(rep.body) != one {
 					t.Fatalf("a right answer is not relayed as it came: %d %s", rep.status, rep.body)
 				}
 				return
 			}
-			if rep.status != http.StatusBadGateway {
-				t.Fatalf("1 embedding for %d inputs: %d %s", tc.inputs, rep.status, rep.body)
-			}
-			if msg, _ := rep.errorField(t, "message").(string); !strings.Contains(msg, fmt.Sprintf("1 embedding for %d inputs", tc.inputs)) {
-				t.Errorf("the 502 does not say what was wrong: %s", msg)
-			}
-			if code, _ := rep.errorField(t, "code").(string); code != "bad_upstream_response" {
-				t.Errorf("code %q", code)
-			}
-			rep = g.post(t, "/v1/embeddings", `{"model":"emb","input":`+tc.input+`}`)
-			if rep.status != 200 || rep.header.Get("x-hayula-chain") != "short→good (served by good)" {
-				t.Fatalf("the chain did not move on: %d %s %q", rep.status, rep.body, rep.header.Get("x-hayula-chain"))
-			}
+			failsAndMovesOn(t, g, "short", body, fmt.Sprintf("1 embedding for %d inputs", tc.inputs))
 		})
 	}
-	if st := g.srv.Health().Snapshot(mustTarget(t, g, "short")); st.Failures != 0 || st.Cooling {
-		t.Errorf("a target that embeds one input at a time is not unwell: %+v", st)
-	}
+	notBenched(t, g, "short", "a target that embeds one input at a time is not unwell")
 }
 
 // TestEmbeddingsOllamaCountMismatchIsEndpoint: an ollama target whose /api/embed answers fewer
@@ -72,37 +50,13 @@ func TestEmbeddingsOpenAICountMismatch(t *testing.T) {
 // many inputs. (This test failed first: it was a broken answer, class server_error, retried and
 // counted toward the target's cooldown.)
 func TestEmbeddingsOllamaCountMismatchIsEndpoint(t *testing.T) {
-	short, good := newFake(t, "short"), newFake(t, "good")
-	short.set(func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		fmt.Fprint(w, `{"model":"nomic","embeddings":[[0.5,0.25]],"prompt_eval_count":2}`)
-	})
-	good.set(openaiEmbedder{width: 2}.handler())
-	cfg := "[targets.short]\nadapter = \"ollama\"\nurl = \"" + short.srv.URL + "\"\nclass = \"private\"\nmodel = \"nomic\"\nmax_retries = 2\n\n" +
-		target("good", good.url(), "private") +
-		"[routes.only]\ntargets = [\"short\"]\n\n[routes.emb]\ntargets = [\"short\", \"good\"]\n"
-	g := newGateway(t, cfg, nil)
-
-	rep := g.post(t, "/v1/embeddings", `{"model":"only","input":["a","b"]}`)
-	if rep.status != http.StatusBadGateway {
-		t.Fatalf("1 embedding for 2 inputs: %d %s", rep.status, rep.body)
+	answer := `{"model":"nomic","embeddings":[[0.5,0.25]],"prompt_eval_count":2}`
+	g, short := embedBehind(t, "short", true, &answer)
+	failsAndMovesOn(t, g, "short", `{"model":"only","input":["a","b"]}`, "1 embedding for 2 inputs")
+	if n := short.hits.Load(); n != 2 {
+		t.Errorf("a target that embeds one input at a time was asked %d times for 2 requests: retried", n)
 	}
-	if msg, _ := rep.errorField(t, "message").(string); !strings.Contains(msg, "1 embedding for 2 inputs") {
-		t.Errorf("the 502 does not say what was wrong: %s", msg)
-	}
-	if code, _ := rep.errorField(t, "code").(string); code != "bad_upstream_response" {
-		t.Errorf("code %q", code)
-	}
-	if n := short.hits.Load(); n != 1 {
-		t.Errorf("a target that embeds one input at a time was asked %d times: retried", n)
-	}
-	rep = g.post(t, "/v1/embeddings", `{"model":"emb","input":["a","b"]}`)
-	if rep.status != 200 || rep.header.Get("x-hayula-chain") != "short→good (served by good)" {
-		t.Fatalf("the chain did not move on: %d %s %q", rep.status, rep.body, rep.header.Get("x-hayula-chain"))
-	}
-	if st := g.srv.Health().Snapshot(mustTarget(t, g, "short")); st.Failures != 0 || st.Cooling {
-		t.Errorf("a target that embeds one input at a time is not unwell: %+v", st)
-	}
+	notBenched(t, g, "short", "a target that embeds one input at a time is not unwell")
 }
 
 // TestEmbeddingsOpenAIEmptyDataIsCountMismatch: an openai target whose embeddings answer has a
@@ -112,27 +66,62 @@ func TestEmbeddingsOllamaCountMismatchIsEndpoint(t *testing.T) {
 // It was a broken answer (class server_error) where the ollama adapter's was a count mismatch.
 // A `data` member that is missing, or no array, is still a broken answer.
 func TestEmbeddingsOpenAIEmptyDataIsCountMismatch(t *testing.T) {
-	empty, good := newFake(t, "empty"), newFake(t, "good")
-	empty.set(func(w http.ResponseWriter, _ *http.Request) {
+	answer := `{"object":"list","data":[ ],"model":"m","usage":{"prompt_tokens":0,"total_tokens":0}}`
+	g, _ := embedBehind(t, "empty", false, &answer)
+	failsAndMovesOn(t, g, "empty", `{"model":"only","input":["a","b"]}`, "0 embeddings for 2 inputs")
+	notBenched(t, g, "empty", "a target that embeds nothing of a batch is blamed as unwell")
+}
+
+// embedBehind is a gateway in front of two embedding targets: name, whose every answer is the
+// JSON *answer holds when it is asked (a test may change it between requests), and good, an
+// openai target that embeds well (openaiEmbedder). name is an openai target, or with ollama an
+// ollama one (model nomic, max_retries 2, so that a retry would show in its hits). Route only
+// is name alone; route emb is name, then good.
+func embedBehind(t *testing.T, name string, ollama bool, answer *string) (*gateway, *fake) {
+	t.Helper()
+	bad, good := newFake(t, name), newFake(t, "good")
+	bad.set(func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
-		fmt.Fprint(w, `{"object":"list","data":[ ],"model":"m","usage":{"prompt_tokens":0,"total_tokens":0}}`)
+		fmt.Fprint(w, *answer)
 	})
 	good.set(openaiEmbedder{width: 2}.handler())
-	cfg := target("empty", empty.url(), "private") + target("good", good.url(), "private") +
-		"[routes.only]\ntargets = [\"empty\"]\n\n[routes.emb]\ntargets = [\"empty\", \"good\"]\n"
-	g := newGateway(t, cfg, nil)
-	rep := g.post(t, "/v1/embeddings", `{"model":"only","input":["a","b"]}`)
+	first := target(name, bad.url(), "private")
+	if ollama {
+		first = "[targets." + name + "]\nadapter = \"ollama\"\nurl = \"" + bad.srv.URL + "\"\nclass = \"private\"\nmodel = \"nomic\"\nmax_retries = 2\n\n"
+	}
+	cfg := first + target("good", good.url(), "private") +
+		"[routes.only]\ntargets = [\"" + name + "\"]\n\n[routes.emb]\ntargets = [\"" + name + "\", \"good\"]\n"
+	return newGateway(t, cfg, nil), bad
+}
+
+// failsAndMovesOn: body, whose model is "only", is answered 502 bad_upstream_response with a
+// message that holds says; sent to route emb instead, the chain moves on from name (an
+// embedBehind target) to good. It returns the 502's message.
+func failsAndMovesOn(t *testing.T, g *gateway, name, body, says string) string {
+	t.Helper()
+	rep := g.post(t, "/v1/embeddings", body)
 	if rep.status != http.StatusBadGateway {
-		t.Fatalf("an empty data list: %d %s", rep.status, rep.body)
+		t.Fatalf("status %d, want 502: %s", rep.status, rep.body)
 	}
-	if msg, _ := rep.errorField(t, "message").(string); !strings.Contains(msg, "0 embeddings for 2 inputs") {
-		t.Errorf("the 502 does not say what was wrong: %s", msg)
+	msg, _ := rep.errorField(t, "message").(string)
+	if !strings.Contains(msg, says) {
+		t.Errorf("the 502 does not say what was wrong (%s): %s", says, msg)
 	}
-	rep = g.post(t, "/v1/embeddings", `{"model":"emb","input":["a","b"]}`)
-	if rep.status != 200 || rep.header.Get("x-hayula-chain") != "empty→good (served by good)" {
+	if code, _ := rep.errorField(t, "code").(string); code != "bad_upstream_response" {
+		t.Errorf("code %q", code)
+	}
+	rep = g.post(t, "/v1/embeddings", strings.Replace(body, `"only"`, `"emb"`, 1))
+	if rep.status != 200 || rep.header.Get("x-hayula-chain") != name+"→good (served by good)" {
 		t.Fatalf("the chain did not move on: %d %s %q", rep.status, rep.body, rep.header.Get("x-hayula-chain"))
 	}
-	if st := g.srv.Health().Snapshot(mustTarget(t, g, "empty")); st.Failures != 0 || st.Cooling {
-		t.Errorf("a target that embeds nothing of a batch is blamed as unwell: %+v", st)
+	return msg
+}
+
+// notBenched: target name has no failure counted and is not cooling down; why says what it
+// would mean.
+func notBenched(t *testing.T, g *gateway, name, why string) {
+	t.Helper()
+	if st := g.srv.Health().Snapshot(mustTarget(t, g, name)); st.Failures != 0 || st.Cooling {
+		t.Errorf("%s: %+v", why, st)
 	}
 }

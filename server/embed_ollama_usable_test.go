@@ -1,9 +1,6 @@
 package server_test
 
 import (
-	"fmt"
-	"net/http"
-	"strings"
 	"testing"
 )
 
@@ -16,17 +13,8 @@ import (
 // names the item. (This test failed first: each was a broken answer, class server_error, retried
 // and counted toward the target's cooldown.)
 func TestEmbeddingsOllamaUnusableEmbedding(t *testing.T) {
-	bad, good := newFake(t, "bad"), newFake(t, "good")
 	var answer string
-	bad.set(func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		fmt.Fprint(w, answer)
-	})
-	good.set(openaiEmbedder{width: 2}.handler())
-	cfg := "[targets.bad]\nadapter = \"ollama\"\nurl = \"" + bad.srv.URL + "\"\nclass = \"private\"\nmodel = \"nomic\"\nmax_retries = 2\n\n" +
-		target("good", good.url(), "private") +
-		"[routes.only]\ntargets = [\"bad\"]\n\n[routes.emb]\ntargets = [\"bad\", \"good\"]\n"
-	g := newGateway(t, cfg, nil)
+	g, bad := embedBehind(t, "bad", true, &answer)
 	asked := 0
 	for _, tc := range []struct {
 		name, format, embeddings, says string // says: what the 502's message holds
@@ -44,28 +32,12 @@ func TestEmbeddingsOllamaUnusableEmbedding(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			answer = `{"model":"nomic","embeddings":[` + tc.embeddings + `],"prompt_eval_count":2}`
 			body := `{"model":"only","input":["a","b"],"encoding_format":"` + tc.format + `"}`
-			rep := g.post(t, "/v1/embeddings", body)
-			asked++
-			if rep.status != http.StatusBadGateway {
-				t.Fatalf("status %d, want 502: %s", rep.status, rep.body)
-			}
-			if msg, _ := rep.errorField(t, "message").(string); !strings.Contains(msg, tc.says) {
-				t.Errorf("the 502 does not say what was wrong (%s): %s", tc.says, msg)
-			}
-			if code, _ := rep.errorField(t, "code").(string); code != "bad_upstream_response" {
-				t.Errorf("code %q", code)
-			}
+			failsAndMovesOn(t, g, "bad", body, tc.says)
+			asked += 2
 			if n := bad.hits.Load(); n != int64(asked) {
 				t.Errorf("bad asked %d times for %d requests: retried", n, asked)
 			}
-			rep = g.post(t, "/v1/embeddings", strings.Replace(body, `"only"`, `"emb"`, 1))
-			asked++
-			if rep.status != 200 || rep.header.Get("x-hayula-chain") != "bad→good (served by good)" {
-				t.Fatalf("the chain did not move on: %d %s %q", rep.status, rep.body, rep.header.Get("x-hayula-chain"))
-			}
-			if st := g.srv.Health().Snapshot(mustTarget(t, g, "bad")); st.Failures != 0 || st.Cooling {
-				t.Errorf("a target that answers no usable embedding is benched: %+v", st)
-			}
+			notBenched(t, g, "bad", "a target that answers no usable embedding is benched")
 		})
 	}
 }
