@@ -3,6 +3,7 @@ package jsonx
 import (
 	"bytes"
 	"encoding/json"
+	"slices"
 	"testing"
 	"unicode/utf8"
 
@@ -300,6 +301,25 @@ func TestLocateEnd(t *testing.T) {
 	for _, body := range []string{``, `}`, ` }`, `[1]`, `{"a":1`} {
 		if got, ok := LocateEnd([]byte(body)); ok {
 			t.Errorf("LocateEnd(%q) = %+v, want not ok", body, got)
+		}
+	}
+}
+
+// TestMatchesAgreesWithDecoding holds matches' byte comparison of plain keys to what
+// encoding/json decodes each key to: escaped, non-ASCII and invalid UTF-8 keys among them.
+func TestMatchesAgreesWithDecoding(t *testing.T) {
+	keys := []string{"model", "é", "x-hayula-privacy", "\ufffd", "a\\b", ""}
+	for _, q := range []string{
+		`"model"`, `"mod\u0065l"`, `"Model"`, `"é"`, `"\u00e9"`, `"e\u0301"`, "\"\xff\"", `"\ufffd"`,
+		`"x-hayula-privacy"`, `"x-hayula-privacy "`, `"a\\b"`, `"a\b"`, `""`, `"\/"`, `"mode"`,
+	} {
+		var s string
+		want := false
+		if json.Unmarshal([]byte(q), &s) == nil {
+			want = slices.Contains(keys, s)
+		}
+		if got := matches([]byte(q), keys); got != want {
+			t.Errorf("matches(%s) = %v, encoding/json decodes it to %q: %v", q, got, s, want)
 		}
 	}
 }
