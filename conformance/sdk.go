@@ -71,7 +71,7 @@ func (r *runner) sdkCall(ctx context.Context, rec *recorder, call func(ctx conte
 		return call(ctx)
 	}
 	err := attempt()
-	x := rec.last()
+	x := r.lastExchange(ctx, rec)
 	var apiErr *openai.Error
 	if !errors.As(err, &apiErr) || apiErr.StatusCode != http.StatusTooManyRequests || x.header == nil {
 		return x, r.timedOut(ctx, x, err)
@@ -80,9 +80,20 @@ func (r *runner) sdkCall(ctx context.Context, rec *recorder, call func(ctx conte
 		return x, err
 	}
 	err = attempt()
-	again := rec.last()
+	again := r.lastExchange(ctx, rec)
 	again.throttled = x
 	return again, r.timedOut(ctx, again, err)
+}
+
+// lastExchange is the exchange rec saw last, its transport error named as the raw probes name
+// it: a server that never answers fails the SDK check's gate with that error, and "context
+// deadline exceeded" alone names neither --timeout nor what it cut short.
+func (r *runner) lastExchange(ctx context.Context, rec *recorder) *exchange {
+	x := rec.last()
+	if x.err != nil {
+		x.err = r.timedOut(ctx, x, x.err)
+	}
+	return x
 }
 
 // timedOut names --timeout in an SDK call's error when the per-request deadline ended it (the
