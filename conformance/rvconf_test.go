@@ -1,6 +1,7 @@
 package conformance
 
 import (
+	"encoding/json"
 	"io"
 	"net/http"
 	"strings"
@@ -42,5 +43,68 @@ func TestSilentChatNamesTheTimeout(t *testing.T) {
 	}
 	if rep.ExitCode() != 1 {
 		t.Errorf("exit code %d, want 1", rep.ExitCode())
+	}
+}
+
+// topLogprobsCounts rewrites the logprobs probe's answer so that its i-th entry carries counts[i]
+// alternatives (its last count for the entries beyond).
+func topLogprobsCounts(counts ...int) streamRewrite {
+	return streamRewrite{editJSON: func(req string, _ http.Header, b string) string {
+		if !strings.Contains(req, `"logprobs":true`) {
+			return b
+		}
+		var m map[string]any
+		if err := json.Unmarshal([]byte(b), &m); err != nil {
+			return b
+		}
+		es, _ := at(m, "choices", 0, "logprobs", "content")
+		entries, _ := es.([]any)
+		for i, e := range entries {
+			n := counts[min(i, len(counts)-1)]
+			alts := []any{}
+			for k := range n {
+				alts = append(alts, map[string]any{"token": "x", "logprob": -1 - float64(k), "bytes": nil})
+			}
+			e.(map[string]any)["top_logprobs"] = alts
+		}
+		out, _ := json.Marshal(m)
+		return string(out)
+	}}
+}
+
+// TestTopLogprobsMayBeFewer: the reference says of every entry's top_logprobs that "the number
+// of entries may be fewer than the requested top_logprobs", so an entry with one alternative
+// where two were asked for is no fault. More than asked for is, and so is none of the entries
+// carrying as many as asked, which is a server that ignores top_logprobs.
+func TestTopLogprobsMayBeFewer(t *testing.T) {
+	tests := []struct {
+		name   string
+		counts []int
+		want   Result
+	}{
+		{"two each", []int{2}, Pass},
+		{"one entry with fewer", []int{2, 1, 2}, Pass},
+		{"one entry with none", []int{2, 0, 2}, Pass},
+		{"an entry with three", []int{2, 3, 2}, Warn},
+		{"every entry with one", []int{1}, Warn},
+		{"every entry with none", []int{0}, Warn},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, srv := newWrappedFake(t, func(h http.Handler) http.Handler {
+				rw := topLogprobsCounts(tt.counts...)
+				rw.next = h
+				return rw
+			})
+			o := fakeOptions(t, srv)
+			o.Only = []string{"logprobs.*"}
+			rep := runAgainst(t, o)
+			if c, _ := rep.Result("logprobs.content"); c.Result != Pass {
+				t.Fatalf("logprobs.content = %s %q, want PASS", c.Result, c.Reason)
+			}
+			if c, _ := rep.Result("logprobs.top_count"); c.Result != tt.want {
+				t.Errorf("logprobs.top_count = %s %q, want %s", c.Result, c.Reason, tt.want)
+			}
+		})
 	}
 }
