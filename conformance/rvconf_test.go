@@ -108,3 +108,30 @@ func TestTopLogprobsMayBeFewer(t *testing.T) {
 		})
 	}
 }
+
+// TestLongStreamIDMustStayTheSame: a long id (a gateway that packs routing state into it) that
+// changes past its first 160 bytes still changes, and openai-go's accumulator refuses the chunk;
+// chat.stream.id compared the clipped renderings made for the report, and passed it.
+func TestLongStreamIDMustStayTheSame(t *testing.T) {
+	long := "chatcmpl-" + strings.Repeat("a", 200)
+	_, srv := newWrappedFake(t, func(h http.Handler) http.Handler {
+		return streamRewrite{next: h, edit: func(req string, _ http.Header, b string) string {
+			b = strings.ReplaceAll(b, `"id":"chatcmpl-fake1"`, `"id":"`+long+`1"`)
+			// From the second chunk on, the id ends differently.
+			first := strings.Index(b, long+"1") + len(long)
+			return b[:first] + strings.ReplaceAll(b[first:], long+"1", long+"2")
+		}}
+	})
+	o := fakeOptions(t, srv)
+	o.Only = []string{"chat.stream.id", "sdk.stream"}
+	rep := runAgainst(t, o)
+	for _, id := range o.Only {
+		if c, _ := rep.Result(id); c.Result != Fail {
+			t.Errorf("%s = %s %q, want FAIL", id, c.Result, c.Reason)
+		}
+	}
+	// Both ids are clipped alike in the report, so it says where they part.
+	if c, _ := rep.Result("chat.stream.id"); !strings.Contains(c.Reason, "chunk 1 id differs from chunk 0's after the first 209 bytes") {
+		t.Errorf("chat.stream.id reason %q does not say where the ids differ", c.Reason)
+	}
+}
