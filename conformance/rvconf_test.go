@@ -135,3 +135,45 @@ func TestLongStreamIDMustStayTheSame(t *testing.T) {
 		t.Errorf("chat.stream.id reason %q does not say where the ids differ", c.Reason)
 	}
 }
+
+// dropUnknownField resets the connection of every request that carries the suite's unknown
+// field, before any answer: a server that crashes on a request field it does not know.
+type dropUnknownField struct{ next http.Handler }
+
+func (d dropUnknownField) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	body, _ := io.ReadAll(r.Body)
+	if strings.Contains(string(body), unknownKey) {
+		panic(http.ErrAbortHandler)
+	}
+	r2 := r.Clone(r.Context())
+	r2.Body = httpBody(body)
+	d.next.ServeHTTP(w, r2)
+}
+
+// TestStandInDoesNotHideTheCheckOwnFailure: errors.shape judges every error answer; with --only
+// leaving out the gates of its requests, one request without any answer is its to report, as
+// the gate would grade it (STRICT for the unknown-field request: a warning). That must not stand
+// in for what errors.shape finds in the answers that did come: flat error bodies, a MUST failure.
+func TestStandInDoesNotHideTheCheckOwnFailure(t *testing.T) {
+	_, srv := newWrappedFake(t, func(h http.Handler) http.Handler { return dropUnknownField{next: h} }, faultFlatError)
+	o := fakeOptions(t, srv)
+	o.Strict = false
+	o.Only = []string{"errors.shape"}
+	rep := runAgainst(t, o)
+	c, _ := rep.Result("errors.shape")
+	if c.Result != Fail || !strings.Contains(c.Reason, `no "error" object`) {
+		t.Errorf("errors.shape = %s %q, want FAIL for the flat error bodies", c.Result, c.Reason)
+	}
+	if rep.ExitCode() != 1 {
+		t.Errorf("exit code %d, want 1", rep.ExitCode())
+	}
+	// Where the answers that came are right, the request that got none is still reported.
+	_, srv = newWrappedFake(t, func(h http.Handler) http.Handler { return dropUnknownField{next: h} })
+	o = fakeOptions(t, srv)
+	o.Strict = false
+	o.Only = []string{"errors.shape"}
+	rep = runAgainst(t, o)
+	if c, _ := rep.Result("errors.shape"); c.Result != Warn || !strings.Contains(c.Evidence.Expected, "errors.strict.unknown_field") {
+		t.Errorf("errors.shape = %s %q, want WARN for the unknown-field request that got no answer", c.Result, c.Reason)
+	}
+}
