@@ -177,3 +177,51 @@ func TestStandInDoesNotHideTheCheckOwnFailure(t *testing.T) {
 		t.Errorf("errors.shape = %s %q, want WARN for the unknown-field request that got no answer", c.Result, c.Reason)
 	}
 }
+
+// TestErrorBodyLabelledAStreamFailsOnce: a server that has sent its event-stream head and then
+// fails writes the error as the body, with no data event, a JSON error object; or llama.cpp's
+// "error: {...}" line, a field SSE ignores, before any data event or after some. The request failed, as when the error comes as a
+// JSON answer or a data event: its gate says so quoting the message, where it passed (the
+// Content-Type was right) and four checks failed around a stream with nothing in it.
+func TestErrorBodyLabelledAStreamFailsOnce(t *testing.T) {
+	const envelope = `{"error":{"message":"model overloaded","type":"server_error","param":null,"code":null}}`
+	const llama = `error: {"code":500,"message":"model overloaded","type":"server_error"}` + "\n\n"
+	tests := []struct {
+		name string
+		edit func(stream string) string
+	}{
+		{"a JSON error body", func(string) string { return envelope + "\n" }},
+		// As llama-server's 2025 builds end such a stream.
+		{"an error line", func(string) string { return llama + "data: [DONE]\n\n" }},
+		{"an error line mid-stream", func(b string) string {
+			i := strings.Index(b, "\n\n") + 2
+			return b[:i] + llama
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, srv := newWrappedFake(t, func(h http.Handler) http.Handler {
+				return streamRewrite{next: h, edit: func(req string, _ http.Header, b string) string {
+					if rawProbe(req, `"stream":true}`) {
+						return tt.edit(b)
+					}
+					return b
+				}}
+			})
+			rep := runAgainst(t, fakeOptions(t, srv))
+			const gate = "chat.stream.content_type"
+			for id, r := range notPassing(rep) {
+				if r == Fail && id != gate {
+					t.Errorf("%s failed too: one broken request is one failure", id)
+				}
+			}
+			c, _ := rep.Result(gate)
+			if c.Result != Fail || !strings.Contains(c.Reason, "model overloaded") {
+				t.Errorf("%s = %s %q, want FAIL quoting the error", gate, c.Result, c.Reason)
+			}
+			if c, _ := rep.Result("chat.stream.json"); c.Result != Skip {
+				t.Errorf("chat.stream.json = %s %q, want SKIP behind %s", c.Result, c.Reason, gate)
+			}
+		})
+	}
+}
