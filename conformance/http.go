@@ -45,8 +45,9 @@ type exchange struct {
 	// sdk holds what the SDK-driven probes observed.
 	sdk *sdkResult
 
-	// throttled is the 429 answer this exchange retried, kept for
-	// errors.retry_after; nil when the first answer is the one above.
+	// throttled is the answer this exchange retried (a 429, or a 503 with
+	// Retry-After: see transient), kept for errors.retry_after; nil when the
+	// first answer is the one above.
 	throttled *exchange
 }
 
@@ -259,13 +260,13 @@ func retryWait(h http.Header, now time.Time, timeout time.Duration) time.Duratio
 	return min(d, maxRetryWait, timeout)
 }
 
-// do sends r, and once more after the server's Retry-After when it answers
-// 429: the reference allows a rate limit on any endpoint, and a run of thirty
-// requests, four at a time, meets one on hosted servers and proxies. A
-// conformance failure is a 429 that persists.
+// do sends r, and once more after the server's Retry-After when its answer
+// is transient: the reference allows a rate limit on any endpoint, and a run
+// of thirty requests, four at a time, meets one on hosted servers and
+// proxies. A conformance failure is such an answer that persists.
 func (c *client) do(ctx context.Context, r request) *exchange {
 	x := c.once(ctx, r)
-	if x.err != nil || x.status != http.StatusTooManyRequests {
+	if x.err != nil || !transient(x.status, x.header) {
 		return x
 	}
 	if err := c.sleep(ctx, retryWait(x.header, c.now(), c.timeout)); err != nil {
@@ -274,6 +275,15 @@ func (c *client) do(ctx context.Context, r request) *exchange {
 	again := c.once(ctx, r)
 	again.throttled = x
 	return again
+}
+
+// transient says whether an answer asks to be tried again later: a 429, or a
+// 503 that says when with Retry-After (RFC 9110: the server is unavailable
+// for that long, loading a model or shedding load; OpenAI answers 503 when
+// overloaded, and its SDKs try again). A 503 without it is judged as it is.
+func transient(status int, h http.Header) bool {
+	return status == http.StatusTooManyRequests ||
+		status == http.StatusServiceUnavailable && validRetryAfter(h.Get("Retry-After"))
 }
 
 type request struct {

@@ -1,12 +1,16 @@
 package conformance
 
 import (
+	"context"
 	"encoding/json"
 	"io"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 // silentChat takes every chat completion request and never answers it: no status, no header.
@@ -221,6 +225,62 @@ func TestErrorBodyLabelledAStreamFailsOnce(t *testing.T) {
 			}
 			if c, _ := rep.Result("chat.stream.json"); c.Result != Skip {
 				t.Errorf("chat.stream.json = %s %q, want SKIP behind %s", c.Result, c.Reason, gate)
+			}
+		})
+	}
+}
+
+// TestUnavailableWithRetryAfterIsRetriedOnce: a 503 that carries Retry-After says, as RFC 9110
+// defines it, that the server is unavailable for that long (loading a model, shedding load);
+// OpenAI answers 503 when overloaded and the SDKs try again. Like a 429 it is sent once more after
+// the wait, and only a 503 that persists is judged. One without Retry-After is judged at once.
+func TestUnavailableWithRetryAfterIsRetriedOnce(t *testing.T) {
+	tests := []struct {
+		name       string
+		retryAfter string
+		always     bool
+		waits      bool
+	}{
+		{"503 once, Retry-After 2", "2", false, true},
+		{"503 every time, Retry-After 2", "2", true, true},
+		{"503 once, no Retry-After", "", false, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, srv := newWrappedFake(t, func(h http.Handler) http.Handler {
+				return &throttle{next: h, retryAfter: tt.retryAfter, always: tt.always, status: http.StatusServiceUnavailable, seen: map[string]bool{}}
+			})
+			o := fakeOptions(t, srv)
+			o.Model = fakeModel
+			var mu sync.Mutex
+			var waits []time.Duration
+			o.Sleep = func(_ context.Context, d time.Duration) error {
+				mu.Lock()
+				defer mu.Unlock()
+				waits = append(waits, d)
+				return nil
+			}
+			rep := runAgainst(t, o)
+			if tt.waits && !tt.always {
+				if diff := cmp.Diff(baseline(), notPassing(rep)); diff != "" {
+					t.Errorf("non-passing checks (-want +got):\n%s", diff)
+				}
+			} else if c, _ := rep.Result("chat.status"); c.Result != Fail || !strings.Contains(c.Reason, "503") {
+				t.Errorf("chat.status = %s %q, want FAIL naming the 503", c.Result, c.Reason)
+			}
+			if !tt.waits {
+				if len(waits) != 0 {
+					t.Errorf("%d waits after a 503 without Retry-After, want none", len(waits))
+				}
+				return
+			}
+			if len(waits) < 25 {
+				t.Errorf("%d waits, want one per request (about 30)", len(waits))
+			}
+			for _, d := range waits {
+				if d != 2*time.Second {
+					t.Fatalf("waited %v, want 2s", d)
+				}
 			}
 		})
 	}

@@ -62,8 +62,8 @@ func (r *runner) sdkParams(model string) openai.ChatCompletionNewParams {
 }
 
 // sdkCall runs call with the request timeout and, like client.do, once more
-// after the server's Retry-After when the answer was a 429. It returns the
-// exchange the recorder saw last and the call's error.
+// after the server's Retry-After when the answer was transient. It returns
+// the exchange the recorder saw last and the call's error.
 func (r *runner) sdkCall(ctx context.Context, rec *recorder, call func(ctx context.Context) error) (*exchange, error) {
 	attempt := func() error {
 		ctx, cancel := context.WithTimeout(ctx, r.o.Timeout)
@@ -73,7 +73,7 @@ func (r *runner) sdkCall(ctx context.Context, rec *recorder, call func(ctx conte
 	err := attempt()
 	x := r.lastExchange(ctx, rec)
 	var apiErr *openai.Error
-	if !errors.As(err, &apiErr) || apiErr.StatusCode != http.StatusTooManyRequests || x.header == nil {
+	if !errors.As(err, &apiErr) || x.header == nil || !transient(apiErr.StatusCode, x.header) {
 		return x, r.timedOut(ctx, x, err)
 	}
 	if r.o.Sleep(ctx, retryWait(x.header, r.o.Now(), r.o.Timeout)) != nil {
