@@ -285,3 +285,61 @@ func TestUnavailableWithRetryAfterIsRetriedOnce(t *testing.T) {
 		})
 	}
 }
+
+// chatModelEmbeds serves /v1/embeddings for the chat model too, as a server whose one model
+// does both; with noBase64 it refuses encoding_format base64 with a 400.
+type chatModelEmbeds struct {
+	next     http.Handler
+	noBase64 bool
+	// none: the model embeds nothing, and every embeddings request gets a 400.
+	none bool
+}
+
+func (c chatModelEmbeds) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path != "/v1/embeddings" {
+		c.next.ServeHTTP(w, r)
+		return
+	}
+	body, _ := io.ReadAll(r.Body)
+	if c.none || c.noBase64 && strings.Contains(string(body), `"base64"`) {
+		writeJSON(w, http.StatusBadRequest, map[string]any{"error": map[string]any{
+			"message": "encoding_format must be float", "type": "invalid_request_error", "param": "encoding_format", "code": nil}})
+		return
+	}
+	body = []byte(strings.ReplaceAll(string(body), `"model":"`+fakeModel+`"`, `"model":"`+fakeEmbed+`"`))
+	r2 := r.Clone(r.Context())
+	r2.Body = httpBody(body)
+	r2.ContentLength = int64(len(body))
+	c.next.ServeHTTP(w, r2)
+}
+
+// TestBase64RefusedBesideFloatFails: without --embedding-model a 400 from /v1/embeddings means
+// that the chat model does not embed, and the embeddings checks skip. When the same model's
+// float request was served, a 400 to encoding_format base64 refuses base64, which the reference
+// offers beside float: embeddings.base64 fails, where it skipped and the run exited 0.
+func TestBase64RefusedBesideFloatFails(t *testing.T) {
+	tests := []struct {
+		name         string
+		server       chatModelEmbeds
+		entries, b64 Result
+	}{
+		{"both served", chatModelEmbeds{}, Pass, Pass},
+		{"base64 refused", chatModelEmbeds{noBase64: true}, Pass, Fail},
+		{"the model embeds nothing", chatModelEmbeds{none: true}, Skip, Skip},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, srv := newWrappedFake(t, func(h http.Handler) http.Handler { tt.server.next = h; return tt.server })
+			o := fakeOptions(t, srv)
+			o.EmbeddingModel = ""
+			o.Only = []string{"embeddings.*"}
+			rep := runAgainst(t, o)
+			if c, _ := rep.Result("embeddings.base64"); c.Result != tt.b64 || tt.b64 == Fail && !strings.Contains(c.Reason, "400") {
+				t.Errorf("embeddings.base64 = %s %q, want %s", c.Result, c.Reason, tt.b64)
+			}
+			if c, _ := rep.Result("embeddings.entries"); c.Result != tt.entries {
+				t.Errorf("embeddings.entries = %s %q, want %s", c.Result, c.Reason, tt.entries)
+			}
+		})
+	}
+}
