@@ -1,12 +1,14 @@
 package conformance
 
 import (
+	"compress/gzip"
 	"context"
 	"encoding/json"
 	"io"
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -341,5 +343,88 @@ func TestBase64RefusedBesideFloatFails(t *testing.T) {
 				t.Errorf("embeddings.entries = %s %q, want %s", c.Result, c.Reason, tt.entries)
 			}
 		})
+	}
+}
+
+// gzipWhenAsked compresses every answer whose request accepts gzip, flushing the compressor
+// with each flush so that an event stream stays a stream.
+type gzipWhenAsked struct {
+	next http.Handler
+	// gzipped counts the answers compressed.
+	gzipped *atomic.Int64
+}
+
+type gzipWriter struct {
+	http.ResponseWriter
+	z      *gzip.Writer
+	headed bool
+}
+
+func (g *gzipWriter) WriteHeader(code int) {
+	g.headed = true
+	g.Header().Del("Content-Length")
+	g.Header().Set("Content-Encoding", "gzip")
+	g.ResponseWriter.WriteHeader(code)
+}
+
+func (g *gzipWriter) Write(p []byte) (int, error) {
+	if !g.headed {
+		g.WriteHeader(http.StatusOK)
+	}
+	return g.z.Write(p)
+}
+
+func (g *gzipWriter) Flush() {
+	_ = g.z.Flush()
+	g.ResponseWriter.(http.Flusher).Flush()
+}
+
+func (h gzipWhenAsked) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if !strings.Contains(r.Header.Get("Accept-Encoding"), "gzip") {
+		h.next.ServeHTTP(w, r)
+		return
+	}
+	h.gzipped.Add(1)
+	z := gzip.NewWriter(w)
+	defer z.Close()
+	h.next.ServeHTTP(&gzipWriter{ResponseWriter: w, z: z}, r)
+}
+
+// TestTransportVariantsPass: what HTTP allows a conforming server fails no check: answers
+// compressed because the client (Go's transport, for the raw probes and openai-go alike) asked
+// for gzip, streams among them written a few bytes at a time; error bodies with members of their
+// own beside the reference's; an event type named on every event.
+func TestTransportVariantsPass(t *testing.T) {
+	var gzipped atomic.Int64
+	tests := []struct {
+		name string
+		wrap func(http.Handler) http.Handler
+	}{
+		{"gzip", func(h http.Handler) http.Handler { return gzipWhenAsked{next: h, gzipped: &gzipped} }},
+		{"gzip, streams in pieces", func(h http.Handler) http.Handler {
+			return gzipWhenAsked{next: streamRewrite{next: h, pieces: 5}, gzipped: &gzipped}
+		}},
+		{"error bodies with extra members", func(h http.Handler) http.Handler {
+			return streamRewrite{next: h, editJSON: func(_ string, _ http.Header, b string) string {
+				return strings.Replace(b, `{"error":{`, `{"request_id":"req_1","error":{"innererror":{"code":"x"},`, 1)
+			}}
+		}},
+		{"event: message on every event", func(h http.Handler) http.Handler {
+			return streamRewrite{next: h, edit: func(_ string, _ http.Header, b string) string {
+				return strings.ReplaceAll(b, "data: ", "event: message\ndata: ")
+			}}
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, srv := newWrappedFake(t, tt.wrap)
+			rep := runAgainst(t, fakeOptions(t, srv))
+			if diff := cmp.Diff(baseline(), notPassing(rep)); diff != "" {
+				t.Errorf("non-passing checks (-want +got):\n%s", diff)
+			}
+		})
+	}
+	if gzipped.Load() < 50 {
+		t.Errorf("%d answers gzipped, want every one of both gzip runs", gzipped.Load())
 	}
 }
