@@ -373,6 +373,10 @@ func (p *probe) unusableWhy(x *exchange) string {
 		if x.jsonErr != nil {
 			return "HTTP 200 but the body is not JSON: " + x.jsonErr.Error()
 		}
+		if len(bytes.TrimSpace(x.body)) > 0 {
+			// It decoded, to nothing: the literal null.
+			return x.statusLine() + " but the body is JSON null"
+		}
 		return x.statusLine() + " but the body is empty"
 	}
 	return x.statusLine()

@@ -428,3 +428,22 @@ func TestTransportVariantsPass(t *testing.T) {
 		t.Errorf("%d answers gzipped, want every one of both gzip runs", gzipped.Load())
 	}
 }
+
+// TestNullBodyIsNotCalledEmpty: a 200 whose body is the JSON literal null is no completion, and
+// its gate says what came, not that nothing did.
+func TestNullBodyIsNotCalledEmpty(t *testing.T) {
+	_, srv := newWrappedFake(t, func(h http.Handler) http.Handler {
+		return streamRewrite{next: h, editJSON: func(req string, _ http.Header, b string) string {
+			if rawProbe(req, `"model":"`+fakeModel+`"}`) {
+				return "null\n"
+			}
+			return b
+		}}
+	})
+	o := fakeOptions(t, srv)
+	o.Only = []string{"chat.status"}
+	rep := runAgainst(t, o)
+	if c, _ := rep.Result("chat.status"); c.Result != Fail || !strings.Contains(c.Reason, "JSON null") {
+		t.Errorf("chat.status = %s %q, want FAIL saying the body is JSON null", c.Result, c.Reason)
+	}
+}
