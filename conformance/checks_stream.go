@@ -1,7 +1,9 @@
 package conformance
 
 import (
+	"encoding/json"
 	"fmt"
+	"reflect"
 	"strings"
 )
 
@@ -55,13 +57,37 @@ func constantAcrossChunks(x *exchange, field string) verdict {
 	if len(chunks) == 0 {
 		return skip("no JSON chunks to judge; see chat.stream.json")
 	}
-	first := show(chunks[0][field])
+	first := chunks[0][field]
 	for i, c := range chunks[1:] {
-		if v := show(c[field]); v != first {
-			return fail(field+" constant across chunks", fmt.Sprintf("chunk 0 %s: %s, chunk %d %s: %s", field, first, pos[i+1], field, v)).at(chunkData(x, pos[i+1]))
+		// The values themselves: show clips what it renders, and a long id that changes past
+		// the clip is still another id.
+		if v := c[field]; !reflect.DeepEqual(v, first) {
+			seen := fmt.Sprintf("chunk 0 %s: %s, chunk %d %s: %s", field, show(first), pos[i+1], field, show(v))
+			if show(v) == show(first) {
+				// Clipped alike: say where they part, first, since the reason is clipped too.
+				seen = fmt.Sprintf("chunk %d %s differs from chunk 0's after the first %d bytes: %s", pos[i+1], field, commonPrefix(first, v), show(v))
+			}
+			return fail(field+" constant across chunks", seen).at(chunkData(x, pos[i+1]))
 		}
 	}
 	return pass()
+}
+
+// commonPrefix is how many leading bytes a and b share: of the strings themselves when both are
+// strings, of their JSON renderings otherwise.
+func commonPrefix(a, b any) int {
+	sa, okA := a.(string)
+	sb, okB := b.(string)
+	if !okA || !okB {
+		ja, _ := json.Marshal(a)
+		jb, _ := json.Marshal(b)
+		sa, sb = string(ja), string(jb)
+	}
+	n := 0
+	for n < len(sa) && n < len(sb) && sa[n] == sb[n] {
+		n++
+	}
+	return n
 }
 
 func nonEmptyString(v any) bool { s, _ := v.(string); return s != "" }

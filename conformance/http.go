@@ -45,8 +45,9 @@ type exchange struct {
 	// sdk holds what the SDK-driven probes observed.
 	sdk *sdkResult
 
-	// throttled is the 429 answer this exchange retried, kept for
-	// errors.retry_after; nil when the first answer is the one above.
+	// throttled is the answer this exchange retried (a 429, or a 503 with
+	// Retry-After: see transient), kept for errors.retry_after; nil when the
+	// first answer is the one above.
 	throttled *exchange
 }
 
@@ -78,20 +79,34 @@ func (x *exchange) errorMessage() string {
 // a stream chunk, that is an error object (the "error" envelope, or vLLM's
 // flat {"object": "error"}) instead of a completion. The server failed that
 // request, and openai-go reports a streamed one as an error; judging its
-// fields one by one would report each as absent and hide the message.
+// fields one by one would report each as absent and hide the message. A
+// stream may also fail before its first event, its body a JSON error, or
+// name its error in an "error:" line (llama.cpp), which SSE clients ignore.
 func (x *exchange) errorInside() (where string, ok bool) {
 	if x.status != http.StatusOK {
 		return "", false
 	}
+	if x.errorInBody() {
+		return "the body", true
+	}
 	if x.stream == nil {
-		return "the body", isErrorObject(x.json)
+		return "", false
 	}
 	for i, c := range x.chunks {
 		if isErrorObject(c) {
 			return fmt.Sprintf("data event %d", i), true
 		}
 	}
+	if x.stream.ErrorField != "" {
+		return `an "error:" line`, true
+	}
 	return "", false
+}
+
+// errorInBody: the body itself is an error object, as a JSON answer or as a
+// stream's body with no event in it.
+func (x *exchange) errorInBody() bool {
+	return isErrorObject(x.json) && (x.stream == nil || len(x.stream.Events) == 0)
 }
 
 func isErrorObject(v any) bool {
@@ -108,18 +123,27 @@ func isErrorObject(v any) bool {
 }
 
 // errorInsideMessage is the message of the error errorInside found, and the
-// raw data of its event for the excerpt's focus when it was streamed.
+// raw text it came in for the excerpt's focus when it was streamed.
 func (x *exchange) errorInsideMessage() (msg, focus string) {
-	v := x.json
-	if x.stream != nil {
-		for i, c := range x.chunks {
-			if isErrorObject(c) {
-				v, focus = c, x.stream.dataEvents()[i].Data
-				break
-			}
+	if x.stream == nil || x.errorInBody() {
+		return (&exchange{json: x.json}).errorMessage(), ""
+	}
+	for i, c := range x.chunks {
+		if isErrorObject(c) {
+			return (&exchange{json: c}).errorMessage(), x.stream.dataEvents()[i].Data
 		}
 	}
-	return (&exchange{json: v}).errorMessage(), focus
+	if f := x.stream.ErrorField; f != "" {
+		// llama.cpp's value is an error object without the envelope; any other
+		// text is its own message.
+		if v, err := decodeJSON([]byte(f)); err == nil {
+			if msg := (&exchange{json: v}).errorMessage(); msg != "" {
+				return msg, f
+			}
+		}
+		return clip(f, 120), f
+	}
+	return "", ""
 }
 
 // statusLine summarises the response for evidence.
@@ -236,13 +260,13 @@ func retryWait(h http.Header, now time.Time, timeout time.Duration) time.Duratio
 	return min(d, maxRetryWait, timeout)
 }
 
-// do sends r, and once more after the server's Retry-After when it answers
-// 429: the reference allows a rate limit on any endpoint, and a run of thirty
-// requests, four at a time, meets one on hosted servers and proxies. A
-// conformance failure is a 429 that persists.
+// do sends r, and once more after the server's Retry-After when its answer
+// is transient: the reference allows a rate limit on any endpoint, and a run
+// of thirty requests, four at a time, meets one on hosted servers and
+// proxies. A conformance failure is such an answer that persists.
 func (c *client) do(ctx context.Context, r request) *exchange {
 	x := c.once(ctx, r)
-	if x.err != nil || x.status != http.StatusTooManyRequests {
+	if x.err != nil || !transient(x.status, x.header) {
 		return x
 	}
 	if err := c.sleep(ctx, retryWait(x.header, c.now(), c.timeout)); err != nil {
@@ -251,6 +275,15 @@ func (c *client) do(ctx context.Context, r request) *exchange {
 	again := c.once(ctx, r)
 	again.throttled = x
 	return again
+}
+
+// transient says whether an answer asks to be tried again later: a 429, or a
+// 503 that says when with Retry-After (RFC 9110: the server is unavailable
+// for that long, loading a model or shedding load; OpenAI answers 503 when
+// overloaded, and its SDKs try again). A 503 without it is judged as it is.
+func transient(status int, h http.Header) bool {
+	return status == http.StatusTooManyRequests ||
+		status == http.StatusServiceUnavailable && validRetryAfter(h.Get("Retry-After"))
 }
 
 type request struct {
@@ -342,6 +375,11 @@ func (x *exchange) decode(stream bool) {
 				v = nil
 			}
 			x.chunks = append(x.chunks, v)
+		}
+		if len(x.stream.Events) == 0 && len(trimmed) > 0 {
+			// No event at all: the body may be a JSON error written after the stream's head
+			// went out, which errorInside reports.
+			x.json, x.jsonErr = decodeJSON(x.body)
 		}
 		return
 	}

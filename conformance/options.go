@@ -23,8 +23,9 @@ type Options struct {
 	// Model is the chat model to test. Empty: the first id in /v1/models.
 	Model string
 	// EmbeddingModel is the model for /v1/embeddings. Empty: Model, and a
-	// 400 from the embeddings endpoint then counts as "not supported" (SKIP)
-	// rather than a failure.
+	// 400 to the float embeddings request then counts as "not supported"
+	// (SKIP) rather than a failure; a 400 to base64 beside a served float
+	// request still fails embeddings.base64.
 	EmbeddingModel string
 	// Only keeps the checks whose id matches one of these globs (path.Match
 	// syntax, e.g. "chat.stream.*"). Empty: every check.

@@ -200,8 +200,10 @@ type throttle struct {
 	next       http.Handler
 	retryAfter string
 	always     bool
-	mu         sync.Mutex
-	seen       map[string]bool
+	// status is the answer in place of 429, when set.
+	status int
+	mu     sync.Mutex
+	seen   map[string]bool
 }
 
 func (th *throttle) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -217,7 +219,11 @@ func (th *throttle) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if th.retryAfter != "" {
 			w.Header().Set("Retry-After", th.retryAfter)
 		}
-		writeJSON(w, http.StatusTooManyRequests, map[string]any{"error": map[string]any{
+		status := http.StatusTooManyRequests
+		if th.status != 0 {
+			status = th.status
+		}
+		writeJSON(w, status, map[string]any{"error": map[string]any{
 			"message": "Rate limit reached", "type": "requests", "param": nil, "code": "rate_limit_exceeded"}})
 		return
 	}

@@ -260,14 +260,11 @@ func (s *schedule) evaluate(c *check, ex map[probeID]*exchange) CheckResult {
 		res.Result = Pass
 		return res
 	}
-	res.Result = Warn
 	grade := c.grade
 	if v.grade != "" {
 		grade = v.grade
 	}
-	if grade == Must || (grade == Strict && s.r.o.Strict) {
-		res.Result = Fail
-	}
+	res.Result = s.outcome(grade)
 	x := v.x
 	if x == nil && len(c.probes) > 0 {
 		x = ex[c.probes[0]]
@@ -278,6 +275,15 @@ func (s *schedule) evaluate(c *check, ex map[probeID]*exchange) CheckResult {
 		res.Evidence.Excerpt = x.excerptAt(v.focus)
 	}
 	return res
+}
+
+// outcome is what a failure graded g reports: FAIL for MUST (and STRICT with --strict), WARN
+// otherwise.
+func (s *schedule) outcome(g Grade) Result {
+	if g == Must || (g == Strict && s.r.o.Strict) {
+		return Fail
+	}
+	return Warn
 }
 
 // gate turns an unusable probe into one FAIL (on the probe's gate check, or
@@ -298,13 +304,21 @@ func (s *schedule) gate(c *check, ex map[probeID]*exchange) (verdict, bool) {
 				delete(ex, id)
 			}
 		}
-		if standIn != nil {
-			return *standIn, true
-		}
-		if len(ex) == 0 {
+		if standIn == nil && len(ex) == 0 {
 			return skip("none of its requests got an answer to judge"), true
 		}
-		return verdict{}, false
+		if standIn == nil {
+			return verdict{}, false
+		}
+		// The stand-in is graded as the gate it stands for, which may be milder than this
+		// check: a warning for a STRICT request that got no answer must not hide a MUST
+		// failure in the answers that did come.
+		if len(ex) > 0 {
+			if own := c.judge(&judge{o: &s.r.o, now: s.r.o.Now(), ex: ex}); own.fail && s.outcome(c.grade) == Fail && s.outcome(standIn.grade) != Fail {
+				return own, true
+			}
+		}
+		return *standIn, true
 	}
 	for _, id := range c.probes {
 		p, x := s.probes[id], ex[id]
@@ -358,6 +372,10 @@ func (p *probe) unusableWhy(x *exchange) string {
 		}
 		if x.jsonErr != nil {
 			return "HTTP 200 but the body is not JSON: " + x.jsonErr.Error()
+		}
+		if len(bytes.TrimSpace(x.body)) > 0 {
+			// It decoded, to nothing: the literal null.
+			return x.statusLine() + " but the body is JSON null"
 		}
 		return x.statusLine() + " but the body is empty"
 	}

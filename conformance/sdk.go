@@ -62,8 +62,8 @@ func (r *runner) sdkParams(model string) openai.ChatCompletionNewParams {
 }
 
 // sdkCall runs call with the request timeout and, like client.do, once more
-// after the server's Retry-After when the answer was a 429. It returns the
-// exchange the recorder saw last and the call's error.
+// after the server's Retry-After when the answer was transient. It returns
+// the exchange the recorder saw last and the call's error.
 func (r *runner) sdkCall(ctx context.Context, rec *recorder, call func(ctx context.Context) error) (*exchange, error) {
 	attempt := func() error {
 		ctx, cancel := context.WithTimeout(ctx, r.o.Timeout)
@@ -71,18 +71,29 @@ func (r *runner) sdkCall(ctx context.Context, rec *recorder, call func(ctx conte
 		return call(ctx)
 	}
 	err := attempt()
-	x := rec.last()
+	x := r.lastExchange(ctx, rec)
 	var apiErr *openai.Error
-	if !errors.As(err, &apiErr) || apiErr.StatusCode != http.StatusTooManyRequests || x.header == nil {
+	if !errors.As(err, &apiErr) || x.header == nil || !transient(apiErr.StatusCode, x.header) {
 		return x, r.timedOut(ctx, x, err)
 	}
 	if r.o.Sleep(ctx, retryWait(x.header, r.o.Now(), r.o.Timeout)) != nil {
 		return x, err
 	}
 	err = attempt()
-	again := rec.last()
+	again := r.lastExchange(ctx, rec)
 	again.throttled = x
 	return again, r.timedOut(ctx, again, err)
+}
+
+// lastExchange is the exchange rec saw last, its transport error named as the raw probes name
+// it: a server that never answers fails the SDK check's gate with that error, and "context
+// deadline exceeded" alone names neither --timeout nor what it cut short.
+func (r *runner) lastExchange(ctx context.Context, rec *recorder) *exchange {
+	x := rec.last()
+	if x.err != nil {
+		x.err = r.timedOut(ctx, x, x.err)
+	}
+	return x
 }
 
 // timedOut names --timeout in an SDK call's error when the per-request deadline ended it (the

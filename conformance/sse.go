@@ -26,6 +26,10 @@ type sseStream struct {
 	Truncated bool
 	// ReadErr is a transport error that ended the stream early.
 	ReadErr error
+	// ErrorField is the value of the first "error" field, which SSE ignores and llama.cpp's
+	// server writes ("error: {...}") when a request fails after the stream's head went out; ""
+	// when there is none.
+	ErrorField string
 }
 
 // maxSSELine bounds one line so a misbehaving server cannot exhaust memory.
@@ -92,6 +96,10 @@ func parseSSE(r io.Reader) *sseStream {
 			pending = true
 		case "event":
 			event = value
+		case "error":
+			if s.ErrorField == "" {
+				s.ErrorField = value
+			}
 		}
 	}
 }

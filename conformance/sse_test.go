@@ -38,6 +38,9 @@ func TestParseSSE(t *testing.T) {
 			sseStream{Events: []sseEvent{{Data: "{}"}, {Data: "[DONE] \t"}}, DoneAt: 1}},
 		{"a second space before [DONE] is data", "data:  [DONE]\n\n",
 			sseStream{Events: []sseEvent{{Data: " [DONE]"}}, DoneAt: -1}},
+		// llama.cpp's 2025 builds: a field SSE ignores, kept for the judges to name.
+		{"an error field", "error: {\"code\":400}\n\nerror: second\n\ndata: [DONE]\n\n",
+			sseStream{Events: []sseEvent{{Data: "[DONE]"}}, DoneAt: 0, ErrorField: `{"code":400}`}},
 		{"empty body", "", sseStream{DoneAt: -1}},
 	}
 	for _, tt := range tests {
