@@ -1,6 +1,8 @@
 package conformance
 
 import (
+	"bytes"
+	"context"
 	"errors"
 	"net/http"
 	"strings"
@@ -270,6 +272,41 @@ func TestBaseURLRoots(t *testing.T) {
 		var ue *UsageError
 		if got, err := o.apiRoot(); !errors.As(err, &ue) {
 			t.Errorf("%s: %q, %v; want a usage error", in, got, err)
+		}
+	}
+}
+
+// TestBaseURLPasswordNotReported: a password given in --base-url (a server behind basic auth)
+// is in no report, nor in the usage error of a URL refused for its query.
+func TestBaseURLPasswordNotReported(t *testing.T) {
+	_, srv := newFake(t)
+	o := fakeOptions(t, srv)
+	o.BaseURL = strings.Replace(srv.URL, "http://", "http://tester:s3cret-pw@", 1)
+	rep := runAgainst(t, o)
+	var out bytes.Buffer
+	for _, f := range []Format{FormatTable, FormatJSON, FormatJUnit, FormatMarkdown} {
+		if err := rep.Write(&out, f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if strings.Contains(out.String(), "s3cret-pw") {
+		t.Errorf("the report holds the base URL's password:\n%s", out.String())
+	}
+	if !strings.Contains(rep.BaseURL, "tester") {
+		t.Errorf("report's base_url %q: want the user kept, the password hidden", rep.BaseURL)
+	}
+	o.BaseURL += "/?a=1"
+	if _, err := Run(context.Background(), o); err == nil || strings.Contains(err.Error(), "s3cret-pw") {
+		t.Errorf("usage error %v: want one without the password", err)
+	}
+	for in, want := range map[string]string{
+		"http://u:s3cret-pw@host:8080/v1": "http://u:xxxxx@host:8080/v1",
+		"http://u:s3cret pw@ho st/v1":     "http://xxxxx@ho st/v1", // does not parse
+		"http://host/a@b":                 "http://host/a@b",
+		"no scheme":                       "no scheme",
+	} {
+		if got := redactURL(in); got != want {
+			t.Errorf("redactURL(%q) = %q, want %q", in, got, want)
 		}
 	}
 }

@@ -75,11 +75,11 @@ func (o *Options) apiRoot() (string, error) {
 	}
 	u, err := url.Parse(o.BaseURL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return "", &UsageError{Msg: fmt.Sprintf("--base-url %q is not an http(s) URL", o.BaseURL)}
+		return "", &UsageError{Msg: fmt.Sprintf("--base-url %q is not an http(s) URL", redactURL(o.BaseURL))}
 	}
 	if u.RawQuery != "" || u.ForceQuery || u.Fragment != "" {
 		// Each request's path is appended to the root: a query would land before it.
-		return "", &UsageError{Msg: fmt.Sprintf("--base-url %q has a query or fragment: give the server's root or its /v1 root", o.BaseURL)}
+		return "", &UsageError{Msg: fmt.Sprintf("--base-url %q has a query or fragment: give the server's root or its /v1 root", u.Redacted())}
 	}
 	root := strings.TrimRight(u.String(), "/")
 	if !strings.HasSuffix(root, "/v1") {
@@ -129,4 +129,26 @@ func (o *Options) selects(id string) bool {
 		}
 	}
 	return false
+}
+
+// redactURL is s with the password of its userinfo (a server behind basic auth) shown as
+// "xxxxx", as url.URL.Redacted shows it; an s that does not parse loses all it has between
+// "//" and the "@" of its authority. Reports and errors show this, never the password.
+func redactURL(s string) string {
+	if u, err := url.Parse(s); err == nil {
+		if _, has := u.User.Password(); !has {
+			return s
+		}
+		return u.Redacted()
+	}
+	_, rest, ok := strings.Cut(s, "//")
+	if !ok {
+		return s
+	}
+	authority, _, _ := strings.Cut(rest, "/")
+	at := strings.LastIndexByte(authority, '@')
+	if at < 0 {
+		return s
+	}
+	return s[:len(s)-len(rest)] + "xxxxx" + rest[at:]
 }

@@ -169,7 +169,7 @@ func Run(ctx context.Context, o Options) (rep *Report, err error) {
 		}
 	}
 	return &Report{
-		BaseURL:        root,
+		BaseURL:        redactURL(root),
 		Model:          r.o.Model,
 		EmbeddingModel: r.embeddingModel(),
 		Strict:         r.o.Strict,
