@@ -36,6 +36,15 @@ func errorBody(e *apiError) []byte {
 	return e.JSON()
 }
 
+// clientClosed is the answer to a client the gateway took for gone before its answer's head went
+// out (statusClientGone), in the words errmap restores an attempt its client's leaving ended
+// with. A client that closed its connection does not read it; one that only half-closed its side
+// does, and must not read a success (TestHalfClosedClientNotToldOK).
+func clientClosed() *apiError {
+	return &apiError{Status: statusClientGone, Type: "request_canceled", Code: "client_closed_request",
+		Message: "client closed the request"}
+}
+
 var identityOnly = []string{"identity"}
 
 func writeError(w http.ResponseWriter, e *apiError) {

@@ -218,7 +218,15 @@ func (s *Server) write(ctx context.Context, w http.ResponseWriter, rs *routeStat
 	// length 1 and capacity 1 is copied by append).
 	h := w.Header()
 	if res.gone {
+		// Written, not left out: a handler that writes nothing is answered 200 with an empty
+		// body by the HTTP server, which a client that only half-closed its side reads as a
+		// success (TestHalfClosedClientNotToldOK).
 		h[hdrRoute] = rs.nameValue // what goes out is the map's: the route's field as before writeWhole
+		if len(res.chain) > 0 {
+			h.Set(hdrChain, chainHeader(res.chain, ""))
+		}
+		s.unbusy(st)
+		writeError(w, clientClosed())
 		return statusClientGone, ""
 	}
 	if res.err != nil {
