@@ -17,6 +17,14 @@ import (
 	"github.com/hayula/gateway/server"
 )
 
+// goneGateway is a gateway with route r over the upstream up (an openai target), a key "k"
+// (token "tok") capped at max_concurrent = 1, and its log lines in logs.
+func goneGateway(t *testing.T, up *fake, logs *syncBuffer) *gateway {
+	t.Helper()
+	return newGateway(t, keyBlock("k", "tok", "max_concurrent = 1")+target("t", up.url(), "private")+
+		"[routes.r]\ntargets = [\"t\"]\n", nil, func(o *server.Options) { o.Logger = slog.New(logfmt.NewText(logs, nil)) })
+}
+
 // dialRawGateway opens a raw TCP connection to g, closed when the test ends.
 func dialRawGateway(t *testing.T, g *gateway) *net.TCPConn {
 	t.Helper()
@@ -26,6 +34,91 @@ func dialRawGateway(t *testing.T, g *gateway) *net.TCPConn {
 	}
 	t.Cleanup(func() { c.Close() })
 	return c.(*net.TCPConn)
+}
+
+// rawChatHead is the head of a chat request of key k whose body is framed by framing (a
+// Content-Length or Transfer-Encoding field).
+func rawChatHead(framing string) string {
+	return "POST /v1/chat/completions HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer tok\r\n" +
+		"Content-Type: application/json\r\n" + framing + "\r\n\r\n"
+}
+
+// requestLine is the request line of the one request of g's log whose path is a chat's.
+func requestLine(t *testing.T, logs *syncBuffer) string {
+	t.Helper()
+	lines := logLines(logs, 1, func(l string) bool {
+		return strings.Contains(l, "msg=request ") && strings.Contains(l, "path=/v1/chat/completions")
+	})
+	if len(lines) != 1 {
+		t.Fatalf("request lines %q, want one", lines)
+	}
+	return lines[0]
+}
+
+// slotFree checks that the key's one slot was given back: a request of the key is served.
+func slotFree(t *testing.T, g *gateway) {
+	t.Helper()
+	var rep reply
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		rep = g.post(t, "/v1/chat/completions", `{"model":"r","messages":[{"role":"user","content":"hi"}]}`,
+			"Authorization", "Bearer tok")
+		if rep.status != http.StatusTooManyRequests || time.Now().After(deadline) {
+			break
+		}
+	}
+	if rep.status != http.StatusOK {
+		t.Errorf("the next request of the key: %d %s, want 200 (its slot given back)", rep.status, rep.body)
+	}
+}
+
+// TestClientGoneMidBody: a client that goes away while its request's body is still being sent
+// (the connection closed or reset before the body's declared length or last chunk) is counted
+// and logged as a client that left, 499, not as a request the gateway refused (400
+// invalid_body, which it was before); nothing reaches the target, the key's concurrency slot is
+// given back, and nothing of the request is left running.
+func TestClientGoneMidBody(t *testing.T) {
+	for _, tc := range []struct {
+		name, framing, sent string
+		reset               bool
+	}{
+		{"content-length", "Content-Length: 500", `{"model":"r","mess`, false},
+		{"chunked", "Transfer-Encoding: chunked", "12\r\n{\"model\":\"r\",\"mess\r\n", false},
+		{"chunked mid-chunk", "Transfer-Encoding: chunked", "40\r\n{\"model\":\"r\",\"mess", false},
+		{"reset", "Content-Length: 500", `{"model":"r","mess`, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ignore := goleak.IgnoreCurrent()
+			t.Cleanup(func() { goleak.VerifyNone(t, ignore) })
+			var logs syncBuffer
+			up := newFake(t, "t")
+			g := goneGateway(t, up, &logs)
+			c := dialRawGateway(t, g)
+			if _, err := io.WriteString(c, rawChatHead(tc.framing)+tc.sent); err != nil {
+				t.Fatal(err)
+			}
+			if tc.reset {
+				_ = c.SetLinger(0) // the close sends a reset
+			}
+			c.Close()
+			line := requestLine(t, &logs)
+			if !strings.Contains(line, " status=499 ") {
+				t.Errorf("request line %q, want status=499", line)
+			}
+			_, metrics := scrape(t, g, "Authorization", "Bearer tok")
+			if want := `hayula_requests_total{endpoint="chat",route="",code="499"} 1`; !metrics[want] {
+				t.Errorf("no line %q", want)
+			}
+			for l := range metrics {
+				if strings.HasPrefix(l, `hayula_requests_total{endpoint="chat",route="",code="400"}`) {
+					t.Errorf("a client gone mid-body counted as refused: %q", l)
+				}
+			}
+			if n := up.hits.Load(); n != 0 {
+				t.Errorf("the target got %d requests, want none", n)
+			}
+			slotFree(t, g)
+		})
+	}
 }
 
 // TestHalfClosedClientNotToldOK: a client that half-closes its side of the connection after its
