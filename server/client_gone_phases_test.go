@@ -179,3 +179,69 @@ func TestHalfClosedClientNotToldOK(t *testing.T) {
 		})
 	}
 }
+
+// TestHalfClosedStreamNotEndedAsWhole: a stream whose client half-closes its side is cancelled
+// once the server takes the client for gone, after the head and first event went out; the client
+// still reads, and its stream must not end as if whole. It did: the relay stopped and the HTTP
+// server ended the chunked body cleanly, with neither [DONE] nor an error event, which an SDK
+// reads as a whole answer of what had come. It now ends with an error event saying
+// client_closed_request (on the Responses bridge, response.failed), as a stream the upstream
+// broke off ends with one; the request line keeps its 200 with stream=client_left, and the
+// target's request is cancelled.
+func TestHalfClosedStreamNotEndedAsWhole(t *testing.T) {
+	for _, tc := range []struct{ name, path, body, want string }{
+		{"chat", "/v1/chat/completions", `{"model":"r","stream":true,"messages":[{"role":"user","content":"hi"}]}`, `data: {"error":`},
+		{"responses", "/v1/responses", `{"model":"r","stream":true,"input":"hi"}`, "event: response.failed\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ignore := goleak.IgnoreCurrent()
+			t.Cleanup(func() { goleak.VerifyNone(t, ignore) })
+			var logs syncBuffer
+			up := newFake(t, "t")
+			gone := make(chan struct{})
+			up.set(func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", "text/event-stream")
+				fmt.Fprint(w, `data: {"id":"c","object":"chat.completion.chunk","model":"m","choices":[{"index":0,"delta":{"role":"assistant","content":"hi"},"finish_reason":null}]}`+"\n\n")
+				w.(http.Flusher).Flush()
+				<-r.Context().Done() // a model still thinking of its next token
+				close(gone)
+			})
+			g := newGateway(t, target("t", up.url(), "private")+"[routes.r]\ntargets = [\"t\"]\n", nil,
+				func(o *server.Options) { o.Logger = slog.New(logfmt.NewText(&logs, nil)) })
+			c := dialRawGateway(t, g)
+			raw := fmt.Sprintf("POST %s HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s",
+				tc.path, len(tc.body), tc.body)
+			if _, err := io.WriteString(c, raw); err != nil {
+				t.Fatal(err)
+			}
+			if err := c.CloseWrite(); err != nil {
+				t.Fatal(err)
+			}
+			_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+			resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+			if err != nil {
+				t.Fatalf("reading the answer: %v", err)
+			}
+			b, err := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusOK {
+				t.Fatalf("status %d %q, want the stream's 200", resp.StatusCode, b)
+			}
+			if err == nil && (!strings.Contains(string(b), tc.want) || !strings.Contains(string(b), `"client_closed_request"`)) {
+				t.Errorf("the stream ended cleanly without %q and client_closed_request: %q", tc.want, b)
+			}
+			if strings.Contains(string(b), "[DONE]") {
+				t.Errorf("a cut stream ended with [DONE]: %q", b)
+			}
+			select {
+			case <-gone:
+			case <-time.After(10 * time.Second):
+				t.Error("the target's request was not cancelled")
+			}
+			lines := logLines(&logs, 1, func(l string) bool { return strings.Contains(l, "msg=request ") })
+			if len(lines) != 1 || !strings.Contains(lines[0], " status=200 ") || !strings.Contains(lines[0], " stream=client_left ") {
+				t.Errorf("request lines %q, want one with status=200 and stream=client_left", lines)
+			}
+		})
+	}
+}

@@ -359,6 +359,14 @@ func (s *Server) relay(ctx context.Context, w http.ResponseWriter, usage usageTo
 		return http.StatusOK, ""
 	}
 	if ctx.Err() != nil {
+		// Taken for gone, the client may still read: one that only half-closed its side. Its
+		// stream must not end as if whole (an SDK takes what came before a clean end for the
+		// whole answer), so it ends with the error a client gone before the head reads, as a
+		// stream the upstream broke off ends with one (TestHalfClosedStreamNotEndedAsWhole).
+		s.chargeStream(rq, req, &su)
+		s.unbusy(rq)
+		_ = writeEvent(w, errorBody(clientClosed()))
+		_ = rc.Flush()
 		return http.StatusOK, s.clientLeft(res, w)
 	}
 	// A cause, not the error's text, which may name the upstream's address (errmap.StreamMessage);
