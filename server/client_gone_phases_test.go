@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"io"
 	"log/slog"
@@ -243,5 +244,77 @@ func TestHalfClosedStreamNotEndedAsWhole(t *testing.T) {
 				t.Errorf("request lines %q, want one with status=200 and stream=client_left", lines)
 			}
 		})
+	}
+}
+
+// TestClientGoneDuringFallback: a client that goes away while the chain is between targets (its
+// first target failed with a retryable status and the same-target retry's backoff is under way)
+// ends the request there: the second target is never asked. One that goes away while the second,
+// slow, target is being asked has that target's request cancelled. Either way the request is
+// counted and logged 499, the key's slot is given back, and nothing is left running; through the
+// gateway's own HTTP/1.1 client and through net/http's.
+func TestClientGoneDuringFallback(t *testing.T) {
+	for _, via := range []string{"h1", "net/http"} {
+		for _, during := range []string{"backoff", "second target"} {
+			t.Run(via+"/"+during, func(t *testing.T) {
+				ignore := goleak.IgnoreCurrent()
+				t.Cleanup(func() { goleak.VerifyNone(t, ignore) })
+				var logs syncBuffer
+				first, second := newFake(t, "first"), newFake(t, "second")
+				first.set(errHandler(http.StatusServiceUnavailable, "busy", "busy"))
+				asked, gone := make(chan struct{}, 1), make(chan struct{}, 1)
+				second.set(func(w http.ResponseWriter, r *http.Request) {
+					asked <- struct{}{}
+					<-r.Context().Done()
+					gone <- struct{}{}
+				})
+				waiting := make(chan struct{}, 1)
+				g := newGateway(t, keyBlock("k", "tok", "max_concurrent = 1")+
+					target("first", first.url(), "private", "max_retries = 1")+target("second", second.url(), "private")+
+					"[routes.r]\ntargets = [\"first\", \"second\"]\n", nil, viaNetHTTP(t, via == "net/http"),
+					func(o *server.Options) {
+						o.Logger = slog.New(logfmt.NewText(&logs, nil))
+						o.Sleep = func(ctx context.Context, d time.Duration) error {
+							if during != "backoff" {
+								return nil
+							}
+							waiting <- struct{}{}
+							<-ctx.Done() // the backoff outlasts the client
+							return ctx.Err()
+						}
+					})
+				c := dialRawGateway(t, g)
+				body := `{"model":"r","messages":[{"role":"user","content":"hi"}]}`
+				if _, err := io.WriteString(c, rawChatHead(fmt.Sprintf("Content-Length: %d", len(body)))+body); err != nil {
+					t.Fatal(err)
+				}
+				at := waiting
+				if during != "backoff" {
+					at = asked
+				}
+				select {
+				case <-at:
+				case <-time.After(10 * time.Second):
+					t.Fatalf("the chain never reached its %s", during)
+				}
+				c.Close()
+				if during != "backoff" {
+					select {
+					case <-gone:
+					case <-time.After(10 * time.Second):
+						t.Error("the second target's request was not cancelled")
+					}
+				}
+				line := requestLine(t, &logs)
+				if !strings.Contains(line, " status=499 ") {
+					t.Errorf("request line %q, want status=499", line)
+				}
+				if during == "backoff" && second.hits.Load() != 0 {
+					t.Errorf("the second target was asked %d times after its client left", second.hits.Load())
+				}
+				first.set(okHandler("first"))
+				slotFree(t, g)
+			})
+		}
 	}
 }
