@@ -37,12 +37,12 @@ func errorBody(e *apiError) []byte {
 }
 
 // clientClosed is the answer to a client the gateway took for gone before its answer's head went
-// out (statusClientGone), in the words errmap restores an attempt its client's leaving ended
-// with. A client that closed its connection does not read it; one that only half-closed its side
-// does, and must not read a success (TestHalfClosedClientNotToldOK).
+// out (statusClientGone): errmap's. A client that closed its connection does not read it; one
+// that only half-closed its side does, and must not read a success
+// (TestHalfClosedClientNotToldOK).
 func clientClosed() *apiError {
-	return &apiError{Status: statusClientGone, Type: "request_canceled", Code: "client_closed_request",
-		Message: "client closed the request"}
+	e := errmap.ClientGone()
+	return &e
 }
 
 var identityOnly = []string{"identity"}
