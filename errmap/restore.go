@@ -31,6 +31,14 @@ type ClientError struct {
 	RetryAfter time.Duration
 }
 
+// ClientGone is what a client that went away before its answer is told, should it still read
+// (one that only half-closed its side): the error of a chain its leaving ended, and the server's
+// for a client it took for gone elsewhere (a body cut off, a stream cancelled under way).
+func ClientGone() ClientError {
+	return ClientError{Status: StatusClientClosedRequest, Message: "client closed the request",
+		Type: "request_canceled", Code: "client_closed_request"}
+}
+
 // JSON renders e as an OpenAI error body; empty Code and Param are null, as OpenAI sends them.
 func (e ClientError) JSON() []byte {
 	type body struct {
@@ -111,7 +119,8 @@ func restoreOne(a Attempt) ClientError {
 	var se *core.StatusError
 	switch {
 	case d.Class == core.ClassClientGone:
-		out.Message, out.Type, out.Code = "client closed the request", "request_canceled", "client_closed_request"
+		g := ClientGone()
+		out.Message, out.Type, out.Code = g.Message, g.Type, g.Code
 	case d.Class == core.ClassTimeout:
 		out.Message, out.Code = fmt.Sprintf("upstream %s timed out", a.Target), "upstream_timeout"
 		var te *core.TimeoutError

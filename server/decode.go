@@ -12,6 +12,7 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
+	"syscall"
 	"unicode/utf8"
 
 	"github.com/hayula/gateway/core"
@@ -246,6 +247,11 @@ func readBody(r *http.Request, limit int64, buf []byte) ([]byte, *apiError) {
 		if errors.Is(err, os.ErrDeadlineExceeded) {
 			return nil, &apiError{Status: http.StatusRequestTimeout, Type: typeInvalidRequest, Code: "request_timeout",
 				Message: "the request body did not arrive in time"}
+		}
+		if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET) {
+			// The connection ended before the body did: the client went away, and nothing it
+			// sent was wrong (TestClientGoneMidBody).
+			return nil, clientClosed()
 		}
 		if err != nil {
 			return nil, badRequest("", "invalid_body", "could not read the request body: "+err.Error())

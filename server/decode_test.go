@@ -5,11 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"unicode/utf8"
 	"unsafe"
@@ -416,8 +418,8 @@ type errReader struct{ err error }
 
 func (e errReader) Read([]byte) (int, error) { return 0, e.err }
 
-// A body that does not arrive in time (the HTTP server's ReadBodyTimeout) is a 408; any other
-// failed read a 400.
+// A body that does not arrive in time (the HTTP server's ReadBodyTimeout) is a 408; one cut off by
+// the client's leaving a 499; any other failed read a 400.
 func TestReadBodyErrors(t *testing.T) {
 	for _, tt := range []struct {
 		err    error
@@ -426,6 +428,9 @@ func TestReadBodyErrors(t *testing.T) {
 	}{
 		{fmt.Errorf("read tcp: %w", os.ErrDeadlineExceeded), http.StatusRequestTimeout, "request_timeout"},
 		{errors.New("connection reset"), http.StatusBadRequest, "invalid_body"},
+		// The connection ended before the body did: a client gone, not a bad body (TestClientGoneMidBody).
+		{io.ErrUnexpectedEOF, 499, "client_closed_request"},
+		{fmt.Errorf("read tcp: %w", syscall.ECONNRESET), 499, "client_closed_request"},
 	} {
 		r := httptest.NewRequest("POST", "/v1/chat/completions", errReader{tt.err})
 		_, e := readBody(r, 1<<20, nil)

@@ -36,6 +36,15 @@ func errorBody(e *apiError) []byte {
 	return e.JSON()
 }
 
+// clientClosed is the answer to a client the gateway took for gone before its answer's head went
+// out (statusClientGone): errmap's. A client that closed its connection does not read it; one
+// that only half-closed its side does, and must not read a success
+// (TestHalfClosedClientNotToldOK).
+func clientClosed() *apiError {
+	e := errmap.ClientGone()
+	return &e
+}
+
 var identityOnly = []string{"identity"}
 
 func writeError(w http.ResponseWriter, e *apiError) {

@@ -218,7 +218,15 @@ func (s *Server) write(ctx context.Context, w http.ResponseWriter, rs *routeStat
 	// length 1 and capacity 1 is copied by append).
 	h := w.Header()
 	if res.gone {
+		// Written, not left out: a handler that writes nothing is answered 200 with an empty
+		// body by the HTTP server, which a client that only half-closed its side reads as a
+		// success (TestHalfClosedClientNotToldOK).
 		h[hdrRoute] = rs.nameValue // what goes out is the map's: the route's field as before writeWhole
+		if len(res.chain) > 0 {
+			h.Set(hdrChain, chainHeader(res.chain, ""))
+		}
+		s.unbusy(st)
+		writeError(w, clientClosed())
 		return statusClientGone, ""
 	}
 	if res.err != nil {
@@ -351,6 +359,14 @@ func (s *Server) relay(ctx context.Context, w http.ResponseWriter, usage usageTo
 		return http.StatusOK, ""
 	}
 	if ctx.Err() != nil {
+		// Taken for gone, the client may still read: one that only half-closed its side. Its
+		// stream must not end as if whole (an SDK takes what came before a clean end for the
+		// whole answer), so it ends with the error a client gone before the head reads, as a
+		// stream the upstream broke off ends with one (TestHalfClosedStreamNotEndedAsWhole).
+		s.chargeStream(rq, req, &su)
+		s.unbusy(rq)
+		_ = writeEvent(w, errorBody(clientClosed()))
+		_ = rc.Flush()
 		return http.StatusOK, s.clientLeft(res, w)
 	}
 	// A cause, not the error's text, which may name the upstream's address (errmap.StreamMessage);

@@ -2,6 +2,7 @@ package h1
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httputil"
@@ -27,8 +28,10 @@ func (b *body) reset(n int64, chunked, cont bool) {
 	*b = body{c: b.c, n: max(n, 0), chunked: chunked, cont: cont, eof: n == 0 && !chunked}
 }
 
-// errBodyCut is a body that ended before its declared length or final chunk.
-var errBodyCut = errors.New("h1: the client closed the connection before the request body ended")
+// errBodyCut is a body that ended before its declared length or final chunk. It matches
+// io.ErrUnexpectedEOF, as net/http's cut body is, so that a handler can tell a client that went
+// away mid-body from a body it sent whole and wrong (TestClientGoneMidBody).
+var errBodyCut = fmt.Errorf("h1: the client closed the connection before the request body ended: %w", io.ErrUnexpectedEOF)
 
 func (b *body) read(p []byte) (int, error) {
 	if b.done {
