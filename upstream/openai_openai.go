@@ -291,6 +291,14 @@ func (s *openaiStream) Next() ([]byte, error) {
 			s.err = &core.StreamError{Target: s.target, Message: msg, Quoted: len(msg)}
 			return nil, s.err
 		}
+		if errorKey {
+			// A top-level "error" that says none (null, "") leaves a chunk, but openai-go ends
+			// the client's stream at any event with a top-level "error", whatever its value
+			// (its ssestream asks gjson whether the member exists), so the member goes
+			// (TestSDKReadsChunksWithNullError). Delete returns data itself when the raw
+			// "error" is not a top-level key.
+			data = jsonx.Delete(data, "error")
+		}
 		// Relayed, a broken event fails the client's SDK on a parse error instead of a stream
 		// error event; the first and last bytes are the same cheap check a whole answer gets.
 		if !looksLikeObject(data) {

@@ -16,6 +16,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/hayula/gateway/core"
+	"github.com/hayula/gateway/internal/jsonx"
 )
 
 const (
@@ -88,8 +89,12 @@ func TestStreamParsing(t *testing.T) {
 			nil, "StreamError: the request exceeds the available context size"},
 		{"error as string", `data: {"error":"model unloaded"}` + "\n\n", nil, "StreamError: model unloaded"},
 		{"named error event", "event: error\ndata: {\"message\":\"overloaded\"}\n\n", nil, "StreamError: overloaded"},
+		// A chunk all the same, relayed without the member, at which openai-go would end the
+		// client's stream (TestSDKReadsChunksWithNullError).
 		{"error null is a chunk", `data: {"error":null,"choices":[{"delta":{},"finish_reason":"stop"}]}` + "\n\ndata: [DONE]\n\n",
-			[]string{`{"error":null,"choices":[{"delta":{},"finish_reason":"stop"}]}`}, "EOF"},
+			[]string{`{"choices":[{"delta":{},"finish_reason":"stop"}]}`}, "EOF"},
+		{"error empty is a chunk", `data: {"choices":[{"delta":{},"finish_reason":"stop"}], "error" : ""}` + "\n\ndata: [DONE]\n\n",
+			[]string{`{"choices":[{"delta":{},"finish_reason":"stop"}]}`}, "EOF"},
 		{"event that is not JSON mid-stream", "data: " + chunkHello + "\n\ndata: {not json\n\ndata: " + chunkFinish + "\n\ndata: [DONE]\n\n",
 			[]string{chunkHello}, "StreamError: upstream sent an event that is not a JSON object"},
 		{"first event an HTML page", "data: <html><body>502 Bad Gateway</body></html>\n\n", nil,
@@ -326,6 +331,12 @@ func FuzzSSE(f *testing.F) {
 				if err == nil {
 					if bytes.ContainsAny(data, "\r\n") {
 						t.Fatalf("relayed event %q holds a line break", data)
+					}
+					// openai-go ends a stream at an event with a top-level "error" member. (An
+					// event that is not JSON, which only its first and last bytes are checked
+					// for, fails the client's SDK anyway.)
+					if hasErrorKey(data) && jsonx.Valid(data) && jsonx.Has(data, "error") {
+						t.Fatalf("relayed event %q has an error member", data)
 					}
 					continue
 				}
