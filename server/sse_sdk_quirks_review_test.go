@@ -8,6 +8,7 @@ import (
 	"context"
 	"io"
 	"net"
+	"net/http"
 	"strings"
 	"testing"
 
@@ -36,20 +37,26 @@ const quirkUsage = `{"id":"c1","object":"chat.completion.chunk","created":1,"mod
 // official SDK and checks both read content "Hello" and the usage, and end without an error.
 func sdkReads(t *testing.T, g *gateway) {
 	t.Helper()
+	sdkReadsUsage(t, g, 5)
+}
+
+// sdkReadsUsage is sdkReads for a stream whose usage says total tokens (0: no usage chunk).
+func sdkReadsUsage(t *testing.T, g *gateway, total int64) {
+	t.Helper()
 	acc, err := sdkStream(g, openai.ChatCompletionNewParams{Model: "up",
 		Messages:      []openai.ChatCompletionMessageParamUnion{openai.UserMessage("hi")},
 		StreamOptions: openai.ChatCompletionStreamOptionsParam{IncludeUsage: openai.Bool(true)}})
 	if err != nil {
 		t.Fatalf("chat stream: %v", err)
 	}
-	if len(acc.Choices) != 1 || acc.Choices[0].Message.Content != "Hello" || acc.Choices[0].FinishReason != "stop" || acc.Usage.TotalTokens != 5 {
+	if len(acc.Choices) != 1 || acc.Choices[0].Message.Content != "Hello" || acc.Choices[0].FinishReason != "stop" || acc.Usage.TotalTokens != total {
 		t.Errorf("chat stream accumulated %+v, usage %+v", acc.Choices, acc.Usage)
 	}
 	c := sdkClient(g, "unused")
 	rs := c.Responses.NewStreaming(context.Background(), responses.ResponseNewParams{
 		Model: "up", Input: responses.ResponseNewParamsInputUnion{OfString: openai.String("hi")}})
 	types, text, last := collect(t, rs)
-	if end := types[len(types)-1]; end != "response.completed" || text != "Hello" || last.Usage.TotalTokens != 5 {
+	if end := types[len(types)-1]; end != "response.completed" || text != "Hello" || last.Usage.TotalTokens != total {
 		t.Errorf("responses stream: end %s, text %q, final %s", end, text, last.RawJSON())
 	}
 }
@@ -69,4 +76,42 @@ func TestSDKReadsChunksWithNullError(t *testing.T) {
 			sdkReads(t, newGateway(t, hostileConfig("openai", quirkUpstream(t, wire)), nil))
 		})
 	}
+}
+
+// An upstream that closes its stream right after its last event's data, without the event's line
+// end (nor [DONE]), has sent all of it when the data is a whole JSON object: nothing of an object
+// can be missing after its closing brace. CONFIG.md has a stream whose body simply ends, once a
+// chunk carried a finish_reason, finish with the client's [DONE]; such a last event (the usage
+// chunk, or the finishing chunk itself) instead ended it with stream_interrupted, and the SDK
+// failed a complete answer. A stream that has no finish_reason by then broke off all the same,
+// and its first event being that last one, the chain still moves on.
+func TestSSEFinishedStreamLastEventWithoutLineEnd(t *testing.T) {
+	hel, lo := quirkChunk(`{"role":"assistant","content":"Hel"}`, "null"), quirkChunk(`{"content":"lo"}`, "null")
+	fin, loFin := quirkChunk(`{}`, `"stop"`), quirkChunk(`{"content":"lo"}`, `"stop"`)
+	cut := strings.Index(loFin, `"created"`) // between members: the data's line break is JSON whitespace
+	for _, tc := range []struct {
+		name  string
+		wire  string
+		total int64
+	}{
+		{"usage chunk", "data: " + hel + "\n\ndata: " + lo + "\n\ndata: " + fin + "\n\ndata: " + quirkUsage, 5},
+		{"usage chunk, crlf", "data: " + hel + "\r\n\r\ndata: " + lo + "\r\n\r\ndata: " + fin + "\r\n\r\ndata: " + quirkUsage, 5},
+		{"finishing chunk", ": keep-alive\n\ndata: " + hel + "\n\ndata: " + loFin, 0},
+		{"finishing chunk, multi-line", "data: " + hel + "\n\ndata: " + loFin[:cut] + "\ndata: " + loFin[cut:], 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sdkReadsUsage(t, newGateway(t, hostileConfig("openai", quirkUpstream(t, tc.wire)), nil), tc.total)
+		})
+	}
+	t.Run("unfinished moves on", func(t *testing.T) {
+		g, b := openaiGateway(t, func(w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("Content-Type", "text/event-stream")
+			_, _ = io.WriteString(w, "data: "+hel)
+		})
+		acc, err := sdkStream(g, openai.ChatCompletionNewParams{Model: "a",
+			Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("hi")}})
+		if err != nil || b.hits.Load() != 1 || len(acc.Choices) != 1 || acc.Choices[0].FinishReason != "stop" {
+			t.Errorf("err %v, b hits %d, accumulated %+v", err, b.hits.Load(), acc.Choices)
+		}
+	})
 }

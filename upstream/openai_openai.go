@@ -282,13 +282,25 @@ func (s *openaiStream) Next() ([]byte, error) {
 			s.err = io.EOF
 			return nil, s.err
 		}
-		if ev.cut {
+		// The stream ended inside this event's last line. Its data may be cut short, unless it
+		// is a whole JSON object, which nothing can follow: then the upstream closed right after
+		// its last event's data, and the event is read as if its blank line had come: an error
+		// event gives its message, and a stream finished by then (a usage chunk after the
+		// finishing one, or the finishing chunk itself) is whole, as one whose body ends after
+		// its blank line is (TestSSEFinishedStreamLastEventWithoutLineEnd). Unfinished, it broke
+		// off all the same, and says so before the event goes out: when it is the first, the
+		// chain moves on. Valid is asked once a stream, of its last event.
+		if ev.cut && !jsonx.Valid(data) {
 			s.err = &core.StreamError{Target: s.target, Message: "upstream closed the stream inside an event"}
 			return nil, s.err
 		}
 		errorKey, finish := scanKeys(data)
 		if msg, ok := errorEventKeyed(ev.name, data, errorKey); ok {
 			s.err = &core.StreamError{Target: s.target, Message: msg, Quoted: len(msg)}
+			return nil, s.err
+		}
+		if ev.cut && !s.sawFinish && !finish {
+			s.err = &core.StreamError{Target: s.target, Message: "upstream closed the stream inside an event"}
 			return nil, s.err
 		}
 		if errorKey {

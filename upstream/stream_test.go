@@ -80,6 +80,17 @@ func TestStreamParsing(t *testing.T) {
 			"StreamError: upstream closed the stream early"},
 		{"empty body", "", nil, "StreamError: upstream closed the stream early"},
 		{"only comments", ": ping\n\n", nil, "StreamError: upstream closed the stream early"},
+		// A whole JSON object can be cut from nothing but its line end (TestSSEFinishedStreamLastEventWithoutLineEnd).
+		{"finished, the last event without its line end", "data: " + chunkFinish + "\n\ndata: " + chunkUsage, []string{chunkFinish, chunkUsage}, "EOF"},
+		{"the finishing event without its line end", "data: " + chunkHello + "\r\n\r\ndata: " + chunkFinish, []string{chunkHello, chunkFinish}, "EOF"},
+		{"unfinished, the last event without its line end", "data: " + chunkRole + "\n\ndata: " + chunkHello, []string{chunkRole},
+			"StreamError: upstream closed the stream inside an event"},
+		{"finished, then cut inside an event", "data: " + chunkFinish + "\n\ndata: " + chunkUsage[:len(chunkUsage)-1], []string{chunkFinish},
+			"StreamError: upstream closed the stream inside an event"},
+		{"finished, then cut after an inner object", "data: " + chunkFinish + "\n\ndata: " + chunkFinish[:strings.Index(chunkFinish, `{}`)+2],
+			[]string{chunkFinish}, "StreamError: upstream closed the stream inside an event"},
+		{"error event without its line end", `data: {"error":{"message":"the request exceeds the available context size"}}`, nil,
+			"StreamError: the request exceeds the available context size"},
 		{"cut inside an event", "data: " + chunkHello + "\n\ndata: {\"choices\":[{\"delta\":{\"content\":\"Hel", []string{chunkHello},
 			"StreamError: upstream closed the stream inside an event"},
 		{"error event mid-stream (vLLM)", "data: " + chunkHello + "\n\n" +
