@@ -115,3 +115,31 @@ func TestSSEFinishedStreamLastEventWithoutLineEnd(t *testing.T) {
 		}
 	})
 }
+
+// Some servers put "finish_reason": "" on every chunk where OpenAI has null (SGLang 0.4.3,
+// Ollama's /v1 in 2024, SenseNova). An empty reason is no finish: a stream of them that ends
+// without [DONE] broke off, and the client must not get a [DONE] that passes its half answer off
+// as a whole one. The relay took any string for a finish_reason and ended such a stream with
+// [DONE]; the same stream with its real finish_reason, then closed, still ends with it.
+func TestSSEEmptyFinishReasonIsNoFinish(t *testing.T) {
+	hel, lo := quirkChunk(`{"role":"assistant","content":"Hel"}`, `""`), quirkChunk(`{"content":"lo"}`, `""`)
+	for _, tc := range []struct {
+		name, wire string
+		finished   bool
+	}{
+		{"broken off", "data: " + hel + "\n\ndata: " + lo + "\n\n", false},
+		{"finished", "data: " + hel + "\n\ndata: " + lo + "\n\ndata: " + quirkChunk(`{}`, `"stop"`) + "\n\n", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := newGateway(t, hostileConfig("openai", quirkUpstream(t, tc.wire)), nil)
+			acc, err := sdkStream(g, openai.ChatCompletionNewParams{Model: "up",
+				Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("hi")}})
+			if tc.finished != (err == nil) || len(acc.Choices) != 1 || acc.Choices[0].Message.Content != "Hello" {
+				t.Errorf("finished %v: err %v, accumulated %+v", tc.finished, err, acc.Choices)
+			}
+			if err != nil && !strings.Contains(err.Error(), "stream_interrupted") {
+				t.Errorf("err %v, want the gateway's stream_interrupted", err)
+			}
+		})
+	}
+}

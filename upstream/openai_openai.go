@@ -417,8 +417,9 @@ func hasErrorKey(data []byte) bool {
 }
 
 // scanKeys looks for both in one pass over a stream's event: errorKey, a raw `"error"`
-// (hasErrorKey), and finish, a non-null finish_reason: a `"finish_reason"` followed by a colon
-// and a string, the keys taken one after the other, as a search from the end of the last would
+// (hasErrorKey), and finish, a finish_reason that says one: a `"finish_reason"` followed by a
+// colon and a string that is not empty (SGLang 0.4.3 and others send "" where OpenAI has null,
+// on every chunk: TestSSEEmptyFinishReasonIsNoFinish), the keys taken one after the other, as a search from the end of the last would
 // find them. A raw `"finish_reason"` can only be a key or a whole string value (inside other
 // strings its quotes would be escaped), so that is enough, without decoding. Both hold an 'r' (the third byte of one, the ninth of the other) and every
 // other byte of theirs is common in a chunk, a quote above all, which opens every key and
@@ -441,7 +442,7 @@ func scanKeys(data []byte) (errorKey, finish bool) {
 			errorKey = true
 		case !finish && p-8 >= from && p+7 <= len(data) && string(data[p-8:p+7]) == finishKey:
 			from = p + 7
-			finish = stringValue(data[from:])
+			finish = reasonValue(data[from:])
 		default:
 			continue
 		}
@@ -452,8 +453,9 @@ func scanKeys(data []byte) (errorKey, finish bool) {
 	return errorKey, finish
 }
 
-// stringValue reports whether data, which follows a key, holds a colon and then a string.
-func stringValue(data []byte) bool {
+// reasonValue reports whether data, which follows a key, holds a colon and then a string that is
+// not empty, as the reasoning splitter and the Responses bridge read a finish_reason.
+func reasonValue(data []byte) bool {
 	j := 0
 	for j < len(data) && isSpace(data[j]) {
 		j++
@@ -463,7 +465,7 @@ func stringValue(data []byte) bool {
 	}
 	for j++; j < len(data) && isSpace(data[j]); j++ {
 	}
-	return j < len(data) && data[j] == '"'
+	return j+1 < len(data) && data[j] == '"' && data[j+1] != '"'
 }
 
 func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }

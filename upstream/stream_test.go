@@ -74,6 +74,8 @@ func TestStreamParsing(t *testing.T) {
 		{"bom", "\xef\xbb\xbfdata: " + chunkHello + "\n\ndata: [DONE]\n\n", []string{chunkHello}, "EOF"},
 		{"line longer than any buffer", "data: " + long + "\n\ndata: [DONE]\n\n", []string{long}, "EOF"},
 		{"clean end after finish", "data: " + chunkHello + "\n\ndata: " + chunkFinish + "\n\n", []string{chunkHello, chunkFinish}, "EOF"},
+		{"end after empty finish reasons", "data: " + strings.ReplaceAll(chunkHello, `"finish_reason":null`, `"finish_reason":""`) + "\n\n",
+			[]string{strings.ReplaceAll(chunkHello, `"finish_reason":null`, `"finish_reason":""`)}, "StreamError: upstream closed the stream early"},
 		{"clean end after finish and usage", "data: " + chunkFinish + "\n\ndata: " + chunkUsage + "\n\n",
 			[]string{chunkFinish, chunkUsage}, "EOF"},
 		{"end without finish", "data: " + chunkRole + "\n\ndata: " + chunkHello + "\n\n", []string{chunkRole, chunkHello},
@@ -152,6 +154,11 @@ func TestHasFinishReason(t *testing.T) {
 		{`_reason":"stop"}`, false},
 		{`{"x_reason":"a","finish_reason":"stop"}`, true},
 		{"{\"delta\":{\"content\":\"a\nb\"},\"finish_reason\":\"stop\"}", true},
+		// An empty reason is none (TestSSEEmptyFinishReasonIsNoFinish), and a later choice's may
+		// still say one.
+		{`{"choices":[{"delta":{"content":"a"},"finish_reason":""}]}`, false},
+		{`{"choices":[{"finish_reason" : ""},{"finish_reason":"stop"}]}`, true},
+		{`{"choices":[{"finish_reason":"`, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.chunk, func(t *testing.T) {
@@ -521,7 +528,7 @@ func hasFinishReason(data []byte) bool {
 }
 
 // plainFinish is hasFinishReason as a plain search: each "finish_reason" after the last, followed
-// by a colon and a string.
+// by a colon and a string that is not empty.
 func plainFinish(data []byte) bool {
 	finishKey := []byte(`"finish_reason"`)
 	for {
@@ -530,7 +537,7 @@ func plainFinish(data []byte) bool {
 			return false
 		}
 		data = data[i+len(finishKey):]
-		if stringValue(data) {
+		if reasonValue(data) {
 			return true
 		}
 	}
