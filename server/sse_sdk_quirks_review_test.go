@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/openai/openai-go/v3"
@@ -141,5 +142,82 @@ func TestSSEEmptyFinishReasonIsNoFinish(t *testing.T) {
 				t.Errorf("err %v, want the gateway's stream_interrupted", err)
 			}
 		})
+	}
+}
+
+// One stream with every framing quirk the SSE spec allows and real upstreams send (a UTF-8 BOM,
+// comments before and between events, event/id/retry fields, "data:" without its space, data in
+// two lines, LF, CRLF, a lone CR and mixes of them for line ends, a chunk with an empty delta, the
+// usage chunk, "[DONE]" with trailing spaces and CRLF, an event after it), its chunked body cut
+// into two chunks at every byte (inside the BOM, a UTF-8 character, "data:", a CRLF, the blank
+// line) and written in two writes cut elsewhere (inside a size line or its CRLF too): openai-go
+// reads the same content, finish and usage every time, and nothing after [DONE].
+func TestSDKEveryChunkBoundary(t *testing.T) {
+	multi := quirkChunk(`{"content":"👋"}`, "null")
+	at := strings.Index(multi, `"created"`)
+	wire := "\xef\xbb\xbf: keep-alive\r\n\r\nevent: message\r\nid: 1\r\nretry: 10\r\ndata:" +
+		quirkChunk(`{"role":"assistant","content":"Hé"}`, "null") + "\r\n\r\n" +
+		": keep-alive\r\r" + "data: " + multi[:at] + "\r\ndata: " + multi[at:] + "\n\n" +
+		"data: " + quirkChunk(`{}`, "null") + "\r\r" +
+		"data: " + quirkChunk(`{"content":"lo"}`, `"stop"`) + "\n\r\n" + "data: " + quirkUsage + "\r\n\r\n" +
+		"data: [DONE]  \r\n\r\n" + "data: " + quirkChunk(`{"content":" late"}`, "null") + "\n\n"
+	var n atomic.Int64
+	url := rawServe(t, func(c net.Conn, _ string, _ <-chan struct{}) {
+		k := int(n.Add(1)-1) % (len(wire) + 1)
+		enc := "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n"
+		for _, p := range []string{wire[:k], wire[k:]} {
+			if p != "" {
+				enc += relayWireChunk(p)
+			}
+		}
+		enc += "0\r\n\r\n"
+		j := k * 7919 % len(enc)
+		if _, err := io.WriteString(c, enc[:j]); err == nil {
+			_, _ = io.WriteString(c, enc[j:])
+		}
+	})
+	g := newGateway(t, hostileConfig("openai", url), nil)
+	for k := 0; k <= len(wire); k++ {
+		acc, err := sdkStream(g, openai.ChatCompletionNewParams{Model: "up",
+			Messages:      []openai.ChatCompletionMessageParamUnion{openai.UserMessage("hi")},
+			StreamOptions: openai.ChatCompletionStreamOptionsParam{IncludeUsage: openai.Bool(true)}})
+		if err != nil || len(acc.Choices) != 1 || acc.Choices[0].Message.Content != "Hé👋lo" || acc.Choices[0].FinishReason != "stop" ||
+			acc.Usage.TotalTokens != 5 {
+			t.Fatalf("chunks cut at %d (%q|%q): err %v, accumulated %+v usage %+v", k, wire[max(0, k-6):k], wire[k:min(len(wire), k+6)],
+				err, acc.Choices, acc.Usage)
+		}
+	}
+}
+
+// Ollama's NDJSON the same way: blank lines (LF, CRLF, spaces) between the lines, a line cut at
+// every byte into two chunks (inside a UTF-8 character, before its LF), and the done line last
+// without its newline, which is whole: openai-go reads the content, finish and usage every time.
+func TestSDKEveryChunkBoundaryOllama(t *testing.T) {
+	line := func(c string) string {
+		return `{"model":"m","created_at":"2026-11-30T12:00:00Z","message":{"role":"assistant","content":"` + c + `"},"done":false}`
+	}
+	wire := line("Hé") + "\n\n\r\n" + line("👋") + "\n  \n" + line("lo") + "\n" +
+		`{"model":"m","created_at":"2026-11-30T12:00:00Z","message":{"role":"assistant","content":""},"done":true,` +
+		`"done_reason":"stop","prompt_eval_count":3,"eval_count":2}`
+	var n atomic.Int64
+	url := rawServe(t, func(c net.Conn, _ string, _ <-chan struct{}) {
+		k := int(n.Add(1)-1) % (len(wire) + 1)
+		enc := "HTTP/1.1 200 OK\r\nContent-Type: application/x-ndjson\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n"
+		for _, p := range []string{wire[:k], wire[k:]} {
+			if p != "" {
+				enc += relayWireChunk(p)
+			}
+		}
+		_, _ = io.WriteString(c, enc+"0\r\n\r\n")
+	})
+	g := newGateway(t, hostileConfig("ollama", url), nil)
+	for k := 0; k <= len(wire); k++ {
+		acc, err := sdkStream(g, openai.ChatCompletionNewParams{Model: "up",
+			Messages:      []openai.ChatCompletionMessageParamUnion{openai.UserMessage("hi")},
+			StreamOptions: openai.ChatCompletionStreamOptionsParam{IncludeUsage: openai.Bool(true)}})
+		if err != nil || len(acc.Choices) != 1 || acc.Choices[0].Message.Content != "Hé👋lo" || acc.Choices[0].FinishReason != "stop" ||
+			acc.Usage.TotalTokens != 5 {
+			t.Fatalf("cut at %d: err %v, accumulated %+v usage %+v", k, err, acc.Choices, acc.Usage)
+		}
 	}
 }
