@@ -419,8 +419,8 @@ func hasErrorKey(data []byte) bool {
 // scanKeys looks for both in one pass over a stream's event: errorKey, a raw `"error"`
 // (hasErrorKey), and finish, a finish_reason that says one: a `"finish_reason"` followed by a
 // colon and a string that is not empty (SGLang 0.4.3 and others send "" where OpenAI has null,
-// on every chunk: TestSSEEmptyFinishReasonIsNoFinish), the keys taken one after the other, as a search from the end of the last would
-// find them. A raw `"finish_reason"` can only be a key or a whole string value (inside other
+// on every chunk: TestSSEEmptyFinishReasonIsNoFinish), the keys taken one after the other, as a
+// search from the end of the last would find them. A raw `"finish_reason"` can only be a key or a whole string value (inside other
 // strings its quotes would be escaped), so that is enough, without decoding. Both hold an 'r' (the third byte of one, the ninth of the other) and every
 // other byte of theirs is common in a chunk, a quote above all, which opens every key and
 // string: a search that starts at their first byte, or at '_', stops at every field or at
