@@ -282,7 +282,15 @@ func (s *openaiStream) Next() ([]byte, error) {
 			s.err = io.EOF
 			return nil, s.err
 		}
-		if ev.cut {
+		// The stream ended inside this event's last line. Its data may be cut short, unless it
+		// is a whole JSON object, which nothing can follow: then the upstream closed right after
+		// its last event's data, and the event is read as if its blank line had come: an error
+		// event gives its message, and a stream finished by then (a usage chunk after the
+		// finishing one, or the finishing chunk itself) is whole, as one whose body ends after
+		// its blank line is (TestSSEFinishedStreamLastEventWithoutLineEnd). Unfinished, it broke
+		// off all the same, and says so before the event goes out: when it is the first, the
+		// chain moves on. Valid is asked once a stream, of its last event.
+		if ev.cut && !jsonx.Valid(data) {
 			s.err = &core.StreamError{Target: s.target, Message: "upstream closed the stream inside an event"}
 			return nil, s.err
 		}
@@ -290,6 +298,18 @@ func (s *openaiStream) Next() ([]byte, error) {
 		if msg, ok := errorEventKeyed(ev.name, data, errorKey); ok {
 			s.err = &core.StreamError{Target: s.target, Message: msg, Quoted: len(msg)}
 			return nil, s.err
+		}
+		if ev.cut && !s.sawFinish && !finish {
+			s.err = &core.StreamError{Target: s.target, Message: "upstream closed the stream inside an event"}
+			return nil, s.err
+		}
+		if errorKey {
+			// A top-level "error" that says none (null, "") leaves a chunk, but openai-go ends
+			// the client's stream at any event with a top-level "error", whatever its value
+			// (its ssestream asks gjson whether the member exists), so the member goes
+			// (TestSDKReadsChunksWithNullError). Delete returns data itself when the raw
+			// "error" is not a top-level key.
+			data = jsonx.Delete(data, "error")
 		}
 		// Relayed, a broken event fails the client's SDK on a parse error instead of a stream
 		// error event; the first and last bytes are the same cheap check a whole answer gets.
@@ -397,9 +417,10 @@ func hasErrorKey(data []byte) bool {
 }
 
 // scanKeys looks for both in one pass over a stream's event: errorKey, a raw `"error"`
-// (hasErrorKey), and finish, a non-null finish_reason: a `"finish_reason"` followed by a colon
-// and a string, the keys taken one after the other, as a search from the end of the last would
-// find them. A raw `"finish_reason"` can only be a key or a whole string value (inside other
+// (hasErrorKey), and finish, a finish_reason that says one: a `"finish_reason"` followed by a
+// colon and a string that is not empty (SGLang 0.4.3 and others send "" where OpenAI has null,
+// on every chunk: TestSSEEmptyFinishReasonIsNoFinish), the keys taken one after the other, as a
+// search from the end of the last would find them. A raw `"finish_reason"` can only be a key or a whole string value (inside other
 // strings its quotes would be escaped), so that is enough, without decoding. Both hold an 'r' (the third byte of one, the ninth of the other) and every
 // other byte of theirs is common in a chunk, a quote above all, which opens every key and
 // string: a search that starts at their first byte, or at '_', stops at every field or at
@@ -421,7 +442,7 @@ func scanKeys(data []byte) (errorKey, finish bool) {
 			errorKey = true
 		case !finish && p-8 >= from && p+7 <= len(data) && string(data[p-8:p+7]) == finishKey:
 			from = p + 7
-			finish = stringValue(data[from:])
+			finish = reasonValue(data[from:])
 		default:
 			continue
 		}
@@ -432,8 +453,9 @@ func scanKeys(data []byte) (errorKey, finish bool) {
 	return errorKey, finish
 }
 
-// stringValue reports whether data, which follows a key, holds a colon and then a string.
-func stringValue(data []byte) bool {
+// reasonValue reports whether data, which follows a key, holds a colon and then a string that is
+// not empty, as the reasoning splitter and the Responses bridge read a finish_reason.
+func reasonValue(data []byte) bool {
 	j := 0
 	for j < len(data) && isSpace(data[j]) {
 		j++
@@ -443,7 +465,7 @@ func stringValue(data []byte) bool {
 	}
 	for j++; j < len(data) && isSpace(data[j]); j++ {
 	}
-	return j < len(data) && data[j] == '"'
+	return j+1 < len(data) && data[j] == '"' && data[j+1] != '"'
 }
 
 func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }

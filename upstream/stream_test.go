@@ -16,6 +16,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/hayula/gateway/core"
+	"github.com/hayula/gateway/internal/jsonx"
 )
 
 const (
@@ -73,12 +74,25 @@ func TestStreamParsing(t *testing.T) {
 		{"bom", "\xef\xbb\xbfdata: " + chunkHello + "\n\ndata: [DONE]\n\n", []string{chunkHello}, "EOF"},
 		{"line longer than any buffer", "data: " + long + "\n\ndata: [DONE]\n\n", []string{long}, "EOF"},
 		{"clean end after finish", "data: " + chunkHello + "\n\ndata: " + chunkFinish + "\n\n", []string{chunkHello, chunkFinish}, "EOF"},
+		{"end after empty finish reasons", "data: " + strings.ReplaceAll(chunkHello, `"finish_reason":null`, `"finish_reason":""`) + "\n\n",
+			[]string{strings.ReplaceAll(chunkHello, `"finish_reason":null`, `"finish_reason":""`)}, "StreamError: upstream closed the stream early"},
 		{"clean end after finish and usage", "data: " + chunkFinish + "\n\ndata: " + chunkUsage + "\n\n",
 			[]string{chunkFinish, chunkUsage}, "EOF"},
 		{"end without finish", "data: " + chunkRole + "\n\ndata: " + chunkHello + "\n\n", []string{chunkRole, chunkHello},
 			"StreamError: upstream closed the stream early"},
 		{"empty body", "", nil, "StreamError: upstream closed the stream early"},
 		{"only comments", ": ping\n\n", nil, "StreamError: upstream closed the stream early"},
+		// A whole JSON object can be cut from nothing but its line end (TestSSEFinishedStreamLastEventWithoutLineEnd).
+		{"finished, the last event without its line end", "data: " + chunkFinish + "\n\ndata: " + chunkUsage, []string{chunkFinish, chunkUsage}, "EOF"},
+		{"the finishing event without its line end", "data: " + chunkHello + "\r\n\r\ndata: " + chunkFinish, []string{chunkHello, chunkFinish}, "EOF"},
+		{"unfinished, the last event without its line end", "data: " + chunkRole + "\n\ndata: " + chunkHello, []string{chunkRole},
+			"StreamError: upstream closed the stream inside an event"},
+		{"finished, then cut inside an event", "data: " + chunkFinish + "\n\ndata: " + chunkUsage[:len(chunkUsage)-1], []string{chunkFinish},
+			"StreamError: upstream closed the stream inside an event"},
+		{"finished, then cut after an inner object", "data: " + chunkFinish + "\n\ndata: " + chunkFinish[:strings.Index(chunkFinish, `{}`)+2],
+			[]string{chunkFinish}, "StreamError: upstream closed the stream inside an event"},
+		{"error event without its line end", `data: {"error":{"message":"the request exceeds the available context size"}}`, nil,
+			"StreamError: the request exceeds the available context size"},
 		{"cut inside an event", "data: " + chunkHello + "\n\ndata: {\"choices\":[{\"delta\":{\"content\":\"Hel", []string{chunkHello},
 			"StreamError: upstream closed the stream inside an event"},
 		{"error event mid-stream (vLLM)", "data: " + chunkHello + "\n\n" +
@@ -88,8 +102,12 @@ func TestStreamParsing(t *testing.T) {
 			nil, "StreamError: the request exceeds the available context size"},
 		{"error as string", `data: {"error":"model unloaded"}` + "\n\n", nil, "StreamError: model unloaded"},
 		{"named error event", "event: error\ndata: {\"message\":\"overloaded\"}\n\n", nil, "StreamError: overloaded"},
+		// A chunk all the same, relayed without the member, at which openai-go would end the
+		// client's stream (TestSDKReadsChunksWithNullError).
 		{"error null is a chunk", `data: {"error":null,"choices":[{"delta":{},"finish_reason":"stop"}]}` + "\n\ndata: [DONE]\n\n",
-			[]string{`{"error":null,"choices":[{"delta":{},"finish_reason":"stop"}]}`}, "EOF"},
+			[]string{`{"choices":[{"delta":{},"finish_reason":"stop"}]}`}, "EOF"},
+		{"error empty is a chunk", `data: {"choices":[{"delta":{},"finish_reason":"stop"}], "error" : ""}` + "\n\ndata: [DONE]\n\n",
+			[]string{`{"choices":[{"delta":{},"finish_reason":"stop"}]}`}, "EOF"},
 		{"event that is not JSON mid-stream", "data: " + chunkHello + "\n\ndata: {not json\n\ndata: " + chunkFinish + "\n\ndata: [DONE]\n\n",
 			[]string{chunkHello}, "StreamError: upstream sent an event that is not a JSON object"},
 		{"first event an HTML page", "data: <html><body>502 Bad Gateway</body></html>\n\n", nil,
@@ -136,6 +154,11 @@ func TestHasFinishReason(t *testing.T) {
 		{`_reason":"stop"}`, false},
 		{`{"x_reason":"a","finish_reason":"stop"}`, true},
 		{"{\"delta\":{\"content\":\"a\nb\"},\"finish_reason\":\"stop\"}", true},
+		// An empty reason is none (TestSSEEmptyFinishReasonIsNoFinish), and a later choice's may
+		// still say one.
+		{`{"choices":[{"delta":{"content":"a"},"finish_reason":""}]}`, false},
+		{`{"choices":[{"finish_reason" : ""},{"finish_reason":"stop"}]}`, true},
+		{`{"choices":[{"finish_reason":"`, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.chunk, func(t *testing.T) {
@@ -327,6 +350,12 @@ func FuzzSSE(f *testing.F) {
 					if bytes.ContainsAny(data, "\r\n") {
 						t.Fatalf("relayed event %q holds a line break", data)
 					}
+					// openai-go ends a stream at an event with a top-level "error" member. (An
+					// event that is not JSON, which only its first and last bytes are checked
+					// for, fails the client's SDK anyway.)
+					if hasErrorKey(data) && jsonx.Valid(data) && jsonx.Has(data, "error") {
+						t.Fatalf("relayed event %q has an error member", data)
+					}
 					continue
 				}
 				var se *core.StreamError
@@ -499,7 +528,7 @@ func hasFinishReason(data []byte) bool {
 }
 
 // plainFinish is hasFinishReason as a plain search: each "finish_reason" after the last, followed
-// by a colon and a string.
+// by a colon and a string that is not empty.
 func plainFinish(data []byte) bool {
 	finishKey := []byte(`"finish_reason"`)
 	for {
@@ -508,7 +537,7 @@ func plainFinish(data []byte) bool {
 			return false
 		}
 		data = data[i+len(finishKey):]
-		if stringValue(data) {
+		if reasonValue(data) {
 			return true
 		}
 	}
