@@ -258,6 +258,9 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err := onlyFlags(fs); err != nil {
 		return err
 	}
+	if err := listenFlag("serve", *listen, false); err != nil {
+		return err
+	}
 	log, flush, err := newLogger(stderr, *level)
 	if err != nil {
 		return err
@@ -384,6 +387,9 @@ func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err := onlyFlags(fs); err != nil {
 		return err
 	}
+	if err := listenFlag("demo", *listen, true); err != nil {
+		return err
+	}
 	if err := demoPortBase(*portBase, *printConfig, *listen); err != nil {
 		return err
 	}
@@ -441,6 +447,24 @@ func demoPortBase(base int, printing bool, listen string) error {
 			return usageError{msg: fmt.Sprintf("demo: --listen port %d is one of the simulators' (--sim-port-base %d takes %d to %d); choose another with either flag",
 				port, base, base, base+3)}
 		}
+	}
+	return nil
+}
+
+// listenFlag refuses a --listen that no configuration could take (config.CheckListen), as a
+// mistake on the command line, before anything is read or started; "" is the flag not given.
+// open: the command's gateway has no keys (the demo's), so the address must be loopback too.
+// Whether serve's may be off loopback depends on its file's keys, and SetListen says so once
+// the file is read.
+func listenFlag(cmd, addr string, open bool) error {
+	if addr == "" && !open {
+		return nil
+	}
+	if err := config.CheckListen(addr); err != nil {
+		return usageError{msg: fmt.Sprintf("%s: --listen: %v", cmd, err)}
+	}
+	if open && !config.IsLoopback(addr) {
+		return usageError{msg: fmt.Sprintf("%s: --listen %q: the %s has no keys, so it listens only on loopback (127.0.0.1, [::1] or localhost)", cmd, addr, cmd)}
 	}
 	return nil
 }

@@ -1,0 +1,49 @@
+package main
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestListenFlagMistakeIsUsage: a --listen that is no listen address at all (a bare port, as
+// LiteLLM's --port takes it, a host without its port, a port out of range or a service name) is a
+// mistake on the command line: exit 2, one line naming --listen and the value, before any file
+// is read or simulator started. serve read the file first (a missing file hid the flag's
+// mistake) and then exited 1 with "listen override"; demo started its simulators and then
+// blamed line 2 of a demo.toml that the operator never wrote, twice. The demo, which has no keys,
+// refuses an address off loopback the same way.
+func TestListenFlagMistakeIsUsage(t *testing.T) {
+	tests := []struct {
+		args []string
+		want string // besides --listen and the value
+	}{
+		{[]string{"serve", "--config", "/no/such/gateway.toml", "--listen", "8000"}, "host:port"},
+		{[]string{"serve", "--config", "/no/such/gateway.toml", "--listen", "127.0.0.1"}, "host:port"},
+		{[]string{"serve", "--config", "/no/such/gateway.toml", "--listen", "[::1]"}, "host:port"},
+		{[]string{"serve", "--config", "/no/such/gateway.toml", "--listen", "127.0.0.1:99999"}, "0 to 65535"},
+		{[]string{"serve", "--config", "/no/such/gateway.toml", "--listen", "127.0.0.1:http"}, "0 to 65535"},
+		{[]string{"demo", "--sim-port-base", "0", "--listen", "8000"}, "host:port"},
+		{[]string{"demo", "--sim-port-base", "0", "--listen", "localhost"}, "host:port"},
+		{[]string{"demo", "--sim-port-base", "0", "--listen", "127.0.0.1:70000"}, "0 to 65535"},
+		{[]string{"demo", "--sim-port-base", "0", "--listen", ":0"}, "loopback"},
+		{[]string{"demo", "--sim-port-base", "0", "--listen", "192.168.1.7:8000"}, "loopback"},
+		{[]string{"demo", "--print-config", "--listen", "0.0.0.0:8000"}, "loopback"},
+	}
+	for _, tt := range tests {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			var out, errb strings.Builder
+			code := run(ctx, tt.args, &out, &errb)
+			value := tt.args[len(tt.args)-1]
+			msg := errb.String()
+			if code != 2 || out.String() != "" || strings.Count(msg, "\n") != 1 || !strings.Contains(msg, "--listen") ||
+				!strings.Contains(msg, `"`+value+`"`) || !strings.Contains(msg, tt.want) || strings.Contains(msg, ".toml") {
+				t.Errorf("exit %d, stdout %q, stderr %q; want 2 and one line naming --listen, %q and %q, and no file",
+					code, out.String(), msg, value, tt.want)
+			}
+		})
+	}
+}
