@@ -1,6 +1,7 @@
 package config
 
 import (
+	"bytes"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -222,6 +223,11 @@ func (c *compiler) decodeErr(err error, in []string) {
 	var pe toml.ParseError
 	if errors.As(err, &pe) {
 		line, last, msg = pe.Position.Line, pe.LastKey, pe.Message
+		if p := pe.Position.Start; line > 0 && p >= 0 && p < len(c.src) {
+			// The library counts a line once it has read its newline, so an error at that
+			// newline (a table header left open) was put on the next line; its offset is exact.
+			line = bytes.Count(c.src[:p], []byte{'\n'}) + 1
+		}
 	} else {
 		// Type mismatches come as plain errors: "toml: line 4 (last key \"a.b\"): incompatible …".
 		msg = strings.TrimPrefix(msg, "toml: ")
