@@ -301,6 +301,13 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, rl *reload
 		return err
 	}
 	live := server.NewLive(srv)
+	// The last line of a gateway told to stop, once it has closed everything (TestStopIsLogged).
+	listened := false
+	defer func() {
+		if listened && ctx.Err() != nil {
+			log.Info("stopped")
+		}
+	}()
 	// A reload closes the server it replaced; this closes the one serving at the end.
 	defer func() { live.Server().Close() }()
 	// Listen before starting any process, so that a taken port fails at once.
@@ -321,7 +328,9 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, rl *reload
 	}
 	// Told to stop, the gateway answers at once the requests waiting for a model process to
 	// start, and stops those loading, rather than hold them through the drain and cut them off.
+	listened = true
 	stopLoads := context.AfterFunc(ctx, func() {
+		log.Info("stopping: finishing the requests in flight, then closing them", "grace", shutdownGrace)
 		if p := live.Server().Processes(); p != nil {
 			p.Drain()
 		}
