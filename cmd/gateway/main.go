@@ -301,10 +301,13 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, rl *reload
 		return err
 	}
 	live := server.NewLive(srv)
-	// The last line of a gateway told to stop, once it has closed everything (TestStopIsLogged).
-	listened := false
+	// The last line of a gateway told to stop, once it has closed everything, after the line that
+	// said it was stopping (TestStopIsLogged).
+	var stopping chan struct{} // closed once that line is logged; nil until the gateway listens
+	told := false              // the stop below ran, and logged that line
 	defer func() {
-		if listened && ctx.Err() != nil {
+		if told {
+			<-stopping
 			log.Info("stopped")
 		}
 	}()
@@ -328,9 +331,10 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, rl *reload
 	}
 	// Told to stop, the gateway answers at once the requests waiting for a model process to
 	// start, and stops those loading, rather than hold them through the drain and cut them off.
-	listened = true
+	stopping = make(chan struct{})
 	stopLoads := context.AfterFunc(ctx, func() {
 		log.Info("stopping: finishing the requests in flight, then closing them", "grace", shutdownGrace)
+		close(stopping)
 		if p := live.Server().Processes(); p != nil {
 			p.Drain()
 		}
@@ -338,7 +342,7 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, rl *reload
 			rl.drainRetired()
 		}
 	})
-	defer stopLoads()
+	defer func() { told = !stopLoads() }()
 	log.Info("hayula gateway listening", "addr", ln.Addr().String(), "routes", len(cfg.Routes),
 		"targets", len(cfg.Targets), "managed", len(cfg.Lifecycle.Specs))
 	if listening != nil {
