@@ -47,3 +47,33 @@ func TestListenFlagMistakeIsUsage(t *testing.T) {
 		})
 	}
 }
+
+// TestCheckConfigTakesNoFlags: check-config's one argument is the file; a word that looks like a
+// flag is a mistake on the command line (exit 2, naming it), as keygen's is, not a file to open:
+// `gateway check-config -q` tried to open "-q" and exited 1 as for a file that does not load, and
+// `gateway check-config --config gateway.toml`, serve's habit, was refused for counting two
+// arguments without saying that the file needs no flag.
+func TestCheckConfigTakesNoFlags(t *testing.T) {
+	for _, args := range [][]string{
+		{"check-config", "-q"},
+		{"check-config", "--strict"},
+		{"check-config", "--config", "gateway.toml"},
+		{"check-config", "--config=gateway.toml"},
+		{"check-config", "gateway.toml", "--strict"},
+	} {
+		t.Run(strings.Join(args, " "), func(t *testing.T) {
+			code, out, errOut := runCmd(t, args...)
+			flag := ""
+			for _, a := range args[1:] {
+				if strings.HasPrefix(a, "-") {
+					flag = a
+					break
+				}
+			}
+			if code != 2 || out != "" || !strings.Contains(errOut, "takes no flags") || !strings.Contains(errOut, flag) ||
+				!strings.Contains(errOut, "gateway check-config FILE") {
+				t.Errorf("exit %d, stdout %q, stderr %q; want 2, %s named, and the usage line", code, out, errOut, flag)
+			}
+		})
+	}
+}

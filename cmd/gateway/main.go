@@ -495,6 +495,17 @@ func cmdCheckConfig(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stdout, use)
 		return 0
 	}
+	for _, a := range args {
+		if strings.HasPrefix(a, "-") && len(a) > 1 {
+			// A word that looks like a flag is a mistyped command line, not the file (./-x is one).
+			hint := ""
+			if strings.HasPrefix(strings.TrimLeft(a, "-"), "config") {
+				hint = " (the file is its argument, without --config)"
+			}
+			fmt.Fprintf(stderr, "gateway: check-config: takes no flags, got %s%s\n%s\n", a, hint, use)
+			return 2
+		}
+	}
 	switch {
 	case len(args) == 0:
 		fmt.Fprintf(stderr, "gateway: check-config: missing FILE, the configuration to check\n%s\n", use)
