@@ -77,3 +77,27 @@ func TestCheckConfigTakesNoFlags(t *testing.T) {
 		})
 	}
 }
+
+// TestEmptyFlagValueRefused: a flag given an empty value, as a unit file's --listen $LISTEN
+// gives it when the variable is unset, is a usage error naming the flag. serve --listen "" served
+// on the file's address, as if the flag had not been given, and serve --config "" said only
+// "open : no such file or directory".
+func TestEmptyFlagValueRefused(t *testing.T) {
+	for _, tt := range []struct {
+		args []string
+		flag string
+	}{
+		{[]string{"serve", "--config", "/no/such/gateway.toml", "--listen", ""}, "--listen"},
+		{[]string{"serve", "--config", "/no/such/gateway.toml", "--listen="}, "--listen"},
+		{[]string{"serve", "--config", ""}, "--config"},
+		{[]string{"serve", "--config="}, "--config"},
+		{[]string{"route", "eval", "x.jsonl", "--config", ""}, "--config"},
+	} {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			code, out, errOut := runCmd(t, tt.args...)
+			if code != 2 || out != "" || strings.Count(errOut, "\n") != 1 || !strings.Contains(errOut, tt.flag) || !strings.Contains(errOut, "empty") {
+				t.Errorf("exit %d, stdout %q, stderr %q; want 2 and one line saying %s is empty", code, out, errOut, tt.flag)
+			}
+		})
+	}
+}

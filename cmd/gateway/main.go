@@ -210,6 +210,22 @@ func flagGiven(fs *flag.FlagSet, name string) bool {
 	return given
 }
 
+// emptyFlags refuses a flag of names given an empty value: a unit file's --listen $LISTEN gives
+// one when the variable is unset, and "" would mean the flag was not given (the file's listen)
+// or name no file at all.
+func emptyFlags(fs *flag.FlagSet, names ...string) error {
+	var err error
+	fs.Visit(func(f *flag.Flag) {
+		for _, n := range names {
+			if err == nil && f.Name == n && f.Value.String() == "" {
+				err = usageError{msg: fmt.Sprintf("%s: --%s is empty; give it a value, or leave the flag out",
+					strings.TrimPrefix(fs.Name(), "gateway "), n)}
+			}
+		}
+	})
+	return err
+}
+
 // onlyFlags refuses the words after the flags of a command that takes none: serve's config file
 // is named with --config (`gateway serve my.toml` would load gateway.toml), and nothing may be
 // started on a command line that was not what its writer meant.
@@ -256,6 +272,9 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	if err := onlyFlags(fs); err != nil {
+		return err
+	}
+	if err := emptyFlags(fs, "config", "listen"); err != nil {
 		return err
 	}
 	if err := listenFlag("serve", *listen, false); err != nil {
@@ -577,6 +596,9 @@ func cmdRoute(args []string, stdout, stderr io.Writer) error {
 	}
 	if fs.NArg() > 0 {
 		return usageError{msg: fmt.Sprintf("route eval: one FILE, then unexpected %q\n%s", fs.Args(), use)}
+	}
+	if err := emptyFlags(fs, "config"); err != nil {
+		return err
 	}
 	return routeEval(file, *path, stdout)
 }
