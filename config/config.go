@@ -3,8 +3,6 @@ package config
 import (
 	"crypto/sha256"
 	"crypto/subtle"
-	"fmt"
-	"net"
 	"os"
 	"time"
 
@@ -193,11 +191,10 @@ func (c *Config) Target(name string) (*core.Target, bool) {
 // SetListen replaces Listen, for a command-line override, under the rule the file obeys: an open
 // gateway listens only on loopback. Call it before the Config is shared.
 func (c *Config) SetListen(addr string) error {
-	if _, port, err := net.SplitHostPort(addr); err != nil || !validPort(port) {
-		return &Error{File: c.Source, Msg: fmt.Sprintf("listen override %q is not host:port "+
-			"(example: \"127.0.0.1:8000\")", addr)}
+	if err := CheckListen(addr); err != nil {
+		return &Error{File: c.Source, Msg: "listen override: " + err.Error()}
 	}
-	if c.Open() && !isLoopback(addr) {
+	if c.Open() && !IsLoopback(addr) {
 		return &Error{File: c.Source, Msg: "listen override: " + openMsg(addr)}
 	}
 	c.Listen = addr

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"bytes"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -152,7 +153,7 @@ func Parse(data []byte, filename string, getenv func(string) string) (*Config, e
 	cfg.Keys = c.keys(keys, raw.Routes)
 	cfg.Auto = c.auto(raw.Auto, cfg)
 	c.strictKeys(cfg)
-	if len(keys) == 0 && !isLoopback(cfg.Listen) {
+	if len(keys) == 0 && !IsLoopback(cfg.Listen) {
 		c.errorf([]string{"listen"}, "%s", openMsg(cfg.Listen))
 	}
 	if len(keys) == 0 && cfg.Browsers.AnyHost {
@@ -222,6 +223,11 @@ func (c *compiler) decodeErr(err error, in []string) {
 	var pe toml.ParseError
 	if errors.As(err, &pe) {
 		line, last, msg = pe.Position.Line, pe.LastKey, pe.Message
+		if p := pe.Position.Start; line > 0 && p >= 0 && p < len(c.src) {
+			// The library counts a line once it has read its newline, so an error at that
+			// newline (a table header left open) was put on the next line; its offset is exact.
+			line = bytes.Count(c.src[:p], []byte{'\n'}) + 1
+		}
 	} else {
 		// Type mismatches come as plain errors: "toml: line 4 (last key \"a.b\"): incompatible …".
 		msg = strings.TrimPrefix(msg, "toml: ")
@@ -725,11 +731,8 @@ func (c *compiler) top(cfg *Config, raw *fileTOML) {
 	cfg.Listen = DefaultListen
 	if raw.Listen != nil {
 		cfg.Listen = *raw.Listen
-		_, port, err := net.SplitHostPort(cfg.Listen)
-		if err != nil {
-			c.errorf([]string{"listen"}, "%q is not host:port (example: \"127.0.0.1:8000\")", cfg.Listen)
-		} else if !validPort(port) {
-			c.errorf([]string{"listen"}, "port %q is not a number from 0 to 65535", port)
+		if err := CheckListen(cfg.Listen); err != nil {
+			c.errorf([]string{"listen"}, "%v", err)
 		}
 	}
 	cfg.MaxBodyBytes = DefaultMaxBodyBytes
@@ -795,14 +798,30 @@ func openMsg(listen string) string {
 		"add a key (gateway keygen) or listen on 127.0.0.1", listen)
 }
 
+// CheckListen says what is wrong with addr as a listen address, on its own: it is host:port, and
+// the port a number from 0 to 65535 (0 picks a free one). Whether the host is allowed depends on
+// the keys (an open gateway listens only on loopback: IsLoopback); nil when it will do. The
+// command line checks --listen with it before it reads any file.
+func CheckListen(addr string) error {
+	_, port, err := net.SplitHostPort(addr)
+	switch {
+	case err != nil:
+		return fmt.Errorf("%q is not host:port (example: \"127.0.0.1:8000\")", addr)
+	case !validPort(port):
+		return fmt.Errorf("the port %q of %q is not a number from 0 to 65535", port, addr)
+	}
+	return nil
+}
+
 // validPort is a number, not a service name: "http" would depend on the machine's /etc/services.
 func validPort(port string) bool {
 	_, err := strconv.ParseUint(port, 10, 16)
 	return err == nil
 }
 
-// isLoopback reports whether a listen address only accepts connections from this machine.
-func isLoopback(listen string) bool {
+// IsLoopback reports whether a listen address only accepts connections from this machine: a
+// loopback IP (127.0.0.0/8, ::1) or localhost, which the system resolves when the gateway listens.
+func IsLoopback(listen string) bool {
 	host, _, err := net.SplitHostPort(listen)
 	if err != nil {
 		return false

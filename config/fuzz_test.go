@@ -76,7 +76,7 @@ func checkInvariants(t *testing.T, cfg *Config) {
 			}
 		}
 	}
-	if len(cfg.Keys) == 0 && !isLoopback(cfg.Listen) {
+	if len(cfg.Keys) == 0 && !IsLoopback(cfg.Listen) {
 		t.Fatalf("open gateway on %s", cfg.Listen)
 	}
 }

@@ -996,7 +996,7 @@ func TestSetListen(t *testing.T) {
 		{"open on a LAN address", open, "192.168.1.2:9000", "an open gateway may only listen on loopback"},
 		{"keyed on all interfaces", keyed, "0.0.0.0:9000", ""},
 		{"not host:port", keyed, "9000", "is not host:port"},
-		{"service name", keyed, "127.0.0.1:http", "is not host:port"},
+		{"service name", keyed, "127.0.0.1:http", "is not a number from 0 to 65535"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -78,13 +78,21 @@ func Main(ctx context.Context, args []string, getenv func(string) string, stdout
 	}
 	o.Progress = stderr
 
+	// --out is opened before the run, which may take minutes against a real model: a path that
+	// cannot be created is said now, not once the report is done (TestOutCheckedBeforeRun).
+	dst, err := openOut(out)
+	if err != nil {
+		fmt.Fprintf(stderr, "conformance: --out: %v\n", err)
+		return 2
+	}
+	defer dst.abandon()
 	rep, err := Run(ctx, o)
 	if err != nil {
 		// A usage error may quote the server's answer to /v1/models.
 		fmt.Fprintln(stderr, printable(err.Error()))
 		return 2
 	}
-	if err := writeReport(rep, f, out, stdout); err != nil {
+	if err := writeReport(rep, f, dst, stdout); err != nil {
 		fmt.Fprintf(stderr, "conformance: writing report: %v\n", err)
 		return 2
 	}
@@ -94,17 +102,52 @@ func Main(ctx context.Context, args []string, getenv func(string) string, stdout
 	return rep.ExitCode()
 }
 
-func writeReport(rep *Report, f Format, path string, stdout io.Writer) error {
+// outFile is --out, opened before the run: a file it created is removed if no report is written
+// into it, and one that was there is left as it was until the report replaces it.
+type outFile struct {
+	file    *os.File // nil: the report goes to stdout
+	created bool
+	done    bool
+}
+
+func openOut(path string) (*outFile, error) {
 	if path == "" {
+		return &outFile{}, nil
+	}
+	_, statErr := os.Stat(path)
+	file, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE, 0o666)
+	if err != nil {
+		return nil, err
+	}
+	return &outFile{file: file, created: errors.Is(statErr, os.ErrNotExist)}, nil
+}
+
+// abandon closes the file if no report was written, and removes it if the run created it.
+func (o *outFile) abandon() {
+	if o.file == nil || o.done {
+		return
+	}
+	_ = o.file.Close()
+	if o.created {
+		_ = os.Remove(o.file.Name())
+	}
+}
+
+func writeReport(rep *Report, f Format, dst *outFile, stdout io.Writer) error {
+	if dst.file == nil {
 		return rep.Write(stdout, f)
 	}
-	file, err := os.Create(path)
-	if err != nil {
+	dst.done = true
+	if fi, err := dst.file.Stat(); err == nil && fi.Mode().IsRegular() {
+		// Not a pipe or a device (--out /dev/stdout), which cannot be truncated.
+		if err := dst.file.Truncate(0); err != nil {
+			dst.file.Close()
+			return err
+		}
+	}
+	if err := rep.Write(dst.file, f); err != nil {
+		dst.file.Close()
 		return err
 	}
-	if err := rep.Write(file, f); err != nil {
-		file.Close()
-		return err
-	}
-	return file.Close()
+	return dst.file.Close()
 }

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -198,4 +200,59 @@ func TestAPIKeyFromEnvironment(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestOutCheckedBeforeRun: an --out that cannot be created (its directory missing) is said before
+// any check runs, not after a run that may take minutes against a real model, whose report was
+// then lost; a run that ends without a report (the server unreachable) leaves no empty file
+// behind, and an earlier report at that path untouched.
+func TestOutCheckedBeforeRun(t *testing.T) {
+	f, srv := newFake(t)
+	missing := filepath.Join(t.TempDir(), "no-such-dir", "report.xml")
+	code, stdout, stderr := runMain(t, "--base-url", srv.URL, "--api-key", fakeKey, "--only", "chat.*", "--out", missing)
+	if code != 2 || stdout != "" || !strings.Contains(stderr, "--out") || f.Requests() != 0 {
+		t.Errorf("exit %d, stdout %q, stderr %q, %d requests; want 2, --out named and no request made", code, stdout, stderr, f.Requests())
+	}
+	dir := t.TempDir()
+	fresh, kept := filepath.Join(dir, "fresh.json"), filepath.Join(dir, "kept.json")
+	if err := os.WriteFile(kept, []byte("earlier report\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range []string{fresh, kept} {
+		if code, _, stderr := runMain(t, "--base-url", "http://127.0.0.1:1", "--out", path); code != 2 {
+			t.Errorf("unreachable server: exit %d, stderr %q; want 2", code, stderr)
+		}
+	}
+	if _, err := os.Stat(fresh); err == nil {
+		t.Errorf("a run without a report left %s behind", fresh)
+	}
+	if b, err := os.ReadFile(kept); err != nil || string(b) != "earlier report\n" {
+		t.Errorf("a run without a report changed %s: %q, %v", kept, b, err)
+	}
+	// A report replaces a longer one whole, and goes to a pipe (--out /dev/stdout) as to a file.
+	if err := os.WriteFile(kept, bytes.Repeat([]byte("x"), 1<<20), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, stderr := runMain(t, "--base-url", srv.URL, "--api-key", fakeKey, "--only", "chat.status", "--format", "json", "--out", kept); code != 0 {
+		t.Fatalf("exit %d, stderr %q", code, stderr)
+	}
+	if b, _ := os.ReadFile(kept); bytes.Contains(b, []byte("xxx")) {
+		t.Errorf("the report left the earlier file's tail: %d bytes", len(b))
+	}
+	if _, err := os.Stat("/dev/fd"); err != nil {
+		return // no /dev/fd to name a pipe by
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	read := make(chan []byte, 1)
+	go func() { b, _ := io.ReadAll(r); read <- b }()
+	path := fmt.Sprintf("/dev/fd/%d", w.Fd())
+	code, _, stderr = runMain(t, "--base-url", srv.URL, "--api-key", fakeKey, "--only", "chat.status", "--format", "json", "--out", path)
+	w.Close()
+	if b := <-read; code != 0 || !bytes.Contains(b, []byte(`"chat.status"`)) {
+		t.Errorf("--out %s (a pipe): exit %d, stderr %q, read %q", path, code, stderr, b)
+	}
+	r.Close()
 }

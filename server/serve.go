@@ -12,7 +12,8 @@ import (
 )
 
 // Serve answers on ln until ctx ends or ln fails, then drains in-flight requests for up to grace
-// before closing them. It serves HTTP/1.1 with the gateway's own server (internal/h1: no goroutine
+// before closing them; it returns once the handlers of those it closed have ended (up to
+// cutWait more), so that their request lines are logged before the gateway exits. It serves HTTP/1.1 with the gateway's own server (internal/h1: no goroutine
 // per request; PERFORMANCE.md); a request it cannot parse gets an OpenAI-shaped error. log
 // receives the HTTP server's own events (a panic that escaped h, a failed accept); nil
 // discards them. opts change the HTTP server's defaults; the gateway passes none.
@@ -47,6 +48,12 @@ func Serve(ctx context.Context, ln net.Listener, h http.Handler, grace time.Dura
 	err := srv.Shutdown(sctx)
 	if errors.Is(err, context.DeadlineExceeded) {
 		err = srv.Close()
+		// The requests cut are cancelled; their handlers end, and log their request lines, once
+		// the cancel has reached them. The gateway exits when Serve returns: wait for them, a
+		// little, so that a request cut by the stop is in the log (TestStopPastGraceLogsCutRequests).
+		wctx, wcancel := context.WithTimeout(context.Background(), cutWait)
+		_ = srv.Shutdown(wctx) // after Close, it only waits for the connections to be gone
+		wcancel()
 	}
 	if serr == nil {
 		serr = <-errc
@@ -56,6 +63,10 @@ func Serve(ctx context.Context, ln net.Listener, h http.Handler, grace time.Dura
 	}
 	return err
 }
+
+// cutWait bounds how long Serve waits, once its grace has passed and the requests still under way
+// are cancelled, for their handlers to end.
+const cutWait = 2 * time.Second
 
 // ServeOption changes a default of Serve's HTTP server.
 type ServeOption func(*serveOptions)

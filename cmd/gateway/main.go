@@ -210,6 +210,22 @@ func flagGiven(fs *flag.FlagSet, name string) bool {
 	return given
 }
 
+// emptyFlags refuses a flag of names given an empty value: a unit file's --listen $LISTEN gives
+// one when the variable is unset, and "" would mean the flag was not given (the file's listen)
+// or name no file at all.
+func emptyFlags(fs *flag.FlagSet, names ...string) error {
+	var err error
+	fs.Visit(func(f *flag.Flag) {
+		for _, n := range names {
+			if err == nil && f.Name == n && f.Value.String() == "" {
+				err = usageError{msg: fmt.Sprintf("%s: --%s is empty; give it a value, or leave the flag out",
+					strings.TrimPrefix(fs.Name(), "gateway "), n)}
+			}
+		}
+	})
+	return err
+}
+
 // onlyFlags refuses the words after the flags of a command that takes none: serve's config file
 // is named with --config (`gateway serve my.toml` would load gateway.toml), and nothing may be
 // started on a command line that was not what its writer meant.
@@ -258,6 +274,12 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err := onlyFlags(fs); err != nil {
 		return err
 	}
+	if err := emptyFlags(fs, "config", "listen"); err != nil {
+		return err
+	}
+	if err := listenFlag("serve", *listen, false); err != nil {
+		return err
+	}
 	log, flush, err := newLogger(stderr, *level)
 	if err != nil {
 		return err
@@ -298,6 +320,16 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, rl *reload
 		return err
 	}
 	live := server.NewLive(srv)
+	// The last line of a gateway told to stop, once it has closed everything, after the line that
+	// said it was stopping (TestStopIsLogged).
+	var stopping chan struct{} // closed once that line is logged; nil until the gateway listens
+	told := false              // the stop below ran, and logged that line
+	defer func() {
+		if told {
+			<-stopping
+			log.Info("stopped")
+		}
+	}()
 	// A reload closes the server it replaced; this closes the one serving at the end.
 	defer func() { live.Server().Close() }()
 	// Listen before starting any process, so that a taken port fails at once.
@@ -318,7 +350,10 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, rl *reload
 	}
 	// Told to stop, the gateway answers at once the requests waiting for a model process to
 	// start, and stops those loading, rather than hold them through the drain and cut them off.
+	stopping = make(chan struct{})
 	stopLoads := context.AfterFunc(ctx, func() {
+		log.Info("stopping: finishing the requests in flight, then closing them", "grace", shutdownGrace)
+		close(stopping)
 		if p := live.Server().Processes(); p != nil {
 			p.Drain()
 		}
@@ -326,7 +361,7 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, rl *reload
 			rl.drainRetired()
 		}
 	})
-	defer stopLoads()
+	defer func() { told = !stopLoads() }()
 	log.Info("hayula gateway listening", "addr", ln.Addr().String(), "routes", len(cfg.Routes),
 		"targets", len(cfg.Targets), "managed", len(cfg.Lifecycle.Specs))
 	if listening != nil {
@@ -382,6 +417,9 @@ func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return err
 	}
 	if err := onlyFlags(fs); err != nil {
+		return err
+	}
+	if err := listenFlag("demo", *listen, true); err != nil {
 		return err
 	}
 	if err := demoPortBase(*portBase, *printConfig, *listen); err != nil {
@@ -445,6 +483,24 @@ func demoPortBase(base int, printing bool, listen string) error {
 	return nil
 }
 
+// listenFlag refuses a --listen that no configuration could take (config.CheckListen), as a
+// mistake on the command line, before anything is read or started; "" is the flag not given.
+// open: the command's gateway has no keys (the demo's), so the address must be loopback too.
+// Whether serve's may be off loopback depends on its file's keys, and SetListen says so once
+// the file is read.
+func listenFlag(cmd, addr string, open bool) error {
+	if addr == "" && !open {
+		return nil
+	}
+	if err := config.CheckListen(addr); err != nil {
+		return usageError{msg: fmt.Sprintf("%s: --listen: %v", cmd, err)}
+	}
+	if open && !config.IsLoopback(addr) {
+		return usageError{msg: fmt.Sprintf("%s: --listen %q: the %s has no keys, so it listens only on loopback (127.0.0.1, [::1] or localhost)", cmd, addr, cmd)}
+	}
+	return nil
+}
+
 // helpAsked reports whether the arguments of a command that takes no flags (keygen NAME,
 // check-config FILE, route) are a request for its usage: no flag package parses them, and --help
 // would otherwise be taken for the name or the file.
@@ -457,6 +513,17 @@ func cmdCheckConfig(args []string, stdout, stderr io.Writer) int {
 	if helpAsked(args) {
 		fmt.Fprintln(stdout, use)
 		return 0
+	}
+	for _, a := range args {
+		if strings.HasPrefix(a, "-") && len(a) > 1 {
+			// A word that looks like a flag is a mistyped command line, not the file (./-x is one).
+			hint := ""
+			if strings.HasPrefix(strings.TrimLeft(a, "-"), "config") {
+				hint = " (the file is its argument, without --config)"
+			}
+			fmt.Fprintf(stderr, "gateway: check-config: takes no flags, got %s%s\n%s\n", a, hint, use)
+			return 2
+		}
 	}
 	switch {
 	case len(args) == 0:
@@ -529,6 +596,9 @@ func cmdRoute(args []string, stdout, stderr io.Writer) error {
 	}
 	if fs.NArg() > 0 {
 		return usageError{msg: fmt.Sprintf("route eval: one FILE, then unexpected %q\n%s", fs.Args(), use)}
+	}
+	if err := emptyFlags(fs, "config"); err != nil {
+		return err
 	}
 	return routeEval(file, *path, stdout)
 }

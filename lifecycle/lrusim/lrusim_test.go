@@ -247,6 +247,10 @@ func TestMainErrors(t *testing.T) {
 		{"stray argument", []string{"--trace", tracePath, "--slots", "2", "extra"}, 2, "unexpected arguments: extra"},
 		{"bad flag", []string{"--slotz", "2"}, 2, "flag provided but not defined"},
 		{"missing file", []string{"--trace", "testdata/nope.txt", "--slots", "2"}, 1, "no such file"},
+		// generate's stray word was answered with its flags' ranges, which the defaults all meet.
+		{"generate: stray argument", []string{"generate", "500"}, 2, "unexpected arguments: 500"},
+		{"generate: stray argument after its flags", []string{"generate", "--requests", "5", "extra"}, 2, "unexpected arguments: extra"},
+		{"generate: out of range", []string{"generate", "--locality", "2"}, 2, "--locality from 0 to 1"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -106,8 +106,6 @@ func report(w io.Writer, path string, trace []string, slots int, pinned []string
 	fmt.Fprintln(w, "\nBelady's optimal knows the future: no online policy beats it.")
 }
 
-// generateMain is `gateway lru-sim generate`: a representative trace (Zipf popularity with
-// temporal locality) on stdout, with a header that says how to make it again.
 // parse parses args with fs, whose output it sets to stderr for what follows. Help asked for
 // (--help, -h) goes to stdout and ends the command with 0; a mistake's message and the usage go to
 // stderr and end it with 2. ok is false when the command ends there.
@@ -127,6 +125,8 @@ func parse(fs *flag.FlagSet, args []string, stdout, stderr io.Writer) (code int,
 	return 0, true
 }
 
+// generateMain is `gateway lru-sim generate`: a representative trace (Zipf popularity with
+// temporal locality) on stdout, with a header that says how to make it again.
 func generateMain(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("lru-sim generate", flag.ContinueOnError)
 	seed := fs.Int64("seed", 1, "random seed; the same flags give the same trace everywhere")
@@ -137,7 +137,11 @@ func generateMain(args []string, stdout, stderr io.Writer) int {
 	if code, ok := parse(fs, args, stdout, stderr); !ok {
 		return code
 	}
-	if fs.NArg() > 0 || *n < 1 || *specialists < 1 || *locality < 0 || *locality > 1 || *zipfS < 0 {
+	if fs.NArg() > 0 {
+		fmt.Fprintln(stderr, "lru-sim generate: unexpected arguments: "+strings.Join(fs.Args(), " ")+"; it takes only flags")
+		return 2
+	}
+	if *n < 1 || *specialists < 1 || *locality < 0 || *locality > 1 || *zipfS < 0 {
 		fmt.Fprintln(stderr, "lru-sim generate: --requests and --specialists must be at least 1, --zipf at least 0, --locality from 0 to 1")
 		return 2
 	}
