@@ -8,6 +8,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // TestSecondSignalKillsProcessGroups: a second signal exits at once, and takes with it the whole
@@ -64,6 +65,7 @@ targets = ["s"]
 		t.Fatal(err)
 	}
 	waitFor(t, "the stop to begin", func() bool { return strings.Contains(logs.String(), "reason=shutdown") })
+	time.Sleep(sameSignal) // sooner, it is a copy of the first (TestSignalSentTwiceAtOnceIsOneStop)
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
