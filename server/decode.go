@@ -668,13 +668,17 @@ func headerValue(h http.Header, key string) string {
 // bearer returns the API key from Authorization: Bearer or x-api-key. malformed reports an
 // Authorization field that carries something but is no "Bearer KEY" (a tab after Bearer, another
 // scheme, a key without its scheme): the client sent a credential, one the gateway cannot read.
-// "Bearer" with nothing after it is no key, and not malformed.
+// "Bearer" with nothing after it is no key, and not malformed: like an empty Authorization, it
+// leaves the key to x-api-key, which a client configured with an empty API key and an x-api-key
+// field sends beside it (TestEmptyBearerReadsXAPIKey).
 func bearer(r *http.Request) (key string, malformed bool) {
 	if a := strings.TrimSpace(headerValue(r.Header, "Authorization")); a != "" {
 		if len(a) > 7 && strings.EqualFold(a[:7], "bearer ") {
-			return strings.TrimSpace(a[7:]), false
+			return strings.TrimSpace(a[7:]), false // not empty: a ends in no space
 		}
-		return "", !strings.EqualFold(a, "bearer")
+		if !strings.EqualFold(a, "bearer") {
+			return "", true
+		}
 	}
 	return strings.TrimSpace(headerValue(r.Header, "X-Api-Key")), false
 }

@@ -43,3 +43,32 @@ func TestUnauthorizedChallengesBearer(t *testing.T) {
 		t.Errorf("a 200 challenges: %q", rep.header.Get("Www-Authenticate"))
 	}
 }
+
+// TestEmptyBearerReadsXAPIKey: an Authorization field that carries no key ("Bearer" alone, as a
+// client configured with an empty API key sends it) is no key, as an empty Authorization is, so
+// the key the request sends in x-api-key is read. It was answered 401 "You didn't provide an API
+// key" beside the key it provided. A credential in Authorization still wins over x-api-key, and a
+// malformed one is still refused.
+func TestEmptyBearerReadsXAPIKey(t *testing.T) {
+	g, _ := keyed(t)
+	for _, c := range []struct {
+		name, auth, xkey string
+		status           int
+	}{
+		{"bearer alone", "Bearer", laptopKey, http.StatusOK},
+		{"bearer and spaces", "Bearer   ", laptopKey, http.StatusOK},
+		{"lower-case bearer alone", "bearer", laptopKey, http.StatusOK},
+		{"empty authorization", "", laptopKey, http.StatusOK},
+		{"bearer alone, wrong x-api-key", "Bearer", "hk-nobody", http.StatusUnauthorized},
+		{"a wrong bearer wins", "Bearer hk-nobody", laptopKey, http.StatusUnauthorized},
+		{"a malformed one wins", "Basic eDp5", laptopKey, http.StatusUnauthorized},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			rep := g.post(t, "/v1/chat/completions", `{"model":"saif","messages":[{"role":"user","content":"x"}]}`,
+				"Authorization", c.auth, "X-Api-Key", c.xkey)
+			if rep.status != c.status {
+				t.Fatalf("status %d, want %d: %s", rep.status, c.status, rep.body)
+			}
+		})
+	}
+}
