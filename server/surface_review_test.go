@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"net/http"
+	"strings"
 	"testing"
 )
 
@@ -70,5 +71,64 @@ func TestEmptyBearerReadsXAPIKey(t *testing.T) {
 				t.Fatalf("status %d, want %d: %s", rep.status, c.status, rep.body)
 			}
 		})
+	}
+}
+
+// TestUnknownURLSaysWhereItIsServed: a client whose base URL lacks /v1 (some are configured with
+// the host alone), or ends in a slash the SDK doubles, or a path with a trailing slash, reaches a
+// path the gateway does not serve; it stays a 404 unknown_url, as OpenAI answers it, and its
+// message now names the path the gateway serves the request at, so that the fix is in the answer.
+// A path that no such slip explains, or that the method is not served at, gets no hint, and
+// nothing is served under the slipped path.
+func TestUnknownURLSaysWhereItIsServed(t *testing.T) {
+	g, up := keyed(t)
+	auth := []string{"Authorization", "Bearer " + laptopKey}
+	body := `{"model":"saif","messages":[{"role":"user","content":"x"}]}`
+	for _, c := range []struct{ method, path, want string }{
+		{http.MethodPost, "/chat/completions", "/v1/chat/completions"},
+		{http.MethodPost, "/responses", "/v1/responses"},
+		{http.MethodPost, "/embeddings", "/v1/embeddings"},
+		{http.MethodGet, "/models", "/v1/models"},
+		{http.MethodGet, "/models/saif", "/v1/models/saif"},
+		{http.MethodPost, "//v1/chat/completions", "/v1/chat/completions"},
+		{http.MethodPost, "/v1//chat/completions", "/v1/chat/completions"},
+		{http.MethodPost, "/v1/chat/completions/", "/v1/chat/completions"},
+		{http.MethodGet, "/v1/models/", "/v1/models"},
+		{http.MethodPost, "/chat/completions/", "/v1/chat/completions"},
+		{http.MethodGet, "/chat/completions", ""}, // served only for POST
+		{http.MethodPost, "/v1/nope", ""},
+		{http.MethodPost, "/", ""},
+		{http.MethodGet, "/v1", ""},
+	} {
+		t.Run(c.method+" "+c.path, func(t *testing.T) {
+			rep := g.do(t, c.method, c.path, body, append([]string{"Content-Type", "application/json"}, auth...)...)
+			if c.method == http.MethodGet && c.path == "/v1/models/" {
+				// httprouter's catch-all takes it as the model "": a 404 of its own.
+				if rep.status != http.StatusNotFound {
+					t.Fatalf("status %d: %s", rep.status, rep.body)
+				}
+				return
+			}
+			if rep.status != http.StatusNotFound || rep.errorField(t, "code") != "unknown_url" {
+				t.Fatalf("status %d: %s", rep.status, rep.body)
+			}
+			msg, _ := rep.errorField(t, "message").(string)
+			if !strings.HasPrefix(msg, "Unrecognized request URL ("+c.method+" "+c.path+").") {
+				t.Errorf("message %q", msg)
+			}
+			hint := strings.Contains(msg, "served at")
+			if c.want == "" {
+				if hint {
+					t.Errorf("a hint where none fits: %q", msg)
+				}
+				return
+			}
+			if !strings.Contains(msg, " served at "+c.want+": ") {
+				t.Errorf("message %q does not name %s", msg, c.want)
+			}
+		})
+	}
+	if n := up.hits.Load(); n != 0 {
+		t.Fatalf("the upstream was asked %d times", n)
 	}
 }
