@@ -242,6 +242,9 @@ func readBody(r *http.Request, limit int64, buf []byte) ([]byte, *apiError) {
 			return nil, tooLarge(limit)
 		}
 		if errors.Is(err, io.EOF) {
+			if bytes.HasPrefix(buf, utf8BOM) {
+				return nil, byteOrderMark()
+			}
 			return buf, nil
 		}
 		if errors.Is(err, os.ErrDeadlineExceeded) {
@@ -279,6 +282,17 @@ func identity(ce []string) bool {
 func unsupportedEncoding(ce []string) *apiError {
 	return &apiError{Status: http.StatusUnsupportedMediaType, Type: typeInvalidRequest, Code: "unsupported_content_encoding",
 		Message: fmt.Sprintf("the request body's Content-Encoding %q is not supported: send the body uncompressed", strings.Join(ce, ", "))}
+}
+
+var utf8BOM = []byte{0xef, 0xbb, 0xbf}
+
+// byteOrderMark refuses a body that starts with a UTF-8 byte order mark, which JSON sent over a
+// network must not carry (RFC 8259 §8.1): read as JSON it was "invalid character 'ï'", a
+// character the client never wrote (TestByteOrderMarkRefusedClearly). Refused rather than
+// skipped, since the body goes upstream as it came, and a server may refuse it there.
+func byteOrderMark() *apiError {
+	return badRequest("", "invalid_json",
+		"the request body is not valid JSON: it starts with a byte order mark (U+FEFF); send it without one")
 }
 
 // maxPrealloc is the largest body buffer made before the body's bytes come (readBody).

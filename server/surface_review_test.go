@@ -132,3 +132,37 @@ func TestUnknownURLSaysWhereItIsServed(t *testing.T) {
 		t.Fatalf("the upstream was asked %d times", n)
 	}
 }
+
+// TestByteOrderMarkRefusedClearly: a body that starts with a UTF-8 byte order mark (a file saved
+// by a Windows editor and sent with curl -d @file) is refused 400 invalid_json on every endpoint
+// that reads JSON, as before (RFC 8259 §8.1: JSON sent over a network must not carry one), but the
+// message now says what is wrong, where it said "invalid character 'ï' looking for beginning of
+// value", naming a character the client never wrote. A BOM inside a string is text, and served.
+func TestByteOrderMarkRefusedClearly(t *testing.T) {
+	g, up := keyed(t)
+	auth := []string{"Authorization", "Bearer " + laptopKey}
+	const bom = "\xef\xbb\xbf"
+	for _, c := range []struct{ path, body string }{
+		{"/v1/chat/completions", `{"model":"saif","messages":[{"role":"user","content":"x"}]}`},
+		{"/v1/completions", `{"model":"saif","prompt":"x"}`},
+		{"/v1/embeddings", `{"model":"saif","input":"x"}`},
+		{"/v1/responses", `{"model":"saif","input":"x"}`},
+		{"/v1/route/explain", `{"model":"saif","messages":[{"role":"user","content":"x"}]}`},
+	} {
+		t.Run(c.path, func(t *testing.T) {
+			rep := g.post(t, c.path, bom+c.body, auth...)
+			if rep.status != http.StatusBadRequest || rep.errorField(t, "code") != "invalid_json" {
+				t.Fatalf("status %d: %s", rep.status, rep.body)
+			}
+			if msg, _ := rep.errorField(t, "message").(string); !strings.Contains(msg, "byte order mark") || strings.Contains(msg, "ï") {
+				t.Errorf("message %q", msg)
+			}
+		})
+	}
+	if n := up.hits.Load(); n != 0 {
+		t.Fatalf("the upstream was asked %d times", n)
+	}
+	if rep := g.post(t, "/v1/chat/completions", `{"model":"saif","messages":[{"role":"user","content":"`+bom+`x"}]}`, auth...); rep.status != http.StatusOK {
+		t.Fatalf("a BOM in a string: status %d: %s", rep.status, rep.body)
+	}
+}
