@@ -1,9 +1,13 @@
 package server_test
 
 import (
+	"fmt"
+	"log/slog"
 	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/hayula/gateway/server"
 )
 
 // TestUnauthorizedChallengesBearer: every 401 the gateway answers names the scheme it takes in
@@ -164,5 +168,54 @@ func TestByteOrderMarkRefusedClearly(t *testing.T) {
 	}
 	if rep := g.post(t, "/v1/chat/completions", `{"model":"saif","messages":[{"role":"user","content":"`+bom+`x"}]}`, auth...); rep.status != http.StatusOK {
 		t.Fatalf("a BOM in a string: status %d: %s", rep.status, rep.body)
+	}
+}
+
+// TestQueryStringKeyNeitherReadNorLogged: a key sent in the query string (api_key=, key=,
+// api-key=, as some clients and Azure-minded code send it) is not a credential: the request is
+// refused 401 as one without a key, and neither the answer nor any log line (debug included)
+// holds it, on the OpenAI endpoints, /v1/models and a path the gateway does not serve. A request
+// with its key in Authorization and a query string is served.
+func TestQueryStringKeyNeitherReadNorLogged(t *testing.T) {
+	const key = "hk-query-string-secret-5e7f"
+	var logs syncBuffer
+	up := newFake(t, "up")
+	cfg := target("t", up.url(), "private") + "[routes.r]\ntargets = [\"t\"]\n" +
+		"[[keys]]\nname = \"k\"\nsha256 = \"" + sha256hex(key) + "\"\n"
+	g := newGateway(t, cfg, nil, func(o *server.Options) {
+		o.Logger = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	})
+	chat := `{"model":"r","messages":[{"role":"user","content":"hi"}]}`
+	var answers strings.Builder
+	for _, q := range []string{"api_key=", "key=", "api-key=", "x=1&api_key="} {
+		for _, c := range []struct {
+			method, path, body string
+			status             int
+		}{
+			{http.MethodPost, "/v1/chat/completions", chat, http.StatusUnauthorized},
+			{http.MethodPost, "/v1/responses", `{"model":"r","input":"hi"}`, http.StatusUnauthorized},
+			{http.MethodGet, "/v1/models", "", http.StatusUnauthorized},
+			{http.MethodPost, "/chat/completions", chat, http.StatusNotFound},
+		} {
+			rep := g.do(t, c.method, c.path+"?"+q+key, c.body, "Content-Type", "application/json")
+			if rep.status != c.status {
+				t.Errorf("%s %s?%s…: status %d, want %d: %s", c.method, c.path, q, rep.status, c.status, rep.body)
+			}
+			fmt.Fprintf(&answers, "%v %s\n", rep.header, rep.body)
+		}
+	}
+	if rep := g.post(t, "/v1/chat/completions?api-version=2024-10-21", chat, "Authorization", "Bearer "+key); rep.status != http.StatusOK {
+		t.Fatalf("a query string beside a key: status %d: %s", rep.status, rep.body)
+	}
+	if up.hits.Load() != 1 {
+		t.Fatalf("the upstream was asked %d times, want once", up.hits.Load())
+	}
+	for what, text := range map[string]string{"answers": answers.String(), "log": logs.String()} {
+		if strings.Contains(text, key) {
+			t.Errorf("the %s hold the key:\n%s", what, text)
+		}
+	}
+	if !strings.Contains(logs.String(), "msg=request") {
+		t.Fatalf("no request was logged: the test would prove nothing:\n%s", logs.String())
 	}
 }
