@@ -1,11 +1,15 @@
 package server_test
 
 import (
+	"bufio"
 	"fmt"
+	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/hayula/gateway/server"
 )
@@ -217,5 +221,50 @@ func TestQueryStringKeyNeitherReadNorLogged(t *testing.T) {
 	}
 	if !strings.Contains(logs.String(), "msg=request") {
 		t.Fatalf("no request was logged: the test would prove nothing:\n%s", logs.String())
+	}
+}
+
+// TestBearerSpellingsTaken: the spellings of a good key that HTTP allows are taken: the scheme in
+// any case (RFC 9110 §11.1: auth-scheme is case-insensitive), several spaces after it (1*SP),
+// whitespace after the key (trimmed as OWS), a lower-case field name; and through x-api-key, the
+// key with whitespace around it. A key with a comma after it (two credentials joined by a proxy)
+// is no key the gateway knows.
+func TestBearerSpellingsTaken(t *testing.T) {
+	g, _ := keyed(t)
+	addr := strings.TrimPrefix(g.ts.URL, "http://")
+	body := `{"model":"saif","messages":[{"role":"user","content":"x"}]}`
+	for _, c := range []struct {
+		name, field string
+		status      int
+	}{
+		{"bearer", "Authorization: bearer " + laptopKey, 200},
+		{"BEARER", "Authorization: BEARER " + laptopKey, 200},
+		{"bEaReR", "Authorization: bEaReR " + laptopKey, 200},
+		{"three spaces", "Authorization: Bearer   " + laptopKey, 200},
+		{"trailing spaces and tab", "Authorization: Bearer " + laptopKey + " \t ", 200},
+		{"lower-case field", "authorization: Bearer " + laptopKey, 200},
+		{"x-api-key with spaces", "x-api-key:   " + laptopKey + "  ", 200},
+		{"comma after the key", "Authorization: Bearer " + laptopKey + ",", 401},
+		{"two keys joined", "Authorization: Bearer " + laptopKey + ", Bearer hk-ci", 401},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			c2, err := net.Dial("tcp", addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c2.Close()
+			_ = c2.SetDeadline(time.Now().Add(10 * time.Second))
+			fmt.Fprintf(c2, "POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n%s\r\n"+
+				"Content-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", c.field, len(body), body)
+			resp, err := http.ReadResponse(bufio.NewReader(c2), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != c.status {
+				t.Fatalf("status %d, want %d: %s", resp.StatusCode, c.status, b)
+			}
+		})
 	}
 }
