@@ -242,6 +242,9 @@ func readBody(r *http.Request, limit int64, buf []byte) ([]byte, *apiError) {
 			return nil, tooLarge(limit)
 		}
 		if errors.Is(err, io.EOF) {
+			if bytes.HasPrefix(buf, utf8BOM) {
+				return nil, byteOrderMark()
+			}
 			return buf, nil
 		}
 		if errors.Is(err, os.ErrDeadlineExceeded) {
@@ -279,6 +282,17 @@ func identity(ce []string) bool {
 func unsupportedEncoding(ce []string) *apiError {
 	return &apiError{Status: http.StatusUnsupportedMediaType, Type: typeInvalidRequest, Code: "unsupported_content_encoding",
 		Message: fmt.Sprintf("the request body's Content-Encoding %q is not supported: send the body uncompressed", strings.Join(ce, ", "))}
+}
+
+var utf8BOM = []byte{0xef, 0xbb, 0xbf}
+
+// byteOrderMark refuses a body that starts with a UTF-8 byte order mark, which JSON sent over a
+// network must not carry (RFC 8259 §8.1): read as JSON it was "invalid character 'ï'", a
+// character the client never wrote (TestByteOrderMarkRefusedClearly). Refused rather than
+// skipped, since the body goes upstream as it came, and a server may refuse it there.
+func byteOrderMark() *apiError {
+	return badRequest("", "invalid_json",
+		"the request body is not valid JSON: it starts with a byte order mark (U+FEFF); send it without one")
 }
 
 // maxPrealloc is the largest body buffer made before the body's bytes come (readBody).
@@ -668,13 +682,17 @@ func headerValue(h http.Header, key string) string {
 // bearer returns the API key from Authorization: Bearer or x-api-key. malformed reports an
 // Authorization field that carries something but is no "Bearer KEY" (a tab after Bearer, another
 // scheme, a key without its scheme): the client sent a credential, one the gateway cannot read.
-// "Bearer" with nothing after it is no key, and not malformed.
+// "Bearer" with nothing after it is no key, and not malformed: like an empty Authorization, it
+// leaves the key to x-api-key, which a client configured with an empty API key and an x-api-key
+// field sends beside it (TestEmptyBearerReadsXAPIKey).
 func bearer(r *http.Request) (key string, malformed bool) {
 	if a := strings.TrimSpace(headerValue(r.Header, "Authorization")); a != "" {
 		if len(a) > 7 && strings.EqualFold(a[:7], "bearer ") {
-			return strings.TrimSpace(a[7:]), false
+			return strings.TrimSpace(a[7:]), false // not empty: a ends in no space
 		}
-		return "", !strings.EqualFold(a, "bearer")
+		if !strings.EqualFold(a, "bearer") {
+			return "", true
+		}
 	}
 	return strings.TrimSpace(headerValue(r.Header, "X-Api-Key")), false
 }

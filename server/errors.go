@@ -45,13 +45,22 @@ func clientClosed() *apiError {
 	return &e
 }
 
-var identityOnly = []string{"identity"}
+var (
+	identityOnly = []string{"identity"}
+	// bearerChallenge is every 401's WWW-Authenticate (RFC 9110 §11.6.1: a 401 must name a
+	// scheme the server takes; RFC 6750 §3). No error code: a 401 relayed from a target has one of
+	// its own to say, and a request without a key should get none (RFC 6750 §3.1).
+	bearerChallenge = []string{"Bearer"}
+)
 
 func writeError(w http.ResponseWriter, e *apiError) {
 	h := w.Header()
 	h["Content-Type"] = jsonContentType
 	if e.Status == http.StatusUnsupportedMediaType {
 		h["Accept-Encoding"] = identityOnly // the only coding taken (unsupportedEncoding)
+	}
+	if e.Status == http.StatusUnauthorized {
+		h["Www-Authenticate"] = bearerChallenge // TestUnauthorizedChallengesBearer
 	}
 	if e.RetryAfter > 0 {
 		// Rounded up without adding first: the longest wait a tpm bucket tells is

@@ -383,14 +383,38 @@ func (s *Server) router() http.Handler {
 		}
 	}
 	r.NotFound = http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		writeError(w, &apiError{Status: http.StatusNotFound, Type: typeInvalidRequest, Code: "unknown_url",
-			Message: fmt.Sprintf("Unrecognized request URL (%s %s).", req.Method, req.URL.Path)})
+		msg := fmt.Sprintf("Unrecognized request URL (%s %s).", req.Method, req.URL.Path)
+		if p := servedAt(r, req.Method, req.URL.Path); p != "" {
+			msg += fmt.Sprintf(" It is served at %s: a client's base URL is the gateway's address and /v1, with no slash after it.", p)
+		}
+		writeError(w, &apiError{Status: http.StatusNotFound, Type: typeInvalidRequest, Code: "unknown_url", Message: msg})
 	})
 	r.MethodNotAllowed = http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		writeError(w, &apiError{Status: http.StatusMethodNotAllowed, Type: typeInvalidRequest, Code: "method_not_allowed",
 			Message: fmt.Sprintf("Method %s is not allowed on %s.", req.Method, req.URL.Path)})
 	})
 	return r
+}
+
+// servedAt is the path r serves method at that path means, when a slip of a client's base URL
+// explains the difference: /v1 left out (a base URL of the host alone), a doubled slash (a base
+// URL ending in one), a trailing slash; "" when none does. It only names the path, in the 404's
+// message: OpenAI's API serves none of these either, and a path served under two names would
+// be one more that a proxy's rules must list (TestUnknownURLSaysWhereItIsServed).
+func servedAt(r *httprouter.Router, method, path string) string {
+	p := httprouter.CleanPath(path)
+	if len(p) > 1 {
+		p = strings.TrimSuffix(p, "/")
+	}
+	for _, c := range [...]string{p, "/v1" + p} {
+		if c == path || (c != p && strings.HasPrefix(p, "/v1/")) {
+			continue
+		}
+		if h, _, _ := r.Lookup(method, c); h != nil {
+			return c
+		}
+	}
+	return ""
 }
 
 // recoverer gives every request its ID (requestIDs), which every answer carries, and turns a
