@@ -13,8 +13,9 @@ import (
 
 // Serve answers on ln until ctx ends or ln fails, then drains in-flight requests for up to grace
 // before closing them; it returns once the handlers of those it closed have ended (up to
-// cutWait more), so that their request lines are logged before the gateway exits. It serves HTTP/1.1 with the gateway's own server (internal/h1: no goroutine
-// per request; PERFORMANCE.md); a request it cannot parse gets an OpenAI-shaped error. log
+// cutWait more), so that their request lines are logged before the gateway exits. It serves
+// HTTP/1.1 with the gateway's own server (internal/h1: no goroutine per request;
+// PERFORMANCE.md); a request it cannot parse gets an OpenAI-shaped error. log
 // receives the HTTP server's own events (a panic that escaped h, a failed accept); nil
 // discards them. opts change the HTTP server's defaults; the gateway passes none.
 func Serve(ctx context.Context, ln net.Listener, h http.Handler, grace time.Duration, log *slog.Logger, opts ...ServeOption) error {

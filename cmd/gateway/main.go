@@ -79,10 +79,10 @@ func main() {
 const sameSignal = 100 * time.Millisecond
 
 // notifyShutdown returns a context cancelled by the first of sigs; a second one, sameSignal or
-// more after it by now, calls force. The
-// first lets serve finish the requests in flight for its grace period; an operator who sends
-// another (a second Ctrl-C) wants out now, and signal.NotifyContext would swallow it. force kills
-// the managed processes before it exits (lifecycle.KillDescendants).
+// more after it by now, calls force. The first lets serve finish the requests in flight for its
+// grace period; an operator who sends another (a second Ctrl-C) wants out now, and
+// signal.NotifyContext would swallow it. force kills the managed processes before it exits
+// (lifecycle.KillDescendants).
 func notifyShutdown(parent context.Context, force func(), now func() time.Time, sigs ...os.Signal) (context.Context, func()) {
 	ctx, cancel := context.WithCancel(parent)
 	ch := make(chan os.Signal, 2)
@@ -99,13 +99,13 @@ func notifyShutdown(parent context.Context, force func(), now func() time.Time, 
 		for {
 			select {
 			case <-ch:
-				if now().Sub(first) < sameSignal {
-					continue // a copy of the first (TestSignalSentTwiceAtOnceIsOneStop)
-				}
-				force()
 			case <-done:
+				return
 			}
-			return
+			if now().Sub(first) >= sameSignal { // sooner, a copy of the first (TestSignalSentTwiceAtOnceIsOneStop)
+				force()
+				return
+			}
 		}
 	}()
 	return ctx, func() {
