@@ -298,17 +298,8 @@ func (t *h1Transport) clock() time.Time {
 	return time.Now()
 }
 
-// errConnectTimeout is a connect that the target's timeout ended; a net.Error that says Timeout,
-// and not a dial's *net.OpError, so that the adapters' transportError makes it a
-// *core.TimeoutError.
-var errConnectTimeout = &connectTimeoutError{}
-
-type connectTimeoutError struct{}
-
-func (*connectTimeoutError) Error() string   { return "no connection within the target's timeout" }
-func (*connectTimeoutError) Timeout() bool   { return true }
-func (*connectTimeoutError) Temporary() bool { return false }
-func (*connectTimeoutError) Unwrap() error   { return os.ErrDeadlineExceeded }
+// errConnectTimeout is a connect that the target's timeout ended.
+const errConnectTimeout = targetTimeout("no connection within the target's timeout")
 
 func closeReqBody(req *http.Request) {
 	if req.Body != nil {

@@ -22,16 +22,18 @@ type headTransport struct {
 
 var _ http.RoundTripper = (*headTransport)(nil)
 
-// errHeadTimeout is the cause headTransport cancels an exchange with; a net.Error that says
-// Timeout, so that the adapters' transportError makes it a *core.TimeoutError.
-var errHeadTimeout = &headTimeoutError{}
+// errHeadTimeout is the cause headTransport cancels an exchange with.
+const errHeadTimeout = targetTimeout("no answer head within the target's timeout")
 
-type headTimeoutError struct{}
+// targetTimeout is a wait the target's timeout ended (errHeadTimeout, errConnectTimeout): a
+// net.Error that says Timeout, and not a dial's *net.OpError, so that the adapters'
+// transportError makes it a *core.TimeoutError.
+type targetTimeout string
 
-func (*headTimeoutError) Error() string   { return "no answer head within the target's timeout" }
-func (*headTimeoutError) Timeout() bool   { return true }
-func (*headTimeoutError) Temporary() bool { return false }
-func (*headTimeoutError) Unwrap() error   { return os.ErrDeadlineExceeded }
+func (e targetTimeout) Error() string { return string(e) }
+func (targetTimeout) Timeout() bool   { return true }
+func (targetTimeout) Temporary() bool { return false }
+func (targetTimeout) Unwrap() error   { return os.ErrDeadlineExceeded }
 
 func (t *headTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	ctx, cancel := context.WithCancelCause(req.Context())
