@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
 
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
+	"github.com/openai/openai-go/v3/packages/respjson"
 )
 
 // sdkResult is what an SDK-driven probe observed. The SDK checks exist
@@ -178,13 +180,27 @@ func sdkModels(ctx context.Context, r *runner) *exchange {
 func sdkErr(err error) string {
 	var apiErr *openai.Error
 	if errors.As(err, &apiErr) {
-		return fmt.Sprintf("*openai.Error status %d, message %q, type %q", apiErr.StatusCode, clip(apiErr.Message, 80), apiErr.Type)
+		return fmt.Sprintf("*openai.Error status %d, message %s, type %s", apiErr.StatusCode, sdkField(apiErr.Message, apiErr.JSON.Message), sdkField(apiErr.Type, apiErr.JSON.Type))
 	}
 	var te *timeoutError
 	if errors.As(err, &te) {
 		return te.Error()
 	}
 	return fmt.Sprintf("%T: %v", err, err)
+}
+
+// sdkField shows a string member of *openai.Error: quoted when openai-go found it, else what it
+// found instead (absent, null, or the raw JSON it could not read as a string).
+func sdkField(v string, f respjson.Field) string {
+	switch {
+	case f.Valid():
+		return strconv.Quote(clip(v, 80))
+	case f.Raw() == "":
+		return "absent"
+	case f.Raw() == "null":
+		return "null"
+	}
+	return "not a string (" + clip(f.Raw(), 60) + ")"
 }
 
 func sdkChecks() []*check {
@@ -222,8 +238,13 @@ func sdkChecks() []*check {
 					}
 					return fail("an *openai.Error for model "+noSuchModel, "the call succeeded")
 				}
-				if !errors.As(s.err, &apiErr) || apiErr.StatusCode < 400 || apiErr.Message == "" || apiErr.Type == "" {
-					return fail("*openai.Error with StatusCode ≥ 400, Message and Type", sdkErr(s.err))
+				// Presence as openai-go judges it (JSON.X.Valid: there, not null, a string or a
+				// number it turns into one), not Type != "": the reference's type is a string
+				// with no rule on its value, "" included, as errors.shape reads it. Message
+				// must say something, there as here.
+				if !errors.As(s.err, &apiErr) || apiErr.StatusCode < 400 ||
+					!apiErr.JSON.Message.Valid() || apiErr.Message == "" || !apiErr.JSON.Type.Valid() {
+					return fail("*openai.Error with StatusCode ≥ 400, a Message and a Type (which may be empty)", sdkErr(s.err))
 				}
 				return pass()
 			}},
