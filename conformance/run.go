@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"golang.org/x/sync/errgroup"
 )
@@ -387,16 +389,13 @@ func (p *probe) unusableWhy(x *exchange) string {
 // (LiteLLM's "Received API Key = …", a proxy that quotes the request's
 // headers) would otherwise put it into the evidence, and reports are pasted
 // into issues and kept as CI artifacts. A key shorter than 8 bytes is left:
-// it is no secret worth a report where every word holding it is cut.
+// it is no secret worth a report where every word holding it is cut. Where
+// the key's characters are part of a longer run (see redactKey), they stay.
 func hideKey(rep *Report, err error, key string) {
 	if len(key) < minHiddenKey {
 		return
 	}
-	hide := func(s *string) {
-		if strings.Contains(*s, key) {
-			*s = strings.ReplaceAll(*s, key, "[redacted]")
-		}
-	}
+	hide := func(s *string) { *s = redactKey(*s, key) }
 	var ue *UsageError
 	if errors.As(err, &ue) {
 		hide(&ue.Msg)
@@ -426,5 +425,74 @@ func hideKeyIn(b []byte, key string) []byte {
 	if len(key) < minHiddenKey || !bytes.Contains(b, []byte(key)) {
 		return b
 	}
-	return bytes.ReplaceAll(b, []byte(key), []byte("[redacted]"))
+	return []byte(redactKey(string(b), key))
 }
+
+// redactKey is s with key replaced by [redacted] wherever it stands as itself: not where the
+// character before it continues a run of the class of the key's first character, nor the
+// character after it a run of the class of its last. The classes are digits (with a decimal
+// point between digits, so a number's decimals are its run) and letters; any other character
+// ends a run. A key of digits inside a longer number ("created": 1750000000 holding 17500000, a
+// logprob's decimals, an id) is a coincidence, not the key, and cutting it there made the answer
+// no JSON and the report show numbers the server never sent (TestNumericKeyInsideANumberStays).
+func redactKey(s, key string) string {
+	if len(key) < minHiddenKey || !strings.Contains(s, key) {
+		return s
+	}
+	first, _ := utf8.DecodeRuneInString(key)
+	last, _ := utf8.DecodeLastRuneInString(key)
+	var b strings.Builder
+	from := 0 // s[:from] is written
+	for search := 0; ; {
+		i := strings.Index(s[search:], key)
+		if i < 0 {
+			break
+		}
+		i += search
+		end := i + len(key)
+		if continuesBefore(s[:i], first) || continuesAfter(s[end:], last) {
+			search = i + 1
+			continue
+		}
+		b.WriteString(s[from:i])
+		b.WriteString("[redacted]")
+		from, search = end, end
+	}
+	if from == 0 {
+		return s
+	}
+	b.WriteString(s[from:])
+	return b.String()
+}
+
+// continuesBefore reports whether the end of before continues the run that edge, a key's first
+// character, belongs to.
+func continuesBefore(before string, edge rune) bool {
+	r, n := utf8.DecodeLastRuneInString(before)
+	if r == '.' && isDigit(edge) {
+		r, _ = utf8.DecodeLastRuneInString(before[:len(before)-n])
+	}
+	return sameRun(edge, r)
+}
+
+// continuesAfter reports whether the start of after continues the run that edge, a key's last
+// character, belongs to.
+func continuesAfter(after string, edge rune) bool {
+	r, n := utf8.DecodeRuneInString(after)
+	if r == '.' && isDigit(edge) {
+		r, _ = utf8.DecodeRuneInString(after[n:])
+	}
+	return sameRun(edge, r)
+}
+
+func sameRun(edge, r rune) bool {
+	switch {
+	case isDigit(edge):
+		return isDigit(r)
+	case unicode.IsLetter(edge):
+		return unicode.IsLetter(r)
+	}
+	return false
+}
+
+func isDigit(r rune) bool { return '0' <= r && r <= '9' }
