@@ -15,6 +15,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime/debug"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -46,9 +47,9 @@ Usage:
   gateway conformance --base-url URL [--api-key-env VAR | --api-key KEY] [--model M] [--embedding-model E]
                       [--only GLOB] [--strict] [--format table|json|junit|markdown] [--out FILE] [--timeout 30s]
   gateway version
-  gateway help [COMMAND]
+  gateway help [COMMAND [SUBCOMMAND]]
 
-A command's --help (or gateway help COMMAND) lists its flags and their defaults. CONFIG.md
+A command's --help (or gateway help COMMAND, gateway help lru-sim generate) lists its flags and their defaults. CONFIG.md
 documents them all.
 `
 
@@ -151,8 +152,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 0
 	case "help", "-h", "--help":
 		if args[0] == "help" && len(args) > 1 && args[1] != "help" {
-			// gateway help CMD is CMD --help.
-			return run(ctx, []string{args[1], "--help"}, stdout, stderr)
+			return cmdHelp(ctx, args[1:], stdout, stderr)
 		}
 		fmt.Fprint(stdout, usage)
 		return 0
@@ -183,6 +183,40 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// cmdHelp is `gateway help CMD [SUB]`: CMD --help, or CMD SUB --help where SUB is one of CMD's
+// own commands (subcommands), so that `help lru-sim generate` shows generate's flags and not
+// lru-sim's. A word that names no command of CMD's, or a word more, is a mistake, not CMD's help
+// (TestHelpDescendsIntoSubcommands).
+func cmdHelp(ctx context.Context, words []string, stdout, stderr io.Writer) int {
+	const use = "usage: gateway help [COMMAND [SUBCOMMAND]]"
+	subs := subcommands(words[0])
+	switch {
+	case len(words) == 1:
+		return run(ctx, []string{words[0], "--help"}, stdout, stderr)
+	case len(words) == 2 && slices.Contains(subs, words[1]):
+		return run(ctx, []string{words[0], words[1], "--help"}, stdout, stderr)
+	case len(words) == 2 && len(subs) > 0:
+		fmt.Fprintf(stderr, "gateway: help: %s has no command %q (its commands: %s)\n%s\n", words[0], words[1], strings.Join(subs, ", "), use)
+	case len(words) == 2:
+		fmt.Fprintf(stderr, "gateway: help: %s takes no SUBCOMMAND (route and lru-sim have commands of their own), got %q\n%s\n", words[0], words[1], use)
+	default:
+		fmt.Fprintf(stderr, "gateway: help: one command and its subcommand at most, got %q\n%s\n", words, use)
+	}
+	return 2
+}
+
+// subcommands names the commands of cmd's own, in the order its usage gives them; nil for a
+// command that has none.
+func subcommands(cmd string) []string {
+	switch cmd {
+	case "route":
+		return []string{"eval"}
+	case "lru-sim":
+		return []string{"generate"}
+	}
+	return nil
 }
 
 // usageError is a mistake in the command line. said: the message has been printed already.
@@ -595,6 +629,10 @@ func cmdRoute(args []string, stdout, stderr io.Writer) error {
 	}
 	fs := newFlags("route eval")
 	path := fs.String("config", "", "take the [auto] rules from this configuration")
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), use)
+		fs.PrintDefaults()
+	}
 	if err := parse(fs, args[1:], stdout, stderr); err != nil {
 		return err
 	}

@@ -134,6 +134,12 @@ func generateMain(args []string, stdout, stderr io.Writer) int {
 	specialists := fs.Int("specialists", 8, "number of distinct names")
 	zipfS := fs.Float64("zipf", 1.0, "Zipf exponent of popularity (0 = uniform)")
 	locality := fs.Float64("locality", 0.5, "probability that a request repeats the previous one")
+	fs.Usage = func() {
+		w := fs.Output()
+		fmt.Fprintln(w, "usage: gateway lru-sim generate [--seed 1] [--requests 1000] [--specialists 8] [--zipf 1.0] [--locality 0.5]")
+		fmt.Fprintln(w, "Writes a request trace for lru-sim --trace to stdout.")
+		fs.PrintDefaults()
+	}
 	if code, ok := parse(fs, args, stdout, stderr); !ok {
 		return code
 	}
