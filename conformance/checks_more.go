@@ -10,13 +10,18 @@ import (
 
 // contentJSON extracts and parses the first choice's content. A truncated
 // answer cannot be judged: constrained decoding that ran out of tokens is
-// not a format violation.
+// not a format violation. Nor can a refusal: structured outputs answer one in
+// message.refusal, with no content.
 func contentJSON(x *exchange) (any, *verdict) {
 	if fr, _ := at(x.json, "choices", 0, "finish_reason"); fr == "length" {
 		v := skip("output cut at max_tokens (finish_reason length); nothing complete to judge")
 		return nil, &v
 	}
 	c, ok := at(x.json, "choices", 0, "message", "content")
+	if r, _ := at(x.json, "choices", 0, "message", "refusal"); nonEmptyString(r) && (c == nil || c == "") {
+		v := skip(fmt.Sprintf("the model refused (message.refusal %s, no content); nothing to judge", clip(show(r), 80)))
+		return nil, &v
+	}
 	s, isStr := c.(string)
 	if !isStr {
 		return nil, failp("message.content: a JSON document", "content: "+showField(c, ok))

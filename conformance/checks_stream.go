@@ -274,7 +274,7 @@ func streamChecks() []*check {
 				return pass()
 			}},
 		{id: "chat.stream.usage.final", grade: Must, probes: su,
-			title: "with include_usage exactly one chunk has empty choices and usage, and it is the last before [DONE]",
+			title: "with include_usage exactly one chunk has empty choices and usage, the last before [DONE], with the id of the chunks before it",
 			judge: func(j *judge) verdict {
 				x := j.x("chat.stream_usage")
 				chunks, pos := jsonChunks(x)
@@ -298,6 +298,17 @@ func streamChecks() []*check {
 					return fail(want, fmt.Sprintf("%d such chunks", len(usageOnly))).at(chunkData(x, pos[usageOnly[1]]))
 				case usageOnly[0] != len(chunks)-1:
 					return fail(want, fmt.Sprintf("usage chunk at %d, followed by %d more", pos[usageOnly[0]], len(chunks)-1-usageOnly[0])).at(chunkData(x, pos[usageOnly[0]]))
+				}
+				// "Each chunk has the same ID", the usage chunk too: openai-go's accumulator
+				// refuses a chunk whose id is not the first chunk's, and the usage with it. The
+				// chunk before it is the measure, so that a stream whose id changes earlier is
+				// chat.stream.id's failure (judged on the stream without include_usage), not
+				// a second one here.
+				last, before := chunks[len(chunks)-1], chunks[max(len(chunks)-2, 0)]
+				if id, ok := last["id"]; !reflect.DeepEqual(id, before["id"]) {
+					return fail(want+" with the id of the chunks before it",
+						fmt.Sprintf("usage chunk id %s, the chunk before it %s: openai-go's accumulator refuses the chunk, and its usage is lost",
+							showField(id, ok), show(before["id"]))).at(chunkData(x, pos[len(chunks)-1]))
 				}
 				return pass()
 			}},

@@ -233,7 +233,7 @@ func toolChecks() []*check {
 				return pass()
 			}},
 		{id: "tools.stream.index", grade: Must, probes: st,
-			title: "every streamed tool-call fragment carries an integer index",
+			title: "every streamed tool-call fragment carries an integer index, and the calls are numbered 0, 1, … as they begin",
 			judge: func(j *judge) verdict {
 				frags, _ := toolFragments(j.x("tools.stream"))
 				if len(frags) == 0 {
@@ -243,6 +243,20 @@ func toolChecks() []*check {
 					if !f.hasIndex {
 						return fail("index: integer on every fragment", fmt.Sprintf("chunk %d: %s", f.pos, show(f.m))).at(chunkData(j.x("tools.stream"), f.pos))
 					}
+				}
+				// The index is the call's place in message.tool_calls: openai-go grows the
+				// list to index+1 and leaves an empty call before a first call numbered 1,
+				// and openai-python inserts each of its fragments as a call of its own.
+				begun := map[int]bool{}
+				for _, f := range frags {
+					if begun[f.index] {
+						continue
+					}
+					if f.index != len(begun) {
+						return fail(fmt.Sprintf("the next call to begin numbered %d (calls are numbered 0, 1, … in the order they begin)", len(begun)),
+							fmt.Sprintf("chunk %d begins a call numbered %d: %s", f.pos, f.index, show(f.m))).at(chunkData(j.x("tools.stream"), f.pos))
+					}
+					begun[f.index] = true
 				}
 				return pass()
 			}},

@@ -110,6 +110,10 @@ func declaredTools() []string { return []string{"get_weather", "get_time"} }
 
 const namedTool = "get_time"
 
+// schemaPrompt is the json_schema request's question: one a model answers in words unless the
+// schema holds it to {"ok": true|false}.
+const schemaPrompt = "Is the sea wide?"
+
 func answerSchema() map[string]any {
 	return map[string]any{
 		"type":                 "object",
@@ -199,9 +203,12 @@ func (r *runner) probes() []*probe {
 			run: post("/chat/completions", chat(map[string]any{
 				"messages": userMsg(`Reply with the JSON object {"ok": true} and nothing else.`), "max_tokens": 48,
 				"response_format": map[string]any{"type": "json_object"}}))},
+		// The prompt does not spell the answer out, as json_object's must (OpenAI refuses
+		// json_object unless the messages say JSON): a server that ignores json_schema would
+		// pass with a model that does as the prompt says. Only the schema asks for {"ok": …}.
 		{id: "format.json_schema", gate: "format.json_schema", wantOK: true, optional: true, refusable: true,
 			run: post("/chat/completions", chat(map[string]any{
-				"messages": userMsg(`Reply with the JSON object {"ok": true}.`), "max_tokens": 48,
+				"messages": userMsg(schemaPrompt), "max_tokens": 48,
 				"response_format": map[string]any{"type": "json_schema", "json_schema": map[string]any{
 					"name": "answer", "strict": true, "schema": answerSchema()}}}))},
 		{id: "logprobs", gate: "logprobs.content", wantOK: true, optional: true, refusable: true,
