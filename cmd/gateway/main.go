@@ -49,8 +49,8 @@ Usage:
   gateway version
   gateway help [COMMAND [SUBCOMMAND]]
 
-A command's --help (or gateway help COMMAND, gateway help lru-sim generate) lists its flags and their defaults. CONFIG.md
-documents them all.
+A command's --help (or gateway help COMMAND [SUBCOMMAND]) lists its flags and their defaults.
+CONFIG.md documents them all.
 `
 
 func main() {
