@@ -60,7 +60,8 @@ func TestNumericKeyInsideANumberStays(t *testing.T) {
 }
 
 // TestKeyRedactedWhereItStandsAlone: hideKeyIn and hideKey cut the key wherever it is not part
-// of a longer run of digits (a number, its decimals included) or of letters.
+// of a longer run of digits (a number, its decimals included); a key's letters are cut even
+// inside a longer word, where the word is more likely the key echoed than a coincidence.
 func TestKeyRedactedWhereItStandsAlone(t *testing.T) {
 	tests := []struct {
 		name, key, in, want string
@@ -77,7 +78,8 @@ func TestKeyRedactedWhereItStandsAlone(t *testing.T) {
 		{"a sentence's end", numericKey, "the key is 17500000.", "the key is [redacted]."},
 		{"twice in one run", numericKey, "1750000017500000", "1750000017500000"},
 		{"one in a run, one alone", numericKey, "1750000000 17500000", "1750000000 [redacted]"},
-		{"letters in a word", "abcdefgh", "xabcdefghy abcdefgh", "xabcdefghy [redacted]"},
+		{"letters in a word", "abcdefgh", "xabcdefghy abcdefgh", "x[redacted]y [redacted]"},
+		{"a key echoed with a letter after it", "sk-secret-abcdefgh", "Bearer sk-secret-abcdefghX", "Bearer [redacted]X"},
 		{"letters beside digits", "abcdefgh", "1abcdefgh2", "1[redacted]2"},
 		{"a key with a dash", "sk-secret-7f3a", "Bearer sk-secret-7f3a", "Bearer [redacted]"},
 		{"short keys stay", "1750", "1750", "1750"},

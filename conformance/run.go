@@ -9,7 +9,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"unicode"
 	"unicode/utf8"
 
 	"golang.org/x/sync/errgroup"
@@ -428,13 +427,13 @@ func hideKeyIn(b []byte, key string) []byte {
 	return []byte(redactKey(string(b), key))
 }
 
-// redactKey is s with key replaced by [redacted] wherever it stands as itself: not where the
-// character before it continues a run of the class of the key's first character, nor the
-// character after it a run of the class of its last. The classes are digits (with a decimal
-// point between digits, so a number's decimals are its run) and letters; any other character
-// ends a run. A key of digits inside a longer number ("created": 1750000000 holding 17500000, a
-// logprob's decimals, an id) is a coincidence, not the key, and cutting it there made the answer
-// no JSON and the report show numbers the server never sent (TestNumericKeyInsideANumberStays).
+// redactKey is s with key replaced by [redacted] wherever it stands as itself: everywhere but
+// where a key that begins or ends with a digit is part of a longer number (digits, with a
+// decimal point between digits). A key of digits inside a longer number ("created": 1750000000
+// holding 17500000, a logprob's decimals, an id) is a coincidence, not the key, and cutting it
+// there made the answer no JSON and the report show numbers the server never sent
+// (TestNumericKeyInsideANumberStays). Letters beside the key are cut with it: a key echoed with
+// a character after it is still the key, and a secret shown is worse than a word cut.
 func redactKey(s, key string) string {
 	if len(key) < minHiddenKey || !strings.Contains(s, key) {
 		return s
@@ -465,7 +464,7 @@ func redactKey(s, key string) string {
 	return b.String()
 }
 
-// continuesBefore reports whether the end of before continues the run that edge, a key's first
+// continuesBefore reports whether the end of before continues the number that edge, a key's first
 // character, belongs to.
 func continuesBefore(before string, edge rune) bool {
 	r, n := utf8.DecodeLastRuneInString(before)
@@ -475,7 +474,7 @@ func continuesBefore(before string, edge rune) bool {
 	return sameRun(edge, r)
 }
 
-// continuesAfter reports whether the start of after continues the run that edge, a key's last
+// continuesAfter reports whether the start of after continues the number that edge, a key's last
 // character, belongs to.
 func continuesAfter(after string, edge rune) bool {
 	r, n := utf8.DecodeRuneInString(after)
@@ -485,14 +484,8 @@ func continuesAfter(after string, edge rune) bool {
 	return sameRun(edge, r)
 }
 
-func sameRun(edge, r rune) bool {
-	switch {
-	case isDigit(edge):
-		return isDigit(r)
-	case unicode.IsLetter(edge):
-		return unicode.IsLetter(r)
-	}
-	return false
-}
+// sameRun reports whether r continues the number that edge, a key's first or last character,
+// is part of.
+func sameRun(edge, r rune) bool { return isDigit(edge) && isDigit(r) }
 
 func isDigit(r rune) bool { return '0' <= r && r <= '9' }
