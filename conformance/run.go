@@ -389,7 +389,7 @@ func (p *probe) unusableWhy(x *exchange) string {
 // headers) would otherwise put it into the evidence, and reports are pasted
 // into issues and kept as CI artifacts. A key shorter than 8 bytes is left:
 // it is no secret worth a report where every word holding it is cut. Where
-// the key's characters are part of a longer run (see redactKey), they stay.
+// the key's digits are part of a longer number (see redactKey), they stay.
 func hideKey(rep *Report, err error, key string) {
 	if len(key) < minHiddenKey {
 		return
