@@ -202,7 +202,7 @@ func (s *Server) admit(r *http.Request, op core.Op, st *reqState, limited bool) 
 		req, e = decodeOther(r, body, op)
 	}
 	if e != nil {
-		return nil, nil, autoPick{}, e
+		return nil, nil, autoPick{}, formNote(r, e)
 	}
 	rs, pick, e = s.resolve(key, req)
 	if e != nil {
