@@ -90,11 +90,13 @@ func (s *Server) serveOp(w http.ResponseWriter, r *http.Request, op core.Op) {
 		st.chain = res.chain[:0] // the array grew: keep the larger one
 	}
 	status, ended := s.write(r.Context(), w, rs, req, res, st)
-	upID := ""
+	upID, cut := "", ""
 	if res.resp != nil {
 		upID = res.resp.UpstreamID
 		if res.resp.Stream != nil {
 			s.metrics.StreamEnd(op, rs.index, res.target.Index, streamEndOf(ended))
+		} else {
+			ended, cut = "", ended // a whole answer's: its line's cut=, not stream=
 		}
 		if res.resp.Stream == nil && s.metrics != nil {
 			s.countAnswer(st.usageTo(rs), res.target, res.resp) // after the write: not the client's wait
@@ -103,7 +105,7 @@ func (s *Server) serveOp(w http.ResponseWriter, r *http.Request, op core.Op) {
 	}
 	end = time.Now()
 	s.logRequest(r, requestLog{key: st.keyName(), route: rs.Name, movedFrom: movedFrom, chain: res.chain, stream: ended,
-		id: id, upstreamID: upID}, status, start, end)
+		cut: cut, id: id, upstreamID: upID}, status, start, end)
 }
 
 // reqState is what one request on an OpenAI endpoint is built in: the body's buffer, the decoded
@@ -202,7 +204,7 @@ func (s *Server) admit(r *http.Request, op core.Op, st *reqState, limited bool) 
 		req, e = decodeOther(r, body, op)
 	}
 	if e != nil {
-		return nil, nil, autoPick{}, e
+		return nil, nil, autoPick{}, formNote(r, e)
 	}
 	rs, pick, e = s.resolve(key, req)
 	if e != nil {

@@ -1106,6 +1106,23 @@ func jsonError(err error) *apiError {
 	return badRequest("", "invalid_json", "the request body is not valid JSON: "+err.Error())
 }
 
+// formNote adds to e, a body's refusal as invalid JSON, that the endpoint reads JSON, when r's
+// Content-Type says the body is a form (multipart/form-data, application/x-www-form-urlencoded):
+// the parser's "invalid character '-' in numeric literal" is about a character the client did not
+// mean as JSON (TestFormBodyToldJSON). Only the refusal says so: a JSON body sent under a form's
+// type (curl -d sends one so) is read as any other. It returns e.
+func formNote(r *http.Request, e *apiError) *apiError {
+	if e.Code != "invalid_json" {
+		return e
+	}
+	mt, _, _ := strings.Cut(r.Header.Get("Content-Type"), ";")
+	mt = strings.ToLower(strings.TrimSpace(mt))
+	if mt == "multipart/form-data" || mt == "application/x-www-form-urlencoded" {
+		e.Message += "; this endpoint reads a JSON body (Content-Type: application/json), and this one was sent as " + mt
+	}
+	return e
+}
+
 // jsonType names the JSON type a value of Go type t is decoded from, for a client that never saw
 // the Go type's name.
 func jsonType(t reflect.Type) string {

@@ -599,10 +599,7 @@ func (b *responsesWriter) writeWhole() {
 	h["Content-Type"] = jsonContentType
 	h["Content-Length"] = []string{strconv.Itoa(len(body))}
 	b.w.WriteHeader(http.StatusOK)
-	_, b.werr = b.w.Write(body)
-	if err := flushWhole(b.w); b.werr == nil {
-		b.werr = err
-	}
+	b.werr = sendWhole(b.w, body) // headSent when the client left during the body: the server's 200
 }
 
 // streamEvent is one Responses stream event; the fields an event type does not have are left out.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"runtime/debug"
 	"slices"
 	"strings"
@@ -313,7 +314,8 @@ func New(o Options) (*Server, error) {
 	if err := s.initActive(o); err != nil {
 		return nil, err
 	}
-	s.handler = &recoverer{next: &browserGuard{next: s.router(), b: o.Config.Browsers, metrics: s.metrics}, log: s.log,
+	rt := s.router()
+	s.handler = &recoverer{next: &browserGuard{next: rt, notFound: rt.NotFound, b: o.Config.Browsers, metrics: s.metrics}, log: s.log,
 		ids: newRequestIDs(o.NewRequestID)}
 	// Last, since it changes the previous server's processes: nothing may fail after it.
 	if err := s.adoptProcs(o.Previous); err != nil {
@@ -360,7 +362,7 @@ func (s *Server) closeIdle() {
 	}
 }
 
-func (s *Server) router() http.Handler {
+func (s *Server) router() *httprouter.Router {
 	r := httprouter.New()
 	r.RedirectTrailingSlash = false
 	r.RedirectFixedPath = false
@@ -374,7 +376,15 @@ func (s *Server) router() http.Handler {
 	// HEAD wherever GET (RFC 9110 9.3.2); the HTTP server leaves the body out.
 	for _, m := range [...]string{http.MethodGet, http.MethodHead} {
 		r.HandlerFunc(m, "/v1/models", s.handleModels)
-		r.Handle(m, "/v1/models/*id", s.handleModel)
+		r.Handle(m, "/v1/models/*id", func(w http.ResponseWriter, req *http.Request, ps httprouter.Params) {
+			if ps.ByName("id") == "/" {
+				// /v1/models with a trailing slash, not the model "": a slip of the base URL, as
+				// /v1/chat/completions/ is (TestModelsTrailingSlashUnknownURL).
+				r.NotFound.ServeHTTP(w, req)
+				return
+			}
+			s.handleModel(w, req, ps)
+		})
 		r.HandlerFunc(m, "/healthz", s.handleHealthz)
 		r.Handle(m, "/v1/responses/:id", s.handleStoredResponse)
 		r.Handle(m, "/v1/responses/:id/input_items", s.handleStoredResponse)
@@ -383,8 +393,14 @@ func (s *Server) router() http.Handler {
 		}
 	}
 	r.NotFound = http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		msg := fmt.Sprintf("Unrecognized request URL (%s %s).", req.Method, req.URL.Path)
-		if p := servedAt(r, req.Method, req.URL.Path); p != "" {
+		path := req.URL.Path
+		if req.URL.RawPath != "" {
+			path = req.URL.EscapedPath() // the path as sent, which is what a client can look for
+		}
+		msg := fmt.Sprintf("Unrecognized request URL (%s %s).", req.Method, path)
+		if escapedSlash(req.URL.RawPath) {
+			msg += " An escaped slash (%2F) is not a separator of the gateway's paths."
+		} else if p := servedAt(r, req.Method, req.URL.Path); p != "" {
 			msg += fmt.Sprintf(" It is served at %s: a client's base URL is the gateway's address and /v1, with no slash after it.", p)
 		}
 		writeError(w, &apiError{Status: http.StatusNotFound, Type: typeInvalidRequest, Code: "unknown_url", Message: msg})
@@ -415,6 +431,26 @@ func servedAt(r *httprouter.Router, method, path string) string {
 		}
 	}
 	return ""
+}
+
+// escapedSlash reports whether raw, a request's escaped path (url.URL.RawPath), has an escaped
+// slash (%2F) where it would be one of a route's separators once decoded: anywhere but in the
+// model ID of /v1/models/{id}, which may hold a slash (route names may) and which the SDKs escape
+// (openai-go's Models.Get). The router matches the decoded path, so /v1/chat%2Fcompletions was
+// served as chat, while a proxy or WAF in front that reads the raw path saw another one
+// (TestEscapedSlashReachesNoRoute). Other escapes spell the same path (RFC 3986 §6.2.2.2) and
+// are served. RawPath is "" for a path without escapes, so that a request asks nothing more
+// than that.
+func escapedSlash(raw string) bool {
+	i := strings.Index(raw, "%2F")
+	if j := strings.Index(raw, "%2f"); j >= 0 && (i < 0 || j < i) {
+		i = j
+	}
+	if i < 0 {
+		return false
+	}
+	before, err := url.PathUnescape(raw[:i])
+	return err != nil || !strings.HasPrefix(before, "/v1/models/")
 }
 
 // recoverer gives every request its ID (requestIDs), which every answer carries, and turns a

@@ -139,26 +139,31 @@ func (s *Server) writeWhole(w http.ResponseWriter, rs *routeState, res result) (
 	w.WriteHeader(http.StatusOK)
 	// Out now, with its length, in one write: what is left of the request (the target's
 	// release, the log line) is not the client's wait.
-	_, err = f.WriteWhole(res.resp.Body)
-	return true, err
+	n, err := f.WriteWhole(res.resp.Body)
+	return true, cutAfter(n, len(res.resp.Body), err)
 }
 
 // statusClientGone is the status a request is counted and logged with when its client was gone
 // before the answer's head reached it (nginx's 499, "client closed request"): no status went out.
 const statusClientGone = 499
 
-// sentStatus is the status of a whole answer whose write (and flush) ended with err: 200;
-// statusClientGone when the write failed, since the client did not get the answer; or the
-// status a wrapping writer sent instead of the answer (sentInstead). A write the kernel took
-// counts as sent: a client that left after it is not seen.
-func sentStatus(err error) int {
+// sentStatus is the status of a whole answer whose write (and flush) ended with err, and how an
+// answer its client left ended (streamClientLeft; "" otherwise): 200 when it went out; 200 and
+// streamClientLeft when the client left after the head and part of the body reached it
+// (headSent), as a stream its client leaves after its head keeps its 200; statusClientGone when
+// nothing is known to have reached it; or the status a wrapping writer sent instead of the answer
+// (sentInstead). A write the kernel took counts as sent: a client that left after it is not seen.
+func sentStatus(err error) (int, string) {
 	if err == nil {
-		return http.StatusOK // without a pointer for errors.As to take, which would cost every answer an allocation
+		return http.StatusOK, "" // without a pointer for errors.As to take, which would cost every answer an allocation
 	}
 	if instead, ok := errors.AsType[sentInstead](err); ok {
-		return int(instead)
+		return int(instead), ""
 	}
-	return statusClientGone
+	if _, ok := errors.AsType[headSent](err); ok {
+		return http.StatusOK, streamClientLeft
+	}
+	return statusClientGone, ""
 }
 
 // sentInstead is what a writer wrapping the client's (the Responses bridge) reports from its
@@ -167,6 +172,41 @@ func sentStatus(err error) int {
 type sentInstead int
 
 func (s sentInstead) Error() string { return "answered " + strconv.Itoa(int(s)) + " instead" }
+
+// headSent is the failure of a whole answer's write after its head and part of its body reached
+// the kernel: the client was sent its 200 and left during the body (TestWholeAnswerCutAfterHead).
+type headSent struct{ err error }
+
+func (e headSent) Error() string { return "the client left during the answer's body: " + e.err.Error() }
+func (e headSent) Unwrap() error { return e.err }
+
+// cutAfter is the error of a whole answer's write of size bytes that wrote n of them and ended
+// with err: headSent when part of it went out, which only internal/h1's WriteWhole, whose head
+// and body go out in one writev, counts as n; err as it is otherwise. n = size with an error is
+// WriteWhole's own fallback having copied the body into its buffers and failed to flush it:
+// nothing is known to have gone out.
+func cutAfter(n, size int, err error) error {
+	if err != nil && n > 0 && n < size {
+		return headSent{err}
+	}
+	return err
+}
+
+// sendWhole writes body, the whole answer, after WriteHeader, and flushes it: through
+// internal/h1's WriteWhole when w is its writer (behind the recoverer's), which says how much of
+// body went out before a failure (cutAfter) and does not copy body; through Write and a flush
+// otherwise, whose error is taken as it is (the Responses bridge's flush reports headSent itself).
+func sendWhole(w http.ResponseWriter, body []byte) error {
+	if f := fielderOf(w); f != nil {
+		n, err := f.WriteWhole(body)
+		return cutAfter(n, len(body), err)
+	}
+	_, err := w.Write(body)
+	if ferr := flushWhole(w); err == nil {
+		err = ferr
+	}
+	return err
+}
 
 // flushWhole flushes what was written to w and reports the flush's failure; a writer that cannot
 // flush (a test's recorder) has nothing to report.
@@ -202,11 +242,12 @@ func streamEndOf(ended string) int {
 	return metrics.StreamDone
 }
 
-// write sends the attempt loop's outcome to the client and returns the status it used, and for a
-// stream that did not end with its [DONE], how it ended (streamClientLeft, streamBrokeOff). The
-// status is statusClientGone for a client gone before the answer's head reached it: gone during
-// the attempt loop, or when the write of a whole answer, or of a stream's head and first event,
-// failed. A stream its client leaves later keeps its 200 (see relay). The key's
+// write sends the attempt loop's outcome to the client and returns the status it used, and for an
+// answer that did not end as sent (a stream without its [DONE], a whole answer cut short), how it
+// ended (streamClientLeft, streamBrokeOff). The status is statusClientGone for a client gone
+// before the answer's head reached it: gone during the attempt loop, or when the write of a whole
+// answer failed before any of its body went out, or that of a stream's head and first event. An
+// answer its client leaves later keeps its 200 (see relay, sentStatus). The key's
 // concurrency slot st holds is given back, and the answer charged to its tpm, before the
 // answer's end goes out: a client that sends its next request as soon as it has the answer (the
 // SDK stops reading a stream at [DONE]) must find the slot free and the tokens spent, and
@@ -248,7 +289,7 @@ func (s *Server) write(ctx context.Context, w http.ResponseWriter, rs *routeStat
 	}
 	if res.resp.Stream == nil {
 		if done, err := s.writeWhole(w, rs, res); done {
-			return sentStatus(err), ""
+			return sentStatus(err)
 		}
 	}
 	h[hdrRoute] = rs.nameValue
@@ -266,13 +307,9 @@ func (s *Server) write(ctx context.Context, w http.ResponseWriter, rs *routeStat
 		h["Content-Type"] = jsonContentType
 		h["Content-Length"] = s.lengthValue(len(res.resp.Body))
 		w.WriteHeader(http.StatusOK)
-		_, err := w.Write(res.resp.Body)
 		// Out now, with its length, in one write: what is left of the request (the target's
 		// release, the log line) is not the client's wait.
-		if ferr := flushWhole(w); err == nil {
-			err = ferr
-		}
-		return sentStatus(err), ""
+		return sentStatus(sendWhole(w, res.resp.Body))
 	}
 	usage := usageTo{route: -1} // no metrics: nothing counted
 	if s.metrics != nil {
@@ -411,13 +448,14 @@ type requestLog struct {
 	movedFrom  string   // the route model auto moved the request off (autoMove); "" when it was not moved
 	chain      []string // the targets tried
 	stream     string   // how a stream that did not end with its [DONE] ended; "" otherwise (see write)
+	cut        string   // how a whole answer that did not go out whole ended (streamClientLeft); "" otherwise
 	id         string   // the request's ID (X-Request-Id)
 	upstreamID string   // the serving upstream's own ID for it; "" when it sent none
 }
 
 // logRequest writes a request's line. Its fields are in a fixed order, which operators' tooling
-// reads: method, path, route, chain, status, duration, then moved_from, stream, key, request_id
-// and upstream_request_id, each of those five only when it has a value. The IDs are values the
+// reads: method, path, route, chain, status, duration, then moved_from, stream, cut, key,
+// request_id and upstream_request_id, each of those six only when it has a value. The IDs are values the
 // gateway checked (upstream.ValidRequestID), never headers copied wholesale.
 func (s *Server) logRequest(r *http.Request, rl requestLog, status int, start, now time.Time) {
 	h := s.log.Handler()
@@ -436,6 +474,9 @@ func (s *Server) logRequest(r *http.Request, rl requestLog, status int, start, n
 		}
 		if rl.stream != "" {
 			l = l.String("stream", rl.stream)
+		}
+		if rl.cut != "" {
+			l = l.String("cut", rl.cut)
 		}
 		if rl.key != "" {
 			l = l.String("key", rl.key)
@@ -465,6 +506,9 @@ func (s *Server) logRequest(r *http.Request, rl requestLog, status int, start, n
 	}
 	if rl.stream != "" {
 		rec.AddAttrs(slog.String("stream", rl.stream))
+	}
+	if rl.cut != "" {
+		rec.AddAttrs(slog.String("cut", rl.cut))
 	}
 	if rl.key != "" {
 		rec.AddAttrs(slog.String("key", rl.key))

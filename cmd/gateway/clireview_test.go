@@ -2,9 +2,13 @@ package main
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/hayula/gateway/demo"
 )
 
 // TestListenFlagMistakeIsUsage: a --listen that is no listen address at all (a bare port, as
@@ -99,5 +103,31 @@ func TestEmptyFlagValueRefused(t *testing.T) {
 				t.Errorf("exit %d, stdout %q, stderr %q; want 2 and one line saying %s is empty", code, out, errOut, tt.flag)
 			}
 		})
+	}
+}
+
+// TestOpenListenFlagIsUsage: serve's --listen off loopback for a file with no [[keys]] (an open
+// gateway) is refused as the demo's is, as a mistake on the command line (exit 2): the file alone
+// is fine, and the flag is what asks for what the rule forbids. It exited 1, as for a file that
+// does not load. The message still names the file, whose keys decide it, and how to fix it; the
+// same address in the file's own listen stays the file's problem (exit 1).
+func TestOpenListenFlagIsUsage(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "open.toml")
+	cfg := demo.Config("127.0.0.1:8000", demo.URLsFor(demo.DefaultPortBase))
+	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, out, msg := runCmd(t, "serve", "--config", path, "--listen", "0.0.0.0:8000")
+	if code != 2 || out != "" || strings.Count(msg, "\n") != 1 || !strings.Contains(msg, "listen override") ||
+		!strings.Contains(msg, `"0.0.0.0:8000"`) || !strings.Contains(msg, "keygen") || !strings.Contains(msg, "open.toml") {
+		t.Errorf("exit %d, stdout %q, stderr %q; want 2 and one line naming the file, the address and keygen", code, out, msg)
+	}
+	inFile := filepath.Join(dir, "infile.toml")
+	if err := os.WriteFile(inFile, []byte(strings.Replace(cfg, `"127.0.0.1:8000"`, `"0.0.0.0:8000"`, 1)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, msg := runCmd(t, "serve", "--config", inFile); code != 1 || !strings.Contains(msg, "keygen") {
+		t.Errorf("the file's own listen: exit %d, stderr %q; want 1", code, msg)
 	}
 }
