@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/hayula/gateway/internal/jsonx"
+	"github.com/hayula/gateway/upstream"
 )
 
 // responsesWriter stands between serveOp and the client of a Responses request. serveOp writes a
@@ -562,7 +563,7 @@ func (b *responsesWriter) writeWhole() {
 		c = &a.Choices[0] // a whole answer's only choice, whatever index it says
 	}
 	if c != nil {
-		if c.FinishReason != nil {
+		if c.FinishReason != nil && upstream.SaysFinish(*c.FinishReason) {
 			b.reason = *c.FinishReason
 		}
 		m := c.Message
@@ -707,7 +708,7 @@ func (b *responsesWriter) onChunk(p []byte) {
 	for _, tc := range ch.Delta.ToolCalls {
 		b.callDelta(tc.Index, tc.ID, tc.Function.Name, string(tc.Function.Arguments))
 	}
-	if ch.FinishReason != nil && *ch.FinishReason != "" {
+	if ch.FinishReason != nil && upstream.SaysFinish(*ch.FinishReason) {
 		b.reason = *ch.FinishReason
 	}
 }
