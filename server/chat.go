@@ -577,6 +577,8 @@ func (s *Server) once(ctx context.Context, t *core.Target, req *core.Request, cl
 			// stream that broke before anything was sent, and the chain moves on
 			// (TestReviewFallThroughBeforeFirstEvent).
 			err = &core.StreamError{Target: t.Name, Message: "upstream ended the stream before its first event"}
+		} else if err == nil && len(a.first) > maxEventData {
+			err = eventTooLong(t.Name, len(a.first))
 		}
 		if err != nil {
 			_ = resp.Stream.Close()

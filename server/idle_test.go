@@ -8,7 +8,8 @@ import (
 	"time"
 )
 
-// stallAfterHead answers with a head (and, for a stream, the events in first) and then sends
+// stallAfterHead answers with a head (and, for a stream, the events in first; for a whole
+// answer, the start of its body, unless first is given, when it sends none) and then sends
 // nothing until the gateway closes the connection, or for 10 s: then the answer ends cut short,
 // a server_error that the tests' route does not fall through on, so that a gateway without the
 // idle timeout fails them rather than hangs.
@@ -22,7 +23,9 @@ func stallAfterHead(stream bool, first ...string) http.HandlerFunc {
 		} else {
 			w.Header().Set("Content-Type", "application/json")
 			w.Header().Set("Content-Length", "1000")
-			fmt.Fprint(w, `{"id":"c1",`)
+			if len(first) == 0 {
+				fmt.Fprint(w, `{"id":"c1",`)
+			}
 		}
 		w.(http.Flusher).Flush()
 		select {
@@ -64,6 +67,17 @@ func TestIdleUpstreamBody(t *testing.T) {
 		}
 		if b.hits.Load() != 1 {
 			t.Errorf("b asked %d times, want 1", b.hits.Load())
+		}
+	})
+	// A 2xx head and not a byte of its body: the idle_timeout counts from the head, as CONFIG.md
+	// says, not the target's timeout (120 s here) that bounds the wait for the head.
+	t.Run("whole answer, head alone", func(t *testing.T) {
+		g, a, b := idleChain(t)
+		a.set(stallAfterHead(false, "no body"))
+		rep := g.chat(t, "r")
+		if rep.status != http.StatusOK || !strings.Contains(string(rep.body), "hello from b") ||
+			rep.header.Get("x-hayula-chain") != "a→b (served by b)" || b.hits.Load() != 1 {
+			t.Fatalf("status %d, chain %q: %s", rep.status, rep.header.Get("x-hayula-chain"), rep.body)
 		}
 	})
 	t.Run("stream before its first event", func(t *testing.T) {

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/hayula/gateway/internal/jsonx"
+	"github.com/hayula/gateway/upstream"
 )
 
 // responsesWriter stands between serveOp and the client of a Responses request. serveOp writes a
@@ -56,6 +57,7 @@ type responsesWriter struct {
 	started   bool // response.created went out
 	ended     bool
 	emitted   bool // a whole answer went out
+	overLong  bool // an event was too long to send: the stream ended in its place (tooLong)
 }
 
 // What serveOp's writes turned out to be.
@@ -562,7 +564,7 @@ func (b *responsesWriter) writeWhole() {
 		c = &a.Choices[0] // a whole answer's only choice, whatever index it says
 	}
 	if c != nil {
-		if c.FinishReason != nil {
+		if c.FinishReason != nil && upstream.SaysFinish(*c.FinishReason) {
 			b.reason = *c.FinishReason
 		}
 		m := c.Message
@@ -631,20 +633,50 @@ func ptr[T any](v T) *T { return &v }
 
 // emit writes one event to the client, with the next sequence number. Flushing is the relay's.
 func (b *responsesWriter) emit(ev streamEvent) {
-	if b.werr != nil {
+	if b.werr != nil || b.overLong {
 		return
 	}
+	if !b.send(ev) {
+		b.tooLong(ev.Type)
+	}
+}
+
+// send writes ev, numbered, unless its data line would be longer than a client reads
+// (maxEventData): then it writes nothing and reports false.
+func (b *responsesWriter) send(ev streamEvent) bool {
 	ev.SequenceNumber = b.seq
-	b.seq++
 	data, err := json.Marshal(ev)
 	if err != nil {
 		b.werr = err
-		return
+		return true
 	}
+	if len(data) > maxEventData {
+		return false
+	}
+	b.seq++
 	out := make([]byte, 0, len(data)+len(ev.Type)+20)
 	out = append(append(append(out, "event: "...), ev.Type...), '\n')
 	out = append(append(append(out, sseData...), data...), sseEnd...)
 	_, b.werr = b.w.Write(out)
+	return true
+}
+
+// tooLong ends a stream whose next event, of type typ, would be a line longer than a client reads
+// (maxEventData; openai-go fails the stream on it and reads nothing after): in its place, the
+// error event and response.failed that fail sends, the response without its output, which is
+// what grew too long (a delta the encoder's escapes lengthened, or the whole text that the .done
+// events and the response repeat). A response.failed still too long (the request's own fields
+// it repeats, escaped) is left out, the error event ending the stream alone. Nothing is emitted
+// after (TestSSELinesWithinSDKLimit).
+func (b *responsesWriter) tooLong(typ string) {
+	b.ended, b.overLong = true, true
+	msg := "the response's " + typ + " event is longer than a client's SSE reader takes (" + strconv.Itoa(maxEventData) +
+		" bytes): the stream ends here"
+	b.send(streamEvent{Type: "error", Code: "stream_interrupted", Message: msg, Param: json.RawMessage("null")})
+	b.reason = ""
+	r := b.response("failed", nil)
+	r.Error = &responseError{Code: "server_error", Message: msg}
+	b.send(streamEvent{Type: "response.failed", Response: r})
 }
 
 // start opens the stream: the response exists and is in progress.
@@ -704,7 +736,7 @@ func (b *responsesWriter) onChunk(p []byte) {
 	for _, tc := range ch.Delta.ToolCalls {
 		b.callDelta(tc.Index, tc.ID, tc.Function.Name, string(tc.Function.Arguments))
 	}
-	if ch.FinishReason != nil && *ch.FinishReason != "" {
+	if ch.FinishReason != nil && upstream.SaysFinish(*ch.FinishReason) {
 		b.reason = *ch.FinishReason
 	}
 }

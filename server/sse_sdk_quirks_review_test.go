@@ -221,3 +221,69 @@ func TestSDKEveryChunkBoundaryOllama(t *testing.T) {
 		}
 	}
 }
+
+// KoboldCpp puts the string "null" where OpenAI has JSON null on every chunk before the last
+// (`"finish_reason": "null"`). It is no finish, by the rule every finish check keeps
+// (upstream.SaysFinish): a stream of such chunks that ends without [DONE] broke off, and the
+// client gets the error event (a Responses client response.failed), not a [DONE] that passes the
+// half answer off as whole. Plain or through think-tags' splitter (which flushed the bytes it
+// held for a tag at each such chunk), every relayed chunk says null where KoboldCpp said "null":
+// openai-go reads the string as a finish reason, and a client that stops at the first non-empty
+// one stopped at the first token. The same stream with its real finish_reason still ends whole.
+func TestSSENullStringFinishReasonIsNoFinish(t *testing.T) {
+	hel, lo := quirkChunk(`{"role":"assistant","content":"Hel"}`, `"null"`), quirkChunk(`{"content":"lo"}`, `"null"`)
+	for _, tc := range []struct {
+		name, wire string
+		finished   bool
+	}{
+		{"broken off", "data: " + hel + "\n\ndata: " + lo + "\n\n", false},
+		{"finished", "data: " + hel + "\n\ndata: " + lo + "\n\ndata: " + quirkChunk(`{}`, `"stop"`) + "\n\n", true},
+		{"finished, spaced", "data: " + strings.ReplaceAll(hel, `:"null"`, ` : "null" `) + "\n\ndata: " + lo + "\n\ndata: " +
+			quirkChunk(`{}`, `"stop"`) + "\n\n", true},
+	} {
+		for _, think := range []bool{false, true} {
+			name := tc.name
+			cfg := hostileConfig("openai", quirkUpstream(t, tc.wire))
+			if think {
+				name += ", think-tags"
+				cfg = strings.Replace(cfg, "max_retries = 0\n", "max_retries = 0\nreasoning = \"think-tags\"\n", 1)
+			}
+			t.Run(name, func(t *testing.T) {
+				g := newGateway(t, cfg, nil)
+				c := sdkClient(g, "unused")
+				s := c.Chat.Completions.NewStreaming(context.Background(), openai.ChatCompletionNewParams{
+					Model: "up", Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("hi")}})
+				var acc openai.ChatCompletionAccumulator
+				var reasons []string
+				for s.Next() {
+					ch := s.Current()
+					acc.AddChunk(ch)
+					for _, c := range ch.Choices {
+						reasons = append(reasons, string(c.FinishReason))
+					}
+				}
+				err := s.Err()
+				_ = s.Close()
+				if tc.finished != (err == nil) || len(acc.Choices) != 1 || acc.Choices[0].Message.Content != "Hello" {
+					t.Errorf("finished %v: err %v, accumulated %+v", tc.finished, err, acc.Choices)
+				}
+				if err != nil && !strings.Contains(err.Error(), "stream_interrupted") {
+					t.Errorf("err %v, want the gateway's stream_interrupted", err)
+				}
+				if len(reasons) < 2 || reasons[0] != "" || reasons[1] != "" {
+					t.Errorf("finish reasons the SDK read %q, want \"\" for the chunks that said \"null\"", reasons)
+				}
+				rs := c.Responses.NewStreaming(context.Background(), responses.ResponseNewParams{
+					Model: "up", Input: responses.ResponseNewParamsInputUnion{OfString: openai.String("hi")}})
+				types, text, _ := collect(t, rs)
+				want := "response.completed"
+				if !tc.finished {
+					want = "response.failed"
+				}
+				if end := types[len(types)-1]; end != want || text != "Hello" {
+					t.Errorf("responses stream: end %s, text %q, want %s", end, text, want)
+				}
+			})
+		}
+	}
+}

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"io"
@@ -223,6 +224,23 @@ var (
 	sseDone = []byte("data: [DONE]\n\n")
 )
 
+// maxEventData is the longest payload the gateway writes in a "data: " line. openai-go reads a
+// stream with a bufio.Scanner whose buffer grows to bufio.MaxScanTokenSize<<9 bytes (32 MiB,
+// packages/ssestream) and must hold the line with its LF: a longer line fails the client's stream
+// with "token too long", and the error event after it is never read. The gateway's own reader
+// takes an upstream event of up to 32 MiB, and a Responses stream's events, the bridge's own
+// JSON, can be longer than the chunk they came from (an escaped "<" is six bytes, a .done event
+// holds the whole text), so the bound is kept where lines are written: one length compare an
+// event (TestSSELinesWithinSDKLimit).
+const maxEventData = bufio.MaxScanTokenSize<<9 - 1 - len("data: ")
+
+// eventTooLong is the failure of a stream whose next event is longer than maxEventData: before
+// the first event went out the chain moves on, after it the stream ends with an error event.
+func eventTooLong(target string, n int) error {
+	return &core.StreamError{Target: target, Message: "upstream sent an event of " + strconv.Itoa(n) +
+		" bytes, longer than a client's SSE reader takes (" + strconv.Itoa(maxEventData) + ")"}
+}
+
 // How a stream that went out did not end with its [DONE], as the request's log line says it
 // (requestLog.stream): "" for one that did, and for a whole answer.
 const (
@@ -383,7 +401,9 @@ func (s *Server) relay(ctx context.Context, w http.ResponseWriter, usage usageTo
 			s.yield()
 		}
 		first = false
-		ev, err = st.Next()
+		if ev, err = st.Next(); err == nil && len(ev) > maxEventData {
+			err = eventTooLong(res.target.Name, len(ev))
+		}
 	}
 	if errors.Is(err, io.EOF) {
 		// Flushed now, not left for the end of the chunked body when the handler returns:

@@ -168,3 +168,46 @@ func TestEarlyVerdict(t *testing.T) {
 		}
 	}
 }
+
+// TestEarlySuccessThenNothingIsIdle: an upstream that answers 2xx (its head, no byte of the
+// body) before it has read the request's body, and then neither reads nor sends, fails as its
+// idle_timeout says once that has passed since the head came, as CONFIG.md has idle_timeout
+// count from the head, and as net/http's Transport, which reads such a head while the body is
+// still being written, already did on https:// targets. The synchronous client, which reads the
+// head only once the whole request is written, held the write until the target's timeout (30 s
+// here; the attempt must end within 10) and failed it as "no response", the head that had come
+// unread.
+func TestEarlySuccessThenNothingIsIdle(t *testing.T) {
+	const answer = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n"
+	body := `{"model":"auto","messages":[{"role":"user","content":"` + strings.Repeat("x", 48<<20) + `"}]}`
+	for _, tc := range []struct {
+		name string
+		tmpl *http.Transport
+	}{
+		{"synchronous client", nil},
+		{"net/http", &http.Transport{}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tg := target(answersAtOnce(t, answer))
+			tg.Timeout, tg.IdleTimeout = 30*time.Second, 100*time.Millisecond
+			s := NewSet([]*core.Target{tg}, Options{Now: fixedNow, DialTimeout: 2 * time.Second, Transport: tc.tmpl})
+			t.Cleanup(s.Close)
+			ctx, cancel := context.WithTimeout(context.Background(), generous)
+			defer cancel()
+			resp, err := s.Chat(ctx, tg, &core.Request{Model: "auto", Body: []byte(body)})
+			if err == nil {
+				resp.Release()
+				t.Fatal("an answer from an upstream that sent no body")
+			}
+			if ctx.Err() != nil {
+				t.Fatalf("the attempt did not end within %v: %v", generous, err)
+			}
+			if _, ok := errors.AsType[*IdleTimeoutError](err); !ok {
+				t.Errorf("error %v (%T), want the idle timeout", err, err)
+			}
+			if d := errmap.Classify(err); d.Class != core.ClassTimeout {
+				t.Errorf("classified %s, want timeout", d.Class)
+			}
+		})
+	}
+}

@@ -110,6 +110,9 @@ func transportError(ctx context.Context, t *core.Target, err error) error {
 	if errors.As(err, &op) && op.Op == "dial" {
 		return &core.ConnError{Target: t.Name, Err: inner}
 	}
+	if ie, ok := errors.AsType[*IdleTimeoutError](err); ok {
+		return ie // a 2xx head came while the request was being written, and then nothing
+	}
 	var ne net.Error
 	if errors.As(err, &ne) && ne.Timeout() {
 		return &core.TimeoutError{Target: t.Name, After: t.Timeout}

@@ -133,6 +133,12 @@ type h1Conn struct {
 	seen      int32
 	seenAt    time.Time
 	seenReads uint64
+	// headAt is the tick that first saw a 2xx answer's head come while the request was being
+	// written (answeredEarly); zero when none came. idleCut is set when the sweeper ended that
+	// write because the body's idle timeout ran out from headAt. Both are the sweeper's, read by
+	// the exchange once it is no longer live.
+	headAt  time.Time
+	idleCut bool
 }
 
 func (c *h1Conn) Read(p []byte) (int, error) {
@@ -325,6 +331,9 @@ func (t *h1Transport) exchange(ctx context.Context, c *h1Conn, out *outgoing) (*
 		case phaseCanceled:
 			return nil, false, ctx.Err()
 		case phaseTimedOut:
+			if c.idleCut {
+				return nil, false, newIdleTimeoutError(t.target, t.bodyIdle)
+			}
 			return nil, false, werr // the write's deadline error: a timeout, not a stale connection
 		}
 		return nil, c.reused, werr
@@ -469,6 +478,9 @@ func responseFor(resp *http.Response) *streamResponse {
 func (t *h1Transport) interrupted(ctx context.Context, c *h1Conn) error {
 	if t.unwatch(c) == phaseCanceled {
 		return ctx.Err()
+	}
+	if c.idleCut {
+		return newIdleTimeoutError(t.target, t.bodyIdle)
 	}
 	return &net.OpError{Op: "read", Net: "tcp", Source: c.LocalAddr(), Addr: c.RemoteAddr(), Err: os.ErrDeadlineExceeded}
 }

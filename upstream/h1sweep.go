@@ -86,6 +86,7 @@ func (t *h1Transport) watchLocked(ctx context.Context, c *h1Conn, since time.Tim
 	c.phase.Store(phaseWrite)
 	c.seen = phaseNone
 	c.seenAt = since
+	c.headAt, c.idleCut = time.Time{}, false
 	t.live = append(t.live, c)
 	c.slot = len(t.live)
 	if !t.sweeping {
@@ -195,7 +196,18 @@ func (t *h1Transport) visitLocked(c *h1Conn, now time.Time) {
 		_ = c.Conn.SetDeadline(pastDeadline)
 		return
 	}
-	if ph == phaseWrite && c.seen == phaseWrite && answeredEarly(c) {
+	if ph == phaseWrite && c.seen == phaseWrite && answeredEarly(c, now) {
+		return
+	}
+	if ph == phaseWrite && !c.headAt.IsZero() && t.bodyIdle > 0 && now.Sub(c.headAt) >= t.bodyIdle &&
+		c.phase.CompareAndSwap(ph, phaseTimedOut) {
+		// A 2xx head came while the request was being written, and no byte of its body can
+		// have been read since: the write is still under way. net/http's Transport reads such a
+		// head as it comes and bounds its body's reads by the idle timeout; so does this, from
+		// the tick that saw the head, where the write held the exchange until the target's
+		// timeout (TestEarlySuccessThenNothingIsIdle).
+		c.idleCut = true
+		_ = c.Conn.SetDeadline(pastDeadline)
 		return
 	}
 	limit := t.limit(ph)
@@ -240,8 +252,19 @@ func (t *h1Transport) visitLocked(c *h1Conn, now time.Time) {
 // answer as it comes (TestEarlyAnswerStopsTheWrite). The exchange reads the answer (see
 // exchange). It costs a system call in the sweeper, only for a write still under way from one
 // visit to the next; a request that goes out in one write is never looked at.
-func answeredEarly(c *h1Conn) bool {
-	if c.early.Load() || !refusedEarly(c.Conn) {
+//
+// A 2xx that came instead is not a refusal: the write goes on, but the answer's head has come,
+// and headAt notes the tick that saw it (its body's idle timeout counts from there; see
+// visitLocked). It is looked for no more after that.
+func answeredEarly(c *h1Conn, now time.Time) bool {
+	if c.early.Load() || !c.headAt.IsZero() {
+		return false
+	}
+	refused, answered := earlyAnswer(c.Conn)
+	if answered {
+		c.headAt = now
+	}
+	if !refused {
 		return false
 	}
 	c.early.Store(true)

@@ -294,7 +294,7 @@ func (s *openaiStream) Next() ([]byte, error) {
 			s.err = &core.StreamError{Target: s.target, Message: "upstream closed the stream inside an event"}
 			return nil, s.err
 		}
-		errorKey, finish := scanKeys(data)
+		errorKey, finish, nullReason := scanKeys(data)
 		if msg, ok := errorEventKeyed(ev.name, data, errorKey); ok {
 			s.err = &core.StreamError{Target: s.target, Message: msg, Quoted: len(msg)}
 			return nil, s.err
@@ -331,6 +331,9 @@ func (s *openaiStream) Next() ([]byte, error) {
 					data[i] = ' '
 				}
 			}
+		}
+		if nullReason {
+			nullReasons(data)
 		}
 		s.events++
 		if finish {
@@ -412,22 +415,24 @@ func errorEventKeyed(name, data []byte, errorKey bool) (string, bool) {
 // hasErrorKey reports whether data holds a raw `"error"`, the quick check before errorEvent
 // decodes.
 func hasErrorKey(data []byte) bool {
-	errorKey, _ := scanKeys(data)
+	errorKey, _, _ := scanKeys(data)
 	return errorKey
 }
 
 // scanKeys looks for both in one pass over a stream's event: errorKey, a raw `"error"`
 // (hasErrorKey), and finish, a finish_reason that says one: a `"finish_reason"` followed by a
-// colon and a string that is not empty (SGLang 0.4.3 and others send "" where OpenAI has null,
-// on every chunk: TestSSEEmptyFinishReasonIsNoFinish), the keys taken one after the other, as a
-// search from the end of the last would find them. A raw `"finish_reason"` can only be a key or a whole string value (inside other
-// strings its quotes would be escaped), so that is enough, without decoding. Both hold an 'r' (the third byte of one, the ninth of the other) and every
-// other byte of theirs is common in a chunk, a quote above all, which opens every key and
-// string: a search that starts at their first byte, or at '_', stops at every field or at
-// "system_fingerprint", and two of them were 1,250 of the 2,300 instructions an event cost
-// (bench --count). Each 'r' of the event is found by IndexByte and both keys checked around it
-// (TestKeySearchesAgree holds the answers to plain searches for either key).
-func scanKeys(data []byte) (errorKey, finish bool) {
+// colon and a string that SaysFinish, read raw (reasonValue), the keys taken one after the other,
+// as a search from the end of the last would find them; nullReason, a finish_reason before the
+// first that says one is the string "null" (KoboldCpp's; see nullReasons). A raw
+// `"finish_reason"` can only be a key or a whole string value (inside other strings its quotes
+// would be escaped), so that is enough, without decoding. Both hold an 'r' (the third byte of
+// one, the ninth of the other) and every other byte of theirs is common in a chunk, a quote above
+// all, which opens every key and string: a search that starts at their first byte, or at '_',
+// stops at every field or at "system_fingerprint", and two of them were 1,250 of the 2,300
+// instructions an event cost (bench --count). Each 'r' of the event is found by IndexByte and
+// both keys checked around it (TestKeySearchesAgree holds the answers to plain searches for
+// either key).
+func scanKeys(data []byte) (errorKey, finish, nullReason bool) {
 	const errKey, finishKey = `"error"`, `"finish_reason"`
 	from := 0 // where the last "finish_reason" found ends: the next is looked for after it
 	for at := 0; at < len(data); {
@@ -442,7 +447,9 @@ func scanKeys(data []byte) (errorKey, finish bool) {
 			errorKey = true
 		case !finish && p-8 >= from && p+7 <= len(data) && string(data[p-8:p+7]) == finishKey:
 			from = p + 7
-			finish = reasonValue(data[from:])
+			var null bool
+			finish, null = reasonValue(data[from:])
+			nullReason = nullReason || null
 		default:
 			continue
 		}
@@ -450,22 +457,67 @@ func scanKeys(data []byte) (errorKey, finish bool) {
 			break
 		}
 	}
-	return errorKey, finish
+	return errorKey, finish, nullReason
 }
 
-// reasonValue reports whether data, which follows a key, holds a colon and then a string that is
-// not empty, as the reasoning splitter and the Responses bridge read a finish_reason.
-func reasonValue(data []byte) bool {
+// SaysFinish reports whether a finish_reason, read as a string (JSON null as ""), says the
+// answer ended: the one rule every check of a finish keeps, the relay's raw one (reasonValue),
+// the think-tags splitter's and the Responses bridge's. Neither "" (SGLang 0.4.3 and others send
+// it where OpenAI has null, on every chunk: TestSSEEmptyFinishReasonIsNoFinish) nor the string
+// "null" (KoboldCpp, on every chunk before the last: TestSSENullStringFinishReasonIsNoFinish)
+// says one: a stream of such chunks that ends without [DONE] broke off.
+func SaysFinish(reason string) bool { return reason != "" && reason != nullString }
+
+// nullString is KoboldCpp's finish_reason before its last chunk: null written as a string.
+const nullString = "null"
+
+// reasonAt is where the value after a key begins in data, which follows the key: past spaces, a
+// colon and spaces; -1 when there is no colon.
+func reasonAt(data []byte) int {
 	j := 0
 	for j < len(data) && isSpace(data[j]) {
 		j++
 	}
 	if j >= len(data) || data[j] != ':' {
-		return false
+		return -1
 	}
 	for j++; j < len(data) && isSpace(data[j]); j++ {
 	}
-	return j+1 < len(data) && data[j] == '"' && data[j+1] != '"'
+	return j
+}
+
+// reasonValue reads the value after a finish_reason key as SaysFinish does, raw: finish, a string
+// that is neither empty nor "null"; null, the string "null". (An escaped spelling of "null" is
+// taken for a finish: no server sends one.)
+func reasonValue(data []byte) (finish, null bool) {
+	j := reasonAt(data)
+	if j < 0 || j+1 >= len(data) || data[j] != '"' || data[j+1] == '"' {
+		return false, false
+	}
+	if len(data)-j >= len(nullString)+2 && string(data[j+1:j+len(nullString)+2]) == nullString+`"` {
+		return false, true
+	}
+	return true, false
+}
+
+// nullReasons writes JSON null, and two spaces after it, in place of each finish_reason of data
+// that is the string "null": relayed as KoboldCpp sent it, openai-go (whose finish_reason is a
+// string) reads the reason "null", and a client that stops at the first chunk with a reason stops
+// at the first token (TestSSENullStringFinishReasonIsNoFinish). The length stays, so the event is
+// rewritten where it lies; only an event that has such a reason (scanKeys) is searched again.
+func nullReasons(data []byte) {
+	const finishKey = `"finish_reason"`
+	for at := 0; ; {
+		i := bytes.Index(data[at:], []byte(finishKey))
+		if i < 0 {
+			return
+		}
+		at += i + len(finishKey)
+		if _, null := reasonValue(data[at:]); null {
+			j := at + reasonAt(data[at:])
+			copy(data[j:], `null  `)
+		}
+	}
 }
 
 func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }

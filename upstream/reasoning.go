@@ -485,7 +485,7 @@ func (s *thinkStream) rewrite(ev []byte) (out []byte, keep, choiceless bool) {
 			tp.sp.upstreamReasoned()
 		}
 		content, hasContent := rawString(delta["content"])
-		finished := text(ch["finish_reason"]) != ""
+		finished := SaysFinish(text(ch["finish_reason"]))
 		// The entries go through a splitter of their own, as the content does: logprobs.content
 		// covers the answer's tokens, not the block's (TestThinkTagsLogprobs). A chunk's entries
 		// go through it with or without content beside them, and the entries held for bytes

@@ -403,3 +403,38 @@ func TestThinkStreamBufferedSkipsEmptiedChunks(t *testing.T) {
 		})
 	}
 }
+
+// KoboldCpp's "finish_reason": "null" on a chunk before the last is no finish (SaysFinish), for
+// the splitter as for the relay: taken for one, it flushed the "<thi" it held for a tag as
+// answer text, and the think block that tag opened went to the client as content.
+func TestThinkStreamNullStringIsNoFinish(t *testing.T) {
+	chunk := func(s, finish string) string {
+		b, _ := json.Marshal(s)
+		return `{"choices":[{"index":0,"delta":{"content":` + string(b) + `},"finish_reason":` + finish + `}]}`
+	}
+	ts := newThinkStream(&listStream{evs: []string{chunk("<thi", `"null"`), chunk("nk>why</think>Yes.", `"null"`),
+		chunk("", `"stop"`)}}, core.ReasoningThinkTags)
+	var got thinkResult
+	for {
+		ev, err := ts.Next()
+		if err != nil {
+			break
+		}
+		var c struct {
+			Choices []struct {
+				Delta struct {
+					Content   string `json:"content"`
+					Reasoning string `json:"reasoning_content"`
+				} `json:"delta"`
+			} `json:"choices"`
+		}
+		if err := json.Unmarshal(ev, &c); err != nil || len(c.Choices) != 1 {
+			t.Fatalf("event %s: %v", ev, err)
+		}
+		got.Content += c.Choices[0].Delta.Content
+		got.Reasoning += c.Choices[0].Delta.Reasoning
+	}
+	if want := (thinkResult{"Yes.", "why"}); got != want {
+		t.Errorf("got %+v, want %+v", got, want)
+	}
+}

@@ -159,6 +159,12 @@ func TestHasFinishReason(t *testing.T) {
 		{`{"choices":[{"delta":{"content":"a"},"finish_reason":""}]}`, false},
 		{`{"choices":[{"finish_reason" : ""},{"finish_reason":"stop"}]}`, true},
 		{`{"choices":[{"finish_reason":"`, false},
+		// KoboldCpp's string "null" is none either (SaysFinish); a longer reason that begins
+		// so, or one cut short after "null, is not that string.
+		{`{"choices":[{"delta":{"content":"a"},"finish_reason":"null"}]}`, false},
+		{`{"choices":[{"finish_reason" : "null" },{"finish_reason":"stop"}]}`, true},
+		{`{"choices":[{"finish_reason":"nullish"}]}`, true},
+		{`{"choices":[{"finish_reason":"null`, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.chunk, func(t *testing.T) {
@@ -166,6 +172,35 @@ func TestHasFinishReason(t *testing.T) {
 				t.Errorf("hasFinishReason(%s) = %v, want %v", tt.chunk, got, tt.want)
 			}
 		})
+	}
+}
+
+// TestNullReasonsRewritten: every finish_reason that is the string "null" becomes JSON null in
+// place, the event's length and its other members as they were, and the raw scan finds the
+// events that need it and no other.
+func TestNullReasonsRewritten(t *testing.T) {
+	for _, tt := range []struct{ in, want string }{
+		{`{"choices":[{"finish_reason":"null"}]}`, `{"choices":[{"finish_reason":null  }]}`},
+		{`{"choices":[{"finish_reason" :  "null","index":0},{"finish_reason":"null"}]}`,
+			`{"choices":[{"finish_reason" :  null  ,"index":0},{"finish_reason":null  }]}`},
+		{`{"choices":[{"delta":{"content":"\"finish_reason\":\"null\""},"finish_reason":"null"}]}`,
+			`{"choices":[{"delta":{"content":"\"finish_reason\":\"null\""},"finish_reason":null  }]}`},
+		{`{"choices":[{"finish_reason":"nullish"}]}`, ``},
+		{`{"choices":[{"finish_reason":null}]}`, ``},
+		{chunkFinish, ``},
+	} {
+		_, _, null := scanKeys([]byte(tt.in))
+		if null != (tt.want != "") {
+			t.Errorf("scanKeys(%s): null reason %v", tt.in, null)
+		}
+		if !null {
+			continue
+		}
+		b := []byte(tt.in)
+		nullReasons(b)
+		if string(b) != tt.want {
+			t.Errorf("nullReasons(%s) = %s, want %s", tt.in, b, tt.want)
+		}
 	}
 }
 
@@ -523,7 +558,7 @@ func TestStreamErrorField(t *testing.T) {
 
 // hasFinishReason is scanKeys's finish alone, as the stream reads it.
 func hasFinishReason(data []byte) bool {
-	_, finish := scanKeys(data)
+	_, finish, _ := scanKeys(data)
 	return finish
 }
 
@@ -537,7 +572,7 @@ func plainFinish(data []byte) bool {
 			return false
 		}
 		data = data[i+len(finishKey):]
-		if reasonValue(data) {
+		if finish, _ := reasonValue(data); finish {
 			return true
 		}
 	}
@@ -551,7 +586,7 @@ func FuzzKeySearches(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		errorKey, finish := scanKeys(data)
+		errorKey, finish, _ := scanKeys(data)
 		if want := bytes.Contains(data, []byte(`"error"`)); errorKey != want {
 			t.Errorf("scanKeys(%q): errorKey %v, want %v", data, errorKey, want)
 		}

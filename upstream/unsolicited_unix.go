@@ -47,13 +47,21 @@ func peerEnded(err error) bool {
 // bytes to tell, is not: a server may answer as it reads (see earlyVerdict). A connection that
 // is not a socket never has.
 func refusedEarly(c net.Conn) bool {
+	refused, _ := earlyAnswer(c)
+	return refused
+}
+
+// earlyAnswer is refusedEarly's peek, which also reports answered: the server's first final
+// status line, past any informational ones, has come and is below 300. The answer's head has
+// come then, and the wait for its body counts from it (see answeredEarly).
+func earlyAnswer(c net.Conn) (refused, answered bool) {
 	sc, ok := c.(syscall.Conn)
 	if !ok {
-		return false
+		return false, false
 	}
 	rc, err := sc.SyscallConn()
 	if err != nil {
-		return false
+		return false, false
 	}
 	// Room for a status line past a few informational heads (see earlyVerdict). It is
 	// allocated (Control's closure takes it), by the sweeper alone and only for a write still
@@ -69,16 +77,16 @@ func refusedEarly(c net.Conn) bool {
 	if err := rc.Control(func(fd uintptr) {
 		n, _, rerr = syscall.Recvfrom(int(fd), buf[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
 	}); err != nil {
-		return false
+		return false, false
 	}
 	switch {
 	case errors.Is(rerr, syscall.EAGAIN) || errors.Is(rerr, syscall.EWOULDBLOCK) || errors.Is(rerr, syscall.EINTR):
-		return false // nothing yet
+		return false, false // nothing yet
 	case rerr != nil || n == 0:
-		return true // the connection ended
+		return true, false // the connection ended
 	}
-	refused, _ := earlyVerdict(buf[:n]) // not sure: a status line on its way, perhaps
-	return refused
+	refused, sure := earlyVerdict(buf[:n]) // not sure: a status line on its way, perhaps
+	return refused, sure && !refused
 }
 
 // earlyPeek is how much of an early answer refusedEarly looks at: a final status line behind
