@@ -12,24 +12,10 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-)
 
-// sentToOllama serves one whole /api/chat answer and returns the request body the adapter sent.
-func sentToOllama(t *testing.T, client string) []byte {
-	t.Helper()
-	got := make(chan []byte, 1)
-	srv := serve(t, func(w http.ResponseWriter, r *http.Request) {
-		b, _ := io.ReadAll(r.Body)
-		got <- b
-		w.Header().Set("Content-Type", "application/json; charset=utf-8")
-		_, _ = io.WriteString(w, ollamaLine(`{"role":"assistant","content":"ok"}`, true, `"done_reason":"stop","prompt_eval_count":3,"eval_count":1`))
-	})
-	tg := ollamaTarget(srv.URL)
-	if _, err := newSet(t, tg).Chat(context.Background(), tg, chatRequestOf(t, client)); err != nil {
-		t.Fatal(err)
-	}
-	return <-got
-}
+	"github.com/hayula/gateway/core"
+	"github.com/hayula/gateway/errmap"
+)
 
 // TestOllamaToolIDsSent: Ollama's Message carries tool_call_id and its ToolCall an id (its own
 // OpenAI endpoint fills both from the client's tool_call_id and tool_calls[].id), and the
@@ -86,4 +72,63 @@ func TestOllamaToolIDsSent(t *testing.T) {
 	if diff := cmp.Diff([]result{{"weather", "call_a"}, {"weather", "call_b"}, {"weather", "(none)"}}, results); diff != "" {
 		t.Errorf("tool results sent (-want +got):\n%s", diff)
 	}
+}
+
+// TestOllamaChatNotTruncated: /api/chat's truncate defaults to true (server/routes.go ChatHandler,
+// req.Truncate == nil || *req.Truncate): a prompt longer than num_ctx loses its oldest messages,
+// and a runner cuts the rest from its start, and the answer says nothing of it. The context filter
+// lets a prompt through by a lower bound of its tokens, so one that passed can still be longer
+// than the window; OpenAI refuses such a prompt, and so does Ollama when asked not to cut: 400
+// "the input length exceeds the context length" (the runner's errorInputTooLong; llama.cpp's
+// exceed_context_size_error where Ollama runs llama-server), an overflow that moves the chain on
+// to a target with a larger window, streamed or not.
+func TestOllamaChatNotTruncated(t *testing.T) {
+	for _, client := range []string{
+		`{"messages":[{"role":"user","content":"x"}]}`,
+		`{"messages":[{"role":"user","content":"x"}],"stream":true}`,
+	} {
+		var sent map[string]json.RawMessage
+		if err := json.Unmarshal(sentToOllama(t, client), &sent); err != nil {
+			t.Fatal(err)
+		}
+		if got := string(sent["truncate"]); got != "false" {
+			t.Errorf("%s: /api/chat truncate = %q, want false", client, got)
+		}
+	}
+	srv := serve(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json; charset=utf-8")
+		w.WriteHeader(http.StatusBadRequest)
+		_, _ = io.WriteString(w, `{"error":"the input length exceeds the context length"}`)
+	})
+	for _, stream := range []bool{false, true} {
+		tg := ollamaTarget(srv.URL)
+		req := chatRequestOf(t, `{"messages":[{"role":"user","content":"x"}]}`)
+		req.Stream = stream
+		_, err := newSet(t, tg).Chat(context.Background(), tg, req)
+		if d := errmap.Classify(err); d.Class != core.ClassOverflow || d.Status != http.StatusBadRequest {
+			t.Errorf("stream %v: Ollama's refusal classified %v %d (%v), want overflow 400", stream, d.Class, d.Status, err)
+		}
+	}
+}
+
+// sentToOllama serves /api/chat one done line, which answers a whole or a streamed request, and
+// returns the request body the adapter sent.
+func sentToOllama(t *testing.T, client string) []byte {
+	t.Helper()
+	got := make(chan []byte, 1)
+	srv := serve(t, func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		got <- b
+		w.Header().Set("Content-Type", "application/x-ndjson")
+		_, _ = io.WriteString(w, ollamaLine(`{"role":"assistant","content":"ok"}`, true, `"done_reason":"stop"`)+"\n")
+	})
+	tg := ollamaTarget(srv.URL)
+	resp, err := newSet(t, tg).Chat(context.Background(), tg, chatRequestOf(t, client))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.Stream != nil {
+		_ = resp.Stream.Close()
+	}
+	return <-got
 }

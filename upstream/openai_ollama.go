@@ -88,6 +88,12 @@ type ollamaChatRequest struct {
 	Format   json.RawMessage `json:"format,omitempty"`
 	Options  *ollamaOptions  `json:"options,omitempty"`
 	Stream   bool            `json:"stream"`
+	// Truncate is always false: by default Ollama drops a prompt's oldest messages, and cuts the
+	// rest from its start, to fit num_ctx, and answers as if it had read it all. Asked not to, it
+	// refuses the prompt (400 "the input length exceeds the context length"), an overflow that
+	// moves the chain on (TestOllamaChatNotTruncated), as OpenAI refuses it; an Ollama older than
+	// the field ignores it.
+	Truncate bool `json:"truncate"`
 	// Logprobs and TopLogprobs are the client's (Ollama v0.12.11 on; an older one ignores them).
 	Logprobs    bool `json:"logprobs,omitempty"`
 	TopLogprobs int  `json:"top_logprobs,omitempty"`

@@ -129,7 +129,8 @@ func TestOllamaSendsWhatItsAPIReads(t *testing.T) {
 		"format": map[string]any{"type": "object"},
 		"options": map[string]any{"temperature": 0.0, "top_p": 0.9, "seed": 0.0, "stop": []any{"END"},
 			"num_predict": 50.0, "frequency_penalty": 0.5, "presence_penalty": -0.5},
-		"stream": false,
+		"stream":   false,
+		"truncate": false,
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("/api/chat body (-want +got):\n%s", diff)
