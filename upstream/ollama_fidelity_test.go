@@ -7,8 +7,10 @@ package upstream
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -131,4 +133,31 @@ func sentToOllama(t *testing.T, client string) []byte {
 		_ = resp.Stream.Close()
 	}
 	return <-got
+}
+
+// TestOllamaEmbedNaNIsTheTargets: /api/embed answers 400 for every failure that is not an
+// api.StatusError (server/routes.go EmbedHandler), among them normalize's "embedding contains NaN
+// or Inf values", which is the model's answer to that input (bge-m3 on some token sequences), not
+// the request's fault. As a 400 it was class request: the chain stopped there and the client was
+// told its request was wrong. It is an embedding no client can use, the target's failure as a
+// null or a NaN-less broken vector is (class endpoint: the chain moves on, nothing is retried, the
+// target's health is not blamed), and alone the client gets 502 bad_upstream_response.
+func TestOllamaEmbedNaNIsTheTargets(t *testing.T) {
+	srv := serve(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json; charset=utf-8")
+		w.WriteHeader(http.StatusBadRequest)
+		_, _ = io.WriteString(w, `{"error":"embedding contains NaN or Inf values"}`)
+	})
+	tg := ollamaTarget(srv.URL)
+	req := clientRequest(t, []byte(`{"model":"m","input":["a","b"]}`))
+	req.Op = core.OpEmbeddings
+	_, err := newSet(t, tg).Chat(context.Background(), tg, req)
+	d := errmap.Classify(err)
+	se, _ := errors.AsType[*core.StatusError](err)
+	if d.Class != core.ClassEndpoint || d.Status != http.StatusBadGateway || se == nil || se.Code != "bad_upstream_response" {
+		t.Fatalf("Ollama's NaN embedding: class %v, status %d, %#v; want endpoint, 502 bad_upstream_response", d.Class, d.Status, err)
+	}
+	if !strings.Contains(se.Message, "NaN or Inf") {
+		t.Errorf("the 502 says %q, not what Ollama said", se.Message)
+	}
 }

@@ -1074,6 +1074,15 @@ func (a *openaiOllama) embed(ctx context.Context, req *core.Request) (*Response,
 	}
 	body := mustJSON(out)
 	resp, err := a.post(ctx, "/api/embed", body, false)
+	if se, ok := errors.AsType[*core.StatusError](err); ok && se.Status == http.StatusBadRequest &&
+		strings.Contains(se.Message, ollamaNaN) {
+		// /api/embed answers 400 for whatever is not an api.StatusError, among them a vector with
+		// NaN or Inf in it: the model's answer to this input, not the request's fault, and no
+		// more usable than a null one (TestOllamaEmbedNaNIsTheTargets).
+		return nil, &core.UnmetError{Err: &core.StatusError{Target: a.t.Name, Status: http.StatusBadGateway,
+			Type: "upstream_error", Code: "bad_upstream_response", Message: fmt.Sprintf(
+				"upstream %s could not embed the input: Ollama said %q", a.t.Name, se.Message)}}
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -1159,6 +1168,10 @@ func (a *openaiOllama) embed(ctx context.Context, req *core.Request) (*Response,
 	}{"list", data, cmpOr(m.Model, a.t.Model), u})
 	return &Response{Body: b, Usage: &n}, nil
 }
+
+// ollamaNaN is what Ollama's EmbedHandler answers, with a 400, when the model's vector holds NaN
+// or Inf (server/routes.go, normalize).
+const ollamaNaN = "embedding contains NaN or Inf values"
 
 // stringsOnly reports whether v is an array whose elements are all strings (or null). Decoding an array of
 // token ids into a []string to learn that it is not one went through the whole array, growing
