@@ -19,7 +19,7 @@ import (
 // one ignores them. They go as the client set them, and only then.
 func TestOllamaLogprobsRequest(t *testing.T) {
 	const msgs = `"messages":[{"role":"user","content":"x"}]`
-	const out = `{"model":"llama3.2","messages":[{"role":"user","content":"x"}],"stream":false`
+	const out = `{"model":"llama3.2","messages":[{"role":"user","content":"x"}],"stream":false,"truncate":false`
 	tests := []struct{ name, body, want string }{
 		{"asked with alternatives", `{` + msgs + `,"logprobs":true,"top_logprobs":3}`, out + `,"logprobs":true,"top_logprobs":3}`},
 		{"asked alone", `{"logprobs":true,` + msgs + `}`, out + `,"logprobs":true}`},
@@ -27,7 +27,7 @@ func TestOllamaLogprobsRequest(t *testing.T) {
 		{"not asked", `{` + msgs + `,"logprobs":false,"top_logprobs":0}`, out + `}`},
 		{"absent", `{` + msgs + `}`, out + `}`},
 		{"only in content", `{"messages":[{"role":"user","content":"\"logprobs\":true"}]}`,
-			`{"model":"llama3.2","messages":[{"role":"user","content":"\"logprobs\":true"}],"stream":false}`},
+			`{"model":"llama3.2","messages":[{"role":"user","content":"\"logprobs\":true"}],"stream":false,"truncate":false}`},
 		{"only nested", `{` + msgs + `,"metadata":{"logprobs":true}}`, out + `}`},
 	}
 	for _, tt := range tests {

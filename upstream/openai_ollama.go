@@ -36,18 +36,20 @@ type openaiOllama struct {
 
 // ollamaMessage is a message of /api/chat, both ways. Thinking comes back from models run with
 // think enabled; the gateway sends an assistant message's replayed reasoning as it
-// (replayedThinking).
+// (replayedThinking). ToolCallID is a tool result's tool_call_id, beside its tool_name: Ollama's
+// Message has both, and its own OpenAI endpoint fills both (TestOllamaToolIDsSent).
 type ollamaMessage struct {
-	Role      string           `json:"role"`
-	Content   string           `json:"content"`
-	Thinking  string           `json:"thinking,omitempty"`
-	Images    []string         `json:"images,omitempty"`
-	ToolCalls []ollamaToolCall `json:"tool_calls,omitempty"`
-	ToolName  string           `json:"tool_name,omitempty"`
+	Role       string           `json:"role"`
+	Content    string           `json:"content"`
+	Thinking   string           `json:"thinking,omitempty"`
+	Images     []string         `json:"images,omitempty"`
+	ToolCalls  []ollamaToolCall `json:"tool_calls,omitempty"`
+	ToolName   string           `json:"tool_name,omitempty"`
+	ToolCallID string           `json:"tool_call_id,omitempty"`
 }
 
-// ollamaToolCall is Ollama's tool call: arguments are a JSON object, not a string, and there is
-// no id in most versions.
+// ollamaToolCall is Ollama's tool call: arguments are a JSON object, not a string. Newer Ollama
+// answers an id with each call and reads one back in the history; older ones have none.
 type ollamaToolCall struct {
 	ID       string `json:"id,omitempty"`
 	Function struct {
@@ -86,6 +88,12 @@ type ollamaChatRequest struct {
 	Format   json.RawMessage `json:"format,omitempty"`
 	Options  *ollamaOptions  `json:"options,omitempty"`
 	Stream   bool            `json:"stream"`
+	// Truncate is always false: by default Ollama drops a prompt's oldest messages, and cuts the
+	// rest from its start, to fit num_ctx, and answers as if it had read it all. Asked not to, it
+	// refuses the prompt (400 "the input length exceeds the context length"), an overflow that
+	// moves the chain on (TestOllamaChatNotTruncated), as OpenAI refuses it; an Ollama older than
+	// the field ignores it.
+	Truncate bool `json:"truncate"`
 	// Logprobs and TopLogprobs are the client's (Ollama v0.12.11 on; an older one ignores them).
 	Logprobs    bool `json:"logprobs,omitempty"`
 	TopLogprobs int  `json:"top_logprobs,omitempty"`
@@ -529,7 +537,7 @@ func (a *openaiOllama) message(i int, m *core.Message, callNames map[string]stri
 					"tool call arguments must be a JSON object for Ollama: "+err.Error())}
 			}
 			var oc ollamaToolCall
-			oc.Function.Name, oc.Function.Arguments = c.Function.Name, args
+			oc.ID, oc.Function.Name, oc.Function.Arguments = c.ID, c.Function.Name, args
 			out.ToolCalls = append(out.ToolCalls, oc)
 			if c.ID != "" {
 				callNames[c.ID] = c.Function.Name
@@ -537,6 +545,7 @@ func (a *openaiOllama) message(i int, m *core.Message, callNames map[string]stri
 		}
 	}
 	if m.Role == "tool" {
+		out.ToolCallID = m.ToolCallID
 		out.ToolName = callNames[m.ToolCallID]
 		if out.ToolName == "" {
 			out.ToolName = m.Name
@@ -547,11 +556,11 @@ func (a *openaiOllama) message(i int, m *core.Message, callNames map[string]stri
 
 // inCallOrder puts run, the tool messages that follow an assistant's tool calls (src, as the
 // client sent them), into the order of calls, which they answer. Ollama's tool
-// messages carry the tool's name and no call id, and the model's template pairs each result with
-// the call in the same place: two calls of one tool (the weather in two cities) answered in
-// another order than they were made were read as each other's answers, without a word
-// (TestOllamaToolResultsInCallOrder). (Whether Ollama's own OpenAI endpoint reorders them was
-// not confirmed.) Only a
+// messages carry the tool's name, and the call id only in newer versions, which many templates do
+// not read: they pair each result with the call in the same place, so two calls of one tool (the
+// weather in two cities) answered in another order than they were made were read as each other's
+// answers, without a word (TestOllamaToolResultsInCallOrder). Ollama's own OpenAI endpoint does
+// not reorder them (openai/openai.go FromChatRequest keeps the client's order). Only a
 // run that answers each call exactly once by tool_call_id is reordered; one that does not (a
 // result missing or extra, an id unknown, repeated or empty) cannot be matched to the calls, and
 // stays as the client ordered it, which is all Ollama then has to go by. A run already in order,
@@ -1065,6 +1074,15 @@ func (a *openaiOllama) embed(ctx context.Context, req *core.Request) (*Response,
 	}
 	body := mustJSON(out)
 	resp, err := a.post(ctx, "/api/embed", body, false)
+	if se, ok := errors.AsType[*core.StatusError](err); ok && se.Status == http.StatusBadRequest &&
+		strings.Contains(se.Message, ollamaNaN) {
+		// /api/embed answers 400 for whatever is not an api.StatusError, among them a vector with
+		// NaN or Inf in it: the model's answer to this input, not the request's fault, and no
+		// more usable than a null one (TestOllamaEmbedNaNIsTheTargets).
+		return nil, &core.UnmetError{Err: &core.StatusError{Target: a.t.Name, Status: http.StatusBadGateway,
+			Type: "upstream_error", Code: "bad_upstream_response", Message: fmt.Sprintf(
+				"upstream %s could not embed the input: Ollama said %q", a.t.Name, se.Message)}}
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -1150,6 +1168,10 @@ func (a *openaiOllama) embed(ctx context.Context, req *core.Request) (*Response,
 	}{"list", data, cmpOr(m.Model, a.t.Model), u})
 	return &Response{Body: b, Usage: &n}, nil
 }
+
+// ollamaNaN is what Ollama's EmbedHandler answers, with a 400, when the model's vector holds NaN
+// or Inf (server/routes.go, normalize).
+const ollamaNaN = "embedding contains NaN or Inf values"
 
 // stringsOnly reports whether v is an array whose elements are all strings (or null). Decoding an array of
 // token ids into a []string to learn that it is not one went through the whole array, growing

@@ -19,47 +19,47 @@ func TestOllamaParams(t *testing.T) {
 		name, params string
 		want         string // the /api/chat body after its messages
 	}{
-		{"temperature 0 is kept", `"temperature":0`, `,"options":{"temperature":0},"stream":false}`},
-		{"seed 0 is kept", `"seed":0`, `,"options":{"seed":0},"stream":false}`},
-		{"top_p", `"top_p":0.5`, `,"options":{"top_p":0.5},"stream":false}`},
+		{"temperature 0 is kept", `"temperature":0`, `,"options":{"temperature":0},"stream":false,"truncate":false}`},
+		{"seed 0 is kept", `"seed":0`, `,"options":{"seed":0},"stream":false,"truncate":false}`},
+		{"top_p", `"top_p":0.5`, `,"options":{"top_p":0.5},"stream":false,"truncate":false}`},
 		{"nulls are unsent", `"temperature":null,"top_p":null,"seed":null,"stop":null,"n":null,"max_tokens":null,` +
 			`"max_completion_tokens":null,"frequency_penalty":null,"presence_penalty":null,"reasoning_effort":null,"response_format":null`,
-			`,"stream":false}`},
-		{"stop as a string is a list", `"stop":"END"`, `,"options":{"stop":["END"]},"stream":false}`},
-		{"stop as an array", `"stop":["a","b"]`, `,"options":{"stop":["a","b"]},"stream":false}`},
-		{"max_completion_tokens alone", `"max_completion_tokens":7`, `,"options":{"num_predict":7},"stream":false}`},
-		{"max_tokens alone", `"max_tokens":9`, `,"options":{"num_predict":9},"stream":false}`},
-		{"json_object", `"response_format":{"type":"json_object"}`, `,"format":"json","stream":false}`},
+			`,"stream":false,"truncate":false}`},
+		{"stop as a string is a list", `"stop":"END"`, `,"options":{"stop":["END"]},"stream":false,"truncate":false}`},
+		{"stop as an array", `"stop":["a","b"]`, `,"options":{"stop":["a","b"]},"stream":false,"truncate":false}`},
+		{"max_completion_tokens alone", `"max_completion_tokens":7`, `,"options":{"num_predict":7},"stream":false,"truncate":false}`},
+		{"max_tokens alone", `"max_tokens":9`, `,"options":{"num_predict":9},"stream":false,"truncate":false}`},
+		{"json_object", `"response_format":{"type":"json_object"}`, `,"format":"json","stream":false,"truncate":false}`},
 		{"harmless fields are left out", `"user":"u","metadata":{"a":"b"},"store":true,"service_tier":"auto",` +
 			`"prediction":{"type":"content","content":"x"},"parallel_tool_calls":false,"n":1,"logit_bias":{},"modalities":["text"]`,
-			`,"stream":false}`},
+			`,"stream":false,"truncate":false}`},
 		// Ollama's think, as Ollama's own OpenAI endpoint maps reasoning_effort: a level, or false
 		// for none. minimal, xhigh and max (openai-go v3's levels) are the nearest level Ollama knows.
-		{"reasoning_effort none is think false", `"reasoning_effort":"none"`, `,"stream":false,"think":false}`},
-		{"reasoning_effort minimal is think low", `"reasoning_effort":"minimal"`, `,"stream":false,"think":"low"}`},
-		{"reasoning_effort low", `"reasoning_effort":"low"`, `,"stream":false,"think":"low"}`},
-		{"reasoning_effort medium", `"reasoning_effort":"medium"`, `,"stream":false,"think":"medium"}`},
-		{"reasoning_effort high", `"reasoning_effort":"high"`, `,"stream":false,"think":"high"}`},
-		{"reasoning_effort xhigh is think high", `"reasoning_effort":"xhigh"`, `,"stream":false,"think":"high"}`},
-		{"reasoning_effort max is think high", `"reasoning_effort":"max"`, `,"stream":false,"think":"high"}`},
-		{"reasoning_effort as an object", `"reasoning_effort":{"effort":"high","summary":"auto"}`, `,"stream":false,"think":"high"}`},
-		{"reasoning_effort object without an effort", `"reasoning_effort":{"summary":"auto"}`, `,"stream":false}`},
+		{"reasoning_effort none is think false", `"reasoning_effort":"none"`, `,"stream":false,"truncate":false,"think":false}`},
+		{"reasoning_effort minimal is think low", `"reasoning_effort":"minimal"`, `,"stream":false,"truncate":false,"think":"low"}`},
+		{"reasoning_effort low", `"reasoning_effort":"low"`, `,"stream":false,"truncate":false,"think":"low"}`},
+		{"reasoning_effort medium", `"reasoning_effort":"medium"`, `,"stream":false,"truncate":false,"think":"medium"}`},
+		{"reasoning_effort high", `"reasoning_effort":"high"`, `,"stream":false,"truncate":false,"think":"high"}`},
+		{"reasoning_effort xhigh is think high", `"reasoning_effort":"xhigh"`, `,"stream":false,"truncate":false,"think":"high"}`},
+		{"reasoning_effort max is think high", `"reasoning_effort":"max"`, `,"stream":false,"truncate":false,"think":"high"}`},
+		{"reasoning_effort as an object", `"reasoning_effort":{"effort":"high","summary":"auto"}`, `,"stream":false,"truncate":false,"think":"high"}`},
+		{"reasoning_effort object without an effort", `"reasoning_effort":{"summary":"auto"}`, `,"stream":false,"truncate":false}`},
 		// The sampling fields Ollama adds, which homelab clients send in the body (as LiteLLM's
 		// extra parameters): options, or keep_alive at the top (TestOllamaSamplingOptions).
-		{"top_k", `"top_k":40`, `,"options":{"top_k":40},"stream":false}`},
-		{"top_k a whole number written otherwise", `"top_k":4.0e1`, `,"options":{"top_k":40},"stream":false}`},
-		{"min_p and repeat_penalty", `"min_p":0.05,"repeat_penalty":1.1`, `,"options":{"min_p":0.05,"repeat_penalty":1.1},"stream":false}`},
-		{"top_k 0 and min_p 0 are values", `"top_k":0,"min_p":0`, `,"options":{"top_k":0,"min_p":0},"stream":false}`},
+		{"top_k", `"top_k":40`, `,"options":{"top_k":40},"stream":false,"truncate":false}`},
+		{"top_k a whole number written otherwise", `"top_k":4.0e1`, `,"options":{"top_k":40},"stream":false,"truncate":false}`},
+		{"min_p and repeat_penalty", `"min_p":0.05,"repeat_penalty":1.1`, `,"options":{"min_p":0.05,"repeat_penalty":1.1},"stream":false,"truncate":false}`},
+		{"top_k 0 and min_p 0 are values", `"top_k":0,"min_p":0`, `,"options":{"top_k":0,"min_p":0},"stream":false,"truncate":false}`},
 		{"beside the OpenAI options", `"temperature":0.7,"top_k":20,"top_p":0.8`,
-			`,"options":{"temperature":0.7,"top_p":0.8,"top_k":20},"stream":false}`},
-		{"keep_alive a duration", `"keep_alive":"10m"`, `,"stream":false,"keep_alive":"10m"}`},
-		{"keep_alive seconds", `"keep_alive":300`, `,"stream":false,"keep_alive":300}`},
-		{"keep_alive -1 keeps the model loaded", `"keep_alive":-1`, `,"stream":false,"keep_alive":-1}`},
-		{"keep_alive 0 unloads after the answer", `"keep_alive":"0"`, `,"stream":false,"keep_alive":"0"}`},
-		{"Ollama-only nulls are unsent", `"top_k":null,"min_p":null,"repeat_penalty":null,"keep_alive":null,"num_ctx":null`, `,"stream":false}`},
+			`,"options":{"temperature":0.7,"top_p":0.8,"top_k":20},"stream":false,"truncate":false}`},
+		{"keep_alive a duration", `"keep_alive":"10m"`, `,"stream":false,"truncate":false,"keep_alive":"10m"}`},
+		{"keep_alive seconds", `"keep_alive":300`, `,"stream":false,"truncate":false,"keep_alive":300}`},
+		{"keep_alive -1 keeps the model loaded", `"keep_alive":-1`, `,"stream":false,"truncate":false,"keep_alive":-1}`},
+		{"keep_alive 0 unloads after the answer", `"keep_alive":"0"`, `,"stream":false,"truncate":false,"keep_alive":"0"}`},
+		{"Ollama-only nulls are unsent", `"top_k":null,"min_p":null,"repeat_penalty":null,"keep_alive":null,"num_ctx":null`, `,"stream":false,"truncate":false}`},
 		// num_ctx is the target's context_window, which the gateway filters by; a client's would
 		// run the model with another window than the one the prompt was found to fit.
-		{"a client's num_ctx is not sent", `"num_ctx":2048`, `,"stream":false}`},
+		{"a client's num_ctx is not sent", `"num_ctx":2048`, `,"stream":false,"truncate":false}`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -118,18 +118,19 @@ func TestOllamaSendsWhatItsAPIReads(t *testing.T) {
 			map[string]any{"role": "system", "content": "answer in French"},
 			map[string]any{"role": "user", "content": "what is\nin this picture?", "images": []any{"iVBORw0KGgo="}},
 			map[string]any{"role": "assistant", "content": "", "tool_calls": []any{
-				map[string]any{"function": map[string]any{"name": "weather", "arguments": map[string]any{"city": "Fès"}}},
-				map[string]any{"function": map[string]any{"name": "clock", "arguments": map[string]any{}}},
+				map[string]any{"id": "c1", "function": map[string]any{"name": "weather", "arguments": map[string]any{"city": "Fès"}}},
+				map[string]any{"id": "c2", "function": map[string]any{"name": "clock", "arguments": map[string]any{}}},
 			}},
-			map[string]any{"role": "tool", "content": "22C", "tool_name": "weather"},
-			map[string]any{"role": "tool", "content": "12:00", "tool_name": "clock"},
+			map[string]any{"role": "tool", "content": "22C", "tool_name": "weather", "tool_call_id": "c1"},
+			map[string]any{"role": "tool", "content": "12:00", "tool_name": "clock", "tool_call_id": "c2"},
 		},
 		"tools": []any{map[string]any{"type": "function", "function": map[string]any{"name": "weather",
 			"parameters": map[string]any{"type": "object"}}}},
 		"format": map[string]any{"type": "object"},
 		"options": map[string]any{"temperature": 0.0, "top_p": 0.9, "seed": 0.0, "stop": []any{"END"},
 			"num_predict": 50.0, "frequency_penalty": 0.5, "presence_penalty": -0.5},
-		"stream": false,
+		"stream":   false,
+		"truncate": false,
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("/api/chat body (-want +got):\n%s", diff)
