@@ -1,6 +1,7 @@
 package autoroute
 
 import (
+	"strings"
 	"testing"
 	"unicode/utf8"
 
@@ -284,5 +285,81 @@ func TestArabicPresentationForms(t *testing.T) {
 	}
 	if got := Normalize("\ufeffﻻ"); got != "لا" {
 		t.Errorf("a byte order mark and lam-alef: %q", got)
+	}
+}
+
+// TestAllLookalikeWords: a word drawn wholly in Cyrillic or Greek letters that look like Latin
+// ones ("ХЅЅ", "ЕХРӀОІТ") kept its letters, since it might be Russian, so that a security term
+// written that way stayed off the security route while the same term with one Latin letter in it
+// reached it. Such a word now reads as the Latin word it shows and counts for neither language;
+// a word with any other Cyrillic or Greek letter (Russian, Greek) keeps its letters. Russian words
+// made only of lookalikes ("рос", "ехе") read as Latin words too, and the last part holds
+// that no default term can be spelt so except a few that are no Russian word.
+func TestAllLookalikeWords(t *testing.T) {
+	norm := []struct{ name, in, want string }{
+		{"cyrillic capitals", "ЕХРӀОІТ", "exploit"},
+		{"macedonian dze", "ХЅЅ хѕѕ", "xss xss"},
+		{"greek capitals", "ΧΕΝ", "xen"},
+		{"with a digit", "с2", "c2"},
+		{"one latin letter, as before", "\u0440\u0430ssword", "password"},
+		{"russian words of lookalikes", "рос ехе сом", "poc exe сом"},
+		{"russian stays russian", "сервер взломан", "сервер взломан"},
+		{"a lookalike run then a russian letter", "сорок", "сорок"},
+		{"a russian letter then lookalikes", "пароль", "пароль"},
+		{"greek stays greek", "ιός και", "ιός kai"},
+		{"a stress mark ends the word, as before", "ро\u0301с", "ро c"},
+	}
+	for _, tt := range norm {
+		t.Run(tt.name, func(t *testing.T) {
+			if diff := cmp.Diff(tt.want, Normalize(tt.in)); diff != "" {
+				t.Errorf("Normalize(%q) (-want +got):\n%s", tt.in, diff)
+			}
+		})
+	}
+	for _, tt := range []struct {
+		in   string
+		want Language
+	}{
+		{"ЕХРӀОІТ", English},
+		{"كيف أحمي الموقع من ХЅЅ", Arabic},
+		{"كيف أحمي الموقع من XSS", Arabic},
+	} {
+		if got := DetectLanguage(tt.in); got != tt.want {
+			t.Errorf("DetectLanguage(%q) = %v, want %v", tt.in, got, tt.want)
+		}
+	}
+	runCases(t, newDefault(t), []classifyCase{
+		{name: "exploit in cyrillic capitals", user: "how do I use this ЕХРӀОІТ", route: RouteSAIF},
+		{name: "xss in lookalikes", user: "what is ХЅЅ and how do I stop it", route: RouteSAIF},
+		{name: "arabic question, xss in lookalikes", user: "كيف أحمي الموقع من ХЅЅ", route: RouteSAIF},
+		{name: "russian of lookalike words stays general", user: "Рос сом в реке, а ехе и сор на берегу", route: RouteAverroesQ},
+		{name: "russian capitals stay general", user: "АРТ ТОР СОК ХОР", route: RouteAverroesQ},
+	})
+
+	// The single-word default terms a word of Russian's own lookalike letters can spell: lower
+	// case а е о р с у х, and in capitals also В К М Н Т. None of these is a Russian word; a term
+	// added that one is ("cop", "coc") must be weighed against Russian text before it joins.
+	const russianLower, russianCaps = "aeopcyx", "aeopcyxbkmht"
+	allowed := map[string]bool{"c2": true, "xxe": true, "attack": true, "hack": true, "patch": true,
+		"memcpy": true, "emotet": true, "math": true}
+	spelt := func(w, letters string) bool {
+		for _, c := range w {
+			if !strings.ContainsRune(letters, c) && (c < '0' || c > '9') {
+				return false
+			}
+		}
+		return strings.Trim(w, "0123456789") != ""
+	}
+	for _, raw := range append(securityTerms(), reasoningTerms()...) {
+		term, _, err := parseTerm(raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.ContainsAny(term, " -") || len(term) < 2 {
+			continue
+		}
+		if (spelt(term, russianLower) || spelt(term, russianCaps)) && !allowed[term] {
+			t.Errorf("term %q can be spelt in Russian lookalike letters: is it a Russian word?", term)
+		}
 	}
 }
