@@ -25,6 +25,8 @@ func TestNormalize(t *testing.T) {
 		{"ta marbuta and alef maqsura", "ثغرة على", "ثغره علي"},
 		{"persian, kurdish and urdu heh", "ثغرۀ ثغرە ثغرہ ھاكر", "ثغره ثغره ثغره هاكر"},
 		{"urdu heh with hamza, composed or not", "ثغرۂ ثغرۂ", "ثغره ثغره"},
+		{"persian yeh and keheh", "فی الشبکۀ یمکن", "في الشبكه يمكن"},
+		{"tatweel, shadda and harakat together", "يَسْتَغِلّـــون", "يستغلون"},
 		{"arabic-indic digits", "٢٠٢٤ ۳", "2024 3"},
 		{"arabic punctuation splits", "ثغرة،اختراق؟", "ثغره اختراق"},
 		{"mixed scripts", "ممكن تشرح how XSS works؟", "ممكن تشرح how xss works"},
@@ -360,6 +362,33 @@ func TestAllLookalikeWords(t *testing.T) {
 		}
 		if (spelt(term, russianLower) || spelt(term, russianCaps)) && !allowed[term] {
 			t.Errorf("term %q can be spelt in Russian lookalike letters: is it a Russian word?", term)
+		}
+	}
+}
+
+// TestPersianLayoutTypesArabicTerms: Arabic typed on a Persian (or Urdu, Kurdish) keyboard layout,
+// as many Arabic writers' Windows machines have it, has ی for ي، ک for ك and ۀ، ہ، ھ، ە for ه or
+// ة: it matches the same terms and goes where the Arabic letters go. Language is the script, not
+// the language: Persian and Urdu prompts count as arabic, since ی and ک are typed by Arabic writers
+// too and Iraqi and Gulf Arabic write چ، گ، پ, so no letter tells the languages apart.
+func TestPersianLayoutTypesArabicTerms(t *testing.T) {
+	c := newDefault(t)
+	for _, tc := range []struct{ persian, arabic string }{
+		{"هل یمکن اختراق الشبکۀ اللاسلکیة؟", "هل يمكن اختراق الشبكة اللاسلكية؟"},
+		{"کیف أحمی موقعی من ثغرات حقن SQL", "كيف أحمي موقعي من ثغرات حقن SQL"},
+		{"ھل ھذا الکود آمن من الھجمات الالکترونیہ", "هل هذا الكود آمن من الهجمات الالكترونية"},
+		{"حل المعادلة خطوە بخطوە: س + ۳ = ۷", "حل المعادلة خطوة بخطوة: س + ٣ = ٧"},
+		{"اکتب لی قصیدۀ عن البحر", "اكتب لي قصيدة عن البحر"},
+	} {
+		got, want := c.Classify("", tc.persian, ""), c.Classify("", tc.arabic, "")
+		if got.Route != want.Route || got.Intent != want.Intent || got.Language != want.Language {
+			t.Errorf("%q went to %s/%s (%v), its Arabic letters to %s/%s (%v)", tc.persian,
+				got.Route, got.Intent, got.Language, want.Route, want.Intent, want.Language)
+		}
+	}
+	for _, s := range []string{"چگونه می توانم از حملات فیشینگ جلوگیری کنم؟", "ہیکر نے میرا اکاؤنٹ ہیک کر لیا"} {
+		if got := DetectLanguage(s); got != Arabic {
+			t.Errorf("DetectLanguage(%q) = %v, want arabic (the script)", s, got)
 		}
 	}
 }
