@@ -211,6 +211,9 @@ func scan(s string, out *scratch) {
 			w, st = out.end(w, st)
 			continue
 		case clsLower, clsUpper:
+			if st&(scriptArabic|scriptLatin) == scriptArabic {
+				w, st = out.latinAfterArabic(w, st)
+			}
 			// A run of ASCII letters, the bulk of English text, is found and lower-cased eight
 			// bytes at a time: a byte loop paid a mispredicted exit on every word. Like add, a
 			// word keeps at most maxWordBytes (the rest only marks it overlong).
@@ -605,6 +608,22 @@ func (out *scratch) latinAhead(s string, i int) (latin, disguise bool) {
 	return false, disguise
 }
 
+// latinAfterArabic is called when an ASCII letter follows Arabic letters in one word, as Arabic
+// writers glue the article or a conjunction to an English word ("الـXSS", "والـphishing",
+// "للـexploit": the tatweel is dropped, so the word was "الxss" and matched no term). An Arabic
+// part that is only the article and its fused prepositions, or one of و ب ل ف ك, is dropped;
+// any other ends as an Arabic word of its own. Either way the English word starts afresh
+// (TestArabicGluedToEnglish).
+func (s *scratch) latinAfterArabic(w []byte, st uint8) ([]byte, uint8) {
+	if st&(scriptOther|stDigit|stOverlong) == 0 {
+		switch string(w) {
+		case "ال", "وال", "بال", "فال", "كال", "لل", "ولل", "وبال", "و", "ب", "ل", "ف", "ك":
+			return w[:0], 0
+		}
+	}
+	return s.end(w, st)
+}
+
 // addASCII adds the ASCII letter or digit b to the word as scan's ASCII paths would.
 func addASCII(w []byte, st uint8, b byte) ([]byte, uint8) {
 	switch {
@@ -883,7 +902,8 @@ func (c *wordCollector) word(w []byte, script uint8) {
 }
 
 // countScript counts a word for language detection. A word with Latin letters counts as Latin even
-// when it also has Arabic ones (a typo such as "SQLحقن" is rare and mostly English identifiers).
+// when it also has Arabic ones (a typo such as "SQLحقن" is rare and mostly English identifiers;
+// Arabic before English, "الـXSS", is split by scan: latinAfterArabic).
 func countScript(script uint8, arabic, latin *int) {
 	switch {
 	case script&scriptLatin != 0:

@@ -25,6 +25,9 @@ func scanRef(s string, out *scratch) {
 			case clsSep:
 				w, st = out.end(w, st)
 			case clsLower, clsUpper:
+				if st&(scriptArabic|scriptLatin) == scriptArabic {
+					w, st = out.latinAfterArabic(w, st)
+				}
 				w, st = addASCII(w, st, c)
 			case clsDigit:
 				w, st = addByte(w, st, c)
@@ -125,6 +128,7 @@ func FuzzScanFastPaths(f *testing.F) {
 		strings.Repeat("abcdefgh", 10) + " " + strings.Repeat("ثغرة", 20) + " ab",
 		"ەەە ەا اە ا ە aە \xd8 \xff ك ک",
 		"ХЅЅ с2 рос НАСК's ЕХРӀОІТ ро\u0301с сорок ΧΕΝ ثХ",
+		"الـXSS والـphishing للـexploit ثغرةSQL ال'x وبال٢x ﺍﻟxss الsql",
 	} {
 		f.Add(s)
 	}
