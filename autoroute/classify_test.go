@@ -418,3 +418,27 @@ func TestVocabTableFind(t *testing.T) {
 		}
 	}
 }
+
+// TestArabicAsItsEnglishCounterpart: everyday Arabic phrasings whose English counterparts reach
+// an intent stayed general, for want of a term: the verb "got hacked" as Arabic writers form it
+// from هكر (اتهكر، انهكر، تهكر) where "hacked" is a term; the singular of a broken plural
+// (برنامج الفدية, ransomware; برنامج التجسس, spyware), which the light stemmer cannot reach from
+// برامج; and "in how many ways" (بكم طريقة، كم عدد الطرق) where "how many ways" is a term.
+func TestArabicAsItsEnglishCounterpart(t *testing.T) {
+	runCases(t, newDefault(t), []classifyCase{
+		{name: "got hacked, english", user: "my email got hacked, what do I do", route: RouteSAIF},
+		{name: "got hacked, gulf", user: "الايميل حقي انهكر وش اسوي", route: RouteSAIF},
+		{name: "got hacked, egyptian", user: "اتهكر حسابي على انستقرام", route: RouteSAIF},
+		{name: "got hacked, feminine", user: "الصفحة اتهكرت امبارح", route: RouteSAIF},
+		{name: "got hacked, levantine", user: "حسابي تهكر شو لازم اعمل", route: RouteSAIF},
+		{name: "ransomware, english", user: "explain how ransomware works", route: RouteSAIF},
+		{name: "ransomware, singular", user: "اشرح لي كيف يعمل برنامج الفدية", route: RouteSAIF},
+		{name: "spyware, singular", user: "كيف اعرف ان جوالي فيه برنامج تجسس", route: RouteSAIF},
+		{name: "how many ways, english", user: "how many ways can 5 books be arranged on a shelf?", route: RouteDeepSeek},
+		{name: "how many ways", user: "كم عدد الطرق لترتيب ٥ كتب على رف؟", route: RouteDeepSeek},
+		{name: "in how many ways", user: "بكم طريقة يمكن ترتيب حروف كلمة سلام؟", route: RouteDeepSeek},
+		{name: "how many students stays general", user: "كم عدد الطلاب في الصف؟", route: RouteAverroesQ},
+		{name: "a tv programme stays general", user: "ما هو أفضل برنامج تلفزيوني هذا الأسبوع؟", route: RouteAverroesQ},
+		{name: "a password alone stays general", user: "كيف اسوي باسورد قوي", route: RouteAverroesQ},
+	})
+}

@@ -25,7 +25,9 @@
 // and alef maqsura to ya, and maps Arabic-Indic digits to ASCII.
 // Invisible format characters (zero-width space and joiners, soft hyphen, direction marks) are
 // dropped inside a word; fullwidth and mathematical letters, and Cyrillic or Greek lookalikes in a
-// word with a Latin letter, read as ASCII, so that none of them hides a term.
+// word with a Latin letter or in a word of nothing but lookalikes ("ЕХРӀОІТ", which then counts
+// for neither language), read as ASCII, so that none of them hides a term. An English word glued
+// to Arabic letters before it ("الـXSS") is a word of its own, the article or clitic dropped.
 // Words are then reduced to a light stem on both sides (terms and text): English plurals and "'s";
 // for Arabic the article and its fused prepositions (ال، وال، بال، كال، فال، لل) and common
 // suffixes (ات، ون، ين، ان، ها، هم، ه، ي، يه). A text word that is not a known stem is tried once

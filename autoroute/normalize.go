@@ -97,6 +97,10 @@ const (
 	stOverlong uint8 = 1 << (iota + 4) // longer than maxWordBytes: dropped
 	stLower                            // has a lower-case ASCII letter
 	stDigit                            // has a digit
+	// stDisguise marks a word drawn wholly in Cyrillic or Greek letters that look like Latin ones
+	// ("ХSS" with a Cyrillic Х is mixed; "ХЅЅ" is all lookalikes): it is read as the Latin word it
+	// shows, and, like an acronym, counts for neither language.
+	stDisguise
 )
 
 // The word being built is scan's own locals (w and st) rather than a struct's fields, so that the
@@ -138,7 +142,7 @@ func (s *scratch) flush(w []byte, st uint8) []byte {
 		return w
 	}
 	script := st & (scriptArabic | scriptLatin | scriptOther)
-	if script&scriptLatin != 0 && (st&stLower == 0 || st&stDigit != 0 || len(w) == 1) {
+	if script&scriptLatin != 0 && (st&stLower == 0 || st&(stDigit|stDisguise) != 0 || len(w) == 1) {
 		script |= scriptName
 	}
 	s.refs = append(s.refs, wordRef{off: int32(len(s.words) - cap(w)), n: int32(len(w)), script: script, clause: s.clause})
@@ -207,6 +211,9 @@ func scan(s string, out *scratch) {
 			w, st = out.end(w, st)
 			continue
 		case clsLower, clsUpper:
+			if st&(scriptArabic|scriptLatin) == scriptArabic {
+				w, st = out.latinAfterArabic(w, st)
+			}
 			// A run of ASCII letters, the bulk of English text, is found and lower-cased eight
 			// bytes at a time: a byte loop paid a mispredicted exit on every word. Like add, a
 			// word keeps at most maxWordBytes (the rest only marks it overlong).
@@ -256,7 +263,7 @@ func scan(s string, out *scratch) {
 					// flush written out: w ends in a letter, so has no apostrophe to trim.
 					if st&stOverlong == 0 {
 						script := st & (scriptArabic | scriptLatin | scriptOther)
-						if st&stLower == 0 || st&stDigit != 0 || len(w) == 1 {
+						if st&stLower == 0 || st&(stDigit|stDisguise) != 0 || len(w) == 1 {
 							script |= scriptName
 						}
 						out.refs = append(out.refs, wordRef{off: int32(len(out.words) - cap(w)), n: int32(len(w)), script: script, clause: out.clause})
@@ -363,7 +370,7 @@ func scan(s string, out *scratch) {
 							// flush written out, as for ASCII above: w ends in a letter.
 							if st&stOverlong == 0 {
 								script := st & (scriptArabic | scriptLatin | scriptOther)
-								if script&scriptLatin != 0 && (st&stLower == 0 || st&stDigit != 0 || len(w) == 1) {
+								if script&scriptLatin != 0 && (st&stLower == 0 || st&(stDigit|stDisguise) != 0 || len(w) == 1) {
 									script |= scriptName
 								}
 								out.refs = append(out.refs, wordRef{off: int32(len(out.words) - cap(w)), n: int32(len(w)), script: script, clause: out.clause})
@@ -424,20 +431,14 @@ func scan(s string, out *scratch) {
 			} else {
 				w, st = out.end(w, st)
 			}
-		case lookalike(r) != 0 && (st&scriptLatin != 0 || i >= out.noLatin && out.latinAhead(s, i)):
+		case lookalike(r) != 0 && st&scriptLatin != 0:
 			// A Cyrillic or Greek letter that looks like a Latin one, in a word with Latin
-			// letters ("\u0435xploit" with a Cyrillic е), is that Latin letter. A word with none
-			// (Russian or Greek text) keeps its letters.
+			// letters ("\u0435xploit" with a Cyrillic е), is that Latin letter.
 			w, st = addASCII(w, st, lookalike(r))
+		case lookalike(r) != 0 && i >= out.noLatin:
+			w, st = out.addLookalike(w, st, r, s, i)
 		case unicode.IsLetter(r) || unicode.IsDigit(r):
-			var tmp [utf8.UTFMax]byte
-			n := utf8.EncodeRune(tmp[:], unicode.ToLower(r))
-			if len(w)+n > maxWordBytes {
-				st |= stOverlong
-			} else {
-				w = append(w, tmp[:n]...)
-			}
-			st |= scriptOther
+			w, st = addOther(w, st, r)
 		default:
 			w, st = out.end(w, st)
 		}
@@ -538,33 +539,89 @@ func lookalike(r rune) byte {
 	return 0
 }
 
+// addLookalike adds r, a Cyrillic or Greek letter drawn like a Latin one (s[i:] follows it), to
+// a word that has no Latin letter so far. In a word with a Latin letter ahead it is that Latin
+// letter. So it is in a word of nothing but such letters (and digits): "ХЅЅ", "ЕХРӀОІТ" or "с2",
+// whose every letter a reader takes for Latin, is a disguise of the Latin word; it is read as
+// that word and counts for neither language (stDisguise). A word with any other Cyrillic or Greek
+// letter is Russian or Greek and keeps its letters: "сервер", "ιός". Russian words written wholly
+// in such letters ("рос", "ехе", "сор") are read as Latin words too, but none of them is a term
+// (TestAllLookalikeWords).
+func (out *scratch) addLookalike(w []byte, st uint8, r rune, s string, i int) ([]byte, uint8) {
+	switch latin, disguise := out.latinAhead(s, i); {
+	case latin:
+		return addASCII(w, st, lookalike(r))
+	case disguise && st&(scriptOther|scriptArabic) == 0:
+		return addASCII(w, st|stDisguise, lookalike(r))
+	}
+	return addOther(w, st, r)
+}
+
+// addOther adds r, a letter or digit of a script other than Latin or Arabic, lower-cased.
+func addOther(w []byte, st uint8, r rune) ([]byte, uint8) {
+	var tmp [utf8.UTFMax]byte
+	n := utf8.EncodeRune(tmp[:], unicode.ToLower(r))
+	if len(w)+n > maxWordBytes {
+		st |= stOverlong
+	} else {
+		w = append(w, tmp[:n]...)
+	}
+	return w, st | scriptOther
+}
+
 // latinAhead reports whether the word that continues at s[i:] has an ASCII letter, or a styled
-// one, before it ends, looking at most maxWordBytes bytes ahead (a longer word is dropped anyway).
-// When it has none, out.noLatin is set to where the look ended, so that the word's next lookalikes
-// do not look again: a long run of them costs a look per run, not per letter.
-func (out *scratch) latinAhead(s string, i int) bool {
+// one, before it ends (latin), and, when it has none, whether every letter up to its end is a
+// Cyrillic or Greek lookalike (disguise). It looks at most maxWordBytes bytes ahead (a longer
+// word is dropped anyway). When it finds no Latin letter, out.noLatin is set to where the look
+// ended, so that the word's next lookalikes do not look again: a long run of them costs a look
+// per run, not per letter.
+func (out *scratch) latinAhead(s string, i int) (latin, disguise bool) {
+	disguise = true
 	for end := min(len(s), i+maxWordBytes); i < end; {
 		r, size := utf8.DecodeRuneInString(s[i:])
 		i += size
 		switch {
 		case r < utf8.RuneSelf:
 			if isASCIILetter(byte(r)) {
-				return true
+				return true, false
 			}
 			if byteClass[r] != clsDigit {
 				out.noLatin = i
-				return false
+				return false, disguise
 			}
 		case styledASCII(r) >= 'A':
-			return true
-		case invisible(r), unicode.IsLetter(r), unicode.IsMark(r):
+			return true, false
+		case invisible(r):
+		case unicode.IsLetter(r):
+			if lookalike(r) == 0 {
+				disguise = false
+			}
+		case unicode.IsMark(r):
+			// A stress mark or diacritic ends the word in scan, and shows a real word.
+			disguise = false
 		default:
 			out.noLatin = i
-			return false
+			return false, disguise
 		}
 	}
 	out.noLatin = i
-	return false
+	return false, disguise
+}
+
+// latinAfterArabic is called when an ASCII letter follows Arabic letters in one word, as Arabic
+// writers glue the article or a conjunction to an English word ("الـXSS", "والـphishing",
+// "للـexploit": the tatweel is dropped, so the word was "الxss" and matched no term). An Arabic
+// part that is only the article and its fused prepositions, or one of و ب ل ف ك, is dropped;
+// any other ends as an Arabic word of its own. Either way the English word starts afresh
+// (TestArabicGluedToEnglish).
+func (s *scratch) latinAfterArabic(w []byte, st uint8) ([]byte, uint8) {
+	if st&(scriptOther|stDigit|stOverlong) == 0 {
+		switch string(w) {
+		case "ال", "وال", "بال", "فال", "كال", "لل", "ولل", "وبال", "و", "ب", "ل", "ف", "ك":
+			return w[:0], 0
+		}
+	}
+	return s.end(w, st)
 }
 
 // addASCII adds the ASCII letter or digit b to the word as scan's ASCII paths would.
@@ -845,7 +902,8 @@ func (c *wordCollector) word(w []byte, script uint8) {
 }
 
 // countScript counts a word for language detection. A word with Latin letters counts as Latin even
-// when it also has Arabic ones (a typo such as "SQLحقن" is rare and mostly English identifiers).
+// when it also has Arabic ones (a typo such as "SQLحقن" is rare and mostly English identifiers;
+// Arabic before English, "الـXSS", is split by scan: latinAfterArabic).
 func countScript(script uint8, arabic, latin *int) {
 	switch {
 	case script&scriptLatin != 0:

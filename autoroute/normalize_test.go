@@ -1,6 +1,7 @@
 package autoroute
 
 import (
+	"strings"
 	"testing"
 	"unicode/utf8"
 
@@ -24,6 +25,8 @@ func TestNormalize(t *testing.T) {
 		{"ta marbuta and alef maqsura", "ثغرة على", "ثغره علي"},
 		{"persian, kurdish and urdu heh", "ثغرۀ ثغرە ثغرہ ھاكر", "ثغره ثغره ثغره هاكر"},
 		{"urdu heh with hamza, composed or not", "ثغرۂ ثغرۂ", "ثغره ثغره"},
+		{"persian yeh and keheh", "فی الشبکۀ یمکن", "في الشبكه يمكن"},
+		{"tatweel, shadda and harakat together", "يَسْتَغِلّـــون", "يستغلون"},
 		{"arabic-indic digits", "٢٠٢٤ ۳", "2024 3"},
 		{"arabic punctuation splits", "ثغرة،اختراق؟", "ثغره اختراق"},
 		{"mixed scripts", "ممكن تشرح how XSS works؟", "ممكن تشرح how xss works"},
@@ -284,5 +287,140 @@ func TestArabicPresentationForms(t *testing.T) {
 	}
 	if got := Normalize("\ufeffﻻ"); got != "لا" {
 		t.Errorf("a byte order mark and lam-alef: %q", got)
+	}
+}
+
+// TestAllLookalikeWords: a word drawn wholly in Cyrillic or Greek letters that look like Latin
+// ones ("ХЅЅ", "ЕХРӀОІТ") kept its letters, since it might be Russian, so that a security term
+// written that way stayed off the security route while the same term with one Latin letter in it
+// reached it. Such a word now reads as the Latin word it shows and counts for neither language;
+// a word with any other Cyrillic or Greek letter (Russian, Greek) keeps its letters. Russian words
+// made only of lookalikes ("рос", "ехе") read as Latin words too, and the last part holds
+// that no default term can be spelt so except a few that are no Russian word.
+func TestAllLookalikeWords(t *testing.T) {
+	norm := []struct{ name, in, want string }{
+		{"cyrillic capitals", "ЕХРӀОІТ", "exploit"},
+		{"macedonian dze", "ХЅЅ хѕѕ", "xss xss"},
+		{"greek capitals", "ΧΕΝ", "xen"},
+		{"with a digit", "с2", "c2"},
+		{"one latin letter, as before", "\u0440\u0430ssword", "password"},
+		{"russian words of lookalikes", "рос ехе сом", "poc exe сом"},
+		{"russian stays russian", "сервер взломан", "сервер взломан"},
+		{"a lookalike run then a russian letter", "сорок", "сорок"},
+		{"a russian letter then lookalikes", "пароль", "пароль"},
+		{"greek stays greek", "ιός και", "ιός kai"},
+		{"a stress mark ends the word, as before", "ро\u0301с", "ро c"},
+	}
+	for _, tt := range norm {
+		t.Run(tt.name, func(t *testing.T) {
+			if diff := cmp.Diff(tt.want, Normalize(tt.in)); diff != "" {
+				t.Errorf("Normalize(%q) (-want +got):\n%s", tt.in, diff)
+			}
+		})
+	}
+	for _, tt := range []struct {
+		in   string
+		want Language
+	}{
+		{"ЕХРӀОІТ", English},
+		{"كيف أحمي الموقع من ХЅЅ", Arabic},
+		{"كيف أحمي الموقع من XSS", Arabic},
+	} {
+		if got := DetectLanguage(tt.in); got != tt.want {
+			t.Errorf("DetectLanguage(%q) = %v, want %v", tt.in, got, tt.want)
+		}
+	}
+	runCases(t, newDefault(t), []classifyCase{
+		{name: "exploit in cyrillic capitals", user: "how do I use this ЕХРӀОІТ", route: RouteSAIF},
+		{name: "xss in lookalikes", user: "what is ХЅЅ and how do I stop it", route: RouteSAIF},
+		{name: "arabic question, xss in lookalikes", user: "كيف أحمي الموقع من ХЅЅ", route: RouteSAIF},
+		{name: "russian of lookalike words stays general", user: "Рос сом в реке, а ехе и сор на берегу", route: RouteAverroesQ},
+		{name: "russian capitals stay general", user: "АРТ ТОР СОК ХОР", route: RouteAverroesQ},
+	})
+
+	// The single-word default terms a word of Russian's own lookalike letters can spell: lower
+	// case а е о р с у х, and in capitals also В К М Н Т. None of these is a Russian word; a term
+	// added that one is ("cop", "coc") must be weighed against Russian text before it joins.
+	const russianLower, russianCaps = "aeopcyx", "aeopcyxbkmht"
+	allowed := map[string]bool{"c2": true, "xxe": true, "attack": true, "hack": true, "patch": true,
+		"memcpy": true, "emotet": true, "math": true}
+	spelt := func(w, letters string) bool {
+		for _, c := range w {
+			if !strings.ContainsRune(letters, c) && (c < '0' || c > '9') {
+				return false
+			}
+		}
+		return strings.Trim(w, "0123456789") != ""
+	}
+	for _, raw := range append(securityTerms(), reasoningTerms()...) {
+		term, _, err := parseTerm(raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.ContainsAny(term, " -") || len(term) < 2 {
+			continue
+		}
+		if (spelt(term, russianLower) || spelt(term, russianCaps)) && !allowed[term] {
+			t.Errorf("term %q can be spelt in Russian lookalike letters: is it a Russian word?", term)
+		}
+	}
+}
+
+// TestPersianLayoutTypesArabicTerms: Arabic typed on a Persian (or Urdu, Kurdish) keyboard layout,
+// as many Arabic writers' Windows machines have it, has ی for ي، ک for ك and ۀ، ہ، ھ، ە for ه or
+// ة: it matches the same terms and goes where the Arabic letters go. Language is the script, not
+// the language: Persian and Urdu prompts count as arabic, since ی and ک are typed by Arabic writers
+// too and Iraqi and Gulf Arabic write چ، گ، پ, so no letter tells the languages apart.
+func TestPersianLayoutTypesArabicTerms(t *testing.T) {
+	c := newDefault(t)
+	for _, tc := range []struct{ persian, arabic string }{
+		{"هل یمکن اختراق الشبکۀ اللاسلکیة؟", "هل يمكن اختراق الشبكة اللاسلكية؟"},
+		{"کیف أحمی موقعی من ثغرات حقن SQL", "كيف أحمي موقعي من ثغرات حقن SQL"},
+		{"ھل ھذا الکود آمن من الھجمات الالکترونیہ", "هل هذا الكود آمن من الهجمات الالكترونية"},
+		{"حل المعادلة خطوە بخطوە: س + ۳ = ۷", "حل المعادلة خطوة بخطوة: س + ٣ = ٧"},
+		{"اکتب لی قصیدۀ عن البحر", "اكتب لي قصيدة عن البحر"},
+	} {
+		got, want := c.Classify("", tc.persian, ""), c.Classify("", tc.arabic, "")
+		if got.Route != want.Route || got.Intent != want.Intent || got.Language != want.Language {
+			t.Errorf("%q went to %s/%s (%v), its Arabic letters to %s/%s (%v)", tc.persian,
+				got.Route, got.Intent, got.Language, want.Route, want.Intent, want.Language)
+		}
+	}
+	for _, s := range []string{"چگونه می توانم از حملات فیشینگ جلوگیری کنم؟", "ہیکر نے میرا اکاؤنٹ ہیک کر لیا"} {
+		if got := DetectLanguage(s); got != Arabic {
+			t.Errorf("DetectLanguage(%q) = %v, want arabic (the script)", s, got)
+		}
+	}
+}
+
+// TestArabicGluedToEnglish: Arabic writers glue the article, and the prepositions and
+// conjunctions fused with it, to an English word ("الـXSS", "والـphishing", "للـexploit"); with
+// the tatweel dropped it was one word, "الxss", that matched no term, so that these questions
+// stayed general while "ال XSS" with a space went to saif. The Arabic article or clitic is now
+// dropped there, and any other Arabic part is a word of its own.
+func TestArabicGluedToEnglish(t *testing.T) {
+	for _, tt := range []struct{ in, want string }{
+		{"الـXSS", "xss"},
+		{"الXSS", "xss"},
+		{"والـphishing وبالـmalware للـexploit", "phishing malware exploit"},
+		{"ثغرةSQL", "ثغره sql"},
+		{"SQLحقن", "sqlحقن"}, // English before Arabic is left as it was: rare, mostly identifiers
+		{"الكود", "الكود"},
+	} {
+		if got := Normalize(tt.in); got != tt.want {
+			t.Errorf("Normalize(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+	runCases(t, newDefault(t), []classifyCase{
+		{name: "xss with the article", user: "اشرح لي الـXSS بالتفصيل", route: RouteSAIF},
+		{name: "sql injection with the article", user: "كيف أحمي الموقع من الـSQL injection", route: RouteSAIF},
+		{name: "firewall with the article", user: "عندي مشكلة في الـfirewall", route: RouteSAIF},
+		{name: "ransomware with the article", user: "وش هو الـransomware", route: RouteSAIF},
+		{name: "phishing with and-the", user: "والـphishing كيف يشتغل", route: RouteSAIF},
+		{name: "exploit with for-the", user: "شرح للـexploit", route: RouteSAIF},
+		{name: "an everyday english word stays general", user: "عندي مشكلة في الـlaptop", route: RouteAverroesQ},
+	})
+	if got := DetectLanguage("اشرح لي الـXSS بالتفصيل"); got != Arabic {
+		t.Errorf("DetectLanguage = %v, want arabic", got)
 	}
 }

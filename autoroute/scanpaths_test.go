@@ -25,6 +25,9 @@ func scanRef(s string, out *scratch) {
 			case clsSep:
 				w, st = out.end(w, st)
 			case clsLower, clsUpper:
+				if st&(scriptArabic|scriptLatin) == scriptArabic {
+					w, st = out.latinAfterArabic(w, st)
+				}
 				w, st = addASCII(w, st, c)
 			case clsDigit:
 				w, st = addByte(w, st, c)
@@ -83,17 +86,12 @@ func scanRef(s string, out *scratch) {
 			} else {
 				w, st = out.end(w, st)
 			}
-		case lookalike(r) != 0 && (st&scriptLatin != 0 || i >= out.noLatin && out.latinAhead(s, i)):
+		case lookalike(r) != 0 && st&scriptLatin != 0:
 			w, st = addASCII(w, st, lookalike(r))
+		case lookalike(r) != 0 && i >= out.noLatin:
+			w, st = out.addLookalike(w, st, r, s, i)
 		case unicode.IsLetter(r) || unicode.IsDigit(r):
-			var tmp [utf8.UTFMax]byte
-			n := utf8.EncodeRune(tmp[:], unicode.ToLower(r))
-			if len(w)+n > maxWordBytes {
-				st |= stOverlong
-			} else {
-				w = append(w, tmp[:n]...)
-			}
-			st |= scriptOther
+			w, st = addOther(w, st, r)
 		default:
 			w, st = out.end(w, st)
 		}
@@ -129,6 +127,8 @@ func FuzzScanFastPaths(f *testing.F) {
 		"ﺛﻐﺮﺓ ｅｘｐｌｏｉｔ 𝐞𝐱𝐩𝐥𝐨𝐢𝐭 \u0435xploit exp\u200bloit ثغ\u200cرة",
 		strings.Repeat("abcdefgh", 10) + " " + strings.Repeat("ثغرة", 20) + " ab",
 		"ەەە ەا اە ا ە aە \xd8 \xff ك ک",
+		"ХЅЅ с2 рос НАСК's ЕХРӀОІТ ро\u0301с сорок ΧΕΝ ثХ",
+		"الـXSS والـphishing للـexploit ثغرةSQL ال'x وبال٢x ﺍﻟxss الsql",
 	} {
 		f.Add(s)
 	}
