@@ -81,6 +81,7 @@ func (s *Server) serveOp(w http.ResponseWriter, r *http.Request, op core.Op) {
 		pick.setHeaders(w.Header())
 		if pick.from != nil {
 			movedFrom = pick.from.Name
+			st.movedFrom = movedFrom
 			s.metrics.Moved(pick.from.index, rs.index)
 		}
 	}
@@ -126,6 +127,9 @@ type reqState struct {
 	// bridge is the Responses bridge that will translate the answer (decodeResponses); nil for
 	// the other endpoints, whose answers go out as the adapter gave them.
 	bridge *responsesWriter
+	// movedFrom is the route model auto moved the request off ("" when it did not), whose
+	// strictness the request keeps (autoMove), a later configuration's too (reloadForbids).
+	movedFrom string
 }
 
 // keyName is the name of st's key, for the log line; "" for none.
@@ -156,7 +160,7 @@ func (s *Server) release(st *reqState) {
 	if cap(st.msgs) > maxPooledMessages {
 		st.msgs = nil
 	}
-	st.wire, st.req, st.key, st.tpm, st.bridge = wireView{}, core.Request{}, nil, nil, nil // an answer not charged by now is none
+	st.wire, st.req, st.key, st.tpm, st.bridge, st.movedFrom = wireView{}, core.Request{}, nil, nil, nil, "" // an answer not charged by now is none
 	s.states.Put(st)
 }
 
@@ -287,7 +291,7 @@ func (s *Server) run(ctx context.Context, rs *routeState, req *core.Request, st 
 			t = rs.sel.Pick(req, open)
 		}
 		cands = remove(cands, t)
-		if s.reloadForbids(req, rs.Name, st.key, t) {
+		if s.reloadForbids(req, rs.Name, st.movedFrom, st.key, t) {
 			// A reload made t public, or this request strict, while it was under way: as the
 			// privacy filter would drop t now.
 			forbidden = append(forbidden, filter.Drop{Target: t.Name, Filter: (filter.Privacy{}).Name(),
@@ -502,7 +506,7 @@ func (s *Server) attempt(ctx context.Context, rs *routeState, st *reqState, t *c
 	var bo *backoff.ExponentialBackOff
 	var a attemptResult
 	for try := 0; ; try++ {
-		if try > 0 && s.reloadForbids(req, rs.Name, st.key, t) {
+		if try > 0 && s.reloadForbids(req, rs.Name, st.movedFrom, st.key, t) {
 			return a // a reload put t out of this request's reach since the last try
 		}
 		a = s.once(ctx, t, req, st.bridge, claim && try == 0, id)

@@ -484,3 +484,83 @@ func TestInvResponsesUnreadableAnswerFallsThrough(t *testing.T) {
 		t.Errorf("chat: %d %s %s", rep.status, rep.header.Get("x-hayula-chain"), rep.body)
 	}
 }
+
+// TestInvRealErrorsEveryDoor: TestRealUpstreamErrors's corpus of real upstreams' error answers on
+// the endpoints other than chat (completions, embeddings, Responses; whole and streamed): each
+// moves the chain on or stops it by its class, and the client gets the upstream's own error with
+// its status, or the guarded tail's answer for an overflow, as on chat.
+func TestInvRealErrorsEveryDoor(t *testing.T) {
+	for _, e := range realErrors {
+		for _, d := range invDoors {
+			if d.path == "/v1/chat/completions" || e.streamOnly && !d.stream ||
+				e.adapter == "ollama" && d.path == "/v1/completions" {
+				continue
+			}
+			t.Run(e.name+"/"+d.name, func(t *testing.T) {
+				g, a, b, tail := realGateway(t, e, "")
+				tail.set(invOK("tail"))
+				rep := g.post(t, d.path, d.body("r", ""))
+				chain := rep.header.Get("x-hayula-chain")
+				switch e.class {
+				case "overflow":
+					if rep.status != 200 || chain != "a→b→tail (served by tail)" {
+						t.Fatalf("an overflow must reach the guarded tail: status %d chain %q: %.300s", rep.status, chain, rep.body)
+					}
+					return
+				case "request":
+					if b.hits.Load() != 0 || chain != "a" {
+						t.Errorf("a request error moved the chain on: chain %q", chain)
+					}
+				default:
+					if b.hits.Load() != 1 || tail.hits.Load() != 0 {
+						t.Errorf("a %s must move on to b and not enter the tail: chain %q", e.class, chain)
+					}
+				}
+				if a.hits.Load() != 1 {
+					t.Errorf("a asked %d times", a.hits.Load())
+				}
+				want := e.status
+				if want < 400 || want > 599 {
+					want = 502
+				}
+				if rep.status != want {
+					t.Errorf("status %d, want %d: %.300s", rep.status, want, rep.body)
+				}
+				if got := rep.errorField(t, "message"); got != e.message {
+					t.Errorf("message %q, want %q", got, e.message)
+				}
+			})
+		}
+	}
+}
+
+// TestInvFallbackOptionAddsNothing: a request asking for fallback (x-fallback-on true, yes, 1 or
+// empty; header or body) on a route whose fallback_on leaves a class out, or with [] , gets no
+// fallback the route does not give, on every endpoint: the failure is answered as it is and
+// the next target is never asked (CONFIG.md: "it cannot turn it on where the route has it off").
+func TestInvFallbackOptionAddsNothing(t *testing.T) {
+	a, b := newFake(t, "a"), newFake(t, "b")
+	a.set(errHandler(500, "internal", "down from a"))
+	b.set(invOK("b"))
+	g := newGateway(t, target("a", a.url(), "private")+target("b", b.url(), "private")+
+		"[cooldown]\nfailures = 1000\n\n[routes.some]\ntargets = [\"a\", \"b\"]\nfallback_on = [\"connection\"]\n"+
+		"[routes.none]\ntargets = [\"a\", \"b\"]\nfallback_on = []\n", nil)
+	for _, route := range []string{"some", "none"} {
+		for _, d := range invDoors {
+			for _, opt := range []struct {
+				field string
+				hdr   []string
+			}{
+				{`"x-fallback-on":true,`, nil}, {`"x-fallback-on":"yes",`, nil}, {`"X-Fallback-On":"1",`, nil},
+				{"", []string{"x-fallback-on", "true"}}, {"", []string{"x-fallback-on", ""}},
+			} {
+				hb := b.hits.Load()
+				rep := g.post(t, d.path, d.body(route, opt.field), opt.hdr...)
+				if b.hits.Load() != hb || rep.status != 500 || rep.errorField(t, "message") != "down from a" {
+					t.Errorf("%s %s %s %v: %d %s, b asked %d times: want a's 500 as it is",
+						route, d.name, opt.field, opt.hdr, rep.status, rep.body, b.hits.Load()-hb)
+				}
+			}
+		}
+	}
+}

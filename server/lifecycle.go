@@ -216,7 +216,7 @@ func (s *Server) attemptOn(ctx context.Context, rs *routeState, st *reqState, re
 		s.metrics.Attempt(t.Index, dec.Class, 0)
 		return attemptResult{dec: dec, err: err}
 	}
-	if s.reloadForbids(req, rs.Name, st.key, t) {
+	if s.reloadForbids(req, rs.Name, st.movedFrom, st.key, t) {
 		// The start may have taken minutes, and a reload in that time made t public or the
 		// request strict: nothing has been sent, so nothing is
 		// (TestManagedTargets, "a strict request waiting for its process …").
