@@ -6,10 +6,15 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
+	"maps"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/hayula/gateway/server"
 )
 
 // invDoor is one way into the gateway's attempt loop: an endpoint, whole or streamed.
@@ -561,6 +566,130 @@ func TestInvFallbackOptionAddsNothing(t *testing.T) {
 						route, d.name, opt.field, opt.hdr, rep.status, rep.body, b.hits.Load()-hb)
 				}
 			}
+		}
+	}
+}
+
+// TestInvLogHoldsNoContentEveryDoor: TestLogHoldsNoContent's upstreams that repeat a strict
+// request's prompt in every way a failure can carry it, on the doors that test leaves out
+// (completions and embeddings, whole and streamed; the Responses stream; model auto), with the
+// log at debug: no line holds the prompt, and neither does any metric line.
+func TestInvLogHoldsNoContentEveryDoor(t *testing.T) {
+	const secret = "PROMPT-51d0-the-patient-has-hepatitis"
+	echo := func(r *http.Request) string {
+		b, _ := io.ReadAll(r.Body)
+		if !strings.Contains(string(b), secret) {
+			return "the prompt did not arrive"
+		}
+		return "you said " + secret
+	}
+	handlers := map[string]http.HandlerFunc{
+		"status": func(w http.ResponseWriter, r *http.Request) {
+			e := echo(r)
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(400)
+			fmt.Fprintf(w, `{"error":{"message":%q,"type":%q,"param":%q,"code":%q}}`, e, e, e, e)
+		},
+		"status500": func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(500)
+			fmt.Fprintf(w, `{"detail":%q}`, echo(r))
+		},
+		"status401": func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "text/html")
+			w.WriteHeader(401)
+			fmt.Fprintf(w, `<html>%s</html>`, echo(r))
+		},
+		"notjson": func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "text/plain")
+			fmt.Fprint(w, echo(r))
+		},
+		"error200": func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			fmt.Fprintf(w, `{"error":{"message":%q}}`, echo(r))
+		},
+		"firstevent": func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "text/event-stream")
+			fmt.Fprintf(w, "data: {\"error\":{\"message\":%q}}\n\n", echo(r))
+		},
+		"midstream": func(w http.ResponseWriter, r *http.Request) {
+			e := echo(r)
+			w.Header().Set("Content-Type", "text/event-stream")
+			fmt.Fprint(w, chatChunk("m", "the answer: "+secret))
+			fmt.Fprintf(w, "data: {\"error\":{\"message\":%q}}\n\n", e)
+		},
+	}
+	var cfg strings.Builder
+	fakes := map[string]*fake{}
+	for name, h := range handlers {
+		f := newFake(t, name)
+		f.set(h)
+		fakes[name] = f
+		cfg.WriteString(target(name, f.url(), "private"))
+		fmt.Fprintf(&cfg, "[routes.%s]\ntargets = [%q]\nfallback_on = []\n\n", name, name)
+	}
+	ok := newFake(t, "ok")
+	ok.set(invOK("ok"))
+	cfg.WriteString(target("ok", ok.url(), "private") + "[routes.saif]\ntargets = [\"ok\"]\n[routes.deepseek-r1]\ntargets = [\"ok\"]\n")
+	fmt.Fprintf(&cfg, "[routes.chain]\ntargets = [\"status500\", \"status401\", \"notjson\", \"error200\", \"ok\"]\n\n[auto]\ndefault = \"chain\"\n")
+	var logs syncBuffer
+	g := newGateway(t, cfg.String(), nil, func(o *server.Options) {
+		o.Logger = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	})
+	models := append(slices.Sorted(maps.Keys(handlers)), "chain", "auto")
+	for _, m := range models {
+		for _, d := range invDoors {
+			if d.path == "/v1/chat/completions" || d.path == "/v1/responses" && !d.stream || m == "auto" && d.path == "/v1/embeddings" {
+				continue // TestLogHoldsNoContent's
+			}
+			body := strings.ReplaceAll(d.body(m, ""), "zz-secret-prompt", secret)
+			g.post(t, d.path, body, "x-hayula-privacy", "strict")
+		}
+	}
+	for name, f := range fakes {
+		if f.hits.Load() == 0 {
+			t.Fatalf("target %s was not asked: the test would prove nothing", name)
+		}
+	}
+	out := logs.String()
+	if !strings.Contains(out, "attempt failed") || !strings.Contains(out, "stream broke off") {
+		t.Fatalf("no attempt or stream line was logged: the test would prove nothing:\n%s", out)
+	}
+	for _, line := range strings.Split(out, "\n") {
+		if strings.Contains(line, secret) {
+			t.Errorf("the log holds the prompt:\n%s", line)
+		}
+	}
+	if rep := g.do(t, http.MethodGet, "/metrics", ""); strings.Contains(string(rep.body), "PROMPT-51d0") {
+		t.Errorf("a metric holds the prompt")
+	}
+}
+
+// TestInvFailOpenTiesKeepConfiguredOrder: when every target of a route was benched at the same
+// instant (one request failed them all), fail open tries them all in the route's configured
+// order, whatever its policy, on every endpoint: soonest to recover first is a tie, and no
+// policy reorders the targets health set aside.
+func TestInvFailOpenTiesKeepConfiguredOrder(t *testing.T) {
+	a, b, c := newFake(t, "a"), newFake(t, "b"), newFake(t, "c")
+	for _, policy := range []string{"ordered", "weighted", "least-busy", "latency"} {
+		for _, d := range invDoors {
+			t.Run(policy+"/"+d.name, func(t *testing.T) {
+				for _, f := range []*fake{a, b, c} {
+					f.set(errHandler(500, "internal", "down"))
+				}
+				g := newGateway(t, target("a", a.url(), "private", "weight = 1")+target("b", b.url(), "private", "weight = 1")+
+					target("c", c.url(), "private", "weight = 1000000")+
+					"[cooldown]\nfailures = 1\nbase = \"30s\"\n\n[routes.r]\ntargets = [\"a\", \"b\", \"c\"]\npolicy = \""+policy+"\"\n"+
+					"[routes.o]\ntargets = [\"a\", \"b\", \"c\"]\n", nil)
+				if rep := g.chat(t, "o"); rep.header.Get("x-hayula-chain") != "a→b→c" {
+					t.Fatalf("benching all three: chain %q", rep.header.Get("x-hayula-chain"))
+				}
+				rep := g.post(t, d.path, d.body("r", ""))
+				invWellFormed(t, d, rep)
+				if got := rep.header.Get("x-hayula-chain"); got != "a→b→c" {
+					t.Errorf("chain %q, want a→b→c: %d %s", got, rep.status, rep.body)
+				}
+			})
 		}
 	}
 }
