@@ -260,6 +260,10 @@ func TestInvRestoreEveryDoor(t *testing.T) {
 		{"401 then 404", 401, 404, want{status: 503, code: "all_targets_failed", message: "all targets failed: a: endpoint (401); b: endpoint (404)", moveOn: true}},
 		{"401 then 500", 401, 500, want{status: 503, code: "all_targets_failed", message: "all targets failed: a: endpoint (401); b: server_error (500)", moveOn: true}},
 		{"400 stops", 400, 401, want{status: 400, code: "code-a", message: "message from a"}},
+		// An upstream's own timeout (OpenRouter's "Your request timed out", LiteLLM's Timeout):
+		// class timeout, not a request error that another target would refuse too.
+		{"408 then ok", 408, 0, want{status: 200, moveOn: true, fromB200: true}},
+		{"408 twice", 408, 408, want{status: 408, code: "code-a", message: "message from a", moveOn: true}},
 	}
 	for _, c := range cases {
 		a.set(errHandler(c.sa, "code-a", "message from a"))
