@@ -414,6 +414,13 @@ func TestInvUpstreamFailureModesEveryAdapter(t *testing.T) {
 			w.Header().Set("Content-Type", "application/x-ndjson")
 			fmt.Fprint(w, `{"error":"an error was encountered while running the model"}`+"\n")
 		}},
+		struct {
+			name string
+			h    http.HandlerFunc
+		}{"saif events cut before done", func(w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("Content-Type", "text/event-stream")
+			fmt.Fprint(w, "data: {\"text\":\"part\",\"specialist\":\"webapp\"}\n\n")
+		}},
 	)
 	for _, adapter := range []string{"ollama", "saif"} {
 		a, b := newFake(t, "a"), newFake(t, "b")
