@@ -133,6 +133,12 @@ func classifyStatus(e *core.StatusError) Decision {
 	case s == http.StatusFailedDependency:
 		// TGI's "Request failed during generation": the server's own failure, not the request's.
 		return failing(core.ClassServerError, s)
+	case s == http.StatusRequestTimeout:
+		// The upstream's own timeout (OpenRouter's "Your request timed out", LiteLLM's Timeout:
+		// its provider did not answer in time), as an upstream's 504 is: not the request's fault,
+		// so another try or target may answer it. As a request error it ended the chain
+		// (TestInvRestoreEveryDoor, "408 then ok").
+		return failing(core.ClassServerError, s)
 	case s == http.StatusNotImplemented:
 		// The server does not serve what was asked (llama-server without --embeddings answers
 		// /v1/embeddings so): that endpoint's failure, as a 404 is, never the server's health.

@@ -21,6 +21,8 @@
 //	*core.StatusError 400, 422 or 500 naming a context overflow
 //	                                      overflow      its status
 //	*core.StatusError 424                 server_error  424  retried, penalized (TGI's failed generation)
+//	*core.StatusError 408                 server_error  408  retried, penalized (the upstream's own
+//	                                      timeout: OpenRouter's, LiteLLM's Timeout)
 //	*core.StreamError the upstream sent (no transport error under it) naming a context overflow
 //	                                      overflow      400  (an error event inside a 200 stream)
 //	*core.StatusError 401/402/403/404/410 endpoint      its status

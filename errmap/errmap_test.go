@@ -40,6 +40,7 @@ func TestClassify(t *testing.T) {
 		{"500", status(500, "boom", "server_error", ""), retrying(core.ClassServerError, 500)},
 		{"502", status(502, "", "", ""), retrying(core.ClassServerError, 502)},
 		{"504 from upstream stays server_error", status(504, "", "", ""), retrying(core.ClassServerError, 504)},
+		{"408 from upstream is its timeout, server_error", status(408, "Your request timed out", "", "408"), retrying(core.ClassServerError, 408)},
 		{"503 plain", &core.StatusError{Status: 503, RetryAfter: 7 * time.Second},
 			Decision{Class: core.ClassServerError, Status: 503, Retry: true, Penalize: true, RetryAfter: 7 * time.Second}},
 		{"503 status loading", &core.StatusError{Status: 503, Body: []byte(`{"status":"loading"}`), RetryAfter: 3 * time.Second},

@@ -213,7 +213,7 @@ func fillStatusDefaults(out *ClientError, target string, c core.Class, upstream 
 		switch {
 		case c == core.ClassRateLimit:
 			out.Type = "rate_limit_error"
-		case c == core.ClassLoading || out.Status >= 500:
+		case c == core.ClassLoading || c == core.ClassServerError || out.Status >= 500:
 			out.Type = "upstream_error"
 		default:
 			out.Type = "invalid_request_error"

@@ -81,6 +81,7 @@ func (s *Server) serveOp(w http.ResponseWriter, r *http.Request, op core.Op) {
 		pick.setHeaders(w.Header())
 		if pick.from != nil {
 			movedFrom = pick.from.Name
+			st.movedFrom = movedFrom
 			s.metrics.Moved(pick.from.index, rs.index)
 		}
 	}
@@ -125,6 +126,12 @@ type reqState struct {
 	key   *config.Key    // the key the request came with (its name for the log, its index for metrics); nil for none
 	busy  *atomic.Int64  // the key's in-flight count this request is counted in (a slot, under max_concurrent)
 	tpm   *tokenBucket   // the key's tpm bucket the answer is to be charged to, until it is (chargeTPM)
+	// bridge is the Responses bridge that will translate the answer (decodeResponses); nil for
+	// the other endpoints, whose answers go out as the adapter gave them.
+	bridge *responsesWriter
+	// movedFrom is the route model auto moved the request off ("" when it did not), whose
+	// strictness the request keeps (autoMove), a later configuration's too (reloadForbids).
+	movedFrom string
 }
 
 // keyName is the name of st's key, for the log line; "" for none.
@@ -155,7 +162,7 @@ func (s *Server) release(st *reqState) {
 	if cap(st.msgs) > maxPooledMessages {
 		st.msgs = nil
 	}
-	st.wire, st.req, st.key, st.tpm = wireView{}, core.Request{}, nil, nil // an answer not charged by now is none
+	st.wire, st.req, st.key, st.tpm, st.bridge, st.movedFrom = wireView{}, core.Request{}, nil, nil, nil, "" // an answer not charged by now is none
 	s.states.Put(st)
 }
 
@@ -286,7 +293,7 @@ func (s *Server) run(ctx context.Context, rs *routeState, req *core.Request, st 
 			t = rs.sel.Pick(req, open)
 		}
 		cands = remove(cands, t)
-		if s.reloadForbids(req, rs.Name, st.key, t) {
+		if s.reloadForbids(req, rs.Name, st.movedFrom, st.key, t) {
 			// A reload made t public, or this request strict, while it was under way: as the
 			// privacy filter would drop t now.
 			forbidden = append(forbidden, filter.Drop{Target: t.Name, Filter: (filter.Privacy{}).Name(),
@@ -294,7 +301,7 @@ func (s *Server) run(ctx context.Context, rs *routeState, req *core.Request, st 
 			continue
 		}
 		res.chain = append(res.chain, t.Name)
-		a := s.attemptOn(ctx, rs, st.key, req, t, cands, classes, p.overflowDrops, !recovering, id)
+		a := s.attemptOn(ctx, rs, st, req, t, cands, classes, p.overflowDrops, !recovering, id)
 		if a.forbidden {
 			res.chain = res.chain[:len(res.chain)-1]
 			forbidden = append(forbidden, filter.Drop{Target: t.Name, Filter: (filter.Privacy{}).Name(),
@@ -497,14 +504,14 @@ type attemptResult struct {
 // attempt asks one target, retrying it with backoff for retryable failures. Every retry happens
 // before the first byte reaches the client. With claim, the first try is held (nothing sent) when
 // health no longer has t available; retries are never held.
-func (s *Server) attempt(ctx context.Context, rs *routeState, key *config.Key, t *core.Target, req *core.Request, claim bool, id string) attemptResult {
+func (s *Server) attempt(ctx context.Context, rs *routeState, st *reqState, t *core.Target, req *core.Request, claim bool, id string) attemptResult {
 	var bo *backoff.ExponentialBackOff
 	var a attemptResult
 	for try := 0; ; try++ {
-		if try > 0 && s.reloadForbids(req, rs.Name, key, t) {
+		if try > 0 && s.reloadForbids(req, rs.Name, st.movedFrom, st.key, t) {
 			return a // a reload put t out of this request's reach since the last try
 		}
-		a = s.once(ctx, t, req, claim && try == 0, id)
+		a = s.once(ctx, t, req, st.bridge, claim && try == 0, id)
 		if a.err == nil || a.held {
 			return a
 		}
@@ -536,8 +543,11 @@ func (s *Server) attempt(ctx context.Context, rs *routeState, key *config.Key, t
 // once is a single attempt. A stream's first event is read here, so that a stream that fails
 // before producing anything can still fall through. With claim, an attempt health does not have
 // t available for is held instead: eligibility was planned earlier, and since then another
-// request may have taken the probe after t's cooldown.
-func (s *Server) once(ctx context.Context, t *core.Target, req *core.Request, claim bool, id string) attemptResult {
+// request may have taken the probe after t's cooldown. bridge, when the answer is to be
+// translated for the Responses API, reads a whole answer or the stream's first event here too:
+// one it cannot read is an answer the gateway could not read, which falls through like any
+// other (TestInvResponsesUnreadableAnswerFallsThrough).
+func (s *Server) once(ctx context.Context, t *core.Target, req *core.Request, bridge *responsesWriter, claim bool, id string) attemptResult {
 	ok, probe := s.health.Begin(t)
 	if !ok && claim {
 		return attemptResult{held: true}
@@ -580,8 +590,15 @@ func (s *Server) once(ctx context.Context, t *core.Target, req *core.Request, cl
 		} else if err == nil && len(a.first) > maxEventData {
 			err = eventTooLong(t.Name, len(a.first))
 		}
+		if err == nil && bridge != nil {
+			err = bridge.readable(t, a.first, false)
+		}
 		if err != nil {
 			_ = resp.Stream.Close()
+		}
+	} else if err == nil && bridge != nil {
+		if err = bridge.readable(t, resp.Body, true); err != nil {
+			resp.Release()
 		}
 	}
 	asked = true

@@ -9,7 +9,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/hayula/gateway/config"
 	"github.com/hayula/gateway/core"
 	"github.com/hayula/gateway/errmap"
 	"github.com/hayula/gateway/health"
@@ -184,10 +183,10 @@ func (s *Server) managed(t *core.Target) bool {
 // claim is attempt's: the first try is held when health no longer has t available. For a
 // managed target that is asked once the process runs, so that a probe is never claimed by an
 // attempt that a cold start then ends without a report.
-func (s *Server) attemptOn(ctx context.Context, rs *routeState, key *config.Key, req *core.Request, t *core.Target,
+func (s *Server) attemptOn(ctx context.Context, rs *routeState, st *reqState, req *core.Request, t *core.Target,
 	rest []*core.Target, failures []core.Class, overflowDrops int, claim bool, id string) attemptResult {
 	if !s.managed(t) {
-		return s.attempt(ctx, rs, key, t, req, claim, id)
+		return s.attempt(ctx, rs, st, t, req, claim, id)
 	}
 	m := s.procs.m
 	// Both ends before once are attempts x-hayula-chain names, and counted as such: a target whose
@@ -217,7 +216,7 @@ func (s *Server) attemptOn(ctx context.Context, rs *routeState, key *config.Key,
 		s.metrics.Attempt(t.Index, dec.Class, 0)
 		return attemptResult{dec: dec, err: err}
 	}
-	if s.reloadForbids(req, rs.Name, key, t) {
+	if s.reloadForbids(req, rs.Name, st.movedFrom, st.key, t) {
 		// The start may have taken minutes, and a reload in that time made t public or the
 		// request strict: nothing has been sent, so nothing is
 		// (TestManagedTargets, "a strict request waiting for its process …").
@@ -234,7 +233,7 @@ func (s *Server) attemptOn(ctx context.Context, rs *routeState, key *config.Key,
 			release()
 		}
 	}()
-	a := s.attempt(ctx, rs, key, &live, req, claim, id)
+	a := s.attempt(ctx, rs, st, &live, req, claim, id)
 	handed = true
 	if a.end.stats == nil {
 		release()

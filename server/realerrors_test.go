@@ -171,6 +171,11 @@ var realErrors = []realError{
 	{name: "openrouter 429 free per day high balance", status: 429,
 		body:  `{"error":{"message":"Rate limit exceeded: free-models-per-day-high-balance.","type":"rate_limit_error","code":"429"}}`,
 		class: "rate_limit", message: "Rate limit exceeded: free-models-per-day-high-balance.", once: true},
+	// OpenRouter's 408, "Your request timed out" (its errors page; the body as its SDKs'
+	// RequestTimeoutResponseErrorData example gives it): its own timeout, not the request's fault.
+	{name: "openrouter 408 timed out", status: 408,
+		body:  `{"error":{"code":408,"message":"Operation timed out. Please try again later."}}`,
+		class: "server_error", message: "Operation timed out. Please try again later."},
 	{name: "openrouter 404 no endpoints", status: 404,
 		body:  `{"error":{"message":"No endpoints found that support tool use. To learn more about provider routing, visit: https://openrouter.ai/docs/provider-routing","code":404}}`,
 		class: "endpoint", message: "No endpoints found that support tool use. To learn more about provider routing, visit: https://openrouter.ai/docs/provider-routing"},

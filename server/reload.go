@@ -170,10 +170,12 @@ func newReloadLink(s *Server) *reloadLink {
 }
 
 // reloadForbids reports whether a reload since s became current forbids an attempt on t, a
-// target of s's configuration, for req, made on route with key (nil for none): a later
-// configuration makes the request strict (its route or its key is strict there: the key by its
-// name or by its sha256, so that a key renamed and made strict is held too,
-// TestReloadMakingTargetPublicHoldsInFlight) or the target
+// target of s's configuration, for req, made on route with key (nil for none), after model auto
+// moved it off the route from ("" when it did not): a later configuration makes the request
+// strict (its route or its key is strict there: the key by its name or by its sha256, so that a
+// key renamed and made strict is held too, TestReloadMakingTargetPublicHoldsInFlight; or the
+// route auto moved it off, whose strictness a request moved goes with,
+// TestInvReloadMakingAutosClassifiedRouteStrictHoldsInFlight) or the target
 // public (a public target there has t's name or, unless it is a {port} template, t's URL), and
 // the request is strict and the target public once both are counted. A request under way on s
 // then makes no further attempt on t, neither the next in its chain nor a retry
@@ -181,7 +183,7 @@ func newReloadLink(s *Server) *reloadLink {
 // party, or that this traffic is private, and the attempt comes after that. It costs a pointer
 // load while s is current, and a few map lookups for each reload since
 // (TestReloadForbidsMatchesScan).
-func (s *Server) reloadForbids(req *core.Request, route string, key *config.Key, t *core.Target) bool {
+func (s *Server) reloadForbids(req *core.Request, route, from string, key *config.Key, t *core.Target) bool {
 	n := s.successor.Load()
 	if n == nil {
 		return false
@@ -191,6 +193,10 @@ func (s *Server) reloadForbids(req *core.Request, route string, key *config.Key,
 		if !strict {
 			rs, ok := n.srv.routes[route]
 			strict = ok && rs.Strict || key != nil && (has(n.strictKeys, key.Name) || has(n.strictHashes, key.SHA256))
+			if !strict && from != "" {
+				fs, ok := n.srv.routes[from]
+				strict = ok && fs.Strict
+			}
 		}
 		if !public {
 			public = has(n.publicNames, t.Name) || has(n.publicURLs, t.URL) && !strings.Contains(t.URL, "{port}")

@@ -134,7 +134,7 @@ func checkForbids(t *testing.T, round int, s *Server, successors []*Server, outc
 					} else {
 						outcomes[0]++
 					}
-					if got := s.reloadForbids(req, name, key, tg); got != want {
+					if got := s.reloadForbids(req, name, "", key, tg); got != want {
 						t.Fatalf("round %d, %d successors: target %s (%s, %s), route %s, key %v, strict %v: %v, want %v",
 							round, len(successors), tg.Name, tg.URL, tg.Privacy, name, key, strict, got, want)
 					}
@@ -169,7 +169,7 @@ func BenchmarkReloadForbids(b *testing.B) {
 			req, key, tg := &core.Request{}, &old.cfg.Keys[mid], old.cfg.Targets[mid]
 			b.ReportAllocs()
 			for b.Loop() {
-				if old.reloadForbids(req, "r", key, tg) {
+				if old.reloadForbids(req, "r", "", key, tg) {
 					b.Fatal("forbidden")
 				}
 			}

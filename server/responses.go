@@ -67,6 +67,7 @@ func (s *Server) decodeResponses(r *http.Request, body []byte, st *reqState) (*c
 	if e != nil {
 		return nil, e
 	}
+	st.bridge = b
 	req, e := decodeChat(r, chat, st, s.names)
 	switch {
 	case e == nil:

@@ -11,9 +11,11 @@ import (
 	"github.com/hayula/gateway/server"
 )
 
-// TestResponsesUnreadableAnswerStatus: a whole chat answer the Responses bridge cannot read is
-// answered 502 bad_upstream_answer, and hayula_requests_total and the request line say 502, the
-// status the client got (they said 200, the chat answer's).
+// TestResponsesUnreadableAnswerStatus: a whole chat answer the Responses bridge cannot read is,
+// from the only target, answered 502 bad_upstream_response (an answer the gateway could not read,
+// which falls through where another target is left: TestInvResponsesUnreadableAnswerFallsThrough),
+// and hayula_requests_total and the request line say 502, the status the client got (they said
+// 200, the chat answer's).
 func TestResponsesUnreadableAnswerStatus(t *testing.T) {
 	odd := newFake(t, "odd")
 	odd.set(func(w http.ResponseWriter, r *http.Request) {
@@ -27,8 +29,8 @@ func TestResponsesUnreadableAnswerStatus(t *testing.T) {
 			o.NewRequestID = func() string { return "req-odd" }
 		})
 	rep := g.post(t, "/v1/responses", `{"model":"odd","input":"hi"}`)
-	if rep.status != http.StatusBadGateway || !strings.Contains(string(rep.body), `"bad_upstream_answer"`) {
-		t.Fatalf("answer %d %s, want 502 bad_upstream_answer", rep.status, rep.body)
+	if rep.status != http.StatusBadGateway || !strings.Contains(string(rep.body), `"bad_upstream_response"`) {
+		t.Fatalf("answer %d %s, want 502 bad_upstream_response", rep.status, rep.body)
 	}
 	lines := logLines(&logs, 1, func(l string) bool { return strings.Contains(l, "msg=request ") })
 	if len(lines) != 1 || !strings.Contains(lines[0], " status=502 ") {

@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"crypto/rand"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"strconv"
 	"strings"
 
+	"github.com/hayula/gateway/core"
 	"github.com/hayula/gateway/internal/jsonx"
 	"github.com/hayula/gateway/upstream"
 )
@@ -58,6 +60,9 @@ type responsesWriter struct {
 	ended     bool
 	emitted   bool // a whole answer went out
 	overLong  bool // an event was too long to send: the stream ended in its place (tooLong)
+	// answer is the whole chat answer readable read, which writeWhole translates rather than
+	// reading it again; nil for a stream, or before an answer came.
+	answer *chatAnswer
 }
 
 // What serveOp's writes turned out to be.
@@ -541,18 +546,52 @@ func orDefault(v json.RawMessage, def string) json.RawMessage {
 	return v
 }
 
+// readable reports, as the *core.ProtocolError of an answer t gave that the gateway could not
+// read, why the bridge cannot read p, a whole chat answer (whole) or a stream's first event, as
+// what it is; nil when it can. The attempt loop asks it before anything goes to the client, so
+// that such an answer falls through as any other unreadable one does; answered, it was a 502
+// however many targets were left, or, streamed, a chunk dropped and an empty answer
+// "completed" (TestInvResponsesUnreadableAnswerFallsThrough). A whole answer it reads is kept
+// for writeWhole.
+func (b *responsesWriter) readable(t *core.Target, p []byte, whole bool) error {
+	a := new(chatAnswer)
+	if err := json.Unmarshal(p, a); err != nil {
+		return &core.ProtocolError{Target: t.Name, Err: unreadableChat{err}}
+	}
+	if whole {
+		b.answer = a
+	}
+	return nil
+}
+
+// unreadableChat is why the bridge could not read a chat answer: the field whose JSON type is not
+// chat's, in the answer's own terms rather than the Go types the decoder names.
+type unreadableChat struct{ err error }
+
+func (u unreadableChat) Error() string {
+	const head = "the Responses API bridge cannot read it as a chat completion"
+	if te, ok := errors.AsType[*json.UnmarshalTypeError](u.err); ok && te.Field != "" {
+		return head + ": " + te.Field + " is a JSON " + te.Value
+	}
+	return head
+}
+
 // writeWhole sends the response object for the whole chat completion in b.buf, once.
 func (b *responsesWriter) writeWhole() {
 	if b.emitted {
 		return
 	}
 	b.emitted = true
-	var a chatAnswer
-	if err := json.Unmarshal(b.buf, &a); err != nil {
-		writeError(b.w, &apiError{Status: http.StatusBadGateway, Type: typeUpstream, Code: "bad_upstream_answer",
-			Message: "the upstream's answer could not be read as a chat completion: " + err.Error()})
-		b.werr = sentInstead(http.StatusBadGateway) // FlushError says so: the 502 is what is counted and logged
-		return
+	a := b.answer
+	if a == nil {
+		a = new(chatAnswer)
+		if err := json.Unmarshal(b.buf, a); err != nil {
+			// Read before it was served (readable): only an answer that came another way.
+			writeError(b.w, &apiError{Status: http.StatusBadGateway, Type: typeUpstream, Code: "bad_upstream_answer",
+				Message: "the upstream's answer could not be read as a chat completion: " + err.Error()})
+			b.werr = sentInstead(http.StatusBadGateway) // FlushError says so: the 502 is what is counted and logged
+			return
+		}
 	}
 	if a.Model != "" {
 		b.model = a.Model
