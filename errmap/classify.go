@@ -163,6 +163,12 @@ func classifyStatus(e *core.StatusError) Decision {
 	case s == http.StatusUnauthorized, s == http.StatusPaymentRequired, s == http.StatusForbidden,
 		s == http.StatusNotFound, s == http.StatusGone:
 		return Decision{Class: core.ClassEndpoint, Status: s}
+	case s == http.StatusMethodNotAllowed:
+		// The gateway only POSTs to the paths every OpenAI-compatible server serves: a 405 says
+		// the target's URL is not such a server (a base URL that reaches a web page, a proxy
+		// route that takes GET only), the endpoint's failure as a 404 is, never the client's.
+		// As a request error it ended the chain.
+		return Decision{Class: core.ClassEndpoint, Status: s}
 	case s >= 400 && s <= 499:
 		return Decision{Class: core.ClassRequest, Status: s}
 	}

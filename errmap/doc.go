@@ -25,7 +25,8 @@
 //	                                      timeout: OpenRouter's, LiteLLM's Timeout)
 //	*core.StreamError the upstream sent (no transport error under it) naming a context overflow
 //	                                      overflow      400  (an error event inside a 200 stream)
-//	*core.StatusError 401/402/403/404/410 endpoint      its status
+//	*core.StatusError 401/402/403/404/405/410
+//	                                      endpoint      its status
 //	*core.StatusError 501                 endpoint      501  (a server that does not serve the
 //	                                      endpoint: llama-server without --embeddings)
 //	*core.UnmetError                      endpoint      its StatusError's (a 2xx that does not

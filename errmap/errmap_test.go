@@ -151,6 +151,7 @@ func TestClassify(t *testing.T) {
 		{"403", status(403, "", "", ""), Decision{Class: core.ClassEndpoint, Status: 403}},
 		{"404", status(404, "model not found", "", ""), Decision{Class: core.ClassEndpoint, Status: 404}},
 		{"410", status(410, "", "", ""), Decision{Class: core.ClassEndpoint, Status: 410}},
+		{"405 a URL that takes no POST", status(405, "Method Not Allowed", "", ""), Decision{Class: core.ClassEndpoint, Status: 405}},
 		{"501 endpoint not served", status(501, "This server does not support embeddings. Start it with `--embeddings`", "not_supported_error", ""),
 			Decision{Class: core.ClassEndpoint, Status: 501}},
 		{"302", status(302, "", "", ""), retrying(core.ClassServerError, 502)},

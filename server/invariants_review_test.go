@@ -225,7 +225,7 @@ func TestInvUpstreamFailureModesEveryDoor(t *testing.T) {
 	}
 }
 
-// TestInvRestoreEveryDoor: endpoint failures (401, 402, 403, 404, 410) and 413 move the chain on;
+// TestInvRestoreEveryDoor: endpoint failures (401, 402, 403, 404, 405, 410) and 413 move the chain on;
 // when nothing answers, the client gets what README and errmap's documentation promise, on every
 // endpoint whole and streamed: the first upstream's own error when every attempt failed alike,
 // 400 context_length_exceeded for overflows, 503 all_targets_failed for a mix.
@@ -264,6 +264,9 @@ func TestInvRestoreEveryDoor(t *testing.T) {
 		// class timeout, not a request error that another target would refuse too.
 		{"408 then ok", 408, 0, want{status: 200, moveOn: true, fromB200: true}},
 		{"408 twice", 408, 408, want{status: 408, code: "code-a", message: "message from a", moveOn: true}},
+		// A url that is no OpenAI-compatible server (a web page, a GET-only proxy route).
+		{"405 then ok", 405, 0, want{status: 200, moveOn: true, fromB200: true}},
+		{"405 twice", 405, 405, want{status: 405, code: "code-a", message: "message from a", moveOn: true}},
 	}
 	for _, c := range cases {
 		a.set(errHandler(c.sa, "code-a", "message from a"))
