@@ -56,7 +56,9 @@
 //   - The most recently used members are pre-warmed from the state file — TestStateFilePrewarm.
 //   - Reload keeps the process and state of a member whose Spec and pinning are unchanged, stops
 //     a changed or removed one once no attempt holds it, and starts a changed one only when its
-//     old process has gone — TestReload, TestReloadWaitsForRetiredSlot.
+//     old process has gone — TestReload, TestReloadWaitsForRetiredSlot. The changed member keeps
+//     its place in the LRU order and its last use, and a release of its old process counts for it
+//     — TestReloadChangedKeepsRecency, TestReloadRetiredReleaseCountsForNewMember.
 //
 // Time that carries meaning (idle_stop, load_timeout, restart backoff, the SIGTERM → SIGKILL
 // grace) is read from the injected Clock, so a test moves it instead of waiting. Time that only

@@ -339,7 +339,8 @@ func (m *Manager) startPinnedLocked() {
 // (a group now smaller than it has running shrinks as members stop, nothing is evicted for the
 // reload itself; a member started into it later evicts as many as it takes to fit).
 // Every other member is retired: Ensure no longer hands it out (a call waiting for it waits for
-// the new member of its name instead), and its process is stopped as soon as no attempt holds it,
+// the new member of its name instead, which keeps the old one's place in the LRU order and its
+// last use, but not its process, state or idle timer), and its process is stopped as soon as no attempt holds it,
 // at once when none does, and it is not restarted if it crashes meanwhile. Until it has stopped it
 // keeps its place in the slots of the group of its name, and the new member of its name, in a
 // group or not, starts only once it has gone: a changed member's new process never runs beside
@@ -380,7 +381,14 @@ func (m *Manager) Reload(specs []Spec, groups []GroupSpec) error {
 				g.members = append(g.members, mem)
 			}
 		} else {
+			old := mem
 			mem = newMember(s, g)
+			if old != nil {
+				// A new process, but the same member to its users: it keeps its place in the LRU
+				// order (eviction, the state file and so the restart's pre-warm) and its last use
+				// (TestReloadChangedKeepsRecency).
+				mem.seq, mem.lastUsed = old.seq, old.lastUsed
+			}
 		}
 		members = append(members, mem)
 		byName[s.Name] = mem
@@ -684,6 +692,13 @@ func (m *Manager) release(mem *member, port int) {
 	m.seq++
 	mem.seq = m.seq
 	mem.lastUsed = m.clock.Now()
+	if mem.retired {
+		// The attempt used the member of this name, which a Reload has put in its place since
+		// (TestReloadRetiredReleaseCountsForNewMember).
+		if cur := m.byName[mem.spec.Name]; cur != nil && cur != mem {
+			cur.seq, cur.lastUsed = mem.seq, mem.lastUsed
+		}
+	}
 	if mem.retired && mem.busy == 0 {
 		m.stopLocked(mem, "reload")
 		return
