@@ -346,7 +346,7 @@ func (s *Server) run(ctx context.Context, rs *routeState, req *core.Request, st 
 		s.procs.warmPassed(passed)
 	}
 	if len(attempts) == 0 {
-		res.err = guardedShut(rs)
+		res.err = guardedShut(rs, p.res.Drops, cands)
 		if forbidden != nil {
 			res.err = s.noTarget(rs, append(p.res.Drops, forbidden...))
 		}
@@ -388,12 +388,41 @@ func (rs *routeState) openOf(cands []*core.Target, classes []core.Class, overflo
 	return open
 }
 
-// guardedShut answers a request whose eligible targets were all guarded shut: nothing failed
-// before them, so none could be entered. Explain predicts it (shutByGuards).
-func guardedShut(rs *routeState) *apiError {
-	return &apiError{Status: http.StatusServiceUnavailable, Type: typeUpstream, Code: "no_target",
-		Message: "no target of route " + strconv.Quote(rs.Name) +
-			" could be tried: the remaining targets are guarded and no earlier failure opened them"}
+// guardedShut answers a request whose eligible targets (shut) were all guarded shut: nothing
+// failed before them, so none could be entered. Explain predicts it (shutByGuards). When drops
+// set public targets aside for a strict request, the targets whose failure would have opened the
+// guards were not its to use: no private target can serve it, as noTarget answers, and the
+// message says both why the public ones and why the private ones were not tried
+// (TestStrictGuardedShutSaysNoPrivateTarget).
+func guardedShut(rs *routeState, drops []filter.Drop, shut []*core.Target) *apiError {
+	var b strings.Builder
+	for _, d := range drops {
+		if d.Filter != (filter.Privacy{}).Name() {
+			continue
+		}
+		if b.Len() > 0 {
+			b.WriteString("; ")
+		}
+		b.WriteString(d.Target)
+		b.WriteString(": ")
+		b.WriteString(d.Reason)
+	}
+	if b.Len() == 0 {
+		return &apiError{Status: http.StatusServiceUnavailable, Type: typeUpstream, Code: "no_target",
+			Message: "no target of route " + strconv.Quote(rs.Name) +
+				" could be tried: the remaining targets are guarded and no earlier failure opened them"}
+	}
+	b.WriteString("), and its private targets left (")
+	for i, t := range shut {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(t.Name)
+	}
+	return &apiError{Status: http.StatusServiceUnavailable, Type: typeUpstream, Code: "no_private_target",
+		Message: "no private target could serve this strict request on route " + strconv.Quote(rs.Name) +
+			": its public targets are not its to use (" + b.String() +
+			") are guarded and no earlier failure opened them"}
 }
 
 // redactKey is s without the upstream key k. The client's error carries the upstream's own

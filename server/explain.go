@@ -191,7 +191,7 @@ func (s *Server) handleExplain(w http.ResponseWriter, r *http.Request) {
 	case shutByGuards(rs, order, p.overflowDrops) && shutByGuards(rs, p.reserve, p.overflowDrops):
 		// run passes every one of them by before anything has failed, and then every target of
 		// the reserve (if any) too.
-		ae = guardedShut(rs)
+		ae = guardedShut(rs, p.res.Drops, slices.Concat(order, p.reserve))
 	}
 	if ae != nil {
 		x.Error = &explainError{Status: ae.Status, Code: ae.Code, Message: ae.Message}
