@@ -114,6 +114,20 @@ func TestStreamParsing(t *testing.T) {
 			"StreamError: upstream sent an event that is not a JSON object"},
 		{"error inside content is a chunk", `data: {"choices":[{"delta":{"content":"\"error\": 1"},"finish_reason":null}]}` + "\n\ndata: [DONE]\n\n",
 			[]string{`{"choices":[{"delta":{"content":"\"error\": 1"},"finish_reason":null}]}`}, "EOF"},
+		// How servers end a generation they aborted (CONFIG.md, "An openai target's stream"): an
+		// error event, which ends the stream before the [DONE] that vLLM and SGLang write after
+		// it whatever happened; vLLM's engine aborts (shutdown, sleep, scale-down) and SGLang's
+		// aborts without an error status end with the finish_reason "abort" and [DONE]
+		// (vllm-project/vllm#57082), relayed as it came. None is
+		// known to write [DONE] after an abort with neither, so [DONE] ends a stream with or
+		// without a finish_reason.
+		{"error event then [DONE] (vLLM, SGLang)", "data: " + chunkHello + "\n\n" +
+			`data: {"error":{"object":"error","message":"engine dead","type":"InternalServerError","code":500}}` + "\n\ndata: [DONE]\n\n",
+			[]string{chunkHello}, "StreamError: engine dead"},
+		{"abort finish then [DONE] (vLLM, SGLang)", "data: " + chunkHello + "\n\n" + `data: {"choices":[{"index":0,"delta":{},"finish_reason":"abort"}]}` + "\n\ndata: [DONE]\n\n",
+			[]string{chunkHello, `{"choices":[{"index":0,"delta":{},"finish_reason":"abort"}]}`}, "EOF"},
+		{"content then [DONE] without a finish", "data: " + chunkRole + "\n\ndata: " + chunkHello + "\n\ndata: [DONE]\n\n",
+			[]string{chunkRole, chunkHello}, "EOF"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
