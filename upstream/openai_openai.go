@@ -490,6 +490,9 @@ func reasonAt(data []byte) int {
 // that is neither empty nor "null"; null, the string "null". (An escaped spelling of "null" is
 // taken for a finish: no server sends one.)
 func reasonValue(data []byte) (finish, null bool) {
+	if len(data) > 1 && data[0] == ':' && data[1] == 'n' {
+		return false, false // ":null", every chunk's but the last in compact JSON: no call to reasonAt
+	}
 	j := reasonAt(data)
 	if j < 0 || j+1 >= len(data) || data[j] != '"' || data[j+1] == '"' {
 		return false, false
