@@ -2,6 +2,7 @@ package conformance
 
 import (
 	"bytes"
+	"context"
 	"encoding/xml"
 	"fmt"
 	"io"
@@ -407,15 +408,23 @@ func TestAnswersAreCapped(t *testing.T) {
 // before the read gave up, not "no response".
 func TestBrokenOffAnswerKeepsItsEvidence(t *testing.T) {
 	_, srv := newWrappedFake(t, func(h http.Handler) http.Handler { return streamRewrite{next: h, hang: true} })
-	o := fakeOptions(t, srv)
-	o.Only = []string{"chat.stream.content_type"}
-	o.Timeout = 300 * time.Millisecond
-	rep := runAgainst(t, o)
+	rep, timeout := runWithin(t, func(d time.Duration) (*Report, bool) {
+		o := fakeOptions(t, srv)
+		o.Only = []string{"chat.stream.content_type"}
+		o.Timeout = d
+		rep, err := Run(context.Background(), o)
+		if err != nil {
+			return nil, false // the /v1/models probe itself ran out of time
+		}
+		c, _ := rep.Result("chat.stream.content_type")
+		return rep, !strings.Contains(c.Reason, "before the answer began")
+	})
 	c, _ := rep.Result("chat.stream.content_type")
 	if c.Result != Fail || !strings.Contains(c.Reason, "HTTP 200, then reading body") {
 		t.Fatalf("chat.stream.content_type = %s (%s), want FAIL naming the 200 and the broken read", c.Result, c.Reason)
 	}
-	for _, want := range []string{"< HTTP 200", "data: [DONE]", "(answer broken off: reading body: --timeout 300ms ran out before the answer ended (context deadline exceeded))"} {
+	broken := fmt.Sprintf("(answer broken off: reading body: --timeout %v ran out before the answer ended (context deadline exceeded))", timeout)
+	for _, want := range []string{"< HTTP 200", "data: [DONE]", broken} {
 		if !strings.Contains(c.Evidence.Excerpt, want) {
 			t.Errorf("excerpt lacks %q:\n%s", want, c.Evidence.Excerpt)
 		}
