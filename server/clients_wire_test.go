@@ -77,8 +77,9 @@ targets = ["sa"]
 // (choices empty) when the client asked for include_usage, and none when it did not; data:
 // [DONE] at the end. A request a target cannot serve (tools on SAIF) is refused 400
 // unsupported_request, never answered without what it asked. Each client's thinking setting
-// reaches Ollama as think: Open WebUI's reasoning object and its "think (Ollama)" parameter were
-// dropped, and a client that turned thinking off got a model that thought.
+// reaches Ollama as think: Open WebUI's reasoning object, its "think (Ollama)" parameter and a
+// chat_template_kwargs enable_thinking were dropped, and a client that turned thinking off got a
+// model that thought.
 func TestClientRequestsThroughEveryAdapter(t *testing.T) {
 	const tools = `"tools":[{"type":"function","function":{"name":"read_file","description":"Read a file",` +
 		`"parameters":{"type":"object","properties":{"path":{"type":"string"}},"required":["path"]},"strict":true}}]`
@@ -101,6 +102,10 @@ func TestClientRequestsThroughEveryAdapter(t *testing.T) {
 			`"stream_options":{"include_usage":true},"temperature":0.6,"top_p":0.95,"max_tokens":1024,"seed":7,"stop":["\n\nUser:"],` +
 			`"num_ctx":8192,"top_k":40,"min_p":0.05,"repeat_penalty":1.1,"mirostat":0,"num_gpu":99,"use_mmap":true,` +
 			`"num_thread":8,"keep_alive":"5m","think":false}`, true, false, false},
+		// A custom parameter, JSON in Open WebUI's form, goes into the body as an object: here
+		// vLLM's and llama-server's switch for Qwen3's thinking.
+		{"Open WebUI custom parameter", `{"model":"MODEL","messages":[{"role":"user","content":"hi"}],"stream":STREAM,` +
+			`"stream_options":{"include_usage":true},"chat_template_kwargs":{"enable_thinking":false}}`, true, false, false},
 		// Its title and tags generation: one user message, not streamed.
 		{"Open WebUI title", `{"model":"MODEL","messages":[{"role":"user","content":"### Task:\nGenerate a concise title"}],"stream":STREAM}`,
 			false, false, nil},

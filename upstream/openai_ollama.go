@@ -761,7 +761,7 @@ func namedTool(t *core.Target, tools, choice json.RawMessage) (json.RawMessage, 
 
 // thinkKeys are the raw keys think looks for before walking a body: the first is the start of
 // both "reasoning_effort" and "reasoning", so that one pass over the body finds either.
-var thinkKeys = [...][]byte{[]byte(`"reasoning`), []byte(`"think"`)}
+var thinkKeys = [...][]byte{[]byte(`"reasoning`), []byte(`"think"`), []byte(`"enable_thinking"`)}
 
 // think maps the body's thinking setting to /api/chat's think. reasoning.effort (OpenRouter's
 // reasoning object, which Ollama's own OpenAI endpoint reads first and Open WebUI sends in place
@@ -770,7 +770,9 @@ var thinkKeys = [...][]byte{[]byte(`"reasoning`), []byte(`"think"`)}
 // false, a level is that level, and OpenAI's minimal, xhigh and max, which Ollama has no word
 // for, are its nearest, low, high and high. Without either, a top-level think (Ollama's own
 // field, which Open WebUI's "think (Ollama)" setting sends to an OpenAI connection) goes as
-// written when Ollama reads it: a boolean or a level. Left out, a thinking model would think as
+// written when Ollama reads it: a boolean or a level; without that, chat_template_kwargs'
+// enable_thinking when it is a boolean (vLLM's and llama-server's switch for Qwen3's thinking,
+// which Open WebUI's custom parameters and LiteLLM's extra_body send). Left out, a thinking model would think as
 // long as it likes whatever the client asked (TestOllamaParams); before, reasoning and think
 // were dropped so. A value that is no level is refused naming its field, as OpenAI refuses it
 // (TestOllamaReasoningEffortRefused, TestOllamaReasoningObjectAndThink). nil when the body sends
@@ -787,7 +789,7 @@ func (a *openaiOllama) think(body []byte) (json.RawMessage, error) {
 	if !found {
 		return nil, nil
 	}
-	var effort, reasoning, think json.RawMessage
+	var effort, reasoning, think, kwargs json.RawMessage
 	it := jsonx.Object(body, false)
 	for {
 		k, v, ok := it.Next()
@@ -805,6 +807,8 @@ func (a *openaiOllama) think(body []byte) (json.RawMessage, error) {
 			reasoning = v
 		case "think":
 			think = v
+		case "chat_template_kwargs":
+			kwargs = v
 		}
 	}
 	param := "reasoning_effort"
@@ -825,6 +829,9 @@ func (a *openaiOllama) think(body []byte) (json.RawMessage, error) {
 		effort = o.Effort
 	}
 	if len(effort) == 0 || string(effort) == "null" {
+		if len(think) == 0 || string(think) == "null" {
+			return enableThinking(kwargs), nil
+		}
 		return a.nativeThink(think)
 	}
 	var level string
@@ -845,6 +852,33 @@ func (a *openaiOllama) think(body []byte) (json.RawMessage, error) {
 	return nil, requestError(a.t, "invalid_value", param, fmt.Sprintf(
 		"Invalid value for '%s': %s (expected \"none\", \"minimal\", \"low\", \"medium\", \"high\", \"xhigh\" or \"max\").",
 		param, snippet(effort)))
+}
+
+// enableThinking is chat_template_kwargs' enable_thinking as think, when it is a boolean; nil
+// otherwise. It is the chat template's argument, not Ollama's, so another value is not refused:
+// a server that renders templates passes it to the template as it is.
+func enableThinking(kwargs json.RawMessage) json.RawMessage {
+	if len(kwargs) == 0 || kwargs[0] != '{' {
+		return nil
+	}
+	// The template reads the key as it is spelled (Jinja's names are case-sensitive), so no
+	// other spelling counts, and the last member of that name wins, as a JSON decoder reads it.
+	var on json.RawMessage
+	it := jsonx.Object(kwargs, false)
+	for {
+		k, v, ok := it.Next()
+		if !ok {
+			break
+		}
+		if name, plain := jsonx.PlainKey(k); plain && string(name) == "enable_thinking" {
+			on = v
+		}
+	}
+	switch string(on) {
+	case "true", "false":
+		return on
+	}
+	return nil
 }
 
 // nativeThink checks a top-level think v as Ollama reads it, a boolean or one of its levels,

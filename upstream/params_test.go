@@ -59,6 +59,16 @@ func TestOllamaParams(t *testing.T) {
 		{"think a level", `"think":"medium"`, `,"stream":false,"truncate":false,"think":"medium"}`},
 		{"think null", `"think":null`, `,"stream":false,"truncate":false}`},
 		{"reasoning_effort before think", `"think":true,"reasoning_effort":"none"`, `,"stream":false,"truncate":false,"think":false}`},
+		// vLLM's and llama-server's switch for Qwen3's thinking, which clients set in
+		// chat_template_kwargs (Open WebUI's custom parameters, LiteLLM's extra_body): the same
+		// setting, last of all.
+		{"enable_thinking false", `"chat_template_kwargs":{"enable_thinking":false}`, `,"stream":false,"truncate":false,"think":false}`},
+		{"enable_thinking true", `"chat_template_kwargs":{"enable_thinking":true,"preserve_thinking":false}`, `,"stream":false,"truncate":false,"think":true}`},
+		{"think before enable_thinking", `"chat_template_kwargs":{"enable_thinking":false},"think":"high"`, `,"stream":false,"truncate":false,"think":"high"}`},
+		{"reasoning_effort before enable_thinking", `"chat_template_kwargs":{"enable_thinking":true},"reasoning_effort":"none"`, `,"stream":false,"truncate":false,"think":false}`},
+		{"enable_thinking not a boolean", `"chat_template_kwargs":{"enable_thinking":"no"}`, `,"stream":false,"truncate":false}`},
+		{"other template arguments", `"chat_template_kwargs":{"thinking":true}`, `,"stream":false,"truncate":false}`},
+		{"enable_thinking spelled otherwise", `"chat_template_kwargs":{"Enable_Thinking":false}`, `,"stream":false,"truncate":false}`},
 		// The sampling fields Ollama adds, which homelab clients send in the body (as LiteLLM's
 		// extra parameters): options, or keep_alive at the top (TestOllamaSamplingOptions).
 		{"top_k", `"top_k":40`, `,"options":{"top_k":40},"stream":false,"truncate":false}`},
