@@ -120,8 +120,17 @@ func TestClientRequestsThroughEveryAdapter(t *testing.T) {
 			`{"role":"tool","tool_call_id":"call_1","content":"42"}],"max_tokens":4096,"stream":STREAM,` + tools + `}`, false, true, nil},
 		{"Cline", `{"model":"MODEL","messages":[{"role":"system","content":"s"},{"role":"user","content":[{"type":"text","text":"<task>hi</task>"}]}],` +
 			`"temperature":0,"stream":STREAM,"stream_options":{"include_usage":true}}`, true, false, nil},
-		{"Roo Code native tools", `{"model":"MODEL","messages":[{"role":"system","content":"s"},{"role":"user","content":"hi"}],` +
-			`"temperature":0,"stream":STREAM,"stream_options":{"include_usage":true},"parallel_tool_calls":false,"tool_choice":"auto",` + tools + `}`, true, true, nil},
+		// Roo Code's OpenAI-compatible provider (src/api/providers/openai.ts): temperature 0,
+		// stream_options, cache_control on the system prompt's part and on the last text part of
+		// the last two user messages when the model is set to cache prompts, parallel_tool_calls
+		// false with native tools, max_completion_tokens when a limit is set.
+		{"Roo Code native tools", `{"model":"MODEL","messages":[{"role":"system","content":[{"type":"text","text":"s","cache_control":{"type":"ephemeral"}}]},` +
+			`{"role":"user","content":[{"type":"text","text":"<task>hi</task>"},{"type":"text","text":"<environment_details>","cache_control":{"type":"ephemeral"}}]}],` +
+			`"temperature":0,"stream":STREAM,"stream_options":{"include_usage":true},"max_completion_tokens":8192,` +
+			`"parallel_tool_calls":false,"tool_choice":"auto",` + tools + `}`, true, true, nil},
+		{"Roo Code without tools", `{"model":"MODEL","messages":[{"role":"system","content":[{"type":"text","text":"s","cache_control":{"type":"ephemeral"}}]},` +
+			`{"role":"user","content":[{"type":"text","text":"hi","cache_control":{"type":"ephemeral"}}]}],` +
+			`"temperature":0,"stream":STREAM,"stream_options":{"include_usage":true}}`, true, false, nil},
 		{"aider through litellm", `{"model":"MODEL","messages":[{"role":"system","content":"s"},{"role":"user","content":"hi"}],` +
 			`"temperature":0,"stream":STREAM}`, false, false, nil},
 		{"openai-python newer parameters", `{"model":"MODEL","messages":[{"role":"developer","content":"d"},{"role":"user","content":"hi"}],` +
