@@ -759,32 +759,69 @@ func namedTool(t *core.Target, tools, choice json.RawMessage) (json.RawMessage, 
 	return append(out, ']'), nil
 }
 
-// reasoningKey is the raw key think looks for before walking a body.
-var reasoningKey = []byte(`"reasoning_effort"`)
+// thinkKeys are the raw keys think looks for before walking a body: the first is the start of
+// both "reasoning_effort" and "reasoning", so that one pass over the body finds either.
+var thinkKeys = [...][]byte{[]byte(`"reasoning`), []byte(`"think"`), []byte(`"enable_thinking"`)}
 
-// think maps the body's reasoning_effort (a string, or an object with an "effort", as
-// openai-agents sends it) to /api/chat's think, as Ollama's own OpenAI endpoint does: "none" is
-// false, a level is that level, and OpenAI's minimal, xhigh and max, which Ollama has no word for,
-// are its nearest, low, high and high. Left out, a thinking model would think as long as it likes whatever
-// the client asked (TestOllamaParams). A value that is no level is refused, as OpenAI refuses it
-// (TestOllamaReasoningEffortRefused). nil when the body sends none (or null). A body without a
-// raw "reasoning_effort" is not walked; the server has checked the field's kind.
+// think maps the body's thinking setting to /api/chat's think. reasoning.effort (OpenRouter's
+// reasoning object, which Ollama's own OpenAI endpoint reads first and Open WebUI sends in place
+// of reasoning_effort), else reasoning_effort (a string, or an object with an "effort", as
+// openai-agents sends it), are mapped as Ollama's own OpenAI endpoint maps them: "none" is
+// false, a level is that level, and OpenAI's minimal, xhigh and max, which Ollama has no word
+// for, are its nearest, low, high and high. Without either, a top-level think (Ollama's own
+// field, which Open WebUI's "think (Ollama)" setting sends to an OpenAI connection) goes as
+// written when Ollama reads it: a boolean or a level; without that, chat_template_kwargs'
+// enable_thinking when it is a boolean (vLLM's and llama-server's switch for Qwen3's thinking,
+// which Open WebUI's custom parameters and LiteLLM's extra_body send). Left out, a thinking model would think as
+// long as it likes whatever the client asked (TestOllamaParams); before, reasoning and think
+// were dropped so. A value that is no level is refused naming its field, as OpenAI refuses it
+// (TestOllamaReasoningEffortRefused, TestOllamaReasoningObjectAndThink). nil when the body sends
+// none (or null). A body without any of the raw keys is not walked; the server has checked
+// reasoning_effort's kind.
 func (a *openaiOllama) think(body []byte) (json.RawMessage, error) {
-	if !bytes.Contains(body, reasoningKey) {
+	found := false
+	for _, k := range thinkKeys {
+		if bytes.Contains(body, k) {
+			found = true
+			break
+		}
+	}
+	if !found {
 		return nil, nil
 	}
-	var effort json.RawMessage
+	var effort, reasoning, think, kwargs json.RawMessage
 	it := jsonx.Object(body, false)
 	for {
 		k, v, ok := it.Next()
 		if !ok {
 			break
 		}
-		if name, plain := jsonx.PlainKey(k); plain && string(name) == "reasoning_effort" {
+		name, plain := jsonx.PlainKey(k)
+		if !plain {
+			continue
+		}
+		switch string(name) {
+		case "reasoning_effort":
 			effort = v
+		case "reasoning":
+			reasoning = v
+		case "think":
+			think = v
+		case "chat_template_kwargs":
+			kwargs = v
 		}
 	}
-	if len(effort) > 0 && effort[0] == '{' {
+	param := "reasoning_effort"
+	if len(reasoning) > 0 && reasoning[0] == '{' {
+		var o struct {
+			Effort json.RawMessage `json:"effort"`
+		}
+		_ = json.Unmarshal(reasoning, &o)
+		if len(o.Effort) > 0 && string(o.Effort) != "null" {
+			effort, param = o.Effort, "reasoning.effort"
+		}
+	}
+	if param == "reasoning_effort" && len(effort) > 0 && effort[0] == '{' {
 		var o struct {
 			Effort json.RawMessage `json:"effort"`
 		}
@@ -792,7 +829,10 @@ func (a *openaiOllama) think(body []byte) (json.RawMessage, error) {
 		effort = o.Effort
 	}
 	if len(effort) == 0 || string(effort) == "null" {
-		return nil, nil
+		if len(think) == 0 || string(think) == "null" {
+			return enableThinking(kwargs), nil
+		}
+		return a.nativeThink(think)
 	}
 	var level string
 	if json.Unmarshal(effort, &level) == nil {
@@ -809,9 +849,57 @@ func (a *openaiOllama) think(body []byte) (json.RawMessage, error) {
 			return mustJSON(level), nil
 		}
 	}
-	return nil, requestError(a.t, "invalid_value", "reasoning_effort", fmt.Sprintf(
-		"Invalid value for 'reasoning_effort': %s (expected \"none\", \"minimal\", \"low\", \"medium\", \"high\", \"xhigh\" or \"max\").",
-		snippet(effort)))
+	return nil, requestError(a.t, "invalid_value", param, fmt.Sprintf(
+		"Invalid value for '%s': %s (expected \"none\", \"minimal\", \"low\", \"medium\", \"high\", \"xhigh\" or \"max\").",
+		param, snippet(effort)))
+}
+
+// enableThinking is chat_template_kwargs' enable_thinking as think, when it is a boolean; nil
+// otherwise. It is the chat template's argument, not Ollama's, so another value is not refused:
+// a server that renders templates passes it to the template as it is.
+func enableThinking(kwargs json.RawMessage) json.RawMessage {
+	if len(kwargs) == 0 || kwargs[0] != '{' {
+		return nil
+	}
+	// The template reads the key as it is spelled (Jinja's names are case-sensitive), so no
+	// other spelling counts, and the last member of that name wins, as a JSON decoder reads it.
+	var on json.RawMessage
+	it := jsonx.Object(kwargs, false)
+	for {
+		k, v, ok := it.Next()
+		if !ok {
+			break
+		}
+		if name, plain := jsonx.PlainKey(k); plain && string(name) == "enable_thinking" {
+			on = v
+		}
+	}
+	switch string(on) {
+	case "true", "false":
+		return on
+	}
+	return nil
+}
+
+// nativeThink checks a top-level think v as Ollama reads it, a boolean or one of its levels,
+// returned as written; nil when unsent or null. Another value Ollama refuses, and so does the
+// gateway before asking, naming think.
+func (a *openaiOllama) nativeThink(v json.RawMessage) (json.RawMessage, error) {
+	switch {
+	case len(v) == 0 || string(v) == "null":
+		return nil, nil
+	case string(v) == "true" || string(v) == "false":
+		return v, nil
+	case v[0] == '"':
+		switch s, _ := jsonx.Unquote(v); s {
+		case "low", "medium", "high":
+			return v, nil
+		}
+		return nil, requestError(a.t, "invalid_value", "think", fmt.Sprintf(
+			"Invalid value for 'think': %s (expected true, false, \"low\", \"medium\" or \"high\").", snippet(v)))
+	}
+	return nil, requestError(a.t, "invalid_type", "think", fmt.Sprintf(
+		"Invalid type for 'think': %s (expected a boolean or \"low\", \"medium\" or \"high\").", snippet(v)))
 }
 
 // format maps response_format: json_object is "json", json_schema is its schema, text is none.

@@ -44,6 +44,31 @@ func TestOllamaParams(t *testing.T) {
 		{"reasoning_effort max is think high", `"reasoning_effort":"max"`, `,"stream":false,"truncate":false,"think":"high"}`},
 		{"reasoning_effort as an object", `"reasoning_effort":{"effort":"high","summary":"auto"}`, `,"stream":false,"truncate":false,"think":"high"}`},
 		{"reasoning_effort object without an effort", `"reasoning_effort":{"summary":"auto"}`, `,"stream":false,"truncate":false}`},
+		// OpenRouter's reasoning object, which Ollama's own OpenAI endpoint reads before
+		// reasoning_effort, and which Open WebUI sends in place of reasoning_effort
+		// (TestOllamaReasoningObjectAndThink).
+		{"reasoning.effort none is think false", `"reasoning":{"effort":"none"}`, `,"stream":false,"truncate":false,"think":false}`},
+		{"reasoning.effort a level", `"reasoning":{"effort":"low","summary":"auto"}`, `,"stream":false,"truncate":false,"think":"low"}`},
+		{"reasoning.effort before reasoning_effort", `"reasoning_effort":"high","reasoning":{"effort":"minimal"}`, `,"stream":false,"truncate":false,"think":"low"}`},
+		{"reasoning without an effort", `"reasoning":{"max_tokens":100},"reasoning_effort":"medium"`, `,"stream":false,"truncate":false,"think":"medium"}`},
+		{"reasoning null", `"reasoning":null`, `,"stream":false,"truncate":false}`},
+		// Ollama's own think, at the top as Open WebUI's "think (Ollama)" setting sends it to an
+		// OpenAI connection: as written, unless reasoning_effort or reasoning says otherwise.
+		{"think false", `"think":false`, `,"stream":false,"truncate":false,"think":false}`},
+		{"think true", `"think":true`, `,"stream":false,"truncate":false,"think":true}`},
+		{"think a level", `"think":"medium"`, `,"stream":false,"truncate":false,"think":"medium"}`},
+		{"think null", `"think":null`, `,"stream":false,"truncate":false}`},
+		{"reasoning_effort before think", `"think":true,"reasoning_effort":"none"`, `,"stream":false,"truncate":false,"think":false}`},
+		// vLLM's and llama-server's switch for Qwen3's thinking, which clients set in
+		// chat_template_kwargs (Open WebUI's custom parameters, LiteLLM's extra_body): the same
+		// setting, last of all.
+		{"enable_thinking false", `"chat_template_kwargs":{"enable_thinking":false}`, `,"stream":false,"truncate":false,"think":false}`},
+		{"enable_thinking true", `"chat_template_kwargs":{"enable_thinking":true,"preserve_thinking":false}`, `,"stream":false,"truncate":false,"think":true}`},
+		{"think before enable_thinking", `"chat_template_kwargs":{"enable_thinking":false},"think":"high"`, `,"stream":false,"truncate":false,"think":"high"}`},
+		{"reasoning_effort before enable_thinking", `"chat_template_kwargs":{"enable_thinking":true},"reasoning_effort":"none"`, `,"stream":false,"truncate":false,"think":false}`},
+		{"enable_thinking not a boolean", `"chat_template_kwargs":{"enable_thinking":"no"}`, `,"stream":false,"truncate":false}`},
+		{"other template arguments", `"chat_template_kwargs":{"thinking":true}`, `,"stream":false,"truncate":false}`},
+		{"enable_thinking spelled otherwise", `"chat_template_kwargs":{"Enable_Thinking":false}`, `,"stream":false,"truncate":false}`},
 		// The sampling fields Ollama adds, which homelab clients send in the body (as LiteLLM's
 		// extra parameters): options, or keep_alive at the top (TestOllamaSamplingOptions).
 		{"top_k", `"top_k":40`, `,"options":{"top_k":40},"stream":false,"truncate":false}`},
@@ -117,6 +142,27 @@ func TestOllamaSamplingRefused(t *testing.T) {
 		var se *core.StatusError
 		if !errors.As(err, &se) || se.Status != 400 || se.Param != tt.field || se.Code != tt.code {
 			t.Errorf("%s %s: %#v, want 400 %s at %s", tt.field, tt.value, err, tt.code, tt.field)
+		}
+	}
+}
+
+// TestOllamaReasoningObjectAndThink: reasoning.effort and think, which the ollama adapter
+// dropped (a client that turned thinking off got a model that thought as its default says), are
+// refused as reasoning_effort is when Ollama has no level for them, naming the field.
+func TestOllamaReasoningObjectAndThink(t *testing.T) {
+	for _, tt := range []struct{ body, param, code string }{
+		{`"reasoning":{"effort":"lots"}`, "reasoning.effort", "invalid_value"},
+		{`"reasoning":{"effort":7}`, "reasoning.effort", "invalid_value"},
+		{`"think":"lots"`, "think", "invalid_value"},
+		{`"think":"none"`, "think", "invalid_value"},
+		{`"think":1`, "think", "invalid_type"},
+		{`"think":{}`, "think", "invalid_type"},
+	} {
+		a := &openaiOllama{t: ollamaTarget("http://127.0.0.1:1"), newID: func() string { return "x" }}
+		_, err := a.translate(chatRequestOf(t, `{"messages":[{"role":"user","content":"x"}],`+tt.body+`}`))
+		var se *core.StatusError
+		if !errors.As(err, &se) || se.Status != 400 || se.Param != tt.param || se.Code != tt.code {
+			t.Errorf("%s: %#v, want 400 %s at %s", tt.body, err, tt.code, tt.param)
 		}
 	}
 }
