@@ -76,12 +76,10 @@ func (s *Server) serveOp(w http.ResponseWriter, r *http.Request, op core.Op) {
 		s.logRequest(r, requestLog{key: st.keyName(), id: id}, status, start, end)
 		return
 	}
-	movedFrom := ""
 	if pick.intent != "" {
 		pick.setHeaders(w.Header())
 		if pick.from != nil {
-			movedFrom = pick.from.Name
-			st.movedFrom = movedFrom
+			st.movedFrom = pick.from.Name // the log line's moved_from, and reloadForbids' too
 			s.metrics.Moved(pick.from.index, rs.index)
 		}
 	}
@@ -105,7 +103,7 @@ func (s *Server) serveOp(w http.ResponseWriter, r *http.Request, op core.Op) {
 		res.resp.Release() // written: its memory serves the next answer
 	}
 	end = time.Now()
-	s.logRequest(r, requestLog{key: st.keyName(), route: rs.Name, movedFrom: movedFrom, chain: res.chain, stream: ended,
+	s.logRequest(r, requestLog{key: st.keyName(), route: rs.Name, movedFrom: st.movedFrom, chain: res.chain, stream: ended,
 		cut: cut, id: id, upstreamID: upID}, status, start, end)
 }
 
