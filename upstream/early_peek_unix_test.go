@@ -47,16 +47,16 @@ func TestRefusedEarlyDoesNotWaitForARead(t *testing.T) {
 	time.Sleep(50 * time.Millisecond) // let the read reach the poller (either way the peek must not wait)
 
 	got := make(chan bool, 1)
-	go func() { got <- refusedEarly(c) }()
+	go func() { refused, _ := earlyAnswer(c); got <- refused }()
 	select {
 	case r := <-got:
 		if r {
-			t.Error("refusedEarly = true with nothing sent and the connection open")
+			t.Error("earlyAnswer: refused with nothing sent and the connection open")
 		}
 	case <-time.After(10 * time.Second):
 		_ = c.Close() // ends the read, and the peek waiting for it
 		<-got
-		t.Fatal("refusedEarly waited for the connection's read to end")
+		t.Fatal("earlyAnswer waited for the connection's read to end")
 	}
 	if _, err := srv.Write([]byte("x")); err != nil {
 		t.Fatal(err)

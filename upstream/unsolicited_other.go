@@ -12,10 +12,7 @@ func unsolicited(net.Conn) bool { return false }
 // connection is not read, and the write's error stands.
 func peerEnded(error) bool { return false }
 
-// refusedEarly cannot peek at a socket here: a request's write goes on until it ends, fails or
-// runs out of the target's timeout, whatever the server answered meanwhile.
-func refusedEarly(net.Conn) bool { return false }
-
-// earlyAnswer cannot peek either: no early answer is seen, and a head that came while the
-// request was being written is read once the write ends.
+// earlyAnswer cannot peek at a socket here: no early answer is seen, a request's write goes on
+// until it ends, fails or runs out of the target's timeout, whatever the server answered
+// meanwhile, and a head that came while it was being written is read once the write ends.
 func earlyAnswer(net.Conn) (refused, answered bool) { return false, false }

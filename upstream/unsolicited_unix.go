@@ -39,21 +39,14 @@ func peerEnded(err error) bool {
 	return errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)
 }
 
-// refusedEarly reports, without waiting, whether the server has answered a request whose
-// writing is under way with a final status other than 2xx (its first final status line, past
-// any informational ones, is one of 300 or more, or its bytes are no status line at all), or has
-// ended the connection: either way it will not take the rest of the body, and a client "SHOULD
-// immediately cease transmitting the body" (RFC 9112 §9.5). A 1xx alone or a 2xx, or too few
-// bytes to tell, is not: a server may answer as it reads (see earlyVerdict). A connection that
-// is not a socket never has.
-func refusedEarly(c net.Conn) bool {
-	refused, _ := earlyAnswer(c)
-	return refused
-}
-
-// earlyAnswer is refusedEarly's peek, which also reports answered: the server's first final
-// status line, past any informational ones, has come and is below 300. The answer's head has
-// come then, and the wait for its body counts from it (see answeredEarly).
+// earlyAnswer reports, without waiting, what the server has answered so far to a request whose
+// writing is under way. refused: a final status other than 2xx (its first final status line, past
+// any informational ones, is one of 300 or more, or its bytes are no status line at all), or the
+// connection ended: either way it will not take the rest of the body, and a client "SHOULD
+// immediately cease transmitting the body" (RFC 9112 §9.5). answered: that final status line has
+// come and is below 300: the answer's head has come, and the wait for its body counts from it (see
+// answeredEarly). A 1xx alone, or too few bytes to tell, is neither: a server may answer as it
+// reads (see earlyVerdict). A connection that is not a socket never has.
 func earlyAnswer(c net.Conn) (refused, answered bool) {
 	sc, ok := c.(syscall.Conn)
 	if !ok {
@@ -89,7 +82,7 @@ func earlyAnswer(c net.Conn) (refused, answered bool) {
 	return refused, sure && !refused
 }
 
-// earlyPeek is how much of an early answer refusedEarly looks at: a final status line behind
+// earlyPeek is how much of an early answer earlyAnswer looks at: a final status line behind
 // informational heads longer than that (an Early Hints with many links) is not seen, and the
 // write goes on, bounded by the target's timeout.
 const earlyPeek = 512
