@@ -812,21 +812,10 @@ func (a *openaiOllama) think(body []byte) (json.RawMessage, error) {
 		}
 	}
 	param := "reasoning_effort"
-	if len(reasoning) > 0 && reasoning[0] == '{' {
-		var o struct {
-			Effort json.RawMessage `json:"effort"`
-		}
-		_ = json.Unmarshal(reasoning, &o)
-		if len(o.Effort) > 0 && string(o.Effort) != "null" {
-			effort, param = o.Effort, "reasoning.effort"
-		}
-	}
-	if param == "reasoning_effort" && len(effort) > 0 && effort[0] == '{' {
-		var o struct {
-			Effort json.RawMessage `json:"effort"`
-		}
-		_ = json.Unmarshal(effort, &o)
-		effort = o.Effort
+	if e := effortIn(reasoning); len(e) > 0 && string(e) != "null" {
+		effort, param = e, "reasoning.effort"
+	} else if len(effort) > 0 && effort[0] == '{' {
+		effort = effortIn(effort)
 	}
 	if len(effort) == 0 || string(effort) == "null" {
 		if len(think) == 0 || string(think) == "null" {
@@ -852,6 +841,19 @@ func (a *openaiOllama) think(body []byte) (json.RawMessage, error) {
 	return nil, requestError(a.t, "invalid_value", param, fmt.Sprintf(
 		"Invalid value for '%s': %s (expected \"none\", \"minimal\", \"low\", \"medium\", \"high\", \"xhigh\" or \"max\").",
 		param, snippet(effort)))
+}
+
+// effortIn is the "effort" member of v when v is an object (a reasoning object, or
+// reasoning_effort sent as one); nil otherwise.
+func effortIn(v json.RawMessage) json.RawMessage {
+	if len(v) == 0 || v[0] != '{' {
+		return nil
+	}
+	var o struct {
+		Effort json.RawMessage `json:"effort"`
+	}
+	_ = json.Unmarshal(v, &o)
+	return o.Effort
 }
 
 // enableThinking is chat_template_kwargs' enable_thinking as think, when it is a boolean; nil
