@@ -27,7 +27,9 @@
 // dropped inside a word; fullwidth and mathematical letters, and Cyrillic or Greek lookalikes in a
 // word with a Latin letter or in a word of nothing but lookalikes ("ЕХРӀОІТ", which then counts
 // for neither language), read as ASCII, so that none of them hides a term. An English word glued
-// to Arabic letters before it ("الـXSS") is a word of its own, the article or clitic dropped.
+// to Arabic letters before it ("الـXSS") is a word of its own, the article or clitic dropped; the
+// article written apart from it ("حقن الـ SQL") is dropped too, so that it does not stand between
+// the words of a term.
 // Words are then reduced to a light stem on both sides (terms and text): English plurals and "'s";
 // for Arabic the article and its fused prepositions (ال، وال، بال، كال، فال، لل) and common
 // suffixes (ات، ون، ين، ان، ها، هم، ه، ي، يه). A text word that is not a known stem is tried once

@@ -213,6 +213,8 @@ func scan(s string, out *scratch) {
 		case clsLower, clsUpper:
 			if st&(scriptArabic|scriptLatin) == scriptArabic {
 				w, st = out.latinAfterArabic(w, st)
+			} else if len(w) == 0 && len(out.refs) > 0 && out.refs[len(out.refs)-1].script == scriptArabic {
+				out.articleApart(s, i)
 			}
 			// A run of ASCII letters, the bulk of English text, is found and lower-cased eight
 			// bytes at a time: a byte loop paid a mispredicted exit on every word. Like add, a
@@ -622,6 +624,35 @@ func (s *scratch) latinAfterArabic(w []byte, st uint8) ([]byte, uint8) {
 		}
 	}
 	return s.end(w, st)
+}
+
+// articleApart is called when an English word starts at s[i] right after an Arabic word: it
+// drops that word when it is the article written apart from the English word, as some writers
+// do ("حقن الـ SQL"), so that it no longer stands between the words of a term ("حقن sql") and
+// does not count for the language, as the glued article does not (latinAfterArabic). The bare
+// article (ال، لل) is never a word of its own and is always dropped; with a fused preposition
+// (وال، بال، فال، كال، ولل، وبال) it is a word (وال a governor, بال a mind) unless a tatweel
+// ends it, "والـ phishing". Only spaces and ASCII punctuation that ends no clause may stand
+// between the two (TestArabicArticleApart).
+func (out *scratch) articleApart(s string, i int) {
+	r := out.refs[len(out.refs)-1]
+	if r.clause != out.clause || r.n > 8 {
+		return
+	}
+	switch string(out.words[r.off : r.off+r.n]) {
+	case "ال", "لل":
+	case "وال", "بال", "فال", "كال", "ولل", "وبال":
+		j := i
+		for j > 0 && s[j-1] < utf8.RuneSelf && byteClass[s[j-1]] == clsSep {
+			j--
+		}
+		if j < 2 || s[j-2] != 0xD9 || s[j-1] != 0x80 { // ـ, U+0640
+			return
+		}
+	default:
+		return
+	}
+	out.refs = out.refs[:len(out.refs)-1]
 }
 
 // addASCII adds the ASCII letter or digit b to the word as scan's ASCII paths would.

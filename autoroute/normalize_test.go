@@ -424,3 +424,36 @@ func TestArabicGluedToEnglish(t *testing.T) {
 		t.Errorf("DetectLanguage = %v, want arabic", got)
 	}
 }
+
+// TestArabicArticleApart: the article written apart from the English word it belongs to, with
+// a space ("حقن الـ SQL"), was a word of its own between the two words of the term "حقن sql",
+// so that the question stayed general while "حقن الـSQL" went to saif. A word that is only the
+// article (ال، لل) before an English word in the same clause is now dropped, as it is when
+// glued; one with a fused preposition (وال، بال، فال، كال) only when a tatweel marks it as the
+// article ("والـ phishing"), since without one it is a word (وال a governor, بال a mind).
+func TestArabicArticleApart(t *testing.T) {
+	for _, tt := range []struct{ in, want string }{
+		{"حقن الـ SQL", "حقن sql"},
+		{"حقن الـSQL", "حقن sql"},
+		{"حقن ال SQL", "حقن sql"},
+		{"حقن الـ  (SQL)", "حقن sql"},
+		{"والـ phishing وبالـ malware للـ exploit", "phishing malware exploit"},
+		{"بال Python", "بال python"},
+		{"وال Texas", "وال texas"},
+		{"حقن الـ. SQL", "حقن ال sql"}, // a clause break between them: not the article of SQL
+		{"الـ ثغرة", "ال ثغره"},        // only before an English word
+		{"ما هو SQL الـ", "ما هو sql ال"},
+	} {
+		if got := Normalize(tt.in); got != tt.want {
+			t.Errorf("Normalize(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+	runCases(t, newDefault(t), []classifyCase{
+		{name: "sql injection, article apart", user: "كيف أحمي موقعي من حقن الـ SQL؟", route: RouteSAIF},
+		{name: "sql injection, article glued", user: "كيف أحمي موقعي من حقن الـSQL؟", route: RouteSAIF},
+		{name: "an everyday english word stays general", user: "عندي مشكلة في الـ laptop", route: RouteAverroesQ},
+	})
+	if got := DetectLanguage("اشرح لي حقن الـ SQL بالتفصيل"); got != Arabic {
+		t.Errorf("DetectLanguage = %v, want arabic", got)
+	}
+}

@@ -27,6 +27,8 @@ func scanRef(s string, out *scratch) {
 			case clsLower, clsUpper:
 				if st&(scriptArabic|scriptLatin) == scriptArabic {
 					w, st = out.latinAfterArabic(w, st)
+				} else if len(w) == 0 && len(out.refs) > 0 && out.refs[len(out.refs)-1].script == scriptArabic {
+					out.articleApart(s, i-1)
 				}
 				w, st = addASCII(w, st, c)
 			case clsDigit:
