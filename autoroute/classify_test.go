@@ -442,3 +442,35 @@ func TestArabicAsItsEnglishCounterpart(t *testing.T) {
 		{name: "a password alone stays general", user: "كيف اسوي باسورد قوي", route: RouteAverroesQ},
 	})
 }
+
+// TestPersianSecurityTerms: Persian's own security words (فیشینگ phishing, بدافزار malware,
+// باج‌افزار ransomware, هک hack, تست نفوذ penetration test) share no stem with the Arabic terms,
+// so Persian security questions matched nothing and went to the default. They are listed now,
+// spelt as Persian writers spell them, with the zero-width non-joiner of باج‌افزار, the same
+// word written apart (باج افزار) or run together (باجافزار). نفوذ alone is only a hint (it is
+// also "influence", in Arabic and Persian alike), as "attack" is in English. A Persian prompt
+// that is not security goes where an Arabic one does, to the default: its script is Arabic, and
+// no letter tells the two languages apart (TestPersianLayoutTypesArabicTerms).
+func TestPersianSecurityTerms(t *testing.T) {
+	runCases(t, newDefault(t), []classifyCase{
+		{name: "phishing", user: "چگونه می توانم از حملات فیشینگ جلوگیری کنم؟", route: RouteSAIF},
+		{name: "malware", user: "کامپیوترم بدافزار گرفته، چطور پاکش کنم؟", route: RouteSAIF},
+		{name: "malware, plural", user: "انواع بدافزارها را توضیح بده", route: RouteSAIF},
+		{name: "ransomware with zwnj", user: "باج\u200cافزار چطور فایل\u200cها را رمزگذاری می\u200cکند؟", route: RouteSAIF},
+		{name: "ransomware apart", user: "باج افزار چیست", route: RouteSAIF},
+		{name: "ransomware run together", user: "باجافزار چیست", route: RouteSAIF},
+		{name: "spyware", user: "از کجا بفهمم گوشیم جاسوس\u200cافزار دارد؟", route: RouteSAIF},
+		{name: "got hacked", user: "اکانت اینستاگرامم هک شده، چکار کنم؟", route: RouteSAIF},
+		{name: "penetration test", user: "برای تست نفوذ وب\u200cسایت از کجا شروع کنم؟", route: RouteSAIF},
+		{name: "vulnerability", user: "این کد چه آسیب\u200cپذیری دارد؟", route: RouteSAIF},
+		{name: "vulnerability apart", user: "آسیب پذیری های رایج وب کدامند؟", route: RouteSAIF},
+		{name: "cybersecurity", user: "برای شروع یادگیری امنیت سایبری چه بخوانم؟", route: RouteSAIF},
+		{name: "political influence stays general", user: "نفوذ سیاسی ایران در منطقه را توضیح بده", route: RouteAverroesQ, intent: IntentGeneral},
+		{name: "arabic influence stays general", user: "ما مدى نفوذ الشركات الكبرى في الاقتصاد؟", route: RouteAverroesQ, intent: IntentGeneral},
+		{name: "harm is not vulnerability", user: "آسیب های سیگار برای ریه چیست؟", route: RouteAverroesQ, intent: IntentGeneral},
+		{name: "corona virus stays general", user: "ویروس کرونا چگونه منتقل می شود؟", route: RouteAverroesQ, intent: IntentGeneral},
+		{name: "computer virus", user: "ویروس کامپیوتری چگونه پخش می شود؟", route: RouteSAIF},
+		{name: "a persian poem goes to the default", user: "یک شعر درباره بهار بنویس", route: RouteAverroesQ, intent: IntentGeneral},
+		{name: "a persian chat goes to the default", user: "سلام، امروز حالت چطوره؟", route: RouteAverroesQ, intent: IntentGeneral},
+	})
+}

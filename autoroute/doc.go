@@ -43,6 +43,11 @@
 // snippet with strcpy (weight 1) and "is this vulnerable?" (2) is security; the same snippet with
 // "what does this do?" is general.
 //
+// Persian is read as Arabic script (its letters fold to Arabic ones and no letter tells the two
+// languages apart), so a Persian prompt goes where its terms send it and otherwise, like an
+// Arabic one, to the default; the security list carries Persian's own words (فیشینگ، بدافزار،
+// باج‌افزار، هک، تست نفوذ…), whose zero-width non-joiner is dropped inside the word.
+//
 // Accuracy on testdata/labelled.jsonl is guarded by TestLabelledAccuracy (≥ 90%); the held-out
 // testdata/heldout.jsonl, written after the rules were tuned, by TestHeldOutAccuracy (≥ 80%).
 package autoroute
