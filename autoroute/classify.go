@@ -28,6 +28,9 @@ const (
 	kindTerm patKind = iota
 	kindAgainst
 	kindNegation
+	// kindPairA and kindPairB are a word or phrase of a pair's left and right side (IntentRule.Pairs).
+	kindPairA
+	kindPairB
 )
 
 // pattern is one compiled term: a sequence of vocabulary ids.
@@ -37,6 +40,7 @@ type pattern struct {
 	intent int32 // -1 for negation cues
 	weight int32
 	text   string // as configured, without the weight suffix
+	pair   int32  // for kindPairA and kindPairB: the index of its pair in Classifier.pairs
 }
 
 // patMatch is the part of a pattern that match and score read: match for every word that
@@ -49,6 +53,20 @@ type patMatch struct {
 	weight int8
 	kind   patKind
 	last   bool // the last pattern of its first word's run
+}
+
+// pairRule is one compiled pair (IntentRule.Pairs): its sides' words are patterns of kind
+// kindPairA and kindPairB that name it.
+type pairRule struct {
+	intent, weight int32
+}
+
+// pairState is where score last saw each side of a pair (clause+1, 0 for not yet) and the hit
+// it saw there, and whether the pair has counted.
+type pairState struct {
+	a, b   int32
+	ha, hb int32
+	done   bool
 }
 
 type intent struct {
@@ -88,6 +106,7 @@ type Classifier struct {
 	// (and a hit carries what score needs); pats (56 bytes and an ids array each) is read only for the texts of the terms
 	// that matched, by Classify and Explain, never by Route.
 	pats  []pattern
+	pairs []pairRule
 	mpats []patMatch
 	rest  []int32 // the ids of the third word on of the longer patterns, see patMatch.rest
 	// gate, for each word that starts patterns (indexed by its id, as mpats), says in 4 bytes
@@ -169,15 +188,21 @@ func New(r Rules) (*Classifier, error) {
 			}
 			in.langs |= 1 << lang
 		}
-		terms, against := ir.Terms, ir.Against
-		bTerms, bAgainst, builtin := builtinTerms(name)
+		terms, against, pairs := ir.Terms, ir.Against, ir.Pairs
+		bTerms, bAgainst, bPairs, builtin := builtinTerms(name)
 		if len(terms) == 0 && builtin {
 			terms = bTerms
 		}
 		if len(against) == 0 && builtin {
 			against = bAgainst
 		}
-		if len(terms)+len(ir.AddTerms) == 0 && !ir.Any {
+		if len(pairs) == 0 && builtin {
+			pairs = bPairs
+		}
+		if len(pairs) == 1 && pairs[0] == "-" {
+			pairs = nil
+		}
+		if len(terms)+len(ir.AddTerms)+len(pairs) == 0 && !ir.Any {
 			errs = append(errs, &ConfigError{field + ".terms", "empty (give terms, or any = true)"})
 		}
 		errs = c.addPatterns(terms, kindTerm, int32(i), field+".terms", dedup, errs)
@@ -185,6 +210,7 @@ func New(r Rules) (*Classifier, error) {
 		if !(len(against) == 1 && against[0] == "-") {
 			errs = c.addPatterns(against, kindAgainst, int32(i), field+".against", dedup, errs)
 		}
+		errs = c.addPairs(pairs, int32(i), field+".pairs", dedup, errs)
 		if len(errs) == bad {
 			c.intents = append(c.intents, in)
 		}
@@ -218,8 +244,8 @@ func New(r Rules) (*Classifier, error) {
 	c.moveOrder = len(c.routes)
 	add(c.specialistRoute)
 
-	npats := len(c.pats)
-	c.pool.New = func() any { return newScratch(npats, len(c.intents)) }
+	npats, npairs := len(c.pats), len(c.pairs)
+	c.pool.New = func() any { return newScratch(npats, len(c.intents), npairs) }
 	return c, nil
 }
 
@@ -255,6 +281,64 @@ func (c *Classifier) addPatterns(terms []string, kind patKind, in int32, field s
 		}
 		dedup[key] = true
 		c.pats = append(c.pats, pattern{ids: ids, kind: kind, intent: in, weight: int32(weight), text: text})
+	}
+	return errs
+}
+
+// addPairs compiles the pairs of one intent (IntentRule.Pairs), and appends a ConfigError to errs
+// for each it cannot.
+func (c *Classifier) addPairs(pairs []string, in int32, field string, dedup map[string]bool, errs []error) []error {
+	for j, raw := range pairs {
+		f := fmt.Sprintf("%s[%d]", field, j)
+		text, weight, err := parseTerm(raw)
+		if err != nil {
+			errs = append(errs, &ConfigError{f, err.Error()})
+			continue
+		}
+		sides := strings.Split(text, "&")
+		if len(sides) != 2 {
+			errs = append(errs, &ConfigError{f, fmt.Sprintf("pair %q must have two sides joined by &", raw)})
+			continue
+		}
+		pair := int32(len(c.pairs))
+		bad := false
+		var pats []pattern
+		for k, side := range sides {
+			kind := kindPairA
+			if k == 1 {
+				kind = kindPairB
+			}
+			for _, alt := range strings.Split(side, "|") {
+				alt = strings.TrimSpace(alt)
+				var wc wordCollector
+				collect(alt, &wc)
+				if len(wc.words) == 0 {
+					errs = append(errs, &ConfigError{f, fmt.Sprintf("pair %q has an empty word or side", raw)})
+					bad = true
+					break
+				}
+				ids := make([]int32, len(wc.words))
+				for m, w := range wc.words {
+					id, ok := c.vocab[w]
+					if !ok {
+						id = int32(len(c.vocab))
+						c.vocab[w] = id
+					}
+					ids[m] = id
+				}
+				key := fmt.Sprint(kind, in, pair, ids)
+				if dedup[key] {
+					continue
+				}
+				dedup[key] = true
+				pats = append(pats, pattern{ids: ids, kind: kind, intent: in, weight: int32(weight), text: alt, pair: pair})
+			}
+		}
+		if bad {
+			continue
+		}
+		c.pairs = append(c.pairs, pairRule{intent: in, weight: int32(weight)})
+		c.pats = append(c.pats, pats...)
 	}
 	return errs
 }
@@ -356,8 +440,10 @@ func (c *Classifier) gateFor(first, last int32) uint32 {
 			continue
 		}
 		off, in := uint32(p-first)+1, uint32(m.intent+1)
-		// The largest fields are left out so that no gate of a single-word term is gateSlow.
-		if g>>gateOffShift != 0 || off >= 1<<gateOffBits-1 || in >= 1<<(32-gateInShift)-1 || m.weight < 0 || m.weight > 15 {
+		// The largest fields are left out so that no gate of a single-word term is gateSlow. A
+		// side of a pair has no room in the kind's two bits: its run is always read in mpats.
+		if g>>gateOffShift != 0 || off >= 1<<gateOffBits-1 || in >= 1<<(32-gateInShift)-1 || m.weight < 0 || m.weight > 15 ||
+			m.kind > kindNegation {
 			return gateSlow
 		}
 		g |= off<<gateOffShift | uint32(m.weight)<<gateWShift | uint32(m.kind)<<gateKindShift | in<<gateInShift
@@ -449,6 +535,7 @@ type scratch struct {
 	negs   []negSpan
 	seen   []uint64 // a bit per pattern
 	points []int32
+	pairs  []pairState // a state per pair, reset by score
 
 	clause        int32
 	arabic, latin int
@@ -476,7 +563,7 @@ type scratchBlock struct {
 	words  [2048]byte
 }
 
-func newScratch(npats, nintents int) *scratch {
+func newScratch(npats, nintents, npairs int) *scratch {
 	b := &scratchBlock{}
 	s := &b.s
 	s.refs, s.toks, s.hits, s.negs = b.refs[:0], b.toks[:0], b.hits[:0], b.negs[:0]
@@ -490,6 +577,9 @@ func newScratch(npats, nintents int) *scratch {
 		s.points = make([]int32, nintents)
 	} else {
 		s.points = b.points[:nintents]
+	}
+	if npairs > 0 {
+		s.pairs = make([]pairState, npairs)
 	}
 	return s
 }
@@ -803,7 +893,7 @@ func (c *Classifier) match(s *scratch, userEnd int32) {
 			m := &c.mpats[p]
 			more = !m.last
 			l := m.n
-			if i+l > n || (best > 0 && l < best && m.kind != kindNegation) {
+			if i+l > n || (best > 0 && l < best && m.kind < kindNegation) {
 				continue
 			}
 			if l >= 2 && (toks[i+1].id != m.second || l > 2 && !c.restMatches(toks[i+2:i+l], m.rest)) {
@@ -815,6 +905,13 @@ func (c *Classifier) match(s *scratch, userEnd int32) {
 					reach = oneWordReach
 				}
 				s.negs = append(s.negs, negSpan{start: i, end: i + l, reach: reach, clause: toks[i].clause})
+				continue
+			}
+			if m.kind > kindNegation {
+				// A side of a pair neither hides a term nor is hidden by one: "is it safe"
+				// (a term) and its "safe" (a side) both count.
+				s.hits = append(s.hits, hit{pat: p, start: i, intent: m.intent, weight: m.weight, kind: m.kind,
+					system: i > userEnd})
 				continue
 			}
 			if best == 0 {
@@ -848,11 +945,14 @@ func (c *Classifier) score(s *scratch) {
 	for k := range s.points {
 		s.points[k] = 0
 	}
+	for k := range s.pairs {
+		s.pairs[k] = pairState{}
+	}
 	s.negSteps = 0
 	lo := 0 // negs[:lo] end too early to reach this hit or any later one
 	for h := range s.hits {
 		ht := &s.hits[h]
-		if ht.kind == kindTerm {
+		if ht.kind != kindAgainst {
 			// Hits and negs are both in order of start, so each hit looks only at the cues that
 			// can still reach it: a prompt of many cues and terms costs linear time, not their
 			// product (TestNegationCheckLinear). negationReach bounds every cue's reach, so no
@@ -874,6 +974,10 @@ func (c *Classifier) score(s *scratch) {
 				continue
 			}
 		}
+		if ht.kind > kindNegation {
+			c.scorePair(s, int32(h))
+			continue
+		}
 		if s.seen[ht.pat/64]&(1<<(ht.pat%64)) != 0 {
 			continue
 		}
@@ -888,6 +992,33 @@ func (c *Classifier) score(s *scratch) {
 		}
 		s.points[ht.intent] += pts
 	}
+}
+
+// scorePair records the hit h of a side of a pair, and counts the pair, once, when its other side
+// was seen in the same clause (clauses never span the user turn and the system prompt).
+func (c *Classifier) scorePair(s *scratch, h int32) {
+	ht := &s.hits[h]
+	k := c.pats[ht.pat].pair
+	st := &s.pairs[k]
+	clause := s.toks[ht.start].clause + 1
+	other, otherHit := st.b, st.hb
+	if ht.kind == kindPairA {
+		st.a, st.ha = clause, h
+	} else {
+		st.b, st.hb = clause, h
+		other, otherHit = st.a, st.ha
+	}
+	if st.done || other != clause {
+		return
+	}
+	st.done = true
+	ht.counted = true
+	s.hits[otherHit].counted = true
+	pts := 2 * c.pairs[k].weight
+	if ht.system {
+		pts = c.pairs[k].weight
+	}
+	s.points[c.pairs[k].intent] += pts
 }
 
 func (c *Classifier) release(s *scratch) {
@@ -973,14 +1104,14 @@ func (c *Classifier) decide(s *scratch, hint string) Decision {
 	}
 	n := 0
 	for _, h := range s.hits {
-		if h.counted && c.pats[h.pat].kind == kindTerm && (w < 0 || c.pats[h.pat].intent == int32(w)) {
+		if h.counted && c.pats[h.pat].kind != kindAgainst && (w < 0 || c.pats[h.pat].intent == int32(w)) {
 			n++
 		}
 	}
 	if n > 0 {
 		d.Matched = make([]string, 0, n)
 		for _, h := range s.hits {
-			if h.counted && c.pats[h.pat].kind == kindTerm && (w < 0 || c.pats[h.pat].intent == int32(w)) {
+			if h.counted && c.pats[h.pat].kind != kindAgainst && (w < 0 || c.pats[h.pat].intent == int32(w)) {
 				d.Matched = append(d.Matched, c.pats[h.pat].text)
 			}
 		}

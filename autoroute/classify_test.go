@@ -282,6 +282,10 @@ func TestNewValidates(t *testing.T) {
 		// A weight of two digits or a fraction was read as words of the term ("a", "10").
 		{"weight ^10", Rules{Intents: []IntentRule{{Name: "x", Route: "r", Terms: []string{"a", "b^10"}}}}, "intents[0].terms[1]"},
 		{"weight ^0.5", Rules{Intents: []IntentRule{{Name: "x", Route: "r", Terms: []string{"b ^0.5"}}}}, "intents[0].terms[0]"},
+		{"pair of one side", Rules{Intents: []IntentRule{{Name: "x", Route: "r", Pairs: []string{"a & b", "a|b"}}}}, "intents[0].pairs[1]"},
+		{"pair of three sides", Rules{Intents: []IntentRule{{Name: "x", Route: "r", Pairs: []string{"a & b & c"}}}}, "intents[0].pairs[0]"},
+		{"pair with an empty word", Rules{Intents: []IntentRule{{Name: "x", Route: "r", Pairs: []string{"a|| & b"}}}}, "intents[0].pairs[0]"},
+		{"pair with a bad weight", Rules{Intents: []IntentRule{{Name: "x", Route: "r", Pairs: []string{"a & b^0"}}}}, "intents[0].pairs[0]"},
 	}
 	// Every problem is in the error, not only the first.
 	_, err := New(Rules{Specialists: []string{""}, Intents: []IntentRule{
@@ -473,4 +477,67 @@ func TestPersianSecurityTerms(t *testing.T) {
 		{name: "a persian poem goes to the default", user: "یک شعر درباره بهار بنویس", route: RouteAverroesQ, intent: IntentGeneral},
 		{name: "a persian chat goes to the default", user: "سلام، امروز حالت چطوره؟", route: RouteAverroesQ, intent: IntentGeneral},
 	})
+}
+
+// TestSafetyQuestionAboutASecurityObject: "is it safe" weighs 1 (a hint), and so do the
+// everyday words that name what a security question is asked about, or they weigh nothing; any
+// two weight-1 terms add up, so that "wifi" could not be given a weight of its own without
+// "send me the wifi password" going to saif. A pair of the security intent says it instead: a
+// safety word (safe, secure, legit, scam…) and a security object (wifi, link, url, attachment,
+// qr code…) in one clause add 2, and neither counts alone, nor two objects together.
+func TestSafetyQuestionAboutASecurityObject(t *testing.T) {
+	runCases(t, newDefault(t), []classifyCase{
+		{name: "public wifi", user: "is public wifi safe?", route: RouteSAIF, intent: IntentSecurity},
+		{name: "link to click", user: "is this link safe to click", route: RouteSAIF, intent: IntentSecurity},
+		{name: "safe to use public wifi", user: "Is it safe to use public Wi-Fi for online banking?", route: RouteSAIF},
+		{name: "legit url", user: "is this url legit? https://paypa1-login.example", route: RouteSAIF},
+		{name: "qr code", user: "Is it safe to scan a QR code on a parking meter?", route: RouteSAIF},
+		{name: "scam link", user: "is this link about my held parcel a scam?", route: RouteSAIF},
+		{name: "usb stick", user: "is it safe to plug in a USB stick I found in the car park?", route: RouteSAIF},
+		{name: "hotel wifi secure", user: "how secure is hotel wifi", route: RouteSAIF},
+		{name: "arabic link", user: "هل هذا الرابط آمن؟", route: RouteSAIF},
+		{name: "arabic wifi", user: "هل الواي فاي العام آمن؟", route: RouteSAIF},
+
+		{name: "raw eggs", user: "is it safe to eat raw eggs", route: RouteAverroesQ, intent: IntentGeneral},
+		{name: "safe drive", user: "Is it safe to drive in snow without chains?", route: RouteAverroesQ, intent: IntentGeneral},
+		{name: "safe neighbourhood", user: "Is this neighbourhood safe to walk at night?", route: RouteAverroesQ, intent: IntentGeneral},
+		{name: "wifi alone", user: "how do I connect my printer to the wifi", route: RouteAverroesQ, intent: IntentGeneral},
+		{name: "two objects, no question", user: "send me the link to the wifi setup page", route: RouteAverroesQ, intent: IntentGeneral},
+		{name: "link in another clause", user: "This recipe is safe for kids. Can you give me a link to it?", route: RouteAverroesQ, intent: IntentGeneral},
+		{name: "negated", user: "not asking whether the wifi is safe, just how to rename it", route: RouteAverroesQ, intent: IntentGeneral},
+		{name: "arabic safe road", user: "هل الطريق آمن في الليل؟", route: RouteAverroesQ, intent: IntentGeneral},
+	})
+}
+
+// TestPairs: a pair (IntentRule.Pairs) counts its weight once when a word of each side is in one
+// clause, in either order, and nothing otherwise; a side matched only in the system prompt counts
+// half; a negated side does not count; ["-"] switches the built-in pairs off.
+func TestPairs(t *testing.T) {
+	c, err := New(Rules{Intents: []IntentRule{{Name: "x", Route: "rx", Pairs: []string{"safe|secure & wifi|qr code^3"}, MinScore: 3}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runCases(t, c, []classifyCase{
+		{name: "left then right", user: "is it safe on wifi", route: "rx"},
+		{name: "right then left", user: "is the qr code secure", route: "rx"},
+		{name: "left alone", user: "safe and secure", route: RouteAverroesQ},
+		{name: "right alone", user: "wifi and a qr code", route: RouteAverroesQ},
+		{name: "other clauses", user: "it is safe. the wifi is slow", route: RouteAverroesQ},
+		{name: "negated", user: "not safe, wifi", route: RouteAverroesQ},
+		{name: "system prompt counts half", system: "is wifi safe", user: "hello", route: RouteAverroesQ},
+	})
+	e := c.Explain("", "is the wifi safe", "")
+	if diff := cmp.Diff([]string{"wifi", "safe"}, e.Scores[0].Terms); diff != "" || e.Scores[0].Score != 3 {
+		t.Errorf("Explain score %v terms (-want +got):\n%s", e.Scores[0].Score, diff)
+	}
+	if e := c.Explain("", "safe wifi, safe wifi", ""); e.Scores[0].Score != 3 {
+		t.Errorf("a pair found twice scores %v, want 3 (once)", e.Scores[0].Score)
+	}
+	off, err := New(Rules{Intents: []IntentRule{{Name: IntentSecurity, Route: RouteSAIF, Pairs: []string{"-"}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := off.Classify("", "is public wifi safe?", ""); d.Route != RouteAverroesQ {
+		t.Errorf("with pairs = [\"-\"]: %s (%s)", d.Route, d.Reason)
+	}
 }

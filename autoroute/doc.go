@@ -17,7 +17,10 @@
 // an "against" term (a word that shows another sense, such as "biology" next to "virus") subtracts
 // its weight, and a term that follows a negation cue in the same clause ("not asking about
 // hacking") counts for nothing. A cue of one word reaches only the term right after it: "not step
-// by step" is negated, "not sure if this is malware" is not.
+// by step" is negated, "not sure if this is malware" is not. A pair (IntentRule.Pairs) adds its
+// weight once when a word of each of its sides is in one clause: "is public wifi safe?" is a
+// security question through the pair of a safety word and a security object, while neither word
+// weighs anything alone, so "is it safe to eat raw eggs" and "the wifi link" stay general.
 //
 // Matching is on whole words after normalisation, never on substrings: "patch" does not match
 // "dispatch". Normalisation lower-cases, strips Arabic diacritics and tatweel, folds alef/hamza

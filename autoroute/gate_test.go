@@ -13,7 +13,8 @@ func TestGateAgrees(t *testing.T) {
 	custom := Rules{
 		Intents: []IntentRule{
 			{Name: "a", Route: "ra", Terms: []string{"patch", "patch tuesday", "not only", "kernel^1",
-				"kernel panic^3", "heap spray"}, Against: []string{"patch", "heap"}},
+				"kernel panic^3", "heap spray"}, Against: []string{"patch", "heap"},
+				Pairs: []string{"patch|heap spray & tuesday|kernel", "only & not only"}},
 			{Name: "b", Route: "rb", Terms: []string{"kernel", "tuesday", "heap^9", "only"}},
 		},
 		Negations: []string{"not", "not asking", "never"},

@@ -66,6 +66,16 @@ type IntentRule struct {
 	// "virus", "popcorn" for "kernel"); each subtracts its weight (default 2, "^N" as in Terms).
 	// Empty for a built-in name means the built-in list; give ["-"] for none.
 	Against []string `toml:"against"`
+	// Pairs are terms that count only together: "safe|secure & wifi|link" adds its weight (default
+	// 2, "^N" as in Terms) once when a word or phrase of the left side and one of the right side
+	// are both in one clause (between . , ; : ! ? or a line break), in either order, neither
+	// negated; alone, or two of one side together, they add nothing. It is for a question that
+	// is the intent's only when it is asked about a certain kind of thing ("is public wifi
+	// safe?"), where two terms of weight 1 would add up with every other weight-1 term ("wifi
+	// password"). A pair found only in the system prompt adds half. "&" and "|" separate, so
+	// neither can be in a word of a pair. Empty for a built-in name means the built-in list;
+	// give ["-"] for none.
+	Pairs []string `toml:"pairs"`
 	// Languages limits the intent to prompts in these languages ("english", "arabic", "mixed");
 	// empty means all.
 	Languages []string `toml:"languages"`
@@ -103,7 +113,7 @@ const (
 func DefaultRules() Rules {
 	return Rules{
 		Intents: []IntentRule{
-			{Name: IntentSecurity, Route: RouteSAIF, Terms: securityTerms(), Against: securityAgainst(), MinScore: 2},
+			{Name: IntentSecurity, Route: RouteSAIF, Terms: securityTerms(), Against: securityAgainst(), Pairs: securityPairs(), MinScore: 2},
 			{Name: IntentReasoning, Route: RouteDeepSeek, Terms: reasoningTerms(), Against: reasoningAgainst(), MinScore: 2},
 		},
 		Default:         RouteAverroesQ,
@@ -117,12 +127,12 @@ func defaultSpecialists() []string {
 	return []string{"rev_eng", "webapp", "malware", "network", "forensics", "crypto", "cloud", "exploit"}
 }
 
-func builtinTerms(name string) (terms, against []string, ok bool) {
+func builtinTerms(name string) (terms, against, pairs []string, ok bool) {
 	switch name {
 	case IntentSecurity:
-		return securityTerms(), securityAgainst(), true
+		return securityTerms(), securityAgainst(), securityPairs(), true
 	case IntentReasoning:
-		return reasoningTerms(), reasoningAgainst(), true
+		return reasoningTerms(), reasoningAgainst(), nil, true
 	}
-	return nil, nil, false
+	return nil, nil, nil, false
 }

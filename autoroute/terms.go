@@ -122,6 +122,22 @@ func securityTerms() []string {
 	}
 }
 
+// securityPairs are the safety questions about a thing that is a security question only as such:
+// "is public wifi safe?", "is this link legit?", "هل هذا الرابط آمن؟", while "is it safe to eat
+// raw eggs" and "send me the wifi link" are not. The objects are things whose safety is that of
+// a computer or an account: "site", "file", "app" and "extension" are left out, since "is this
+// site safe to swim at", "is it safe to file my taxes online" or "hair extensions" are not.
+func securityPairs() []string {
+	return []string{
+		"safe|safely|safety|unsafe|secure|insecure|legit|legitimate|trustworthy|scam|dangerous|risky" +
+			" & wifi|wi-fi|hotspot|public network|link|url|click|clicking|attachment|download|downloading|" +
+			"qr code|usb stick|usb drive|flash drive|usb charger|charging station|browser extension|" +
+			"chrome extension|apk|exe|macro|macros|pdf|email|e-mail|sms|text message|bluetooth|router|" +
+			"vpn|password manager|torrent|website",
+		"آمن|آمنة|امان|الأمان & رابط|روابط|واي فاي|الواي فاي|شبكة عامة|مرفق|المرفق|ايميل|بريد إلكتروني|رسالة نصية|تطبيق مجهول",
+	}
+}
+
 func securityAgainst() []string {
 	return []string{
 		// "virus", "infection", "worm" in their biological sense.
