@@ -457,3 +457,27 @@ func TestArabicArticleApart(t *testing.T) {
 		t.Errorf("DetectLanguage = %v, want arabic", got)
 	}
 }
+
+// TestArabiziReadAsEnglish pins a decision: Arabic written in Latin letters and digits (Arabizi)
+// is read as English, and no detector sends it anywhere by itself. One was tried: a word with 2,
+// 3, 5, 7 or 9 before a letter (7alak, a3raf) together with a common Arabizi word (ezay, kayf,
+// wallah) or a second such word. It missed everyday Arabizi ("sa7 walla la2", "ya3ni eh el far2",
+// "shlonak 7abibi": no listed word, or one digit word) and claimed leetspeak and names ("pwn3d …
+// l33t", "w3c and p2p", "h2o"): 3, 5 and 7 are letters in both, and Arabizi spelling is open-ended.
+// It would not change a route either: an Arabizi chat has no English term and goes to the
+// default, Averroes-Q, as Arabic does; one with English terms goes where they send it, as it
+// should; only an intent limited by languages would see a difference.
+func TestArabiziReadAsEnglish(t *testing.T) {
+	runCases(t, newDefault(t), []classifyCase{
+		{name: "arabizi chat", user: "kayf 7alak ya sa7bi", route: RouteAverroesQ, intent: IntentGeneral},
+		{name: "arabizi question", user: "3ayez a3raf el mat3am da by2fel emta", route: RouteAverroesQ, intent: IntentGeneral},
+		{name: "arabizi with an english security term", user: "ezay a7mi el server men el hackers", route: RouteSAIF},
+		{name: "arabizi with an english reasoning term", user: "momken te7el el equation di step by step", route: RouteDeepSeek},
+		{name: "cve and a hash", user: "is CVE-2024-1234 exploitable if the sha256 matches?", route: RouteSAIF},
+	})
+	for _, s := range []string{"kayf 7alak", "my server got pwn3d by a l33t h4x0r", "CVE-2024-1234 sha256"} {
+		if got := DetectLanguage(s); got != English {
+			t.Errorf("DetectLanguage(%q) = %v, want english", s, got)
+		}
+	}
+}
