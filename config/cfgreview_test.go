@@ -69,6 +69,10 @@ func TestBadURLCredentialsNotRepeated(t *testing.T) {
 		"u:s3crET@api.example.com/v1",
 		"https://u:s3cr@ET@api.example.com/v1?key=s3crET",
 		"https://u:s3/cr@api.example.com/v1", // a slash in the password
+		// A '?' or '#' in the password: quoted up to it, the password's start went with the URL.
+		"https://u:s3cr?ET@api.example.com/v1",
+		"https://u:s3cr#ET@api.example.com/v1",
+		"ftp://u:s3cr?ET@api.example.com/v1",
 	} {
 		for _, key := range []string{"url", "health_path"} {
 			src := "[targets.a]\nadapter = \"openai\"\nurl = \"http://127.0.0.1:1/v1\"\n" + key + " = \"" + u + "\"\n" +

@@ -1032,19 +1032,23 @@ func (c *compiler) url(raw string, adapter core.AdapterKind, path []string) stri
 	return strings.TrimRight(raw, "/")
 }
 
-// quotableURL is a URL as an error message may quote it: without its query and fragment, and
-// without what comes before its last @ (user:password@), each of which may hold a credential. A
-// URL that does not parse is cut the same way: a password may be what spoilt it.
+// quotableURL is a URL as an error message may quote it: without what comes before its last @
+// (user:password@), and without its query and fragment, each of which may hold a credential. A
+// URL that does not parse is cut the same way: a password may be what spoilt it. The userinfo
+// goes first, wherever the @ is: a password holding '?' or '#' would otherwise pass for the
+// start of a query, and the URL be quoted up to it, password's start included
+// (TestBadURLCredentialsNotRepeated). An @ in a query takes the authority with it, which is the
+// safe way to be wrong.
 func quotableURL(raw string) string {
-	if i := strings.IndexAny(raw, "?#"); i >= 0 {
-		raw = raw[:i]
-	}
 	start := 0
 	if i := strings.Index(raw, "://"); i >= 0 {
 		start = i + len("://")
 	}
 	if at := strings.LastIndexByte(raw[start:], '@'); at >= 0 {
 		raw = raw[:start] + "…@" + raw[start+at+1:]
+	}
+	if i := strings.IndexAny(raw, "?#"); i >= 0 {
+		raw = raw[:i]
 	}
 	return raw
 }

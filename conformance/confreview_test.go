@@ -303,6 +303,7 @@ func TestBaseURLPasswordNotReported(t *testing.T) {
 		"http://u:s3cret-pw@host:8080/v1": "http://u:xxxxx@host:8080/v1",
 		"http://u:s3cret pw@ho st/v1":     "http://xxxxx@ho st/v1", // does not parse
 		"http://host/a@b":                 "http://host/a@b",
+		"http://u:s3/cret@host:8080/v1":   "http://xxxxx@host:8080/v1", // a slash in the password: does not parse
 		"no scheme":                       "no scheme",
 	} {
 		if got := redactURL(in); got != want {

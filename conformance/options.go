@@ -133,7 +133,9 @@ func (o *Options) selects(id string) bool {
 
 // redactURL is s with the password of its userinfo (a server behind basic auth) shown as
 // "xxxxx", as url.URL.Redacted shows it; an s that does not parse loses all it has between
-// "//" and the "@" of its authority. Reports and errors show this, never the password.
+// "//" and its last "@", wherever that is: a '/' in the password, which may be what spoilt it,
+// would otherwise end the authority before the "@" and leave s whole
+// (TestBaseURLPasswordNotReported). Reports and errors show this, never the password.
 func redactURL(s string) string {
 	if u, err := url.Parse(s); err == nil {
 		if _, has := u.User.Password(); !has {
@@ -145,8 +147,7 @@ func redactURL(s string) string {
 	if !ok {
 		return s
 	}
-	authority, _, _ := strings.Cut(rest, "/")
-	at := strings.LastIndexByte(authority, '@')
+	at := strings.LastIndexByte(rest, '@')
 	if at < 0 {
 		return s
 	}

@@ -137,9 +137,9 @@ func (a *openaiOllama) chat(ctx context.Context, req *core.Request) (*Response, 
 		return nil, err
 	}
 	if req.Stream {
-		return &Response{Stream: a.newStream(resp.Body, req.IncludeUsage, reasoning), UpstreamID: upstreamID(resp)}, nil
+		return &Response{Stream: a.newStream(resp.Body, req.IncludeUsage, reasoning), UpstreamID: upstreamID(resp, a.t.APIKey)}, nil
 	}
-	upID := upstreamID(resp) // before the body (see openaiOpenAI.body)
+	upID := upstreamID(resp, a.t.APIKey) // before the body (see openaiOpenAI.body)
 	raw, err := readAnswer(ctx, a.t, resp)
 	if err != nil {
 		return nil, err

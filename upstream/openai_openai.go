@@ -81,7 +81,7 @@ func (a *openaiOpenAI) chat(ctx context.Context, req *core.Request) (*Response, 
 
 func (a *openaiOpenAI) body(ctx context.Context, resp *http.Response, req *core.Request) (*Response, error) {
 	op := req.Op
-	upID := upstreamID(resp) // before the body: once it is read, the connection's next answer may reuse the header
+	upID := upstreamID(resp, a.t.APIKey) // before the body: once it is read, the connection's next answer may reuse the header
 	limit := int64(maxBody)
 	if op == core.OpEmbeddings {
 		limit = maxEmbedBody
@@ -223,7 +223,7 @@ func (a *openaiOpenAI) stream(resp *http.Response) (*Response, error) {
 	}
 	r := responseFor(resp)
 	r.s.init(a.t.Name, resp.Body, a.readers)
-	r.Stream, r.UpstreamID = &r.s, upstreamID(resp)
+	r.Stream, r.UpstreamID = &r.s, upstreamID(resp, a.t.APIKey)
 	return &r.Response, nil
 }
 

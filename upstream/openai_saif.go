@@ -290,7 +290,7 @@ func oneElement(v json.RawMessage) bool {
 }
 
 func (a *openaiSAIF) answer(ctx context.Context, resp *http.Response, op core.Op) (*Response, error) {
-	upID := upstreamID(resp) // before the body (see openaiOpenAI.body)
+	upID := upstreamID(resp, a.t.APIKey) // before the body (see openaiOpenAI.body)
 	raw, err := readAnswer(ctx, a.t, resp)
 	if err != nil {
 		return nil, err
@@ -335,7 +335,7 @@ func (a *openaiSAIF) stream(resp *http.Response, req *core.Request) (*Response, 
 		out = &textChunker{id: "cmpl-" + id[len("chatcmpl-"):], created: created, model: a.t.Model}
 	}
 	h := http.Header{}
-	return &Response{Header: h, UpstreamID: upstreamID(resp), Stream: &saifStream{target: a.t.Name, key: a.t.APIKey, body: resp.Body, sse: newSSEReader(resp.Body),
+	return &Response{Header: h, UpstreamID: upstreamID(resp, a.t.APIKey), Stream: &saifStream{target: a.t.Name, key: a.t.APIKey, body: resp.Body, sse: newSSEReader(resp.Body),
 		out: out, header: h, includeUsage: req.IncludeUsage}}, nil
 }
 

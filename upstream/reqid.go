@@ -1,6 +1,11 @@
 package upstream
 
-import "net/http"
+import (
+	"net/http"
+	"strings"
+
+	"github.com/hayula/gateway/core"
+)
 
 // hdrRequestID is the field a request's ID travels in, both ways, in canonical form: indexed
 // directly, it is neither canonicalised nor copied on every request.
@@ -29,10 +34,13 @@ func ValidRequestID(id string) bool {
 }
 
 // upstreamID is the upstream's own ID for the request, from its answer's X-Request-Id; "" when it
-// sent none or one that is not a valid ID (it goes into the log line as it is). Read it before
-// the body: the synchronous client's next answer on the connection may reuse the header.
-func upstreamID(resp *http.Response) string {
-	if v := resp.Header[hdrRequestID]; len(v) > 0 && ValidRequestID(v[0]) {
+// sent none, one that is not a valid ID, or one that holds key, the target's key (it goes into
+// the log line as it is, and an upstream that echoes the Authorization it got into its ID
+// would put the key there: TestUpstreamIDHoldingKeyNotRead). Read it before the body: the
+// synchronous client's next answer on the connection may reuse the header.
+func upstreamID(resp *http.Response, key core.Secret) string {
+	if v := resp.Header[hdrRequestID]; len(v) > 0 && ValidRequestID(v[0]) &&
+		(key == "" || !strings.Contains(v[0], string(key))) {
 		return v[0]
 	}
 	return ""

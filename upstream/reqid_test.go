@@ -2,6 +2,7 @@ package upstream
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -107,6 +108,55 @@ func TestRequestIDSentAndUpstreamIDRead(t *testing.T) {
 					if d := cmp.Diff([]string{"req-upstream-7", "req-upstream-7", "req-upstream-7"}, ups); d != "" {
 						t.Errorf("UpstreamID (-want +got):\n%s", d)
 					}
+				})
+			}
+		}
+	}
+}
+
+// TestUpstreamIDHoldingKeyNotRead: an upstream whose X-Request-Id repeats the key it was sent
+// (an Authorization header echoed into the answer's ID) has no UpstreamID, on every adapter,
+// transport and kind of answer: the request's log line writes UpstreamID as it is
+// (upstream_request_id), and the key was in it.
+func TestUpstreamIDHoldingKeyNotRead(t *testing.T) {
+	const key = "sk-id-echo-secret-0123456789"
+	for _, adapter := range []core.AdapterKind{core.AdapterOpenAI, core.AdapterOllama, core.AdapterSAIF} {
+		for _, transport := range []string{"h1", "net/http"} {
+			for _, stream := range []bool{false, true} {
+				t.Run(fmt.Sprintf("%s/%s/stream=%v", adapter, transport, stream), func(t *testing.T) {
+					srv := httptest.NewServer(&idUpstream{own: "req-" + key})
+					defer srv.Close()
+					base := srv.URL
+					if adapter == core.AdapterOpenAI {
+						base += "/v1"
+					}
+					tg := &core.Target{Name: "t", Adapter: adapter, URL: base, Model: "m", APIKey: key,
+						Timeout: 10 * time.Second, Stats: &core.Stats{}}
+					o := Options{}
+					if transport == "net/http" {
+						o.Transport = &http.Transport{}
+					}
+					s := NewSet([]*core.Target{tg}, o)
+					defer s.Close()
+					body := fmt.Sprintf(`{"model":"r","stream":%v,"messages":[{"role":"user","content":"hi"}]}`, stream)
+					req := &core.Request{Op: core.OpChat, Model: "r", Stream: stream, Body: []byte(body),
+						Messages: []core.Message{{Role: "user", Content: []byte(`"hi"`)}}}
+					resp, err := s.ChatID(context.Background(), tg, req, "req_0123456789abcdef01234567")
+					if err != nil {
+						t.Fatal(err)
+					}
+					if resp.Stream != nil {
+						for {
+							if _, err := resp.Stream.Next(); err != nil {
+								break
+							}
+						}
+						_ = resp.Stream.Close()
+					}
+					if resp.UpstreamID != "" {
+						t.Errorf("UpstreamID %q, want none: it holds the target's key", resp.UpstreamID)
+					}
+					resp.Release()
 				})
 			}
 		}
