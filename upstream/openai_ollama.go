@@ -86,8 +86,10 @@ type ollamaChatRequest struct {
 	Messages []ollamaMessage `json:"messages"`
 	Tools    json.RawMessage `json:"tools,omitempty"`
 	Format   json.RawMessage `json:"format,omitempty"`
-	Options  *ollamaOptions  `json:"options,omitempty"`
-	Stream   bool            `json:"stream"`
+	// Options is the *ollamaOptions the gateway set, or, when the client sent options of its
+	// own, the object merged from both (mergedOptions); nil for none.
+	Options any  `json:"options,omitempty"`
+	Stream  bool `json:"stream"`
 	// Truncate is always false: by default Ollama drops a prompt's oldest messages, and cuts the
 	// rest from its start, to fit num_ctx, and answers as if it had read it all. Asked not to, it
 	// refuses the prompt (400 "the input length exceeds the context length"), an overflow that
@@ -340,35 +342,63 @@ func (a *openaiOllama) translate(req *core.Request) (*ollamaChatRequest, error) 
 	// num_ctx is the target's context_window: Ollama otherwise runs a model with its own default
 	// context (a few thousand tokens) and drops the start of a longer prompt without a word,
 	// while the gateway, by context_window, sent that prompt here because it fits
-	// (TestOllamaContextWindowIsNumCtx). A client's num_ctx is not read: a smaller window would
-	// cut that prompt after all, a larger one take memory the operator did not give the model,
-	// and any other than the last reload the model (TestOllamaContextWindowNotTheClients).
+	// (TestOllamaContextWindowIsNumCtx). A client's num_ctx, top-level or in options, is not
+	// sent where the target has one: a smaller window would refuse that prompt after all, a
+	// larger one take memory the operator did not give the model, and any other than the last
+	// reload the model (TestOllamaContextWindowNotTheClients).
 	o := &ollamaOptions{Temperature: p.Temperature, TopP: p.TopP, Seed: p.Seed, Stop: p.StopList(), NumPredict: req.MaxTokens,
 		NumCtx: a.t.ContextWindow, FreqPenalty: p.FrequencyPenalty, PresPenalty: p.PresencePenalty}
 	out.Logprobs, out.TopLogprobs = logprobsAsked(req.Body)
 	if out.Think, err = a.think(req.Body); err != nil {
 		return nil, err
 	}
-	if out.KeepAlive, err = a.ollamaSampling(req.Body, o); err != nil {
+	native, err := a.ollamaSampling(req.Body, o)
+	if err != nil {
 		return nil, err
 	}
-	if o.set() {
+	out.KeepAlive = native.keepAlive
+	if out.Format == nil {
+		// response_format, OpenAI's field, decides when it asks for a format; Ollama's own
+		// format is used when it asks for none (absent, null or text).
+		out.Format = native.format
+	}
+	switch {
+	case native.options != nil:
+		merged, err := a.mergedOptions(o, native.options)
+		if err != nil {
+			return nil, err
+		}
+		if merged != nil {
+			out.Options = merged
+		}
+	case o.set():
 		out.Options = o
 	}
 	return out, nil
 }
 
 // samplingKeys are the raw keys ollamaSampling looks for before walking a body.
-var samplingKeys = [...][]byte{[]byte(`"top_k"`), []byte(`"min_p"`), []byte(`"repeat_penalty"`), []byte(`"keep_alive"`)}
+var samplingKeys = [...][]byte{[]byte(`"top_k"`), []byte(`"min_p"`), []byte(`"repeat_penalty"`), []byte(`"keep_alive"`),
+	[]byte(`"options"`), []byte(`"format"`)}
+
+// ollamaNative is what a body says in Ollama's own words at its top level, for /api/chat's:
+// each nil when unsent or null.
+type ollamaNative struct {
+	keepAlive json.RawMessage // checked (keepAlive), as written
+	format    json.RawMessage // "json" or a schema object (nativeFormat)
+	options   json.RawMessage // an object, its members not yet read (mergedOptions)
+}
 
 // ollamaSampling reads the body's Ollama-only fields, which homelab clients send in the body
-// (as LiteLLM's extra parameters, or for llama-server): top_k, min_p and repeat_penalty into o,
-// and keep_alive, returned as the client wrote it for /api/chat's top level. Before, they were
-// dropped without a word (TestOllamaSamplingOptions). The server has checked the kinds of the
-// first three (passKinds); a value Ollama cannot take (out of its range, a keep_alive that is no
-// duration) is refused naming the field. null is the field unsent, and a body without any of the
-// raw keys is not walked. Ollama's other options (mirostat, typical_p, …) are not read.
-func (a *openaiOllama) ollamaSampling(body []byte, o *ollamaOptions) (keepAlive json.RawMessage, err error) {
+// (as LiteLLM's extra parameters, or for llama-server): top_k, min_p and repeat_penalty into o;
+// keep_alive, returned as the client wrote it for /api/chat's top level; and Ollama's own
+// options and format, as a script moved from /api/chat sends them (TestOllamaNativeOptions).
+// Before, they were dropped without a word (TestOllamaSamplingOptions). The server has checked
+// the kinds of the first three (passKinds); a value Ollama cannot take (out of its range, a
+// keep_alive that is no duration, options that are no object, a format that is neither "json"
+// nor a schema) is refused naming the field. null is the field unsent, and a body without any of
+// the raw keys is not walked.
+func (a *openaiOllama) ollamaSampling(body []byte, o *ollamaOptions) (native ollamaNative, err error) {
 	found := false
 	for _, k := range samplingKeys {
 		if bytes.Contains(body, k) {
@@ -377,13 +407,13 @@ func (a *openaiOllama) ollamaSampling(body []byte, o *ollamaOptions) (keepAlive 
 		}
 	}
 	if !found {
-		return nil, nil
+		return native, nil
 	}
 	it := jsonx.Object(body, false)
 	for {
 		k, v, ok := it.Next()
 		if !ok {
-			return keepAlive, nil
+			return native, nil
 		}
 		name, plain := jsonx.PlainKey(k)
 		if !plain {
@@ -396,24 +426,178 @@ func (a *openaiOllama) ollamaSampling(body []byte, o *ollamaOptions) (keepAlive 
 			if v[0] != 'n' {
 				n, ok := wholeNumber(v)
 				if !ok {
-					return nil, a.outOfRange("top_k", v, "an integer")
+					return native, a.outOfRange("top_k", v, "an integer")
 				}
 				o.TopK = &n
 			}
 		case "min_p":
 			if o.MinP, err = a.floatField("min_p", v); err != nil {
-				return nil, err
+				return native, err
 			}
 		case "repeat_penalty":
 			if o.RepeatPenalty, err = a.floatField("repeat_penalty", v); err != nil {
-				return nil, err
+				return native, err
 			}
 		case "keep_alive":
-			if keepAlive, err = a.keepAlive(v); err != nil {
-				return nil, err
+			if native.keepAlive, err = a.keepAlive(v); err != nil {
+				return native, err
+			}
+		case "format":
+			if native.format, err = a.nativeFormat(v); err != nil {
+				return native, err
+			}
+		case "options":
+			switch v[0] {
+			case 'n':
+				native.options = nil
+			case '{':
+				native.options = v
+			default:
+				return native, requestError(a.t, "invalid_type", "options", fmt.Sprintf(
+					"Invalid type for 'options': expected an object of Ollama's options, but got %s instead.", jsonKind(v)))
 			}
 		}
 	}
+}
+
+// nativeFormat checks Ollama's own format v: "json", or a JSON schema object, returned as
+// written; "" and null are no format, as Ollama reads them. Ollama answers another string, or
+// another kind, with a 500 when it starts the generation ("invalid format"), which would count
+// against a sound target: the gateway refuses them first, naming format.
+func (a *openaiOllama) nativeFormat(v []byte) (json.RawMessage, error) {
+	switch v[0] {
+	case 'n':
+		return nil, nil
+	case '{':
+		return v, nil
+	case '"':
+		switch s, _ := jsonx.Unquote(v); s {
+		case "":
+			return nil, nil
+		case "json":
+			return v, nil
+		}
+		return nil, requestError(a.t, "invalid_value", "format", fmt.Sprintf(
+			"Invalid value for 'format': %s (expected \"json\" or a JSON schema object).", snippet(v)))
+	}
+	return nil, requestError(a.t, "invalid_type", "format", fmt.Sprintf(
+		"Invalid type for 'format': expected \"json\" or a JSON schema object, but got %s instead.", jsonKind(v)))
+}
+
+// optionKind is what an Ollama option's value must be (api.Options, and its Runner).
+type optionKind uint8
+
+const (
+	optionOther   optionKind = iota // one the gateway does not know: sent as written
+	optionNumber                    // Ollama's int and float32 options take any JSON number
+	optionBool                      //
+	optionStrings                   // stop
+	// optionRunner is an option Ollama loads the model with (api.Runner, but num_ctx): a request
+	// whose runner options differ from the loaded model's reloads it, for every client of the
+	// model, and they change how fast it answers, not what. They are the operator's, not sent.
+	optionRunner
+)
+
+// ollamaOption is the kind of the option name.
+func ollamaOption(name string) optionKind {
+	switch name {
+	case "num_keep", "seed", "num_predict", "top_k", "top_p", "min_p", "typical_p", "repeat_last_n", "temperature",
+		"repeat_penalty", "presence_penalty", "frequency_penalty", "mirostat", "mirostat_tau", "mirostat_eta", "num_ctx":
+		return optionNumber
+	case "penalize_newline":
+		return optionBool
+	case "stop":
+		return optionStrings
+	case "numa", "num_batch", "num_gpu", "main_gpu", "low_vram", "f16_kv", "logits_all", "vocab_only", "use_mmap",
+		"use_mlock", "num_thread":
+		return optionRunner
+	}
+	return optionOther
+}
+
+// has reports whether the gateway sets the option name, from an OpenAI field, a top-level
+// sampling field, or the target's context_window.
+func (o *ollamaOptions) has(name string) bool {
+	switch name {
+	case "temperature":
+		return o.Temperature != nil
+	case "top_p":
+		return o.TopP != nil
+	case "seed":
+		return o.Seed != nil
+	case "stop":
+		return len(o.Stop) > 0
+	case "num_predict":
+		return o.NumPredict > 0
+	case "num_ctx":
+		return o.NumCtx > 0
+	case "frequency_penalty":
+		return o.FreqPenalty != nil
+	case "presence_penalty":
+		return o.PresPenalty != nil
+	case "top_k":
+		return o.TopK != nil
+	case "min_p":
+		return o.MinP != nil
+	case "repeat_penalty":
+		return o.RepeatPenalty != nil
+	}
+	return false
+}
+
+// mergedOptions is /api/chat's options from o, what the gateway sets, and client, the client's
+// own options object: o's, then each of the client's that o does not set, as written. Where both
+// name an option the gateway's wins: it comes from the OpenAI field (temperature, max_tokens, …)
+// or top-level sampling field that every adapter reads, so a request is sampled alike whichever
+// target of the route serves it, and num_ctx is the target's context_window, the window the
+// context filter let the prompt through by (a client's num_ctx is sent when the target has
+// none). The runner's options are not sent (optionRunner), nor nulls, which Ollama skips. A known
+// option of a kind Ollama cannot load is refused naming it: Ollama answers it with a 500, which
+// would count against a sound target. nil when nothing is left to send.
+func (a *openaiOllama) mergedOptions(o *ollamaOptions, client json.RawMessage) (json.RawMessage, error) {
+	out := json.RawMessage("{}")
+	if o.set() {
+		out = mustJSON(o)
+	}
+	out = out[:len(out)-1]
+	it := jsonx.Object(client, false)
+	for {
+		k, v, ok := it.Next()
+		if !ok {
+			break
+		}
+		name, plain := jsonx.PlainKey(k)
+		if !plain {
+			s, _ := jsonx.Unquote(k)
+			name = []byte(s)
+		}
+		kind := ollamaOption(string(name))
+		if v[0] == 'n' || kind == optionRunner || o.has(string(name)) {
+			continue
+		}
+		var want string
+		switch {
+		case kind == optionNumber && !(v[0] == '-' || v[0] >= '0' && v[0] <= '9'):
+			want = "a number"
+		case kind == optionBool && v[0] != 't' && v[0] != 'f':
+			want = "a boolean"
+		case kind == optionStrings && !allStrings(v):
+			want = "an array of strings"
+		}
+		if want != "" {
+			param := "options." + string(name)
+			return nil, requestError(a.t, "invalid_type", param, fmt.Sprintf(
+				"Invalid type for '%s': expected %s, but got %s instead.", param, want, jsonKind(v)))
+		}
+		if len(out) > 1 {
+			out = append(out, ',')
+		}
+		out = append(append(append(out, k...), ':'), v...)
+	}
+	if len(out) == 1 {
+		return nil, nil
+	}
+	return append(out, '}'), nil
 }
 
 // wholeNumber is the JSON number v as an int64 when its value is a whole number in int64's
@@ -1279,6 +1463,24 @@ func stringsOnly(v json.RawMessage) bool {
 			return it.Done()
 		}
 		if e[0] != '"' && string(e) != "null" { // null, which a []string takes, as it took it
+			return false
+		}
+	}
+}
+
+// allStrings reports whether v is an array of strings alone: Ollama loads an array option
+// (stop) only so, and answers a null in it with a 500, as it does another kind.
+func allStrings(v json.RawMessage) bool {
+	if v[0] != '[' {
+		return false
+	}
+	it := jsonx.Array(v, false)
+	for {
+		_, e, ok := it.Next()
+		if !ok {
+			return it.Done()
+		}
+		if e[0] != '"' {
 			return false
 		}
 	}
