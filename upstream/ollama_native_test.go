@@ -2,10 +2,16 @@ package upstream
 
 import (
 	"context"
+	"errors"
+	"io"
+	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/hayula/gateway/core"
 )
 
 // TestOllamaNativeOptions: Ollama's own top-level options, format and keep_alive, which clients
@@ -54,5 +60,104 @@ func TestOllamaNativeOptions(t *testing.T) {
 		if diff := cmp.Diff(v, sent[k]); diff != "" {
 			t.Errorf("openai target's %s (-want +got):\n%s", k, diff)
 		}
+	}
+}
+
+// TestOllamaReasoningSwitches: OpenRouter's reasoning object's exclude, which the ollama adapter
+// did not read, has the model think as the rest of the request asks and keeps its thinking from
+// the client: no reasoning_content, whole or streamed, whether Ollama split the thinking out
+// itself or the target's reasoning setting splits it from the content. The answer is left whole.
+// (The object's enabled and max_tokens are TestOllamaParams' rows.)
+func TestOllamaReasoningSwitches(t *testing.T) {
+	for _, tt := range []struct {
+		name      string
+		reasoning core.Reasoning
+		lines     []string // what Ollama answers streamed; the whole answer is their sum
+	}{
+		{"Ollama's thinking", core.ReasoningPassthrough, []string{
+			`{"model":"m","created_at":"2026-01-02T15:04:05Z","message":{"role":"assistant","content":"","thinking":"Hm, "},"done":false}`,
+			`{"model":"m","created_at":"2026-01-02T15:04:05Z","message":{"role":"assistant","content":"","thinking":"sun."},"done":false}`,
+			`{"model":"m","created_at":"2026-01-02T15:04:05Z","message":{"role":"assistant","content":"Sunny."},"done":false}`,
+			`{"model":"m","created_at":"2026-01-02T15:04:05Z","message":{"role":"assistant","content":""},"done":true,"done_reason":"stop","prompt_eval_count":1,"eval_count":3}`,
+		}},
+		{"think-tags", core.ReasoningThinkTags, []string{
+			`{"model":"m","created_at":"2026-01-02T15:04:05Z","message":{"role":"assistant","content":"<think>Hm"},"done":false}`,
+			`{"model":"m","created_at":"2026-01-02T15:04:05Z","message":{"role":"assistant","content":"</thi"},"done":false}`,
+			`{"model":"m","created_at":"2026-01-02T15:04:05Z","message":{"role":"assistant","content":"nk>Sunny."},"done":false}`,
+			`{"model":"m","created_at":"2026-01-02T15:04:05Z","message":{"role":"assistant","content":""},"done":true,"done_reason":"stop","prompt_eval_count":1,"eval_count":3}`,
+		}},
+		{"think-open", core.ReasoningThinkOpen, []string{
+			`{"model":"m","created_at":"2026-01-02T15:04:05Z","message":{"role":"assistant","content":"Hm"},"done":false}`,
+			`{"model":"m","created_at":"2026-01-02T15:04:05Z","message":{"role":"assistant","content":"</think>"},"done":false}`,
+			`{"model":"m","created_at":"2026-01-02T15:04:05Z","message":{"role":"assistant","content":"Sunny."},"done":true,"done_reason":"stop","prompt_eval_count":1,"eval_count":3}`,
+		}},
+	} {
+		for _, stream := range []bool{false, true} {
+			t.Run(tt.name+map[bool]string{false: "/whole", true: "/stream"}[stream], func(t *testing.T) {
+				var sent []byte
+				srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+					sent, _ = io.ReadAll(r.Body)
+					if stream {
+						_, _ = io.WriteString(w, strings.Join(tt.lines, "\n")+"\n")
+						return
+					}
+					_, _ = io.WriteString(w, wholeOf(t, tt.lines))
+				}))
+				defer srv.Close()
+				tg := ollamaTarget(srv.URL)
+				tg.Reasoning = tt.reasoning
+				body := `{"messages":[{"role":"user","content":"Weather?"}],"reasoning":{"effort":"high","exclude":true},"stream":` +
+					map[bool]string{false: "false", true: "true"}[stream] + `}`
+				resp, err := newSet(t, tg).Chat(context.Background(), tg, chatRequestOf(t, body))
+				if err != nil {
+					t.Fatal(err)
+				}
+				var out []byte
+				if stream {
+					for {
+						ev, err := resp.Stream.Next()
+						if errors.Is(err, io.EOF) {
+							break
+						}
+						if err != nil {
+							t.Fatal(err)
+						}
+						out = append(append(out, ev...), '\n')
+					}
+					resp.Stream.Close()
+				} else {
+					out = resp.Body
+				}
+				if !strings.Contains(string(sent), `"think":"high"`) {
+					t.Errorf("Ollama was sent %s, want think high", sent)
+				}
+				if strings.Contains(string(out), "reasoning") || strings.Contains(string(out), "Hm") {
+					t.Errorf("the client got the thinking:\n%s", out)
+				}
+				if !strings.Contains(string(out), "Sunny.") {
+					t.Errorf("the client lost the answer:\n%s", out)
+				}
+			})
+		}
+	}
+}
+
+// TestOllamaOlderThinkLevelIsTheTargets: an Ollama older than its thinking budgets refuses think
+// "max" or "minimal" (which the gateway sends as the client wrote them) with a 400 of its JSON
+// decoding. That is the target's failure, as a model that cannot think is: the chain moves on to
+// a newer Ollama, and alone, the client gets Ollama's 400 as it came.
+func TestOllamaOlderThinkLevelIsTheTargets(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json; charset=utf-8")
+		w.WriteHeader(http.StatusBadRequest)
+		_, _ = io.WriteString(w, `{"error":"invalid think value: \"max\" (must be \"high\", \"medium\", \"low\", true, or false)"}`)
+	}))
+	defer srv.Close()
+	tg := ollamaTarget(srv.URL)
+	_, err := newSet(t, tg).Chat(context.Background(), tg, chatRequestOf(t, `{"messages":[{"role":"user","content":"x"}],"think":"max"}`))
+	var unmet *core.UnmetError
+	var se *core.StatusError
+	if !errors.As(err, &unmet) || !errors.As(err, &se) || se.Status != http.StatusBadRequest || !strings.Contains(se.Message, "invalid think value") {
+		t.Fatalf("err = %#v, want Ollama's 400 as the target's failure", err)
 	}
 }

@@ -104,6 +104,9 @@ type ollamaChatRequest struct {
 	// KeepAlive is the client's keep_alive as it wrote it, a number of seconds or a duration
 	// (ollamaSampling); nil when unsent.
 	KeepAlive json.RawMessage `json:"keep_alive,omitempty"`
+	// hideThinking keeps the model's thinking from the client (the reasoning object's exclude):
+	// not sent, read by chat.
+	hideThinking bool
 }
 
 // ollamaChatResponse is a whole /api/chat answer or one line of a stream. PromptEvalCount and
@@ -139,7 +142,9 @@ func (a *openaiOllama) chat(ctx context.Context, req *core.Request) (*Response, 
 		return nil, err
 	}
 	if req.Stream {
-		return &Response{Stream: a.newStream(resp.Body, req.IncludeUsage, reasoning), UpstreamID: upstreamID(resp)}, nil
+		st := a.newStream(resp.Body, req.IncludeUsage, reasoning)
+		st.hideThinking = out.hideThinking
+		return &Response{Stream: st, UpstreamID: upstreamID(resp)}, nil
 	}
 	upID := upstreamID(resp) // before the body (see openaiOpenAI.body)
 	raw, err := readAnswer(ctx, a.t, resp)
@@ -180,11 +185,14 @@ func (a *openaiOllama) chat(ctx context.Context, req *core.Request) (*Response, 
 		logprobs = &logprobsJSON{Content: []logprobJSON{}}
 	}
 	usage, n := reportedUsage(m.PromptEvalCount, m.EvalCount)
+	msg := completionMessage(reasoning, m.Message.Content, m.Message.Thinking, calls)
+	if out.hideThinking {
+		msg.ReasoningContent = ""
+	}
 	c := completionJSON{ID: "chatcmpl-" + a.newID(), Object: "chat.completion", Created: a.created(m.CreatedAt),
-		Model: cmpOr(m.Model, a.t.Model),
-		Choices: []choiceJSON{{Message: completionMessage(reasoning, m.Message.Content, m.Message.Thinking, calls),
-			Logprobs: logprobs, FinishReason: finish}},
-		Usage: usage}
+		Model:   cmpOr(m.Model, a.t.Model),
+		Choices: []choiceJSON{{Message: msg, Logprobs: logprobs, FinishReason: finish}},
+		Usage:   usage}
 	b := mustJSON(c)
 	return &Response{Body: b, Usage: &n, UpstreamID: upID}, nil
 }
@@ -212,9 +220,11 @@ func (a *openaiOllama) post(ctx context.Context, path string, body []byte, strea
 // cannotPhrases are what Ollama answers, with a 400, when the model lacks what the request
 // needs (server/routes.go and images.go): CheckCapabilities' "registry.ollama.ai/library/
 // gemma:2b does not support tools" (also insert, vision, embedding), ChatHandler's "\"gemma:2b\"
-// does not support thinking" and "… does not support chat", and, in the versions that allow a
-// think level only for gpt-oss, "think value \"high\" is not supported for this model".
-var cannotPhrases = [...]string{" does not support ", "is not supported for this model"}
+// does not support thinking" and "… does not support chat", in the versions that allow a
+// think level only for gpt-oss, "think value \"high\" is not supported for this model", and, in
+// those before its thinking budgets, its decoding's "invalid think value: \"max\" (must be …)"
+// for the levels it added with them (TestOllamaOlderThinkLevelIsTheTargets).
+var cannotPhrases = [...]string{" does not support ", "is not supported for this model", "invalid think value: "}
 
 // modelCannot reports whether e is Ollama's refusal of a request its model cannot serve. It is
 // the target's failure, not the request's (core.UnmetError, class endpoint): another target on
@@ -349,9 +359,11 @@ func (a *openaiOllama) translate(req *core.Request) (*ollamaChatRequest, error) 
 	o := &ollamaOptions{Temperature: p.Temperature, TopP: p.TopP, Seed: p.Seed, Stop: p.StopList(), NumPredict: req.MaxTokens,
 		NumCtx: a.t.ContextWindow, FreqPenalty: p.FrequencyPenalty, PresPenalty: p.PresencePenalty}
 	out.Logprobs, out.TopLogprobs = logprobsAsked(req.Body)
-	if out.Think, err = a.think(req.Body); err != nil {
+	th, err := a.think(req.Body)
+	if err != nil {
 		return nil, err
 	}
+	out.Think, out.hideThinking = th.think, th.hide
 	native, err := a.ollamaSampling(req.Body, o)
 	if err != nil {
 		return nil, err
@@ -944,25 +956,38 @@ func namedTool(t *core.Target, tools, choice json.RawMessage) (json.RawMessage, 
 }
 
 // thinkKeys are the raw keys think looks for before walking a body: the first is the start of
-// both "reasoning_effort" and "reasoning", so that one pass over the body finds either.
-var thinkKeys = [...][]byte{[]byte(`"reasoning`), []byte(`"think"`), []byte(`"enable_thinking"`)}
+// both "reasoning_effort" and "reasoning", so that one pass over the body finds either; the last
+// two are chat_template_kwargs' switches.
+var thinkKeys = [...][]byte{[]byte(`"reasoning`), []byte(`"think"`), []byte(`"enable_thinking"`), []byte(`"thinking"`)}
 
-// think maps the body's thinking setting to /api/chat's think. reasoning.effort (OpenRouter's
-// reasoning object, which Ollama's own OpenAI endpoint reads first and Open WebUI sends in place
-// of reasoning_effort), else reasoning_effort (a string, or an object with an "effort", as
-// openai-agents sends it), are mapped as Ollama's own OpenAI endpoint maps them: "none" is
-// false, a level is that level, and OpenAI's minimal, xhigh and max, which Ollama has no word
-// for, are its nearest, low, high and high. Without either, a top-level think (Ollama's own
-// field, which Open WebUI's "think (Ollama)" setting sends to an OpenAI connection) goes as
-// written when Ollama reads it: a boolean or a level; without that, chat_template_kwargs'
-// enable_thinking when it is a boolean (vLLM's and llama-server's switch for Qwen3's thinking,
-// which Open WebUI's custom parameters and LiteLLM's extra_body send). Left out, a thinking model would think as
-// long as it likes whatever the client asked (TestOllamaParams); before, reasoning and think
-// were dropped so. A value that is no level is refused naming its field, as OpenAI refuses it
-// (TestOllamaReasoningEffortRefused, TestOllamaReasoningObjectAndThink). nil when the body sends
-// none (or null). A body without any of the raw keys is not walked; the server has checked
-// reasoning_effort's kind.
-func (a *openaiOllama) think(body []byte) (json.RawMessage, error) {
+// ollamaThink is what a body asks of the model's thinking: think for /api/chat (nil when it asks
+// nothing), and whether the thinking is kept from the client (the reasoning object's exclude).
+type ollamaThink struct {
+	think json.RawMessage
+	hide  bool
+}
+
+// think maps the body's thinking setting to /api/chat's think. OpenRouter's reasoning object
+// (which Ollama's own OpenAI endpoint reads first, for its effort, and Open WebUI sends in place
+// of reasoning_effort) goes first: enabled false is false, before anything else; its effort is
+// that level. Then reasoning_effort (a string, or an object with an "effort", as openai-agents
+// sends it). Both are mapped as Ollama's own OpenAI endpoint maps them: "none" is false, a level
+// is that level, and OpenAI's minimal, xhigh and max are low, high and high, levels every Ollama
+// with levels takes (one before its thinking budgets refuses the others). Without either, a
+// top-level think (Ollama's own field, which Open WebUI's "think (Ollama)" setting sends to an
+// OpenAI connection) goes as written when Ollama reads it: a boolean or a level, "minimal" and
+// "max" among them; without that, chat_template_kwargs' enable_thinking, else its thinking, when
+// it is a boolean (the chat template's switch: vLLM's and llama-server's for Qwen3, DeepSeek
+// V3.1's, which Open WebUI's custom parameters and LiteLLM's extra_body send). The reasoning
+// object's enabled true, or a max_tokens above 0, turn thinking on at the level those give, or
+// true when they give none or say off (TestOllamaParams). Left out, a thinking model would think
+// as long as it likes whatever the client asked; before, reasoning and think were dropped so. A
+// value that is no level, or a reasoning member of another kind than OpenRouter's, is refused
+// naming its field, as OpenAI refuses it (TestOllamaReasoningEffortRefused,
+// TestOllamaReasoningObjectAndThink). The object's exclude hides the thinking
+// (TestOllamaReasoningSwitches). A body without any of the raw keys is not walked; the server has
+// checked reasoning_effort's kind.
+func (a *openaiOllama) think(body []byte) (ollamaThink, error) {
 	found := false
 	for _, k := range thinkKeys {
 		if bytes.Contains(body, k) {
@@ -971,7 +996,7 @@ func (a *openaiOllama) think(body []byte) (json.RawMessage, error) {
 		}
 	}
 	if !found {
-		return nil, nil
+		return ollamaThink{}, nil
 	}
 	var effort, reasoning, think, kwargs json.RawMessage
 	it := jsonx.Object(body, false)
@@ -995,20 +1020,39 @@ func (a *openaiOllama) think(body []byte) (json.RawMessage, error) {
 			kwargs = v
 		}
 	}
+	r, err := a.reasoningObject(reasoning)
+	if err != nil {
+		return ollamaThink{}, err
+	}
+	out := ollamaThink{hide: r.exclude}
+	if r.off {
+		out.think = json.RawMessage("false")
+		return out, nil
+	}
 	param := "reasoning_effort"
-	if e := effortIn(reasoning); len(e) > 0 && string(e) != "null" {
+	if e := r.effort; len(e) > 0 && string(e) != "null" {
 		effort, param = e, "reasoning.effort"
 	} else if len(effort) > 0 && effort[0] == '{' {
 		effort = effortIn(effort)
 	}
-	if len(effort) == 0 || string(effort) == "null" {
-		if len(think) == 0 || string(think) == "null" {
-			return enableThinking(kwargs), nil
-		}
-		return a.nativeThink(think)
+	switch {
+	case len(effort) > 0 && string(effort) != "null":
+		out.think, err = a.effortThink(effort, param)
+	case len(think) > 0 && string(think) != "null":
+		out.think, err = a.nativeThink(think)
+	default:
+		out.think = templateThinking(kwargs)
 	}
+	if r.on && param != "reasoning.effort" && (out.think == nil || string(out.think) == "false") {
+		out.think = json.RawMessage("true")
+	}
+	return out, err
+}
+
+// effortThink is the reasoning effort e, named param, as think.
+func (a *openaiOllama) effortThink(e json.RawMessage, param string) (json.RawMessage, error) {
 	var level string
-	if json.Unmarshal(effort, &level) == nil {
+	if json.Unmarshal(e, &level) == nil {
 		switch level {
 		case "none":
 			return json.RawMessage("false"), nil
@@ -1024,11 +1068,66 @@ func (a *openaiOllama) think(body []byte) (json.RawMessage, error) {
 	}
 	return nil, requestError(a.t, "invalid_value", param, fmt.Sprintf(
 		"Invalid value for '%s': %s (expected \"none\", \"minimal\", \"low\", \"medium\", \"high\", \"xhigh\" or \"max\").",
-		param, snippet(effort)))
+		param, snippet(e)))
 }
 
-// effortIn is the "effort" member of v when v is an object (a reasoning object, or
-// reasoning_effort sent as one); nil otherwise.
+// reasoningSwitches is what OpenRouter's reasoning object says beside its effort: off (enabled
+// false), on (enabled true, or a max_tokens above 0: Ollama's think has no budget every version
+// takes, so it is thinking on), and exclude (the thinking kept from the client).
+type reasoningSwitches struct {
+	effort           json.RawMessage
+	off, on, exclude bool
+}
+
+// reasoningObject reads the reasoning object v; zero when v is no object. A member of another
+// kind than OpenRouter's (booleans, and a number of tokens) is refused naming it.
+func (a *openaiOllama) reasoningObject(v json.RawMessage) (reasoningSwitches, error) {
+	var r reasoningSwitches
+	if len(v) == 0 || v[0] != '{' {
+		return r, nil
+	}
+	var o struct {
+		Effort    json.RawMessage `json:"effort"`
+		Enabled   json.RawMessage `json:"enabled"`
+		MaxTokens json.RawMessage `json:"max_tokens"`
+		Exclude   json.RawMessage `json:"exclude"`
+	}
+	_ = json.Unmarshal(v, &o)
+	r.effort = o.Effort
+	for _, m := range [...]struct {
+		name, want string
+		raw        json.RawMessage
+		ok         bool
+	}{
+		{"enabled", "a boolean", o.Enabled, isBoolOrNull(o.Enabled)},
+		{"exclude", "a boolean", o.Exclude, isBoolOrNull(o.Exclude)},
+		{"max_tokens", "an integer", o.MaxTokens, len(o.MaxTokens) == 0 || isNull(o.MaxTokens) || isWholeNumber(o.MaxTokens)},
+	} {
+		if !m.ok {
+			param := "reasoning." + m.name
+			return r, requestError(a.t, "invalid_type", param, fmt.Sprintf(
+				"Invalid type for '%s': expected %s, but got %s instead.", param, m.want, jsonKind(m.raw)))
+		}
+	}
+	r.off = string(o.Enabled) == "false"
+	r.exclude = string(o.Exclude) == "true"
+	n, _ := wholeNumber(o.MaxTokens)
+	r.on = string(o.Enabled) == "true" || n > 0
+	return r, nil
+}
+
+func isBoolOrNull(v json.RawMessage) bool {
+	s := string(v)
+	return s == "" || s == "null" || s == "true" || s == "false"
+}
+
+func isWholeNumber(v json.RawMessage) bool {
+	_, ok := wholeNumber(v)
+	return ok
+}
+
+// effortIn is the "effort" member of v when v is an object (reasoning_effort sent as one); nil
+// otherwise.
 func effortIn(v json.RawMessage) json.RawMessage {
 	if len(v) == 0 || v[0] != '{' {
 		return nil
@@ -1040,37 +1139,48 @@ func effortIn(v json.RawMessage) json.RawMessage {
 	return o.Effort
 }
 
-// enableThinking is chat_template_kwargs' enable_thinking as think, when it is a boolean; nil
-// otherwise. It is the chat template's argument, not Ollama's, so another value is not refused:
-// a server that renders templates passes it to the template as it is.
-func enableThinking(kwargs json.RawMessage) json.RawMessage {
+// templateThinking is chat_template_kwargs' enable_thinking as think when it is a boolean, else
+// its thinking (DeepSeek V3.1's name for the switch) when that is; nil otherwise. They are the
+// chat template's arguments, not Ollama's, so another value is not refused: a server that
+// renders templates passes it to the template as it is.
+func templateThinking(kwargs json.RawMessage) json.RawMessage {
 	if len(kwargs) == 0 || kwargs[0] != '{' {
 		return nil
 	}
 	// The template reads the key as it is spelled (Jinja's names are case-sensitive), so no
 	// other spelling counts, and the last member of that name wins, as a JSON decoder reads it.
-	var on json.RawMessage
+	var enable, thinking json.RawMessage
 	it := jsonx.Object(kwargs, false)
 	for {
 		k, v, ok := it.Next()
 		if !ok {
 			break
 		}
-		if name, plain := jsonx.PlainKey(k); plain && string(name) == "enable_thinking" {
-			on = v
+		name, plain := jsonx.PlainKey(k)
+		switch {
+		case !plain:
+		case string(name) == "enable_thinking":
+			enable = v
+		case string(name) == "thinking":
+			thinking = v
 		}
 	}
-	switch string(on) {
-	case "true", "false":
-		return on
+	for _, on := range [...]json.RawMessage{enable, thinking} {
+		switch string(on) {
+		case "true", "false":
+			return on
+		}
 	}
 	return nil
 }
 
 // nativeThink checks a top-level think v as Ollama reads it, a boolean or one of its levels,
-// returned as written; nil when unsent or null. Another value Ollama refuses, and so does the
-// gateway before asking, naming think.
+// returned as written; nil when unsent or null. "minimal" and "max" are the levels Ollama added
+// with its thinking budgets: an Ollama before them refuses them with a 400 that moves the chain
+// on (modelCannot). Another value Ollama refuses, and so does the gateway before asking, naming
+// think.
 func (a *openaiOllama) nativeThink(v json.RawMessage) (json.RawMessage, error) {
+	const levels = `true, false, "minimal", "low", "medium", "high" or "max"`
 	switch {
 	case len(v) == 0 || string(v) == "null":
 		return nil, nil
@@ -1078,14 +1188,14 @@ func (a *openaiOllama) nativeThink(v json.RawMessage) (json.RawMessage, error) {
 		return v, nil
 	case v[0] == '"':
 		switch s, _ := jsonx.Unquote(v); s {
-		case "low", "medium", "high":
+		case "minimal", "low", "medium", "high", "max":
 			return v, nil
 		}
 		return nil, requestError(a.t, "invalid_value", "think", fmt.Sprintf(
-			"Invalid value for 'think': %s (expected true, false, \"low\", \"medium\" or \"high\").", snippet(v)))
+			"Invalid value for 'think': %s (expected %s).", snippet(v), levels))
 	}
 	return nil, requestError(a.t, "invalid_type", "think", fmt.Sprintf(
-		"Invalid type for 'think': %s (expected a boolean or \"low\", \"medium\" or \"high\").", snippet(v)))
+		"Invalid type for 'think': %s (expected %s).", snippet(v), levels))
 }
 
 // format maps response_format: json_object is "json", json_schema is its schema, text is none.
@@ -1181,6 +1291,7 @@ type ollamaStream struct {
 	reasoning    core.Reasoning
 	model        string
 	includeUsage bool
+	hideThinking bool // the reasoning object's exclude: no reasoning_content goes to the client
 
 	ch    *chunker
 	calls int   // tool calls so far, for their indexes
@@ -1240,6 +1351,7 @@ func (s *ollamaStream) read() error {
 			created = ts.Unix()
 		}
 		s.ch = newChunker("chatcmpl-"+s.newID(), created, cmpOr(m.Model, s.model), s.reasoning)
+		s.ch.hide = s.hideThinking
 	}
 	calls := ollamaToolCalls(m.Message.ToolCalls, s.newID, true, s.calls)
 	s.calls += len(calls)

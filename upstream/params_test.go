@@ -53,12 +53,30 @@ func TestOllamaParams(t *testing.T) {
 		{"reasoning.effort before reasoning_effort", `"reasoning_effort":"high","reasoning":{"effort":"minimal"}`, `,"stream":false,"truncate":false,"think":"low"}`},
 		{"reasoning without an effort", `"reasoning":{"max_tokens":100},"reasoning_effort":"medium"`, `,"stream":false,"truncate":false,"think":"medium"}`},
 		{"reasoning null", `"reasoning":null`, `,"stream":false,"truncate":false}`},
+		// The reasoning object's other switches (TestOllamaReasoningSwitches): enabled false is
+		// off before anything; enabled true or a max_tokens is on, at the level the other fields
+		// give, or true.
+		{"reasoning.enabled false is think false", `"reasoning":{"enabled":false}`, `,"stream":false,"truncate":false,"think":false}`},
+		{"reasoning.enabled true is think true", `"reasoning":{"enabled":true}`, `,"stream":false,"truncate":false,"think":true}`},
+		{"reasoning.max_tokens is think true", `"reasoning":{"max_tokens":2000}`, `,"stream":false,"truncate":false,"think":true}`},
+		{"reasoning.max_tokens 0 says nothing", `"reasoning":{"max_tokens":0}`, `,"stream":false,"truncate":false}`},
+		{"reasoning.enabled false before its effort", `"reasoning":{"effort":"high","enabled":false}`, `,"stream":false,"truncate":false,"think":false}`},
+		{"reasoning.enabled false before reasoning_effort", `"reasoning":{"enabled":false},"reasoning_effort":"high"`, `,"stream":false,"truncate":false,"think":false}`},
+		{"reasoning.enabled true at its effort", `"reasoning":{"enabled":true,"effort":"low"}`, `,"stream":false,"truncate":false,"think":"low"}`},
+		{"reasoning.enabled true at think's level", `"reasoning":{"enabled":true},"think":"high"`, `,"stream":false,"truncate":false,"think":"high"}`},
+		{"reasoning.enabled true over think false", `"reasoning":{"enabled":true},"think":false`, `,"stream":false,"truncate":false,"think":true}`},
+		{"reasoning.max_tokens over reasoning_effort none", `"reasoning":{"max_tokens":100},"reasoning_effort":"none"`, `,"stream":false,"truncate":false,"think":true}`},
+		{"reasoning.exclude alone says nothing of think", `"reasoning":{"exclude":true},"think":"medium"`, `,"stream":false,"truncate":false,"think":"medium"}`},
 		// Ollama's own think, at the top as Open WebUI's "think (Ollama)" setting sends it to an
 		// OpenAI connection: as written, unless reasoning_effort or reasoning says otherwise.
 		{"think false", `"think":false`, `,"stream":false,"truncate":false,"think":false}`},
 		{"think true", `"think":true`, `,"stream":false,"truncate":false,"think":true}`},
 		{"think a level", `"think":"medium"`, `,"stream":false,"truncate":false,"think":"medium"}`},
 		{"think null", `"think":null`, `,"stream":false,"truncate":false}`},
+		// The levels Ollama added for its thinking budgets, sent as written: an Ollama before them
+		// refuses them, and the chain moves on (TestOllamaOlderThinkLevelIsTheTargets).
+		{"think max", `"think":"max"`, `,"stream":false,"truncate":false,"think":"max"}`},
+		{"think minimal", `"think":"minimal"`, `,"stream":false,"truncate":false,"think":"minimal"}`},
 		{"reasoning_effort before think", `"think":true,"reasoning_effort":"none"`, `,"stream":false,"truncate":false,"think":false}`},
 		// vLLM's and llama-server's switch for Qwen3's thinking, which clients set in
 		// chat_template_kwargs (Open WebUI's custom parameters, LiteLLM's extra_body): the same
@@ -68,7 +86,11 @@ func TestOllamaParams(t *testing.T) {
 		{"think before enable_thinking", `"chat_template_kwargs":{"enable_thinking":false},"think":"high"`, `,"stream":false,"truncate":false,"think":"high"}`},
 		{"reasoning_effort before enable_thinking", `"chat_template_kwargs":{"enable_thinking":true},"reasoning_effort":"none"`, `,"stream":false,"truncate":false,"think":false}`},
 		{"enable_thinking not a boolean", `"chat_template_kwargs":{"enable_thinking":"no"}`, `,"stream":false,"truncate":false}`},
-		{"other template arguments", `"chat_template_kwargs":{"thinking":true}`, `,"stream":false,"truncate":false}`},
+		{"thinking, DeepSeek V3.1's switch", `"chat_template_kwargs":{"thinking":true}`, `,"stream":false,"truncate":false,"think":true}`},
+		{"thinking false", `"chat_template_kwargs":{"thinking":false}`, `,"stream":false,"truncate":false,"think":false}`},
+		{"enable_thinking before thinking", `"chat_template_kwargs":{"enable_thinking":false,"thinking":true}`, `,"stream":false,"truncate":false,"think":false}`},
+		{"thinking not a boolean", `"chat_template_kwargs":{"thinking":"on"}`, `,"stream":false,"truncate":false}`},
+		{"other template arguments", `"chat_template_kwargs":{"preserve_thinking":true}`, `,"stream":false,"truncate":false}`},
 		{"enable_thinking spelled otherwise", `"chat_template_kwargs":{"Enable_Thinking":false}`, `,"stream":false,"truncate":false}`},
 		// The sampling fields Ollama adds, which homelab clients send in the body (as LiteLLM's
 		// extra parameters): options, or keep_alive at the top (TestOllamaSamplingOptions).
@@ -205,6 +227,10 @@ func TestOllamaReasoningObjectAndThink(t *testing.T) {
 		{`"reasoning":{"effort":7}`, "reasoning.effort", "invalid_value"},
 		{`"think":"lots"`, "think", "invalid_value"},
 		{`"think":"none"`, "think", "invalid_value"},
+		{`"think":"xhigh"`, "think", "invalid_value"},
+		{`"reasoning":{"enabled":"yes"}`, "reasoning.enabled", "invalid_type"},
+		{`"reasoning":{"max_tokens":"many"}`, "reasoning.max_tokens", "invalid_type"},
+		{`"reasoning":{"exclude":1}`, "reasoning.exclude", "invalid_type"},
 		{`"think":1`, "think", "invalid_type"},
 		{`"think":{}`, "think", "invalid_type"},
 	} {
