@@ -137,6 +137,13 @@ func TestClientRequestsThroughEveryAdapter(t *testing.T) {
 			`"max_completion_tokens":100,"reasoning_effort":"minimal","parallel_tool_calls":false,"service_tier":"auto","store":false,` +
 			`"metadata":{"a":"b"},"prediction":{"type":"content","content":"x"},"modalities":["text"],"web_search_options":{},` +
 			`"verbosity":"low","stream":STREAM,"stream_options":{"include_usage":true,"include_obfuscation":false}}`, true, false, "low"},
+		// LiteLLM's extra_body, or a script moved from OpenRouter and /api/chat: OpenRouter's
+		// reasoning switches, Ollama's own options and format.
+		{"OpenRouter reasoning off", `{"model":"MODEL","messages":[{"role":"user","content":"hi"}],"stream":STREAM,` +
+			`"reasoning":{"enabled":false}}`, false, false, false},
+		{"extra_body with Ollama's options", `{"model":"MODEL","messages":[{"role":"user","content":"hi"}],"stream":STREAM,` +
+			`"reasoning":{"max_tokens":2000,"exclude":true},"options":{"num_ctx":8192,"repeat_last_n":64},"format":"json",` +
+			`"chat_template_kwargs":{"thinking":false}}`, false, false, true},
 		{"openai-node without usage", `{"model":"MODEL","messages":[{"role":"user","content":"hi"}],"stream":STREAM}`, false, false, nil},
 	}
 	g, ups := wireGateway(t)

@@ -86,8 +86,10 @@ type ollamaChatRequest struct {
 	Messages []ollamaMessage `json:"messages"`
 	Tools    json.RawMessage `json:"tools,omitempty"`
 	Format   json.RawMessage `json:"format,omitempty"`
-	Options  *ollamaOptions  `json:"options,omitempty"`
-	Stream   bool            `json:"stream"`
+	// Options is the *ollamaOptions the gateway set, or, when the client sent options of its
+	// own, the object merged from both (mergedOptions); nil for none.
+	Options any  `json:"options,omitempty"`
+	Stream  bool `json:"stream"`
 	// Truncate is always false: by default Ollama drops a prompt's oldest messages, and cuts the
 	// rest from its start, to fit num_ctx, and answers as if it had read it all. Asked not to, it
 	// refuses the prompt (400 "the input length exceeds the context length"), an overflow that
@@ -102,6 +104,9 @@ type ollamaChatRequest struct {
 	// KeepAlive is the client's keep_alive as it wrote it, a number of seconds or a duration
 	// (ollamaSampling); nil when unsent.
 	KeepAlive json.RawMessage `json:"keep_alive,omitempty"`
+	// hideThinking keeps the model's thinking from the client (the reasoning object's exclude):
+	// not sent, read by chat.
+	hideThinking bool
 }
 
 // ollamaChatResponse is a whole /api/chat answer or one line of a stream. PromptEvalCount and
@@ -137,7 +142,9 @@ func (a *openaiOllama) chat(ctx context.Context, req *core.Request) (*Response, 
 		return nil, err
 	}
 	if req.Stream {
-		return &Response{Stream: a.newStream(resp.Body, req.IncludeUsage, reasoning), UpstreamID: upstreamID(resp, a.t.APIKey)}, nil
+		st := a.newStream(resp.Body, req.IncludeUsage, reasoning)
+		st.hideThinking = out.hideThinking
+		return &Response{Stream: st, UpstreamID: upstreamID(resp, a.t.APIKey)}, nil
 	}
 	upID := upstreamID(resp, a.t.APIKey) // before the body (see openaiOpenAI.body)
 	raw, err := readAnswer(ctx, a.t, resp)
@@ -178,11 +185,14 @@ func (a *openaiOllama) chat(ctx context.Context, req *core.Request) (*Response, 
 		logprobs = &logprobsJSON{Content: []logprobJSON{}}
 	}
 	usage, n := reportedUsage(m.PromptEvalCount, m.EvalCount)
+	msg := completionMessage(reasoning, m.Message.Content, m.Message.Thinking, calls)
+	if out.hideThinking {
+		msg.ReasoningContent = ""
+	}
 	c := completionJSON{ID: "chatcmpl-" + a.newID(), Object: "chat.completion", Created: a.created(m.CreatedAt),
-		Model: cmpOr(m.Model, a.t.Model),
-		Choices: []choiceJSON{{Message: completionMessage(reasoning, m.Message.Content, m.Message.Thinking, calls),
-			Logprobs: logprobs, FinishReason: finish}},
-		Usage: usage}
+		Model:   cmpOr(m.Model, a.t.Model),
+		Choices: []choiceJSON{{Message: msg, Logprobs: logprobs, FinishReason: finish}},
+		Usage:   usage}
 	b := mustJSON(c)
 	return &Response{Body: b, Usage: &n, UpstreamID: upID}, nil
 }
@@ -210,9 +220,11 @@ func (a *openaiOllama) post(ctx context.Context, path string, body []byte, strea
 // cannotPhrases are what Ollama answers, with a 400, when the model lacks what the request
 // needs (server/routes.go and images.go): CheckCapabilities' "registry.ollama.ai/library/
 // gemma:2b does not support tools" (also insert, vision, embedding), ChatHandler's "\"gemma:2b\"
-// does not support thinking" and "… does not support chat", and, in the versions that allow a
-// think level only for gpt-oss, "think value \"high\" is not supported for this model".
-var cannotPhrases = [...]string{" does not support ", "is not supported for this model"}
+// does not support thinking" and "… does not support chat", in the versions that allow a
+// think level only for gpt-oss, "think value \"high\" is not supported for this model", and, in
+// those before its thinking budgets, its decoding's "invalid think value: \"max\" (must be …)"
+// for the levels it added with them (TestOllamaOlderThinkLevelIsTheTargets).
+var cannotPhrases = [...]string{" does not support ", "is not supported for this model", "invalid think value: "}
 
 // modelCannot reports whether e is Ollama's refusal of a request its model cannot serve. It is
 // the target's failure, not the request's (core.UnmetError, class endpoint): another target on
@@ -340,35 +352,65 @@ func (a *openaiOllama) translate(req *core.Request) (*ollamaChatRequest, error) 
 	// num_ctx is the target's context_window: Ollama otherwise runs a model with its own default
 	// context (a few thousand tokens) and drops the start of a longer prompt without a word,
 	// while the gateway, by context_window, sent that prompt here because it fits
-	// (TestOllamaContextWindowIsNumCtx). A client's num_ctx is not read: a smaller window would
-	// cut that prompt after all, a larger one take memory the operator did not give the model,
-	// and any other than the last reload the model (TestOllamaContextWindowNotTheClients).
+	// (TestOllamaContextWindowIsNumCtx). A client's num_ctx, top-level or in options, is not
+	// sent where the target has one: a smaller window would refuse that prompt after all, a
+	// larger one take memory the operator did not give the model, and any other than the last
+	// reload the model (TestOllamaContextWindowNotTheClients).
 	o := &ollamaOptions{Temperature: p.Temperature, TopP: p.TopP, Seed: p.Seed, Stop: p.StopList(), NumPredict: req.MaxTokens,
 		NumCtx: a.t.ContextWindow, FreqPenalty: p.FrequencyPenalty, PresPenalty: p.PresencePenalty}
 	out.Logprobs, out.TopLogprobs = logprobsAsked(req.Body)
-	if out.Think, err = a.think(req.Body); err != nil {
+	th, err := a.think(req.Body)
+	if err != nil {
 		return nil, err
 	}
-	if out.KeepAlive, err = a.ollamaSampling(req.Body, o); err != nil {
+	out.Think, out.hideThinking = th.think, th.hide
+	native, err := a.ollamaSampling(req.Body, o)
+	if err != nil {
 		return nil, err
 	}
-	if o.set() {
+	out.KeepAlive = native.keepAlive
+	if out.Format == nil {
+		// response_format, OpenAI's field, decides when it asks for a format; Ollama's own
+		// format is used when it asks for none (absent, null or text).
+		out.Format = native.format
+	}
+	switch {
+	case native.options != nil:
+		merged, err := a.mergedOptions(o, native.options)
+		if err != nil {
+			return nil, err
+		}
+		if merged != nil {
+			out.Options = merged
+		}
+	case o.set():
 		out.Options = o
 	}
 	return out, nil
 }
 
 // samplingKeys are the raw keys ollamaSampling looks for before walking a body.
-var samplingKeys = [...][]byte{[]byte(`"top_k"`), []byte(`"min_p"`), []byte(`"repeat_penalty"`), []byte(`"keep_alive"`)}
+var samplingKeys = [...][]byte{[]byte(`"top_k"`), []byte(`"min_p"`), []byte(`"repeat_penalty"`), []byte(`"keep_alive"`),
+	[]byte(`"options"`), []byte(`"format"`)}
+
+// ollamaNative is what a body says in Ollama's own words at its top level, for /api/chat's:
+// each nil when unsent or null.
+type ollamaNative struct {
+	keepAlive json.RawMessage // checked (keepAlive), as written
+	format    json.RawMessage // "json" or a schema object (nativeFormat)
+	options   json.RawMessage // an object, its members not yet read (mergedOptions)
+}
 
 // ollamaSampling reads the body's Ollama-only fields, which homelab clients send in the body
-// (as LiteLLM's extra parameters, or for llama-server): top_k, min_p and repeat_penalty into o,
-// and keep_alive, returned as the client wrote it for /api/chat's top level. Before, they were
-// dropped without a word (TestOllamaSamplingOptions). The server has checked the kinds of the
-// first three (passKinds); a value Ollama cannot take (out of its range, a keep_alive that is no
-// duration) is refused naming the field. null is the field unsent, and a body without any of the
-// raw keys is not walked. Ollama's other options (mirostat, typical_p, …) are not read.
-func (a *openaiOllama) ollamaSampling(body []byte, o *ollamaOptions) (keepAlive json.RawMessage, err error) {
+// (as LiteLLM's extra parameters, or for llama-server): top_k, min_p and repeat_penalty into o;
+// keep_alive, returned as the client wrote it for /api/chat's top level; and Ollama's own
+// options and format, as a script moved from /api/chat sends them (TestOllamaNativeOptions).
+// Before, they were dropped without a word (TestOllamaSamplingOptions). The server has checked
+// the kinds of the first three (passKinds); a value Ollama cannot take (out of its range, a
+// keep_alive that is no duration, options that are no object, a format that is neither "json"
+// nor a schema) is refused naming the field. null is the field unsent, and a body without any of
+// the raw keys is not walked.
+func (a *openaiOllama) ollamaSampling(body []byte, o *ollamaOptions) (native ollamaNative, err error) {
 	found := false
 	for _, k := range samplingKeys {
 		if bytes.Contains(body, k) {
@@ -377,13 +419,13 @@ func (a *openaiOllama) ollamaSampling(body []byte, o *ollamaOptions) (keepAlive 
 		}
 	}
 	if !found {
-		return nil, nil
+		return native, nil
 	}
 	it := jsonx.Object(body, false)
 	for {
 		k, v, ok := it.Next()
 		if !ok {
-			return keepAlive, nil
+			return native, nil
 		}
 		name, plain := jsonx.PlainKey(k)
 		if !plain {
@@ -396,24 +438,178 @@ func (a *openaiOllama) ollamaSampling(body []byte, o *ollamaOptions) (keepAlive 
 			if v[0] != 'n' {
 				n, ok := wholeNumber(v)
 				if !ok {
-					return nil, a.outOfRange("top_k", v, "an integer")
+					return native, a.outOfRange("top_k", v, "an integer")
 				}
 				o.TopK = &n
 			}
 		case "min_p":
 			if o.MinP, err = a.floatField("min_p", v); err != nil {
-				return nil, err
+				return native, err
 			}
 		case "repeat_penalty":
 			if o.RepeatPenalty, err = a.floatField("repeat_penalty", v); err != nil {
-				return nil, err
+				return native, err
 			}
 		case "keep_alive":
-			if keepAlive, err = a.keepAlive(v); err != nil {
-				return nil, err
+			if native.keepAlive, err = a.keepAlive(v); err != nil {
+				return native, err
+			}
+		case "format":
+			if native.format, err = a.nativeFormat(v); err != nil {
+				return native, err
+			}
+		case "options":
+			switch v[0] {
+			case 'n':
+				native.options = nil
+			case '{':
+				native.options = v
+			default:
+				return native, requestError(a.t, "invalid_type", "options", fmt.Sprintf(
+					"Invalid type for 'options': expected an object of Ollama's options, but got %s instead.", jsonKind(v)))
 			}
 		}
 	}
+}
+
+// nativeFormat checks Ollama's own format v: "json", or a JSON schema object, returned as
+// written; "" and null are no format, as Ollama reads them. Ollama answers another string, or
+// another kind, with a 500 when it starts the generation ("invalid format"), which would count
+// against a sound target: the gateway refuses them first, naming format.
+func (a *openaiOllama) nativeFormat(v []byte) (json.RawMessage, error) {
+	switch v[0] {
+	case 'n':
+		return nil, nil
+	case '{':
+		return v, nil
+	case '"':
+		switch s, _ := jsonx.Unquote(v); s {
+		case "":
+			return nil, nil
+		case "json":
+			return v, nil
+		}
+		return nil, requestError(a.t, "invalid_value", "format", fmt.Sprintf(
+			"Invalid value for 'format': %s (expected \"json\" or a JSON schema object).", snippet(v)))
+	}
+	return nil, requestError(a.t, "invalid_type", "format", fmt.Sprintf(
+		"Invalid type for 'format': expected \"json\" or a JSON schema object, but got %s instead.", jsonKind(v)))
+}
+
+// optionKind is what an Ollama option's value must be (api.Options, and its Runner).
+type optionKind uint8
+
+const (
+	optionOther   optionKind = iota // one the gateway does not know: sent as written
+	optionNumber                    // Ollama's int and float32 options take any JSON number
+	optionBool                      //
+	optionStrings                   // stop
+	// optionRunner is an option Ollama loads the model with (api.Runner, but num_ctx): a request
+	// whose runner options differ from the loaded model's reloads it, for every client of the
+	// model, and they change how fast it answers, not what. They are the operator's, not sent.
+	optionRunner
+)
+
+// ollamaOption is the kind of the option name.
+func ollamaOption(name string) optionKind {
+	switch name {
+	case "num_keep", "seed", "num_predict", "top_k", "top_p", "min_p", "typical_p", "repeat_last_n", "temperature",
+		"repeat_penalty", "presence_penalty", "frequency_penalty", "mirostat", "mirostat_tau", "mirostat_eta", "num_ctx":
+		return optionNumber
+	case "penalize_newline":
+		return optionBool
+	case "stop":
+		return optionStrings
+	case "numa", "num_batch", "num_gpu", "main_gpu", "low_vram", "f16_kv", "logits_all", "vocab_only", "use_mmap",
+		"use_mlock", "num_thread":
+		return optionRunner
+	}
+	return optionOther
+}
+
+// has reports whether the gateway sets the option name, from an OpenAI field, a top-level
+// sampling field, or the target's context_window.
+func (o *ollamaOptions) has(name string) bool {
+	switch name {
+	case "temperature":
+		return o.Temperature != nil
+	case "top_p":
+		return o.TopP != nil
+	case "seed":
+		return o.Seed != nil
+	case "stop":
+		return len(o.Stop) > 0
+	case "num_predict":
+		return o.NumPredict > 0
+	case "num_ctx":
+		return o.NumCtx > 0
+	case "frequency_penalty":
+		return o.FreqPenalty != nil
+	case "presence_penalty":
+		return o.PresPenalty != nil
+	case "top_k":
+		return o.TopK != nil
+	case "min_p":
+		return o.MinP != nil
+	case "repeat_penalty":
+		return o.RepeatPenalty != nil
+	}
+	return false
+}
+
+// mergedOptions is /api/chat's options from o, what the gateway sets, and client, the client's
+// own options object: o's, then each of the client's that o does not set, as written. Where both
+// name an option the gateway's wins: it comes from the OpenAI field (temperature, max_tokens, …)
+// or top-level sampling field that every adapter reads, so a request is sampled alike whichever
+// target of the route serves it, and num_ctx is the target's context_window, the window the
+// context filter let the prompt through by (a client's num_ctx is sent when the target has
+// none). The runner's options are not sent (optionRunner), nor nulls, which Ollama skips. A known
+// option of a kind Ollama cannot load is refused naming it: Ollama answers it with a 500, which
+// would count against a sound target. nil when nothing is left to send.
+func (a *openaiOllama) mergedOptions(o *ollamaOptions, client json.RawMessage) (json.RawMessage, error) {
+	out := json.RawMessage("{}")
+	if o.set() {
+		out = mustJSON(o)
+	}
+	out = out[:len(out)-1]
+	it := jsonx.Object(client, false)
+	for {
+		k, v, ok := it.Next()
+		if !ok {
+			break
+		}
+		name, plain := jsonx.PlainKey(k)
+		if !plain {
+			s, _ := jsonx.Unquote(k)
+			name = []byte(s)
+		}
+		kind := ollamaOption(string(name))
+		if v[0] == 'n' || kind == optionRunner || o.has(string(name)) {
+			continue
+		}
+		var want string
+		switch {
+		case kind == optionNumber && !(v[0] == '-' || v[0] >= '0' && v[0] <= '9'):
+			want = "a number"
+		case kind == optionBool && v[0] != 't' && v[0] != 'f':
+			want = "a boolean"
+		case kind == optionStrings && !allStrings(v):
+			want = "an array of strings"
+		}
+		if want != "" {
+			param := "options." + string(name)
+			return nil, requestError(a.t, "invalid_type", param, fmt.Sprintf(
+				"Invalid type for '%s': expected %s, but got %s instead.", param, want, jsonKind(v)))
+		}
+		if len(out) > 1 {
+			out = append(out, ',')
+		}
+		out = append(append(append(out, k...), ':'), v...)
+	}
+	if len(out) == 1 {
+		return nil, nil
+	}
+	return append(out, '}'), nil
 }
 
 // wholeNumber is the JSON number v as an int64 when its value is a whole number in int64's
@@ -760,25 +956,38 @@ func namedTool(t *core.Target, tools, choice json.RawMessage) (json.RawMessage, 
 }
 
 // thinkKeys are the raw keys think looks for before walking a body: the first is the start of
-// both "reasoning_effort" and "reasoning", so that one pass over the body finds either.
-var thinkKeys = [...][]byte{[]byte(`"reasoning`), []byte(`"think"`), []byte(`"enable_thinking"`)}
+// both "reasoning_effort" and "reasoning", so that one pass over the body finds either; the last
+// two are chat_template_kwargs' switches.
+var thinkKeys = [...][]byte{[]byte(`"reasoning`), []byte(`"think"`), []byte(`"enable_thinking"`), []byte(`"thinking"`)}
 
-// think maps the body's thinking setting to /api/chat's think. reasoning.effort (OpenRouter's
-// reasoning object, which Ollama's own OpenAI endpoint reads first and Open WebUI sends in place
-// of reasoning_effort), else reasoning_effort (a string, or an object with an "effort", as
-// openai-agents sends it), are mapped as Ollama's own OpenAI endpoint maps them: "none" is
-// false, a level is that level, and OpenAI's minimal, xhigh and max, which Ollama has no word
-// for, are its nearest, low, high and high. Without either, a top-level think (Ollama's own
-// field, which Open WebUI's "think (Ollama)" setting sends to an OpenAI connection) goes as
-// written when Ollama reads it: a boolean or a level; without that, chat_template_kwargs'
-// enable_thinking when it is a boolean (vLLM's and llama-server's switch for Qwen3's thinking,
-// which Open WebUI's custom parameters and LiteLLM's extra_body send). Left out, a thinking model would think as
-// long as it likes whatever the client asked (TestOllamaParams); before, reasoning and think
-// were dropped so. A value that is no level is refused naming its field, as OpenAI refuses it
-// (TestOllamaReasoningEffortRefused, TestOllamaReasoningObjectAndThink). nil when the body sends
-// none (or null). A body without any of the raw keys is not walked; the server has checked
-// reasoning_effort's kind.
-func (a *openaiOllama) think(body []byte) (json.RawMessage, error) {
+// ollamaThink is what a body asks of the model's thinking: think for /api/chat (nil when it asks
+// nothing), and whether the thinking is kept from the client (the reasoning object's exclude).
+type ollamaThink struct {
+	think json.RawMessage
+	hide  bool
+}
+
+// think maps the body's thinking setting to /api/chat's think. OpenRouter's reasoning object
+// (which Ollama's own OpenAI endpoint reads first, for its effort, and Open WebUI sends in place
+// of reasoning_effort) goes first: enabled false is false, before anything else; its effort is
+// that level. Then reasoning_effort (a string, or an object with an "effort", as openai-agents
+// sends it). Both are mapped as Ollama's own OpenAI endpoint maps them: "none" is false, a level
+// is that level, and OpenAI's minimal, xhigh and max are low, high and high, levels every Ollama
+// with levels takes (one before its thinking budgets refuses the others). Without either, a
+// top-level think (Ollama's own field, which Open WebUI's "think (Ollama)" setting sends to an
+// OpenAI connection) goes as written when Ollama reads it: a boolean or a level, "minimal" and
+// "max" among them; without that, chat_template_kwargs' enable_thinking, else its thinking, when
+// it is a boolean (the chat template's switch: vLLM's and llama-server's for Qwen3, DeepSeek
+// V3.1's, which Open WebUI's custom parameters and LiteLLM's extra_body send). The reasoning
+// object's enabled true, or a max_tokens above 0, turn thinking on at the level those give, or
+// true when they give none or say off (TestOllamaParams). Left out, a thinking model would think
+// as long as it likes whatever the client asked; before, reasoning and think were dropped so. A
+// value that is no level, or a reasoning member of another kind than OpenRouter's, is refused
+// naming its field, as OpenAI refuses it (TestOllamaReasoningEffortRefused,
+// TestOllamaReasoningObjectAndThink). The object's exclude hides the thinking
+// (TestOllamaReasoningSwitches). A body without any of the raw keys is not walked; the server has
+// checked reasoning_effort's kind.
+func (a *openaiOllama) think(body []byte) (ollamaThink, error) {
 	found := false
 	for _, k := range thinkKeys {
 		if bytes.Contains(body, k) {
@@ -787,7 +996,7 @@ func (a *openaiOllama) think(body []byte) (json.RawMessage, error) {
 		}
 	}
 	if !found {
-		return nil, nil
+		return ollamaThink{}, nil
 	}
 	var effort, reasoning, think, kwargs json.RawMessage
 	it := jsonx.Object(body, false)
@@ -811,20 +1020,39 @@ func (a *openaiOllama) think(body []byte) (json.RawMessage, error) {
 			kwargs = v
 		}
 	}
+	r, err := a.reasoningObject(reasoning)
+	if err != nil {
+		return ollamaThink{}, err
+	}
+	out := ollamaThink{hide: r.exclude}
+	if r.off {
+		out.think = json.RawMessage("false")
+		return out, nil
+	}
 	param := "reasoning_effort"
-	if e := effortIn(reasoning); len(e) > 0 && string(e) != "null" {
+	if e := r.effort; len(e) > 0 && string(e) != "null" {
 		effort, param = e, "reasoning.effort"
 	} else if len(effort) > 0 && effort[0] == '{' {
 		effort = effortIn(effort)
 	}
-	if len(effort) == 0 || string(effort) == "null" {
-		if len(think) == 0 || string(think) == "null" {
-			return enableThinking(kwargs), nil
-		}
-		return a.nativeThink(think)
+	switch {
+	case len(effort) > 0 && string(effort) != "null":
+		out.think, err = a.effortThink(effort, param)
+	case len(think) > 0 && string(think) != "null":
+		out.think, err = a.nativeThink(think)
+	default:
+		out.think = templateThinking(kwargs)
 	}
+	if r.on && param != "reasoning.effort" && (out.think == nil || string(out.think) == "false") {
+		out.think = json.RawMessage("true")
+	}
+	return out, err
+}
+
+// effortThink is the reasoning effort e, named param, as think.
+func (a *openaiOllama) effortThink(e json.RawMessage, param string) (json.RawMessage, error) {
 	var level string
-	if json.Unmarshal(effort, &level) == nil {
+	if json.Unmarshal(e, &level) == nil {
 		switch level {
 		case "none":
 			return json.RawMessage("false"), nil
@@ -840,11 +1068,66 @@ func (a *openaiOllama) think(body []byte) (json.RawMessage, error) {
 	}
 	return nil, requestError(a.t, "invalid_value", param, fmt.Sprintf(
 		"Invalid value for '%s': %s (expected \"none\", \"minimal\", \"low\", \"medium\", \"high\", \"xhigh\" or \"max\").",
-		param, snippet(effort)))
+		param, snippet(e)))
 }
 
-// effortIn is the "effort" member of v when v is an object (a reasoning object, or
-// reasoning_effort sent as one); nil otherwise.
+// reasoningSwitches is what OpenRouter's reasoning object says beside its effort: off (enabled
+// false), on (enabled true, or a max_tokens above 0: Ollama's think has no budget every version
+// takes, so it is thinking on), and exclude (the thinking kept from the client).
+type reasoningSwitches struct {
+	effort           json.RawMessage
+	off, on, exclude bool
+}
+
+// reasoningObject reads the reasoning object v; zero when v is no object. A member of another
+// kind than OpenRouter's (booleans, and a number of tokens) is refused naming it.
+func (a *openaiOllama) reasoningObject(v json.RawMessage) (reasoningSwitches, error) {
+	var r reasoningSwitches
+	if len(v) == 0 || v[0] != '{' {
+		return r, nil
+	}
+	var o struct {
+		Effort    json.RawMessage `json:"effort"`
+		Enabled   json.RawMessage `json:"enabled"`
+		MaxTokens json.RawMessage `json:"max_tokens"`
+		Exclude   json.RawMessage `json:"exclude"`
+	}
+	_ = json.Unmarshal(v, &o)
+	r.effort = o.Effort
+	for _, m := range [...]struct {
+		name, want string
+		raw        json.RawMessage
+		ok         bool
+	}{
+		{"enabled", "a boolean", o.Enabled, isBoolOrNull(o.Enabled)},
+		{"exclude", "a boolean", o.Exclude, isBoolOrNull(o.Exclude)},
+		{"max_tokens", "an integer", o.MaxTokens, len(o.MaxTokens) == 0 || isNull(o.MaxTokens) || isWholeNumber(o.MaxTokens)},
+	} {
+		if !m.ok {
+			param := "reasoning." + m.name
+			return r, requestError(a.t, "invalid_type", param, fmt.Sprintf(
+				"Invalid type for '%s': expected %s, but got %s instead.", param, m.want, jsonKind(m.raw)))
+		}
+	}
+	r.off = string(o.Enabled) == "false"
+	r.exclude = string(o.Exclude) == "true"
+	n, _ := wholeNumber(o.MaxTokens)
+	r.on = string(o.Enabled) == "true" || n > 0
+	return r, nil
+}
+
+func isBoolOrNull(v json.RawMessage) bool {
+	s := string(v)
+	return s == "" || s == "null" || s == "true" || s == "false"
+}
+
+func isWholeNumber(v json.RawMessage) bool {
+	_, ok := wholeNumber(v)
+	return ok
+}
+
+// effortIn is the "effort" member of v when v is an object (reasoning_effort sent as one); nil
+// otherwise.
 func effortIn(v json.RawMessage) json.RawMessage {
 	if len(v) == 0 || v[0] != '{' {
 		return nil
@@ -856,37 +1139,48 @@ func effortIn(v json.RawMessage) json.RawMessage {
 	return o.Effort
 }
 
-// enableThinking is chat_template_kwargs' enable_thinking as think, when it is a boolean; nil
-// otherwise. It is the chat template's argument, not Ollama's, so another value is not refused:
-// a server that renders templates passes it to the template as it is.
-func enableThinking(kwargs json.RawMessage) json.RawMessage {
+// templateThinking is chat_template_kwargs' enable_thinking as think when it is a boolean, else
+// its thinking (DeepSeek V3.1's name for the switch) when that is; nil otherwise. They are the
+// chat template's arguments, not Ollama's, so another value is not refused: a server that
+// renders templates passes it to the template as it is.
+func templateThinking(kwargs json.RawMessage) json.RawMessage {
 	if len(kwargs) == 0 || kwargs[0] != '{' {
 		return nil
 	}
 	// The template reads the key as it is spelled (Jinja's names are case-sensitive), so no
 	// other spelling counts, and the last member of that name wins, as a JSON decoder reads it.
-	var on json.RawMessage
+	var enable, thinking json.RawMessage
 	it := jsonx.Object(kwargs, false)
 	for {
 		k, v, ok := it.Next()
 		if !ok {
 			break
 		}
-		if name, plain := jsonx.PlainKey(k); plain && string(name) == "enable_thinking" {
-			on = v
+		name, plain := jsonx.PlainKey(k)
+		switch {
+		case !plain:
+		case string(name) == "enable_thinking":
+			enable = v
+		case string(name) == "thinking":
+			thinking = v
 		}
 	}
-	switch string(on) {
-	case "true", "false":
-		return on
+	for _, on := range [...]json.RawMessage{enable, thinking} {
+		switch string(on) {
+		case "true", "false":
+			return on
+		}
 	}
 	return nil
 }
 
 // nativeThink checks a top-level think v as Ollama reads it, a boolean or one of its levels,
-// returned as written; nil when unsent or null. Another value Ollama refuses, and so does the
-// gateway before asking, naming think.
+// returned as written; nil when unsent or null. "minimal" and "max" are the levels Ollama added
+// with its thinking budgets: an Ollama before them refuses them with a 400 that moves the chain
+// on (modelCannot). Another value Ollama refuses, and so does the gateway before asking, naming
+// think.
 func (a *openaiOllama) nativeThink(v json.RawMessage) (json.RawMessage, error) {
+	const levels = `true, false, "minimal", "low", "medium", "high" or "max"`
 	switch {
 	case len(v) == 0 || string(v) == "null":
 		return nil, nil
@@ -894,14 +1188,14 @@ func (a *openaiOllama) nativeThink(v json.RawMessage) (json.RawMessage, error) {
 		return v, nil
 	case v[0] == '"':
 		switch s, _ := jsonx.Unquote(v); s {
-		case "low", "medium", "high":
+		case "minimal", "low", "medium", "high", "max":
 			return v, nil
 		}
 		return nil, requestError(a.t, "invalid_value", "think", fmt.Sprintf(
-			"Invalid value for 'think': %s (expected true, false, \"low\", \"medium\" or \"high\").", snippet(v)))
+			"Invalid value for 'think': %s (expected %s).", snippet(v), levels))
 	}
 	return nil, requestError(a.t, "invalid_type", "think", fmt.Sprintf(
-		"Invalid type for 'think': %s (expected a boolean or \"low\", \"medium\" or \"high\").", snippet(v)))
+		"Invalid type for 'think': %s (expected %s).", snippet(v), levels))
 }
 
 // format maps response_format: json_object is "json", json_schema is its schema, text is none.
@@ -997,6 +1291,7 @@ type ollamaStream struct {
 	reasoning    core.Reasoning
 	model        string
 	includeUsage bool
+	hideThinking bool // the reasoning object's exclude: no reasoning_content goes to the client
 
 	ch    *chunker
 	calls int   // tool calls so far, for their indexes
@@ -1056,6 +1351,7 @@ func (s *ollamaStream) read() error {
 			created = ts.Unix()
 		}
 		s.ch = newChunker("chatcmpl-"+s.newID(), created, cmpOr(m.Model, s.model), s.reasoning)
+		s.ch.hide = s.hideThinking
 	}
 	calls := ollamaToolCalls(m.Message.ToolCalls, s.newID, true, s.calls)
 	s.calls += len(calls)
@@ -1279,6 +1575,24 @@ func stringsOnly(v json.RawMessage) bool {
 			return it.Done()
 		}
 		if e[0] != '"' && string(e) != "null" { // null, which a []string takes, as it took it
+			return false
+		}
+	}
+}
+
+// allStrings reports whether v is an array of strings alone: Ollama loads an array option
+// (stop) only so, and answers a null in it with a 500, as it does another kind.
+func allStrings(v json.RawMessage) bool {
+	if v[0] != '[' {
+		return false
+	}
+	it := jsonx.Array(v, false)
+	for {
+		_, e, ok := it.Next()
+		if !ok {
+			return it.Done()
+		}
+		if e[0] != '"' {
 			return false
 		}
 	}

@@ -2,6 +2,7 @@ package upstream
 
 import (
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -52,12 +53,30 @@ func TestOllamaParams(t *testing.T) {
 		{"reasoning.effort before reasoning_effort", `"reasoning_effort":"high","reasoning":{"effort":"minimal"}`, `,"stream":false,"truncate":false,"think":"low"}`},
 		{"reasoning without an effort", `"reasoning":{"max_tokens":100},"reasoning_effort":"medium"`, `,"stream":false,"truncate":false,"think":"medium"}`},
 		{"reasoning null", `"reasoning":null`, `,"stream":false,"truncate":false}`},
+		// The reasoning object's other switches (TestOllamaReasoningSwitches): enabled false is
+		// off before anything; enabled true or a max_tokens is on, at the level the other fields
+		// give, or true.
+		{"reasoning.enabled false is think false", `"reasoning":{"enabled":false}`, `,"stream":false,"truncate":false,"think":false}`},
+		{"reasoning.enabled true is think true", `"reasoning":{"enabled":true}`, `,"stream":false,"truncate":false,"think":true}`},
+		{"reasoning.max_tokens is think true", `"reasoning":{"max_tokens":2000}`, `,"stream":false,"truncate":false,"think":true}`},
+		{"reasoning.max_tokens 0 says nothing", `"reasoning":{"max_tokens":0}`, `,"stream":false,"truncate":false}`},
+		{"reasoning.enabled false before its effort", `"reasoning":{"effort":"high","enabled":false}`, `,"stream":false,"truncate":false,"think":false}`},
+		{"reasoning.enabled false before reasoning_effort", `"reasoning":{"enabled":false},"reasoning_effort":"high"`, `,"stream":false,"truncate":false,"think":false}`},
+		{"reasoning.enabled true at its effort", `"reasoning":{"enabled":true,"effort":"low"}`, `,"stream":false,"truncate":false,"think":"low"}`},
+		{"reasoning.enabled true at think's level", `"reasoning":{"enabled":true},"think":"high"`, `,"stream":false,"truncate":false,"think":"high"}`},
+		{"reasoning.enabled true over think false", `"reasoning":{"enabled":true},"think":false`, `,"stream":false,"truncate":false,"think":true}`},
+		{"reasoning.max_tokens over reasoning_effort none", `"reasoning":{"max_tokens":100},"reasoning_effort":"none"`, `,"stream":false,"truncate":false,"think":true}`},
+		{"reasoning.exclude alone says nothing of think", `"reasoning":{"exclude":true},"think":"medium"`, `,"stream":false,"truncate":false,"think":"medium"}`},
 		// Ollama's own think, at the top as Open WebUI's "think (Ollama)" setting sends it to an
 		// OpenAI connection: as written, unless reasoning_effort or reasoning says otherwise.
 		{"think false", `"think":false`, `,"stream":false,"truncate":false,"think":false}`},
 		{"think true", `"think":true`, `,"stream":false,"truncate":false,"think":true}`},
 		{"think a level", `"think":"medium"`, `,"stream":false,"truncate":false,"think":"medium"}`},
 		{"think null", `"think":null`, `,"stream":false,"truncate":false}`},
+		// The levels Ollama added for its thinking budgets, sent as written: an Ollama before them
+		// refuses them, and the chain moves on (TestOllamaOlderThinkLevelIsTheTargets).
+		{"think max", `"think":"max"`, `,"stream":false,"truncate":false,"think":"max"}`},
+		{"think minimal", `"think":"minimal"`, `,"stream":false,"truncate":false,"think":"minimal"}`},
 		{"reasoning_effort before think", `"think":true,"reasoning_effort":"none"`, `,"stream":false,"truncate":false,"think":false}`},
 		// vLLM's and llama-server's switch for Qwen3's thinking, which clients set in
 		// chat_template_kwargs (Open WebUI's custom parameters, LiteLLM's extra_body): the same
@@ -67,7 +86,11 @@ func TestOllamaParams(t *testing.T) {
 		{"think before enable_thinking", `"chat_template_kwargs":{"enable_thinking":false},"think":"high"`, `,"stream":false,"truncate":false,"think":"high"}`},
 		{"reasoning_effort before enable_thinking", `"chat_template_kwargs":{"enable_thinking":true},"reasoning_effort":"none"`, `,"stream":false,"truncate":false,"think":false}`},
 		{"enable_thinking not a boolean", `"chat_template_kwargs":{"enable_thinking":"no"}`, `,"stream":false,"truncate":false}`},
-		{"other template arguments", `"chat_template_kwargs":{"thinking":true}`, `,"stream":false,"truncate":false}`},
+		{"thinking, DeepSeek V3.1's switch", `"chat_template_kwargs":{"thinking":true}`, `,"stream":false,"truncate":false,"think":true}`},
+		{"thinking false", `"chat_template_kwargs":{"thinking":false}`, `,"stream":false,"truncate":false,"think":false}`},
+		{"enable_thinking before thinking", `"chat_template_kwargs":{"enable_thinking":false,"thinking":true}`, `,"stream":false,"truncate":false,"think":false}`},
+		{"thinking not a boolean", `"chat_template_kwargs":{"thinking":"on"}`, `,"stream":false,"truncate":false}`},
+		{"other template arguments", `"chat_template_kwargs":{"preserve_thinking":true}`, `,"stream":false,"truncate":false}`},
 		{"enable_thinking spelled otherwise", `"chat_template_kwargs":{"Enable_Thinking":false}`, `,"stream":false,"truncate":false}`},
 		// The sampling fields Ollama adds, which homelab clients send in the body (as LiteLLM's
 		// extra parameters): options, or keep_alive at the top (TestOllamaSamplingOptions).
@@ -85,6 +108,34 @@ func TestOllamaParams(t *testing.T) {
 		// num_ctx is the target's context_window, which the gateway filters by; a client's would
 		// run the model with another window than the one the prompt was found to fit.
 		{"a client's num_ctx is not sent", `"num_ctx":2048`, `,"stream":false,"truncate":false}`},
+		// Ollama's own options object, as a script moved from /api/chat, LiteLLM's extra_body or
+		// Open WebUI's custom parameters send it (TestOllamaNativeOptions): merged with what the
+		// gateway sets from OpenAI's fields, which win where both name an option.
+		{"options", `"options":{"num_ctx":4096,"mirostat":2,"top_k":20,"stop":["x"]}`,
+			`,"options":{"num_ctx":4096,"mirostat":2,"top_k":20,"stop":["x"]},"stream":false,"truncate":false}`},
+		{"OpenAI's fields win over options", `"temperature":0.7,"max_tokens":5,"options":{"temperature":0.1,"num_predict":9,"repeat_last_n":64}`,
+			`,"options":{"temperature":0.7,"num_predict":5,"repeat_last_n":64},"stream":false,"truncate":false}`},
+		{"the top-level sampling fields win over options", `"top_k":40,"options":{"top_k":10,"min_p":0.1}`,
+			`,"options":{"top_k":40,"min_p":0.1},"stream":false,"truncate":false}`},
+		{"options fill what OpenAI's fields leave", `"temperature":null,"options":{"temperature":0.2,"seed":0}`,
+			`,"options":{"temperature":0.2,"seed":0},"stream":false,"truncate":false}`},
+		{"runner options are not sent", `"options":{"num_gpu":0,"num_thread":4,"use_mmap":false,"num_batch":8,"main_gpu":1,` +
+			`"low_vram":true,"use_mlock":true,"numa":true,"seed":3}`, `,"options":{"seed":3},"stream":false,"truncate":false}`},
+		{"option nulls are unsent", `"options":{"temperature":null,"num_gpu":1}`, `,"stream":false,"truncate":false}`},
+		{"options null or empty", `"options":null`, `,"stream":false,"truncate":false}`},
+		{"options empty", `"options":{}`, `,"stream":false,"truncate":false}`},
+		{"an option Ollama may know later goes as written", `"options":{"future_knob":[1,{"a":2}]}`,
+			`,"options":{"future_knob":[1,{"a":2}]},"stream":false,"truncate":false}`},
+		// Ollama's own format, used when response_format asks for no format.
+		{"format json", `"format":"json"`, `,"format":"json","stream":false,"truncate":false}`},
+		{"format a schema", `"format":{"type":"object","properties":{"a":{"type":"string"}}}`,
+			`,"format":{"type":"object","properties":{"a":{"type":"string"}}},"stream":false,"truncate":false}`},
+		{"format empty is unsent", `"format":""`, `,"stream":false,"truncate":false}`},
+		{"format null is unsent", `"format":null`, `,"stream":false,"truncate":false}`},
+		{"response_format before format", `"format":{"type":"object"},"response_format":{"type":"json_object"}`,
+			`,"format":"json","stream":false,"truncate":false}`},
+		{"format beside response_format text", `"response_format":{"type":"text"},"format":"json"`,
+			`,"format":"json","stream":false,"truncate":false}`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -106,16 +157,17 @@ func TestOllamaParams(t *testing.T) {
 // a prompt the context filter let through because it fits the window, a larger one take memory
 // the operator did not give the model, and either reload the model for every other client.
 func TestOllamaContextWindowNotTheClients(t *testing.T) {
-	for _, n := range []string{"2048", "131072", `"big"`} {
+	for _, body := range []string{`"num_ctx":2048`, `"num_ctx":131072`, `"num_ctx":"big"`,
+		`"options":{"num_ctx":2048}`, `"options":{"num_ctx":131072}`, `"num_ctx":4096,"options":{"num_ctx":2048}`} {
 		tg := ollamaTarget("http://127.0.0.1:1")
 		tg.ContextWindow = 8192
 		a := &openaiOllama{t: tg, newID: func() string { return "x" }}
-		out, err := a.translate(chatRequestOf(t, `{"messages":[{"role":"user","content":"x"}],"num_ctx":`+n+`}`))
+		out, err := a.translate(chatRequestOf(t, `{"messages":[{"role":"user","content":"x"}],`+body+`}`))
 		if err != nil {
 			t.Fatal(err)
 		}
 		if got := string(mustJSON(out.Options)); got != `{"num_ctx":8192}` {
-			t.Errorf("num_ctx %s: options %s, want the target's window", n, got)
+			t.Errorf("%s: options %s, want the target's window", body, got)
 		}
 	}
 }
@@ -136,9 +188,29 @@ func TestOllamaSamplingRefused(t *testing.T) {
 		{"top_k", `1e30`, "invalid_value"},
 		{"min_p", `1e400`, "invalid_value"},
 		{"repeat_penalty", `-1e400`, "invalid_value"},
+		// Ollama's options and format (TestOllamaNativeOptions): a kind Ollama cannot load is a
+		// 500 from it (its options error is no 400), which would count against a sound target.
+		{"options", `[{"top_k":1}]`, "invalid_type"},
+		{"options", `"top_k=1"`, "invalid_type"},
+		{"options.top_k", `"40"`, "invalid_type"},
+		{"options.temperature", `true`, "invalid_type"},
+		{"options.penalize_newline", `1`, "invalid_type"},
+		{"options.stop", `"END"`, "invalid_type"},
+		{"options.stop", `["a",1]`, "invalid_type"},
+		{"options.num_ctx", `{}`, "invalid_type"},
+		{"options.stop", `["a",null]`, "invalid_type"},
+		{"format", `"yaml"`, "invalid_value"},
+		{"format", `"JSON"`, "invalid_value"},
+		{"format", `5`, "invalid_type"},
+		{"format", `["json"]`, "invalid_type"},
+		{"format", `true`, "invalid_type"},
 	} {
 		a := &openaiOllama{t: ollamaTarget("http://127.0.0.1:1"), newID: func() string { return "x" }}
-		_, err := a.translate(chatRequestOf(t, `{"messages":[{"role":"user","content":"x"}],"`+tt.field+`":`+tt.value+`}`))
+		member := `"` + tt.field + `":` + tt.value
+		if name, ok := strings.CutPrefix(tt.field, "options."); ok {
+			member = `"options":{"` + name + `":` + tt.value + `}`
+		}
+		_, err := a.translate(chatRequestOf(t, `{"messages":[{"role":"user","content":"x"}],`+member+`}`))
 		var se *core.StatusError
 		if !errors.As(err, &se) || se.Status != 400 || se.Param != tt.field || se.Code != tt.code {
 			t.Errorf("%s %s: %#v, want 400 %s at %s", tt.field, tt.value, err, tt.code, tt.field)
@@ -155,6 +227,10 @@ func TestOllamaReasoningObjectAndThink(t *testing.T) {
 		{`"reasoning":{"effort":7}`, "reasoning.effort", "invalid_value"},
 		{`"think":"lots"`, "think", "invalid_value"},
 		{`"think":"none"`, "think", "invalid_value"},
+		{`"think":"xhigh"`, "think", "invalid_value"},
+		{`"reasoning":{"enabled":"yes"}`, "reasoning.enabled", "invalid_type"},
+		{`"reasoning":{"max_tokens":"many"}`, "reasoning.max_tokens", "invalid_type"},
+		{`"reasoning":{"exclude":1}`, "reasoning.exclude", "invalid_type"},
 		{`"think":1`, "think", "invalid_type"},
 		{`"think":{}`, "think", "invalid_type"},
 	} {

@@ -405,6 +405,9 @@ type chunker struct {
 	// thinkLP keeps the content's logprobs out of all the tokens' (nil when reasoning is
 	// passthrough).
 	thinkLP *thinkLogprobs
+	// hide drops the reasoning, the upstream's and what think splits out, instead of sending it
+	// as reasoning_content (the reasoning object's exclude: TestOllamaReasoningSwitches).
+	hide bool
 }
 
 func newChunker(id string, created int64, model string, r core.Reasoning) *chunker {
@@ -445,6 +448,9 @@ func (c *chunker) delta(text, reasoning string, calls []toolCallJSON, hy *hayula
 		text, r = c.think.split(text)
 		reasoning += r
 	}
+	if c.hide {
+		reasoning = ""
+	}
 	if c.started && text == "" && reasoning == "" && len(calls) == 0 && hy == nil && c.logprobs == nil {
 		return nil
 	}
@@ -464,7 +470,9 @@ func (c *chunker) finish(reason string) []byte {
 	var d deltaJSON
 	if c.think != nil {
 		text, r := c.think.flush()
-		d.ReasoningContent = r
+		if !c.hide {
+			d.ReasoningContent = r
+		}
 		if text != "" {
 			d.Content = &text
 		}
@@ -489,6 +497,9 @@ func (c *chunker) held() []byte {
 	}
 	text, r := c.think.flush()
 	held := c.thinkLP.flush()
+	if c.hide {
+		r = ""
+	}
 	if text == "" && r == "" && len(held) == 0 {
 		return nil
 	}
