@@ -246,6 +246,9 @@ func eventTooLong(target string, n int) error {
 const (
 	streamClientLeft = "client_left" // the client went away: no fault of the target's
 	streamBrokeOff   = "broke_off"   // the upstream failed after the first event; the client got an error event
+	// streamAborted: the upstream ended the answer with finish_reason "abort" (upstream.AbortedError)
+	// after it began, relayed as it came; a whole answer's cut= says it too (upstream.Response.Aborted).
+	streamAborted = "aborted"
 )
 
 // streamEndOf is how hayula_stream_ends_total names the end of a stream whose head went out, from
@@ -256,6 +259,8 @@ func streamEndOf(ended string) int {
 		return metrics.StreamClientLeft
 	case streamBrokeOff:
 		return metrics.StreamBrokeOff
+	case streamAborted:
+		return metrics.StreamAborted
 	}
 	return metrics.StreamDone
 }
@@ -413,6 +418,12 @@ func (s *Server) relay(ctx context.Context, w http.ResponseWriter, usage usageTo
 		s.unbusy(rq)
 		_, _ = w.Write(sseDone)
 		_ = rc.Flush()
+		if _, ok := errors.AsType[*upstream.AbortedError](err); ok {
+			// Relayed as it came, the abort chunk and [DONE] (the Responses bridge fails it), but
+			// the engine gave the answer up: not a whole one (TestAbortAfterContentIsCut).
+			s.log.Warn("stream aborted", "target", res.target.Name, "error", errmap.LogText(err), "request_id", requestIDOf(w))
+			return http.StatusOK, streamAborted
+		}
 		return http.StatusOK, ""
 	}
 	if ctx.Err() != nil {
