@@ -210,3 +210,36 @@ func TestAbortResponsesWholeIsFailed(t *testing.T) {
 		t.Errorf("request line %q: want cut=aborted", line)
 	}
 }
+
+// TestResponsesOverLongEventIsBrokeOff: a Responses stream the bridge ends because one of its
+// events would be longer than a client reads (TestSSELinesWithinSDKLimit) is a stream that broke
+// off, as its client is told (the error event, response.failed): the request line says
+// stream=broke_off, a "stream broke off" warn line says why, and hayula_stream_ends_total counts
+// it under broke_off. It was logged and counted as a stream that ended with its [DONE].
+func TestResponsesOverLongEventIsBrokeOff(t *testing.T) {
+	hel, fin := quirkChunk(`{"role":"assistant","content":"Hel"}`, "null"), quirkChunk(`{}`, `"stop"`)
+	half := sizedChunk(3<<20, "<")
+	for name, middle := range map[string]string{
+		// A delta the encoder's escapes make too long.
+		"delta": "data: " + sizedChunk(6<<20, "<") + "\n\n",
+		// Deltas that go out, and a .done event, at [DONE], that repeats their whole text.
+		"done at the end": "data: " + half + "\n\ndata: " + half + "\n\n",
+	} {
+		t.Run(name, func(t *testing.T) {
+			var logs syncBuffer
+			g := newGateway(t, hostileConfig("openai", quirkUpstream(t, "data: "+hel+"\n\n"+middle+"data: "+fin+"\n\ndata: [DONE]\n\n")),
+				nil, withLog(&logs))
+			rep := g.post(t, "/v1/responses", `{"model":"up","stream":true,"input":"hi"}`)
+			if rep.status != 200 || !strings.Contains(string(rep.body), "response.failed") {
+				t.Fatalf("%d, want 200 and response.failed", rep.status)
+			}
+			if line := pathLine(t, &logs, "/v1/responses"); !strings.Contains(line, "stream=broke_off") {
+				t.Errorf("request line %q: want stream=broke_off", line)
+			}
+			if !strings.Contains(logs.String(), `msg="stream broke off" target=up`) {
+				t.Errorf("no stream broke off warn line:\n%s", logs.String())
+			}
+			settleStreamEnds(t, g, []string{`hayula_stream_ends_total{endpoint="responses",route="up",target="up",end="broke_off"} 1`})
+		})
+	}
+}
