@@ -155,10 +155,11 @@ const (
 	StreamDone       = iota
 	StreamClientLeft // the client went away mid-stream
 	StreamBrokeOff   // the upstream failed after the first event; the client got an error event
+	StreamAborted    // the upstream ended it with finish_reason "abort" after its first event, relayed as it came
 	numStreamEnds
 )
 
-var streamEndNames = [numStreamEnds]string{"done", "client_left", "broke_off"}
+var streamEndNames = [numStreamEnds]string{"done", "client_left", "broke_off", "aborted"}
 
 // streamEndCell is what is counted for the streams of one endpoint and route relayed by one
 // target: by how they ended.
@@ -414,7 +415,7 @@ func (s *Set) Served(route, target int) {
 }
 
 // StreamEnd counts a stream on endpoint op of route, relayed by target, whose head went out, by
-// how it ended (StreamDone, StreamClientLeft, StreamBrokeOff). Request counts such a stream's 200
+// how it ended (StreamDone, StreamClientLeft, StreamBrokeOff, StreamAborted). Request counts such a stream's 200
 // whatever its end; this tells the ends apart.
 func (s *Set) StreamEnd(op core.Op, route, target, end int) {
 	if s == nil || int(op) >= len(opNames) || route < 0 || route >= len(s.routes) ||
@@ -510,7 +511,7 @@ func (s *Set) Write(w *Writer, more func(*Writer)) {
 			}
 		}
 	}
-	w.Family("hayula_stream_ends_total", "counter", `Streams whose head went out (each counted 200 in hayula_requests_total), by endpoint, route, the target that relayed them, and how they ended: "done" (their [DONE]), "client_left" (the client went away mid-stream) or "broke_off" (the upstream failed after the first event; the client got an error event).`)
+	w.Family("hayula_stream_ends_total", "counter", `Streams whose head went out (each counted 200 in hayula_requests_total), by endpoint, route, the target that relayed them, and how they ended: "done" (their [DONE]), "client_left" (the client went away mid-stream) "broke_off" (the upstream failed after the first event; the client got an error event) or "aborted" (the upstream ended it with finish_reason \"abort\", its engine having given the request up, after the first event: relayed as it came, but not whole).`)
 	for op := range opNames {
 		for r, route := range s.routes {
 			for t, target := range s.targets {

@@ -96,6 +96,9 @@ func (s *Server) serveOp(w http.ResponseWriter, r *http.Request, op core.Op) {
 			s.metrics.StreamEnd(op, rs.index, res.target.Index, streamEndOf(ended))
 		} else {
 			ended, cut = "", ended // a whole answer's: its line's cut=, not stream=
+			if cut == "" && status == http.StatusOK && res.resp.Aborted {
+				cut = streamAborted // sent as it came, but the upstream's engine gave it up (TestAbortAfterContentIsCut)
+			}
 		}
 		if res.resp.Stream == nil && s.metrics != nil {
 			s.countAnswer(st.usageTo(rs), res.target, res.resp) // after the write: not the client's wait

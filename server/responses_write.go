@@ -598,6 +598,7 @@ func (b *responsesWriter) writeWhole() {
 	}
 	b.usage = a.Usage
 	var output []any
+	aborted := false
 	c := a.first()
 	if c == nil && len(a.Choices) > 0 {
 		c = &a.Choices[0] // a whole answer's only choice, whatever index it says
@@ -610,7 +611,8 @@ func (b *responsesWriter) writeWhole() {
 		// The item the model was producing when it stopped is the last: a cut answer's last
 		// call, or its message, or when it had begun neither, its reasoning and the empty
 		// message that stands for the answer.
-		cut := b.cutShort()
+		aborted = b.reason == upstream.FinishAbort
+		cut := b.cutShort() || aborted
 		refused := m.Refusal != nil && *m.Refusal != ""
 		answered := m.text() != "" || refused || len(m.ToolCalls) > 0
 		if th := m.thinking(); th != "" {
@@ -635,7 +637,13 @@ func (b *responsesWriter) writeWhole() {
 				CallID: callID(tc.ID), Name: tc.Function.Name, Arguments: string(tc.Function.Arguments)})
 		}
 	}
-	body, _ := json.Marshal(b.response("completed", output))
+	r := b.response("completed", output)
+	if aborted {
+		// The upstream's engine gave the answer up after it began: failed with what it had, as
+		// its stream is (TestAbortAfterContentIsCut).
+		r.Status, r.Error = "failed", &responseError{Code: "server_error", Message: abortedMessage}
+	}
+	body, _ := json.Marshal(r)
 	h := b.w.Header()
 	h["Content-Type"] = jsonContentType
 	h["Content-Length"] = []string{strconv.Itoa(len(body))}
@@ -742,6 +750,12 @@ func (b *responsesWriter) onChunk(p []byte) {
 		b.start()
 	}
 	if done {
+		if b.reason == upstream.FinishAbort {
+			// The upstream's engine gave the answer up (upstream.AbortedError): a stream that
+			// broke off, with what had arrived, never completed (TestAbortAfterContentIsCut).
+			b.fail("stream_interrupted", abortedMessage)
+			return
+		}
 		b.complete()
 		return
 	}
@@ -988,6 +1002,9 @@ func (b *responsesWriter) complete() {
 	}
 	b.emit(streamEvent{Type: typ, Response: r})
 }
+
+// abortedMessage is what the client of a Responses stream the upstream aborted reads.
+const abortedMessage = `the upstream stream broke off: the upstream aborted the request (finish_reason "abort")`
 
 // fail ends a stream that broke after it started: an error event, then response.failed with what
 // had arrived. The error event has OpenAI's documented shape, flat (code, message, param):

@@ -241,11 +241,21 @@ func eventTooLong(target string, n int) error {
 		" bytes, longer than a client's SSE reader takes (" + strconv.Itoa(maxEventData) + ")"}
 }
 
+// bridgeTooLong is the failure of a Responses stream the bridge ended because one of its events
+// would be longer than maxEventData (responsesWriter.tooLong).
+func bridgeTooLong(target string) error {
+	return &core.StreamError{Target: target, Message: "the Responses bridge ended the stream: one of its events would be longer than a client's SSE reader takes (" +
+		strconv.Itoa(maxEventData) + " bytes)"}
+}
+
 // How a stream that went out did not end with its [DONE], as the request's log line says it
 // (requestLog.stream): "" for one that did, and for a whole answer.
 const (
 	streamClientLeft = "client_left" // the client went away: no fault of the target's
 	streamBrokeOff   = "broke_off"   // the upstream failed after the first event; the client got an error event
+	// streamAborted: the upstream ended the answer with finish_reason "abort" (upstream.AbortedError)
+	// after it began, relayed as it came; a whole answer's cut= says it too (upstream.Response.Aborted).
+	streamAborted = "aborted"
 )
 
 // streamEndOf is how hayula_stream_ends_total names the end of a stream whose head went out, from
@@ -256,6 +266,8 @@ func streamEndOf(ended string) int {
 		return metrics.StreamClientLeft
 	case streamBrokeOff:
 		return metrics.StreamBrokeOff
+	case streamAborted:
+		return metrics.StreamAborted
 	}
 	return metrics.StreamDone
 }
@@ -401,6 +413,12 @@ func (s *Server) relay(ctx context.Context, w http.ResponseWriter, usage usageTo
 			s.yield()
 		}
 		first = false
+		if rq.bridge != nil && rq.bridge.overLong {
+			// The Responses bridge ended the stream in the event's place (its error event and
+			// response.failed went out): a stream that broke off (TestResponsesOverLongEventIsBrokeOff).
+			err = bridgeTooLong(res.target.Name)
+			break
+		}
 		if ev, err = st.Next(); err == nil && len(ev) > maxEventData {
 			err = eventTooLong(res.target.Name, len(ev))
 		}
@@ -413,6 +431,19 @@ func (s *Server) relay(ctx context.Context, w http.ResponseWriter, usage usageTo
 		s.unbusy(rq)
 		_, _ = w.Write(sseDone)
 		_ = rc.Flush()
+		if rq.bridge != nil && rq.bridge.overLong {
+			// The bridge's last events (the .done ones and the response, which repeat the whole
+			// text) were too long: it ended the stream with an error event in their place.
+			s.log.Warn("stream broke off", "target", res.target.Name, "error", errmap.LogText(bridgeTooLong(res.target.Name)),
+				"request_id", requestIDOf(w))
+			return http.StatusOK, streamBrokeOff
+		}
+		if _, ok := errors.AsType[*upstream.AbortedError](err); ok {
+			// Relayed as it came, the abort chunk and [DONE] (the Responses bridge fails it), but
+			// the engine gave the answer up: not a whole one (TestAbortAfterContentIsCut).
+			s.log.Warn("stream aborted", "target", res.target.Name, "error", errmap.LogText(err), "request_id", requestIDOf(w))
+			return http.StatusOK, streamAborted
+		}
 		return http.StatusOK, ""
 	}
 	if ctx.Err() != nil {

@@ -112,6 +112,18 @@ func (a *openaiOpenAI) body(ctx context.Context, resp *http.Response, req *core.
 	if key := itemsKey(op); !jsonx.NonEmptyArray(body, key) && !(op == core.OpEmbeddings && req.Inputs > 0 && emptyArray(body, key)) {
 		return nil, &core.ProtocolError{Target: a.t.Name, Err: &EmptyAnswerError{Key: key}}
 	}
+	// And so must an answer the upstream's engine gave up before it said anything
+	// (finish_reason "abort": see AbortedError), which relayed is an empty answer that says it
+	// is one (TestAbortBeforeAnythingMovesOn). One with something in it goes as it came,
+	// Aborted (TestAbortAfterContentIsCut). The raw search finds no `"abort"` in nearly every
+	// answer, and reads nothing more of it.
+	aborted := false
+	if op != core.OpEmbeddings && bytes.Contains(body, abortQuoted) && saysAbort(body) {
+		if !carriesAnswer(body) {
+			return nil, &core.ProtocolError{Target: a.t.Name, Err: &AbortedAnswerError{}}
+		}
+		aborted = true
+	}
 	// And so must embeddings as many as the inputs, or of another width than dimensions asked
 	// for, which the client would take for what it asked (TestEmbeddingsOpenAICountMismatch,
 	// TestEmbeddingsOpenAIDimensions), or embeddings a client cannot read, null or missing
@@ -124,7 +136,7 @@ func (a *openaiOpenAI) body(ctx context.Context, resp *http.Response, req *core.
 		}
 	}
 	r := &responseFor(resp).Response
-	r.Body, r.UpstreamID = body, upID
+	r.Body, r.UpstreamID, r.Aborted = body, upID, aborted
 	r.owner = ownerOf(resp, r) // the body as read: nothing else of it is kept
 	return r, nil
 }
@@ -162,6 +174,108 @@ func (e *ErrorAnswerError) Unquoted() string {
 
 // UpstreamMessage is what the upstream said, for errmap, which classifies an overflow by it.
 func (e *ErrorAnswerError) UpstreamMessage() string { return e.Message }
+
+// AbortedAnswerError is a 2xx non-streaming answer whose finish_reason is "abort" (vLLM's and
+// SGLang's for a request their engine gave up) with nothing in it: no text, reasoning, refusal or
+// call in any choice.
+type AbortedAnswerError struct{}
+
+func (e *AbortedAnswerError) Error() string {
+	return `the upstream aborted the request (finish_reason "abort") before any of its answer`
+}
+
+// AbortedError is how a stream ends whose upstream said finish_reason "abort" after the stream
+// began: vLLM and SGLang end so a request their engine gave up (a preemption, an engine error, a
+// shutdown, a scale-down), with a 200, the chunk that says it and [DONE], and no error event
+// before it (vLLM issue 57082). The stream is relayed as it came, the abort chunk too, which is
+// how the client can tell; but the answer is not whole, and the relay logs and counts it so
+// (stream=aborted). It Is io.EOF: whatever reads a stream to its end ([DONE]) takes it for that
+// end, and only what asks for an AbortedError tells the two apart. A stream whose first event is
+// the abort, with nothing in it, fails instead (a *core.StreamError), before anything went to the
+// client: the chain moves on (TestAbortBeforeAnythingMovesOn).
+type AbortedError struct {
+	Target string
+}
+
+func (e *AbortedError) Error() string {
+	return e.Target + `: stream: the upstream aborted the request (finish_reason "abort")`
+}
+
+// Is reports io.EOF as the error: the stream ended as the upstream ends one.
+func (e *AbortedError) Is(target error) bool { return target == io.EOF }
+
+// FinishAbort is the finish_reason vLLM and SGLang end an answer their engine gave up with.
+const FinishAbort = "abort"
+
+// abortQuoted is FinishAbort as a JSON string, raw: a finish_reason that says it, or (rarely) a
+// key or value of another member.
+var abortQuoted = []byte(`"` + FinishAbort + `"`)
+
+// saysAbort reports whether a finish_reason of data, an answer or a chunk, is "abort". Asked only
+// of one that holds a raw "abort" (a whole answer) or whose finish_reason says a finish (a
+// chunk): once a stream.
+func saysAbort(data []byte) bool {
+	const finishKey = `"finish_reason"`
+	for at := 0; ; {
+		i := bytes.Index(data[at:], []byte(finishKey))
+		if i < 0 {
+			return false
+		}
+		at += i + len(finishKey)
+		if j := reasonAt(data[at:]); j >= 0 && bytes.HasPrefix(data[at+j:], abortQuoted) {
+			return true
+		}
+	}
+}
+
+// answerParts is what a choice's delta (a chunk's) or message (a whole answer's) may carry.
+type answerParts struct {
+	Content          json.RawMessage `json:"content"`
+	ReasoningContent json.RawMessage `json:"reasoning_content"`
+	Reasoning        json.RawMessage `json:"reasoning"`
+	Refusal          json.RawMessage `json:"refusal"`
+	ToolCalls        json.RawMessage `json:"tool_calls"`
+	FunctionCall     json.RawMessage `json:"function_call"`
+}
+
+// carriesAnswer reports whether data, a chat or completions answer or chunk, carries anything of
+// an answer in a choice: text (a completion's too), reasoning, a refusal or a call. One that
+// cannot be read is taken to carry something: it goes on as it came.
+func carriesAnswer(data []byte) bool {
+	var v struct {
+		Choices []struct {
+			Delta   *answerParts    `json:"delta"`
+			Message *answerParts    `json:"message"`
+			Text    json.RawMessage `json:"text"`
+		} `json:"choices"`
+	}
+	if json.Unmarshal(data, &v) != nil {
+		return true
+	}
+	for _, c := range v.Choices {
+		if says(c.Text) {
+			return true
+		}
+		for _, p := range [...]*answerParts{c.Delta, c.Message} {
+			if p != nil && (says(p.Content) || says(p.ReasoningContent) || says(p.Reasoning) || says(p.Refusal) ||
+				says(p.ToolCalls) || says(p.FunctionCall)) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// says reports whether v, a raw JSON value, has something in it: it is neither missing, null,
+// nor an empty string, array or object.
+func says(v json.RawMessage) bool {
+	v = bytes.TrimSpace(v)
+	switch string(v) {
+	case "", "null", `""`, "[]", "{}":
+		return false
+	}
+	return true
+}
 
 // EmptyAnswerError is a 2xx non-streaming answer whose top-level array of results (Key:
 // "choices", or "data" for embeddings) is empty, missing, or not an array.
@@ -244,6 +358,7 @@ type openaiStream struct {
 	sse       *sseReader
 	events    int
 	sawFinish bool
+	aborted   bool        // an event said finish_reason "abort": the stream's end is an AbortedError
 	err       error       // the terminal result, returned again by every later Next
 	pool      *readerPool // where sse goes back on Close; nil for none
 }
@@ -279,7 +394,7 @@ func (s *openaiStream) Next() ([]byte, error) {
 			continue
 		}
 		if bytes.Equal(data, doneMarker) {
-			s.err = io.EOF
+			s.err = s.end()
 			return nil, s.err
 		}
 		// The stream ended inside this event's last line. Its data may be cut short, unless it
@@ -335,6 +450,15 @@ func (s *openaiStream) Next() ([]byte, error) {
 		if nullReason {
 			nullReasons(data)
 		}
+		if finish && saysAbort(data) {
+			// The engine gave the request up. Before anything went out, with nothing in it, the
+			// stream failed (see AbortedError).
+			if s.events == 0 && !carriesAnswer(data) {
+				s.err = &core.StreamError{Target: s.target, Message: `the upstream aborted the request (finish_reason "abort") before its first token`}
+				return nil, s.err
+			}
+			s.aborted = true
+		}
 		s.events++
 		if finish {
 			s.sawFinish = true
@@ -347,7 +471,7 @@ func (s *openaiStream) endError(err error) error {
 	switch {
 	case errors.Is(err, io.EOF):
 		if s.events > 0 && s.sawFinish {
-			return io.EOF
+			return s.end()
 		}
 		return &core.StreamError{Target: s.target, Message: "upstream closed the stream early"}
 	case errors.Is(err, errEventTooLarge):
@@ -356,6 +480,14 @@ func (s *openaiStream) endError(err error) error {
 	// The body read fails with the context's error when the caller gave up; keeping it wrapped
 	// lets errmap see a client that went away rather than an upstream that broke.
 	return &core.StreamError{Target: s.target, Message: "upstream broke off: " + err.Error(), Err: err}
+}
+
+// end is the stream's clean end: io.EOF, or an AbortedError for one an event said was aborted.
+func (s *openaiStream) end() error {
+	if s.aborted {
+		return &AbortedError{Target: s.target}
+	}
+	return io.EOF
 }
 
 // Buffered reports whether Next will return without waiting on the upstream.

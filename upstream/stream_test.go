@@ -118,7 +118,8 @@ func TestStreamParsing(t *testing.T) {
 		// error event, which ends the stream before the [DONE] that vLLM and SGLang write after
 		// it whatever happened; vLLM's engine aborts (shutdown, sleep, scale-down) and SGLang's
 		// aborts without an error status end with the finish_reason "abort" and [DONE]
-		// (vllm-project/vllm#57082), relayed as it came. None is
+		// (vllm-project/vllm#57082), relayed as it came, ending with an AbortedError, which Is
+		// io.EOF (TestStreamAbort). None is
 		// known to write [DONE] after an abort with neither, so [DONE] ends a stream with or
 		// without a finish_reason.
 		{"error event then [DONE] (vLLM, SGLang)", "data: " + chunkHello + "\n\n" +

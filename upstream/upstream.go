@@ -40,6 +40,9 @@ type Response struct {
 	// ask for (stream_options.include_usage, see asksUsage). The usage-only chunk (no choices)
 	// that then comes is the gateway's to count, not the client's to get.
 	UsageAsked bool
+	// Aborted: a whole answer (Body) whose finish_reason is "abort", with something in it, relayed
+	// as it came but not whole (see AbortedError); the request line says cut=aborted.
+	Aborted bool
 
 	// owner is the memory the Response and its Body live in, when Release may give it back.
 	owner *h1Answer
