@@ -188,6 +188,13 @@ func TestStreamViolationsFail(t *testing.T) {
 			return strings.Replace(b, `"choices":[{"finish_reason":null,"index":0,"logprobs":null,"text":" there"}]`,
 				`"choices":{"finish_reason":null,"index":0,"logprobs":null,"text":" there"}`, 1)
 		}, map[string]Result{"completions.stream.chunks": Fail}},
+		// The check read choices[0].text alone, so a second entry of any shape passed.
+		{"a completions chunk whose second choice's text is a number", func(req string, _ http.Header, b string) string {
+			if !strings.Contains(req, `"prompt"`) {
+				return b
+			}
+			return strings.Replace(b, `"text":" there"}]`, `"text":" there"},{"finish_reason":null,"index":1,"logprobs":null,"text":7}]`, 1)
+		}, map[string]Result{"completions.stream.chunks": Fail}},
 		{"no Content-Type (Go sniffs text/plain)", func(_ string, h http.Header, b string) string {
 			h.Del("Content-Type")
 			return b

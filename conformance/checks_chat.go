@@ -365,21 +365,73 @@ func chatChecks() []*check {
 				}
 				return pass()
 			}},
+		// n itself is optional (Ollama documents it unsupported): a server that refuses it skips,
+		// one that answers a single choice warns. The choices it does answer are chat choices
+		// all the same, each held to what the reference requires of every choice (index,
+		// message, finish_reason), so a malformed one fails as chat.choices and chat.message.*
+		// fail the plain request's (TestOneDeviationOneVerdict's n rows).
 		{id: "chat.n.choices", grade: Should, probes: []probeID{"chat.n"},
-			title: "n 2 yields two choices with indexes 0 and 1",
+			title: "n 2 yields two choices, indexes 0 and 1 each once, each a complete assistant choice",
 			judge: func(j *judge) verdict {
 				raw, ok := at(j.x("chat.n").json, "choices")
 				cs, isObjs := objects(raw, ok)
-				if !isObjs || len(cs) != 2 {
-					return fail("two choices", fmt.Sprintf("choices: %s", clip(showField(raw, ok), 120)))
+				if !isObjs || len(cs) == 0 {
+					return mustFail("choices: non-empty array of objects", "choices: "+clip(showField(raw, ok), 120))
 				}
 				if f := indexesDense(cs); f != nil {
-					return *f
+					return asMust(*f)
+				}
+				for i, c := range cs {
+					if f := completeChoice(i, c); f != nil {
+						return asMust(*f)
+					}
+				}
+				if len(cs) != 2 {
+					return fail("two choices", fmt.Sprintf("%d choice(s): %s", len(cs), clip(showField(raw, ok), 120)))
 				}
 				return pass()
 			}},
 	}
 }
+
+// completeChoice judges one chat choice as the reference defines it: a message with role
+// "assistant" whose content is present as a string or null (null beside tool calls or a
+// refusal, or when nothing was said) and whose tool_calls, if any, are an array, and an allowed
+// finish_reason. chat.message.role, chat.message.content and chat.finish_reason judge the
+// plain request's choices one requirement each; this is all of them for another request's.
+func completeChoice(i int, c map[string]any) *verdict {
+	const want = `{"index": i, "message": {"role": "assistant", "content": string or null}, "finish_reason": ...}`
+	m, hasMsg := c["message"]
+	msg, isObj := asObject(m)
+	if !isObj {
+		return failp(want, fmt.Sprintf("choices[%d].message: %s in %s", i, showField(m, hasMsg), brief(c)))
+	}
+	if r, ok := msg["role"]; r != "assistant" {
+		return failp(want, fmt.Sprintf("choices[%d].message.role: %s", i, showField(r, ok)))
+	}
+	content, hasContent := msg["content"]
+	if _, isStr := content.(string); !hasContent || (content != nil && !isStr) {
+		return failp(want, fmt.Sprintf("choices[%d].message.content: %s in %s", i, showField(content, hasContent), brief(msg)))
+	}
+	if calls, ok := msg["tool_calls"]; calls != nil {
+		if _, isArr := asArray(calls); !isArr {
+			return failp(want+" (tool_calls an array)", fmt.Sprintf("choices[%d].message.tool_calls: %s", i, showField(calls, ok)))
+		}
+	}
+	if v, ok := c["finish_reason"]; !oneOf(stringOf(v), chatFinishReasons()) {
+		return failp(want+" (finish_reason in "+strings.Join(chatFinishReasons(), ", ")+")",
+			fmt.Sprintf("choices[%d].finish_reason: %s", i, showField(v, ok)))
+	}
+	return nil
+}
+
+func stringOf(v any) string { s, _ := v.(string); return s }
+
+// mustFail is a failure graded MUST whatever the check's own grade: a check whose feature is
+// optional (a SHOULD) still fails what the reference requires of every answer.
+func mustFail(expected, seen string) verdict { return asMust(fail(expected, seen)) }
+
+func asMust(v verdict) verdict { v.grade = Must; return v }
 
 // indexesDense checks that choices carry integer indexes forming 0..n-1.
 func indexesDense(cs []map[string]any) *verdict {

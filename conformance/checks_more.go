@@ -279,12 +279,17 @@ func completionChecks() []*check {
 				}
 				chunks, pos := jsonChunks(x)
 				for i, ch := range chunks {
-					text, _ := at(ch, "choices", 0, "text")
 					// An object, null or absent choices read as "no
-					// choices" here and passed.
+					// choices" here and passed; so did every entry after
+					// the first, whatever its text.
 					cs, isObjs := objects(ch["choices"], hasKey(ch, "choices"))
-					if _, isStr := text.(string); ch["object"] != "text_completion" || !isObjs || (len(cs) > 0 && !isStr) {
-						return fail(`{"object": "text_completion", "choices": [{"text": string, ...}]}`, fmt.Sprintf("chunk %d: %s", pos[i], show(ch)))
+					ok := ch["object"] == "text_completion" && isObjs
+					for _, c := range cs {
+						_, isStr := c["text"].(string)
+						ok = ok && isStr
+					}
+					if !ok {
+						return fail(`{"object": "text_completion", "choices": [{"text": string, ...}]}`, fmt.Sprintf("chunk %d: %s", pos[i], show(ch))).at(chunkData(x, pos[i]))
 					}
 				}
 				return pass()

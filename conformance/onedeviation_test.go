@@ -113,7 +113,44 @@ func TestOneDeviationOneVerdict(t *testing.T) {
 				return b
 			}
 			return strings.Replace(b, `"index":1`, `"index":0`, 1)
-		}, want: map[string]Result{"chat.n.choices": Warn}},
+		}, want: map[string]Result{"chat.n.choices": Fail}},
+		{name: "n: the second choice without message", editJSON: func(req string, _ http.Header, b string) string {
+			if !isNRequest(req) {
+				return b
+			}
+			i := strings.Index(b, `"index":1,`)
+			j := strings.Index(b[i:], `}}]`)
+			return b[:i] + `"index":1,"logprobs":null}]` + b[i+j+3:]
+		}, want: map[string]Result{"chat.n.choices": Fail}},
+		{name: "n: the second choice's role user", editJSON: func(req string, _ http.Header, b string) string {
+			if !isNRequest(req) {
+				return b
+			}
+			i := strings.Index(b, `"index":1,`)
+			return b[:i] + strings.Replace(b[i:], `"role":"assistant"`, `"role":"user"`, 1)
+		}, want: map[string]Result{"chat.n.choices": Fail}},
+		{name: "n: the second choice's content a number", editJSON: func(req string, _ http.Header, b string) string {
+			if !isNRequest(req) {
+				return b
+			}
+			i := strings.Index(b, `"index":1,`)
+			return b[:i] + regexp.MustCompile(`"content":"[^"]*"`).ReplaceAllString(b[i:], `"content":7`)
+		}, want: map[string]Result{"chat.n.choices": Fail}},
+		{name: "n: the second choice's finish_reason eos", editJSON: func(req string, _ http.Header, b string) string {
+			if !isNRequest(req) {
+				return b
+			}
+			i := strings.LastIndex(b, `"finish_reason":"`)
+			return b[:i] + regexp.MustCompile(`^"finish_reason":"[a-z_]*"`).ReplaceAllString(b[i:], `"finish_reason":"eos"`)
+		}, want: map[string]Result{"chat.n.choices": Fail}},
+		// A choice that said nothing: the reference's content is a string or null.
+		{name: "n: the second choice's content null", editJSON: func(req string, _ http.Header, b string) string {
+			if !isNRequest(req) {
+				return b
+			}
+			i := strings.Index(b, `"index":1,`)
+			return b[:i] + regexp.MustCompile(`"content":"[^"]*"`).ReplaceAllString(b[i:], `"content":null`)
+		}},
 
 		// response_format json_schema.
 		{name: "json_schema: the document among spaces and newlines", editJSON: func(req string, _ http.Header, b string) string {

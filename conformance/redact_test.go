@@ -83,6 +83,16 @@ func TestKeyRedactedWhereItStandsAlone(t *testing.T) {
 		{"letters beside digits", "abcdefgh", "1abcdefgh2", "1[redacted]2"},
 		{"a key with a dash", "sk-secret-7f3a", "Bearer sk-secret-7f3a", "Bearer [redacted]"},
 		{"short keys stay", "1750", "1750", "1750"},
+		{"after a minus sign", numericKey, `"logprob":-17500000,`, `"logprob":-17500000,`},
+		{"after a minus sign in an array", numericKey, `[-17500000]`, `[-17500000]`},
+		{"after a minus sign at the start", numericKey, `-17500000`, `-17500000`},
+		{"an exponent", numericKey, `[1e-17500000,2E17500000]`, `[1e-17500000,2E17500000]`},
+		{"a hyphen after a word", numericKey, "sk-17500000 key-17500000", "sk-[redacted] key-[redacted]"},
+		{"a number inside a string", numericKey, `{"id":"chatcmpl-1750000000"}`, `{"id":"chatcmpl-[redacted]00"}`},
+		{"after a minus sign inside a string", numericKey, `{"message":"bad key -17500000"}`, `{"message":"bad key -[redacted]"}`},
+		{"after an escaped quote inside a string", numericKey, `{"m":"say \"x\" 1750000000","n":1750000000}`, `{"m":"say \"x\" [redacted]00","n":1750000000}`},
+		{"a string on an earlier line", numericKey, "{\"m\":\"a\"}\n-17500000", "{\"m\":\"a\"}\n-17500000"},
+		{"a key with letters inside a number", "1234abcd5678", "91234abcd56789", "9[redacted]9"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -96,5 +106,29 @@ func TestKeyRedactedWhereItStandsAlone(t *testing.T) {
 				t.Errorf("hideKey(%q, %q) = %q, %q, %q; want %q", tt.in, tt.key, rep.Checks[0].Reason, rep.Checks[0].Evidence.Seen, ue.Msg, tt.want)
 			}
 		})
+	}
+}
+
+// TestKeyBesideAMinusSignStays: a numeric key that an answer holds as a negative number outside
+// any string (a logprob, a member of the server's own) is that number, not the key; cut after
+// its minus sign, the answer was no longer JSON and the conforming server failed every check
+// that reads it. The same digits inside a string are cut.
+func TestKeyBesideAMinusSignStays(t *testing.T) {
+	_, srv := newWrappedFake(t, func(h http.Handler) http.Handler {
+		return keyAs{key: numericKey, next: streamRewrite{next: h, editJSON: func(req string, _ http.Header, b string) string {
+			return strings.Replace(b, `{"choices":`, `{"x_score":-`+numericKey+`,"x_note":"-`+numericKey+`","choices":`, 1)
+		}}}
+	})
+	o := fakeOptions(t, srv)
+	o.APIKey = numericKey
+	o.Only = []string{"chat.*"}
+	rep := runAgainst(t, o)
+	if got := notPassing(rep); len(got) != 0 {
+		for _, c := range rep.Checks {
+			if c.Evidence != nil {
+				t.Logf("%s: expected %s; seen %s", c.ID, c.Evidence.Expected, c.Evidence.Seen)
+			}
+		}
+		t.Errorf("checks that did not pass: %v", got)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"golang.org/x/sync/errgroup"
@@ -427,19 +428,21 @@ func hideKeyIn(b []byte, key string) []byte {
 	return []byte(redactKey(string(b), key))
 }
 
-// redactKey is s with key replaced by [redacted] wherever it stands as itself: everywhere but
-// where a key that begins or ends with a digit is part of a longer number (digits, with a
-// decimal point between digits). A key of digits inside a longer number ("created": 1750000000
-// holding 17500000, a logprob's decimals, an id) is a coincidence, not the key, and cutting it
-// there made the answer no JSON and the report show numbers the server never sent
-// (TestNumericKeyInsideANumberStays). Letters beside the key are cut with it: a key echoed with
-// a character after it is still the key, and a secret shown is worse than a word cut.
+// redactKey is s with key replaced by [redacted] wherever it stands as itself. The one place it
+// stays is where a key of digits alone is part of a longer JSON number outside any string (more
+// digits, a sign, decimals or an exponent beside it): "created": 1750000000 holding 17500000,
+// a logprob -17500000 or -0.17500000. There it is a coincidence, not the key, and cutting it made
+// the answer no JSON, so that a conforming server failed the checks that read it, and the report
+// showed numbers the server never sent (TestNumericKeyInsideANumberStays,
+// TestKeyBesideAMinusSignStays). A key with a letter in it, or one inside a string (a message
+// quoting it, an id holding its digits), is cut, letters or digits beside it or not: a key
+// echoed with a character after it is still the key, a string stays a string with [redacted]
+// in it, and a secret shown is worse than a word cut (TestKeyRedactedWhereItStandsAlone).
 func redactKey(s, key string) string {
 	if len(key) < minHiddenKey || !strings.Contains(s, key) {
 		return s
 	}
-	first, _ := utf8.DecodeRuneInString(key)
-	last, _ := utf8.DecodeLastRuneInString(key)
+	numeric := strings.IndexFunc(key, func(r rune) bool { return !isDigit(r) }) < 0
 	var b strings.Builder
 	from := 0 // s[:from] is written
 	for search := 0; ; {
@@ -449,7 +452,7 @@ func redactKey(s, key string) string {
 		}
 		i += search
 		end := i + len(key)
-		if continuesBefore(s[:i], first) || continuesAfter(s[end:], last) {
+		if numeric && (numberBefore(s[:i]) || numberAfter(s[end:])) && !inString(s[:i]) {
 			search = i + 1
 			continue
 		}
@@ -464,28 +467,76 @@ func redactKey(s, key string) string {
 	return b.String()
 }
 
-// continuesBefore reports whether the end of before continues the number that edge, a key's first
-// character, belongs to.
-func continuesBefore(before string, edge rune) bool {
+// numberBefore reports whether before ends with what continues a JSON number leftwards into
+// digits that follow it: a digit, a decimal point or an exponent's e after a digit, or a sign
+// where a number may begin (after a non-word character, or an exponent's after a digit and e or
+// E). A hyphen after a word ("sk-", "key-") is no sign.
+func numberBefore(before string) bool {
 	r, n := utf8.DecodeLastRuneInString(before)
-	if r == '.' && isDigit(edge) {
-		r, _ = utf8.DecodeLastRuneInString(before[:len(before)-n])
+	rest := before[:len(before)-n]
+	switch {
+	case isDigit(r):
+		return true
+	case r == '.':
+		p, _ := utf8.DecodeLastRuneInString(rest)
+		return isDigit(p)
+	case r == 'e' || r == 'E':
+		p, _ := utf8.DecodeLastRuneInString(rest)
+		return isDigit(p)
+	case r == '-' || r == '+':
+		p, pn := utf8.DecodeLastRuneInString(rest)
+		if p == 'e' || p == 'E' {
+			q, _ := utf8.DecodeLastRuneInString(rest[:len(rest)-pn])
+			return isDigit(q)
+		}
+		return r == '-' && (rest == "" || !isWord(p))
 	}
-	return sameRun(edge, r)
+	return false
 }
 
-// continuesAfter reports whether the start of after continues the number that edge, a key's last
-// character, belongs to.
-func continuesAfter(after string, edge rune) bool {
+// numberAfter reports whether after begins with what continues a JSON number rightwards from
+// digits before it: a digit, a decimal point before a digit, or an exponent (e or E, a sign
+// perhaps, a digit).
+func numberAfter(after string) bool {
 	r, n := utf8.DecodeRuneInString(after)
-	if r == '.' && isDigit(edge) {
-		r, _ = utf8.DecodeRuneInString(after[n:])
+	rest := after[n:]
+	switch {
+	case isDigit(r):
+		return true
+	case r == '.':
+		p, _ := utf8.DecodeRuneInString(rest)
+		return isDigit(p)
+	case r == 'e' || r == 'E':
+		p, pn := utf8.DecodeRuneInString(rest)
+		if p == '-' || p == '+' {
+			p, _ = utf8.DecodeRuneInString(rest[pn:])
+		}
+		return isDigit(p)
 	}
-	return sameRun(edge, r)
+	return false
 }
 
-// sameRun reports whether r continues the number that edge, a key's first or last character,
-// is part of.
-func sameRun(edge, r rune) bool { return isDigit(edge) && isDigit(r) }
+// inString reports whether the end of before is inside a JSON string: an odd number of quotes,
+// not escaped, since its last line began (a JSON string never holds a newline, so a line that
+// began elsewhere, an excerpt's or an event's, starts outside one).
+func inString(before string) bool {
+	if i := strings.LastIndexByte(before, '\n'); i >= 0 {
+		before = before[i+1:]
+	}
+	in := false
+	for i := 0; i < len(before); i++ {
+		switch before[i] {
+		case '\\':
+			if in {
+				i++
+			}
+		case '"':
+			in = !in
+		}
+	}
+	return in
+}
+
+func isWord(r rune) bool { return isDigit(r) || r == '_' || unicode.IsLetter(r) }
 
 func isDigit(r rune) bool { return '0' <= r && r <= '9' }

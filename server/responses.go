@@ -52,7 +52,7 @@ func (s *Server) handleStoredResponse(w http.ResponseWriter, r *http.Request, ps
 		return
 	}
 	writeError(w, &apiError{Status: http.StatusNotFound, Type: typeInvalidRequest, Code: "response_not_found",
-		Message: fmt.Sprintf("Response with id '%s' not found: the gateway stores no responses (its answers say \"store\": false, whatever the request asked), so there is none to retrieve, list, delete or cancel.", clip(ps.ByName("id"), maxEcho))})
+		Message: fmt.Sprintf("Response with id '%s' not found: the gateway stores no responses (its answers say \"store\": false, whatever the request asked), so there is none to retrieve, list, delete or cancel.", echo(ps.ByName("id")))})
 }
 
 // decodeResponses turns a Responses body into a chat body and decodes that as a chat request: the

@@ -246,7 +246,7 @@ func promptTurn(v []byte) []core.Message {
 func modelNotFound(model string) *apiError {
 	return &apiError{Status: http.StatusNotFound, Type: typeInvalidRequest, Code: "model_not_found", Param: "model",
 		Message: fmt.Sprintf("The model `%s` does not exist or you do not have access to it. "+
-			"GET /v1/models lists the models you may use.", clip(model, maxEcho))}
+			"GET /v1/models lists the models you may use.", echo(model))}
 }
 
 func (s *Server) applyStrict(rs *routeState, key *config.Key, req *core.Request) {

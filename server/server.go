@@ -393,13 +393,9 @@ func (s *Server) router() *httprouter.Router {
 		}
 	}
 	r.NotFound = http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		path := req.URL.Path
-		if req.URL.RawPath != "" {
-			path = req.URL.EscapedPath() // the path as sent, which is what a client can look for
-		}
-		msg := fmt.Sprintf("Unrecognized request URL (%s %s).", req.Method, path)
-		if escapedSlash(req.URL.RawPath) {
-			msg += " An escaped slash (%2F) is not a separator of the gateway's paths."
+		msg := fmt.Sprintf("Unrecognized request URL (%s %s).", req.Method, pathAsSent(req))
+		if seg := escapedSlashSegment(req.URL.RawPath); seg != "" {
+			msg += fmt.Sprintf(" The escaped slash (%%2F) in %q is not a separator of the gateway's paths.", shownPath(seg))
 		} else if p := servedAt(r, req.Method, req.URL.Path); p != "" {
 			msg += fmt.Sprintf(" It is served at %s: a client's base URL is the gateway's address and /v1, with no slash after it.", p)
 		}
@@ -407,7 +403,7 @@ func (s *Server) router() *httprouter.Router {
 	})
 	r.MethodNotAllowed = http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		writeError(w, &apiError{Status: http.StatusMethodNotAllowed, Type: typeInvalidRequest, Code: "method_not_allowed",
-			Message: fmt.Sprintf("Method %s is not allowed on %s.", req.Method, req.URL.Path)})
+			Message: fmt.Sprintf("Method %s is not allowed on %s.", req.Method, pathAsSent(req))})
 	})
 	return r
 }
@@ -441,16 +437,74 @@ func servedAt(r *httprouter.Router, method, path string) string {
 // (TestEscapedSlashReachesNoRoute). Other escapes spell the same path (RFC 3986 §6.2.2.2) and
 // are served. RawPath is "" for a path without escapes, so that a request asks nothing more
 // than that.
-func escapedSlash(raw string) bool {
+func escapedSlash(raw string) bool { return escapedSlashAt(raw) >= 0 }
+
+// escapedSlashAt is where in raw the escaped slash escapedSlash finds begins, or -1.
+func escapedSlashAt(raw string) int {
 	i := strings.Index(raw, "%2F")
 	if j := strings.Index(raw, "%2f"); j >= 0 && (i < 0 || j < i) {
 		i = j
 	}
 	if i < 0 {
-		return false
+		return -1
 	}
-	before, err := url.PathUnescape(raw[:i])
-	return err != nil || !strings.HasPrefix(before, "/v1/models/")
+	if before, err := url.PathUnescape(raw[:i]); err == nil && strings.HasPrefix(before, "/v1/models/") {
+		return -1
+	}
+	return i
+}
+
+// escapedSlashSegment is the segment of raw (between unescaped slashes) that holds the escaped
+// slash escapedSlash finds, as sent, or "" when there is none: the part of the path a client
+// must change, named in the 404's message.
+func escapedSlashSegment(raw string) string {
+	i := escapedSlashAt(raw)
+	if i < 0 {
+		return ""
+	}
+	start := strings.LastIndexByte(raw[:i], '/') + 1
+	end := len(raw)
+	if j := strings.IndexByte(raw[i:], '/'); j >= 0 {
+		end = i + j
+	}
+	return raw[start:end]
+}
+
+// pathAsSent is r's path as the client spelt it, for a message that names it (404 unknown_url,
+// 405): a client looks for its own spelling in its code. url.URL.Path is decoded, so it turned
+// %0A, %1B and %C2%9B back into a line break, an ESC and a C1 control, bytes a client that
+// prints the message hands its terminal or log line; EscapedPath re-escapes the whole path when
+// the spelling holds a byte it would escape itself (a template's {model}), and shows an escaped
+// slash as a slash; and RawPath, which should be the spelling, is left empty for some spellings
+// Go would not produce. The request line's target is the spelling (r.RequestURI, its query cut);
+// any byte outside printable ASCII in it is shown escaped (TestUnknownURLNamesThePathAsSent).
+func pathAsSent(r *http.Request) string {
+	p, _, _ := strings.Cut(r.RequestURI, "?")
+	if !strings.HasPrefix(p, "/") { // a proxy's absolute form, or a request built in a test
+		p = r.URL.RawPath
+		if p == "" {
+			p = r.URL.EscapedPath()
+		}
+	}
+	return shownPath(p)
+}
+
+// shownPath is p with every byte outside printable ASCII percent-escaped, as a URL spells it.
+func shownPath(p string) string {
+	i := strings.IndexFunc(p, func(r rune) bool { return r <= ' ' || r >= 0x7f })
+	if i < 0 {
+		return p
+	}
+	var b strings.Builder
+	b.WriteString(p[:i])
+	for ; i < len(p); i++ {
+		if c := p[i]; c <= ' ' || c >= 0x7f {
+			fmt.Fprintf(&b, "%%%02X", c)
+			continue
+		}
+		b.WriteByte(p[i])
+	}
+	return b.String()
 }
 
 // recoverer gives every request its ID (requestIDs), which every answer carries, and turns a
