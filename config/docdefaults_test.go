@@ -1,6 +1,7 @@
 package config
 
 import (
+	"fmt"
 	"os"
 	"reflect"
 	"regexp"
@@ -289,4 +290,165 @@ func TestConfigDocIntegerBounds(t *testing.T) {
 	if checked < 10 {
 		t.Errorf("checked %d integer keys; CONFIG.md documents more than 10", checked)
 	}
+}
+
+// docExampleBase is the config TestConfigDocExamplesLoad writes each example into: CONFIG.md's
+// targets and routes, a managed target (router) in a group (gpu), a route named general (the
+// [auto] default's example) and an intent, so that an example that names any of them has it.
+const docExampleBase = `
+[[keys]]
+name   = "laptop"
+sha256 = "` + hashTest + `"
+
+[targets.saif]
+adapter = "saif"
+url     = "http://127.0.0.1:8443"
+
+[targets.deepseek-r1]
+adapter = "openai"
+url     = "http://127.0.0.1:8001/v1"
+
+[targets.openrouter]
+adapter = "openai"
+url     = "http://127.0.0.1:8002/v1"
+class   = "public"
+
+[targets.router]
+adapter = "openai"
+url     = "http://127.0.0.1:{port}/v1"
+command = ["llama-server", "--port", "{port}"]
+group   = "gpu"
+
+[groups.gpu]
+slots = 3
+
+[cooldown]
+
+[routes.saif]
+targets = ["saif", "deepseek-r1", "openrouter"]
+
+[routes.deepseek-r1]
+targets = ["deepseek-r1"]
+
+[routes.averroes-q]
+targets = ["deepseek-r1"]
+
+[routes.general]
+targets = ["router"]
+
+[auto]
+
+[[auto.intents]]
+name  = "x"
+route = "saif"
+terms = ["a"]
+`
+
+// TestConfigDocExamplesLoad holds the Example column of CONFIG.md's key tables to the loader:
+// each example (every code span of the cell that is a TOML value) written as its key's value, in
+// a config that has what the example names, loads. An example a user copies and gets an error
+// for fails here.
+func TestConfigDocExamplesLoad(t *testing.T) {
+	raw, err := os.ReadFile("../CONFIG.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{"OPENROUTER_API_KEY": "sk-test"}
+	// The table of the base config each table's key is written into.
+	in := map[string][]string{
+		"":             nil,
+		"keys":         {"keys", "0"},
+		"cooldown":     {"cooldown"},
+		"targets.NAME": {"targets", "deepseek-r1"},
+		"routes.NAME":  {"routes", "saif"},
+		"groups.NAME":  {"groups", "gpu"},
+		"auto":         {"auto"},
+		"auto.intents": {"auto", "intents", "0"},
+	}
+	span := regexp.MustCompile("`([^`]+)`")
+	checked := 0
+	for table, where := range docTables {
+		tables, _ := docKeyTables(string(raw), where.section)
+		if where.table >= len(tables) {
+			continue // TestConfigDocListsEveryKey says so
+		}
+		for _, cells := range tables[where.table] {
+			if len(cells) < 4 {
+				continue // TestConfigDocListsEveryKey says so
+			}
+			name := strings.Trim(strings.Trim(cells[0], "`"), "[]")
+			if i := strings.LastIndexByte(name, '.'); i >= 0 {
+				name = name[i+1:]
+			}
+			examples := []string{}
+			for _, m := range span.FindAllStringSubmatch(cells[3], -1) {
+				examples = append(examples, m[1])
+			}
+			if len(examples) == 0 {
+				examples = append(examples, docValue(cells[3]))
+			}
+			for _, ex := range examples {
+				var v map[string]any
+				if _, err := toml.Decode("v = "+ex, &v); err != nil {
+					if name == "intents" {
+						continue // "see below": the blocks, which TestDocTOMLBlocksLoad loads
+					}
+					t.Errorf("CONFIG.md's example for %s, %s, is not a TOML value", strings.TrimPrefix(table+"."+name, "."), ex)
+					continue
+				}
+				path := in[table]
+				if table == "targets.NAME" {
+					switch {
+					case name == "specialists":
+						path = []string{"targets", "saif"}
+					case name == "idle_stop" || name == "load_timeout" || name == "group" || name == "command" ||
+						strings.Contains(ex, "{port}"):
+						path = []string{"targets", "router"}
+					}
+				}
+				checked++
+				src, err := docWithKey(docExampleBase, path, name, v["v"])
+				if err == nil {
+					_, err = Parse([]byte(src), "example.toml", func(k string) string { return env[k] })
+				}
+				if err != nil {
+					t.Errorf("%s = %s, CONFIG.md's example for %s, does not load:\n%v", name, ex, strings.TrimPrefix(table+"."+name, "."), err)
+				}
+			}
+		}
+	}
+	if checked < 50 {
+		t.Errorf("checked %d examples; CONFIG.md gives more than 50", checked)
+	}
+}
+
+// docWithKey is base with key set to v in the table at path (an index is an element of an
+// array of tables), written back out as TOML.
+func docWithKey(base string, path []string, key string, v any) (string, error) {
+	var doc map[string]any
+	if _, err := toml.Decode(base, &doc); err != nil {
+		return "", err
+	}
+	table := doc
+	for i := 0; i < len(path); i++ {
+		switch next := table[path[i]].(type) {
+		case map[string]any:
+			table = next
+		case []map[string]any:
+			i++ // the next element of path is the index
+			n, err := strconv.Atoi(path[i])
+			if err != nil || n >= len(next) {
+				return "", fmt.Errorf("the base config has no table %v", path)
+			}
+			table = next[n]
+		default:
+			return "", fmt.Errorf("the base config has no table %v", path)
+		}
+	}
+	table[key] = v
+	var b strings.Builder
+	if err := toml.NewEncoder(&b).Encode(doc); err != nil {
+		return "", err
+	}
+	return b.String(), nil
 }
