@@ -452,3 +452,44 @@ func docWithKey(base string, path []string, key string, v any) (string, error) {
 	}
 	return b.String(), nil
 }
+
+// TestConfigDocCredentialFlagsRefused holds CONFIG.md's list of the credential flags a command
+// may not carry to the loader: a command with each (its value apart, and after "=", in upper
+// case too) does not load, and the message does not repeat the value.
+func TestConfigDocCredentialFlagsRefused(t *testing.T) {
+	raw, err := os.ReadFile("../CONFIG.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, sentence, ok := strings.Cut(string(raw), "value of a credential flag\n")
+	if !ok {
+		t.Fatal("CONFIG.md no longer lists the credential flags a command may not carry")
+	}
+	sentence, _, _ = strings.Cut(sentence, "in any case")
+	flags := map[string]bool{}
+	for _, m := range regexp.MustCompile("`(--[a-z_-]+)[ =`]").FindAllStringSubmatch(sentence, -1) {
+		flags[m[1]] = true
+	}
+	if len(flags) < 8 {
+		t.Fatalf("read %d flags from CONFIG.md's list: %v", len(flags), flags)
+	}
+	const secret = "s3cr3t-v4lue"
+	for flag := range flags {
+		for _, args := range [][]string{{flag, secret}, {flag + "=" + secret}, {strings.ToUpper(flag), secret}} {
+			quoted := make([]string, len(args))
+			for i, a := range args {
+				quoted[i] = strconv.Quote(a)
+			}
+			src := "[targets.a]\nadapter = \"openai\"\nurl = \"http://127.0.0.1:{port}/v1\"\n" +
+				"command = [\"llama-server\", " + strings.Join(quoted, ", ") + ", \"--port\", \"{port}\"]\n" +
+				"[routes.r]\ntargets = [\"a\"]\n"
+			_, err := Parse([]byte(src), "c.toml", nil)
+			switch {
+			case err == nil:
+				t.Errorf("command with %v loads; CONFIG.md says it is refused", args)
+			case strings.Contains(err.Error(), secret):
+				t.Errorf("command with %v: the message repeats the value: %v", args, err)
+			}
+		}
+	}
+}
