@@ -493,3 +493,55 @@ func TestConfigDocCredentialFlagsRefused(t *testing.T) {
 		}
 	}
 }
+
+// TestConfigDocDurationBounds holds the duration keys' rows of CONFIG.md to the loader: a
+// negative duration is refused; "0s" is refused where the row says the key "Must be longer than
+// `0s`" (or at least base, itself longer), and where it does not, loads and the row says what
+// `"0s"` means.
+func TestConfigDocDurationBounds(t *testing.T) {
+	raw, err := os.ReadFile("../CONFIG.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	load := func(table, name, line string) error {
+		base := docDefaultBases[table]
+		if table == "targets.NAME" && (name == "idle_stop" || name == "load_timeout") {
+			base = docManagedBase
+		}
+		_, err := Parse([]byte(strings.Replace(base, "%s", line, 1)), "d.toml", func(string) string { return "" })
+		return err
+	}
+	checked := 0
+	for table, where := range docTables {
+		tables, _ := docKeyTables(string(raw), where.section)
+		if where.table >= len(tables) {
+			continue // TestConfigDocListsEveryKey says so
+		}
+		for _, cells := range tables[where.table] {
+			if len(cells) < 5 || cells[1] != "duration" {
+				continue
+			}
+			name := strings.Trim(cells[0], "`")
+			full := strings.TrimPrefix(table+"."+name, ".")
+			t.Run(full, func(t *testing.T) {
+				checked++
+				if err := load(table, name, name+` = "-1s"`); err == nil {
+					t.Errorf("%s = \"-1s\" loads", name)
+				}
+				// "At least `base`" (cooldown.max) is longer than 0s too: base must be.
+				positive := strings.Contains(cells[4], "Must be longer than `0s`") || strings.Contains(cells[4], "At least `base`")
+				switch err := load(table, name, name+` = "0s"`); {
+				case positive && err == nil:
+					t.Errorf("CONFIG.md says %s must be longer than 0s, yet %s = \"0s\" loads", full, name)
+				case !positive && err != nil:
+					t.Errorf("%s = \"0s\" does not load, and CONFIG.md's row does not say \"Must be longer than `0s`\": %v", name, err)
+				case !positive && !strings.Contains(cells[2]+cells[4], "`\"0s\"`"):
+					t.Errorf("%s = \"0s\" loads, and CONFIG.md's row does not say what `\"0s\"` means", name)
+				}
+			})
+		}
+	}
+	if checked < 9 {
+		t.Errorf("checked %d duration keys; CONFIG.md documents 9", checked)
+	}
+}
