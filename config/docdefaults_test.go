@@ -5,6 +5,7 @@ import (
 	"os"
 	"reflect"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -543,5 +544,118 @@ func TestConfigDocDurationBounds(t *testing.T) {
 	}
 	if checked < 9 {
 		t.Errorf("checked %d duration keys; CONFIG.md documents 9", checked)
+	}
+}
+
+// TestConfigDocEnums holds the values a string key's Type column lists (`ordered` \| `weighted`
+// …) to the loader: each loads, and they are the values the loader's message for an unknown one
+// asks for, no more and no fewer.
+func TestConfigDocEnums(t *testing.T) {
+	raw, err := os.ReadFile("../CONFIG.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	span := regexp.MustCompile("`([^`]+)`")
+	want := regexp.MustCompile(`\(want ([a-z, -]+?) or ([a-z-]+)[;)]`)
+	checked := 0
+	for table, where := range docTables {
+		tables, _ := docKeyTables(string(raw), where.section)
+		if where.table >= len(tables) {
+			continue // TestConfigDocListsEveryKey says so
+		}
+		for _, cells := range tables[where.table] {
+			if len(cells) < 2 || !strings.Contains(cells[1], "` \\| `") {
+				continue
+			}
+			name := strings.Trim(cells[0], "`")
+			full := strings.TrimPrefix(table+"."+name, ".")
+			t.Run(full, func(t *testing.T) {
+				checked++
+				var documented []string
+				for _, m := range span.FindAllStringSubmatch(cells[1], -1) {
+					documented = append(documented, m[1])
+				}
+				base := docDefaultBases[table]
+				load := func(v string) error {
+					src := strings.Replace(base, "%s", name+" = "+strconv.Quote(v), 1)
+					if name == "adapter" {
+						src = strings.Replace(strings.Replace(base, "%s", "", 1), `adapter = "openai"`, "adapter = "+strconv.Quote(v), 1)
+					}
+					_, err := Parse([]byte(src), "e.toml", func(string) string { return "" })
+					return err
+				}
+				for _, v := range documented {
+					if err := load(v); err != nil {
+						t.Errorf("CONFIG.md lists %s = %q, which does not load: %v", name, v, err)
+					}
+				}
+				err := load("no-such-value")
+				if err == nil {
+					t.Fatalf("%s = \"no-such-value\" loads", name)
+				}
+				m := want.FindStringSubmatch(err.Error())
+				if m == nil {
+					t.Fatalf("the loader's message names no values: %v", err)
+				}
+				asked := append(strings.Split(m[1], ", "), m[2])
+				slices.Sort(asked)
+				slices.Sort(documented)
+				if !slices.Equal(asked, documented) {
+					t.Errorf("CONFIG.md gives %s the values %v; the loader asks for %v", full, documented, asked)
+				}
+			})
+		}
+	}
+	if checked < 4 {
+		t.Errorf("checked %d keys; CONFIG.md lists the values of 4 (adapter, class, reasoning, policy)", checked)
+	}
+}
+
+// TestConfigDocFailureClasses holds CONFIG.md's table of failure classes to the loader: a class
+// that falls through by default is one fallback_on takes, and is in the list the loader's message
+// for an unknown class asks for; one that never does is refused in fallback_on. The table names
+// every class there is.
+func TestConfigDocFailureClasses(t *testing.T) {
+	raw, err := os.ReadFile("../CONFIG.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, ok := strings.Cut(string(raw), "\n## Failure classes and `fallback_on`\n")
+	if !ok {
+		t.Fatal("CONFIG.md has no section on failure classes")
+	}
+	section, _, _ = strings.Cut(section, "\n## ")
+	row := regexp.MustCompile("(?m)^\\| `([a-z_]+)` \\| .* \\| (yes|never)[^|]*\\|$")
+	load := func(classes string) error {
+		_, err := Parse([]byte(minimal+"fallback_on = ["+classes+"]\n"), "f.toml", nil)
+		return err
+	}
+	var falls []string
+	rows := row.FindAllStringSubmatch(section, -1)
+	for _, m := range rows {
+		err := load(strconv.Quote(m[1]))
+		switch {
+		case m[2] == "yes" && err != nil:
+			t.Errorf("CONFIG.md says %s falls through by default, yet fallback_on = [%q] does not load: %v", m[1], m[1], err)
+		case m[2] == "never" && err == nil:
+			t.Errorf("CONFIG.md says %s never falls through, yet fallback_on = [%q] loads", m[1], m[1])
+		}
+		if m[2] == "yes" {
+			falls = append(falls, m[1])
+		}
+	}
+	if len(rows) < 9 {
+		t.Fatalf("read %d classes from CONFIG.md's table; there are 9", len(rows))
+	}
+	err = load(`"no_such_class"`)
+	m := regexp.MustCompile(`\(want ([a-z_, ]+?) or ([a-z_]+)\)`).FindStringSubmatch(fmt.Sprint(err))
+	if m == nil {
+		t.Fatalf("the loader's message for an unknown class names no classes: %v", err)
+	}
+	asked := append(strings.Split(m[1], ", "), m[2])
+	slices.Sort(asked)
+	slices.Sort(falls)
+	if !slices.Equal(asked, falls) {
+		t.Errorf("CONFIG.md's table has %v fall through by default; the loader asks for %v", falls, asked)
 	}
 }
