@@ -253,7 +253,8 @@ func maskCredentials(args []string) []string {
 }
 
 // credentialFlag reports whether a command-line flag (with its dashes) takes a credential as its
-// value: --api-key, --api_key, --apikey, --token, --hf-token, --password, --secret, in any case.
+// value: --api-key, --api_key, --apikey, --api-keys, --token, --hf-token, --auth-token,
+// --password, --secret, in any case (CONFIG.md's list, TestCommandHoldsNoSecret).
 func credentialFlag(flag string) bool {
 	n := strings.ReplaceAll(strings.ToLower(strings.TrimLeft(flag, "-")), "_", "-")
 	switch n {

@@ -40,8 +40,11 @@ func (g *browserGuard) allowHost(host string) bool {
 	return true
 }
 
-// corsExposed are the answer's fields a page may read besides the CORS-safelisted ones.
-const corsExposed = "X-Hayula-Chain, X-Hayula-Route, X-Hayula-Target, X-Hayula-Intent, X-Hayula-Specialist, Retry-After, X-Request-Id"
+// corsExposed are the answer's fields a page may read besides the CORS-safelisted ones: every
+// X-Hayula-* field an answer may carry (TestCORSExposesEveryHayulaHeader), Retry-After and the
+// request's ID.
+const corsExposed = "X-Hayula-Chain, X-Hayula-Route, X-Hayula-Target, X-Hayula-Intent, X-Hayula-Specialist, " +
+	"X-Hayula-Moved-From, X-Hayula-Move-Reason, Retry-After, X-Request-Id"
 
 func (g *browserGuard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !g.allowHost(r.Host) {

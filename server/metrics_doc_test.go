@@ -20,8 +20,8 @@ import (
 
 // TestMetricsDocumented keeps CONFIG.md's Metrics table true both ways: every family a scrape
 // writes (on a gateway with keys and a managed target, so that every optional family is there)
-// has a row, and every series a row names is written. A series added without its row, or a row
-// left behind by a removed series, fails here.
+// has a row, of its type and with its labels, and every series a row names is written. A series
+// added without its row, or a row left behind by a removed series, fails here.
 func TestMetricsDocumented(t *testing.T) {
 	raw, err := os.ReadFile("../CONFIG.md")
 	if err != nil {
@@ -79,6 +79,24 @@ health_path = "http://127.0.0.1:{port}/health"
 	for _, name := range documented {
 		if !slices.Contains(written, name) {
 			t.Errorf("CONFIG.md's Metrics table names %s, which /metrics does not write", name)
+		}
+	}
+	// And each family of the type its row gives (counter, gauge, histogram).
+	types := map[string]string{}
+	for _, l := range strings.Split(section, "\n") {
+		if cells := strings.Split(l, " | "); strings.HasPrefix(l, "| `") && len(cells) > 1 {
+			for _, m := range regexp.MustCompile("`([a-z_]+)`").FindAllStringSubmatch(cells[0], -1) {
+				types[m[1]] = strings.TrimSpace(cells[1])
+			}
+		}
+	}
+	for _, l := range strings.Split(string(rep.body), "\n") {
+		// "# TYPE name type", written for a family with no series yet too.
+		if rest, ok := strings.CutPrefix(l, "# TYPE "); ok {
+			name, got, _ := strings.Cut(rest, " ")
+			if types[name] != got {
+				t.Errorf("/metrics writes %s as a %s; CONFIG.md's Metrics table gives it the type %q", name, got, types[name])
+			}
 		}
 	}
 	// And each series with the labels its row gives, the process series included, which only a

@@ -175,3 +175,37 @@ func TestDocCitedTestsExist(t *testing.T) {
 		t.Errorf("found %d cited tests; README.md and CONFIG.md cite more than 50", n)
 	}
 }
+
+// TestConfigDocContentsComplete holds CONFIG.md's Contents to its headings, as its "Adding to
+// this file" note asks: every "##" section has a line in Contents and every "###" one a line
+// indented under its section's, in the order of the file, and Contents names nothing else.
+func TestConfigDocContentsComplete(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join("..", "..", "CONFIG.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, ok := strings.Cut(string(raw), "\nContents\n")
+	if !ok {
+		t.Fatal("CONFIG.md has no Contents")
+	}
+	entry := regexp.MustCompile(`^( *)- \[.+\]\(#([^)]+)\)$`)
+	var listed []string
+	for _, l := range strings.Split(strings.TrimLeft(rest, "\n"), "\n") {
+		m := entry.FindStringSubmatch(l)
+		if m == nil {
+			break
+		}
+		listed = append(listed, strconv.Itoa(len(m[1])/2)+" "+m[2])
+	}
+	heading := regexp.MustCompile(`^(#{2,3}) +(.+?) *$`)
+	var headings []string
+	for _, l := range proseLines(string(raw)) {
+		if m := heading.FindStringSubmatch(l); m != nil {
+			headings = append(headings, strconv.Itoa(len(m[1])-2)+" "+githubAnchor(m[2]))
+		}
+	}
+	if !slices.Equal(listed, headings) {
+		t.Errorf("CONFIG.md's Contents lists (depth and anchor)\n  %s\nits headings are\n  %s",
+			strings.Join(listed, "\n  "), strings.Join(headings, "\n  "))
+	}
+}
