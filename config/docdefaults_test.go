@@ -76,6 +76,7 @@ var docDefaultsInProse = map[string]string{
 	"auto.intents.terms":       "built-in for built-in names, else required",
 	"auto.intents.add_terms":   "none",
 	"auto.intents.against":     "built-in for built-in names",
+	"auto.intents.pairs":       "built-in for security, else none",
 	"auto.intents.languages":   "all",
 }
 
@@ -389,6 +390,7 @@ func TestConfigDocExamplesLoad(t *testing.T) {
 				examples = append(examples, docValue(cells[3]))
 			}
 			for _, ex := range examples {
+				ex = strings.ReplaceAll(ex, `\|`, "|") // a table cell's escaped bar, as Markdown shows it
 				var v map[string]any
 				if _, err := toml.Decode("v = "+ex, &v); err != nil {
 					if name == "intents" {
