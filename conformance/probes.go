@@ -27,7 +27,11 @@ type probe struct {
 	// refusable: a 400 or 422 also means "feature not offered" (the server
 	// or model refused tools, logprobs, n...), so its checks SKIP.
 	refusable bool
-	run       func(ctx context.Context, r *runner) *exchange
+	// unsupported are parameters a model may refuse the way OpenAI's reasoning models refuse
+	// stop and max_tokens (see refusedParam): such a 400 means the feature is not offered, and
+	// the probe's checks SKIP quoting it. Any other 400 is judged.
+	unsupported []string
+	run         func(ctx context.Context, r *runner) *exchange
 }
 
 // usable reports whether the gated checks can judge x.
@@ -64,6 +68,9 @@ func (p *probe) notOffered(x *exchange) string {
 	case http.StatusBadRequest, http.StatusUnprocessableEntity:
 		if p.refusable {
 			return "server refused the request: " + x.statusLine()
+		}
+		if param, ok := refusedParam(x, p.unsupported...); ok {
+			return "the model does not take " + param + ": " + x.statusLine()
 		}
 	}
 	return ""
@@ -144,13 +151,13 @@ func (r *runner) embeddingModel() string {
 
 func post(path string, body any) func(context.Context, *runner) *exchange {
 	return func(ctx context.Context, r *runner) *exchange {
-		return r.c.do(ctx, request{method: http.MethodPost, path: path, body: body})
+		return r.send(ctx, request{method: http.MethodPost, path: path, body: body})
 	}
 }
 
 func postStream(path string, body any) func(context.Context, *runner) *exchange {
 	return func(ctx context.Context, r *runner) *exchange {
-		return r.c.do(ctx, request{method: http.MethodPost, path: path, body: body, stream: true})
+		return r.send(ctx, request{method: http.MethodPost, path: path, body: body, stream: true})
 	}
 }
 
@@ -171,10 +178,16 @@ func (r *runner) probes() []*probe {
 			}},
 		{id: "chat.basic", gate: "chat.status", wantOK: true,
 			run: post("/chat/completions", chat(map[string]any{"max_tokens": 16}))},
-		{id: "chat.length", gate: "chat.max_tokens.length", wantOK: true,
-			run: post("/chat/completions", chat(map[string]any{
-				"messages": userMsg("Count from one to fifty in words."), "max_tokens": 1}))},
-		{id: "chat.stop", gate: "chat.stop.excluded", wantOK: true,
+		// Sent as it is, max_tokens even to a server that refused it: its checks are about
+		// max_tokens, and skip when the model does not take it (see maxCompletionTokens).
+		{id: "chat.length", gate: "chat.max_tokens.length", wantOK: true, unsupported: []string{maxTokens},
+			run: func(ctx context.Context, r *runner) *exchange {
+				return r.sendAsIs(ctx, request{method: http.MethodPost, path: "/chat/completions", body: chat(map[string]any{
+					"messages": userMsg("Count from one to fifty in words."), "max_tokens": 1})})
+			}},
+		// OpenAI's o3, o4-mini and gpt-5 refuse stop ("Unsupported parameter: 'stop' is not
+		// supported with this model."), as the reference says of its latest reasoning models.
+		{id: "chat.stop", gate: "chat.stop.excluded", wantOK: true, unsupported: []string{"stop"},
 			run: post("/chat/completions", chat(map[string]any{
 				"messages": userMsg("Write a long sentence about the sea."), "max_tokens": 24, "stop": stopSequences()}))},
 		{id: "chat.mct", gate: "chat.max_completion_tokens.accepted", wantOK: true,
@@ -243,14 +256,14 @@ func (r *runner) probes() []*probe {
 					return &exchange{skip: "no key given (--api-key-env or --api-key), so the server may not check keys"}
 				}
 				body := r.chat(map[string]any{"max_tokens": 1})
-				x := r.c.do(ctx, request{method: http.MethodPost, path: "/chat/completions", body: body, key: badKey})
+				x := r.send(ctx, request{method: http.MethodPost, path: "/chat/completions", body: body, key: badKey})
 				if x.err != nil || x.status >= 400 {
 					return x
 				}
 				// SDKs insist on a key, so one is often given to a server
 				// that checks none (Ollama, vLLM without --api-key). Served
 				// without any key, it has no key to get wrong.
-				open := r.c.do(ctx, request{method: http.MethodPost, path: "/chat/completions", body: body, noKey: true})
+				open := r.send(ctx, request{method: http.MethodPost, path: "/chat/completions", body: body, noKey: true})
 				if open.err == nil && open.status < 400 {
 					x.skip = "the server served a request without any key (" + open.statusLine() + "), so it checks none"
 				}

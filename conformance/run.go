@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -63,6 +64,9 @@ func (j *judge) x(id probeID) *exchange { return j.ex[id] }
 type runner struct {
 	o Options
 	c *client
+	// mct: the server refused max_tokens as OpenAI's reasoning models do, so chat requests
+	// name their limit max_completion_tokens (see send).
+	mct atomic.Bool
 }
 
 // Run executes the suite against o.BaseURL and returns the report. It

@@ -55,12 +55,19 @@ func (r *runner) sdkClient() (sdkClient, *recorder) {
 	return sdkClient{Chat: openai.NewChatService(opts...), Models: openai.NewModelService(opts...)}, rec
 }
 
-func (r *runner) sdkParams(model string) openai.ChatCompletionNewParams {
-	return openai.ChatCompletionNewParams{
-		Model:     model,
-		Messages:  []openai.ChatCompletionMessageParamUnion{openai.UserMessage("Say hello.")},
-		MaxTokens: openai.Int(16),
+// sdkParams is the SDK probes' request, its limit named max_completion_tokens when mct (see
+// sdkLimited).
+func (r *runner) sdkParams(model string, mct bool) openai.ChatCompletionNewParams {
+	p := openai.ChatCompletionNewParams{
+		Model:    model,
+		Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("Say hello.")},
 	}
+	if mct {
+		p.MaxCompletionTokens = openai.Int(16)
+	} else {
+		p.MaxTokens = openai.Int(16)
+	}
+	return p
 }
 
 // sdkCall runs call with the request timeout and, like client.do, once more
@@ -114,8 +121,8 @@ func (r *runner) timedOut(ctx context.Context, x *exchange, err error) error {
 func sdkChat(ctx context.Context, r *runner) *exchange {
 	c, rec := r.sdkClient()
 	res := &sdkResult{}
-	x, err := r.sdkCall(ctx, rec, func(ctx context.Context) error {
-		completion, err := c.Chat.Completions.New(ctx, r.sdkParams(r.o.Model))
+	x, err := r.sdkLimited(ctx, rec, r.o.Model, func(ctx context.Context, p openai.ChatCompletionNewParams) error {
+		completion, err := c.Chat.Completions.New(ctx, p)
 		res.choices = 0
 		if completion != nil {
 			res.choices = len(completion.Choices)
@@ -130,9 +137,9 @@ func sdkChat(ctx context.Context, r *runner) *exchange {
 func sdkStream(ctx context.Context, r *runner) *exchange {
 	c, rec := r.sdkClient()
 	res := &sdkResult{}
-	x, err := r.sdkCall(ctx, rec, func(ctx context.Context) error {
+	x, err := r.sdkLimited(ctx, rec, r.o.Model, func(ctx context.Context, p openai.ChatCompletionNewParams) error {
 		*res = sdkResult{}
-		stream := c.Chat.Completions.NewStreaming(ctx, r.sdkParams(r.o.Model))
+		stream := c.Chat.Completions.NewStreaming(ctx, p)
 		var acc openai.ChatCompletionAccumulator
 		for stream.Next() {
 			res.chunks++
@@ -153,7 +160,7 @@ func sdkStream(ctx context.Context, r *runner) *exchange {
 func sdkError(ctx context.Context, r *runner) *exchange {
 	c, rec := r.sdkClient()
 	x, err := r.sdkCall(ctx, rec, func(ctx context.Context) error {
-		_, err := c.Chat.Completions.New(ctx, r.sdkParams(noSuchModel))
+		_, err := c.Chat.Completions.New(ctx, r.sdkParams(noSuchModel, r.mct.Load()))
 		return err
 	})
 	x.sdk = &sdkResult{err: err}

@@ -33,7 +33,13 @@ const (
 // faults), and returns its URL. With keyed, the gateway requires confKey.
 func conformanceGateway(t *testing.T, keyed bool, faults ...conformancetest.Fault) string {
 	t.Helper()
-	up := httptest.NewServer(conformancetest.NewHandler(faults...))
+	return conformanceGatewayTo(t, keyed, conformancetest.NewHandler(faults...))
+}
+
+// conformanceGatewayTo is conformanceGateway in front of upstream.
+func conformanceGatewayTo(t *testing.T, keyed bool, upstream http.Handler) string {
+	t.Helper()
+	up := httptest.NewServer(upstream)
 	t.Cleanup(up.Close)
 	var b strings.Builder
 	if keyed {
@@ -170,4 +176,36 @@ func evidence(c conformance.CheckResult) string {
 		return ""
 	}
 	return fmt.Sprintf("; expected %s; seen %s; excerpt %s", c.Evidence.Expected, c.Evidence.Seen, c.Evidence.Excerpt)
+}
+
+// TestGatewayRelaysReasoningRefusals: in front of a model that refuses max_tokens, stop and
+// logprobs as OpenAI's reasoning models do, the gateway relays each refusal as it came (param
+// and code), so the suite sends max_completion_tokens and skips what the model does not take:
+// no check fails.
+func TestGatewayRelaysReasoningRefusals(t *testing.T) {
+	url := conformanceGatewayTo(t, true, conformancetest.NewReasoningHandler())
+	tr := &http.Transport{}
+	t.Cleanup(tr.CloseIdleConnections)
+	rep, err := conformance.Run(context.Background(), conformance.Options{
+		BaseURL: url, Model: confChat, EmbeddingModel: confEmbed, APIKey: confKey,
+		Now: conformancetest.Now, HTTPClient: &http.Client{Transport: tr},
+	})
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	want := map[string]conformance.Result{"errors.retry_after": conformance.Skip}
+	for _, id := range []string{"chat.max_tokens.length", "chat.max_tokens.respected", "chat.stop.excluded",
+		"logprobs.content", "logprobs.top_count"} {
+		want[id] = conformance.Skip
+	}
+	got := map[string]conformance.Result{}
+	for _, c := range rep.Checks {
+		if c.Result != conformance.Pass {
+			got[c.ID] = c.Result
+			t.Logf("%s %s: %s%s", c.Result, c.ID, c.Reason, evidence(c))
+		}
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("checks that did not pass (-want +got):\n%s", diff)
+	}
 }

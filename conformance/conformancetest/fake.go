@@ -55,8 +55,10 @@ func tokens() []string {
 // off) so that each fault is the only thing wrong. Build it with NewHandler; it is safe for
 // concurrent use.
 type Handler struct {
-	faults   map[Fault]bool
-	requests atomic.Int64
+	faults map[Fault]bool
+	// reasoning: refuse what OpenAI's reasoning models refuse (see NewReasoningHandler).
+	reasoning bool
+	requests  atomic.Int64
 }
 
 var _ http.Handler = (*Handler)(nil)
@@ -67,6 +69,18 @@ func NewHandler(faults ...Fault) *Handler {
 	for _, x := range faults {
 		h.faults[x] = true
 	}
+	return h
+}
+
+// NewReasoningHandler returns a fake server that answers like one of OpenAI's reasoning models
+// (o1, o3, o4-mini, the gpt-5 family): it refuses max_tokens, stop, logprobs, top_logprobs,
+// top_p, presence_penalty, frequency_penalty and logit_bias, and a temperature other than 1,
+// with the 400 OpenAI answers (code "unsupported_parameter" or "unsupported_value", param
+// naming the field), and is otherwise the conforming fake: the suite must not fail it for
+// following OpenAI.
+func NewReasoningHandler(faults ...Fault) *Handler {
+	h := NewHandler(faults...)
+	h.reasoning = true
 	return h
 }
 
@@ -214,12 +228,16 @@ type chatPlan struct {
 
 func (f *Handler) chat(w http.ResponseWriter, r *http.Request) {
 	req, ok := f.decodeRequest(w, r, "model", "messages", "max_tokens", "max_completion_tokens", "stop", "n",
-		"stream", "stream_options", "tools", "tool_choice", "response_format", "logprobs", "top_logprobs", "temperature")
+		"stream", "stream_options", "tools", "tool_choice", "response_format", "logprobs", "top_logprobs", "temperature",
+		"top_p", "presence_penalty", "frequency_penalty", "logit_bias")
 	if !ok || !f.wantModel(w, req, Model) {
 		return
 	}
 	if _, ok := req["messages"].([]any); !ok {
 		f.error(w, 400, "Missing required parameter: 'messages'.", "invalid_request_error", "messages", "missing_required_parameter")
+		return
+	}
+	if f.reasoning && !f.reasoningAccepts(w, req) {
 		return
 	}
 	if _, ok := req["top_logprobs"]; ok && req["logprobs"] != true {
@@ -281,6 +299,29 @@ func (f *Handler) chat(w http.ResponseWriter, r *http.Request) {
 		"id": "chatcmpl-fake1", "object": object, "created": Created, "model": Model,
 		"choices": choices, "usage": usage(p.promptTok, len(p.toks)*p.n), "system_fingerprint": "fp_fake",
 	})
+}
+
+// reasoningAccepts answers the 400 OpenAI's reasoning models answer to the first parameter they
+// do not take, in the words OpenAI uses, and reports whether there was none.
+func (f *Handler) reasoningAccepts(w http.ResponseWriter, req map[string]any) bool {
+	for _, k := range []string{"max_tokens", "stop", "logprobs", "top_logprobs", "top_p",
+		"presence_penalty", "frequency_penalty", "logit_bias"} {
+		if _, ok := req[k]; !ok {
+			continue
+		}
+		msg := "Unsupported parameter: '" + k + "' is not supported with this model."
+		if k == "max_tokens" {
+			msg += " Use 'max_completion_tokens' instead."
+		}
+		f.error(w, 400, msg, "invalid_request_error", k, "unsupported_parameter")
+		return false
+	}
+	if t, ok := req["temperature"]; ok && t != 1.0 {
+		f.error(w, 400, fmt.Sprintf("Unsupported value: 'temperature' does not support %v with this model. Only the default (1) value is supported.", t),
+			"invalid_request_error", "temperature", "unsupported_value")
+		return false
+	}
+	return true
 }
 
 // arguments is the function arguments as the reference wants them (a JSON string), or, under

@@ -104,3 +104,35 @@ func TestStreamEndsWithDone(t *testing.T) {
 		t.Errorf("stream under FaultNoDone (-want +got):\n%s", diff)
 	}
 }
+
+// TestReasoningHandlerRefusesAsOpenAI: the reasoning fake answers what OpenAI's reasoning models
+// refuse with OpenAI's 400 (param and code), and serves max_completion_tokens and temperature 1.
+func TestReasoningHandlerRefusesAsOpenAI(t *testing.T) {
+	tests := []struct {
+		name   string
+		extra  string
+		status int
+		want   string
+	}{
+		{"max_tokens", `"max_tokens":2`, 400,
+			`{"error":{"code":"unsupported_parameter","message":"Unsupported parameter: 'max_tokens' is not supported with this model. Use 'max_completion_tokens' instead.","param":"max_tokens","type":"invalid_request_error"}}`},
+		{"stop", `"max_completion_tokens":2,"stop":["e"]`, 400, `"param":"stop"`},
+		{"logprobs", `"max_completion_tokens":2,"logprobs":true`, 400, `"param":"logprobs"`},
+		{"top_p", `"top_p":0.5`, 400, `"code":"unsupported_parameter"`},
+		{"temperature", `"temperature":0.2`, 400,
+			`{"error":{"code":"unsupported_value","message":"Unsupported value: 'temperature' does not support 0.2 with this model. Only the default (1) value is supported.","param":"temperature","type":"invalid_request_error"}}`},
+		{"temperature 1", `"temperature":1,"max_completion_tokens":2`, 200, `"content":"Hello there"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			body := `{"model":"fake-model","messages":[{"role":"user","content":"hi"}],` + tt.extra + `}`
+			r := httptest.NewRequest(http.MethodPost, "/v1/chat/completions", strings.NewReader(body))
+			r.Header.Set("Authorization", "Bearer "+conformancetest.APIKey)
+			w := httptest.NewRecorder()
+			conformancetest.NewReasoningHandler().ServeHTTP(w, r)
+			if w.Code != tt.status || !strings.Contains(w.Body.String(), tt.want) {
+				t.Errorf("status %d, body %s; want %d containing %s", w.Code, w.Body, tt.status, tt.want)
+			}
+		})
+	}
+}
