@@ -193,6 +193,20 @@ func (w *wireView) checkPassed(name, v []byte) bool {
 	return true
 }
 
+// noteAsked follows a member no kind check applies to, which asks for what not every target
+// gives: Ollama's own format, when it asks for JSON ("json" or a schema object, what the ollama
+// adapter sends as /api/chat's format), which SAIF's protocol cannot carry any more than a JSON
+// response_format (core.Request.NativeFormat, TestOllamaFormatSkipsSAIF). As every decoder reads
+// a body, the last member of the name wins. The walk meets it among the members it does not
+// decode, so a body without it pays one switch on each such member's name.
+func (w *wireView) noteAsked(name, v []byte) {
+	switch string(name) {
+	case "format":
+		s, _ := jsonx.Unquote(v)
+		w.nativeFormat = v[0] == '{' || v[0] == '"' && s == "json"
+	}
+}
+
 // noteOpenAIOnly records the field name as the request's first OpenAI-only one when it asks for
 // something (TestOpenAIOnlyParamsSkipTranslators).
 func (w *wireView) noteOpenAIOnly(name string, asks bool) {
@@ -302,6 +316,7 @@ func passedKinds(body []byte, w *wireView) {
 			if name == "stream" {
 				w.noteStream(v)
 			}
+			w.noteAsked([]byte(name), v)
 			w.checkPassed([]byte(name), v)
 		}
 	}
