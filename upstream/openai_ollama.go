@@ -367,7 +367,9 @@ func (a *openaiOllama) translate(req *core.Request) (*ollamaChatRequest, error) 
 	if err != nil {
 		return nil, err
 	}
-	out.Think, out.hideThinking = th.think, th.hide
+	// The server reads the exclude too (core.Request.HideReasoning), for every adapter; either
+	// one hides.
+	out.Think, out.hideThinking = th.think, th.hide || req.HideReasoning
 	native, err := a.ollamaSampling(req.Body, o)
 	if err != nil {
 		return nil, err
