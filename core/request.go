@@ -74,6 +74,16 @@ type Request struct {
 	// Logprobs when the request asks for logprobs: what a protocol without those fields (SAIF's)
 	// cannot honour.
 	Structured, Logprobs bool
+	// NativeFormat is true when Ollama's own top-level format asks for JSON ("json" or a schema
+	// object), which the ollama adapter sends as /api/chat's format: what SAIF's protocol cannot
+	// honour any more than a JSON response_format. Another value asks for nothing certain (the
+	// ollama adapter refuses it, an openai target reads it as it likes) and leaves it false.
+	NativeFormat bool
+	// HideReasoning is true when OpenRouter's reasoning object says exclude: true: the model
+	// may think, and the client gets none of its reasoning. Every adapter keeps it from the
+	// answer, whole and streamed; an openai target is sent the object as written as well (an
+	// OpenRouter target honours it itself, a local server does not know it).
+	HideReasoning bool
 	// OpenAIOnly names the first field the request sets that only the OpenAI protocol carries:
 	// "logit_bias" with an entry, or "modalities" asking for "audio"; for completions "echo"
 	// (true), "suffix" (not empty), "prompt" when it is not one string (a batch, token ids), or

@@ -75,7 +75,7 @@ targets = ["sa"]
 // reads of the answer: a whole answer's id, object, created, model, message and usage; on every
 // chunk of a stream id (the same throughout), object, created and model; the usage chunk last
 // (choices empty) when the client asked for include_usage, and none when it did not; data:
-// [DONE] at the end. A request a target cannot serve (tools on SAIF) is refused 400
+// [DONE] at the end. A request a target cannot serve (tools, or format "json", on SAIF) is refused 400
 // unsupported_request, never answered without what it asked. Each client's thinking setting
 // reaches Ollama as think: Open WebUI's reasoning object, its "think (Ollama)" parameter and a
 // chat_template_kwargs enable_thinking were dropped, and a client that turned thinking off got a
@@ -87,7 +87,7 @@ func TestClientRequestsThroughEveryAdapter(t *testing.T) {
 		client string
 		body   string // "MODEL" stands for the route; "STREAM" for true or false
 		usage  bool   // the client asks for include_usage when it streams
-		tools  bool   // the request offers tools: SAIF cannot serve it
+		noSAIF bool   // the request offers tools, or asks Ollama's format for JSON: SAIF cannot serve it
 		think  any    // the think Ollama must get; nil for none
 	}{
 		// Open WebUI's openai router: a system message with the date, stream_options always
@@ -143,7 +143,7 @@ func TestClientRequestsThroughEveryAdapter(t *testing.T) {
 			`"reasoning":{"enabled":false}}`, false, false, false},
 		{"extra_body with Ollama's options", `{"model":"MODEL","messages":[{"role":"user","content":"hi"}],"stream":STREAM,` +
 			`"reasoning":{"max_tokens":2000,"exclude":true},"options":{"num_ctx":8192,"repeat_last_n":64},"format":"json",` +
-			`"chat_template_kwargs":{"thinking":false}}`, false, false, true},
+			`"chat_template_kwargs":{"thinking":false}}`, false, true, true},
 		{"openai-node without usage", `{"model":"MODEL","messages":[{"role":"user","content":"hi"}],"stream":STREAM}`, false, false, nil},
 	}
 	g, ups := wireGateway(t)
@@ -162,11 +162,11 @@ func TestClientRequestsThroughEveryAdapter(t *testing.T) {
 						t.Fatal(err)
 					}
 					defer resp.Body.Close()
-					if tt.tools && route == "saif" {
+					if tt.noSAIF && route == "saif" {
 						var e struct{ Error struct{ Code string } }
 						if resp.StatusCode != http.StatusBadRequest || json.NewDecoder(resp.Body).Decode(&e) != nil ||
 							e.Error.Code != "unsupported_request" {
-							t.Fatalf("tools on SAIF: status %d, code %q; want 400 unsupported_request", resp.StatusCode, e.Error.Code)
+							t.Fatalf("tools or format on SAIF: status %d, code %q; want 400 unsupported_request", resp.StatusCode, e.Error.Code)
 						}
 						return
 					}

@@ -149,6 +149,9 @@ type wireView struct {
 	openaiOnly string
 	// choices is n when the body asks for more than one choice (checkPassed).
 	choices int
+	// nativeFormat and hideReasoning are core.Request's NativeFormat and HideReasoning
+	// (noteAsked).
+	nativeFormat, hideReasoning bool
 	// streamOn and streamNulled follow the "stream" members in order (noteStream).
 	streamOn, streamNulled bool
 	// options is set when a Hayula option's key is in the body, even with a null value that
@@ -385,6 +388,7 @@ func finishChat(r *http.Request, body []byte, w *wireView, req *core.Request) *a
 		req.OpenAIOnly = "custom"
 	}
 	req.Structured = structuredFormat(w.Raw.ResponseFormat)
+	req.NativeFormat, req.HideReasoning = w.nativeFormat, w.hideReasoning
 	// Each limit sent must be at least 1, as OpenAI holds them: 0 asks for no answer at all, and
 	// a target that reads 0 as no limit (SAIF, Ollama's num_predict) answered without one; a
 	// max_completion_tokens of 0 beside a max_tokens is refused too, as OpenAI refuses it, rather
@@ -1280,6 +1284,7 @@ func fastWire(body []byte, w *wireView, msgs []core.Message, names map[string]st
 			w.Raw.ToolChoice = v
 			w.checkPassed(name, v)
 		default:
+			w.noteAsked(name, v)
 			if !w.checkPassed(name, v) {
 				ok = !foldsTo(name, isWireKey)
 			}

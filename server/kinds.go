@@ -193,6 +193,42 @@ func (w *wireView) checkPassed(name, v []byte) bool {
 	return true
 }
 
+// noteAsked follows two members no kind check applies to, which ask for what not every target
+// gives by itself: Ollama's own format, when it asks for JSON ("json" or a schema object, what
+// the ollama adapter sends as /api/chat's format), which SAIF's protocol cannot carry any more
+// than a JSON response_format (core.Request.NativeFormat, TestOllamaFormatSkipsSAIF); and
+// OpenRouter's reasoning object, when its exclude is true (core.Request.HideReasoning,
+// TestReasoningExcludeEveryAdapter). As every decoder reads a body, the last member of a name
+// wins. The walk meets them among the members it does not decode, so a body without them pays
+// one switch on each such member's name.
+func (w *wireView) noteAsked(name, v []byte) {
+	switch string(name) {
+	case "format":
+		s, _ := jsonx.Unquote(v)
+		w.nativeFormat = v[0] == '{' || v[0] == '"' && s == "json"
+	case "reasoning":
+		w.hideReasoning = excludes(v)
+	}
+}
+
+// excludes reports whether the (validated) value v is an object whose last "exclude" is true.
+func excludes(v []byte) bool {
+	if v[0] != '{' {
+		return false
+	}
+	ex := false
+	it := jsonx.Object(v, false)
+	for {
+		k, e, ok := it.Next()
+		if !ok {
+			return ex
+		}
+		if name, ok := jsonx.Unquote(k); ok && name == "exclude" {
+			ex = string(e) == "true"
+		}
+	}
+}
+
 // noteOpenAIOnly records the field name as the request's first OpenAI-only one when it asks for
 // something (TestOpenAIOnlyParamsSkipTranslators).
 func (w *wireView) noteOpenAIOnly(name string, asks bool) {
@@ -302,6 +338,7 @@ func passedKinds(body []byte, w *wireView) {
 			if name == "stream" {
 				w.noteStream(v)
 			}
+			w.noteAsked([]byte(name), v)
 			w.checkPassed([]byte(name), v)
 		}
 	}

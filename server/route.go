@@ -296,9 +296,10 @@ func (choicesFilter) Keep(req *core.Request, t *core.Target) (bool, string) {
 	return false, "request asks for n = " + strconv.Itoa(req.Choices) + " choices: the " + t.Adapter.String() + " adapter answers one"
 }
 
-// formatFilter drops a target whose adapter cannot carry a JSON response_format or logprobs
-// (upstream.CarriesFormat), or a field only the OpenAI protocol has (core.Request.OpenAIOnly,
-// upstream.CarriesOpenAIOnly), for a request that asks for one: the client would get prose, no
+// formatFilter drops a target whose adapter cannot carry a JSON response_format, Ollama's format
+// asking for JSON, or logprobs (upstream.CarriesFormat), or a field only the OpenAI protocol has
+// (core.Request.OpenAIOnly, upstream.CarriesOpenAIOnly), for a request that asks for one: the
+// client would get prose, no
 // logprobs, tokens it had banned, or no audio, without a word. So too for an image by http(s)
 // URL (core.Request.RemoteImages), which only the OpenAI adapter passes on for its upstream to
 // fetch, the others refusing it.
@@ -318,10 +319,12 @@ func (formatFilter) Keep(req *core.Request, t *core.Target) (bool, string) {
 	case req.RemoteImages && !upstream.FetchesImages(t.Adapter):
 		return false, "request has an image_url by http(s) URL, which the " + t.Adapter.String() +
 			" adapter cannot fetch: send the image inline as a data: URL (data:image/png;base64,…)"
-	case (!req.Structured && !req.Logprobs) || upstream.CarriesFormat(t.Adapter):
+	case (!req.Structured && !req.NativeFormat && !req.Logprobs) || upstream.CarriesFormat(t.Adapter):
 		return true, ""
 	case req.Structured:
 		asks = "a JSON response_format"
+	case req.NativeFormat:
+		asks = "JSON by Ollama's format"
 	default:
 		asks = "logprobs"
 	}
@@ -354,7 +357,7 @@ func openaiOnlyAsk(field string) string {
 // formatFilter) can drop a target for req: a chat request for one choice that asks for nothing
 // only some adapters carry, when every target's adapter serves chat.
 func (s *Server) adaptersTakeAll(req *core.Request) bool {
-	return req.Op == core.OpChat && s.allServeChat && req.Choices <= 1 && !req.Structured && !req.Logprobs &&
+	return req.Op == core.OpChat && s.allServeChat && req.Choices <= 1 && !req.Structured && !req.NativeFormat && !req.Logprobs &&
 		req.OpenAIOnly == "" && !req.RemoteImages
 }
 

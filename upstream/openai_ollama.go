@@ -99,7 +99,8 @@ type ollamaChatRequest struct {
 	// Logprobs and TopLogprobs are the client's (Ollama v0.12.11 on; an older one ignores them).
 	Logprobs    bool `json:"logprobs,omitempty"`
 	TopLogprobs int  `json:"top_logprobs,omitempty"`
-	// Think is the client's reasoning_effort (ollamaThink): false, or a level; nil when unsent.
+	// Think is what the client asked of the thinking (ollamaThink): false, true, a level, or a
+	// budget of thinking tokens (nativeThink); nil when unsent.
 	Think json.RawMessage `json:"think,omitempty"`
 	// KeepAlive is the client's keep_alive as it wrote it, a number of seconds or a duration
 	// (ollamaSampling); nil when unsent.
@@ -223,8 +224,11 @@ func (a *openaiOllama) post(ctx context.Context, path string, body []byte, strea
 // does not support thinking" and "… does not support chat", in the versions that allow a
 // think level only for gpt-oss, "think value \"high\" is not supported for this model", and, in
 // those before its thinking budgets, its decoding's "invalid think value: \"max\" (must be …)"
-// for the levels it added with them (TestOllamaOlderThinkLevelIsTheTargets).
-var cannotPhrases = [...]string{" does not support ", "is not supported for this model", "invalid think value: "}
+// for the levels it added with them (TestOllamaOlderThinkLevelIsTheTargets) and "think must be a
+// boolean or string …" for a budget, a number, which the gateway sends no other way
+// (TestOllamaOlderThinkBudgetIsTheTargets).
+var cannotPhrases = [...]string{" does not support ", "is not supported for this model", "invalid think value: ",
+	"think must be a boolean or string"}
 
 // modelCannot reports whether e is Ollama's refusal of a request its model cannot serve. It is
 // the target's failure, not the request's (core.UnmetError, class endpoint): another target on
@@ -363,7 +367,9 @@ func (a *openaiOllama) translate(req *core.Request) (*ollamaChatRequest, error) 
 	if err != nil {
 		return nil, err
 	}
-	out.Think, out.hideThinking = th.think, th.hide
+	// The server reads the exclude too (core.Request.HideReasoning), for every adapter; either
+	// one hides.
+	out.Think, out.hideThinking = th.think, th.hide || req.HideReasoning
 	native, err := a.ollamaSampling(req.Body, o)
 	if err != nil {
 		return nil, err
@@ -1175,12 +1181,16 @@ func templateThinking(kwargs json.RawMessage) json.RawMessage {
 }
 
 // nativeThink checks a top-level think v as Ollama reads it, a boolean or one of its levels,
-// returned as written; nil when unsent or null. "minimal" and "max" are the levels Ollama added
-// with its thinking budgets: an Ollama before them refuses them with a 400 that moves the chain
-// on (modelCannot). Another value Ollama refuses, and so does the gateway before asking, naming
-// think.
+// returned as written, or a positive whole number, a budget of thinking tokens, returned as an
+// integer; nil when unsent or null. "minimal" and "max" are the levels Ollama added with its
+// thinking budgets, and the number came with them (types/model ThinkValue, which takes a JSON
+// number whose value is a whole number above 0): an Ollama before them refuses them with a 400
+// that moves the chain on (modelCannot; TestOllamaOlderThinkLevelIsTheTargets,
+// TestOllamaOlderThinkBudgetIsTheTargets). Another value Ollama refuses, and so does the gateway
+// before asking, naming think: 0 or less, as Ollama words it, is said with false
+// (TestOllamaThinkBudget).
 func (a *openaiOllama) nativeThink(v json.RawMessage) (json.RawMessage, error) {
-	const levels = `true, false, "minimal", "low", "medium", "high" or "max"`
+	const levels = `true, false, "minimal", "low", "medium", "high", "max" or a number of thinking tokens above 0`
 	switch {
 	case len(v) == 0 || string(v) == "null":
 		return nil, nil
@@ -1193,6 +1203,12 @@ func (a *openaiOllama) nativeThink(v json.RawMessage) (json.RawMessage, error) {
 		}
 		return nil, requestError(a.t, "invalid_value", "think", fmt.Sprintf(
 			"Invalid value for 'think': %s (expected %s).", snippet(v), levels))
+	case v[0] == '-' || '0' <= v[0] && v[0] <= '9':
+		if n, ok := wholeNumber(v); ok && n > 0 {
+			return strconv.AppendInt(nil, n, 10), nil
+		}
+		return nil, requestError(a.t, "invalid_value", "think", fmt.Sprintf(
+			"Invalid value for 'think': %s (expected a whole number of thinking tokens above 0; false turns thinking off).", snippet(v)))
 	}
 	return nil, requestError(a.t, "invalid_type", "think", fmt.Sprintf(
 		"Invalid type for 'think': %s (expected %s).", snippet(v), levels))

@@ -62,6 +62,8 @@ func (a *openaiOpenAI) chat(ctx context.Context, req *core.Request) (*Response, 
 		return nil, err
 	}
 	think := a.t.Reasoning != core.ReasoningPassthrough && req.Op == core.OpChat
+	// After think's split, which may put reasoning there (see hideReasoningStream).
+	hide := req.HideReasoning && req.Op == core.OpChat
 	if req.Stream {
 		r, err := a.stream(resp)
 		if err == nil {
@@ -69,12 +71,18 @@ func (a *openaiOpenAI) chat(ctx context.Context, req *core.Request) (*Response, 
 			if think {
 				r.Stream = newThinkStream(r.Stream, a.t.Reasoning)
 			}
+			if hide {
+				r.Stream = &hideReasoningStream{Stream: r.Stream}
+			}
 		}
 		return r, err
 	}
 	r, err := a.body(ctx, resp, req)
 	if err == nil && think {
 		r.Body = splitThinkBody(r.Body, a.t.Reasoning)
+	}
+	if err == nil && hide {
+		r.Body = withoutReasoningBody(r.Body)
 	}
 	return r, err
 }

@@ -114,7 +114,7 @@ func (a *openaiSAIF) chat(ctx context.Context, req *core.Request) (*Response, er
 	if req.Stream {
 		return a.stream(resp, req)
 	}
-	return a.answer(ctx, resp, req.Op)
+	return a.answer(ctx, resp, req)
 }
 
 // saifFinish is the OpenAI finish_reason of SAIF's: as openAIFinish, except that "tool_calls"
@@ -289,7 +289,8 @@ func oneElement(v json.RawMessage) bool {
 	}
 }
 
-func (a *openaiSAIF) answer(ctx context.Context, resp *http.Response, op core.Op) (*Response, error) {
+func (a *openaiSAIF) answer(ctx context.Context, resp *http.Response, req *core.Request) (*Response, error) {
+	op := req.Op
 	upID := upstreamID(resp, a.t.APIKey) // before the body (see openaiOpenAI.body)
 	raw, err := readAnswer(ctx, a.t, resp)
 	if err != nil {
@@ -315,8 +316,14 @@ func (a *openaiSAIF) answer(ctx context.Context, resp *http.Response, op core.Op
 		b = mustJSON(textCompletionJSON{ID: id, Object: "text_completion", Created: created, Model: a.t.Model,
 			Choices: []textChoiceJSON{{Text: *m.Text, FinishReason: &finish}}, Usage: usage, Hayula: hy})
 	} else {
+		msg := completionMessage(a.t.Reasoning, *m.Text, "", nil)
+		if req.HideReasoning {
+			// The reasoning object's exclude: the think block the target's reasoning setting
+			// split out goes nowhere (TestReasoningExcludeEveryAdapter).
+			msg.ReasoningContent = ""
+		}
 		b = mustJSON(completionJSON{ID: id, Object: "chat.completion", Created: created, Model: a.t.Model,
-			Choices: []choiceJSON{{Message: completionMessage(a.t.Reasoning, *m.Text, "", nil), FinishReason: finish}},
+			Choices: []choiceJSON{{Message: msg, FinishReason: finish}},
 			Usage:   usage, Hayula: hy})
 	}
 	h := http.Header{}
@@ -330,7 +337,9 @@ func (a *openaiSAIF) stream(resp *http.Response, req *core.Request) (*Response, 
 		return nil, notEventStream(a.t, resp, ct)
 	}
 	id, created := "chatcmpl-"+a.newID(), a.now().Unix()
-	var out chunkMaker = newChunker(id, created, a.t.Model, a.t.Reasoning)
+	ck := newChunker(id, created, a.t.Model, a.t.Reasoning)
+	ck.hide = req.HideReasoning
+	var out chunkMaker = ck
 	if req.Op == core.OpCompletions {
 		out = &textChunker{id: "cmpl-" + id[len("chatcmpl-"):], created: created, model: a.t.Model}
 	}

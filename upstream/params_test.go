@@ -231,7 +231,8 @@ func TestOllamaReasoningObjectAndThink(t *testing.T) {
 		{`"reasoning":{"enabled":"yes"}`, "reasoning.enabled", "invalid_type"},
 		{`"reasoning":{"max_tokens":"many"}`, "reasoning.max_tokens", "invalid_type"},
 		{`"reasoning":{"exclude":1}`, "reasoning.exclude", "invalid_type"},
-		{`"think":1`, "think", "invalid_type"},
+		{`"think":0`, "think", "invalid_value"},
+		{`"think":[1024]`, "think", "invalid_type"},
 		{`"think":{}`, "think", "invalid_type"},
 	} {
 		a := &openaiOllama{t: ollamaTarget("http://127.0.0.1:1"), newID: func() string { return "x" }}

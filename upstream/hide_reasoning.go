@@ -1,0 +1,149 @@
+package upstream
+
+import (
+	"bytes"
+	"encoding/json"
+)
+
+// reasoningKeys are the members a whole answer's message or a chunk's delta carries reasoning in:
+// reasoning_content (DeepSeek's, the gateway's own, vLLM's older servers' and llama-server's),
+// reasoning (vLLM's newer servers', Ollama's /v1, OpenRouter's) and OpenRouter's
+// reasoning_details.
+var reasoningKeys = [...]string{"reasoning_content", "reasoning", "reasoning_details"}
+
+// rawReasoning is how each of reasoningKeys begins as a key: an answer or a chunk without it
+// has none of them, and is not decoded.
+var rawReasoning = []byte(`"reasoning`)
+
+// A request whose reasoning object says exclude: true (core.Request.HideReasoning) gets none of
+// the model's reasoning, whichever target serves it. An OpenRouter target honours the field
+// itself; a local OpenAI-compatible server (vLLM, llama-server, SGLang) does not know it and
+// answers its reasoning all the same, and the gateway cannot tell one from the other; so the
+// openai adapter takes the reasoning out of what any of them answers, which for OpenRouter finds
+// none (TestReasoningExcludeEveryAdapter). Only such a request pays for it: any other answer is
+// relayed as it came, and even for such a request a chunk without a raw `"reasoning` goes as it
+// came, the same bytes.
+
+// withoutReasoningBody is a whole chat answer with reasoningKeys taken out of every choice's
+// message; body itself when none has any.
+func withoutReasoningBody(body []byte) []byte {
+	if !bytes.Contains(body, rawReasoning) {
+		return body
+	}
+	var top map[string]json.RawMessage
+	if json.Unmarshal(body, &top) != nil {
+		return body
+	}
+	var choices []map[string]json.RawMessage
+	if json.Unmarshal(top["choices"], &choices) != nil {
+		return body
+	}
+	changed := false
+	for _, ch := range choices {
+		if m, ok := withoutReasoning(ch["message"]); ok {
+			ch["message"], changed = m, true
+		}
+	}
+	if !changed {
+		return body
+	}
+	top["choices"] = mustJSON(choices)
+	return mustJSON(top)
+}
+
+// withoutReasoning is the object v without reasoningKeys; ok is false, and v returned, when it
+// has none of them or is no object.
+func withoutReasoning(v json.RawMessage) (json.RawMessage, bool) {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(v, &m) != nil || m == nil {
+		return v, false
+	}
+	n := len(m)
+	for _, k := range reasoningKeys {
+		delete(m, k)
+	}
+	if len(m) == n {
+		return v, false
+	}
+	return mustJSON(m), true
+}
+
+// hideReasoningStream relays a chunk stream with reasoningKeys taken out of every delta. A chunk
+// that carried reasoning alone is left with nothing to say (emptied) and is skipped, as the
+// translating adapters' chunker skips it, rather than sent as an empty delta.
+type hideReasoningStream struct {
+	Stream
+	// ahead is set when Buffered has read the next chunk (next) or the end (err) already.
+	ahead bool
+	next  []byte
+	err   error
+}
+
+func (s *hideReasoningStream) Next() ([]byte, error) {
+	if s.ahead {
+		s.ahead = false
+		return s.next, s.err
+	}
+	for {
+		ev, err := s.Stream.Next()
+		if err != nil {
+			return nil, err
+		}
+		if out, keep := hideReasoningIn(ev); keep {
+			return out, nil
+		}
+	}
+}
+
+// Buffered reports whether Next will return without waiting on the upstream. A chunk the
+// wrapped stream has buffered may be one Next skips, so, as thinkStream.Buffered does, buffered
+// chunks are read here until one is kept or none is left: a relay told true never holds its
+// last chunk unflushed while Next waits.
+func (s *hideReasoningStream) Buffered() bool {
+	if s.ahead {
+		return true
+	}
+	b, ok := s.Stream.(BufferedStream)
+	for ok && b.Buffered() {
+		ev, err := s.Stream.Next()
+		if err != nil {
+			s.ahead, s.next, s.err = true, nil, err
+			return true
+		}
+		if out, keep := hideReasoningIn(ev); keep {
+			s.ahead, s.next, s.err = true, out, nil
+			return true
+		}
+	}
+	return false
+}
+
+// hideReasoningIn is the chunk ev without reasoning in its deltas; keep is false for a chunk
+// that had some and has nothing left to say.
+func hideReasoningIn(ev []byte) (out []byte, keep bool) {
+	if !bytes.Contains(ev, rawReasoning) {
+		return ev, true
+	}
+	var top map[string]json.RawMessage
+	if json.Unmarshal(ev, &top) != nil {
+		return ev, true
+	}
+	var choices []map[string]json.RawMessage
+	if json.Unmarshal(top["choices"], &choices) != nil || len(choices) == 0 {
+		return ev, true
+	}
+	changed := false
+	for _, ch := range choices {
+		if d, ok := withoutReasoning(ch["delta"]); ok {
+			ch["delta"], changed = d, true
+		}
+	}
+	if !changed {
+		return ev, true
+	}
+	if emptied(top, choices) {
+		return nil, false
+	}
+	top["choices"] = mustJSON(choices)
+	return mustJSON(top), true
+}
