@@ -1017,6 +1017,7 @@ func (c *compiler) url(raw string, adapter core.AdapterKind, path []string) stri
 	// "{port}" stands for the port of a target's own process (see lifecycle.go); it is checked
 	// there, and parsed here as any port.
 	u, err := url.Parse(strings.ReplaceAll(raw, lifecycle.PortPlaceholder, "1"))
+	wellFormed := false
 	switch {
 	case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Opaque != "":
 		c.errorf(path, "%q is not an absolute http or https URL", quotableURL(raw))
@@ -1028,8 +1029,32 @@ func (c *compiler) url(raw string, adapter core.AdapterKind, path []string) stri
 		// The query is left out of the message: some hosted APIs take their key there (?key=).
 		c.errorf(path, "%q is followed by a query or fragment (not repeated here); adapters append paths "+
 			"to a plain base URL, and the key goes in api_key_env", quotableURL(raw))
+	default:
+		wellFormed = true
 	}
-	return strings.TrimRight(raw, "/")
+	base := strings.TrimRight(raw, "/")
+	if adapter == core.AdapterOllama && wellFormed {
+		// The ollama adapter appends /api/chat (and /api/embed, /api/tags) to url. Ollama's
+		// OpenAI-compatible API is at /v1, which LiteLLM's api_base and Open WebUI's OpenAI
+		// connections name: copied here, every request and health check met a 404 at
+		// /v1/api/chat, and the chain moved on without a word at load
+		// (TestLiteLLMCopiesSayWhatToWrite).
+		for _, suffix := range []string{"/v1", "/api"} {
+			root, ok := strings.CutSuffix(base, suffix)
+			if !ok || strings.Contains(root[strings.Index(root, "://")+len("://"):], "/") {
+				continue
+			}
+			if suffix == "/v1" {
+				c.errorf(path, "%q ends in /v1, Ollama's OpenAI-compatible API, but adapter = \"ollama\" calls Ollama's "+
+					"own API (/api/chat) under the base URL: write url = %q, or adapter = \"openai\" to keep /v1",
+					quotableURL(raw), quotableURL(root))
+			} else {
+				c.errorf(path, "%q ends in /api, which adapter = \"ollama\" adds itself (/api/chat): write url = %q",
+					quotableURL(raw), quotableURL(root))
+			}
+		}
+	}
+	return base
 }
 
 // quotableURL is a URL as an error message may quote it: without what comes before its last @
@@ -1058,13 +1083,20 @@ func (c *compiler) apiKey(env string, path []string) core.Secret {
 	if env == "" {
 		return ""
 	}
-	for i := 0; i < len(env); i++ {
-		ch := env[i]
-		if !(ch == '_' || ch >= 'A' && ch <= 'Z' || ch >= 'a' && ch <= 'z' || i > 0 && ch >= '0' && ch <= '9') {
-			// The value is left out of the message: a pasted key must not reach the logs.
-			c.errorf(path, "must name an environment variable (letters, digits, _), not hold the key itself")
+	if name, how, ok := envReference(env); ok {
+		// LiteLLM's config.yaml names a variable "os.environ/NAME", a shell "$NAME": a user
+		// moving either over writes it so, and was told not to paste the key, which they had
+		// not (TestLiteLLMCopiesSayWhatToWrite). The name is repeated only when it looks like
+		// one, upper case, as the unset-variable message below repeats it.
+		if validEnvName(name) && conventionalEnvName(name) {
+			c.errorf(path, "%q is %s way to name a variable: write api_key_env = %q", env, how, name)
 			return ""
 		}
+	}
+	if !validEnvName(env) {
+		// The value is left out of the message: a pasted key must not reach the logs.
+		c.errorf(path, "must name an environment variable (letters, digits, _), not hold the key itself")
+		return ""
 	}
 	v := c.getenv(env)
 	switch {
@@ -1082,6 +1114,38 @@ func (c *compiler) apiKey(env string, path []string) core.Secret {
 }
 
 // conventionalEnvName is true of a variable name in the usual upper-case form (OPENROUTER_API_KEY).
+// envReference reads env as another tool's reference to a variable: LiteLLM's os.environ/NAME,
+// or a shell's $NAME or ${NAME}. how names the tool, for a message.
+func envReference(env string) (name, how string, ok bool) {
+	if name, ok := strings.CutPrefix(env, "os.environ/"); ok {
+		return name, "LiteLLM's", true
+	}
+	if inner, ok := strings.CutPrefix(env, "${"); ok {
+		if name, ok := strings.CutSuffix(inner, "}"); ok {
+			return name, "a shell's", true
+		}
+	}
+	if name, ok := strings.CutPrefix(env, "$"); ok {
+		return name, "a shell's", true
+	}
+	return "", "", false
+}
+
+// validEnvName reports whether s is a variable name api_key_env takes: letters, digits and _,
+// not starting with a digit.
+func validEnvName(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		ch := s[i]
+		if !(ch == '_' || ch >= 'A' && ch <= 'Z' || ch >= 'a' && ch <= 'z' || i > 0 && ch >= '0' && ch <= '9') {
+			return false
+		}
+	}
+	return true
+}
+
 func conventionalEnvName(s string) bool {
 	return s != "" && strings.ToUpper(s) == s
 }
