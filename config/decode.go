@@ -599,6 +599,10 @@ func (c *compiler) unknownKey(path []string, line int) {
 		} else if s, from := otherGatewayName(path); s != "" {
 			meant = s
 			msg += fmt.Sprintf(" (did you mean %q? %s is %s name for it)", s, name, from)
+		} else if len(path) == 1 && name == "master_key" {
+			// LiteLLM's one admin key has no counterpart: a key per client, by its hash.
+			msg += " (LiteLLM's; here each client has its own key, a [[keys]] block holding its SHA-256: " +
+				"gateway keygen NAME prints both, and the key is not written in the file)"
 		}
 		if meant != "" {
 			sibling := append(slices.Clone(path[:len(path)-1]), meant)
@@ -634,9 +638,9 @@ func (c *compiler) dottedName(path []string) bool {
 }
 
 // otherGatewayName returns this file's key for a key of the same table that another gateway's
-// config names differently (LiteLLM's api_base, its keys' models, rpm_limit and tpm_limit), and
-// whose name it is, possessive: a user moving a config over gets the key to write, where no
-// spelling is close.
+// config names differently (LiteLLM's api_base, num_retries, its keys' models, rpm_limit and
+// tpm_limit), and whose name it is, possessive: a user moving a config over gets the key to
+// write, where no spelling is close.
 func otherGatewayName(path []string) (key, from string) {
 	if len(path) != 3 {
 		return "", ""
@@ -648,6 +652,12 @@ func otherGatewayName(path []string) (key, from string) {
 		return "url", "the OpenAI SDK's"
 	case "targets.provider", "targets.custom_llm_provider":
 		return "adapter", "LiteLLM's"
+	case "targets.num_retries":
+		return "max_retries", "LiteLLM's"
+	case "targets.request_timeout", "targets.stream_timeout":
+		// LiteLLM's bound the whole call, or a stream's first chunk; timeout bounds the wait
+		// for the answer's head, idle_timeout each wait after it (CONFIG.md's LiteLLM table).
+		return "timeout", "LiteLLM's"
 	case "routes.fallbacks":
 		return "targets", "LiteLLM's"
 	case "keys.models":

@@ -52,3 +52,38 @@ func TestLiteLLMCopiesSayWhatToWrite(t *testing.T) {
 		t.Errorf("an ollama url under a path of its own: %v", err)
 	}
 }
+
+// TestLiteLLMNamesForTimeoutsRetriesAndMasterKey: the LiteLLM names a homelab config.yaml holds
+// for a deployment's timeouts and retries, and its master_key, were each "unknown key" and
+// nothing more, no spelling being close; each now names what to write.
+func TestLiteLLMNamesForTimeoutsRetriesAndMasterKey(t *testing.T) {
+	target := func(rest string) string {
+		return minimal + "[targets.b]\nadapter = \"openai\"\nurl = \"http://127.0.0.1:2/v1\"\n" + rest
+	}
+	tests := []struct {
+		name string
+		toml string
+		want wantErr
+	}{
+		{"num_retries", target("num_retries = 2\n"),
+			wantErr{10, `unknown key targets.b.num_retries (did you mean "max_retries"? num_retries is LiteLLM's name for it)`}},
+		{"timeout as LiteLLM's request_timeout", target("request_timeout = \"60s\"\n"),
+			wantErr{10, `unknown key targets.b.request_timeout (did you mean "timeout"? request_timeout is LiteLLM's name for it)`}},
+		{"stream_timeout", target("stream_timeout = \"30s\"\n"),
+			wantErr{10, `unknown key targets.b.stream_timeout (did you mean "timeout"? stream_timeout is LiteLLM's name for it)`}},
+		{"master_key", "master_key = \"sk-1234\"\n" + minimal,
+			wantErr{1, `unknown key master_key (LiteLLM's; here each client has its own key, a [[keys]] block holding its SHA-256: gateway keygen NAME prints both, and the key is not written in the file)`}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Parse([]byte(tc.toml), "bad.toml", nil)
+			got := Errors(err)
+			if len(got) != 1 {
+				t.Fatalf("got %d errors, want 1:\n%v", len(got), err)
+			}
+			if got[0].Line != tc.want.line || got[0].Msg != tc.want.msg {
+				t.Errorf("got line %d %q\nwant line %d %q", got[0].Line, got[0].Msg, tc.want.line, tc.want.msg)
+			}
+		})
+	}
+}
