@@ -660,6 +660,9 @@ func otherGatewayName(path []string) (key, from string) {
 		return "timeout", "LiteLLM's"
 	case "routes.fallbacks":
 		return "targets", "LiteLLM's"
+	case "routes.context_window_fallbacks":
+		// A tail entered only when the prompt did not fit: guard = { tail = ["overflow"] }.
+		return "guard", "LiteLLM's"
 	case "keys.models":
 		return "routes", "LiteLLM's"
 	case "keys.rpm_limit":

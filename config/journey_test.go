@@ -71,6 +71,8 @@ func TestLiteLLMNamesForTimeoutsRetriesAndMasterKey(t *testing.T) {
 			wantErr{10, `unknown key targets.b.request_timeout (did you mean "timeout"? request_timeout is LiteLLM's name for it)`}},
 		{"stream_timeout", target("stream_timeout = \"30s\"\n"),
 			wantErr{10, `unknown key targets.b.stream_timeout (did you mean "timeout"? stream_timeout is LiteLLM's name for it)`}},
+		{"context_window_fallbacks", minimal + "[routes.s]\ntargets = [\"a\"]\ncontext_window_fallbacks = [\"a\"]\n",
+			wantErr{9, `unknown key routes.s.context_window_fallbacks (did you mean "guard"? context_window_fallbacks is LiteLLM's name for it)`}},
 		{"master_key", "master_key = \"sk-1234\"\n" + minimal,
 			wantErr{1, `unknown key master_key (LiteLLM's; here each client has its own key, a [[keys]] block holding its SHA-256: gateway keygen NAME prints both, and the key is not written in the file)`}},
 	}
