@@ -599,6 +599,10 @@ func (c *compiler) unknownKey(path []string, line int) {
 		} else if s, from := otherGatewayName(path); s != "" {
 			meant = s
 			msg += fmt.Sprintf(" (did you mean %q? %s is %s name for it)", s, name, from)
+		} else if len(path) == 1 && name == "master_key" {
+			// LiteLLM's one admin key has no counterpart: a key per client, by its hash.
+			msg += " (LiteLLM's; here each client has its own key, a [[keys]] block holding its SHA-256: " +
+				"gateway keygen NAME prints both, and the key is not written in the file)"
 		}
 		if meant != "" {
 			sibling := append(slices.Clone(path[:len(path)-1]), meant)
@@ -634,9 +638,9 @@ func (c *compiler) dottedName(path []string) bool {
 }
 
 // otherGatewayName returns this file's key for a key of the same table that another gateway's
-// config names differently (LiteLLM's api_base, its keys' models, rpm_limit and tpm_limit), and
-// whose name it is, possessive: a user moving a config over gets the key to write, where no
-// spelling is close.
+// config names differently (LiteLLM's api_base, num_retries, its keys' models, rpm_limit and
+// tpm_limit), and whose name it is, possessive: a user moving a config over gets the key to
+// write, where no spelling is close.
 func otherGatewayName(path []string) (key, from string) {
 	if len(path) != 3 {
 		return "", ""
@@ -648,8 +652,17 @@ func otherGatewayName(path []string) (key, from string) {
 		return "url", "the OpenAI SDK's"
 	case "targets.provider", "targets.custom_llm_provider":
 		return "adapter", "LiteLLM's"
+	case "targets.num_retries":
+		return "max_retries", "LiteLLM's"
+	case "targets.request_timeout", "targets.stream_timeout":
+		// LiteLLM's bound the whole call, or a stream's first chunk; timeout bounds the wait
+		// for the answer's head, idle_timeout each wait after it (CONFIG.md's LiteLLM table).
+		return "timeout", "LiteLLM's"
 	case "routes.fallbacks":
 		return "targets", "LiteLLM's"
+	case "routes.context_window_fallbacks":
+		// A tail entered only when the prompt did not fit: guard = { tail = ["overflow"] }.
+		return "guard", "LiteLLM's"
 	case "keys.models":
 		return "routes", "LiteLLM's"
 	case "keys.rpm_limit":
@@ -1017,6 +1030,7 @@ func (c *compiler) url(raw string, adapter core.AdapterKind, path []string) stri
 	// "{port}" stands for the port of a target's own process (see lifecycle.go); it is checked
 	// there, and parsed here as any port.
 	u, err := url.Parse(strings.ReplaceAll(raw, lifecycle.PortPlaceholder, "1"))
+	wellFormed := false
 	switch {
 	case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Opaque != "":
 		c.errorf(path, "%q is not an absolute http or https URL", quotableURL(raw))
@@ -1028,8 +1042,32 @@ func (c *compiler) url(raw string, adapter core.AdapterKind, path []string) stri
 		// The query is left out of the message: some hosted APIs take their key there (?key=).
 		c.errorf(path, "%q is followed by a query or fragment (not repeated here); adapters append paths "+
 			"to a plain base URL, and the key goes in api_key_env", quotableURL(raw))
+	default:
+		wellFormed = true
 	}
-	return strings.TrimRight(raw, "/")
+	base := strings.TrimRight(raw, "/")
+	if adapter == core.AdapterOllama && wellFormed {
+		// The ollama adapter appends /api/chat (and /api/embed, /api/tags) to url. Ollama's
+		// OpenAI-compatible API is at /v1, which LiteLLM's api_base and Open WebUI's OpenAI
+		// connections name: copied here, every request and health check met a 404 at
+		// /v1/api/chat, and the chain moved on without a word at load
+		// (TestLiteLLMCopiesSayWhatToWrite).
+		for _, suffix := range []string{"/v1", "/api"} {
+			root, ok := strings.CutSuffix(base, suffix)
+			if !ok || strings.Contains(root[strings.Index(root, "://")+len("://"):], "/") {
+				continue
+			}
+			if suffix == "/v1" {
+				c.errorf(path, "%q ends in /v1, Ollama's OpenAI-compatible API, but adapter = \"ollama\" calls Ollama's "+
+					"own API (/api/chat) under the base URL: write url = %q, or adapter = \"openai\" to keep /v1",
+					quotableURL(raw), quotableURL(root))
+			} else {
+				c.errorf(path, "%q ends in /api, which adapter = \"ollama\" adds itself (/api/chat): write url = %q",
+					quotableURL(raw), quotableURL(root))
+			}
+		}
+	}
+	return base
 }
 
 // quotableURL is a URL as an error message may quote it: without what comes before its last @
@@ -1058,13 +1096,20 @@ func (c *compiler) apiKey(env string, path []string) core.Secret {
 	if env == "" {
 		return ""
 	}
-	for i := 0; i < len(env); i++ {
-		ch := env[i]
-		if !(ch == '_' || ch >= 'A' && ch <= 'Z' || ch >= 'a' && ch <= 'z' || i > 0 && ch >= '0' && ch <= '9') {
-			// The value is left out of the message: a pasted key must not reach the logs.
-			c.errorf(path, "must name an environment variable (letters, digits, _), not hold the key itself")
+	if name, how, ok := envReference(env); ok {
+		// LiteLLM's config.yaml names a variable "os.environ/NAME", a shell "$NAME": a user
+		// moving either over writes it so, and was told not to paste the key, which they had
+		// not (TestLiteLLMCopiesSayWhatToWrite). The name is repeated only when it looks like
+		// one, upper case, as the unset-variable message below repeats it.
+		if validEnvName(name) && conventionalEnvName(name) {
+			c.errorf(path, "%q is %s way to name a variable: write api_key_env = %q", env, how, name)
 			return ""
 		}
+	}
+	if !validEnvName(env) {
+		// The value is left out of the message: a pasted key must not reach the logs.
+		c.errorf(path, "must name an environment variable (letters, digits, _), not hold the key itself")
+		return ""
 	}
 	v := c.getenv(env)
 	switch {
@@ -1082,6 +1127,38 @@ func (c *compiler) apiKey(env string, path []string) core.Secret {
 }
 
 // conventionalEnvName is true of a variable name in the usual upper-case form (OPENROUTER_API_KEY).
+// envReference reads env as another tool's reference to a variable: LiteLLM's os.environ/NAME,
+// or a shell's $NAME or ${NAME}. how names the tool, for a message.
+func envReference(env string) (name, how string, ok bool) {
+	if name, ok := strings.CutPrefix(env, "os.environ/"); ok {
+		return name, "LiteLLM's", true
+	}
+	if inner, ok := strings.CutPrefix(env, "${"); ok {
+		if name, ok := strings.CutSuffix(inner, "}"); ok {
+			return name, "a shell's", true
+		}
+	}
+	if name, ok := strings.CutPrefix(env, "$"); ok {
+		return name, "a shell's", true
+	}
+	return "", "", false
+}
+
+// validEnvName reports whether s is a variable name api_key_env takes: letters, digits and _,
+// not starting with a digit.
+func validEnvName(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		ch := s[i]
+		if !(ch == '_' || ch >= 'A' && ch <= 'Z' || ch >= 'a' && ch <= 'z' || i > 0 && ch >= '0' && ch <= '9') {
+			return false
+		}
+	}
+	return true
+}
+
 func conventionalEnvName(s string) bool {
 	return s != "" && strings.ToUpper(s) == s
 }

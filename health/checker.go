@@ -44,7 +44,8 @@ type CheckerOptions struct {
 	// URL says where to check t now; ok false skips this round, as for a managed target whose
 	// process is not running. nil means t.HealthURL.
 	URL func(t *core.Target) (url string, ok bool)
-	// Logger receives failed checks at debug level; nil discards.
+	// Logger receives the first failed check of a run of them at warn level, the others at
+	// debug, and the first check that passes after them at info; nil discards.
 	Logger *slog.Logger
 	// Proxy picks the proxy for a check of a public target when the Checker builds its own
 	// client; nil means the environment's. A private target's check never goes through one.
@@ -77,11 +78,14 @@ type Checker struct {
 	mu      sync.Mutex // guards started and closed, so that Start never races Close's Wait
 	started bool
 	closed  bool
+
+	failMu  sync.Mutex
+	failing map[*core.Target]bool // targets whose last reported check failed
 }
 
 // NewChecker returns a Checker for the targets that have active checks; it starts nothing.
 func NewChecker(tr *Tracker, targets []*core.Target, o CheckerOptions) *Checker {
-	c := &Checker{tr: tr, clock: o.Clock, client: o.Client, url: o.URL, log: o.Logger}
+	c := &Checker{tr: tr, clock: o.Clock, client: o.Client, url: o.URL, log: o.Logger, failing: map[*core.Target]bool{}}
 	if c.clock == nil {
 		c.clock = SystemClock{}
 	}
@@ -176,11 +180,29 @@ func (c *Checker) Check(ctx context.Context, t *core.Target) (r CheckResult, ok 
 		// Shutting down, or the caller gave up: that says nothing about the target.
 		return r, false
 	}
-	if r.Err != nil {
-		c.log.Debug("health check failed", "target", t.Name, "url", url, "err", r.Err)
-	}
+	c.logOutcome(t, url, r)
 	c.tr.ReportCheck(t, r)
 	return r, true
+}
+
+// logOutcome logs a check. A target whose url is wrong (a path its server does not serve, a port
+// nothing listens on) fails every check from the start; only once enough have failed does the
+// Tracker mark it unavailable, a minute later at the default interval, and say nothing of why.
+// So the first failure of a run is a warning naming the URL and the failure, the next ones
+// debug lines, and the first pass after them an info line (TestFirstFailedCheckWarned).
+func (c *Checker) logOutcome(t *core.Target, url string, r CheckResult) {
+	c.failMu.Lock()
+	was := c.failing[t]
+	c.failing[t] = r.Err != nil
+	c.failMu.Unlock()
+	switch {
+	case r.Err != nil && !was:
+		c.log.Warn("health check failed", "target", t.Name, "url", url, "err", r.Err)
+	case r.Err != nil:
+		c.log.Debug("health check failed", "target", t.Name, "url", url, "err", r.Err)
+	case was:
+		c.log.Info("health check passed", "target", t.Name)
+	}
 }
 
 // viaProxy marks the context of a check of a public target, which may go through the

@@ -1,6 +1,7 @@
 package server_test
 
 import (
+	"strings"
 	"testing"
 )
 
@@ -31,7 +32,7 @@ func TestEscapedPartTypeSeenByEligibility(t *testing.T) {
 			// ollama one is its own block.
 			first := target("no", no.url(), "private", tc.cfg)
 			if tc.cfg == `adapter = "ollama"` {
-				first = "[targets.no]\nadapter = \"ollama\"\nurl = \"" + no.url() + "\"\nclass = \"private\"\nmodel = \"m\"\n\n"
+				first = "[targets.no]\nadapter = \"ollama\"\nurl = \"" + strings.TrimSuffix(no.url(), "/v1") + "\"\nclass = \"private\"\nmodel = \"m\"\n\n"
 			}
 			g := newGateway(t, first+target("yes", yes.url(), "private")+"[routes.r]\ntargets = [\"no\", \"yes\"]\n", nil)
 			rep := g.post(t, "/v1/chat/completions", `{"model":"r","messages":[{"role":"user","content":`+tc.content+`}]}`)

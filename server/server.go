@@ -398,6 +398,8 @@ func (s *Server) router() *httprouter.Router {
 			msg += fmt.Sprintf(" The escaped slash (%%2F) in %q is not a separator of the gateway's paths.", shownPath(seg))
 		} else if p := servedAt(r, req.Method, req.URL.Path); p != "" {
 			msg += fmt.Sprintf(" It is served at %s: a client's base URL is the gateway's address and /v1, with no slash after it.", p)
+		} else if otherHealthPath(req.Method, req.URL.Path) {
+			msg += " Liveness is served at GET /healthz; each target's health is in GET /metrics (hayula_target_available) and POST /v1/route/explain."
 		}
 		writeError(w, &apiError{Status: http.StatusNotFound, Type: typeInvalidRequest, Code: "unknown_url", Message: msg})
 	})
@@ -427,6 +429,21 @@ func servedAt(r *httprouter.Router, method, path string) string {
 		}
 	}
 	return ""
+}
+
+// otherHealthPath reports whether a GET or HEAD of path asks for liveness or readiness as
+// another gateway or Kubernetes spells it (LiteLLM's /health/liveliness and /health, /livez): a
+// container healthcheck or uptime monitor moved over is told of /healthz
+// (TestHealthPathsOfOtherGatewaysSayHealthz), which alone is served, as the other hints above.
+func otherHealthPath(method, path string) bool {
+	if method != http.MethodGet && method != http.MethodHead {
+		return false
+	}
+	switch strings.TrimSuffix(path, "/") {
+	case "/health", "/health/liveliness", "/health/liveness", "/health/readiness", "/v1/health", "/livez", "/readyz":
+		return true
+	}
+	return false
 }
 
 // escapedSlash reports whether raw, a request's escaped path (url.URL.RawPath), has an escaped

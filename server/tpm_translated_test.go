@@ -65,8 +65,12 @@ func TestKeyTPMTranslatedWithoutCounts(t *testing.T) {
 					_ = json.NewDecoder(r.Body).Decode(&req)
 					tc.answer(w, req.Stream)
 				})
+				url := up.url()
+				if tc.adapter == "ollama" {
+					url = strings.TrimSuffix(url, "/v1") // Ollama's root: the adapter adds /api/chat
+				}
 				g := newGateway(t, keyBlock("slow", "hk-slow", fmt.Sprintf("tpm = %d", low))+
-					"[targets.up]\nadapter = \""+tc.adapter+"\"\nurl = \""+up.url()+"\"\nclass = \"private\"\nmodel = \"o\"\n"+tc.extra+"\n"+
+					"[targets.up]\nadapter = \""+tc.adapter+"\"\nurl = \""+url+"\"\nclass = \"private\"\nmodel = \"o\"\n"+tc.extra+"\n"+
 					"[routes.r]\ntargets = [\"up\"]\n", nil)
 				slow := []string{"Authorization", "Bearer hk-slow"}
 				rep := g.post(t, "/v1/chat/completions", body, slow...)
