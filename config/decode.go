@@ -1126,7 +1126,6 @@ func (c *compiler) apiKey(env string, path []string) core.Secret {
 	return core.Secret(v)
 }
 
-// conventionalEnvName is true of a variable name in the usual upper-case form (OPENROUTER_API_KEY).
 // envReference reads env as another tool's reference to a variable: LiteLLM's os.environ/NAME,
 // or a shell's $NAME or ${NAME}. how names the tool, for a message.
 func envReference(env string) (name, how string, ok bool) {
@@ -1159,6 +1158,7 @@ func validEnvName(s string) bool {
 	return true
 }
 
+// conventionalEnvName is true of a variable name in the usual upper-case form (OPENROUTER_API_KEY).
 func conventionalEnvName(s string) bool {
 	return s != "" && strings.ToUpper(s) == s
 }

@@ -582,6 +582,9 @@ func TestConfigDocEnums(t *testing.T) {
 					src := strings.Replace(base, "%s", name+" = "+strconv.Quote(v), 1)
 					if name == "adapter" {
 						src = strings.Replace(strings.Replace(base, "%s", "", 1), `adapter = "openai"`, "adapter = "+strconv.Quote(v), 1)
+						if v != "openai" {
+							src = strings.Replace(src, "/v1\"", "\"", 1) // the url as that adapter's is written
+						}
 					}
 					_, err := Parse([]byte(src), "e.toml", func(string) string { return "" })
 					return err
