@@ -7,7 +7,8 @@
 // readable as the client wrote it. The server and the upstream adapters (their request errors)
 // both repeat client values, so it imports nothing of ours. Not its: the 404 and 405 messages'
 // path, shown as the request line spelt it (server's pathAsSent, which escapes as a URL does),
-// and the log line (internal/logfmt).
+// and the log line (internal/logfmt), on which no client value goes as it came
+// (TestRequestLogLineEchoesNoClientValue).
 package echo
 
 import (
