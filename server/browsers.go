@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 
 	"github.com/hayula/gateway/config"
+	"github.com/hayula/gateway/internal/echo"
 	"github.com/hayula/gateway/metrics"
 )
 
@@ -50,7 +51,7 @@ func (g *browserGuard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !g.allowHost(r.Host) {
 		g.metrics.BrowserRefused(metrics.RefusedHost)
 		writeError(w, &apiError{Status: http.StatusForbidden, Type: typeInvalidRequest, Code: "host_not_allowed",
-			Message: fmt.Sprintf("Requests for host %q are not served: name it in the gateway's allowed_hosts.", r.Host)})
+			Message: fmt.Sprintf("Requests for host \"%s\" are not served: name it in the gateway's allowed_hosts.", echo.String(r.Host))})
 		return
 	}
 	// A path without escapes (RawPath "", the common case) costs this comparison.
@@ -66,7 +67,7 @@ func (g *browserGuard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if len(origin) > 1 || !g.b.AllowOrigin(origin[0]) {
 		g.metrics.BrowserRefused(metrics.RefusedOrigin)
 		writeError(w, &apiError{Status: http.StatusForbidden, Type: typeInvalidRequest, Code: "origin_not_allowed",
-			Message: fmt.Sprintf("Requests from origin %q are not served: name it in the gateway's allowed_origins.", origin[0])})
+			Message: fmt.Sprintf("Requests from origin \"%s\" are not served: name it in the gateway's allowed_origins.", echo.String(origin[0]))})
 		return
 	}
 	h := w.Header()

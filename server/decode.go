@@ -16,6 +16,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/hayula/gateway/core"
+	"github.com/hayula/gateway/internal/echo"
 	"github.com/hayula/gateway/internal/jsonx"
 )
 
@@ -284,7 +285,7 @@ func identity(ce []string) bool {
 // worse, served as a body it is not. writeError adds Accept-Encoding: identity (RFC 9110 §15.5.16).
 func unsupportedEncoding(ce []string) *apiError {
 	return &apiError{Status: http.StatusUnsupportedMediaType, Type: typeInvalidRequest, Code: "unsupported_content_encoding",
-		Message: fmt.Sprintf("the request body's Content-Encoding %q is not supported: send the body uncompressed", strings.Join(ce, ", "))}
+		Message: fmt.Sprintf("the request body's Content-Encoding \"%s\" is not supported: send the body uncompressed", echo.String(strings.Join(ce, ", ")))}
 }
 
 var utf8BOM = []byte{0xef, 0xbb, 0xbf}
@@ -1026,7 +1027,7 @@ func embedOptions(dims, format json.RawMessage) *apiError {
 		}
 		if s := string(f); s != `"float"` && s != `"base64"` {
 			return badRequest("encoding_format", "invalid_value", fmt.Sprintf(
-				"Invalid value: %s. Supported values are: 'float' and 'base64'.", f))
+				"Invalid value: %s. Supported values are: 'float' and 'base64'.", echo.Bytes(f)))
 		}
 	}
 	return nil
@@ -1737,8 +1738,8 @@ func checkToolChoice(tools, choice json.RawMessage) *apiError {
 			return nil
 		}
 		return badRequest("tool_choice", "invalid_value", fmt.Sprintf(
-			"Invalid value for 'tool_choice': %s (expected \"none\", \"auto\", \"required\" or an object naming a function).",
-			strconv.Quote(clip(mode, maxEcho))))
+			"Invalid value for 'tool_choice': \"%s\" (expected \"none\", \"auto\", \"required\" or an object naming a function).",
+			echo.String(mode)))
 	}
 	// An allowed_tools choice, in either shape (core.AllowedFunctions), lists functions that must
 	// be declared as a named one must: an openai target was sent one that listed another, and
@@ -1806,8 +1807,8 @@ func undeclaredFunction(tools json.RawMessage, names []string, param string) *ap
 	for _, name := range names {
 		if !declared[name] {
 			return badRequest(param, "invalid_value", fmt.Sprintf(
-				"Invalid value for '%s': %s is not a function defined in 'tools'.", param,
-				strconv.Quote(clip(name, maxEcho))))
+				"Invalid value for '%s': \"%s\" is not a function defined in 'tools'.", param,
+				echo.String(name)))
 		}
 	}
 	return nil

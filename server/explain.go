@@ -14,6 +14,7 @@ import (
 	"github.com/hayula/gateway/config"
 	"github.com/hayula/gateway/core"
 	"github.com/hayula/gateway/filter"
+	"github.com/hayula/gateway/internal/echo"
 	"github.com/hayula/gateway/internal/jsonx"
 	selector "github.com/hayula/gateway/select"
 )
@@ -133,7 +134,7 @@ func (s *Server) handleExplain(w http.ResponseWriter, r *http.Request) {
 		Fallback:   !req.NoFallback,
 		FallbackOn: names(rs.FallbackOn.Classes()),
 		Request: explainRequest{Stream: req.Stream, Images: req.Images, Tools: req.Tools,
-			PromptTokensMin: req.PromptTokensMin, MaxTokens: req.MaxTokens, RouteHint: clip(req.RouteHint, maxEcho)},
+			PromptTokensMin: req.PromptTokensMin, MaxTokens: req.MaxTokens, RouteHint: echo.String(req.RouteHint)},
 		Drops:      []explainDrop{},
 		FailedOpen: p.res.FailedOpen,
 		Order:      []string{},

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/hayula/gateway/internal/echo"
 	"github.com/hayula/gateway/internal/jsonx"
 )
 
@@ -359,7 +360,7 @@ func (b badField) refusal() *apiError {
 	if got == "integer" && k&kInteger != 0 {
 		// An integer misfits only "n", below its minimum.
 		return badRequest(b.name, "integer_below_min_value", fmt.Sprintf(
-			"Invalid '%s': integer below minimum value. Expected a value >= 1, but got %s instead.", b.name, clip(string(b.value), maxEcho)))
+			"Invalid '%s': integer below minimum value. Expected a value >= 1, but got %s instead.", b.name, echo.Bytes(b.value)))
 	}
 	return badRequest(b.name, "invalid_type", fmt.Sprintf("Invalid type for '%s': expected %s, but got %s instead.",
 		b.name, expected(k), article(got)))

@@ -14,6 +14,7 @@ import (
 	"github.com/julienschmidt/httprouter"
 
 	"github.com/hayula/gateway/core"
+	"github.com/hayula/gateway/internal/echo"
 	"github.com/hayula/gateway/internal/jsonx"
 	"github.com/hayula/gateway/metrics"
 )
@@ -52,7 +53,7 @@ func (s *Server) handleStoredResponse(w http.ResponseWriter, r *http.Request, ps
 		return
 	}
 	writeError(w, &apiError{Status: http.StatusNotFound, Type: typeInvalidRequest, Code: "response_not_found",
-		Message: fmt.Sprintf("Response with id '%s' not found: the gateway stores no responses (its answers say \"store\": false, whatever the request asked), so there is none to retrieve, list, delete or cancel.", echo(ps.ByName("id")))})
+		Message: fmt.Sprintf("Response with id '%s' not found: the gateway stores no responses (its answers say \"store\": false, whatever the request asked), so there is none to retrieve, list, delete or cancel.", echo.String(ps.ByName("id")))})
 }
 
 // decodeResponses turns a Responses body into a chat body and decodes that as a chat request: the
@@ -257,7 +258,7 @@ func unsupportedLeft(top map[string]json.RawMessage) *apiError {
 				"truncation \"auto\" is not supported by the gateway, whose chat upstreams drop no input items to fit their context window (an input too long is refused, as with \"disabled\"): leave 'truncation' unset or \"disabled\", and shorten 'input'.")
 		default:
 			return badRequest("truncation", "invalid_value", fmt.Sprintf(
-				"Invalid value for 'truncation': '%s' (expected \"auto\" or \"disabled\").", clip(s, maxEcho)))
+				"Invalid value for 'truncation': '%s' (expected \"auto\" or \"disabled\").", echo.String(s)))
 		}
 	}
 	if v, ok := top["max_tool_calls"]; ok && !isNullOr(v) {
@@ -531,7 +532,7 @@ func appendInput(msgs []chatMessage, in json.RawMessage) ([]chatMessage, *apiErr
 				// a history of them pairs each output with the call just before it
 				// (TestResponsesCallIDReusedOnceAnswered).
 				return nil, badRequest(fmt.Sprintf("input[%d].call_id", i), "invalid_value", fmt.Sprintf(
-					"Duplicate value for 'input[%d].call_id': the function_call at input[%d] has call_id %s and no output yet; each unanswered function call needs a call_id of its own.", i, at, clip(it.CallID, maxEcho)))
+					"Duplicate value for 'input[%d].call_id': the function_call at input[%d] has call_id %s and no output yet; each unanswered function call needs a call_id of its own.", i, at, echo.String(it.CallID)))
 			}
 			calls[it.CallID] = i
 			var tc chatToolCall
@@ -553,12 +554,12 @@ func appendInput(msgs []chatMessage, in json.RawMessage) ([]chatMessage, *apiErr
 				// earlier response whose call this could answer, and a chat template given a tool
 				// message without its call fails upstream, or answers a question never asked.
 				return nil, badRequest(fmt.Sprintf("input[%d].call_id", i), "invalid_value", fmt.Sprintf(
-					"No tool call found for function call output with call_id %s: send the function_call item before its output in 'input'.", clip(it.CallID, maxEcho)))
+					"No tool call found for function call output with call_id %s: send the function_call item before its output in 'input'.", echo.String(it.CallID)))
 			case at < 0:
 				// A second output for one call (none since answered has the id): chat would get
 				// two tool messages for it.
 				return nil, badRequest(fmt.Sprintf("input[%d].call_id", i), "invalid_value", fmt.Sprintf(
-					"Duplicate function_call_output for call_id %s: each function_call takes one output.", clip(it.CallID, maxEcho)))
+					"Duplicate function_call_output for call_id %s: each function_call takes one output.", echo.String(it.CallID)))
 			}
 			out, e := toolOutput(it.Output, i)
 			if e != nil {
@@ -581,7 +582,7 @@ func appendInput(msgs []chatMessage, in json.RawMessage) ([]chatMessage, *apiErr
 			th.read(text)
 		default:
 			return nil, badRequest(fmt.Sprintf("input[%d].type", i), "unsupported_value", fmt.Sprintf(
-				"Input items of type '%s' are not supported by the gateway, which bridges Responses onto chat completions: send messages, function_call, function_call_output and reasoning items.", clip(it.Type, maxEcho)))
+				"Input items of type '%s' are not supported by the gateway, which bridges Responses onto chat completions: send messages, function_call, function_call_output and reasoning items.", echo.String(it.Type)))
 		}
 	}
 	if e := unanswered(calls); e != nil {
@@ -673,7 +674,7 @@ func reasoningParts(v json.RawMessage, at, kind, sep string) (string, *apiError)
 	for j, p := range parts {
 		if p.Type != kind {
 			return "", badRequest(fmt.Sprintf("%s[%d].type", at, j), "invalid_value",
-				fmt.Sprintf("Invalid value for '%s[%d].type': '%s' (expected \"%s\").", at, j, clip(p.Type, maxEcho), kind))
+				fmt.Sprintf("Invalid value for '%s[%d].type': '%s' (expected \"%s\").", at, j, echo.String(p.Type), kind))
 		}
 		if p.Text == "" {
 			continue
@@ -701,7 +702,7 @@ func unanswered(calls map[string]int) *apiError {
 		return nil
 	}
 	return badRequest(fmt.Sprintf("input[%d].call_id", first), "invalid_value", fmt.Sprintf(
-		"No tool output found for function call %s: send its function_call_output after it in 'input'.", clip(id, maxEcho)))
+		"No tool output found for function call %s: send its function_call_output after it in 'input'.", echo.String(id)))
 }
 
 // foldedAt refuses a member of the object obj, at at ("" for the body), whose name is not a field
@@ -852,7 +853,7 @@ func chatMessageOf(it inputItem, i int) (chatMessage, *apiError) {
 			fmt.Sprintf("Missing required parameter: 'input[%d].role'.", i))
 	default:
 		return chatMessage{}, badRequest(fmt.Sprintf("input[%d].role", i), "invalid_value",
-			fmt.Sprintf("Invalid value for 'input[%d].role': '%s'.", i, clip(role, maxEcho)))
+			fmt.Sprintf("Invalid value for 'input[%d].role': '%s'.", i, echo.String(role)))
 	}
 	if len(it.Content) == 0 || isNullOr(it.Content) {
 		// No content, or null: an empty text, never chat's null, which its API refuses for a
@@ -899,7 +900,7 @@ func chatMessageOf(it inputItem, i int) (chatMessage, *apiError) {
 			images = true
 		default:
 			return chatMessage{}, badRequest(fmt.Sprintf("input[%d].content[%d].type", i, j), "unsupported_value",
-				fmt.Sprintf("Content parts of type '%s' are not supported by the gateway: send input_text and input_image parts.", clip(p.Type, maxEcho)))
+				fmt.Sprintf("Content parts of type '%s' are not supported by the gateway: send input_text and input_image parts.", echo.String(p.Type)))
 		}
 	}
 	if !images && (role != "user" || len(out) <= 1) {
@@ -941,7 +942,7 @@ func toolOutput(v json.RawMessage, i int) (json.RawMessage, *apiError) {
 				"An input_file in a function_call_output is not supported by the gateway, which bridges Responses onto chat completions, whose tool messages take text only: send the file's text as the output.")
 		default:
 			return nil, badRequest(fmt.Sprintf("input[%d].output[%d].type", i, j), "unsupported_value",
-				fmt.Sprintf("Output parts of type '%s' are not supported: send input_text parts.", clip(p.Type, maxEcho)))
+				fmt.Sprintf("Output parts of type '%s' are not supported: send input_text parts.", echo.String(p.Type)))
 		}
 	}
 	return quote(s.String()), nil
@@ -978,7 +979,7 @@ func chatTools(v json.RawMessage) (json.RawMessage, *apiError) {
 	for i, t := range tools {
 		if t.Type != "function" {
 			return nil, badRequest(fmt.Sprintf("tools[%d].type", i), "unsupported_value", fmt.Sprintf(
-				"Tools of type '%s' are not supported by the gateway, whose models run only function tools.", clip(t.Type, maxEcho)))
+				"Tools of type '%s' are not supported by the gateway, whose models run only function tools.", echo.String(t.Type)))
 		}
 		if t.Name == "" {
 			return nil, badRequest(fmt.Sprintf("tools[%d].name", i), "missing_required_parameter",
@@ -1063,7 +1064,7 @@ func undeclaredChoice(choice, tools json.RawMessage) *apiError {
 	}
 	notFound := func(name string) *apiError {
 		return badRequest("tool_choice", "invalid_value",
-			fmt.Sprintf("Tool choice '%s' not found in 'tools' parameter.", clip(name, maxEcho)))
+			fmt.Sprintf("Tool choice '%s' not found in 'tools' parameter.", echo.String(name)))
 	}
 	switch c.Type {
 	case "function":
@@ -1087,7 +1088,7 @@ func chatAllowedTools(mode string, tools []struct {
 }) (json.RawMessage, *apiError) {
 	if mode != "auto" && mode != "required" {
 		return nil, badRequest("tool_choice.mode", "invalid_value",
-			fmt.Sprintf("Invalid value for 'tool_choice.mode': '%s' (expected \"auto\" or \"required\").", clip(mode, maxEcho)))
+			fmt.Sprintf("Invalid value for 'tool_choice.mode': '%s' (expected \"auto\" or \"required\").", echo.String(mode)))
 	}
 	// One that lists no tool (an empty list, or none) goes on listing none, which offers none as
 	// chat reads it (core.Params.OffersTools): a target without tools serves it, sent no tools,
@@ -1178,5 +1179,5 @@ func chatResponseFormat(v json.RawMessage) (json.RawMessage, *apiError) {
 		return raw, nil
 	}
 	return nil, badRequest("text.format.type", "unsupported_value",
-		fmt.Sprintf("Invalid value for 'text.format.type': '%s'.", clip(t.Format.Type, maxEcho)))
+		fmt.Sprintf("Invalid value for 'text.format.type': '%s'.", echo.String(t.Format.Type)))
 }

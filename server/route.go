@@ -13,6 +13,7 @@ import (
 	"github.com/hayula/gateway/config"
 	"github.com/hayula/gateway/core"
 	"github.com/hayula/gateway/filter"
+	"github.com/hayula/gateway/internal/echo"
 	"github.com/hayula/gateway/internal/jsonx"
 	"github.com/hayula/gateway/upstream"
 )
@@ -241,12 +242,12 @@ func promptTurn(v []byte) []core.Message {
 // modelNotFound answers a model that does not exist and one the key may not use alike, as OpenAI
 // does and as /v1/models/{id} does here: a 403 would tell a key which routes exist. The message
 // points at the list, since the name a client reaches for first is often the upstream's own tag
-// ("llama3.1:8b") rather than the route's. The name is the client's own, and only its first
-// maxEcho bytes come back.
+// ("llama3.1:8b") rather than the route's. The name is the client's own, and comes back as
+// internal/echo repeats it.
 func modelNotFound(model string) *apiError {
 	return &apiError{Status: http.StatusNotFound, Type: typeInvalidRequest, Code: "model_not_found", Param: "model",
 		Message: fmt.Sprintf("The model `%s` does not exist or you do not have access to it. "+
-			"GET /v1/models lists the models you may use.", echo(model))}
+			"GET /v1/models lists the models you may use.", echo.String(model))}
 }
 
 func (s *Server) applyStrict(rs *routeState, key *config.Key, req *core.Request) {
@@ -408,7 +409,7 @@ func (s *Server) plan(rs *routeState, req *core.Request, kept []*core.Target) pl
 // without a word (TestHintOnlyTheSecondSAIFTargetLists). nil for no hint, a hint one of them lists
 // (filter.Specialist then drops the others), or a request that none of them could take for what
 // it is (hintReader): there no target reads the hint (TestHintIgnoredWhereSAIFDoesNotServe). The
-// hint is the client's own, and only its first maxEcho bytes come back.
+// hint is the client's own, and comes back as internal/echo repeats it.
 func unknownSpecialist(rs *routeState, req *core.Request) *apiError {
 	hint := req.RouteHint
 	if hint == "" || !rs.saif {
@@ -427,7 +428,7 @@ func unknownSpecialist(rs *routeState, req *core.Request) *apiError {
 		valid = "valid: " + strings.Join(rs.specialists, ", ")
 	}
 	return &apiError{Status: http.StatusBadRequest, Type: typeInvalidRequest, Code: "unknown_specialist", Param: optHint,
-		Message: fmt.Sprintf("x-route-hint %q names no SAIF specialist of route %s (%s)", clip(hint, maxEcho), rs.Name, valid)}
+		Message: fmt.Sprintf("x-route-hint \"%s\" names no SAIF specialist of route %s (%s)", echo.String(hint), rs.Name, valid)}
 }
 
 // hintReader reports whether t is a SAIF target that could serve req but for its hint: none of

@@ -577,43 +577,7 @@ func (s *Server) logRequest(r *http.Request, rl requestLog, status int, start, n
 const (
 	maxStreamMessage = 1 << 10
 	maxLoggedError   = 4 << 10
-	// maxEcho is the most of a client's own value (a model name, an unknown type's name) that
-	// an error message repeats back to it.
-	maxEcho = 256
 )
-
-// echo is a client's own value as an error message repeats it: its first maxEcho bytes, with
-// control characters (C0, DEL, C1) and invalid UTF-8 written as \uXXXX, so that a name holding
-// ESC[2J or a line break cannot clear the terminal of a client that prints the message or split
-// its log line (TestNotFoundEchoesNoControlCharacters).
-func echo(s string) string {
-	s = clip(s, maxEcho)
-	if !strings.ContainsFunc(s, echoEscaped) && utf8.ValidString(s) {
-		return s
-	}
-	var b strings.Builder
-	for i, r := range s {
-		switch {
-		case r == utf8.RuneError && !strings.HasPrefix(s[i:], "\uFFFD"):
-			writeU(&b, rune(s[i]))
-		case echoEscaped(r):
-			writeU(&b, r)
-		default:
-			b.WriteRune(r)
-		}
-	}
-	return b.String()
-}
-
-func echoEscaped(r rune) bool { return r < 0x20 || (r >= 0x7f && r < 0xa0) }
-
-// writeU writes r, below U+0100, as \u00XX.
-func writeU(b *strings.Builder, r rune) {
-	const hex = "0123456789abcdef"
-	b.WriteString(`\u00`)
-	b.WriteByte(hex[r>>4&0xf])
-	b.WriteByte(hex[r&0xf])
-}
 
 // clip is s cut to at most n bytes at a character's start, with "…" when it was cut.
 func clip(s string, n int) string {

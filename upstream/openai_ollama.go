@@ -17,6 +17,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/hayula/gateway/core"
+	"github.com/hayula/gateway/internal/echo"
 	"github.com/hayula/gateway/internal/jsonx"
 )
 
@@ -496,7 +497,7 @@ func (a *openaiOllama) nativeFormat(v []byte) (json.RawMessage, error) {
 			return v, nil
 		}
 		return nil, requestError(a.t, "invalid_value", "format", fmt.Sprintf(
-			"Invalid value for 'format': %s (expected \"json\" or a JSON schema object).", snippet(v)))
+			"Invalid value for 'format': %s (expected \"json\" or a JSON schema object).", echo.Bytes(v)))
 	}
 	return nil, requestError(a.t, "invalid_type", "format", fmt.Sprintf(
 		"Invalid type for 'format': expected \"json\" or a JSON schema object, but got %s instead.", jsonKind(v)))
@@ -661,12 +662,12 @@ func (a *openaiOllama) keepAlive(v []byte) (json.RawMessage, error) {
 		s, ok := jsonx.Unquote(v)
 		if _, err := time.ParseDuration(s); !ok || err != nil {
 			return nil, requestError(a.t, "invalid_value", "keep_alive",
-				fmt.Sprintf("Invalid 'keep_alive': %s is not a duration Ollama reads.", snippet(v))+how)
+				fmt.Sprintf("Invalid 'keep_alive': %s is not a duration Ollama reads.", echo.Bytes(v))+how)
 		}
 	case v[0] == '-' || v[0] >= '0' && v[0] <= '9':
 		if f, err := strconv.ParseFloat(string(v), 64); err != nil || f > maxKeepAlive {
 			return nil, requestError(a.t, "invalid_value", "keep_alive",
-				fmt.Sprintf("Invalid 'keep_alive': %s seconds is more than Ollama can hold.", snippet(v))+how)
+				fmt.Sprintf("Invalid 'keep_alive': %s seconds is more than Ollama can hold.", echo.Bytes(v))+how)
 		}
 	default:
 		return nil, requestError(a.t, "invalid_type", "keep_alive",
@@ -678,7 +679,7 @@ func (a *openaiOllama) keepAlive(v []byte) (json.RawMessage, error) {
 // outOfRange refuses the value v of the field name, of the kind want, which Ollama cannot take.
 func (a *openaiOllama) outOfRange(name string, v []byte, want string) error {
 	return requestError(a.t, "invalid_value", name,
-		fmt.Sprintf("Invalid '%s': expected %s Ollama can take, but got %s.", name, want, snippet(v)))
+		fmt.Sprintf("Invalid '%s': expected %s Ollama can take, but got %s.", name, want, echo.Bytes(v)))
 }
 
 // message translates m, the i-th message. callNames gathers each tool call's name by its id, for
@@ -698,7 +699,7 @@ func (a *openaiOllama) message(i int, m *core.Message, callNames map[string]stri
 	}
 	if fc.other != "" {
 		return out, requestError(a.t, "unsupported_content", fmt.Sprintf("messages[%d].content", i),
-			fmt.Sprintf("the ollama adapter cannot send content parts of type %q", fc.other))
+			fmt.Sprintf("the ollama adapter cannot send content parts of type \"%s\"", echo.String(fc.other)))
 	}
 	out.Content = assistantText(m, fc.text)
 	if m.Role == "assistant" {
@@ -950,7 +951,7 @@ func namedTool(t *core.Target, tools, choice json.RawMessage) (json.RawMessage, 
 		tool, found := byName[name]
 		if !found {
 			return nil, requestError(t, "invalid_value", param,
-				fmt.Sprintf("tool_choice names the function %q, which is not in tools", name))
+				fmt.Sprintf("tool_choice names the function \"%s\", which is not in tools", echo.String(name)))
 		}
 		offered[name] = true
 		if len(out) > 1 {
@@ -1074,7 +1075,7 @@ func (a *openaiOllama) effortThink(e json.RawMessage, param string) (json.RawMes
 	}
 	return nil, requestError(a.t, "invalid_value", param, fmt.Sprintf(
 		"Invalid value for '%s': %s (expected \"none\", \"minimal\", \"low\", \"medium\", \"high\", \"xhigh\" or \"max\").",
-		param, snippet(e)))
+		param, echo.Bytes(e)))
 }
 
 // reasoningSwitches is what OpenRouter's reasoning object says beside its effort: off (enabled
@@ -1202,16 +1203,16 @@ func (a *openaiOllama) nativeThink(v json.RawMessage) (json.RawMessage, error) {
 			return v, nil
 		}
 		return nil, requestError(a.t, "invalid_value", "think", fmt.Sprintf(
-			"Invalid value for 'think': %s (expected %s).", snippet(v), levels))
+			"Invalid value for 'think': %s (expected %s).", echo.Bytes(v), levels))
 	case v[0] == '-' || '0' <= v[0] && v[0] <= '9':
 		if n, ok := wholeNumber(v); ok && n > 0 {
 			return strconv.AppendInt(nil, n, 10), nil
 		}
 		return nil, requestError(a.t, "invalid_value", "think", fmt.Sprintf(
-			"Invalid value for 'think': %s (expected a whole number of thinking tokens above 0; false turns thinking off).", snippet(v)))
+			"Invalid value for 'think': %s (expected a whole number of thinking tokens above 0; false turns thinking off).", echo.Bytes(v)))
 	}
 	return nil, requestError(a.t, "invalid_type", "think", fmt.Sprintf(
-		"Invalid type for 'think': %s (expected %s).", snippet(v), levels))
+		"Invalid type for 'think': %s (expected %s).", echo.Bytes(v), levels))
 }
 
 // format maps response_format: json_object is "json", json_schema is its schema, text is none.
@@ -1243,7 +1244,7 @@ func (a *openaiOllama) format(raw json.RawMessage) (json.RawMessage, error) {
 		return s, nil
 	}
 	return nil, requestError(a.t, "invalid_value", "response_format.type",
-		fmt.Sprintf("the ollama adapter does not know response_format type %q", rf.Type))
+		fmt.Sprintf("the ollama adapter does not know response_format type \"%s\"", echo.String(rf.Type)))
 }
 
 // toolCalls turns Ollama's calls into OpenAI's, with ids made up where Ollama gave none and the

@@ -20,6 +20,7 @@ var rules = map[string][]string{
 	"internal/h1":                 {"internal/httpwire"},
 	"internal/httpwire":           {},
 	"internal/logfmt":             {},
+	"internal/echo":               {},
 	"errmap":                      {"core", "lifecycle"}, // lifecycle is a leaf: its typed start/load errors
 	"health":                      {"core"},
 	"metrics":                     {"core", "internal/jsonx"},
@@ -28,7 +29,7 @@ var rules = map[string][]string{
 	"conformance":                 {},
 	"lifecycle":                   {},
 	"lifecycle/lrusim":            {},
-	"upstream":                    {"core", "internal/jsonx", "internal/httpwire"},
+	"upstream":                    {"core", "internal/jsonx", "internal/httpwire", "internal/echo"},
 	"config":                      {"core", "autoroute", "lifecycle", "internal/jsonx"},
 	"conformance/conformancetest": {},
 }

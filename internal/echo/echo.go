@@ -1,0 +1,67 @@
+// Package echo owns how an error message repeats a value the client sent (a model name, an id
+// taken from the path, a parameter's value, a header's value, a role, a tool's or a content
+// part's type): at most Max bytes of it, cut between characters, with each control character
+// (C0, DEL, C1) and each byte of invalid UTF-8 written as \u00XX, so that a value holding ESC[2J
+// or a line break cannot clear the terminal of a client that prints the message, or split its log
+// line. Everything else, quotes and backslashes included, is as sent, so that the value stays
+// readable as the client wrote it. The server and the upstream adapters (their request errors)
+// both repeat client values, so it imports nothing of ours. Not its: the 404 and 405 messages'
+// path, shown as the request line spelt it (server's pathAsSent, which escapes as a URL does),
+// and the log line (internal/logfmt), on which no client value goes as it came
+// (TestRequestLogLineEchoesNoClientValue).
+package echo
+
+import (
+	"strings"
+	"unicode/utf8"
+)
+
+// Max is the most of a client's value, in bytes, that a message repeats; a longer one is cut,
+// with "…" after it.
+const Max = 256
+
+// String is s as an error message repeats it (TestEcho).
+func String(s string) string {
+	s = clip(s, Max)
+	if !strings.ContainsFunc(s, escaped) && utf8.ValidString(s) {
+		return s
+	}
+	var b strings.Builder
+	b.Grow(len(s) + 16)
+	for i, r := range s {
+		switch {
+		case r == utf8.RuneError && !strings.HasPrefix(s[i:], "\uFFFD"):
+			writeU(&b, rune(s[i])) // an invalid byte, not the character U+FFFD
+		case escaped(r):
+			writeU(&b, r)
+		default:
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}
+
+// Bytes is b, a value as the client sent it (a raw JSON value, say), as an error message repeats
+// it: String(string(b)).
+func Bytes(b []byte) string { return String(string(b)) }
+
+func escaped(r rune) bool { return r < 0x20 || (r >= 0x7f && r < 0xa0) }
+
+// writeU writes r, below U+0100, as \u00XX.
+func writeU(b *strings.Builder, r rune) {
+	const hex = "0123456789abcdef"
+	b.WriteString(`\u00`)
+	b.WriteByte(hex[r>>4&0xf])
+	b.WriteByte(hex[r&0xf])
+}
+
+// clip is s cut to at most n bytes at a character's start, with "…" when it was cut.
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
+}
