@@ -39,6 +39,9 @@ type Config struct {
 	Browsers Browsers
 	// Metrics turns on the counters behind GET /metrics; default true.
 	Metrics bool
+	// Strict is the top-level strict: every route is strict (each Route's Strict is true), so no
+	// request reaches a public target, whatever route, key or header it comes with.
+	Strict bool
 
 	// classDefaulted are the targets without a class key, which are private by default; Warnings
 	// names those whose url looks like a third party's.

@@ -39,6 +39,7 @@ type fileTOML struct {
 	StateFile   *string              `toml:"state_file"`
 	WaitHealthy *bool                `toml:"wait_healthy"`
 	Metrics     *bool                `toml:"metrics"`
+	Strict      bool                 `toml:"strict"`
 	// Auto turns on model "auto"; its fields are autoroute.Rules (zero values mean the defaults).
 	Auto *autoroute.Rules `toml:"auto"`
 }
@@ -757,6 +758,7 @@ func (c *compiler) top(cfg *Config, raw *fileTOML) {
 	}
 	cfg.Browsers = c.browsers(raw, cfg.Listen)
 	cfg.Metrics = raw.Metrics == nil || *raw.Metrics
+	cfg.Strict = raw.Strict
 }
 
 // browsers compiles allowed_hosts and allowed_origins. The host that listen names, when it is a
@@ -1210,7 +1212,13 @@ func (c *compiler) routes(raw map[string]routeTOML, cfg *Config) []*Route {
 
 func (c *compiler) route(name string, raw routeTOML, cfg *Config) *Route {
 	at := func(key ...string) []string { return append([]string{"routes", name}, key...) }
-	r := &Route{Name: name, Strict: raw.Strict, FallbackOn: core.DefaultFallbackOn}
+	r := &Route{Name: name, Strict: raw.Strict || cfg.Strict, FallbackOn: core.DefaultFallbackOn}
+	if cfg.Strict && !raw.Strict && c.md.IsDefined("routes", name, "strict") {
+		// The top-level strict is the operator's word that no prompt leaves the machines they
+		// control: a route cannot take it back (TestTopLevelStrict).
+		c.errorf(at("strict"), "strict = false, but the top-level strict = true makes every route strict: "+
+			"remove this line (or the top-level strict)")
+	}
 	switch {
 	case name == RouteAuto:
 		c.errorf(at(), "the route name %q is reserved for the automatic router", RouteAuto)
@@ -1243,8 +1251,13 @@ func (c *compiler) route(name string, raw routeTOML, cfg *Config) *Route {
 	if r.Strict && len(r.Targets) > 0 && !slices.ContainsFunc(r.Targets, func(t *core.Target) bool {
 		return t.Privacy != core.Public
 	}) {
-		c.errorf(at("strict"), "every target of this strict route is public, and a strict request "+
-			"never reaches a public target: add a private target or remove strict")
+		if raw.Strict {
+			c.errorf(at("strict"), "every target of this strict route is public, and a strict request "+
+				"never reaches a public target: add a private target or remove strict")
+		} else {
+			c.errorf(at("targets"), "every target of this route is public, and the top-level strict = true "+
+				"keeps every request from public targets: add a private target, or remove the route")
+		}
 	}
 
 	if raw.Policy != nil {

@@ -23,6 +23,9 @@ func (c *Config) Summary() string {
 	fmt.Fprintf(&b, "listen %s, max body %d bytes, metrics %s\n", c.Listen, c.MaxBodyBytes, metricsSummary(c.Metrics))
 	fmt.Fprintf(&b, "cooldown after %d failures: %s, doubling up to %s\n", c.Cooldown.Failures,
 		c.Cooldown.Base, c.Cooldown.Max)
+	if c.Strict {
+		b.WriteString("strict: every route (top-level strict = true): no request reaches a public target\n")
+	}
 	if c.Open() {
 		b.WriteString("keys: none, the gateway is open (loopback only)\n")
 	} else {

@@ -17,8 +17,8 @@ import (
 // makes a target of its chain public, under the same name or at the same URL, makes no further
 // attempt on it: neither the next in its chain nor a same-target retry. The reload says the
 // upstream is a third party from now on, and those attempts come after that. So too for a request
-// whose route or key the reload makes strict, and a public target. The request ends as one
-// arriving after the reload would (here the first target's 500); one the reload leaves free to
+// whose route or key the reload makes strict, or every route (the top-level strict), and a
+// public target. The request ends as one arriving after the reload would (here the first target's 500); one the reload leaves free to
 // use the target falls through as before.
 func TestReloadMakingTargetPublicHoldsInFlight(t *testing.T) {
 	// Configurations over targets slow (which fails, after the reload) and b, route r = [slow, b],
@@ -34,6 +34,10 @@ func TestReloadMakingTargetPublicHoldsInFlight(t *testing.T) {
 	renamed := func(f cfgFunc) cfgFunc {
 		return func(slow, b string) string { return strings.Replace(f(slow, b), `name = "k"`, `name = "k2"`, 1) }
 	}
+	// topStrict is f with the top-level strict = true (TestTopLevelStrictNeverReachesPublic).
+	topStrict := func(f cfgFunc) cfgFunc {
+		return func(slow, b string) string { return "strict = true\n" + f(slow, b) }
+	}
 	for _, tc := range []struct {
 		name     string
 		strict   bool // the request says strict
@@ -48,6 +52,7 @@ func TestReloadMakingTargetPublicHoldsInFlight(t *testing.T) {
 		{"route made strict", false, plain("private", "b", "public", "", ""), plain("private", "b", "public", "strict = true\n", ""), 500, 2, 0},
 		{"key made strict", false, plain("private", "b", "public", "", ""), plain("private", "b", "public", "", "strict = true"), 500, 2, 0},
 		{"key renamed and made strict", false, plain("private", "b", "public", "", ""), renamed(plain("private", "b", "public", "", "strict = true")), 500, 2, 0},
+		{"top-level strict turned on", false, plain("private", "b", "public", "", ""), topStrict(plain("private", "b", "public", "", "")), 500, 2, 0},
 		{"not strict", false, plain("private", "b", "private", "", ""), plain("private", "b", "public", "", ""), 200, 2, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
