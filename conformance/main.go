@@ -36,6 +36,9 @@ func Main(ctx context.Context, args []string, getenv func(string) string, stdout
 		w := fs.Output()
 		fmt.Fprintln(w, "usage: gateway conformance --base-url URL [--api-key-env VAR | --api-key KEY] [--model M] [--embedding-model E]")
 		fmt.Fprintln(w, "       [--only GLOB] [--strict] [--format table|json|junit|markdown] [--out FILE] [--timeout 30s]")
+		fmt.Fprintln(w, "Grades an OpenAI-compatible server against the OpenAI API, raw and through the openai-go SDK, and")
+		fmt.Fprintln(w, "prints a report (CONFORMANCE.md); exits 0 when every MUST check passed or was skipped, 1 when one")
+		fmt.Fprintln(w, "failed, 2 on a usage mistake or a server it could not reach.")
 		fs.PrintDefaults()
 	}
 	// Help asked for (--help, -h) is the command's answer, on stdout with 0; a mistake's message

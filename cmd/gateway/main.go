@@ -49,6 +49,16 @@ Usage:
   gateway version
   gateway help [COMMAND [SUBCOMMAND]]
 
+Commands:
+  serve         serve the API with a configuration file (CONFIG.md)
+  demo          serve it in front of simulated backends on loopback: no keys, no models
+  check-config  load a configuration as serve would and print what it compiles to
+  keygen        make a client API key and the [[keys]] block, with its SHA-256, to paste
+  route eval    measure model "auto"'s routing on a labelled set
+  lru-sim       replay a trace of specialists under LRU, LFU and Belady's optimal
+  conformance   grade an OpenAI-compatible server, this gateway or another
+  version       print the version and the Go it was built with
+
 A command's --help (or gateway help COMMAND [SUBCOMMAND]) lists its flags and their defaults.
 CONFIG.md documents them all.
 `
@@ -140,7 +150,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return conformance.Main(ctx, args[1:], os.Getenv, stdout, stderr)
 	case "version", "--version":
 		if helpAsked(args[1:]) {
-			fmt.Fprintln(stdout, "usage: gateway version")
+			fmt.Fprintf(stdout, "usage: gateway version\n%s\n", about("version"))
 			return 0
 		}
 		if len(args) > 1 {
@@ -231,6 +241,39 @@ func newFlags(name string) *flag.FlagSet {
 	return flag.NewFlagSet("gateway "+name, flag.ContinueOnError)
 }
 
+// about is what the command cmd does, as its help says it under its usage line, before its
+// flags; "" for one whose help is its own package's (lru-sim, conformance).
+func about(cmd string) string {
+	switch cmd {
+	case "serve":
+		return "Serves the OpenAI-compatible API with the configuration in --config (CONFIG.md). SIGHUP reloads\n" +
+			"the file; SIGINT or SIGTERM stops after the requests in flight, a second one at once."
+	case "demo":
+		return "Serves the paper's topology on loopback in front of simulated backends, with no keys and no\n" +
+			"models: SAIF, Averroes-Q, DeepSeek R1 and a public openrouter tail (README, \"Try the demo\")."
+	case "check-config":
+		return "Loads FILE as serve would, its api_key_env variables read from the environment, and prints\n" +
+			"what it compiles to (no secret, no key hash); exits 1 with each mistake on a line of its own."
+	case "keygen":
+		return "Makes a new client API key for NAME and prints it once, with the [[keys]] block that holds\n" +
+			"its SHA-256 (the gateway stores no key, only that hash)."
+	case "route eval":
+		return "Measures model \"auto\"'s routing on FILE, a labelled JSON Lines set, with the [auto] rules\n" +
+			"of --config or the built-in ones."
+	case "version":
+		return "Prints the gateway's version, the Go it was built with and its platform."
+	}
+	return ""
+}
+
+// described sets fs's usage to use, what the command does (about), then its flags.
+func described(fs *flag.FlagSet, use, cmd string) {
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "%s\n%s\n", use, about(cmd))
+		fs.PrintDefaults()
+	}
+}
+
 // parse parses args. Help asked for (--help, -h) is the command's answer: the flags go to stdout
 // and flag.ErrHelp comes back, which run answers with exit 0. A mistake's message and the usage
 // go to stderr, and a usageError that says so comes back (exit 2).
@@ -312,6 +355,7 @@ func logLevel(s string) (slog.Level, bool) {
 
 func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("serve")
+	described(fs, "usage: gateway serve [--config FILE] [--listen ADDR] [--log-level LEVEL]", "serve")
 	path := fs.String("config", "gateway.toml", "configuration file")
 	listen := fs.String("listen", "", "listen address (overrides the config's listen)")
 	level := fs.String("log-level", "info", "debug, info, warn or error")
@@ -474,6 +518,7 @@ func openLoopback(open bool, listen string, addr net.Addr) error {
 
 func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("demo")
+	described(fs, "usage: gateway demo [--print-config] [--listen ADDR] [--sim-port-base N] [--log-level LEVEL]", "demo")
 	printConfig := fs.Bool("print-config", false, "print the demo's configuration and exit")
 	listen := fs.String("listen", "127.0.0.1:8000", "gateway listen address")
 	portBase := fs.Int("sim-port-base", demo.DefaultPortBase, "first of the four simulators' consecutive ports; 0 picks free ones")
@@ -576,7 +621,7 @@ func helpAsked(args []string) bool {
 func cmdCheckConfig(args []string, stdout, stderr io.Writer) int {
 	const use = "usage: gateway check-config FILE"
 	if helpAsked(args) {
-		fmt.Fprintln(stdout, use)
+		fmt.Fprintf(stdout, "%s\n%s\n", use, about("check-config"))
 		return 0
 	}
 	for _, a := range args {
@@ -610,7 +655,7 @@ func cmdCheckConfig(args []string, stdout, stderr io.Writer) int {
 func cmdKeygen(args []string, stdout, stderr io.Writer) error {
 	const use = "usage: gateway keygen NAME"
 	if helpAsked(args) {
-		fmt.Fprintln(stdout, use)
+		fmt.Fprintf(stdout, "%s\n%s\n", use, about("keygen"))
 		return flag.ErrHelp
 	}
 	switch {
@@ -636,7 +681,7 @@ func cmdKeygen(args []string, stdout, stderr io.Writer) error {
 func cmdRoute(args []string, stdout, stderr io.Writer) error {
 	const use = "usage: gateway route eval FILE [--config FILE]"
 	if helpAsked(args) {
-		fmt.Fprintln(stdout, use)
+		fmt.Fprintf(stdout, "%s\n%s\n", use, about("route eval"))
 		return flag.ErrHelp
 	}
 	switch {
@@ -647,10 +692,7 @@ func cmdRoute(args []string, stdout, stderr io.Writer) error {
 	}
 	fs := newFlags("route eval")
 	path := fs.String("config", "", "take the [auto] rules from this configuration")
-	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), use)
-		fs.PrintDefaults()
-	}
+	described(fs, use, "route eval")
 	if err := parse(fs, args[1:], stdout, stderr); err != nil {
 		return err
 	}
