@@ -93,6 +93,11 @@ func expositionProblems(text string, fams map[string]*dto.MetricFamily) []string
 		case strings.HasPrefix(line, "# HELP "):
 			fam = strings.SplitN(line, " ", 4)[2]
 			help[fam]++
+			if f := fams[fam]; f != nil && strings.Contains(f.GetHelp(), `\`) {
+				// No help is written with a backslash: one reads back as a backslash shown to a
+				// person (a Go raw string's \" was, in hayula_stream_ends_total's).
+				out = append(out, fmt.Sprintf("family %s: its help reads back with a backslash: %q", fam, f.GetHelp()))
+			}
 		case strings.HasPrefix(line, "# TYPE "):
 			fam = strings.SplitN(line, " ", 4)[2]
 			typ[fam]++
