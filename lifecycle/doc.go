@@ -11,7 +11,9 @@
 //
 // Invariants, each with the test that holds it:
 //   - A group never has more than its slots' worth of processes alive, and the one stopped to make
-//     room is the least recently used idle unpinned member — TestEvictionOrderLRU. A member
+//     room is the least recently used idle unpinned member — TestEvictionOrderLRU; one loading
+//     for nobody (a restart after a crash, a pre-warm, a launch whose requests have gone) counts
+//     as idle — TestUnwantedRestartEvictable, TestUnaskedLoadsEvictable. A member
 //     evicted for another counts in its slot again, until it has gone, when the one it was
 //     evicted for is stopped before it launched (a Reload retired it) —
 //     TestRetiredNewcomerGivesVictimSlotBack.

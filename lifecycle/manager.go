@@ -92,15 +92,18 @@ type member struct {
 	// expired: load_timeout passed before the process was healthy and it is being stopped. The
 	// state stays StateStarting (the start has not ended for its waiters), but it is reported
 	// as StateStopping, as a crashed one is.
-	expired  bool
-	pid      int
-	url      string
-	port     int // the running process's {port}, 0 when there is none or it has none
-	starts   int
-	restarts int
-	lastErr  error
-	failures uint64 // launches that ended before they were healthy, so a waiter can tell its own failure
-	idle     Timer
+	expired bool
+	// restarting: the member is starting again after a crash, on its own rather than for a
+	// request: see loadingUnaskedLocked.
+	restarting bool
+	pid        int
+	url        string
+	port       int // the running process's {port}, 0 when there is none or it has none
+	starts     int
+	restarts   int
+	lastErr    error
+	failures   uint64 // launches that ended before they were healthy, so a waiter can tell its own failure
+	idle       Timer
 	// retired: a Reload replaced or removed the member. It is no longer handed out, and its
 	// process is stopped once no attempt holds it.
 	retired bool
@@ -900,21 +903,31 @@ func (m *Manager) occupiedLocked(g *group) int {
 }
 
 // lruEvictableLocked returns up to n of the least recently used members of g that may be stopped
-// now, least recent first: unpinned, not in use nor waited for, and running or waiting to restart
-// (a starting member is about to serve).
+// now, least recent first: unpinned, not in use nor waited for, and running, waiting to restart,
+// or loading for nobody (loadingUnaskedLocked; a member starting for a request that still waits is
+// about to serve it).
 func (m *Manager) lruEvictableLocked(g *group, except *member, n int) []*member {
 	var can []*member
 	for _, mem := range g.members {
 		if mem == except || mem.pinned || mem.busy > 0 || mem.waiting > 0 {
 			continue
 		}
-		if mem.state != StateReady && mem.state != StateBackoff {
+		if mem.state != StateReady && mem.state != StateBackoff && !mem.loadingUnaskedLocked() {
 			continue
 		}
 		can = append(can, mem)
 	}
 	slices.SortStableFunc(can, func(a, b *member) int { return cmp.Compare(a.seq, b.seq) })
 	return can[:min(n, len(can))]
+}
+
+// loadingUnaskedLocked reports whether mem is starting and, were nobody waiting for it, may be
+// stopped like an idle member: it restarts after a crash, or its process has been launched (a
+// pre-warm, or a start whose requests have all gone). One not launched yet for a request may be
+// waiting for the members it evicted to go, and holds their slots meanwhile: stopped, it would give
+// them back while its evictor counted on their being gone.
+func (mem *member) loadingUnaskedLocked() bool {
+	return mem.state == StateStarting && (mem.restarting || mem.pid != 0)
 }
 
 func (m *Manager) stopLocked(mem *member, reason string) {

@@ -180,6 +180,7 @@ func (m *Manager) supervise(mem *member, stop, done chan struct{}, after []<-cha
 		m.opt.Counts.add(mem.spec.Name, 0, 1)
 		if mem.state == StateBackoff {
 			mem.state = StateStarting
+			mem.restarting = true
 		}
 		m.broadcastLocked()
 		m.mu.Unlock()
@@ -191,7 +192,7 @@ func (m *Manager) finish(mem *member, err error) {
 	m.mu.Lock()
 	mem.state = StateStopped
 	mem.pid, mem.url, mem.port = 0, "", 0
-	mem.crashed, mem.expired = false, false
+	mem.crashed, mem.expired, mem.restarting = false, false, false
 	mem.replaced = false
 	if err != nil {
 		mem.lastErr = err
@@ -341,6 +342,7 @@ func (m *Manager) runOnce(mem *member, stop <-chan struct{}, restart bool) runRe
 	loadTimer.Stop()
 	up := m.clock.Now()
 	m.mu.Lock()
+	mem.restarting = false
 	if mem.state == StateStarting {
 		mem.state = StateReady
 		if !restart {

@@ -33,6 +33,7 @@ func main() {
 		ignoreTerm   = flag.Bool("ignore-term", false, "ignore SIGTERM")
 		startsFile   = flag.String("starts", "", "append this process's pid to the file at start")
 		crashFrom    = flag.Int("crash-at-start-from", 0, "with -starts, crash at start from this start on (0 = never)")
+		hangFrom     = flag.Int("hang-from", 0, "with -starts, health requests never answer from this start on (0 = never)")
 		childFile    = flag.String("spawn-child", "", "start a grandchild that sleeps, write its pid here")
 		sleepForever = flag.Bool("sleep-forever", false, "do nothing until killed (the grandchild)")
 		childLinger  = flag.Duration("child-term-linger", 0, "with -spawn-child, the grandchild takes this long to exit on SIGTERM, then writes its pid file + \".clean\"")
@@ -113,6 +114,10 @@ func main() {
 		if b, err := os.ReadFile(*startsFile); err == nil && *crashFrom > 0 &&
 			bytes.Count(b, []byte("\n")) >= *crashFrom {
 			*crashAtStart = true
+		}
+		if b, err := os.ReadFile(*startsFile); err == nil && *hangFrom > 0 &&
+			bytes.Count(b, []byte("\n")) >= *hangFrom {
+			*hang = true
 		}
 	}
 	if *childFile != "" {
