@@ -511,7 +511,7 @@ func (s *Set) Write(w *Writer, more func(*Writer)) {
 			}
 		}
 	}
-	w.Family("hayula_stream_ends_total", "counter", `Streams whose head went out (each counted 200 in hayula_requests_total), by endpoint, route, the target that relayed them, and how they ended: "done" (their [DONE]), "client_left" (the client went away mid-stream) "broke_off" (the upstream failed after the first event; the client got an error event) or "aborted" (the upstream ended it with finish_reason \"abort\", its engine having given the request up, after the first event: relayed as it came, but not whole).`)
+	w.Family("hayula_stream_ends_total", "counter", `Streams whose head went out (each counted 200 in hayula_requests_total), by endpoint, route, the target that relayed them, and how they ended: "done" (their [DONE]), "client_left" (the client went away mid-stream), "broke_off" (the upstream failed after the first event; the client got an error event) or "aborted" (the upstream ended it with finish_reason "abort", its engine having given the request up, after the first event: relayed as it came, but not whole).`)
 	for op := range opNames {
 		for r, route := range s.routes {
 			for t, target := range s.targets {
