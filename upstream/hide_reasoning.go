@@ -72,7 +72,8 @@ func withoutReasoning(v json.RawMessage) (json.RawMessage, bool) {
 
 // hideReasoningStream relays a chunk stream with reasoningKeys taken out of every delta. A chunk
 // that carried reasoning alone is left with nothing to say (emptied) and is skipped, as the
-// translating adapters' chunker skips it, rather than sent as an empty delta.
+// translating adapters' chunker skips it, rather than sent as an empty delta; its logprobs, its
+// tokens', go with the reasoning.
 //
 // The wrapped stream fails an abort that comes before its first chunk with nothing in it (see
 // AbortedError); an abort after chunks that carried reasoning alone is, for this client, one
@@ -164,6 +165,11 @@ func hideReasoningIn(ev []byte) (out []byte, keep bool) {
 	for _, ch := range choices {
 		if d, ok := withoutReasoning(ch["delta"]); ok {
 			ch["delta"], changed = d, true
+			if lp, ok := ch["logprobs"]; ok && !isNull(lp) && !saysOwn(d) {
+				// The logprobs of a delta that carried reasoning alone are its tokens': they
+				// would spell it out (TestHideReasoningTakesItsLogprobs).
+				ch["logprobs"] = json.RawMessage("null")
+			}
 		}
 	}
 	if !changed {
@@ -174,4 +180,14 @@ func hideReasoningIn(ev []byte) (out []byte, keep bool) {
 	}
 	top["choices"] = mustJSON(choices)
 	return mustJSON(top), true
+}
+
+// saysOwn reports whether the delta d, its reasoning taken out, still carries something of the
+// answer's own: text, a refusal or a call.
+func saysOwn(d json.RawMessage) bool {
+	var p answerParts
+	if json.Unmarshal(d, &p) != nil {
+		return true
+	}
+	return says(p.Content) || says(p.Refusal) || says(p.ToolCalls) || says(p.FunctionCall)
 }
