@@ -16,6 +16,7 @@ import (
 	"testing"
 
 	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
 	"github.com/openai/openai-go/v3/responses"
 )
 
@@ -96,9 +97,9 @@ func splitWire(nl string, cut bool) string {
 
 // sdkStream streams a chat completion from g through the official SDK and returns what its
 // accumulator gathered and the stream's error.
-func sdkStream(g *gateway, params openai.ChatCompletionNewParams) (openai.ChatCompletionAccumulator, error) {
+func sdkStream(g *gateway, params openai.ChatCompletionNewParams, opts ...option.RequestOption) (openai.ChatCompletionAccumulator, error) {
 	c := sdkClient(g, "unused")
-	s := c.Chat.Completions.NewStreaming(context.Background(), params)
+	s := c.Chat.Completions.NewStreaming(context.Background(), params, opts...)
 	var acc openai.ChatCompletionAccumulator
 	for s.Next() {
 		acc.AddChunk(s.Current())

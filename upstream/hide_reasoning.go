@@ -3,6 +3,8 @@ package upstream
 import (
 	"bytes"
 	"encoding/json"
+
+	"github.com/hayula/gateway/core"
 )
 
 // reasoningKeys are the members a whole answer's message or a chunk's delta carries reasoning in:
@@ -70,13 +72,22 @@ func withoutReasoning(v json.RawMessage) (json.RawMessage, bool) {
 
 // hideReasoningStream relays a chunk stream with reasoningKeys taken out of every delta. A chunk
 // that carried reasoning alone is left with nothing to say (emptied) and is skipped, as the
-// translating adapters' chunker skips it, rather than sent as an empty delta.
+// translating adapters' chunker skips it, rather than sent as an empty delta; its logprobs, its
+// tokens', go with the reasoning.
+//
+// The wrapped stream fails an abort that comes before its first chunk with nothing in it (see
+// AbortedError); an abort after chunks that carried reasoning alone is, for this client, one
+// before anything too, and fails the same way, so that the chain moves on
+// (TestAbortWithOnlyHiddenReasoningMovesOn).
 type hideReasoningStream struct {
 	Stream
+	target string // the target's name, for a failure
 	// ahead is set when Buffered has read the next chunk (next) or the end (err) already.
 	ahead bool
 	next  []byte
 	err   error
+	kept  bool  // a chunk has been kept: what comes after it is relayed as it comes
+	fail  error // take's failure, returned again by every later Next
 }
 
 func (s *hideReasoningStream) Next() ([]byte, error) {
@@ -84,15 +95,33 @@ func (s *hideReasoningStream) Next() ([]byte, error) {
 		s.ahead = false
 		return s.next, s.err
 	}
+	if s.fail != nil {
+		return nil, s.fail
+	}
 	for {
 		ev, err := s.Stream.Next()
 		if err != nil {
 			return nil, err
 		}
-		if out, keep := hideReasoningIn(ev); keep {
-			return out, nil
+		if out, keep, err := s.take(ev); keep || err != nil {
+			return out, err
 		}
 	}
+}
+
+// take is hideReasoningIn's chunk ev, and the failure of a first kept chunk that is an abort
+// with nothing in it.
+func (s *hideReasoningStream) take(ev []byte) (out []byte, keep bool, err error) {
+	out, keep = hideReasoningIn(ev)
+	if !keep || s.kept {
+		return out, keep, nil
+	}
+	s.kept = true
+	if bytes.Contains(out, abortQuoted) && saysAbort(out) && !carriesAnswer(out) {
+		s.fail = &core.StreamError{Target: s.target, Message: `the upstream aborted the request (finish_reason "abort") before its first token`}
+		return nil, false, s.fail
+	}
+	return out, true, nil
 }
 
 // Buffered reports whether Next will return without waiting on the upstream. A chunk the
@@ -100,7 +129,7 @@ func (s *hideReasoningStream) Next() ([]byte, error) {
 // chunks are read here until one is kept or none is left: a relay told true never holds its
 // last chunk unflushed while Next waits.
 func (s *hideReasoningStream) Buffered() bool {
-	if s.ahead {
+	if s.ahead || s.fail != nil {
 		return true
 	}
 	b, ok := s.Stream.(BufferedStream)
@@ -110,8 +139,8 @@ func (s *hideReasoningStream) Buffered() bool {
 			s.ahead, s.next, s.err = true, nil, err
 			return true
 		}
-		if out, keep := hideReasoningIn(ev); keep {
-			s.ahead, s.next, s.err = true, out, nil
+		if out, keep, err := s.take(ev); keep || err != nil {
+			s.ahead, s.next, s.err = true, out, err
 			return true
 		}
 	}
@@ -136,6 +165,11 @@ func hideReasoningIn(ev []byte) (out []byte, keep bool) {
 	for _, ch := range choices {
 		if d, ok := withoutReasoning(ch["delta"]); ok {
 			ch["delta"], changed = d, true
+			if lp, ok := ch["logprobs"]; ok && !isNull(lp) && !saysOwn(d) {
+				// The logprobs of a delta that carried reasoning alone are its tokens': they
+				// would spell it out (TestHideReasoningTakesItsLogprobs).
+				ch["logprobs"] = json.RawMessage("null")
+			}
 		}
 	}
 	if !changed {
@@ -146,4 +180,14 @@ func hideReasoningIn(ev []byte) (out []byte, keep bool) {
 	}
 	top["choices"] = mustJSON(choices)
 	return mustJSON(top), true
+}
+
+// saysOwn reports whether the delta d, its reasoning taken out, still carries something of the
+// answer's own: text, a refusal or a call.
+func saysOwn(d json.RawMessage) bool {
+	var p answerParts
+	if json.Unmarshal(d, &p) != nil {
+		return true
+	}
+	return says(p.Content) || says(p.Refusal) || says(p.ToolCalls) || says(p.FunctionCall)
 }

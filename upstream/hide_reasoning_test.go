@@ -1,6 +1,7 @@
 package upstream
 
 import (
+	"bytes"
 	"errors"
 	"io"
 	"testing"
@@ -76,5 +77,26 @@ func TestHideReasoningStreamBuffered(t *testing.T) {
 	}
 	if _, err := s.Next(); !errors.Is(err, io.EOF) {
 		t.Fatalf("end = %v", err)
+	}
+}
+
+// TestHideReasoningTakesItsLogprobs: vLLM and SGLang attach to a chunk of reasoning the logprobs
+// of its tokens (logprobs.content, each entry naming its token). With exclude, a chunk whose delta
+// carried reasoning alone keeps none of them: sent as an empty delta with those entries, it told
+// the client the reasoning token by token. A chunk with content beside the reasoning keeps them,
+// as they came: which are whose, its delta does not say.
+func TestHideReasoningTakesItsLogprobs(t *testing.T) {
+	lp := `{"content":[{"token":"Secret","logprob":-0.1,"bytes":[83,101,99,114,101,116],"top_logprobs":[]}]}`
+	alone := []byte(`{"id":"c","choices":[{"index":0,"delta":{"reasoning":"Secret"},"logprobs":` + lp + `,"finish_reason":null}]}`)
+	if out, keep := hideReasoningIn(alone); keep {
+		t.Errorf("a chunk of reasoning alone was kept with its logprobs: %s", out)
+	}
+	last := []byte(`{"id":"c","choices":[{"index":0,"delta":{"reasoning_content":"Secret"},"logprobs":` + lp + `,"finish_reason":"length"}]}`)
+	if out, keep := hideReasoningIn(last); !keep || string(out) != `{"choices":[{"delta":{},"finish_reason":"length","index":0,"logprobs":null}],"id":"c"}` {
+		t.Errorf("the finishing chunk of reasoning: %s %v", out, keep)
+	}
+	mixed := []byte(`{"id":"c","choices":[{"index":0,"delta":{"content":"A","reasoning":"r"},"logprobs":` + lp + `,"finish_reason":null}]}`)
+	if out, keep := hideReasoningIn(mixed); !keep || !bytes.Contains(out, []byte(`"logprobs":`+lp)) {
+		t.Errorf("a chunk with content lost its logprobs: %s %v", out, keep)
 	}
 }

@@ -1087,19 +1087,33 @@ type reasoningSwitches struct {
 }
 
 // reasoningObject reads the reasoning object v; zero when v is no object. A member of another
-// kind than OpenRouter's (booleans, and a number of tokens) is refused naming it.
+// kind than OpenRouter's (booleans, and a number of tokens) is refused naming it. Its members are
+// read by their exact names, the last of a name winning, as OpenRouter reads them and the server
+// reads exclude for every adapter: encoding/json would match "Exclude" or "Enabled" too, and
+// serve the request otherwise than another adapter of the route (TestOllamaReasoningObjectKeysAsSpelled).
 func (a *openaiOllama) reasoningObject(v json.RawMessage) (reasoningSwitches, error) {
 	var r reasoningSwitches
 	if len(v) == 0 || v[0] != '{' {
 		return r, nil
 	}
-	var o struct {
-		Effort    json.RawMessage `json:"effort"`
-		Enabled   json.RawMessage `json:"enabled"`
-		MaxTokens json.RawMessage `json:"max_tokens"`
-		Exclude   json.RawMessage `json:"exclude"`
+	var o struct{ Effort, Enabled, MaxTokens, Exclude json.RawMessage }
+	it := jsonx.Object(v, false)
+	for {
+		k, e, ok := it.Next()
+		if !ok {
+			break
+		}
+		switch name, _ := jsonx.Unquote(k); name {
+		case "effort":
+			o.Effort = e
+		case "enabled":
+			o.Enabled = e
+		case "max_tokens":
+			o.MaxTokens = e
+		case "exclude":
+			o.Exclude = e
+		}
 	}
-	_ = json.Unmarshal(v, &o)
 	r.effort = o.Effort
 	for _, m := range [...]struct {
 		name, want string

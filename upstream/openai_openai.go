@@ -72,7 +72,7 @@ func (a *openaiOpenAI) chat(ctx context.Context, req *core.Request) (*Response, 
 				r.Stream = newThinkStream(r.Stream, a.t.Reasoning)
 			}
 			if hide {
-				r.Stream = &hideReasoningStream{Stream: r.Stream}
+				r.Stream = &hideReasoningStream{Stream: r.Stream, target: a.t.Name}
 			}
 		}
 		return r, err
@@ -83,6 +83,12 @@ func (a *openaiOpenAI) chat(ctx context.Context, req *core.Request) (*Response, 
 	}
 	if err == nil && hide {
 		r.Body = withoutReasoningBody(r.Body)
+		if r.Aborted && !carriesAnswer(r.Body) {
+			// Aborted when it had only reasoned, which this client does not get: it has said
+			// nothing, and the chain moves on (TestAbortWithOnlyHiddenReasoningMovesOn).
+			r.Release()
+			return nil, &core.ProtocolError{Target: a.t.Name, Err: &AbortedAnswerError{}}
+		}
 	}
 	return r, err
 }

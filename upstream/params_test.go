@@ -257,3 +257,34 @@ func TestOllamaReasoningEffortRefused(t *testing.T) {
 		}
 	}
 }
+
+// TestOllamaReasoningObjectKeysAsSpelled: the reasoning object's members are read as OpenRouter,
+// and the server for every adapter (core.Request.HideReasoning), read them: by their exact
+// names, the last of a name winning. encoding/json's match of another case ("Exclude",
+// "Enabled") hid the thinking, or turned it off, on an ollama target alone, while an openai or
+// saif target of the same route served the request as it was written.
+func TestOllamaReasoningObjectKeysAsSpelled(t *testing.T) {
+	for _, tt := range []struct {
+		reasoning string
+		think     string // as sent, "" for none
+		hide      bool
+	}{
+		{`{"Exclude":true}`, "", false},
+		{`{"Enabled":false}`, "", false},
+		{`{"MAX_TOKENS":100}`, "", false},
+		{`{"Effort":"low"}`, "", false},
+		{`{"exclude":true,"Exclude":false}`, "", true},
+		{`{"enabled":false,"Enabled":true}`, "false", false},
+		{`{"effort":"low","exclude":false,"exclude":true}`, `"low"`, true},
+		{`{"ex\u0063lude":true,"max_tokens":10}`, "true", true},
+	} {
+		a := &openaiOllama{t: ollamaTarget("http://127.0.0.1:1"), newID: func() string { return "x" }}
+		out, err := a.translate(chatRequestOf(t, `{"messages":[{"role":"user","content":"x"}],"reasoning":`+tt.reasoning+`}`))
+		if err != nil {
+			t.Fatalf("%s: %v", tt.reasoning, err)
+		}
+		if string(out.Think) != tt.think || out.hideThinking != tt.hide {
+			t.Errorf("%s: think %s, hide %v; want %s, %v", tt.reasoning, out.Think, out.hideThinking, tt.think, tt.hide)
+		}
+	}
+}
