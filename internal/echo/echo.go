@@ -3,7 +3,9 @@
 // part's type): at most Max bytes of it, cut between characters, with each control character
 // (C0, DEL, C1) and each byte of invalid UTF-8 written as \u00XX, so that a value holding ESC[2J
 // or a line break cannot clear the terminal of a client that prints the message, or split its log
-// line. Everything else, quotes and backslashes included, is as sent, so that the value stays
+// line; so too the line and paragraph separators (U+2028, U+2029), which some viewers break a line
+// at, and the bidirectional controls (U+200E, U+200F, U+202A–U+202E, U+2066–U+2069), which reorder
+// what a terminal shows after them ("Trojan Source"), as \uXXXX. Everything else, quotes and backslashes included, is as sent, so that the value stays
 // readable as the client wrote it. The server and the upstream adapters (their request errors)
 // both repeat client values, so it imports nothing of ours. Not its: the 404 and 405 messages'
 // path, shown as the request line spelt it (server's pathAsSent, which escapes as a URL does),
@@ -45,12 +47,23 @@ func String(s string) string {
 // it: String(string(b)).
 func Bytes(b []byte) string { return String(string(b)) }
 
-func escaped(r rune) bool { return r < 0x20 || (r >= 0x7f && r < 0xa0) }
+// escaped reports whether r is written as \uXXXX (TestEcho).
+func escaped(r rune) bool {
+	switch {
+	case r < 0x20 || (r >= 0x7f && r < 0xa0):
+		return true
+	case r < 0x200e:
+		return false
+	}
+	return r <= 0x200f || r == 0x2028 || r == 0x2029 || (r >= 0x202a && r <= 0x202e) || (r >= 0x2066 && r <= 0x2069)
+}
 
-// writeU writes r, below U+0100, as \u00XX.
+// writeU writes r, below U+10000, as \uXXXX.
 func writeU(b *strings.Builder, r rune) {
 	const hex = "0123456789abcdef"
-	b.WriteString(`\u00`)
+	b.WriteString(`\u`)
+	b.WriteByte(hex[r>>12&0xf])
+	b.WriteByte(hex[r>>8&0xf])
 	b.WriteByte(hex[r>>4&0xf])
 	b.WriteByte(hex[r&0xf])
 }
