@@ -600,7 +600,7 @@ func (a *openaiOllama) mergedOptions(o *ollamaOptions, client json.RawMessage) (
 			want = "a number"
 		case kind == optionBool && v[0] != 't' && v[0] != 'f':
 			want = "a boolean"
-		case kind == optionStrings && !allStrings(v):
+		case kind == optionStrings && !stringsOnly(v, false):
 			want = "an array of strings"
 		}
 		if want != "" {
@@ -1462,7 +1462,7 @@ func (a *openaiOllama) embed(ctx context.Context, req *core.Request) (*Response,
 	inputs := 1
 	switch {
 	case json.Unmarshal(in.Input, &one) == nil:
-	case stringsOnly(in.Input) && json.Unmarshal(in.Input, &many) == nil:
+	case stringsOnly(in.Input, true) && json.Unmarshal(in.Input, &many) == nil:
 		inputs = len(many)
 	default:
 		return nil, requestError(a.t, "unsupported_input", "input",
@@ -1590,11 +1590,13 @@ func (a *openaiOllama) embed(ctx context.Context, req *core.Request) (*Response,
 // or Inf (server/routes.go, normalize).
 const ollamaNaN = "embedding contains NaN or Inf values"
 
-// stringsOnly reports whether v is an array whose elements are all strings (or null). Decoding an array of
-// token ids into a []string to learn that it is not one went through the whole array, growing
-// the slice and building an error for every number: 86 bytes allocated for each byte of the body
-// (TestOllamaEmbedTokensRefusedCheaply).
-func stringsOnly(v json.RawMessage) bool {
+// stringsOnly reports whether v is an array whose elements are all strings, or null where nulls
+// is true. Decoding an array of token ids into a []string to learn that it is not one went
+// through the whole array, growing the slice and building an error for every number: 86 bytes
+// allocated for each byte of the body (TestOllamaEmbedTokensRefusedCheaply). An embed input takes
+// nulls, as a []string took them; an array option (stop) does not: Ollama loads it only as
+// strings alone, and answers a null in it with a 500, as it does another kind.
+func stringsOnly(v json.RawMessage, nulls bool) bool {
 	v = bytes.TrimSpace(v)
 	if len(v) == 0 || v[0] != '[' {
 		return false
@@ -1605,25 +1607,7 @@ func stringsOnly(v json.RawMessage) bool {
 		if !ok {
 			return it.Done()
 		}
-		if e[0] != '"' && string(e) != "null" { // null, which a []string takes, as it took it
-			return false
-		}
-	}
-}
-
-// allStrings reports whether v is an array of strings alone: Ollama loads an array option
-// (stop) only so, and answers a null in it with a 500, as it does another kind.
-func allStrings(v json.RawMessage) bool {
-	if v[0] != '[' {
-		return false
-	}
-	it := jsonx.Array(v, false)
-	for {
-		_, e, ok := it.Next()
-		if !ok {
-			return it.Done()
-		}
-		if e[0] != '"' {
+		if e[0] != '"' && !(nulls && string(e) == "null") {
 			return false
 		}
 	}
