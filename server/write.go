@@ -10,10 +10,10 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/hayula/gateway/core"
 	"github.com/hayula/gateway/errmap"
+	"github.com/hayula/gateway/internal/echo"
 	"github.com/hayula/gateway/internal/httpwire"
 	"github.com/hayula/gateway/internal/logfmt"
 	"github.com/hayula/gateway/metrics"
@@ -461,8 +461,8 @@ func (s *Server) relay(ctx context.Context, w http.ResponseWriter, usage usageTo
 	// the log below has the error without the upstream's words (errmap.LogText). An upstream's own message in an error line is its to
 	// size: both are cut (after the key is redacted, so that no cut leaves part of it).
 	key := string(res.target.APIKey)
-	msg := res.target.Name + ": " + clip(redactKey(errmap.StreamMessage(err), key), maxStreamMessage)
-	s.log.Warn("stream broke off", "target", res.target.Name, "error", clip(redactKey(errmap.LogText(err), key), maxLoggedError),
+	msg := res.target.Name + ": " + echo.Clip(redactKey(errmap.StreamMessage(err), key), maxStreamMessage)
+	s.log.Warn("stream broke off", "target", res.target.Name, "error", echo.Clip(redactKey(errmap.LogText(err), key), maxLoggedError),
 		"request_id", requestIDOf(w))
 	body := errorBody(&apiError{Type: typeUpstream, Code: "stream_interrupted",
 		Message: "the upstream stream broke off: " + msg})
@@ -578,14 +578,3 @@ const (
 	maxStreamMessage = 1 << 10
 	maxLoggedError   = 4 << 10
 )
-
-// clip is s cut to at most n bytes at a character's start, with "…" when it was cut.
-func clip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n] + "…"
-}

@@ -24,7 +24,7 @@ const Max = 256
 
 // String is s as an error message repeats it (TestEcho).
 func String(s string) string {
-	s = clip(s, Max)
+	s = Clip(s, Max)
 	if !strings.ContainsFunc(s, escaped) && utf8.ValidString(s) {
 		return s
 	}
@@ -68,8 +68,10 @@ func writeU(b *strings.Builder, r rune) {
 	b.WriteByte(hex[r&0xf])
 }
 
-// clip is s cut to at most n bytes at a character's start, with "…" when it was cut.
-func clip(s string, n int) string {
+// Clip is s cut to at most n bytes at a character's start, with "…" when it was cut: String's
+// cut, which the server's other messages (a stream's error event, a logged error) use with
+// their own lengths.
+func Clip(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}
