@@ -30,20 +30,24 @@ const (
 // than 1). Only one of params counts. Any other 400 is no such refusal: its request is judged
 // as a failure as before (TestUnclearRefusalStillFails).
 func refusedParam(x *exchange, params ...string) (string, bool) {
-	if x.err != nil || x.status != 400 {
+	if x.err != nil {
 		return "", false
 	}
 	param, _ := at(x.json, "error", "param")
 	code, _ := at(x.json, "error", "code")
-	if code != "unsupported_parameter" && code != "unsupported_value" {
-		return "", false
-	}
 	for _, p := range params {
-		if param == p {
+		if refuses(x.status, param, code, p) {
 			return p, true
 		}
 	}
 	return "", false
+}
+
+// refuses reports whether an error answer (its status, error.param and error.code) is OpenAI's
+// refusal of the parameter p that the model does not take, raw (refusedParam) or as openai-go
+// reads it (sdkLimited).
+func refuses(status int, param, code any, p string) bool {
+	return status == 400 && param == p && (code == "unsupported_parameter" || code == "unsupported_value")
 }
 
 // send is r.c.do for a probe's chat request, its token limit named as the server takes it (see
@@ -91,8 +95,7 @@ func (r *runner) sdkLimited(ctx context.Context, rec *recorder, model string, ca
 	mct := r.mct.Load()
 	x, err := r.sdkCall(ctx, rec, func(ctx context.Context) error { return call(ctx, r.sdkParams(model, mct)) })
 	var apiErr *openai.Error
-	if mct || !errors.As(err, &apiErr) || apiErr.StatusCode != 400 || apiErr.Param != maxTokens ||
-		(apiErr.Code != "unsupported_parameter" && apiErr.Code != "unsupported_value") {
+	if mct || !errors.As(err, &apiErr) || !refuses(apiErr.StatusCode, apiErr.Param, apiErr.Code, maxTokens) {
 		return x, err
 	}
 	r.mct.Store(true)

@@ -481,10 +481,7 @@ func numberBefore(before string) bool {
 	switch {
 	case isDigit(r):
 		return true
-	case r == '.':
-		p, _ := utf8.DecodeLastRuneInString(rest)
-		return isDigit(p)
-	case r == 'e' || r == 'E':
+	case r == '.' || r == 'e' || r == 'E':
 		p, _ := utf8.DecodeLastRuneInString(rest)
 		return isDigit(p)
 	case r == '-' || r == '+':

@@ -300,8 +300,7 @@ func (choicesFilter) Keep(req *core.Request, t *core.Target) (bool, string) {
 // formatFilter drops a target whose adapter cannot carry a JSON response_format, Ollama's format
 // asking for JSON, or logprobs (upstream.CarriesFormat), or a field only the OpenAI protocol has
 // (core.Request.OpenAIOnly, upstream.CarriesOpenAIOnly), for a request that asks for one: the
-// client would get prose, no
-// logprobs, tokens it had banned, or no audio, without a word. So too for an image by http(s)
+// client would get prose, no logprobs, tokens it had banned, or no audio, without a word. So too for an image by http(s)
 // URL (core.Request.RemoteImages), which only the OpenAI adapter passes on for its upstream to
 // fetch, the others refusing it.
 type formatFilter struct{}
