@@ -96,14 +96,17 @@ type member struct {
 	// restarting: the member is starting again after a crash, on its own rather than for a
 	// request: see loadingUnaskedLocked.
 	restarting bool
-	pid        int
-	url        string
-	port       int // the running process's {port}, 0 when there is none or it has none
-	starts     int
-	restarts   int
-	lastErr    error
-	failures   uint64 // launches that ended before they were healthy, so a waiter can tell its own failure
-	idle       Timer
+	// warmed: Warm reserved the member's slot, for no request; its supervisor launches it once
+	// the members it evicted have gone though nobody waits for it. Cleared when it stops.
+	warmed   bool
+	pid      int
+	url      string
+	port     int // the running process's {port}, 0 when there is none or it has none
+	starts   int
+	restarts int
+	lastErr  error
+	failures uint64 // launches that ended before they were healthy, so a waiter can tell its own failure
+	idle     Timer
 	// retired: a Reload replaced or removed the member. It is no longer handed out, and its
 	// process is stopped once no attempt holds it.
 	retired bool
@@ -148,6 +151,8 @@ type Manager struct {
 	// slotLine lists, in the order they first found their group full, the members whose start
 	// flight waits for a slot: when one frees, the first of its group takes it.
 	slotLine []*member
+	// warmsWaiting counts the Warm calls waiting for a slot (for tests: a Warm is behind).
+	warmsWaiting int
 	// ports counts the holders of each port given to a process: the process until it exits, and
 	// each Ensure not yet released that was handed its URL.
 	ports   map[int]int
@@ -462,6 +467,99 @@ func (m *Manager) Ensure(ctx context.Context, name string) (baseURL string, rele
 			return baseURL, release, err
 		}
 	}
+}
+
+// Warm starts name's process for no request (the server's background start of a target a
+// request passed by cold) and returns once it has reserved the member a slot, found it starting
+// or running, or given up: at the member's load_timeout, when ctx ends, or when the manager
+// stops. Unlike Ensure it does not count as a waiter, so that a start nobody waits for never
+// delays one somebody does: in a full group it takes a slot only when no request's start is in
+// the group's line for one (a slot that frees goes to the requests first), and once launched the
+// member loads for nobody, so that a request for another member of the group may evict it, as
+// it may a pre-warmed one (TestWarmGivesWayToRequests). It may evict the least recently used idle
+// member, as a request's start does: the request passed the member by because it was cold, not
+// because another served better.
+func (m *Manager) Warm(ctx context.Context, name string) error {
+	var (
+		expired = make(chan struct{})
+		timer   Timer
+		counted bool
+	)
+	defer func() {
+		if timer != nil {
+			timer.Stop()
+		}
+		if counted {
+			m.mu.Lock()
+			m.warmsWaiting--
+			m.mu.Unlock()
+		}
+	}()
+	for {
+		m.mu.Lock()
+		mem, removed := m.byName[name], m.removed[name]
+		switch {
+		case m.closed:
+			m.mu.Unlock()
+			return ErrClosed
+		case m.stopping:
+			m.mu.Unlock()
+			return ErrStopping
+		case removed:
+			m.mu.Unlock()
+			return ErrRemoved
+		case mem == nil:
+			m.mu.Unlock()
+			return &UnknownTargetError{Name: name}
+		case mem.state != StateStopped:
+			m.mu.Unlock()
+			return nil
+		case !m.lineAheadLocked(mem) && m.warmLocked(mem):
+			m.mu.Unlock()
+			return nil
+		}
+		if timer == nil {
+			timer = m.clock.AfterFunc(mem.loadTimeout, func() { close(expired) })
+		}
+		if !counted {
+			counted = true
+			m.warmsWaiting++
+		}
+		ch := m.changed
+		m.mu.Unlock()
+		select {
+		case <-ch:
+		case <-expired:
+			e := &LoadTimeoutError{Target: name, After: mem.loadTimeout}
+			if mem.group != nil { // only a group can be full
+				e.Group = mem.group.spec.Name
+			}
+			return e
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// lineAheadLocked reports whether a request's start waits in the slot line of mem's group.
+func (m *Manager) lineAheadLocked(mem *member) bool {
+	for _, o := range m.slotLine {
+		if o.group == mem.group && o.state == StateStopped {
+			return true
+		}
+	}
+	return false
+}
+
+// warmLocked reserves a slot for mem, a start for no request (Warm), and reports whether it could.
+func (m *Manager) warmLocked(mem *member) bool {
+	mem.warmed = true
+	if !m.reserveLocked(mem) {
+		mem.warmed = false
+		return false
+	}
+	m.log.Info("lifecycle: starting in the background", "target", mem.spec.Name)
+	return true
 }
 
 // errRetired ends a wait for a member that a Reload has replaced or removed.

@@ -96,8 +96,9 @@ func (m *Manager) supervise(mem *member, stop, done chan struct{}, after []<-cha
 		}
 		// The requests that evicted for this member may have gone while the victim took its
 		// grace to exit: then the freed slot stays free rather than load a model nobody wants.
+		// A background start (Warm) evicted for a model wanted next: it goes on.
 		m.mu.Lock()
-		unwanted := !mem.pinned && mem.waiting == 0 && mem.busy == 0
+		unwanted := !mem.pinned && !mem.warmed && mem.waiting == 0 && mem.busy == 0
 		m.mu.Unlock()
 		if unwanted {
 			m.log.Info("lifecycle: not launching; nobody waits any more", "target", mem.spec.Name)
@@ -193,7 +194,7 @@ func (m *Manager) finish(mem *member, err error) {
 	mem.state = StateStopped
 	mem.pid, mem.url, mem.port = 0, "", 0
 	mem.crashed, mem.expired, mem.restarting = false, false, false
-	mem.replaced = false
+	mem.replaced, mem.warmed = false, false
 	if err != nil {
 		mem.lastErr = err
 		mem.failures++

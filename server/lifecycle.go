@@ -272,7 +272,8 @@ func (p *procs) warmPassed(ts []*core.Target) {
 
 // warm starts name's process in the background, detached from any request and bounded by the
 // target's load_timeout, unless a background start of it is already under way or the server is
-// closing.
+// closing. It is the manager's Warm, not Ensure: a start nobody waits for gives way to those
+// somebody does (TestBackgroundStartGivesWay).
 func (p *procs) warm(name string, index int) {
 	p.mu.Lock()
 	if p.closed || p.warming[index] {
@@ -284,17 +285,14 @@ func (p *procs) warm(name string, index int) {
 	p.mu.Unlock()
 	go func() {
 		defer p.bg.Done()
-		_, release, err := p.m.Ensure(context.Background(), name)
+		err := p.m.Warm(context.Background(), name)
 		p.mu.Lock()
 		p.warming[index] = false
 		p.mu.Unlock()
-		if err != nil {
-			if !errors.Is(err, lifecycle.ErrClosed) {
-				p.log.Warn("background start failed", "target", name, "error", err)
-			}
-			return
+		if err != nil && !errors.Is(err, lifecycle.ErrClosed) && !errors.Is(err, lifecycle.ErrStopping) {
+			// A launch that fails is the manager's to log; this is a start that never began.
+			p.log.Warn("background start failed", "target", name, "error", err)
 		}
-		release()
 	}()
 }
 

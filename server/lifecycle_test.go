@@ -255,6 +255,38 @@ load_timeout = "20s"
 		}
 	})
 
+	t.Run("a background start loads for nobody: a request for another member of its full group evicts it", func(t *testing.T) {
+		inG := func(s string) string { return strings.Replace(s, "load_timeout", "group = \"g\"\nload_timeout", 1) }
+		b := newFake(t, "b")
+		// -hang: m1's health check never answers, so its background start loads until its
+		// load_timeout, on the test's clock, which does not move.
+		cfg := inG(managed("m1", "-hang")) + inG(managed("m3")) + target("b", b.url(), "private") +
+			"[groups.g]\nslots = 1\n[routes.r]\ntargets = [\"m1\", \"b\"]\n[routes.r3]\ntargets = [\"m3\"]\n"
+		g := newGateway(t, cfg, nil, fast)
+		p := g.srv.Processes()
+		if rep := g.chat(t, "r"); rep.status != 200 || rep.header.Get("x-hayula-chain") != "m1→b (served by b)" {
+			t.Fatalf("status %d chain %q", rep.status, rep.header.Get("x-hayula-chain"))
+		}
+		settles(func() bool { return p.Status()[0].PID != 0 })
+		if p.Status()[0].PID == 0 {
+			t.Fatal("m1's background start never launched")
+		}
+		// Before, the background start waited for m1 as a request does, so that m1 could not be
+		// evicted while it loaded: this request waited out m1's whole load_timeout.
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		rep := make(chan reply, 1)
+		go func() { rep <- g.chat(t, "r3") }()
+		select {
+		case r := <-rep:
+			if r.status != 200 || r.header.Get("x-hayula-chain") != "m3" {
+				t.Fatalf("r3: status %d chain %q", r.status, r.header.Get("x-hayula-chain"))
+			}
+		case <-ctx.Done():
+			t.Fatal("a request for m3 waits while m1 loads for nobody in the group's only slot")
+		}
+	})
+
 	t.Run("a process that does not load in time is a loading failure, with a Retry-After", func(t *testing.T) {
 		// As when the request passes a loading target by and nothing else serves: 503
 		// model_loading, and a Retry-After, which CONFIG.md promises for class loading.
