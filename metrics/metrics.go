@@ -21,6 +21,7 @@ package metrics
 import (
 	"maps"
 	"math"
+	"net/http"
 	"slices"
 	"strconv"
 	"sync"
@@ -73,13 +74,33 @@ func slotOf(status int) int {
 	return -1
 }
 
+// otherKey is what a status without a slot is counted under in requestCell.other: the status
+// itself when it has a registered meaning (net/http's StatusText knows it), else its class, 1 to
+// 9 (written code="5xx"). The status may be an upstream's, restored as it came, and an upstream
+// may answer any three digits: counted as themselves, a server answering 520, 521, … would add a
+// series to every endpoint and route for each, up to 900 (TestUpstreamStatusesBoundSeries).
+func otherKey(status int) int {
+	if http.StatusText(status) != "" {
+		return status
+	}
+	return min(max(status/100, 1), 9)
+}
+
+// codeLabel is the code label of an otherKey.
+func codeLabel(k int) string {
+	if k < 100 {
+		return strconv.Itoa(k) + "xx"
+	}
+	return strconv.Itoa(k)
+}
+
 // requestCell is what is counted for one endpoint and route.
 type requestCell struct {
 	codes    [len(statusSlots)]atomic.Uint64
 	duration Histogram
 
 	mu    sync.Mutex
-	other map[int]uint64 // statuses without a slot
+	other map[int]uint64 // statuses without a slot, by otherKey: at most the registered ones and 9 classes
 }
 
 // attemptCell is what is counted for one target.
@@ -386,7 +407,7 @@ func (s *Set) Request(op core.Op, route, status int, d time.Duration) {
 		if c.other == nil {
 			c.other = map[int]uint64{}
 		}
-		c.other[status]++
+		c.other[otherKey(status)]++
 		c.mu.Unlock()
 	}
 	c.duration.Observe(d)
@@ -475,7 +496,7 @@ func (s *Set) Write(w *Writer, more func(*Writer)) {
 			}
 			c.mu.Unlock()
 			for i, st := range other {
-				w.Sample("hayula_requests_total", counts[i], "endpoint", opNames[op], "route", s.routeName(r), "code", strconv.Itoa(st))
+				w.Sample("hayula_requests_total", counts[i], "endpoint", opNames[op], "route", s.routeName(r), "code", codeLabel(st))
 			}
 		}
 	}

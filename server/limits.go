@@ -276,20 +276,15 @@ func (s *Server) chargeTPM(st *reqState, req *core.Request, prompt, completion u
 // was removed, or rotated: a new sha256 under its name, TestKeyCapsFollowTheKeyNotItsName) or
 // gives it no tpm: nothing reads b then, and nothing is held back by the answer.
 func (s *Server) tpmNow(key *config.Key, b *tokenBucket) *tokenBucket {
-	last := s
-	for n := s.successor.Load(); n != nil; n = last.successor.Load() {
-		last = n.srv
-	}
-	if key == nil {
+	last := s.successor.Load()
+	if last == nil || key == nil {
 		return b
 	}
-	for _, k := range last.cfg.Keys {
-		if k.SHA256 == key.SHA256 {
-			if k.Index >= 0 && k.Index < len(last.limits) && last.limits[k.Index].tpm != nil {
-				return last.limits[k.Index].tpm
-			}
-			break
-		}
+	for n := last.next.Load(); n != nil; n = n.next.Load() {
+		last = n
+	}
+	if tb := last.tpm[key.SHA256]; tb != nil {
+		return tb
 	}
 	return b
 }

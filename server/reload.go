@@ -83,11 +83,12 @@ func (l *Live) Replace(next *Server) *Retired {
 	// Linked before the swap, so that no attempt of the replaced server's comes after the swap
 	// without seeing next; and after it too, in case another Replace came in between.
 	link := newReloadLink(next)
+	next.link.Store(link)
 	prev := l.cur.Load()
-	prev.srv.successor.Store(link)
+	prev.srv.succeed(link)
 	g := l.cur.Swap(newGeneration(next))
 	if g != prev {
-		g.srv.successor.Store(link)
+		g.srv.succeed(link)
 	}
 	// next serves: the counts of what its configuration no longer names are forgotten, for good.
 	next.metrics.Prune()
@@ -96,6 +97,15 @@ func (l *Live) Replace(next *Server) *Retired {
 		g.once.Do(func() { close(g.drained) })
 	}
 	return &Retired{g: g}
+}
+
+// succeed records link as the reload that replaced s: for s's requests still under way
+// (successor), and for those of the servers before s, which reach it through s's own link.
+func (s *Server) succeed(link *reloadLink) {
+	s.successor.Store(link)
+	if own := s.link.Load(); own != nil {
+		own.next.Store(link)
+	}
 }
 
 // Retired is a server that Replace took out of service, with the requests it is still serving.
@@ -131,33 +141,54 @@ func (r *Retired) Close() int64 {
 	return r.InFlight()
 }
 
-// reloadLink is a server that a reload put in another's place, with what its configuration makes
-// strict or public for the requests still under way on the servers before it (reloadForbids),
-// built once when Replace links it rather than scanned on every attempt of theirs.
+// reloadLink is a configuration that a reload put in service in another's place, with what it
+// makes strict or public for the requests still under way on the servers before it
+// (reloadForbids), and the tpm buckets their answers are charged to (tpmNow), built once when
+// Replace links it rather than scanned on every attempt of theirs. It holds these and not the
+// server: a request under way on a replaced server reaches every link after it, and through a
+// server each reload's whole server (its routes, upstream pools, metrics, classifier) stayed
+// reachable for as long as that request ran (TestReplacedServerHoldsNoSuccessor).
 type reloadLink struct {
-	srv *Server
-	// strictKeys are the names of the configuration's strict keys, and strictHashes their
-	// sha256s; publicNames and publicURLs the names and URLs of its public targets. nil when
-	// there are none.
-	strictKeys, publicNames, publicURLs map[string]struct{}
-	strictHashes                        map[[32]byte]struct{}
+	// next is the link of the reload that replaced this link's configuration; nil while it serves.
+	next atomic.Pointer[reloadLink]
+	// strictRoutes are the names of the configuration's strict routes; strictKeys the names of
+	// its strict keys, and strictHashes their sha256s; publicNames and publicURLs the names and
+	// URLs of its public targets. nil when there are none.
+	strictRoutes, strictKeys, publicNames, publicURLs map[string]struct{}
+	strictHashes                                      map[[32]byte]struct{}
+	// tpm are the tpm buckets of its keys that have one, by sha256; nil when none has.
+	tpm map[[32]byte]*tokenBucket
 }
 
 func newReloadLink(s *Server) *reloadLink {
-	l := &reloadLink{srv: s}
+	l := &reloadLink{}
 	add := func(m *map[string]struct{}, k string) {
 		if *m == nil {
 			*m = map[string]struct{}{}
 		}
 		(*m)[k] = struct{}{}
 	}
+	for name, rs := range s.routes {
+		if rs.Strict {
+			add(&l.strictRoutes, name)
+		}
+	}
 	for i := range s.cfg.Keys {
-		if k := &s.cfg.Keys[i]; k.Strict {
+		k := &s.cfg.Keys[i]
+		if k.Strict {
 			add(&l.strictKeys, k.Name)
 			if l.strictHashes == nil {
 				l.strictHashes = map[[32]byte]struct{}{}
 			}
 			l.strictHashes[k.SHA256] = struct{}{}
+		}
+		if k.Index >= 0 && k.Index < len(s.limits) && s.limits[k.Index].tpm != nil {
+			if l.tpm == nil {
+				l.tpm = map[[32]byte]*tokenBucket{}
+			}
+			if _, dup := l.tpm[k.SHA256]; !dup { // the first of a sha256, as tpmNow took it
+				l.tpm[k.SHA256] = s.limits[k.Index].tpm
+			}
 		}
 	}
 	for _, t := range s.cfg.Targets {
@@ -189,13 +220,11 @@ func (s *Server) reloadForbids(req *core.Request, route, from string, key *confi
 		return false
 	}
 	strict, public := req.Strict, t.Privacy == core.Public
-	for ; n != nil && !(strict && public); n = n.srv.successor.Load() {
+	for ; n != nil && !(strict && public); n = n.next.Load() {
 		if !strict {
-			rs, ok := n.srv.routes[route]
-			strict = ok && rs.Strict || key != nil && (has(n.strictKeys, key.Name) || has(n.strictHashes, key.SHA256))
+			strict = has(n.strictRoutes, route) || key != nil && (has(n.strictKeys, key.Name) || has(n.strictHashes, key.SHA256))
 			if !strict && from != "" {
-				fs, ok := n.srv.routes[from]
-				strict = ok && fs.Strict
+				strict = has(n.strictRoutes, from)
 			}
 		}
 		if !public {

@@ -145,8 +145,12 @@ type Server struct {
 	// one is current. Its requests still under way ask it, and the successors after it, whether
 	// a target became public or they strict since they began (reloadForbids).
 	successor atomic.Pointer[reloadLink]
-	relaying  atomic.Int64 // streams being relayed (see relay)
-	states    sync.Pool    // *reqState; see serveOp
+	// link is this server's own link, made when a reload put it in service (Live.Replace); nil
+	// for the first. The link of the reload that replaces it is put there too, for the requests
+	// of the servers before it.
+	link     atomic.Pointer[reloadLink]
+	relaying atomic.Int64 // streams being relayed (see relay)
+	states   sync.Pool    // *reqState; see serveOp
 }
 
 // routeState is a route with what was built for it at load.

@@ -75,8 +75,11 @@ type h1Transport struct {
 	dests destCache // see post
 
 	mu    sync.Mutex
-	idle  map[string][]*h1Conn // by address, most recently used last
+	idle  map[string][]*h1Conn // by address, most recently used last; no key without a connection
 	nIdle int
+	// reapedAt is when (since epoch) reapLocked last closed the connections idle past
+	// idleTimeout under every address.
+	reapedAt time.Duration
 	// closeIdle: CloseIdleConnections was called and no exchange has begun since, so that an
 	// exchange in flight then closes its connection as it ends rather than pooling it where
 	// nothing would take or expire it (the server owning the transport is closing:
@@ -634,6 +637,7 @@ func (t *h1Transport) get(ctx context.Context, addr string) *h1Conn {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.closeIdle = false // a connection may be wanted again
+	t.reapLocked(time.Since(t.epoch))
 	for {
 		list := t.idle[addr]
 		if len(list) == 0 {
@@ -641,7 +645,11 @@ func (t *h1Transport) get(ctx context.Context, addr string) *h1Conn {
 		}
 		c := list[len(list)-1]
 		list[len(list)-1] = nil
-		t.idle[addr] = list[:len(list)-1]
+		if len(list) == 1 {
+			delete(t.idle, addr)
+		} else {
+			t.idle[addr] = list[:len(list)-1]
+		}
 		t.nIdle--
 		idle := time.Since(t.epoch) - c.idleAt
 		if t.idleTimeout > 0 && idle > t.idleTimeout {
@@ -677,6 +685,39 @@ func (t *h1Transport) get(ctx context.Context, addr string) *h1Conn {
 	}
 }
 
+// reapLocked closes the pooled connections idle longer than idleTimeout under every address, at
+// most once an idleTimeout (so a connection may stay pooled up to twice that; get expires those
+// of the address it looks at on the spot). get looks only at its own address, and its most
+// recently used connections first: a managed target's process listens on a new port at each
+// launch ({port}), and the connections pooled for a port no longer used, like those a burst left
+// under the bottom of a list that fewer requests since have reused, stayed open for good (a socket
+// each, in CLOSE_WAIT once their upstream had closed them), counted against maxIdle until nothing
+// could be pooled any more (TestIdleConnectionsOfAnOldAddressExpire).
+func (t *h1Transport) reapLocked(now time.Duration) {
+	if t.idleTimeout <= 0 || now-t.reapedAt < t.idleTimeout {
+		return
+	}
+	t.reapedAt = now
+	for addr, list := range t.idle {
+		n := 0 // the least recently used first: the list's head
+		for n < len(list) && now-list[n].idleAt > t.idleTimeout {
+			t.retire(list[n])
+			n++
+		}
+		if n == 0 {
+			continue
+		}
+		t.nIdle -= n
+		if n == len(list) {
+			delete(t.idle, addr)
+			continue
+		}
+		kept := copy(list, list[n:])
+		clear(list[kept:])
+		t.idle[addr] = list[:kept]
+	}
+}
+
 // peekAfter is how long a connection must have been idle for get to peek at it (the
 // transport's peekAfter; a test sets 0). A connection reused sooner is not peeked: a peek is a
 // system call and two allocations, and on every reuse it cost 2.3 µs of CPU per request at 64
@@ -703,6 +744,9 @@ func (t *h1Transport) release(c *h1Conn, reuse bool) (phase int32, pooled bool) 
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	ph := t.unwatchLocked(c)
+	if reuse {
+		t.reapLocked(c.idleAt)
+	}
 	if !reuse || ph >= phaseCanceled || t.nIdle >= t.maxIdle || t.closeIdle || c.early.Load() {
 		return ph, false
 	}
