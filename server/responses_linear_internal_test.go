@@ -172,3 +172,74 @@ func TestResponsesNestedThinkingLinear(t *testing.T) {
 		t.Errorf("text %q thinking %q", m.text(), m.thinking())
 	}
 }
+
+// tailWriter is an http.ResponseWriter that keeps only the last bytes written, for a test that
+// streams more than it wants to hold.
+type tailWriter struct {
+	h    http.Header
+	n    int
+	tail []byte
+}
+
+func (w *tailWriter) Header() http.Header { return w.h }
+func (w *tailWriter) WriteHeader(int)     {}
+func (w *tailWriter) Write(p []byte) (int, error) {
+	w.n += len(p)
+	w.tail = append(w.tail, p...)
+	if len(w.tail) > 8<<10 {
+		w.tail = append(w.tail[:0], w.tail[len(w.tail)-4<<10:]...)
+	}
+	return len(p), nil
+}
+
+// TestResponsesStreamOutputBounded: the Responses bridge keeps the text it streams, which the
+// items' .done events and response.completed repeat, and that repetition cannot go once the text
+// is longer than an event may be (maxEventData): the stream then ended at [DONE] with an error,
+// but only after the bridge had kept every byte the upstream streamed, without a bound (a model
+// looping without max_tokens, or an upstream that never ends). Now the stream ends as soon as the
+// text is longer than that, with the same error event and response.failed, and the bridge keeps
+// no more. Each kind of output counts: reasoning, message text and a call's arguments.
+func TestResponsesStreamOutputBounded(t *testing.T) {
+	const piece = 4 << 20
+	for _, tc := range []struct{ name, delta string }{
+		{"text", `{"content":%q}`},
+		{"reasoning", `{"reasoning_content":%q}`},
+		{"call arguments", `{"tool_calls":[{"index":0,"id":"c","type":"function","function":{"name":"f","arguments":%q}}]}`},
+		{"text and reasoning by turns", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := &tailWriter{h: http.Header{"Content-Type": {"text/event-stream"}}}
+			b := &responsesWriter{w: w, stream: true}
+			b.WriteHeader(http.StatusOK)
+			text := strings.Repeat("x", piece)
+			fed := 0
+			for i := 0; i < 2*maxEventData/piece && !b.overLong; i++ {
+				delta := tc.delta
+				if delta == "" {
+					delta = []string{`{"content":%q}`, `{"reasoning_content":%q}`}[i%2]
+				}
+				ev := `data: {"id":"c","object":"chat.completion.chunk","model":"m","choices":[{"index":0,"delta":` +
+					fmt.Sprintf(delta, text) + `,"finish_reason":null}]}` + "\n\n"
+				if _, err := b.Write([]byte(ev)); err != nil {
+					t.Fatal(err)
+				}
+				fed += piece
+			}
+			if !b.overLong {
+				t.Fatalf("%d MiB of output streamed and the bridge still keeps it for a response.completed "+
+					"longer than %d bytes", fed>>20, maxEventData)
+			}
+			if fed > maxEventData+piece {
+				t.Errorf("the stream ended after %d MiB of output, want at the first piece past %d bytes", fed>>20, maxEventData)
+			}
+			tail := string(w.tail)
+			if !strings.Contains(tail, "event: error\n") || !strings.Contains(tail, `"code":"stream_interrupted"`) ||
+				!strings.HasSuffix(tail, "\n\n") || !strings.Contains(tail[strings.LastIndex(tail, "event: "):], "event: response.failed\n") {
+				t.Errorf("the stream ends %q, want the error event and response.failed", tail[max(0, len(tail)-600):])
+			}
+			if n := strings.Count(tail, "event: error\n"); n != 1 {
+				t.Errorf("%d error events at the end, want 1", n)
+			}
+		})
+	}
+}

@@ -60,6 +60,9 @@ type responsesWriter struct {
 	ended     bool
 	emitted   bool // a whole answer went out
 	overLong  bool // an event was too long to send: the stream ended in its place (tooLong)
+	// outLen is the bytes of output text (reasoning, message text and refusal, calls' names, ids
+	// and arguments) streamed so far, which the items and response.completed repeat (outgrown).
+	outLen int
 	// answer is the whole chat answer readable read, which writeWhole translates rather than
 	// reading it again; nil for a stream, or before an answer came.
 	answer *chatAnswer
@@ -794,8 +797,27 @@ func (b *responsesWriter) onChunk(p []byte) {
 	}
 }
 
+// outgrown counts n more bytes of output text and, once the output is longer than an event may
+// be, ends the stream as tooLong does and reports true. response.completed repeats the whole
+// output, so such a stream can no longer complete; it ended so only at [DONE], after the bridge
+// had kept every byte an upstream streamed, however many, for events that could not go
+// (TestResponsesStreamOutputBounded).
+func (b *responsesWriter) outgrown(n int) bool {
+	if b.overLong {
+		return true // ended by an earlier delta of the same chunk
+	}
+	if b.outLen += n; b.outLen <= maxEventData {
+		return false
+	}
+	b.tooLong("response.completed")
+	return true
+}
+
 // thinkDelta streams a piece of the model's reasoning, in a reasoning item of its own.
 func (b *responsesWriter) thinkDelta(d string) {
+	if b.outgrown(len(d)) {
+		return
+	}
 	if b.thinkDone {
 		// Reasoning after the answer began (an interleaved-thinking model, or an upstream that
 		// sends more reasoning after its text or a call): a new item at the next output_index,
@@ -867,6 +889,9 @@ func (p *streamPart) value() any {
 
 // partDelta streams a piece of the message's text, or of its refusal.
 func (b *responsesWriter) partDelta(refusal bool, d string) {
+	if b.outgrown(len(d)) {
+		return
+	}
 	p, i := b.part(refusal)
 	p.text.WriteString(d)
 	if refusal {
@@ -881,6 +906,9 @@ func (b *responsesWriter) partDelta(refusal bool, d string) {
 // callDelta follows chat's tool call deltas: the first for an index names the call, the rest
 // carry pieces of its arguments.
 func (b *responsesWriter) callDelta(index int, id, name, args string) {
+	if b.outgrown(len(id) + len(name) + len(args)) {
+		return
+	}
 	c := b.lastCall[index]
 	b.callSteps++
 	if c != nil && id != "" && c.id != "" && id != c.id {

@@ -339,8 +339,13 @@ type thinkStream struct {
 	Stream
 	reasoning core.Reasoning // think-tags or think-open
 	split     map[int]*thinkSplitter
-	probs     map[int]*thinkLogprobs     // the same, for each choice's logprobs.content entries
-	last      map[string]json.RawMessage // the latest chunk's members, the envelope of a closing chunk
+	probs     map[int]*thinkLogprobs // the same, for each choice's logprobs.content entries
+	// held are the choice indices whose splitters may hold bytes: those a chunk's split left
+	// holding since the last closing chunk. closing looks at these alone, not at every index the
+	// stream has named, which cost each usage chunk a sorted walk over them all
+	// (TestThinkStreamUsageChunksLinear). Made on first use.
+	held map[int]struct{}
+	last map[string]json.RawMessage // the latest chunk's members, the envelope of a closing chunk
 	// pending holds the chunks ready to go, in order (a closing chunk, then the chunk it
 	// precedes); the wrapped stream is read only when it is empty, so that a chunk in it that is
 	// the wrapped stream's own slice stays valid.
@@ -398,8 +403,13 @@ func (s *thinkStream) pull() {
 // closing is a chunk with what the splitters still hold, in the latest chunk's envelope; nil
 // when they hold nothing.
 func (s *thinkStream) closing() []byte {
+	if len(s.held) == 0 {
+		return nil
+	}
+	held := slices.Sorted(maps.Keys(s.held))
+	clear(s.held) // each is flushed below, or holds nothing
 	var choices []map[string]json.RawMessage
-	for _, idx := range slices.Sorted(maps.Keys(s.split)) {
+	for _, idx := range held {
 		sp := s.split[idx]
 		if !sp.holding() {
 			continue
@@ -512,6 +522,12 @@ func (s *thinkStream) rewrite(ev []byte) (out []byte, keep, choiceless bool) {
 		if finished {
 			a, r := sp.flush()
 			answer, reasoning = answer+a, reasoning+r
+		}
+		if sp.holding() {
+			if s.held == nil {
+				s.held = map[int]struct{}{}
+			}
+			s.held[idx] = struct{}{}
 		}
 		if answer == content && reasoning == "" {
 			continue

@@ -1,6 +1,7 @@
 package upstream
 
 import (
+	"fmt"
 	"runtime"
 	"strings"
 	"testing"
@@ -65,4 +66,57 @@ func clipTail(s string) string {
 		return "…" + s[len(s)-40:]
 	}
 	return s
+}
+
+// TestThinkStreamUsageChunksLinear: before each usage chunk (a chunk without choices) the
+// think-tags stream flushes what its choices' splitters hold, and it looked at the splitter of
+// every choice index the stream had named so far, sorted, at each one: an upstream naming n
+// choice indices and then sending n usage chunks (2.5 MB at n = 16,000) cost n*n looks, 64 s and
+// 7.7 GB. The test counts the bytes the stream allocates for n and 4n of each: linear grows
+// about 4 times, quadratic 16. What the stream writes must stay what it was: one closing chunk
+// for the one choice that holds bytes, before the first usage chunk.
+func TestThinkStreamUsageChunksLinear(t *testing.T) {
+	var got [2]uint64
+	for k, n := range []int{500, 2000} {
+		evs := []string{`{"choices":[{"index":1,"delta":{"content":" <thi"},"finish_reason":null}]}`}
+		for i := range n {
+			evs = append(evs, fmt.Sprintf(`{"choices":[{"index":%d,"delta":{"content":"x"},"finish_reason":null}]}`, i+2))
+		}
+		const usage = `{"choices":[],"usage":{"prompt_tokens":1,"completion_tokens":1,"total_tokens":2}}`
+		for range n {
+			evs = append(evs, usage)
+		}
+		s := newThinkStream(&listStream{evs: evs}, core.ReasoningThinkTags)
+		var out []string
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		for {
+			ev, err := s.Next()
+			if err != nil {
+				break
+			}
+			out = append(out, string(ev))
+		}
+		runtime.ReadMemStats(&after)
+		got[k] = after.TotalAlloc - before.TotalAlloc
+		if len(out) != 2*n+1 {
+			t.Fatalf("n=%d: %d chunks out, want %d", n, len(out), 2*n+1)
+		}
+		closing := out[n]
+		if !strings.Contains(closing, `"content":" <thi"`) || strings.Count(closing, `"index"`) != 1 ||
+			!strings.Contains(closing, `"index":1}`) {
+			t.Fatalf("n=%d: the closing chunk is %s, want index 1's held \" <thi\" alone", n, closing)
+		}
+		for _, ev := range out[n+1:] {
+			if ev != usage {
+				t.Fatalf("n=%d: after the closing chunk came %s, want the usage chunks alone", n, ev)
+			}
+		}
+	}
+	ratio := float64(got[1]) / float64(got[0])
+	t.Logf("500 indices and usage chunks: %d B; 2000: %d B (%.1f times)", got[0], got[1], ratio)
+	if ratio > 8 {
+		t.Errorf("4 times the indices and usage chunks allocated %.1f times the bytes (%d -> %d): not linear", ratio, got[0], got[1])
+	}
 }
