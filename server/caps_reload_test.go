@@ -38,8 +38,11 @@ func newHeldUpstream(t *testing.T) *heldUpstream {
 // capsReload is a gateway of one key, "one" (hk-one), with caps extra, on a Live that reload
 // replaces with a configuration giving the key other caps.
 type capsReload struct {
-	t     *testing.T
-	up    *heldUpstream
+	t  *testing.T
+	up *heldUpstream
+	// replies has the reply of each held request as it ends: the upstream's release lets
+	// whichever held handler takes it go, so end waits for a reply, not for one request's.
+	replies chan reply
 	l     *server.Live
 	cur   *server.Server
 	g     *gateway
@@ -57,7 +60,7 @@ func (c *capsReload) configOf(keys string) *config.Config {
 }
 
 func newCapsReload(t *testing.T, extra ...string) *capsReload {
-	c := &capsReload{t: t, up: newHeldUpstream(t), clock: health.NewManualClock(time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC))}
+	c := &capsReload{t: t, up: newHeldUpstream(t), replies: make(chan reply, 16), clock: health.NewManualClock(time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC))}
 	c.cur = newServerWith(t, server.Options{Config: c.config(extra...), Clock: c.clock})
 	c.l = server.NewLive(c.cur)
 	c.g = &gateway{ts: serveLive(t, c.l)}
@@ -72,28 +75,33 @@ func (c *capsReload) reloadTo(cfg *config.Config) {
 	c.cur = next
 }
 
+// held is a request hold sent, which the upstream holds until end lets one go.
+type held struct{}
+
 // hold sends a request of the key that the upstream holds until released, and returns once the
-// upstream has it; its reply comes on the channel returned.
-func (c *capsReload) hold() <-chan reply {
+// upstream has it.
+func (c *capsReload) hold() held {
 	c.t.Helper()
-	done := make(chan reply, 1)
 	go func() {
-		done <- c.g.post(c.t, "/v1/chat/completions", `{"model":"r","messages":[{"role":"user","content":"hold me"}]}`,
+		c.replies <- c.g.post(c.t, "/v1/chat/completions", `{"model":"r","messages":[{"role":"user","content":"hold me"}]}`,
 			"Authorization", "Bearer hk-one")
 	}()
 	select {
 	case <-c.up.entered:
-	case rep := <-done:
+	case rep := <-c.replies:
 		c.t.Fatalf("a request to hold was answered: %d %s", rep.status, rep.body)
 	}
-	return done
+	return held{}
 }
 
-// end lets one held request go and waits for its answer.
-func (c *capsReload) end(done <-chan reply) {
+// end lets one held request go and waits for its answer. Held requests of the one key are alike
+// to the caps, so which of them ends does not matter; the argument names the one a test means.
+// (It waited for that one's answer, while the release could go to another's handler: the test
+// hung at its timeout.)
+func (c *capsReload) end(held) {
 	c.t.Helper()
 	c.up.release <- struct{}{}
-	if rep := <-done; rep.status != 200 {
+	if rep := <-c.replies; rep.status != 200 {
 		c.t.Fatalf("a held request: %d %s", rep.status, rep.body)
 	}
 }
