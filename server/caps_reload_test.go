@@ -43,10 +43,10 @@ type capsReload struct {
 	// replies has the reply of each held request as it ends: the upstream's release lets
 	// whichever held handler takes it go, so end waits for a reply, not for one request's.
 	replies chan reply
-	l     *server.Live
-	cur   *server.Server
-	g     *gateway
-	clock *health.ManualClock
+	l       *server.Live
+	cur     *server.Server
+	g       *gateway
+	clock   *health.ManualClock
 }
 
 func (c *capsReload) config(extra ...string) *config.Config {
