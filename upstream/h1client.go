@@ -75,7 +75,7 @@ type h1Transport struct {
 	dests destCache // see post
 
 	mu    sync.Mutex
-	idle  map[string][]*h1Conn // by address, most recently used last; no key without a connection
+	idle  map[string][]*h1Conn // by address, most recently used last; an empty list is kept until reapLocked
 	nIdle int
 	// reapedAt is when (since epoch) reapLocked last closed the connections idle past
 	// idleTimeout under every address.
@@ -637,7 +637,8 @@ func (t *h1Transport) get(ctx context.Context, addr string) *h1Conn {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.closeIdle = false // a connection may be wanted again
-	t.reapLocked(time.Since(t.epoch))
+	now := time.Since(t.epoch) // one clock read for the reap and each connection's idle time
+	t.reapLocked(now)
 	for {
 		list := t.idle[addr]
 		if len(list) == 0 {
@@ -645,13 +646,9 @@ func (t *h1Transport) get(ctx context.Context, addr string) *h1Conn {
 		}
 		c := list[len(list)-1]
 		list[len(list)-1] = nil
-		if len(list) == 1 {
-			delete(t.idle, addr)
-		} else {
-			t.idle[addr] = list[:len(list)-1]
-		}
+		t.idle[addr] = list[:len(list)-1] // kept when empty: its array takes the next release (reapLocked deletes it)
 		t.nIdle--
-		idle := time.Since(t.epoch) - c.idleAt
+		idle := now - c.idleAt
 		if t.idleTimeout > 0 && idle > t.idleTimeout {
 			t.retire(c) // idle: nothing else holds it
 			continue
@@ -699,6 +696,12 @@ func (t *h1Transport) reapLocked(now time.Duration) {
 	}
 	t.reapedAt = now
 	for addr, list := range t.idle {
+		if len(list) == 0 {
+			// An address none of whose connections is pooled now: a port no longer used, or one
+			// whose connections are all in use (its next release makes it again).
+			delete(t.idle, addr)
+			continue
+		}
 		n := 0 // the least recently used first: the list's head
 		for n < len(list) && now-list[n].idleAt > t.idleTimeout {
 			t.retire(list[n])
