@@ -28,8 +28,12 @@ type Decision struct {
 	// server_error, rate_limit.
 	Penalize bool
 	// RetryAfter is a 429's or 503's core.StatusError.RetryAfter (its Retry-After; a 429's
-	// body's reset without one); 0 when absent.
+	// body's reset without one; without either, a 429's LimitReset unless Quota); 0 when absent.
 	RetryAfter time.Duration
+	// Quota is true for a 429 that is a bill or a daily cap (isQuota): no wait within minutes
+	// clears it, so health benches the target at once for as long as a cooldown may last
+	// (cooldown.max), rather than after Failures of them.
+	Quota bool
 }
 
 // ClassifyFor is Classify for an attempt made on behalf of a request whose context is ctx. A
@@ -121,8 +125,13 @@ func classifyStatus(e *core.StatusError) Decision {
 		if isQuota(e) {
 			// A bill or a daily cap, not a burst: another try within the request meets the same
 			// refusal. It still counts toward the cooldown, which keeps the next requests off
-			// the target.
-			d.Retry = false
+			// the target, at once and for cooldown.max (Quota): each request after it would pay
+			// the same failing round trip (TestInsufficientQuotaBenchesAtOnce).
+			d.Retry, d.Quota = false, true
+		} else if d.RetryAfter <= 0 {
+			// OpenAI's and Groq's x-ratelimit-reset-* (TestOpenAIRateLimitHeaders). Not a
+			// quota's: its per-minute limits are not what refused it.
+			d.RetryAfter = e.LimitReset
 		}
 		return d
 	case s == http.StatusRequestEntityTooLarge:

@@ -16,7 +16,7 @@
 //	*core.StatusError 429                 rate_limit    429  retried, penalized, Retry-After kept
 //	                                      (or, without the header, the reset its body relays)
 //	                                      (insufficient_quota, OpenRouter's free-models-per-day:
-//	                                      not retried, still penalized)
+//	                                      not retried, Quota: benched at once)
 //	*core.StatusError 413                 overflow      413
 //	*core.StatusError 400, 422 or 500 naming a context overflow
 //	                                      overflow      its status
