@@ -160,3 +160,77 @@ func TestOpenAIRateLimitHeaders(t *testing.T) {
 		t.Errorf("a 429 whose tokens reset in 44.5s should bench openai for that long: %+v", st)
 	}
 }
+
+// openRouterChoiceError is OpenRouter's answer whose provider failed while generating: a 200, the
+// error on the choice (its response schema's choices[].error) and finish_reason "error", content as
+// far as it got.
+func openRouterChoiceError(content string) string {
+	return fmt.Sprintf(`{"id":"gen-2","provider":"Chutes","model":"m","object":"chat.completion","created":1,"choices":[{"logprobs":null,"finish_reason":"error","native_finish_reason":"error","index":0,"message":{"role":"assistant","content":%q,"refusal":null},"error":{"code":502,"message":"Provider returned error","metadata":{"raw":"upstream connect error","provider_name":"Chutes"}}}],"usage":{"prompt_tokens":10,"completion_tokens":0,"total_tokens":10,"cost":0}}`, content)
+}
+
+// TestOpenRouterChoiceErrorMovesOn: an OpenRouter 200 whose only choice failed with nothing in it
+// (finish_reason "error", the error on the choice) is no answer: the chain moves on, as for a 502,
+// and the attempt counts as a server_error. Relayed, the client read an empty completion as a
+// success. One with content in it goes as it came: the client reads its finish_reason.
+func TestOpenRouterChoiceErrorMovesOn(t *testing.T) {
+	or, next := newFake(t, "or"), newFake(t, "next")
+	or.set(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprint(w, openRouterChoiceError(""))
+	})
+	cfg := target("or", or.url(), "public", `model = "m"`) + target("next", next.url(), "public", `model = "m"`) +
+		"[routes.r]\ntargets = [\"or\", \"next\"]\n"
+	g := newGateway(t, cfg, nil)
+	rep := g.chat(t, "r")
+	if rep.status != 200 || rep.header.Get("x-hayula-chain") != "or→next (served by next)" {
+		t.Errorf("an empty answer that failed should move on: %d chain %q: %s", rep.status, rep.header.Get("x-hayula-chain"), rep.body)
+	}
+	_, lines := scrape(t, g)
+	if want := `hayula_upstream_attempts_total{target="or",result="server_error"} 1`; !lines[want] {
+		t.Errorf("no %s", want)
+	}
+
+	or.set(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprint(w, openRouterChoiceError("The answer began"))
+	})
+	rep = g.chat(t, "r")
+	if rep.status != 200 || rep.header.Get("x-hayula-chain") != "or" || !strings.Contains(string(rep.body), `"finish_reason":"error"`) {
+		t.Errorf("an answer with content should go as it came: %d chain %q: %s", rep.status, rep.header.Get("x-hayula-chain"), rep.body)
+	}
+}
+
+// TestOpenRouterChoiceErrorInStream: the same in a stream, the error on the chunk's choice and no
+// top-level error. As the first event it moves the chain on; after tokens the client's stream ends
+// with an error event saying the provider's words, not with [DONE] as if whole.
+func TestOpenRouterChoiceErrorInStream(t *testing.T) {
+	const errChunk = `data: {"id":"gen-1","provider":"Chutes","model":"m","object":"chat.completion.chunk","created":1,"choices":[{"index":0,"delta":{"role":"assistant","content":""},"finish_reason":"error","native_finish_reason":"error","logprobs":null,"error":{"code":502,"message":"Provider returned error","metadata":{"provider_name":"Chutes"}}}]}` + "\n\n"
+	g, _, paid := cloudChain(t, "")
+	paid.set(openRouterStream(errChunk + "data: [DONE]\n\n"))
+	rep := g.post(t, "/v1/chat/completions", `{"model":"r","stream":true,"messages":[{"role":"user","content":"hi"}]}`)
+	body := string(rep.body)
+	if !strings.Contains(body, `"content":"lo"`) {
+		t.Fatalf("the tokens before the error did not reach the client:\n%s", body)
+	}
+	if strings.Contains(body, "[DONE]") || !strings.Contains(body, "Provider returned error") {
+		t.Errorf("a stream whose choice failed must end with an error event, not [DONE]:\n%s", body)
+	}
+	_, lines := scrape(t, g)
+	if want := `hayula_stream_ends_total{endpoint="chat",route="r",target="paid",end="broke_off"} 1`; !lines[want] {
+		t.Errorf("no %s", want)
+	}
+
+	// As the first event: the chain moves on.
+	or, next := newFake(t, "or"), newFake(t, "next")
+	or.set(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		fmt.Fprint(w, ": OPENROUTER PROCESSING\n\n"+errChunk+"data: [DONE]\n\n")
+	})
+	cfg := target("or", or.url(), "public", `model = "m"`) + target("next", next.url(), "public", `model = "m"`) +
+		"[routes.r]\ntargets = [\"or\", \"next\"]\n"
+	g = newGateway(t, cfg, nil)
+	rep = g.post(t, "/v1/chat/completions", `{"model":"r","stream":true,"messages":[{"role":"user","content":"hi"}]}`)
+	if rep.header.Get("x-hayula-chain") != "or→next (served by next)" || !strings.Contains(string(rep.body), `"content":" next"`) {
+		t.Errorf("a stream that failed at its first event should move on: chain %q:\n%s", rep.header.Get("x-hayula-chain"), rep.body)
+	}
+}

@@ -58,6 +58,7 @@ var (
 	_ core.Quoting = (*NotSSEError)(nil)
 	_ core.Quoting = (*NotJSONError)(nil)
 	_ core.Quoting = (*ErrorAnswerError)(nil)
+	_ core.Quoting = (*ChoiceFailedError)(nil)
 	_ core.Quoting = (*quotedError)(nil)
 )
 
