@@ -15,6 +15,9 @@ import (
 // StatusClientClosedRequest is nginx's 499, the conventional status for a client that went away.
 const StatusClientClosedRequest = 499
 
+// statusCapacityExceeded is Groq's own status for its flex tier at capacity.
+const statusCapacityExceeded = 498
+
 // Decision is what one failed attempt means.
 type Decision struct {
 	Class core.Class
@@ -83,7 +86,14 @@ func Classify(err error) Decision {
 		return Decision{Class: core.ClassEndpoint, Status: ue.Err.Status}
 	}
 	if se, ok := errors.AsType[*core.StatusError](err); ok {
-		return classifyStatus(se)
+		d := classifyStatus(se)
+		if d.Retry && strings.EqualFold(strings.TrimSpace(se.Header.Get("X-Should-Retry")), "false") {
+			// The upstream says another try will not help, as OpenAI's SDKs read it (and a
+			// proxy that has spent its own retries says): none on this target; the chain still
+			// moves on as the class says (TestShouldRetryFalse).
+			d.Retry = false
+		}
+		return d
 	}
 	if _, ok := errors.AsType[*core.ConnError](err); ok {
 		return failing(core.ClassConnection, http.StatusBadGateway)
@@ -133,6 +143,14 @@ func classifyStatus(e *core.StatusError) Decision {
 			// quota's: its per-minute limits are not what refused it.
 			d.RetryAfter = e.LimitReset
 		}
+		return d
+	case s == statusCapacityExceeded:
+		// Groq's flex tier at capacity ("capacity_exceeded"; its docs say to back off and try
+		// again): a busy upstream, as a 429 is. As a 4xx it was a request error, which ended
+		// the chain. The client, when nothing else answers, gets a 429, which SDKs retry; a 498
+		// they do not know.
+		d := failing(core.ClassRateLimit, http.StatusTooManyRequests)
+		d.RetryAfter = e.RetryAfter
 		return d
 	case s == http.StatusRequestEntityTooLarge:
 		return Decision{Class: core.ClassOverflow, Status: s}

@@ -79,6 +79,18 @@ func TestClassify(t *testing.T) {
 			Decision{Class: core.ClassRateLimit, Status: 429, Penalize: true, Quota: true}},
 		{"429 per-minute rate limit is still retried", status(429, "Rate limit reached for gpt-4o on requests per min (RPM): Limit 3", "requests", "rate_limit_exceeded"),
 			retrying(core.ClassRateLimit, 429)},
+		// Groq's flex tier at capacity: a busy upstream, told to the client as a 429.
+		{"498 groq capacity_exceeded", status(498, "Flex tier capacity exceeded", "capacity_exceeded", "capacity_exceeded"),
+			retrying(core.ClassRateLimit, 429)},
+		{"498 keeps its Retry-After", &core.StatusError{Status: 498, RetryAfter: 3 * time.Second},
+			Decision{Class: core.ClassRateLimit, Status: 429, Retry: true, Penalize: true, RetryAfter: 3 * time.Second}},
+		// x-should-retry: false (OpenAI's SDKs obey it): no same-target retry; class unchanged.
+		{"503 x-should-retry false", &core.StatusError{Status: 503, Header: http.Header{"X-Should-Retry": {"false"}}},
+			Decision{Class: core.ClassServerError, Status: 503, Penalize: true}},
+		{"429 x-should-retry false", &core.StatusError{Status: 429, Header: http.Header{"X-Should-Retry": {"False"}}},
+			Decision{Class: core.ClassRateLimit, Status: 429, Penalize: true}},
+		{"503 x-should-retry true", &core.StatusError{Status: 503, Header: http.Header{"X-Should-Retry": {"true"}}},
+			retrying(core.ClassServerError, 503)},
 		// Ollama could not load the model into this machine's memory: a fact about the endpoint
 		// and the model that another try in a backoff's time meets again. Not retried, still
 		// counted toward the cooldown.

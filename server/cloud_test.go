@@ -234,3 +234,31 @@ func TestOpenRouterChoiceErrorInStream(t *testing.T) {
 		t.Errorf("a stream that failed at its first event should move on: chain %q:\n%s", rep.header.Get("x-hayula-chain"), rep.body)
 	}
 }
+
+// TestShouldRetryFalse: OpenAI's SDKs obey an answer's x-should-retry: "false" is the server
+// saying another try will not help (a proxy in front that has spent its own retries sends it
+// too). A target with max_retries is then not asked again within the request; the chain moves on
+// as the class says. Without the header the same 503 is retried.
+func TestShouldRetryFalse(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		header map[string]string
+		hits   int64
+	}{
+		{"x-should-retry false", map[string]string{"X-Should-Retry": "false"}, 1},
+		{"x-should-retry true", map[string]string{"X-Should-Retry": "true"}, 4},
+		{"none", nil, 4},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g, a, b, _ := realGateway(t, realError{status: 503, header: tc.header,
+				body: `{"error":{"message":"The server is overloaded or not ready yet.","type":"server_error","param":null,"code":null}}`}, "max_retries = 3")
+			g.chat(t, "r")
+			if n := a.hits.Load(); n != tc.hits {
+				t.Errorf("a asked %d times with max_retries 3, want %d", n, tc.hits)
+			}
+			if n := b.hits.Load(); n == 0 {
+				t.Errorf("the chain did not move on to b")
+			}
+		})
+	}
+}
