@@ -262,3 +262,18 @@ func TestShouldRetryFalse(t *testing.T) {
 		})
 	}
 }
+
+// TestOpenRouterWholeAnswerFields: a whole OpenRouter answer reaches the client as it came, its
+// own fields with it (provider, native_finish_reason, usage.cost and its details).
+func TestOpenRouterWholeAnswerFields(t *testing.T) {
+	g, _, paid := cloudChain(t, "")
+	const answer = `{"id":"gen-3","provider":"Groq","model":"m","object":"chat.completion","created":1,"system_fingerprint":null,"choices":[{"logprobs":null,"finish_reason":"stop","native_finish_reason":"stop","index":0,"message":{"role":"assistant","content":"Hello","refusal":null,"reasoning":null}}],"usage":{"prompt_tokens":10,"completion_tokens":1,"total_tokens":11,"cost":0.0000123,"is_byok":false,"prompt_tokens_details":{"cached_tokens":0},"cost_details":{"upstream_inference_cost":null},"completion_tokens_details":{"reasoning_tokens":0}}}`
+	paid.set(realHandler(realError{status: 200, body: answer}))
+	rep := g.chat(t, "r")
+	if rep.status != 200 || rep.header.Get("x-hayula-chain") != "local→paid (served by paid)" {
+		t.Fatalf("status %d chain %q: %s", rep.status, rep.header.Get("x-hayula-chain"), rep.body)
+	}
+	if got := strings.TrimSpace(string(rep.body)); got != answer {
+		t.Errorf("the answer was not relayed as it came:\n got %s\nwant %s", got, answer)
+	}
+}

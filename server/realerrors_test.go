@@ -98,6 +98,11 @@ var realErrors = []realError{
 	{name: "overflow in a 200 answer's error", status: 200,
 		body:  `{"error":{"message":"This model's maximum context length is 4096 tokens. However, you requested 5000 tokens.","type":"invalid_request_error","param":null,"code":"context_length_exceeded"}}`,
 		class: "overflow"},
+	// A provider's failure said in a 200's body, not an overflow (OpenRouter's docs: an error
+	// while the model produces the output comes in the body once the 200 is sent).
+	{name: "openrouter 200 answer that is an error", status: 200,
+		body:  `{"error":{"message":"Provider returned error","code":502,"metadata":{"raw":"upstream connect error","provider_name":"Chutes"}},"user_id":"user_1"}`,
+		class: "server_error", message: "upstream a gave an answer the gateway could not read: a 2xx answer that is an error: Provider returned error"},
 	{name: "openrouter stream error before the first chunk", status: 200, ctype: "text/event-stream", streamOnly: true,
 		body:  ": OPENROUTER PROCESSING\n\ndata: {\"error\":{\"message\":\"Provider returned error\",\"code\":502}}\n\n",
 		class: "server_error", message: "upstream a broke off: Provider returned error"},
