@@ -16,8 +16,12 @@ type StatusError struct {
 	Code       string
 	Param      string
 	RetryAfter time.Duration // from the Retry-After header (a 429 without one: from its body's relayed rate-limit headers); 0 when absent
-	Header     http.Header   // the upstream's response headers
-	Body       []byte        // the raw body, capped
+	// LimitReset is a 429's wait by its x-ratelimit-reset-* headers (OpenAI's, Groq's), read only
+	// when RetryAfter is 0: the reset of the per-minute limit it ran out of. errmap takes it for
+	// the Retry-After of a 429 that is not a bill or a daily cap; 0 when absent.
+	LimitReset time.Duration
+	Header     http.Header // the upstream's response headers
+	Body       []byte      // the raw body, capped
 }
 
 // Unquoted is the error without the upstream's words: its status, and its type and code when

@@ -15,6 +15,9 @@ import (
 // StatusClientClosedRequest is nginx's 499, the conventional status for a client that went away.
 const StatusClientClosedRequest = 499
 
+// statusCapacityExceeded is Groq's own status for its flex tier at capacity.
+const statusCapacityExceeded = 498
+
 // Decision is what one failed attempt means.
 type Decision struct {
 	Class core.Class
@@ -28,8 +31,12 @@ type Decision struct {
 	// server_error, rate_limit.
 	Penalize bool
 	// RetryAfter is a 429's or 503's core.StatusError.RetryAfter (its Retry-After; a 429's
-	// body's reset without one); 0 when absent.
+	// body's reset without one; without either, a 429's LimitReset unless Quota); 0 when absent.
 	RetryAfter time.Duration
+	// Quota is true for a 429 that is a bill or a daily cap (isQuota): no wait within minutes
+	// clears it, so health benches the target at once for as long as a cooldown may last
+	// (cooldown.max), rather than after Failures of them.
+	Quota bool
 }
 
 // ClassifyFor is Classify for an attempt made on behalf of a request whose context is ctx. A
@@ -79,7 +86,14 @@ func Classify(err error) Decision {
 		return Decision{Class: core.ClassEndpoint, Status: ue.Err.Status}
 	}
 	if se, ok := errors.AsType[*core.StatusError](err); ok {
-		return classifyStatus(se)
+		d := classifyStatus(se)
+		if d.Retry && strings.EqualFold(strings.TrimSpace(se.Header.Get("X-Should-Retry")), "false") {
+			// The upstream says another try will not help, as OpenAI's SDKs read it (and a
+			// proxy that has spent its own retries says): none on this target; the chain still
+			// moves on as the class says (TestShouldRetryFalse).
+			d.Retry = false
+		}
+		return d
 	}
 	if _, ok := errors.AsType[*core.ConnError](err); ok {
 		return failing(core.ClassConnection, http.StatusBadGateway)
@@ -121,9 +135,22 @@ func classifyStatus(e *core.StatusError) Decision {
 		if isQuota(e) {
 			// A bill or a daily cap, not a burst: another try within the request meets the same
 			// refusal. It still counts toward the cooldown, which keeps the next requests off
-			// the target.
-			d.Retry = false
+			// the target, at once and for cooldown.max (Quota): each request after it would pay
+			// the same failing round trip (TestInsufficientQuotaBenchesAtOnce).
+			d.Retry, d.Quota = false, true
+		} else if d.RetryAfter <= 0 {
+			// OpenAI's and Groq's x-ratelimit-reset-* (TestOpenAIRateLimitHeaders). Not a
+			// quota's: its per-minute limits are not what refused it.
+			d.RetryAfter = e.LimitReset
 		}
+		return d
+	case s == statusCapacityExceeded:
+		// Groq's flex tier at capacity ("capacity_exceeded"; its docs say to back off and try
+		// again): a busy upstream, as a 429 is. As a 4xx it was a request error, which ended
+		// the chain. The client, when nothing else answers, gets a 429, which SDKs retry; a 498
+		// they do not know.
+		d := failing(core.ClassRateLimit, http.StatusTooManyRequests)
+		d.RetryAfter = e.RetryAfter
 		return d
 	case s == http.StatusRequestEntityTooLarge:
 		return Decision{Class: core.ClassOverflow, Status: s}

@@ -14,9 +14,14 @@
 //	                                      (the model does not fit the upstream's memory, as
 //	                                      Ollama says it: not retried, still penalized)
 //	*core.StatusError 429                 rate_limit    429  retried, penalized, Retry-After kept
-//	                                      (or, without the header, the reset its body relays)
+//	                                      (or, without the header, the reset its body relays,
+//	                                      or its x-ratelimit-reset-* headers: LimitReset)
 //	                                      (insufficient_quota, OpenRouter's free-models-per-day:
-//	                                      not retried, still penalized)
+//	                                      not retried, Quota: benched at once)
+//	*core.StatusError 498                 rate_limit    429  retried, penalized (Groq's flex tier
+//	                                      at capacity)
+//	*core.StatusError of a retried class with x-should-retry: false
+//	                                      its class     not retried
 //	*core.StatusError 413                 overflow      413
 //	*core.StatusError 400, 422 or 500 naming a context overflow
 //	                                      overflow      its status

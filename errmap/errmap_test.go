@@ -66,19 +66,31 @@ func TestClassify(t *testing.T) {
 			retrying(core.ClassServerError, 500)},
 		{"429", &core.StatusError{Status: 429, RetryAfter: 2 * time.Second},
 			Decision{Class: core.ClassRateLimit, Status: 429, Retry: true, Penalize: true, RetryAfter: 2 * time.Second}},
-		{"429 insufficient_quota is not retried", status(429, "You exceeded your current quota", "insufficient_quota", "insufficient_quota"),
-			Decision{Class: core.ClassRateLimit, Status: 429, Penalize: true}},
+		{"429 insufficient_quota is not retried, benched at once", status(429, "You exceeded your current quota", "insufficient_quota", "insufficient_quota"),
+			Decision{Class: core.ClassRateLimit, Status: 429, Penalize: true, Quota: true}},
 		{"413", status(413, "too big", "", ""), Decision{Class: core.ClassOverflow, Status: 413}},
 		// OpenRouter's daily cap on :free models: no backoff within a request lifts it.
 		{"429 openrouter free-models-per-day is not retried", status(429, "Rate limit exceeded: free-models-per-day. Add 10 credits to unlock 1000 free model requests per day", "", "429"),
-			Decision{Class: core.ClassRateLimit, Status: 429, Penalize: true}},
+			Decision{Class: core.ClassRateLimit, Status: 429, Penalize: true, Quota: true}},
 		{"429 openrouter free-models-per-day-high-balance is not retried", status(429, "Rate limit exceeded: free-models-per-day-high-balance.", "rate_limit_error", "429"),
-			Decision{Class: core.ClassRateLimit, Status: 429, Penalize: true}},
+			Decision{Class: core.ClassRateLimit, Status: 429, Penalize: true, Quota: true}},
 		{"429 free-models-per-day in the raw body only", &core.StatusError{Status: 429,
 			Body: []byte(`{"error":{"message":"Rate limit exceeded: free-models-per-day.","code":429}}`)},
-			Decision{Class: core.ClassRateLimit, Status: 429, Penalize: true}},
+			Decision{Class: core.ClassRateLimit, Status: 429, Penalize: true, Quota: true}},
 		{"429 per-minute rate limit is still retried", status(429, "Rate limit reached for gpt-4o on requests per min (RPM): Limit 3", "requests", "rate_limit_exceeded"),
 			retrying(core.ClassRateLimit, 429)},
+		// Groq's flex tier at capacity: a busy upstream, told to the client as a 429.
+		{"498 groq capacity_exceeded", status(498, "Flex tier capacity exceeded", "capacity_exceeded", "capacity_exceeded"),
+			retrying(core.ClassRateLimit, 429)},
+		{"498 keeps its Retry-After", &core.StatusError{Status: 498, RetryAfter: 3 * time.Second},
+			Decision{Class: core.ClassRateLimit, Status: 429, Retry: true, Penalize: true, RetryAfter: 3 * time.Second}},
+		// x-should-retry: false (OpenAI's SDKs obey it): no same-target retry; class unchanged.
+		{"503 x-should-retry false", &core.StatusError{Status: 503, Header: http.Header{"X-Should-Retry": {"false"}}},
+			Decision{Class: core.ClassServerError, Status: 503, Penalize: true}},
+		{"429 x-should-retry false", &core.StatusError{Status: 429, Header: http.Header{"X-Should-Retry": {"False"}}},
+			Decision{Class: core.ClassRateLimit, Status: 429, Penalize: true}},
+		{"503 x-should-retry true", &core.StatusError{Status: 503, Header: http.Header{"X-Should-Retry": {"true"}}},
+			retrying(core.ClassServerError, 503)},
 		// Ollama could not load the model into this machine's memory: a fact about the endpoint
 		// and the model that another try in a backoff's time meets again. Not retried, still
 		// counted toward the cooldown.

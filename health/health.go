@@ -12,6 +12,7 @@
 package health
 
 import (
+	"math"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -48,6 +49,10 @@ type Policy struct {
 	// URL and address, which the owner words as a cause from the error's type. nil keeps the text.
 	Describe func(error) string
 }
+
+// Longest is a Retry-After for Report that asks for the longest bench the policy allows
+// (Policy.Max): a refusal no wait within minutes clears, such as an account out of credit.
+const Longest = time.Duration(math.MaxInt64)
 
 // DefaultLoadingRetry is Policy.LoadingRetry's default, and the Retry-After the gateway suggests
 // for a target it knows to be loading without knowing for how long.

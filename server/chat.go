@@ -639,7 +639,11 @@ func (s *Server) once(ctx context.Context, t *core.Target, req *core.Request, br
 		}
 		a.dec = errmap.ClassifyFor(ctx, err)
 		a.err = err
-		s.health.Report(t, a.dec.Class, a.dec.RetryAfter)
+		bench := a.dec.RetryAfter
+		if a.dec.Quota {
+			bench = health.Longest // an account out of credit: no use asking again soon
+		}
+		s.health.Report(t, a.dec.Class, bench)
 		if probe && !health.EndsProbe(a.dec.Class) {
 			// An outcome that says nothing of t ends only the probe's own attempt's claim on it;
 			// another attempt's would leave this one in flight (TestProbeOutlivesOtherAttemptsNonEvidence).

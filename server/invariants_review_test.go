@@ -542,6 +542,9 @@ func TestInvRealErrorsEveryDoor(t *testing.T) {
 				if want < 400 || want > 599 {
 					want = 502
 				}
+				if e.clientStatus != 0 {
+					want = e.clientStatus
+				}
 				if rep.status != want {
 					t.Errorf("status %d, want %d: %.300s", rep.status, want, rep.body)
 				}

@@ -32,6 +32,9 @@ type realError struct {
 	// once: a failure of a retried class (server_error, rate_limit) that is still not retried
 	// on the same target, because another try within the request meets it again.
 	once bool
+	// clientStatus is the client's status when it is not the upstream's (a status clients do
+	// not know); 0: the upstream's.
+	clientStatus int
 }
 
 // realErrors are the error answers of the servers a gateway sits in front of. Each was checked
@@ -95,6 +98,11 @@ var realErrors = []realError{
 	{name: "overflow in a 200 answer's error", status: 200,
 		body:  `{"error":{"message":"This model's maximum context length is 4096 tokens. However, you requested 5000 tokens.","type":"invalid_request_error","param":null,"code":"context_length_exceeded"}}`,
 		class: "overflow"},
+	// A provider's failure said in a 200's body, not an overflow (OpenRouter's docs: an error
+	// while the model produces the output comes in the body once the 200 is sent).
+	{name: "openrouter 200 answer that is an error", status: 200,
+		body:  `{"error":{"message":"Provider returned error","code":502,"metadata":{"raw":"upstream connect error","provider_name":"Chutes"}},"user_id":"user_1"}`,
+		class: "server_error", message: "upstream a gave an answer the gateway could not read: a 2xx answer that is an error: Provider returned error"},
 	{name: "openrouter stream error before the first chunk", status: 200, ctype: "text/event-stream", streamOnly: true,
 		body:  ": OPENROUTER PROCESSING\n\ndata: {\"error\":{\"message\":\"Provider returned error\",\"code\":502}}\n\n",
 		class: "server_error", message: "upstream a broke off: Provider returned error"},
@@ -230,6 +238,23 @@ var realErrors = []realError{
 		body:  "{\"error\":{\"message\":\"Request too large for model `llama3-70b-8192` in organization `org_1` on tokens per minute (TPM): Limit 6000, Requested 7000, please reduce your message size and try again.\",\"type\":\"tokens\",\"code\":\"rate_limit_exceeded\"}}",
 		class: "overflow"},
 
+	// Groq's flex tier at capacity: its own 498, code capacity_exceeded, which its docs say to
+	// back off and retry (console.groq.com/docs/flex-processing). A busy upstream, as a 429 is:
+	// the client, when nothing else answers, gets a 429, which SDKs know to retry.
+	{name: "groq 498 flex capacity exceeded", status: 498,
+		body:  `{"error":{"message":"Flex tier capacity exceeded. Please try again later.","type":"capacity_exceeded","code":"capacity_exceeded"}}`,
+		class: "rate_limit", message: "Flex tier capacity exceeded. Please try again later.", clientStatus: 429},
+
+	// Mistral: its API gateway's 429 has a top-level message only; its own, the vLLM-like
+	// top-level error object with a string code (raycast/extensions#31107, cline/cline#9085,
+	// pydantic/pydantic-ai#1885).
+	{name: "mistral 429 requests rate limit", status: 429,
+		body:  `{"message":"Requests rate limit exceeded"}`,
+		class: "rate_limit", message: "Requests rate limit exceeded"},
+	{name: "mistral 429 rate_limited 1300", status: 429,
+		body:  `{"object":"error","message":"Rate limit exceeded","type":"rate_limited","param":null,"code":"1300","raw_status_code":429}`,
+		class: "rate_limit", message: "Rate limit exceeded"},
+
 	// Together, whose inference servers speak TGI's validation text with a 400.
 	{name: "together inputs + max_new_tokens", status: 400,
 		body:  "{\"error\":{\"message\":\"Input validation error: `inputs` tokens + `max_new_tokens` must be <= 32769. Given: 40000 `inputs` tokens and 2048 `max_new_tokens`\",\"type\":\"invalid_request_error\",\"param\":\"max_tokens\",\"code\":null}}",
@@ -346,6 +371,9 @@ func TestRealUpstreamErrors(t *testing.T) {
 				want := e.status
 				if want < 400 || want > 599 {
 					want = 502
+				}
+				if e.clientStatus != 0 {
+					want = e.clientStatus
 				}
 				if rep.status != want {
 					t.Errorf("status %d, want %d: %.300s", rep.status, want, rep.body)

@@ -58,6 +58,7 @@ var (
 	_ core.Quoting = (*NotSSEError)(nil)
 	_ core.Quoting = (*NotJSONError)(nil)
 	_ core.Quoting = (*ErrorAnswerError)(nil)
+	_ core.Quoting = (*ChoiceFailedError)(nil)
 	_ core.Quoting = (*quotedError)(nil)
 )
 
@@ -138,11 +139,14 @@ func transportError(ctx context.Context, t *core.Target, err error) error {
 // its map once the body has ended. A 429 without a readable Retry-After header takes its wait
 // from the headers an aggregator relays in the body instead (bodyRetryAfter).
 func statusError(t *core.Target, resp *http.Response, now func() time.Time) *core.StatusError {
-	ra := resp.Header.Get("Retry-After")
+	wait := retryAfterMs(resp.Header.Get("Retry-After-Ms"))
+	if wait <= 0 {
+		wait = retryAfter(resp.Header.Get("Retry-After"), now)
+	}
 	e := &core.StatusError{
 		Target:     t.Name,
 		Status:     resp.StatusCode,
-		RetryAfter: retryAfter(ra, now),
+		RetryAfter: wait,
 		Header:     resp.Header.Clone(),
 	}
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
@@ -150,10 +154,66 @@ func statusError(t *core.Target, resp *http.Response, now func() time.Time) *cor
 	e.Body = body
 	e.Message, e.Type, e.Code, e.Param = errorFields(body)
 	if e.Status == http.StatusTooManyRequests && e.RetryAfter <= 0 {
-		// No header, or one that says no wait (unreadable, past, absurd): the body may.
+		// No header, or one that says no wait (unreadable, past, absurd): the body may, or the
+		// rate-limit headers OpenAI and Groq send, which errmap weighs (a quota's say nothing).
 		e.RetryAfter = bodyRetryAfter(body, now)
+		if e.RetryAfter <= 0 {
+			e.LimitReset = limitReset(e.Header)
+		}
 	}
 	return e
+}
+
+// retryAfterMs parses a retry-after-ms header, which OpenAI sends beside Retry-After and its
+// SDKs read first: the wait in milliseconds, finer than Retry-After's whole seconds. 0 when absent,
+// unreadable, not positive or absurd; Retry-After is read then.
+func retryAfterMs(v string) time.Duration {
+	ms, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+	if err != nil || !(ms > 0 && ms <= maxRetryAfter.Seconds()*1000) {
+		return 0
+	}
+	return time.Duration(ms * float64(time.Millisecond))
+}
+
+// limitReset is the wait a 429's x-ratelimit-* headers name, as OpenAI and Groq send them:
+// x-ratelimit-remaining-requests and -tokens, what is left of each limit, and
+// x-ratelimit-reset-requests and -tokens, the time until it is whole again as a Go-style duration
+// ("1s", "6m0s", "2m59.56s", "12ms"; a bare number is taken for seconds). The wait is the reset
+// of the limit that ran out (remaining "0"), the longer when both did; when neither did, the
+// tokens' (a request larger than the tokens left). 0 when no reset is readable, past or absurd
+// (TestRetryAfterFromRateLimitHeaders); the cooldown is then the doubling's.
+func limitReset(h http.Header) time.Duration {
+	var wait time.Duration
+	ranOut := false
+	for _, limit := range [...]struct{ remaining, reset string }{
+		{"X-Ratelimit-Remaining-Requests", "X-Ratelimit-Reset-Requests"},
+		{"X-Ratelimit-Remaining-Tokens", "X-Ratelimit-Reset-Tokens"},
+	} {
+		if strings.TrimSpace(h.Get(limit.remaining)) == "0" {
+			ranOut = true
+			wait = max(wait, resetDuration(h.Get(limit.reset)))
+		}
+	}
+	if !ranOut && h.Get("X-Ratelimit-Remaining-Tokens") != "" {
+		wait = resetDuration(h.Get("X-Ratelimit-Reset-Tokens"))
+	}
+	return wait
+}
+
+// resetDuration reads an x-ratelimit-reset-* value: a Go-style duration, or a number of seconds;
+// 0 when unreadable, not positive or absurd.
+func resetDuration(v string) time.Duration {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return 0
+	}
+	if d, err := time.ParseDuration(v); err == nil {
+		return plausible(d)
+	}
+	if secs, err := strconv.ParseFloat(v, 64); err == nil && secs > 0 && secs <= maxRetryAfter.Seconds() {
+		return time.Duration(secs * float64(time.Second))
+	}
+	return 0
 }
 
 // bodyRetryAfter is the wait a 429's body names in the rate-limit headers it relays under

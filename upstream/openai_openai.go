@@ -131,6 +131,13 @@ func (a *openaiOpenAI) body(ctx context.Context, resp *http.Response, req *core.
 	// is one (TestAbortBeforeAnythingMovesOn). One with something in it goes as it came,
 	// Aborted (TestAbortAfterContentIsCut). The raw search finds no `"abort"` in nearly every
 	// answer, and reads nothing more of it.
+	// And so must an answer whose choice failed with nothing in it (OpenRouter's finish_reason
+	// "error", the failure on the choice), which relayed is an empty completion that looks like
+	// a success. A raw search first: `"error"` is in no answer that did not fail but in its text.
+	if op != core.OpEmbeddings && bytes.Contains(body, errorQuoted) && saysReason(body, errorQuoted) && !carriesAnswer(body) {
+		msg, quoted := choiceError(body)
+		return nil, &core.ProtocolError{Target: a.t.Name, Err: &ChoiceFailedError{Message: msg, quoted: quoted}}
+	}
 	aborted := false
 	if op != core.OpEmbeddings && bytes.Contains(body, abortQuoted) && saysAbort(body) {
 		if !carriesAnswer(body) {
@@ -228,7 +235,10 @@ var abortQuoted = []byte(`"` + FinishAbort + `"`)
 // saysAbort reports whether a finish_reason of data, an answer or a chunk, is "abort". Asked only
 // of one that holds a raw "abort" (a whole answer) or whose finish_reason says a finish (a
 // chunk): once a stream.
-func saysAbort(data []byte) bool {
+func saysAbort(data []byte) bool { return saysReason(data, abortQuoted) }
+
+// saysReason reports whether a finish_reason of data is the JSON string quoted.
+func saysReason(data, quoted []byte) bool {
 	const finishKey = `"finish_reason"`
 	for at := 0; ; {
 		i := bytes.Index(data[at:], []byte(finishKey))
@@ -236,11 +246,65 @@ func saysAbort(data []byte) bool {
 			return false
 		}
 		at += i + len(finishKey)
-		if j := reasonAt(data[at:]); j >= 0 && bytes.HasPrefix(data[at+j:], abortQuoted) {
+		if j := reasonAt(data[at:]); j >= 0 && bytes.HasPrefix(data[at+j:], quoted) {
 			return true
 		}
 	}
 }
+
+// FinishError is the finish_reason OpenRouter ends a choice with when its provider failed while
+// generating, after its 200: the choice carries the failure as an "error" object of its own
+// (its response schema's choices[].error: {"code":502,"message":"Provider returned error"}),
+// beside, in a stream, or instead of a top-level "error".
+const FinishError = "error"
+
+// errorQuoted is FinishError as a JSON string, raw; also the "error" key itself, which every
+// answer that says the finish carries, so that one raw search finds both.
+var errorQuoted = []byte(`"` + FinishError + `"`)
+
+// choiceError is the message of the failure a choice of data reports (finish_reason "error"):
+// its own error's message, or, when it has none, words saying the finish. Quoted is how many of
+// the message's last bytes are the upstream's (core.StreamError.Quoted).
+func choiceError(data []byte) (msg string, quoted int) {
+	var v struct {
+		Choices []struct {
+			Error json.RawMessage `json:"error"`
+		} `json:"choices"`
+	}
+	_ = json.Unmarshal(data, &v)
+	for _, c := range v.Choices {
+		if !says(c.Error) {
+			continue
+		}
+		if m, _, _, _ := errorFields(append(append([]byte(`{"error":`), c.Error...), '}')); m != "" {
+			return m, len(m)
+		}
+	}
+	return `the upstream ended the answer with finish_reason "error"`, 0
+}
+
+// ChoiceFailedError is a 2xx non-streaming answer whose choice says it failed (finish_reason
+// "error", see FinishError) with nothing in it: no answer, which falls through as a 5xx would
+// (TestOpenRouterChoiceErrorMovesOn). One with something in it goes as it came.
+type ChoiceFailedError struct {
+	Message string
+	quoted  int
+}
+
+func (e *ChoiceFailedError) Error() string {
+	return `a 2xx answer whose choice failed (finish_reason "error"): ` + e.Message
+}
+
+// Unquoted is the error without the upstream's message (core.Quoting).
+func (e *ChoiceFailedError) Unquoted() string {
+	if e.quoted == 0 {
+		return e.Error()
+	}
+	return fmt.Sprintf(`a 2xx answer whose choice failed (finish_reason "error"; message of %d bytes, not logged)`, e.quoted)
+}
+
+// UpstreamMessage is what the upstream said (errmap's upstreamWords).
+func (e *ChoiceFailedError) UpstreamMessage() string { return e.Message }
 
 // answerParts is what a choice's delta (a chunk's) or message (a whole answer's) may carry.
 type answerParts struct {
@@ -373,6 +437,7 @@ type openaiStream struct {
 	events    int
 	sawFinish bool
 	aborted   bool        // an event said finish_reason "abort": the stream's end is an AbortedError
+	failNext  error       // an event that said finish_reason "error" went out with its content: the next Next fails so
 	err       error       // the terminal result, returned again by every later Next
 	pool      *readerPool // where sse goes back on Close; nil for none
 }
@@ -395,6 +460,10 @@ var errStreamClosed = errors.New("upstream: stream closed")
 
 func (s *openaiStream) Next() ([]byte, error) {
 	if s.err != nil {
+		return nil, s.err
+	}
+	if s.failNext != nil {
+		s.err = s.failNext
 		return nil, s.err
 	}
 	for {
@@ -473,6 +542,19 @@ func (s *openaiStream) Next() ([]byte, error) {
 			}
 			s.aborted = true
 		}
+		if finish && errorKey && saysReason(data, errorQuoted) {
+			// OpenRouter's provider failed mid-answer, the failure on the choice and no top-level
+			// error (see FinishError). Relayed with its [DONE] after it, the client's stream
+			// ended as if whole (TestOpenRouterChoiceErrorInStream): it is a stream that broke
+			// off, and the event's content, if any, goes out first.
+			msg, quoted := choiceError(data)
+			failed := &core.StreamError{Target: s.target, Message: msg, Quoted: quoted}
+			if !carriesAnswer(data) {
+				s.err = failed
+				return nil, s.err
+			}
+			s.failNext = failed
+		}
 		s.events++
 		if finish {
 			s.sawFinish = true
@@ -506,7 +588,7 @@ func (s *openaiStream) end() error {
 
 // Buffered reports whether Next will return without waiting on the upstream.
 func (s *openaiStream) Buffered() bool {
-	return s.err != nil || s.sse.buffered()
+	return s.err != nil || s.failNext != nil || s.sse.buffered()
 }
 
 // Close releases the connection. It is safe to call more than once.

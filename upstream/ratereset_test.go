@@ -66,3 +66,58 @@ func TestRetryAfterFromBodyReset(t *testing.T) {
 		})
 	}
 }
+
+// TestRetryAfterFromRateLimitHeaders: OpenAI and Groq answer a 429 with their limits' state in
+// headers: x-ratelimit-remaining-requests/-tokens and, as a Go-style duration ("1s", "6m0s",
+// "2m59.56s", "12ms"), x-ratelimit-reset-requests/-tokens, the time until that limit is whole
+// again; a Retry-After comes with some of them and not others. A 429 without a readable
+// Retry-After (header or body) has the reset of the limit it ran out of as its LimitReset: the
+// longer one when both read 0 remaining, the tokens' when neither does (a request larger than the
+// tokens left). errmap takes it as the wait (TestOpenAIRateLimitHeaders). A retry-after-ms header
+// (OpenAI's) is read before Retry-After.
+func TestRetryAfterFromRateLimitHeaders(t *testing.T) {
+	tests := []struct {
+		name   string
+		status int
+		header map[string]string
+		want   time.Duration
+	}{
+		{"requests ran out", 429, map[string]string{"X-Ratelimit-Remaining-Requests": "0", "X-Ratelimit-Reset-Requests": "1s",
+			"X-Ratelimit-Remaining-Tokens": "39000", "X-Ratelimit-Reset-Tokens": "1.5s"}, time.Second},
+		{"tokens ran out", 429, map[string]string{"X-Ratelimit-Remaining-Requests": "59", "X-Ratelimit-Reset-Requests": "1s",
+			"X-Ratelimit-Remaining-Tokens": "0", "X-Ratelimit-Reset-Tokens": "6m0s"}, 6 * time.Minute},
+		{"both ran out: the longer", 429, map[string]string{"X-Ratelimit-Remaining-Requests": "0", "X-Ratelimit-Reset-Requests": "2m59.56s",
+			"X-Ratelimit-Remaining-Tokens": "0", "X-Ratelimit-Reset-Tokens": "7.66s"}, 2*time.Minute + 59560*time.Millisecond},
+		{"neither ran out: the tokens'", 429, map[string]string{"X-Ratelimit-Remaining-Requests": "50", "X-Ratelimit-Reset-Requests": "12ms",
+			"X-Ratelimit-Remaining-Tokens": "1200", "X-Ratelimit-Reset-Tokens": "4s"}, 4 * time.Second},
+		{"milliseconds", 429, map[string]string{"X-Ratelimit-Remaining-Requests": "0", "X-Ratelimit-Reset-Requests": "120ms"}, 120 * time.Millisecond},
+		{"Retry-After wins", 429, map[string]string{"Retry-After": "2", "X-Ratelimit-Remaining-Tokens": "0", "X-Ratelimit-Reset-Tokens": "6m0s"}, 2 * time.Second},
+		{"unreadable reset", 429, map[string]string{"X-Ratelimit-Remaining-Tokens": "0", "X-Ratelimit-Reset-Tokens": "soon"}, 0},
+		{"negative reset", 429, map[string]string{"X-Ratelimit-Remaining-Tokens": "0", "X-Ratelimit-Reset-Tokens": "-3s"}, 0},
+		{"no remaining said, nothing known ran out", 429, map[string]string{"X-Ratelimit-Reset-Requests": "1s"}, 0},
+		{"only a 429's", 503, map[string]string{"X-Ratelimit-Remaining-Tokens": "0", "X-Ratelimit-Reset-Tokens": "6m0s"}, 0},
+		// retry-after-ms, which OpenAI's SDKs read before Retry-After: finer, so it wins.
+		{"retry-after-ms", 429, map[string]string{"Retry-After-Ms": "1500"}, 1500 * time.Millisecond},
+		{"retry-after-ms before Retry-After", 429, map[string]string{"Retry-After-Ms": "1500", "Retry-After": "2"}, 1500 * time.Millisecond},
+		{"retry-after-ms on a 503", 503, map[string]string{"Retry-After-Ms": "250"}, 250 * time.Millisecond},
+		{"unreadable retry-after-ms leaves Retry-After", 429, map[string]string{"Retry-After-Ms": "soon", "Retry-After": "2"}, 2 * time.Second},
+		{"negative retry-after-ms", 429, map[string]string{"Retry-After-Ms": "-5"}, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			resp := &http.Response{StatusCode: tt.status, Header: http.Header{},
+				Body: io.NopCloser(strings.NewReader(`{"error":{"message":"Rate limit reached","type":"tokens","param":null,"code":"rate_limit_exceeded"}}`))}
+			for k, v := range tt.header {
+				resp.Header.Set(k, v)
+			}
+			e := statusError(&core.Target{Name: "openai"}, resp, fixedNow)
+			got := e.RetryAfter
+			if got == 0 {
+				got = e.LimitReset
+			}
+			if got != tt.want {
+				t.Errorf("RetryAfter = %v, LimitReset = %v, want %v", e.RetryAfter, e.LimitReset, tt.want)
+			}
+		})
+	}
+}
