@@ -114,7 +114,8 @@ func (a *openaiOpenAI) body(ctx context.Context, resp *http.Response, req *core.
 	// So must an error object sent with a 200 (some proxies and servers do): the client's SDK
 	// would read it as a completion with no choices. Only a body with a raw "error" looks
 	// further: in a completion's strings those quotes would be escaped.
-	if msg, ok := errorEvent(nil, body); ok {
+	errorKey := hasErrorKey(body) // a raw "error", looked for once: the key, or the finish below
+	if msg, ok := errorEventKeyed(nil, body, errorKey); ok {
 		return nil, &core.ProtocolError{Target: a.t.Name, Err: &ErrorAnswerError{Message: msg}}
 	}
 	// And so must an answer with nothing in it: openai-go's Choices[0] panics in the client's
@@ -133,8 +134,9 @@ func (a *openaiOpenAI) body(ctx context.Context, resp *http.Response, req *core.
 	// answer, and reads nothing more of it.
 	// And so must an answer whose choice failed with nothing in it (OpenRouter's finish_reason
 	// "error", the failure on the choice), which relayed is an empty completion that looks like
-	// a success. A raw search first: `"error"` is in no answer that did not fail but in its text.
-	if op != core.OpEmbeddings && bytes.Contains(body, errorQuoted) && saysReason(body, errorQuoted) && !carriesAnswer(body) {
+	// a success. The raw search above first: `"error"` is in no answer that did not fail but in
+	// its text.
+	if op != core.OpEmbeddings && errorKey && saysReason(body, errorQuoted) && !carriesAnswer(body) {
 		msg, quoted := choiceError(body)
 		return nil, &core.ProtocolError{Target: a.t.Name, Err: &ChoiceFailedError{Message: msg, quoted: quoted}}
 	}
