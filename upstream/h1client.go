@@ -636,7 +636,7 @@ const maxKeptAnswerFields = 32
 func (t *h1Transport) get(ctx context.Context, addr string) *h1Conn {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.closeIdle = false // a connection may be wanted again
+	t.closeIdle = false        // a connection may be wanted again
 	now := time.Since(t.epoch) // one clock read for the reap and each connection's idle time
 	t.reapLocked(now)
 	for {
