@@ -158,9 +158,17 @@ func TestBusyMemberNotEvicted(t *testing.T) {
 	}
 }
 
+// waitingFor is how many Ensure calls for name are under way.
+func waitingFor(h *harness, name string) int {
+	h.m.mu.Lock()
+	defer h.m.mu.Unlock()
+	return h.m.byName[name].waiting
+}
+
 func TestSingleStartUnderConcurrency(t *testing.T) {
 	starts := filepath.Join(t.TempDir(), "starts")
-	h := newHarness(t, []Spec{fake("a", "-delay", "300ms", "-starts", starts)}, nil, Options{})
+	loaded := filepath.Join(t.TempDir(), "loaded")
+	h := newHarness(t, []Spec{fake("a", "-wait-file", loaded, "-starts", starts)}, nil, Options{})
 	const callers = 8
 	urls := make([]string, callers)
 	errs := make([]error, callers)
@@ -173,6 +181,12 @@ func TestSingleStartUnderConcurrency(t *testing.T) {
 			}
 			urls[i], errs[i] = url, err
 		})
+	}
+	// a loads until every caller waits for it (it loaded for 300 ms, which a slow machine could
+	// spend before the last caller came, leaving nothing concurrent to test).
+	eventually(t, "every caller to wait for a", func() bool { return waitingFor(h, "a") == callers })
+	if err := os.WriteFile(loaded, nil, 0o644); err != nil {
+		t.Fatal(err)
 	}
 	wg.Wait()
 	for i := range callers {

@@ -30,7 +30,8 @@ func upCount(h *harness) int {
 // process and evict one member, not 64 of either.
 func TestHerdOf64StartsOnce(t *testing.T) {
 	starts := filepath.Join(t.TempDir(), "starts")
-	specs := []Spec{inGroup("g", fake("a", "-delay", "200ms", "-starts", starts)), inGroup("g", fake("b"))}
+	loaded := filepath.Join(t.TempDir(), "loaded")
+	specs := []Spec{inGroup("g", fake("a", "-wait-file", loaded, "-starts", starts)), inGroup("g", fake("b"))}
 	h := newHarness(t, specs, []GroupSpec{{Name: "g", Slots: 1}}, Options{})
 	h.use(t, "b")
 	pidB := h.status(t, "b").PID
@@ -48,6 +49,12 @@ func TestHerdOf64StartsOnce(t *testing.T) {
 			}
 			urls[i], errs[i] = url, err
 		})
+	}
+	// a loads until every caller waits for it, rather than for 200 ms a slow machine could
+	// spend before the last one came.
+	eventually(t, "every caller to wait for a", func() bool { return waitingFor(h, "a") == callers })
+	if err := os.WriteFile(loaded, nil, 0o644); err != nil {
+		t.Fatal(err)
 	}
 	wg.Wait()
 	for i := range callers {

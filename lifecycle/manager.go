@@ -137,6 +137,9 @@ type Manager struct {
 	// freePort asks for an unused loopback port; a field so that a test can play a kernel that
 	// hands out one port twice.
 	freePort func() (int, error)
+	// waitDelay is the package's waitDelay; a field so that a test can hold open the window in
+	// which an escaped holder keeps stderr, instead of racing its wall-time second.
+	waitDelay time.Duration
 
 	sf        singleflight.Group
 	spawnOnce sync.Once
@@ -180,11 +183,12 @@ func New(specs []Spec, groups []GroupSpec, o Options) (*Manager, error) {
 		probe: &http.Client{Transport: &http.Transport{Proxy: nil, DisableKeepAlives: true,
 			DialContext:         (&net.Dialer{Timeout: o.ProbeTimeout}).DialContext,
 			TLSHandshakeTimeout: o.ProbeTimeout}},
-		byName:   make(map[string]*member, len(specs)),
-		freePort: freePort,
-		ports:    map[int]int{},
-		spawnCh:  make(chan spawnReq),
-		changed:  make(chan struct{}),
+		byName:    make(map[string]*member, len(specs)),
+		freePort:  freePort,
+		waitDelay: waitDelay,
+		ports:     map[int]int{},
+		spawnCh:   make(chan spawnReq),
+		changed:   make(chan struct{}),
 	}
 	gs := make(map[string]*group, len(groups))
 	for _, g := range groups {

@@ -5,6 +5,8 @@ package lifecycle
 import (
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
 	"syscall"
 	"testing"
 	"time"
@@ -75,7 +77,8 @@ func TestCrashedPortNotReusedWhileHeld(t *testing.T) {
 // Each request waits up to load_timeout from its own arrival: one that joins a start already
 // under way (which waited for a slot first) is not cut short when the first request's wait ends.
 func TestLateJoinerWaitsItsOwnLoadTimeout(t *testing.T) {
-	x := inGroup("g", fake("x", "-delay", "3s"))
+	loaded := filepath.Join(t.TempDir(), "x.loaded")
+	x := inGroup("g", fake("x", "-wait-file", loaded)) // loads until the test says
 	x.LoadTimeout = 30 * time.Second
 	h := newHarness(t, []Spec{inGroup("g", fake("a")), x}, []GroupSpec{{Name: "g", Slots: 1}}, Options{})
 	_, releaseA, err := h.m.Ensure(context.Background(), "a")
@@ -101,7 +104,7 @@ func TestLateJoinerWaitsItsOwnLoadTimeout(t *testing.T) {
 	first := ensure() // waits for a's slot from t=0
 	eventually(t, "the first request to wait", func() bool { return waiters() == 1 && h.clock.Pending() == 1 })
 	h.clock.Advance(20 * time.Second)
-	releaseA() // x evicts a and loads for 3s (real time)
+	releaseA() // x evicts a and loads until the first request has timed out
 	eventually(t, "x to be launched", func() bool { return h.status(t, "x").PID != 0 })
 	second := ensure() // from t=20s: may wait until t=50s
 	eventually(t, "the second request to wait", func() bool { return waiters() == 2 })
@@ -109,6 +112,9 @@ func TestLateJoinerWaitsItsOwnLoadTimeout(t *testing.T) {
 	var lt *LoadTimeoutError
 	if err := <-first; !errors.As(err, &lt) {
 		t.Fatalf("first request: %v, want *LoadTimeoutError", err)
+	}
+	if err := os.WriteFile(loaded, nil, 0o644); err != nil {
+		t.Fatal(err)
 	}
 	if err := <-second; err != nil {
 		t.Fatalf("second request, 10s into its 30s load_timeout: %v", err)

@@ -30,10 +30,15 @@ func TestDrainEndsSlotWait(t *testing.T) {
 		}
 		waited <- err
 	}()
+	eventually(t, "Ensure(b) to wait for the slot", func() bool {
+		h.m.mu.Lock()
+		defer h.m.mu.Unlock()
+		return len(h.m.slotLine) == 1 && h.m.slotLine[0] == h.m.byName["b"]
+	})
 	select {
 	case err := <-waited:
 		t.Fatalf("Ensure(b) returned %v while the group was full", err)
-	case <-time.After(100 * time.Millisecond):
+	default:
 	}
 	h.m.Drain()
 	if err := <-waited; !errors.Is(err, ErrStopping) {

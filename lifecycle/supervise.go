@@ -266,7 +266,7 @@ func (m *Manager) runOnce(mem *member, stop <-chan struct{}, restart bool) runRe
 	}()
 	// drainStderr is called once the group has gone, before the tail is read.
 	drainStderr := sync.OnceFunc(func() {
-		t := time.NewTimer(waitDelay)
+		t := time.NewTimer(m.waitDelay)
 		defer t.Stop()
 		select {
 		case <-copied:

@@ -60,7 +60,7 @@ func requestLine(t *testing.T, logs *syncBuffer) string {
 func slotFree(t *testing.T, g *gateway) {
 	t.Helper()
 	var rep reply
-	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(5 * time.Millisecond) {
 		rep = g.post(t, "/v1/chat/completions", `{"model":"r","messages":[{"role":"user","content":"hi"}]}`,
 			"Authorization", "Bearer tok")
 		if rep.status != http.StatusTooManyRequests || time.Now().After(deadline) {

@@ -385,10 +385,9 @@ func TestMetricsExpfmt(t *testing.T) {
 			before := left(t, hc, ts.URL)
 			cancel()
 			resp.Body.Close()
-			for end := time.Now().Add(5 * time.Second); left(t, hc, ts.URL) == before; time.Sleep(time.Millisecond) {
-				if time.Now().After(end) {
-					t.Fatalf("the stream its client left is not counted (%v before it)", before)
-				}
+			settles(func() bool { return left(t, hc, ts.URL) != before })
+			if left(t, hc, ts.URL) == before {
+				t.Fatalf("the stream its client left is not counted (%v before it)", before)
 			}
 		}
 	}

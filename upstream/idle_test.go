@@ -132,6 +132,17 @@ func TestH1BodyIdleTimeout(t *testing.T) {
 	}
 }
 
+// give hands ev to the upstream's handler, which takes it while its request lives: a stream the
+// gateway cut ends that request, and an unbounded send then hung until the test binary's timeout.
+func give(t *testing.T, more chan<- string, ev string) {
+	t.Helper()
+	select {
+	case more <- ev:
+	case <-time.After(generous):
+		t.Fatal("the upstream's handler takes no more events: its request has ended")
+	}
+}
+
 func nextAsync(st Stream) chan error {
 	done := make(chan error, 1)
 	go func() {
@@ -182,19 +193,19 @@ func TestH1SteadyStreamNotCut(t *testing.T) {
 		at := t0.Add(time.Duration(i) * idle)
 		ft.round(t, at)
 		ft.round(t, at.Add(idle-time.Nanosecond))
-		more <- hello
+		give(t, more, hello)
 		if err := wait(t, done); err != nil {
 			t.Fatalf("event %d: %v", i, err)
 		}
 	}
 	// The caller reads nothing for ten times the limit while an event waits in the socket.
-	more <- hello
+	give(t, more, hello)
 	ft.round(t, t0.Add(10*idle))
 	ft.round(t, t0.Add(20*idle))
 	if ev, err := resp.Stream.Next(); err != nil || string(ev) != chunkHello {
 		t.Fatalf("the event read after the caller's pause: %q, %v", ev, err)
 	}
-	more <- doneStream
+	give(t, more, doneStream)
 	close(more)
 	if ev, end := drain(resp.Stream); len(ev) != 1 || end != "EOF" {
 		t.Fatalf("events %q, end %s", ev, end)

@@ -27,6 +27,7 @@ func main() {
 		name         = flag.String("name", "fake", "model name to answer with")
 		healthPath   = flag.String("health", "/health", "health path")
 		delay        = flag.Duration("delay", 0, "wait this long before listening (a slow model load)")
+		waitFile     = flag.String("wait-file", "", "before listening, wait until this file exists (a model load the test ends)")
 		crashAtStart = flag.Bool("crash-at-start", false, "write to stderr and exit 3 at once")
 		crashAfter   = flag.Int("crash-after", 0, "exit 3 on the chat request after this many (0 = never)")
 		hang         = flag.Bool("hang", false, "health requests never answer")
@@ -165,6 +166,12 @@ func main() {
 		os.Exit(3)
 	}
 	time.Sleep(*delay)
+	for *waitFile != "" {
+		if _, err := os.Stat(*waitFile); err == nil {
+			break
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 
 	var served atomic.Int64
 	mux := http.NewServeMux()
