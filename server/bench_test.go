@@ -59,7 +59,7 @@ default = "averroes-q"
 
 // benchBody is a chat request of about 1 KB: a system prompt and an English and Arabic user turn
 // with a code fragment, as clients send.
-func benchBody(b *testing.B, model string, stream bool) []byte {
+func benchBody(b testing.TB, model string, stream bool) []byte {
 	b.Helper()
 	const prose = "I am preparing a short talk for my team about how we ship our web application. " +
 		"ممكن تساعدني أرتب الأفكار بشكل منطقي؟ First I want to compare two ways of logging, then explain " +
@@ -161,13 +161,13 @@ func (*bodyReader) Close() error { return nil }
 
 // benchServer builds the gateway over up (nil: the real upstream.Set over an in-memory dialer).
 // log is the request logger; nil logs nothing, as the other benchmarks measure.
-func benchServer(b *testing.B, up server.Upstream, log ...*slog.Logger) http.Handler {
+func benchServer(b testing.TB, up server.Upstream, log ...*slog.Logger) http.Handler {
 	b.Helper()
 	return benchNew(b, up, log...).Handler()
 }
 
 // benchNew is the server benchServer serves through.
-func benchNew(b *testing.B, up server.Upstream, log ...*slog.Logger) *server.Server {
+func benchNew(b testing.TB, up server.Upstream, log ...*slog.Logger) *server.Server {
 	b.Helper()
 	cfg, err := config.Parse([]byte(benchConfig), "bench.toml", func(string) string { return "" })
 	if err != nil {
