@@ -56,6 +56,10 @@
 //   - A start that cannot finish within load_timeout fails with *LoadTimeoutError and its process is
 //     killed — TestLoadTimeout.
 //   - The most recently used members are pre-warmed from the state file — TestStateFilePrewarm.
+//   - A background start (Warm) gives way to the starts requests wait for: no slot a request's
+//     start waits for, no launch once one waits in its group's line, evictable once launched —
+//     TestWarmGivesWayToRequests, TestWarmGivesWayWhileVictimStops; and it starts a member it
+//     finds stopping once that has gone — TestWarmOfStoppingMemberStarts.
 //   - Reload keeps the process and state of a member whose Spec and pinning are unchanged, stops
 //     a changed or removed one once no attempt holds it, and starts a changed one only when its
 //     old process has gone — TestReload, TestReloadWaitsForRetiredSlot. The changed member keeps

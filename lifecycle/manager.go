@@ -97,7 +97,8 @@ type member struct {
 	// request: see loadingUnaskedLocked.
 	restarting bool
 	// warmed: Warm reserved the member's slot, for no request; its supervisor launches it once
-	// the members it evicted have gone though nobody waits for it. Cleared when it stops.
+	// the members it evicted have gone though nobody waits for it, unless a request's start then
+	// waits in its group's slot line. Cleared when it stops.
 	warmed   bool
 	pid      int
 	url      string
@@ -476,13 +477,16 @@ func (m *Manager) Ensure(ctx context.Context, name string) (baseURL string, rele
 // Warm starts name's process for no request (the server's background start of a target a
 // request passed by cold) and returns once it has reserved the member a slot, found it starting
 // or running, or given up: at the member's load_timeout, when ctx ends, or when the manager
-// stops. Unlike Ensure it does not count as a waiter, so that a start nobody waits for never
-// delays one somebody does: in a full group it takes a slot only when no request's start is in
-// the group's line for one (a slot that frees goes to the requests first), and once launched the
-// member loads for nobody, so that a request for another member of the group may evict it, as
-// it may a pre-warmed one (TestWarmGivesWayToRequests). It may evict the least recently used idle
-// member, as a request's start does: the request passed the member by because it was cold, not
-// because another served better.
+// stops. A member stopping (idle stop, eviction) is waited for and started once it has gone
+// (TestWarmOfStoppingMemberStarts). Unlike Ensure it does not count as a waiter, so that a start
+// nobody waits for never delays one somebody does: in a full group it takes a slot only when no
+// request's start is in the group's line for one (a slot that frees goes to the requests first);
+// one that evicted is not launched when, its victims gone, a request's start waits in that line
+// (TestWarmGivesWayWhileVictimStops); and once launched the member loads for nobody, so that a
+// request for another member of the group may evict it, as it may a pre-warmed one
+// (TestWarmGivesWayToRequests). It may evict the least recently used idle member, as a request's
+// start does: the request passed the member by because it was cold, not because another served
+// better.
 func (m *Manager) Warm(ctx context.Context, name string) error {
 	var (
 		expired = make(chan struct{})
@@ -515,6 +519,10 @@ func (m *Manager) Warm(ctx context.Context, name string) error {
 		case mem == nil:
 			m.mu.Unlock()
 			return &UnknownTargetError{Name: name}
+		case mem.state == StateStopping:
+			// Idle-stopped or evicted, its process in its grace: it starts once it has gone, as
+			// for Ensure; taken for a running one, the start never happened
+			// (TestWarmOfStoppingMemberStarts).
 		case mem.state != StateStopped:
 			m.mu.Unlock()
 			return nil

@@ -96,9 +96,13 @@ func (m *Manager) supervise(mem *member, stop, done chan struct{}, after []<-cha
 		}
 		// The requests that evicted for this member may have gone while the victim took its
 		// grace to exit: then the freed slot stays free rather than load a model nobody wants.
-		// A background start (Warm) evicted for a model wanted next: it goes on.
+		// A background start (Warm) evicted for a model wanted next: it goes on, unless a
+		// request's start waits in the group's line meanwhile, which the slot goes to instead:
+		// launched, the warmed member would only be evicted for it, the request waiting for the
+		// spawn and the stop grace (TestWarmGivesWayWhileVictimStops).
 		m.mu.Lock()
-		unwanted := !mem.pinned && !mem.warmed && mem.waiting == 0 && mem.busy == 0
+		wanted := mem.waiting > 0 || mem.busy > 0 || mem.warmed && !m.lineAheadLocked(mem)
+		unwanted := !mem.pinned && !wanted
 		m.mu.Unlock()
 		if unwanted {
 			m.log.Info("lifecycle: not launching; nobody waits any more", "target", mem.spec.Name)
