@@ -34,6 +34,9 @@ type Config struct {
 	// Lifecycle is what the gateway needs to run the processes of targets with a command; its
 	// Specs are empty when no target has one.
 	Lifecycle Lifecycle
+	// TLS is the certificate the gateway serves HTTPS with (tls_cert_file, tls_key_file); nil
+	// (the default) serves plain HTTP.
+	TLS *TLS
 	// Browsers is which Host and Origin headers requests may carry (allowed_hosts,
 	// allowed_origins).
 	Browsers Browsers

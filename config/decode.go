@@ -37,6 +37,8 @@ type fileTOML struct {
 	// Groups are the [groups.NAME] tables of lifecycle-managed targets.
 	Groups      map[string]groupTOML `toml:"groups"`
 	StateFile   *string              `toml:"state_file"`
+	TLSCertFile *string              `toml:"tls_cert_file"`
+	TLSKeyFile  *string              `toml:"tls_key_file"`
 	WaitHealthy *bool                `toml:"wait_healthy"`
 	Metrics     *bool                `toml:"metrics"`
 	Strict      bool                 `toml:"strict"`
@@ -150,6 +152,7 @@ func Parse(data []byte, filename string, getenv func(string) string) (*Config, e
 	cfg.Targets = c.targets(raw.Targets)
 	cfg.classDefaulted = c.classDefaulted
 	cfg.Lifecycle = c.lifecycle(&raw, cfg)
+	cfg.TLS = c.tls(&raw, cfg.Source)
 	cfg.Routes = c.routes(raw.Routes, cfg)
 	cfg.Keys = c.keys(keys, raw.Routes)
 	cfg.Auto = c.auto(raw.Auto, cfg)

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"text/tabwriter"
+	"time"
 	"unicode"
 
 	"github.com/hayula/gateway/core"
@@ -21,6 +22,10 @@ func (c *Config) Summary() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "config %s\n", c.Source)
 	fmt.Fprintf(&b, "listen %s, max body %d bytes, metrics %s\n", c.Listen, c.MaxBodyBytes, metricsSummary(c.Metrics))
+	if c.TLS != nil {
+		fmt.Fprintf(&b, "https: certificate %s, key %s, valid until %s\n", c.TLS.CertFile, c.TLS.KeyFile,
+			c.TLS.Certificate.Leaf.NotAfter.UTC().Format(time.RFC3339))
+	}
 	fmt.Fprintf(&b, "cooldown after %d failures: %s, doubling up to %s\n", c.Cooldown.Failures,
 		c.Cooldown.Base, c.Cooldown.Max)
 	if c.Strict {
@@ -251,6 +256,15 @@ func (c *Config) lifecycleSummary(b *strings.Builder) {
 // not as intended. Summary lists them, so check-config and the start-up log show them.
 func (c *Config) Warnings() []string {
 	var ws []string
+	if c.TLS == nil && !c.Open() && !IsLoopback(c.Listen) {
+		// Off loopback the keys cross a network; the gateway can serve HTTPS itself.
+		ws = append(ws, fmt.Sprintf("listen %s is not loopback and tls_cert_file is not set: clients' API keys and "+
+			"prompts travel over the network in clear; set tls_cert_file and tls_key_file, or put a TLS proxy in front", c.Listen))
+	}
+	if c.TLS != nil && c.TLS.Expired(time.Now()) {
+		ws = append(ws, fmt.Sprintf("tls_cert_file %s: the certificate expired on %s, and clients refuse it; renew it and "+
+			"reload (SIGHUP)", c.TLS.CertFile, c.TLS.Certificate.Leaf.NotAfter.UTC().Format(time.RFC3339)))
+	}
 	adapters := make(map[string]core.AdapterKind, len(c.Targets))
 	for _, t := range c.Targets {
 		adapters[t.Name] = t.Adapter

@@ -17,13 +17,17 @@ import (
 // HTTP/1.1 with the gateway's own server (internal/h1: no goroutine per request;
 // PERFORMANCE.md); a request it cannot parse gets an OpenAI-shaped error. log
 // receives the HTTP server's own events (a panic that escaped h, a failed accept); nil
-// discards them. opts change the HTTP server's defaults; the gateway passes none.
+// discards them. opts change the HTTP server's defaults; the gateway passes WithTLS when it
+// serves HTTPS.
 func Serve(ctx context.Context, ln net.Listener, h http.Handler, grace time.Duration, log *slog.Logger, opts ...ServeOption) error {
 	// A client that stops reading must not hold its stream, and the upstream connection and
 	// target slot behind it, for ever: nginx's send_timeout, 60 s by default.
 	so := serveOptions{sendTimeout: 60 * time.Second}
 	for _, o := range opts {
 		o(&so)
+	}
+	if so.certs != nil {
+		ln = newTLSListener(ln, so.certs)
 	}
 	srv := &h1.Server{
 		Handler:           h,
@@ -74,6 +78,7 @@ type ServeOption func(*serveOptions)
 
 type serveOptions struct {
 	sendTimeout time.Duration
+	certs       *Certificates // nil: plain HTTP
 }
 
 // WithSendTimeout sets how long a write to a client may make no progress before the connection

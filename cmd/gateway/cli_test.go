@@ -147,7 +147,12 @@ func TestCheckedConfigBuilds(t *testing.T) {
 	getenv := func(string) string { return "sk-test" }
 	for name, b := range files {
 		t.Run(name, func(t *testing.T) {
-			cfg, err := config.Parse(b, filepath.Join(t.TempDir(), name), getenv)
+			dir := t.TempDir()
+			// full.toml's tls_cert_file and tls_key_file are beside it, as its config's.
+			if err := os.CopyFS(filepath.Join(dir, "tls"), os.DirFS(filepath.Join("..", "..", "config", "testdata", "tls"))); err != nil {
+				t.Fatal(err)
+			}
+			cfg, err := config.Parse(b, filepath.Join(dir, name), getenv)
 			if err != nil {
 				t.Fatalf("check-config refuses it: %v", err)
 			}

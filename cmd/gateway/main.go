@@ -388,7 +388,6 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 		return err
 	}
-	logWarnings(log, cfg)
 	if *listen != "" {
 		// listenFlag has checked the address; what is left is an open gateway (a file without
 		// keys) told to listen off loopback, which the flag asks for and the file alone does
@@ -397,6 +396,8 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			return usageError{msg: err.Error()}
 		}
 	}
+	// After --listen, which can take a gateway off loopback without TLS (TestServeWarnsKeysInClear).
+	logWarnings(log, cfg)
 	return serve(ctx, cfg, log, &reloader{path: *path, listen: *listen, getenv: os.Getenv, log: log, hup: hup}, nil)
 }
 
@@ -405,6 +406,12 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 // when not nil, is called with the address once the gateway listens and has started.
 func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, rl *reloader, listening func(net.Addr)) error {
 	o := server.Options{Config: cfg, Logger: log}
+	var serveOpts []server.ServeOption
+	var certs *server.Certificates // nil: plain HTTP
+	if cfg.TLS != nil {
+		certs = server.NewCertificates(cfg.TLS.Certificate)
+		serveOpts = append(serveOpts, server.WithTLS(certs))
+	}
 	if rl != nil {
 		rl.reloads = new(metrics.Reloads)
 		o.Reloads = rl.reloads
@@ -471,13 +478,17 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, rl *reload
 			sayStopping()
 		}
 	}()
-	log.Info("hayula gateway listening", "addr", ln.Addr().String(), "routes", len(cfg.Routes),
-		"targets", len(cfg.Targets), "managed", len(cfg.Lifecycle.Specs))
+	attrs := []any{"addr", ln.Addr().String(), "routes", len(cfg.Routes),
+		"targets", len(cfg.Targets), "managed", len(cfg.Lifecycle.Specs)}
+	if certs != nil {
+		attrs = append(attrs, "https", true)
+	}
+	log.Info("hayula gateway listening", attrs...)
 	if listening != nil {
 		listening(ln.Addr())
 	}
 	if rl != nil {
-		rl.live, rl.addr, rl.running = live, ln.Addr(), cfg.Listen
+		rl.live, rl.addr, rl.running, rl.certs = live, ln.Addr(), cfg.Listen, certs
 		// The servers reloads replaced that still serve requests are closed once Serve has
 		// drained and cancelled what was left, and the reload loop has ended.
 		defer rl.closeRetired()
@@ -489,7 +500,7 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, rl *reload
 		defer close(served)
 		wg.Go(func() { rl.loop(ctx, served) })
 	}
-	return server.Serve(ctx, ln, live, shutdownGrace, log)
+	return server.Serve(ctx, ln, live, shutdownGrace, log, serveOpts...)
 }
 
 // logWarnings logs what check-config lists under "warnings" (config.Config.Warnings): a config

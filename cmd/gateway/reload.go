@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"log/slog"
@@ -36,6 +37,9 @@ type reloader struct {
 	live    *server.Live
 	addr    net.Addr // where the listener is bound
 	running string   // the listen address in use: a reload cannot move the listener
+	// certs is the certificate served over HTTPS, which a reload replaces; nil when the gateway
+	// serves plain HTTP, which only a restart changes.
+	certs   *server.Certificates
 	reloads *metrics.Reloads
 
 	warnedListen string // the changed listen already warned about
@@ -114,6 +118,7 @@ func (r *reloader) reload(ctx context.Context) bool {
 	}
 	r.reloads.Done(true, time.Now())
 	cfg := next.Config()
+	r.renewCertificate(cfg)
 	r.log.Info("configuration reloaded", "file", r.path, "routes", len(cfg.Routes), "targets", len(cfg.Targets),
 		"keys", len(cfg.Keys), "managed", len(cfg.Lifecycle.Specs), "took", time.Since(start).Round(time.Millisecond))
 	r.retire(r.live.Replace(next))
@@ -220,7 +225,6 @@ func (r *reloader) build(ctx context.Context) (*server.Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	logWarnings(r.log, cfg)
 	if err := ctx.Err(); err != nil {
 		// Before server.New, which takes over the running server's processes and starts the
 		// new pinned ones.
@@ -241,6 +245,14 @@ func (r *reloader) build(ctx context.Context) (*server.Server, error) {
 	}
 	if err := cfg.SetListen(r.running); err != nil {
 		return nil, err
+	}
+	logWarnings(r.log, cfg)
+	switch {
+	case r.certs != nil && cfg.TLS == nil:
+		r.log.Warn("reload: tls_cert_file and tls_key_file left out of the file; plain HTTP takes a restart: still serving HTTPS with the previous certificate")
+	case r.certs == nil && cfg.TLS != nil:
+		r.log.Warn("reload: tls_cert_file and tls_key_file set in the file; HTTPS takes a restart: still serving plain HTTP",
+			"tls_cert_file", cfg.TLS.CertFile)
 	}
 	if err := openLoopback(cfg.Open(), cfg.Listen, r.addr); err != nil {
 		return nil, err
@@ -278,6 +290,21 @@ func (r *reloader) build(ctx context.Context) (*server.Server, error) {
 		return nil, err
 	}
 	return next, nil
+}
+
+// renewCertificate serves the certificate of cfg, just applied, to the connections to come; those
+// open keep theirs. A reload that failed never gets here, and the previous certificate stays.
+func (r *reloader) renewCertificate(cfg *config.Config) {
+	if r.certs == nil || cfg.TLS == nil {
+		return
+	}
+	next := cfg.TLS.Certificate
+	if prev := r.certs.Current(); prev != nil && bytes.Equal(prev.Certificate[0], next.Certificate[0]) {
+		return
+	}
+	r.certs.Set(next)
+	r.log.Info("reload: serving the certificate in the file", "tls_cert_file", cfg.TLS.CertFile,
+		"serial", next.Leaf.SerialNumber.Text(16), "not_after", next.Leaf.NotAfter.UTC().Format(time.RFC3339))
 }
 
 // pinnedLoadTimeout is the longest load_timeout of the pinned members: how long a reload waits

@@ -17,6 +17,7 @@ var rules = map[string][]string{
 	"filter":                      {"core"},
 	"select":                      {"core"},
 	"internal/logbuf":             {},
+	"internal/testcert":           {},
 	"internal/h1":                 {"internal/httpwire"},
 	"internal/httpwire":           {},
 	"internal/logfmt":             {},
