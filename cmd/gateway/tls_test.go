@@ -23,6 +23,7 @@ import (
 
 	"github.com/hayula/gateway/config"
 	"github.com/hayula/gateway/internal/testcert"
+	"github.com/hayula/gateway/server"
 )
 
 // servedSerials records the serial of the certificate each new connection of a client was
@@ -235,5 +236,44 @@ func TestCheckConfigTLS(t *testing.T) {
 					code, out, errOut, tt.code, tt.out, tt.notOut, tt.err)
 			}
 		})
+	}
+}
+
+// TestReloadTLSOnOffTakesRestart: a reload cannot move a gateway between HTTP and HTTPS (the
+// listener is made at start): one whose file adds the keys, or drops them, is warned about and
+// applies the rest, and an HTTPS gateway goes on serving the certificate it had.
+func TestReloadTLSOnOffTakesRestart(t *testing.T) {
+	up := fakeModel(t, nil)
+	dir := t.TempDir()
+	c := testcert.Write(t, dir, "cert.pem", "key.pem", 5, time.Now().AddDate(1, 0, 0))
+	const tlsKeys = "tls_cert_file = \"cert.pem\"\ntls_key_file = \"key.pem\"\n"
+	path := filepath.Join(dir, "gateway.toml")
+
+	writeFile(t, path, gatewayFile("127.0.0.1:8000", up.URL, "r"))
+	rl, ts, logs := reloadRig(t, path)
+	writeFile(t, path, tlsKeys+gatewayFile("127.0.0.1:8000", up.URL, "r", "r2"))
+	if !rl.reload(context.Background()) || chatStatus(t, ts.URL, "r2") != 200 {
+		t.Fatalf("a reload that adds the TLS keys did not apply the rest:\n%s", logs)
+	}
+	if !strings.Contains(logs.String(), "HTTPS takes a restart") {
+		t.Errorf("no warning that HTTPS takes a restart:\n%s", logs)
+	}
+
+	writeFile(t, path, tlsKeys+gatewayFile("127.0.0.1:8000", up.URL, "r"))
+	rl, _, logs = reloadRig(t, path)
+	cfg, err := config.Load(path, os.Getenv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rl.certs = server.NewCertificates(cfg.TLS.Certificate)
+	writeFile(t, path, gatewayFile("127.0.0.1:8000", up.URL, "r", "r2"))
+	if !rl.reload(context.Background()) {
+		t.Fatalf("a reload that drops the TLS keys failed:\n%s", logs)
+	}
+	if !strings.Contains(logs.String(), "plain HTTP takes a restart") {
+		t.Errorf("no warning that plain HTTP takes a restart:\n%s", logs)
+	}
+	if got := rl.certs.Current().Leaf.SerialNumber; got.Cmp(c.Serial) != 0 {
+		t.Errorf("serving serial %v after the reload, want the certificate it had, %v", got, c.Serial)
 	}
 }
