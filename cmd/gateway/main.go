@@ -396,14 +396,16 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			return usageError{msg: err.Error()}
 		}
 	}
-	// After --listen, which can take a gateway off loopback without TLS (TestServeWarnsKeysInClear).
+	// After --listen, which can take a gateway with keys off loopback without TLS: keys in clear
+	// are warned about for the address it listens on (TestKeysInClearWarned).
 	logWarnings(log, cfg)
 	return serve(ctx, cfg, log, &reloader{path: *path, listen: *listen, getenv: os.Getenv, log: log, hup: hup}, nil)
 }
 
 // serve runs the gateway on cfg until ctx ends. With rl, a value on rl.hup reloads the
 // configuration file (gateway serve); without, the configuration is fixed (the demo's). listening,
-// when not nil, is called with the address once the gateway listens and has started.
+// when not nil, is called with the address once the gateway listens and has started. With
+// cfg.TLS it serves HTTPS, the certificate held where a reload renews it (rl.certs).
 func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, rl *reloader, listening func(net.Addr)) error {
 	o := server.Options{Config: cfg, Logger: log}
 	var serveOpts []server.ServeOption
