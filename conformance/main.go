@@ -3,10 +3,13 @@ package conformance
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"strings"
 )
@@ -32,10 +35,12 @@ func Main(ctx context.Context, args []string, getenv func(string) string, stdout
 	fs.StringVar(&format, "format", string(FormatTable), "report format: table, json, junit or markdown")
 	fs.StringVar(&out, "out", "", "write the report to this file instead of stdout")
 	fs.DurationVar(&o.Timeout, "timeout", defaultTimeout, "timeout for each request")
+	var caFile string
+	fs.StringVar(&caFile, "ca-file", "", "also trust the PEM certificates in this file (an https:// server whose certificate is self-signed or from a private CA)")
 	fs.Usage = func() {
 		w := fs.Output()
 		fmt.Fprintln(w, "usage: gateway conformance --base-url URL [--api-key-env VAR | --api-key KEY] [--model M] [--embedding-model E]")
-		fmt.Fprintln(w, "       [--only GLOB] [--strict] [--format table|json|junit|markdown] [--out FILE] [--timeout 30s]")
+		fmt.Fprintln(w, "       [--only GLOB] [--strict] [--format table|json|junit|markdown] [--out FILE] [--timeout 30s] [--ca-file PEM]")
 		fmt.Fprintln(w, "Grades an OpenAI-compatible server against the OpenAI API, raw and through the openai-go SDK, and")
 		fmt.Fprintln(w, "prints a report (CONFORMANCE.md); exits 0 when every MUST check passed or was skipped, 1 when one")
 		fmt.Fprintln(w, "failed, 2 on a usage mistake or a server it could not reach.")
@@ -80,6 +85,15 @@ func Main(ctx context.Context, args []string, getenv func(string) string, stdout
 		}
 	}
 	o.Progress = stderr
+	if caFile != "" {
+		tr, err := trusting(caFile)
+		if err != nil {
+			fmt.Fprintf(stderr, "conformance: --ca-file: %v\n", err)
+			return 2
+		}
+		defer tr.CloseIdleConnections()
+		o.HTTPClient = &http.Client{Transport: tr}
+	}
 
 	// --out is opened before the run, which may take minutes against a real model: a path that
 	// cannot be created is said now, not once the report is done (TestOutCheckedBeforeRun).
@@ -103,6 +117,26 @@ func Main(ctx context.Context, args []string, getenv func(string) string, stdout
 		fmt.Fprintln(stderr, rep.verdictLine())
 	}
 	return rep.ExitCode()
+}
+
+// trusting is a transport that trusts the PEM certificates in file besides the system's: for a
+// gateway serving HTTPS with a self-signed certificate (tls_cert_file), which the system does not
+// know (TestCAFileTrusted).
+func trusting(file string) (*http.Transport, error) {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return nil, err
+	}
+	pool, err := x509.SystemCertPool()
+	if err != nil {
+		pool = x509.NewCertPool() // none on this system: the file's alone
+	}
+	if !pool.AppendCertsFromPEM(data) {
+		return nil, fmt.Errorf("%s holds no PEM certificate (-----BEGIN CERTIFICATE-----)", file)
+	}
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+	return tr, nil
 }
 
 // outFile is --out, opened before the run: a file it created is removed if no report is written

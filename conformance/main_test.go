@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"encoding/pem"
 	"fmt"
 	"io"
+	"log"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -14,6 +16,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/hayula/gateway/conformance/conformancetest"
 )
 
 // runMain runs the command the way cmd/gateway will, returning exit code,
@@ -255,4 +259,44 @@ func TestOutCheckedBeforeRun(t *testing.T) {
 		t.Errorf("--out %s (a pipe): exit %d, stderr %q, read %q", path, code, stderr, b)
 	}
 	r.Close()
+}
+
+// TestCAFileTrusted: a server on https:// whose certificate the system does not know (a gateway
+// with a self-signed tls_cert_file) cannot be reached without --ca-file, and is graded with it.
+func TestCAFileTrusted(t *testing.T) {
+	srv := httptest.NewUnstartedServer(conformancetest.NewHandler())
+	srv.Config.ErrorLog = log.New(io.Discard, "", 0) // the refused handshake, said by the test
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+	ca := filepath.Join(t.TempDir(), "ca.pem")
+	if err := os.WriteFile(ca, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	args := []string{"--base-url", srv.URL + "/v1", "--api-key", fakeKey, "--only", "models.*", "--format", "json"}
+	if code, _, stderr := runMain(t, args...); code != 2 || !strings.Contains(stderr, "certificate") {
+		t.Fatalf("without --ca-file: exit %d, stderr %q; want 2 naming the certificate", code, stderr)
+	}
+	code, stdout, stderr := runMain(t, append(args, "--ca-file", ca)...)
+	if code != 0 {
+		t.Fatalf("with --ca-file: exit %d; stderr:\n%s", code, stderr)
+	}
+	checks := decodeReport(t, stdout).Checks
+	if len(checks) == 0 {
+		t.Fatal("no check ran")
+	}
+	for _, c := range checks {
+		if c.Result != Pass {
+			t.Errorf("%s: %s (%s)", c.ID, c.Result, c.Reason)
+		}
+	}
+	if code, _, stderr := runMain(t, append(args, "--ca-file", filepath.Join(t.TempDir(), "none.pem"))...); code != 2 || !strings.Contains(stderr, "--ca-file") {
+		t.Errorf("a missing --ca-file: exit %d, stderr %q; want 2 naming the flag", code, stderr)
+	}
+	notPEM := filepath.Join(t.TempDir(), "not.pem")
+	if err := os.WriteFile(notPEM, []byte("hello"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, stderr := runMain(t, append(args, "--ca-file", notPEM)...); code != 2 || !strings.Contains(stderr, "no PEM certificate") {
+		t.Errorf("a --ca-file without certificates: exit %d, stderr %q", code, stderr)
+	}
 }

@@ -46,6 +46,7 @@ Usage:
   gateway lru-sim generate [--seed N] [--requests N] [--specialists N] [--zipf S] [--locality P]
   gateway conformance --base-url URL [--api-key-env VAR | --api-key KEY] [--model M] [--embedding-model E]
                       [--only GLOB] [--strict] [--format table|json|junit|markdown] [--out FILE] [--timeout 30s]
+                      [--ca-file PEM]
   gateway version
   gateway help [COMMAND [SUBCOMMAND]]
 
