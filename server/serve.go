@@ -27,7 +27,11 @@ func Serve(ctx context.Context, ln net.Listener, h http.Handler, grace time.Dura
 		o(&so)
 	}
 	if so.certs != nil {
-		ln = newTLSListener(ln, so.certs)
+		now := so.tlsNow
+		if now == nil {
+			now = time.Now
+		}
+		ln = newTLSListener(ln, so.certs, now)
 	}
 	srv := &h1.Server{
 		Handler:           h,
@@ -78,7 +82,8 @@ type ServeOption func(*serveOptions)
 
 type serveOptions struct {
 	sendTimeout time.Duration
-	certs       *Certificates // nil: plain HTTP
+	certs       *Certificates    // nil: plain HTTP
+	tlsNow      func() time.Time // the TLS listener's clock; nil: time.Now
 }
 
 // WithSendTimeout sets how long a write to a client may make no progress before the connection

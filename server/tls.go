@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -39,15 +40,23 @@ func WithTLS(certs *Certificates) ServeOption {
 	return func(o *serveOptions) { o.certs = certs }
 }
 
+// tlsHandshakeTimeout bounds a TLS handshake, from the connection's first read (as it is
+// accepted) to its end: the HTTP server's head deadline, as net/http bounds it. The handshake runs
+// in the connection's first read, which the HTTP server puts under its idle deadline (120 s), so
+// a client that connected and sent nothing, or half a ClientHello, held a goroutine and a file
+// descriptor for that long (TestTLSHandshakeBounded).
+const tlsHandshakeTimeout = 10 * time.Second
+
 // tlsListener hands out TLS server connections. The handshake runs in the connection's own
-// goroutine, on its first read (under the HTTP server's idle deadline), not in Accept.
+// goroutine, on its first read, not in Accept, under a deadline of its own (tlsConn).
 type tlsListener struct {
 	net.Listener
 	config *tls.Config
+	now    func() time.Time // time.Now but in tests
 }
 
-func newTLSListener(ln net.Listener, certs *Certificates) net.Listener {
-	return &tlsListener{Listener: ln, config: &tls.Config{
+func newTLSListener(ln net.Listener, certs *Certificates, now func() time.Time) net.Listener {
+	return &tlsListener{Listener: ln, now: now, config: &tls.Config{
 		MinVersion:     tls.VersionTLS12,
 		NextProtos:     []string{"http/1.1"},
 		GetCertificate: certs.get,
@@ -59,21 +68,98 @@ func (l *tlsListener) Accept() (net.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	return plainRefusing{tls.Server(nc, l.config)}, nil
+	return &tlsConn{Conn: tls.Server(nc, l.config), now: l.now}, nil
 }
 
-// plainRefusing is a TLS connection that answers a plain HTTP request, the mistake of a client
-// given http:// for an https:// gateway, with a 400 that says so (as net/http does), where the
-// handshake's failure alone would close the connection with no word.
-type plainRefusing struct{ *tls.Conn }
+// withTLSClock makes the TLS listener read the time from now, for the handshake's deadline.
+func withTLSClock(now func() time.Time) ServeOption {
+	return func(o *serveOptions) { o.tlsNow = now }
+}
 
-func (c plainRefusing) Read(p []byte) (int, error) {
-	n, err := c.Conn.Read(p)
+// tlsConn is a TLS server connection whose handshake is bounded by tlsHandshakeTimeout, and
+// which answers a plain HTTP request, the mistake of a client given http:// for an https://
+// gateway, with a 400 that says so (as net/http does), where the handshake's failure alone would
+// close the connection with no word.
+//
+// The HTTP server keeps track of the deadlines it puts on the socket (internal/h1's armRead keeps
+// an idle deadline it set for the next wait), so the handshake's deadline must not outlive the
+// handshake: tlsConn records the deadlines the server sets and puts them back once the handshake
+// is over (TestTLSHandshakeDeadlineRestored).
+type tlsConn struct {
+	*tls.Conn
+	now    func() time.Time
+	shaken atomic.Bool // the handshake has been run (well or not)
+
+	mu     sync.Mutex // guards the socket's deadlines and the two below
+	rd, wd time.Time  // the read and write deadlines the server last set
+}
+
+func (c *tlsConn) Read(p []byte) (int, error) {
+	if !c.shaken.Load() {
+		if err := c.handshake(); err != nil {
+			return 0, err
+		}
+	}
+	return c.Conn.Read(p)
+}
+
+func (c *tlsConn) Write(p []byte) (int, error) {
+	if !c.shaken.Load() {
+		if err := c.handshake(); err != nil {
+			return 0, err
+		}
+	}
+	return c.Conn.Write(p)
+}
+
+// handshake runs the handshake under its own deadline (or the server's, if sooner), then puts
+// the server's deadlines back.
+func (c *tlsConn) handshake() error {
+	c.shaken.Store(true)
+	end := c.now().Add(tlsHandshakeTimeout)
+	c.mu.Lock()
+	_ = c.Conn.SetReadDeadline(sooner(c.rd, end))
+	_ = c.Conn.SetWriteDeadline(sooner(c.wd, end))
+	c.mu.Unlock()
+	err := c.Conn.Handshake()
+	c.mu.Lock()
+	_ = c.Conn.SetReadDeadline(c.rd)
+	_ = c.Conn.SetWriteDeadline(c.wd)
+	c.mu.Unlock()
 	var re tls.RecordHeaderError
 	if err != nil && errors.As(err, &re) && re.Conn != nil && looksLikeHTTP(re.RecordHeader) {
 		answerPlain(re.Conn)
 	}
-	return n, err
+	return err
+}
+
+// sooner is the earlier of a deadline (zero: none) and end.
+func sooner(d, end time.Time) time.Time {
+	if d.IsZero() || end.Before(d) {
+		return end
+	}
+	return d
+}
+
+func (c *tlsConn) SetDeadline(t time.Time) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.rd, c.wd = t, t
+	return c.Conn.SetDeadline(t)
+}
+
+func (c *tlsConn) SetReadDeadline(t time.Time) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.rd = t
+	return c.Conn.SetReadDeadline(t)
+}
+
+func (c *tlsConn) SetWriteDeadline(t time.Time) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.wd = t
+	return c.Conn.SetWriteDeadline(t)
 }
 
 // looksLikeHTTP reports whether a connection's first five bytes start an HTTP request (those
