@@ -2,6 +2,7 @@ package config
 
 import (
 	"crypto/tls"
+	"crypto/x509"
 	"encoding/pem"
 	"errors"
 	"fmt"
@@ -49,7 +50,8 @@ func (c *compiler) tls(raw *fileTOML, source string) *TLS {
 		c.errorf([]string{"tls_cert_file"}, "%s holds no PEM certificate (-----BEGIN CERTIFICATE-----)%s", certPath, swapped(b))
 		ok = false
 	}
-	if b := firstKey(keyPEM); b == nil {
+	kb := firstKey(keyPEM)
+	if kb == nil {
 		what := ""
 		if b, _ := pem.Decode(keyPEM); b != nil && b.Type == "CERTIFICATE" {
 			what = " (it holds a certificate: are the two files swapped?)"
@@ -57,7 +59,7 @@ func (c *compiler) tls(raw *fileTOML, source string) *TLS {
 		c.errorf([]string{"tls_key_file"}, "%s holds no PEM private key (-----BEGIN … PRIVATE KEY-----)%s", keyPath, what)
 		ok = false
 	}
-	if !ok {
+	if !ok || !c.tlsParses(certPath, certPEM, keyPath, kb) {
 		return nil
 	}
 	pair, err := tls.X509KeyPair(certPEM, keyPEM)
@@ -67,6 +69,53 @@ func (c *compiler) tls(raw *fileTOML, source string) *TLS {
 		return nil
 	}
 	return &TLS{CertFile: certPath, KeyFile: keyPath, Certificate: &pair}
+}
+
+// tlsParses reports whether every certificate in certPEM and the key block kb parse, and says
+// what is wrong with a file when they do not: tls.X509KeyPair fails an encrypted key, a damaged
+// one and a damaged certificate alike, which the load then said as a key that is not the
+// certificate's (TestTLSKeyUnusableSaid). No error repeats a byte of either file.
+func (c *compiler) tlsParses(certPath string, certPEM []byte, keyPath string, kb *pem.Block) bool {
+	ok := true
+	for i, rest := 1, certPEM; ; {
+		var b *pem.Block
+		if b, rest = pem.Decode(rest); b == nil {
+			break
+		}
+		if b.Type != "CERTIFICATE" {
+			continue
+		}
+		if _, err := x509.ParseCertificate(b.Bytes); err != nil {
+			c.errorf([]string{"tls_cert_file"}, "%s: certificate %d of the file cannot be parsed (%s)", certPath, i,
+				strings.TrimPrefix(err.Error(), "x509: "))
+			ok = false
+			break
+		}
+		i++
+	}
+	switch {
+	case kb.Type == "ENCRYPTED PRIVATE KEY" || strings.Contains(kb.Headers["Proc-Type"], "ENCRYPTED"):
+		c.errorf([]string{"tls_key_file"}, "%s is encrypted, and the gateway asks for no passphrase: write the key decrypted "+
+			"(openssl pkey -in %s -out key.pem), readable by the gateway's user alone", keyPath, keyPath)
+		return false
+	case !parsesAsKey(kb.Bytes):
+		c.errorf([]string{"tls_key_file"}, "%s: the private key cannot be parsed (a %s block; PKCS #8, PKCS #1 or SEC1 expected)",
+			keyPath, kb.Type)
+		return false
+	}
+	return ok
+}
+
+// parsesAsKey reports whether der is a private key in one of the forms tls.X509KeyPair reads.
+func parsesAsKey(der []byte) bool {
+	if _, err := x509.ParsePKCS1PrivateKey(der); err == nil {
+		return true
+	}
+	if _, err := x509.ParsePKCS8PrivateKey(der); err == nil {
+		return true
+	}
+	_, err := x509.ParseECPrivateKey(der)
+	return err == nil
 }
 
 // swapped says, after a certificate file found without a certificate, that it holds a key.
