@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -299,7 +300,9 @@ func (r *reloader) renewCertificate(cfg *config.Config) {
 		return
 	}
 	next := cfg.TLS.Certificate
-	if prev := r.certs.Current(); prev != nil && bytes.Equal(prev.Certificate[0], next.Certificate[0]) {
+	// The whole chain, not the server's certificate alone: a file fixed to hold the intermediate
+	// it lacked keeps its server certificate (TestReloadServesAFixedChain).
+	if prev := r.certs.Current(); prev != nil && slices.EqualFunc(prev.Certificate, next.Certificate, bytes.Equal) {
 		return
 	}
 	r.certs.Set(next)
