@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"runtime"
 	"sync"
 	"testing"
 	"time"
@@ -128,4 +129,61 @@ func TestTLSHandshakeDeadlineRestored(t *testing.T) {
 	if !set[i+1].Equal(set[i-1]) {
 		t.Errorf("after the handshake the socket's read deadline is %v, want the server's %v back (all: %v)", set[i+1], set[i-1], set)
 	}
+}
+
+// TestCertificatesSetDuringHandshakes: a reload's Set while handshakes are under way (run with
+// -race) gives each handshake one whole certificate, the old or the new.
+func TestCertificatesSetDuringHandshakes(t *testing.T) {
+	dir := t.TempDir()
+	a := testcert.Write(t, dir, "a.pem", "a-key.pem", 1, time.Now().AddDate(1, 0, 0))
+	b := testcert.Write(t, dir, "b.pem", "b-key.pem", 2, time.Now().AddDate(1, 0, 0))
+	pairA, err := tls.LoadX509KeyPair(a.CertFile, a.KeyFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pairB, err := tls.LoadX509KeyPair(b.CertFile, b.KeyFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	certs := NewCertificates(&pairA)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- Serve(ctx, ln, http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}), time.Second, nil, WithTLS(certs))
+	}()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Serve: %v", err)
+		}
+	}()
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			for range 10 {
+				c, err := tls.Dial("tcp", ln.Addr().String(), &tls.Config{RootCAs: testcert.Pool(a, b), ServerName: "127.0.0.1"})
+				if err != nil {
+					t.Errorf("handshake: %v", err)
+					return
+				}
+				if s := c.ConnectionState().PeerCertificates[0].SerialNumber.Int64(); s != 1 && s != 2 {
+					t.Errorf("served serial %d", s)
+				}
+				_ = c.Close()
+			}
+		})
+	}
+	for i := range 200 {
+		if i%2 == 0 {
+			certs.Set(&pairB)
+		} else {
+			certs.Set(&pairA)
+		}
+		runtime.Gosched()
+	}
+	wg.Wait()
 }
