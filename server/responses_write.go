@@ -32,6 +32,7 @@ type responsesWriter struct {
 
 	mode int
 	buf  []byte // a whole answer, or the stream's bytes not yet a whole event
+	out  []byte // the event being written, kept for the next (send)
 	werr error  // the client's writer failed: the relay stops on it
 
 	id        string
@@ -695,21 +696,31 @@ func (b *responsesWriter) emit(ev streamEvent) {
 // (maxEventData): then it writes nothing and reports false.
 func (b *responsesWriter) send(ev streamEvent) bool {
 	ev.SequenceNumber = b.seq
-	data, err := json.Marshal(ev)
+	// The event is written after its head in a buffer kept for the next: a Writer does not
+	// keep what it is given.
+	out := append(append(append(b.out[:0], "event: "...), ev.Type...), '\n')
+	out = append(out, sseData...)
+	head := len(out)
+	out, err := marshalEvent(out, &ev)
 	if err != nil {
 		b.werr = err
 		return true
 	}
-	if len(data) > maxEventData {
+	if len(out)-head > maxEventData {
 		return false
 	}
 	b.seq++
-	out := make([]byte, 0, len(data)+len(ev.Type)+20)
-	out = append(append(append(out, "event: "...), ev.Type...), '\n')
-	out = append(append(append(out, sseData...), data...), sseEnd...)
+	out = append(out, sseEnd...)
+	if cap(out) <= maxPooledEvent {
+		b.out = out
+	}
 	_, b.werr = b.w.Write(out)
 	return true
 }
+
+// maxPooledEvent is the most a Responses stream keeps of its event buffer for the next event: a
+// response.completed that repeated a long answer is not kept for the deltas of the next.
+const maxPooledEvent = 64 << 10
 
 // tooLong ends a stream whose next event, of type typ, would be a line longer than a client reads
 // (maxEventData; openai-go fails the stream on it and reads nothing after): in its place, the
@@ -742,7 +753,10 @@ func (b *responsesWriter) start() {
 func (b *responsesWriter) onChunk(p []byte) {
 	var c chatAnswer
 	done := string(p) == "[DONE]"
-	known := !done && json.Unmarshal(p, &c) == nil
+	known := false
+	if !done {
+		c, known = decodeChunk(p)
+	}
 	if !b.started {
 		// Opened with the first event, which names the model that serves, as every event after
 		// it does.

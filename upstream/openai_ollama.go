@@ -1352,6 +1352,9 @@ func (s *ollamaStream) Next() ([]byte, error) { return s.next(s) }
 // read consumes one line, queueing what it says; a non-nil result ends the stream after the
 // queue.
 func (s *ollamaStream) read() error {
+	if s.ch != nil {
+		s.ch.reset() // the queue is empty: the chunks made so far are handed out
+	}
 	line, cut, err := s.lines.next()
 	if err != nil {
 		switch {
@@ -1362,8 +1365,8 @@ func (s *ollamaStream) read() error {
 		}
 		return &core.StreamError{Target: s.target, Message: "upstream broke off: " + err.Error(), Err: err}
 	}
-	var m ollamaChatResponse
-	if err := json.Unmarshal(line, &m); err != nil {
+	m, err := decodeOllamaLine(line, s.ch == nil)
+	if err != nil {
 		if cut {
 			return &core.StreamError{Target: s.target, Message: "upstream closed the stream inside a line"}
 		}

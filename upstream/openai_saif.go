@@ -354,6 +354,9 @@ type chunkMaker interface {
 	finish(reason string) []byte
 	held() []byte // see eventSource
 	usage(u *usageJSON) []byte
+	// reset lets the chunks to come reuse the memory of those made so far, which the stream
+	// has handed out (a Stream's slice is valid until its next Next).
+	reset()
 }
 
 var _ chunkMaker = (*chunker)(nil)
@@ -380,6 +383,7 @@ type saifStream struct {
 func (s *saifStream) Next() ([]byte, error) { return s.next(s) }
 
 func (s *saifStream) read() error {
+	s.out.reset() // the queue is empty: the chunks made so far are handed out
 	ev, err := s.sse.next()
 	if err != nil {
 		switch {
@@ -397,8 +401,8 @@ func (s *saifStream) read() error {
 	if msg, ok := errorEvent(ev.name, data); ok {
 		return &core.StreamError{Target: s.target, Message: msg, Quoted: len(msg)}
 	}
-	var e saifEvent
-	if err := json.Unmarshal(data, &e); err != nil {
+	e, err := decodeSAIFEvent(data, !s.named)
+	if err != nil {
 		if ev.cut {
 			return &core.StreamError{Target: s.target, Message: "upstream closed the stream inside an event"}
 		}
@@ -461,28 +465,32 @@ type textChunker struct {
 	created int64
 	model   string
 	started bool
+	out     chunkBuf
 }
+
+func (c *textChunker) reset() { c.out.reset() }
 
 func (c *textChunker) delta(text, _ string, _ []toolCallJSON, hy *hayulaJSON) []byte {
 	if c.started && text == "" && hy == nil {
 		return nil
 	}
 	c.started = true
-	return c.marshal(text, nil, nil, hy)
+	return c.marshal(text, nil, hy)
 }
 
-func (c *textChunker) finish(reason string) []byte { return c.marshal("", &reason, nil, nil) }
+func (c *textChunker) finish(reason string) []byte { return c.marshal("", &reason, nil) }
 
 func (c *textChunker) held() []byte { return nil }
 
 func (c *textChunker) usage(u *usageJSON) []byte {
-	b := mustJSON(textCompletionJSON{ID: c.id, Object: "text_completion", Created: c.created, Model: c.model,
-		Choices: []textChoiceJSON{}, Usage: u})
-	return b
+	start := len(c.out.buf)
+	c.out.buf = appendUsageChunk(c.out.buf, c.id, "text_completion", c.created, c.model, u)
+	return c.out.add(start)
 }
 
-func (c *textChunker) marshal(text string, finish *string, u *usageJSON, hy *hayulaJSON) []byte {
-	b := mustJSON(textCompletionJSON{ID: c.id, Object: "text_completion", Created: c.created, Model: c.model,
-		Choices: []textChoiceJSON{{Text: text, FinishReason: finish}}, Usage: u, Hayula: hy})
-	return b
+// marshal writes the chunk of text, as mustJSON would write its textCompletionJSON.
+func (c *textChunker) marshal(text string, finish *string, hy *hayulaJSON) []byte {
+	start := len(c.out.buf)
+	c.out.buf = appendTextChunk(c.out.buf, c.id, c.created, c.model, text, finish, hy)
+	return c.out.add(start)
 }

@@ -9,7 +9,8 @@ import (
 // NDJSON lines, SAIF's events) into OpenAI chunks: one upstream event may yield no chunk or
 // several, so chunks wait here in order, and the error that ended the stream comes after them.
 type queue struct {
-	pending [][]byte
+	pending [][]byte // pending[head:] wait; empty (and head 0) once all are handed out
+	head    int
 	err     error
 }
 
@@ -29,8 +30,13 @@ type eventSource interface {
 func (q *queue) next(src eventSource) ([]byte, error) {
 	for {
 		if len(q.pending) > 0 {
-			ev := q.pending[0]
-			q.pending = q.pending[1:]
+			ev := q.pending[q.head]
+			q.pending[q.head] = nil
+			if q.head++; q.head == len(q.pending) {
+				// All handed out: the next event's chunks go at the array's start again, where
+				// reslicing past each one left none of its room and every append allocated.
+				q.pending, q.head = q.pending[:0], 0
+			}
 			return ev, nil
 		}
 		if q.err != nil {
@@ -66,7 +72,7 @@ func (q *queue) ready(src eventSource) bool {
 // close ends the stream and releases body: drained for reuse after a clean end, closed
 // otherwise. It is safe to call more than once.
 func (q *queue) close(body io.ReadCloser) error {
-	q.pending = nil
+	q.pending, q.head = nil, 0
 	clean := errors.Is(q.err, io.EOF)
 	if q.err == nil || clean {
 		q.err = errStreamClosed

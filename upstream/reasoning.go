@@ -7,9 +7,11 @@ import (
 	"io"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/hayula/gateway/core"
+	"github.com/hayula/gateway/internal/jsonx"
 )
 
 // R1-style models (DeepSeek R1 and its distills, QwQ) write their chain of thought inline as
@@ -480,8 +482,7 @@ func (s *thinkStream) rewrite(ev []byte) (out []byte, keep, choiceless bool) {
 	s.last = top
 	changed := false
 	for _, ch := range choices {
-		var idx int
-		_ = json.Unmarshal(ch["index"], &idx)
+		idx := choiceIndex(ch["index"])
 		sp, tp := s.split[idx], s.probs[idx]
 		if sp == nil {
 			v := newThinkSplitter(s.reasoning)
@@ -535,7 +536,7 @@ func (s *thinkStream) rewrite(ev []byte) (out []byte, keep, choiceless bool) {
 		// A chunk that now holds no answer drops its content rather than carrying "", as
 		// DeepSeek's own stream does while it reasons.
 		if answer != "" {
-			delta["content"] = mustJSON(answer)
+			delta["content"] = jsonString(answer)
 		} else {
 			delete(delta, "content")
 		}
@@ -543,9 +544,9 @@ func (s *thinkStream) rewrite(ev []byte) (out []byte, keep, choiceless bool) {
 			if prev, ok := rawString(delta["reasoning_content"]); ok {
 				reasoning = prev + reasoning
 			}
-			delta["reasoning_content"] = mustJSON(reasoning)
+			delta["reasoning_content"] = jsonString(reasoning)
 		}
-		ch["delta"] = mustJSON(delta)
+		ch["delta"] = jsonRawMap(delta)
 		changed = true
 	}
 	if !changed {
@@ -554,8 +555,8 @@ func (s *thinkStream) rewrite(ev []byte) (out []byte, keep, choiceless bool) {
 	if emptied(top, choices) {
 		return nil, false, false
 	}
-	top["choices"] = mustJSON(choices)
-	return mustJSON(top), true, false
+	top["choices"] = jsonRawMaps(choices)
+	return jsonRawMap(top), true, false
 }
 
 // emptied reports a chunk with nothing left to say: each choice an index, an empty delta and null
@@ -639,11 +640,25 @@ func withLogprobs(lp json.RawMessage, entries []logprobJSON, whole bool) json.Ra
 	return mustJSON(v)
 }
 
+// choiceIndex is a choice's index as json.Unmarshal reads it into an int, 0 where it fails; a
+// whole number is read without it.
+func choiceIndex(raw json.RawMessage) int {
+	if n, err := strconv.Atoi(string(raw)); err == nil {
+		return n
+	}
+	var idx int
+	_ = json.Unmarshal(raw, &idx)
+	return idx
+}
+
 // rawString decodes a JSON string; ok is false for null, absence, or any other kind.
 func rawString(raw json.RawMessage) (string, bool) {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 || raw[0] != '"' {
 		return "", false
+	}
+	if s, ok := jsonx.Unquote(raw); ok {
+		return s, true // as json.Unmarshal reads it (jsonx's TestUnquoteMatchesEncodingJSON)
 	}
 	var s string
 	if json.Unmarshal(raw, &s) != nil {

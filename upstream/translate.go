@@ -408,7 +408,13 @@ type chunker struct {
 	// hide drops the reasoning, the upstream's and what think splits out, instead of sending it
 	// as reasoning_content (the reasoning object's exclude: TestOllamaReasoningSwitches).
 	hide bool
+	// out holds the chunks made since the stream last reset it (chunkjson.go).
+	out chunkBuf
 }
+
+// reset lets the chunks to come reuse the buffer of those made so far, which their stream has
+// handed out: called before the stream reads its next upstream event.
+func (c *chunker) reset() { c.out.reset() }
 
 func newChunker(id string, created int64, model string, r core.Reasoning) *chunker {
 	c := &chunker{id: id, created: created, model: model}
@@ -454,37 +460,37 @@ func (c *chunker) delta(text, reasoning string, calls []toolCallJSON, hy *hayula
 	if c.started && text == "" && reasoning == "" && len(calls) == 0 && hy == nil && c.logprobs == nil {
 		return nil
 	}
-	d := deltaJSON{ReasoningContent: reasoning, ToolCalls: calls}
+	d := deltaParts{reasoning: reasoning, calls: calls}
 	if !c.started || text != "" {
-		d.Content = &text
+		d.content, d.hasContent = text, true
 	}
 	if !c.started {
-		d.Role = "assistant"
+		d.role = "assistant"
 		c.started = true
 	}
-	return c.marshal(d, nil, nil, hy)
+	return c.marshal(d, nil, hy)
 }
 
 // finish returns the finishing chunk, carrying whatever a half-seen tag still held.
 func (c *chunker) finish(reason string) []byte {
-	var d deltaJSON
+	var d deltaParts
 	if c.think != nil {
 		text, r := c.think.flush()
 		if !c.hide {
-			d.ReasoningContent = r
+			d.reasoning = r
 		}
 		if text != "" {
-			d.Content = &text
+			d.content, d.hasContent = text, true
 		}
 		if held := c.thinkLP.flush(); len(held) > 0 {
 			c.logprobs = newLogprobs(held)
 		}
 	}
 	if !c.started {
-		d.Role = "assistant"
+		d.role = "assistant"
 		c.started = true
 	}
-	return c.marshal(d, &reason, nil, nil)
+	return c.marshal(d, &reason, nil)
 }
 
 // held returns a chunk with what a half-seen tag still held, for a stream that ends without its
@@ -503,28 +509,39 @@ func (c *chunker) held() []byte {
 	if text == "" && r == "" && len(held) == 0 {
 		return nil
 	}
-	d := deltaJSON{ReasoningContent: r}
+	d := deltaParts{reasoning: r}
 	if text != "" {
-		d.Content = &text
+		d.content, d.hasContent = text, true
 	}
 	if len(held) > 0 {
 		c.logprobs = newLogprobs(held)
 	}
-	return c.marshal(d, nil, nil, nil)
+	return c.marshal(d, nil, nil)
 }
 
 // usage returns the include_usage chunk: no choices, only usage.
 func (c *chunker) usage(u *usageJSON) []byte {
-	b := mustJSON(chunkJSON{ID: c.id, Object: "chat.completion.chunk", Created: c.created, Model: c.model,
-		Choices: []chunkChoiceJSON{}, Usage: u})
-	return b
+	start := len(c.out.buf)
+	c.out.buf = appendUsageChunk(c.out.buf, c.id, "chat.completion.chunk", c.created, c.model, u)
+	return c.out.add(start)
 }
 
-func (c *chunker) marshal(d deltaJSON, finish *string, u *usageJSON, hy *hayulaJSON) []byte {
-	b := mustJSON(chunkJSON{ID: c.id, Object: "chat.completion.chunk", Created: c.created, Model: c.model,
-		Choices: []chunkChoiceJSON{{Delta: d, Logprobs: c.logprobs, FinishReason: finish}}, Usage: u, Hayula: hy})
+// deltaParts are a chunk's delta members (deltaJSON's, content set when hasContent is), given
+// by value so that a delta's text need not move to the heap to be pointed at.
+type deltaParts struct {
+	role, content string
+	hasContent    bool
+	reasoning     string
+	calls         []toolCallJSON
+}
+
+// marshal writes the chunk of one choice with delta d, as mustJSON would write its chunkJSON.
+func (c *chunker) marshal(d deltaParts, finish *string, hy *hayulaJSON) []byte {
+	start := len(c.out.buf)
+	c.out.buf = appendChunkOf(c.out.buf, c.id, c.created, c.model, d.role, d.content, d.hasContent, d.reasoning,
+		d.calls, c.logprobs, finish, nil, hy)
 	c.logprobs = nil
-	return b
+	return c.out.add(start)
 }
 
 // completionMessage is the assistant message of a whole answer, reasoning split out when the

@@ -1,0 +1,308 @@
+package server
+
+import (
+	"bytes"
+	"encoding/json"
+	"strconv"
+	"unicode/utf8"
+
+	"github.com/hayula/gateway/internal/jsonx"
+)
+
+// appendDeltaEvent appends ev's JSON as json.Marshal writes it (HTML characters escaped, members
+// in streamEvent's order) when ev is a delta event: a type, a sequence number, indexes, an item
+// id, a delta and raw logprobs, the members a token's event has. ok is false for any other event
+// (a response, an item, a part, a done event's text, an error), which json.Marshal writes
+// (TestDeltaEventMatchesMarshal).
+func appendDeltaEvent(dst []byte, ev *streamEvent) (out []byte, ok bool) {
+	if ev.Response != nil || ev.Item != nil || ev.Part != nil || ev.Text != nil || ev.Arguments != nil ||
+		ev.Name != "" || ev.Refusal != nil || ev.Code != "" || ev.Message != "" || ev.Param != nil ||
+		(ev.Logprobs != nil && string(ev.Logprobs) != "[]") {
+		return dst, false
+	}
+	dst = append(dst, `{"type":`...)
+	dst = appendHTMLString(dst, ev.Type)
+	dst = append(dst, `,"sequence_number":`...)
+	dst = strconv.AppendInt(dst, int64(ev.SequenceNumber), 10)
+	if ev.OutputIndex != nil {
+		dst = append(dst, `,"output_index":`...)
+		dst = strconv.AppendInt(dst, int64(*ev.OutputIndex), 10)
+	}
+	if ev.ContentIndex != nil {
+		dst = append(dst, `,"content_index":`...)
+		dst = strconv.AppendInt(dst, int64(*ev.ContentIndex), 10)
+	}
+	if ev.ItemID != "" {
+		dst = append(dst, `,"item_id":`...)
+		dst = appendHTMLString(dst, ev.ItemID)
+	}
+	if ev.Delta != nil {
+		dst = append(dst, `,"delta":`...)
+		dst = appendHTMLString(dst, *ev.Delta)
+	}
+	if ev.Logprobs != nil {
+		dst = append(dst, `,"logprobs":[]`...)
+	}
+	return append(dst, '}'), true
+}
+
+// appendHTMLString appends s as json.Marshal writes a string: ", \ and the control characters
+// escaped (\b, \f, \n, \r, \t by name), <, > and & as \u003c, \u003e and \u0026, invalid UTF-8 as
+// \ufffd, and U+2028 and U+2029 escaped.
+func appendHTMLString(dst []byte, s string) []byte {
+	const hex = "0123456789abcdef"
+	dst = append(dst, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		if b := s[i]; b < utf8.RuneSelf {
+			if b >= 0x20 && b != '"' && b != '\\' && b != '<' && b != '>' && b != '&' {
+				i++
+				continue
+			}
+			dst = append(dst, s[start:i]...)
+			switch b {
+			case '\\', '"':
+				dst = append(dst, '\\', b)
+			case '\b':
+				dst = append(dst, '\\', 'b')
+			case '\f':
+				dst = append(dst, '\\', 'f')
+			case '\n':
+				dst = append(dst, '\\', 'n')
+			case '\r':
+				dst = append(dst, '\\', 'r')
+			case '\t':
+				dst = append(dst, '\\', 't')
+			default:
+				dst = append(dst, '\\', 'u', '0', '0', hex[b>>4], hex[b&0xF])
+			}
+			i++
+			start = i
+			continue
+		}
+		c, size := utf8.DecodeRuneInString(s[i:])
+		if c == utf8.RuneError && size == 1 {
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, `\ufffd`...)
+			i += size
+			start = i
+			continue
+		}
+		if c == '\u2028' || c == '\u2029' {
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, '\\', 'u', '2', '0', '2', hex[c&0xF])
+			i += size
+			start = i
+			continue
+		}
+		i += size
+	}
+	dst = append(dst, s[start:]...)
+	return append(dst, '"')
+}
+
+// marshalEvent appends ev's JSON to dst: appendDeltaEvent's for a delta event, json.Marshal's
+// for the rest.
+func marshalEvent(dst []byte, ev *streamEvent) ([]byte, error) {
+	if out, ok := appendDeltaEvent(dst, ev); ok {
+		return out, nil
+	}
+	e := *ev // a copy for json.Marshal, so that ev itself stays where its caller made it
+	data, err := json.Marshal(e)
+	return append(dst, data...), err
+}
+
+// decodeChunk reads a chat stream payload as json.Unmarshal reads it into a chatAnswer: ok is
+// false where json.Unmarshal fails, and c is then what it left. A chunk of the usual kind (the
+// model, choices whose deltas carry content or reasoning_content as strings, null members) is read
+// by walking it (readChunk); any other (tool calls, a message, usage, an error, content parts, a
+// key only encoding/json's case folding would match) goes to json.Unmarshal
+// (FuzzDecodeChunkMatchesUnmarshal).
+func decodeChunk(p []byte) (c chatAnswer, ok bool) {
+	if readChunk(p, &c) {
+		return c, true
+	}
+	var v chatAnswer
+	err := json.Unmarshal(p, &v)
+	return v, err == nil
+}
+
+// readChunk fills c from p when p is a well-formed object whose every member it reads as
+// json.Unmarshal would; false sends p to json.Unmarshal, whatever c holds by then.
+func readChunk(p []byte, c *chatAnswer) bool {
+	it := jsonx.Object(p, true)
+	for {
+		k, v, more := it.Next()
+		if !more {
+			return it.Done()
+		}
+		name, plain := jsonx.PlainKey(k)
+		if !plain {
+			return false
+		}
+		ok := true
+		switch string(name) {
+		case "model":
+			ok = len(v) > 0 && v[0] == '"'
+			if ok {
+				c.Model, ok = jsonx.Unquote(v)
+			}
+		case "choices":
+			ok = readChoices(v, &c.Choices)
+		case "usage":
+			ok, c.Usage = string(v) == "null", nil
+		case "error":
+			ok, c.Error = string(v) == "null", nil
+		default:
+			ok = !foldsToName(name, "model", "choices", "usage", "error")
+		}
+		if !ok {
+			return false
+		}
+	}
+}
+
+// readChoices reads a chunk's choices array into *choices, as json.Unmarshal does into a slice.
+func readChoices(v []byte, choices *[]chatChoice) bool {
+	if len(v) == 0 || v[0] != '[' {
+		return false // null (a nil slice) and any other kind go to json.Unmarshal
+	}
+	*choices = (*choices)[:0]
+	if *choices == nil {
+		*choices = []chatChoice{}
+	}
+	it := jsonx.Array(v, false) // validated with the chunk
+	for {
+		_, e, more := it.Next()
+		if !more {
+			return it.Done()
+		}
+		var ch chatChoice
+		if !readChoice(e, &ch) {
+			return false
+		}
+		*choices = append(*choices, ch)
+	}
+}
+
+// readChoice reads one choice: its index, its delta, and a null or string finish_reason.
+func readChoice(v []byte, ch *chatChoice) bool {
+	if len(v) == 0 || v[0] != '{' {
+		return false
+	}
+	it := jsonx.Object(v, false)
+	for {
+		k, v, more := it.Next()
+		if !more {
+			return it.Done()
+		}
+		name, plain := jsonx.PlainKey(k)
+		if !plain {
+			return false
+		}
+		ok := true
+		switch string(name) {
+		case "index":
+			ok = readInt(v, &ch.Index)
+		case "delta":
+			ok = string(v) == "null" || readDelta(v, &ch.Delta)
+		case "finish_reason":
+			ok = readStringPtr(v, &ch.FinishReason)
+		default:
+			ok = !foldsToName(name, "index", "message", "delta", "finish_reason")
+		}
+		if !ok {
+			return false
+		}
+	}
+}
+
+// readDelta reads a delta of text: content and reasoning_content as strings or null (content
+// null goes to json.Unmarshal), and refusal and tool_calls null.
+func readDelta(v []byte, d *chatDelta) bool {
+	if len(v) == 0 || v[0] != '{' {
+		return false
+	}
+	it := jsonx.Object(v, false)
+	for {
+		k, v, more := it.Next()
+		if !more {
+			return it.Done()
+		}
+		name, plain := jsonx.PlainKey(k)
+		if !plain {
+			return false
+		}
+		ok := true
+		switch string(name) {
+		case "content":
+			// As chatContent.UnmarshalJSON reads a string: the text set, the rest kept.
+			ok = len(v) > 0 && v[0] == '"'
+			if ok {
+				var s string
+				if s, ok = jsonx.Unquote(v); ok {
+					if d.Content == nil {
+						d.Content = &chatContent{}
+					}
+					d.Content.text = s
+				}
+			}
+		case "reasoning_content":
+			ok = readStringPtr(v, &d.ReasoningContent)
+		case "refusal":
+			ok, d.Refusal = string(v) == "null", nil
+		case "tool_calls":
+			ok, d.ToolCalls = string(v) == "null", nil
+		default:
+			ok = !foldsToName(name, "content", "reasoning_content", "reasoning", "refusal", "tool_calls")
+		}
+		if !ok {
+			return false
+		}
+	}
+}
+
+// readStringPtr reads null (nil) or a string into *dst, as json.Unmarshal does into a *string.
+func readStringPtr(v []byte, dst **string) bool {
+	if string(v) == "null" {
+		*dst = nil
+		return true
+	}
+	if len(v) == 0 || v[0] != '"' {
+		return false
+	}
+	s, ok := jsonx.Unquote(v)
+	if !ok {
+		return false
+	}
+	if *dst == nil {
+		*dst = new(string)
+	}
+	**dst = s
+	return true
+}
+
+// readInt reads a whole number that fits an int, as json.Unmarshal does; false for any other.
+func readInt(v []byte, dst *int) bool {
+	if len(v) == 0 || (v[0] != '-' && (v[0] < '0' || v[0] > '9')) || bytes.ContainsAny(v, ".eE") {
+		return false
+	}
+	n, err := strconv.ParseInt(string(v), 10, 64)
+	if err != nil {
+		return false
+	}
+	*dst = int(n)
+	return true
+}
+
+// foldsToName reports whether name, which is none of names, is one of them to encoding/json's
+// case-insensitive key matching (name is ASCII: jsonx.PlainKey). foldsTo is the same for a key
+// set given as a function.
+func foldsToName(name []byte, names ...string) bool {
+	for _, n := range names {
+		if bytes.EqualFold(name, []byte(n)) {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,273 @@
+package upstream
+
+import (
+	"encoding/json"
+	"slices"
+	"strconv"
+	"unicode/utf8"
+)
+
+// This file writes the chunks the translating adapters build (chunkJSON, textCompletionJSON) by
+// appending bytes, as encoding/json would write the same structs through mustJSON: the same
+// members in the same order, the same string escapes (HTML characters left as they are), byte
+// for byte (FuzzChunkJSONMatchesEncoding). A stream's chunks are written into one buffer that the
+// stream reuses (chunker.reset), so that a token's chunk costs no allocation of its own where
+// mustJSON cost an encoder, a bytes.Buffer grown twice, and the struct it was given.
+//
+// The rare members (tool calls, logprobs, the hayula object) are still encoding/json's, through
+// mustJSON, appended in place: encoding/json writes a value inside a struct as it writes it alone.
+
+// appendJSONString appends s as encoding/json writes a string with HTML escaping off: ", \ and
+// the control characters escaped (\b, \f, \n, \r, \t by name), invalid UTF-8 as \ufffd, and
+// U+2028 and U+2029 escaped.
+func appendJSONString(dst []byte, s string) []byte {
+	const hex = "0123456789abcdef"
+	dst = append(dst, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		if b := s[i]; b < utf8.RuneSelf {
+			if b >= 0x20 && b != '"' && b != '\\' {
+				i++
+				continue
+			}
+			dst = append(dst, s[start:i]...)
+			switch b {
+			case '\\', '"':
+				dst = append(dst, '\\', b)
+			case '\b':
+				dst = append(dst, '\\', 'b')
+			case '\f':
+				dst = append(dst, '\\', 'f')
+			case '\n':
+				dst = append(dst, '\\', 'n')
+			case '\r':
+				dst = append(dst, '\\', 'r')
+			case '\t':
+				dst = append(dst, '\\', 't')
+			default:
+				dst = append(dst, '\\', 'u', '0', '0', hex[b>>4], hex[b&0xF])
+			}
+			i++
+			start = i
+			continue
+		}
+		c, size := utf8.DecodeRuneInString(s[i:])
+		if c == utf8.RuneError && size == 1 {
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, `\ufffd`...)
+			i += size
+			start = i
+			continue
+		}
+		if c == '\u2028' || c == '\u2029' {
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, '\\', 'u', '2', '0', '2', hex[c&0xF])
+			i += size
+			start = i
+			continue
+		}
+		i += size
+	}
+	dst = append(dst, s[start:]...)
+	return append(dst, '"')
+}
+
+// appendEnvelopeHead appends an envelopeJSON's members up to "choices": the opening brace, id,
+// object, created and model, and `"choices":`.
+func appendEnvelopeHead(dst []byte, id, object string, created int64, model string) []byte {
+	dst = append(dst, `{"id":`...)
+	dst = appendJSONString(dst, id)
+	dst = append(dst, `,"object":`...)
+	dst = appendJSONString(dst, object)
+	dst = append(dst, `,"created":`...)
+	dst = strconv.AppendInt(dst, created, 10)
+	dst = append(dst, `,"model":`...)
+	dst = appendJSONString(dst, model)
+	return append(dst, `,"choices":`...)
+}
+
+// appendEnvelopeTail appends an envelopeJSON's members after the choices, usage and hayula (each
+// left out when nil), and the closing brace.
+func appendEnvelopeTail(dst []byte, u *usageJSON, hy *hayulaJSON) []byte {
+	if u != nil {
+		dst = append(dst, `,"usage":{"prompt_tokens":`...)
+		dst = strconv.AppendInt(dst, int64(u.PromptTokens), 10)
+		dst = append(dst, `,"completion_tokens":`...)
+		dst = strconv.AppendInt(dst, int64(u.CompletionTokens), 10)
+		dst = append(dst, `,"total_tokens":`...)
+		dst = strconv.AppendInt(dst, int64(u.TotalTokens), 10)
+		dst = append(dst, '}')
+	}
+	if hy != nil {
+		dst = append(dst, `,"hayula":`...)
+		dst = append(dst, mustJSON(hy)...)
+	}
+	return append(dst, '}')
+}
+
+// appendFinish appends a finish_reason's value: null, or the string.
+func appendFinish(dst []byte, finish *string) []byte {
+	if finish == nil {
+		return append(dst, "null"...)
+	}
+	return appendJSONString(dst, *finish)
+}
+
+// appendChunk appends the chunkJSON of one choice (index 0) with delta d, logprobs lp,
+// finish_reason finish, usage u and hayula hy: mustJSON's bytes for the same values.
+func appendChunk(dst []byte, id string, created int64, model string, d *deltaJSON, lp *logprobsJSON,
+	finish *string, u *usageJSON, hy *hayulaJSON) []byte {
+	var content string
+	if d.Content != nil {
+		content = *d.Content
+	}
+	return appendChunkOf(dst, id, created, model, d.Role, content, d.Content != nil, d.ReasoningContent, d.ToolCalls,
+		lp, finish, u, hy)
+}
+
+// appendChunkOf is appendChunk with the delta's members given one by one (content written when
+// hasContent is set), so that the text of a delta built on the stack need not move to the heap.
+func appendChunkOf(dst []byte, id string, created int64, model string, role, content string, hasContent bool,
+	reasoning string, calls []toolCallJSON, lp *logprobsJSON, finish *string, u *usageJSON, hy *hayulaJSON) []byte {
+	dst = appendEnvelopeHead(dst, id, "chat.completion.chunk", created, model)
+	dst = append(dst, `[{"index":0,"delta":{`...)
+	sep := ""
+	if role != "" {
+		dst = append(dst, `"role":`...)
+		dst = appendJSONString(dst, role)
+		sep = ","
+	}
+	if hasContent {
+		dst = append(append(dst, sep...), `"content":`...)
+		dst = appendJSONString(dst, content)
+		sep = ","
+	}
+	if reasoning != "" {
+		dst = append(append(dst, sep...), `"reasoning_content":`...)
+		dst = appendJSONString(dst, reasoning)
+		sep = ","
+	}
+	if len(calls) > 0 {
+		dst = append(append(dst, sep...), `"tool_calls":`...)
+		dst = append(dst, mustJSON(calls)...)
+	}
+	dst = append(dst, `},"logprobs":`...)
+	if lp == nil {
+		dst = append(dst, "null"...)
+	} else {
+		dst = append(dst, mustJSON(lp)...)
+	}
+	dst = append(dst, `,"finish_reason":`...)
+	dst = appendFinish(dst, finish)
+	dst = append(dst, "}]"...)
+	return appendEnvelopeTail(dst, u, hy)
+}
+
+// appendUsageChunk appends the include_usage chunk of an answer: no choices, only usage.
+func appendUsageChunk(dst []byte, id, object string, created int64, model string, u *usageJSON) []byte {
+	dst = appendEnvelopeHead(dst, id, object, created, model)
+	dst = append(dst, "[]"...)
+	return appendEnvelopeTail(dst, u, nil)
+}
+
+// appendTextChunk appends the textCompletionJSON of one choice with text and finish_reason
+// finish, and hayula hy.
+func appendTextChunk(dst []byte, id string, created int64, model, text string, finish *string, hy *hayulaJSON) []byte {
+	dst = appendEnvelopeHead(dst, id, "text_completion", created, model)
+	dst = append(dst, `[{"text":`...)
+	dst = appendJSONString(dst, text)
+	dst = append(dst, `,"index":0,"logprobs":null,"finish_reason":`...)
+	dst = appendFinish(dst, finish)
+	dst = append(dst, "}]"...)
+	return appendEnvelopeTail(dst, nil, hy)
+}
+
+// chunkBuf is the buffer a stream's chunks are written into, reused once the stream has handed
+// out every chunk written since the last reset (a Stream's slice is valid until its next Next).
+type chunkBuf struct {
+	buf []byte
+}
+
+// reset lets the next chunks reuse the buffer: the chunks written before are no longer read.
+func (b *chunkBuf) reset() { b.buf = b.buf[:0] }
+
+// add ends a chunk that began at start, returning it with its capacity cut at its end, so that a
+// caller's append to it never writes over the next chunk.
+func (b *chunkBuf) add(start int) []byte {
+	return b.buf[start:len(b.buf):len(b.buf)]
+}
+
+// jsonString is mustJSON(s), written without an encoder.
+func jsonString(s string) json.RawMessage {
+	return appendJSONString(make([]byte, 0, len(s)+2), s)
+}
+
+// jsonRawMap is mustJSON(m), written without an encoder: the members in key order, each value
+// compacted as encoding/json writes a json.RawMessage (a nil one as null). The values are
+// well-formed JSON (json.Unmarshal's, or this file's).
+func jsonRawMap(m map[string]json.RawMessage) json.RawMessage {
+	n := 2
+	for k, v := range m {
+		n += len(k) + len(v) + 4
+	}
+	return appendRawMap(make([]byte, 0, n), m)
+}
+
+func appendRawMap(dst []byte, m map[string]json.RawMessage) []byte {
+	var small [16]string
+	keys := small[:0]
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	dst = append(dst, '{')
+	for i, k := range keys {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = appendJSONString(dst, k)
+		dst = append(dst, ':')
+		dst = appendCompactJSON(dst, m[k])
+	}
+	return append(dst, '}')
+}
+
+// jsonRawMaps is mustJSON(ms) for a non-nil ms, as jsonRawMap writes each.
+func jsonRawMaps(ms []map[string]json.RawMessage) json.RawMessage {
+	dst := []byte{'['}
+	for i, m := range ms {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = appendRawMap(dst, m)
+	}
+	return append(dst, ']')
+}
+
+// appendCompactJSON appends the well-formed JSON v without the whitespace between its tokens, as
+// encoding/json writes a json.RawMessage with HTML escaping off; nil is null.
+func appendCompactJSON(dst []byte, v json.RawMessage) []byte {
+	if v == nil {
+		return append(dst, "null"...)
+	}
+	start, inString, escaped := 0, false, false
+	for i, c := range v {
+		switch {
+		case inString:
+			switch {
+			case escaped:
+				escaped = false
+			case c == '\\':
+				escaped = true
+			case c == '"':
+				inString = false
+			}
+		case c == '"':
+			inString = true
+		case c == ' ' || c == '\t' || c == '\n' || c == '\r':
+			dst = append(dst, v[start:i]...)
+			start = i + 1
+		}
+	}
+	return append(dst, v[start:]...)
+}

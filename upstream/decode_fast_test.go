@@ -1,0 +1,77 @@
+package upstream
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+)
+
+// FuzzOllamaLineMatchesUnmarshal holds decodeOllamaLine to json.Unmarshal, which the stream
+// read every line with before: the same fields for any line, and an error for the same lines.
+// The message's role is not read (the stream has no use for it); without head, model and
+// created_at are left out too, and nothing else changes.
+func FuzzOllamaLineMatchesUnmarshal(f *testing.F) {
+	for _, l := range []string{
+		ollamaTokenLine, ollamaDoneLine,
+		`{"model":"m","message":{"role":"assistant","content":"a\n\u00e9\ud83d\ude00","thinking":"t"},"done":false}`,
+		`{"Model":"m","message":{"Content":"x"}}`, `{"done":"true"}`, `{"eval_count":1.5}`, `{"eval_count":1e2}`,
+		`{"eval_count":null,"message":null}`, `{"message":{"content":"a"},"message":{"thinking":"b"}}`,
+		`{"message":{"tool_calls":[{"function":{"name":"f","arguments":{}}}]}}`, `{"error":"boom"}`,
+		`{"m\u006fdel":"x"}`, `{"\u212aey":1}`, `{"done":true} x`, `[1]`, `null`, `{"content":"\xff"}`,
+		`{"message":{"content":"\xff\u2028"}}`, `{"prompt_eval_count":-0,"eval_count":99999999999999999999}`,
+	} {
+		f.Add([]byte(l))
+	}
+	f.Fuzz(func(t *testing.T, line []byte) {
+		var want ollamaChatResponse
+		wantErr := json.Unmarshal(line, &want)
+		got, err := decodeOllamaLine(line, true)
+		if (err != nil) != (wantErr != nil) {
+			t.Fatalf("%q: error %v, json.Unmarshal's %v", line, err, wantErr)
+		}
+		if err != nil {
+			return
+		}
+		noRole := cmpopts.IgnoreFields(ollamaMessage{}, "Role")
+		if diff := cmp.Diff(want, got, noRole); diff != "" {
+			t.Errorf("%q (-json.Unmarshal +decodeOllamaLine):\n%s", line, diff)
+		}
+		got, _ = decodeOllamaLine(line, false)
+		if diff := cmp.Diff(want, got, noRole, cmpopts.IgnoreFields(ollamaChatResponse{}, "Model", "CreatedAt")); diff != "" {
+			t.Errorf("%q without head (-json.Unmarshal +decodeOllamaLine):\n%s", line, diff)
+		}
+	})
+}
+
+// FuzzSAIFEventMatchesUnmarshal holds decodeSAIFEvent to json.Unmarshal as
+// FuzzOllamaLineMatchesUnmarshal does decodeOllamaLine.
+func FuzzSAIFEventMatchesUnmarshal(f *testing.F) {
+	for _, l := range []string{
+		`{"text":" token","specialist":"webapp"}`,
+		`{"done":true,"finish_reason":"stop","usage":{"prompt_tokens":26,"completion_tokens":298}}`,
+		`{"usage":{"prompt_tokens":1},"usage":{"completion_tokens":2}}`, `{"usage":null}`, `{"Usage":{}}`,
+		`{"text":null}`, `{"text":"\ud800"}`, `{"usage":{"Prompt_Tokens":3}}`, `{"done":1}`, `"x"`,
+	} {
+		f.Add([]byte(l))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var want saifEvent
+		wantErr := json.Unmarshal(data, &want)
+		got, err := decodeSAIFEvent(data, true)
+		if (err != nil) != (wantErr != nil) {
+			t.Fatalf("%q: error %v, json.Unmarshal's %v", data, err, wantErr)
+		}
+		if err != nil {
+			return
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("%q (-json.Unmarshal +decodeSAIFEvent):\n%s", data, diff)
+		}
+		got, _ = decodeSAIFEvent(data, false)
+		if diff := cmp.Diff(want, got, cmpopts.IgnoreFields(saifEvent{}, "Specialist")); diff != "" {
+			t.Errorf("%q without the specialist (-json.Unmarshal +decodeSAIFEvent):\n%s", data, diff)
+		}
+	})
+}

@@ -1,0 +1,146 @@
+package upstream
+
+import (
+	"bytes"
+	"encoding/json"
+	"strconv"
+
+	"github.com/hayula/gateway/internal/jsonx"
+)
+
+// decodeOllamaLine reads one /api/chat stream line as json.Unmarshal reads it into an
+// ollamaChatResponse, error included. A line of the usual kind (a token's content or thinking,
+// the done line's reason and counts) is read by walking it (readOllamaLine), which costs the
+// strings the stream uses and nothing else; any other (tool calls, logprobs, an error, a null, a
+// key only encoding/json's case folding would match) goes to json.Unmarshal. The message's role
+// is checked for a string and not kept (the stream does not read it); head says whether model
+// and created_at are wanted: only the first line's are read.
+func decodeOllamaLine(line []byte, head bool) (ollamaChatResponse, error) {
+	var m ollamaChatResponse
+	if readOllamaLine(line, head, &m) {
+		return m, nil
+	}
+	var v ollamaChatResponse
+	err := json.Unmarshal(line, &v)
+	return v, err
+}
+
+// readOllamaLine fills m from line when line is a well-formed object whose every member it reads
+// as json.Unmarshal would; false sends the line to json.Unmarshal, whatever m holds by then.
+func readOllamaLine(line []byte, head bool, m *ollamaChatResponse) bool {
+	it := jsonx.Object(line, true)
+	for {
+		k, v, more := it.Next()
+		if !more {
+			return it.Done()
+		}
+		name, plain := jsonx.PlainKey(k)
+		if !plain {
+			return false
+		}
+		ok := true
+		switch string(name) {
+		case "model":
+			ok = readString(v, head, &m.Model)
+		case "created_at":
+			ok = readString(v, head, &m.CreatedAt)
+		case "done_reason":
+			ok = readString(v, true, &m.DoneReason)
+		case "done":
+			switch string(v) {
+			case "true":
+				m.Done = true
+			case "false":
+				m.Done = false
+			default:
+				ok = false
+			}
+		case "prompt_eval_count":
+			ok = readCount(v, &m.PromptEvalCount)
+		case "eval_count":
+			ok = readCount(v, &m.EvalCount)
+		case "message":
+			ok = readOllamaMessage(v, &m.Message)
+		default:
+			ok = !foldsTo(name, "model", "created_at", "message", "done", "done_reason", "prompt_eval_count",
+				"eval_count", "error", "logprobs")
+		}
+		if !ok {
+			return false
+		}
+	}
+}
+
+// readOllamaMessage reads a line's message of text: role, content and thinking.
+func readOllamaMessage(v []byte, m *ollamaMessage) bool {
+	if len(v) == 0 || v[0] != '{' {
+		return false // null leaves the message as it was; anything else is json.Unmarshal's error
+	}
+	it := jsonx.Object(v, false) // validated with the line
+	for {
+		k, v, more := it.Next()
+		if !more {
+			return it.Done()
+		}
+		name, plain := jsonx.PlainKey(k)
+		if !plain {
+			return false
+		}
+		ok := true
+		switch string(name) {
+		case "role":
+			ok = readString(v, false, &m.Role) // not read by the stream
+		case "content":
+			ok = readString(v, true, &m.Content)
+		case "thinking":
+			ok = readString(v, true, &m.Thinking)
+		default:
+			ok = !foldsTo(name, "role", "content", "thinking", "images", "tool_calls", "tool_name", "tool_call_id")
+		}
+		if !ok {
+			return false
+		}
+	}
+}
+
+// readString reads a JSON string into *dst when want is set; false for any other kind (null
+// included, which json.Unmarshal skips rather than clearing *dst).
+func readString(v []byte, want bool, dst *string) bool {
+	if len(v) == 0 || v[0] != '"' {
+		return false
+	}
+	if !want {
+		return true
+	}
+	s, ok := jsonx.Unquote(v)
+	if ok {
+		*dst = s
+	}
+	return ok
+}
+
+// readCount reads a whole number into a new *int, as json.Unmarshal does; false for null, a
+// fraction, an exponent or a number past int64.
+func readCount(v []byte, dst **int) bool {
+	if len(v) == 0 || (v[0] != '-' && (v[0] < '0' || v[0] > '9')) || bytes.ContainsAny(v, ".eE") {
+		return false
+	}
+	n, err := strconv.ParseInt(string(v), 10, 64)
+	if err != nil {
+		return false
+	}
+	c := int(n)
+	*dst = &c
+	return true
+}
+
+// foldsTo reports whether name, which is none of names, is one of them to encoding/json's
+// case-insensitive key matching (name is ASCII: jsonx.PlainKey).
+func foldsTo(name []byte, names ...string) bool {
+	for _, n := range names {
+		if bytes.EqualFold(name, []byte(n)) {
+			return true
+		}
+	}
+	return false
+}

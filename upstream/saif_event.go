@@ -1,0 +1,97 @@
+package upstream
+
+import (
+	"encoding/json"
+
+	"github.com/hayula/gateway/internal/jsonx"
+)
+
+// decodeSAIFEvent reads one SAIF event's data as json.Unmarshal reads it into a saifEvent, error
+// included. An event of the usual kind (text, its specialist, the done event's reason and usage)
+// is read by walking it, which costs the strings the stream uses and nothing else; any other goes
+// to json.Unmarshal (see decodeOllamaLine). specialist says whether the specialist is wanted: it
+// is read until an event has named one.
+func decodeSAIFEvent(data []byte, specialist bool) (saifEvent, error) {
+	var e saifEvent
+	if readSAIFEvent(data, specialist, &e) {
+		return e, nil
+	}
+	var v saifEvent
+	err := json.Unmarshal(data, &v)
+	return v, err
+}
+
+// readSAIFEvent fills e from data when data is a well-formed object whose every member it reads
+// as json.Unmarshal would; false sends data to json.Unmarshal.
+func readSAIFEvent(data []byte, specialist bool, e *saifEvent) bool {
+	it := jsonx.Object(data, true)
+	for {
+		k, v, more := it.Next()
+		if !more {
+			return it.Done()
+		}
+		name, plain := jsonx.PlainKey(k)
+		if !plain {
+			return false
+		}
+		ok := true
+		switch string(name) {
+		case "text":
+			ok = readString(v, true, &e.Text)
+		case "specialist":
+			ok = readString(v, specialist, &e.Specialist)
+		case "finish_reason":
+			ok = readString(v, true, &e.FinishReason)
+		case "done":
+			switch string(v) {
+			case "true":
+				e.Done = true
+			case "false":
+				e.Done = false
+			default:
+				ok = false
+			}
+		case "usage":
+			ok = readSAIFUsage(v, &e.Usage)
+		default:
+			ok = !foldsTo(name, "text", "specialist", "done", "finish_reason", "usage")
+		}
+		if !ok {
+			return false
+		}
+	}
+}
+
+// readSAIFUsage reads the done event's usage object into *u, made when nil (a second usage
+// member is read into the same one, as json.Unmarshal does).
+func readSAIFUsage(v []byte, u **saifUsage) bool {
+	if len(v) == 0 || v[0] != '{' {
+		return false // null clears *u; anything else is json.Unmarshal's error
+	}
+	if *u == nil {
+		*u = new(saifUsage)
+	}
+	it := jsonx.Object(v, false) // validated with the event
+	for {
+		k, v, more := it.Next()
+		if !more {
+			return it.Done()
+		}
+		name, plain := jsonx.PlainKey(k)
+		if !plain {
+			return false
+		}
+		ok := true
+		switch string(name) {
+		case "prompt_tokens":
+			ok = readCount(v, &(*u).PromptTokens)
+		case "completion_tokens":
+			ok = readCount(v, &(*u).CompletionTokens)
+		default:
+			ok = !foldsTo(name, "prompt_tokens", "completion_tokens")
+		}
+		if !ok {
+			return false
+		}
+	}
+}
