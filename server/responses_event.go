@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"strconv"
-	"unicode/utf8"
 
 	"github.com/hayula/gateway/internal/jsonx"
 )
@@ -46,60 +45,8 @@ func appendDeltaEvent(dst []byte, ev *streamEvent) (out []byte, ok bool) {
 	return append(dst, '}'), true
 }
 
-// appendHTMLString appends s as json.Marshal writes a string: ", \ and the control characters
-// escaped (\b, \f, \n, \r, \t by name), <, > and & as \u003c, \u003e and \u0026, invalid UTF-8 as
-// \ufffd, and U+2028 and U+2029 escaped.
-func appendHTMLString(dst []byte, s string) []byte {
-	const hex = "0123456789abcdef"
-	dst = append(dst, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		if b := s[i]; b < utf8.RuneSelf {
-			if b >= 0x20 && b != '"' && b != '\\' && b != '<' && b != '>' && b != '&' {
-				i++
-				continue
-			}
-			dst = append(dst, s[start:i]...)
-			switch b {
-			case '\\', '"':
-				dst = append(dst, '\\', b)
-			case '\b':
-				dst = append(dst, '\\', 'b')
-			case '\f':
-				dst = append(dst, '\\', 'f')
-			case '\n':
-				dst = append(dst, '\\', 'n')
-			case '\r':
-				dst = append(dst, '\\', 'r')
-			case '\t':
-				dst = append(dst, '\\', 't')
-			default:
-				dst = append(dst, '\\', 'u', '0', '0', hex[b>>4], hex[b&0xF])
-			}
-			i++
-			start = i
-			continue
-		}
-		c, size := utf8.DecodeRuneInString(s[i:])
-		if c == utf8.RuneError && size == 1 {
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, `\ufffd`...)
-			i += size
-			start = i
-			continue
-		}
-		if c == '\u2028' || c == '\u2029' {
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, '\\', 'u', '2', '0', '2', hex[c&0xF])
-			i += size
-			start = i
-			continue
-		}
-		i += size
-	}
-	dst = append(dst, s[start:]...)
-	return append(dst, '"')
-}
+// appendHTMLString appends s as json.Marshal writes a string, HTML characters escaped.
+func appendHTMLString(dst []byte, s string) []byte { return jsonx.AppendString(dst, s, true) }
 
 // marshalEvent appends ev's JSON to dst: appendDeltaEvent's for a delta event, json.Marshal's
 // for the rest.

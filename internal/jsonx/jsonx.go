@@ -557,44 +557,62 @@ func rebuildInto(out, body []byte, drop func(q []byte) bool, keep int, value str
 
 const hex = "0123456789abcdef"
 
-// appendString appends s as a JSON string.
-func appendString(out []byte, s string) []byte {
-	out = append(out, '"')
+// appendString appends s as a JSON string, as encoding/json writes it with HTML escaping off.
+func appendString(out []byte, s string) []byte { return AppendString(out, s, false) }
+
+// AppendString appends s as encoding/json writes a string, byte for byte: ", \ and the control
+// characters escaped (\b, \f, \n, \r, \t by name, the others as \u00XX), invalid UTF-8 as
+// \ufffd, U+2028 and U+2029 escaped, and, with html (json.Marshal's default; an Encoder's
+// SetEscapeHTML(false) turns it off), <, > and & as \u003c, \u003e and \u0026. The adapters'
+// chunks and the Responses bridge's events are appended with it rather than marshalled
+// (FuzzChunkJSONMatchesEncoding, FuzzDeltaEventMatchesMarshal, FuzzAppendStringMatchesEncoding).
+func AppendString(dst []byte, s string, html bool) []byte {
+	dst = append(dst, '"')
 	start := 0
 	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' {
+		if b := s[i]; b < utf8.RuneSelf {
+			if b >= 0x20 && b != '"' && b != '\\' && (!html || b != '<' && b != '>' && b != '&') {
 				i++
 				continue
 			}
-			out = append(out, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				out = append(out, '\\', c)
+			dst = append(dst, s[start:i]...)
+			switch b {
+			case '\\', '"':
+				dst = append(dst, '\\', b)
+			case '\b':
+				dst = append(dst, '\\', 'b')
+			case '\f':
+				dst = append(dst, '\\', 'f')
 			case '\n':
-				out = append(out, '\\', 'n')
+				dst = append(dst, '\\', 'n')
 			case '\r':
-				out = append(out, '\\', 'r')
+				dst = append(dst, '\\', 'r')
 			case '\t':
-				out = append(out, '\\', 't')
+				dst = append(dst, '\\', 't')
 			default:
-				out = append(out, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
+				dst = append(dst, '\\', 'u', '0', '0', hex[b>>4], hex[b&0xF])
 			}
 			i++
 			start = i
 			continue
 		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			out = append(out, s[start:i]...)
-			out = append(out, `\ufffd`...)
-			i++
+		c, size := utf8.DecodeRuneInString(s[i:])
+		if c == utf8.RuneError && size == 1 {
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, `\ufffd`...)
+			i += size
+			start = i
+			continue
+		}
+		if c == '\u2028' || c == '\u2029' {
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, '\\', 'u', '2', '0', '2', hex[c&0xF])
+			i += size
 			start = i
 			continue
 		}
 		i += size
 	}
-	out = append(out, s[start:]...)
-	return append(out, '"')
+	dst = append(dst, s[start:]...)
+	return append(dst, '"')
 }
