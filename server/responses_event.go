@@ -101,7 +101,7 @@ func readChunk(p []byte, c *chatAnswer) bool {
 		case "error":
 			ok, c.Error = string(v) == "null", nil
 		default:
-			ok = !foldsToName(name, "model", "choices", "usage", "error")
+			ok = !jsonx.Folds(name, "model", "choices", "usage", "error")
 		}
 		if !ok {
 			return false
@@ -156,7 +156,7 @@ func readChoice(v []byte, ch *chatChoice) bool {
 		case "finish_reason":
 			ok = readStringPtr(v, &ch.FinishReason)
 		default:
-			ok = !foldsToName(name, "index", "message", "delta", "finish_reason")
+			ok = !jsonx.Folds(name, "index", "message", "delta", "finish_reason")
 		}
 		if !ok {
 			return false
@@ -201,7 +201,7 @@ func readDelta(v []byte, d *chatDelta) bool {
 		case "tool_calls":
 			ok, d.ToolCalls = string(v) == "null", nil
 		default:
-			ok = !foldsToName(name, "content", "reasoning_content", "reasoning", "refusal", "tool_calls")
+			ok = !jsonx.Folds(name, "content", "reasoning_content", "reasoning", "refusal", "tool_calls")
 		}
 		if !ok {
 			return false
@@ -240,16 +240,4 @@ func readInt(v []byte, dst *int) bool {
 	}
 	*dst = int(n)
 	return true
-}
-
-// foldsToName reports whether name, which is none of names, is one of them to encoding/json's
-// case-insensitive key matching (name is ASCII: jsonx.PlainKey). foldsTo is the same for a key
-// set given as a function.
-func foldsToName(name []byte, names ...string) bool {
-	for _, n := range names {
-		if bytes.EqualFold(name, []byte(n)) {
-			return true
-		}
-	}
-	return false
 }

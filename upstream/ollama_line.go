@@ -62,7 +62,7 @@ func readOllamaLine(line []byte, head bool, m *ollamaChatResponse) bool {
 		case "message":
 			ok = readOllamaMessage(v, &m.Message)
 		default:
-			ok = !foldsTo(name, "model", "created_at", "message", "done", "done_reason", "prompt_eval_count",
+			ok = !jsonx.Folds(name, "model", "created_at", "message", "done", "done_reason", "prompt_eval_count",
 				"eval_count", "error", "logprobs")
 		}
 		if !ok {
@@ -95,7 +95,7 @@ func readOllamaMessage(v []byte, m *ollamaMessage) bool {
 		case "thinking":
 			ok = readString(v, true, &m.Thinking)
 		default:
-			ok = !foldsTo(name, "role", "content", "thinking", "images", "tool_calls", "tool_name", "tool_call_id")
+			ok = !jsonx.Folds(name, "role", "content", "thinking", "images", "tool_calls", "tool_name", "tool_call_id")
 		}
 		if !ok {
 			return false
@@ -132,15 +132,4 @@ func readCount(v []byte, dst **int) bool {
 	c := int(n)
 	*dst = &c
 	return true
-}
-
-// foldsTo reports whether name, which is none of names, is one of them to encoding/json's
-// case-insensitive key matching (name is ASCII: jsonx.PlainKey).
-func foldsTo(name []byte, names ...string) bool {
-	for _, n := range names {
-		if bytes.EqualFold(name, []byte(n)) {
-			return true
-		}
-	}
-	return false
 }

@@ -54,7 +54,7 @@ func readSAIFEvent(data []byte, specialist bool, e *saifEvent) bool {
 		case "usage":
 			ok = readSAIFUsage(v, &e.Usage)
 		default:
-			ok = !foldsTo(name, "text", "specialist", "done", "finish_reason", "usage")
+			ok = !jsonx.Folds(name, "text", "specialist", "done", "finish_reason", "usage")
 		}
 		if !ok {
 			return false
@@ -88,7 +88,7 @@ func readSAIFUsage(v []byte, u **saifUsage) bool {
 		case "completion_tokens":
 			ok = readCount(v, &(*u).CompletionTokens)
 		default:
-			ok = !foldsTo(name, "prompt_tokens", "completion_tokens")
+			ok = !jsonx.Folds(name, "prompt_tokens", "completion_tokens")
 		}
 		if !ok {
 			return false

@@ -156,6 +156,18 @@ func PlainKey(q []byte) ([]byte, bool) {
 	return name, true
 }
 
+// Folds reports whether name, a plain key (PlainKey) equal to none of names, is one of them to
+// encoding/json's case-insensitive matching of keys to fields: a walk that reads some names
+// itself hands such a key to encoding/json, which would take it for the field.
+func Folds(name []byte, names ...string) bool {
+	for _, n := range names {
+		if bytes.EqualFold(name, []byte(n)) {
+			return true
+		}
+	}
+	return false
+}
+
 // Valid reports whether b is one valid JSON value (surrounding whitespace allowed), as
 // encoding/json's Valid would, except that nesting deeper than 512 reports false.
 func Valid(b []byte) bool {
