@@ -64,6 +64,13 @@ func (c *compiler) tls(raw *fileTOML, source string) *TLS {
 	}
 	pair, err := tls.X509KeyPair(certPEM, keyPEM)
 	if err != nil {
+		if n := keysCertificate(certPEM, keyPEM); n > 1 {
+			// A chain put together by hand, the intermediate first: the key is right, the order
+			// is not (TestTLSChainOutOfOrderSaid).
+			c.errorf([]string{"tls_cert_file"}, "%s: the key in %s is the key of certificate %d of the file, and the server's "+
+				"certificate must come first, then its intermediates (as certbot's fullchain.pem has them)", certPath, keyPath, n)
+			return nil
+		}
 		c.errorf([]string{"tls_key_file"}, "%s is not the key of the certificate in %s: %s", keyPath, certPath,
 			strings.TrimPrefix(err.Error(), "tls: "))
 		return nil
@@ -104,6 +111,24 @@ func (c *compiler) tlsParses(certPath string, certPEM []byte, keyPath string, kb
 		return false
 	}
 	return ok
+}
+
+// keysCertificate is the place (from 1) among certPEM's certificates of the one keyPEM is the key
+// of; 0 when none is.
+func keysCertificate(certPEM, keyPEM []byte) int {
+	for i, rest := 1, certPEM; ; {
+		var b *pem.Block
+		if b, rest = pem.Decode(rest); b == nil {
+			return 0
+		}
+		if b.Type != "CERTIFICATE" {
+			continue
+		}
+		if _, err := tls.X509KeyPair(pem.EncodeToMemory(b), keyPEM); err == nil {
+			return i
+		}
+		i++
+	}
 }
 
 // parsesAsKey reports whether der is a private key in one of the forms tls.X509KeyPair reads.

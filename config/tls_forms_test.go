@@ -172,3 +172,26 @@ func writeTestFile(t *testing.T, path string, b []byte) {
 		t.Fatal(err)
 	}
 }
+
+// TestTLSChainOutOfOrderSaid: a chain put together by hand with the intermediate first has the
+// right key, in the wrong order; the load says so, naming the place of the key's certificate,
+// rather than that the key is not the certificate's.
+func TestTLSChainOutOfOrderSaid(t *testing.T) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	leaf, inter := chainFor(t, key)
+	writeTestFile(t, filepath.Join(dir, "chain.pem"), append(pemOf("CERTIFICATE", inter), pemOf("CERTIFICATE", leaf)...))
+	der, err := x509.MarshalPKCS8PrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeTestFile(t, filepath.Join(dir, "key.pem"), pemOf("PRIVATE KEY", der))
+	src := "tls_cert_file = \"chain.pem\"\ntls_key_file = \"key.pem\"\n" + minimal
+	_, err = Parse([]byte(src), filepath.Join(dir, "gateway.toml"), nil)
+	if err == nil || !strings.Contains(err.Error(), "certificate 2 of the file") || !strings.Contains(err.Error(), "must come first") {
+		t.Fatalf("load: %v; want the key's certificate named as the file's second, and the order asked for", err)
+	}
+}
