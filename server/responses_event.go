@@ -77,16 +77,7 @@ func decodeChunk(p []byte) (c chatAnswer, ok bool) {
 // readChunk fills c from p when p is a well-formed object whose every member it reads as
 // json.Unmarshal would; false sends p to json.Unmarshal, whatever c holds by then.
 func readChunk(p []byte, c *chatAnswer) bool {
-	it := jsonx.Object(p, true)
-	for {
-		k, v, more := it.Next()
-		if !more {
-			return it.Done()
-		}
-		name, plain := jsonx.PlainKey(k)
-		if !plain {
-			return false
-		}
+	return jsonx.Members(p, true, func(name, v []byte) bool {
 		ok := true
 		switch string(name) {
 		case "model":
@@ -103,10 +94,8 @@ func readChunk(p []byte, c *chatAnswer) bool {
 		default:
 			ok = !jsonx.Folds(name, "model", "choices", "usage", "error")
 		}
-		if !ok {
-			return false
-		}
-	}
+		return ok
+	})
 }
 
 // readChoices reads a chunk's choices array into *choices, as json.Unmarshal does into a slice.
@@ -137,16 +126,7 @@ func readChoice(v []byte, ch *chatChoice) bool {
 	if len(v) == 0 || v[0] != '{' {
 		return false
 	}
-	it := jsonx.Object(v, false)
-	for {
-		k, v, more := it.Next()
-		if !more {
-			return it.Done()
-		}
-		name, plain := jsonx.PlainKey(k)
-		if !plain {
-			return false
-		}
+	return jsonx.Members(v, false, func(name, v []byte) bool {
 		ok := true
 		switch string(name) {
 		case "index":
@@ -158,10 +138,8 @@ func readChoice(v []byte, ch *chatChoice) bool {
 		default:
 			ok = !jsonx.Folds(name, "index", "message", "delta", "finish_reason")
 		}
-		if !ok {
-			return false
-		}
-	}
+		return ok
+	})
 }
 
 // readDelta reads a delta of text: content and reasoning_content as strings or null (content
@@ -170,16 +148,7 @@ func readDelta(v []byte, d *chatDelta) bool {
 	if len(v) == 0 || v[0] != '{' {
 		return false
 	}
-	it := jsonx.Object(v, false)
-	for {
-		k, v, more := it.Next()
-		if !more {
-			return it.Done()
-		}
-		name, plain := jsonx.PlainKey(k)
-		if !plain {
-			return false
-		}
+	return jsonx.Members(v, false, func(name, v []byte) bool {
 		ok := true
 		switch string(name) {
 		case "content":
@@ -203,10 +172,8 @@ func readDelta(v []byte, d *chatDelta) bool {
 		default:
 			ok = !jsonx.Folds(name, "content", "reasoning_content", "reasoning", "refusal", "tool_calls")
 		}
-		if !ok {
-			return false
-		}
-	}
+		return ok
+	})
 }
 
 // readStringPtr reads null (nil) or a string into *dst, as json.Unmarshal does into a *string.

@@ -28,16 +28,7 @@ func decodeOllamaLine(line []byte, head bool) (ollamaChatResponse, error) {
 // readOllamaLine fills m from line when line is a well-formed object whose every member it reads
 // as json.Unmarshal would; false sends the line to json.Unmarshal, whatever m holds by then.
 func readOllamaLine(line []byte, head bool, m *ollamaChatResponse) bool {
-	it := jsonx.Object(line, true)
-	for {
-		k, v, more := it.Next()
-		if !more {
-			return it.Done()
-		}
-		name, plain := jsonx.PlainKey(k)
-		if !plain {
-			return false
-		}
+	return jsonx.Members(line, true, func(name, v []byte) bool {
 		ok := true
 		switch string(name) {
 		case "model":
@@ -65,10 +56,8 @@ func readOllamaLine(line []byte, head bool, m *ollamaChatResponse) bool {
 			ok = !jsonx.Folds(name, "model", "created_at", "message", "done", "done_reason", "prompt_eval_count",
 				"eval_count", "error", "logprobs")
 		}
-		if !ok {
-			return false
-		}
-	}
+		return ok
+	})
 }
 
 // readOllamaMessage reads a line's message of text: role, content and thinking.
@@ -76,16 +65,7 @@ func readOllamaMessage(v []byte, m *ollamaMessage) bool {
 	if len(v) == 0 || v[0] != '{' {
 		return false // null leaves the message as it was; anything else is json.Unmarshal's error
 	}
-	it := jsonx.Object(v, false) // validated with the line
-	for {
-		k, v, more := it.Next()
-		if !more {
-			return it.Done()
-		}
-		name, plain := jsonx.PlainKey(k)
-		if !plain {
-			return false
-		}
+	return jsonx.Members(v, false, func(name, v []byte) bool { // validated with the line
 		ok := true
 		switch string(name) {
 		case "role":
@@ -97,10 +77,8 @@ func readOllamaMessage(v []byte, m *ollamaMessage) bool {
 		default:
 			ok = !jsonx.Folds(name, "role", "content", "thinking", "images", "tool_calls", "tool_name", "tool_call_id")
 		}
-		if !ok {
-			return false
-		}
-	}
+		return ok
+	})
 }
 
 // readString reads a JSON string into *dst when want is set; false for any other kind (null

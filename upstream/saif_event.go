@@ -24,16 +24,7 @@ func decodeSAIFEvent(data []byte, specialist bool) (saifEvent, error) {
 // readSAIFEvent fills e from data when data is a well-formed object whose every member it reads
 // as json.Unmarshal would; false sends data to json.Unmarshal.
 func readSAIFEvent(data []byte, specialist bool, e *saifEvent) bool {
-	it := jsonx.Object(data, true)
-	for {
-		k, v, more := it.Next()
-		if !more {
-			return it.Done()
-		}
-		name, plain := jsonx.PlainKey(k)
-		if !plain {
-			return false
-		}
+	return jsonx.Members(data, true, func(name, v []byte) bool {
 		ok := true
 		switch string(name) {
 		case "text":
@@ -56,10 +47,8 @@ func readSAIFEvent(data []byte, specialist bool, e *saifEvent) bool {
 		default:
 			ok = !jsonx.Folds(name, "text", "specialist", "done", "finish_reason", "usage")
 		}
-		if !ok {
-			return false
-		}
-	}
+		return ok
+	})
 }
 
 // readSAIFUsage reads the done event's usage object into *u, made when nil (a second usage
@@ -71,16 +60,7 @@ func readSAIFUsage(v []byte, u **saifUsage) bool {
 	if *u == nil {
 		*u = new(saifUsage)
 	}
-	it := jsonx.Object(v, false) // validated with the event
-	for {
-		k, v, more := it.Next()
-		if !more {
-			return it.Done()
-		}
-		name, plain := jsonx.PlainKey(k)
-		if !plain {
-			return false
-		}
+	return jsonx.Members(v, false, func(name, v []byte) bool { // validated with the event
 		ok := true
 		switch string(name) {
 		case "prompt_tokens":
@@ -90,8 +70,6 @@ func readSAIFUsage(v []byte, u **saifUsage) bool {
 		default:
 			ok = !jsonx.Folds(name, "prompt_tokens", "completion_tokens")
 		}
-		if !ok {
-			return false
-		}
-	}
+		return ok
+	})
 }

@@ -156,6 +156,25 @@ func PlainKey(q []byte) ([]byte, bool) {
 	return name, true
 }
 
+// Members walks the object b (validated as Object validates it) and calls read with each
+// member's name and value; it reports whether b is a well-formed object whose every key is plain
+// (PlainKey) and for whose every member read said true, and stops at the first that is not. It
+// is the walk of a reader that takes the usual members itself and hands any other object to
+// encoding/json, which false asks for (the Ollama and SAIF lines, the Responses bridge's chunks).
+func Members(b []byte, validate bool, read func(name, value []byte) bool) bool {
+	it := Object(b, validate)
+	for {
+		k, v, more := it.Next()
+		if !more {
+			return it.Done()
+		}
+		name, plain := PlainKey(k)
+		if !plain || !read(name, v) {
+			return false
+		}
+	}
+}
+
 // Folds reports whether name, a plain key (PlainKey) equal to none of names, is one of them to
 // encoding/json's case-insensitive matching of keys to fields: a walk that reads some names
 // itself hands such a key to encoding/json, which would take it for the field.
