@@ -40,6 +40,14 @@ func (e *StatusError) Unquoted() string {
 	return s
 }
 
+// PlainCode is the error's code when it is a plain identifier (insufficient_quota), else "".
+func (e *StatusError) PlainCode() string {
+	if identifier(e.Code) {
+		return e.Code
+	}
+	return ""
+}
+
 // identifier reports whether s is a short word of letters, digits, '_', '-' and '.', as error
 // types and codes are: nothing a prompt could be repeated in at length.
 func identifier(s string) bool {

@@ -84,7 +84,15 @@
 // logs each failed attempt's whole error.
 //
 // When the attempts disagree, no single upstream error is the truth, so the client gets 503
-// all_targets_failed with every attempt listed in order as "target: class (status)", and the
-// smallest positive Retry-After any attempt carried. No attempts at all is 503 "no target could
-// serve".
+// all_targets_failed with every attempt listed in order as "target: class (status)" (the status
+// followed by the upstream's error code when that is a plain identifier: "rate_limit (429
+// insufficient_quota)"), and the smallest positive Retry-After any attempt carried. No attempts at
+// all is 503 "no target could serve".
+//
+// The answer's x-should-retry (ClientError.ShouldRetry), which OpenAI's SDKs read before retrying
+// a 408, 409, 429 or 5xx on their own: an error restored from one upstream's keeps the header that
+// upstream sent; otherwise a status the SDKs retry after which every attempt was futile (an
+// endpoint failure, or a failure of a retried class that Classify found no retry helps: a bill
+// or a daily cap, a model too big for its machine, x-should-retry: false) says "false", and
+// anything else says nothing.
 package errmap

@@ -304,6 +304,37 @@ func TestRestore(t *testing.T) {
 			attempt("ollama", &core.StatusError{Status: 500, Message: "the input length exceeds the context length"})},
 			ClientError{Status: 400, Message: "This model's maximum context length is 4096 tokens.", Type: "invalid_request_error",
 				Code: "context_length_exceeded"}},
+		{"out of credit everywhere: no retry helps", []Attempt{
+			attempt("a", &core.StatusError{Status: 429, Message: "You exceeded your current quota", Code: "insufficient_quota"}),
+			attempt("b", &core.StatusError{Status: 429, Message: "You exceeded your current quota", Code: "insufficient_quota"})},
+			ClientError{Status: 429, Message: "You exceeded your current quota", Type: "rate_limit_error", Code: "insufficient_quota",
+				ShouldRetry: RetryNo}},
+		{"endpoints and a bill: no retry helps, and the codes are said", []Attempt{
+			attempt("a", &core.StatusError{Status: 404, Message: "model not found", Code: "model_not_found"}),
+			attempt("b", &core.StatusError{Status: 429, Message: "You exceeded your current quota", Code: "insufficient_quota"})},
+			ClientError{Status: 503, Type: "upstream_error", Code: "all_targets_failed", ShouldRetry: RetryNo,
+				Message: "all targets failed: a: endpoint (404 model_not_found); b: rate_limit (429 insufficient_quota)"}},
+		{"a code that is not an identifier is not said", []Attempt{
+			attempt("a", &core.StatusError{Status: 500, Code: "see the prompt: secret words"}),
+			attempt("b", &core.StatusError{Status: 429, Code: "rate_limit_exceeded"})},
+			ClientError{Status: 503, Type: "upstream_error", Code: "all_targets_failed",
+				Message: "all targets failed: a: server_error (500); b: rate_limit (429 rate_limit_exceeded)"}},
+		{"a bill beside a timeout: a retry may help", []Attempt{
+			attempt("a", &core.StatusError{Status: 429, Code: "insufficient_quota"}),
+			attempt("b", &core.TimeoutError{Target: "b", After: time.Second})},
+			ClientError{Status: 503, Type: "upstream_error", Code: "all_targets_failed",
+				Message: "all targets failed: a: rate_limit (429 insufficient_quota); b: timeout (504)"}},
+		{"the upstream's own x-should-retry is passed on", []Attempt{
+			attempt("a", &core.StatusError{Status: 500, Message: "overloaded", Header: http.Header{"X-Should-Retry": {"true"}}})},
+			ClientError{Status: 500, Message: "overloaded", Type: "upstream_error", ShouldRetry: RetryYes}},
+		{"an upstream's x-should-retry: false everywhere", []Attempt{
+			attempt("a", &core.StatusError{Status: 500, Message: "no", Header: http.Header{"X-Should-Retry": {"false"}}}),
+			attempt("b", &core.StatusError{Status: 502, Message: "no", Header: http.Header{"X-Should-Retry": {" False "}}})},
+			ClientError{Status: 503, Type: "upstream_error", Code: "all_targets_failed", ShouldRetry: RetryNo,
+				Message: "all targets failed: a: server_error (500); b: server_error (502)"}},
+		{"a 401 is not retried by SDKs: nothing added", []Attempt{
+			attempt("a", &core.StatusError{Status: 401, Message: "bad key", Code: "invalid_api_key"})},
+			ClientError{Status: 401, Message: "bad key", Type: "invalid_request_error", Code: "invalid_api_key"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -29,6 +29,32 @@ type ClientError struct {
 	Message, Type, Code, Param string
 	// RetryAfter becomes the response's Retry-After header when positive.
 	RetryAfter time.Duration
+	// ShouldRetry becomes the response's x-should-retry header, which OpenAI's SDKs read before
+	// their own rule (retry 408, 409, 429 and 5xx): nothing when RetryUnsaid.
+	ShouldRetry RetryHint
+}
+
+// RetryHint is what the x-should-retry header tells a client's SDK about trying the request again.
+type RetryHint uint8
+
+const (
+	// RetryUnsaid sends no header: the SDK's own rule applies.
+	RetryUnsaid RetryHint = iota
+	// RetryYes is "true".
+	RetryYes
+	// RetryNo is "false".
+	RetryNo
+)
+
+// Header is the header's value; "" for RetryUnsaid.
+func (h RetryHint) Header() string {
+	switch h {
+	case RetryYes:
+		return "true"
+	case RetryNo:
+		return "false"
+	}
+	return ""
 }
 
 // ClientGone is what a client that went away before its answer is told, should it still read
@@ -63,6 +89,12 @@ func (e ClientError) JSON() []byte {
 // Restore builds the client's error from the failed attempts of one request; the rule is in the
 // package documentation.
 func Restore(attempts []Attempt) ClientError {
+	out := restore(attempts)
+	out.ShouldRetry = retryHint(attempts, out.Status)
+	return out
+}
+
+func restore(attempts []Attempt) ClientError {
 	if len(attempts) == 0 {
 		return ClientError{Status: http.StatusServiceUnavailable, Message: "no target could serve",
 			Type: "upstream_error", Code: "no_target"}
@@ -94,11 +126,86 @@ func Restore(attempts []Attempt) ClientError {
 		if i > 0 {
 			msg.WriteString("; ")
 		}
-		fmt.Fprintf(&msg, "%s: %s (%d)", a.Target, a.Decision.Class, a.Decision.Status)
+		fmt.Fprintf(&msg, "%s: %s (%d", a.Target, a.Decision.Class, a.Decision.Status)
+		if se, ok := errors.AsType[*core.StatusError](a.Err); ok {
+			if c := se.PlainCode(); c != "" {
+				// The upstream's code says which refusal it was (insufficient_quota,
+				// model_not_found): an identifier only, never its words.
+				msg.WriteString(" " + c)
+			}
+		}
+		msg.WriteString(")")
 	}
 	retryAfter := soonest(attempts)
 	return ClientError{Status: http.StatusServiceUnavailable, Message: msg.String(),
 		Type: "upstream_error", Code: "all_targets_failed", RetryAfter: retryAfter}
+}
+
+// retryHint is the final answer's x-should-retry. An error restored from one upstream's keeps the
+// header that upstream sent, if any. Otherwise, when status is one the SDKs retry and every
+// attempt failed in a way another try within their seconds of backoff meets again (an endpoint
+// refusing the request, an account out of credit, a model that does not fit the machine, an
+// upstream's own x-should-retry: false), it is RetryNo: each SDK retry would walk the whole chain
+// again for the same refusals (TestRestore, TestFinalErrorShouldRetry).
+func retryHint(attempts []Attempt, status int) RetryHint {
+	if len(attempts) == 0 {
+		return RetryUnsaid
+	}
+	if restored, single := restoredAttempt(attempts); single {
+		if h := upstreamHint(restored); h != RetryUnsaid {
+			return h
+		}
+	}
+	if !sdkRetries(status) {
+		return RetryUnsaid
+	}
+	for _, a := range attempts {
+		if !futile(a.Decision) {
+			return RetryUnsaid
+		}
+	}
+	return RetryNo
+}
+
+// restoredAttempt is the attempt Restore answers as it is, when it answers one.
+func restoredAttempt(attempts []Attempt) (Attempt, bool) {
+	if last := attempts[len(attempts)-1]; last.Stopped {
+		return last, true
+	}
+	for _, a := range attempts[1:] {
+		if a.Decision.Class != attempts[0].Decision.Class || a.Decision.Status != attempts[0].Decision.Status {
+			return Attempt{}, false
+		}
+	}
+	return attempts[0], true
+}
+
+// upstreamHint is the x-should-retry an attempt's upstream answered with.
+func upstreamHint(a Attempt) RetryHint {
+	se, ok := errors.AsType[*core.StatusError](a.Err)
+	if !ok {
+		return RetryUnsaid
+	}
+	switch v := strings.TrimSpace(se.Header.Get("X-Should-Retry")); {
+	case strings.EqualFold(v, "true"):
+		return RetryYes
+	case strings.EqualFold(v, "false"):
+		return RetryNo
+	}
+	return RetryUnsaid
+}
+
+// sdkRetries reports whether OpenAI's SDKs retry an answer of this status on their own.
+func sdkRetries(status int) bool {
+	return status == http.StatusRequestTimeout || status == http.StatusConflict ||
+		status == http.StatusTooManyRequests || status >= 500
+}
+
+// futile reports whether a failure is one a client's retry seconds later meets again: an endpoint
+// refusing (401/402/403/404/410), or a failure of a retried class that Classify found no retry
+// helps (a bill or a daily cap, a model too big for the machine, x-should-retry: false).
+func futile(d Decision) bool {
+	return d.Class == core.ClassEndpoint || d.Penalize && !d.Retry
 }
 
 // soonest is the smallest positive RetryAfter of the attempts; 0 when none has one.

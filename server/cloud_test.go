@@ -1,11 +1,16 @@
 package server_test
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
 )
 
 // cloudChain is a route local → paid, the homelab shape: a private server first, a paid cloud
@@ -275,5 +280,42 @@ func TestOpenRouterWholeAnswerFields(t *testing.T) {
 	}
 	if got := strings.TrimSpace(string(rep.body)); got != answer {
 		t.Errorf("the answer was not relayed as it came:\n got %s\nwant %s", got, answer)
+	}
+}
+
+// TestFinalErrorShouldRetry: when every target refused in a way a retry seconds later meets again
+// (here both accounts out of credit), the client's answer says x-should-retry: false, and
+// openai-go, with its default two retries, asks once: before, each SDK retry walked the whole
+// chain again for the same two refusals. A failure a retry may mend (a plain rate limit) says
+// nothing, and the SDK's own rule applies.
+func TestFinalErrorShouldRetry(t *testing.T) {
+	quota := `{"error":{"message":"You exceeded your current quota, please check your plan and billing details.","type":"insufficient_quota","param":null,"code":"insufficient_quota"}}`
+	a, b := newFake(t, "a"), newFake(t, "b")
+	a.set(realHandler(realError{status: 429, body: quota}))
+	b.set(realHandler(realError{status: 429, body: quota}))
+	cfg := target("a", a.url(), "public", `model = "m"`) + target("b", b.url(), "public", `model = "m"`) +
+		"[routes.r]\ntargets = [\"a\", \"b\"]\n"
+	g := newGateway(t, cfg, nil)
+	rep := g.chat(t, "r")
+	if rep.status != 429 || rep.header.Get("X-Should-Retry") != "false" {
+		t.Fatalf("got %d x-should-retry %q, want 429 false: %s", rep.status, rep.header.Get("X-Should-Retry"), rep.body)
+	}
+	a.hits.Store(0)
+	b.hits.Store(0)
+	c := openai.NewClient(option.WithBaseURL(g.ts.URL+"/v1/"), option.WithAPIKey("unused"),
+		option.WithHTTPClient(g.ts.Client()), option.WithMaxRetries(2))
+	_, err := c.Chat.Completions.New(context.Background(), openai.ChatCompletionNewParams{
+		Model: "r", Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("hi")}})
+	if apiErr, ok := errors.AsType[*openai.Error](err); !ok || apiErr.StatusCode != 429 || apiErr.Code != "insufficient_quota" {
+		t.Fatalf("SDK error %v, want the 429 insufficient_quota", err)
+	}
+	if na, nb := a.hits.Load(), b.hits.Load(); na != 1 || nb != 1 {
+		t.Errorf("each target asked %d and %d times through the SDK, want once each", na, nb)
+	}
+
+	a.set(realHandler(realError{status: 500, body: `{"error":{"message":"overloaded","type":"server_error","code":"overloaded"}}`}))
+	if rep := g.chat(t, "r"); rep.status != 503 || rep.header.Get("X-Should-Retry") != "" ||
+		!strings.Contains(string(rep.body), "a: server_error (500 overloaded); b: rate_limit (429 insufficient_quota)") {
+		t.Errorf("a server error beside a bill: got %d x-should-retry %q: %s", rep.status, rep.header.Get("X-Should-Retry"), rep.body)
 	}
 }

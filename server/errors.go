@@ -51,6 +51,8 @@ var (
 	// scheme the server takes; RFC 6750 §3). No error code: a 401 relayed from a target has one of
 	// its own to say, and a request without a key should get none (RFC 6750 §3.1).
 	bearerChallenge = []string{"Bearer"}
+	retryTrue       = []string{"true"}
+	retryFalse      = []string{"false"}
 )
 
 func writeError(w http.ResponseWriter, e *apiError) {
@@ -70,6 +72,12 @@ func writeError(w http.ResponseWriter, e *apiError) {
 			secs++
 		}
 		h.Set("Retry-After", strconv.FormatInt(secs, 10))
+	}
+	switch e.ShouldRetry {
+	case errmap.RetryYes:
+		h["X-Should-Retry"] = retryTrue
+	case errmap.RetryNo:
+		h["X-Should-Retry"] = retryFalse // TestFinalErrorShouldRetry
 	}
 	w.WriteHeader(e.Status)
 	_, _ = w.Write(append(errorBody(e), '\n'))

@@ -239,6 +239,8 @@ func TestInvRestoreEveryDoor(t *testing.T) {
 		message  string
 		moveOn   bool // b is asked after a
 		fromB200 bool
+		// retry is the answer's x-should-retry: "false" when every target refused for good.
+		retry string
 	}
 	cases := []struct {
 		name   string
@@ -257,8 +259,8 @@ func TestInvRestoreEveryDoor(t *testing.T) {
 		{"404 twice", 404, 404, want{status: 404, code: "code-a", message: "message from a", moveOn: true}},
 		{"410 twice", 410, 410, want{status: 410, code: "code-a", message: "message from a", moveOn: true}},
 		{"413 twice", 413, 413, want{status: 400, code: "context_length_exceeded", message: "message from a", moveOn: true}},
-		{"401 then 404", 401, 404, want{status: 503, code: "all_targets_failed", message: "all targets failed: a: endpoint (401); b: endpoint (404)", moveOn: true}},
-		{"401 then 500", 401, 500, want{status: 503, code: "all_targets_failed", message: "all targets failed: a: endpoint (401); b: server_error (500)", moveOn: true}},
+		{"401 then 404", 401, 404, want{status: 503, code: "all_targets_failed", message: "all targets failed: a: endpoint (401 code-a); b: endpoint (404 code-b)", moveOn: true, retry: "false"}},
+		{"401 then 500", 401, 500, want{status: 503, code: "all_targets_failed", message: "all targets failed: a: endpoint (401 code-a); b: server_error (500 code-b)", moveOn: true}},
 		{"400 stops", 400, 401, want{status: 400, code: "code-a", message: "message from a"}},
 		// An upstream's own timeout (OpenRouter's "Your request timed out", LiteLLM's Timeout):
 		// class timeout, not a request error that another target would refuse too.
@@ -297,6 +299,9 @@ func TestInvRestoreEveryDoor(t *testing.T) {
 				}
 				if got := rep.errorField(t, "message"); got != c.want.message {
 					t.Errorf("message %v, want %s", got, c.want.message)
+				}
+				if got := rep.header.Get("X-Should-Retry"); got != c.want.retry {
+					t.Errorf("x-should-retry %q, want %q", got, c.want.retry)
 				}
 			})
 		}
