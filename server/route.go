@@ -12,6 +12,7 @@ import (
 	"github.com/hayula/gateway/autoroute"
 	"github.com/hayula/gateway/config"
 	"github.com/hayula/gateway/core"
+	"github.com/hayula/gateway/errmap"
 	"github.com/hayula/gateway/filter"
 	"github.com/hayula/gateway/internal/echo"
 	"github.com/hayula/gateway/internal/jsonx"
@@ -509,8 +510,14 @@ func noTarget(rs *routeState, drops []filter.Drop) *apiError {
 	}
 	switch {
 	case private && (len(asked) == 0 || other):
-		return &apiError{Status: http.StatusServiceUnavailable, Type: typeUpstream, Code: "no_private_target",
+		e := &apiError{Status: http.StatusServiceUnavailable, Type: typeUpstream, Code: "no_private_target",
 			Message: fmt.Sprintf("no private target could serve this strict request on route %q (%s)", rs.Name, b.String())}
+		if len(asked) == 0 {
+			// Every target is public: the same answer until the configuration changes, which an
+			// SDK's own retries of a 503 would only repeat (TestStrictRequestUnsupportedByItsPrivateTargets).
+			e.ShouldRetry = errmap.RetryNo
+		}
+		return e
 	case len(asked) > 0 && allFilter(asked, (endpointFilter{}).Name()):
 		// As the adapters answered when they were tried, and as OpenAI answers a model that does
 		// not serve the endpoint.
