@@ -59,7 +59,9 @@
 //   - A background start (Warm) gives way to the starts requests wait for: no slot a request's
 //     start waits for, no launch once one waits in its group's line, evictable once launched —
 //     TestWarmGivesWayToRequests, TestWarmGivesWayWhileVictimStops; and it starts a member it
-//     finds stopping once that has gone — TestWarmOfStoppingMemberStarts.
+//     finds stopping once that has gone — TestWarmOfStoppingMemberStarts. A Reload that replaces
+//     the member before it is ready starts the new member of its name in its stead, as a request
+//     waiting for the old one waits for the new — TestWarmFollowsReload.
 //   - Reload keeps the process and state of a member whose Spec and pinning are unchanged, stops
 //     a changed or removed one once no attempt holds it, and starts a changed one only when its
 //     old process has gone — TestReload, TestReloadWaitsForRetiredSlot. The changed member keeps

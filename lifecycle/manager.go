@@ -148,6 +148,7 @@ type Manager struct {
 	saveMu    sync.Mutex
 	sups      sync.WaitGroup // supervisors
 	flights   sync.WaitGroup // bringUp calls
+	rewarms   sync.WaitGroup // Warm calls a Reload made for the new members of warms it retired
 
 	mu      sync.Mutex
 	changed chan struct{} // closed and replaced on every change a waiter may care about
@@ -353,7 +354,8 @@ func (m *Manager) startPinnedLocked() {
 // reload itself; a member started into it later evicts as many as it takes to fit).
 // Every other member is retired: Ensure no longer hands it out (a call waiting for it waits for
 // the new member of its name instead, which keeps the old one's place in the LRU order and its
-// last use, but not its process, state or idle timer), and its process is stopped as soon as no attempt holds it,
+// last use, but not its process, state or idle timer; a background start of it under way, Warm's,
+// goes on with the new member likewise), and its process is stopped as soon as no attempt holds it,
 // at once when none does, and it is not restarted if it crashes meanwhile. Until it has stopped it
 // keeps its place in the slots of the group of its name, and the new member of its name, in a
 // group or not, starts only once it has gone: a changed member's new process never runs beside
@@ -412,9 +414,13 @@ func (m *Manager) Reload(specs []Spec, groups []GroupSpec) error {
 			retired = append(retired, mem)
 		}
 	}
+	var rewarm []string
 	for _, mem := range m.members {
 		if byName[mem.spec.Name] == mem {
 			continue
+		}
+		if byName[mem.spec.Name] != nil && mem.warmingLocked() {
+			rewarm = append(rewarm, mem.spec.Name)
 		}
 		if byName[mem.spec.Name] == nil {
 			if m.removed == nil {
@@ -436,8 +442,38 @@ func (m *Manager) Reload(specs []Spec, groups []GroupSpec) error {
 	m.members, m.byName, m.groups, m.retired = members, byName, newGroups, retired
 	// Not once Drain has been called: the gateway is stopping (TestReloadAfterDrainStartsNoPinned).
 	m.startPinnedLaterLocked()
+	if !m.stopping {
+		for _, name := range rewarm {
+			m.rewarmLocked(name)
+		}
+	}
 	m.broadcastLocked()
 	return nil
+}
+
+// warmingLocked reports whether mem is starting for a background start (Warm) that has not ended:
+// reserved, waiting for the members it evicted to go or loading, and neither restarting after a
+// crash nor past its load_timeout.
+func (mem *member) warmingLocked() bool {
+	return mem.warmed && mem.state == StateStarting && !mem.restarting && !mem.expired
+}
+
+// rewarmLocked warms name's new member in the background, for a Reload that retired its old one
+// while a background start of it was under way. The start is still wanted (a request passed the
+// target by cold), and a request that waited for the old member waits for the new one: dropped,
+// the warm would leave the target cold for the next request only because the reload came
+// between the warm and its load rather than before or after (TestWarmFollowsReload). It is a
+// Warm like any, giving way to requests, which a slot the old member holds until it has gone
+// makes wait; Close ends it.
+func (m *Manager) rewarmLocked(name string) {
+	m.rewarms.Add(1)
+	go func() {
+		defer m.rewarms.Done()
+		err := m.Warm(context.Background(), name)
+		if err != nil && !errors.Is(err, ErrClosed) && !errors.Is(err, ErrStopping) {
+			m.log.Warn("lifecycle: background start across a reload", "target", name, "err", err)
+		}
+	}()
 }
 
 // sameSpec reports whether a and b describe the same process and its supervision.
@@ -486,7 +522,9 @@ func (m *Manager) Ensure(ctx context.Context, name string) (baseURL string, rele
 // request for another member of the group may evict it, as it may a pre-warmed one
 // (TestWarmGivesWayToRequests). It may evict the least recently used idle member, as a request's
 // start does: the request passed the member by because it was cold, not because another served
-// better.
+// better. A Reload that replaces the member before it is ready (while it waits for a slot, for
+// the members it evicted to go, or loads) warms the new member of its name instead, as a request
+// waiting for the old member waits for the new one (TestWarmFollowsReload).
 func (m *Manager) Warm(ctx context.Context, name string) error {
 	var (
 		expired = make(chan struct{})
@@ -724,6 +762,7 @@ func (m *Manager) Close(ctx context.Context) error {
 	go func() {
 		m.sups.Wait()
 		m.flights.Wait()
+		m.rewarms.Wait()
 		m.save()
 		close(m.spawnCh)
 		close(done)
