@@ -25,7 +25,9 @@
 //     for members of a full group never load and evict each other's processes in turn —
 //     TestNoEvictionBeforeWaiterAcquires.
 //   - Requests that find their group full get its slots in the order they first waited, one member
-//     at a time, not in the order the scheduler wakes them — TestSlotWaitersServedInArrivalOrder.
+//     at a time, not in the order the scheduler wakes them — TestSlotWaitersServedInArrivalOrder;
+//     a request that joined another's start keeps its place when that start ends at the other's
+//     load_timeout — TestJoinedRequestKeepsPlaceInLine.
 //   - Concurrent requests for one cold target start one process — TestSingleStartUnderConcurrency.
 //   - A member that crashes after having been healthy is restarted with backoff, and the crash is
 //     logged with its last stderr lines — TestRestartAfterCrash; an unpinned member whose restart
