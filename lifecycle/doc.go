@@ -28,7 +28,11 @@
 //     at a time, not in the order the scheduler wakes them — TestSlotWaitersServedInArrivalOrder;
 //     a request that joined another's start keeps its place when that start ends at the other's
 //     load_timeout — TestJoinedRequestKeepsPlaceInLine.
-//   - Concurrent requests for one cold target start one process — TestSingleStartUnderConcurrency.
+//   - Concurrent requests for one cold target start one process, and in a full group evict one
+//     member — TestSingleStartUnderConcurrency, TestHerdOf64StartsOnce. What holds it is that a
+//     start is reserved only from StateStopped, in the critical section that sets StateStarting
+//     (for Warm, pinned starts and pre-warms as well); singleflight only has the requests share
+//     one start flight, and both tests pass without it.
 //   - A member that crashes after having been healthy is restarted with backoff, and the crash is
 //     logged with its last stderr lines — TestRestartAfterCrash; an unpinned member whose restart
 //     fails before it is healthy is stopped, not relaunched forever — TestUnpinnedRestartGivesUp.

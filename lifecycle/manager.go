@@ -494,7 +494,8 @@ func sameSpec(a, b Spec) bool {
 // Ensure makes the target's process run and be healthy, starting it if needed (stopping the least
 // recently used idle unpinned member of a full group first), and returns its base URL. The caller
 // must call release when the attempt ends: until then the member is neither evicted nor
-// idle-stopped. Concurrent calls for one cold target start it once (singleflight). The wait is
+// idle-stopped. Concurrent calls for one cold target start it once, sharing one start flight
+// (singleflight). The wait is
 // bounded by the target's load_timeout (*LoadTimeoutError) and by ctx (ctx.Err()); a start that
 // fails returns *ProcessError, and a call for a target a Reload removed (or one waiting for it
 // then) ErrRemoved. The URL may
@@ -893,7 +894,9 @@ func (m *Manager) release(mem *member, port int) {
 
 // bringUp runs once per cold target at a time (under singleflight): it reserves a slot, evicting if
 // needed, and waits until the member is ready, a launch fails, or load_timeout passes
-// (errFlightExpired).
+// (errFlightExpired). It reserves only a member it finds stopped, under the lock that reserveLocked
+// sets StateStarting under: that, not singleflight, is what keeps concurrent starts of one member
+// to one process (TestSingleStartUnderConcurrency).
 func (m *Manager) bringUp(mem *member) (err error) {
 	m.mu.Lock()
 	if m.closed {
