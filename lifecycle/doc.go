@@ -25,8 +25,14 @@
 //     for members of a full group never load and evict each other's processes in turn —
 //     TestNoEvictionBeforeWaiterAcquires.
 //   - Requests that find their group full get its slots in the order they first waited, one member
-//     at a time, not in the order the scheduler wakes them — TestSlotWaitersServedInArrivalOrder.
-//   - Concurrent requests for one cold target start one process — TestSingleStartUnderConcurrency.
+//     at a time, not in the order the scheduler wakes them — TestSlotWaitersServedInArrivalOrder;
+//     a request that joined another's start keeps its place when that start ends at the other's
+//     load_timeout — TestJoinedRequestKeepsPlaceInLine.
+//   - Concurrent requests for one cold target start one process, and in a full group evict one
+//     member — TestSingleStartUnderConcurrency, TestHerdOf64StartsOnce. What holds it is that a
+//     start is reserved only from StateStopped, in the critical section that sets StateStarting
+//     (for Warm, pinned starts and pre-warms as well); singleflight only has the requests share
+//     one start flight, and both tests pass without it.
 //   - A member that crashes after having been healthy is restarted with backoff, and the crash is
 //     logged with its last stderr lines — TestRestartAfterCrash; an unpinned member whose restart
 //     fails before it is healthy is stopped, not relaunched forever — TestUnpinnedRestartGivesUp.
@@ -59,7 +65,9 @@
 //   - A background start (Warm) gives way to the starts requests wait for: no slot a request's
 //     start waits for, no launch once one waits in its group's line, evictable once launched —
 //     TestWarmGivesWayToRequests, TestWarmGivesWayWhileVictimStops; and it starts a member it
-//     finds stopping once that has gone — TestWarmOfStoppingMemberStarts.
+//     finds stopping once that has gone — TestWarmOfStoppingMemberStarts. A Reload that replaces
+//     the member before it is ready starts the new member of its name in its stead, as a request
+//     waiting for the old one waits for the new — TestWarmFollowsReload.
 //   - Reload keeps the process and state of a member whose Spec and pinning are unchanged, stops
 //     a changed or removed one once no attempt holds it, and starts a changed one only when its
 //     old process has gone — TestReload, TestReloadWaitsForRetiredSlot. The changed member keeps

@@ -4,6 +4,7 @@ package lifecycle
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"testing"
 	"time"
@@ -61,6 +62,75 @@ func TestSlotWaitersServedInArrivalOrder(t *testing.T) {
 		g.release()
 	}
 	if want := []string{"b", "c", "d"}; !slices.Equal(order, want) {
+		t.Errorf("served in order %v, want %v (the order they asked in)", order, want)
+	}
+}
+
+// TestJoinedRequestKeepsPlaceInLine: a request that joined the start of a member another request
+// had begun keeps, in its group's slot line, the place of the time it asked when that start ends
+// at its first caller's load_timeout. It queued again at the end of the line, behind requests
+// that came after it but before that timeout.
+func TestJoinedRequestKeepsPlaceInLine(t *testing.T) {
+	const long = 10 * time.Minute
+	spec := func(n string, load time.Duration) Spec {
+		s := inGroup("g", fake(n))
+		s.LoadTimeout = load
+		return s
+	}
+	specs := []Spec{spec("a", long), spec("b", time.Minute), spec("c", long), spec("d", long)}
+	h := newHarness(t, specs, []GroupSpec{{Name: "g", Slots: 1}}, Options{})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+
+	_, releaseA, err := h.m.Ensure(ctx, "a")
+	if err != nil {
+		t.Fatalf("Ensure(a): %v", err)
+	}
+	type got struct {
+		name    string
+		release func()
+		err     error
+	}
+	served := make(chan got, 4)
+	ask := func(n string) {
+		go func() {
+			_, rel, err := h.m.Ensure(ctx, n)
+			served <- got{n, rel, err}
+		}()
+	}
+	// b's first request, then c's, while a holds the only slot.
+	ask("b")
+	eventually(t, "b in the slot line", func() bool { return h.inLine("b") })
+	ask("c")
+	eventually(t, "c in the slot line", func() bool { return h.inLine("c") })
+	// Half b's load_timeout on, a second request for b joins its start; then d comes.
+	h.clock.Advance(time.Minute / 2)
+	ask("b")
+	eventually(t, "the second request for b to wait", func() bool { return waitingFor(h, "b") == 2 })
+	ask("d")
+	eventually(t, "d in the slot line", func() bool { return h.inLine("d") })
+	// b's start ends at its first request's load_timeout; the second has half of its own left.
+	h.clock.Advance(time.Minute / 2)
+	first := <-served
+	var lt *LoadTimeoutError
+	if first.name != "b" || !errors.As(first.err, &lt) {
+		t.Fatalf("first answer: %s %v, want b's load timeout", first.name, first.err)
+	}
+	eventually(t, "the second request for b alone in line for it", func() bool {
+		return waitingFor(h, "b") == 1 && h.inLine("b")
+	})
+
+	releaseA()
+	var order []string
+	for range 3 {
+		g := <-served
+		if g.err != nil {
+			t.Fatalf("Ensure(%s): %v", g.name, g.err)
+		}
+		order = append(order, g.name)
+		g.release()
+	}
+	if want := []string{"c", "b", "d"}; !slices.Equal(order, want) {
 		t.Errorf("served in order %v, want %v (the order they asked in)", order, want)
 	}
 }

@@ -165,6 +165,11 @@ func waitingFor(h *harness, name string) int {
 	return h.m.byName[name].waiting
 }
 
+// TestSingleStartUnderConcurrency: concurrent requests for one cold target start one process. It
+// passes with singleflight removed (each call's flight finds the member starting and waits); it
+// fails when, singleflight removed too, bringUp's check that the member is stopped and its
+// reservation are no longer one critical section, or when bringUp reserves a member that is not
+// stopped.
 func TestSingleStartUnderConcurrency(t *testing.T) {
 	starts := filepath.Join(t.TempDir(), "starts")
 	loaded := filepath.Join(t.TempDir(), "loaded")

@@ -28,13 +28,22 @@ func upCount(h *harness) int {
 
 // TestHerdOf64StartsOnce: 64 concurrent requests for one cold member of a full group start one
 // process and evict one member, not 64 of either.
+//
+// What keeps the start single is that a start is reserved only from StateStopped, in the critical
+// section that sets StateStarting (bringUp, reserveLocked); singleflight only has the callers
+// share one flight, and the test passes without it. The group has two slots and two idle members:
+// in a group of one slot, a second reservation of a would find a itself in the only slot and
+// nothing to evict, so the slot count alone would hide a check-and-set that is no longer atomic
+// (with singleflight removed as well, this test then failed; with one slot it passed).
 func TestHerdOf64StartsOnce(t *testing.T) {
 	starts := filepath.Join(t.TempDir(), "starts")
 	loaded := filepath.Join(t.TempDir(), "loaded")
-	specs := []Spec{inGroup("g", fake("a", "-wait-file", loaded, "-starts", starts)), inGroup("g", fake("b"))}
-	h := newHarness(t, specs, []GroupSpec{{Name: "g", Slots: 1}}, Options{})
+	specs := []Spec{inGroup("g", fake("a", "-wait-file", loaded, "-starts", starts)),
+		inGroup("g", fake("b")), inGroup("g", fake("c"))}
+	h := newHarness(t, specs, []GroupSpec{{Name: "g", Slots: 2}}, Options{})
 	h.use(t, "b")
-	pidB := h.status(t, "b").PID
+	h.use(t, "c") // b is the least recently used: the one to evict
+	pidB, pidC := h.status(t, "b").PID, h.status(t, "c").PID
 	const callers = 64
 	errs := make([]error, callers)
 	urls := make([]string, callers)
@@ -70,10 +79,13 @@ func TestHerdOf64StartsOnce(t *testing.T) {
 		t.Errorf("%d processes of a started, want 1", n)
 	}
 	if !processGone(pidB) {
-		t.Errorf("b's process %d still runs beside a in a group of one slot", pidB)
+		t.Errorf("b's process %d still runs beside a and c in a group of two slots", pidB)
 	}
 	if st := h.status(t, "b"); st.State != StateStopped || st.Starts != 1 {
 		t.Errorf("b: %+v, want stopped after one start", st)
+	}
+	if st := h.status(t, "c"); st.State != StateReady || st.PID != pidC {
+		t.Errorf("c: %+v, want still running as process %d: one eviction for one start", st, pidC)
 	}
 }
 

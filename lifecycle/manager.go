@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"net"
 	"net/http"
 	"slices"
@@ -75,9 +76,12 @@ type member struct {
 	loadTimeout time.Duration
 
 	// Guarded by Manager.mu.
-	state    State
-	busy     int
-	waiting  int    // Ensure calls waiting for this member to be ready: like busy, they bar eviction
+	state   State
+	busy    int
+	waiting int // Ensure calls waiting for this member to be ready: like busy, they bar eviction
+	// asks are the arrival tickets of those calls, oldest first: the member's place in its group's
+	// slot line is its oldest (firstAskLocked).
+	asks     []uint64
 	seq      uint64 // recency: higher was acquired or released later; 0 = never
 	lastUsed time.Time
 	readyAt  time.Time
@@ -148,13 +152,18 @@ type Manager struct {
 	saveMu    sync.Mutex
 	sups      sync.WaitGroup // supervisors
 	flights   sync.WaitGroup // bringUp calls
+	rewarms   sync.WaitGroup // Warm calls a Reload made for the new members of warms it retired
 
 	mu      sync.Mutex
 	changed chan struct{} // closed and replaced on every change a waiter may care about
 	seq     uint64
-	// slotLine lists, in the order they first found their group full, the members whose start
-	// flight waits for a slot: when one frees, the first of its group takes it.
+	// slotLine lists the members whose start flight waits for a slot, or whose requests start
+	// another after theirs ended at its first caller's load_timeout (leaveLine): when one frees,
+	// the member of its group asked for longest ago (firstAskLocked) takes it. Its order is not
+	// the line's.
 	slotLine []*member
+	// asked is the last arrival ticket given to an Ensure call that waits (member.asks).
+	asked uint64
 	// warmsWaiting counts the Warm calls waiting for a slot (for tests: a Warm is behind).
 	warmsWaiting int
 	// ports counts the holders of each port given to a process: the process until it exits, and
@@ -353,7 +362,8 @@ func (m *Manager) startPinnedLocked() {
 // reload itself; a member started into it later evicts as many as it takes to fit).
 // Every other member is retired: Ensure no longer hands it out (a call waiting for it waits for
 // the new member of its name instead, which keeps the old one's place in the LRU order and its
-// last use, but not its process, state or idle timer), and its process is stopped as soon as no attempt holds it,
+// last use, but not its process, state or idle timer; a background start of it under way, Warm's,
+// goes on with the new member likewise), and its process is stopped as soon as no attempt holds it,
 // at once when none does, and it is not restarted if it crashes meanwhile. Until it has stopped it
 // keeps its place in the slots of the group of its name, and the new member of its name, in a
 // group or not, starts only once it has gone: a changed member's new process never runs beside
@@ -412,9 +422,13 @@ func (m *Manager) Reload(specs []Spec, groups []GroupSpec) error {
 			retired = append(retired, mem)
 		}
 	}
+	var rewarm []string
 	for _, mem := range m.members {
 		if byName[mem.spec.Name] == mem {
 			continue
+		}
+		if byName[mem.spec.Name] != nil && mem.warmingLocked() {
+			rewarm = append(rewarm, mem.spec.Name)
 		}
 		if byName[mem.spec.Name] == nil {
 			if m.removed == nil {
@@ -436,8 +450,38 @@ func (m *Manager) Reload(specs []Spec, groups []GroupSpec) error {
 	m.members, m.byName, m.groups, m.retired = members, byName, newGroups, retired
 	// Not once Drain has been called: the gateway is stopping (TestReloadAfterDrainStartsNoPinned).
 	m.startPinnedLaterLocked()
+	if !m.stopping {
+		for _, name := range rewarm {
+			m.rewarmLocked(name)
+		}
+	}
 	m.broadcastLocked()
 	return nil
+}
+
+// warmingLocked reports whether mem is starting for a background start (Warm) that has not ended:
+// reserved, waiting for the members it evicted to go or loading, and neither restarting after a
+// crash nor past its load_timeout.
+func (mem *member) warmingLocked() bool {
+	return mem.warmed && mem.state == StateStarting && !mem.restarting && !mem.expired
+}
+
+// rewarmLocked warms name's new member in the background, for a Reload that retired its old one
+// while a background start of it was under way. The start is still wanted (a request passed the
+// target by cold), and a request that waited for the old member waits for the new one: dropped,
+// the warm would leave the target cold for the next request only because the reload came
+// between the warm and its load rather than before or after (TestWarmFollowsReload). It is a
+// Warm like any, giving way to requests, which a slot the old member holds until it has gone
+// makes wait; Close ends it.
+func (m *Manager) rewarmLocked(name string) {
+	m.rewarms.Add(1)
+	go func() {
+		defer m.rewarms.Done()
+		err := m.Warm(context.Background(), name)
+		if err != nil && !errors.Is(err, ErrClosed) && !errors.Is(err, ErrStopping) {
+			m.log.Warn("lifecycle: background start across a reload", "target", name, "err", err)
+		}
+	}()
 }
 
 // sameSpec reports whether a and b describe the same process and its supervision.
@@ -450,12 +494,16 @@ func sameSpec(a, b Spec) bool {
 // Ensure makes the target's process run and be healthy, starting it if needed (stopping the least
 // recently used idle unpinned member of a full group first), and returns its base URL. The caller
 // must call release when the attempt ends: until then the member is neither evicted nor
-// idle-stopped. Concurrent calls for one cold target start it once (singleflight). The wait is
+// idle-stopped. Concurrent calls for one cold target start it once, sharing one start flight
+// (singleflight). The wait is
 // bounded by the target's load_timeout (*LoadTimeoutError) and by ctx (ctx.Err()); a start that
 // fails returns *ProcessError, and a call for a target a Reload removed (or one waiting for it
 // then) ErrRemoved. The URL may
 // change across restarts (a new port each launch), so use the one returned for this attempt.
 func (m *Manager) Ensure(ctx context.Context, name string) (baseURL string, release func(), err error) {
+	// The call's place in a slot line, from the time it first waited: kept across a Reload that
+	// makes it wait for a new member.
+	var ticket uint64
 	for {
 		mem, removed := m.memberOrRemoved(name)
 		switch {
@@ -466,7 +514,7 @@ func (m *Manager) Ensure(ctx context.Context, name string) (baseURL string, rele
 		case mem == nil:
 			return "", nil, &UnknownTargetError{Name: name}
 		}
-		baseURL, release, err = m.ensure(ctx, mem)
+		baseURL, release, err = m.ensure(ctx, mem, &ticket)
 		// A Reload replaced the member this call waited for: it waits for the new one instead.
 		if err != errRetired {
 			return baseURL, release, err
@@ -486,7 +534,9 @@ func (m *Manager) Ensure(ctx context.Context, name string) (baseURL string, rele
 // request for another member of the group may evict it, as it may a pre-warmed one
 // (TestWarmGivesWayToRequests). It may evict the least recently used idle member, as a request's
 // start does: the request passed the member by because it was cold, not because another served
-// better.
+// better. A Reload that replaces the member before it is ready (while it waits for a slot, for
+// the members it evicted to go, or loads) warms the new member of its name instead, as a request
+// waiting for the old member waits for the new one (TestWarmFollowsReload).
 func (m *Manager) Warm(ctx context.Context, name string) error {
 	var (
 		expired = make(chan struct{})
@@ -577,7 +627,8 @@ func (m *Manager) warmLocked(mem *member) bool {
 // errRetired ends a wait for a member that a Reload has replaced or removed.
 var errRetired = errors.New("lifecycle: member retired by a reload")
 
-func (m *Manager) ensure(ctx context.Context, mem *member) (baseURL string, release func(), err error) {
+// ensure is Ensure for mem; *ticket is the call's arrival ticket, given here when it first waits.
+func (m *Manager) ensure(ctx context.Context, mem *member, ticket *uint64) (baseURL string, release func(), err error) {
 	name := mem.spec.Name
 	if url, release, ok := m.acquire(mem); ok {
 		return url, release, nil
@@ -587,9 +638,15 @@ func (m *Manager) ensure(ctx context.Context, mem *member) (baseURL string, rele
 	// such requests would load and evict each other's processes in turn.
 	m.mu.Lock()
 	mem.waiting++
+	if *ticket == 0 {
+		m.asked++
+		*ticket = m.asked
+	}
+	i, _ := slices.BinarySearch(mem.asks, *ticket)
+	mem.asks = slices.Insert(mem.asks, i, *ticket)
 	failuresBefore := mem.failures
 	m.mu.Unlock()
-	defer m.unwait(mem)
+	defer m.unwait(mem, *ticket)
 	// load_timeout counts from this call, not from the start of the flight it joins: a flight
 	// ends at its first caller's deadline, and a later caller then goes on with a new one, with
 	// a timer of its own for what is left of its wait.
@@ -724,6 +781,7 @@ func (m *Manager) Close(ctx context.Context) error {
 	go func() {
 		m.sups.Wait()
 		m.flights.Wait()
+		m.rewarms.Wait()
 		m.save()
 		close(m.spawnCh)
 		close(done)
@@ -782,11 +840,16 @@ func (m *Manager) acquire(mem *member) (string, func(), bool) {
 	return mem.url, func() { once.Do(func() { m.release(mem, port) }) }, true
 }
 
-func (m *Manager) unwait(mem *member) {
+func (m *Manager) unwait(mem *member, ticket uint64) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	mem.waiting--
+	if i, ok := slices.BinarySearch(mem.asks, ticket); ok {
+		mem.asks = slices.Delete(mem.asks, i, i+1)
+	}
 	if mem.waiting == 0 {
+		// Nobody asks for it any more: it leaves the slot line, where leaveLine may have kept it.
+		m.slotLine = slices.DeleteFunc(m.slotLine, func(o *member) bool { return o == mem })
 		// A request, or a pinned member, waiting for a slot may now evict this member.
 		m.startPinnedLaterLocked()
 		m.broadcastLocked()
@@ -831,8 +894,10 @@ func (m *Manager) release(mem *member, port int) {
 
 // bringUp runs once per cold target at a time (under singleflight): it reserves a slot, evicting if
 // needed, and waits until the member is ready, a launch fails, or load_timeout passes
-// (errFlightExpired).
-func (m *Manager) bringUp(mem *member) error {
+// (errFlightExpired). It reserves only a member it finds stopped, under the lock that reserveLocked
+// sets StateStarting under: that, not singleflight, is what keeps concurrent starts of one member
+// to one process (TestSingleStartUnderConcurrency).
+func (m *Manager) bringUp(mem *member) (err error) {
 	m.mu.Lock()
 	if m.closed {
 		m.mu.Unlock()
@@ -842,7 +907,7 @@ func (m *Manager) bringUp(mem *member) error {
 	failuresBefore := mem.failures
 	m.mu.Unlock()
 	defer m.flights.Done()
-	defer m.leaveLine(mem)
+	defer func() { m.leaveLine(mem, err) }()
 
 	expired := make(chan struct{})
 	t := m.clock.AfterFunc(mem.loadTimeout, func() { close(expired) })
@@ -890,43 +955,52 @@ func (m *Manager) bringUp(mem *member) error {
 }
 
 // reserveInTurnLocked is reserveLocked for a request's start: a member whose group is full joins
-// the group's line and reserves only once those that found it full before it have a slot, so that
-// each slot that frees goes to the request that has waited longest rather than to whichever
-// flight the scheduler wakes first (the newest, often), and none waits out its load_timeout while
-// later ones are served.
+// the group's line and reserves only once the members of the line asked for before it (by the
+// arrival of the request that has waited longest for each) have a slot, so that each slot that
+// frees goes to the request that has waited longest rather than to whichever flight the scheduler
+// wakes first (the newest, often), and none waits out its load_timeout while later ones are
+// served (TestSlotWaitersServedInArrivalOrder). A request keeps its place when the flight it
+// joined ends at its first caller's load_timeout and it starts another
+// (TestJoinedRequestKeepsPlaceInLine).
 func (m *Manager) reserveInTurnLocked(mem *member) {
 	if mem.group == nil {
 		m.reserveLocked(mem)
 		return
 	}
-	queued := false
-	for _, o := range m.slotLine {
-		if o == mem {
-			queued = true
-			break
-		}
-		if o.group == mem.group && o.state == StateStopped {
-			// One ahead still waits; it takes the next slot (if it cannot, neither can mem).
-			if !queued {
-				m.slotLine = append(m.slotLine, mem)
-			}
-			return
-		}
-	}
-	if m.reserveLocked(mem) {
+	first := mem.firstAskLocked()
+	// One ahead still waits; it takes the next slot (if it cannot, neither can mem).
+	ahead := slices.ContainsFunc(m.slotLine, func(o *member) bool {
+		return o != mem && o.group == mem.group && o.state == StateStopped && o.firstAskLocked() < first
+	})
+	if !ahead && m.reserveLocked(mem) {
 		m.slotLine = slices.DeleteFunc(m.slotLine, func(o *member) bool { return o == mem })
 		return
 	}
-	if !queued {
+	if !slices.Contains(m.slotLine, mem) {
 		m.slotLine = append(m.slotLine, mem)
 	}
 }
 
-// leaveLine takes mem out of the slot line when its start flight ends, and lets the next in line
-// look for a slot.
-func (m *Manager) leaveLine(mem *member) {
+// firstAskLocked is mem's place in its group's slot line: the arrival ticket of the Ensure call
+// that has waited longest for it, the last place when none waits.
+func (mem *member) firstAskLocked() uint64 {
+	if len(mem.asks) == 0 {
+		return math.MaxUint64
+	}
+	return mem.asks[0]
+}
+
+// leaveLine takes mem out of the slot line when its start flight ends with err, and lets the next
+// in line look for a slot. A flight that ended at its first caller's load_timeout leaves it in
+// line while other calls wait for it: they start another flight at once, and until it looks for
+// a slot, one that frees must not go to a member asked for after them (unwait takes mem out
+// when the last has gone).
+func (m *Manager) leaveLine(mem *member, err error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if err == errFlightExpired && mem.waiting > 0 && mem.state == StateStopped && !mem.retired {
+		return
+	}
 	if i := slices.Index(m.slotLine, mem); i >= 0 {
 		m.slotLine = slices.Delete(m.slotLine, i, i+1)
 		m.broadcastLocked()
