@@ -20,7 +20,23 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/hayula/gateway/config"
+	"github.com/hayula/gateway/upstream"
 )
+
+// TestFakeUpstreamFirstEventCommits: the gateway holds a stream's leading chunks that carry only
+// the role (upstream.Contentless) until one with something in it comes. The fake upstream's first
+// event carries the first token with the role, so the gateway relays it as it comes, and the
+// first byte and the held-back counts measure the gateway, not a wait for the second event (a
+// slow stream's interval).
+func TestFakeUpstreamFirstEventCommits(t *testing.T) {
+	for _, chunks := range []int{1, 32} {
+		f := newFakeUpstream(chunks, 100*time.Millisecond)
+		ev := bytes.TrimSuffix(bytes.TrimPrefix(f.events[0], []byte("data: ")), []byte("\n\n"))
+		if upstream.Contentless(ev) {
+			t.Errorf("%d chunks: the first event %s carries nothing: the gateway would hold it", chunks, ev)
+		}
+	}
+}
 
 func TestQuantileAndMedian(t *testing.T) {
 	ms := func(v ...int) []time.Duration {

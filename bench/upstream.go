@@ -84,7 +84,7 @@ func upstreamMain(args []string) int {
 // equally by the direct and the gateway columns, so it cancels out of the added latency.
 type fakeUpstream struct {
 	chat     []byte   // the non-streaming chat.completion
-	events   [][]byte // each a whole "data: …\n\n" event; the first carries the role
+	events   [][]byte // each a whole "data: …\n\n" event; the first carries the role and the first token
 	tail     []byte   // the finishing chunk and [DONE], written with the last event
 	interval time.Duration
 	// conns is how many connections have carried a chat request, to see connection churn
@@ -106,7 +106,11 @@ func newFakeUpstream(chunks int, interval time.Duration) *fakeUpstream {
 	for i := range max(chunks, 1) {
 		delta := `{"content":" token` + strconv.Itoa(i) + `"}`
 		if i == 0 {
-			delta = `{"role":"assistant","content":""}`
+			// The role with the first token: a first chunk with the role alone (vLLM's, sent
+			// before the prefill) is held by the gateway until the first token's, which would
+			// add the interval of a slow stream to its first byte and count every first event
+			// held back. That wait is the model's, not the gateway's cost this bench measures.
+			delta = `{"role":"assistant","content":" token0"}`
 		}
 		f.events = append(f.events, fmt.Appendf(nil, "data: "+chunk+"\n\n", delta, "null"))
 	}

@@ -124,6 +124,7 @@ type reqState struct {
 	cands []*core.Target // the array eligibility keeps targets in, then the attempt loop's candidates
 	open  []*core.Target // the array the attempt loop keeps the candidates its guards let in (openOf)
 	chain []string       // the array the targets tried are named in
+	lead  []byte         // the array a stream's chunks held before its first event are kept in (firstEvent)
 	key   *config.Key    // the key the request came with (its name for the log, its index for metrics); nil for none
 	busy  *atomic.Int64  // the key's in-flight count this request is counted in (a slot, under max_concurrent)
 	tpm   *tokenBucket   // the key's tpm bucket the answer is to be charged to, until it is (chargeTPM)
@@ -230,7 +231,8 @@ func (s *Server) admit(r *http.Request, op core.Op, st *reqState, limited bool) 
 // result is how the attempt loop ended.
 type result struct {
 	resp   *upstream.Response
-	first  []byte // a streaming response's first event, read before the point of no return
+	first  []byte // a streaming response's first event with something in it, read before the point of no return
+	lead   []byte // the chunks with nothing in it held before first (firstEvent), as SSE events; nil for none
 	target *core.Target
 	flight inflight // the served target's in-flight count
 	chain  []string
@@ -319,7 +321,7 @@ func (s *Server) run(ctx context.Context, rs *routeState, req *core.Request, st 
 		}
 		if a.err == nil {
 			s.metrics.Served(rs.index, t.Index)
-			res.resp, res.first, res.target, res.flight = a.resp, a.first, t, a.end
+			res.resp, res.first, res.lead, res.target, res.flight = a.resp, a.first, a.lead, t, a.end
 			if passed != nil {
 				s.procs.warmPassed(passed)
 			}
@@ -518,6 +520,7 @@ func (f inflight) end() {
 type attemptResult struct {
 	resp  *upstream.Response
 	first []byte
+	lead  []byte // the chunks held before first (firstEvent), as SSE events
 	end   inflight
 	dec   errmap.Decision
 	err   error
@@ -541,7 +544,7 @@ func (s *Server) attempt(ctx context.Context, rs *routeState, st *reqState, t *c
 		if try > 0 && s.reloadForbids(req, rs.Name, st.movedFrom, st.key, t) {
 			return a // a reload put t out of this request's reach since the last try
 		}
-		a = s.once(ctx, t, req, st.bridge, claim && try == 0, id)
+		a = s.once(ctx, t, req, st, claim && try == 0, id)
 		if a.err == nil || a.held {
 			return a
 		}
@@ -571,13 +574,15 @@ func (s *Server) attempt(ctx context.Context, rs *routeState, st *reqState, t *c
 }
 
 // once is a single attempt. A stream's first event is read here, so that a stream that fails
-// before producing anything can still fall through. With claim, an attempt health does not have
-// t available for is held instead: eligibility was planned earlier, and since then another
-// request may have taken the probe after t's cooldown. bridge, when the answer is to be
-// translated for the Responses API, reads a whole answer or the stream's first event here too:
-// one it cannot read is an answer the gateway could not read, which falls through like any
-// other (TestInvResponsesUnreadableAnswerFallsThrough).
-func (s *Server) once(ctx context.Context, t *core.Target, req *core.Request, bridge *responsesWriter, claim bool, id string) attemptResult {
+// before producing anything can still fall through; so are the chunks with nothing of an answer
+// that come before it (firstEvent), kept in st.lead's array. With claim, an attempt health does
+// not have t available for is held instead: eligibility was planned earlier, and since then
+// another request may have taken the probe after t's cooldown. st.bridge, when the answer is to be
+// translated for the Responses API, reads a whole answer or each event read here too: one it
+// cannot read is an answer the gateway could not read, which falls through like any other
+// (TestInvResponsesUnreadableAnswerFallsThrough).
+func (s *Server) once(ctx context.Context, t *core.Target, req *core.Request, st *reqState, claim bool, id string) attemptResult {
+	bridge := st.bridge
 	ok, probe := s.health.Begin(t)
 	if !ok && claim {
 		return attemptResult{held: true}
@@ -610,19 +615,8 @@ func (s *Server) once(ctx context.Context, t *core.Target, req *core.Request, br
 	}
 	var a attemptResult
 	if err == nil && resp.Stream != nil {
-		a.first, err = resp.Stream.Next()
-		if errors.Is(err, io.EOF) {
-			// An end before any event ([DONE] at once) is an answer with no choices: relayed, a
-			// client's choices[0] is out of range. Nothing has gone to the client yet, so it is a
-			// stream that broke before anything was sent, and the chain moves on
-			// (TestReviewFallThroughBeforeFirstEvent).
-			err = &core.StreamError{Target: t.Name, Message: "upstream ended the stream before its first event"}
-		} else if err == nil && len(a.first) > maxEventData {
-			err = eventTooLong(t.Name, len(a.first))
-		}
-		if err == nil && bridge != nil {
-			err = bridge.readable(t, a.first, false)
-		}
+		a.first, a.lead, err = firstEvent(t, resp.Stream, bridge, st.lead[:0])
+		st.lead = a.lead[:0] // the array, grown or not, for the next attempt's
 		if err != nil {
 			_ = resp.Stream.Close()
 		}
@@ -664,6 +658,55 @@ func (s *Server) once(ctx context.Context, t *core.Target, req *core.Request, br
 	s.health.Report(t, core.ClassNone, 0)
 	a.resp, a.end = resp, end
 	return a
+}
+
+// How much of a stream's start firstEvent holds back before its point of no return: chunks with
+// nothing of an answer in them (upstream.Contentless), at most maxHeldChunks of them and
+// maxHeldBytes of their events. vLLM, SGLang and llama-server send one, the role, before the
+// first token; a stream of more commits on the one past the bound, as every stream committed
+// on its first event before, so that nothing is held without limit.
+const (
+	maxHeldChunks = 4
+	maxHeldBytes  = 16 << 10
+)
+
+// firstEvent reads a stream's first event with something in it (its first event, unless that is
+// upstream.Contentless), before anything goes to the client: a failure until then, of the first
+// event or of any after the held ones, is a stream that failed before anything was sent, which
+// falls through. The held chunks are appended to lead as the SSE events the relay writes before
+// first, in order and unchanged, and returned. Each wait for an event is the target's
+// idle_timeout, the first's as the held ones' (TestHeldLeadFallsThrough). bridge, when not nil,
+// must be able to read every event (Server.once).
+func firstEvent(t *core.Target, st upstream.Stream, bridge *responsesWriter, lead []byte) (first, _ []byte, err error) {
+	for n := 0; ; n++ {
+		first, err = st.Next()
+		switch {
+		case errors.Is(err, io.EOF):
+			// An end before any event ([DONE] at once) is an answer with no choices: relayed, a
+			// client's choices[0] is out of range; after chunks with nothing in them, one with no
+			// answer. Nothing has gone to the client yet, so it is a stream that broke before
+			// anything was sent, and the chain moves on (TestReviewFallThroughBeforeFirstEvent).
+			msg := "upstream ended the stream before its first event"
+			if n > 0 {
+				msg = "upstream ended the stream before any of its answer"
+			}
+			err = &core.StreamError{Target: t.Name, Message: msg}
+		case err == nil && len(first) > maxEventData:
+			err = eventTooLong(t.Name, len(first))
+		case err == nil && n > 0 && upstream.AbortsEmpty(first):
+			// The engine gave the request up after its role chunk: as an abort that is the first
+			// event (upstream.AbortedError), the stream failed before its first token.
+			err = &core.StreamError{Target: t.Name, Message: upstream.AbortedEarlyMessage}
+		}
+		if err == nil && bridge != nil {
+			err = bridge.readable(t, first, false)
+		}
+		if err != nil || n == maxHeldChunks || len(lead)+len(sseData)+len(first)+len(sseEnd) > maxHeldBytes ||
+			!upstream.Contentless(first) {
+			return first, lead, err
+		}
+		lead = append(append(append(lead, sseData...), first...), sseEnd...)
+	}
 }
 
 // chainSep separates the targets tried in x-hayula-chain and in the request log line.

@@ -398,6 +398,13 @@ func (s *Server) relay(ctx context.Context, w http.ResponseWriter, usage usageTo
 		}
 		return http.StatusOK, s.clientLeft(res, w)
 	}
+	if len(res.lead) > 0 {
+		// The chunks with nothing in them held before the first event (firstEvent), with it:
+		// they carry no usage, and the head, they and the first event go out in one flush.
+		if _, werr := w.Write(res.lead); werr != nil {
+			return left()
+		}
+	}
 	for err == nil {
 		// Before Buffered, which may invalidate ev (TestStreamUsageReadBeforeBuffered). Only an
 		// event with usage (once a stream, in general) is looked at for choices.

@@ -537,7 +537,7 @@ func (s *openaiStream) Next() ([]byte, error) {
 			// The engine gave the request up. Before anything went out, with nothing in it, the
 			// stream failed (see AbortedError).
 			if s.events == 0 && !carriesAnswer(data) {
-				s.err = &core.StreamError{Target: s.target, Message: `the upstream aborted the request (finish_reason "abort") before its first token`}
+				s.err = &core.StreamError{Target: s.target, Message: AbortedEarlyMessage}
 				return nil, s.err
 			}
 			s.aborted = true
