@@ -19,6 +19,10 @@ type Config struct {
 	Listen string
 	// MaxBodyBytes caps a client request body; default 10 MiB.
 	MaxBodyBytes int64
+	// MaxConnections caps the client connections open at once (max_connections): at the cap the
+	// gateway takes no new connection until one closes, and closes idle ones, the oldest idle
+	// first, to make room. Default DefaultMaxConnections; 0 means no cap.
+	MaxConnections int
 	// Keys are the API keys; empty means the gateway is open, which Load allows only when Listen
 	// is a loopback address.
 	Keys []Key
@@ -137,11 +141,18 @@ type Cooldown struct {
 const (
 	DefaultListen       = "127.0.0.1:8000"
 	DefaultMaxBodyBytes = 10 << 20
-	DefaultTimeout      = 120 * time.Second
-	DefaultIdleTimeout  = 120 * time.Second // as long as DefaultTimeout: a local server may send a stream's head before a long prompt or a model load
-	DefaultFailures     = 3
-	DefaultCooldownBase = 30 * time.Second
-	DefaultCooldownMax  = 300 * time.Second
+	// DefaultMaxConnections is four times the bench's 1,000 concurrent streams (PERFORMANCE.md;
+	// its client keeps 1,016 connections), so that it never holds back a load the gateway is
+	// measured at, and bounds what a flood of silent connections costs: each holds its
+	// goroutine and buffers, about 17 KB (70 MB at the cap), and a file descriptor, which with
+	// an upstream connection behind each busy one stays under the usual hard limits (systemd's
+	// 524,288; Go raises the soft limit to the hard one at start).
+	DefaultMaxConnections = 4096
+	DefaultTimeout        = 120 * time.Second
+	DefaultIdleTimeout    = 120 * time.Second // as long as DefaultTimeout: a local server may send a stream's head before a long prompt or a model load
+	DefaultFailures       = 3
+	DefaultCooldownBase   = 30 * time.Second
+	DefaultCooldownMax    = 300 * time.Second
 	// Active health and lifecycle.
 	DefaultHealthInterval = 30 * time.Second
 	DefaultHealthTimeout  = 5 * time.Second

@@ -25,6 +25,8 @@ import (
 type fileTOML struct {
 	Listen       *string `toml:"listen"`
 	MaxBodyBytes *int64  `toml:"max_body_bytes"`
+	// MaxConnections is max_connections: nil takes DefaultMaxConnections, 0 turns the cap off.
+	MaxConnections *int `toml:"max_connections"`
 
 	AllowedHosts   *[]string `toml:"allowed_hosts"`
 	AllowedOrigins *[]string `toml:"allowed_origins"`
@@ -757,6 +759,13 @@ func (c *compiler) top(cfg *Config, raw *fileTOML) {
 		cfg.MaxBodyBytes = *raw.MaxBodyBytes
 		if cfg.MaxBodyBytes <= 0 {
 			c.errorf([]string{"max_body_bytes"}, "must be positive, got %d", cfg.MaxBodyBytes)
+		}
+	}
+	cfg.MaxConnections = DefaultMaxConnections
+	if raw.MaxConnections != nil {
+		cfg.MaxConnections = *raw.MaxConnections
+		if cfg.MaxConnections < 0 {
+			c.errorf([]string{"max_connections"}, "must be 0 (no cap) or more, got %d", cfg.MaxConnections)
 		}
 	}
 	cfg.Browsers = c.browsers(raw, cfg.Listen)

@@ -60,6 +60,30 @@ func TestParseMetricsOff(t *testing.T) {
 	}
 }
 
+// TestParseMaxConnections: max_connections is a count of connections, 4096 when left out, 0 for
+// no cap, and never negative.
+func TestParseMaxConnections(t *testing.T) {
+	for _, tc := range []struct {
+		line string
+		want int
+	}{{"", DefaultMaxConnections}, {"max_connections = 0\n", 0}, {"max_connections = 64\n", 64}} {
+		cfg, err := Parse([]byte(tc.line+minimal), "c.toml", nil)
+		if err != nil {
+			t.Fatalf("%q: %v", tc.line, err)
+		}
+		if cfg.MaxConnections != tc.want {
+			t.Errorf("%q: MaxConnections = %d, want %d", tc.line, cfg.MaxConnections, tc.want)
+		}
+	}
+	_, err := Parse([]byte("max_connections = -1\n"+minimal), "c.toml", nil)
+	if err == nil || !strings.Contains(err.Error(), "c.toml:1: max_connections: must be 0 (no cap) or more, got -1") {
+		t.Errorf("max_connections = -1: %v", err)
+	}
+	if DefaultMaxConnections < 1000+16 {
+		t.Errorf("DefaultMaxConnections = %d would hold back the bench's 1,000 streams", DefaultMaxConnections)
+	}
+}
+
 func TestParseDefaults(t *testing.T) {
 	cfg, err := Parse([]byte(minimal), "min.toml", nil)
 	if err != nil {
@@ -73,8 +97,10 @@ func TestParseDefaults(t *testing.T) {
 		Source:       "min.toml",
 		Listen:       "127.0.0.1:8000",
 		MaxBodyBytes: 10 << 20,
-		Keys:         []Key{},
-		Targets:      []*core.Target{a},
+		// max_connections left out: the default cap (CONFIG.md; TestParseMaxConnections).
+		MaxConnections: 4096,
+		Keys:           []Key{},
+		Targets:        []*core.Target{a},
 		Routes: []*Route{{Name: "r", Targets: []*core.Target{a}, Policy: core.PolicyOrdered,
 			FallbackOn: core.DefaultFallbackOn, Guard: []core.ClassSet{0}}},
 		Cooldown: Cooldown{Failures: 3, Base: 30 * time.Second, Max: 300 * time.Second},

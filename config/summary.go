@@ -21,7 +21,8 @@ import (
 func (c *Config) Summary() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "config %s\n", c.Source)
-	fmt.Fprintf(&b, "listen %s, max body %d bytes, metrics %s\n", c.Listen, c.MaxBodyBytes, metricsSummary(c.Metrics))
+	fmt.Fprintf(&b, "listen %s, max body %d bytes, max connections %s, metrics %s\n", c.Listen, c.MaxBodyBytes,
+		connsSummary(c.MaxConnections), metricsSummary(c.Metrics))
 	if c.TLS != nil {
 		fmt.Fprintf(&b, "https: certificate %s, key %s, valid until %s\n", c.TLS.CertFile, c.TLS.KeyFile,
 			c.TLS.Certificate.Leaf.NotAfter.UTC().Format(time.RFC3339))
@@ -178,6 +179,13 @@ func yes(b bool, s string) string {
 		return s
 	}
 	return ""
+}
+
+func connsSummary(n int) string {
+	if n == 0 {
+		return "no cap"
+	}
+	return strconv.Itoa(n)
 }
 
 func metricsSummary(on bool) string {

@@ -207,6 +207,7 @@ func (s *Server) writeGauges(w *metrics.Writer) {
 		s.writeProcs(w)
 	}
 	s.reloads.Write(w, s.started)
+	writeConns(w, s.conns)
 	w.Family("go_goroutines", "gauge", "Number of goroutines that currently exist.")
 	w.Sample("go_goroutines", uint64(runtime.NumGoroutine()))
 	if rss, ok := residentBytes(); ok {

@@ -59,6 +59,7 @@ health_path = "http://127.0.0.1:{port}/health"
 			o.Lifecycle = lifecycle.Options{PollInterval: 20 * time.Millisecond, ProbeTimeout: time.Second,
 				StopGrace: time.Second}
 			o.Reloads = new(metrics.Reloads)
+			o.Conns = server.NewConnLimit(64)
 		})
 	rep, _ := scrape(t, g, "Authorization", "Bearer hk-ops")
 	if rep.status != 200 {

@@ -42,6 +42,7 @@ func Serve(ctx context.Context, ln net.Listener, h http.Handler, grace time.Dura
 		MaxHeaderBytes:    64 << 10,
 		Reject:            rejectBody,
 		Log:               log,
+		Conns:             so.conns,
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
@@ -84,6 +85,7 @@ type serveOptions struct {
 	sendTimeout time.Duration
 	certs       *Certificates    // nil: plain HTTP
 	tlsNow      func() time.Time // the TLS listener's clock; nil: time.Now
+	conns       *ConnLimit       // nil: no cap on connections
 }
 
 // WithSendTimeout sets how long a write to a client may make no progress before the connection

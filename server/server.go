@@ -79,6 +79,9 @@ type Options struct {
 	Previous *Server
 	// Reloads counts configuration reloads for /metrics; nil writes no reload series.
 	Reloads *metrics.Reloads
+	// Conns is the cap on client connections that Serve keeps (WithConnLimit), for /metrics; nil
+	// writes no connection series.
+	Conns *ConnLimit
 	// NewRequestID makes the ID of a request that came without a usable X-Request-Id; nil means
 	// "req_" and 24 hex digits, from a source seeded once per server (see requestIDs). Tests
 	// inject a counter. An ID it makes that is not a token of printable ASCII up to 128 bytes is
@@ -134,6 +137,7 @@ type Server struct {
 
 	metrics   *metrics.Set // nil when the config turned metrics off; see metrics.go
 	reloads   *metrics.Reloads
+	conns     *ConnLimit // nil: no connection series in /metrics
 	limits    []keyLimit // by config.Key.Index; nil when there are no keys (limits.go)
 	goneSlots keySlots   // in-flight counts of keys a reload removed, carried for one bringing them back
 
@@ -203,6 +207,7 @@ func New(o Options) (*Server, error) {
 		retry:   [2]time.Duration{o.RetryBase, o.RetryMax},
 		started: time.Now(),
 		reloads: o.Reloads,
+		conns:   o.Conns,
 	}
 	s.failedOpen = new(atomic.Int64)
 	s.launched = o.Lifecycle.Counts

@@ -415,9 +415,14 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, rl *reload
 		certs = server.NewCertificates(cfg.TLS.Certificate)
 		serveOpts = append(serveOpts, server.WithTLS(certs))
 	}
+	// The cap on client connections lives as long as the process: a reload sets it again.
+	conns := server.NewConnLimit(cfg.MaxConnections)
+	serveOpts = append(serveOpts, server.WithConnLimit(conns))
+	o.Conns = conns
 	if rl != nil {
 		rl.reloads = new(metrics.Reloads)
 		o.Reloads = rl.reloads
+		rl.conns = conns
 	}
 	srv, err := server.New(o)
 	if err != nil {

@@ -42,6 +42,9 @@ type reloader struct {
 	// serves plain HTTP, which only a restart changes.
 	certs   *server.Certificates
 	reloads *metrics.Reloads
+	// conns is the cap on client connections the HTTP server keeps, which a reload sets to the
+	// file's max_connections.
+	conns *server.ConnLimit
 
 	warnedListen string // the changed listen already warned about
 	afterBuild   func() // tests: runs once a reload has built, where the gateway may begin to stop
@@ -120,6 +123,7 @@ func (r *reloader) reload(ctx context.Context) bool {
 	r.reloads.Done(true, time.Now())
 	cfg := next.Config()
 	r.renewCertificate(cfg)
+	r.setMaxConnections(cfg)
 	r.log.Info("configuration reloaded", "file", r.path, "routes", len(cfg.Routes), "targets", len(cfg.Targets),
 		"keys", len(cfg.Keys), "managed", len(cfg.Lifecycle.Specs), "took", time.Since(start).Round(time.Millisecond))
 	r.retire(r.live.Replace(next))
@@ -270,7 +274,7 @@ func (r *reloader) build(ctx context.Context) (*server.Server, error) {
 				"wait_healthy", w, "in_use", p.WaitsHealthy())
 		}
 	}
-	next, err := server.New(server.Options{Config: cfg, Logger: r.log, Previous: cur, Reloads: r.reloads})
+	next, err := server.New(server.Options{Config: cfg, Logger: r.log, Previous: cur, Reloads: r.reloads, Conns: r.conns})
 	if err != nil {
 		return nil, err
 	}
@@ -308,6 +312,25 @@ func (r *reloader) renewCertificate(cfg *config.Config) {
 	r.certs.Set(next)
 	r.log.Info("reload: serving the certificate in the file", "tls_cert_file", cfg.TLS.CertFile,
 		"serial", next.Leaf.SerialNumber.Text(16), "not_after", next.Leaf.NotAfter.UTC().Format(time.RFC3339))
+}
+
+// setMaxConnections puts the cap of cfg, just applied, on the client connections. The
+// connections open stay open, those over a lowered cap too: none has its request cut, and the
+// new ones wait, idle ones being closed to make room, until fewer than the cap are open
+// (TestReloadMaxConnections).
+func (r *reloader) setMaxConnections(cfg *config.Config) {
+	prev := r.conns.Max()
+	if r.conns == nil || prev == cfg.MaxConnections {
+		return
+	}
+	r.conns.Set(cfg.MaxConnections)
+	open := r.conns.Stats().Open
+	attrs := []any{"max_connections", cfg.MaxConnections, "was", prev, "open", open}
+	if cfg.MaxConnections > 0 && open > int64(cfg.MaxConnections) {
+		r.log.Info("reload: max_connections lowered under the connections open: those stay open; new ones wait, and idle ones are closed to make room, until fewer are open", attrs...)
+		return
+	}
+	r.log.Info("reload: max_connections changed", attrs...)
 }
 
 // pinnedLoadTimeout is the longest load_timeout of the pinned members: how long a reload waits

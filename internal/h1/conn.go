@@ -53,6 +53,13 @@ type conn struct {
 	skipped int
 	// lingered is set by linger, which ends the connection once.
 	lingered bool
+	// madeRoom is set, under Server.mu, when the connection was closed idle to make room for a
+	// new one (closeOldestIdle).
+	madeRoom bool
+	// idleAt is when (Server.now) the connection began to wait for its next request, or was
+	// let in (admit, not accepted: one held at the cap is no older for its wait): the oldest
+	// idle is closed first to make room.
+	idleAt atomic.Int64
 	// inBody is set while the handler's read of its body, its answer not begun, is under way:
 	// a read of the socket then marks the connection stateBody (see connReader). Only the
 	// goroutine reading the body uses it, under the body handle's lock.
@@ -243,10 +250,12 @@ func (c *conn) serve() {
 		c.bufs = nil
 	}()
 	for {
+		c.idleAt.Store(s.now())
 		c.state.Store(stateIdle) // Shutdown moves only an idle connection, so nothing is lost here
 		if s.inShutdown.Load() {
 			return
 		}
+		s.wentIdle()
 		// The deadlines below are put on the socket by armRead, and only if a read reaches it.
 		c.phase = rdlIdle
 		if err := c.awaitRequest(); err != nil {

@@ -83,8 +83,12 @@ type Server struct {
 	Reject func(status int, code, msg string) (contentType string, body []byte)
 	// Log receives recovered panics and accept errors; nil discards.
 	Log *slog.Logger
+	// Conns caps the connections open at once and counts them (see ConnLimit); nil means no
+	// cap.
+	Conns *ConnLimit
 
-	watching func() // a test's hook: the watcher is about to read
+	watching    func() // a test's hook: the watcher is about to read
+	waitingRoom func() // a test's hook: an accept loop holds a connection and waits for room
 
 	inShutdown atomic.Bool
 	epoch      time.Time // for now: a monotonic clock in an int64
@@ -100,6 +104,12 @@ type Server struct {
 	lns   map[net.Listener]struct{}
 	conns map[*conn]struct{}
 	done  chan struct{} // closed by Shutdown and Close; made lazily under mu
+	// room is closed when a connection ends, or goes idle, while an accept loop waits for room
+	// under Conns' cap (admit); nil when none waits. roomWanted is set while it is not nil, so
+	// that a connection going idle takes mu only then.
+	room       chan struct{}
+	roomWanted atomic.Bool
+	making     int // connections closed to make room that have not ended yet
 }
 
 const (
@@ -126,6 +136,8 @@ func (s *Server) Serve(ln net.Listener) error {
 	}
 	defer s.untrack(ln)
 	var delay time.Duration
+	failed, warned := 0, false // accepts failed in a row; whether that run was logged
+	var warnedAt time.Time     // when a run of failed accepts was last logged
 	for {
 		nc, err := ln.Accept()
 		if err != nil {
@@ -135,9 +147,26 @@ func (s *Server) Serve(ln net.Listener) error {
 			if errors.Is(err, net.ErrClosed) {
 				return err
 			}
-			// Out of file descriptors and the like pass; back off as net/http does.
+			// Out of file descriptors and the like pass; back off as net/http does. Such a
+			// run repeats at every pause until a descriptor is free (the waiting connection is
+			// still in the kernel's queue), so it is logged once, not at every accept, and once
+			// a minute at most for runs that come and go (a process at its fd limit, which
+			// gets one as a connection closes and is out again at the next).
+			s.Conns.count(countAcceptErr)
+			failed++
+			if outOfFiles(err) {
+				// A descriptor an idle connection holds is better spent on a client that
+				// is sending a request (nginx reuses its keep-alive connections the same way).
+				s.mu.Lock()
+				s.closeOldestIdle()
+				s.mu.Unlock()
+			}
 			delay = min(max(2*delay, 5*time.Millisecond), time.Second)
-			s.logger().Warn("accept failed; retrying", "error", err, "delay", delay)
+			if failed == 1 && (warnedAt.IsZero() || time.Since(warnedAt) >= time.Minute) {
+				warned, warnedAt = true, time.Now()
+				s.logger().Warn("accept failed; pausing and retrying until it succeeds (logged once while it lasts)",
+					"error", err, "out_of_files", outOfFiles(err))
+			}
 			t := time.NewTimer(delay)
 			select {
 			case <-t.C:
@@ -147,9 +176,15 @@ func (s *Server) Serve(ln net.Listener) error {
 			}
 			continue
 		}
+		if failed > 0 {
+			if warned {
+				s.logger().Info("accepting connections again", "failed_accepts", failed)
+			}
+			failed, warned = 0, false
+		}
 		delay = 0
 		c := s.newConn(nc)
-		if !s.trackConn(c) {
+		if !s.admit(c) {
 			_ = nc.Close()
 			return http.ErrServerClosed
 		}
@@ -240,22 +275,14 @@ func (s *Server) untrack(ln net.Listener) {
 	s.mu.Unlock()
 }
 
-func (s *Server) trackConn(c *conn) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.inShutdown.Load() {
-		return false
-	}
-	if s.conns == nil {
-		s.conns = map[*conn]struct{}{}
-	}
-	s.conns[c] = struct{}{}
-	return true
-}
-
 func (s *Server) untrackConn(c *conn) {
 	s.mu.Lock()
 	delete(s.conns, c)
+	s.Conns.setOpen(len(s.conns))
+	if c.madeRoom {
+		s.making--
+	}
+	s.roomMade()
 	s.mu.Unlock()
 }
 

@@ -1,0 +1,223 @@
+package h1
+
+import (
+	"errors"
+	"sync"
+	"sync/atomic"
+	"syscall"
+)
+
+// ConnLimit caps how many client connections a Server has open at once (nginx's
+// worker_connections, Envoy's downstream connection limit), and counts what the cap and the
+// accept loop did. At the cap the server takes no new connection from its listener (they wait in
+// the kernel's queue) until one of its own closes, and closes its idle connections, the oldest
+// idle first, to make room: a client that sends a request is served ahead of one that holds a
+// connection and sends nothing (a flood of silent connections, or idle keep-alive ones).
+//
+// One ConnLimit serves one Server for the life of the process: Set changes the cap while it
+// serves (a reload); connections already open over a lowered cap stay open. The zero value
+// has no cap and counts; a nil *ConnLimit has no cap and counts nothing.
+type ConnLimit struct {
+	max atomic.Int64 // 0: no cap
+
+	mu      sync.Mutex
+	changed chan struct{} // closed by Set; made on first use
+
+	open       atomic.Int64  // connections open now
+	waited     atomic.Uint64 // connections accepted at the cap, which waited for room
+	idleClosed atomic.Uint64 // idle connections closed to make room
+	acceptErrs atomic.Uint64 // accepts that failed (out of file descriptors and the like)
+}
+
+// NewConnLimit caps connections at n; 0 means no cap.
+func NewConnLimit(n int) *ConnLimit {
+	l := new(ConnLimit)
+	l.Set(n)
+	return l
+}
+
+// Set makes n the cap (0: none). A raised cap lets a waiting connection in at once; a lowered
+// one closes nothing that is open: the next connections wait, and idle ones are closed to make
+// room, until fewer than n are open.
+func (l *ConnLimit) Set(n int) {
+	l.max.Store(int64(max(n, 0)))
+	l.mu.Lock()
+	if l.changed != nil {
+		close(l.changed)
+		l.changed = nil
+	}
+	l.mu.Unlock()
+}
+
+// Max is the cap; 0 means none.
+func (l *ConnLimit) Max() int {
+	if l == nil {
+		return 0
+	}
+	return int(l.max.Load())
+}
+
+// changedChan is closed by the next Set.
+func (l *ConnLimit) changedChan() <-chan struct{} {
+	if l == nil {
+		return nil
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.changed == nil {
+		l.changed = make(chan struct{})
+	}
+	return l.changed
+}
+
+// ConnStats is what a ConnLimit counted.
+type ConnStats struct {
+	// Open is how many connections are open now.
+	Open int64
+	// Waited counts the connections accepted at the cap, which waited for room before they
+	// were served.
+	Waited uint64
+	// IdleClosed counts the idle connections closed to make room: at the cap, or when an accept
+	// failed for want of file descriptors.
+	IdleClosed uint64
+	// AcceptErrors counts the accepts that failed and were retried after a pause (EMFILE,
+	// ENFILE and the like).
+	AcceptErrors uint64
+}
+
+// Stats reads the counts.
+func (l *ConnLimit) Stats() ConnStats {
+	if l == nil {
+		return ConnStats{}
+	}
+	return ConnStats{Open: l.open.Load(), Waited: l.waited.Load(), IdleClosed: l.idleClosed.Load(),
+		AcceptErrors: l.acceptErrs.Load()}
+}
+
+// counter names one of the counts, for count.
+type counter uint8
+
+const (
+	countWaited counter = iota
+	countIdleClosed
+	countAcceptErr
+)
+
+func (l *ConnLimit) count(c counter) {
+	if l == nil {
+		return
+	}
+	switch c {
+	case countWaited:
+		l.waited.Add(1)
+	case countIdleClosed:
+		l.idleClosed.Add(1)
+	case countAcceptErr:
+		l.acceptErrs.Add(1)
+	}
+}
+
+func (l *ConnLimit) setOpen(n int) {
+	if l != nil {
+		l.open.Store(int64(n))
+	}
+}
+
+// outOfFiles reports whether an accept failed for want of file descriptors, the process's
+// (EMFILE) or the system's (ENFILE): closing a connection of the server's own frees one.
+func outOfFiles(err error) bool {
+	return errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE)
+}
+
+// admit tracks c, a connection just accepted, once there is room for it under the cap: at the
+// cap it closes the oldest idle connection and waits for it (or any other) to end, or for the
+// cap to be raised. It reports false when the server shuts down meanwhile.
+func (s *Server) admit(c *conn) bool {
+	waited := false
+	for {
+		ch := s.Conns.changedChan()
+		s.mu.Lock()
+		if s.inShutdown.Load() {
+			s.mu.Unlock()
+			return false
+		}
+		if n := s.Conns.Max(); n == 0 || len(s.conns) < n {
+			if s.conns == nil {
+				s.conns = map[*conn]struct{}{}
+			}
+			c.idleAt.Store(s.now())
+			s.conns[c] = struct{}{}
+			s.Conns.setOpen(len(s.conns))
+			s.mu.Unlock()
+			return true
+		}
+		s.closeOldestIdle()
+		if s.room == nil {
+			s.room = make(chan struct{})
+			s.roomWanted.Store(true)
+		}
+		room := s.room
+		s.mu.Unlock()
+		if !waited {
+			waited = true
+			s.Conns.count(countWaited)
+			if s.waitingRoom != nil {
+				s.waitingRoom()
+			}
+		}
+		select {
+		case <-room:
+		case <-ch:
+		case <-s.doneChan():
+			return false
+		}
+	}
+}
+
+// closeOldestIdle closes the connection that has waited longest for a request, if one waits,
+// to make room for a new one; its goroutine ends it, and untrackConn says so (roomMade). s.mu is
+// held. The socket is closed on a goroutine of its own: a TLS connection's Close writes a
+// close_notify alert first, which waits up to 5 s for a client that stopped reading, and neither
+// the accept loop nor s.mu may wait for that. One such close is under way at a time (making).
+func (s *Server) closeOldestIdle() {
+	if s.making > 0 {
+		return
+	}
+	var oldest *conn
+	var at int64
+	for c := range s.conns {
+		if c.state.Load() != stateIdle {
+			continue
+		}
+		if t := c.idleAt.Load(); oldest == nil || t < at {
+			oldest, at = c, t
+		}
+	}
+	if oldest == nil || !oldest.state.CompareAndSwap(stateIdle, stateClosing) {
+		return
+	}
+	oldest.madeRoom = true
+	s.making++
+	s.Conns.count(countIdleClosed)
+	go oldest.nc.Close()
+}
+
+// roomMade wakes the accept loops waiting for room. s.mu is held.
+func (s *Server) roomMade() {
+	if s.room != nil {
+		close(s.room)
+		s.room = nil
+		s.roomWanted.Store(false)
+	}
+}
+
+// wentIdle is called by a connection that has begun to wait for its next request: an accept
+// loop waiting for room may close it for the new connection it holds.
+func (s *Server) wentIdle() {
+	if !s.roomWanted.Load() {
+		return
+	}
+	s.mu.Lock()
+	s.roomMade()
+	s.mu.Unlock()
+}
