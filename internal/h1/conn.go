@@ -56,9 +56,9 @@ type conn struct {
 	// madeRoom is set, under Server.mu, when the connection was closed idle to make room for a
 	// new one (closeOldestIdle).
 	madeRoom bool
-	// idleAt is when (Server.now) the connection began to wait for its next request, or was
-	// let in (admit, not accepted: one held at the cap is no older for its wait): the oldest
-	// idle is closed first to make room.
+	// idleAt is when (Server.now) the connection's wait for its next request reached the socket
+	// (armRead), or it was let in (admit, not accepted: one held at the cap is no older for its
+	// wait): the oldest idle is closed first to make room.
 	idleAt atomic.Int64
 	// inBody is set while the handler's read of its body, its answer not begun, is under way:
 	// a read of the socket then marks the connection stateBody (see connReader). Only the
@@ -208,6 +208,11 @@ func (c *conn) armRead() {
 	case rdlIdle:
 		if s.IdleTimeout > 0 {
 			now := s.now()
+			// The wait for the next request reaches the socket: from now the connection is idle,
+			// the oldest of which closeOldestIdle closes first. Its clock read is the deadline's
+			// (a connection whose next request is already buffered is idle for no time, and keeps
+			// its last stamp for the moment it is).
+			c.idleAt.Store(now)
 			if c.have == rdlIdle && now-c.haveAt < int64(idleRenew(s.IdleTimeout)) {
 				return
 			}
@@ -250,7 +255,6 @@ func (c *conn) serve() {
 		c.bufs = nil
 	}()
 	for {
-		c.idleAt.Store(s.now())
 		c.state.Store(stateIdle) // Shutdown moves only an idle connection, so nothing is lost here
 		if s.inShutdown.Load() {
 			return

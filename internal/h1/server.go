@@ -137,7 +137,7 @@ func (s *Server) Serve(ln net.Listener) error {
 	defer s.untrack(ln)
 	var delay time.Duration
 	failed, warned := 0, false // accepts failed in a row; whether that run was logged
-	var warnedAt time.Time     // when a run of failed accepts was last logged
+	var warnedAt int64         // when (s.now) a run of failed accepts was last logged; 0: never
 	for {
 		nc, err := ln.Accept()
 		if err != nil {
@@ -162,8 +162,8 @@ func (s *Server) Serve(ln net.Listener) error {
 				s.mu.Unlock()
 			}
 			delay = min(max(2*delay, 5*time.Millisecond), time.Second)
-			if failed == 1 && (warnedAt.IsZero() || time.Since(warnedAt) >= time.Minute) {
-				warned, warnedAt = true, time.Now()
+			if now := s.now(); failed == 1 && (warnedAt == 0 || now-warnedAt >= int64(time.Minute)) {
+				warned, warnedAt = true, max(now, 1)
 				s.logger().Warn("accept failed; pausing and retrying until it succeeds (logged once while it lasts)",
 					"error", err, "out_of_files", outOfFiles(err))
 			}
