@@ -63,11 +63,12 @@ func Convert(data []byte, file string) (*Result, error) {
 	}
 	c := &converter{file: file, names: map[string]bool{}, routeNames: map[string]bool{}, envs: map[string]bool{}}
 	c.notCarried("the top level", unknownKeys(root, fileYAML{}))
+	list := resolve(&f.ModelList)
 	switch {
-	case f.ModelList.Kind == 0 || f.ModelList.Tag == "!!null" || f.ModelList.Kind == yaml.SequenceNode && len(f.ModelList.Content) == 0:
+	case list.Kind == 0 || list.Tag == "!!null" || list.Kind == yaml.SequenceNode && len(list.Content) == 0:
 		return nil, fail("no model_list: nothing to convert (LiteLLM's models are the entries of model_list, each a model_name and its litellm_params)")
-	case f.ModelList.Kind != yaml.SequenceNode:
-		return nil, fail("line %d: model_list is not a list of models (- model_name: …)", f.ModelList.Line)
+	case list.Kind != yaml.SequenceNode:
+		return nil, fail("line %d: model_list is not a list of models (- model_name: …)", list.Line)
 	}
 	var router routerYAML
 	var settings settingsYAML
@@ -81,8 +82,9 @@ func Convert(data []byte, file string) (*Result, error) {
 	c.notCarried("general_settings", c.general)
 	c.envNames = keys(&f.EnvironmentVariables)
 
-	deps := make([]*deploymentYAML, 0, len(f.ModelList.Content))
-	for i, n := range f.ModelList.Content {
+	deps := make([]*deploymentYAML, 0, len(list.Content))
+	for i, n := range list.Content {
+		n = resolve(n)
 		d := &deploymentYAML{line: n.Line}
 		where := fmt.Sprintf("model_list entry %d (line %d)", i+1, n.Line)
 		if err := decode(n, d, where); err != nil {
@@ -254,6 +256,10 @@ func (c *converter) target(d *deploymentYAML, base string) (*target, string) {
 		return nil, why
 	}
 	t.adapter, t.model = prov.adapter, model
+	if prov.adapter == "ollama" && (strings.HasPrefix(model, "ollama/") || strings.HasPrefix(model, "ollama_chat/")) {
+		// The config takes such a model for a provider prefix copied from LiteLLM and refuses it.
+		return nil, "its Ollama model " + strconv.Quote(model) + " starts with a provider prefix again, which the gateway refuses as one copied from LiteLLM"
+	}
 	if strings.HasPrefix(p.APIBase, "os.environ/") {
 		return nil, fmt.Sprintf("its api_base is read from the environment (%s): write the URL itself as the target's url", strings.TrimPrefix(p.APIBase, "os.environ/"))
 	}

@@ -277,3 +277,48 @@ func TestImportDocExample(t *testing.T) {
 		t.Errorf("CONFIG.md does not show what gateway import litellm writes for doc.yaml; it writes:\n%s", res.TOML)
 	}
 }
+
+// TestImportAnchors: YAML's anchors, aliases and merge keys, with which a LiteLLM config shares
+// litellm_params between entries, are read as LiteLLM reads them, and a merged key that is not
+// carried is reported like any other.
+func TestImportAnchors(t *testing.T) {
+	const src = `x-ollama: &ollama
+  model: ollama/llama3.1:8b
+  api_base: http://127.0.0.1:11434
+  keep_alive: 5m
+model_list:
+  - model_name: chat
+    litellm_params:
+      <<: *ollama
+      num_ctx: 4096
+  - &coder
+    model_name: coder
+    litellm_params: {model: ollama/qwen2.5-coder}
+router_settings: &router
+  allowed_fails: 1
+`
+	res, err := litellm.Convert([]byte(src), "anchors.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Parse(res.TOML, "anchors.toml", nil)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, res.TOML)
+	}
+	ts, _ := views(cfg)
+	want := []targetView{
+		{Name: "chat", Adapter: "ollama", URL: "http://127.0.0.1:11434", Model: "llama3.1:8b", Class: "private", ContextWindow: 4096, Timeout: config.DefaultTimeout, IdleTimeout: config.DefaultIdleTimeout},
+		{Name: "coder", Adapter: "ollama", URL: "http://localhost:11434", Model: "qwen2.5-coder", Class: "private", Timeout: config.DefaultTimeout, IdleTimeout: config.DefaultIdleTimeout},
+	}
+	if diff := cmp.Diff(want, ts); diff != "" {
+		t.Errorf("targets (-want +got):\n%s", diff)
+	}
+	if cfg.Cooldown.Failures != 2 {
+		t.Errorf("cooldown failures = %d, want 2 (allowed_fails 1, through an anchored mapping)", cfg.Cooldown.Failures)
+	}
+	for _, want := range []string{"# not carried: keep_alive\n", "#   the top level: x-ollama\n"} {
+		if !strings.Contains(string(res.TOML), want) {
+			t.Errorf("the file does not hold %q:\n%s", want, res.TOML)
+		}
+	}
+}

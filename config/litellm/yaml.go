@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"reflect"
+	"slices"
 	"strings"
 	"time"
 
@@ -96,16 +97,41 @@ func (s seconds) String() string {
 	return d.String()
 }
 
-// keys returns the keys of a mapping node, in file order; none for any other node.
+// keys returns the keys of a mapping node, in file order, those a merge key (<<: *defaults)
+// brings in included; none for any other node.
 func keys(n *yaml.Node) []string {
+	n = resolve(n)
 	if n == nil || n.Kind != yaml.MappingNode {
 		return nil
 	}
-	out := make([]string, 0, len(n.Content)/2)
+	var out []string
 	for i := 0; i+1 < len(n.Content); i += 2 {
-		out = append(out, n.Content[i].Value)
+		k, v := n.Content[i], resolve(n.Content[i+1])
+		if k.Tag != "!!merge" {
+			out = append(out, k.Value)
+			continue
+		}
+		merged := []*yaml.Node{v}
+		if v != nil && v.Kind == yaml.SequenceNode {
+			merged = v.Content
+		}
+		for _, m := range merged {
+			for _, mk := range keys(m) {
+				if !slices.Contains(out, mk) {
+					out = append(out, mk)
+				}
+			}
+		}
 	}
 	return out
+}
+
+// resolve is the node an alias (*defaults) stands for; n itself when it is no alias.
+func resolve(n *yaml.Node) *yaml.Node {
+	for n != nil && n.Kind == yaml.AliasNode {
+		n = n.Alias
+	}
+	return n
 }
 
 // unknownKeys returns the keys of the mapping n that no yaml tag of the struct v names, in file
@@ -131,6 +157,7 @@ func unknownKeys(n *yaml.Node, v any) []string {
 // decode decodes n into v, which a missing section (a zero Node) leaves as it is. A decode error
 // is said without the value it met: yaml's own messages quote it, and the value may be a key.
 func decode(n *yaml.Node, v any, where string) error {
+	n = resolve(n)
 	if n.Kind == 0 || n.Tag == "!!null" {
 		return nil
 	}
