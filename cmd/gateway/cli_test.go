@@ -33,6 +33,9 @@ func TestHelpOnStdout(t *testing.T) {
 		{[]string{"keygen", "-h"}, "gateway keygen NAME"},
 		{[]string{"route", "--help"}, "gateway route eval FILE"},
 		{[]string{"route", "eval", "--help"}, "-config"},
+		{[]string{"import", "--help"}, "gateway import litellm FILE"},
+		{[]string{"import", "litellm", "--help"}, "-out"},
+		{[]string{"help", "import", "litellm"}, "-out"},
 		{[]string{"lru-sim", "--help"}, "-slots"},
 		{[]string{"lru-sim", "generate", "--help"}, "-zipf"},
 		{[]string{"conformance", "--help"}, "-base-url"},
@@ -60,6 +63,7 @@ func TestHelpOnStdout(t *testing.T) {
 func TestUsageMistakesOnStderr(t *testing.T) {
 	for _, args := range [][]string{
 		{"serve", "--bogus"}, {"demo", "--bogus"}, {"route", "eval", "--bogus"}, {"route", "eval", "x.jsonl", "--bogus"},
+		{"import", "litellm", "--bogus"}, {"import", "litellm", "x.yaml", "--bogus"},
 		{"lru-sim", "--bogus"}, {"lru-sim", "generate", "--bogus"}, {"conformance", "--bogus"},
 	} {
 		t.Run(strings.Join(args, " "), func(t *testing.T) {
@@ -83,6 +87,8 @@ func TestMissingArgumentNamed(t *testing.T) {
 		{[]string{"route", "eval"}, "missing FILE"},
 		{[]string{"route", "eval", "--config", "c.toml"}, "missing FILE"},
 		{[]string{"route"}, "missing eval"},
+		{[]string{"import"}, "missing litellm"},
+		{[]string{"import", "litellm"}, "missing FILE"},
 		{[]string{"conformance"}, "--base-url is required"},
 		{[]string{"lru-sim"}, "--trace is required"},
 	} {

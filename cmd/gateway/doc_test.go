@@ -17,6 +17,7 @@ var commands = map[string][]string{
 	"keygen":           nil,
 	"version":          nil,
 	"route eval":       {"route", "eval", "--help"},
+	"import litellm":   {"import", "litellm", "--help"},
 	"lru-sim":          {"lru-sim", "--help"},
 	"lru-sim generate": {"lru-sim", "generate", "--help"},
 	"conformance":      {"conformance", "--help"},
@@ -51,7 +52,7 @@ func realFlags(t *testing.T) map[string][]string {
 var (
 	// commandAt matches a gateway command line in the docs: "gateway" (or "./gateway") and the
 	// command's name.
-	commandAt = regexp.MustCompile(`(?:^|[\s(./])gateway (serve|demo|check-config|keygen|route eval|lru-sim generate|lru-sim|conformance)\b`)
+	commandAt = regexp.MustCompile(`(?:^|[\s(./])gateway (serve|demo|check-config|keygen|route eval|import litellm|lru-sim generate|lru-sim|conformance)\b`)
 	flagWord  = regexp.MustCompile("(?:^|[\\s\\[|(`])--([a-z][a-z0-9-]*)")
 	codeSpan  = regexp.MustCompile("`[^`]+`")
 )

@@ -16,7 +16,7 @@ func TestHelpSaysWhatEachCommandDoes(t *testing.T) {
 		t.Fatalf("gateway help has no Commands list:\n%s", top)
 	}
 	list, _, _ = strings.Cut(list, "\n\n")
-	for _, cmd := range []string{"serve", "demo", "check-config", "keygen", "route", "lru-sim", "conformance", "version"} {
+	for _, cmd := range []string{"serve", "demo", "check-config", "keygen", "route", "import", "lru-sim", "conformance", "version"} {
 		t.Run(cmd, func(t *testing.T) {
 			if !strings.Contains(list, "\n  "+cmd+" ") && !strings.HasPrefix(list, "  "+cmd+" ") {
 				t.Errorf("gateway help's Commands list does not name %s:\n%s", cmd, list)

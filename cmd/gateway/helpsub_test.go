@@ -10,7 +10,7 @@ import (
 // A word after CMD that names none of its commands, or any more words, is a mistake said on
 // stderr with exit 2, not CMD's help.
 func TestHelpDescendsIntoSubcommands(t *testing.T) {
-	for _, sub := range [][]string{{"route", "eval"}, {"lru-sim", "generate"}} {
+	for _, sub := range [][]string{{"route", "eval"}, {"import", "litellm"}, {"lru-sim", "generate"}} {
 		t.Run(strings.Join(sub, " "), func(t *testing.T) {
 			wantCode, want, _ := runCmd(t, append(sub, "--help")...)
 			// The subcommand's own help says how it is called, then its flags.
@@ -27,6 +27,7 @@ func TestHelpDescendsIntoSubcommands(t *testing.T) {
 	for _, args := range [][]string{
 		{"help", "lru-sim", "frobnicate"},
 		{"help", "route", "frobnicate"},
+		{"help", "import", "frobnicate"},
 		{"help", "serve", "frobnicate"},
 		{"help", "route", "eval", "frobnicate"},
 		{"help", "frobnicate", "frobnicate"},

@@ -24,6 +24,7 @@ import (
 
 	"github.com/hayula/gateway/autoroute"
 	"github.com/hayula/gateway/config"
+	"github.com/hayula/gateway/config/litellm"
 	"github.com/hayula/gateway/conformance"
 	"github.com/hayula/gateway/demo"
 	"github.com/hayula/gateway/internal/logbuf"
@@ -42,6 +43,7 @@ Usage:
   gateway check-config FILE
   gateway keygen NAME
   gateway route eval FILE [--config FILE]
+  gateway import litellm FILE [--out FILE]
   gateway lru-sim --trace FILE --slots N [--pinned NAME…] [--swap 2.47s]
   gateway lru-sim generate [--seed N] [--requests N] [--specialists N] [--zipf S] [--locality P]
   gateway conformance --base-url URL [--api-key-env VAR | --api-key KEY] [--model M] [--embedding-model E]
@@ -56,6 +58,7 @@ Commands:
   check-config  load a configuration as serve would and print what it compiles to
   keygen        make a client API key and the [[keys]] block, with its SHA-256, to paste
   route eval    measure model "auto"'s routing on a labelled set
+  import        turn a LiteLLM proxy config.yaml into this gateway's configuration
   lru-sim       replay a trace of specialists under LRU, LFU and Belady's optimal
   conformance   grade an OpenAI-compatible server, this gateway or another
   version       print the version and the Go it was built with
@@ -145,6 +148,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		err = cmdKeygen(args[1:], stdout, stderr)
 	case "route":
 		err = cmdRoute(args[1:], stdout, stderr)
+	case "import":
+		err = cmdImport(args[1:], stdout, stderr)
 	case "lru-sim":
 		return lrusim.Main(args[1:], stdout, stderr)
 	case "conformance":
@@ -211,7 +216,7 @@ func cmdHelp(ctx context.Context, words []string, stdout, stderr io.Writer) int 
 	case len(words) == 2 && len(subs) > 0:
 		fmt.Fprintf(stderr, "gateway: help: %s has no command %q (its commands: %s)\n%s\n", words[0], words[1], strings.Join(subs, ", "), use)
 	case len(words) == 2:
-		fmt.Fprintf(stderr, "gateway: help: %s takes no SUBCOMMAND (route and lru-sim have commands of their own), got %q\n%s\n", words[0], words[1], use)
+		fmt.Fprintf(stderr, "gateway: help: %s takes no SUBCOMMAND (route, import and lru-sim have commands of their own), got %q\n%s\n", words[0], words[1], use)
 	default:
 		fmt.Fprintf(stderr, "gateway: help: one command and its subcommand at most, got %q\n%s\n", words, use)
 	}
@@ -224,6 +229,8 @@ func subcommands(cmd string) []string {
 	switch cmd {
 	case "route":
 		return []string{"eval"}
+	case "import":
+		return []string{"litellm"}
 	case "lru-sim":
 		return []string{"generate"}
 	}
@@ -261,6 +268,10 @@ func about(cmd string) string {
 	case "route eval":
 		return "Measures model \"auto\"'s routing on FILE, a labelled JSON Lines set, with the [auto] rules\n" +
 			"of --config or the built-in ones."
+	case "import litellm":
+		return "Reads FILE, a LiteLLM proxy config.yaml, and writes this gateway's configuration for it (stdout,\n" +
+			"or --out): a target per deployment, a route per model_name. No key is copied; what is left out\n" +
+			"or must be exported is said on stderr and in the file's comments (CONFIG.md, LiteLLM section)."
 	case "version":
 		return "Prints the gateway's version, the Go it was built with and its platform."
 	}
@@ -627,6 +638,84 @@ func listenFlag(cmd, addr string, open bool) error {
 	if open && !config.IsLoopback(addr) {
 		return usageError{msg: fmt.Sprintf("%s: --listen %q: the %s has no keys, so it listens only on loopback (127.0.0.1, [::1] or localhost)", cmd, addr, cmd)}
 	}
+	return nil
+}
+
+// cmdImport is `gateway import litellm FILE [--out FILE]`: a LiteLLM proxy config.yaml turned into
+// this gateway's TOML.
+func cmdImport(args []string, stdout, stderr io.Writer) error {
+	const use = "usage: gateway import litellm FILE [--out FILE]"
+	if helpAsked(args) {
+		fmt.Fprintf(stdout, "%s\n%s\n", use, about("import litellm"))
+		return flag.ErrHelp
+	}
+	switch {
+	case len(args) == 0:
+		return usageError{msg: "import: missing litellm, the kind of configuration to read (the only one it reads)\n" + use}
+	case args[0] != "litellm":
+		return usageError{msg: fmt.Sprintf("import: unknown kind %q (it reads litellm)\n%s", args[0], use)}
+	}
+	fs := newFlags("import litellm")
+	out := fs.String("out", "", "write the configuration to this new file (one that exists is never replaced) instead of stdout")
+	described(fs, use, "import litellm")
+	if err := parse(fs, args[1:], stdout, stderr); err != nil {
+		return err
+	}
+	if fs.NArg() == 0 {
+		return usageError{msg: "import litellm: missing FILE, LiteLLM's config.yaml\n" + use}
+	}
+	// FILE comes before --out in the usage line; flags after it are parsed too (as route eval's).
+	file := fs.Arg(0)
+	if err := parse(fs, fs.Args()[1:], stdout, stderr); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return usageError{msg: fmt.Sprintf("import litellm: one FILE, then unexpected %q\n%s", fs.Args(), use)}
+	}
+	if err := emptyFlags(fs, "out"); err != nil {
+		return err
+	}
+	return importLiteLLM(file, *out, stdout, stderr)
+}
+
+// importLiteLLM converts the LiteLLM config.yaml at file and writes the TOML to stdout, or to a
+// new file at out; the warnings, which never quote a secret (litellm.Convert), go to stderr.
+func importLiteLLM(file, out string, stdout, stderr io.Writer) error {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return err
+	}
+	res, err := litellm.Convert(data, file)
+	if err != nil {
+		return err
+	}
+	for _, w := range res.Warnings {
+		fmt.Fprintln(stderr, "gateway: warning:", w)
+	}
+	if out == "" {
+		_, err := stdout.Write(res.TOML)
+		return err
+	}
+	// O_EXCL: the file named may be the configuration the gateway serves with.
+	f, err := os.OpenFile(out, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if errors.Is(err, os.ErrExist) {
+		return fmt.Errorf("--out %s exists: import never replaces a file; name a new one, or remove it first", out)
+	}
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(res.TOML); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	next := ""
+	if len(res.Env) > 0 {
+		next = "export " + strings.Join(res.Env, ", ") + "; then "
+	}
+	fmt.Fprintf(stderr, "gateway: wrote %s; next: %sgateway check-config %s\n", out, next, out)
 	return nil
 }
 

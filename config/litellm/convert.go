@@ -1,0 +1,536 @@
+// Package litellm converts a LiteLLM proxy config.yaml into this gateway's TOML configuration:
+// `gateway import litellm`. CONFIG.md's "A homelab, coming from LiteLLM" table is what maps to
+// what. Nothing secret is carried: a key written in the YAML becomes an api_key_env the user
+// exports, and the values of general_settings and environment_variables are never read.
+package litellm
+
+import (
+	"errors"
+	"fmt"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// Result is a converted configuration.
+type Result struct {
+	// TOML is the gateway's configuration, with comments saying where each part came from and
+	// what was left out.
+	TOML []byte
+	// Warnings are what the user must act on, one line each: deployments left out, keys to
+	// export, settings not carried.
+	Warnings []string
+	// Env are the variables TOML's api_key_env keys name, sorted: each must be set before
+	// check-config and serve.
+	Env []string
+}
+
+// Error is a config.yaml that cannot be converted: unreadable, not LiteLLM's, or with nothing a
+// target can be made of.
+type Error struct {
+	// File is the config.yaml's name, for the message.
+	File string
+	// Msg says what is wrong; it never quotes a value of the file.
+	Msg string
+}
+
+func (e *Error) Error() string { return e.File + ": " + e.Msg }
+
+// maxRetries is the gateway's cap on a target's max_retries.
+const maxRetries = 10
+
+// Convert converts data, a LiteLLM config.yaml read from file (a name for messages and the
+// leading comment), into the gateway's TOML. Every error is an *Error.
+func Convert(data []byte, file string) (*Result, error) {
+	fail := func(format string, a ...any) error { return &Error{File: file, Msg: fmt.Sprintf(format, a...)} }
+	var doc yaml.Node
+	if err := yaml.Unmarshal(data, &doc); err != nil {
+		return nil, fail("not YAML LiteLLM could read: %s", quietYAMLError(err))
+	}
+	if doc.Kind == 0 || len(doc.Content) == 0 {
+		return nil, fail("empty: no model_list to convert")
+	}
+	root := doc.Content[0]
+	if root.Kind != yaml.MappingNode {
+		return nil, fail("line %d: not a LiteLLM config.yaml: its top level is not a mapping (model_list:, router_settings:, …)", root.Line)
+	}
+	var f fileYAML
+	if err := decode(root, &f, "the top level"); err != nil {
+		return nil, fail("%v", err)
+	}
+	c := &converter{file: file, names: map[string]bool{}, routeNames: map[string]bool{}, envs: map[string]bool{}}
+	c.notCarried("the top level", unknownKeys(root, fileYAML{}))
+	list := resolve(&f.ModelList)
+	switch {
+	case list.Kind == 0 || list.Tag == "!!null" || list.Kind == yaml.SequenceNode && len(list.Content) == 0:
+		return nil, fail("no model_list: nothing to convert (LiteLLM's models are the entries of model_list, each a model_name and its litellm_params)")
+	case list.Kind != yaml.SequenceNode:
+		return nil, fail("line %d: model_list is not a list of models (- model_name: …)", list.Line)
+	}
+	var router routerYAML
+	var settings settingsYAML
+	if err := errors.Join(decode(&f.RouterSettings, &router, "router_settings"),
+		decode(&f.LiteLLMSettings, &settings, "litellm_settings")); err != nil {
+		return nil, fail("%v", err)
+	}
+	c.notCarried("router_settings", unknownKeys(&f.RouterSettings, routerYAML{}))
+	c.notCarried("litellm_settings", unknownKeys(&f.LiteLLMSettings, settingsYAML{}))
+	c.general = keys(&f.GeneralSettings)
+	c.notCarried("general_settings", c.general)
+	c.envNames = keys(&f.EnvironmentVariables)
+
+	deps := make([]*deploymentYAML, 0, len(list.Content))
+	for i, n := range list.Content {
+		n = resolve(n)
+		d := &deploymentYAML{line: n.Line}
+		where := fmt.Sprintf("model_list entry %d (line %d)", i+1, n.Line)
+		if err := decode(n, d, where); err != nil {
+			return nil, fail("%v", err)
+		}
+		if err := errors.Join(decode(&d.Params, &d.params, where+": litellm_params"),
+			decode(&d.ModelInfo, &d.info, where+": model_info")); err != nil {
+			return nil, fail("%v", err)
+		}
+		d.unknownParams = unknownKeys(&d.Params, paramsYAML{})
+		for _, k := range unknownKeys(&d.ModelInfo, infoYAML{}) {
+			d.unknownParams = append(d.unknownParams, "model_info."+k)
+		}
+		d.unknownParams = append(d.unknownParams, unknownKeys(n, deploymentYAML{})...)
+		deps = append(deps, d)
+	}
+	c.defaults(&router, &settings)
+	c.deployments(deps)
+	c.routes(&router, &settings)
+	if len(c.routeList) == 0 {
+		return nil, fail("nothing convertible: %s", c.noneWhy())
+	}
+	return c.result(&router), nil
+}
+
+// converter holds one conversion's state.
+type converter struct {
+	file string
+	// names are the target names taken, routeNames the route names: each unique in its kind.
+	names, routeNames map[string]bool
+	// envs are the variables api_key_env names.
+	envs map[string]bool
+	// general and envNames are the keys of general_settings and environment_variables.
+	general, envNames []string
+	// skipped lists what was not carried, "section: key, key" each.
+	skipped []string
+	// warnings are Result.Warnings.
+	warnings []string
+	// groups are the deployments by model_name, in the order the names first appear.
+	groups    []*group
+	byName    map[string]*group
+	routeList []*route
+	// leftOut are the comments of deployments that could not become targets.
+	leftOut []string
+
+	// The defaults the settings give every target.
+	timeout     *seconds
+	timeoutFrom string
+	retries     *int
+	retriesFrom string
+}
+
+// group is the deployments of one model_name: one route's own targets.
+type group struct {
+	modelName string
+	targets   []*target // convertible ones, in file order
+	line      int
+	why       string // set when no deployment of it converts
+}
+
+type target struct {
+	name, modelName, litellmModel     string
+	line                              int
+	adapter, url, model, class, whyIs string
+	apiKeyEnv                         string
+	notes                             []string // comment lines above the target
+	contextWindow                     int
+	timeout, idleTimeout              *seconds
+	maxRetries                        *int
+}
+
+type route struct {
+	name    string
+	targets []*target
+	guarded map[*target]bool // entered on overflow only (context_window_fallbacks)
+	notes   []string
+}
+
+func (c *converter) notCarried(section string, ks []string) {
+	if len(ks) > 0 {
+		c.skipped = append(c.skipped, section+": "+strings.Join(ks, ", "))
+	}
+}
+
+func (c *converter) warnf(format string, a ...any) {
+	c.warnings = append(c.warnings, fmt.Sprintf(format, a...))
+}
+
+// defaults reads the settings that apply to every deployment: retries and the timeout.
+func (c *converter) defaults(r *routerYAML, s *settingsYAML) {
+	switch {
+	case r.NumRetries != nil:
+		c.retries, c.retriesFrom = r.NumRetries, "router_settings.num_retries"
+	case s.NumRetries != nil:
+		c.retries, c.retriesFrom = s.NumRetries, "litellm_settings.num_retries"
+	}
+	switch {
+	case r.Timeout != nil:
+		c.timeout, c.timeoutFrom = r.Timeout, "router_settings.timeout"
+	case s.RequestTimeout != nil:
+		c.timeout, c.timeoutFrom = s.RequestTimeout, "litellm_settings.request_timeout"
+	}
+}
+
+// deployments makes a target of each convertible deployment, grouped by model_name.
+func (c *converter) deployments(deps []*deploymentYAML) {
+	c.byName = map[string]*group{}
+	count := map[string]int{}
+	for _, d := range deps {
+		count[d.ModelName]++
+	}
+	seen := map[string]int{}
+	for _, d := range deps {
+		if d.ModelName == "" {
+			c.leaveOut(d, "", "it has no model_name, the name clients send")
+			continue
+		}
+		g := c.byName[d.ModelName]
+		if g == nil {
+			g = &group{modelName: d.ModelName, line: d.line}
+			c.byName[d.ModelName] = g
+			c.groups = append(c.groups, g)
+		}
+		seen[d.ModelName]++
+		base := cleanName(d.ModelName)
+		if count[d.ModelName] > 1 {
+			base += "-" + strconv.Itoa(seen[d.ModelName])
+		}
+		if strings.Contains(d.ModelName, "*") {
+			g.why = "LiteLLM's wildcard routing has no equivalent here: give each model a model_name of its own"
+			c.leaveOut(d, base, g.why)
+			continue
+		}
+		t, why := c.target(d, base)
+		if why != "" {
+			if g.why == "" {
+				g.why = why
+			}
+			c.leaveOut(d, base, why)
+			continue
+		}
+		g.targets = append(g.targets, t)
+	}
+}
+
+// leaveOut records a deployment that becomes no target: a comment in the file and a warning.
+func (c *converter) leaveOut(d *deploymentYAML, name, why string) {
+	what := fmt.Sprintf("model_list entry at line %d", d.line)
+	if d.ModelName != "" {
+		what += fmt.Sprintf(" (model_name %q, model %q)", d.ModelName, d.params.Model)
+	}
+	c.leftOut = append(c.leftOut, fmt.Sprintf("Left out: %s: %s.", what, why))
+	c.warnf("%s left out: %s", what, why)
+}
+
+// target converts one deployment; a non-empty string says why it cannot be.
+func (c *converter) target(d *deploymentYAML, base string) (*target, string) {
+	p := &d.params
+	t := &target{name: c.unique(base), modelName: d.ModelName, litellmModel: p.Model, line: d.line}
+	provName, model, ok := strings.Cut(p.Model, "/")
+	if p.Model == "" {
+		return nil, "its litellm_params has no model"
+	}
+	if !ok || model == "" {
+		return nil, "its model has no provider prefix (LiteLLM guesses one from the name); write openai/NAME with api_base if its server speaks OpenAI's API"
+	}
+	prov, why := providerFor(provName)
+	if why != "" {
+		return nil, why
+	}
+	t.adapter, t.model = prov.adapter, model
+	if prov.adapter == "ollama" && (strings.HasPrefix(model, "ollama/") || strings.HasPrefix(model, "ollama_chat/")) {
+		// The config takes such a model for a provider prefix copied from LiteLLM and refuses it.
+		return nil, "its Ollama model " + strconv.Quote(model) + " starts with a provider prefix again, which the gateway refuses as one copied from LiteLLM"
+	}
+	if strings.HasPrefix(p.APIBase, "os.environ/") {
+		return nil, fmt.Sprintf("its api_base is read from the environment (%s): write the URL itself as the target's url", strings.TrimPrefix(p.APIBase, "os.environ/"))
+	}
+	raw := p.APIBase
+	if raw == "" {
+		if prov.url == "" {
+			return nil, "LiteLLM's " + provName + " provider needs an api_base, and this one has none"
+		}
+		raw = prov.url
+	}
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, "its api_base is not an http:// or https:// URL"
+	}
+	if u.User != nil {
+		u.User = nil
+		t.notes = append(t.notes, "api_base held a user and password: not copied (secrets come only from the environment)")
+		c.warnf("target %s: the user and password in api_base (entry at line %d) were not copied", t.name, d.line)
+	}
+	if u.RawQuery != "" || u.Fragment != "" {
+		u.RawQuery, u.ForceQuery, u.Fragment = "", false, ""
+		t.notes = append(t.notes, "api_base's query was not copied: a url here has none")
+		c.warnf("target %s: the query of api_base (entry at line %d) was not copied", t.name, d.line)
+	}
+	u.Path = strings.TrimRight(u.Path, "/")
+	switch {
+	case prov.adapter == "ollama" && (strings.HasSuffix(u.Path, "/v1") || strings.HasSuffix(u.Path, "/api")):
+		// Ollama's OpenAI-compatible /v1 is not what the ollama adapter calls: it adds /api/chat
+		// to Ollama's root.
+		u.Path = u.Path[:len(u.Path)-len(u.Path[strings.LastIndexByte(u.Path, '/'):])]
+	case provName == "hosted_vllm" && !strings.HasSuffix(u.Path, "/v1"):
+		u.Path += "/v1" // vLLM serves OpenAI's API under /v1, as LiteLLM calls it
+	}
+	u.RawPath = ""
+	t.url = u.String()
+	t.class, t.whyIs = privacy(u.Hostname())
+
+	switch key := p.APIKey; {
+	case strings.HasPrefix(key, "os.environ/"):
+		name := strings.TrimPrefix(key, "os.environ/")
+		if !envName(name) {
+			return nil, "its api_key names an environment variable that is no variable name"
+		}
+		t.apiKeyEnv = name
+	case key != "":
+		t.apiKeyEnv = c.keyVar(t.name)
+		t.notes = append(t.notes, fmt.Sprintf("api_key was written in the YAML: not copied (secrets come only from the environment); export it as %s, or delete api_key_env if the server checks no key", t.apiKeyEnv))
+		c.warnf("target %s: the api_key written in the YAML (entry at line %d) was not copied: export it as %s", t.name, d.line, t.apiKeyEnv)
+	case prov.keyEnv != "" && p.APIBase == "" || prov.keyEnv != "" && provName != "openai":
+		t.apiKeyEnv = prov.keyEnv
+		t.notes = append(t.notes, "no api_key: LiteLLM reads "+prov.keyEnv+" for "+provName)
+	}
+	if t.apiKeyEnv != "" {
+		c.envs[t.apiKeyEnv] = true
+	}
+
+	switch {
+	case p.NumCtx != nil && *p.NumCtx > 0:
+		t.contextWindow = *p.NumCtx
+	case d.info.MaxInputTokens != nil && *d.info.MaxInputTokens > 0:
+		t.contextWindow = *d.info.MaxInputTokens
+	}
+	t.timeout = firstSeconds(p.Timeout, c.timeout)
+	t.idleTimeout = firstSeconds(p.StreamTimeout, t.timeout)
+	for _, s := range []*seconds{t.timeout, t.idleTimeout} {
+		if s != nil && *s <= 0 {
+			t.timeout, t.idleTimeout = nil, nil
+			t.notes = append(t.notes, "a timeout of 0 or less is not carried: the defaults (120s) hold")
+			break
+		}
+	}
+	retries := c.retries
+	switch {
+	case p.NumRetries != nil:
+		retries = p.NumRetries
+	case p.MaxRetries != nil:
+		retries = p.MaxRetries
+	}
+	if retries != nil {
+		n := min(max(*retries, 0), maxRetries)
+		if n != *retries {
+			t.notes = append(t.notes, fmt.Sprintf("LiteLLM's %d retries are %d here, the most a target may have", *retries, n))
+		}
+		t.maxRetries = &n
+	}
+	var limits []string
+	for _, l := range []struct {
+		name string
+		v    *int
+	}{{"rpm", p.RPM}, {"tpm", p.TPM}, {"rpm", d.RPM}, {"tpm", d.TPM}} {
+		if l.v != nil {
+			limits = append(limits, fmt.Sprintf("%s = %d", l.name, *l.v))
+		}
+	}
+	if len(limits) > 0 {
+		t.notes = append(t.notes, "not carried: "+strings.Join(limits, ", ")+" (limits here are a key's: rpm and tpm in [[keys]])")
+	}
+	if len(d.unknownParams) > 0 {
+		t.notes = append(t.notes, "not carried: "+strings.Join(d.unknownParams, ", "))
+	}
+	return t, ""
+}
+
+func firstSeconds(a, b *seconds) *seconds {
+	if a != nil {
+		return a
+	}
+	return b
+}
+
+// unique returns name, or name with a suffix when another target or route has it.
+func (c *converter) unique(name string) string {
+	n := name
+	for i := 2; c.names[n]; i++ {
+		n = name + "-" + strconv.Itoa(i)
+	}
+	c.names[n] = true
+	return n
+}
+
+// keyVar names the variable a key written in the YAML is to be exported as.
+func (c *converter) keyVar(target string) string {
+	var b strings.Builder
+	for _, r := range strings.ToUpper(target) {
+		if r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' {
+			b.WriteRune(r)
+		} else if s := b.String(); s != "" && !strings.HasSuffix(s, "_") {
+			b.WriteByte('_')
+		}
+	}
+	base := strings.TrimSuffix(b.String(), "_")
+	if base == "" || base[0] >= '0' && base[0] <= '9' {
+		base = "KEY_" + base
+	}
+	name := base + "_API_KEY"
+	for i := 2; c.envs[name]; i++ {
+		name = base + "_" + strconv.Itoa(i) + "_API_KEY"
+	}
+	return name
+}
+
+// envName reports whether s is an environment variable name as shells take it.
+func envName(s string) bool {
+	if s == "" || s[0] >= '0' && s[0] <= '9' {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if b := s[i]; b != '_' && !(b >= 'A' && b <= 'Z' || b >= 'a' && b <= 'z' || b >= '0' && b <= '9') {
+			return false
+		}
+	}
+	return true
+}
+
+// cleanName turns a model_name into a name the gateway takes: letters, digits and . _ - : / @ +,
+// the others replaced by "-", at most 128 bytes.
+func cleanName(s string) string {
+	b := []byte(s)
+	for i, ch := range b {
+		if !(ch >= 'a' && ch <= 'z' || ch >= 'A' && ch <= 'Z' || ch >= '0' && ch <= '9' || strings.IndexByte("._-:/@+", ch) >= 0) {
+			b[i] = '-'
+		}
+	}
+	if len(b) > 120 {
+		b = b[:120] // room for a suffix
+	}
+	if len(b) == 0 {
+		return "model"
+	}
+	return string(b)
+}
+
+// routes makes a route of each model_name with targets, its chain extended by the fallbacks.
+func (c *converter) routes(r *routerYAML, s *settingsYAML) {
+	fallbacks := c.fallbackMap("fallbacks", r.Fallbacks, s.Fallbacks)
+	windowFallbacks := c.fallbackMap("context_window_fallbacks", r.ContextWindowFallbacks, s.ContextWindowFallbacks)
+	for _, g := range c.groups {
+		if len(g.targets) == 0 {
+			continue // its deployments' warnings said why
+		}
+		name := cleanName(g.modelName)
+		rt := &route{guarded: map[*target]bool{}}
+		switch {
+		case name == "auto":
+			name = "litellm-auto"
+			rt.notes = append(rt.notes, `model_name "auto" is this gateway's automatic router (model "auto", [auto]): clients send "litellm-auto" for this route`)
+			c.warnf(`route "auto" is renamed "litellm-auto": model "auto" is this gateway's automatic router`)
+		case name != g.modelName:
+			rt.notes = append(rt.notes, fmt.Sprintf("model_name %q has characters a name here may not: clients send %q", g.modelName, name))
+			c.warnf("route %q is named %q: a name here has letters, digits and . _ - : / @ + only", g.modelName, name)
+		}
+		rt.name = name
+		for i := 2; c.routeNames[rt.name]; i++ {
+			rt.name = name + "-" + strconv.Itoa(i) // two model_names that clean to one name
+		}
+		c.routeNames[rt.name] = true
+		rt.targets = append(rt.targets, g.targets...)
+		// add appends the targets of the model_names tried after this one, each once: one the
+		// chain holds already keeps its place (and, from fallbacks, stays unguarded).
+		add := func(kind string, names []string, guard bool) {
+			var used []string
+			for _, fb := range names {
+				added := false
+				for _, t := range c.byName[fb].targets {
+					if !slices.Contains(rt.targets, t) {
+						rt.targets = append(rt.targets, t)
+						rt.guarded[t] = guard
+						added = true
+					}
+				}
+				if added {
+					used = append(used, fb)
+				}
+			}
+			if len(used) > 0 {
+				rt.notes = append(rt.notes, kind+": then "+strings.Join(quoteAll(used), ", "))
+			}
+		}
+		add("fallbacks", fallbacks[g.modelName], false)
+		add("context_window_fallbacks (entered on overflow only)", windowFallbacks[g.modelName], true)
+		c.routeList = append(c.routeList, rt)
+	}
+}
+
+// fallbackMap merges LiteLLM's fallback lists ([{"a": ["b", "c"]}]) of router_settings and
+// litellm_settings: model_name → the model_names tried after it, in order. A name that no
+// deployment has is warned of.
+func (c *converter) fallbackMap(kind string, lists ...[]map[string][]string) map[string][]string {
+	m := map[string][]string{}
+	for _, l := range lists {
+		for _, entry := range l {
+			from := make([]string, 0, len(entry))
+			for k := range entry {
+				from = append(from, k)
+			}
+			slices.Sort(from)
+			for _, k := range from {
+				if c.byName[k] == nil {
+					c.warnf("%s: no model_name %q: its fallbacks are not carried", kind, k)
+					continue
+				}
+				for _, fb := range entry[k] {
+					switch g := c.byName[fb]; {
+					case g == nil:
+						c.warnf("%s of %q: no model_name %q: left out of its chain", kind, k, fb)
+					case len(g.targets) == 0:
+						c.warnf("%s of %q: %q has no target (its deployments were left out): left out of its chain", kind, k, fb)
+					case !slices.Contains(m[k], fb) && fb != k:
+						m[k] = append(m[k], fb)
+					}
+				}
+			}
+		}
+	}
+	return m
+}
+
+func quoteAll(ss []string) []string {
+	out := make([]string, len(ss))
+	for i, s := range ss {
+		out[i] = strconv.Quote(s)
+	}
+	return out
+}
+
+// noneWhy says why no route could be made.
+func (c *converter) noneWhy() string {
+	for _, g := range c.groups {
+		if g.why != "" {
+			return fmt.Sprintf("no deployment could become a target (model_name %q: %s)", g.modelName, g.why)
+		}
+	}
+	return "no deployment could become a target"
+}

@@ -1,0 +1,324 @@
+package litellm_test
+
+import (
+	"errors"
+	"flag"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/hayula/gateway/config"
+	"github.com/hayula/gateway/config/litellm"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
+
+// targetView and routeView are what a converted file compiles to, as the tests compare it.
+type targetView struct {
+	Name, Adapter, URL, Model, Class string
+	ContextWindow                    int
+	Timeout, IdleTimeout             time.Duration
+	MaxRetries                       int
+	Keyed                            bool // an api_key_env, set by the test
+}
+
+type routeView struct {
+	Name    string
+	Targets []string
+	Guards  map[string][]string // target → the classes that open it
+}
+
+// load converts the testdata file and loads the TOML as check-config does, every variable the
+// result names set.
+func load(t *testing.T, name string) (*litellm.Result, *config.Config) {
+	t.Helper()
+	data, err := os.ReadFile("testdata/" + name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := litellm.Convert(data, name)
+	if err != nil {
+		t.Fatalf("Convert: %v", err)
+	}
+	env := map[string]string{}
+	for _, e := range res.Env {
+		env[e] = "value-of-" + e
+	}
+	cfg, err := config.Parse(res.TOML, name+".toml", func(k string) string { return env[k] })
+	if err != nil {
+		t.Fatalf("the converted file does not load:\n%v\n%s", err, res.TOML)
+	}
+	return res, cfg
+}
+
+func views(cfg *config.Config) ([]targetView, []routeView) {
+	var ts []targetView
+	for _, t := range cfg.Targets {
+		ts = append(ts, targetView{Name: t.Name, Adapter: t.Adapter.String(), URL: t.URL, Model: t.Model,
+			Class: t.Privacy.String(), ContextWindow: t.ContextWindow, Timeout: t.Timeout,
+			IdleTimeout: t.IdleTimeout, MaxRetries: t.MaxRetries, Keyed: t.APIKey != ""})
+	}
+	var rs []routeView
+	for _, r := range cfg.Routes {
+		v := routeView{Name: r.Name}
+		for i, t := range r.Targets {
+			v.Targets = append(v.Targets, t.Name)
+			if g := r.Guard[i]; g != 0 {
+				if v.Guards == nil {
+					v.Guards = map[string][]string{}
+				}
+				for _, c := range g.Classes() {
+					v.Guards[t.Name] = append(v.Guards[t.Name], c.String())
+				}
+			}
+		}
+		rs = append(rs, v)
+	}
+	return ts, rs
+}
+
+// TestImportLoads: each LiteLLM config converts into a file that loads as check-config loads it,
+// and compiles to the targets and routes CONFIG.md's LiteLLM table says: entries sharing a
+// model_name are one route's targets, fallbacks extend its chain, context_window_fallbacks are
+// guarded to open on overflow only, keys come from the environment, and what cannot be spoken to
+// is left out.
+func TestImportLoads(t *testing.T) {
+	const d = 120 * time.Second
+	tests := []struct {
+		file    string
+		targets []targetView
+		routes  []routeView
+		cool    config.Cooldown
+	}{{
+		file: "homelab.yaml",
+		targets: []targetView{
+			{Name: "embed", Adapter: "ollama", URL: "http://localhost:11434", Model: "nomic-embed-text", Class: "private", Timeout: d, IdleTimeout: d, MaxRetries: 2},
+			{Name: "gpt-4o-mini", Adapter: "openai", URL: "https://openrouter.ai/api/v1", Model: "openai/gpt-4o-mini", Class: "public", Timeout: d, IdleTimeout: d, MaxRetries: 2, Keyed: true},
+			{Name: "llama3.1-1", Adapter: "ollama", URL: "http://127.0.0.1:11434", Model: "llama3.1:8b", Class: "private", ContextWindow: 8192, Timeout: d, IdleTimeout: d, MaxRetries: 2},
+			{Name: "llama3.1-2", Adapter: "ollama", URL: "http://gpu-box.lan:11434", Model: "llama3.1:8b", Class: "private", ContextWindow: 8192, Timeout: d, IdleTimeout: d, MaxRetries: 2},
+			{Name: "qwen-coder", Adapter: "openai", URL: "http://192.168.1.20:8080/v1", Model: "qwen2.5-coder-7b", Class: "private", ContextWindow: 32768, Timeout: 300 * time.Second, IdleTimeout: 60 * time.Second, MaxRetries: 1},
+		},
+		routes: []routeView{
+			{Name: "embed", Targets: []string{"embed"}},
+			{Name: "gpt-4o-mini", Targets: []string{"gpt-4o-mini"}},
+			{Name: "llama3.1", Targets: []string{"llama3.1-1", "llama3.1-2", "gpt-4o-mini"}},
+			{Name: "qwen-coder", Targets: []string{"qwen-coder", "gpt-4o-mini"}, Guards: map[string][]string{"gpt-4o-mini": {"overflow"}}},
+		},
+		cool: config.Cooldown{Failures: 3, Base: 60 * time.Second, Max: config.DefaultCooldownMax},
+	}, {
+		file: "docs.yaml",
+		targets: []targetView{
+			{Name: "llama3", Adapter: "ollama", URL: "http://localhost:11434", Model: "llama3", Class: "private", Timeout: d, IdleTimeout: d},
+			{Name: "vllm-models", Adapter: "openai", URL: "http://0.0.0.0:4000/v1", Model: "facebook/opt-125m", Class: "private", Timeout: d, IdleTimeout: d, Keyed: true},
+		},
+		routes: []routeView{
+			{Name: "llama3", Targets: []string{"llama3"}},
+			{Name: "vllm-models", Targets: []string{"vllm-models", "llama3"}},
+		},
+		cool: config.Cooldown{Failures: config.DefaultFailures, Base: config.DefaultCooldownBase, Max: config.DefaultCooldownMax},
+	}, {
+		file: "hosted.yaml",
+		targets: []targetView{
+			{Name: "deepseek-chat", Adapter: "openai", URL: "https://api.deepseek.com/v1", Model: "deepseek-chat", Class: "public", Timeout: d, IdleTimeout: d, MaxRetries: 10, Keyed: true},
+			{Name: "fast-1", Adapter: "openai", URL: "https://api.groq.com/openai/v1", Model: "llama-3.3-70b-versatile", Class: "public", Timeout: d, IdleTimeout: d, Keyed: true},
+			{Name: "fast-2", Adapter: "openai", URL: "https://api.together.ai/v1", Model: "meta-llama/Llama-3.3-70B-Instruct-Turbo", Class: "public", Timeout: d, IdleTimeout: d, Keyed: true},
+			{Name: "fast-3", Adapter: "openai", URL: "https://api.fireworks.ai/inference/v1", Model: "accounts/fireworks/models/llama-v3p3-70b-instruct", Class: "public", Timeout: d, IdleTimeout: d, Keyed: true},
+			{Name: "grok", Adapter: "openai", URL: "https://api.x.ai/v1", Model: "grok-4", Class: "public", Timeout: d, IdleTimeout: d, Keyed: true},
+			{Name: "mistral-large", Adapter: "openai", URL: "https://api.mistral.ai/v1", Model: "mistral-large-latest", Class: "public", Timeout: d, IdleTimeout: d, Keyed: true},
+			{Name: "my-model", Adapter: "openai", URL: "https://api.openai.com/v1", Model: "gpt-4.1-mini", Class: "public", Timeout: d, IdleTimeout: d, Keyed: true},
+			{Name: "team-vllm", Adapter: "openai", URL: "http://[fd00::20]:8000/v1", Model: "Qwen/Qwen3-32B", Class: "private", Timeout: d, IdleTimeout: d},
+		},
+		routes: []routeView{
+			{Name: "deepseek-chat", Targets: []string{"deepseek-chat"}},
+			{Name: "fast", Targets: []string{"fast-1", "fast-2", "fast-3", "deepseek-chat"}},
+			{Name: "grok", Targets: []string{"grok"}},
+			{Name: "mistral-large", Targets: []string{"mistral-large"}},
+			{Name: "my-model", Targets: []string{"my-model"}},
+			{Name: "team-vllm", Targets: []string{"team-vllm"}},
+		},
+		cool: config.Cooldown{Failures: config.DefaultFailures, Base: config.DefaultCooldownBase, Max: config.DefaultCooldownMax},
+	}}
+	for _, tt := range tests {
+		t.Run(tt.file, func(t *testing.T) {
+			_, cfg := load(t, tt.file)
+			ts, rs := views(cfg)
+			if diff := cmp.Diff(tt.targets, ts); diff != "" {
+				t.Errorf("targets (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tt.routes, rs); diff != "" {
+				t.Errorf("routes (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tt.cool, cfg.Cooldown); diff != "" {
+				t.Errorf("cooldown (-want +got):\n%s", diff)
+			}
+			if len(cfg.Keys) != 0 || !cfg.Open() {
+				t.Error("the converted file has keys: LiteLLM's are not carried")
+			}
+			if w := cfg.Warnings(); len(w) != 0 {
+				t.Errorf("check-config would warn of the converted file: %q", w)
+			}
+		})
+	}
+}
+
+// TestImportGolden pins the whole file written for the homelab, comments included: what each
+// target came from, why it is private or public, and what was not carried.
+func TestImportGolden(t *testing.T) {
+	res, _ := load(t, "homelab.yaml")
+	const golden = "testdata/homelab.toml.golden"
+	if *update {
+		if err := os.WriteFile(golden, res.TOML, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatalf("%v (run go test ./config/litellm -run TestImportGolden -update)", err)
+	}
+	if diff := cmp.Diff(string(want), string(res.TOML)); diff != "" {
+		t.Errorf("converted homelab.yaml (-%s +got):\n%s", golden, diff)
+	}
+}
+
+// TestImportWarnsWhatItLeavesOut: each deployment left out, and each key written in the YAML,
+// is a warning naming it, and a comment in the file saying why.
+func TestImportWarnsWhatItLeavesOut(t *testing.T) {
+	res, _ := load(t, "hosted.yaml")
+	warnings := strings.Join(res.Warnings, "\n")
+	for _, want := range []string{
+		`"anthropic/claude-sonnet-4-5") left out: LiteLLM's anthropic provider speaks an API of its own`,
+		`"gemini/gemini-2.5-flash") left out`,
+		`"vertex_ai/gemini-2.5-pro") left out`,
+		`"gpt-4.1") left out: its model has no provider prefix`,
+		`"openai/*") left out: LiteLLM's wildcard routing has no equivalent here`,
+		"target fast-1: the api_key written in the YAML (entry at line 15) was not copied: export it as FAST_1_API_KEY",
+		"target fast-2: the api_key written in the YAML (entry at line 20) was not copied: export it as FAST_2_API_KEY",
+		"target team-vllm: the user and password in api_base (entry at line 39) were not copied",
+		`fallbacks of "fast": no model_name "no-such-model"`,
+		`route "my model" is named "my-model"`,
+		"not carried (no equivalent here; listed at the top of the file): general_settings: master_key, database_url",
+	} {
+		if !strings.Contains(warnings, want) {
+			t.Errorf("no warning holds %q; warnings:\n%s", want, warnings)
+		}
+	}
+	toml := string(res.TOML)
+	for _, want := range []string{
+		"# Left out: model_list entry at line 3 (model_name \"claude-sonnet\"",
+		"# api_key was written in the YAML: not copied",
+		"#   environment_variables: REDIS_PASSWORD (names only",
+		"gateway keygen NAME",
+		"# Before check-config and serve, export: DEEPSEEK_API_KEY, FAST_1_API_KEY, FAST_2_API_KEY,",
+	} {
+		if !strings.Contains(toml, want) {
+			t.Errorf("the file does not hold %q:\n%s", want, toml)
+		}
+	}
+}
+
+// TestImportKeepsSecretsOut: no value that could be a secret (a literal api_key, a password in
+// api_base, master_key, database_url, environment_variables' values) reaches the file or the
+// warnings, nor an error about a file that holds one where a number belongs.
+func TestImportKeepsSecretsOut(t *testing.T) {
+	res, _ := load(t, "hosted.yaml")
+	all := string(res.TOML) + strings.Join(res.Warnings, "\n") + strings.Join(res.Env, "\n")
+	if strings.Contains(all, "SENTINEL") {
+		t.Errorf("a secret of hosted.yaml was carried:\n%s", all)
+	}
+	bad := "model_list:\n  - model_name: x\n    litellm_params:\n      model: ollama/x\n      rpm: SENTINEL-rpm\n"
+	_, err := litellm.Convert([]byte(bad), "bad.yaml")
+	if err == nil || strings.Contains(err.Error(), "SENTINEL") || !strings.Contains(err.Error(), "line 5") {
+		t.Errorf("err = %v; want the line of the bad value, without the value", err)
+	}
+}
+
+// TestImportErrors: a file that cannot be converted says why, as an *Error.
+func TestImportErrors(t *testing.T) {
+	for _, tt := range []struct{ name, yaml, want string }{
+		{"empty", "", "empty: no model_list"},
+		{"not yaml", "model_list: [\n", "not YAML"},
+		{"a list", "- a\n- b\n", "top level is not a mapping"},
+		{"no model_list", "general_settings:\n  master_key: sk-1\n", "no model_list"},
+		{"model_list not a list", "model_list: 3\n", "model_list"},
+		{"nothing convertible", "model_list:\n  - model_name: c\n    litellm_params:\n      model: anthropic/claude\n",
+			`nothing convertible: no deployment could become a target (model_name "c": LiteLLM's anthropic provider`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			res, err := litellm.Convert([]byte(tt.yaml), "c.yaml")
+			var e *litellm.Error
+			if !errors.As(err, &e) || !strings.Contains(err.Error(), tt.want) || !strings.HasPrefix(err.Error(), "c.yaml: ") || res != nil {
+				t.Errorf("Convert = %v, %v; want an *Error holding %q", res, err, tt.want)
+			}
+		})
+	}
+}
+
+// TestImportDocExample keeps CONFIG.md's example of `gateway import litellm` true: the YAML it
+// shows (testdata/doc.yaml) and, as it is, the file Convert writes for it.
+func TestImportDocExample(t *testing.T) {
+	src, err := os.ReadFile("testdata/doc.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := litellm.Convert(src, "config.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, err := os.ReadFile("../../CONFIG.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(doc), "```yaml\n"+string(src)+"```\n\nbecomes") {
+		t.Error("CONFIG.md does not show config/litellm/testdata/doc.yaml as it is")
+	}
+	if !strings.Contains(string(doc), "```toml\n"+string(res.TOML)+"```\n") {
+		t.Errorf("CONFIG.md does not show what gateway import litellm writes for doc.yaml; it writes:\n%s", res.TOML)
+	}
+}
+
+// TestImportAnchors: YAML's anchors, aliases and merge keys, with which a LiteLLM config shares
+// litellm_params between entries, are read as LiteLLM reads them, and a merged key that is not
+// carried is reported like any other.
+func TestImportAnchors(t *testing.T) {
+	const src = `x-ollama: &ollama
+  model: ollama/llama3.1:8b
+  api_base: http://127.0.0.1:11434
+  keep_alive: 5m
+model_list:
+  - model_name: chat
+    litellm_params:
+      <<: *ollama
+      num_ctx: 4096
+  - &coder
+    model_name: coder
+    litellm_params: {model: ollama/qwen2.5-coder}
+router_settings: &router
+  allowed_fails: 1
+`
+	res, err := litellm.Convert([]byte(src), "anchors.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Parse(res.TOML, "anchors.toml", nil)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, res.TOML)
+	}
+	ts, _ := views(cfg)
+	want := []targetView{
+		{Name: "chat", Adapter: "ollama", URL: "http://127.0.0.1:11434", Model: "llama3.1:8b", Class: "private", ContextWindow: 4096, Timeout: config.DefaultTimeout, IdleTimeout: config.DefaultIdleTimeout},
+		{Name: "coder", Adapter: "ollama", URL: "http://localhost:11434", Model: "qwen2.5-coder", Class: "private", Timeout: config.DefaultTimeout, IdleTimeout: config.DefaultIdleTimeout},
+	}
+	if diff := cmp.Diff(want, ts); diff != "" {
+		t.Errorf("targets (-want +got):\n%s", diff)
+	}
+	if cfg.Cooldown.Failures != 2 {
+		t.Errorf("cooldown failures = %d, want 2 (allowed_fails 1, through an anchored mapping)", cfg.Cooldown.Failures)
+	}
+	for _, want := range []string{"# not carried: keep_alive\n", "#   the top level: x-ollama\n"} {
+		if !strings.Contains(string(res.TOML), want) {
+			t.Errorf("the file does not hold %q:\n%s", want, res.TOML)
+		}
+	}
+}

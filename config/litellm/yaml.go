@@ -1,0 +1,198 @@
+package litellm
+
+import (
+	"fmt"
+	"math"
+	"reflect"
+	"slices"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// fileYAML is the part of LiteLLM's proxy config.yaml that has a meaning here. The other
+// top-level keys are listed as not carried (Result's leading comment), by name only.
+type fileYAML struct {
+	ModelList       yaml.Node `yaml:"model_list"` // a list, each entry decoded into deploymentYAML
+	RouterSettings  yaml.Node `yaml:"router_settings"`
+	LiteLLMSettings yaml.Node `yaml:"litellm_settings"`
+	// GeneralSettings and EnvironmentVariables are read for their keys' names only: their values
+	// (master_key, database_url, REDIS_PASSWORD) are secrets more often than not.
+	GeneralSettings      yaml.Node `yaml:"general_settings"`
+	EnvironmentVariables yaml.Node `yaml:"environment_variables"`
+}
+
+// deploymentYAML is one model_list entry: a LiteLLM deployment.
+type deploymentYAML struct {
+	ModelName string     `yaml:"model_name"`
+	Params    yaml.Node  `yaml:"litellm_params"` // decoded into paramsYAML, its unknown keys kept
+	ModelInfo yaml.Node  `yaml:"model_info"`
+	RPM       *int       `yaml:"rpm"` // LiteLLM also takes rpm and tpm beside litellm_params
+	TPM       *int       `yaml:"tpm"`
+	line      int        // the entry's line in the file
+	params    paramsYAML // decoded Params
+	info      infoYAML   // decoded ModelInfo
+	// unknownParams are the keys of litellm_params (and model_info) that are not carried.
+	unknownParams []string
+}
+
+// paramsYAML is what litellm_params holds that is mapped.
+type paramsYAML struct {
+	Model         string   `yaml:"model"`
+	APIBase       string   `yaml:"api_base"`
+	APIKey        string   `yaml:"api_key"`
+	RPM           *int     `yaml:"rpm"`
+	TPM           *int     `yaml:"tpm"`
+	Timeout       *seconds `yaml:"timeout"`
+	StreamTimeout *seconds `yaml:"stream_timeout"`
+	NumRetries    *int     `yaml:"num_retries"`
+	MaxRetries    *int     `yaml:"max_retries"`
+	NumCtx        *int     `yaml:"num_ctx"` // Ollama's window: the target's context_window
+}
+
+// infoYAML is what model_info holds that is mapped.
+type infoYAML struct {
+	ID             string `yaml:"id"`   // LiteLLM's own deployment id: nothing to carry
+	Mode           string `yaml:"mode"` // chat, embedding, …: the gateway serves every endpoint a target's server has
+	MaxInputTokens *int   `yaml:"max_input_tokens"`
+}
+
+// routerYAML is what router_settings holds that is mapped.
+type routerYAML struct {
+	Fallbacks              []map[string][]string `yaml:"fallbacks"`
+	ContextWindowFallbacks []map[string][]string `yaml:"context_window_fallbacks"`
+	AllowedFails           *int                  `yaml:"allowed_fails"`
+	CooldownTime           *seconds              `yaml:"cooldown_time"`
+	NumRetries             *int                  `yaml:"num_retries"`
+	Timeout                *seconds              `yaml:"timeout"`
+}
+
+// settingsYAML is what litellm_settings holds that is mapped.
+type settingsYAML struct {
+	Fallbacks              []map[string][]string `yaml:"fallbacks"`
+	ContextWindowFallbacks []map[string][]string `yaml:"context_window_fallbacks"`
+	NumRetries             *int                  `yaml:"num_retries"`
+	RequestTimeout         *seconds              `yaml:"request_timeout"`
+}
+
+// seconds is a LiteLLM timeout: a number of seconds, whole or not.
+type seconds time.Duration
+
+func (s *seconds) UnmarshalYAML(n *yaml.Node) error {
+	var f float64
+	if n.Kind != yaml.ScalarNode || n.Decode(&f) != nil || math.IsNaN(f) || math.IsInf(f, 0) || f > 1e9 {
+		return fmt.Errorf("line %d: want a number of seconds", n.Line)
+	}
+	*s = seconds(f * float64(time.Second))
+	return nil
+}
+
+// String is the duration as the gateway's config writes it: "30s", "1.5s".
+func (s seconds) String() string {
+	d := time.Duration(s)
+	if d%time.Second == 0 {
+		return fmt.Sprintf("%ds", d/time.Second)
+	}
+	return d.String()
+}
+
+// keys returns the keys of a mapping node, in file order, those a merge key (<<: *defaults)
+// brings in included; none for any other node.
+func keys(n *yaml.Node) []string {
+	n = resolve(n)
+	if n == nil || n.Kind != yaml.MappingNode {
+		return nil
+	}
+	var out []string
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i], resolve(n.Content[i+1])
+		if k.Tag != "!!merge" {
+			out = append(out, k.Value)
+			continue
+		}
+		merged := []*yaml.Node{v}
+		if v != nil && v.Kind == yaml.SequenceNode {
+			merged = v.Content
+		}
+		for _, m := range merged {
+			for _, mk := range keys(m) {
+				if !slices.Contains(out, mk) {
+					out = append(out, mk)
+				}
+			}
+		}
+	}
+	return out
+}
+
+// resolve is the node an alias (*defaults) stands for; n itself when it is no alias.
+func resolve(n *yaml.Node) *yaml.Node {
+	for n != nil && n.Kind == yaml.AliasNode {
+		n = n.Alias
+	}
+	return n
+}
+
+// unknownKeys returns the keys of the mapping n that no yaml tag of the struct v names, in file
+// order: what the typed decode would drop without a word.
+func unknownKeys(n *yaml.Node, v any) []string {
+	known := map[string]bool{}
+	t := reflect.TypeOf(v)
+	for i := range t.NumField() {
+		name, _, _ := strings.Cut(t.Field(i).Tag.Get("yaml"), ",")
+		if name != "" && name != "-" {
+			known[name] = true
+		}
+	}
+	var out []string
+	for _, k := range keys(n) {
+		if !known[k] {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// decode decodes n into v, which a missing section (a zero Node) leaves as it is. A decode error
+// is said without the value it met: yaml's own messages quote it, and the value may be a key.
+func decode(n *yaml.Node, v any, where string) error {
+	n = resolve(n)
+	if n.Kind == 0 || n.Tag == "!!null" {
+		return nil
+	}
+	if n.Kind != yaml.MappingNode {
+		return fmt.Errorf("line %d: %s is not a mapping of keys to values", n.Line, where)
+	}
+	if err := n.Decode(v); err != nil {
+		return fmt.Errorf("%s: %s", where, quietYAMLError(err))
+	}
+	return nil
+}
+
+// quietYAMLError is err's message with every value yaml quoted in it (`sk-…`) left out.
+func quietYAMLError(err error) string {
+	msg := err.Error()
+	var b strings.Builder
+	for {
+		i := strings.IndexByte(msg, '`')
+		if i < 0 {
+			b.WriteString(msg)
+			break
+		}
+		j := strings.IndexByte(msg[i+1:], '`')
+		if j < 0 {
+			b.WriteString(msg[:i])
+			break
+		}
+		b.WriteString(msg[:i] + "a value")
+		msg = msg[i+1+j+1:]
+	}
+	return strings.NewReplacer("yaml: unmarshal errors:\n  ", "", "yaml: ", "",
+		"!!str a value", "a string", "!!int a value", "a number", "!!float a value", "a number",
+		"!!bool a value", "a boolean", "!!seq", "a list", "!!map", "a mapping",
+		"into int", "where a whole number belongs", "into float64", "where a number belongs",
+		"into string", "where a string belongs", "into []string", "where a list of names belongs",
+		"into map[string][]string", "where a mapping of a name to a list of names belongs",
+		"into []map[string][]string", "where a list of {name: [names]} belongs").Replace(b.String())
+}
