@@ -154,10 +154,12 @@ type target struct {
 	contextWindow                     int
 	timeout, idleTimeout              *seconds
 	maxRetries                        *int
+	weight                            int // 0: not written
 }
 
 type route struct {
 	name    string
+	policy  string // "": not written (ordered)
 	targets []*target
 	guarded map[*target]bool // entered on overflow only (context_window_fallbacks)
 	notes   []string
@@ -345,6 +347,13 @@ func (c *converter) target(d *deploymentYAML, base string) (*target, string) {
 		}
 		t.maxRetries = &n
 	}
+	if p.Weight != nil {
+		if *p.Weight >= 1 {
+			t.weight = *p.Weight // its share under policy weighted (spread)
+		} else {
+			t.notes = append(t.notes, fmt.Sprintf("not carried: weight = %d (a weight here is 1 or more)", *p.Weight))
+		}
+	}
 	var limits []string
 	for _, l := range []struct {
 		name string
@@ -480,8 +489,40 @@ func (c *converter) routes(r *routerYAML, s *settingsYAML) {
 		}
 		add("fallbacks", fallbacks[g.modelName], false)
 		add("context_window_fallbacks (entered on overflow only)", windowFallbacks[g.modelName], true)
+		if len(g.targets) > 1 {
+			c.spread(rt, len(g.targets), r.RoutingStrategy)
+		}
 		c.routeList = append(c.routeList, rt)
 	}
+}
+
+// spread gives rt, whose first n targets are the deployments of one model_name, the policy that
+// spreads requests over them as LiteLLM's routing_strategy did (TestImportRoutingStrategy). Only
+// when they are the whole route: a policy picks among every target open so far, and a fallback
+// opens with the first failure (a guard), so it could be picked before the group's other
+// deployment, which LiteLLM tries first. Such a route stays ordered, and says so.
+func (c *converter) spread(rt *route, n int, strategy string) {
+	if strategy == "" {
+		strategy = "simple-shuffle" // LiteLLM's default
+	}
+	policy, how := "weighted", "picked at random, by each deployment's weight"
+	switch strategy {
+	case "simple-shuffle":
+	case "least-busy":
+		policy, how = "least-busy", "the one with the fewest requests in flight"
+	case "latency-based-routing":
+		policy, how = "latency", "the one with the lowest latency"
+	default:
+		how = "no equivalent of " + strategy + " here: " + how
+	}
+	if len(rt.targets) > n {
+		rt.notes = append(rt.notes, fmt.Sprintf("LiteLLM spread requests over the %d deployments of this model_name (routing_strategy %s); "+
+			"with fallbacks after them they are tried in order here: a policy picks among every target a failure has opened, "+
+			"and could pick a fallback before another deployment", n, strategy))
+		return
+	}
+	rt.policy = policy
+	rt.notes = append(rt.notes, fmt.Sprintf("LiteLLM spread requests over these %d deployments (routing_strategy %s): policy %s, %s", n, strategy, policy, how))
 }
 
 // fallbackMap merges LiteLLM's fallback lists ([{"a": ["b", "c"]}]) of router_settings and

@@ -322,3 +322,58 @@ router_settings: &router
 		}
 	}
 }
+
+// TestImportRoutingStrategy: LiteLLM spreads a model_name's deployments by its routing_strategy
+// (simple-shuffle by default, weighted by each deployment's weight). Where the route is those
+// deployments alone, the converted route's policy does the same; where fallbacks follow them, the
+// route stays ordered and says why (a policy picks among every target a failure has opened, so it
+// could pick a fallback before the group's other deployment).
+func TestImportRoutingStrategy(t *testing.T) {
+	const deps = `model_list:
+  - model_name: llama
+    litellm_params: {model: ollama/llama3.1:8b, api_base: "http://10.0.0.1:11434", weight: 3}
+  - model_name: llama
+    litellm_params: {model: ollama/llama3.1:8b, api_base: "http://10.0.0.2:11434"}
+  - model_name: tail
+    litellm_params: {model: openrouter/openai/gpt-4o-mini, api_key: os.environ/OR_KEY}
+`
+	for _, tc := range []struct {
+		name, router string
+		policy       string
+		note         string
+	}{
+		{"default shuffle", "", "weighted", `routing_strategy simple-shuffle`},
+		{"least-busy", "router_settings:\n  routing_strategy: least-busy\n", "least-busy", `routing_strategy least-busy`},
+		{"latency", "router_settings:\n  routing_strategy: latency-based-routing\n", "latency", `routing_strategy latency-based-routing`},
+		{"usage has no equivalent", "router_settings:\n  routing_strategy: usage-based-routing-v2\n", "weighted", `no equivalent of usage-based-routing-v2`},
+		{"fallbacks keep the order", "router_settings:\n  routing_strategy: least-busy\n  fallbacks: [{llama: [tail]}]\n", "ordered", `tried in order here`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res, err := litellm.Convert([]byte(deps+tc.router), "x.yaml")
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg, err := config.Parse(res.TOML, "x.toml", func(k string) string { return "value-of-" + k })
+			if err != nil {
+				t.Fatalf("does not load: %v\n%s", err, res.TOML)
+			}
+			r, ok := cfg.Route("llama")
+			if !ok {
+				t.Fatalf("no route llama:\n%s", res.TOML)
+			}
+			if r.Policy.String() != tc.policy {
+				t.Errorf("policy %s, want %s:\n%s", r.Policy, tc.policy, res.TOML)
+			}
+			if !strings.Contains(string(res.TOML), tc.note) {
+				t.Errorf("no note %q:\n%s", tc.note, res.TOML)
+			}
+			if strings.Contains(string(res.TOML), "routing_strategy\n") || strings.Contains(string(res.TOML), "router_settings: routing_strategy") {
+				t.Errorf("routing_strategy still listed as not carried:\n%s", res.TOML)
+			}
+			w, ok := cfg.Target("llama-1")
+			if !ok || w.Weight != 3 {
+				t.Errorf("llama-1's weight: %+v, want 3 (litellm_params.weight)", w)
+			}
+		})
+	}
+}

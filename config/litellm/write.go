@@ -81,6 +81,9 @@ func (c *converter) result(r *routerYAML) *Result {
 			}
 		}
 		fmt.Fprintf(&b, "targets = [%s]\n", strings.Join(names, ", "))
+		if rt.policy != "" {
+			fmt.Fprintf(&b, "policy = %s\n", quote(rt.policy))
+		}
 		if len(guards) > 0 {
 			fmt.Fprintf(&b, "guard = { %s }\n", strings.Join(guards, ", "))
 		}
@@ -112,6 +115,9 @@ func (c *converter) writeTarget(b *strings.Builder, t *target) {
 	}
 	if t.idleTimeout != nil {
 		fmt.Fprintf(b, "idle_timeout = %s\n", quote(t.idleTimeout.String()))
+	}
+	if t.weight > 0 {
+		fmt.Fprintf(b, "weight = %d\n", t.weight)
 	}
 	if t.maxRetries != nil {
 		fmt.Fprintf(b, "max_retries = %d\n", *t.maxRetries)

@@ -49,6 +49,7 @@ type paramsYAML struct {
 	NumRetries    *int     `yaml:"num_retries"`
 	MaxRetries    *int     `yaml:"max_retries"`
 	NumCtx        *int     `yaml:"num_ctx"` // Ollama's window: the target's context_window
+	Weight        *int     `yaml:"weight"`  // simple-shuffle's share: the target's weight
 }
 
 // infoYAML is what model_info holds that is mapped.
@@ -60,6 +61,7 @@ type infoYAML struct {
 
 // routerYAML is what router_settings holds that is mapped.
 type routerYAML struct {
+	RoutingStrategy        string                `yaml:"routing_strategy"`
 	Fallbacks              []map[string][]string `yaml:"fallbacks"`
 	ContextWindowFallbacks []map[string][]string `yaml:"context_window_fallbacks"`
 	AllowedFails           *int                  `yaml:"allowed_fails"`
