@@ -491,6 +491,11 @@ func (s *thinkStream) rewrite(ev []byte) (out []byte, keep, choiceless bool) {
 		}
 		delta := map[string]json.RawMessage{}
 		_ = json.Unmarshal(ch["delta"], &delta)
+		if delta == nil {
+			// delta null: json.Unmarshal leaves a nil map, which the held bytes of a finishing
+			// chunk are written into (TestThinkStreamNullDeltaFinish).
+			delta = map[string]json.RawMessage{}
+		}
 		if hasReasoning(delta) {
 			sp.upstreamReasoned()
 			tp.sp.upstreamReasoned()

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"testing"
 
 	"github.com/hayula/gateway/core"
@@ -68,5 +69,20 @@ func TestThinkStreamAllocations(t *testing.T) {
 			ts.Stream = &loopStream{event: chunk(" token"), n: 1 << 30}
 			checkEventAllocs(t, ts, c.most)
 		})
+	}
+}
+
+// TestThinkStreamNullDeltaFinish: a finishing chunk whose delta is null, after a chunk whose
+// whitespace the splitter held, gets that whitespace as its content; json.Unmarshal of null had
+// left the delta a nil map, and writing the content into it panicked.
+func TestThinkStreamNullDeltaFinish(t *testing.T) {
+	ts := newThinkStream(&loopStream{end: [][]byte{
+		[]byte(`{"id":"c","choices":[{"index":0,"delta":{"content":" "}}]}`),
+		[]byte(`{"id":"c","choices":[{"index":0,"delta":null,"finish_reason":"stop"}]}`),
+	}}, core.ReasoningThinkTags)
+	evs, end := drain(ts)
+	want := []string{`{"choices":[{"delta":{"content":" "},"finish_reason":"stop","index":0}],"id":"c"}`}
+	if !slices.Equal(evs, want) || end != "EOF" {
+		t.Errorf("got %q, %s; want %q, EOF", evs, end, want)
 	}
 }
