@@ -37,6 +37,13 @@ const (
 	closeThink = "</think>"
 )
 
+// maxHeldSpace bounds the run of whitespace a splitter holds undecided. Past it the run goes
+// where the end of the content would send it (release). 64 KiB is some thousands of times the
+// whitespace R1 writes around its tags ("\n\n"), so that no answer a model means is read
+// otherwise, and small beside what a stream costs anyway: a model that loops on "\n" (small
+// models do) holds no more than that a choice, where it held everything it wrote.
+const maxHeldSpace = 64 << 10
+
 type thinkState uint8
 
 const (
@@ -95,7 +102,7 @@ type thinkSplitter struct {
 	// may come (empty, or starting with '<'; always a slice of openThink or closeThink, never of
 	// a piece). The run grows in place: joining each piece to the whole tail (held + piece) made
 	// a model that streams whitespace a token at a time cost time and bytes quadratic in its
-	// length (TestThinkSplitterLinear).
+	// length (TestThinkSplitterLinear). It grows to maxHeldSpace at most (release).
 	ws  []byte
 	tag string
 	// join is the held tag joined to the next piece, reused.
@@ -117,7 +124,29 @@ func (s *thinkSplitter) hold(r, buf []byte, tag string) []byte {
 	}
 	s.ws = append(s.ws, buf[len(body):len(buf)-k]...)
 	s.tag = tag[:k]
+	if len(s.ws) > maxHeldSpace {
+		_, r = s.release(nil, r)
+	}
 	return r
+}
+
+// release lets go of a run of whitespace held past maxHeldSpace, where the end of the content
+// would send it, the state left as it is (TestThinkStreamWhitespaceBounded). At think-tags' start
+// that is the answer: a model whose output opens with a block (R1 without <think> in its template)
+// writes <think> first, and 64 KiB of whitespace with no tag yet is the answer's, while a
+// <think> after it still opens the block. At think-open's start it is nowhere: there the output
+// begins just after the template's <think>, and whitespace just inside the block is dropped
+// whatever follows it. Inside the block it is the reasoning, as it is unless </think> follows
+// it at once. A tag prefix held after the run stays held.
+func (s *thinkSplitter) release(c, r []byte) ([]byte, []byte) {
+	switch s.state {
+	case thinkStart:
+		c = append(c, s.ws...)
+	case thinkIn:
+		r = append(r, s.ws...)
+	}
+	s.ws = s.ws[:0]
+	return c, r
 }
 
 // split takes the next piece of content and returns what is now known to be answer and what
@@ -149,6 +178,9 @@ func (s *thinkSplitter) appendSplit(c, r, piece []byte) ([]byte, []byte) {
 			case prefixOf(rest, openThink): // whitespace alone, or a tag in the making
 				s.ws = append(s.ws, buf[:len(buf)-len(rest)]...)
 				s.tag, buf = openThink[:len(rest)], nil
+				if len(s.ws) > maxHeldSpace {
+					c, r = s.release(c, r)
+				}
 			case s.state == thinkLead:
 				// No <think>: the reasoning begins here, the whitespace before it dropped as
 				// whitespace just inside the block is. A '<' held for <think> may begin </think>.

@@ -492,7 +492,9 @@ func jsonRawMaps(ms []map[string]json.RawMessage) json.RawMessage {
 
 // FuzzThinkStreamMatchesOracle holds the think stream to the oracle above: for any events (the
 // fuzz input cut at each \x1e), think-tags or think-open, ending cleanly or with a failure, the
-// same chunks, byte for byte, and the same end.
+// same chunks, byte for byte, and the same end. The oracle holds any run of whitespace; the
+// stream lets go of one past maxHeldSpace (TestThinkStreamWhitespaceBounded), which no fuzz
+// input here reaches.
 func FuzzThinkStreamMatchesOracle(f *testing.F) {
 	chunk := func(s string) string { return fmt.Sprintf(r1Chunk, s) }
 	seq := func(evs ...string) []byte { return []byte(strings.Join(evs, "\x1e")) }
@@ -556,7 +558,8 @@ func (e *eventsStream) Close() error { return nil }
 // FuzzThinkSplitterMatchesOracle holds the splitter, whose pieces are now bytes appended to the
 // caller's buffers, to the oracle's, which built strings: the same answer and reasoning for each
 // piece (the fuzz input cut at each \x1e) and at the end, for think-tags and think-open, with
-// the upstream's own reasoning arriving before the piece numbered reasoned.
+// the upstream's own reasoning arriving before the piece numbered reasoned (runs of whitespace
+// within maxHeldSpace, as FuzzThinkStreamMatchesOracle's).
 func FuzzThinkSplitterMatchesOracle(f *testing.F) {
 	f.Add([]byte(" \n<th\x1eink>\x1e a \n\x1e </thi\x1enk>\x1e\n\nHi<think>"), uint8(0), uint8(9))
 	f.Add([]byte("\t<\x1ethink\x1e>\x1e</think\x1e</think>x"), uint8(1), uint8(2))
