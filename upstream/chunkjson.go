@@ -2,7 +2,6 @@ package upstream
 
 import (
 	"encoding/json"
-	"slices"
 	"strconv"
 
 	"github.com/hayula/gateway/internal/jsonx"
@@ -145,53 +144,6 @@ func (b *chunkBuf) reset() { b.buf = b.buf[:0] }
 // caller's append to it never writes over the next chunk.
 func (b *chunkBuf) add(start int) []byte {
 	return b.buf[start:len(b.buf):len(b.buf)]
-}
-
-// jsonString is mustJSON(s), written without an encoder.
-func jsonString(s string) json.RawMessage {
-	return appendJSONString(make([]byte, 0, len(s)+2), s)
-}
-
-// jsonRawMap is mustJSON(m), written without an encoder: the members in key order, each value
-// compacted as encoding/json writes a json.RawMessage (a nil one as null). The values are
-// well-formed JSON (json.Unmarshal's, or this file's).
-func jsonRawMap(m map[string]json.RawMessage) json.RawMessage {
-	n := 2
-	for k, v := range m {
-		n += len(k) + len(v) + 4
-	}
-	return appendRawMap(make([]byte, 0, n), m)
-}
-
-func appendRawMap(dst []byte, m map[string]json.RawMessage) []byte {
-	var small [16]string
-	keys := small[:0]
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	dst = append(dst, '{')
-	for i, k := range keys {
-		if i > 0 {
-			dst = append(dst, ',')
-		}
-		dst = appendJSONString(dst, k)
-		dst = append(dst, ':')
-		dst = appendCompactJSON(dst, m[k])
-	}
-	return append(dst, '}')
-}
-
-// jsonRawMaps is mustJSON(ms) for a non-nil ms, as jsonRawMap writes each.
-func jsonRawMaps(ms []map[string]json.RawMessage) json.RawMessage {
-	dst := []byte{'['}
-	for i, m := range ms {
-		if i > 0 {
-			dst = append(dst, ',')
-		}
-		dst = appendRawMap(dst, m)
-	}
-	return append(dst, ']')
 }
 
 // appendCompactJSON appends the well-formed JSON v without the whitespace between its tokens, as

@@ -8,7 +8,6 @@ import (
 	"maps"
 	"slices"
 	"strconv"
-	"strings"
 
 	"github.com/hayula/gateway/core"
 	"github.com/hayula/gateway/internal/jsonx"
@@ -37,6 +36,13 @@ const (
 	openThink  = "<think>"
 	closeThink = "</think>"
 )
+
+// maxHeldSpace bounds the run of whitespace a splitter holds undecided. Past it the run goes
+// where the end of the content would send it (release). 64 KiB is some thousands of times the
+// whitespace R1 writes around its tags ("\n\n"), so that no answer a model means is read
+// otherwise, and small beside what a stream costs anyway: a model that loops on "\n" (small
+// models do) holds no more than that a choice, where it held everything it wrote.
+const maxHeldSpace = 64 << 10
 
 type thinkState uint8
 
@@ -93,60 +99,88 @@ func (s *thinkSplitter) upstreamReasoned() {
 type thinkSplitter struct {
 	state thinkState
 	// The undecided tail is ws, a run of whitespace, then tag, a proper prefix of the tag that
-	// may come (empty, or starting with '<'). The run grows in place: joining each piece to the
-	// whole tail (held + piece) made a model that streams whitespace a token at a time cost
-	// time and bytes quadratic in its length (TestThinkSplitterLinear).
+	// may come (empty, or starting with '<'; always a slice of openThink or closeThink, never of
+	// a piece). The run grows in place: joining each piece to the whole tail (held + piece) made
+	// a model that streams whitespace a token at a time cost time and bytes quadratic in its
+	// length (TestThinkSplitterLinear). It grows to maxHeldSpace at most (release).
 	ws  []byte
 	tag string
+	// join is the held tag joined to the next piece, reused.
+	join []byte
 }
 
 // holding reports whether the splitter holds undecided bytes.
 func (s *thinkSplitter) holding() bool { return len(s.ws) > 0 || s.tag != "" }
 
-// takeHeld returns the undecided tail and forgets it.
-func (s *thinkSplitter) takeHeld() string {
-	held := string(s.ws) + s.tag
-	s.ws, s.tag = s.ws[:0], ""
-	return held
-}
-
-// hold keeps buf's trailing whitespace (ws) and tag prefix (tag, after it) undecided and returns
-// the rest, which is decided: the run already held is part of it when the rest is not empty.
-func (s *thinkSplitter) hold(buf string, tag string) (decided string) {
+// hold keeps buf's trailing whitespace (ws) and tag prefix (tag, after it) undecided and appends
+// the rest, which is decided, to r: the run already held is part of it when the rest is not
+// empty.
+func (s *thinkSplitter) hold(r, buf []byte, tag string) []byte {
 	k := tagPrefixSuffix(buf, tag)
-	body := strings.TrimRight(buf[:len(buf)-k], " \t\r\n")
-	if body != "" {
-		decided = string(s.ws) + body
+	body := trimRightSpace(buf[:len(buf)-k])
+	if len(body) > 0 {
+		r = append(append(r, s.ws...), body...)
 		s.ws = s.ws[:0]
 	}
 	s.ws = append(s.ws, buf[len(body):len(buf)-k]...)
-	s.tag = buf[len(buf)-k:]
-	return decided
+	s.tag = tag[:k]
+	if len(s.ws) > maxHeldSpace {
+		_, r = s.release(nil, r)
+	}
+	return r
+}
+
+// release lets go of a run of whitespace held past maxHeldSpace, where the end of the content
+// would send it, the state left as it is (TestThinkStreamWhitespaceBounded). At think-tags' start
+// that is the answer: a model whose output opens with a block (R1 without <think> in its template)
+// writes <think> first, and 64 KiB of whitespace with no tag yet is the answer's, while a
+// <think> after it still opens the block. At think-open's start it is nowhere: there the output
+// begins just after the template's <think>, and whitespace just inside the block is dropped
+// whatever follows it. Inside the block it is the reasoning, as it is unless </think> follows
+// it at once. A tag prefix held after the run stays held.
+func (s *thinkSplitter) release(c, r []byte) ([]byte, []byte) {
+	switch s.state {
+	case thinkStart:
+		c = append(c, s.ws...)
+	case thinkIn:
+		r = append(r, s.ws...)
+	}
+	s.ws = s.ws[:0]
+	return c, r
 }
 
 // split takes the next piece of content and returns what is now known to be answer and what
 // reasoning. Bytes that may still be part of a tag are held until the next piece or flush.
 func (s *thinkSplitter) split(piece string) (content, reasoning string) {
+	c, r := s.appendSplit(nil, nil, []byte(piece))
+	return string(c), string(r)
+}
+
+// appendSplit is split appending to c and r, for a stream that reuses its buffers. piece is
+// only read, and none of it is kept.
+func (s *thinkSplitter) appendSplit(c, r, piece []byte) ([]byte, []byte) {
 	// buf is what is left to decide after the held run: the held tag prefix, whose bytes are
 	// not whitespace, joined to the piece (at most a tag's length more than the piece).
 	buf := piece
 	if s.tag != "" {
-		buf = s.tag + piece
-		s.tag = ""
+		s.join = append(append(s.join[:0], s.tag...), piece...)
+		buf, s.tag = s.join, ""
 	}
-	var c, r strings.Builder
-	for buf != "" {
+	for len(buf) > 0 {
 		switch s.state {
 		case thinkStart, thinkLead:
-			rest := strings.TrimLeft(buf, " \t\r\n")
+			rest := trimLeftSpace(buf)
 			switch {
-			case strings.HasPrefix(rest, openThink):
+			case hasPrefix(rest, openThink):
 				s.state = thinkOpen
 				s.ws = s.ws[:0]
 				buf = rest[len(openThink):]
-			case strings.HasPrefix(openThink, rest): // whitespace alone, or a tag in the making
+			case prefixOf(rest, openThink): // whitespace alone, or a tag in the making
 				s.ws = append(s.ws, buf[:len(buf)-len(rest)]...)
-				s.tag, buf = rest, ""
+				s.tag, buf = openThink[:len(rest)], nil
+				if len(s.ws) > maxHeldSpace {
+					c, r = s.release(c, r)
+				}
 			case s.state == thinkLead:
 				// No <think>: the reasoning begins here, the whitespace before it dropped as
 				// whitespace just inside the block is. A '<' held for <think> may begin </think>.
@@ -155,21 +189,20 @@ func (s *thinkSplitter) split(piece string) (content, reasoning string) {
 				buf = rest
 			default:
 				s.state = thinkOut
-				c.Write(s.ws)
+				c = append(c, s.ws...)
 				s.ws = s.ws[:0]
 			}
 		case thinkOpen:
-			buf = strings.TrimLeft(buf, " \t\r\n")
-			if buf != "" {
+			buf = trimLeftSpace(buf)
+			if len(buf) > 0 {
 				s.state = thinkIn
 			}
 		case thinkIn:
-			if i := strings.Index(buf, closeThink); i >= 0 {
+			if i := bytes.Index(buf, []byte(closeThink)); i >= 0 {
 				// The held run is whitespace before the tag (no '<' in it, so the tag is in
 				// buf), dropped with the block's trailing whitespace unless text comes between.
-				if body := strings.TrimRight(buf[:i], " \t\r\n"); body != "" {
-					r.Write(s.ws)
-					r.WriteString(body)
+				if body := trimRightSpace(buf[:i]); len(body) > 0 {
+					r = append(append(r, s.ws...), body...)
 				}
 				s.ws = s.ws[:0]
 				buf = buf[i+len(closeThink):]
@@ -178,34 +211,65 @@ func (s *thinkSplitter) split(piece string) (content, reasoning string) {
 			}
 			// Held: a closing tag in the making, and the whitespace before it, which is dropped
 			// if the tag does close.
-			r.WriteString(s.hold(buf, closeThink))
-			buf = ""
+			r = s.hold(r, buf, closeThink)
+			buf = nil
 		case thinkAfter:
-			buf = strings.TrimLeft(buf, " \t\r\n")
-			if buf != "" {
+			buf = trimLeftSpace(buf)
+			if len(buf) > 0 {
 				s.state = thinkOut
 			}
 		case thinkOut:
-			c.WriteString(buf)
-			buf = ""
+			c = append(c, buf...)
+			buf = nil
 		}
 	}
-	return c.String(), r.String()
+	return c, r
 }
 
 // flush ends the content: what was held goes where it belongs.
 func (s *thinkSplitter) flush() (content, reasoning string) {
-	held := s.takeHeld()
+	c, r := s.appendFlush(nil, nil)
+	return string(c), string(r)
+}
+
+// appendFlush is flush appending to c and r.
+func (s *thinkSplitter) appendFlush(c, r []byte) ([]byte, []byte) {
 	switch s.state {
 	case thinkStart:
-		return held, ""
+		c = append(append(c, s.ws...), s.tag...)
 	case thinkLead:
-		// Never closed: all reasoning, less the whitespace that opened it.
-		return "", strings.TrimLeft(held, " \t\r\n")
+		// Never closed: all reasoning, less the whitespace that opened it (the tag, if any,
+		// begins with '<').
+		r = append(r, s.tag...)
 	case thinkIn:
-		return "", held
+		r = append(append(r, s.ws...), s.tag...)
 	}
-	return "", ""
+	s.ws, s.tag = s.ws[:0], ""
+	return c, r
+}
+
+// hasPrefix reports whether b begins with prefix.
+func hasPrefix(b []byte, prefix string) bool {
+	return len(b) >= len(prefix) && string(b[:len(prefix)]) == prefix
+}
+
+// prefixOf reports whether b is a prefix of tag (the empty b is).
+func prefixOf(b []byte, tag string) bool { return len(b) <= len(tag) && string(b) == tag[:len(b)] }
+
+// trimLeftSpace is b without its leading JSON whitespace (space, tab, CR, LF).
+func trimLeftSpace(b []byte) []byte {
+	for len(b) > 0 && isSpace(b[0]) {
+		b = b[1:]
+	}
+	return b
+}
+
+// trimRightSpace is b without its trailing JSON whitespace.
+func trimRightSpace(b []byte) []byte {
+	for len(b) > 0 && isSpace(b[len(b)-1]) {
+		b = b[:len(b)-1]
+	}
+	return b
 }
 
 // thinkLogprobs keeps, of an answer's logprob entries, those of its content: OpenAI's
@@ -260,9 +324,9 @@ func contentLogprobs(entries []logprobJSON, r core.Reasoning) []logprobJSON {
 }
 
 // tagPrefixSuffix is the length of the longest proper prefix of tag that ends s.
-func tagPrefixSuffix(s, tag string) int {
+func tagPrefixSuffix(s []byte, tag string) int {
 	for k := min(len(s), len(tag)-1); k > 0; k-- {
-		if s[len(s)-k:] == tag[:k] {
+		if string(s[len(s)-k:]) == tag[:k] {
 			return k
 		}
 	}
@@ -337,6 +401,11 @@ func splitThinkBody(body []byte, r core.Reasoning) []byte {
 // usage chunk) with bytes still held, because the upstream sent no finishing chunk, gets a chunk
 // of its own for them first: they are the answer's last bytes (or whitespace, or the start of a
 // tag that never came), not to be lost.
+//
+// A chunk it changes comes out as json.Unmarshal into maps and mustJSON wrote it before, byte for
+// byte (members in key order, values compacted), but written from a walk of the chunk into a
+// buffer the stream reuses (thinkchunk.go; FuzzThinkStreamMatchesOracle): a token's chunk cost
+// 68 allocations so, and a chunk after the block, passed as it came, 60.
 type thinkStream struct {
 	Stream
 	reasoning core.Reasoning // think-tags or think-open
@@ -347,13 +416,17 @@ type thinkStream struct {
 	// stream has named, which cost each usage chunk a sorted walk over them all
 	// (TestThinkStreamUsageChunksLinear). Made on first use.
 	held map[int]struct{}
-	last map[string]json.RawMessage // the latest chunk's members, the envelope of a closing chunk
+	// last is a copy of the latest chunk with choices, the envelope of a closing chunk.
+	last []byte
 	// pending holds the chunks ready to go, in order (a closing chunk, then the chunk it
 	// precedes); the wrapped stream is read only when it is empty, so that a chunk in it that is
 	// the wrapped stream's own slice stays valid.
 	pending [][]byte
-	end     error // the stream's end, after pending
-	sent    bool  // Next has returned a chunk: the client's stream has begun
+	next    int      // the index in pending of the chunk Next returns next
+	end     error    // the stream's end, after pending
+	sent    bool     // Next has returned a chunk: the client's stream has begun
+	out     chunkBuf // the chunks written here; reset when Next has handed out all of them
+	w       chunkScratch
 }
 
 func newThinkStream(s Stream, r core.Reasoning) *thinkStream {
@@ -362,17 +435,27 @@ func newThinkStream(s Stream, r core.Reasoning) *thinkStream {
 
 // Next skips the chunks the rewrite emptied (see rewrite).
 func (s *thinkStream) Next() ([]byte, error) {
-	for len(s.pending) == 0 && s.end == nil {
+	if s.next == len(s.pending) {
+		// All handed out: the chunk returned last is no longer read, and pending starts over
+		// (taking chunks off its front would leave an append nothing to reuse).
+		s.out.reset()
+		s.pending, s.next = s.pending[:0], 0
+	}
+	for s.queued() == 0 && s.end == nil {
 		s.pull()
 	}
-	if len(s.pending) > 0 {
-		ev := s.pending[0]
-		s.pending = s.pending[1:]
+	if s.queued() > 0 {
+		ev := s.pending[s.next]
+		s.pending[s.next] = nil
+		s.next++
 		s.sent = true
 		return ev, nil
 	}
 	return nil, s.end
 }
+
+// queued is the number of chunks in pending that Next has not yet returned.
+func (s *thinkStream) queued() int { return len(s.pending) - s.next }
 
 // pull reads one event of the wrapped stream and queues what it becomes: nothing (a chunk the
 // rewrite emptied), the rewritten chunk (after a closing chunk when it is the usage chunk), or
@@ -383,7 +466,7 @@ func (s *thinkStream) Next() ([]byte, error) {
 func (s *thinkStream) pull() {
 	ev, err := s.Stream.Next()
 	if err != nil {
-		if errors.Is(err, io.EOF) || s.sent || len(s.pending) > 0 {
+		if errors.Is(err, io.EOF) || s.sent || s.queued() > 0 {
 			if c := s.closing(); c != nil {
 				s.pending = append(s.pending, c)
 			}
@@ -410,37 +493,52 @@ func (s *thinkStream) closing() []byte {
 	}
 	held := slices.Sorted(maps.Keys(s.held))
 	clear(s.held) // each is flushed below, or holds nothing
-	var choices []map[string]json.RawMessage
+	w := &s.w
+	w.reset()
+	choices := append(w.vals, '[')
+	n := 0
 	for _, idx := range held {
 		sp := s.split[idx]
 		if !sp.holding() {
 			continue
 		}
-		answer, reasoning := sp.flush()
-		delta := map[string]json.RawMessage{}
-		if answer != "" {
-			delta["content"] = mustJSON(answer)
-		}
-		if reasoning != "" {
-			delta["reasoning_content"] = mustJSON(reasoning)
-		}
-		if len(delta) == 0 {
+		w.answer, w.reasoning = sp.appendFlush(w.answer[:0], w.reasoning[:0])
+		if len(w.answer) == 0 && len(w.reasoning) == 0 {
 			continue
 		}
-		choices = append(choices, map[string]json.RawMessage{"index": mustJSON(idx), "delta": mustJSON(delta),
-			"finish_reason": json.RawMessage("null")})
+		if n > 0 {
+			choices = append(choices, ',')
+		}
+		n++
+		choices = append(choices, `{"delta":{`...)
+		if len(w.answer) > 0 {
+			choices = append(choices, `"content":`...)
+			choices = appendJSONString(choices, view(w.answer))
+		}
+		if len(w.reasoning) > 0 {
+			if len(w.answer) > 0 {
+				choices = append(choices, ',')
+			}
+			choices = append(choices, `"reasoning_content":`...)
+			choices = appendJSONString(choices, view(w.reasoning))
+		}
+		choices = append(choices, `},"finish_reason":null,"index":`...)
+		choices = strconv.AppendInt(choices, int64(idx), 10)
+		choices = append(choices, '}')
 	}
-	if len(choices) == 0 {
+	if n == 0 {
 		return nil
 	}
-	top := map[string]json.RawMessage{"object": json.RawMessage(`"chat.completion.chunk"`)}
-	for k, v := range s.last {
-		if k != "choices" && k != "usage" {
-			top[k] = v
-		}
+	choices = append(choices, ']')
+	w.vals = choices
+	top := w.readMembers(s.last)
+	if _, ok := member(top, "object"); !ok {
+		top = w.set(top, "object", []byte(`"chat.completion.chunk"`))
 	}
-	top["choices"] = mustJSON(choices)
-	return mustJSON(top)
+	top = w.set(w.set(top, "usage", nil), "choices", choices)
+	start := len(s.out.buf)
+	s.out.buf = appendMembers(s.out.buf, top)
+	return s.out.add(start)
 }
 
 // Buffered reports whether Next will return without waiting on the upstream. A chunk the
@@ -450,7 +548,7 @@ func (s *thinkStream) closing() []byte {
 // Next waits (TestReviewThinkTagsEventNotHeldBehindEmptiedChunk).
 func (s *thinkStream) Buffered() bool {
 	b, ok := s.Stream.(BufferedStream)
-	for len(s.pending) == 0 && s.end == nil {
+	for s.queued() == 0 && s.end == nil {
 		if !ok || !b.Buffered() {
 			return false
 		}
@@ -466,97 +564,148 @@ func (s *thinkStream) Buffered() bool {
 // upstream's and goes as it came.
 //
 // choiceless reports the usage chunk (no choices, a usage), before which a closing chunk goes.
+//
+// The chunk is read as json.Unmarshal would read it into a map[string]json.RawMessage, and its
+// choices into []map[string]json.RawMessage (chunkScratch), and a changed one written as mustJSON
+// wrote those maps: members in key order, values compacted.
 func (s *thinkStream) rewrite(ev []byte) (out []byte, keep, choiceless bool) {
-	var top map[string]json.RawMessage
-	if json.Unmarshal(ev, &top) != nil {
+	w := &s.w
+	w.reset()
+	top, ok := w.readTop(ev)
+	if !ok {
 		return ev, true, false
 	}
-	var choices []map[string]json.RawMessage
-	if json.Unmarshal(top["choices"], &choices) != nil || len(choices) == 0 {
+	choicesRaw, _ := member(top, "choices")
+	chs, ok := w.readChoices(choicesRaw)
+	if !ok || len(chs) == 0 {
 		// Only the usage chunk, the stream's last, ends the content. A chunk without choices
 		// before it (Azure's prompt_filter_results) must not flush a tag in the making: the
 		// rest of the tag would then be read as text (TestSplitEveryReadBoundary).
-		u := bytes.TrimSpace(top["usage"])
-		return ev, true, len(choices) == 0 && len(u) > 0 && !isNull(u)
+		u, _ := member(top, "usage")
+		return ev, true, len(chs) == 0 && len(u) > 0 && !isNull(u)
 	}
-	s.last = top
+	s.last = append(s.last[:0], ev...)
 	changed := false
-	for _, ch := range choices {
-		idx := choiceIndex(ch["index"])
-		sp, tp := s.split[idx], s.probs[idx]
-		if sp == nil {
-			v := newThinkSplitter(s.reasoning)
-			sp, tp = &v, newThinkLogprobs(s.reasoning)
-			s.split[idx], s.probs[idx] = sp, tp
+	for i := range chs {
+		if s.rewriteChoice(&chs[i]) {
+			changed = true
 		}
-		delta := map[string]json.RawMessage{}
-		_ = json.Unmarshal(ch["delta"], &delta)
-		if hasReasoning(delta) {
-			sp.upstreamReasoned()
-			tp.sp.upstreamReasoned()
-		}
-		content, hasContent := rawString(delta["content"])
-		finished := SaysFinish(text(ch["finish_reason"]))
-		// The entries go through a splitter of their own, as the content does: logprobs.content
-		// covers the answer's tokens, not the block's (TestThinkTagsLogprobs). A chunk's entries
-		// go through it with or without content beside them, and the entries held for bytes
-		// that may open a tag go with the finishing chunk, as those bytes do, though it came
-		// with logprobs null.
-		if entries, ok := rawLogprobs(ch["logprobs"]); ok || finished {
-			kept := tp.take(entries)
-			if finished {
-				kept = append(kept, tp.flush()...)
-			}
-			if len(kept) != len(entries) {
-				lp := ch["logprobs"]
-				if len(lp) == 0 || isNull(lp) {
-					lp = json.RawMessage(`{}`)
-				}
-				ch["logprobs"] = withLogprobs(lp, kept, false)
-				changed = true
-			}
-		}
-		if !hasContent && !finished {
-			continue
-		}
-		answer, reasoning := sp.split(content)
-		if finished {
-			a, r := sp.flush()
-			answer, reasoning = answer+a, reasoning+r
-		}
-		if sp.holding() {
-			if s.held == nil {
-				s.held = map[int]struct{}{}
-			}
-			s.held[idx] = struct{}{}
-		}
-		if answer == content && reasoning == "" {
-			continue
-		}
-		// A chunk that now holds no answer drops its content rather than carrying "", as
-		// DeepSeek's own stream does while it reasons.
-		if answer != "" {
-			delta["content"] = jsonString(answer)
-		} else {
-			delete(delta, "content")
-		}
-		if reasoning != "" {
-			if prev, ok := rawString(delta["reasoning_content"]); ok {
-				reasoning = prev + reasoning
-			}
-			delta["reasoning_content"] = jsonString(reasoning)
-		}
-		ch["delta"] = jsonRawMap(delta)
-		changed = true
 	}
 	if !changed {
 		return ev, true, false
 	}
-	if emptied(top, choices) {
+	if emptiedChunk(top, chs) {
 		return nil, false, false
 	}
-	top["choices"] = jsonRawMaps(choices)
-	return jsonRawMap(top), true, false
+	start := len(w.vals)
+	w.vals = append(w.vals, '[')
+	for i, ch := range chs {
+		if i > 0 {
+			w.vals = append(w.vals, ',')
+		}
+		w.vals = appendMembers(w.vals, ch.members)
+	}
+	w.vals = append(w.vals, ']')
+	top = w.set(top, "choices", w.vals[start:])
+	start = len(s.out.buf)
+	s.out.buf = appendMembers(s.out.buf, top)
+	return s.out.add(start), true, false
+}
+
+// rewriteChoice moves the think block out of one choice's delta (and its entries out of its
+// logprobs), and reports whether it changed the choice.
+func (s *thinkStream) rewriteChoice(ch *thinkChoice) (changed bool) {
+	w := &s.w
+	idxRaw, _ := member(ch.members, "index")
+	idx := choiceIndex(idxRaw)
+	sp, tp := s.split[idx], s.probs[idx]
+	if sp == nil {
+		v := newThinkSplitter(s.reasoning)
+		sp, tp = &v, newThinkLogprobs(s.reasoning)
+		s.split[idx], s.probs[idx] = sp, tp
+	}
+	// An absent delta, or one of another kind than an object (null, a string), reads as an
+	// empty one, as json.Unmarshal left the map it was given (TestThinkStreamNullDeltaFinish).
+	var delta []rawMember
+	if d, _ := member(ch.members, "delta"); len(d) > 0 && d[0] == '{' {
+		delta = w.readMembers(d)
+	}
+	rc, _ := member(delta, "reasoning_content")
+	if r, _ := member(delta, "reasoning"); nonEmptyString(rc) || nonEmptyString(r) {
+		sp.upstreamReasoned()
+		tp.sp.upstreamReasoned()
+	}
+	contentRaw, _ := member(delta, "content")
+	hasContent := len(contentRaw) > 0 && contentRaw[0] == '"'
+	finishRaw, _ := member(ch.members, "finish_reason")
+	finished := SaysFinish(text(finishRaw))
+	// The entries go through a splitter of their own, as the content does: logprobs.content
+	// covers the answer's tokens, not the block's (TestThinkTagsLogprobs). A chunk's entries
+	// go through it with or without content beside them, and the entries held for bytes
+	// that may open a tag go with the finishing chunk, as those bytes do, though it came
+	// with logprobs null.
+	lp, _ := member(ch.members, "logprobs")
+	if entries, ok := rawLogprobs(lp); ok || finished {
+		kept := tp.take(entries)
+		if finished {
+			kept = append(kept, tp.flush()...)
+		}
+		if len(kept) != len(entries) {
+			if len(lp) == 0 || isNull(lp) {
+				lp = json.RawMessage(`{}`)
+			}
+			ch.members = w.set(ch.members, "logprobs", withLogprobs(lp, kept, false))
+			changed = true
+		}
+	}
+	// After the block the content is the answer as it came, whatever the chunk says (a
+	// splitter there holds nothing and flushes nothing): it is not decoded.
+	if !hasContent && !finished || sp.state == thinkOut {
+		return changed
+	}
+	content, ok := jsonx.AppendUnquote(w.text[:0], contentRaw)
+	if !ok {
+		content = content[:0]
+	}
+	w.text = content
+	// The reasoning is the upstream's own reasoning_content, when it is a string, followed by
+	// the block's.
+	prev := w.reasoning[:0]
+	if len(rc) > 0 && rc[0] == '"' {
+		prev, _ = jsonx.AppendUnquote(prev, rc)
+	}
+	answer, reasoning := sp.appendSplit(w.answer[:0], prev, content)
+	if finished {
+		answer, reasoning = sp.appendFlush(answer, reasoning)
+	}
+	w.answer, w.reasoning = answer, reasoning
+	if sp.holding() {
+		if s.held == nil {
+			s.held = map[int]struct{}{}
+		}
+		s.held[idx] = struct{}{}
+	}
+	if bytes.Equal(answer, content) && len(reasoning) == len(prev) {
+		return changed
+	}
+	// A chunk that now holds no answer drops its content rather than carrying "", as
+	// DeepSeek's own stream does while it reasons.
+	if len(answer) > 0 {
+		start := len(w.vals)
+		w.vals = appendJSONString(w.vals, view(answer))
+		delta = w.set(delta, "content", w.vals[start:])
+	} else {
+		delta = w.set(delta, "content", nil)
+	}
+	if len(reasoning) > len(prev) {
+		start := len(w.vals)
+		w.vals = appendJSONString(w.vals, view(reasoning))
+		delta = w.set(delta, "reasoning_content", w.vals[start:])
+	}
+	start := len(w.vals)
+	w.vals = appendMembers(w.vals, delta)
+	ch.members = w.set(ch.members, "delta", w.vals[start:])
+	return true
 }
 
 // emptied reports a chunk with nothing left to say: each choice an index, an empty delta and null
@@ -590,15 +739,47 @@ func emptied(top map[string]json.RawMessage, choices []map[string]json.RawMessag
 	return true
 }
 
+// emptiedChunk is emptied for a chunk as rewrite reads it.
+func emptiedChunk(top []rawMember, choices []thinkChoice) bool {
+	for _, m := range top {
+		switch m.name {
+		case "choices", "id", "object", "created", "model", "system_fingerprint", "service_tier":
+		default:
+			if !isNull(m.value) {
+				return false
+			}
+		}
+	}
+	for _, ch := range choices {
+		for _, m := range ch.members {
+			switch m.name {
+			case "index":
+			case "delta":
+				if t := bytes.TrimSpace(m.value); !bytes.Equal(t, []byte("{}")) && !isNull(t) {
+					return false
+				}
+			default:
+				if !isNull(m.value) {
+					return false
+				}
+			}
+		}
+	}
+	return true
+}
+
 func isNull(v json.RawMessage) bool { return bytes.Equal(bytes.TrimSpace(v), []byte("null")) }
 
 // rawLogprobs reads a choice's logprobs.content entries as the upstream sent them; ok is false
 // when there are none to read.
 func rawLogprobs(lp json.RawMessage) (entries []logprobJSON, ok bool) {
+	if len(lp) == 0 || isNull(lp) {
+		return nil, false // before v, which json.Unmarshal moves to the heap: most chunks have none
+	}
 	var v struct {
 		Content []json.RawMessage `json:"content"`
 	}
-	if len(lp) == 0 || isNull(lp) || json.Unmarshal(lp, &v) != nil || v.Content == nil {
+	if json.Unmarshal(lp, &v) != nil || v.Content == nil {
 		return nil, false
 	}
 	entries = make([]logprobJSON, len(v.Content))

@@ -1,0 +1,199 @@
+package upstream
+
+import (
+	"encoding/json"
+	"slices"
+	"strings"
+	"unsafe"
+
+	"github.com/hayula/gateway/internal/jsonx"
+)
+
+// This file is the think stream's reading and writing of a chunk: a walk with internal/jsonx in
+// place of json.Unmarshal into a map[string]json.RawMessage (and its choices into
+// []map[string]json.RawMessage), and the rewritten chunk appended in place of mustJSON of those
+// maps, with the same bytes (FuzzThinkStreamMatchesOracle): an object's members are read as such
+// a map holds them, one a name (the last of a name wins), names decoded (escapes, invalid UTF-8
+// as U+FFFD), values as they came; and written in the order of their names, values compacted.
+
+// rawMember is one member of an object as a map[string]json.RawMessage holds it. name is a view
+// of the chunk's bytes, or of the scratch's: it lives as long as the rewrite that read it.
+type rawMember struct {
+	name  string
+	value []byte
+}
+
+// thinkChoice is one element of a chunk's choices: its members, none for a null one (a nil map,
+// which mustJSON's map writer wrote as {}).
+type thinkChoice struct {
+	members []rawMember
+}
+
+// chunkScratch holds what the rewrite of one chunk reads and writes before the chunk itself is
+// written, reused from chunk to chunk. The member lists handed out are slices of members, each
+// with its capacity cut at its end, so that an append to one never writes over the next.
+type chunkScratch struct {
+	members []rawMember
+	names   []byte // member names that needed decoding
+	choices []thinkChoice
+	vals    []byte // values the rewrite wrote: strings, deltas, the choices array
+	// text is a content decoded; answer and reasoning are what the splitter made of it.
+	text, answer, reasoning []byte
+}
+
+func (w *chunkScratch) reset() {
+	w.members, w.names, w.choices, w.vals = w.members[:0], w.names[:0], w.choices[:0], w.vals[:0]
+}
+
+// readTop reads the chunk ev, which json.Unmarshal would have refused or read as no object
+// when ok is false. A chunk jsonx's validating walk declines that encoding/json reads all the
+// same (nested deeper than jsonx follows) is walked without validating.
+func (w *chunkScratch) readTop(ev []byte) (ms []rawMember, ok bool) {
+	it := jsonx.Object(ev, true)
+	if ms, ok = w.read(&it); ok {
+		return ms, true
+	}
+	if !json.Valid(ev) {
+		return nil, false
+	}
+	it = jsonx.Object(ev, false)
+	return w.read(&it)
+}
+
+// readMembers reads the object b, which is valid JSON, as its map holds it.
+func (w *chunkScratch) readMembers(b []byte) []rawMember {
+	it := jsonx.Object(b, false)
+	ms, _ := w.read(&it)
+	return ms
+}
+
+// readChoices reads a chunk's choices as json.Unmarshal reads them into a
+// []map[string]json.RawMessage: ok is false where it fails (absent, not an array, an element
+// neither an object nor null), and even then there are as many choices as elements.
+func (w *chunkScratch) readChoices(raw []byte) (chs []thinkChoice, ok bool) {
+	if len(raw) == 0 || raw[0] != '[' {
+		return nil, isNull(raw)
+	}
+	ok = true
+	it := jsonx.Array(raw, false)
+	for {
+		_, v, more := it.Next()
+		if !more {
+			return w.choices, ok
+		}
+		var ch thinkChoice
+		switch v[0] {
+		case '{':
+			ch.members = w.readMembers(v)
+		case 'n':
+		default:
+			ok = false
+		}
+		w.choices = append(w.choices, ch)
+	}
+}
+
+// read appends the members of the object it walks, sorted by name with the last of each name
+// kept; ok is false when the walk does not end cleanly.
+func (w *chunkScratch) read(it *jsonx.Iter) ([]rawMember, bool) {
+	start := len(w.members)
+	for {
+		k, v, more := it.Next()
+		if !more {
+			break
+		}
+		w.members = append(w.members, rawMember{w.name(k), v})
+	}
+	if !it.Done() {
+		w.members = w.members[:start]
+		return nil, false
+	}
+	n := len(sortMembers(w.members[start:]))
+	w.members = w.members[:start+n]
+	return w.members[start : start+n : start+n], true
+}
+
+// name is the quoted key q decoded, as json.Unmarshal decodes a map's key.
+func (w *chunkScratch) name(q []byte) string {
+	if name, plain := jsonx.PlainKey(q); plain {
+		return view(name)
+	}
+	start := len(w.names)
+	w.names, _ = jsonx.AppendUnquote(w.names, q)
+	return view(w.names[start:])
+}
+
+// set is ms with name's value v, replaced or added in its place in the order; a nil v takes
+// name out. The list is a new one; ms is left as it was.
+func (w *chunkScratch) set(ms []rawMember, name string, v []byte) []rawMember {
+	start := len(w.members)
+	done := false
+	for _, m := range ms {
+		if !done && name <= m.name {
+			if v != nil {
+				w.members = append(w.members, rawMember{name, v})
+			}
+			done = true
+			if m.name == name {
+				continue
+			}
+		}
+		w.members = append(w.members, m)
+	}
+	if !done && v != nil {
+		w.members = append(w.members, rawMember{name, v})
+	}
+	return w.members[start:len(w.members):len(w.members)]
+}
+
+// sortMembers sorts ms by name, keeping the last member of each name, in place.
+func sortMembers(ms []rawMember) []rawMember {
+	slices.SortStableFunc(ms, func(a, b rawMember) int { return strings.Compare(a.name, b.name) })
+	out := ms[:0]
+	for i, m := range ms {
+		if i+1 < len(ms) && ms[i+1].name == m.name {
+			continue
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+// member is the value of ms's member name.
+func member(ms []rawMember, name string) ([]byte, bool) {
+	for _, m := range ms {
+		if m.name == name {
+			return m.value, true
+		}
+	}
+	return nil, false
+}
+
+// appendMembers appends the object of ms (sorted, one a name), as mustJSON wrote a
+// map[string]json.RawMessage: each name as a JSON string, each value compacted.
+func appendMembers(dst []byte, ms []rawMember) []byte {
+	dst = append(dst, '{')
+	for i, m := range ms {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = appendJSONString(dst, m.name)
+		dst = append(dst, ':')
+		dst = appendCompactJSON(dst, m.value)
+	}
+	return append(dst, '}')
+}
+
+// nonEmptyString reports a JSON string value that is not "": any other decodes to at least one
+// byte.
+func nonEmptyString(raw []byte) bool { return len(raw) > 2 && raw[0] == '"' }
+
+// view is b as a string without a copy, for names and texts read during one rewrite while
+// nothing writes to b's bytes: appends to a scratch buffer go past them, and the buffer is
+// reused only by the next rewrite, when none of them is read any more.
+func view(b []byte) string {
+	if len(b) == 0 {
+		return ""
+	}
+	return unsafe.String(&b[0], len(b))
+}
