@@ -85,9 +85,12 @@ type member struct {
 	seq      uint64 // recency: higher was acquired or released later; 0 = never
 	lastUsed time.Time
 	readyAt  time.Time
-	replaced bool          // stopping to make room for a member that already counts in its slot
+	replaced bool          // stopping (retired: to stop) for a member that already counts in its slot
 	stop     chan struct{} // closed to ask the supervisor to stop
 	done     chan struct{} // closed when the supervisor has returned
+	// holds are the members this one counts in the slots of while they stop (reserveLocked): the
+	// ones it evicted, and the process of its name a Reload retired. Cleared when it stops.
+	holds []standIn
 	// crashed: the process exited on its own and its group is being killed and waited for. The
 	// state stays StateReady (eviction, idle_stop and Close treat it as running), but it is not
 	// handed out and is reported as StateStopping; StateBackoff is set only once the restart
@@ -367,7 +370,8 @@ func (m *Manager) startPinnedLocked() {
 // at once when none does, and it is not restarted if it crashes meanwhile. Until it has stopped it
 // keeps its place in the slots of the group of its name, and the new member of its name, in a
 // group or not, starts only once it has gone: a changed member's new process never runs beside
-// its old one. New pinned members
+// its old one. In a group of the same name the new member takes that place instead of one of its
+// own, so that no other member is evicted for it (TestNewMemberTakesRetiredSlot). New pinned members
 // are started as Start starts them, once Start has run (one whose group is full of members in use
 // starts as soon as one of them can be evicted), unless Drain has been called; the state file is
 // not read again, and Options do not change. A Reload to no spec at all saves the LRU order
@@ -1013,8 +1017,14 @@ func (m *Manager) leaveLine(mem *member, err error) {
 // false, changing nothing, when the group is full of members that cannot be evicted now.
 func (m *Manager) reserveLocked(mem *member) bool {
 	var victims []*member
+	pred := m.predecessorLocked(mem)
 	if g := mem.group; g != nil {
-		if need := m.occupiedLocked(g) - g.spec.Slots + 1; need > 0 {
+		need := m.occupiedLocked(g) - g.spec.Slots + 1
+		if pred != nil {
+			// Its slot becomes mem's, as a victim's does: mem waits for it to go anyway.
+			need--
+		}
+		if need > 0 {
 			if victims = m.lruEvictableLocked(g, mem, need); len(victims) < need {
 				return false
 			}
@@ -1043,6 +1053,11 @@ func (m *Manager) reserveLocked(mem *member) bool {
 				"target", mem.spec.Name, "pid", old.pid)
 		}
 	}
+	if pred != nil {
+		pred.replaced = true
+		stands = append(stands, standIn{pred, pred.done})
+	}
+	mem.holds = stands
 	mem.state = StateStarting
 	mem.stop = make(chan struct{})
 	mem.done = make(chan struct{})
@@ -1052,8 +1067,32 @@ func (m *Manager) reserveLocked(mem *member) bool {
 	return true
 }
 
-// standIn is a member evicted for another, which counts in its slot instead while the victim
-// stops; done is the victim's run that was stopped.
+// predecessorLocked is the process of mem's name that a Reload retired and whose slot mem may
+// take (TestNewMemberTakesRetiredSlot), if any: in a group of the same name, still up, counted in
+// its slots, and holding no slot of a member it evicted, which it would give back were it stopped
+// before its launch (giveBackLocked), leaving that member's process to run beside mem's.
+func (m *Manager) predecessorLocked(mem *member) *member {
+	if mem.group == nil {
+		return nil
+	}
+	for _, old := range m.retired {
+		if old.spec.Name != mem.spec.Name || old.state == StateStopped || old.replaced ||
+			old.group == nil || old.group.spec.Name != mem.group.spec.Name {
+			continue
+		}
+		if slices.ContainsFunc(old.holds, func(s standIn) bool {
+			return s.victim.done == s.done && s.victim.state != StateStopped && s.victim.replaced
+		}) {
+			continue
+		}
+		return old
+	}
+	return nil
+}
+
+// standIn is a member evicted for another, or the process of its name a Reload retired, which
+// the other counts in the slot of instead while it stops; done is the victim's run that was
+// stopped.
 type standIn struct {
 	victim *member
 	done   chan struct{}
