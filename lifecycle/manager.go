@@ -482,7 +482,8 @@ func (m *Manager) rewarmLocked(name string) {
 	go func() {
 		defer m.rewarms.Done()
 		err := m.Warm(context.Background(), name)
-		if err != nil && !errors.Is(err, ErrClosed) && !errors.Is(err, ErrStopping) {
+		// A later Reload that removed the name leaves nothing to start: no failure either.
+		if err != nil && !errors.Is(err, ErrClosed) && !errors.Is(err, ErrStopping) && !errors.Is(err, ErrRemoved) {
 			m.log.Warn("lifecycle: background start across a reload", "target", name, "err", err)
 		}
 	}()

@@ -4,6 +4,7 @@ package lifecycle
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 )
@@ -80,6 +81,28 @@ func TestWarmFollowsReload(t *testing.T) {
 		})
 		if !processGone(pidA) {
 			t.Errorf("a's process %d runs beside b in a group of one slot", pidA)
+		}
+	})
+
+	// A second reload that removes the target ends the background start: there is nothing to
+	// start, which is no failure to warn of.
+	t.Run("a reload that then removes the target ends it quietly", func(t *testing.T) {
+		h := newHarness(t, specs, groups, Options{})
+		start(t, h, func() error { return h.m.Warm(context.Background(), "b") })
+		if err := h.m.Reload(changed, groups); err != nil {
+			t.Fatal(err)
+		}
+		if err := h.m.Reload(specs[:1], groups); err != nil {
+			t.Fatal(err)
+		}
+		ended := make(chan struct{})
+		go func() {
+			h.m.rewarms.Wait()
+			close(ended)
+		}()
+		<-ended
+		if log := h.log.String(); strings.Contains(log, "background start across a reload") {
+			t.Errorf("warned of a background start of a removed target:\n%s", log)
 		}
 	})
 }
