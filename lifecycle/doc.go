@@ -27,7 +27,8 @@
 //   - Requests that find their group full get its slots in the order they first waited, one member
 //     at a time, not in the order the scheduler wakes them — TestSlotWaitersServedInArrivalOrder;
 //     a request that joined another's start keeps its place when that start ends at the other's
-//     load_timeout — TestJoinedRequestKeepsPlaceInLine.
+//     load_timeout — TestJoinedRequestKeepsPlaceInLine; and the line looks again whenever a
+//     member's place in it changes — TestLineLooksAgainWhenPlaceChanges.
 //   - Concurrent requests for one cold target start one process, and in a full group evict one
 //     member — TestSingleStartUnderConcurrency, TestHerdOf64StartsOnce. What holds it is that a
 //     start is reserved only from StateStopped, in the critical section that sets StateStarting

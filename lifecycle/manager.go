@@ -649,6 +649,10 @@ func (m *Manager) ensure(ctx context.Context, mem *member, ticket *uint64) (base
 	}
 	i, _ := slices.BinarySearch(mem.asks, *ticket)
 	mem.asks = slices.Insert(mem.asks, i, *ticket)
+	if i == 0 {
+		// A ticket kept across a Reload may move the member ahead in its line.
+		m.lineMovedLocked(mem)
+	}
 	failuresBefore := mem.failures
 	m.mu.Unlock()
 	defer m.unwait(mem, *ticket)
@@ -851,6 +855,9 @@ func (m *Manager) unwait(mem *member, ticket uint64) {
 	mem.waiting--
 	if i, ok := slices.BinarySearch(mem.asks, ticket); ok {
 		mem.asks = slices.Delete(mem.asks, i, i+1)
+		if i == 0 && mem.waiting > 0 {
+			m.lineMovedLocked(mem)
+		}
 	}
 	if mem.waiting == 0 {
 		// Nobody asks for it any more: it leaves the slot line, where leaveLine may have kept it.
@@ -993,6 +1000,16 @@ func (mem *member) firstAskLocked() uint64 {
 		return math.MaxUint64
 	}
 	return mem.asks[0]
+}
+
+// lineMovedLocked is called when mem's place (firstAskLocked) has changed: if it is in the slot
+// line, the starts in it look again. One that found mem ahead may now be ahead of it; unwoken, it
+// and mem's next flight (leaveLine keeps mem's place between two) each waited behind the other
+// with a slot free (TestLineLooksAgainWhenPlaceChanges).
+func (m *Manager) lineMovedLocked(mem *member) {
+	if slices.Contains(m.slotLine, mem) {
+		m.broadcastLocked()
+	}
 }
 
 // leaveLine takes mem out of the slot line when its start flight ends with err, and lets the next
