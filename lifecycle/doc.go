@@ -72,7 +72,9 @@
 //   - Reload keeps the process and state of a member whose Spec and pinning are unchanged, stops
 //     a changed or removed one once no attempt holds it, and starts a changed one only when its
 //     old process has gone — TestReload, TestReloadWaitsForRetiredSlot — in the slot the old one
-//     held, evicting no other member for it — TestNewMemberTakesRetiredSlot. The changed member keeps
+//     held, evicting no other member for it — TestNewMemberTakesRetiredSlot; a request waiting for
+//     the old one waits for the new one within its load_timeout from its arrival —
+//     TestWaitAcrossReloadKeepsLoadTimeout. The changed member keeps
 //     its place in the LRU order and its last use, and a release of its old process counts for it
 //     — TestReloadChangedKeepsRecency, TestReloadRetiredReleaseCountsForNewMember.
 //

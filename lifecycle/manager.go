@@ -364,9 +364,11 @@ func (m *Manager) startPinnedLocked() {
 // (a group now smaller than it has running shrinks as members stop, nothing is evicted for the
 // reload itself; a member started into it later evicts as many as it takes to fit).
 // Every other member is retired: Ensure no longer hands it out (a call waiting for it waits for
-// the new member of its name instead, which keeps the old one's place in the LRU order and its
-// last use, but not its process, state or idle timer; a background start of it under way, Warm's,
-// goes on with the new member likewise), and its process is stopped as soon as no attempt holds it,
+// the new member of its name instead, within its load_timeout from when it came
+// (TestWaitAcrossReloadKeepsLoadTimeout); the new member keeps the old one's place in the LRU
+// order and its last use, but not its process, state or idle timer; a background start of it
+// under way, Warm's, goes on with the new member likewise), and its process is stopped as soon as
+// no attempt holds it,
 // at once when none does, and it is not restarted if it crashes meanwhile. Until it has stopped it
 // keeps its place in the slots of the group of its name, and the new member of its name, in a
 // group or not, starts only once it has gone: a changed member's new process never runs beside
@@ -501,14 +503,15 @@ func sameSpec(a, b Spec) bool {
 // must call release when the attempt ends: until then the member is neither evicted nor
 // idle-stopped. Concurrent calls for one cold target start it once, sharing one start flight
 // (singleflight). The wait is
-// bounded by the target's load_timeout (*LoadTimeoutError) and by ctx (ctx.Err()); a start that
+// bounded by the target's load_timeout, counted from the call across a Reload too
+// (*LoadTimeoutError), and by ctx (ctx.Err()); a start that
 // fails returns *ProcessError, and a call for a target a Reload removed (or one waiting for it
 // then) ErrRemoved. The URL may
 // change across restarts (a new port each launch), so use the one returned for this attempt.
 func (m *Manager) Ensure(ctx context.Context, name string) (baseURL string, release func(), err error) {
-	// The call's place in a slot line, from the time it first waited: kept across a Reload that
-	// makes it wait for a new member.
-	var ticket uint64
+	// The call's place in a slot line and its load_timeout, from the time it first waited: kept
+	// across a Reload that makes it wait for a new member.
+	var a ask
 	for {
 		mem, removed := m.memberOrRemoved(name)
 		switch {
@@ -519,7 +522,7 @@ func (m *Manager) Ensure(ctx context.Context, name string) (baseURL string, rele
 		case mem == nil:
 			return "", nil, &UnknownTargetError{Name: name}
 		}
-		baseURL, release, err = m.ensure(ctx, mem, &ticket)
+		baseURL, release, err = m.ensure(ctx, mem, &a)
 		// A Reload replaced the member this call waited for: it waits for the new one instead.
 		if err != errRetired {
 			return baseURL, release, err
@@ -632,35 +635,67 @@ func (m *Manager) warmLocked(mem *member) bool {
 // errRetired ends a wait for a member that a Reload has replaced or removed.
 var errRetired = errors.New("lifecycle: member retired by a reload")
 
-// ensure is Ensure for mem; *ticket is the call's arrival ticket, given here when it first waits.
-func (m *Manager) ensure(ctx context.Context, mem *member, ticket *uint64) (baseURL string, release func(), err error) {
+// ask is an Ensure call that waits: its arrival ticket, which places it in a slot line, and when
+// it came, from which its load_timeout counts. Both are given when it first waits and kept across
+// a Reload that makes it wait for a new member (TestJoinedRequestKeepsPlaceInLine,
+// TestWaitAcrossReloadKeepsLoadTimeout).
+type ask struct {
+	ticket uint64
+	came   time.Time
+}
+
+// ensure is Ensure for mem; *a is the call's ask, filled in here when it first waits.
+func (m *Manager) ensure(ctx context.Context, mem *member, a *ask) (baseURL string, release func(), err error) {
 	name := mem.spec.Name
 	if url, release, ok := m.acquire(mem); ok {
 		return url, release, nil
+	}
+	again := a.ticket != 0
+	if !again {
+		a.came = m.clock.Now()
 	}
 	// Until this call has the member, it must not be evicted: once it is ready, a request for
 	// another member waiting for a slot would otherwise stop it before this one acquires, and two
 	// such requests would load and evict each other's processes in turn.
 	m.mu.Lock()
 	mem.waiting++
-	if *ticket == 0 {
+	if !again {
 		m.asked++
-		*ticket = m.asked
+		a.ticket = m.asked
 	}
-	i, _ := slices.BinarySearch(mem.asks, *ticket)
-	mem.asks = slices.Insert(mem.asks, i, *ticket)
+	i, _ := slices.BinarySearch(mem.asks, a.ticket)
+	mem.asks = slices.Insert(mem.asks, i, a.ticket)
 	if i == 0 {
 		// A ticket kept across a Reload may move the member ahead in its line.
 		m.lineMovedLocked(mem)
 	}
 	failuresBefore := mem.failures
 	m.mu.Unlock()
-	defer m.unwait(mem, *ticket)
+	defer m.unwait(mem, a.ticket)
 	// load_timeout counts from this call, not from the start of the flight it joins: a flight
 	// ends at its first caller's deadline, and a later caller then goes on with a new one, with
-	// a timer of its own for what is left of its wait.
-	deadline := m.clock.Now().Add(mem.loadTimeout)
+	// a timer of its own for what is left of its wait. A call that waited for a member a Reload
+	// replaced has that timer from the start: the new member's flight has a whole load_timeout.
+	deadline := a.came.Add(mem.loadTimeout)
 	var mine chan struct{}
+	// ownTimer arms mine for what is left of the call's wait, and reports false when nothing is
+	// left.
+	ownTimer := func() (stop func(), ok bool) {
+		left := deadline.Sub(m.clock.Now())
+		if left <= 0 {
+			return nil, false
+		}
+		mine = make(chan struct{})
+		t := m.clock.AfterFunc(left, func() { close(mine) })
+		return func() { t.Stop() }, true
+	}
+	if again {
+		stop, ok := ownTimer()
+		if !ok {
+			return "", nil, m.loadTimeoutError(mem, failuresBefore)
+		}
+		defer stop()
+	}
 	for {
 		if url, release, ok := m.acquire(mem); ok {
 			return url, release, nil
@@ -672,14 +707,15 @@ func (m *Manager) ensure(ctx context.Context, mem *member, ticket *uint64) (base
 				return "", nil, r.Err
 			}
 			if r.Err == errFlightExpired {
-				left := deadline.Sub(m.clock.Now())
-				if left <= 0 {
+				if deadline.Sub(m.clock.Now()) <= 0 {
 					return "", nil, m.loadTimeoutError(mem, failuresBefore)
 				}
 				if mine == nil {
-					mine = make(chan struct{})
-					t := m.clock.AfterFunc(left, func() { close(mine) })
-					defer t.Stop()
+					stop, ok := ownTimer()
+					if !ok {
+						return "", nil, m.loadTimeoutError(mem, failuresBefore)
+					}
+					defer stop()
 				}
 				continue
 			}
