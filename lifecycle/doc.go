@@ -68,7 +68,8 @@
 //     TestWarmGivesWayToRequests, TestWarmGivesWayWhileVictimStops; and it starts a member it
 //     finds stopping once that has gone — TestWarmOfStoppingMemberStarts. A Reload that replaces
 //     the member before it is ready starts the new member of its name in its stead, as a request
-//     waiting for the old one waits for the new — TestWarmFollowsReload.
+//     waiting for the old one waits for the new — TestWarmFollowsReload; so does one that replaces
+//     a member Start is pre-warming — TestPreWarmFollowsReload.
 //   - Reload keeps the process and state of a member whose Spec and pinning are unchanged, stops
 //     a changed or removed one once no attempt holds it, and starts a changed one only when its
 //     old process has gone — TestReload, TestReloadWaitsForRetiredSlot — in the slot the old one

@@ -103,9 +103,9 @@ type member struct {
 	// restarting: the member is starting again after a crash, on its own rather than for a
 	// request: see loadingUnaskedLocked.
 	restarting bool
-	// warmed: Warm reserved the member's slot, for no request; its supervisor launches it once
-	// the members it evicted have gone though nobody waits for it, unless a request's start then
-	// waits in its group's slot line. Cleared when it stops.
+	// warmed: Warm, or Start's pre-warm, reserved the member's slot, for no request; its
+	// supervisor launches it once the members it evicted have gone though nobody waits for it,
+	// unless a request's start then waits in its group's slot line. Cleared when it stops.
 	warmed   bool
 	pid      int
 	url      string
@@ -303,7 +303,13 @@ func (m *Manager) Start(ctx context.Context) error {
 				continue
 			}
 			m.log.Info("lifecycle: pre-warming", "target", name, "group", g.spec.Name)
-			m.reserveLocked(mem)
+			// A start for no request, as Warm's: a Reload that replaces the member before it is
+			// ready starts the new one instead (TestPreWarmFollowsReload).
+			mem.warmed = true
+			if !m.reserveLocked(mem) {
+				mem.warmed = false
+				continue
+			}
 			free--
 		}
 	}
@@ -465,9 +471,9 @@ func (m *Manager) Reload(specs []Spec, groups []GroupSpec) error {
 	return nil
 }
 
-// warmingLocked reports whether mem is starting for a background start (Warm) that has not ended:
-// reserved, waiting for the members it evicted to go or loading, and neither restarting after a
-// crash nor past its load_timeout.
+// warmingLocked reports whether mem is starting for a background start (Warm, or Start's
+// pre-warm) that has not ended: reserved, waiting for the members it evicted to go or loading,
+// and neither restarting after a crash nor past its load_timeout.
 func (mem *member) warmingLocked() bool {
 	return mem.warmed && mem.state == StateStarting && !mem.restarting && !mem.expired
 }
