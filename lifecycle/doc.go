@@ -27,7 +27,8 @@
 //   - Requests that find their group full get its slots in the order they first waited, one member
 //     at a time, not in the order the scheduler wakes them — TestSlotWaitersServedInArrivalOrder;
 //     a request that joined another's start keeps its place when that start ends at the other's
-//     load_timeout — TestJoinedRequestKeepsPlaceInLine.
+//     load_timeout — TestJoinedRequestKeepsPlaceInLine; and the line looks again whenever a
+//     member's place in it changes — TestLineLooksAgainWhenPlaceChanges.
 //   - Concurrent requests for one cold target start one process, and in a full group evict one
 //     member — TestSingleStartUnderConcurrency, TestHerdOf64StartsOnce. What holds it is that a
 //     start is reserved only from StateStopped, in the critical section that sets StateStarting
@@ -67,10 +68,14 @@
 //     TestWarmGivesWayToRequests, TestWarmGivesWayWhileVictimStops; and it starts a member it
 //     finds stopping once that has gone — TestWarmOfStoppingMemberStarts. A Reload that replaces
 //     the member before it is ready starts the new member of its name in its stead, as a request
-//     waiting for the old one waits for the new — TestWarmFollowsReload.
+//     waiting for the old one waits for the new — TestWarmFollowsReload; so does one that replaces
+//     a member Start is pre-warming — TestPreWarmFollowsReload.
 //   - Reload keeps the process and state of a member whose Spec and pinning are unchanged, stops
 //     a changed or removed one once no attempt holds it, and starts a changed one only when its
-//     old process has gone — TestReload, TestReloadWaitsForRetiredSlot. The changed member keeps
+//     old process has gone — TestReload, TestReloadWaitsForRetiredSlot — in the slot the old one
+//     held, evicting no other member for it — TestNewMemberTakesRetiredSlot; a request waiting for
+//     the old one waits for the new one within its load_timeout from its arrival —
+//     TestWaitAcrossReloadKeepsLoadTimeout. The changed member keeps
 //     its place in the LRU order and its last use, and a release of its old process counts for it
 //     — TestReloadChangedKeepsRecency, TestReloadRetiredReleaseCountsForNewMember.
 //

@@ -134,3 +134,73 @@ func TestJoinedRequestKeepsPlaceInLine(t *testing.T) {
 		t.Errorf("served in order %v, want %v (the order they asked in)", order, want)
 	}
 }
+
+// TestLineLooksAgainWhenPlaceChanges: when the request that gave a member its place in its group's
+// slot line leaves while others still wait for it, the member's place moves back to the next
+// oldest, and the starts waiting in the line look again. Nobody was woken: a start that had found
+// the member ahead of it went on waiting behind it. With the slot already free and the member's
+// own start between two flights (leaveLine keeps its place while its first caller, whose
+// load_timeout ended the flight, leaves), both then waited for a change that never came, each
+// behind the other, until their load_timeouts, while the slot stood free. That interleaving
+// cannot be held still from outside, so the test checks what breaks it: the line is told.
+func TestLineLooksAgainWhenPlaceChanges(t *testing.T) {
+	var specs []Spec
+	for _, n := range []string{"a", "x", "y"} {
+		specs = append(specs, inGroup("g", fake(n)))
+	}
+	h := newHarness(t, specs, []GroupSpec{{Name: "g", Slots: 1}}, Options{})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	_, releaseA, err := h.m.Ensure(ctx, "a")
+	if err != nil {
+		t.Fatalf("Ensure(a): %v", err)
+	}
+	type got struct {
+		name    string
+		release func()
+		err     error
+	}
+	served := make(chan got, 3)
+	ask := func(ctx context.Context, n string) {
+		go func() {
+			_, rel, err := h.m.Ensure(ctx, n)
+			served <- got{n, rel, err}
+		}()
+	}
+	// y's first request, then x's, then y's second, while a holds the only slot.
+	firstY, leave := context.WithCancel(ctx)
+	defer leave()
+	ask(firstY, "y")
+	eventually(t, "y in the slot line", func() bool { return h.inLine("y") })
+	ask(ctx, "x")
+	eventually(t, "x in the slot line", func() bool { return h.inLine("x") })
+	ask(ctx, "y")
+	eventually(t, "the second request for y to wait", func() bool { return waitingFor(h, "y") == 2 })
+
+	h.m.mu.Lock()
+	changed := h.m.changed
+	h.m.mu.Unlock()
+	leave()
+	if g := <-served; g.name != "y" || !errors.Is(g.err, context.Canceled) {
+		t.Fatalf("first answer: %s %v, want y's first request given up", g.name, g.err)
+	}
+	select {
+	case <-changed:
+	default:
+		t.Fatal("y's place in line moved behind x's, and the starts in line were not told")
+	}
+
+	releaseA()
+	var order []string
+	for range 2 {
+		g := <-served
+		if g.err != nil {
+			t.Fatalf("Ensure(%s): %v", g.name, g.err)
+		}
+		order = append(order, g.name)
+		g.release()
+	}
+	if want := []string{"x", "y"}; !slices.Equal(order, want) {
+		t.Errorf("served in order %v, want %v (x asked before y's remaining request)", order, want)
+	}
+}

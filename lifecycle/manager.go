@@ -85,9 +85,12 @@ type member struct {
 	seq      uint64 // recency: higher was acquired or released later; 0 = never
 	lastUsed time.Time
 	readyAt  time.Time
-	replaced bool          // stopping to make room for a member that already counts in its slot
+	replaced bool          // stopping (retired: to stop) for a member that already counts in its slot
 	stop     chan struct{} // closed to ask the supervisor to stop
 	done     chan struct{} // closed when the supervisor has returned
+	// holds are the members this one counts in the slots of while they stop (reserveLocked): the
+	// ones it evicted, and the process of its name a Reload retired. Cleared when it stops.
+	holds []standIn
 	// crashed: the process exited on its own and its group is being killed and waited for. The
 	// state stays StateReady (eviction, idle_stop and Close treat it as running), but it is not
 	// handed out and is reported as StateStopping; StateBackoff is set only once the restart
@@ -100,9 +103,9 @@ type member struct {
 	// restarting: the member is starting again after a crash, on its own rather than for a
 	// request: see loadingUnaskedLocked.
 	restarting bool
-	// warmed: Warm reserved the member's slot, for no request; its supervisor launches it once
-	// the members it evicted have gone though nobody waits for it, unless a request's start then
-	// waits in its group's slot line. Cleared when it stops.
+	// warmed: Warm, or Start's pre-warm, reserved the member's slot, for no request; its
+	// supervisor launches it once the members it evicted have gone though nobody waits for it,
+	// unless a request's start then waits in its group's slot line. Cleared when it stops.
 	warmed   bool
 	pid      int
 	url      string
@@ -300,7 +303,13 @@ func (m *Manager) Start(ctx context.Context) error {
 				continue
 			}
 			m.log.Info("lifecycle: pre-warming", "target", name, "group", g.spec.Name)
-			m.reserveLocked(mem)
+			// A start for no request, as Warm's: a Reload that replaces the member before it is
+			// ready starts the new one instead (TestPreWarmFollowsReload).
+			mem.warmed = true
+			if !m.reserveLocked(mem) {
+				mem.warmed = false
+				continue
+			}
 			free--
 		}
 	}
@@ -361,13 +370,16 @@ func (m *Manager) startPinnedLocked() {
 // (a group now smaller than it has running shrinks as members stop, nothing is evicted for the
 // reload itself; a member started into it later evicts as many as it takes to fit).
 // Every other member is retired: Ensure no longer hands it out (a call waiting for it waits for
-// the new member of its name instead, which keeps the old one's place in the LRU order and its
-// last use, but not its process, state or idle timer; a background start of it under way, Warm's,
-// goes on with the new member likewise), and its process is stopped as soon as no attempt holds it,
+// the new member of its name instead, within its load_timeout from when it came
+// (TestWaitAcrossReloadKeepsLoadTimeout); the new member keeps the old one's place in the LRU
+// order and its last use, but not its process, state or idle timer; a background start of it
+// under way, Warm's, goes on with the new member likewise), and its process is stopped as soon as
+// no attempt holds it,
 // at once when none does, and it is not restarted if it crashes meanwhile. Until it has stopped it
 // keeps its place in the slots of the group of its name, and the new member of its name, in a
 // group or not, starts only once it has gone: a changed member's new process never runs beside
-// its old one. New pinned members
+// its old one. In a group of the same name the new member takes that place instead of one of its
+// own, so that no other member is evicted for it (TestNewMemberTakesRetiredSlot). New pinned members
 // are started as Start starts them, once Start has run (one whose group is full of members in use
 // starts as soon as one of them can be evicted), unless Drain has been called; the state file is
 // not read again, and Options do not change. A Reload to no spec at all saves the LRU order
@@ -459,9 +471,9 @@ func (m *Manager) Reload(specs []Spec, groups []GroupSpec) error {
 	return nil
 }
 
-// warmingLocked reports whether mem is starting for a background start (Warm) that has not ended:
-// reserved, waiting for the members it evicted to go or loading, and neither restarting after a
-// crash nor past its load_timeout.
+// warmingLocked reports whether mem is starting for a background start (Warm, or Start's
+// pre-warm) that has not ended: reserved, waiting for the members it evicted to go or loading,
+// and neither restarting after a crash nor past its load_timeout.
 func (mem *member) warmingLocked() bool {
 	return mem.warmed && mem.state == StateStarting && !mem.restarting && !mem.expired
 }
@@ -478,7 +490,8 @@ func (m *Manager) rewarmLocked(name string) {
 	go func() {
 		defer m.rewarms.Done()
 		err := m.Warm(context.Background(), name)
-		if err != nil && !errors.Is(err, ErrClosed) && !errors.Is(err, ErrStopping) {
+		// A later Reload that removed the name leaves nothing to start: no failure either.
+		if err != nil && !errors.Is(err, ErrClosed) && !errors.Is(err, ErrStopping) && !errors.Is(err, ErrRemoved) {
 			m.log.Warn("lifecycle: background start across a reload", "target", name, "err", err)
 		}
 	}()
@@ -496,14 +509,15 @@ func sameSpec(a, b Spec) bool {
 // must call release when the attempt ends: until then the member is neither evicted nor
 // idle-stopped. Concurrent calls for one cold target start it once, sharing one start flight
 // (singleflight). The wait is
-// bounded by the target's load_timeout (*LoadTimeoutError) and by ctx (ctx.Err()); a start that
+// bounded by the target's load_timeout, counted from the call across a Reload too
+// (*LoadTimeoutError), and by ctx (ctx.Err()); a start that
 // fails returns *ProcessError, and a call for a target a Reload removed (or one waiting for it
 // then) ErrRemoved. The URL may
 // change across restarts (a new port each launch), so use the one returned for this attempt.
 func (m *Manager) Ensure(ctx context.Context, name string) (baseURL string, release func(), err error) {
-	// The call's place in a slot line, from the time it first waited: kept across a Reload that
-	// makes it wait for a new member.
-	var ticket uint64
+	// The call's place in a slot line and its load_timeout, from the time it first waited: kept
+	// across a Reload that makes it wait for a new member.
+	var a ask
 	for {
 		mem, removed := m.memberOrRemoved(name)
 		switch {
@@ -514,7 +528,7 @@ func (m *Manager) Ensure(ctx context.Context, name string) (baseURL string, rele
 		case mem == nil:
 			return "", nil, &UnknownTargetError{Name: name}
 		}
-		baseURL, release, err = m.ensure(ctx, mem, &ticket)
+		baseURL, release, err = m.ensure(ctx, mem, &a)
 		// A Reload replaced the member this call waited for: it waits for the new one instead.
 		if err != errRetired {
 			return baseURL, release, err
@@ -627,31 +641,67 @@ func (m *Manager) warmLocked(mem *member) bool {
 // errRetired ends a wait for a member that a Reload has replaced or removed.
 var errRetired = errors.New("lifecycle: member retired by a reload")
 
-// ensure is Ensure for mem; *ticket is the call's arrival ticket, given here when it first waits.
-func (m *Manager) ensure(ctx context.Context, mem *member, ticket *uint64) (baseURL string, release func(), err error) {
+// ask is an Ensure call that waits: its arrival ticket, which places it in a slot line, and when
+// it came, from which its load_timeout counts. Both are given when it first waits and kept across
+// a Reload that makes it wait for a new member (TestJoinedRequestKeepsPlaceInLine,
+// TestWaitAcrossReloadKeepsLoadTimeout).
+type ask struct {
+	ticket uint64
+	came   time.Time
+}
+
+// ensure is Ensure for mem; *a is the call's ask, filled in here when it first waits.
+func (m *Manager) ensure(ctx context.Context, mem *member, a *ask) (baseURL string, release func(), err error) {
 	name := mem.spec.Name
 	if url, release, ok := m.acquire(mem); ok {
 		return url, release, nil
+	}
+	again := a.ticket != 0
+	if !again {
+		a.came = m.clock.Now()
 	}
 	// Until this call has the member, it must not be evicted: once it is ready, a request for
 	// another member waiting for a slot would otherwise stop it before this one acquires, and two
 	// such requests would load and evict each other's processes in turn.
 	m.mu.Lock()
 	mem.waiting++
-	if *ticket == 0 {
+	if !again {
 		m.asked++
-		*ticket = m.asked
+		a.ticket = m.asked
 	}
-	i, _ := slices.BinarySearch(mem.asks, *ticket)
-	mem.asks = slices.Insert(mem.asks, i, *ticket)
+	i, _ := slices.BinarySearch(mem.asks, a.ticket)
+	mem.asks = slices.Insert(mem.asks, i, a.ticket)
+	if i == 0 {
+		// A ticket kept across a Reload may move the member ahead in its line.
+		m.lineMovedLocked(mem)
+	}
 	failuresBefore := mem.failures
 	m.mu.Unlock()
-	defer m.unwait(mem, *ticket)
+	defer m.unwait(mem, a.ticket)
 	// load_timeout counts from this call, not from the start of the flight it joins: a flight
 	// ends at its first caller's deadline, and a later caller then goes on with a new one, with
-	// a timer of its own for what is left of its wait.
-	deadline := m.clock.Now().Add(mem.loadTimeout)
+	// a timer of its own for what is left of its wait. A call that waited for a member a Reload
+	// replaced has that timer from the start: the new member's flight has a whole load_timeout.
+	deadline := a.came.Add(mem.loadTimeout)
 	var mine chan struct{}
+	// ownTimer arms mine for what is left of the call's wait, and reports false when nothing is
+	// left.
+	ownTimer := func() (stop func(), ok bool) {
+		left := deadline.Sub(m.clock.Now())
+		if left <= 0 {
+			return nil, false
+		}
+		mine = make(chan struct{})
+		t := m.clock.AfterFunc(left, func() { close(mine) })
+		return func() { t.Stop() }, true
+	}
+	if again {
+		stop, ok := ownTimer()
+		if !ok {
+			return "", nil, m.loadTimeoutError(mem, failuresBefore)
+		}
+		defer stop()
+	}
 	for {
 		if url, release, ok := m.acquire(mem); ok {
 			return url, release, nil
@@ -663,14 +713,15 @@ func (m *Manager) ensure(ctx context.Context, mem *member, ticket *uint64) (base
 				return "", nil, r.Err
 			}
 			if r.Err == errFlightExpired {
-				left := deadline.Sub(m.clock.Now())
-				if left <= 0 {
+				if deadline.Sub(m.clock.Now()) <= 0 {
 					return "", nil, m.loadTimeoutError(mem, failuresBefore)
 				}
 				if mine == nil {
-					mine = make(chan struct{})
-					t := m.clock.AfterFunc(left, func() { close(mine) })
-					defer t.Stop()
+					stop, ok := ownTimer()
+					if !ok {
+						return "", nil, m.loadTimeoutError(mem, failuresBefore)
+					}
+					defer stop()
 				}
 				continue
 			}
@@ -846,6 +897,9 @@ func (m *Manager) unwait(mem *member, ticket uint64) {
 	mem.waiting--
 	if i, ok := slices.BinarySearch(mem.asks, ticket); ok {
 		mem.asks = slices.Delete(mem.asks, i, i+1)
+		if i == 0 && mem.waiting > 0 {
+			m.lineMovedLocked(mem)
+		}
 	}
 	if mem.waiting == 0 {
 		// Nobody asks for it any more: it leaves the slot line, where leaveLine may have kept it.
@@ -990,6 +1044,16 @@ func (mem *member) firstAskLocked() uint64 {
 	return mem.asks[0]
 }
 
+// lineMovedLocked is called when mem's place (firstAskLocked) has changed: if it is in the slot
+// line, the starts in it look again. One that found mem ahead may now be ahead of it; unwoken, it
+// and mem's next flight (leaveLine keeps mem's place between two) each waited behind the other
+// with a slot free (TestLineLooksAgainWhenPlaceChanges).
+func (m *Manager) lineMovedLocked(mem *member) {
+	if slices.Contains(m.slotLine, mem) {
+		m.broadcastLocked()
+	}
+}
+
 // leaveLine takes mem out of the slot line when its start flight ends with err, and lets the next
 // in line look for a slot. A flight that ended at its first caller's load_timeout leaves it in
 // line while other calls wait for it: they start another flight at once, and until it looks for
@@ -1013,8 +1077,14 @@ func (m *Manager) leaveLine(mem *member, err error) {
 // false, changing nothing, when the group is full of members that cannot be evicted now.
 func (m *Manager) reserveLocked(mem *member) bool {
 	var victims []*member
+	pred := m.predecessorLocked(mem)
 	if g := mem.group; g != nil {
-		if need := m.occupiedLocked(g) - g.spec.Slots + 1; need > 0 {
+		need := m.occupiedLocked(g) - g.spec.Slots + 1
+		if pred != nil {
+			// Its slot becomes mem's, as a victim's does: mem waits for it to go anyway.
+			need--
+		}
+		if need > 0 {
 			if victims = m.lruEvictableLocked(g, mem, need); len(victims) < need {
 				return false
 			}
@@ -1043,6 +1113,11 @@ func (m *Manager) reserveLocked(mem *member) bool {
 				"target", mem.spec.Name, "pid", old.pid)
 		}
 	}
+	if pred != nil {
+		pred.replaced = true
+		stands = append(stands, standIn{pred, pred.done})
+	}
+	mem.holds = stands
 	mem.state = StateStarting
 	mem.stop = make(chan struct{})
 	mem.done = make(chan struct{})
@@ -1052,8 +1127,32 @@ func (m *Manager) reserveLocked(mem *member) bool {
 	return true
 }
 
-// standIn is a member evicted for another, which counts in its slot instead while the victim
-// stops; done is the victim's run that was stopped.
+// predecessorLocked is the process of mem's name that a Reload retired and whose slot mem may
+// take (TestNewMemberTakesRetiredSlot), if any: in a group of the same name, still up, counted in
+// its slots, and holding no slot of a member it evicted, which it would give back were it stopped
+// before its launch (giveBackLocked), leaving that member's process to run beside mem's.
+func (m *Manager) predecessorLocked(mem *member) *member {
+	if mem.group == nil {
+		return nil
+	}
+	for _, old := range m.retired {
+		if old.spec.Name != mem.spec.Name || old.state == StateStopped || old.replaced ||
+			old.group == nil || old.group.spec.Name != mem.group.spec.Name {
+			continue
+		}
+		if slices.ContainsFunc(old.holds, func(s standIn) bool {
+			return s.victim.done == s.done && s.victim.state != StateStopped && s.victim.replaced
+		}) {
+			continue
+		}
+		return old
+	}
+	return nil
+}
+
+// standIn is a member evicted for another, or the process of its name a Reload retired, which
+// the other counts in the slot of instead while it stops; done is the victim's run that was
+// stopped.
 type standIn struct {
 	victim *member
 	done   chan struct{}

@@ -198,7 +198,7 @@ func (m *Manager) finish(mem *member, err error) {
 	mem.state = StateStopped
 	mem.pid, mem.url, mem.port = 0, "", 0
 	mem.crashed, mem.expired, mem.restarting = false, false, false
-	mem.replaced, mem.warmed = false, false
+	mem.replaced, mem.warmed, mem.holds = false, false, nil
 	if err != nil {
 		mem.lastErr = err
 		mem.failures++

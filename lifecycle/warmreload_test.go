@@ -4,6 +4,7 @@ package lifecycle
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 )
@@ -82,4 +83,77 @@ func TestWarmFollowsReload(t *testing.T) {
 			t.Errorf("a's process %d runs beside b in a group of one slot", pidA)
 		}
 	})
+
+	// The background start and a request's start of the new member start it once: each reserves
+	// it only from stopped, under the one lock.
+	t.Run("with a request's start of the new member starts it once", func(t *testing.T) {
+		h := newHarness(t, specs, groups, Options{})
+		start(t, h, func() error { return h.m.Warm(context.Background(), "b") })
+		if err := h.m.Reload(changed, groups); err != nil {
+			t.Fatal(err)
+		}
+		got := make(chan error, 1)
+		go func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			_, release, err := h.m.Ensure(ctx, "b")
+			if err == nil {
+				release()
+			}
+			got <- err
+		}()
+		h.passGraces()
+		if err := <-got; err != nil {
+			t.Fatalf("Ensure(b): %v", err)
+		}
+		waitRewarms(t, h)
+		if st := h.status(t, "b"); st.Starts != 1 {
+			t.Errorf("new b: %+v, want one start", st)
+		}
+	})
+
+	t.Run("Drain ends it", func(t *testing.T) {
+		h := newHarness(t, specs, groups, Options{})
+		start(t, h, func() error { return h.m.Warm(context.Background(), "b") })
+		if err := h.m.Reload(changed, groups); err != nil {
+			t.Fatal(err)
+		}
+		h.m.Drain()
+		waitRewarms(t, h)
+		if st := h.status(t, "b"); st.Starts != 0 {
+			t.Errorf("new b: %+v, started once Drain was called", st)
+		}
+	})
+
+	// A second reload that removes the target ends the background start: there is nothing to
+	// start, which is no failure to warn of.
+	t.Run("a reload that then removes the target ends it quietly", func(t *testing.T) {
+		h := newHarness(t, specs, groups, Options{})
+		start(t, h, func() error { return h.m.Warm(context.Background(), "b") })
+		if err := h.m.Reload(changed, groups); err != nil {
+			t.Fatal(err)
+		}
+		if err := h.m.Reload(specs[:1], groups); err != nil {
+			t.Fatal(err)
+		}
+		waitRewarms(t, h)
+		if log := h.log.String(); strings.Contains(log, "background start across a reload") {
+			t.Errorf("warned of a background start of a removed target:\n%s", log)
+		}
+	})
+}
+
+// waitRewarms waits for the background starts Reloads made to end.
+func waitRewarms(t *testing.T, h *harness) {
+	t.Helper()
+	ended := make(chan struct{})
+	go func() {
+		h.m.rewarms.Wait()
+		close(ended)
+	}()
+	select {
+	case <-ended:
+	case <-time.After(15 * time.Second):
+		t.Fatal("a background start across a reload did not end")
+	}
 }
