@@ -146,3 +146,22 @@ func FuzzContentless(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkContentless: the check on every stream's first event. A first event with text is told
+// by one search; vLLM's role chunk is walked.
+func BenchmarkContentless(b *testing.B) {
+	for _, c := range []struct{ name, chunk string }{
+		{"text", `{"id":"chatcmpl-bench","object":"chat.completion.chunk","created":1700000000,"model":"bench-model","system_fingerprint":"fp_bench","choices":[{"index":0,"delta":{"role":"assistant","content":" token0"},"logprobs":null,"finish_reason":null}]}`},
+		{"role-only", `{"id":"chatcmpl-bench","object":"chat.completion.chunk","created":1700000000,"model":"bench-model","choices":[{"index":0,"delta":{"role":"assistant","content":""},"logprobs":null,"finish_reason":null}]}`},
+	} {
+		chunk := []byte(c.chunk)
+		want := c.name == "role-only"
+		b.Run(c.name, func(b *testing.B) {
+			for b.Loop() {
+				if Contentless(chunk) != want {
+					b.Fatal("wrong verdict")
+				}
+			}
+		})
+	}
+}
