@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -293,5 +294,68 @@ func TestAcceptOutOfFilesSurvived(t *testing.T) {
 	}
 	if st := lim.Stats(); st.AcceptErrors != 3 || st.IdleClosed != 1 {
 		t.Errorf("stats = %+v, want AcceptErrors 3, IdleClosed 1", st)
+	}
+}
+
+// A connection that goes idle while the accept loop, at the cap, has just looked for an idle one
+// to close and found none (its request was under way) still wakes the loop, which then closes
+// it for the connection it holds. Woken only by a connection's end, the loop kept the new one
+// waiting for the idle one's IdleTimeout, or for good without one.
+func TestConnLimitIdleDuringLookWakesAcceptLoop(t *testing.T) {
+	release := make(chan struct{})
+	entered := make(chan struct{})
+	lim := NewConnLimit(1)
+	var once sync.Once
+	_, addr := start(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/block" {
+			close(entered)
+			<-release
+		}
+		_, _ = io.WriteString(w, "ok")
+	}), func(s *Server) {
+		s.Conns = lim
+		s.lookedForIdle = func() { // s.mu is held
+			once.Do(func() {
+				var a *conn
+				for c := range s.conns {
+					a = c
+				}
+				at := a.idleAt.Load()
+				close(release)
+				if s.roomWanted.Load() {
+					return // a's going idle takes s.mu to wake the loop, which it cannot hold before this returns
+				}
+				// a goes idle, unseen by the look just made, and waits for its next request.
+				for a.idleAt.Load() == at {
+					runtime.Gosched()
+				}
+			})
+		}
+	})
+
+	a, abr := dialRaw(t, addr)
+	if _, err := io.WriteString(a, "GET /block HTTP/1.1\r\nHost: x\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	<-entered
+	b, bbr := dialRaw(t, addr)
+	if _, err := io.WriteString(b, "GET /ok HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.ReadResponse(abr, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	resp, err = http.ReadResponse(bbr, nil)
+	if err != nil {
+		t.Fatalf("the connection held at the cap was not served after the open one went idle: %v", err)
+	}
+	resp.Body.Close()
+	if !closedByServer(abr) {
+		t.Error("the idle connection was not closed to make room")
+	}
+	if st := lim.Stats(); st.IdleClosed != 1 || st.Waited != 1 {
+		t.Errorf("stats = %+v, want IdleClosed 1, Waited 1", st)
 	}
 }
