@@ -40,6 +40,25 @@ func get(t *testing.T, c net.Conn, br *bufio.Reader, path string, close bool) st
 	return resp.Status + " " + string(b)
 }
 
+// waitIdleSince waits until every connection s has open waits for its next request, one of
+// them idle since after since (s.now): the one whose request was the last answered then.
+func waitIdleSince(t *testing.T, s *Server, since int64) {
+	t.Helper()
+	for {
+		s.mu.Lock()
+		idle, newest := true, int64(0)
+		for c := range s.conns {
+			idle = idle && c.state.Load() == stateIdle
+			newest = max(newest, c.idleAt.Load())
+		}
+		s.mu.Unlock()
+		if idle && newest > since {
+			return
+		}
+		runtime.Gosched()
+	}
+}
+
 // closedByServer reports whether the server has closed c: its next read ends with EOF (or a
 // reset), not with the 10 s deadline dialRaw puts on it.
 func closedByServer(br *bufio.Reader) bool {
@@ -106,18 +125,25 @@ func TestConnLimitWaitsForAConnectionToClose(t *testing.T) {
 // new one, which is served; a younger idle one stays open.
 func TestConnLimitClosesOldestIdleForNewConnection(t *testing.T) {
 	lim := NewConnLimit(2)
+	var srv *Server
+	var handled atomic.Int64 // when (srv.now) the last handler ran
 	_, addr := start(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		handled.Store(srv.now())
 		_, _ = io.WriteString(w, "ok")
-	}), func(s *Server) { s.Conns = lim })
+	}), func(s *Server) { s.Conns = lim; srv = s })
 
 	a, abr := dialRaw(t, addr)
 	if got := get(t, a, abr, "/a", false); got != "200 OK ok" {
 		t.Fatalf("a: %q", got)
 	}
+	// The client has the answer before the server's goroutine is back waiting for the next
+	// request: until then the connection is not idle, and a stamped after b would be the younger.
+	waitIdleSince(t, srv, handled.Load())
 	b, bbr := dialRaw(t, addr)
 	if got := get(t, b, bbr, "/b", false); got != "200 OK ok" {
 		t.Fatalf("b: %q", got)
 	}
+	waitIdleSince(t, srv, handled.Load())
 	// a and b are idle, a the longer: c, a client with a request, takes a's place.
 	c, cbr := dialRaw(t, addr)
 	if got := get(t, c, cbr, "/c", true); got != "200 OK ok" {
