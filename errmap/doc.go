@@ -94,5 +94,7 @@
 // upstream sent; otherwise a status the SDKs retry after which every attempt was futile (an
 // endpoint failure, or a failure of a retried class that Classify found no retry helps: a bill
 // or a daily cap, a model too big for its machine, x-should-retry: false) says "false", and
-// anything else says nothing.
+// anything else says nothing. Restore sees only the attempts: the server takes the "false" back
+// when a target of the route was left untried (health set it aside, or the chain stopped before
+// it), which a retry may reach.
 package errmap
