@@ -91,8 +91,10 @@
 //
 // The answer's x-should-retry (ClientError.ShouldRetry), which OpenAI's SDKs read before retrying
 // a 408, 409, 429 or 5xx on their own: an error restored from one upstream's keeps the header that
-// upstream sent; otherwise a status the SDKs retry after which every attempt was futile (an
+// upstream sent, when it keeps that upstream's status (an overflow answered 400 does not); otherwise a status the SDKs retry after which every attempt was futile (an
 // endpoint failure, or a failure of a retried class that Classify found no retry helps: a bill
 // or a daily cap, a model too big for its machine, x-should-retry: false) says "false", and
-// anything else says nothing.
+// anything else says nothing. Restore sees only the attempts: the server takes the "false" back
+// when a target of the route was left untried (health set it aside, or the chain stopped before
+// it), which a retry may reach.
 package errmap

@@ -332,6 +332,15 @@ func TestRestore(t *testing.T) {
 			attempt("b", &core.StatusError{Status: 502, Message: "no", Header: http.Header{"X-Should-Retry": {" False "}}})},
 			ClientError{Status: 503, Type: "upstream_error", Code: "all_targets_failed", ShouldRetry: RetryNo,
 				Message: "all targets failed: a: server_error (500); b: server_error (502)"}},
+		{"an overflow's x-should-retry was said of its 500, not of the 400 it is answered as", []Attempt{
+			attempt("ollama", &core.StatusError{Status: 500, Message: "the input length exceeds the context length",
+				Header: http.Header{"X-Should-Retry": {"true"}}})},
+			ClientError{Status: 400, Message: "the input length exceeds the context length", Type: "invalid_request_error",
+				Code: "context_length_exceeded"}},
+		{"overflows of two statuses: neither x-should-retry is the 400's", []Attempt{
+			attempt("a", &core.StatusError{Status: 413, Message: "too long", Header: http.Header{"X-Should-Retry": {"false"}}}),
+			attempt("b", &core.StatusError{Status: 500, Message: "the input length exceeds the context length"})},
+			ClientError{Status: 400, Message: "too long", Type: "invalid_request_error", Code: "context_length_exceeded"}},
 		{"a 401 is not retried by SDKs: nothing added", []Attempt{
 			attempt("a", &core.StatusError{Status: 401, Message: "bad key", Code: "invalid_api_key"})},
 			ClientError{Status: 401, Message: "bad key", Type: "invalid_request_error", Code: "invalid_api_key"}},

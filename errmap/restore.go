@@ -152,7 +152,7 @@ func retryHint(attempts []Attempt, status int) RetryHint {
 		return RetryUnsaid
 	}
 	if restored, single := restoredAttempt(attempts); single {
-		if h := upstreamHint(restored); h != RetryUnsaid {
+		if h := upstreamHint(restored, status); h != RetryUnsaid {
 			return h
 		}
 	}
@@ -180,10 +180,12 @@ func restoredAttempt(attempts []Attempt) (Attempt, bool) {
 	return attempts[0], true
 }
 
-// upstreamHint is the x-should-retry an attempt's upstream answered with.
-func upstreamHint(a Attempt) RetryHint {
+// upstreamHint is the x-should-retry an attempt's upstream answered with, when the client's answer
+// has the upstream's status: one said of an overflow's 413 or 500 is not the 400 it is restored as
+// (an SDK told "true" would retry a prompt that cannot fit).
+func upstreamHint(a Attempt, status int) RetryHint {
 	se, ok := errors.AsType[*core.StatusError](a.Err)
-	if !ok {
+	if !ok || se.Status != status {
 		return RetryUnsaid
 	}
 	switch v := strings.TrimSpace(se.Header.Get("X-Should-Retry")); {

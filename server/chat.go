@@ -356,6 +356,13 @@ func (s *Server) run(ctx context.Context, rs *routeState, req *core.Request, st 
 		return res
 	}
 	ce := errmap.Restore(attempts)
+	if ce.ShouldRetry == errmap.RetryNo && untried(rs, cands, classes, p.overflowDrops, p.reserve, reserved, st) {
+		// A futile failure of the targets tried says nothing of those the chain did not reach: set
+		// aside by health (a cooldown that may end, a probe under way), or left when the chain
+		// stopped (a selector may pick them first next time). A retry may be served by one
+		// (TestFinalErrorShouldRetryNotWithTargetsUntried).
+		ce.ShouldRetry = errmap.RetryUnsaid
+	}
 	for _, name := range res.chain {
 		if t, ok := s.cfg.Target(name); ok && t.APIKey != "" {
 			k := string(t.APIKey)
@@ -365,6 +372,13 @@ func (s *Server) run(ctx context.Context, rs *routeState, req *core.Request, st 
 	}
 	res.err = &ce
 	return res
+}
+
+// untried reports whether the attempt loop ended with a target of the route it could have tried
+// left untried: one of cands its guards let in, or, when it did not go on to the reserve, one of
+// the reserve (health set aside, or held since the plan).
+func untried(rs *routeState, cands []*core.Target, classes []core.Class, overflowDrops int, reserve []*core.Target, reserved bool, st *reqState) bool {
+	return !reserved && len(reserve) > 0 || len(rs.openOf(cands, classes, overflowDrops, &st.open)) > 0
 }
 
 // openOf is cands without the guarded targets that the failures so far (classes, and overflowDrops

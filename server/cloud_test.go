@@ -319,3 +319,28 @@ func TestFinalErrorShouldRetry(t *testing.T) {
 		t.Errorf("a server error beside a bill: got %d x-should-retry %q: %s", rep.status, rep.header.Get("X-Should-Retry"), rep.body)
 	}
 }
+
+// TestFinalErrorShouldRetryNotWithTargetsUntried: a target of the route that health set aside
+// (in its cooldown) was not tried: the other's bill is no reason to tell the SDK that a retry
+// is futile, since the one set aside may take it once it recovers. The answer says nothing.
+func TestFinalErrorShouldRetryNotWithTargetsUntried(t *testing.T) {
+	quota := `{"error":{"message":"You exceeded your current quota, please check your plan and billing details.","type":"insufficient_quota","param":null,"code":"insufficient_quota"}}`
+	a, b := newFake(t, "a"), newFake(t, "b")
+	a.set(errHandler(500, "boom", "a down"))
+	b.set(okHandler("b"))
+	cfg := "[cooldown]\nfailures = 1\n" + target("a", a.url(), "public", `model = "m"`) + target("b", b.url(), "public", `model = "m"`) +
+		"[routes.r]\ntargets = [\"a\", \"b\"]\n"
+	g := newGateway(t, cfg, nil)
+	if rep := g.chat(t, "r"); rep.status != 200 {
+		t.Fatalf("a down, b up: got %d: %s", rep.status, rep.body)
+	}
+	b.set(realHandler(realError{status: 429, body: quota}))
+	a.hits.Store(0)
+	rep := g.chat(t, "r")
+	if rep.status != 429 || a.hits.Load() != 0 {
+		t.Fatalf("got %d with a asked %d times, want b's 429 and a, cooling down, not asked: %s", rep.status, a.hits.Load(), rep.body)
+	}
+	if h := rep.header.Get("X-Should-Retry"); h != "" {
+		t.Errorf("x-should-retry %q with a set aside untried, want none", h)
+	}
+}

@@ -2,6 +2,7 @@ package litellm
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"time"
@@ -49,7 +50,10 @@ func (c *converter) result(r *routerYAML) *Result {
 	if r.AllowedFails != nil || r.CooldownTime != nil {
 		b.WriteString("\n[cooldown]\n")
 		if n := r.AllowedFails; n != nil {
-			failures := max(*n, 0) + 1
+			failures := max(*n, 0)
+			if failures < math.MaxInt {
+				failures++ // the largest int stays itself: one more wrapped to a negative count (FuzzConvert)
+			}
 			fmt.Fprintf(&b, "failures = %d", failures)
 			trailing(&b, fmt.Sprintf("router_settings.allowed_fails = %d: LiteLLM cools a deployment down once it fails more often than that", *n))
 		}

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -37,6 +38,25 @@ func get(t *testing.T, c net.Conn, br *bufio.Reader, path string, close bool) st
 		t.Fatal(err)
 	}
 	return resp.Status + " " + string(b)
+}
+
+// waitIdleSince waits until every connection s has open waits for its next request, one of
+// them idle since after since (s.now): the one whose request was the last answered then.
+func waitIdleSince(t *testing.T, s *Server, since int64) {
+	t.Helper()
+	for {
+		s.mu.Lock()
+		idle, newest := true, int64(0)
+		for c := range s.conns {
+			idle = idle && c.state.Load() == stateIdle
+			newest = max(newest, c.idleAt.Load())
+		}
+		s.mu.Unlock()
+		if idle && newest > since {
+			return
+		}
+		runtime.Gosched()
+	}
 }
 
 // closedByServer reports whether the server has closed c: its next read ends with EOF (or a
@@ -105,18 +125,25 @@ func TestConnLimitWaitsForAConnectionToClose(t *testing.T) {
 // new one, which is served; a younger idle one stays open.
 func TestConnLimitClosesOldestIdleForNewConnection(t *testing.T) {
 	lim := NewConnLimit(2)
+	var srv *Server
+	var handled atomic.Int64 // when (srv.now) the last handler ran
 	_, addr := start(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		handled.Store(srv.now())
 		_, _ = io.WriteString(w, "ok")
-	}), func(s *Server) { s.Conns = lim })
+	}), func(s *Server) { s.Conns = lim; srv = s })
 
 	a, abr := dialRaw(t, addr)
 	if got := get(t, a, abr, "/a", false); got != "200 OK ok" {
 		t.Fatalf("a: %q", got)
 	}
+	// The client has the answer before the server's goroutine is back waiting for the next
+	// request: until then the connection is not idle, and a stamped after b would be the younger.
+	waitIdleSince(t, srv, handled.Load())
 	b, bbr := dialRaw(t, addr)
 	if got := get(t, b, bbr, "/b", false); got != "200 OK ok" {
 		t.Fatalf("b: %q", got)
 	}
+	waitIdleSince(t, srv, handled.Load())
 	// a and b are idle, a the longer: c, a client with a request, takes a's place.
 	c, cbr := dialRaw(t, addr)
 	if got := get(t, c, cbr, "/c", true); got != "200 OK ok" {
@@ -293,5 +320,68 @@ func TestAcceptOutOfFilesSurvived(t *testing.T) {
 	}
 	if st := lim.Stats(); st.AcceptErrors != 3 || st.IdleClosed != 1 {
 		t.Errorf("stats = %+v, want AcceptErrors 3, IdleClosed 1", st)
+	}
+}
+
+// A connection that goes idle while the accept loop, at the cap, has just looked for an idle one
+// to close and found none (its request was under way) still wakes the loop, which then closes
+// it for the connection it holds. Woken only by a connection's end, the loop kept the new one
+// waiting for the idle one's IdleTimeout, or for good without one.
+func TestConnLimitIdleDuringLookWakesAcceptLoop(t *testing.T) {
+	release := make(chan struct{})
+	entered := make(chan struct{})
+	lim := NewConnLimit(1)
+	var once sync.Once
+	_, addr := start(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/block" {
+			close(entered)
+			<-release
+		}
+		_, _ = io.WriteString(w, "ok")
+	}), func(s *Server) {
+		s.Conns = lim
+		s.lookedForIdle = func() { // s.mu is held
+			once.Do(func() {
+				var a *conn
+				for c := range s.conns {
+					a = c
+				}
+				at := a.idleAt.Load()
+				close(release)
+				if s.roomWanted.Load() {
+					return // a's going idle takes s.mu to wake the loop, which it cannot hold before this returns
+				}
+				// a goes idle, unseen by the look just made, and waits for its next request.
+				for a.idleAt.Load() == at {
+					runtime.Gosched()
+				}
+			})
+		}
+	})
+
+	a, abr := dialRaw(t, addr)
+	if _, err := io.WriteString(a, "GET /block HTTP/1.1\r\nHost: x\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	<-entered
+	b, bbr := dialRaw(t, addr)
+	if _, err := io.WriteString(b, "GET /ok HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.ReadResponse(abr, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	resp, err = http.ReadResponse(bbr, nil)
+	if err != nil {
+		t.Fatalf("the connection held at the cap was not served after the open one went idle: %v", err)
+	}
+	resp.Body.Close()
+	if !closedByServer(abr) {
+		t.Error("the idle connection was not closed to make room")
+	}
+	if st := lim.Stats(); st.IdleClosed != 1 || st.Waited != 1 {
+		t.Errorf("stats = %+v, want IdleClosed 1, Waited 1", st)
 	}
 }

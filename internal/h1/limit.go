@@ -151,12 +151,20 @@ func (s *Server) admit(c *conn) bool {
 			s.mu.Unlock()
 			return true
 		}
-		s.closeOldestIdle()
+		// Wanted before the look for an idle connection, not after: a connection that goes idle
+		// once the look has passed it over then sees roomWanted (wentIdle's Store of its state
+		// comes before its Load of roomWanted, as this Store comes before the look's Loads) and
+		// wakes this loop, which otherwise waited for a connection's end
+		// (TestConnLimitIdleDuringLookWakesAcceptLoop).
 		if s.room == nil {
 			s.room = make(chan struct{})
 			s.roomWanted.Store(true)
 		}
 		room := s.room
+		s.closeOldestIdle()
+		if s.lookedForIdle != nil {
+			s.lookedForIdle()
+		}
 		s.mu.Unlock()
 		if !waited {
 			waited = true

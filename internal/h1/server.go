@@ -89,6 +89,9 @@ type Server struct {
 
 	watching    func() // a test's hook: the watcher is about to read
 	waitingRoom func() // a test's hook: an accept loop holds a connection and waits for room
+	// lookedForIdle is a test's hook: an accept loop at the cap has looked for an idle
+	// connection to close (s.mu held).
+	lookedForIdle func()
 
 	inShutdown atomic.Bool
 	epoch      time.Time // for now: a monotonic clock in an int64
