@@ -6,7 +6,8 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
-	"strings"
+
+	"github.com/hayula/gateway/internal/tomlx"
 )
 
 // KeyPrefix starts every key NewKey makes, so that a leaked key is easy to recognise and grep for.
@@ -26,24 +27,5 @@ func NewKey(rand io.Reader) (key, sha256hex string, err error) {
 
 // KeyTOML renders the [[keys]] block to paste into the config.
 func KeyTOML(name, sha256hex string) string {
-	return fmt.Sprintf("[[keys]]\nname   = %s\nsha256 = %s\n", tomlString(name), tomlString(sha256hex))
-}
-
-// tomlString quotes s as a TOML basic string. strconv.Quote would not do: TOML has no \x or \a.
-func tomlString(s string) string {
-	var b strings.Builder
-	b.WriteByte('"')
-	for _, r := range s {
-		switch {
-		case r == '"' || r == '\\':
-			b.WriteByte('\\')
-			b.WriteRune(r)
-		case r < 0x20 || r == 0x7f:
-			fmt.Fprintf(&b, "\\u%04X", r)
-		default:
-			b.WriteRune(r)
-		}
-	}
-	b.WriteByte('"')
-	return b.String()
+	return fmt.Sprintf("[[keys]]\nname   = %s\nsha256 = %s\n", tomlx.String(name), tomlx.String(sha256hex))
 }

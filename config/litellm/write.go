@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/hayula/gateway/internal/tomlx"
 )
 
 // result writes the TOML and gathers the warnings.
@@ -58,10 +60,10 @@ func (c *converter) result(r *routerYAML) *Result {
 			trailing(&b, fmt.Sprintf("router_settings.allowed_fails = %d: LiteLLM cools a deployment down once it fails more often than that", *n))
 		}
 		if s := r.CooldownTime; s != nil && *s > 0 {
-			fmt.Fprintf(&b, "base = %s", quote(s.String()))
+			fmt.Fprintf(&b, "base = %s", tomlx.String(s.String()))
 			trailing(&b, "router_settings.cooldown_time; here each cooldown in a row doubles it, up to max")
 			if *s > seconds(defaultCooldownMax) {
-				fmt.Fprintf(&b, "max = %s\n", quote(s.String()))
+				fmt.Fprintf(&b, "max = %s\n", tomlx.String(s.String()))
 			}
 		}
 	}
@@ -72,21 +74,21 @@ func (c *converter) result(r *routerYAML) *Result {
 		}
 	}
 	for _, rt := range c.routeList {
-		fmt.Fprintf(&b, "\n[routes.%s]\n", quote(rt.name))
+		fmt.Fprintf(&b, "\n[routes.%s]\n", tomlx.String(rt.name))
 		for _, n := range rt.notes {
 			comment("%s", n)
 		}
 		names := make([]string, len(rt.targets))
 		var guards []string
 		for i, t := range rt.targets {
-			names[i] = quote(t.name)
+			names[i] = tomlx.String(t.name)
 			if rt.guarded[t] {
-				guards = append(guards, quote(t.name)+` = ["overflow"]`)
+				guards = append(guards, tomlx.String(t.name)+` = ["overflow"]`)
 			}
 		}
 		fmt.Fprintf(&b, "targets = [%s]\n", strings.Join(names, ", "))
 		if rt.policy != "" {
-			fmt.Fprintf(&b, "policy = %s\n", quote(rt.policy))
+			fmt.Fprintf(&b, "policy = %s\n", tomlx.String(rt.policy))
 		}
 		if len(guards) > 0 {
 			fmt.Fprintf(&b, "guard = { %s }\n", strings.Join(guards, ", "))
@@ -100,25 +102,25 @@ func (c *converter) result(r *routerYAML) *Result {
 const defaultCooldownMax = 300 * time.Second
 
 func (c *converter) writeTarget(b *strings.Builder, t *target) {
-	fmt.Fprintf(b, "\n[targets.%s]\n", quote(t.name))
+	fmt.Fprintf(b, "\n[targets.%s]\n", tomlx.String(t.name))
 	writeComment(b, fmt.Sprintf("From the model_list entry at line %d: model_name %q, model %q", t.line, t.modelName, t.litellmModel), "")
 	for _, n := range t.notes {
 		writeComment(b, n, "")
 	}
-	fmt.Fprintf(b, "adapter = %s\nurl = %s\nmodel = %s\n", quote(t.adapter), quote(t.url), quote(t.model))
-	fmt.Fprintf(b, "class = %s", quote(t.class))
+	fmt.Fprintf(b, "adapter = %s\nurl = %s\nmodel = %s\n", tomlx.String(t.adapter), tomlx.String(t.url), tomlx.String(t.model))
+	fmt.Fprintf(b, "class = %s", tomlx.String(t.class))
 	trailing(b, t.whyIs)
 	if t.apiKeyEnv != "" {
-		fmt.Fprintf(b, "api_key_env = %s\n", quote(t.apiKeyEnv))
+		fmt.Fprintf(b, "api_key_env = %s\n", tomlx.String(t.apiKeyEnv))
 	}
 	if t.contextWindow > 0 {
 		fmt.Fprintf(b, "context_window = %d\n", t.contextWindow)
 	}
 	if t.timeout != nil {
-		fmt.Fprintf(b, "timeout = %s\n", quote(t.timeout.String()))
+		fmt.Fprintf(b, "timeout = %s\n", tomlx.String(t.timeout.String()))
 	}
 	if t.idleTimeout != nil {
-		fmt.Fprintf(b, "idle_timeout = %s\n", quote(t.idleTimeout.String()))
+		fmt.Fprintf(b, "idle_timeout = %s\n", tomlx.String(t.idleTimeout.String()))
 	}
 	if t.weight > 0 {
 		fmt.Fprintf(b, "weight = %d\n", t.weight)
@@ -157,23 +159,4 @@ func clean(text string) string {
 		}
 		return r
 	}, text)
-}
-
-// quote is s as a TOML basic string.
-func quote(s string) string {
-	var b strings.Builder
-	b.WriteByte('"')
-	for _, r := range s {
-		switch {
-		case r == '"' || r == '\\':
-			b.WriteByte('\\')
-			b.WriteRune(r)
-		case r < 0x20 || r == 0x7f:
-			fmt.Fprintf(&b, `\u%04X`, r)
-		default:
-			b.WriteRune(r)
-		}
-	}
-	b.WriteByte('"')
-	return b.String()
 }
