@@ -40,30 +40,17 @@ func Contentless(chunk []byte) bool {
 		// 690 by this search (BenchmarkContentless, under cachegrind).
 		return false
 	}
-	it := jsonx.Object(chunk, false)
 	choices := false
-	for {
-		k, v, more := it.Next()
-		if !more {
-			return choices && it.Done()
-		}
-		name, plain := jsonx.PlainKey(k)
-		if !plain {
-			return false
-		}
+	return jsonx.Members(chunk, false, func(name, v []byte) bool {
 		switch string(name) {
 		case "choices":
-			if !contentlessChoices(v) {
-				return false
-			}
 			choices = true
+			return contentlessChoices(v)
 		case "id", "object", "created", "model", "system_fingerprint", "service_tier", "obfuscation", "provider":
-		default:
-			if says(v) {
-				return false
-			}
+			return true
 		}
-	}
+		return !says(v)
+	}) && choices
 }
 
 // contentlessChoices reports whether v, a chunk's choices, is an array of at least one element,
@@ -82,56 +69,25 @@ func contentlessChoices(v []byte) bool {
 }
 
 func contentlessChoice(c []byte) bool {
-	it := jsonx.Object(c, false)
-	for {
-		k, v, more := it.Next()
-		if !more {
-			return it.Done()
-		}
-		name, plain := jsonx.PlainKey(k)
-		if !plain {
-			return false
-		}
-		var ok bool
+	return jsonx.Members(c, false, func(name, v []byte) bool {
 		switch string(name) {
 		case "index":
-			ok = true
+			return true
 		case "delta", "logprobs":
-			ok = emptyMembers(v, string(name) == "delta")
+			return emptyMembers(v, string(name) == "delta")
 		case "finish_reason":
-			ok = !says(v) || string(bytes.TrimSpace(v)) == `"`+nullString+`"` // SaysFinish's rule
-		default:
-			ok = !says(v)
+			return !says(v) || string(bytes.TrimSpace(v)) == `"`+nullString+`"` // SaysFinish's rule
 		}
-		if !ok {
-			return false
-		}
-	}
+		return !says(v)
+	})
 }
 
 // emptyMembers reports whether v is null, or an object none of whose members has something in
 // it, but for the role with role.
 func emptyMembers(v []byte, role bool) bool {
-	if !says(v) {
-		return true
-	}
-	it := jsonx.Object(v, false)
-	for {
-		k, m, more := it.Next()
-		if !more {
-			return it.Done()
-		}
-		name, plain := jsonx.PlainKey(k)
-		if !plain {
-			return false
-		}
-		if role && string(name) == "role" {
-			continue
-		}
-		if says(m) {
-			return false
-		}
-	}
+	return !says(v) || jsonx.Members(v, false, func(name, m []byte) bool {
+		return role && string(name) == "role" || !says(m)
+	})
 }
 
 // contentText begins a member "content" whose value is a string.
