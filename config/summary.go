@@ -2,7 +2,6 @@ package config
 
 import (
 	"fmt"
-	"net/netip"
 	"net/url"
 	"slices"
 	"strconv"
@@ -12,6 +11,7 @@ import (
 	"unicode"
 
 	"github.com/hayula/gateway/core"
+	"github.com/hayula/gateway/internal/netclass"
 	"github.com/hayula/gateway/lifecycle"
 )
 
@@ -360,31 +360,22 @@ func orList(names []string) string {
 	return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
 }
 
-// publicHost is the host of rawURL when it looks like one on the internet: an IP address that is
-// not loopback, private (RFC 1918, fc00::/7), link-local or shared (100.64.0.0/10, Tailscale's
-// and carrier-grade NAT's), or a name with a dot outside the suffixes of local networks
-// (.localhost, .local, .lan, .home, .home.arpa, .internal, .localdomain, .test, .ts.net). A name
-// without a dot (a container's or a machine's on the LAN) is local.
+// publicHost is the host of rawURL when it looks like one on the internet, by netclass.Local: not
+// on this machine nor a local network (loopback, RFC 1918, fc00::/7, link-local, Tailscale's and
+// carrier-grade NAT's 100.64.0.0/10, a name without a dot, or under a local network's suffix:
+// .localhost, .local, .lan, .home, .home.arpa, .internal, .localdomain, .test, .ts.net). The
+// LiteLLM import writes its targets' class by the same answer.
 func publicHost(rawURL string) (string, bool) {
 	u, err := url.Parse(strings.ReplaceAll(rawURL, lifecycle.PortPlaceholder, "1"))
 	if err != nil {
 		return "", false
 	}
 	host := strings.ToLower(strings.TrimSuffix(u.Hostname(), "."))
-	if a, err := netip.ParseAddr(host); err == nil {
-		a = a.Unmap()
-		shared := netip.MustParsePrefix("100.64.0.0/10")
-		return host, !(a.IsLoopback() || a.IsPrivate() || a.IsLinkLocalUnicast() || a.IsUnspecified() || shared.Contains(a))
-	}
-	if host == "" || !strings.Contains(host, ".") || isLoopbackName(host) {
+	if host == "" {
 		return host, false
 	}
-	for _, suffix := range []string{".local", ".lan", ".home", ".home.arpa", ".internal", ".localdomain", ".test", ".ts.net"} {
-		if strings.HasSuffix(host, suffix) {
-			return host, false
-		}
-	}
-	return host, true
+	local, _ := netclass.Local(host)
+	return host, !local
 }
 
 // browserList says which Host or Origin values requests may carry: any, or always beside those

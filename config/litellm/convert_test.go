@@ -377,3 +377,33 @@ func TestImportRoutingStrategy(t *testing.T) {
 		})
 	}
 }
+
+// TestImportClassAgreesWithConfig: the class the import writes for a host is the one config's own
+// check takes it for (the warning about a target without class whose url looks like the
+// internet's): a Tailscale address or name, or a .home or .internal name, is the user's own
+// network, private; a name on the internet is public.
+func TestImportClassAgreesWithConfig(t *testing.T) {
+	for _, tc := range []struct{ base, class string }{
+		{"http://100.101.102.103:11434", "private"}, // Tailscale's (and carrier-grade NAT's) 100.64.0.0/10
+		{"http://gpu.tail1234.ts.net:11434", "private"},
+		{"http://nas.home:11434", "private"},
+		{"http://box.home.arpa:11434", "private"},
+		{"http://llm.internal:11434", "private"},
+		{"http://192.168.1.5:11434", "private"},
+		{"http://ollama.example.com:11434", "public"},
+		{"http://8.8.8.8:11434", "public"},
+	} {
+		yml := "model_list:\n  - model_name: m\n    litellm_params: {model: ollama/llama3.1:8b, api_base: \"" + tc.base + "\"}\n"
+		res, err := litellm.Convert([]byte(yml), "x.yaml")
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg, err := config.Parse(res.TOML, "x.toml", func(string) string { return "" })
+		if err != nil {
+			t.Fatalf("%s: does not load: %v", tc.base, err)
+		}
+		if got := cfg.Targets[0].Privacy.String(); got != tc.class {
+			t.Errorf("%s: class %s, want %s:\n%s", tc.base, got, tc.class, res.TOML)
+		}
+	}
+}

@@ -1,8 +1,7 @@
 package litellm
 
 import (
-	"net"
-	"strings"
+	"github.com/hayula/gateway/internal/netclass"
 )
 
 // provider is what a LiteLLM provider prefix ("groq/…") becomes here.
@@ -51,34 +50,13 @@ func providerFor(name string) (provider, string) {
 	return provider{}, "LiteLLM's " + name + " provider is not one this importer knows to speak OpenAI's API; if its server does, write it as an adapter = \"openai\" target with its url"
 }
 
-// privacy is a target's class and why: "private" for a host on the machine or the LAN, "public"
-// for anything else, which may be a third party.
+// privacy is a target's class and why: "private" for a host on the machine or a network of the
+// user's own, "public" for anything else, which may be a third party: netclass.Local's answer,
+// the one config's check of a target without class gives (TestImportClassAgreesWithConfig).
 func privacy(host string) (class, why string) {
-	h := strings.ToLower(strings.TrimSuffix(host, "."))
-	if ip := net.ParseIP(strings.Trim(h, "[]")); ip != nil {
-		switch {
-		case ip.IsLoopback():
-			return "private", host + " is loopback"
-		case ip.IsUnspecified():
-			return "private", host + " reaches this machine"
-		case ip.IsPrivate() && ip.To4() != nil:
-			return "private", host + " is a private address (RFC 1918)"
-		case ip.IsPrivate():
-			return "private", host + " is a unique local address (fc00::/7)"
-		case ip.IsLinkLocalUnicast():
-			return "private", host + " is link-local"
-		}
-		return "public", host + " is an internet address"
+	local, why := netclass.Local(host)
+	if local {
+		return "private", why
 	}
-	switch {
-	case h == "localhost" || strings.HasSuffix(h, ".localhost"):
-		return "private", host + " is loopback"
-	case strings.HasSuffix(h, ".local"):
-		return "private", host + " is a .local (mDNS) name on the LAN"
-	case strings.HasSuffix(h, ".lan"):
-		return "private", host + " is a .lan name"
-	case !strings.Contains(h, "."):
-		return "private", host + " is a single-label name (the LAN's, or a container's)"
-	}
-	return "public", host + " is on the internet: a third party"
+	return "public", why
 }

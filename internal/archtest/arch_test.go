@@ -31,8 +31,8 @@ var rules = map[string][]string{
 	"lifecycle":                   {},
 	"lifecycle/lrusim":            {},
 	"upstream":                    {"core", "internal/jsonx", "internal/httpwire", "internal/echo"},
-	"config":                      {"core", "autoroute", "lifecycle", "internal/jsonx", "internal/tomlx"},
-	"config/litellm":              {"internal/tomlx"}, // it writes TOML text; its tests load it with config
+	"config":                      {"core", "autoroute", "lifecycle", "internal/jsonx", "internal/tomlx", "internal/netclass"},
+	"config/litellm":              {"internal/tomlx", "internal/netclass"}, // it writes TOML text; its tests load it with config
 	"conformance/conformancetest": {},
 }
 
