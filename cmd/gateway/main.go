@@ -644,38 +644,68 @@ func listenFlag(cmd, addr string, open bool) error {
 // cmdImport is `gateway import litellm FILE [--out FILE]`: a LiteLLM proxy config.yaml turned into
 // this gateway's TOML.
 func cmdImport(args []string, stdout, stderr io.Writer) error {
-	const use = "usage: gateway import litellm FILE [--out FILE]"
-	if helpAsked(args) {
-		fmt.Fprintf(stdout, "%s\n%s\n", use, about("import litellm"))
-		return flag.ErrHelp
-	}
-	switch {
-	case len(args) == 0:
-		return usageError{msg: "import: missing litellm, the kind of configuration to read (the only one it reads)\n" + use}
-	case args[0] != "litellm":
-		return usageError{msg: fmt.Sprintf("import: unknown kind %q (it reads litellm)\n%s", args[0], use)}
-	}
-	fs := newFlags("import litellm")
-	out := fs.String("out", "", "write the configuration to this new file (one that exists is never replaced) instead of stdout")
-	described(fs, use, "import litellm")
-	if err := parse(fs, args[1:], stdout, stderr); err != nil {
-		return err
-	}
-	if fs.NArg() == 0 {
-		return usageError{msg: "import litellm: missing FILE, LiteLLM's config.yaml\n" + use}
-	}
-	// FILE comes before --out in the usage line; flags after it are parsed too (as route eval's).
-	file := fs.Arg(0)
-	if err := parse(fs, fs.Args()[1:], stdout, stderr); err != nil {
-		return err
-	}
-	if fs.NArg() > 0 {
-		return usageError{msg: fmt.Sprintf("import litellm: one FILE, then unexpected %q\n%s", fs.Args(), use)}
-	}
-	if err := emptyFlags(fs, "out"); err != nil {
+	var out *string
+	file, err := fileSubcommand(args, fileCommand{
+		name: "import", sub: "litellm", use: "usage: gateway import litellm FILE [--out FILE]",
+		noSub:    "missing litellm, the kind of configuration to read (the only one it reads)",
+		otherSub: "unknown kind %q (it reads litellm)",
+		fileIs:   "LiteLLM's config.yaml",
+		nonEmpty: []string{"out"},
+		defineFlags: func(fs *flag.FlagSet) {
+			out = fs.String("out", "", "write the configuration to this new file (one that exists is never replaced) instead of stdout")
+		},
+	}, stdout, stderr)
+	if err != nil {
 		return err
 	}
 	return importLiteLLM(file, *out, stdout, stderr)
+}
+
+// fileCommand is a command of the shape `gateway NAME SUB FILE [flags]` (import litellm, route
+// eval), for fileSubcommand.
+type fileCommand struct {
+	name, sub, use string
+	// noSub and otherSub (a format for the word given) say what is wrong with the SUB given.
+	noSub, otherSub string
+	// fileIs says what FILE is, for the error of a command without one.
+	fileIs string
+	// nonEmpty are the flags that may not be given empty.
+	nonEmpty    []string
+	defineFlags func(*flag.FlagSet)
+}
+
+// fileSubcommand parses args, those after `gateway NAME`, as c's `SUB FILE [flags]` and returns
+// FILE; flags may come before or after it (the flag package stops at the first argument that is
+// not one, and the usage lines put them after FILE).
+func fileSubcommand(args []string, c fileCommand, stdout, stderr io.Writer) (string, error) {
+	full := c.name + " " + c.sub
+	if helpAsked(args) {
+		fmt.Fprintf(stdout, "%s\n%s\n", c.use, about(full))
+		return "", flag.ErrHelp
+	}
+	switch {
+	case len(args) == 0:
+		return "", usageError{msg: c.name + ": " + c.noSub + "\n" + c.use}
+	case args[0] != c.sub:
+		return "", usageError{msg: c.name + ": " + fmt.Sprintf(c.otherSub, args[0]) + "\n" + c.use}
+	}
+	fs := newFlags(full)
+	c.defineFlags(fs)
+	described(fs, c.use, full)
+	if err := parse(fs, args[1:], stdout, stderr); err != nil {
+		return "", err
+	}
+	if fs.NArg() == 0 {
+		return "", usageError{msg: full + ": missing FILE, " + c.fileIs + "\n" + c.use}
+	}
+	file := fs.Arg(0)
+	if err := parse(fs, fs.Args()[1:], stdout, stderr); err != nil {
+		return "", err
+	}
+	if fs.NArg() > 0 {
+		return "", usageError{msg: fmt.Sprintf("%s: one FILE, then unexpected %q\n%s", full, fs.Args(), c.use)}
+	}
+	return file, emptyFlags(fs, c.nonEmpty...)
 }
 
 // importLiteLLM converts the LiteLLM config.yaml at file and writes the TOML to stdout, or to a
@@ -787,36 +817,18 @@ func cmdKeygen(args []string, stdout, stderr io.Writer) error {
 // cmdRoute is `gateway route eval FILE`: the auto-router's accuracy on a labelled set, with the
 // rules of --config's [auto] table or the defaults.
 func cmdRoute(args []string, stdout, stderr io.Writer) error {
-	const use = "usage: gateway route eval FILE [--config FILE]"
-	if helpAsked(args) {
-		fmt.Fprintf(stdout, "%s\n%s\n", use, about("route eval"))
-		return flag.ErrHelp
-	}
-	switch {
-	case len(args) == 0:
-		return usageError{msg: "route: missing eval, its only command\n" + use}
-	case args[0] != "eval":
-		return usageError{msg: fmt.Sprintf("route: unknown command %q\n%s", args[0], use)}
-	}
-	fs := newFlags("route eval")
-	path := fs.String("config", "", "take the [auto] rules from this configuration")
-	described(fs, use, "route eval")
-	if err := parse(fs, args[1:], stdout, stderr); err != nil {
-		return err
-	}
-	if fs.NArg() == 0 {
-		return usageError{msg: "route eval: missing FILE, the labelled set\n" + use}
-	}
-	// The flag package stops at the first argument that is not a flag, and the usage line puts
-	// --config after FILE: the arguments after FILE are parsed as flags too.
-	file := fs.Arg(0)
-	if err := parse(fs, fs.Args()[1:], stdout, stderr); err != nil {
-		return err
-	}
-	if fs.NArg() > 0 {
-		return usageError{msg: fmt.Sprintf("route eval: one FILE, then unexpected %q\n%s", fs.Args(), use)}
-	}
-	if err := emptyFlags(fs, "config"); err != nil {
+	var path *string
+	file, err := fileSubcommand(args, fileCommand{
+		name: "route", sub: "eval", use: "usage: gateway route eval FILE [--config FILE]",
+		noSub:    "missing eval, its only command",
+		otherSub: "unknown command %q",
+		fileIs:   "the labelled set",
+		nonEmpty: []string{"config"},
+		defineFlags: func(fs *flag.FlagSet) {
+			path = fs.String("config", "", "take the [auto] rules from this configuration")
+		},
+	}, stdout, stderr)
+	if err != nil {
 		return err
 	}
 	return routeEval(file, *path, stdout)
