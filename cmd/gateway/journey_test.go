@@ -27,22 +27,33 @@ import (
 
 // journeyUpstream is a fake model server of one protocol on loopback: Ollama's native API
 // ("ollama") or the OpenAI API under /v1 ("openai"). It answers "hi from NAME", or 500 while
-// failing is set, and records the chat requests and the Authorization each came with.
+// failing is set, and records the chat requests: the Authorization each came with, the model it
+// named and, for Ollama, the num_ctx of its options.
 type journeyUpstream struct {
 	*httptest.Server
 	name    string
 	failing atomic.Bool
 
 	mu    sync.Mutex
-	chats []string // the Authorization of each chat request
+	chats []journeyChat
+}
+
+// journeyChat is one chat request a journeyUpstream was sent.
+type journeyChat struct {
+	auth, model string
+	stream      bool
+	numCtx      int // options.num_ctx; 0 when not sent
 }
 
 func newJourneyUpstream(t *testing.T, protocol, name string) *journeyUpstream {
 	u := &journeyUpstream{name: name}
 	u.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var body struct {
-			Model  string `json:"model"`
-			Stream *bool  `json:"stream"`
+			Model   string `json:"model"`
+			Stream  *bool  `json:"stream"`
+			Options struct {
+				NumCtx int `json:"num_ctx"`
+			} `json:"options"`
 		}
 		_ = json.NewDecoder(r.Body).Decode(&body)
 		chat := r.Method == http.MethodPost && (protocol == "ollama" && r.URL.Path == "/api/chat" ||
@@ -56,7 +67,9 @@ func newJourneyUpstream(t *testing.T, protocol, name string) *journeyUpstream {
 			return
 		}
 		u.mu.Lock()
-		u.chats = append(u.chats, r.Header.Get("Authorization"))
+		streamed := body.Stream != nil && *body.Stream || protocol == "ollama" && body.Stream == nil
+		u.chats = append(u.chats, journeyChat{auth: r.Header.Get("Authorization"), model: body.Model,
+			stream: streamed, numCtx: body.Options.NumCtx})
 		u.mu.Unlock()
 		if u.failing.Load() {
 			w.Header().Set("Content-Type", "application/json")
@@ -93,9 +106,17 @@ func newJourneyUpstream(t *testing.T, protocol, name string) *journeyUpstream {
 }
 
 func (u *journeyUpstream) chatAuths() []string {
+	var auths []string
+	for _, c := range u.chatList() {
+		auths = append(auths, c.auth)
+	}
+	return auths
+}
+
+func (u *journeyUpstream) chatList() []journeyChat {
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	return append([]string(nil), u.chats...)
+	return append([]journeyChat(nil), u.chats...)
 }
 
 // serveJourney checks the file as the user would (check-config), then runs gateway serve with it

@@ -20,6 +20,11 @@ const reexecProbe = "HAYULA_TEST_REEXEC_PROBE"
 // and with its signal handling (TestSecondSignalKillsProcessGroups).
 const serveHelper = "HAYULA_TEST_SERVE_CONFIG"
 
+// gatewayHelper holds a command line, its words one a line, that the test binary runs as the
+// gateway would, by main: its exit status, signal handling and environment are the command's
+// (TestImportJourney).
+const gatewayHelper = "HAYULA_TEST_GATEWAY_ARGS"
+
 func TestMain(m *testing.M) {
 	if os.Getenv(reexecProbe) == "1" {
 		// As main does for gateway serve: this replaces the process once, and the process it
@@ -40,6 +45,10 @@ func TestMain(m *testing.M) {
 	if path := os.Getenv(serveHelper); path != "" {
 		// gateway serve --config path, as main runs it: with its signal handling.
 		os.Args = []string{os.Args[0], "serve", "--config", path}
+		main()
+	}
+	if args := os.Getenv(gatewayHelper); args != "" {
+		os.Args = append([]string{os.Args[0]}, strings.Split(args, "\n")...)
 		main()
 	}
 	goleak.VerifyTestMain(m)
