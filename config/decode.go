@@ -944,7 +944,6 @@ func (c *compiler) target(index int, name string, raw targetTOML) *core.Target {
 	}
 
 	t.URL = c.url(raw.URL, t.Adapter, at("url"))
-	c.health(t, raw, at)
 
 	if raw.Model != nil {
 		t.Model = *raw.Model
@@ -971,6 +970,7 @@ func (c *compiler) target(index int, name string, raw targetTOML) *core.Target {
 			c.errorf(at("class"), "unknown class %q (want private or public)", *raw.Class)
 		}
 	}
+	c.health(t, raw, at) // after class: a public target is not checked unless asked
 	t.ContextWindow = raw.ContextWindow
 	if t.ContextWindow < 0 {
 		c.errorf(at("context_window"), "must not be negative (0 means unknown)")

@@ -28,7 +28,14 @@ func defaultHealthPath(adapter, base string) string {
 
 // health compiles a target's active-health keys onto t. It runs after t.URL is set.
 func (c *compiler) health(t *core.Target, raw targetTOML, at func(...string) []string) {
-	t.HealthInterval = c.duration(raw.HealthInterval, DefaultHealthInterval, at("health_interval")...)
+	// A public target is a third party's: it is not asked for its health every 30 s, with the
+	// gateway's key, unless the file says so; requests' outcomes still bench it
+	// (TestPublicTargetNotPolledByDefault).
+	interval := DefaultHealthInterval
+	if t.Privacy == core.Public {
+		interval = 0
+	}
+	t.HealthInterval = c.duration(raw.HealthInterval, interval, at("health_interval")...)
 	t.HealthTimeout = c.duration(raw.HealthTimeout, DefaultHealthTimeout, at("health_timeout")...)
 	if raw.HealthTimeout != nil && t.HealthTimeout == 0 {
 		c.errorf(at("health_timeout"), "must be longer than 0s (to turn checks off, set health_interval = \"0s\")")

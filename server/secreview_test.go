@@ -26,8 +26,10 @@ func TestHealthCheckKeyStaysOnItsOrigin(t *testing.T) {
 	up.set(ok)
 	elsewhere.set(ok)
 	k := `api_key_env = "K"`
-	cfg := target("same", up.url(), "public", k, `health_path = "/models"`) +
-		target("other", up.url(), "public", k, `health_path = "`+elsewhere.srv.URL+`/health"`) +
+	// Public targets are checked only when health_interval says so (TestPublicTargetNotPolledByDefault).
+	every := `health_interval = "30s"`
+	cfg := target("same", up.url(), "public", k, every, `health_path = "/models"`) +
+		target("other", up.url(), "public", k, every, `health_path = "`+elsewhere.srv.URL+`/health"`) +
 		"[routes.r]\ntargets = [\"same\", \"other\"]\n[[keys]]\nname = \"c\"\nsha256 = \"" + sha256hex("hk-c") + "\"\n"
 	g := newGateway(t, cfg, map[string]string{"K": key})
 	g.checkAll()
