@@ -89,18 +89,20 @@ func (e ClientError) JSON() []byte {
 // Restore builds the client's error from the failed attempts of one request; the rule is in the
 // package documentation.
 func Restore(attempts []Attempt) ClientError {
-	out := restore(attempts)
-	out.ShouldRetry = retryHint(attempts, out.Status)
+	out, one := restore(attempts)
+	out.ShouldRetry = retryHint(attempts, one, out.Status)
 	return out
 }
 
-func restore(attempts []Attempt) ClientError {
+// restore is Restore's error, and the attempt it answers as it is (nil for all_targets_failed and
+// for no attempt at all).
+func restore(attempts []Attempt) (ClientError, *Attempt) {
 	if len(attempts) == 0 {
 		return ClientError{Status: http.StatusServiceUnavailable, Message: "no target could serve",
-			Type: "upstream_error", Code: "no_target"}
+			Type: "upstream_error", Code: "no_target"}, nil
 	}
-	if last := attempts[len(attempts)-1]; last.Stopped {
-		return restoreOne(last)
+	if last := &attempts[len(attempts)-1]; last.Stopped {
+		return restoreOne(*last), last
 	}
 	first := attempts[0].Decision
 	same := true
@@ -118,7 +120,7 @@ func restore(attempts []Attempt) ClientError {
 			// (TestRateLimitedEverywhereSoonestRetryAfter).
 			out.RetryAfter = ra
 		}
-		return out
+		return out, &attempts[0]
 	}
 	var msg strings.Builder
 	msg.WriteString("all targets failed: ")
@@ -138,21 +140,21 @@ func restore(attempts []Attempt) ClientError {
 	}
 	retryAfter := soonest(attempts)
 	return ClientError{Status: http.StatusServiceUnavailable, Message: msg.String(),
-		Type: "upstream_error", Code: "all_targets_failed", RetryAfter: retryAfter}
+		Type: "upstream_error", Code: "all_targets_failed", RetryAfter: retryAfter}, nil
 }
 
-// retryHint is the final answer's x-should-retry. An error restored from one upstream's keeps the
-// header that upstream sent, if any. Otherwise, when status is one the SDKs retry and every
+// retryHint is the final answer's x-should-retry. An error restored from one upstream's (one,
+// restore's) keeps the header that upstream sent, if any. Otherwise, when status is one the SDKs retry and every
 // attempt failed in a way another try within their seconds of backoff meets again (an endpoint
 // refusing the request, an account out of credit, a model that does not fit the machine, an
 // upstream's own x-should-retry: false), it is RetryNo: each SDK retry would walk the whole chain
 // again for the same refusals (TestRestore, TestFinalErrorShouldRetry).
-func retryHint(attempts []Attempt, status int) RetryHint {
+func retryHint(attempts []Attempt, one *Attempt, status int) RetryHint {
 	if len(attempts) == 0 {
 		return RetryUnsaid
 	}
-	if restored, single := restoredAttempt(attempts); single {
-		if h := upstreamHint(restored, status); h != RetryUnsaid {
+	if one != nil {
+		if h := upstreamHint(*one, status); h != RetryUnsaid {
 			return h
 		}
 	}
@@ -165,19 +167,6 @@ func retryHint(attempts []Attempt, status int) RetryHint {
 		}
 	}
 	return RetryNo
-}
-
-// restoredAttempt is the attempt Restore answers as it is, when it answers one.
-func restoredAttempt(attempts []Attempt) (Attempt, bool) {
-	if last := attempts[len(attempts)-1]; last.Stopped {
-		return last, true
-	}
-	for _, a := range attempts[1:] {
-		if a.Decision.Class != attempts[0].Decision.Class || a.Decision.Status != attempts[0].Decision.Status {
-			return Attempt{}, false
-		}
-	}
-	return attempts[0], true
 }
 
 // upstreamHint is the x-should-retry an attempt's upstream answered with, when the client's answer
