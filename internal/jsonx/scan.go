@@ -487,25 +487,72 @@ func plainText(s []byte, strict bool) bool {
 			}
 			k++
 		}
-		// Rune by rune to the end of this word (or of s), then words again.
-		for stop := min(k+8, len(s)); k < stop; {
-			switch c := s[k]; {
-			case c < 0x20:
-				return false
-			case c < utf8.RuneSelf:
-				k++
-			default:
-				r, size := utf8.DecodeRune(s[k:])
-				if r == utf8.RuneError && size == 1 {
+		// Rune by rune to the end of this word (or of s), and on through the run of runes of two
+		// to four bytes that follows (text in Chinese, Japanese, Korean, Hindi, Thai, or emoji, is
+		// little else), then words again from the first ASCII byte after them.
+		for stop := min(k+8, len(s)); k < len(s); {
+			c := s[k]
+			if c < utf8.RuneSelf {
+				if k >= stop {
+					break
+				}
+				if c < 0x20 {
 					return false
 				}
-				k += size
+				k++
+				continue
 			}
+			n := longRune(s[k:])
+			if n == 0 {
+				return false
+			}
+			k += n
 		}
 		if k >= len(s) {
 			return true
 		}
 	}
+}
+
+// longRune returns the length of the valid UTF-8 encoding of a rune of two to four bytes that
+// opens s, whose first byte is above 0x7f, or 0 when there is none: the rules of utf8.DecodeRune
+// (no overlong form, no surrogate, nothing above U+10FFFF) without decoding the rune.
+func longRune(s []byte) int {
+	c := s[0]
+	switch {
+	case c < 0xc2: // a continuation byte, or the lead of an overlong two-byte form
+		return 0
+	case c < 0xe0:
+		if len(s) < 2 || s[1]&0xc0 != 0x80 {
+			return 0
+		}
+		return 2
+	case c < 0xf0:
+		lo, hi := byte(0x80), byte(0xbf)
+		switch c {
+		case 0xe0:
+			lo = 0xa0 // below: overlong
+		case 0xed:
+			hi = 0x9f // above: a surrogate
+		}
+		if len(s) < 3 || s[1] < lo || s[1] > hi || s[2]&0xc0 != 0x80 {
+			return 0
+		}
+		return 3
+	case c < 0xf5:
+		lo, hi := byte(0x80), byte(0xbf)
+		switch c {
+		case 0xf0:
+			lo = 0x90 // below: overlong
+		case 0xf4:
+			hi = 0x8f // above: past U+10FFFF
+		}
+		if len(s) < 4 || s[1] < lo || s[1] > hi || s[2]&0xc0 != 0x80 || s[3]&0xc0 != 0x80 {
+			return 0
+		}
+		return 4
+	}
+	return 0
 }
 
 // word is the little-endian word at s[k:k+8], written out so that a loop that keeps k below

@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -141,6 +142,8 @@ func TestStringScanAgrees(t *testing.T) {
 		"a", "bcdefgh", " ", "é", "ж", "م", "ؤ", "世", "界", "😀", "\u0800", "\uffff", "\U0010FFFF",
 		`\n`, `\"`, `\\`, `\/`, `\u00e9`, `\ud83d\ude00`, `\ud800`, `\udc00x`, `\u12`, `\x`,
 		"\xff", "\xc3", "\xc1\xbf", "\xed\xa0\x80", "\xf0\x9f", "\x80", "\x1f", "\t", `"`, `\`,
+		"我正在为我的团队准备", "こんにちは、世界。", "😀🚀", "\xe0\x80\xaf", "\xe0\xa0", "\xed\x9f\xbf",
+		"\xef\xbf", "\xf0\x8f\xbf\xbf", "\xf4\x90\x80\x80", "\xf4\x8f\xbf\xbf", "\xf5\x80\x80\x80", "\xe4\xb8",
 	}
 	r := rand.New(rand.NewPCG(5, 1))
 	for n := range 20000 {
@@ -168,6 +171,74 @@ func TestStringScanAgrees(t *testing.T) {
 		if _, done := walkText(b, textDepth); done != (valid && err == nil && bytes.Equal(fixed, b)) {
 			t.Fatalf("strict walk of %q done=%v; encoding/json %v, FixText %v, repaired %v", b, done, valid, err, !bytes.Equal(fixed, b))
 		}
+	}
+}
+
+// TestLongRuneAgreesWithDecodeRune holds longRune, the strict scan's check of a rune of two to
+// four bytes, to utf8.DecodeRune on every sequence of up to three bytes that opens with a byte
+// above 0x7f (up to two when the first is below 0xe0), each cut short too, and on every four-byte one whose last two bytes are each one of
+// a few that matter (the edges of the continuation range and one byte outside it).
+func TestLongRuneAgreesWithDecodeRune(t *testing.T) {
+	check := func(s []byte) {
+		t.Helper()
+		want := 0
+		if r, n := utf8.DecodeRune(s); r != utf8.RuneError || n > 1 {
+			want = n
+		}
+		if got := longRune(s); got != want {
+			t.Fatalf("longRune(% x) = %d, utf8.DecodeRune's length %d", s, got, want)
+		}
+	}
+	var b [4]byte
+	for c0 := 0x80; c0 <= 0xff; c0++ {
+		b[0] = byte(c0)
+		check(b[:1])
+		for c1 := range 256 {
+			b[1] = byte(c1)
+			check(b[:2])
+			if c0 < 0xe0 {
+				continue // a third byte is not looked at: the rune ends, or is refused, at two
+			}
+			for c2 := range 256 {
+				b[2] = byte(c2)
+				check(b[:3])
+			}
+		}
+	}
+	edges := []byte{0x00, 0x7f, 0x80, 0xbf, 0xc0, 0xff}
+	for c0 := 0xf0; c0 <= 0xff; c0++ {
+		for c1 := range 256 {
+			for _, c2 := range edges {
+				for _, c3 := range edges {
+					b = [4]byte{byte(c0), byte(c1), c2, c3}
+					check(b[:])
+				}
+			}
+		}
+	}
+}
+
+// BenchmarkTextScripts is the strict walk over a chat request whose one message is 64 KiB of
+// prose in one script, as a long prompt (a document pasted in, a retrieved context) is: ASCII
+// words go eight bytes at a time, two-byte runes (Arabic) a word at a time, longer ones (Chinese)
+// rune by rune.
+func BenchmarkTextScripts(b *testing.B) {
+	for _, c := range []struct{ name, prose string }{
+		{"english", "I am preparing a short talk for my team about how we ship our web application. "},
+		{"arabic", "بعد ذلك أريد أن أشرح الفرق بين الطريقتين بطريقة بسيطة للزملاء الجدد. "},
+		{"chinese", "我正在为我的团队准备一个关于我们如何发布网络应用程序的简短演讲。"},
+	} {
+		body := []byte(`{"model":"saif","messages":[{"role":"user","content":"` +
+			strings.Repeat(c.prose, 64<<10/len(c.prose)) + `"}],"max_tokens":256}`)
+		b.Run(c.name, func(b *testing.B) {
+			b.SetBytes(int64(len(body)))
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, done := walkText(body, textDepth); !done {
+					b.Fatal("refused")
+				}
+			}
+		})
 	}
 }
 
