@@ -2,6 +2,7 @@ package filter
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"slices"
 	"strings"
@@ -355,23 +356,153 @@ func partTokensMin(s string, afterPart, beforePart bool) int {
 	if afterPart {
 		c.span, c.saved = spanStart, c.tally
 	}
-	for _, r := range s {
-		if !c.inLetterRun(r) {
-			c.add(r)
-		}
-	}
+	textRunes(&c, s)
 	if beforePart && c.span != spanNone {
 		c.tally = c.saved // the rest may begin an added token, or be the middle of one
 	}
 	return c.end()
 }
 
-// inLetterRun reports whether r is a letter (of the table's scripts) that continues the current
-// letter run, where add would change nothing: most characters of prose, so the callers skip the
-// call for them.
+// inLetterRun reports whether r is a letter (of the table's scripts, or a Han, kana or Hangul
+// letter) that continues the current letter run, where add would change nothing: most
+// characters of prose, so the callers skip the call for them.
 func (c *counter) inLetterRun(r rune) bool {
-	return c.letters && c.punct == 0 && uint32(r) < uint32(len(classTable)) &&
-		classTable[r] == '0'+byte(classLetter)
+	return c.letters && c.punct == 0 && (uint32(r) < uint32(len(classTable)) &&
+		classTable[r] == '0'+byte(classLetter) || wideLetter(r))
+}
+
+// wideLetter reports whether r is in a block of letters only (\p{L}, every code point assigned):
+// CJK Unified Ideographs, Hiragana and Katakana letters, Hangul syllables. Text in Chinese,
+// Japanese or Korean is nearly all of these, and each would otherwise be classified by the
+// unicode package's range searches. TestWideLetters checks every one against classifyRune.
+func wideLetter(r rune) bool {
+	return r >= 0x4e00 && r <= 0x9fff || r >= 0x3041 && r <= 0x3096 || r >= 0x30a1 && r <= 0x30fa ||
+		r >= 0xac00 && r <= 0xd7a3
+}
+
+// textRunes counts s, text with no escape, quote or control character in it (a string's text, or
+// the text between a JSON literal's escapes), as add would rune by rune, and skips what cannot
+// change the count: the letters that continue a letter run, eight bytes at a time where they are
+// ASCII. Invalid UTF-8 is U+FFFD per byte, as encoding/json's decoding and range make it.
+func textRunes[S string | []byte](c *counter, s S) {
+	for j := 0; j < len(s); {
+		b := s[j]
+		if l := b | 0x20; l >= 'a' && l <= 'z' && c.letters && c.punct == 0 {
+			if j = skipASCIILetters(s, j); j == len(s) {
+				return
+			}
+			b = s[j]
+		}
+		switch {
+		case b == ' ': // between nearly every two words
+			c.space()
+			j++
+			continue
+		case b|0x20 >= 'a' && b|0x20 <= 'z': // the first letter of a word
+			c.letter()
+			j++
+			continue
+		}
+		r, size := rune(b), 1
+		if r >= utf8.RuneSelf {
+			if b >= 0xc2 && b < 0xe0 && j+1 < len(s) && s[j+1]&0xc0 == 0x80 {
+				// Two bytes (Arabic, Hebrew, Cyrillic, Greek), decoded in place.
+				r, size = rune(b&0x1f)<<6|rune(s[j+1]&0x3f), 2
+			} else {
+				r, size = decodeRune(s[j:])
+			}
+		}
+		j += size
+		if !c.inLetterRun(r) {
+			c.add(r)
+		}
+	}
+}
+
+// space is add(' '), written out for the most common character of prose
+// (TestTextRunesAgreesWithAdd).
+func (c *counter) space() {
+	c.span = spanNone
+	if c.numbers > 0 {
+		c.endNumbers()
+	}
+	c.endStretch()
+	c.inSpace, c.lfOnly = true, false
+}
+
+// letter is add of an ASCII letter, written out for the first letter of every word
+// (TestTextRunesAgreesWithAdd).
+func (c *counter) letter() {
+	c.inSpace, c.absorb = false, false
+	if c.numbers > 0 {
+		c.endNumbers()
+	}
+	if !c.letters || c.punct > 0 {
+		c.n++ // a new letter run
+		if c.punct >= 2 {
+			c.n++
+		}
+	}
+	c.letters, c.punct = true, 0
+}
+
+// decodeRune is utf8.DecodeRune of s, whose first byte is above 0x7f (U+FFFD and 1 for an
+// invalid encoding), for a string or a byte slice alike, without a call.
+func decodeRune[S string | []byte](s S) (rune, int) {
+	const cont = 0xc0 // a continuation byte is 10xxxxxx
+	c := s[0]
+	switch {
+	case c >= 0xc2 && c < 0xe0:
+		if len(s) > 1 && s[1]&cont == 0x80 {
+			return rune(c&0x1f)<<6 | rune(s[1]&0x3f), 2
+		}
+	case c >= 0xe0 && c < 0xf0:
+		lo, hi := byte(0x80), byte(0xbf)
+		switch c {
+		case 0xe0:
+			lo = 0xa0 // below: overlong
+		case 0xed:
+			hi = 0x9f // above: a surrogate
+		}
+		if len(s) > 2 && s[1] >= lo && s[1] <= hi && s[2]&cont == 0x80 {
+			return rune(c&0x0f)<<12 | rune(s[1]&0x3f)<<6 | rune(s[2]&0x3f), 3
+		}
+	case c >= 0xf0 && c < 0xf5:
+		lo, hi := byte(0x80), byte(0xbf)
+		switch c {
+		case 0xf0:
+			lo = 0x90 // below: overlong
+		case 0xf4:
+			hi = 0x8f // above: past U+10FFFF
+		}
+		if len(s) > 3 && s[1] >= lo && s[1] <= hi && s[2]&cont == 0x80 && s[3]&cont == 0x80 {
+			return rune(c&0x07)<<18 | rune(s[1]&0x3f)<<12 | rune(s[2]&0x3f)<<6 | rune(s[3]&0x3f), 4
+		}
+	}
+	return utf8.RuneError, 1
+}
+
+// skipASCIILetters returns the index of the first byte of s from j that is not an ASCII letter,
+// or len(s). A word of eight letters is told by two additions: with every byte's 0x20 bit set
+// (lower case), a byte is a letter when it is at least 'a' (adding 0x1f sets its high bit) and
+// not above 'z' (adding 0x05 does not).
+func skipASCIILetters[S string | []byte](s S, j int) int {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	for ; j+8 <= len(s); j += 8 {
+		w := s[j : j+8] // one bounds check for the word's eight loads, which become one
+		x := uint64(w[0]) | uint64(w[1])<<8 | uint64(w[2])<<16 | uint64(w[3])<<24 |
+			uint64(w[4])<<32 | uint64(w[5])<<40 | uint64(w[6])<<48 | uint64(w[7])<<56
+		y := x | ones*0x20
+		if x&highs != 0 || (y+ones*0x1f)&^(y+ones*0x05)&highs != highs {
+			break
+		}
+	}
+	for ; j < len(s); j++ {
+		if b := s[j] | 0x20; b < 'a' || b > 'z' {
+			break
+		}
+	}
+	return j
 }
 
 // rawTextTokensMin is textTokensMin of the JSON string literal q, read in place: a request's
@@ -397,21 +528,8 @@ func rawTextTokensMin(q []byte, assistant bool) (n int, ok bool) {
 	}
 	c := counter{tally: tally{absorb: true}}
 	for len(body) > 0 {
-		i := 0
-		for i < len(body) && body[i] != '\\' && body[i] != '"' && body[i] >= 0x20 {
-			i++
-		}
-		// Invalid UTF-8 yields U+FFFD per byte, as encoding/json's decoding does.
-		for j := 0; j < i; {
-			r, size := rune(body[j]), 1
-			if r >= utf8.RuneSelf {
-				r, size = utf8.DecodeRune(body[j:i])
-			}
-			j += size
-			if !c.inLetterRun(r) {
-				c.add(r)
-			}
-		}
+		i := textEnd(body)
+		textRunes(&c, body[:i])
 		body = body[i:]
 		if len(body) == 0 {
 			break
@@ -427,6 +545,27 @@ func rawTextTokensMin(q []byte, assistant bool) (n int, ok bool) {
 		body = body[size:]
 	}
 	return c.end(), true
+}
+
+// textEnd returns the index of the first backslash, quote or control character in b, or len(b),
+// testing eight bytes at a time for any of them (a byte equal to '"' or '\\' is zero after the
+// exclusive or, and a zero byte, or one below 0x20, borrows in the subtraction).
+func textEnd(b []byte) int {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	j := 0
+	for ; j+8 <= len(b); j += 8 {
+		x := binary.LittleEndian.Uint64(b[j:])
+		q, bs := x^ones*'"', x^ones*'\\'
+		if ((q-ones)&^q|(bs-ones)&^bs|(x-ones*0x20)&^x)&highs != 0 {
+			break
+		}
+	}
+	for ; j < len(b); j++ {
+		if c := b[j]; c == '\\' || c == '"' || c < 0x20 {
+			break
+		}
+	}
+	return j
 }
 
 func hasControl(b []byte) bool {
@@ -525,7 +664,9 @@ func (c *counter) count(r rune) {
 		c.numbers++
 		return
 	}
-	c.endNumbers()
+	if c.numbers > 0 {
+		c.endNumbers()
+	}
 	switch cl {
 	case classLetter:
 		if !c.letters || c.punct > 0 {

@@ -266,3 +266,22 @@ func BenchmarkPromptTokensMin(b *testing.B) {
 		filter.PromptTokensMin(msgs)
 	}
 }
+
+// BenchmarkPromptTokensMinScripts is the bound of one user message of 64 KiB of prose in one
+// script: a long prompt (a document pasted in, a retrieved context) counted because the route
+// has a target whose window it may overflow.
+func BenchmarkPromptTokensMinScripts(b *testing.B) {
+	for _, c := range []struct{ name, prose string }{
+		{"english", "I am preparing a short talk for my team about how we ship our web application. "},
+		{"arabic", "بعد ذلك أريد أن أشرح الفرق بين الطريقتين بطريقة بسيطة للزملاء الجدد. "},
+		{"chinese", "我正在为我的团队准备一个关于我们如何发布网络应用程序的简短演讲。"},
+	} {
+		msgs := []core.Message{{Role: "user", Content: jsonString(strings.Repeat(c.prose, 64<<10/len(c.prose)))}}
+		b.Run(c.name, func(b *testing.B) {
+			b.SetBytes(64 << 10)
+			for b.Loop() {
+				filter.PromptTokensMin(msgs)
+			}
+		})
+	}
+}
