@@ -267,6 +267,20 @@ func TestFlawedServersAreNamed(t *testing.T) {
 			}
 			return s, base64AsFloats(t, b)
 		}, want: map[string]Result{"embeddings.base64": Fail}},
+		// A server that batches its inputs and answers them in another order, or one vector for
+		// all of them, with the indexes 0, 1, 2 as asked: only the vectors tell.
+		{name: "embeddings: the vectors shifted by one, indexes as asked", edit: func(path, _ string, _ http.Header, s int, b string) (int, string) {
+			if path != "/v1/embeddings" || s != 200 {
+				return s, b
+			}
+			return s, moveVectors(t, b, func(i, n int) int { return (i + 1) % n })
+		}, want: map[string]Result{"embeddings.order": Fail}},
+		{name: "embeddings: the first input's vector for every input", edit: func(path, _ string, _ http.Header, s int, b string) (int, string) {
+			if path != "/v1/embeddings" || s != 200 {
+				return s, b
+			}
+			return s, moveVectors(t, b, func(int, int) int { return 0 })
+		}, want: map[string]Result{"embeddings.order": Fail}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -310,6 +324,25 @@ func base64AsFloats(t *testing.T, body string) string {
 			fs = append(fs, float64(math.Float32frombits(binary.LittleEndian.Uint32(raw[k:]))))
 		}
 		item["embedding"] = fs
+	}
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
+// moveVectors gives item i of an embeddings answer the embedding of item from(i, n), leaving
+// every index where it was.
+func moveVectors(t *testing.T, body string, from func(i, n int) int) string {
+	var v map[string]any
+	if err := json.Unmarshal([]byte(body), &v); err != nil {
+		t.Fatalf("embeddings answer: %v", err)
+	}
+	data := v["data"].([]any)
+	var embs []any
+	for _, d := range data {
+		embs = append(embs, d.(map[string]any)["embedding"])
+	}
+	for i, d := range data {
+		d.(map[string]any)["embedding"] = embs[from(i, len(data))]
 	}
 	b, _ := json.Marshal(v)
 	return string(b)
