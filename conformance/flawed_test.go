@@ -148,13 +148,31 @@ func TestFlawedServersAreNamed(t *testing.T) {
 			}
 			return s, strings.ReplaceAll(b, `"finish_reason":null`, `"finish_reason":""`)
 		}, want: map[string]Result{"chat.stream.finish_reason": Fail}},
+		// Clients index choices[0] (openai-python's README does): the reference lets choices be
+		// empty only on the final usage chunk.
 		{name: "choices empty in a chunk mid-stream", edit: func(path, req string, _ http.Header, s int, b string) (int, string) {
 			if !isPlainChatStream(path, req) || isUsageStreamReq(path, req) {
 				return s, b
 			}
 			i := strings.Index(b, `data: {"choices":[{"delta":{"content":" there"}`)
 			return s, b[:i] + `data: {"choices":[],"created":1750000000,"id":"chatcmpl-fake1","model":"fake-model","object":"chat.completion.chunk"}` + "\n\n" + b[i:]
-		}, want: map[string]Result{}},
+		}, want: map[string]Result{"chat.stream.choices": Warn}},
+		// Some servers close every stream with a choice-less chunk, include_usage or not: no
+		// failure, since openai-go's accumulator takes it, but choices[0] is not there.
+		{name: "a final chunk with empty choices and null usage without include_usage", edit: func(path, req string, _ http.Header, s int, b string) (int, string) {
+			if path != "/v1/chat/completions" || !strings.Contains(req, `"stream":true`) || strings.Contains(req, `"include_usage":true`) {
+				return s, b
+			}
+			last := `data: {"choices":[],"created":1750000000,"id":"chatcmpl-fake1","model":"fake-model","object":"chat.completion.chunk","usage":null}` + "\n\n"
+			return s, strings.Replace(b, "data: [DONE]", last+"data: [DONE]", 1)
+		}, want: map[string]Result{"chat.stream.choices": Warn}},
+		// A first chunk with no choice, as Azure OpenAI sends its prompt filter results in.
+		{name: "choices empty in the first chunk", edit: func(path, req string, _ http.Header, s int, b string) (int, string) {
+			if !isPlainChatStream(path, req) || isUsageStreamReq(path, req) {
+				return s, b
+			}
+			return s, `data: {"choices":[],"created":1750000000,"id":"chatcmpl-fake1","model":"fake-model","object":"chat.completion.chunk","prompt_filter_results":[{"prompt_index":0}]}` + "\n\n" + b
+		}, want: map[string]Result{"chat.stream.choices": Warn}},
 		{name: "choice index absent from stream chunks", edit: func(path, req string, _ http.Header, s int, b string) (int, string) {
 			if !isPlainChatStream(path, req) {
 				return s, b
