@@ -214,6 +214,32 @@ func TestFlawedServersAreNamed(t *testing.T) {
 			b = strings.Replace(b, `"content":"Hello"`, `"content":"One, two, three."`, 1)
 			return s, strings.Replace(b, `"completion_tokens":1,"prompt_tokens":7,"total_tokens":8`, `"completion_tokens":6,"prompt_tokens":7,"total_tokens":13`, 1)
 		}, want: map[string]Result{"chat.max_tokens.length": Fail, "chat.max_tokens.respected": Fail}},
+		// Usage as a placeholder, every count 0 (hand-written servers and proxies): it adds up, but
+		// it counts nothing, so it cannot show that a limit held.
+		{name: "usage all zeros", edit: func(path, req string, h http.Header, s int, b string) (int, string) {
+			if path != "/v1/chat/completions" || s != 200 || strings.HasPrefix(h.Get("Content-Type"), "text/event-stream") {
+				return s, b
+			}
+			return s, regexp.MustCompile(`"usage":\{[^}]*\}`).ReplaceAllString(b, `"usage":{"completion_tokens":0,"prompt_tokens":0,"total_tokens":0}`)
+		}, want: map[string]Result{"chat.usage": Warn, "chat.max_tokens.respected": Skip, "chat.max_completion_tokens.respected": Skip}},
+		{name: "max_completion_tokens ignored, usage all zeros", edit: func(path, req string, h http.Header, s int, b string) (int, string) {
+			if path != "/v1/chat/completions" || s != 200 || strings.HasPrefix(h.Get("Content-Type"), "text/event-stream") {
+				return s, b
+			}
+			if strings.Contains(req, `"max_completion_tokens":4`) {
+				b = strings.Replace(b, `"content":"Hello there, the"`, `"content":"One, two, three, four, five, six, seven, eight, nine, ten."`, 1)
+				b = strings.Replace(b, `"finish_reason":"length"`, `"finish_reason":"stop"`, 1)
+			}
+			return s, regexp.MustCompile(`"usage":\{[^}]*\}`).ReplaceAllString(b, `"usage":{"completion_tokens":0,"prompt_tokens":0,"total_tokens":0}`)
+		}, want: map[string]Result{"chat.usage": Warn, "chat.max_tokens.respected": Skip, "chat.max_completion_tokens.respected": Skip}},
+		// Ollama leaves prompt_tokens 0 when the prompt came from its cache: no fault.
+		{name: "prompt_tokens 0", edit: func(path, req string, h http.Header, s int, b string) (int, string) {
+			if path != "/v1/chat/completions" || s != 200 || strings.HasPrefix(h.Get("Content-Type"), "text/event-stream") {
+				return s, b
+			}
+			re := regexp.MustCompile(`"usage":\{"completion_tokens":(\d+),"prompt_tokens":7,"total_tokens":\d+\}`)
+			return s, re.ReplaceAllString(b, `"usage":{"completion_tokens":$1,"prompt_tokens":0,"total_tokens":$1}`)
+		}},
 		{name: "created a string", edit: func(path, req string, h http.Header, s int, b string) (int, string) {
 			if path != "/v1/chat/completions" || strings.HasPrefix(h.Get("Content-Type"), "text/event-stream") {
 				return s, b
