@@ -267,7 +267,8 @@ func streamChecks() []*check {
 				x := j.x("chat.stream")
 				chunks, pos := jsonChunks(x)
 				for i, ch := range chunks {
-					if cs, ok := asArray(ch["choices"]); ok && len(cs) == 0 {
+					// A usage chunk nobody asked for is chat.stream.usage.absent's to report.
+					if cs, ok := asArray(ch["choices"]); ok && len(cs) == 0 && !isUsageChunk(ch) {
 						return fail(`choices: [{...}] on every chunk; [] only on the usage chunk include_usage asks for`,
 							fmt.Sprintf("chunk %d of %d choices: [], without include_usage", pos[i], len(chunks))).at(chunkData(x, pos[i]))
 					}

@@ -166,6 +166,15 @@ func TestFlawedServersAreNamed(t *testing.T) {
 			last := `data: {"choices":[],"created":1750000000,"id":"chatcmpl-fake1","model":"fake-model","object":"chat.completion.chunk","usage":null}` + "\n\n"
 			return s, strings.Replace(b, "data: [DONE]", last+"data: [DONE]", 1)
 		}, want: map[string]Result{"chat.stream.choices": Warn}},
+		// llama-server's builds that close every stream with the usage chunk, asked for or not:
+		// chat.stream.usage.absent's to report, once.
+		{name: "a usage chunk without include_usage", edit: func(path, req string, _ http.Header, s int, b string) (int, string) {
+			if !isPlainChatStream(path, req) || isUsageStreamReq(path, req) {
+				return s, b
+			}
+			last := `data: {"choices":[],"created":1750000000,"id":"chatcmpl-fake1","model":"fake-model","object":"chat.completion.chunk","usage":{"completion_tokens":10,"prompt_tokens":7,"total_tokens":17}}` + "\n\n"
+			return s, strings.Replace(b, "data: [DONE]", last+"data: [DONE]", 1)
+		}, want: map[string]Result{"chat.stream.usage.absent": Warn}},
 		// A first chunk with no choice, as Azure OpenAI sends its prompt filter results in.
 		{name: "choices empty in the first chunk", edit: func(path, req string, _ http.Header, s int, b string) (int, string) {
 			if !isPlainChatStream(path, req) || isUsageStreamReq(path, req) {
