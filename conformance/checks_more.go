@@ -490,9 +490,9 @@ func judgeVectorOrder(j *judge) verdict {
 			}
 		}
 		if nearest != want {
-			return fail(fmt.Sprintf("data[%d] the vector of input %d (%q), as its vector is when the inputs are sent last to first", i, i, in[i]),
-				fmt.Sprintf("data[%d] is the vector answered for %q (input %d) when the inputs are sent last to first: the vectors are not in the order of the inputs",
-					i, in[n-1-nearest], n-1-nearest)).from(j.x("embeddings.reversed"))
+			return fail(fmt.Sprintf("data[%d] (%q) nearest data[%d] of the answer to the inputs sent last to first, the same input's vector", i, in[i], want),
+				fmt.Sprintf("data[%d] (%q) is nearest data[%d] of the answer to the inputs sent last to first, which stands for %q: the vectors are not in the order of their inputs",
+					i, in[i], nearest, in[n-1-nearest])).from(j.x("embeddings.reversed"))
 		}
 	}
 	return pass()
