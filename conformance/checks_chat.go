@@ -300,6 +300,9 @@ func chatChecks() []*check {
 				if _, _, _, seen, ok := usageOf(j.x("chat.basic").json); !ok {
 					return fail("usage: {prompt_tokens, completion_tokens, total_tokens} as integers", seen)
 				}
+				if why := uncounted(j.x("chat.basic")); why != "" {
+					return fail("usage.completion_tokens counting the tokens of the answer", why)
+				}
 				return pass()
 			}},
 		{id: "chat.usage.total", grade: Must, probes: basic,
@@ -330,6 +333,9 @@ func chatChecks() []*check {
 				if !ok {
 					return skip("no usage to count tokens with; see chat.usage")
 				}
+				if why := uncounted(j.x("chat.length")); why != "" {
+					return skip(why + ", so it cannot show the limit held; see chat.usage")
+				}
 				if c > 1 {
 					return fail("completion_tokens ≤ 1", fmt.Sprintf("completion_tokens: %d", c))
 				}
@@ -359,6 +365,9 @@ func chatChecks() []*check {
 				_, c, _, _, ok := usageOf(j.x("chat.mct").json)
 				if !ok {
 					return skip("no usage to count tokens with; see chat.usage")
+				}
+				if why := uncounted(j.x("chat.mct")); why != "" {
+					return skip(why + ", so it cannot show the limit held; see chat.usage")
 				}
 				if c > 4 {
 					return fail("completion_tokens ≤ 4", fmt.Sprintf("completion_tokens: %d", c))
@@ -426,6 +435,21 @@ func completeChoice(i int, c map[string]any) *verdict {
 }
 
 func stringOf(v any) string { s, _ := v.(string); return s }
+
+// uncounted says why a usage that adds up counts nothing: completion_tokens 0 beside a first
+// choice with content, the placeholder usage of hand-written servers and proxies. Under it
+// every token limit would seem to hold. "" for any other answer; prompt_tokens 0 is no sign,
+// since Ollama reports it so for a prompt served from its cache.
+func uncounted(x *exchange) string {
+	if _, c, _, _, ok := usageOf(x.json); !ok || c != 0 {
+		return ""
+	}
+	content, _ := at(x.json, "choices", 0, "message", "content")
+	if s, _ := content.(string); s != "" {
+		return fmt.Sprintf("usage.completion_tokens is 0 beside %d bytes of content", len(s))
+	}
+	return ""
+}
 
 // mustFail is a failure graded MUST whatever the check's own grade: a check whose feature is
 // optional (a SHOULD) still fails what the reference requires of every answer.

@@ -362,24 +362,27 @@ func embeddingChecks() []*check {
 				}
 				return pass()
 			}},
-		{id: "embeddings.order", grade: Must, probes: e,
-			title: "an input array of three yields three items with index 0, 1, 2 in that order",
+		// The float request first, as for embeddings.base64: its skip is this check's too.
+		{id: "embeddings.order", grade: Must, probes: []probeID{"embeddings", "embeddings.reversed"},
+			title: "an input array of three yields three items with index 0, 1, 2, each the vector of the input at its place",
 			judge: func(j *judge) verdict {
-				ds, ok := vectors(j.x("embeddings"))
-				if !ok {
-					return skip("no data items; see embeddings.object")
+				for _, id := range []probeID{"embeddings", "embeddings.reversed"} {
+					ds, ok := vectors(j.x(id))
+					if !ok {
+						return skip("no data items; see embeddings.object").from(j.x(id))
+					}
+					var got []string
+					good := len(ds) == len(embeddingInput())
+					for i, d := range ds {
+						n, _ := asInt(d["index"])
+						got = append(got, show(d["index"]))
+						good = good && int(n) == i && isInteger(d["index"])
+					}
+					if !good {
+						return fail("indexes [0 1 2]", fmt.Sprintf("indexes %v", got)).from(j.x(id))
+					}
 				}
-				var got []string
-				good := len(ds) == len(embeddingInput())
-				for i, d := range ds {
-					n, _ := asInt(d["index"])
-					got = append(got, show(d["index"]))
-					good = good && int(n) == i && isInteger(d["index"])
-				}
-				if !good {
-					return fail("indexes [0 1 2]", fmt.Sprintf("indexes %v", got))
-				}
-				return pass()
+				return judgeVectorOrder(j)
 			}},
 		{id: "embeddings.usage", grade: Should, probes: e,
 			title: "usage has integer prompt_tokens and total_tokens",
@@ -431,4 +434,79 @@ func judgeBase64(j *judge) verdict {
 		}
 	}
 	return pass()
+}
+
+// numberVectors reads an embeddings answer's vectors as numbers, or false when any is not an
+// array of numbers (embeddings.entries says which).
+func numberVectors(x *exchange) ([][]float64, bool) {
+	ds, ok := vectors(x)
+	if !ok {
+		return nil, false
+	}
+	out := make([][]float64, len(ds))
+	for i, d := range ds {
+		arr, isArr := asArray(d["embedding"])
+		if !isArr || len(arr) == 0 {
+			return nil, false
+		}
+		for _, n := range arr {
+			f, isNum := asNumber(n)
+			if !isNum {
+				return nil, false
+			}
+			out[i] = append(out[i], f)
+		}
+	}
+	return out, true
+}
+
+// judgeVectorOrder holds each vector of the first answer to be the vector of the same input in
+// the answer to the reversed inputs: nearer to it than to any other input's. Nearest, not equal,
+// because two forward passes in another batch order may differ in the last bits on a GPU, while
+// the vectors of two different inputs differ by far more. A vector that is as near to another
+// input's is one vector answered for two inputs.
+func judgeVectorOrder(j *judge) verdict {
+	in := embeddingInput()
+	fwd, ok1 := numberVectors(j.x("embeddings"))
+	rev, ok2 := numberVectors(j.x("embeddings.reversed"))
+	if !ok1 || !ok2 {
+		return skip("not every item is an array of numbers; see embeddings.entries")
+	}
+	n := len(in)
+	for a := 0; a < n; a++ {
+		for b := a + 1; b < n; b++ {
+			if distance(fwd[a], fwd[b]) == 0 {
+				return fail("a vector of its own for each input",
+					fmt.Sprintf("data[%d] (%q) and data[%d] (%q) are the same vector", a, in[a], b, in[b]))
+			}
+		}
+	}
+	for i := range n {
+		want := n - 1 - i // where input i stands among the reversed inputs
+		nearest := want
+		for k := range n {
+			if k != want && distance(fwd[i], rev[k]) <= distance(fwd[i], rev[nearest]) {
+				nearest = k
+			}
+		}
+		if nearest != want {
+			return fail(fmt.Sprintf("data[%d] (%q) nearest data[%d] of the answer to the inputs sent last to first, the same input's vector", i, in[i], want),
+				fmt.Sprintf("data[%d] (%q) is nearest data[%d] of the answer to the inputs sent last to first, which stands for %q: the vectors are not in the order of their inputs",
+					i, in[i], nearest, in[n-1-nearest])).from(j.x("embeddings.reversed"))
+		}
+	}
+	return pass()
+}
+
+// distance is the squared Euclidean distance between two vectors, +Inf when their lengths
+// differ.
+func distance(a, b []float64) float64 {
+	if len(a) != len(b) {
+		return math.Inf(1)
+	}
+	d := 0.0
+	for i := range a {
+		d += (a[i] - b[i]) * (a[i] - b[i])
+	}
+	return d
 }

@@ -224,7 +224,8 @@ func streamChecks() []*check {
 			judge: func(j *judge) verdict {
 				// chunkChoices passes over a chunk whose choices is not an
 				// array of objects, so that is judged here first. Empty is
-				// allowed: some servers send a choice-less chunk first.
+				// no failure here (chat.stream.choices warns): some servers
+				// send a choice-less chunk first or last.
 				x := j.x("chat.stream")
 				chunks, pos := jsonChunks(x)
 				for i, ch := range chunks {
@@ -253,6 +254,24 @@ func streamChecks() []*check {
 					return nil
 				}); v != nil {
 					return *v
+				}
+				return pass()
+			}},
+		// chat.stream.delta lets choices be empty, since servers send a chunk without a choice
+		// (Azure OpenAI its prompt filter results first), and openai-go's accumulator takes
+		// it. But the reference allows it only for the final usage chunk, and client code
+		// indexes choices[0] (openai-python's README does) and breaks on it: a SHOULD.
+		{id: "chat.stream.choices", grade: Should, probes: st,
+			title: "every chunk has at least one choice (only the final usage chunk may have none)",
+			judge: func(j *judge) verdict {
+				x := j.x("chat.stream")
+				chunks, pos := jsonChunks(x)
+				for i, ch := range chunks {
+					// A usage chunk nobody asked for is chat.stream.usage.absent's to report.
+					if cs, ok := asArray(ch["choices"]); ok && len(cs) == 0 && !isUsageChunk(ch) {
+						return fail(`choices: [{...}] on every chunk; [] only on the usage chunk include_usage asks for`,
+							fmt.Sprintf("chunk %d of %d choices: [], without include_usage", pos[i], len(chunks))).at(chunkData(x, pos[i]))
+					}
 				}
 				return pass()
 			}},

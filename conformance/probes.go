@@ -164,6 +164,16 @@ func postStream(path string, body any) func(context.Context, *runner) *exchange 
 // embeddingInput has three items so order and index can be judged.
 func embeddingInput() []any { return []any{"alpha", "beta", "gamma"} }
 
+// reversedEmbeddingInput is embeddingInput last to first.
+func reversedEmbeddingInput() []any {
+	in := embeddingInput()
+	out := make([]any, len(in))
+	for i, s := range in {
+		out[len(in)-1-i] = s
+	}
+	return out
+}
+
 // probes builds the catalogue of requests for this run's options.
 func (r *runner) probes() []*probe {
 	chat := r.chat
@@ -236,6 +246,12 @@ func (r *runner) probes() []*probe {
 		{id: "embeddings", gate: "embeddings.status", wantOK: true, optional: true, refusable: r.o.EmbeddingModel == "",
 			run: post("/embeddings", map[string]any{
 				"model": r.embeddingModel(), "input": embeddingInput(), "encoding_format": "float"})},
+		// The same inputs reversed, for embeddings.order: indexes 0, 1, 2 say nothing of which
+		// vector belongs to which input, and a server that batches its inputs may answer them in
+		// another order, or repeat one vector for all. Not refusable, as base64 below.
+		{id: "embeddings.reversed", gate: "embeddings.order", wantOK: true, optional: true,
+			run: post("/embeddings", map[string]any{
+				"model": r.embeddingModel(), "input": reversedEmbeddingInput(), "encoding_format": "float"})},
 		// Not refusable: the float request above tells whether the model embeds (its 400 skips
 		// embeddings.base64 too), and where it was served a 400 here refuses base64 itself.
 		{id: "embeddings.base64", gate: "embeddings.base64", wantOK: true, optional: true,
