@@ -7,6 +7,7 @@ package litellm
 import (
 	"errors"
 	"fmt"
+	"math"
 	"net/url"
 	"slices"
 	"strconv"
@@ -283,8 +284,16 @@ func (c *converter) target(d *deploymentYAML, base string) (*target, string) {
 	}
 	if u.RawQuery != "" || u.Fragment != "" {
 		u.RawQuery, u.ForceQuery, u.Fragment = "", false, ""
-		t.notes = append(t.notes, "api_base's query was not copied: a url here has none")
-		c.warnf("target %s: the query of api_base (entry at line %d) was not copied", t.name, d.line)
+		t.notes = append(t.notes, "api_base's query was not copied: a url here has none, and a key some providers take there (?key=) comes only from the environment (api_key_env)")
+		c.warnf("target %s: the query of api_base (entry at line %d) was not copied: if it held the key, export it and name it in the target's api_key_env", t.name, d.line)
+	}
+	if i := keyInPath(u.Path); i > 0 {
+		// A url is written in the file as it is, and the gateway sends a key only as a Bearer
+		// header from api_key_env: a target without the segment would call another URL.
+		return nil, fmt.Sprintf("the %s segment of its api_base's path looks like a key, which is never copied; "+
+			"the gateway sends a key only as Authorization: Bearer, from the variable api_key_env names. "+
+			"If the server takes it so, write the target by hand with that variable; if the segment is no secret (an account id), "+
+			"write the target by hand with its url", ordinal(i))
 	}
 	u.Path = strings.TrimRight(u.Path, "/")
 	switch {
@@ -408,6 +417,91 @@ func (c *converter) keyVar(target string) string {
 		name = base + "_" + strconv.Itoa(i) + "_API_KEY"
 	}
 	return name
+}
+
+// keyPrefixes begin the keys providers hand out (OpenAI's and LiteLLM's sk-, Groq's gsk_, xAI's
+// xai-, Hugging Face's hf_, NVIDIA's nvapi-, Google's AIza) and the key- some proxies use.
+var keyPrefixes = []string{"sk-", "sk_", "key-", "key_", "gsk_", "xai-", "hf_", "nvapi-", "aiza"}
+
+// keyWords name a path segment whose next segment is a key: /key/VALUE.
+var keyWords = []string{"key", "apikey", "api_key", "api-key", "token", "secret", "password"}
+
+// keyInPath returns the 1-based index of the first segment of path that looks like a key, 0 when
+// none does: one that starts as keys do, follows a segment named like one, is a UUID, or holds a
+// run of 20 letters and digits or more, both, as varied as a random string is (3.5 bits a
+// character or more), which the words, versions and model names of an API's path never are
+// ("qwen2.5-coder-7b-instruct" is runs of 4 or fewer). An account id of 32 hex digits looks so too:
+// leaving a target out is the side to err on (TestImportKeyInAPIBase).
+func keyInPath(path string) int {
+	segs := strings.Split(strings.Trim(path, "/"), "/")
+	for i, s := range segs {
+		low := strings.ToLower(s)
+		switch {
+		case s == "":
+		case slices.ContainsFunc(keyPrefixes, func(p string) bool { return strings.HasPrefix(low, p) && len(low) > len(p) }),
+			i > 0 && slices.Contains(keyWords, strings.ToLower(segs[i-1])),
+			uuid(low),
+			slices.ContainsFunc(strings.FieldsFunc(s, func(r rune) bool { return !isAlnum(r) }), random):
+			return i + 1
+		}
+	}
+	return 0
+}
+
+func isAlnum(r rune) bool {
+	return r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9'
+}
+
+// uuid reports whether s, in lower case, is a UUID: 8-4-4-4-12 hex digits.
+func uuid(s string) bool {
+	if len(s) != 36 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if i == 8 || i == 13 || i == 18 || i == 23 {
+			if s[i] != '-' {
+				return false
+			}
+		} else if !(s[i] >= '0' && s[i] <= '9' || s[i] >= 'a' && s[i] <= 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// random reports whether run, letters and digits, looks like a random string: 20 of them or more,
+// both kinds, with a Shannon entropy of 3.5 bits a character or more.
+func random(run string) bool {
+	if len(run) < 20 || !strings.ContainsAny(run, "0123456789") || !strings.ContainsFunc(run, func(r rune) bool { return r > '9' }) {
+		return false
+	}
+	var count [256]int
+	for i := 0; i < len(run); i++ {
+		count[run[i]]++
+	}
+	bits := 0.0
+	for _, n := range count {
+		if n > 0 {
+			p := float64(n) / float64(len(run))
+			bits -= p * math.Log2(p)
+		}
+	}
+	return bits >= 3.5
+}
+
+// ordinal is n as "1st", "2nd", "3rd", "4th".
+func ordinal(n int) string {
+	suffix := "th"
+	switch {
+	case n%100 >= 11 && n%100 <= 13:
+	case n%10 == 1:
+		suffix = "st"
+	case n%10 == 2:
+		suffix = "nd"
+	case n%10 == 3:
+		suffix = "rd"
+	}
+	return strconv.Itoa(n) + suffix
 }
 
 // envName reports whether s is an environment variable name as shells take it.

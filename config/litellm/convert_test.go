@@ -407,3 +407,59 @@ func TestImportClassAgreesWithConfig(t *testing.T) {
 		}
 	}
 }
+
+// TestImportKeyInAPIBase: a key some providers and proxies take in api_base's path
+// (/key/VALUE, /sk-…/v1, a long random segment) is never copied: the deployment is left out, with
+// a warning that says where the key goes here and does not repeat it; one in the query is
+// dropped from the url. A path of an API's words (a reverse proxy's /ollama, /openai/v1) is kept.
+func TestImportKeyInAPIBase(t *testing.T) {
+	const src = `model_list:
+  - model_name: by-word
+    litellm_params: {model: openai/gpt-4o, api_base: "https://proxy.example.com/key/SENTINEL-7f3a/v1"}
+  - model_name: by-prefix
+    litellm_params: {model: openai/gpt-4o, api_base: "https://proxy.example.com/sk-SENTINEL7f3a/v1"}
+  - model_name: by-look
+    litellm_params: {model: hosted_vllm/qwen, api_base: "https://proxy.example.com/u/Zq8xSENTINEL7f3aR2pLk9vW4mTn/v1"}
+  - model_name: in-query
+    litellm_params: {model: openai/gpt-4o, api_base: "https://proxy.example.com/v1?key=SENTINEL-7f3a", api_key: os.environ/PROXY_KEY}
+  - model_name: by-uuid
+    litellm_params: {model: openai/gpt-4o, api_base: "https://proxy.example.com/v1/0f8fad5b-d9cb-469f-a165-70867728950e"}
+  - model_name: words
+    litellm_params: {model: ollama/llama3.1:8b, api_base: "https://nas.home/ollama/"}
+  - model_name: words-2
+    litellm_params: {model: openai/qwen2.5-coder-7b, api_base: "http://10.0.0.5/llm/qwen2.5-coder-7b-instruct/v1"}
+`
+	res, err := litellm.Convert([]byte(src), "k.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	all := string(res.TOML) + strings.Join(res.Warnings, "\n")
+	if strings.Contains(all, "SENTINEL") || strings.Contains(all, "70867728950e") {
+		t.Errorf("a key in api_base was carried:\n%s", all)
+	}
+	cfg, err := config.Parse(res.TOML, "k.toml", func(string) string { return "x" })
+	if err != nil {
+		t.Fatalf("does not load: %v\n%s", err, res.TOML)
+	}
+	var got []string
+	for _, tg := range cfg.Targets {
+		got = append(got, tg.Name+" "+tg.URL)
+	}
+	want := []string{"in-query https://proxy.example.com/v1", "words https://nas.home/ollama", "words-2 http://10.0.0.5/llm/qwen2.5-coder-7b-instruct/v1"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("targets (-want +got):\n%s", diff)
+	}
+	warnings := strings.Join(res.Warnings, "\n")
+	for _, want := range []string{
+		`(model_name "by-word", model "openai/gpt-4o") left out: the 2nd segment of its api_base's path looks like a key`,
+		`(model_name "by-prefix", model "openai/gpt-4o") left out: the 1st segment`,
+		`(model_name "by-look", model "hosted_vllm/qwen") left out: the 2nd segment`,
+		`(model_name "by-uuid", model "openai/gpt-4o") left out: the 2nd segment`,
+		"Authorization: Bearer, from the variable api_key_env names",
+		"target in-query: the query of api_base (entry at line 8) was not copied: if it held the key, export it",
+	} {
+		if !strings.Contains(warnings, want) {
+			t.Errorf("no warning holds %q; warnings:\n%s", want, warnings)
+		}
+	}
+}
