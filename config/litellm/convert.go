@@ -104,6 +104,9 @@ func Convert(data []byte, file string) (*Result, error) {
 	}
 	c.defaults(&router, &settings)
 	c.deployments(deps)
+	if len(c.limits) > 0 {
+		c.skipped = append(c.skipped, "the deployments' rpm and tpm (a limit here is a client key's, rpm and tpm in [[keys]]; a target has none): "+strings.Join(c.limits, "; "))
+	}
 	c.routes(&router, &settings)
 	if len(c.routeList) == 0 {
 		return nil, fail("nothing convertible: %s", c.noneWhy())
@@ -130,6 +133,8 @@ type converter struct {
 	routeList []*route
 	// leftOut are the comments of deployments that could not become targets.
 	leftOut []string
+	// limits are the targets' rpm and tpm, "NAME rpm = 20" each: a target here has no limit.
+	limits []string
 
 	// The defaults the settings give every target.
 	timeout     *seconds
@@ -374,6 +379,7 @@ func (c *converter) target(d *deploymentYAML, base string) (*target, string) {
 	}
 	if len(limits) > 0 {
 		t.notes = append(t.notes, "not carried: "+strings.Join(limits, ", ")+" (limits here are a key's: rpm and tpm in [[keys]])")
+		c.limits = append(c.limits, t.name+" "+strings.Join(limits, ", "))
 	}
 	if len(d.unknownParams) > 0 {
 		t.notes = append(t.notes, "not carried: "+strings.Join(d.unknownParams, ", "))

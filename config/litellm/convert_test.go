@@ -463,3 +463,29 @@ func TestImportKeyInAPIBase(t *testing.T) {
 		}
 	}
 }
+
+// TestImportRateLimitsListed: a deployment's rpm and tpm, which have no equivalent on a target
+// here, are listed in the file's leading "Not carried" comment and in the warnings, as CONFIG.md
+// says, not only beside the target.
+func TestImportRateLimitsListed(t *testing.T) {
+	const src = `model_list:
+  - model_name: a
+    litellm_params: {model: ollama/llama3.1:8b, rpm: 20, tpm: 50000}
+  - model_name: b
+    rpm: 6
+    litellm_params: {model: ollama/qwen3}
+`
+	res, err := litellm.Convert([]byte(src), "r.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	toml := string(res.TOML)
+	head, _, _ := strings.Cut(toml, "\n[")
+	const want = "#   the deployments' rpm and tpm (a limit here is a client key's, rpm and tpm in [[keys]]; a target\n#     has none): a rpm = 20, tpm = 50000; b rpm = 6\n"
+	if !strings.Contains(head, "# Not carried (no equivalent here):\n"+want) {
+		t.Errorf("the leading comment does not list the limits as %q:\n%s", want, toml)
+	}
+	if w := strings.Join(res.Warnings, "\n"); !strings.Contains(w, "a rpm = 20, tpm = 50000; b rpm = 6") {
+		t.Errorf("no warning lists the limits:\n%s", w)
+	}
+}
