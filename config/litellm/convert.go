@@ -119,6 +119,9 @@ type converter struct {
 	file string
 	// names are the target names taken, routeNames the route names: each unique in its kind.
 	names, routeNames map[string]bool
+	// reserved are the target names of deployments whose model_name is a name here as it is:
+	// a model_name that had to be cleaned does not take one of them (TestImportNamesKeepTheirOwn).
+	reserved map[string]bool
 	// envs are the variables api_key_env names.
 	envs map[string]bool
 	// general and envNames are the keys of general_settings and environment_variables.
@@ -204,7 +207,15 @@ func (c *converter) deployments(deps []*deploymentYAML) {
 	for _, d := range deps {
 		count[d.ModelName]++
 	}
+	c.reserved = map[string]bool{}
 	seen := map[string]int{}
+	for _, d := range deps {
+		if d.ModelName != "" && cleanName(d.ModelName) == d.ModelName {
+			seen[d.ModelName]++
+			c.reserved[targetBase(d.ModelName, seen[d.ModelName], count[d.ModelName])] = true
+		}
+	}
+	clear(seen)
 	for _, d := range deps {
 		if d.ModelName == "" {
 			c.leaveOut(d, "", "it has no model_name, the name clients send")
@@ -217,10 +228,7 @@ func (c *converter) deployments(deps []*deploymentYAML) {
 			c.groups = append(c.groups, g)
 		}
 		seen[d.ModelName]++
-		base := cleanName(d.ModelName)
-		if count[d.ModelName] > 1 {
-			base += "-" + strconv.Itoa(seen[d.ModelName])
-		}
+		base := targetBase(d.ModelName, seen[d.ModelName], count[d.ModelName])
 		if strings.Contains(d.ModelName, "*") {
 			g.why = "LiteLLM's wildcard routing has no equivalent here: give each model a model_name of its own"
 			c.leaveOut(d, base, g.why)
@@ -238,6 +246,15 @@ func (c *converter) deployments(deps []*deploymentYAML) {
 	}
 }
 
+// targetBase is the name the nth of count deployments of modelName is given, before unique.
+func targetBase(modelName string, n, count int) string {
+	base := cleanName(modelName)
+	if count > 1 {
+		base += "-" + strconv.Itoa(n)
+	}
+	return base
+}
+
 // leaveOut records a deployment that becomes no target: a comment in the file and a warning.
 func (c *converter) leaveOut(d *deploymentYAML, name, why string) {
 	what := fmt.Sprintf("model_list entry at line %d", d.line)
@@ -251,7 +268,7 @@ func (c *converter) leaveOut(d *deploymentYAML, name, why string) {
 // target converts one deployment; a non-empty string says why it cannot be.
 func (c *converter) target(d *deploymentYAML, base string) (*target, string) {
 	p := &d.params
-	t := &target{name: c.unique(base), modelName: d.ModelName, litellmModel: p.Model, line: d.line}
+	t := &target{name: c.unique(base, cleanName(d.ModelName) == d.ModelName), modelName: d.ModelName, litellmModel: p.Model, line: d.line}
 	provName, model, ok := strings.Cut(p.Model, "/")
 	if p.Model == "" {
 		return nil, "its litellm_params has no model"
@@ -394,10 +411,11 @@ func firstSeconds(a, b *seconds) *seconds {
 	return b
 }
 
-// unique returns name, or name with a suffix when another target or route has it.
-func (c *converter) unique(name string) string {
+// unique returns name, or name with a suffix when another target has it or, unless own (the
+// deployment's model_name is a name here as it is), is to have it.
+func (c *converter) unique(name string, own bool) string {
 	n := name
-	for i := 2; c.names[n]; i++ {
+	for i := 2; c.names[n] || !own && c.reserved[n]; i++ {
 		n = name + "-" + strconv.Itoa(i)
 	}
 	c.names[n] = true
@@ -545,24 +563,37 @@ func cleanName(s string) string {
 func (c *converter) routes(r *routerYAML, s *settingsYAML) {
 	fallbacks := c.fallbackMap("fallbacks", r.Fallbacks, s.Fallbacks)
 	windowFallbacks := c.fallbackMap("context_window_fallbacks", r.ContextWindowFallbacks, s.ContextWindowFallbacks)
+	// A model_name that is a name here as it is keeps it, as clients send it to LiteLLM: one that
+	// had to be cleaned, or renamed from "auto", takes another if it comes out the same.
+	reserved := map[string]bool{}
+	for _, g := range c.groups {
+		if len(g.targets) > 0 && g.modelName != "auto" && cleanName(g.modelName) == g.modelName {
+			reserved[g.modelName] = true
+		}
+	}
 	for _, g := range c.groups {
 		if len(g.targets) == 0 {
 			continue // its deployments' warnings said why
 		}
 		name := cleanName(g.modelName)
-		rt := &route{guarded: map[*target]bool{}}
-		switch {
-		case name == "auto":
+		if name == "auto" {
 			name = "litellm-auto"
-			rt.notes = append(rt.notes, `model_name "auto" is this gateway's automatic router (model "auto", [auto]): clients send "litellm-auto" for this route`)
-			c.warnf(`route "auto" is renamed "litellm-auto": model "auto" is this gateway's automatic router`)
-		case name != g.modelName:
-			rt.notes = append(rt.notes, fmt.Sprintf("model_name %q has characters a name here may not: clients send %q", g.modelName, name))
-			c.warnf("route %q is named %q: a name here has letters, digits and . _ - : / @ + only", g.modelName, name)
 		}
-		rt.name = name
-		for i := 2; c.routeNames[rt.name]; i++ {
+		rt := &route{name: name, guarded: map[*target]bool{}}
+		for i := 2; c.routeNames[rt.name] || rt.name != g.modelName && reserved[rt.name]; i++ {
 			rt.name = name + "-" + strconv.Itoa(i) // two model_names that clean to one name
+		}
+		switch {
+		case g.modelName == "auto":
+			rt.notes = append(rt.notes, fmt.Sprintf(`model_name "auto" is this gateway's automatic router (model "auto", [auto]): clients send %q for this route`, rt.name))
+			c.warnf(`route "auto" is renamed %q: model "auto" is this gateway's automatic router`, rt.name)
+		case rt.name != g.modelName:
+			taken := ""
+			if rt.name != name {
+				taken = fmt.Sprintf(", and %q is another model_name's", name)
+			}
+			rt.notes = append(rt.notes, fmt.Sprintf("model_name %q has characters a name here may not%s: clients send %q", g.modelName, taken, rt.name))
+			c.warnf("route %q is named %q: a name here has letters, digits and . _ - : / @ + only%s", g.modelName, rt.name, taken)
 		}
 		c.routeNames[rt.name] = true
 		rt.targets = append(rt.targets, g.targets...)

@@ -489,3 +489,45 @@ func TestImportRateLimitsListed(t *testing.T) {
 		t.Errorf("no warning lists the limits:\n%s", w)
 	}
 }
+
+// TestImportNamesKeepTheirOwn: a model_name that is a name here as it is keeps it, route and
+// target, wherever it comes in the file: a model_name cleaned into the same name ("a b" is "a-b"),
+// or "auto" renamed "litellm-auto", takes another, so that a client sending "a-b" still reaches
+// the deployment LiteLLM gave it.
+func TestImportNamesKeepTheirOwn(t *testing.T) {
+	const src = `model_list:
+  - model_name: "a b"
+    litellm_params: {model: ollama/spaced}
+  - model_name: auto
+    litellm_params: {model: ollama/auto}
+  - model_name: a-b
+    litellm_params: {model: ollama/dashed}
+  - model_name: litellm-auto
+    litellm_params: {model: ollama/mine}
+`
+	res, err := litellm.Convert([]byte(src), "n.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Parse(res.TOML, "n.toml", nil)
+	if err != nil {
+		t.Fatalf("does not load: %v\n%s", err, res.TOML)
+	}
+	got := map[string]string{}
+	for _, r := range cfg.Routes {
+		got[r.Name] = r.Targets[0].Name + " " + r.Targets[0].Model
+	}
+	want := map[string]string{
+		"a-b-2":          "a-b-2 spaced",
+		"litellm-auto-2": "auto auto",
+		"a-b":            "a-b dashed",
+		"litellm-auto":   "litellm-auto mine",
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("route → first target, model (-want +got):\n%s", diff)
+	}
+	w := strings.Join(res.Warnings, "\n")
+	if !strings.Contains(w, `route "a b" is named "a-b-2": a name here has letters, digits and . _ - : / @ + only, and "a-b" is another model_name's`) {
+		t.Errorf("no warning names the renamed route:\n%s", w)
+	}
+}
