@@ -79,6 +79,15 @@ func Convert(data []byte, file string) (*Result, error) {
 	}
 	c.notCarried("router_settings", unknownKeys(&f.RouterSettings, routerYAML{}))
 	c.notCarried("litellm_settings", unknownKeys(&f.LiteLLMSettings, settingsYAML{}))
+	for _, cp := range []struct {
+		section string
+		n       *yaml.Node
+	}{{"router_settings", &router.ContentPolicyFallbacks}, {"litellm_settings", &settings.ContentPolicyFallbacks}} {
+		if n := resolve(cp.n); n.Kind != 0 && n.Tag != "!!null" {
+			c.notCarried(cp.section, []string{"content_policy_fallbacks (a provider's refusal on its content policy is a 4xx, " +
+				"the request's own failure here, class request, which ends the chain: no target is tried after it)"})
+		}
+	}
 	c.general = keys(&f.GeneralSettings)
 	c.notCarried("general_settings", c.general)
 	c.envNames = keys(&f.EnvironmentVariables)
@@ -561,8 +570,16 @@ func cleanName(s string) string {
 
 // routes makes a route of each model_name with targets, its chain extended by the fallbacks.
 func (c *converter) routes(r *routerYAML, s *settingsYAML) {
-	fallbacks := c.fallbackMap("fallbacks", r.Fallbacks, s.Fallbacks)
-	windowFallbacks := c.fallbackMap("context_window_fallbacks", r.ContextWindowFallbacks, s.ContextWindowFallbacks)
+	defaults, defaultsFrom := r.DefaultFallbacks, "router_settings.default_fallbacks"
+	if len(defaults) == 0 {
+		defaults, defaultsFrom = s.DefaultFallbacks, "litellm_settings.default_fallbacks"
+	}
+	fallbacks := c.fallbackMap("fallbacks", defaults, defaultsFrom, r.Fallbacks, s.Fallbacks)
+	windowFallbacks := c.fallbackMap("context_window_fallbacks", nil, "", r.ContextWindowFallbacks, s.ContextWindowFallbacks)
+	depth := defaultMaxFallbacks
+	if r.MaxFallbacks != nil {
+		depth = min(max(*r.MaxFallbacks, 0), 1000) // deeper than any file's chain: a bound on the work
+	}
 	// A model_name that is a name here as it is keeps it, as clients send it to LiteLLM: one that
 	// had to be cleaned, or renamed from "auto", takes another if it comes out the same.
 	reserved := map[string]bool{}
@@ -597,29 +614,66 @@ func (c *converter) routes(r *routerYAML, s *settingsYAML) {
 		}
 		c.routeNames[rt.name] = true
 		rt.targets = append(rt.targets, g.targets...)
-		// add appends the targets of the model_names tried after this one, each once: one the
+		// add appends the targets of the model_name fb, tried after this one, each once: one the
 		// chain holds already keeps its place (and, from fallbacks, stays unguarded).
-		add := func(kind string, names []string, guard bool) {
-			var used []string
-			for _, fb := range names {
-				added := false
-				for _, t := range c.byName[fb].targets {
-					if !slices.Contains(rt.targets, t) {
-						rt.targets = append(rt.targets, t)
-						rt.guarded[t] = guard
-						added = true
-					}
+		add := func(fb string, guard bool) (added bool) {
+			for _, t := range c.byName[fb].targets {
+				if !slices.Contains(rt.targets, t) {
+					rt.targets = append(rt.targets, t)
+					rt.guarded[t] = guard
+					added = true
 				}
-				if added {
+			}
+			return added
+		}
+		// LiteLLM follows a fallback's own fallbacks in turn when it fails too, depth first,
+		// each model_name tried counting one towards max_fallbacks (its run_async_fallback).
+		var used []string
+		followed := map[string]int{} // the least depth a model_name's fallbacks were followed at
+		var follow func(name string, at int)
+		follow = func(name string, at int) {
+			if d, ok := followed[name]; at >= depth || ok && d <= at {
+				return
+			}
+			followed[name] = at
+			for _, fb := range fallbacks.of(name) {
+				if fb == name {
+					continue
+				}
+				at++
+				if add(fb, false) {
 					used = append(used, fb)
 				}
-			}
-			if len(used) > 0 {
-				rt.notes = append(rt.notes, kind+": then "+strings.Join(quoteAll(used), ", "))
+				follow(fb, at)
 			}
 		}
-		add("fallbacks", fallbacks[g.modelName], false)
-		add("context_window_fallbacks (entered on overflow only)", windowFallbacks[g.modelName], true)
+		follow(g.modelName, 0)
+		if len(used) > 0 {
+			how := "fallbacks"
+			if !slices.Equal(used, fallbacks.of(g.modelName)) {
+				how = fmt.Sprintf("fallbacks, and theirs in turn as LiteLLM follows them (max_fallbacks %d)", depth)
+			}
+			rt.notes = append(rt.notes, how+": then "+strings.Join(quoteAll(used), ", "))
+		}
+		used = used[:0]
+		var further []string // those with fallbacks of their own, which are not followed here
+		for _, fb := range windowFallbacks.of(g.modelName) {
+			if fb != g.modelName && add(fb, true) {
+				used = append(used, fb)
+				if slices.ContainsFunc(slices.Concat(fallbacks.of(fb), windowFallbacks.of(fb)), func(n string) bool { return n != fb }) {
+					further = append(further, fb)
+				}
+			}
+		}
+		if len(used) > 0 {
+			note := "context_window_fallbacks (entered on overflow only): then " + strings.Join(quoteAll(used), ", ")
+			if len(further) > 0 {
+				// A guard opens on every earlier failure's class: the fallbacks LiteLLM takes after
+				// one of these fails otherwise cannot be told from the route's own.
+				note += "; the fallbacks of " + strings.Join(quoteAll(further), ", ") + ", which LiteLLM follows when it fails in turn, are not carried into this chain"
+			}
+			rt.notes = append(rt.notes, note)
+		}
 		if len(g.targets) > 1 {
 			c.spread(rt, len(g.targets), r.RoutingStrategy)
 		}
@@ -656,11 +710,47 @@ func (c *converter) spread(rt *route, n int, strategy string) {
 	rt.notes = append(rt.notes, fmt.Sprintf("LiteLLM spread requests over these %d deployments (routing_strategy %s): policy %s, %s", n, strategy, policy, how))
 }
 
-// fallbackMap merges LiteLLM's fallback lists ([{"a": ["b", "c"]}]) of router_settings and
-// litellm_settings: model_name → the model_names tried after it, in order. A name that no
-// deployment has is warned of.
-func (c *converter) fallbackMap(kind string, lists ...[]map[string][]string) map[string][]string {
-	m := map[string][]string{}
+// defaultMaxFallbacks is LiteLLM's router_settings.max_fallbacks when it is not written.
+const defaultMaxFallbacks = 5
+
+// fallbackTable is one kind of LiteLLM's fallbacks, each model_name's in order.
+type fallbackTable struct {
+	// own are the model_names' own entries ({"a": ["b", "c"]}); an entry that names none that
+	// converts is there all the same, and keeps generic away, as in LiteLLM.
+	own map[string][]string
+	// generic is for a model_name without an entry of its own: the "*" entry's, or
+	// default_fallbacks, which LiteLLM's router appends as one.
+	generic []string
+}
+
+// of returns the model_names tried after name, in order.
+func (f *fallbackTable) of(name string) []string {
+	if l, ok := f.own[name]; ok {
+		return l
+	}
+	return f.generic
+}
+
+// fallbackMap merges LiteLLM's fallback lists ([{"a": ["b", "c"]}, {"*": ["d"]}]) of
+// router_settings and litellm_settings, and defaults, default_fallbacks, read from defaultsFrom.
+// A name that no deployment has is warned of.
+func (c *converter) fallbackMap(kind string, defaults []string, defaultsFrom string, lists ...[]map[string][]string) *fallbackTable {
+	f := &fallbackTable{own: map[string][]string{}}
+	// known are the names of l, from, that have targets: the others are warned of.
+	known := func(from string, l []string) []string {
+		var out []string
+		for _, fb := range l {
+			switch g := c.byName[fb]; {
+			case g == nil:
+				c.warnf("%s of %q: no model_name %q: left out of its chain", kind, from, fb)
+			case len(g.targets) == 0:
+				c.warnf("%s of %q: %q has no target (its deployments were left out): left out of its chain", kind, from, fb)
+			case !slices.Contains(out, fb):
+				out = append(out, fb)
+			}
+		}
+		return out
+	}
 	for _, l := range lists {
 		for _, entry := range l {
 			from := make([]string, 0, len(entry))
@@ -669,24 +759,28 @@ func (c *converter) fallbackMap(kind string, lists ...[]map[string][]string) map
 			}
 			slices.Sort(from)
 			for _, k := range from {
-				if c.byName[k] == nil {
+				switch {
+				case k == "*":
+					f.generic = known(k, entry[k]) // LiteLLM takes the last "*" entry
+				case c.byName[k] == nil:
 					c.warnf("%s: no model_name %q: its fallbacks are not carried", kind, k)
-					continue
-				}
-				for _, fb := range entry[k] {
-					switch g := c.byName[fb]; {
-					case g == nil:
-						c.warnf("%s of %q: no model_name %q: left out of its chain", kind, k, fb)
-					case len(g.targets) == 0:
-						c.warnf("%s of %q: %q has no target (its deployments were left out): left out of its chain", kind, k, fb)
-					case !slices.Contains(m[k], fb) && fb != k:
-						m[k] = append(m[k], fb)
+				default:
+					for _, fb := range known(k, entry[k]) {
+						if !slices.Contains(f.own[k], fb) {
+							f.own[k] = append(f.own[k], fb)
+						}
+					}
+					if f.own[k] == nil {
+						f.own[k] = []string{}
 					}
 				}
 			}
 		}
 	}
-	return m
+	if len(defaults) > 0 {
+		f.generic = known(defaultsFrom, defaults)
+	}
+	return f
 }
 
 func quoteAll(ss []string) []string {

@@ -531,3 +531,75 @@ func TestImportNamesKeepTheirOwn(t *testing.T) {
 		t.Errorf("no warning names the renamed route:\n%s", w)
 	}
 }
+
+// TestImportFallbacksFollowed: LiteLLM follows a fallback's own fallbacks when it fails in turn,
+// depth first, up to router_settings.max_fallbacks (5); a model_name without fallbacks of its
+// own takes the "*" entry's or default_fallbacks; content_policy_fallbacks, which have no
+// equivalent, are listed as not carried with why.
+func TestImportFallbacksFollowed(t *testing.T) {
+	var deps strings.Builder
+	deps.WriteString("model_list:\n")
+	for _, n := range []string{"a", "b", "c", "d", "e", "x", "y", "tail"} {
+		deps.WriteString("  - model_name: " + n + "\n    litellm_params: {model: ollama/" + n + "}\n")
+	}
+	const settings = `router_settings:
+  fallbacks: [{a: [b, c]}, {b: [d]}, {y: []}]
+  context_window_fallbacks: [{c: [e]}]
+  content_policy_fallbacks: [{a: [b]}]
+litellm_settings:
+  default_fallbacks: [tail]
+`
+	for _, tc := range []struct {
+		name, extra string
+		routes      map[string][]string
+	}{{
+		name: "default depth",
+		routes: map[string][]string{
+			"a": {"a", "b", "d", "tail", "c"}, "b": {"b", "d", "tail"}, "c": {"c", "tail", "e"}, "d": {"d", "tail"},
+			"e": {"e", "tail"}, "x": {"x", "tail"}, "y": {"y"}, "tail": {"tail"},
+		},
+	}, {
+		name:  "max_fallbacks 1",
+		extra: "  max_fallbacks: 1\n",
+		routes: map[string][]string{
+			"a": {"a", "b", "c"}, "b": {"b", "d"}, "c": {"c", "tail", "e"}, "d": {"d", "tail"},
+			"e": {"e", "tail"}, "x": {"x", "tail"}, "y": {"y"}, "tail": {"tail"},
+		},
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			src := deps.String() + strings.Replace(settings, "litellm_settings:", strings.TrimSuffix(tc.extra, "\n")+"\nlitellm_settings:", 1)
+			if tc.extra == "" {
+				src = deps.String() + settings
+			}
+			res, err := litellm.Convert([]byte(src), "f.yaml")
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg, err := config.Parse(res.TOML, "f.toml", nil)
+			if err != nil {
+				t.Fatalf("does not load: %v\n%s", err, res.TOML)
+			}
+			got := map[string][]string{}
+			for _, r := range cfg.Routes {
+				for _, tg := range r.Targets {
+					got[r.Name] = append(got[r.Name], tg.Name)
+				}
+			}
+			if diff := cmp.Diff(tc.routes, got); diff != "" {
+				t.Errorf("routes (-want +got):\n%s\n%s", diff, res.TOML)
+			}
+			toml := string(res.TOML)
+			for _, want := range []string{
+				"#   router_settings: content_policy_fallbacks (a provider's refusal on its content policy is a 4xx,",
+				"context_window_fallbacks (entered on overflow only): then \"e\"; the fallbacks of \"e\", which",
+			} {
+				if !strings.Contains(toml, want) {
+					t.Errorf("the file does not hold %q:\n%s", want, toml)
+				}
+			}
+			if strings.Contains(toml, "settings: default_fallbacks") {
+				t.Errorf("default_fallbacks still listed as not carried:\n%s", toml)
+			}
+		})
+	}
+}

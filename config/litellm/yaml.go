@@ -64,16 +64,24 @@ type routerYAML struct {
 	RoutingStrategy        string                `yaml:"routing_strategy"`
 	Fallbacks              []map[string][]string `yaml:"fallbacks"`
 	ContextWindowFallbacks []map[string][]string `yaml:"context_window_fallbacks"`
-	AllowedFails           *int                  `yaml:"allowed_fails"`
-	CooldownTime           *seconds              `yaml:"cooldown_time"`
-	NumRetries             *int                  `yaml:"num_retries"`
-	Timeout                *seconds              `yaml:"timeout"`
+	// DefaultFallbacks are tried after a model_name without fallbacks of its own ("*").
+	DefaultFallbacks []string `yaml:"default_fallbacks"`
+	// MaxFallbacks bounds how deep fallbacks' own fallbacks are followed (LiteLLM: 5).
+	MaxFallbacks *int `yaml:"max_fallbacks"`
+	// ContentPolicyFallbacks are listed as not carried, with why: read for nothing else.
+	ContentPolicyFallbacks yaml.Node `yaml:"content_policy_fallbacks"`
+	AllowedFails           *int      `yaml:"allowed_fails"`
+	CooldownTime           *seconds  `yaml:"cooldown_time"`
+	NumRetries             *int      `yaml:"num_retries"`
+	Timeout                *seconds  `yaml:"timeout"`
 }
 
 // settingsYAML is what litellm_settings holds that is mapped.
 type settingsYAML struct {
 	Fallbacks              []map[string][]string `yaml:"fallbacks"`
 	ContextWindowFallbacks []map[string][]string `yaml:"context_window_fallbacks"`
+	DefaultFallbacks       []string              `yaml:"default_fallbacks"`
+	ContentPolicyFallbacks yaml.Node             `yaml:"content_policy_fallbacks"`
 	NumRetries             *int                  `yaml:"num_retries"`
 	RequestTimeout         *seconds              `yaml:"request_timeout"`
 }
