@@ -3,6 +3,7 @@ package litellm_test
 import (
 	"errors"
 	"flag"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -601,5 +602,27 @@ litellm_settings:
 				t.Errorf("default_fallbacks still listed as not carried:\n%s", toml)
 			}
 		})
+	}
+}
+
+// TestImportMergeBomb: merge keys that merge the one before ten times, ten deep, in the sections
+// read for their keys' names only, are read once each, not 10^10 times: the import of this small
+// file ends, and lists the keys by name. (A section decoded for its values meets yaml's own
+// bound: "document contains excessive aliasing".)
+func TestImportMergeBomb(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("x-0: &a0 {keep_alive: 5m}\n")
+	for i := 1; i <= 10; i++ {
+		fmt.Fprintf(&b, "x-%d: &a%d {<<: [%s]}\n", i, i, strings.TrimSuffix(strings.Repeat(fmt.Sprintf("*a%d, ", i-1), 10), ", "))
+	}
+	b.WriteString("model_list:\n  - model_name: m\n    litellm_params: {model: ollama/m}\ngeneral_settings:\n  <<: *a10\nenvironment_variables:\n  <<: *a10\n")
+	res, err := litellm.Convert([]byte(b.String()), "bomb.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"#   general_settings: keep_alive\n", "#   environment_variables: keep_alive (names only"} {
+		if !strings.Contains(string(res.TOML), want) {
+			t.Errorf("the file does not hold %q:\n%s", want, res.TOML)
+		}
 	}
 }

@@ -110,10 +110,18 @@ func (s seconds) String() string {
 // keys returns the keys of a mapping node, in file order, those a merge key (<<: *defaults)
 // brings in included; none for any other node.
 func keys(n *yaml.Node) []string {
+	return mergedKeys(n, map[*yaml.Node]bool{})
+}
+
+// mergedKeys is keys, each mapping read once: merged again (<<: [*a, *a]) it adds nothing, and
+// a file of ten such lines that each merge the one before ten times would otherwise take 10^10
+// steps (TestImportMergeBomb).
+func mergedKeys(n *yaml.Node, read map[*yaml.Node]bool) []string {
 	n = resolve(n)
-	if n == nil || n.Kind != yaml.MappingNode {
+	if n == nil || n.Kind != yaml.MappingNode || read[n] {
 		return nil
 	}
+	read[n] = true
 	var out []string
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, v := n.Content[i], resolve(n.Content[i+1])
@@ -126,7 +134,7 @@ func keys(n *yaml.Node) []string {
 			merged = v.Content
 		}
 		for _, m := range merged {
-			for _, mk := range keys(m) {
+			for _, mk := range mergedKeys(m, read) {
 				if !slices.Contains(out, mk) {
 					out = append(out, mk)
 				}
