@@ -100,7 +100,8 @@ func Convert(data []byte, file string) (*Result, error) {
 		if err := decode(n, d, where); err != nil {
 			return nil, fail("%v", err)
 		}
-		if err := errors.Join(decode(&d.Params, &d.params, where+": litellm_params"),
+		params := withoutEnvRefs(&d.Params, &d.fromEnv)
+		if err := errors.Join(decode(params, &d.params, where+": litellm_params"),
 			decode(&d.ModelInfo, &d.info, where+": model_info")); err != nil {
 			return nil, fail("%v", err)
 		}
@@ -279,8 +280,11 @@ func (c *converter) target(d *deploymentYAML, base string) (*target, string) {
 	p := &d.params
 	t := &target{name: c.unique(base, cleanName(d.ModelName) == d.ModelName), modelName: d.ModelName, litellmModel: p.Model, line: d.line}
 	provName, model, ok := strings.Cut(p.Model, "/")
-	if p.Model == "" {
+	switch {
+	case p.Model == "":
 		return nil, "its litellm_params has no model"
+	case provName == "os.environ":
+		return nil, fmt.Sprintf("its model is read from the environment (%s): write the model itself, with its provider prefix", model)
 	}
 	if !ok || model == "" {
 		return nil, "its model has no provider prefix (LiteLLM guesses one from the name); write openai/NAME with api_base if its server speaks OpenAI's API"
@@ -406,6 +410,10 @@ func (c *converter) target(d *deploymentYAML, base string) (*target, string) {
 	if len(limits) > 0 {
 		t.notes = append(t.notes, "not carried: "+strings.Join(limits, ", ")+" (limits here are a key's: rpm and tpm in [[keys]])")
 		c.limits = append(c.limits, t.name+" "+strings.Join(limits, ", "))
+	}
+	for _, e := range d.fromEnv {
+		t.notes = append(t.notes, fmt.Sprintf("not carried: %s = os.environ/%s (LiteLLM read it from the environment as it started: write the value here)", e.key, e.env))
+		c.warnf("target %s: litellm_params.%s is read from the environment (%s) in LiteLLM: not carried; write its value in the target", t.name, e.key, e.env)
 	}
 	if len(d.unknownParams) > 0 {
 		t.notes = append(t.notes, "not carried: "+strings.Join(d.unknownParams, ", "))

@@ -626,3 +626,47 @@ func TestImportMergeBomb(t *testing.T) {
 		}
 	}
 }
+
+// TestImportEnvRefsInParams: LiteLLM reads any litellm_params value written os.environ/NAME from
+// the environment as it starts, not only api_key. A timeout, rpm or num_ctx so written is not
+// carried, said beside the target and in a warning, instead of failing the whole file as a value
+// that is no number; a model so written leaves its deployment out, saying why.
+func TestImportEnvRefsInParams(t *testing.T) {
+	const src = `model_list:
+  - model_name: m
+    litellm_params:
+      model: ollama/llama3.1:8b
+      timeout: os.environ/LLM_TIMEOUT
+      rpm: os.environ/LLM_RPM
+      num_ctx: os.environ/LLM_CTX
+  - model_name: n
+    litellm_params: {model: os.environ/MODEL_N}
+`
+	res, err := litellm.Convert([]byte(src), "e.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Parse(res.TOML, "e.toml", nil)
+	if err != nil {
+		t.Fatalf("does not load: %v\n%s", err, res.TOML)
+	}
+	ts, _ := views(cfg)
+	want := []targetView{{Name: "m", Adapter: "ollama", URL: "http://localhost:11434", Model: "llama3.1:8b", Class: "private",
+		Timeout: config.DefaultTimeout, IdleTimeout: config.DefaultIdleTimeout}}
+	if diff := cmp.Diff(want, ts); diff != "" {
+		t.Errorf("targets (-want +got):\n%s", diff)
+	}
+	w := strings.Join(res.Warnings, "\n")
+	for _, want := range []string{
+		"target m: litellm_params.timeout is read from the environment (LLM_TIMEOUT) in LiteLLM: not carried",
+		"target m: litellm_params.num_ctx is read from the environment (LLM_CTX)",
+		`(model_name "n", model "os.environ/MODEL_N") left out: its model is read from the environment (MODEL_N)`,
+	} {
+		if !strings.Contains(w, want) {
+			t.Errorf("no warning holds %q:\n%s", want, w)
+		}
+	}
+	if !strings.Contains(string(res.TOML), "# not carried: timeout = os.environ/LLM_TIMEOUT (LiteLLM read it") {
+		t.Errorf("no note beside the target:\n%s", res.TOML)
+	}
+}

@@ -35,6 +35,9 @@ type deploymentYAML struct {
 	info      infoYAML   // decoded ModelInfo
 	// unknownParams are the keys of litellm_params (and model_info) that are not carried.
 	unknownParams []string
+	// fromEnv are the keys of litellm_params, mapped here, that LiteLLM reads from the
+	// environment (timeout: os.environ/TIMEOUT): they are not carried.
+	fromEnv []envRef
 }
 
 // paramsYAML is what litellm_params holds that is mapped.
@@ -142,6 +145,41 @@ func mergedKeys(n *yaml.Node, read map[*yaml.Node]bool) []string {
 		}
 	}
 	return out
+}
+
+// envRef is a key of litellm_params whose value is os.environ/NAME.
+type envRef struct{ key, env string }
+
+// stringParams are the keys of paramsYAML that hold a string, and so take os.environ/NAME as
+// it is: converting says what each such value becomes.
+var stringParams = []string{"model", "api_base", "api_key"}
+
+// withoutEnvRefs returns the litellm_params mapping n without the mapped keys other than
+// stringParams whose value is os.environ/NAME, which LiteLLM resolves for every key of
+// litellm_params as it starts; each is added to refs. Without them a timeout or an rpm read from
+// the environment fails the whole file's decoding (TestImportEnvRefsInParams).
+func withoutEnvRefs(n *yaml.Node, refs *[]envRef) *yaml.Node {
+	m := resolve(n)
+	if m == nil || m.Kind != yaml.MappingNode {
+		return n
+	}
+	known := map[string]bool{}
+	t := reflect.TypeOf(paramsYAML{})
+	for i := range t.NumField() {
+		name, _, _ := strings.Cut(t.Field(i).Tag.Get("yaml"), ",")
+		known[name] = !slices.Contains(stringParams, name)
+	}
+	out := *m
+	out.Content = nil
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		k, v := m.Content[i], resolve(m.Content[i+1])
+		if env, ok := strings.CutPrefix(v.Value, "os.environ/"); ok && v.Kind == yaml.ScalarNode && known[k.Value] {
+			*refs = append(*refs, envRef{key: k.Value, env: env})
+			continue
+		}
+		out.Content = append(out.Content, m.Content[i], m.Content[i+1])
+	}
+	return &out
 }
 
 // resolve is the node an alias (*defaults) stands for; n itself when it is no alias.
