@@ -62,7 +62,7 @@ func Convert(data []byte, file string) (*Result, error) {
 	if err := decode(root, &f, "the top level"); err != nil {
 		return nil, fail("%v", err)
 	}
-	c := &converter{file: file, names: map[string]bool{}, routeNames: map[string]bool{}, envs: map[string]bool{}}
+	c := &converter{file: file, names: map[string]bool{}, routeNames: map[string]bool{}, envs: map[string]bool{}, next: map[string]int{}}
 	c.notCarried("the top level", unknownKeys(root, fileYAML{}))
 	list := resolve(&f.ModelList)
 	switch {
@@ -129,6 +129,8 @@ type converter struct {
 	file string
 	// names are the target names taken, routeNames the route names: each unique in its kind.
 	names, routeNames map[string]bool
+	// next is where suffixed's last search of each key left off.
+	next map[string]int
 	// reserved are the target names of deployments whose model_name is a name here as it is:
 	// a model_name that had to be cleaned does not take one of them (TestImportNamesKeepTheirOwn).
 	reserved map[string]bool
@@ -431,12 +433,31 @@ func firstSeconds(a, b *seconds) *seconds {
 // unique returns name, or name with a suffix when another target has it or, unless own (the
 // deployment's model_name is a name here as it is), is to have it.
 func (c *converter) unique(name string, own bool) string {
-	n := name
-	for i := 2; c.names[n] || !own && c.reserved[n]; i++ {
-		n = name + "-" + strconv.Itoa(i)
-	}
+	n := c.suffixed("target "+strconv.FormatBool(own)+" "+name, func(i int) string {
+		if i == 1 {
+			return name
+		}
+		return name + "-" + strconv.Itoa(i)
+	},
+		func(n string) bool { return c.names[n] || !own && c.reserved[n] })
 	c.names[n] = true
 	return n
+}
+
+// suffixed returns name(1) when taken does not hold it, else name(i) for the least i from 2 up
+// that it does not hold, for a taken that only ever grows. It starts where the last search of key
+// left off: 20,000 model_names that all clean to "---" took 2·10^8 steps counting each up from 2
+// (BenchmarkConvertOneCleanedName).
+func (c *converter) suffixed(key string, name func(i int) string, taken func(string) bool) string {
+	if n := name(1); !taken(n) {
+		return n
+	}
+	i := max(c.next[key], 2)
+	for taken(name(i)) {
+		i++
+	}
+	c.next[key] = i + 1
+	return name(i)
 }
 
 // keyVar names the variable a key written in the YAML is to be exported as.
@@ -453,11 +474,12 @@ func (c *converter) keyVar(target string) string {
 	if base == "" || base[0] >= '0' && base[0] <= '9' {
 		base = "KEY_" + base
 	}
-	name := base + "_API_KEY"
-	for i := 2; c.envs[name]; i++ {
-		name = base + "_" + strconv.Itoa(i) + "_API_KEY"
-	}
-	return name
+	return c.suffixed("env "+base, func(i int) string {
+		if i == 1 {
+			return base + "_API_KEY"
+		}
+		return base + "_" + strconv.Itoa(i) + "_API_KEY"
+	}, func(n string) bool { return c.envs[n] })
 }
 
 // keyPrefixes begin the keys providers hand out (OpenAI's and LiteLLM's sk-, Groq's gsk_, xAI's
@@ -604,10 +626,13 @@ func (c *converter) routes(r *routerYAML, s *settingsYAML) {
 		if name == "auto" {
 			name = "litellm-auto"
 		}
-		rt := &route{name: name, guarded: map[*target]bool{}}
-		for i := 2; c.routeNames[rt.name] || rt.name != g.modelName && reserved[rt.name]; i++ {
-			rt.name = name + "-" + strconv.Itoa(i) // two model_names that clean to one name
-		}
+		rt := &route{guarded: map[*target]bool{}}
+		rt.name = c.suffixed("route "+name, func(i int) string {
+			if i == 1 {
+				return name
+			}
+			return name + "-" + strconv.Itoa(i) // two model_names that clean to one name
+		}, func(n string) bool { return c.routeNames[n] || n != g.modelName && reserved[n] })
 		switch {
 		case g.modelName == "auto":
 			rt.notes = append(rt.notes, fmt.Sprintf(`model_name "auto" is this gateway's automatic router (model "auto", [auto]): clients send %q for this route`, rt.name))
@@ -615,7 +640,7 @@ func (c *converter) routes(r *routerYAML, s *settingsYAML) {
 		case rt.name != g.modelName:
 			taken := ""
 			if rt.name != name {
-				taken = fmt.Sprintf(", and %q is another model_name's", name)
+				taken = fmt.Sprintf(", and %q is another route's", name)
 			}
 			rt.notes = append(rt.notes, fmt.Sprintf("model_name %q has characters a name here may not%s: clients send %q", g.modelName, taken, rt.name))
 			c.warnf("route %q is named %q: a name here has letters, digits and . _ - : / @ + only%s", g.modelName, rt.name, taken)

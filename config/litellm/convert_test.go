@@ -528,7 +528,7 @@ func TestImportNamesKeepTheirOwn(t *testing.T) {
 		t.Errorf("route → first target, model (-want +got):\n%s", diff)
 	}
 	w := strings.Join(res.Warnings, "\n")
-	if !strings.Contains(w, `route "a b" is named "a-b-2": a name here has letters, digits and . _ - : / @ + only, and "a-b" is another model_name's`) {
+	if !strings.Contains(w, `route "a b" is named "a-b-2": a name here has letters, digits and . _ - : / @ + only, and "a-b" is another route's`) {
 		t.Errorf("no warning names the renamed route:\n%s", w)
 	}
 }
@@ -668,5 +668,22 @@ func TestImportEnvRefsInParams(t *testing.T) {
 	}
 	if !strings.Contains(string(res.TOML), "# not carried: timeout = os.environ/LLM_TIMEOUT (LiteLLM read it") {
 		t.Errorf("no note beside the target:\n%s", res.TOML)
+	}
+}
+
+// BenchmarkConvertOneCleanedName converts 20,000 model_names that each clean to "---" (one
+// Chinese character each), with a key written for each: every target, route and key variable
+// takes the next suffix of one base.
+func BenchmarkConvertOneCleanedName(b *testing.B) {
+	var src strings.Builder
+	src.WriteString("model_list:\n")
+	for i := range 20000 {
+		fmt.Fprintf(&src, "  - model_name: %q\n    litellm_params: {model: openai/m, api_base: \"http://10.0.0.1/v1\", api_key: k}\n", string(rune(0x4e00+i)))
+	}
+	data := []byte(src.String())
+	for b.Loop() {
+		if _, err := litellm.Convert(data, "b.yaml"); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
