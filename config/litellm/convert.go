@@ -319,7 +319,7 @@ func (c *converter) target(d *deploymentYAML, base string) (*target, string) {
 		t.notes = append(t.notes, "api_base held a user and password: not copied (secrets come only from the environment)")
 		c.warnf("target %s: the user and password in api_base (entry at line %d) were not copied", t.name, d.line)
 	}
-	if u.RawQuery != "" || u.Fragment != "" {
+	if u.RawQuery != "" || u.ForceQuery || u.Fragment != "" { // "http://h/v1?" too, whose query is empty
 		u.RawQuery, u.ForceQuery, u.Fragment = "", false, ""
 		t.notes = append(t.notes, "api_base's query was not copied: a url here has none, and a key some providers take there (?key=) comes only from the environment (api_key_env)")
 		c.warnf("target %s: the query of api_base (entry at line %d) was not copied: if it held the key, export it and name it in the target's api_key_env", t.name, d.line)
