@@ -604,8 +604,8 @@ func (c *converter) routes(r *routerYAML, s *settingsYAML) {
 	if len(defaults) == 0 {
 		defaults, defaultsFrom = s.DefaultFallbacks, "litellm_settings.default_fallbacks"
 	}
-	fallbacks := c.fallbackMap("fallbacks", defaults, defaultsFrom, r.Fallbacks, s.Fallbacks)
-	windowFallbacks := c.fallbackMap("context_window_fallbacks", nil, "", r.ContextWindowFallbacks, s.ContextWindowFallbacks)
+	fallbacks := c.fallbackMap("fallbacks", true, defaults, defaultsFrom, r.Fallbacks, s.Fallbacks)
+	windowFallbacks := c.fallbackMap("context_window_fallbacks", false, nil, "", r.ContextWindowFallbacks, s.ContextWindowFallbacks)
 	depth := defaultMaxFallbacks
 	if r.MaxFallbacks != nil {
 		depth = min(max(*r.MaxFallbacks, 0), 1000) // deeper than any file's chain: a bound on the work
@@ -766,8 +766,10 @@ func (f *fallbackTable) of(name string) []string {
 
 // fallbackMap merges LiteLLM's fallback lists ([{"a": ["b", "c"]}, {"*": ["d"]}]) of
 // router_settings and litellm_settings, and defaults, default_fallbacks, read from defaultsFrom.
-// A name that no deployment has is warned of.
-func (c *converter) fallbackMap(kind string, defaults []string, defaultsFrom string, lists ...[]map[string][]string) *fallbackTable {
+// generic says whether LiteLLM reads a "*" entry for this kind: it matches a model_name's
+// context_window_fallbacks exactly, so there such an entry is warned of, not carried. A name that
+// no deployment has is warned of.
+func (c *converter) fallbackMap(kind string, generic bool, defaults []string, defaultsFrom string, lists ...[]map[string][]string) *fallbackTable {
 	f := &fallbackTable{own: map[string][]string{}}
 	// known are the names of l, from, that have targets: the others are warned of.
 	known := func(from string, l []string) []string {
@@ -793,8 +795,10 @@ func (c *converter) fallbackMap(kind string, defaults []string, defaultsFrom str
 			slices.Sort(from)
 			for _, k := range from {
 				switch {
-				case k == "*":
+				case k == "*" && generic:
 					f.generic = known(k, entry[k]) // LiteLLM takes the last "*" entry
+				case k == "*":
+					c.warnf(`%s: LiteLLM reads no "*" entry here, only a model_name's own: not carried`, kind)
 				case c.byName[k] == nil:
 					c.warnf("%s: no model_name %q: its fallbacks are not carried", kind, k)
 				default:

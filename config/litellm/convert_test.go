@@ -535,7 +535,8 @@ func TestImportNamesKeepTheirOwn(t *testing.T) {
 
 // TestImportFallbacksFollowed: LiteLLM follows a fallback's own fallbacks when it fails in turn,
 // depth first, up to router_settings.max_fallbacks (5); a model_name without fallbacks of its
-// own takes the "*" entry's or default_fallbacks; content_policy_fallbacks, which have no
+// own takes the "*" entry's or default_fallbacks (a context_window_fallbacks "*" entry, which
+// LiteLLM does not read, is warned of: y stays alone); content_policy_fallbacks, which have no
 // equivalent, are listed as not carried with why.
 func TestImportFallbacksFollowed(t *testing.T) {
 	var deps strings.Builder
@@ -545,7 +546,7 @@ func TestImportFallbacksFollowed(t *testing.T) {
 	}
 	const settings = `router_settings:
   fallbacks: [{a: [b, c]}, {b: [d]}, {y: []}]
-  context_window_fallbacks: [{c: [e]}]
+  context_window_fallbacks: [{c: [e]}, {"*": [tail]}]
   content_policy_fallbacks: [{a: [b]}]
 litellm_settings:
   default_fallbacks: [tail]
@@ -597,6 +598,9 @@ litellm_settings:
 				if !strings.Contains(toml, want) {
 					t.Errorf("the file does not hold %q:\n%s", want, toml)
 				}
+			}
+			if w := strings.Join(res.Warnings, "\n"); !strings.Contains(w, `context_window_fallbacks: LiteLLM reads no "*" entry here`) {
+				t.Errorf("no warning that a \"*\" context_window_fallbacks entry is not carried:\n%s", w)
 			}
 			if strings.Contains(toml, "settings: default_fallbacks") {
 				t.Errorf("default_fallbacks still listed as not carried:\n%s", toml)
