@@ -164,6 +164,7 @@ type group struct {
 	targets   []*target // convertible ones, in file order
 	line      int
 	why       string // set when no deployment of it converts
+	route     *route // its route, once made
 }
 
 type target struct {
@@ -711,6 +712,42 @@ func (c *converter) routes(r *routerYAML, s *settingsYAML) {
 			c.spread(rt, len(g.targets), r.RoutingStrategy)
 		}
 		c.routeList = append(c.routeList, rt)
+		g.route = rt
+	}
+	c.aliases(r.ModelGroupAlias)
+}
+
+// aliases adds a route for each of router_settings.model_group_alias's names, the chain of the
+// model_name it stands for: LiteLLM serves a request for the alias as one for that model_name,
+// its fallbacks included (TestImportModelGroupAlias). An alias that is a model_name's or a
+// route's name already is left out, as are one that cannot be a name here and one whose
+// model_name has no route, each with a warning.
+func (c *converter) aliases(m map[string]aliasYAML) {
+	names := make([]string, 0, len(m))
+	for k := range m {
+		names = append(names, k)
+	}
+	slices.Sort(names)
+	for _, alias := range names {
+		to := m[alias]
+		g := c.byName[to.Model]
+		switch {
+		case g == nil || g.route == nil:
+			c.warnf("model_group_alias %q: model_name %q has no route here: not carried", alias, to.Model)
+		case c.byName[alias] != nil || c.routeNames[alias]:
+			c.warnf("model_group_alias %q: a model_name or route has that name already: not carried", alias)
+		case alias == "auto" || cleanName(alias) != alias:
+			c.warnf(`model_group_alias %q: not a name here (letters, digits and . _ - : / @ + only; "auto" is the automatic router's): not carried`, alias)
+		default:
+			rt := *g.route
+			rt.name = alias
+			rt.notes = []string{fmt.Sprintf("router_settings.model_group_alias: %q stands for %q, its chain", alias, to.Model)}
+			if to.Hidden {
+				rt.notes = append(rt.notes, "hidden from LiteLLM's /v1/models; here every route is listed there")
+			}
+			c.routeNames[alias] = true
+			c.routeList = append(c.routeList, &rt)
+		}
 	}
 }
 

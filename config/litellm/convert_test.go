@@ -691,3 +691,55 @@ func BenchmarkConvertOneCleanedName(b *testing.B) {
 		}
 	}
 }
+
+// TestImportModelGroupAlias: router_settings.model_group_alias, the names a homelab gives its
+// local models for clients that send "gpt-4", becomes a route of that name with the chain of the
+// model_name it stands for, fallbacks and guards included; an alias that cannot be carried is
+// warned of, not dropped without a word.
+func TestImportModelGroupAlias(t *testing.T) {
+	const src = `model_list:
+  - model_name: llama
+    litellm_params: {model: ollama/llama3.1:8b}
+  - model_name: tail
+    litellm_params: {model: openrouter/openai/gpt-4o-mini, api_key: os.environ/OR_KEY}
+router_settings:
+  fallbacks: [{llama: [tail]}]
+  model_group_alias:
+    gpt-4: llama
+    gpt-4o: {model: llama, hidden: true}
+    tail: llama
+    "gpt 5": llama
+    o1: no-such
+`
+	res, err := litellm.Convert([]byte(src), "a.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Parse(res.TOML, "a.toml", func(string) string { return "x" })
+	if err != nil {
+		t.Fatalf("does not load: %v\n%s", err, res.TOML)
+	}
+	_, rs := views(cfg)
+	want := []routeView{
+		{Name: "gpt-4", Targets: []string{"llama", "tail"}},
+		{Name: "gpt-4o", Targets: []string{"llama", "tail"}},
+		{Name: "llama", Targets: []string{"llama", "tail"}},
+		{Name: "tail", Targets: []string{"tail"}},
+	}
+	if diff := cmp.Diff(want, rs); diff != "" {
+		t.Errorf("routes (-want +got):\n%s\n%s", diff, res.TOML)
+	}
+	w := strings.Join(res.Warnings, "\n")
+	for _, want := range []string{
+		`model_group_alias "tail": a model_name or route has that name already: not carried`,
+		`model_group_alias "gpt 5": not a name here`,
+		`model_group_alias "o1": model_name "no-such" has no route here: not carried`,
+	} {
+		if !strings.Contains(w, want) {
+			t.Errorf("no warning holds %q:\n%s", want, w)
+		}
+	}
+	if strings.Contains(string(res.TOML), "router_settings: model_group_alias") {
+		t.Errorf("model_group_alias still listed as not carried:\n%s", res.TOML)
+	}
+}

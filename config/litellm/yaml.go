@@ -73,10 +73,12 @@ type routerYAML struct {
 	MaxFallbacks *int `yaml:"max_fallbacks"`
 	// ContentPolicyFallbacks are listed as not carried, with why: read for nothing else.
 	ContentPolicyFallbacks yaml.Node `yaml:"content_policy_fallbacks"`
-	AllowedFails           *int      `yaml:"allowed_fails"`
-	CooldownTime           *seconds  `yaml:"cooldown_time"`
-	NumRetries             *int      `yaml:"num_retries"`
-	Timeout                *seconds  `yaml:"timeout"`
+	// ModelGroupAlias are other names clients may send for a model_name.
+	ModelGroupAlias map[string]aliasYAML `yaml:"model_group_alias"`
+	AllowedFails    *int                 `yaml:"allowed_fails"`
+	CooldownTime    *seconds             `yaml:"cooldown_time"`
+	NumRetries      *int                 `yaml:"num_retries"`
+	Timeout         *seconds             `yaml:"timeout"`
 }
 
 // settingsYAML is what litellm_settings holds that is mapped.
@@ -87,6 +89,28 @@ type settingsYAML struct {
 	ContentPolicyFallbacks yaml.Node             `yaml:"content_policy_fallbacks"`
 	NumRetries             *int                  `yaml:"num_retries"`
 	RequestTimeout         *seconds              `yaml:"request_timeout"`
+}
+
+// aliasYAML is what a model_group_alias name stands for: a model_name, written alone or as
+// {model: NAME, hidden: true}.
+type aliasYAML struct {
+	Model  string
+	Hidden bool
+}
+
+func (a *aliasYAML) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind == yaml.ScalarNode {
+		return n.Decode(&a.Model)
+	}
+	var v struct {
+		Model  string `yaml:"model"`
+		Hidden bool   `yaml:"hidden"`
+	}
+	if err := n.Decode(&v); err != nil {
+		return err
+	}
+	a.Model, a.Hidden = v.Model, v.Hidden
+	return nil
 }
 
 // seconds is a LiteLLM timeout: a number of seconds, whole or not.
