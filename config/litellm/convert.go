@@ -7,6 +7,7 @@ package litellm
 import (
 	"errors"
 	"fmt"
+	"math"
 	"net/url"
 	"slices"
 	"strconv"
@@ -61,7 +62,7 @@ func Convert(data []byte, file string) (*Result, error) {
 	if err := decode(root, &f, "the top level"); err != nil {
 		return nil, fail("%v", err)
 	}
-	c := &converter{file: file, names: map[string]bool{}, routeNames: map[string]bool{}, envs: map[string]bool{}}
+	c := &converter{file: file, names: map[string]bool{}, routeNames: map[string]bool{}, envs: map[string]bool{}, next: map[string]int{}}
 	c.notCarried("the top level", unknownKeys(root, fileYAML{}))
 	list := resolve(&f.ModelList)
 	switch {
@@ -78,6 +79,15 @@ func Convert(data []byte, file string) (*Result, error) {
 	}
 	c.notCarried("router_settings", unknownKeys(&f.RouterSettings, routerYAML{}))
 	c.notCarried("litellm_settings", unknownKeys(&f.LiteLLMSettings, settingsYAML{}))
+	for _, cp := range []struct {
+		section string
+		n       *yaml.Node
+	}{{"router_settings", &router.ContentPolicyFallbacks}, {"litellm_settings", &settings.ContentPolicyFallbacks}} {
+		if n := resolve(cp.n); n.Kind != 0 && n.Tag != "!!null" {
+			c.notCarried(cp.section, []string{"content_policy_fallbacks (a provider's refusal on its content policy is a 4xx, " +
+				"the request's own failure here, class request, which ends the chain: no target is tried after it)"})
+		}
+	}
 	c.general = keys(&f.GeneralSettings)
 	c.notCarried("general_settings", c.general)
 	c.envNames = keys(&f.EnvironmentVariables)
@@ -90,7 +100,8 @@ func Convert(data []byte, file string) (*Result, error) {
 		if err := decode(n, d, where); err != nil {
 			return nil, fail("%v", err)
 		}
-		if err := errors.Join(decode(&d.Params, &d.params, where+": litellm_params"),
+		params := withoutEnvRefs(&d.Params, &d.fromEnv)
+		if err := errors.Join(decode(params, &d.params, where+": litellm_params"),
 			decode(&d.ModelInfo, &d.info, where+": model_info")); err != nil {
 			return nil, fail("%v", err)
 		}
@@ -103,6 +114,9 @@ func Convert(data []byte, file string) (*Result, error) {
 	}
 	c.defaults(&router, &settings)
 	c.deployments(deps)
+	if len(c.limits) > 0 {
+		c.skipped = append(c.skipped, "the deployments' rpm and tpm (a limit here is a client key's, rpm and tpm in [[keys]]; a target has none): "+strings.Join(c.limits, "; "))
+	}
 	c.routes(&router, &settings)
 	if len(c.routeList) == 0 {
 		return nil, fail("nothing convertible: %s", c.noneWhy())
@@ -115,6 +129,11 @@ type converter struct {
 	file string
 	// names are the target names taken, routeNames the route names: each unique in its kind.
 	names, routeNames map[string]bool
+	// next is where suffixed's last search of each key left off.
+	next map[string]int
+	// reserved are the target names of deployments whose model_name is a name here as it is:
+	// a model_name that had to be cleaned does not take one of them (TestImportNamesKeepTheirOwn).
+	reserved map[string]bool
 	// envs are the variables api_key_env names.
 	envs map[string]bool
 	// general and envNames are the keys of general_settings and environment_variables.
@@ -129,6 +148,8 @@ type converter struct {
 	routeList []*route
 	// leftOut are the comments of deployments that could not become targets.
 	leftOut []string
+	// limits are the targets' rpm and tpm, "NAME rpm = 20" each: a target here has no limit.
+	limits []string
 
 	// The defaults the settings give every target.
 	timeout     *seconds
@@ -143,6 +164,7 @@ type group struct {
 	targets   []*target // convertible ones, in file order
 	line      int
 	why       string // set when no deployment of it converts
+	route     *route // its route, once made
 }
 
 type target struct {
@@ -198,7 +220,15 @@ func (c *converter) deployments(deps []*deploymentYAML) {
 	for _, d := range deps {
 		count[d.ModelName]++
 	}
+	c.reserved = map[string]bool{}
 	seen := map[string]int{}
+	for _, d := range deps {
+		if d.ModelName != "" && cleanName(d.ModelName) == d.ModelName {
+			seen[d.ModelName]++
+			c.reserved[targetBase(d.ModelName, seen[d.ModelName], count[d.ModelName])] = true
+		}
+	}
+	clear(seen)
 	for _, d := range deps {
 		if d.ModelName == "" {
 			c.leaveOut(d, "", "it has no model_name, the name clients send")
@@ -211,10 +241,7 @@ func (c *converter) deployments(deps []*deploymentYAML) {
 			c.groups = append(c.groups, g)
 		}
 		seen[d.ModelName]++
-		base := cleanName(d.ModelName)
-		if count[d.ModelName] > 1 {
-			base += "-" + strconv.Itoa(seen[d.ModelName])
-		}
+		base := targetBase(d.ModelName, seen[d.ModelName], count[d.ModelName])
 		if strings.Contains(d.ModelName, "*") {
 			g.why = "LiteLLM's wildcard routing has no equivalent here: give each model a model_name of its own"
 			c.leaveOut(d, base, g.why)
@@ -232,6 +259,15 @@ func (c *converter) deployments(deps []*deploymentYAML) {
 	}
 }
 
+// targetBase is the name the nth of count deployments of modelName is given, before unique.
+func targetBase(modelName string, n, count int) string {
+	base := cleanName(modelName)
+	if count > 1 {
+		base += "-" + strconv.Itoa(n)
+	}
+	return base
+}
+
 // leaveOut records a deployment that becomes no target: a comment in the file and a warning.
 func (c *converter) leaveOut(d *deploymentYAML, name, why string) {
 	what := fmt.Sprintf("model_list entry at line %d", d.line)
@@ -245,10 +281,13 @@ func (c *converter) leaveOut(d *deploymentYAML, name, why string) {
 // target converts one deployment; a non-empty string says why it cannot be.
 func (c *converter) target(d *deploymentYAML, base string) (*target, string) {
 	p := &d.params
-	t := &target{name: c.unique(base), modelName: d.ModelName, litellmModel: p.Model, line: d.line}
+	t := &target{name: c.unique(base, cleanName(d.ModelName) == d.ModelName), modelName: d.ModelName, litellmModel: p.Model, line: d.line}
 	provName, model, ok := strings.Cut(p.Model, "/")
-	if p.Model == "" {
+	switch {
+	case p.Model == "":
 		return nil, "its litellm_params has no model"
+	case provName == "os.environ":
+		return nil, fmt.Sprintf("its model is read from the environment (%s): write the model itself, with its provider prefix", model)
 	}
 	if !ok || model == "" {
 		return nil, "its model has no provider prefix (LiteLLM guesses one from the name); write openai/NAME with api_base if its server speaks OpenAI's API"
@@ -281,10 +320,18 @@ func (c *converter) target(d *deploymentYAML, base string) (*target, string) {
 		t.notes = append(t.notes, "api_base held a user and password: not copied (secrets come only from the environment)")
 		c.warnf("target %s: the user and password in api_base (entry at line %d) were not copied", t.name, d.line)
 	}
-	if u.RawQuery != "" || u.Fragment != "" {
+	if u.RawQuery != "" || u.ForceQuery || u.Fragment != "" { // "http://h/v1?" too, whose query is empty
 		u.RawQuery, u.ForceQuery, u.Fragment = "", false, ""
-		t.notes = append(t.notes, "api_base's query was not copied: a url here has none")
-		c.warnf("target %s: the query of api_base (entry at line %d) was not copied", t.name, d.line)
+		t.notes = append(t.notes, "api_base's query was not copied: a url here has none, and a key some providers take there (?key=) comes only from the environment (api_key_env)")
+		c.warnf("target %s: the query of api_base (entry at line %d) was not copied: if it held the key, export it and name it in the target's api_key_env", t.name, d.line)
+	}
+	if i := keyInPath(u.Path); i > 0 {
+		// A url is written in the file as it is, and the gateway sends a key only as a Bearer
+		// header from api_key_env: a target without the segment would call another URL.
+		return nil, fmt.Sprintf("the %s segment of its api_base's path looks like a key, which is never copied; "+
+			"the gateway sends a key only as Authorization: Bearer, from the variable api_key_env names. "+
+			"If the server takes it so, write the target by hand with that variable; if the segment is no secret (an account id), "+
+			"write the target by hand with its url", ordinal(i))
 	}
 	u.Path = strings.TrimRight(u.Path, "/")
 	switch {
@@ -365,6 +412,11 @@ func (c *converter) target(d *deploymentYAML, base string) (*target, string) {
 	}
 	if len(limits) > 0 {
 		t.notes = append(t.notes, "not carried: "+strings.Join(limits, ", ")+" (limits here are a key's: rpm and tpm in [[keys]])")
+		c.limits = append(c.limits, t.name+" "+strings.Join(limits, ", "))
+	}
+	for _, e := range d.fromEnv {
+		t.notes = append(t.notes, fmt.Sprintf("not carried: %s = os.environ/%s (LiteLLM read it from the environment as it started: write the value here)", e.key, e.env))
+		c.warnf("target %s: litellm_params.%s is read from the environment (%s) in LiteLLM: not carried; write its value in the target", t.name, e.key, e.env)
 	}
 	if len(d.unknownParams) > 0 {
 		t.notes = append(t.notes, "not carried: "+strings.Join(d.unknownParams, ", "))
@@ -379,14 +431,34 @@ func firstSeconds(a, b *seconds) *seconds {
 	return b
 }
 
-// unique returns name, or name with a suffix when another target or route has it.
-func (c *converter) unique(name string) string {
-	n := name
-	for i := 2; c.names[n]; i++ {
-		n = name + "-" + strconv.Itoa(i)
-	}
+// unique returns name, or name with a suffix when another target has it or, unless own (the
+// deployment's model_name is a name here as it is), is to have it.
+func (c *converter) unique(name string, own bool) string {
+	n := c.suffixed("target "+strconv.FormatBool(own)+" "+name, func(i int) string {
+		if i == 1 {
+			return name
+		}
+		return name + "-" + strconv.Itoa(i)
+	},
+		func(n string) bool { return c.names[n] || !own && c.reserved[n] })
 	c.names[n] = true
 	return n
+}
+
+// suffixed returns name(1) when taken does not hold it, else name(i) for the least i from 2 up
+// that it does not hold, for a taken that only ever grows. It starts where the last search of key
+// left off: 20,000 model_names that all clean to "---" took 2·10^8 steps counting each up from 2
+// (BenchmarkConvertOneCleanedName).
+func (c *converter) suffixed(key string, name func(i int) string, taken func(string) bool) string {
+	if n := name(1); !taken(n) {
+		return n
+	}
+	i := max(c.next[key], 2)
+	for taken(name(i)) {
+		i++
+	}
+	c.next[key] = i + 1
+	return name(i)
 }
 
 // keyVar names the variable a key written in the YAML is to be exported as.
@@ -403,11 +475,97 @@ func (c *converter) keyVar(target string) string {
 	if base == "" || base[0] >= '0' && base[0] <= '9' {
 		base = "KEY_" + base
 	}
-	name := base + "_API_KEY"
-	for i := 2; c.envs[name]; i++ {
-		name = base + "_" + strconv.Itoa(i) + "_API_KEY"
+	return c.suffixed("env "+base, func(i int) string {
+		if i == 1 {
+			return base + "_API_KEY"
+		}
+		return base + "_" + strconv.Itoa(i) + "_API_KEY"
+	}, func(n string) bool { return c.envs[n] })
+}
+
+// keyPrefixes begin the keys providers hand out (OpenAI's and LiteLLM's sk-, Groq's gsk_, xAI's
+// xai-, Hugging Face's hf_, NVIDIA's nvapi-, Google's AIza) and the key- some proxies use.
+var keyPrefixes = []string{"sk-", "sk_", "key-", "key_", "gsk_", "xai-", "hf_", "nvapi-", "aiza"}
+
+// keyWords name a path segment whose next segment is a key: /key/VALUE.
+var keyWords = []string{"key", "apikey", "api_key", "api-key", "token", "secret", "password"}
+
+// keyInPath returns the 1-based index of the first segment of path that looks like a key, 0 when
+// none does: one that starts as keys do, follows a segment named like one, is a UUID, or holds a
+// run of 20 letters and digits or more, both, as varied as a random string is (3.5 bits a
+// character or more), which the words, versions and model names of an API's path never are
+// ("qwen2.5-coder-7b-instruct" is runs of 4 or fewer). An account id of 32 hex digits looks so too:
+// leaving a target out is the side to err on (TestImportKeyInAPIBase).
+func keyInPath(path string) int {
+	segs := strings.Split(strings.Trim(path, "/"), "/")
+	for i, s := range segs {
+		low := strings.ToLower(s)
+		switch {
+		case s == "":
+		case slices.ContainsFunc(keyPrefixes, func(p string) bool { return strings.HasPrefix(low, p) && len(low) > len(p) }),
+			i > 0 && slices.Contains(keyWords, strings.ToLower(segs[i-1])),
+			uuid(low),
+			slices.ContainsFunc(strings.FieldsFunc(s, func(r rune) bool { return !isAlnum(r) }), random):
+			return i + 1
+		}
 	}
-	return name
+	return 0
+}
+
+func isAlnum(r rune) bool {
+	return r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9'
+}
+
+// uuid reports whether s, in lower case, is a UUID: 8-4-4-4-12 hex digits.
+func uuid(s string) bool {
+	if len(s) != 36 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if i == 8 || i == 13 || i == 18 || i == 23 {
+			if s[i] != '-' {
+				return false
+			}
+		} else if !(s[i] >= '0' && s[i] <= '9' || s[i] >= 'a' && s[i] <= 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// random reports whether run, letters and digits, looks like a random string: 20 of them or more,
+// both kinds, with a Shannon entropy of 3.5 bits a character or more.
+func random(run string) bool {
+	if len(run) < 20 || !strings.ContainsAny(run, "0123456789") || !strings.ContainsFunc(run, func(r rune) bool { return r > '9' }) {
+		return false
+	}
+	var count [256]int
+	for i := 0; i < len(run); i++ {
+		count[run[i]]++
+	}
+	bits := 0.0
+	for _, n := range count {
+		if n > 0 {
+			p := float64(n) / float64(len(run))
+			bits -= p * math.Log2(p)
+		}
+	}
+	return bits >= 3.5
+}
+
+// ordinal is n as "1st", "2nd", "3rd", "4th".
+func ordinal(n int) string {
+	suffix := "th"
+	switch {
+	case n%100 >= 11 && n%100 <= 13:
+	case n%10 == 1:
+		suffix = "st"
+	case n%10 == 2:
+		suffix = "nd"
+	case n%10 == 3:
+		suffix = "rd"
+	}
+	return strconv.Itoa(n) + suffix
 }
 
 // envName reports whether s is an environment variable name as shells take it.
@@ -443,56 +601,153 @@ func cleanName(s string) string {
 
 // routes makes a route of each model_name with targets, its chain extended by the fallbacks.
 func (c *converter) routes(r *routerYAML, s *settingsYAML) {
-	fallbacks := c.fallbackMap("fallbacks", r.Fallbacks, s.Fallbacks)
-	windowFallbacks := c.fallbackMap("context_window_fallbacks", r.ContextWindowFallbacks, s.ContextWindowFallbacks)
+	defaults, defaultsFrom := r.DefaultFallbacks, "router_settings.default_fallbacks"
+	if len(defaults) == 0 {
+		defaults, defaultsFrom = s.DefaultFallbacks, "litellm_settings.default_fallbacks"
+	}
+	fallbacks := c.fallbackMap("fallbacks", true, defaults, defaultsFrom, r.Fallbacks, s.Fallbacks)
+	windowFallbacks := c.fallbackMap("context_window_fallbacks", false, nil, "", r.ContextWindowFallbacks, s.ContextWindowFallbacks)
+	depth := defaultMaxFallbacks
+	if r.MaxFallbacks != nil {
+		depth = min(max(*r.MaxFallbacks, 0), 1000) // deeper than any file's chain: a bound on the work
+	}
+	// A model_name that is a name here as it is keeps it, as clients send it to LiteLLM: one that
+	// had to be cleaned, or renamed from "auto", takes another if it comes out the same.
+	reserved := map[string]bool{}
+	for _, g := range c.groups {
+		if len(g.targets) > 0 && g.modelName != "auto" && cleanName(g.modelName) == g.modelName {
+			reserved[g.modelName] = true
+		}
+	}
 	for _, g := range c.groups {
 		if len(g.targets) == 0 {
 			continue // its deployments' warnings said why
 		}
 		name := cleanName(g.modelName)
-		rt := &route{guarded: map[*target]bool{}}
-		switch {
-		case name == "auto":
+		if name == "auto" {
 			name = "litellm-auto"
-			rt.notes = append(rt.notes, `model_name "auto" is this gateway's automatic router (model "auto", [auto]): clients send "litellm-auto" for this route`)
-			c.warnf(`route "auto" is renamed "litellm-auto": model "auto" is this gateway's automatic router`)
-		case name != g.modelName:
-			rt.notes = append(rt.notes, fmt.Sprintf("model_name %q has characters a name here may not: clients send %q", g.modelName, name))
-			c.warnf("route %q is named %q: a name here has letters, digits and . _ - : / @ + only", g.modelName, name)
 		}
-		rt.name = name
-		for i := 2; c.routeNames[rt.name]; i++ {
-			rt.name = name + "-" + strconv.Itoa(i) // two model_names that clean to one name
+		rt := &route{guarded: map[*target]bool{}}
+		rt.name = c.suffixed("route "+name, func(i int) string {
+			if i == 1 {
+				return name
+			}
+			return name + "-" + strconv.Itoa(i) // two model_names that clean to one name
+		}, func(n string) bool { return c.routeNames[n] || n != g.modelName && reserved[n] })
+		switch {
+		case g.modelName == "auto":
+			rt.notes = append(rt.notes, fmt.Sprintf(`model_name "auto" is this gateway's automatic router (model "auto", [auto]): clients send %q for this route`, rt.name))
+			c.warnf(`route "auto" is renamed %q: model "auto" is this gateway's automatic router`, rt.name)
+		case rt.name != g.modelName:
+			taken := ""
+			if rt.name != name {
+				taken = fmt.Sprintf(", and %q is another route's", name)
+			}
+			rt.notes = append(rt.notes, fmt.Sprintf("model_name %q has characters a name here may not%s: clients send %q", g.modelName, taken, rt.name))
+			c.warnf("route %q is named %q: a name here has letters, digits and . _ - : / @ + only%s", g.modelName, rt.name, taken)
 		}
 		c.routeNames[rt.name] = true
 		rt.targets = append(rt.targets, g.targets...)
-		// add appends the targets of the model_names tried after this one, each once: one the
+		// add appends the targets of the model_name fb, tried after this one, each once: one the
 		// chain holds already keeps its place (and, from fallbacks, stays unguarded).
-		add := func(kind string, names []string, guard bool) {
-			var used []string
-			for _, fb := range names {
-				added := false
-				for _, t := range c.byName[fb].targets {
-					if !slices.Contains(rt.targets, t) {
-						rt.targets = append(rt.targets, t)
-						rt.guarded[t] = guard
-						added = true
-					}
+		add := func(fb string, guard bool) (added bool) {
+			for _, t := range c.byName[fb].targets {
+				if !slices.Contains(rt.targets, t) {
+					rt.targets = append(rt.targets, t)
+					rt.guarded[t] = guard
+					added = true
 				}
-				if added {
+			}
+			return added
+		}
+		// LiteLLM follows a fallback's own fallbacks in turn when it fails too, depth first,
+		// each model_name tried counting one towards max_fallbacks (its run_async_fallback).
+		var used []string
+		followed := map[string]int{} // the least depth a model_name's fallbacks were followed at
+		var follow func(name string, at int)
+		follow = func(name string, at int) {
+			if d, ok := followed[name]; at >= depth || ok && d <= at {
+				return
+			}
+			followed[name] = at
+			for _, fb := range fallbacks.of(name) {
+				if fb == name {
+					continue
+				}
+				at++
+				if add(fb, false) {
 					used = append(used, fb)
 				}
-			}
-			if len(used) > 0 {
-				rt.notes = append(rt.notes, kind+": then "+strings.Join(quoteAll(used), ", "))
+				follow(fb, at)
 			}
 		}
-		add("fallbacks", fallbacks[g.modelName], false)
-		add("context_window_fallbacks (entered on overflow only)", windowFallbacks[g.modelName], true)
+		follow(g.modelName, 0)
+		if len(used) > 0 {
+			how := "fallbacks"
+			if !slices.Equal(used, fallbacks.of(g.modelName)) {
+				how = fmt.Sprintf("fallbacks, and theirs in turn as LiteLLM follows them (max_fallbacks %d)", depth)
+			}
+			rt.notes = append(rt.notes, how+": then "+strings.Join(quoteAll(used), ", "))
+		}
+		used = used[:0]
+		var further []string // those with fallbacks of their own, which are not followed here
+		for _, fb := range windowFallbacks.of(g.modelName) {
+			if fb != g.modelName && add(fb, true) {
+				used = append(used, fb)
+				if slices.ContainsFunc(slices.Concat(fallbacks.of(fb), windowFallbacks.of(fb)), func(n string) bool { return n != fb }) {
+					further = append(further, fb)
+				}
+			}
+		}
+		if len(used) > 0 {
+			note := "context_window_fallbacks (entered on overflow only): then " + strings.Join(quoteAll(used), ", ")
+			if len(further) > 0 {
+				// A guard opens on every earlier failure's class: the fallbacks LiteLLM takes after
+				// one of these fails otherwise cannot be told from the route's own.
+				note += "; the fallbacks of " + strings.Join(quoteAll(further), ", ") + ", which LiteLLM follows when it fails in turn, are not carried into this chain"
+			}
+			rt.notes = append(rt.notes, note)
+		}
 		if len(g.targets) > 1 {
 			c.spread(rt, len(g.targets), r.RoutingStrategy)
 		}
 		c.routeList = append(c.routeList, rt)
+		g.route = rt
+	}
+	c.aliases(r.ModelGroupAlias)
+}
+
+// aliases adds a route for each of router_settings.model_group_alias's names, the chain of the
+// model_name it stands for: LiteLLM serves a request for the alias as one for that model_name,
+// its fallbacks included (TestImportModelGroupAlias). An alias that is a model_name's or a
+// route's name already is left out, as are one that cannot be a name here and one whose
+// model_name has no route, each with a warning.
+func (c *converter) aliases(m map[string]aliasYAML) {
+	names := make([]string, 0, len(m))
+	for k := range m {
+		names = append(names, k)
+	}
+	slices.Sort(names)
+	for _, alias := range names {
+		to := m[alias]
+		g := c.byName[to.Model]
+		switch {
+		case g == nil || g.route == nil:
+			c.warnf("model_group_alias %q: model_name %q has no route here: not carried", alias, to.Model)
+		case c.byName[alias] != nil || c.routeNames[alias]:
+			c.warnf("model_group_alias %q: a model_name or route has that name already: not carried", alias)
+		case alias == "auto" || cleanName(alias) != alias:
+			c.warnf(`model_group_alias %q: not a name here (letters, digits and . _ - : / @ + only; "auto" is the automatic router's): not carried`, alias)
+		default:
+			rt := *g.route
+			rt.name = alias
+			rt.notes = []string{fmt.Sprintf("router_settings.model_group_alias: %q stands for %q, its chain", alias, to.Model)}
+			if to.Hidden {
+				rt.notes = append(rt.notes, "hidden from LiteLLM's /v1/models; here every route is listed there")
+			}
+			c.routeNames[alias] = true
+			c.routeList = append(c.routeList, &rt)
+		}
 	}
 }
 
@@ -525,11 +780,49 @@ func (c *converter) spread(rt *route, n int, strategy string) {
 	rt.notes = append(rt.notes, fmt.Sprintf("LiteLLM spread requests over these %d deployments (routing_strategy %s): policy %s, %s", n, strategy, policy, how))
 }
 
-// fallbackMap merges LiteLLM's fallback lists ([{"a": ["b", "c"]}]) of router_settings and
-// litellm_settings: model_name → the model_names tried after it, in order. A name that no
-// deployment has is warned of.
-func (c *converter) fallbackMap(kind string, lists ...[]map[string][]string) map[string][]string {
-	m := map[string][]string{}
+// defaultMaxFallbacks is LiteLLM's router_settings.max_fallbacks when it is not written.
+const defaultMaxFallbacks = 5
+
+// fallbackTable is one kind of LiteLLM's fallbacks, each model_name's in order.
+type fallbackTable struct {
+	// own are the model_names' own entries ({"a": ["b", "c"]}); an entry that names none that
+	// converts is there all the same, and keeps generic away, as in LiteLLM.
+	own map[string][]string
+	// generic is for a model_name without an entry of its own: the "*" entry's, or
+	// default_fallbacks, which LiteLLM's router appends as one.
+	generic []string
+}
+
+// of returns the model_names tried after name, in order.
+func (f *fallbackTable) of(name string) []string {
+	if l, ok := f.own[name]; ok {
+		return l
+	}
+	return f.generic
+}
+
+// fallbackMap merges LiteLLM's fallback lists ([{"a": ["b", "c"]}, {"*": ["d"]}]) of
+// router_settings and litellm_settings, and defaults, default_fallbacks, read from defaultsFrom.
+// generic says whether LiteLLM reads a "*" entry for this kind: it matches a model_name's
+// context_window_fallbacks exactly, so there such an entry is warned of, not carried. A name that
+// no deployment has is warned of.
+func (c *converter) fallbackMap(kind string, generic bool, defaults []string, defaultsFrom string, lists ...[]map[string][]string) *fallbackTable {
+	f := &fallbackTable{own: map[string][]string{}}
+	// known are the names of l, from, that have targets: the others are warned of.
+	known := func(from string, l []string) []string {
+		var out []string
+		for _, fb := range l {
+			switch g := c.byName[fb]; {
+			case g == nil:
+				c.warnf("%s of %q: no model_name %q: left out of its chain", kind, from, fb)
+			case len(g.targets) == 0:
+				c.warnf("%s of %q: %q has no target (its deployments were left out): left out of its chain", kind, from, fb)
+			case !slices.Contains(out, fb):
+				out = append(out, fb)
+			}
+		}
+		return out
+	}
 	for _, l := range lists {
 		for _, entry := range l {
 			from := make([]string, 0, len(entry))
@@ -538,24 +831,30 @@ func (c *converter) fallbackMap(kind string, lists ...[]map[string][]string) map
 			}
 			slices.Sort(from)
 			for _, k := range from {
-				if c.byName[k] == nil {
+				switch {
+				case k == "*" && generic:
+					f.generic = known(k, entry[k]) // LiteLLM takes the last "*" entry
+				case k == "*":
+					c.warnf(`%s: LiteLLM reads no "*" entry here, only a model_name's own: not carried`, kind)
+				case c.byName[k] == nil:
 					c.warnf("%s: no model_name %q: its fallbacks are not carried", kind, k)
-					continue
-				}
-				for _, fb := range entry[k] {
-					switch g := c.byName[fb]; {
-					case g == nil:
-						c.warnf("%s of %q: no model_name %q: left out of its chain", kind, k, fb)
-					case len(g.targets) == 0:
-						c.warnf("%s of %q: %q has no target (its deployments were left out): left out of its chain", kind, k, fb)
-					case !slices.Contains(m[k], fb) && fb != k:
-						m[k] = append(m[k], fb)
+				default:
+					for _, fb := range known(k, entry[k]) {
+						if !slices.Contains(f.own[k], fb) {
+							f.own[k] = append(f.own[k], fb)
+						}
+					}
+					if f.own[k] == nil {
+						f.own[k] = []string{}
 					}
 				}
 			}
 		}
 	}
-	return m
+	if len(defaults) > 0 {
+		f.generic = known(defaultsFrom, defaults)
+	}
+	return f
 }
 
 func quoteAll(ss []string) []string {

@@ -3,6 +3,7 @@ package litellm_test
 import (
 	"errors"
 	"flag"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -405,5 +406,340 @@ func TestImportClassAgreesWithConfig(t *testing.T) {
 		if got := cfg.Targets[0].Privacy.String(); got != tc.class {
 			t.Errorf("%s: class %s, want %s:\n%s", tc.base, got, tc.class, res.TOML)
 		}
+	}
+}
+
+// TestImportKeyInAPIBase: a key some providers and proxies take in api_base's path
+// (/key/VALUE, /sk-…/v1, a long random segment) is never copied: the deployment is left out, with
+// a warning that says where the key goes here and does not repeat it; one in the query is
+// dropped from the url. A path of an API's words (a reverse proxy's /ollama, /openai/v1) is kept.
+func TestImportKeyInAPIBase(t *testing.T) {
+	const src = `model_list:
+  - model_name: by-word
+    litellm_params: {model: openai/gpt-4o, api_base: "https://proxy.example.com/key/SENTINEL-7f3a/v1"}
+  - model_name: by-prefix
+    litellm_params: {model: openai/gpt-4o, api_base: "https://proxy.example.com/sk-SENTINEL7f3a/v1"}
+  - model_name: by-look
+    litellm_params: {model: hosted_vllm/qwen, api_base: "https://proxy.example.com/u/Zq8xSENTINEL7f3aR2pLk9vW4mTn/v1"}
+  - model_name: in-query
+    litellm_params: {model: openai/gpt-4o, api_base: "https://proxy.example.com/v1?key=SENTINEL-7f3a", api_key: os.environ/PROXY_KEY}
+  - model_name: by-uuid
+    litellm_params: {model: openai/gpt-4o, api_base: "https://proxy.example.com/v1/0f8fad5b-d9cb-469f-a165-70867728950e"}
+  - model_name: words
+    litellm_params: {model: ollama/llama3.1:8b, api_base: "https://nas.home/ollama/"}
+  - model_name: words-2
+    litellm_params: {model: openai/qwen2.5-coder-7b, api_base: "http://10.0.0.5/llm/qwen2.5-coder-7b-instruct/v1"}
+`
+	res, err := litellm.Convert([]byte(src), "k.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	all := string(res.TOML) + strings.Join(res.Warnings, "\n")
+	if strings.Contains(all, "SENTINEL") || strings.Contains(all, "70867728950e") {
+		t.Errorf("a key in api_base was carried:\n%s", all)
+	}
+	cfg, err := config.Parse(res.TOML, "k.toml", func(string) string { return "x" })
+	if err != nil {
+		t.Fatalf("does not load: %v\n%s", err, res.TOML)
+	}
+	var got []string
+	for _, tg := range cfg.Targets {
+		got = append(got, tg.Name+" "+tg.URL)
+	}
+	want := []string{"in-query https://proxy.example.com/v1", "words https://nas.home/ollama", "words-2 http://10.0.0.5/llm/qwen2.5-coder-7b-instruct/v1"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("targets (-want +got):\n%s", diff)
+	}
+	warnings := strings.Join(res.Warnings, "\n")
+	for _, want := range []string{
+		`(model_name "by-word", model "openai/gpt-4o") left out: the 2nd segment of its api_base's path looks like a key`,
+		`(model_name "by-prefix", model "openai/gpt-4o") left out: the 1st segment`,
+		`(model_name "by-look", model "hosted_vllm/qwen") left out: the 2nd segment`,
+		`(model_name "by-uuid", model "openai/gpt-4o") left out: the 2nd segment`,
+		"Authorization: Bearer, from the variable api_key_env names",
+		"target in-query: the query of api_base (entry at line 8) was not copied: if it held the key, export it",
+	} {
+		if !strings.Contains(warnings, want) {
+			t.Errorf("no warning holds %q; warnings:\n%s", want, warnings)
+		}
+	}
+}
+
+// TestImportRateLimitsListed: a deployment's rpm and tpm, which have no equivalent on a target
+// here, are listed in the file's leading "Not carried" comment and in the warnings, as CONFIG.md
+// says, not only beside the target.
+func TestImportRateLimitsListed(t *testing.T) {
+	const src = `model_list:
+  - model_name: a
+    litellm_params: {model: ollama/llama3.1:8b, rpm: 20, tpm: 50000}
+  - model_name: b
+    rpm: 6
+    litellm_params: {model: ollama/qwen3}
+`
+	res, err := litellm.Convert([]byte(src), "r.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	toml := string(res.TOML)
+	head, _, _ := strings.Cut(toml, "\n[")
+	const want = "#   the deployments' rpm and tpm (a limit here is a client key's, rpm and tpm in [[keys]]; a target\n#     has none): a rpm = 20, tpm = 50000; b rpm = 6\n"
+	if !strings.Contains(head, "# Not carried (no equivalent here):\n"+want) {
+		t.Errorf("the leading comment does not list the limits as %q:\n%s", want, toml)
+	}
+	if w := strings.Join(res.Warnings, "\n"); !strings.Contains(w, "a rpm = 20, tpm = 50000; b rpm = 6") {
+		t.Errorf("no warning lists the limits:\n%s", w)
+	}
+}
+
+// TestImportNamesKeepTheirOwn: a model_name that is a name here as it is keeps it, route and
+// target, wherever it comes in the file: a model_name cleaned into the same name ("a b" is "a-b"),
+// or "auto" renamed "litellm-auto", takes another, so that a client sending "a-b" still reaches
+// the deployment LiteLLM gave it.
+func TestImportNamesKeepTheirOwn(t *testing.T) {
+	const src = `model_list:
+  - model_name: "a b"
+    litellm_params: {model: ollama/spaced}
+  - model_name: auto
+    litellm_params: {model: ollama/auto}
+  - model_name: a-b
+    litellm_params: {model: ollama/dashed}
+  - model_name: litellm-auto
+    litellm_params: {model: ollama/mine}
+`
+	res, err := litellm.Convert([]byte(src), "n.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Parse(res.TOML, "n.toml", nil)
+	if err != nil {
+		t.Fatalf("does not load: %v\n%s", err, res.TOML)
+	}
+	got := map[string]string{}
+	for _, r := range cfg.Routes {
+		got[r.Name] = r.Targets[0].Name + " " + r.Targets[0].Model
+	}
+	want := map[string]string{
+		"a-b-2":          "a-b-2 spaced",
+		"litellm-auto-2": "auto auto",
+		"a-b":            "a-b dashed",
+		"litellm-auto":   "litellm-auto mine",
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("route → first target, model (-want +got):\n%s", diff)
+	}
+	w := strings.Join(res.Warnings, "\n")
+	if !strings.Contains(w, `route "a b" is named "a-b-2": a name here has letters, digits and . _ - : / @ + only, and "a-b" is another route's`) {
+		t.Errorf("no warning names the renamed route:\n%s", w)
+	}
+}
+
+// TestImportFallbacksFollowed: LiteLLM follows a fallback's own fallbacks when it fails in turn,
+// depth first, up to router_settings.max_fallbacks (5); a model_name without fallbacks of its
+// own takes the "*" entry's or default_fallbacks (a context_window_fallbacks "*" entry, which
+// LiteLLM does not read, is warned of: y stays alone); content_policy_fallbacks, which have no
+// equivalent, are listed as not carried with why.
+func TestImportFallbacksFollowed(t *testing.T) {
+	var deps strings.Builder
+	deps.WriteString("model_list:\n")
+	for _, n := range []string{"a", "b", "c", "d", "e", "x", "y", "tail"} {
+		deps.WriteString("  - model_name: " + n + "\n    litellm_params: {model: ollama/" + n + "}\n")
+	}
+	const settings = `router_settings:
+  fallbacks: [{a: [b, c]}, {b: [d]}, {y: []}]
+  context_window_fallbacks: [{c: [e]}, {"*": [tail]}]
+  content_policy_fallbacks: [{a: [b]}]
+litellm_settings:
+  default_fallbacks: [tail]
+`
+	for _, tc := range []struct {
+		name, extra string
+		routes      map[string][]string
+	}{{
+		name: "default depth",
+		routes: map[string][]string{
+			"a": {"a", "b", "d", "tail", "c"}, "b": {"b", "d", "tail"}, "c": {"c", "tail", "e"}, "d": {"d", "tail"},
+			"e": {"e", "tail"}, "x": {"x", "tail"}, "y": {"y"}, "tail": {"tail"},
+		},
+	}, {
+		name:  "max_fallbacks 1",
+		extra: "  max_fallbacks: 1\n",
+		routes: map[string][]string{
+			"a": {"a", "b", "c"}, "b": {"b", "d"}, "c": {"c", "tail", "e"}, "d": {"d", "tail"},
+			"e": {"e", "tail"}, "x": {"x", "tail"}, "y": {"y"}, "tail": {"tail"},
+		},
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			src := deps.String() + strings.Replace(settings, "litellm_settings:", strings.TrimSuffix(tc.extra, "\n")+"\nlitellm_settings:", 1)
+			if tc.extra == "" {
+				src = deps.String() + settings
+			}
+			res, err := litellm.Convert([]byte(src), "f.yaml")
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg, err := config.Parse(res.TOML, "f.toml", nil)
+			if err != nil {
+				t.Fatalf("does not load: %v\n%s", err, res.TOML)
+			}
+			got := map[string][]string{}
+			for _, r := range cfg.Routes {
+				for _, tg := range r.Targets {
+					got[r.Name] = append(got[r.Name], tg.Name)
+				}
+			}
+			if diff := cmp.Diff(tc.routes, got); diff != "" {
+				t.Errorf("routes (-want +got):\n%s\n%s", diff, res.TOML)
+			}
+			toml := string(res.TOML)
+			for _, want := range []string{
+				"#   router_settings: content_policy_fallbacks (a provider's refusal on its content policy is a 4xx,",
+				"context_window_fallbacks (entered on overflow only): then \"e\"; the fallbacks of \"e\", which",
+			} {
+				if !strings.Contains(toml, want) {
+					t.Errorf("the file does not hold %q:\n%s", want, toml)
+				}
+			}
+			if w := strings.Join(res.Warnings, "\n"); !strings.Contains(w, `context_window_fallbacks: LiteLLM reads no "*" entry here`) {
+				t.Errorf("no warning that a \"*\" context_window_fallbacks entry is not carried:\n%s", w)
+			}
+			if strings.Contains(toml, "settings: default_fallbacks") {
+				t.Errorf("default_fallbacks still listed as not carried:\n%s", toml)
+			}
+		})
+	}
+}
+
+// TestImportMergeBomb: merge keys that merge the one before ten times, ten deep, in the sections
+// read for their keys' names only, are read once each, not 10^10 times: the import of this small
+// file ends, and lists the keys by name. (A section decoded for its values meets yaml's own
+// bound: "document contains excessive aliasing".)
+func TestImportMergeBomb(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("x-0: &a0 {keep_alive: 5m}\n")
+	for i := 1; i <= 10; i++ {
+		fmt.Fprintf(&b, "x-%d: &a%d {<<: [%s]}\n", i, i, strings.TrimSuffix(strings.Repeat(fmt.Sprintf("*a%d, ", i-1), 10), ", "))
+	}
+	b.WriteString("model_list:\n  - model_name: m\n    litellm_params: {model: ollama/m}\ngeneral_settings:\n  <<: *a10\nenvironment_variables:\n  <<: *a10\n")
+	res, err := litellm.Convert([]byte(b.String()), "bomb.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"#   general_settings: keep_alive\n", "#   environment_variables: keep_alive (names only"} {
+		if !strings.Contains(string(res.TOML), want) {
+			t.Errorf("the file does not hold %q:\n%s", want, res.TOML)
+		}
+	}
+}
+
+// TestImportEnvRefsInParams: LiteLLM reads any litellm_params value written os.environ/NAME from
+// the environment as it starts, not only api_key. A timeout, rpm or num_ctx so written is not
+// carried, said beside the target and in a warning, instead of failing the whole file as a value
+// that is no number; a model so written leaves its deployment out, saying why.
+func TestImportEnvRefsInParams(t *testing.T) {
+	const src = `model_list:
+  - model_name: m
+    litellm_params:
+      model: ollama/llama3.1:8b
+      timeout: os.environ/LLM_TIMEOUT
+      rpm: os.environ/LLM_RPM
+      num_ctx: os.environ/LLM_CTX
+  - model_name: n
+    litellm_params: {model: os.environ/MODEL_N}
+`
+	res, err := litellm.Convert([]byte(src), "e.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Parse(res.TOML, "e.toml", nil)
+	if err != nil {
+		t.Fatalf("does not load: %v\n%s", err, res.TOML)
+	}
+	ts, _ := views(cfg)
+	want := []targetView{{Name: "m", Adapter: "ollama", URL: "http://localhost:11434", Model: "llama3.1:8b", Class: "private",
+		Timeout: config.DefaultTimeout, IdleTimeout: config.DefaultIdleTimeout}}
+	if diff := cmp.Diff(want, ts); diff != "" {
+		t.Errorf("targets (-want +got):\n%s", diff)
+	}
+	w := strings.Join(res.Warnings, "\n")
+	for _, want := range []string{
+		"target m: litellm_params.timeout is read from the environment (LLM_TIMEOUT) in LiteLLM: not carried",
+		"target m: litellm_params.num_ctx is read from the environment (LLM_CTX)",
+		`(model_name "n", model "os.environ/MODEL_N") left out: its model is read from the environment (MODEL_N)`,
+	} {
+		if !strings.Contains(w, want) {
+			t.Errorf("no warning holds %q:\n%s", want, w)
+		}
+	}
+	if !strings.Contains(string(res.TOML), "# not carried: timeout = os.environ/LLM_TIMEOUT (LiteLLM read it") {
+		t.Errorf("no note beside the target:\n%s", res.TOML)
+	}
+}
+
+// BenchmarkConvertOneCleanedName converts 20,000 model_names that each clean to "---" (one
+// Chinese character each), with a key written for each: every target, route and key variable
+// takes the next suffix of one base.
+func BenchmarkConvertOneCleanedName(b *testing.B) {
+	var src strings.Builder
+	src.WriteString("model_list:\n")
+	for i := range 20000 {
+		fmt.Fprintf(&src, "  - model_name: %q\n    litellm_params: {model: openai/m, api_base: \"http://10.0.0.1/v1\", api_key: k}\n", string(rune(0x4e00+i)))
+	}
+	data := []byte(src.String())
+	for b.Loop() {
+		if _, err := litellm.Convert(data, "b.yaml"); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// TestImportModelGroupAlias: router_settings.model_group_alias, the names a homelab gives its
+// local models for clients that send "gpt-4", becomes a route of that name with the chain of the
+// model_name it stands for, fallbacks and guards included; an alias that cannot be carried is
+// warned of, not dropped without a word.
+func TestImportModelGroupAlias(t *testing.T) {
+	const src = `model_list:
+  - model_name: llama
+    litellm_params: {model: ollama/llama3.1:8b}
+  - model_name: tail
+    litellm_params: {model: openrouter/openai/gpt-4o-mini, api_key: os.environ/OR_KEY}
+router_settings:
+  fallbacks: [{llama: [tail]}]
+  model_group_alias:
+    gpt-4: llama
+    gpt-4o: {model: llama, hidden: true}
+    tail: llama
+    "gpt 5": llama
+    o1: no-such
+`
+	res, err := litellm.Convert([]byte(src), "a.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Parse(res.TOML, "a.toml", func(string) string { return "x" })
+	if err != nil {
+		t.Fatalf("does not load: %v\n%s", err, res.TOML)
+	}
+	_, rs := views(cfg)
+	want := []routeView{
+		{Name: "gpt-4", Targets: []string{"llama", "tail"}},
+		{Name: "gpt-4o", Targets: []string{"llama", "tail"}},
+		{Name: "llama", Targets: []string{"llama", "tail"}},
+		{Name: "tail", Targets: []string{"tail"}},
+	}
+	if diff := cmp.Diff(want, rs); diff != "" {
+		t.Errorf("routes (-want +got):\n%s\n%s", diff, res.TOML)
+	}
+	w := strings.Join(res.Warnings, "\n")
+	for _, want := range []string{
+		`model_group_alias "tail": a model_name or route has that name already: not carried`,
+		`model_group_alias "gpt 5": not a name here`,
+		`model_group_alias "o1": model_name "no-such" has no route here: not carried`,
+	} {
+		if !strings.Contains(w, want) {
+			t.Errorf("no warning holds %q:\n%s", want, w)
+		}
+	}
+	if strings.Contains(string(res.TOML), "router_settings: model_group_alias") {
+		t.Errorf("model_group_alias still listed as not carried:\n%s", res.TOML)
 	}
 }

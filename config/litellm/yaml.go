@@ -35,6 +35,9 @@ type deploymentYAML struct {
 	info      infoYAML   // decoded ModelInfo
 	// unknownParams are the keys of litellm_params (and model_info) that are not carried.
 	unknownParams []string
+	// fromEnv are the keys of litellm_params, mapped here, that LiteLLM reads from the
+	// environment (timeout: os.environ/TIMEOUT): they are not carried.
+	fromEnv []envRef
 }
 
 // paramsYAML is what litellm_params holds that is mapped.
@@ -64,18 +67,50 @@ type routerYAML struct {
 	RoutingStrategy        string                `yaml:"routing_strategy"`
 	Fallbacks              []map[string][]string `yaml:"fallbacks"`
 	ContextWindowFallbacks []map[string][]string `yaml:"context_window_fallbacks"`
-	AllowedFails           *int                  `yaml:"allowed_fails"`
-	CooldownTime           *seconds              `yaml:"cooldown_time"`
-	NumRetries             *int                  `yaml:"num_retries"`
-	Timeout                *seconds              `yaml:"timeout"`
+	// DefaultFallbacks are tried after a model_name without fallbacks of its own ("*").
+	DefaultFallbacks []string `yaml:"default_fallbacks"`
+	// MaxFallbacks bounds how deep fallbacks' own fallbacks are followed (LiteLLM: 5).
+	MaxFallbacks *int `yaml:"max_fallbacks"`
+	// ContentPolicyFallbacks are listed as not carried, with why: read for nothing else.
+	ContentPolicyFallbacks yaml.Node `yaml:"content_policy_fallbacks"`
+	// ModelGroupAlias are other names clients may send for a model_name.
+	ModelGroupAlias map[string]aliasYAML `yaml:"model_group_alias"`
+	AllowedFails    *int                 `yaml:"allowed_fails"`
+	CooldownTime    *seconds             `yaml:"cooldown_time"`
+	NumRetries      *int                 `yaml:"num_retries"`
+	Timeout         *seconds             `yaml:"timeout"`
 }
 
 // settingsYAML is what litellm_settings holds that is mapped.
 type settingsYAML struct {
 	Fallbacks              []map[string][]string `yaml:"fallbacks"`
 	ContextWindowFallbacks []map[string][]string `yaml:"context_window_fallbacks"`
+	DefaultFallbacks       []string              `yaml:"default_fallbacks"`
+	ContentPolicyFallbacks yaml.Node             `yaml:"content_policy_fallbacks"`
 	NumRetries             *int                  `yaml:"num_retries"`
 	RequestTimeout         *seconds              `yaml:"request_timeout"`
+}
+
+// aliasYAML is what a model_group_alias name stands for: a model_name, written alone or as
+// {model: NAME, hidden: true}.
+type aliasYAML struct {
+	Model  string
+	Hidden bool
+}
+
+func (a *aliasYAML) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind == yaml.ScalarNode {
+		return n.Decode(&a.Model)
+	}
+	var v struct {
+		Model  string `yaml:"model"`
+		Hidden bool   `yaml:"hidden"`
+	}
+	if err := n.Decode(&v); err != nil {
+		return err
+	}
+	a.Model, a.Hidden = v.Model, v.Hidden
+	return nil
 }
 
 // seconds is a LiteLLM timeout: a number of seconds, whole or not.
@@ -102,10 +137,18 @@ func (s seconds) String() string {
 // keys returns the keys of a mapping node, in file order, those a merge key (<<: *defaults)
 // brings in included; none for any other node.
 func keys(n *yaml.Node) []string {
+	return mergedKeys(n, map[*yaml.Node]bool{})
+}
+
+// mergedKeys is keys, each mapping read once: merged again (<<: [*a, *a]) it adds nothing, and
+// a file of ten such lines that each merge the one before ten times would otherwise take 10^10
+// steps (TestImportMergeBomb).
+func mergedKeys(n *yaml.Node, read map[*yaml.Node]bool) []string {
 	n = resolve(n)
-	if n == nil || n.Kind != yaml.MappingNode {
+	if n == nil || n.Kind != yaml.MappingNode || read[n] {
 		return nil
 	}
+	read[n] = true
 	var out []string
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, v := n.Content[i], resolve(n.Content[i+1])
@@ -118,7 +161,7 @@ func keys(n *yaml.Node) []string {
 			merged = v.Content
 		}
 		for _, m := range merged {
-			for _, mk := range keys(m) {
+			for _, mk := range mergedKeys(m, read) {
 				if !slices.Contains(out, mk) {
 					out = append(out, mk)
 				}
@@ -126,6 +169,41 @@ func keys(n *yaml.Node) []string {
 		}
 	}
 	return out
+}
+
+// envRef is a key of litellm_params whose value is os.environ/NAME.
+type envRef struct{ key, env string }
+
+// stringParams are the keys of paramsYAML that hold a string, and so take os.environ/NAME as
+// it is: converting says what each such value becomes.
+var stringParams = []string{"model", "api_base", "api_key"}
+
+// withoutEnvRefs returns the litellm_params mapping n without the mapped keys other than
+// stringParams whose value is os.environ/NAME, which LiteLLM resolves for every key of
+// litellm_params as it starts; each is added to refs. Without them a timeout or an rpm read from
+// the environment fails the whole file's decoding (TestImportEnvRefsInParams).
+func withoutEnvRefs(n *yaml.Node, refs *[]envRef) *yaml.Node {
+	m := resolve(n)
+	if m == nil || m.Kind != yaml.MappingNode {
+		return n
+	}
+	known := map[string]bool{}
+	t := reflect.TypeOf(paramsYAML{})
+	for i := range t.NumField() {
+		name, _, _ := strings.Cut(t.Field(i).Tag.Get("yaml"), ",")
+		known[name] = !slices.Contains(stringParams, name)
+	}
+	out := *m
+	out.Content = nil
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		k, v := m.Content[i], resolve(m.Content[i+1])
+		if env, ok := strings.CutPrefix(v.Value, "os.environ/"); ok && v.Kind == yaml.ScalarNode && known[k.Value] {
+			*refs = append(*refs, envRef{key: k.Value, env: env})
+			continue
+		}
+		out.Content = append(out.Content, m.Content[i], m.Content[i+1])
+	}
+	return &out
 }
 
 // resolve is the node an alias (*defaults) stands for; n itself when it is no alias.
