@@ -447,7 +447,7 @@ func (c *counter) letter() {
 }
 
 // decodeRune is utf8.DecodeRune of s, whose first byte is above 0x7f (U+FFFD and 1 for an
-// invalid encoding), for a string or a byte slice alike, without a call.
+// invalid encoding), for a string or a byte slice alike, as textRunes takes both.
 func decodeRune[S string | []byte](s S) (rune, int) {
 	const cont = 0xc0 // a continuation byte is 10xxxxxx
 	c := s[0]
