@@ -319,6 +319,11 @@ func TestRestore(t *testing.T) {
 			attempt("b", &core.StatusError{Status: 429, Code: "rate_limit_exceeded"})},
 			ClientError{Status: 503, Type: "upstream_error", Code: "all_targets_failed",
 				Message: "all targets failed: a: server_error (500); b: rate_limit (429 rate_limit_exceeded)"}},
+		{"a code that only repeats the status is not said twice", []Attempt{
+			attempt("a", &core.StatusError{Status: 413, Code: "413"}),
+			attempt("b", &core.StatusError{Status: 500, Code: "500"})},
+			ClientError{Status: 503, Type: "upstream_error", Code: "all_targets_failed",
+				Message: "all targets failed: a: overflow (413); b: server_error (500)"}},
 		{"a bill beside a timeout: a retry may help", []Attempt{
 			attempt("a", &core.StatusError{Status: 429, Code: "insufficient_quota"}),
 			attempt("b", &core.TimeoutError{Target: "b", After: time.Second})},

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -130,9 +131,10 @@ func restore(attempts []Attempt) (ClientError, *Attempt) {
 		}
 		fmt.Fprintf(&msg, "%s: %s (%d", a.Target, a.Decision.Class, a.Decision.Status)
 		if se, ok := errors.AsType[*core.StatusError](a.Err); ok {
-			if c := se.PlainCode(); c != "" {
+			if c := se.PlainCode(); c != "" && c != strconv.Itoa(se.Status) {
 				// The upstream's code says which refusal it was (insufficient_quota,
-				// model_not_found): an identifier only, never its words.
+				// model_not_found): an identifier only, never its words, and not a code that
+				// only repeats the status (llama-server's "code": 413).
 				msg.WriteString(" " + c)
 			}
 		}
