@@ -72,6 +72,9 @@ func (s *Server) decodeResponses(r *http.Request, body []byte, st *reqState) (*c
 	req, e := decodeChat(r, chat, st, s.names)
 	switch {
 	case e == nil:
+		// The stream_options readStream added is the bridge's asking, which an adapter drops for
+		// a target that does not take it (TestResponsesStreamOptionsRefused).
+		req.OwnStreamOptions = b.stream
 	case e.Param == "max_tokens" && b.echo.MaxOutputTokens != nil:
 		// The bridge's max_tokens is the client's max_output_tokens: the error names what was sent
 		// (TestResponsesMaxOutputTokensErrorsNameIt).
@@ -366,7 +369,9 @@ func chatBody(members []member, built map[string]json.RawMessage) []byte {
 }
 
 // readStream takes "stream": a streamed Responses answer is built from a chat stream that ends
-// with its usage, which response.completed carries.
+// with its usage, which response.completed carries. The stream_options asking for it is the
+// bridge's, not the client's (core.Request.OwnStreamOptions): a target that does not take it is
+// not sent it.
 func (b *responsesWriter) readStream(v json.RawMessage, out map[string]json.RawMessage) *apiError {
 	if isNullOr(v) {
 		return nil
