@@ -126,6 +126,9 @@ func (b *responsesWriter) toChat(body []byte) ([]byte, *apiError) {
 			return nil, badRequest(name, "unsupported_parameter", fmt.Sprintf("'%s' is not supported: %s", name, why))
 		}
 	}
+	if e := droppedKinds(top); e != nil {
+		return nil, e
+	}
 	if e := logprobsAsked(top); e != nil {
 		return nil, e
 	}
@@ -277,13 +280,60 @@ func unsupportedLeft(top map[string]json.RawMessage) *apiError {
 	return nil
 }
 
+// droppedKinds refuses a field the bridge reads and does not send on (responsesDropped) when it
+// is not of the kind OpenAI's API takes, as the chat decoder refuses a field it passes on
+// (passKinds): dropped unread, a store of "yes" or an include that is a string was served as if
+// right, and metadata, which the response object echoes, came back a string or with a number in
+// it, a response no client generated from OpenAI's schema reads (TestResponsesDroppedFieldKinds).
+// The others of responsesDropped are checked where they are read. null is no value.
+func droppedKinds(top map[string]json.RawMessage) *apiError {
+	for _, f := range [...]struct {
+		name string
+		k    kinds
+	}{{"store", kBool}, {"metadata", kObject}, {"include", kArray}, {"top_logprobs", kInteger}, {"stream_options", kObject}} {
+		v := top[f.name]
+		if len(v) == 0 || fits(f.name, f.k, v) {
+			continue
+		}
+		return badRequest(f.name, "invalid_type", fmt.Sprintf("Invalid type for '%s': expected %s, but got %s instead.",
+			f.name, expected(f.k), article(kindName(v))))
+	}
+	// Each element of include, and each value of metadata, is a string.
+	for _, f := range [...]struct {
+		name string
+		it   func([]byte, bool) jsonx.Iter
+	}{{"include", jsonx.Array}, {"metadata", jsonx.Object}} {
+		v := top[f.name]
+		if len(v) == 0 || v[0] == 'n' {
+			continue
+		}
+		it := f.it(v, false)
+		for i := 0; ; i++ {
+			k, e, ok := it.Next()
+			if !ok {
+				break
+			}
+			if e[0] == '"' {
+				continue
+			}
+			at := fmt.Sprintf("%s[%d]", f.name, i)
+			if f.name == "metadata" {
+				name, _ := jsonx.Unquote(k)
+				at = f.name + "." + echo.String(name)
+			}
+			return badRequest(at, "invalid_type", fmt.Sprintf("Invalid type for '%s': expected a string, but got %s instead.",
+				at, article(kindName(e))))
+		}
+	}
+	return nil
+}
+
 // logprobsAsked refuses a request for the answer's log probabilities: top_logprobs above 0, or
 // include naming message.output_text.logprobs. The bridge does not translate chat's logprobs into
 // output_text's, and dropped, the answer's logprobs would be empty as if the model had none
 // (TestResponsesLogprobsRefused). include's other values ask for what the gateway does not have
 // (reasoning.encrypted_content, which Codex sends on every request; built-in tools' results) and
-// are read and not sent on. A value of the wrong type is left to pass as before: neither field
-// goes upstream.
+// are read and not sent on. A value of the wrong type was refused before (droppedKinds).
 func logprobsAsked(top map[string]json.RawMessage) *apiError {
 	var n float64
 	if v, ok := top["top_logprobs"]; ok && json.Unmarshal(v, &n) == nil && n > 0 {
