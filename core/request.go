@@ -45,6 +45,12 @@ type Request struct {
 	// tpm): an adapter may then ask a target for a stream's usage that the client did not ask for
 	// (Target.StreamUsage), and keep it from the client (upstream.Response.UsageAsked).
 	CountsUsage bool
+	// OwnStreamOptions is true when Body's stream_options (include_usage) is the gateway's own,
+	// not the client's: the Responses bridge asks a chat stream for the usage response.completed
+	// carries. An adapter drops it for a target that does not take it (Target.StreamUsage false,
+	// or a 400 naming it), as it drops what it asks itself, so that the gateway's asking never
+	// costs the client an answer (TestResponsesStreamOptionsRefused).
+	OwnStreamOptions bool
 	// NoStreamOptions is true when the decoder saw that Body has no "stream_options" member, so
 	// that an adapter adding one need not walk the body for it; false when it has one or the
 	// decoder did not say.

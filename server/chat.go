@@ -370,6 +370,11 @@ func (s *Server) run(ctx context.Context, rs *routeState, req *core.Request, st 
 			ce.Code, ce.Param = redactKey(ce.Code, k), redactKey(ce.Param, k)
 		}
 	}
+	if st.bridge != nil {
+		// A refusal of the chat request the Responses bridge built names what its client sent
+		// (TestResponsesAdapterErrorsNameInput).
+		ce.Param, ce.Message = st.bridge.clientTerms(ce.Param, ce.Message)
+	}
 	res.err = &ce
 	return res
 }

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/julienschmidt/httprouter"
@@ -70,14 +71,89 @@ func (s *Server) decodeResponses(r *http.Request, body []byte, st *reqState) (*c
 	}
 	st.bridge = b
 	req, e := decodeChat(r, chat, st, s.names)
-	switch {
-	case e == nil:
-	case e.Param == "max_tokens" && b.echo.MaxOutputTokens != nil:
-		// The bridge's max_tokens is the client's max_output_tokens: the error names what was sent
-		// (TestResponsesMaxOutputTokensErrorsNameIt).
-		e.Param, e.Message = "max_output_tokens", strings.ReplaceAll(e.Message, "max_tokens", "max_output_tokens")
+	if e == nil {
+		// The stream_options readStream added is the bridge's asking, which an adapter drops for
+		// a target that does not take it (TestResponsesStreamOptionsRefused).
+		req.OwnStreamOptions = b.stream
+	} else {
+		e.Param, e.Message = b.clientTerms(e.Param, e.Message)
 	}
 	return req, e
+}
+
+// clientTerms is param, a field of the chat request the bridge built that a refusal names (the
+// chat decoder's, an adapter's 400), and the refusal's message, in the terms of the Responses
+// body the client sent: the bridge's max_tokens is max_output_tokens
+// (TestResponsesMaxOutputTokensErrorsNameIt), its reasoning_effort reasoning.effort, its
+// response_format text.format, and messages[i] the input item message i came from, a tool call
+// its function_call item, a tool message's content its output. Named as they were, the ollama
+// adapter's refusal of an image or a call's arguments named messages[2].content[1].image_url for
+// the client's input[1].content[1].image_url, since instructions are message 0 and calls in a row
+// one message (TestResponsesAdapterErrorsNameInput). Another param is returned as it is.
+func (b *responsesWriter) clientTerms(param, msg string) (string, string) {
+	renamed := func(chat, resp string) (string, string) {
+		return resp + strings.TrimPrefix(param, chat), strings.ReplaceAll(msg, chat, resp)
+	}
+	switch {
+	case param == "max_tokens" && b.echo.MaxOutputTokens != nil:
+		return renamed("max_tokens", "max_output_tokens")
+	case param == "reasoning_effort" && b.effort:
+		return renamed("reasoning_effort", "reasoning.effort")
+	case param == "response_format.json_schema.schema" && b.echo.Text != nil:
+		return "text.format.schema", msg
+	case (param == "response_format" || param == "response_format.type") && b.echo.Text != nil:
+		return "text.format" + strings.TrimPrefix(param, "response_format"), msg
+	}
+	i, rest, ok := indexed(param, "messages")
+	if !ok || i >= len(b.msgs) {
+		return param, msg
+	}
+	m := b.msgs[i]
+	if j, tail, ok := indexed(rest, ".tool_calls"); ok && j < len(m.ToolCalls) {
+		switch tail {
+		case ".function.arguments":
+			tail = ".arguments"
+		case ".function.name":
+			tail = ".name"
+		case ".id":
+			tail = ".call_id"
+		default:
+			tail = ""
+		}
+		return fmt.Sprintf("input[%d]%s", m.ToolCalls[j].item, tail), msg
+	}
+	switch m.item {
+	case fromInstructions:
+		return "instructions", msg
+	case fromInput:
+		return "input", msg
+	}
+	switch {
+	case m.Role == "tool" && strings.HasPrefix(rest, ".content"):
+		rest = ".output" + strings.TrimPrefix(rest, ".content")
+	case m.Role == "tool" && rest == ".tool_call_id":
+		rest = ".call_id"
+	case rest != ".role" && !strings.HasPrefix(rest, ".content"):
+		rest = "" // a field the item does not have as such (the reasoning sent with it)
+	}
+	return fmt.Sprintf("input[%d]%s", m.item, rest), msg
+}
+
+// indexed reads param as name[i] and what follows it; ok is false when it is not.
+func indexed(param, name string) (i int, rest string, ok bool) {
+	s, ok := strings.CutPrefix(param, name+"[")
+	if !ok {
+		return 0, "", false
+	}
+	end := strings.IndexByte(s, ']')
+	if end < 1 {
+		return 0, "", false
+	}
+	i, err := strconv.Atoi(s[:end])
+	if err != nil || i < 0 {
+		return 0, "", false
+	}
+	return i, s[end+1:], true
 }
 
 // responsesRefused are Responses fields that need state the gateway does not keep, with why: a
@@ -123,6 +199,9 @@ func (b *responsesWriter) toChat(body []byte) ([]byte, *apiError) {
 			return nil, badRequest(name, "unsupported_parameter", fmt.Sprintf("'%s' is not supported: %s", name, why))
 		}
 	}
+	if e := droppedKinds(top); e != nil {
+		return nil, e
+	}
 	if e := logprobsAsked(top); e != nil {
 		return nil, e
 	}
@@ -150,7 +229,7 @@ func (b *responsesWriter) toChat(body []byte) ([]byte, *apiError) {
 		}
 		b.echo.Instructions = v
 		if s != "" {
-			msgs = append(msgs, chatMessage{Role: "system", Content: quote(s)})
+			msgs = append(msgs, chatMessage{Role: "system", Content: quote(s), item: fromInstructions})
 		}
 	}
 	in, ok := top["input"]
@@ -170,6 +249,7 @@ func (b *responsesWriter) toChat(body []byte) ([]byte, *apiError) {
 		return nil, badRequest("input", "invalid_value", "'input' could not be turned into chat messages: "+err.Error())
 	}
 	out["messages"] = raw
+	b.msgs = msgs
 	if v, ok := top["max_output_tokens"]; ok && !isNullOr(v) {
 		out["max_tokens"] = v
 		b.echo.MaxOutputTokens = v
@@ -217,6 +297,7 @@ func (b *responsesWriter) toChat(body []byte) ([]byte, *apiError) {
 		}
 		if effort != nil {
 			out["reasoning_effort"] = effort
+			b.effort = true
 		}
 	}
 	if v, ok := top["metadata"]; ok && !isNullOr(v) {
@@ -274,13 +355,60 @@ func unsupportedLeft(top map[string]json.RawMessage) *apiError {
 	return nil
 }
 
+// droppedKinds refuses a field the bridge reads and does not send on (responsesDropped) when it
+// is not of the kind OpenAI's API takes, as the chat decoder refuses a field it passes on
+// (passKinds): dropped unread, a store of "yes" or an include that is a string was served as if
+// right, and metadata, which the response object echoes, came back a string or with a number in
+// it, a response no client generated from OpenAI's schema reads (TestResponsesDroppedFieldKinds).
+// The others of responsesDropped are checked where they are read. null is no value.
+func droppedKinds(top map[string]json.RawMessage) *apiError {
+	for _, f := range [...]struct {
+		name string
+		k    kinds
+	}{{"store", kBool}, {"metadata", kObject}, {"include", kArray}, {"top_logprobs", kInteger}, {"stream_options", kObject}} {
+		v := top[f.name]
+		if len(v) == 0 || fits(f.name, f.k, v) {
+			continue
+		}
+		return badRequest(f.name, "invalid_type", fmt.Sprintf("Invalid type for '%s': expected %s, but got %s instead.",
+			f.name, expected(f.k), article(kindName(v))))
+	}
+	// Each element of include, and each value of metadata, is a string.
+	for _, f := range [...]struct {
+		name string
+		it   func([]byte, bool) jsonx.Iter
+	}{{"include", jsonx.Array}, {"metadata", jsonx.Object}} {
+		v := top[f.name]
+		if len(v) == 0 || v[0] == 'n' {
+			continue
+		}
+		it := f.it(v, false)
+		for i := 0; ; i++ {
+			k, e, ok := it.Next()
+			if !ok {
+				break
+			}
+			if e[0] == '"' {
+				continue
+			}
+			at := fmt.Sprintf("%s[%d]", f.name, i)
+			if f.name == "metadata" {
+				name, _ := jsonx.Unquote(k)
+				at = f.name + "." + echo.String(name)
+			}
+			return badRequest(at, "invalid_type", fmt.Sprintf("Invalid type for '%s': expected a string, but got %s instead.",
+				at, article(kindName(e))))
+		}
+	}
+	return nil
+}
+
 // logprobsAsked refuses a request for the answer's log probabilities: top_logprobs above 0, or
 // include naming message.output_text.logprobs. The bridge does not translate chat's logprobs into
 // output_text's, and dropped, the answer's logprobs would be empty as if the model had none
 // (TestResponsesLogprobsRefused). include's other values ask for what the gateway does not have
 // (reasoning.encrypted_content, which Codex sends on every request; built-in tools' results) and
-// are read and not sent on. A value of the wrong type is left to pass as before: neither field
-// goes upstream.
+// are read and not sent on. A value of the wrong type was refused before (droppedKinds).
 func logprobsAsked(top map[string]json.RawMessage) *apiError {
 	var n float64
 	if v, ok := top["top_logprobs"]; ok && json.Unmarshal(v, &n) == nil && n > 0 {
@@ -366,7 +494,9 @@ func chatBody(members []member, built map[string]json.RawMessage) []byte {
 }
 
 // readStream takes "stream": a streamed Responses answer is built from a chat stream that ends
-// with its usage, which response.completed carries.
+// with its usage, which response.completed carries. The stream_options asking for it is the
+// bridge's, not the client's (core.Request.OwnStreamOptions): a target that does not take it is
+// not sent it.
 func (b *responsesWriter) readStream(v json.RawMessage, out map[string]json.RawMessage) *apiError {
 	if isNullOr(v) {
 		return nil
@@ -440,7 +570,16 @@ type chatMessage struct {
 	// before it (thoughts): the field the gateway answers with, which vLLM's and Qwen3's
 	// templates read back in a tool loop and the ollama adapter sends as thinking.
 	ReasoningContent string `json:"reasoning_content,omitempty"`
+	// item is the input item the message came from (fromInstructions, fromInput for a string
+	// input), for an error that names it (clientTerms); not sent.
+	item int
 }
+
+// A chat message's item when it came from no input item: instructions, or input that is a string.
+const (
+	fromInstructions = -1
+	fromInput        = -2
+)
 
 type chatToolCall struct {
 	ID       string `json:"id"`
@@ -449,6 +588,7 @@ type chatToolCall struct {
 		Name      string `json:"name"`
 		Arguments string `json:"arguments"`
 	} `json:"function"`
+	item int // the function_call item it came from (clientTerms); not sent
 }
 
 // inputItem is one element of a Responses input array: a message ({role, content}, with or
@@ -480,7 +620,7 @@ type inputPart struct {
 func appendInput(msgs []chatMessage, in json.RawMessage) ([]chatMessage, *apiError) {
 	var text string
 	if json.Unmarshal(in, &text) == nil {
-		return append(msgs, chatMessage{Role: "user", Content: in}), nil
+		return append(msgs, chatMessage{Role: "user", Content: in, item: fromInput}), nil
 	}
 	var items []json.RawMessage
 	if json.Unmarshal(in, &items) != nil {
@@ -504,6 +644,7 @@ func appendInput(msgs []chatMessage, in json.RawMessage) ([]chatMessage, *apiErr
 			if e != nil {
 				return nil, e
 			}
+			m.item = i
 			msgs = append(msgs, m)
 			if m.Role == "assistant" {
 				th.give(msgs, len(msgs)-1)
@@ -535,13 +676,13 @@ func appendInput(msgs []chatMessage, in json.RawMessage) ([]chatMessage, *apiErr
 					"Duplicate value for 'input[%d].call_id': the function_call at input[%d] has call_id %s and no output yet; each unanswered function call needs a call_id of its own.", i, at, echo.String(it.CallID)))
 			}
 			calls[it.CallID] = i
-			var tc chatToolCall
+			tc := chatToolCall{item: i}
 			tc.ID, tc.Type = it.CallID, "function"
 			tc.Function.Name, tc.Function.Arguments = it.Name, *it.Arguments
 			if n := len(msgs); n > 0 && msgs[n-1].Role == "assistant" {
 				msgs[n-1].ToolCalls = append(msgs[n-1].ToolCalls, tc)
 			} else {
-				msgs = append(msgs, chatMessage{Role: "assistant", Content: json.RawMessage("null"), ToolCalls: []chatToolCall{tc}})
+				msgs = append(msgs, chatMessage{Role: "assistant", Content: json.RawMessage("null"), ToolCalls: []chatToolCall{tc}, item: i})
 			}
 			th.give(msgs, len(msgs)-1)
 		case "function_call_output":
@@ -566,7 +707,7 @@ func appendInput(msgs []chatMessage, in json.RawMessage) ([]chatMessage, *apiErr
 				return nil, e
 			}
 			calls[it.CallID] = -1
-			msgs = append(msgs, chatMessage{Role: "tool", ToolCallID: it.CallID, Content: out})
+			msgs = append(msgs, chatMessage{Role: "tool", ToolCallID: it.CallID, Content: out, item: i})
 		case "reasoning":
 			// A reasoning item a client sends back (the gateway's own, or OpenAI's with its
 			// summary and encrypted_content) is not an item in chat: its text goes with the

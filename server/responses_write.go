@@ -29,6 +29,8 @@ type responsesWriter struct {
 	model   string // the client's model, until an answer names the one that served
 	stream  bool   // the client asked for a stream
 	echo    responseEcho
+	effort  bool          // the request's reasoning.effort went on as chat's reasoning_effort
+	msgs    []chatMessage // the chat messages the request went on as, for a refusal naming one (clientTerms)
 
 	mode int
 	buf  []byte // a whole answer, or the stream's bytes not yet a whole event
