@@ -3,9 +3,10 @@ package server_test
 // Fault injection on /v1/chat/completions, as a proxy's chaos suite writes it: an upstream that
 // misbehaves once, in one exact way, byte by byte, on a raw listener, in front of a target that
 // answers. Each misbehaviour is asked whole and streamed, by the official SDK and by a raw
-// client, and then the misbehaving target is asked again on its own: its next answer is a good
-// one, which the gateway must read, not a leftover of the broken exchange on a reused
-// connection.
+// client, through the gateway's own HTTP/1.1 client and through net/http's (which carries an
+// https:// or proxied target). Then the misbehaving target is asked on its own: once answered
+// well, which the gateway must read rather than a leftover of the broken exchange on a reused
+// connection; once misbehaving again, which is the client's error; once answered well again.
 
 import (
 	"bufio"
@@ -320,34 +321,36 @@ func faultConfig(badURL, goodURL string) string {
 func TestFaultInjection(t *testing.T) {
 	for _, fc := range faultCases() {
 		for _, stream := range []bool{false, true} {
-			for _, client := range []string{"sdk", "raw"} {
-				name := fmt.Sprintf("%s/%s/stream=%t", fc.name, client, stream)
-				t.Run(name, func(t *testing.T) {
-					if fc.slow && testing.Short() {
-						t.Skip("waits for a timeout")
-					}
-					t.Parallel()
-					bad := newFaultUpstream(t, fc.bad)
-					good := newFake(t, "good")
-					g := newGateway(t, faultConfig(bad.url, good.url()), nil)
-					want := fc.whole
-					if stream {
-						want = fc.stream
-					}
-					faultCheck(t, g, fc, client, "chain", stream, want)
-					// The misbehaving target asked again, alone: its next answer is a good one.
-					faultCheck(t, g, fc, client, "solo", stream, wantBad)
-					// Alone, the misbehaviour is the client's answer, and then gone again.
-					alone := want
-					if alone == wantNext {
-						alone = wantError
-					}
-					faultCheck(t, g, fc, client, "solo", stream, alone)
-					faultCheck(t, g, fc, client, "solo", stream, wantBad)
-					if n := bad.reuse.Load(); n > 0 {
-						t.Errorf("a connection held after a broken exchange was sent %d more requests", n)
-					}
-				})
+			for _, wire := range []string{"h1", "net/http"} {
+				for _, client := range []string{"sdk", "raw"} {
+					name := fmt.Sprintf("%s/%s/%s/stream=%t", fc.name, wire, client, stream)
+					t.Run(name, func(t *testing.T) {
+						if fc.slow && testing.Short() {
+							t.Skip("waits for a timeout")
+						}
+						t.Parallel()
+						bad := newFaultUpstream(t, fc.bad)
+						good := newFake(t, "good")
+						g := newGateway(t, faultConfig(bad.url, good.url()), nil, viaNetHTTP(t, wire == "net/http"))
+						want := fc.whole
+						if stream {
+							want = fc.stream
+						}
+						faultCheck(t, g, fc, client, "chain", stream, want)
+						// The misbehaving target asked again, alone: its next answer is a good one.
+						faultCheck(t, g, fc, client, "solo", stream, wantBad)
+						// Alone, the misbehaviour is the client's answer, and then gone again.
+						alone := want
+						if alone == wantNext {
+							alone = wantError
+						}
+						faultCheck(t, g, fc, client, "solo", stream, alone)
+						faultCheck(t, g, fc, client, "solo", stream, wantBad)
+						if n := bad.reuse.Load(); n > 0 {
+							t.Errorf("a connection held after a broken exchange was sent %d more requests", n)
+						}
+					})
+				}
 			}
 		}
 	}
