@@ -128,6 +128,8 @@ const (
 		`"delta":{"role":"assistant","content":"hello"},"finish_reason":null}]}`
 	faultEvent2 = `{"id":"c1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,` +
 		`"delta":{"content":" from bad"},"finish_reason":"stop"}]}`
+	faultRole = `{"id":"c1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,` +
+		`"delta":{"role":"assistant","content":""},"finish_reason":null}]}`
 	faultEvents = "data: " + faultEvent1 + "\n\ndata: " + faultEvent2 + "\n\ndata: [DONE]\n\n"
 )
 
@@ -175,6 +177,19 @@ type faultCase struct {
 	status int
 	// retryAfter is that error's Retry-After.
 	retryAfter string
+}
+
+// streamSay is a misbehaviour only when streamed: writes sw and acts; a whole request gets a
+// good answer.
+func streamSay(sw string, act faultAct) func(w io.Writer, stream bool) faultAct {
+	return func(w io.Writer, stream bool) faultAct {
+		if !stream {
+			writeGoodAnswer(w, false)
+			return actKeep
+		}
+		_, _ = io.WriteString(w, sw)
+		return act
+	}
 }
 
 // say is a misbehaviour that writes s (sw when streamed, if not empty) and then acts.
@@ -285,6 +300,12 @@ func faultCases() []faultCase {
 				}
 				return actClose
 			}},
+		{name: "a role chunk, then the close", whole: wantBad,
+			bad: streamSay("HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n\r\ndata: "+faultRole+"\n\n", actClose)},
+		{name: "a role chunk, then data: {broken", whole: wantBad,
+			bad: say(lengthed("application/json", faultWhole), lengthed("text/event-stream", "data: "+faultRole+"\n\ndata: {broken\n\n"), actKeep)},
+		{name: "a role chunk, then silence", whole: wantBad, slow: true, status: http.StatusGatewayTimeout,
+			bad: streamSay("HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n\r\ndata: "+faultRole+"\n\n", actHold)},
 		{name: "a stream to a whole request", stream: wantBad,
 			bad: say(lengthed("text/event-stream", faultEvents), "", actKeep)},
 		{name: "chunk extensions and a trailer", whole: wantBad, stream: wantBad,
