@@ -241,6 +241,12 @@ func faultCases() []faultCase {
 			lengthed("text/event-stream", "data: {broken\n\n"), actKeep)},
 		{name: "data: {broken after the first event", whole: wantBad, stream: wantCut,
 			bad: say(lengthed("application/json", faultWhole), lengthed("text/event-stream", "data: "+faultEvent1+"\n\ndata: {broken\n\n"), actKeep)},
+		{name: "data: {broken mid-stream, events after it", whole: wantBad, stream: wantCut,
+			bad: say(lengthed("application/json", faultWhole), lengthed("text/event-stream",
+				"data: "+faultEvent1+"\n\ndata: {broken\n\ndata: "+faultEvent2+"\n\ndata: [DONE]\n\n"), actKeep)},
+		{name: "an error event mid-stream, events after it", whole: wantBad, stream: wantCut,
+			bad: say(lengthed("application/json", faultWhole), lengthed("text/event-stream",
+				"data: "+faultEvent1+"\n\ndata: "+errObj+"\n\ndata: "+faultEvent2+"\n\ndata: [DONE]\n\n"), actKeep)},
 		{name: "a 2 MiB event", whole: wantBad, stream: wantBad,
 			bad: func(w io.Writer, stream bool) faultAct {
 				pad := strings.Repeat("x", 2<<20)
