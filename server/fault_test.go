@@ -172,6 +172,8 @@ type faultCase struct {
 	whole, stream faultWant
 	// slow: the case ends by the target's timeout or idle_timeout.
 	slow bool
+	// h1Only, when set, says why the case is not run through net/http's client.
+	h1Only string
 	// status is the error's status when the misbehaving target is the route's only one: 502
 	// unless said.
 	status int
@@ -271,7 +273,9 @@ func faultCases() []faultCase {
 				return actKeep
 			}},
 		{name: "a 204", bad: say("HTTP/1.1 204 No Content\r\n\r\n", "", actKeep)},
-		{name: "a 204 with a body", bad: say("HTTP/1.1 204 No Content\r\nContent-Length: 12\r\n\r\n{\"id\":\"x\"}\r\n", "", actHold)},
+		{name: "a 204 with a body", h1Only: "net/http's client may read a 204's body as the answer to the connection's next " +
+			"request, before its reader sees the bytes as unsolicited and closes the connection: the next request fails once",
+			bad: say("HTTP/1.1 204 No Content\r\nContent-Length: 12\r\n\r\n{\"id\":\"x\"}\r\n", "", actHold)},
 		{name: "a 307", bad: say("HTTP/1.1 307 Temporary Redirect\r\nLocation: http://127.0.0.1:1/v1/chat/completions\r\nContent-Length: 0\r\n\r\n", "", actKeep)},
 		{name: "a 503 with Retry-After", status: http.StatusServiceUnavailable, retryAfter: "1", bad: say("HTTP/1.1 503 Service Unavailable\r\nRetry-After: 1\r\nContent-Type: application/json\r\n"+
 			fmt.Sprintf("Content-Length: %d\r\n\r\n%s", len(errObj), errObj), "", actKeep)},
@@ -336,10 +340,13 @@ func faultCases() []faultCase {
 	return cases
 }
 
-// faultConfig is a route "chain" of bad then good, and "solo" of bad alone.
-func faultConfig(badURL, goodURL string) string {
+// faultConfig is a route "chain" of bad then good, and "solo" of bad alone. The targets'
+// timeout and idle_timeout are limit: short for a case that waits for them, and otherwise long
+// enough that no exchange under -race on a busy machine meets them (a 2 MiB event at 500 ms did).
+func faultConfig(badURL, goodURL string, limit time.Duration) string {
 	tgt := func(name, url string) string {
-		return target(name, url, "private", `timeout = "500ms"`, `idle_timeout = "500ms"`, `health_interval = "0s"`, "max_retries = 0")
+		return target(name, url, "private", fmt.Sprintf("timeout = %q", limit), fmt.Sprintf("idle_timeout = %q", limit),
+			`health_interval = "0s"`, "max_retries = 0")
 	}
 	return tgt("bad", badURL) + tgt("good", goodURL) +
 		"[routes.chain]\ntargets = [\"bad\", \"good\"]\n[routes.solo]\ntargets = [\"bad\"]\n"
@@ -358,7 +365,14 @@ func TestFaultInjection(t *testing.T) {
 						t.Parallel()
 						bad := newFaultUpstream(t, fc.bad)
 						good := newFake(t, "good")
-						g := newGateway(t, faultConfig(bad.url, good.url()), nil, viaNetHTTP(t, wire == "net/http"))
+						if wire == "net/http" && fc.h1Only != "" {
+							t.Skip(fc.h1Only)
+						}
+						limit := 30 * time.Second
+						if fc.slow {
+							limit = 500 * time.Millisecond
+						}
+						g := newGateway(t, faultConfig(bad.url, good.url(), limit), nil, viaNetHTTP(t, wire == "net/http"))
 						want := fc.whole
 						if stream {
 							want = fc.stream
