@@ -41,6 +41,20 @@ func (e *NotSSEError) Unquoted() string {
 	return fmt.Sprintf("stream requested but upstream answered %q (%d bytes, not logged)", e.ContentType, len(e.Body))
 }
 
+// CodedAnswerError is a 2xx answer in a content coding (Content-Encoding: gzip…), which the
+// gateway asked not to get and does not decode; it travels inside a *core.ProtocolError.
+type CodedAnswerError struct {
+	Coding string // the answer's Content-Encoding, its values joined
+}
+
+func (e *CodedAnswerError) Error() string {
+	c := e.Coding
+	if len(c) > maxQuote {
+		c = strings.ToValidUTF8(c[:maxQuote], "")
+	}
+	return fmt.Sprintf("answered in Content-Encoding %q, which it asked not to get (Accept-Encoding: identity) and does not decode", c)
+}
+
 // quotedError is an adapter's error whose text ends with the upstream's words: what it says
 // without them is what, and the log has only that (core.Quoting).
 type quotedError struct {

@@ -41,7 +41,7 @@ var errBadKey = errors.New("upstream: the target's API key holds a control chara
 // h1Dest is a target URL as the synchronous client posts to it.
 type h1Dest struct {
 	addr string
-	head []byte // request line, Host, User-Agent and Content-Type
+	head []byte // request line, Host, User-Agent, Content-Type and Accept-Encoding
 }
 
 // maxDests bounds the endpoints kept for a base URL; an adapter posts to two or three.
@@ -105,7 +105,8 @@ func parseDest(rawURL string) *h1Dest {
 	head = append(head, u.RequestURI()...)
 	head = append(head, " HTTP/1.1\r\nHost: "...)
 	head = append(head, u.Host...)
-	head = append(head, "\r\nUser-Agent: hayula-gateway\r\nContent-Type: application/json\r\n"...)
+	// Accept-Encoding: identity, as every request says (see checkAnswer).
+	head = append(head, "\r\nUser-Agent: hayula-gateway\r\nContent-Type: application/json\r\nAccept-Encoding: identity\r\n"...)
 	return &h1Dest{addr: addr, head: head}
 }
 

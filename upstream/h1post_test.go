@@ -170,7 +170,7 @@ func TestPostSameBytesBothWays(t *testing.T) {
 		got[name] = <-raws
 	}
 	want := "POST /v1/chat/completions HTTP/1.1\r\nHost: " + ln.Addr().String() +
-		"\r\nUser-Agent: hayula-gateway\r\nContent-Type: application/json\r\nAccept: application/json" +
+		"\r\nUser-Agent: hayula-gateway\r\nContent-Type: application/json\r\nAccept-Encoding: identity\r\nAccept: application/json" +
 		"\r\nAuthorization: Bearer sk-test\r\nContent-Length: 28\r\n\r\n" + `{"model":"m","stream":false}`
 	if diff := cmp.Diff(map[string]string{"writev": want, "buffered": want}, got); diff != "" {
 		t.Errorf("requests as the upstream read them (-want +got):\n%s", diff)

@@ -448,6 +448,9 @@ func post(ctx context.Context, c *http.Client, t *core.Target, path string, body
 	hreq.Header["Content-Type"] = jsonValue
 	hreq.Header["User-Agent"] = userAgentValue
 	hreq.Header["Accept"] = acceptValue(accept)
+	// Set, net/http neither asks for gzip nor decodes it, as the synchronous client does not
+	// (see checkAnswer): a template Transport with compression on did both.
+	hreq.Header["Accept-Encoding"] = identityValue
 	if t.APIKey != "" {
 		hreq.Header.Set("Authorization", "Bearer "+string(t.APIKey))
 	}
@@ -535,6 +538,7 @@ var (
 	userAgentValue = []string{"hayula-gateway"}
 	sseValue       = []string{"text/event-stream"}
 	ndjsonValue    = []string{"application/x-ndjson"}
+	identityValue  = []string{"identity"}
 )
 
 // acceptValue is the Accept field's value for accept, prebuilt for the media types adapters ask.
@@ -583,7 +587,31 @@ func checkAnswer(ctx context.Context, t *core.Target, resp *http.Response, err e
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		return nil, statusError(t, resp, now)
 	}
+	if ce, ok := resp.Header["Content-Encoding"]; ok && !identityCoded(ce) {
+		// Every request says Accept-Encoding: identity, since without the field a server may pick
+		// any coding (RFC 9110 §12.5.3), and nothing here decodes one. Read as it came, a gzipped
+		// whole answer failed as "not JSON" quoting the compressed bytes to the client, and a
+		// stream as one closed early (TestCodedAnswerRefused). The body is left unread, so the
+		// connection is closed, not reused.
+		coding := strings.Join(ce, ", ")
+		_ = resp.Body.Close()
+		return nil, &core.ProtocolError{Target: t.Name, Err: &CodedAnswerError{Coding: coding}}
+	}
 	return resp, nil
+}
+
+// identityCoded reports whether the Content-Encoding values ce name no coding but identity.
+func identityCoded(ce []string) bool {
+	for _, v := range ce {
+		for v != "" {
+			var c string
+			c, v, _ = strings.Cut(v, ",")
+			if c = strings.TrimSpace(c); c != "" && !strings.EqualFold(c, "identity") {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // accept is the Accept header for an answer streamed as streamType, or a whole JSON one.

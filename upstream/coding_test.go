@@ -1,0 +1,74 @@
+package upstream
+
+import (
+	"bytes"
+	"compress/gzip"
+	"io"
+	"net/http"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/hayula/gateway/core"
+	"github.com/hayula/gateway/errmap"
+)
+
+// TestCodedAnswerRefused: every request says it takes no content coding (Accept-Encoding:
+// identity; with no Accept-Encoding at all, RFC 9110 §12.5.3 lets a server pick any coding),
+// on every wire. An upstream that gzips its answer anyway has given one the gateway does not
+// decode: a bad_upstream_response naming the coding, on which the chain moves on, as on every
+// wire alike. It was read as it came: a whole answer failed as "response is not JSON" quoting
+// the compressed bytes, a stream as "upstream closed the stream early"; and over https:// with
+// a Transport that decodes gzip (a template's), it was served.
+func TestCodedAnswerRefused(t *testing.T) {
+	gz := func(s string) []byte {
+		var b bytes.Buffer
+		zw := gzip.NewWriter(&b)
+		_, _ = zw.Write([]byte(s))
+		_ = zw.Close()
+		return b.Bytes()
+	}
+	for _, stream := range []bool{false, true} {
+		for _, m := range wireModes {
+			name := m.name + "/whole"
+			if stream {
+				name = m.name + "/stream"
+			}
+			t.Run(name, func(t *testing.T) {
+				var mu sync.Mutex
+				var asked []string
+				srv, _, tmpl := m.start(t, func(w http.ResponseWriter, r *http.Request) {
+					_, _ = io.Copy(io.Discard, r.Body)
+					mu.Lock()
+					asked = append(asked, r.Header.Get("Accept-Encoding"))
+					mu.Unlock()
+					body, ct := answerJSON, "application/json"
+					if stream {
+						body, ct = doneStream, "text/event-stream"
+					}
+					w.Header().Set("Content-Type", ct)
+					w.Header().Set("Content-Encoding", "gzip")
+					_, _ = w.Write(gz(body))
+				})
+				tg := target(srv.URL)
+				tg.Timeout, tg.IdleTimeout = generous, generous
+				s := NewSet([]*core.Target{tg}, Options{Now: fixedNow, DialTimeout: 2 * time.Second, Transport: tmpl})
+				t.Cleanup(s.Close)
+				got := parityExchange(t, s, tg, stream)
+				want := parityOutcome{Class: core.ClassServerError, Status: 502, Client: errmap.ClientError{Status: 502,
+					Message: `upstream local gave an answer the gateway could not read: answered in Content-Encoding "gzip", which it asked not to get (Accept-Encoding: identity) and does not decode`,
+					Type:    "upstream_error", Code: "bad_upstream_response"}}
+				if diff := cmp.Diff(want, got); diff != "" {
+					t.Errorf("outcome (-want +got):\n%s", diff)
+				}
+				mu.Lock()
+				defer mu.Unlock()
+				if len(asked) != 1 || asked[0] != "identity" {
+					t.Errorf("Accept-Encoding %q, want identity", asked)
+				}
+			})
+		}
+	}
+}
