@@ -27,6 +27,11 @@ type check struct {
 	// anyOf: judge whichever of probes gave a usable answer (dropping the
 	// skipped and failed ones) instead of gating on each of them.
 	anyOf bool
+	// also: further probes judged beside probes when they gave a usable answer. One that did
+	// not (refused, skipped, broken) is dropped, never this check's to report: its own gate
+	// says what went wrong, and an optional request refused must not fail a check about
+	// another. The stream checks judge every streamed chat answer this way.
+	also  []probeID
 	judge func(j *judge) verdict
 }
 
@@ -142,7 +147,7 @@ func Run(ctx context.Context, o Options) (rep *Report, err error) {
 	}
 	need := map[probeID]bool{}
 	for i, c := range selected {
-		for _, id := range c.probes {
+		for _, id := range c.allProbes() {
 			if _, ok := probes[id]; !ok {
 				panic("conformance: check " + c.id + " names unknown probe " + string(id))
 			}
@@ -232,7 +237,7 @@ func (s *schedule) judgeLocked(i int) {
 			ex[id] = x
 		}
 	} else {
-		for _, id := range c.probes {
+		for _, id := range c.allProbes() {
 			ex[id] = s.ex[id]
 		}
 	}
@@ -343,7 +348,20 @@ func (s *schedule) gate(c *check, ex map[probeID]*exchange) (verdict, bool) {
 		}
 		return skip("no usable answer to judge; see " + p.gate), true
 	}
+	for _, id := range c.also {
+		if x := ex[id]; x.skip != "" || !s.probes[id].usable(x) {
+			delete(ex, id)
+		}
+	}
 	return verdict{}, false
+}
+
+// allProbes is every probe c judges: its own, then those it also judges.
+func (c *check) allProbes() []probeID {
+	if len(c.also) == 0 {
+		return c.probes
+	}
+	return append(append([]probeID{}, c.probes...), c.also...)
 }
 
 // forGate is the failure of p's unusable answer x, reported by a check
