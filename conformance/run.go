@@ -107,13 +107,12 @@ func Run(ctx context.Context, o Options) (rep *Report, err error) {
 		}
 		return nil, &UnreachableError{URL: root, Err: models.err, Timeout: r.o.Timeout}
 	}
+	choice := modelChoice{model: r.o.Model, why: "given by --model"}
 	if r.o.Model == "" {
-		id, ok := at(models.json, "data", 0, "id")
-		s, _ := id.(string)
-		if !ok || s == "" {
-			return nil, &UsageError{Msg: "no --model given and /v1/models names none (" + models.statusLine() + ")"}
+		if choice, err = r.chooseModel(ctx, models); err != nil {
+			return nil, err
 		}
-		r.o.Model = s
+		r.o.Model = choice.model
 	}
 
 	probes := map[probeID]*probe{}
@@ -156,13 +155,17 @@ func Run(ctx context.Context, o Options) (rep *Report, err error) {
 			s.remaining[i]++
 		}
 	}
-	s.progressf("conformance: %d checks against %s (model %s)\n", len(selected), root, r.o.Model)
+	s.progressf("conformance: %d checks against %s (model %s: %s)\n", len(selected), root, r.o.Model, choice.why)
 
 	s.finish(probes["models.list"], models)
+	// The request that chose the model is chat.basic's, sent already.
+	if choice.basic != nil && need["chat.basic"] {
+		s.finish(probes["chat.basic"], choice.basic)
+	}
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(r.o.Concurrency)
 	for _, p := range order {
-		if !need[p.id] || p.id == "models.list" {
+		if !need[p.id] || p.id == "models.list" || (p.id == "chat.basic" && choice.basic != nil) {
 			continue
 		}
 		g.Go(func() error {
@@ -182,6 +185,7 @@ func Run(ctx context.Context, o Options) (rep *Report, err error) {
 	return &Report{
 		BaseURL:        redactURL(root),
 		Model:          r.o.Model,
+		ModelChoice:    choice.why,
 		EmbeddingModel: r.embeddingModel(),
 		Strict:         r.o.Strict,
 		Started:        started,
@@ -427,6 +431,7 @@ func hideKey(rep *Report, err error, key string) {
 	}
 	hide(&rep.BaseURL)
 	hide(&rep.Model)
+	hide(&rep.ModelChoice)
 	hide(&rep.EmbeddingModel)
 	for i := range rep.Checks {
 		c := &rep.Checks[i]
