@@ -145,3 +145,32 @@ func TestEmbeddingName(t *testing.T) {
 		}
 	}
 }
+
+// TestModelChoiceHidesTheKey: the reason a model was chosen quotes the refusals of those passed
+// over, and a server may repeat the key it was sent in them (LiteLLM's "Received API Key = …");
+// the progress line and the report say why without it.
+func TestModelChoiceHidesTheKey(t *testing.T) {
+	const key = "sk-conformance-secret-7f3a"
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		if r.URL.Path == "/v1/models" {
+			_, _ = w.Write([]byte(`{"object":"list","data":[{"id":"m1","object":"model","created":1,"owned_by":"x"},{"id":"m2","object":"model","created":1,"owned_by":"x"}]}`))
+			return
+		}
+		w.WriteHeader(http.StatusBadRequest)
+		_, _ = w.Write([]byte(`{"error":{"message":"Received API Key = ` + r.Header.Get("Authorization") + `","type":"invalid_request_error","param":null,"code":null}}`))
+	}))
+	defer srv.Close()
+	o := fakeOptions(t, srv)
+	o.APIKey = key
+	o.Only = []string{"chat.status"}
+	var progress strings.Builder
+	o.Progress = &progress
+	rep := runAgainst(t, o)
+	if !strings.Contains(rep.ModelChoice, "m1 refused it") {
+		t.Fatalf("model_choice %q does not quote the refusal, and the test would prove nothing", rep.ModelChoice)
+	}
+	if strings.Contains(rep.ModelChoice, key[:16]) || strings.Contains(progress.String(), key[:16]) {
+		t.Errorf("the key is shown: model_choice %q; progress:\n%s", rep.ModelChoice, progress.String())
+	}
+}
