@@ -68,7 +68,7 @@ func (r *runner) chooseModel(ctx context.Context, models *exchange) (modelChoice
 			first = x
 		}
 		if !refusesChat(x) {
-			why := "the first id of /v1/models to take a chat request"
+			why := "the first id of /v1/models not refusing a chat request"
 			if len(refusals) > 0 {
 				why += "; " + strings.Join(refusals, "; ")
 			}
@@ -77,7 +77,7 @@ func (r *runner) chooseModel(ctx context.Context, models *exchange) (modelChoice
 		refusals = append(refusals, fmt.Sprintf("%s refused it: %s", id, refusal(x)))
 	}
 	return modelChoice{model: chat[0], basic: first,
-		why: "the first id of /v1/models; none of those tried took a chat request: " + strings.Join(refusals, "; ") + passedOver}, nil
+		why: "the first id of /v1/models; every one tried refused a chat request: " + strings.Join(refusals, "; ") + passedOver}, nil
 }
 
 // chatBasic is chat.basic's probe for model, which it makes the run's model: the run has not

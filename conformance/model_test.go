@@ -65,7 +65,7 @@ func TestModelChosenPastAnEmbeddingModel(t *testing.T) {
 			asked: map[string]int{"nomic-embed-text:latest": 0}},
 		// Ollama's answer to a chat request for an embedding model whose name does not say so.
 		{name: "refuses chat", ids: []string{"paraphrase-multilingual", fakeModel, fakeEmbed}, refuse: []string{"paraphrase-multilingual"},
-			why: []string{"the first id of /v1/models to take a chat request", `paraphrase-multilingual refused it: HTTP 400`, `does not support chat`},
+			why: []string{"the first id of /v1/models not refusing a chat request", `paraphrase-multilingual refused it: HTTP 400`, `does not support chat`},
 			// The answer that chose fake-model is chat.basic's: not sent twice.
 			asked: map[string]int{"paraphrase-multilingual": 1}},
 	}
@@ -109,7 +109,7 @@ func TestModelChoiceWhenEveryModelRefusesChat(t *testing.T) {
 	o := fakeOptions(t, srv)
 	o.Only = []string{"chat.status"}
 	rep := runAgainst(t, o)
-	if rep.Model != "a" || !strings.Contains(rep.ModelChoice, "none of those tried took a chat request") {
+	if rep.Model != "a" || !strings.Contains(rep.ModelChoice, "every one tried refused a chat request") {
 		t.Errorf("model %q (%s), want a, none taking chat", rep.Model, rep.ModelChoice)
 	}
 	if c, _ := rep.Result("chat.status"); c.Result != Fail || !strings.Contains(c.Reason, "does not support chat") {
