@@ -54,8 +54,11 @@ type CheckResult struct {
 
 // Report is the outcome of a run, checks in catalogue order.
 type Report struct {
-	BaseURL        string        `json:"base_url"`
-	Model          string        `json:"model"`
+	BaseURL string `json:"base_url"`
+	Model   string `json:"model"`
+	// ModelChoice says why Model was tested: given by --model, or which id of /v1/models was
+	// taken and which were passed over (named like embedding models, or refusing chat).
+	ModelChoice    string        `json:"model_choice,omitempty"`
 	EmbeddingModel string        `json:"embedding_model"`
 	Strict         bool          `json:"strict"`
 	Started        time.Time     `json:"started"`

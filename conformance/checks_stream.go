@@ -113,184 +113,253 @@ func chunkChoices(x *exchange, f func(pos int, index int, c map[string]any) *ver
 	return nil
 }
 
+// The streamed chat requests besides the plain one ("chat.stream"): a server may end a stream
+// without [DONE], or change its id, only where tools or include_usage were asked for, so the
+// checks about every stream judge these too (see check.also), when they answered.
+func otherChatStreams() []probeID { return []probeID{"chat.stream_usage", "tools.stream"} }
+
+// streamName is how a verdict names the stream it quotes.
+func streamName(id probeID) string {
+	switch id {
+	case "chat.stream_usage":
+		return "the stream with include_usage"
+	case "tools.stream":
+		return "the stream with tools"
+	}
+	return "the plain stream"
+}
+
+// eachStream judges with f every stream of ids that the check got, in that order: the first
+// failure, its seen naming the stream and its excerpt quoting it; else the first skip, since a
+// stream that could not be judged is another check's failure to see; else a pass. A stream
+// left out (refused, broken: see check.also) is not in j.ex.
+func eachStream(j *judge, ids []probeID, f func(x *exchange) verdict) verdict {
+	return eachStreamViewed(j, ids, func(_ probeID, x *exchange) *exchange { return x }, f)
+}
+
+// eachStreamApartFromUsage is eachStream judging the include_usage stream without its final
+// usage chunk, which is chat.stream.usage.final's to judge: its id, its choices and what a
+// choice in it says are faults of that one chunk, reported there once.
+func eachStreamApartFromUsage(j *judge, ids []probeID, f func(x *exchange) verdict) verdict {
+	return eachStreamViewed(j, ids, func(id probeID, x *exchange) *exchange {
+		if id != "chat.stream_usage" {
+			return x
+		}
+		return withoutUsageChunk(x)
+	}, f)
+}
+
+func eachStreamViewed(j *judge, ids []probeID, view func(probeID, *exchange) *exchange, f func(x *exchange) verdict) verdict {
+	var skipped *verdict
+	for _, id := range ids {
+		x, ok := j.ex[id]
+		if !ok {
+			continue
+		}
+		switch v := f(view(id, x)); {
+		case v.fail:
+			v.seen = streamName(id) + ": " + v.seen
+			return v.from(x)
+		case v.skip != "" && skipped == nil:
+			skipped = &v
+		}
+	}
+	if skipped != nil {
+		return *skipped
+	}
+	return pass()
+}
+
+// withoutUsageChunk is x without its last chunk when that chunk carries a usage object.
+func withoutUsageChunk(x *exchange) *exchange {
+	chunks, _ := jsonChunks(x)
+	if len(chunks) == 0 {
+		return x
+	}
+	if _, ok := asObject(chunks[len(chunks)-1]["usage"]); !ok {
+		return x
+	}
+	last := len(x.chunks) - 1
+	for ; last >= 0; last-- {
+		if _, ok := asObject(x.chunks[last]); ok {
+			break
+		}
+	}
+	cut := *x
+	cut.chunks = x.chunks[:last]
+	return &cut
+}
+
 func streamChecks() []*check {
 	st := []probeID{"chat.stream"}
 	su := []probeID{"chat.stream_usage"}
+	// every: the checks that hold for any chat stream judge all three streams.
+	every := append(append([]probeID{}, st...), otherChatStreams()...)
+	also := otherChatStreams()
+	// Without include_usage: the plain stream and the one with tools.
+	noUsage := []probeID{"chat.stream", "tools.stream"}
 	return []*check{
-		{id: "chat.stream.content_type", grade: Must, probes: st,
+		{id: "chat.stream.content_type", grade: Must, probes: st, also: also,
 			title: "stream: true answers 200 with Content-Type text/event-stream",
 			judge: func(j *judge) verdict {
-				if ct := j.x("chat.stream").contentType(); ct != "text/event-stream" {
-					return fail("Content-Type: text/event-stream", "Content-Type: "+ct)
-				}
-				return pass()
+				return eachStream(j, every, func(x *exchange) verdict {
+					if ct := x.contentType(); ct != "text/event-stream" {
+						return fail("Content-Type: text/event-stream", "Content-Type: "+ct)
+					}
+					return pass()
+				})
 			}},
-		{id: "chat.stream.json", grade: Must, probes: st,
+		{id: "chat.stream.json", grade: Must, probes: st, also: also,
 			title: "every data line before [DONE] is a JSON object",
-			judge: func(j *judge) verdict { return judgeStreamJSON(j.x("chat.stream")) }},
-		{id: "chat.stream.object", grade: Must, probes: st,
+			judge: func(j *judge) verdict { return eachStream(j, every, judgeStreamJSON) }},
+		{id: "chat.stream.object", grade: Must, probes: st, also: also,
 			title: `every chunk has object "chat.completion.chunk"`,
 			judge: func(j *judge) verdict {
-				return sameOnEveryChunk(j.x("chat.stream"), "object",
-					func(v any) bool { return v == "chat.completion.chunk" }, `"chat.completion.chunk"`)
+				return eachStream(j, every, func(x *exchange) verdict {
+					return sameOnEveryChunk(x, "object",
+						func(v any) bool { return v == "chat.completion.chunk" }, `"chat.completion.chunk"`)
+				})
 			}},
-		{id: "chat.stream.id", grade: Must, probes: st,
+		{id: "chat.stream.id", grade: Must, probes: st, also: also,
 			title: "id is a non-empty string, the same on every chunk",
 			judge: func(j *judge) verdict {
-				return sameOnEveryChunk(j.x("chat.stream"), "id", nonEmptyString, "non-empty string")
+				return eachStreamApartFromUsage(j, every, func(x *exchange) verdict {
+					return sameOnEveryChunk(x, "id", nonEmptyString, "non-empty string")
+				})
 			}},
-		{id: "chat.stream.created", grade: Must, probes: st,
+		{id: "chat.stream.created", grade: Must, probes: st, also: also,
 			title: "created is an integer Unix time in seconds on every chunk",
 			judge: func(j *judge) verdict {
 				// The same plausibility as chat.created, so milliseconds
 				// are caught on a stream too.
 				seconds := func(v any) bool { return plausibleCreated(v, true, j.now) == nil }
-				return validOnEveryChunk(j.x("chat.stream"), "created", seconds, "integer Unix seconds between 2020 and now")
+				return eachStream(j, every, func(x *exchange) verdict {
+					return validOnEveryChunk(x, "created", seconds, "integer Unix seconds between 2020 and now")
+				})
 			}},
 		// Apart from the MUST above: Ollama and llama-server stamp each
 		// chunk as they write it, so a server that does fails this only
 		// when its stream crosses a second, and a MUST would pass or fail
 		// with the clock. No SDK reads it.
-		{id: "chat.stream.created.same", grade: Should, probes: st,
+		{id: "chat.stream.created.same", grade: Should, probes: st, also: also,
 			title: "created is the same on every chunk",
 			judge: func(j *judge) verdict {
-				x := j.x("chat.stream")
 				seconds := func(v any) bool { return plausibleCreated(v, true, j.now) == nil }
-				if v := validOnEveryChunk(x, "created", seconds, ""); v.fail || v.skip != "" {
-					return skip("created is not valid on every chunk; see chat.stream.created")
-				}
-				return constantAcrossChunks(x, "created")
+				return eachStream(j, every, func(x *exchange) verdict {
+					if v := validOnEveryChunk(x, "created", seconds, ""); v.fail || v.skip != "" {
+						return skip("created is not valid on every chunk; see chat.stream.created")
+					}
+					return constantAcrossChunks(x, "created")
+				})
 			}},
 		// The reference says each chunk has the same id and the same
 		// created, but of model only "the model to generate the
 		// completion"; a router may name the alias first and the resolved
 		// model after it, and no client (openai-go's accumulator included)
 		// minds. So sameness is a SHOULD, as for created.
-		{id: "chat.stream.model", grade: Must, probes: st,
+		{id: "chat.stream.model", grade: Must, probes: st, also: also,
 			title: "model is a non-empty string on every chunk",
 			judge: func(j *judge) verdict {
-				return validOnEveryChunk(j.x("chat.stream"), "model", nonEmptyString, "non-empty string")
+				return eachStream(j, every, func(x *exchange) verdict {
+					return validOnEveryChunk(x, "model", nonEmptyString, "non-empty string")
+				})
 			}},
-		{id: "chat.stream.model.same", grade: Should, probes: st,
+		{id: "chat.stream.model.same", grade: Should, probes: st, also: also,
 			title: "model is the same on every chunk",
 			judge: func(j *judge) verdict {
-				x := j.x("chat.stream")
-				if v := validOnEveryChunk(x, "model", nonEmptyString, ""); v.fail || v.skip != "" {
-					return skip("model is not a non-empty string on every chunk; see chat.stream.model")
-				}
-				return constantAcrossChunks(x, "model")
+				return eachStream(j, every, func(x *exchange) verdict {
+					if v := validOnEveryChunk(x, "model", nonEmptyString, ""); v.fail || v.skip != "" {
+						return skip("model is not a non-empty string on every chunk; see chat.stream.model")
+					}
+					return constantAcrossChunks(x, "model")
+				})
 			}},
-		{id: "chat.stream.role", grade: Must, probes: st,
+		{id: "chat.stream.role", grade: Must, probes: st, also: also,
 			title: `every delta that carries a role carries "assistant"`,
 			judge: func(j *judge) verdict {
-				seen := false
-				if v := chunkChoices(j.x("chat.stream"), func(pos, idx int, c map[string]any) *verdict {
-					seen = true
-					if r, ok := at(c, "delta", "role"); ok && r != nil && r != "assistant" {
-						return failp(`delta.role "assistant" or absent`, fmt.Sprintf("chunk %d choice %d delta.role: %s", pos, idx, showField(r, ok)))
+				return eachStream(j, every, func(x *exchange) verdict {
+					seen := false
+					if v := chunkChoices(x, func(pos, idx int, c map[string]any) *verdict {
+						seen = true
+						if r, ok := at(c, "delta", "role"); ok && r != nil && r != "assistant" {
+							return failp(`delta.role "assistant" or absent`, fmt.Sprintf("chunk %d choice %d delta.role: %s", pos, idx, showField(r, ok)))
+						}
+						return nil
+					}); v != nil {
+						return *v
 					}
-					return nil
-				}); v != nil {
-					return *v
-				}
-				if !seen {
-					return fail("at least one chunk with a choice", "none")
-				}
-				return pass()
+					if !seen {
+						return fail("at least one chunk with a choice", "none")
+					}
+					return pass()
+				})
 			}},
-		{id: "chat.stream.role.first", grade: Should, probes: st,
+		{id: "chat.stream.role.first", grade: Should, probes: st, also: also,
 			title: `the first delta of each choice carries role "assistant"`,
 			judge: func(j *judge) verdict {
-				seen := map[int]bool{}
-				if v := chunkChoices(j.x("chat.stream"), func(pos, idx int, c map[string]any) *verdict {
-					if seen[idx] {
-						return nil
-					}
-					seen[idx] = true
-					if r, ok := at(c, "delta", "role"); r != "assistant" {
-						return failp(`first delta: {"role": "assistant", ...}`, fmt.Sprintf("chunk %d choice %d delta.role: %s", pos, idx, showField(r, ok)))
-					}
-					return nil
-				}); v != nil {
-					return *v
-				}
-				if len(seen) == 0 {
-					return fail("at least one chunk with a choice", "none")
-				}
-				return pass()
-			}},
-		{id: "chat.stream.delta", grade: Must, probes: st,
-			title: "every chunk has a choices array; every choice has index 0 (n is 1) and a delta whose content is a string or null",
-			judge: func(j *judge) verdict {
-				// chunkChoices passes over a chunk whose choices is not an
-				// array of objects, so that is judged here first. Empty is
-				// no failure here (chat.stream.choices warns): some servers
-				// send a choice-less chunk first or last.
-				x := j.x("chat.stream")
-				chunks, pos := jsonChunks(x)
-				for i, ch := range chunks {
-					raw, ok := ch["choices"]
-					if _, isObjs := objects(raw, ok); !isObjs {
-						return fail("choices: an array of objects on every chunk", fmt.Sprintf("chunk %d choices: %s", pos[i], showField(raw, ok))).at(chunkData(x, pos[i]))
-					}
-				}
-				if v := chunkChoices(x, func(pos, idx int, c map[string]any) *verdict {
-					// The request leaves n at 1, so 0 is the only choice; the
-					// other judges group by index and would accept a stream
-					// whose one choice is numbered 1, or jumps.
-					if idx != 0 {
-						return failp("choices[].index: 0, the only choice when n is 1", fmt.Sprintf("chunk %d index: %s", pos, showField(c["index"], hasKey(c, "index"))))
-					}
-					d, ok := c["delta"]
-					dm, isObj := asObject(d)
-					if !ok || !isObj {
-						return failp("choices[].delta: object", fmt.Sprintf("chunk %d delta: %s", pos, showField(d, ok)))
-					}
-					if content, ok := dm["content"]; ok && content != nil {
-						if _, isStr := content.(string); !isStr {
-							return failp("delta.content: string or null", fmt.Sprintf("chunk %d delta.content: %s", pos, show(content)))
+				return eachStream(j, every, func(x *exchange) verdict {
+					seen := map[int]bool{}
+					if v := chunkChoices(x, func(pos, idx int, c map[string]any) *verdict {
+						if seen[idx] {
+							return nil
 						}
+						seen[idx] = true
+						if r, ok := at(c, "delta", "role"); r != "assistant" {
+							return failp(`first delta: {"role": "assistant", ...}`, fmt.Sprintf("chunk %d choice %d delta.role: %s", pos, idx, showField(r, ok)))
+						}
+						return nil
+					}); v != nil {
+						return *v
 					}
-					return nil
-				}); v != nil {
-					return *v
-				}
-				return pass()
+					if len(seen) == 0 {
+						return fail("at least one chunk with a choice", "none")
+					}
+					return pass()
+				})
 			}},
+		{id: "chat.stream.delta", grade: Must, probes: st, also: also,
+			title: "every chunk has a choices array; every choice has index 0 (n is 1) and a delta whose content is a string or null",
+			judge: func(j *judge) verdict { return eachStreamApartFromUsage(j, every, judgeStreamDelta) }},
 		// chat.stream.delta lets choices be empty, since servers send a chunk without a choice
 		// (Azure OpenAI its prompt filter results first), and openai-go's accumulator takes
 		// it. But the reference allows it only for the final usage chunk, and client code
 		// indexes choices[0] (openai-python's README does) and breaks on it: a SHOULD.
-		{id: "chat.stream.choices", grade: Should, probes: st,
+		{id: "chat.stream.choices", grade: Should, probes: st, also: also,
 			title: "every chunk has at least one choice (only the final usage chunk may have none)",
 			judge: func(j *judge) verdict {
-				x := j.x("chat.stream")
-				chunks, pos := jsonChunks(x)
-				for i, ch := range chunks {
-					// A usage chunk nobody asked for is chat.stream.usage.absent's to report.
-					if cs, ok := asArray(ch["choices"]); ok && len(cs) == 0 && !isUsageChunk(ch) {
-						return fail(`choices: [{...}] on every chunk; [] only on the usage chunk include_usage asks for`,
-							fmt.Sprintf("chunk %d of %d choices: [], without include_usage", pos[i], len(chunks))).at(chunkData(x, pos[i]))
+				return eachStream(j, every, func(x *exchange) verdict {
+					chunks, pos := jsonChunks(x)
+					for i, ch := range chunks {
+						// A usage chunk nobody asked for is chat.stream.usage.absent's to report; one
+						// asked for but misplaced, chat.stream.usage.final's.
+						if cs, ok := asArray(ch["choices"]); ok && len(cs) == 0 && !isUsageChunk(ch) {
+							return fail(`choices: [{...}] on every chunk; [] only on the usage chunk include_usage asks for`,
+								fmt.Sprintf("chunk %d of %d choices: [], and no usage", pos[i], len(chunks))).at(chunkData(x, pos[i]))
+						}
 					}
-				}
-				return pass()
+					return pass()
+				})
 			}},
-		{id: "chat.stream.finish_reason", grade: Must, probes: st,
+		{id: "chat.stream.finish_reason", grade: Must, probes: st, also: also,
 			title: "finish_reason is null until one final allowed value per choice, after which the choice is silent",
-			judge: func(j *judge) verdict { return judgeStreamFinish(j.x("chat.stream"), chatFinishReasons()) }},
-		{id: "chat.stream.done", grade: Must, probes: st,
+			judge: func(j *judge) verdict {
+				return eachStreamApartFromUsage(j, every, func(x *exchange) verdict { return judgeStreamFinish(x, chatFinishReasons()) })
+			}},
+		{id: "chat.stream.done", grade: Must, probes: st, also: also,
 			title: "the stream ends with data: [DONE], closed by a blank line, and nothing after it",
-			judge: func(j *judge) verdict { return judgeDone(j.x("chat.stream")) }},
-		{id: "chat.stream.usage.absent", grade: Should, probes: st,
+			judge: func(j *judge) verdict { return eachStream(j, every, judgeDone) }},
+		{id: "chat.stream.usage.absent", grade: Should, probes: st, also: []probeID{"tools.stream"},
 			title: "without stream_options.include_usage no chunk carries usage",
 			judge: func(j *judge) verdict {
-				chunks, pos := jsonChunks(j.x("chat.stream"))
-				for i, c := range chunks {
-					if u, ok := c["usage"]; !isNullish(u, ok) {
-						return fail("usage absent or null", fmt.Sprintf("chunk %d usage: %s", pos[i], show(u))).at(chunkData(j.x("chat.stream"), pos[i]))
+				return eachStream(j, noUsage, func(x *exchange) verdict {
+					chunks, pos := jsonChunks(x)
+					for i, c := range chunks {
+						if u, ok := c["usage"]; !isNullish(u, ok) {
+							return fail("usage absent or null", fmt.Sprintf("chunk %d usage: %s", pos[i], show(u))).at(chunkData(x, pos[i]))
+						}
 					}
-				}
-				return pass()
+					return pass()
+				})
 			}},
 		{id: "chat.stream.usage.final", grade: Must, probes: su,
 			title: "with include_usage exactly one chunk has empty choices and usage, the last before [DONE], with the id of the chunks before it",
@@ -459,6 +528,44 @@ func judgeStreamFinish(x *exchange, allowed []string) verdict {
 		if _, ok := finished[idx]; !ok {
 			return fail("a final finish_reason for every choice", fmt.Sprintf("choice %d never finished", idx))
 		}
+	}
+	return pass()
+}
+
+// judgeStreamDelta: every chunk has a choices array of objects, and every choice has index 0
+// and a delta whose content is a string or null.
+func judgeStreamDelta(x *exchange) verdict {
+	// chunkChoices passes over a chunk whose choices is not an
+	// array of objects, so that is judged here first. Empty is
+	// no failure here (chat.stream.choices warns): some servers
+	// send a choice-less chunk first or last.
+	chunks, pos := jsonChunks(x)
+	for i, ch := range chunks {
+		raw, ok := ch["choices"]
+		if _, isObjs := objects(raw, ok); !isObjs {
+			return fail("choices: an array of objects on every chunk", fmt.Sprintf("chunk %d choices: %s", pos[i], showField(raw, ok))).at(chunkData(x, pos[i]))
+		}
+	}
+	if v := chunkChoices(x, func(pos, idx int, c map[string]any) *verdict {
+		// The request leaves n at 1, so 0 is the only choice; the
+		// other judges group by index and would accept a stream
+		// whose one choice is numbered 1, or jumps.
+		if idx != 0 {
+			return failp("choices[].index: 0, the only choice when n is 1", fmt.Sprintf("chunk %d index: %s", pos, showField(c["index"], hasKey(c, "index"))))
+		}
+		d, ok := c["delta"]
+		dm, isObj := asObject(d)
+		if !ok || !isObj {
+			return failp("choices[].delta: object", fmt.Sprintf("chunk %d delta: %s", pos, showField(d, ok)))
+		}
+		if content, ok := dm["content"]; ok && content != nil {
+			if _, isStr := content.(string); !isStr {
+				return failp("delta.content: string or null", fmt.Sprintf("chunk %d delta.content: %s", pos, show(content)))
+			}
+		}
+		return nil
+	}); v != nil {
+		return *v
 	}
 	return pass()
 }

@@ -43,7 +43,7 @@ func TestCatalogueIsWellFormed(t *testing.T) {
 			t.Errorf("duplicate check id %s", c.id)
 		}
 		judges[c.id] = map[probeID]bool{}
-		for _, id := range c.probes {
+		for _, id := range c.allProbes() {
 			if probes[id] == nil {
 				t.Errorf("%s names unknown probe %s", c.id, id)
 			}

@@ -78,6 +78,49 @@ func TestFlawedServersAreNamed(t *testing.T) {
 			}
 			return s, strings.TrimSuffix(b, "data: [DONE]\n\n")
 		}, want: map[string]Result{"chat.stream.done": Fail}},
+		// The checks about every chat stream judge the streams with tools and with include_usage
+		// too, and say which stream broke: a server may break only the ones its other code
+		// path writes.
+		{name: "stream with tools without [DONE]", edit: func(path, req string, _ http.Header, s int, b string) (int, string) {
+			if !isToolsStreamReq(path, req) {
+				return s, b
+			}
+			return s, strings.TrimSuffix(b, "data: [DONE]\n\n")
+		}, want: map[string]Result{"chat.stream.done": Fail}},
+		{name: "include_usage stream without [DONE]", edit: func(path, req string, _ http.Header, s int, b string) (int, string) {
+			if !isUsageStreamReq(path, req) {
+				return s, b
+			}
+			return s, strings.TrimSuffix(b, "data: [DONE]\n\n")
+		}, want: map[string]Result{"chat.stream.done": Fail}},
+		{name: "object chat.completion on the chunks of the stream with tools", edit: func(path, req string, _ http.Header, s int, b string) (int, string) {
+			if !isToolsStreamReq(path, req) {
+				return s, b
+			}
+			return s, strings.ReplaceAll(b, `"object":"chat.completion.chunk"`, `"object":"chat.completion"`)
+		}, want: map[string]Result{"chat.stream.object": Fail}},
+		{name: "object chat.completion on the chunks of the include_usage stream", edit: func(path, req string, _ http.Header, s int, b string) (int, string) {
+			if !isUsageStreamReq(path, req) {
+				return s, b
+			}
+			return s, strings.ReplaceAll(b, `"object":"chat.completion.chunk"`, `"object":"chat.completion"`)
+		}, want: map[string]Result{"chat.stream.object": Fail}},
+		{name: "id changes after the first chunk of the stream with tools", edit: func(path, req string, _ http.Header, s int, b string) (int, string) {
+			if !isToolsStreamReq(path, req) {
+				return s, b
+			}
+			first, rest, _ := strings.Cut(b, "\n\n")
+			return s, first + "\n\n" + strings.ReplaceAll(rest, `"id":"chatcmpl-fake1"`, `"id":"chatcmpl-fake2"`)
+		}, want: map[string]Result{"chat.stream.id": Fail}},
+		// The usage chunk keeps the id of the chunk before it, so that only chat.stream.id is
+		// about it.
+		{name: "id changes after the first chunk of the include_usage stream", edit: func(path, req string, _ http.Header, s int, b string) (int, string) {
+			if !isUsageStreamReq(path, req) {
+				return s, b
+			}
+			first, rest, _ := strings.Cut(b, "\n\n")
+			return s, first + "\n\n" + strings.ReplaceAll(rest, `"id":"chatcmpl-fake1"`, `"id":"chatcmpl-fake2"`)
+		}, want: map[string]Result{"chat.stream.id": Fail}},
 		{name: "finish_reason missing on the last chunk", edit: func(path, req string, _ http.Header, s int, b string) (int, string) {
 			if !isPlainChatStream(path, req) {
 				return s, b

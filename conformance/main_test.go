@@ -135,9 +135,10 @@ func TestOnlyRunsTheNeededRequests(t *testing.T) {
 			t.Errorf("check %s ran despite --only", c.ID)
 		}
 	}
-	// /v1/models, the plain stream and the include_usage stream.
-	if got := f.Requests(); got != 3 {
-		t.Errorf("%d requests, want 3", got)
+	// /v1/models, the plain stream, the include_usage stream and the stream with tools, which
+	// the checks about every chat stream judge too.
+	if got := f.Requests(); got != 4 {
+		t.Errorf("%d requests, want 4", got)
 	}
 }
 

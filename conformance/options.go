@@ -20,7 +20,9 @@ type Options struct {
 	// APIKey is sent as a bearer token. Empty sends no Authorization header
 	// and skips the bad-key check.
 	APIKey string
-	// Model is the chat model to test. Empty: the first id in /v1/models.
+	// Model is the chat model to test. Empty: the first id in /v1/models not named like an
+	// embedding model and not refusing a chat request (see chooseModel); Report.ModelChoice
+	// says which and why.
 	Model string
 	// EmbeddingModel is the model for /v1/embeddings. Empty: Model, and a
 	// 400 to the float embeddings request then counts as "not supported"

@@ -98,7 +98,11 @@ func isControl(r rune) bool {
 }
 
 func (r *Report) renderTable(ew io.Writer) {
-	fmt.Fprintf(ew, "Conformance of %s (model %s)\n\n", r.BaseURL, r.Model)
+	fmt.Fprintf(ew, "Conformance of %s (model %s)\n", r.BaseURL, r.Model)
+	if r.ModelChoice != "" {
+		fmt.Fprintf(ew, "Model: %s\n", r.ModelChoice)
+	}
+	fmt.Fprintln(ew)
 	tw := tabwriter.NewWriter(ew, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "RESULT\tGRADE\tCHECK\tDETAIL")
 	for _, c := range r.Checks {
@@ -133,6 +137,7 @@ func oneLine(s string, n int) string {
 type jsonReport struct {
 	BaseURL        string        `json:"base_url"`
 	Model          string        `json:"model"`
+	ModelChoice    string        `json:"model_choice,omitempty"`
 	EmbeddingModel string        `json:"embedding_model"`
 	Strict         bool          `json:"strict"`
 	Started        string        `json:"started"`
@@ -148,7 +153,7 @@ func (r *Report) writeJSON(w io.Writer) error {
 	// Excerpts quote "<" and ">" constantly; \u003c would make them unreadable.
 	enc.SetEscapeHTML(false)
 	return enc.Encode(jsonReport{
-		BaseURL: r.BaseURL, Model: r.Model, EmbeddingModel: r.EmbeddingModel, Strict: r.Strict,
+		BaseURL: r.BaseURL, Model: r.Model, ModelChoice: r.ModelChoice, EmbeddingModel: r.EmbeddingModel, Strict: r.Strict,
 		Started: r.Started.UTC().Format("2006-01-02T15:04:05Z07:00"), DurationMS: r.Duration.Milliseconds(),
 		ExitCode: r.ExitCode(), Summary: r.Summary(), Checks: r.Checks,
 	})
@@ -207,6 +212,9 @@ func (r *Report) writeJUnit(w io.Writer) error {
 			{Name: "base_url", Value: r.BaseURL}, {Name: "model", Value: printable(r.Model)},
 			{Name: "embedding_model", Value: r.EmbeddingModel}, {Name: "strict", Value: fmt.Sprint(r.Strict)},
 		},
+	}
+	if r.ModelChoice != "" {
+		suite.Properties = append(suite.Properties, junitProperty{Name: "model_choice", Value: printable(r.ModelChoice)})
 	}
 	for _, c := range r.Checks {
 		tc := junitCase{Name: c.ID, Classname: "conformance." + group(c.ID)}
@@ -284,6 +292,9 @@ func (r *Report) renderMarkdown(ew io.Writer) {
 	}
 	if len(notes) > 0 {
 		fmt.Fprintf(ew, "\n%s\n", strings.Join(notes, "\n"))
+	}
+	if r.ModelChoice != "" {
+		fmt.Fprintf(ew, "\nModel %s: %s\n", mdEscape(r.Model), mdEscape(r.ModelChoice))
 	}
 }
 

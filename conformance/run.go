@@ -27,6 +27,11 @@ type check struct {
 	// anyOf: judge whichever of probes gave a usable answer (dropping the
 	// skipped and failed ones) instead of gating on each of them.
 	anyOf bool
+	// also: further probes judged beside probes when they gave a usable answer. One that did
+	// not (refused, skipped, broken) is dropped, never this check's to report: its own gate
+	// says what went wrong, and an optional request refused must not fail a check about
+	// another. The stream checks judge every streamed chat answer this way.
+	also  []probeID
 	judge func(j *judge) verdict
 }
 
@@ -102,13 +107,12 @@ func Run(ctx context.Context, o Options) (rep *Report, err error) {
 		}
 		return nil, &UnreachableError{URL: root, Err: models.err, Timeout: r.o.Timeout}
 	}
+	choice := modelChoice{model: r.o.Model, why: "given by --model"}
 	if r.o.Model == "" {
-		id, ok := at(models.json, "data", 0, "id")
-		s, _ := id.(string)
-		if !ok || s == "" {
-			return nil, &UsageError{Msg: "no --model given and /v1/models names none (" + models.statusLine() + ")"}
+		if choice, err = r.chooseModel(ctx, models); err != nil {
+			return nil, err
 		}
-		r.o.Model = s
+		r.o.Model = choice.model
 	}
 
 	probes := map[probeID]*probe{}
@@ -142,7 +146,7 @@ func Run(ctx context.Context, o Options) (rep *Report, err error) {
 	}
 	need := map[probeID]bool{}
 	for i, c := range selected {
-		for _, id := range c.probes {
+		for _, id := range c.allProbes() {
 			if _, ok := probes[id]; !ok {
 				panic("conformance: check " + c.id + " names unknown probe " + string(id))
 			}
@@ -151,13 +155,17 @@ func Run(ctx context.Context, o Options) (rep *Report, err error) {
 			s.remaining[i]++
 		}
 	}
-	s.progressf("conformance: %d checks against %s (model %s)\n", len(selected), root, r.o.Model)
+	s.progressf("conformance: %d checks against %s (model %s: %s)\n", len(selected), root, r.o.Model, choice.why)
 
 	s.finish(probes["models.list"], models)
+	// The request that chose the model is chat.basic's, sent already.
+	if choice.basic != nil && need["chat.basic"] {
+		s.finish(probes["chat.basic"], choice.basic)
+	}
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(r.o.Concurrency)
 	for _, p := range order {
-		if !need[p.id] || p.id == "models.list" {
+		if !need[p.id] || p.id == "models.list" || (p.id == "chat.basic" && choice.basic != nil) {
 			continue
 		}
 		g.Go(func() error {
@@ -177,6 +185,7 @@ func Run(ctx context.Context, o Options) (rep *Report, err error) {
 	return &Report{
 		BaseURL:        redactURL(root),
 		Model:          r.o.Model,
+		ModelChoice:    choice.why,
 		EmbeddingModel: r.embeddingModel(),
 		Strict:         r.o.Strict,
 		Started:        started,
@@ -232,7 +241,7 @@ func (s *schedule) judgeLocked(i int) {
 			ex[id] = x
 		}
 	} else {
-		for _, id := range c.probes {
+		for _, id := range c.allProbes() {
 			ex[id] = s.ex[id]
 		}
 	}
@@ -343,7 +352,20 @@ func (s *schedule) gate(c *check, ex map[probeID]*exchange) (verdict, bool) {
 		}
 		return skip("no usable answer to judge; see " + p.gate), true
 	}
+	for _, id := range c.also {
+		if x := ex[id]; x.skip != "" || !s.probes[id].usable(x) {
+			delete(ex, id)
+		}
+	}
 	return verdict{}, false
+}
+
+// allProbes is every probe c judges: its own, then those it also judges.
+func (c *check) allProbes() []probeID {
+	if len(c.also) == 0 {
+		return c.probes
+	}
+	return append(append([]probeID{}, c.probes...), c.also...)
 }
 
 // forGate is the failure of p's unusable answer x, reported by a check
@@ -409,6 +431,7 @@ func hideKey(rep *Report, err error, key string) {
 	}
 	hide(&rep.BaseURL)
 	hide(&rep.Model)
+	hide(&rep.ModelChoice)
 	hide(&rep.EmbeddingModel)
 	for i := range rep.Checks {
 		c := &rep.Checks[i]
