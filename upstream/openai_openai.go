@@ -402,7 +402,10 @@ func (e *NotJSONError) Error() string {
 	if len(snippet) > 200 {
 		snippet = snippet[:200]
 	}
-	return fmt.Sprintf("response is not JSON: %s", bytes.TrimSpace(snippet))
+	if snippet = bytes.TrimSpace(snippet); len(snippet) == 0 {
+		return "response is not JSON: it is empty" // a 200 or 204 with no body (TestNotJSONErrorText)
+	}
+	return fmt.Sprintf("response is not JSON: %s", snippet)
 }
 
 // Unquoted is the error without the body's bytes, which may be the answer itself (core.Quoting).
