@@ -78,10 +78,12 @@ type ConnError struct {
 func (e *ConnError) Error() string { return e.Target + ": connection: " + e.Err.Error() }
 func (e *ConnError) Unwrap() error { return e.Err }
 
-// TimeoutError is no response headers within the target's timeout.
+// TimeoutError is no response headers within the target's timeout or, Idle, no bytes of the
+// answer's body for its idle timeout once the head had come.
 type TimeoutError struct {
 	Target string
 	After  time.Duration
+	Idle   bool
 }
 
 func (e *TimeoutError) Error() string {

@@ -240,6 +240,8 @@ func TestRestore(t *testing.T) {
 				Type: "upstream_error", Code: "upstream_unreachable"}},
 		{"timeout", []Attempt{attempt("a", &core.TimeoutError{Target: "a", After: 30 * time.Second})},
 			ClientError{Status: 504, Message: "upstream a did not answer within 30s", Type: "upstream_error", Code: "upstream_timeout"}},
+		{"an answer's body silent for idle_timeout: its head had come", []Attempt{attempt("a", &core.TimeoutError{Target: "a", After: 2 * time.Minute, Idle: true})},
+			ClientError{Status: 504, Message: "upstream a sent nothing of its answer for 2m0s (idle_timeout)", Type: "upstream_error", Code: "upstream_timeout"}},
 		{"deadline", []Attempt{attempt("a", context.DeadlineExceeded)},
 			ClientError{Status: 504, Message: "upstream a timed out", Type: "upstream_error", Code: "upstream_timeout"}},
 		{"a process that would not start", []Attempt{attempt("a", &lifecycle.ProcessError{Target: "a", Err: errors.New("exec: no such file")})},

@@ -224,7 +224,11 @@ func restoreOne(a Attempt) ClientError {
 	case d.Class == core.ClassTimeout:
 		out.Message, out.Code = fmt.Sprintf("upstream %s timed out", a.Target), "upstream_timeout"
 		var te *core.TimeoutError
-		if errors.As(a.Err, &te) && te.After > 0 {
+		switch {
+		case errors.As(a.Err, &te) && te.After > 0 && te.Idle:
+			// Its head had come: "did not answer" told the client the wrong wait ran out.
+			out.Message = fmt.Sprintf("upstream %s sent nothing of its answer for %s (idle_timeout)", a.Target, te.After)
+		case te != nil && te.After > 0:
 			out.Message = fmt.Sprintf("upstream %s did not answer within %s", a.Target, te.After)
 		}
 	case d.Class == core.ClassConnection:

@@ -364,7 +364,7 @@ type IdleTimeoutError struct {
 }
 
 func newIdleTimeoutError(target string, after time.Duration) *IdleTimeoutError {
-	return &IdleTimeoutError{Timeout: &core.TimeoutError{Target: target, After: after}}
+	return &IdleTimeoutError{Timeout: &core.TimeoutError{Target: target, After: after, Idle: true}}
 }
 
 func (e *IdleTimeoutError) Error() string {

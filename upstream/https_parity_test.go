@@ -116,14 +116,14 @@ func TestHTTPAndHTTPSParity(t *testing.T) {
 			w.(http.Flusher).Flush()
 			stall(t, r)
 		}, want: parityOutcome{Class: core.ClassTimeout, Status: 504, Conns: 1, Client: errmap.ClientError{
-			Status: 504, Message: "upstream local did not answer within 150ms", Type: "upstream_error", Code: "upstream_timeout"}}},
+			Status: 504, Message: "upstream local sent nothing of its answer for 150ms (idle_timeout)", Type: "upstream_error", Code: "upstream_timeout"}}},
 		{name: "stream head then no first event", stream: true, idle: limit, h: func(t *testing.T, w http.ResponseWriter, r *http.Request) {
 			_, _ = io.Copy(io.Discard, r.Body)
 			w.Header().Set("Content-Type", "text/event-stream")
 			w.(http.Flusher).Flush()
 			stall(t, r)
 		}, want: parityOutcome{Class: core.ClassTimeout, Status: 504, Conns: 1, Client: errmap.ClientError{
-			Status: 504, Message: "upstream local did not answer within 150ms", Type: "upstream_error", Code: "upstream_timeout"}}},
+			Status: 504, Message: "upstream local sent nothing of its answer for 150ms (idle_timeout)", Type: "upstream_error", Code: "upstream_timeout"}}},
 		{name: "stream stalls after its first event", stream: true, idle: limit, h: func(t *testing.T, w http.ResponseWriter, r *http.Request) {
 			_, _ = io.Copy(io.Discard, r.Body)
 			w.Header().Set("Content-Type", "text/event-stream")
@@ -131,7 +131,7 @@ func TestHTTPAndHTTPSParity(t *testing.T) {
 			w.(http.Flusher).Flush()
 			stall(t, r)
 		}, want: parityOutcome{Class: core.ClassTimeout, Status: 504, Events: 1, Conns: 1, Client: errmap.ClientError{
-			Status: 504, Message: "upstream local did not answer within 150ms", Type: "upstream_error", Code: "upstream_timeout"}}},
+			Status: 504, Message: "upstream local sent nothing of its answer for 150ms (idle_timeout)", Type: "upstream_error", Code: "upstream_timeout"}}},
 		{name: "aborted before the head", h: func(_ *testing.T, _ http.ResponseWriter, r *http.Request) {
 			_, _ = io.Copy(io.Discard, r.Body)
 			panic(http.ErrAbortHandler)
