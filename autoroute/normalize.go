@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math/bits"
+	"slices"
 	"unicode"
 	"unicode/utf8"
 )
@@ -200,6 +201,12 @@ func scan(s string, out *scratch) {
 	if len(out.words) < 4*(maxWordBytes+8) {
 		// Room for an eight-byte store past the longest word kept, and for a few words.
 		out.words = make([]byte, 1024)
+	}
+	if len(s) > longTextBytes {
+		// A long text's word records in one allocation rather than a doubling per power of two,
+		// of no more than the pool keeps: a longer text (or one of few words) grows them by
+		// appending, as before, rather than allocating for words it may not have on every call.
+		out.refs = slices.Grow(out.refs, min(len(s)/wordBytes, maxPooledWords))
 	}
 	w, st := out.words[:0], uint8(0)
 	out.noLatin = 0
