@@ -385,11 +385,30 @@ func scan(s string, out *scratch) {
 								break
 							}
 						}
-						for j+1 < len(s) && plainArabic(s[j], s[j+1]) {
+						// The letters that fold to another (أ، ة، ى…) and the diacritics
+						// and tatweel inside a word stay in the run too, as the general path
+						// below takes them: with a shadda or a hamza in most words, an Arabic
+						// text went back through the byte-class switch and the rune switch for
+						// each, and began its run again after it.
+						for j+1 < len(s) {
+							b0, b1 := s[j], s[j+1]
+							if !plainArabic(b0, b1) {
+								r := rune(b0&0x1F)<<6 | rune(b1&0x3F)
+								if b0 < 0xD8 || b0 > 0xD9 || b1&0xC0 != 0x80 || r < 0x0621 || r > 0x065F && r != 0x0670 {
+									break
+								}
+								if r >= 0x064B || r == 0x0640 {
+									// A diacritic, the superscript alef or tatweel: dropped.
+									j += 2
+									continue
+								}
+								r = foldArabic(r)
+								b0, b1 = byte(0xC0|r>>6), byte(0x80|r&0x3F)
+							}
 							if len(w)+2 > maxWordBytes {
 								st |= stOverlong
 							} else {
-								w = append(w, s[j], s[j+1])
+								w = append(w, b0, b1)
 							}
 							j += 2
 						}
