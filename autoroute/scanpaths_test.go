@@ -138,6 +138,10 @@ func FuzzScanFastPaths(f *testing.F) {
 	} {
 		f.Add(s)
 	}
+	// BenchmarkRoute64KB's texts, past the length from which scan sizes its records at once.
+	for _, p := range longProse {
+		f.Add(longText(p.unit, 2*longTextBytes+1))
+	}
 	f.Fuzz(func(t *testing.T, s string) {
 		got, want := scanned(s, scan), scanned(s, scanRef)
 		if diff := cmp.Diff(want, got); diff != "" {
