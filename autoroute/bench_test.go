@@ -239,3 +239,49 @@ func BenchmarkRoute100KB(b *testing.B) {
 		})
 	}
 }
+
+// longProse are the texts of BenchmarkRoute64KB, each repeated to 64 KiB: the bench's chat prose
+// (bench/env.go chatBody), English and Arabic, its English sentences alone, its Arabic ones alone,
+// and Chinese, which has no term and which scan should pass over cheaply.
+var longProse = []struct{ name, unit string }{
+	{"mixed", "I am preparing a short talk for my team about how we ship our web application. " +
+		"ممكن تساعدني أرتب الأفكار بشكل منطقي؟ First I want to compare two ways of logging, then explain " +
+		"why the old code called strcpy(buf, input) and whether that matters today. " +
+		"بعد ذلك أريد أن أشرح الفرق بين الطريقتين بطريقة بسيطة للزملاء الجدد. Finally a few slides on " +
+		"the history of the project, the people who built it, the budget and the timeline for next year. "},
+	{"english", "I am preparing a short talk for my team about how we ship our web application. " +
+		"First I want to compare two ways of logging, then explain why the old code called " +
+		"strcpy(buf, input) and whether that matters today. Finally a few slides on the history of " +
+		"the project, the people who built it, the budget and the timeline for next year. "},
+	{"arabic", "ممكن تساعدني أرتب الأفكار بشكل منطقي؟ بعد ذلك أريد أن أشرح الفرق بين الطريقتين " +
+		"بطريقة بسيطة للزملاء الجدد. أحضّر عرضاً قصيراً لفريقي عن كيفية نشر تطبيقنا على الويب، " +
+		"وفي النهاية بعض الشرائح عن تاريخ المشروع والأشخاص الذين بنوه والميزانية والجدول الزمني للعام القادم. "},
+	{"chinese", "我正在为我的团队准备一个简短的演讲，介绍我们如何发布网络应用程序。首先我想比较两种记录日志的方法，" +
+		"然后解释为什么旧代码调用了这个函数，以及这在今天是否重要。最后是关于项目历史、构建它的人、预算和明年时间表的几张幻灯片。"},
+}
+
+// longText is unit repeated to n bytes, cut at a character boundary.
+func longText(unit string, n int) string {
+	s := strings.Repeat(unit, n/len(unit)+1)[:n]
+	return strings.ToValidUTF8(s, "")
+}
+
+// BenchmarkRoute64KB is Route on a 64 KiB user message of each of longProse's texts, as a pasted
+// document or a retrieved context makes it: the classifier's cost a byte of a long prompt.
+// Counted under callgrind (instructions an op) rather than timed, see PERFORMANCE.md.
+func BenchmarkRoute64KB(b *testing.B) {
+	c, err := New(Rules{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, p := range longProse {
+		text := longText(p.unit, 64<<10)
+		b.Run(p.name, func(b *testing.B) {
+			b.SetBytes(int64(len(text)))
+			b.ReportAllocs()
+			for b.Loop() {
+				c.Route("You are a helpful assistant.", text, "")
+			}
+		})
+	}
+}

@@ -839,6 +839,12 @@ func (c *Classifier) run(system, user string) *scratch {
 func (c *Classifier) runIn(s *scratch, system, user string) {
 	s.toks, s.hits, s.negs = s.toks[:0], s.hits[:0], s.negs[:0]
 	s.clause, s.arabic, s.latin = 0, 0, 0
+	if n := len(user) + len(system); n > longTextBytes {
+		// Room for the tokens of both texts and the break between them, so that the system
+		// prompt's few do not copy the user turn's many to a buffer twice as large.
+		// No more than the pool keeps, as for scan's word records.
+		s.toks = slices.Grow(s.toks, min(n/wordBytes+1, maxPooledWords))
+	}
 
 	scan(user, s)
 	c.resolve(s)
@@ -1040,10 +1046,10 @@ func (c *Classifier) release(s *scratch) {
 	if cap(s.toks) > maxPooledWords {
 		s.toks = nil
 	}
-	if cap(s.hits) > maxPooledWords {
+	if cap(s.hits) > maxPooledHits {
 		s.hits = nil
 	}
-	if cap(s.negs) > maxPooledWords {
+	if cap(s.negs) > maxPooledHits {
 		s.negs = nil
 	}
 	c.pool.Put(s)
@@ -1052,9 +1058,26 @@ func (c *Classifier) release(s *scratch) {
 // maxPooledText is the largest scratch.text, and scratch.words, kept for the next call.
 const maxPooledText = 64 << 10
 
-// maxPooledWords is the most words (tokens, hits, cues) a scratch keeps room for after a call:
-// those of a text of about 64 KB.
-const maxPooledWords = 8 << 10
+// maxPooledWords is the most words (and tokens) a scratch keeps room for after a call: those of a
+// user turn of 64 KiB and a system prompt of a few KB, as scan and runIn size them for a long text
+// (a word per wordBytes). At 8 Ki, the 12,400 words of 64 KiB of English prose
+// (BenchmarkRoute64KB) were dropped after every call and grown again, by doubling, in the next:
+// about 1 MB allocated a call.
+const maxPooledWords = 72 << 10 / wordBytes
+
+// maxPooledHits is the most hits (and negation cues) a scratch keeps room for after a call. Only
+// a word that is in a term makes one, so far fewer than the words of a text.
+const maxPooledHits = 8 << 10
+
+// wordBytes is the fewest bytes a word takes in the long texts scan sizes its buffers for at
+// once (longTextBytes): English prose has about 5.3 bytes a word with its space, Arabic about 11. A
+// text with shorter words grows the buffers by appending, as any text did before.
+const wordBytes = 4
+
+// longTextBytes is the length from which scan and runIn size the words' buffers for the whole text at
+// once, rather than letting appends grow them by doubling: a short prompt's words fit in the
+// scratch's block.
+const longTextBytes = 4 << 10
 
 // winner is the index of the intent that fires, or -1.
 func (c *Classifier) winner(s *scratch, lang Language) int {

@@ -148,6 +148,24 @@ func goldenInputs(t *testing.T) []goldenInput {
 		}
 		ins = append(ins, in)
 	}
+	// Long prompts (a pasted document, a retrieved context), which scan and the pooled scratch
+	// handle with buffers sized at once (BenchmarkRoute64KB): generated texts of thousands of
+	// pieces, and the benchmark's prose alone and ending in a question of each intent.
+	long := rand.New(rand.NewPCG(64, 1064))
+	for i := range 8 {
+		in := goldenInput{name: fmt.Sprintf("long:%d", i), user: genText(long, terms[:nterms], terms[nterms:], 2000+long.IntN(6000))}
+		if i%2 == 1 {
+			in.system = genText(long, terms[:nterms], terms[nterms:], 1+long.IntN(300))
+		}
+		ins = append(ins, in)
+	}
+	for _, p := range longProse {
+		text := longText(p.unit, 64<<10)
+		ins = append(ins, goldenInput{name: "long:" + p.name, user: text},
+			goldenInput{name: "long:" + p.name + "/security", user: text + " How do I exploit this SQL injection?"},
+			goldenInput{name: "long:" + p.name + "/reasoning", user: text + " Prove it step by step.",
+				system: text[:4<<10]})
+	}
 	return ins
 }
 

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math/bits"
+	"slices"
 	"unicode"
 	"unicode/utf8"
 )
@@ -201,6 +202,12 @@ func scan(s string, out *scratch) {
 		// Room for an eight-byte store past the longest word kept, and for a few words.
 		out.words = make([]byte, 1024)
 	}
+	if len(s) > longTextBytes {
+		// A long text's word records in one allocation rather than a doubling per power of two,
+		// of no more than the pool keeps: a longer text (or one of few words) grows them by
+		// appending, as before, rather than allocating for words it may not have on every call.
+		out.refs = slices.Grow(out.refs, min(len(s)/wordBytes, maxPooledWords))
+	}
 	w, st := out.words[:0], uint8(0)
 	out.noLatin = 0
 	for i := 0; i < len(s); {
@@ -301,6 +308,27 @@ func scan(s string, out *scratch) {
 			out.clauseBreak()
 			continue
 		}
+		if c >= 0xE3 && c <= 0xED {
+			// A run of Chinese, Japanese or Korean letters (plainWide) is copied as it stands,
+			// three bytes a letter, without the unicode package's table searches that the
+			// general path below makes for each (TestPlainWide): such text has no term, and
+			// its runs, often a whole sentence without a space, are mostly dropped as overlong.
+			j := i
+			for j+3 <= len(s) && s[j]-0xE3 <= 0xED-0xE3 && s[j+1]&0xC0 == 0x80 && s[j+2]&0xC0 == 0x80 &&
+				plainWide(rune(s[j]&0x0F)<<12|rune(s[j+1]&0x3F)<<6|rune(s[j+2]&0x3F)) {
+				if len(w)+3 > maxWordBytes {
+					st |= stOverlong
+				} else {
+					w = append(w, s[j], s[j+1], s[j+2])
+				}
+				j += 3
+			}
+			if j > i {
+				i = j
+				st |= scriptOther
+				continue
+			}
+		}
 		var r rune
 		if c >= 0xC2 && c < 0xE0 && i+1 < len(s) && s[i+1]&0xC0 == 0x80 {
 			// Two-byte sequences (all of Arabic) decoded inline: the hot path for Arabic text.
@@ -357,11 +385,30 @@ func scan(s string, out *scratch) {
 								break
 							}
 						}
-						for j+1 < len(s) && plainArabic(s[j], s[j+1]) {
+						// The letters that fold to another (أ، ة، ى…) and the diacritics
+						// and tatweel inside a word stay in the run too, as the general path
+						// below takes them: with a shadda or a hamza in most words, an Arabic
+						// text went back through the byte-class switch and the rune switch for
+						// each, and began its run again after it.
+						for j+1 < len(s) {
+							b0, b1 := s[j], s[j+1]
+							if !plainArabic(b0, b1) {
+								r := rune(b0&0x1F)<<6 | rune(b1&0x3F)
+								if b0 < 0xD8 || b0 > 0xD9 || b1&0xC0 != 0x80 || r < 0x0621 || r > 0x065F && r != 0x0670 {
+									break
+								}
+								if r >= 0x064B || r == 0x0640 {
+									// A diacritic, the superscript alef or tatweel: dropped.
+									j += 2
+									continue
+								}
+								r = foldArabic(r)
+								b0, b1 = byte(0xC0|r>>6), byte(0x80|r&0x3F)
+							}
 							if len(w)+2 > maxWordBytes {
 								st |= stOverlong
 							} else {
-								w = append(w, s[j], s[j+1])
+								w = append(w, b0, b1)
 							}
 							j += 2
 						}
@@ -446,6 +493,15 @@ func scan(s string, out *scratch) {
 		}
 	}
 	out.end(w, st)
+}
+
+// plainWide reports whether r is a letter of three bytes in UTF-8 that scan's general path would
+// add to a word as it is (a letter without case, not a lookalike, not invisible): Hiragana,
+// Katakana, the CJK ideographs of the basic block and extension A, and Hangul syllables. Every
+// one of these code points is a letter (TestPlainWide).
+func plainWide(r rune) bool {
+	return r >= 0x4E00 && r <= 0x9FFF || r >= 0xAC00 && r <= 0xD7A3 || r >= 0x3400 && r <= 0x4DBF ||
+		r >= 0x3041 && r <= 0x3096 || r >= 0x30A1 && r <= 0x30FA
 }
 
 // invisible reports whether r is a format character that renders as nothing: zero-width space,
@@ -869,12 +925,12 @@ func stemEnglishSuffix(w []byte) []byte {
 	}
 	if n > 3 && w[n-1] == 's' {
 		switch {
-		case n > 4 && hasSuffix(w, []byte("ies")):
+		case n > 4 && hasSuffix(w, "ies"):
 			w = w[:n-2]
-		case hasSuffix(w, []byte("sses")), n > 5 && hasSuffix(w, []byte("uses")),
-			hasSuffix(w, []byte("xes")), hasSuffix(w, []byte("ches")), hasSuffix(w, []byte("shes")):
+		case hasSuffix(w, "sses"), n > 5 && hasSuffix(w, "uses"),
+			hasSuffix(w, "xes"), hasSuffix(w, "ches"), hasSuffix(w, "shes"):
 			w = w[:n-2]
-		case hasSuffix(w, []byte("ss")), hasSuffix(w, []byte("us")), hasSuffix(w, []byte("is")):
+		case hasSuffix(w, "ss"), hasSuffix(w, "us"), hasSuffix(w, "is"):
 		default:
 			w = w[:n-1]
 		}
@@ -904,7 +960,10 @@ func stem(w []byte, script uint8) []byte {
 	return w
 }
 
-func hasSuffix(w, s []byte) bool { return len(w) >= len(s) && string(w[len(w)-len(s):]) == string(s) }
+// hasSuffix takes the suffix as a string so that, inlined with a constant, the comparison is a
+// load and a compare or two: as a []byte it was a call to runtime.memequal for each suffix tried,
+// over a third of stemEnglishSuffix's cost (BenchmarkRoute64KB).
+func hasSuffix(w []byte, s string) bool { return len(w) >= len(s) && string(w[len(w)-len(s):]) == s }
 
 // collect scans s into c, for compiling terms, Normalize and tests.
 func collect(s string, c *wordCollector) {

@@ -131,8 +131,16 @@ func FuzzScanFastPaths(f *testing.F) {
 		"ەەە ەا اە ا ە aە \xd8 \xff ك ک",
 		"ХЅЅ с2 рос НАСК's ЕХРӀОІТ ро\u0301с сорок ΧΕΝ ثХ",
 		"الـXSS والـphishing للـexploit ثغرةSQL ال'x وبال٢x ﺍﻟxss الsql",
+		"我正在为我的团队准备一个简短的演讲，介绍我们如何发布网络应用程序。首先我想比较两种记录日志的方法",
+		"漏洞exploit漏洞 ひらがなカタカナ한국어 㐀䶿一鿿가힣ぁゖァヺ ゙゚・ー〆 \xe4\xb8 \xe4\xb8\x80\x80 \xed\xa0\x80",
+		"漏7\x83\xbb00000000 漏a\x83\xbb 漏\xe3\x81",
+		"短句。SQL注入攻击，XSS！ 中ХSS 中\u200b文 中\u0301文 Ⱥ中",
 	} {
 		f.Add(s)
+	}
+	// BenchmarkRoute64KB's texts, past the length from which scan sizes its records at once.
+	for _, p := range longProse {
+		f.Add(longText(p.unit, 2*longTextBytes+1))
 	}
 	f.Fuzz(func(t *testing.T, s string) {
 		got, want := scanned(s, scan), scanned(s, scanRef)
@@ -140,4 +148,31 @@ func FuzzScanFastPaths(f *testing.F) {
 			t.Fatalf("scan(%q) differs from its slow path (-slow +scan):\n%s", s, diff)
 		}
 	})
+}
+
+// TestPlainWide holds scan's run of plainWide letters to its general path (scanRef) on every
+// code point plainWide takes, alone, in a run, after a Latin letter and in an overlong run: each
+// is a letter without case that the general path adds as it stands.
+func TestPlainWide(t *testing.T) {
+	n := 0
+	for r := rune(0x800); r <= 0xFFFF; r++ {
+		if !plainWide(r) {
+			continue
+		}
+		n++
+		if !unicode.IsLetter(r) || unicode.ToLower(r) != r || lookalike(r) != 0 || invisible(r) {
+			t.Fatalf("U+%04X: letter %v, lower U+%04X, lookalike %q, invisible %v", r, unicode.IsLetter(r),
+				unicode.ToLower(r), lookalike(r), invisible(r))
+		}
+		x := string(r)
+		for _, s := range []string{x, x + x + " " + x, "a" + x + "b", strings.Repeat(x, 30) + "." + x} {
+			got, want := scanned(s, scan), scanned(s, scanRef)
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Fatalf("scan(%q) differs from its slow path (-slow +scan):\n%s", s, diff)
+			}
+		}
+	}
+	if n == 0 {
+		t.Fatal("plainWide takes no code point")
+	}
 }
