@@ -45,6 +45,10 @@ type Request struct {
 	// tpm): an adapter may then ask a target for a stream's usage that the client did not ask for
 	// (Target.StreamUsage), and keep it from the client (upstream.Response.UsageAsked).
 	CountsUsage bool
+	// ChargesUsage is true when the answer's tokens are charged to the key's tpm: an adapter then
+	// asks for a stream's usage even where it would otherwise leave the client's stream_options
+	// alone (vLLM's continuous_usage_stats), so that no field a client sends escapes the cap.
+	ChargesUsage bool
 	// NoStreamOptions is true when the decoder saw that Body has no "stream_options" member, so
 	// that an adapter adding one need not walk the body for it; false when it has one or the
 	// decoder did not say.
