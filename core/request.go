@@ -51,6 +51,10 @@ type Request struct {
 	// or a 400 naming it), as it drops what it asks itself, so that the gateway's asking never
 	// costs the client an answer (TestResponsesStreamOptionsRefused).
 	OwnStreamOptions bool
+	// ChargesUsage is true when the answer's tokens are charged to the key's tpm: an adapter then
+	// asks for a stream's usage even where it would otherwise leave the client's stream_options
+	// alone (vLLM's continuous_usage_stats), so that no field a client sends escapes the cap.
+	ChargesUsage bool
 	// NoStreamOptions is true when the decoder saw that Body has no "stream_options" member, so
 	// that an adapter adding one need not walk the body for it; false when it has one or the
 	// decoder did not say.

@@ -225,6 +225,7 @@ func (s *Server) admit(r *http.Request, op core.Op, st *reqState, limited bool) 
 	// A stream's usage is asked of an OpenAI-compatible target only when something counts it
 	// (upstream.Response.UsageAsked).
 	req.CountsUsage = s.metrics != nil || st.tpm != nil
+	req.ChargesUsage = st.tpm != nil
 	return req, rs, pick, nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -29,6 +30,10 @@ type procs struct {
 	// through: a replaced server still draining serves on m after its successor has been closed
 	// (a later reload ran no process), so m is closed by whichever is closed last.
 	users *atomic.Int64
+	// keys are the upstream keys m's log lines are redacted of, shared with every server m is
+	// handed to: m keeps the logger it was built with, and a reload that adds a target's key
+	// adds it here (adoptProcs).
+	keys *redactKeys
 
 	mu      sync.Mutex
 	warming []bool // by core.Target.Index: a background start is under way
@@ -82,7 +87,9 @@ func (s *Server) newProcs(o Options) (*procs, error) {
 	lo.Counts = s.launched
 	// The manager logs the last lines a process wrote to stderr: the model server's words,
 	// which may hold the key it was given (TestProcessStderrKeyRedacted).
-	lo.Logger = redactingLogger(lo.Logger, o.Config.Targets)
+	keys := new(redactKeys)
+	keys.add(o.Config.Targets)
+	lo.Logger = slog.New(&redactHandler{next: lo.Logger.Handler(), keys: keys})
 	if tc, ok := s.clock.(health.TimerClock); ok && lo.Clock == nil {
 		lo.Clock = lifecycleClock{tc}
 	}
@@ -93,7 +100,7 @@ func (s *Server) newProcs(o Options) (*procs, error) {
 	users := new(atomic.Int64)
 	if prev := o.Previous; prev != nil && prev.procs != nil {
 		// Handed over by adoptProcs, once nothing else can fail: counted there.
-		m, adopted, users = prev.procs.m, true, prev.procs.users
+		m, adopted, users, keys = prev.procs.m, true, prev.procs.users, prev.procs.keys
 	} else {
 		users.Store(1)
 		var err error
@@ -103,7 +110,7 @@ func (s *Server) newProcs(o Options) (*procs, error) {
 	}
 	n := len(o.Config.Targets)
 	p := &procs{m: m, log: s.log, managed: make([]bool, n), warming: make([]bool, n), closeBy: lo.StopGrace,
-		adopted: adopted, users: users}
+		adopted: adopted, users: users, keys: keys}
 	if p.closeBy <= 0 {
 		p.closeBy = lifecycle.DefaultStopGrace
 	}
@@ -132,6 +139,10 @@ func (s *Server) adoptProcs(prev *Server) error {
 		return fmt.Errorf("server: the previous server's processes were handed over already")
 	}
 	lc := s.cfg.Lifecycle
+	// Before the new specs: a process the reload adds may write its key to stderr as it starts,
+	// and the manager's logger, the first server's, knew only the keys of that server's targets
+	// (TestReloadedProcessStderrKeyRedacted).
+	s.procs.keys.add(s.cfg.Targets)
 	if err := s.procs.m.Reload(lc.Specs, lc.Groups); err != nil {
 		return err
 	}
@@ -320,25 +331,48 @@ func (p *procs) close() error {
 	return err
 }
 
-// redactingLogger is log with every target's key redacted (redactKey) from each line's message
-// and attributes; log itself when no target has a key.
-func redactingLogger(log *slog.Logger, targets []*core.Target) *slog.Logger {
-	var keys []string
+// redactKeys is the set of upstream keys a redactHandler redacts, which a reload can add to while
+// the handler is in use. Keys are only added: a retired process of the replaced configuration
+// may still write its key as it stops.
+type redactKeys struct {
+	mu   sync.Mutex
+	list atomic.Pointer[[]string] // read on every line; replaced whole under mu
+}
+
+// add adds the keys of targets that the set does not hold yet.
+func (k *redactKeys) add(targets []*core.Target) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	var have []string
+	if p := k.list.Load(); p != nil {
+		have = *p
+	}
+	next := have
 	for _, t := range targets {
-		if t.APIKey != "" {
-			keys = append(keys, string(t.APIKey))
+		if t.APIKey != "" && !slices.Contains(next, string(t.APIKey)) {
+			if len(next) == len(have) {
+				next = slices.Clone(have) // readers may hold have
+			}
+			next = append(next, string(t.APIKey))
 		}
 	}
-	if len(keys) == 0 {
-		return log
+	if len(next) != len(have) {
+		k.list.Store(&next)
 	}
-	return slog.New(&redactHandler{next: log.Handler(), keys: keys})
+}
+
+// all are the keys now; nil for none.
+func (k *redactKeys) all() []string {
+	if p := k.list.Load(); p != nil {
+		return *p
+	}
+	return nil
 }
 
 // redactHandler is a slog.Handler that redacts keys before next sees a record.
 type redactHandler struct {
 	next slog.Handler
-	keys []string
+	keys *redactKeys
 }
 
 var _ slog.Handler = (*redactHandler)(nil)
@@ -348,18 +382,22 @@ func (h *redactHandler) Enabled(ctx context.Context, l slog.Level) bool {
 }
 
 func (h *redactHandler) Handle(ctx context.Context, r slog.Record) error {
-	out := slog.NewRecord(r.Time, r.Level, h.redact(r.Message), r.PC)
+	keys := h.keys.all()
+	out := slog.NewRecord(r.Time, r.Level, redactAll(r.Message, keys), r.PC)
 	r.Attrs(func(a slog.Attr) bool {
-		out.AddAttrs(h.attr(a))
+		out.AddAttrs(redactAttr(a, keys))
 		return true
 	})
 	return h.next.Handle(ctx, out)
 }
 
+// WithAttrs redacts as with the keys known now: the manager adds none (its lines carry their
+// attributes), so a key a later reload adds is in none of them.
 func (h *redactHandler) WithAttrs(as []slog.Attr) slog.Handler {
+	keys := h.keys.all()
 	red := make([]slog.Attr, len(as))
 	for i, a := range as {
-		red[i] = h.attr(a)
+		red[i] = redactAttr(a, keys)
 	}
 	return &redactHandler{next: h.next.WithAttrs(red), keys: h.keys}
 }
@@ -368,30 +406,34 @@ func (h *redactHandler) WithGroup(name string) slog.Handler {
 	return &redactHandler{next: h.next.WithGroup(name), keys: h.keys}
 }
 
-func (h *redactHandler) redact(s string) string {
-	for _, k := range h.keys {
+// redactAll is s without any of keys (redactKey).
+func redactAll(s string, keys []string) string {
+	for _, k := range keys {
 		s = redactKey(s, k)
 	}
 	return s
 }
 
-// attr is a with the keys redacted from its text: a string's, a group's members', and any other
-// value's (an error) as it would be printed, when that holds one.
-func (h *redactHandler) attr(a slog.Attr) slog.Attr {
+// redactAttr is a with keys redacted from its text: a string's, a group's members', and any
+// other value's (an error) as it would be printed, when that holds one.
+func redactAttr(a slog.Attr, keys []string) slog.Attr {
+	if len(keys) == 0 {
+		return a
+	}
 	v := a.Value.Resolve()
 	switch v.Kind() {
 	case slog.KindString:
-		return slog.String(a.Key, h.redact(v.String()))
+		return slog.String(a.Key, redactAll(v.String(), keys))
 	case slog.KindGroup:
 		g := v.Group()
 		red := make([]any, len(g))
 		for i, m := range g {
-			red[i] = h.attr(m)
+			red[i] = redactAttr(m, keys)
 		}
 		return slog.Group(a.Key, red...)
 	case slog.KindAny:
-		if s := v.String(); h.redact(s) != s {
-			return slog.String(a.Key, h.redact(s))
+		if s := v.String(); redactAll(s, keys) != s {
+			return slog.String(a.Key, redactAll(s, keys))
 		}
 	}
 	return slog.Attr{Key: a.Key, Value: v}

@@ -41,11 +41,13 @@ func asksUsage(t *core.Target, req *core.Request) bool {
 // usageSplice is the splice that makes body's stream_options.include_usage true while keeping
 // the client's other stream_options members; false when body is not an object whose
 // stream_options is absent, null or an object (the server refused anything else), and when the
-// client's stream_options has continuous_usage_stats: with include_usage vLLM then puts usage on
-// every chunk, which the client would see. absent says the decoder saw no stream_options member
-// (core.Request.NoStreamOptions), the usual case: the new member then goes before the closing
-// brace without a walk over the members.
-func usageSplice(body []byte, absent bool) (splice, bool) {
+// client's stream_options has continuous_usage_stats true: with include_usage vLLM then puts usage
+// on every chunk, which the client would see. charged (core.Request.ChargesUsage) asks all the
+// same: a key's tpm must not be escaped by a member its client adds (TestKeyTPMNotEscapedByContinuousUsageStats),
+// and a client that sent continuous_usage_stats wanted vLLM's usage. absent says the decoder saw
+// no stream_options member (core.Request.NoStreamOptions), the usual case: the new member then
+// goes before the closing brace without a walk over the members.
+func usageSplice(body []byte, absent, charged bool) (splice, bool) {
 	var p jsonx.Place
 	ok := false
 	if absent {
@@ -67,7 +69,11 @@ func usageSplice(body []byte, absent bool) (splice, bool) {
 		return splice{p.Start, p.End, askObject}, true
 	}
 	q, ok := jsonx.Locate(v, "include_usage")
-	if !ok || jsonx.Has(v, "continuous_usage_stats") {
+	if !ok {
+		return splice{}, false
+	}
+	if c, _ := jsonx.Locate(v, "continuous_usage_stats"); c.Found && !charged && string(v[c.Start:c.End]) != "false" &&
+		string(v[c.Start:c.End]) != "null" {
 		return splice{}, false
 	}
 	ins := askTrue

@@ -14,28 +14,33 @@ import (
 // added to the client's other members, or in place of false), and the target's model spliced
 // too, whichever comes first and whether or not the server noted the model's place. A body that
 // asked already, or asked vLLM for continuous_usage_stats (which include_usage would turn on for
-// every chunk the client sees), is not asked.
+// every chunk the client sees), is not asked, unless a key's tpm is charged the stream's usage
+// (charged); continuous_usage_stats false is asked as if absent.
 func TestOutgoingAsksUsage(t *testing.T) {
 	for _, tt := range []struct {
 		body, model, want string
-		ask               bool
+		ask, charged      bool
 	}{
-		{`{"model":"r","stream":true}`, "", `{"model":"r","stream":true,"stream_options":{"include_usage":true}}`, true},
-		{`{"model":"r","stream":true}`, "m", `{"model":"m","stream":true,"stream_options":{"include_usage":true}}`, true},
-		{" {\n\"model\" : \"r\" ,\"stream\":true\n}\r\n", "m", " {\n\"model\" : \"m\" ,\"stream\":true,\"stream_options\":{\"include_usage\":true}\n}\r\n", true},
-		{`{"stream_options":null,"model":"r"}`, "m", `{"stream_options":{"include_usage":true},"model":"m"}`, true},
-		{`{"model":"r","stream_options":{"x":1} }`, "m", `{"model":"m","stream_options":{"x":1,"include_usage":true} }`, true},
-		{`{"model":"r","stream_options":{ }}`, "", `{"model":"r","stream_options":{ "include_usage":true}}`, true},
-		{`{"model":"r","stream_options":{"include_usage":false,"y":[1]}}`, "m", `{"model":"m","stream_options":{"include_usage":true,"y":[1]}}`, true},
-		{`{"model":"r","stream_options":{"include_usage":true}}`, "m", ``, false},
-		{`{"model":"r","stream_options":{"continuous_usage_stats":true}}`, "m", ``, false},
+		{`{"model":"r","stream":true}`, "", `{"model":"r","stream":true,"stream_options":{"include_usage":true}}`, true, false},
+		{`{"model":"r","stream":true}`, "m", `{"model":"m","stream":true,"stream_options":{"include_usage":true}}`, true, false},
+		{" {\n\"model\" : \"r\" ,\"stream\":true\n}\r\n", "m", " {\n\"model\" : \"m\" ,\"stream\":true,\"stream_options\":{\"include_usage\":true}\n}\r\n", true, false},
+		{`{"stream_options":null,"model":"r"}`, "m", `{"stream_options":{"include_usage":true},"model":"m"}`, true, false},
+		{`{"model":"r","stream_options":{"x":1} }`, "m", `{"model":"m","stream_options":{"x":1,"include_usage":true} }`, true, false},
+		{`{"model":"r","stream_options":{ }}`, "", `{"model":"r","stream_options":{ "include_usage":true}}`, true, false},
+		{`{"model":"r","stream_options":{"include_usage":false,"y":[1]}}`, "m", `{"model":"m","stream_options":{"include_usage":true,"y":[1]}}`, true, false},
+		{`{"model":"r","stream_options":{"include_usage":true}}`, "m", ``, false, false},
+		{`{"model":"r","stream_options":{"continuous_usage_stats":true}}`, "m", ``, false, false},
+		{`{"model":"r","stream_options":{"continuous_usage_stats":true}}`, "m", `{"model":"m","stream_options":{"continuous_usage_stats":true,"include_usage":true}}`, true, true},
+		{`{"model":"r","stream_options":{"include_usage":false,"continuous_usage_stats":true}}`, "", `{"model":"r","stream_options":{"include_usage":true,"continuous_usage_stats":true}}`, true, true},
+		{`{"model":"r","stream_options":{"continuous_usage_stats":false}}`, "m", `{"model":"m","stream_options":{"continuous_usage_stats":false,"include_usage":true}}`, true, false},
+		{`{"model":"r","stream_options":{"include_usage":true}}`, "m", ``, false, true},
 	} {
 		body := []byte(tt.body)
-		sp, ask := usageSplice(body, false)
+		sp, ask := usageSplice(body, false, tt.charged)
 		if !bytes.Contains(body, []byte("stream_options")) {
 			// What the decoder says of such a body (core.Request.NoStreamOptions) finds the
 			// same place without the walk.
-			if sp2, ask2 := usageSplice(body, true); sp2.at != sp.at || sp2.end != sp.end || !bytes.Equal(sp2.ins, sp.ins) || ask2 != ask {
+			if sp2, ask2 := usageSplice(body, true, tt.charged); sp2.at != sp.at || sp2.end != sp.end || !bytes.Equal(sp2.ins, sp.ins) || ask2 != ask {
 				t.Errorf("%s: absent %+v %v, walked %+v %v", tt.body, sp2, ask2, sp, ask)
 			}
 		}
@@ -69,7 +74,7 @@ func TestOutgoingAsksUsageAllocatesNothing(t *testing.T) {
 	req := &core.Request{Body: body, ModelAt: [2]int{at, at + 3}}
 	var n int
 	if allocs := testing.AllocsPerRun(100, func() {
-		sp, ask := usageSplice(body, true)
+		sp, ask := usageSplice(body, true, false)
 		p := a.outgoing(req, sp, ask)
 		n = p.len()
 	}); allocs != 0 {

@@ -54,7 +54,7 @@ func (a *openaiOpenAI) chat(ctx context.Context, req *core.Request) (*Response, 
 	var sp splice
 	ask := asksUsage(a.t, req)
 	if ask {
-		sp, ask = usageSplice(req.Body, req.NoStreamOptions)
+		sp, ask = usageSplice(req.Body, req.NoStreamOptions, req.ChargesUsage)
 	}
 	resp, err := post(ctx, a.c, a.t, req.Op.Path(), a.outgoing(req, sp, ask), accept(req.Stream, "text/event-stream"), a.id, a.now)
 	switch {
