@@ -58,12 +58,16 @@ type Report struct {
 	Model   string `json:"model"`
 	// ModelChoice says why Model was tested: given by --model, or which id of /v1/models was
 	// taken and which were passed over (named like embedding models, or refusing chat).
-	ModelChoice    string        `json:"model_choice,omitempty"`
-	EmbeddingModel string        `json:"embedding_model"`
-	Strict         bool          `json:"strict"`
-	Started        time.Time     `json:"started"`
-	Duration       time.Duration `json:"-"`
-	Checks         []CheckResult `json:"checks"`
+	ModelChoice    string `json:"model_choice,omitempty"`
+	EmbeddingModel string `json:"embedding_model"`
+	// EmbeddingChoice says why EmbeddingModel was sent the embeddings requests: given by
+	// --embedding-model, the first id of /v1/models named like an embedding model, or the chat
+	// model.
+	EmbeddingChoice string        `json:"embedding_model_choice,omitempty"`
+	Strict          bool          `json:"strict"`
+	Started         time.Time     `json:"started"`
+	Duration        time.Duration `json:"-"`
+	Checks          []CheckResult `json:"checks"`
 }
 
 // Summary counts results.

@@ -29,7 +29,7 @@ func Main(ctx context.Context, args []string, getenv func(string) string, stdout
 	fs.StringVar(&keyEnv, "api-key-env", "", "read the bearer token from this environment variable; also enables the bad-key check")
 	fs.StringVar(&o.APIKey, "api-key", "", "bearer token, as --api-key-env (which keeps it out of ps and shell history)")
 	fs.StringVar(&o.Model, "model", "", "chat model (default: the first id in /v1/models not named like an embedding model and not refusing chat; the report says which and why)")
-	fs.StringVar(&o.EmbeddingModel, "embedding-model", "", "embedding model (default: --model, and a 400 then means unsupported)")
+	fs.StringVar(&o.EmbeddingModel, "embedding-model", "", "embedding model (default: without --model, the first id in /v1/models named like an embedding model, else the chat model; a 400 then means unsupported; the report says which and why)")
 	fs.StringVar(&only, "only", "", "run only checks whose id matches this glob; comma-separated globs allowed")
 	fs.BoolVar(&o.Strict, "strict", false, "STRICT checks count like MUST instead of only warning")
 	fs.StringVar(&format, "format", string(FormatTable), "report format: table, json, junit or markdown")

@@ -19,6 +19,10 @@ type modelChoice struct {
 	// basic is the answer to chat.basic's request for model when choosing sent it, so that it is
 	// not sent twice; nil when none was sent.
 	basic *exchange
+	// embedding is the first id passed over as named like an embedding model that is no
+	// reranker: the model the embeddings checks are sent without --embedding-model (see
+	// chooseEmbedding). Empty when none was listed.
+	embedding string
 }
 
 // chooseModel picks the chat model from the answer to /v1/models. The first listed id is
@@ -43,6 +47,19 @@ func (r *runner) chooseModel(ctx context.Context, models *exchange) (modelChoice
 			chat = append(chat, s)
 		}
 	}
+	choice, err := r.chooseChat(ctx, models, chat, embed)
+	for _, id := range embed {
+		if !rerankerName(id) {
+			choice.embedding = id
+			break
+		}
+	}
+	return choice, err
+}
+
+// chooseChat is chooseModel's choice among the ids listed: chat, those not named like an
+// embedding model, and embed, those that are.
+func (r *runner) chooseChat(ctx context.Context, models *exchange, chat, embed []string) (modelChoice, error) {
 	passedOver := ""
 	if len(embed) > 0 {
 		passedOver = fmt.Sprintf(" (passed over, named like embedding models: %s)", strings.Join(embed, ", "))
@@ -112,15 +129,32 @@ func refusesChat(x *exchange) bool {
 // refusal is a refused answer in a few words: its status and the server's message.
 func refusal(x *exchange) string { return clip(x.statusLine(), 160) }
 
+// chooseEmbedding is the model the embeddings checks are sent, and why: --embedding-model
+// when given; else the first id passed over as named like an embedding model, since the chat
+// model it was passed over for is no embedding model (Ollama lists nomic-embed-text beside
+// llama3.1, and refuses llama3.1 embeddings or answers with its hidden state); else the chat
+// model, which may embed too. Either way a 400 to the float request of a model the suite chose
+// means "not supported" (the embeddings probe is refusable): a name is a guess, and a server
+// whose chat model refuses embeddings must not fail for it.
+func (r *runner) chooseEmbedding(chat modelChoice, modelGiven bool) (model, why string) {
+	const guessed = " (no --embedding-model given: a 400 to its float request means embeddings are not supported)"
+	switch {
+	case r.o.EmbeddingModel != "":
+		return r.o.EmbeddingModel, "given by --embedding-model"
+	case chat.embedding != "":
+		return chat.embedding, "the first id of /v1/models named like an embedding model" + guessed
+	case modelGiven:
+		return r.o.Model, "the chat model, given by --model" + guessed
+	}
+	return r.o.Model, "the chat model, as /v1/models names no embedding model" + guessed
+}
+
 // embeddingName reports whether a model id names an embedding or reranking model by the words
 // such ids are made of: nomic-embed-text, mxbai-embed-large, text-embedding-3-small,
 // jina-embeddings-v3, all-minilm, bge-m3, multilingual-e5-large, gte-qwen2, bge-reranker. A
 // word is what lies between the separators of "org/name:tag-v1.5_x".
 func embeddingName(id string) bool {
-	words := strings.FieldsFunc(strings.ToLower(id), func(r rune) bool {
-		return r == '/' || r == ':' || r == '-' || r == '_' || r == '.' || r == ' ' || r == '@'
-	})
-	for _, w := range words {
+	for _, w := range modelWords(id) {
 		switch {
 		case strings.Contains(w, "embed"), strings.HasPrefix(w, "rerank"),
 			w == "bge", w == "minilm", w == "e5", w == "gte":
@@ -128,4 +162,24 @@ func embeddingName(id string) bool {
 		}
 	}
 	return false
+}
+
+// rerankerName reports whether an id embeddingName matches names a reranking model
+// (bge-reranker-v2-m3, jina-reranker-v2): one that scores pairs and embeds nothing, so the
+// embeddings checks are not sent it.
+func rerankerName(id string) bool {
+	for _, w := range modelWords(id) {
+		if strings.HasPrefix(w, "rerank") {
+			return true
+		}
+	}
+	return false
+}
+
+// modelWords are the words of a model id, lower-cased: what lies between the separators of
+// "org/name:tag-v1.5_x".
+func modelWords(id string) []string {
+	return strings.FieldsFunc(strings.ToLower(id), func(r rune) bool {
+		return r == '/' || r == ':' || r == '-' || r == '_' || r == '.' || r == ' ' || r == '@'
+	})
 }

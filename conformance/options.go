@@ -24,10 +24,12 @@ type Options struct {
 	// embedding model and not refusing a chat request (see chooseModel); Report.ModelChoice
 	// says which and why.
 	Model string
-	// EmbeddingModel is the model for /v1/embeddings. Empty: Model, and a
-	// 400 to the float embeddings request then counts as "not supported"
-	// (SKIP) rather than a failure; a 400 to base64 beside a served float
-	// request still fails embeddings.base64.
+	// EmbeddingModel is the model for /v1/embeddings. Empty: when Model is empty too, the
+	// first id of /v1/models named like an embedding model (not a reranker), which choosing
+	// the chat model passed over; else the chat model. A 400 to the float embeddings request
+	// then counts as "not supported" (SKIP) rather than a failure; a 400 to base64 beside a
+	// served float request still fails embeddings.base64. Report.EmbeddingChoice says which
+	// and why.
 	EmbeddingModel string
 	// Only keeps the checks whose id matches one of these globs (path.Match
 	// syntax, e.g. "chat.stream.*"). Empty: every check.

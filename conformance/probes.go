@@ -142,13 +142,6 @@ func (r *runner) chat(extra map[string]any) map[string]any {
 	return b
 }
 
-func (r *runner) embeddingModel() string {
-	if r.o.EmbeddingModel != "" {
-		return r.o.EmbeddingModel
-	}
-	return r.o.Model
-}
-
 func post(path string, body any) func(context.Context, *runner) *exchange {
 	return func(ctx context.Context, r *runner) *exchange {
 		return r.send(ctx, request{method: http.MethodPost, path: path, body: body})
@@ -243,20 +236,22 @@ func (r *runner) probes() []*probe {
 		{id: "completions.stream", gate: "completions.stream.chunks", wantOK: true, stream: true, optional: true,
 			run: postStream("/completions", map[string]any{
 				"model": r.o.Model, "prompt": "Once upon a time", "max_tokens": 8, "stream": true})},
+		// Refusable whenever the suite chose the model (see chooseEmbedding): a 400 then says
+		// the model does not embed, which its name or being the chat model only guessed.
 		{id: "embeddings", gate: "embeddings.status", wantOK: true, optional: true, refusable: r.o.EmbeddingModel == "",
 			run: post("/embeddings", map[string]any{
-				"model": r.embeddingModel(), "input": embeddingInput(), "encoding_format": "float"})},
+				"model": r.embedding, "input": embeddingInput(), "encoding_format": "float"})},
 		// The same inputs reversed, for embeddings.order: indexes 0, 1, 2 say nothing of which
 		// vector belongs to which input, and a server that batches its inputs may answer them in
 		// another order, or repeat one vector for all. Not refusable, as base64 below.
 		{id: "embeddings.reversed", gate: "embeddings.order", wantOK: true, optional: true,
 			run: post("/embeddings", map[string]any{
-				"model": r.embeddingModel(), "input": reversedEmbeddingInput(), "encoding_format": "float"})},
+				"model": r.embedding, "input": reversedEmbeddingInput(), "encoding_format": "float"})},
 		// Not refusable: the float request above tells whether the model embeds (its 400 skips
 		// embeddings.base64 too), and where it was served a 400 here refuses base64 itself.
 		{id: "embeddings.base64", gate: "embeddings.base64", wantOK: true, optional: true,
 			run: post("/embeddings", map[string]any{
-				"model": r.embeddingModel(), "input": embeddingInput(), "encoding_format": "base64"})},
+				"model": r.embedding, "input": embeddingInput(), "encoding_format": "base64"})},
 		{id: "errors.invalid_json", gate: "errors.invalid_json",
 			run: func(ctx context.Context, r *runner) *exchange {
 				return r.c.do(ctx, request{method: http.MethodPost, path: "/chat/completions",

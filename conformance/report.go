@@ -102,6 +102,9 @@ func (r *Report) renderTable(ew io.Writer) {
 	if r.ModelChoice != "" {
 		fmt.Fprintf(ew, "Model: %s\n", r.ModelChoice)
 	}
+	if r.EmbeddingChoice != "" {
+		fmt.Fprintf(ew, "Embedding model %s: %s\n", r.EmbeddingModel, r.EmbeddingChoice)
+	}
 	fmt.Fprintln(ew)
 	tw := tabwriter.NewWriter(ew, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "RESULT\tGRADE\tCHECK\tDETAIL")
@@ -135,16 +138,17 @@ func oneLine(s string, n int) string {
 }
 
 type jsonReport struct {
-	BaseURL        string        `json:"base_url"`
-	Model          string        `json:"model"`
-	ModelChoice    string        `json:"model_choice,omitempty"`
-	EmbeddingModel string        `json:"embedding_model"`
-	Strict         bool          `json:"strict"`
-	Started        string        `json:"started"`
-	DurationMS     int64         `json:"duration_ms"`
-	ExitCode       int           `json:"exit_code"`
-	Summary        Summary       `json:"summary"`
-	Checks         []CheckResult `json:"checks"`
+	BaseURL         string        `json:"base_url"`
+	Model           string        `json:"model"`
+	ModelChoice     string        `json:"model_choice,omitempty"`
+	EmbeddingModel  string        `json:"embedding_model"`
+	EmbeddingChoice string        `json:"embedding_model_choice,omitempty"`
+	Strict          bool          `json:"strict"`
+	Started         string        `json:"started"`
+	DurationMS      int64         `json:"duration_ms"`
+	ExitCode        int           `json:"exit_code"`
+	Summary         Summary       `json:"summary"`
+	Checks          []CheckResult `json:"checks"`
 }
 
 func (r *Report) writeJSON(w io.Writer) error {
@@ -153,7 +157,8 @@ func (r *Report) writeJSON(w io.Writer) error {
 	// Excerpts quote "<" and ">" constantly; \u003c would make them unreadable.
 	enc.SetEscapeHTML(false)
 	return enc.Encode(jsonReport{
-		BaseURL: r.BaseURL, Model: r.Model, ModelChoice: r.ModelChoice, EmbeddingModel: r.EmbeddingModel, Strict: r.Strict,
+		BaseURL: r.BaseURL, Model: r.Model, ModelChoice: r.ModelChoice, EmbeddingModel: r.EmbeddingModel,
+		EmbeddingChoice: r.EmbeddingChoice, Strict: r.Strict,
 		Started: r.Started.UTC().Format("2006-01-02T15:04:05Z07:00"), DurationMS: r.Duration.Milliseconds(),
 		ExitCode: r.ExitCode(), Summary: r.Summary(), Checks: r.Checks,
 	})
@@ -215,6 +220,9 @@ func (r *Report) writeJUnit(w io.Writer) error {
 	}
 	if r.ModelChoice != "" {
 		suite.Properties = append(suite.Properties, junitProperty{Name: "model_choice", Value: printable(r.ModelChoice)})
+	}
+	if r.EmbeddingChoice != "" {
+		suite.Properties = append(suite.Properties, junitProperty{Name: "embedding_model_choice", Value: printable(r.EmbeddingChoice)})
 	}
 	for _, c := range r.Checks {
 		tc := junitCase{Name: c.ID, Classname: "conformance." + group(c.ID)}
@@ -295,6 +303,10 @@ func (r *Report) renderMarkdown(ew io.Writer) {
 	}
 	if r.ModelChoice != "" {
 		fmt.Fprintf(ew, "\nModel %s: %s\n", mdEscape(r.Model), mdEscape(r.ModelChoice))
+	}
+	if r.EmbeddingChoice != "" {
+		// A paragraph of its own: one line after Model's would run into it.
+		fmt.Fprintf(ew, "\nEmbedding model %s: %s\n", mdEscape(r.EmbeddingModel), mdEscape(r.EmbeddingChoice))
 	}
 }
 

@@ -69,6 +69,9 @@ func (j *judge) x(id probeID) *exchange { return j.ex[id] }
 type runner struct {
 	o Options
 	c *client
+	// embedding is the model the embeddings requests name (see chooseEmbedding); set before the
+	// probes are built.
+	embedding string
 	// mct: the server refused max_tokens as OpenAI's reasoning models do, so chat requests
 	// name their limit max_completion_tokens (see send).
 	mct atomic.Bool
@@ -108,12 +111,16 @@ func Run(ctx context.Context, o Options) (rep *Report, err error) {
 		return nil, &UnreachableError{URL: root, Err: models.err, Timeout: r.o.Timeout}
 	}
 	choice := modelChoice{model: r.o.Model, why: "given by --model"}
-	if r.o.Model == "" {
+	modelGiven := r.o.Model != ""
+	if !modelGiven {
 		if choice, err = r.chooseModel(ctx, models); err != nil {
 			return nil, err
 		}
 		r.o.Model = choice.model
 	}
+	// Before the probes are built: the embeddings requests name the model.
+	var embedWhy string
+	r.embedding, embedWhy = r.chooseEmbedding(choice, modelGiven)
 
 	probes := map[probeID]*probe{}
 	var order []*probe
@@ -156,6 +163,9 @@ func Run(ctx context.Context, o Options) (rep *Report, err error) {
 		}
 	}
 	s.progressf("conformance: %d checks against %s (model %s: %s)\n", len(selected), root, r.o.Model, choice.why)
+	if need["embeddings"] {
+		s.progressf("conformance: embeddings with model %s: %s\n", r.embedding, embedWhy)
+	}
 
 	s.finish(probes["models.list"], models)
 	// The request that chose the model is chat.basic's, sent already.
@@ -183,14 +193,15 @@ func Run(ctx context.Context, o Options) (rep *Report, err error) {
 		}
 	}
 	return &Report{
-		BaseURL:        redactURL(root),
-		Model:          r.o.Model,
-		ModelChoice:    choice.why,
-		EmbeddingModel: r.embeddingModel(),
-		Strict:         r.o.Strict,
-		Started:        started,
-		Duration:       r.o.Now().Sub(started),
-		Checks:         s.results,
+		BaseURL:         redactURL(root),
+		Model:           r.o.Model,
+		ModelChoice:     choice.why,
+		EmbeddingModel:  r.embedding,
+		EmbeddingChoice: embedWhy,
+		Strict:          r.o.Strict,
+		Started:         started,
+		Duration:        r.o.Now().Sub(started),
+		Checks:          s.results,
 	}, nil
 }
 
@@ -433,6 +444,7 @@ func hideKey(rep *Report, err error, key string) {
 	hide(&rep.Model)
 	hide(&rep.ModelChoice)
 	hide(&rep.EmbeddingModel)
+	hide(&rep.EmbeddingChoice)
 	for i := range rep.Checks {
 		c := &rep.Checks[i]
 		hide(&c.Reason)

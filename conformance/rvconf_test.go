@@ -364,6 +364,9 @@ func TestBase64RefusedBesideFloatFails(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			_, srv := newWrappedFake(t, func(h http.Handler) http.Handler { tt.server.next = h; return tt.server })
 			o := fakeOptions(t, srv)
+			// The chat model is the embedding model only when --model names it: without, the
+			// suite would send the embeddings requests to fake-embed, which /v1/models lists.
+			o.Model = fakeModel
 			o.EmbeddingModel = ""
 			o.Only = []string{"embeddings.*"}
 			rep := runAgainst(t, o)
