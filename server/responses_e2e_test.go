@@ -16,9 +16,11 @@ import (
 // checkEvents holds a Responses event sequence to what the SDK's types and OpenAI's order say:
 // every event decodes into its SDK type with no field left over, every item's events name one
 // output_index, come after its output_item.added and before its output_item.done, and the final
-// response carries, at each output_index, the item output_item.done gave.
-func checkEvents(t *testing.T, evs []responses.ResponseStreamEventUnion) {
+// response carries, at each output_index, the item output_item.done gave; and each item is
+// closed before the next is added (itemsOneAtATime), which it returns.
+func checkEvents(t *testing.T, evs []responses.ResponseStreamEventUnion) []streamedItem {
 	t.Helper()
+	items := itemsOneAtATime(t, evs)
 	at := map[string]int64{}  // item id → output_index
 	open := map[string]bool{} // added, not yet done
 	doneItems := map[int64]string{}
@@ -68,6 +70,7 @@ func checkEvents(t *testing.T, evs []responses.ResponseStreamEventUnion) {
 			t.Errorf("final output[%d] %s, output_item.done said %s", i, it.RawJSON(), doneItems[int64(i)])
 		}
 	}
+	return items
 }
 
 func extraFields(ev responses.ResponseStreamEventUnion) string {

@@ -305,7 +305,8 @@ func TestResponsesLogprobsRefused(t *testing.T) {
 // TestResponsesStreamReasoningResumes: reasoning a stream sends after its answer began (after text,
 // or after a call) takes a reasoning item of its own at the next output_index, where the bridge
 // dropped what came after text once a reasoning item had closed, and the streamed answer lost
-// reasoning the whole answer has. Every event keeps OpenAI's order (checkEvents).
+// reasoning the whole answer has. Every event keeps OpenAI's order (checkEvents): the message
+// closes before the reasoning after it is added, and the text after that is a message of its own.
 func TestResponsesStreamReasoningResumes(t *testing.T) {
 	g, up := oneTarget(t)
 	up.set(streamHandler(
@@ -333,7 +334,8 @@ func TestResponsesStreamReasoningResumes(t *testing.T) {
 			got = append(got, o.Type)
 		}
 	}
-	want := []string{"reasoning: first thought", "message: ab", "reasoning: second thought", "function_call", "reasoning: third"}
+	want := []string{"reasoning: first thought", "message: a", "reasoning: second thought", "message: b", "function_call",
+		"reasoning: third"}
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("output (-want +got):\n%s", d)
 	}

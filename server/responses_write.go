@@ -37,26 +37,32 @@ type responsesWriter struct {
 	out  []byte // the event being written, kept for the next (send)
 	werr error  // the client's writer failed: the relay stops on it
 
-	id        string
-	seq       int
-	think     *outputReasoning // the reasoning item being streamed, once reasoning arrived
-	thinkAt   int              // its output_index
-	thought   strings.Builder  // its text so far
-	thinkDone bool             // its done events went out: the answer proper began
-	// thoughts are the reasoning items closed before the one being streamed: reasoning that
-	// resumes after the answer began takes an item of its own.
-	thoughts  []*outputReasoning
-	thoughtAt []int
-	msg       *outputMessage // the message item being streamed, once text or a refusal arrived
-	msgAt     int            // its output_index
-	parts     []*streamPart  // its content parts, in content_index order
-	calls     []*streamCall
+	id  string
+	seq int
+	// At most one output item is open (added, its .done events not yet sent) at a time, as OpenAI
+	// streams them: each is closed before the next is added, and output_index grows by one per
+	// item, so that a client that renders items as they arrive (Codex CLI, an agent reading
+	// openai-go's events) never sees a call added while a message is still open, or text added
+	// to a message it saw closed (TestResponsesStreamItemsOneAtATime). Chat's stream has no
+	// items: what comes after an item of another kind (text after a call, reasoning after text)
+	// opens an item of its own.
+	think   *outputReasoning // the reasoning item open, once reasoning arrived
+	thought strings.Builder  // its text so far
+	msg     *outputMessage   // the message item open, once text or a refusal arrived
+	parts   []*streamPart    // its content parts, in content_index order
+	call    *streamCall      // the function call item open
+	at      int              // the open item's output_index
+	said    bool             // a message item was added: the answer is not empty
+	output  []any            // the items added so far, in output_index order
+	// calls are the calls the upstream began, in that order, which is the order they are added in:
+	// those from waiting on are not added yet (streamCall).
+	calls   []*streamCall
+	waiting int
 	// lastCall is the latest call at each chat index: a delta finds its call here rather than
 	// among all the calls so far, which cost a stream of n calls n*n/2 looks
 	// (TestResponsesCallDeltaLinear, which counts the looks in callSteps).
 	lastCall  map[int]*streamCall
 	callSteps int
-	next      int    // the next output_index
 	reason    string // the chat answer's finish_reason
 	usage     *chatUsage
 	started   bool // response.created went out
@@ -93,17 +99,56 @@ type streamPart struct {
 }
 
 // streamCall is a function call being streamed: chat's tool call index, its output item and
-// output_index, and its arguments so far. It is announced (output_item.added, taking the next
-// output_index) once its name is known: a chat stream may send a call's first argument
-// fragment before its id and name, and a Responses client takes both from the added item.
+// output_index, and its arguments so far. It is added (output_item.added, taking the next
+// output_index) once its name is known, every call begun before it was added, and the item open
+// may close: a message or reasoning may, a call once its arguments are whole (whole). A chat
+// stream may send a call's first argument fragment before its id and name, and a Responses
+// client takes both from the added item; and one that interleaves two calls' fragments would
+// otherwise have the first closed with half its arguments. Until it is added, its fragments are
+// kept, and sent as one delta when it is.
 type streamCall struct {
 	chatIndex int
 	at        int
 	announced bool
+	closed    bool   // its done events went out: its arguments are final
 	id        string // the upstream's call id, until the call is announced
 	item      functionCall
 	args      strings.Builder
+	// The arguments' JSON nesting so far, followed as they arrive: an object or array begun
+	// (begun) and closed again (depth back to 0, outside a string) is whole.
+	depth         int
+	begun         bool
+	inStr, escape bool
 }
+
+// write adds a fragment of the call's arguments, following their nesting.
+func (c *streamCall) write(s string) {
+	c.args.WriteString(s)
+	for i := 0; i < len(s); i++ {
+		switch ch := s[i]; {
+		case c.inStr:
+			switch {
+			case c.escape:
+				c.escape = false
+			case ch == '\\':
+				c.escape = true
+			case ch == '"':
+				c.inStr = false
+			}
+		case ch == '"':
+			c.inStr = true
+		case ch == '{' || ch == '[':
+			c.depth++
+			c.begun = true
+		case ch == '}' || ch == ']':
+			c.depth--
+		}
+	}
+}
+
+// whole says the call's arguments so far are a whole JSON object (or array): a fragment after
+// them could add nothing but space, so a call after it may be added in its place.
+func (c *streamCall) whole() bool { return c.begun && c.depth == 0 && !c.inStr }
 
 func (b *responsesWriter) Header() http.Header { return b.w.Header() }
 
@@ -829,59 +874,68 @@ func (b *responsesWriter) outgrown(n int) bool {
 	return true
 }
 
-// thinkDelta streams a piece of the model's reasoning, in a reasoning item of its own.
+// closeOpen closes the item open, if one is, with status: an item of another kind is to be added.
+func (b *responsesWriter) closeOpen(status string) {
+	switch {
+	case b.think != nil:
+		b.closeThinking(status)
+	case b.msg != nil:
+		b.closeMessage(status)
+	case b.call != nil:
+		b.closeCall(status)
+	}
+}
+
+// add adds item at the next output_index, the item open.
+func (b *responsesWriter) add(item any) {
+	b.at = len(b.output)
+	b.output = append(b.output, item)
+	b.emit(streamEvent{Type: "response.output_item.added", OutputIndex: ptr(b.at), Item: item})
+}
+
+// thinkDelta streams a piece of the model's reasoning, in a reasoning item of its own: reasoning
+// that resumes after the answer began (an interleaved-thinking model, or an upstream that sends
+// more reasoning after its text or a call) is a new item at the next output_index, where it was
+// once dropped and the stream lost what the whole answer has (TestResponsesStreamReasoningResumes).
 func (b *responsesWriter) thinkDelta(d string) {
 	if b.outgrown(len(d)) {
 		return
 	}
-	if b.thinkDone {
-		// Reasoning after the answer began (an interleaved-thinking model, or an upstream that
-		// sends more reasoning after its text or a call): a new item at the next output_index,
-		// where it was dropped and the stream lost what the whole answer has
-		// (TestResponsesStreamReasoningResumes).
-		b.thoughts, b.thoughtAt = append(b.thoughts, b.think), append(b.thoughtAt, b.thinkAt)
-		b.think, b.thinkDone = nil, false
-		b.thought.Reset()
-	}
 	if b.think == nil {
+		b.closeOpen("completed")
 		b.think = &outputReasoning{ID: newID("rs_"), Type: "reasoning", Status: "in_progress", Summary: []any{},
 			Content: []reasoningText{}}
-		b.thinkAt = b.next
-		b.next++
-		b.emit(streamEvent{Type: "response.output_item.added", OutputIndex: ptr(b.thinkAt), Item: b.think})
-		b.emit(streamEvent{Type: "response.content_part.added", OutputIndex: ptr(b.thinkAt), ContentIndex: ptr(0),
+		b.add(b.think)
+		b.emit(streamEvent{Type: "response.content_part.added", OutputIndex: ptr(b.at), ContentIndex: ptr(0),
 			ItemID: b.think.ID, Part: reasoningText{Type: "reasoning_text"}})
 	}
 	b.thought.WriteString(d)
-	b.emit(streamEvent{Type: "response.reasoning_text.delta", OutputIndex: ptr(b.thinkAt), ContentIndex: ptr(0),
+	b.emit(streamEvent{Type: "response.reasoning_text.delta", OutputIndex: ptr(b.at), ContentIndex: ptr(0),
 		ItemID: b.think.ID, Delta: &d})
 }
 
-// endThinking closes the reasoning item, once: the answer proper began, or the stream ended.
-func (b *responsesWriter) endThinking(status string) {
-	if b.think == nil || b.thinkDone {
-		return
-	}
-	b.thinkDone = true
+// closeThinking closes the open reasoning item.
+func (b *responsesWriter) closeThinking(status string) {
 	text := b.thought.String()
 	part := reasoningText{Type: "reasoning_text", Text: text}
-	b.emit(streamEvent{Type: "response.reasoning_text.done", OutputIndex: ptr(b.thinkAt), ContentIndex: ptr(0),
+	b.emit(streamEvent{Type: "response.reasoning_text.done", OutputIndex: ptr(b.at), ContentIndex: ptr(0),
 		ItemID: b.think.ID, Text: &text})
-	b.emit(streamEvent{Type: "response.content_part.done", OutputIndex: ptr(b.thinkAt), ContentIndex: ptr(0),
+	b.emit(streamEvent{Type: "response.content_part.done", OutputIndex: ptr(b.at), ContentIndex: ptr(0),
 		ItemID: b.think.ID, Part: part})
 	b.think.Status, b.think.Content = status, []reasoningText{part}
-	b.emit(streamEvent{Type: "response.output_item.done", OutputIndex: ptr(b.thinkAt), Item: b.think})
+	b.emit(streamEvent{Type: "response.output_item.done", OutputIndex: ptr(b.at), Item: b.think})
+	b.think = nil
+	b.thought.Reset()
 }
 
-// part is the message's output_text part (or its refusal part), opening the message and the
+// part is the open message's output_text part (or its refusal part), opening a message and the
 // part when they are not yet.
 func (b *responsesWriter) part(refusal bool) (*streamPart, int) {
-	b.endThinking("completed")
 	if b.msg == nil {
+		b.closeOpen("completed")
 		b.msg = &outputMessage{ID: newID("msg_"), Type: "message", Status: "in_progress", Role: "assistant", Content: []any{}}
-		b.msgAt = b.next
-		b.next++
-		b.emit(streamEvent{Type: "response.output_item.added", OutputIndex: ptr(b.msgAt), Item: b.msg})
+		b.said = true
+		b.add(b.msg)
 	}
 	for i, p := range b.parts {
 		if p.refusal == refusal {
@@ -890,7 +944,7 @@ func (b *responsesWriter) part(refusal bool) (*streamPart, int) {
 	}
 	p, i := &streamPart{refusal: refusal}, len(b.parts)
 	b.parts = append(b.parts, p)
-	b.emit(streamEvent{Type: "response.content_part.added", OutputIndex: ptr(b.msgAt), ContentIndex: ptr(i),
+	b.emit(streamEvent{Type: "response.content_part.added", OutputIndex: ptr(b.at), ContentIndex: ptr(i),
 		ItemID: b.msg.ID, Part: p.value()})
 	return p, i
 }
@@ -911,12 +965,33 @@ func (b *responsesWriter) partDelta(refusal bool, d string) {
 	p, i := b.part(refusal)
 	p.text.WriteString(d)
 	if refusal {
-		b.emit(streamEvent{Type: "response.refusal.delta", OutputIndex: ptr(b.msgAt), ContentIndex: ptr(i),
+		b.emit(streamEvent{Type: "response.refusal.delta", OutputIndex: ptr(b.at), ContentIndex: ptr(i),
 			ItemID: b.msg.ID, Delta: &d})
 		return
 	}
-	b.emit(streamEvent{Type: "response.output_text.delta", OutputIndex: ptr(b.msgAt), ContentIndex: ptr(i),
+	b.emit(streamEvent{Type: "response.output_text.delta", OutputIndex: ptr(b.at), ContentIndex: ptr(i),
 		ItemID: b.msg.ID, Delta: &d, Logprobs: emptyList})
+}
+
+// closeMessage closes the open message item: each part's done events, then the item's.
+func (b *responsesWriter) closeMessage(status string) {
+	content := make([]any, len(b.parts))
+	for i, p := range b.parts {
+		text := p.text.String()
+		if p.refusal {
+			b.emit(streamEvent{Type: "response.refusal.done", OutputIndex: ptr(b.at), ContentIndex: ptr(i),
+				ItemID: b.msg.ID, Refusal: &text})
+		} else {
+			b.emit(streamEvent{Type: "response.output_text.done", OutputIndex: ptr(b.at), ContentIndex: ptr(i),
+				ItemID: b.msg.ID, Text: &text, Logprobs: emptyList})
+		}
+		content[i] = p.value()
+		b.emit(streamEvent{Type: "response.content_part.done", OutputIndex: ptr(b.at), ContentIndex: ptr(i),
+			ItemID: b.msg.ID, Part: content[i]})
+	}
+	b.msg.Status, b.msg.Content = status, content
+	b.emit(streamEvent{Type: "response.output_item.done", OutputIndex: ptr(b.at), Item: b.msg})
+	b.msg, b.parts = nil, nil
 }
 
 // callDelta follows chat's tool call deltas: the first for an index names the call, the rest
@@ -940,33 +1015,50 @@ func (b *responsesWriter) callDelta(index int, id, name, args string) {
 		}
 		b.lastCall[index] = c
 	}
-	b.endThinking("completed")
-	if !c.announced {
+	switch {
+	case c.closed:
+		// A fragment after the call's whole arguments, once text or the next call followed them:
+		// its done events gave its arguments, which the response repeats, so it is not added.
+		return
+	case c.announced:
+		if args != "" {
+			c.write(args)
+			b.emit(streamEvent{Type: "response.function_call_arguments.delta", OutputIndex: ptr(c.at),
+				ItemID: c.item.ID, Delta: &args})
+		}
+	default:
 		if c.id == "" {
 			c.id = id
 		}
 		if c.item.Name == "" {
 			c.item.Name = name
 		}
-		c.args.WriteString(args)
-		if c.item.Name != "" {
-			b.announce(c)
-		}
-		return
+		c.write(args)
 	}
-	if args != "" {
-		c.args.WriteString(args)
-		b.emit(streamEvent{Type: "response.function_call_arguments.delta", OutputIndex: ptr(c.at),
-			ItemID: c.item.ID, Delta: &args})
+	b.addCalls()
+}
+
+// addCalls adds the calls waiting, in the order they began, while the first waiting is named and
+// the item open may close for it (streamCall).
+func (b *responsesWriter) addCalls() {
+	for b.waiting < len(b.calls) {
+		c := b.calls[b.waiting]
+		if c.item.Name == "" || b.call != nil && !b.call.whole() {
+			return
+		}
+		b.closeOpen("completed")
+		b.announce(c)
 	}
 }
 
-// announce sends a call's output_item.added, and the arguments that came before it as one delta.
+// announce adds the first call waiting, and sends the arguments that came before as one delta.
 func (b *responsesWriter) announce(c *streamCall) {
-	c.announced, c.at = true, b.next
-	b.next++
+	b.waiting++
+	c.announced = true
 	c.item.CallID = callID(c.id)
-	b.emit(streamEvent{Type: "response.output_item.added", OutputIndex: ptr(c.at), Item: c.item})
+	b.call = c
+	b.add(&c.item)
+	c.at = b.at
 	if c.args.Len() > 0 {
 		args := c.args.String()
 		b.emit(streamEvent{Type: "response.function_call_arguments.delta", OutputIndex: ptr(c.at),
@@ -974,68 +1066,37 @@ func (b *responsesWriter) announce(c *streamCall) {
 	}
 }
 
-// closeItems ends every open item with status, the last opened with last, and returns the
-// output, in output_index order.
+// closeCall closes the open call item.
+func (b *responsesWriter) closeCall(status string) {
+	c := b.call
+	args := c.args.String()
+	b.emit(streamEvent{Type: "response.function_call_arguments.done", OutputIndex: ptr(c.at), ItemID: c.item.ID,
+		Arguments: &args, Name: c.item.Name})
+	c.item.Status, c.item.Arguments = status, args
+	b.emit(streamEvent{Type: "response.output_item.done", OutputIndex: ptr(c.at), Item: &c.item})
+	c.closed = true
+	b.call = nil
+}
+
+// closeItems adds the calls still waiting (one the upstream never named, as it is), closing each
+// item with status and the last with last, and returns the output, in output_index order.
 func (b *responsesWriter) closeItems(status, last string) []any {
-	for _, c := range b.calls {
-		if !c.announced {
-			b.announce(c) // a call the upstream never named: announced as it is
-		}
+	for b.waiting < len(b.calls) {
+		b.closeOpen(status)
+		b.announce(b.calls[b.waiting])
 	}
-	statusAt := func(at int) string {
-		if at == b.next-1 {
-			return last
-		}
-		return status
-	}
-	if b.think != nil {
-		b.endThinking(statusAt(b.thinkAt))
-	}
-	output := make([]any, b.next)
-	for i, th := range b.thoughts {
-		output[b.thoughtAt[i]] = th
-	}
-	if b.think != nil {
-		output[b.thinkAt] = b.think
-	}
-	if b.msg != nil {
-		content := make([]any, len(b.parts))
-		for i, p := range b.parts {
-			text := p.text.String()
-			if p.refusal {
-				b.emit(streamEvent{Type: "response.refusal.done", OutputIndex: ptr(b.msgAt), ContentIndex: ptr(i),
-					ItemID: b.msg.ID, Refusal: &text})
-			} else {
-				b.emit(streamEvent{Type: "response.output_text.done", OutputIndex: ptr(b.msgAt), ContentIndex: ptr(i),
-					ItemID: b.msg.ID, Text: &text, Logprobs: emptyList})
-			}
-			content[i] = p.value()
-			b.emit(streamEvent{Type: "response.content_part.done", OutputIndex: ptr(b.msgAt), ContentIndex: ptr(i),
-				ItemID: b.msg.ID, Part: content[i]})
-		}
-		b.msg.Status, b.msg.Content = statusAt(b.msgAt), content
-		b.emit(streamEvent{Type: "response.output_item.done", OutputIndex: ptr(b.msgAt), Item: b.msg})
-		output[b.msgAt] = b.msg
-	}
-	for _, c := range b.calls {
-		args := c.args.String()
-		b.emit(streamEvent{Type: "response.function_call_arguments.done", OutputIndex: ptr(c.at), ItemID: c.item.ID,
-			Arguments: &args, Name: c.item.Name})
-		c.item.Status, c.item.Arguments = statusAt(c.at), args
-		b.emit(streamEvent{Type: "response.output_item.done", OutputIndex: ptr(c.at), Item: c.item})
-		output[c.at] = c.item
-	}
-	return output
+	b.closeOpen(last)
+	return b.output
 }
 
 // complete ends the stream after the chat stream's [DONE].
 func (b *responsesWriter) complete() {
 	b.ended = true
 	last := itemStatus(b.cutShort())
-	if b.msg == nil && len(b.calls) == 0 {
+	if !b.said && len(b.calls) == 0 {
 		// An answer with nothing in it is a message with an empty text, as it is whole; its
 		// reasoning is what was cut, when the answer was.
-		b.endThinking(last)
+		b.closeOpen(last)
 		b.part(false)
 	}
 	output := b.closeItems("completed", last)
