@@ -7,6 +7,8 @@ import (
 	"slices"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/hayula/gateway/internal/utf8x"
 )
 
 // Language is the script a prompt is written in.
@@ -309,13 +311,14 @@ func scan(s string, out *scratch) {
 			continue
 		}
 		if c >= 0xE3 && c <= 0xED {
-			// A run of Chinese, Japanese or Korean letters (plainWide) is copied as it stands,
+			// A run of Chinese, Japanese or Korean letters (utf8x.WideLetter: letters without case,
+			// which scan's general path would add to a word as they are) is copied as it stands,
 			// three bytes a letter, without the unicode package's table searches that the
 			// general path below makes for each (TestPlainWide): such text has no term, and
 			// its runs, often a whole sentence without a space, are mostly dropped as overlong.
 			j := i
 			for j+3 <= len(s) && s[j]-0xE3 <= 0xED-0xE3 && s[j+1]&0xC0 == 0x80 && s[j+2]&0xC0 == 0x80 &&
-				plainWide(rune(s[j]&0x0F)<<12|rune(s[j+1]&0x3F)<<6|rune(s[j+2]&0x3F)) {
+				utf8x.WideLetter(rune(s[j]&0x0F)<<12|rune(s[j+1]&0x3F)<<6|rune(s[j+2]&0x3F)) {
 				if len(w)+3 > maxWordBytes {
 					st |= stOverlong
 				} else {
@@ -493,15 +496,6 @@ func scan(s string, out *scratch) {
 		}
 	}
 	out.end(w, st)
-}
-
-// plainWide reports whether r is a letter of three bytes in UTF-8 that scan's general path would
-// add to a word as it is (a letter without case, not a lookalike, not invisible): Hiragana,
-// Katakana, the CJK ideographs of the basic block and extension A, and Hangul syllables. Every
-// one of these code points is a letter (TestPlainWide).
-func plainWide(r rune) bool {
-	return r >= 0x4E00 && r <= 0x9FFF || r >= 0xAC00 && r <= 0xD7A3 || r >= 0x3400 && r <= 0x4DBF ||
-		r >= 0x3041 && r <= 0x3096 || r >= 0x30A1 && r <= 0x30FA
 }
 
 // invisible reports whether r is a format character that renders as nothing: zero-width space,

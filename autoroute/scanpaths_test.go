@@ -7,6 +7,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/hayula/gateway/internal/utf8x"
 )
 
 // scanRef is scan without its fast paths: one character at a time, each through the rule scan's
@@ -150,13 +152,13 @@ func FuzzScanFastPaths(f *testing.F) {
 	})
 }
 
-// TestPlainWide holds scan's run of plainWide letters to its general path (scanRef) on every
-// code point plainWide takes, alone, in a run, after a Latin letter and in an overlong run: each
+// TestPlainWide holds scan's run of utf8x.WideLetter letters to its general path (scanRef) on every
+// code point utf8x.WideLetter takes, alone, in a run, after a Latin letter and in an overlong run: each
 // is a letter without case that the general path adds as it stands.
 func TestPlainWide(t *testing.T) {
 	n := 0
 	for r := rune(0x800); r <= 0xFFFF; r++ {
-		if !plainWide(r) {
+		if !utf8x.WideLetter(r) {
 			continue
 		}
 		n++
@@ -173,6 +175,6 @@ func TestPlainWide(t *testing.T) {
 		}
 	}
 	if n == 0 {
-		t.Fatal("plainWide takes no code point")
+		t.Fatal("utf8x.WideLetter takes no code point")
 	}
 }

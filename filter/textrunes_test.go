@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/hayula/gateway/internal/utf8x"
 )
 
 // runeByRune is the count by its definition: every rune of s through add, none skipped. textRunes
@@ -84,61 +86,19 @@ func FuzzTextRunes(f *testing.F) {
 	})
 }
 
-// TestWideLetters checks every rune wideLetter takes for a letter against classifyRune.
+// TestWideLetters checks every rune utf8x.WideLetter takes (which inLetterRun takes for a letter)
+// against classifyRune.
 func TestWideLetters(t *testing.T) {
 	n := 0
 	for r := rune(0); r <= utf8.MaxRune; r++ {
-		if wideLetter(r) {
+		if utf8x.WideLetter(r) {
 			n++
 			if got := classifyRune(r); got != classLetter {
-				t.Fatalf("wideLetter(%U), but classifyRune says %d", r, got)
+				t.Fatalf("utf8x.WideLetter(%U), but classifyRune says %d", r, got)
 			}
 		}
 	}
 	if n < 30000 {
-		t.Fatalf("wideLetter took %d runes, want the CJK, kana and Hangul blocks", n)
-	}
-}
-
-// TestDecodeRuneAgrees holds decodeRune to utf8.DecodeRune on every sequence of up to three bytes
-// that opens with a byte above 0x7f (two when the first is below 0xe0), each cut short too, and
-// on four-byte ones at the continuation range's edges, as a byte slice and as a string.
-func TestDecodeRuneAgrees(t *testing.T) {
-	check := func(s []byte) {
-		t.Helper()
-		wr, wn := utf8.DecodeRune(s)
-		if r, n := decodeRune(s); r != wr || n != wn {
-			t.Fatalf("decodeRune(% x) = %U, %d; utf8.DecodeRune %U, %d", s, r, n, wr, wn)
-		}
-		if r, n := decodeRune(string(s)); r != wr || n != wn {
-			t.Fatalf("decodeRune(%q) = %U, %d; utf8.DecodeRune %U, %d", s, r, n, wr, wn)
-		}
-	}
-	var b [4]byte
-	for c0 := 0x80; c0 <= 0xff; c0++ {
-		b[0] = byte(c0)
-		check(b[:1])
-		for c1 := range 256 {
-			b[1] = byte(c1)
-			check(b[:2])
-			if c0 < 0xe0 {
-				continue
-			}
-			for c2 := range 256 {
-				b[2] = byte(c2)
-				check(b[:3])
-			}
-		}
-	}
-	edges := []byte{0x00, 0x7f, 0x80, 0xbf, 0xc0, 0xff}
-	for c0 := 0xf0; c0 <= 0xff; c0++ {
-		for c1 := range 256 {
-			for _, c2 := range edges {
-				for _, c3 := range edges {
-					b = [4]byte{byte(c0), byte(c1), c2, c3}
-					check(b[:])
-				}
-			}
-		}
+		t.Fatalf("utf8x.WideLetter took %d runes, want the CJK, kana and Hangul blocks", n)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/hayula/gateway/core"
+	"github.com/hayula/gateway/internal/utf8x"
 )
 
 // PromptTokensMin returns a lower bound of the prompt's tokens for the given messages: the
@@ -364,20 +365,12 @@ func partTokensMin(s string, afterPart, beforePart bool) int {
 }
 
 // inLetterRun reports whether r is a letter (of the table's scripts, or a Han, kana or Hangul
-// letter) that continues the current letter run, where add would change nothing: most
-// characters of prose, so the callers skip the call for them.
+// letter: utf8x.WideLetter, which TestWideLetters checks against classifyRune) that continues the
+// current letter run, where add would change nothing: most characters of prose, so the callers
+// skip the call for them.
 func (c *counter) inLetterRun(r rune) bool {
 	return c.letters && c.punct == 0 && (uint32(r) < uint32(len(classTable)) &&
-		classTable[r] == '0'+byte(classLetter) || wideLetter(r))
-}
-
-// wideLetter reports whether r is in a block of letters only (\p{L}, every code point assigned):
-// CJK Unified Ideographs, Hiragana and Katakana letters, Hangul syllables. Text in Chinese,
-// Japanese or Korean is nearly all of these, and each would otherwise be classified by the
-// unicode package's range searches. TestWideLetters checks every one against classifyRune.
-func wideLetter(r rune) bool {
-	return r >= 0x4e00 && r <= 0x9fff || r >= 0x3041 && r <= 0x3096 || r >= 0x30a1 && r <= 0x30fa ||
-		r >= 0xac00 && r <= 0xd7a3
+		classTable[r] == '0'+byte(classLetter) || utf8x.WideLetter(r))
 }
 
 // textRunes counts s, text with no escape, quote or control character in it (a string's text, or
@@ -409,7 +402,7 @@ func textRunes[S string | []byte](c *counter, s S) {
 				// Two bytes (Arabic, Hebrew, Cyrillic, Greek), decoded in place.
 				r, size = rune(b&0x1f)<<6|rune(s[j+1]&0x3f), 2
 			} else {
-				r, size = decodeRune(s[j:])
+				r, size = utf8x.DecodeRune(s[j:])
 			}
 		}
 		j += size
@@ -444,42 +437,6 @@ func (c *counter) letter() {
 		}
 	}
 	c.letters, c.punct = true, 0
-}
-
-// decodeRune is utf8.DecodeRune of s, whose first byte is above 0x7f (U+FFFD and 1 for an
-// invalid encoding), for a string or a byte slice alike, as textRunes takes both.
-func decodeRune[S string | []byte](s S) (rune, int) {
-	const cont = 0xc0 // a continuation byte is 10xxxxxx
-	c := s[0]
-	switch {
-	case c >= 0xc2 && c < 0xe0:
-		if len(s) > 1 && s[1]&cont == 0x80 {
-			return rune(c&0x1f)<<6 | rune(s[1]&0x3f), 2
-		}
-	case c >= 0xe0 && c < 0xf0:
-		lo, hi := byte(0x80), byte(0xbf)
-		switch c {
-		case 0xe0:
-			lo = 0xa0 // below: overlong
-		case 0xed:
-			hi = 0x9f // above: a surrogate
-		}
-		if len(s) > 2 && s[1] >= lo && s[1] <= hi && s[2]&cont == 0x80 {
-			return rune(c&0x0f)<<12 | rune(s[1]&0x3f)<<6 | rune(s[2]&0x3f), 3
-		}
-	case c >= 0xf0 && c < 0xf5:
-		lo, hi := byte(0x80), byte(0xbf)
-		switch c {
-		case 0xf0:
-			lo = 0x90 // below: overlong
-		case 0xf4:
-			hi = 0x8f // above: past U+10FFFF
-		}
-		if len(s) > 3 && s[1] >= lo && s[1] <= hi && s[2]&cont == 0x80 && s[3]&cont == 0x80 {
-			return rune(c&0x07)<<18 | rune(s[1]&0x3f)<<12 | rune(s[2]&0x3f)<<6 | rune(s[3]&0x3f), 4
-		}
-	}
-	return utf8.RuneError, 1
 }
 
 // skipASCIILetters returns the index of the first byte of s from j that is not an ASCII letter,

@@ -14,7 +14,7 @@ const module = "github.com/hayula/gateway"
 // upstream and errmap never imports server.
 var rules = map[string][]string{
 	"core":                        {},
-	"filter":                      {"core"},
+	"filter":                      {"core", "internal/utf8x"},
 	"select":                      {"core"},
 	"internal/logbuf":             {},
 	"internal/testcert":           {},
@@ -24,14 +24,15 @@ var rules = map[string][]string{
 	"internal/echo":               {},
 	"errmap":                      {"core", "lifecycle"}, // lifecycle is a leaf: its typed start/load errors
 	"health":                      {"core"},
-	"metrics":                     {"core", "internal/jsonx"},
-	"autoroute":                   {"core", "internal/jsonx"},
-	"internal/jsonx":              {},
+	"metrics":                     {"core", "internal/jsonx", "internal/utf8x"},
+	"autoroute":                   {"core", "internal/jsonx", "internal/utf8x"},
+	"internal/jsonx":              {"internal/utf8x"},
+	"internal/utf8x":              {},
 	"conformance":                 {},
 	"lifecycle":                   {},
 	"lifecycle/lrusim":            {},
-	"upstream":                    {"core", "internal/jsonx", "internal/httpwire", "internal/echo"},
-	"config":                      {"core", "autoroute", "lifecycle", "internal/jsonx", "internal/tomlx", "internal/netclass"},
+	"upstream":                    {"core", "internal/jsonx", "internal/utf8x", "internal/httpwire", "internal/echo"},
+	"config":                      {"core", "autoroute", "lifecycle", "internal/jsonx", "internal/utf8x", "internal/tomlx", "internal/netclass"},
 	"config/litellm":              {"internal/tomlx", "internal/netclass"}, // it writes TOML text; its tests load it with config
 	"conformance/conformancetest": {},
 }

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"unicode/utf16"
 	"unicode/utf8"
+
+	"github.com/hayula/gateway/internal/utf8x"
 )
 
 // This file is the reading side: a walk over one object or array that hands out each value as a
@@ -502,7 +504,7 @@ func plainText(s []byte, strict bool) bool {
 				k++
 				continue
 			}
-			n := longRune(s[k:])
+			n := utf8x.RuneLen(s[k:])
 			if n == 0 {
 				return false
 			}
@@ -512,47 +514,6 @@ func plainText(s []byte, strict bool) bool {
 			return true
 		}
 	}
-}
-
-// longRune returns the length of the valid UTF-8 encoding of a rune of two to four bytes that
-// opens s, whose first byte is above 0x7f, or 0 when there is none: the rules of utf8.DecodeRune
-// (no overlong form, no surrogate, nothing above U+10FFFF) without decoding the rune.
-func longRune(s []byte) int {
-	c := s[0]
-	switch {
-	case c < 0xc2: // a continuation byte, or the lead of an overlong two-byte form
-		return 0
-	case c < 0xe0:
-		if len(s) < 2 || s[1]&0xc0 != 0x80 {
-			return 0
-		}
-		return 2
-	case c < 0xf0:
-		lo, hi := byte(0x80), byte(0xbf)
-		switch c {
-		case 0xe0:
-			lo = 0xa0 // below: overlong
-		case 0xed:
-			hi = 0x9f // above: a surrogate
-		}
-		if len(s) < 3 || s[1] < lo || s[1] > hi || s[2]&0xc0 != 0x80 {
-			return 0
-		}
-		return 3
-	case c < 0xf5:
-		lo, hi := byte(0x80), byte(0xbf)
-		switch c {
-		case 0xf0:
-			lo = 0x90 // below: overlong
-		case 0xf4:
-			hi = 0x8f // above: past U+10FFFF
-		}
-		if len(s) < 4 || s[1] < lo || s[1] > hi || s[2]&0xc0 != 0x80 || s[3]&0xc0 != 0x80 {
-			return 0
-		}
-		return 4
-	}
-	return 0
 }
 
 // word is the little-endian word at s[k:k+8], written out so that a loop that keeps k below

@@ -7,7 +7,6 @@ import (
 	"math/rand/v2"
 	"strings"
 	"testing"
-	"unicode/utf8"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -170,50 +169,6 @@ func TestStringScanAgrees(t *testing.T) {
 		err := FixText(fixed, textDepth)
 		if _, done := walkText(b, textDepth); done != (valid && err == nil && bytes.Equal(fixed, b)) {
 			t.Fatalf("strict walk of %q done=%v; encoding/json %v, FixText %v, repaired %v", b, done, valid, err, !bytes.Equal(fixed, b))
-		}
-	}
-}
-
-// TestLongRuneAgreesWithDecodeRune holds longRune, the strict scan's check of a rune of two to
-// four bytes, to utf8.DecodeRune on every sequence of up to three bytes that opens with a byte
-// above 0x7f (up to two when the first is below 0xe0), each cut short too, and on every four-byte one whose last two bytes are each one of
-// a few that matter (the edges of the continuation range and one byte outside it).
-func TestLongRuneAgreesWithDecodeRune(t *testing.T) {
-	check := func(s []byte) {
-		t.Helper()
-		want := 0
-		if r, n := utf8.DecodeRune(s); r != utf8.RuneError || n > 1 {
-			want = n
-		}
-		if got := longRune(s); got != want {
-			t.Fatalf("longRune(% x) = %d, utf8.DecodeRune's length %d", s, got, want)
-		}
-	}
-	var b [4]byte
-	for c0 := 0x80; c0 <= 0xff; c0++ {
-		b[0] = byte(c0)
-		check(b[:1])
-		for c1 := range 256 {
-			b[1] = byte(c1)
-			check(b[:2])
-			if c0 < 0xe0 {
-				continue // a third byte is not looked at: the rune ends, or is refused, at two
-			}
-			for c2 := range 256 {
-				b[2] = byte(c2)
-				check(b[:3])
-			}
-		}
-	}
-	edges := []byte{0x00, 0x7f, 0x80, 0xbf, 0xc0, 0xff}
-	for c0 := 0xf0; c0 <= 0xff; c0++ {
-		for c1 := range 256 {
-			for _, c2 := range edges {
-				for _, c3 := range edges {
-					b = [4]byte{byte(c0), byte(c1), c2, c3}
-					check(b[:])
-				}
-			}
 		}
 	}
 }
