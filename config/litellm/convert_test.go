@@ -675,6 +675,58 @@ func TestImportEnvRefsInParams(t *testing.T) {
 	}
 }
 
+// TestImportEnvRefsInMergedParams is TestImportEnvRefsInParams with the values read from the
+// environment brought into litellm_params by a merge key (<<: *defaults), as a file that shares
+// its deployments' settings writes them: they are not carried either, and the file converts.
+func TestImportEnvRefsInMergedParams(t *testing.T) {
+	const src = `x-defaults: &defaults
+  timeout: os.environ/LLM_TIMEOUT
+  rpm: os.environ/LLM_RPM
+  api_base: http://gpu:11434
+model_list:
+  - model_name: m
+    litellm_params:
+      <<: *defaults
+      model: ollama/llama3.1:8b
+  - model_name: n
+    litellm_params:
+      <<: [*defaults]
+      model: ollama/qwen3:8b
+      timeout: 30
+`
+	res, err := litellm.Convert([]byte(src), "e.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Parse(res.TOML, "e.toml", nil)
+	if err != nil {
+		t.Fatalf("does not load: %v\n%s", err, res.TOML)
+	}
+	ts, _ := views(cfg)
+	want := []targetView{
+		{Name: "m", Adapter: "ollama", URL: "http://gpu:11434", Model: "llama3.1:8b", Class: "private",
+			Timeout: config.DefaultTimeout, IdleTimeout: config.DefaultIdleTimeout},
+		{Name: "n", Adapter: "ollama", URL: "http://gpu:11434", Model: "qwen3:8b", Class: "private",
+			Timeout: 30 * time.Second, IdleTimeout: 30 * time.Second},
+	}
+	if diff := cmp.Diff(want, ts); diff != "" {
+		t.Errorf("targets (-want +got):\n%s", diff)
+	}
+	w := strings.Join(res.Warnings, "\n")
+	for _, want := range []string{
+		"target m: litellm_params.timeout is read from the environment (LLM_TIMEOUT) in LiteLLM: not carried",
+		"target m: litellm_params.rpm is read from the environment (LLM_RPM)",
+		"target n: litellm_params.rpm is read from the environment (LLM_RPM)",
+	} {
+		if !strings.Contains(w, want) {
+			t.Errorf("no warning holds %q:\n%s", want, w)
+		}
+	}
+	if strings.Contains(w, "target n: litellm_params.timeout") {
+		t.Errorf("n's own timeout is said to be read from the environment:\n%s", w)
+	}
+}
+
 // BenchmarkConvertOneCleanedName converts 20,000 model_names that each clean to "---" (one
 // Chinese character each), with a key written for each: every target, route and key variable
 // takes the next suffix of one base.

@@ -195,15 +195,57 @@ func withoutEnvRefs(n *yaml.Node, refs *[]envRef) *yaml.Node {
 	}
 	out := *m
 	out.Content = nil
-	for i := 0; i+1 < len(m.Content); i += 2 {
-		k, v := m.Content[i], resolve(m.Content[i+1])
+	pairs := mergedPairs(m, map[*yaml.Node]bool{})
+	for i := 0; i+1 < len(pairs); i += 2 {
+		k, v := pairs[i], resolve(pairs[i+1])
 		if env, ok := strings.CutPrefix(v.Value, "os.environ/"); ok && v.Kind == yaml.ScalarNode && known[k.Value] {
 			*refs = append(*refs, envRef{key: k.Value, env: env})
 			continue
 		}
-		out.Content = append(out.Content, m.Content[i], m.Content[i+1])
+		out.Content = append(out.Content, pairs[i], pairs[i+1])
 	}
 	return &out
+}
+
+// mergedPairs returns the key and value nodes of the mapping n with what its merge keys
+// (<<: *defaults) bring in written out, as yaml's decoding reads them: n's own keys as they are,
+// then of the mappings merged, in order, each key that none before had. So a value read from the
+// environment that a merge brings in is found too (TestImportEnvRefsInMergedParams). Each mapping
+// is read once, as in mergedKeys: what a second merge would bring is there already.
+func mergedPairs(n *yaml.Node, read map[*yaml.Node]bool) []*yaml.Node {
+	n = resolve(n)
+	if n == nil || n.Kind != yaml.MappingNode || read[n] {
+		return nil
+	}
+	read[n] = true
+	var out []*yaml.Node
+	have := map[string]bool{}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if k := n.Content[i]; k.Tag != "!!merge" {
+			out = append(out, k, n.Content[i+1])
+			have[k.Value] = true
+		}
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if n.Content[i].Tag != "!!merge" {
+			continue
+		}
+		v := resolve(n.Content[i+1])
+		merged := []*yaml.Node{v}
+		if v != nil && v.Kind == yaml.SequenceNode {
+			merged = v.Content
+		}
+		for _, m := range merged {
+			sub := mergedPairs(m, read)
+			for j := 0; j+1 < len(sub); j += 2 {
+				if !have[sub[j].Value] {
+					out = append(out, sub[j], sub[j+1])
+					have[sub[j].Value] = true
+				}
+			}
+		}
+	}
+	return out
 }
 
 // resolve is the node an alias (*defaults) stands for; n itself when it is no alias.
