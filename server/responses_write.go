@@ -1072,7 +1072,7 @@ func (b *responsesWriter) callDelta(index int, id, name, args string) {
 		}
 		c.write(args)
 	}
-	if len(b.held) > 0 && !b.call.halfway() {
+	if len(b.held) > 0 && (b.call == nil || !b.call.halfway()) {
 		b.release()
 	}
 	b.addCalls()
