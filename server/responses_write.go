@@ -58,6 +58,11 @@ type responsesWriter struct {
 	// those from waiting on are not added yet (streamCall).
 	calls   []*streamCall
 	waiting int
+	// held is text, refusal and reasoning that came while the open call's arguments were
+	// half-way (streamCall.halfway), in the order it came: closing the call for it lost the
+	// arguments' rest (TestResponsesStreamTextMidCallKeepsArguments). It is streamed once they
+	// are whole, or when the stream ends.
+	held []heldDelta
 	// lastCall is the latest call at each chat index: a delta finds its call here rather than
 	// among all the calls so far, which cost a stream of n calls n*n/2 looks
 	// (TestResponsesCallDeltaLinear, which counts the looks in callSteps).
@@ -121,6 +126,20 @@ type streamCall struct {
 	inStr, escape bool
 }
 
+// heldDelta is a delta of a kind other than a call's that waits for the open call (held).
+type heldDelta struct {
+	kind heldKind
+	d    string
+}
+
+type heldKind uint8
+
+const (
+	heldText heldKind = iota
+	heldRefusal
+	heldThinking
+)
+
 // write adds a fragment of the call's arguments, following their nesting.
 func (c *streamCall) write(s string) {
 	c.args.WriteString(s)
@@ -149,6 +168,10 @@ func (c *streamCall) write(s string) {
 // whole says the call's arguments so far are a whole JSON object (or array): a fragment after
 // them could add nothing but space, so a call after it may be added in its place.
 func (c *streamCall) whole() bool { return c.begun && c.depth == 0 && !c.inStr }
+
+// halfway says the call's arguments began an object (or array) and have not closed it: a
+// fragment still to come is part of them.
+func (c *streamCall) halfway() bool { return c.begun && !c.whole() }
 
 func (b *responsesWriter) Header() http.Header { return b.w.Header() }
 
@@ -898,9 +921,14 @@ func (b *responsesWriter) add(item any) {
 // more reasoning after its text or a call) is a new item at the next output_index, where it was
 // once dropped and the stream lost what the whole answer has (TestResponsesStreamReasoningResumes).
 func (b *responsesWriter) thinkDelta(d string) {
-	if b.outgrown(len(d)) {
+	if b.outgrown(len(d)) || b.hold(heldThinking, d) {
 		return
 	}
+	b.streamThinking(d)
+}
+
+// streamThinking is thinkDelta once d may go out.
+func (b *responsesWriter) streamThinking(d string) {
 	if b.think == nil {
 		b.closeOpen("completed")
 		b.think = &outputReasoning{ID: newID("rs_"), Type: "reasoning", Status: "in_progress", Summary: []any{},
@@ -959,9 +987,18 @@ func (p *streamPart) value() any {
 
 // partDelta streams a piece of the message's text, or of its refusal.
 func (b *responsesWriter) partDelta(refusal bool, d string) {
-	if b.outgrown(len(d)) {
+	kind := heldText
+	if refusal {
+		kind = heldRefusal
+	}
+	if b.outgrown(len(d)) || b.hold(kind, d) {
 		return
 	}
+	b.streamPart(refusal, d)
+}
+
+// streamPart is partDelta once d may go out.
+func (b *responsesWriter) streamPart(refusal bool, d string) {
 	p, i := b.part(refusal)
 	p.text.WriteString(d)
 	if refusal {
@@ -1035,7 +1072,36 @@ func (b *responsesWriter) callDelta(index int, id, name, args string) {
 		}
 		c.write(args)
 	}
+	if len(b.held) > 0 && (b.call == nil || !b.call.halfway()) {
+		b.release()
+	}
 	b.addCalls()
+}
+
+// hold keeps d back when the open call's arguments are half-way, or something before it is
+// kept back, and reports whether it did.
+func (b *responsesWriter) hold(kind heldKind, d string) bool {
+	if len(b.held) == 0 && (b.call == nil || !b.call.halfway()) {
+		return false
+	}
+	b.held = append(b.held, heldDelta{kind, d})
+	return true
+}
+
+// release streams what hold kept back, in the order it came.
+func (b *responsesWriter) release() {
+	held := b.held
+	b.held = nil
+	for _, h := range held {
+		switch h.kind {
+		case heldThinking:
+			b.streamThinking(h.d)
+		case heldText:
+			b.streamPart(false, h.d)
+		case heldRefusal:
+			b.streamPart(true, h.d)
+		}
+	}
 }
 
 // addCalls adds the calls waiting, in the order they began, while the first waiting is named and
@@ -1081,6 +1147,12 @@ func (b *responsesWriter) closeCall(status string) {
 // closeItems adds the calls still waiting (one the upstream never named, as it is), closing each
 // item with status and the last with last, and returns the output, in output_index order.
 func (b *responsesWriter) closeItems(status, last string) []any {
+	if len(b.held) > 0 {
+		// The open call's arguments never came whole: it is closed as they are, then what
+		// waited for it streams.
+		b.closeOpen(status)
+		b.release()
+	}
 	for b.waiting < len(b.calls) {
 		b.closeOpen(status)
 		b.announce(b.calls[b.waiting])
