@@ -2,7 +2,6 @@ package filter
 
 import (
 	"bytes"
-	"encoding/binary"
 	"encoding/json"
 	"slices"
 	"strings"
@@ -11,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/hayula/gateway/core"
+	"github.com/hayula/gateway/internal/jsonx"
 	"github.com/hayula/gateway/internal/utf8x"
 )
 
@@ -485,7 +485,7 @@ func rawTextTokensMin(q []byte, assistant bool) (n int, ok bool) {
 	}
 	c := counter{tally: tally{absorb: true}}
 	for len(body) > 0 {
-		i := textEnd(body)
+		i := jsonx.TextEnd(body)
 		textRunes(&c, body[:i])
 		body = body[i:]
 		if len(body) == 0 {
@@ -502,27 +502,6 @@ func rawTextTokensMin(q []byte, assistant bool) (n int, ok bool) {
 		body = body[size:]
 	}
 	return c.end(), true
-}
-
-// textEnd returns the index of the first backslash, quote or control character in b, or len(b),
-// testing eight bytes at a time for any of them (a byte equal to '"' or '\\' is zero after the
-// exclusive or, and a zero byte, or one below 0x20, borrows in the subtraction).
-func textEnd(b []byte) int {
-	const ones, highs = 0x0101010101010101, 0x8080808080808080
-	j := 0
-	for ; j+8 <= len(b); j += 8 {
-		x := binary.LittleEndian.Uint64(b[j:])
-		q, bs := x^ones*'"', x^ones*'\\'
-		if ((q-ones)&^q|(bs-ones)&^bs|(x-ones*0x20)&^x)&highs != 0 {
-			break
-		}
-	}
-	for ; j < len(b); j++ {
-		if c := b[j]; c == '\\' || c == '"' || c < 0x20 {
-			break
-		}
-	}
-	return j
 }
 
 func hasControl(b []byte) bool {

@@ -14,7 +14,7 @@ const module = "github.com/hayula/gateway"
 // upstream and errmap never imports server.
 var rules = map[string][]string{
 	"core":                        {},
-	"filter":                      {"core", "internal/utf8x"},
+	"filter":                      {"core", "internal/jsonx", "internal/utf8x"},
 	"select":                      {"core"},
 	"internal/logbuf":             {},
 	"internal/testcert":           {},

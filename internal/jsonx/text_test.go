@@ -214,3 +214,26 @@ func BenchmarkText1KB(b *testing.B) {
 		}
 	}
 }
+
+// TestTextEnd holds TextEnd to a byte-at-a-time search for a quote, a backslash or a control
+// character, placed at every offset of texts longer and shorter than a word.
+func TestTextEnd(t *testing.T) {
+	for n := range 20 {
+		base := strings.Repeat("aé", n)
+		for _, c := range []string{"", `"`, `\`, "\x00", "\x1f", "\n"} {
+			for at := 0; at <= len(base); at++ {
+				b := []byte(base[:at] + c + base[at:])
+				want := len(b)
+				for i, x := range b {
+					if x == '"' || x == '\\' || x < 0x20 {
+						want = i
+						break
+					}
+				}
+				if got := TextEnd(b); got != want {
+					t.Fatalf("TextEnd(%q) = %d, want %d", b, got, want)
+				}
+			}
+		}
+	}
+}
