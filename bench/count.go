@@ -486,8 +486,14 @@ func countMarkdown(res []countResult, n, top int) string {
 		fmt.Fprintf(&b, "| %s | %s | %.0f | %.0f | %.0f |\n", r.row, r.name, r.total.Ir, r.total.I1mr, max(0, r.total.D1mr+r.total.D1mw))
 	}
 	for _, r := range res {
-		if r.name != "gateway" || r.row != "chat" {
+		// The chat's breakdown, and the pooled stream's beside it: what a stream's events add
+		// to a request is the difference.
+		if r.name != "gateway" || r.row != "chat" && !strings.HasPrefix(r.row, "stream (") || strings.Contains(r.row, "new connection") {
 			continue
+		}
+		what := "chat"
+		if r.row != "chat" {
+			what = "stream"
 		}
 		by := map[string]*counts{}
 		for _, f := range r.fns {
@@ -510,14 +516,14 @@ func countMarkdown(res []countResult, n, top int) string {
 			}
 			return strings.Compare(x, y)
 		})
-		b.WriteString("\n#### The gateway's chat, by package (L1i misses, instructions)\n\n| package | L1i misses | instructions |\n|---|---|---|\n")
+		b.WriteString("\n#### The gateway's " + what + ", by package (L1i misses, instructions)\n\n| package | L1i misses | instructions |\n|---|---|---|\n")
 		for _, a := range areas {
 			if by[a].I1mr < 1 && by[a].Ir < 100 {
 				continue
 			}
 			fmt.Fprintf(&b, "| %s | %.0f | %.0f |\n", a, by[a].I1mr, by[a].Ir)
 		}
-		fmt.Fprintf(&b, "\n#### The gateway's chat: the %d functions with the most L1i misses\n\n| function | L1i misses | instructions |\n|---|---|---|\n", top)
+		fmt.Fprintf(&b, "\n#### The gateway's %s: the %d functions with the most L1i misses\n\n| function | L1i misses | instructions |\n|---|---|---|\n", what, top)
 		for _, f := range r.fns[:min(top, len(r.fns))] {
 			fmt.Fprintf(&b, "| `%s` | %.1f | %.0f |\n", strings.TrimPrefix(f.Name, "github.com/hayula/gateway/"), f.I1mr, f.Ir)
 		}
@@ -533,7 +539,7 @@ func countMarkdown(res []countResult, n, top int) string {
 			}
 			return strings.Compare(x.Name, y.Name)
 		})
-		fmt.Fprintf(&b, "\n#### The gateway's chat: the %d functions with the most instructions\n\n| function | instructions | L1i misses |\n|---|---|---|\n", top)
+		fmt.Fprintf(&b, "\n#### The gateway's %s: the %d functions with the most instructions\n\n| function | instructions | L1i misses |\n|---|---|---|\n", what, top)
 		for _, f := range byIr[:min(top, len(byIr))] {
 			fmt.Fprintf(&b, "| `%s` | %.0f | %.1f |\n", strings.TrimPrefix(f.Name, "github.com/hayula/gateway/"), f.Ir, f.I1mr)
 		}
