@@ -1,10 +1,12 @@
 package upstream
 
 import (
+	"bytes"
 	"io"
 	"net/http"
 	"strings"
 	"testing"
+	"testing/iotest"
 	"time"
 
 	"github.com/hayula/gateway/core"
@@ -134,4 +136,65 @@ func TestTranslatedStreamsBuffered(t *testing.T) {
 			}
 		})
 	}
+}
+
+// buffered's search for the common event, and the line ending it leaves for whole, change
+// nothing: asked before every event, it answers as the line-by-line reading does, and the
+// events read are those of a reader never asked, however the bytes arrive.
+func FuzzSSEBufferedAgrees(f *testing.F) {
+	f.Add([]byte("data: a\n\ndata: b\n\ndata: [DONE]\n\n"))
+	f.Add([]byte("data: a\n\ndata: \n\ndata: b\r\n\r\n: c\n\ndata:x\n\n"))
+	f.Add([]byte("\xef\xbb\xbfdata: a\n\ndata: b\rdata: c\n\n"))
+	f.Add([]byte("data: a\r\n\r\ndata: b\n\nevent: x\ndata: c\n\n"))
+	f.Add([]byte("data: a\ndata: b\n\ndata: {\"x\":1}\n\n\n"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		readers := map[string]func() io.Reader{
+			"whole":    func() io.Reader { return bytes.NewReader(b) },
+			"bytewise": func() io.Reader { return iotest.OneByteReader(bytes.NewReader(b)) },
+			"halves":   func() io.Reader { return iotest.HalfReader(bytes.NewReader(b)) },
+		}
+		for name, r := range readers {
+			asked, plain := newSSEReader(r()), newSSEReader(r())
+			for i := 0; ; i++ {
+				if i > len(b)+2 {
+					t.Fatalf("%s: no end after %d events", name, i)
+				}
+				if !asked.eof {
+					peek, _ := asked.r.Peek(asked.r.Buffered())
+					want := asked.bufferedLines(peek)
+					if got := asked.buffered(); got != want {
+						t.Fatalf("%s, event %d: buffered() = %v, line by line %v (buffer %q)", name, i, got, want, peek)
+					}
+				}
+				got, gerr := asked.next()
+				want, werr := plain.next()
+				if (gerr == nil) != (werr == nil) || string(got.name) != string(want.name) ||
+					string(got.data) != string(want.data) || got.cut != want.cut {
+					t.Fatalf("%s, event %d: asked %q/%q %v %v, plain %q/%q %v %v", name, i,
+						got.name, got.data, got.cut, gerr, want.name, want.data, want.cut, werr)
+				}
+				if gerr != nil {
+					break
+				}
+			}
+		}
+	})
+}
+
+// blank and trimSpace answer as bytes.TrimSpace does, on any bytes.
+func FuzzTrimSpace(f *testing.F) {
+	for _, s := range []string{"", " ", "\t\n\v\f\r ", " {}", "{} ", "{}", "\x00", " \x01", "\u0085", "\u00a0x", "x\u00a0",
+		"\u2000", " \xff", "\xc2", "a", " a ", "\x1c"} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		want := bytes.TrimSpace(b)
+		if got := blank(b); got != (len(want) == 0) {
+			t.Errorf("blank(%q) = %v, TrimSpace leaves %q", b, got, want)
+		}
+		got := trimSpace(b)
+		if !bytes.Equal(got, want) || cap(got) != cap(want) || len(got) > 0 && &got[0] != &want[0] {
+			t.Errorf("trimSpace(%q) = %q (cap %d), TrimSpace %q (cap %d)", b, got, cap(got), want, cap(want))
+		}
+	})
 }
