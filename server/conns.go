@@ -7,9 +7,9 @@ import (
 
 // ConnLimit caps the client connections the gateway has open at once (max_connections) and
 // counts what the cap did: at the cap the gateway takes no new connection until one closes, and
-// closes idle ones, the oldest idle first, to make room. One lives as long as the process: a
-// reload Sets the cap from the file it applies, and connections open over a lowered cap stay
-// open. See h1.ConnLimit.
+// closes idle ones, the oldest idle first, to make room (then ones stalled in a request head).
+// One lives as long as the process: a reload Sets the cap from the file it applies, and
+// connections open over a lowered cap stay open. See h1.ConnLimit.
 type ConnLimit = h1.ConnLimit
 
 // NewConnLimit caps connections at n (config.Config.MaxConnections); 0 means no cap.
@@ -32,7 +32,7 @@ func writeConns(w *metrics.Writer, l *ConnLimit) {
 	w.Sample("hayula_connections_max", uint64(l.Max()))
 	w.Family("hayula_connections_waited_total", "counter", "Client connections that came at the cap and waited for room before they were served.")
 	w.Sample("hayula_connections_waited_total", st.Waited)
-	w.Family("hayula_connections_idle_closed_total", "counter", "Idle client connections closed to make room for a new one: at the cap, or when the process was out of file descriptors.")
+	w.Family("hayula_connections_idle_closed_total", "counter", "Idle client connections, and ones stalled in a request head, closed to make room for a new one: at the cap, or when the process was out of file descriptors.")
 	w.Sample("hayula_connections_idle_closed_total", st.IdleClosed)
 	w.Family("hayula_accept_errors_total", "counter", "Accepts of client connections that failed (out of file descriptors and the like) and were retried after a pause.")
 	w.Sample("hayula_accept_errors_total", st.AcceptErrors)

@@ -243,8 +243,10 @@ func (s *Server) unbusy(st *reqState) {
 // chargeTPM charges the tpm bucket st holds, if any, with the tokens of the answer to req, once
 // (st lets go of the bucket): prompt plus completion when the answer reported usage (ok), and
 // otherwise the lower bound of the prompt that the context filter computes (nothing for a prompt
-// it does not count: completions, embeddings). It is called before the answer's end goes out,
-// so that a client that sends its next request once it has the answer finds the debt.
+// it does not count: completions, embeddings) plus completion, then a lower bound of the
+// completion's tokens (a stream's relayed text, chargeStream; 0 when nothing is known). It is
+// called before the answer's end goes out, so that a client that sends its next request once it
+// has the answer finds the debt.
 func (s *Server) chargeTPM(st *reqState, req *core.Request, prompt, completion uint64, ok bool) {
 	b := st.tpm
 	if b == nil {
@@ -263,7 +265,10 @@ func (s *Server) chargeTPM(st *reqState, req *core.Request, prompt, completion u
 		if low == 0 {
 			low = filter.PromptTokensMin(req.Messages)
 		}
-		n = uint64(max(low, 0))
+		n, carry = bits.Add64(uint64(max(low, 0)), completion, 0)
+		if carry != 0 {
+			n = math.MaxUint64
+		}
 	}
 	b.charge(s.clock.Now(), n)
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/hayula/gateway/config"
 	"github.com/hayula/gateway/core"
+	"github.com/hayula/gateway/filter"
 	"github.com/hayula/gateway/internal/jsonx"
 	"github.com/hayula/gateway/lifecycle"
 	"github.com/hayula/gateway/metrics"
@@ -88,18 +89,23 @@ type streamUsage struct {
 	from upstream.UsageStream // the adapter's count; nil: the events'
 	read bool                 // the events are read: something counts the stream
 	last upstream.Usage       // the usage of the last event that carried one
+	// sent bounds the tokens of the text relayed to the client (relayedText), counted only
+	// under a tpm cap (text), for a stream that ends without usage: its client hung up before
+	// the usage chunk, or its upstream reports none.
+	text bool
+	sent filter.TextTokens
 }
 
 // newStreamUsage is the usage of st, counted when counted (the metrics or a tpm cap will use
 // it); otherwise nothing is read and it reports none.
-func newStreamUsage(st upstream.Stream, counted bool) streamUsage {
+func newStreamUsage(st upstream.Stream, counted, text bool) streamUsage {
 	if !counted {
 		return streamUsage{}
 	}
 	if us, ok := st.(upstream.UsageStream); ok {
-		return streamUsage{from: us}
+		return streamUsage{from: us, text: text}
 	}
-	return streamUsage{read: true}
+	return streamUsage{read: true, text: text}
 }
 
 // see reads the usage of ev, an event of the stream, while ev is valid. It allocates nothing.
@@ -135,13 +141,73 @@ func (u *streamUsage) usage() upstream.Usage {
 	return u.last
 }
 
-// chargeStream charges the stream's usage to the key's tpm, unless it was charged (chargeTPM).
+// chargeStream charges the stream's usage to the key's tpm, unless it was charged (chargeTPM):
+// without usage, the lower bound of what it relayed as its completion.
 func (s *Server) chargeStream(st *reqState, req *core.Request, su *streamUsage) {
 	if st.tpm == nil {
 		return
 	}
 	n := su.usage()
+	if !n.Reported {
+		n.Completion = uint64(su.sent.Min())
+	}
 	s.chargeTPM(st, req, n.Prompt, n.Completion, n.Reported)
+}
+
+// relayed counts the text of ev, an event the client was sent, in the bound of the stream's
+// completion, when a tpm cap charges it (text).
+func (u *streamUsage) relayed(ev []byte) {
+	if u.text {
+		relayedText(&u.sent, ev)
+	}
+}
+
+// relayedText counts in n the text of ev, a chat or completions chunk: the choices' content,
+// reasoning and refusal text (delta's members), and a completion's text. A tool call's
+// arguments are not counted: servers build them from what the model wrote (vLLM's parsers
+// re-serialize its JSON; the ollama adapter serializes Ollama's objects), and a re-serialized
+// text may count more pre-tokens than the model wrote tokens, where the count must never be more.
+func relayedText(n *filter.TextTokens, ev []byte) {
+	top := jsonx.Object(ev, false)
+	for {
+		k, v, ok := top.Next()
+		if !ok {
+			return
+		}
+		if string(k) != `"choices"` {
+			continue
+		}
+		choices := jsonx.Array(v, false)
+		for {
+			_, c, ok := choices.Next()
+			if !ok {
+				break
+			}
+			choice := jsonx.Object(c, false)
+			for {
+				k, v, ok := choice.Next()
+				if !ok {
+					break
+				}
+				switch string(k) {
+				case `"text"`:
+					n.AddLiteral(v)
+				case `"delta"`:
+					delta := jsonx.Object(v, false)
+					for {
+						k, v, ok := delta.Next()
+						if !ok {
+							break
+						}
+						switch string(k) {
+						case `"content"`, `"reasoning_content"`, `"reasoning"`, `"refusal"`:
+							n.AddLiteral(v)
+						}
+					}
+				}
+			}
+		}
+	}
 }
 
 // countStream is the end of a stream's relay, however it ended: the key's tpm is charged its

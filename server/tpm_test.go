@@ -126,7 +126,7 @@ func TestKeyTPM(t *testing.T) {
 // sent by an upstream unasked, or asked for by the gateway itself (for a Responses stream, and
 // for a chat stream whose client did not ask: TestStreamUsageAskedByGateway). A stream that
 // reports no usage even asked is charged the lower bound of its prompt that the context filter
-// computes, and its completion goes uncounted.
+// computes, and the lower bound of the text it relayed as its completion.
 func TestKeyTPMStream(t *testing.T) {
 	stream := func(extra string) string {
 		return `{"model":"r","stream":true` + extra + `,"messages":[{"role":"user","content":"hi there"}]}`
@@ -178,14 +178,20 @@ func TestKeyTPMStream(t *testing.T) {
 				t.Fatalf("request: %d %s", rep.status, rep.body)
 			}
 			// Charged low of its tpm = low: the bucket is empty, and holds a token again in
-			// 60/low seconds.
-			ra := strconv.Itoa(int(math.Ceil(60 / float64(low))))
+			// 60/low seconds; the stream also the bound of the text it relayed, "hello"'s one
+			// token (TestKeyTPMChargesTextRelayedBeforeHangUp): twice as long.
+			need := 1.0
+			if strings.Contains(body, `"stream":true`) {
+				need = 2
+			}
+			ra := strconv.Itoa(int(math.Ceil(need * 60 / float64(low))))
 			tpmRefused(t, g.post(t, "/v1/chat/completions", body, slow...), "slow", low, ra)
-			g.clock.Advance(time.Minute)
+			g.clock.Advance(2 * time.Minute) // full again
 		}
 
-		// A stream whose client leaves mid-way, before any usage, is charged as much, once the
-		// relay has seen it go (which hayula_stream_ends_total counts after the charge).
+		// A stream whose client leaves mid-way, before any usage, is charged as much (its
+		// prompt's bound and its text's, "hel"'s one token), once the relay has seen it go (which
+		// hayula_stream_ends_total counts after the charge).
 		up.set(func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Content-Type", "text/event-stream")
 			fmt.Fprint(w, "data: {\"id\":\"c1\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"m\",\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"hel\"},\"finish_reason\":null}]}\n\n")
@@ -201,7 +207,7 @@ func TestKeyTPMStream(t *testing.T) {
 			t.Fatalf("no line %q: the relay did not see the client go", left)
 		}
 		up.set(usageHandler(100, 50, false, true))
-		tpmRefused(t, g.chat(t, "r", slow...), "slow", low, strconv.Itoa(int(math.Ceil(60/float64(low)))))
+		tpmRefused(t, g.chat(t, "r", slow...), "slow", low, strconv.Itoa(int(math.Ceil(120/float64(low)))))
 	})
 }
 

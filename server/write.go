@@ -313,6 +313,9 @@ func (s *Server) write(ctx context.Context, w http.ResponseWriter, rs *routeStat
 	if res.resp.Stream == nil {
 		if st.tpm != nil {
 			p, c, ok := answerUsage(res.resp)
+			if !ok {
+				c = 0 // nothing is known of its completion: its prompt's bound alone
+			}
 			s.chargeTPM(st, req, p, c, ok)
 		}
 		s.unbusy(st)
@@ -371,7 +374,7 @@ func (s *Server) relay(ctx context.Context, w http.ResponseWriter, usage usageTo
 	defer st.Close()
 	// A usage chunk the adapter asked for unasked by the client is counted, not relayed.
 	hide := res.resp.UsageAsked
-	su := newStreamUsage(st, usage.route >= 0 || rq.tpm != nil || hide)
+	su := newStreamUsage(st, usage.route >= 0 || rq.tpm != nil || hide, rq.tpm != nil)
 	defer s.countStream(usage, res.target, req, rq, &su)
 	buffered, _ := st.(upstream.BufferedStream)
 	h := w.Header()
@@ -412,6 +415,7 @@ func (s *Server) relay(ctx context.Context, w http.ResponseWriter, usage usageTo
 			if werr := writeEvent(w, ev); werr != nil {
 				return left()
 			}
+			su.relayed(ev)
 		}
 		if (first || buffered == nil || !buffered.Buffered()) && rc.Flush() != nil {
 			return left()

@@ -29,6 +29,13 @@ const (
 	// connection would close after the answer anyway): it had a client that sent no more hold a
 	// stop for drainWait (TestShutdownEndsDrainAfterAnswer).
 	stateDrain
+	// stateHead: the request's first byte has come and the rest of its head is being read; no
+	// request is under way yet. At the cap a connection that has waited on the socket for its
+	// head longer than headGrace is closed to make room once no idle one is left
+	// (closeOldestIdle): a client that sent part of a head and then nothing (slowloris) held its
+	// slot for the whole ReadHeaderTimeout, and a gateway at its cap served no one meanwhile
+	// (TestConnLimitClosesStalledHeadForNewConnection).
+	stateHead
 )
 
 // errStopped fails a handler's read of a body that had not arrived when Shutdown closed its
@@ -60,6 +67,10 @@ type conn struct {
 	// (armRead), or it was let in (admit, not accepted: one held at the cap is no older for its
 	// wait): the oldest idle is closed first to make room.
 	idleAt atomic.Int64
+	// headAt is when (Server.now, at least 1) the read of the head being read first reached the
+	// socket for more (armRead); 0 while it has not: a head that came whole in the read of its
+	// first byte is parsed without a clock read, and is never waited for.
+	headAt atomic.Int64
 	// inBody is set while the handler's read of its body, its answer not begun, is under way:
 	// a read of the socket then marks the connection stateBody (see connReader). Only the
 	// goroutine reading the body uses it, under the body handle's lock.
@@ -221,6 +232,9 @@ func (c *conn) armRead() {
 			return
 		}
 	case rdlHead:
+		if c.headAt.Load() == 0 {
+			c.headAt.Store(max(s.now(), 1))
+		}
 		if s.ReadHeaderTimeout > 0 {
 			if c.have != rdlHead {
 				_ = c.nc.SetReadDeadline(time.Now().Add(s.ReadHeaderTimeout))
@@ -265,7 +279,8 @@ func (c *conn) serve() {
 		if err := c.awaitRequest(); err != nil {
 			return
 		}
-		if !c.state.CompareAndSwap(stateIdle, stateActive) {
+		c.headAt.Store(0)
+		if !c.state.CompareAndSwap(stateIdle, stateHead) {
 			return // Shutdown closed it
 		}
 		c.phase = rdlHead
@@ -275,6 +290,9 @@ func (c *conn) serve() {
 			// That deadline was this head's: the next head's read needs one of its own, and
 			// armRead, seeing rdlHead, would keep this one (passed by then) instead.
 			c.have = rdlOther
+		}
+		if !c.state.CompareAndSwap(stateHead, stateActive) {
+			return // closed to make room while its head stalled (closeOldestIdle)
 		}
 		if perr != nil {
 			c.reject(perr)

@@ -15,6 +15,7 @@ import (
 	"sync/atomic"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // get writes a GET for path on c and reads its answer's status line and body (the answers
@@ -380,6 +381,70 @@ func TestConnLimitIdleDuringLookWakesAcceptLoop(t *testing.T) {
 	resp.Body.Close()
 	if !closedByServer(abr) {
 		t.Error("the idle connection was not closed to make room")
+	}
+	if st := lim.Stats(); st.IdleClosed != 1 || st.Waited != 1 {
+		t.Errorf("stats = %+v, want IdleClosed 1, Waited 1", st)
+	}
+}
+
+// waitHeadStalled waits until s has n connections waiting on the socket for the rest of a head.
+func waitHeadStalled(s *Server, n int) {
+	for {
+		s.mu.Lock()
+		k := 0
+		for c := range s.conns {
+			if c.state.Load() == stateHead && c.headAt.Load() != 0 {
+				k++
+			}
+		}
+		s.mu.Unlock()
+		if k >= n {
+			return
+		}
+		runtime.Gosched()
+	}
+}
+
+// At the cap, with no idle connection to close, the connection that has waited longest for the
+// rest of a request's head (a slowloris client: part of a head, then nothing) is closed to make
+// room for a new one once its grace has passed, rather than holding its slot for the whole
+// ReadHeaderTimeout (an hour here: the new client's read, 10 s, ran out first before); a younger
+// one still in its head stays open and is served when it finishes its head.
+func TestConnLimitClosesStalledHeadForNewConnection(t *testing.T) {
+	lim := NewConnLimit(2)
+	var srv *Server
+	_, addr := start(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.WriteString(w, "ok")
+	}), func(s *Server) { s.Conns = lim; s.ReadHeaderTimeout = time.Hour; srv = s })
+
+	a, abr := dialRaw(t, addr)
+	if _, err := io.WriteString(a, "GET /a HTTP/1.1\r\nHost: x\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	waitHeadStalled(srv, 1)
+	b, bbr := dialRaw(t, addr)
+	if _, err := io.WriteString(b, "GET /b HTTP/1.1\r\nHost: x\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	waitHeadStalled(srv, 2)
+
+	c, cbr := dialRaw(t, addr)
+	if got := get(t, c, cbr, "/c", true); got != "200 OK ok" {
+		t.Fatalf("c, over the cap with two stalled heads open: %q", got)
+	}
+	if !closedByServer(abr) {
+		t.Error("the connection stalled longest in its head (a) was not closed to make room")
+	}
+	if _, err := io.WriteString(b, "\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.ReadResponse(bbr, nil)
+	if err != nil {
+		t.Fatalf("b, the younger stalled head, finishing its head: %v", err)
+	}
+	_ = resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Errorf("b: %s", resp.Status)
 	}
 	if st := lim.Stats(); st.IdleClosed != 1 || st.Waited != 1 {
 		t.Errorf("stats = %+v, want IdleClosed 1, Waited 1", st)

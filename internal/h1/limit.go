@@ -5,6 +5,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"syscall"
+	"time"
 )
 
 // ConnLimit caps how many client connections a Server has open at once (nginx's
@@ -12,7 +13,8 @@ import (
 // accept loop did. At the cap the server takes no new connection from its listener (they wait in
 // the kernel's queue) until one of its own closes, and closes its idle connections, the oldest
 // idle first, to make room: a client that sends a request is served ahead of one that holds a
-// connection and sends nothing (a flood of silent connections, or idle keep-alive ones).
+// connection and sends nothing (a flood of silent connections, or idle keep-alive ones). With
+// none idle, it closes one stalled in a request's head past headGrace (slowloris).
 //
 // One ConnLimit serves one Server for the life of the process: Set changes the cap while it
 // serves (a reload); connections already open over a lowered cap stay open. The zero value
@@ -77,8 +79,9 @@ type ConnStats struct {
 	// Waited counts the connections accepted at the cap, which waited for room before they
 	// were served.
 	Waited uint64
-	// IdleClosed counts the idle connections closed to make room: at the cap, or when an accept
-	// failed for want of file descriptors.
+	// IdleClosed counts the idle connections, and those stalled in a request head past
+	// headGrace, closed to make room: at the cap, or when an accept failed for want of file
+	// descriptors.
 	IdleClosed uint64
 	// AcceptErrors counts the accepts that failed and were retried after a pause (EMFILE,
 	// ENFILE and the like).
@@ -161,7 +164,7 @@ func (s *Server) admit(c *conn) bool {
 			s.roomWanted.Store(true)
 		}
 		room := s.room
-		s.closeOldestIdle()
+		later := s.closeOldestIdle()
 		if s.lookedForIdle != nil {
 			s.lookedForIdle()
 		}
@@ -173,41 +176,82 @@ func (s *Server) admit(c *conn) bool {
 				s.waitingRoom()
 			}
 		}
+		// A head that stalls passes its grace with nothing to wake this loop: it looks again then.
+		var grace <-chan time.Time
+		var t *time.Timer
+		if later > 0 {
+			t = time.NewTimer(later)
+			grace = t.C
+		}
 		select {
 		case <-room:
 		case <-ch:
+		case <-grace:
 		case <-s.doneChan():
+			if t != nil {
+				t.Stop()
+			}
 			return false
+		}
+		if t != nil {
+			t.Stop()
 		}
 	}
 }
 
+// headGrace is how long a connection may wait on the socket for the rest of a request's head
+// before, at the cap, it may be closed to make room (stateHead). A client's head comes in one
+// write, which a network cuts into packets that follow each other within a round trip; one that
+// is still short a second after the gateway began waiting for its rest is sent by a client that
+// stalls, which the ReadHeaderTimeout (10 s) would otherwise let hold its slot until then.
+const headGrace = time.Second
+
 // closeOldestIdle closes the connection that has waited longest for a request, if one waits,
-// to make room for a new one; its goroutine ends it, and untrackConn says so (roomMade). s.mu is
-// held. The socket is closed on a goroutine of its own: a TLS connection's Close writes a
-// close_notify alert first, which waits up to 5 s for a client that stopped reading, and neither
-// the accept loop nor s.mu may wait for that. One such close is under way at a time (making).
-func (s *Server) closeOldestIdle() {
+// to make room for a new one; its goroutine ends it, and untrackConn says so (roomMade). When
+// none waits for a request, it closes the one that has waited longest for the rest of a head,
+// once that wait has passed headGrace (stateHead): a client with a request under way is never
+// closed, and one that sends a head is let finish it first; later is how long until the first of
+// those still in their grace passes it (0: none is), for the accept loop to look again then.
+// s.mu is held. The socket is closed on a goroutine of its own: a TLS connection's Close writes
+// a close_notify alert first, which waits up to 5 s for a client that stopped reading, and
+// neither the accept loop nor s.mu may wait for that. One such close is under way at a time
+// (making).
+func (s *Server) closeOldestIdle() (later time.Duration) {
 	if s.making > 0 {
-		return
+		return 0
 	}
-	var oldest *conn
-	var at int64
+	var oldest, stalled *conn
+	var at, headAt int64
 	for c := range s.conns {
-		if c.state.Load() != stateIdle {
-			continue
-		}
-		if t := c.idleAt.Load(); oldest == nil || t < at {
-			oldest, at = c, t
+		switch c.state.Load() {
+		case stateIdle:
+			if t := c.idleAt.Load(); oldest == nil || t < at {
+				oldest, at = c, t
+			}
+		case stateHead:
+			if t := c.headAt.Load(); t != 0 && (stalled == nil || t < headAt) {
+				stalled, headAt = c, t
+			}
 		}
 	}
-	if oldest == nil || !oldest.state.CompareAndSwap(stateIdle, stateClosing) {
-		return
+	from := int32(stateIdle)
+	if oldest == nil {
+		if stalled == nil {
+			return 0
+		}
+		if wait := headAt + int64(headGrace) - s.now(); wait > 0 {
+			return time.Duration(wait)
+		}
+		oldest, from = stalled, stateHead
+	}
+	if !oldest.state.CompareAndSwap(from, stateClosing) {
+		return 0 // it moved on meanwhile: its going idle or ending wakes the accept loop
 	}
 	oldest.madeRoom = true
 	s.making++
 	s.Conns.count(countIdleClosed)
 	go oldest.nc.Close()
+	return 0
 }
 
 // roomMade wakes the accept loops waiting for room. s.mu is held.
