@@ -186,7 +186,7 @@ func (a *openaiOpenAI) withModel(req *core.Request) payload {
 // looksLikeObject reports whether b, without surrounding whitespace, starts with '{' and ends
 // with '}'.
 func looksLikeObject(b []byte) bool {
-	b = bytes.TrimSpace(b)
+	b = trimSpace(b)
 	return len(b) >= 2 && b[0] == '{' && b[len(b)-1] == '}'
 }
 
@@ -482,7 +482,7 @@ func (s *openaiStream) Next() ([]byte, error) {
 			s.err = s.endError(err)
 			return nil, s.err
 		}
-		data := bytes.TrimSpace(ev.data)
+		data := trimSpace(ev.data)
 		if len(data) == 0 {
 			continue
 		}
