@@ -71,11 +71,7 @@ func (s *Server) decodeResponses(r *http.Request, body []byte, st *reqState) (*c
 	}
 	st.bridge = b
 	req, e := decodeChat(r, chat, st, s.names)
-	if e == nil {
-		// The stream_options readStream added is the bridge's asking, which an adapter drops for
-		// a target that does not take it (TestResponsesStreamOptionsRefused).
-		req.OwnStreamOptions = b.stream
-	} else {
+	if e != nil {
 		e.Param, e.Message = b.clientTerms(e.Param, e.Message)
 	}
 	return req, e
@@ -493,10 +489,11 @@ func chatBody(members []member, built map[string]json.RawMessage) []byte {
 	return append(chat, '}')
 }
 
-// readStream takes "stream": a streamed Responses answer is built from a chat stream that ends
-// with its usage, which response.completed carries. The stream_options asking for it is the
-// bridge's, not the client's (core.Request.OwnStreamOptions): a target that does not take it is
-// not sent it.
+// readStream takes "stream". The chat body gets no stream_options: the usage response.completed
+// carries is asked as any counted stream's is (core.Request.CountsUsage, which the bridge sets),
+// so that an adapter asks only a target that takes it, and asks again without it on a refusal
+// (TestResponsesStreamOptionsRefused); the relay hands the bridge the usage it keeps from the
+// stream (Server.relay).
 func (b *responsesWriter) readStream(v json.RawMessage, out map[string]json.RawMessage) *apiError {
 	if isNullOr(v) {
 		return nil
@@ -506,7 +503,6 @@ func (b *responsesWriter) readStream(v json.RawMessage, out map[string]json.RawM
 	}
 	if b.stream {
 		out["stream"] = json.RawMessage("true")
-		out["stream_options"] = json.RawMessage(`{"include_usage":true}`)
 	}
 	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/json"
 	"errors"
+	"math"
 	"net/http"
 	"strconv"
 	"strings"
@@ -879,6 +880,29 @@ func (b *responsesWriter) onChunk(p []byte) {
 	if ch.FinishReason != nil && upstream.SaysFinish(*ch.FinishReason) {
 		b.reason = *ch.FinishReason
 	}
+}
+
+// keptUsage takes the usage of ev, the usage-only chunk that the adapter asked for and the relay
+// keeps from the stream (upstream.Response.UsageAsked), for response.completed.
+func (b *responsesWriter) keptUsage(ev []byte) {
+	var c struct {
+		Usage *chatUsage `json:"usage"`
+	}
+	if json.Unmarshal(ev, &c) == nil && c.Usage != nil {
+		b.usage = c.Usage
+	}
+}
+
+// countedUsage takes u, the stream's usage as the relay counted it, when no event written
+// through the bridge or kept from it carried one: a translating adapter (upstream.UsageStream)
+// has its server's counts and puts them in a chunk only when the client asked, which the bridge
+// does not.
+func (b *responsesWriter) countedUsage(u upstream.Usage) {
+	if b.usage != nil || !u.Reported {
+		return
+	}
+	p, c := int64(min(u.Prompt, math.MaxInt64)), int64(min(u.Completion, math.MaxInt64))
+	b.usage = &chatUsage{PromptTokens: p, CompletionTokens: c, TotalTokens: p + c}
 }
 
 // outgrown counts n more bytes of output text and, once the output is longer than an event may
