@@ -1129,11 +1129,17 @@ func (b *responsesWriter) release() {
 }
 
 // addCalls adds the calls waiting, in the order they began, while the first waiting is named and
-// the item open may close for it (streamCall).
+// the item open may close for it (streamCall): a call may close once its arguments are whole, or,
+// when they never began (a function of no parameters streamed with arguments "", as some servers
+// stream one), once the next call's are whole. It waited for arguments that were never to
+// come, holding every call after it until the stream's end
+// (TestResponsesStreamNoArgumentCallDoesNotHoldTheNext). The next call's arguments merely begun
+// do not close it: an upstream that interleaves calls may name one, then begin the next, and only
+// then send the first one's arguments (TestResponsesStreamEqualsWhole's two calls interleaved).
 func (b *responsesWriter) addCalls() {
 	for b.waiting < len(b.calls) {
 		c := b.calls[b.waiting]
-		if c.item.Name == "" || b.call != nil && !b.call.whole() {
+		if c.item.Name == "" || b.call != nil && !b.call.whole() && (b.call.begun || !c.whole()) {
 			return
 		}
 		b.closeOpen("completed")
