@@ -85,7 +85,8 @@ func (s *Server) decodeResponses(r *http.Request, body []byte, st *reqState) (*c
 // its function_call item, a tool message's content its output. Named as they were, the ollama
 // adapter's refusal of an image or a call's arguments named messages[2].content[1].image_url for
 // the client's input[1].content[1].image_url, since instructions are message 0 and calls in a row
-// one message (TestResponsesAdapterErrorsNameInput). Another param is returned as it is.
+// one message (TestResponsesAdapterErrorsNameInput); messages, all of them, is input. Another
+// param is returned as it is.
 func (b *responsesWriter) clientTerms(param, msg string) (string, string) {
 	renamed := func(chat, resp string) (string, string) {
 		return resp + strings.TrimPrefix(param, chat), strings.ReplaceAll(msg, chat, resp)
@@ -99,6 +100,11 @@ func (b *responsesWriter) clientTerms(param, msg string) (string, string) {
 		return "text.format.schema", msg
 	case (param == "response_format" || param == "response_format.type") && b.echo.Text != nil:
 		return "text.format" + strings.TrimPrefix(param, "response_format"), msg
+	}
+	if param == "messages" {
+		// The conversation as a whole (a template's refusal of its roles): the input it was built
+		// from, where it named a field the client never sent (TestResponsesUpstreamParamMessagesIsInput).
+		return "input", msg
 	}
 	i, rest, ok := indexed(param, "messages")
 	if !ok || i >= len(b.msgs) {
