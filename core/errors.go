@@ -22,6 +22,10 @@ type StatusError struct {
 	LimitReset time.Duration
 	Header     http.Header // the upstream's response headers
 	Body       []byte      // the raw body, capped
+	// Coding is the body's Content-Encoding (gzip…) when it came coded, which the gateway asked
+	// not to get and does not decode: Body is then empty and Message, Type, Code and Param say
+	// nothing, and the client is told the body was coded. "" for a body as it was.
+	Coding string
 }
 
 // Unquoted is the error without the upstream's words: its status, and its type and code when
@@ -36,6 +40,9 @@ func (e *StatusError) Unquoted() string {
 	}
 	if n := len(e.Message); n > 0 {
 		s += fmt.Sprintf(" (message of %d bytes, not logged)", n)
+	}
+	if e.Coding != "" {
+		s += fmt.Sprintf(" (body in Content-Encoding %q, not decoded)", e.Coding)
 	}
 	return s
 }

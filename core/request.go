@@ -41,16 +41,11 @@ type Request struct {
 	Stream bool
 	// IncludeUsage is stream_options.include_usage.
 	IncludeUsage bool
-	// CountsUsage is true when the gateway counts the answer's tokens (its metrics, or the key's
-	// tpm): an adapter may then ask a target for a stream's usage that the client did not ask for
-	// (Target.StreamUsage), and keep it from the client (upstream.Response.UsageAsked).
+	// CountsUsage is true when the gateway counts the answer's tokens (its metrics, the key's tpm,
+	// or the Responses bridge, whose response.completed carries a stream's usage): an adapter may
+	// then ask a target for a stream's usage that the client did not ask for (Target.StreamUsage),
+	// and keep it from the client (upstream.Response.UsageAsked).
 	CountsUsage bool
-	// OwnStreamOptions is true when Body's stream_options (include_usage) is the gateway's own,
-	// not the client's: the Responses bridge asks a chat stream for the usage response.completed
-	// carries. An adapter drops it for a target that does not take it (Target.StreamUsage false,
-	// or a 400 naming it), as it drops what it asks itself, so that the gateway's asking never
-	// costs the client an answer (TestResponsesStreamOptionsRefused).
-	OwnStreamOptions bool
 	// ChargesUsage is true when the answer's tokens are charged to the key's tpm: an adapter then
 	// asks for a stream's usage even where it would otherwise leave the client's stream_options
 	// alone (vLLM's continuous_usage_stats), so that no field a client sends escapes the cap.

@@ -255,6 +255,11 @@ func restoreOne(a Attempt) ClientError {
 	case errors.As(a.Err, &se):
 		out.Message, out.Type, out.Code, out.Param = se.Message, se.Type, se.Code, se.Param
 		fillStatusDefaults(&out, a.Target, d.Class, se.Status)
+		if se.Coding != "" {
+			// Its words could not be read: the client is told why there are none
+			// (TestCodedErrorBodySaid).
+			out.Message += fmt.Sprintf(", its body in Content-Encoding %q, which the gateway asked not to get (Accept-Encoding: identity) and does not decode", se.Coding)
+		}
 		if d.Class == core.ClassOverflow {
 			// Whatever status it came with (vLLM's 413, Ollama's 500, TGI's 422), a prompt that
 			// does not fit is the request's 400 context_length_exceeded, as OpenAI answers it: a

@@ -223,8 +223,9 @@ func (s *Server) admit(r *http.Request, op core.Op, st *reqState, limited bool) 
 		req.PromptTokensMin = filter.PromptTokensMin(req.Messages)
 	}
 	// A stream's usage is asked of an OpenAI-compatible target only when something counts it
-	// (upstream.Response.UsageAsked).
-	req.CountsUsage = s.metrics != nil || st.tpm != nil
+	// (upstream.Response.UsageAsked): the metrics, the key's tpm, or the Responses bridge, whose
+	// response.completed carries it.
+	req.CountsUsage = s.metrics != nil || st.tpm != nil || st.bridge != nil
 	req.ChargesUsage = st.tpm != nil
 	return req, rs, pick, nil
 }

@@ -71,11 +71,7 @@ func (s *Server) decodeResponses(r *http.Request, body []byte, st *reqState) (*c
 	}
 	st.bridge = b
 	req, e := decodeChat(r, chat, st, s.names)
-	if e == nil {
-		// The stream_options readStream added is the bridge's asking, which an adapter drops for
-		// a target that does not take it (TestResponsesStreamOptionsRefused).
-		req.OwnStreamOptions = b.stream
-	} else {
+	if e != nil {
 		e.Param, e.Message = b.clientTerms(e.Param, e.Message)
 	}
 	return req, e
@@ -89,7 +85,8 @@ func (s *Server) decodeResponses(r *http.Request, body []byte, st *reqState) (*c
 // its function_call item, a tool message's content its output. Named as they were, the ollama
 // adapter's refusal of an image or a call's arguments named messages[2].content[1].image_url for
 // the client's input[1].content[1].image_url, since instructions are message 0 and calls in a row
-// one message (TestResponsesAdapterErrorsNameInput). Another param is returned as it is.
+// one message (TestResponsesAdapterErrorsNameInput); messages, all of them, is input. Another
+// param is returned as it is.
 func (b *responsesWriter) clientTerms(param, msg string) (string, string) {
 	renamed := func(chat, resp string) (string, string) {
 		return resp + strings.TrimPrefix(param, chat), strings.ReplaceAll(msg, chat, resp)
@@ -103,6 +100,11 @@ func (b *responsesWriter) clientTerms(param, msg string) (string, string) {
 		return "text.format.schema", msg
 	case (param == "response_format" || param == "response_format.type") && b.echo.Text != nil:
 		return "text.format" + strings.TrimPrefix(param, "response_format"), msg
+	}
+	if param == "messages" {
+		// The conversation as a whole (a template's refusal of its roles): the input it was built
+		// from, where it named a field the client never sent (TestResponsesUpstreamParamMessagesIsInput).
+		return "input", msg
 	}
 	i, rest, ok := indexed(param, "messages")
 	if !ok || i >= len(b.msgs) {
@@ -493,10 +495,11 @@ func chatBody(members []member, built map[string]json.RawMessage) []byte {
 	return append(chat, '}')
 }
 
-// readStream takes "stream": a streamed Responses answer is built from a chat stream that ends
-// with its usage, which response.completed carries. The stream_options asking for it is the
-// bridge's, not the client's (core.Request.OwnStreamOptions): a target that does not take it is
-// not sent it.
+// readStream takes "stream". The chat body gets no stream_options: the usage response.completed
+// carries is asked as any counted stream's is (core.Request.CountsUsage, which the bridge sets),
+// so that an adapter asks only a target that takes it, and asks again without it on a refusal
+// (TestResponsesStreamOptionsRefused); the relay hands the bridge the usage it keeps from the
+// stream (Server.relay).
 func (b *responsesWriter) readStream(v json.RawMessage, out map[string]json.RawMessage) *apiError {
 	if isNullOr(v) {
 		return nil
@@ -506,7 +509,6 @@ func (b *responsesWriter) readStream(v json.RawMessage, out map[string]json.RawM
 	}
 	if b.stream {
 		out["stream"] = json.RawMessage("true")
-		out["stream_options"] = json.RawMessage(`{"include_usage":true}`)
 	}
 	return nil
 }

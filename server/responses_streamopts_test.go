@@ -12,9 +12,8 @@ import (
 	"github.com/openai/openai-go/v3/responses"
 )
 
-// TestResponsesStreamOptionsRefused: the stream_options the bridge adds to a Responses stream's
-// chat request, for the usage response.completed carries, is the gateway's asking, not the
-// client's: a strict server that refuses it (400 naming stream_options) is asked again at once
+// TestResponsesStreamOptionsRefused: the stream_options asked of a Responses stream's chat
+// request, for the usage response.completed carries, is the gateway's asking, not the client's: a strict server that refuses it (400 naming stream_options) is asked again at once
 // without it, and a target with stream_usage = false is never sent it, as on the chat endpoint
 // (TestStreamUsageRefusedOptions). Sent as the client's, the strict server's 400 about a field the
 // client never sent was the client's answer, stream_usage = false or not. Served without usage,

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/json"
 	"errors"
+	"math"
 	"net/http"
 	"strconv"
 	"strings"
@@ -881,6 +882,29 @@ func (b *responsesWriter) onChunk(p []byte) {
 	}
 }
 
+// keptUsage takes the usage of ev, the usage-only chunk that the adapter asked for and the relay
+// keeps from the stream (upstream.Response.UsageAsked), for response.completed.
+func (b *responsesWriter) keptUsage(ev []byte) {
+	var c struct {
+		Usage *chatUsage `json:"usage"`
+	}
+	if json.Unmarshal(ev, &c) == nil && c.Usage != nil {
+		b.usage = c.Usage
+	}
+}
+
+// countedUsage takes u, the stream's usage as the relay counted it, when no event written
+// through the bridge or kept from it carried one: a translating adapter (upstream.UsageStream)
+// has its server's counts and puts them in a chunk only when the client asked, which the bridge
+// does not.
+func (b *responsesWriter) countedUsage(u upstream.Usage) {
+	if b.usage != nil || !u.Reported {
+		return
+	}
+	p, c := int64(min(u.Prompt, math.MaxInt64)), int64(min(u.Completion, math.MaxInt64))
+	b.usage = &chatUsage{PromptTokens: p, CompletionTokens: c, TotalTokens: p + c}
+}
+
 // outgrown counts n more bytes of output text and, once the output is longer than an event may
 // be, ends the stream as tooLong does and reports true. response.completed repeats the whole
 // output, so such a stream can no longer complete; it ended so only at [DONE], after the bridge
@@ -1105,11 +1129,17 @@ func (b *responsesWriter) release() {
 }
 
 // addCalls adds the calls waiting, in the order they began, while the first waiting is named and
-// the item open may close for it (streamCall).
+// the item open may close for it (streamCall): a call may close once its arguments are whole, or,
+// when they never began (a function of no parameters streamed with arguments "", as some servers
+// stream one), once the next call's are whole. It waited for arguments that were never to
+// come, holding every call after it until the stream's end
+// (TestResponsesStreamNoArgumentCallDoesNotHoldTheNext). The next call's arguments merely begun
+// do not close it: an upstream that interleaves calls may name one, then begin the next, and only
+// then send the first one's arguments (TestResponsesStreamEqualsWhole's two calls interleaved).
 func (b *responsesWriter) addCalls() {
 	for b.waiting < len(b.calls) {
 		c := b.calls[b.waiting]
-		if c.item.Name == "" || b.call != nil && !b.call.whole() {
+		if c.item.Name == "" || b.call != nil && !b.call.whole() && (b.call.begun || !c.whole()) {
 			return
 		}
 		b.closeOpen("completed")

@@ -364,7 +364,10 @@ func (s *Server) write(ctx context.Context, w http.ResponseWriter, rs *routeStat
 // usage.route 0 or more, the same usage is counted once as that route's (and key's) tokens when
 // the relay ends, however the stream did. When the adapter asked for the usage the client did
 // not (upstream.Response.UsageAsked), the chunk that carries only it (no choices) is counted and
-// not written (TestStreamUsageAskedByGateway). It returns the stream's status and how a stream
+// not written (TestStreamUsageAskedByGateway); a Responses stream's bridge is handed it, and at
+// the stream's end the usage counted when no event it was written carried one (a translating
+// adapter's, which puts its server's counts in no chunk unasked): response.completed carries it
+// (TestResponsesStreamUsage). It returns the stream's status and how a stream
 // that did not end with its [DONE] ended (see write): 200, or statusClientGone when the head and
 // the first event, which go out together, could not be written. A client that leaves after them
 // had the answer's head and start (a chat UI's stop button ends a stream so): its 200 stands, as
@@ -372,9 +375,10 @@ func (s *Server) write(ctx context.Context, w http.ResponseWriter, rs *routeStat
 func (s *Server) relay(ctx context.Context, w http.ResponseWriter, usage usageTo, req *core.Request, res result, rq *reqState) (int, string) {
 	st := res.resp.Stream
 	defer st.Close()
-	// A usage chunk the adapter asked for unasked by the client is counted, not relayed.
-	hide := res.resp.UsageAsked
-	su := newStreamUsage(st, usage.route >= 0 || rq.tpm != nil || hide, rq.tpm != nil)
+	// A usage chunk the adapter asked for unasked by the client is counted, not relayed. The
+	// Responses bridge, whose response.completed carries the usage, is handed it instead.
+	hide, bridge := res.resp.UsageAsked, rq.bridge
+	su := newStreamUsage(st, usage.route >= 0 || rq.tpm != nil || hide || bridge != nil, rq.tpm != nil)
 	defer s.countStream(usage, res.target, req, rq, &su)
 	buffered, _ := st.(upstream.BufferedStream)
 	h := w.Header()
@@ -411,10 +415,13 @@ func (s *Server) relay(ctx context.Context, w http.ResponseWriter, usage usageTo
 	for err == nil {
 		// Before Buffered, which may invalidate ev (TestStreamUsageReadBeforeBuffered). Only an
 		// event with usage (once a stream, in general) is looked at for choices.
-		if !(su.see(ev) && hide && usageOnly(ev)) {
-			if werr := writeEvent(w, ev); werr != nil {
-				return left()
+		if su.see(ev) && hide && usageOnly(ev) {
+			if bridge != nil {
+				bridge.keptUsage(ev)
 			}
+		} else if werr := writeEvent(w, ev); werr != nil {
+			return left()
+		} else {
 			su.relayed(ev)
 		}
 		if (first || buffered == nil || !buffered.Buffered()) && rc.Flush() != nil {
@@ -424,7 +431,7 @@ func (s *Server) relay(ctx context.Context, w http.ResponseWriter, usage usageTo
 			s.yield()
 		}
 		first = false
-		if rq.bridge != nil && rq.bridge.overLong {
+		if bridge != nil && bridge.overLong {
 			// The Responses bridge ended the stream in the event's place (its error event and
 			// response.failed went out): a stream that broke off (TestResponsesOverLongEventIsBrokeOff).
 			err = bridgeTooLong(res.target.Name)
@@ -440,9 +447,12 @@ func (s *Server) relay(ctx context.Context, w http.ResponseWriter, usage usageTo
 		// and the client's [DONE] must not wait for that (TestStreamDoneNotHeldForUpstreamTail).
 		s.chargeStream(rq, req, &su)
 		s.unbusy(rq)
+		if bridge != nil {
+			bridge.countedUsage(su.usage()) // before [DONE], on which it sends response.completed
+		}
 		_, _ = w.Write(sseDone)
 		_ = rc.Flush()
-		if rq.bridge != nil && rq.bridge.overLong {
+		if bridge != nil && bridge.overLong {
 			// The bridge's last events (the .done ones and the response, which repeat the whole
 			// text) were too long: it ended the stream with an error event in their place.
 			s.log.Warn("stream broke off", "target", res.target.Name, "error", errmap.LogText(bridgeTooLong(res.target.Name)),

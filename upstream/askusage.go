@@ -140,14 +140,3 @@ var (
 	askedKey    = []byte("stream_options")
 	askedMember = []byte("include_usage")
 )
-
-// withoutOwnStreamOptions is req without the stream_options the gateway put in its body
-// (core.Request.OwnStreamOptions), for a target that does not take it: sent as the client's, a
-// strict server's 400 about a field the client never wrote was the client's answer, and
-// stream_usage = false did not keep it from a target (TestResponsesStreamOptionsRefused).
-func withoutOwnStreamOptions(req *core.Request) *core.Request {
-	r := *req
-	r.Body, r.ModelAt = jsonx.Delete(req.Body, "stream_options"), [2]int{}
-	r.IncludeUsage, r.OwnStreamOptions, r.NoStreamOptions = false, false, true
-	return &r
-}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/hayula/gateway/core"
 	"github.com/hayula/gateway/errmap"
@@ -67,6 +68,46 @@ func TestCodedAnswerRefused(t *testing.T) {
 				defer mu.Unlock()
 				if len(asked) != 1 || asked[0] != "identity" {
 					t.Errorf("Accept-Encoding %q, want identity", asked)
+				}
+			})
+		}
+	}
+}
+
+// TestCodedErrorBodySaid: an upstream's error answer (a non-2xx) in a content coding the gateway
+// asked not to get and does not decode is no answer it can read the words of: the client is told
+// the status and that its body was coded, on every wire, whole and streamed, and the bytes are
+// read as no error text (nothing is classified from them). It was told the status alone, as for
+// an empty body, which left the operator to guess why the upstream's words were missing.
+func TestCodedErrorBodySaid(t *testing.T) {
+	var b bytes.Buffer
+	zw := gzip.NewWriter(&b)
+	_, _ = zw.Write([]byte(`{"error":{"message":"bad thing","type":"invalid_request_error","param":"messages","code":null}}`))
+	_ = zw.Close()
+	for _, stream := range []bool{false, true} {
+		for _, m := range wireModes {
+			name := m.name + "/whole"
+			if stream {
+				name = m.name + "/stream"
+			}
+			t.Run(name, func(t *testing.T) {
+				srv, _, tmpl := m.start(t, func(w http.ResponseWriter, r *http.Request) {
+					_, _ = io.Copy(io.Discard, r.Body)
+					w.Header().Set("Content-Type", "application/json")
+					w.Header().Set("Content-Encoding", "gzip")
+					w.WriteHeader(http.StatusBadRequest)
+					_, _ = w.Write(b.Bytes())
+				})
+				tg := target(srv.URL)
+				tg.Timeout, tg.IdleTimeout = generous, generous
+				s := NewSet([]*core.Target{tg}, Options{Now: fixedNow, DialTimeout: 2 * time.Second, Transport: tmpl})
+				t.Cleanup(s.Close)
+				got := parityExchange(t, s, tg, stream)
+				want := parityOutcome{Class: core.ClassRequest, Status: 400, Client: errmap.ClientError{Status: 400,
+					Message: `upstream local answered 400 Bad Request, its body in Content-Encoding "gzip", which the gateway asked not to get (Accept-Encoding: identity) and does not decode`,
+					Type:    "invalid_request_error"}}
+				if diff := cmp.Diff(want, got, cmpopts.IgnoreFields(parityOutcome{}, "Conns")); diff != "" {
+					t.Errorf("outcome (-want +got):\n%s", diff)
 				}
 			})
 		}

@@ -48,11 +48,16 @@ type CodedAnswerError struct {
 }
 
 func (e *CodedAnswerError) Error() string {
+	return fmt.Sprintf("answered in Content-Encoding %q, which it asked not to get (Accept-Encoding: identity) and does not decode", e.coding())
+}
+
+// coding is Coding cut to what an error quotes of an upstream's header.
+func (e *CodedAnswerError) coding() string {
 	c := e.Coding
 	if len(c) > maxQuote {
 		c = strings.ToValidUTF8(c[:maxQuote], "")
 	}
-	return fmt.Sprintf("answered in Content-Encoding %q, which it asked not to get (Accept-Encoding: identity) and does not decode", c)
+	return c
 }
 
 // quotedError is an adapter's error whose text ends with the upstream's words: what it says
@@ -162,6 +167,14 @@ func statusError(t *core.Target, resp *http.Response, now func() time.Time) *cor
 		Status:     resp.StatusCode,
 		RetryAfter: wait,
 		Header:     resp.Header.Clone(),
+	}
+	if ce, ok := resp.Header["Content-Encoding"]; ok && !identityCoded(ce) {
+		// A coded body (see checkAnswer) has no words to read: quoted, its bytes would be binary,
+		// and read, nothing. The client is told the body was coded (TestCodedErrorBodySaid).
+		// Left unread, the connection is closed, not reused.
+		_ = resp.Body.Close()
+		e.Coding = (&CodedAnswerError{Coding: strings.Join(ce, ", ")}).coding()
+		return e
 	}
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
 	_ = resp.Body.Close()

@@ -48,22 +48,15 @@ func (a *openaiOpenAI) chat(ctx context.Context, req *core.Request) (*Response, 
 		r.Body, r.ModelAt = jsonx.Delete(req.Body, "tools", "tool_choice", "parallel_tool_calls", "functions", "function_call"), [2]int{}
 		req = &r
 	}
-	if req.OwnStreamOptions && !a.t.StreamUsage {
-		req = withoutOwnStreamOptions(req)
-	}
 	var sp splice
 	ask := asksUsage(a.t, req)
 	if ask {
 		sp, ask = usageSplice(req.Body, req.NoStreamOptions, req.ChargesUsage)
 	}
 	resp, err := post(ctx, a.c, a.t, req.Op.Path(), a.outgoing(req, sp, ask), accept(req.Stream, "text/event-stream"), a.id, a.now)
-	switch {
-	case ask && refusedAsk(err):
+	if ask && refusedAsk(err) {
 		ask = false
 		resp, err = post(ctx, a.c, a.t, req.Op.Path(), a.outgoing(req, sp, ask), accept(req.Stream, "text/event-stream"), a.id, a.now)
-	case req.OwnStreamOptions && refusedAsk(err):
-		req = withoutOwnStreamOptions(req)
-		resp, err = post(ctx, a.c, a.t, req.Op.Path(), a.outgoing(req, sp, false), accept(req.Stream, "text/event-stream"), a.id, a.now)
 	}
 	if err != nil {
 		return nil, err
