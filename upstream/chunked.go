@@ -79,7 +79,12 @@ func (cr *chunkedReader) beginChunk() {
 	for len(line) > 0 && (line[len(line)-1] == ' ' || line[len(line)-1] == '\t') {
 		line = line[:len(line)-1]
 	}
-	line, _, _ = bytes.Cut(line, []byte(";")) // extensions are ignored
+	for i, c := range line { // a few bytes: a loop is cheaper than IndexByte's call
+		if c == ';' {
+			line = line[:i] // extensions are ignored
+			break
+		}
+	}
 	cr.n, cr.err = parseChunkSize(line)
 	if cr.err != nil {
 		return
@@ -110,7 +115,14 @@ func (cr *chunkedReader) Read(b []byte) (n int, err error) {
 			if n > 0 && cr.r.Buffered() < 2 {
 				break // some data in hand: return it rather than wait for the CRLF
 			}
-			if _, cr.err = io.ReadFull(cr.r, cr.buf[:2]); cr.err == nil {
+			if p, _ := cr.r.Peek(cr.r.Buffered()); len(p) >= 2 {
+				// In hand, as nearly always: read without io.ReadFull's calls (bench --count).
+				_, _ = cr.r.Discard(2) // read, as io.ReadFull reads them
+				if p[0] != '\r' || p[1] != '\n' {
+					cr.err = errChunkMalformed
+					break
+				}
+			} else if _, cr.err = io.ReadFull(cr.r, cr.buf[:2]); cr.err == nil {
 				if string(cr.buf[:]) != "\r\n" {
 					cr.err = errChunkMalformed
 					break
@@ -169,7 +181,16 @@ func readChunkLine(b *bufio.Reader) ([]byte, error) {
 		}
 		return nil, err
 	}
-	if idx := bytes.IndexByte(p, '\r'); idx == -1 {
+	// The first CR must be the line's last byte but one. A size line is a few bytes (a longer
+	// one is an extension's, rare): a loop, not IndexByte's call.
+	idx := -1
+	for i, c := range p {
+		if c == '\r' {
+			idx = i
+			break
+		}
+	}
+	if idx == -1 {
 		return nil, errChunkBareLF
 	} else if idx != len(p)-2 {
 		return nil, errChunkCR
