@@ -381,6 +381,12 @@ func (s *Server) relay(ctx context.Context, w http.ResponseWriter, usage usageTo
 	su := newStreamUsage(st, usage.route >= 0 || rq.tpm != nil || hide || bridge != nil, rq.tpm != nil)
 	defer s.countStream(usage, res.target, req, rq, &su)
 	buffered, _ := st.(upstream.BufferedStream)
+	// An event the upstream framed as the client is sent it goes out as it came, in one write;
+	// through the Responses bridge, which rewrites every event, as the others.
+	var framed upstream.FramedStream
+	if bridge == nil {
+		framed, _ = st.(upstream.FramedStream)
+	}
 	h := w.Header()
 	h["Content-Type"] = sseContentType
 	h["Cache-Control"] = noCache
@@ -419,7 +425,7 @@ func (s *Server) relay(ctx context.Context, w http.ResponseWriter, usage usageTo
 			if bridge != nil {
 				bridge.keptUsage(ev)
 			}
-		} else if werr := writeEvent(w, ev); werr != nil {
+		} else if werr := writeFramed(w, upstream.FramedEvent(framed, ev), ev); werr != nil {
 			return left()
 		} else {
 			su.relayed(ev)
@@ -500,6 +506,16 @@ func (s *Server) relay(ctx context.Context, w http.ResponseWriter, usage usageTo
 func (s *Server) clientLeft(res result, w http.ResponseWriter) string {
 	s.log.Debug("client left mid-stream", "target", res.target.Name, "request_id", requestIDOf(w))
 	return streamClientLeft
+}
+
+// writeFramed writes frame, the event payload framed as writeEvent frames it, when there is one
+// (upstream.FramedEvent): one write where there would be three.
+func writeFramed(w io.Writer, frame, payload []byte) error {
+	if frame == nil {
+		return writeEvent(w, payload)
+	}
+	_, err := w.Write(frame)
+	return err
 }
 
 func writeEvent(w io.Writer, payload []byte) error {

@@ -2,6 +2,7 @@ package upstream
 
 import (
 	"bytes"
+	"errors"
 	"io"
 	"net/http"
 	"strings"
@@ -197,4 +198,79 @@ func FuzzTrimSpace(f *testing.F) {
 			t.Errorf("trimSpace(%q) = %q (cap %d), TrimSpace %q (cap %d)", b, got, cap(got), want, cap(want))
 		}
 	})
+}
+
+// An event an upstream sent as the relay writes it is handed back in its frame, and only then:
+// not one whose framing differs, nor one Next changed in a way the frame does not show.
+func TestFramedEvent(t *testing.T) {
+	body := "data: {\"a\":1}\n\n" + // framed as it came
+		"data:{\"b\":2}\n\n" + // no space after the colon: the relay's framing differs
+		"data:  {\"c\":3}\n\n" + // a second space, trimmed
+		"data: {\"d\":4,\"error\":null}\n\n" + // its error member taken out
+		"data: {\"choices\":[{\"finish_reason\":\"null\"}]}\n\n" + // rewritten in place: the frame shows it
+		"event: x\ndata: {\"e\":5}\n\n" + // not the shape whole takes
+		"data: [DONE]\n\n"
+	want := []bool{true, false, false, false, true, false}
+	s := newOpenAIStream("t", io.NopCloser(strings.NewReader(body)), nil)
+	for i, framed := range want {
+		ev, err := s.Next()
+		if err != nil {
+			t.Fatalf("event %d: %v", i, err)
+		}
+		f := FramedEvent(s, ev)
+		if (f != nil) != framed {
+			t.Errorf("event %d %q: frame %q, want framed %v", i, ev, f, framed)
+		}
+		if f != nil && string(f) != "data: "+string(ev)+"\n\n" {
+			t.Errorf("event %d %q framed as %q", i, ev, f)
+		}
+	}
+	if _, err := s.Next(); !errors.Is(err, io.EOF) {
+		t.Fatalf("end: %v", err)
+	}
+	_ = s.Close()
+	if f := FramedEvent(s, []byte("x")); f != nil {
+		t.Errorf("a closed stream framed %q", f)
+	}
+}
+
+// failAfter reads its bytes, then fails a read with err, once, and ends (a connection reset:
+// the read after it finds the socket closed).
+type failAfter struct {
+	b    []byte
+	err  error
+	told bool
+}
+
+func (f *failAfter) Read(p []byte) (int, error) {
+	if len(f.b) == 0 {
+		if !f.told {
+			f.told = true
+			return 0, f.err
+		}
+		return 0, io.EOF
+	}
+	n := copy(p, f.b)
+	f.b = f.b[n:]
+	return n, nil
+}
+
+// The read next makes before whole, when nothing is in hand, keeps its error for the line
+// reading that follows: a read that fails after an event fails the next event, not as an end.
+func TestSSEReadErrorAfterWholeEvent(t *testing.T) {
+	boom := errors.New("connection reset")
+	s := newSSEReader(&failAfter{b: []byte("data: a\n\n"), err: boom})
+	if ev, err := s.next(); err != nil || string(ev.data) != "a" {
+		t.Fatalf("first event %q, %v", ev.data, err)
+	}
+	if ev, err := s.next(); !errors.Is(err, boom) {
+		t.Fatalf("after the event: %q, %v; want %v", ev.data, err, boom)
+	}
+	s = newSSEReader(&failAfter{b: []byte("data: a\n\n"), err: io.EOF})
+	if _, err := s.next(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.next(); !errors.Is(err, io.EOF) {
+		t.Fatalf("at the end: %v, want io.EOF", err)
+	}
 }

@@ -567,6 +567,18 @@ func (s *openaiStream) Next() ([]byte, error) {
 	}
 }
 
+// Framed is the event Next returned last as the upstream sent it, "data: " and the blank line
+// around it, when Next read it so: a relay that would write those same bytes around the event
+// writes them at once, without putting them together. It may frame another event's bytes (Next
+// changed the event in hand: an "error" member taken out, spaces trimmed), and so it is used only
+// when it frames the event's own bytes, byte for byte and in place (upstream.FramedEvent).
+func (s *openaiStream) Framed() []byte {
+	if s.sse == nil {
+		return nil // closed
+	}
+	return s.sse.frame
+}
+
 func (s *openaiStream) endError(err error) error {
 	switch {
 	case errors.Is(err, io.EOF):

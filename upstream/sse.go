@@ -43,6 +43,11 @@ type sseReader struct {
 	eof   bool
 	// skipLF: the last line ended in CR, so an LF that follows is part of its CRLF.
 	skipLF bool
+	// readErr is the error of a read next made for whole that brought nothing, for readLine.
+	readErr error
+	// frame is the last event next returned as it came, "data: " + its data + "\n\n", when whole
+	// took it so (the data is then a slice of it); nil otherwise. See openaiStream.Framed.
+	frame []byte
 	// wholeLF: buffered found the next event in the shape whole takes, its line ending at
 	// wholeLF−1 in the buffer (0: not found). Nothing reads between the two (buffered only
 	// looks), so whole takes it without searching the same bytes again; whole clears it.
@@ -123,7 +128,8 @@ func isASCII(s string) bool {
 // that an event framed with CRLF is dispatched when its blank line's CR arrives.
 func (s *sseReader) readLine() (line []byte, terminated bool, err error) {
 	long := false // the line so far is in s.line
-	var rerr error
+	rerr := s.readErr
+	s.readErr = nil
 	for {
 		buf, _ := s.r.Peek(s.r.Buffered())
 		if s.skipLF && len(buf) > 0 {
@@ -186,9 +192,20 @@ func lineEnd(b []byte) int {
 
 // next returns the next event, io.EOF at the end of the input, or the read error.
 func (s *sseReader) next() (sseEvent, error) {
-	s.data, s.name = s.data[:0], s.name[:0]
+	s.data, s.name, s.frame = s.data[:0], s.name[:0], nil
 	if ev, ok := s.whole(); ok {
 		return ev, nil
+	}
+	if s.r.Buffered() == 0 && !s.eof && !s.skipLF {
+		// Nothing in hand, as between a model's tokens, when each comes in a read of its own:
+		// the read waited for here brings the event, which whole then takes as it takes one
+		// already in hand. A read that fails with nothing fails readLine's first wait
+		// (readErr): bufio hands a read's error to one Peek only.
+		if _, err := s.r.Peek(1); err != nil {
+			s.readErr = err
+		} else if ev, ok := s.whole(); ok {
+			return ev, nil
+		}
 	}
 	hasData := false
 	for {
@@ -227,12 +244,13 @@ func (s *sseReader) next() (sseEvent, error) {
 // "data:" line and a blank line, both ending in LF, no CR in them. It is what next would make
 // of those bytes, in one search for the line's end and one for a CR, where next reads two lines
 // and parses a field (bench --count: about 450 instructions an event of a 32-event stream's
-// 4,700). Anything else — a first line (its BOM), an LF owed to a CR, a second data line, an
-// event name, a comment, an event not yet whole — is left to next.
+// 4,700). Its data is a slice of the buffer, not a copy (and the event as it came is kept in
+// frame). Anything else — a first line that opens with a byte-order mark, an LF owed to a CR, a
+// second data line, an event name, a comment, an event not yet whole — is left to next's lines.
 func (s *sseReader) whole() (sseEvent, bool) {
 	lf := s.wholeLF
 	s.wholeLF = 0
-	if s.first || s.skipLF || s.eof {
+	if s.skipLF || s.eof {
 		return sseEvent{}, false
 	}
 	buf, _ := s.r.Peek(s.r.Buffered())
@@ -242,13 +260,16 @@ func (s *sseReader) whole() (sseEvent, bool) {
 			return sseEvent{}, false
 		}
 	}
+	// The event is read where it lies in the buffer, not copied out: nothing reads the buffer
+	// again before the next event is asked for (buffered only looks), which is as long as an
+	// event is valid.
 	v := buf[5:i]
 	if len(v) > 0 && v[0] == ' ' {
-		v = v[1:]
+		v, s.frame = v[1:], buf[:i+2]
 	}
-	s.data = append(s.data, v...)
 	_, _ = s.r.Discard(i + 2)
-	return sseEvent{name: s.name, data: s.data, oneLine: true}, true
+	s.first = false // a first line that opens with "data:" has no byte-order mark to drop
+	return sseEvent{name: s.name, data: v, oneLine: true}, true
 }
 
 // wholeLine is the end of buf's first line when buf opens with an event in the shape whole
@@ -308,7 +329,7 @@ func (s *sseReader) buffered() bool {
 		return true
 	}
 	b, _ := s.r.Peek(s.r.Buffered())
-	if !s.first && !s.skipLF {
+	if !s.skipLF { // a first line with a byte-order mark is not in whole's shape
 		// The event nearly every upstream sends, found as whole will take it: one search
 		// serves both (bench --count: the two read each event's bytes twice).
 		if i := wholeLine(b); i >= 0 && !blank(b[5:i]) {

@@ -400,6 +400,10 @@ func FuzzSSE(f *testing.F) {
 					if bytes.ContainsAny(data, "\r\n") {
 						t.Fatalf("relayed event %q holds a line break", data)
 					}
+					// Its frame, when the relay would write that instead, is the same bytes.
+					if f := FramedEvent(s, data); f != nil && string(f) != "data: "+string(data)+"\n\n" {
+						t.Fatalf("event %q framed as %q", data, f)
+					}
 					// openai-go ends a stream at an event with a top-level "error" member. (An
 					// event that is not JSON, which only its first and last bytes are checked
 					// for, fails the client's SDK anyway.)
@@ -455,11 +459,27 @@ func (l *loopReader) Read(p []byte) (int, error) {
 	return n, nil
 }
 
+// eventReader repeats one SSE event forever, one a read.
+type eventReader struct{ event []byte }
+
+func (e *eventReader) Read(p []byte) (int, error) { return copy(p, e.event), nil }
+
 // BenchmarkStreamRelay measures one SSE event relayed: parsed from the upstream body and written
 // to the client as an SSE event. It should not allocate in steady state.
 func BenchmarkStreamRelay(b *testing.B) {
+	b.Run("events in hand", func(b *testing.B) { benchStreamRelay(b, false) })
+	// As between a model's tokens: each read brings one event, and the buffer is empty when the
+	// next is asked for.
+	b.Run("one event a read", func(b *testing.B) { benchStreamRelay(b, true) })
+}
+
+func benchStreamRelay(b *testing.B, oneARead bool) {
 	event := []byte("data: " + chunkHello + "\n\n")
-	s := newOpenAIStream("bench", io.NopCloser(&loopReader{event: event}), nil)
+	var r io.Reader = &loopReader{event: event}
+	if oneARead {
+		r = &eventReader{event: event}
+	}
+	s := newOpenAIStream("bench", io.NopCloser(r), nil)
 	out := io.Discard
 	prefix, suffix := []byte("data: "), []byte("\n\n")
 	b.ReportAllocs()

@@ -110,6 +110,30 @@ type UsageStream interface {
 	Usage() Usage
 }
 
+// FramedStream is a stream that can hand back the event its Next returned last as its upstream
+// framed it for SSE (openaiStream.Framed): see FramedEvent.
+type FramedStream interface {
+	Stream
+	Framed() []byte
+}
+
+var _ FramedStream = (*openaiStream)(nil)
+
+// FramedEvent is the SSE frame of ev, "data: " + ev + "\n\n", as st read it from its upstream,
+// when st keeps one and ev is the very bytes inside it (changed in place, if at all); nil
+// otherwise. A relay writes it in one piece where it would write the three.
+func FramedEvent(st FramedStream, ev []byte) []byte {
+	if st == nil || len(ev) == 0 {
+		return nil
+	}
+	f := st.Framed()
+	const head, tail = len("data: "), len("\n\n")
+	if len(f) != head+len(ev)+tail || &f[head] != &ev[0] || string(f[:head]) != "data: " || string(f[len(f)-tail:]) != "\n\n" {
+		return nil
+	}
+	return f
+}
+
 var (
 	_ UsageStream = (*saifStream)(nil)
 	_ UsageStream = (*ollamaStream)(nil)
