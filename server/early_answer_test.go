@@ -24,6 +24,7 @@ func TestEarlyRefusalMovesTheChainOn(t *testing.T) {
 	addr := conntest.AnswersAtOnce(t, "HTTP/1.1 413 Payload Too Large\r\nContent-Type: application/json\r\nConnection: close\r\n"+
 		"Content-Length: "+strconv.Itoa(len(refusal))+"\r\n\r\n"+refusal)
 	b := newFake(t, "b")
+	b.set(bigBodyOK("b"))
 	g := newGateway(t, "max_body_bytes = 33554432\n\n"+target("a", "http://"+addr+"/v1", "private", `timeout = "10m"`)+
 		target("b", b.url(), "private")+"[routes.r]\ntargets = [\"a\", \"b\"]\n", nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)

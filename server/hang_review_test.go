@@ -16,6 +16,7 @@ import (
 func TestUpstreamThatNeverReadsTimesOut(t *testing.T) {
 	addr := conntest.Wedged(t) // never reads, never answers
 	b := newFake(t, "b")
+	b.set(bigBodyOK("b"))
 	g := newGateway(t, "max_body_bytes = 67108864\n\n"+
 		target("a", "http://"+addr+"/v1", "private", `timeout = "200ms"`)+target("b", b.url(), "private")+
 		"[routes.r]\ntargets = [\"a\", \"b\"]\n", nil)

@@ -113,6 +113,16 @@ func okHandler(name string) http.HandlerFunc {
 	}
 }
 
+// bigBodyOK answers a chat completion, as okHandler does unstreamed, without decoding the
+// request: for tests whose requests are tens of MiB, which okHandler's decoding took seconds of
+// under -race only to learn the model's name and that the request does not stream.
+func bigBodyOK(name string) http.HandlerFunc {
+	return func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"id":"c1","object":"chat.completion","created":1,"model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"hello from %s"},"finish_reason":"stop"}],"usage":{"prompt_tokens":3,"completion_tokens":3,"total_tokens":6}}`, name)
+	}
+}
+
 func errHandler(status int, code, msg string) http.HandlerFunc {
 	return func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/json")

@@ -212,15 +212,20 @@ func TestResponsesStreamOutputBounded(t *testing.T) {
 			b := &responsesWriter{w: w, stream: true}
 			b.WriteHeader(http.StatusOK)
 			text := strings.Repeat("x", piece)
+			deltas := []string{tc.delta}
+			if tc.delta == "" {
+				deltas = []string{`{"content":%q}`, `{"reasoning_content":%q}`}
+			}
+			// Every piece of a kind is the same event: it is formatted once, not at each turn
+			// (quoting 4 MiB under -race takes a while).
+			evs := make([][]byte, len(deltas))
+			for k, delta := range deltas {
+				evs[k] = []byte(`data: {"id":"c","object":"chat.completion.chunk","model":"m","choices":[{"index":0,"delta":` +
+					fmt.Sprintf(delta, text) + `,"finish_reason":null}]}` + "\n\n")
+			}
 			fed := 0
 			for i := 0; i < 2*maxEventData/piece && !b.overLong; i++ {
-				delta := tc.delta
-				if delta == "" {
-					delta = []string{`{"content":%q}`, `{"reasoning_content":%q}`}[i%2]
-				}
-				ev := `data: {"id":"c","object":"chat.completion.chunk","model":"m","choices":[{"index":0,"delta":` +
-					fmt.Sprintf(delta, text) + `,"finish_reason":null}]}` + "\n\n"
-				if _, err := b.Write([]byte(ev)); err != nil {
+				if _, err := b.Write(evs[i%len(evs)]); err != nil {
 					t.Fatal(err)
 				}
 				fed += piece
