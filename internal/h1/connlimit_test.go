@@ -450,3 +450,25 @@ func TestConnLimitClosesStalledHeadForNewConnection(t *testing.T) {
 		t.Errorf("stats = %+v, want IdleClosed 1, Waited 1", st)
 	}
 }
+
+// A connection whose head has begun but has not yet waited on the socket for its rest (its
+// first bytes parsed, headAt 0) is looked at again once its grace could have passed: its head
+// may stall from its next read on, which wakes no accept loop, and a new connection at the cap
+// then waited for the stalled one's ReadHeaderTimeout, not its grace. A connection that goes
+// from a request's answer to its next head passes through idle (wentIdle wakes the loop), but
+// one whose next head was pipelined, or came just then, can be in that state when the loop looks.
+func TestConnLimitLooksAgainAtHeadBegun(t *testing.T) {
+	s := &Server{Conns: NewConnLimit(1)}
+	c := &conn{s: s}
+	c.state.Store(stateHead)
+	s.conns = map[*conn]struct{}{c: {}}
+	s.mu.Lock()
+	later := s.closeOldestIdle()
+	s.mu.Unlock()
+	if later <= 0 {
+		t.Errorf("closeOldestIdle with a head begun, not yet waited for: look again in %v, want a look once its grace can pass", later)
+	}
+	if c.state.Load() != stateHead {
+		t.Errorf("the connection reading its head was closed (state %d)", c.state.Load())
+	}
+}

@@ -222,6 +222,7 @@ func (s *Server) closeOldestIdle() (later time.Duration) {
 	}
 	var oldest, stalled *conn
 	var at, headAt int64
+	begun := false // a head is being read that has not yet waited on the socket (headAt 0)
 	for c := range s.conns {
 		switch c.state.Load() {
 		case stateIdle:
@@ -229,7 +230,9 @@ func (s *Server) closeOldestIdle() (later time.Duration) {
 				oldest, at = c, t
 			}
 		case stateHead:
-			if t := c.headAt.Load(); t != 0 && (stalled == nil || t < headAt) {
+			t := c.headAt.Load()
+			begun = begun || t == 0
+			if t != 0 && (stalled == nil || t < headAt) {
 				stalled, headAt = c, t
 			}
 		}
@@ -237,6 +240,12 @@ func (s *Server) closeOldestIdle() (later time.Duration) {
 	from := int32(stateIdle)
 	if oldest == nil {
 		if stalled == nil {
+			if begun {
+				// Its head may stall from its next read on, which wakes no accept loop: without a
+				// look again once its grace could have passed, the new connection waited for the
+				// stalled one's ReadHeaderTimeout (TestConnLimitLooksAgainAtHeadBegun).
+				return headGrace
+			}
 			return 0
 		}
 		if wait := headAt + int64(headGrace) - s.now(); wait > 0 {
