@@ -244,9 +244,9 @@ func (s *Server) unbusy(st *reqState) {
 // (st lets go of the bucket): prompt plus completion when the answer reported usage (ok), and
 // otherwise the lower bound of the prompt that the context filter computes (nothing for a prompt
 // it does not count: completions, embeddings) plus completion, then a lower bound of the
-// completion's tokens (a stream's relayed text, chargeStream; 0 when nothing is known). It is
-// called before the answer's end goes out, so that a client that sends its next request once it
-// has the answer finds the debt.
+// completion's tokens (the bound of the answer's text, or of a stream's relayed text,
+// chargeStream). It is called before the answer's end goes out, so that a client that sends its
+// next request once it has the answer finds the debt.
 func (s *Server) chargeTPM(st *reqState, req *core.Request, prompt, completion uint64, ok bool) {
 	b := st.tpm
 	if b == nil {

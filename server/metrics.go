@@ -162,8 +162,9 @@ func (u *streamUsage) relayed(ev []byte) {
 	}
 }
 
-// relayedText counts in n the text of ev, a chat or completions chunk: the choices' content,
-// reasoning and refusal text (delta's members), and a completion's text. A tool call's
+// relayedText counts in n the text of ev, a chat or completions chunk, or a whole answer: the
+// choices' content, reasoning and refusal text (delta's members, or message's), and a
+// completion's text. A tool call's
 // arguments are not counted: servers build them from what the model wrote (vLLM's parsers
 // re-serialize its JSON; the ollama adapter serializes Ollama's objects), and a re-serialized
 // text may count more pre-tokens than the model wrote tokens, where the count must never be more.
@@ -192,7 +193,7 @@ func relayedText(n *filter.TextTokens, ev []byte) {
 				switch string(k) {
 				case `"text"`:
 					n.AddLiteral(v)
-				case `"delta"`:
+				case `"delta"`, `"message"`: // a stream's chunk, a whole answer
 					delta := jsonx.Object(v, false)
 					for {
 						k, v, ok := delta.Next()

@@ -177,14 +177,10 @@ func TestKeyTPMStream(t *testing.T) {
 			if rep := g.post(t, "/v1/chat/completions", body, slow...); rep.status != 200 {
 				t.Fatalf("request: %d %s", rep.status, rep.body)
 			}
-			// Charged low of its tpm = low: the bucket is empty, and holds a token again in
-			// 60/low seconds; the stream also the bound of the text it relayed, "hello"'s one
-			// token (TestKeyTPMChargesTextRelayedBeforeHangUp): twice as long.
-			need := 1.0
-			if strings.Contains(body, `"stream":true`) {
-				need = 2
-			}
-			ra := strconv.Itoa(int(math.Ceil(need * 60 / float64(low))))
+			// Charged low of its tpm = low, and the bound of the text it answered, "hello"'s one
+			// token, a stream's relayed (TestKeyTPMChargesTextRelayedBeforeHangUp) as a whole
+			// answer's: the bucket is one in debt, and holds a token again in 2×60/low seconds.
+			ra := strconv.Itoa(int(math.Ceil(2 * 60 / float64(low))))
 			tpmRefused(t, g.post(t, "/v1/chat/completions", body, slow...), "slow", low, ra)
 			g.clock.Advance(2 * time.Minute) // full again
 		}

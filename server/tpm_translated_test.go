@@ -17,7 +17,7 @@ import (
 // TestKeyTPMTranslatedWithoutCounts: an ollama answer without prompt_eval_count and eval_count,
 // or a saif answer without usage, whole or streamed, is an answer without usage, as an openai
 // target's is (TestKeyTPMStream's "no usage"): the key's tpm is charged its prompt's lower
-// bound (and a stream the bound of the text it relayed), not the 0/0 the adapters made of it,
+// bound and the bound of the text it answered (relayed, for a stream), not the 0/0 the adapters made of it,
 // which charged nothing; and the client is told no
 // usage (none in the whole answer, no usage chunk although it asked for one).
 func TestKeyTPMTranslatedWithoutCounts(t *testing.T) {
@@ -81,14 +81,10 @@ func TestKeyTPMTranslatedWithoutCounts(t *testing.T) {
 				if strings.Contains(string(rep.body), `"usage"`) {
 					t.Errorf("the client is told a usage the server did not report: %s", rep.body)
 				}
-				// Charged low of its tpm = low: the bucket is empty, and holds a token again in
-				// 60/low seconds; a stream also the bound of the text it relayed, "hello"'s one
-				// token (TestKeyTPMChargesTextRelayedBeforeHangUp): twice as long.
-				need := 1.0
-				if strings.Contains(body, `"stream":true`) {
-					need = 2
-				}
-				tpmRefused(t, g.post(t, "/v1/chat/completions", body, slow...), "slow", low, strconv.Itoa(int(math.Ceil(need*60/float64(low)))))
+				// Charged low of its tpm = low, and the bound of the text it answered (relayed, for a
+				// stream), "hello"'s one token: the bucket is one in debt, and holds a token again
+				// in 2×60/low seconds.
+				tpmRefused(t, g.post(t, "/v1/chat/completions", body, slow...), "slow", low, strconv.Itoa(int(math.Ceil(2*60/float64(low)))))
 				g.clock.Advance(time.Minute)
 				if rep := g.post(t, "/v1/chat/completions", body, slow...); rep.status != 200 {
 					t.Errorf("a minute later: %d %s, want 200", rep.status, rep.body)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/hayula/gateway/core"
 	"github.com/hayula/gateway/errmap"
+	"github.com/hayula/gateway/filter"
 	"github.com/hayula/gateway/internal/echo"
 	"github.com/hayula/gateway/internal/httpwire"
 	"github.com/hayula/gateway/internal/logfmt"
@@ -314,7 +315,11 @@ func (s *Server) write(ctx context.Context, w http.ResponseWriter, rs *routeStat
 		if st.tpm != nil {
 			p, c, ok := answerUsage(res.resp)
 			if !ok {
-				c = 0 // nothing is known of its completion: its prompt's bound alone
+				// Without usage, the lower bound of the text it answered, as a stream is charged
+				// the bound of what it relayed (TestKeyTPMStream's "no usage").
+				var text filter.TextTokens
+				relayedText(&text, res.resp.Body)
+				c = uint64(text.Min())
 			}
 			s.chargeTPM(st, req, p, c, ok)
 		}
