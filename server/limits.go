@@ -243,10 +243,10 @@ func (s *Server) unbusy(st *reqState) {
 // chargeTPM charges the tpm bucket st holds, if any, with the tokens of the answer to req, once
 // (st lets go of the bucket): prompt plus completion when the answer reported usage (ok), and
 // otherwise the lower bound of the prompt that the context filter computes (nothing for a prompt
-// it does not count: completions, embeddings) plus completion, then a lower bound of the
-// completion's tokens (the bound of the answer's text, or of a stream's relayed text,
-// chargeStream). It is called before the answer's end goes out, so that a client that sends its
-// next request once it has the answer finds the debt.
+// it does not count: completions, embeddings) plus completion, which the caller then gives as a
+// lower bound of the completion's tokens: the bound of the answer's text (answerText), a
+// stream's that of the text it relayed (chargeStream). It is called before the answer's end goes
+// out, so that a client that sends its next request once it has the answer finds the debt.
 func (s *Server) chargeTPM(st *reqState, req *core.Request, prompt, completion uint64, ok bool) {
 	b := st.tpm
 	if b == nil {

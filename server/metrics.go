@@ -89,7 +89,7 @@ type streamUsage struct {
 	from upstream.UsageStream // the adapter's count; nil: the events'
 	read bool                 // the events are read: something counts the stream
 	last upstream.Usage       // the usage of the last event that carried one
-	// sent bounds the tokens of the text relayed to the client (relayedText), counted only
+	// sent bounds the tokens of the text relayed to the client (answerText), counted only
 	// under a tpm cap (text), for a stream that ends without usage: its client hung up before
 	// the usage chunk, or its upstream reports none.
 	text bool
@@ -158,17 +158,17 @@ func (s *Server) chargeStream(st *reqState, req *core.Request, su *streamUsage) 
 // completion, when a tpm cap charges it (text).
 func (u *streamUsage) relayed(ev []byte) {
 	if u.text {
-		relayedText(&u.sent, ev)
+		answerText(&u.sent, ev)
 	}
 }
 
-// relayedText counts in n the text of ev, a chat or completions chunk, or a whole answer: the
-// choices' content, reasoning and refusal text (delta's members, or message's), and a
-// completion's text. A tool call's
-// arguments are not counted: servers build them from what the model wrote (vLLM's parsers
-// re-serialize its JSON; the ollama adapter serializes Ollama's objects), and a re-serialized
-// text may count more pre-tokens than the model wrote tokens, where the count must never be more.
-func relayedText(n *filter.TextTokens, ev []byte) {
+// answerText counts in n the text of ev, a chat or completions chunk relayed or a whole answer:
+// the choices' content, reasoning and refusal text (delta's members, or message's), and a
+// completion's text. A tool call's arguments are not counted: servers build them from what the
+// model wrote (vLLM's parsers re-serialize its JSON; the ollama adapter serializes Ollama's
+// objects), and a re-serialized text may count more pre-tokens than the model wrote tokens, where
+// the count must never be more.
+func answerText(n *filter.TextTokens, ev []byte) {
 	top := jsonx.Object(ev, false)
 	for {
 		k, v, ok := top.Next()

@@ -318,7 +318,7 @@ func (s *Server) write(ctx context.Context, w http.ResponseWriter, rs *routeStat
 				// Without usage, the lower bound of the text it answered, as a stream is charged
 				// the bound of what it relayed (TestKeyTPMStream's "no usage").
 				var text filter.TextTokens
-				relayedText(&text, res.resp.Body)
+				answerText(&text, res.resp.Body)
 				c = uint64(text.Min())
 			}
 			s.chargeTPM(st, req, p, c, ok)

@@ -22,14 +22,14 @@ func TestRelayedTextCountsWhatTheClientReads(t *testing.T) {
 	}
 	var n filter.TextTokens
 	for _, ev := range events {
-		relayedText(&n, []byte(ev))
+		answerText(&n, []byte(ev))
 	}
 	// "think first then answer and more", joined as the client reads it: six words.
 	if got := n.Min(); got != 6 {
 		t.Errorf("bound %d, want 6", got)
 	}
 	ev := []byte(events[2])
-	if a := testing.AllocsPerRun(100, func() { relayedText(&n, ev) }); a != 0 {
+	if a := testing.AllocsPerRun(100, func() { answerText(&n, ev) }); a != 0 {
 		t.Errorf("%.1f allocations an event, want none", a)
 	}
 }
