@@ -1,11 +1,6 @@
 package server_test
 
 import (
-	"bytes"
-	"encoding/json"
-	"fmt"
-	"io"
-	"net/http"
 	"testing"
 
 	"github.com/openai/openai-go/v3"
@@ -13,25 +8,14 @@ import (
 )
 
 // TestResponsesStreamOptionsRefused: the stream_options asked of a Responses stream's chat
-// request, for the usage response.completed carries, is the gateway's asking, not the client's: a strict server that refuses it (400 naming stream_options) is asked again at once
+// request, for the usage response.completed carries, is the gateway's asking, not the
+// client's: a strict server that refuses it (400 naming stream_options) is asked again at once
 // without it, and a target with stream_usage = false is never sent it, as on the chat endpoint
 // (TestStreamUsageRefusedOptions). Sent as the client's, the strict server's 400 about a field the
 // client never sent was the client's answer, stream_usage = false or not. Served without usage,
 // the response's usage is null.
 func TestResponsesStreamOptionsRefused(t *testing.T) {
-	strict := func(w http.ResponseWriter, r *http.Request) {
-		b, _ := io.ReadAll(r.Body)
-		r.Body = io.NopCloser(bytes.NewReader(b))
-		var m map[string]json.RawMessage
-		_ = json.Unmarshal(b, &m)
-		if _, ok := m["stream_options"]; ok {
-			w.Header().Set("Content-Type", "application/json")
-			w.WriteHeader(http.StatusBadRequest)
-			fmt.Fprint(w, `{"error":{"message":"Unrecognized request argument supplied: stream_options","type":"invalid_request_error"}}`)
-			return
-		}
-		okHandler("up")(w, r)
-	}
+	strict := refusesStreamOptions
 	for _, tc := range []struct {
 		name  string
 		extra []string

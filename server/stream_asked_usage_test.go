@@ -86,19 +86,7 @@ func TestStreamUsageAskedByGateway(t *testing.T) {
 // the stream is then charged as one without usage. A target with stream_usage = false is never
 // asked: its body goes as the client wrote it (with the target's model), in one request.
 func TestStreamUsageRefusedOptions(t *testing.T) {
-	strict := func(w http.ResponseWriter, r *http.Request) {
-		b, _ := io.ReadAll(r.Body)
-		r.Body = io.NopCloser(bytes.NewReader(b))
-		var m map[string]json.RawMessage
-		_ = json.Unmarshal(b, &m)
-		if _, ok := m["stream_options"]; ok {
-			w.Header().Set("Content-Type", "application/json")
-			w.WriteHeader(http.StatusBadRequest)
-			fmt.Fprint(w, `{"error":{"message":"Unrecognized request argument supplied: stream_options","type":"invalid_request_error"}}`)
-			return
-		}
-		okHandler("up")(w, r)
-	}
+	strict := refusesStreamOptions
 	tooLong := func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusBadRequest)
@@ -149,4 +137,20 @@ func TestStreamUsageRefusedOptions(t *testing.T) {
 			t.Errorf("upstream got %d requests, want 1", n)
 		}
 	})
+}
+
+// refusesStreamOptions is a strict OpenAI-compatible server: a body with stream_options is
+// answered 400 naming the field; any other is served by okHandler.
+func refusesStreamOptions(w http.ResponseWriter, r *http.Request) {
+	b, _ := io.ReadAll(r.Body)
+	r.Body = io.NopCloser(bytes.NewReader(b))
+	var m map[string]json.RawMessage
+	_ = json.Unmarshal(b, &m)
+	if _, ok := m["stream_options"]; ok {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusBadRequest)
+		fmt.Fprint(w, `{"error":{"message":"Unrecognized request argument supplied: stream_options","type":"invalid_request_error"}}`)
+		return
+	}
+	okHandler("up")(w, r)
 }
