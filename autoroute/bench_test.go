@@ -285,3 +285,33 @@ func BenchmarkRoute64KB(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkRouteLongSystem is an "auto" chat as an agent sends it: a system prompt of 16 KiB
+// (longProse's English, as the same on every request as an application's instructions are) and
+// a user turn of one line. "read" reads the system prompt on every call, as every call did
+// before systems; "kept" finds it kept, as the server's RouteMessagesFor does from its third
+// request with that prompt.
+func BenchmarkRouteLongSystem(b *testing.B) {
+	c, err := New(Rules{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	system := longText(longProse[1].unit, 16<<10)
+	quoted, err := json.Marshal(system)
+	if err != nil {
+		b.Fatal(err)
+	}
+	msgs := []core.Message{{Role: "system", Content: quoted}, {Role: "user", Content: []byte(`"why does the build fail on the release branch?"`)}}
+	b.Run("read", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			c.Route(system, "why does the build fail on the release branch?", "")
+		}
+	})
+	b.Run("kept", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			c.RouteMessagesFor(1, msgs, "")
+		}
+	})
+}

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"math/bits"
 	"slices"
 	"sort"
@@ -117,6 +118,8 @@ type Classifier struct {
 	gate []uint32
 
 	pool sync.Pool
+	// systems keeps what recent long system prompts matched, for RouteMessagesFor.
+	systems systems
 }
 
 // New compiles and validates rules. Zero fields take their defaults (see Rules). Its error
@@ -246,6 +249,7 @@ func New(r Rules) (*Classifier, error) {
 
 	npats, npairs := len(c.pats), len(c.pairs)
 	c.pool.New = func() any { return newScratch(npats, len(c.intents), npairs) }
+	c.systems.seed = maphash.MakeSeed()
 	return c, nil
 }
 
@@ -831,15 +835,27 @@ func (c *Classifier) routeOf(s *scratch) (route, intent string) {
 // run tokenises both texts, matches every pattern and scores each intent.
 func (c *Classifier) run(system, user string) *scratch {
 	s := c.pool.Get().(*scratch)
-	c.runIn(s, system, user)
+	c.runIn(s, system, user, 0, false)
 	return s
 }
 
-// runIn is run in the scratch s, which system and user may lie in (scratch.text).
-func (c *Classifier) runIn(s *scratch, system, user string) {
+// runIn is run in the scratch s, which system and user may lie in (scratch.text). With kept,
+// the system prompt is looked for in c.systems under part, and kept there when it qualifies
+// (see systems); without, the classifier reads both texts, as explain and eval do.
+func (c *Classifier) runIn(s *scratch, system, user string, part uint64, kept bool) {
 	s.toks, s.hits, s.negs = s.toks[:0], s.hits[:0], s.negs[:0]
 	s.clause, s.arabic, s.latin = 0, 0, 0
-	if n := len(user) + len(system); n > longTextBytes {
+	kept = kept && len(system) >= minSystemBytes && len(system) <= maxSystemBytes
+	var h uint64
+	var sys *systemPart
+	if kept {
+		h, sys = c.systems.lookup(part, system)
+	}
+	n := len(user)
+	if sys == nil {
+		n += len(system)
+	}
+	if n > longTextBytes {
 		// Room for the tokens of both texts and the break between them, so that the system
 		// prompt's few do not copy the user turn's many to a buffer twice as large.
 		// No more than the pool keeps, as for scan's word records.
@@ -850,26 +866,38 @@ func (c *Classifier) runIn(s *scratch, system, user string) {
 	c.resolve(s)
 	userEnd := int32(len(s.toks))
 	ua, ul := s.arabic, s.latin
-	// A break token keeps phrases from spanning the two texts.
+	// A break token keeps phrases from spanning the two texts: no term matches across it, so
+	// the user turn's matches end before it and the system prompt's are its own (systems).
 	s.toks = append(s.toks, tok{id: -1, clause: s.clause})
 	s.clause++
-	scan(system, s)
-	c.resolve(s)
+	c.match(s, 0, userEnd+1, userEnd)
+	if sys != nil {
+		sys.use(s)
+		s.arabic, s.latin = ua+sys.arabic, ul+sys.latin
+	} else {
+		first, hits, negs, clause0 := userEnd+1, len(s.hits), len(s.negs), s.clause
+		scan(system, s)
+		c.resolve(s)
+		c.match(s, first, int32(len(s.toks)), userEnd)
+		if kept && c.systems.missed(h) {
+			c.systems.keep(h, part, system, s, first, hits, negs, clause0, s.arabic-ua, s.latin-ul)
+		}
+	}
 	if ua+ul > 0 {
 		s.arabic, s.latin = ua, ul
 	} else {
 		s.arabic, s.latin = s.arabic-ua, s.latin-ul
 	}
-
-	c.match(s, userEnd)
 	c.score(s)
 }
 
-func (c *Classifier) match(s *scratch, userEnd int32) {
-	toks := s.toks
-	n := int32(len(toks))
+// match finds the terms and cues that start at toks[from:to] and end by to, in the user turn
+// (up to userEnd) or the system prompt (after it).
+func (c *Classifier) match(s *scratch, from, to, userEnd int32) {
+	toks := s.toks[:to]
+	n := to
 	covered := int32(0)
-	for i := int32(0); i < n; i++ {
+	for i := from; i < n; i++ {
 		id := toks[i].id
 		if uint32(id) >= uint32(len(c.mpats)) {
 			// In no term (-1), or starts none: nothing to match, and i+0 covers no later word.

@@ -12,6 +12,9 @@
 //     min_score (and whose languages include the detected one) wins.
 //  3. Otherwise the request is general and goes to Rules.Default.
 //
+// A long system prompt is read once and kept (per partition, the server's API key) for the
+// requests that send it again; see systems and RouteMessagesFor.
+//
 // Scoring is deliberately simple so that explain can show why: every distinct term that matches in
 // the last user turn adds its weight, one that matches only in the system prompt adds half of it,
 // an "against" term (a word that shows another sense, such as "biology" next to "virus") subtracts

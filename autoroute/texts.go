@@ -81,18 +81,27 @@ func partsText(raw json.RawMessage) string {
 	return strings.Join(texts, "\n")
 }
 
-// RouteMessages is Route(Texts(msgs)) with hint, for the server's "auto" requests: the same
+// RouteMessages is RouteMessagesFor in partition 0, for a caller with one client.
+func (c *Classifier) RouteMessages(msgs []core.Message, hint string) (route, intent string) {
+	return c.RouteMessagesFor(0, msgs, hint)
+}
+
+// RouteMessagesFor is Route(Texts(msgs)) with hint, for the server's "auto" requests: the same
 // answer (TestRouteMessages and FuzzRouteMessages hold it to that), without the strings Texts
 // builds. A string content without escapes is read where it lies in msgs; one with escapes is
 // unquoted into pooled scratch space, as are several system messages joined. Only an array of
 // parts still goes through encoding/json (and allocates). msgs must not change during the call.
-func (c *Classifier) RouteMessages(msgs []core.Message, hint string) (route, intent string) {
+//
+// A long system prompt seen before in partition part is not read again (see systems): the
+// server passes each API key's own partition, so that no key's timing tells of another's
+// prompts. Keeping one allocates, once.
+func (c *Classifier) RouteMessagesFor(part uint64, msgs []core.Message, hint string) (route, intent string) {
 	if r, _, _ := c.hintRoute(hint); r != "" {
 		return r, IntentHint
 	}
 	s := c.pool.Get().(*scratch)
 	system, user := s.texts(msgs)
-	c.runIn(s, system, user)
+	c.runIn(s, system, user, part, true)
 	return c.routeOf(s)
 }
 

@@ -2,6 +2,7 @@ package server
 
 import (
 	"bytes"
+	"encoding/binary"
 	"fmt"
 	"net/http"
 	"slices"
@@ -72,7 +73,7 @@ func (s *Server) resolve(key *config.Key, req *core.Request) (*routeState, autoP
 		if req.Op == core.OpCompletions {
 			msgs = promptTurn(req.Prompt)
 		}
-		route, intent := s.cfg.Auto.RouteMessages(msgs, req.RouteHint)
+		route, intent := s.cfg.Auto.RouteMessagesFor(autoPartition(key), msgs, req.RouteHint)
 		if strings.EqualFold(req.RouteHint, route) {
 			// In any case, as the classifier matched it ("SAIF" went on to SAIF as a specialist).
 			if _, named := s.routes[route]; named {
@@ -545,4 +546,15 @@ func allFilter(drops []filter.Drop, names ...string) bool {
 		}
 	}
 	return true
+}
+
+// autoPartition is the classifier's partition for key's requests (RouteMessagesFor): its own, so
+// that the system prompts the classifier keeps for one key never make another key's requests
+// quicker. The hash of its token is the key's identity across reloads; without keys, every
+// client shares partition 0.
+func autoPartition(key *config.Key) uint64 {
+	if key == nil {
+		return 0
+	}
+	return binary.LittleEndian.Uint64(key.SHA256[:8])
 }
