@@ -795,3 +795,138 @@ router_settings:
 		t.Errorf("model_group_alias still listed as not carried:\n%s", res.TOML)
 	}
 }
+
+// TestImportFallbackEntriesAsLiteLLMReadsThem: LiteLLM's fallback lists are read as its Router
+// reads them, not merged. Of router_settings' and litellm_settings' list of one kind the Router
+// takes router_settings' (its argument) and litellm_settings' (litellm.fallbacks, its default)
+// only when router_settings has none; of a list, a model_name's first entry (its
+// get_fallback_model_group and _get_fallback_model_group_from_fallbacks stop at the first match),
+// only an entry's first key, and the last "*" entry, after which it appends default_fallbacks as
+// one more. Each entry it would not read is warned of, by its line.
+func TestImportFallbackEntriesAsLiteLLMReadsThem(t *testing.T) {
+	var deps strings.Builder
+	deps.WriteString("model_list:\n")
+	for _, n := range []string{"a", "b", "c", "x"} {
+		deps.WriteString("  - model_name: " + n + "\n    litellm_params: {model: ollama/" + n + "}\n")
+	}
+	for _, tc := range []struct {
+		name, settings string
+		routes         map[string][]string
+		warnings       []string
+	}{{
+		name: "two entries for one name",
+		settings: `router_settings:
+  fallbacks:
+    - {a: [b]}
+    - {a: [c]}
+`,
+		routes:   map[string][]string{"a": {"a", "b"}, "b": {"b"}, "c": {"c"}, "x": {"x"}},
+		warnings: []string{`router_settings.fallbacks: the entry for "a" at line 13 is not carried: LiteLLM takes a model_name's first entry (line 12)`},
+	}, {
+		name: "context_window_fallbacks, two entries for one name",
+		settings: `router_settings:
+  context_window_fallbacks: [{a: [b]}, {a: [c]}]
+`,
+		routes:   map[string][]string{"a": {"a", "b"}, "b": {"b"}, "c": {"c"}, "x": {"x"}},
+		warnings: []string{`router_settings.context_window_fallbacks: the entry for "a" at line 11 is not carried: LiteLLM takes a model_name's first entry (line 11)`},
+	}, {
+		name: "an entry's keys after its first",
+		settings: `router_settings:
+  fallbacks:
+    - {a: [b], x: [c]}
+`,
+		routes:   map[string][]string{"a": {"a", "b"}, "b": {"b"}, "c": {"c"}, "x": {"x"}},
+		warnings: []string{`router_settings.fallbacks: "x" in the entry at line 12 is not carried: LiteLLM reads an entry's first key only, "a"`},
+	}, {
+		// PyYAML, which LiteLLM reads its file with, puts the keys a merge brings in before the
+		// entry's own: the first key is the merged one.
+		name: "an entry's first key, brought in by a merge key",
+		settings: `x-fb: &fb {b: [c]}
+router_settings:
+  fallbacks:
+    - {<<: *fb, a: [b]}
+`,
+		routes:   map[string][]string{"a": {"a"}, "b": {"b", "c"}, "c": {"c"}, "x": {"x"}},
+		warnings: []string{`router_settings.fallbacks: "a" in the entry at line 13 is not carried: LiteLLM reads an entry's first key only, "b"`},
+	}, {
+		name: "a \"*\" entry without a specific one",
+		settings: `router_settings:
+  fallbacks: [{"*": [c]}]
+`,
+		routes: map[string][]string{"a": {"a", "c"}, "b": {"b", "c"}, "c": {"c"}, "x": {"x", "c"}},
+	}, {
+		name: "a \"*\" entry with a specific one",
+		settings: `router_settings:
+  fallbacks: [{"*": [c]}, {a: [b]}]
+`,
+		routes: map[string][]string{"a": {"a", "b", "c"}, "b": {"b", "c"}, "c": {"c"}, "x": {"x", "c"}},
+	}, {
+		name: "two \"*\" entries",
+		settings: `router_settings:
+  fallbacks:
+    - {"*": [b]}
+    - {"*": [c]}
+`,
+		routes:   map[string][]string{"a": {"a", "c"}, "b": {"b", "c"}, "c": {"c"}, "x": {"x", "c"}},
+		warnings: []string{`router_settings.fallbacks: the "*" entry at line 12 is not carried: LiteLLM takes the last "*" entry (line 13)`},
+	}, {
+		name: "a \"*\" entry and default_fallbacks",
+		settings: `router_settings:
+  fallbacks: [{"*": [b]}]
+  default_fallbacks: [c]
+`,
+		routes:   map[string][]string{"a": {"a", "c"}, "b": {"b", "c"}, "c": {"c"}, "x": {"x", "c"}},
+		warnings: []string{`router_settings.fallbacks: the "*" entry at line 11 is not carried: LiteLLM appends router_settings.default_fallbacks after it as a "*" entry, and takes the last`},
+	}, {
+		name: "both sections",
+		settings: `router_settings:
+  fallbacks: [{a: [b]}]
+  context_window_fallbacks: [{b: [c]}]
+  default_fallbacks: [x]
+litellm_settings:
+  fallbacks: [{a: [c]}, {x: [c]}]
+  context_window_fallbacks: [{a: [c]}]
+  default_fallbacks: [b]
+`,
+		routes: map[string][]string{"a": {"a", "b", "x"}, "b": {"b", "x", "c"}, "c": {"c", "x"}, "x": {"x"}},
+		warnings: []string{
+			"litellm_settings.fallbacks is not carried: router_settings.fallbacks is written, and LiteLLM's Router takes it alone (litellm_settings' is its default, read only when router_settings has none)",
+			"litellm_settings.context_window_fallbacks is not carried: router_settings.context_window_fallbacks is written",
+			"litellm_settings.default_fallbacks is not carried: router_settings.default_fallbacks is written",
+		},
+	}, {
+		name: "litellm_settings alone",
+		settings: `router_settings:
+  fallbacks: []
+litellm_settings:
+  fallbacks: [{a: [c]}]
+`,
+		routes: map[string][]string{"a": {"a", "c"}, "b": {"b"}, "c": {"c"}, "x": {"x"}},
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			res, err := litellm.Convert([]byte(deps.String()+tc.settings), "f.yaml")
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg, err := config.Parse(res.TOML, "f.toml", nil)
+			if err != nil {
+				t.Fatalf("does not load: %v\n%s", err, res.TOML)
+			}
+			got := map[string][]string{}
+			for _, r := range cfg.Routes {
+				for _, tg := range r.Targets {
+					got[r.Name] = append(got[r.Name], tg.Name)
+				}
+			}
+			if diff := cmp.Diff(tc.routes, got); diff != "" {
+				t.Errorf("routes (-want +got):\n%s\n%s", diff, res.TOML)
+			}
+			w := strings.Join(res.Warnings, "\n")
+			for _, want := range tc.warnings {
+				if !strings.Contains(w, want) {
+					t.Errorf("no warning holds %q; warnings:\n%s", want, w)
+				}
+			}
+		})
+	}
+}
