@@ -606,9 +606,16 @@ func (c *converter) routes(r *routerYAML, s *settingsYAML) {
 	fallbacks := c.fallbackMap("fallbacks", from, l, true, defaults, defaultsFrom+".default_fallbacks")
 	l, from = fromSection(c, "context_window_fallbacks", r.ContextWindowFallbacks, s.ContextWindowFallbacks)
 	windowFallbacks := c.fallbackMap("context_window_fallbacks", from, l, false, nil, "")
-	depth := defaultMaxFallbacks
-	if r.MaxFallbacks != nil {
-		depth = min(max(*r.MaxFallbacks, 0), 1000) // deeper than any file's chain: a bound on the work
+	// LiteLLM's Router takes its max_fallbacks argument unless it is None, then litellm.max_fallbacks.
+	depth, maxFrom := defaultMaxFallbacks, r.MaxFallbacks
+	if maxFrom == nil {
+		maxFrom = s.MaxFallbacks
+	} else if s.MaxFallbacks != nil {
+		c.warnf("litellm_settings.max_fallbacks is not carried: router_settings.max_fallbacks is written, and LiteLLM's Router takes it alone " +
+			"(litellm_settings' is its default, read only when router_settings has none)")
+	}
+	if maxFrom != nil {
+		depth = min(max(*maxFrom, 0), 1000) // deeper than any file's chain: a bound on the work
 	}
 	// A model_name that is a name here as it is keeps it, as clients send it to LiteLLM: one that
 	// had to be cleaned, or renamed from "auto", takes another if it comes out the same.
@@ -779,7 +786,7 @@ func (c *converter) spread(rt *route, n int, strategy string) {
 	rt.notes = append(rt.notes, fmt.Sprintf("LiteLLM spread requests over these %d deployments (routing_strategy %s): policy %s, %s", n, strategy, policy, how))
 }
 
-// defaultMaxFallbacks is LiteLLM's router_settings.max_fallbacks when it is not written.
+// defaultMaxFallbacks is LiteLLM's max_fallbacks when neither settings section writes it.
 const defaultMaxFallbacks = 5
 
 // fallbackTable is one kind of LiteLLM's fallbacks, each model_name's in order.

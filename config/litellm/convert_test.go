@@ -930,3 +930,51 @@ litellm_settings:
 		})
 	}
 }
+
+// TestImportMaxFallbacksEitherSection: LiteLLM's Router takes max_fallbacks from router_settings,
+// or when it has none from litellm_settings (litellm.max_fallbacks), else 5: the depth to which
+// a fallback's own fallbacks are followed.
+func TestImportMaxFallbacksEitherSection(t *testing.T) {
+	const deps = `model_list:
+  - model_name: a
+    litellm_params: {model: ollama/a}
+  - model_name: b
+    litellm_params: {model: ollama/b}
+  - model_name: c
+    litellm_params: {model: ollama/c}
+router_settings:
+  fallbacks: [{a: [b]}, {b: [c]}]
+`
+	for _, tc := range []struct {
+		name, settings string
+		a              []string
+		warning        string
+	}{
+		{name: "neither", a: []string{"a", "b", "c"}},
+		{name: "litellm_settings", settings: "litellm_settings:\n  max_fallbacks: 1\n", a: []string{"a", "b"}},
+		{name: "both", settings: "  max_fallbacks: 2\nlitellm_settings:\n  max_fallbacks: 1\n", a: []string{"a", "b", "c"},
+			warning: "litellm_settings.max_fallbacks is not carried: router_settings.max_fallbacks is written"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res, err := litellm.Convert([]byte(deps+tc.settings), "m.yaml")
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg, err := config.Parse(res.TOML, "m.toml", nil)
+			if err != nil {
+				t.Fatalf("does not load: %v\n%s", err, res.TOML)
+			}
+			_, rs := views(cfg)
+			if diff := cmp.Diff(tc.a, rs[0].Targets); rs[0].Name != "a" || diff != "" {
+				t.Errorf("route %s (-want +got):\n%s\n%s", rs[0].Name, diff, res.TOML)
+			}
+			w := strings.Join(res.Warnings, "\n")
+			if tc.warning != "" && !strings.Contains(w, tc.warning) {
+				t.Errorf("no warning holds %q:\n%s", tc.warning, w)
+			}
+			if strings.Contains(string(res.TOML), "litellm_settings: max_fallbacks") {
+				t.Errorf("max_fallbacks listed as not carried:\n%s", res.TOML)
+			}
+		})
+	}
+}

@@ -89,8 +89,10 @@ type settingsYAML struct {
 	ContextWindowFallbacks []fallbackEntry `yaml:"context_window_fallbacks"`
 	DefaultFallbacks       []string        `yaml:"default_fallbacks"`
 	ContentPolicyFallbacks yaml.Node       `yaml:"content_policy_fallbacks"`
-	NumRetries             *int            `yaml:"num_retries"`
-	RequestTimeout         *seconds        `yaml:"request_timeout"`
+	// MaxFallbacks is litellm.max_fallbacks, which the Router reads when router_settings has none.
+	MaxFallbacks   *int     `yaml:"max_fallbacks"`
+	NumRetries     *int     `yaml:"num_retries"`
+	RequestTimeout *seconds `yaml:"request_timeout"`
 }
 
 // fallbackEntry is one entry of a LiteLLM fallback list, {"a": ["b", "c"]}, its keys in the
