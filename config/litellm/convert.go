@@ -603,9 +603,9 @@ func cleanName(s string) string {
 func (c *converter) routes(r *routerYAML, s *settingsYAML) {
 	defaults, defaultsFrom := fromSection(c, "default_fallbacks", r.DefaultFallbacks, s.DefaultFallbacks)
 	l, from := fromSection(c, "fallbacks", r.Fallbacks, s.Fallbacks)
-	fallbacks := c.fallbackMap("fallbacks", from, l, true, defaults, defaultsFrom+".default_fallbacks")
+	fallbacks := c.fallbackMap("fallbacks", from, l, true, true, defaults, defaultsFrom+".default_fallbacks")
 	l, from = fromSection(c, "context_window_fallbacks", r.ContextWindowFallbacks, s.ContextWindowFallbacks)
-	windowFallbacks := c.fallbackMap("context_window_fallbacks", from, l, false, nil, "")
+	windowFallbacks := c.fallbackMap("context_window_fallbacks", from, l, false, false, nil, "")
 	// LiteLLM's Router takes its max_fallbacks argument unless it is None, then litellm.max_fallbacks.
 	depth, maxFrom := defaultMaxFallbacks, r.MaxFallbacks
 	if maxFrom == nil {
@@ -813,10 +813,12 @@ func (f *fallbackTable) of(name string) []string {
 // its first key only; of a model_name's entries the first; of the "*" entries the last, and
 // defaults after them all, which the Router appends as one more. generic says whether LiteLLM
 // reads a "*" entry for this kind: it matches a model_name's context_window_fallbacks exactly,
-// so there such an entry is warned of, not carried. Every entry or key LiteLLM would not read is
+// so there such an entry is warned of, not carried. validated says whether the Router refuses to
+// start with an entry of other than one key (its validate_fallbacks, for fallbacks but not
+// context_window_fallbacks): such an entry is warned of so, its first key carried. Every entry or key LiteLLM would not read is
 // warned of, by its line, as is a name that no deployment has
 // (TestImportFallbackEntriesAsLiteLLMReadsThem).
-func (c *converter) fallbackMap(kind, from string, l []fallbackEntry, generic bool, defaults []string, defaultsFrom string) *fallbackTable {
+func (c *converter) fallbackMap(kind, from string, l []fallbackEntry, generic, validated bool, defaults []string, defaultsFrom string) *fallbackTable {
 	f := &fallbackTable{own: map[string][]string{}}
 	where := from + "." + kind
 	// known are the names of l, from, that have targets: the others are warned of.
@@ -837,10 +839,17 @@ func (c *converter) fallbackMap(kind, from string, l []fallbackEntry, generic bo
 	first := map[string]int{} // the line of each model_name's entry that LiteLLM reads
 	genericAt := 0            // the line of the "*" entry read so far
 	for _, e := range l {
-		if len(e.keys) == 0 {
+		switch {
+		case validated && len(e.keys) == 0:
+			c.warnf("%s: the entry at line %d has 0 keys, and LiteLLM's Router refuses to start with it (one key an entry, its validate_fallbacks): not carried", where, e.line)
 			continue
-		}
-		if len(e.keys) > 1 {
+		case len(e.keys) == 0:
+			c.warnf("%s: the entry at line %d has no key: not carried", where, e.line)
+			continue
+		case validated && len(e.keys) > 1:
+			c.warnf("%s: the entry at line %d has %d keys, and LiteLLM's Router refuses to start with it (one key an entry, its validate_fallbacks): only its first, %q, is carried",
+				where, e.line, len(e.keys), e.keys[0])
+		case len(e.keys) > 1:
 			c.warnf("%s: %s in the entry at line %d %s not carried: LiteLLM reads an entry's first key only, %q",
 				where, strings.Join(quoteAll(e.keys[1:]), ", "), e.line, plural(len(e.keys)-1, "is", "are"), e.keys[0])
 		}

@@ -835,8 +835,30 @@ func TestImportFallbackEntriesAsLiteLLMReadsThem(t *testing.T) {
   fallbacks:
     - {a: [b], x: [c]}
 `,
+		routes: map[string][]string{"a": {"a", "b"}, "b": {"b"}, "c": {"c"}, "x": {"x"}},
+		warnings: []string{`router_settings.fallbacks: the entry at line 12 has 2 keys, and LiteLLM's Router refuses to start with it ` +
+			`(one key an entry, its validate_fallbacks): only its first, "a", is carried`},
+	}, {
+		name: "no key",
+		settings: `router_settings:
+  fallbacks: [{}, {a: [b]}]
+  context_window_fallbacks: [{}]
+`,
+		routes: map[string][]string{"a": {"a", "b"}, "b": {"b"}, "c": {"c"}, "x": {"x"}},
+		warnings: []string{
+			`router_settings.fallbacks: the entry at line 11 has 0 keys, and LiteLLM's Router refuses to start with it (one key an entry, its validate_fallbacks)`,
+			`router_settings.context_window_fallbacks: the entry at line 12 has no key: not carried`,
+		},
+	}, {
+		// context_window_fallbacks, which the Router does not validate, it reads by an entry's
+		// first key alone.
+		name: "context_window_fallbacks, an entry's keys after its first",
+		settings: `router_settings:
+  context_window_fallbacks:
+    - {a: [b], x: [c]}
+`,
 		routes:   map[string][]string{"a": {"a", "b"}, "b": {"b"}, "c": {"c"}, "x": {"x"}},
-		warnings: []string{`router_settings.fallbacks: "x" in the entry at line 12 is not carried: LiteLLM reads an entry's first key only, "a"`},
+		warnings: []string{`router_settings.context_window_fallbacks: "x" in the entry at line 12 is not carried: LiteLLM reads an entry's first key only, "a"`},
 	}, {
 		// PyYAML, which LiteLLM reads its file with, puts the keys a merge brings in before the
 		// entry's own: the first key is the merged one.
@@ -846,8 +868,9 @@ router_settings:
   fallbacks:
     - {<<: *fb, a: [b]}
 `,
-		routes:   map[string][]string{"a": {"a"}, "b": {"b", "c"}, "c": {"c"}, "x": {"x"}},
-		warnings: []string{`router_settings.fallbacks: "a" in the entry at line 13 is not carried: LiteLLM reads an entry's first key only, "b"`},
+		routes: map[string][]string{"a": {"a"}, "b": {"b", "c"}, "c": {"c"}, "x": {"x"}},
+		warnings: []string{`router_settings.fallbacks: the entry at line 13 has 2 keys, and LiteLLM's Router refuses to start with it ` +
+			`(one key an entry, its validate_fallbacks): only its first, "b", is carried`},
 	}, {
 		name: "a \"*\" entry without a specific one",
 		settings: `router_settings:
