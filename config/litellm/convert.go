@@ -815,8 +815,8 @@ func (f *fallbackTable) of(name string) []string {
 // reads a "*" entry for this kind: it matches a model_name's context_window_fallbacks exactly,
 // so there such an entry is warned of, not carried. validated says whether the Router refuses to
 // start with an entry of other than one key (its validate_fallbacks, for fallbacks but not
-// context_window_fallbacks): such an entry is warned of so, its first key carried. Every entry or key LiteLLM would not read is
-// warned of, by its line, as is a name that no deployment has
+// context_window_fallbacks): such an entry is warned of so, its first key carried. Every entry
+// or key LiteLLM would not read is warned of, by its line, as is a name that no deployment has
 // (TestImportFallbackEntriesAsLiteLLMReadsThem).
 func (c *converter) fallbackMap(kind, from string, l []fallbackEntry, generic, validated bool, defaults []string, defaultsFrom string) *fallbackTable {
 	f := &fallbackTable{own: map[string][]string{}}
