@@ -601,15 +601,21 @@ func cleanName(s string) string {
 
 // routes makes a route of each model_name with targets, its chain extended by the fallbacks.
 func (c *converter) routes(r *routerYAML, s *settingsYAML) {
-	defaults, defaultsFrom := r.DefaultFallbacks, "router_settings.default_fallbacks"
-	if len(defaults) == 0 {
-		defaults, defaultsFrom = s.DefaultFallbacks, "litellm_settings.default_fallbacks"
+	defaults, defaultsFrom := fromSection(c, "default_fallbacks", r.DefaultFallbacks, s.DefaultFallbacks)
+	l, from := fromSection(c, "fallbacks", r.Fallbacks, s.Fallbacks)
+	fallbacks := c.fallbackMap("fallbacks", from, l, true, true, defaults, defaultsFrom+".default_fallbacks")
+	l, from = fromSection(c, "context_window_fallbacks", r.ContextWindowFallbacks, s.ContextWindowFallbacks)
+	windowFallbacks := c.fallbackMap("context_window_fallbacks", from, l, false, false, nil, "")
+	// LiteLLM's Router takes its max_fallbacks argument unless it is None, then litellm.max_fallbacks.
+	depth, maxFrom := defaultMaxFallbacks, r.MaxFallbacks
+	if maxFrom == nil {
+		maxFrom = s.MaxFallbacks
+	} else if s.MaxFallbacks != nil {
+		c.warnf("litellm_settings.max_fallbacks is not carried: router_settings.max_fallbacks is written, and LiteLLM's Router takes it alone " +
+			"(litellm_settings' is its default, read only when router_settings has none)")
 	}
-	fallbacks := c.fallbackMap("fallbacks", true, defaults, defaultsFrom, r.Fallbacks, s.Fallbacks)
-	windowFallbacks := c.fallbackMap("context_window_fallbacks", false, nil, "", r.ContextWindowFallbacks, s.ContextWindowFallbacks)
-	depth := defaultMaxFallbacks
-	if r.MaxFallbacks != nil {
-		depth = min(max(*r.MaxFallbacks, 0), 1000) // deeper than any file's chain: a bound on the work
+	if maxFrom != nil {
+		depth = min(max(*maxFrom, 0), 1000) // deeper than any file's chain: a bound on the work
 	}
 	// A model_name that is a name here as it is keeps it, as clients send it to LiteLLM: one that
 	// had to be cleaned, or renamed from "auto", takes another if it comes out the same.
@@ -780,7 +786,7 @@ func (c *converter) spread(rt *route, n int, strategy string) {
 	rt.notes = append(rt.notes, fmt.Sprintf("LiteLLM spread requests over these %d deployments (routing_strategy %s): policy %s, %s", n, strategy, policy, how))
 }
 
-// defaultMaxFallbacks is LiteLLM's router_settings.max_fallbacks when it is not written.
+// defaultMaxFallbacks is LiteLLM's max_fallbacks when neither settings section writes it.
 const defaultMaxFallbacks = 5
 
 // fallbackTable is one kind of LiteLLM's fallbacks, each model_name's in order.
@@ -801,13 +807,20 @@ func (f *fallbackTable) of(name string) []string {
 	return f.generic
 }
 
-// fallbackMap merges LiteLLM's fallback lists ([{"a": ["b", "c"]}, {"*": ["d"]}]) of
-// router_settings and litellm_settings, and defaults, default_fallbacks, read from defaultsFrom.
-// generic says whether LiteLLM reads a "*" entry for this kind: it matches a model_name's
-// context_window_fallbacks exactly, so there such an entry is warned of, not carried. A name that
-// no deployment has is warned of.
-func (c *converter) fallbackMap(kind string, generic bool, defaults []string, defaultsFrom string, lists ...[]map[string][]string) *fallbackTable {
+// fallbackMap reads one kind of LiteLLM's fallback lists ([{"a": ["b", "c"]}, {"*": ["d"]}]),
+// l, from the section from, and defaults, default_fallbacks, read from defaultsFrom, as LiteLLM's
+// Router does (get_fallback_model_group, _get_fallback_model_group_from_fallbacks): of each entry
+// its first key only; of a model_name's entries the first; of the "*" entries the last, and
+// defaults after them all, which the Router appends as one more. generic says whether LiteLLM
+// reads a "*" entry for this kind: it matches a model_name's context_window_fallbacks exactly,
+// so there such an entry is warned of, not carried. validated says whether the Router refuses to
+// start with an entry of other than one key (its validate_fallbacks, for fallbacks but not
+// context_window_fallbacks): such an entry is warned of so, its first key carried. Every entry
+// or key LiteLLM would not read is warned of, by its line, as is a name that no deployment has
+// (TestImportFallbackEntriesAsLiteLLMReadsThem).
+func (c *converter) fallbackMap(kind, from string, l []fallbackEntry, generic, validated bool, defaults []string, defaultsFrom string) *fallbackTable {
 	f := &fallbackTable{own: map[string][]string{}}
+	where := from + "." + kind
 	// known are the names of l, from, that have targets: the others are warned of.
 	known := func(from string, l []string) []string {
 		var out []string
@@ -823,38 +836,76 @@ func (c *converter) fallbackMap(kind string, generic bool, defaults []string, de
 		}
 		return out
 	}
-	for _, l := range lists {
-		for _, entry := range l {
-			from := make([]string, 0, len(entry))
-			for k := range entry {
-				from = append(from, k)
+	first := map[string]int{} // the line of each model_name's entry that LiteLLM reads
+	genericAt := 0            // the line of the "*" entry read so far
+	for _, e := range l {
+		switch {
+		case validated && len(e.keys) == 0:
+			c.warnf("%s: the entry at line %d has 0 keys, and LiteLLM's Router refuses to start with it (one key an entry, its validate_fallbacks): not carried", where, e.line)
+			continue
+		case len(e.keys) == 0:
+			c.warnf("%s: the entry at line %d has no key: not carried", where, e.line)
+			continue
+		case validated && len(e.keys) > 1:
+			c.warnf("%s: the entry at line %d has %d keys, and LiteLLM's Router refuses to start with it (one key an entry, its validate_fallbacks): only its first, %q, is carried",
+				where, e.line, len(e.keys), e.keys[0])
+		case len(e.keys) > 1:
+			c.warnf("%s: %s in the entry at line %d %s not carried: LiteLLM reads an entry's first key only, %q",
+				where, strings.Join(quoteAll(e.keys[1:]), ", "), e.line, plural(len(e.keys)-1, "is", "are"), e.keys[0])
+		}
+		k, line, list := e.keys[0], e.line, e.lists[0]
+		switch {
+		case k == "*" && !generic:
+			c.warnf(`%s: LiteLLM reads no "*" entry here, only a model_name's own: the entry at line %d is not carried`, where, line)
+		case k == "*":
+			if genericAt != 0 {
+				c.warnf(`%s: the "*" entry at line %d is not carried: LiteLLM takes the last "*" entry (line %d)`, where, genericAt, line)
 			}
-			slices.Sort(from)
-			for _, k := range from {
-				switch {
-				case k == "*" && generic:
-					f.generic = known(k, entry[k]) // LiteLLM takes the last "*" entry
-				case k == "*":
-					c.warnf(`%s: LiteLLM reads no "*" entry here, only a model_name's own: not carried`, kind)
-				case c.byName[k] == nil:
-					c.warnf("%s: no model_name %q: its fallbacks are not carried", kind, k)
-				default:
-					for _, fb := range known(k, entry[k]) {
-						if !slices.Contains(f.own[k], fb) {
-							f.own[k] = append(f.own[k], fb)
-						}
-					}
-					if f.own[k] == nil {
-						f.own[k] = []string{}
-					}
-				}
+			genericAt, f.generic = line, known(k, list)
+		case first[k] != 0:
+			c.warnf("%s: the entry for %q at line %d is not carried: LiteLLM takes a model_name's first entry (line %d)", where, k, line, first[k])
+		case c.byName[k] == nil:
+			first[k] = line
+			c.warnf("%s: no model_name %q: its fallbacks are not carried", kind, k)
+		default:
+			first[k] = line
+			// An entry that names none that converts is there all the same, and keeps generic away.
+			f.own[k] = known(k, list)
+			if f.own[k] == nil {
+				f.own[k] = []string{}
 			}
 		}
 	}
 	if len(defaults) > 0 {
+		if genericAt != 0 {
+			c.warnf(`%s: the "*" entry at line %d is not carried: LiteLLM appends %s after it as a "*" entry, and takes the last`, where, genericAt, defaultsFrom)
+		}
 		f.generic = known(defaultsFrom, defaults)
 	}
 	return f
+}
+
+// plural is one when n is 1, else many.
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
+
+// fromSection returns which of router_settings' and litellm_settings' lists of kind LiteLLM's
+// Router takes: router_settings', its argument, unless it is empty, then litellm_settings',
+// litellm.KIND, its default ("fallbacks or litellm.fallbacks"). The lists are never merged: one
+// of litellm_settings beside one of router_settings is warned of, not carried.
+func fromSection[T any](c *converter, kind string, r, s []T) ([]T, string) {
+	if len(r) == 0 {
+		return s, "litellm_settings"
+	}
+	if len(s) > 0 {
+		c.warnf("litellm_settings.%s is not carried: router_settings.%s is written, and LiteLLM's Router takes it alone "+
+			"(litellm_settings' is its default, read only when router_settings has none)", kind, kind)
+	}
+	return r, "router_settings"
 }
 
 func quoteAll(ss []string) []string {

@@ -795,3 +795,209 @@ router_settings:
 		t.Errorf("model_group_alias still listed as not carried:\n%s", res.TOML)
 	}
 }
+
+// TestImportFallbackEntriesAsLiteLLMReadsThem: LiteLLM's fallback lists are read as its Router
+// reads them, not merged. Of router_settings' and litellm_settings' list of one kind the Router
+// takes router_settings' (its argument) and litellm_settings' (litellm.fallbacks, its default)
+// only when router_settings has none; of a list, a model_name's first entry (its
+// get_fallback_model_group and _get_fallback_model_group_from_fallbacks stop at the first match),
+// only an entry's first key, and the last "*" entry, after which it appends default_fallbacks as
+// one more. Each entry it would not read is warned of, by its line.
+func TestImportFallbackEntriesAsLiteLLMReadsThem(t *testing.T) {
+	var deps strings.Builder
+	deps.WriteString("model_list:\n")
+	for _, n := range []string{"a", "b", "c", "x"} {
+		deps.WriteString("  - model_name: " + n + "\n    litellm_params: {model: ollama/" + n + "}\n")
+	}
+	for _, tc := range []struct {
+		name, settings string
+		routes         map[string][]string
+		warnings       []string
+	}{{
+		name: "two entries for one name",
+		settings: `router_settings:
+  fallbacks:
+    - {a: [b]}
+    - {a: [c]}
+`,
+		routes:   map[string][]string{"a": {"a", "b"}, "b": {"b"}, "c": {"c"}, "x": {"x"}},
+		warnings: []string{`router_settings.fallbacks: the entry for "a" at line 13 is not carried: LiteLLM takes a model_name's first entry (line 12)`},
+	}, {
+		name: "context_window_fallbacks, two entries for one name",
+		settings: `router_settings:
+  context_window_fallbacks: [{a: [b]}, {a: [c]}]
+`,
+		routes:   map[string][]string{"a": {"a", "b"}, "b": {"b"}, "c": {"c"}, "x": {"x"}},
+		warnings: []string{`router_settings.context_window_fallbacks: the entry for "a" at line 11 is not carried: LiteLLM takes a model_name's first entry (line 11)`},
+	}, {
+		name: "an entry's keys after its first",
+		settings: `router_settings:
+  fallbacks:
+    - {a: [b], x: [c]}
+`,
+		routes: map[string][]string{"a": {"a", "b"}, "b": {"b"}, "c": {"c"}, "x": {"x"}},
+		warnings: []string{`router_settings.fallbacks: the entry at line 12 has 2 keys, and LiteLLM's Router refuses to start with it ` +
+			`(one key an entry, its validate_fallbacks): only its first, "a", is carried`},
+	}, {
+		name: "no key",
+		settings: `router_settings:
+  fallbacks: [{}, {a: [b]}]
+  context_window_fallbacks: [{}]
+`,
+		routes: map[string][]string{"a": {"a", "b"}, "b": {"b"}, "c": {"c"}, "x": {"x"}},
+		warnings: []string{
+			`router_settings.fallbacks: the entry at line 11 has 0 keys, and LiteLLM's Router refuses to start with it (one key an entry, its validate_fallbacks)`,
+			`router_settings.context_window_fallbacks: the entry at line 12 has no key: not carried`,
+		},
+	}, {
+		// context_window_fallbacks, which the Router does not validate, it reads by an entry's
+		// first key alone.
+		name: "context_window_fallbacks, an entry's keys after its first",
+		settings: `router_settings:
+  context_window_fallbacks:
+    - {a: [b], x: [c]}
+`,
+		routes:   map[string][]string{"a": {"a", "b"}, "b": {"b"}, "c": {"c"}, "x": {"x"}},
+		warnings: []string{`router_settings.context_window_fallbacks: "x" in the entry at line 12 is not carried: LiteLLM reads an entry's first key only, "a"`},
+	}, {
+		// PyYAML, which LiteLLM reads its file with, puts the keys a merge brings in before the
+		// entry's own: the first key is the merged one.
+		name: "an entry's first key, brought in by a merge key",
+		settings: `x-fb: &fb {b: [c]}
+router_settings:
+  fallbacks:
+    - {<<: *fb, a: [b]}
+`,
+		routes: map[string][]string{"a": {"a"}, "b": {"b", "c"}, "c": {"c"}, "x": {"x"}},
+		warnings: []string{`router_settings.fallbacks: the entry at line 13 has 2 keys, and LiteLLM's Router refuses to start with it ` +
+			`(one key an entry, its validate_fallbacks): only its first, "b", is carried`},
+	}, {
+		name: "a \"*\" entry without a specific one",
+		settings: `router_settings:
+  fallbacks: [{"*": [c]}]
+`,
+		routes: map[string][]string{"a": {"a", "c"}, "b": {"b", "c"}, "c": {"c"}, "x": {"x", "c"}},
+	}, {
+		name: "a \"*\" entry with a specific one",
+		settings: `router_settings:
+  fallbacks: [{"*": [c]}, {a: [b]}]
+`,
+		routes: map[string][]string{"a": {"a", "b", "c"}, "b": {"b", "c"}, "c": {"c"}, "x": {"x", "c"}},
+	}, {
+		name: "two \"*\" entries",
+		settings: `router_settings:
+  fallbacks:
+    - {"*": [b]}
+    - {"*": [c]}
+`,
+		routes:   map[string][]string{"a": {"a", "c"}, "b": {"b", "c"}, "c": {"c"}, "x": {"x", "c"}},
+		warnings: []string{`router_settings.fallbacks: the "*" entry at line 12 is not carried: LiteLLM takes the last "*" entry (line 13)`},
+	}, {
+		name: "a \"*\" entry and default_fallbacks",
+		settings: `router_settings:
+  fallbacks: [{"*": [b]}]
+  default_fallbacks: [c]
+`,
+		routes:   map[string][]string{"a": {"a", "c"}, "b": {"b", "c"}, "c": {"c"}, "x": {"x", "c"}},
+		warnings: []string{`router_settings.fallbacks: the "*" entry at line 11 is not carried: LiteLLM appends router_settings.default_fallbacks after it as a "*" entry, and takes the last`},
+	}, {
+		name: "both sections",
+		settings: `router_settings:
+  fallbacks: [{a: [b]}]
+  context_window_fallbacks: [{b: [c]}]
+  default_fallbacks: [x]
+litellm_settings:
+  fallbacks: [{a: [c]}, {x: [c]}]
+  context_window_fallbacks: [{a: [c]}]
+  default_fallbacks: [b]
+`,
+		routes: map[string][]string{"a": {"a", "b", "x"}, "b": {"b", "x", "c"}, "c": {"c", "x"}, "x": {"x"}},
+		warnings: []string{
+			"litellm_settings.fallbacks is not carried: router_settings.fallbacks is written, and LiteLLM's Router takes it alone (litellm_settings' is its default, read only when router_settings has none)",
+			"litellm_settings.context_window_fallbacks is not carried: router_settings.context_window_fallbacks is written",
+			"litellm_settings.default_fallbacks is not carried: router_settings.default_fallbacks is written",
+		},
+	}, {
+		name: "litellm_settings alone",
+		settings: `router_settings:
+  fallbacks: []
+litellm_settings:
+  fallbacks: [{a: [c]}]
+`,
+		routes: map[string][]string{"a": {"a", "c"}, "b": {"b"}, "c": {"c"}, "x": {"x"}},
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			res, err := litellm.Convert([]byte(deps.String()+tc.settings), "f.yaml")
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg, err := config.Parse(res.TOML, "f.toml", nil)
+			if err != nil {
+				t.Fatalf("does not load: %v\n%s", err, res.TOML)
+			}
+			got := map[string][]string{}
+			for _, r := range cfg.Routes {
+				for _, tg := range r.Targets {
+					got[r.Name] = append(got[r.Name], tg.Name)
+				}
+			}
+			if diff := cmp.Diff(tc.routes, got); diff != "" {
+				t.Errorf("routes (-want +got):\n%s\n%s", diff, res.TOML)
+			}
+			w := strings.Join(res.Warnings, "\n")
+			for _, want := range tc.warnings {
+				if !strings.Contains(w, want) {
+					t.Errorf("no warning holds %q; warnings:\n%s", want, w)
+				}
+			}
+		})
+	}
+}
+
+// TestImportMaxFallbacksEitherSection: LiteLLM's Router takes max_fallbacks from router_settings,
+// or when it has none from litellm_settings (litellm.max_fallbacks), else 5: the depth to which
+// a fallback's own fallbacks are followed.
+func TestImportMaxFallbacksEitherSection(t *testing.T) {
+	const deps = `model_list:
+  - model_name: a
+    litellm_params: {model: ollama/a}
+  - model_name: b
+    litellm_params: {model: ollama/b}
+  - model_name: c
+    litellm_params: {model: ollama/c}
+router_settings:
+  fallbacks: [{a: [b]}, {b: [c]}]
+`
+	for _, tc := range []struct {
+		name, settings string
+		a              []string
+		warning        string
+	}{
+		{name: "neither", a: []string{"a", "b", "c"}},
+		{name: "litellm_settings", settings: "litellm_settings:\n  max_fallbacks: 1\n", a: []string{"a", "b"}},
+		{name: "both", settings: "  max_fallbacks: 2\nlitellm_settings:\n  max_fallbacks: 1\n", a: []string{"a", "b", "c"},
+			warning: "litellm_settings.max_fallbacks is not carried: router_settings.max_fallbacks is written"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res, err := litellm.Convert([]byte(deps+tc.settings), "m.yaml")
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg, err := config.Parse(res.TOML, "m.toml", nil)
+			if err != nil {
+				t.Fatalf("does not load: %v\n%s", err, res.TOML)
+			}
+			_, rs := views(cfg)
+			if diff := cmp.Diff(tc.a, rs[0].Targets); rs[0].Name != "a" || diff != "" {
+				t.Errorf("route %s (-want +got):\n%s\n%s", rs[0].Name, diff, res.TOML)
+			}
+			w := strings.Join(res.Warnings, "\n")
+			if tc.warning != "" && !strings.Contains(w, tc.warning) {
+				t.Errorf("no warning holds %q:\n%s", tc.warning, w)
+			}
+			if strings.Contains(string(res.TOML), "litellm_settings: max_fallbacks") {
+				t.Errorf("max_fallbacks listed as not carried:\n%s", res.TOML)
+			}
+		})
+	}
+}

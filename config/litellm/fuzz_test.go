@@ -21,6 +21,9 @@ func FuzzConvert(f *testing.F) {
 		f.Add(b)
 	}
 	f.Add([]byte("model_list:\n  - model_name: \"a\\nb\"\n    litellm_params: {model: \"ollama/x\\n[y]\", api_base: \"http://h:1/a b\"}\n"))
+	f.Add([]byte("x: &m {b: [a]}\nmodel_list:\n  - model_name: a\n    litellm_params: {model: ollama/a}\n  - model_name: b\n    litellm_params: {model: ollama/b}\n" +
+		"router_settings:\n  fallbacks: [{<<: [*m, *m], a: [b], \"*\": [a]}, {a: []}, {\"*\": [b]}, {}]\n  default_fallbacks: [a]\n" +
+		"litellm_settings:\n  fallbacks: [{b: [a]}]\n  context_window_fallbacks: [{\"*\": [a]}, {b: [a]}, {b: [b]}]\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		res, err := litellm.Convert(data, "fuzz.yaml")
 		if err != nil {

@@ -64,9 +64,9 @@ type infoYAML struct {
 
 // routerYAML is what router_settings holds that is mapped.
 type routerYAML struct {
-	RoutingStrategy        string                `yaml:"routing_strategy"`
-	Fallbacks              []map[string][]string `yaml:"fallbacks"`
-	ContextWindowFallbacks []map[string][]string `yaml:"context_window_fallbacks"`
+	RoutingStrategy        string          `yaml:"routing_strategy"`
+	Fallbacks              []fallbackEntry `yaml:"fallbacks"`
+	ContextWindowFallbacks []fallbackEntry `yaml:"context_window_fallbacks"`
 	// DefaultFallbacks are tried after a model_name without fallbacks of its own ("*").
 	DefaultFallbacks []string `yaml:"default_fallbacks"`
 	// MaxFallbacks bounds how deep fallbacks' own fallbacks are followed (LiteLLM: 5).
@@ -83,12 +83,66 @@ type routerYAML struct {
 
 // settingsYAML is what litellm_settings holds that is mapped.
 type settingsYAML struct {
-	Fallbacks              []map[string][]string `yaml:"fallbacks"`
-	ContextWindowFallbacks []map[string][]string `yaml:"context_window_fallbacks"`
-	DefaultFallbacks       []string              `yaml:"default_fallbacks"`
-	ContentPolicyFallbacks yaml.Node             `yaml:"content_policy_fallbacks"`
-	NumRetries             *int                  `yaml:"num_retries"`
-	RequestTimeout         *seconds              `yaml:"request_timeout"`
+	// Fallbacks, ContextWindowFallbacks and DefaultFallbacks are LiteLLM's litellm.fallbacks and
+	// the rest, which its Router reads only when router_settings has none of the kind.
+	Fallbacks              []fallbackEntry `yaml:"fallbacks"`
+	ContextWindowFallbacks []fallbackEntry `yaml:"context_window_fallbacks"`
+	DefaultFallbacks       []string        `yaml:"default_fallbacks"`
+	ContentPolicyFallbacks yaml.Node       `yaml:"content_policy_fallbacks"`
+	// MaxFallbacks is litellm.max_fallbacks, which the Router reads when router_settings has none.
+	MaxFallbacks   *int     `yaml:"max_fallbacks"`
+	NumRetries     *int     `yaml:"num_retries"`
+	RequestTimeout *seconds `yaml:"request_timeout"`
+}
+
+// fallbackEntry is one entry of a LiteLLM fallback list, {"a": ["b", "c"]}, its keys in the
+// order LiteLLM has them: it reads an entry's first key only (list(item.keys())[0]), so which one
+// is first matters, and a decoded map would not say.
+type fallbackEntry struct {
+	line  int        // the entry's line
+	keys  []string   // the model_names, "*" included
+	lists [][]string // each key's fallbacks
+}
+
+func (e *fallbackEntry) UnmarshalYAML(n *yaml.Node) error {
+	var m map[string][]string // checks the kinds, with yaml's own messages; each key's value as LiteLLM has it
+	if err := n.Decode(&m); err != nil {
+		return err
+	}
+	e.line = n.Line
+	for _, k := range pyKeys(n, map[*yaml.Node]bool{}) {
+		if !slices.Contains(e.keys, k) {
+			e.keys, e.lists = append(e.keys, k), append(e.lists, m[k])
+		}
+	}
+	return nil
+}
+
+// pyKeys returns the keys of the mapping n in the order of the dict PyYAML, with which LiteLLM
+// reads its file, makes of it (a key repeated keeps its first place): the keys merge keys bring in
+// first, of a list of merged mappings the last one's first (its flatten_mapping), then n's own.
+// Each mapping is read once, as in mergedKeys, to bound the work of a merge bomb.
+func pyKeys(n *yaml.Node, read map[*yaml.Node]bool) []string {
+	n = resolve(n)
+	if n == nil || n.Kind != yaml.MappingNode || read[n] {
+		return nil
+	}
+	read[n] = true
+	var merged, own []string
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := resolve(n.Content[i]), resolve(n.Content[i+1])
+		switch {
+		case k.Tag != "!!merge":
+			own = append(own, k.Value)
+		case v != nil && v.Kind == yaml.SequenceNode:
+			for j := len(v.Content) - 1; j >= 0; j-- {
+				merged = append(merged, pyKeys(v.Content[j], read)...)
+			}
+		default:
+			merged = append(merged, pyKeys(v, read)...)
+		}
+	}
+	return append(merged, own...)
 }
 
 // aliasYAML is what a model_group_alias name stands for: a model_name, written alone or as
@@ -316,5 +370,6 @@ func quietYAMLError(err error) string {
 		"into int", "where a whole number belongs", "into float64", "where a number belongs",
 		"into string", "where a string belongs", "into []string", "where a list of names belongs",
 		"into map[string][]string", "where a mapping of a name to a list of names belongs",
-		"into []map[string][]string", "where a list of {name: [names]} belongs").Replace(b.String())
+		"into []map[string][]string", "where a list of {name: [names]} belongs",
+		"into []litellm.fallbackEntry", "where a list of {name: [names]} belongs").Replace(b.String())
 }
