@@ -87,3 +87,23 @@ func BenchmarkResponsesStreamEvent(b *testing.B) {
 		})
 	}
 }
+
+// TestResponsesDeltaEventAllocs: a token's chunk through the Responses bridge allocates its text
+// and the text's holder (decodeChunk's, as json.Unmarshal would), nothing more: the delta event
+// is written without a streamEvent, whose pointers escaped to the heap through send's
+// json.Marshal (three allocations), and the chunk's choices are read into the room of the last
+// chunk's (one). Seven allocations an event before.
+func TestResponsesDeltaEventAllocs(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector's instrumentation changes the counts")
+	}
+	for _, c := range []struct{ name, event string }{{"text", bridgeTextEvent}, {"reasoning", bridgeThinkEvent}} {
+		t.Run(c.name, func(t *testing.T) {
+			bw, _ := bridgeStream(t, c.event)
+			event := []byte(c.event)
+			if n := testing.AllocsPerRun(1000, func() { _, _ = bw.Write(event) }); n > 2 {
+				t.Errorf("%.0f allocations an event, want 2 at most", n)
+			}
+		})
+	}
+}

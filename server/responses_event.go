@@ -19,30 +19,56 @@ func appendDeltaEvent(dst []byte, ev *streamEvent) (out []byte, ok bool) {
 		(ev.Logprobs != nil && string(ev.Logprobs) != "[]") {
 		return dst, false
 	}
-	dst = append(dst, `{"type":`...)
-	dst = appendHTMLString(dst, ev.Type)
-	dst = append(dst, `,"sequence_number":`...)
-	dst = strconv.AppendInt(dst, int64(ev.SequenceNumber), 10)
+	d := deltaEvent{typ: ev.Type, seq: ev.SequenceNumber, itemID: ev.ItemID, logprobs: ev.Logprobs != nil}
 	if ev.OutputIndex != nil {
-		dst = append(dst, `,"output_index":`...)
-		dst = strconv.AppendInt(dst, int64(*ev.OutputIndex), 10)
+		d.output, d.hasOutput = *ev.OutputIndex, true
 	}
 	if ev.ContentIndex != nil {
-		dst = append(dst, `,"content_index":`...)
-		dst = strconv.AppendInt(dst, int64(*ev.ContentIndex), 10)
-	}
-	if ev.ItemID != "" {
-		dst = append(dst, `,"item_id":`...)
-		dst = appendHTMLString(dst, ev.ItemID)
+		d.content, d.hasContent = *ev.ContentIndex, true
 	}
 	if ev.Delta != nil {
-		dst = append(dst, `,"delta":`...)
-		dst = appendHTMLString(dst, *ev.Delta)
+		d.delta, d.hasDelta = *ev.Delta, true
 	}
-	if ev.Logprobs != nil {
+	return d.append(dst), true
+}
+
+// deltaEvent is a delta event's members, as appendDeltaEvent reads them from a streamEvent and
+// emitDelta has them: without a streamEvent's pointers, which escape to the heap through
+// json.Marshal in send, three allocations a token.
+type deltaEvent struct {
+	typ                   string
+	seq, output, content  int
+	hasOutput, hasContent bool
+	itemID, delta         string
+	hasDelta, logprobs    bool
+}
+
+// append appends d's JSON as json.Marshal writes the streamEvent it stands for.
+func (d *deltaEvent) append(dst []byte) []byte {
+	dst = append(dst, `{"type":`...)
+	dst = appendHTMLString(dst, d.typ)
+	dst = append(dst, `,"sequence_number":`...)
+	dst = strconv.AppendInt(dst, int64(d.seq), 10)
+	if d.hasOutput {
+		dst = append(dst, `,"output_index":`...)
+		dst = strconv.AppendInt(dst, int64(d.output), 10)
+	}
+	if d.hasContent {
+		dst = append(dst, `,"content_index":`...)
+		dst = strconv.AppendInt(dst, int64(d.content), 10)
+	}
+	if d.itemID != "" {
+		dst = append(dst, `,"item_id":`...)
+		dst = appendHTMLString(dst, d.itemID)
+	}
+	if d.hasDelta {
+		dst = append(dst, `,"delta":`...)
+		dst = appendHTMLString(dst, d.delta)
+	}
+	if d.logprobs {
 		dst = append(dst, `,"logprobs":[]`...)
 	}
-	return append(dst, '}'), true
+	return append(dst, '}')
 }
 
 // appendHTMLString appends s as json.Marshal writes a string, HTML characters escaped.
@@ -65,8 +91,23 @@ func marshalEvent(dst []byte, ev *streamEvent) ([]byte, error) {
 // by walking it (readChunk); any other (tool calls, a message, usage, an error, content parts, a
 // key only encoding/json's case folding would match) goes to json.Unmarshal
 // (FuzzDecodeChunkMatchesUnmarshal).
-func decodeChunk(p []byte) (c chatAnswer, ok bool) {
-	if readChunk(p, &c) {
+func decodeChunk(p []byte) (c chatAnswer, ok bool) { return decodeChunkIn(p, nil) }
+
+// chunkRoom is what a stream's bridge keeps of one chunk for reading the next without
+// allocating (decodeChunkIn): the room of its choices, and its model, which every chunk of a
+// stream repeats.
+type chunkRoom struct {
+	choices []chatChoice
+	model   string
+}
+
+// decodeChunkIn is decodeChunk in room, which may be nil: a chunk's choices array, read by
+// readChunk, is read into room's choices[:0], and a model written as room's model is, without
+// escapes, is that string, so that a stream's bridge that keeps each chunk's room for the next
+// allocates them once (BenchmarkResponsesStreamEvent). What it reads is json.Unmarshal's all
+// the same (FuzzDecodeChunkMatchesUnmarshal).
+func decodeChunkIn(p []byte, room *chunkRoom) (c chatAnswer, ok bool) {
+	if readChunk(p, &c, room) {
 		return c, true
 	}
 	var v chatAnswer
@@ -76,16 +117,26 @@ func decodeChunk(p []byte) (c chatAnswer, ok bool) {
 
 // readChunk fills c from p when p is a well-formed object whose every member it reads as
 // json.Unmarshal would; false sends p to json.Unmarshal, whatever c holds by then.
-func readChunk(p []byte, c *chatAnswer) bool {
+func readChunk(p []byte, c *chatAnswer, room *chunkRoom) bool {
 	return jsonx.Members(p, true, func(name, v []byte) bool {
 		ok := true
 		switch string(name) {
 		case "model":
 			ok = len(v) > 0 && v[0] == '"'
-			if ok {
-				c.Model, ok = jsonx.Unquote(v)
+			if !ok {
+				break
 			}
+			// A literal without escapes that is the last model's bytes is that string: valid
+			// UTF-8 as the string is, it unquotes to itself.
+			if room != nil && room.model != "" && len(v) >= 2 && string(v[1:len(v)-1]) == room.model && bytes.IndexByte(v, '\\') < 0 {
+				c.Model = room.model
+				break
+			}
+			c.Model, ok = jsonx.Unquote(v)
 		case "choices":
+			if c.Choices == nil && room != nil {
+				c.Choices = room.choices[:0]
+			}
 			ok = readChoices(v, &c.Choices)
 		case "usage":
 			ok, c.Usage = string(v) == "null", nil

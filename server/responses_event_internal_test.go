@@ -20,6 +20,7 @@ func FuzzDecodeChunkMatchesUnmarshal(f *testing.F) {
 		`{"choices":[{"index":1.0}]}`, `{"choices":[{"index":"0"}]}`, `{"model":"\ud800\u2028<&>"}`, `{"model":null}`,
 		`{"choices":[{"delta":{"reasoning_content":"a","reasoning_content":null}}]}`, `{"choices":[],"choices":[{}]}`,
 		`{"choices":[{"finish_reason":"stop","finish_reason":null}]} x`, `[DONE]`, `{"choices":[{"message":{"content":"x"}}]}`,
+		`{"model":"m"}`, `{"model":"\n"}`, `{"model":"\u006d"}`, `{"model":"m\\"}`, `{"model":"mm"}`, `{"model":""}`,
 	} {
 		f.Add([]byte(p))
 	}
@@ -32,6 +33,22 @@ func FuzzDecodeChunkMatchesUnmarshal(f *testing.F) {
 		}
 		if diff := cmp.Diff(want, got, cmp.AllowUnexported(chatContent{})); diff != "" {
 			t.Errorf("%q (-json.Unmarshal +decodeChunk):\n%s", p, diff)
+		}
+		// Read again into the room of an earlier chunk's choices, as a stream's bridge reads
+		// each: nothing of the earlier chunk shows.
+		prev, _ := decodeChunk([]byte(`{"model":"m","choices":[{"index":0,"delta":{"content":"old","reasoning_content":"r","tool_calls":[{"index":0}]},` +
+			`"finish_reason":"stop"},{"index":1,"delta":{"refusal":"no"}},{"index":2}]}`))
+		again, ok := decodeChunkIn(p, &chunkRoom{choices: prev.Choices[:0], model: prev.Model})
+		if ok != wantOK {
+			t.Fatalf("%q in an earlier chunk's room: read %v, json.Unmarshal %v", p, ok, wantOK)
+		}
+		if diff := cmp.Diff(want, again, cmp.AllowUnexported(chatContent{})); diff != "" {
+			t.Errorf("%q in an earlier chunk's room (-json.Unmarshal +decodeChunkIn):\n%s", p, diff)
+		}
+		// A last model with a backslash in it is not what the same bytes, an escape, read as.
+		again, _ = decodeChunkIn(p, &chunkRoom{model: `\n`})
+		if diff := cmp.Diff(want, again, cmp.AllowUnexported(chatContent{})); diff != "" {
+			t.Errorf("%q after a model with a backslash (-json.Unmarshal +decodeChunkIn):\n%s", p, diff)
 		}
 	})
 }

@@ -26,6 +26,7 @@ import (
 // chat answer's length.
 type responsesWriter struct {
 	w       http.ResponseWriter
+	room    chunkRoom // kept from a stream's last chunk for reading the next (decodeChunkIn)
 	created int64
 	model   string // the client's model, until an answer names the one that served
 	stream  bool   // the client asked for a stream
@@ -767,16 +768,41 @@ func (b *responsesWriter) emit(ev streamEvent) {
 // (maxEventData): then it writes nothing and reports false.
 func (b *responsesWriter) send(ev streamEvent) bool {
 	ev.SequenceNumber = b.seq
-	// The event is written after its head in a buffer kept for the next: a Writer does not
-	// keep what it is given.
-	out := append(append(append(b.out[:0], "event: "...), ev.Type...), '\n')
-	out = append(out, sseData...)
-	head := len(out)
+	out, head := b.eventHead(ev.Type)
 	out, err := marshalEvent(out, &ev)
 	if err != nil {
 		b.werr = err
 		return true
 	}
+	return b.eventEnd(out, head)
+}
+
+// emitDelta is emit for the delta event of a token, of type typ, to the content part at content
+// of the output item open (b.at), whose id is itemID: written as a streamEvent of those members
+// would be (with logprobs, an empty list), without making one.
+func (b *responsesWriter) emitDelta(typ string, content int, itemID, delta string, logprobs bool) {
+	if b.werr != nil || b.overLong {
+		return
+	}
+	d := deltaEvent{typ: typ, seq: b.seq, output: b.at, content: content, hasOutput: true, hasContent: true,
+		itemID: itemID, delta: delta, hasDelta: true, logprobs: logprobs}
+	out, head := b.eventHead(typ)
+	if !b.eventEnd(d.append(out), head) {
+		b.tooLong(typ)
+	}
+}
+
+// eventHead begins an event of type typ in the buffer kept for the next (a Writer does not keep
+// what it is given): its event line and "data: ", which the data follows from head.
+func (b *responsesWriter) eventHead(typ string) (out []byte, head int) {
+	out = append(append(append(b.out[:0], "event: "...), typ...), '\n')
+	out = append(out, sseData...)
+	return out, len(out)
+}
+
+// eventEnd writes out, an event whose data begins at head, numbered, unless its data line would
+// be longer than a client reads (maxEventData): then it writes nothing and reports false.
+func (b *responsesWriter) eventEnd(out []byte, head int) bool {
 	if len(out)-head > maxEventData {
 		return false
 	}
@@ -788,6 +814,10 @@ func (b *responsesWriter) send(ev streamEvent) bool {
 	_, b.werr = b.w.Write(out)
 	return true
 }
+
+// maxKeptChoices is the most choices a stream's bridge keeps room for: an upstream that answers
+// more than asked (its own default n) sends a few; a chunk of thousands is not kept.
+const maxKeptChoices = 8
 
 // maxPooledEvent is the most a Responses stream keeps of its event buffer for the next event: a
 // response.completed that repeated a long answer is not kept for the deltas of the next.
@@ -826,7 +856,13 @@ func (b *responsesWriter) onChunk(p []byte) {
 	done := string(p) == "[DONE]"
 	known := false
 	if !done {
-		c, known = decodeChunk(p)
+		c, known = decodeChunkIn(p, &b.room)
+		if cap(c.Choices) > cap(b.room.choices) && cap(c.Choices) <= maxKeptChoices {
+			b.room.choices = c.Choices[:0]
+		}
+		if c.Model != "" {
+			b.room.model = c.Model
+		}
 	}
 	if !b.started {
 		// Opened with the first event, which names the model that serves, as every event after
@@ -962,8 +998,7 @@ func (b *responsesWriter) streamThinking(d string) {
 			ItemID: b.think.ID, Part: reasoningText{Type: "reasoning_text"}})
 	}
 	b.thought.WriteString(d)
-	b.emit(streamEvent{Type: "response.reasoning_text.delta", OutputIndex: ptr(b.at), ContentIndex: ptr(0),
-		ItemID: b.think.ID, Delta: &d})
+	b.emitDelta("response.reasoning_text.delta", 0, b.think.ID, d, false)
 }
 
 // closeThinking closes the open reasoning item.
@@ -1026,12 +1061,10 @@ func (b *responsesWriter) streamPart(refusal bool, d string) {
 	p, i := b.part(refusal)
 	p.text.WriteString(d)
 	if refusal {
-		b.emit(streamEvent{Type: "response.refusal.delta", OutputIndex: ptr(b.at), ContentIndex: ptr(i),
-			ItemID: b.msg.ID, Delta: &d})
+		b.emitDelta("response.refusal.delta", i, b.msg.ID, d, false)
 		return
 	}
-	b.emit(streamEvent{Type: "response.output_text.delta", OutputIndex: ptr(b.at), ContentIndex: ptr(i),
-		ItemID: b.msg.ID, Delta: &d, Logprobs: emptyList})
+	b.emitDelta("response.output_text.delta", i, b.msg.ID, d, true)
 }
 
 // closeMessage closes the open message item: each part's done events, then the item's.
