@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"testing"
 	"time"
@@ -52,7 +53,8 @@ func codedErrHandler(t *testing.T, coding string, status int, body string, hdr .
 // context_length_exceeded with the upstream's words; a 401's and an Ollama 404's message reach
 // the client; a 429's wait is read from its body. Each was a bare "answered 400 Bad Request, its
 // body in Content-Encoding gzip": the overflow ended the chain as a request error, and every
-// message was lost.
+// message was lost. Ollama's 400 saying its model cannot serve the request moves the chain on as
+// plain, where it ended it.
 func TestCodedErrorSDK(t *testing.T) {
 	const overflow = "This model's maximum context length is 4096 tokens. However, you requested 5000 tokens (4900 in the messages, 100 in the completion). Please reduce the length of the messages or completion."
 	vllmOverflow := fmt.Sprintf(`{"object":"error","message":%q,"type":"BadRequestError","param":null,"code":400}`, overflow)
@@ -73,6 +75,7 @@ func TestCodedErrorSDK(t *testing.T) {
 		name  string
 		onlyA bool // the route is a alone
 		kind  func(*fake) string
+		kindB func(*fake) string // b's, when not kind's
 		a, b  func(g *gateway) http.HandlerFunc
 		want  want
 	}{
@@ -99,6 +102,12 @@ func TestCodedErrorSDK(t *testing.T) {
 				return codedErrHandler(t, "gzip", 404, fmt.Sprintf(`{"error":%q}`, missing))
 			},
 			want: want{status: 404, typ: "invalid_request_error", message: missing, chain: "a"}},
+		{name: "Ollama's model cannot moves on", kind: ollama, kindB: openAI,
+			a: func(*gateway) http.HandlerFunc {
+				return codedErrHandler(t, "gzip", 400, `{"error":"\"llama9\" does not support chat"}`)
+			},
+			b:    func(*gateway) http.HandlerFunc { return okHandler("b") },
+			want: want{status: 200, content: "hello from b", chain: "a→b (served by b)"}},
 	}
 	for _, tt := range tests {
 		for _, stream := range []bool{false, true} {
@@ -108,7 +117,11 @@ func TestCodedErrorSDK(t *testing.T) {
 				if tt.onlyA {
 					route = "[routes.r]\ntargets = [\"a\"]\n"
 				}
-				g := newGateway(t, tt.kind(a)+tt.kind(b)+route, nil)
+				kindB := tt.kind
+				if tt.kindB != nil {
+					kindB = tt.kindB
+				}
+				g := newGateway(t, tt.kind(a)+kindB(b)+route, nil)
 				a.set(tt.a(g))
 				if tt.b != nil {
 					b.set(tt.b(g))
@@ -149,5 +162,40 @@ func TestCodedErrorSDK(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestCodedStreamOptionsRefusal: a strict server's 400 refusing the stream_options the gateway
+// added, in gzip, has the request sent again without them, as the plain 400 has
+// (TestStreamUsageRefusedOptions): the client's stream is served. It was the client's 400, its
+// words unread.
+func TestCodedStreamOptionsRefusal(t *testing.T) {
+	up := newFake(t, "up")
+	refuse := codedErrHandler(t, "gzip", 400, `{"error":{"message":"Unrecognized request argument supplied: stream_options","type":"invalid_request_error"}}`)
+	up.set(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		if bytes.Contains(b, []byte(`"stream_options"`)) {
+			refuse(w, r)
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(b))
+		okHandler("up")(w, r)
+	})
+	g := newGateway(t, usageKeyConfig(1000, target("up", up.url(), "private")), nil)
+	c := sdkClient(g, "hk-k")
+	st := c.Chat.Completions.NewStreaming(context.Background(), openai.ChatCompletionNewParams{Model: "r",
+		Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("hello")}})
+	var acc openai.ChatCompletionAccumulator
+	for st.Next() {
+		acc.AddChunk(st.Current())
+	}
+	if err := st.Err(); err != nil {
+		t.Fatalf("stream: %v", err)
+	}
+	if len(acc.Choices) != 1 || acc.Choices[0].Message.Content != "hello from up" {
+		t.Errorf("accumulated %+v", acc.Choices)
+	}
+	if n := up.hits.Load(); n != 2 {
+		t.Errorf("upstream got %d requests, want 2: with stream_options, then without", n)
 	}
 }
