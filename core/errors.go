@@ -22,9 +22,10 @@ type StatusError struct {
 	LimitReset time.Duration
 	Header     http.Header // the upstream's response headers
 	Body       []byte      // the raw body, capped
-	// Coding is the body's Content-Encoding (gzip…) when it came coded, which the gateway asked
-	// not to get and does not decode: Body is then empty and Message, Type, Code and Param say
-	// nothing, and the client is told the body was coded. "" for a body as it was.
+	// Coding is the body's Content-Encoding (br…) when it came coded and was not decoded (a
+	// coding other than gzip, x-gzip or deflate, or a body that does not decode): Body is then
+	// empty and Message, Type, Code and Param say nothing, and the client is told the body was
+	// coded. "" for a body as it was, or decoded (Body then holds the decoded bytes).
 	Coding string
 }
 

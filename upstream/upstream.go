@@ -613,10 +613,11 @@ func checkAnswer(ctx context.Context, t *core.Target, resp *http.Response, err e
 	}
 	if ce, ok := resp.Header["Content-Encoding"]; ok && !identityCoded(ce) {
 		// Every request says Accept-Encoding: identity, since without the field a server may pick
-		// any coding (RFC 9110 §12.5.3), and nothing here decodes one. Read as it came, a gzipped
-		// whole answer failed as "not JSON" quoting the compressed bytes to the client, and a
-		// stream as one closed early (TestCodedAnswerRefused). The body is left unread, so the
-		// connection is closed, not reused.
+		// any coding (RFC 9110 §12.5.3), and no 2xx answer is decoded (an error's body is, in
+		// statusError): the readers of answers and streams stay as they are. Read as it came, a
+		// gzipped whole answer failed as "not JSON" quoting the compressed bytes to the client,
+		// and a stream as one closed early (TestCodedAnswerRefused). The body is left unread, so
+		// the connection is closed, not reused.
 		coding := strings.Join(ce, ", ")
 		_ = resp.Body.Close()
 		return nil, &core.ProtocolError{Target: t.Name, Err: &CodedAnswerError{Coding: coding}}
