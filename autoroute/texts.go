@@ -1,6 +1,7 @@
 package autoroute
 
 import (
+	"bytes"
 	"encoding/binary"
 	"encoding/json"
 	"strings"
@@ -202,24 +203,31 @@ func content(dst []byte, raw json.RawMessage) (text []byte, inPlace bool, out []
 }
 
 // plainPrefix is the length of body's run of bytes that need no unquoting: up to the first
-// control character, quote or backslash.
+// control character, quote or backslash. The quote and the backslash are found by the runtime's
+// vector search, most texts having neither, and only the bytes before them are tested for a
+// control character, eight at a time: one test a word where a test of all three took three.
+// A kept system prompt's 16 KiB were a third of what its request cost: BenchmarkRouteLongSystem's
+// "kept" 135,589 → 97,578 instructions (cachegrind). TestPlainPrefix holds it to a
+// byte-at-a-time reading.
 func plainPrefix(body []byte) int {
-	i := 0
-	for i+8 <= len(body) && !special(binary.LittleEndian.Uint64(body[i:])) {
-		i += 8
+	end := len(body)
+	if q := bytes.IndexByte(body, '"'); q >= 0 {
+		end = q
 	}
-	for i < len(body) && body[i] >= 0x20 && body[i] != '"' && body[i] != '\\' {
+	if b := bytes.IndexByte(body[:end], '\\'); b >= 0 {
+		end = b
+	}
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	t, i := body[:end], 0
+	for ; i < len(t)-7; i += 8 {
+		if x := binary.LittleEndian.Uint64(t[i : i+8]); (x-ones*0x20)&^x&highs != 0 {
+			break // a byte below 0x20 in this word
+		}
+	}
+	for i < len(t) && t[i] >= 0x20 {
 		i++
 	}
 	return i
-}
-
-// special reports whether any byte of x is below 0x20, a quote or a backslash.
-func special(x uint64) bool {
-	const ones, highs = 0x0101010101010101, 0x8080808080808080
-	quote := x ^ (ones * '"')
-	slash := x ^ (ones * '\\')
-	return ((x-ones*0x20)&^x|(quote-ones)&^quote|(slash-ones)&^slash)&highs != 0
 }
 
 // unquoteFrom appends the text of a literal's body, of which body[:k] needs no unquoting, as

@@ -3,6 +3,7 @@ package autoroute
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -187,6 +188,36 @@ func TestRouteMessagesAllocations(t *testing.T) {
 		c.RouteMessages(msgs, "") // warm the pool
 		if n := testing.AllocsPerRun(20, func() { c.RouteMessages(msgs, "") }); n != 0 {
 			t.Errorf("chat %d: RouteMessages allocates %.0f times per call, want none", i, n)
+		}
+	}
+}
+
+// TestPlainPrefix holds plainPrefix to a byte-at-a-time reading: the run before the first
+// control character, quote or backslash, each of them at every offset of the first words and
+// after a long plain run, with two-byte runes and bytes above 0x7f about them.
+func TestPlainPrefix(t *testing.T) {
+	want := func(b []byte) int {
+		for i, c := range b {
+			if c < 0x20 || c == '"' || c == '\\' {
+				return i
+			}
+		}
+		return len(b)
+	}
+	for _, base := range []string{"", "plain ascii text, ", "نص عربي \xff\x80~\x7f", strings.Repeat("word ", 40)} {
+		for _, sp := range []byte{0, '\n', 0x1f, '"', '\\', ' ', 0x7f, 0xc3} {
+			for at := 0; at <= len(base)+17; at++ {
+				b := []byte(base + strings.Repeat("x", 17))
+				if at < len(b) {
+					b[at] = sp
+				}
+				for _, tail := range []string{"", "\"", "\\n", "\x01"} {
+					c := append(append([]byte{}, b...), tail...)
+					if got, w := plainPrefix(c), want(c); got != w {
+						t.Fatalf("plainPrefix(%q) = %d, want %d", c, got, w)
+					}
+				}
+			}
 		}
 	}
 }
