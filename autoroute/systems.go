@@ -17,25 +17,32 @@ import (
 // then the system prompt's, whose tokens, hits and negation cues are the same wherever they
 // start (TestSystemsSameDecisions holds every path to a classifier that keeps nothing).
 //
-// The cache is direct-mapped: a prompt has one slot, by a hash of its text and its partition,
-// and an entry is replaced, never changed, so readers need no lock. A prompt is kept the second
-// time its slot sees it running, not the first: a system prompt written afresh for each request
-// (one with the date or a user's name in it) costs a hash and nothing more. Entries are kept per
+// The cache is two-way set-associative: a prompt has one set of two entries, by a hash of its
+// text and its partition, and an entry is replaced, never changed, so readers need no lock. A
+// prompt is kept the second time its set sees it miss, not the first: a system prompt written
+// afresh for each request (one with the date or a user's name in it) costs a hash and nothing
+// more. A set remembers the last two prompts that missed, so that two applications whose prompts
+// share a set and take turns are both kept (TestSystemsKeepTwoInASet). Entries are kept per
 // partition, the server's API key (RouteMessagesFor): a client whose "auto" request came back
 // sooner would otherwise learn that another key had just sent the same system prompt.
 type systems struct {
-	seed  maphash.Seed
-	slots [systemSlots]systemSlot
+	seed maphash.Seed
+	sets [systemSets]systemSet
 }
 
-type systemSlot struct {
-	entry atomic.Pointer[systemPart]
-	seen  atomic.Uint64 // the hash of the last prompt that missed here, kept on its next miss
+// systemSet is one set: two entries and the hashes of the last two prompts that missed in it,
+// each pair replaced in turn, the older first.
+type systemSet struct {
+	ways     [2]atomic.Pointer[systemPart]
+	seen     [2]atomic.Uint64
+	nextWay  atomic.Uint32
+	nextSeen atomic.Uint32
 }
 
 // systemPart is what resolve and match made of one system prompt, counted from its own start:
 // toks' clauses from its first clause, hits' and cues' words from its first word.
 type systemPart struct {
+	h             uint64
 	part          uint64
 	text          string
 	toks          []tok
@@ -46,10 +53,10 @@ type systemPart struct {
 }
 
 const (
-	// systemSlots is how many system prompts are kept: a gateway's applications, each with its
-	// own, are seldom more. A full cache holds at most systemSlots × maxSystemBytes of text, and
-	// its tokens and hits take about twice as much again: 6 MB.
-	systemSlots = 32
+	// systemSets × 2 is how many system prompts are kept: a gateway's applications, each with
+	// its own, are seldom more. A full cache holds at most 32 × maxSystemBytes of text, and its
+	// tokens and hits take about twice as much again: 6 MB.
+	systemSets = 16
 	// minSystemBytes is the shortest system prompt kept: a shorter one costs less to read than
 	// an entry is worth ("You are a helpful assistant." is about 2,000 instructions).
 	minSystemBytes = 256
@@ -57,33 +64,39 @@ const (
 	maxSystemBytes = 64 << 10
 )
 
-// key is a system prompt's hash within its partition, and its slot.
-func (y *systems) key(part uint64, text string) (h uint64, slot *systemSlot) {
+// key is a system prompt's hash within its partition, and its set.
+func (y *systems) key(part uint64, text string) (h uint64, set *systemSet) {
 	h = maphash.String(y.seed, text) ^ part*0x9E3779B97F4A7C15
-	return h, &y.slots[h%systemSlots]
+	return h, &y.sets[h%systemSets]
 }
 
 // lookup is the entry for text in part, or nil.
 func (y *systems) lookup(part uint64, text string) (h uint64, e *systemPart) {
-	h, sl := y.key(part, text)
-	if e := sl.entry.Load(); e != nil && e.part == part && e.text == text {
-		return h, e
+	h, set := y.key(part, text)
+	for w := range set.ways {
+		if e := set.ways[w].Load(); e != nil && e.h == h && e.part == part && e.text == text {
+			return h, e
+		}
 	}
 	return h, nil
 }
 
-// missed says whether a prompt that missed with hash h should be kept now: it is its slot's
-// second miss in a row.
+// missed says whether a prompt that missed with hash h should be kept now: it is one of the
+// last two its set saw miss. Otherwise it is remembered in place of the older of them.
 func (y *systems) missed(h uint64) bool {
-	sl := &y.slots[h%systemSlots]
-	return sl.seen.Swap(h) == h
+	set := &y.sets[h%systemSets]
+	if set.seen[0].Load() == h || set.seen[1].Load() == h {
+		return true
+	}
+	set.seen[set.nextSeen.Add(1)&1].Store(h)
+	return false
 }
 
 // keep stores what s holds of a system prompt, from its first token first (the break after the
 // user turn is at first-1) and its first clause clause0: copies, since s goes back to the pool
 // and text may lie in the request.
 func (y *systems) keep(h, part uint64, text string, s *scratch, first int32, hits, negs int, clause0 int32, arabic, latin int) {
-	e := &systemPart{part: part, text: strings.Clone(text), clauses: s.clause - clause0, arabic: arabic, latin: latin}
+	e := &systemPart{h: h, part: part, text: strings.Clone(text), clauses: s.clause - clause0, arabic: arabic, latin: latin}
 	e.toks = slices.Clone(s.toks[first:])
 	for k := range e.toks {
 		e.toks[k].clause -= clause0
@@ -98,7 +111,8 @@ func (y *systems) keep(h, part uint64, text string, s *scratch, first int32, hit
 		e.negs[k].end -= first
 		e.negs[k].clause -= clause0
 	}
-	y.slots[h%systemSlots].entry.Store(e)
+	set := &y.sets[h%systemSets]
+	set.ways[set.nextWay.Add(1)&1].Store(e) // the older of the two, or an empty way
 }
 
 // use appends e's tokens, hits and cues to s, whose user turn and break take s.toks so far.

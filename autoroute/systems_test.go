@@ -82,7 +82,7 @@ func TestSystemsSameDecisions(t *testing.T) {
 }
 
 // TestSystemsKeepPerPartition: a system prompt kept for one partition (an API key) is not found
-// for another, and a prompt is kept on its slot's second miss in a row, not its first.
+// for another, and a prompt is kept on its set's second miss for it, not its first.
 func TestSystemsKeepPerPartition(t *testing.T) {
 	c := newDefault(t)
 	system := strings.Repeat("You are a careful reviewer of our web application's code. ", 8)
@@ -171,4 +171,44 @@ func FuzzSystemsKept(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestSystemsKeepTwoInASet: two system prompts that share a set and take turns, as two
+// applications' requests do, are both kept, on each one's second miss; a third that shares it
+// takes the older one's place.
+func TestSystemsKeepTwoInASet(t *testing.T) {
+	c := newDefault(t)
+	base := strings.Repeat("You are the assistant of our team's application; answer briefly. ", 5)
+	var same []string
+	_, first := c.systems.key(0, base+"0")
+	for i := 0; len(same) < 3; i++ {
+		text := base + fmt.Sprint(i)
+		if _, set := c.systems.key(0, text); set == first {
+			same = append(same, text)
+		}
+	}
+	chat := func(system string) []core.Message {
+		return []core.Message{{Role: "system", Content: []byte(`"` + system + `"`)}, {Role: "user", Content: []byte(`"hi"`)}}
+	}
+	kept := func() (k [3]bool) {
+		for i, text := range same {
+			k[i] = c.KeepsSystem(0, text)
+		}
+		return k
+	}
+	a, b, third := same[0], same[1], same[2]
+	for i, step := range []struct {
+		system string
+		want   [3]bool
+	}{
+		{a, [3]bool{}}, {b, [3]bool{}}, // each one's first miss: remembered
+		{a, [3]bool{true, false, false}}, {b, [3]bool{true, true, false}}, // the second: kept, both
+		{a, [3]bool{true, true, false}}, {third, [3]bool{true, true, false}},
+		{third, [3]bool{false, true, true}}, // in place of the older, a
+	} {
+		c.RouteMessagesFor(0, chat(step.system), "")
+		if got := kept(); got != step.want {
+			t.Fatalf("after request %d: kept %v, want %v", i, got, step.want)
+		}
+	}
 }
