@@ -152,9 +152,11 @@ func (r connReader) Read(p []byte) (int, error) {
 	return c.nc.Read(p)
 }
 
-// stopHead ends the wait for the rest of a head, for Shutdown, once the caller has moved the
-// connection from stateHead to stateClosing: a deadline that has passed ends the read under way,
-// and connReader refuses the next one; the connection's goroutine then ends it.
+// stopHead ends the wait for the rest of a head, for Shutdown or to make room at the cap, once
+// the caller has moved the connection from stateHead to stateClosing: a deadline that has passed
+// ends the read under way, and connReader refuses the next one. The connection's goroutine then
+// ends it, or serves its head if that came whole (keepHead): closing the socket from here would
+// drop a request whose head the goroutine had just read.
 func (c *conn) stopHead() {
 	_ = c.nc.SetReadDeadline(aLongTimeAgo)
 }
@@ -308,8 +310,15 @@ func (c *conn) serve() {
 			// armRead, seeing rdlHead, would keep this one (passed by then) instead.
 			c.have = rdlOther
 		}
+		if s.headRead != nil {
+			s.headRead(c)
+		}
 		if !c.state.CompareAndSwap(stateHead, stateActive) {
-			return // closed to make room, or stopped by Shutdown, while its head stalled
+			// Stopped to make room, or by Shutdown, while its head stalled (stopHead).
+			if !s.keepHead(c, perr) {
+				return
+			}
+			c.have = rdlOther // the stop's past deadline is on the socket: armRead replaces it
 		}
 		if perr != nil {
 			c.reject(perr)

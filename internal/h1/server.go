@@ -92,6 +92,9 @@ type Server struct {
 	// lookedForIdle is a test's hook: an accept loop at the cap has looked for an idle
 	// connection to close (s.mu held).
 	lookedForIdle func()
+	// headRead is a test's hook: the connection has read a head (or failed to), and has not yet
+	// moved on from stateHead.
+	headRead func(*conn)
 
 	inShutdown atomic.Bool
 	epoch      time.Time // for now: a monotonic clock in an int64
