@@ -43,7 +43,7 @@ const (
 // connection (see stateBody).
 var errStopped = errors.New("h1: the server stopped before the request body arrived")
 
-// errHeadStopped fails the read of a head that stopHead stopped.
+// errHeadStopped fails the read of a head that stopHead stopped, once the socket holds no more.
 var errHeadStopped = errors.New("h1: the server stopped waiting for the rest of the request head")
 
 // conn is one client connection. Its goroutine reads a request, runs the handler and writes
@@ -147,14 +147,19 @@ func (r connReader) Read(p []byte) (int, error) {
 		// stopHead stopped the head. Looked at after armRead's deadline, not before: stopHead's
 		// past deadline, put on the socket after its CompareAndSwap, then comes after armRead's
 		// too, and the read below cannot wait.
-		return 0, errHeadStopped
+		return c.lastLook(p)
 	}
-	return c.nc.Read(p)
+	n, err := c.nc.Read(p)
+	if err != nil && c.phase == rdlHead && c.state.Load() == stateClosing {
+		return c.lastLook(p) // the stop's deadline ended the read, maybe with the head's rest there
+	}
+	return n, err
 }
 
 // stopHead ends the wait for the rest of a head, for Shutdown or to make room at the cap, once
 // the caller has moved the connection from stateHead to stateClosing: a deadline that has passed
-// ends the read under way, and connReader refuses the next one. The connection's goroutine then
+// ends the read under way, and from then on connReader takes only what the socket already holds
+// (lastLook), never waiting. The connection's goroutine then
 // ends it, or serves its head if that came whole (keepHead): closing the socket from here would
 // drop a request whose head the goroutine had just read.
 func (c *conn) stopHead() {
