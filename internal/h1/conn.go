@@ -159,9 +159,9 @@ func (r connReader) Read(p []byte) (int, error) {
 // stopHead ends the wait for the rest of a head, for Shutdown or to make room at the cap, once
 // the caller has moved the connection from stateHead to stateClosing: a deadline that has passed
 // ends the read under way, and from then on connReader takes only what the socket already holds
-// (lastLook), never waiting. The connection's goroutine then
-// ends it, or serves its head if that came whole (keepHead): closing the socket from here would
-// drop a request whose head the goroutine had just read.
+// (lastLook), never waiting. The connection's goroutine then ends it, or serves its head if that
+// came whole (keepHead): closing the socket from here would drop a request whose head the
+// goroutine had just read.
 func (c *conn) stopHead() {
 	_ = c.nc.SetReadDeadline(aLongTimeAgo)
 }

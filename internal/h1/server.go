@@ -203,7 +203,8 @@ func (s *Server) Serve(ln net.Listener) error {
 // request whose handler is waiting for the rest of its body, and has begun no answer, is not
 // under way: its connection is closed as an idle one is, and the handler's read fails. Nor is
 // a head whose rest the connection has waited for longer than headGrace (stateHead): it is
-// closed as soon as Shutdown sees it there, while Shutdown waits for the others.
+// closed as soon as Shutdown sees it there, while Shutdown waits for the others, unless the rest
+// has reached it by then (keepHead): that request is under way, and answered.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.inShutdown.Store(true)
 	s.closeListeners()
