@@ -34,13 +34,17 @@ const (
 	// head longer than headGrace is closed to make room once no idle one is left
 	// (closeOldestIdle): a client that sent part of a head and then nothing (slowloris) held its
 	// slot for the whole ReadHeaderTimeout, and a gateway at its cap served no one meanwhile
-	// (TestConnLimitClosesStalledHeadForNewConnection).
+	// (TestConnLimitClosesStalledHeadForNewConnection). Shutdown closes it once it has waited so
+	// for headGrace (TestShutdownClosesStalledHead).
 	stateHead
 )
 
 // errStopped fails a handler's read of a body that had not arrived when Shutdown closed its
 // connection (see stateBody).
 var errStopped = errors.New("h1: the server stopped before the request body arrived")
+
+// errHeadStopped fails the read of a head that stopHead stopped, once the socket holds no more.
+var errHeadStopped = errors.New("h1: the server stopped waiting for the rest of the request head")
 
 // conn is one client connection. Its goroutine reads a request, runs the handler and writes
 // the answer, in turn; the watcher (watch) is the only other goroutine that reads it.
@@ -139,7 +143,27 @@ func (r connReader) Read(p []byte) (int, error) {
 	if c.inBody {
 		return c.readBody(p)
 	}
-	return c.nc.Read(p)
+	if c.phase == rdlHead && c.state.Load() == stateClosing {
+		// stopHead stopped the head. Looked at after armRead's deadline, not before: stopHead's
+		// past deadline, put on the socket after its CompareAndSwap, then comes after armRead's
+		// too, and the read below cannot wait.
+		return c.lastLook(p)
+	}
+	n, err := c.nc.Read(p)
+	if err != nil && c.phase == rdlHead && c.state.Load() == stateClosing {
+		return c.lastLook(p) // the stop's deadline ended the read, maybe with the head's rest there
+	}
+	return n, err
+}
+
+// stopHead ends the wait for the rest of a head, for Shutdown or to make room at the cap, once
+// the caller has moved the connection from stateHead to stateClosing: a deadline that has passed
+// ends the read under way, and from then on connReader takes only what the socket already holds
+// (lastLook), never waiting. The connection's goroutine then ends it, or serves its head if that
+// came whole (keepHead): closing the socket from here would drop a request whose head the
+// goroutine had just read.
+func (c *conn) stopHead() {
+	_ = c.nc.SetReadDeadline(aLongTimeAgo)
 }
 
 // readBody reads the socket for the handler's read of a body, its answer not begun: for the
@@ -291,8 +315,15 @@ func (c *conn) serve() {
 			// armRead, seeing rdlHead, would keep this one (passed by then) instead.
 			c.have = rdlOther
 		}
+		if s.headRead != nil {
+			s.headRead(c)
+		}
 		if !c.state.CompareAndSwap(stateHead, stateActive) {
-			return // closed to make room while its head stalled (closeOldestIdle)
+			// Stopped to make room, or by Shutdown, while its head stalled (stopHead).
+			if !s.keepHead(c, perr) {
+				return
+			}
+			c.have = rdlOther // the stop's past deadline is on the socket: armRead replaces it
 		}
 		if perr != nil {
 			c.reject(perr)

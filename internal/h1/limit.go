@@ -214,8 +214,9 @@ const headGrace = time.Second
 // those still in their grace passes it (0: none is), for the accept loop to look again then.
 // s.mu is held. The socket is closed on a goroutine of its own: a TLS connection's Close writes
 // a close_notify alert first, which waits up to 5 s for a client that stopped reading, and
-// neither the accept loop nor s.mu may wait for that. One such close is under way at a time
-// (making).
+// neither the accept loop nor s.mu may wait for that. A connection stalled in its head is
+// stopped rather than closed (stopHead): its goroutine closes it, or serves its head if that came
+// whole meanwhile (keepHead). One such close is under way at a time (making).
 func (s *Server) closeOldestIdle() (later time.Duration) {
 	if s.making > 0 {
 		return 0
@@ -258,9 +259,42 @@ func (s *Server) closeOldestIdle() (later time.Duration) {
 	}
 	oldest.madeRoom = true
 	s.making++
+	if from == stateHead {
+		// Stopped, not closed: a head that came whole meanwhile is served, and the connection
+		// taken back (keepHead); one that did not is counted and closed by its goroutine.
+		oldest.stopHead()
+		return 0
+	}
 	s.Conns.count(countIdleClosed)
 	go oldest.nc.Close()
 	return 0
+}
+
+// keepHead decides for a connection whose head stopHead stopped (closeOldestIdle, or Shutdown's
+// closeIdle) once its goroutine's read of that head has ended: a head that came whole is a
+// request in the server's hands, which the client may not send again (a chat POST is not
+// idempotent), so it is served (perr nil, or a parseError, answered by reject) and the
+// connection taken back from the stop, which makes its room with another, or waits for this one
+// under Shutdown (TestStoppedHeadThatCameWholeIsServed); it was dropped unanswered. A head that
+// is not whole reports false, and the connection ends, counted then when it was closed to make
+// room.
+func (s *Server) keepHead(c *conn, perr error) bool {
+	var pe *parseError
+	whole := perr == nil || errors.As(perr, &pe)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !whole || !c.state.CompareAndSwap(stateClosing, stateActive) {
+		if c.madeRoom {
+			s.Conns.count(countIdleClosed)
+		}
+		return false
+	}
+	if c.madeRoom {
+		c.madeRoom = false
+		s.making--
+		s.roomMade() // the accept loop looks again
+	}
+	return true
 }
 
 // roomMade wakes the accept loops waiting for room. s.mu is held.

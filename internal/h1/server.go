@@ -92,6 +92,9 @@ type Server struct {
 	// lookedForIdle is a test's hook: an accept loop at the cap has looked for an idle
 	// connection to close (s.mu held).
 	lookedForIdle func()
+	// headRead is a test's hook: the connection has read a head (or failed to), and has not yet
+	// moved on from stateHead.
+	headRead func(*conn)
 
 	inShutdown atomic.Bool
 	epoch      time.Time // for now: a monotonic clock in an int64
@@ -198,7 +201,10 @@ func (s *Server) Serve(ln net.Listener) error {
 // Shutdown stops accepting, closes idle connections, and waits until every request under way
 // has been answered or ctx ends (then it returns ctx's error and leaves the rest to Close). A
 // request whose handler is waiting for the rest of its body, and has begun no answer, is not
-// under way: its connection is closed as an idle one is, and the handler's read fails.
+// under way: its connection is closed as an idle one is, and the handler's read fails. Nor is
+// a head whose rest the connection has waited for longer than headGrace (stateHead): it is
+// closed as soon as Shutdown sees it there, while Shutdown waits for the others, unless the rest
+// has reached it by then (keepHead): that request is under way, and answered.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.inShutdown.Store(true)
 	s.closeListeners()
@@ -308,8 +314,11 @@ func (s *Server) closeListeners() {
 
 // closeIdle closes the connections waiting for a request, and those whose handler waits for the
 // rest of a body before it has begun an answer (stateBody), ends the drain of those whose answer
-// is out (stateDrain), and reports whether none is left.
+// is out (stateDrain), stops those that have waited for the rest of a head past headGrace
+// (stateHead), and reports whether none is left. Shutdown calls it until then, so a head that
+// stalls once Shutdown has begun is stopped once its grace has passed.
 func (s *Server) closeIdle() bool {
+	now := s.now()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for c := range s.conns {
@@ -319,6 +328,12 @@ func (s *Server) closeIdle() bool {
 			// Its answer is out: the drain's read ends now, and the connection with the
 			// lingering close that keeps the answer from being reset (conn.linger).
 			_ = c.nc.SetReadDeadline(aLongTimeAgo)
+		} else if at := c.headAt.Load(); at != 0 && now-at >= int64(headGrace) &&
+			c.state.CompareAndSwap(stateHead, stateClosing) {
+			// No request has begun on it: a client that sent part of a head and then nothing held
+			// a stop for the whole ReadHeaderTimeout (TestShutdownClosesStalledHead). One still in
+			// its grace is let finish its head, and its request is answered.
+			c.stopHead()
 		}
 	}
 	return len(s.conns) == 0
