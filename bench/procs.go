@@ -183,12 +183,28 @@ func freeAddr() (string, error) {
 	return ln.Addr().String(), nil
 }
 
-// waitReady polls url until it answers 200, the child exits, or 15 s pass.
+// waitReady polls url until the child listens on its address and it answers 200, the child
+// exits, or 15 s pass. The address freeAddr found free may be taken by another program (a test
+// suite's server) before the child binds it, slowly under valgrind: its answers then passed for
+// the child's, and a count's requests went to it (a model "auto" answered 404 by a gateway
+// without [auto]).
 func waitReady(ctx context.Context, p *proc, url string) error {
 	c := &http.Client{Timeout: time.Second}
+	hostport := strings.TrimPrefix(url, "http://")
+	if i := strings.IndexByte(hostport, '/'); i >= 0 {
+		hostport = hostport[:i]
+	}
 	for range 300 {
 		if done, err := p.exited(); done {
 			return fmt.Errorf("%s exited before it was ready (%v):\n%s", p.name, err, p.logTail())
+		}
+		if !listensOn(p.cmd.Process.Pid, hostport) {
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(50 * time.Millisecond):
+			}
+			continue
 		}
 		resp, err := c.Get(url)
 		if err == nil {
@@ -205,6 +221,48 @@ func waitReady(ctx context.Context, p *proc, url string) error {
 		}
 	}
 	return fmt.Errorf("%s did not answer %s within 15s:\n%s", p.name, url, p.logTail())
+}
+
+// listensOn reports whether process pid holds the socket listening on addr, an IPv4 host:port:
+// one of its descriptors is the socket whose inode /proc/net/tcp lists in state LISTEN on that
+// port (the address may be 0.0.0.0, as nginx's is written, or the host).
+func listensOn(pid int, addr string) bool {
+	_, portText, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	port, err := strconv.ParseUint(portText, 10, 16)
+	if err != nil {
+		return false
+	}
+	table, err := os.ReadFile("/proc/net/tcp")
+	if err != nil {
+		return false
+	}
+	inodes := map[string]bool{}
+	for _, line := range strings.Split(string(table), "\n")[1:] {
+		f := strings.Fields(line)
+		if len(f) < 10 || f[3] != "0A" { // 0A: TCP_LISTEN
+			continue
+		}
+		_, local, ok := strings.Cut(f[1], ":")
+		if p, err := strconv.ParseUint(local, 16, 16); ok && err == nil && p == port {
+			inodes["socket:["+f[9]+"]"] = true
+		}
+	}
+	if len(inodes) == 0 {
+		return false
+	}
+	fds, err := os.ReadDir("/proc/" + strconv.Itoa(pid) + "/fd")
+	if err != nil {
+		return false
+	}
+	for _, fd := range fds {
+		if link, err := os.Readlink("/proc/" + strconv.Itoa(pid) + "/fd/" + fd.Name()); err == nil && inodes[link] {
+			return true
+		}
+	}
+	return false
 }
 
 // raiseNoFile lifts the soft file-descriptor limit to the hard one. Setting it explicitly also
