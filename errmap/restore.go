@@ -258,7 +258,7 @@ func restoreOne(a Attempt) ClientError {
 		if se.Coding != "" {
 			// Its words could not be read: the client is told why there are none
 			// (TestCodedErrorBodySaid).
-			out.Message += fmt.Sprintf(", its body in Content-Encoding %q, which the gateway asked not to get (Accept-Encoding: identity) and does not decode", se.Coding)
+			out.Message += fmt.Sprintf(", its body in Content-Encoding %q, which the gateway asked not to get (Accept-Encoding: identity) and could not decode", se.Coding)
 		}
 		if d.Class == core.ClassOverflow {
 			// Whatever status it came with (vLLM's 413, Ollama's 500, TGI's 422), a prompt that

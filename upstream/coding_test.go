@@ -117,7 +117,7 @@ func TestCodedErrorBodySaid(t *testing.T) {
 					t.Cleanup(s.Close)
 					got := parityExchange(t, s, tg, stream)
 					want := parityOutcome{Class: core.ClassRequest, Status: 400, Client: errmap.ClientError{Status: 400,
-						Message: fmt.Sprintf(`upstream local answered 400 Bad Request, its body in Content-Encoding %q, which the gateway asked not to get (Accept-Encoding: identity) and does not decode`, c.header),
+						Message: fmt.Sprintf(`upstream local answered 400 Bad Request, its body in Content-Encoding %q, which the gateway asked not to get (Accept-Encoding: identity) and could not decode`, c.header),
 						Type:    "invalid_request_error"}}
 					if diff := cmp.Diff(want, got, cmpopts.IgnoreFields(parityOutcome{}, "Conns")); diff != "" {
 						t.Errorf("outcome (-want +got):\n%s", diff)
