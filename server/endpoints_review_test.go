@@ -214,6 +214,7 @@ func TestCompletionsFieldKinds(t *testing.T) {
 // model near 130 MB. Such an answer failed the attempt as a server_error (which also counted
 // toward the target's cooldown), through an openai target and through Ollama alike.
 func TestEmbeddingsLargeBatch(t *testing.T) {
+	t.Parallel()
 	const inputs, width = 1100, 1536
 	value := "-0.0230642551234567"
 	vector := "[" + strings.TrimSuffix(strings.Repeat(value+",", width), ",") + "]"

@@ -197,6 +197,7 @@ targets = ["a", "b"]
 }
 
 func TestReviewOpenAIWire(t *testing.T) {
+	t.Parallel()
 	big4k, big1m := strings.Repeat("x", 5<<10), strings.Repeat("y", 1<<20+17)
 	tests := []struct {
 		name string
