@@ -397,6 +397,7 @@ default = "r"
 // and a saif target: each falls through to a working openai target, and alone ends in a
 // well-formed OpenAI answer that is no success.
 func TestInvUpstreamFailureModesEveryAdapter(t *testing.T) {
+	t.Parallel()
 	failures := append([]struct {
 		name string
 		h    http.HandlerFunc

@@ -490,6 +490,7 @@ func TestRetryAfterWithinCaps(t *testing.T) {
 // chain leaves at once for the next target. Other classes are never retried. A 429 whose
 // Retry-After is past the retry cap is TestRetryAfterWithinCaps's.
 func TestRealErrorsSameTargetRetries(t *testing.T) {
+	t.Parallel()
 	for _, e := range realErrors {
 		if _, ok := e.header["Retry-After"]; ok {
 			continue

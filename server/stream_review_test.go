@@ -686,6 +686,7 @@ func TestReviewSAIFCompletionsStream(t *testing.T) {
 
 // Ollama lines longer than the reader's buffer, CRLF endings and blank lines, written in pieces.
 func TestReviewOllamaLongLines(t *testing.T) {
+	t.Parallel()
 	for _, size := range []int{5 << 10, 1<<20 + 3} {
 		t.Run(fmt.Sprint(size), func(t *testing.T) {
 			content := strings.Repeat("q", size)
