@@ -217,6 +217,7 @@ func TestAbortResponsesWholeIsFailed(t *testing.T) {
 // stream=broke_off, a "stream broke off" warn line says why, and hayula_stream_ends_total counts
 // it under broke_off. It was logged and counted as a stream that ended with its [DONE].
 func TestResponsesOverLongEventIsBrokeOff(t *testing.T) {
+	t.Parallel()
 	hel, fin := quirkChunk(`{"role":"assistant","content":"Hel"}`, "null"), quirkChunk(`{}`, `"stop"`)
 	half := sizedChunk(3<<20, "<")
 	for name, middle := range map[string]string{
@@ -226,6 +227,7 @@ func TestResponsesOverLongEventIsBrokeOff(t *testing.T) {
 		"done at the end": "data: " + half + "\n\ndata: " + half + "\n\n",
 	} {
 		t.Run(name, func(t *testing.T) {
+			t.Parallel()
 			var logs syncBuffer
 			g := newGateway(t, hostileConfig("openai", quirkUpstream(t, "data: "+hel+"\n\n"+middle+"data: "+fin+"\n\ndata: [DONE]\n\n")),
 				nil, withLog(&logs))

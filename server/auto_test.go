@@ -132,6 +132,7 @@ func TestAutoExplainHintNamingARoute(t *testing.T) {
 // route in any case, strictness from the header, the body, a strict key or the strict route auto
 // picks, on chat, completions and responses, while every private target fails.
 func TestAutoPrivacyNeverLeaks(t *testing.T) {
+	t.Parallel()
 	paid := newFake(t, "paid")
 	priv := map[string]*fake{}
 	var cfg string

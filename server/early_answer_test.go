@@ -20,6 +20,7 @@ import (
 // room for a loaded machine to move 24 MiB through a race-instrumented gateway (10 s against 30
 // failed so once).
 func TestEarlyRefusalMovesTheChainOn(t *testing.T) {
+	t.Parallel()
 	const refusal = `{"error":{"message":"request entity too large"}}`
 	addr := conntest.AnswersAtOnce(t, "HTTP/1.1 413 Payload Too Large\r\nContent-Type: application/json\r\nConnection: close\r\n"+
 		"Content-Length: "+strconv.Itoa(len(refusal))+"\r\n\r\n"+refusal)

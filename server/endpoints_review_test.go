@@ -214,6 +214,7 @@ func TestCompletionsFieldKinds(t *testing.T) {
 // model near 130 MB. Such an answer failed the attempt as a server_error (which also counted
 // toward the target's cooldown), through an openai target and through Ollama alike.
 func TestEmbeddingsLargeBatch(t *testing.T) {
+	t.Parallel()
 	const inputs, width = 1100, 1536
 	value := "-0.0230642551234567"
 	vector := "[" + strings.TrimSuffix(strings.Repeat(value+",", width), ",") + "]"
@@ -239,36 +240,41 @@ func TestEmbeddingsLargeBatch(t *testing.T) {
 	if oaiAnswer.Len() <= 32<<20 {
 		t.Fatalf("the answer is only %d bytes", oaiAnswer.Len())
 	}
-	g, _, oll, oai := translatorsBeforeOpenAI(t)
-	oai.set(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = io.WriteString(w, oaiAnswer.String())
-	})
-	oll.set(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = io.WriteString(w, ollAnswer.String())
-	})
 	body := `{"model":"%s","input":[` + strings.TrimSuffix(strings.Repeat(`"a",`, inputs), ",") + `]}`
+	// Each route on a gateway of its own, the two at once: each takes some 10 s under -race,
+	// which one after another made this the package's longest test to wait for.
 	for _, route := range []string{"oll", "all"} { // all: the openai target, once Ollama is left out
-		b := fmt.Sprintf(body, route)
-		if route == "all" {
-			b = strings.Replace(b, `"input":[`, `"input":[[1],`, 1)
-			b = strings.Replace(b, `"a",`, ``, 1)
-			b = strings.ReplaceAll(b, `"a"`, `[1]`)
-		}
-		rep := g.post(t, "/v1/embeddings", b)
-		var res struct {
-			Data []struct {
-				Index     int       `json:"index"`
-				Embedding []float64 `json:"embedding"`
-			} `json:"data"`
-		}
-		if rep.status != 200 || json.Unmarshal(rep.body, &res) != nil || len(res.Data) != inputs {
-			t.Fatalf("route %s: %d %.300s", route, rep.status, rep.body)
-		}
-		if d := res.Data[inputs-1]; d.Index != inputs-1 || len(d.Embedding) != width {
-			t.Errorf("route %s: last item index %d width %d", route, d.Index, len(d.Embedding))
-		}
+		t.Run(route, func(t *testing.T) {
+			t.Parallel()
+			g, _, oll, oai := translatorsBeforeOpenAI(t)
+			oai.set(func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", "application/json")
+				_, _ = io.WriteString(w, oaiAnswer.String())
+			})
+			oll.set(func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", "application/json")
+				_, _ = io.WriteString(w, ollAnswer.String())
+			})
+			b := fmt.Sprintf(body, route)
+			if route == "all" {
+				b = strings.Replace(b, `"input":[`, `"input":[[1],`, 1)
+				b = strings.Replace(b, `"a",`, ``, 1)
+				b = strings.ReplaceAll(b, `"a"`, `[1]`)
+			}
+			rep := g.post(t, "/v1/embeddings", b)
+			var res struct {
+				Data []struct {
+					Index     int       `json:"index"`
+					Embedding []float64 `json:"embedding"`
+				} `json:"data"`
+			}
+			if rep.status != 200 || json.Unmarshal(rep.body, &res) != nil || len(res.Data) != inputs {
+				t.Fatalf("route %s: %d %.300s", route, rep.status, rep.body)
+			}
+			if d := res.Data[inputs-1]; d.Index != inputs-1 || len(d.Embedding) != width {
+				t.Errorf("route %s: last item index %d width %d", route, d.Index, len(d.Embedding))
+			}
+		})
 	}
 }
 

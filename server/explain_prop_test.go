@@ -493,6 +493,7 @@ func chainOf(h string) []string {
 const seed = 2026
 
 func TestExplainTellsTheTruth(t *testing.T) {
+	t.Parallel()
 	rng := rand.New(rand.NewPCG(8, seed))
 	ups := make([]*omni, 4)
 	for i := range ups {

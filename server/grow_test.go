@@ -13,6 +13,7 @@ import (
 // answers (an error's message and type) add no series to /metrics: a thousand requests, each
 // with values of its own, leave the scrape with the series it had after one of each kind.
 func TestClientValuesAddNoSeries(t *testing.T) {
+	t.Parallel()
 	up := newFake(t, "up")
 	var count atomic.Int64
 	up.set(func(w http.ResponseWriter, _ *http.Request) {

@@ -14,6 +14,7 @@ import (
 // as a timeout and the chain moves on. The write was bounded by nothing but the client's going
 // away: the request hung, and the next target was never asked.
 func TestUpstreamThatNeverReadsTimesOut(t *testing.T) {
+	t.Parallel()
 	addr := conntest.Wedged(t) // never reads, never answers
 	b := newFake(t, "b")
 	b.set(bigBodyOK("b"))

@@ -25,6 +25,17 @@ import (
 	"github.com/hayula/gateway/server"
 )
 
+// Which tests call t.Parallel: the package's tests under -race take minutes, most of them in a
+// few that move tens of MiB or walk hundreds of cases; run one after another, they left one of
+// CI's two cores idle. A test may run in parallel when it builds its own gateway, upstreams and
+// listeners (newGateway, newFake, rawServe: loopback, port 0), shares no mutable package-level
+// state, and proves nothing by a process-wide figure or a timing. Go runs a package's parallel
+// tests only once its last sequential top-level test has ended (t.Parallel: "in parallel with
+// (and only with) other parallel tests"), so a test that must have the process to itself stays
+// sequential: one that checks every goroutine (goleak.VerifyNone, runtime.NumGoroutine), open
+// descriptors (TestChaosSoak), the bytes or allocations of the whole process (allocBytes,
+// testing.AllocsPerRun), one that uses t.Setenv, and one whose proof rests on a wait that a
+// busy core could stretch (TestFaultSlowReaderHoldsBackUpstream's second of stillness).
 func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
 }

@@ -258,6 +258,7 @@ func TestHostileSpecialist(t *testing.T) {
 // gateway could not read, instead of holding the request until the target's timeouts (10 s here,
 // which the failure names) or growing the gateway's memory without bound.
 func TestHostileUpstreamStalls(t *testing.T) {
+	t.Parallel()
 	big := strings.Repeat("x", 33<<20)
 	for _, tc := range []struct{ name, adapter, answer, want string }{
 		{"1xx without end", "openai", strings.Repeat("HTTP/1.1 102 Processing\r\n\r\n", 1000) + hold, "more than 5 informational answers"},
@@ -269,6 +270,7 @@ func TestHostileUpstreamStalls(t *testing.T) {
 			`Content-Length: \"4611686018427387904\"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			url := rawUpstream(t, func(string) string { return tc.answer })
 			g := newGateway(t, hostileConfig(tc.adapter, url), nil)
 			_, rawHead, body := rawChat(t, g, "up", false)
@@ -316,6 +318,7 @@ func TestHostileUpstreamOddAnswers(t *testing.T) {
 // TestHostileHugeEvent: an event or line over 32 MiB ends the stream with the gateway's error
 // event, once the first event went out, rather than being buffered without end.
 func TestHostileHugeEvent(t *testing.T) {
+	t.Parallel()
 	big := strings.Repeat("x", 33<<20)
 	for _, tc := range []struct{ name, adapter, answer string }{
 		{"openai", "openai", "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n\r\n" +
@@ -328,6 +331,7 @@ func TestHostileHugeEvent(t *testing.T) {
 			"data: {\"text\":\"ok\",\"specialist\":\"webapp\"}\n\ndata: {\"a\":\"" + big + hold},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			url := rawUpstream(t, func(string) string { return tc.answer })
 			g := newGateway(t, hostileConfig(tc.adapter, url), nil)
 			_, rawHead, body := rawChat(t, g, "up", true)

@@ -314,6 +314,7 @@ func TestInvRestoreEveryDoor(t *testing.T) {
 // "Health never denies service"), and never to the public one; a plain request is served by the
 // public one, which health kept.
 func TestInvFailOpenStrictEveryDoor(t *testing.T) {
+	t.Parallel()
 	a, b, c, p := newFake(t, "a"), newFake(t, "b"), newFake(t, "c"), newFake(t, "p")
 	p.set(invOK("p"))
 	cfg := target("a", a.url(), "private") + target("b", b.url(), "private") + target("c", c.url(), "private") +
@@ -396,6 +397,7 @@ default = "r"
 // and a saif target: each falls through to a working openai target, and alone ends in a
 // well-formed OpenAI answer that is no success.
 func TestInvUpstreamFailureModesEveryAdapter(t *testing.T) {
+	t.Parallel()
 	failures := append([]struct {
 		name string
 		h    http.HandlerFunc
@@ -514,6 +516,7 @@ func TestInvResponsesUnreadableAnswerFallsThrough(t *testing.T) {
 // moves the chain on or stops it by its class, and the client gets the upstream's own error with
 // its status, or the guarded tail's answer for an overflow, as on chat.
 func TestInvRealErrorsEveryDoor(t *testing.T) {
+	t.Parallel()
 	for _, e := range realErrors {
 		for _, d := range invDoors {
 			if d.path == "/v1/chat/completions" || e.streamOnly && !d.stream ||

@@ -259,6 +259,7 @@ func TestTPMWait(t *testing.T) {
 // after taking a slot had each tpm refusal hold one for a moment: 837 and 25,338 of the
 // 160,000 refusals were max_concurrent's in two runs.
 func TestTPMRefusalHoldsNoSlot(t *testing.T) {
+	t.Parallel()
 	keys := []config.Key{{Name: "k", Index: 0, MaxConcurrent: 1, TPM: 1}}
 	now := time.Unix(1_800_000_000, 0)
 	s := &Server{clock: health.NewManualClock(now), limits: limitsOf(keys, nil, nil)}
@@ -324,6 +325,7 @@ func limitsOf(keys []config.Key, prev []keyLimit, prevKeys []config.Key) []keyLi
 // request is served and none holds a slot. Taking the slot before asking rpm had each rpm
 // refusal hold one for a moment, as asking tpm after the slot did (TestTPMRefusalHoldsNoSlot).
 func TestRPMRefusalHoldsNoSlot(t *testing.T) {
+	t.Parallel()
 	keys := []config.Key{{Name: "k", Index: 0, MaxConcurrent: 1, RPM: 1}}
 	now := time.Unix(1_800_000_000, 0)
 	s := &Server{clock: health.NewManualClock(now), limits: limitsOf(keys, nil, nil)}

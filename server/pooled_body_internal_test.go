@@ -13,6 +13,7 @@ import (
 // A small body's buffer is kept, so that the common request allocates none. The body is read
 // and its state released as serveOp does (admit's readBody into st.body, then release).
 func TestPooledBodyCapped(t *testing.T) {
+	t.Parallel()
 	s := &Server{}
 	for _, tc := range []struct {
 		name string

@@ -13,6 +13,7 @@ import (
 // TestPrivacyNeverLeaks: over random routes, target classes, strictness sources and upstream
 // failures (cooldowns included), a strict request never reaches a public target.
 func TestPrivacyNeverLeaks(t *testing.T) {
+	t.Parallel()
 	const n = 5
 	fakes := make([]*fake, n)
 	for i := range fakes {

@@ -323,6 +323,7 @@ func realHandler(e realError) http.HandlerFunc {
 // errmap classifies it, the chain moves on or stops, and the client gets either the guarded
 // tail's answer (an overflow) or the upstream's own error, OpenAI-shaped, with its status.
 func TestRealUpstreamErrors(t *testing.T) {
+	t.Parallel()
 	for _, e := range realErrors {
 		for _, stream := range []bool{false, true} {
 			if e.streamOnly && !stream {
@@ -489,6 +490,7 @@ func TestRetryAfterWithinCaps(t *testing.T) {
 // chain leaves at once for the next target. Other classes are never retried. A 429 whose
 // Retry-After is past the retry cap is TestRetryAfterWithinCaps's.
 func TestRealErrorsSameTargetRetries(t *testing.T) {
+	t.Parallel()
 	for _, e := range realErrors {
 		if _, ok := e.header["Retry-After"]; ok {
 			continue

@@ -60,6 +60,7 @@ func (h *idPairs) len() int {
 // and the log line pairs each request's ID with its own upstream's ID, which the upstream
 // client read from an answer's header.
 func TestEachAnswerItsOwnUnderRecycling(t *testing.T) {
+	t.Parallel()
 	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var req struct {
 			Stream bool `json:"stream"`

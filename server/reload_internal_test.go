@@ -102,6 +102,7 @@ func randomReloadServer(r *rand.Rand) *Server {
 // request can have, from every server of the chain (TestReloadMakingTargetPublicHoldsInFlight
 // pins the same end to end).
 func TestReloadForbidsMatchesScan(t *testing.T) {
+	t.Parallel()
 	r := rand.New(rand.NewPCG(1, 2))
 	var forbidden [2]int // by outcome: allowed, forbidden
 	for round := range 20 {

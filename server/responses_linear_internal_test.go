@@ -88,6 +88,7 @@ func TestResponsesInputLinear(t *testing.T) {
 // with its own id, as Ollama's OpenAI endpoint does, or each at an index of its own) cost n*n/2
 // looks. The test counts them.
 func TestResponsesCallDeltaLinear(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name  string
 		delta func(i int) string
@@ -200,6 +201,7 @@ func (w *tailWriter) Write(p []byte) (int, error) {
 // text is longer than that, with the same error event and response.failed, and the bridge keeps
 // no more. Each kind of output counts: reasoning, message text and a call's arguments.
 func TestResponsesStreamOutputBounded(t *testing.T) {
+	t.Parallel()
 	const piece = 4 << 20
 	for _, tc := range []struct{ name, delta string }{
 		{"text", `{"content":%q}`},
@@ -208,6 +210,7 @@ func TestResponsesStreamOutputBounded(t *testing.T) {
 		{"text and reasoning by turns", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			w := &tailWriter{h: http.Header{"Content-Type": {"text/event-stream"}}}
 			b := &responsesWriter{w: w, stream: true}
 			b.WriteHeader(http.StatusOK)

@@ -33,12 +33,14 @@ func sizedChunk(n int, fill string) string {
 // delta whose text the encoder escapes (each "<" six bytes) grows past the limit from a chunk far
 // below it, and its client must read the error event and response.failed instead.
 func TestSSELinesWithinSDKLimit(t *testing.T) {
+	t.Parallel()
 	hel, fin := quirkChunk(`{"role":"assistant","content":"Hel"}`, "null"), quirkChunk(`{}`, `"stop"`)
 	chat := func(g *gateway) (openai.ChatCompletionAccumulator, error) {
 		return sdkStream(g, openai.ChatCompletionNewParams{Model: "up",
 			Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("hi")}})
 	}
 	t.Run("at the limit", func(t *testing.T) {
+		t.Parallel()
 		big := sizedChunk(sdkLine-len("data: "), "x")
 		g := newGateway(t, hostileConfig("openai", quirkUpstream(t, "data: "+hel+"\n\ndata: "+big+"\n\ndata: "+fin+"\n\ndata: [DONE]\n\n")), nil)
 		acc, err := chat(g)
@@ -47,6 +49,7 @@ func TestSSELinesWithinSDKLimit(t *testing.T) {
 		}
 	})
 	t.Run("over the limit", func(t *testing.T) {
+		t.Parallel()
 		big := sizedChunk(sdkLine-len("data: ")+1, "x")
 		g := newGateway(t, hostileConfig("openai", quirkUpstream(t, "data: "+hel+"\n\ndata: "+big+"\n\ndata: "+fin+"\n\ndata: [DONE]\n\n")), nil)
 		acc, err := chat(g)
@@ -55,6 +58,7 @@ func TestSSELinesWithinSDKLimit(t *testing.T) {
 		}
 	})
 	t.Run("first event over the limit moves on", func(t *testing.T) {
+		t.Parallel()
 		big := sizedChunk(sdkLine-len("data: ")+1, "x")
 		g, b := openaiGateway(t, func(w http.ResponseWriter, _ *http.Request) {
 			w.Header().Set("Content-Type", "text/event-stream")
@@ -67,6 +71,7 @@ func TestSSELinesWithinSDKLimit(t *testing.T) {
 		}
 	})
 	t.Run("responses event grown past the limit", func(t *testing.T) {
+		t.Parallel()
 		big := sizedChunk(6<<20, "<")
 		g := newGateway(t, hostileConfig("openai", quirkUpstream(t, "data: "+hel+"\n\ndata: "+big+"\n\ndata: "+fin+"\n\ndata: [DONE]\n\n")), nil)
 		c := sdkClient(g, "unused")

@@ -153,6 +153,7 @@ func TestSSEEmptyFinishReasonIsNoFinish(t *testing.T) {
 // line) and written in two writes cut elsewhere (inside a size line or its CRLF too): openai-go
 // reads the same content, finish and usage every time, and nothing after [DONE].
 func TestSDKEveryChunkBoundary(t *testing.T) {
+	t.Parallel()
 	multi := quirkChunk(`{"content":"👋"}`, "null")
 	at := strings.Index(multi, `"created"`)
 	wire := "\xef\xbb\xbf: keep-alive\r\n\r\nevent: message\r\nid: 1\r\nretry: 10\r\ndata:" +
@@ -193,6 +194,7 @@ func TestSDKEveryChunkBoundary(t *testing.T) {
 // every byte into two chunks (inside a UTF-8 character, before its LF), and the done line last
 // without its newline, which is whole: openai-go reads the content, finish and usage every time.
 func TestSDKEveryChunkBoundaryOllama(t *testing.T) {
+	t.Parallel()
 	line := func(c string) string {
 		return `{"model":"m","created_at":"2026-11-30T12:00:00Z","message":{"role":"assistant","content":"` + c + `"},"done":false}`
 	}

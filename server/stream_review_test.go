@@ -197,6 +197,7 @@ targets = ["a", "b"]
 }
 
 func TestReviewOpenAIWire(t *testing.T) {
+	t.Parallel()
 	big4k, big1m := strings.Repeat("x", 5<<10), strings.Repeat("y", 1<<20+17)
 	tests := []struct {
 		name string
@@ -685,6 +686,7 @@ func TestReviewSAIFCompletionsStream(t *testing.T) {
 
 // Ollama lines longer than the reader's buffer, CRLF endings and blank lines, written in pieces.
 func TestReviewOllamaLongLines(t *testing.T) {
+	t.Parallel()
 	for _, size := range []int{5 << 10, 1<<20 + 3} {
 		t.Run(fmt.Sprint(size), func(t *testing.T) {
 			content := strings.Repeat("q", size)

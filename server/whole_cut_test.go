@@ -22,6 +22,7 @@ import (
 // one target at the first try (writeWhole), a chain that moved on (the header map's way), and
 // the Responses bridge. TestClientGoneStatus holds the 499 of an answer nothing of which went out.
 func TestWholeAnswerCutAfterHead(t *testing.T) {
+	t.Parallel()
 	big := `{"id":"c1","object":"chat.completion","created":1,"model":"m","choices":[{"index":0,` +
 		`"message":{"role":"assistant","content":"` + strings.Repeat("x", 16<<20) + `"},"finish_reason":"stop"}]}`
 	up, down := newFake(t, "up"), newFake(t, "down")
