@@ -77,6 +77,11 @@ type intent struct {
 	any         bool
 }
 
+// systemClause is the number of the system prompt's first clause: above any a user turn can
+// reach (one a few bytes at least, in a body of at most a few hundred MB), and far enough below
+// int32's end for any system prompt's (pairState keeps a clause plus one).
+const systemClause = 1 << 30
+
 // negationReach is how many words after a cue a term is still negated (within the same clause).
 // A cue of one word ("not") reaches only the next word, oneWordReach: one word is weaker evidence
 // than a phrase ("not asking about"), and "not" reaching six words would negate the malware of
@@ -869,18 +874,20 @@ func (c *Classifier) runIn(s *scratch, system, user string, part uint64, kept bo
 	// A break token keeps phrases from spanning the two texts: no term matches across it, so
 	// the user turn's matches end before it and the system prompt's are its own (systems).
 	s.toks = append(s.toks, tok{id: -1, clause: s.clause})
-	s.clause++
+	// The system prompt's clauses are numbered from systemClause whatever the user turn's
+	// count, so that a kept prompt's tokens and cues are appended as they were kept.
+	s.clause = systemClause
 	c.match(s, 0, userEnd+1, userEnd)
 	if sys != nil {
 		sys.use(s)
 		s.arabic, s.latin = ua+sys.arabic, ul+sys.latin
 	} else {
-		first, hits, negs, clause0 := userEnd+1, len(s.hits), len(s.negs), s.clause
+		first, hits, negs := userEnd+1, len(s.hits), len(s.negs)
 		scan(system, s)
 		c.resolve(s)
 		c.match(s, first, int32(len(s.toks)), userEnd)
 		if kept && c.systems.missed(h) {
-			c.systems.keep(h, part, system, s, first, hits, negs, clause0, s.arabic-ua, s.latin-ul)
+			c.systems.keep(h, part, system, s, first, hits, negs, s.arabic-ua, s.latin-ul)
 		}
 	}
 	if ua+ul > 0 {

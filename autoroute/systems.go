@@ -11,7 +11,7 @@ import (
 // system prompt it has read before pays for reading its last user turn alone. An application's
 // system prompt is the same on every request it sends, and often long (an agent's instructions
 // and tool descriptions run to 10-40 KB): read word by word it cost about 60 instructions a
-// byte on every "auto" request, 46 µs for 16 KB against 6.4 µs kept (BenchmarkRouteLongSystem),
+// byte on every "auto" request, about 50 µs for 16 KB against 5.5 µs kept (BenchmarkRouteLongSystem),
 // where the user turn that changes is often a line. What the system prompt adds to a decision depends on its text
 // alone: the user turn's words are resolved and matched first, then a break that no term spans,
 // then the system prompt's, whose tokens, hits and negation cues are the same wherever they
@@ -39,8 +39,9 @@ type systemSet struct {
 	nextSeen atomic.Uint32
 }
 
-// systemPart is what resolve and match made of one system prompt, counted from its own start:
-// toks' clauses from its first clause, hits' and cues' words from its first word.
+// systemPart is what resolve and match made of one system prompt: its tokens and cues as they
+// are (its clauses are numbered from systemClause), its hits' and cues' words counted from its
+// first word.
 type systemPart struct {
 	h             uint64
 	part          uint64
@@ -48,7 +49,7 @@ type systemPart struct {
 	toks          []tok
 	hits          []hit
 	negs          []negSpan
-	clauses       int32
+	clauseEnd     int32
 	arabic, latin int
 }
 
@@ -93,14 +94,11 @@ func (y *systems) missed(h uint64) bool {
 }
 
 // keep stores what s holds of a system prompt, from its first token first (the break after the
-// user turn is at first-1) and its first clause clause0: copies, since s goes back to the pool
-// and text may lie in the request.
-func (y *systems) keep(h, part uint64, text string, s *scratch, first int32, hits, negs int, clause0 int32, arabic, latin int) {
-	e := &systemPart{h: h, part: part, text: strings.Clone(text), clauses: s.clause - clause0, arabic: arabic, latin: latin}
+// user turn is at first-1) and its first hit and cue at hits and negs: copies, since s goes back
+// to the pool and text may lie in the request.
+func (y *systems) keep(h, part uint64, text string, s *scratch, first int32, hits, negs int, arabic, latin int) {
+	e := &systemPart{h: h, part: part, text: strings.Clone(text), clauseEnd: s.clause, arabic: arabic, latin: latin}
 	e.toks = slices.Clone(s.toks[first:])
-	for k := range e.toks {
-		e.toks[k].clause -= clause0
-	}
 	e.hits = slices.Clone(s.hits[hits:])
 	for k := range e.hits {
 		e.hits[k].start -= first
@@ -109,7 +107,6 @@ func (y *systems) keep(h, part uint64, text string, s *scratch, first int32, hit
 	for k := range e.negs {
 		e.negs[k].start -= first
 		e.negs[k].end -= first
-		e.negs[k].clause -= clause0
 	}
 	set := &y.sets[h%systemSets]
 	set.ways[set.nextWay.Add(1)&1].Store(e) // the older of the two, or an empty way
@@ -117,12 +114,8 @@ func (y *systems) keep(h, part uint64, text string, s *scratch, first int32, hit
 
 // use appends e's tokens, hits and cues to s, whose user turn and break take s.toks so far.
 func (e *systemPart) use(s *scratch) {
-	first, clause0 := int32(len(s.toks)), s.clause
-	s.toks = slices.Grow(s.toks, len(e.toks))[:int(first)+len(e.toks)]
-	toks := s.toks[first:]
-	for k, t := range e.toks[:len(toks)] {
-		toks[k] = tok{id: t.id, clause: t.clause + clause0}
-	}
+	first := int32(len(s.toks))
+	s.toks = append(s.toks, e.toks...)
 	for _, ht := range e.hits {
 		ht.start += first
 		s.hits = append(s.hits, ht)
@@ -130,10 +123,9 @@ func (e *systemPart) use(s *scratch) {
 	for _, ng := range e.negs {
 		ng.start += first
 		ng.end += first
-		ng.clause += clause0
 		s.negs = append(s.negs, ng)
 	}
-	s.clause += e.clauses
+	s.clause = e.clauseEnd
 }
 
 // KeepsSystem reports whether system, a system prompt as Texts joins it, is kept for partition
