@@ -77,9 +77,10 @@ type intent struct {
 	any         bool
 }
 
-// systemClause is the number of the system prompt's first clause: above any a user turn can
-// reach (one a few bytes at least, in a body of at most a few hundred MB), and far enough below
-// int32's end for any system prompt's (pairState keeps a clause plus one).
+// systemClause is the number of the system prompt's first clause: above any a user turn reaches
+// (a clause break is a byte at least: a user turn would need a GiB of punctuation, ten times the
+// largest max_body_bytes anyone sets, where the default is 10 MiB), and far enough below int32's
+// end for any system prompt's (pairState keeps a clause plus one).
 const systemClause = 1 << 30
 
 // negationReach is how many words after a cue a term is still negated (within the same clause).
