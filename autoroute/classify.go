@@ -78,9 +78,9 @@ type intent struct {
 }
 
 // systemClause is the number of the system prompt's first clause: above any a user turn reaches
-// (a clause break is a byte at least: a user turn would need a GiB of punctuation, ten times the
-// largest max_body_bytes anyone sets, where the default is 10 MiB), and far enough below int32's
-// end for any system prompt's (pairState keeps a clause plus one).
+// (a clause break is a byte at least: a user turn would need a GiB of punctuation, where
+// max_body_bytes is 10 MiB by default), and far enough below int32's end for any system
+// prompt's (pairState keeps a clause plus one).
 const systemClause = 1 << 30
 
 // negationReach is how many words after a cue a term is still negated (within the same clause).
