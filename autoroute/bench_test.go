@@ -109,7 +109,7 @@ func BenchmarkRoute1KBCold(b *testing.B) {
 }
 
 // BenchmarkChat1KB is the server's part of an "auto" request's cost in autoroute, for the chat of
-// BenchmarkTexts: Texts then Route, as server.resolve calls them, against RouteMessages.
+// BenchmarkTexts: Texts then Route, as server.resolve calls them, against RouteMessagesFor.
 func BenchmarkChat1KB(b *testing.B) {
 	c, msgs := benchChat(b)
 	b.Run("texts+route", func(b *testing.B) {
@@ -122,7 +122,7 @@ func BenchmarkChat1KB(b *testing.B) {
 	b.Run("messages", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			c.RouteMessages(msgs, "")
+			c.RouteMessagesFor(0, msgs, "")
 		}
 	})
 }
@@ -143,7 +143,7 @@ func BenchmarkChat1KBCold(b *testing.B) {
 		}, rewarm)
 	})
 	b.Run("messages", func(b *testing.B) {
-		coldBench(b, func() { c.RouteMessages(msgs, "") }, rewarm)
+		coldBench(b, func() { c.RouteMessagesFor(0, msgs, "") }, rewarm)
 	})
 }
 

@@ -537,7 +537,7 @@ type Decision struct {
 
 // scratch is the per-call working memory, pooled.
 type scratch struct {
-	text   []byte    // the texts of RouteMessages that could not be read in place
+	text   []byte    // the texts of RouteMessagesFor that could not be read in place
 	words  []byte    // the words scan builds, where it built them
 	refs   []wordRef // the words scan found, in words
 	toks   []tok

@@ -68,8 +68,11 @@ const (
 // key is a system prompt's hash within its partition, and its set.
 func (y *systems) key(part uint64, text string) (h uint64, set *systemSet) {
 	h = maphash.String(y.seed, text) ^ part*0x9E3779B97F4A7C15
-	return h, &y.sets[h%systemSets]
+	return h, y.set(h)
 }
+
+// set is the set of the prompts of hash h.
+func (y *systems) set(h uint64) *systemSet { return &y.sets[h%systemSets] }
 
 // lookup is the entry for text in part, or nil.
 func (y *systems) lookup(part uint64, text string) (h uint64, e *systemPart) {
@@ -85,7 +88,7 @@ func (y *systems) lookup(part uint64, text string) (h uint64, e *systemPart) {
 // missed says whether a prompt that missed with hash h should be kept now: it is one of the
 // last two its set saw miss. Otherwise it is remembered in place of the older of them.
 func (y *systems) missed(h uint64) bool {
-	set := &y.sets[h%systemSets]
+	set := y.set(h)
 	if set.seen[0].Load() == h || set.seen[1].Load() == h {
 		return true
 	}
@@ -108,7 +111,7 @@ func (y *systems) keep(h, part uint64, text string, s *scratch, first int32, hit
 		e.negs[k].start -= first
 		e.negs[k].end -= first
 	}
-	set := &y.sets[h%systemSets]
+	set := y.set(h)
 	set.ways[set.nextWay.Add(1)&1].Store(e) // the older of the two, or an empty way
 }
 

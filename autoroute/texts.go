@@ -15,7 +15,7 @@ import (
 // Texts picks from a chat what Classify reads: the system prompt (every "system" or "developer"
 // message, joined by newlines) and the last "user" message. Content may be a string or an array of
 // parts; text parts are joined by newlines and other parts (images, audio) are skipped. Content that
-// is neither reads as empty. RouteMessages classifies a chat without building these two strings.
+// is neither reads as empty. RouteMessagesFor classifies a chat without building these two strings.
 func Texts(msgs []core.Message) (system, lastUser string) {
 	var sys []string
 	for _, m := range msgs {
@@ -80,11 +80,6 @@ func partsText(raw json.RawMessage) string {
 		}
 	}
 	return strings.Join(texts, "\n")
-}
-
-// RouteMessages is RouteMessagesFor in partition 0, for a caller with one client.
-func (c *Classifier) RouteMessages(msgs []core.Message, hint string) (route, intent string) {
-	return c.RouteMessagesFor(0, msgs, hint)
 }
 
 // RouteMessagesFor is Route(Texts(msgs)) with hint, for the server's "auto" requests: the same

@@ -150,8 +150,8 @@ func checkRouteMessages(t *testing.T, c *Classifier, msgs []core.Message, hint s
 		t.Fatalf("texts of %q (-Texts +texts):\n%s", msgs, diff)
 	}
 	r, in := c.Route(wantSys, wantUser, hint)
-	if gr, gin := c.RouteMessages(msgs, hint); gr != r || gin != in {
-		t.Fatalf("RouteMessages(%q, %q) = %s/%s, Route over Texts = %s/%s", msgs, hint, gr, gin, r, in)
+	if gr, gin := c.RouteMessagesFor(0, msgs, hint); gr != r || gin != in {
+		t.Fatalf("RouteMessagesFor(0, %q, %q) = %s/%s, Route over Texts = %s/%s", msgs, hint, gr, gin, r, in)
 	}
 }
 
@@ -185,9 +185,9 @@ func TestRouteMessagesAllocations(t *testing.T) {
 	}
 	c := newDefault(t)
 	for i, msgs := range chatCases()[:13] {
-		c.RouteMessages(msgs, "") // warm the pool
-		if n := testing.AllocsPerRun(20, func() { c.RouteMessages(msgs, "") }); n != 0 {
-			t.Errorf("chat %d: RouteMessages allocates %.0f times per call, want none", i, n)
+		c.RouteMessagesFor(0, msgs, "") // warm the pool
+		if n := testing.AllocsPerRun(20, func() { c.RouteMessagesFor(0, msgs, "") }); n != 0 {
+			t.Errorf("chat %d: RouteMessagesFor allocates %.0f times per call, want none", i, n)
 		}
 	}
 }

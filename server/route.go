@@ -66,7 +66,7 @@ func (s *Server) resolve(key *config.Key, req *core.Request) (*routeState, autoP
 				Param: "model", Message: "model \"auto\" chooses a chat route by the conversation's text and does not " +
 					"embed: name the embeddings route (GET /v1/models lists them)."}
 		}
-		// RouteMessages rather than Classify: the request path needs no Matched or Reason
+		// RouteMessagesFor rather than Classify: the request path needs no Matched or Reason
 		// (explain builds those), and it reads the message texts where they lie instead of
 		// building two strings of them (Texts) per request.
 		msgs := req.Messages
