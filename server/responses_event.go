@@ -107,12 +107,26 @@ type chunkRoom struct {
 // allocates them once (BenchmarkResponsesStreamEvent). What it reads is json.Unmarshal's all
 // the same (FuzzDecodeChunkMatchesUnmarshal).
 func decodeChunkIn(p []byte, room *chunkRoom) (c chatAnswer, ok bool) {
-	if readChunk(p, &c, room) {
-		return c, true
+	if ok = readChunk(p, &c, room); !ok {
+		var v chatAnswer
+		err := json.Unmarshal(p, &v)
+		c, ok = v, err == nil
 	}
-	var v chatAnswer
-	err := json.Unmarshal(p, &v)
-	return v, err == nil
+	if room != nil {
+		room.keep(&c)
+	}
+	return c, ok
+}
+
+// keep takes what c offers the next chunk's reading: its choices' room, unless it is smaller
+// than the room's or outsized (maxKeptChoices), and its model.
+func (r *chunkRoom) keep(c *chatAnswer) {
+	if cap(c.Choices) > cap(r.choices) && cap(c.Choices) <= maxKeptChoices {
+		r.choices = c.Choices[:0]
+	}
+	if c.Model != "" {
+		r.model = c.Model
+	}
 }
 
 // readChunk fills c from p when p is a well-formed object whose every member it reads as

@@ -857,12 +857,6 @@ func (b *responsesWriter) onChunk(p []byte) {
 	known := false
 	if !done {
 		c, known = decodeChunkIn(p, &b.room)
-		if cap(c.Choices) > cap(b.room.choices) && cap(c.Choices) <= maxKeptChoices {
-			b.room.choices = c.Choices[:0]
-		}
-		if c.Model != "" {
-			b.room.model = c.Model
-		}
 	}
 	if !b.started {
 		// Opened with the first event, which names the model that serves, as every event after
