@@ -183,18 +183,19 @@ func (s *Server) admit(c *conn) bool {
 			t = time.NewTimer(later)
 			grace = t.C
 		}
+		stopped := false
 		select {
 		case <-room:
 		case <-ch:
 		case <-grace:
 		case <-s.doneChan():
-			if t != nil {
-				t.Stop()
-			}
-			return false
+			stopped = true
 		}
 		if t != nil {
 			t.Stop()
+		}
+		if stopped {
+			return false
 		}
 	}
 }
@@ -205,6 +206,11 @@ func (s *Server) admit(c *conn) bool {
 // is still short a second after the gateway began waiting for its rest is sent by a client that
 // stalls, which the ReadHeaderTimeout (10 s) would otherwise let hold its slot until then.
 const headGrace = time.Second
+
+// headLeft is how much of headGrace a head whose wait on the socket began at at has left at now
+// (both s.now's): 0 or less once it has stalled. The cap (closeOldestIdle) and Shutdown
+// (closeIdle) judge a stalled head by it alike.
+func headLeft(at, now int64) time.Duration { return time.Duration(at + int64(headGrace) - now) }
 
 // closeOldestIdle closes the connection that has waited longest for a request, if one waits,
 // to make room for a new one; its goroutine ends it, and untrackConn says so (roomMade). When
@@ -249,8 +255,8 @@ func (s *Server) closeOldestIdle() (later time.Duration) {
 			}
 			return 0
 		}
-		if wait := headAt + int64(headGrace) - s.now(); wait > 0 {
-			return time.Duration(wait)
+		if wait := headLeft(headAt, s.now()); wait > 0 {
+			return wait
 		}
 		oldest, from = stalled, stateHead
 	}

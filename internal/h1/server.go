@@ -328,7 +328,7 @@ func (s *Server) closeIdle() bool {
 			// Its answer is out: the drain's read ends now, and the connection with the
 			// lingering close that keeps the answer from being reset (conn.linger).
 			_ = c.nc.SetReadDeadline(aLongTimeAgo)
-		} else if at := c.headAt.Load(); at != 0 && now-at >= int64(headGrace) &&
+		} else if at := c.headAt.Load(); at != 0 && headLeft(at, now) <= 0 &&
 			c.state.CompareAndSwap(stateHead, stateClosing) {
 			// No request has begun on it: a client that sent part of a head and then nothing held
 			// a stop for the whole ReadHeaderTimeout (TestShutdownClosesStalledHead). One still in
