@@ -16,6 +16,7 @@ import (
 	"bytes"
 	"context"
 	"debug/elf"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -272,6 +273,12 @@ func countRun(ctx context.Context, spec countSpec, dir string, warm, n int, row 
 		}
 		got, err := io.ReadAll(resp.Body)
 		_ = resp.Body.Close()
+		if err == nil && resp.StatusCode == http.StatusOK && row.check != nil {
+			if err := row.check(got); err != nil {
+				return nil, fmt.Errorf("%s, request %d: %w", spec.name, i, err)
+			}
+			continue
+		}
 		if err != nil || resp.StatusCode != http.StatusOK || !bytes.Equal(got, want) {
 			return nil, fmt.Errorf("%s, request %d: status %d, %d bytes of %d, byte %d on not the upstream's (%v)", spec.name, i,
 				resp.StatusCode, len(got), len(want), mismatch(got, want, 0), err)
@@ -302,9 +309,12 @@ type countResult struct {
 
 // countRow is a kind of request counted: its body and the answer's body, byte for byte.
 type countRow struct {
-	name    string
-	body    []byte
-	want    []byte
+	name string
+	body []byte
+	want []byte
+	// check, when set, judges an answer in place of want: a translated answer has an id and a
+	// time of its own.
+	check   func(got []byte) error
 	gateway bool // for the gateway only (a blind proxy does nothing different for it)
 	// fresh sends each request on a connection of its own ("Connection: close"): a row's
 	// difference from its kept-alive twin is what a client's connection costs, opened, served
@@ -328,6 +338,10 @@ func runCount(ctx context.Context, e *environment, n int) ([]countResult, error)
 		{name: fmt.Sprintf("stream (%d events), new connections each, to the proxy and from it", e.opts.Chunks),
 			body: closingBody(chatBody("bench", true, e.opts.PromptBytes)), want: fu.streamBody(), fresh: true},
 		{name: `chat, model "auto"`, body: chatBody("auto", false, e.opts.PromptBytes), want: fu.chat, gateway: true},
+		{name: "chat, an ollama target", body: chatBody("bench-ollama", false, e.opts.PromptBytes), gateway: true,
+			check: translatedChat(chatContent)},
+		{name: fmt.Sprintf("stream (%d events), an ollama target", e.opts.Chunks), body: chatBody("bench-ollama", true, e.opts.PromptBytes),
+			gateway: true, check: translatedStream(ollamaStreamContent(e.opts.Chunks))},
 	}
 	// Copies of both Go programs, patched for valgrind; this binary is built again for goblind
 	// because `go run` leaves out the symbols that name its functions.
@@ -439,6 +453,68 @@ func runCount(ctx context.Context, e *environment, n int) ([]countResult, error)
 	return res, nil
 }
 
+// translatedChat checks a chat.completion the gateway made from another protocol's answer: its
+// one choice says content and stops.
+func translatedChat(content string) func([]byte) error {
+	return func(got []byte) error {
+		var c struct {
+			Object  string
+			Choices []struct {
+				Message      struct{ Content string }
+				FinishReason string `json:"finish_reason"`
+			}
+		}
+		if err := json.Unmarshal(got, &c); err != nil {
+			return fmt.Errorf("not a chat.completion: %w", err)
+		}
+		if c.Object != "chat.completion" || len(c.Choices) != 1 || c.Choices[0].Message.Content != content ||
+			c.Choices[0].FinishReason != "stop" {
+			return fmt.Errorf("not the upstream's answer: %.200q", got)
+		}
+		return nil
+	}
+}
+
+// translatedStream checks a chat stream the gateway made from another protocol's: its chunks'
+// content adds up to content, one says stop, and [DONE] ends it.
+func translatedStream(content string) func([]byte) error {
+	return func(got []byte) error {
+		var text strings.Builder
+		stops, done := 0, false
+		for ev := range bytes.SplitSeq(got, []byte("\n\n")) {
+			data, ok := bytes.CutPrefix(ev, []byte("data: "))
+			switch {
+			case len(ev) == 0:
+				continue
+			case !ok || done:
+				return fmt.Errorf("not an event, or after [DONE]: %.200q", ev)
+			case string(data) == "[DONE]":
+				done = true
+				continue
+			}
+			var c struct {
+				Choices []struct {
+					Delta        struct{ Content string }
+					FinishReason *string `json:"finish_reason"`
+				}
+			}
+			if err := json.Unmarshal(data, &c); err != nil {
+				return fmt.Errorf("not a chunk: %w: %.200q", err, data)
+			}
+			for _, ch := range c.Choices {
+				text.WriteString(ch.Delta.Content)
+				if ch.FinishReason != nil && *ch.FinishReason == "stop" {
+					stops++
+				}
+			}
+		}
+		if !done || stops != 1 || text.String() != content {
+			return fmt.Errorf("not the upstream's stream ([DONE] %v, %d stops, content %.80q)", done, stops, text.String())
+		}
+		return nil
+	}
+}
+
 // firstLine is s up to its first line end.
 func firstLine(s string) string {
 	line, _, _ := strings.Cut(s, "\n")
@@ -488,11 +564,13 @@ func countMarkdown(res []countResult, n, top int) string {
 	for _, r := range res {
 		// The chat's breakdown, and the pooled stream's beside it: what a stream's events add
 		// to a request is the difference.
-		if r.name != "gateway" || r.row != "chat" && !strings.HasPrefix(r.row, "stream (") || strings.Contains(r.row, "new connection") {
+		// So are an ollama target's: what translating costs beside relaying.
+		if r.name != "gateway" || r.row != "chat" && !strings.HasPrefix(r.row, "stream (") && !strings.Contains(r.row, "ollama") ||
+			strings.Contains(r.row, "new connection") {
 			continue
 		}
-		what := "chat"
-		if r.row != "chat" {
+		what := r.row
+		if strings.HasPrefix(r.row, "stream (") && !strings.Contains(r.row, "ollama") {
 			what = "stream"
 		}
 		by := map[string]*counts{}

@@ -125,10 +125,15 @@ func gatewayConfig(listen, fast, slow string, auto bool) string {
 		fmt.Fprintf(&b, "[targets.%s]\nadapter = \"openai\"\nurl = \"http://%s/v1\"\nmodel = \"fake-model\"\n"+
 			"context_window = 32768\n\n", t, fast)
 	}
+	// The same fake upstream spoken to in Ollama's native API: the path of a target behind
+	// Ollama (the paper's Averroes-Q), counted by --count, whose answers are translated.
+	fmt.Fprintf(&b, "[targets.fake-ollama]\nadapter = \"ollama\"\nurl = \"http://%s\"\nmodel = \"fake-model\"\n"+
+		"context_window = 32768\n\n", fast)
 	fmt.Fprintf(&b, "[targets.fake-slow]\nadapter = \"openai\"\nurl = \"http://%s/v1\"\nmodel = \"fake-model\"\n\n", slow)
 	for _, r := range []string{"bench", "saif", "deepseek-r1", "averroes-q"} {
 		fmt.Fprintf(&b, "[routes.%s]\ntargets = [\"fake-1\", \"fake-2\", \"fake-3\"]\n\n", r)
 	}
+	b.WriteString("[routes.bench-ollama]\ntargets = [\"fake-ollama\"]\n\n")
 	b.WriteString("[routes.slow]\ntargets = [\"fake-slow\"]\n")
 	if auto {
 		b.WriteString("\n[auto]\ndefault = \"averroes-q\"\n")

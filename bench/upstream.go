@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -83,9 +84,12 @@ func upstreamMain(args []string) int {
 // looks for "stream":true without decoding, and writes precomputed bytes. Its own cost is paid
 // equally by the direct and the gateway columns, so it cancels out of the added latency.
 type fakeUpstream struct {
-	chat     []byte   // the non-streaming chat.completion
-	events   [][]byte // each a whole "data: …\n\n" event; the first carries the role and the first token
-	tail     []byte   // the finishing chunk and [DONE], written with the last event
+	chat   []byte   // the non-streaming chat.completion
+	events [][]byte // each a whole "data: …\n\n" event; the first carries the role and the first token
+	tail   []byte   // the finishing chunk and [DONE], written with the last event
+	// ollama holds the same answer in Ollama's native /api/chat shape, for a target with
+	// adapter "ollama" (the Averroes-Q path): the whole answer and a stream's lines.
+	ollama   ollamaAnswers
 	interval time.Duration
 	// conns is how many connections have carried a chat request, to see connection churn
 	// behind a proxy; the harness's /stats requests and a proxy's health checks are not counted.
@@ -100,8 +104,7 @@ func newFakeUpstream(chunks int, interval time.Duration) *fakeUpstream {
 	f.bufs.New = func() any { b := make([]byte, 0, 8<<10); return &b }
 	f.chat = []byte(`{"id":"chatcmpl-bench","object":"chat.completion","created":1764460800,"model":"fake-model",` +
 		`"system_fingerprint":"fp_bench","choices":[{"index":0,"message":{"role":"assistant","content":` +
-		`"This is a fixed answer from the benchmark's fake upstream. It is about as long as a short reply ` +
-		`from a chat model, so that copying it costs what copying a real answer costs."},"logprobs":null,` +
+		`"` + chatContent + `"},"logprobs":null,` +
 		`"finish_reason":"stop"}],"usage":{"prompt_tokens":212,"completion_tokens":38,"total_tokens":250}}`)
 	for i := range max(chunks, 1) {
 		delta := `{"content":" token` + strconv.Itoa(i) + `"}`
@@ -115,7 +118,39 @@ func newFakeUpstream(chunks int, interval time.Duration) *fakeUpstream {
 		f.events = append(f.events, fmt.Appendf(nil, "data: "+chunk+"\n\n", delta, "null"))
 	}
 	f.tail = fmt.Appendf(nil, "data: "+chunk+"\n\ndata: [DONE]\n\n", "{}", `"stop"`)
+	f.ollama = newOllamaAnswers(chunks)
 	return f
+}
+
+// chatContent is the content of the fake upstream's whole answer, in either shape.
+const chatContent = "This is a fixed answer from the benchmark's fake upstream. It is about as long as a short reply " +
+	"from a chat model, so that copying it costs what copying a real answer costs."
+
+// ollamaAnswers is the fake upstream's answer as Ollama's /api/chat writes it.
+type ollamaAnswers struct {
+	chat  []byte   // the whole answer (stream false)
+	lines [][]byte // a stream's lines, each ending in a newline; the last says done
+}
+
+func newOllamaAnswers(chunks int) ollamaAnswers {
+	const head = `{"model":"fake-model","created_at":"2025-11-30T00:00:00.000000000Z","message":{"role":"assistant","content":%q},`
+	const counts = `"done":true,"done_reason":"stop","total_duration":912345678,"load_duration":1234567,` +
+		`"prompt_eval_count":212,"prompt_eval_duration":23456789,"eval_count":%d,"eval_duration":876543210}`
+	o := ollamaAnswers{chat: fmt.Appendf(nil, head+counts, chatContent, 38)}
+	for i := range max(chunks, 1) {
+		o.lines = append(o.lines, fmt.Appendf(nil, head+`"done":false}`+"\n", " token"+strconv.Itoa(i)))
+	}
+	o.lines = append(o.lines, fmt.Appendf(nil, head+counts+"\n", "", max(chunks, 1)))
+	return o
+}
+
+// ollamaStreamContent is what a stream's content adds up to, in either shape.
+func ollamaStreamContent(chunks int) string {
+	var b strings.Builder
+	for i := range max(chunks, 1) {
+		b.WriteString(" token" + strconv.Itoa(i))
+	}
+	return b.String()
 }
 
 // chatConnKey marks a connection's context with whether it has carried a chat request yet.
@@ -150,10 +185,17 @@ func (f *fakeUpstream) streamBody() []byte {
 }
 
 func (f *fakeUpstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	ollama := false
 	switch {
 	case r.URL.Path == "/v1/chat/completions" && r.Method == http.MethodPost:
+	case r.URL.Path == "/api/chat" && r.Method == http.MethodPost:
+		ollama = true
 	case r.URL.Path == "/stats":
 		fmt.Fprintf(w, "{\"connections\":%d}\n", f.conns.Load())
+		return
+	case r.URL.Path == "/api/tags": // an ollama target's health check
+		w.Header().Set("Content-Type", "application/json; charset=utf-8")
+		_, _ = io.WriteString(w, `{"models":[{"name":"fake-model","model":"fake-model","size":1}]}`)
 		return
 	case r.URL.Path == "/v1/models":
 		w.Header().Set("Content-Type", "application/json")
@@ -179,6 +221,10 @@ func (f *fakeUpstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	h := w.Header()
+	if ollama {
+		f.serveOllama(r.Context(), w, stream)
+		return
+	}
 	if !stream {
 		h.Set("Content-Type", "application/json")
 		h.Set("Content-Length", strconv.Itoa(len(f.chat)))
@@ -219,6 +265,28 @@ func (f *fakeUpstream) stream(ctx context.Context, w http.ResponseWriter) {
 			_, _ = w.Write(f.tail)
 		}
 		if rc.Flush() != nil {
+			return
+		}
+	}
+}
+
+// serveOllama answers /api/chat as Ollama does: one object, or a stream of lines
+// (application/x-ndjson), each flushed on its own.
+func (f *fakeUpstream) serveOllama(ctx context.Context, w http.ResponseWriter, stream bool) {
+	h := w.Header()
+	if !stream {
+		h.Set("Content-Type", "application/json; charset=utf-8")
+		h.Set("Content-Length", strconv.Itoa(len(f.ollama.chat)))
+		_, _ = w.Write(f.ollama.chat)
+		return
+	}
+	h.Set("Content-Type", "application/x-ndjson")
+	rc := http.NewResponseController(w)
+	for _, line := range f.ollama.lines {
+		if ctx.Err() != nil {
+			return
+		}
+		if _, err := w.Write(line); err != nil || rc.Flush() != nil {
 			return
 		}
 	}
