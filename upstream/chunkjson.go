@@ -79,6 +79,13 @@ func appendChunk(dst []byte, id string, created int64, model string, d *deltaJSO
 func appendChunkOf(dst []byte, id string, created int64, model string, role, content string, hasContent bool,
 	reasoning string, calls []toolCallJSON, lp *logprobsJSON, finish *string, u *usageJSON, hy *hayulaJSON) []byte {
 	dst = appendEnvelopeHead(dst, id, "chat.completion.chunk", created, model)
+	return appendChunkChoices(dst, role, content, hasContent, reasoning, calls, lp, finish, u, hy)
+}
+
+// appendChunkChoices is appendChunkOf after its envelope's head: a stream's chunks all share
+// one id, created and model, whose bytes the chunker writes once and copies (chunker.marshal).
+func appendChunkChoices(dst []byte, role, content string, hasContent bool, reasoning string, calls []toolCallJSON,
+	lp *logprobsJSON, finish *string, u *usageJSON, hy *hayulaJSON) []byte {
 	dst = append(dst, `[{"index":0,"delta":{`...)
 	sep := ""
 	if role != "" {

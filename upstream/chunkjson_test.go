@@ -3,6 +3,8 @@ package upstream
 import (
 	"bytes"
 	"testing"
+
+	"github.com/hayula/gateway/core"
 )
 
 // FuzzChunkJSONMatchesEncoding holds the appended chunks (chunkjson.go) to the bytes mustJSON
@@ -50,6 +52,15 @@ func FuzzChunkJSONMatchesEncoding(f *testing.F) {
 		check("chunk", appendChunk([]byte("x"), id, created, model, &d, lp, fin, u, hy)[1:],
 			mustJSON(chunkJSON{ID: id, Object: "chat.completion.chunk", Created: created, Model: model,
 				Choices: []chunkChoiceJSON{{Delta: d, Logprobs: lp, FinishReason: fin}}, Usage: u, Hayula: hy}))
+		// The chunker writes a stream's envelope head once and copies it into every chunk after.
+		c := newChunker(id, created, model, core.ReasoningPassthrough)
+		parts := deltaParts{role: d.Role, content: text, hasContent: d.Content != nil, reasoning: reasoning, calls: d.ToolCalls}
+		want := mustJSON(chunkJSON{ID: id, Object: "chat.completion.chunk", Created: created, Model: model,
+			Choices: []chunkChoiceJSON{{Delta: d, Logprobs: lp, FinishReason: fin}}, Hayula: hy})
+		for _, which := range []string{"chunker's first chunk", "chunker's second chunk"} {
+			c.logprobs = lp
+			check(which, c.marshal(parts, fin, hy), want)
+		}
 		if u != nil {
 			check("usage chunk", appendUsageChunk(nil, id, "chat.completion.chunk", created, model, u),
 				mustJSON(chunkJSON{ID: id, Object: "chat.completion.chunk", Created: created, Model: model,
