@@ -62,6 +62,12 @@ type Request struct {
 	// zero when not known. An adapter that replaces the model splices there instead of walking
 	// Body again.
 	ModelAt [2]int
+	// KnownMembers is true when the server's decode walked Body and found only the top-level
+	// members it decodes itself (model, messages, stream, the sampling fields, tools, …): an
+	// adapter that looks for other members of Body (the ollama adapter's options, think,
+	// keep_alive, logprobs) need not search it. False when not known, as for a Request built
+	// otherwise: the adapter looks.
+	KnownMembers bool
 	// Messages are the chat messages, content kept raw.
 	Messages []Message
 	// Prompt is a completions request's prompt, raw JSON as the body has it; nil otherwise.

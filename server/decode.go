@@ -153,6 +153,9 @@ type wireView struct {
 	// nativeFormat and hideReasoning are core.Request's NativeFormat and HideReasoning
 	// (noteAsked).
 	nativeFormat, hideReasoning bool
+	// others is set when fastWire met a member it does not decode, and known when fastWire
+	// decoded the body without meeting one (core.Request.KnownMembers).
+	others, known bool
 	// streamOn and streamNulled follow the "stream" members in order (noteStream).
 	streamOn, streamNulled bool
 	// options is set when a Hayula option's key is in the body, even with a null value that
@@ -390,6 +393,7 @@ func finishChat(r *http.Request, body []byte, w *wireView, req *core.Request) *a
 	}
 	req.Structured = structuredFormat(w.Raw.ResponseFormat)
 	req.NativeFormat, req.HideReasoning = w.nativeFormat, w.hideReasoning
+	req.KnownMembers = w.known
 	// Each limit sent must be at least 1, as OpenAI holds them: 0 asks for no answer at all, and
 	// a target that reads 0 as no limit (SAIF, Ollama's num_predict) answered without one; a
 	// max_completion_tokens of 0 beside a max_tokens is refused too, as OpenAI refuses it, rather
@@ -1185,6 +1189,7 @@ func checkText(body []byte) *apiError {
 func decodeWire(body []byte, w *wireView, msgs []core.Message, names map[string]string) error {
 	*w = wireView{}
 	if fastWire(body, w, msgs, names) {
+		w.known = !w.others
 		return nil
 	}
 	if err := jsonx.FixText(body, maxBodyDepth); err != nil {
@@ -1285,6 +1290,7 @@ func fastWire(body []byte, w *wireView, msgs []core.Message, names map[string]st
 			w.Raw.ToolChoice = v
 			w.checkPassed(name, v)
 		default:
+			w.others = true
 			w.noteAsked(name, v)
 			if !w.checkPassed(name, v) {
 				ok = !foldsTo(name, isWireKey)

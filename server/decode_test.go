@@ -535,3 +535,31 @@ func TestNoStreamOptions(t *testing.T) {
 		}
 	}
 }
+
+// A body of the members the server decodes, and nothing else, says so (core.Request.
+// KnownMembers), so that the ollama adapter need not search it for Ollama's own; any other
+// member, or a body the fast decode leaves to encoding/json (a key folded or escaped), does not.
+func TestKnownMembers(t *testing.T) {
+	r := httptest.NewRequest("POST", "/v1/chat/completions", nil)
+	const msgs = `"messages":[{"role":"user","content":"options think top_k \"logprobs\":true"}]`
+	for b, want := range map[string]bool{
+		`{"model":"saif",` + msgs + `}`: true,
+		`{"model":"saif",` + msgs + `,"max_tokens":9,"temperature":0.2,"stream":true,"stop":["x"],"tools":null}`: true,
+		`{"model":"saif",` + msgs + `,"top_k":40}`:                                                               false,
+		`{"model":"saif",` + msgs + `,"logprobs":true}`:                                                          false,
+		`{"model":"saif",` + msgs + `,"chat_template_kwargs":{"enable_thinking":false}}`:                         false,
+		`{"model":"saif",` + msgs + `,"user":"u"}`:                                                               false,
+		`{"model":"saif",` + msgs + `,"Top_K":40}`:                                                               false,
+		`{"model":"saif",` + msgs + `,"temp\u0065rature":0.2}`:                                                   false,
+	} {
+		st := new(reqState)
+		st.req.KnownMembers = !want // a pooled state's last request must not carry over
+		req, e := decodeChat(r, []byte(b), st, testNames)
+		if e != nil {
+			t.Fatalf("%s: %v", b, e.Message)
+		}
+		if req.KnownMembers != want {
+			t.Errorf("%s: KnownMembers %v, want %v", b, req.KnownMembers, want)
+		}
+	}
+}

@@ -29,7 +29,7 @@ func BenchmarkOllamaTranslate(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				_ = mustJSON(out)
+				_ = appendOllamaRequest(nil, out)
 			}
 		})
 	}

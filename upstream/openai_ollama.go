@@ -138,7 +138,7 @@ func (a *openaiOllama) chat(ctx context.Context, req *core.Request) (*Response, 
 		return nil, err
 	}
 	reasoning := thinkingOff(a.t.Reasoning, out.Think)
-	body := mustJSON(out)
+	body := appendOllamaRequest(make([]byte, 0, len(req.Body)+256), out)
 	resp, err := a.post(ctx, "/api/chat", body, req.Stream)
 	if err != nil {
 		return nil, err
@@ -361,17 +361,24 @@ func (a *openaiOllama) translate(req *core.Request) (*ollamaChatRequest, error) 
 	// sent where the target has one: a smaller window would refuse that prompt after all, a
 	// larger one take memory the operator did not give the model, and any other than the last
 	// reload the model (TestOllamaContextWindowNotTheClients).
+	// The body's members in Ollama's own words, and logprobs, are looked for only in a body
+	// that may have them: one the server found nothing but its own members in has none
+	// (core.Request.KnownMembers), and is not searched for each of their keys.
+	look := req.Body
+	if req.KnownMembers {
+		look = nil
+	}
 	o := &ollamaOptions{Temperature: p.Temperature, TopP: p.TopP, Seed: p.Seed, Stop: p.StopList(), NumPredict: req.MaxTokens,
 		NumCtx: a.t.ContextWindow, FreqPenalty: p.FrequencyPenalty, PresPenalty: p.PresencePenalty}
-	out.Logprobs, out.TopLogprobs = logprobsAsked(req.Body)
-	th, err := a.think(req.Body)
+	out.Logprobs, out.TopLogprobs = logprobsAsked(look)
+	th, err := a.think(look)
 	if err != nil {
 		return nil, err
 	}
 	// The server reads the exclude too (core.Request.HideReasoning), for every adapter; either
 	// one hides.
 	out.Think, out.hideThinking = th.think, th.hide || req.HideReasoning
-	native, err := a.ollamaSampling(req.Body, o)
+	native, err := a.ollamaSampling(look, o)
 	if err != nil {
 		return nil, err
 	}

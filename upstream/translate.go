@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"net/http"
@@ -129,6 +130,9 @@ type imagePart struct {
 	part int
 }
 
+// errNotContent is a message content that is neither a string nor an array of parts.
+var errNotContent = errors.New("message content must be a string or an array of content parts")
+
 func readContent(raw json.RawMessage) (flatContent, error) {
 	raw = bytes.TrimSpace(raw)
 	var fc flatContent
@@ -136,8 +140,13 @@ func readContent(raw json.RawMessage) (flatContent, error) {
 		return fc, nil
 	}
 	if raw[0] == '"' {
-		err := json.Unmarshal(raw, &fc.text)
-		return fc, err
+		// The string as json.Unmarshal reads it, without its validating pass and its decoder.
+		text, ok := jsonx.Unquote(raw)
+		if !ok {
+			return fc, errNotContent
+		}
+		fc.text = text
+		return fc, nil
 	}
 	var parts []contentPart
 	if err := json.Unmarshal(raw, &parts); err != nil {
