@@ -3,6 +3,7 @@ package jsonx
 import (
 	"bytes"
 	"encoding/json"
+	"strings"
 	"testing"
 )
 
@@ -35,4 +36,25 @@ func FuzzAppendStringMatchesEncoding(f *testing.F) {
 			t.Errorf("Quote: %q, encoding/json %q", got, plain)
 		}
 	})
+}
+
+// BenchmarkAppendString: what writing a string costs the translated streams (a token, a chunk's
+// id) and the requests the translating adapters send (a message's text, English or Arabic).
+func BenchmarkAppendString(b *testing.B) {
+	const prose = "I am preparing a short talk for my team about how we ship our web application. "
+	const arabic = "ممكن تساعدني أرتب الأفكار بشكل منطقي؟ بعد ذلك أريد أن أشرح الفرق بين الطريقتين. "
+	for _, tc := range []struct{ name, s string }{
+		{"token", " token5"},
+		{"id", "chatcmpl-4f9d0c2a7b1e43d5a8c6e0f1b2d3c4a5"},
+		{"english 1KB", strings.Repeat(prose, 13)},
+		{"arabic 1KB", strings.Repeat(arabic, 7)},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			b.SetBytes(int64(len(tc.s)))
+			buf := make([]byte, 0, 4<<10)
+			for b.Loop() {
+				buf = AppendString(buf[:0], tc.s, false)
+			}
+		})
+	}
 }

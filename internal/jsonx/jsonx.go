@@ -557,6 +557,20 @@ func rebuildInto(out, body []byte, drop func(q []byte) bool, keep int, value str
 
 const hex = "0123456789abcdef"
 
+// wordAt is the little-endian word at s[i:i+8].
+func wordAt(s string, i int) uint64 {
+	_ = s[i+7]
+	return uint64(s[i]) | uint64(s[i+1])<<8 | uint64(s[i+2])<<16 | uint64(s[i+3])<<24 |
+		uint64(s[i+4])<<32 | uint64(s[i+5])<<40 | uint64(s[i+6])<<48 | uint64(s[i+7])<<56
+}
+
+// htmlMarks marks (bit 7) the bytes of the word x that are <, > or &, as specials marks its
+// own: zero exactly when x holds none.
+func htmlMarks(x uint64) uint64 {
+	lt, gt, amp := x^(ones*'<'), x^(ones*'>'), x^(ones*'&')
+	return ((lt-ones)&^lt | (gt-ones)&^gt | (amp-ones)&^amp) & highs
+}
+
 // appendString appends s as a JSON string, as encoding/json writes it with HTML escaping off.
 func appendString(out []byte, s string) []byte { return AppendString(out, s, false) }
 
@@ -570,6 +584,30 @@ func AppendString(dst []byte, s string, html bool) []byte {
 	dst = append(dst, '"')
 	start := 0
 	for i := 0; i < len(s); {
+		// Eight bytes at a time while they need no escape: ASCII and two-byte runes (Arabic,
+		// Cyrillic, Greek, Hebrew, accented Latin), checked as plainText checks them (pairs). A
+		// message's text, an id, a model's name are little else.
+		var lead uint64 // the last word ended in a two-byte rune's lead
+		for i+8 <= len(s) {
+			x := wordAt(s, i)
+			if specials(x) != 0 || html && htmlMarks(x) != 0 {
+				break
+			}
+			if x&highs|lead != 0 {
+				next, ok := pairs(x, lead)
+				if !ok {
+					break
+				}
+				lead = next
+			}
+			i += 8
+		}
+		if lead != 0 {
+			i-- // back to the lead, whose rune is read below
+		}
+		if i == len(s) {
+			break
+		}
 		if b := s[i]; b < utf8.RuneSelf {
 			if b >= 0x20 && b != '"' && b != '\\' && (!html || b != '<' && b != '>' && b != '&') {
 				i++
@@ -594,6 +632,12 @@ func AppendString(dst []byte, s string, html bool) []byte {
 			}
 			i++
 			start = i
+			continue
+		}
+		// A two-byte rune (Arabic, Cyrillic, Greek, Hebrew, accented Latin) is never escaped:
+		// only U+2028 and U+2029, of three bytes, are.
+		if b := s[i]; b >= 0xc2 && b <= 0xdf && i+1 < len(s) && s[i+1]&0xc0 == 0x80 {
+			i += 2
 			continue
 		}
 		c, size := utf8.DecodeRuneInString(s[i:])
