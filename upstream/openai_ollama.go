@@ -153,8 +153,9 @@ func (a *openaiOllama) chat(ctx context.Context, req *core.Request) (*Response, 
 	if err != nil {
 		return nil, err
 	}
-	var m ollamaChatResponse
-	if err := json.Unmarshal(raw, &m); err != nil {
+	// Read as a stream's line is: walked when it holds only text, json.Unmarshal otherwise.
+	m, err := decodeOllamaLine(raw, true)
+	if err != nil {
 		return nil, &core.ProtocolError{Target: a.t.Name, Err: &NotJSONError{Body: redact(capBytes(raw, maxErrorBody), a.t.APIKey)}}
 	}
 	if msg := text(m.Error); msg != "" {
