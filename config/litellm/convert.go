@@ -183,9 +183,25 @@ type route struct {
 	name    string
 	policy  string // "": not written (ordered)
 	targets []*target
-	guarded map[*target]bool // entered on overflow only (context_window_fallbacks)
+	guard   map[*target]guard // the failures that open each target: none for most
 	notes   []string
 }
+
+// guard is which failures open a target of a route's chain, as LiteLLM chose between its lists
+// by the failure: any (its own deployments, and fallbacks while context_window_fallbacks are
+// unset), overflow only (context_window_fallbacks), or any but overflow (fallbacks once
+// context_window_fallbacks are set: LiteLLM then sends an overflow to those alone).
+type guard uint8
+
+const (
+	openOnAny guard = iota
+	openOnOverflow
+	openOnOther
+)
+
+// notOverflow are the classes that move a chain on, overflow aside: CONFIG.md's failure classes
+// that fall through by default.
+var notOverflow = []string{"connection", "timeout", "server_error", "rate_limit", "endpoint", "loading"}
 
 func (c *converter) notCarried(section string, ks []string) {
 	if len(ks) > 0 {
@@ -606,6 +622,14 @@ func (c *converter) routes(r *routerYAML, s *settingsYAML) {
 	fallbacks := c.fallbackMap("fallbacks", from, l, true, true, defaults, defaultsFrom+".default_fallbacks")
 	l, from = fromSection(c, "context_window_fallbacks", r.ContextWindowFallbacks, s.ContextWindowFallbacks)
 	windowFallbacks := c.fallbackMap("context_window_fallbacks", from, l, false, false, nil, "")
+	// The Router's context_window_fallbacks are router_settings' unless empty, then
+	// litellm.context_window_fallbacks, None unless litellm_settings writes a list (an empty one
+	// too). Once they are not None, an overflow goes to a model_name's entry there alone, or,
+	// with none, back to the client: never to its fallbacks.
+	fallbackGuard := openOnAny
+	if len(r.ContextWindowFallbacks) > 0 || s.ContextWindowFallbacks != nil {
+		fallbackGuard = openOnOther
+	}
 	// LiteLLM's Router takes its max_fallbacks argument unless it is None, then litellm.max_fallbacks.
 	depth, maxFrom := defaultMaxFallbacks, r.MaxFallbacks
 	if maxFrom == nil {
@@ -633,7 +657,7 @@ func (c *converter) routes(r *routerYAML, s *settingsYAML) {
 		if name == "auto" {
 			name = "litellm-auto"
 		}
-		rt := &route{guarded: map[*target]bool{}}
+		rt := &route{guard: map[*target]guard{}}
 		rt.name = c.suffixed("route "+name, func(i int) string {
 			if i == 1 {
 				return name
@@ -655,13 +679,16 @@ func (c *converter) routes(r *routerYAML, s *settingsYAML) {
 		c.routeNames[rt.name] = true
 		rt.targets = append(rt.targets, g.targets...)
 		// add appends the targets of the model_name fb, tried after this one, each once: one the
-		// chain holds already keeps its place (and, from fallbacks, stays unguarded).
-		add := func(fb string, guard bool) (added bool) {
+		// chain holds already keeps its place, opened by the failures of both lists.
+		add := func(fb string, g guard) (added bool) {
 			for _, t := range c.byName[fb].targets {
-				if !slices.Contains(rt.targets, t) {
+				switch had, ok := rt.guard[t]; {
+				case !slices.Contains(rt.targets, t):
 					rt.targets = append(rt.targets, t)
-					rt.guarded[t] = guard
+					rt.guard[t] = g
 					added = true
+				case ok && had != g:
+					rt.guard[t] = openOnAny
 				}
 			}
 			return added
@@ -681,7 +708,7 @@ func (c *converter) routes(r *routerYAML, s *settingsYAML) {
 					continue
 				}
 				at++
-				if add(fb, false) {
+				if add(fb, fallbackGuard) {
 					used = append(used, fb)
 				}
 				follow(fb, at)
@@ -693,12 +720,23 @@ func (c *converter) routes(r *routerYAML, s *settingsYAML) {
 			if !slices.Equal(used, fallbacks.of(g.modelName)) {
 				how = fmt.Sprintf("fallbacks, and theirs in turn as LiteLLM follows them (max_fallbacks %d)", depth)
 			}
-			rt.notes = append(rt.notes, how+": then "+strings.Join(quoteAll(used), ", "))
+			note := how + ": then " + strings.Join(quoteAll(used), ", ")
+			if fallbackGuard == openOnOther {
+				note += " (entered on a failure other than overflow: with context_window_fallbacks set, LiteLLM sends an overflow " +
+					"to the model_name's entry there alone, and with none answers it as it is"
+				if len(used) > 1 {
+					// A guard opens on every earlier failure's class, so it cannot tell the
+					// overflow that ends this model_name from one of a fallback's.
+					note += "; a fallback that overflows shuts those after it here, where LiteLLM goes on to the next"
+				}
+				note += ")"
+			}
+			rt.notes = append(rt.notes, note)
 		}
 		used = used[:0]
 		var further []string // those with fallbacks of their own, which are not followed here
 		for _, fb := range windowFallbacks.of(g.modelName) {
-			if fb != g.modelName && add(fb, true) {
+			if fb != g.modelName && add(fb, openOnOverflow) {
 				used = append(used, fb)
 				if slices.ContainsFunc(slices.Concat(fallbacks.of(fb), windowFallbacks.of(fb)), func(n string) bool { return n != fb }) {
 					further = append(further, fb)

@@ -104,7 +104,8 @@ func TestImportLoads(t *testing.T) {
 		routes: []routeView{
 			{Name: "embed", Targets: []string{"embed"}},
 			{Name: "gpt-4o-mini", Targets: []string{"gpt-4o-mini"}},
-			{Name: "llama3.1", Targets: []string{"llama3.1-1", "llama3.1-2", "gpt-4o-mini"}},
+			{Name: "llama3.1", Targets: []string{"llama3.1-1", "llama3.1-2", "gpt-4o-mini"},
+				Guards: map[string][]string{"gpt-4o-mini": {"connection", "timeout", "server_error", "rate_limit", "endpoint", "loading"}}},
 			{Name: "qwen-coder", Targets: []string{"qwen-coder", "gpt-4o-mini"}, Guards: map[string][]string{"gpt-4o-mini": {"overflow"}}},
 		},
 		cool: config.Cooldown{Failures: 3, Base: 60 * time.Second, Max: config.DefaultCooldownMax},
@@ -997,6 +998,71 @@ router_settings:
 			}
 			if strings.Contains(string(res.TOML), "litellm_settings: max_fallbacks") {
 				t.Errorf("max_fallbacks listed as not carried:\n%s", res.TOML)
+			}
+		})
+	}
+}
+
+// TestImportOverflowGoesToContextWindowFallbacksAlone: once context_window_fallbacks are set
+// (either section, an empty list of litellm_settings' too: litellm.context_window_fallbacks is
+// then not None), LiteLLM's Router sends an overflow to a model_name's context_window_fallbacks
+// alone, and with no entry for it answers the overflow as it is: its fallbacks are for the other
+// failures (async_function_with_fallbacks_common_utils). Without them an overflow goes to the
+// fallbacks like any failure. So the fallbacks' targets are guarded to open on every class but
+// overflow, and only when context_window_fallbacks are set.
+func TestImportOverflowGoesToContextWindowFallbacksAlone(t *testing.T) {
+	notOverflow := []string{"connection", "timeout", "server_error", "rate_limit", "endpoint", "loading"}
+	var deps strings.Builder
+	deps.WriteString("model_list:\n")
+	for _, n := range []string{"a", "b", "c", "d", "x"} {
+		deps.WriteString("  - model_name: " + n + "\n    litellm_params: {model: ollama/" + n + "}\n")
+	}
+	for _, tc := range []struct {
+		name, settings string
+		a              routeView
+	}{{
+		name:     "no context_window_fallbacks: an overflow goes to the fallbacks",
+		settings: "router_settings:\n  fallbacks: [{a: [b]}]\n",
+		a:        routeView{Name: "a", Targets: []string{"a", "b"}},
+	}, {
+		name:     "an empty router_settings list is none",
+		settings: "router_settings:\n  fallbacks: [{a: [b]}]\n  context_window_fallbacks: []\n",
+		a:        routeView{Name: "a", Targets: []string{"a", "b"}},
+	}, {
+		name:     "an entry of its own",
+		settings: "router_settings:\n  fallbacks: [{a: [b, d]}]\n  context_window_fallbacks: [{a: [c]}]\n",
+		a: routeView{Name: "a", Targets: []string{"a", "b", "d", "c"},
+			Guards: map[string][]string{"b": notOverflow, "d": notOverflow, "c": {"overflow"}}},
+	}, {
+		name:     "another model_name's entry only: an overflow is answered as it is",
+		settings: "router_settings:\n  fallbacks: [{a: [b]}]\n  context_window_fallbacks: [{x: [c]}]\n",
+		a:        routeView{Name: "a", Targets: []string{"a", "b"}, Guards: map[string][]string{"b": notOverflow}},
+	}, {
+		name:     "a fallback's own fallbacks, and the \"*\" entry's",
+		settings: "router_settings:\n  fallbacks: [{a: [b]}, {b: [d]}, {\"*\": [x]}]\n  context_window_fallbacks: [{x: [c]}]\n",
+		a: routeView{Name: "a", Targets: []string{"a", "b", "d", "x"},
+			Guards: map[string][]string{"b": notOverflow, "d": notOverflow, "x": notOverflow}},
+	}, {
+		name:     "an empty litellm_settings list is set",
+		settings: "router_settings:\n  fallbacks: [{a: [b]}]\nlitellm_settings:\n  context_window_fallbacks: []\n",
+		a:        routeView{Name: "a", Targets: []string{"a", "b"}, Guards: map[string][]string{"b": notOverflow}},
+	}, {
+		name:     "in both lists: entered on any failure",
+		settings: "router_settings:\n  fallbacks: [{a: [b]}]\n  context_window_fallbacks: [{a: [b, c]}]\n",
+		a:        routeView{Name: "a", Targets: []string{"a", "b", "c"}, Guards: map[string][]string{"c": {"overflow"}}},
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			res, err := litellm.Convert([]byte(deps.String()+tc.settings), "o.yaml")
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg, err := config.Parse(res.TOML, "o.toml", nil)
+			if err != nil {
+				t.Fatalf("does not load: %v\n%s", err, res.TOML)
+			}
+			_, rs := views(cfg)
+			if diff := cmp.Diff(tc.a, rs[0]); diff != "" {
+				t.Errorf("route a (-want +got):\n%s\n%s", diff, res.TOML)
 			}
 		})
 	}
