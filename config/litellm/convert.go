@@ -143,8 +143,11 @@ type converter struct {
 	// warnings are Result.Warnings.
 	warnings []string
 	// groups are the deployments by model_name, in the order the names first appear.
-	groups    []*group
-	byName    map[string]*group
+	groups []*group
+	byName map[string]*group
+	// aliasOf are the names of router_settings.model_group_alias carried, each the model_name
+	// it stands for.
+	aliasOf   map[string]string
 	routeList []*route
 	// leftOut are the comments of deployments that could not become targets.
 	leftOut []string
@@ -615,32 +618,9 @@ func cleanName(s string) string {
 	return string(b)
 }
 
-// routes makes a route of each model_name with targets, its chain extended by the fallbacks.
+// routes makes a route of each model_name with targets, and of each name of
+// router_settings.model_group_alias, its chain extended by the fallbacks.
 func (c *converter) routes(r *routerYAML, s *settingsYAML) {
-	defaults, defaultsFrom := fromSection(c, "default_fallbacks", r.DefaultFallbacks, s.DefaultFallbacks)
-	l, from := fromSection(c, "fallbacks", r.Fallbacks, s.Fallbacks)
-	fallbacks := c.fallbackMap("fallbacks", from, l, true, true, defaults, defaultsFrom+".default_fallbacks")
-	l, from = fromSection(c, "context_window_fallbacks", r.ContextWindowFallbacks, s.ContextWindowFallbacks)
-	windowFallbacks := c.fallbackMap("context_window_fallbacks", from, l, false, false, nil, "")
-	// The Router's context_window_fallbacks are router_settings' unless empty, then
-	// litellm.context_window_fallbacks, None unless litellm_settings writes a list (an empty one
-	// too). Once they are not None, an overflow goes to a model_name's entry there alone, or,
-	// with none, back to the client: never to its fallbacks.
-	fallbackGuard := openOnAny
-	if len(r.ContextWindowFallbacks) > 0 || s.ContextWindowFallbacks != nil {
-		fallbackGuard = openOnOther
-	}
-	// LiteLLM's Router takes its max_fallbacks argument unless it is None, then litellm.max_fallbacks.
-	depth, maxFrom := defaultMaxFallbacks, r.MaxFallbacks
-	if maxFrom == nil {
-		maxFrom = s.MaxFallbacks
-	} else if s.MaxFallbacks != nil {
-		c.warnf("litellm_settings.max_fallbacks is not carried: router_settings.max_fallbacks is written, and LiteLLM's Router takes it alone " +
-			"(litellm_settings' is its default, read only when router_settings has none)")
-	}
-	if maxFrom != nil {
-		depth = min(max(*maxFrom, 0), 1000) // deeper than any file's chain: a bound on the work
-	}
 	// A model_name that is a name here as it is keeps it, as clients send it to LiteLLM: one that
 	// had to be cleaned, or renamed from "auto", takes another if it comes out the same.
 	reserved := map[string]bool{}
@@ -649,6 +629,12 @@ func (c *converter) routes(r *routerYAML, s *settingsYAML) {
 			reserved[g.modelName] = true
 		}
 	}
+	type named struct {
+		name string    // the name LiteLLM's Router looks its fallbacks up by
+		own  []*target // the deployments it picks among
+		rt   *route
+	}
+	var all []named
 	for _, g := range c.groups {
 		if len(g.targets) == 0 {
 			continue // its deployments' warnings said why
@@ -677,11 +663,44 @@ func (c *converter) routes(r *routerYAML, s *settingsYAML) {
 			c.warnf("route %q is named %q: a name here has letters, digits and . _ - : / @ + only%s", g.modelName, rt.name, taken)
 		}
 		c.routeNames[rt.name] = true
-		rt.targets = append(rt.targets, g.targets...)
-		// add appends the targets of the model_name fb, tried after this one, each once: one the
-		// chain holds already keeps its place, opened by the failures of both lists.
+		g.route = rt
+		all = append(all, named{g.modelName, g.targets, rt})
+	}
+	for _, a := range c.aliases(r.ModelGroupAlias) {
+		all = append(all, named{a.name, c.byName[a.model].targets, a.rt})
+	}
+
+	defaults, defaultsFrom := fromSection(c, "default_fallbacks", r.DefaultFallbacks, s.DefaultFallbacks)
+	l, from := fromSection(c, "fallbacks", r.Fallbacks, s.Fallbacks)
+	fallbacks := c.fallbackMap("fallbacks", from, l, true, true, defaults, defaultsFrom+".default_fallbacks")
+	l, from = fromSection(c, "context_window_fallbacks", r.ContextWindowFallbacks, s.ContextWindowFallbacks)
+	windowFallbacks := c.fallbackMap("context_window_fallbacks", from, l, false, false, nil, "")
+	// The Router's context_window_fallbacks are router_settings' unless empty, then
+	// litellm.context_window_fallbacks, None unless litellm_settings writes a list (an empty one
+	// too). Once they are not None, an overflow goes to a model_name's entry there alone, or,
+	// with none, back to the client: never to its fallbacks.
+	fallbackGuard := openOnAny
+	if len(r.ContextWindowFallbacks) > 0 || s.ContextWindowFallbacks != nil {
+		fallbackGuard = openOnOther
+	}
+	// LiteLLM's Router takes its max_fallbacks argument unless it is None, then litellm.max_fallbacks.
+	depth, maxFrom := defaultMaxFallbacks, r.MaxFallbacks
+	if maxFrom == nil {
+		maxFrom = s.MaxFallbacks
+	} else if s.MaxFallbacks != nil {
+		c.warnf("litellm_settings.max_fallbacks is not carried: router_settings.max_fallbacks is written, and LiteLLM's Router takes it alone " +
+			"(litellm_settings' is its default, read only when router_settings has none)")
+	}
+	if maxFrom != nil {
+		depth = min(max(*maxFrom, 0), 1000) // deeper than any file's chain: a bound on the work
+	}
+	for _, n := range all {
+		rt := n.rt
+		rt.targets = append(rt.targets, n.own...)
+		// add appends the targets of fb, a model_name or an alias, tried after this one, each
+		// once: one the chain holds already keeps its place, opened by the failures of both lists.
 		add := func(fb string, g guard) (added bool) {
-			for _, t := range c.byName[fb].targets {
+			for _, t := range c.members(fb) {
 				switch had, ok := rt.guard[t]; {
 				case !slices.Contains(rt.targets, t):
 					rt.targets = append(rt.targets, t)
@@ -694,9 +713,10 @@ func (c *converter) routes(r *routerYAML, s *settingsYAML) {
 			return added
 		}
 		// LiteLLM follows a fallback's own fallbacks in turn when it fails too, depth first,
-		// each model_name tried counting one towards max_fallbacks (its run_async_fallback).
+		// each name tried counting one towards max_fallbacks (its run_async_fallback). It looks
+		// them up by the name it tries, an alias's by the alias.
 		var used []string
-		followed := map[string]int{} // the least depth a model_name's fallbacks were followed at
+		followed := map[string]int{} // the least depth a name's fallbacks were followed at
 		var follow func(name string, at int)
 		follow = func(name string, at int) {
 			if d, ok := followed[name]; at >= depth || ok && d <= at {
@@ -714,10 +734,10 @@ func (c *converter) routes(r *routerYAML, s *settingsYAML) {
 				follow(fb, at)
 			}
 		}
-		follow(g.modelName, 0)
+		follow(n.name, 0)
 		if len(used) > 0 {
 			how := "fallbacks"
-			if !slices.Equal(used, fallbacks.of(g.modelName)) {
+			if !slices.Equal(used, fallbacks.of(n.name)) {
 				how = fmt.Sprintf("fallbacks, and theirs in turn as LiteLLM follows them (max_fallbacks %d)", depth)
 			}
 			note := how + ": then " + strings.Join(quoteAll(used), ", ")
@@ -735,8 +755,8 @@ func (c *converter) routes(r *routerYAML, s *settingsYAML) {
 		}
 		used = used[:0]
 		var further []string // those with fallbacks of their own, which are not followed here
-		for _, fb := range windowFallbacks.of(g.modelName) {
-			if fb != g.modelName && add(fb, openOnOverflow) {
+		for _, fb := range windowFallbacks.of(n.name) {
+			if fb != n.name && add(fb, openOnOverflow) {
 				used = append(used, fb)
 				if slices.ContainsFunc(slices.Concat(fallbacks.of(fb), windowFallbacks.of(fb)), func(n string) bool { return n != fb }) {
 					further = append(further, fb)
@@ -752,26 +772,46 @@ func (c *converter) routes(r *routerYAML, s *settingsYAML) {
 			}
 			rt.notes = append(rt.notes, note)
 		}
-		if len(g.targets) > 1 {
-			c.spread(rt, len(g.targets), r.RoutingStrategy)
+		if len(n.own) > 1 {
+			c.spread(rt, len(n.own), r.RoutingStrategy)
 		}
 		c.routeList = append(c.routeList, rt)
-		g.route = rt
 	}
-	c.aliases(r.ModelGroupAlias)
 }
 
-// aliases adds a route for each of router_settings.model_group_alias's names, the chain of the
-// model_name it stands for: LiteLLM serves a request for the alias as one for that model_name,
-// its fallbacks included (TestImportModelGroupAlias). An alias that is a model_name's or a
-// route's name already is left out, as are one that cannot be a name here and one whose
-// model_name has no route, each with a warning.
-func (c *converter) aliases(m map[string]aliasYAML) {
+// members returns the targets LiteLLM picks among for name: a model_name's deployments, or those
+// of the model_name an alias stands for.
+func (c *converter) members(name string) []*target {
+	if g := c.byName[name]; g != nil {
+		return g.targets
+	}
+	if m, ok := c.aliasOf[name]; ok {
+		return c.byName[m].targets
+	}
+	return nil
+}
+
+// aliasRoute is a route made of a name of router_settings.model_group_alias.
+type aliasRoute struct {
+	name, model string // the alias, and the model_name it stands for
+	rt          *route
+}
+
+// aliases returns a route for each of router_settings.model_group_alias's names, whose own
+// targets are those of the model_name it stands for, and records them in c.aliasOf. LiteLLM
+// serves a request for the alias from that model_name's deployments, but looks its fallbacks up
+// by the alias, as the name the client sent: the chain is made so (TestImportModelGroupAlias,
+// TestImportAliasFallbacksAreItsOwn). An alias that is a model_name's or a route's name already
+// is left out, as are one that cannot be a name here and one whose model_name has no route,
+// each with a warning.
+func (c *converter) aliases(m map[string]aliasYAML) []aliasRoute {
+	c.aliasOf = map[string]string{}
 	names := make([]string, 0, len(m))
 	for k := range m {
 		names = append(names, k)
 	}
 	slices.Sort(names)
+	var out []aliasRoute
 	for _, alias := range names {
 		to := m[alias]
 		g := c.byName[to.Model]
@@ -783,16 +823,18 @@ func (c *converter) aliases(m map[string]aliasYAML) {
 		case alias == "auto" || cleanName(alias) != alias:
 			c.warnf(`model_group_alias %q: not a name here (letters, digits and . _ - : / @ + only; "auto" is the automatic router's): not carried`, alias)
 		default:
-			rt := *g.route
-			rt.name = alias
-			rt.notes = []string{fmt.Sprintf("router_settings.model_group_alias: %q stands for %q, its chain", alias, to.Model)}
+			rt := &route{name: alias, guard: map[*target]guard{}}
+			rt.notes = []string{fmt.Sprintf("router_settings.model_group_alias: %q stands for %q, its deployments; "+
+				"its fallbacks are the alias's own, as LiteLLM looks them up by the name the client sent", alias, to.Model)}
 			if to.Hidden {
 				rt.notes = append(rt.notes, "hidden from LiteLLM's /v1/models; here every route is listed there")
 			}
 			c.routeNames[alias] = true
-			c.routeList = append(c.routeList, &rt)
+			c.aliasOf[alias] = to.Model
+			out = append(out, aliasRoute{alias, to.Model, rt})
 		}
 	}
+	return out
 }
 
 // spread gives rt, whose first n targets are the deployments of one model_name, the policy that
@@ -864,6 +906,10 @@ func (c *converter) fallbackMap(kind, from string, l []fallbackEntry, generic, v
 		var out []string
 		for _, fb := range l {
 			switch g := c.byName[fb]; {
+			case g == nil && c.aliasOf[fb] != "":
+				if !slices.Contains(out, fb) {
+					out = append(out, fb) // LiteLLM tries an alias as its model_name
+				}
 			case g == nil:
 				c.warnf("%s of %q: no model_name %q: left out of its chain", kind, from, fb)
 			case len(g.targets) == 0:
@@ -902,7 +948,7 @@ func (c *converter) fallbackMap(kind, from string, l []fallbackEntry, generic, v
 			genericAt, f.generic = line, known(k, list)
 		case first[k] != 0:
 			c.warnf("%s: the entry for %q at line %d is not carried: LiteLLM takes a model_name's first entry (line %d)", where, k, line, first[k])
-		case c.byName[k] == nil:
+		case c.byName[k] == nil && c.aliasOf[k] == "":
 			first[k] = line
 			c.warnf("%s: no model_name %q: its fallbacks are not carried", kind, k)
 		default:

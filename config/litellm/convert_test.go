@@ -746,9 +746,10 @@ func BenchmarkConvertOneCleanedName(b *testing.B) {
 }
 
 // TestImportModelGroupAlias: router_settings.model_group_alias, the names a homelab gives its
-// local models for clients that send "gpt-4", becomes a route of that name with the chain of the
-// model_name it stands for, fallbacks and guards included; an alias that cannot be carried is
-// warned of, not dropped without a word.
+// local models for clients that send "gpt-4", becomes a route of that name whose own targets are
+// the deployments of the model_name it stands for (its fallbacks are the alias's own:
+// TestImportAliasFallbacksAreItsOwn); an alias that cannot be carried is warned of, not dropped
+// without a word.
 func TestImportModelGroupAlias(t *testing.T) {
 	const src = `model_list:
   - model_name: llama
@@ -774,8 +775,8 @@ router_settings:
 	}
 	_, rs := views(cfg)
 	want := []routeView{
-		{Name: "gpt-4", Targets: []string{"llama", "tail"}},
-		{Name: "gpt-4o", Targets: []string{"llama", "tail"}},
+		{Name: "gpt-4", Targets: []string{"llama"}}, // llama's fallbacks are not the alias's
+		{Name: "gpt-4o", Targets: []string{"llama"}},
 		{Name: "llama", Targets: []string{"llama", "tail"}},
 		{Name: "tail", Targets: []string{"tail"}},
 	}
@@ -1063,6 +1064,73 @@ func TestImportOverflowGoesToContextWindowFallbacksAlone(t *testing.T) {
 			_, rs := views(cfg)
 			if diff := cmp.Diff(tc.a, rs[0]); diff != "" {
 				t.Errorf("route a (-want +got):\n%s\n%s", diff, res.TOML)
+			}
+		})
+	}
+}
+
+// TestImportAliasFallbacksAreItsOwn: LiteLLM's Router looks a request's fallbacks up by the name
+// the client sent (kwargs["model"]); a model_group_alias is resolved to its model_name only when a
+// deployment is picked (_common_checks_available_deployment). So an alias's fallbacks and
+// context_window_fallbacks are the entries keyed by the alias, else the "*" entry's, never those of
+// the model_name it stands for; and an alias named as a fallback is tried as its model_name, its
+// own fallbacks followed.
+func TestImportAliasFallbacksAreItsOwn(t *testing.T) {
+	notOverflow := []string{"connection", "timeout", "server_error", "rate_limit", "endpoint", "loading"}
+	var deps strings.Builder
+	deps.WriteString("model_list:\n")
+	for _, n := range []string{"llama", "tail", "big", "other", "x"} {
+		deps.WriteString("  - model_name: " + n + "\n    litellm_params: {model: ollama/" + n + "}\n")
+	}
+	for _, tc := range []struct {
+		name, settings string
+		routes         []routeView
+	}{{
+		name: "entries keyed by the alias",
+		settings: `router_settings:
+  fallbacks: [{llama: [tail]}, {gpt-4: [other]}, {x: [gpt-4o]}, {gpt-4o: [big]}]
+  context_window_fallbacks: [{gpt-4: [big]}]
+  model_group_alias: {gpt-4: llama, gpt-4o: llama}
+`,
+		routes: []routeView{
+			{Name: "big", Targets: []string{"big"}},
+			{Name: "gpt-4", Targets: []string{"llama", "other", "big"}, Guards: map[string][]string{"other": notOverflow, "big": {"overflow"}}},
+			{Name: "gpt-4o", Targets: []string{"llama", "big"}, Guards: map[string][]string{"big": notOverflow}},
+			{Name: "llama", Targets: []string{"llama", "tail"}, Guards: map[string][]string{"tail": notOverflow}},
+			{Name: "other", Targets: []string{"other"}},
+			{Name: "tail", Targets: []string{"tail"}},
+			{Name: "x", Targets: []string{"x", "llama", "big"}, Guards: map[string][]string{"llama": notOverflow, "big": notOverflow}},
+		},
+	}, {
+		name: "no entry of its own: the \"*\" entry's, not its model_name's",
+		settings: `router_settings:
+  fallbacks: [{llama: [tail]}, {"*": [other]}]
+  model_group_alias: {gpt-4: llama}
+`,
+		routes: []routeView{
+			{Name: "big", Targets: []string{"big", "other"}},
+			{Name: "gpt-4", Targets: []string{"llama", "other"}},
+			{Name: "llama", Targets: []string{"llama", "tail", "other"}},
+			{Name: "other", Targets: []string{"other"}},
+			{Name: "tail", Targets: []string{"tail", "other"}},
+			{Name: "x", Targets: []string{"x", "other"}},
+		},
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			res, err := litellm.Convert([]byte(deps.String()+tc.settings), "al.yaml")
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg, err := config.Parse(res.TOML, "al.toml", nil)
+			if err != nil {
+				t.Fatalf("does not load: %v\n%s", err, res.TOML)
+			}
+			_, rs := views(cfg)
+			if diff := cmp.Diff(tc.routes, rs); diff != "" {
+				t.Errorf("routes (-want +got):\n%s\n%s", diff, res.TOML)
+			}
+			if w := strings.Join(res.Warnings, "\n"); strings.Contains(w, "gpt-4") {
+				t.Errorf("a warning names an alias, which LiteLLM reads:\n%s", w)
 			}
 		})
 	}
