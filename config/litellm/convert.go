@@ -869,37 +869,56 @@ func (c *converter) spread(rt *route, n int, strategy string) {
 // defaultMaxFallbacks is LiteLLM's max_fallbacks when neither settings section writes it.
 const defaultMaxFallbacks = 5
 
-// fallbackTable is one kind of LiteLLM's fallbacks, each model_name's in order.
+// fallbackTable is one kind of LiteLLM's fallbacks, each name's in order.
 type fallbackTable struct {
-	// own are the model_names' own entries ({"a": ["b", "c"]}); an entry that names none that
-	// converts is there all the same, and keeps generic away, as in LiteLLM.
-	own map[string][]string
-	// generic is for a model_name without an entry of its own: the "*" entry's, or
-	// default_fallbacks, which LiteLLM's router appends as one.
+	// picked are the lists of the model_names and aliases that an entry matches ({"a": ["b",
+	// "c"]}); an entry that names none that converts is there all the same, and keeps generic
+	// away, as in LiteLLM.
+	picked map[string][]string
+	// generic is for a name no entry matches: the "*" entry's, or default_fallbacks, which
+	// LiteLLM's router appends as one.
 	generic []string
 }
 
-// of returns the model_names tried after name, in order.
+// of returns the names tried after name, a model_name or an alias, in order.
 func (f *fallbackTable) of(name string) []string {
-	if l, ok := f.own[name]; ok {
+	if l, ok := f.picked[name]; ok {
 		return l
 	}
 	return f.generic
 }
 
+// litellmProviders are the provider names of LiteLLM's provider_list (its LlmProviders enum),
+// whose "NAME/" prefix its get_fallback_model_group takes off a model_name to match a fallbacks
+// entry (_check_stripped_model_group). A LiteLLM of other providers (a newer one, or one with
+// providers added from its JSON list) may take off others: a prefix not here is warned of.
+var litellmProviders = strings.Fields(`openai openai_like jina_ai xai custom_openai text-completion-openai cohere
+	cohere_chat clarifai anthropic anthropic_text bytez replicate runwayml huggingface together_ai openrouter
+	datarobot vertex_ai vertex_ai_beta gemini ai21 baseten azure azure_text azure_ai sagemaker sagemaker_chat
+	bedrock vllm nlp_cloud petals oobabooga ollama ollama_chat deepinfra perplexity mistral milvus groq
+	nvidia_nim cerebras ai21_chat volcengine codestral text-completion-codestral dashscope moonshot v0 morph
+	lambda_ai deepseek sambanova maritalk voyage cloudflare xinference fireworks_ai friendliai featherless_ai
+	watsonx watsonx_text triton predibase databricks empower github compactifai docker_model_runner custom
+	litellm_proxy hosted_vllm llamafile lm_studio galadriel nebius infinity deepgram elevenlabs novita
+	aiohttp_openai langfuse humanloop topaz assemblyai github_copilot snowflake gradient_ai meta_llama nscale
+	pg_vector hyperbolic recraft fal_ai heroku aiml cometapi oci auto_router vercel_ai_gateway dotprompt wandb
+	ovhcloud lemonade`)
+
 // fallbackMap reads one kind of LiteLLM's fallback lists ([{"a": ["b", "c"]}, {"*": ["d"]}]),
 // l, from the section from, and defaults, default_fallbacks, read from defaultsFrom, as LiteLLM's
 // Router does (get_fallback_model_group, _get_fallback_model_group_from_fallbacks): of each entry
-// its first key only; of a model_name's entries the first; of the "*" entries the last, and
-// defaults after them all, which the Router appends as one more. generic says whether LiteLLM
-// reads a "*" entry for this kind: it matches a model_name's context_window_fallbacks exactly,
-// so there such an entry is warned of, not carried. validated says whether the Router refuses to
-// start with an entry of other than one key (its validate_fallbacks, for fallbacks but not
-// context_window_fallbacks): such an entry is warned of so, its first key carried. Every entry
-// or key LiteLLM would not read is warned of, by its line, as is a name that no deployment has
-// (TestImportFallbackEntriesAsLiteLLMReadsThem).
+// its first key only; for a model_name or an alias, the first entry of its name, else, for
+// fallbacks, the last entry of its name without its provider prefix ("openai/gpt-4o" takes
+// "gpt-4o"'s: TestImportFallbackKeyStrippedOfProvider), else the last "*" entry, and defaults
+// after them all, which the Router appends as one more. generic says whether LiteLLM reads a "*"
+// entry and a prefix taken off for this kind: it matches a model_name's context_window_fallbacks
+// exactly, so there a "*" entry is warned of, not carried. validated says whether the Router
+// refuses to start with an entry of other than one key (its validate_fallbacks, for fallbacks but
+// not context_window_fallbacks): such an entry is warned of so, its first key carried. Every
+// entry or key LiteLLM would not read is warned of, by its line, as is a name that no deployment
+// has (TestImportFallbackEntriesAsLiteLLMReadsThem).
 func (c *converter) fallbackMap(kind, from string, l []fallbackEntry, generic, validated bool, defaults []string, defaultsFrom string) *fallbackTable {
-	f := &fallbackTable{own: map[string][]string{}}
+	f := &fallbackTable{picked: map[string][]string{}}
 	where := from + "." + kind
 	// known are the names of l, from, that have targets: the others are warned of.
 	known := func(from string, l []string) []string {
@@ -920,8 +939,17 @@ func (c *converter) fallbackMap(kind, from string, l []fallbackEntry, generic, v
 		}
 		return out
 	}
-	first := map[string]int{} // the line of each model_name's entry that LiteLLM reads
-	genericAt := 0            // the line of the "*" entry read so far
+	type entry struct {
+		key   string
+		line  int
+		list  []string
+		by    string // the name that takes it, "" for none
+		exact bool   // a name takes it as its own, not with its provider prefix taken off
+		maybe string // a name LiteLLM takes it for if its prefix is one of LiteLLM's providers
+	}
+	var entries []*entry
+	first, last := map[string]*entry{}, map[string]*entry{} // each key's first and last entries
+	genericAt := 0                                          // the line of the "*" entry read so far
 	for _, e := range l {
 		switch {
 		case validated && len(e.keys) == 0:
@@ -946,18 +974,13 @@ func (c *converter) fallbackMap(kind, from string, l []fallbackEntry, generic, v
 				c.warnf(`%s: the "*" entry at line %d is not carried: LiteLLM takes the last "*" entry (line %d)`, where, genericAt, line)
 			}
 			genericAt, f.generic = line, known(k, list)
-		case first[k] != 0:
-			c.warnf("%s: the entry for %q at line %d is not carried: LiteLLM takes a model_name's first entry (line %d)", where, k, line, first[k])
-		case c.byName[k] == nil && c.aliasOf[k] == "":
-			first[k] = line
-			c.warnf("%s: no model_name %q: its fallbacks are not carried", kind, k)
 		default:
-			first[k] = line
-			// An entry that names none that converts is there all the same, and keeps generic away.
-			f.own[k] = known(k, list)
-			if f.own[k] == nil {
-				f.own[k] = []string{}
+			en := &entry{key: k, line: line, list: list}
+			entries = append(entries, en)
+			if first[k] == nil {
+				first[k] = en
 			}
+			last[k] = en
 		}
 	}
 	if len(defaults) > 0 {
@@ -965,6 +988,65 @@ func (c *converter) fallbackMap(kind, from string, l []fallbackEntry, generic, v
 			c.warnf(`%s: the "*" entry at line %d is not carried: LiteLLM appends %s after it as a "*" entry, and takes the last`, where, genericAt, defaultsFrom)
 		}
 		f.generic = known(defaultsFrom, defaults)
+	}
+	// Each name's entry, as the Router looks a request's up: by the name the client sent, or
+	// the fallback tried.
+	names := make([]string, 0, len(c.groups)+len(c.aliasOf))
+	for _, g := range c.groups {
+		if len(g.targets) > 0 {
+			names = append(names, g.modelName)
+		}
+	}
+	for a := range c.aliasOf {
+		names = append(names, a)
+	}
+	slices.Sort(names[len(names)-len(c.aliasOf):])
+	for _, name := range names {
+		en := first[name]
+		if en != nil {
+			en.exact = true
+		}
+		if p, _, ok := strings.Cut(name, "/"); en == nil && generic && ok {
+			// Its provider is the prefix up to the first "/", and Python's replace takes off
+			// every "PROVIDER/" of the name, not the first alone.
+			switch s := last[strings.ReplaceAll(name, p+"/", "")]; {
+			case s == nil:
+			case slices.Contains(litellmProviders, p):
+				en = s
+			case s.maybe == "":
+				s.maybe = name
+			}
+		}
+		if en == nil {
+			continue
+		}
+		if en.by == "" {
+			// An entry that names none that converts is there all the same, and keeps generic away.
+			en.list = known(en.key, en.list)
+			if en.list == nil {
+				en.list = []string{}
+			}
+		}
+		en.by = name
+		f.picked[name] = en.list
+	}
+	for _, en := range entries {
+		k := en.key
+		switch {
+		case en.by != "":
+		case en.maybe != "":
+			p, _, _ := strings.Cut(en.maybe, "/")
+			c.warnf("%s: the entry for %q at line %d is not carried: LiteLLM applies it to model_name %q if %q is one of its providers "+
+				"(its provider_list), which this importer does not know; write an entry for %q if it should be",
+				where, k, en.line, en.maybe, p, en.maybe)
+		case first[k].exact:
+			c.warnf("%s: the entry for %q at line %d is not carried: LiteLLM takes a model_name's first entry (line %d)", where, k, en.line, first[k].line)
+		case last[k].by != "":
+			c.warnf("%s: the entry for %q at line %d is not carried: for model_name %q LiteLLM takes the last entry for %q (line %d)",
+				where, k, en.line, last[k].by, k, last[k].line)
+		case c.byName[k] == nil && c.aliasOf[k] == "":
+			c.warnf("%s: no model_name %q: its fallbacks are not carried", kind, k)
+		}
 	}
 	return f
 }

@@ -1135,3 +1135,85 @@ func TestImportAliasFallbacksAreItsOwn(t *testing.T) {
 		})
 	}
 }
+
+// TestImportFallbackKeyStrippedOfProvider: LiteLLM's get_fallback_model_group matches a
+// fallbacks entry to a model_name by its exact name first, then by the name with its provider
+// prefix taken off ("openai/gpt-4o" takes the entry of "gpt-4o": _check_stripped_model_group, the
+// last such entry), then the "*" entry. A prefix that is none of LiteLLM's providers matches
+// nothing; one this importer does not know for one is warned of, by line, and not carried.
+// context_window_fallbacks match the exact name alone.
+func TestImportFallbackKeyStrippedOfProvider(t *testing.T) {
+	var deps strings.Builder
+	deps.WriteString("model_list:\n")
+	for _, n := range []string{"openai/gpt-4o", "tail", "other", "x", "myorg/llama", "ollama/ollama/qwen"} {
+		deps.WriteString("  - model_name: " + n + "\n    litellm_params: {model: ollama/m}\n")
+	}
+	for _, tc := range []struct {
+		name, settings string
+		routes         map[string][]string
+		warnings       []string
+		notWarned      []string
+	}{{
+		name:      "the entry of the name without its provider",
+		settings:  "router_settings:\n  fallbacks: [{gpt-4o: [tail]}, {qwen: [x]}]\n",
+		routes:    map[string][]string{"openai/gpt-4o": {"openai/gpt-4o", "tail"}, "ollama/ollama/qwen": {"ollama/ollama/qwen", "x"}},
+		notWarned: []string{`no model_name "gpt-4o"`, `no model_name "qwen"`},
+	}, {
+		name:     "its own entry first",
+		settings: "router_settings:\n  fallbacks: [{gpt-4o: [tail]}, {openai/gpt-4o: [other]}]\n",
+		routes:   map[string][]string{"openai/gpt-4o": {"openai/gpt-4o", "other"}},
+		warnings: []string{`fallbacks: no model_name "gpt-4o": its fallbacks are not carried`},
+	}, {
+		name:     "before the \"*\" entry",
+		settings: "router_settings:\n  fallbacks: [{\"*\": [x]}, {gpt-4o: [tail]}]\n",
+		routes:   map[string][]string{"openai/gpt-4o": {"openai/gpt-4o", "tail", "x"}},
+	}, {
+		name:     "the last of several",
+		settings: "router_settings:\n  fallbacks: [{gpt-4o: [tail]}, {gpt-4o: [other]}]\n",
+		routes:   map[string][]string{"openai/gpt-4o": {"openai/gpt-4o", "other"}},
+	}, {
+		name:     "a prefix not known for a provider",
+		settings: "router_settings:\n  fallbacks: [{llama: [tail]}]\n",
+		routes:   map[string][]string{"myorg/llama": {"myorg/llama"}},
+		warnings: []string{`router_settings.fallbacks: the entry for "llama" at line 15 is not carried: LiteLLM applies it to model_name "myorg/llama" ` +
+			`if "myorg" is one of its providers (its provider_list), which this importer does not know`},
+	}, {
+		name:     "context_window_fallbacks: the exact name alone",
+		settings: "router_settings:\n  context_window_fallbacks: [{gpt-4o: [tail]}]\n",
+		routes:   map[string][]string{"openai/gpt-4o": {"openai/gpt-4o"}},
+		warnings: []string{`context_window_fallbacks: no model_name "gpt-4o": its fallbacks are not carried`},
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			res, err := litellm.Convert([]byte(deps.String()+tc.settings), "p.yaml")
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg, err := config.Parse(res.TOML, "p.toml", nil)
+			if err != nil {
+				t.Fatalf("does not load: %v\n%s", err, res.TOML)
+			}
+			got := map[string][]string{}
+			for _, r := range cfg.Routes {
+				if _, ok := tc.routes[r.Name]; ok {
+					for _, tg := range r.Targets {
+						got[r.Name] = append(got[r.Name], tg.Name)
+					}
+				}
+			}
+			if diff := cmp.Diff(tc.routes, got); diff != "" {
+				t.Errorf("routes (-want +got):\n%s\n%s", diff, res.TOML)
+			}
+			w := strings.Join(res.Warnings, "\n")
+			for _, want := range tc.warnings {
+				if !strings.Contains(w, want) {
+					t.Errorf("no warning holds %q; warnings:\n%s", want, w)
+				}
+			}
+			for _, not := range tc.notWarned {
+				if strings.Contains(w, not) {
+					t.Errorf("a warning holds %q, though LiteLLM carries that entry:\n%s", not, w)
+				}
+			}
+		})
+	}
+}
