@@ -698,19 +698,21 @@ func (c *converter) routes(r *routerYAML, s *settingsYAML) {
 		rt := n.rt
 		rt.targets = append(rt.targets, n.own...)
 		// add appends the targets of fb, a model_name or an alias, tried after this one, each
-		// once: one the chain holds already keeps its place, opened by the failures of both lists.
-		add := func(fb string, g guard) (added bool) {
+		// once: one the chain holds already keeps its place, opened by the failures of both lists
+		// (widened).
+		add := func(fb string, g guard) (added, widened bool) {
 			for _, t := range c.members(fb) {
 				switch had, ok := rt.guard[t]; {
 				case !slices.Contains(rt.targets, t):
 					rt.targets = append(rt.targets, t)
 					rt.guard[t] = g
 					added = true
-				case ok && had != g:
+				case ok && had != g && had != openOnAny:
 					rt.guard[t] = openOnAny
+					widened = true
 				}
 			}
-			return added
+			return added, widened
 		}
 		// LiteLLM follows a fallback's own fallbacks in turn when it fails too, depth first,
 		// each name tried counting one towards max_fallbacks (its run_async_fallback). It looks
@@ -728,7 +730,7 @@ func (c *converter) routes(r *routerYAML, s *settingsYAML) {
 					continue
 				}
 				at++
-				if add(fb, fallbackGuard) {
+				if added, _ := add(fb, fallbackGuard); added {
 					used = append(used, fb)
 				}
 				follow(fb, at)
@@ -743,7 +745,7 @@ func (c *converter) routes(r *routerYAML, s *settingsYAML) {
 			note := how + ": then " + strings.Join(quoteAll(used), ", ")
 			if fallbackGuard == openOnOther {
 				note += " (entered on a failure other than overflow: with context_window_fallbacks set, LiteLLM sends an overflow " +
-					"to the model_name's entry there alone, and with none answers it as it is"
+					"to the name's own entry there alone, and with none answers it as it is"
 				if len(used) > 1 {
 					// A guard opens on every earlier failure's class, so it cannot tell the
 					// overflow that ends this model_name from one of a fallback's.
@@ -755,8 +757,16 @@ func (c *converter) routes(r *routerYAML, s *settingsYAML) {
 		}
 		used = used[:0]
 		var further []string // those with fallbacks of their own, which are not followed here
+		var both []string    // fallbacks too, now entered on any failure
 		for _, fb := range windowFallbacks.of(n.name) {
-			if fb != n.name && add(fb, openOnOverflow) {
+			if fb == n.name {
+				continue
+			}
+			added, widened := add(fb, openOnOverflow)
+			if widened {
+				both = append(both, fb)
+			}
+			if added {
 				used = append(used, fb)
 				if slices.ContainsFunc(slices.Concat(fallbacks.of(fb), windowFallbacks.of(fb)), func(n string) bool { return n != fb }) {
 					further = append(further, fb)
@@ -771,6 +781,10 @@ func (c *converter) routes(r *routerYAML, s *settingsYAML) {
 				note += "; the fallbacks of " + strings.Join(quoteAll(further), ", ") + ", which LiteLLM follows when it fails in turn, are not carried into this chain"
 			}
 			rt.notes = append(rt.notes, note)
+		}
+		if len(both) > 0 {
+			rt.notes = append(rt.notes, "context_window_fallbacks too: "+strings.Join(quoteAll(both), ", ")+
+				", entered in its place among the fallbacks on any failure")
 		}
 		if len(n.own) > 1 {
 			c.spread(rt, len(n.own), r.RoutingStrategy)

@@ -1021,6 +1021,7 @@ func TestImportOverflowGoesToContextWindowFallbacksAlone(t *testing.T) {
 	for _, tc := range []struct {
 		name, settings string
 		a              routeView
+		note           string // a comment the route holds
 	}{{
 		name:     "no context_window_fallbacks: an overflow goes to the fallbacks",
 		settings: "router_settings:\n  fallbacks: [{a: [b]}]\n",
@@ -1051,6 +1052,7 @@ func TestImportOverflowGoesToContextWindowFallbacksAlone(t *testing.T) {
 		name:     "in both lists: entered on any failure",
 		settings: "router_settings:\n  fallbacks: [{a: [b]}]\n  context_window_fallbacks: [{a: [b, c]}]\n",
 		a:        routeView{Name: "a", Targets: []string{"a", "b", "c"}, Guards: map[string][]string{"c": {"overflow"}}},
+		note:     `# context_window_fallbacks too: "b", entered in its place among the fallbacks on any failure`,
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
 			res, err := litellm.Convert([]byte(deps.String()+tc.settings), "o.yaml")
@@ -1064,6 +1066,9 @@ func TestImportOverflowGoesToContextWindowFallbacksAlone(t *testing.T) {
 			_, rs := views(cfg)
 			if diff := cmp.Diff(tc.a, rs[0]); diff != "" {
 				t.Errorf("route a (-want +got):\n%s\n%s", diff, res.TOML)
+			}
+			if !strings.Contains(string(res.TOML), tc.note) {
+				t.Errorf("route a does not say %q:\n%s", tc.note, res.TOML)
 			}
 		})
 	}
