@@ -417,10 +417,17 @@ func (rs *routeState) openOf(cands []*core.Target, classes []core.Class, overflo
 // set public targets aside for a strict request, the targets whose failure would have opened the
 // guards were not its to use: no private target can serve it, as noTarget answers, and the
 // message says both why the public ones and why the private ones were not tried
-// (TestStrictGuardedShutSaysNoPrivateTarget).
+// (TestStrictGuardedShutSaysNoPrivateTarget). Otherwise, when the context filter passed a target
+// over, that was an overflow failure, and the guards it left shut are shut as after an upstream's
+// overflow answer: the request is answered as noTarget answers the drops, 400
+// context_length_exceeded for a prompt no target it could try can take, as the overflow answer
+// would have been, not 503 no_target, which says no failure came first and which an SDK retries
+// in vain (TestGuardShutAfterContextDropIsOverflow).
 func guardedShut(rs *routeState, drops []filter.Drop, shut []*core.Target) *apiError {
 	var b strings.Builder
+	overflowed := false
 	for _, d := range drops {
+		overflowed = overflowed || d.Filter == (filter.Context{}).Name()
 		if d.Filter != (filter.Privacy{}).Name() {
 			continue
 		}
@@ -431,7 +438,10 @@ func guardedShut(rs *routeState, drops []filter.Drop, shut []*core.Target) *apiE
 		b.WriteString(": ")
 		b.WriteString(d.Reason)
 	}
-	if b.Len() == 0 {
+	switch {
+	case b.Len() == 0 && overflowed:
+		return noTarget(rs, drops)
+	case b.Len() == 0:
 		return &apiError{Status: http.StatusServiceUnavailable, Type: typeUpstream, Code: "no_target",
 			Message: "no target of route " + strconv.Quote(rs.Name) +
 				" could be tried: the remaining targets are guarded and no earlier failure opened them"}

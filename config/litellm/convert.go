@@ -143,8 +143,11 @@ type converter struct {
 	// warnings are Result.Warnings.
 	warnings []string
 	// groups are the deployments by model_name, in the order the names first appear.
-	groups    []*group
-	byName    map[string]*group
+	groups []*group
+	byName map[string]*group
+	// aliasOf are the names of router_settings.model_group_alias carried, each the model_name
+	// it stands for.
+	aliasOf   map[string]string
 	routeList []*route
 	// leftOut are the comments of deployments that could not become targets.
 	leftOut []string
@@ -183,9 +186,25 @@ type route struct {
 	name    string
 	policy  string // "": not written (ordered)
 	targets []*target
-	guarded map[*target]bool // entered on overflow only (context_window_fallbacks)
+	guard   map[*target]guard // the failures that open each target: none for most
 	notes   []string
 }
+
+// guard is which failures open a target of a route's chain, as LiteLLM chose between its lists
+// by the failure: any (its own deployments, and fallbacks while context_window_fallbacks are
+// unset), overflow only (context_window_fallbacks), or any but overflow (fallbacks once
+// context_window_fallbacks are set: LiteLLM then sends an overflow to those alone).
+type guard uint8
+
+const (
+	openOnAny guard = iota
+	openOnOverflow
+	openOnOther
+)
+
+// notOverflow are the classes that move a chain on, overflow aside: CONFIG.md's failure classes
+// that fall through by default.
+var notOverflow = []string{"connection", "timeout", "server_error", "rate_limit", "endpoint", "loading"}
 
 func (c *converter) notCarried(section string, ks []string) {
 	if len(ks) > 0 {
@@ -599,24 +618,9 @@ func cleanName(s string) string {
 	return string(b)
 }
 
-// routes makes a route of each model_name with targets, its chain extended by the fallbacks.
+// routes makes a route of each model_name with targets, and of each name of
+// router_settings.model_group_alias, its chain extended by the fallbacks.
 func (c *converter) routes(r *routerYAML, s *settingsYAML) {
-	defaults, defaultsFrom := fromSection(c, "default_fallbacks", r.DefaultFallbacks, s.DefaultFallbacks)
-	l, from := fromSection(c, "fallbacks", r.Fallbacks, s.Fallbacks)
-	fallbacks := c.fallbackMap("fallbacks", from, l, true, true, defaults, defaultsFrom+".default_fallbacks")
-	l, from = fromSection(c, "context_window_fallbacks", r.ContextWindowFallbacks, s.ContextWindowFallbacks)
-	windowFallbacks := c.fallbackMap("context_window_fallbacks", from, l, false, false, nil, "")
-	// LiteLLM's Router takes its max_fallbacks argument unless it is None, then litellm.max_fallbacks.
-	depth, maxFrom := defaultMaxFallbacks, r.MaxFallbacks
-	if maxFrom == nil {
-		maxFrom = s.MaxFallbacks
-	} else if s.MaxFallbacks != nil {
-		c.warnf("litellm_settings.max_fallbacks is not carried: router_settings.max_fallbacks is written, and LiteLLM's Router takes it alone " +
-			"(litellm_settings' is its default, read only when router_settings has none)")
-	}
-	if maxFrom != nil {
-		depth = min(max(*maxFrom, 0), 1000) // deeper than any file's chain: a bound on the work
-	}
 	// A model_name that is a name here as it is keeps it, as clients send it to LiteLLM: one that
 	// had to be cleaned, or renamed from "auto", takes another if it comes out the same.
 	reserved := map[string]bool{}
@@ -625,6 +629,12 @@ func (c *converter) routes(r *routerYAML, s *settingsYAML) {
 			reserved[g.modelName] = true
 		}
 	}
+	type named struct {
+		name string    // the name LiteLLM's Router looks its fallbacks up by
+		own  []*target // the deployments it picks among
+		rt   *route
+	}
+	var all []named
 	for _, g := range c.groups {
 		if len(g.targets) == 0 {
 			continue // its deployments' warnings said why
@@ -633,7 +643,7 @@ func (c *converter) routes(r *routerYAML, s *settingsYAML) {
 		if name == "auto" {
 			name = "litellm-auto"
 		}
-		rt := &route{guarded: map[*target]bool{}}
+		rt := &route{guard: map[*target]guard{}}
 		rt.name = c.suffixed("route "+name, func(i int) string {
 			if i == 1 {
 				return name
@@ -653,23 +663,62 @@ func (c *converter) routes(r *routerYAML, s *settingsYAML) {
 			c.warnf("route %q is named %q: a name here has letters, digits and . _ - : / @ + only%s", g.modelName, rt.name, taken)
 		}
 		c.routeNames[rt.name] = true
-		rt.targets = append(rt.targets, g.targets...)
-		// add appends the targets of the model_name fb, tried after this one, each once: one the
-		// chain holds already keeps its place (and, from fallbacks, stays unguarded).
-		add := func(fb string, guard bool) (added bool) {
-			for _, t := range c.byName[fb].targets {
-				if !slices.Contains(rt.targets, t) {
+		g.route = rt
+		all = append(all, named{g.modelName, g.targets, rt})
+	}
+	for _, a := range c.aliases(r.ModelGroupAlias) {
+		all = append(all, named{a.name, c.byName[a.model].targets, a.rt})
+	}
+
+	defaults, defaultsFrom := fromSection(c, "default_fallbacks", r.DefaultFallbacks, s.DefaultFallbacks)
+	l, from := fromSection(c, "fallbacks", r.Fallbacks, s.Fallbacks)
+	fallbacks := c.fallbackMap("fallbacks", from, l, true, true, defaults, defaultsFrom+".default_fallbacks")
+	l, from = fromSection(c, "context_window_fallbacks", r.ContextWindowFallbacks, s.ContextWindowFallbacks)
+	windowFallbacks := c.fallbackMap("context_window_fallbacks", from, l, false, false, nil, "")
+	// The Router's context_window_fallbacks are router_settings' unless empty, then
+	// litellm.context_window_fallbacks, None unless litellm_settings writes a list (an empty one
+	// too). Once they are not None, an overflow goes to a model_name's entry there alone, or,
+	// with none, back to the client: never to its fallbacks.
+	fallbackGuard := openOnAny
+	if len(r.ContextWindowFallbacks) > 0 || s.ContextWindowFallbacks != nil {
+		fallbackGuard = openOnOther
+	}
+	// LiteLLM's Router takes its max_fallbacks argument unless it is None, then litellm.max_fallbacks.
+	depth, maxFrom := defaultMaxFallbacks, r.MaxFallbacks
+	if maxFrom == nil {
+		maxFrom = s.MaxFallbacks
+	} else if s.MaxFallbacks != nil {
+		c.warnf("litellm_settings.max_fallbacks is not carried: router_settings.max_fallbacks is written, and LiteLLM's Router takes it alone " +
+			"(litellm_settings' is its default, read only when router_settings has none)")
+	}
+	if maxFrom != nil {
+		depth = min(max(*maxFrom, 0), 1000) // deeper than any file's chain: a bound on the work
+	}
+	for _, n := range all {
+		rt := n.rt
+		rt.targets = append(rt.targets, n.own...)
+		// add appends the targets of fb, a model_name or an alias, tried after this one, each
+		// once: one the chain holds already keeps its place, opened by the failures of both lists
+		// (widened).
+		add := func(fb string, g guard) (added, widened bool) {
+			for _, t := range c.members(fb) {
+				switch had, ok := rt.guard[t]; {
+				case !slices.Contains(rt.targets, t):
 					rt.targets = append(rt.targets, t)
-					rt.guarded[t] = guard
+					rt.guard[t] = g
 					added = true
+				case ok && had != g && had != openOnAny:
+					rt.guard[t] = openOnAny
+					widened = true
 				}
 			}
-			return added
+			return added, widened
 		}
 		// LiteLLM follows a fallback's own fallbacks in turn when it fails too, depth first,
-		// each model_name tried counting one towards max_fallbacks (its run_async_fallback).
+		// each name tried counting one towards max_fallbacks (its run_async_fallback). It looks
+		// them up by the name it tries, an alias's by the alias.
 		var used []string
-		followed := map[string]int{} // the least depth a model_name's fallbacks were followed at
+		followed := map[string]int{} // the least depth a name's fallbacks were followed at
 		var follow func(name string, at int)
 		follow = func(name string, at int) {
 			if d, ok := followed[name]; at >= depth || ok && d <= at {
@@ -681,24 +730,43 @@ func (c *converter) routes(r *routerYAML, s *settingsYAML) {
 					continue
 				}
 				at++
-				if add(fb, false) {
+				if added, _ := add(fb, fallbackGuard); added {
 					used = append(used, fb)
 				}
 				follow(fb, at)
 			}
 		}
-		follow(g.modelName, 0)
+		follow(n.name, 0)
 		if len(used) > 0 {
 			how := "fallbacks"
-			if !slices.Equal(used, fallbacks.of(g.modelName)) {
+			if !slices.Equal(used, fallbacks.of(n.name)) {
 				how = fmt.Sprintf("fallbacks, and theirs in turn as LiteLLM follows them (max_fallbacks %d)", depth)
 			}
-			rt.notes = append(rt.notes, how+": then "+strings.Join(quoteAll(used), ", "))
+			note := how + ": then " + strings.Join(quoteAll(used), ", ")
+			if fallbackGuard == openOnOther {
+				note += " (entered on a failure other than overflow: with context_window_fallbacks set, LiteLLM sends an overflow " +
+					"to the name's own entry there alone, and with none answers it as it is"
+				if len(used) > 1 {
+					// A guard opens on every earlier failure's class, so it cannot tell the
+					// overflow that ends this model_name from one of a fallback's.
+					note += "; a fallback that overflows shuts those after it here, where LiteLLM goes on to the next"
+				}
+				note += ")"
+			}
+			rt.notes = append(rt.notes, note)
 		}
 		used = used[:0]
 		var further []string // those with fallbacks of their own, which are not followed here
-		for _, fb := range windowFallbacks.of(g.modelName) {
-			if fb != g.modelName && add(fb, true) {
+		var both []string    // fallbacks too, now entered on any failure
+		for _, fb := range windowFallbacks.of(n.name) {
+			if fb == n.name {
+				continue
+			}
+			added, widened := add(fb, openOnOverflow)
+			if widened {
+				both = append(both, fb)
+			}
+			if added {
 				used = append(used, fb)
 				if slices.ContainsFunc(slices.Concat(fallbacks.of(fb), windowFallbacks.of(fb)), func(n string) bool { return n != fb }) {
 					further = append(further, fb)
@@ -714,26 +782,50 @@ func (c *converter) routes(r *routerYAML, s *settingsYAML) {
 			}
 			rt.notes = append(rt.notes, note)
 		}
-		if len(g.targets) > 1 {
-			c.spread(rt, len(g.targets), r.RoutingStrategy)
+		if len(both) > 0 {
+			rt.notes = append(rt.notes, "context_window_fallbacks too: "+strings.Join(quoteAll(both), ", ")+
+				", entered in its place among the fallbacks on any failure")
+		}
+		if len(n.own) > 1 {
+			c.spread(rt, len(n.own), r.RoutingStrategy)
 		}
 		c.routeList = append(c.routeList, rt)
-		g.route = rt
 	}
-	c.aliases(r.ModelGroupAlias)
 }
 
-// aliases adds a route for each of router_settings.model_group_alias's names, the chain of the
-// model_name it stands for: LiteLLM serves a request for the alias as one for that model_name,
-// its fallbacks included (TestImportModelGroupAlias). An alias that is a model_name's or a
-// route's name already is left out, as are one that cannot be a name here and one whose
-// model_name has no route, each with a warning.
-func (c *converter) aliases(m map[string]aliasYAML) {
+// members returns the targets LiteLLM picks among for name: a model_name's deployments, or those
+// of the model_name an alias stands for.
+func (c *converter) members(name string) []*target {
+	if g := c.byName[name]; g != nil {
+		return g.targets
+	}
+	if m, ok := c.aliasOf[name]; ok {
+		return c.byName[m].targets
+	}
+	return nil
+}
+
+// aliasRoute is a route made of a name of router_settings.model_group_alias.
+type aliasRoute struct {
+	name, model string // the alias, and the model_name it stands for
+	rt          *route
+}
+
+// aliases returns a route for each of router_settings.model_group_alias's names, whose own
+// targets are those of the model_name it stands for, and records them in c.aliasOf. LiteLLM
+// serves a request for the alias from that model_name's deployments, but looks its fallbacks up
+// by the alias, as the name the client sent: the chain is made so (TestImportModelGroupAlias,
+// TestImportAliasFallbacksAreItsOwn). An alias that is a model_name's or a route's name already
+// is left out, as are one that cannot be a name here and one whose model_name has no route,
+// each with a warning.
+func (c *converter) aliases(m map[string]aliasYAML) []aliasRoute {
+	c.aliasOf = map[string]string{}
 	names := make([]string, 0, len(m))
 	for k := range m {
 		names = append(names, k)
 	}
 	slices.Sort(names)
+	var out []aliasRoute
 	for _, alias := range names {
 		to := m[alias]
 		g := c.byName[to.Model]
@@ -745,16 +837,18 @@ func (c *converter) aliases(m map[string]aliasYAML) {
 		case alias == "auto" || cleanName(alias) != alias:
 			c.warnf(`model_group_alias %q: not a name here (letters, digits and . _ - : / @ + only; "auto" is the automatic router's): not carried`, alias)
 		default:
-			rt := *g.route
-			rt.name = alias
-			rt.notes = []string{fmt.Sprintf("router_settings.model_group_alias: %q stands for %q, its chain", alias, to.Model)}
+			rt := &route{name: alias, guard: map[*target]guard{}}
+			rt.notes = []string{fmt.Sprintf("router_settings.model_group_alias: %q stands for %q, its deployments; "+
+				"its fallbacks are the alias's own, as LiteLLM looks them up by the name the client sent", alias, to.Model)}
 			if to.Hidden {
 				rt.notes = append(rt.notes, "hidden from LiteLLM's /v1/models; here every route is listed there")
 			}
 			c.routeNames[alias] = true
-			c.routeList = append(c.routeList, &rt)
+			c.aliasOf[alias] = to.Model
+			out = append(out, aliasRoute{alias, to.Model, rt})
 		}
 	}
+	return out
 }
 
 // spread gives rt, whose first n targets are the deployments of one model_name, the policy that
@@ -789,43 +883,66 @@ func (c *converter) spread(rt *route, n int, strategy string) {
 // defaultMaxFallbacks is LiteLLM's max_fallbacks when neither settings section writes it.
 const defaultMaxFallbacks = 5
 
-// fallbackTable is one kind of LiteLLM's fallbacks, each model_name's in order.
+// fallbackTable is one kind of LiteLLM's fallbacks, each name's in order.
 type fallbackTable struct {
-	// own are the model_names' own entries ({"a": ["b", "c"]}); an entry that names none that
-	// converts is there all the same, and keeps generic away, as in LiteLLM.
-	own map[string][]string
-	// generic is for a model_name without an entry of its own: the "*" entry's, or
-	// default_fallbacks, which LiteLLM's router appends as one.
+	// picked are the lists of the model_names and aliases that an entry matches ({"a": ["b",
+	// "c"]}); an entry that names none that converts is there all the same, and keeps generic
+	// away, as in LiteLLM.
+	picked map[string][]string
+	// generic is for a name no entry matches: the "*" entry's, or default_fallbacks, which
+	// LiteLLM's router appends as one.
 	generic []string
 }
 
-// of returns the model_names tried after name, in order.
+// of returns the names tried after name, a model_name or an alias, in order.
 func (f *fallbackTable) of(name string) []string {
-	if l, ok := f.own[name]; ok {
+	if l, ok := f.picked[name]; ok {
 		return l
 	}
 	return f.generic
 }
 
+// litellmProviders are the provider names of LiteLLM's provider_list (its LlmProviders enum),
+// whose "NAME/" prefix its get_fallback_model_group takes off a model_name to match a fallbacks
+// entry (_check_stripped_model_group). A LiteLLM of other providers (a newer one, or one with
+// providers added from its JSON list) may take off others: a prefix not here is warned of.
+var litellmProviders = strings.Fields(`openai openai_like jina_ai xai custom_openai text-completion-openai cohere
+	cohere_chat clarifai anthropic anthropic_text bytez replicate runwayml huggingface together_ai openrouter
+	datarobot vertex_ai vertex_ai_beta gemini ai21 baseten azure azure_text azure_ai sagemaker sagemaker_chat
+	bedrock vllm nlp_cloud petals oobabooga ollama ollama_chat deepinfra perplexity mistral milvus groq
+	nvidia_nim cerebras ai21_chat volcengine codestral text-completion-codestral dashscope moonshot v0 morph
+	lambda_ai deepseek sambanova maritalk voyage cloudflare xinference fireworks_ai friendliai featherless_ai
+	watsonx watsonx_text triton predibase databricks empower github compactifai docker_model_runner custom
+	litellm_proxy hosted_vllm llamafile lm_studio galadriel nebius infinity deepgram elevenlabs novita
+	aiohttp_openai langfuse humanloop topaz assemblyai github_copilot snowflake gradient_ai meta_llama nscale
+	pg_vector hyperbolic recraft fal_ai heroku aiml cometapi oci auto_router vercel_ai_gateway dotprompt wandb
+	ovhcloud lemonade`)
+
 // fallbackMap reads one kind of LiteLLM's fallback lists ([{"a": ["b", "c"]}, {"*": ["d"]}]),
 // l, from the section from, and defaults, default_fallbacks, read from defaultsFrom, as LiteLLM's
 // Router does (get_fallback_model_group, _get_fallback_model_group_from_fallbacks): of each entry
-// its first key only; of a model_name's entries the first; of the "*" entries the last, and
-// defaults after them all, which the Router appends as one more. generic says whether LiteLLM
-// reads a "*" entry for this kind: it matches a model_name's context_window_fallbacks exactly,
-// so there such an entry is warned of, not carried. validated says whether the Router refuses to
-// start with an entry of other than one key (its validate_fallbacks, for fallbacks but not
-// context_window_fallbacks): such an entry is warned of so, its first key carried. Every entry
-// or key LiteLLM would not read is warned of, by its line, as is a name that no deployment has
-// (TestImportFallbackEntriesAsLiteLLMReadsThem).
+// its first key only; for a model_name or an alias, the first entry of its name, else, for
+// fallbacks, the last entry of its name without its provider prefix ("openai/gpt-4o" takes
+// "gpt-4o"'s: TestImportFallbackKeyStrippedOfProvider), else the last "*" entry, and defaults
+// after them all, which the Router appends as one more. generic says whether LiteLLM reads a "*"
+// entry and a prefix taken off for this kind: it matches a model_name's context_window_fallbacks
+// exactly, so there a "*" entry is warned of, not carried. validated says whether the Router
+// refuses to start with an entry of other than one key (its validate_fallbacks, for fallbacks but
+// not context_window_fallbacks): such an entry is warned of so, its first key carried. Every
+// entry or key LiteLLM would not read is warned of, by its line, as is a name that no deployment
+// has (TestImportFallbackEntriesAsLiteLLMReadsThem).
 func (c *converter) fallbackMap(kind, from string, l []fallbackEntry, generic, validated bool, defaults []string, defaultsFrom string) *fallbackTable {
-	f := &fallbackTable{own: map[string][]string{}}
+	f := &fallbackTable{picked: map[string][]string{}}
 	where := from + "." + kind
 	// known are the names of l, from, that have targets: the others are warned of.
 	known := func(from string, l []string) []string {
 		var out []string
 		for _, fb := range l {
 			switch g := c.byName[fb]; {
+			case g == nil && c.aliasOf[fb] != "":
+				if !slices.Contains(out, fb) {
+					out = append(out, fb) // LiteLLM tries an alias as its model_name
+				}
 			case g == nil:
 				c.warnf("%s of %q: no model_name %q: left out of its chain", kind, from, fb)
 			case len(g.targets) == 0:
@@ -836,8 +953,17 @@ func (c *converter) fallbackMap(kind, from string, l []fallbackEntry, generic, v
 		}
 		return out
 	}
-	first := map[string]int{} // the line of each model_name's entry that LiteLLM reads
-	genericAt := 0            // the line of the "*" entry read so far
+	type entry struct {
+		key   string
+		line  int
+		list  []string
+		by    string // the name that takes it, "" for none
+		exact bool   // a name takes it as its own, not with its provider prefix taken off
+		maybe string // a name LiteLLM takes it for if its prefix is one of LiteLLM's providers
+	}
+	var entries []*entry
+	first, last := map[string]*entry{}, map[string]*entry{} // each key's first and last entries
+	genericAt := 0                                          // the line of the "*" entry read so far
 	for _, e := range l {
 		switch {
 		case validated && len(e.keys) == 0:
@@ -862,18 +988,13 @@ func (c *converter) fallbackMap(kind, from string, l []fallbackEntry, generic, v
 				c.warnf(`%s: the "*" entry at line %d is not carried: LiteLLM takes the last "*" entry (line %d)`, where, genericAt, line)
 			}
 			genericAt, f.generic = line, known(k, list)
-		case first[k] != 0:
-			c.warnf("%s: the entry for %q at line %d is not carried: LiteLLM takes a model_name's first entry (line %d)", where, k, line, first[k])
-		case c.byName[k] == nil:
-			first[k] = line
-			c.warnf("%s: no model_name %q: its fallbacks are not carried", kind, k)
 		default:
-			first[k] = line
-			// An entry that names none that converts is there all the same, and keeps generic away.
-			f.own[k] = known(k, list)
-			if f.own[k] == nil {
-				f.own[k] = []string{}
+			en := &entry{key: k, line: line, list: list}
+			entries = append(entries, en)
+			if first[k] == nil {
+				first[k] = en
 			}
+			last[k] = en
 		}
 	}
 	if len(defaults) > 0 {
@@ -881,6 +1002,65 @@ func (c *converter) fallbackMap(kind, from string, l []fallbackEntry, generic, v
 			c.warnf(`%s: the "*" entry at line %d is not carried: LiteLLM appends %s after it as a "*" entry, and takes the last`, where, genericAt, defaultsFrom)
 		}
 		f.generic = known(defaultsFrom, defaults)
+	}
+	// Each name's entry, as the Router looks a request's up: by the name the client sent, or
+	// the fallback tried.
+	names := make([]string, 0, len(c.groups)+len(c.aliasOf))
+	for _, g := range c.groups {
+		if len(g.targets) > 0 {
+			names = append(names, g.modelName)
+		}
+	}
+	for a := range c.aliasOf {
+		names = append(names, a)
+	}
+	slices.Sort(names[len(names)-len(c.aliasOf):])
+	for _, name := range names {
+		en := first[name]
+		if en != nil {
+			en.exact = true
+		}
+		if p, _, ok := strings.Cut(name, "/"); en == nil && generic && ok {
+			// Its provider is the prefix up to the first "/", and Python's replace takes off
+			// every "PROVIDER/" of the name, not the first alone.
+			switch s := last[strings.ReplaceAll(name, p+"/", "")]; {
+			case s == nil:
+			case slices.Contains(litellmProviders, p):
+				en = s
+			case s.maybe == "":
+				s.maybe = name
+			}
+		}
+		if en == nil {
+			continue
+		}
+		if en.by == "" {
+			// An entry that names none that converts is there all the same, and keeps generic away.
+			en.list = known(en.key, en.list)
+			if en.list == nil {
+				en.list = []string{}
+			}
+		}
+		en.by = name
+		f.picked[name] = en.list
+	}
+	for _, en := range entries {
+		k := en.key
+		switch {
+		case en.by != "":
+		case en.maybe != "":
+			p, _, _ := strings.Cut(en.maybe, "/")
+			c.warnf("%s: the entry for %q at line %d is not carried: LiteLLM applies it to model_name %q if %q is one of its providers "+
+				"(its provider_list), which this importer does not know; write an entry for %q if it should be",
+				where, k, en.line, en.maybe, p, en.maybe)
+		case first[k].exact:
+			c.warnf("%s: the entry for %q at line %d is not carried: LiteLLM takes a model_name's first entry (line %d)", where, k, en.line, first[k].line)
+		case last[k].by != "":
+			c.warnf("%s: the entry for %q at line %d is not carried: for model_name %q LiteLLM takes the last entry for %q (line %d)",
+				where, k, en.line, last[k].by, k, last[k].line)
+		case c.byName[k] == nil && c.aliasOf[k] == "":
+			c.warnf("%s: no model_name %q: its fallbacks are not carried", kind, k)
+		}
 	}
 	return f
 }

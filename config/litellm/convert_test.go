@@ -104,7 +104,8 @@ func TestImportLoads(t *testing.T) {
 		routes: []routeView{
 			{Name: "embed", Targets: []string{"embed"}},
 			{Name: "gpt-4o-mini", Targets: []string{"gpt-4o-mini"}},
-			{Name: "llama3.1", Targets: []string{"llama3.1-1", "llama3.1-2", "gpt-4o-mini"}},
+			{Name: "llama3.1", Targets: []string{"llama3.1-1", "llama3.1-2", "gpt-4o-mini"},
+				Guards: map[string][]string{"gpt-4o-mini": {"connection", "timeout", "server_error", "rate_limit", "endpoint", "loading"}}},
 			{Name: "qwen-coder", Targets: []string{"qwen-coder", "gpt-4o-mini"}, Guards: map[string][]string{"gpt-4o-mini": {"overflow"}}},
 		},
 		cool: config.Cooldown{Failures: 3, Base: 60 * time.Second, Max: config.DefaultCooldownMax},
@@ -745,9 +746,10 @@ func BenchmarkConvertOneCleanedName(b *testing.B) {
 }
 
 // TestImportModelGroupAlias: router_settings.model_group_alias, the names a homelab gives its
-// local models for clients that send "gpt-4", becomes a route of that name with the chain of the
-// model_name it stands for, fallbacks and guards included; an alias that cannot be carried is
-// warned of, not dropped without a word.
+// local models for clients that send "gpt-4", becomes a route of that name whose own targets are
+// the deployments of the model_name it stands for (its fallbacks are the alias's own:
+// TestImportAliasFallbacksAreItsOwn); an alias that cannot be carried is warned of, not dropped
+// without a word.
 func TestImportModelGroupAlias(t *testing.T) {
 	const src = `model_list:
   - model_name: llama
@@ -773,8 +775,8 @@ router_settings:
 	}
 	_, rs := views(cfg)
 	want := []routeView{
-		{Name: "gpt-4", Targets: []string{"llama", "tail"}},
-		{Name: "gpt-4o", Targets: []string{"llama", "tail"}},
+		{Name: "gpt-4", Targets: []string{"llama"}}, // llama's fallbacks are not the alias's
+		{Name: "gpt-4o", Targets: []string{"llama"}},
 		{Name: "llama", Targets: []string{"llama", "tail"}},
 		{Name: "tail", Targets: []string{"tail"}},
 	}
@@ -997,6 +999,225 @@ router_settings:
 			}
 			if strings.Contains(string(res.TOML), "litellm_settings: max_fallbacks") {
 				t.Errorf("max_fallbacks listed as not carried:\n%s", res.TOML)
+			}
+		})
+	}
+}
+
+// TestImportOverflowGoesToContextWindowFallbacksAlone: once context_window_fallbacks are set
+// (either section, an empty list of litellm_settings' too: litellm.context_window_fallbacks is
+// then not None), LiteLLM's Router sends an overflow to a model_name's context_window_fallbacks
+// alone, and with no entry for it answers the overflow as it is: its fallbacks are for the other
+// failures (async_function_with_fallbacks_common_utils). Without them an overflow goes to the
+// fallbacks like any failure. So the fallbacks' targets are guarded to open on every class but
+// overflow, and only when context_window_fallbacks are set.
+func TestImportOverflowGoesToContextWindowFallbacksAlone(t *testing.T) {
+	notOverflow := []string{"connection", "timeout", "server_error", "rate_limit", "endpoint", "loading"}
+	var deps strings.Builder
+	deps.WriteString("model_list:\n")
+	for _, n := range []string{"a", "b", "c", "d", "x"} {
+		deps.WriteString("  - model_name: " + n + "\n    litellm_params: {model: ollama/" + n + "}\n")
+	}
+	for _, tc := range []struct {
+		name, settings string
+		a              routeView
+		note           string // a comment the route holds
+	}{{
+		name:     "no context_window_fallbacks: an overflow goes to the fallbacks",
+		settings: "router_settings:\n  fallbacks: [{a: [b]}]\n",
+		a:        routeView{Name: "a", Targets: []string{"a", "b"}},
+	}, {
+		name:     "an empty router_settings list is none",
+		settings: "router_settings:\n  fallbacks: [{a: [b]}]\n  context_window_fallbacks: []\n",
+		a:        routeView{Name: "a", Targets: []string{"a", "b"}},
+	}, {
+		name:     "an entry of its own",
+		settings: "router_settings:\n  fallbacks: [{a: [b, d]}]\n  context_window_fallbacks: [{a: [c]}]\n",
+		a: routeView{Name: "a", Targets: []string{"a", "b", "d", "c"},
+			Guards: map[string][]string{"b": notOverflow, "d": notOverflow, "c": {"overflow"}}},
+	}, {
+		name:     "another model_name's entry only: an overflow is answered as it is",
+		settings: "router_settings:\n  fallbacks: [{a: [b]}]\n  context_window_fallbacks: [{x: [c]}]\n",
+		a:        routeView{Name: "a", Targets: []string{"a", "b"}, Guards: map[string][]string{"b": notOverflow}},
+	}, {
+		name:     "a fallback's own fallbacks, and the \"*\" entry's",
+		settings: "router_settings:\n  fallbacks: [{a: [b]}, {b: [d]}, {\"*\": [x]}]\n  context_window_fallbacks: [{x: [c]}]\n",
+		a: routeView{Name: "a", Targets: []string{"a", "b", "d", "x"},
+			Guards: map[string][]string{"b": notOverflow, "d": notOverflow, "x": notOverflow}},
+	}, {
+		name:     "an empty litellm_settings list is set",
+		settings: "router_settings:\n  fallbacks: [{a: [b]}]\nlitellm_settings:\n  context_window_fallbacks: []\n",
+		a:        routeView{Name: "a", Targets: []string{"a", "b"}, Guards: map[string][]string{"b": notOverflow}},
+	}, {
+		name:     "in both lists: entered on any failure",
+		settings: "router_settings:\n  fallbacks: [{a: [b]}]\n  context_window_fallbacks: [{a: [b, c]}]\n",
+		a:        routeView{Name: "a", Targets: []string{"a", "b", "c"}, Guards: map[string][]string{"c": {"overflow"}}},
+		note:     `# context_window_fallbacks too: "b", entered in its place among the fallbacks on any failure`,
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			res, err := litellm.Convert([]byte(deps.String()+tc.settings), "o.yaml")
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg, err := config.Parse(res.TOML, "o.toml", nil)
+			if err != nil {
+				t.Fatalf("does not load: %v\n%s", err, res.TOML)
+			}
+			_, rs := views(cfg)
+			if diff := cmp.Diff(tc.a, rs[0]); diff != "" {
+				t.Errorf("route a (-want +got):\n%s\n%s", diff, res.TOML)
+			}
+			if !strings.Contains(string(res.TOML), tc.note) {
+				t.Errorf("route a does not say %q:\n%s", tc.note, res.TOML)
+			}
+		})
+	}
+}
+
+// TestImportAliasFallbacksAreItsOwn: LiteLLM's Router looks a request's fallbacks up by the name
+// the client sent (kwargs["model"]); a model_group_alias is resolved to its model_name only when a
+// deployment is picked (_common_checks_available_deployment). So an alias's fallbacks and
+// context_window_fallbacks are the entries keyed by the alias, else the "*" entry's, never those of
+// the model_name it stands for; and an alias named as a fallback is tried as its model_name, its
+// own fallbacks followed.
+func TestImportAliasFallbacksAreItsOwn(t *testing.T) {
+	notOverflow := []string{"connection", "timeout", "server_error", "rate_limit", "endpoint", "loading"}
+	var deps strings.Builder
+	deps.WriteString("model_list:\n")
+	for _, n := range []string{"llama", "tail", "big", "other", "x"} {
+		deps.WriteString("  - model_name: " + n + "\n    litellm_params: {model: ollama/" + n + "}\n")
+	}
+	for _, tc := range []struct {
+		name, settings string
+		routes         []routeView
+	}{{
+		name: "entries keyed by the alias",
+		settings: `router_settings:
+  fallbacks: [{llama: [tail]}, {gpt-4: [other]}, {x: [gpt-4o]}, {gpt-4o: [big]}]
+  context_window_fallbacks: [{gpt-4: [big]}]
+  model_group_alias: {gpt-4: llama, gpt-4o: llama}
+`,
+		routes: []routeView{
+			{Name: "big", Targets: []string{"big"}},
+			{Name: "gpt-4", Targets: []string{"llama", "other", "big"}, Guards: map[string][]string{"other": notOverflow, "big": {"overflow"}}},
+			{Name: "gpt-4o", Targets: []string{"llama", "big"}, Guards: map[string][]string{"big": notOverflow}},
+			{Name: "llama", Targets: []string{"llama", "tail"}, Guards: map[string][]string{"tail": notOverflow}},
+			{Name: "other", Targets: []string{"other"}},
+			{Name: "tail", Targets: []string{"tail"}},
+			{Name: "x", Targets: []string{"x", "llama", "big"}, Guards: map[string][]string{"llama": notOverflow, "big": notOverflow}},
+		},
+	}, {
+		name: "no entry of its own: the \"*\" entry's, not its model_name's",
+		settings: `router_settings:
+  fallbacks: [{llama: [tail]}, {"*": [other]}]
+  model_group_alias: {gpt-4: llama}
+`,
+		routes: []routeView{
+			{Name: "big", Targets: []string{"big", "other"}},
+			{Name: "gpt-4", Targets: []string{"llama", "other"}},
+			{Name: "llama", Targets: []string{"llama", "tail", "other"}},
+			{Name: "other", Targets: []string{"other"}},
+			{Name: "tail", Targets: []string{"tail", "other"}},
+			{Name: "x", Targets: []string{"x", "other"}},
+		},
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			res, err := litellm.Convert([]byte(deps.String()+tc.settings), "al.yaml")
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg, err := config.Parse(res.TOML, "al.toml", nil)
+			if err != nil {
+				t.Fatalf("does not load: %v\n%s", err, res.TOML)
+			}
+			_, rs := views(cfg)
+			if diff := cmp.Diff(tc.routes, rs); diff != "" {
+				t.Errorf("routes (-want +got):\n%s\n%s", diff, res.TOML)
+			}
+			if w := strings.Join(res.Warnings, "\n"); strings.Contains(w, "gpt-4") {
+				t.Errorf("a warning names an alias, which LiteLLM reads:\n%s", w)
+			}
+		})
+	}
+}
+
+// TestImportFallbackKeyStrippedOfProvider: LiteLLM's get_fallback_model_group matches a
+// fallbacks entry to a model_name by its exact name first, then by the name with its provider
+// prefix taken off ("openai/gpt-4o" takes the entry of "gpt-4o": _check_stripped_model_group, the
+// last such entry), then the "*" entry. A prefix that is none of LiteLLM's providers matches
+// nothing; one this importer does not know for one is warned of, by line, and not carried.
+// context_window_fallbacks match the exact name alone.
+func TestImportFallbackKeyStrippedOfProvider(t *testing.T) {
+	var deps strings.Builder
+	deps.WriteString("model_list:\n")
+	for _, n := range []string{"openai/gpt-4o", "tail", "other", "x", "myorg/llama", "ollama/ollama/qwen"} {
+		deps.WriteString("  - model_name: " + n + "\n    litellm_params: {model: ollama/m}\n")
+	}
+	for _, tc := range []struct {
+		name, settings string
+		routes         map[string][]string
+		warnings       []string
+		notWarned      []string
+	}{{
+		name:      "the entry of the name without its provider",
+		settings:  "router_settings:\n  fallbacks: [{gpt-4o: [tail]}, {qwen: [x]}]\n",
+		routes:    map[string][]string{"openai/gpt-4o": {"openai/gpt-4o", "tail"}, "ollama/ollama/qwen": {"ollama/ollama/qwen", "x"}},
+		notWarned: []string{`no model_name "gpt-4o"`, `no model_name "qwen"`},
+	}, {
+		name:     "its own entry first",
+		settings: "router_settings:\n  fallbacks: [{gpt-4o: [tail]}, {openai/gpt-4o: [other]}]\n",
+		routes:   map[string][]string{"openai/gpt-4o": {"openai/gpt-4o", "other"}},
+		warnings: []string{`fallbacks: no model_name "gpt-4o": its fallbacks are not carried`},
+	}, {
+		name:     "before the \"*\" entry",
+		settings: "router_settings:\n  fallbacks: [{\"*\": [x]}, {gpt-4o: [tail]}]\n",
+		routes:   map[string][]string{"openai/gpt-4o": {"openai/gpt-4o", "tail", "x"}},
+	}, {
+		name:     "the last of several",
+		settings: "router_settings:\n  fallbacks: [{gpt-4o: [tail]}, {gpt-4o: [other]}]\n",
+		routes:   map[string][]string{"openai/gpt-4o": {"openai/gpt-4o", "other"}},
+	}, {
+		name:     "a prefix not known for a provider",
+		settings: "router_settings:\n  fallbacks: [{llama: [tail]}]\n",
+		routes:   map[string][]string{"myorg/llama": {"myorg/llama"}},
+		warnings: []string{`router_settings.fallbacks: the entry for "llama" at line 15 is not carried: LiteLLM applies it to model_name "myorg/llama" ` +
+			`if "myorg" is one of its providers (its provider_list), which this importer does not know`},
+	}, {
+		name:     "context_window_fallbacks: the exact name alone",
+		settings: "router_settings:\n  context_window_fallbacks: [{gpt-4o: [tail]}]\n",
+		routes:   map[string][]string{"openai/gpt-4o": {"openai/gpt-4o"}},
+		warnings: []string{`context_window_fallbacks: no model_name "gpt-4o": its fallbacks are not carried`},
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			res, err := litellm.Convert([]byte(deps.String()+tc.settings), "p.yaml")
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg, err := config.Parse(res.TOML, "p.toml", nil)
+			if err != nil {
+				t.Fatalf("does not load: %v\n%s", err, res.TOML)
+			}
+			got := map[string][]string{}
+			for _, r := range cfg.Routes {
+				if _, ok := tc.routes[r.Name]; ok {
+					for _, tg := range r.Targets {
+						got[r.Name] = append(got[r.Name], tg.Name)
+					}
+				}
+			}
+			if diff := cmp.Diff(tc.routes, got); diff != "" {
+				t.Errorf("routes (-want +got):\n%s\n%s", diff, res.TOML)
+			}
+			w := strings.Join(res.Warnings, "\n")
+			for _, want := range tc.warnings {
+				if !strings.Contains(w, want) {
+					t.Errorf("no warning holds %q; warnings:\n%s", want, w)
+				}
+			}
+			for _, not := range tc.notWarned {
+				if strings.Contains(w, not) {
+					t.Errorf("a warning holds %q, though LiteLLM carries that entry:\n%s", not, w)
+				}
 			}
 		})
 	}

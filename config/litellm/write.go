@@ -82,8 +82,11 @@ func (c *converter) result(r *routerYAML) *Result {
 		var guards []string
 		for i, t := range rt.targets {
 			names[i] = tomlx.String(t.name)
-			if rt.guarded[t] {
+			switch rt.guard[t] {
+			case openOnOverflow:
 				guards = append(guards, tomlx.String(t.name)+` = ["overflow"]`)
+			case openOnOther:
+				guards = append(guards, tomlx.String(t.name)+" = ["+strings.Join(quoteAll(notOverflow), ", ")+"]")
 			}
 		}
 		fmt.Fprintf(&b, "targets = [%s]\n", strings.Join(names, ", "))
