@@ -21,6 +21,15 @@ func FuzzOllamaLineMatchesUnmarshal(f *testing.F) {
 		`{"message":{"tool_calls":[{"function":{"name":"f","arguments":{}}}]}}`, `{"error":"boom"}`,
 		`{"m\u006fdel":"x"}`, `{"\u212aey":1}`, `{"done":true} x`, `[1]`, `null`, `{"content":"\xff"}`,
 		`{"message":{"content":"\xff\u2028"}}`, `{"prompt_eval_count":-0,"eval_count":99999999999999999999}`,
+		// A token's line as Ollama writes it (readTokenLine), and lines a byte away from one.
+		`{"model":"m","created_at":"t","message":{"role":"assistant","content":"a\n\"b\" \u00e9\xff"},"done":false}` + "\r\n",
+		`{"model":"m","created_at":"t","message":{"role":"assistant","content":"x"},"done":false} `,
+		`{"model":"m","created_at":"t","message":{"role":"assistant","content":"x"},"done":false}x`,
+		`{"model":"m","created_at":"t","message":{"role":"assistant","content":"x"},"done":true}`,
+		`{"model":"m","created_at":"t","message":{"role":"assistant","content":"x\q"},"done":false}`,
+		`{"model":"m","created_at":"t","message":{"role":1,"content":"x"},"done":false}`,
+		`{"model":"\xff","created_at":"\ud800","message":{"role":"assistant","content":"\ud83d\ude00"},"done":false}`,
+		`{"model":"m","created_at":"t","message":{"role":"assistant","content":"x","thinking":"y"},"done":false}`,
 	} {
 		f.Add([]byte(l))
 	}

@@ -17,12 +17,72 @@ import (
 // and created_at are wanted: only the first line's are read.
 func decodeOllamaLine(line []byte, head bool) (ollamaChatResponse, error) {
 	var m ollamaChatResponse
-	if readOllamaLine(line, head, &m) {
+	if readTokenLine(line, head, &m) || readOllamaLine(line, head, &m) {
 		return m, nil
 	}
 	var v ollamaChatResponse
 	err := json.Unmarshal(line, &v)
 	return v, err
+}
+
+// readTokenLine fills m from line when line is a token's line exactly as Ollama writes it, its
+// members in its struct's order and nothing between them:
+//
+//	{"model":"…","created_at":"…","message":{"role":"…","content":"…"},"done":false}
+//
+// (whitespace after it allowed). Nearly every line of a stream is one, and this reads it at
+// about the cost of finding its strings; anything else (thinking, tool calls, another order,
+// spaces, the done line) is readOllamaLine's. m is filled only when the whole line is read.
+func readTokenLine(line []byte, head bool, m *ollamaChatResponse) bool {
+	b := line
+	take := func(lit string) bool {
+		if len(b) < len(lit) || string(b[:len(lit)]) != lit {
+			return false
+		}
+		b = b[len(lit):]
+		return true
+	}
+	str := func() []byte {
+		end, ok := jsonx.StringAt(b, 0)
+		if !ok {
+			return nil
+		}
+		s := b[:end]
+		b = b[end:]
+		return s
+	}
+	var model, created, content []byte
+	if !take(`{"model":`) {
+		return false
+	}
+	if model = str(); model == nil || !take(`,"created_at":`) {
+		return false
+	}
+	if created = str(); created == nil || !take(`,"message":{"role":`) || str() == nil || !take(`,"content":`) {
+		return false
+	}
+	if content = str(); content == nil || !take(`},"done":false}`) {
+		return false
+	}
+	for _, c := range b {
+		if c != ' ' && c != '\t' && c != '\n' && c != '\r' {
+			return false
+		}
+	}
+	text, ok := jsonx.Unquote(content)
+	if !ok {
+		return false
+	}
+	if head {
+		if m.Model, ok = jsonx.Unquote(model); !ok {
+			return false
+		}
+		if m.CreatedAt, ok = jsonx.Unquote(created); !ok {
+			return false
+		}
+	}
+	m.Message.Content, m.Done = text, false
+	return true
 }
 
 // readOllamaLine fills m from line when line is a well-formed object whose every member it reads

@@ -390,6 +390,16 @@ func TextEnd(b []byte) int {
 	return j
 }
 
+// StringAt returns the index just past the valid JSON string that opens at b[i] (its escapes
+// checked, its UTF-8 not, as Object's validating walk checks a string); ok is false when none
+// does. A reader that expects a line's members in a fixed order takes its strings so.
+func StringAt(b []byte, i int) (end int, ok bool) {
+	if i >= len(b) || b[i] != '"' {
+		return 0, false
+	}
+	return scanString(b, i, false)
+}
+
 // scanString returns the index just past the valid JSON string that opens at b[i]; strict also
 // refuses invalid UTF-8 and an escaped surrogate that is not half of a pair (Text). Message
 // contents are most of a body, so the string's end and its escapes are found with
