@@ -43,7 +43,7 @@ func FuzzOllamaLineMatchesUnmarshal(f *testing.F) {
 		if err != nil {
 			return
 		}
-		noRole := cmpopts.IgnoreFields(ollamaMessage{}, "Role")
+		noRole := cmp.Options{cmpopts.IgnoreFields(ollamaMessage{}, "Role"), cmpopts.IgnoreUnexported(ollamaMessage{})}
 		if diff := cmp.Diff(want, got, noRole); diff != "" {
 			t.Errorf("%q (-json.Unmarshal +decodeOllamaLine):\n%s", line, diff)
 		}

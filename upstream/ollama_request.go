@@ -73,7 +73,11 @@ func appendOllamaMessage(dst []byte, m *ollamaMessage) []byte {
 	dst = append(dst, `{"role":`...)
 	dst = appendJSONString(dst, m.Role)
 	dst = append(dst, `,"content":`...)
-	dst = appendJSONString(dst, m.Content)
+	if m.contentJSON != nil {
+		dst = append(dst, m.contentJSON...)
+	} else {
+		dst = appendJSONString(dst, m.Content)
+	}
 	if m.Thinking != "" {
 		dst = appendJSONString(append(dst, `,"thinking":`...), m.Thinking)
 	}

@@ -5,18 +5,21 @@ import (
 	"encoding/json"
 	"math"
 	"testing"
+
+	"github.com/hayula/gateway/internal/jsonx"
 )
 
 // FuzzOllamaRequestMatchesEncoding holds appendOllamaRequest to mustJSON's bytes for the same
 // request, which the adapter sent before: every member, omission and escape, and every float as
 // encoding/json writes it.
 func FuzzOllamaRequestMatchesEncoding(f *testing.F) {
-	f.Add("llama3", "user", "hello", "", "", "", "", "\n\n", `{"type":"object"}`, 0.2, 0.9, int64(7), 256, 32768, int64(40), uint16(0xffff))
+	f.Add("llama3", "user", "hello", "", "", "", "", "\n\n", `{"type":"object"}`, `"as sent"`, 0.2, 0.9, int64(7), 256, 32768, int64(40), uint16(0xffff))
 	f.Add("m<&>", "assistant", "a\u2028b\"\\\x00\x1f\xff", "think \xfe", "aGk=", "weather", "c1", "", `[ 1 , {"a" : "b"} ]`,
-		1e-7, 1e21, int64(-1), -3, 0, int64(math.MinInt64), uint16(0x5555))
-	f.Add("", "", "", "", "", "", "", "", `"10m"`, 0.0, -0.0, int64(0), 0, 0, int64(0), uint16(0))
-	f.Add("مرحبا", "system", "ممكن تساعدني؟ 😀", "", "", "", "", "END", `true`, 123456789.125, 5e-324, int64(math.MaxInt64), 1, 2, int64(1), uint16(0xaaaa))
-	f.Fuzz(func(t *testing.T, model, role, content, thinking, image, toolName, callID, stop, raw string,
+		`"a\u2028 <b>"`, 1e-7, 1e21, int64(-1), -3, 0, int64(math.MinInt64), uint16(0x5555))
+	f.Add("", "", "", "", "", "", "", "", `"10m"`, "\"a\u2028b\u2029\"", 0.0, -0.0, int64(0), 0, 0, int64(0), uint16(0x20))
+	f.Add("مرحبا", "system", "ممكن تساعدني؟ 😀", "", "", "", "", "END", `true`, "\"\u2028 \xff \u00e9 é\"", 123456789.125, 5e-324,
+		int64(math.MaxInt64), 1, 2, int64(1), uint16(0xaaaa))
+	f.Fuzz(func(t *testing.T, model, role, content, thinking, image, toolName, callID, stop, raw, lit string,
 		temp, topP float64, seed int64, numPredict, numCtx int, topK int64, flags uint16) {
 		if !json.Valid([]byte(raw)) {
 			raw = `{"k":[1,2]}`
@@ -26,6 +29,10 @@ func FuzzOllamaRequestMatchesEncoding(f *testing.F) {
 		}
 		on := func(bit uint) bool { return flags&(1<<bit) != 0 }
 		m := ollamaMessage{Role: role, Content: content, Thinking: thinking, ToolName: toolName, ToolCallID: callID}
+		// A content the client wrote as mustJSON would (verbatim) is copied as it came.
+		if s, ok := jsonx.Unquote([]byte(lit)); ok && verbatim([]byte(lit), s) {
+			m.Content, m.contentJSON = s, []byte(lit)
+		}
 		if on(0) {
 			m.Images = []string{image, content}
 		}

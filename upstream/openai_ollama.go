@@ -40,13 +40,16 @@ type openaiOllama struct {
 // (replayedThinking). ToolCallID is a tool result's tool_call_id, beside its tool_name: Ollama's
 // Message has both, and its own OpenAI endpoint fills both (TestOllamaToolIDsSent).
 type ollamaMessage struct {
-	Role       string           `json:"role"`
-	Content    string           `json:"content"`
-	Thinking   string           `json:"thinking,omitempty"`
-	Images     []string         `json:"images,omitempty"`
-	ToolCalls  []ollamaToolCall `json:"tool_calls,omitempty"`
-	ToolName   string           `json:"tool_name,omitempty"`
-	ToolCallID string           `json:"tool_call_id,omitempty"`
+	Role    string `json:"role"`
+	Content string `json:"content"`
+	// contentJSON is Content as the client's JSON string wrote it, when that is what mustJSON
+	// writes for Content (flatContent.literal): appendOllamaMessage copies it. nil otherwise.
+	contentJSON []byte
+	Thinking    string           `json:"thinking,omitempty"`
+	Images      []string         `json:"images,omitempty"`
+	ToolCalls   []ollamaToolCall `json:"tool_calls,omitempty"`
+	ToolName    string           `json:"tool_name,omitempty"`
+	ToolCallID  string           `json:"tool_call_id,omitempty"`
 }
 
 // ollamaToolCall is Ollama's tool call: arguments are a JSON object, not a string. Newer Ollama
@@ -710,6 +713,9 @@ func (a *openaiOllama) message(i int, m *core.Message, callNames map[string]stri
 			fmt.Sprintf("the ollama adapter cannot send content parts of type \"%s\"", echo.String(fc.other)))
 	}
 	out.Content = assistantText(m, fc.text)
+	if fc.literal != nil && out.Content == fc.text {
+		out.contentJSON = fc.literal
+	}
 	if m.Role == "assistant" {
 		if out.Thinking, err = replayedThinking(a.t, i, m); err != nil {
 			return out, err

@@ -117,8 +117,12 @@ func (p *contentPart) imageURL() string {
 // flatContent is a message content read for a protocol that takes plain text: the text parts
 // joined with newlines, and the images in order.
 type flatContent struct {
-	text   string
-	images []imagePart
+	text string
+	// literal is the content's JSON string as the client wrote it, when it is exactly what
+	// mustJSON writes for text (verbatim), so that a translated request can carry it as it came;
+	// nil otherwise.
+	literal []byte
+	images  []imagePart
 	// other is the type of the first part that is neither text nor image ("" when none).
 	other string
 }
@@ -146,6 +150,9 @@ func readContent(raw json.RawMessage) (flatContent, error) {
 			return fc, errNotContent
 		}
 		fc.text = text
+		if verbatim(raw, text) {
+			fc.literal = raw
+		}
 		return fc, nil
 	}
 	var parts []contentPart
@@ -173,6 +180,26 @@ func readContent(raw json.RawMessage) (flatContent, error) {
 	}
 	fc.text = strings.Join(texts, "\n")
 	return fc, nil
+}
+
+// verbatim reports whether the JSON string literal q, which decodes to text, is exactly what
+// mustJSON writes for text: its text is text's bytes (so it holds no escape, which every decode
+// shortens, and no invalid UTF-8, which it lengthens), and text holds neither U+2028 nor U+2029,
+// which encoding/json escapes.
+func verbatim(q []byte, text string) bool {
+	if len(q) != len(text)+2 || string(q[1:len(q)-1]) != text {
+		return false
+	}
+	for i := 0; ; {
+		j := strings.IndexByte(text[i:], 0xe2)
+		if j < 0 {
+			return true
+		}
+		i += j + 1
+		if i+1 < len(text) && text[i] == 0x80 && (text[i+1] == 0xa8 || text[i+1] == 0xa9) {
+			return false
+		}
+	}
 }
 
 // assistantText is the text sent for message m: its content's text, or, for an assistant
