@@ -254,7 +254,7 @@ func (c *Checker) probe(ctx context.Context, t *core.Target, url string) CheckRe
 		return r
 	}
 	r.RetryAfter = retryAfter(resp.Header.Get("Retry-After"), c.clock.Now())
-	loading := saysLoading(body)
+	loading := saysLoading(body, resp.StatusCode)
 	switch {
 	case loading, resp.StatusCode == http.StatusServiceUnavailable && resp.Header.Get("Retry-After") != "":
 		r.Loading = true
@@ -264,19 +264,29 @@ func (c *Checker) probe(ctx context.Context, t *core.Target, url string) CheckRe
 	return r
 }
 
-// saysLoading recognises SAIF's (and llama-server's /health) {"status":"loading…"}.
-func saysLoading(body []byte) bool {
+// saysLoading recognises an answer that says a model is loading, as the request path reads one
+// (errmap): SAIF's (and older llama-server's /health) {"status":"loading…"}, whatever its
+// status, and llama-server's 503 {"error":{"message":"Loading model","type":"unavailable_error"}},
+// which its /health answers while it loads. A check read the latter as failed, and the target
+// was unavailable for the whole load where a request answered so made it loading.
+func saysLoading(body []byte, status int) bool {
 	body = bytes.TrimSpace(body)
 	if len(body) == 0 || body[0] != '{' {
 		return false
 	}
 	var b struct {
-		Status string `json:"status"`
+		Status string          `json:"status"`
+		Error  json.RawMessage `json:"error"`
 	}
 	if json.Unmarshal(body, &b) != nil {
 		return false
 	}
-	return strings.HasPrefix(strings.ToLower(b.Status), "loading")
+	if strings.HasPrefix(strings.ToLower(b.Status), "loading") {
+		return true
+	}
+	var e struct{ Message, Type string }
+	return status == http.StatusServiceUnavailable && json.Unmarshal(b.Error, &e) == nil &&
+		e.Type == "unavailable_error" && strings.Contains(strings.ToLower(e.Message), "loading")
 }
 
 // maxRetryAfter bounds a wait a Retry-After may ask for: anything longer (about 32 years) is a

@@ -97,6 +97,22 @@ func TestCheck(t *testing.T) {
 				fmt.Fprint(w, `{"status":"loading model"}`)
 			}
 		}, outcome{Status: "loading", Loading: true}},
+		// Its /health while it loads, and its answer to a request then, which the request path
+		// reads as loading (errmap): the check said failed, and after health_failures checks
+		// the target was unavailable for the whole load.
+		{"llama-server's 503 Loading model error is loading", func(*health.ManualClock) http.HandlerFunc {
+			return func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(http.StatusServiceUnavailable)
+				fmt.Fprint(w, `{"error":{"code":503,"message":"Loading model","type":"unavailable_error"}}`)
+			}
+		}, outcome{Status: "loading", Loading: true}},
+		{"a 500 saying loading in its error is a failed check", func(*health.ManualClock) http.HandlerFunc {
+			return func(w http.ResponseWriter, r *http.Request) {
+				w.WriteHeader(http.StatusInternalServerError)
+				fmt.Fprint(w, `{"error":{"code":500,"message":"error loading model","type":"unavailable_error"}}`)
+			}
+		}, outcome{Status: "healthy", Failed: true}},
 		{"a bare 503 is a failed check", func(*health.ManualClock) http.HandlerFunc {
 			return func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusServiceUnavailable) }
 		}, outcome{Status: "healthy", Failed: true}},
