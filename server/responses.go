@@ -99,15 +99,24 @@ func (b *responsesWriter) clientTerms(param, msg string) (string, string) {
 	case param == "reasoning_effort" && b.effort:
 		return renamed("reasoning_effort", "reasoning.effort")
 	case param == "response_format.json_schema.schema" && b.echo.Text != nil:
-		return "text.format.schema", msg
+		return "text.format.schema", textFormatNames.Replace(msg)
 	case (param == "response_format" || param == "response_format.type") && b.echo.Text != nil:
-		return "text.format" + strings.TrimPrefix(param, "response_format"), msg
+		return "text.format" + strings.TrimPrefix(param, "response_format"), textFormatNames.Replace(msg)
 	}
 	if p, ok := b.inputField(param); ok {
 		return p, msg
 	}
 	return param, msg
 }
+
+// textFormatNames renames chat's response_format in a refusal's message as clientTerms renames
+// its param: the ollama adapter's "response_format json_schema needs a schema object" came with
+// param text.format.schema (TestResponsesAdapterErrorsNameInput). Responses' text.format holds
+// json_schema's members itself, so response_format.json_schema.X is text.format.X.
+var textFormatNames = strings.NewReplacer(
+	"response_format.json_schema.", "text.format.",
+	"response_format.json_schema", "text.format",
+	"response_format", "text.format")
 
 // inputField is a field of the chat messages the bridge built (messages, messages[i] and what
 // follows it) as the field of the Responses body it came from (see clientTerms); ok is false for
