@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/hayula/gateway/core"
+	"github.com/hayula/gateway/internal/coding"
 )
 
 // CheckError is a failed active check: no answer (Err set), or a status that is neither 2xx nor
@@ -238,6 +239,11 @@ func (c *Checker) probe(ctx context.Context, t *core.Target, url string) CheckRe
 		return CheckResult{Err: &CheckError{Target: t.Name, Err: err}}
 	}
 	req.Header.Set("Accept", "application/json")
+	// As every request to an upstream says it (upstream's checkAnswer): without the field a
+	// server may pick any coding (RFC 9110 §12.5.3), and a check should get the answer a request
+	// would. The client's own transport adds no Accept-Encoding and decodes nothing
+	// (DisableCompression), so this is what the server reads.
+	req.Header.Set("Accept-Encoding", "identity")
 	if t.APIKey != "" && !t.HealthElsewhere {
 		req.Header.Set("Authorization", "Bearer "+string(t.APIKey))
 	}
@@ -246,7 +252,16 @@ func (c *Checker) probe(ctx context.Context, t *core.Target, url string) CheckRe
 	if err != nil {
 		return CheckResult{Err: &CheckError{Target: t.Name, Err: err}, Latency: c.clock.Now().Sub(began)}
 	}
-	body, err := io.ReadAll(io.LimitReader(resp.Body, maxCheckBody))
+	var body []byte
+	if ce, ok := resp.Header["Content-Encoding"]; ok && !coding.Identity(ce) {
+		// Coded anyway (a reverse proxy that gzips whatever it sends): the body is read as the
+		// request path reads a coded error's, decoded when its coding is gzip, x-gzip or
+		// deflate, so that a loading answer's words are found where a request would find them;
+		// one that does not decode has none. The status decides the rest, as for any answer.
+		body, _ = coding.Decode(ce, resp.Body, maxCheckBody)
+	} else {
+		body, err = io.ReadAll(io.LimitReader(resp.Body, maxCheckBody))
+	}
 	_ = resp.Body.Close()
 	r := CheckResult{Latency: c.clock.Now().Sub(began)}
 	if err != nil {
