@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/hayula/gateway/core"
+	"github.com/hayula/gateway/internal/coding"
 )
 
 // CheckError is a failed active check: no answer (Err set), or a status that is neither 2xx nor
@@ -238,6 +239,11 @@ func (c *Checker) probe(ctx context.Context, t *core.Target, url string) CheckRe
 		return CheckResult{Err: &CheckError{Target: t.Name, Err: err}}
 	}
 	req.Header.Set("Accept", "application/json")
+	// As every request to an upstream says it (upstream's checkAnswer): without the field a
+	// server may pick any coding (RFC 9110 §12.5.3), and a check should get the answer a request
+	// would. The client's own transport adds no Accept-Encoding and decodes nothing
+	// (DisableCompression), so this is what the server reads.
+	req.Header.Set("Accept-Encoding", "identity")
 	if t.APIKey != "" && !t.HealthElsewhere {
 		req.Header.Set("Authorization", "Bearer "+string(t.APIKey))
 	}
@@ -246,7 +252,16 @@ func (c *Checker) probe(ctx context.Context, t *core.Target, url string) CheckRe
 	if err != nil {
 		return CheckResult{Err: &CheckError{Target: t.Name, Err: err}, Latency: c.clock.Now().Sub(began)}
 	}
-	body, err := io.ReadAll(io.LimitReader(resp.Body, maxCheckBody))
+	var body []byte
+	if ce, ok := resp.Header["Content-Encoding"]; ok && !coding.Identity(ce) {
+		// Coded anyway (a reverse proxy that gzips whatever it sends): the body is read as the
+		// request path reads a coded error's, decoded when its coding is gzip, x-gzip or
+		// deflate, so that a loading answer's words are found where a request would find them;
+		// one that does not decode has none. The status decides the rest, as for any answer.
+		body, _ = coding.Decode(ce, resp.Body, maxCheckBody)
+	} else {
+		body, err = io.ReadAll(io.LimitReader(resp.Body, maxCheckBody))
+	}
 	_ = resp.Body.Close()
 	r := CheckResult{Latency: c.clock.Now().Sub(began)}
 	if err != nil {
@@ -254,7 +269,7 @@ func (c *Checker) probe(ctx context.Context, t *core.Target, url string) CheckRe
 		return r
 	}
 	r.RetryAfter = retryAfter(resp.Header.Get("Retry-After"), c.clock.Now())
-	loading := saysLoading(body)
+	loading := saysLoading(body, resp.StatusCode)
 	switch {
 	case loading, resp.StatusCode == http.StatusServiceUnavailable && resp.Header.Get("Retry-After") != "":
 		r.Loading = true
@@ -264,19 +279,29 @@ func (c *Checker) probe(ctx context.Context, t *core.Target, url string) CheckRe
 	return r
 }
 
-// saysLoading recognises SAIF's (and llama-server's /health) {"status":"loading…"}.
-func saysLoading(body []byte) bool {
+// saysLoading recognises an answer that says a model is loading, as the request path reads one
+// (errmap): SAIF's (and older llama-server's /health) {"status":"loading…"}, whatever its
+// status, and llama-server's 503 {"error":{"message":"Loading model","type":"unavailable_error"}},
+// which its /health answers while it loads. A check read the latter as failed, and the target
+// was unavailable for the whole load where a request answered so made it loading.
+func saysLoading(body []byte, status int) bool {
 	body = bytes.TrimSpace(body)
 	if len(body) == 0 || body[0] != '{' {
 		return false
 	}
 	var b struct {
-		Status string `json:"status"`
+		Status string          `json:"status"`
+		Error  json.RawMessage `json:"error"`
 	}
 	if json.Unmarshal(body, &b) != nil {
 		return false
 	}
-	return strings.HasPrefix(strings.ToLower(b.Status), "loading")
+	if strings.HasPrefix(strings.ToLower(b.Status), "loading") {
+		return true
+	}
+	var e struct{ Message, Type string }
+	return status == http.StatusServiceUnavailable && json.Unmarshal(b.Error, &e) == nil &&
+		e.Type == "unavailable_error" && strings.Contains(strings.ToLower(e.Message), "loading")
 }
 
 // maxRetryAfter bounds a wait a Retry-After may ask for: anything longer (about 32 years) is a

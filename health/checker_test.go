@@ -1,6 +1,8 @@
 package health_test
 
 import (
+	"bytes"
+	"compress/gzip"
 	"context"
 	"errors"
 	"fmt"
@@ -21,6 +23,15 @@ import (
 
 func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
+}
+
+// gzipped is s in gzip.
+func gzipped(s string) []byte {
+	var b bytes.Buffer
+	zw := gzip.NewWriter(&b)
+	_, _ = zw.Write([]byte(s))
+	_ = zw.Close()
+	return b.Bytes()
 }
 
 // checked is a target with active checks against url.
@@ -97,6 +108,51 @@ func TestCheck(t *testing.T) {
 				fmt.Fprint(w, `{"status":"loading model"}`)
 			}
 		}, outcome{Status: "loading", Loading: true}},
+		// Its /health while it loads, and its answer to a request then, which the request path
+		// reads as loading (errmap): the check said failed, and after health_failures checks
+		// the target was unavailable for the whole load.
+		{"llama-server's 503 Loading model error is loading", func(*health.ManualClock) http.HandlerFunc {
+			return func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(http.StatusServiceUnavailable)
+				fmt.Fprint(w, `{"error":{"code":503,"message":"Loading model","type":"unavailable_error"}}`)
+			}
+		}, outcome{Status: "loading", Loading: true}},
+		{"a 500 saying loading in its error is a failed check", func(*health.ManualClock) http.HandlerFunc {
+			return func(w http.ResponseWriter, r *http.Request) {
+				w.WriteHeader(http.StatusInternalServerError)
+				fmt.Fprint(w, `{"error":{"code":500,"message":"error loading model","type":"unavailable_error"}}`)
+			}
+		}, outcome{Status: "healthy", Failed: true}},
+		// A reverse proxy in front of llama-server that gzips whatever it sends, asked or not:
+		// the request path decodes an error body so coded and reads it as loading, and the check
+		// read the compressed bytes, found no words, and failed.
+		{"a loading answer coded gzip anyway is loading", func(*health.ManualClock) http.HandlerFunc {
+			return func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Encoding", "gzip")
+				w.WriteHeader(http.StatusServiceUnavailable)
+				_, _ = w.Write(gzipped(`{"error":{"code":503,"message":"Loading model","type":"unavailable_error"}}`))
+			}
+		}, outcome{Status: "loading", Loading: true}},
+		// Without Accept-Encoding a server may use any coding (RFC 9110 §12.5.3): asked for none,
+		// as a request asks, it answers plain, and its loading words are read.
+		{"a check asks for no coding", func(*health.ManualClock) http.HandlerFunc {
+			return func(w http.ResponseWriter, r *http.Request) {
+				if r.Header.Get("Accept-Encoding") != "identity" {
+					w.Header().Set("Content-Encoding", "br")
+					_, _ = w.Write([]byte("\x1b\x5d\x00\xf8\xa5\x40\x42\x02"))
+					return
+				}
+				fmt.Fprint(w, `{"status":"loading"}`)
+			}
+		}, outcome{Status: "loading", Loading: true}},
+		{"a loading answer that does not decode is a failed check", func(*health.ManualClock) http.HandlerFunc {
+			return func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Encoding", "gzip")
+				w.WriteHeader(http.StatusServiceUnavailable)
+				_, _ = w.Write([]byte(`{"error":{"code":503,"message":"Loading model","type":"unavailable_error"}}`))
+			}
+		}, outcome{Status: "healthy", Failed: true}},
 		{"a bare 503 is a failed check", func(*health.ManualClock) http.HandlerFunc {
 			return func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusServiceUnavailable) }
 		}, outcome{Status: "healthy", Failed: true}},

@@ -86,8 +86,10 @@ func (s *Server) decodeResponses(r *http.Request, body []byte, st *reqState) (*c
 // adapter's refusal of an image or a call's arguments named messages[2].content[1].image_url for
 // the client's input[1].content[1].image_url, since instructions are message 0 and calls in a row
 // one message (TestResponsesAdapterErrorsNameInput); messages, all of them, is input. Another
-// param is returned as it is.
+// param is returned as it is. The message names the messages it refuses as param does
+// (inputFieldsIn).
 func (b *responsesWriter) clientTerms(param, msg string) (string, string) {
+	msg = b.inputFieldsIn(msg, param == "messages")
 	renamed := func(chat, resp string) (string, string) {
 		return resp + strings.TrimPrefix(param, chat), strings.ReplaceAll(msg, chat, resp)
 	}
@@ -97,18 +99,37 @@ func (b *responsesWriter) clientTerms(param, msg string) (string, string) {
 	case param == "reasoning_effort" && b.effort:
 		return renamed("reasoning_effort", "reasoning.effort")
 	case param == "response_format.json_schema.schema" && b.echo.Text != nil:
-		return "text.format.schema", msg
+		return "text.format.schema", textFormatNames.Replace(msg)
 	case (param == "response_format" || param == "response_format.type") && b.echo.Text != nil:
-		return "text.format" + strings.TrimPrefix(param, "response_format"), msg
+		return "text.format" + strings.TrimPrefix(param, "response_format"), textFormatNames.Replace(msg)
 	}
+	if p, ok := b.inputField(param); ok {
+		return p, msg
+	}
+	return param, msg
+}
+
+// textFormatNames renames chat's response_format in a refusal's message as clientTerms renames
+// its param: the ollama adapter's "response_format json_schema needs a schema object" came with
+// param text.format.schema (TestResponsesAdapterErrorsNameInput). Responses' text.format holds
+// json_schema's members itself, so response_format.json_schema.X is text.format.X.
+var textFormatNames = strings.NewReplacer(
+	"response_format.json_schema.", "text.format.",
+	"response_format.json_schema", "text.format",
+	"response_format", "text.format")
+
+// inputField is a field of the chat messages the bridge built (messages, messages[i] and what
+// follows it) as the field of the Responses body it came from (see clientTerms); ok is false for
+// another field, or a message the request did not have.
+func (b *responsesWriter) inputField(param string) (string, bool) {
 	if param == "messages" {
 		// The conversation as a whole (a template's refusal of its roles): the input it was built
 		// from, where it named a field the client never sent (TestResponsesUpstreamParamMessagesIsInput).
-		return "input", msg
+		return "input", true
 	}
 	i, rest, ok := indexed(param, "messages")
 	if !ok || i >= len(b.msgs) {
-		return param, msg
+		return "", false
 	}
 	m := b.msgs[i]
 	if j, tail, ok := indexed(rest, ".tool_calls"); ok && j < len(m.ToolCalls) {
@@ -122,13 +143,13 @@ func (b *responsesWriter) clientTerms(param, msg string) (string, string) {
 		default:
 			tail = ""
 		}
-		return fmt.Sprintf("input[%d]%s", m.ToolCalls[j].item, tail), msg
+		return fmt.Sprintf("input[%d]%s", m.ToolCalls[j].item, tail), true
 	}
 	switch m.item {
 	case fromInstructions:
-		return "instructions", msg
+		return "instructions", true
 	case fromInput:
-		return "input", msg
+		return "input", true
 	}
 	switch {
 	case m.Role == "tool" && strings.HasPrefix(rest, ".content"):
@@ -138,7 +159,93 @@ func (b *responsesWriter) clientTerms(param, msg string) (string, string) {
 	case rest != ".role" && !strings.HasPrefix(rest, ".content"):
 		rest = "" // a field the item does not have as such (the reasoning sent with it)
 	}
-	return fmt.Sprintf("input[%d]%s", m.item, rest), msg
+	return fmt.Sprintf("input[%d]%s", m.item, rest), true
+}
+
+// inputFieldsIn is a refusal's message with the fields of the chat messages it names
+// (OpenAI's "Invalid 'messages[2].content': …") named as inputField names them, since the client
+// sent no messages and reads param beside the message (TestResponsesUpstreamMessageNamesInput).
+// Only a field name is renamed: messages[i] and the path after it, standing apart from the words
+// around it (not system_messages[1], nor body.messages[1], another object's), and bare messages
+// only when param named it too and it is all a pair of quotes holds ('messages'), since the word
+// alone is as often English. Within double quotes, the client's own text quoted back, a name is
+// renamed only when it is all the quotes hold. A message the request did not have is left as it
+// is.
+func (b *responsesWriter) inputFieldsIn(msg string, whole bool) string {
+	const name = "messages"
+	var out strings.Builder
+	done, quoted := 0, false // msg[:done] is in out; quoted: at done, within double quotes
+	for from := 0; ; {
+		k := strings.Index(msg[from:], name)
+		if k < 0 {
+			break
+		}
+		at := from + k
+		end := at + len(name)
+		if end < len(msg) && msg[end] == '[' {
+			end = fieldPathEnd(msg, at+len(name))
+		}
+		from = end
+		if at > 0 && (isFieldByte(msg[at-1]) || msg[at-1] == '.') || end < len(msg) && isFieldByte(msg[end]) {
+			continue
+		}
+		for _, c := range []byte(msg[done:at]) {
+			if c == '"' {
+				quoted = !quoted
+			}
+		}
+		out.WriteString(msg[done:at])
+		done = at
+		filled := at > 0 && end < len(msg) && msg[at-1] == msg[end] && strings.IndexByte("'\"`", msg[end]) >= 0
+		if quoted && !filled || msg[at:end] == name && (!whole || !filled) {
+			continue
+		}
+		if f, ok := b.inputField(msg[at:end]); ok {
+			out.WriteString(f)
+			done = end
+		}
+	}
+	if done == 0 {
+		return msg
+	}
+	out.WriteString(msg[done:])
+	return out.String()
+}
+
+// fieldPathEnd is where the field path that goes on at msg[i] ends: indexes ("[2]") and members
+// (".content") one after another; a dot that no member follows ends a sentence.
+func fieldPathEnd(msg string, i int) int {
+	for i < len(msg) {
+		switch msg[i] {
+		case '[':
+			j := i + 1
+			for j < len(msg) && '0' <= msg[j] && msg[j] <= '9' {
+				j++
+			}
+			if j == i+1 || j == len(msg) || msg[j] != ']' {
+				return i
+			}
+			i = j + 1
+		case '.':
+			j := i + 1
+			for j < len(msg) && isFieldByte(msg[j]) {
+				j++
+			}
+			if j == i+1 {
+				return i
+			}
+			i = j
+		default:
+			return i
+		}
+	}
+	return i
+}
+
+// isFieldByte reports whether c may be part of a field's name, so that a name it touches is
+// part of a longer word.
+func isFieldByte(c byte) bool {
+	return c == '_' || '0' <= c && c <= '9' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z'
 }
 
 // indexed reads param as name[i] and what follows it; ok is false when it is not.

@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"net/http"
+	"strings"
 	"testing"
 )
 
@@ -36,6 +37,13 @@ func TestResponsesAdapterErrorsNameInput(t *testing.T) {
 			rep := g.post(t, "/v1/responses", tc.body)
 			if rep.status != http.StatusBadRequest || rep.errorField(t, "param") != tc.param {
 				t.Errorf("%d %s, want 400 naming %s", rep.status, rep.body, tc.param)
+			}
+			// The message names what the client sent too: it said "response_format json_schema
+			// needs a schema object" beside param text.format.schema.
+			for _, chat := range []string{"messages", "response_format", "reasoning_effort", "max_tokens"} {
+				if m, _ := rep.errorField(t, "message").(string); strings.Contains(m, chat) {
+					t.Errorf("message %q names %s, a field the client never sent", m, chat)
+				}
 			}
 		})
 	}

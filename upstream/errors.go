@@ -1,11 +1,7 @@
 package upstream
 
 import (
-	"bufio"
 	"bytes"
-	"compress/flate"
-	"compress/gzip"
-	"compress/zlib"
 	"context"
 	"encoding/json"
 	"errors"
@@ -19,6 +15,7 @@ import (
 	"time"
 
 	"github.com/hayula/gateway/core"
+	"github.com/hayula/gateway/internal/coding"
 )
 
 // maxErrorBody caps what is kept of a non-2xx body.
@@ -173,7 +170,7 @@ func statusError(t *core.Target, resp *http.Response, now func() time.Time) *cor
 		Header:     resp.Header.Clone(),
 	}
 	var body []byte
-	if ce, ok := resp.Header["Content-Encoding"]; ok && !identityCoded(ce) {
+	if ce, ok := resp.Header["Content-Encoding"]; ok && !coding.Identity(ce) {
 		// Asked for identity, some servers code every answer anyway (a reverse proxy in front
 		// of vLLM or Ollama that gzips whatever it sends): an error's words are what tell an
 		// overflow, a bad key or a missing model, so a coding the standard library decodes is
@@ -182,7 +179,7 @@ func statusError(t *core.Target, resp *http.Response, now func() time.Time) *cor
 		// would be binary. The client is told the body was coded (TestCodedErrorBodySaid).
 		// Left unread, the connection is closed, not reused.
 		var decoded bool
-		body, decoded = decodeErrorBody(ce, resp.Body)
+		body, decoded = coding.Decode(ce, resp.Body, maxErrorBody)
 		_ = resp.Body.Close()
 		if !decoded {
 			e.Coding = (&CodedAnswerError{Coding: strings.Join(ce, ", ")}).coding()
@@ -203,76 +200,6 @@ func statusError(t *core.Target, resp *http.Response, now func() time.Time) *cor
 		}
 	}
 	return e
-}
-
-// maxCodedErrorBody caps what is read of a coded non-2xx body, which maxErrorBody cannot: it
-// bounds the decoded bytes, and a body that codes nothing (gzip members of no data, one after
-// another) would be read to its end for none. Twice maxErrorBody holds any body that decodes to
-// maxErrorBody, whose coding adds a few bytes a block to what does not compress.
-const maxCodedErrorBody = 2 * maxErrorBody
-
-// decodeErrorBody is a non-2xx body in the content codings ce decoded, at most maxErrorBody
-// bytes of it, as a plain body is cut; decoded is false when ce names other than one coding of
-// gzip, x-gzip and deflate (identity aside), or the body does not decode. What is kept is the
-// decoded bytes, never the coded ones: a small body that decodes to gigabytes (a gzip bomb)
-// costs maxErrorBody (TestCodedErrorBodyBounded). "deflate" is zlib's format (RFC 9110
-// §8.4.1.2), but some servers send raw DEFLATE under that name, as browsers accept: a body that
-// does not open with a zlib header is read as raw.
-func decodeErrorBody(ce []string, r io.Reader) (body []byte, decoded bool) {
-	coding := ""
-	for _, v := range ce {
-		for v != "" {
-			var c string
-			c, v, _ = strings.Cut(v, ",")
-			if c = strings.TrimSpace(c); c == "" || strings.EqualFold(c, "identity") {
-				continue
-			}
-			if coding != "" {
-				return nil, false // stacked codings: none seen in the wild, and none decoded
-			}
-			coding = strings.ToLower(c)
-		}
-	}
-	in := bufio.NewReader(io.LimitReader(r, maxCodedErrorBody))
-	if _, err := in.Peek(1); err == io.EOF {
-		// No body at all, coded or not: nothing to decode, as a plain empty body has no words.
-		return nil, coding == "gzip" || coding == "x-gzip" || coding == "deflate"
-	}
-	var dec io.Reader
-	switch coding {
-	case "gzip", "x-gzip":
-		zr, err := gzip.NewReader(in)
-		if err != nil {
-			return nil, false
-		}
-		dec = zr
-	case "deflate":
-		if head, err := in.Peek(2); err == nil && zlibHeader(head) {
-			zr, err := zlib.NewReader(in)
-			if err != nil {
-				return nil, false
-			}
-			dec = zr
-		} else {
-			dec = flate.NewReader(in)
-		}
-	default:
-		return nil, false
-	}
-	body, err := io.ReadAll(io.LimitReader(dec, maxErrorBody))
-	if err != nil {
-		return nil, false
-	}
-	return body, true
-}
-
-// zlibHeader reports whether head, a body's first two bytes, is a zlib header (RFC 1950 §2.2):
-// DEFLATE's method with a window of at most 32 KiB, and a check that makes the pair a multiple
-// of 31. Raw DEFLATE opening so would be a stored block with its padding bits set, which no
-// compressor writes.
-func zlibHeader(head []byte) bool {
-	cmf, flg := head[0], head[1]
-	return cmf&0x0f == 8 && cmf>>4 <= 7 && (uint16(cmf)<<8|uint16(flg))%31 == 0
 }
 
 // retryAfterMs parses a retry-after-ms header, which OpenAI sends beside Retry-After and its

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/hayula/gateway/core"
+	"github.com/hayula/gateway/internal/coding"
 	"github.com/hayula/gateway/internal/jsonx"
 )
 
@@ -611,32 +612,17 @@ func checkAnswer(ctx context.Context, t *core.Target, resp *http.Response, err e
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		return nil, statusError(t, resp, now)
 	}
-	if ce, ok := resp.Header["Content-Encoding"]; ok && !identityCoded(ce) {
+	if ce, ok := resp.Header["Content-Encoding"]; ok && !coding.Identity(ce) {
 		// Every request says Accept-Encoding: identity, since without the field a server may pick
 		// any coding (RFC 9110 §12.5.3), and no 2xx answer is decoded (an error's body is, in
 		// statusError): the readers of answers and streams stay as they are. Read as it came, a
 		// gzipped whole answer failed as "not JSON" quoting the compressed bytes to the client,
 		// and a stream as one closed early (TestCodedAnswerRefused). The body is left unread, so
 		// the connection is closed, not reused.
-		coding := strings.Join(ce, ", ")
 		_ = resp.Body.Close()
-		return nil, &core.ProtocolError{Target: t.Name, Err: &CodedAnswerError{Coding: coding}}
+		return nil, &core.ProtocolError{Target: t.Name, Err: &CodedAnswerError{Coding: strings.Join(ce, ", ")}}
 	}
 	return resp, nil
-}
-
-// identityCoded reports whether the Content-Encoding values ce name no coding but identity.
-func identityCoded(ce []string) bool {
-	for _, v := range ce {
-		for v != "" {
-			var c string
-			c, v, _ = strings.Cut(v, ",")
-			if c = strings.TrimSpace(c); c != "" && !strings.EqualFold(c, "identity") {
-				return false
-			}
-		}
-	}
-	return true
 }
 
 // accept is the Accept header for an answer streamed as streamType, or a whole JSON one.

@@ -22,8 +22,9 @@ var rules = map[string][]string{
 	"internal/httpwire":           {},
 	"internal/logfmt":             {},
 	"internal/echo":               {},
+	"internal/coding":             {},
 	"errmap":                      {"core", "lifecycle"}, // lifecycle is a leaf: its typed start/load errors
-	"health":                      {"core"},
+	"health":                      {"core", "internal/coding"},
 	"metrics":                     {"core", "internal/jsonx", "internal/utf8x"},
 	"autoroute":                   {"core", "internal/jsonx", "internal/utf8x"},
 	"internal/jsonx":              {"internal/utf8x"},
@@ -31,7 +32,7 @@ var rules = map[string][]string{
 	"conformance":                 {},
 	"lifecycle":                   {},
 	"lifecycle/lrusim":            {},
-	"upstream":                    {"core", "internal/jsonx", "internal/utf8x", "internal/httpwire", "internal/echo"},
+	"upstream":                    {"core", "internal/jsonx", "internal/utf8x", "internal/httpwire", "internal/echo", "internal/coding"},
 	"config":                      {"core", "autoroute", "lifecycle", "internal/jsonx", "internal/utf8x", "internal/tomlx", "internal/netclass"},
 	"config/litellm":              {"internal/tomlx", "internal/netclass"}, // it writes TOML text; its tests load it with config
 	"conformance/conformancetest": {},
