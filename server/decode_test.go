@@ -131,7 +131,26 @@ var viewOpts = cmpopts.IgnoreUnexported(wireView{})
 
 // ignoreModelAt leaves out what only the fast walk knows; checkModelAt checks ModelAt,
 // TestNoStreamOptions NoStreamOptions.
-var ignoreModelAt = cmpopts.IgnoreFields(core.Request{}, "ModelAt", "NoStreamOptions")
+var ignoreModelAt = cmpopts.IgnoreFields(core.Request{}, "ModelAt", "NoStreamOptions", "KnownMembers")
+
+// checkKnownMembers holds a request's KnownMembers, when set, to the body it was decoded from:
+// every top-level member's key is, as spelled and unescaped, one the server decodes itself.
+func checkKnownMembers(t *testing.T, req *core.Request) {
+	t.Helper()
+	if !req.KnownMembers {
+		return
+	}
+	it := jsonx.Object(req.Body, true)
+	for {
+		k, _, ok := it.Next()
+		if !ok {
+			break
+		}
+		if name, plain := jsonx.PlainKey(k); !plain || !isWireKey(string(name)) {
+			t.Fatalf("KnownMembers set for %q, which has the member %s", req.Body, k)
+		}
+	}
+}
 
 // checkModelAt holds a request's ModelAt, when set, to where jsonx finds the one "model" value.
 func checkModelAt(t *testing.T, req *core.Request) {
@@ -389,6 +408,7 @@ func FuzzDecodeWire(f *testing.F) {
 		}
 		if gotReq != nil {
 			checkModelAt(t, gotReq)
+			checkKnownMembers(t, gotReq)
 		}
 	})
 }
