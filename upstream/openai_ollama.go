@@ -1524,12 +1524,8 @@ func (a *openaiOllama) embed(ctx context.Context, req *core.Request) (*Response,
 	if err != nil {
 		return nil, err
 	}
-	var m struct {
-		Model           string            `json:"model"`
-		Embeddings      []json.RawMessage `json:"embeddings"`
-		PromptEvalCount *int              `json:"prompt_eval_count"`
-	}
-	if err := json.Unmarshal(raw, &m); err != nil {
+	m, err := decodeOllamaEmbed(raw)
+	if err != nil {
 		return nil, &core.ProtocolError{Target: a.t.Name, Err: &NotJSONError{Body: redact(capBytes(raw, maxErrorBody), a.t.APIKey)}}
 	}
 	if m.Embeddings == nil {
@@ -1546,12 +1542,7 @@ func (a *openaiOllama) embed(ctx context.Context, req *core.Request) (*Response,
 		// TestEmbeddingsOllamaUnusableEmbedding).
 		return nil, countError(a.t, len(m.Embeddings), inputs)
 	}
-	type item struct {
-		Object    string          `json:"object"`
-		Index     int             `json:"index"`
-		Embedding json.RawMessage `json:"embedding"`
-	}
-	data := make([]item, len(m.Embeddings))
+	data := make([]embeddingItem, len(m.Embeddings))
 	for i, e := range m.Embeddings {
 		// Each must be a vector of numbers, judged as an openai target's answer is: null, [],
 		// or an array of anything but numbers reached the client as its embedding, or as an
@@ -1571,7 +1562,7 @@ func (a *openaiOllama) embed(ctx context.Context, req *core.Request) (*Response,
 			return nil, widthError(a.t, in.Dimensions, width,
 				"through Ollama, dimensions can only be fewer than the model's, and only in versions that read it")
 		}
-		data[i] = item{Object: "embedding", Index: i, Embedding: e}
+		data[i] = embeddingItem{Object: "embedding", Index: i, Embedding: e}
 		if in.EncodingFormat == "base64" {
 			enc, err := floatsBase64(e)
 			if err != nil {
@@ -1581,25 +1572,16 @@ func (a *openaiOllama) embed(ctx context.Context, req *core.Request) (*Response,
 			data[i].Embedding = enc
 		}
 	}
-	type usage struct {
-		PromptTokens int `json:"prompt_tokens"`
-		TotalTokens  int `json:"total_tokens"`
-	}
 	// Without prompt_eval_count (an Ollama before the field, or a server that copies its API
 	// without it) the answer has no usage, as a translated chat answer without counts has none:
 	// a usage of 0 was a count nobody made, which a client billing by it took for free
 	// (TestTranslatedWithoutCounts).
-	var u *usage
+	var u *embeddingsUsage
 	n := Usage{}
 	if c := m.PromptEvalCount; c != nil {
-		u, n = &usage{*c, *c}, usageCounts(*c, -1)
+		u, n = &embeddingsUsage{*c, *c}, usageCounts(*c, -1)
 	}
-	b := mustJSON(struct {
-		Object string `json:"object"`
-		Data   []item `json:"data"`
-		Model  string `json:"model"`
-		Usage  *usage `json:"usage,omitempty"`
-	}{"list", data, cmpOr(m.Model, a.t.Model), u})
+	b := appendEmbeddingsList(make([]byte, 0, len(raw)+64*len(data)+128), data, cmpOr(m.Model, a.t.Model), u)
 	return &Response{Body: b, Usage: &n}, nil
 }
 
