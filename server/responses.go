@@ -727,13 +727,27 @@ type inputPart struct {
 // array's items become messages in order, consecutive function calls one assistant message with
 // tool_calls (the assistant text just before them included), and their outputs tool messages.
 func appendInput(msgs []chatMessage, in json.RawMessage) ([]chatMessage, *apiError) {
+	// in is valid JSON (membersOf decoded the body), a value without white space around it: its
+	// first byte says its kind, and an array is walked for its items rather than decoded twice
+	// (a validating pass, then a copy of every item) by encoding/json, which every item is
+	// again below. An agent's input is most of its body, tens of KB and more.
 	var text string
-	if json.Unmarshal(in, &text) == nil {
-		return append(msgs, chatMessage{Role: "user", Content: in, item: fromInput}), nil
+	if len(in) > 0 && (in[0] == '"' || in[0] == 'n') && json.Unmarshal(in, &text) == nil {
+		return append(msgs, chatMessage{Role: "user", Content: in, item: fromInput}), nil // a string, or null
+	}
+	if len(in) == 0 || in[0] != '[' {
+		return nil, badRequest("input", "invalid_type", "Invalid type for 'input': expected a string or an array of input items.")
 	}
 	var items []json.RawMessage
-	if json.Unmarshal(in, &items) != nil {
-		return nil, badRequest("input", "invalid_type", "Invalid type for 'input': expected a string or an array of input items.")
+	for it := jsonx.Array(in, false); ; {
+		_, v, more := it.Next()
+		if !more {
+			if !it.Done() {
+				return nil, badRequest("input", "invalid_type", "Invalid type for 'input': expected a string or an array of input items.")
+			}
+			break
+		}
+		items = append(items, v)
 	}
 	// calls holds the call_ids of the function calls so far, each with its item's index until an
 	// output answers it (then -1).
