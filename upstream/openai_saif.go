@@ -107,7 +107,8 @@ func (a *openaiSAIF) chat(ctx context.Context, req *core.Request) (*Response, er
 	if err != nil {
 		return nil, err
 	}
-	resp, err := post(ctx, a.c, a.t, saifPath(a.t.URL), whole(mustJSON(out)), accept(req.Stream, "text/event-stream"), a.id, a.now)
+	body := appendSAIFRequest(make([]byte, 0, len(out.Prompt)+len(`{"prompt":"","specialist":null,"stream":false}`)+64), out)
+	resp, err := post(ctx, a.c, a.t, saifPath(a.t.URL), whole(body), accept(req.Stream, "text/event-stream"), a.id, a.now)
 	if err != nil {
 		return nil, err
 	}
