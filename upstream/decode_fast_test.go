@@ -84,3 +84,34 @@ func FuzzSAIFEventMatchesUnmarshal(f *testing.F) {
 		}
 	})
 }
+
+// FuzzSAIFAnswerMatchesUnmarshal holds decodeSAIFAnswer to json.Unmarshal, which the adapter
+// read a whole answer with before: the same fields for any answer, and an error for the same.
+func FuzzSAIFAnswerMatchesUnmarshal(f *testing.F) {
+	for _, l := range []string{
+		`{"id":"saif-91","specialist":"webapp","routed_by":"hint","confidence":1.0,"text":"Encode output.","finish_reason":"stop",` +
+			`"usage":{"prompt_tokens":61,"completion_tokens":12}}`,
+		`{"id": "saif-1", "specialist": "exploit", "routed_by": "router", "confidence": 0.35, "text": "a\n\u00e9\ud83d\ude00"}`,
+		`{"text":null}`, `{"text":"a","text":"b"}`, `{"confidence":null,"text":""}`, `{"confidence":-0,"text":""}`,
+		`{"confidence":1e400,"text":""}`, `{"confidence":"1","text":""}`, `{"confidence":12.5e-3,"text":""}`,
+		`{"Text":"x","ROUTED_BY":"hint"}`, `{"t\u0065xt":"x"}`, `{"\u212aey":1}`, `{"text":"\xff\u2028"}`,
+		`{"usage":{"prompt_tokens":1},"usage":{"completion_tokens":2},"text":"x"}`, `{"usage":null,"text":"x"}`,
+		`{"usage":{"prompt_tokens":1.5},"text":"x"}`, `{"text":"x"} x`, `[1]`, `null`, `{"id":7}`, `{"text":"x","other":[1,{"a":null}]}`,
+	} {
+		f.Add([]byte(l))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var want saifAnswer
+		wantErr := json.Unmarshal(data, &want)
+		got, err := decodeSAIFAnswer(data)
+		if (err != nil) != (wantErr != nil) {
+			t.Fatalf("%q: error %v, json.Unmarshal's %v", data, err, wantErr)
+		}
+		if err != nil {
+			return
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("%q (-json.Unmarshal +decodeSAIFAnswer):\n%s", data, diff)
+		}
+	})
+}

@@ -297,8 +297,8 @@ func (a *openaiSAIF) answer(ctx context.Context, resp *http.Response, req *core.
 	if err != nil {
 		return nil, err
 	}
-	var m saifAnswer
-	if err := json.Unmarshal(raw, &m); err != nil || m.Text == nil {
+	m, err := decodeSAIFAnswer(raw)
+	if err != nil || m.Text == nil {
 		return nil, &core.ProtocolError{Target: a.t.Name, Err: &NotJSONError{Body: redact(capBytes(raw, maxErrorBody), a.t.APIKey)}}
 	}
 	hy := &hayulaJSON{Specialist: m.Specialist, RoutedBy: m.RoutedBy, Confidence: m.Confidence}
@@ -323,9 +323,10 @@ func (a *openaiSAIF) answer(ctx context.Context, resp *http.Response, req *core.
 			// split out goes nowhere (TestReasoningExcludeEveryAdapter).
 			msg.ReasoningContent = ""
 		}
-		b = mustJSON(completionJSON{ID: id, Object: "chat.completion", Created: created, Model: a.t.Model,
+		c := completionJSON{ID: id, Object: "chat.completion", Created: created, Model: a.t.Model,
 			Choices: []choiceJSON{{Message: msg, FinishReason: finish}},
-			Usage:   usage, Hayula: hy})
+			Usage:   usage, Hayula: hy}
+		b = appendCompletion(make([]byte, 0, len(*m.Text)+len(msg.ReasoningContent)+384), &c)
 	}
 	h := http.Header{}
 	setSpecialist(h, m.Specialist)

@@ -2,6 +2,7 @@ package upstream
 
 import (
 	"encoding/json"
+	"strconv"
 
 	"github.com/hayula/gateway/internal/jsonx"
 )
@@ -69,6 +70,57 @@ func readSAIFUsage(v []byte, u **saifUsage) bool {
 			ok = readCount(v, &(*u).CompletionTokens)
 		default:
 			ok = !jsonx.Folds(name, "prompt_tokens", "completion_tokens")
+		}
+		return ok
+	})
+}
+
+// decodeSAIFAnswer reads a whole SAIF answer as json.Unmarshal reads it into a saifAnswer, error
+// included: one of the usual kind (strings, a confidence, the usage counts) by walking it, which
+// costs its strings and nothing else, where encoding/json checked the answer once and unquoted
+// its text rune by rune; any other goes to json.Unmarshal (FuzzSAIFAnswerMatchesUnmarshal).
+func decodeSAIFAnswer(data []byte) (saifAnswer, error) {
+	var m saifAnswer
+	if readSAIFAnswer(data, &m) {
+		return m, nil
+	}
+	var v saifAnswer
+	err := json.Unmarshal(data, &v)
+	return v, err
+}
+
+// readSAIFAnswer fills m from data when data is a well-formed object whose every member it reads
+// as json.Unmarshal would; false sends data to json.Unmarshal. A null confidence or text, which
+// json.Unmarshal reads as no value, is left to it.
+func readSAIFAnswer(data []byte, m *saifAnswer) bool {
+	return jsonx.Members(data, true, func(name, v []byte) bool {
+		ok := true
+		switch string(name) {
+		case "id":
+			ok = readString(v, true, &m.ID)
+		case "specialist":
+			ok = readString(v, true, &m.Specialist)
+		case "routed_by":
+			ok = readString(v, true, &m.RoutedBy)
+		case "finish_reason":
+			ok = readString(v, true, &m.FinishReason)
+		case "text":
+			var s string
+			if ok = readString(v, true, &s); ok {
+				m.Text = &s
+			}
+		case "confidence":
+			if len(v) == 0 || (v[0] != '-' && (v[0] < '0' || v[0] > '9')) {
+				return false
+			}
+			f, err := strconv.ParseFloat(string(v), 64)
+			if ok = err == nil; ok {
+				m.Confidence = &f
+			}
+		case "usage":
+			ok = readSAIFUsage(v, &m.Usage)
+		default:
+			ok = !jsonx.Folds(name, "id", "specialist", "routed_by", "confidence", "text", "finish_reason", "usage")
 		}
 		return ok
 	})
