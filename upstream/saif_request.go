@@ -8,7 +8,12 @@ import "strconv"
 // 1 KB chat request cost more there than everything the gateway does to relay one to an openai
 // target.
 func appendSAIFRequest(dst []byte, r *saifRequest) []byte {
-	dst = appendJSONString(append(dst, `{"prompt":`...), r.Prompt)
+	dst = append(dst, `{"prompt":`...)
+	if r.promptJSON != nil {
+		dst = append(dst, r.promptJSON...)
+	} else {
+		dst = appendJSONString(dst, r.Prompt)
+	}
 	dst = append(dst, `,"specialist":`...)
 	if r.Specialist == nil {
 		dst = append(dst, "null"...)
