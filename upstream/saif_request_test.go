@@ -18,7 +18,7 @@ func FuzzSAIFRequestMatchesEncoding(f *testing.F) {
 	f.Add("<|im_start|>user\nhello<|im_end|>\n<|im_start|>assistant\n", "webapp", "\n\n", 256, 0.2, uint8(0xff))
 	f.Add("a\u2028b\"\\\x00\x1f\xff <&> \u200b", "m<&>\xfe", "", -3, 1e-7, uint8(0x55))
 	f.Add("", "", "END", 0, 1e21, uint8(0xaa))
-	f.Add("ممكن تساعدني؟ 😀", "exploit", "\u2029", math.MaxInt, -0.0, uint8(0x0f))
+	f.Add("ممكن تساعدني؟ 😀", "exploit", "\u2029", math.MaxInt, math.Copysign(0, -1), uint8(0x0f))
 	f.Fuzz(func(t *testing.T, prompt, specialist, stop string, maxTokens int, temp float64, flags uint8) {
 		if math.IsNaN(temp) || math.IsInf(temp, 0) {
 			return // not JSON: no client sends them
