@@ -62,6 +62,11 @@ func FuzzSAIFEventMatchesUnmarshal(f *testing.F) {
 		`{"done":true,"finish_reason":"stop","usage":{"prompt_tokens":26,"completion_tokens":298}}`,
 		`{"usage":{"prompt_tokens":1},"usage":{"completion_tokens":2}}`, `{"usage":null}`, `{"Usage":{}}`,
 		`{"text":null}`, `{"text":"\ud800"}`, `{"usage":{"Prompt_Tokens":3}}`, `{"done":1}`, `"x"`,
+		// A text event as CONFIG.md writes it (readTextEvent), and events a byte away from one.
+		`{"text": " a\n\"b\" \u00e9\xff", "specialist": "webapp"}` + "\n", "\t{ \"text\" :\"x\" ,\"specialist\":\"\\u0041\"}\r\n",
+		`{"text":"x","specialist":"s"} x`, `{"text":"x","specialist":"s",}`, `{"text":"x","specialist":null}`,
+		`{"text":"x\q","specialist":"s"}`, `{"text":"x","specialist":"\x01"}`, `{"text":"\ud83d\ude00","specialist":"\xff"}`,
+		`{"text":"x","specialist":"s","done":true}`, `{"specialist":"s","text":"x"}`, `{"text":"x","Specialist":"s"}`,
 	} {
 		f.Add([]byte(l))
 	}
