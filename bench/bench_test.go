@@ -98,7 +98,7 @@ func TestGatewayConfigLoads(t *testing.T) {
 		for _, r := range cfg.Routes {
 			routes = append(routes, r.Name)
 		}
-		want := []string{"averroes-q", "bench", "bench-ollama", "deepseek-r1", "saif", "slow"}
+		want := []string{"averroes-q", "bench", "bench-ollama", "bench-saif", "deepseek-r1", "saif", "slow"}
 		if diff := cmp.Diff(want, routes); diff != "" {
 			t.Errorf("auto=%v: routes (-want +got):\n%s", auto, diff)
 		}

@@ -342,6 +342,10 @@ func runCount(ctx context.Context, e *environment, n int) ([]countResult, error)
 			check: translatedChat(chatContent)},
 		{name: fmt.Sprintf("stream (%d events), an ollama target", e.opts.Chunks), body: chatBody("bench-ollama", true, e.opts.PromptBytes),
 			gateway: true, check: translatedStream(ollamaStreamContent(e.opts.Chunks))},
+		{name: "chat, a saif target", body: chatBody("bench-saif", false, e.opts.PromptBytes), gateway: true,
+			check: translatedChat(chatContent)},
+		{name: fmt.Sprintf("stream (%d events), a saif target", e.opts.Chunks), body: chatBody("bench-saif", true, e.opts.PromptBytes),
+			gateway: true, check: translatedStream(ollamaStreamContent(e.opts.Chunks))},
 	}
 	// Copies of both Go programs, patched for valgrind; this binary is built again for goblind
 	// because `go run` leaves out the symbols that name its functions.
@@ -564,13 +568,14 @@ func countMarkdown(res []countResult, n, top int) string {
 	for _, r := range res {
 		// The chat's breakdown, and the pooled stream's beside it: what a stream's events add
 		// to a request is the difference.
-		// So are an ollama target's: what translating costs beside relaying.
-		if r.name != "gateway" || r.row != "chat" && !strings.HasPrefix(r.row, "stream (") && !strings.Contains(r.row, "ollama") ||
+		// So are an ollama or a saif target's: what translating costs beside relaying.
+		translated := strings.HasSuffix(r.row, "an ollama target") || strings.HasSuffix(r.row, "a saif target")
+		if r.name != "gateway" || r.row != "chat" && !strings.HasPrefix(r.row, "stream (") && !translated ||
 			strings.Contains(r.row, "new connection") {
 			continue
 		}
 		what := r.row
-		if strings.HasPrefix(r.row, "stream (") && !strings.Contains(r.row, "ollama") {
+		if strings.HasPrefix(r.row, "stream (") && !translated {
 			what = "stream"
 		}
 		by := map[string]*counts{}

@@ -129,11 +129,14 @@ func gatewayConfig(listen, fast, slow string, auto bool) string {
 	// Ollama (the paper's Averroes-Q), counted by --count, whose answers are translated.
 	fmt.Fprintf(&b, "[targets.fake-ollama]\nadapter = \"ollama\"\nurl = \"http://%s\"\nmodel = \"fake-model\"\n"+
 		"context_window = 32768\n\n", fast)
+	// And in the SAIF protocol: the path of the paper's main service, its answers translated too.
+	fmt.Fprintf(&b, "[targets.fake-saif]\nadapter = \"saif\"\nurl = \"http://%s\"\ncontext_window = 32768\n\n", fast)
 	fmt.Fprintf(&b, "[targets.fake-slow]\nadapter = \"openai\"\nurl = \"http://%s/v1\"\nmodel = \"fake-model\"\n\n", slow)
 	for _, r := range []string{"bench", "saif", "deepseek-r1", "averroes-q"} {
 		fmt.Fprintf(&b, "[routes.%s]\ntargets = [\"fake-1\", \"fake-2\", \"fake-3\"]\n\n", r)
 	}
 	b.WriteString("[routes.bench-ollama]\ntargets = [\"fake-ollama\"]\n\n")
+	b.WriteString("[routes.bench-saif]\ntargets = [\"fake-saif\"]\n\n")
 	b.WriteString("[routes.slow]\ntargets = [\"fake-slow\"]\n")
 	if auto {
 		b.WriteString("\n[auto]\ndefault = \"averroes-q\"\n")

@@ -89,7 +89,10 @@ type fakeUpstream struct {
 	tail   []byte   // the finishing chunk and [DONE], written with the last event
 	// ollama holds the same answer in Ollama's native /api/chat shape, for a target with
 	// adapter "ollama" (the Averroes-Q path): the whole answer and a stream's lines.
-	ollama   ollamaAnswers
+	ollama ollamaAnswers
+	// saif holds it in the SAIF protocol's shape (CONFIG.md), for a target with adapter "saif"
+	// (the paper's SAIF): the whole answer and a stream's events.
+	saif     saifAnswers
 	interval time.Duration
 	// conns is how many connections have carried a chat request, to see connection churn
 	// behind a proxy; the harness's /stats requests and a proxy's health checks are not counted.
@@ -119,6 +122,7 @@ func newFakeUpstream(chunks int, interval time.Duration) *fakeUpstream {
 	}
 	f.tail = fmt.Appendf(nil, "data: "+chunk+"\n\ndata: [DONE]\n\n", "{}", `"stop"`)
 	f.ollama = newOllamaAnswers(chunks)
+	f.saif = newSAIFAnswers(chunks)
 	return f
 }
 
@@ -144,7 +148,25 @@ func newOllamaAnswers(chunks int) ollamaAnswers {
 	return o
 }
 
-// ollamaStreamContent is what a stream's content adds up to, in either shape.
+// saifAnswers is the fake upstream's answer as SAIF's /v1/completions writes it: the router's
+// choice, since the bench sends no hint.
+type saifAnswers struct {
+	chat   []byte   // the whole answer (stream false)
+	events [][]byte // a stream's events, each a whole "data: …\n\n"; the last is the done event
+}
+
+func newSAIFAnswers(chunks int) saifAnswers {
+	const usage = `"usage":{"prompt_tokens":212,"completion_tokens":%d}}`
+	s := saifAnswers{chat: fmt.Appendf(nil, `{"id":"saif-bench","specialist":"webapp","routed_by":"router","confidence":0.7,`+
+		`"text":%q,"finish_reason":"stop",`+usage, chatContent, 38)}
+	for i := range max(chunks, 1) {
+		s.events = append(s.events, fmt.Appendf(nil, "data: {\"text\":%q,\"specialist\":\"webapp\"}\n\n", " token"+strconv.Itoa(i)))
+	}
+	s.events = append(s.events, fmt.Appendf(nil, `data: {"done":true,"finish_reason":"stop",`+usage+"\n\n", max(chunks, 1)))
+	return s
+}
+
+// ollamaStreamContent is what a stream's content adds up to, in any shape.
 func ollamaStreamContent(chunks int) string {
 	var b strings.Builder
 	for i := range max(chunks, 1) {
@@ -185,17 +207,23 @@ func (f *fakeUpstream) streamBody() []byte {
 }
 
 func (f *fakeUpstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	ollama := false
+	ollama, saif := false, false
 	switch {
 	case r.URL.Path == "/v1/chat/completions" && r.Method == http.MethodPost:
 	case r.URL.Path == "/api/chat" && r.Method == http.MethodPost:
 		ollama = true
+	case r.URL.Path == "/v1/completions" && r.Method == http.MethodPost:
+		saif = true
 	case r.URL.Path == "/stats":
 		fmt.Fprintf(w, "{\"connections\":%d}\n", f.conns.Load())
 		return
 	case r.URL.Path == "/api/tags": // an ollama target's health check
 		w.Header().Set("Content-Type", "application/json; charset=utf-8")
 		_, _ = io.WriteString(w, `{"models":[{"name":"fake-model","model":"fake-model","size":1}]}`)
+		return
+	case r.URL.Path == "/v1/health": // a saif target's health check
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{"status":"ok","loaded":["webapp"]}`)
 		return
 	case r.URL.Path == "/v1/models":
 		w.Header().Set("Content-Type", "application/json")
@@ -223,6 +251,10 @@ func (f *fakeUpstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h := w.Header()
 	if ollama {
 		f.serveOllama(r.Context(), w, stream)
+		return
+	}
+	if saif {
+		f.serveSAIF(r.Context(), w, stream)
 		return
 	}
 	if !stream {
@@ -287,6 +319,29 @@ func (f *fakeUpstream) serveOllama(ctx context.Context, w http.ResponseWriter, s
 			return
 		}
 		if _, err := w.Write(line); err != nil || rc.Flush() != nil {
+			return
+		}
+	}
+}
+
+// serveSAIF answers /v1/completions as SAIF does: one object, or SSE events, each flushed on
+// its own.
+func (f *fakeUpstream) serveSAIF(ctx context.Context, w http.ResponseWriter, stream bool) {
+	h := w.Header()
+	if !stream {
+		h.Set("Content-Type", "application/json")
+		h.Set("Content-Length", strconv.Itoa(len(f.saif.chat)))
+		_, _ = w.Write(f.saif.chat)
+		return
+	}
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	rc := http.NewResponseController(w)
+	for _, ev := range f.saif.events {
+		if ctx.Err() != nil {
+			return
+		}
+		if _, err := w.Write(ev); err != nil || rc.Flush() != nil {
 			return
 		}
 	}

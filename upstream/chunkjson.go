@@ -48,10 +48,70 @@ func appendEnvelopeTail(dst []byte, u *usageJSON, hy *hayulaJSON) []byte {
 		dst = append(dst, '}')
 	}
 	if hy != nil {
-		dst = append(dst, `,"hayula":`...)
-		dst = append(dst, mustJSON(hy)...)
+		dst = appendHayula(append(dst, `,"hayula":`...), hy)
 	}
 	return append(dst, '}')
+}
+
+// appendHayula appends hy as mustJSON writes it: each member left out when empty.
+func appendHayula(dst []byte, hy *hayulaJSON) []byte {
+	sep := byte('{')
+	if hy.Specialist != "" {
+		dst = appendJSONString(append(append(dst, sep), `"specialist":`...), hy.Specialist)
+		sep = ','
+	}
+	if hy.RoutedBy != "" {
+		dst = appendJSONString(append(append(dst, sep), `"routed_by":`...), hy.RoutedBy)
+		sep = ','
+	}
+	if hy.Confidence != nil {
+		dst = appendJSONFloat(append(append(dst, sep), `"confidence":`...), *hy.Confidence)
+		sep = ','
+	}
+	if sep == '{' {
+		dst = append(dst, '{')
+	}
+	return append(dst, '}')
+}
+
+// appendCompletion appends c as mustJSON(c) writes it: a whole chat.completion.
+func appendCompletion(dst []byte, c *completionJSON) []byte {
+	dst = appendEnvelopeHead(dst, c.ID, c.Object, c.Created, c.Model)
+	if c.Choices == nil {
+		dst = append(dst, "null"...)
+	} else {
+		dst = append(dst, '[')
+		for i := range c.Choices {
+			ch := &c.Choices[i]
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = strconv.AppendInt(append(dst, `{"index":`...), int64(ch.Index), 10)
+			dst = appendJSONString(append(dst, `,"message":{"role":`...), ch.Message.Role)
+			dst = append(dst, `,"content":`...)
+			if ch.Message.Content == nil {
+				dst = append(dst, "null"...)
+			} else {
+				dst = appendJSONString(dst, *ch.Message.Content)
+			}
+			if ch.Message.ReasoningContent != "" {
+				dst = appendJSONString(append(dst, `,"reasoning_content":`...), ch.Message.ReasoningContent)
+			}
+			if len(ch.Message.ToolCalls) > 0 {
+				dst = append(append(dst, `,"tool_calls":`...), mustJSON(ch.Message.ToolCalls)...)
+			}
+			dst = append(dst, `},"logprobs":`...)
+			if ch.Logprobs == nil {
+				dst = append(dst, "null"...)
+			} else {
+				dst = append(dst, mustJSON(ch.Logprobs)...)
+			}
+			dst = appendJSONString(append(dst, `,"finish_reason":`...), ch.FinishReason)
+			dst = append(dst, '}')
+		}
+		dst = append(dst, ']')
+	}
+	return appendEnvelopeTail(dst, c.Usage, c.Hayula)
 }
 
 // appendFinish appends a finish_reason's value: null, or the string.

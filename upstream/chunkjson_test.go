@@ -39,9 +39,12 @@ func FuzzChunkJSONMatchesEncoding(f *testing.F) {
 			u = newUsage(int(created%1000), len(text))
 		}
 		var hy *hayulaJSON
-		if flags&64 != 0 {
+		switch {
+		case flags&64 != 0:
 			c := float64(created) / 7
 			hy = &hayulaJSON{Specialist: text, RoutedBy: model, Confidence: &c}
+		case flags&128 != 0:
+			hy = &hayulaJSON{Specialist: reasoning, RoutedBy: finish} // either may be empty
 		}
 		check := func(name string, got []byte, want []byte) {
 			t.Helper()
@@ -69,6 +72,15 @@ func FuzzChunkJSONMatchesEncoding(f *testing.F) {
 				mustJSON(textCompletionJSON{ID: id, Object: "text_completion", Created: created, Model: model,
 					Choices: []textChoiceJSON{}, Usage: u}))
 		}
+		// A whole answer (appendCompletion), with the delta's members as its message's.
+		msg := messageJSON{Role: d.Role, Content: d.Content, ReasoningContent: reasoning, ToolCalls: d.ToolCalls}
+		whole := completionJSON{ID: id, Object: "chat.completion", Created: created, Model: model,
+			Choices: []choiceJSON{{Message: msg, Logprobs: lp, FinishReason: finish}}, Usage: u, Hayula: hy}
+		check("completion", appendCompletion([]byte("x"), &whole)[1:], mustJSON(whole))
+		whole.Choices = append(whole.Choices, choiceJSON{Index: 1, FinishReason: text})
+		check("completion of two choices", appendCompletion(nil, &whole), mustJSON(whole))
+		whole.Choices = nil
+		check("completion without choices", appendCompletion(nil, &whole), mustJSON(whole))
 		check("text chunk", appendTextChunk(nil, id, created, model, text, fin, hy),
 			mustJSON(textCompletionJSON{ID: id, Object: "text_completion", Created: created, Model: model,
 				Choices: []textChoiceJSON{{Text: text, FinishReason: fin}}, Hayula: hy}))

@@ -62,6 +62,11 @@ func FuzzSAIFEventMatchesUnmarshal(f *testing.F) {
 		`{"done":true,"finish_reason":"stop","usage":{"prompt_tokens":26,"completion_tokens":298}}`,
 		`{"usage":{"prompt_tokens":1},"usage":{"completion_tokens":2}}`, `{"usage":null}`, `{"Usage":{}}`,
 		`{"text":null}`, `{"text":"\ud800"}`, `{"usage":{"Prompt_Tokens":3}}`, `{"done":1}`, `"x"`,
+		// A text event as CONFIG.md writes it (readTextEvent), and events a byte away from one.
+		`{"text": " a\n\"b\" \u00e9\xff", "specialist": "webapp"}` + "\n", "\t{ \"text\" :\"x\" ,\"specialist\":\"\\u0041\"}\r\n",
+		`{"text":"x","specialist":"s"} x`, `{"text":"x","specialist":"s",}`, `{"text":"x","specialist":null}`,
+		`{"text":"x\q","specialist":"s"}`, `{"text":"x","specialist":"\x01"}`, `{"text":"\ud83d\ude00","specialist":"\xff"}`,
+		`{"text":"x","specialist":"s","done":true}`, `{"specialist":"s","text":"x"}`, `{"text":"x","Specialist":"s"}`,
 	} {
 		f.Add([]byte(l))
 	}
@@ -81,6 +86,37 @@ func FuzzSAIFEventMatchesUnmarshal(f *testing.F) {
 		got, _ = decodeSAIFEvent(data, false)
 		if diff := cmp.Diff(want, got, cmpopts.IgnoreFields(saifEvent{}, "Specialist")); diff != "" {
 			t.Errorf("%q without the specialist (-json.Unmarshal +decodeSAIFEvent):\n%s", data, diff)
+		}
+	})
+}
+
+// FuzzSAIFAnswerMatchesUnmarshal holds decodeSAIFAnswer to json.Unmarshal, which the adapter
+// read a whole answer with before: the same fields for any answer, and an error for the same.
+func FuzzSAIFAnswerMatchesUnmarshal(f *testing.F) {
+	for _, l := range []string{
+		`{"id":"saif-91","specialist":"webapp","routed_by":"hint","confidence":1.0,"text":"Encode output.","finish_reason":"stop",` +
+			`"usage":{"prompt_tokens":61,"completion_tokens":12}}`,
+		`{"id": "saif-1", "specialist": "exploit", "routed_by": "router", "confidence": 0.35, "text": "a\n\u00e9\ud83d\ude00"}`,
+		`{"text":null}`, `{"text":"a","text":"b"}`, `{"confidence":null,"text":""}`, `{"confidence":-0,"text":""}`,
+		`{"confidence":1e400,"text":""}`, `{"confidence":"1","text":""}`, `{"confidence":12.5e-3,"text":""}`,
+		`{"Text":"x","ROUTED_BY":"hint"}`, `{"t\u0065xt":"x"}`, `{"\u212aey":1}`, `{"text":"\xff\u2028"}`,
+		`{"usage":{"prompt_tokens":1},"usage":{"completion_tokens":2},"text":"x"}`, `{"usage":null,"text":"x"}`,
+		`{"usage":{"prompt_tokens":1.5},"text":"x"}`, `{"text":"x"} x`, `[1]`, `null`, `{"id":7}`, `{"text":"x","other":[1,{"a":null}]}`,
+	} {
+		f.Add([]byte(l))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var want saifAnswer
+		wantErr := json.Unmarshal(data, &want)
+		got, err := decodeSAIFAnswer(data)
+		if (err != nil) != (wantErr != nil) {
+			t.Fatalf("%q: error %v, json.Unmarshal's %v", data, err, wantErr)
+		}
+		if err != nil {
+			return
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("%q (-json.Unmarshal +decodeSAIFAnswer):\n%s", data, diff)
 		}
 	})
 }

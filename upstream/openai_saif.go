@@ -48,7 +48,10 @@ type openaiSAIF struct {
 }
 
 type saifRequest struct {
-	Prompt      string   `json:"prompt"`
+	Prompt string `json:"prompt"`
+	// promptJSON is Prompt as mustJSON writes it (a quoted JSON string), when the prompt was
+	// rendered straight into JSON (appendChatML): appendSAIFRequest copies it in Prompt's place.
+	promptJSON  []byte
 	Specialist  *string  `json:"specialist"`
 	MaxTokens   int      `json:"max_tokens,omitempty"`
 	Temperature *float64 `json:"temperature,omitempty"`
@@ -102,12 +105,13 @@ func (a *openaiSAIF) chat(ctx context.Context, req *core.Request) (*Response, er
 		err = a.fromCompletions(req, out)
 	} else {
 		out.Temperature, out.Stop = req.Params.Temperature, req.Params.StopList()
-		out.Prompt, err = a.chatML(req.Messages)
+		out.promptJSON, err = a.appendChatML(make([]byte, 0, len(req.Body)+256), req.Messages)
 	}
 	if err != nil {
 		return nil, err
 	}
-	resp, err := post(ctx, a.c, a.t, saifPath(a.t.URL), whole(mustJSON(out)), accept(req.Stream, "text/event-stream"), a.id, a.now)
+	body := appendSAIFRequest(make([]byte, 0, len(out.Prompt)+len(out.promptJSON)+128), out)
+	resp, err := post(ctx, a.c, a.t, saifPath(a.t.URL), whole(body), accept(req.Stream, "text/event-stream"), a.id, a.now)
 	if err != nil {
 		return nil, err
 	}
@@ -158,18 +162,33 @@ func (a *openaiSAIF) specialist(req *core.Request) (*string, error) {
 }
 
 // chatML renders the conversation with Qwen's ChatML template, ending with the open assistant
-// turn the model completes.
+// turn the model completes. The request carries appendChatML's JSON of it; this is the text
+// (the tests read the prompt as the model will).
 func (a *openaiSAIF) chatML(msgs []core.Message) (string, error) {
-	var b strings.Builder
+	q, err := a.appendChatML(nil, msgs)
+	if err != nil {
+		return "", err
+	}
+	s, _ := jsonx.Unquote(q)
+	return s, nil
+}
+
+// appendChatML appends chatML's prompt as mustJSON writes that string, which is what the request
+// carries: rendered straight into JSON, a message's text the client wrote as mustJSON would
+// (verbatim) is copied as it came, where it was decoded, rendered and escaped again
+// (FuzzChatMLMatchesEncoding). Every piece the template puts between texts is ASCII, so the
+// texts escaped one by one are the prompt escaped whole.
+func (a *openaiSAIF) appendChatML(dst []byte, msgs []core.Message) ([]byte, error) {
+	dst = append(dst, '"')
 	for i := range msgs {
 		m := &msgs[i]
 		fc, err := readContent(m.Content)
 		if err != nil {
-			return "", requestError(a.t, "invalid_value", fmt.Sprintf("messages[%d].content", i),
+			return nil, requestError(a.t, "invalid_value", fmt.Sprintf("messages[%d].content", i),
 				"message content must be a string or an array of content parts")
 		}
 		if len(fc.images) > 0 || fc.other != "" {
-			return "", requestError(a.t, "unsupported_content", fmt.Sprintf("messages[%d].content", i),
+			return nil, requestError(a.t, "unsupported_content", fmt.Sprintf("messages[%d].content", i),
 				"the saif adapter sends text only; set vision = false on the target so that such requests skip it")
 		}
 		role := m.Role
@@ -177,17 +196,19 @@ func (a *openaiSAIF) chatML(msgs []core.Message) (string, error) {
 			role = "system"
 		}
 		if !plainRole(role) {
-			return "", requestError(a.t, "invalid_value", fmt.Sprintf("messages[%d].role", i),
+			return nil, requestError(a.t, "invalid_value", fmt.Sprintf("messages[%d].role", i),
 				"the saif adapter writes the role into the ChatML prompt: it must be a plain name (letters, digits, _ or -)")
 		}
-		b.WriteString("<|im_start|>")
-		b.WriteString(role)
-		b.WriteByte('\n')
-		writeChatMLText(&b, assistantText(m, fc.text))
-		b.WriteString("<|im_end|>\n")
+		dst = append(append(append(dst, "<|im_start|>"...), role...), `\n`...)
+		text := assistantText(m, fc.text)
+		if fc.literal != nil && text == fc.text && !strings.Contains(text, "<|") {
+			dst = append(dst, fc.literal[1:len(fc.literal)-1]...)
+		} else {
+			dst = appendChatMLText(dst, text)
+		}
+		dst = append(dst, `<|im_end|>\n`...)
 	}
-	b.WriteString("<|im_start|>assistant\n")
-	return b.String(), nil
+	return append(dst, `<|im_start|>assistant\n"`...), nil
 }
 
 // plainRole reports whether a role can be written into a ChatML turn header as it is: a
@@ -208,32 +229,38 @@ func tokenNameByte(c byte) bool {
 	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_'
 }
 
-// writeChatMLText writes a message's text into its turn with every special token it spells
+// appendChatMLText appends a message's text, JSON-escaped, with every special token it spells
 // (<|im_end|>, <|im_start|>, <|endoftext|>, any <|name|>) broken by a zero-width space after
 // the '<'. SAIF tokenizes the prompt with its special tokens, so a <|im_end|> typed by a user
 // would end the turn and what follows could open a system one; broken, it stays text, to the
 // tokenizer and, nearly unchanged, to the model. Text that only looks alike (Haskell's <|>)
 // is left as it is.
-func writeChatMLText(b *strings.Builder, s string) {
+func appendChatMLText(dst []byte, s string) []byte {
 	for {
 		i := strings.Index(s, "<|")
 		if i < 0 {
-			b.WriteString(s)
-			return
+			return appendJSONText(dst, s)
 		}
 		j := i + 2
 		for j < len(s) && tokenNameByte(s[j]) {
 			j++
 		}
 		if j == i+2 || !strings.HasPrefix(s[j:], "|>") {
-			b.WriteString(s[:i+2])
+			dst = appendJSONText(dst, s[:i+2])
 			s = s[i+2:]
 			continue
 		}
-		b.WriteString(s[:i+1])
-		b.WriteString("\u200b")
+		dst = append(appendJSONText(dst, s[:i+1]), "\u200b"...)
 		s = s[i+1:]
 	}
+}
+
+// appendJSONText appends s as appendJSONString does without the quotes around it.
+func appendJSONText(dst []byte, s string) []byte {
+	n := len(dst)
+	dst = appendJSONString(dst, s)
+	copy(dst[n:], dst[n+1:len(dst)-1])
+	return dst[:len(dst)-2]
 }
 
 // fromCompletions reads an OpenAI completions body: one prompt string, sent as it is.
@@ -296,8 +323,8 @@ func (a *openaiSAIF) answer(ctx context.Context, resp *http.Response, req *core.
 	if err != nil {
 		return nil, err
 	}
-	var m saifAnswer
-	if err := json.Unmarshal(raw, &m); err != nil || m.Text == nil {
+	m, err := decodeSAIFAnswer(raw)
+	if err != nil || m.Text == nil {
 		return nil, &core.ProtocolError{Target: a.t.Name, Err: &NotJSONError{Body: redact(capBytes(raw, maxErrorBody), a.t.APIKey)}}
 	}
 	hy := &hayulaJSON{Specialist: m.Specialist, RoutedBy: m.RoutedBy, Confidence: m.Confidence}
@@ -322,9 +349,10 @@ func (a *openaiSAIF) answer(ctx context.Context, resp *http.Response, req *core.
 			// split out goes nowhere (TestReasoningExcludeEveryAdapter).
 			msg.ReasoningContent = ""
 		}
-		b = mustJSON(completionJSON{ID: id, Object: "chat.completion", Created: created, Model: a.t.Model,
+		c := completionJSON{ID: id, Object: "chat.completion", Created: created, Model: a.t.Model,
 			Choices: []choiceJSON{{Message: msg, FinishReason: finish}},
-			Usage:   usage, Hayula: hy})
+			Usage:   usage, Hayula: hy}
+		b = appendCompletion(make([]byte, 0, len(*m.Text)+len(msg.ReasoningContent)+384), &c)
 	}
 	h := http.Header{}
 	setSpecialist(h, m.Specialist)

@@ -2,6 +2,7 @@ package upstream
 
 import (
 	"encoding/json"
+	"strconv"
 
 	"github.com/hayula/gateway/internal/jsonx"
 )
@@ -13,12 +14,73 @@ import (
 // is read until an event has named one.
 func decodeSAIFEvent(data []byte, specialist bool) (saifEvent, error) {
 	var e saifEvent
-	if readSAIFEvent(data, specialist, &e) {
+	if readTextEvent(data, specialist, &e) || readSAIFEvent(data, specialist, &e) {
 		return e, nil
 	}
 	var v saifEvent
 	err := json.Unmarshal(data, &v)
 	return v, err
+}
+
+// readTextEvent fills e from data when data is a text event as CONFIG.md writes it, its two
+// members in that order, with or without whitespace between its tokens (Python's json.dumps
+// writes ", " and ": "):
+//
+//	{"text": "…", "specialist": "…"}
+//
+// Nearly every event of a stream is one, and this reads it at about the cost of finding its
+// strings, where the walk cost some 1,700 instructions an event; anything else (the done event,
+// another order, another member) is readSAIFEvent's. e is filled only when the whole event is read.
+func readTextEvent(data []byte, specialist bool, e *saifEvent) bool {
+	b := data
+	ws := func() {
+		for len(b) > 0 && (b[0] == ' ' || b[0] == '\t' || b[0] == '\n' || b[0] == '\r') {
+			b = b[1:]
+		}
+	}
+	take := func(lit string) bool {
+		ws()
+		if len(b) < len(lit) || string(b[:len(lit)]) != lit {
+			return false
+		}
+		b = b[len(lit):]
+		return true
+	}
+	str := func() []byte {
+		ws()
+		end, ok := jsonx.StringAt(b, 0)
+		if !ok {
+			return nil
+		}
+		s := b[:end]
+		b = b[end:]
+		return s
+	}
+	if !take(`{`) || !take(`"text"`) || !take(`:`) {
+		return false
+	}
+	text := str()
+	if text == nil || !take(`,`) || !take(`"specialist"`) || !take(`:`) {
+		return false
+	}
+	spec := str()
+	if spec == nil || !take(`}`) {
+		return false
+	}
+	if ws(); len(b) != 0 {
+		return false
+	}
+	t, ok := jsonx.Unquote(text)
+	if !ok {
+		return false
+	}
+	if specialist {
+		if e.Specialist, ok = jsonx.Unquote(spec); !ok {
+			return false
+		}
+	}
+	e.Text = t
+	return true
 }
 
 // readSAIFEvent fills e from data when data is a well-formed object whose every member it reads
@@ -69,6 +131,57 @@ func readSAIFUsage(v []byte, u **saifUsage) bool {
 			ok = readCount(v, &(*u).CompletionTokens)
 		default:
 			ok = !jsonx.Folds(name, "prompt_tokens", "completion_tokens")
+		}
+		return ok
+	})
+}
+
+// decodeSAIFAnswer reads a whole SAIF answer as json.Unmarshal reads it into a saifAnswer, error
+// included: one of the usual kind (strings, a confidence, the usage counts) by walking it, which
+// costs its strings and nothing else, where encoding/json checked the answer once and unquoted
+// its text rune by rune; any other goes to json.Unmarshal (FuzzSAIFAnswerMatchesUnmarshal).
+func decodeSAIFAnswer(data []byte) (saifAnswer, error) {
+	var m saifAnswer
+	if readSAIFAnswer(data, &m) {
+		return m, nil
+	}
+	var v saifAnswer
+	err := json.Unmarshal(data, &v)
+	return v, err
+}
+
+// readSAIFAnswer fills m from data when data is a well-formed object whose every member it reads
+// as json.Unmarshal would; false sends data to json.Unmarshal. A null confidence or text, which
+// json.Unmarshal reads as no value, is left to it.
+func readSAIFAnswer(data []byte, m *saifAnswer) bool {
+	return jsonx.Members(data, true, func(name, v []byte) bool {
+		ok := true
+		switch string(name) {
+		case "id":
+			ok = readString(v, true, &m.ID)
+		case "specialist":
+			ok = readString(v, true, &m.Specialist)
+		case "routed_by":
+			ok = readString(v, true, &m.RoutedBy)
+		case "finish_reason":
+			ok = readString(v, true, &m.FinishReason)
+		case "text":
+			var s string
+			if ok = readString(v, true, &s); ok {
+				m.Text = &s
+			}
+		case "confidence":
+			if len(v) == 0 || (v[0] != '-' && (v[0] < '0' || v[0] > '9')) {
+				return false
+			}
+			f, err := strconv.ParseFloat(string(v), 64)
+			if ok = err == nil; ok {
+				m.Confidence = &f
+			}
+		case "usage":
+			ok = readSAIFUsage(v, &m.Usage)
+		default:
+			ok = !jsonx.Folds(name, "id", "specialist", "routed_by", "confidence", "text", "finish_reason", "usage")
 		}
 		return ok
 	})

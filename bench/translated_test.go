@@ -19,6 +19,19 @@ import (
 // pass them; the same checks refuse an answer whose content or ending is not the upstream's, so
 // a count of an error or of a cut stream cannot pass for the translation's.
 func TestOllamaRowsThroughTheGateway(t *testing.T) {
+	translatedRowsThroughTheGateway(t, "bench-ollama")
+}
+
+// TestSAIFRowsThroughTheGateway: --count's saif rows, as the ollama rows are, through the fake
+// upstream's /v1/completions in the SAIF protocol.
+func TestSAIFRowsThroughTheGateway(t *testing.T) {
+	translatedRowsThroughTheGateway(t, "bench-saif")
+}
+
+// translatedRowsThroughTheGateway sends the count rows' bodies for route, whose target speaks
+// another protocol than OpenAI's, and holds the rows' checks to the answers and to refusing
+// answers that are not the upstream's.
+func translatedRowsThroughTheGateway(t *testing.T, route string) {
 	const chunks = 5
 	f := newFakeUpstream(chunks, 0)
 	up := httptest.NewServer(f)
@@ -49,16 +62,16 @@ func TestOllamaRowsThroughTheGateway(t *testing.T) {
 		return got
 	}
 	chat, stream := translatedChat(chatContent), translatedStream(ollamaStreamContent(chunks))
-	whole := post(chatBody("bench-ollama", false, 1024))
+	whole := post(chatBody(route, false, 1024))
 	if err := chat(whole); err != nil {
 		t.Errorf("whole answer: %v", err)
 	}
-	streamed := post(chatBody("bench-ollama", true, 1024))
+	streamed := post(chatBody(route, true, 1024))
 	if err := stream(streamed); err != nil {
 		t.Errorf("stream: %v", err)
 	}
 	if n := bytes.Count(streamed, []byte("data: ")); n < chunks+1 {
-		t.Errorf("%d events for %d lines: not one a line", n, chunks+1)
+		t.Errorf("%d events for %d of the upstream's: not one each", n, chunks+1)
 	}
 	for name, bad := range map[string]struct {
 		check func([]byte) error
