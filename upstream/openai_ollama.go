@@ -199,7 +199,7 @@ func (a *openaiOllama) chat(ctx context.Context, req *core.Request) (*Response, 
 		Model:   cmpOr(m.Model, a.t.Model),
 		Choices: []choiceJSON{{Message: msg, Logprobs: logprobs, FinishReason: finish}},
 		Usage:   usage}
-	b := mustJSON(c)
+	b := appendCompletion(make([]byte, 0, len(msg.ReasoningContent)+len(raw)+256), &c)
 	return &Response{Body: b, Usage: &n, UpstreamID: upID}, nil
 }
 
