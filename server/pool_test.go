@@ -135,7 +135,7 @@ func TestReusedStateLeaksNothing(t *testing.T) {
 		`{"role":"user","content":"first","name":"ann"},{"role":"assistant","content":"ok","tool_calls":[]},` +
 		`{"role":"tool","tool_call_id":"c1","content":"42"}],"max_tokens":77,"max_completion_tokens":66,` +
 		`"temperature":0.5,"top_p":0.9,"seed":7,"stop":["x"],"response_format":{"type":"json_object"},` +
-		`"x-fallback-on":false,"x-route-hint":"poetry","x-hayula-privacy":"strict"}`
+		`"x-fallback-on":false,"x-route-hint":"poetry","x-hayula-privacy":"strict","user":"ann"}`
 	bare := `{"model":"solo","messages":[{"role":"user","content":"second"}]}`
 	// Pairs, because which state a request gets from the pool is up to sync.Pool.
 	const pairs = 10
@@ -156,14 +156,14 @@ func TestReusedStateLeaksNothing(t *testing.T) {
 	}
 	at := strings.Index(bare, `"solo"`)
 	want := core.Request{Model: "solo", Body: []byte(bare), ModelAt: [2]int{at, at + len(`"solo"`)}, NoStreamOptions: true, CountsUsage: true, // metrics on
-		Messages: []core.Message{{Role: "user", Content: json.RawMessage(`"second"`)}}}
+		KnownMembers: true, Messages: []core.Message{{Role: "user", Content: json.RawMessage(`"second"`)}}}
 	for i := 1; i < len(seen); i += 2 {
 		if diff := cmp.Diff(want, seen[i]); diff != "" {
 			t.Fatalf("request %d (-want +got):\n%s", i, diff)
 		}
 	}
 	if first := seen[0]; first.Params.Temperature == nil || !first.NoFallback || first.RouteHint != "poetry" ||
-		len(first.Messages) != 4 {
+		len(first.Messages) != 4 || first.KnownMembers {
 		t.Errorf("the first request did not carry what it sent, so the test proves nothing: %+v", first)
 	}
 }
