@@ -82,14 +82,7 @@ func appendOllamaMessage(dst []byte, m *ollamaMessage) []byte {
 		dst = appendJSONString(append(dst, `,"thinking":`...), m.Thinking)
 	}
 	if len(m.Images) > 0 {
-		dst = append(dst, `,"images":[`...)
-		for i, img := range m.Images {
-			if i > 0 {
-				dst = append(dst, ',')
-			}
-			dst = appendJSONString(dst, img)
-		}
-		dst = append(dst, ']')
+		dst = appendJSONStrings(append(dst, `,"images":`...), m.Images)
 	}
 	if len(m.ToolCalls) > 0 {
 		dst = append(append(dst, `,"tool_calls":`...), mustJSON(m.ToolCalls)...)
@@ -127,14 +120,7 @@ func appendOllamaOptions(dst []byte, o *ollamaOptions) []byte {
 	}
 	if len(o.Stop) > 0 {
 		member("stop")
-		dst = append(dst, '[')
-		for i, s := range o.Stop {
-			if i > 0 {
-				dst = append(dst, ',')
-			}
-			dst = appendJSONString(dst, s)
-		}
-		dst = append(dst, ']')
+		dst = appendJSONStrings(dst, o.Stop)
 	}
 	if o.NumPredict != 0 {
 		member("num_predict")
@@ -153,6 +139,18 @@ func appendOllamaOptions(dst []byte, o *ollamaOptions) []byte {
 	float("min_p", o.MinP)
 	float("repeat_penalty", o.RepeatPenalty)
 	return append(dst, '}')
+}
+
+// appendJSONStrings appends ss, which is not nil, as encoding/json writes a []string.
+func appendJSONStrings(dst []byte, ss []string) []byte {
+	dst = append(dst, '[')
+	for i, s := range ss {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = appendJSONString(dst, s)
+	}
+	return append(dst, ']')
 }
 
 // appendJSONFloat appends f as encoding/json writes a float64: the shortest decimal that reads

@@ -27,14 +27,7 @@ func appendSAIFRequest(dst []byte, r *saifRequest) []byte {
 		dst = appendJSONFloat(append(dst, `,"temperature":`...), *r.Temperature)
 	}
 	if len(r.Stop) > 0 {
-		dst = append(dst, `,"stop":[`...)
-		for i, s := range r.Stop {
-			if i > 0 {
-				dst = append(dst, ',')
-			}
-			dst = appendJSONString(dst, s)
-		}
-		dst = append(dst, ']')
+		dst = appendJSONStrings(append(dst, `,"stop":`...), r.Stop)
 	}
 	dst = append(dst, `,"stream":`...)
 	dst = strconv.AppendBool(dst, r.Stream)
