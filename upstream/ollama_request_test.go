@@ -30,7 +30,7 @@ func FuzzOllamaRequestMatchesEncoding(f *testing.F) {
 		on := func(bit uint) bool { return flags&(1<<bit) != 0 }
 		m := ollamaMessage{Role: role, Content: content, Thinking: thinking, ToolName: toolName, ToolCallID: callID}
 		// A content the client wrote as mustJSON would (verbatim) is copied as it came.
-		if s, ok := jsonx.Unquote([]byte(lit)); ok && verbatim([]byte(lit), s) {
+		if s, plain, ok := jsonx.UnquotePlain([]byte(lit)); ok && plain && !hasLineSeparator(s) {
 			m.Content, m.contentJSON = s, []byte(lit)
 		}
 		if on(0) {

@@ -119,7 +119,8 @@ func (p *contentPart) imageURL() string {
 type flatContent struct {
 	text string
 	// literal is the content's JSON string as the client wrote it, when it is exactly what
-	// mustJSON writes for text (verbatim), so that a translated request can carry it as it came;
+	// mustJSON writes for text (plain, without a line separator), so that a translated request
+	// can carry it as it came;
 	// nil otherwise.
 	literal []byte
 	images  []imagePart
@@ -145,12 +146,12 @@ func readContent(raw json.RawMessage) (flatContent, error) {
 	}
 	if raw[0] == '"' {
 		// The string as json.Unmarshal reads it, without its validating pass and its decoder.
-		text, ok := jsonx.Unquote(raw)
+		text, plain, ok := jsonx.UnquotePlain(raw)
 		if !ok {
 			return fc, errNotContent
 		}
 		fc.text = text
-		if verbatim(raw, text) {
+		if plain && !hasLineSeparator(text) {
 			fc.literal = raw
 		}
 		return fc, nil
@@ -182,22 +183,17 @@ func readContent(raw json.RawMessage) (flatContent, error) {
 	return fc, nil
 }
 
-// verbatim reports whether the JSON string literal q, which decodes to text, is exactly what
-// mustJSON writes for text: its text is text's bytes (so it holds no escape, which every decode
-// shortens, and no invalid UTF-8, which it lengthens), and text holds neither U+2028 nor U+2029,
-// which encoding/json escapes.
-func verbatim(q []byte, text string) bool {
-	if len(q) != len(text)+2 || string(q[1:len(q)-1]) != text {
-		return false
-	}
+// hasLineSeparator reports whether s holds U+2028 or U+2029, which encoding/json escapes: a
+// plain literal (jsonx.UnquotePlain) is what mustJSON writes for its text when it holds neither.
+func hasLineSeparator(s string) bool {
 	for i := 0; ; {
-		j := strings.IndexByte(text[i:], 0xe2)
+		j := strings.IndexByte(s[i:], 0xe2)
 		if j < 0 {
-			return true
+			return false
 		}
 		i += j + 1
-		if i+1 < len(text) && text[i] == 0x80 && (text[i+1] == 0xa8 || text[i+1] == 0xa9) {
-			return false
+		if i+1 < len(s) && s[i] == 0x80 && (s[i+1] == 0xa8 || s[i+1] == 0xa9) {
+			return true
 		}
 	}
 }

@@ -606,8 +606,16 @@ func getu4(b []byte) rune {
 // escaped surrogate that is not half of a pair. ok is false where Unmarshal would fail. A literal
 // without escapes costs one copy.
 func Unquote(q []byte) (string, bool) {
+	s, _, ok := UnquotePlain(q)
+	return s, ok
+}
+
+// UnquotePlain is Unquote that also reports whether q was plain: no escape and only valid
+// UTF-8, so that s is the text between its quotes byte for byte. A writer that would escape s
+// again can copy such a literal instead (the translated requests' texts).
+func UnquotePlain(q []byte) (s string, plain, ok bool) {
 	if len(q) < 2 || q[0] != '"' || q[len(q)-1] != '"' {
-		return "", false
+		return "", false, false
 	}
 	body := q[1 : len(q)-1]
 	var out strings.Builder
@@ -621,17 +629,17 @@ func Unquote(q []byte) (string, bool) {
 			j++
 		}
 		if j == len(body) && i == 0 && utf8.Valid(body) {
-			return string(body), true
+			return string(body), true, true
 		}
 		if out.Cap() == 0 {
 			out.Grow(len(body))
 		}
 		appendText(&out, body[i:j])
 		if j == len(body) {
-			return out.String(), true
+			return out.String(), false, true
 		}
 		if body[j] != '\\' || j+1 == len(body) {
-			return "", false // a bare quote or a control character
+			return "", false, false // a bare quote or a control character
 		}
 		i = j + 2
 		switch body[j+1] {
@@ -650,7 +658,7 @@ func Unquote(q []byte) (string, bool) {
 		case 'u':
 			r := getu4(body[j:])
 			if r < 0 {
-				return "", false
+				return "", false, false
 			}
 			i = j + 6
 			if utf16.IsSurrogate(r) {
@@ -661,7 +669,7 @@ func Unquote(q []byte) (string, bool) {
 			}
 			out.WriteRune(r)
 		default:
-			return "", false
+			return "", false, false
 		}
 	}
 }

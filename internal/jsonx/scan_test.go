@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -125,6 +126,18 @@ func checkUnquote(t *testing.T, q []byte) {
 	}
 	if ok && got != want {
 		t.Fatalf("Unquote(%q) = %q, encoding/json gives %q", q, got, want)
+	}
+	// Plain says the literal's text is the string, byte for byte, and says it of every literal
+	// without an escape whose text is valid UTF-8.
+	s, plain, okPlain := UnquotePlain(q)
+	if s != got || okPlain != ok {
+		t.Fatalf("UnquotePlain(%q) = %q, %v; Unquote %q, %v", q, s, okPlain, got, ok)
+	}
+	if want := ok && bytes.IndexByte(q[1:len(q)-1], '\\') < 0 && utf8.Valid(q[1:len(q)-1]); plain != want {
+		t.Fatalf("UnquotePlain(%q) plain=%v, want %v", q, plain, want)
+	}
+	if plain && s != string(q[1:len(q)-1]) {
+		t.Fatalf("UnquotePlain(%q) plain, but %q is not its text", q, s)
 	}
 }
 
