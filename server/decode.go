@@ -153,9 +153,9 @@ type wireView struct {
 	// nativeFormat and hideReasoning are core.Request's NativeFormat and HideReasoning
 	// (noteAsked).
 	nativeFormat, hideReasoning bool
-	// others is set when fastWire met a member it does not decode, and known when fastWire
-	// decoded the body without meeting one (core.Request.KnownMembers).
-	others, known bool
+	// known is set when fastWire walked the body and met no member it does not decode
+	// (core.Request.KnownMembers); a view decoded otherwise does not know.
+	known bool
 	// streamOn and streamNulled follow the "stream" members in order (noteStream).
 	streamOn, streamNulled bool
 	// options is set when a Hayula option's key is in the body, even with a null value that
@@ -1189,7 +1189,6 @@ func checkText(body []byte) *apiError {
 func decodeWire(body []byte, w *wireView, msgs []core.Message, names map[string]string) error {
 	*w = wireView{}
 	if fastWire(body, w, msgs, names) {
-		w.known = !w.others
 		return nil
 	}
 	if err := jsonx.FixText(body, maxBodyDepth); err != nil {
@@ -1224,6 +1223,7 @@ func isNull(body []byte) bool {
 func fastWire(body []byte, w *wireView, msgs []core.Message, names map[string]string) bool {
 	it := jsonx.Text(body, maxBodyDepth)
 	messages := false
+	w.known = true // until a member it does not decode comes
 	for {
 		q, v, ok := it.Next()
 		if !ok {
@@ -1290,7 +1290,7 @@ func fastWire(body []byte, w *wireView, msgs []core.Message, names map[string]st
 			w.Raw.ToolChoice = v
 			w.checkPassed(name, v)
 		default:
-			w.others = true
+			w.known = false
 			w.noteAsked(name, v)
 			if !w.checkPassed(name, v) {
 				ok = !foldsTo(name, isWireKey)
