@@ -89,10 +89,10 @@ type fakeUpstream struct {
 	tail   []byte   // the finishing chunk and [DONE], written with the last event
 	// ollama holds the same answer in Ollama's native /api/chat shape, for a target with
 	// adapter "ollama" (the Averroes-Q path): the whole answer and a stream's lines.
-	ollama ollamaAnswers
+	ollama otherAnswers
 	// saif holds it in the SAIF protocol's shape (CONFIG.md), for a target with adapter "saif"
 	// (the paper's SAIF): the whole answer and a stream's events.
-	saif     saifAnswers
+	saif     otherAnswers
 	interval time.Duration
 	// conns is how many connections have carried a chat request, to see connection churn
 	// behind a proxy; the harness's /stats requests and a proxy's health checks are not counted.
@@ -130,39 +130,63 @@ func newFakeUpstream(chunks int, interval time.Duration) *fakeUpstream {
 const chatContent = "This is a fixed answer from the benchmark's fake upstream. It is about as long as a short reply " +
 	"from a chat model, so that copying it costs what copying a real answer costs."
 
-// ollamaAnswers is the fake upstream's answer as Ollama's /api/chat writes it.
-type ollamaAnswers struct {
-	chat  []byte   // the whole answer (stream false)
-	lines [][]byte // a stream's lines, each ending in a newline; the last says done
+// otherAnswers is the fake upstream's answer in a protocol other than OpenAI's: the whole
+// answer, and a stream's pieces (Ollama's lines, SAIF's events), each with its content type.
+type otherAnswers struct {
+	chat, chatType string
+	pieces         [][]byte // a stream's, each flushed on its own; the last says done
+	streamType     string
 }
 
-func newOllamaAnswers(chunks int) ollamaAnswers {
+// serve writes the whole answer, or the stream's pieces, each flushed on its own as a model's
+// tokens are.
+func (a *otherAnswers) serve(ctx context.Context, w http.ResponseWriter, stream bool) {
+	h := w.Header()
+	if !stream {
+		h.Set("Content-Type", a.chatType)
+		h.Set("Content-Length", strconv.Itoa(len(a.chat)))
+		_, _ = io.WriteString(w, a.chat)
+		return
+	}
+	h.Set("Content-Type", a.streamType)
+	if a.streamType == "text/event-stream" {
+		h.Set("Cache-Control", "no-cache")
+	}
+	rc := http.NewResponseController(w)
+	for _, p := range a.pieces {
+		if ctx.Err() != nil {
+			return
+		}
+		if _, err := w.Write(p); err != nil || rc.Flush() != nil {
+			return
+		}
+	}
+}
+
+// newOllamaAnswers is the answer as Ollama's /api/chat writes it: one object, or ndjson lines.
+func newOllamaAnswers(chunks int) otherAnswers {
 	const head = `{"model":"fake-model","created_at":"2025-11-30T00:00:00.000000000Z","message":{"role":"assistant","content":%q},`
 	const counts = `"done":true,"done_reason":"stop","total_duration":912345678,"load_duration":1234567,` +
 		`"prompt_eval_count":212,"prompt_eval_duration":23456789,"eval_count":%d,"eval_duration":876543210}`
-	o := ollamaAnswers{chat: fmt.Appendf(nil, head+counts, chatContent, 38)}
+	o := otherAnswers{chat: fmt.Sprintf(head+counts, chatContent, 38), chatType: "application/json; charset=utf-8",
+		streamType: "application/x-ndjson"}
 	for i := range max(chunks, 1) {
-		o.lines = append(o.lines, fmt.Appendf(nil, head+`"done":false}`+"\n", " token"+strconv.Itoa(i)))
+		o.pieces = append(o.pieces, fmt.Appendf(nil, head+`"done":false}`+"\n", " token"+strconv.Itoa(i)))
 	}
-	o.lines = append(o.lines, fmt.Appendf(nil, head+counts+"\n", "", max(chunks, 1)))
+	o.pieces = append(o.pieces, fmt.Appendf(nil, head+counts+"\n", "", max(chunks, 1)))
 	return o
 }
 
-// saifAnswers is the fake upstream's answer as SAIF's /v1/completions writes it: the router's
-// choice, since the bench sends no hint.
-type saifAnswers struct {
-	chat   []byte   // the whole answer (stream false)
-	events [][]byte // a stream's events, each a whole "data: …\n\n"; the last is the done event
-}
-
-func newSAIFAnswers(chunks int) saifAnswers {
+// newSAIFAnswers is the answer as SAIF's /v1/completions writes it, the router's choice since
+// the bench sends no hint: one object, or SSE events, the last the done event.
+func newSAIFAnswers(chunks int) otherAnswers {
 	const usage = `"usage":{"prompt_tokens":212,"completion_tokens":%d}}`
-	s := saifAnswers{chat: fmt.Appendf(nil, `{"id":"saif-bench","specialist":"webapp","routed_by":"router","confidence":0.7,`+
-		`"text":%q,"finish_reason":"stop",`+usage, chatContent, 38)}
+	s := otherAnswers{chat: fmt.Sprintf(`{"id":"saif-bench","specialist":"webapp","routed_by":"router","confidence":0.7,`+
+		`"text":%q,"finish_reason":"stop",`+usage, chatContent, 38), chatType: "application/json", streamType: "text/event-stream"}
 	for i := range max(chunks, 1) {
-		s.events = append(s.events, fmt.Appendf(nil, "data: {\"text\":%q,\"specialist\":\"webapp\"}\n\n", " token"+strconv.Itoa(i)))
+		s.pieces = append(s.pieces, fmt.Appendf(nil, "data: {\"text\":%q,\"specialist\":\"webapp\"}\n\n", " token"+strconv.Itoa(i)))
 	}
-	s.events = append(s.events, fmt.Appendf(nil, `data: {"done":true,"finish_reason":"stop",`+usage+"\n\n", max(chunks, 1)))
+	s.pieces = append(s.pieces, fmt.Appendf(nil, `data: {"done":true,"finish_reason":"stop",`+usage+"\n\n", max(chunks, 1)))
 	return s
 }
 
@@ -250,11 +274,11 @@ func (f *fakeUpstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	h := w.Header()
 	if ollama {
-		f.serveOllama(r.Context(), w, stream)
+		f.ollama.serve(r.Context(), w, stream)
 		return
 	}
 	if saif {
-		f.serveSAIF(r.Context(), w, stream)
+		f.saif.serve(r.Context(), w, stream)
 		return
 	}
 	if !stream {
@@ -297,51 +321,6 @@ func (f *fakeUpstream) stream(ctx context.Context, w http.ResponseWriter) {
 			_, _ = w.Write(f.tail)
 		}
 		if rc.Flush() != nil {
-			return
-		}
-	}
-}
-
-// serveOllama answers /api/chat as Ollama does: one object, or a stream of lines
-// (application/x-ndjson), each flushed on its own.
-func (f *fakeUpstream) serveOllama(ctx context.Context, w http.ResponseWriter, stream bool) {
-	h := w.Header()
-	if !stream {
-		h.Set("Content-Type", "application/json; charset=utf-8")
-		h.Set("Content-Length", strconv.Itoa(len(f.ollama.chat)))
-		_, _ = w.Write(f.ollama.chat)
-		return
-	}
-	h.Set("Content-Type", "application/x-ndjson")
-	rc := http.NewResponseController(w)
-	for _, line := range f.ollama.lines {
-		if ctx.Err() != nil {
-			return
-		}
-		if _, err := w.Write(line); err != nil || rc.Flush() != nil {
-			return
-		}
-	}
-}
-
-// serveSAIF answers /v1/completions as SAIF does: one object, or SSE events, each flushed on
-// its own.
-func (f *fakeUpstream) serveSAIF(ctx context.Context, w http.ResponseWriter, stream bool) {
-	h := w.Header()
-	if !stream {
-		h.Set("Content-Type", "application/json")
-		h.Set("Content-Length", strconv.Itoa(len(f.saif.chat)))
-		_, _ = w.Write(f.saif.chat)
-		return
-	}
-	h.Set("Content-Type", "text/event-stream")
-	h.Set("Cache-Control", "no-cache")
-	rc := http.NewResponseController(w)
-	for _, ev := range f.saif.events {
-		if ctx.Err() != nil {
-			return
-		}
-		if _, err := w.Write(ev); err != nil || rc.Flush() != nil {
 			return
 		}
 	}
