@@ -239,28 +239,20 @@ func appendChatMLText(dst []byte, s string) []byte {
 	for {
 		i := strings.Index(s, "<|")
 		if i < 0 {
-			return appendJSONText(dst, s)
+			return jsonx.AppendEscaped(dst, s, false)
 		}
 		j := i + 2
 		for j < len(s) && tokenNameByte(s[j]) {
 			j++
 		}
 		if j == i+2 || !strings.HasPrefix(s[j:], "|>") {
-			dst = appendJSONText(dst, s[:i+2])
+			dst = jsonx.AppendEscaped(dst, s[:i+2], false)
 			s = s[i+2:]
 			continue
 		}
-		dst = append(appendJSONText(dst, s[:i+1]), "\u200b"...)
+		dst = append(jsonx.AppendEscaped(dst, s[:i+1], false), "\u200b"...)
 		s = s[i+1:]
 	}
-}
-
-// appendJSONText appends s as appendJSONString does without the quotes around it.
-func appendJSONText(dst []byte, s string) []byte {
-	n := len(dst)
-	dst = appendJSONString(dst, s)
-	copy(dst[n:], dst[n+1:len(dst)-1])
-	return dst[:len(dst)-2]
 }
 
 // fromCompletions reads an OpenAI completions body: one prompt string, sent as it is.

@@ -581,7 +581,12 @@ func appendString(out []byte, s string) []byte { return AppendString(out, s, fal
 // chunks and the Responses bridge's events are appended with it rather than marshalled
 // (FuzzChunkJSONMatchesEncoding, FuzzDeltaEventMatchesMarshal, FuzzAppendStringMatchesEncoding).
 func AppendString(dst []byte, s string, html bool) []byte {
-	dst = append(dst, '"')
+	return append(AppendEscaped(append(dst, '"'), s, html), '"')
+}
+
+// AppendEscaped is AppendString without the quotes: s escaped to go inside a JSON string, as a
+// piece of one a writer builds from several (the saif adapter's ChatML prompt).
+func AppendEscaped(dst []byte, s string, html bool) []byte {
 	start := 0
 	for i := 0; i < len(s); {
 		// Eight bytes at a time while they need no escape: ASCII and two-byte runes (Arabic,
@@ -657,6 +662,5 @@ func AppendString(dst []byte, s string, html bool) []byte {
 		}
 		i += size
 	}
-	dst = append(dst, s[start:]...)
-	return append(dst, '"')
+	return append(dst, s[start:]...)
 }
