@@ -68,6 +68,13 @@ type Request struct {
 	// keep_alive, logprobs) need not search it. False when not known, as for a Request built
 	// otherwise: the adapter looks.
 	KnownMembers bool
+	// Validated is true when the server's decode accepted Body: it is valid JSON and valid UTF-8
+	// throughout (jsonx.Text's walk, or jsonx.FixText before encoding/json; any other body is
+	// refused with a 400), and so is each raw value of Messages, a slice of it. A translating
+	// adapter that reads a message's text out of it need not check the literal again
+	// (jsonx.UnquoteValid). Whatever writes into Body or Messages afterwards must keep it so. False
+	// when not known, as for a Request built otherwise: the adapter checks.
+	Validated bool
 	// Messages are the chat messages, content kept raw.
 	Messages []Message
 	// Prompt is a completions request's prompt, raw JSON as the body has it; nil otherwise.

@@ -356,6 +356,9 @@ func finishChat(r *http.Request, body []byte, w *wireView, req *core.Request) *a
 		Stream:   w.Stream,
 		Messages: w.Messages,
 		Params:   w.params(),
+		// decodeWire refused any body that is not valid JSON in valid UTF-8, and nothing
+		// written into Body afterwards (a model's name, a member taken out) can make it invalid.
+		Validated: true,
 	}
 	for i := range w.Messages {
 		if w.Messages[i].Role == "" {

@@ -409,6 +409,9 @@ func FuzzDecodeWire(f *testing.F) {
 		if gotReq != nil {
 			checkModelAt(t, gotReq)
 			checkKnownMembers(t, gotReq)
+			if gotReq.Validated && (!json.Valid(gotReq.Body) || !utf8.Valid(gotReq.Body)) {
+				t.Fatalf("Validated set for %q, which is not valid JSON in valid UTF-8", gotReq.Body)
+			}
 		}
 	})
 }
@@ -581,5 +584,34 @@ func TestKnownMembers(t *testing.T) {
 		if req.KnownMembers != want {
 			t.Errorf("%s: KnownMembers %v, want %v", b, req.KnownMembers, want)
 		}
+	}
+}
+
+// Every chat body the decode accepts is valid UTF-8, and the request says so
+// (core.Request.Validated), whichever way it was decoded, so that a translating adapter need not
+// check a message's text again; a body that is not is refused, and says nothing.
+func TestValidated(t *testing.T) {
+	r := httptest.NewRequest("POST", "/v1/chat/completions", nil)
+	const msgs = `"messages":[{"role":"user","content":"ممكن تساعدني؟ \ud83d\ude00"}]`
+	for _, b := range []string{
+		`{"model":"saif",` + msgs + `}`,       // the fast walk
+		`{"Model":"saif",` + msgs + `}`,       // a folded key: encoding/json
+		`{"model":"saif",` + msgs + `,"x":1}`, // a member the walk does not decode
+	} {
+		st := new(reqState)
+		req, e := decodeChat(r, []byte(b), st, testNames)
+		if e != nil {
+			t.Fatalf("%s: %v", b, e.Message)
+		}
+		if !req.Validated {
+			t.Errorf("%s: Validated not set", b)
+		}
+		if !json.Valid(req.Body) || !utf8.Valid(req.Body) {
+			t.Errorf("%s: Validated, but the body is %q", b, req.Body)
+		}
+	}
+	bad := []byte(`{"model":"saif","messages":[{"role":"user","content":"a` + "\xff" + `"}]}`)
+	if req, e := decodeChat(r, bad, new(reqState), testNames); e == nil {
+		t.Errorf("invalid UTF-8 decoded: %+v", req)
 	}
 }

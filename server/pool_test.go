@@ -156,7 +156,7 @@ func TestReusedStateLeaksNothing(t *testing.T) {
 	}
 	at := strings.Index(bare, `"solo"`)
 	want := core.Request{Model: "solo", Body: []byte(bare), ModelAt: [2]int{at, at + len(`"solo"`)}, NoStreamOptions: true, CountsUsage: true, // metrics on
-		KnownMembers: true, Messages: []core.Message{{Role: "user", Content: json.RawMessage(`"second"`)}}}
+		KnownMembers: true, Validated: true, Messages: []core.Message{{Role: "user", Content: json.RawMessage(`"second"`)}}}
 	for i := 1; i < len(seen); i += 2 {
 		if diff := cmp.Diff(want, seen[i]); diff != "" {
 			t.Fatalf("request %d (-want +got):\n%s", i, diff)

@@ -318,7 +318,7 @@ func (a *openaiOllama) translate(req *core.Request) (*ollamaChatRequest, error) 
 			inCallOrder(out.Messages[results:i], req.Messages[results:i], calls)
 			results = -1
 		}
-		m, err := a.message(i, &req.Messages[i], callNames, &calls)
+		m, err := a.message(i, &req.Messages[i], req.Validated, callNames, &calls)
 		if err != nil {
 			return nil, err
 		}
@@ -693,9 +693,10 @@ func (a *openaiOllama) outOfRange(name string, v []byte, want string) error {
 		fmt.Sprintf("Invalid '%s': expected %s Ollama can take, but got %s.", name, want, echo.Bytes(v)))
 }
 
-// message translates m, the i-th message. callNames gathers each tool call's name by its id, for
-// the results that follow; made gets m's tool calls as the client wrote them, when it has any.
-func (a *openaiOllama) message(i int, m *core.Message, callNames map[string]string, made *[]toolCallJSON) (ollamaMessage, error) {
+// message translates m, the i-th message (valid: its content is known to be valid UTF-8, see
+// readContent). callNames gathers each tool call's name by its id, for the results that follow;
+// made gets m's tool calls as the client wrote them, when it has any.
+func (a *openaiOllama) message(i int, m *core.Message, valid bool, callNames map[string]string, made *[]toolCallJSON) (ollamaMessage, error) {
 	out := ollamaMessage{Role: m.Role}
 	switch m.Role {
 	case "developer":
@@ -703,7 +704,7 @@ func (a *openaiOllama) message(i int, m *core.Message, callNames map[string]stri
 	case "function":
 		out.Role, out.ToolName = "tool", m.Name
 	}
-	fc, err := readContent(m.Content)
+	fc, err := readContent(m.Content, valid)
 	if err != nil {
 		return out, requestError(a.t, "invalid_value", fmt.Sprintf("messages[%d].content", i),
 			"message content must be a string or an array of content parts")

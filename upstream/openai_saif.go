@@ -105,7 +105,7 @@ func (a *openaiSAIF) chat(ctx context.Context, req *core.Request) (*Response, er
 		err = a.fromCompletions(req, out)
 	} else {
 		out.Temperature, out.Stop = req.Params.Temperature, req.Params.StopList()
-		out.promptJSON, err = a.appendChatML(make([]byte, 0, len(req.Body)+256), req.Messages)
+		out.promptJSON, err = a.appendChatML(make([]byte, 0, len(req.Body)+256), req.Messages, req.Validated)
 	}
 	if err != nil {
 		return nil, err
@@ -165,7 +165,7 @@ func (a *openaiSAIF) specialist(req *core.Request) (*string, error) {
 // turn the model completes. The request carries appendChatML's JSON of it; this is the text
 // (the tests read the prompt as the model will).
 func (a *openaiSAIF) chatML(msgs []core.Message) (string, error) {
-	q, err := a.appendChatML(nil, msgs)
+	q, err := a.appendChatML(nil, msgs, false)
 	if err != nil {
 		return "", err
 	}
@@ -177,12 +177,13 @@ func (a *openaiSAIF) chatML(msgs []core.Message) (string, error) {
 // carries: rendered straight into JSON, a message's text the client wrote as mustJSON would
 // (verbatim) is copied as it came, where it was decoded, rendered and escaped again
 // (FuzzChatMLMatchesEncoding). Every piece the template puts between texts is ASCII, so the
-// texts escaped one by one are the prompt escaped whole.
-func (a *openaiSAIF) appendChatML(dst []byte, msgs []core.Message) ([]byte, error) {
+// texts escaped one by one are the prompt escaped whole. valid says the contents are known to be
+// valid UTF-8 (readContent).
+func (a *openaiSAIF) appendChatML(dst []byte, msgs []core.Message, valid bool) ([]byte, error) {
 	dst = append(dst, '"')
 	for i := range msgs {
 		m := &msgs[i]
-		fc, err := readContent(m.Content)
+		fc, err := readContent(m.Content, valid)
 		if err != nil {
 			return nil, requestError(a.t, "invalid_value", fmt.Sprintf("messages[%d].content", i),
 				"message content must be a string or an array of content parts")

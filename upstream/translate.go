@@ -138,7 +138,10 @@ type imagePart struct {
 // errNotContent is a message content that is neither a string nor an array of parts.
 var errNotContent = errors.New("message content must be a string or an array of content parts")
 
-func readContent(raw json.RawMessage) (flatContent, error) {
+// readContent reads a message's content as the translating adapters send it: its text, its
+// images, the first part of another kind. valid says raw is known to be valid UTF-8
+// (core.Request.Validated), so that a string's text is not checked again (jsonx.UnquoteValid).
+func readContent(raw json.RawMessage, valid bool) (flatContent, error) {
 	raw = bytes.TrimSpace(raw)
 	var fc flatContent
 	if len(raw) == 0 || string(raw) == "null" {
@@ -146,7 +149,11 @@ func readContent(raw json.RawMessage) (flatContent, error) {
 	}
 	if raw[0] == '"' {
 		// The string as json.Unmarshal reads it, without its validating pass and its decoder.
-		text, plain, ok := jsonx.UnquotePlain(raw)
+		unquote := jsonx.UnquotePlain
+		if valid {
+			unquote = jsonx.UnquoteValid
+		}
+		text, plain, ok := unquote(raw)
 		if !ok {
 			return fc, errNotContent
 		}
