@@ -775,6 +775,11 @@ func (c *converter) routes(r *routerYAML, s *settingsYAML) {
 		}
 		if len(used) > 0 {
 			note := "context_window_fallbacks (entered on overflow only): then " + strings.Join(quoteAll(used), ", ")
+			if len(used) > 1 {
+				// LiteLLM walks the list whatever each fails with (run_async_fallback); a guard
+				// that opens on overflow alone is shut by any other failure of one of them.
+				note += "; one that fails otherwise shuts those after it here, where LiteLLM goes on to the next"
+			}
 			if len(further) > 0 {
 				// A guard opens on every earlier failure's class: the fallbacks LiteLLM takes after
 				// one of these fails otherwise cannot be told from the route's own.
@@ -785,6 +790,21 @@ func (c *converter) routes(r *routerYAML, s *settingsYAML) {
 		if len(both) > 0 {
 			rt.notes = append(rt.notes, "context_window_fallbacks too: "+strings.Join(quoteAll(both), ", ")+
 				", entered in its place among the fallbacks on any failure")
+		}
+		if fallbackGuard == openOnOther {
+			// A target the context filter passes over counts as an overflow before any failure,
+			// and so shuts every guard overflow does not open: LiteLLM passes over that one alone.
+			// One of the model_name's own is its overflow in LiteLLM too.
+			var windowed []string
+			for _, t := range rt.targets[len(n.own):] {
+				if t.contextWindow > 0 {
+					windowed = append(windowed, strconv.Quote(t.name))
+				}
+			}
+			if len(windowed) > 0 && slices.ContainsFunc(rt.targets, func(t *target) bool { return rt.guard[t] == openOnOther }) {
+				rt.notes = append(rt.notes, "a prompt longer than the context_window of "+strings.Join(windowed, " or ")+
+					" passes it over before any target is asked, which counts as an overflow here: then the fallbacks guarded to open on other failures stay shut, where LiteLLM skips that one alone")
+			}
 		}
 		if len(n.own) > 1 {
 			c.spread(rt, len(n.own), r.RoutingStrategy)

@@ -1222,3 +1222,83 @@ func TestImportFallbackKeyStrippedOfProvider(t *testing.T) {
 		})
 	}
 }
+
+// TestImportSaysWhereGuardsPartFromLiteLLM: where a route's guards make it give up where LiteLLM
+// goes on (server's TestImportedGuardsCannotTellWhichTargetOverflowed runs each), the route's
+// comment says so: a guard opens when every failure so far is of its classes, whichever target
+// failed, and a target passed over for its context_window counts as an overflow before any. Of a
+// model_name's context_window_fallbacks, one that fails otherwise shuts those after it; a
+// fallback whose context_window the prompt exceeds shuts every fallback guarded to open on other
+// failures, where LiteLLM skips it alone. (This test failed first: neither was said.)
+func TestImportSaysWhereGuardsPartFromLiteLLM(t *testing.T) {
+	const shutByWindow = `a prompt longer than the context_window of "b" passes it over before any target is asked, ` +
+		`which counts as an overflow here: then the fallbacks guarded to open on other failures stay shut, where LiteLLM skips that one alone`
+	const shutByOther = `; one that fails otherwise shuts those after it here, where LiteLLM goes on to the next`
+	for _, tc := range []struct {
+		name, settings string
+		window         string // the model_name whose deployment has a window
+		says, not      []string
+	}{{
+		name:     "context_window_fallbacks of two",
+		settings: "  fallbacks: [{a: [b]}]\n  context_window_fallbacks: [{a: [x, y]}]\n",
+		says:     []string{`context_window_fallbacks (entered on overflow only): then "x", "y"` + shutByOther},
+		not:      []string{"context_window of"},
+	}, {
+		name:     "context_window_fallbacks of one",
+		settings: "  fallbacks: [{a: [b]}]\n  context_window_fallbacks: [{a: [x]}]\n",
+		not:      []string{shutByOther, "context_window of"},
+	}, {
+		name:     "a fallback with a window",
+		settings: "  fallbacks: [{a: [c, b]}]\n  context_window_fallbacks: [{a: [x]}]\n",
+		window:   "b",
+		says:     []string{shutByWindow},
+	}, {
+		name:     "a fallback with a window, no context_window_fallbacks: nothing is guarded",
+		settings: "  fallbacks: [{a: [c, b]}]\n",
+		window:   "b",
+		not:      []string{"context_window of"},
+	}, {
+		name:     "its own deployment with a window: an overflow of the model_name, as in LiteLLM",
+		settings: "  fallbacks: [{a: [c, b]}]\n  context_window_fallbacks: [{a: [x]}]\n",
+		window:   "a",
+		not:      []string{"context_window of"},
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			var yaml strings.Builder
+			yaml.WriteString("model_list:\n")
+			for _, n := range []string{"a", "b", "c", "x", "y"} {
+				yaml.WriteString("  - model_name: " + n + "\n    litellm_params: {model: ollama/" + n + "}\n")
+				if n == tc.window {
+					yaml.WriteString("    model_info: {max_input_tokens: 64}\n")
+				}
+			}
+			res, err := litellm.Convert([]byte(yaml.String()+"router_settings:\n"+tc.settings), "w.yaml")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := config.Parse(res.TOML, "w.toml", nil); err != nil {
+				t.Fatalf("does not load: %v\n%s", err, res.TOML)
+			}
+			route := string(res.TOML[strings.Index(string(res.TOML), `[routes."a"]`):])
+			route = route[:strings.Index(route, "\ntargets")]
+			// The comments as one line: a note is wrapped where a space was.
+			var said []string
+			for _, l := range strings.Split(route, "\n") {
+				if c, ok := strings.CutPrefix(l, "# "); ok {
+					said = append(said, c)
+				}
+			}
+			route = strings.Join(said, " ")
+			for _, s := range tc.says {
+				if !strings.Contains(route, s) {
+					t.Errorf("route a does not say %q:\n%s", s, route)
+				}
+			}
+			for _, s := range tc.not {
+				if strings.Contains(route, s) {
+					t.Errorf("route a says %q:\n%s", s, route)
+				}
+			}
+		})
+	}
+}
