@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"math"
 	"net/url"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -145,6 +146,17 @@ type converter struct {
 	// groups are the deployments by model_name, in the order the names first appear.
 	groups []*group
 	byName map[string]*group
+	// byModel are the targets by their deployment's litellm_params.model, in file order: LiteLLM
+	// picks among them for a name that is no model_name, alias or wildcard's.
+	byModel map[string][]*target
+	// models are the litellm_params.model of every deployment, those left out too.
+	models map[string]bool
+	// wildcards are the model_names with a "*", in file order: LiteLLM's wildcard routes,
+	// left out here.
+	wildcards []wildcard
+	// modelRefs are the names the fallback lists give that LiteLLM resolves by litellm_params.model
+	// (modelTargets), sorted: the Router looks their own fallbacks up by them.
+	modelRefs []string
 	// aliasOf are the names of router_settings.model_group_alias carried, each the model_name
 	// it stands for.
 	aliasOf   map[string]string
@@ -235,6 +247,7 @@ func (c *converter) defaults(r *routerYAML, s *settingsYAML) {
 // deployments makes a target of each convertible deployment, grouped by model_name.
 func (c *converter) deployments(deps []*deploymentYAML) {
 	c.byName = map[string]*group{}
+	c.byModel, c.models = map[string][]*target{}, map[string]bool{}
 	count := map[string]int{}
 	for _, d := range deps {
 		count[d.ModelName]++
@@ -253,11 +266,18 @@ func (c *converter) deployments(deps []*deploymentYAML) {
 			c.leaveOut(d, "", "it has no model_name, the name clients send")
 			continue
 		}
+		c.models[d.params.Model] = true
 		g := c.byName[d.ModelName]
 		if g == nil {
 			g = &group{modelName: d.ModelName, line: d.line}
 			c.byName[d.ModelName] = g
 			c.groups = append(c.groups, g)
+			if strings.Contains(d.ModelName, "*") {
+				// LiteLLM's PatternMatchRouter: the model_name quoted, each "*" any run,
+				// matched from the name's start (re.match).
+				re := regexp.MustCompile("^" + strings.ReplaceAll(regexp.QuoteMeta(d.ModelName), `\*`, "(.*)"))
+				c.wildcards = append(c.wildcards, wildcard{d.ModelName, re})
+			}
 		}
 		seen[d.ModelName]++
 		base := targetBase(d.ModelName, seen[d.ModelName], count[d.ModelName])
@@ -275,6 +295,7 @@ func (c *converter) deployments(deps []*deploymentYAML) {
 			continue
 		}
 		g.targets = append(g.targets, t)
+		c.byModel[t.litellmModel] = append(c.byModel[t.litellmModel], t)
 	}
 }
 
@@ -670,6 +691,7 @@ func (c *converter) routes(r *routerYAML, s *settingsYAML) {
 		all = append(all, named{a.name, c.byName[a.model].targets, a.rt})
 	}
 
+	c.modelRefs = c.refsByModel(r, s)
 	defaults, defaultsFrom := fromSection(c, "default_fallbacks", r.DefaultFallbacks, s.DefaultFallbacks)
 	l, from := fromSection(c, "fallbacks", r.Fallbacks, s.Fallbacks)
 	fallbacks := c.fallbackMap("fallbacks", from, l, true, true, defaults, defaultsFrom+".default_fallbacks")
@@ -813,8 +835,8 @@ func (c *converter) routes(r *routerYAML, s *settingsYAML) {
 	}
 }
 
-// members returns the targets LiteLLM picks among for name: a model_name's deployments, or those
-// of the model_name an alias stands for.
+// members returns the targets LiteLLM picks among for name: a model_name's deployments, those
+// of the model_name an alias stands for, or those whose litellm_params.model name is (modelTargets).
 func (c *converter) members(name string) []*target {
 	if g := c.byName[name]; g != nil {
 		return g.targets
@@ -822,7 +844,64 @@ func (c *converter) members(name string) []*target {
 	if m, ok := c.aliasOf[name]; ok {
 		return c.byName[m].targets
 	}
-	return nil
+	ts, _ := c.modelTargets(name)
+	return ts
+}
+
+// modelTargets returns the targets LiteLLM picks among for name, neither a model_name nor an
+// alias: the deployments whose litellm_params.model it is, of whatever model_name
+// (_common_checks_available_deployment: "check if the user sent in a deployment name instead"),
+// unless a wildcard model_name matches it first, which wildcard says (its deployments are left
+// out here: ts is nil).
+func (c *converter) modelTargets(name string) (ts []*target, wildcard string) {
+	if w := c.wildcardOf(name); w != "" {
+		return nil, w
+	}
+	return c.byModel[name], ""
+}
+
+// wildcard is a model_name with a "*" and the names LiteLLM routes to it.
+type wildcard struct {
+	modelName string
+	re        *regexp.Regexp
+}
+
+// wildcardOf returns the first wildcard model_name that matches name, "" for none.
+func (c *converter) wildcardOf(name string) string {
+	for _, w := range c.wildcards {
+		if w.re.MatchString(name) {
+			return w.modelName
+		}
+	}
+	return ""
+}
+
+// refsByModel returns the names of the fallback lists LiteLLM's Router reads (router_settings',
+// else litellm_settings'; of each entry its first key's) that it resolves by
+// litellm_params.model (modelTargets), sorted.
+func (c *converter) refsByModel(r *routerYAML, s *settingsYAML) []string {
+	var refs []string
+	add := func(n string) {
+		if c.byName[n] == nil && c.aliasOf[n] == "" && !slices.Contains(refs, n) {
+			if ts, _ := c.modelTargets(n); len(ts) > 0 {
+				refs = append(refs, n)
+			}
+		}
+	}
+	for _, l := range [][]fallbackEntry{taken(r.Fallbacks, s.Fallbacks), taken(r.ContextWindowFallbacks, s.ContextWindowFallbacks)} {
+		for _, e := range l {
+			if len(e.lists) > 0 {
+				for _, n := range e.lists[0] {
+					add(n)
+				}
+			}
+		}
+	}
+	for _, n := range taken(r.DefaultFallbacks, s.DefaultFallbacks) {
+		add(n)
+	}
+	slices.Sort(refs)
+	return refs
 }
 
 // aliasRoute is a route made of a name of router_settings.model_group_alias.
@@ -963,6 +1042,15 @@ func (c *converter) fallbackMap(kind, from string, l []fallbackEntry, generic, v
 				if !slices.Contains(out, fb) {
 					out = append(out, fb) // LiteLLM tries an alias as its model_name
 				}
+			case g == nil && slices.Contains(c.modelRefs, fb):
+				if !slices.Contains(out, fb) {
+					out = append(out, fb) // the deployments of that litellm_params.model
+				}
+			case g == nil && c.wildcardOf(fb) != "":
+				c.warnf("%s of %q: LiteLLM sends %q to the wildcard model_name %q, whose deployments are left out here: left out of its chain",
+					kind, from, fb, c.wildcardOf(fb))
+			case g == nil && c.models[fb]:
+				c.warnf("%s of %q: %q is the model of deployments that have no target (they were left out): left out of its chain", kind, from, fb)
 			case g == nil:
 				c.warnf("%s of %q: no model_name %q: left out of its chain", kind, from, fb)
 			case len(g.targets) == 0:
@@ -1025,7 +1113,7 @@ func (c *converter) fallbackMap(kind, from string, l []fallbackEntry, generic, v
 	}
 	// Each name's entry, as the Router looks a request's up: by the name the client sent, or
 	// the fallback tried.
-	names := make([]string, 0, len(c.groups)+len(c.aliasOf))
+	names := make([]string, 0, len(c.groups)+len(c.aliasOf)+len(c.modelRefs))
 	for _, g := range c.groups {
 		if len(g.targets) > 0 {
 			names = append(names, g.modelName)
@@ -1035,6 +1123,7 @@ func (c *converter) fallbackMap(kind, from string, l []fallbackEntry, generic, v
 		names = append(names, a)
 	}
 	slices.Sort(names[len(names)-len(c.aliasOf):])
+	names = append(names, c.modelRefs...)
 	for _, name := range names {
 		en := first[name]
 		if en != nil {
@@ -1091,6 +1180,14 @@ func plural(n int, one, many string) string {
 		return one
 	}
 	return many
+}
+
+// taken is the list of a kind LiteLLM's Router takes, as fromSection, without its warning.
+func taken[T any](r, s []T) []T {
+	if len(r) == 0 {
+		return s
+	}
+	return r
 }
 
 // fromSection returns which of router_settings' and litellm_settings' lists of kind LiteLLM's

@@ -1302,3 +1302,107 @@ func TestImportSaysWhereGuardsPartFromLiteLLM(t *testing.T) {
 		})
 	}
 }
+
+// TestImportFallbackNamedByLiteLLMModel: LiteLLM's Router tries a fallback by the name the list
+// gives (run_async_fallback sets it as the request's model), and picks a deployment for a name that
+// is no model_name, no alias and no wildcard's among the deployments whose litellm_params.model it
+// is, of whatever model_name (_common_checks_available_deployment, _get_deployment_by_litellm_model).
+// So a fallback may name a deployment by its model ("ollama/qwen"): the chain takes those
+// deployments' targets, and follows the fallbacks of that name, as the Router looks them up by it.
+// A model_name of that name comes first; a wildcard model_name that matches it takes it (its
+// deployments are left out here), which is warned of. (This test failed first: every such name was
+// warned of as "no model_name" and left out.)
+func TestImportFallbackNamedByLiteLLMModel(t *testing.T) {
+	const deps = `model_list:
+  - model_name: fast
+    litellm_params: {model: ollama/llama3}
+  - model_name: local
+    litellm_params: {model: ollama/qwen}
+  - model_name: local2
+    litellm_params: {model: ollama/qwen, api_base: "http://10.0.0.2:11434"}
+  - model_name: big
+    litellm_params: {model: ollama/big}
+  - model_name: tail
+    litellm_params: {model: ollama/tail}
+`
+	for _, tc := range []struct {
+		name, deps, settings string
+		routes               map[string]routeView
+		warnings             []string
+		notWarned            []string
+	}{{
+		name:      "the deployments of that model, of every model_name",
+		settings:  "router_settings:\n  fallbacks: [{fast: [ollama/qwen]}]\n",
+		routes:    map[string]routeView{"fast": {Name: "fast", Targets: []string{"fast", "local", "local2"}}},
+		notWarned: []string{`"ollama/qwen"`},
+	}, {
+		name:     "their fallbacks, looked up by that name",
+		settings: "router_settings:\n  fallbacks: [{fast: [ollama/qwen]}, {ollama/qwen: [big]}, {\"*\": [tail]}]\n",
+		routes: map[string]routeView{
+			"fast":  {Name: "fast", Targets: []string{"fast", "local", "local2", "big", "tail"}},
+			"local": {Name: "local", Targets: []string{"local", "tail"}},
+		},
+		notWarned: []string{`"ollama/qwen"`},
+	}, {
+		name:     "the entry of that name without its provider",
+		settings: "router_settings:\n  fallbacks: [{fast: [ollama/qwen]}, {qwen: [big]}]\n",
+		routes:   map[string]routeView{"fast": {Name: "fast", Targets: []string{"fast", "local", "local2", "big"}}},
+	}, {
+		name:     "context_window_fallbacks",
+		settings: "router_settings:\n  context_window_fallbacks: [{fast: [ollama/big]}]\n",
+		routes: map[string]routeView{"fast": {Name: "fast", Targets: []string{"fast", "big"},
+			Guards: map[string][]string{"big": {"overflow"}}}},
+	}, {
+		name:     "a model_name of that name comes first",
+		deps:     deps + "  - model_name: ollama/qwen\n    litellm_params: {model: ollama/other}\n",
+		settings: "router_settings:\n  fallbacks: [{fast: [ollama/qwen]}]\n",
+		routes:   map[string]routeView{"fast": {Name: "fast", Targets: []string{"fast", "ollama/qwen"}}},
+	}, {
+		name:     "a wildcard model_name takes it",
+		deps:     deps + "  - model_name: \"ollama/*\"\n    litellm_params: {model: \"ollama/*\"}\n",
+		settings: "router_settings:\n  fallbacks: [{fast: [ollama/qwen, big]}]\n",
+		routes:   map[string]routeView{"fast": {Name: "fast", Targets: []string{"fast", "big"}}},
+		warnings: []string{`fallbacks of "fast": LiteLLM sends "ollama/qwen" to the wildcard model_name "ollama/*", whose deployments are left out here: left out of its chain`},
+	}, {
+		name:     "a model no deployment has",
+		settings: "router_settings:\n  fallbacks: [{fast: [ollama/none]}]\n",
+		routes:   map[string]routeView{"fast": {Name: "fast", Targets: []string{"fast"}}},
+		warnings: []string{`fallbacks of "fast": no model_name "ollama/none"`},
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := tc.deps
+			if d == "" {
+				d = deps
+			}
+			res, err := litellm.Convert([]byte(d+tc.settings), "m.yaml")
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg, err := config.Parse(res.TOML, "m.toml", nil)
+			if err != nil {
+				t.Fatalf("does not load: %v\n%s", err, res.TOML)
+			}
+			_, rs := views(cfg)
+			got := map[string]routeView{}
+			for _, r := range rs {
+				if _, ok := tc.routes[r.Name]; ok {
+					got[r.Name] = r
+				}
+			}
+			if diff := cmp.Diff(tc.routes, got); diff != "" {
+				t.Errorf("routes (-want +got):\n%s\n%s", diff, res.TOML)
+			}
+			w := strings.Join(res.Warnings, "\n")
+			for _, want := range tc.warnings {
+				if !strings.Contains(w, want) {
+					t.Errorf("no warning holds %q; warnings:\n%s", want, w)
+				}
+			}
+			for _, not := range tc.notWarned {
+				if strings.Contains(w, not) {
+					t.Errorf("a warning holds %q:\n%s", not, w)
+				}
+			}
+		})
+	}
+}
