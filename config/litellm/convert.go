@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"math"
 	"net/url"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -145,6 +146,17 @@ type converter struct {
 	// groups are the deployments by model_name, in the order the names first appear.
 	groups []*group
 	byName map[string]*group
+	// byModel are the targets by their deployment's litellm_params.model, in file order: LiteLLM
+	// picks among them for a name that is no model_name, alias or wildcard's.
+	byModel map[string][]*target
+	// models are the litellm_params.model of every deployment, those left out too.
+	models map[string]bool
+	// wildcards are the model_names with a "*", in file order: LiteLLM's wildcard routes,
+	// left out here.
+	wildcards []wildcard
+	// modelRefs are the names the fallback lists give that LiteLLM resolves by litellm_params.model
+	// (modelTargets), sorted: the Router looks their own fallbacks up by them.
+	modelRefs []string
 	// aliasOf are the names of router_settings.model_group_alias carried, each the model_name
 	// it stands for.
 	aliasOf   map[string]string
@@ -235,6 +247,7 @@ func (c *converter) defaults(r *routerYAML, s *settingsYAML) {
 // deployments makes a target of each convertible deployment, grouped by model_name.
 func (c *converter) deployments(deps []*deploymentYAML) {
 	c.byName = map[string]*group{}
+	c.byModel, c.models = map[string][]*target{}, map[string]bool{}
 	count := map[string]int{}
 	for _, d := range deps {
 		count[d.ModelName]++
@@ -253,11 +266,18 @@ func (c *converter) deployments(deps []*deploymentYAML) {
 			c.leaveOut(d, "", "it has no model_name, the name clients send")
 			continue
 		}
+		c.models[d.params.Model] = true
 		g := c.byName[d.ModelName]
 		if g == nil {
 			g = &group{modelName: d.ModelName, line: d.line}
 			c.byName[d.ModelName] = g
 			c.groups = append(c.groups, g)
+			if strings.Contains(d.ModelName, "*") {
+				// LiteLLM's PatternMatchRouter: the model_name quoted, each "*" any run,
+				// matched from the name's start (re.match).
+				re := regexp.MustCompile("^" + strings.ReplaceAll(regexp.QuoteMeta(d.ModelName), `\*`, "(.*)"))
+				c.wildcards = append(c.wildcards, wildcard{d.ModelName, re})
+			}
 		}
 		seen[d.ModelName]++
 		base := targetBase(d.ModelName, seen[d.ModelName], count[d.ModelName])
@@ -275,6 +295,7 @@ func (c *converter) deployments(deps []*deploymentYAML) {
 			continue
 		}
 		g.targets = append(g.targets, t)
+		c.byModel[t.litellmModel] = append(c.byModel[t.litellmModel], t)
 	}
 }
 
@@ -618,183 +639,288 @@ func cleanName(s string) string {
 	return string(b)
 }
 
-// routes makes a route of each model_name with targets, and of each name of
-// router_settings.model_group_alias, its chain extended by the fallbacks.
+// routes makes a route of each model_name with targets (modelRoutes), and of each name of
+// router_settings.model_group_alias (aliases), and sets each one's chain: its own targets, then
+// those its fallbacks add (chainOf), by the fallback settings as LiteLLM's Router reads them
+// (chainRules).
 func (c *converter) routes(r *routerYAML, s *settingsYAML) {
-	// A model_name that is a name here as it is keeps it, as clients send it to LiteLLM: one that
-	// had to be cleaned, or renamed from "auto", takes another if it comes out the same.
+	all := c.modelRoutes()
+	for _, a := range c.aliases(r.ModelGroupAlias) {
+		all = append(all, named{a.name, c.byName[a.model].targets, a.rt})
+	}
+	rules := c.chainRules(r, s)
+	for _, n := range all {
+		c.chainOf(n, rules, r.RoutingStrategy)
+	}
+}
+
+// named is a name clients send, as LiteLLM's Router knows it, and the route made of it.
+type named struct {
+	name string    // the name LiteLLM's Router looks its fallbacks up by
+	own  []*target // the deployments it picks among
+	rt   *route
+}
+
+// modelRoutes makes a route, its targets not yet set, of each model_name with targets, in file
+// order, and names it. A model_name that is a name here as it is keeps it, as clients send it to
+// LiteLLM: one that had to be cleaned, or renamed from "auto", takes another if it comes out the
+// same, with a note and a warning (TestImportNamesKeepTheirOwn).
+func (c *converter) modelRoutes() []named {
 	reserved := map[string]bool{}
 	for _, g := range c.groups {
 		if len(g.targets) > 0 && g.modelName != "auto" && cleanName(g.modelName) == g.modelName {
 			reserved[g.modelName] = true
 		}
 	}
-	type named struct {
-		name string    // the name LiteLLM's Router looks its fallbacks up by
-		own  []*target // the deployments it picks among
-		rt   *route
-	}
 	var all []named
 	for _, g := range c.groups {
 		if len(g.targets) == 0 {
 			continue // its deployments' warnings said why
 		}
-		name := cleanName(g.modelName)
-		if name == "auto" {
-			name = "litellm-auto"
-		}
-		rt := &route{guard: map[*target]guard{}}
-		rt.name = c.suffixed("route "+name, func(i int) string {
-			if i == 1 {
-				return name
-			}
-			return name + "-" + strconv.Itoa(i) // two model_names that clean to one name
-		}, func(n string) bool { return c.routeNames[n] || n != g.modelName && reserved[n] })
-		switch {
-		case g.modelName == "auto":
-			rt.notes = append(rt.notes, fmt.Sprintf(`model_name "auto" is this gateway's automatic router (model "auto", [auto]): clients send %q for this route`, rt.name))
-			c.warnf(`route "auto" is renamed %q: model "auto" is this gateway's automatic router`, rt.name)
-		case rt.name != g.modelName:
-			taken := ""
-			if rt.name != name {
-				taken = fmt.Sprintf(", and %q is another route's", name)
-			}
-			rt.notes = append(rt.notes, fmt.Sprintf("model_name %q has characters a name here may not%s: clients send %q", g.modelName, taken, rt.name))
-			c.warnf("route %q is named %q: a name here has letters, digits and . _ - : / @ + only%s", g.modelName, rt.name, taken)
-		}
-		c.routeNames[rt.name] = true
+		rt := c.routeOf(g, reserved)
 		g.route = rt
 		all = append(all, named{g.modelName, g.targets, rt})
 	}
-	for _, a := range c.aliases(r.ModelGroupAlias) {
-		all = append(all, named{a.name, c.byName[a.model].targets, a.rt})
-	}
+	return all
+}
 
+// routeOf makes g's route and takes its name: g's model_name cleaned (cleanName), "litellm-auto"
+// for "auto", with a suffix when another route has it or, not being g's own, reserved holds it.
+func (c *converter) routeOf(g *group, reserved map[string]bool) *route {
+	name := cleanName(g.modelName)
+	if name == "auto" {
+		name = "litellm-auto"
+	}
+	rt := &route{guard: map[*target]guard{}}
+	rt.name = c.suffixed("route "+name, func(i int) string {
+		if i == 1 {
+			return name
+		}
+		return name + "-" + strconv.Itoa(i) // two model_names that clean to one name
+	}, func(n string) bool { return c.routeNames[n] || n != g.modelName && reserved[n] })
+	switch {
+	case g.modelName == "auto":
+		rt.notes = append(rt.notes, fmt.Sprintf(`model_name "auto" is this gateway's automatic router (model "auto", [auto]): clients send %q for this route`, rt.name))
+		c.warnf(`route "auto" is renamed %q: model "auto" is this gateway's automatic router`, rt.name)
+	case rt.name != g.modelName:
+		taken := ""
+		if rt.name != name {
+			taken = fmt.Sprintf(", and %q is another route's", name)
+		}
+		rt.notes = append(rt.notes, fmt.Sprintf("model_name %q has characters a name here may not%s: clients send %q", g.modelName, taken, rt.name))
+		c.warnf("route %q is named %q: a name here has letters, digits and . _ - : / @ + only%s", g.modelName, rt.name, taken)
+	}
+	c.routeNames[rt.name] = true
+	return rt
+}
+
+// chainRules are what extends every route's chain past its own targets: LiteLLM's fallback lists
+// as its Router reads them, the guard the fallbacks' targets get, and how deep they are followed.
+type chainRules struct {
+	fallbacks, windowFallbacks *fallbackTable
+	// fallbackGuard is the guard of the fallbacks' targets: openOnAny, or openOnOther once
+	// context_window_fallbacks are set.
+	fallbackGuard guard
+	// depth is LiteLLM's max_fallbacks: how many names a chain's fallbacks, followed in turn,
+	// may try.
+	depth int
+}
+
+// chainRules reads the fallback settings of r and s, each list from the section LiteLLM's Router
+// takes it from (fromSection), warning of what it does not carry.
+func (c *converter) chainRules(r *routerYAML, s *settingsYAML) *chainRules {
+	c.modelRefs = c.refsByModel(r, s)
+	rules := &chainRules{fallbackGuard: openOnAny}
 	defaults, defaultsFrom := fromSection(c, "default_fallbacks", r.DefaultFallbacks, s.DefaultFallbacks)
 	l, from := fromSection(c, "fallbacks", r.Fallbacks, s.Fallbacks)
-	fallbacks := c.fallbackMap("fallbacks", from, l, true, true, defaults, defaultsFrom+".default_fallbacks")
+	rules.fallbacks = c.fallbackMap("fallbacks", from, l, true, true, defaults, defaultsFrom+".default_fallbacks")
 	l, from = fromSection(c, "context_window_fallbacks", r.ContextWindowFallbacks, s.ContextWindowFallbacks)
-	windowFallbacks := c.fallbackMap("context_window_fallbacks", from, l, false, false, nil, "")
+	rules.windowFallbacks = c.fallbackMap("context_window_fallbacks", from, l, false, false, nil, "")
 	// The Router's context_window_fallbacks are router_settings' unless empty, then
 	// litellm.context_window_fallbacks, None unless litellm_settings writes a list (an empty one
 	// too). Once they are not None, an overflow goes to a model_name's entry there alone, or,
 	// with none, back to the client: never to its fallbacks.
-	fallbackGuard := openOnAny
 	if len(r.ContextWindowFallbacks) > 0 || s.ContextWindowFallbacks != nil {
-		fallbackGuard = openOnOther
+		rules.fallbackGuard = openOnOther
 	}
-	// LiteLLM's Router takes its max_fallbacks argument unless it is None, then litellm.max_fallbacks.
-	depth, maxFrom := defaultMaxFallbacks, r.MaxFallbacks
+	rules.depth = c.maxFallbacks(r, s)
+	return rules
+}
+
+// maxFallbacks is LiteLLM's max_fallbacks: the Router takes its max_fallbacks argument
+// (router_settings') unless it is None, then litellm.max_fallbacks (litellm_settings'), else
+// defaultMaxFallbacks (TestImportMaxFallbacksEitherSection).
+func (c *converter) maxFallbacks(r *routerYAML, s *settingsYAML) int {
+	maxFrom := r.MaxFallbacks
 	if maxFrom == nil {
 		maxFrom = s.MaxFallbacks
 	} else if s.MaxFallbacks != nil {
 		c.warnf("litellm_settings.max_fallbacks is not carried: router_settings.max_fallbacks is written, and LiteLLM's Router takes it alone " +
 			"(litellm_settings' is its default, read only when router_settings has none)")
 	}
-	if maxFrom != nil {
-		depth = min(max(*maxFrom, 0), 1000) // deeper than any file's chain: a bound on the work
+	if maxFrom == nil {
+		return defaultMaxFallbacks
 	}
-	for _, n := range all {
-		rt := n.rt
-		rt.targets = append(rt.targets, n.own...)
-		// add appends the targets of fb, a model_name or an alias, tried after this one, each
-		// once: one the chain holds already keeps its place, opened by the failures of both lists
-		// (widened).
-		add := func(fb string, g guard) (added, widened bool) {
-			for _, t := range c.members(fb) {
-				switch had, ok := rt.guard[t]; {
-				case !slices.Contains(rt.targets, t):
-					rt.targets = append(rt.targets, t)
-					rt.guard[t] = g
-					added = true
-				case ok && had != g && had != openOnAny:
-					rt.guard[t] = openOnAny
-					widened = true
-				}
-			}
-			return added, widened
+	return min(max(*maxFrom, 0), 1000) // deeper than any file's chain: a bound on the work
+}
+
+// chainOf sets n's route's targets, its own and then those its fallbacks and
+// context_window_fallbacks add, with their guards and the notes that say where they came from,
+// gives it a policy by strategy, LiteLLM's routing_strategy (spread), and adds it to c.routeList.
+func (c *converter) chainOf(n named, rules *chainRules, strategy string) {
+	rt := n.rt
+	rt.targets = append(rt.targets, n.own...)
+	ch := &chain{c: c, rules: rules, rt: rt, followed: map[string]int{}}
+	ch.addFallbacks(n.name)
+	ch.addWindowFallbacks(n.name)
+	ch.noteWindows(len(n.own))
+	if len(n.own) > 1 {
+		c.spread(rt, len(n.own), strategy)
+	}
+	c.routeList = append(c.routeList, rt)
+}
+
+// chain is one route's chain as chainOf builds it.
+type chain struct {
+	c     *converter
+	rules *chainRules
+	rt    *route
+	// followed is the least depth each name's fallbacks were followed at (follow).
+	followed map[string]int
+	// used are the names follow added targets of, in order.
+	used []string
+}
+
+// add appends the targets of fb, a model_name, an alias or a litellm_params.model (members),
+// tried after those the chain holds, each once, guarded by g: one the chain holds already keeps
+// its place, opened by the failures of both lists (widened).
+func (ch *chain) add(fb string, g guard) (added, widened bool) {
+	rt := ch.rt
+	for _, t := range ch.c.members(fb) {
+		switch had, ok := rt.guard[t]; {
+		case !slices.Contains(rt.targets, t):
+			rt.targets = append(rt.targets, t)
+			rt.guard[t] = g
+			added = true
+		case ok && had != g && had != openOnAny:
+			rt.guard[t] = openOnAny
+			widened = true
 		}
-		// LiteLLM follows a fallback's own fallbacks in turn when it fails too, depth first,
-		// each name tried counting one towards max_fallbacks (its run_async_fallback). It looks
-		// them up by the name it tries, an alias's by the alias.
-		var used []string
-		followed := map[string]int{} // the least depth a name's fallbacks were followed at
-		var follow func(name string, at int)
-		follow = func(name string, at int) {
-			if d, ok := followed[name]; at >= depth || ok && d <= at {
-				return
-			}
-			followed[name] = at
-			for _, fb := range fallbacks.of(name) {
-				if fb == name {
-					continue
-				}
-				at++
-				if added, _ := add(fb, fallbackGuard); added {
-					used = append(used, fb)
-				}
-				follow(fb, at)
-			}
+	}
+	return added, widened
+}
+
+// follow adds the fallbacks of name, tried at depth at, and theirs in turn. LiteLLM follows a
+// fallback's own fallbacks when it fails too, depth first, each name tried counting one towards
+// max_fallbacks (its run_async_fallback). It looks them up by the name it tries, an alias's by
+// the alias (TestImportFallbacksFollowed).
+func (ch *chain) follow(name string, at int) {
+	if d, ok := ch.followed[name]; at >= ch.rules.depth || ok && d <= at {
+		return
+	}
+	ch.followed[name] = at
+	for _, fb := range ch.rules.fallbacks.of(name) {
+		if fb == name {
+			continue
 		}
-		follow(n.name, 0)
-		if len(used) > 0 {
-			how := "fallbacks"
-			if !slices.Equal(used, fallbacks.of(n.name)) {
-				how = fmt.Sprintf("fallbacks, and theirs in turn as LiteLLM follows them (max_fallbacks %d)", depth)
-			}
-			note := how + ": then " + strings.Join(quoteAll(used), ", ")
-			if fallbackGuard == openOnOther {
-				note += " (entered on a failure other than overflow: with context_window_fallbacks set, LiteLLM sends an overflow " +
-					"to the name's own entry there alone, and with none answers it as it is"
-				if len(used) > 1 {
-					// A guard opens on every earlier failure's class, so it cannot tell the
-					// overflow that ends this model_name from one of a fallback's.
-					note += "; a fallback that overflows shuts those after it here, where LiteLLM goes on to the next"
-				}
-				note += ")"
-			}
-			rt.notes = append(rt.notes, note)
+		at++
+		if added, _ := ch.add(fb, ch.rules.fallbackGuard); added {
+			ch.used = append(ch.used, fb)
 		}
-		used = used[:0]
-		var further []string // those with fallbacks of their own, which are not followed here
-		var both []string    // fallbacks too, now entered on any failure
-		for _, fb := range windowFallbacks.of(n.name) {
-			if fb == n.name {
-				continue
-			}
-			added, widened := add(fb, openOnOverflow)
-			if widened {
-				both = append(both, fb)
-			}
-			if added {
-				used = append(used, fb)
-				if slices.ContainsFunc(slices.Concat(fallbacks.of(fb), windowFallbacks.of(fb)), func(n string) bool { return n != fb }) {
-					further = append(further, fb)
-				}
-			}
-		}
-		if len(used) > 0 {
-			note := "context_window_fallbacks (entered on overflow only): then " + strings.Join(quoteAll(used), ", ")
-			if len(further) > 0 {
-				// A guard opens on every earlier failure's class: the fallbacks LiteLLM takes after
-				// one of these fails otherwise cannot be told from the route's own.
-				note += "; the fallbacks of " + strings.Join(quoteAll(further), ", ") + ", which LiteLLM follows when it fails in turn, are not carried into this chain"
-			}
-			rt.notes = append(rt.notes, note)
-		}
-		if len(both) > 0 {
-			rt.notes = append(rt.notes, "context_window_fallbacks too: "+strings.Join(quoteAll(both), ", ")+
-				", entered in its place among the fallbacks on any failure")
-		}
-		if len(n.own) > 1 {
-			c.spread(rt, len(n.own), r.RoutingStrategy)
-		}
-		c.routeList = append(c.routeList, rt)
+		ch.follow(fb, at)
 	}
 }
 
-// members returns the targets LiteLLM picks among for name: a model_name's deployments, or those
-// of the model_name an alias stands for.
+// addFallbacks adds the fallbacks of name, the route's, followed in turn, and notes them.
+func (ch *chain) addFallbacks(name string) {
+	ch.follow(name, 0)
+	if len(ch.used) == 0 {
+		return
+	}
+	how := "fallbacks"
+	if !slices.Equal(ch.used, ch.rules.fallbacks.of(name)) {
+		how = fmt.Sprintf("fallbacks, and theirs in turn as LiteLLM follows them (max_fallbacks %d)", ch.rules.depth)
+	}
+	note := how + ": then " + strings.Join(quoteAll(ch.used), ", ")
+	if ch.rules.fallbackGuard == openOnOther {
+		note += " (entered on a failure other than overflow: with context_window_fallbacks set, LiteLLM sends an overflow " +
+			"to the name's own entry there alone, and with none answers it as it is"
+		if len(ch.used) > 1 {
+			// A guard opens on every earlier failure's class, so it cannot tell the overflow
+			// that ends this model_name from one of a fallback's.
+			note += "; a fallback that overflows shuts those after it here, where LiteLLM goes on to the next"
+		}
+		note += ")"
+	}
+	ch.rt.notes = append(ch.rt.notes, note)
+}
+
+// addWindowFallbacks adds the context_window_fallbacks of name, the route's, guarded to open on
+// overflow only, and notes them. Their own fallbacks are not followed: a guard opens on every
+// earlier failure's class, so the fallbacks LiteLLM takes after one of these fails otherwise
+// cannot be told from the route's own.
+func (ch *chain) addWindowFallbacks(name string) {
+	rules := ch.rules
+	var used []string
+	var further []string // those with fallbacks of their own, which are not followed here
+	var both []string    // fallbacks too, now entered on any failure
+	for _, fb := range rules.windowFallbacks.of(name) {
+		if fb == name {
+			continue
+		}
+		added, widened := ch.add(fb, openOnOverflow)
+		if widened {
+			both = append(both, fb)
+		}
+		if added {
+			used = append(used, fb)
+			if slices.ContainsFunc(slices.Concat(rules.fallbacks.of(fb), rules.windowFallbacks.of(fb)), func(n string) bool { return n != fb }) {
+				further = append(further, fb)
+			}
+		}
+	}
+	if len(used) > 0 {
+		note := "context_window_fallbacks (entered on overflow only): then " + strings.Join(quoteAll(used), ", ")
+		if len(used) > 1 {
+			// LiteLLM walks the list whatever each fails with (run_async_fallback); a guard that
+			// opens on overflow alone is shut by any other failure of one of them.
+			note += "; one that fails otherwise shuts those after it here, where LiteLLM goes on to the next"
+		}
+		if len(further) > 0 {
+			note += "; the fallbacks of " + strings.Join(quoteAll(further), ", ") + ", which LiteLLM follows when it fails in turn, are not carried into this chain"
+		}
+		ch.rt.notes = append(ch.rt.notes, note)
+	}
+	if len(both) > 0 {
+		ch.rt.notes = append(ch.rt.notes, "context_window_fallbacks too: "+strings.Join(quoteAll(both), ", ")+
+			", entered in its place among the fallbacks on any failure")
+	}
+}
+
+// noteWindows notes, once context_window_fallbacks are set, the targets past the route's own
+// (own of them) that have a context_window: the context filter's passing one over counts as an
+// overflow before any failure, and so shuts every guard overflow does not open, where LiteLLM
+// passes over that one alone. One of the model_name's own is its overflow in LiteLLM too
+// (TestImportSaysWhereGuardsPartFromLiteLLM).
+func (ch *chain) noteWindows(own int) {
+	rt := ch.rt
+	if ch.rules.fallbackGuard != openOnOther {
+		return
+	}
+	var windowed []string
+	for _, t := range rt.targets[own:] {
+		if t.contextWindow > 0 {
+			windowed = append(windowed, strconv.Quote(t.name))
+		}
+	}
+	if len(windowed) > 0 && slices.ContainsFunc(rt.targets, func(t *target) bool { return rt.guard[t] == openOnOther }) {
+		rt.notes = append(rt.notes, "a prompt longer than the context_window of "+strings.Join(windowed, " or ")+
+			" passes it over before any target is asked, which counts as an overflow here: then the fallbacks guarded to open on other failures stay shut, where LiteLLM skips that one alone")
+	}
+}
+
+// members returns the targets LiteLLM picks among for name: a model_name's deployments, those
+// of the model_name an alias stands for, or those whose litellm_params.model name is (modelTargets).
 func (c *converter) members(name string) []*target {
 	if g := c.byName[name]; g != nil {
 		return g.targets
@@ -802,7 +928,64 @@ func (c *converter) members(name string) []*target {
 	if m, ok := c.aliasOf[name]; ok {
 		return c.byName[m].targets
 	}
-	return nil
+	ts, _ := c.modelTargets(name)
+	return ts
+}
+
+// modelTargets returns the targets LiteLLM picks among for name, neither a model_name nor an
+// alias: the deployments whose litellm_params.model it is, of whatever model_name
+// (_common_checks_available_deployment: "check if the user sent in a deployment name instead"),
+// unless a wildcard model_name matches it first, which wildcard says (its deployments are left
+// out here: ts is nil).
+func (c *converter) modelTargets(name string) (ts []*target, wildcard string) {
+	if w := c.wildcardOf(name); w != "" {
+		return nil, w
+	}
+	return c.byModel[name], ""
+}
+
+// wildcard is a model_name with a "*" and the names LiteLLM routes to it.
+type wildcard struct {
+	modelName string
+	re        *regexp.Regexp
+}
+
+// wildcardOf returns the first wildcard model_name that matches name, "" for none.
+func (c *converter) wildcardOf(name string) string {
+	for _, w := range c.wildcards {
+		if w.re.MatchString(name) {
+			return w.modelName
+		}
+	}
+	return ""
+}
+
+// refsByModel returns the names of the fallback lists LiteLLM's Router reads (router_settings',
+// else litellm_settings'; of each entry its first key's) that it resolves by
+// litellm_params.model (modelTargets), sorted.
+func (c *converter) refsByModel(r *routerYAML, s *settingsYAML) []string {
+	var refs []string
+	add := func(n string) {
+		if c.byName[n] == nil && c.aliasOf[n] == "" && !slices.Contains(refs, n) {
+			if ts, _ := c.modelTargets(n); len(ts) > 0 {
+				refs = append(refs, n)
+			}
+		}
+	}
+	for _, l := range [][]fallbackEntry{taken(r.Fallbacks, s.Fallbacks), taken(r.ContextWindowFallbacks, s.ContextWindowFallbacks)} {
+		for _, e := range l {
+			if len(e.lists) > 0 {
+				for _, n := range e.lists[0] {
+					add(n)
+				}
+			}
+		}
+	}
+	for _, n := range taken(r.DefaultFallbacks, s.DefaultFallbacks) {
+		add(n)
+	}
+	slices.Sort(refs)
+	return refs
 }
 
 // aliasRoute is a route made of a name of router_settings.model_group_alias.
@@ -943,6 +1126,15 @@ func (c *converter) fallbackMap(kind, from string, l []fallbackEntry, generic, v
 				if !slices.Contains(out, fb) {
 					out = append(out, fb) // LiteLLM tries an alias as its model_name
 				}
+			case g == nil && slices.Contains(c.modelRefs, fb):
+				if !slices.Contains(out, fb) {
+					out = append(out, fb) // the deployments of that litellm_params.model
+				}
+			case g == nil && c.wildcardOf(fb) != "":
+				c.warnf("%s of %q: LiteLLM sends %q to the wildcard model_name %q, whose deployments are left out here: left out of its chain",
+					kind, from, fb, c.wildcardOf(fb))
+			case g == nil && c.models[fb]:
+				c.warnf("%s of %q: %q is the model of deployments that have no target (they were left out): left out of its chain", kind, from, fb)
 			case g == nil:
 				c.warnf("%s of %q: no model_name %q: left out of its chain", kind, from, fb)
 			case len(g.targets) == 0:
@@ -1005,7 +1197,7 @@ func (c *converter) fallbackMap(kind, from string, l []fallbackEntry, generic, v
 	}
 	// Each name's entry, as the Router looks a request's up: by the name the client sent, or
 	// the fallback tried.
-	names := make([]string, 0, len(c.groups)+len(c.aliasOf))
+	names := make([]string, 0, len(c.groups)+len(c.aliasOf)+len(c.modelRefs))
 	for _, g := range c.groups {
 		if len(g.targets) > 0 {
 			names = append(names, g.modelName)
@@ -1015,6 +1207,7 @@ func (c *converter) fallbackMap(kind, from string, l []fallbackEntry, generic, v
 		names = append(names, a)
 	}
 	slices.Sort(names[len(names)-len(c.aliasOf):])
+	names = append(names, c.modelRefs...)
 	for _, name := range names {
 		en := first[name]
 		if en != nil {
@@ -1071,6 +1264,14 @@ func plural(n int, one, many string) string {
 		return one
 	}
 	return many
+}
+
+// taken is the list of a kind LiteLLM's Router takes, as fromSection, without its warning.
+func taken[T any](r, s []T) []T {
+	if len(r) == 0 {
+		return s
+	}
+	return r
 }
 
 // fromSection returns which of router_settings' and litellm_settings' lists of kind LiteLLM's
