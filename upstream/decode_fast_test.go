@@ -30,6 +30,9 @@ func FuzzOllamaLineMatchesUnmarshal(f *testing.F) {
 		`{"model":"m","created_at":"t","message":{"role":1,"content":"x"},"done":false}`,
 		`{"model":"\xff","created_at":"\ud800","message":{"role":"assistant","content":"\ud83d\ude00"},"done":false}`,
 		`{"model":"m","created_at":"t","message":{"role":"assistant","content":"x","thinking":"y"},"done":false}`,
+		// Ollama's timings, read by name, and names a byte or a case away from them.
+		`{"total_duration":1,"load_duration":"x","prompt_eval_duration":null,"eval_duration":[1],"Eval_Count":3}`,
+		`{"total_duration":1,"eval_durations":2,"EVAL_DURATION":3,"eval_Count":4,"Done":true}`,
 	} {
 		f.Add([]byte(l))
 	}

@@ -62,6 +62,10 @@ func readOllamaEmbed(raw []byte, m *ollamaEmbedAnswer) bool {
 			m.Embeddings = list
 			return it.Done()
 		}
+		switch string(name) {
+		case "total_duration", "load_duration":
+			return true // Ollama's timings: not read, and a folding of no name read (as readOllamaLine's)
+		}
 		return !jsonx.Folds(name, "model", "embeddings", "prompt_eval_count")
 	})
 }

@@ -112,6 +112,9 @@ func readOllamaLine(line []byte, head bool, m *ollamaChatResponse) bool {
 			ok = readCount(v, &m.EvalCount)
 		case "message":
 			ok = readOllamaMessage(v, &m.Message)
+		case "total_duration", "load_duration", "prompt_eval_duration", "eval_duration":
+			// Ollama's timings, on every last line: not read, and no name read folds to them,
+			// which the default's nine case-insensitive compares would find at some length.
 		default:
 			ok = !jsonx.Folds(name, "model", "created_at", "message", "done", "done_reason", "prompt_eval_count",
 				"eval_count", "error", "logprobs")
