@@ -1,6 +1,7 @@
 package upstream
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -63,6 +64,66 @@ func TestH1ExchangeAllocations(t *testing.T) {
 			}
 			if got > c.most {
 				t.Errorf("%.1f allocations an exchange, want at most %.0f", got, c.most)
+			}
+		})
+	}
+}
+
+// TestTranslatedAnswerAllocations holds a whole answer through an ollama and a saif target, on a
+// reused connection of the synchronous client, to the allocations it makes today. The
+// translated chat.completion, its Response and its usage live in the client's pooled answer
+// (xlateBuf, translatedResponse) and go back with Release, as a relayed answer's do: each new
+// one was about 1 KB a request, which the collector then had to come for (bench --count: the
+// collector's marking was some 10,000 instructions of a chat request through an ollama target,
+// and nearly none of one relayed to an openai target).
+func TestTranslatedAnswerAllocations(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector changes allocation counts")
+	}
+	const text = "This is a fixed answer from the benchmark's fake upstream. It is about as long as a short reply."
+	for _, c := range []struct {
+		name    string
+		adapter core.AdapterKind
+		ct      string
+		answer  string
+		most    float64
+	}{
+		{"ollama", core.AdapterOllama, "application/json; charset=utf-8",
+			`{"model":"fake-model","created_at":"2025-11-30T00:00:00.000000000Z","message":{"role":"assistant","content":"` + text + `"},` +
+				`"done":true,"done_reason":"stop","total_duration":912345678,"load_duration":1234567,"prompt_eval_count":212,` +
+				`"prompt_eval_duration":23456789,"eval_count":38,"eval_duration":876543210}`, 15},
+		{"saif", core.AdapterSAIF, "application/json",
+			`{"id":"saif-bench","specialist":"webapp","routed_by":"router","confidence":0.7,"text":"` + text + `",` +
+				`"finish_reason":"stop","usage":{"prompt_tokens":212,"completion_tokens":38}}`, 21},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			u := newRawUpstreamAnswering(t, c.ct, c.answer)
+			tg := &core.Target{Name: "alloc", Adapter: c.adapter, URL: u.url(), Model: "fake-model",
+				Timeout: 120 * time.Second, Stats: &core.Stats{}}
+			s := NewSet([]*core.Target{tg}, Options{})
+			t.Cleanup(s.Close)
+			req := clientRequest(t, benchChatBody(false))
+			req.Validated = true // as the server's decode says of every body it accepts
+			ctx := context.Background()
+			var failed error
+			attempt := func() {
+				resp, err := s.ChatID(ctx, tg, req, "req_0123456789abcdef01234567")
+				if err != nil {
+					failed = err
+					return
+				}
+				if !bytes.Contains(resp.Body, []byte(text)) {
+					failed = errors.New("the answer lacks the upstream's text: " + string(resp.Body))
+				}
+				resp.Release()
+			}
+			attempt() // the connection dialled, the pools filled
+			got := testing.AllocsPerRun(200, attempt)
+			if failed != nil {
+				t.Fatal(failed)
+			}
+			if got > c.most {
+				t.Errorf("%.1f allocations a request, want at most %.0f", got, c.most)
 			}
 		})
 	}

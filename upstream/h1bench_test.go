@@ -34,17 +34,24 @@ type rawUpstream struct {
 
 func newRawUpstream(tb testing.TB) *rawUpstream {
 	tb.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		tb.Fatal(err)
-	}
 	chat := `{"id":"chatcmpl-bench","object":"chat.completion","created":1764460800,"model":"fake-model",` +
 		`"system_fingerprint":"fp_bench","choices":[{"index":0,"message":{"role":"assistant","content":` +
 		`"This is a fixed answer from the benchmark's fake upstream. It is about as long as a short reply ` +
 		`from a chat model, so that copying it costs what copying a real answer costs."},"logprobs":null,` +
 		`"finish_reason":"stop"}],"usage":{"prompt_tokens":212,"completion_tokens":38,"total_tokens":250}}`
+	return newRawUpstreamAnswering(tb, "application/json", chat)
+}
+
+// newRawUpstreamAnswering is newRawUpstream whose whole answer, to any request that does not ask
+// for an event stream, is chat, of content type ct.
+func newRawUpstreamAnswering(tb testing.TB, ct, chat string) *rawUpstream {
+	tb.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
 	// The headers net/http's server sends, in its order.
-	answer := "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nDate: Mon, 01 Dec 2025 00:00:00 GMT\r\n" +
+	answer := "HTTP/1.1 200 OK\r\nContent-Type: " + ct + "\r\nDate: Mon, 01 Dec 2025 00:00:00 GMT\r\n" +
 		"Content-Length: " + strconv.Itoa(len(chat)) + "\r\n\r\n" + chat
 	sse := "HTTP/1.1 200 OK\r\nCache-Control: no-cache\r\nContent-Type: text/event-stream\r\n" +
 		"Date: Mon, 01 Dec 2025 00:00:00 GMT\r\nTransfer-Encoding: chunked\r\n\r\n"

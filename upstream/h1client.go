@@ -431,6 +431,10 @@ type h1Answer struct {
 	out streamResponse
 	// buf is the buffer a whole body is read into (bodyBuf), kept across reuses.
 	buf []byte
+	// xlate is the buffer a whole answer translated from the body is written into (xlateBuf),
+	// kept across reuses, and usage its token counts, which out's Usage points to.
+	xlate []byte
+	usage Usage
 }
 
 // maxKeptBody bounds the body buffer an answer keeps for its next use.
@@ -440,8 +444,8 @@ const maxKeptBody = 64 << 10
 // held is dropped, the Response in it included: a second Release of that Response finds no
 // owner.
 func (a *h1Answer) release() {
-	t, buf := a.h1.t, a.buf
-	*a = h1Answer{buf: buf[:0]}
+	t, buf, xlate := a.h1.t, a.buf, a.xlate
+	*a = h1Answer{buf: buf[:0], xlate: xlate[:0]}
 	if t != nil {
 		t.answers.Put(a)
 	}
@@ -462,6 +466,46 @@ func bodyBuf(resp *http.Response, n int64) []byte {
 		b.ans.buf = buf
 	}
 	return buf
+}
+
+// xlateBuf is an empty buffer of capacity n for a whole answer an adapter translates from resp's
+// body (the ollama and saif adapters' chat.completion): the one the synchronous client's answer
+// keeps for it when large enough, else a new one, which the answer then keeps. It is the
+// answer's as long as its Response is (translatedResponse).
+func xlateBuf(resp *http.Response, n int) []byte {
+	b, ok := resp.Body.(*h1Body)
+	if !ok || b.ans == nil {
+		return make([]byte, 0, n)
+	}
+	a := b.ans
+	if cap(a.xlate) < n {
+		buf := make([]byte, 0, n)
+		if n > maxKeptBody {
+			return buf
+		}
+		a.xlate = buf
+	}
+	return a.xlate[:0]
+}
+
+// translatedResponse is the Response of a whole answer an adapter translated from resp's body
+// into body (best in xlateBuf's buffer), with its usage counts: in the synchronous client's
+// answer's allocation, given back with its buffers by Release once it is written, which allows
+// the next request through the connection's answer to take no new memory for its own; or new,
+// for an answer of net/http's.
+func translatedResponse(resp *http.Response, body []byte, usage Usage, upstreamID string) *Response {
+	r := &responseFor(resp).Response
+	r.Body, r.UpstreamID = body, upstreamID
+	if a := ownerOf(resp, r); a != nil {
+		a.usage, r.Usage, r.owner = usage, &a.usage, a
+		if c := cap(body); c > cap(a.xlate) && c <= maxKeptBody {
+			a.xlate = body[:0] // appended past xlateBuf's: the larger one is kept
+		}
+		return r
+	}
+	r.Usage = new(Usage) // not &usage, which would move every call's to the heap
+	*r.Usage = usage
+	return r
 }
 
 // ownerOf is the memory r lives in when the synchronous client's answer resp holds r and its

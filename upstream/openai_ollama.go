@@ -199,8 +199,8 @@ func (a *openaiOllama) chat(ctx context.Context, req *core.Request) (*Response, 
 		Model:   cmpOr(m.Model, a.t.Model),
 		Choices: []choiceJSON{{Message: msg, Logprobs: logprobs, FinishReason: finish}},
 		Usage:   usage}
-	b := appendCompletion(make([]byte, 0, len(msg.ReasoningContent)+len(raw)+256), &c)
-	return &Response{Body: b, Usage: &n, UpstreamID: upID}, nil
+	b := appendCompletion(xlateBuf(resp, len(msg.ReasoningContent)+len(raw)+256), &c)
+	return translatedResponse(resp, b, n, upID), nil
 }
 
 // loadOnly reports a done_reason that says nothing was generated: Ollama answers "load" to a

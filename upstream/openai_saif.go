@@ -345,11 +345,12 @@ func (a *openaiSAIF) answer(ctx context.Context, resp *http.Response, req *core.
 		c := completionJSON{ID: id, Object: "chat.completion", Created: created, Model: a.t.Model,
 			Choices: []choiceJSON{{Message: msg, FinishReason: finish}},
 			Usage:   usage, Hayula: hy}
-		b = appendCompletion(make([]byte, 0, len(*m.Text)+len(msg.ReasoningContent)+384), &c)
+		b = appendCompletion(xlateBuf(resp, len(*m.Text)+len(msg.ReasoningContent)+384), &c)
 	}
-	h := http.Header{}
-	setSpecialist(h, m.Specialist)
-	return &Response{Header: h, Body: b, Usage: &n, UpstreamID: upID}, nil
+	r := translatedResponse(resp, b, n, upID)
+	r.Header = http.Header{}
+	setSpecialist(r.Header, m.Specialist)
+	return r, nil
 }
 
 func (a *openaiSAIF) stream(resp *http.Response, req *core.Request) (*Response, error) {
