@@ -99,6 +99,8 @@ type h1Transport struct {
 	answers sync.Pool
 	// bufs are connBufs of connections closed, for the next new ones (see retire).
 	bufs sync.Pool
+	// bodies are buffers for the request bodies the translating adapters write (lentBody).
+	bodies sync.Pool
 }
 
 var _ http.RoundTripper = (*h1Transport)(nil)

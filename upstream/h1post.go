@@ -35,6 +35,47 @@ func (t *h1Transport) post(ctx context.Context, base, path string, tg *core.Targ
 	return resp, true, err
 }
 
+// lentBody is a buffer for a request body an adapter writes itself (the ollama and saif
+// adapters' translated requests, of about the client's body's size), lent by the synchronous
+// transport and given back once post has returned, when the body has gone: the synchronous
+// client writes it before it reads the answer, and net/http's Transport, which may read a body
+// after its RoundTrip, is sent a copy (payload.owned). A new buffer on every request was about
+// as much memory again as the client's body, which the collector then had to come for.
+type lentBody struct {
+	b []byte
+	t *h1Transport // nil: not lent, the buffer is the garbage collector's
+}
+
+// lendBody lends a lentBody from c's synchronous transport, its buffer empty and of capacity n
+// at least; one of net/http's clients gets a new one.
+func lendBody(c *http.Client, n int) *lentBody {
+	t, ok := c.Transport.(*h1Transport)
+	if !ok {
+		return &lentBody{b: make([]byte, 0, n)}
+	}
+	lb, _ := t.bodies.Get().(*lentBody)
+	if lb == nil {
+		lb = &lentBody{t: t}
+	}
+	if cap(lb.b) < n {
+		lb.b = make([]byte, 0, n)
+	}
+	lb.b = lb.b[:0]
+	return lb
+}
+
+// give gives lb back once the body it holds has been sent; a buffer grown past maxKeptBody is
+// left to the garbage collector.
+func (lb *lentBody) give() {
+	if lb.t == nil {
+		return
+	}
+	if cap(lb.b) > maxKeptBody {
+		lb.b = nil
+	}
+	lb.t.bodies.Put(lb)
+}
+
 // errBadKey is a target's API key that cannot go into a header field.
 var errBadKey = errors.New("upstream: the target's API key holds a control character")
 

@@ -141,8 +141,10 @@ func (a *openaiOllama) chat(ctx context.Context, req *core.Request) (*Response, 
 		return nil, err
 	}
 	reasoning := thinkingOff(a.t.Reasoning, out.Think)
-	body := appendOllamaRequest(make([]byte, 0, len(req.Body)+256), out)
-	resp, err := a.post(ctx, "/api/chat", body, req.Stream)
+	lb := lendBody(a.c, len(req.Body)+256)
+	lb.b = appendOllamaRequest(lb.b, out)
+	resp, err := a.post(ctx, "/api/chat", lb.b, req.Stream)
+	lb.give() // sent
 	if err != nil {
 		return nil, err
 	}

@@ -101,17 +101,28 @@ func (a *openaiSAIF) chat(ctx context.Context, req *core.Request) (*Response, er
 		return nil, err
 	}
 	out := &saifRequest{Specialist: spec, MaxTokens: req.MaxTokens, Stream: req.Stream}
+	var prompt *lentBody // the prompt's JSON, until it is copied into the body
 	if req.Op == core.OpCompletions {
 		err = a.fromCompletions(req, out)
 	} else {
 		out.Temperature, out.Stop = req.Params.Temperature, req.Params.StopList()
-		out.promptJSON, err = a.appendChatML(make([]byte, 0, len(req.Body)+256), req.Messages, req.Validated)
+		prompt = lendBody(a.c, len(req.Body)+256)
+		prompt.b, err = a.appendChatML(prompt.b, req.Messages, req.Validated)
+		out.promptJSON = prompt.b
+	}
+	var body *lentBody
+	if err == nil {
+		body = lendBody(a.c, len(out.Prompt)+len(out.promptJSON)+128)
+		body.b = appendSAIFRequest(body.b, out)
+	}
+	if prompt != nil {
+		prompt.give()
 	}
 	if err != nil {
 		return nil, err
 	}
-	body := appendSAIFRequest(make([]byte, 0, len(out.Prompt)+len(out.promptJSON)+128), out)
-	resp, err := post(ctx, a.c, a.t, saifPath(a.t.URL), whole(body), accept(req.Stream, "text/event-stream"), a.id, a.now)
+	resp, err := post(ctx, a.c, a.t, saifPath(a.t.URL), whole(body.b), accept(req.Stream, "text/event-stream"), a.id, a.now)
+	body.give() // sent
 	if err != nil {
 		return nil, err
 	}
