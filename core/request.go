@@ -72,7 +72,7 @@ type Request struct {
 	// throughout (jsonx.Text's walk, or jsonx.FixText before encoding/json; any other body is
 	// refused with a 400), and so is each raw value of Messages, a slice of it. A translating
 	// adapter that reads a message's text out of it need not check the literal again
-	// (jsonx.UnquoteValid). Whatever writes into Body or Messages afterwards must keep it so. False
+	// (upstream's readContent). Whatever writes into Body or Messages afterwards must keep it so. False
 	// when not known, as for a Request built otherwise: the adapter checks.
 	Validated bool
 	// Messages are the chat messages, content kept raw.

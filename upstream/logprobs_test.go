@@ -37,7 +37,7 @@ func TestOllamaLogprobsRequest(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if diff := cmp.Diff(tt.want, string(mustJSON(got))); diff != "" {
+			if diff := cmp.Diff(tt.want, string(appendOllamaRequest(nil, got))); diff != "" {
 				t.Errorf("(-want +got):\n%s", diff)
 			}
 		})

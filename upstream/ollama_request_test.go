@@ -30,7 +30,7 @@ func FuzzOllamaRequestMatchesEncoding(f *testing.F) {
 		on := func(bit uint) bool { return flags&(1<<bit) != 0 }
 		m := ollamaMessage{Role: role, Content: content, Thinking: thinking, ToolName: toolName, ToolCallID: callID}
 		// A content the client wrote as mustJSON would (verbatim) is copied as it came.
-		if s, plain, ok := jsonx.UnquotePlain([]byte(lit)); ok && plain && !hasLineSeparator(s) {
+		if s, plain, ok := jsonx.UnquotePlain([]byte(lit)); ok && plain && !hasLineSeparator([]byte(s)) {
 			m.Content, m.contentJSON = s, []byte(lit)
 		}
 		if on(0) {
@@ -88,4 +88,16 @@ func TestAppendJSONFloat(t *testing.T) {
 			t.Errorf("%v: got %s, want %s", f, got, want)
 		}
 	}
+}
+
+// sentText is the text m sends as its content: Content, or contentJSON's when it carries it.
+func (m *ollamaMessage) sentText() string {
+	if m.contentJSON != nil {
+		s, ok := jsonx.Unquote(m.contentJSON)
+		if !ok {
+			panic("contentJSON is no JSON string: " + string(m.contentJSON))
+		}
+		return s
+	}
+	return m.Content
 }

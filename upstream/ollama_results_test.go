@@ -67,9 +67,9 @@ func TestOllamaToolResultsInCallOrder(t *testing.T) {
 			var got []string
 			for _, m := range out.Messages {
 				if m.Role == "tool" {
-					got = append(got, m.Content)
+					got = append(got, m.sentText())
 					if m.ToolName != "weather" {
-						t.Errorf("%q went with tool_name %q", m.Content, m.ToolName)
+						t.Errorf("%q went with tool_name %q", m.sentText(), m.ToolName)
 					}
 				}
 			}

@@ -42,8 +42,9 @@ type openaiOllama struct {
 type ollamaMessage struct {
 	Role    string `json:"role"`
 	Content string `json:"content"`
-	// contentJSON is Content as the client's JSON string wrote it, when that is what mustJSON
-	// writes for Content (flatContent.literal): appendOllamaMessage copies it. nil otherwise.
+	// contentJSON is the content as the client's JSON string wrote it, when that is what
+	// mustJSON writes for its text (flatContent.literal): appendOllamaMessage copies it, and
+	// Content is left empty. nil otherwise.
 	contentJSON []byte
 	Thinking    string           `json:"thinking,omitempty"`
 	Images      []string         `json:"images,omitempty"`
@@ -715,9 +716,10 @@ func (a *openaiOllama) message(i int, m *core.Message, valid bool, callNames map
 		return out, requestError(a.t, "unsupported_content", fmt.Sprintf("messages[%d].content", i),
 			fmt.Sprintf("the ollama adapter cannot send content parts of type \"%s\"", echo.String(fc.other)))
 	}
-	out.Content = assistantText(m, fc.text)
-	if fc.literal != nil && out.Content == fc.text {
-		out.contentJSON = fc.literal
+	if len(fc.literal) > 2 {
+		out.contentJSON = fc.literal // a text, which assistantText keeps
+	} else {
+		out.Content = assistantText(m, fc.str())
 	}
 	if m.Role == "assistant" {
 		if out.Thinking, err = replayedThinking(a.t, i, m); err != nil {

@@ -212,11 +212,10 @@ func (a *openaiSAIF) appendChatML(dst []byte, msgs []core.Message, valid bool) (
 				"the saif adapter writes the role into the ChatML prompt: it must be a plain name (letters, digits, _ or -)")
 		}
 		dst = append(append(append(dst, "<|im_start|>"...), role...), `\n`...)
-		text := assistantText(m, fc.text)
-		if fc.literal != nil && text == fc.text && !strings.Contains(text, "<|") {
-			dst = append(dst, fc.literal[1:len(fc.literal)-1]...)
+		if len(fc.literal) > 2 && !bytes.Contains(fc.literal, []byte("<|")) {
+			dst = append(dst, fc.literal[1:len(fc.literal)-1]...) // a text, which assistantText keeps
 		} else {
-			dst = appendChatMLText(dst, text)
+			dst = appendChatMLText(dst, assistantText(m, fc.str()))
 		}
 		dst = append(dst, `<|im_end|>\n`...)
 	}

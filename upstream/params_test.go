@@ -145,7 +145,7 @@ func TestOllamaParams(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if diff := cmp.Diff(head+tt.want, string(mustJSON(out))); diff != "" {
+			if diff := cmp.Diff(head+tt.want, string(appendOllamaRequest(nil, out))); diff != "" {
 				t.Errorf("(-want +got):\n%s", diff)
 			}
 		})

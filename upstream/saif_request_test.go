@@ -121,7 +121,7 @@ func chatMLText(a *openaiSAIF, msgs []core.Message) (string, error) {
 		b.WriteString("<|im_start|>")
 		b.WriteString(role)
 		b.WriteByte('\n')
-		s := assistantText(m, fc.text)
+		s := assistantText(m, fc.str())
 		for {
 			i := strings.Index(s, "<|")
 			if i < 0 {

@@ -248,7 +248,7 @@ func TestRefusalMemberIsText(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got := out.Messages[2].Content; got != tt.want {
+			if got := out.Messages[2].sentText(); got != tt.want {
 				t.Errorf("ollama content %q, want %q", got, tt.want)
 			}
 			a := &openaiSAIF{t: saifTarget("http://127.0.0.1:1")}

@@ -117,11 +117,12 @@ func (p *contentPart) imageURL() string {
 // flatContent is a message content read for a protocol that takes plain text: the text parts
 // joined with newlines, and the images in order.
 type flatContent struct {
+	// text is the text, unless literal holds it (see str).
 	text string
 	// literal is the content's JSON string as the client wrote it, when it is exactly what
-	// mustJSON writes for text (plain, without a line separator), so that a translated request
-	// can carry it as it came;
-	// nil otherwise.
+	// mustJSON writes for its text (plain, without a line separator), so that a translated
+	// request can carry it as it came; the text is then the literal's bytes between its quotes,
+	// not copied out into text until a writer needs it as a string; nil otherwise.
 	literal []byte
 	images  []imagePart
 	// other is the type of the first part that is neither text nor image ("" when none).
@@ -138,9 +139,20 @@ type imagePart struct {
 // errNotContent is a message content that is neither a string nor an array of parts.
 var errNotContent = errors.New("message content must be a string or an array of content parts")
 
+// str is the content's text: text, or literal's between its quotes.
+func (fc *flatContent) str() string {
+	if fc.literal != nil {
+		return string(fc.literal[1 : len(fc.literal)-1])
+	}
+	return fc.text
+}
+
 // readContent reads a message's content as the translating adapters send it: its text, its
-// images, the first part of another kind. valid says raw is known to be valid UTF-8
-// (core.Request.Validated), so that a string's text is not checked again (jsonx.UnquoteValid).
+// images, the first part of another kind. valid says raw is known to be one valid JSON value in
+// valid UTF-8 (core.Request.Validated): a string without a backslash is then plain, its text
+// its bytes, which one vector search finds, where jsonx.UnquotePlain tests every word and checks
+// the UTF-8 (for a message of text outside ASCII, more than the rest of its reading) and copies
+// it out.
 func readContent(raw json.RawMessage, valid bool) (flatContent, error) {
 	raw = bytes.TrimSpace(raw)
 	var fc flatContent
@@ -148,18 +160,23 @@ func readContent(raw json.RawMessage, valid bool) (flatContent, error) {
 		return fc, nil
 	}
 	if raw[0] == '"' {
-		// The string as json.Unmarshal reads it, without its validating pass and its decoder.
-		unquote := jsonx.UnquotePlain
-		if valid {
-			unquote = jsonx.UnquoteValid
+		if valid && bytes.IndexByte(raw, '\\') < 0 {
+			if !hasLineSeparator(raw) {
+				fc.literal = raw
+			} else {
+				fc.text = string(raw[1 : len(raw)-1])
+			}
+			return fc, nil
 		}
-		text, plain, ok := unquote(raw)
+		// The string as json.Unmarshal reads it, without its validating pass and its decoder.
+		text, plain, ok := jsonx.UnquotePlain(raw)
 		if !ok {
 			return fc, errNotContent
 		}
-		fc.text = text
-		if plain && !hasLineSeparator(text) {
+		if plain && !hasLineSeparator(raw) {
 			fc.literal = raw
+		} else {
+			fc.text = text
 		}
 		return fc, nil
 	}
@@ -192,9 +209,9 @@ func readContent(raw json.RawMessage, valid bool) (flatContent, error) {
 
 // hasLineSeparator reports whether s holds U+2028 or U+2029, which encoding/json escapes: a
 // plain literal (jsonx.UnquotePlain) is what mustJSON writes for its text when it holds neither.
-func hasLineSeparator(s string) bool {
+func hasLineSeparator(s []byte) bool {
 	for i := 0; ; {
-		j := strings.IndexByte(s[i:], 0xe2)
+		j := bytes.IndexByte(s[i:], 0xe2)
 		if j < 0 {
 			return false
 		}

@@ -166,7 +166,7 @@ func TestOllamaTranslate(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if diff := cmp.Diff(tt.want, string(mustJSON(out))); diff != "" {
+			if diff := cmp.Diff(tt.want, string(appendOllamaRequest(nil, out))); diff != "" {
 				t.Errorf("(-want +got):\n%s", diff)
 			}
 		})

@@ -674,19 +674,6 @@ func UnquotePlain(q []byte) (s string, plain, ok bool) {
 	}
 }
 
-// UnquoteValid is UnquotePlain for q known to be one valid JSON string literal in valid UTF-8
-// (a value of a body a validating decoder accepted, core.Request.Validated): a literal without a
-// backslash is then plain, which one vector search finds, where UnquotePlain tests every word
-// for quotes and control characters and checks the UTF-8 (for a message of text outside ASCII,
-// more than the rest of its reading). Given any other q, it may call plain what UnquotePlain
-// would refuse: the caller vouches.
-func UnquoteValid(q []byte) (s string, plain, ok bool) {
-	if len(q) >= 2 && q[0] == '"' && q[len(q)-1] == '"' && bytes.IndexByte(q[1:len(q)-1], '\\') < 0 {
-		return string(q[1 : len(q)-1]), true, true
-	}
-	return UnquotePlain(q)
-}
-
 // appendText writes text with each byte of invalid UTF-8 as U+FFFD, as encoding/json decodes it.
 func appendText(out *strings.Builder, text []byte) {
 	if utf8.Valid(text) {

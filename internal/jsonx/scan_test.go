@@ -139,14 +139,6 @@ func checkUnquote(t *testing.T, q []byte) {
 	if plain && s != string(q[1:len(q)-1]) {
 		t.Fatalf("UnquotePlain(%q) plain, but %q is not its text", q, s)
 	}
-	// UnquoteValid, given one valid JSON string literal in valid UTF-8 (all it is given), says
-	// what UnquotePlain says.
-	if exact && err == nil && utf8.Valid(q) {
-		sv, plainV, okV := UnquoteValid(q)
-		if sv != s || plainV != plain || okV != okPlain {
-			t.Fatalf("UnquoteValid(%q) = %q, %v, %v; UnquotePlain %q, %v, %v", q, sv, plainV, okV, s, plain, okPlain)
-		}
-	}
 }
 
 func FuzzValid(f *testing.F) {
