@@ -526,3 +526,69 @@ func TestH1UnsolicitedBytesNotReadAsTheNextAnswer(t *testing.T) {
 		})
 	}
 }
+
+// TestReleasedTranslationsServeTheNext is TestReleasedAnswersServeTheNext for the translating
+// adapters, whose request bodies the transport lends (lendBody) and whose translated answers live
+// in its pooled answers (translatedResponse): requests of several sizes from several goroutines
+// at once, each upstream request holding the client's own text and each answer the upstream's
+// answer to it, whole, until its Release. A buffer given back while still in use, or lent twice,
+// sends one request's text in another's, or answers one with another's (and -race sees it).
+func TestReleasedTranslationsServeTheNext(t *testing.T) {
+	pad := func(id int) string { return strings.Repeat("ص", id%7*150) } // ص: two bytes, as the prompts' Arabic
+	for _, adapter := range []core.AdapterKind{core.AdapterOllama, core.AdapterSAIF} {
+		t.Run(adapter.String(), func(t *testing.T) {
+			srv, _ := countingServer(t, func(w http.ResponseWriter, r *http.Request) {
+				b, _ := io.ReadAll(r.Body)
+				_, rest, _ := strings.Cut(string(b), "q-")
+				id, _ := strconv.Atoi(rest[:strings.IndexAny(rest, ` "<`)])
+				if !strings.Contains(string(b), pad(id)+" q-"+strconv.Itoa(id)+" ") {
+					http.Error(w, "the request is not its own: "+string(b), http.StatusBadRequest)
+					return
+				}
+				text := "a-" + strconv.Itoa(id) + " " + pad(id*3)
+				if adapter == core.AdapterOllama {
+					_, _ = io.WriteString(w, `{"model":"m","created_at":"2025-11-30T00:00:00Z","message":{"role":"assistant","content":"`+
+						text+`"},"done":true,"done_reason":"stop","prompt_eval_count":3,"eval_count":`+strconv.Itoa(id)+`}`)
+					return
+				}
+				_, _ = io.WriteString(w, `{"id":"s","specialist":"webapp","text":"`+text+`","finish_reason":"stop",`+
+					`"usage":{"prompt_tokens":3,"completion_tokens":`+strconv.Itoa(id)+`}}`)
+			})
+			tg := &core.Target{Name: "x", Adapter: adapter, URL: srv.URL, Model: "m", Timeout: 30 * time.Second, Stats: &core.Stats{}}
+			s := NewSet([]*core.Target{tg}, Options{}) // newSet's ids are for one goroutine
+			t.Cleanup(s.Close)
+			if _, ok := s.clients[tg.Index].Transport.(*h1Transport); !ok {
+				t.Fatalf("served by %T, want *h1Transport", s.clients[tg.Index].Transport)
+			}
+			const workers, each = 6, 40
+			errs := make(chan error, workers)
+			for w := range workers {
+				go func() {
+					for i := range each {
+						id := w*each + i
+						body := `{"model":"m","messages":[{"role":"user","content":"` + pad(id) + ` q-` + strconv.Itoa(id) + ` "}]}`
+						req := clientRequest(t, []byte(body))
+						req.Validated = true
+						resp, err := s.Chat(context.Background(), tg, req)
+						if err != nil {
+							errs <- err
+							return
+						}
+						want := `"content":"a-` + strconv.Itoa(id) + " " + pad(id*3) + `"`
+						if !strings.Contains(string(resp.Body), want) || resp.Usage == nil || resp.Usage.Completion != uint64(id) {
+							errs <- errors.New("request " + strconv.Itoa(id) + " got another answer: " + string(resp.Body[:min(len(resp.Body), 200)]))
+							return
+						}
+						resp.Release()
+					}
+					errs <- nil
+				}()
+			}
+			for range workers {
+				if err := <-errs; err != nil {
+					t.Fatal(err)
+				}
+			}
+		})
+	}
+}
