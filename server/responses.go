@@ -353,11 +353,7 @@ func (b *responsesWriter) toChat(body []byte) ([]byte, *apiError) {
 	if len(msgs) == 0 {
 		return nil, badRequest("input", "invalid_value", "'input' has no messages the gateway can send.")
 	}
-	raw, err := json.Marshal(msgs)
-	if err != nil {
-		return nil, badRequest("input", "invalid_value", "'input' could not be turned into chat messages: "+err.Error())
-	}
-	out["messages"] = raw
+	out["messages"] = appendChatMessages(make([]byte, 0, len(in)+256), msgs)
 	b.msgs = msgs
 	if v, ok := top["max_output_tokens"]; ok && !isNullOr(v) {
 		out["max_tokens"] = v
@@ -663,9 +659,53 @@ func mergeLeadingSystem(msgs []chatMessage) []chatMessage {
 	return append(msgs[:1], msgs[n:]...)
 }
 
-func quote(s string) json.RawMessage {
-	q, _ := json.Marshal(s)
-	return q
+// quote is s as a JSON string, as json.Marshal writes it.
+func quote(s string) json.RawMessage { return jsonx.AppendString(nil, s, true) }
+
+// appendChatMessages appends msgs as json.Marshal wrote them (FuzzResponsesToChatMatchesOld):
+// strings HTML-escaped, and a message's content, raw JSON (the client's string, or text or
+// parts the bridge wrote), compacted and escaped as encoding/json writes a json.RawMessage
+// (jsonx.AppendCompact). Marshalled, every content was scanned twice (its validation, then the
+// compaction) byte by byte, and a function_call_output's is most of an agent's body. Each content
+// is valid JSON: the client's came from a body checked whole, the others the bridge wrote.
+func appendChatMessages(dst []byte, msgs []chatMessage) []byte {
+	dst = append(dst, '[')
+	for i := range msgs {
+		m := &msgs[i]
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = jsonx.AppendString(append(dst, `{"role":`...), m.Role, true)
+		dst = append(dst, `,"content":`...)
+		if m.Content == nil {
+			dst = append(dst, "null"...)
+		} else {
+			dst = jsonx.AppendCompact(dst, m.Content, true)
+		}
+		if len(m.ToolCalls) > 0 {
+			dst = append(dst, `,"tool_calls":[`...)
+			for j := range m.ToolCalls {
+				tc := &m.ToolCalls[j]
+				if j > 0 {
+					dst = append(dst, ',')
+				}
+				dst = jsonx.AppendString(append(dst, `{"id":`...), tc.ID, true)
+				dst = jsonx.AppendString(append(dst, `,"type":`...), tc.Type, true)
+				dst = jsonx.AppendString(append(dst, `,"function":{"name":`...), tc.Function.Name, true)
+				dst = jsonx.AppendString(append(dst, `,"arguments":`...), tc.Function.Arguments, true)
+				dst = append(dst, "}}"...)
+			}
+			dst = append(dst, ']')
+		}
+		if m.ToolCallID != "" {
+			dst = jsonx.AppendString(append(dst, `,"tool_call_id":`...), m.ToolCallID, true)
+		}
+		if m.ReasoningContent != "" {
+			dst = jsonx.AppendString(append(dst, `,"reasoning_content":`...), m.ReasoningContent, true)
+		}
+		dst = append(dst, '}')
+	}
+	return append(dst, ']')
 }
 
 // chatMessage is one message of the chat body the bridge builds. Content is raw: a string, an

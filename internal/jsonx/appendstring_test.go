@@ -58,3 +58,36 @@ func BenchmarkAppendString(b *testing.B) {
 		})
 	}
 }
+
+// FuzzAppendCompactMatchesEncoding holds AppendCompact to encoding/json's bytes for a
+// json.RawMessage holding the same valid JSON, with HTML escaping on (json.Marshal) and off (an
+// Encoder with SetEscapeHTML(false)).
+func FuzzAppendCompactMatchesEncoding(f *testing.F) {
+	for _, s := range []string{`""`, `"plain"`, `null`, ` 5 `, `-0.5e+3`, `[ 1 , true , null ]`,
+		`{ "a" : "b<c>&d" , "e\"<" : [ "\u2028\u003c\\" , { } ] }`, "\"\u2028\u2029 <>& \xe2\x80\"", `"ok \\" <"`,
+		"{\n\t\"k\":\r\n\"v\"}", `"مرحبا & \xff"`, "\"\xe2\"", "\"\xe2\x80\"", `{"a":"0123456789abcdef<0123456789abcdef"}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, src []byte) {
+		if !json.Valid(src) {
+			return
+		}
+		html, err := json.Marshal(json.RawMessage(src))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := AppendCompact([]byte("x"), src, true); !bytes.Equal(got[1:], html) {
+			t.Errorf("html: %q, encoding/json %q", got[1:], html)
+		}
+		var b bytes.Buffer
+		enc := json.NewEncoder(&b)
+		enc.SetEscapeHTML(false)
+		if err := enc.Encode(json.RawMessage(src)); err != nil {
+			t.Fatal(err)
+		}
+		plain := bytes.TrimSuffix(b.Bytes(), []byte("\n"))
+		if got := AppendCompact(nil, src, false); !bytes.Equal(got, plain) {
+			t.Errorf("plain: %q, encoding/json %q", got, plain)
+		}
+	})
+}

@@ -14,6 +14,7 @@ package jsonx
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"unicode/utf8"
 )
@@ -663,4 +664,67 @@ func AppendEscaped(dst []byte, s string, html bool) []byte {
 		i += size
 	}
 	return append(dst, s[start:]...)
+}
+
+// AppendCompact appends src, one valid JSON value, as encoding/json writes a json.RawMessage
+// holding it: white space outside strings dropped and, with html (json.Marshal's default), <, >
+// and & as \u003c, \u003e and \u0026 and U+2028 and U+2029 escaped; nothing else of the value
+// changes (an escape stays as it was written). A writer that appends what it used to marshal
+// copies a raw value so (the Responses bridge's chat body, FuzzAppendCompactMatchesEncoding).
+// src that is not valid JSON gets no error: encoding/json's would refuse it, so check first.
+func AppendCompact(dst, src []byte, html bool) []byte {
+	start := 0
+	for i := 0; i < len(src); i++ {
+		switch c := src[i]; c {
+		case ' ', '\t', '\n', '\r':
+			dst = append(dst, src[start:i]...)
+			start = i + 1
+		case '"':
+			// Within a string: only an escape, its end and what html escapes matter. Eight bytes at
+			// a time while none of them is a quote, a backslash, <, >, & or the lead of U+2028's
+			// three bytes (0xE2), which a text is nearly all of.
+			for i++; i < len(src); i++ {
+				for i+8 <= len(src) && stringMarks(binary.LittleEndian.Uint64(src[i:]), html) == 0 {
+					i += 8
+				}
+				if i == len(src) {
+					break
+				}
+				c := src[i]
+				if c == '\\' {
+					i++
+					continue
+				}
+				if c == '"' {
+					break
+				}
+				if !html {
+					continue
+				}
+				if c == '<' || c == '>' || c == '&' {
+					dst = append(dst, src[start:i]...)
+					dst = append(dst, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xF])
+					start = i + 1
+				} else if c == 0xE2 && i+2 < len(src) && src[i+1] == 0x80 && src[i+2]&^1 == 0xA8 {
+					dst = append(dst, src[start:i]...)
+					dst = append(dst, '\\', 'u', '2', '0', '2', hex[src[i+2]&0xF])
+					i += 2
+					start = i + 1
+				}
+			}
+		}
+	}
+	return append(dst, src[start:]...)
+}
+
+// stringMarks marks (bit 7) the bytes of the word x that AppendCompact stops at within a string:
+// a quote, a backslash and, with html, <, >, & and 0xE2; zero exactly when x holds none.
+func stringMarks(x uint64, html bool) uint64 {
+	q, bs := x^(ones*'"'), x^(ones*'\\')
+	m := (q-ones)&^q | (bs-ones)&^bs
+	if html {
+		e2 := x ^ (ones * 0xE2)
+		m |= (e2-ones)&^e2 | htmlMarks(x)
+	}
+	return m & highs
 }
