@@ -794,12 +794,16 @@ func appendInput(msgs []chatMessage, in json.RawMessage) ([]chatMessage, *apiErr
 	calls := map[string]int{}
 	th := thoughts{at: -1}
 	for i, raw := range items {
-		if e := foldedAt(raw, fmt.Sprintf("input[%d]", i), isItemKey); e != nil {
-			return nil, e
-		}
 		var it inputItem
-		if err := json.Unmarshal(raw, &it); err != nil {
-			return nil, typeErrorAt(err, fmt.Sprintf("input[%d]", i), "an input item object")
+		if !readItem(raw, &it) {
+			at := fmt.Sprintf("input[%d]", i)
+			if e := foldedAt(raw, at, isItemKey); e != nil {
+				return nil, e
+			}
+			it = inputItem{}
+			if err := json.Unmarshal(raw, &it); err != nil {
+				return nil, typeErrorAt(err, at, "an input item object")
+			}
 		}
 		switch it.Type {
 		case "", "message":
@@ -952,25 +956,27 @@ func (t *thoughts) flush(msgs []chatMessage) {
 // (TestResponsesReasoningInputRules). Either field that is not an array of parts of its type is
 // refused naming it, as OpenAI's API refuses it.
 func reasoningOf(it inputItem, i int) (string, *apiError) {
-	content, e := reasoningParts(it.Content, fmt.Sprintf("input[%d].content", i), "reasoning_text", "")
+	content, e := reasoningParts(it.Content, i, "content", "reasoning_text", "")
 	if e != nil {
 		return "", e
 	}
-	if _, e := reasoningParts(it.Summary, fmt.Sprintf("input[%d].summary", i), "summary_text", "\n\n"); e != nil {
+	if _, e := reasoningParts(it.Summary, i, "summary", "summary_text", "\n\n"); e != nil {
 		return "", e
 	}
 	return content, nil
 }
 
-// reasoningParts is the text of v, an array of parts of type kind at at, joined by sep.
-func reasoningParts(v json.RawMessage, at, kind, sep string) (string, *apiError) {
+// reasoningParts is the text of v, an array of parts of type kind at input[i].field, joined by
+// sep.
+func reasoningParts(v json.RawMessage, i int, field, kind, sep string) (string, *apiError) {
 	if len(v) == 0 || isNullOr(v) {
 		return "", nil
 	}
+	at := fmt.Sprintf("input[%d].%s", i, field)
 	if v[0] != '[' {
 		return "", badRequest(at, "invalid_type", fmt.Sprintf("Invalid type for '%s': expected an array of %s parts.", at, kind))
 	}
-	parts, e := partsOf(v, at)
+	parts, e := partsOf(v, i, field)
 	if e != nil {
 		return "", e
 	}
@@ -1117,24 +1123,142 @@ func typeErrorAt(err error, at, want string) *apiError {
 	return badRequest(at, "invalid_type", fmt.Sprintf("Invalid type for '%s': expected %s.", at, want))
 }
 
-// partsOf decodes a content array part by part, so that a part's field of the wrong type is named
-// with its index; v that is not an array is refused naming at.
-func partsOf(v json.RawMessage, at string) ([]inputPart, *apiError) {
-	var raws []json.RawMessage
-	if json.Unmarshal(v, &raws) != nil {
+// partsOf decodes a content array, input[i].field, part by part, so that a part's field of the
+// wrong type is named with its index; v that is not an array is refused naming it. A part is
+// read by walking it (readPart) and, when it has a shape the walk leaves to encoding/json, as
+// before: its case-folded keys refused (foldedAt), then decoded by json.Unmarshal.
+func partsOf(v json.RawMessage, i int, field string) ([]inputPart, *apiError) {
+	if isNullOr(v) {
+		return nil, nil // as json.Unmarshal takes null for a slice
+	}
+	if len(v) == 0 || v[0] != '[' {
+		at := fmt.Sprintf("input[%d].%s", i, field)
 		return nil, badRequest(at, "invalid_type",
 			fmt.Sprintf("Invalid type for '%s': expected a string or an array of content parts.", at))
 	}
-	parts := make([]inputPart, len(raws))
-	for j, raw := range raws {
-		if e := foldedAt(raw, fmt.Sprintf("%s[%d]", at, j), isInputPartKey); e != nil {
+	var parts []inputPart
+	walk := jsonx.Array(v, false)
+	for j := 0; ; j++ {
+		_, raw, more := walk.Next()
+		if !more {
+			return parts, nil
+		}
+		parts = append(parts, inputPart{})
+		if readPart(raw, &parts[j]) {
+			continue
+		}
+		at := fmt.Sprintf("input[%d].%s[%d]", i, field, j)
+		parts[j] = inputPart{}
+		if e := foldedAt(raw, at, isInputPartKey); e != nil {
 			return nil, e
 		}
 		if err := json.Unmarshal(raw, &parts[j]); err != nil {
-			return nil, typeErrorAt(err, fmt.Sprintf("%s[%d]", at, j), "a content part object")
+			return nil, typeErrorAt(err, at, "a content part object")
 		}
 	}
-	return parts, nil
+}
+
+// readItem reads raw, one input item of a body that is valid JSON, into it as json.Unmarshal
+// does, by walking it; false leaves the item to encoding/json and foldedAt, as one that is not
+// an object, has a key that is escaped or not all lower-case ASCII (which encoding/json may take
+// for a field by folding its case, and foldedAt refuses), or a field of the wrong type (whose
+// refusal names it, typeErrorAt). A member twice is read as encoding/json reads it: the last
+// value, null leaving a string as it was and making arguments nil.
+func readItem(raw []byte, it *inputItem) bool {
+	if len(raw) == 0 || raw[0] != '{' {
+		return false
+	}
+	walk := jsonx.Object(raw, false)
+	for {
+		q, v, more := walk.Next()
+		if !more {
+			return walk.Done()
+		}
+		name, plain := jsonx.PlainKey(q)
+		if !plain || mayFold(name) {
+			return false
+		}
+		ok := true
+		switch string(name) {
+		case "type":
+			ok = readString(v, &it.Type)
+		case "role":
+			ok = readString(v, &it.Role)
+		case "call_id":
+			ok = readString(v, &it.CallID)
+		case "name":
+			ok = readString(v, &it.Name)
+		case "arguments":
+			if v[0] == 'n' {
+				it.Arguments = nil
+				continue
+			}
+			var s string
+			ok = v[0] == '"' && readString(v, &s)
+			it.Arguments = &s
+		case "content":
+			it.Content = v
+		case "output":
+			it.Output = v
+		case "summary":
+			it.Summary = v
+		}
+		if !ok {
+			return false
+		}
+	}
+}
+
+// readPart is readItem for one content part (inputPart).
+func readPart(raw []byte, p *inputPart) bool {
+	if len(raw) == 0 || raw[0] != '{' {
+		return false
+	}
+	walk := jsonx.Object(raw, false)
+	for {
+		q, v, more := walk.Next()
+		if !more {
+			return walk.Done()
+		}
+		name, plain := jsonx.PlainKey(q)
+		if !plain || mayFold(name) {
+			return false
+		}
+		var s *string
+		switch string(name) {
+		case "type":
+			s = &p.Type
+		case "text":
+			s = &p.Text
+		case "refusal":
+			s = &p.Refusal
+		case "image_url":
+			s = &p.ImageURL
+		case "detail":
+			s = &p.Detail
+		case "file_id":
+			s = &p.FileID
+		default:
+			continue
+		}
+		if !readString(v, s) {
+			return false
+		}
+	}
+}
+
+// readString reads v, a JSON value, into s as json.Unmarshal reads it into a string: a string is
+// decoded, null leaves s as it was; false for another kind.
+func readString(v []byte, s *string) bool {
+	switch v[0] {
+	case 'n':
+		return true
+	case '"':
+		u, ok := jsonx.Unquote(v)
+		*s = u
+		return ok
+	}
+	return false
 }
 
 // missingCallID refuses a function call or output without its call_id: the model's call id (call_…),
@@ -1167,7 +1291,7 @@ func chatMessageOf(it inputItem, i int) (chatMessage, *apiError) {
 	if it.Content[0] == '"' {
 		return chatMessage{Role: role, Content: it.Content}, nil
 	}
-	parts, e := partsOf(it.Content, fmt.Sprintf("input[%d].content", i))
+	parts, e := partsOf(it.Content, i, "content")
 	if e != nil {
 		return chatMessage{}, e
 	}
@@ -1229,7 +1353,7 @@ func toolOutput(v json.RawMessage, i int) (json.RawMessage, *apiError) {
 	if v[0] == '"' {
 		return v, nil
 	}
-	parts, e := partsOf(v, fmt.Sprintf("input[%d].output", i))
+	parts, e := partsOf(v, i, "output")
 	if e != nil {
 		return nil, e
 	}
