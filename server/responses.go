@@ -291,17 +291,23 @@ var responsesDropped = map[string]bool{
 // toChat builds the chat body for a Responses body and records in b what the answer echoes.
 // Fields it does not know go on to the upstream as they are, as the chat endpoint passes them.
 func (b *responsesWriter) toChat(body []byte) ([]byte, *apiError) {
-	// As the chat endpoint checks its body: what the bridge passes on is re-encoded, and would
-	// otherwise carry a key's invalid UTF-8 as U+FFFD where chat refuses it.
-	if e := checkText(body); e != nil {
-		return nil, e
+	members, top, folds, ok := textMembers(body)
+	if !ok {
+		// As the chat endpoint checks its body: what the bridge passes on is re-encoded, and
+		// would otherwise carry a key's invalid UTF-8 as U+FFFD where chat refuses it.
+		if e := checkText(body); e != nil {
+			return nil, e
+		}
+		var e *apiError
+		if members, top, e = membersOf(body); e != nil {
+			return nil, e
+		}
+		folds = true
 	}
-	members, top, e := membersOf(body)
-	if e != nil {
-		return nil, e
-	}
-	if e := foldedAt(body, "", isResponsesKey); e != nil {
-		return nil, e
+	if folds {
+		if e := foldedAt(body, "", isResponsesKey); e != nil {
+			return nil, e
+		}
 	}
 	for name, why := range responsesRefused {
 		if v, ok := top[name]; ok && !isNullOr(v, "false") {
@@ -332,8 +338,8 @@ func (b *responsesWriter) toChat(body []byte) ([]byte, *apiError) {
 	}
 	var msgs []chatMessage
 	if v, ok := top["instructions"]; ok && !isNullOr(v) {
-		var s string
-		if json.Unmarshal(v, &s) != nil {
+		s, ok := jsonx.Unquote(v) // false for another kind, as json.Unmarshal into a string fails
+		if !ok {
 			return nil, badRequest("instructions", "invalid_type", "Invalid type for 'instructions': expected a string.")
 		}
 		b.echo.Instructions = v
@@ -345,7 +351,7 @@ func (b *responsesWriter) toChat(body []byte) ([]byte, *apiError) {
 	if !ok || isNullOr(in) {
 		return nil, badRequest("input", "missing_required_parameter", "Missing required parameter: 'input'.")
 	}
-	msgs, e = appendInput(msgs, in)
+	msgs, e := appendInput(msgs, in)
 	if e != nil {
 		return nil, e
 	}
@@ -536,6 +542,33 @@ func logprobsAsked(top map[string]json.RawMessage) *apiError {
 type member struct {
 	quoted []byte
 	value  json.RawMessage
+}
+
+// textMembers is membersOf for a body that is a JSON text as jsonx.Text walks one to the depth
+// the chat endpoint takes (maxBodyDepth): valid JSON and UTF-8, no lone surrogate escape. Such a
+// body is one checkText passes and leaves as it is, and one membersOf takes, so one strict walk
+// does the work of the three passes (checkText's, jsonx.Valid's, the members'); ok is false for
+// any other, which goes through them and is refused as before. folds is false when every key is
+// plain lower-case ASCII, which no key of the body's can fold into (foldedAt has nothing to find).
+func textMembers(body []byte) (members []member, top map[string]json.RawMessage, folds, ok bool) {
+	it := jsonx.Text(body, maxBodyDepth)
+	top = make(map[string]json.RawMessage, 16)
+	for {
+		q, v, more := it.Next()
+		if !more {
+			return members, top, folds, it.Done()
+		}
+		var k string
+		if name, plain := jsonx.PlainKey(q); plain && !mayFold(name) {
+			k = string(name)
+		} else if k, ok = jsonx.Unquote(q); !ok {
+			return nil, nil, false, false
+		} else {
+			folds = true
+		}
+		members = append(members, member{quoted: q, value: v})
+		top[k] = v
+	}
 }
 
 // membersOf walks a Responses body once: its members in order and as often as they came (what

@@ -147,7 +147,11 @@ func responsesSeeds() []string {
 		bodies = append(bodies, `{"model":"m",`+in+`,`+rest+`}`, `{"model":"m",`+rest+`,`+in+`}`)
 	}
 	bodies = append(bodies, `{"model":"m"}`, `null`, `[]`, `{"model":"m","input":"x"} x`, `{"model":5,"input":"x"}`, " {\"input\" : \"x\" , \"model\" : \"m\"}\n",
-		`{"model":"m","input":[{"role":"user","content":"\ud800 lone"}]}`, string(agentBody(2)))
+		`{"model":"m","input":[{"role":"user","content":"\ud800 lone"}]}`, string(agentBody(2)),
+		"{\"model\":\"m\",\"input\":\"bad \xff utf-8\"}", "{\"model\":\"m\",\"inp\xffut\":\"x\",\"input\":\"x\"}",
+		`{"model":"m","input":"x","deep":`+strings.Repeat("[", 126)+strings.Repeat("]", 126)+`}`,
+		`{"model":"m","input":"x","deep":`+strings.Repeat("[", 127)+strings.Repeat("]", 127)+`}`,
+		`{"model":"m","input":"x","x":"\ud83d\ude00 \udc00"}`, `{"model":"m","input":"x",}`, `{"model":"m","input":"x"`)
 	return bodies
 }
 
