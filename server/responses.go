@@ -1413,6 +1413,9 @@ func toolOutput(v json.RawMessage, i int) (json.RawMessage, *apiError) {
 // chat's ({type, function: {…}}). Other tool types (web search, file search, …) run on OpenAI's
 // side, which no local model server has.
 func chatTools(v json.RawMessage) (json.RawMessage, *apiError) {
+	if defs, ok := readTools(v); ok {
+		return appendTools(make([]byte, 0, len(v)+16*len(defs)), defs)
+	}
 	var tools []struct {
 		Type        string          `json:"type"`
 		Name        string          `json:"name"`
@@ -1454,6 +1457,115 @@ func chatTools(v json.RawMessage) (json.RawMessage, *apiError) {
 	}
 	raw, _ := json.Marshal(out)
 	return raw, nil
+}
+
+// toolDef is one function tool of a Responses body as chatTools reads it.
+type toolDef struct {
+	typ, name   string
+	description *string
+	parameters  []byte // nil when absent or null
+	strict      *bool
+}
+
+// readTools reads v, the body's tools, by walking it, as chatTools' json.Unmarshal reads them;
+// false leaves them to it, as readItem leaves an item: a tools that is not an array, a tool
+// that is not an object, a key escaped or not all lower-case ASCII, a field of the wrong type.
+func readTools(v []byte) ([]toolDef, bool) {
+	if len(v) == 0 || v[0] != '[' {
+		return nil, false
+	}
+	var defs []toolDef
+	tools := jsonx.Array(v, false)
+	for {
+		_, raw, more := tools.Next()
+		if !more {
+			return defs, tools.Done()
+		}
+		if raw[0] != '{' {
+			return nil, false
+		}
+		var d toolDef
+		walk := jsonx.Object(raw, false)
+		for {
+			q, f, more := walk.Next()
+			if !more {
+				if !walk.Done() {
+					return nil, false
+				}
+				break
+			}
+			name, plain := jsonx.PlainKey(q)
+			if !plain || mayFold(name) {
+				return nil, false
+			}
+			ok := true
+			switch string(name) {
+			case "type":
+				ok = readString(f, &d.typ)
+			case "name":
+				ok = readString(f, &d.name)
+			case "description":
+				if f[0] == 'n' {
+					d.description = nil
+					continue
+				}
+				var s string
+				ok = f[0] == '"' && readString(f, &s)
+				d.description = &s
+			case "parameters":
+				d.parameters = f
+				if isNullOr(f) {
+					d.parameters = nil
+				}
+			case "strict":
+				switch f[0] {
+				case 'n':
+					d.strict = nil
+				case 't', 'f':
+					b := f[0] == 't'
+					d.strict = &b
+				default:
+					ok = false
+				}
+			}
+			if !ok {
+				return nil, false
+			}
+		}
+		defs = append(defs, d)
+	}
+}
+
+// appendTools appends chat's tools for defs as chatTools' json.Marshal wrote them, refusing a
+// tool as it refuses one.
+func appendTools(dst []byte, defs []toolDef) (json.RawMessage, *apiError) {
+	dst = append(dst, '[')
+	for i := range defs {
+		d := &defs[i]
+		if d.typ != "function" {
+			return nil, badRequest(fmt.Sprintf("tools[%d].type", i), "unsupported_value", fmt.Sprintf(
+				"Tools of type '%s' are not supported by the gateway, whose models run only function tools.", echo.String(d.typ)))
+		}
+		if d.name == "" {
+			return nil, badRequest(fmt.Sprintf("tools[%d].name", i), "missing_required_parameter",
+				fmt.Sprintf("Missing required parameter: 'tools[%d].name'.", i))
+		}
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = jsonx.AppendString(append(dst, `{"type":"function","function":{"name":`...), d.name, true)
+		if d.description != nil {
+			dst = jsonx.AppendString(append(dst, `,"description":`...), *d.description, true)
+		}
+		if d.parameters != nil {
+			dst = jsonx.AppendCompact(append(dst, `,"parameters":`...), d.parameters, true)
+		}
+		if d.strict != nil {
+			dst = strconv.AppendBool(append(dst, `,"strict":`...), *d.strict)
+		}
+		dst = append(dst, "}}"...)
+	}
+	return append(dst, ']'), nil
 }
 
 // chatToolChoice turns a Responses tool_choice into chat's: the modes are the same strings, and
