@@ -16,6 +16,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"encoding/json"
+	"math/bits"
 	"unicode/utf8"
 )
 
@@ -675,20 +676,15 @@ func AppendEscaped(dst []byte, s string, html bool) []byte {
 func AppendCompact(dst, src []byte, html bool) []byte {
 	start := 0
 	for i := 0; i < len(src); i++ {
-		switch c := src[i]; c {
+		switch src[i] {
 		case ' ', '\t', '\n', '\r':
 			dst = append(dst, src[start:i]...)
 			start = i + 1
 		case '"':
-			// Within a string: only an escape, its end and what html escapes matter. Eight bytes at
-			// a time while none of them is a quote, a backslash, <, >, & or the lead of U+2028's
-			// three bytes (0xE2), which a text is nearly all of.
-			for i++; i < len(src); i++ {
-				for i+8 <= len(src) && stringMarks(binary.LittleEndian.Uint64(src[i:]), html) == 0 {
-					i += 8
-				}
-				if i == len(src) {
-					break
+			// Within a string only an escape, the closing quote and what html escapes matter.
+			for i++; ; i++ {
+				if i = stringMark(src, i, html); i == len(src) {
+					return append(dst, src[start:]...)
 				}
 				c := src[i]
 				if c == '\\' {
@@ -698,14 +694,11 @@ func AppendCompact(dst, src []byte, html bool) []byte {
 				if c == '"' {
 					break
 				}
-				if !html {
-					continue
-				}
 				if c == '<' || c == '>' || c == '&' {
 					dst = append(dst, src[start:i]...)
 					dst = append(dst, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xF])
 					start = i + 1
-				} else if c == 0xE2 && i+2 < len(src) && src[i+1] == 0x80 && src[i+2]&^1 == 0xA8 {
+				} else if i+2 < len(src) && src[i+1] == 0x80 && src[i+2]&^1 == 0xA8 { // 0xE2: U+2028 or U+2029?
 					dst = append(dst, src[start:i]...)
 					dst = append(dst, '\\', 'u', '2', '0', '2', hex[src[i+2]&0xF])
 					i += 2
@@ -717,14 +710,33 @@ func AppendCompact(dst, src []byte, html bool) []byte {
 	return append(dst, src[start:]...)
 }
 
-// stringMarks marks (bit 7) the bytes of the word x that AppendCompact stops at within a string:
-// a quote, a backslash and, with html, <, >, & and 0xE2; zero exactly when x holds none.
-func stringMarks(x uint64, html bool) uint64 {
-	q, bs := x^(ones*'"'), x^(ones*'\\')
-	m := (q-ones)&^q | (bs-ones)&^bs
-	if html {
-		e2 := x ^ (ones * 0xE2)
-		m |= (e2-ones)&^e2 | htmlMarks(x)
+// stringMark is the index of the first byte at or after s[i] that AppendCompact stops at within
+// a string: a quote, a backslash and, with html, <, >, & and 0xE2 (the lead of U+2028's and
+// U+2029's three bytes); len(s) when there is none. It passes eight bytes at a time: a text is
+// nearly all bytes of none of these. Each mark is exact in the lowest byte it sets (a borrow
+// only runs upward from a byte that matched), so the lowest is the first match.
+func stringMark(s []byte, i int, html bool) int {
+	for ; i+8 <= len(s); i += 8 {
+		x := binary.LittleEndian.Uint64(s[i:])
+		q, bs := x^(ones*'"'), x^(ones*'\\')
+		m := (q-ones)&^q | (bs-ones)&^bs
+		if html {
+			e2 := x ^ (ones * 0xE2)
+			m |= (e2-ones)&^e2 | htmlMarks(x)
+		}
+		if m &= highs; m != 0 {
+			return i + bits.TrailingZeros64(m)>>3
+		}
 	}
-	return m & highs
+	for ; i < len(s); i++ {
+		switch s[i] {
+		case '"', '\\':
+			return i
+		case '<', '>', '&', 0xE2:
+			if html {
+				return i
+			}
+		}
+	}
+	return i
 }
