@@ -334,17 +334,18 @@ func (b *responsesWriter) toChat(body []byte) ([]byte, *apiError) {
 	out := make(map[string]json.RawMessage, 8)
 	if m, ok := top["model"]; ok {
 		out["model"] = m
-		_ = json.Unmarshal(m, &b.model)
+		if s, ok := jsonx.Unquote(m); ok { // as json.Unmarshal into a string: another kind leaves it
+			b.model = s
+		}
 	}
 	var msgs []chatMessage
 	if v, ok := top["instructions"]; ok && !isNullOr(v) {
-		s, ok := jsonx.Unquote(v) // false for another kind, as json.Unmarshal into a string fails
-		if !ok {
+		if v[0] != '"' {
 			return nil, badRequest("instructions", "invalid_type", "Invalid type for 'instructions': expected a string.")
 		}
 		b.echo.Instructions = v
-		if s != "" {
-			msgs = append(msgs, chatMessage{Role: "system", Content: quote(s), item: fromInstructions})
+		if len(v) > 2 { // not "", the only literal of the empty string
+			msgs = append(msgs, chatMessage{Role: "system", Content: textContent(v), item: fromInstructions})
 		}
 	}
 	in, ok := top["input"]
@@ -692,6 +693,18 @@ func mergeLeadingSystem(msgs []chatMessage) []chatMessage {
 	return append(msgs[:1], msgs[n:]...)
 }
 
+// textContent is a message's content for q, the client's literal of its text (valid JSON): q
+// itself when jsonx.Canonical says AppendCompact writes it as json.Marshal writes the text, as a
+// client's text nearly always is; else the text quoted again. Either is written to the chat body
+// as the old quote(text) was.
+func textContent(q []byte) json.RawMessage {
+	if jsonx.Canonical(q) {
+		return q
+	}
+	s, _ := jsonx.Unquote(q)
+	return quote(s)
+}
+
 // quote is s as a JSON string, as json.Marshal writes it.
 func quote(s string) json.RawMessage { return jsonx.AppendString(nil, s, true) }
 
@@ -725,7 +738,11 @@ func appendChatMessages(dst []byte, msgs []chatMessage) []byte {
 				dst = jsonx.AppendString(append(dst, `{"id":`...), tc.ID, true)
 				dst = jsonx.AppendString(append(dst, `,"type":`...), tc.Type, true)
 				dst = jsonx.AppendString(append(dst, `,"function":{"name":`...), tc.Function.Name, true)
-				dst = jsonx.AppendString(append(dst, `,"arguments":`...), tc.Function.Arguments, true)
+				if tc.args != nil {
+					dst = jsonx.AppendCompact(append(dst, `,"arguments":`...), tc.args, true)
+				} else {
+					dst = jsonx.AppendString(append(dst, `,"arguments":`...), tc.Function.Arguments, true)
+				}
 				dst = append(dst, "}}"...)
 			}
 			dst = append(dst, ']')
@@ -771,6 +788,9 @@ type chatToolCall struct {
 		Arguments string `json:"arguments"`
 	} `json:"function"`
 	item int // the function_call item it came from (clientTerms); not sent
+	// args is the client's literal of Function.Arguments, which is then unset, to be written as
+	// it came (inputItem.args).
+	args []byte
 }
 
 // inputItem is one element of a Responses input array: a message ({role, content}, with or
@@ -784,6 +804,9 @@ type inputItem struct {
 	Arguments *string         `json:"arguments"` // nil when absent or null: refused, as OpenAI's API does
 	Output    json.RawMessage `json:"output"`
 	Summary   json.RawMessage `json:"summary"` // a reasoning item's
+	// args is the arguments' literal, instead of Arguments, when readItem read it and
+	// jsonx.Canonical says it is written as it came (textContent); not decoded.
+	args []byte
 }
 
 // inputPart is one part of a message's content.
@@ -794,6 +817,9 @@ type inputPart struct {
 	ImageURL string `json:"image_url"`
 	Detail   string `json:"detail"`
 	FileID   string `json:"file_id"`
+	// text and refusal are the literals Text and Refusal were read from (readPart), for
+	// textContent; nil when encoding/json read the part.
+	text, refusal []byte
 }
 
 // appendInput appends the chat messages for a Responses input: a string is one user message; an
@@ -862,7 +888,7 @@ func appendInput(msgs []chatMessage, in json.RawMessage) ([]chatMessage, *apiErr
 			if it.Name == "" {
 				return nil, missingItemField(i, "name")
 			}
-			if it.Arguments == nil {
+			if it.Arguments == nil && it.args == nil {
 				return nil, missingItemField(i, "arguments")
 			}
 			if at, ok := calls[it.CallID]; ok && at >= 0 {
@@ -878,7 +904,10 @@ func appendInput(msgs []chatMessage, in json.RawMessage) ([]chatMessage, *apiErr
 			calls[it.CallID] = i
 			tc := chatToolCall{item: i}
 			tc.ID, tc.Type = it.CallID, "function"
-			tc.Function.Name, tc.Function.Arguments = it.Name, *it.Arguments
+			tc.Function.Name, tc.args = it.Name, it.args
+			if it.args == nil {
+				tc.Function.Arguments = *it.Arguments
+			}
 			if n := len(msgs); n > 0 && msgs[n-1].Role == "assistant" {
 				msgs[n-1].ToolCalls = append(msgs[n-1].ToolCalls, tc)
 			} else {
@@ -1214,21 +1243,24 @@ func readItem(raw []byte, it *inputItem) bool {
 		ok := true
 		switch string(name) {
 		case "type":
-			ok = readString(v, &it.Type)
+			ok = readName(v, &it.Type)
 		case "role":
-			ok = readString(v, &it.Role)
+			ok = readName(v, &it.Role)
 		case "call_id":
 			ok = readString(v, &it.CallID)
 		case "name":
 			ok = readString(v, &it.Name)
 		case "arguments":
-			if v[0] == 'n' {
-				it.Arguments = nil
-				continue
+			it.Arguments, it.args = nil, nil
+			switch {
+			case v[0] == 'n':
+			case jsonx.Canonical(v):
+				it.args = v
+			default:
+				var s string
+				ok = v[0] == '"' && readString(v, &s)
+				it.Arguments = &s
 			}
-			var s string
-			ok = v[0] == '"' && readString(v, &s)
-			it.Arguments = &s
 		case "content":
 			it.Content = v
 		case "output":
@@ -1260,11 +1292,20 @@ func readPart(raw []byte, p *inputPart) bool {
 		var s *string
 		switch string(name) {
 		case "type":
-			s = &p.Type
+			if readName(v, &p.Type) {
+				continue
+			}
+			return false
 		case "text":
 			s = &p.Text
+			if v[0] == '"' {
+				p.text = v
+			}
 		case "refusal":
 			s = &p.Refusal
+			if v[0] == '"' {
+				p.refusal = v
+			}
 		case "image_url":
 			s = &p.ImageURL
 		case "detail":
@@ -1278,6 +1319,38 @@ func readPart(raw []byte, p *inputPart) bool {
 			return false
 		}
 	}
+}
+
+// readName is readString for a type or a role: one of those the bridge knows is its constant
+// rather than a copy out of the body, which every item and part would allocate.
+func readName(v []byte, s *string) bool {
+	switch string(v) {
+	case `"message"`:
+		*s = "message"
+	case `"function_call"`:
+		*s = "function_call"
+	case `"function_call_output"`:
+		*s = "function_call_output"
+	case `"reasoning"`:
+		*s = "reasoning"
+	case `"user"`:
+		*s = "user"
+	case `"assistant"`:
+		*s = "assistant"
+	case `"system"`:
+		*s = "system"
+	case `"developer"`:
+		*s = "developer"
+	case `"input_text"`:
+		*s = "input_text"
+	case `"output_text"`:
+		*s = "output_text"
+	case `"function"`:
+		*s = "function"
+	default:
+		return readString(v, s)
+	}
+	return true
 }
 
 // readString reads v, a JSON value, into s as json.Unmarshal reads it into a string: a string is
@@ -1338,15 +1411,18 @@ func chatMessageOf(it inputItem, i int) (chatMessage, *apiError) {
 	}
 	var out []chatPart
 	var joined strings.Builder // not +=, which is quadratic in the parts (TestResponsesInputLinear)
+	var lit []byte             // the last text's literal, when readPart read it
 	images := false
 	for j, p := range parts {
 		switch p.Type {
 		case "input_text", "output_text", "text":
 			out = append(out, chatPart{Type: "text", Text: p.Text})
 			joined.WriteString(p.Text)
+			lit = p.text
 		case "refusal":
 			out = append(out, chatPart{Type: "text", Text: p.Refusal})
 			joined.WriteString(p.Refusal)
+			lit = p.refusal
 		case "input_image":
 			if p.ImageURL == "" {
 				return chatMessage{}, badRequest(fmt.Sprintf("input[%d].content[%d].image_url", i, j), "unsupported_value",
@@ -1366,7 +1442,10 @@ func chatMessageOf(it inputItem, i int) (chatMessage, *apiError) {
 	}
 	if !images && (role != "user" || len(out) <= 1) {
 		// One text, or an assistant's or system message's texts: a string, which every chat
-		// template takes.
+		// template takes; one text's as the client wrote it where that is the same.
+		if len(parts) == 1 && lit != nil {
+			return chatMessage{Role: role, Content: textContent(lit)}, nil
+		}
 		return chatMessage{Role: role, Content: quote(joined.String())}, nil
 	}
 	raw, _ := json.Marshal(out)
@@ -1501,7 +1580,7 @@ func readTools(v []byte) ([]toolDef, bool) {
 			ok := true
 			switch string(name) {
 			case "type":
-				ok = readString(f, &d.typ)
+				ok = readName(f, &d.typ)
 			case "name":
 				ok = readString(f, &d.name)
 			case "description":
