@@ -817,9 +817,18 @@ type inputPart struct {
 	ImageURL string `json:"image_url"`
 	Detail   string `json:"detail"`
 	FileID   string `json:"file_id"`
-	// text and refusal are the literals Text and Refusal were read from (readPart), for
-	// textContent; nil when encoding/json read the part.
+	// text is the literal of the text when readPart read the part, which then leaves Text unset
+	// (textOf); refusal the literal Refusal was read from. nil when encoding/json read the part.
 	text, refusal []byte
+}
+
+// textOf is the part's text.
+func (p *inputPart) textOf() string {
+	if p.text != nil {
+		s, _ := jsonx.Unquote(p.text)
+		return s
+	}
+	return p.Text
 }
 
 // appendInput appends the chat messages for a Responses input: a string is one user message; an
@@ -1048,13 +1057,14 @@ func reasoningParts(v json.RawMessage, i int, field, kind, sep string) (string, 
 			return "", badRequest(fmt.Sprintf("%s[%d].type", at, j), "invalid_value",
 				fmt.Sprintf("Invalid value for '%s[%d].type': '%s' (expected \"%s\").", at, j, echo.String(p.Type), kind))
 		}
-		if p.Text == "" {
+		text := p.textOf()
+		if text == "" {
 			continue
 		}
 		if s.Len() > 0 {
 			s.WriteString(sep)
 		}
-		s.WriteString(p.Text)
+		s.WriteString(text)
 	}
 	return s.String(), nil
 }
@@ -1297,10 +1307,11 @@ func readPart(raw []byte, p *inputPart) bool {
 			}
 			return false
 		case "text":
-			s = &p.Text
 			if v[0] == '"' {
-				p.text = v
+				p.text = v // decoded when it is needed (textOf): a message's one text seldom is
+				continue
 			}
+			s = &p.Text
 		case "refusal":
 			s = &p.Refusal
 			if v[0] == '"' {
@@ -1401,6 +1412,20 @@ func chatMessageOf(it inputItem, i int) (chatMessage, *apiError) {
 	if e != nil {
 		return chatMessage{}, e
 	}
+	if len(parts) == 1 {
+		// One text: the client's literal where it is written as the old quote(text) wrote it
+		// (textContent), not decoded.
+		var lit []byte
+		switch p := &parts[0]; p.Type {
+		case "input_text", "output_text", "text":
+			lit = p.text
+		case "refusal":
+			lit = p.refusal
+		}
+		if lit != nil && jsonx.Canonical(lit) {
+			return chatMessage{Role: role, Content: lit}, nil
+		}
+	}
 	type chatPart struct {
 		Type     string `json:"type"`
 		Text     string `json:"text,omitempty"`
@@ -1411,18 +1436,16 @@ func chatMessageOf(it inputItem, i int) (chatMessage, *apiError) {
 	}
 	var out []chatPart
 	var joined strings.Builder // not +=, which is quadratic in the parts (TestResponsesInputLinear)
-	var lit []byte             // the last text's literal, when readPart read it
 	images := false
 	for j, p := range parts {
 		switch p.Type {
 		case "input_text", "output_text", "text":
-			out = append(out, chatPart{Type: "text", Text: p.Text})
-			joined.WriteString(p.Text)
-			lit = p.text
+			text := p.textOf()
+			out = append(out, chatPart{Type: "text", Text: text})
+			joined.WriteString(text)
 		case "refusal":
 			out = append(out, chatPart{Type: "text", Text: p.Refusal})
 			joined.WriteString(p.Refusal)
-			lit = p.refusal
 		case "input_image":
 			if p.ImageURL == "" {
 				return chatMessage{}, badRequest(fmt.Sprintf("input[%d].content[%d].image_url", i, j), "unsupported_value",
@@ -1442,10 +1465,7 @@ func chatMessageOf(it inputItem, i int) (chatMessage, *apiError) {
 	}
 	if !images && (role != "user" || len(out) <= 1) {
 		// One text, or an assistant's or system message's texts: a string, which every chat
-		// template takes; one text's as the client wrote it where that is the same.
-		if len(parts) == 1 && lit != nil {
-			return chatMessage{Role: role, Content: textContent(lit)}, nil
-		}
+		// template takes.
 		return chatMessage{Role: role, Content: quote(joined.String())}, nil
 	}
 	raw, _ := json.Marshal(out)
@@ -1473,7 +1493,7 @@ func toolOutput(v json.RawMessage, i int) (json.RawMessage, *apiError) {
 	for j, p := range parts {
 		switch p.Type {
 		case "input_text", "output_text", "text":
-			s.WriteString(p.Text)
+			s.WriteString(p.textOf())
 		case "input_image":
 			return nil, badRequest(fmt.Sprintf("input[%d].output[%d]", i, j), "unsupported_value",
 				"An input_image in a function_call_output is not supported by the gateway, which bridges Responses onto chat completions, whose tool messages take text only: send the tool's text as the output, and the image as an input_image in a user message after it.")
