@@ -652,12 +652,13 @@ func (b *responsesWriter) readStream(v json.RawMessage, out map[string]json.RawM
 
 // isNullOr reports whether v is JSON null or one of the literal values also.
 func isNullOr(v json.RawMessage, also ...string) bool {
-	s := string(v)
-	if s == "null" {
+	// string(v) in each comparison, which copies nothing; held in a variable it was a copy of v,
+	// an agent's whole input among others.
+	if string(v) == "null" {
 		return true
 	}
 	for _, a := range also {
-		if s == a {
+		if string(v) == a {
 			return true
 		}
 	}
