@@ -360,7 +360,7 @@ func (b *responsesWriter) toChat(body []byte) ([]byte, *apiError) {
 	if len(msgs) == 0 {
 		return nil, badRequest("input", "invalid_value", "'input' has no messages the gateway can send.")
 	}
-	out["messages"] = appendChatMessages(make([]byte, 0, len(in)+256), msgs)
+	out["messages"] = nil // msgs, which chatBody writes
 	b.msgs = msgs
 	if v, ok := top["max_output_tokens"]; ok && !isNullOr(v) {
 		out["max_tokens"] = v
@@ -423,7 +423,7 @@ func (b *responsesWriter) toChat(body []byte) ([]byte, *apiError) {
 		// Not sent on (unsupportedLeft), but echoed as OpenAI echoes it (TestResponsesEchoMaxToolCalls).
 		b.echo.MaxToolCalls = v
 	}
-	return chatBody(members, out), nil
+	return chatBody(members, out, msgs, len(in)), nil
 }
 
 // unsupportedLeft refuses what a chat upstream cannot do of n, truncation and max_tool_calls,
@@ -609,27 +609,56 @@ func membersOf(body []byte) ([]member, map[string]json.RawMessage, *apiError) {
 // chat decoder reads it as it would on the chat endpoint: there a body that says
 // "x-hayula-privacy": "strict" anywhere is strict, and a map keeping the last value let a second
 // "default" undo it and reach a public target (TestResponsesPrivacyAnyStrictCounts).
-func chatBody(members []member, built map[string]json.RawMessage) []byte {
-	chat := make([]byte, 0, 512)
+// built's messages (nil there) are msgs, written straight into the body (appendChatMessages)
+// rather than into a buffer of their own first, which the body then copied: they are most of it,
+// about the size of input, the client's member of size inputSize (more where the bridge escapes
+// what the client did not).
+func chatBody(members []member, built map[string]json.RawMessage, msgs []chatMessage, inputSize int) []byte {
+	size := 2 + inputSize + inputSize/8
+	for _, m := range members {
+		size += len(m.quoted) + len(m.value) + 2
+	}
+	for k, v := range built {
+		size += len(k) + len(v) + 4
+	}
+	chat := make([]byte, 0, size)
 	chat = append(chat, '{')
-	add := func(k []byte, v json.RawMessage) {
+	for _, m := range members {
+		var skip bool
+		if name, plain := jsonx.PlainKey(m.quoted); plain {
+			skip = passedOver(string(name), built) // no copy of the name for the lookups
+		} else {
+			k, _ := jsonx.Unquote(m.quoted)
+			skip = passedOver(k, built)
+		}
+		if skip {
+			continue
+		}
 		if len(chat) > 1 {
 			chat = append(chat, ',')
 		}
-		chat = append(append(append(chat, k...), ':'), v...)
-	}
-	for _, m := range members {
-		k, _ := jsonx.Unquote(m.quoted)
-		_, refused := responsesRefused[k]
-		if _, ok := built[k]; ok || refused || responsesDropped[k] {
-			continue
-		}
-		add(m.quoted, m.value)
+		chat = append(append(append(chat, m.quoted...), ':'), m.value...)
 	}
 	for _, k := range slices.Sorted(maps.Keys(built)) {
-		add(quote(k), built[k])
+		if len(chat) > 1 {
+			chat = append(chat, ',')
+		}
+		chat = append(jsonx.AppendString(chat, k, true), ':')
+		if k == "messages" {
+			chat = appendChatMessages(chat, msgs)
+		} else {
+			chat = append(chat, built[k]...)
+		}
 	}
 	return append(chat, '}')
+}
+
+// passedOver reports whether chatBody leaves out the client's member k: one the bridge builds
+// itself (built), refuses or drops.
+func passedOver(k string, built map[string]json.RawMessage) bool {
+	_, refused := responsesRefused[k]
+	_, ok := built[k]
+	return ok || refused || responsesDropped[k]
 }
 
 // readStream takes "stream". The chat body gets no stream_options: the usage response.completed
