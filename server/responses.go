@@ -275,6 +275,29 @@ var responsesRefused = map[string]string{
 	"prompt":               "the gateway has no stored prompts: send the prompt's text in 'instructions' and 'input'.",
 }
 
+// refusedField refuses the first of the body's members, in the body's order, that needs state the
+// gateway does not keep (responsesRefused), as its last value says (top's): null and false ask
+// for nothing. A body with several is refused naming the first, every time; ranging over the map
+// named one at random (TestResponsesRefusedFieldsInOrder).
+func refusedField(members []member, top map[string]json.RawMessage) *apiError {
+	for _, m := range members {
+		var name string
+		if n, plain := jsonx.PlainKey(m.quoted); plain {
+			if _, ok := responsesRefused[string(n)]; !ok {
+				continue // no copy of the name for the common member
+			}
+			name = string(n)
+		} else {
+			name, _ = jsonx.Unquote(m.quoted)
+		}
+		why, ok := responsesRefused[name]
+		if ok && !isNullOr(top[name], "false") {
+			return badRequest(name, "unsupported_parameter", fmt.Sprintf("'%s' is not supported: %s", name, why))
+		}
+	}
+	return nil
+}
+
 // responsesDropped are Responses fields with no chat counterpart that change nothing a local model
 // does, or that only a stateful server honours, and those toChat builds chat's own from
 // (reasoning's effort is chat's reasoning_effort); they are read and not sent on as they are.
@@ -309,10 +332,8 @@ func (b *responsesWriter) toChat(body []byte) ([]byte, *apiError) {
 			return nil, e
 		}
 	}
-	for name, why := range responsesRefused {
-		if v, ok := top[name]; ok && !isNullOr(v, "false") {
-			return nil, badRequest(name, "unsupported_parameter", fmt.Sprintf("'%s' is not supported: %s", name, why))
-		}
+	if e := refusedField(members, top); e != nil {
+		return nil, e
 	}
 	if e := droppedKinds(top); e != nil {
 		return nil, e

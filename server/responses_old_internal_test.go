@@ -49,10 +49,11 @@ func oldToChat(b *responsesWriter, body []byte) ([]byte, *apiError) {
 	if e := foldedAt(body, "", isResponsesKey); e != nil {
 		return nil, e
 	}
-	for name, why := range responsesRefused {
-		if v, ok := top[name]; ok && !isNullOr(v, "false") {
-			return nil, badRequest(name, "unsupported_parameter", fmt.Sprintf("'%s' is not supported: %s", name, why))
-		}
+	// The one change to the old translation: the first refused field in the body's order, as
+	// toChat refuses it, where ranging over responsesRefused picked one at random
+	// (TestResponsesRefusedFieldsInOrder).
+	if e := refusedField(members, top); e != nil {
+		return nil, e
 	}
 	if e := oldDroppedKinds(top); e != nil {
 		return nil, e
