@@ -275,6 +275,29 @@ var responsesRefused = map[string]string{
 	"prompt":               "the gateway has no stored prompts: send the prompt's text in 'instructions' and 'input'.",
 }
 
+// refusedField refuses the first of the body's members, in the body's order, that needs state the
+// gateway does not keep (responsesRefused), as its last value says (top's): null and false ask
+// for nothing. A body with several is refused naming the first, every time; ranging over the map
+// named one at random (TestResponsesRefusedFieldsInOrder).
+func refusedField(members []member, top map[string]json.RawMessage) *apiError {
+	for _, m := range members {
+		var name string
+		if n, plain := jsonx.PlainKey(m.quoted); plain {
+			if _, ok := responsesRefused[string(n)]; !ok {
+				continue // no copy of the name for the common member
+			}
+			name = string(n)
+		} else {
+			name, _ = jsonx.Unquote(m.quoted)
+		}
+		why, ok := responsesRefused[name]
+		if ok && !isNullOr(top[name], "false") {
+			return badRequest(name, "unsupported_parameter", fmt.Sprintf("'%s' is not supported: %s", name, why))
+		}
+	}
+	return nil
+}
+
 // responsesDropped are Responses fields with no chat counterpart that change nothing a local model
 // does, or that only a stateful server honours, and those toChat builds chat's own from
 // (reasoning's effort is chat's reasoning_effort); they are read and not sent on as they are.
@@ -291,22 +314,26 @@ var responsesDropped = map[string]bool{
 // toChat builds the chat body for a Responses body and records in b what the answer echoes.
 // Fields it does not know go on to the upstream as they are, as the chat endpoint passes them.
 func (b *responsesWriter) toChat(body []byte) ([]byte, *apiError) {
-	// As the chat endpoint checks its body: what the bridge passes on is re-encoded, and would
-	// otherwise carry a key's invalid UTF-8 as U+FFFD where chat refuses it.
-	if e := checkText(body); e != nil {
-		return nil, e
-	}
-	members, top, e := membersOf(body)
-	if e != nil {
-		return nil, e
-	}
-	if e := foldedAt(body, "", isResponsesKey); e != nil {
-		return nil, e
-	}
-	for name, why := range responsesRefused {
-		if v, ok := top[name]; ok && !isNullOr(v, "false") {
-			return nil, badRequest(name, "unsupported_parameter", fmt.Sprintf("'%s' is not supported: %s", name, why))
+	members, top, folds, ok := textMembers(body)
+	if !ok {
+		// As the chat endpoint checks its body: what the bridge passes on is re-encoded, and
+		// would otherwise carry a key's invalid UTF-8 as U+FFFD where chat refuses it.
+		if e := checkText(body); e != nil {
+			return nil, e
 		}
+		var e *apiError
+		if members, top, e = membersOf(body); e != nil {
+			return nil, e
+		}
+		folds = true
+	}
+	if folds {
+		if e := foldedAt(body, "", isResponsesKey); e != nil {
+			return nil, e
+		}
+	}
+	if e := refusedField(members, top); e != nil {
+		return nil, e
 	}
 	if e := droppedKinds(top); e != nil {
 		return nil, e
@@ -328,24 +355,25 @@ func (b *responsesWriter) toChat(body []byte) ([]byte, *apiError) {
 	out := make(map[string]json.RawMessage, 8)
 	if m, ok := top["model"]; ok {
 		out["model"] = m
-		_ = json.Unmarshal(m, &b.model)
+		if s, ok := jsonx.Unquote(m); ok { // as json.Unmarshal into a string: another kind leaves it
+			b.model = s
+		}
 	}
 	var msgs []chatMessage
 	if v, ok := top["instructions"]; ok && !isNullOr(v) {
-		var s string
-		if json.Unmarshal(v, &s) != nil {
+		if v[0] != '"' {
 			return nil, badRequest("instructions", "invalid_type", "Invalid type for 'instructions': expected a string.")
 		}
 		b.echo.Instructions = v
-		if s != "" {
-			msgs = append(msgs, chatMessage{Role: "system", Content: quote(s), item: fromInstructions})
+		if len(v) > 2 { // not "", the only literal of the empty string
+			msgs = append(msgs, chatMessage{Role: "system", Content: textContent(v), item: fromInstructions})
 		}
 	}
 	in, ok := top["input"]
 	if !ok || isNullOr(in) {
 		return nil, badRequest("input", "missing_required_parameter", "Missing required parameter: 'input'.")
 	}
-	msgs, e = appendInput(msgs, in)
+	msgs, e := appendInput(msgs, in)
 	if e != nil {
 		return nil, e
 	}
@@ -353,11 +381,7 @@ func (b *responsesWriter) toChat(body []byte) ([]byte, *apiError) {
 	if len(msgs) == 0 {
 		return nil, badRequest("input", "invalid_value", "'input' has no messages the gateway can send.")
 	}
-	raw, err := json.Marshal(msgs)
-	if err != nil {
-		return nil, badRequest("input", "invalid_value", "'input' could not be turned into chat messages: "+err.Error())
-	}
-	out["messages"] = raw
+	out["messages"] = nil // msgs, which chatBody writes
 	b.msgs = msgs
 	if v, ok := top["max_output_tokens"]; ok && !isNullOr(v) {
 		out["max_tokens"] = v
@@ -420,7 +444,7 @@ func (b *responsesWriter) toChat(body []byte) ([]byte, *apiError) {
 		// Not sent on (unsupportedLeft), but echoed as OpenAI echoes it (TestResponsesEchoMaxToolCalls).
 		b.echo.MaxToolCalls = v
 	}
-	return chatBody(members, out), nil
+	return chatBody(members, out, msgs, len(in)), nil
 }
 
 // unsupportedLeft refuses what a chat upstream cannot do of n, truncation and max_tool_calls,
@@ -542,6 +566,33 @@ type member struct {
 	value  json.RawMessage
 }
 
+// textMembers is membersOf for a body that is a JSON text as jsonx.Text walks one to the depth
+// the chat endpoint takes (maxBodyDepth): valid JSON and UTF-8, no lone surrogate escape. Such a
+// body is one checkText passes and leaves as it is, and one membersOf takes, so one strict walk
+// does the work of the three passes (checkText's, jsonx.Valid's, the members'); ok is false for
+// any other, which goes through them and is refused as before. folds is false when every key is
+// plain lower-case ASCII, which no key of the body's can fold into (foldedAt has nothing to find).
+func textMembers(body []byte) (members []member, top map[string]json.RawMessage, folds, ok bool) {
+	it := jsonx.Text(body, maxBodyDepth)
+	top = make(map[string]json.RawMessage, 16)
+	for {
+		q, v, more := it.Next()
+		if !more {
+			return members, top, folds, it.Done()
+		}
+		var k string
+		if name, plain := jsonx.PlainKey(q); plain && !mayFold(name) {
+			k = string(name)
+		} else if k, ok = jsonx.Unquote(q); !ok {
+			return nil, nil, false, false
+		} else {
+			folds = true
+		}
+		members = append(members, member{quoted: q, value: v})
+		top[k] = v
+	}
+}
+
 // membersOf walks a Responses body once: its members in order and as often as they came (what
 // chatBody passes on), and by name the last of each, as encoding/json reads an object (what
 // toChat decides on). A body that is not a JSON object is refused as encoding/json words it.
@@ -579,27 +630,56 @@ func membersOf(body []byte) ([]member, map[string]json.RawMessage, *apiError) {
 // chat decoder reads it as it would on the chat endpoint: there a body that says
 // "x-hayula-privacy": "strict" anywhere is strict, and a map keeping the last value let a second
 // "default" undo it and reach a public target (TestResponsesPrivacyAnyStrictCounts).
-func chatBody(members []member, built map[string]json.RawMessage) []byte {
-	chat := make([]byte, 0, 512)
+// built's messages (nil there) are msgs, written straight into the body (appendChatMessages)
+// rather than into a buffer of their own first, which the body then copied: they are most of it,
+// about the size of input, the client's member of size inputSize (more where the bridge escapes
+// what the client did not).
+func chatBody(members []member, built map[string]json.RawMessage, msgs []chatMessage, inputSize int) []byte {
+	size := 2 + inputSize + inputSize/8
+	for _, m := range members {
+		size += len(m.quoted) + len(m.value) + 2
+	}
+	for k, v := range built {
+		size += len(k) + len(v) + 4
+	}
+	chat := make([]byte, 0, size)
 	chat = append(chat, '{')
-	add := func(k []byte, v json.RawMessage) {
+	for _, m := range members {
+		var skip bool
+		if name, plain := jsonx.PlainKey(m.quoted); plain {
+			skip = passedOver(string(name), built) // no copy of the name for the lookups
+		} else {
+			k, _ := jsonx.Unquote(m.quoted)
+			skip = passedOver(k, built)
+		}
+		if skip {
+			continue
+		}
 		if len(chat) > 1 {
 			chat = append(chat, ',')
 		}
-		chat = append(append(append(chat, k...), ':'), v...)
-	}
-	for _, m := range members {
-		k, _ := jsonx.Unquote(m.quoted)
-		_, refused := responsesRefused[k]
-		if _, ok := built[k]; ok || refused || responsesDropped[k] {
-			continue
-		}
-		add(m.quoted, m.value)
+		chat = append(append(append(chat, m.quoted...), ':'), m.value...)
 	}
 	for _, k := range slices.Sorted(maps.Keys(built)) {
-		add(quote(k), built[k])
+		if len(chat) > 1 {
+			chat = append(chat, ',')
+		}
+		chat = append(jsonx.AppendString(chat, k, true), ':')
+		if k == "messages" {
+			chat = appendChatMessages(chat, msgs)
+		} else {
+			chat = append(chat, built[k]...)
+		}
 	}
 	return append(chat, '}')
+}
+
+// passedOver reports whether chatBody leaves out the client's member k: one the bridge builds
+// itself (built), refuses or drops.
+func passedOver(k string, built map[string]json.RawMessage) bool {
+	_, refused := responsesRefused[k]
+	_, ok := built[k]
+	return ok || refused || responsesDropped[k]
 }
 
 // readStream takes "stream". The chat body gets no stream_options: the usage response.completed
@@ -622,12 +702,13 @@ func (b *responsesWriter) readStream(v json.RawMessage, out map[string]json.RawM
 
 // isNullOr reports whether v is JSON null or one of the literal values also.
 func isNullOr(v json.RawMessage, also ...string) bool {
-	s := string(v)
-	if s == "null" {
+	// string(v) in each comparison, which copies nothing; held in a variable it was a copy of v,
+	// an agent's whole input among others.
+	if string(v) == "null" {
 		return true
 	}
 	for _, a := range also {
-		if s == a {
+		if string(v) == a {
 			return true
 		}
 	}
@@ -663,9 +744,69 @@ func mergeLeadingSystem(msgs []chatMessage) []chatMessage {
 	return append(msgs[:1], msgs[n:]...)
 }
 
-func quote(s string) json.RawMessage {
-	q, _ := json.Marshal(s)
-	return q
+// textContent is a message's content for q, the client's literal of its text (valid JSON): q
+// itself when jsonx.Canonical says AppendCompact writes it as json.Marshal writes the text, as a
+// client's text nearly always is; else the text quoted again. Either is written to the chat body
+// as the old quote(text) was.
+func textContent(q []byte) json.RawMessage {
+	if jsonx.Canonical(q) {
+		return q
+	}
+	s, _ := jsonx.Unquote(q)
+	return quote(s)
+}
+
+// quote is s as a JSON string, as json.Marshal writes it.
+func quote(s string) json.RawMessage { return jsonx.AppendString(nil, s, true) }
+
+// appendChatMessages appends msgs as json.Marshal wrote them (FuzzResponsesToChatMatchesOld):
+// strings HTML-escaped, and a message's content, raw JSON (the client's string, or text or
+// parts the bridge wrote), compacted and escaped as encoding/json writes a json.RawMessage
+// (jsonx.AppendCompact). Marshalled, every content was scanned twice (its validation, then the
+// compaction) byte by byte, and a function_call_output's is most of an agent's body. Each content
+// is valid JSON: the client's came from a body checked whole, the others the bridge wrote.
+func appendChatMessages(dst []byte, msgs []chatMessage) []byte {
+	dst = append(dst, '[')
+	for i := range msgs {
+		m := &msgs[i]
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = jsonx.AppendString(append(dst, `{"role":`...), m.Role, true)
+		dst = append(dst, `,"content":`...)
+		if m.Content == nil {
+			dst = append(dst, "null"...)
+		} else {
+			dst = jsonx.AppendCompact(dst, m.Content, true)
+		}
+		if len(m.ToolCalls) > 0 {
+			dst = append(dst, `,"tool_calls":[`...)
+			for j := range m.ToolCalls {
+				tc := &m.ToolCalls[j]
+				if j > 0 {
+					dst = append(dst, ',')
+				}
+				dst = jsonx.AppendString(append(dst, `{"id":`...), tc.ID, true)
+				dst = jsonx.AppendString(append(dst, `,"type":`...), tc.Type, true)
+				dst = jsonx.AppendString(append(dst, `,"function":{"name":`...), tc.Function.Name, true)
+				if tc.args != nil {
+					dst = jsonx.AppendCompact(append(dst, `,"arguments":`...), tc.args, true)
+				} else {
+					dst = jsonx.AppendString(append(dst, `,"arguments":`...), tc.Function.Arguments, true)
+				}
+				dst = append(dst, "}}"...)
+			}
+			dst = append(dst, ']')
+		}
+		if m.ToolCallID != "" {
+			dst = jsonx.AppendString(append(dst, `,"tool_call_id":`...), m.ToolCallID, true)
+		}
+		if m.ReasoningContent != "" {
+			dst = jsonx.AppendString(append(dst, `,"reasoning_content":`...), m.ReasoningContent, true)
+		}
+		dst = append(dst, '}')
+	}
+	return append(dst, ']')
 }
 
 // chatMessage is one message of the chat body the bridge builds. Content is raw: a string, an
@@ -698,6 +839,9 @@ type chatToolCall struct {
 		Arguments string `json:"arguments"`
 	} `json:"function"`
 	item int // the function_call item it came from (clientTerms); not sent
+	// args is the client's literal of Function.Arguments, which is then unset, to be written as
+	// it came (inputItem.args).
+	args []byte
 }
 
 // inputItem is one element of a Responses input array: a message ({role, content}, with or
@@ -711,6 +855,9 @@ type inputItem struct {
 	Arguments *string         `json:"arguments"` // nil when absent or null: refused, as OpenAI's API does
 	Output    json.RawMessage `json:"output"`
 	Summary   json.RawMessage `json:"summary"` // a reasoning item's
+	// args is the arguments' literal, instead of Arguments, when readItem read it and
+	// jsonx.Canonical says it is written as it came (textContent); not decoded.
+	args []byte
 }
 
 // inputPart is one part of a message's content.
@@ -721,6 +868,18 @@ type inputPart struct {
 	ImageURL string `json:"image_url"`
 	Detail   string `json:"detail"`
 	FileID   string `json:"file_id"`
+	// text is the literal of the text when readPart read the part, which then leaves Text unset
+	// (textOf); refusal the literal Refusal was read from. nil when encoding/json read the part.
+	text, refusal []byte
+}
+
+// textOf is the part's text.
+func (p *inputPart) textOf() string {
+	if p.text != nil {
+		s, _ := jsonx.Unquote(p.text)
+		return s
+	}
+	return p.Text
 }
 
 // appendInput appends the chat messages for a Responses input: a string is one user message; an
@@ -754,12 +913,16 @@ func appendInput(msgs []chatMessage, in json.RawMessage) ([]chatMessage, *apiErr
 	calls := map[string]int{}
 	th := thoughts{at: -1}
 	for i, raw := range items {
-		if e := foldedAt(raw, fmt.Sprintf("input[%d]", i), isItemKey); e != nil {
-			return nil, e
-		}
 		var it inputItem
-		if err := json.Unmarshal(raw, &it); err != nil {
-			return nil, typeErrorAt(err, fmt.Sprintf("input[%d]", i), "an input item object")
+		if !readItem(raw, &it) {
+			at := fmt.Sprintf("input[%d]", i)
+			if e := foldedAt(raw, at, isItemKey); e != nil {
+				return nil, e
+			}
+			it = inputItem{}
+			if err := json.Unmarshal(raw, &it); err != nil {
+				return nil, typeErrorAt(err, at, "an input item object")
+			}
 		}
 		switch it.Type {
 		case "", "message":
@@ -785,7 +948,7 @@ func appendInput(msgs []chatMessage, in json.RawMessage) ([]chatMessage, *apiErr
 			if it.Name == "" {
 				return nil, missingItemField(i, "name")
 			}
-			if it.Arguments == nil {
+			if it.Arguments == nil && it.args == nil {
 				return nil, missingItemField(i, "arguments")
 			}
 			if at, ok := calls[it.CallID]; ok && at >= 0 {
@@ -801,7 +964,10 @@ func appendInput(msgs []chatMessage, in json.RawMessage) ([]chatMessage, *apiErr
 			calls[it.CallID] = i
 			tc := chatToolCall{item: i}
 			tc.ID, tc.Type = it.CallID, "function"
-			tc.Function.Name, tc.Function.Arguments = it.Name, *it.Arguments
+			tc.Function.Name, tc.args = it.Name, it.args
+			if it.args == nil {
+				tc.Function.Arguments = *it.Arguments
+			}
 			if n := len(msgs); n > 0 && msgs[n-1].Role == "assistant" {
 				msgs[n-1].ToolCalls = append(msgs[n-1].ToolCalls, tc)
 			} else {
@@ -912,25 +1078,27 @@ func (t *thoughts) flush(msgs []chatMessage) {
 // (TestResponsesReasoningInputRules). Either field that is not an array of parts of its type is
 // refused naming it, as OpenAI's API refuses it.
 func reasoningOf(it inputItem, i int) (string, *apiError) {
-	content, e := reasoningParts(it.Content, fmt.Sprintf("input[%d].content", i), "reasoning_text", "")
+	content, e := reasoningParts(it.Content, i, "content", "reasoning_text", "")
 	if e != nil {
 		return "", e
 	}
-	if _, e := reasoningParts(it.Summary, fmt.Sprintf("input[%d].summary", i), "summary_text", "\n\n"); e != nil {
+	if _, e := reasoningParts(it.Summary, i, "summary", "summary_text", "\n\n"); e != nil {
 		return "", e
 	}
 	return content, nil
 }
 
-// reasoningParts is the text of v, an array of parts of type kind at at, joined by sep.
-func reasoningParts(v json.RawMessage, at, kind, sep string) (string, *apiError) {
+// reasoningParts is the text of v, an array of parts of type kind at input[i].field, joined by
+// sep.
+func reasoningParts(v json.RawMessage, i int, field, kind, sep string) (string, *apiError) {
 	if len(v) == 0 || isNullOr(v) {
 		return "", nil
 	}
+	at := fmt.Sprintf("input[%d].%s", i, field)
 	if v[0] != '[' {
 		return "", badRequest(at, "invalid_type", fmt.Sprintf("Invalid type for '%s': expected an array of %s parts.", at, kind))
 	}
-	parts, e := partsOf(v, at)
+	parts, e := partsOf(v, i, field)
 	if e != nil {
 		return "", e
 	}
@@ -940,13 +1108,14 @@ func reasoningParts(v json.RawMessage, at, kind, sep string) (string, *apiError)
 			return "", badRequest(fmt.Sprintf("%s[%d].type", at, j), "invalid_value",
 				fmt.Sprintf("Invalid value for '%s[%d].type': '%s' (expected \"%s\").", at, j, echo.String(p.Type), kind))
 		}
-		if p.Text == "" {
+		text := p.textOf()
+		if text == "" {
 			continue
 		}
 		if s.Len() > 0 {
 			s.WriteString(sep)
 		}
-		s.WriteString(p.Text)
+		s.WriteString(text)
 	}
 	return s.String(), nil
 }
@@ -1077,24 +1246,187 @@ func typeErrorAt(err error, at, want string) *apiError {
 	return badRequest(at, "invalid_type", fmt.Sprintf("Invalid type for '%s': expected %s.", at, want))
 }
 
-// partsOf decodes a content array part by part, so that a part's field of the wrong type is named
-// with its index; v that is not an array is refused naming at.
-func partsOf(v json.RawMessage, at string) ([]inputPart, *apiError) {
-	var raws []json.RawMessage
-	if json.Unmarshal(v, &raws) != nil {
+// partsOf decodes a content array, input[i].field, part by part, so that a part's field of the
+// wrong type is named with its index; v that is not an array is refused naming it. A part is
+// read by walking it (readPart) and, when it has a shape the walk leaves to encoding/json, as
+// before: its case-folded keys refused (foldedAt), then decoded by json.Unmarshal.
+func partsOf(v json.RawMessage, i int, field string) ([]inputPart, *apiError) {
+	if isNullOr(v) {
+		return nil, nil // as json.Unmarshal takes null for a slice
+	}
+	if len(v) == 0 || v[0] != '[' {
+		at := fmt.Sprintf("input[%d].%s", i, field)
 		return nil, badRequest(at, "invalid_type",
 			fmt.Sprintf("Invalid type for '%s': expected a string or an array of content parts.", at))
 	}
-	parts := make([]inputPart, len(raws))
-	for j, raw := range raws {
-		if e := foldedAt(raw, fmt.Sprintf("%s[%d]", at, j), isInputPartKey); e != nil {
+	var parts []inputPart
+	walk := jsonx.Array(v, false)
+	for j := 0; ; j++ {
+		_, raw, more := walk.Next()
+		if !more {
+			return parts, nil
+		}
+		parts = append(parts, inputPart{})
+		if readPart(raw, &parts[j]) {
+			continue
+		}
+		at := fmt.Sprintf("input[%d].%s[%d]", i, field, j)
+		parts[j] = inputPart{}
+		if e := foldedAt(raw, at, isInputPartKey); e != nil {
 			return nil, e
 		}
 		if err := json.Unmarshal(raw, &parts[j]); err != nil {
-			return nil, typeErrorAt(err, fmt.Sprintf("%s[%d]", at, j), "a content part object")
+			return nil, typeErrorAt(err, at, "a content part object")
 		}
 	}
-	return parts, nil
+}
+
+// readItem reads raw, one input item of a body that is valid JSON, into it as json.Unmarshal
+// does, by walking it; false leaves the item to encoding/json and foldedAt, as one that is not
+// an object, has a key that is escaped or not all lower-case ASCII (which encoding/json may take
+// for a field by folding its case, and foldedAt refuses), or a field of the wrong type (whose
+// refusal names it, typeErrorAt). A member twice is read as encoding/json reads it: the last
+// value, null leaving a string as it was and making arguments nil.
+func readItem(raw []byte, it *inputItem) bool {
+	if len(raw) == 0 || raw[0] != '{' {
+		return false
+	}
+	walk := jsonx.Object(raw, false)
+	for {
+		q, v, more := walk.Next()
+		if !more {
+			return walk.Done()
+		}
+		name, plain := jsonx.PlainKey(q)
+		if !plain || mayFold(name) {
+			return false
+		}
+		ok := true
+		switch string(name) {
+		case "type":
+			ok = readName(v, &it.Type)
+		case "role":
+			ok = readName(v, &it.Role)
+		case "call_id":
+			ok = readString(v, &it.CallID)
+		case "name":
+			ok = readString(v, &it.Name)
+		case "arguments":
+			it.Arguments, it.args = nil, nil
+			switch {
+			case v[0] == 'n':
+			case jsonx.Canonical(v):
+				it.args = v
+			default:
+				var s string
+				ok = v[0] == '"' && readString(v, &s)
+				it.Arguments = &s
+			}
+		case "content":
+			it.Content = v
+		case "output":
+			it.Output = v
+		case "summary":
+			it.Summary = v
+		}
+		if !ok {
+			return false
+		}
+	}
+}
+
+// readPart is readItem for one content part (inputPart).
+func readPart(raw []byte, p *inputPart) bool {
+	if len(raw) == 0 || raw[0] != '{' {
+		return false
+	}
+	walk := jsonx.Object(raw, false)
+	for {
+		q, v, more := walk.Next()
+		if !more {
+			return walk.Done()
+		}
+		name, plain := jsonx.PlainKey(q)
+		if !plain || mayFold(name) {
+			return false
+		}
+		var s *string
+		switch string(name) {
+		case "type":
+			if readName(v, &p.Type) {
+				continue
+			}
+			return false
+		case "text":
+			if v[0] == '"' {
+				p.text = v // decoded when it is needed (textOf): a message's one text seldom is
+				continue
+			}
+			s = &p.Text
+		case "refusal":
+			s = &p.Refusal
+			if v[0] == '"' {
+				p.refusal = v
+			}
+		case "image_url":
+			s = &p.ImageURL
+		case "detail":
+			s = &p.Detail
+		case "file_id":
+			s = &p.FileID
+		default:
+			continue
+		}
+		if !readString(v, s) {
+			return false
+		}
+	}
+}
+
+// readName is readString for a type or a role: one of those the bridge knows is its constant
+// rather than a copy out of the body, which every item and part would allocate.
+func readName(v []byte, s *string) bool {
+	switch string(v) {
+	case `"message"`:
+		*s = "message"
+	case `"function_call"`:
+		*s = "function_call"
+	case `"function_call_output"`:
+		*s = "function_call_output"
+	case `"reasoning"`:
+		*s = "reasoning"
+	case `"user"`:
+		*s = "user"
+	case `"assistant"`:
+		*s = "assistant"
+	case `"system"`:
+		*s = "system"
+	case `"developer"`:
+		*s = "developer"
+	case `"input_text"`:
+		*s = "input_text"
+	case `"output_text"`:
+		*s = "output_text"
+	case `"function"`:
+		*s = "function"
+	default:
+		return readString(v, s)
+	}
+	return true
+}
+
+// readString reads v, a JSON value, into s as json.Unmarshal reads it into a string: a string is
+// decoded, null leaves s as it was; false for another kind.
+func readString(v []byte, s *string) bool {
+	switch v[0] {
+	case 'n':
+		return true
+	case '"':
+		u, ok := jsonx.Unquote(v)
+		*s = u
+		return ok
+	}
+	return false
 }
 
 // missingCallID refuses a function call or output without its call_id: the model's call id (call_…),
@@ -1127,9 +1459,23 @@ func chatMessageOf(it inputItem, i int) (chatMessage, *apiError) {
 	if it.Content[0] == '"' {
 		return chatMessage{Role: role, Content: it.Content}, nil
 	}
-	parts, e := partsOf(it.Content, fmt.Sprintf("input[%d].content", i))
+	parts, e := partsOf(it.Content, i, "content")
 	if e != nil {
 		return chatMessage{}, e
+	}
+	if len(parts) == 1 {
+		// One text: the client's literal where it is written as the old quote(text) wrote it
+		// (textContent), not decoded.
+		var lit []byte
+		switch p := &parts[0]; p.Type {
+		case "input_text", "output_text", "text":
+			lit = p.text
+		case "refusal":
+			lit = p.refusal
+		}
+		if lit != nil && jsonx.Canonical(lit) {
+			return chatMessage{Role: role, Content: lit}, nil
+		}
 	}
 	type chatPart struct {
 		Type     string `json:"type"`
@@ -1145,8 +1491,9 @@ func chatMessageOf(it inputItem, i int) (chatMessage, *apiError) {
 	for j, p := range parts {
 		switch p.Type {
 		case "input_text", "output_text", "text":
-			out = append(out, chatPart{Type: "text", Text: p.Text})
-			joined.WriteString(p.Text)
+			text := p.textOf()
+			out = append(out, chatPart{Type: "text", Text: text})
+			joined.WriteString(text)
 		case "refusal":
 			out = append(out, chatPart{Type: "text", Text: p.Refusal})
 			joined.WriteString(p.Refusal)
@@ -1189,7 +1536,7 @@ func toolOutput(v json.RawMessage, i int) (json.RawMessage, *apiError) {
 	if v[0] == '"' {
 		return v, nil
 	}
-	parts, e := partsOf(v, fmt.Sprintf("input[%d].output", i))
+	parts, e := partsOf(v, i, "output")
 	if e != nil {
 		return nil, e
 	}
@@ -1197,7 +1544,7 @@ func toolOutput(v json.RawMessage, i int) (json.RawMessage, *apiError) {
 	for j, p := range parts {
 		switch p.Type {
 		case "input_text", "output_text", "text":
-			s.WriteString(p.Text)
+			s.WriteString(p.textOf())
 		case "input_image":
 			return nil, badRequest(fmt.Sprintf("input[%d].output[%d]", i, j), "unsupported_value",
 				"An input_image in a function_call_output is not supported by the gateway, which bridges Responses onto chat completions, whose tool messages take text only: send the tool's text as the output, and the image as an input_image in a user message after it.")
@@ -1216,6 +1563,9 @@ func toolOutput(v json.RawMessage, i int) (json.RawMessage, *apiError) {
 // chat's ({type, function: {…}}). Other tool types (web search, file search, …) run on OpenAI's
 // side, which no local model server has.
 func chatTools(v json.RawMessage) (json.RawMessage, *apiError) {
+	if defs, ok := readTools(v); ok {
+		return appendTools(make([]byte, 0, len(v)+16*len(defs)), defs)
+	}
 	var tools []struct {
 		Type        string          `json:"type"`
 		Name        string          `json:"name"`
@@ -1257,6 +1607,115 @@ func chatTools(v json.RawMessage) (json.RawMessage, *apiError) {
 	}
 	raw, _ := json.Marshal(out)
 	return raw, nil
+}
+
+// toolDef is one function tool of a Responses body as chatTools reads it.
+type toolDef struct {
+	typ, name   string
+	description *string
+	parameters  []byte // nil when absent or null
+	strict      *bool
+}
+
+// readTools reads v, the body's tools, by walking it, as chatTools' json.Unmarshal reads them;
+// false leaves them to it, as readItem leaves an item: a tools that is not an array, a tool
+// that is not an object, a key escaped or not all lower-case ASCII, a field of the wrong type.
+func readTools(v []byte) ([]toolDef, bool) {
+	if len(v) == 0 || v[0] != '[' {
+		return nil, false
+	}
+	var defs []toolDef
+	tools := jsonx.Array(v, false)
+	for {
+		_, raw, more := tools.Next()
+		if !more {
+			return defs, tools.Done()
+		}
+		if raw[0] != '{' {
+			return nil, false
+		}
+		var d toolDef
+		walk := jsonx.Object(raw, false)
+		for {
+			q, f, more := walk.Next()
+			if !more {
+				if !walk.Done() {
+					return nil, false
+				}
+				break
+			}
+			name, plain := jsonx.PlainKey(q)
+			if !plain || mayFold(name) {
+				return nil, false
+			}
+			ok := true
+			switch string(name) {
+			case "type":
+				ok = readName(f, &d.typ)
+			case "name":
+				ok = readString(f, &d.name)
+			case "description":
+				if f[0] == 'n' {
+					d.description = nil
+					continue
+				}
+				var s string
+				ok = f[0] == '"' && readString(f, &s)
+				d.description = &s
+			case "parameters":
+				d.parameters = f
+				if isNullOr(f) {
+					d.parameters = nil
+				}
+			case "strict":
+				switch f[0] {
+				case 'n':
+					d.strict = nil
+				case 't', 'f':
+					b := f[0] == 't'
+					d.strict = &b
+				default:
+					ok = false
+				}
+			}
+			if !ok {
+				return nil, false
+			}
+		}
+		defs = append(defs, d)
+	}
+}
+
+// appendTools appends chat's tools for defs as chatTools' json.Marshal wrote them, refusing a
+// tool as it refuses one.
+func appendTools(dst []byte, defs []toolDef) (json.RawMessage, *apiError) {
+	dst = append(dst, '[')
+	for i := range defs {
+		d := &defs[i]
+		if d.typ != "function" {
+			return nil, badRequest(fmt.Sprintf("tools[%d].type", i), "unsupported_value", fmt.Sprintf(
+				"Tools of type '%s' are not supported by the gateway, whose models run only function tools.", echo.String(d.typ)))
+		}
+		if d.name == "" {
+			return nil, badRequest(fmt.Sprintf("tools[%d].name", i), "missing_required_parameter",
+				fmt.Sprintf("Missing required parameter: 'tools[%d].name'.", i))
+		}
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = jsonx.AppendString(append(dst, `{"type":"function","function":{"name":`...), d.name, true)
+		if d.description != nil {
+			dst = jsonx.AppendString(append(dst, `,"description":`...), *d.description, true)
+		}
+		if d.parameters != nil {
+			dst = jsonx.AppendCompact(append(dst, `,"parameters":`...), d.parameters, true)
+		}
+		if d.strict != nil {
+			dst = strconv.AppendBool(append(dst, `,"strict":`...), *d.strict)
+		}
+		dst = append(dst, "}}"...)
+	}
+	return append(dst, ']'), nil
 }
 
 // chatToolChoice turns a Responses tool_choice into chat's: the modes are the same strings, and

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 // FuzzAppendStringMatchesEncoding holds AppendString to encoding/json's bytes for the same
@@ -57,4 +58,65 @@ func BenchmarkAppendString(b *testing.B) {
 			}
 		})
 	}
+}
+
+// FuzzAppendCompactMatchesEncoding holds AppendCompact to encoding/json's bytes for a
+// json.RawMessage holding the same valid JSON, with HTML escaping on (json.Marshal) and off (an
+// Encoder with SetEscapeHTML(false)).
+func FuzzAppendCompactMatchesEncoding(f *testing.F) {
+	for _, s := range []string{`""`, `"plain"`, `null`, ` 5 `, `-0.5e+3`, `[ 1 , true , null ]`,
+		`{ "a" : "b<c>&d" , "e\"<" : [ "\u2028\u003c\\" , { } ] }`, "\"\u2028\u2029 <>& \xe2\x80\"", `"ok \\" <"`,
+		"{\n\t\"k\":\r\n\"v\"}", `"مرحبا & \xff"`, "\"\xe2\"", "\"\xe2\x80\"", `{"a":"0123456789abcdef<0123456789abcdef"}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, src []byte) {
+		if !json.Valid(src) {
+			return
+		}
+		html, err := json.Marshal(json.RawMessage(src))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := AppendCompact([]byte("x"), src, true); !bytes.Equal(got[1:], html) {
+			t.Errorf("html: %q, encoding/json %q", got[1:], html)
+		}
+		var b bytes.Buffer
+		enc := json.NewEncoder(&b)
+		enc.SetEscapeHTML(false)
+		if err := enc.Encode(json.RawMessage(src)); err != nil {
+			t.Fatal(err)
+		}
+		plain := bytes.TrimSuffix(b.Bytes(), []byte("\n"))
+		if got := AppendCompact(nil, src, false); !bytes.Equal(got, plain) {
+			t.Errorf("plain: %q, encoding/json %q", got, plain)
+		}
+	})
+}
+
+// FuzzCanonicalMatchesEncoding: a literal Canonical says is written as AppendString writes its
+// text is copied by AppendCompact to exactly json.Marshal's bytes for that text; and every string
+// json.Marshal writes for a text of valid UTF-8 is one Canonical says so of (invalid UTF-8 is
+// written �, which unquotes to the valid U+FFFD that json.Marshal writes as it is).
+func FuzzCanonicalMatchesEncoding(f *testing.F) {
+	for _, s := range []string{`""`, `"plain"`, `"a\nb\"c\\d\te"`, `"\u003c\u003e\u0026 <>&"`, `"\u0001\u001f"`, `"\u001F"`,
+		`"\u000a"`, `"\/"`, `"\u00e9"`, "\"\u2028\"", `"\u2028"`, `"\ud83d\ude00"`, `"\ufffd"`, "\"\xff\"", `"\u007f"`, "\"\x7f\"",
+		`"\b\f\r"`, `"\u0008"`, `"x\"`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, q []byte) {
+		var s string
+		if json.Unmarshal(q, &s) == nil {
+			q = bytes.TrimSpace(q)
+			if q[0] == '"' && Canonical(q) {
+				want, _ := json.Marshal(s)
+				if got := AppendCompact(nil, q, true); !bytes.Equal(got, want) {
+					t.Errorf("Canonical(%q), but AppendCompact writes %q and json.Marshal %q", q, got, want)
+				}
+			}
+		}
+		text := string(q)
+		if m, _ := json.Marshal(text); utf8.ValidString(text) && !Canonical(m) {
+			t.Errorf("json.Marshal(%q) = %q, not Canonical", text, m)
+		}
+	})
 }

@@ -14,7 +14,9 @@ package jsonx
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
+	"math/bits"
 	"unicode/utf8"
 )
 
@@ -663,4 +665,122 @@ func AppendEscaped(dst []byte, s string, html bool) []byte {
 		i += size
 	}
 	return append(dst, s[start:]...)
+}
+
+// AppendCompact appends src, one valid JSON value, as encoding/json writes a json.RawMessage
+// holding it: white space outside strings dropped and, with html (json.Marshal's default), <, >
+// and & as \u003c, \u003e and \u0026 and U+2028 and U+2029 escaped; nothing else of the value
+// changes (an escape stays as it was written). A writer that appends what it used to marshal
+// copies a raw value so (the Responses bridge's chat body, FuzzAppendCompactMatchesEncoding).
+// src that is not valid JSON gets no error: encoding/json's would refuse it, so check first.
+func AppendCompact(dst, src []byte, html bool) []byte {
+	if len(src) > 1 && src[0] == '"' && src[len(src)-1] == '"' {
+		// One string and no white space around it: nothing to drop, and an escape needs no care,
+		// since none holds what html escapes. A message's content, and most of what a writer
+		// copies, is one.
+		if !html {
+			return append(dst, src...)
+		}
+		return appendHTMLEscaped(dst, src)
+	}
+	start := 0
+	for i := 0; i < len(src); i++ {
+		switch src[i] {
+		case ' ', '\t', '\n', '\r':
+			dst = append(dst, src[start:i]...)
+			start = i + 1
+		case '"':
+			// Within a string only an escape, the closing quote and what html escapes matter.
+			for i++; ; i++ {
+				if i = stringMark(src, i, html); i == len(src) {
+					return append(dst, src[start:]...)
+				}
+				c := src[i]
+				if c == '\\' {
+					i++
+					continue
+				}
+				if c == '"' {
+					break
+				}
+				if c == '<' || c == '>' || c == '&' {
+					dst = append(dst, src[start:i]...)
+					dst = append(dst, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xF])
+					start = i + 1
+				} else if i+2 < len(src) && src[i+1] == 0x80 && src[i+2]&^1 == 0xA8 { // 0xE2: U+2028 or U+2029?
+					dst = append(dst, src[start:i]...)
+					dst = append(dst, '\\', 'u', '2', '0', '2', hex[src[i+2]&0xF])
+					i += 2
+					start = i + 1
+				}
+			}
+		}
+	}
+	return append(dst, src[start:]...)
+}
+
+// appendHTMLEscaped appends src, one JSON string literal, with <, > and & as \u003c, \u003e and
+// \u0026 and U+2028 and U+2029 escaped, as AppendCompact writes it with html: eight bytes at a
+// time while none is one of those or 0xE2, the lead of U+2028's and U+2029's three bytes.
+func appendHTMLEscaped(dst, src []byte) []byte {
+	start := 0
+	for i := 0; i < len(src); i++ {
+		for i+8 <= len(src) {
+			x := binary.LittleEndian.Uint64(src[i:])
+			e2 := x ^ (ones * 0xE2)
+			if m := ((e2-ones)&^e2 | htmlMarks(x)) & highs; m != 0 {
+				i += bits.TrailingZeros64(m) >> 3
+				break
+			}
+			i += 8
+		}
+		if i == len(src) {
+			break
+		}
+		switch c := src[i]; c {
+		case '<', '>', '&':
+			dst = append(dst, src[start:i]...)
+			dst = append(dst, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xF])
+			start = i + 1
+		case 0xE2:
+			if i+2 < len(src) && src[i+1] == 0x80 && src[i+2]&^1 == 0xA8 {
+				dst = append(dst, src[start:i]...)
+				dst = append(dst, '\\', 'u', '2', '0', '2', hex[src[i+2]&0xF])
+				i += 2
+				start = i + 1
+			}
+		}
+	}
+	return append(dst, src[start:]...)
+}
+
+// stringMark is the index of the first byte at or after s[i] that AppendCompact stops at within
+// a string: a quote, a backslash and, with html, <, >, & and 0xE2 (the lead of U+2028's and
+// U+2029's three bytes); len(s) when there is none. It passes eight bytes at a time: a text is
+// nearly all bytes of none of these. Each mark is exact in the lowest byte it sets (a borrow
+// only runs upward from a byte that matched), so the lowest is the first match.
+func stringMark(s []byte, i int, html bool) int {
+	for ; i+8 <= len(s); i += 8 {
+		x := binary.LittleEndian.Uint64(s[i:])
+		q, bs := x^(ones*'"'), x^(ones*'\\')
+		m := (q-ones)&^q | (bs-ones)&^bs
+		if html {
+			e2 := x ^ (ones * 0xE2)
+			m |= (e2-ones)&^e2 | htmlMarks(x)
+		}
+		if m &= highs; m != 0 {
+			return i + bits.TrailingZeros64(m)>>3
+		}
+	}
+	for ; i < len(s); i++ {
+		switch s[i] {
+		case '"', '\\':
+			return i
+		case '<', '>', '&', 0xE2:
+			if html {
+				return i
+			}
+		}
+	}
+	return i
 }

@@ -759,3 +759,54 @@ func AppendUnquote(dst, q []byte) ([]byte, bool) {
 	}
 	return dst, false
 }
+
+// Canonical reports whether q, one valid JSON string literal, is written as AppendString(dst, s,
+// true) writes its text s, but for <, >, &, U+2028 and U+2029, which it may hold unescaped: only
+// valid UTF-8, and every escape the one AppendString writes for its character (\" \\ \b \f \n \r
+// \t, \u003c \u003e \u0026 \u2028 \u2029, and \u00xx in lower-case hex for another control
+// character). AppendCompact(dst, q, true) then writes exactly what AppendString(dst, s, true)
+// writes, so a writer can copy the client's literal instead of decoding and escaping it again
+// (FuzzCanonicalMatchesEncoding). A text as an agent's client writes it, with newlines and quotes
+// escaped, nearly always is; a JSON encoder that escapes "/" or non-ASCII is not.
+func Canonical(q []byte) bool {
+	if len(q) < 2 || q[0] != '"' || q[len(q)-1] != '"' {
+		return false
+	}
+	s := q[1 : len(q)-1]
+	if !utf8.Valid(s) {
+		return false
+	}
+	for {
+		i := bytes.IndexByte(s, '\\')
+		if i < 0 {
+			return true
+		}
+		if i+1 == len(s) {
+			return false
+		}
+		n := 2
+		switch s[i+1] {
+		case '"', '\\', 'b', 'f', 'n', 'r', 't':
+		case 'u':
+			if i+6 > len(s) || !canonicalU(s[i+2:i+6]) {
+				return false
+			}
+			n = 6
+		default:
+			return false
+		}
+		s = s[i+n:]
+	}
+}
+
+// canonicalU reports whether h, the four digits of a \u escape, are the ones AppendString writes
+// for their character with html.
+func canonicalU(h []byte) bool {
+	switch string(h) {
+	case "003c", "003e", "0026", "2028", "2029":
+		return true
+	case "0008", "0009", "000a", "000c", "000d":
+		return false // \b, \t, \n, \f, \r by name
+	}
+	return h[0] == '0' && h[1] == '0' && (h[2] == '0' || h[2] == '1') && ('0' <= h[3] && h[3] <= '9' || 'a' <= h[3] && h[3] <= 'f')
+}
