@@ -696,9 +696,9 @@ func (a *openaiOllama) outOfRange(name string, v []byte, want string) error {
 		fmt.Sprintf("Invalid '%s': expected %s Ollama can take, but got %s.", name, want, echo.Bytes(v)))
 }
 
-// message translates m, the i-th message (valid: its content is known to be valid UTF-8, see
-// readContent). callNames gathers each tool call's name by its id, for the results that follow;
-// made gets m's tool calls as the client wrote them, when it has any.
+// message translates m, the i-th message (valid: its content is known to be valid JSON in
+// valid UTF-8, see readContent). callNames gathers each tool call's name by its id, for the
+// results that follow; made gets m's tool calls as the client wrote them, when it has any.
 func (a *openaiOllama) message(i int, m *core.Message, valid bool, callNames map[string]string, made *[]toolCallJSON) (ollamaMessage, error) {
 	out := ollamaMessage{Role: m.Role}
 	switch m.Role {

@@ -189,7 +189,7 @@ func (a *openaiSAIF) chatML(msgs []core.Message) (string, error) {
 // (verbatim) is copied as it came, where it was decoded, rendered and escaped again
 // (FuzzChatMLMatchesEncoding). Every piece the template puts between texts is ASCII, so the
 // texts escaped one by one are the prompt escaped whole. valid says the contents are known to be
-// valid UTF-8 (readContent).
+// valid JSON in valid UTF-8 (readContent).
 func (a *openaiSAIF) appendChatML(dst []byte, msgs []core.Message, valid bool) ([]byte, error) {
 	dst = append(dst, '"')
 	for i := range msgs {
