@@ -423,32 +423,18 @@ func TestReleasedAnswersServeTheNext(t *testing.T) {
 		_, _ = io.WriteString(w, answer(id))
 	})
 	s, tg := h1Set(t, srv.URL)
-	const workers, each = 6, 40
-	errs := make(chan error, workers)
-	for w := range workers {
-		go func() {
-			for i := range each {
-				id := w*each + i
-				body := `{"model":"auto","messages":[{"role":"user","content":"q-` + strconv.Itoa(id) + `"}]}`
-				resp, err := s.Chat(context.Background(), tg, &core.Request{Model: "auto", Body: []byte(body)})
-				if err != nil {
-					errs <- err
-					return
-				}
-				if got, want := string(resp.Body), answer(id); got != want {
-					errs <- errors.New("request " + strconv.Itoa(id) + " got another body: " + got[:min(len(got), 40)])
-					return
-				}
-				resp.Release()
-			}
-			errs <- nil
-		}()
-	}
-	for range workers {
-		if err := <-errs; err != nil {
-			t.Fatal(err)
+	concurrently(t, 6, 40, func(id int) error {
+		body := `{"model":"auto","messages":[{"role":"user","content":"q-` + strconv.Itoa(id) + `"}]}`
+		resp, err := s.Chat(context.Background(), tg, &core.Request{Model: "auto", Body: []byte(body)})
+		if err != nil {
+			return err
 		}
-	}
+		if got, want := string(resp.Body), answer(id); got != want {
+			return errors.New("request " + strconv.Itoa(id) + " got another body: " + got[:min(len(got), 40)])
+		}
+		resp.Release()
+		return nil
+	})
 
 	resp, err := s.Chat(context.Background(), tg, &core.Request{Model: "auto",
 		Body: []byte(`{"model":"auto","messages":[{"role":"user","content":"q-3"}]}`)})
@@ -561,34 +547,47 @@ func TestReleasedTranslationsServeTheNext(t *testing.T) {
 				t.Fatalf("served by %T, want *h1Transport", s.clients[tg.Index].Transport)
 			}
 			const workers, each = 6, 40
-			errs := make(chan error, workers)
-			for w := range workers {
-				go func() {
-					for i := range each {
-						id := w*each + i
-						body := `{"model":"m","messages":[{"role":"user","content":"` + pad(id) + ` q-` + strconv.Itoa(id) + ` "}]}`
-						req := clientRequest(t, []byte(body))
-						req.Validated = true
-						resp, err := s.Chat(context.Background(), tg, req)
-						if err != nil {
-							errs <- err
-							return
-						}
-						want := `"content":"a-` + strconv.Itoa(id) + " " + pad(id*3) + `"`
-						if !strings.Contains(string(resp.Body), want) || resp.Usage == nil || resp.Usage.Completion != uint64(id) {
-							errs <- errors.New("request " + strconv.Itoa(id) + " got another answer: " + string(resp.Body[:min(len(resp.Body), 200)]))
-							return
-						}
-						resp.Release()
-					}
-					errs <- nil
-				}()
+			reqs := make([]*core.Request, workers*each) // made here: clientRequest may fail t
+			for id := range reqs {
+				body := `{"model":"m","messages":[{"role":"user","content":"` + pad(id) + ` q-` + strconv.Itoa(id) + ` "}]}`
+				reqs[id] = clientRequest(t, []byte(body))
+				reqs[id].Validated = true
 			}
-			for range workers {
-				if err := <-errs; err != nil {
-					t.Fatal(err)
+			concurrently(t, workers, each, func(id int) error {
+				resp, err := s.Chat(context.Background(), tg, reqs[id])
+				if err != nil {
+					return err
+				}
+				want := `"content":"a-` + strconv.Itoa(id) + " " + pad(id*3) + `"`
+				if !strings.Contains(string(resp.Body), want) || resp.Usage == nil || resp.Usage.Completion != uint64(id) {
+					return errors.New("request " + strconv.Itoa(id) + " got another answer: " + string(resp.Body[:min(len(resp.Body), 200)]))
+				}
+				resp.Release()
+				return nil
+			})
+		})
+	}
+}
+
+// concurrently sends request(id) for ids 0 … workers×each−1 from workers goroutines at once,
+// each its own run of each in turn, and fails t with the first error any of them returns.
+func concurrently(t *testing.T, workers, each int, request func(id int) error) {
+	t.Helper()
+	errs := make(chan error, workers)
+	for w := range workers {
+		go func() {
+			for i := range each {
+				if err := request(w*each + i); err != nil {
+					errs <- err
+					return
 				}
 			}
-		})
+			errs <- nil
+		}()
+	}
+	for range workers {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
 	}
 }
