@@ -35,33 +35,21 @@ func TestH1ExchangeAllocations(t *testing.T) {
 			s := NewSet([]*core.Target{tg}, Options{})
 			t.Cleanup(s.Close)
 			req := &core.Request{Model: "auto", Stream: c.stream, Body: benchChatBody(c.stream)}
-			ctx := context.Background()
-			var failed error
-			attempt := func() {
-				resp, err := s.ChatID(ctx, tg, req, "req_0123456789abcdef01234567")
-				if err != nil {
-					failed = err
-					return
-				}
+			got := allocsPerChat(t, s, tg, req, func(resp *Response) error {
 				if !c.stream {
 					resp.Release()
-					return
+					return nil
 				}
+				defer resp.Stream.Close()
 				for {
 					if _, err := resp.Stream.Next(); err != nil {
-						if !errors.Is(err, io.EOF) {
-							failed = err
+						if errors.Is(err, io.EOF) {
+							return nil
 						}
-						break
+						return err
 					}
 				}
-				resp.Stream.Close()
-			}
-			attempt() // the connection dialled, the pools filled
-			got := testing.AllocsPerRun(200, attempt)
-			if failed != nil {
-				t.Fatal(failed)
-			}
+			})
 			if got > c.most {
 				t.Errorf("%.1f allocations an exchange, want at most %.0f", got, c.most)
 			}
@@ -105,27 +93,40 @@ func TestTranslatedAnswerAllocations(t *testing.T) {
 			t.Cleanup(s.Close)
 			req := clientRequest(t, benchChatBody(false))
 			req.Validated = true // as the server's decode says of every body it accepts
-			ctx := context.Background()
-			var failed error
-			attempt := func() {
-				resp, err := s.ChatID(ctx, tg, req, "req_0123456789abcdef01234567")
-				if err != nil {
-					failed = err
-					return
-				}
+			got := allocsPerChat(t, s, tg, req, func(resp *Response) error {
+				defer resp.Release()
 				if !bytes.Contains(resp.Body, []byte(text)) {
-					failed = errors.New("the answer lacks the upstream's text: " + string(resp.Body))
+					return errors.New("the answer lacks the upstream's text: " + string(resp.Body))
 				}
-				resp.Release()
-			}
-			attempt() // the connection dialled, the pools filled
-			got := testing.AllocsPerRun(200, attempt)
-			if failed != nil {
-				t.Fatal(failed)
-			}
+				return nil
+			})
 			if got > c.most {
 				t.Errorf("%.1f allocations a request, want at most %.0f", got, c.most)
 			}
 		})
 	}
+}
+
+// allocsPerChat is testing.AllocsPerRun of a chat request to tg through s, each answer handed to
+// use (which releases or drains it), after one request that dials the connection and fills the
+// pools; the first error of a request or of use fails t.
+func allocsPerChat(t *testing.T, s *Set, tg *core.Target, req *core.Request, use func(*Response) error) float64 {
+	t.Helper()
+	ctx := context.Background()
+	var failed error
+	attempt := func() {
+		resp, err := s.ChatID(ctx, tg, req, "req_0123456789abcdef01234567")
+		if err == nil {
+			err = use(resp)
+		}
+		if err != nil && failed == nil {
+			failed = err
+		}
+	}
+	attempt()
+	got := testing.AllocsPerRun(200, attempt)
+	if failed != nil {
+		t.Fatal(failed)
+	}
+	return got
 }
