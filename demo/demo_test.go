@@ -4,9 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"math"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -310,5 +313,43 @@ func TestSAIFSimLoadingEvery(t *testing.T) {
 	want := []string{"200 network ", "200 network ", "503 loading 5", "200 network ", "200 network ", "503 loading 5"}
 	if strings.Join(got, "|") != strings.Join(want, "|") {
 		t.Fatalf("got %q\nwant %q", got, want)
+	}
+}
+
+// TestSAIFSimWritesCONFIGOrder: the simulated SAIF writes its answer's and its text events'
+// members in the order CONFIG.md gives SAIF's, as the bench's fake and the real service do, so
+// that the demo's streams take the saif adapter's fixed-order read of a text event, not its
+// general one (a map, encoded, came in sorted order: specialist before text).
+func TestSAIFSimWritesCONFIGOrder(t *testing.T) {
+	ts := httptest.NewServer(&demo.SAIFSim{})
+	defer ts.Close()
+	post := func(stream bool) string {
+		t.Helper()
+		body := `{"prompt":"<|im_start|>user\nnmap this host<|im_end|>\n<|im_start|>assistant\n","specialist":null,"stream":` +
+			strconv.FormatBool(stream) + `}`
+		resp, err := http.Post(ts.URL+"/v1/completions", "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return string(b)
+	}
+	if whole := post(false); !strings.HasPrefix(whole, `{"id":"saif-`) ||
+		!regexp.MustCompile(`^\{"id":"[^"]*","specialist":"[^"]*","routed_by":"[^"]*","confidence":[0-9.]+,"text":".*","finish_reason":"[a-z]+","usage":\{"prompt_tokens":\d+,"completion_tokens":\d+\}\}\n$`).MatchString(whole) {
+		t.Errorf("whole answer not in CONFIG.md's order: %s", whole)
+	}
+	stream := post(true)
+	events := strings.Split(strings.TrimSpace(stream), "\n\n")
+	if len(events) < 3 {
+		t.Fatalf("%d events: %s", len(events), stream)
+	}
+	if last := events[len(events)-1]; !regexp.MustCompile(`^data: \{"done":true,"finish_reason":"[a-z]+","usage":\{"prompt_tokens":\d+,"completion_tokens":\d+\}\}$`).MatchString(last) {
+		t.Errorf("done event not in CONFIG.md's order: %s", last)
+	}
+	for _, ev := range events[:len(events)-1] {
+		if !regexp.MustCompile(`^data: \{"text":"(?:[^"\\]|\\.)*","specialist":"[a-z_]+"\}$`).MatchString(ev) {
+			t.Errorf("text event not in CONFIG.md's order: %s", ev)
+		}
 	}
 }

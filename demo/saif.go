@@ -111,11 +111,13 @@ func (s *SAIFSim) complete(w http.ResponseWriter, r *http.Request) {
 	}
 	gen := generate(Reply("saif/"+specialist, question), req.Stop, req.MaxTokens)
 	prompt, completion := len(strings.Fields(req.Prompt)), len(gen.tokens)
-	usage := map[string]int{"prompt_tokens": prompt, "completion_tokens": completion}
+	// Written in the order CONFIG.md gives SAIF's members, as the service writes them (a map
+	// comes out sorted), so that the saif adapter reads the demo's events as it reads SAIF's.
+	usage := saifUsage{Prompt: prompt, Completion: completion}
 	if !req.Stream {
 		w.Header().Set("Content-Type", "application/json")
-		_ = json.NewEncoder(w).Encode(map[string]any{"id": fmt.Sprintf("saif-%d", n), "specialist": specialist,
-			"routed_by": routedBy, "confidence": confidence, "text": gen.text(), "finish_reason": gen.finish, "usage": usage})
+		_ = json.NewEncoder(w).Encode(saifAnswer{ID: fmt.Sprintf("saif-%d", n), Specialist: specialist,
+			RoutedBy: routedBy, Confidence: confidence, Text: gen.text(), FinishReason: gen.finish, Usage: usage})
 		return
 	}
 	sse := newSSE(w)
@@ -123,10 +125,37 @@ func (s *SAIFSim) complete(w http.ResponseWriter, r *http.Request) {
 		if !pause(r, s.ChunkDelay) {
 			return
 		}
-		sse.send(map[string]string{"text": p, "specialist": specialist})
+		sse.send(saifText{Text: p, Specialist: specialist})
 	}
-	sse.send(map[string]any{"done": true, "finish_reason": gen.finish, "usage": usage})
+	sse.send(saifDone{Done: true, FinishReason: gen.finish, Usage: usage})
 }
+
+// saifAnswer, saifText, saifDone and saifUsage are SAIF's answer, text event, done event and
+// usage, their members in CONFIG.md's order.
+type (
+	saifAnswer struct {
+		ID           string    `json:"id"`
+		Specialist   string    `json:"specialist"`
+		RoutedBy     string    `json:"routed_by"`
+		Confidence   float64   `json:"confidence"`
+		Text         string    `json:"text"`
+		FinishReason string    `json:"finish_reason"`
+		Usage        saifUsage `json:"usage"`
+	}
+	saifText struct {
+		Text       string `json:"text"`
+		Specialist string `json:"specialist"`
+	}
+	saifDone struct {
+		Done         bool      `json:"done"`
+		FinishReason string    `json:"finish_reason"`
+		Usage        saifUsage `json:"usage"`
+	}
+	saifUsage struct {
+		Prompt     int `json:"prompt_tokens"`
+		Completion int `json:"completion_tokens"`
+	}
+)
 
 // Route is the simulated SAIF router: the specialist whose words match most often, and a
 // confidence that grows with the matches.
