@@ -334,6 +334,12 @@ func decodeChat(r *http.Request, body []byte, st *reqState, names map[string]str
 	return &st.req, nil
 }
 
+// decodeWritten is decodeChat for a chat body the gateway wrote itself, the Responses bridge's
+// (toChat), and gives what decodeChat gives it (TestWrittenDecodesAsChat).
+func decodeWritten(r *http.Request, body []byte, st *reqState, names map[string]string) (*core.Request, *apiError) {
+	return decodeChat(r, body, st, names)
+}
+
 // finishChat checks the decoded request and builds the view from it in *req. The view's
 // parameters point into w.
 func finishChat(r *http.Request, body []byte, w *wireView, req *core.Request) *apiError {
