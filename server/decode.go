@@ -375,7 +375,8 @@ func finishChat(r *http.Request, body []byte, w *wireView, req *core.Request) *a
 		Stream:   w.Stream,
 		Messages: w.Messages,
 		Params:   w.params(),
-		// decodeWire refused any body that is not valid JSON in valid UTF-8, and nothing
+		// decodeWire refused any body that is not valid JSON in valid UTF-8 (the bridge's, which
+		// decodeWritten does not check again, is written valid out of one it checked), and nothing
 		// written into Body afterwards (a model's name, a member taken out) can make it invalid.
 		Validated: true,
 	}
