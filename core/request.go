@@ -70,7 +70,9 @@ type Request struct {
 	KnownMembers bool
 	// Validated is true when the server's decode accepted Body: it is valid JSON and valid UTF-8
 	// throughout (jsonx.Text's walk, or jsonx.FixText before encoding/json; any other body is
-	// refused with a 400), and so is each raw value of Messages, a slice of it. A translating
+	// refused with a 400; the Responses bridge's chat body, not checked again, is written valid
+	// out of a client's body checked so: TestWrittenDecodesAsChat), and so is each raw value of
+	// Messages, a slice of it. A translating
 	// adapter that reads a message's text out of it need not check the literal again
 	// (upstream's readContent). Whatever writes into Body or Messages afterwards must keep it so. False
 	// when not known, as for a Request built otherwise: the adapter checks.

@@ -318,8 +318,27 @@ func tooLarge(limit int64) *apiError {
 // decodeChat turns the raw body and headers into the request view, built in st: &st.req. It
 // reads the JSON once (see decodeWire). names are the models the gateway knows (see fastWire).
 func decodeChat(r *http.Request, body []byte, st *reqState, names map[string]string) (*core.Request, *apiError) {
+	return decodeChatWith(r, body, jsonx.Text(body, maxBodyDepth), st, names)
+}
+
+// decodeWritten is decodeChat for a chat body the gateway wrote itself, the Responses bridge's
+// (toChat), and gives what decodeChat gives it (TestWrittenDecodesAsChat). The bridge writes it
+// out of a client's body that one strict walk (textMembers; or checkText and a validating one)
+// has taken whole, and what it writes is valid JSON in valid UTF-8 with no lone surrogate
+// escape, as core.Request.Validated says of it. Its fast walk is then jsonx.Written, which checks
+// no string again, only the nesting: the bridge writes a tool's parameters one level deeper
+// (under "function") than the client sent them, so a body within maxBodyDepth as it came may
+// not be as written, and must be refused as the chat endpoint refuses it. What the walk
+// declines (too deep, a member it does not decode) goes on as decodeChat's does, to FixText and
+// encoding/json, which word the refusal as before.
+func decodeWritten(r *http.Request, body []byte, st *reqState, names map[string]string) (*core.Request, *apiError) {
+	return decodeChatWith(r, body, jsonx.Written(body, maxBodyDepth), st, names)
+}
+
+// decodeChatWith is decodeChat with walk, a walk over body, as decodeWire's first.
+func decodeChatWith(r *http.Request, body []byte, walk jsonx.Iter, st *reqState, names map[string]string) (*core.Request, *apiError) {
 	w := &st.wire
-	if err := decodeWire(body, w, st.msgs, names); err != nil {
+	if err := decodeWireWith(body, walk, w, st.msgs, names); err != nil {
 		return nil, jsonErrorIn(err, body)
 	}
 	if isNull(body) {
@@ -356,7 +375,8 @@ func finishChat(r *http.Request, body []byte, w *wireView, req *core.Request) *a
 		Stream:   w.Stream,
 		Messages: w.Messages,
 		Params:   w.params(),
-		// decodeWire refused any body that is not valid JSON in valid UTF-8, and nothing
+		// decodeWire refused any body that is not valid JSON in valid UTF-8 (the bridge's, which
+		// decodeWritten does not check again, is written valid out of one it checked), and nothing
 		// written into Body afterwards (a model's name, a member taken out) can make it invalid.
 		Validated: true,
 	}
@@ -1190,8 +1210,13 @@ func checkText(body []byte) *apiError {
 // before. FuzzDecodeWire holds the two to the same answer.
 // The messages are built in msgs's array when it is large enough (nil: a new one).
 func decodeWire(body []byte, w *wireView, msgs []core.Message, names map[string]string) error {
+	return decodeWireWith(body, jsonx.Text(body, maxBodyDepth), w, msgs, names)
+}
+
+// decodeWireWith is decodeWire with walk, a walk over body, as the fast walk's.
+func decodeWireWith(body []byte, walk jsonx.Iter, w *wireView, msgs []core.Message, names map[string]string) error {
 	*w = wireView{}
-	if fastWire(body, w, msgs, names) {
+	if walkWire(walk, w, msgs, names) {
 		return nil
 	}
 	if err := jsonx.FixText(body, maxBodyDepth); err != nil {
@@ -1224,7 +1249,11 @@ func isNull(body []byte) bool {
 // partly filled. A model found in names (each name mapped to itself; nil is none) is names'
 // string rather than a copy out of the body: the model is nearly always a route's name.
 func fastWire(body []byte, w *wireView, msgs []core.Message, names map[string]string) bool {
-	it := jsonx.Text(body, maxBodyDepth)
+	return walkWire(jsonx.Text(body, maxBodyDepth), w, msgs, names)
+}
+
+// walkWire is fastWire with it, a walk over the body, as its walk.
+func walkWire(it jsonx.Iter, w *wireView, msgs []core.Message, names map[string]string) bool {
 	messages := false
 	w.known = true // until a member it does not decode comes
 	for {

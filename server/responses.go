@@ -70,7 +70,7 @@ func (s *Server) decodeResponses(r *http.Request, body []byte, st *reqState) (*c
 		return nil, e
 	}
 	st.bridge = b
-	req, e := decodeChat(r, chat, st, s.names)
+	req, e := decodeWritten(r, chat, st, s.names)
 	if e != nil {
 		e.Param, e.Message = b.clientTerms(e.Param, e.Message)
 	}

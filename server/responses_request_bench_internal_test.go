@@ -43,7 +43,7 @@ func agentBody(turns int) []byte {
 
 // BenchmarkResponsesRequest is what one Responses request costs before it reaches routing: an
 // agent's body (agentBody, about 50 KB) turned into a chat body by the bridge (toChat) and that
-// decoded as the chat endpoint decodes its own (decodeChat).
+// decoded as the chat endpoint decodes its own (decodeWritten, as decodeResponses does).
 func BenchmarkResponsesRequest(b *testing.B) {
 	body := agentBody(20)
 	r := httptest.NewRequest("POST", "/v1/responses", nil)
@@ -56,7 +56,7 @@ func BenchmarkResponsesRequest(b *testing.B) {
 		if e != nil {
 			b.Fatal(e.Message)
 		}
-		if _, e := decodeChat(r, chat, st, testNames); e != nil {
+		if _, e := decodeWritten(r, chat, st, testNames); e != nil {
 			b.Fatal(e.Message)
 		}
 	}

@@ -16,6 +16,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"encoding/json"
+	"math"
 	"math/bits"
 	"unicode/utf8"
 )
@@ -141,7 +142,11 @@ func skipString(b []byte, i int) (int, bool) {
 
 // skipValue returns the index just past the value that starts at b[i]. Nested containers are
 // skipped by counting depth; strings are skipped whole so that brackets inside them do not count.
-func skipValue(b []byte, i int) (int, bool) {
+func skipValue(b []byte, i int) (int, bool) { return skipNested(b, i, math.MaxInt) }
+
+// skipNested is skipValue for a value that may nest at most limit containers deep (itself
+// counting 1, as scanValue counts): a deeper one is not skipped, false.
+func skipNested(b []byte, i, limit int) (int, bool) {
 	if i >= len(b) {
 		return 0, false
 	}
@@ -160,7 +165,9 @@ func skipValue(b []byte, i int) (int, bool) {
 				i = end
 				continue
 			case '{', '[':
-				depth++
+				if depth++; depth > limit {
+					return 0, false
+				}
 			case '}', ']':
 				depth--
 				if depth == 0 {

@@ -27,14 +27,16 @@ const maxDepth = 512
 // depth of 512, deeper counts as invalid), and that only whitespace follows the container. Invalid
 // UTF-8 inside strings is valid JSON, as for encoding/json. A non-validating Iter assumes valid
 // input and only finds the value boundaries (strings are skipped quote to quote), which is much
-// cheaper: use it on values a validating Iter has already returned.
+// cheaper: use it on values a validating Iter has already returned. Written's walk is a
+// non-validating one that still counts the nesting, for a text written out of such values.
 type Iter struct {
 	b        []byte
 	pos      int
 	array    bool
 	validate bool
 	strict   bool // Text: also UTF-8 and surrogate pairs
-	limit    int  // the nesting a value may have below the container (validating only)
+	nested   bool // Written: not validating, but counting the nesting
+	limit    int  // the nesting a value may have below the container (validating or nested)
 	first    bool
 	bad      bool // the walk stopped on malformed input
 	closed   bool // the closing bracket was read
@@ -55,6 +57,20 @@ func Array(b []byte, validate bool) Iter { return start(b, '[', validate) }
 func Text(b []byte, depth int) Iter {
 	it := start(b, '{', true)
 	it.strict, it.limit = true, min(depth-1, maxDepth)
+	return it
+}
+
+// Written starts a walk over the object b holds that checks only its nesting, for a text the
+// program wrote itself out of values a Text walk returned (the Responses bridge's chat body): it
+// is then valid JSON in valid UTF-8 without a lone surrogate escape, but for its depth, which a
+// writer may deepen by writing a value one level deeper than it read it. It walks as
+// Object(b, false) does, counting brackets outside strings as it skips each value, and refuses
+// what Text(b, depth) refuses of such a text: a value nested deeper than depth, counting the
+// object itself as 1, ends the walk as malformed (FuzzWrittenMatchesText). On any other input
+// its answers are undefined, though it does not panic.
+func Written(b []byte, depth int) Iter {
+	it := start(b, '{', false)
+	it.nested, it.limit = true, depth-1
 	return it
 }
 
@@ -112,9 +128,12 @@ func (it *Iter) Next() (key, value []byte, ok bool) {
 		i = skipWS(b, i+1)
 	}
 	var end int
-	if it.validate {
+	switch {
+	case it.validate:
 		end, ok = scanValue(b, i, it.limit, it.strict)
-	} else {
+	case it.nested:
+		end, ok = skipNested(b, i, it.limit)
+	default:
 		end, ok = skipValue(b, i)
 	}
 	if !ok {

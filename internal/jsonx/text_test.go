@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"math"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -119,6 +120,74 @@ func FuzzText(f *testing.F) {
 			t.Fatalf("decoded (-original +repaired):\n%s", diff)
 		}
 	})
+}
+
+// writtenCases are texts Written is for, nesting up to the depths writtenAsText walks them at
+// and past them, with brackets, escaped quotes and backslashes in strings, keys among them.
+var writtenCases = []string{
+	`{"a":[[[]]],"b":{"c":[{"d":"]]]\"[[[\\"}]},"[{\"":[{}]}`,
+	`{"a":` + strings.Repeat(`[{"b":`, 40) + `"x"` + strings.Repeat(`}]`, 40) + `,"c":1}`,
+	`{"a":` + strings.Repeat("[", maxDepth) + strings.Repeat("]", maxDepth) + `}`,
+	`{"a":1,"b":` + strings.Repeat("[", maxDepth+3) + strings.Repeat("]", maxDepth+3) + `,"c":2}`,
+	` {"a" : [ [ ] ] , "b" : "\u00e9\ud83d\ude00" } ` + "\n",
+}
+
+// writtenDepths are the depths writtenAsText walks a text at.
+var writtenDepths = []int{0, 1, 2, 3, 4, textDepth, 42, 81, maxDepth, maxDepth + 1}
+
+func walkMembers(it Iter) (members []kv, done bool) {
+	for {
+		k, v, ok := it.Next()
+		if !ok {
+			return members, it.Done()
+		}
+		members = append(members, kv{string(k), string(v)})
+	}
+}
+
+// writtenAsText fails t unless Written, at each of writtenDepths, hands out of b what Text
+// hands out at that depth, and ends as it ends, when b is a text Written is for: valid JSON that
+// FixText neither refuses nor repairs but for its depth. Any other b it walks only to see that
+// it does not panic.
+func writtenAsText(t *testing.T, b []byte) {
+	fixed := bytes.Clone(b)
+	text := json.Valid(b) && FixText(fixed, math.MaxInt) == nil && bytes.Equal(fixed, b)
+	for _, depth := range writtenDepths {
+		got, gotDone := walkMembers(Written(b, depth))
+		if !text {
+			continue
+		}
+		want, wantDone := walkMembers(Text(b, depth))
+		if diff := cmp.Diff(want, got); diff != "" || gotDone != wantDone {
+			t.Fatalf("%q at depth %d: done %v, Text's %v; members (-Text +Written):\n%s", b, depth, gotDone, wantDone, diff)
+		}
+	}
+}
+
+// TestWrittenMatchesText: Written takes of a text what Text takes of it, to any depth.
+func TestWrittenMatchesText(t *testing.T) {
+	for _, c := range writtenCases {
+		writtenAsText(t, []byte(c))
+	}
+	for _, c := range textCases {
+		writtenAsText(t, []byte(c.in))
+	}
+	for _, c := range validCases {
+		writtenAsText(t, []byte(c))
+	}
+}
+
+func FuzzWrittenMatchesText(f *testing.F) {
+	for _, c := range writtenCases {
+		f.Add([]byte(c))
+	}
+	for _, c := range textCases {
+		f.Add([]byte(c.in))
+	}
+	for _, c := range validCases {
+		f.Add([]byte(c))
+	}
+	f.Fuzz(writtenAsText)
 }
 
 // decodeNumbers is json.Unmarshal with numbers kept as json.Number, which any number JSON allows
