@@ -72,10 +72,10 @@ type Request struct {
 	// throughout (jsonx.Text's walk, or jsonx.FixText before encoding/json; any other body is
 	// refused with a 400; the Responses bridge's chat body, not checked again, is written valid
 	// out of a client's body checked so: TestWrittenDecodesAsChat), and so is each raw value of
-	// Messages, a slice of it. A translating
-	// adapter that reads a message's text out of it need not check the literal again
-	// (upstream's readContent). Whatever writes into Body or Messages afterwards must keep it so. False
-	// when not known, as for a Request built otherwise: the adapter checks.
+	// Messages, a slice of it. A translating adapter that reads a message's text out of it need
+	// not check the literal again (upstream's readContent). Whatever writes into Body or
+	// Messages afterwards must keep it so. False when not known, as for a Request built
+	// otherwise: the adapter checks.
 	Validated bool
 	// Messages are the chat messages, content kept raw.
 	Messages []Message
