@@ -224,23 +224,10 @@ func TestH1ConcurrentReuse(t *testing.T) {
 		_, _ = io.WriteString(w, answerJSON)
 	})
 	s, tg := h1Set(t, srv.URL)
-	errs := make(chan error, workers)
-	for range workers {
-		go func() {
-			for range each {
-				if _, err := s.Chat(context.Background(), tg, chatReq(false)); err != nil {
-					errs <- err
-					return
-				}
-			}
-			errs <- nil
-		}()
-	}
-	for range workers {
-		if err := <-errs; err != nil {
-			t.Fatal(err)
-		}
-	}
+	concurrently(t, workers, each, func(int) error {
+		_, err := s.Chat(context.Background(), tg, chatReq(false))
+		return err
+	})
 	if got := conns.Load(); got > workers {
 		t.Errorf("upstream accepted %d connections for %d workers, want at most %d", got, workers, workers)
 	}
