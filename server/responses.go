@@ -1291,26 +1291,19 @@ func readItem(raw []byte, it *inputItem) bool {
 	if len(raw) == 0 || raw[0] != '{' {
 		return false
 	}
-	walk := jsonx.Object(raw, false)
-	for {
-		q, v, more := walk.Next()
-		if !more {
-			return walk.Done()
-		}
-		name, plain := jsonx.PlainKey(q)
-		if !plain || mayFold(name) {
+	return jsonx.Members(raw, false, func(name, v []byte) bool {
+		if mayFold(name) {
 			return false
 		}
-		ok := true
 		switch string(name) {
 		case "type":
-			ok = readName(v, &it.Type)
+			return readName(v, &it.Type)
 		case "role":
-			ok = readName(v, &it.Role)
+			return readName(v, &it.Role)
 		case "call_id":
-			ok = readString(v, &it.CallID)
+			return readString(v, &it.CallID)
 		case "name":
-			ok = readString(v, &it.Name)
+			return readString(v, &it.Name)
 		case "arguments":
 			it.Arguments, it.args = nil, nil
 			switch {
@@ -1319,8 +1312,9 @@ func readItem(raw []byte, it *inputItem) bool {
 				it.args = v
 			default:
 				var s string
-				ok = v[0] == '"' && readString(v, &s)
+				ok := v[0] == '"' && readString(v, &s)
 				it.Arguments = &s
+				return ok
 			}
 		case "content":
 			it.Content = v
@@ -1329,10 +1323,8 @@ func readItem(raw []byte, it *inputItem) bool {
 		case "summary":
 			it.Summary = v
 		}
-		if !ok {
-			return false
-		}
-	}
+		return true
+	})
 }
 
 // readPart is readItem for one content part (inputPart).
@@ -1340,27 +1332,18 @@ func readPart(raw []byte, p *inputPart) bool {
 	if len(raw) == 0 || raw[0] != '{' {
 		return false
 	}
-	walk := jsonx.Object(raw, false)
-	for {
-		q, v, more := walk.Next()
-		if !more {
-			return walk.Done()
-		}
-		name, plain := jsonx.PlainKey(q)
-		if !plain || mayFold(name) {
+	return jsonx.Members(raw, false, func(name, v []byte) bool {
+		if mayFold(name) {
 			return false
 		}
 		var s *string
 		switch string(name) {
 		case "type":
-			if readName(v, &p.Type) {
-				continue
-			}
-			return false
+			return readName(v, &p.Type)
 		case "text":
 			if v[0] == '"' {
 				p.text = v // decoded when it is needed (textOf): a message's one text seldom is
-				continue
+				return true
 			}
 			s = &p.Text
 		case "refusal":
@@ -1375,12 +1358,10 @@ func readPart(raw []byte, p *inputPart) bool {
 		case "file_id":
 			s = &p.FileID
 		default:
-			continue
+			return true
 		}
-		if !readString(v, s) {
-			return false
-		}
-	}
+		return readString(v, s)
+	})
 }
 
 // readName is readString for a type or a role: one of those the bridge knows is its constant
