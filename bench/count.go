@@ -369,25 +369,27 @@ func runCount(ctx context.Context, e *environment, n int) ([]countResult, error)
 	}
 	// Asynchronous preemption signals are off under valgrind, whose signal handling they upset.
 	specs := []countSpec{{"gateway", func(ctx context.Context, dir string, vg []string) (*proc, string, error) {
-		addr, err := freeAddr()
+		p, addr, err := onFreeAddr(func(addr string) (*proc, error) {
+			path := filepath.Join(dir, "gateway-count.toml")
+			if err := os.WriteFile(path, []byte(gatewayConfig(addr, e.fast, e.slow, true)), 0o644); err != nil {
+				return nil, err
+			}
+			// The gateway's own re-execution with its sysmon setting (cmd/gateway/sysmon.go)
+			// would leave valgrind behind: the setting is given here, and the marker that says
+			// it is already in place.
+			p, err := startProc("gateway-count", "valgrind",
+				append(vg, gw, "serve", "--config", path, "--log-level", e.opts.LogLevel),
+				[]string{"GODEBUG=schedtrace=2147483647,asyncpreemptoff=1", "HAYULA_GODEBUG_BEFORE="}, dir)
+			if err != nil {
+				return nil, err
+			}
+			if err := waitReady(ctx, p, "http://"+addr+"/healthz"); err != nil {
+				p.stop()
+				return nil, err
+			}
+			return p, nil
+		})
 		if err != nil {
-			return nil, "", err
-		}
-		path := filepath.Join(dir, "gateway-count.toml")
-		if err := os.WriteFile(path, []byte(gatewayConfig(addr, e.fast, e.slow, true)), 0o644); err != nil {
-			return nil, "", err
-		}
-		// The gateway's own re-execution with its sysmon setting (cmd/gateway/sysmon.go) would
-		// leave valgrind behind: the setting is given here, and the marker that says it is
-		// already in place.
-		p, err := startProc("gateway-count", "valgrind",
-			append(vg, gw, "serve", "--config", path, "--log-level", e.opts.LogLevel),
-			[]string{"GODEBUG=schedtrace=2147483647,asyncpreemptoff=1", "HAYULA_GODEBUG_BEFORE="}, dir)
-		if err != nil {
-			return nil, "", err
-		}
-		if err := waitReady(ctx, p, "http://"+addr+"/healthz"); err != nil {
-			p.stop()
 			return nil, "", err
 		}
 		return p, "http://" + addr + "/v1/chat/completions", nil

@@ -86,33 +86,39 @@ func (e *environment) startUpstream(ctx context.Context) error {
 }
 
 // startGateway writes the config (with an [auto] table if this gateway's config accepts one),
-// starts `gateway serve` and waits for /healthz.
+// starts `gateway serve` and waits for /healthz, on a loopback address found free (onFreeAddr).
 func (e *environment) startGateway(ctx context.Context) error {
-	addr, err := freeAddr()
+	p, addr, err := onFreeAddr(func(addr string) (*proc, error) {
+		path := filepath.Join(e.dir, "gateway.toml")
+		if err := os.WriteFile(path, []byte(gatewayConfig(addr, e.fast, e.slow, true)), 0o644); err != nil {
+			return nil, err
+		}
+		if out, err := exec.CommandContext(ctx, e.gwBin, "check-config", path).CombinedOutput(); err != nil {
+			if !strings.Contains(string(out), "auto") {
+				return nil, fmt.Errorf("the generated gateway config does not load: %v\n%s", err, out)
+			}
+			first, _, _ := strings.Cut(strings.TrimSpace(string(out)), "\n")
+			e.autoNote = "this gateway's config does not accept an [auto] table yet (" + first + ")"
+			if err := os.WriteFile(path, []byte(gatewayConfig(addr, e.fast, e.slow, false)), 0o644); err != nil {
+				return nil, err
+			}
+		}
+		p, err := startProc("gateway", e.gwBin, []string{"serve", "--config", path, "--log-level", e.opts.LogLevel},
+			nil, e.dir)
+		if err != nil {
+			return nil, err
+		}
+		if err := waitReady(ctx, p, "http://"+addr+"/healthz"); err != nil {
+			p.stop()
+			return nil, err
+		}
+		return p, nil
+	})
 	if err != nil {
 		return err
 	}
-	e.gwAddr = addr
-	path := filepath.Join(e.dir, "gateway.toml")
-	if err := os.WriteFile(path, []byte(gatewayConfig(addr, e.fast, e.slow, true)), 0o644); err != nil {
-		return err
-	}
-	if out, err := exec.CommandContext(ctx, e.gwBin, "check-config", path).CombinedOutput(); err != nil {
-		if !strings.Contains(string(out), "auto") {
-			return fmt.Errorf("the generated gateway config does not load: %v\n%s", err, out)
-		}
-		first, _, _ := strings.Cut(strings.TrimSpace(string(out)), "\n")
-		e.autoNote = "this gateway's config does not accept an [auto] table yet (" + first + ")"
-		if err := os.WriteFile(path, []byte(gatewayConfig(addr, e.fast, e.slow, false)), 0o644); err != nil {
-			return err
-		}
-	}
-	e.gateway, err = startProc("gateway", e.gwBin, []string{"serve", "--config", path, "--log-level", e.opts.LogLevel},
-		nil, e.dir)
-	if err != nil {
-		return err
-	}
-	return waitReady(ctx, e.gateway, "http://"+addr+"/healthz")
+	e.gateway, e.gwAddr = p, addr
+	return nil
 }
 
 // gatewayConfig is the gateway's config for the bench. The measured route has the paper's three

@@ -183,6 +183,29 @@ func freeAddr() (string, error) {
 	return ln.Addr().String(), nil
 }
 
+// onFreeAddr starts a child on a loopback address freeAddr finds: start writes the child's
+// config for addr, starts it and waits until it is ready. When the address was taken between
+// freeAddr and the child's bind (the child said "address already in use"), it tries again on
+// another, three times in all: a count under valgrind, which starts slowly, failed whole when a
+// test suite's server took its port meanwhile (TestOnFreeAddrRetriesATakenPort).
+func onFreeAddr(start func(addr string) (*proc, error)) (*proc, string, error) {
+	var err error
+	for range 3 {
+		var addr string
+		if addr, err = freeAddr(); err != nil {
+			return nil, "", err
+		}
+		var p *proc
+		if p, err = start(addr); err == nil {
+			return p, addr, nil
+		}
+		if !strings.Contains(err.Error(), "address already in use") {
+			return nil, "", err
+		}
+	}
+	return nil, "", err
+}
+
 // waitReady polls url until the child listens on its address and it answers 200, the child
 // exits, or 15 s pass. The address freeAddr found free may be taken by another program (a test
 // suite's server) before the child binds it, slowly under valgrind: its answers then passed for

@@ -3,6 +3,7 @@
 package main
 
 import (
+	"errors"
 	"net"
 	"os"
 	"os/exec"
@@ -36,5 +37,32 @@ func TestListensOn(t *testing.T) {
 	}
 	if listensOn(os.Getpid(), free) {
 		t.Errorf("%s, closed, is said to be listened on", free)
+	}
+}
+
+// TestOnFreeAddrRetriesATakenPort: a child that could not bind the address it was given, taken
+// since freeAddr found it free, is started again on another, up to three times; a child that
+// fails otherwise is not, and its error is the caller's.
+func TestOnFreeAddrRetriesATakenPort(t *testing.T) {
+	var tried []string
+	taken := errors.New("gateway exited before it was ready (exit status 1):\nlisten tcp 127.0.0.1:1: bind: address already in use")
+	p, addr, err := onFreeAddr(func(addr string) (*proc, error) {
+		tried = append(tried, addr)
+		if len(tried) < 3 {
+			return nil, taken
+		}
+		return &proc{name: "child"}, nil
+	})
+	if err != nil || p == nil || p.name != "child" || len(tried) != 3 || addr != tried[2] {
+		t.Fatalf("got %v, %q, %v after %q; want the third try's child", p, addr, err, tried)
+	}
+	tried = nil
+	if _, _, err := onFreeAddr(func(addr string) (*proc, error) { tried = append(tried, addr); return nil, taken }); err != taken || len(tried) != 3 {
+		t.Errorf("always taken: %v after %d tries, want its error after 3", err, len(tried))
+	}
+	tried = nil
+	other := errors.New("the generated gateway config does not load")
+	if _, _, err := onFreeAddr(func(addr string) (*proc, error) { tried = append(tried, addr); return nil, other }); err != other || len(tried) != 1 {
+		t.Errorf("another failure: %v after %d tries, want it after 1", err, len(tried))
 	}
 }
