@@ -380,14 +380,7 @@ func runCount(ctx context.Context, e *environment, n int) ([]countResult, error)
 			p, err := startProc("gateway-count", "valgrind",
 				append(vg, gw, "serve", "--config", path, "--log-level", e.opts.LogLevel),
 				[]string{"GODEBUG=schedtrace=2147483647,asyncpreemptoff=1", "HAYULA_GODEBUG_BEFORE="}, dir)
-			if err != nil {
-				return nil, err
-			}
-			if err := waitReady(ctx, p, "http://"+addr+"/healthz"); err != nil {
-				p.stop()
-				return nil, err
-			}
-			return p, nil
+			return startedReady(ctx, p, err, "http://"+addr+"/healthz")
 		})
 		if err != nil {
 			return nil, "", err
@@ -419,11 +412,7 @@ func runCount(ctx context.Context, e *environment, n int) ([]countResult, error)
 			}
 			p, err := startProc("nginx-count", "valgrind",
 				append(vg, bin, "-p", dir, "-c", path, "-e", filepath.Join(dir, "nginx-count-error.log")), nil, dir)
-			if err != nil {
-				return nil, "", err
-			}
-			if err := waitReady(ctx, p, "http://"+addr+"/v1/models"); err != nil {
-				p.stop()
+			if p, err = startedReady(ctx, p, err, "http://"+addr+"/v1/models"); err != nil {
 				return nil, "", err
 			}
 			return p, "http://" + addr + "/v1/chat/completions", nil

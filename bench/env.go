@@ -105,14 +105,7 @@ func (e *environment) startGateway(ctx context.Context) error {
 		}
 		p, err := startProc("gateway", e.gwBin, []string{"serve", "--config", path, "--log-level", e.opts.LogLevel},
 			nil, e.dir)
-		if err != nil {
-			return nil, err
-		}
-		if err := waitReady(ctx, p, "http://"+addr+"/healthz"); err != nil {
-			p.stop()
-			return nil, err
-		}
-		return p, nil
+		return startedReady(ctx, p, err, "http://"+addr+"/healthz")
 	})
 	if err != nil {
 		return err

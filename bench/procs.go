@@ -206,6 +206,19 @@ func onFreeAddr(start func(addr string) (*proc, error)) (*proc, string, error) {
 	return nil, "", err
 }
 
+// startedReady is a child just started (err: its start's error) once it answers url, which
+// waitReady waits for; one that does not is stopped, and the error is the caller's.
+func startedReady(ctx context.Context, p *proc, err error, url string) (*proc, error) {
+	if err != nil {
+		return nil, err
+	}
+	if err := waitReady(ctx, p, url); err != nil {
+		p.stop()
+		return nil, err
+	}
+	return p, nil
+}
+
 // waitReady polls url until the child listens on its address and it answers 200, the child
 // exits, or 15 s pass. The address freeAddr found free may be taken by another program (a test
 // suite's server) before the child binds it, slowly under valgrind: its answers then passed for
