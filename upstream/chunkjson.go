@@ -139,13 +139,15 @@ func appendChunk(dst []byte, id string, created int64, model string, d *deltaJSO
 func appendChunkOf(dst []byte, id string, created int64, model string, role, content string, hasContent bool,
 	reasoning string, calls []toolCallJSON, lp *logprobsJSON, finish *string, u *usageJSON, hy *hayulaJSON) []byte {
 	dst = appendEnvelopeHead(dst, id, "chat.completion.chunk", created, model)
-	return appendChunkChoices(dst, role, content, hasContent, reasoning, calls, lp, finish, u, hy)
+	return appendChunkChoices(dst, role, content, nil, hasContent, reasoning, calls, lp, finish, u, hy)
 }
 
 // appendChunkChoices is appendChunkOf after its envelope's head: a stream's chunks all share
 // one id, created and model, whose bytes the chunker writes once and copies (chunker.marshal).
-func appendChunkChoices(dst []byte, role, content string, hasContent bool, reasoning string, calls []toolCallJSON,
-	lp *logprobsJSON, finish *string, u *usageJSON, hy *hayulaJSON) []byte {
+// contentJSON, when not nil, is written for the content as it is: the literal appendJSONString
+// would write for it (chunker.delta's lit).
+func appendChunkChoices(dst []byte, role, content string, contentJSON []byte, hasContent bool, reasoning string,
+	calls []toolCallJSON, lp *logprobsJSON, finish *string, u *usageJSON, hy *hayulaJSON) []byte {
 	dst = append(dst, `[{"index":0,"delta":{`...)
 	sep := ""
 	if role != "" {
@@ -155,7 +157,11 @@ func appendChunkChoices(dst []byte, role, content string, hasContent bool, reaso
 	}
 	if hasContent {
 		dst = append(append(dst, sep...), `"content":`...)
-		dst = appendJSONString(dst, content)
+		if contentJSON != nil {
+			dst = append(dst, contentJSON...)
+		} else {
+			dst = appendJSONString(dst, content)
+		}
 		sep = ","
 	}
 	if reasoning != "" {

@@ -91,8 +91,8 @@ func FuzzChunkJSONMatchesEncoding(f *testing.F) {
 // does, so the append copies rather than writing over the chunk made after it.
 func TestChunkBufCapsChunks(t *testing.T) {
 	c := newChunker("id", 1, "m", 0)
-	first := c.delta("a", "", nil, nil)
-	second := c.delta("b", "", nil, nil)
+	first := c.delta("a", nil, "", nil, nil)
+	second := c.delta("b", nil, "", nil, nil)
 	want := string(second)
 	_ = append(first, "garbage"...)
 	if string(second) != want {

@@ -30,6 +30,12 @@ func FuzzOllamaLineMatchesUnmarshal(f *testing.F) {
 		`{"model":"m","created_at":"t","message":{"role":1,"content":"x"},"done":false}`,
 		`{"model":"\xff","created_at":"\ud800","message":{"role":"assistant","content":"\ud83d\ude00"},"done":false}`,
 		`{"model":"m","created_at":"t","message":{"role":"assistant","content":"x","thinking":"y"},"done":false}`,
+		// Tokens a stream may keep as their literals (plainToken), and ones it may not.
+		`{"model":"m","created_at":"t","message":{"role":"assistant","content":" ممكن 😀"},"done":false}`,
+		`{"model":"m","created_at":"t","message":{"role":"assistant","content":"a` + "\u2028" + `b"},"done":false}`,
+		`{"model":"m","created_at":"t","message":{"role":"assistant","content":"a\xe2\x80"},"done":false}`,
+		`{"model":"m","created_at":"t","message":{"role":"assistant","content":"\u003cb\u003e"},"done":false}`,
+		`{"model":"m","created_at":"t","message":{"role":"assistant","content":""},"done":false}`,
 		// Ollama's timings, read by name, and names a byte or a case away from them.
 		`{"total_duration":1,"load_duration":"x","prompt_eval_duration":null,"eval_duration":[1],"Eval_Count":3}`,
 		`{"total_duration":1,"eval_durations":2,"EVAL_DURATION":3,"eval_Count":4,"Done":true}`,
@@ -39,7 +45,7 @@ func FuzzOllamaLineMatchesUnmarshal(f *testing.F) {
 	f.Fuzz(func(t *testing.T, line []byte) {
 		var want ollamaChatResponse
 		wantErr := json.Unmarshal(line, &want)
-		got, err := decodeOllamaLine(line, true)
+		got, err := decodeOllamaLine(line, true, false)
 		if (err != nil) != (wantErr != nil) {
 			t.Fatalf("%q: error %v, json.Unmarshal's %v", line, err, wantErr)
 		}
@@ -47,12 +53,29 @@ func FuzzOllamaLineMatchesUnmarshal(f *testing.F) {
 			return
 		}
 		noRole := cmp.Options{cmpopts.IgnoreFields(ollamaMessage{}, "Role"), cmpopts.IgnoreUnexported(ollamaMessage{})}
+		if got.Message.contentJSON != nil {
+			t.Fatalf("%q: a literal %q, not asked for", line, got.Message.contentJSON)
+		}
 		if diff := cmp.Diff(want, got, noRole); diff != "" {
 			t.Errorf("%q (-json.Unmarshal +decodeOllamaLine):\n%s", line, diff)
 		}
-		got, _ = decodeOllamaLine(line, false)
+		got, _ = decodeOllamaLine(line, false, false)
 		if diff := cmp.Diff(want, got, noRole, cmpopts.IgnoreFields(ollamaChatResponse{}, "Model", "CreatedAt")); diff != "" {
 			t.Errorf("%q without head (-json.Unmarshal +decodeOllamaLine):\n%s", line, diff)
+		}
+		for _, head := range []bool{true, false} {
+			got, err = decodeOllamaLine(line, head, true)
+			if err != nil {
+				t.Fatalf("%q with literal: %v", line, err)
+			}
+			got.Message.Content = literalText(t, got.Message.Content, got.Message.contentJSON)
+			opts := noRole
+			if !head {
+				opts = append(opts, cmpopts.IgnoreFields(ollamaChatResponse{}, "Model", "CreatedAt"))
+			}
+			if diff := cmp.Diff(want, got, opts); diff != "" {
+				t.Errorf("%q with literal, head %v (-json.Unmarshal +decodeOllamaLine):\n%s", line, head, diff)
+			}
 		}
 	})
 }
@@ -70,25 +93,39 @@ func FuzzSAIFEventMatchesUnmarshal(f *testing.F) {
 		`{"text":"x","specialist":"s"} x`, `{"text":"x","specialist":"s",}`, `{"text":"x","specialist":null}`,
 		`{"text":"x\q","specialist":"s"}`, `{"text":"x","specialist":"\x01"}`, `{"text":"\ud83d\ude00","specialist":"\xff"}`,
 		`{"text":"x","specialist":"s","done":true}`, `{"specialist":"s","text":"x"}`, `{"text":"x","Specialist":"s"}`,
+		`{"text":" ممكن 😀","specialist":"s"}`, `{"text":"a` + "\u2029" + `","specialist":"s"}`, `{"text":"\xf0\x9f","specialist":"s"}`,
+		`{"text":"","specialist":"s"}`, `{"text":"<b>","specialist":"s"}`,
 	} {
 		f.Add([]byte(l))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		var want saifEvent
 		wantErr := json.Unmarshal(data, &want)
-		got, err := decodeSAIFEvent(data, true)
+		got, err := decodeSAIFEvent(data, true, false)
 		if (err != nil) != (wantErr != nil) {
 			t.Fatalf("%q: error %v, json.Unmarshal's %v", data, err, wantErr)
 		}
 		if err != nil {
 			return
 		}
-		if diff := cmp.Diff(want, got); diff != "" {
+		if got.textJSON != nil {
+			t.Fatalf("%q: a literal %q, not asked for", data, got.textJSON)
+		}
+		unexported := cmpopts.IgnoreUnexported(saifEvent{})
+		if diff := cmp.Diff(want, got, unexported); diff != "" {
 			t.Errorf("%q (-json.Unmarshal +decodeSAIFEvent):\n%s", data, diff)
 		}
-		got, _ = decodeSAIFEvent(data, false)
-		if diff := cmp.Diff(want, got, cmpopts.IgnoreFields(saifEvent{}, "Specialist")); diff != "" {
+		got, _ = decodeSAIFEvent(data, false, false)
+		if diff := cmp.Diff(want, got, unexported, cmpopts.IgnoreFields(saifEvent{}, "Specialist")); diff != "" {
 			t.Errorf("%q without the specialist (-json.Unmarshal +decodeSAIFEvent):\n%s", data, diff)
+		}
+		got, err = decodeSAIFEvent(data, true, true)
+		if err != nil {
+			t.Fatalf("%q with literal: %v", data, err)
+		}
+		got.Text = literalText(t, got.Text, got.textJSON)
+		if diff := cmp.Diff(want, got, unexported); diff != "" {
+			t.Errorf("%q with literal (-json.Unmarshal +decodeSAIFEvent):\n%s", data, diff)
 		}
 	})
 }
@@ -122,4 +159,22 @@ func FuzzSAIFAnswerMatchesUnmarshal(f *testing.F) {
 			t.Errorf("%q (-json.Unmarshal +decodeSAIFAnswer):\n%s", data, diff)
 		}
 	})
+}
+
+// literalText is the text a decoder that may keep a token's literal (decodeOllamaLine's and
+// decodeSAIFEvent's literal) gave: text, or, when lit is set, lit's text, which must then be
+// what appendJSONString writes lit for, with text empty.
+func literalText(t *testing.T, text string, lit []byte) string {
+	t.Helper()
+	if lit == nil {
+		return text
+	}
+	if text != "" {
+		t.Fatalf("both a text %q and a literal %q", text, lit)
+	}
+	s := string(lit[1 : len(lit)-1])
+	if w := appendJSONString(nil, s); string(w) != string(lit) || s == "" {
+		t.Fatalf("literal %q, which appendJSONString writes %q", lit, w)
+	}
+	return s
 }

@@ -79,19 +79,19 @@ func TestContentless(t *testing.T) {
 // chunk is held as an openai target's is; one with text, or that names a SAIF specialist, is not.
 func TestContentlessTranslatedFirstChunk(t *testing.T) {
 	c := newChunker("x", 1, "m", core.ReasoningPassthrough)
-	if p := c.delta("", "", nil, nil); !Contentless(p) {
+	if p := c.delta("", nil, "", nil, nil); !Contentless(p) {
 		t.Errorf("first chunk without text %s: want contentless", p)
 	}
 	c = newChunker("x", 1, "m", core.ReasoningThinkTags)
-	if p := c.delta("<think>", "", nil, nil); !Contentless(p) {
+	if p := c.delta("<think>", nil, "", nil, nil); !Contentless(p) {
 		t.Errorf("first chunk holding <think> %s: want contentless", p)
 	}
 	c = newChunker("x", 1, "m", core.ReasoningPassthrough)
-	if p := c.delta("Hi", "", nil, nil); Contentless(p) {
+	if p := c.delta("Hi", nil, "", nil, nil); Contentless(p) {
 		t.Errorf("first chunk with text %s: want it to commit", p)
 	}
 	c = newChunker("x", 1, "m", core.ReasoningPassthrough)
-	if p := c.delta("", "", nil, &hayulaJSON{Specialist: "s"}); Contentless(p) {
+	if p := c.delta("", nil, "", nil, &hayulaJSON{Specialist: "s"}); Contentless(p) {
 		t.Errorf("first chunk naming a specialist %s: want it to commit", p)
 	}
 }

@@ -14,10 +14,13 @@ import (
 // strings the stream uses and nothing else; any other (tool calls, logprobs, an error, a null, a
 // key only encoding/json's case folding would match) goes to json.Unmarshal. The message's role
 // is checked for a string and not kept (the stream does not read it); head says whether model
-// and created_at are wanted: only the first line's are read.
-func decodeOllamaLine(line []byte, head bool) (ollamaChatResponse, error) {
+// and created_at are wanted: only the first line's are read. literal lets a token's line leave its
+// content as the literal it came as (the message's contentJSON, Content empty) when that is
+// what appendJSONString writes for its text (plainToken): a stream copies it into its chunk
+// rather than unquote it and escape it again.
+func decodeOllamaLine(line []byte, head, literal bool) (ollamaChatResponse, error) {
 	var m ollamaChatResponse
-	if readTokenLine(line, head, &m) || readOllamaLine(line, head, &m) {
+	if readTokenLine(line, head, literal, &m) || readOllamaLine(line, head, &m) {
 		return m, nil
 	}
 	var v ollamaChatResponse
@@ -32,8 +35,9 @@ func decodeOllamaLine(line []byte, head bool) (ollamaChatResponse, error) {
 //
 // (whitespace after it allowed). Nearly every line of a stream is one, and this reads it at
 // about the cost of finding its strings; anything else (thinking, tool calls, another order,
-// spaces, the done line) is readOllamaLine's. m is filled only when the whole line is read.
-func readTokenLine(line []byte, head bool, m *ollamaChatResponse) bool {
+// spaces, the done line) is readOllamaLine's. m is filled only when the whole line is read;
+// literal as decodeOllamaLine's.
+func readTokenLine(line []byte, head, literal bool, m *ollamaChatResponse) bool {
 	b := line
 	take := func(lit string) bool {
 		if len(b) < len(lit) || string(b[:len(lit)]) != lit {
@@ -69,11 +73,16 @@ func readTokenLine(line []byte, head bool, m *ollamaChatResponse) bool {
 			return false
 		}
 	}
-	text, ok := jsonx.Unquote(content)
-	if !ok {
-		return false
+	var text string
+	lit := literal && plainToken(content)
+	if !lit {
+		var ok bool
+		if text, ok = jsonx.Unquote(content); !ok {
+			return false
+		}
 	}
 	if head {
+		var ok bool
 		if m.Model, ok = jsonx.Unquote(model); !ok {
 			return false
 		}
@@ -81,8 +90,20 @@ func readTokenLine(line []byte, head bool, m *ollamaChatResponse) bool {
 			return false
 		}
 	}
+	if lit {
+		m.Message.contentJSON = content
+	}
 	m.Message.Content, m.Done = text, false
 	return true
+}
+
+// plainToken reports whether q, a string literal whose escapes are checked, is what
+// appendJSONString writes for its text, so that a stream can copy it into its chunk: a text
+// (not "", which a chunk tests for), no escape, valid UTF-8, no U+2028 or U+2029 (which
+// appendJSONString escapes). A token as Ollama or SAIF writes it nearly always is; one with a
+// newline, a quote or, from Ollama's encoder, <, > or &, is escaped, and is unquoted as before.
+func plainToken(q []byte) bool {
+	return len(q) > 2 && jsonx.PlainLiteral(q) && !hasLineSeparator(q)
 }
 
 // readOllamaLine fills m from line when line is a well-formed object whose every member it reads

@@ -44,7 +44,9 @@ type ollamaMessage struct {
 	Content string `json:"content"`
 	// contentJSON is the content as the client's JSON string wrote it, when that is what
 	// mustJSON writes for its text (flatContent.literal): appendOllamaMessage copies it, and
-	// Content is left empty. nil otherwise.
+	// Content is left empty. nil otherwise. In a stream's line (decodeOllamaLine's literal) it
+	// is the token's literal as Ollama wrote it, a slice of the line, when plainToken says the
+	// chunk can carry it as it is.
 	contentJSON []byte
 	Thinking    string           `json:"thinking,omitempty"`
 	Images      []string         `json:"images,omitempty"`
@@ -160,7 +162,7 @@ func (a *openaiOllama) chat(ctx context.Context, req *core.Request) (*Response, 
 		return nil, err
 	}
 	// Read as a stream's line is: walked when it holds only text, json.Unmarshal otherwise.
-	m, err := decodeOllamaLine(raw, true)
+	m, err := decodeOllamaLine(raw, true, false)
 	if err != nil {
 		return nil, &core.ProtocolError{Target: a.t.Name, Err: &NotJSONError{Body: redact(capBytes(raw, maxErrorBody), a.t.APIKey)}}
 	}
@@ -1384,7 +1386,7 @@ func (s *ollamaStream) read() error {
 		}
 		return &core.StreamError{Target: s.target, Message: "upstream broke off: " + err.Error(), Err: err}
 	}
-	m, err := decodeOllamaLine(line, s.ch == nil)
+	m, err := decodeOllamaLine(line, s.ch == nil, true)
 	if err != nil {
 		if cut {
 			return &core.StreamError{Target: s.target, Message: "upstream closed the stream inside a line"}
@@ -1412,13 +1414,13 @@ func (s *ollamaStream) read() error {
 	if m.Message.Thinking != "" {
 		s.ch.upstreamReasoned() // before the line's entries go through the content's splitter
 	}
-	if m.Message.Thinking != "" && m.Message.Content == "" {
+	if m.Message.Thinking != "" && m.Message.Content == "" && m.Message.contentJSON == nil {
 		// A line of Ollama's own thinking: its tokens' entries are the reasoning's, and
 		// logprobs.content is the content's (OpenAI's definition, as for think-tags).
 		lp = nil
 	}
 	s.ch.setLogprobs(lp)
-	if ev := s.ch.delta(m.Message.Content, m.Message.Thinking, calls, nil); ev != nil {
+	if ev := s.ch.delta(m.Message.Content, m.Message.contentJSON, m.Message.Thinking, calls, nil); ev != nil {
 		s.pending = append(s.pending, ev)
 	}
 	if !m.Done {

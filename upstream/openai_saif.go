@@ -85,7 +85,12 @@ type saifAnswer struct {
 
 // saifEvent is one SSE payload: text with its specialist, or the closing done event.
 type saifEvent struct {
-	Text         string     `json:"text"`
+	Text string `json:"text"`
+	// textJSON is the text as SAIF's literal wrote it, a slice of the event, when the event was
+	// read with decodeSAIFEvent's literal and plainToken says a chunk can carry it as it is;
+	// Text is then "".
+	textJSON []byte
+
 	Specialist   string     `json:"specialist"`
 	Done         bool       `json:"done"`
 	FinishReason string     `json:"finish_reason"`
@@ -382,7 +387,7 @@ func (a *openaiSAIF) stream(resp *http.Response, req *core.Request) (*Response, 
 
 // chunkMaker builds the stream payloads of one answer: chat chunks or text_completion chunks.
 type chunkMaker interface {
-	delta(text, reasoning string, calls []toolCallJSON, hy *hayulaJSON) []byte
+	delta(text string, lit []byte, reasoning string, calls []toolCallJSON, hy *hayulaJSON) []byte // see chunker.delta
 	finish(reason string) []byte
 	held() []byte // see eventSource
 	usage(u *usageJSON) []byte
@@ -433,7 +438,7 @@ func (s *saifStream) read() error {
 	if msg, ok := errorEvent(ev.name, data); ok {
 		return &core.StreamError{Target: s.target, Message: msg, Quoted: len(msg)}
 	}
-	e, err := decodeSAIFEvent(data, !s.named)
+	e, err := decodeSAIFEvent(data, !s.named, true)
 	if err != nil {
 		if ev.cut {
 			return &core.StreamError{Target: s.target, Message: "upstream closed the stream inside an event"}
@@ -453,7 +458,7 @@ func (s *saifStream) read() error {
 		}
 	}
 	s.started = true
-	if p := s.out.delta(e.Text, "", nil, hy); p != nil {
+	if p := s.out.delta(e.Text, e.textJSON, "", nil, hy); p != nil {
 		s.pending = append(s.pending, p)
 	}
 	if !e.Done {
@@ -502,7 +507,10 @@ type textChunker struct {
 
 func (c *textChunker) reset() { c.out.reset() }
 
-func (c *textChunker) delta(text, _ string, _ []toolCallJSON, hy *hayulaJSON) []byte {
+func (c *textChunker) delta(text string, lit []byte, _ string, _ []toolCallJSON, hy *hayulaJSON) []byte {
+	if lit != nil {
+		text = string(lit[1 : len(lit)-1]) // a legacy completion's stream is rare: not worth a writer of its own
+	}
 	if c.started && text == "" && hy == nil {
 		return nil
 	}

@@ -11,10 +11,10 @@ import (
 // included. An event of the usual kind (text, its specialist, the done event's reason and usage)
 // is read by walking it, which costs the strings the stream uses and nothing else; any other goes
 // to json.Unmarshal (see decodeOllamaLine). specialist says whether the specialist is wanted: it
-// is read until an event has named one.
-func decodeSAIFEvent(data []byte, specialist bool) (saifEvent, error) {
+// is read until an event has named one; literal as decodeOllamaLine's, for the text (textJSON).
+func decodeSAIFEvent(data []byte, specialist, literal bool) (saifEvent, error) {
 	var e saifEvent
-	if readTextEvent(data, specialist, &e) || readSAIFEvent(data, specialist, &e) {
+	if readTextEvent(data, specialist, literal, &e) || readSAIFEvent(data, specialist, &e) {
 		return e, nil
 	}
 	var v saifEvent
@@ -31,7 +31,7 @@ func decodeSAIFEvent(data []byte, specialist bool) (saifEvent, error) {
 // Nearly every event of a stream is one, and this reads it at about the cost of finding its
 // strings, where the walk cost some 1,700 instructions an event; anything else (the done event,
 // another order, another member) is readSAIFEvent's. e is filled only when the whole event is read.
-func readTextEvent(data []byte, specialist bool, e *saifEvent) bool {
+func readTextEvent(data []byte, specialist, literal bool, e *saifEvent) bool {
 	b := data
 	ws := func() {
 		for len(b) > 0 && (b[0] == ' ' || b[0] == '\t' || b[0] == '\n' || b[0] == '\r') {
@@ -70,14 +70,22 @@ func readTextEvent(data []byte, specialist bool, e *saifEvent) bool {
 	if ws(); len(b) != 0 {
 		return false
 	}
-	t, ok := jsonx.Unquote(text)
-	if !ok {
-		return false
+	var t string
+	lit := literal && plainToken(text)
+	if !lit {
+		var ok bool
+		if t, ok = jsonx.Unquote(text); !ok {
+			return false
+		}
 	}
 	if specialist {
+		var ok bool
 		if e.Specialist, ok = jsonx.Unquote(spec); !ok {
 			return false
 		}
+	}
+	if lit {
+		e.textJSON = text
 	}
 	e.Text = t
 	return true

@@ -504,10 +504,15 @@ func (c *chunker) setLogprobs(entries []logprobJSON) {
 }
 
 // delta returns a chunk for text, reasoning and tool calls, or nil when there is nothing to say
-// (the first chunk is always said, for its role).
-func (c *chunker) delta(text, reasoning string, calls []toolCallJSON, hy *hayulaJSON) []byte {
+// (the first chunk is always said, for its role). lit, when not nil, is the text instead, as
+// the JSON string literal appendJSONString would write for it (plainToken), text then "": the
+// chunk copies it; the think splitter, which reads the text, is given it unquoted.
+func (c *chunker) delta(text string, lit []byte, reasoning string, calls []toolCallJSON, hy *hayulaJSON) []byte {
 	if reasoning != "" {
 		c.upstreamReasoned()
+	}
+	if lit != nil && c.think != nil {
+		text, lit = string(lit[1:len(lit)-1]), nil
 	}
 	if c.think != nil && text != "" {
 		var r string
@@ -517,12 +522,12 @@ func (c *chunker) delta(text, reasoning string, calls []toolCallJSON, hy *hayula
 	if c.hide {
 		reasoning = ""
 	}
-	if c.started && text == "" && reasoning == "" && len(calls) == 0 && hy == nil && c.logprobs == nil {
+	if c.started && text == "" && lit == nil && reasoning == "" && len(calls) == 0 && hy == nil && c.logprobs == nil {
 		return nil
 	}
 	d := deltaParts{reasoning: reasoning, calls: calls}
-	if !c.started || text != "" {
-		d.content, d.hasContent = text, true
+	if !c.started || text != "" || lit != nil {
+		d.content, d.contentJSON, d.hasContent = text, lit, true
 	}
 	if !c.started {
 		d.role = "assistant"
@@ -590,6 +595,7 @@ func (c *chunker) usage(u *usageJSON) []byte {
 // by value so that a delta's text need not move to the heap to be pointed at.
 type deltaParts struct {
 	role, content string
+	contentJSON   []byte // the content as its literal, written as it is (chunker.delta's lit)
 	hasContent    bool
 	reasoning     string
 	calls         []toolCallJSON
@@ -601,8 +607,8 @@ func (c *chunker) marshal(d deltaParts, finish *string, hy *hayulaJSON) []byte {
 	if c.head == nil {
 		c.head = appendEnvelopeHead(nil, c.id, "chat.completion.chunk", c.created, c.model)
 	}
-	c.out.buf = appendChunkChoices(append(c.out.buf, c.head...), d.role, d.content, d.hasContent, d.reasoning,
-		d.calls, c.logprobs, finish, nil, hy)
+	c.out.buf = appendChunkChoices(append(c.out.buf, c.head...), d.role, d.content, d.contentJSON, d.hasContent,
+		d.reasoning, d.calls, c.logprobs, finish, nil, hy)
 	c.logprobs = nil
 	return c.out.add(start)
 }

@@ -779,6 +779,20 @@ func AppendUnquote(dst, q []byte) ([]byte, bool) {
 	return dst, false
 }
 
+// PlainLiteral reports whether q, one JSON string literal whose escapes are checked (StringAt's
+// or a walk's), holds no escape and only valid UTF-8: its text is then its bytes between the
+// quotes, and AppendString(dst, text, false) writes q back unless the text holds U+2028 or
+// U+2029. A reader that would unquote q only to escape it again can keep q instead (the
+// translated streams' tokens). One search for a backslash and plainText's word-at-a-time check,
+// where Unquote also copies the text out.
+func PlainLiteral(q []byte) bool {
+	if len(q) < 2 {
+		return false
+	}
+	s := q[1 : len(q)-1]
+	return bytes.IndexByte(s, '\\') < 0 && plainText(s, true)
+}
+
 // Canonical reports whether q, one valid JSON string literal, is written as AppendString(dst, s,
 // true) writes its text s, but for <, >, &, U+2028 and U+2029, which it may hold unescaped: only
 // valid UTF-8, and every escape the one AppendString writes for its character (\" \\ \b \f \n \r

@@ -189,6 +189,38 @@ func FuzzUnquote(f *testing.F) {
 	})
 }
 
+// FuzzPlainLiteral holds PlainLiteral to its definition, for any literal StringAt accepts: no
+// backslash and valid UTF-8, and then Unquote's text is the literal's bytes and AppendString
+// writes the literal back unless the text holds U+2028 or U+2029.
+func FuzzPlainLiteral(f *testing.F) {
+	for _, c := range append(unquoteCases, `"token"`, `" ممكن"`, `"a\u2028"`, "\"\u2028\"", "\"\xff\"", "\"\xe2\x80\"",
+		`"<b>&</b>"`, `"\n"`, `""`, "\"\x01\"", `"😀 ok"`, "\"\xf0\x9f\x98\"") {
+		f.Add([]byte(c))
+	}
+	f.Fuzz(func(t *testing.T, q []byte) {
+		end, ok := StringAt(q, 0)
+		if !ok || end != len(q) {
+			return
+		}
+		body := q[1 : len(q)-1]
+		want := !bytes.ContainsRune(body, '\\') && utf8.Valid(body)
+		got := PlainLiteral(q)
+		if got != want {
+			t.Fatalf("PlainLiteral(%q) = %v, want %v", q, got, want)
+		}
+		if !got {
+			return
+		}
+		s, ok := Unquote(q)
+		if !ok || s != string(body) {
+			t.Fatalf("PlainLiteral(%q), but Unquote gives %q, %v", q, s, ok)
+		}
+		if w := AppendString(nil, s, false); !bytes.Equal(w, q) != (strings.ContainsRune(s, '\u2028') || strings.ContainsRune(s, '\u2029')) {
+			t.Fatalf("PlainLiteral(%q), and AppendString writes %q", q, w)
+		}
+	})
+}
+
 func BenchmarkValid1KB(b *testing.B) {
 	body := []byte(`{"model":"saif","messages":[{"role":"system","content":"You are a helpful assistant."},` +
 		`{"role":"user","content":"` + strings.Repeat(`Hello, world. ممكن تساعدني؟ \n`, 30) + `"}],"max_tokens":256}`)
