@@ -40,12 +40,22 @@ func FuzzOllamaLineMatchesUnmarshal(f *testing.F) {
 		`{"total_duration":1,"load_duration":"x","prompt_eval_duration":null,"eval_duration":[1],"Eval_Count":3}`,
 		`{"total_duration":1,"eval_durations":2,"EVAL_DURATION":3,"eval_Count":4,"Done":true}`,
 	} {
-		f.Add([]byte(l))
+		f.Add([]byte(ollamaTokenLine), []byte(l))
 	}
-	f.Fuzz(func(t *testing.T, line []byte) {
+	// A stream's line after another, whose literals it may repeat or only seem to.
+	const m = `{"model":"m","created_at":"t","message":{"role":"assistant","content":"x"},"done":false}`
+	for _, l := range []string{m, `{"model":"m\"","created_at":"t","message":{"role":"assistant","content":"x"},"done":false}`,
+		`{"model":"m","created_at":"t","message":{"role":"assistant\u0022","content":"x"},"done":false}`,
+		`{"model":"mm","created_at":"t","message":{"role":"assistan","content":"x"},"done":false}`,
+		`{"model":"m","created_at":"t","message":{"role":"assistant","content":"x"}}`} {
+		f.Add([]byte(m), []byte(l))
+		f.Add([]byte(l), []byte(m))
+	}
+	f.Fuzz(func(t *testing.T, prev, line []byte) {
 		var want ollamaChatResponse
 		wantErr := json.Unmarshal(line, &want)
-		got, err := decodeOllamaLine(line, true, false)
+		var got ollamaChatResponse
+		err := decodeOllamaLine(line, true, nil, &got)
 		if (err != nil) != (wantErr != nil) {
 			t.Fatalf("%q: error %v, json.Unmarshal's %v", line, err, wantErr)
 		}
@@ -59,14 +69,16 @@ func FuzzOllamaLineMatchesUnmarshal(f *testing.F) {
 		if diff := cmp.Diff(want, got, noRole); diff != "" {
 			t.Errorf("%q (-json.Unmarshal +decodeOllamaLine):\n%s", line, diff)
 		}
-		got, _ = decodeOllamaLine(line, false, false)
+		_ = decodeOllamaLine(line, false, nil, &got)
 		if diff := cmp.Diff(want, got, noRole, cmpopts.IgnoreFields(ollamaChatResponse{}, "Model", "CreatedAt")); diff != "" {
 			t.Errorf("%q without head (-json.Unmarshal +decodeOllamaLine):\n%s", line, diff)
 		}
 		for _, head := range []bool{true, false} {
-			got, err = decodeOllamaLine(line, head, true)
-			if err != nil {
-				t.Fatalf("%q with literal: %v", line, err)
+			// As a stream reads it: after prev, whose literals the shape may then hold.
+			var shape tokenShape
+			_ = decodeOllamaLine(prev, true, &shape, &got)
+			if err = decodeOllamaLine(line, head, &shape, &got); err != nil {
+				t.Fatalf("%q after %q: %v", line, prev, err)
 			}
 			got.Message.Content = literalText(t, got.Message.Content, got.Message.contentJSON)
 			opts := noRole
@@ -74,7 +86,7 @@ func FuzzOllamaLineMatchesUnmarshal(f *testing.F) {
 				opts = append(opts, cmpopts.IgnoreFields(ollamaChatResponse{}, "Model", "CreatedAt"))
 			}
 			if diff := cmp.Diff(want, got, opts); diff != "" {
-				t.Errorf("%q with literal, head %v (-json.Unmarshal +decodeOllamaLine):\n%s", line, head, diff)
+				t.Errorf("%q after %q, head %v (-json.Unmarshal +decodeOllamaLine):\n%s", line, prev, head, diff)
 			}
 		}
 	})

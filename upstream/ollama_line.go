@@ -8,24 +8,39 @@ import (
 	"github.com/hayula/gateway/internal/jsonx"
 )
 
-// decodeOllamaLine reads one /api/chat stream line as json.Unmarshal reads it into an
-// ollamaChatResponse, error included. A line of the usual kind (a token's content or thinking,
-// the done line's reason and counts) is read by walking it (readOllamaLine), which costs the
-// strings the stream uses and nothing else; any other (tool calls, logprobs, an error, a null, a
-// key only encoding/json's case folding would match) goes to json.Unmarshal. The message's role
-// is checked for a string and not kept (the stream does not read it); head says whether model
-// and created_at are wanted: only the first line's are read. literal lets a token's line leave its
+// decodeOllamaLine reads one /api/chat stream line into m as json.Unmarshal reads it into an
+// ollamaChatResponse, error included (m is zeroed first). A line of the usual kind (a token's
+// content or thinking, the done line's reason and counts) is read by walking it
+// (readOllamaLine), which costs the strings the stream uses and nothing else; any other (tool
+// calls, logprobs, an error, a null, a key only encoding/json's case folding would match) goes
+// to json.Unmarshal. The message's role is checked for a string and not kept (the stream does
+// not read it); head says whether model and created_at are wanted: only the first line's are
+// read. shape is a stream's (nil for a whole answer): a token's line may then leave its
 // content as the literal it came as (the message's contentJSON, Content empty) when that is
-// what appendJSONString writes for its text (plainToken): a stream copies it into its chunk
-// rather than unquote it and escape it again.
-func decodeOllamaLine(line []byte, head, literal bool) (ollamaChatResponse, error) {
-	var m ollamaChatResponse
-	if readTokenLine(line, head, literal, &m) || readOllamaLine(line, head, &m) {
-		return m, nil
+// what appendJSONString writes for its text (plainToken), for the stream to copy into its
+// chunk rather than unquote it and escape it again; and the literals every token's line
+// repeats are remembered in it, so that the next line's need not be scanned (tokenShape).
+func decodeOllamaLine(line []byte, head bool, shape *tokenShape, m *ollamaChatResponse) error {
+	*m = ollamaChatResponse{}
+	if readTokenLine(line, head, shape, m) {
+		return nil
 	}
+	if readOllamaLine(line, head, m) {
+		return nil
+	}
+	// Into a local, so that m, which a whole answer keeps on its stack, does not escape.
 	var v ollamaChatResponse
 	err := json.Unmarshal(line, &v)
-	return v, err
+	*m = v
+	return err
+}
+
+// tokenShape is what a stream's token lines repeat, as the last one wrote it: the model's and
+// the role's literals. A line that opens the same way holds the same literals (a string literal
+// ends at the first quote no backslash escapes, the same bytes the same place), so readTokenLine
+// compares the bytes where it would otherwise scan them.
+type tokenShape struct {
+	model, role []byte
 }
 
 // readTokenLine fills m from line when line is a token's line exactly as Ollama writes it, its
@@ -36,8 +51,8 @@ func decodeOllamaLine(line []byte, head, literal bool) (ollamaChatResponse, erro
 // (whitespace after it allowed). Nearly every line of a stream is one, and this reads it at
 // about the cost of finding its strings; anything else (thinking, tool calls, another order,
 // spaces, the done line) is readOllamaLine's. m is filled only when the whole line is read;
-// literal as decodeOllamaLine's.
-func readTokenLine(line []byte, head, literal bool, m *ollamaChatResponse) bool {
+// shape as decodeOllamaLine's.
+func readTokenLine(line []byte, head bool, shape *tokenShape, m *ollamaChatResponse) bool {
 	b := line
 	take := func(lit string) bool {
 		if len(b) < len(lit) || string(b[:len(lit)]) != lit {
@@ -46,26 +61,36 @@ func readTokenLine(line []byte, head, literal bool, m *ollamaChatResponse) bool 
 		b = b[len(lit):]
 		return true
 	}
-	str := func() []byte {
-		end, ok := jsonx.StringAt(b, 0)
-		if !ok {
-			return nil
+	str := func(seen []byte) []byte {
+		end := len(seen)
+		if end == 0 || len(b) < end || string(b[:end]) != string(seen) {
+			var ok bool
+			if end, ok = jsonx.StringAt(b, 0); !ok {
+				return nil
+			}
 		}
 		s := b[:end]
 		b = b[end:]
 		return s
 	}
-	var model, created, content []byte
+	var seen tokenShape
+	if shape != nil {
+		seen = *shape
+	}
+	var model, created, role, content []byte
 	if !take(`{"model":`) {
 		return false
 	}
-	if model = str(); model == nil || !take(`,"created_at":`) {
+	if model = str(seen.model); model == nil || !take(`,"created_at":`) {
 		return false
 	}
-	if created = str(); created == nil || !take(`,"message":{"role":`) || str() == nil || !take(`,"content":`) {
+	if created = str(nil); created == nil || !take(`,"message":{"role":`) {
 		return false
 	}
-	if content = str(); content == nil || !take(`},"done":false}`) {
+	if role = str(seen.role); role == nil || !take(`,"content":`) {
+		return false
+	}
+	if content = str(nil); content == nil || !take(`},"done":false}`) {
 		return false
 	}
 	for _, c := range b {
@@ -74,7 +99,7 @@ func readTokenLine(line []byte, head, literal bool, m *ollamaChatResponse) bool 
 		}
 	}
 	var text string
-	lit := literal && plainToken(content)
+	lit := shape != nil && plainToken(content)
 	if !lit {
 		var ok bool
 		if text, ok = jsonx.Unquote(content); !ok {
@@ -92,6 +117,14 @@ func readTokenLine(line []byte, head, literal bool, m *ollamaChatResponse) bool 
 	}
 	if lit {
 		m.Message.contentJSON = content
+	}
+	if shape != nil {
+		if string(model) != string(shape.model) {
+			shape.model = append(shape.model[:0], model...)
+		}
+		if string(role) != string(shape.role) {
+			shape.role = append(shape.role[:0], role...)
+		}
 	}
 	m.Message.Content, m.Done = text, false
 	return true

@@ -162,8 +162,8 @@ func (a *openaiOllama) chat(ctx context.Context, req *core.Request) (*Response, 
 		return nil, err
 	}
 	// Read as a stream's line is: walked when it holds only text, json.Unmarshal otherwise.
-	m, err := decodeOllamaLine(raw, true, false)
-	if err != nil {
+	var m ollamaChatResponse
+	if err := decodeOllamaLine(raw, true, nil, &m); err != nil {
 		return nil, &core.ProtocolError{Target: a.t.Name, Err: &NotJSONError{Body: redact(capBytes(raw, maxErrorBody), a.t.APIKey)}}
 	}
 	if msg := text(m.Error); msg != "" {
@@ -1349,6 +1349,9 @@ type ollamaStream struct {
 	calls int   // tool calls so far, for their indexes
 	usage Usage // the done line's counts, once read
 	queue
+
+	line  ollamaChatResponse // the line read last, its strings slices of it or copies
+	shape tokenShape         // what its token lines repeat (decodeOllamaLine)
 }
 
 // newStream reads an /api/chat stream, its think blocks as reasoning says (thinkingOff).
@@ -1386,8 +1389,8 @@ func (s *ollamaStream) read() error {
 		}
 		return &core.StreamError{Target: s.target, Message: "upstream broke off: " + err.Error(), Err: err}
 	}
-	m, err := decodeOllamaLine(line, s.ch == nil, true)
-	if err != nil {
+	m := &s.line
+	if err := decodeOllamaLine(line, s.ch == nil, &s.shape, m); err != nil {
 		if cut {
 			return &core.StreamError{Target: s.target, Message: "upstream closed the stream inside a line"}
 		}
