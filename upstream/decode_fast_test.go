@@ -47,7 +47,10 @@ func FuzzOllamaLineMatchesUnmarshal(f *testing.F) {
 	for _, l := range []string{m, `{"model":"m\"","created_at":"t","message":{"role":"assistant","content":"x"},"done":false}`,
 		`{"model":"m","created_at":"t","message":{"role":"assistant\u0022","content":"x"},"done":false}`,
 		`{"model":"mm","created_at":"t","message":{"role":"assistan","content":"x"},"done":false}`,
-		`{"model":"m","created_at":"t","message":{"role":"assistant","content":"x"}}`} {
+		`{"model":"m","created_at":"t","message":{"role":"assistant","content":"x"}}`,
+		// The same lengths as the last line's literals, but not the same bytes, nor valid.
+		"{\"model\":\"\x01\",\"created_at\":\"t\",\"message\":{\"role\":\"assistant\",\"content\":\"x\"},\"done\":false}",
+		"{\"model\":\"m\",\"created_at\":\"t\",\"message\":{\"role\":\"assistan\x01\",\"content\":\"x\"},\"done\":false}"} {
 		f.Add([]byte(m), []byte(l))
 		f.Add([]byte(l), []byte(m))
 	}
@@ -60,6 +63,11 @@ func FuzzOllamaLineMatchesUnmarshal(f *testing.F) {
 			t.Fatalf("%q: error %v, json.Unmarshal's %v", line, err, wantErr)
 		}
 		if err != nil {
+			var shape tokenShape
+			_ = decodeOllamaLine(prev, true, &shape, &got)
+			if decodeOllamaLine(line, false, &shape, &got) == nil {
+				t.Fatalf("%q after %q: no error, json.Unmarshal's %v", line, prev, wantErr)
+			}
 			return
 		}
 		noRole := cmp.Options{cmpopts.IgnoreFields(ollamaMessage{}, "Role"), cmpopts.IgnoreUnexported(ollamaMessage{})}
