@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
+	"strconv"
 	"testing"
 	"time"
 
@@ -129,4 +131,75 @@ func allocsPerChat(t *testing.T, s *Set, tg *core.Target, req *core.Request, use
 		t.Fatal(failed)
 	}
 	return got
+}
+
+// TestTranslatedStreamAllocations holds a whole stream of 32 tokens through an ollama and a saif
+// target, on a reused connection of the synchronous client, to the allocations it makes today:
+// none a token (TestOllamaStreamAllocations), and, a stream, the translated request, the
+// stream and its chunker, the chunks' id and the upstream's model. The line or SSE reader (its
+// 4 KiB buffer) is lent by the Set and given back on Close (readerPool), as a relayed stream's
+// is; the chunks' envelope and buffer are made at their size, and a token's chunks are queued in
+// the stream's own array (queue.room). They were 56 and 59 a stream, one of them each token's.
+func TestTranslatedStreamAllocations(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector changes allocation counts")
+	}
+	chunked := func(ct string, pieces []string) string {
+		s := "HTTP/1.1 200 OK\r\nContent-Type: " + ct + "\r\nDate: Mon, 01 Dec 2025 00:00:00 GMT\r\nTransfer-Encoding: chunked\r\n\r\n"
+		for _, p := range pieces {
+			s += strconv.FormatInt(int64(len(p)), 16) + "\r\n" + p + "\r\n"
+		}
+		return s + "0\r\n\r\n"
+	}
+	const ollamaHead = `{"model":"fake-model","created_at":"2025-11-30T00:00:00.000000000Z","message":{"role":"assistant","content":%q},`
+	var ollama, saif []string
+	for i := range 32 {
+		ollama = append(ollama, fmt.Sprintf(ollamaHead+`"done":false}`+"\n", " token"+strconv.Itoa(i)))
+		saif = append(saif, fmt.Sprintf(`data: {"text":%q,"specialist":"webapp"}`+"\n\n", " token"+strconv.Itoa(i)))
+	}
+	ollama = append(ollama, fmt.Sprintf(ollamaHead+`"done":true,"done_reason":"stop","total_duration":912345678,`+
+		`"load_duration":1234567,"prompt_eval_count":212,"prompt_eval_duration":23456789,"eval_count":32,"eval_duration":876543210}`+"\n", ""))
+	saif = append(saif, saifDoneEvent)
+	for _, c := range []struct {
+		name    string
+		adapter core.AdapterKind
+		answer  string
+		most    float64
+	}{
+		{"ollama", core.AdapterOllama, chunked("application/x-ndjson", ollama), 18},
+		{"saif", core.AdapterSAIF, chunked("text/event-stream", saif), 18},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			u := newRawUpstreamAnswering(t, "application/json", "{}")
+			u.answer, u.sse = []byte(c.answer), []byte(c.answer)
+			tg := &core.Target{Name: "alloc", Adapter: c.adapter, URL: u.url(), Model: "fake-model",
+				Timeout: 120 * time.Second, Stats: &core.Stats{}}
+			s := NewSet([]*core.Target{tg}, Options{})
+			t.Cleanup(s.Close)
+			req := clientRequest(t, benchChatBody(true))
+			req.Validated = true
+			got := allocsPerChat(t, s, tg, req, func(resp *Response) error {
+				defer resp.Release()
+				defer resp.Stream.Close()
+				n := 0
+				for {
+					_, err := resp.Stream.Next()
+					if err == io.EOF {
+						break
+					}
+					if err != nil {
+						return err
+					}
+					n++
+				}
+				if n < 33 {
+					return fmt.Errorf("%d chunks, want the 32 tokens' and the finishing one", n)
+				}
+				return nil
+			})
+			if got > c.most {
+				t.Errorf("%.1f allocations a stream, want at most %.0f", got, c.most)
+			}
+		})
+	}
 }

@@ -3,6 +3,7 @@ package upstream
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"strconv"
@@ -576,5 +577,85 @@ func concurrently(t *testing.T, workers, each int, request func(id int) error) {
 		if err := <-errs; err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// TestLentStreamReadersServeTheNext streams from 6 goroutines at once through an ollama and a
+// saif target, each stream's tokens naming its request, and closes every third stream after
+// its second chunk: the line and SSE readers the Set lends (readerPool) go back on Close and
+// serve the next stream, and a reader given back while its stream still read, or lent to two,
+// would put one stream's tokens in another's chunks (or fail -race).
+func TestLentStreamReadersServeTheNext(t *testing.T) {
+	for _, adapter := range []core.AdapterKind{core.AdapterOllama, core.AdapterSAIF} {
+		t.Run(adapter.String(), func(t *testing.T) {
+			srv, _ := countingServer(t, func(w http.ResponseWriter, r *http.Request) {
+				b, _ := io.ReadAll(r.Body)
+				_, rest, _ := strings.Cut(string(b), "q-")
+				id := rest[:strings.IndexAny(rest, ` "<`)]
+				rc := http.NewResponseController(w)
+				if adapter == core.AdapterOllama {
+					w.Header().Set("Content-Type", "application/x-ndjson")
+				} else {
+					w.Header().Set("Content-Type", "text/event-stream")
+				}
+				for k := range 6 {
+					tok := " a-" + id + "-" + strconv.Itoa(k)
+					if adapter == core.AdapterOllama {
+						_, _ = io.WriteString(w, `{"model":"m","created_at":"2025-11-30T00:00:00Z","message":{"role":"assistant","content":"`+tok+`"},"done":false}`+"\n")
+					} else {
+						_, _ = io.WriteString(w, `data: {"text":"`+tok+`","specialist":"webapp"}`+"\n\n")
+					}
+					_ = rc.Flush()
+				}
+				if adapter == core.AdapterOllama {
+					_, _ = io.WriteString(w, `{"model":"m","created_at":"2025-11-30T00:00:00Z","message":{"role":"assistant","content":""},"done":true,"done_reason":"stop"}`+"\n")
+				} else {
+					_, _ = io.WriteString(w, saifDoneEvent)
+				}
+			})
+			tg := &core.Target{Name: "x", Adapter: adapter, URL: srv.URL, Model: "m", Timeout: 30 * time.Second, Stats: &core.Stats{}}
+			s := NewSet([]*core.Target{tg}, Options{})
+			t.Cleanup(s.Close)
+			const workers, each = 6, 30
+			reqs := make([]*core.Request, workers*each)
+			for id := range reqs {
+				reqs[id] = clientRequest(t, []byte(`{"model":"m","stream":true,"messages":[{"role":"user","content":"q-`+strconv.Itoa(id)+` "}]}`))
+				reqs[id].Validated = true
+			}
+			concurrently(t, workers, each, func(id int) error {
+				resp, err := s.Chat(context.Background(), tg, reqs[id])
+				if err != nil {
+					return err
+				}
+				defer resp.Release()
+				mine := " a-" + strconv.Itoa(id) + "-"
+				tokens := 0
+				for {
+					c, err := resp.Stream.Next()
+					if err == io.EOF {
+						break
+					}
+					if err != nil {
+						return err
+					}
+					if strings.Contains(string(c), " a-") && !strings.Contains(string(c), mine) {
+						return errors.New("stream " + strconv.Itoa(id) + " got another's chunk: " + string(c))
+					}
+					if strings.Contains(string(c), mine) {
+						tokens++
+					}
+					if id%3 == 0 && tokens == 2 {
+						break
+					}
+				}
+				if err := resp.Stream.Close(); err != nil && id%3 != 0 {
+					return err
+				}
+				if want := 6; id%3 != 0 && tokens != want {
+					return fmt.Errorf("stream %d: %d of its tokens, want %d", id, tokens, want)
+				}
+				return nil
+			})
+		})
 	}
 }

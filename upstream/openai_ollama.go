@@ -28,11 +28,12 @@ import (
 // Ollama's own OpenAI-compatible endpoint exists, but the native one is what every Ollama
 // version serves, and it reports done_reason and token counts on every answer, streamed or not.
 type openaiOllama struct {
-	t     *core.Target
-	c     *http.Client
-	now   func() time.Time
-	newID func() string
-	id    string // the gateway's request ID, sent as X-Request-Id; "" for none
+	t       *core.Target
+	c       *http.Client
+	now     func() time.Time
+	newID   func() string
+	id      string      // the gateway's request ID, sent as X-Request-Id; "" for none
+	readers *readerPool // lends a stream its line reader; nil: each stream its own
 }
 
 // ollamaMessage is a message of /api/chat, both ways. Thinking comes back from models run with
@@ -1338,6 +1339,7 @@ type ollamaStream struct {
 	key          core.Secret // redacted from a line an error quotes
 	body         io.ReadCloser
 	lines        *lineReader
+	pool         *readerPool // where lines goes back on Close; nil for none
 	now          func() time.Time
 	newID        func() string
 	reasoning    core.Reasoning
@@ -1356,7 +1358,7 @@ type ollamaStream struct {
 
 // newStream reads an /api/chat stream, its think blocks as reasoning says (thinkingOff).
 func (a *openaiOllama) newStream(body io.ReadCloser, includeUsage bool, reasoning core.Reasoning) *ollamaStream {
-	return &ollamaStream{target: a.t.Name, key: a.t.APIKey, body: body, lines: newLineReader(body), now: a.now, newID: a.newID,
+	return &ollamaStream{target: a.t.Name, key: a.t.APIKey, body: body, lines: a.readers.lineReader(body), pool: a.readers, now: a.now, newID: a.newID,
 		reasoning: reasoning, model: a.t.Model, includeUsage: includeUsage}
 }
 
@@ -1457,8 +1459,14 @@ func (s *ollamaStream) held() []byte {
 	return s.ch.held()
 }
 
-// Close releases the connection. It is safe to call more than once.
-func (s *ollamaStream) Close() error { return s.close(s.body) }
+// Close releases the connection and lends the line reader on: Next answers the queue's error
+// from now on and never reads again. It is safe to call more than once.
+func (s *ollamaStream) Close() error {
+	err := s.close(s.body)
+	s.pool.putLines(s.lines)
+	s.lines = nil
+	return err
+}
 
 // snippet is the head of an unreadable line or event, for the error that the client sees. The
 // cut falls between characters: one inside a character would leave invalid UTF-8, which the

@@ -40,11 +40,12 @@ func setSpecialist(h http.Header, specialist string) {
 // /v1/completions maps onto the same call with the client's prompt as it is (SAIF's endpoint is
 // a completions endpoint; only the chat form needs the template). Embeddings are not served.
 type openaiSAIF struct {
-	t     *core.Target
-	c     *http.Client
-	now   func() time.Time
-	newID func() string
-	id    string // the gateway's request ID, sent as X-Request-Id; "" for none
+	t       *core.Target
+	c       *http.Client
+	now     func() time.Time
+	newID   func() string
+	id      string      // the gateway's request ID, sent as X-Request-Id; "" for none
+	readers *readerPool // lends a stream its SSE reader; nil: each stream its own
 }
 
 type saifRequest struct {
@@ -381,7 +382,7 @@ func (a *openaiSAIF) stream(resp *http.Response, req *core.Request) (*Response, 
 		out = &textChunker{id: "cmpl-" + id[len("chatcmpl-"):], created: created, model: a.t.Model}
 	}
 	h := http.Header{}
-	return &Response{Header: h, UpstreamID: upstreamID(resp, a.t.APIKey), Stream: &saifStream{target: a.t.Name, key: a.t.APIKey, body: resp.Body, sse: newSSEReader(resp.Body),
+	return &Response{Header: h, UpstreamID: upstreamID(resp, a.t.APIKey), Stream: &saifStream{target: a.t.Name, key: a.t.APIKey, body: resp.Body, sse: a.readers.sse(resp.Body), pool: a.readers,
 		out: out, header: h, includeUsage: req.IncludeUsage}}, nil
 }
 
@@ -407,6 +408,7 @@ type saifStream struct {
 	key          core.Secret // redacted from an event an error quotes
 	body         io.ReadCloser
 	sse          *sseReader
+	pool         *readerPool // where sse goes back on Close; nil for none
 	out          chunkMaker
 	header       http.Header
 	includeUsage bool
@@ -484,7 +486,14 @@ func (s *saifStream) buffered() bool { return s.sse.buffered() }
 func (s *saifStream) held() []byte { return s.out.held() }
 
 // Close releases the connection. It is safe to call more than once.
-func (s *saifStream) Close() error { return s.close(s.body) }
+// Close releases the connection and lends the SSE reader on, as ollamaStream's Close does its
+// line reader. It is safe to call more than once.
+func (s *saifStream) Close() error {
+	err := s.close(s.body)
+	s.pool.put(s.sse)
+	s.sse = nil
+	return err
+}
 
 // textChoiceJSON and textCompletionJSON are /v1/completions' answer shapes.
 type textChoiceJSON struct {

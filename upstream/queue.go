@@ -12,6 +12,9 @@ type queue struct {
 	pending [][]byte // pending[head:] wait; empty (and head 0) once all are handed out
 	head    int
 	err     error
+	// room is pending's first array: an event's chunks (its delta, the finishing chunk, the
+	// usage chunk, what a splitter held) fit, and a stream appends to it without allocating.
+	room [4][]byte
 }
 
 // eventSource is the protocol half: it reads and translates one upstream event.
@@ -49,6 +52,9 @@ func (q *queue) next(src eventSource) ([]byte, error) {
 // read translates one upstream event; at the stream's end, what a splitter held goes first
 // (TestReviewTranslatedThinkHeldBytesBeforeError).
 func (q *queue) read(src eventSource) {
+	if q.pending == nil {
+		q.pending = q.room[:0]
+	}
 	if q.err = src.read(); q.err != nil {
 		if c := src.held(); c != nil {
 			q.pending = append(q.pending, c)

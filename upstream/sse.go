@@ -61,9 +61,13 @@ func newSSEReader(r io.Reader) *sseReader {
 	return &sseReader{r: bufio.NewReaderSize(r, 4<<10), first: true}
 }
 
-// readerPool lends streams their readers (the 4 KiB buffered reader and the event buffers); a
+// readerPool lends streams their readers (the 4 KiB buffered reader and the event buffers): SSE
+// readers to the openai and saif adapters' streams, line readers to the ollama adapter's; a
 // stream gives its reader back when it is closed. A nil pool lends new readers.
-type readerPool struct{ p sync.Pool } // of *sseReader
+type readerPool struct {
+	p     sync.Pool // of *sseReader
+	lines sync.Pool // of *lineReader
+}
 
 func (rp *readerPool) sse(r io.Reader) *sseReader {
 	if rp != nil {
@@ -88,6 +92,27 @@ func (rp *readerPool) put(s *sseReader) {
 	s.r.Reset(nil)
 	*s = sseReader{r: s.r, line: pooledBuf(s.line), data: pooledBuf(s.data), name: pooledBuf(s.name), first: true}
 	rp.p.Put(s)
+}
+
+// lineReader lends a line reader of r (an NDJSON stream's), as sse does an SSE reader.
+func (rp *readerPool) lineReader(r io.Reader) *lineReader {
+	if rp != nil {
+		if l, ok := rp.lines.Get().(*lineReader); ok {
+			l.r.Reset(r)
+			return l
+		}
+	}
+	return newLineReader(r)
+}
+
+// putLines takes back the line reader of a stream that will not be read again, as put does.
+func (rp *readerPool) putLines(l *lineReader) {
+	if rp == nil || l == nil {
+		return
+	}
+	l.r.Reset(nil)
+	l.line = pooledBuf(l.line)
+	rp.lines.Put(l)
 }
 
 func pooledBuf(b []byte) []byte {

@@ -603,10 +603,15 @@ type deltaParts struct {
 
 // marshal writes the chunk of one choice with delta d, as mustJSON would write its chunkJSON.
 func (c *chunker) marshal(d deltaParts, finish *string, hy *hayulaJSON) []byte {
-	start := len(c.out.buf)
 	if c.head == nil {
-		c.head = appendEnvelopeHead(nil, c.id, "chat.completion.chunk", c.created, c.model)
+		// Written once, in one array: the envelope's fixed bytes and created's digits are
+		// under 100, and an id or a model's name rarely needs an escape.
+		c.head = appendEnvelopeHead(make([]byte, 0, 100+len(c.id)+len(c.model)), c.id, "chat.completion.chunk", c.created, c.model)
+		// The chunks of one upstream event, a token's or the finishing and usage chunks, fit
+		// in one array, which every later event reuses (reset).
+		c.out.buf = make([]byte, 0, 1024)
 	}
+	start := len(c.out.buf)
 	c.out.buf = appendChunkChoices(append(c.out.buf, c.head...), d.role, d.content, d.contentJSON, d.hasContent,
 		d.reasoning, d.calls, c.logprobs, finish, nil, hy)
 	c.logprobs = nil

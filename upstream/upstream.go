@@ -400,9 +400,9 @@ func (s *Set) ChatID(ctx context.Context, t *core.Target, req *core.Request, id 
 	case core.AdapterOpenAI:
 		return (&openaiOpenAI{t: t, c: c, now: s.now, readers: &s.readers, model: s.models[t.Index], id: id}).chat(ctx, req)
 	case core.AdapterOllama:
-		return (&openaiOllama{t: t, c: c, now: s.now, newID: s.newID, id: id}).chat(ctx, req)
+		return (&openaiOllama{t: t, c: c, now: s.now, newID: s.newID, id: id, readers: &s.readers}).chat(ctx, req)
 	case core.AdapterSAIF:
-		return (&openaiSAIF{t: t, c: c, now: s.now, newID: s.newID, id: id}).chat(ctx, req)
+		return (&openaiSAIF{t: t, c: c, now: s.now, newID: s.newID, id: id, readers: &s.readers}).chat(ctx, req)
 	}
 	return nil, &UnsupportedAdapterError{Target: t.Name, Adapter: t.Adapter}
 }
