@@ -6,6 +6,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+
+	"github.com/hayula/gateway/internal/jsonx"
 )
 
 // FuzzOllamaLineMatchesUnmarshal holds decodeOllamaLine to json.Unmarshal, which the stream
@@ -88,7 +90,7 @@ func FuzzOllamaLineMatchesUnmarshal(f *testing.F) {
 			if err = decodeOllamaLine(line, head, &shape, &got); err != nil {
 				t.Fatalf("%q after %q: %v", line, prev, err)
 			}
-			got.Message.Content = literalText(t, got.Message.Content, got.Message.contentJSON)
+			got.Message.Content = resolvedText(t, got.Message.Content, got.Message.contentJSON)
 			opts := noRole
 			if !head {
 				opts = append(opts, cmpopts.IgnoreFields(ollamaChatResponse{}, "Model", "CreatedAt"))
@@ -143,7 +145,7 @@ func FuzzSAIFEventMatchesUnmarshal(f *testing.F) {
 		if err != nil {
 			t.Fatalf("%q with literal: %v", data, err)
 		}
-		got.Text = literalText(t, got.Text, got.textJSON)
+		got.Text = resolvedText(t, got.Text, got.textJSON)
 		if diff := cmp.Diff(want, got, unexported); diff != "" {
 			t.Errorf("%q with literal (-json.Unmarshal +decodeSAIFEvent):\n%s", data, diff)
 		}
@@ -181,10 +183,10 @@ func FuzzSAIFAnswerMatchesUnmarshal(f *testing.F) {
 	})
 }
 
-// literalText is the text a decoder that may keep a token's literal (decodeOllamaLine's and
+// resolvedText is the text a decoder that may keep a token's literal (decodeOllamaLine's and
 // decodeSAIFEvent's literal) gave: text, or, when lit is set, lit's text, which must then be
 // what appendJSONString writes lit for, with text empty.
-func literalText(t *testing.T, text string, lit []byte) string {
+func resolvedText(t *testing.T, text string, lit []byte) string {
 	t.Helper()
 	if lit == nil {
 		return text
@@ -192,8 +194,8 @@ func literalText(t *testing.T, text string, lit []byte) string {
 	if text != "" {
 		t.Fatalf("both a text %q and a literal %q", text, lit)
 	}
-	s := string(lit[1 : len(lit)-1])
-	if w := appendJSONString(nil, s); string(w) != string(lit) || s == "" {
+	s, ok := jsonx.Unquote(lit)
+	if w := appendJSONString(nil, s); !ok || string(w) != string(lit) || s == "" {
 		t.Fatalf("literal %q, which appendJSONString writes %q", lit, w)
 	}
 	return s

@@ -131,12 +131,12 @@ func readTokenLine(line []byte, head bool, shape *tokenShape, m *ollamaChatRespo
 }
 
 // plainToken reports whether q, a string literal whose escapes are checked, is what
-// appendJSONString writes for its text, so that a stream can copy it into its chunk: a text
-// (not "", which a chunk tests for), no escape, valid UTF-8, no U+2028 or U+2029 (which
-// appendJSONString escapes). A token as Ollama or SAIF writes it nearly always is; one with a
-// newline, a quote or, from Ollama's encoder, <, > or &, is escaped, and is unquoted as before.
+// appendJSONString writes for its text, so that a stream can copy it into its chunk (jsonx.Exact)
+// and need not be "" (which a chunk tests for). A token as Ollama or SAIF writes it nearly always
+// is, newlines and quotes escaped as that writer escapes them; one with Go's HTML escapes
+// (\u003c for <, from Ollama's encoder) or another escape is unquoted as before.
 func plainToken(q []byte) bool {
-	return len(q) > 2 && jsonx.PlainLiteral(q) && !hasLineSeparator(q)
+	return len(q) > 2 && jsonx.Exact(q)
 }
 
 // readOllamaLine fills m from line when line is a well-formed object whose every member it reads

@@ -518,7 +518,7 @@ func (c *textChunker) reset() { c.out.reset() }
 
 func (c *textChunker) delta(text string, lit []byte, _ string, _ []toolCallJSON, hy *hayulaJSON) []byte {
 	if lit != nil {
-		text = string(lit[1 : len(lit)-1]) // a legacy completion's stream is rare: not worth a writer of its own
+		text = literalText(lit) // a legacy completion's stream is rare: not worth a writer of its own
 	}
 	if c.started && text == "" && hy == nil {
 		return nil

@@ -512,7 +512,7 @@ func (c *chunker) delta(text string, lit []byte, reasoning string, calls []toolC
 		c.upstreamReasoned()
 	}
 	if lit != nil && c.think != nil {
-		text, lit = string(lit[1:len(lit)-1]), nil
+		text, lit = literalText(lit), nil
 	}
 	if c.think != nil && text != "" {
 		var r string
@@ -631,6 +631,12 @@ func completionMessage(r core.Reasoning, text, reasoning string, calls []toolCal
 		m.Content = &text
 	}
 	return m
+}
+
+// literalText is the text of lit, a literal plainToken took (a valid JSON string).
+func literalText(lit []byte) string {
+	s, _ := jsonx.Unquote(lit)
+	return s
 }
 
 // openAIFinish maps an upstream's stop reason to OpenAI's: length stays length, anything else

@@ -3,6 +3,7 @@ package upstream
 import (
 	"io"
 	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/hayula/gateway/core"
@@ -12,15 +13,21 @@ import (
 // translated stream (BenchmarkOllamaStream's and BenchmarkSAIFStream's) to none: the line or
 // event is walked rather than given to json.Unmarshal (decodeOllamaLine, decodeSAIFEvent), the
 // chunk appended to a buffer the stream reuses rather than marshalled (chunkjson.go), and a
-// plain token's literal copied into it rather than unquoted into a string (plainToken). They
-// were 17 and 13, then 1 (the token's text). CI runs tests named *Alloc* without -race.
+// token's literal copied into it rather than unquoted into a string when it is what the chunk
+// would write (plainToken), escaped newlines and quotes included. They were 17 and 13, then 1
+// (the token's text). CI runs tests named *Alloc* without -race.
 func TestOllamaStreamAllocations(t *testing.T) {
 	if raceEnabled {
 		t.Skip("the race detector changes allocation counts")
 	}
-	a := &openaiOllama{t: &core.Target{Name: "averroes-q", Model: "averroes-q"}, now: fixedNow, newID: func() string { return "x" }}
-	s := a.newStream(io.NopCloser(&loopReader{event: []byte(ollamaTokenLine)}), true, core.ReasoningPassthrough)
-	checkEventAllocs(t, s, 0)
+	// A token as Ollama writes most of them, and one with a newline and a quote, which its
+	// encoder escapes as appendJSONString does (jsonx.Exact).
+	escaped := strings.Replace(ollamaTokenLine, `" token"`, `"\n\"token\"\n"`, 1)
+	for _, line := range []string{ollamaTokenLine, escaped} {
+		a := &openaiOllama{t: &core.Target{Name: "averroes-q", Model: "averroes-q"}, now: fixedNow, newID: func() string { return "x" }}
+		s := a.newStream(io.NopCloser(&loopReader{event: []byte(line)}), true, core.ReasoningPassthrough)
+		checkEventAllocs(t, s, 0)
+	}
 }
 
 func TestSAIFStreamAllocations(t *testing.T) {

@@ -779,18 +779,73 @@ func AppendUnquote(dst, q []byte) ([]byte, bool) {
 	return dst, false
 }
 
-// PlainLiteral reports whether q, one JSON string literal whose escapes are checked (StringAt's
-// or a walk's), holds no escape and only valid UTF-8: its text is then its bytes between the
-// quotes, and AppendString(dst, text, false) writes q back unless the text holds U+2028 or
-// U+2029. A reader that would unquote q only to escape it again can keep q instead (the
-// translated streams' tokens). One search for a backslash and plainText's word-at-a-time check,
-// where Unquote also copies the text out.
-func PlainLiteral(q []byte) bool {
-	if len(q) < 2 {
+// Exact reports whether q is byte for byte what AppendString(dst, s, false) writes for its text
+// s: valid UTF-8, no raw quote, control character, U+2028 or U+2029, and only the escapes that
+// writer makes (\" \\ \b \f \n \r \t, \u2028 \u2029, and \u00xx in lower-case hex for another
+// control character). A reader that would unquote q only to write it again so can copy q
+// instead (the translated streams' tokens; a text as a Python or Go server writes it nearly
+// always is, but for Go's HTML escapes, \u003c \u003e \u0026). FuzzExact holds it to that
+// writer. A plain literal costs a search for a backslash and plainText's word-at-a-time check.
+func Exact(q []byte) bool {
+	if len(q) < 2 || q[0] != '"' || q[len(q)-1] != '"' {
 		return false
 	}
 	s := q[1 : len(q)-1]
-	return bytes.IndexByte(s, '\\') < 0 && plainText(s, true)
+	for {
+		i := bytes.IndexByte(s, '\\')
+		run := s
+		if i >= 0 {
+			run = s[:i]
+		}
+		// Escapes are ASCII, so the runs between them are checked apart.
+		if !plainText(run, true) || bytes.IndexByte(run, '"') >= 0 || hasSeparator(run) {
+			return false
+		}
+		if i < 0 {
+			return true
+		}
+		if i+1 == len(s) {
+			return false
+		}
+		n := 2
+		switch s[i+1] {
+		case '"', '\\', 'b', 'f', 'n', 'r', 't':
+		case 'u':
+			if i+6 > len(s) || !exactU(s[i+2:i+6]) {
+				return false
+			}
+			n = 6
+		default:
+			return false
+		}
+		s = s[i+n:]
+	}
+}
+
+// exactU reports whether \u followed by the hex digits h is an escape AppendString(dst, s, false)
+// writes.
+func exactU(h []byte) bool {
+	switch string(h) {
+	case "2028", "2029":
+		return true
+	case "0008", "0009", "000a", "000c", "000d":
+		return false // \b, \t, \n, \f, \r by name
+	}
+	return h[0] == '0' && h[1] == '0' && (h[2] == '0' || h[2] == '1') && ('0' <= h[3] && h[3] <= '9' || 'a' <= h[3] && h[3] <= 'f')
+}
+
+// hasSeparator reports whether s holds U+2028 or U+2029 (E2 80 A8, E2 80 A9).
+func hasSeparator(s []byte) bool {
+	for {
+		i := bytes.IndexByte(s, 0xe2)
+		if i < 0 || i+2 >= len(s) {
+			return false
+		}
+		if s[i+1] == 0x80 && (s[i+2] == 0xa8 || s[i+2] == 0xa9) {
+			return true
+		}
+		s = s[i+1:]
+	}
 }
 
 // Canonical reports whether q, one valid JSON string literal, is written as AppendString(dst, s,

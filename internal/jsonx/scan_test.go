@@ -189,34 +189,30 @@ func FuzzUnquote(f *testing.F) {
 	})
 }
 
-// FuzzPlainLiteral holds PlainLiteral to its definition, for any literal StringAt accepts: no
-// backslash and valid UTF-8, and then Unquote's text is the literal's bytes and AppendString
-// writes the literal back unless the text holds U+2028 or U+2029.
-func FuzzPlainLiteral(f *testing.F) {
+// FuzzExact holds Exact to its definition, for any literal StringAt accepts: exactly when
+// AppendString writes the literal's text back as the literal.
+func FuzzExact(f *testing.F) {
 	for _, c := range append(unquoteCases, `"token"`, `" ممكن"`, `"a\u2028"`, "\"\u2028\"", "\"\xff\"", "\"\xe2\x80\"",
-		`"<b>&</b>"`, `"\n"`, `""`, "\"\x01\"", `"😀 ok"`, "\"\xf0\x9f\x98\"") {
+		`"<b>&</b>"`, `"\u003cb\u003e"`, `"\n\n"`, `"a\"b\\c"`, `"\/"`, `"\u001f\u001F"`, `"\u0008"`, `"\u007f"`,
+		`""`, `"😀 ok"`, "\"\xf0\x9f\x98\"", `"\ud83d\ude00"`, "\"a\xe2\x80\xa9\"", "\"\x7f\"") {
 		f.Add([]byte(c))
 	}
 	f.Fuzz(func(t *testing.T, q []byte) {
+		got := Exact(q)
 		end, ok := StringAt(q, 0)
 		if !ok || end != len(q) {
-			return
-		}
-		body := q[1 : len(q)-1]
-		want := !bytes.ContainsRune(body, '\\') && utf8.Valid(body)
-		got := PlainLiteral(q)
-		if got != want {
-			t.Fatalf("PlainLiteral(%q) = %v, want %v", q, got, want)
-		}
-		if !got {
+			if got {
+				t.Fatalf("Exact(%q), which is not one JSON string", q)
+			}
 			return
 		}
 		s, ok := Unquote(q)
-		if !ok || s != string(body) {
-			t.Fatalf("PlainLiteral(%q), but Unquote gives %q, %v", q, s, ok)
+		if !ok {
+			t.Fatalf("StringAt takes %q, Unquote does not", q)
 		}
-		if w := AppendString(nil, s, false); !bytes.Equal(w, q) != (strings.ContainsRune(s, '\u2028') || strings.ContainsRune(s, '\u2029')) {
-			t.Fatalf("PlainLiteral(%q), and AppendString writes %q", q, w)
+		w := AppendString(nil, s, false)
+		if want := bytes.Equal(w, q); got != want {
+			t.Fatalf("Exact(%q) = %v, but AppendString writes its text %q", q, got, w)
 		}
 	})
 }
