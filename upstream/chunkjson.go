@@ -89,7 +89,9 @@ func appendCompletion(dst []byte, c *completionJSON) []byte {
 			dst = strconv.AppendInt(append(dst, `{"index":`...), int64(ch.Index), 10)
 			dst = appendJSONString(append(dst, `,"message":{"role":`...), ch.Message.Role)
 			dst = append(dst, `,"content":`...)
-			if ch.Message.Content == nil {
+			if ch.Message.contentJSON != nil {
+				dst = append(dst, ch.Message.contentJSON...)
+			} else if ch.Message.Content == nil {
 				dst = append(dst, "null"...)
 			} else {
 				dst = appendJSONString(dst, *ch.Message.Content)

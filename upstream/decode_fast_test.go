@@ -38,6 +38,11 @@ func FuzzOllamaLineMatchesUnmarshal(f *testing.F) {
 		`{"model":"m","created_at":"t","message":{"role":"assistant","content":"a\xe2\x80"},"done":false}`,
 		`{"model":"m","created_at":"t","message":{"role":"assistant","content":"\u003cb\u003e"},"done":false}`,
 		`{"model":"m","created_at":"t","message":{"role":"assistant","content":""},"done":false}`,
+		// A whole answer's content, kept as its literal or not, and read twice (the last wins).
+		`{"model":"m","message":{"role":"assistant","content":"line one\nline \"two\""},"done":true,"done_reason":"stop"}`,
+		`{"message":{"content":"kept\n","content":"\u003cb\u003e"},"done":true}`,
+		`{"message":{"content":"\u003cb\u003e","content":"kept\n"},"done":true}`,
+		`{"message":{"content":"first"},"message":{"thinking":"t"},"done":true}`,
 		// Ollama's timings, read by name, and names a byte or a case away from them.
 		`{"total_duration":1,"load_duration":"x","prompt_eval_duration":null,"eval_duration":[1],"Eval_Count":3}`,
 		`{"total_duration":1,"eval_durations":2,"EVAL_DURATION":3,"eval_Count":4,"Done":true}`,
@@ -60,14 +65,14 @@ func FuzzOllamaLineMatchesUnmarshal(f *testing.F) {
 		var want ollamaChatResponse
 		wantErr := json.Unmarshal(line, &want)
 		var got ollamaChatResponse
-		err := decodeOllamaLine(line, true, nil, &got)
+		err := decodeOllamaLine(line, true, false, nil, &got)
 		if (err != nil) != (wantErr != nil) {
 			t.Fatalf("%q: error %v, json.Unmarshal's %v", line, err, wantErr)
 		}
 		if err != nil {
 			var shape tokenShape
-			_ = decodeOllamaLine(prev, true, &shape, &got)
-			if decodeOllamaLine(line, false, &shape, &got) == nil {
+			_ = decodeOllamaLine(prev, true, true, &shape, &got)
+			if decodeOllamaLine(line, false, true, &shape, &got) == nil {
 				t.Fatalf("%q after %q: no error, json.Unmarshal's %v", line, prev, wantErr)
 			}
 			return
@@ -79,15 +84,23 @@ func FuzzOllamaLineMatchesUnmarshal(f *testing.F) {
 		if diff := cmp.Diff(want, got, noRole); diff != "" {
 			t.Errorf("%q (-json.Unmarshal +decodeOllamaLine):\n%s", line, diff)
 		}
-		_ = decodeOllamaLine(line, false, nil, &got)
+		_ = decodeOllamaLine(line, false, false, nil, &got)
 		if diff := cmp.Diff(want, got, noRole, cmpopts.IgnoreFields(ollamaChatResponse{}, "Model", "CreatedAt")); diff != "" {
 			t.Errorf("%q without head (-json.Unmarshal +decodeOllamaLine):\n%s", line, diff)
 		}
+		// As a whole answer reads it, its text as its literal where it can be (no shape); then as
+		// a stream reads it, after prev, whose literals the shape may then hold.
+		if err = decodeOllamaLine(line, true, true, nil, &got); err != nil {
+			t.Fatalf("%q with literal: %v", line, err)
+		}
+		got.Message.Content = resolvedText(t, got.Message.Content, got.Message.contentJSON)
+		if diff := cmp.Diff(want, got, noRole); diff != "" {
+			t.Errorf("%q with literal (-json.Unmarshal +decodeOllamaLine):\n%s", line, diff)
+		}
 		for _, head := range []bool{true, false} {
-			// As a stream reads it: after prev, whose literals the shape may then hold.
 			var shape tokenShape
-			_ = decodeOllamaLine(prev, true, &shape, &got)
-			if err = decodeOllamaLine(line, head, &shape, &got); err != nil {
+			_ = decodeOllamaLine(prev, true, true, &shape, &got)
+			if err = decodeOllamaLine(line, head, true, &shape, &got); err != nil {
 				t.Fatalf("%q after %q: %v", line, prev, err)
 			}
 			got.Message.Content = resolvedText(t, got.Message.Content, got.Message.contentJSON)
@@ -163,22 +176,42 @@ func FuzzSAIFAnswerMatchesUnmarshal(f *testing.F) {
 		`{"confidence":1e400,"text":""}`, `{"confidence":"1","text":""}`, `{"confidence":12.5e-3,"text":""}`,
 		`{"Text":"x","ROUTED_BY":"hint"}`, `{"t\u0065xt":"x"}`, `{"\u212aey":1}`, `{"text":"\xff\u2028"}`,
 		`{"usage":{"prompt_tokens":1},"usage":{"completion_tokens":2},"text":"x"}`, `{"usage":null,"text":"x"}`,
-		`{"usage":{"prompt_tokens":1.5},"text":"x"}`, `{"text":"x"} x`, `[1]`, `null`, `{"id":7}`, `{"text":"x","other":[1,{"a":null}]}`,
+		`{"usage":{"prompt_tokens":1.5},"text":"x"}`, `{"text":"a\nb","text":"\u00e9"}`, `{"text":"\u00e9","text":"a\nb"}`,
+		`{"text":"kept \"as\" is\n","finish_reason":"stop"}`, `{"text":"x","text":null}`, `{"text":"x"} x`, `[1]`, `null`, `{"id":7}`, `{"text":"x","other":[1,{"a":null}]}`,
 	} {
 		f.Add([]byte(l))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		var want saifAnswer
 		wantErr := json.Unmarshal(data, &want)
-		got, err := decodeSAIFAnswer(data)
+		got, err := decodeSAIFAnswer(data, false)
 		if (err != nil) != (wantErr != nil) {
 			t.Fatalf("%q: error %v, json.Unmarshal's %v", data, err, wantErr)
 		}
 		if err != nil {
 			return
 		}
-		if diff := cmp.Diff(want, got); diff != "" {
+		unexported := cmpopts.IgnoreUnexported(saifAnswer{})
+		if got.textJSON != nil {
+			t.Fatalf("%q: a literal %q, not asked for", data, got.textJSON)
+		}
+		if diff := cmp.Diff(want, got, unexported); diff != "" {
 			t.Errorf("%q (-json.Unmarshal +decodeSAIFAnswer):\n%s", data, diff)
+		}
+		// With the text as its literal where plainToken takes it (the chat answer's reading).
+		got, err = decodeSAIFAnswer(data, true)
+		if err != nil {
+			t.Fatalf("%q with literal: %v", data, err)
+		}
+		if got.textJSON != nil {
+			if got.Text != nil {
+				t.Fatalf("%q: both a text and a literal", data)
+			}
+			s := resolvedText(t, "", got.textJSON)
+			got.Text, got.textJSON = &s, nil
+		}
+		if diff := cmp.Diff(want, got, unexported); diff != "" {
+			t.Errorf("%q with literal (-json.Unmarshal +decodeSAIFAnswer):\n%s", data, diff)
 		}
 	})
 }

@@ -15,17 +15,17 @@ import (
 // calls, logprobs, an error, a null, a key only encoding/json's case folding would match) goes
 // to json.Unmarshal. The message's role is checked for a string and not kept (the stream does
 // not read it); head says whether model and created_at are wanted: only the first line's are
-// read. shape is a stream's (nil for a whole answer): a token's line may then leave its
-// content as the literal it came as (the message's contentJSON, Content empty) when that is
-// what appendJSONString writes for its text (plainToken), for the stream to copy into its
-// chunk rather than unquote it and escape it again; and the literals every token's line
-// repeats are remembered in it, so that the next line's need not be scanned (tokenShape).
-func decodeOllamaLine(line []byte, head bool, shape *tokenShape, m *ollamaChatResponse) error {
+// read. literal lets the message's content stay the literal it came as (its contentJSON, Content
+// empty) when that is what appendJSONString writes for its text (plainToken), for the caller to
+// copy into its chunk or completion rather than unquote it and escape it again. shape is a
+// stream's (nil for a whole answer): the literals every token's line repeats are remembered in
+// it, so that the next line's need not be scanned (tokenShape).
+func decodeOllamaLine(line []byte, head, literal bool, shape *tokenShape, m *ollamaChatResponse) error {
 	*m = ollamaChatResponse{}
-	if readTokenLine(line, head, shape, m) {
+	if readTokenLine(line, head, literal, shape, m) {
 		return nil
 	}
-	if readOllamaLine(line, head, m) {
+	if readOllamaLine(line, head, literal, m) {
 		return nil
 	}
 	// Into a local, so that m, which a whole answer keeps on its stack, does not escape.
@@ -51,8 +51,8 @@ type tokenShape struct {
 // (whitespace after it allowed). Nearly every line of a stream is one, and this reads it at
 // about the cost of finding its strings; anything else (thinking, tool calls, another order,
 // spaces, the done line) is readOllamaLine's. m is filled only when the whole line is read;
-// shape as decodeOllamaLine's.
-func readTokenLine(line []byte, head bool, shape *tokenShape, m *ollamaChatResponse) bool {
+// literal and shape as decodeOllamaLine's.
+func readTokenLine(line []byte, head, literal bool, shape *tokenShape, m *ollamaChatResponse) bool {
 	b := line
 	take := func(lit string) bool {
 		if len(b) < len(lit) || string(b[:len(lit)]) != lit {
@@ -99,7 +99,7 @@ func readTokenLine(line []byte, head bool, shape *tokenShape, m *ollamaChatRespo
 		}
 	}
 	var text string
-	lit := shape != nil && plainToken(content)
+	lit := literal && plainToken(content)
 	if !lit {
 		var ok bool
 		if text, ok = jsonx.Unquote(content); !ok {
@@ -141,7 +141,8 @@ func plainToken(q []byte) bool {
 
 // readOllamaLine fills m from line when line is a well-formed object whose every member it reads
 // as json.Unmarshal would; false sends the line to json.Unmarshal, whatever m holds by then.
-func readOllamaLine(line []byte, head bool, m *ollamaChatResponse) bool {
+// literal as decodeOllamaLine's.
+func readOllamaLine(line []byte, head, literal bool, m *ollamaChatResponse) bool {
 	return jsonx.Members(line, true, func(name, v []byte) bool {
 		ok := true
 		switch string(name) {
@@ -165,7 +166,7 @@ func readOllamaLine(line []byte, head bool, m *ollamaChatResponse) bool {
 		case "eval_count":
 			ok = readCount(v, &m.EvalCount)
 		case "message":
-			ok = readOllamaMessage(v, &m.Message)
+			ok = readOllamaMessage(v, literal, &m.Message)
 		case "total_duration", "load_duration", "prompt_eval_duration", "eval_duration":
 			// Ollama's timings, on every last line: not read, and no name read folds to them,
 			// which the default's nine case-insensitive compares would find at some length.
@@ -177,8 +178,10 @@ func readOllamaLine(line []byte, head bool, m *ollamaChatResponse) bool {
 	})
 }
 
-// readOllamaMessage reads a line's message of text: role, content and thinking.
-func readOllamaMessage(v []byte, m *ollamaMessage) bool {
+// readOllamaMessage reads a line's message of text: role, content and thinking; the content as
+// its literal (contentJSON) when literal is set and plainToken takes it. The last content read
+// wins, as json.Unmarshal's does, whichever way it was kept.
+func readOllamaMessage(v []byte, literal bool, m *ollamaMessage) bool {
 	if len(v) == 0 || v[0] != '{' {
 		return false // null leaves the message as it was; anything else is json.Unmarshal's error
 	}
@@ -188,7 +191,11 @@ func readOllamaMessage(v []byte, m *ollamaMessage) bool {
 		case "role":
 			ok = readString(v, false, &m.Role) // not read by the stream
 		case "content":
-			ok = readString(v, true, &m.Content)
+			if literal && plainToken(v) {
+				m.Content, m.contentJSON = "", v
+			} else if ok = readString(v, true, &m.Content); ok {
+				m.contentJSON = nil
+			}
 		case "thinking":
 			ok = readString(v, true, &m.Thinking)
 		default:

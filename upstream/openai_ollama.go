@@ -164,7 +164,7 @@ func (a *openaiOllama) chat(ctx context.Context, req *core.Request) (*Response, 
 	}
 	// Read as a stream's line is: walked when it holds only text, json.Unmarshal otherwise.
 	var m ollamaChatResponse
-	if err := decodeOllamaLine(raw, true, nil, &m); err != nil {
+	if err := decodeOllamaLine(raw, true, true, nil, &m); err != nil {
 		return nil, &core.ProtocolError{Target: a.t.Name, Err: &NotJSONError{Body: redact(capBytes(raw, maxErrorBody), a.t.APIKey)}}
 	}
 	if msg := text(m.Error); msg != "" {
@@ -197,7 +197,7 @@ func (a *openaiOllama) chat(ctx context.Context, req *core.Request) (*Response, 
 		logprobs = &logprobsJSON{Content: []logprobJSON{}}
 	}
 	usage, n := reportedUsage(m.PromptEvalCount, m.EvalCount)
-	msg := completionMessage(reasoning, m.Message.Content, m.Message.Thinking, calls)
+	msg := completionMessage(reasoning, m.Message.Content, m.Message.contentJSON, m.Message.Thinking, calls)
 	if out.hideThinking {
 		msg.ReasoningContent = ""
 	}
@@ -1392,7 +1392,7 @@ func (s *ollamaStream) read() error {
 		return &core.StreamError{Target: s.target, Message: "upstream broke off: " + err.Error(), Err: err}
 	}
 	m := &s.line
-	if err := decodeOllamaLine(line, s.ch == nil, &s.shape, m); err != nil {
+	if err := decodeOllamaLine(line, s.ch == nil, true, &s.shape, m); err != nil {
 		if cut {
 			return &core.StreamError{Target: s.target, Message: "upstream closed the stream inside a line"}
 		}

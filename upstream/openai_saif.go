@@ -82,6 +82,9 @@ type saifAnswer struct {
 	Text         *string    `json:"text"`
 	FinishReason string     `json:"finish_reason"`
 	Usage        *saifUsage `json:"usage"`
+	// textJSON is the text as its literal, Text then nil, when decodeSAIFAnswer's literal
+	// kept it (plainToken).
+	textJSON []byte
 }
 
 // saifEvent is one SSE payload: text with its specialist, or the closing done event.
@@ -332,8 +335,8 @@ func (a *openaiSAIF) answer(ctx context.Context, resp *http.Response, req *core.
 	if err != nil {
 		return nil, err
 	}
-	m, err := decodeSAIFAnswer(raw)
-	if err != nil || m.Text == nil {
+	m, err := decodeSAIFAnswer(raw, true)
+	if err != nil || m.Text == nil && m.textJSON == nil {
 		return nil, &core.ProtocolError{Target: a.t.Name, Err: &NotJSONError{Body: redact(capBytes(raw, maxErrorBody), a.t.APIKey)}}
 	}
 	hy := &hayulaJSON{Specialist: m.Specialist, RoutedBy: m.RoutedBy, Confidence: m.Confidence}
@@ -349,10 +352,18 @@ func (a *openaiSAIF) answer(ctx context.Context, resp *http.Response, req *core.
 	created, finish := a.now().Unix(), saifFinish(m.FinishReason)
 	var b []byte
 	if op == core.OpCompletions {
+		text := literalText(m.textJSON)
+		if m.Text != nil {
+			text = *m.Text
+		}
 		b = mustJSON(textCompletionJSON{ID: id, Object: "text_completion", Created: created, Model: a.t.Model,
-			Choices: []textChoiceJSON{{Text: *m.Text, FinishReason: &finish}}, Usage: usage, Hayula: hy})
+			Choices: []textChoiceJSON{{Text: text, FinishReason: &finish}}, Usage: usage, Hayula: hy})
 	} else {
-		msg := completionMessage(a.t.Reasoning, *m.Text, "", nil)
+		var text string
+		if m.Text != nil {
+			text = *m.Text
+		}
+		msg := completionMessage(a.t.Reasoning, text, m.textJSON, "", nil)
 		if req.HideReasoning {
 			// The reasoning object's exclude: the think block the target's reasoning setting
 			// split out goes nowhere (TestReasoningExcludeEveryAdapter).
@@ -361,7 +372,7 @@ func (a *openaiSAIF) answer(ctx context.Context, resp *http.Response, req *core.
 		c := completionJSON{ID: id, Object: "chat.completion", Created: created, Model: a.t.Model,
 			Choices: []choiceJSON{{Message: msg, FinishReason: finish}},
 			Usage:   usage, Hayula: hy}
-		b = appendCompletion(xlateBuf(resp, len(*m.Text)+len(msg.ReasoningContent)+384), &c)
+		b = appendCompletion(xlateBuf(resp, len(text)+len(m.textJSON)+len(msg.ReasoningContent)+384), &c)
 	}
 	r := translatedResponse(resp, b, n, upID)
 	r.Header = http.Header{}

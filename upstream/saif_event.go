@@ -148,9 +148,11 @@ func readSAIFUsage(v []byte, u **saifUsage) bool {
 // included: one of the usual kind (strings, a confidence, the usage counts) by walking it, which
 // costs its strings and nothing else, where encoding/json checked the answer once and unquoted
 // its text rune by rune; any other goes to json.Unmarshal (FuzzSAIFAnswerMatchesUnmarshal).
-func decodeSAIFAnswer(data []byte) (saifAnswer, error) {
+// literal lets the text stay the literal it came as (textJSON, Text nil) when plainToken takes
+// it, for the chat.completion to copy.
+func decodeSAIFAnswer(data []byte, literal bool) (saifAnswer, error) {
 	var m saifAnswer
-	if readSAIFAnswer(data, &m) {
+	if readSAIFAnswer(data, literal, &m) {
 		return m, nil
 	}
 	var v saifAnswer
@@ -161,7 +163,7 @@ func decodeSAIFAnswer(data []byte) (saifAnswer, error) {
 // readSAIFAnswer fills m from data when data is a well-formed object whose every member it reads
 // as json.Unmarshal would; false sends data to json.Unmarshal. A null confidence or text, which
 // json.Unmarshal reads as no value, is left to it.
-func readSAIFAnswer(data []byte, m *saifAnswer) bool {
+func readSAIFAnswer(data []byte, literal bool, m *saifAnswer) bool {
 	return jsonx.Members(data, true, func(name, v []byte) bool {
 		ok := true
 		switch string(name) {
@@ -174,9 +176,13 @@ func readSAIFAnswer(data []byte, m *saifAnswer) bool {
 		case "finish_reason":
 			ok = readString(v, true, &m.FinishReason)
 		case "text":
+			if literal && plainToken(v) {
+				m.Text, m.textJSON = nil, v // the last text read wins, either way
+				break
+			}
 			var s string
 			if ok = readString(v, true, &s); ok {
-				m.Text = &s
+				m.Text, m.textJSON = &s, nil
 			}
 		case "confidence":
 			if len(v) == 0 || (v[0] != '-' && (v[0] < '0' || v[0] > '9')) {

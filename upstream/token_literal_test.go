@@ -63,6 +63,23 @@ func FuzzTokenChunkMatchesText(f *testing.F) {
 				t.Errorf("Ollama's second chunk for %q:\n%s\nwant\n%s", tok, ollama[1], wantNext)
 			}
 		}
+		// A whole answer's completion, its text kept as the literal (completionMessage's lit)
+		// where plainToken takes it, and written from the text, must be the same bytes, with
+		// and without a reasoning split (which reads the text).
+		for _, lit := range lits {
+			if !plainToken(lit) {
+				continue
+			}
+			for _, r := range []core.Reasoning{core.ReasoningPassthrough, core.ReasoningThinkTags} {
+				c := completionJSON{ID: "chatcmpl-x", Object: "chat.completion", Created: 1, Model: "m",
+					Choices: []choiceJSON{{Message: completionMessage(r, "", lit, "", nil), FinishReason: "stop"}}}
+				got := appendCompletion(nil, &c)
+				c.Choices[0].Message = completionMessage(r, want, nil, "", nil)
+				if w := appendCompletion(nil, &c); !bytes.Equal(got, w) {
+					t.Errorf("the completion of %q (reasoning %v):\n%s\nfrom its text:\n%s", lit, r, got, w)
+				}
+			}
+		}
 		for i, c := range saif[:2] {
 			var ch chunkJSON
 			if err := json.Unmarshal(c, &ch); err != nil || len(ch.Choices) != 1 {

@@ -317,8 +317,11 @@ type toolCallJSON struct {
 // messageJSON is the assistant message of a chat.completion. Content is null only when the
 // answer is tool calls alone, as OpenAI sends it.
 type messageJSON struct {
-	Role             string         `json:"role"`
-	Content          *string        `json:"content"`
+	Role    string  `json:"role"`
+	Content *string `json:"content"`
+	// contentJSON is the content as its literal, Content then nil: written as it is by
+	// appendCompletion, the only writer of a message that has one (completionMessage's lit).
+	contentJSON      []byte
 	ReasoningContent string         `json:"reasoning_content,omitempty"`
 	ToolCalls        []toolCallJSON `json:"tool_calls,omitempty"`
 }
@@ -619,16 +622,22 @@ func (c *chunker) marshal(d deltaParts, finish *string, hy *hayulaJSON) []byte {
 }
 
 // completionMessage is the assistant message of a whole answer, reasoning split out when the
-// target asks for it.
-func completionMessage(r core.Reasoning, text, reasoning string, calls []toolCallJSON) messageJSON {
+// target asks for it. lit, when not nil, is the text instead, as chunker.delta's: the message
+// carries it to appendCompletion, which copies it, unless the reasoning split reads the text.
+func completionMessage(r core.Reasoning, text string, lit []byte, reasoning string, calls []toolCallJSON) messageJSON {
 	if r = besideUpstreamReasoning(r, reasoning != ""); r != core.ReasoningPassthrough {
+		if lit != nil {
+			text, lit = literalText(lit), nil
+		}
 		var extra string
 		text, extra = splitThink(text, r)
 		reasoning += extra
 	}
 	m := messageJSON{Role: "assistant", ReasoningContent: reasoning, ToolCalls: calls}
-	if text != "" || len(calls) == 0 {
-		m.Content = &text
+	if lit != nil {
+		m.contentJSON = lit
+	} else if text != "" || len(calls) == 0 {
+		m.Content = new(text) // a copy made here, not text moved to the heap for every call
 	}
 	return m
 }
