@@ -533,9 +533,9 @@ func (s *thinkStream) closing() []byte {
 	w.vals = choices
 	top := w.readMembers(s.last)
 	if _, ok := member(top, "object"); !ok {
-		top = w.set(top, "object", []byte(`"chat.completion.chunk"`))
+		top = w.written(top, "object", []byte(`"chat.completion.chunk"`))
 	}
-	top = w.set(w.set(top, "usage", nil), "choices", choices)
+	top = w.written(w.set(top, "usage", nil), "choices", choices)
 	start := len(s.out.buf)
 	s.out.buf = appendMembers(s.out.buf, top)
 	return s.out.add(start)
@@ -594,6 +594,11 @@ func (s *thinkStream) rewrite(ev []byte) (out []byte, keep, choiceless bool) {
 	if !changed {
 		return ev, true, false
 	}
+	// Written, each object is as the map held it: in the order of its names, one a name.
+	top = w.sorted(top)
+	for i := range chs {
+		chs[i].members = w.sorted(chs[i].members)
+	}
 	if emptiedChunk(top, chs) {
 		return nil, false, false
 	}
@@ -606,7 +611,7 @@ func (s *thinkStream) rewrite(ev []byte) (out []byte, keep, choiceless bool) {
 		w.vals = appendMembers(w.vals, ch.members)
 	}
 	w.vals = append(w.vals, ']')
-	top = w.set(top, "choices", w.vals[start:])
+	top = w.written(top, "choices", w.vals[start:])
 	start = len(s.out.buf)
 	s.out.buf = appendMembers(s.out.buf, top)
 	return s.out.add(start), true, false
@@ -693,18 +698,18 @@ func (s *thinkStream) rewriteChoice(ch *thinkChoice) (changed bool) {
 	if len(answer) > 0 {
 		start := len(w.vals)
 		w.vals = appendJSONString(w.vals, view(answer))
-		delta = w.set(delta, "content", w.vals[start:])
+		delta = w.written(delta, "content", w.vals[start:])
 	} else {
 		delta = w.set(delta, "content", nil)
 	}
 	if len(reasoning) > len(prev) {
 		start := len(w.vals)
 		w.vals = appendJSONString(w.vals, view(reasoning))
-		delta = w.set(delta, "reasoning_content", w.vals[start:])
+		delta = w.written(delta, "reasoning_content", w.vals[start:])
 	}
 	start := len(w.vals)
 	w.vals = appendMembers(w.vals, delta)
-	ch.members = w.set(ch.members, "delta", w.vals[start:])
+	ch.members = w.written(ch.members, "delta", w.vals[start:])
 	return true
 }
 

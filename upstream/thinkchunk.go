@@ -21,6 +21,10 @@ import (
 type rawMember struct {
 	name  string
 	value []byte
+	// compact says value is compact already, written by the rewrite (chunkScratch.written):
+	// appendMembers copies it rather than walk it for whitespace to drop, which, for the
+	// choices and the delta a rewrite wrote, was a sixth of what a rewritten chunk cost.
+	compact bool
 }
 
 // thinkChoice is one element of a chunk's choices: its members, none for a null one (a nil map,
@@ -93,8 +97,11 @@ func (w *chunkScratch) readChoices(raw []byte) (chs []thinkChoice, ok bool) {
 	}
 }
 
-// read appends the members of the object it walks, sorted by name with the last of each name
-// kept; ok is false when the walk does not end cleanly.
+// read appends the members of the object it walks, in the order they came, a name sent twice
+// twice (member finds the last, as the map kept it; sorted makes the list the map's); ok is
+// false when the walk does not end cleanly. A chunk the rewrite passes as it came, every chunk
+// after a think block, is read so and never sorted: sorting every object read was a third of
+// what such a chunk cost (BenchmarkThinkStream/answer).
 func (w *chunkScratch) read(it *jsonx.Iter) ([]rawMember, bool) {
 	start := len(w.members)
 	for {
@@ -102,15 +109,32 @@ func (w *chunkScratch) read(it *jsonx.Iter) ([]rawMember, bool) {
 		if !more {
 			break
 		}
-		w.members = append(w.members, rawMember{w.name(k), v})
+		w.members = append(w.members, rawMember{name: w.name(k), value: v})
 	}
 	if !it.Done() {
 		w.members = w.members[:start]
 		return nil, false
 	}
+	return w.members[start:len(w.members):len(w.members)], true
+}
+
+// sorted is ms as the map held it, to be written or compared member by member: in the order of
+// the names, the last member of each name kept; ms itself when it is so already (set's lists),
+// else a new list, ms left as it was.
+func (w *chunkScratch) sorted(ms []rawMember) []rawMember {
+	if slices.IsSortedFunc(ms, func(a, b rawMember) int {
+		if a.name < b.name {
+			return -1
+		}
+		return 1 // a name twice is not sorted: the copy keeps the last
+	}) {
+		return ms
+	}
+	start := len(w.members)
+	w.members = append(w.members, ms...)
 	n := len(sortMembers(w.members[start:]))
 	w.members = w.members[:start+n]
-	return w.members[start : start+n : start+n], true
+	return w.members[start : start+n : start+n]
 }
 
 // name is the quoted key q decoded, as json.Unmarshal decodes a map's key.
@@ -123,15 +147,27 @@ func (w *chunkScratch) name(q []byte) string {
 	return view(w.names[start:])
 }
 
-// set is ms with name's value v, replaced or added in its place in the order; a nil v takes
-// name out. The list is a new one; ms is left as it was.
+// set is ms with name's value v, replaced or added in its place in the order of the names; a nil
+// v takes name out. The list is a new one, sorted; ms is left as it was.
 func (w *chunkScratch) set(ms []rawMember, name string, v []byte) []rawMember {
+	return w.put(ms, rawMember{name: name, value: v})
+}
+
+// written is set for a value v the rewrite wrote itself, compact by construction
+// (appendJSONString's, appendMembers', a literal of its own).
+func (w *chunkScratch) written(ms []rawMember, name string, v []byte) []rawMember {
+	return w.put(ms, rawMember{name: name, value: v, compact: true})
+}
+
+func (w *chunkScratch) put(ms []rawMember, nm rawMember) []rawMember {
+	name, v := nm.name, nm.value
+	ms = w.sorted(ms)
 	start := len(w.members)
 	done := false
 	for _, m := range ms {
 		if !done && name <= m.name {
 			if v != nil {
-				w.members = append(w.members, rawMember{name, v})
+				w.members = append(w.members, nm)
 			}
 			done = true
 			if m.name == name {
@@ -141,7 +177,7 @@ func (w *chunkScratch) set(ms []rawMember, name string, v []byte) []rawMember {
 		w.members = append(w.members, m)
 	}
 	if !done && v != nil {
-		w.members = append(w.members, rawMember{name, v})
+		w.members = append(w.members, nm)
 	}
 	return w.members[start:len(w.members):len(w.members)]
 }
@@ -159,11 +195,11 @@ func sortMembers(ms []rawMember) []rawMember {
 	return out
 }
 
-// member is the value of ms's member name.
+// member is the value of ms's member name: the last of that name, as the map kept it.
 func member(ms []rawMember, name string) ([]byte, bool) {
-	for _, m := range ms {
-		if m.name == name {
-			return m.value, true
+	for i := len(ms) - 1; i >= 0; i-- {
+		if ms[i].name == name {
+			return ms[i].value, true
 		}
 	}
 	return nil, false
@@ -179,7 +215,11 @@ func appendMembers(dst []byte, ms []rawMember) []byte {
 		}
 		dst = appendJSONString(dst, m.name)
 		dst = append(dst, ':')
-		dst = appendCompactJSON(dst, m.value)
+		if m.compact {
+			dst = append(dst, m.value...)
+		} else {
+			dst = appendCompactJSON(dst, m.value)
+		}
 	}
 	return append(dst, '}')
 }

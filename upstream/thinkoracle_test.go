@@ -507,6 +507,10 @@ func FuzzThinkStreamMatchesOracle(f *testing.F) {
 		`{"choices":[],"usage":{"total_tokens":1}}`, `{"choices":[{"delta":{"content":"\ud800 x"}}], "choices\xff":1}`, `[1]`, `null`, `{"choices":[1]}`), uint8(2))
 	f.Add(seq(`{"choices":[{"delta":{"content":"<think>a</think>b","reasoning":"vllm"},"stop_reason":null}],"prompt_filter_results":[]}`,
 		`{"choices":[{"delta":{"content":"  "},"finish_reason":"null"}]}`, `{"object":"x","choices":[{"index":-1,"delta":{"content":"<think"}}]}`), uint8(1))
+	// A chunk the rewrite changes beside a choice it does not, whose members came out of their
+	// names' order and one of them twice: written, it is as the map held it.
+	f.Add(seq(`{"model":"m","choices":[{"index":0,"delta":{"content":"<think>a"}},{"logprobs":null,"index":1,"delta":{"content":"x"},"index":1}],"id":"c","id":"d"}`,
+		`{"choices":[{"index":0,"delta":{"content":"b"}},{"z":null,"index":1,"delta":{},"a":null,"z":null}],"usage":null}`), uint8(0))
 	f.Fuzz(func(t *testing.T, data []byte, mode uint8) {
 		var evs [][]byte
 		for ev := range bytes.SplitSeq(data, []byte{0x1e}) {
