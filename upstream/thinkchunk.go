@@ -122,11 +122,13 @@ func (w *chunkScratch) read(it *jsonx.Iter) ([]rawMember, bool) {
 // the names, the last member of each name kept; ms itself when it is so already (set's lists),
 // else a new list, ms left as it was.
 func (w *chunkScratch) sorted(ms []rawMember) []rawMember {
-	if slices.IsSortedFunc(ms, func(a, b rawMember) int {
-		if a.name < b.name {
-			return -1
+	// IsSortedFunc asks cmp(later, earlier) < 0 of an unsorted pair: a name no greater than the
+	// one before it, a name twice included (the copy keeps the last).
+	if slices.IsSortedFunc(ms, func(later, earlier rawMember) int {
+		if later.name > earlier.name {
+			return 1
 		}
-		return 1 // a name twice is not sorted: the copy keeps the last
+		return -1
 	}) {
 		return ms
 	}
