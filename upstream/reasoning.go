@@ -569,6 +569,9 @@ func (s *thinkStream) Buffered() bool {
 // choices into []map[string]json.RawMessage (chunkScratch), and a changed one written as mustJSON
 // wrote those maps: members in key order, values compacted.
 func (s *thinkStream) rewrite(ev []byte) (out []byte, keep, choiceless bool) {
+	if s.answering(ev) {
+		return ev, true, false
+	}
 	w := &s.w
 	w.reset()
 	top, ok := w.readTop(ev)
@@ -615,6 +618,70 @@ func (s *thinkStream) rewrite(ev []byte) (out []byte, keep, choiceless bool) {
 	start = len(s.out.buf)
 	s.out.buf = appendMembers(s.out.buf, top)
 	return s.out.add(start), true, false
+}
+
+// answering reports a chunk the rewrite would pass as it came, known without reading it: the
+// stream has had one choice, index 0, whose think block is over and whose splitter holds
+// nothing, and ev's raw bytes say that every "index" in it is 0 (no other choice comes in it),
+// every "logprobs" null and every "finish_reason" null (so that neither the choice's entries
+// nor its end are read: the finishing chunk is read). Such a chunk, every token of the answer
+// after R1's reasoning, is not read: reading it for what it could not change cost about 11,000
+// instructions a chunk. Nothing is held, so no closing chunk needs it for an envelope (s.last),
+// and a usage chunk closes nothing.
+func (s *thinkStream) answering(ev []byte) bool {
+	if len(s.split) != 1 || len(s.held) != 0 {
+		return false
+	}
+	if sp := s.split[0]; sp == nil || sp.state != thinkOut || sp.holding() {
+		return false
+	}
+	return everyMemberIs(ev, `"index"`, "0") && everyMemberIs(ev, `"logprobs"`, "null") &&
+		everyMemberIs(ev, `"finish_reason"`, "null") && !escapesLetter(ev)
+}
+
+// everyMemberIs reports that every member named key (quoted) in the JSON text ev has the value
+// lit, as ev's raw bytes say: a raw quoted name is a key or a string's whole text (a quote inside
+// a string is escaped), and a string is followed by no colon, which says false, as does any
+// other spelling of the value (-0, 0.0). A key spelled with escapes is escapesLetter's.
+func everyMemberIs(ev []byte, key, lit string) bool {
+	ws := func(b []byte, j int) int {
+		for j < len(b) && (b[j] == ' ' || b[j] == '\t' || b[j] == '\n' || b[j] == '\r') {
+			j++
+		}
+		return j
+	}
+	for b := ev; ; {
+		i := bytes.Index(b, []byte(key))
+		if i < 0 {
+			return true
+		}
+		b = b[i+len(key):]
+		j := ws(b, 0)
+		if j == len(b) || b[j] != ':' {
+			return false
+		}
+		if j = ws(b, j+1); !bytes.HasPrefix(b[j:], []byte(lit)) {
+			return false
+		}
+		if j += len(lit); j < len(b) && b[j] != ',' && b[j] != '}' && b[j] != ']' && ws(b, j) == j {
+			return false
+		}
+	}
+}
+
+// escapesLetter reports an escape of an ASCII letter (\u0041 to \u007a, and the rest of
+// \u004x to \u007x) anywhere in ev: a key could spell a name so.
+func escapesLetter(ev []byte) bool {
+	for b := ev; ; {
+		i := bytes.Index(b, []byte(`\u00`))
+		if i < 0 {
+			return false
+		}
+		if i+4 < len(b) && '4' <= b[i+4] && b[i+4] <= '7' {
+			return true
+		}
+		b = b[i+4:]
+	}
 }
 
 // rewriteChoice moves the think block out of one choice's delta (and its entries out of its

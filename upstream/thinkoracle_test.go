@@ -511,6 +511,20 @@ func FuzzThinkStreamMatchesOracle(f *testing.F) {
 	// names' order and one of them twice: written, it is as the map held it.
 	f.Add(seq(`{"model":"m","choices":[{"index":0,"delta":{"content":"<think>a"}},{"logprobs":null,"index":1,"delta":{"content":"x"},"index":1}],"id":"c","id":"d"}`,
 		`{"choices":[{"index":0,"delta":{"content":"b"}},{"z":null,"index":1,"delta":{},"a":null,"z":null}],"usage":null}`), uint8(0))
+	// After the block, chunks the stream passes unread (one choice, every "index" 0) and ones a
+	// byte away, which it must read: a second choice, by name or by an escaped name, opening a
+	// block of its own; an index spelled otherwise; a tool call's index; a usage chunk; no JSON.
+	f.Add(seq(chunk("<think>a</think>"), chunk(" b"), `{"choices":[{"index" : 0,"delta":{"content":"c"}}]}`,
+		`{"choices":[{"index":1,"delta":{"content":"<think>x"}}]}`, chunk("d"), r1Usage), uint8(0))
+	f.Add(seq(chunk("<think>a</think>"), chunk(" b"), `{"choices":[{"ind\u0065x":1,"delta":{"content":"<think>x"}}]}`, chunk("</think>e"), r1Finish), uint8(0))
+	f.Add(seq(chunk("<think>a</think>"), chunk(" b"), `{"choices":[{"index":0.0,"delta":{"content":"<think>x"}},{"index":-0,"delta":{"content":"y"}}]}`,
+		`{"choices":[{"index":0,"delta":{"tool_calls":[{"index":1,"function":{"name":"index"}}]}}]}`, `{"choices":[{"index":0,"delta":{"content":"z"}}]`,
+		`{"choices":[],"usage":{"total_tokens":1}}`), uint8(2))
+	// After the block, the first logprobs the stream sees (their own splitter's first tokens,
+	// which may open a block), and a finishing chunk, which ends that splitter, before them.
+	lp := `{"choices":[{"index":0,"delta":{"content":"x"},"logprobs":{"content":[{"token":"<th","logprob":0}]}}]}`
+	f.Add(seq(chunk("<think>a</think>"), chunk(" b"), lp, chunk("c"), r1Finish), uint8(0))
+	f.Add(seq(chunk("<think>a</think>"), `{"choices":[{"index":0,"delta":{"content":"<think>"},"finish_reason":"stop"}]}`, lp, r1Usage), uint8(0))
 	f.Fuzz(func(t *testing.T, data []byte, mode uint8) {
 		var evs [][]byte
 		for ev := range bytes.SplitSeq(data, []byte{0x1e}) {
