@@ -1257,12 +1257,26 @@ func walkWire(it jsonx.Iter, w *wireView, msgs []core.Message, names map[string]
 	messages := false
 	w.known = true // until a member it does not decode comes
 	for {
-		q, v, ok := it.Next()
+		q, ok := it.Key()
 		if !ok {
 			return it.Done()
 		}
 		name, plain := jsonx.PlainKey(q)
 		if !plain {
+			return false
+		}
+		if string(name) == "messages" {
+			if messages {
+				return false // a second array merges into the first in encoding/json
+			}
+			messages = true
+			if w.Messages, ok = walkMessages(&it, msgs); !ok {
+				return false
+			}
+			continue
+		}
+		v, ok := it.Value()
+		if !ok {
 			return false
 		}
 		switch string(name) {
@@ -1277,12 +1291,6 @@ func walkWire(it jsonx.Iter, w *wireView, msgs []core.Message, names map[string]
 			// Rare and small; encoding/json also reuses an earlier value's struct, as it would.
 			ok = json.Unmarshal(v, &w.StreamOptions) == nil
 			w.optionsMember = true
-		case "messages":
-			if messages {
-				return false // a second array merges into the first in encoding/json
-			}
-			messages = true
-			w.Messages, ok = fastMessages(v, msgs)
 		case "functions":
 			w.Raw.Functions = v
 			w.checkPassed(name, v)
@@ -1538,31 +1546,41 @@ func foldsTo(name []byte, isKey func(string) bool) bool {
 	return upper && isKey(string(buf[:len(name)]))
 }
 
-// fastMessages reads the (validated) messages array with contents and tool calls in place, into
-// buf's array (nil: a new one).
-func fastMessages(v []byte, buf []core.Message) ([]core.Message, bool) {
-	switch v[0] {
+// walkMessages reads the messages array that it, the body's walk, stopped at (Key), with
+// contents and tool calls in place, into buf's array (nil: a new one), and moves it past the
+// array. The array and each message are walked member by member as the body's walk validates
+// them (jsonx.Iter.Enter), so that a message's bytes are read once, not scanned whole as the
+// array's value and then twice more to take it apart.
+func walkMessages(it *jsonx.Iter, buf []core.Message) ([]core.Message, bool) {
+	switch it.At() {
 	case 'n':
-		return nil, true
+		_, ok := it.Value()
+		return nil, ok
 	case '[':
 	default:
+		return nil, false
+	}
+	arr, ok := it.Enter()
+	if !ok {
 		return nil, false
 	}
 	msgs := buf[:0]
 	if msgs == nil {
 		msgs = make([]core.Message, 0, 4) // non-nil even when empty, as encoding/json decodes []
 	}
-	it := jsonx.Array(v, false)
 	for {
-		_, e, ok := it.Next()
-		if !ok {
-			return msgs, it.Done()
+		if _, ok := arr.Key(); !ok {
+			return msgs, it.Resume(&arr)
 		}
 		var m core.Message
-		switch e[0] {
+		switch arr.At() {
 		case 'n': // null decodes to the zero message, which then lacks a role
+			if _, ok := arr.Value(); !ok {
+				return nil, false
+			}
 		case '{':
-			if !fastMessage(e, &m) {
+			obj, ok := arr.Enter()
+			if !ok || !walkMessage(&obj, &m) || !arr.Resume(&obj) {
 				return nil, false
 			}
 		default:
@@ -1572,8 +1590,8 @@ func fastMessages(v []byte, buf []core.Message) ([]core.Message, bool) {
 	}
 }
 
-func fastMessage(e []byte, m *core.Message) bool {
-	it := jsonx.Object(e, false)
+// walkMessage reads a message's members from it, the walk Enter started over it, to its end.
+func walkMessage(it *jsonx.Iter, m *core.Message) bool {
 	for {
 		q, v, ok := it.Next()
 		if !ok {

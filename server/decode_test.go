@@ -351,69 +351,84 @@ func TestContentsAreSubslices(t *testing.T) {
 // escapes), the fast walk leaves to the fallback, which decodes the repaired body, as
 // encoding/json decodes the original, and passes the repaired one on.
 func FuzzDecodeWire(f *testing.F) {
-	for _, b := range append(append(append([]string{}, ordinary...), declined...), refusedText...) {
+	for _, b := range append(decodeSeeds(), messageSeeds()...) {
 		f.Add([]byte(b))
 	}
-	for _, r := range repaired {
-		f.Add([]byte(r.body))
-	}
 	f.Fuzz(func(t *testing.T, orig []byte) {
-		body := bytes.Clone(orig)
-		textErr := jsonx.FixText(body, maxBodyDepth)
-		var got wireView
-		in := bytes.Clone(orig)
-		fast := fastWire(in, &got, nil, testNames)
-		if fast && (textErr != nil || !bytes.Equal(body, orig)) {
-			t.Fatalf("fast walk took %q, which FixText refuses (%v) or repairs", orig, textErr)
-		}
-		if textErr != nil {
-			got = wireView{}
-			if err := decodeWire(in, &got, nil, testNames); errString(err) != textErr.Error() {
-				t.Fatalf("%q: decodeWire error %v, FixText %v", orig, err, textErr)
-			}
-			return
-		}
-		want, err := reference(t, body)
-		if !fast {
-			got = wireView{}
-			gotErr := decodeWire(in, &got, nil, testNames)
-			if errString(gotErr) != errString(err) {
-				t.Fatalf("fallback error %v, encoding/json %v", gotErr, err)
-			}
-			if !bytes.Equal(in, body) {
-				t.Fatalf("decodeWire left %q, FixText %q", in, body)
-			}
-			if wantOrig, errOrig := reference(t, orig); errString(errOrig) != errString(err) ||
-				!cmp.Equal(wantOrig, want, viewOpts, cmpopts.IgnoreFields(core.Message{}, "Content", "ToolCalls", "Refusal", "ReasoningContent", "Reasoning"),
-					cmpopts.IgnoreFields(wireView{}, "Fallback", "Raw")) {
-				t.Fatalf("%q: encoding/json reads the repaired body otherwise than the original", orig)
-			}
-		} else if err != nil {
-			t.Fatalf("fast walk took %q, encoding/json refuses it: %v", body, err)
-		}
-		if diff := cmp.Diff(want, got, viewOpts); diff != "" {
-			t.Fatalf("%q decoded (-encoding/json +decodeWire):\n%s", body, diff)
-		}
-		if err != nil {
-			return
-		}
-		r := httptest.NewRequest("POST", "/v1/chat/completions", nil)
-		gotReq, gotE := decodeChat(r, body, new(reqState), testNames)
-		wantReq, wantE := referenceChat(r, body)
-		if diff := cmp.Diff(wantE, gotE); diff != "" {
-			t.Fatalf("%q error (-reference +decodeChat):\n%s", body, diff)
-		}
-		if diff := cmp.Diff(wantReq, gotReq, ignoreModelAt); diff != "" {
-			t.Fatalf("%q request (-reference +decodeChat):\n%s", body, diff)
-		}
-		if gotReq != nil {
-			checkModelAt(t, gotReq)
-			checkKnownMembers(t, gotReq)
-			if gotReq.Validated && (!json.Valid(gotReq.Body) || !utf8.Valid(gotReq.Body)) {
-				t.Fatalf("Validated set for %q, which is not valid JSON in valid UTF-8", gotReq.Body)
-			}
-		}
+		sameAsOldWalk(t, orig)
+		decodeWireAgrees(t, orig)
 	})
+}
+
+// decodeSeeds are the bodies FuzzDecodeWire starts from, but for messageSeeds.
+func decodeSeeds() []string {
+	seeds := append(append(append([]string{}, ordinary...), declined...), refusedText...)
+	for _, r := range repaired {
+		seeds = append(seeds, r.body)
+	}
+	return seeds
+}
+
+// decodeWireAgrees fails t unless the fast walk takes orig only when FixText neither refuses nor
+// repairs it and encoding/json takes it, with the view and request encoding/json gives (and
+// Validated set only for valid JSON in valid UTF-8), and the fallback answers as encoding/json.
+func decodeWireAgrees(t *testing.T, orig []byte) {
+	t.Helper()
+	body := bytes.Clone(orig)
+	textErr := jsonx.FixText(body, maxBodyDepth)
+	var got wireView
+	in := bytes.Clone(orig)
+	fast := fastWire(in, &got, nil, testNames)
+	if fast && (textErr != nil || !bytes.Equal(body, orig)) {
+		t.Fatalf("fast walk took %q, which FixText refuses (%v) or repairs", orig, textErr)
+	}
+	if textErr != nil {
+		got = wireView{}
+		if err := decodeWire(in, &got, nil, testNames); errString(err) != textErr.Error() {
+			t.Fatalf("%q: decodeWire error %v, FixText %v", orig, err, textErr)
+		}
+		return
+	}
+	want, err := reference(t, body)
+	if !fast {
+		got = wireView{}
+		gotErr := decodeWire(in, &got, nil, testNames)
+		if errString(gotErr) != errString(err) {
+			t.Fatalf("fallback error %v, encoding/json %v", gotErr, err)
+		}
+		if !bytes.Equal(in, body) {
+			t.Fatalf("decodeWire left %q, FixText %q", in, body)
+		}
+		if wantOrig, errOrig := reference(t, orig); errString(errOrig) != errString(err) ||
+			!cmp.Equal(wantOrig, want, viewOpts, cmpopts.IgnoreFields(core.Message{}, "Content", "ToolCalls", "Refusal", "ReasoningContent", "Reasoning"),
+				cmpopts.IgnoreFields(wireView{}, "Fallback", "Raw")) {
+			t.Fatalf("%q: encoding/json reads the repaired body otherwise than the original", orig)
+		}
+	} else if err != nil {
+		t.Fatalf("fast walk took %q, encoding/json refuses it: %v", body, err)
+	}
+	if diff := cmp.Diff(want, got, viewOpts); diff != "" {
+		t.Fatalf("%q decoded (-encoding/json +decodeWire):\n%s", body, diff)
+	}
+	if err != nil {
+		return
+	}
+	r := httptest.NewRequest("POST", "/v1/chat/completions", nil)
+	gotReq, gotE := decodeChat(r, body, new(reqState), testNames)
+	wantReq, wantE := referenceChat(r, body)
+	if diff := cmp.Diff(wantE, gotE); diff != "" {
+		t.Fatalf("%q error (-reference +decodeChat):\n%s", body, diff)
+	}
+	if diff := cmp.Diff(wantReq, gotReq, ignoreModelAt); diff != "" {
+		t.Fatalf("%q request (-reference +decodeChat):\n%s", body, diff)
+	}
+	if gotReq != nil {
+		checkModelAt(t, gotReq)
+		checkKnownMembers(t, gotReq)
+		if gotReq.Validated && (!json.Valid(gotReq.Body) || !utf8.Valid(gotReq.Body)) {
+			t.Fatalf("Validated set for %q, which is not valid JSON in valid UTF-8", gotReq.Body)
+		}
+	}
 }
 
 // referenceChat is decodeChat over encoding/json alone: the request view as it was built before

@@ -28,6 +28,7 @@ func sameAsChatDecode(tb testing.TB, body []byte) {
 	if !json.Valid(chat) || jsonx.FixText(text, 1<<30) != nil || !bytes.Equal(text, chat) {
 		tb.Fatalf("body %q: the bridge wrote %q, not valid JSON in valid UTF-8 without a lone surrogate", body, chat)
 	}
+	sameAsOldWalk(tb, chat)
 	r := httptest.NewRequest("POST", "/v1/responses", nil)
 	// Each decode gets its own copy: the full one may repair the body in place.
 	want, wantErr := decodeChat(r, bytes.Clone(chat), new(reqState), testNames)

@@ -40,6 +40,7 @@ type Iter struct {
 	first    bool
 	bad      bool // the walk stopped on malformed input
 	closed   bool // the closing bracket was read
+	inner    bool // Enter's: what follows the container is the outer walk's to read
 }
 
 // Object starts a walk over the object b holds (leading whitespace allowed).
@@ -88,8 +89,19 @@ func start(b []byte, open byte, validate bool) Iter {
 // Next returns the next member's quoted key (nil in an array) and its value. When it returns false
 // the walk is over; Valid then says whether it ended cleanly.
 func (it *Iter) Next() (key, value []byte, ok bool) {
-	if it.bad || it.closed {
+	if key, ok = it.Key(); !ok {
 		return nil, nil, false
+	}
+	value, ok = it.Value()
+	return key, value, ok
+}
+
+// Key reads the next member's quoted key (nil in an array) and stops at its value, which the
+// caller then takes with Value, or walks with Enter and Resume; Next is Key and Value. When Key
+// returns false the walk is over, as when Next does.
+func (it *Iter) Key() (key []byte, ok bool) {
+	if it.bad || it.closed {
+		return nil, false
 	}
 	b := it.b
 	i := skipWS(b, it.pos)
@@ -100,33 +112,46 @@ func (it *Iter) Next() (key, value []byte, ok bool) {
 	if i < len(b) && b[i] == closer {
 		it.closed = true
 		it.pos = i + 1
-		if it.validate && skipWS(b, it.pos) != len(b) {
+		if it.validate && !it.inner && skipWS(b, it.pos) != len(b) {
 			it.bad = true
 		}
-		return nil, nil, false
+		return nil, false
 	}
 	if !it.first {
 		if i >= len(b) || b[i] != ',' {
-			return it.fail()
+			return it.failKey()
 		}
 		i = skipWS(b, i+1)
 	}
 	it.first = false
 	if !it.array {
 		if i >= len(b) || b[i] != '"' {
-			return it.fail()
+			return it.failKey()
 		}
 		end, ok := it.skipString(i)
 		if !ok {
-			return it.fail()
+			return it.failKey()
 		}
 		key = b[i:end]
 		i = skipWS(b, end)
 		if i >= len(b) || b[i] != ':' {
-			return it.fail()
+			return it.failKey()
 		}
 		i = skipWS(b, i+1)
 	}
+	if i >= len(b) {
+		return it.failKey()
+	}
+	it.pos = i
+	return key, true
+}
+
+// At is the first byte of the value Key stopped at: '{' or '[' for one Enter walks.
+func (it *Iter) At() byte { return it.b[it.pos] }
+
+// Value returns the value Key stopped at, validated (or skipped) as Next would, and moves past it.
+func (it *Iter) Value() (value []byte, ok bool) {
+	b, i := it.b, it.pos
 	var end int
 	switch {
 	case it.validate:
@@ -137,15 +162,43 @@ func (it *Iter) Next() (key, value []byte, ok bool) {
 		end, ok = skipValue(b, i)
 	}
 	if !ok {
-		return it.fail()
+		it.bad = true
+		return nil, false
 	}
 	it.pos = end
-	return key, b[i:end], true
+	return b[i:end], true
 }
 
-func (it *Iter) fail() ([]byte, []byte, bool) {
+// Enter starts a walk over the object or array Key stopped at (At says which), for a reader that
+// takes its members one by one instead of the value whole: the inner walk checks them as Value
+// would have checked the value, the nesting it may have counted from the container's (a value
+// nested deeper than Value would allow ends it as malformed), and Resume then goes on after it.
+// ok is false, and this walk over as malformed, when the value is not an object or array or
+// nests too deep to open. The value's bytes are read once, by the inner walk.
+func (it *Iter) Enter() (inner Iter, ok bool) {
+	c := it.b[it.pos]
+	if c != '{' && c != '[' || (it.validate || it.nested) && it.limit < 1 {
+		it.bad = true
+		return Iter{}, false
+	}
+	return Iter{b: it.b, pos: it.pos + 1, array: c == '[', validate: it.validate, strict: it.strict,
+		nested: it.nested, limit: it.limit - 1, first: true, inner: true}, true
+}
+
+// Resume goes on after inner, the walk Enter started, which must have read its container's
+// closing bracket (Done); otherwise this walk is over as malformed, false.
+func (it *Iter) Resume(inner *Iter) bool {
+	if !inner.Done() {
+		it.bad = true
+		return false
+	}
+	it.pos = inner.pos
+	return true
+}
+
+func (it *Iter) failKey() ([]byte, bool) {
 	it.bad = true
-	return nil, nil, false
+	return nil, false
 }
 
 func (it *Iter) skipString(i int) (int, bool) {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"strings"
@@ -39,6 +40,13 @@ var textCases = []struct {
 	{`{"a":` + strings.Repeat("[", 8) + strings.Repeat("]", 8) + `}`, "", &TextError{Offset: 12, Deep: true, Depth: 8}},
 	{`{"a":[[]],"b":[{"c":{"d":[[[[{}]]]]}}]}`, "", &TextError{Offset: 29, Deep: true, Depth: 8}},
 	{`{"a":"[[[[[[[[[[[[[[["}`, "", nil}, // brackets in a string
+	// Inside a container a walk may enter (Enter) rather than take whole:
+	{`{"a":[{"b":"\ud800"}]}`, `{"a":[{"b":"\ufffd"}]}`, nil},
+	{`{"a":[{"\udc00":1}]}`, `{"a":[{"\ufffd":1}]}`, nil},
+	{`{"a":{"` + "\xff" + `":1}}`, "", &TextError{Offset: 7}},
+	{`{"a":[{"b":"x` + "\xc3" + `"}]}`, "", &TextError{Offset: 13}},
+	{`{"a":[{"b":` + strings.Repeat("[", 5) + strings.Repeat("]", 5) + `}]}`, "", nil},
+	{`{"a":[{"b":` + strings.Repeat("[", 6) + strings.Repeat("]", 6) + `}]}`, "", &TextError{Offset: 16, Deep: true, Depth: 8}},
 }
 
 const textDepth = 8
@@ -71,6 +79,7 @@ func TestText(t *testing.T) {
 	for _, tt := range textCases {
 		t.Run(tt.in, func(t *testing.T) {
 			_, done := walkText([]byte(tt.in), textDepth)
+			enteringAsWhole(t, []byte(tt.in), func(b []byte) Iter { return Text(b, textDepth) }, "Text")
 			if want := tt.err == nil && tt.fixed == ""; done != want {
 				t.Errorf("walk done = %v, want %v", done, want)
 			}
@@ -88,6 +97,73 @@ func walkText(b []byte, depth int) (n int, done bool) {
 	}
 }
 
+// walkEntering walks it as walkMembers does, but enters every object and array value (Enter,
+// Resume) instead of taking it whole, down to the scalars, which it returns with their keys: a
+// walk that reads a container member by member must end as one that takes it whole ends (the
+// server reads a chat body's messages so).
+func walkEntering(it *Iter) (leaves []kv, done bool) {
+	for {
+		k, ok := it.Key()
+		if !ok {
+			return leaves, it.Done()
+		}
+		if c := it.At(); c != '{' && c != '[' {
+			v, ok := it.Value()
+			if !ok {
+				return leaves, false
+			}
+			leaves = append(leaves, kv{string(k), string(v)})
+			continue
+		}
+		inner, ok := it.Enter()
+		if !ok {
+			return leaves, false
+		}
+		more, done := walkEntering(&inner)
+		leaves = append(leaves, more...)
+		if !done || !it.Resume(&inner) {
+			return leaves, false
+		}
+	}
+}
+
+// enteringAsWhole fails t unless walkEntering over the walk start makes of b ends as walkMembers
+// does, and hands out the scalars a walk over each value taken whole finds when it ends well.
+func enteringAsWhole(t *testing.T, b []byte, start func([]byte) Iter, what string) {
+	t.Helper()
+	_, want := walkMembers(start(b))
+	it := start(b)
+	leaves, got := walkEntering(&it)
+	if got != want {
+		t.Fatalf("%s of %q: entering every container done=%v, taking values whole %v", what, b, got, want)
+	}
+	if !got {
+		return
+	}
+	if diff := cmp.Diff(scalarsOf(Object(b, false)), leaves); diff != "" {
+		t.Fatalf("%s of %q: scalars (-taken whole +entered):\n%s", what, b, diff)
+	}
+}
+
+// scalarsOf is what walkEntering hands out of a well-formed container: its scalars with their
+// keys, in order, found by taking each value whole and walking it again.
+func scalarsOf(it Iter) (leaves []kv) {
+	for {
+		k, v, ok := it.Next()
+		if !ok {
+			return leaves
+		}
+		switch v[0] {
+		case '{':
+			leaves = append(leaves, scalarsOf(Object(v, false))...)
+		case '[':
+			leaves = append(leaves, scalarsOf(Array(v, false))...)
+		default:
+			leaves = append(leaves, kv{string(k), string(v)})
+		}
+	}
+}
+
 // FuzzText holds the strict walk to FixText and encoding/json: it takes an object exactly when
 // encoding/json takes it and FixText neither refuses nor repairs it; after a repair it takes
 // the repaired object, which encoding/json reads as it read the original.
@@ -102,6 +178,7 @@ func FuzzText(f *testing.F) {
 		fixed := bytes.Clone(b)
 		err := FixText(fixed, textDepth)
 		_, done := walkText(b, textDepth)
+		enteringAsWhole(t, b, func(b []byte) Iter { return Text(b, textDepth) }, "Text")
 		valid := json.Valid(b) && isObject(b)
 		if want := valid && err == nil && bytes.Equal(fixed, b); done != want {
 			t.Fatalf("walk of %q done=%v; encoding/json %v, FixText %v, repaired %v", b, done, valid, err, !bytes.Equal(fixed, b))
@@ -155,8 +232,12 @@ func writtenAsText(t *testing.T, b []byte) {
 	for _, depth := range writtenDepths {
 		got, gotDone := walkMembers(Written(b, depth))
 		if !text {
+			it := Written(b, depth)
+			walkEntering(&it) // it must not panic
 			continue
 		}
+		enteringAsWhole(t, b, func(b []byte) Iter { return Written(b, depth) }, fmt.Sprintf("Written at depth %d", depth))
+		enteringAsWhole(t, b, func(b []byte) Iter { return Text(b, depth) }, fmt.Sprintf("Text at depth %d", depth))
 		want, wantDone := walkMembers(Text(b, depth))
 		if diff := cmp.Diff(want, got); diff != "" || gotDone != wantDone {
 			t.Fatalf("%q at depth %d: done %v, Text's %v; members (-Text +Written):\n%s", b, depth, gotDone, wantDone, diff)
