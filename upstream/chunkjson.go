@@ -227,6 +227,18 @@ func appendCompactJSON(dst []byte, v json.RawMessage) []byte {
 	if v == nil {
 		return append(dst, "null"...)
 	}
+	// JSON holds no raw byte below 0x21 but whitespace: a value without one (an id, a number,
+	// null, a word) is compact already, and one test a byte says so.
+	plain := true
+	for _, c := range v {
+		if c <= ' ' {
+			plain = false
+			break
+		}
+	}
+	if plain {
+		return append(dst, v...)
+	}
 	start, inString, escaped := 0, false, false
 	for i, c := range v {
 		switch {
