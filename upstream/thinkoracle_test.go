@@ -525,6 +525,12 @@ func FuzzThinkStreamMatchesOracle(f *testing.F) {
 	lp := `{"choices":[{"index":0,"delta":{"content":"x"},"logprobs":{"content":[{"token":"<th","logprob":0}]}}]}`
 	f.Add(seq(chunk("<think>a</think>"), chunk(" b"), lp, chunk("c"), r1Finish), uint8(0))
 	f.Add(seq(chunk("<think>a</think>"), `{"choices":[{"index":0,"delta":{"content":"<think>"},"finish_reason":"stop"}]}`, lp, r1Usage), uint8(0))
+	// A chunk of more members than sortMembers sorts by insertion, out of order, one twice.
+	var many strings.Builder
+	for i := 24; i >= 0; i-- {
+		fmt.Fprintf(&many, `"k%02d":%d,`, i, i)
+	}
+	f.Add(seq(`{`+many.String()+`"k07":"again","choices":[{"index":0,"delta":{"content":"<think>x"}}]}`, chunk("y</think>z")), uint8(0))
 	f.Fuzz(func(t *testing.T, data []byte, mode uint8) {
 		var evs [][]byte
 		for ev := range bytes.SplitSeq(data, []byte{0x1e}) {
