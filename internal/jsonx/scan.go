@@ -843,16 +843,23 @@ func Exact(q []byte) bool {
 	if len(q) < 2 || q[0] != '"' || q[len(q)-1] != '"' {
 		return false
 	}
-	s := q[1 : len(q)-1]
+	// Escapes are ASCII, so the runs between them are checked apart.
+	return writersEscapes(q[1:len(q)-1], false, func(run []byte) bool {
+		return plainText(run, true) && bytes.IndexByte(run, '"') < 0 && !hasSeparator(run)
+	})
+}
+
+// writersEscapes reports whether every escape in s, a JSON string's text between its quotes, is
+// the one AppendString(dst, text, html) writes for its character (\" \\ \b \f \n \r \t by name,
+// \u2028 \u2029, with html \u003c \u003e \u0026, and \u00xx in lower-case hex for another
+// control character), and run, when not nil, holds of every run of text between them.
+func writersEscapes(s []byte, html bool, run func([]byte) bool) bool {
 	for {
 		i := bytes.IndexByte(s, '\\')
-		run := s
-		if i >= 0 {
-			run = s[:i]
-		}
-		// Escapes are ASCII, so the runs between them are checked apart.
-		if !plainText(run, true) || bytes.IndexByte(run, '"') >= 0 || hasSeparator(run) {
-			return false
+		if run != nil {
+			if i < 0 && !run(s) || i >= 0 && !run(s[:i]) {
+				return false
+			}
 		}
 		if i < 0 {
 			return true
@@ -864,7 +871,7 @@ func Exact(q []byte) bool {
 		switch s[i+1] {
 		case '"', '\\', 'b', 'f', 'n', 'r', 't':
 		case 'u':
-			if i+6 > len(s) || !exactU(s[i+2:i+6]) {
+			if i+6 > len(s) || !writtenU(s[i+2:i+6], html) {
 				return false
 			}
 			n = 6
@@ -875,12 +882,14 @@ func Exact(q []byte) bool {
 	}
 }
 
-// exactU reports whether \u followed by the hex digits h is an escape AppendString(dst, s, false)
-// writes.
-func exactU(h []byte) bool {
+// writtenU reports whether h, the four digits of a \u escape, are the ones AppendString writes
+// for their character, with html or without.
+func writtenU(h []byte, html bool) bool {
 	switch string(h) {
 	case "2028", "2029":
 		return true
+	case "003c", "003e", "0026":
+		return html
 	case "0008", "0009", "000a", "000c", "000d":
 		return false // \b, \t, \n, \f, \r by name
 	}
@@ -914,40 +923,5 @@ func Canonical(q []byte) bool {
 		return false
 	}
 	s := q[1 : len(q)-1]
-	if !utf8.Valid(s) {
-		return false
-	}
-	for {
-		i := bytes.IndexByte(s, '\\')
-		if i < 0 {
-			return true
-		}
-		if i+1 == len(s) {
-			return false
-		}
-		n := 2
-		switch s[i+1] {
-		case '"', '\\', 'b', 'f', 'n', 'r', 't':
-		case 'u':
-			if i+6 > len(s) || !canonicalU(s[i+2:i+6]) {
-				return false
-			}
-			n = 6
-		default:
-			return false
-		}
-		s = s[i+n:]
-	}
-}
-
-// canonicalU reports whether h, the four digits of a \u escape, are the ones AppendString writes
-// for their character with html.
-func canonicalU(h []byte) bool {
-	switch string(h) {
-	case "003c", "003e", "0026", "2028", "2029":
-		return true
-	case "0008", "0009", "000a", "000c", "000d":
-		return false // \b, \t, \n, \f, \r by name
-	}
-	return h[0] == '0' && h[1] == '0' && (h[2] == '0' || h[2] == '1') && ('0' <= h[3] && h[3] <= '9' || 'a' <= h[3] && h[3] <= 'f')
+	return utf8.Valid(s) && writersEscapes(s, true, nil)
 }
