@@ -98,25 +98,17 @@ func readTokenLine(line []byte, head, literal bool, shape *tokenShape, m *ollama
 			return false
 		}
 	}
-	var text string
-	lit := literal && plainToken(content)
-	if !lit {
-		var ok bool
-		if text, ok = jsonx.Unquote(content); !ok {
-			return false
-		}
+	text, lit, ok := tokenText(content, literal)
+	if !ok {
+		return false
 	}
 	if head {
-		var ok bool
 		if m.Model, ok = jsonx.Unquote(model); !ok {
 			return false
 		}
 		if m.CreatedAt, ok = jsonx.Unquote(created); !ok {
 			return false
 		}
-	}
-	if lit {
-		m.Message.contentJSON = content
 	}
 	if shape != nil {
 		if string(model) != string(shape.model) {
@@ -126,7 +118,7 @@ func readTokenLine(line []byte, head, literal bool, shape *tokenShape, m *ollama
 			shape.role = append(shape.role[:0], role...)
 		}
 	}
-	m.Message.Content, m.Done = text, false
+	m.Message.Content, m.Message.contentJSON, m.Done = text, lit, false
 	return true
 }
 
@@ -137,6 +129,17 @@ func readTokenLine(line []byte, head, literal bool, shape *tokenShape, m *ollama
 // (\u003c for <, from Ollama's encoder) or another escape is unquoted as before.
 func plainToken(q []byte) bool {
 	return len(q) > 2 && jsonx.Exact(q)
+}
+
+// tokenText reads q, a string literal whose escapes are checked, as a text that may stay its
+// literal: lit is q when literal is set and plainToken takes it (text then ""), else text is q
+// unquoted; ok is false where json.Unmarshal would not read q as a string.
+func tokenText(q []byte, literal bool) (text string, lit []byte, ok bool) {
+	if literal && plainToken(q) {
+		return "", q, true
+	}
+	text, ok = jsonx.Unquote(q)
+	return text, nil, ok
 }
 
 // readOllamaLine fills m from line when line is a well-formed object whose every member it reads
@@ -191,10 +194,10 @@ func readOllamaMessage(v []byte, literal bool, m *ollamaMessage) bool {
 		case "role":
 			ok = readString(v, false, &m.Role) // not read by the stream
 		case "content":
-			if literal && plainToken(v) {
-				m.Content, m.contentJSON = "", v
-			} else if ok = readString(v, true, &m.Content); ok {
-				m.contentJSON = nil
+			var text string
+			var lit []byte
+			if text, lit, ok = tokenText(v, literal); ok {
+				m.Content, m.contentJSON = text, lit // the last content read wins, either way
 			}
 		case "thinking":
 			ok = readString(v, true, &m.Thinking)

@@ -70,24 +70,16 @@ func readTextEvent(data []byte, specialist, literal bool, e *saifEvent) bool {
 	if ws(); len(b) != 0 {
 		return false
 	}
-	var t string
-	lit := literal && plainToken(text)
-	if !lit {
-		var ok bool
-		if t, ok = jsonx.Unquote(text); !ok {
-			return false
-		}
+	t, lit, ok := tokenText(text, literal)
+	if !ok {
+		return false
 	}
 	if specialist {
-		var ok bool
 		if e.Specialist, ok = jsonx.Unquote(spec); !ok {
 			return false
 		}
 	}
-	if lit {
-		e.textJSON = text
-	}
-	e.Text = t
+	e.Text, e.textJSON = t, lit
 	return true
 }
 
@@ -176,13 +168,12 @@ func readSAIFAnswer(data []byte, literal bool, m *saifAnswer) bool {
 		case "finish_reason":
 			ok = readString(v, true, &m.FinishReason)
 		case "text":
-			if literal && plainToken(v) {
-				m.Text, m.textJSON = nil, v // the last text read wins, either way
-				break
-			}
 			var s string
-			if ok = readString(v, true, &s); ok {
-				m.Text, m.textJSON = &s, nil
+			var lit []byte
+			if s, lit, ok = tokenText(v, literal); ok && lit != nil {
+				m.Text, m.textJSON = nil, lit // the last text read wins, either way
+			} else if ok {
+				m.Text, m.textJSON = new(s), nil
 			}
 		case "confidence":
 			if len(v) == 0 || (v[0] != '-' && (v[0] < '0' || v[0] > '9')) {
