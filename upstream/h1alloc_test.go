@@ -183,16 +183,9 @@ func TestTranslatedStreamAllocations(t *testing.T) {
 			got := allocsPerChat(t, s, tg, req, func(resp *Response) error {
 				defer resp.Release()
 				defer resp.Stream.Close()
-				n := 0
-				for {
-					_, err := resp.Stream.Next()
-					if err == io.EOF {
-						break
-					}
-					if err != nil {
-						return err
-					}
-					n++
+				n, err := eachChunk(resp.Stream, nil)
+				if err != nil {
+					return err
 				}
 				if n < 33 {
 					return fmt.Errorf("%d chunks, want the 32 tokens' and the finishing one", n)

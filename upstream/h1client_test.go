@@ -1,6 +1,7 @@
 package upstream
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -630,23 +631,22 @@ func TestLentStreamReadersServeTheNext(t *testing.T) {
 				defer resp.Release()
 				mine := " a-" + strconv.Itoa(id) + "-"
 				tokens := 0
-				for {
-					c, err := resp.Stream.Next()
-					if err == io.EOF {
-						break
-					}
-					if err != nil {
-						return err
-					}
+				var other []byte
+				_, err = eachChunk(resp.Stream, func(c []byte) bool {
 					if strings.Contains(string(c), " a-") && !strings.Contains(string(c), mine) {
-						return errors.New("stream " + strconv.Itoa(id) + " got another's chunk: " + string(c))
+						other = bytes.Clone(c)
+						return false
 					}
 					if strings.Contains(string(c), mine) {
 						tokens++
 					}
-					if id%3 == 0 && tokens == 2 {
-						break
-					}
+					return id%3 != 0 || tokens < 2 // every third stream is closed after its second token
+				})
+				if err != nil {
+					return err
+				}
+				if other != nil {
+					return errors.New("stream " + strconv.Itoa(id) + " got another's chunk: " + string(other))
 				}
 				if err := resp.Stream.Close(); err != nil && id%3 != 0 {
 					return err

@@ -118,16 +118,10 @@ func saifChunks(t *testing.T, lit []byte) [][]byte {
 func drainChunks(t *testing.T, s Stream) [][]byte {
 	t.Helper()
 	var out [][]byte
-	for {
-		c, err := s.Next()
-		if err == io.EOF {
-			return out
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, bytes.Clone(c))
+	if _, err := eachChunk(s, func(c []byte) bool { out = append(out, bytes.Clone(c)); return true }); err != nil {
+		t.Fatal(err)
 	}
+	return out
 }
 
 func equalChunks(a, b [][]byte) bool {

@@ -49,16 +49,28 @@ func (x *xlateBody) Read(p []byte) (int, error) {
 
 // drainCount reads s to its end, failing on anything but io.EOF, and returns how many chunks it gave.
 func drainCount(b *testing.B, s Stream) int {
-	n := 0
-	for {
-		_, err := s.Next()
+	n, err := eachChunk(s, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return n
+}
+
+// eachChunk reads s to its end, handing each chunk to use (nil: none) until use returns false,
+// and returns how many chunks it read and the error that ended the stream, nil for io.EOF (and
+// when use stopped it). A chunk is valid until the next is read.
+func eachChunk(s Stream, use func([]byte) bool) (int, error) {
+	for n := 0; ; n++ {
+		c, err := s.Next()
 		if err == io.EOF {
-			return n
+			return n, nil
 		}
 		if err != nil {
-			b.Fatal(err)
+			return n, err
 		}
-		n++
+		if use != nil && !use(c) {
+			return n + 1, nil
+		}
 	}
 }
 
