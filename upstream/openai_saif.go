@@ -351,18 +351,17 @@ func (a *openaiSAIF) answer(ctx context.Context, resp *http.Response, req *core.
 	usage, n := m.Usage.reported()
 	created, finish := a.now().Unix(), saifFinish(m.FinishReason)
 	var b []byte
+	var text string // the answer's text, unless kept as its literal (m.textJSON)
+	if m.Text != nil {
+		text = *m.Text
+	}
 	if op == core.OpCompletions {
-		text := literalText(m.textJSON)
-		if m.Text != nil {
-			text = *m.Text
+		if m.textJSON != nil {
+			text = literalText(m.textJSON)
 		}
 		b = mustJSON(textCompletionJSON{ID: id, Object: "text_completion", Created: created, Model: a.t.Model,
 			Choices: []textChoiceJSON{{Text: text, FinishReason: &finish}}, Usage: usage, Hayula: hy})
 	} else {
-		var text string
-		if m.Text != nil {
-			text = *m.Text
-		}
 		msg := completionMessage(a.t.Reasoning, text, m.textJSON, "", nil)
 		if req.HideReasoning {
 			// The reasoning object's exclude: the think block the target's reasoning setting
