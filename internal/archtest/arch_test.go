@@ -20,7 +20,8 @@ var rules = map[string][]string{
 	"internal/testcert":           {},
 	"internal/h1":                 {"internal/httpwire"},
 	"internal/httpwire":           {},
-	"internal/logfmt":             {},
+	"internal/logfmt":             {"internal/swar"},
+	"internal/swar":               {},
 	"internal/echo":               {},
 	"internal/coding":             {},
 	"errmap":                      {"core", "lifecycle"}, // lifecycle is a leaf: its typed start/load errors

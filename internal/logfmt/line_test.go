@@ -7,6 +7,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -299,3 +300,46 @@ func TestLineConcurrentStamps(t *testing.T) {
 type syncWriter struct{ buf bytes.Buffer }
 
 func (w *syncWriter) Write(p []byte) (int, error) { return w.buf.Write(p) }
+
+// TestAppendIntAgrees holds the three-digit path of appendInt, and the numbers around it, to
+// strconv.AppendInt.
+func TestAppendIntAgrees(t *testing.T) {
+	check := func(v int64) {
+		if got, want := string(appendInt([]byte("x="), v)), string(strconv.AppendInt([]byte("x="), v, 10)); got != want {
+			t.Fatalf("appendInt(%d) = %q, want %q", v, got, want)
+		}
+	}
+	for v := int64(-1100); v <= 1100; v++ {
+		check(v)
+	}
+	for _, v := range []int64{math.MinInt64, math.MaxInt64, 9999, 10000, -99, 99} {
+		check(v)
+	}
+}
+
+// TestAppendDurationAgrees holds appendDuration to time.Duration.String: every duration below
+// 2,000 ns and around each unit's edges, a million random ones under a second, and the signs and
+// extremes String writes itself.
+func TestAppendDurationAgrees(t *testing.T) {
+	check := func(d time.Duration) {
+		if got, want := string(appendDuration([]byte("d="), d)), "d="+d.String(); got != want {
+			t.Fatalf("appendDuration(%d) = %q, want %q", int64(d), got, want)
+		}
+	}
+	for d := time.Duration(-10); d < 2000; d++ {
+		check(d)
+	}
+	for _, edge := range []time.Duration{time.Microsecond, 10 * time.Microsecond, 100 * time.Microsecond,
+		time.Millisecond, 10 * time.Millisecond, 100 * time.Millisecond, time.Second} {
+		for d := edge - 1000; d <= edge+1000; d++ {
+			check(d)
+		}
+	}
+	rng := rand.New(rand.NewPCG(5, 6))
+	for range 1_000_000 {
+		check(time.Duration(rng.Int64N(int64(time.Second)) >> rng.IntN(30)))
+	}
+	for _, d := range []time.Duration{math.MinInt64, math.MaxInt64, -time.Second, time.Hour + 1, 61*time.Second + 1} {
+		check(d)
+	}
+}

@@ -17,6 +17,8 @@ import (
 	"time"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/hayula/gateway/internal/swar"
 )
 
 // Text is a slog.Handler whose output is byte for byte what slog.NewTextHandler(w, opts) writes
@@ -98,7 +100,7 @@ func (h *Text) start(t time.Time, level slog.Level, msg string) *[]byte {
 		b = append(b, ' ')
 	}
 	b = append(b, "level="...)
-	b = appendString(b, level.String())
+	b = append(b, level.String()...) // "INFO", "DEBUG-2"…: never quoted
 	b = append(b, " msg="...)
 	b = appendString(b, msg)
 	*bp = b
@@ -178,16 +180,17 @@ func needsQuoting(s string) bool {
 	if s == "" {
 		return true
 	}
+	// Eight bytes at a time, and the last few in one word (swar.Short), while none is one the
+	// byte loop below stops at or looks into: a request line's keys and values are plain ASCII
+	// (the path, the route, the request ID), and a byte at a time was most of the line's cost.
 	i := 0
-	// Eight bytes at a time while none is one the byte loop below stops at or looks into: a
-	// request line's values are plain ASCII (the path, the route, the request ID), and a byte
-	// at a time was most of the line's cost.
 	for ; i+8 <= len(s); i += 8 {
-		x := uint64(s[i]) | uint64(s[i+1])<<8 | uint64(s[i+2])<<16 | uint64(s[i+3])<<24 |
-			uint64(s[i+4])<<32 | uint64(s[i+5])<<40 | uint64(s[i+6])<<48 | uint64(s[i+7])<<56
-		if stopByte(x) {
+		if stopByte(swar.Word(s, i)) {
 			break
 		}
+	}
+	if i+8 > len(s) && !stopByte(swar.Short(s[i:], 'a')) {
+		return false
 	}
 	for i < len(s) {
 		c := s[i]
@@ -207,18 +210,10 @@ func needsQuoting(s string) bool {
 	return false
 }
 
-const (
-	ones  = 0x0101010101010101
-	highs = 0x8080808080808080
-)
-
 // stopByte reports whether a byte of the word x is one needsQuoting's byte loop stops at or
 // decodes: a space or an ASCII control character (below 0x21), '=', '"', or a byte of a
 // multi-byte rune (0x80 and above). Each test is the "has a zero byte" one: its borrows can
 // mark bytes past a true hit, never a word without one.
 func stopByte(x uint64) bool {
-	below := (x - ones*0x21) &^ x
-	eq := x ^ ones*'='
-	quote := x ^ ones*'"'
-	return (below|(eq-ones)&^eq|(quote-ones)&^quote|x)&highs != 0
+	return swar.Below(x, '!')|swar.Is(x, '=')|swar.Is(x, '"')|swar.High(x) != 0
 }
