@@ -8,6 +8,8 @@ package httpwire
 import (
 	"net/textproto"
 	"strings"
+
+	"github.com/hayula/gateway/internal/swar"
 )
 
 // IsToken reports whether s is an RFC 9110 token: a method or a field name.
@@ -34,8 +36,24 @@ var tokenTable = func() (t [256]bool) {
 }()
 
 // ValidValue reports whether a field value has no control character but tab: no NUL, no bare
-// CR, no line break, no DEL.
+// CR, no line break, no DEL. It reads eight bytes a step (swar): a request's ten or so
+// values cost some 1,200 instructions byte by byte, most of its head's checks; a tab sends
+// the rest of the value to the byte loop.
 func ValidValue(s string) bool {
+	i := 0
+	for ; i < len(s)-7; i += 8 {
+		if controlOrDEL(swar.Word(s, i)) {
+			return validBytes(s[i:])
+		}
+	}
+	return !controlOrDEL(swar.Short(s[i:], 'a')) || validBytes(s[i:])
+}
+
+// controlOrDEL reports whether the word x may hold a control character (a tab included) or DEL.
+func controlOrDEL(x uint64) bool { return swar.Below(x, ' ')|swar.Is(x, 0x7f) != 0 }
+
+// validBytes is ValidValue byte by byte.
+func validBytes(s string) bool {
 	for i := 0; i < len(s); i++ {
 		if b := s[i]; b < ' ' && b != '\t' || b == 0x7f {
 			return false

@@ -1,6 +1,7 @@
 package httpwire
 
 import (
+	"math/rand/v2"
 	"net/textproto"
 	"strings"
 	"testing"
@@ -23,6 +24,37 @@ func TestValidValue(t *testing.T) {
 	} {
 		if got := ValidValue(s); got != want {
 			t.Errorf("ValidValue(%q) = %v, want %v", s, got, want)
+		}
+	}
+}
+
+// TestValidValueByWord holds ValidValue, eight bytes a step, to its byte loop: every byte at
+// every place of values of 1 to 19 bytes, and random values of bytes that are and are not
+// allowed, tabs among them.
+func TestValidValueByWord(t *testing.T) {
+	for n := 1; n <= 19; n++ {
+		for pos := range n {
+			for c := range 256 {
+				b := []byte(strings.Repeat("v", n))
+				b[pos] = byte(c)
+				if s := string(b); ValidValue(s) != validBytes(s) {
+					t.Fatalf("ValidValue(%q) = %v, byte by byte %v", s, ValidValue(s), validBytes(s))
+				}
+			}
+		}
+	}
+	alphabet := []byte("a Z0/;=\t\x00\x01\x1f\x7f\x80\xff\r\n")
+	rng := rand.New(rand.NewPCG(7, 8))
+	for range 50000 {
+		b := make([]byte, rng.IntN(40))
+		for i := range b {
+			b[i] = alphabet[rng.IntN(len(alphabet))]
+			if rng.IntN(3) > 0 {
+				b[i] = 'x'
+			}
+		}
+		if s := string(b); ValidValue(s) != validBytes(s) {
+			t.Fatalf("ValidValue(%q) = %v, byte by byte %v", s, ValidValue(s), validBytes(s))
 		}
 	}
 }

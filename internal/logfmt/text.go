@@ -184,7 +184,7 @@ func needsQuoting(s string) bool {
 	// byte loop below stops at or looks into: a request line's keys and values are plain ASCII
 	// (the path, the route, the request ID), and a byte at a time was most of the line's cost.
 	i := 0
-	for ; i+8 <= len(s); i += 8 {
+	for ; i < len(s)-7; i += 8 {
 		if stopByte(swar.Word(s, i)) {
 			break
 		}

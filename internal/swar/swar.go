@@ -7,7 +7,7 @@
 // strings the test flags, so the test need only never miss: it may flag a string with no such
 // byte (a tab in a header value, a borrow past a true hit), never pass one with it. It imports
 // nothing of ours. (A helper that took the test as a func would not be inlined, and would call
-// the test for every word.)
+// the test for every word; so each check writes its loop, as Word's doc shows.)
 package swar
 
 const (
@@ -15,8 +15,16 @@ const (
 	highs = 0x8080808080808080
 )
 
-// Word is the little-endian word at s[i:i+8], written out so that a loop that keeps i+8 within
-// len(s) reads it with no bounds check after the first.
+// Word is the little-endian word at s[i:i+8], one load. A check reads s eight bytes a step and
+// its last few in one word (Short):
+//
+//	i := 0
+//	for ; i < len(s)-7; i += 8 { // this form of the bound leaves Word no bounds check
+//		if swar.Below(swar.Word(s, i), ' ') != 0 {
+//			return false
+//		}
+//	}
+//	return swar.Below(swar.Short(s[i:], 'a'), ' ') == 0
 func Word(s string, i int) uint64 {
 	_ = s[i+7]
 	return uint64(s[i]) | uint64(s[i+1])<<8 | uint64(s[i+2])<<16 | uint64(s[i+3])<<24 |
@@ -38,21 +46,6 @@ func Short(s string, pad byte) uint64 {
 		return uint64(s[0]) | uint64(s[n>>1])<<8 | uint64(s[n-1])<<16 | ones*uint64(pad)&^0xffffff
 	}
 	return ones * uint64(pad)
-}
-
-// At is the word at s[i:i+8] or, with fewer than eight bytes left from i, Short of them. A
-// check reads s with it eight bytes a step:
-//
-//	for i := 0; i < len(s); i += 8 {
-//		if x := swar.At(s, i, 'a'); swar.Below(x, ' ')|swar.Is(x, 0x7f) != 0 {
-//			return byteByByte(s[i:]) // this word flagged: the bytes before it had none
-//		}
-//	}
-func At(s string, i int, pad byte) uint64 {
-	if i+8 <= len(s) {
-		return Word(s, i)
-	}
-	return Short(s[i:], pad)
 }
 
 // Below marks (in its high bit) each byte of x below c, c at most 0x80, and may mark a byte
