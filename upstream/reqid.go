@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/hayula/gateway/core"
+	"github.com/hayula/gateway/internal/swar"
 )
 
 // hdrRequestID is the field a request's ID travels in, both ways, in canonical form: indexed
@@ -25,12 +26,20 @@ func ValidRequestID(id string) bool {
 	if id == "" || len(id) > MaxRequestID {
 		return false
 	}
-	for i := 0; i < len(id); i++ {
-		if id[i] <= ' ' || id[i] > '~' || id[i] == ',' {
+	// Eight bytes a step (swar): the gateway's own IDs are 28 bytes, checked on every request.
+	i := 0
+	for ; i < len(id)-7; i += 8 {
+		if notInID(swar.Word(id, i)) {
 			return false
 		}
 	}
-	return true
+	return !notInID(swar.Short(id[i:], 'a'))
+}
+
+// notInID reports whether a byte of the word x is one an ID may not hold: a space, a control
+// character, a comma, DEL or a byte above it.
+func notInID(x uint64) bool {
+	return swar.Below(x, '!')|swar.Is(x, ',')|swar.Is(x, 0x7f)|swar.High(x) != 0
 }
 
 // upstreamID is the upstream's own ID for the request, from its answer's X-Request-Id; "" when it

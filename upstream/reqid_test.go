@@ -190,3 +190,30 @@ func TestValidRequestID(t *testing.T) {
 		})
 	}
 }
+
+// TestValidRequestIDByWord holds ValidRequestID, eight bytes a step, to the byte loop it was:
+// every byte at every place of IDs of 1 to 40 bytes.
+func TestValidRequestIDByWord(t *testing.T) {
+	byByte := func(id string) bool {
+		if id == "" || len(id) > MaxRequestID {
+			return false
+		}
+		for i := 0; i < len(id); i++ {
+			if id[i] <= ' ' || id[i] > '~' || id[i] == ',' {
+				return false
+			}
+		}
+		return true
+	}
+	for n := 1; n <= 40; n++ {
+		for pos := range n {
+			for c := range 256 {
+				b := []byte(strings.Repeat("r", n))
+				b[pos] = byte(c)
+				if id := string(b); ValidRequestID(id) != byByte(id) {
+					t.Fatalf("ValidRequestID(%q) = %v, byte by byte %v", id, ValidRequestID(id), byByte(id))
+				}
+			}
+		}
+	}
+}
