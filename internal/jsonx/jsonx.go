@@ -189,9 +189,36 @@ func skipNested(b []byte, i, limit int) (int, bool) {
 	return i, i > start
 }
 
-// keyIs reports whether the quoted key q names key.
-func keyIs(q []byte, key string) bool {
-	return matches(q, []string{key})
+// A name is a key a walk looks for, with what keyIs needs to know of it once per walk.
+type name struct {
+	s     string
+	plain bool // ASCII, no backslash, no quote: every caller's constant ("choices", "usage")
+}
+
+func nameOf(key string) name {
+	for i := 0; i < len(key); i++ {
+		if c := key[i]; c == '\\' || c == '"' || c >= utf8.RuneSelf {
+			return name{s: key}
+		}
+	}
+	return name{s: key, plain: true}
+}
+
+// keyIs reports whether the quoted key q names n. A plain name is named only by its own bytes
+// or by a spelling with escapes, which is longer than the name it spells: a key no longer than
+// it is compared as bytes, a longer one without a backslash is not it (invalid UTF-8 decodes to
+// U+FFFD, no ASCII), and only a longer one with one is decoded by matches. A walk asks this of
+// every key it passes, and matches' loop over each key's bytes was most of an answer's walk to
+// its choices (TestKeyIsAgrees).
+func keyIs(q []byte, n name) bool {
+	if !n.plain {
+		return matches(q, []string{n.s})
+	}
+	raw := q[1 : len(q)-1]
+	if len(raw) <= len(n.s) {
+		return string(raw) == n.s
+	}
+	return bytes.IndexByte(raw, '\\') >= 0 && matches(q, []string{n.s})
 }
 
 // matches reports whether the quoted key q names one of keys. ASCII keys without escapes
@@ -233,6 +260,7 @@ func asciiPlain(s []byte) bool {
 
 // Has reports whether a top-level key is present.
 func Has(body []byte, key string) bool {
+	want := nameOf(key)
 	it, ok := newIter(body)
 	if !ok {
 		return false
@@ -242,7 +270,7 @@ func Has(body []byte, key string) bool {
 		if !more {
 			return false
 		}
-		if keyIs(body[m.keyStart:m.keyEnd], key) {
+		if keyIs(body[m.keyStart:m.keyEnd], want) {
 			return true
 		}
 	}
@@ -254,6 +282,7 @@ func Has(body []byte, key string) bool {
 // results from one without, on every answer, at the cost of a look at each member's key; the
 // answer's JSON is not checked.
 func NonEmptyArray(body []byte, key string) bool {
+	want := nameOf(key)
 	it, ok := newIter(body)
 	if !ok {
 		return false
@@ -263,7 +292,7 @@ func NonEmptyArray(body []byte, key string) bool {
 		if !more {
 			return false
 		}
-		if keyIs(body[m.keyStart:m.keyEnd], key) {
+		if keyIs(body[m.keyStart:m.keyEnd], want) {
 			if body[m.valStart] != '[' {
 				return false
 			}
@@ -399,6 +428,7 @@ type Place struct {
 // body[End:]). ok is false when body is not a well-formed object (the members are walked, their
 // values skipped, not validated). It allocates nothing unless a key is written with escapes.
 func Locate(body []byte, key string) (p Place, ok bool) {
+	want := nameOf(key)
 	it, ok := newIter(body)
 	if !ok {
 		return Place{}, false
@@ -410,7 +440,7 @@ func Locate(body []byte, key string) (p Place, ok bool) {
 			break
 		}
 		lastEnd = m.valEnd
-		if keyIs(body[m.keyStart:m.keyEnd], key) {
+		if keyIs(body[m.keyStart:m.keyEnd], want) {
 			p.Start, p.End, p.Found = m.valStart, m.valEnd, true
 		}
 	}
@@ -459,6 +489,7 @@ func LocateEnd(body []byte) (p Place, ok bool) {
 // result decodes to value whichever duplicate a decoder would have kept. Invalid UTF-8 in key or
 // value becomes U+FFFD, as encoding/json does.
 func SetString(body []byte, key, value string) []byte {
+	want := nameOf(key)
 	last, n, ok := lastMember(body, key)
 	switch {
 	case !ok:
@@ -472,7 +503,7 @@ func SetString(body []byte, key, value string) []byte {
 		return append(out, body[last.valEnd:]...)
 	}
 	out := make([]byte, 0, len(body)+len(value)+8)
-	return rebuildInto(out, body, func(q []byte) bool { return keyIs(q, key) }, last.keyStart, value)
+	return rebuildInto(out, body, func(q []byte) bool { return keyIs(q, want) }, last.keyStart, value)
 }
 
 // SetQuotedSplit is SetString(body, key, value) as three pieces whose concatenation is its
@@ -494,6 +525,7 @@ func Quote(s string) []byte { return appendString(make([]byte, 0, len(s)+2), s) 
 // lastMember walks body's top-level members and returns key's last occurrence and how many
 // there are; ok is false when body is not a well-formed object.
 func lastMember(body []byte, key string) (last member, n int, ok bool) {
+	want := nameOf(key)
 	it, ok := newIter(body)
 	if !ok {
 		return member{}, 0, false
@@ -503,7 +535,7 @@ func lastMember(body []byte, key string) (last member, n int, ok bool) {
 		if !more {
 			return last, n, it.ok
 		}
-		if keyIs(body[m.keyStart:m.keyEnd], key) {
+		if keyIs(body[m.keyStart:m.keyEnd], want) {
 			last = m
 			n++
 		}

@@ -3,7 +3,10 @@ package jsonx
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
+	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 	"unicode/utf8"
 
@@ -320,6 +323,42 @@ func TestMatchesAgreesWithDecoding(t *testing.T) {
 		}
 		if got := matches([]byte(q), keys); got != want {
 			t.Errorf("matches(%s) = %v, encoding/json decodes it to %q: %v", q, got, s, want)
+		}
+	}
+}
+
+// TestKeyIsAgrees holds keyIs, which compares a plain name's bytes, to matches, which decodes
+// what it must: keys spelled plainly, with escapes of every kind, with invalid UTF-8 and
+// non-ASCII runes, shorter, as long as and longer than the names, plain and not.
+func TestKeyIsAgrees(t *testing.T) {
+	names := []string{"choices", "usage", "error", "a", "", "é", "a\\b", `q"`, "\xff"}
+	keys := []string{`"choices"`, `"choice"`, `"choicesx"`, `"Choices"`, `"ch\u006fices"`, `"\u0063hoices"`,
+		`"choi\u0063es"`, `"\u0063\u0068\u006f\u0069\u0063\u0065\u0073"`, `"choices\u0000"`, "\"choi\xffs\"",
+		"\"\xff\"", `"\ufffd"`, `"é"`, `"\u00e9"`, `"a\\b"`, `"a\b"`, `"q\""`, `""`, `"a"`, `"\u0061"`, `"usage"`,
+		`"usag\u0065"`, `"error"`, `"err\/or"`, `"\/"`, `"system_fingerprint"`}
+	rng := rand.New(rand.NewPCG(11, 12))
+	for range 2000 { // random spellings of the names, some letters escaped
+		n := names[rng.IntN(4)]
+		var b strings.Builder
+		b.WriteByte('"')
+		for i := 0; i < len(n); i++ {
+			if rng.IntN(4) == 0 {
+				fmt.Fprintf(&b, `\u%04x`, n[i])
+			} else {
+				b.WriteByte(n[i])
+			}
+		}
+		if rng.IntN(5) == 0 {
+			b.WriteString("s")
+		}
+		b.WriteByte('"')
+		keys = append(keys, b.String())
+	}
+	for _, n := range names {
+		for _, q := range keys {
+			if got, want := keyIs([]byte(q), nameOf(n)), matches([]byte(q), []string{n}); got != want {
+				t.Fatalf("keyIs(%s, %q) = %v, matches says %v", q, n, got, want)
+			}
 		}
 	}
 }
