@@ -335,7 +335,7 @@ func Last(body []byte, key string) (value []byte, ok bool) {
 		}
 		break
 	}
-	m, n, ok := lastMember(body, key) // an object cut short (not ok) has no last member
+	m, n, ok := lastMember(body, nameOf(key)) // an object cut short (not ok) has no last member
 	if !ok || n == 0 {
 		return nil, false
 	}
@@ -490,7 +490,7 @@ func LocateEnd(body []byte) (p Place, ok bool) {
 // value becomes U+FFFD, as encoding/json does.
 func SetString(body []byte, key, value string) []byte {
 	want := nameOf(key)
-	last, n, ok := lastMember(body, key)
+	last, n, ok := lastMember(body, want)
 	switch {
 	case !ok:
 		return append([]byte(nil), body...)
@@ -512,7 +512,7 @@ func SetString(body []byte, key, value string) []byte {
 // is quoted itself, so that a caller writing the result to a socket copies and allocates nothing.
 // Otherwise head is SetString's result and mid and tail are empty.
 func SetQuotedSplit(body []byte, key, value string, quoted []byte) (head, mid, tail []byte) {
-	last, n, ok := lastMember(body, key)
+	last, n, ok := lastMember(body, nameOf(key))
 	if !ok || n != 1 {
 		return SetString(body, key, value), nil, nil
 	}
@@ -522,10 +522,9 @@ func SetQuotedSplit(body []byte, key, value string, quoted []byte) (head, mid, t
 // Quote is s as a JSON string, quotes included, as SetString writes it.
 func Quote(s string) []byte { return appendString(make([]byte, 0, len(s)+2), s) }
 
-// lastMember walks body's top-level members and returns key's last occurrence and how many
+// lastMember walks body's top-level members and returns want's last occurrence and how many
 // there are; ok is false when body is not a well-formed object.
-func lastMember(body []byte, key string) (last member, n int, ok bool) {
-	want := nameOf(key)
+func lastMember(body []byte, want name) (last member, n int, ok bool) {
 	it, ok := newIter(body)
 	if !ok {
 		return member{}, 0, false
