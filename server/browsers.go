@@ -59,7 +59,7 @@ func (g *browserGuard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.URL.RawPath != "" && escapedSlash(r.URL.RawPath) {
 		next = g.notFound
 	}
-	origin := r.Header["Origin"]
+	origin := field(r, "Origin")
 	if len(origin) == 0 {
 		next.ServeHTTP(w, r)
 		return

@@ -217,7 +217,7 @@ func (w *wireView) params() core.Params {
 // readBody reads the whole body within the limit, into buf's array when it is large enough
 // (serveOp lends one from the server's pool) and into a new one otherwise.
 func readBody(r *http.Request, limit int64, buf []byte) ([]byte, *apiError) {
-	if ce, ok := r.Header["Content-Encoding"]; ok && !identity(ce) {
+	if ce := field(r, "Content-Encoding"); ce != nil && !identity(ce) {
 		return nil, unsupportedEncoding(ce)
 	}
 	if r.ContentLength > limit {
@@ -461,7 +461,7 @@ func readOptions(r *http.Request, w *wireView, opts bodyOptions, req *core.Reque
 	// member sent twice (in any spelling), or a header beside a body member turns fallback off
 	// when any of them says false, and is refused when any is neither true nor false
 	// (TestFallbackAnyFalseCounts, TestFallbackAnyFalseInBody).
-	for _, v := range r.Header[hdrOptFallback] {
+	for _, v := range field(r, hdrOptFallback) {
 		if e := applyFallback(v, req); e != nil {
 			return e
 		}
@@ -477,7 +477,7 @@ func readOptions(r *http.Request, w *wireView, opts bodyOptions, req *core.Reque
 	// An absent body field is "", which asks for nothing, as an absent header does. Every value
 	// counts, not the one a decoder keeps: a header sent twice, or a body member sent twice
 	// (both decoders keep the last), is strict when any of them says so (TestPrivacyAnyStrictCounts).
-	for _, vs := range [...][]string{r.Header[hdrOptPrivacy], {w.Privacy.V}, opts.privacy} {
+	for _, vs := range [...][]string{field(r, hdrOptPrivacy), {w.Privacy.V}, opts.privacy} {
 		for _, p := range vs {
 			if e := applyPrivacy(p, req); e != nil {
 				return e
@@ -489,7 +489,7 @@ func readOptions(r *http.Request, w *wireView, opts bodyOptions, req *core.Reque
 	// than one of them taken, since a proxy in front that reads another line would have routed
 	// the request elsewhere (TestHintSentTwiceMustAgree). An empty one asks for nothing.
 	req.RouteHint = ""
-	for _, vs := range [...][]string{r.Header[hdrOptHint], {w.Hint.V}, opts.hint} {
+	for _, vs := range [...][]string{field(r, hdrOptHint), {w.Hint.V}, opts.hint} {
 		for _, v := range vs {
 			v = strings.TrimSpace(v)
 			switch {
@@ -701,12 +701,12 @@ func hasPrefixFoldASCII(s, prefix string) bool {
 	return true
 }
 
-// headerValue is h.Get(key) for a key already in canonical form: Header.Get runs every key
+// headerValue is the first of a field's values (field's), or "": Header.Get runs every key
 // through textproto's canonicalisation first, which was 0.6% of the gateway's CPU for the five
-// keys read on every request. Servers store header names canonicalised.
-func headerValue(h http.Header, key string) string {
-	if v := h[key]; len(v) > 0 {
-		return v[0]
+// keys read on every request.
+func headerValue(vs []string) string {
+	if len(vs) > 0 {
+		return vs[0]
 	}
 	return ""
 }
@@ -718,7 +718,7 @@ func headerValue(h http.Header, key string) string {
 // leaves the key to x-api-key, which a client configured with an empty API key and an x-api-key
 // field sends beside it (TestEmptyBearerReadsXAPIKey).
 func bearer(r *http.Request) (key string, malformed bool) {
-	if a := strings.TrimSpace(headerValue(r.Header, "Authorization")); a != "" {
+	if a := strings.TrimSpace(headerValue(field(r, "Authorization"))); a != "" {
 		if len(a) > 7 && strings.EqualFold(a[:7], "bearer ") {
 			return strings.TrimSpace(a[7:]), false // not empty: a ends in no space
 		}
@@ -726,7 +726,7 @@ func bearer(r *http.Request) (key string, malformed bool) {
 			return "", true
 		}
 	}
-	return strings.TrimSpace(headerValue(r.Header, "X-Api-Key")), false
+	return strings.TrimSpace(headerValue(field(r, "X-Api-Key"))), false
 }
 
 // wireOther is the part of a /v1/completions or /v1/embeddings request the gateway reads.

@@ -77,7 +77,7 @@ func mix64(z uint64) uint64 {
 func (g *requestIDs) assign(w http.ResponseWriter, r *http.Request, line *[]byte) string {
 	var value []string
 	id := ""
-	if v := r.Header[hdrRequestID]; len(v) == 1 && upstream.ValidRequestID(v[0]) {
+	if v := field(r, hdrRequestID); len(v) == 1 && upstream.ValidRequestID(v[0]) {
 		id = v[0]
 	} else if g.newID != nil {
 		id = g.newID()

@@ -25,7 +25,7 @@ func (s *Server) authenticate(r *http.Request) (*config.Key, *apiError) {
 	if len(s.cfg.Keys) == 0 {
 		return nil, nil
 	}
-	if len(r.Header["Authorization"]) > 1 || len(r.Header["X-Api-Key"]) > 1 {
+	if len(field(r, "Authorization")) > 1 || len(field(r, "X-Api-Key")) > 1 {
 		// Refused, not first-wins: a proxy in front that reads the last line would authenticate
 		// one caller while the gateway served another.
 		return nil, &apiError{Status: http.StatusUnauthorized, Type: typeAuthentication, Code: "invalid_api_key",

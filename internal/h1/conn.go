@@ -60,6 +60,9 @@ type conn struct {
 	req    http.Request // what the handler gets: base with its context, overwritten by the next
 	slot   *reqSlot     // the request's context and body handle
 	url    url.URL      // the request's URL when its path is plain (see parseTarget)
+	// names has the bit (nameBit) of each field name the request being served came with, for
+	// MayHave. Only the connection's goroutine writes it, before the handler runs.
+	names uint64
 	// skipped counts the empty lines awaitRequest skipped before the request being read.
 	skipped int
 	// lingered is set by linger, which ends the connection once.

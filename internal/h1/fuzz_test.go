@@ -43,6 +43,11 @@ func FuzzReadRequest(f *testing.F) {
 			t.Fatalf("the same request, a second time on the connection: %v", err)
 		}
 		got := &c.base
+		for k := range got.Header {
+			if c.names&nameBit(k) == 0 || !MayHave(got, k) {
+				t.Fatalf("header %s came, and its bit is not in the request's names", k)
+			}
+		}
 		wbr := bufio.NewReader(strings.NewReader(raw))
 		want, werr := http.ReadRequest(wbr)
 		if werr != nil {

@@ -205,11 +205,13 @@ func (c *conn) readRequest() error {
 	// its name came before: the map then has fewer names than vals has values, and is filled
 	// again, in the rare request that repeats a name, with each name's values gathered.
 	vals, keys := kept.vals[:0], kept.keys[:0]
-	// names and canon are written over kept.names and kept.canon, each line's after it was read.
-	names, canon := kept.names[:0], kept.canon[:0]
+	// lines is written over kept.lines, each line's after it was read: one array, so that a
+	// head refused halfway leaves each line's name, key and bit together.
+	lines := kept.lines[:0]
 	hosts := 0
 	var host string
 	var fields uint8 // the framing fields seen (see framingField)
+	var seen uint64  // the bits of the names in hdr (see nameBit)
 	for i := 1; i < len(ends); i++ {
 		line := headLine(raw, ends[i-1], ends[i])
 		if line == "" {
@@ -225,16 +227,19 @@ func (c *conn) readRequest() error {
 		// A client sends the same names in the same order request after request: a name
 		// that is the one the last request had on this line was checked then, and its
 		// canonical form is known.
-		var key string
-		if n := len(names); n < len(kept.names) && kept.names[n] == name {
-			key = kept.canon[n]
+		var fl fieldLine
+		if n := len(lines); n < len(kept.lines) && kept.lines[n].name == name {
+			fl = kept.lines[n]
+			fl.name = name // this head's bytes, not the last one's
 		} else {
 			if !httpwire.IsToken(name) {
 				return bad("malformed header line")
 			}
-			key = httpwire.CanonicalKey(name, commonKeys[:])
+			key := httpwire.CanonicalKey(name, commonKeys[:])
+			fl = fieldLine{name: name, key: key, bit: nameBit(key)}
 		}
-		names, canon = append(names, name), append(canon, key)
+		lines = append(lines, fl)
+		key := fl.key
 		value = httpwire.TrimOWS(value)
 		if !httpwire.ValidValue(value) {
 			return bad("invalid character in the value of header " + strconv.Quote(name))
@@ -245,6 +250,7 @@ func (c *conn) readRequest() error {
 			continue
 		}
 		fields |= framingField(key)
+		seen |= fl.bit
 		vals, keys = append(vals, value), append(keys, key)
 		n := len(vals)
 		hdr[key] = vals[n-1 : n : n]
@@ -262,10 +268,10 @@ func (c *conn) readRequest() error {
 	if cap(vals) <= 4*maxKeptFields {
 		kept.vals, kept.keys = vals, keys
 	}
-	if cap(names) <= 4*maxKeptFields {
-		kept.names, kept.canon = names, canon
+	if cap(lines) <= 4*maxKeptFields {
+		kept.lines = lines
 	} else {
-		kept.names, kept.canon = nil, nil
+		kept.lines = nil
 	}
 
 	if hosts > 1 || hosts == 0 && minor == 1 {
@@ -278,6 +284,7 @@ func (c *conn) readRequest() error {
 		host = u.Host // absolute form: the target's authority wins (RFC 9112 §3.2.2)
 	}
 
+	c.names = seen
 	req := &c.base
 	*req = http.Request{
 		Method:     method,
@@ -527,4 +534,31 @@ var errMalformedTrailer = errors.New("h1: malformed trailer in chunked body")
 func trailerField(line string) bool {
 	name, value, ok := strings.Cut(line, ":")
 	return ok && httpwire.IsToken(name) && httpwire.ValidValue(value)
+}
+
+// nameBit is the bit of a field name (in canonical form) in a request's names mask: one of 64,
+// chosen by a multiplicative hash of the name's length and two of its bytes. A bit shared
+// with a name that came only costs MayHave's caller the map's lookup; nameMul is a multiplier
+// under which the names the gateway asks for share none with each other nor with the fields
+// common clients send (TestNameBitsOfCommonFields).
+func nameBit(key string) uint64 {
+	n := len(key)
+	if n == 0 {
+		return 1
+	}
+	h := uint64(n) | uint64(key[n-1])<<8 | uint64(key[n/2])<<16
+	return 1 << (h * nameMul >> 58)
+}
+
+const nameMul = 0xdd214064018153db
+
+// MayHave reports whether a field named key (in canonical form) may be in r.Header: false only
+// when r is a request this server read, whose Body is still the server's (a request with a
+// body), and no field of that name came with it. A handler that asks for names nearly always
+// absent (an Origin, a request ID, its own options) saves the map's lookup each time this says
+// false. It answers for the Header as the request came, during the request: a handler that adds
+// fields to r.Header must look in the map for them.
+func MayHave(r *http.Request, key string) bool {
+	h, _ := r.Body.(*bodyHandle)
+	return h == nil || h.b.c.names&nameBit(key) != 0
 }

@@ -365,8 +365,13 @@ type keptHead struct {
 	hdr   http.Header // the request's header map
 	vals  []string    // the array of its values
 	keys  []string    // the name of each of vals, for a request that repeats a name
-	names []string    // the last head's field names as sent, line by line
-	canon []string    // and each in canonical form
+	lines []fieldLine // the last head's field names, line by line
+}
+
+// fieldLine is a field name as a head's line sent it, its canonical form and its nameBit.
+type fieldLine struct {
+	name, key string
+	bit       uint64
 }
 
 func (s *Server) getBufs(c *conn) *connBufs {
