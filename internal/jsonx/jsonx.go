@@ -104,14 +104,11 @@ func (it *iter) key() (member, bool) {
 
 func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
 
+// skipWS returns the index of the first byte from b[i] that is not JSON whitespace. Every
+// whitespace byte is at most a space, so a byte above one, the usual case, ends it at one test.
 func skipWS(b []byte, i int) int {
-	for i < len(b) {
-		switch b[i] {
-		case ' ', '\t', '\n', '\r':
-			i++
-		default:
-			return i
-		}
+	for i < len(b) && b[i] <= ' ' && isSpace(b[i]) {
+		i++
 	}
 	return i
 }
