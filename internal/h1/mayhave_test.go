@@ -119,38 +119,48 @@ func TestNameBitsOfCommonFields(t *testing.T) {
 	}
 }
 
-// BenchmarkMayHave is the look at one absent name that MayHave spares, against the map's lookup.
+// BenchmarkMayHave is the look at one absent name that MayHave spares, against the map's lookup,
+// for the head of Go's own client (four fields: a map of one group, whose lookup compares the
+// name with each slot's) and of the OpenAI Python SDK (sixteen: a table, whose lookup hashes it):
+// about 9 and 6 ns against 1 on the machine of the thirty-first session.
 func BenchmarkMayHave(b *testing.B) {
-	raw := "POST /v1/chat/completions HTTP/1.1\r\nHost: h\r\nAccept: application/json\r\n" +
-		"Content-Type: application/json\r\nUser-Agent: OpenAI/Python 1.99.0\r\nAuthorization: Bearer sk-x\r\n" +
-		"Content-Length: 2\r\n\r\n{}"
-	c := &conn{s: &Server{}, remote: "r"}
-	c.body.c = c
-	c.bufs = &connBufs{br: bufio.NewReader(strings.NewReader(raw)), bw: bufio.NewWriter(io.Discard)}
-	if err := c.readRequest(); err != nil {
-		b.Fatal(err)
+	for _, h := range []struct{ name, fields string }{
+		{"go", "User-Agent: Go-http-client/1.1\r\nContent-Type: application/json\r\nAccept-Encoding: gzip\r\n"},
+		{"sdk", "Accept: application/json\r\nAccept-Encoding: gzip, deflate\r\nAuthorization: Bearer sk-x\r\n" +
+			"Connection: keep-alive\r\nContent-Type: application/json\r\nUser-Agent: OpenAI/Python 1.99.0\r\n" +
+			"X-Stainless-Lang: python\r\nX-Stainless-Package-Version: 1.99.0\r\nX-Stainless-Os: Linux\r\n" +
+			"X-Stainless-Arch: x64\r\nX-Stainless-Runtime: CPython\r\nX-Stainless-Runtime-Version: 3.12.3\r\n" +
+			"X-Stainless-Async: false\r\nX-Stainless-Retry-Count: 0\r\nX-Stainless-Read-Timeout: 600\r\n"},
+	} {
+		raw := "POST /v1/chat/completions HTTP/1.1\r\nHost: h\r\n" + h.fields + "Content-Length: 2\r\n\r\n{}"
+		c := &conn{s: &Server{}, remote: "r"}
+		c.body.c = c
+		c.bufs = &connBufs{br: bufio.NewReader(strings.NewReader(raw)), bw: bufio.NewWriter(io.Discard)}
+		if err := c.readRequest(); err != nil {
+			b.Fatal(err)
+		}
+		r := &c.base
+		b.Run(h.name+"/mayhave", func(b *testing.B) {
+			n := 0
+			for b.Loop() {
+				if MayHave(r, "Origin") {
+					n++
+				}
+			}
+			if n != 0 {
+				b.Fatal("Origin may have come")
+			}
+		})
+		b.Run(h.name+"/map", func(b *testing.B) {
+			n := 0
+			for b.Loop() {
+				if _, ok := r.Header["Origin"]; ok {
+					n++
+				}
+			}
+			if n != 0 {
+				b.Fatal("Origin came")
+			}
+		})
 	}
-	r := &c.base
-	b.Run("mayhave", func(b *testing.B) {
-		n := 0
-		for b.Loop() {
-			if MayHave(r, "Origin") {
-				n++
-			}
-		}
-		if n != 0 {
-			b.Fatal("Origin may have come")
-		}
-	})
-	b.Run("map", func(b *testing.B) {
-		n := 0
-		for b.Loop() {
-			if _, ok := r.Header["Origin"]; ok {
-				n++
-			}
-		}
-		if n != 0 {
-			b.Fatal("Origin came")
-		}
-	})
 }
