@@ -701,9 +701,9 @@ func hasPrefixFoldASCII(s, prefix string) bool {
 	return true
 }
 
-// headerValue is the first of a field's values (field's), or "": Header.Get runs every key
-// through textproto's canonicalisation first, which was 0.6% of the gateway's CPU for the five
-// keys read on every request.
+// headerValue is the first of a field's values (as field returns them), or "". It stands in
+// for Header.Get, which runs every key through textproto's canonicalisation first: 0.6% of the
+// gateway's CPU for the five keys read on every request.
 func headerValue(vs []string) string {
 	if len(vs) > 0 {
 		return vs[0]
