@@ -30,9 +30,7 @@ func FuzzReadRequest(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, raw string) {
-		c := &conn{s: &Server{}, remote: "r"}
-		c.body.c = c
-		c.bufs = &connBufs{br: bufio.NewReader(strings.NewReader(raw)), bw: bufio.NewWriter(io.Discard)}
+		c := readerConn(strings.NewReader(raw))
 		if err := c.readRequest(); err != nil {
 			return
 		}

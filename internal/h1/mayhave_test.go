@@ -1,7 +1,6 @@
 package h1
 
 import (
-	"bufio"
 	"fmt"
 	"io"
 	"net/http"
@@ -133,9 +132,7 @@ func BenchmarkMayHave(b *testing.B) {
 			"X-Stainless-Async: false\r\nX-Stainless-Retry-Count: 0\r\nX-Stainless-Read-Timeout: 600\r\n"},
 	} {
 		raw := "POST /v1/chat/completions HTTP/1.1\r\nHost: h\r\n" + h.fields + "Content-Length: 2\r\n\r\n{}"
-		c := &conn{s: &Server{}, remote: "r"}
-		c.body.c = c
-		c.bufs = &connBufs{br: bufio.NewReader(strings.NewReader(raw)), bw: bufio.NewWriter(io.Discard)}
+		c := readerConn(strings.NewReader(raw))
 		if err := c.readRequest(); err != nil {
 			b.Fatal(err)
 		}

@@ -609,13 +609,11 @@ func TestRequestFieldsMatchNetHTTP(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		c := &conn{s: &Server{}, remote: "r"}
-		c.body.c = c
 		var r io.Reader = strings.NewReader(raw)
 		if i >= len(raws) && i < 2*len(raws) {
 			r = iotest.OneByteReader(r)
 		}
-		c.bufs = &connBufs{br: bufio.NewReader(r)}
+		c := readerConn(r)
 		if err := c.readRequest(); err != nil {
 			t.Fatalf("%q: %v", raw, err)
 		}
@@ -634,4 +632,13 @@ func TestRequestFieldsMatchNetHTTP(t *testing.T) {
 			t.Errorf("%q: (-net/http +h1):\n%s", raw, d)
 		}
 	}
+}
+
+// readerConn is a connection that reads its requests from r and writes its answers nowhere,
+// for calling readRequest directly.
+func readerConn(r io.Reader) *conn {
+	c := &conn{s: &Server{}, remote: "r"}
+	c.body.c = c
+	c.bufs = &connBufs{br: bufio.NewReader(r), bw: bufio.NewWriter(io.Discard)}
+	return c
 }
