@@ -10,8 +10,9 @@ import (
 // internal/h1 read the request and knows that no field of that name came (h1.MayHave): every
 // request is asked for names nearly always absent (Origin, X-Request-Id, Content-Encoding, the
 // Hayula options), each a lookup that found nothing. The server adds no field to a request's
-// Header, so the answer is the map's. The names asked for here are the ones
-// internal/h1's TestNameBitsOfCommonFields keeps apart from the fields clients commonly send.
+// Header, so the answer is the map's. The names its callers pass are listed in internal/h1's
+// TestNameBitsOfCommonFields, which keeps their bits apart from the fields clients commonly
+// send: a name added to a call here belongs in that list too.
 func field(r *http.Request, key string) []string {
 	if !h1.MayHave(r, key) {
 		return nil
