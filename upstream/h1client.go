@@ -129,7 +129,7 @@ type h1Conn struct {
 	// the write was stopped for it (see answeredEarly). The connection is not pooled after
 	// (release): the write deadline the sweeper set may outlast a write that ended meanwhile.
 	early atomic.Bool
-	vec   [2 + len(payload{})][]byte // a POST's head and body, for writev (see outgoing.send)
+	vec   [1 + len(payload{})][]byte // a POST's head and body, for writev (see outgoing.send)
 	out   net.Buffers                // what of vec is left to write
 	// hdr is the header map the adapters' answers on this connection fill in turn (see post):
 	// an answer's map is free again once its body has ended.
@@ -203,15 +203,25 @@ func (o *outgoing) method() string {
 	return o.req.Method
 }
 
-// send writes the request on c. A POST goes out on a TCP connection in one writev(2), its head
-// in the write buffer's free space and its body where the caller keeps it: through the buffer
-// the body was copied once more, a kilobyte on every request. Anything else is written through
-// the write buffer.
+// send writes the request on c. A POST goes out on a TCP connection in one system call, its
+// head built in the write buffer's free space: with its body after it when the whole fits there
+// (most chat requests: a kilobyte's copy costs less than writev's vector; with the server's
+// whole answers written so too, 440 fewer instructions a chat request, counted), else in one
+// writev(2) with the body where the caller keeps it, not copied. Anything else is written
+// through the write buffer.
 func (o *outgoing) send(c *h1Conn) error {
 	if tc, ok := c.Conn.(*net.TCPConn); ok && o.req == nil && c.bw.Buffered() == 0 {
 		p := &o.post
-		c.vec[0], c.vec[1] = p.head, p.appendFields(c.bw.AvailableBuffer())
-		copy(c.vec[2:], p.body[:])
+		head := p.appendFields(append(c.bw.AvailableBuffer(), p.head...))
+		if len(head)+p.body.len() <= cap(head) {
+			for _, b := range p.body {
+				head = append(head, b...)
+			}
+			_, err := tc.Write(head)
+			return err
+		}
+		c.vec[0] = head
+		copy(c.vec[1:], p.body[:])
 		c.out = c.vec[:]
 		_, err := c.out.WriteTo(tc)
 		clear(c.vec[:]) // the caller's body is not kept

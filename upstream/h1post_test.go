@@ -8,8 +8,10 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -117,9 +119,10 @@ func TestDestCache(t *testing.T) {
 	}
 }
 
-// TestPostSameBytesBothWays: a POST goes out as the same bytes whether written in one
-// writev(2) from the caller's body (a TCP connection) or through the write buffer (any other
-// connection), and the body's parts may be reused once the answer is back.
+// TestPostSameBytesBothWays: a POST goes out as the same bytes whether written in one write(2)
+// with its body copied after the head (a TCP connection, a body that fits in the write buffer),
+// in one writev(2) from the caller's body (a TCP connection, a larger body) or through the write
+// buffer (any other connection), and the body's parts may be reused once the answer is back.
 func TestPostSameBytesBothWays(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -133,6 +136,7 @@ func TestPostSameBytesBothWays(t *testing.T) {
 			if err != nil {
 				return
 			}
+			_ = c.SetDeadline(time.Now().Add(5 * time.Second)) // a body sent short fails, not hangs
 			var raw bytes.Buffer
 			req, err := http.ReadRequest(bufio.NewReader(io.TeeReader(c, &raw)))
 			if err == nil {
@@ -147,7 +151,7 @@ func TestPostSameBytesBothWays(t *testing.T) {
 	type notTCP struct{ net.Conn }
 	var d net.Dialer
 	dials := map[string]func(ctx context.Context, network, addr string) (net.Conn, error){
-		"writev": d.DialContext,
+		"tcp": d.DialContext,
 		"buffered": func(ctx context.Context, network, addr string) (net.Conn, error) {
 			c, err := d.DialContext(ctx, network, addr)
 			return notTCP{c}, err
@@ -155,24 +159,34 @@ func TestPostSameBytesBothWays(t *testing.T) {
 	}
 	tg := &core.Target{APIKey: core.Secret("sk-test")}
 	base := "http://" + ln.Addr().String() + "/v1"
-	got := map[string]string{}
-	for _, name := range []string{"writev", "buffered"} {
-		tr := &h1Transport{fallback: &http.Transport{}, idle: map[string][]*h1Conn{}, dial: dials[name], maxIdle: 1}
-		t.Cleanup(tr.CloseIdleConnections)
-		body := payload{[]byte(`{"model":`), []byte(`"m"`), []byte(`,"stream":false}`)}
-		resp, sent, err := tr.post(context.Background(), base, "/chat/completions", tg, body, "application/json", "")
-		if !sent || err != nil {
-			t.Fatalf("%s: sent=%v err=%v", name, sent, err)
+	// The small body fits in the write buffer after the head (one write); the large one does
+	// not (4 KB), and goes as it is kept (one writev).
+	pad := `,"pad":"` + strings.Repeat("x", 5000) + `"`
+	for _, size := range []string{"small", "large"} {
+		got := map[string]string{}
+		tail := `,"stream":false}`
+		if size == "large" {
+			tail = `,"stream":false` + pad + `}`
 		}
-		_, _ = io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-		copy(body[0], "XXXXXXXXX")
-		got[name] = <-raws
-	}
-	want := "POST /v1/chat/completions HTTP/1.1\r\nHost: " + ln.Addr().String() +
-		"\r\nUser-Agent: hayula-gateway\r\nContent-Type: application/json\r\nAccept-Encoding: identity\r\nAccept: application/json" +
-		"\r\nAuthorization: Bearer sk-test\r\nContent-Length: 28\r\n\r\n" + `{"model":"m","stream":false}`
-	if diff := cmp.Diff(map[string]string{"writev": want, "buffered": want}, got); diff != "" {
-		t.Errorf("requests as the upstream read them (-want +got):\n%s", diff)
+		for _, name := range []string{"tcp", "buffered"} {
+			tr := &h1Transport{fallback: &http.Transport{}, idle: map[string][]*h1Conn{}, dial: dials[name], maxIdle: 1}
+			t.Cleanup(tr.CloseIdleConnections)
+			body := payload{[]byte(`{"model":`), []byte(`"m"`), []byte(tail)}
+			resp, sent, err := tr.post(context.Background(), base, "/chat/completions", tg, body, "application/json", "")
+			if !sent || err != nil {
+				t.Fatalf("%s, %s: sent=%v err=%v", size, name, sent, err)
+			}
+			_, _ = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			copy(body[0], "XXXXXXXXX")
+			got[name] = <-raws
+		}
+		content := `{"model":"m"` + tail
+		want := "POST /v1/chat/completions HTTP/1.1\r\nHost: " + ln.Addr().String() +
+			"\r\nUser-Agent: hayula-gateway\r\nContent-Type: application/json\r\nAccept-Encoding: identity\r\nAccept: application/json" +
+			"\r\nAuthorization: Bearer sk-test\r\nContent-Length: " + strconv.Itoa(len(content)) + "\r\n\r\n" + content
+		if diff := cmp.Diff(map[string]string{"tcp": want, "buffered": want}, got); diff != "" {
+			t.Errorf("%s: requests as the upstream read them (-want +got):\n%s", size, diff)
+		}
 	}
 }

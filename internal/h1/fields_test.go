@@ -2,6 +2,7 @@ package h1
 
 import (
 	"bufio"
+	"bytes"
 	"errors"
 	"io"
 	"net"
@@ -95,7 +96,8 @@ type wholeWriter interface {
 }
 
 // WriteWhole sends the head and the body together without copying the body into the
-// connection's buffers, and keeps nothing of it; where it cannot (a HEAD, a body the length
+// held-back body, and keeps nothing of it (a body that fits in the write buffer goes in one
+// write with the head, a larger one in one writev from where the caller keeps it); where it cannot (a HEAD, a body the length
 // set does not fit, a body written before), it is Write and Flush, with their answers and errors.
 func TestWriteWhole(t *testing.T) {
 	type result struct {
@@ -112,6 +114,9 @@ func TestWriteWhole(t *testing.T) {
 		switch r.URL.Path {
 		case "/whole":
 			f.AddFields([]byte("X-One: 1\r\n"))
+			f.SetContentLength(int64(len(body)))
+		case "/large": // larger than the 4 KB write buffer
+			body = bytes.Repeat([]byte("large"), 1000)
 			f.SetContentLength(int64(len(body)))
 		case "/map-length":
 			w.Header().Set("Content-Length", "3")
@@ -130,18 +135,20 @@ func TestWriteWhole(t *testing.T) {
 	c, br := dialRaw(t, addr)
 	_, _ = io.WriteString(c, "GET /whole HTTP/1.1\r\nHost: h\r\n\r\n"+
 		"HEAD /whole HTTP/1.1\r\nHost: h\r\n\r\n"+
-		"GET /written HTTP/1.1\r\nHost: h\r\n\r\n")
+		"GET /written HTTP/1.1\r\nHost: h\r\n\r\n"+
+		"GET /large HTTP/1.1\r\nHost: h\r\n\r\n")
 	got := []answer{readAnswer(t, br)}
 	headResp, err := http.ReadResponse(br, &http.Request{Method: http.MethodHead})
 	if err != nil {
 		t.Fatal(err)
 	}
 	got = append(got, answer{Fields: map[string]string{}, Length: headResp.ContentLength})
-	got = append(got, readAnswer(t, br))
+	got = append(got, readAnswer(t, br), readAnswer(t, br))
 	want := []answer{
 		{Fields: map[string]string{"X-One": "1"}, Length: 5, Body: "hello"},
 		{Fields: map[string]string{}, Length: 5},
 		{Fields: map[string]string{}, Length: -1, Body: "abhello"},
+		{Fields: map[string]string{}, Length: 5000, Body: strings.Repeat("large", 1000)},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("answers (-want +got):\n%s", diff)
@@ -150,8 +157,9 @@ func TestWriteWhole(t *testing.T) {
 		{N: 5},                     // not copied into the held-back body
 		{N: 5},                     // HEAD: Write's answer, no body
 		{N: 5, Pending: "abhello"}, // written through the held-back body, then chunked
+		{N: 5000},
 	}
-	gotRes := []result{<-results, <-results, <-results}
+	gotRes := []result{<-results, <-results, <-results, <-results}
 
 	// A length the body does not fit fails as Write fails, and the connection ends.
 	c2, br2 := dialRaw(t, addr)
