@@ -26,7 +26,7 @@ func TestClosedConnectionsLendTheirBuffers(t *testing.T) {
 	}))
 	t.Cleanup(srv.Close)
 	d := &net.Dialer{Timeout: time.Second}
-	tr := &h1Transport{fallback: &http.Transport{}, idle: map[string][]*h1Conn{}, dial: d.DialContext, maxIdle: 4}
+	tr := &h1Transport{fallback: &http.Transport{}, idle: map[string]*idleList{}, dial: d.DialContext, maxIdle: 4}
 	t.Cleanup(tr.CloseIdleConnections) // ends the sweeper
 	tg := &core.Target{}
 	seen := map[*connBufs]bool{}

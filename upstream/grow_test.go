@@ -64,8 +64,8 @@ func TestIdleConnectionsOfAnOldAddressExpire(t *testing.T) {
 	defer h1.mu.Unlock()
 	for _, old := range olds {
 		addr := old.Listener.Addr().String()
-		if list, ok := h1.idle[addr]; ok {
-			t.Errorf("%d connections (pooled %d in all) to %s, a port no longer used, still pooled past idle_timeout", len(list), pooled, addr)
+		if l, ok := h1.idle[addr]; ok {
+			t.Errorf("%d connections (pooled %d in all) to %s, a port no longer used, still pooled past idle_timeout", len(l.conns), pooled, addr)
 		}
 	}
 	if h1.nIdle != 1 || len(h1.idle) != 1 {

@@ -75,7 +75,7 @@ type h1Transport struct {
 	dests destCache // see post
 
 	mu    sync.Mutex
-	idle  map[string][]*h1Conn // by address, most recently used last; an empty list is kept until reapLocked
+	idle  map[string]*idleList // by address; an empty list is kept until reapLocked
 	nIdle int
 	// reapedAt is when (since epoch) reapLocked last closed the connections idle past
 	// idleTimeout under every address.
@@ -107,7 +107,7 @@ var _ http.RoundTripper = (*h1Transport)(nil)
 
 func newH1Transport(fallback *http.Transport, target string, timeout, bodyIdle time.Duration) *h1Transport {
 	return &h1Transport{fallback: fallback, dial: fallback.DialContext, target: target, timeout: timeout,
-		bodyIdle: bodyIdle, idleTimeout: fallback.IdleConnTimeout, maxIdle: maxIdlePerTarget, epoch: time.Now(), idle: map[string][]*h1Conn{},
+		bodyIdle: bodyIdle, idleTimeout: fallback.IdleConnTimeout, maxIdle: maxIdlePerTarget, epoch: time.Now(), idle: map[string]*idleList{},
 		peekAfter: peekAfter, silentRun: silentRunDefault}
 }
 
@@ -125,6 +125,7 @@ type h1Conn struct {
 	// (odd and unchanged) from one that progresses or a caller busy elsewhere (see sweepLocked).
 	reads  atomic.Uint64
 	reused bool
+	list   *idleList // the pool's list for addr it was last in, under h1Transport.mu (see release)
 	// early is set by the sweeper when a refusal came while the request was being written, and
 	// the write was stopped for it (see answeredEarly). The connection is not pooled after
 	// (release): the write deadline the sweeper set may outlast a write that ended meanwhile.
@@ -695,15 +696,22 @@ func (t *h1Transport) get(ctx context.Context, addr string) *h1Conn {
 	t.closeIdle = false        // a connection may be wanted again
 	now := time.Since(t.epoch) // one clock read for the reap and each connection's idle time
 	t.reapLocked(now)
+	var l *idleList
 	for {
-		list := t.idle[addr]
+		if l == nil || l.gone { // a peek below lets go of the lock
+			if l = t.idle[addr]; l == nil {
+				return nil
+			}
+		}
+		list := l.conns
 		if len(list) == 0 {
 			return nil
 		}
 		c := list[len(list)-1]
 		list[len(list)-1] = nil
-		t.idle[addr] = list[:len(list)-1] // kept when empty: its array takes the next release (reapLocked deletes it)
+		l.conns = list[:len(list)-1] // kept when empty: its array takes the next release (reapLocked deletes it)
 		t.nIdle--
+		c.list = l
 		idle := now - c.idleAt
 		if t.idleTimeout > 0 && idle > t.idleTimeout {
 			t.retire(c) // idle: nothing else holds it
@@ -751,11 +759,13 @@ func (t *h1Transport) reapLocked(now time.Duration) {
 		return
 	}
 	t.reapedAt = now
-	for addr, list := range t.idle {
+	for addr, l := range t.idle {
+		list := l.conns
 		if len(list) == 0 {
 			// An address none of whose connections is pooled now: a port no longer used, or one
 			// whose connections are all in use (its next release makes it again).
 			delete(t.idle, addr)
+			l.gone = true
 			continue
 		}
 		n := 0 // the least recently used first: the list's head
@@ -769,11 +779,12 @@ func (t *h1Transport) reapLocked(now time.Duration) {
 		t.nIdle -= n
 		if n == len(list) {
 			delete(t.idle, addr)
+			l.gone = true
 			continue
 		}
 		kept := copy(list, list[n:])
 		clear(list[kept:])
-		t.idle[addr] = list[:kept]
+		l.conns = list[:kept]
 	}
 }
 
@@ -809,9 +820,25 @@ func (t *h1Transport) release(c *h1Conn, reuse bool) (phase int32, pooled bool) 
 	if !reuse || ph >= phaseCanceled || t.nIdle >= t.maxIdle || t.closeIdle || c.early.Load() {
 		return ph, false
 	}
-	t.idle[c.addr] = append(t.idle[c.addr], c)
+	l := c.list
+	if l == nil || l.gone {
+		if l = t.idle[c.addr]; l == nil {
+			l = &idleList{}
+			t.idle[c.addr] = l
+		}
+		c.list = l
+	}
+	l.conns = append(l.conns, c)
 	t.nIdle++
 	return ph, true
+}
+
+// idleList is the pooled connections to one address, most recently used last. A connection
+// keeps the list it came from (h1Conn.list), so that its release finds the list without a
+// lookup in h1Transport.idle, a map keyed by a string; a list no longer in the map is gone.
+type idleList struct {
+	conns []*h1Conn
+	gone  bool // taken out of h1Transport.idle (reapLocked, CloseIdleConnections)
 }
 
 // CloseIdleConnections closes the pooled connections (http.Client.CloseIdleConnections calls it),
@@ -820,15 +847,18 @@ func (t *h1Transport) release(c *h1Conn, reuse bool) (phase int32, pooled bool) 
 func (t *h1Transport) CloseIdleConnections() {
 	t.mu.Lock()
 	idle := t.idle
-	t.idle, t.nIdle = map[string][]*h1Conn{}, 0
+	for _, l := range idle {
+		l.gone = true
+	}
+	t.idle, t.nIdle = map[string]*idleList{}, 0
 	t.closeIdle = true
 	if t.quit != nil {
 		close(t.quit)
 		t.quit = nil
 	}
 	t.mu.Unlock()
-	for _, list := range idle {
-		for _, c := range list {
+	for _, l := range idle {
+		for _, c := range l.conns {
 			t.retire(c)
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"strconv"
 	"strings"
@@ -280,8 +281,8 @@ func TestH1IdleTimeout(t *testing.T) {
 	age := func(d time.Duration) {
 		tr.mu.Lock()
 		defer tr.mu.Unlock()
-		for _, list := range tr.idle {
-			for _, c := range list {
+		for _, l := range tr.idle {
+			for _, c := range l.conns {
 				c.idleAt -= d
 			}
 		}
@@ -656,6 +657,54 @@ func TestLentStreamReadersServeTheNext(t *testing.T) {
 				}
 				return nil
 			})
+		})
+	}
+}
+
+// TestReleaseIntoAListThatIsGone: a connection goes back to its address's list without a lookup
+// (the list it came from), but when that list left the pool while the connection was out (the
+// reap of an empty list, CloseIdleConnections), it goes into the pool's list for its address, and
+// the next exchange gets it. Pooled into the list that was gone, it would count as idle and
+// never be reused.
+func TestReleaseIntoAListThatIsGone(t *testing.T) {
+	ctx := context.Background()
+	for _, how := range []string{"reaped", "closed"} {
+		t.Run(how, func(t *testing.T) {
+			tr := &h1Transport{idle: map[string]*idleList{}, maxIdle: 4, peekAfter: time.Hour,
+				idleTimeout: time.Minute, epoch: time.Now(), fallback: &http.Transport{}}
+			t.Cleanup(tr.CloseIdleConnections)
+			a, b := net.Pipe()
+			t.Cleanup(func() { a.Close(); b.Close() })
+			c := &h1Conn{Conn: a, addr: "upstream:1"}
+			if _, pooled := tr.release(c, true); !pooled {
+				t.Fatal("a new connection was not pooled")
+			}
+			if got := tr.get(ctx, c.addr); got != c {
+				t.Fatalf("get = %p, want the pooled %p", got, c)
+			}
+			switch how {
+			case "reaped": // an idle timeout later, the next get reaps the empty list
+				tr.mu.Lock()
+				tr.epoch = tr.epoch.Add(-2 * tr.idleTimeout)
+				tr.mu.Unlock()
+			case "closed":
+				tr.CloseIdleConnections()
+			}
+			if got := tr.get(ctx, c.addr); got != nil {
+				t.Fatalf("get = %p with the connection out, want none", got)
+			}
+			tr.mu.Lock()
+			if _, ok := tr.idle[c.addr]; ok {
+				t.Error("the connection's list is still in the pool")
+			}
+			tr.mu.Unlock()
+			if _, pooled := tr.release(c, true); !pooled {
+				t.Fatal("the connection was not pooled again")
+			}
+			if got := tr.get(ctx, c.addr); got != c {
+				t.Fatalf("get = %p after its release, want %p (pooled %d)", got, c, tr.nIdle)
+			}
+			tr.release(c, false)
 		})
 	}
 }

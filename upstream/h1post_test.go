@@ -76,7 +76,7 @@ func TestDestHeads(t *testing.T) {
 // (net/http refuses such a value); the post fails before the target is even dialed.
 func TestPostRefusesABadKey(t *testing.T) {
 	dialed := false
-	tr := &h1Transport{idle: map[string][]*h1Conn{}, dial: func(context.Context, string, string) (net.Conn, error) {
+	tr := &h1Transport{idle: map[string]*idleList{}, dial: func(context.Context, string, string) (net.Conn, error) {
 		dialed = true
 		return nil, errors.New("no network in this test")
 	}}
@@ -169,7 +169,7 @@ func TestPostSameBytesBothWays(t *testing.T) {
 			tail = `,"stream":false` + pad + `}`
 		}
 		for _, name := range []string{"tcp", "buffered"} {
-			tr := &h1Transport{fallback: &http.Transport{}, idle: map[string][]*h1Conn{}, dial: dials[name], maxIdle: 1}
+			tr := &h1Transport{fallback: &http.Transport{}, idle: map[string]*idleList{}, dial: dials[name], maxIdle: 1}
 			t.Cleanup(tr.CloseIdleConnections)
 			body := payload{[]byte(`{"model":`), []byte(`"m"`), []byte(tail)}
 			resp, sent, err := tr.post(context.Background(), base, "/chat/completions", tg, body, "application/json", "")

@@ -129,8 +129,8 @@ func TestH1PoolUnderMixedLoad(t *testing.T) {
 		t.Errorf("%d exchanges live with every caller done", n)
 	}
 	seen, pooled := map[*h1Conn]bool{}, 0
-	for _, list := range h1.idle {
-		for _, c := range list {
+	for _, l := range h1.idle {
+		for _, c := range l.conns {
 			if seen[c] {
 				t.Errorf("a connection is in the pool twice: two exchanges would get it")
 			}

@@ -82,7 +82,7 @@ func TestRecycledBuffersStayTheirExchanges(t *testing.T) {
 	}))
 	t.Cleanup(srv.Close)
 	d := &net.Dialer{Timeout: time.Second}
-	tr := &h1Transport{fallback: &http.Transport{}, idle: map[string][]*h1Conn{}, dial: d.DialContext, maxIdle: 3,
+	tr := &h1Transport{fallback: &http.Transport{}, idle: map[string]*idleList{}, dial: d.DialContext, maxIdle: 3,
 		timeout: 5 * time.Second, bodyIdle: 150 * time.Millisecond, target: "t", epoch: time.Now()}
 	t.Cleanup(tr.CloseIdleConnections)
 	tg := &core.Target{Name: "t"}
