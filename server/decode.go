@@ -457,11 +457,18 @@ func finishChat(r *http.Request, body []byte, w *wireView, req *core.Request) *a
 // x-fallback-on can only turn fallback off, x-hayula-privacy can only turn strictness on.
 // opts are the body's option values beside the ones w holds (stripOptions).
 func readOptions(r *http.Request, w *wireView, opts bodyOptions, req *core.Request) *apiError {
+	fallback, privacy, hint := field(r, hdrOptFallback), field(r, hdrOptPrivacy), field(r, hdrOptHint)
+	if fallback == nil && privacy == nil && hint == nil && len(w.Fallback) == 0 && w.Privacy.V == "" &&
+		w.Hint.V == "" && opts.fallback == nil && opts.privacy == nil && opts.hint == nil {
+		// None sent, as in nearly every request: what the walks below leave then.
+		req.RouteHint = ""
+		return nil
+	}
 	// Every value counts, not the one a decoder keeps: a header sent on several lines, a body
 	// member sent twice (in any spelling), or a header beside a body member turns fallback off
 	// when any of them says false, and is refused when any is neither true nor false
 	// (TestFallbackAnyFalseCounts, TestFallbackAnyFalseInBody).
-	for _, v := range field(r, hdrOptFallback) {
+	for _, v := range fallback {
 		if e := applyFallback(v, req); e != nil {
 			return e
 		}
@@ -477,7 +484,7 @@ func readOptions(r *http.Request, w *wireView, opts bodyOptions, req *core.Reque
 	// An absent body field is "", which asks for nothing, as an absent header does. Every value
 	// counts, not the one a decoder keeps: a header sent twice, or a body member sent twice
 	// (both decoders keep the last), is strict when any of them says so (TestPrivacyAnyStrictCounts).
-	for _, vs := range [...][]string{field(r, hdrOptPrivacy), {w.Privacy.V}, opts.privacy} {
+	for _, vs := range [...][]string{privacy, {w.Privacy.V}, opts.privacy} {
 		for _, p := range vs {
 			if e := applyPrivacy(p, req); e != nil {
 				return e
@@ -489,7 +496,7 @@ func readOptions(r *http.Request, w *wireView, opts bodyOptions, req *core.Reque
 	// than one of them taken, since a proxy in front that reads another line would have routed
 	// the request elsewhere (TestHintSentTwiceMustAgree). An empty one asks for nothing.
 	req.RouteHint = ""
-	for _, vs := range [...][]string{field(r, hdrOptHint), {w.Hint.V}, opts.hint} {
+	for _, vs := range [...][]string{hint, {w.Hint.V}, opts.hint} {
 		for _, v := range vs {
 			v = strings.TrimSpace(v)
 			switch {
