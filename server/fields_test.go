@@ -21,12 +21,14 @@ import (
 	"github.com/hayula/gateway/upstream"
 )
 
-// A whole answer goes out through internal/h1 with prebuilt header lines (writeWhole), and
-// through any other server by the header map. Both ways carry the same fields, and the h1 head
-// names each of them once; so does an answer that needed the map (a fallback chain).
+// A whole answer and a stream's head go out through internal/h1 with prebuilt header lines
+// (prebuiltFields), and through any other server by the header map. Both ways carry the same
+// fields, and the h1 head names each of them once; so does an answer that needed the map (a
+// fallback chain).
 func TestWholeAnswerFieldsBothWays(t *testing.T) {
 	g, saif, _, _ := threeChain(t)
 	body := `{"model":"saif","messages":[{"role":"user","content":"hi"}]}`
+	streamBody := `{"model":"saif","stream":true,"messages":[{"role":"user","content":"hi"}]}`
 	fields := func(h http.Header) map[string]string {
 		m := map[string]string{}
 		for k, vs := range h {
@@ -40,7 +42,7 @@ func TestWholeAnswerFieldsBothWays(t *testing.T) {
 		return m
 	}
 	// The head as it went over the wire, line by line.
-	rawHead := func() []string {
+	rawHead := func(body string) []string {
 		t.Helper()
 		c, err := net.Dial("tcp", strings.TrimPrefix(g.ts.URL, "http://"))
 		if err != nil {
@@ -77,29 +79,41 @@ func TestWholeAnswerFieldsBothWays(t *testing.T) {
 		}
 	}
 
-	resp, err := g.ts.Client().Post(g.ts.URL+"/v1/chat/completions", "application/json", strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
+	for _, kind := range []string{"whole", "stream"} {
+		body := body
+		if kind == "stream" {
+			body = streamBody
+		}
+		resp, err := g.ts.Client().Post(g.ts.URL+"/v1/chat/completions", "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		rec := httptest.NewRecorder()
+		g.srv.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "http://localhost/v1/chat/completions", strings.NewReader(body)))
+		want := map[string]string{"Content-Type": "application/json", "Content-Length": rec.Header().Get("Content-Length"),
+			"X-Hayula-Route": "saif", "X-Hayula-Chain": "saif", "X-Hayula-Target": "saif", "X-Request-Id": "req_…"}
+		if kind == "stream" {
+			want = map[string]string{"Content-Type": "text/event-stream", "Cache-Control": "no-cache", "X-Accel-Buffering": "no",
+				"X-Hayula-Route": "saif", "X-Hayula-Chain": "saif", "X-Hayula-Target": "saif", "X-Request-Id": "req_…"}
+		}
+		if diff := cmp.Diff(want, fields(rec.Header())); diff != "" {
+			t.Errorf("%s, by the header map (-want +got):\n%s", kind, diff)
+		}
+		if diff := cmp.Diff(want, fields(resp.Header)); diff != "" {
+			t.Errorf("%s, through internal/h1 (-want +got):\n%s", kind, diff)
+		}
+		once(kind+", first target", rawHead(body))
 	}
-	_, _ = io.Copy(io.Discard, resp.Body)
-	resp.Body.Close()
-	rec := httptest.NewRecorder()
-	g.srv.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "http://localhost/v1/chat/completions", strings.NewReader(body)))
-	want := map[string]string{"Content-Type": "application/json", "Content-Length": rec.Header().Get("Content-Length"),
-		"X-Hayula-Route": "saif", "X-Hayula-Chain": "saif", "X-Hayula-Target": "saif", "X-Request-Id": "req_…"}
-	if diff := cmp.Diff(want, fields(rec.Header())); diff != "" {
-		t.Errorf("by the header map (-want +got):\n%s", diff)
-	}
-	if diff := cmp.Diff(want, fields(resp.Header)); diff != "" {
-		t.Errorf("through internal/h1 (-want +got):\n%s", diff)
-	}
-	once("first target", rawHead())
 
 	saif.set(errHandler(http.StatusInternalServerError, "internal", "boom")) // falls to deepseek-r1
-	lines := rawHead()
-	once("fallback", lines)
-	if !strings.Contains(strings.Join(lines, "\n"), "X-Hayula-Chain: saif→deepseek-r1") {
-		t.Errorf("fallback head %q lacks its chain", lines)
+	for _, b := range []string{body, streamBody} {
+		lines := rawHead(b)
+		once("fallback", lines)
+		if !strings.Contains(strings.Join(lines, "\n"), "X-Hayula-Chain: saif→deepseek-r1") {
+			t.Errorf("fallback head %q lacks its chain", lines)
+		}
 	}
 }
 
@@ -145,5 +159,50 @@ func TestUpstreamCancellationIsNotClientGone(t *testing.T) {
 	two := g.chat(t, "two")
 	if two.status != http.StatusOK || two.header.Get("X-Hayula-Chain") != "saif→deepseek-r1 (served by deepseek-r1)" {
 		t.Errorf("route two: status %d, chain %q; want 200 from deepseek-r1 after saif", two.status, two.header.Get("X-Hayula-Chain"))
+	}
+}
+
+// headerUpstream answers with a header of the adapter's own beside the answer (as the saif
+// adapter's does), whole or streamed.
+type headerUpstream struct{ header http.Header }
+
+func (u headerUpstream) Chat(_ context.Context, _ *core.Target, req *core.Request) (*upstream.Response, error) {
+	if req.Stream {
+		return &upstream.Response{Header: u.header, Stream: &repeatStream{left: 1, payload: []byte(benchChunk)}}, nil
+	}
+	return &upstream.Response{Header: u.header, Body: []byte(`{"id":"c","object":"chat.completion","choices":[{"index":0}]}`)}, nil
+}
+
+// An adapter's own field goes out with the answer, once. One the server writes too (a stream's
+// Cache-Control) takes the header map's way, where the server's value wins, and is not sent
+// twice beside the prebuilt lines.
+func TestAdapterFieldsGoOutOnce(t *testing.T) {
+	fake := newFake(t, "saif")
+	for _, field := range []string{"X-Saif-Specialist", "Cache-Control", "X-Accel-Buffering"} {
+		g := newGateway(t, target("saif", fake.url(), "private")+"[routes.r]\ntargets = [\"saif\"]\n", nil,
+			func(o *server.Options) { o.Upstream = headerUpstream{http.Header{field: {"adapter's"}}} })
+		for _, stream := range []bool{false, true} {
+			body := fmt.Sprintf(`{"model":"r","stream":%t,"messages":[{"role":"user","content":"hi"}]}`, stream)
+			c, err := net.Dial("tcp", strings.TrimPrefix(g.ts.URL, "http://"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+			_, _ = io.WriteString(c, "POST /v1/chat/completions HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"+
+				"Content-Length: "+strconv.Itoa(len(body))+"\r\nConnection: close\r\n\r\n"+body)
+			resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, _ = io.Copy(io.Discard, resp.Body)
+			c.Close()
+			want := []string{"adapter's"}
+			if stream && field != "X-Saif-Specialist" {
+				want = []string{map[string]string{"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}[field]}
+			}
+			if diff := cmp.Diff(want, resp.Header[field]); diff != "" {
+				t.Errorf("%s, stream %t (-want +got):\n%s", field, stream, diff)
+			}
+		}
 	}
 }

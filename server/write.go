@@ -95,11 +95,16 @@ func headerLines(kv ...string) []byte {
 	return b
 }
 
-var jsonContentTypeLine = headerLines("Content-Type", "application/json")
+var (
+	jsonContentTypeLine = headerLines("Content-Type", "application/json")
+	// sseLines are a stream's own fields, as relay puts them in the header map otherwise.
+	sseLines = headerLines("Content-Type", sseContentType[0], "Cache-Control", noCache[0], "X-Accel-Buffering", noBuffering[0])
+)
 
-// prebuilt reports whether k is a field writeWhole writes from its lines, in any case.
+// prebuilt reports whether k is a field the prebuilt lines write (prebuiltFields, sseLines), in
+// any case.
 func prebuilt(k string) bool {
-	for _, p := range [...]string{"Content-Type", "Content-Length", hdrRoute, hdrChain, hdrTarget} {
+	for _, p := range [...]string{"Content-Type", "Content-Length", hdrRoute, hdrChain, hdrTarget, "Cache-Control", "X-Accel-Buffering"} {
 		if strings.EqualFold(k, p) {
 			return true
 		}
@@ -107,26 +112,28 @@ func prebuilt(k string) bool {
 	return false
 }
 
-// writeWhole sends a whole answer that one target served at the first try through internal/h1's
-// fielder: the route's, chain's, target's and content type's lines built once, and the length
-// without a header value. It reports false, having written nothing, when it cannot (another
-// server behind w, a name that is no header value, a chain longer than its target); write then
-// goes through the header map, with the same fields. err is the write's failure: the client is gone.
-func (s *Server) writeWhole(w http.ResponseWriter, rs *routeState, res result) (done bool, err error) {
+// prebuiltFields readies the head of an answer that one target served at the first try for
+// internal/h1's fielder: the route's, chain's and target's lines built once, with the adapter's
+// own fields (res.resp.Header) in the header map. It returns nil, having added nothing, when it
+// cannot (another server behind w, a name that is no header value, a chain longer than its
+// target, an adapter's value for a field the lines write); the caller then goes through the
+// header map, with the same fields. Each map entry would be an assignment, and on the way out a
+// walk of the map checking every name and value, on every answer.
+func (s *Server) prebuiltFields(w http.ResponseWriter, rs *routeState, res result) fielder {
 	t := res.target
 	if len(res.chain) != 1 || res.chain[0] != t.Name || rs.routeLine == nil ||
 		t.Index < 0 || t.Index >= len(s.targetLines) || s.targetLines[t.Index] == nil ||
 		s.targetValues[t.Index][0] != t.Name {
-		return false, nil
+		return nil
 	}
 	for k := range res.resp.Header {
 		if prebuilt(k) {
-			return false, nil // the adapter's own value for a field of ours: the map decides, as before
+			return nil // the adapter's own value for a field of ours: the map decides, as before
 		}
 	}
 	f := fielderOf(w)
 	if f == nil {
-		return false, nil
+		return nil
 	}
 	if len(res.resp.Header) > 0 {
 		h := w.Header()
@@ -136,6 +143,18 @@ func (s *Server) writeWhole(w http.ResponseWriter, rs *routeState, res result) (
 	}
 	f.AddFields(rs.routeLine)
 	f.AddFields(s.targetLines[t.Index])
+	return f
+}
+
+// writeWhole sends a whole answer that one target served at the first try through internal/h1's
+// fielder (prebuiltFields), with the content type's line and the length without a header value.
+// It reports false, having written nothing, when it cannot; write then goes through the header
+// map, with the same fields. err is the write's failure: the client is gone.
+func (s *Server) writeWhole(w http.ResponseWriter, rs *routeState, res result) (done bool, err error) {
+	f := s.prebuiltFields(w, rs, res)
+	if f == nil {
+		return false, nil
+	}
 	f.AddFields(jsonContentTypeLine)
 	f.SetContentLength(int64(len(res.resp.Body)))
 	w.WriteHeader(http.StatusOK)
@@ -329,6 +348,9 @@ func (s *Server) write(ctx context.Context, w http.ResponseWriter, rs *routeStat
 		if done, err := s.writeWhole(w, rs, res); done {
 			return sentStatus(err)
 		}
+	} else if f := s.prebuiltFields(w, rs, res); f != nil {
+		f.AddFields(sseLines)
+		return s.relay(ctx, w, s.usageTo(rs, st), req, res, st, true)
 	}
 	h[hdrRoute] = rs.nameValue
 	target := s.targetValue(res.target)
@@ -349,11 +371,15 @@ func (s *Server) write(ctx context.Context, w http.ResponseWriter, rs *routeStat
 		// release, the log line) is not the client's wait.
 		return sentStatus(sendWhole(w, res.resp.Body))
 	}
-	usage := usageTo{route: -1} // no metrics: nothing counted
-	if s.metrics != nil {
-		usage = st.usageTo(rs)
+	return s.relay(ctx, w, s.usageTo(rs, st), req, res, st, false)
+}
+
+// usageTo is where a stream's usage is counted: nowhere without metrics.
+func (s *Server) usageTo(rs *routeState, st *reqState) usageTo {
+	if s.metrics == nil {
+		return usageTo{route: -1} // no metrics: nothing counted
 	}
-	return s.relay(ctx, w, usage, req, res, st)
+	return st.usageTo(rs)
 }
 
 // relay streams events to the client. Past this point nothing falls through: a failure ends the
@@ -372,12 +398,13 @@ func (s *Server) write(ctx context.Context, w http.ResponseWriter, rs *routeStat
 // not written (TestStreamUsageAskedByGateway); a Responses stream's bridge is handed it, and at
 // the stream's end the usage counted when no event it was written carried one (a translating
 // adapter's, which puts its server's counts in no chunk unasked): response.completed carries it
-// (TestResponsesStreamUsage). It returns the stream's status and how a stream
-// that did not end with its [DONE] ended (see write): 200, or statusClientGone when the head and
-// the first event, which go out together, could not be written. A client that leaves after them
+// (TestResponsesStreamUsage). fields says the head's fields are in the fielder's lines already
+// (prebuiltFields and sseLines), not to be put in the header map. It returns the stream's status
+// and how a stream that did not end with its [DONE] ended (see write): 200, or statusClientGone
+// when the head and the first event, which go out together, could not be written. A client that leaves after them
 // had the answer's head and start (a chat UI's stop button ends a stream so): its 200 stands, as
 // nginx keeps the status of an answer it had begun to send, and streamClientLeft tells the rest.
-func (s *Server) relay(ctx context.Context, w http.ResponseWriter, usage usageTo, req *core.Request, res result, rq *reqState) (int, string) {
+func (s *Server) relay(ctx context.Context, w http.ResponseWriter, usage usageTo, req *core.Request, res result, rq *reqState, fields bool) (int, string) {
 	st := res.resp.Stream
 	defer st.Close()
 	// A usage chunk the adapter asked for unasked by the client is counted, not relayed. The
@@ -392,10 +419,12 @@ func (s *Server) relay(ctx context.Context, w http.ResponseWriter, usage usageTo
 	if bridge == nil {
 		framed, _ = st.(upstream.FramedStream)
 	}
-	h := w.Header()
-	h["Content-Type"] = sseContentType
-	h["Cache-Control"] = noCache
-	h["X-Accel-Buffering"] = noBuffering
+	if !fields { // else the head's fields are lines already (prebuiltFields, sseLines)
+		h := w.Header()
+		h["Content-Type"] = sseContentType
+		h["Cache-Control"] = noCache
+		h["X-Accel-Buffering"] = noBuffering
+	}
 	w.WriteHeader(http.StatusOK)
 	rc := http.NewResponseController(w)
 	s.relaying.Add(1)
