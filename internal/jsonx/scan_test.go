@@ -248,3 +248,36 @@ func TestOffset(t *testing.T) {
 		t.Fatalf("values %q, want %q", got, want)
 	}
 }
+
+// TestShortStringsAtEveryLength: a string of every length to 24 bytes, ending its buffer or
+// followed by up to nine bytes, with each kind of byte shortEnd stops at (a backslash, a control
+// character, a byte above 0x7f: valid UTF-8 and not) at each place, is skipped and scanned as
+// the long way reads it: the string's end where encoding/json finds it, and, strict, valid only
+// where encoding/json and UTF-8 agree.
+func TestShortStringsAtEveryLength(t *testing.T) {
+	specials := []string{"", `\\`, `\"`, `\n`, "\x01", "\xc3\xa9", "\xff"}
+	for n := 0; n <= 24; n++ {
+		for _, sp := range specials {
+			for p := 0; p <= n; p++ {
+				if sp == "" && p > 0 {
+					break
+				}
+				text := strings.Repeat("a", p) + sp + strings.Repeat("a", n-p)
+				for tail := 0; tail <= 9; tail++ {
+					b := []byte(`"` + text + `"` + strings.Repeat("}", tail))
+					end := len(b) - tail
+					if got, ok := skipString(b, 0); !ok || got != end {
+						t.Errorf("skipString(%q) = %d, %v; want %d", b, got, ok, end)
+					}
+					for _, strict := range []bool{false, true} {
+						want := json.Valid(b[:end]) && (!strict || utf8.Valid(b[:end]))
+						got, ok := scanString(b, 0, strict)
+						if ok != want || ok && got != end {
+							t.Errorf("scanString(%q, strict %v) = %d, %v; want %d, %v", b, strict, got, ok, end, want)
+						}
+					}
+				}
+			}
+		}
+	}
+}
