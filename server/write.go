@@ -203,7 +203,7 @@ func (e headSent) Unwrap() error { return e.err }
 
 // cutAfter is the error of a whole answer's write of size bytes that wrote n of them and ended
 // with err: headSent when part of it went out, which only internal/h1's WriteWhole, whose head
-// and body go out in one writev, counts as n; err as it is otherwise. n = size with an error is
+// and body go out in one write or writev, counts as n; err as it is otherwise. n = size with an error is
 // WriteWhole's own fallback having copied the body into its buffers and failed to flush it:
 // nothing is known to have gone out.
 func cutAfter(n, size int, err error) error {

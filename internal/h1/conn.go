@@ -188,8 +188,8 @@ func (c *conn) readBody(p []byte) (int, error) {
 // end of every piece.
 const maxWritePiece = 64 << 10
 
-// connWriter is what the connection's buffered writer writes to, and WriteWhole's writev is
-// counted the same way: every write to the client moves wseq before and after, so that the
+// connWriter is what the connection's buffered writer writes to, and WriteWhole's write or
+// writev is counted the same way: every write to the client moves wseq before and after, so that the
 // sweeper can tell a write that makes no progress without a write deadline (which would move a
 // runtime timer on every answer, as a read deadline does; see armRead).
 type connWriter struct{ c *conn }
