@@ -98,13 +98,15 @@ func headerLines(kv ...string) []byte {
 var (
 	jsonContentTypeLine = headerLines("Content-Type", "application/json")
 	// sseLines are a stream's own fields, as relay puts them in the header map otherwise.
-	sseLines = headerLines("Content-Type", sseContentType[0], "Cache-Control", noCache[0], "X-Accel-Buffering", noBuffering[0])
+	sseLines = headerLines("Content-Type", sseContentType[0], "Cache-Control", noCache[0],
+		"X-Accel-Buffering", noBuffering[0])
 )
 
 // prebuilt reports whether k is a field the prebuilt lines write (prebuiltFields, sseLines), in
 // any case.
 func prebuilt(k string) bool {
-	for _, p := range [...]string{"Content-Type", "Content-Length", hdrRoute, hdrChain, hdrTarget, "Cache-Control", "X-Accel-Buffering"} {
+	for _, p := range [...]string{"Content-Type", "Content-Length", hdrRoute, hdrChain, hdrTarget,
+		"Cache-Control", "X-Accel-Buffering"} {
 		if strings.EqualFold(k, p) {
 			return true
 		}
@@ -203,9 +205,9 @@ func (e headSent) Unwrap() error { return e.err }
 
 // cutAfter is the error of a whole answer's write of size bytes that wrote n of them and ended
 // with err: headSent when part of it went out, which only internal/h1's WriteWhole, whose head
-// and body go out in one write or writev, counts as n; err as it is otherwise. n = size with an error is
-// WriteWhole's own fallback having copied the body into its buffers and failed to flush it:
-// nothing is known to have gone out.
+// and body go out in one write or writev, counts as n; err as it is otherwise. n = size with an
+// error is WriteWhole's own fallback having copied the body into its buffers and failed to flush
+// it: nothing is known to have gone out.
 func cutAfter(n, size int, err error) error {
 	if err != nil && n > 0 && n < size {
 		return headSent{err}
@@ -401,9 +403,10 @@ func (s *Server) usageTo(rs *routeState, st *reqState) usageTo {
 // (TestResponsesStreamUsage). fields says the head's fields are in the fielder's lines already
 // (prebuiltFields and sseLines), not to be put in the header map. It returns the stream's status
 // and how a stream that did not end with its [DONE] ended (see write): 200, or statusClientGone
-// when the head and the first event, which go out together, could not be written. A client that leaves after them
-// had the answer's head and start (a chat UI's stop button ends a stream so): its 200 stands, as
-// nginx keeps the status of an answer it had begun to send, and streamClientLeft tells the rest.
+// when the head and the first event, which go out together, could not be written. A client that
+// leaves after them had the answer's head and start (a chat UI's stop button ends a stream so):
+// its 200 stands, as nginx keeps the status of an answer it had begun to send, and
+// streamClientLeft tells the rest.
 func (s *Server) relay(ctx context.Context, w http.ResponseWriter, usage usageTo, req *core.Request, res result, rq *reqState, fields bool) (int, string) {
 	st := res.resp.Stream
 	defer st.Close()
