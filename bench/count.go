@@ -235,8 +235,10 @@ type countSpec struct {
 }
 
 // countRun starts the proxy under cachegrind, sends warm and then n requests one at a time
-// through one kept-alive connection, stops it and reads what cachegrind wrote.
-func countRun(ctx context.Context, spec countSpec, dir string, warm, n int, row countRow) (cgProfile, error) {
+// through one kept-alive connection, stops it and reads what cachegrind wrote. With dest, it
+// runs the proxy under callgrind instead, writes its profile to dest and returns none (see
+// callgrindDump).
+func countRun(ctx context.Context, spec countSpec, dir string, warm, n int, row countRow, dest string) (cgProfile, error) {
 	body, want := row.body, row.want
 	out, err := os.CreateTemp(dir, "cachegrind."+spec.name+".")
 	if err != nil {
@@ -244,6 +246,9 @@ func countRun(ctx context.Context, spec countSpec, dir string, warm, n int, row 
 	}
 	_ = out.Close()
 	vg := []string{"--tool=cachegrind", "--cache-sim=yes", "--fair-sched=yes", "--cachegrind-out-file=" + out.Name()}
+	if dest != "" {
+		vg = []string{"--tool=callgrind", "--fair-sched=yes", "--callgrind-out-file=" + out.Name()}
+	}
 	p, url, err := spec.start(ctx, dir, vg)
 	if err != nil {
 		return nil, err
@@ -285,6 +290,9 @@ func countRun(ctx context.Context, spec countSpec, dir string, warm, n int, row 
 		}
 	}
 	c.CloseIdleConnections()
+	if dest != "" {
+		return nil, callgrindDump(ctx, p.pid(), out.Name(), dest)
+	}
 	p.stop()
 	stopped = true
 	f, err := os.Open(out.Name())
@@ -419,6 +427,9 @@ func runCount(ctx context.Context, e *environment, n int) ([]countResult, error)
 		}})
 	}
 	var res []countResult
+	if dest := e.opts.Callgrind; dest != "" {
+		return nil, callgrindRows(ctx, e, specs[0], rows, warm, n, dest)
+	}
 	for _, row := range rows {
 		for _, spec := range specs {
 			if row.gateway && spec.name != "gateway" {
@@ -426,10 +437,10 @@ func runCount(ctx context.Context, e *environment, n int) ([]countResult, error)
 			}
 			e.logf("count: %s, %s under cachegrind, %d and %d requests after %d", row.name, spec.name, n, 2*n, warm)
 			began := time.Now()
-			short, err := countRun(ctx, spec, e.dir, warm, n, row)
+			short, err := countRun(ctx, spec, e.dir, warm, n, row, "")
 			if err == nil {
 				var long cgProfile
-				if long, err = countRun(ctx, spec, e.dir, warm, 2*n, row); err == nil {
+				if long, err = countRun(ctx, spec, e.dir, warm, 2*n, row, ""); err == nil {
 					total, fns := perRequest(short, long, n)
 					res = append(res, countResult{name: spec.name, row: row.name, total: total, fns: fns})
 					e.logf("count: %s took %s", spec.name, time.Since(began).Round(time.Second))
@@ -619,4 +630,72 @@ func countMarkdown(res []countResult, n, top int) string {
 		}
 	}
 	return b.String()
+}
+
+// callgrindRows is --count with --callgrind: the gateway (spec) under callgrind, once a row, warm
+// and then n requests, each row's profile written into dir as callgrind.<row>.out. A profile
+// holds what cachegrind's flat counts do not, each function's cost by caller and inclusive of
+// its callees (callgrind_annotate --inclusive=yes --tree=caller); it includes the start-up and
+// the warm requests, which a row's own functions barely share. Inclusive costs that cross a
+// goroutine switch (gopark) carry the other goroutines' work.
+func callgrindRows(ctx context.Context, e *environment, spec countSpec, rows []countRow, warm, n int, dir string) error {
+	if _, err := exec.LookPath("callgrind_control"); err != nil {
+		return errors.New("--callgrind needs callgrind_control on PATH (it comes with valgrind)")
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	for _, row := range rows {
+		dest := filepath.Join(dir, "callgrind."+rowSlug(row.name)+".out")
+		e.logf("count: %s, %s under callgrind, %d requests after %d", row.name, spec.name, n, warm)
+		if _, err := countRun(ctx, spec, e.dir, warm, n, row, dest); err != nil {
+			return fmt.Errorf("%s: %w", row.name, err)
+		}
+		e.logf("count: wrote %s (callgrind_annotate --inclusive=yes %s)", dest, dest)
+	}
+	return nil
+}
+
+// rowSlug is a row's name as a file name's part: its letters and digits, the rest one dash.
+func rowSlug(name string) string {
+	var b strings.Builder
+	dash := false
+	for _, r := range strings.ToLower(name) {
+		if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' {
+			if dash && b.Len() > 0 {
+				b.WriteByte('-')
+			}
+			b.WriteRune(r)
+			dash = false
+		} else {
+			dash = true
+		}
+	}
+	return b.String()
+}
+
+// callgrindDump asks the callgrind running as pid for its profile so far (callgrind_control
+// -d, which writes out.1 beside the file it was given), waits for it, and copies it to dest.
+// The profile is taken before the proxy stops: valgrind 3.19's callgrind can fail in a Go
+// program's exit before it writes the profile it keeps until then. The caller stops the proxy.
+func callgrindDump(ctx context.Context, pid int, out, dest string) error {
+	if b, err := exec.CommandContext(ctx, "callgrind_control", "-d", strconv.Itoa(pid)).CombinedOutput(); err != nil {
+		return fmt.Errorf("callgrind_control -d %d: %w: %s", pid, err, bytes.TrimSpace(b))
+	}
+	dump := out + ".1"
+	var last int64 = -1
+	for range 600 { // up to a minute: a dump is written once, and done when its size stays put
+		if st, err := os.Stat(dump); err == nil && st.Size() > 0 {
+			if st.Size() == last {
+				return copyFile(dump, dest)
+			}
+			last = st.Size()
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	return fmt.Errorf("callgrind wrote no profile to %s within a minute", dump)
 }

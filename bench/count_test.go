@@ -108,6 +108,7 @@ func TestCount(t *testing.T) {
 	}
 	t.Run("patch", func(t *testing.T) { testPatchCputicks(t, bin) })
 	t.Run("goblind", func(t *testing.T) { testCountGoBlind(t, bin) })
+	t.Run("callgrind", func(t *testing.T) { testCallgrindGoBlind(t, bin) })
 	// A stripped binary (go run, go test) is refused with a reason.
 	exe, err := os.Executable()
 	if err != nil {
@@ -197,11 +198,11 @@ func testCountGoBlind(t *testing.T, built string) {
 	spec := goblindCountSpec(bin, strings.TrimPrefix(srv.URL, "http://"))
 	body := chatBody("m", false, 512)
 	row := countRow{name: "chat", body: body, want: f.chat}
-	short, err := countRun(context.Background(), spec, dir, 5, 20, row)
+	short, err := countRun(context.Background(), spec, dir, 5, 20, row, "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	long, err := countRun(context.Background(), spec, dir, 5, 40, row)
+	long, err := countRun(context.Background(), spec, dir, 5, 40, row, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -235,10 +236,10 @@ func testCountGoBlind(t *testing.T, built string) {
 		t.Errorf("kept alive, accepting ran %.0f instructions a request", a)
 	}
 	row.fresh = true
-	if short, err = countRun(context.Background(), spec, dir, 5, 20, row); err != nil {
+	if short, err = countRun(context.Background(), spec, dir, 5, 20, row, ""); err != nil {
 		t.Fatal(err)
 	}
-	if long, err = countRun(context.Background(), spec, dir, 5, 40, row); err != nil {
+	if long, err = countRun(context.Background(), spec, dir, 5, 40, row, ""); err != nil {
 		t.Fatal(err)
 	}
 	if _, fns = perRequest(short, long, 20); accepts(fns) < 20 {
@@ -301,10 +302,74 @@ func TestCountRunComparesAnswers(t *testing.T) {
 				return p, srv.URL, err
 			}}
 			row := countRow{name: "chat", body: chatBody("m", false, 512), want: f.chat}
-			_, err := countRun(context.Background(), spec, t.TempDir(), 1, 2, row)
+			_, err := countRun(context.Background(), spec, t.TempDir(), 1, 2, row, "")
 			if tc.ok && err != nil || !tc.ok && err == nil {
 				t.Errorf("got %v, want an error: %v", err, !tc.ok)
 			}
 		})
+	}
+}
+
+// A profile of goblind under callgrind, as --count with --callgrind takes it: dumped before the
+// stop, copied where asked, and holding the relay's function with its callers' calls.
+func testCallgrindGoBlind(t *testing.T, built string) {
+	for _, tool := range []string{"valgrind", "callgrind_control"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skip(tool + " is not installed")
+		}
+	}
+	f := newFakeUpstream(4, 0)
+	srv := httptest.NewServer(f)
+	defer srv.Close()
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "goblind")
+	if err := copyFile(built, bin); err != nil {
+		t.Fatal(err)
+	}
+	if err := patchCputicks(bin); err != nil {
+		t.Fatal(err)
+	}
+	spec := goblindCountSpec(bin, strings.TrimPrefix(srv.URL, "http://"))
+	row := countRow{name: "chat", body: chatBody("m", false, 512), want: f.chat}
+	dest := filepath.Join(dir, "out", "callgrind.chat.out")
+	if err := os.MkdirAll(filepath.Dir(dest), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := countRun(context.Background(), spec, dir, 5, 20, row, dest); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(dest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"creator: callgrind", "events: Ir", "main.relayMessage", "calls="} {
+		if !bytes.Contains(b, []byte(want)) {
+			t.Errorf("the profile (%d bytes) lacks %q", len(b), want)
+		}
+	}
+}
+
+func TestRowSlug(t *testing.T) {
+	for name, want := range map[string]string{
+		"chat":               "chat",
+		`chat, model "auto"`: "chat-model-auto",
+		"stream (32 events), a new connection each": "stream-32-events-a-new-connection-each",
+		"chat, an ollama target":                    "chat-an-ollama-target",
+	} {
+		if got := rowSlug(name); got != want {
+			t.Errorf("rowSlug(%q) = %q, want %q", name, got, want)
+		}
+	}
+}
+
+// --callgrind names what --count runs under another tool: alone it is refused.
+func TestCallgrindNeedsCount(t *testing.T) {
+	if _, err := parseOptions([]string{"--callgrind", t.TempDir()}, io.Discard); err == nil ||
+		!strings.Contains(err.Error(), "--callgrind needs --count") {
+		t.Errorf("--callgrind alone: %v", err)
+	}
+	o, err := parseOptions([]string{"--count", "10", "--callgrind", "profiles"}, io.Discard)
+	if err != nil || o.Callgrind != "profiles" || o.Count != 10 {
+		t.Errorf("--count 10 --callgrind profiles: %+v, %v", o, err)
 	}
 }

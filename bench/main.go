@@ -96,6 +96,7 @@ type options struct {
 	ProfileTime  time.Duration
 	GatewayBin   string
 	Count        int
+	Callgrind    string
 }
 
 func parseOptions(args []string, stderr io.Writer) (options, error) {
@@ -122,6 +123,7 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	fs.DurationVar(&o.ProfileTime, "profile-time", 10*time.Second, "duration of each profile")
 	fs.StringVar(&o.GatewayBin, "gateway", "", "use this gateway binary instead of building ./cmd/gateway")
 	fs.IntVar(&o.Count, "count", 0, "instead of timing, count instructions and cache misses per request under valgrind's cachegrind, over this many requests (1000 is a good start)")
+	fs.StringVar(&o.Callgrind, "callgrind", "", "with --count, run the gateway under valgrind's callgrind instead, once a row, and write each row's profile (costs by caller, for callgrind_annotate) into this directory")
 	if err := fs.Parse(args); err != nil {
 		return o, usageError{err.Error()}
 	}
@@ -174,6 +176,8 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 		return o, usageError{"--profile-time must be from 1s to 10m"}
 	case o.Count < 0 || o.Count > 100000:
 		return o, usageError{"--count must be from 1 to 100000 requests (0: time, do not count)"}
+	case o.Callgrind != "" && o.Count == 0:
+		return o, usageError{"--callgrind needs --count: how many requests each row's profile covers"}
 	}
 	return o, nil
 }
@@ -260,6 +264,10 @@ func countOnly(ctx context.Context, env *environment, stdout io.Writer) error {
 	}
 	res, err := runCount(ctx, env, o.Count)
 	if err != nil {
+		return err
+	}
+	if o.Callgrind != "" {
+		_, err := fmt.Fprintf(stdout, "callgrind profiles of the gateway, one a row, in %s\n", o.Callgrind)
 		return err
 	}
 	m := describeMachine()
