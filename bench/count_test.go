@@ -178,15 +178,19 @@ func testPatchCputicks(t *testing.T, bin string) {
 	}
 }
 
-// A count of goblind under cachegrind, as --count does it, against the fake upstream: each run
-// answers every request, and the difference per request is the relay's work.
-func testCountGoBlind(t *testing.T, built string) {
-	if _, err := exec.LookPath("valgrind"); err != nil {
-		t.Skip("valgrind is not installed")
+// patchedGoBlind is goblind (a copy of built, patched for valgrind) in front of a fake upstream,
+// for a count or a profile under valgrind, and a directory for the run; the test is skipped
+// when a tool it needs is not installed.
+func patchedGoBlind(t *testing.T, built string, tools ...string) (countSpec, *fakeUpstream, string) {
+	t.Helper()
+	for _, tool := range tools {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skip(tool + " is not installed")
+		}
 	}
 	f := newFakeUpstream(4, 0)
 	srv := httptest.NewServer(f)
-	defer srv.Close()
+	t.Cleanup(srv.Close)
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "goblind")
 	if err := copyFile(built, bin); err != nil {
@@ -195,7 +199,13 @@ func testCountGoBlind(t *testing.T, built string) {
 	if err := patchCputicks(bin); err != nil {
 		t.Fatal(err)
 	}
-	spec := goblindCountSpec(bin, strings.TrimPrefix(srv.URL, "http://"))
+	return goblindCountSpec(bin, strings.TrimPrefix(srv.URL, "http://")), f, dir
+}
+
+// A count of goblind under cachegrind, as --count does it, against the fake upstream: each run
+// answers every request, and the difference per request is the relay's work.
+func testCountGoBlind(t *testing.T, built string) {
+	spec, f, dir := patchedGoBlind(t, built, "valgrind")
 	body := chatBody("m", false, 512)
 	row := countRow{name: "chat", body: body, want: f.chat}
 	short, err := countRun(context.Background(), spec, dir, 5, 20, row, "")
@@ -313,23 +323,7 @@ func TestCountRunComparesAnswers(t *testing.T) {
 // A profile of goblind under callgrind, as --count with --callgrind takes it: dumped before the
 // stop, copied where asked, and holding the relay's function with its callers' calls.
 func testCallgrindGoBlind(t *testing.T, built string) {
-	for _, tool := range []string{"valgrind", "callgrind_control"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			t.Skip(tool + " is not installed")
-		}
-	}
-	f := newFakeUpstream(4, 0)
-	srv := httptest.NewServer(f)
-	defer srv.Close()
-	dir := t.TempDir()
-	bin := filepath.Join(dir, "goblind")
-	if err := copyFile(built, bin); err != nil {
-		t.Fatal(err)
-	}
-	if err := patchCputicks(bin); err != nil {
-		t.Fatal(err)
-	}
-	spec := goblindCountSpec(bin, strings.TrimPrefix(srv.URL, "http://"))
+	spec, f, dir := patchedGoBlind(t, built, "valgrind", "callgrind_control")
 	row := countRow{name: "chat", body: chatBody("m", false, 512), want: f.chat}
 	dest := filepath.Join(dir, "out", "callgrind.chat.out")
 	if err := os.MkdirAll(filepath.Dir(dest), 0o755); err != nil {
