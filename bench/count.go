@@ -240,15 +240,16 @@ type countSpec struct {
 // callgrindDump).
 func countRun(ctx context.Context, spec countSpec, dir string, warm, n int, row countRow, dest string) (cgProfile, error) {
 	body, want := row.body, row.want
-	out, err := os.CreateTemp(dir, "cachegrind."+spec.name+".")
+	tool, sim := "cachegrind", "--cache-sim=yes"
+	if dest != "" {
+		tool, sim = "callgrind", "--cache-sim=no"
+	}
+	out, err := os.CreateTemp(dir, tool+"."+spec.name+".")
 	if err != nil {
 		return nil, err
 	}
 	_ = out.Close()
-	vg := []string{"--tool=cachegrind", "--cache-sim=yes", "--fair-sched=yes", "--cachegrind-out-file=" + out.Name()}
-	if dest != "" {
-		vg = []string{"--tool=callgrind", "--fair-sched=yes", "--callgrind-out-file=" + out.Name()}
-	}
+	vg := []string{"--tool=" + tool, sim, "--fair-sched=yes", "--" + tool + "-out-file=" + out.Name()}
 	p, url, err := spec.start(ctx, dir, vg)
 	if err != nil {
 		return nil, err
@@ -356,7 +357,8 @@ func runCount(ctx context.Context, e *environment, n int) ([]countResult, error)
 			gateway: true, check: translatedStream(ollamaStreamContent(e.opts.Chunks))},
 	}
 	// Copies of both Go programs, patched for valgrind; this binary is built again for goblind
-	// because `go run` leaves out the symbols that name its functions.
+	// because `go run` leaves out the symbols that name its functions. --callgrind profiles the
+	// gateway alone, and needs no goblind.
 	bins := filepath.Join(e.dir, "count")
 	if err := os.Mkdir(bins, 0o755); err != nil {
 		return nil, err
@@ -365,12 +367,17 @@ func runCount(ctx context.Context, e *environment, n int) ([]countResult, error)
 	if err := copyFile(e.gwBin, gw); err != nil {
 		return nil, err
 	}
-	e.logf("count: building ./bench for goblind")
-	self, err := build(ctx, e.root, "./bench", bins)
-	if err != nil {
-		return nil, err
+	patched := []string{gw}
+	var self string
+	if e.opts.Callgrind == "" {
+		e.logf("count: building ./bench for goblind")
+		var err error
+		if self, err = build(ctx, e.root, "./bench", bins); err != nil {
+			return nil, err
+		}
+		patched = append(patched, self)
 	}
-	for _, bin := range []string{gw, self} {
+	for _, bin := range patched {
 		if err := patchCputicks(bin); err != nil {
 			return nil, err
 		}
@@ -395,6 +402,9 @@ func runCount(ctx context.Context, e *environment, n int) ([]countResult, error)
 		}
 		return p, "http://" + addr + "/v1/chat/completions", nil
 	}}}
+	if dest := e.opts.Callgrind; dest != "" {
+		return nil, callgrindRows(ctx, e, specs[0], rows, warm, n, dest)
+	}
 	if e.opts.VsGoBlind {
 		specs = append(specs, goblindCountSpec(self, e.fast))
 	}
@@ -427,9 +437,6 @@ func runCount(ctx context.Context, e *environment, n int) ([]countResult, error)
 		}})
 	}
 	var res []countResult
-	if dest := e.opts.Callgrind; dest != "" {
-		return nil, callgrindRows(ctx, e, specs[0], rows, warm, n, dest)
-	}
 	for _, row := range rows {
 		for _, spec := range specs {
 			if row.gateway && spec.name != "gateway" {
