@@ -249,20 +249,26 @@ func TestOffset(t *testing.T) {
 	}
 }
 
-// TestShortStringsAtEveryLength: a string of every length to 24 bytes, ending its buffer or
-// followed by up to nine bytes, with each kind of byte shortEnd stops at (a backslash, a control
-// character, a byte above 0x7f: valid UTF-8 and not) at each place, is skipped and scanned as
-// the long way reads it: the string's end where encoding/json finds it, and, strict, valid only
-// where encoding/json and UTF-8 agree.
+// TestShortStringsAtEveryLength: a string of every length to 40 bytes (past skipString's four
+// words), ending its buffer or followed by up to nine bytes, with each kind of byte shortEnd and
+// quotedEnd stop at (a backslash, a control character, a byte above 0x7f: valid UTF-8 and not)
+// at each place, is skipped and scanned as the long way reads it: the string's end where
+// encoding/json finds it, and, strict, valid only where encoding/json and UTF-8 agree. Cut
+// before its closing quote, or in its last escape, it is no string.
 func TestShortStringsAtEveryLength(t *testing.T) {
 	specials := []string{"", `\\`, `\"`, `\n`, "\x01", "\xc3\xa9", "\xff"}
-	for n := 0; n <= 24; n++ {
+	for n := 0; n <= 40; n++ {
 		for _, sp := range specials {
 			for p := 0; p <= n; p++ {
 				if sp == "" && p > 0 {
 					break
 				}
 				text := strings.Repeat("a", p) + sp + strings.Repeat("a", n-p)
+				for _, cut := range []string{`"` + text, `"` + text + `\\`, `"` + text[:p] + sp[:len(sp)/2]} {
+					if got, ok := skipString([]byte(cut), 0); ok {
+						t.Errorf("skipString(%q) = %d, true; want false", cut, got)
+					}
+				}
 				for tail := 0; tail <= 9; tail++ {
 					b := []byte(`"` + text + `"` + strings.Repeat("}", tail))
 					end := len(b) - tail
