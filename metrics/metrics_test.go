@@ -337,3 +337,18 @@ func TestNextGoesOn(t *testing.T) {
 		t.Errorf("a key or route brought back does not start from zero:\n%s", w2.Bytes())
 	}
 }
+
+// BenchmarkUsage reads the usage of the bench's fake upstream's whole answer (bench/upstream.go),
+// as every answered chat request does.
+func BenchmarkUsage(b *testing.B) {
+	body := []byte(`{"id":"chatcmpl-bench","object":"chat.completion","created":1764460800,"model":"fake-model",` +
+		`"system_fingerprint":"fp_bench","choices":[{"index":0,"message":{"role":"assistant","content":` +
+		`"This is a fixed answer from the benchmark's fake upstream. It is about as long as a short reply ` +
+		`from a chat model, so that copying it costs what copying a real answer costs."},"logprobs":null,` +
+		`"finish_reason":"stop"}],"usage":{"prompt_tokens":212,"completion_tokens":38,"total_tokens":250}}`)
+	for b.Loop() {
+		if p, c, ok := Usage(body); !ok || p != 212 || c != 38 {
+			b.Fatalf("Usage = %d, %d, %v", p, c, ok)
+		}
+	}
+}
