@@ -3,15 +3,18 @@ package upstream
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"math/bits"
 	"net/http"
 	"time"
 
 	"github.com/hayula/gateway/core"
 	"github.com/hayula/gateway/internal/jsonx"
+	"github.com/hayula/gateway/internal/swar"
 )
 
 // maxBody caps a non-streaming answer.
@@ -114,11 +117,9 @@ func (a *openaiOpenAI) body(ctx context.Context, resp *http.Response, req *core.
 	// So must an error object sent with a 200 (some proxies and servers do): the client's SDK
 	// would read it as a completion with no choices. Only a body with a raw "error" looks
 	// further: in a completion's strings those quotes would be escaped.
-	// A raw "error", looked for once: the key, or the finish below. Not by scanKeys, as an
-	// event's is: an answer's text is long and full of 'r's, each a stop for scanKeys, and has
-	// few quotes, so the library's vector search costs a third of it (2,100 instructions → 700
-	// on the bench's answer), where on an event's many quotes it costs three times as much.
-	errorKey := bytes.Contains(body, errorQuoted)
+	// A raw "error", looked for once: the key, or the finish below; and a raw "abort" in the
+	// same pass (rawErrorAbort).
+	errorKey, abortKey := rawErrorAbort(body)
 	if msg, ok := errorEventKeyed(nil, body, errorKey); ok {
 		return nil, &core.ProtocolError{Target: a.t.Name, Err: &ErrorAnswerError{Message: msg}}
 	}
@@ -145,7 +146,7 @@ func (a *openaiOpenAI) body(ctx context.Context, resp *http.Response, req *core.
 		return nil, &core.ProtocolError{Target: a.t.Name, Err: &ChoiceFailedError{Message: msg, quoted: quoted}}
 	}
 	aborted := false
-	if op != core.OpEmbeddings && bytes.Contains(body, abortQuoted) && saysAbort(body) {
+	if op != core.OpEmbeddings && abortKey && saysAbort(body) {
 		if !carriesAnswer(body) {
 			return nil, &core.ProtocolError{Target: a.t.Name, Err: &AbortedAnswerError{}}
 		}
@@ -267,6 +268,65 @@ const FinishError = "error"
 // errorQuoted is FinishError as a JSON string, raw; also the "error" key itself, which every
 // answer that says the finish carries, so that one raw search finds both.
 var errorQuoted = []byte(`"` + FinishError + `"`)
+
+// rawErrorAbort reports whether body, a whole answer, holds a raw `"error"` (errorQuoted) and a
+// raw `"abort"` (abortQuoted), as bytes.Contains would say of each. Not by scanKeys, as an
+// event's is: an answer's text is long and full of 'r's, each a stop for scanKeys.
+//
+// bytes.Contains looks from quote to quote with bytes.IndexByte until the quotes of an answer's
+// head make it give up, and then tests every position of the rest, its text included: two
+// searches cost 170 ns on the bench's answer (150 bytes of text) and 1.3 µs on one of 4 KB of
+// prose. A short answer is still searched so; a longer one once, a word at a time where its
+// quotes are dense and by IndexByte across its text where they are not (the words' quotes are
+// six bytes apart): 120 ns on the 4 KB of prose, and 7% slower than the two searches on 4 KB of
+// escaped JSON, whose quotes are everywhere (BenchmarkRawErrorAbort).
+func rawErrorAbort(body []byte) (errorKey, abortKey bool) {
+	if len(body) < 1024 {
+		return bytes.Contains(body, errorQuoted), bytes.Contains(body, abortQuoted)
+	}
+	check := func(j int) { // body[j] and body[j+6] are quotes
+		switch string(body[j+1 : j+6]) {
+		case FinishError:
+			errorKey = true
+		case FinishAbort:
+			abortKey = true
+		}
+	}
+	i, quiet := 0, 0
+	for i <= len(body)-14 {
+		q := swar.Is(binary.LittleEndian.Uint64(body[i:]), '"')
+		if q == 0 {
+			// Three words without a quote: text, where IndexByte's vector search goes faster.
+			if quiet++; quiet < 3 {
+				i += 8
+				continue
+			}
+			quiet = 0
+			k := bytes.IndexByte(body[i+8:], '"')
+			if k < 0 {
+				return errorKey, abortKey
+			}
+			i += 8 + k
+			continue
+		}
+		quiet = 0
+		// A quote at j in this word whose pair is at j+6 in the word six bytes on. Is may mark
+		// a byte just above a true quote that is none ('#'): at j, that is checked; at j+6, the
+		// true quote is at j+5, where check wants a letter.
+		for p := q & swar.Is(binary.LittleEndian.Uint64(body[i+6:]), '"'); p != 0; p &= p - 1 {
+			if j := i + bits.TrailingZeros64(p)>>3; body[j] == '"' {
+				check(j)
+			}
+		}
+		i += 8
+	}
+	for ; i < len(body)-6; i++ {
+		if body[i] == '"' && body[i+6] == '"' {
+			check(i)
+		}
+	}
+	return errorKey, abortKey
+}
 
 // choiceError is the message of the failure a choice of data reports (finish_reason "error"):
 // its own error's message, or, when it has none, words saying the finish. Quoted is how many of
