@@ -655,7 +655,7 @@ func AppendEscaped(dst []byte, s string, html bool) []byte {
 				break
 			}
 			if x&highs|lead != 0 {
-				next, ok := pairs(x, lead)
+				next, ok := pairs(x, lead, highs, ones*0x1E, ones*0x7E)
 				if !ok {
 					break
 				}

@@ -287,3 +287,25 @@ func TestShortStringsAtEveryLength(t *testing.T) {
 		}
 	}
 }
+
+// TestTwoByteRunesAcrossWords: text of ASCII runs and two-byte runes, whole or split (a lone lead,
+// a lone continuation), in every order and at every offset within the words the strict scan reads,
+// is valid where utf8.Valid says so. A lead that ends one word must meet its continuation at the
+// start of the next, not at the start of the next word with a high byte.
+func TestTwoByteRunesAcrossWords(t *testing.T) {
+	pieces := []string{"\xc3\xa9", "\xc3", "\xa9", "\xd8\xa3"}
+	for pad := 0; pad < 17; pad++ {
+		for _, a := range pieces {
+			for _, b := range pieces {
+				for gap := 0; gap < 17; gap += 4 {
+					text := strings.Repeat("x", pad) + a + strings.Repeat("y", gap) + b + strings.Repeat("z", 9)
+					q := []byte(`"` + text + `"`)
+					want := utf8.ValidString(text)
+					if end, ok := scanString(q, 0, true); ok != want || ok && end != len(q) {
+						t.Errorf("scanString(%q, strict) = %d, %v; want %v", q, end, ok, want)
+					}
+				}
+			}
+		}
+	}
+}
