@@ -150,10 +150,13 @@ func skipString(b []byte, i int) (int, bool) {
 }
 
 // quotedEnd is the index of the first quote or backslash in the little-endian word x, or 8.
-// (The borrow of x's subtraction marks only bytes above the first one found, never below it.)
-func quotedEnd(x uint64) int {
+func quotedEnd(x uint64) int { return bits.TrailingZeros64(quoteMarks(x)) >> 3 }
+
+// quoteMarks marks (in its high bit) each quote and backslash of the little-endian word x. A
+// borrow may mark a byte above one marked truly, never one below it: the lowest mark is exact.
+func quoteMarks(x uint64) uint64 {
 	q, bs := x^(ones*'"'), x^(ones*'\\')
-	return bits.TrailingZeros64(((q-ones)&^q|(bs-ones)&^bs)&highs) >> 3
+	return ((q-ones)&^q | (bs-ones)&^bs) & highs
 }
 
 // skipValue returns the index just past the value that starts at b[i]. Nested containers are
@@ -816,13 +819,12 @@ func appendHTMLEscaped(dst, src []byte) []byte {
 func stringMark(s []byte, i int, html bool) int {
 	for ; i+8 <= len(s); i += 8 {
 		x := binary.LittleEndian.Uint64(s[i:])
-		q, bs := x^(ones*'"'), x^(ones*'\\')
-		m := (q-ones)&^q | (bs-ones)&^bs
+		m := quoteMarks(x)
 		if html {
 			e2 := x ^ (ones * 0xE2)
-			m |= (e2-ones)&^e2 | htmlMarks(x)
+			m |= ((e2-ones)&^e2 | htmlMarks(x)) & highs
 		}
-		if m &= highs; m != 0 {
+		if m != 0 {
 			return i + bits.TrailingZeros64(m)>>3
 		}
 	}
