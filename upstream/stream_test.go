@@ -616,19 +616,46 @@ func plainFinish(data []byte) bool {
 // FuzzKeySearches holds scanKeys, the one pass over an event for both keys, to the plain
 // searches for each (TestKeySearchesAgree tries near misses strung together at random).
 func FuzzKeySearches(f *testing.F) {
-	for _, s := range []string{chunkHello, chunkFinish, `{"error":{"message":"x"}}`, `"finish_reason"finish_reason":"stop"`,
-		`{"x":"rror","finish_reason" : "length","error":null}`, `rr"error"r`} {
+	for _, s := range []string{chunkHello, chunkFinish, chunkUsage, `{"error":{"message":"x"}}`, `"finish_reason"finish_reason":"stop"`,
+		`{"x":"rror","finish_reason" : "length","error":null}`, `rr"error"r`, benchChunk} {
 		f.Add([]byte(s))
 	}
-	f.Fuzz(func(t *testing.T, data []byte) {
-		errorKey, finish, _ := scanKeys(data)
-		if want := bytes.Contains(data, []byte(`"error"`)); errorKey != want {
-			t.Errorf("scanKeys(%q): errorKey %v, want %v", data, errorKey, want)
+	f.Fuzz(func(t *testing.T, data []byte) { checkKeys(t, data) })
+}
+
+// checkKeys fails t unless scanKeys answers for data as the plain searches for each key do.
+func checkKeys(t *testing.T, data []byte) {
+	t.Helper()
+	errorKey, finish, nullReason := scanKeys(data)
+	if want := bytes.Contains(data, []byte(`"error"`)); errorKey != want {
+		t.Errorf("scanKeys(%q): errorKey %v, want %v", data, errorKey, want)
+	}
+	if want := plainFinish(data); finish != want {
+		t.Errorf("scanKeys(%q): finish %v, want %v", data, finish, want)
+	}
+	if want := plainNullReason(data); nullReason != want {
+		t.Errorf("scanKeys(%q): nullReason %v, want %v", data, nullReason, want)
+	}
+}
+
+// plainNullReason is scanKeys's nullReason as a plain search: a "finish_reason" whose value is
+// the string "null", before the first that says a finish.
+func plainNullReason(data []byte) bool {
+	finishKey := []byte(`"finish_reason"`)
+	for {
+		i := bytes.Index(data, finishKey)
+		if i < 0 {
+			return false
 		}
-		if want := plainFinish(data); finish != want {
-			t.Errorf("scanKeys(%q): finish %v, want %v", data, finish, want)
+		data = data[i+len(finishKey):]
+		finish, null := reasonValue(data)
+		if null {
+			return true
 		}
-	})
+		if finish {
+			return false
+		}
+	}
 }
 
 // hasErrorKey and hasFinishReason search for their keys from a byte other than the opening
@@ -637,10 +664,12 @@ func TestKeySearchesAgree(t *testing.T) {
 	// The search is what is tested: both sides read what follows a key the same way.
 	// Pieces that make near misses of both keys when strung together at random.
 	pieces := []string{`"`, `e`, `rror`, `rror"`, `"error"`, `_reason"`, `"finish`, `finish`, `_reason`, `:`, ` `,
-		`"stop"`, `null`, `\"`, `x`, `{`, `}`, `,`, `"err`, `or"`, `r`, `"finish_reason"`, `"error`, `_r`}
+		`"stop"`, `null`, `\"`, `x`, `{`, `}`, `,`, `"err`, `or"`, `r`, `"finish_reason"`, `"error`, `_r`,
+		`"null"`, `er`, `_`}
 	rng := rand.New(rand.NewPCG(1, 2))
 	inputs := []string{chunkHello, chunkFinish, chunkUsage, `{"error":{"message":"x"}}`, `{"e":"rror"}`, `"error"`, `rror"`, ``,
-		`"finish_reason"finish_reason":"stop"`, `{"finish_reason":null,"x":"finish_reason"}`, `"error"finish_reason":"x"`}
+		`"finish_reason"finish_reason":"stop"`, `{"finish_reason":null,"x":"finish_reason"}`, `"error"finish_reason":"x"`,
+		benchChunk, `r`, `er`, `"er`, `_r`}
 	for range 20000 {
 		var b strings.Builder
 		for range rng.IntN(12) {
@@ -656,5 +685,6 @@ func TestKeySearchesAgree(t *testing.T) {
 		if got, want := hasFinishReason(d), plainFinish(d); got != want {
 			t.Errorf("hasFinishReason(%q) = %v, want %v", in, got, want)
 		}
+		checkKeys(t, d)
 	}
 }
