@@ -134,18 +134,20 @@ func usageOnly(ev []byte) bool { return !jsonx.NonEmptyArray(ev, "choices") }
 const usageKey = `usage"`
 
 // hasUsageKey reports whether ev holds the bytes `usage"`, as bytes.Contains would. It skips to
-// each 'u', which is rarer in an event than the '"' of `"usage"`, with IndexByte, as
-// bytes.Contains does, but without the rest of bytes.Index's loop around it, which checks each
-// 'u' for the byte after it before the whole key and counts the misses: the bench's chunk,
-// whose 'u's are in "chunk" and two nulls, 606 instructions → 511 (BenchmarkHasUsageKey). Most
-// of what is left is IndexByte's call, about 100 instructions a 'u' with the checks.
+// each 'g' of the event with IndexByte and compares the key around it. bytes.Contains skips to
+// each 'u' and then runs bytes.Index's bookkeeping for each; a 'u' is in every null (logprobs,
+// finish_reason, vLLM's stop_reason) and in "chunk", where a 'g' is in "logprobs" and, in
+// OpenAI's chunks, "system_fingerprint": the bench's chunk 606 instructions → 371
+// (BenchmarkHasUsageKey), three IndexByte calls where bytes.Contains made four. Most of what is
+// left is those calls, about 100 instructions a 'g' with the checks.
 func hasUsageKey(ev []byte) bool {
+	const g = len("usa") // where the key's 'g' is
 	for at := 0; ; {
-		i := bytes.IndexByte(ev[at:], 'u')
+		i := bytes.IndexByte(ev[at:], 'g')
 		if i < 0 {
 			return false
 		}
-		if at += i; at+len(usageKey) <= len(ev) && string(ev[at:at+len(usageKey)]) == usageKey {
+		if at += i; at >= g && at-g+len(usageKey) <= len(ev) && string(ev[at-g:at-g+len(usageKey)]) == usageKey {
 			return true
 		}
 		at++
