@@ -597,18 +597,20 @@ func hasFinishReason(data []byte) bool {
 	return finish
 }
 
-// plainFinish is hasFinishReason as a plain search: each "finish_reason" after the last, followed
-// by a colon and a string that is not empty.
-func plainFinish(data []byte) bool {
+// plainReasons is scanKeys's finish and nullReason as plain searches: each "finish_reason" after
+// the last, followed by a colon and a string that is not empty (finish), or before the first
+// such the string "null" (null).
+func plainReasons(data []byte) (finish, null bool) {
 	finishKey := []byte(`"finish_reason"`)
 	for {
 		i := bytes.Index(data, finishKey)
 		if i < 0 {
-			return false
+			return false, null
 		}
 		data = data[i+len(finishKey):]
-		if finish, _ := reasonValue(data); finish {
-			return true
+		f, n := reasonValue(data)
+		if null = null || n; f {
+			return true, null
 		}
 	}
 }
@@ -630,32 +632,19 @@ func checkKeys(t *testing.T, data []byte) {
 	if want := bytes.Contains(data, []byte(`"error"`)); errorKey != want {
 		t.Errorf("scanKeys(%q): errorKey %v, want %v", data, errorKey, want)
 	}
-	if want := plainFinish(data); finish != want {
-		t.Errorf("scanKeys(%q): finish %v, want %v", data, finish, want)
+	wantFinish, wantNull := plainReasons(data)
+	if finish != wantFinish {
+		t.Errorf("scanKeys(%q): finish %v, want %v", data, finish, wantFinish)
 	}
-	if want := plainNullReason(data); nullReason != want {
-		t.Errorf("scanKeys(%q): nullReason %v, want %v", data, nullReason, want)
+	if nullReason != wantNull {
+		t.Errorf("scanKeys(%q): nullReason %v, want %v", data, nullReason, wantNull)
 	}
 }
 
-// plainNullReason is scanKeys's nullReason as a plain search: a "finish_reason" whose value is
-// the string "null", before the first that says a finish.
-func plainNullReason(data []byte) bool {
-	finishKey := []byte(`"finish_reason"`)
-	for {
-		i := bytes.Index(data, finishKey)
-		if i < 0 {
-			return false
-		}
-		data = data[i+len(finishKey):]
-		finish, null := reasonValue(data)
-		if null {
-			return true
-		}
-		if finish {
-			return false
-		}
-	}
+// hasPlainFinish is plainReasons's finish alone.
+func hasPlainFinish(data []byte) bool {
+	finish, _ := plainReasons(data)
+	return finish
 }
 
 // hasErrorKey and hasFinishReason search for their keys from a byte other than the opening
@@ -682,7 +671,7 @@ func TestKeySearchesAgree(t *testing.T) {
 		if got, want := hasErrorKey(d), bytes.Contains(d, []byte(`"error"`)); got != want {
 			t.Errorf("hasErrorKey(%q) = %v, want %v", in, got, want)
 		}
-		if got, want := hasFinishReason(d), plainFinish(d); got != want {
+		if got, want := hasFinishReason(d), hasPlainFinish(d); got != want {
 			t.Errorf("hasFinishReason(%q) = %v, want %v", in, got, want)
 		}
 		checkKeys(t, d)
