@@ -101,6 +101,72 @@ func (cr *chunkedReader) beginChunk() {
 	}
 }
 
+// wholeChunk returns the data of the next chunk when the decoder is between chunks and the
+// whole chunk is in the connection's buffer: the CRLF owed to the chunk before (checkEnd), a
+// size line of hex digits alone (no extension, no white space: those, and every error, are left
+// to Read), a size that is not 0, the data and its CRLF. span is how many buffered bytes the
+// chunk takes, line its size line's length without the CRLF. It reads nothing.
+func (cr *chunkedReader) wholeChunk() (data []byte, span, line int, ok bool) {
+	if cr.err != nil || cr.n != 0 {
+		return nil, 0, 0, false
+	}
+	p, _ := cr.r.Peek(cr.r.Buffered())
+	at := 0
+	if cr.checkEnd {
+		if len(p) < 2 || p[0] != '\r' || p[1] != '\n' {
+			return nil, 0, 0, false
+		}
+		at = 2
+	}
+	var size uint64
+	i := at
+digits:
+	for ; i < len(p) && i-at < 16; i++ { // 16 digits at most, as parseChunkSize allows
+		c := p[i]
+		switch {
+		case '0' <= c && c <= '9':
+			c -= '0'
+		case 'a' <= c && c <= 'f':
+			c -= 'a' - 10
+		case 'A' <= c && c <= 'F':
+			c -= 'A' - 10
+		default:
+			break digits
+		}
+		size = size<<4 | uint64(c)
+	}
+	if i == at || size == 0 || len(p)-i < 2 || p[i] != '\r' || p[i+1] != '\n' {
+		return nil, 0, 0, false
+	}
+	start := i + 2
+	if uint64(len(p)-start) < size+2 {
+		return nil, 0, 0, false
+	}
+	end := start + int(size)
+	if p[end] != '\r' || p[end+1] != '\n' {
+		return nil, 0, 0, false
+	}
+	return p[start:end], end + 2, i - at, true
+}
+
+// took reads the chunk wholeChunk found, as Read would have: the decoder is between chunks
+// after it, with the size line's overhead counted as beginChunk counts it (a size line of 16
+// digits at most, for data of n > 0 bytes, never adds to it).
+func (cr *chunkedReader) took(span, line, n int) {
+	cr.checkEnd = false
+	cr.excess = max(cr.excess+int64(line)+2-16-2*int64(n), 0)
+	_, _ = cr.r.Discard(span)
+}
+
+// fail keeps err, a read of the connection's reader that brought nothing between chunks, as
+// the decoder's error: what beginChunk keeps when the size line's read fails so.
+func (cr *chunkedReader) fail(err error) {
+	if err == io.EOF {
+		err = io.ErrUnexpectedEOF
+	}
+	cr.err = err
+}
+
 func (cr *chunkedReader) chunkHeaderAvailable() bool {
 	if n := cr.r.Buffered(); n > 0 {
 		peek, _ := cr.r.Peek(n)

@@ -631,6 +631,12 @@ func (b *h1Body) drainTail() {
 	// A failed swap means the sweeper has interrupted the connection: the read fails at once.
 	b.draining = true
 	b.c.phase.CompareAndSwap(phaseBody, phaseDrain)
+	// A stream's events taken off the connection's buffer (sseReader.chunkEvent) leave the last
+	// chunk there, often with nothing after it: an empty read takes it and ends the body, without
+	// the allocation of CopyN's LimitedReader.
+	if _, err := b.Read(nil); err != nil || b.done {
+		return
+	}
 	_, _ = io.CopyN(io.Discard, b, maxDrain)
 }
 

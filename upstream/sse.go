@@ -52,13 +52,29 @@ type sseReader struct {
 	// wholeLF−1 in the buffer (0: not found). Nothing reads between the two (buffered only
 	// looks), so whole takes it without searching the same bytes again; whole clears it.
 	wholeLF int
+	// chunks is the body r reads when it is an answer of the gateway's own HTTP/1.1 client in
+	// chunked framing (chunksOf), else nil: an event that came as a chunk of its own is then
+	// taken where it lies in the connection's buffer (chunkEvent), not copied into r's by the
+	// chunk decoder first.
+	chunks *answerBody
+	// chunk: buffered found the next event as chunkEvent takes it, a chunk of its own in the
+	// connection's buffer (its data, the buffered bytes it spans, its size line's length, the
+	// end of its data line; zero: not found). Nothing reads between the two, so chunkEvent
+	// takes it without parsing the chunk and searching its line again; next clears it.
+	chunk foundChunk
+}
+
+// foundChunk is an event in a chunk of its own, as buffered found it for chunkEvent.
+type foundChunk struct {
+	data            []byte
+	span, line, end int
 }
 
 // newSSEReader reads r through a 4 KiB buffer: a model's event is a few hundred bytes and a
 // longer line is assembled in line, while a 16 KiB buffer per stream was a third of all the
 // bytes the gateway allocated under the bench's stream load.
 func newSSEReader(r io.Reader) *sseReader {
-	return &sseReader{r: bufio.NewReaderSize(r, 4<<10), first: true}
+	return &sseReader{r: bufio.NewReaderSize(r, 4<<10), first: true, chunks: chunksOf(r)}
 }
 
 // readerPool lends streams their readers (the 4 KiB buffered reader and the event buffers): SSE
@@ -73,10 +89,27 @@ func (rp *readerPool) sse(r io.Reader) *sseReader {
 	if rp != nil {
 		if s, ok := rp.p.Get().(*sseReader); ok {
 			s.r.Reset(r)
+			s.chunks = chunksOf(r)
 			return s
 		}
 	}
 	return newSSEReader(r)
+}
+
+// chunksOf is the chunked body under r when r is one (sseReader.chunks): an answer body of the
+// gateway's HTTP/1.1 client (h1Body) or the framing under it, not yet at its end. Any other
+// reader (net/http's bodies, a translated stream's, a test's) is read through r's buffer alone.
+func chunksOf(r io.Reader) *answerBody {
+	if h, ok := r.(*h1Body); ok {
+		if h.eof || h.done {
+			return nil
+		}
+		r = h.body
+	}
+	if b, ok := r.(*answerBody); ok && b.chunked && !b.eof {
+		return b
+	}
+	return nil
 }
 
 // maxPooledBuf bounds the event buffers a pooled reader keeps: one huge event must not hold
@@ -218,10 +251,19 @@ func lineEnd(b []byte) int {
 // next returns the next event, io.EOF at the end of the input, or the read error.
 func (s *sseReader) next() (sseEvent, error) {
 	s.data, s.name, s.frame = s.data[:0], s.name[:0], nil
-	if ev, ok := s.whole(); ok {
-		return ev, nil
-	}
-	if s.r.Buffered() == 0 && !s.eof && !s.skipLF {
+	found := s.chunk
+	s.chunk = foundChunk{}
+	if s.r.Buffered() > 0 {
+		if ev, ok := s.whole(); ok {
+			return ev, nil
+		}
+	} else if !s.eof && !s.skipLF {
+		// whole finds nothing in an empty buffer (and buffered left it no line ending).
+		if s.chunks != nil && s.readErr == nil {
+			if ev, ok := s.chunkEvent(found); ok {
+				return ev, nil
+			}
+		}
 		// Nothing in hand, as between a model's tokens, when each comes in a read of its own:
 		// the read waited for here brings the event, which whole then takes as it takes one
 		// already in hand. A read that fails with nothing fails readLine's first wait
@@ -297,6 +339,58 @@ func (s *sseReader) whole() (sseEvent, bool) {
 	return sseEvent{name: s.name, data: v, oneLine: true}, true
 }
 
+// chunkEvent returns the next event when it comes as a chunk of its own, with nothing in r's
+// buffer before it: whole's shape filling the chunk's data, which is the event as it came (the
+// frame) and is read where it lies in the connection's buffer. Every OpenAI-compatible server
+// the gateway has met sends each event so (one write, one chunk). It waits for the connection's
+// first bytes when none are in hand, and leaves anything else (a chunk not yet whole, two
+// events in one chunk, an event over two, a size line with an extension) to next's reads, which
+// the chunk decoder then copies into r's buffer. A wait that fails is left to them too: the
+// decoder keeps its error, and r's read returns it as the body's own reads would have.
+// found is the event buffered found, if it did.
+func (s *sseReader) chunkEvent(found foundChunk) (sseEvent, bool) {
+	b := s.chunks
+	if found.data == nil {
+		if b.eof || b.cr.err != nil { // the decoder's error is Read's to return
+			return sseEvent{}, false
+		}
+		if br := b.cr.r; br.Buffered() == 0 {
+			if _, err := br.Peek(1); err != nil {
+				b.cr.fail(err)
+				return sseEvent{}, false
+			}
+		}
+		var ok bool
+		if found, ok = s.findChunk(); !ok {
+			return sseEvent{}, false
+		}
+	}
+	data, i := found.data, found.end
+	// Valid until the connection's reader reads again, which is no sooner than the next event
+	// is asked for: the same lifetime as an event read out of r's buffer.
+	v := data[5:i]
+	if len(v) > 0 && v[0] == ' ' {
+		v, s.frame = v[1:], data
+	}
+	b.cr.took(found.span, found.line, len(data))
+	s.first = false
+	return sseEvent{name: s.name, data: v, oneLine: true}, true
+}
+
+// findChunk finds the next event in the connection's buffer when it is a chunk of its own in
+// whole's shape, as chunkEvent takes it.
+func (s *sseReader) findChunk() (foundChunk, bool) {
+	data, span, line, ok := s.chunks.cr.wholeChunk()
+	if !ok {
+		return foundChunk{}, false
+	}
+	i := wholeLine(data)
+	if i < 0 || i+2 != len(data) {
+		return foundChunk{}, false
+	}
+	return foundChunk{data: data, span: span, line: line, end: i}, true
+}
+
 // wholeLine is the end of buf's first line when buf opens with an event in the shape whole
 // takes (one "data:" line ending in LF, no CR in it, and a blank line ending in LF), or -1.
 func wholeLine(buf []byte) int {
@@ -354,6 +448,16 @@ func (s *sseReader) buffered() bool {
 		return true
 	}
 	b, _ := s.r.Peek(s.r.Buffered())
+	if len(b) == 0 && s.chunks != nil && !s.skipLF && s.readErr == nil {
+		// What chunkEvent would take next without reading. Anything else in the connection's
+		// buffer is not counted: the relay flushes, as it does when nothing is in hand.
+		found, ok := s.findChunk()
+		if !ok || blank(found.data[5:found.end]) {
+			return false
+		}
+		s.chunk = found
+		return true
+	}
 	if !s.skipLF { // a first line with a byte-order mark is not in whole's shape
 		// The event nearly every upstream sends, found as whole will take it: one search
 		// serves both (bench --count: the two read each event's bytes twice).
