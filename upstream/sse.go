@@ -447,8 +447,7 @@ func (s *sseReader) buffered() bool {
 	if s.eof {
 		return true
 	}
-	b, _ := s.r.Peek(s.r.Buffered())
-	if len(b) == 0 && s.chunks != nil && !s.skipLF && s.readErr == nil {
+	if s.r.Buffered() == 0 && s.chunks != nil && !s.skipLF && s.readErr == nil {
 		// What chunkEvent would take next without reading. Anything else in the connection's
 		// buffer is not counted: the relay flushes, as it does when nothing is in hand.
 		found, ok := s.findChunk()
@@ -458,6 +457,7 @@ func (s *sseReader) buffered() bool {
 		s.chunk = found
 		return true
 	}
+	b, _ := s.r.Peek(s.r.Buffered())
 	if !s.skipLF { // a first line with a byte-order mark is not in whole's shape
 		// The event nearly every upstream sends, found as whole will take it: one search
 		// serves both (bench --count: the two read each event's bytes twice).
