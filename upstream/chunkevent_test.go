@@ -32,19 +32,24 @@ func (c *countingReader) Read(p []byte) (int, error) {
 // (1 to 64 bytes), an extension on every third when ext is set; the last piece is the last
 // chunk.
 func chunkPieces(sse []byte, sizes []byte, ext bool) [][]byte {
+	return chunkPiecesBy(sse, "\n\n", sizes, ext)
+}
+
+// chunkPiecesBy is chunkPieces with each piece of b up to sep a chunk when sizes is empty.
+func chunkPiecesBy(b []byte, sep string, sizes []byte, ext bool) [][]byte {
 	var data [][]byte
 	if len(sizes) == 0 {
-		for rest := sse; len(rest) > 0; {
-			i := bytes.Index(rest, []byte("\n\n"))
+		for rest := b; len(rest) > 0; {
+			i := bytes.Index(rest, []byte(sep))
 			if i < 0 {
 				data = append(data, rest)
 				break
 			}
-			data = append(data, rest[:i+2])
-			rest = rest[i+2:]
+			data = append(data, rest[:i+len(sep)])
+			rest = rest[i+len(sep):]
 		}
 	} else {
-		for k, rest := 0, sse; len(rest) > 0; k++ {
+		for k, rest := 0, b; len(rest) > 0; k++ {
 			n := min(int(sizes[k%len(sizes)])%64+1, len(rest))
 			data = append(data, rest[:n])
 			rest = rest[n:]
@@ -334,5 +339,138 @@ func TestSSEChunkDecoderErrorNotWaited(t *testing.T) {
 	}
 	if g.gated {
 		t.Fatal("the reader waited on the connection after the decoder had failed")
+	}
+	// And a line reader's.
+	g = &gateReader{b: []byte("6\r\n{\"a\":1XY")} // no CRLF after the chunk's data
+	br = bufio.NewReaderSize(g, 64)
+	l := newLineReader(&answerBody{br: br, chunked: true, cr: chunkedReader{r: br}})
+	g.gated = false
+	if line, _, err := l.next(); !errors.Is(err, errChunkMalformed) {
+		t.Fatalf("line %q, error %v, want %v", line, err, errChunkMalformed)
+	}
+	g.gated = false
+	if _, _, err := l.next(); !errors.Is(err, errChunkMalformed) {
+		t.Fatalf("second line's error %v, want %v", err, errChunkMalformed)
+	}
+	if g.gated {
+		t.Fatal("the line reader waited on the connection after the decoder had failed")
+	}
+}
+
+// compareChunkLines is compareChunkEvents for NDJSON lines (lineReader): the lines, cut and the
+// error that ends them are those of a reader that cannot take chunks whole, and when the first
+// says buffered, its next line comes without a read of the connection.
+func compareChunkLines(t *testing.T, pieces [][]byte, bufSize int, deliver func([][]byte) io.Reader) {
+	t.Helper()
+	src := &countingReader{r: deliver(pieces)}
+	br := bufio.NewReaderSize(src, bufSize)
+	fast := newLineReader(&answerBody{br: br, chunked: true, cr: chunkedReader{r: br}})
+	pbr := bufio.NewReaderSize(deliver(pieces), bufSize)
+	plain := newLineReader(hidden{&answerBody{br: pbr, chunked: true, cr: chunkedReader{r: pbr}}})
+	if fast.chunks == nil || plain.chunks != nil {
+		t.Fatal("chunksOf found the wrong bodies")
+	}
+	for i := 0; ; i++ {
+		if i > len(bytes.Join(pieces, nil))+2 {
+			t.Fatalf("no end after %d lines", i)
+		}
+		buffered, reads := fast.buffered(), src.reads
+		got, gcut, gerr := fast.next()
+		want, wcut, werr := plain.next()
+		if buffered && src.reads != reads {
+			t.Fatalf("line %d: buffered() said it was in hand, and next read the connection", i)
+		}
+		if fmt.Sprint(gerr) != fmt.Sprint(werr) || string(got) != string(want) || gcut != wcut {
+			t.Fatalf("line %d:\n fast  %q cut %v err %v\n plain %q cut %v err %v", i, got, gcut, gerr, want, wcut, werr)
+		}
+		if gerr != nil {
+			return
+		}
+	}
+}
+
+func TestNDJSONChunkLines(t *testing.T) {
+	lines := `{"message":{"content":"a"},"done":false}` + "\n" + `{"message":{"content":"b"}}` + "\n" + "\n" + "  \r\n" +
+		` {"c":3} ` + "\r\n" + `{"d":"مرحبا"}` + "\n" + `{"e":5}` + "\n" + `{"f":6}` + "\n" + `{"g":7}` + "\n" + `{"done":true}`
+	// Two lines in one chunk, between chunks of one line.
+	two := bytes.Join(chunkPiecesBy([]byte(`{"a":1}`+"\n"+`{"b":2}`+"\n"+`{"c":3}`+"\n\n"+`{"d":4}`+"\n"), "\n\n", nil, false), nil)
+	for name, deliver := range deliveries {
+		t.Run(name+"/two lines a chunk", func(t *testing.T) {
+			compareChunkLines(t, [][]byte{two}, 4096, deliver)
+		})
+		for _, bufSize := range []int{16, 64, 4096} {
+			for _, sizes := range []string{"", "\x00", "\x07\x20", "\x3f"} {
+				for _, ext := range []bool{false, true} {
+					t.Run(fmt.Sprintf("%s/%d/%q/%v", name, bufSize, sizes, ext), func(t *testing.T) {
+						compareChunkLines(t, chunkPiecesBy([]byte(lines), "\n", []byte(sizes), ext), bufSize, deliver)
+					})
+				}
+			}
+		}
+	}
+}
+
+// FuzzNDJSONChunkLines: a line reader that takes lines off the connection's buffer reads what
+// one reading every byte through its own buffer reads, as FuzzSSEChunkEvents for events.
+func FuzzNDJSONChunkLines(f *testing.F) {
+	f.Add([]byte("{\"a\":1}\n{\"b\":2}\n\n{\"c\":3}\r\n"), []byte{}, false, uint8(0))
+	f.Add([]byte(" x \n\n\ny\nz"), []byte{3, 9}, true, uint8(1))
+	f.Add([]byte("5\r\n{\"a\r\n3\r\n\":1\r\n2\r\n}\n\r\n0\r\n\r\n"), []byte{}, false, uint8(4))
+	f.Fuzz(func(t *testing.T, b, sizes []byte, ext bool, mode uint8) {
+		pieces := chunkPiecesBy(b, "\n", sizes, ext)
+		if mode%5 == 4 {
+			pieces = [][]byte{b}
+		}
+		deliver := deliveries[[...]string{"whole", "bytewise", "halves", "chunkwise"}[mode%5%4]]
+		compareChunkLines(t, pieces, 16+int(mode/5)*16, deliver)
+	})
+}
+
+// A line that came as a chunk of its own is read where it lies in the connection's buffer.
+func TestNDJSONChunkLineNotCopied(t *testing.T) {
+	wire := bytes.Join(chunkPiecesBy([]byte("{\"a\":1}\n{\"b\":2}\n"), "\n", nil, false), nil)
+	br := bufio.NewReaderSize(bytes.NewReader(wire), 4096)
+	l := newLineReader(&answerBody{br: br, chunked: true, cr: chunkedReader{r: br}})
+	all, _ := br.Peek(len(wire))
+	for k, want := range []string{`{"a":1}`, `{"b":2}`} {
+		line, _, err := l.next()
+		if err != nil || string(line) != want {
+			t.Fatalf("line %d: %q, %v", k, line, err)
+		}
+		all[bytes.Index(all, []byte(want))+2] = 'Z'
+		if line[2] != 'Z' || l.r.Buffered() != 0 {
+			t.Fatalf("line %d: %q is a copy, not the connection's bytes", k, line)
+		}
+	}
+}
+
+// errOnce fails its first read with err, and ends (io.EOF) after: a connection reset, whose next
+// read finds the connection closed.
+type errOnce struct {
+	err    error
+	failed bool
+}
+
+func (r *errOnce) Read([]byte) (int, error) {
+	if r.failed {
+		return 0, io.EOF
+	}
+	r.failed = true
+	return 0, r.err
+}
+
+// A wait for the next chunk that fails fails the read with its error, not with what a second
+// read of the connection would say.
+func TestChunkWaitErrorKept(t *testing.T) {
+	boom := errors.New("connection reset by peer")
+	br := bufio.NewReaderSize(&errOnce{err: boom}, 64)
+	s := newSSEReader(&answerBody{br: br, chunked: true, cr: chunkedReader{r: br}})
+	if _, err := s.next(); !errors.Is(err, boom) {
+		t.Fatalf("event's error %v, want %v", err, boom)
+	}
+	br = bufio.NewReaderSize(&errOnce{err: boom}, 64)
+	l := newLineReader(&answerBody{br: br, chunked: true, cr: chunkedReader{r: br}})
+	if _, _, err := l.next(); !errors.Is(err, boom) {
+		t.Fatalf("line's error %v, want %v", err, boom)
 	}
 }

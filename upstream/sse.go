@@ -64,10 +64,12 @@ type sseReader struct {
 	chunk foundChunk
 }
 
-// foundChunk is an event in a chunk of its own, as buffered found it for chunkEvent.
+// foundChunk is an event (a line, for lineReader) in a chunk of its own, as buffered found it
+// for chunkEvent: what is read of the chunk's data, the buffered bytes the chunk spans, its size
+// line's length, the length of its data (n) and the end of an event's data line.
 type foundChunk struct {
-	data            []byte
-	span, line, end int
+	data               []byte
+	span, line, n, end int
 }
 
 // newSSEReader reads r through a 4 KiB buffer: a model's event is a few hundred bytes and a
@@ -94,6 +96,23 @@ func (rp *readerPool) sse(r io.Reader) *sseReader {
 		}
 	}
 	return newSSEReader(r)
+}
+
+// awaitChunk waits, when the connection's buffer is empty, for its first bytes, so that a chunk
+// may be taken whole from it. It is false when the body is at its end or its decoder has failed
+// (the error is Read's to return, at once), and when the wait fails: the decoder keeps that
+// error, and the reader's next read returns it as the body's own reads would have.
+func (b *answerBody) awaitChunk() bool {
+	if b.eof || b.cr.err != nil {
+		return false
+	}
+	if br := b.cr.r; br.Buffered() == 0 {
+		if _, err := br.Peek(1); err != nil {
+			b.cr.fail(err)
+			return false
+		}
+	}
+	return true
 }
 
 // chunksOf is the chunked body under r when r is one (sseReader.chunks): an answer body of the
@@ -132,6 +151,7 @@ func (rp *readerPool) lineReader(r io.Reader) *lineReader {
 	if rp != nil {
 		if l, ok := rp.lines.Get().(*lineReader); ok {
 			l.r.Reset(r)
+			l.chunks = chunksOf(r)
 			return l
 		}
 	}
@@ -144,7 +164,7 @@ func (rp *readerPool) putLines(l *lineReader) {
 		return
 	}
 	l.r.Reset(nil)
-	l.line = pooledBuf(l.line)
+	*l = lineReader{r: l.r, line: pooledBuf(l.line)}
 	rp.lines.Put(l)
 }
 
@@ -343,22 +363,15 @@ func (s *sseReader) whole() (sseEvent, bool) {
 // buffer before it: whole's shape filling the chunk's data, which is the event as it came (the
 // frame) and is read where it lies in the connection's buffer. Every OpenAI-compatible server
 // the gateway has met sends each event so (one write, one chunk). It waits for the connection's
-// first bytes when none are in hand, and leaves anything else (a chunk not yet whole, two
-// events in one chunk, an event over two, a size line with an extension) to next's reads, which
-// the chunk decoder then copies into r's buffer. A wait that fails is left to them too: the
-// decoder keeps its error, and r's read returns it as the body's own reads would have.
-// found is the event buffered found, if it did.
+// first bytes when none are in hand (awaitChunk), and leaves anything else (a chunk not yet
+// whole, two events in one chunk, an event over two, a size line with an extension) and a failed
+// wait to next's reads, which the chunk decoder then copies into r's buffer. found is the event
+// buffered found, if it did.
 func (s *sseReader) chunkEvent(found foundChunk) (sseEvent, bool) {
 	b := s.chunks
 	if found.data == nil {
-		if b.eof || b.cr.err != nil { // the decoder's error is Read's to return
+		if !b.awaitChunk() {
 			return sseEvent{}, false
-		}
-		if br := b.cr.r; br.Buffered() == 0 {
-			if _, err := br.Peek(1); err != nil {
-				b.cr.fail(err)
-				return sseEvent{}, false
-			}
 		}
 		var ok bool
 		if found, ok = s.findChunk(); !ok {
@@ -372,7 +385,7 @@ func (s *sseReader) chunkEvent(found foundChunk) (sseEvent, bool) {
 	if len(v) > 0 && v[0] == ' ' {
 		v, s.frame = v[1:], data
 	}
-	b.cr.took(found.span, found.line, len(data))
+	b.cr.took(found.span, found.line, found.n)
 	s.first = false
 	return sseEvent{name: s.name, data: v, oneLine: true}, true
 }
@@ -388,7 +401,7 @@ func (s *sseReader) findChunk() (foundChunk, bool) {
 	if i < 0 || i+2 != len(data) {
 		return foundChunk{}, false
 	}
-	return foundChunk{data: data, span: span, line: line, end: i}, true
+	return foundChunk{data: data, span: span, line: line, n: len(data), end: i}, true
 }
 
 // wholeLine is the end of buf's first line when buf opens with an event in the shape whole
