@@ -1,6 +1,7 @@
 package upstream
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"errors"
@@ -471,6 +472,46 @@ func BenchmarkStreamRelay(b *testing.B) {
 	// As between a model's tokens: each read brings one event, and the buffer is empty when the
 	// next is asked for.
 	b.Run("one event a read", func(b *testing.B) { benchStreamRelay(b, true) })
+	// A chunked answer of the gateway's client, an event a chunk and many in the connection's
+	// buffer: each taken where it lies (chunkEvent), and each copied by the chunk decoder into
+	// the SSE reader's buffer first, as every event was before.
+	b.Run("chunked, taken whole", func(b *testing.B) { benchChunkedRelay(b, false) })
+	b.Run("chunked, through the decoder", func(b *testing.B) { benchChunkedRelay(b, true) })
+}
+
+// piecesReader gives per copies of piece a read, forever: an upstream's whole chunks as they
+// come off the connection, a few to a read.
+type piecesReader struct {
+	piece []byte
+	per   int
+}
+
+func (r *piecesReader) Read(p []byte) (int, error) {
+	n := 0
+	for k := 0; k < r.per && len(p)-n >= len(r.piece); k++ {
+		n += copy(p[n:], r.piece)
+	}
+	return n, nil
+}
+
+func benchChunkedRelay(b *testing.B, decoder bool) {
+	event := "data: " + chunkHello + "\n\n"
+	br := bufio.NewReaderSize(&piecesReader{piece: fmt.Appendf(nil, "%x\r\n%s\r\n", len(event), event), per: 8}, 4<<10)
+	var body io.ReadCloser = &answerBody{br: br, chunked: true, cr: chunkedReader{r: br}}
+	if decoder {
+		body = io.NopCloser(hidden{body})
+	}
+	s := newOpenAIStream("bench", body, nil)
+	b.ReportAllocs()
+	b.SetBytes(int64(len(event)))
+	for b.Loop() {
+		payload, err := s.Next()
+		if err != nil {
+			b.Fatal(err)
+		}
+		_, _ = io.Discard.Write(FramedEvent(s, payload))
+		_ = s.Buffered() // as the relay asks, to know whether to flush
+	}
 }
 
 func benchStreamRelay(b *testing.B, oneARead bool) {
