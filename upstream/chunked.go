@@ -118,24 +118,16 @@ func (cr *chunkedReader) wholeChunk() (data []byte, span, line int, ok bool) {
 		}
 		at = 2
 	}
-	var size uint64
+	// The size line ends at its CR, within the 16 digits parseChunkSize allows and one more.
 	i := at
-digits:
-	for ; i < len(p) && i-at < 16; i++ { // 16 digits at most, as parseChunkSize allows
-		c := p[i]
-		switch {
-		case '0' <= c && c <= '9':
-			c -= '0'
-		case 'a' <= c && c <= 'f':
-			c -= 'a' - 10
-		case 'A' <= c && c <= 'F':
-			c -= 'A' - 10
-		default:
-			break digits
-		}
-		size = size<<4 | uint64(c)
+	for i < len(p) && i-at <= 16 && p[i] != '\r' {
+		i++
 	}
-	if i == at || size == 0 || len(p)-i < 2 || p[i] != '\r' || p[i+1] != '\n' {
+	if len(p)-i < 2 || p[i] != '\r' || p[i+1] != '\n' {
+		return nil, 0, 0, false
+	}
+	size, err := parseChunkSize(p[at:i])
+	if err != nil || size == 0 {
 		return nil, 0, 0, false
 	}
 	start := i + 2
