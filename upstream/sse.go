@@ -57,10 +57,9 @@ type sseReader struct {
 	// taken where it lies in the connection's buffer (chunkEvent), not copied into r's by the
 	// chunk decoder first.
 	chunks *answerBody
-	// chunk: buffered found the next event as chunkEvent takes it, a chunk of its own in the
-	// connection's buffer (its data, the buffered bytes it spans, its size line's length, the
-	// end of its data line; zero: not found). Nothing reads between the two, so chunkEvent
-	// takes it without parsing the chunk and searching its line again; next clears it.
+	// chunk is the event buffered found in the connection's buffer for chunkEvent (zero: none).
+	// Nothing reads between the two, so chunkEvent takes it without parsing the chunk and
+	// searching its line again; next clears it.
 	chunk foundChunk
 }
 
