@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -159,7 +160,8 @@ func TestReportTargets(t *testing.T) {
 	chat := &result{sc: &scenario{name: "chat c=1", conc: 1}, cols: []*column{
 		{name: "direct", p50: us(100, 110, 90), p99: us(200, 210, 190), thr: []float64{1000, 1000, 1000}, rounds: []int{0, 1, 2}},
 		{name: "gateway", p50: us(150, 160, 140), p99: us(300, 310, 290), thr: []float64{700, 700, 700},
-			cpu: []float64{70, 90, 80}, user: 300, sys: 100, rounds: []int{0, 1, 2}},
+			cpu: []float64{70, 90, 80}, user: 300, sys: 100, rounds: []int{0, 1, 2},
+			client: []float64{60, 61, 62}, upstream: []float64{50, 50, 50}},
 		{name: "goblind", p50: us(130, 120, 125), p99: us(250, 260, 240), thr: []float64{900, 900, 900},
 			cpu: []float64{50, 50, 50}},
 		{name: "nginx", p50: us(180, 190, 170), p99: us(300, 310, 290), thr: []float64{800, 800, 800},
@@ -180,6 +182,7 @@ func TestReportTargets(t *testing.T) {
 		"| chat c=1 | 80 µs (25% kernel) | — | 50 µs | 35 µs |",
 		"| requests per second | 1000 req/s | 700 req/s (0.70× direct) | — | 900 req/s (0.90× direct) | 800 req/s (0.80× direct) |",
 		" +50 µs … +50 µs |\n", // the by-round spread of gateway − direct
+		"| chat c=1 | gateway | 61 µs | 50 µs | 80 µs | 191 µs |",
 	} {
 		if !strings.Contains(md, want) {
 			t.Errorf("report lacks %q:\n%s", want, md)
@@ -577,5 +580,66 @@ func TestSpreadPairsByRound(t *testing.T) {
 	}
 	if got := spread(nil, direct, p50); got != "—" {
 		t.Errorf("spread without the column = %q, want —", got)
+	}
+}
+
+// The machine's CPU per answer, by process: each column's load generator, fake upstream and
+// proxy, the medians of their rounds and their sum; no table when nothing was read.
+func TestPeersTable(t *testing.T) {
+	chat := &result{sc: &scenario{name: "chat c=64", conc: 64}, cols: []*column{
+		{name: "direct", client: []float64{40, 44, 42}, upstream: []float64{30, 31, 35}},
+		{name: "gateway", client: []float64{50, 46, 48}, upstream: []float64{33, 36, 34}, cpu: []float64{40, 41, 39}},
+		{name: "nginx"}, // no reading: no row
+	}}
+	var b strings.Builder
+	(&report{results: []*result{chat}}).peersTable(&b)
+	md := b.String()
+	for _, want := range []string{
+		"| row | column | load generator | fake upstream | proxy | the three |",
+		"| chat c=64 | direct | 42 µs | 31 µs | — | 73 µs |",
+		"| chat c=64 | gateway | 48 µs | 34 µs | 40 µs | 122 µs |",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("report lacks %q:\n%s", want, md)
+		}
+	}
+	if strings.Contains(md, "| chat c=64 | nginx |") {
+		t.Errorf("a column without readings has a row:\n%s", md)
+	}
+	chat.cols = chat.cols[2:]
+	b.Reset()
+	if (&report{results: []*result{chat}}).peersTable(&b); b.Len() != 0 {
+		t.Errorf("a table with no readings:\n%s", b.String())
+	}
+}
+
+// A round reads its peers' CPU before and after, and keeps the difference.
+func TestRoundReadsPeersCPU(t *testing.T) {
+	f := newFakeUpstream(8, 0)
+	srv := httptest.NewServer(f)
+	defer srv.Close()
+	c := newClient(2)
+	defer c.CloseIdleConnections()
+	reads := 0
+	ep := &endpoint{name: "direct", url: srv.URL + "/v1/chat/completions", body: chatBody("m", false, 512), client: c,
+		peers: func() (client, upstream cpuUse) {
+			reads++
+			return cpuUse{run: time.Duration(reads) * 7 * time.Millisecond}, cpuUse{run: time.Duration(reads) * 3 * time.Millisecond}
+		}}
+	r := runRound(context.Background(), ep, f.chat, 2, 20*time.Millisecond)
+	if reads != 2 || r.client.run != 7*time.Millisecond || r.upstream.run != 3*time.Millisecond {
+		t.Errorf("%d reads; client %v, upstream %v; want 2, 7ms, 3ms", reads, r.client.run, r.upstream.run)
+	}
+	// A scenario keeps each round's, per answer: 7 ms and 3 ms over the same answers.
+	res := runScenario(context.Background(), &scenario{name: "chat c=2", conc: 2, want: f.chat, cols: []*endpoint{ep}},
+		options{Rounds: 3, RoundTime: 10 * time.Millisecond}, func() int64 { return -1 })
+	col := res.cols[0]
+	if len(col.client) != 3 || len(col.upstream) != 3 {
+		t.Fatalf("%d and %d rounds of readings, want 3", len(col.client), len(col.upstream))
+	}
+	for i := range col.client {
+		if per := 7000 / col.client[i]; col.client[i] <= 0 || math.Abs(col.upstream[i]*per-3000) > 1e-6 {
+			t.Errorf("round %d: client %.3f µs, upstream %.3f µs an answer: not 7 ms and 3 ms over the same answers", i, col.client[i], col.upstream[i])
+		}
 	}
 }

@@ -247,6 +247,9 @@ func (e *environment) scenarios() []*scenario {
 			c = append(c, &endpoint{name: "nginx", url: "http://" + e.nginxAddr + "/v1/chat/completions", body: body,
 				client: nginx, cpu: procCPU(e.nginx, true)})
 		}
+		for _, ep := range c {
+			ep.peers = e.peersCPU()
+		}
 		return c
 	}
 	f := newFakeUpstream(o.Chunks, 0)
@@ -264,6 +267,16 @@ func (e *environment) scenarios() []*scenario {
 		client: gateway, cpu: ac[1].cpu})
 	auto.skip = e.autoProbe(auto.cols[2])
 	return append(out, auto)
+}
+
+// peersCPU reads the CPU use of the load generator, which is this process, and of the fake
+// upstream; nil when there is no fake upstream process to read.
+func (e *environment) peersCPU() func() (client, upstream cpuUse) {
+	if e.upstream == nil {
+		return nil
+	}
+	self, up := os.Getpid(), e.upstream.pid()
+	return func() (client, upstream cpuUse) { return cpuTime(false, self), cpuTime(false, up) }
 }
 
 // procCPU reads p's CPU use (and its children's: nginx's workers); nil when p is nil.

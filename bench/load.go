@@ -39,6 +39,10 @@ type endpoint struct {
 	client *http.Client
 	// cpu reads the CPU time the proxy serving this column has used; nil for none (direct).
 	cpu func() cpuUse
+	// peers reads the CPU time the load generator (the bench's own process) and the fake
+	// upstream have used; nil when unknown. Beside the proxy's, it says where the machine's CPU
+	// went in a round: what a throughput ratio on a machine they share comes down to.
+	peers func() (client, upstream cpuUse)
 }
 
 // shot is one request as the client saw it.
@@ -142,6 +146,9 @@ type round struct {
 	firstErr    error
 	elapsed     time.Duration
 	cpu         cpuUse // the proxy's CPU use over the round; zero when unknown
+	// client and upstream are the load generator's and the fake upstream's CPU use over the
+	// round (endpoint.peers); zero when unknown.
+	client, upstream cpuUse
 }
 
 func (r *round) throughput() float64 {
@@ -167,9 +174,12 @@ func runRound(ctx context.Context, ep *endpoint, want []byte, conc int, d time.D
 		res round
 		wg  sync.WaitGroup
 	)
-	var cpu0 cpuUse
+	var cpu0, client0, upstream0 cpuUse
 	if ep.cpu != nil {
 		cpu0 = ep.cpu()
+	}
+	if ep.peers != nil {
+		client0, upstream0 = ep.peers()
 	}
 	start := time.Now()
 	for range conc {
@@ -213,6 +223,10 @@ func runRound(ctx context.Context, ep *endpoint, want []byte, conc int, d time.D
 	res.elapsed = time.Since(start)
 	if ep.cpu != nil {
 		res.cpu = ep.cpu().minus(cpu0)
+	}
+	if ep.peers != nil {
+		client, upstream := ep.peers()
+		res.client, res.upstream = client.minus(client0), upstream.minus(upstream0)
 	}
 	slices.Sort(res.total)
 	slices.Sort(res.ttfb)

@@ -40,6 +40,7 @@ func (r *report) markdown() string {
 	r.latencyTable(&b)
 	r.throughputTable(&b)
 	r.cpuTable(&b)
+	r.peersTable(&b)
 	r.autoTable(&b)
 	r.memoryTable(&b)
 	r.targets(&b)
@@ -222,6 +223,39 @@ func (r *report) cpuTable(b *strings.Builder) {
 		}
 		b.WriteString("\n")
 	}
+	b.WriteString("\n")
+}
+
+// peersTable is where the machine's CPU went in each column: the load generator's, the fake
+// upstream's and the proxy's time per answer. The three share the machine, so a column's
+// throughput is bounded by their sum, and a proxy can cost more than its own CPU: what it makes
+// its peers spend beside what they spend for a direct answer.
+func (r *report) peersTable(b *strings.Builder) {
+	var rows strings.Builder
+	for _, res := range r.results {
+		if res.sc.auto {
+			continue
+		}
+		for _, c := range res.cols {
+			if len(c.client) == 0 {
+				continue
+			}
+			client, upstream := medianFloat(c.client), medianFloat(c.upstream)
+			proxy, sum := " — |", client+upstream
+			if len(c.cpu) > 0 {
+				proxy = fmt.Sprintf(" %.0f µs |", medianFloat(c.cpu))
+				sum += medianFloat(c.cpu)
+			}
+			fmt.Fprintf(&rows, "| %s | %s | %.0f µs | %.0f µs |%s %.0f µs |\n", res.sc.name, c.name, client, upstream, proxy, sum)
+		}
+	}
+	if rows.Len() == 0 {
+		return
+	}
+	b.WriteString("### The machine's CPU per answer, by process (median of rounds; each process's CPU time over a round ÷ answers; " +
+		"the load generator is the bench's own process)\n\n")
+	b.WriteString("| row | column | load generator | fake upstream | proxy | the three |\n|---|---|---|---|---|---|\n")
+	b.WriteString(rows.String())
 	b.WriteString("\n")
 }
 

@@ -38,6 +38,9 @@ type column struct {
 	ttfb99 []time.Duration
 	thr    []float64 // requests per second, per round
 	cpu    []float64 // the proxy's CPU µs per request, per round (rounds with a CPU reading)
+	// client and upstream are the load generator's and the fake upstream's CPU µs per request,
+	// per round (rounds with a reading of both).
+	client, upstream []float64
 	// user and sys are the proxy's clock ticks in user and in kernel mode over those rounds.
 	user, sys int64
 	requests  int
@@ -116,12 +119,21 @@ func runScenario(ctx context.Context, sc *scenario, o options, conns func() int6
 			c.ttfb50 = append(c.ttfb50, quantile(r.ttfb, 0.50))
 			c.ttfb99 = append(c.ttfb99, quantile(r.ttfb, 0.99))
 			c.thr = append(c.thr, r.throughput())
+			if r.client.run > 0 && r.upstream.run > 0 {
+				c.client = append(c.client, perAnswer(r.client, len(r.total)))
+				c.upstream = append(c.upstream, perAnswer(r.upstream, len(r.total)))
+			}
 			if r.cpu.run > 0 {
-				c.cpu = append(c.cpu, float64(r.cpu.run)/float64(time.Microsecond)/float64(len(r.total)))
+				c.cpu = append(c.cpu, perAnswer(r.cpu, len(r.total)))
 				c.user += r.cpu.user
 				c.sys += r.cpu.sys
 			}
 		}
 	}
 	return res
+}
+
+// perAnswer is u's CPU time in µs per answer of n.
+func perAnswer(u cpuUse, n int) float64 {
+	return float64(u.run) / float64(time.Microsecond) / float64(n)
 }
