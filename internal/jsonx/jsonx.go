@@ -336,7 +336,7 @@ func NonEmptyArray(body []byte, key string) bool {
 // cost of the one backward pass.
 func Last(body []byte, key string) (value []byte, ok bool) {
 	for i := len(body); ; {
-		i = bytes.LastIndexByte(body[:i], ':')
+		i = lastByte(body, i, ':')
 		if i < 0 {
 			return nil, false
 		}
@@ -359,6 +359,32 @@ func Last(body []byte, key string) (value []byte, ok bool) {
 		return nil, false
 	}
 	return body[m.valStart:m.valEnd], true
+}
+
+// lastByte is bytes.LastIndexByte(b[:i], c), read eight bytes a step from the end: the standard
+// library's is a loop a byte a step on amd64 (it has no vector form), and Last calls it once a
+// colon from an answer's end to its usage (BenchmarkUsage on the bench's answer, whose usage is
+// 75 bytes from its end: 2,127 → 1,959 instructions).
+func lastByte(b []byte, i int, c byte) int {
+	const lows = ones * 0x7f
+	b = b[:i]
+	cc := ones * uint64(c)
+	for len(b) >= 8 {
+		y := binary.LittleEndian.Uint64(b[len(b)-8:]) ^ cc
+		// The high bit of each byte of y that is zero, and of no other: adding 0x7f to its low
+		// seven bits carries into the high bit unless they are zero, and no byte carries into
+		// the next.
+		if m := ^((y&lows + lows) | y | lows); m != 0 {
+			return len(b) - 8 + (63-bits.LeadingZeros64(m))>>3
+		}
+		b = b[:len(b)-8]
+	}
+	for k := len(b) - 1; k >= 0; k-- {
+		if b[k] == c {
+			return k
+		}
+	}
+	return -1
 }
 
 // escaped reports whether body[i] follows an odd run of backslashes.

@@ -160,3 +160,35 @@ func escapedKey(body string) bool {
 	}
 	return walk(bytes.TrimSpace([]byte(body)))
 }
+
+// TestLastByte holds lastByte to bytes.LastIndexByte: the byte at every offset of every length
+// up to three words, alone, twice, after and among bytes that differ from it by one bit (its
+// high bit's included), from every end.
+func TestLastByte(t *testing.T) {
+	for _, c := range []byte{':', 0, 0x80, 0xff, 'a'} {
+		for n := range 25 {
+			for _, fill := range []byte{' ', c ^ 1, c ^ 0x80, c ^ 0x40, c + 1} {
+				b := bytes.Repeat([]byte{fill}, n)
+				check := func() {
+					t.Helper()
+					for i := 0; i <= len(b); i++ {
+						if got, want := lastByte(b, i, c), bytes.LastIndexByte(b[:i], c); got != want {
+							t.Fatalf("lastByte(%q, %d, %q) = %d, want %d", b, i, c, got, want)
+						}
+					}
+				}
+				check()
+				for k := range n {
+					b[k] = c
+					check()
+					for j := k + 1; j < n; j++ {
+						b[j] = c
+						check()
+						b[j] = fill
+					}
+					b[k] = fill
+				}
+			}
+		}
+	}
+}
