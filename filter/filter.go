@@ -20,6 +20,15 @@ type Filter interface {
 	Keep(req *core.Request, t *core.Target) (ok bool, reason string)
 }
 
+// passer is a Filter that can tell from the request alone that it keeps every target: Privacy
+// for a request that is not strict, Vision for one without images, Tools for one that declares
+// no tools, which is nearly every request. RunInto then does not ask it target by target, a
+// call each (TestRunIntoSkipsPassingStage). passes must never say so of a request for which Keep
+// drops a target (TestPassesKeepsEvery): a stage skipped so drops nothing, as it would have.
+type passer interface {
+	passes(req *core.Request) bool
+}
+
 // Drop records one target removed by one filter.
 type Drop struct {
 	Target, Filter, Reason string
@@ -99,6 +108,9 @@ func RunInto(kept []*core.Target, req *core.Request, targets []*core.Target, sta
 	for _, st := range stages {
 		if len(kept) == 0 {
 			break
+		}
+		if p, ok := st.Filter.(passer); ok && p.passes(req) {
+			continue
 		}
 		mark := len(res.Drops)
 		n := 0

@@ -35,6 +35,8 @@ func (Privacy) Keep(req *core.Request, t *core.Target) (bool, string) {
 	return true, ""
 }
 
+func (Privacy) passes(req *core.Request) bool { return !req.Strict }
+
 // Vision keeps requests with images off targets that cannot see them.
 type Vision struct{}
 
@@ -49,6 +51,8 @@ func (Vision) Keep(req *core.Request, t *core.Target) (bool, string) {
 	return true, ""
 }
 
+func (Vision) passes(req *core.Request) bool { return !req.Images }
+
 // Tools keeps requests that declare tools off targets that cannot call them.
 type Tools struct{}
 
@@ -62,6 +66,8 @@ func (Tools) Keep(req *core.Request, t *core.Target) (bool, string) {
 	}
 	return true, ""
 }
+
+func (Tools) passes(req *core.Request) bool { return !req.Tools }
 
 // Specialist keeps a request with a route hint (x-route-hint) off a SAIF target whose
 // specialists do not include it: sent there, the hint was a 400 that ended the chain, though
