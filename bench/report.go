@@ -253,7 +253,7 @@ func (r *report) peersTable(b *strings.Builder) {
 		return
 	}
 	b.WriteString("### The machine's CPU per answer, by process (median of rounds; each process's CPU time over a round ÷ answers; " +
-		"the load generator is the bench's own process)\n\n")
+		"the load generator is the bench's own process; the three: the sum of the three medians)\n\n")
 	b.WriteString("| row | column | load generator | fake upstream | proxy | the three |\n|---|---|---|---|---|---|\n")
 	b.WriteString(rows.String())
 	b.WriteString("\n")
