@@ -171,7 +171,7 @@ func TestReportTargets(t *testing.T) {
 		skipped: []string{"auto c=1: skipped: the gateway answers 404 for model \"auto\""},
 		memory:  memoryResult{Idle: memory{RSS: 12 << 20}}}
 	md := r.markdown()
-	for _, want := range []string{
+	reportHas(t, md,
 		"| row | direct p50 | gateway p50 | goproxy p50 | goblind p50 | nginx p50 | direct p99 |",
 		"| chat c=1 | 100 µs | +50 µs (1.50×) | — | +25 µs (1.25×) | +80 µs (1.80×) |",
 		"gateway − goblind (a Go relay that only frames and copies): +25 µs, the gateway's own work and the head parsing, pooling and timeouts goblind skips; goblind − nginx: −55 µs",
@@ -183,11 +183,7 @@ func TestReportTargets(t *testing.T) {
 		"| requests per second | 1000 req/s | 700 req/s (0.70× direct) | — | 900 req/s (0.90× direct) | 800 req/s (0.80× direct) |",
 		" +50 µs … +50 µs |\n", // the by-round spread of gateway − direct
 		"| chat c=1 | gateway | 61 µs | 50 µs | 80 µs | 191 µs |",
-	} {
-		if !strings.Contains(md, want) {
-			t.Errorf("report lacks %q:\n%s", want, md)
-		}
-	}
+	)
 
 	// A value that rounds to the limit but is over it reads as over it.
 	auto := &result{sc: &scenario{name: "auto c=1", conc: 1, auto: true}, cols: []*column{
@@ -197,9 +193,7 @@ func TestReportTargets(t *testing.T) {
 	}}
 	r = &report{opts: options{Rounds: 1, Chunks: 8, LogLevel: "info"}, results: []*result{auto},
 		memory: memoryResult{Idle: memory{RSS: 12 << 20}}}
-	if want, md := "auto − explicit at p50 ≤ 20 µs: +20.4 µs — **not met**", r.markdown(); !strings.Contains(md, want) {
-		t.Errorf("report lacks %q:\n%s", want, md)
-	}
+	reportHas(t, r.markdown(), "auto − explicit at p50 ≤ 20 µs: +20.4 µs — **not met**")
 
 	// The slow streams' table has an nginx row when nginx ran them, with each row's median first
 	// event, and the target names nginx's count; without nginx, neither.
@@ -219,15 +213,11 @@ func TestReportTargets(t *testing.T) {
 	}
 	r.memory.Nginx = []streamsResult{streams(0, 40*time.Millisecond)}
 	md = r.markdown()
-	for _, want := range []string{
+	reportHas(t, md,
 		"| gateway | 10 | 320 | 1 (0) | 1000 µs | 90.0 ms | 0 | 1s | 1 |",
 		"| nginx | 10 | 320 | 0 (0) | 1000 µs | 40.0 ms | 0 | 1s | 0 |",
 		"1 held back through the gateway, 2 straight to the upstream, 0 through nginx",
-	} {
-		if !strings.Contains(md, want) {
-			t.Errorf("report lacks %q:\n%s", want, md)
-		}
-	}
+	)
 
 	// With several bursts a row is the median burst, whole (its own first event beside its
 	// count), every burst's count listed in the order run; the target reads the medians, and a
@@ -236,17 +226,13 @@ func TestReportTargets(t *testing.T) {
 	r.memory.Direct = []streamsResult{streams(8, 50*time.Millisecond), streams(30, 60*time.Millisecond), streams(1, 55*time.Millisecond)}
 	r.memory.Nginx = []streamsResult{streams(22, 40*time.Millisecond), streams(2, 41*time.Millisecond), streams(0, 42*time.Millisecond)}
 	md = r.markdown()
-	for _, want := range []string{
+	reportHas(t, md,
 		"ran 3 such bursts in turn (direct, gateway, nginx, direct …)",
 		"| gateway | 10 | 320 | 12 (6) | 1000 µs | 70.0 ms | 0 | 1s | 183, 0, 12 |",
 		"| direct | 10 | 320 | 8 (4) | 1000 µs | 50.0 ms | 0 | 1s | 8, 30, 1 |",
 		"| nginx | 10 | 320 | 2 (1) | 1000 µs | 41.0 ms | 0 | 1s | 22, 2, 0 |",
 		"(median of 3 bursts): 12 held back through the gateway, 8 straight to the upstream, 2 through nginx — **not met**",
-	} {
-		if !strings.Contains(md, want) {
-			t.Errorf("report lacks %q:\n%s", want, md)
-		}
-	}
+	)
 	r.memory.Gateway[2].HeldBack = 5
 	r.memory.Gateway[0].Errors, r.memory.Gateway[0].FirstErr = 1, "EOF"
 	md = r.markdown()
@@ -432,9 +418,7 @@ func TestFewAnswersSaidInTheReport(t *testing.T) {
 	res := runScenario(context.Background(), sc, options{Rounds: 3, RoundTime: 10 * time.Millisecond}, func() int64 { return -1 })
 	md := (&report{opts: options{Rounds: 3, LogLevel: "info"}, results: []*result{res}}).markdown()
 	for _, col := range []string{"direct", "gateway"} {
-		if want := "- chat c=1, " + col + ": p99 of a round of fewer than 100 answers is its slowest answer"; !strings.Contains(md, want) {
-			t.Errorf("report lacks %q:\n%s", want, md)
-		}
+		reportHas(t, md, "- chat c=1, "+col+": p99 of a round of fewer than 100 answers is its slowest answer")
 	}
 }
 
@@ -594,15 +578,11 @@ func TestPeersTable(t *testing.T) {
 	var b strings.Builder
 	(&report{results: []*result{chat}}).peersTable(&b)
 	md := b.String()
-	for _, want := range []string{
+	reportHas(t, md,
 		"| row | column | load generator | fake upstream | proxy | the three |",
 		"| chat c=64 | direct | 42 µs | 31 µs | — | 73 µs |",
 		"| chat c=64 | gateway | 48 µs | 34 µs | 40 µs | 122 µs |",
-	} {
-		if !strings.Contains(md, want) {
-			t.Errorf("report lacks %q:\n%s", want, md)
-		}
-	}
+	)
 	if strings.Contains(md, "| chat c=64 | nginx |") {
 		t.Errorf("a column without readings has a row:\n%s", md)
 	}
@@ -640,6 +620,16 @@ func TestRoundReadsPeersCPU(t *testing.T) {
 	for i := range col.client {
 		if per := 7000 / col.client[i]; col.client[i] <= 0 || math.Abs(col.upstream[i]*per-3000) > 1e-6 {
 			t.Errorf("round %d: client %.3f µs, upstream %.3f µs an answer: not 7 ms and 3 ms over the same answers", i, col.client[i], col.upstream[i])
+		}
+	}
+}
+
+// reportHas fails t for each of wants that md does not contain.
+func reportHas(t *testing.T, md string, wants ...string) {
+	t.Helper()
+	for _, want := range wants {
+		if !strings.Contains(md, want) {
+			t.Errorf("report lacks %q:\n%s", want, md)
 		}
 	}
 }
