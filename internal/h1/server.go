@@ -208,6 +208,9 @@ func (s *Server) Serve(ln net.Listener) error {
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.inShutdown.Store(true)
 	s.closeListeners()
+	// closeIdle reads the clock Serve starts (s.now, from initSweep): after this, a Serve has
+	// started it or never will, and has no connection to read it for (TestShutdownAsServeStarts).
+	s.sweepOnce.Do(func() {})
 	wait := time.Millisecond
 	for {
 		if s.closeIdle() {

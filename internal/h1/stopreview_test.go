@@ -30,3 +30,27 @@ func TestServeAfterShutdownClosesListener(t *testing.T) {
 		t.Error("the listener still accepts connections after Serve returned")
 	}
 }
+
+// TestShutdownAsServeStarts: Shutdown called while Serve's goroutine is starting (the gateway
+// told to stop as it starts) reads the server's clock only once Serve has set it, or once Serve
+// never will: under -race, a Shutdown that read it unordered with Serve's first steps was a data
+// race (seen in TestDemoStoppedBeforeListeningInvitesNoOne). Both return, and the listener is
+// closed.
+func TestShutdownAsServeStarts(t *testing.T) {
+	for range 200 {
+		s := &Server{Handler: http.NotFoundHandler()}
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		served := make(chan error, 1)
+		go func() { served <- s.Serve(ln) }()
+		if err := s.Shutdown(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if err := <-served; !errors.Is(err, http.ErrServerClosed) {
+			t.Fatalf("Serve: %v", err)
+		}
+		ln.Close()
+	}
+}
