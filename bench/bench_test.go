@@ -128,16 +128,12 @@ func TestChatBody(t *testing.T) {
 // A short closed-loop round against the fake upstream: every answer has the expected length,
 // streams included, and nothing fails.
 func TestRoundAgainstFakeUpstream(t *testing.T) {
-	f := newFakeUpstream(8, 0)
-	srv := httptest.NewServer(f)
-	defer srv.Close()
-	c := newClient(8)
-	defer c.CloseIdleConnections()
+	f, srvURL, c := fakeChat(t, 8, 8)
 	for _, tc := range []struct {
 		stream bool
 		want   []byte
 	}{{false, f.chat}, {true, f.streamBody()}} {
-		ep := &endpoint{name: "direct", url: srv.URL + "/v1/chat/completions", body: chatBody("m", tc.stream, 512), client: c}
+		ep := &endpoint{name: "direct", url: srvURL + "/v1/chat/completions", body: chatBody("m", tc.stream, 512), client: c}
 		r := runRound(context.Background(), ep, tc.want, 4, 50*time.Millisecond)
 		if r.errors != 0 || len(r.total) == 0 {
 			t.Fatalf("stream=%v: %d answers, %d errors, first %v", tc.stream, len(r.total), r.errors, r.firstErr)
@@ -147,7 +143,7 @@ func TestRoundAgainstFakeUpstream(t *testing.T) {
 		}
 	}
 	// An answer of the wrong length is an error, not a sample.
-	ep := &endpoint{name: "direct", url: srv.URL + "/v1/chat/completions", body: chatBody("m", false, 512), client: c}
+	ep := &endpoint{name: "direct", url: srvURL + "/v1/chat/completions", body: chatBody("m", false, 512), client: c}
 	if _, err := do(context.Background(), ep, append(bytes.Clone(f.chat), 'x'), make([]byte, 1024)); err == nil ||
 		!strings.Contains(err.Error(), "want") {
 		t.Errorf("a short answer gave %v", err)
@@ -595,13 +591,9 @@ func TestPeersTable(t *testing.T) {
 
 // A round reads its peers' CPU before and after, and keeps the difference.
 func TestRoundReadsPeersCPU(t *testing.T) {
-	f := newFakeUpstream(8, 0)
-	srv := httptest.NewServer(f)
-	defer srv.Close()
-	c := newClient(2)
-	defer c.CloseIdleConnections()
+	f, srvURL, c := fakeChat(t, 8, 2)
 	reads := 0
-	ep := &endpoint{name: "direct", url: srv.URL + "/v1/chat/completions", body: chatBody("m", false, 512), client: c,
+	ep := &endpoint{name: "direct", url: srvURL + "/v1/chat/completions", body: chatBody("m", false, 512), client: c,
 		peers: func() (client, upstream cpuUse) {
 			reads++
 			return cpuUse{run: time.Duration(reads) * 7 * time.Millisecond}, cpuUse{run: time.Duration(reads) * 3 * time.Millisecond}
@@ -632,4 +624,16 @@ func reportHas(t *testing.T, md string, wants ...string) {
 			t.Errorf("report lacks %q:\n%s", want, md)
 		}
 	}
+}
+
+// fakeChat is a fake upstream (its streams of the given number of events) behind a test server, its URL and a client of
+// conns connections to it, all closed when t ends.
+func fakeChat(t *testing.T, events, conns int) (*fakeUpstream, string, *http.Client) {
+	t.Helper()
+	f := newFakeUpstream(events, 0)
+	srv := httptest.NewServer(f)
+	t.Cleanup(srv.Close)
+	c := newClient(conns)
+	t.Cleanup(c.CloseIdleConnections)
+	return f, srv.URL, c
 }

@@ -228,6 +228,7 @@ func (e *environment) scenarios() []*scenario {
 	if e.goblind != nil {
 		goblind = e.client(pool)
 	}
+	peers := e.peersCPU()
 	cols := func(stream bool) []*endpoint {
 		body := chatBody("bench", stream, o.PromptBytes)
 		c := []*endpoint{
@@ -248,7 +249,7 @@ func (e *environment) scenarios() []*scenario {
 				client: nginx, cpu: procCPU(e.nginx, true)})
 		}
 		for _, ep := range c {
-			ep.peers = e.peersCPU()
+			ep.peers = peers
 		}
 		return c
 	}
