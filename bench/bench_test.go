@@ -626,8 +626,8 @@ func reportHas(t *testing.T, md string, wants ...string) {
 	}
 }
 
-// fakeChat is a fake upstream (its streams of the given number of events) behind a test server, its URL and a client of
-// conns connections to it, all closed when t ends.
+// fakeChat is a fake upstream (its streams of the given number of events) behind a test
+// server, the server's URL and a client of conns connections to it, all closed when t ends.
 func fakeChat(t *testing.T, events, conns int) (*fakeUpstream, string, *http.Client) {
 	t.Helper()
 	f := newFakeUpstream(events, 0)
