@@ -10,6 +10,7 @@ import (
 	"os"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 )
 
@@ -131,7 +132,16 @@ type h1Conn struct {
 	// (release): the write deadline the sweeper set may outlast a write that ended meanwhile.
 	early atomic.Bool
 	vec   [1 + len(payload{})][]byte // a POST's head and body, for writev (see outgoing.send)
-	out   net.Buffers                // what of vec is left to write
+	// raw is the socket's RawConn and writeWait its method writeThenWait, made once for the
+	// connection's whole requests (see writeWhole), with pending, what is left of the one being
+	// written, and wrote, whether writeThenWait wrote it already. headSet is whether
+	// writeThenWait moved the exchange to its head's phase, which exchange then does not.
+	raw       syscall.RawConn
+	writeWait func(fd uintptr) bool
+	pending   []byte
+	wrote     bool
+	headSet   bool
+	out       net.Buffers // what of vec is left to write
 	// hdr is the header map the adapters' answers on this connection fill in turn (see post):
 	// an answer's map is free again once its body has ended.
 	hdr    http.Header
@@ -218,8 +228,7 @@ func (o *outgoing) send(c *h1Conn) error {
 			for _, b := range p.body {
 				head = append(head, b...)
 			}
-			_, err := tc.Write(head)
-			return err
+			return c.writeWhole(tc, head)
 		}
 		c.vec[0] = head
 		copy(c.vec[1:], p.body[:])
@@ -348,6 +357,7 @@ func (t *h1Transport) exchange(ctx context.Context, c *h1Conn, out *outgoing) (*
 	// goroutine reads it (TestH1EarlyAnswerToALargeBody).
 	// A write the sweeper stopped because an answer had come (early) is the same case, with a
 	// server that keeps the connection open and reads nothing more (TestEarlyAnswerStopsTheWrite).
+	c.headSet = false
 	werr := out.send(c)
 	early := c.early.Load()
 	if werr != nil && (!early && !peerEnded(werr) || !c.phase.CompareAndSwap(phaseWrite, phaseHead)) {
@@ -365,7 +375,7 @@ func (t *h1Transport) exchange(ctx context.Context, c *h1Conn, out *outgoing) (*
 	if early && werr != nil {
 		werr = errAnsweredEarly // not the write deadline's error, which would read as a timeout
 	}
-	if werr == nil && !c.phase.CompareAndSwap(phaseWrite, phaseHead) {
+	if werr == nil && !c.headSet && !c.phase.CompareAndSwap(phaseWrite, phaseHead) {
 		return nil, false, t.interrupted(ctx, c)
 	}
 	a, _ := t.answers.Get().(*h1Answer)

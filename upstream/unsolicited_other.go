@@ -16,3 +16,10 @@ func peerEnded(error) bool { return false }
 // until it ends, fails or runs out of the target's timeout, whatever the server answered
 // meanwhile, and a head that came while it was being written is read once the write ends.
 func earlyAnswer(net.Conn) (refused, answered bool) { return false, false }
+
+// writeWhole writes b, a whole request, on c. There is no waiting for its answer here (see the
+// unix version): the answer's first read waits.
+func (c *h1Conn) writeWhole(tc *net.TCPConn, b []byte) error {
+	_, err := tc.Write(b)
+	return err
+}
