@@ -234,6 +234,18 @@ type countSpec struct {
 	start func(ctx context.Context, dir string, vg []string) (p *proc, url string, err error)
 }
 
+// withI1 is spec with cachegrind simulating a first-level instruction cache of size bytes,
+// 8-way with 64-byte lines (--count-i1), instead of the one this CPU has. The misses a request
+// at a size large enough to hold the code it runs are none: the size where they end says how
+// much code that is, which the misses at the CPU's own size do not.
+func withI1(spec countSpec, size int) countSpec {
+	start := spec.start
+	spec.start = func(ctx context.Context, dir string, vg []string) (*proc, string, error) {
+		return start(ctx, dir, append([]string{fmt.Sprintf("--I1=%d,8,64", size)}, vg...))
+	}
+	return spec
+}
+
 // countRun starts the proxy under cachegrind, sends warm and then n requests one at a time
 // through one kept-alive connection, stops it and reads what cachegrind wrote. With dest, it
 // runs the proxy under callgrind instead, writes its profile to dest and returns none (see
@@ -435,6 +447,11 @@ func runCount(ctx context.Context, e *environment, n int) ([]countResult, error)
 			}
 			return p, "http://" + addr + "/v1/chat/completions", nil
 		}})
+	}
+	if size := e.opts.CountI1; size > 0 {
+		for i := range specs {
+			specs[i] = withI1(specs[i], size)
+		}
 	}
 	var res []countResult
 	for _, row := range rows {

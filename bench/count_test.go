@@ -109,6 +109,7 @@ func TestCount(t *testing.T) {
 	t.Run("patch", func(t *testing.T) { testPatchCputicks(t, bin) })
 	t.Run("goblind", func(t *testing.T) { testCountGoBlind(t, bin) })
 	t.Run("callgrind", func(t *testing.T) { testCallgrindGoBlind(t, bin) })
+	t.Run("i1", func(t *testing.T) { testCountI1GoBlind(t, bin) })
 	// A stripped binary (go run, go test) is refused with a reason.
 	exe, err := os.Executable()
 	if err != nil {
@@ -365,5 +366,50 @@ func TestCallgrindNeedsCount(t *testing.T) {
 	o, err := parseOptions([]string{"--count", "10", "--callgrind", "profiles"}, io.Discard)
 	if err != nil || o.Callgrind != "profiles" || o.Count != 10 {
 		t.Errorf("--count 10 --callgrind profiles: %+v, %v", o, err)
+	}
+}
+
+// --count-i1 sizes the instruction cache cachegrind simulates; only with --count, without
+// --callgrind, and only sizes cachegrind takes (a power of two of 4 KB or more).
+func TestCountI1Options(t *testing.T) {
+	o, err := parseOptions([]string{"--count", "10", "--count-i1", "262144"}, io.Discard)
+	if err != nil || o.CountI1 != 262144 {
+		t.Errorf("--count 10 --count-i1 262144: %+v, %v", o, err)
+	}
+	for _, args := range [][]string{
+		{"--count-i1", "262144"},
+		{"--count", "10", "--callgrind", "p", "--count-i1", "262144"},
+		{"--count", "10", "--count-i1", "100000"},
+		{"--count", "10", "--count-i1", "2048"},
+		{"--count", "10", "--count-i1", "134217728"},
+		{"--count", "10", "--count-i1", "-4096"},
+	} {
+		if _, err := parseOptions(args, io.Discard); err == nil || !strings.Contains(err.Error(), "--count-i1") {
+			t.Errorf("%q: %v, want an error about --count-i1", args, err)
+		}
+	}
+}
+
+// --count-i1 reaches cachegrind: goblind's relay, whose code a 4 KB instruction cache cannot
+// hold, misses in it on every request, and in a 1 MB one next to never.
+func testCountI1GoBlind(t *testing.T, built string) {
+	spec, f, dir := patchedGoBlind(t, built, "valgrind")
+	row := countRow{name: "chat", body: chatBody("m", false, 512), want: f.chat}
+	misses := map[int]float64{}
+	for _, size := range []int{4 << 10, 1 << 20} {
+		sized := withI1(spec, size)
+		short, err := countRun(context.Background(), sized, dir, 5, 20, row, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		long, err := countRun(context.Background(), sized, dir, 5, 40, row, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		total, _ := perRequest(short, long, 20)
+		misses[size] = total.I1mr
+	}
+	if small, large := misses[4<<10], misses[1<<20]; small < 50 || large > small/10 {
+		t.Errorf("L1i misses a request: %.0f with a 4 KB cache, %.0f with 1 MB; want many, then next to none", small, large)
 	}
 }

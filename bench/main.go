@@ -97,6 +97,7 @@ type options struct {
 	GatewayBin   string
 	Count        int
 	Callgrind    string
+	CountI1      int
 }
 
 func parseOptions(args []string, stderr io.Writer) (options, error) {
@@ -123,6 +124,7 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	fs.DurationVar(&o.ProfileTime, "profile-time", 10*time.Second, "duration of each profile")
 	fs.StringVar(&o.GatewayBin, "gateway", "", "use this gateway binary instead of building ./cmd/gateway")
 	fs.IntVar(&o.Count, "count", 0, "instead of timing, count instructions and cache misses per request under valgrind's cachegrind, over this many requests (1000 is a good start)")
+	fs.IntVar(&o.CountI1, "count-i1", 0, "with --count, simulate a first-level instruction cache of this many bytes (8-way, 64-byte lines; a power of two from 4096 to 67108864) instead of this CPU's: the size at which a row's L1i misses end is the size of the code it runs each request")
 	fs.StringVar(&o.Callgrind, "callgrind", "", "with --count, run the gateway under valgrind's callgrind instead, once a row, and write each row's profile (costs by caller, for callgrind_annotate) into this directory")
 	if err := fs.Parse(args); err != nil {
 		return o, usageError{err.Error()}
@@ -178,6 +180,10 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 		return o, usageError{"--count must be from 1 to 100000 requests (0: time, do not count)"}
 	case o.Callgrind != "" && o.Count == 0:
 		return o, usageError{"--callgrind needs --count: how many requests each row's profile covers"}
+	case o.CountI1 != 0 && (o.Count == 0 || o.Callgrind != ""):
+		return o, usageError{"--count-i1 needs --count, without --callgrind (which simulates no cache)"}
+	case o.CountI1 != 0 && (o.CountI1 < 4096 || o.CountI1 > 64<<20 || o.CountI1&(o.CountI1-1) != 0):
+		return o, usageError{"--count-i1 must be a power of two from 4096 to 67108864 bytes"}
 	}
 	return o, nil
 }
@@ -272,7 +278,11 @@ func countOnly(ctx context.Context, env *environment, stdout io.Writer) error {
 	}
 	m := describeMachine()
 	md := fmt.Sprintf("## Benchmark: `go run ./bench %s`\n\nMachine: %d CPUs (%s), %s, %s. Request body %d bytes.\n\n",
-		strings.Join(os.Args[1:], " "), m.CPUs, m.CPUModel, m.OS, m.GoVersion, o.PromptBytes) + countMarkdown(res, o.Count, 40)
+		strings.Join(os.Args[1:], " "), m.CPUs, m.CPUModel, m.OS, m.GoVersion, o.PromptBytes)
+	if o.CountI1 > 0 {
+		md += fmt.Sprintf("The first-level instruction cache simulated is %d KB, 8-way, with 64-byte lines (--count-i1), not this CPU's.\n\n", o.CountI1>>10)
+	}
+	md += countMarkdown(res, o.Count, 40)
 	if _, err := io.WriteString(stdout, md); err != nil {
 		return err
 	}
