@@ -119,6 +119,23 @@ func TestDestCache(t *testing.T) {
 	}
 }
 
+// notTCP hides a connection's type, so that a request goes through the write buffer.
+type notTCP struct{ net.Conn }
+
+// postDials are the dials for the two ways a POST goes out: "tcp", on a TCP connection, in one
+// write(2) or writev(2) (outgoing.send), and "buffered", through the write buffer, on a
+// connection whose type is hidden.
+func postDials() map[string]func(ctx context.Context, network, addr string) (net.Conn, error) {
+	var d net.Dialer
+	return map[string]func(ctx context.Context, network, addr string) (net.Conn, error){
+		"tcp": d.DialContext,
+		"buffered": func(ctx context.Context, network, addr string) (net.Conn, error) {
+			c, err := d.DialContext(ctx, network, addr)
+			return notTCP{c}, err
+		},
+	}
+}
+
 // TestPostSameBytesBothWays: a POST goes out as the same bytes whether written in one write(2)
 // with its body copied after the head (a TCP connection, a body that fits in the write buffer),
 // in one writev(2) from the caller's body (a TCP connection, a larger body) or through the write
@@ -147,16 +164,7 @@ func TestPostSameBytesBothWays(t *testing.T) {
 			c.Close()
 		}
 	}()
-	// notTCP hides the connection's type, so that the request goes through the write buffer.
-	type notTCP struct{ net.Conn }
-	var d net.Dialer
-	dials := map[string]func(ctx context.Context, network, addr string) (net.Conn, error){
-		"tcp": d.DialContext,
-		"buffered": func(ctx context.Context, network, addr string) (net.Conn, error) {
-			c, err := d.DialContext(ctx, network, addr)
-			return notTCP{c}, err
-		},
-	}
+	dials := postDials()
 	tg := &core.Target{APIKey: core.Secret("sk-test")}
 	base := "http://" + ln.Addr().String() + "/v1"
 	// The small body fits in the write buffer after the head (one write); the large one does

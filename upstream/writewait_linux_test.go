@@ -1,11 +1,9 @@
 package upstream
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"strconv"
@@ -32,42 +30,6 @@ func readCalls(t *testing.T) (int, bool) {
 	return 0, false
 }
 
-// slowAnswers is a loopback server that answers each request on a kept-alive connection with
-// {} a little after it has read it, so that nothing of the answer is there when the client
-// reads right after its request. It returns the server's address.
-func slowAnswers(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				br := bufio.NewReader(c)
-				for {
-					req, err := http.ReadRequest(br)
-					if err != nil {
-						return
-					}
-					_, _ = io.Copy(io.Discard, req.Body)
-					time.Sleep(time.Millisecond)
-					if _, err := io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}"); err != nil {
-						return
-					}
-				}
-			}()
-		}
-	}()
-	return ln.Addr().String()
-}
-
 // TestWholeRequestWaitsBeforeItsRead: a POST written whole on a TCP connection waits for its
 // answer before the answer's first read (writeWhole), where a read right after the request
 // finds nothing yet and fails with EAGAIN before the wait: counted in the process's read calls,
@@ -77,20 +39,18 @@ func TestWholeRequestWaitsBeforeItsRead(t *testing.T) {
 	if _, ok := readCalls(t); !ok {
 		t.Skip("/proc/self/io does not count read calls here")
 	}
-	base := "http://" + slowAnswers(t) + "/v1"
-	type notTCP struct{ net.Conn }
-	var d net.Dialer
-	dials := map[string]func(ctx context.Context, network, addr string) (net.Conn, error){
-		"whole": d.DialContext,
-		"buffered": func(ctx context.Context, network, addr string) (net.Conn, error) {
-			c, err := d.DialContext(ctx, network, addr)
-			return notTCP{c}, err
-		},
-	}
+	// Each answer comes a little after its request has been read, so that nothing of it is
+	// there when the client reads right after the request.
+	u := newWireUpstream(t, func(_, _ int64, _ *http.Request, _ string) (string, bool) {
+		time.Sleep(time.Millisecond)
+		return "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}", true
+	})
+	base := u.url() + "/v1"
+	dials := postDials()
 	tg := &core.Target{APIKey: core.Secret("sk-test")}
 	const n = 200
 	reads := map[string]int{}
-	for _, name := range []string{"whole", "buffered"} {
+	for _, name := range []string{"tcp", "buffered"} {
 		tr := &h1Transport{fallback: &http.Transport{}, idle: map[string]*idleList{}, dial: dials[name], maxIdle: 1}
 		t.Cleanup(tr.CloseIdleConnections)
 		exchange := func() {
@@ -113,8 +73,11 @@ func TestWholeRequestWaitsBeforeItsRead(t *testing.T) {
 		after, _ := readCalls(t)
 		reads[name] = after - before
 	}
-	if saved := reads["buffered"] - reads["whole"]; saved < n/2 {
+	if saved := reads["buffered"] - reads["tcp"]; saved < n/2 {
 		t.Errorf("read calls for %d exchanges: %d written whole, %d through the write buffer; want about %d fewer written whole",
-			n, reads["whole"], reads["buffered"], n)
+			n, reads["tcp"], reads["buffered"], n)
+	}
+	if c := u.conns.Load(); c != 2 {
+		t.Errorf("%d connections for the two ways' exchanges, want one each (kept alive)", c)
 	}
 }
