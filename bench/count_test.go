@@ -203,12 +203,10 @@ func patchedGoBlind(t *testing.T, built string, tools ...string) (countSpec, *fa
 	return goblindCountSpec(bin, strings.TrimPrefix(srv.URL, "http://")), f, dir
 }
 
-// A count of goblind under cachegrind, as --count does it, against the fake upstream: each run
-// answers every request, and the difference per request is the relay's work.
-func testCountGoBlind(t *testing.T, built string) {
-	spec, f, dir := patchedGoBlind(t, built, "valgrind")
-	body := chatBody("m", false, 512)
-	row := countRow{name: "chat", body: body, want: f.chat}
+// countTwenty is spec's count per request as --count takes it, over 20 requests: runs of 20 and
+// 40 after 5 of warm-up, the difference divided by 20.
+func countTwenty(t *testing.T, spec countSpec, dir string, row countRow) (counts, []fnCount) {
+	t.Helper()
 	short, err := countRun(context.Background(), spec, dir, 5, 20, row, "")
 	if err != nil {
 		t.Fatal(err)
@@ -217,9 +215,18 @@ func testCountGoBlind(t *testing.T, built string) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return perRequest(short, long, 20)
+}
+
+// A count of goblind under cachegrind, as --count does it, against the fake upstream: each run
+// answers every request, and the difference per request is the relay's work.
+func testCountGoBlind(t *testing.T, built string) {
+	spec, f, dir := patchedGoBlind(t, built, "valgrind")
+	body := chatBody("m", false, 512)
+	row := countRow{name: "chat", body: body, want: f.chat}
 	// Over 20 requests the runtime's own work (a collection, sysmon) can outweigh the relay's in
 	// the totals, either way: the relay's function is what each request runs, exactly.
-	total, fns := perRequest(short, long, 20)
+	total, fns := countTwenty(t, spec, dir, row)
 	var relay float64
 	for _, fn := range fns {
 		if strings.HasPrefix(fn.Name, "main.relayMessage") {
@@ -247,13 +254,7 @@ func testCountGoBlind(t *testing.T, built string) {
 		t.Errorf("kept alive, accepting ran %.0f instructions a request", a)
 	}
 	row.fresh = true
-	if short, err = countRun(context.Background(), spec, dir, 5, 20, row, ""); err != nil {
-		t.Fatal(err)
-	}
-	if long, err = countRun(context.Background(), spec, dir, 5, 40, row, ""); err != nil {
-		t.Fatal(err)
-	}
-	if _, fns = perRequest(short, long, 20); accepts(fns) < 20 {
+	if _, fns = countTwenty(t, spec, dir, row); accepts(fns) < 20 {
 		t.Errorf("a new connection each: accepting ran %.0f instructions a request", accepts(fns))
 	}
 }
@@ -397,16 +398,7 @@ func testCountI1GoBlind(t *testing.T, built string) {
 	row := countRow{name: "chat", body: chatBody("m", false, 512), want: f.chat}
 	misses := map[int]float64{}
 	for _, size := range []int{4 << 10, 1 << 20} {
-		sized := withI1(spec, size)
-		short, err := countRun(context.Background(), sized, dir, 5, 20, row, "")
-		if err != nil {
-			t.Fatal(err)
-		}
-		long, err := countRun(context.Background(), sized, dir, 5, 40, row, "")
-		if err != nil {
-			t.Fatal(err)
-		}
-		total, _ := perRequest(short, long, 20)
+		total, _ := countTwenty(t, withI1(spec, size), dir, row)
 		misses[size] = total.I1mr
 	}
 	if small, large := misses[4<<10], misses[1<<20]; small < 50 || large > small/10 {
