@@ -134,12 +134,11 @@ type h1Conn struct {
 	vec   [1 + len(payload{})][]byte // a POST's head and body, for writev (see outgoing.send)
 	// raw is the socket's RawConn and writeWait its method writeThenWait, made once for the
 	// connection's whole requests (see writeWhole), with pending, what is left of the one being
-	// written, and wrote, whether writeThenWait wrote it already. headSet is whether
-	// writeThenWait moved the exchange to its head's phase, which exchange then does not.
+	// written. headSet is whether writeThenWait moved the exchange to its head's phase, which
+	// exchange then does not.
 	raw       syscall.RawConn
 	writeWait func(fd uintptr) bool
 	pending   []byte
-	wrote     bool
 	headSet   bool
 	out       net.Buffers // what of vec is left to write
 	// hdr is the header map the adapters' answers on this connection fill in turn (see post):

@@ -31,7 +31,7 @@ func (c *h1Conn) writeWhole(tc *net.TCPConn, b []byte) error {
 		c.raw = rc
 		c.writeWait = c.writeThenWait
 	}
-	c.pending, c.wrote = b, false
+	c.pending = b
 	// Whatever ended the wait (a deadline the sweeper set, the connection closed) ends the
 	// answer's first read the same way, which reports it: the request went out whole.
 	_ = c.raw.Read(c.writeWait)
@@ -45,13 +45,13 @@ func (c *h1Conn) writeWhole(tc *net.TCPConn, b []byte) error {
 }
 
 // writeThenWait is writeWhole's function for RawConn.Read: on its first call it writes what is
-// pending and, when all of it went and the exchange moved to its head's phase, asks to wait for
-// the socket to be readable; on its next it ends the wait.
+// pending (a request is never empty) and, when all of it went and the exchange moved to its
+// head's phase, asks to wait for the socket to be readable; on its next, with nothing pending,
+// it ends the wait.
 func (c *h1Conn) writeThenWait(fd uintptr) bool {
-	if c.wrote {
+	if len(c.pending) == 0 {
 		return true
 	}
-	c.wrote = true
 	for len(c.pending) > 0 {
 		n, err := syscall.Write(int(fd), c.pending)
 		if n > 0 {
