@@ -132,6 +132,7 @@ type h1Conn struct {
 	// (release): the write deadline the sweeper set may outlast a write that ended meanwhile.
 	early atomic.Bool
 	vec   [1 + len(payload{})][]byte // a POST's head and body, for writev (see outgoing.send)
+	out   net.Buffers                // what of vec is left to write
 	// raw is the socket's RawConn and writeWait its method writeThenWait, made once for the
 	// connection's whole requests (see writeWhole), with pending, what is left of the one being
 	// written. headSet is whether writeThenWait moved the exchange to its head's phase, which
@@ -140,7 +141,6 @@ type h1Conn struct {
 	writeWait func(fd uintptr) bool
 	pending   []byte
 	headSet   bool
-	out       net.Buffers // what of vec is left to write
 	// hdr is the header map the adapters' answers on this connection fill in turn (see post):
 	// an answer's map is free again once its body has ended.
 	hdr    http.Header
