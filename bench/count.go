@@ -9,7 +9,10 @@ package main
 // path can be judged by its count the moment it is made. What a count cannot say is how many
 // nanoseconds it is worth: cachegrind runs the proxy alone on a simulated cache that no other
 // process evicts, so its misses are a floor, and on the real machine every one of them can cost
-// tens of cycles more while the client and the upstream run on the same cores.
+// tens of cycles more while the client and the upstream run on the same cores. With
+// --count-conc the requests are counted among others in flight, as under load, and --count-ll
+// sizes the last-level cache cachegrind simulates, so that its misses say what of the data a
+// request touches the others had pushed out of a cache that size.
 
 import (
 	"bufio"
@@ -28,6 +31,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"golang.org/x/sync/errgroup"
 )
 
 // counts is cachegrind's events for one function, or summed.
@@ -36,6 +41,7 @@ type counts struct {
 	I1mr float64 // first-level instruction-cache misses
 	D1mr float64 // first-level data-cache read misses
 	D1mw float64 // and write misses
+	DLm  float64 // last-level data-cache misses, read and write (see --count-ll)
 }
 
 func (c *counts) add(o counts, sign float64) {
@@ -43,6 +49,7 @@ func (c *counts) add(o counts, sign float64) {
 	c.I1mr += sign * o.I1mr
 	c.D1mr += sign * o.D1mr
 	c.D1mw += sign * o.D1mw
+	c.DLm += sign * o.DLm
 }
 
 // cgProfile is a cachegrind output file: every function's counts (by file and name, since two
@@ -64,7 +71,7 @@ func parseCachegrind(r io.Reader) (cgProfile, error) {
 		case strings.HasPrefix(line, "events:"):
 			col = col[:0]
 			for _, e := range strings.Fields(strings.TrimPrefix(line, "events:")) {
-				col = append(col, slices.Index([]string{"Ir", "I1mr", "D1mr", "D1mw"}, e))
+				col = append(col, slices.Index([]string{"Ir", "I1mr", "D1mr", "D1mw", "DLmr", "DLmw"}, e))
 			}
 		case strings.HasPrefix(line, "fl="):
 			fl = line[3:]
@@ -94,6 +101,8 @@ func parseCachegrind(r io.Reader) (cgProfile, error) {
 					c.D1mr += n
 				case 3:
 					c.D1mw += n
+				case 4, 5:
+					c.DLm += n
 				}
 			}
 			p[key] = c
@@ -246,12 +255,24 @@ func withI1(spec countSpec, size int) countSpec {
 	return spec
 }
 
-// countRun starts the proxy under cachegrind, sends warm and then n requests one at a time
-// through one kept-alive connection, stops it and reads what cachegrind wrote. With dest, it
-// runs the proxy under callgrind instead, writes its profile to dest and returns none (see
-// callgrindDump).
+// withLL is spec with cachegrind simulating a last-level cache of size bytes, 8-way with 64-byte
+// lines (--count-ll), instead of this CPU's (cachegrind takes its L3). Sized as this CPU's
+// second level, its data misses are the lines a request touches that the requests between its
+// last use and this one pushed out: with many requests in flight (--count-conc), what each
+// holds and touches adds up.
+func withLL(spec countSpec, size int) countSpec {
+	start := spec.start
+	spec.start = func(ctx context.Context, dir string, vg []string) (*proc, string, error) {
+		return start(ctx, dir, append([]string{fmt.Sprintf("--LL=%d,8,64", size)}, vg...))
+	}
+	return spec
+}
+
+// countRun starts the proxy under cachegrind, sends warm and then n requests, row.conc at a
+// time (one at a time when it is 0 or 1), each of the row.conc senders over its own kept-alive
+// connection, stops the proxy and reads what cachegrind wrote. With dest, it runs the proxy
+// under callgrind instead, writes its profile to dest and returns none (see callgrindDump).
 func countRun(ctx context.Context, spec countSpec, dir string, warm, n int, row countRow, dest string) (cgProfile, error) {
-	body, want := row.body, row.want
 	tool, sim := "cachegrind", "--cache-sim=yes"
 	if dest != "" {
 		tool, sim = "callgrind", "--cache-sim=no"
@@ -273,34 +294,23 @@ func countRun(ctx context.Context, spec countSpec, dir string, warm, n int, row 
 			p.stop()
 		}
 	}()
-	c := newClient(1)
+	senders := max(row.conc, 1)
+	c := newClient(senders)
 	defer c.CloseIdleConnections()
-	for i := range warm + n {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
-		if err != nil {
-			return nil, err
-		}
-		req.Header.Set("Content-Type", "application/json")
-		req.Close = row.fresh
-		resp, err := c.Do(req)
-		if err != nil {
-			return nil, fmt.Errorf("%s, request %d: %w\n%s", spec.name, i, err, p.logTail())
-		}
-		got, err := io.ReadAll(resp.Body)
-		_ = resp.Body.Close()
-		if err == nil && resp.StatusCode == http.StatusOK && row.check != nil {
-			if err := row.check(got); err != nil {
-				return nil, fmt.Errorf("%s, request %d: %w", spec.name, i, err)
+	// Sender k sends requests k, k+senders, k+2·senders …: every run's requests are the same.
+	g, gctx := errgroup.WithContext(ctx)
+	for k := range senders {
+		g.Go(func() error {
+			for i := k; i < warm+n; i += senders {
+				if err := countOne(gctx, c, url, row, i); err != nil {
+					return fmt.Errorf("%s, %w\n%s", spec.name, err, p.logTail())
+				}
 			}
-			continue
-		}
-		if err != nil || resp.StatusCode != http.StatusOK || !bytes.Equal(got, want) {
-			return nil, fmt.Errorf("%s, request %d: status %d, %d bytes of %d, byte %d on not the upstream's (%v)", spec.name, i,
-				resp.StatusCode, len(got), len(want), mismatch(got, want, 0), err)
-		}
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
 	}
 	c.CloseIdleConnections()
 	if dest != "" {
@@ -317,6 +327,33 @@ func countRun(ctx context.Context, spec countSpec, dir string, warm, n int, row 
 		return nil, fmt.Errorf("%s: cachegrind wrote no output:\n%s", spec.name, p.logTail())
 	}
 	return parseCachegrind(f)
+}
+
+// countOne sends request i of a count's run and checks its answer.
+func countOne(ctx context.Context, c *http.Client, url string, row countRow, i int) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(row.body))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Close = row.fresh
+	resp, err := c.Do(req)
+	if err != nil {
+		return fmt.Errorf("request %d: %w", i, err)
+	}
+	got, err := io.ReadAll(resp.Body)
+	_ = resp.Body.Close()
+	if err == nil && resp.StatusCode == http.StatusOK && row.check != nil {
+		if err := row.check(got); err != nil {
+			return fmt.Errorf("request %d: %w", i, err)
+		}
+		return nil
+	}
+	if err != nil || resp.StatusCode != http.StatusOK || !bytes.Equal(got, row.want) {
+		return fmt.Errorf("request %d: status %d, %d bytes of %d, byte %d on not the upstream's (%v)", i,
+			resp.StatusCode, len(got), len(row.want), mismatch(got, row.want, 0), err)
+	}
+	return nil
 }
 
 // countResult is one proxy's counts per request of one row.
@@ -341,6 +378,10 @@ type countRow struct {
 	// difference from its kept-alive twin is what a client's connection costs, opened, served
 	// and closed, the bulk of a burst of new streams.
 	fresh bool
+	// conc is how many of the row's requests are in flight at once, each sender over its own
+	// connection (--count-conc; 0 or 1: one at a time). The proxy, under valgrind far slower than
+	// the senders, then has all of them to serve at every turn, as a proxy under load does.
+	conc int
 }
 
 // runCount is --count: each proxy twice under cachegrind (n and 2n requests after the same
@@ -367,6 +408,9 @@ func runCount(ctx context.Context, e *environment, n int) ([]countResult, error)
 			check: translatedChat(chatContent)},
 		{name: fmt.Sprintf("stream (%d events), a saif target", e.opts.Chunks), body: chatBody("bench-saif", true, e.opts.PromptBytes),
 			gateway: true, check: translatedStream(ollamaStreamContent(e.opts.Chunks))},
+	}
+	for i := range rows {
+		rows[i].conc = e.opts.CountConc
 	}
 	// Copies of both Go programs, patched for valgrind; this binary is built again for goblind
 	// because `go run` leaves out the symbols that name its functions. --callgrind profiles the
@@ -451,6 +495,11 @@ func runCount(ctx context.Context, e *environment, n int) ([]countResult, error)
 	if size := e.opts.CountI1; size > 0 {
 		for i := range specs {
 			specs[i] = withI1(specs[i], size)
+		}
+	}
+	if size := e.opts.CountLL; size > 0 {
+		for i := range specs {
+			specs[i] = withLL(specs[i], size)
 		}
 	}
 	var res []countResult
@@ -580,16 +629,33 @@ func copyFile(from, to string) error {
 
 // countMarkdown is --count's report: each proxy's totals, the gateway's counts by area, and its
 // functions with the most instruction-cache misses.
-func countMarkdown(res []countResult, n, top int) string {
+func countMarkdown(res []countResult, n, conc, top int, ll bool) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "### Per request, counted (valgrind cachegrind; one request at a time; the difference of runs of %d and %d requests, ÷ %d)\n\n", n, 2*n, n)
-	b.WriteString("| row | proxy | instructions | L1i misses | L1d misses (read + write) |\n|---|---|---|---|---|\n")
+	at := "one request at a time"
+	if conc > 1 {
+		at = fmt.Sprintf("%d requests in flight at once, over %d connections", conc, conc)
+	}
+	fmt.Fprintf(&b, "### Per request, counted (valgrind cachegrind; %s; the difference of runs of %d and %d requests, ÷ %d)\n\n", at, n, 2*n, n)
+	b.WriteString("| row | proxy | instructions | L1i misses | L1d misses (read + write) |")
+	if ll {
+		b.WriteString(" LL data misses (read + write) |\n|---|---|---|---|---|---|\n")
+	} else {
+		b.WriteString("\n|---|---|---|---|---|\n")
+	}
 	for _, r := range res {
 		if r.failed != "" {
-			fmt.Fprintf(&b, "| %s | %s | failed: %s | | |\n", r.row, r.name, strings.ReplaceAll(r.failed, "|", "/"))
+			fmt.Fprintf(&b, "| %s | %s | failed: %s | | |", r.row, r.name, strings.ReplaceAll(r.failed, "|", "/"))
+			if ll {
+				b.WriteString(" |")
+			}
+			b.WriteString("\n")
 			continue
 		}
-		fmt.Fprintf(&b, "| %s | %s | %.0f | %.0f | %.0f |\n", r.row, r.name, r.total.Ir, r.total.I1mr, max(0, r.total.D1mr+r.total.D1mw))
+		fmt.Fprintf(&b, "| %s | %s | %.0f | %.0f | %.0f |", r.row, r.name, r.total.Ir, r.total.I1mr, max(0, r.total.D1mr+r.total.D1mw))
+		if ll {
+			fmt.Fprintf(&b, " %.0f |", max(0, r.total.DLm))
+		}
+		b.WriteString("\n")
 	}
 	for _, r := range res {
 		// The chat's breakdown, and the pooled stream's beside it: what a stream's events add
@@ -651,6 +717,25 @@ func countMarkdown(res []countResult, n, top int) string {
 		fmt.Fprintf(&b, "\n#### The gateway's %s: the %d functions with the most instructions\n\n| function | instructions | L1i misses |\n|---|---|---|\n", what, top)
 		for _, f := range byIr[:min(top, len(byIr))] {
 			fmt.Fprintf(&b, "| `%s` | %.0f | %.1f |\n", strings.TrimPrefix(f.Name, "github.com/hayula/gateway/"), f.Ir, f.I1mr)
+		}
+		if !ll {
+			continue
+		}
+		// A function's data misses are the lines it touched that had left the cache: the
+		// memory a request holds, its stack's frames included, as the others pushed it out.
+		byLL := slices.Clone(r.fns)
+		slices.SortStableFunc(byLL, func(x, y fnCount) int {
+			if x.DLm != y.DLm {
+				if x.DLm > y.DLm {
+					return -1
+				}
+				return 1
+			}
+			return strings.Compare(x.Name, y.Name)
+		})
+		fmt.Fprintf(&b, "\n#### The gateway's %s: the %d functions with the most LL data misses\n\n| function | LL data misses | instructions |\n|---|---|---|\n", what, top)
+		for _, f := range byLL[:min(top, len(byLL))] {
+			fmt.Fprintf(&b, "| `%s` | %.1f | %.0f |\n", strings.TrimPrefix(f.Name, "github.com/hayula/gateway/"), f.DLm, f.Ir)
 		}
 	}
 	return b.String()

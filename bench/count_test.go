@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"context"
 	"debug/elf"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -13,8 +14,11 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 )
 
 const cgSample = `desc: I1 cache:         32768 B, 64 B, 8-way associative
@@ -22,7 +26,7 @@ cmd: ./prog
 events: Ir I1mr ILmr Dr D1mr DLmr Dw D1mw DLmw
 fl=/src/a.go
 fn=main.f
-10 100 5 0 40 2 0 10 1 0
+10 100 5 0 40 2 1 10 1 2
 11 50
 fn=main.g
 3 7 1
@@ -38,7 +42,7 @@ func TestParseCachegrind(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := map[string]counts{
-		"main.f\t/src/a.go": {Ir: 150, I1mr: 5, D1mr: 2, D1mw: 1},
+		"main.f\t/src/a.go": {Ir: 150, I1mr: 5, D1mr: 2, D1mw: 1, DLm: 3},
 		"main.g\t/src/a.go": {Ir: 7, I1mr: 1},
 		"main.f\t/src/b.go": {Ir: 1, D1mw: 3},
 	}
@@ -236,7 +240,7 @@ func testCountGoBlind(t *testing.T, built string) {
 	if relay < 50 {
 		t.Errorf("main.relayMessage ran %.0f instructions a request: %v", relay, fns[:min(len(fns), 10)])
 	}
-	md := countMarkdown([]countResult{{name: "goblind", row: "chat", total: total, fns: fns}}, 10, 5)
+	md := countMarkdown([]countResult{{name: "goblind", row: "chat", total: total, fns: fns}}, 10, 1, 5, false)
 	if !bytes.Contains([]byte(md), []byte("| chat | goblind |")) {
 		t.Errorf("report:\n%s", md)
 	}
@@ -267,7 +271,7 @@ func TestCountMarkdownByInstructions(t *testing.T) {
 		{"github.com/hayula/gateway/internal/jsonx.scanString", counts{Ir: 9000, I1mr: 15}},
 		{"runtime.memmove", counts{Ir: 1200, I1mr: 19}},
 	}
-	md := countMarkdown([]countResult{{name: "gateway", row: "chat", total: counts{Ir: 10300, I1mr: 74}, fns: fns}, {name: "nginx", row: "chat", failed: "nginx: cachegrind wrote no output"}}, 10, 2)
+	md := countMarkdown([]countResult{{name: "gateway", row: "chat", total: counts{Ir: 10300, I1mr: 74}, fns: fns}, {name: "nginx", row: "chat", failed: "nginx: cachegrind wrote no output"}}, 10, 1, 2, false)
 	if !strings.Contains(md, "| chat | nginx | failed: nginx: cachegrind wrote no output | | |") {
 		t.Errorf("a column that failed is not reported as failed:\n%s", md)
 	}
@@ -388,6 +392,137 @@ func TestCountI1Options(t *testing.T) {
 		if _, err := parseOptions(args, io.Discard); err == nil || !strings.Contains(err.Error(), "--count-i1") {
 			t.Errorf("%q: %v, want an error about --count-i1", args, err)
 		}
+	}
+}
+
+// --count-conc and --count-ll, like --count-i1, only with --count (--count-ll without
+// --callgrind) and only in their ranges; --count-conc is 1 unless given.
+func TestCountConcAndLLOptions(t *testing.T) {
+	o, err := parseOptions([]string{"--count", "10"}, io.Discard)
+	if err != nil || o.CountConc != 1 || o.CountLL != 0 {
+		t.Errorf("--count 10: %+v, %v", o, err)
+	}
+	o, err = parseOptions([]string{"--count", "10", "--count-conc", "64", "--count-ll", "524288"}, io.Discard)
+	if err != nil || o.CountConc != 64 || o.CountLL != 524288 {
+		t.Errorf("--count 10 --count-conc 64 --count-ll 524288: %+v, %v", o, err)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--count-conc", "64"}, "--count-conc"},
+		{[]string{"--count", "10", "--count-conc", "0"}, "--count-conc"},
+		{[]string{"--count", "10", "--count-conc", "257"}, "--count-conc"},
+		{[]string{"--count-ll", "524288"}, "--count-ll"},
+		{[]string{"--count", "10", "--callgrind", "p", "--count-ll", "524288"}, "--count-ll"},
+		{[]string{"--count", "10", "--count-ll", "32768"}, "--count-ll"},
+		{[]string{"--count", "10", "--count-ll", "500000"}, "--count-ll"},
+	} {
+		if _, err := parseOptions(tc.args, io.Discard); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%q: %v, want an error about %s", tc.args, err, tc.want)
+		}
+	}
+}
+
+// A row's conc is how many of its requests are in flight at once: four senders, whose first
+// requests the stand-in upstream holds until all four have come (a run that sent them one at a
+// time would never get there), and every request of the run sent once.
+func TestCountRunKeepsConcInFlight(t *testing.T) {
+	f := newFakeUpstream(1, 0)
+	const conc = 4
+	var (
+		mu      sync.Mutex
+		arrived int
+		all     = make(chan struct{})
+	)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		mu.Lock()
+		arrived++
+		if arrived == conc {
+			close(all)
+		}
+		first := arrived <= conc
+		mu.Unlock()
+		if first {
+			select {
+			case <-all:
+			case <-r.Context().Done():
+				return
+			}
+		}
+		_, _ = w.Write(f.chat)
+	}))
+	defer srv.Close()
+	spec := countSpec{"stand-in", func(ctx context.Context, dir string, vg []string) (*proc, string, error) {
+		for _, a := range vg {
+			if path, ok := strings.CutPrefix(a, "--cachegrind-out-file="); ok {
+				if err := os.WriteFile(path, []byte(cgSample), 0o644); err != nil {
+					return nil, "", err
+				}
+			}
+		}
+		p, err := startProc("stand-in", "sleep", []string{"60"}, nil, dir)
+		return p, srv.URL, err
+	}}
+	row := countRow{name: "chat", body: chatBody("m", false, 512), want: f.chat, conc: conc}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		_, err := countRun(ctx, spec, t.TempDir(), 3, 10, row, "")
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(time.Minute):
+		cancel()
+		<-done
+		mu.Lock()
+		defer mu.Unlock()
+		t.Fatalf("after a minute %d requests had come, never %d at once", arrived, conc)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if arrived != 13 {
+		t.Errorf("%d requests came, want the 3 warm and 10 counted", arrived)
+	}
+}
+
+// With --count-conc and --count-ll the report says so, gives each row's last-level data misses
+// and the gateway's functions by them, most first.
+func TestCountMarkdownLL(t *testing.T) {
+	fns := []fnCount{{"main.few", counts{Ir: 500, DLm: 2}}, {"main.many", counts{Ir: 100, DLm: 30}}}
+	md := countMarkdown([]countResult{{name: "gateway", row: "chat", total: counts{Ir: 600, I1mr: 9, DLm: 32}, fns: fns}}, 10, 64, 2, true)
+	for _, want := range []string{
+		"64 requests in flight at once, over 64 connections",
+		"| LL data misses (read + write) |\n|---|---|---|---|---|---|\n| chat | gateway | 600 | 9 | 0 | 32 |",
+		"the 2 functions with the most LL data misses\n\n| function | LL data misses | instructions |\n|---|---|---|\n| `main.many` | 30.0 | 100 |\n| `main.few` | 2.0 | 500 |",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("the report lacks %q:\n%s", want, md)
+		}
+	}
+	if md := countMarkdown([]countResult{{name: "gateway", row: "chat", total: counts{Ir: 600}, fns: fns}}, 10, 1, 2, false); strings.Contains(md, "LL data") ||
+		!strings.Contains(md, "one request at a time") {
+		t.Errorf("without --count-ll and --count-conc:\n%s", md)
+	}
+}
+
+// --count-ll reaches cachegrind as its last-level cache's geometry, before the tool's own
+// arguments, as --count-i1's does.
+func TestWithLL(t *testing.T) {
+	var got []string
+	spec := withLL(countSpec{"stand-in", func(ctx context.Context, dir string, vg []string) (*proc, string, error) {
+		got = vg
+		return nil, "", errors.New("not started")
+	}}, 524288)
+	_, _, _ = spec.start(context.Background(), "", []string{"--tool=cachegrind"})
+	if want := []string{"--LL=524288,8,64", "--tool=cachegrind"}; !slices.Equal(got, want) {
+		t.Errorf("valgrind's arguments %q, want %q", got, want)
 	}
 }
 

@@ -98,6 +98,8 @@ type options struct {
 	Count        int
 	Callgrind    string
 	CountI1      int
+	CountConc    int
+	CountLL      int
 }
 
 func parseOptions(args []string, stderr io.Writer) (options, error) {
@@ -125,6 +127,8 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.GatewayBin, "gateway", "", "use this gateway binary instead of building ./cmd/gateway")
 	fs.IntVar(&o.Count, "count", 0, "instead of timing, count instructions and cache misses per request under valgrind's cachegrind, over this many requests (1000 is a good start)")
 	fs.IntVar(&o.CountI1, "count-i1", 0, "with --count, simulate a first-level instruction cache of this many bytes (8-way, 64-byte lines; a power of two from 4096 to 67108864) instead of this CPU's: the size at which a row's L1i misses end is the size of the code it runs each request")
+	fs.IntVar(&o.CountConc, "count-conc", 1, "with --count, keep this many requests in flight at once (1 to 256), each sender over its own connection: what a request costs among others, as under load, rather than alone")
+	fs.IntVar(&o.CountLL, "count-ll", 0, "with --count, simulate a last-level cache of this many bytes (8-way, 64-byte lines; a power of two from 65536 to 67108864) instead of this CPU's L3; sized as its second level (524288 here), the data misses say how much of what a request touches other requests pushed out")
 	fs.StringVar(&o.Callgrind, "callgrind", "", "with --count, run the gateway under valgrind's callgrind instead, once a row, and write each row's profile (costs by caller, for callgrind_annotate) into this directory")
 	if err := fs.Parse(args); err != nil {
 		return o, usageError{err.Error()}
@@ -184,6 +188,14 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 		return o, usageError{"--count-i1 needs --count, without --callgrind (which simulates no cache)"}
 	case o.CountI1 != 0 && (o.CountI1 < 4096 || o.CountI1 > 64<<20 || o.CountI1&(o.CountI1-1) != 0):
 		return o, usageError{"--count-i1 must be a power of two from 4096 to 67108864 bytes"}
+	case o.CountLL != 0 && (o.Count == 0 || o.Callgrind != ""):
+		return o, usageError{"--count-ll needs --count, without --callgrind (which simulates no cache)"}
+	case o.CountLL != 0 && (o.CountLL < 64<<10 || o.CountLL > 64<<20 || o.CountLL&(o.CountLL-1) != 0):
+		return o, usageError{"--count-ll must be a power of two from 65536 to 67108864 bytes"}
+	case set["count-conc"] && o.Count == 0:
+		return o, usageError{"--count-conc needs --count"}
+	case o.CountConc < 1 || o.CountConc > 256:
+		return o, usageError{"--count-conc must be from 1 to 256"}
 	}
 	return o, nil
 }
@@ -282,7 +294,10 @@ func countOnly(ctx context.Context, env *environment, stdout io.Writer) error {
 	if o.CountI1 > 0 {
 		md += fmt.Sprintf("The first-level instruction cache simulated is %d KB, 8-way, with 64-byte lines (--count-i1), not this CPU's.\n\n", o.CountI1>>10)
 	}
-	md += countMarkdown(res, o.Count, 40)
+	if o.CountLL > 0 {
+		md += fmt.Sprintf("The last-level cache simulated is %d KB, 8-way, with 64-byte lines (--count-ll), not this CPU's L3.\n\n", o.CountLL>>10)
+	}
+	md += countMarkdown(res, o.Count, o.CountConc, 40, o.CountLL > 0)
 	if _, err := io.WriteString(stdout, md); err != nil {
 		return err
 	}
