@@ -102,14 +102,25 @@ type h1Transport struct {
 	bufs sync.Pool
 	// bodies are buffers for the request bodies the translating adapters write (lentBody).
 	bodies sync.Pool
+	// scratch is where a POST that goes out in one write is put together (see outgoing.send):
+	// one buffer, taken for the write and given back once it is done, so that it stays in the
+	// CPU's cache, where the connection's own write buffer, last written a request ago on that
+	// connection, has left it by then when many are busy. An exchange that finds it taken
+	// uses its connection's.
+	scratch atomic.Pointer[[scratchSize]byte]
 }
+
+// scratchSize is the scratch buffer's size: a connection's write buffer's.
+const scratchSize = 4 << 10
 
 var _ http.RoundTripper = (*h1Transport)(nil)
 
 func newH1Transport(fallback *http.Transport, target string, timeout, bodyIdle time.Duration) *h1Transport {
-	return &h1Transport{fallback: fallback, dial: fallback.DialContext, target: target, timeout: timeout,
+	t := &h1Transport{fallback: fallback, dial: fallback.DialContext, target: target, timeout: timeout,
 		bodyIdle: bodyIdle, idleTimeout: fallback.IdleConnTimeout, maxIdle: maxIdlePerTarget, epoch: time.Now(), idle: map[string]*idleList{},
 		peekAfter: peekAfter, silentRun: silentRunDefault}
+	t.scratch.Store(new([scratchSize]byte))
+	return t
 }
 
 // h1Conn is one upstream connection with its buffers.
@@ -214,26 +225,37 @@ func (o *outgoing) method() string {
 }
 
 // send writes the request on c. A POST goes out on a TCP connection in one system call, its
-// head built in the write buffer's free space: with its body after it when the whole fits there
+// head built in t's scratch buffer (the connection's write buffer when another exchange has
+// it): with its body after it when the whole fits there
 // (most chat requests: a kilobyte's copy costs less than writev's vector; with the server's
 // whole answers written so too, 440 fewer instructions a chat request, counted), else in one
 // writev(2) with the body where the caller keeps it, not copied. Anything else is written
 // through the write buffer.
-func (o *outgoing) send(c *h1Conn) error {
+func (o *outgoing) send(t *h1Transport, c *h1Conn) error {
 	if tc, ok := c.Conn.(*net.TCPConn); ok && o.req == nil && c.bw.Buffered() == 0 {
+		sp := t.scratch.Swap(nil)
+		buf := c.bw.AvailableBuffer()
+		if sp != nil {
+			buf = sp[:0]
+		}
 		p := &o.post
-		head := p.appendFields(append(c.bw.AvailableBuffer(), p.head...))
+		head := p.appendFields(append(buf, p.head...))
+		var err error
 		if len(head)+p.body.len() <= cap(head) {
 			for _, b := range p.body {
 				head = append(head, b...)
 			}
-			return c.writeWhole(tc, head)
+			err = c.writeWhole(tc, head)
+		} else {
+			c.vec[0] = head
+			copy(c.vec[1:], p.body[:])
+			c.out = c.vec[:]
+			_, err = c.out.WriteTo(tc)
+			clear(c.vec[:]) // the caller's body is not kept
 		}
-		c.vec[0] = head
-		copy(c.vec[1:], p.body[:])
-		c.out = c.vec[:]
-		_, err := c.out.WriteTo(tc)
-		clear(c.vec[:]) // the caller's body is not kept
+		if sp != nil {
+			t.scratch.Store(sp) // written, or failed: nothing of it is read again
+		}
 		return err
 	}
 	err := o.write(c.bw)
@@ -357,7 +379,7 @@ func (t *h1Transport) exchange(ctx context.Context, c *h1Conn, out *outgoing) (*
 	// A write the sweeper stopped because an answer had come (early) is the same case, with a
 	// server that keeps the connection open and reads nothing more (TestEarlyAnswerStopsTheWrite).
 	c.headSet = false
-	werr := out.send(c)
+	werr := out.send(t, c)
 	early := c.early.Load()
 	if werr != nil && (!early && !peerEnded(werr) || !c.phase.CompareAndSwap(phaseWrite, phaseHead)) {
 		switch t.unwatch(c) {

@@ -296,12 +296,15 @@ func (w *response) appendHead(b []byte, final bool) []byte {
 	return append(b, '\r', '\n')
 }
 
+// scratchSize is the scratch buffer's size (see Server.scratch): a connection's write buffer's.
+const scratchSize = 4 << 10
+
 // WriteWhole writes p as the whole body, after WriteHeader, and sends the answer at once: what
 // Write(p) and Flush do. When nothing else has been written and the length set (SetContentLength,
 // or the header map's) is p's, the head and p go out on a TCP connection in one system call:
-// a write(2) with p copied after the head when both fit in the write buffer's free space, else a
-// writev(2) with p not copied. Write would copy it into the held-back body and commit then into
-// the write buffer, two copies of every whole answer.
+// a write(2) with p copied after the head when both fit in the server's scratch buffer (or the
+// connection's write buffer, when another answer has it), else a writev(2) with p not copied. Write would copy it into the held-back body and commit
+// then into the write buffer, two copies of every whole answer.
 func (w *response) WriteWhole(p []byte) (int, error) {
 	tc, ok := w.c.nc.(*net.TCPConn)
 	bw := w.c.bufs.bw
@@ -316,10 +319,23 @@ func (w *response) WriteWhole(p []byte) (int, error) {
 		return n, err
 	}
 	w.written = int64(len(p))
+	s := w.c.s
+	sp := s.scratch.Swap(nil)
+	if sp == nil {
+		s.scratchOnce.Do(func() { s.scratch.Store(new([scratchSize]byte)) })
+		return w.writeWhole(tc, p, bw.AvailableBuffer())
+	}
+	n, err := w.writeWhole(tc, p, sp[:0])
+	s.scratch.Store(sp) // written, or failed: nothing of it is read again
+	return n, err
+}
+
+// writeWhole is WriteWhole's write of the head, built in buf, and p on tc.
+func (w *response) writeWhole(tc *net.TCPConn, p, buf []byte) (int, error) {
 	bufs := w.c.bufs
-	head := w.appendHead(bw.AvailableBuffer(), false)
+	head := w.appendHead(buf, false)
 	if len(head)+len(p) <= cap(head) {
-		// The whole answer fits in the write buffer's free space (most chat answers): a copy
+		// The whole answer fits in the scratch buffer (most chat answers): a copy
 		// of p and one write(2) cost less than a writev's vector.
 		w.c.beginWrite()
 		n, err := tc.Write(append(head, p...))

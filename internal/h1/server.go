@@ -105,6 +105,14 @@ type Server struct {
 	sweeping   atomic.Bool
 	date       dateCache
 	bufs       sync.Pool // *connBufs
+	// scratch is where a whole answer is put together for its one write (response.WriteWhole):
+	// one buffer, taken for the write and given back once it is done, so that it stays in the
+	// CPU's cache, where the connection's own write buffer, last written an answer ago on that
+	// connection, has left it by then when many are busy. An answer that finds it taken, or not
+	// made yet (the first takes none: a server that answers nothing whole makes none), uses its
+	// connection's.
+	scratch     atomic.Pointer[[scratchSize]byte]
+	scratchOnce sync.Once
 
 	mu    sync.Mutex
 	lns   map[net.Listener]struct{}
