@@ -136,6 +136,16 @@ type reqState struct {
 	movedFrom string
 }
 
+// readBody reads r's body (see readBody) into st's buffer, which keeps the array it ended up in
+// for the next request; a body read in place is the connection's, and not kept.
+func (st *reqState) readBody(r *http.Request, limit int64) ([]byte, *apiError) {
+	body, inPlace, e := readBody(r, limit, st.body)
+	if e == nil && !inPlace {
+		st.body = body[:0]
+	}
+	return body, e
+}
+
 // keyName is the name of st's key, for the log line; "" for none.
 func (st *reqState) keyName() string {
 	if st.key == nil {
@@ -194,11 +204,10 @@ func (s *Server) admit(r *http.Request, op core.Op, st *reqState, limited bool) 
 			}
 		}
 	}
-	body, e := readBody(r, s.cfg.MaxBodyBytes, st.body)
+	body, e := st.readBody(r, s.cfg.MaxBodyBytes)
 	if e != nil {
 		return nil, nil, autoPick{}, e
 	}
-	st.body = body[:0]
 	if op == opExplain {
 		op = core.OpChat
 		if isResponsesBody(body) {

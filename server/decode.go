@@ -214,15 +214,39 @@ func (w *wireView) params() core.Params {
 	return p
 }
 
-// readBody reads the whole body within the limit, into buf's array when it is large enough
-// (serveOp lends one from the server's pool) and into a new one otherwise.
-func readBody(r *http.Request, limit int64, buf []byte) ([]byte, *apiError) {
+// inPlacer is a body the server holds whole already (internal/h1's, when the body came with
+// its head): InPlace gives its bytes where they are, valid until the handler returns.
+type inPlacer interface {
+	InPlace() ([]byte, bool)
+}
+
+// readBody reads the whole body within the limit: where the server holds all of it already,
+// the bytes where they are (inPlace: not a buffer to keep, and nothing of it kept past the
+// request, as of buf); else into buf's array when it is large enough (serveOp lends one from
+// the server's pool), and into a new one otherwise. A body read in place is not copied, and its
+// request touches no buffer of its own: with many requests in flight, the buffer a pooled
+// state lends was last written requests ago, and is out of the CPU's cache.
+func readBody(r *http.Request, limit int64, buf []byte) (body []byte, inPlace bool, e *apiError) {
 	if ce := field(r, "Content-Encoding"); ce != nil && !identity(ce) {
-		return nil, unsupportedEncoding(ce)
+		return nil, false, unsupportedEncoding(ce)
 	}
 	if r.ContentLength > limit {
-		return nil, tooLarge(limit)
+		return nil, false, tooLarge(limit)
 	}
+	if ip, ok := r.Body.(inPlacer); ok && r.ContentLength > 0 {
+		if p, ok := ip.InPlace(); ok {
+			if bytes.HasPrefix(p, utf8BOM) {
+				return nil, false, byteOrderMark()
+			}
+			return p, true, nil
+		}
+	}
+	buf, e = readInto(r, limit, buf)
+	return buf, false, e
+}
+
+// readInto is readBody's read into buf.
+func readInto(r *http.Request, limit int64, buf []byte) ([]byte, *apiError) {
 	// One byte to spare, so that a body that fits is read to its EOF without growing. A stated
 	// length above maxPrealloc is not allocated before its bytes come: a client may state
 	// max_body_bytes and send a few (it has the body timeout for the rest), and each such request

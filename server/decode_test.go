@@ -471,7 +471,7 @@ func TestReadBodyErrors(t *testing.T) {
 		{fmt.Errorf("read tcp: %w", syscall.ECONNRESET), 499, "client_closed_request"},
 	} {
 		r := httptest.NewRequest("POST", "/v1/chat/completions", errReader{tt.err})
-		_, e := readBody(r, 1<<20, nil)
+		_, _, e := readBody(r, 1<<20, nil)
 		if e == nil || e.Status != tt.status || e.Code != tt.code {
 			t.Errorf("%v: got %+v, want %d %s", tt.err, e, tt.status, tt.code)
 		}

@@ -37,7 +37,7 @@ func TestReadBodyAllocatesAsBytesCome(t *testing.T) {
 	var e *apiError
 	alloc := allocBytes(func() {
 		r.Body = &stalledBody{r: bytes.NewReader([]byte(`{"model":"m",`))}
-		_, e = readBody(r, limit, nil)
+		_, _, e = readBody(r, limit, nil)
 	})
 	if e == nil || e.Code != "request_timeout" {
 		t.Fatalf("readBody: %v, want the request_timeout", e)
@@ -50,7 +50,7 @@ func TestReadBodyAllocatesAsBytesCome(t *testing.T) {
 		body := bytes.Repeat([]byte("x"), n)
 		for _, stated := range []int64{int64(n), -1} {
 			r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(body)), stated
-			got, e := readBody(r, limit, nil)
+			got, _, e := readBody(r, limit, nil)
 			if e != nil || !bytes.Equal(got, body) {
 				t.Fatalf("%d bytes (stated %d): %d read, %v", n, stated, len(got), e)
 			}

@@ -202,6 +202,32 @@ func (h *bodyHandle) Read(p []byte) (int, error) {
 	return h.b.read(p)
 }
 
+// InPlace reads the rest of the body at once, where it already is: when all of it is in the
+// connection's read buffer (a body of stated length, not chunked), it returns those bytes, not
+// copied, and the body is at its end; otherwise nil and false, with nothing read. A client that
+// asked for a 100 Continue and sent its body without waiting for one gets none: the body came
+// (RFC 9110 §10.1.1 lets a server that has it omit the 100). The bytes are the connection's: they hold the body until the handler returns,
+// and the next request is read over them after, so a handler keeps nothing of them past its
+// return, and writes to them only within the body (what it does with a buffer it read into).
+// A small request's head and body come in one read, and its body is then copied nowhere.
+func (h *bodyHandle) InPlace() ([]byte, bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	b := h.b
+	if h.ended || b.done || b.eof || b.err != nil || b.chunked || !b.buffered() {
+		return nil, false
+	}
+	br := b.c.bufs.br
+	p, err := br.Peek(int(b.n))
+	if err != nil {
+		return nil, false
+	}
+	_, _ = br.Discard(len(p))
+	b.n, b.cont = 0, false
+	b.hitEOF()
+	return p, true
+}
+
 // end is called by the connection when the handler has returned.
 func (h *bodyHandle) end() {
 	h.mu.Lock()

@@ -409,10 +409,23 @@ func TestUnreadBody(t *testing.T) {
 	}
 }
 
+// A client that leaves once its request's body is read cancels the request: read through the
+// body, and taken in place (InPlace), which begins the watch for it as a read to the end does.
 func TestClientLeavingCancelsRequest(t *testing.T) {
+	t.Run("read", func(t *testing.T) { testClientLeavingCancelsRequest(t, false) })
+	t.Run("in place", func(t *testing.T) { testClientLeavingCancelsRequest(t, true) })
+}
+
+func testClientLeavingCancelsRequest(t *testing.T, inPlace bool) {
 	cancelled := make(chan error, 1)
 	_, addr := start(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		_, _ = io.ReadAll(r.Body)
+		if inPlace {
+			if p, ok := r.Body.(interface{ InPlace() ([]byte, bool) }).InPlace(); !ok || string(p) != "hi" {
+				t.Errorf("InPlace = %q, %v", p, ok)
+			}
+		} else {
+			_, _ = io.ReadAll(r.Body)
+		}
 		select {
 		case <-r.Context().Done():
 			cancelled <- r.Context().Err()
