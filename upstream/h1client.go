@@ -226,11 +226,10 @@ func (o *outgoing) method() string {
 
 // send writes the request on c. A POST goes out on a TCP connection in one system call, its
 // head built in t's scratch buffer (the connection's write buffer when another exchange has
-// it): with its body after it when the whole fits there
-// (most chat requests: a kilobyte's copy costs less than writev's vector; with the server's
-// whole answers written so too, 440 fewer instructions a chat request, counted), else in one
-// writev(2) with the body where the caller keeps it, not copied. Anything else is written
-// through the write buffer.
+// it): with its body after it when the whole fits there (most chat requests: a kilobyte's copy
+// costs less than writev's vector; with the server's whole answers written so too, 440 fewer
+// instructions a chat request, counted), else in one writev(2) with the body where the caller
+// keeps it, not copied. Anything else is written through the write buffer.
 func (o *outgoing) send(t *h1Transport, c *h1Conn) error {
 	if tc, ok := c.Conn.(*net.TCPConn); ok && o.req == nil && c.bw.Buffered() == 0 {
 		sp := t.scratch.Swap(nil)

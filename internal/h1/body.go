@@ -204,12 +204,13 @@ func (h *bodyHandle) Read(p []byte) (int, error) {
 
 // InPlace reads the rest of the body at once, where it already is: when all of it is in the
 // connection's read buffer (a body of stated length, not chunked), it returns those bytes, not
-// copied, and the body is at its end; otherwise nil and false, with nothing read. A client that
-// asked for a 100 Continue and sent its body without waiting for one gets none: the body came
-// (RFC 9110 §10.1.1 lets a server that has it omit the 100). The bytes are the connection's: they hold the body until the handler returns,
-// and the next request is read over them after, so a handler keeps nothing of them past its
-// return, and writes to them only within the body (what it does with a buffer it read into).
-// A small request's head and body come in one read, and its body is then copied nowhere.
+// copied, and the body is at its end; otherwise nil and false, with nothing read. The bytes are
+// the connection's: they hold the body until the handler returns, and the next request is read
+// over them after, so a handler keeps nothing of them past its return, and writes to them only
+// within the body (what it does with a buffer it read into). A small request's head and body
+// come in one read, and its body is then copied nowhere. A client that asked for a 100 Continue
+// and sent its body without waiting for one gets none: the body came (RFC 9110 §10.1.1 lets a
+// server that has it omit the 100).
 func (h *bodyHandle) InPlace() ([]byte, bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()

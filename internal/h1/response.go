@@ -303,8 +303,9 @@ const scratchSize = 4 << 10
 // Write(p) and Flush do. When nothing else has been written and the length set (SetContentLength,
 // or the header map's) is p's, the head and p go out on a TCP connection in one system call:
 // a write(2) with p copied after the head when both fit in the server's scratch buffer (or the
-// connection's write buffer, when another answer has it), else a writev(2) with p not copied. Write would copy it into the held-back body and commit
-// then into the write buffer, two copies of every whole answer.
+// connection's write buffer, when another answer has it), else a writev(2) with p not copied.
+// Write would copy it into the held-back body and commit then into the write buffer, two copies
+// of every whole answer.
 func (w *response) WriteWhole(p []byte) (int, error) {
 	tc, ok := w.c.nc.(*net.TCPConn)
 	bw := w.c.bufs.bw
@@ -335,7 +336,7 @@ func (w *response) writeWhole(tc *net.TCPConn, p, buf []byte) (int, error) {
 	bufs := w.c.bufs
 	head := w.appendHead(buf, false)
 	if len(head)+len(p) <= cap(head) {
-		// The whole answer fits in the scratch buffer (most chat answers): a copy
+		// The whole answer fits in the buffer (most chat answers): a copy
 		// of p and one write(2) cost less than a writev's vector.
 		w.c.beginWrite()
 		n, err := tc.Write(append(head, p...))
