@@ -143,16 +143,21 @@ func perRequest(short, long cgProfile, n int) (total counts, fns []fnCount) {
 		total.add(*c, 1)
 		fns = append(fns, fnCount{name, *c})
 	}
+	return total, mostFirst(fns, func(f fnCount) float64 { return f.I1mr })
+}
+
+// mostFirst is fns sorted by key, the largest first, ties by name (fns itself, reordered).
+func mostFirst(fns []fnCount, key func(fnCount) float64) []fnCount {
 	slices.SortFunc(fns, func(a, b fnCount) int {
-		if a.I1mr != b.I1mr {
-			if a.I1mr > b.I1mr {
+		if ka, kb := key(a), key(b); ka != kb {
+			if ka > kb {
 				return -1
 			}
 			return 1
 		}
 		return strings.Compare(a.Name, b.Name)
 	})
-	return total, fns
+	return fns
 }
 
 // area names the part of the gateway a function belongs to, for the grouped table.
@@ -248,11 +253,7 @@ type countSpec struct {
 // at a size large enough to hold the code it runs are none: the size where they end says how
 // much code that is, which the misses at the CPU's own size do not.
 func withI1(spec countSpec, size int) countSpec {
-	start := spec.start
-	spec.start = func(ctx context.Context, dir string, vg []string) (*proc, string, error) {
-		return start(ctx, dir, append([]string{fmt.Sprintf("--I1=%d,8,64", size)}, vg...))
-	}
-	return spec
+	return withValgrindArg(spec, fmt.Sprintf("--I1=%d,8,64", size))
 }
 
 // withLL is spec with cachegrind simulating a last-level cache of size bytes, 8-way with 64-byte
@@ -261,9 +262,14 @@ func withI1(spec countSpec, size int) countSpec {
 // last use and this one pushed out: with many requests in flight (--count-conc), what each
 // holds and touches adds up.
 func withLL(spec countSpec, size int) countSpec {
+	return withValgrindArg(spec, fmt.Sprintf("--LL=%d,8,64", size))
+}
+
+// withValgrindArg is spec with arg given to valgrind before the tool's own arguments.
+func withValgrindArg(spec countSpec, arg string) countSpec {
 	start := spec.start
 	spec.start = func(ctx context.Context, dir string, vg []string) (*proc, string, error) {
-		return start(ctx, dir, append([]string{fmt.Sprintf("--LL=%d,8,64", size)}, vg...))
+		return start(ctx, dir, append([]string{arg}, vg...))
 	}
 	return spec
 }
@@ -704,16 +710,7 @@ func countMarkdown(res []countResult, n, conc, top int, ll bool) string {
 		}
 		// Under load the caches stay warmer than at c=1, and instructions count for more: the
 		// same functions by what they run.
-		byIr := slices.Clone(r.fns)
-		slices.SortStableFunc(byIr, func(x, y fnCount) int {
-			if x.Ir != y.Ir {
-				if x.Ir > y.Ir {
-					return -1
-				}
-				return 1
-			}
-			return strings.Compare(x.Name, y.Name)
-		})
+		byIr := mostFirst(slices.Clone(r.fns), func(f fnCount) float64 { return f.Ir })
 		fmt.Fprintf(&b, "\n#### The gateway's %s: the %d functions with the most instructions\n\n| function | instructions | L1i misses |\n|---|---|---|\n", what, top)
 		for _, f := range byIr[:min(top, len(byIr))] {
 			fmt.Fprintf(&b, "| `%s` | %.0f | %.1f |\n", strings.TrimPrefix(f.Name, "github.com/hayula/gateway/"), f.Ir, f.I1mr)
@@ -723,16 +720,7 @@ func countMarkdown(res []countResult, n, conc, top int, ll bool) string {
 		}
 		// A function's data misses are the lines it touched that had left the cache: the
 		// memory a request holds, its stack's frames included, as the others pushed it out.
-		byLL := slices.Clone(r.fns)
-		slices.SortStableFunc(byLL, func(x, y fnCount) int {
-			if x.DLm != y.DLm {
-				if x.DLm > y.DLm {
-					return -1
-				}
-				return 1
-			}
-			return strings.Compare(x.Name, y.Name)
-		})
+		byLL := mostFirst(slices.Clone(r.fns), func(f fnCount) float64 { return f.DLm })
 		fmt.Fprintf(&b, "\n#### The gateway's %s: the %d functions with the most LL data misses\n\n| function | LL data misses | instructions |\n|---|---|---|\n", what, top)
 		for _, f := range byLL[:min(top, len(byLL))] {
 			fmt.Fprintf(&b, "| `%s` | %.1f | %.0f |\n", strings.TrimPrefix(f.Name, "github.com/hayula/gateway/"), f.DLm, f.Ir)

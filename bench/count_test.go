@@ -304,19 +304,7 @@ func TestCountRunComparesAnswers(t *testing.T) {
 				_, _ = w.Write(tc.answer)
 			}))
 			defer srv.Close()
-			// A stand-in for a proxy under cachegrind: a process that waits to be stopped, and
-			// the output file cachegrind would have written.
-			spec := countSpec{"stand-in", func(ctx context.Context, dir string, vg []string) (*proc, string, error) {
-				for _, a := range vg {
-					if path, ok := strings.CutPrefix(a, "--cachegrind-out-file="); ok {
-						if err := os.WriteFile(path, []byte(cgSample), 0o644); err != nil {
-							return nil, "", err
-						}
-					}
-				}
-				p, err := startProc("stand-in", "sleep", []string{"60"}, nil, dir)
-				return p, srv.URL, err
-			}}
+			spec := standIn(srv.URL)
 			row := countRow{name: "chat", body: chatBody("m", false, 512), want: f.chat}
 			_, err := countRun(context.Background(), spec, t.TempDir(), 1, 2, row, "")
 			if tc.ok && err != nil || !tc.ok && err == nil {
@@ -395,6 +383,22 @@ func TestCountI1Options(t *testing.T) {
 	}
 }
 
+// standIn stands for a proxy under cachegrind that serves at url: a process that waits to be
+// stopped, and the output file cachegrind would have written.
+func standIn(url string) countSpec {
+	return countSpec{"stand-in", func(ctx context.Context, dir string, vg []string) (*proc, string, error) {
+		for _, a := range vg {
+			if path, ok := strings.CutPrefix(a, "--cachegrind-out-file="); ok {
+				if err := os.WriteFile(path, []byte(cgSample), 0o644); err != nil {
+					return nil, "", err
+				}
+			}
+		}
+		p, err := startProc("stand-in", "sleep", []string{"60"}, nil, dir)
+		return p, url, err
+	}}
+}
+
 // --count-conc and --count-ll, like --count-i1, only with --count (--count-ll without
 // --callgrind) and only in their ranges; --count-conc is 1 unless given.
 func TestCountConcAndLLOptions(t *testing.T) {
@@ -454,17 +458,7 @@ func TestCountRunKeepsConcInFlight(t *testing.T) {
 		_, _ = w.Write(f.chat)
 	}))
 	defer srv.Close()
-	spec := countSpec{"stand-in", func(ctx context.Context, dir string, vg []string) (*proc, string, error) {
-		for _, a := range vg {
-			if path, ok := strings.CutPrefix(a, "--cachegrind-out-file="); ok {
-				if err := os.WriteFile(path, []byte(cgSample), 0o644); err != nil {
-					return nil, "", err
-				}
-			}
-		}
-		p, err := startProc("stand-in", "sleep", []string{"60"}, nil, dir)
-		return p, srv.URL, err
-	}}
+	spec := standIn(srv.URL)
 	row := countRow{name: "chat", body: chatBody("m", false, 512), want: f.chat, conc: conc}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
