@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"strings"
 	"testing"
@@ -17,12 +16,7 @@ import (
 // answer comes back in turn.
 func TestPipelinedBodiesReachTheUpstreamWhole(t *testing.T) {
 	g, up := keyed(t)
-	addr := strings.TrimPrefix(g.ts.URL, "http://")
-	c, err := net.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := dialRawGateway(t, g)
 	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
 	br := bufio.NewReader(c)
 	body := func(i int) string {

@@ -12,6 +12,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/hayula/gateway/internal/httpwire"
 )
 
 // h1Transport is a synchronous HTTP/1.1 client for plain http:// targets: the request is written
@@ -102,25 +104,16 @@ type h1Transport struct {
 	bufs sync.Pool
 	// bodies are buffers for the request bodies the translating adapters write (lentBody).
 	bodies sync.Pool
-	// scratch is where a POST that goes out in one write is put together (see outgoing.send):
-	// one buffer, taken for the write and given back once it is done, so that it stays in the
-	// CPU's cache, where the connection's own write buffer, last written a request ago on that
-	// connection, has left it by then when many are busy. An exchange that finds it taken
-	// uses its connection's.
-	scratch atomic.Pointer[[scratchSize]byte]
+	// scratch is where a POST that goes out in one write is put together (see outgoing.send).
+	scratch httpwire.Scratch
 }
-
-// scratchSize is the scratch buffer's size: a connection's write buffer's.
-const scratchSize = 4 << 10
 
 var _ http.RoundTripper = (*h1Transport)(nil)
 
 func newH1Transport(fallback *http.Transport, target string, timeout, bodyIdle time.Duration) *h1Transport {
-	t := &h1Transport{fallback: fallback, dial: fallback.DialContext, target: target, timeout: timeout,
+	return &h1Transport{fallback: fallback, dial: fallback.DialContext, target: target, timeout: timeout,
 		bodyIdle: bodyIdle, idleTimeout: fallback.IdleConnTimeout, maxIdle: maxIdlePerTarget, epoch: time.Now(), idle: map[string]*idleList{},
 		peekAfter: peekAfter, silentRun: silentRunDefault}
-	t.scratch.Store(new([scratchSize]byte))
-	return t
 }
 
 // h1Conn is one upstream connection with its buffers.
@@ -232,7 +225,7 @@ func (o *outgoing) method() string {
 // keeps it, not copied. Anything else is written through the write buffer.
 func (o *outgoing) send(t *h1Transport, c *h1Conn) error {
 	if tc, ok := c.Conn.(*net.TCPConn); ok && o.req == nil && c.bw.Buffered() == 0 {
-		sp := t.scratch.Swap(nil)
+		sp := t.scratch.Take()
 		buf := c.bw.AvailableBuffer()
 		if sp != nil {
 			buf = sp[:0]
@@ -252,9 +245,7 @@ func (o *outgoing) send(t *h1Transport, c *h1Conn) error {
 			_, err = c.out.WriteTo(tc)
 			clear(c.vec[:]) // the caller's body is not kept
 		}
-		if sp != nil {
-			t.scratch.Store(sp) // written, or failed: nothing of it is read again
-		}
+		t.scratch.Give(sp)
 		return err
 	}
 	err := o.write(c.bw)

@@ -40,19 +40,18 @@ func TestPostBuiltInTheScratch(t *testing.T) {
 		resp.Body.Close()
 	}
 	exchange()
-	sp := tr.scratch.Load()
+	sp := tr.scratch.Take() // back, and now held: another exchange's, for the next
 	if sp == nil {
 		t.Fatal("the scratch buffer did not come back")
 	}
 	if !bytes.HasPrefix(sp[:], []byte("POST /v1/chat/completions HTTP/1.1\r\n")) {
 		t.Errorf("the scratch buffer holds %q, want the request", sp[:40])
 	}
-	taken := tr.scratch.Swap(nil) // another exchange's, for the next
 	exchange()
-	if tr.scratch.Load() != nil {
+	if tr.scratch.Take() != nil {
 		t.Error("an exchange that found the scratch taken put one back")
 	}
-	tr.scratch.Store(taken)
+	tr.scratch.Give(sp)
 	mu.Lock()
 	defer mu.Unlock()
 	if len(got) != 2 || got[0] != `{"model":"m"}` || got[1] != got[0] {

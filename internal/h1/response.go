@@ -296,9 +296,6 @@ func (w *response) appendHead(b []byte, final bool) []byte {
 	return append(b, '\r', '\n')
 }
 
-// scratchSize is the scratch buffer's size (see Server.scratch): a connection's write buffer's.
-const scratchSize = 4 << 10
-
 // WriteWhole writes p as the whole body, after WriteHeader, and sends the answer at once: what
 // Write(p) and Flush do. When nothing else has been written and the length set (SetContentLength,
 // or the header map's) is p's, the head and p go out on a TCP connection in one system call:
@@ -320,14 +317,12 @@ func (w *response) WriteWhole(p []byte) (int, error) {
 		return n, err
 	}
 	w.written = int64(len(p))
-	s := w.c.s
-	sp := s.scratch.Swap(nil)
+	sp := w.c.s.scratch.Take()
 	if sp == nil {
-		s.scratchOnce.Do(func() { s.scratch.Store(new([scratchSize]byte)) })
 		return w.writeWhole(tc, p, bw.AvailableBuffer())
 	}
 	n, err := w.writeWhole(tc, p, sp[:0])
-	s.scratch.Store(sp) // written, or failed: nothing of it is read again
+	w.c.s.scratch.Give(sp)
 	return n, err
 }
 

@@ -8,8 +8,8 @@ import (
 	"testing"
 )
 
-// A whole answer is put together in the server's scratch buffer (made by the first whole answer,
-// used from the next), which is back in its place once the answer is written, holding it; while
+// A whole answer is put together in the server's scratch buffer (made by the first whole
+// answer), which is back in its place once the answer is written, holding it; while
 // another answer has it, the answer is put together in the connection's write buffer instead,
 // and the client reads the same bytes.
 func TestWholeAnswerBuiltInTheScratch(t *testing.T) {
@@ -32,19 +32,18 @@ func TestWholeAnswerBuiltInTheScratch(t *testing.T) {
 	}
 	exchange("/first")
 	exchange("/second")
-	sp := s.scratch.Load()
+	sp := s.scratch.Take() // back, and now held: another answer's, for the next
 	if sp == nil {
 		t.Fatal("no scratch buffer after two whole answers")
 	}
 	if !bytes.HasPrefix(sp[:], []byte("HTTP/1.1 200 OK\r\n")) || !bytes.Contains(sp[:], []byte("whole /second")) {
 		t.Errorf("the scratch buffer holds %q, want the second answer", sp[:80])
 	}
-	taken := s.scratch.Swap(nil) // another answer's, for the next
 	exchange("/third")
-	if s.scratch.Load() != nil {
+	if s.scratch.Take() != nil {
 		t.Error("an answer that found the scratch taken put one back")
 	}
-	s.scratch.Store(taken)
+	s.scratch.Give(sp)
 	if want := []string{"whole /first", "whole /second", "whole /third"}; !slices.Equal(got, want) {
 		t.Errorf("answers %q, want %q", got, want)
 	}

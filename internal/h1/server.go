@@ -104,15 +104,8 @@ type Server struct {
 	stopOnce   sync.Once
 	sweeping   atomic.Bool
 	date       dateCache
-	bufs       sync.Pool // *connBufs
-	// scratch is where a whole answer is put together for its one write (response.WriteWhole):
-	// one buffer, taken for the write and given back once it is done, so that it stays in the
-	// CPU's cache, where the connection's own write buffer, last written an answer ago on that
-	// connection, has left it by then when many are busy. An answer that finds it taken, or not
-	// made yet (the first takes none: a server that answers nothing whole makes none), uses its
-	// connection's.
-	scratch     atomic.Pointer[[scratchSize]byte]
-	scratchOnce sync.Once
+	bufs       sync.Pool        // *connBufs
+	scratch    httpwire.Scratch // where a whole answer is put together (response.WriteWhole)
 
 	mu    sync.Mutex
 	lns   map[net.Listener]struct{}
