@@ -33,7 +33,7 @@ func TestClosedConnectionsLendTheirBuffers(t *testing.T) {
 	const n = 200
 	for i := range n {
 		q := strings.Repeat("q", i%7+1) + "-" + strings.Repeat("x", i)
-		resp, _, err := tr.post(context.Background(), srv.URL+"/v1", "/chat/completions", tg, whole([]byte(q)), "application/json", "")
+		resp, _, err := tr.post(context.Background(), srv.URL+"/v1", "/chat/completions", tg, &payload{[]byte(q)}, "application/json", "")
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -21,7 +21,7 @@ import (
 //
 // The answer's Header may be reused by the connection's next answer once its body has been read
 // to the end or closed: read it before the body (statusError copies it).
-func (t *h1Transport) post(ctx context.Context, base, path string, tg *core.Target, body payload, accept, id string) (*http.Response, bool, error) {
+func (t *h1Transport) post(ctx context.Context, base, path string, tg *core.Target, body *payload, accept, id string) (*http.Response, bool, error) {
 	d := t.dest(base, path)
 	if d == nil {
 		return nil, false, nil
@@ -30,7 +30,7 @@ func (t *h1Transport) post(ctx context.Context, base, path string, tg *core.Targ
 		// It would add lines to the head; net/http refuses such a value too.
 		return nil, true, errBadKey
 	}
-	out := outgoing{post: postRequest{head: d.head, key: tg.APIKey, body: body, accept: accept, id: id}}
+	out := outgoing{post: postRequest{head: d.head, key: tg.APIKey, body: *body, accept: accept, id: id}}
 	resp, err := t.do(ctx, d.addr, &out)
 	return resp, true, err
 }

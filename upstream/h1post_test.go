@@ -81,7 +81,7 @@ func TestPostRefusesABadKey(t *testing.T) {
 		return nil, errors.New("no network in this test")
 	}}
 	tg := &core.Target{APIKey: core.Secret("k\r\nX-Injected: 1")}
-	_, sent, err := tr.post(context.Background(), "http://127.0.0.1:9/v1", "/x", tg, whole([]byte("{}")), "application/json", "")
+	_, sent, err := tr.post(context.Background(), "http://127.0.0.1:9/v1", "/x", tg, &payload{[]byte("{}")}, "application/json", "")
 	if !sent || err == nil || !strings.Contains(err.Error(), "key") || dialed {
 		t.Errorf("sent=%v err=%v dialed=%v, want an error about the key and no dial", sent, err, dialed)
 	}
@@ -180,7 +180,7 @@ func TestPostSameBytesBothWays(t *testing.T) {
 			tr := &h1Transport{fallback: &http.Transport{}, idle: map[string]*idleList{}, dial: dials[name], maxIdle: 1}
 			t.Cleanup(tr.CloseIdleConnections)
 			body := payload{[]byte(`{"model":`), []byte(`"m"`), []byte(tail)}
-			resp, sent, err := tr.post(context.Background(), base, "/chat/completions", tg, body, "application/json", "")
+			resp, sent, err := tr.post(context.Background(), base, "/chat/completions", tg, &body, "application/json", "")
 			if !sent || err != nil {
 				t.Fatalf("%s, %s: sent=%v err=%v", size, name, sent, err)
 			}

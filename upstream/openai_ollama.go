@@ -222,7 +222,8 @@ func loadOnlyError(reason string) error {
 
 // post sends body to path below the target's URL.
 func (a *openaiOllama) post(ctx context.Context, path string, body []byte, stream bool) (*http.Response, error) {
-	resp, err := post(ctx, a.c, a.t, path, whole(body), accept(stream, "application/x-ndjson"), a.id, a.now)
+	p := whole(body)
+	resp, err := post(ctx, a.c, a.t, path, &p, accept(stream, "application/x-ndjson"), a.id, a.now)
 	if se, ok := errors.AsType[*core.StatusError](err); ok && modelCannot(se) {
 		return nil, &core.UnmetError{Err: se}
 	}

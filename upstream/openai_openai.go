@@ -47,19 +47,19 @@ func (a *openaiOpenAI) chat(ctx context.Context, req *core.Request) (*Response, 
 		// ToolChoice set alone: that llama-server answers any but "auto" with a 500
 		// (TestToolChoiceWithoutToolsNotSentToATargetWithout). So for the legacy functions with
 		// function_call "none" (TestFunctionsWithCallNoneNotSentToATargetWithout).
-		r := *req
-		r.Body, r.ModelAt = jsonx.Delete(req.Body, "tools", "tool_choice", "parallel_tool_calls", "functions", "function_call"), [2]int{}
-		req = &r
+		req = withoutTools(req)
 	}
 	var sp splice
 	ask := asksUsage(a.t, req)
 	if ask {
 		sp, ask = usageSplice(req.Body, req.NoStreamOptions, req.ChargesUsage)
 	}
-	resp, err := post(ctx, a.c, a.t, req.Op.Path(), a.outgoing(req, sp, ask), accept(req.Stream, "text/event-stream"), a.id, a.now)
+	body := a.outgoing(req, sp, ask)
+	resp, err := post(ctx, a.c, a.t, req.Op.Path(), &body, accept(req.Stream, "text/event-stream"), a.id, a.now)
 	if ask && refusedAsk(err) {
 		ask = false
-		resp, err = post(ctx, a.c, a.t, req.Op.Path(), a.outgoing(req, sp, ask), accept(req.Stream, "text/event-stream"), a.id, a.now)
+		body = a.outgoing(req, sp, ask)
+		resp, err = post(ctx, a.c, a.t, req.Op.Path(), &body, accept(req.Stream, "text/event-stream"), a.id, a.now)
 	}
 	if err != nil {
 		return nil, err
@@ -94,6 +94,18 @@ func (a *openaiOpenAI) chat(ctx context.Context, req *core.Request) (*Response, 
 		}
 	}
 	return r, err
+}
+
+// withoutTools is a copy of req whose body has no tools, tool_choice, parallel_tool_calls,
+// functions or function_call. A function of its own, so that the copy of the request, which
+// only a target without tools ever needs, is not a part of chat's frame on every request's
+// stack, down to the wait for the answer.
+//
+//go:noinline
+func withoutTools(req *core.Request) *core.Request {
+	r := *req
+	r.Body, r.ModelAt = jsonx.Delete(req.Body, "tools", "tool_choice", "parallel_tool_calls", "functions", "function_call"), [2]int{}
+	return &r
 }
 
 func (a *openaiOpenAI) body(ctx context.Context, resp *http.Response, req *core.Request) (*Response, error) {

@@ -130,7 +130,8 @@ func (a *openaiSAIF) chat(ctx context.Context, req *core.Request) (*Response, er
 	if err != nil {
 		return nil, err
 	}
-	resp, err := post(ctx, a.c, a.t, saifPath(a.t.URL), whole(body.b), accept(req.Stream, "text/event-stream"), a.id, a.now)
+	p := whole(body.b)
+	resp, err := post(ctx, a.c, a.t, saifPath(a.t.URL), &p, accept(req.Stream, "text/event-stream"), a.id, a.now)
 	body.give() // sent
 	if err != nil {
 		return nil, err

@@ -111,7 +111,7 @@ func TestRecycledBuffersStayTheirExchanges(t *testing.T) {
 func recycledExchange(tr *h1Transport, tg *core.Target, url string, kind int, tok string) error {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	resp, _, err := tr.post(ctx, url+"/v1", "/chat/completions", tg, whole([]byte(`{"t":"`+tok+`"}`)), "text/plain", tok)
+	resp, _, err := tr.post(ctx, url+"/v1", "/chat/completions", tg, &payload{[]byte(`{"t":"` + tok + `"}`)}, "text/plain", tok)
 	if err != nil {
 		return fmt.Errorf("%s: %v", tok, err)
 	}

@@ -32,7 +32,7 @@ func TestPostBuiltInTheScratch(t *testing.T) {
 	exchange := func() {
 		t.Helper()
 		body := payload{[]byte(`{"model":`), []byte(`"m"`), []byte(`}`)}
-		resp, sent, err := tr.post(context.Background(), u.url()+"/v1", "/chat/completions", tg, body, "application/json", "")
+		resp, sent, err := tr.post(context.Background(), u.url()+"/v1", "/chat/completions", tg, &body, "application/json", "")
 		if !sent || err != nil {
 			t.Fatalf("sent=%v err=%v", sent, err)
 		}

@@ -451,14 +451,26 @@ func closeDrained(body io.ReadCloser) error {
 // (the stream's media type, or application/json), carries the target's key as a Bearer
 // token when it has one (the key is never logged), and the gateway's request ID as X-Request-Id
 // when id is not empty. The response's Header is good until its body has been read to the end
-// or closed (see h1Transport.post).
-func post(ctx context.Context, c *http.Client, t *core.Target, path string, body payload, accept, id string,
+// or closed (see h1Transport.post). body is the caller's, passed by its address: a payload is
+// five slices, and passed by value it was a copy in each frame down to the wait for the answer.
+func post(ctx context.Context, c *http.Client, t *core.Target, path string, body *payload, accept, id string,
 	now func() time.Time) (*http.Response, error) {
 	if h1, ok := c.Transport.(*h1Transport); ok {
 		if resp, sent, err := h1.post(ctx, t.URL, path, t, body, accept, id); sent {
 			return checkAnswer(ctx, t, resp, err, now)
 		}
 	}
+	return postHTTP(ctx, c, t, path, body, accept, id, now)
+}
+
+// postHTTP is post over net/http's client, for a URL the synchronous client does not serve
+// (HTTPS, a user in the URL, a host net/http rewrites) or a client without it. A function of its
+// own, so that its locals are not a part of post's frame on every request's stack, down to the
+// wait for the answer.
+//
+//go:noinline
+func postHTTP(ctx context.Context, c *http.Client, t *core.Target, path string, body *payload, accept, id string,
+	now func() time.Time) (*http.Response, error) {
 	url := t.URL + path
 	// net/http's Transport may go on reading a request body after RoundTrip has returned (an
 	// answer that came before the whole body was sent): it gets its own copy, since the

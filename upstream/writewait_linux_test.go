@@ -55,7 +55,7 @@ func TestWholeRequestWaitsBeforeItsRead(t *testing.T) {
 		t.Cleanup(tr.CloseIdleConnections)
 		exchange := func() {
 			body := payload{[]byte(`{"model":`), []byte(`"m"`), []byte(`}`)}
-			resp, sent, err := tr.post(context.Background(), base, "/chat/completions", tg, body, "application/json", "")
+			resp, sent, err := tr.post(context.Background(), base, "/chat/completions", tg, &body, "application/json", "")
 			if !sent || err != nil {
 				t.Fatalf("%s: sent=%v err=%v", name, sent, err)
 			}
