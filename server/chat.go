@@ -68,13 +68,34 @@ func (s *Server) serveOp(w http.ResponseWriter, r *http.Request, op core.Op) {
 		}
 		s.metrics.Request(op, route, status, end.Sub(start))
 	}()
+	req, rs := s.admitOp(w, r, op, st, id, start, &status, &end)
+	if rs == nil {
+		return
+	}
+	route = rs.index
+	var res result
+	s.run(r.Context(), rs, req, st, id, &res)
+	s.answerOp(w, r, op, rs, req, st, &res, id, start, &status, &end)
+}
+
+// serveOp's admission and its answer are functions of their own so that what each holds (the
+// auto-router's pick, a log line's fields, the writer's arguments) is not a part of serveOp's
+// frame while the request waits for its upstream: the stack a request waits on is cache lines
+// that 64 requests in flight each hold (PERFORMANCE.md, "The stack a request waits on").
+
+// admitOp admits r (admit). Refused, it answers and logs the refusal, sets *status and *end, and
+// returns a nil route; admitted by the auto-router, it sets the answer's fields that say so.
+//
+//go:noinline
+func (s *Server) admitOp(w http.ResponseWriter, r *http.Request, op core.Op, st *reqState, id string, start time.Time,
+	status *int, end *time.Time) (*core.Request, *routeState) {
 	req, rs, pick, e := s.admit(r, op, st, true)
 	if e != nil {
 		s.unbusy(st) // before the answer goes out, as write gives it back
 		writeError(w, e)
-		status, end = e.Status, time.Now()
-		s.logRequest(r, requestLog{key: st.keyName(), id: id}, status, start, end)
-		return
+		*status, *end = e.Status, time.Now()
+		s.logRequest(r, requestLog{key: st.keyName(), id: id}, *status, start, *end)
+		return nil, nil
 	}
 	if pick.intent != "" {
 		pick.setHeaders(w.Header())
@@ -83,12 +104,31 @@ func (s *Server) serveOp(w http.ResponseWriter, r *http.Request, op core.Op) {
 			s.metrics.Moved(pick.from.index, rs.index)
 		}
 	}
-	route = rs.index
-	res := s.run(r.Context(), rs, req, st, id)
+	return req, rs
+}
+
+// answerOp writes what the attempt loop ended with (res) and logs the request's line, setting
+// *status once the answer is out and *end, the request's, with its line (written).
+//
+//go:noinline
+func (s *Server) answerOp(w http.ResponseWriter, r *http.Request, op core.Op, rs *routeState, req *core.Request, st *reqState,
+	res *result, id string, start time.Time, status *int, end *time.Time) {
 	if cap(res.chain) > cap(st.chain) {
 		st.chain = res.chain[:0] // the array grew: keep the larger one
 	}
-	status, ended := s.write(r.Context(), w, rs, req, res, st)
+	var ended string
+	*status, ended = s.write(r.Context(), w, rs, req, res, st)
+	*end = s.written(r, op, rs, st, res, id, start, *status, ended)
+}
+
+// written is what serveOp does once the answer is out: the stream's or the answer's metrics, the
+// answer's memory given back, the request's line, whose end it returns. A function of its own
+// so that the line's fields are not a part of answerOp's frame, on the stack of every stream
+// while it is relayed.
+//
+//go:noinline
+func (s *Server) written(r *http.Request, op core.Op, rs *routeState, st *reqState, res *result, id string, start time.Time,
+	status int, ended string) time.Time {
 	upID, cut := "", ""
 	if res.resp != nil {
 		upID = res.resp.UpstreamID
@@ -105,9 +145,10 @@ func (s *Server) serveOp(w http.ResponseWriter, r *http.Request, op core.Op) {
 		}
 		res.resp.Release() // written: its memory serves the next answer
 	}
-	end = time.Now()
+	end := time.Now()
 	s.logRequest(r, requestLog{key: st.keyName(), route: rs.Name, movedFrom: st.movedFrom, chain: res.chain, stream: ended,
 		cut: cut, id: id, upstreamID: upID}, status, start, end)
+	return end
 }
 
 // reqState is what one request on an OpenAI endpoint is built in: the body's buffer, the decoded
@@ -251,21 +292,25 @@ type result struct {
 	gone   bool      // the client went away
 }
 
-// run walks the route's eligible targets: select, attempt, classify, move on or stop. Its arrays
-// are st's; id is the request's, sent to every target asked.
-func (s *Server) run(ctx context.Context, rs *routeState, req *core.Request, st *reqState, id string) result {
+// run walks the route's eligible targets: select, attempt, classify, move on or stop, and writes
+// how it ended in *res, the caller's (a result returned by value was one more copy of it on the
+// stack the request waits on). Its arrays are st's; id is the request's, sent to every target
+// asked.
+func (s *Server) run(ctx context.Context, rs *routeState, req *core.Request, st *reqState, id string, res *result) {
 	if cap(st.cands) < len(rs.Targets) {
 		st.cands = make([]*core.Target, 0, max(len(rs.Targets), len(s.cfg.Targets)))
 	}
 	p := s.plan(rs, req, st.cands)
 	if p.err != nil {
-		return result{err: p.err}
+		*res = result{err: p.err}
+		return
 	}
 	if len(p.res.FailedOpen) > 0 {
 		s.failedOpen.Add(1)
 	}
 	if len(p.res.Kept) == 0 && len(p.reserve) == 0 {
-		return result{err: s.noTarget(rs, p.res.Drops)}
+		*res = result{err: s.noTarget(rs, p.res.Drops)}
+		return
 	}
 	// Kept is in st.cands's array, which can hold every target of the route: the loop removes
 	// from it in place, and the reserve fits once it is empty.
@@ -273,8 +318,9 @@ func (s *Server) run(ctx context.Context, rs *routeState, req *core.Request, st 
 	if cands == nil {
 		cands = st.cands[:0]
 	}
+	*res = result{chain: st.chain[:0]}
 	var (
-		res      = result{chain: st.chain[:0]}
+		a        attemptResult
 		attempts []errmap.Attempt
 		classes  []core.Class
 		reserved bool
@@ -310,16 +356,14 @@ func (s *Server) run(ctx context.Context, rs *routeState, req *core.Request, st 
 		if s.reloadForbids(req, rs.Name, st.movedFrom, st.key, t) {
 			// A reload made t public, or this request strict, while it was under way: as the
 			// privacy filter would drop t now.
-			forbidden = append(forbidden, filter.Drop{Target: t.Name, Filter: (filter.Privacy{}).Name(),
-				Reason: "strict request: public target (since a reload)"})
+			forbidden = forbid(forbidden, t)
 			continue
 		}
 		res.chain = append(res.chain, t.Name)
-		a := s.attemptOn(ctx, rs, st, req, t, cands, classes, p.overflowDrops, !recovering, id)
+		s.attemptOn(ctx, rs, st, req, t, cands, classes, p.overflowDrops, !recovering, id, &a)
 		if a.forbidden {
 			res.chain = res.chain[:len(res.chain)-1]
-			forbidden = append(forbidden, filter.Drop{Target: t.Name, Filter: (filter.Privacy{}).Name(),
-				Reason: "strict request: public target (since a reload)"})
+			forbidden = forbid(forbidden, t)
 			continue
 		}
 		if a.held {
@@ -336,20 +380,20 @@ func (s *Server) run(ctx context.Context, rs *routeState, req *core.Request, st 
 			if passed != nil {
 				s.procs.warmPassed(passed)
 			}
-			return res
+			return
 		}
 		if a.warm {
 			passed = append(passed, t)
 		}
-		attempts = append(attempts, errmap.Attempt{Target: t.Name, Decision: a.dec, Err: a.err})
-		s.logAttempt(ctx, rs.Name, t, a, id)
+		attempts = failed(attempts, t, &a)
+		s.logAttempt(ctx, rs.Name, t, &a, id)
 		classes = append(classes, a.dec.Class)
 		if a.dec.Class == core.ClassClientGone || ctx.Err() != nil {
 			if passed != nil {
 				s.procs.warmPassed(passed)
 			}
 			res.gone = true
-			return res
+			return
 		}
 		if req.NoFallback || a.dec.Class == core.ClassRequest || !rs.FallbackOn.Has(a.dec.Class) {
 			attempts[len(attempts)-1].Stopped = true // answered as it is (TestChainStopAnswersAsIs)
@@ -359,12 +403,22 @@ func (s *Server) run(ctx context.Context, rs *routeState, req *core.Request, st 
 	if passed != nil {
 		s.procs.warmPassed(passed)
 	}
+	res.err = s.chainFailed(rs, st, &p, cands, classes, attempts, forbidden, reserved, res.chain)
+}
+
+// chainFailed is the error run answers when the chain ended with nothing served: the attempts'
+// error restored (errmap.Restore), the upstream keys of the targets tried (chain) taken out of
+// it; or, with no attempt made, why none could be. A function of its own, so that its locals
+// are not a part of run's frame on every request's stack, down to the wait for the answer.
+//
+//go:noinline
+func (s *Server) chainFailed(rs *routeState, st *reqState, p *plan, cands []*core.Target, classes []core.Class,
+	attempts []errmap.Attempt, forbidden []filter.Drop, reserved bool, chain []string) *apiError {
 	if len(attempts) == 0 {
-		res.err = guardedShut(rs, p.res.Drops, cands)
 		if forbidden != nil {
-			res.err = s.noTarget(rs, append(p.res.Drops, forbidden...))
+			return s.noTarget(rs, append(p.res.Drops, forbidden...))
 		}
-		return res
+		return guardedShut(rs, p.res.Drops, cands)
 	}
 	ce := errmap.Restore(attempts)
 	if ce.ShouldRetry == errmap.RetryNo && untried(rs, cands, classes, p.overflowDrops, p.reserve, reserved, st) {
@@ -374,7 +428,7 @@ func (s *Server) run(ctx context.Context, rs *routeState, req *core.Request, st 
 		// (TestFinalErrorShouldRetryNotWithTargetsUntried).
 		ce.ShouldRetry = errmap.RetryUnsaid
 	}
-	for _, name := range res.chain {
+	for _, name := range chain {
 		if t, ok := s.cfg.Target(name); ok && t.APIKey != "" {
 			k := string(t.APIKey)
 			ce.Message, ce.Type = redactKey(ce.Message, k), redactKey(ce.Type, k)
@@ -386,8 +440,24 @@ func (s *Server) run(ctx context.Context, rs *routeState, req *core.Request, st 
 		// (TestResponsesAdapterErrorsNameInput).
 		ce.Param, ce.Message = st.bridge.clientTerms(ce.Param, ce.Message)
 	}
-	res.err = &ce
-	return res
+	return &ce
+}
+
+// forbid is forbidden with t added as the privacy filter would drop it now: a reload made t
+// public, or the request strict, while the request was under way (Server.reloadForbids).
+//
+//go:noinline
+func forbid(forbidden []filter.Drop, t *core.Target) []filter.Drop {
+	return append(forbidden, filter.Drop{Target: t.Name, Filter: (filter.Privacy{}).Name(),
+		Reason: "strict request: public target (since a reload)"})
+}
+
+// failed is attempts with a's failure on t added. forbid and failed are functions of their own
+// so that the values they build are not a part of run's frame (see chainFailed).
+//
+//go:noinline
+func failed(attempts []errmap.Attempt, t *core.Target, a *attemptResult) []errmap.Attempt {
+	return append(attempts, errmap.Attempt{Target: t.Name, Decision: a.dec, Err: a.err})
 }
 
 // untried reports whether the attempt loop ended with a target of the route it could have tried
@@ -515,7 +585,7 @@ func redactKey(s, k string) string {
 // (errmap hides the upstream's address from it), and the operator needs the rest. A client that
 // went away is no fault of the target's, so only the debug log has it. id, the request's, ties
 // the line to the request's own.
-func (s *Server) logAttempt(ctx context.Context, route string, t *core.Target, a attemptResult, id string) {
+func (s *Server) logAttempt(ctx context.Context, route string, t *core.Target, a *attemptResult, id string) {
 	level := slog.LevelWarn
 	if a.dec.Class == core.ClassClientGone {
 		level = slog.LevelDebug
@@ -576,20 +646,22 @@ type attemptResult struct {
 
 // attempt asks one target, retrying it with backoff for retryable failures. Every retry happens
 // before the first byte reaches the client. With claim, the first try is held (nothing sent) when
-// health no longer has t available; retries are never held.
-func (s *Server) attempt(ctx context.Context, rs *routeState, st *reqState, t *core.Target, req *core.Request, claim bool, id string) attemptResult {
+// health no longer has t available; retries are never held. The outcome, the last try's, is
+// written in *a, the caller's: an attemptResult returned by value was a copy of it in each of
+// the frames from run down to the wait for the answer (once, attempt, attemptOn), on every
+// request's stack.
+func (s *Server) attempt(ctx context.Context, rs *routeState, st *reqState, t *core.Target, req *core.Request, claim bool, id string, a *attemptResult) {
 	var bo *backoff.ExponentialBackOff
-	var a attemptResult
 	for try := 0; ; try++ {
 		if try > 0 && s.reloadForbids(req, rs.Name, st.movedFrom, st.key, t) {
-			return a // a reload put t out of this request's reach since the last try
+			return // a reload put t out of this request's reach since the last try: a is that try's
 		}
-		a = s.once(ctx, t, req, st, claim && try == 0, id)
+		s.once(ctx, t, req, st, claim && try == 0, id, a)
 		if a.err == nil || a.held {
-			return a
+			return
 		}
 		if !a.dec.Retry || try >= t.MaxRetries || ctx.Err() != nil {
-			return a
+			return
 		}
 		if bo == nil {
 			bo = backoff.NewExponentialBackOff(
@@ -603,17 +675,17 @@ func (s *Server) attempt(ctx context.Context, rs *routeState, st *reqState, t *c
 			wait = a.dec.RetryAfter
 		}
 		if wait > s.retry[1] {
-			return a // waiting longer than the retry cap: let the chain move on instead
+			return // waiting longer than the retry cap: let the chain move on instead
 		}
 		if err := s.sleep(ctx, wait); err != nil {
 			a.dec = errmap.ClassifyFor(ctx, err)
 			a.err = err
-			return a
+			return
 		}
 	}
 }
 
-// once is a single attempt. A stream's first event is read here, so that a stream that fails
+// once is a single attempt, its outcome written over *a. A stream's first event is read here, so that a stream that fails
 // before producing anything can still fall through; so are the chunks with nothing of an answer
 // that come before it (firstEvent), kept in st.lead's array. With claim, an attempt health does
 // not have t available for is held instead: eligibility was planned earlier, and since then
@@ -621,11 +693,13 @@ func (s *Server) attempt(ctx context.Context, rs *routeState, st *reqState, t *c
 // translated for the Responses API, reads a whole answer or each event read here too: one it
 // cannot read is an answer the gateway could not read, which falls through like any other
 // (TestInvResponsesUnreadableAnswerFallsThrough).
-func (s *Server) once(ctx context.Context, t *core.Target, req *core.Request, st *reqState, claim bool, id string) attemptResult {
+func (s *Server) once(ctx context.Context, t *core.Target, req *core.Request, st *reqState, claim bool, id string, a *attemptResult) {
+	*a = attemptResult{}
 	bridge := st.bridge
 	ok, probe := s.health.Begin(t)
 	if !ok && claim {
-		return attemptResult{held: true}
+		a.held = true
+		return
 	}
 	t.Stats.Begin()
 	end := inflight{stats: t.Stats}
@@ -653,7 +727,6 @@ func (s *Server) once(ctx context.Context, t *core.Target, req *core.Request, st
 	} else {
 		resp, err = s.up.Chat(ctx, t, req)
 	}
-	var a attemptResult
 	if err == nil && resp.Stream != nil {
 		a.first, a.lead, err = firstEvent(t, resp.Stream, bridge, st.lead[:0])
 		st.lead = a.lead[:0] // the array, grown or not, for the next attempt's
@@ -690,14 +763,13 @@ func (s *Server) once(ctx context.Context, t *core.Target, req *core.Request, st
 			a.dec.RetryAfter = s.loadingWait(until)
 		}
 		s.metrics.Attempt(t.Index, a.dec.Class, 0)
-		return a
+		return
 	}
 	done := s.clock.Now()
 	t.Stats.ObserveLatency(done.Sub(began), done)
 	s.metrics.Attempt(t.Index, core.ClassNone, done.Sub(began))
 	s.health.Report(t, core.ClassNone, 0)
 	a.resp, a.end = resp, end
-	return a
 }
 
 // How much of a stream's start firstEvent holds back before its point of no return: chunks with

@@ -182,7 +182,7 @@ func (s *Server) managed(t *core.Target) bool {
 // attemptOn is attempt for any target. A managed target's process is made to run first, and the
 // attempt goes to the base URL of that process (a shallow copy of t: Index and Stats are shared,
 // so health and selection see one target). The process is held until the response has been
-// written: the result's end releases it.
+// written: the result's end releases it. The outcome is written in *a, as attempt's is.
 //
 // When the process is not running, the request waits for it (Ensure, bounded by the target's
 // load_timeout and by the request) unless fallback is on for loading and a later candidate can
@@ -195,20 +195,32 @@ func (s *Server) managed(t *core.Target) bool {
 // managed target that is asked once the process runs, so that a probe is never claimed by an
 // attempt that a cold start then ends without a report.
 func (s *Server) attemptOn(ctx context.Context, rs *routeState, st *reqState, req *core.Request, t *core.Target,
-	rest []*core.Target, failures []core.Class, overflowDrops int, claim bool, id string) attemptResult {
+	rest []*core.Target, failures []core.Class, overflowDrops int, claim bool, id string, a *attemptResult) {
 	if !s.managed(t) {
-		return s.attempt(ctx, rs, st, t, req, claim, id)
+		s.attempt(ctx, rs, st, t, req, claim, id, a)
+		return
 	}
+	s.attemptManaged(ctx, rs, st, req, t, rest, failures, overflowDrops, claim, id, a)
+}
+
+// attemptManaged is attemptOn for a managed target. A function of its own, so that what only a
+// managed target needs (the copy of the target that carries its process's URL above all) is not
+// a part of every request's stack, down to the wait for the answer.
+//
+//go:noinline
+func (s *Server) attemptManaged(ctx context.Context, rs *routeState, st *reqState, req *core.Request, t *core.Target,
+	rest []*core.Target, failures []core.Class, overflowDrops int, claim bool, id string, a *attemptResult) {
 	m := s.procs.m
 	// Both ends before once are attempts x-hayula-chain names, and counted as such: a target whose
 	// process never starts would otherwise look like one nobody asked.
 	if st := m.State(t.Name); st != lifecycle.StateReady && s.canServeNow(rs, req, rest, failures, overflowDrops) {
 		s.metrics.Attempt(t.Index, core.ClassLoading, 0)
-		return attemptResult{
+		*a = attemptResult{
 			dec:  errmap.Decision{Class: core.ClassLoading, Status: 503, RetryAfter: health.DefaultLoadingRetry},
 			err:  &coldError{Target: t.Name, State: st},
 			warm: true,
 		}
+		return
 	}
 	url, release, err := m.Ensure(ctx, t.Name)
 	if err != nil {
@@ -225,14 +237,16 @@ func (s *Server) attemptOn(ctx context.Context, rs *routeState, st *reqState, re
 			s.health.Report(t, dec.Class, 0)
 		}
 		s.metrics.Attempt(t.Index, dec.Class, 0)
-		return attemptResult{dec: dec, err: err}
+		*a = attemptResult{dec: dec, err: err}
+		return
 	}
 	if s.reloadForbids(req, rs.Name, st.movedFrom, st.key, t) {
 		// The start may have taken minutes, and a reload in that time made t public or the
 		// request strict: nothing has been sent, so nothing is
 		// (TestManagedTargets, "a strict request waiting for its process …").
 		release()
-		return attemptResult{forbidden: true}
+		*a = attemptResult{forbidden: true}
+		return
 	}
 	live := *t
 	live.URL = url
@@ -244,14 +258,13 @@ func (s *Server) attemptOn(ctx context.Context, rs *routeState, st *reqState, re
 			release()
 		}
 	}()
-	a := s.attempt(ctx, rs, st, &live, req, claim, id)
+	s.attempt(ctx, rs, st, &live, req, claim, id, a)
 	handed = true
 	if a.end.stats == nil {
 		release()
-		return a
+		return
 	}
 	a.end.release = release
-	return a
 }
 
 // canServeNow reports whether fallback would carry the request past a target in class loading to

@@ -121,7 +121,7 @@ func prebuilt(k string) bool {
 // target, an adapter's value for a field the lines write); the caller then goes through the
 // header map, with the same fields. Each map entry would be an assignment, and on the way out a
 // walk of the map checking every name and value, on every answer.
-func (s *Server) prebuiltFields(w http.ResponseWriter, rs *routeState, res result) fielder {
+func (s *Server) prebuiltFields(w http.ResponseWriter, rs *routeState, res *result) fielder {
 	t := res.target
 	if len(res.chain) != 1 || res.chain[0] != t.Name || rs.routeLine == nil ||
 		t.Index < 0 || t.Index >= len(s.targetLines) || s.targetLines[t.Index] == nil ||
@@ -152,7 +152,7 @@ func (s *Server) prebuiltFields(w http.ResponseWriter, rs *routeState, res resul
 // fielder (prebuiltFields), with the content type's line and the length without a header value.
 // It reports false, having written nothing, when it cannot; write then goes through the header
 // map, with the same fields. err is the write's failure: the client is gone.
-func (s *Server) writeWhole(w http.ResponseWriter, rs *routeState, res result) (done bool, err error) {
+func (s *Server) writeWhole(w http.ResponseWriter, rs *routeState, res *result) (done bool, err error) {
 	f := s.prebuiltFields(w, rs, res)
 	if f == nil {
 		return false, nil
@@ -305,7 +305,34 @@ func streamEndOf(ended string) int {
 // SDK stops reading a stream at [DONE]) must find the slot free and the tokens spent, and
 // serveOp's work after the write (or a stream's drained tail) is not its. A stream's usage
 // (streamUsage) counts as st's key's tokens. An error answer is charged nothing.
-func (s *Server) write(ctx context.Context, w http.ResponseWriter, rs *routeState, req *core.Request, res result, st *reqState) (int, string) {
+func (s *Server) write(ctx context.Context, w http.ResponseWriter, rs *routeState, req *core.Request, res *result, st *reqState) (int, string) {
+	if res.gone || res.err != nil {
+		return s.writeFailed(w, rs, res, st)
+	}
+	defer res.flight.end()
+	if res.resp.Stream == nil {
+		if st.tpm != nil {
+			s.chargeWhole(st, req, res)
+		}
+		s.unbusy(st)
+		if done, err := s.writeWhole(w, rs, res); done {
+			return sentStatus(err)
+		}
+	} else if f := s.prebuiltFields(w, rs, res); f != nil {
+		f.AddFields(sseLines)
+		return s.relay(ctx, w, s.usageTo(rs, st), req, res, st, true)
+	}
+	return s.writeMapped(ctx, w, rs, req, res, st)
+}
+
+// write's other cases are functions of their own so that what they hold (a header map's
+// iteration, a token count, error answers) is not a part of write's frame, on the stack of every
+// stream while it is relayed.
+
+// writeFailed answers a request that nothing served: its client gone (res.gone), or res.err.
+//
+//go:noinline
+func (s *Server) writeFailed(w http.ResponseWriter, rs *routeState, res *result, st *reqState) (int, string) {
 	// Header values are assigned, not Set: Set builds a one-element slice per call, and the
 	// route's and target's values are built once. Nothing appends to them in place (a slice of
 	// length 1 and capacity 1 is copied by append).
@@ -322,38 +349,36 @@ func (s *Server) write(ctx context.Context, w http.ResponseWriter, rs *routeStat
 		writeError(w, clientClosed())
 		return statusClientGone, ""
 	}
-	if res.err != nil {
-		h[hdrRoute] = rs.nameValue
-		if len(res.chain) > 0 {
-			h.Set(hdrChain, chainHeader(res.chain, ""))
-		}
-		s.unbusy(st)
-		writeError(w, res.err)
-		return res.err.Status, ""
+	h[hdrRoute] = rs.nameValue
+	if len(res.chain) > 0 {
+		h.Set(hdrChain, chainHeader(res.chain, ""))
 	}
-	defer res.flight.end()
-	if res.resp.Stream == nil {
-		if st.tpm != nil {
-			p, c, ok := answerUsage(res.resp)
-			if !ok {
-				// Without usage, the lower bound of the text it answered, as a stream is charged
-				// the bound of what it relayed (TestKeyTPMStream's "no usage").
-				var text filter.TextTokens
-				answerText(&text, res.resp.Body)
-				c = uint64(text.Min())
-			}
-			s.chargeTPM(st, req, p, c, ok)
-		}
-		s.unbusy(st)
+	s.unbusy(st)
+	writeError(w, res.err)
+	return res.err.Status, ""
+}
+
+// chargeWhole charges a whole answer's tokens to st's key's tpm: the usage it reports, or
+// without one, the lower bound of the text it answered, as a stream is charged the bound of what
+// it relayed (TestKeyTPMStream's "no usage").
+//
+//go:noinline
+func (s *Server) chargeWhole(st *reqState, req *core.Request, res *result) {
+	p, c, ok := answerUsage(res.resp)
+	if !ok {
+		var text filter.TextTokens
+		answerText(&text, res.resp.Body)
+		c = uint64(text.Min())
 	}
-	if res.resp.Stream == nil {
-		if done, err := s.writeWhole(w, rs, res); done {
-			return sentStatus(err)
-		}
-	} else if f := s.prebuiltFields(w, rs, res); f != nil {
-		f.AddFields(sseLines)
-		return s.relay(ctx, w, s.usageTo(rs, st), req, res, st, true)
-	}
+	s.chargeTPM(st, req, p, c, ok)
+}
+
+// writeMapped writes the answer through the header map, where the writer takes no prebuilt
+// fields (prebuiltFields, writeWhole).
+//
+//go:noinline
+func (s *Server) writeMapped(ctx context.Context, w http.ResponseWriter, rs *routeState, req *core.Request, res *result, st *reqState) (int, string) {
+	h := w.Header()
 	h[hdrRoute] = rs.nameValue
 	target := s.targetValue(res.target)
 	if len(res.chain) == 1 && res.chain[0] == res.target.Name {
@@ -407,7 +432,7 @@ func (s *Server) usageTo(rs *routeState, st *reqState) usageTo {
 // leaves after them had the answer's head and start (a chat UI's stop button ends a stream so):
 // its 200 stands, as nginx keeps the status of an answer it had begun to send, and
 // streamClientLeft tells the rest.
-func (s *Server) relay(ctx context.Context, w http.ResponseWriter, usage usageTo, req *core.Request, res result, rq *reqState, fields bool) (int, string) {
+func (s *Server) relay(ctx context.Context, w http.ResponseWriter, usage usageTo, req *core.Request, res *result, rq *reqState, fields bool) (int, string) {
 	st := res.resp.Stream
 	defer st.Close()
 	// A usage chunk the adapter asked for unasked by the client is counted, not relayed. The
@@ -485,37 +510,58 @@ func (s *Server) relay(ctx context.Context, w http.ResponseWriter, usage usageTo
 		}
 	}
 	if errors.Is(err, io.EOF) {
-		// Flushed now, not left for the end of the chunked body when the handler returns:
-		// closing the stream (deferred above) drains the upstream's tail for up to drainWait,
-		// and the client's [DONE] must not wait for that (TestStreamDoneNotHeldForUpstreamTail).
-		s.chargeStream(rq, req, &su)
-		s.unbusy(rq)
-		if bridge != nil {
-			bridge.countedUsage(su.usage()) // before [DONE], on which it sends response.completed
-		}
-		_, _ = w.Write(sseDone)
-		_ = rc.Flush()
-		if bridge != nil && bridge.overLong {
-			// The bridge's last events (the .done ones and the response, which repeat the whole
-			// text) were too long: it ended the stream with an error event in their place.
-			s.log.Warn("stream broke off", "target", res.target.Name, "error", errmap.LogText(bridgeTooLong(res.target.Name)),
-				"request_id", requestIDOf(w))
-			return http.StatusOK, streamBrokeOff
-		}
-		if _, ok := errors.AsType[*upstream.AbortedError](err); ok {
-			// Relayed as it came, the abort chunk and [DONE] (the Responses bridge fails it), but
-			// the engine gave the answer up: not a whole one (TestAbortAfterContentIsCut).
-			s.log.Warn("stream aborted", "target", res.target.Name, "error", errmap.LogText(err), "request_id", requestIDOf(w))
-			return http.StatusOK, streamAborted
-		}
-		return http.StatusOK, ""
+		return s.relayDone(w, rc, req, res, rq, &su, err)
 	}
+	return s.relayBroke(ctx, w, rc, req, res, rq, &su, err)
+}
+
+// relayDone ends a stream its upstream ended (err wraps io.EOF): its [DONE], after its usage is
+// charged and its key's slot given back. It and relayBroke are functions of their own so that
+// what they build (log lines, error events) is not a part of relay's frame, on the stack of every
+// stream while it waits for its next event.
+//
+//go:noinline
+func (s *Server) relayDone(w http.ResponseWriter, rc *http.ResponseController, req *core.Request, res *result, rq *reqState,
+	su *streamUsage, err error) (int, string) {
+	bridge := rq.bridge
+	// Flushed now, not left for the end of the chunked body when the handler returns:
+	// closing the stream (deferred in relay) drains the upstream's tail for up to drainWait,
+	// and the client's [DONE] must not wait for that (TestStreamDoneNotHeldForUpstreamTail).
+	s.chargeStream(rq, req, su)
+	s.unbusy(rq)
+	if bridge != nil {
+		bridge.countedUsage(su.usage()) // before [DONE], on which it sends response.completed
+	}
+	_, _ = w.Write(sseDone)
+	_ = rc.Flush()
+	if bridge != nil && bridge.overLong {
+		// The bridge's last events (the .done ones and the response, which repeat the whole
+		// text) were too long: it ended the stream with an error event in their place.
+		s.log.Warn("stream broke off", "target", res.target.Name, "error", errmap.LogText(bridgeTooLong(res.target.Name)),
+			"request_id", requestIDOf(w))
+		return http.StatusOK, streamBrokeOff
+	}
+	if _, ok := errors.AsType[*upstream.AbortedError](err); ok {
+		// Relayed as it came, the abort chunk and [DONE] (the Responses bridge fails it), but
+		// the engine gave the answer up: not a whole one (TestAbortAfterContentIsCut).
+		s.log.Warn("stream aborted", "target", res.target.Name, "error", errmap.LogText(err), "request_id", requestIDOf(w))
+		return http.StatusOK, streamAborted
+	}
+	return http.StatusOK, ""
+}
+
+// relayBroke ends a stream whose upstream failed (err), or whose client is taken for gone
+// (ctx done), with an error event.
+//
+//go:noinline
+func (s *Server) relayBroke(ctx context.Context, w http.ResponseWriter, rc *http.ResponseController, req *core.Request, res *result,
+	rq *reqState, su *streamUsage, err error) (int, string) {
 	if ctx.Err() != nil {
 		// Taken for gone, the client may still read: one that only half-closed its side. Its
 		// stream must not end as if whole (an SDK takes what came before a clean end for the
 		// whole answer), so it ends with the error a client gone before the head reads, as a
 		// stream the upstream broke off ends with one (TestHalfClosedStreamNotEndedAsWhole).
-		s.chargeStream(rq, req, &su)
+		s.chargeStream(rq, req, su)
 		s.unbusy(rq)
 		_ = writeEvent(w, errorBody(clientClosed()))
 		_ = rc.Flush()
@@ -530,7 +576,7 @@ func (s *Server) relay(ctx context.Context, w http.ResponseWriter, usage usageTo
 		"request_id", requestIDOf(w))
 	body := errorBody(&apiError{Type: typeUpstream, Code: "stream_interrupted",
 		Message: "the upstream stream broke off: " + msg})
-	s.chargeStream(rq, req, &su)
+	s.chargeStream(rq, req, su)
 	s.unbusy(rq)
 	_ = writeEvent(w, body)
 	_ = rc.Flush()
@@ -540,7 +586,7 @@ func (s *Server) relay(ctx context.Context, w http.ResponseWriter, usage usageTo
 // clientLeft notes a stream whose client went away before its end: at debug here, and on the
 // request's line (stream=client_left), which is all info shows of it, since it is no target's
 // failure.
-func (s *Server) clientLeft(res result, w http.ResponseWriter) string {
+func (s *Server) clientLeft(res *result, w http.ResponseWriter) string {
 	s.log.Debug("client left mid-stream", "target", res.target.Name, "request_id", requestIDOf(w))
 	return streamClientLeft
 }
