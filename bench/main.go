@@ -100,6 +100,7 @@ type options struct {
 	CountI1      int
 	CountConc    int
 	CountLL      int
+	Stacks       bool
 }
 
 func parseOptions(args []string, stderr io.Writer) (options, error) {
@@ -129,6 +130,7 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	fs.IntVar(&o.CountI1, "count-i1", 0, "with --count, simulate a first-level instruction cache of this many bytes (8-way, 64-byte lines; a power of two from 4096 to 67108864) instead of this CPU's: the size at which a row's L1i misses end is the size of the code it runs each request")
 	fs.IntVar(&o.CountConc, "count-conc", 1, "with --count, keep this many requests in flight at once (1 to 256), each sender over its own connection: what a request costs among others, as under load, rather than alone")
 	fs.IntVar(&o.CountLL, "count-ll", 0, "with --count, simulate a last-level cache of this many bytes (8-way, 64-byte lines; a power of two from 65536 to 67108864) instead of this CPU's L3; sized as its second level (524288 here), the data misses say how much of what a request touches other requests pushed out")
+	fs.BoolVar(&o.Stacks, "stacks", false, "instead of timing, measure how deep a request's goroutine stack is where it waits for its upstream (for a chat answer, a stream's first event, its next event), from a dump of the gateway's goroutines")
 	fs.StringVar(&o.Callgrind, "callgrind", "", "with --count, run the gateway under valgrind's callgrind instead, once a row, and write each row's profile (costs by caller, for callgrind_annotate) into this directory")
 	if err := fs.Parse(args); err != nil {
 		return o, usageError{err.Error()}
@@ -196,6 +198,8 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 		return o, usageError{"--count-conc needs --count"}
 	case o.CountConc < 1 || o.CountConc > 256:
 		return o, usageError{"--count-conc must be from 1 to 256"}
+	case o.Stacks && o.Count > 0:
+		return o, usageError{"--stacks and --count are two different runs: give one"}
 	}
 	return o, nil
 }
@@ -232,6 +236,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	defer env.close()
 	if o.Count > 0 {
 		return countOnly(ctx, env, stdout)
+	}
+	if o.Stacks {
+		return stacksOnly(ctx, env, stdout)
 	}
 	if err := env.start(ctx); err != nil {
 		return err
@@ -303,6 +310,32 @@ func countOnly(ctx context.Context, env *environment, stdout io.Writer) error {
 	}
 	if o.Out != "" {
 		return os.WriteFile(o.Out, []byte(md), 0o644)
+	}
+	return nil
+}
+
+// stacksOnly is a run with --stacks: the gateway (built, or --gateway's) at each of stackWaits.
+func stacksOnly(ctx context.Context, env *environment, stdout io.Writer) error {
+	gw := env.opts.GatewayBin
+	if gw == "" {
+		env.logf("building ./cmd/gateway")
+		var err error
+		if gw, err = build(ctx, env.root, "./cmd/gateway", env.dir); err != nil {
+			return err
+		}
+	}
+	ds, err := stackDepths(ctx, env, gw)
+	if err != nil {
+		return err
+	}
+	m := describeMachine()
+	md := fmt.Sprintf("## Benchmark: `go run ./bench %s`\n\nMachine: %d CPUs (%s), %s, %s.\n\n",
+		strings.Join(os.Args[1:], " "), m.CPUs, m.CPUModel, m.OS, m.GoVersion) + stacksMarkdown(ds, 200)
+	if _, err := io.WriteString(stdout, md); err != nil {
+		return err
+	}
+	if env.opts.Out != "" {
+		return os.WriteFile(env.opts.Out, []byte(md), 0o644)
 	}
 	return nil
 }
