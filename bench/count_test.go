@@ -101,15 +101,7 @@ func TestCount(t *testing.T) {
 	if runtime.GOOS != "linux" || runtime.GOARCH != "amd64" {
 		t.Skip("the patch is for linux/amd64 binaries, the only ones valgrind is run on here")
 	}
-	dir := t.TempDir()
-	root, err := moduleRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	bin, err := build(context.Background(), root, "./bench", dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	bin, dir := built(t, "./bench")
 	t.Run("patch", func(t *testing.T) { testPatchCputicks(t, bin) })
 	t.Run("goblind", func(t *testing.T) { testCountGoBlind(t, bin) })
 	t.Run("callgrind", func(t *testing.T) { testCallgrindGoBlind(t, bin) })
@@ -533,4 +525,20 @@ func testCountI1GoBlind(t *testing.T, built string) {
 	if small, large := misses[4<<10], misses[1<<20]; small < 50 || large > small/10 {
 		t.Errorf("L1i misses a request: %.0f with a 4 KB cache, %.0f with 1 MB; want many, then next to none", small, large)
 	}
+}
+
+// built is pkg of this module built as the bench builds it (go build, which keeps the symbols),
+// in a directory of the test's own, which it returns too.
+func built(t *testing.T, pkg string) (bin, dir string) {
+	t.Helper()
+	dir = t.TempDir()
+	root, err := moduleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin, err = build(context.Background(), root, pkg, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return bin, dir
 }

@@ -65,15 +65,7 @@ func TestStacks(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the gateway")
 	}
-	dir := t.TempDir()
-	root, err := moduleRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	gw, err := build(context.Background(), root, "./cmd/gateway", dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	gw, dir := built(t, "./cmd/gateway")
 	e := &environment{dir: dir, logf: t.Logf}
 	ds, err := stackDepths(context.Background(), e, gw)
 	if err != nil {
