@@ -438,7 +438,8 @@ func (s *Server) relay(ctx context.Context, w http.ResponseWriter, usage usageTo
 	// A usage chunk the adapter asked for unasked by the client is counted, not relayed. The
 	// Responses bridge, whose response.completed carries the usage, is handed it instead.
 	hide, bridge := res.resp.UsageAsked, rq.bridge
-	su := newStreamUsage(st, usage.route >= 0 || rq.tpm != nil || hide || bridge != nil, rq.tpm != nil)
+	var su streamUsage
+	su.start(st, usage.route >= 0 || rq.tpm != nil || hide || bridge != nil, rq.tpm != nil)
 	defer s.countStream(usage, res.target, req, rq, &su)
 	buffered, _ := st.(upstream.BufferedStream)
 	// An event the upstream framed as the client is sent it goes out as it came, in one write;
