@@ -374,7 +374,7 @@ func (s *Server) chargeWhole(st *reqState, req *core.Request, res *result) {
 }
 
 // writeMapped writes the answer through the header map, where the writer takes no prebuilt
-// fields (prebuiltFields, writeWhole).
+// fields (prebuiltFields, writeWhole). Its values are assigned, not Set, as writeFailed's are.
 //
 //go:noinline
 func (s *Server) writeMapped(ctx context.Context, w http.ResponseWriter, rs *routeState, req *core.Request, res *result, st *reqState) (int, string) {
