@@ -11,6 +11,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -97,7 +98,7 @@ func stackDepths(ctx context.Context, e *environment, gw string) ([]stackDepth, 
 	var out []stackDepth
 	for _, w := range stackWaits {
 		e.logf("stacks: %s", w.name)
-		d, err := stackAt(ctx, e.dir, gw, w)
+		d, err := stackAt(ctx, e.dir, gw, w, chatBody("bench", w.stream, e.opts.PromptBytes))
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", w.name, err)
 		}
@@ -106,9 +107,10 @@ func stackDepths(ctx context.Context, e *environment, gw string) ([]stackDepth, 
 	return out, nil
 }
 
-// stackAt starts gw in front of an upstream that holds w's request, sends it one, and once the
-// upstream holds it, dumps the gateway's goroutines and measures the request's.
-func stackAt(ctx context.Context, dir, gw string, w stackWait) (stackDepth, error) {
+// stackAt starts gw in front of an upstream that holds w's request, sends it one (body, the
+// bench's chat request), and once the upstream holds it, dumps the gateway's goroutines and
+// measures the request's.
+func stackAt(ctx context.Context, dir, gw string, w stackWait, body []byte) (stackDepth, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return stackDepth{}, err
@@ -131,15 +133,20 @@ func stackAt(ctx context.Context, dir, gw string, w stackWait) (stackDepth, erro
 	}
 	defer p.stop()
 	rctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	body := `{"model":"bench","messages":[{"role":"user","content":"hi"}],"stream":` + strconv.FormatBool(w.stream) + `}`
+	client, sent := newClient(1), make(chan struct{})
+	defer func() {
+		cancel()
+		<-sent
+		client.CloseIdleConnections()
+	}()
 	go func() {
-		req, err := http.NewRequestWithContext(rctx, http.MethodPost, "http://"+addr+"/v1/chat/completions", strings.NewReader(body))
+		defer close(sent)
+		req, err := http.NewRequestWithContext(rctx, http.MethodPost, "http://"+addr+"/v1/chat/completions", bytes.NewReader(body))
 		if err != nil {
 			return
 		}
 		req.Header.Set("Content-Type", "application/json")
-		if resp, err := http.DefaultClient.Do(req); err == nil {
+		if resp, err := client.Do(req); err == nil {
 			_, _ = io.Copy(io.Discard, resp.Body)
 			_ = resp.Body.Close()
 		}

@@ -66,7 +66,7 @@ func TestStacks(t *testing.T) {
 		t.Skip("builds the gateway")
 	}
 	gw, dir := built(t, "./cmd/gateway")
-	e := &environment{dir: dir, logf: t.Logf}
+	e := &environment{dir: dir, logf: t.Logf, opts: options{PromptBytes: 1024}}
 	ds, err := stackDepths(context.Background(), e, gw)
 	if err != nil {
 		t.Fatal(err)
