@@ -210,23 +210,27 @@ func TestReportTargets(t *testing.T) {
 	r.memory.Nginx = []streamsResult{streams(0, 40*time.Millisecond)}
 	md = r.markdown()
 	reportHas(t, md,
-		"| gateway | 10 | 320 | 1 (0) | 1000 µs | 90.0 ms | 0 | 1s | 1 |",
-		"| nginx | 10 | 320 | 0 (0) | 1000 µs | 40.0 ms | 0 | 1s | 0 |",
+		"| gateway | 10 | 320 | 1 (0) | 1000 µs | 90.0 ms | — | 0 | 1s | 1 |",
+		"| nginx | 10 | 320 | 0 (0) | 1000 µs | 40.0 ms | — | 0 | 1s | 0 |",
 		"1 held back through the gateway, 2 straight to the upstream, 0 through nginx",
 	)
 
 	// With several bursts a row is the median burst, whole (its own first event beside its
-	// count), every burst's count listed in the order run; the target reads the medians, and a
-	// failed stream in any burst fails it.
+	// count), every burst's count listed in the order run, but for the proxy's CPU a stream,
+	// each figure's median over the bursts; the target reads the medians, and a failed stream in
+	// any burst fails it.
 	r.memory.Gateway = []streamsResult{streams(183, 500*time.Millisecond), streams(0, 90*time.Millisecond), streams(12, 70*time.Millisecond)}
+	for i, c := range [][2]time.Duration{{300, 900}, {100, 1200}, {200, 1000}} {
+		r.memory.Gateway[i].OpenCPU, r.memory.Gateway[i].CPU = c[0]*time.Microsecond, c[1]*time.Microsecond
+	}
 	r.memory.Direct = []streamsResult{streams(8, 50*time.Millisecond), streams(30, 60*time.Millisecond), streams(1, 55*time.Millisecond)}
 	r.memory.Nginx = []streamsResult{streams(22, 40*time.Millisecond), streams(2, 41*time.Millisecond), streams(0, 42*time.Millisecond)}
 	md = r.markdown()
 	reportHas(t, md,
 		"ran 3 such bursts in turn (direct, gateway, nginx, direct …)",
-		"| gateway | 10 | 320 | 12 (6) | 1000 µs | 70.0 ms | 0 | 1s | 183, 0, 12 |",
-		"| direct | 10 | 320 | 8 (4) | 1000 µs | 50.0 ms | 0 | 1s | 8, 30, 1 |",
-		"| nginx | 10 | 320 | 2 (1) | 1000 µs | 41.0 ms | 0 | 1s | 22, 2, 0 |",
+		"| gateway | 10 | 320 | 12 (6) | 1000 µs | 70.0 ms | 200 µs, 1000 µs | 0 | 1s | 183, 0, 12 |",
+		"| direct | 10 | 320 | 8 (4) | 1000 µs | 50.0 ms | — | 0 | 1s | 8, 30, 1 |",
+		"| nginx | 10 | 320 | 2 (1) | 1000 µs | 41.0 ms | — | 0 | 1s | 22, 2, 0 |",
 		"(median of 3 bursts): 12 held back through the gateway, 8 straight to the upstream, 2 through nginx — **not met**",
 	)
 	r.memory.Gateway[2].HeldBack = 5
@@ -636,4 +640,57 @@ func fakeChat(t *testing.T, events, conns int) (*fakeUpstream, string, *http.Cli
 	c := newClient(conns)
 	t.Cleanup(c.CloseIdleConnections)
 	return f, srv.URL, c
+}
+
+// TestBurstCPU: a burst reads its proxy's CPU three times, at its start, when the last stream
+// has had its first event and at its end, and gives both a stream's share; a burst with a
+// failed stream, or a column without a proxy, gives none, and the report says "—" for it.
+func TestBurstCPU(t *testing.T) {
+	o := options{Streams: 3, SlowChunks: 2, SlowInterval: time.Millisecond}
+	f := newFakeUpstream(o.SlowChunks, o.SlowInterval)
+	for _, tc := range []struct {
+		name         string
+		body         []byte
+		proxy        bool
+		reads        int
+		open, perCPU time.Duration
+	}{
+		{"through a proxy", f.streamBody(), true, 3, time.Second / 3, 2 * time.Second / 3},
+		{"a stream failed", bytes.Replace(f.streamBody(), []byte(`" token1"`), []byte(`" tokenX"`), 1), true, 2, 0, 0},
+		{"no proxy", f.streamBody(), false, 0, 0, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				_, _ = io.Copy(io.Discard, r.Body)
+				w.Header().Set("Content-Type", "text/event-stream")
+				_, _ = w.Write(tc.body)
+			}))
+			defer srv.Close()
+			c := newClient(o.Streams)
+			defer c.CloseIdleConnections()
+			ep := &endpoint{name: "gateway", url: srv.URL, body: chatBody("slow", true, 512), client: c}
+			reads := 0
+			if tc.proxy {
+				ep.cpu = func() cpuUse {
+					reads++
+					return cpuUse{run: time.Duration(reads-1) * time.Second}
+				}
+			}
+			res := (&environment{opts: o}).openStreams(context.Background(), ep, func() {})
+			if reads != tc.reads {
+				t.Errorf("the proxy's CPU was read %d times, want %d", reads, tc.reads)
+			}
+			if res.OpenCPU != tc.open || res.CPU != tc.perCPU {
+				t.Errorf("CPU a stream: to the last first event %v, whole %v; want %v, %v", res.OpenCPU, res.CPU, tc.open, tc.perCPU)
+			}
+		})
+	}
+	if got, want := burstCPU([]streamsResult{{OpenCPU: 300 * time.Microsecond, CPU: time.Millisecond},
+		{}, {OpenCPU: 100 * time.Microsecond, CPU: 3 * time.Millisecond}, {OpenCPU: 200 * time.Microsecond, CPU: 2 * time.Millisecond}}),
+		"200 µs, 2000 µs"; got != want {
+		t.Errorf("burstCPU = %q, want %q (the median of the bursts that have one)", got, want)
+	}
+	if got := burstCPU([]streamsResult{{}, {}}); got != "—" {
+		t.Errorf("burstCPU without a proxy = %q, want —", got)
+	}
 }

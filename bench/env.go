@@ -364,6 +364,11 @@ type streamsResult struct {
 	Errors     int
 	FirstErr   string
 	Took       time.Duration
+	// OpenCPU and CPU are the proxy's CPU time (its threads' run time) a stream, from the
+	// burst's start to the last stream's first event (the burst's opening, with the first
+	// events relayed meanwhile) and to the burst's end; zero for a column without a proxy, or
+	// when a stream never had its first event.
+	OpenCPU, CPU time.Duration
 }
 
 // memoryPhase reads the gateway's RSS idle, then opens --streams slow streams at once, straight
@@ -396,7 +401,8 @@ func (e *environment) memoryPhase(ctx context.Context) (memoryResult, error) {
 		direct := &endpoint{name: "direct", url: "http://" + e.slow + "/v1/chat/completions", body: body,
 			client: e.client(e.opts.Streams + 16)}
 		res.Direct = append(res.Direct, e.openStreams(ctx, direct, func() {}))
-		gw := &endpoint{name: "gateway", url: warm.url, body: body, client: e.client(e.opts.Streams + 16)}
+		gw := &endpoint{name: "gateway", url: warm.url, body: body, client: e.client(e.opts.Streams + 16),
+			cpu: procCPU(e.gateway, false)}
 		res.PeakRSS = append(res.PeakRSS, 0)
 		peak := &res.PeakRSS[len(res.PeakRSS)-1]
 		res.Gateway = append(res.Gateway, e.openStreams(ctx, gw, func() {
@@ -406,7 +412,7 @@ func (e *environment) memoryPhase(ctx context.Context) (memoryResult, error) {
 		}))
 		if e.nginx != nil {
 			ng := &endpoint{name: "nginx", url: "http://" + e.nginxSlowAddr + "/v1/chat/completions", body: body,
-				client: e.client(e.opts.Streams + 16)}
+				client: e.client(e.opts.Streams + 16), cpu: procCPU(e.nginx, true)}
 			res.Nginx = append(res.Nginx, e.openStreams(ctx, ng, func() {}))
 		}
 	}
@@ -471,6 +477,11 @@ func (e *environment) openStreams(ctx context.Context, ep *endpoint, tick func()
 		}
 	}
 	want := newFakeUpstream(e.opts.SlowChunks, e.opts.SlowInterval).streamBody()
+	var cpu0, cpuOpen cpuUse
+	firsts := 0 // streams that have had their first event
+	if ep.cpu != nil {
+		cpu0 = ep.cpu()
+	}
 	start := time.Now()
 	for range e.opts.Streams {
 		wg.Add(1)
@@ -482,6 +493,9 @@ func (e *environment) openStreams(ctx context.Context, ep *endpoint, tick func()
 				if opened {
 					open++
 					res.MaxOpen = max(res.MaxOpen, open)
+					if firsts++; firsts == e.opts.Streams && ep.cpu != nil {
+						cpuOpen = ep.cpu()
+					}
 				} else {
 					open--
 				}
@@ -501,6 +515,11 @@ func (e *environment) openStreams(ctx context.Context, ep *endpoint, tick func()
 	wg.Wait()
 	res.Took = time.Since(start)
 	timing.into(&res)
+	if ep.cpu != nil && firsts == e.opts.Streams && res.Errors == 0 {
+		end := ep.cpu()
+		res.OpenCPU = cpuOpen.minus(cpu0).run / time.Duration(e.opts.Streams)
+		res.CPU = end.minus(cpu0).run / time.Duration(e.opts.Streams)
+	}
 	close(stop)
 	<-ticked
 	// The streams' connections, idle now, are closed, so that the next burst finds the proxy as

@@ -71,6 +71,21 @@ func us(d time.Duration) string {
 	return fmt.Sprintf("%.0f µs", float64(d)/float64(time.Microsecond))
 }
 
+// burstCPU is the median over bursts of the proxy's CPU a stream, to the last stream's first
+// event and over the whole burst; "—" for a column without a proxy.
+func burstCPU(rs []streamsResult) string {
+	var open, whole []time.Duration
+	for _, r := range rs {
+		if r.CPU > 0 {
+			open, whole = append(open, r.OpenCPU), append(whole, r.CPU)
+		}
+	}
+	if len(whole) == 0 {
+		return "—"
+	}
+	return us(median(open)) + ", " + us(median(whole))
+}
+
 // spread is the range of a − b over the rounds, each of a's measures (f) paired with b's of the
 // same round; a round that either column has no measure of is left out.
 func spread(a, b *column, f func(*column) []time.Duration) string {
@@ -312,8 +327,8 @@ func (r *report) memoryTable(b *strings.Builder) {
 		"the one with the median held-back count, and the last column lists every burst's count in the order they ran "+
 		"(the gateway's first burst is its first thousand connections: its heap and stacks grow then).\n\n",
 		len(m.Gateway), map[bool]string{true: ", nginx"}[len(m.Nginx) > 0])
-	b.WriteString("| | open at once | events | held back ≥ ½ interval (of them, first events) | largest delay behind schedule | first event (median) | failed | took | held back, by burst |\n")
-	b.WriteString("|---|---|---|---|---|---|---|---|---|\n")
+	b.WriteString("| | open at once | events | held back ≥ ½ interval (of them, first events) | largest delay behind schedule | first event (median) | proxy CPU a stream (median of bursts): to the last first event, whole burst | failed | took | held back, by burst |\n")
+	b.WriteString("|---|---|---|---|---|---|---|---|---|---|\n")
 	rows := []struct {
 		name string
 		res  []streamsResult
@@ -326,8 +341,8 @@ func (r *report) memoryTable(b *strings.Builder) {
 	}
 	for _, s := range rows {
 		med := medianBurst(s.res)
-		fmt.Fprintf(b, "| %s | %d | %d | %d (%d) | %s | %s | %d | %s | %s |\n", s.name, med.MaxOpen, med.Events, med.HeldBack, med.HeldFirst,
-			us(med.MaxLag), us(med.FirstEvent), med.Errors, med.Took.Round(10*time.Millisecond), heldByBurst(s.res))
+		fmt.Fprintf(b, "| %s | %d | %d | %d (%d) | %s | %s | %s | %d | %s | %s |\n", s.name, med.MaxOpen, med.Events, med.HeldBack, med.HeldFirst,
+			us(med.MaxLag), us(med.FirstEvent), burstCPU(s.res), med.Errors, med.Took.Round(10*time.Millisecond), heldByBurst(s.res))
 	}
 	b.WriteString("\n")
 	for _, s := range rows {
