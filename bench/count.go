@@ -303,20 +303,40 @@ func countRun(ctx context.Context, spec countSpec, dir string, warm, n int, row 
 	senders := max(row.conc, 1)
 	c := newClient(senders)
 	defer c.CloseIdleConnections()
-	// Sender k sends requests k, k+senders, k+2·senders …: every run's requests are the same.
-	g, gctx := errgroup.WithContext(ctx)
-	for k := range senders {
-		g.Go(func() error {
-			for i := k; i < warm+n; i += senders {
-				if err := countOne(gctx, c, url, row, i); err != nil {
-					return fmt.Errorf("%s, %w\n%s", spec.name, err, p.logTail())
+	// Sender k sends requests from+k, from+k+senders, from+k+2·senders … before to: every run's
+	// requests are the same.
+	send := func(from, to int) error {
+		g, gctx := errgroup.WithContext(ctx)
+		for k := range senders {
+			g.Go(func() error {
+				for i := from + k; i < to; i += senders {
+					if err := countOne(gctx, c, url, row, i); err != nil {
+						return fmt.Errorf("%s, %w\n%s", spec.name, err, p.logTail())
+					}
 				}
-			}
-			return nil
-		})
+				return nil
+			})
+		}
+		return g.Wait()
 	}
-	if err := g.Wait(); err != nil {
-		return nil, err
+	if dest == "" {
+		if err := send(0, warm+n); err != nil {
+			return nil, err
+		}
+	} else {
+		// Under callgrind, the counts start over after the warm requests (callgrind_control
+		// -z), so that the profile holds the n requests and not the start-up: code the start-up
+		// ran in loops (the config's parse, the classifier's patterns) is not taken for code
+		// every request runs.
+		if err := send(0, warm); err != nil {
+			return nil, err
+		}
+		if b, err := exec.CommandContext(ctx, "callgrind_control", "-z", strconv.Itoa(p.pid())).CombinedOutput(); err != nil {
+			return nil, fmt.Errorf("callgrind_control -z %d: %w: %s", p.pid(), err, bytes.TrimSpace(b))
+		}
+		if err := send(warm, warm+n); err != nil {
+			return nil, err
+		}
 	}
 	c.CloseIdleConnections()
 	if dest != "" {
@@ -732,8 +752,8 @@ func countMarkdown(res []countResult, n, conc, top int, ll bool) string {
 // callgrindRows is --count with --callgrind: the gateway (spec) under callgrind, once a row, warm
 // and then n requests, each row's profile written into dir as callgrind.<row>.out. A profile
 // holds what cachegrind's flat counts do not, each function's cost by caller and inclusive of
-// its callees (callgrind_annotate --inclusive=yes --tree=caller); it includes the start-up and
-// the warm requests, which a row's own functions barely share. Inclusive costs that cross a
+// its callees (callgrind_annotate --inclusive=yes --tree=caller), over the n requests alone (the
+// counts are zeroed after the warm ones). Inclusive costs that cross a
 // goroutine switch (gopark) carry the other goroutines' work.
 func callgrindRows(ctx context.Context, e *environment, spec countSpec, rows []countRow, warm, n int, dir string) error {
 	if _, err := exec.LookPath("callgrind_control"); err != nil {

@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -327,6 +328,47 @@ func testCallgrindGoBlind(t *testing.T, built string) {
 			t.Errorf("the profile (%d bytes) lacks %q", len(b), want)
 		}
 	}
+	// The counts start after the warm requests: the start-up's functions are not in the profile,
+	// and relayMessage, twice a request (its request, its answer), has no more calls than the
+	// 20 counted requests make (and the one waiting for the next request that began before the
+	// dump): 50 and more with the 5 warm ones. Only a bound: callgrind counts a call in a
+	// goroutine that moved to another thread as it can, and a profile of the same run once
+	// counted none (the instructions are exact, the call counts heuristic).
+	if bytes.Contains(b, []byte("runtime.schedinit")) {
+		t.Error("the profile has the start-up's runtime.schedinit: its counts did not start over after the warm requests")
+	}
+	if got, most := callsTo(string(b), "main.relayMessage"), 2*20+1; got > most {
+		t.Errorf("the profile has %d calls of main.relayMessage, want at most %d (two for each of the 20 requests, none of the 5 warm ones)", got, most)
+	}
+}
+
+// callsTo is how many calls of fn a callgrind profile counts, from its calls= lines, whose
+// callee (cfn=) may be named by a number the profile gave it at its first mention.
+func callsTo(profile, fn string) int {
+	names := map[string]string{}
+	calls, callee := 0, ""
+	for _, line := range strings.Split(profile, "\n") {
+		switch {
+		case strings.HasPrefix(line, "cfn=") || strings.HasPrefix(line, "fn="):
+			_, name, _ := strings.Cut(line, "=")
+			if id, rest, ok := strings.Cut(name, " "); ok && strings.HasPrefix(id, "(") {
+				names[id] = rest
+				name = rest
+			} else if n, ok := names[name]; ok {
+				name = n
+			}
+			if strings.HasPrefix(line, "cfn=") {
+				callee = name
+			}
+		case strings.HasPrefix(line, "calls=") && callee == fn:
+			f := strings.Fields(strings.TrimPrefix(line, "calls="))
+			if len(f) > 0 {
+				n, _ := strconv.Atoi(f[0])
+				calls += n
+			}
+		}
+	}
+	return calls
 }
 
 func TestRowSlug(t *testing.T) {
