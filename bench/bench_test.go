@@ -233,6 +233,19 @@ func TestReportTargets(t *testing.T) {
 		"| nginx | 10 | 320 | 2 (1) | 1000 µs | 41.0 ms | — | 0 | 1s | 22, 2, 0 |",
 		"(median of 3 bursts): 12 held back through the gateway, 8 straight to the upstream, 2 through nginx — **not met**",
 	)
+	// A goblind column's bursts come between the gateway's and nginx's, in the table and in the
+	// target's line.
+	r.memory.GoBlind = []streamsResult{streams(40, 60*time.Millisecond), streams(7, 61*time.Millisecond), streams(9, 62*time.Millisecond)}
+	r.memory.GoBlind[1].OpenCPU, r.memory.GoBlind[1].CPU = 150*time.Microsecond, 800*time.Microsecond
+	md = r.markdown()
+	reportHas(t, md,
+		"ran 3 such bursts in turn (direct, gateway, goblind, nginx, direct …)",
+		"| gateway | 10 | 320 | 12 (6) | 1000 µs | 70.0 ms | 200 µs, 1000 µs | 0 | 1s | 183, 0, 12 |\n"+
+			"| goblind | 10 | 320 | 9 (4) | 1000 µs | 62.0 ms | 150 µs, 800 µs | 0 | 1s | 40, 7, 9 |\n"+
+			"| nginx | 10 | 320 | 2 (1) | 1000 µs | 41.0 ms | — | 0 | 1s | 22, 2, 0 |",
+		"12 held back through the gateway, 8 straight to the upstream, 9 through goblind, 2 through nginx — **not met**",
+	)
+	r.memory.GoBlind = nil
 	r.memory.Gateway[2].HeldBack = 5
 	r.memory.Gateway[0].Errors, r.memory.Gateway[0].FirstErr = 1, "EOF"
 	md = r.markdown()

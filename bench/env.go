@@ -41,9 +41,13 @@ type environment struct {
 	goproxyAddr   string
 	goblind       *proc
 	goblindAddr   string
-	autoNote      string // why the config has no [auto] table, when it has none
-	nginxNote     string
-	clients       []*http.Client
+	// goblindSlow is a second goblind, in front of the slow upstream, for the bursts of slow
+	// streams: what opening a stream costs Go's runtime and the kernel alone.
+	goblindSlow     *proc
+	goblindSlowAddr string
+	autoNote        string // why the config has no [auto] table, when it has none
+	nginxNote       string
+	clients         []*http.Client
 }
 
 func (e *environment) start(ctx context.Context) error {
@@ -163,6 +167,9 @@ func (e *environment) close() {
 	}
 	if e.goblind != nil {
 		e.goblind.stop()
+	}
+	if e.goblindSlow != nil {
+		e.goblindSlow.stop()
 	}
 	if e.upstream != nil {
 		e.upstream.stop()
@@ -344,9 +351,11 @@ type memoryResult struct {
 	// Gateway is each burst of streams through the gateway; Direct the same streams straight to
 	// the fake upstream, each run just before: delays that Direct shows too are the machine's,
 	// not the gateway's. Nginx, run after each when there is an nginx column, is the same through
-	// nginx: what a proxy that parses nothing does with the same burst. One burst's count moves
-	// by hundreds from run to run on a shared machine, so there are --bursts of them, in turn.
-	Gateway, Direct, Nginx []streamsResult
+	// nginx: what a proxy that parses nothing does with the same burst. GoBlind, run after the
+	// gateway's when there is a goblind column, is the same through goblind: what Go's runtime
+	// and the kernel cost a proxy for them. One burst's count moves by hundreds from run to run
+	// on a shared machine, so there are --bursts of them, in turn.
+	Gateway, Direct, GoBlind, Nginx []streamsResult
 }
 
 // streamsResult is what a client saw of many slow streams opened at once.
@@ -396,8 +405,9 @@ func (e *environment) memoryPhase(ctx context.Context) (memoryResult, error) {
 		if ctx.Err() != nil {
 			return res, ctx.Err()
 		}
-		e.logf("burst %d of %d: %d slow streams straight to the upstream, through the gateway%s", burst+1, e.opts.Bursts,
-			e.opts.Streams, map[bool]string{true: " and through nginx"}[e.nginx != nil])
+		e.logf("burst %d of %d: %d slow streams straight to the upstream, through the gateway%s%s", burst+1, e.opts.Bursts,
+			e.opts.Streams, map[bool]string{true: ", through goblind"}[e.goblindSlow != nil],
+			map[bool]string{true: " and through nginx"}[e.nginx != nil])
 		direct := &endpoint{name: "direct", url: "http://" + e.slow + "/v1/chat/completions", body: body,
 			client: e.client(e.opts.Streams + 16)}
 		res.Direct = append(res.Direct, e.openStreams(ctx, direct, func() {}))
@@ -410,6 +420,11 @@ func (e *environment) memoryPhase(ctx context.Context) (memoryResult, error) {
 				*peak = max(*peak, m.RSS)
 			}
 		}))
+		if e.goblindSlow != nil {
+			gb := &endpoint{name: "goblind", url: "http://" + e.goblindSlowAddr + "/v1/chat/completions", body: body,
+				client: e.client(e.opts.Streams + 16), cpu: procCPU(e.goblindSlow, false)}
+			res.GoBlind = append(res.GoBlind, e.openStreams(ctx, gb, func() {}))
+		}
 		if e.nginx != nil {
 			ng := &endpoint{name: "nginx", url: "http://" + e.nginxSlowAddr + "/v1/chat/completions", body: body,
 				client: e.client(e.opts.Streams + 16), cpu: procCPU(e.nginx, true)}

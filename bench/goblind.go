@@ -257,6 +257,9 @@ func (f *framer) feed(b []byte) (used int, done bool) {
 }
 
 func (e *environment) startGoBlind() (err error) {
-	e.goblind, e.goblindAddr, err = startRole("goblind", roleGoBlind, e.fast, e.dir)
+	if e.goblind, e.goblindAddr, err = startRole("goblind", roleGoBlind, e.fast, e.dir); err != nil || e.opts.Streams == 0 {
+		return err
+	}
+	e.goblindSlow, e.goblindSlowAddr, err = startRole("goblind-slow", roleGoBlind, e.slow, e.dir)
 	return err
 }

@@ -323,21 +323,21 @@ func (r *report) memoryTable(b *strings.Builder) {
 	fmt.Fprintf(b, "%d streams of %d events %s apart (the finishing event and [DONE] come with the last), all opened at "+
 		"once (file-descriptor limit %d):\n\n",
 		m.Streams, r.opts.SlowChunks, r.opts.SlowInterval, r.nofile)
-	fmt.Fprintf(b, "Each column ran %d such bursts in turn (direct, gateway%s, direct …); a row is its median burst, "+
+	fmt.Fprintf(b, "Each column ran %d such bursts in turn (direct, gateway%s%s, direct …); a row is its median burst, "+
 		"the one with the median held-back count, and the last column lists every burst's count in the order they ran "+
 		"(the gateway's first burst is its first thousand connections: its heap and stacks grow then).\n\n",
-		len(m.Gateway), map[bool]string{true: ", nginx"}[len(m.Nginx) > 0])
+		len(m.Gateway), map[bool]string{true: ", goblind"}[len(m.GoBlind) > 0], map[bool]string{true: ", nginx"}[len(m.Nginx) > 0])
 	b.WriteString("| | open at once | events | held back ≥ ½ interval (of them, first events) | largest delay behind schedule | first event (median) | proxy CPU a stream (median of bursts): to the last first event, whole burst | failed | took | held back, by burst |\n")
 	b.WriteString("|---|---|---|---|---|---|---|---|---|---|\n")
-	rows := []struct {
+	type burstRow struct {
 		name string
 		res  []streamsResult
-	}{{"direct", m.Direct}, {"gateway", m.Gateway}}
-	if len(m.Nginx) > 0 {
-		rows = append(rows, struct {
-			name string
-			res  []streamsResult
-		}{"nginx", m.Nginx})
+	}
+	var rows []burstRow
+	for _, r := range []burstRow{{"direct", m.Direct}, {"gateway", m.Gateway}, {"goblind", m.GoBlind}, {"nginx", m.Nginx}} {
+		if len(r.res) > 0 {
+			rows = append(rows, r)
+		}
 	}
 	for _, s := range rows {
 		med := medianBurst(s.res)
@@ -427,8 +427,11 @@ func (r *report) targets(b *strings.Builder) {
 	if r.memory.Streams > 0 {
 		g, d := medianBurst(r.memory.Gateway), medianBurst(r.memory.Direct)
 		through := ""
+		if len(r.memory.GoBlind) > 0 {
+			through = fmt.Sprintf(", %d through goblind", medianBurst(r.memory.GoBlind).HeldBack)
+		}
 		if len(r.memory.Nginx) > 0 {
-			through = fmt.Sprintf(", %d through nginx", medianBurst(r.memory.Nginx).HeldBack)
+			through += fmt.Sprintf(", %d through nginx", medianBurst(r.memory.Nginx).HeldBack)
 		}
 		failed := 0
 		for _, x := range r.memory.Gateway {
