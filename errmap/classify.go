@@ -77,8 +77,19 @@ func Classify(err error) Decision {
 	if _, ok := errors.AsType[*lifecycle.ProcessError](err); ok {
 		return failing(core.ClassConnection, http.StatusBadGateway)
 	}
-	if _, ok := errors.AsType[*core.TimeoutError](err); ok || errors.Is(err, context.DeadlineExceeded) {
+	if _, ok := errors.AsType[*core.TimeoutError](err); ok {
 		return failing(core.ClassTimeout, http.StatusGatewayTimeout)
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		// A connect that did not complete within the dial's own bound (Options.DialTimeout,
+		// nearer than the target's timeout) is a *core.ConnError: a connection that could not
+		// be made, not an answer that did not come in time (CONFIG.md's classes). net's error
+		// for it is a context.DeadlineExceeded when the dial's context ended it, and not one
+		// when the poller's deadline did, a race that made the class timeout or connection by
+		// turns (TestConnectWithinDialTimeout).
+		if _, ok := errors.AsType[*core.ConnError](err); !ok {
+			return failing(core.ClassTimeout, http.StatusGatewayTimeout)
+		}
 	}
 	if ue, ok := errors.AsType[*core.UnmetError](err); ok {
 		// Before StatusError, which it wraps for the client's answer: its 400 is not the

@@ -9,6 +9,8 @@
 //	  (ClassifyFor: while the request's context is live, connection 502 instead)
 //	*core.TimeoutError, DeadlineExceeded  timeout       504  retried, penalized
 //	*core.ConnError                       connection    502  retried, penalized
+//	  (a connect that did not complete within the dial's own bound wraps a DeadlineExceeded:
+//	  connection still)
 //	*core.StatusError 503 "loading"       loading       503  not retried, not penalized
 //	*core.StatusError 5xx                 server_error  its status, retried, penalized
 //	                                      (the model does not fit the upstream's memory, as

@@ -35,6 +35,8 @@ func TestClassify(t *testing.T) {
 		{"canceled", context.Canceled, Decision{Class: core.ClassClientGone, Status: 499}},
 		{"canceled inside stream error", &core.StreamError{Target: "t", Message: "read", Err: context.Canceled},
 			Decision{Class: core.ClassClientGone, Status: 499}},
+		{"deadline inside conn error", &core.ConnError{Target: "t", Err: fmt.Errorf("dial tcp: %w", context.DeadlineExceeded)},
+			retrying(core.ClassConnection, 502)},
 		{"canceled inside conn error", &core.ConnError{Target: "t", Err: fmt.Errorf("dial: %w", context.Canceled)},
 			Decision{Class: core.ClassClientGone, Status: 499}},
 		{"500", status(500, "boom", "server_error", ""), retrying(core.ClassServerError, 500)},

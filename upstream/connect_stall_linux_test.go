@@ -98,3 +98,39 @@ func TestConnectWithinTimeout(t *testing.T) {
 		})
 	}
 }
+
+// TestConnectWithinDialTimeout: with a target's timeout longer than Options.DialTimeout, a
+// connect that does not complete ends at DialTimeout as a connection error (the dialer's own
+// timeout, a connection that could not be made), not a *core.TimeoutError after the target's
+// timeout, on http:// and https:// targets alike: the dial is bounded by the nearer of the two,
+// and only the target's is reported as the target's timeout (TestConnectWithinTimeout). Its
+// class was timeout or connection by turns, as net's error came from the dial's context or from
+// the poller's deadline (before, -count=3: timeout in 4 of 6).
+func TestConnectWithinDialTimeout(t *testing.T) {
+	addr := stalledConnect(t)
+	for _, scheme := range []string{"http", "https"} {
+		t.Run(scheme, func(t *testing.T) {
+			tg := target(scheme + "://" + addr)
+			tg.Timeout = 30 * time.Second
+			s := NewSet([]*core.Target{tg}, Options{Now: fixedNow, DialTimeout: 300 * time.Millisecond})
+			t.Cleanup(s.Close)
+			ctx, cancel := context.WithTimeout(context.Background(), generous)
+			defer cancel()
+			_, err := s.Chat(ctx, tg, chatReq(false))
+			if ctx.Err() != nil {
+				t.Fatalf("the attempt did not end within %v: %v", generous, err)
+			}
+			var te *core.TimeoutError
+			if errors.As(err, &te) {
+				t.Fatalf("error %v, the target's timeout; want the dialer's, at DialTimeout", err)
+			}
+			if d := errmap.Classify(err); d.Class != core.ClassConnection {
+				t.Errorf("class %s (%v), want connection", d.Class, err)
+			}
+			var ne net.Error
+			if !errors.As(err, &ne) || !ne.Timeout() {
+				t.Errorf("error %v (%T), want the dialer's own timeout", err, err)
+			}
+		})
+	}
+}
