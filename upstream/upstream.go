@@ -288,14 +288,20 @@ func newTransport(o Options, t *core.Target) *http.Transport {
 			DisableCompression:    true,
 		}
 	}
+	var dialBound time.Duration // the dialer's own Timeout, when this function made the dialer
 	if o.DialTimeout > 0 || tr.DialContext == nil {
 		d := &net.Dialer{Timeout: o.DialTimeout, KeepAlive: 30 * time.Second}
 		if d.Timeout <= 0 {
 			d.Timeout = defaultDialTimeout
 		}
 		tr.DialContext = d.DialContext
+		dialBound = d.Timeout
 	}
-	if t.Timeout > 0 {
+	// A target's timeout longer than the dialer's own (the targets' default, 120 s, against 10 s)
+	// never ends a connect first: the dialer's Timeout alone bounds it. The context and timer
+	// dialWithin would put around it were seven allocations on every new upstream connection,
+	// for nothing (TestDialTimeoutsAlloc).
+	if t.Timeout > 0 && (dialBound == 0 || t.Timeout <= dialBound) {
 		tr.DialContext = dialWithin(tr.DialContext, t.Timeout)
 	}
 	if !t.Privacy.MayUseProxy() {
