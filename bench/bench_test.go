@@ -450,12 +450,7 @@ func TestSlowStreamBodyIsCompared(t *testing.T) {
 		{"an error event", append(append(bytes.Clone(f.events[0]), `data: {"error":{"message":"x"}}`+"\n\n"...), f.tail...), 3},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				_, _ = io.Copy(io.Discard, r.Body)
-				w.Header().Set("Content-Type", "text/event-stream")
-				_, _ = w.Write(tc.body)
-			}))
-			defer srv.Close()
+			srv := streamServer(t, tc.body)
 			e := &environment{opts: o}
 			c := newClient(o.Streams)
 			defer c.CloseIdleConnections()
@@ -655,6 +650,17 @@ func fakeChat(t *testing.T, events, conns int) (*fakeUpstream, string, *http.Cli
 	return f, srv.URL, c
 }
 
+// streamServer answers every request with body, as an SSE stream, until the test ends.
+func streamServer(t *testing.T, body []byte) *httptest.Server {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "text/event-stream")
+		_, _ = w.Write(body)
+	}))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
 // TestBurstCPU: a burst reads its proxy's CPU three times, at its start, when the last stream
 // has had its first event and at its end, and gives both a stream's share; a burst with a
 // failed stream, or a column without a proxy, gives none, and the report says "—" for it.
@@ -673,12 +679,7 @@ func TestBurstCPU(t *testing.T) {
 		{"no proxy", f.streamBody(), false, 0, 0, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				_, _ = io.Copy(io.Discard, r.Body)
-				w.Header().Set("Content-Type", "text/event-stream")
-				_, _ = w.Write(tc.body)
-			}))
-			defer srv.Close()
+			srv := streamServer(t, tc.body)
 			c := newClient(o.Streams)
 			defer c.CloseIdleConnections()
 			ep := &endpoint{name: "gateway", url: srv.URL, body: chatBody("slow", true, 512), client: c}
