@@ -80,17 +80,6 @@ func Classify(err error) Decision {
 	if _, ok := errors.AsType[*core.TimeoutError](err); ok {
 		return failing(core.ClassTimeout, http.StatusGatewayTimeout)
 	}
-	if errors.Is(err, context.DeadlineExceeded) {
-		// A connect that did not complete within the dial's own bound (Options.DialTimeout,
-		// nearer than the target's timeout) is a *core.ConnError: a connection that could not
-		// be made, not an answer that did not come in time (CONFIG.md's classes). net's error
-		// for it is a context.DeadlineExceeded when the dial's context ended it, and not one
-		// when the poller's deadline did, a race that made the class timeout or connection by
-		// turns (TestConnectWithinDialTimeout).
-		if _, ok := errors.AsType[*core.ConnError](err); !ok {
-			return failing(core.ClassTimeout, http.StatusGatewayTimeout)
-		}
-	}
 	if ue, ok := errors.AsType[*core.UnmetError](err); ok {
 		// Before StatusError, which it wraps for the client's answer: its 400 is not the
 		// request's fault, only this target's.
@@ -108,6 +97,15 @@ func Classify(err error) Decision {
 	}
 	if _, ok := errors.AsType[*core.ConnError](err); ok {
 		return failing(core.ClassConnection, http.StatusBadGateway)
+	}
+	// A bare deadline after the adapter's own verdicts, not before them: a connect that did not
+	// complete within the dial's own bound (Options.DialTimeout, nearer than the target's
+	// timeout) is a *core.ConnError, a connection that could not be made (CONFIG.md's classes),
+	// whose inner error is a context.DeadlineExceeded when the dial's context ended it and not
+	// one when the poller's deadline did: tested first, the deadline made the class timeout or
+	// connection by turns (TestConnectWithinDialTimeout).
+	if errors.Is(err, context.DeadlineExceeded) {
+		return failing(core.ClassTimeout, http.StatusGatewayTimeout)
 	}
 	if se, ok := errors.AsType[*core.StreamError](err); ok && se.Err == nil && overflowText(se.Message) {
 		// An error the upstream sent inside a stream it had answered 200 (llama-server, vLLM, a
