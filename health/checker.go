@@ -17,6 +17,7 @@ import (
 
 	"github.com/hayula/gateway/core"
 	"github.com/hayula/gateway/internal/coding"
+	"github.com/hayula/gateway/internal/keepalive"
 )
 
 // CheckError is a failed active check: no answer (Err set), or a status that is neither 2xx nor
@@ -107,7 +108,7 @@ func NewChecker(tr *Tracker, targets []*core.Target, o CheckerOptions) *Checker 
 		c.client = &http.Client{
 			Transport: &http.Transport{Proxy: publicOnly(o.Proxy), MaxIdleConnsPerHost: 1,
 				IdleConnTimeout: 2 * time.Minute, DisableCompression: true,
-				DialContext:         (&net.Dialer{Timeout: bound, KeepAlive: 30 * time.Second}).DialContext,
+				DialContext:         keepalive.Dialer(&net.Dialer{Timeout: bound}, net.KeepAliveConfig{Idle: 30 * time.Second}),
 				TLSHandshakeTimeout: bound},
 			// A redirect is not a health answer.
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },

@@ -18,6 +18,7 @@ import (
 	"github.com/hayula/gateway/core"
 	"github.com/hayula/gateway/internal/coding"
 	"github.com/hayula/gateway/internal/jsonx"
+	"github.com/hayula/gateway/internal/keepalive"
 )
 
 // Response is an adapter's answer in OpenAI shape.
@@ -290,11 +291,12 @@ func newTransport(o Options, t *core.Target) *http.Transport {
 	}
 	var dialBound time.Duration // the dialer's own Timeout, when this function made the dialer
 	if o.DialTimeout > 0 || tr.DialContext == nil {
-		d := &net.Dialer{Timeout: o.DialTimeout, KeepAlive: 30 * time.Second}
+		d := &net.Dialer{Timeout: o.DialTimeout}
 		if d.Timeout <= 0 {
 			d.Timeout = defaultDialTimeout
 		}
-		tr.DialContext = d.DialContext
+		// Probes for a target on another machine only (TestLoopbackDialHasNoProbes).
+		tr.DialContext = keepalive.Dialer(d, net.KeepAliveConfig{Idle: 30 * time.Second})
 		dialBound = d.Timeout
 	}
 	// A target's timeout longer than the dialer's own (the targets' default, 120 s, against 10 s)

@@ -27,6 +27,7 @@ import (
 	"github.com/hayula/gateway/config/litellm"
 	"github.com/hayula/gateway/conformance"
 	"github.com/hayula/gateway/demo"
+	"github.com/hayula/gateway/internal/keepalive"
 	"github.com/hayula/gateway/internal/logbuf"
 	"github.com/hayula/gateway/internal/logfmt"
 	"github.com/hayula/gateway/lifecycle"
@@ -453,7 +454,9 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, rl *reload
 	// A reload closes the server it replaced; this closes the one serving at the end.
 	defer func() { live.Server().Close() }()
 	// Listen before starting any process, so that a taken port fails at once.
-	ln, err := net.Listen("tcp", cfg.Listen)
+	// TCP keepalive probes for clients on other machines only, with net's defaults for them
+	// (TestClientAndUpstreamOnLoopbackHaveNoProbes).
+	ln, err := keepalive.Listen(ctx, "tcp", cfg.Listen, net.KeepAliveConfig{})
 	if err != nil {
 		return err
 	}

@@ -24,8 +24,9 @@ var rules = map[string][]string{
 	"internal/swar":               {},
 	"internal/echo":               {},
 	"internal/coding":             {},
+	"internal/keepalive":          {},
 	"errmap":                      {"core", "lifecycle"}, // lifecycle is a leaf: its typed start/load errors
-	"health":                      {"core", "internal/coding"},
+	"health":                      {"core", "internal/coding", "internal/keepalive"},
 	"metrics":                     {"core", "internal/jsonx", "internal/utf8x"},
 	"autoroute":                   {"core", "internal/jsonx", "internal/utf8x"},
 	"internal/jsonx":              {"internal/utf8x"},
@@ -33,7 +34,7 @@ var rules = map[string][]string{
 	"conformance":                 {},
 	"lifecycle":                   {},
 	"lifecycle/lrusim":            {},
-	"upstream":                    {"core", "internal/jsonx", "internal/utf8x", "internal/httpwire", "internal/swar", "internal/echo", "internal/coding"},
+	"upstream":                    {"core", "internal/jsonx", "internal/utf8x", "internal/httpwire", "internal/swar", "internal/echo", "internal/coding", "internal/keepalive"},
 	"config":                      {"core", "autoroute", "lifecycle", "internal/jsonx", "internal/utf8x", "internal/tomlx", "internal/netclass"},
 	"config/litellm":              {"internal/tomlx", "internal/netclass"}, // it writes TOML text; its tests load it with config
 	"conformance/conformancetest": {},
