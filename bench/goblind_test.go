@@ -13,6 +13,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -295,5 +296,53 @@ func TestGoBlindLineWithoutSamples(t *testing.T) {
 		if strings.Contains(md, bad) {
 			t.Errorf("report prints %q for a column with no samples", bad)
 		}
+	}
+}
+
+// goblind asks for no keepalive probes on either side, as nginx does not and the gateway does
+// not on loopback: read on its listener's accepted end and its dialed end, beside an end net made
+// with its defaults, which has them (so the reading can tell).
+func TestGoBlindHasNoProbes(t *testing.T) {
+	keepalive := func(c net.Conn) int {
+		t.Helper()
+		rc, err := c.(syscall.Conn).SyscallConn()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var v int
+		var oerr error
+		if err := rc.Control(func(fd uintptr) { v, oerr = syscall.GetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_KEEPALIVE) }); err != nil || oerr != nil {
+			t.Fatal(err, oerr)
+		}
+		return v
+	}
+	ln, err := blindListen()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	plain, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer plain.Close()
+	accepted, err := ln.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer accepted.Close()
+	dialed, err := blindDial(ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dialed.Close()
+	if keepalive(plain) == 0 {
+		t.Fatal("net's own dialed end reads without SO_KEEPALIVE: the reading cannot tell")
+	}
+	if got := keepalive(accepted); got != 0 {
+		t.Errorf("goblind's accepted end has SO_KEEPALIVE %d, want 0", got)
+	}
+	if got := keepalive(dialed); got != 0 {
+		t.Errorf("goblind's dialed end has SO_KEEPALIVE %d, want 0", got)
 	}
 }
