@@ -87,7 +87,7 @@ func TestLoopbackHasNoProbes(t *testing.T) {
 }
 
 // TestApplyTurnsProbesOn: Apply leaves a peer on loopback without probes, and gives a peer off
-// it those cfg sets, net's defaults where it sets none. The peer off loopback is this machine's
+// it those cfg sets, net's defaults where it sets none (a client's idle 15 s, Listen's here). The peer off loopback is this machine's
 // own address on another interface (a connection to it never leaves the machine); the test skips
 // that half where there is none.
 func TestApplyTurnsProbesOn(t *testing.T) {
@@ -108,23 +108,29 @@ func TestApplyTurnsProbesOn(t *testing.T) {
 	if host == nil {
 		t.Skip("no non-loopback IPv4 address on this machine")
 	}
-	remote, err := net.Listen("tcp", net.JoinHostPort(host.String(), "0"))
+	remote, err := Listen(context.Background(), "tcp", net.JoinHostPort(host.String(), "0"), net.KeepAliveConfig{})
 	if err != nil {
 		t.Skipf("cannot listen on %v: %v", host, err)
 	}
 	defer remote.Close()
-	d, _ = pair(t, remote, Dialer(&net.Dialer{}, net.KeepAliveConfig{Idle: 30 * time.Second}))
-	for _, o := range []struct {
-		level, opt, want int
-		name             string
-	}{
-		{syscall.SOL_SOCKET, syscall.SO_KEEPALIVE, 1, "SO_KEEPALIVE"},
-		{syscall.IPPROTO_TCP, syscall.TCP_KEEPIDLE, 30, "TCP_KEEPIDLE"},
-		{syscall.IPPROTO_TCP, syscall.TCP_KEEPINTVL, 15, "TCP_KEEPINTVL"},
-		{syscall.IPPROTO_TCP, syscall.TCP_KEEPCNT, 9, "TCP_KEEPCNT"},
-	} {
-		if got := sockopt(t, d, o.level, o.opt); got != o.want {
-			t.Errorf("dialed to %v: %s %d, want %d", host, o.name, got, o.want)
+	d, a := pair(t, remote, Dialer(&net.Dialer{}, net.KeepAliveConfig{Idle: 30 * time.Second}))
+	for _, end := range []struct {
+		c    net.Conn
+		name string
+		idle int
+	}{{d, "the dialed end", 30}, {a, "the accepted end", 15}} {
+		for _, o := range []struct {
+			level, opt, want int
+			name             string
+		}{
+			{syscall.SOL_SOCKET, syscall.SO_KEEPALIVE, 1, "SO_KEEPALIVE"},
+			{syscall.IPPROTO_TCP, syscall.TCP_KEEPIDLE, end.idle, "TCP_KEEPIDLE"},
+			{syscall.IPPROTO_TCP, syscall.TCP_KEEPINTVL, 15, "TCP_KEEPINTVL"},
+			{syscall.IPPROTO_TCP, syscall.TCP_KEEPCNT, 9, "TCP_KEEPCNT"},
+		} {
+			if got := sockopt(t, end.c, o.level, o.opt); got != o.want {
+				t.Errorf("%s, its peer %v: %s %d, want %d", end.name, end.c.RemoteAddr(), o.name, got, o.want)
+			}
 		}
 	}
 }
