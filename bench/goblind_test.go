@@ -16,6 +16,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/hayula/gateway/internal/conntest"
 )
 
 // The framer ends a message exactly where its body ends, whichever way the body is framed and
@@ -305,16 +307,7 @@ func TestGoBlindLineWithoutSamples(t *testing.T) {
 func TestGoBlindHasNoProbes(t *testing.T) {
 	keepalive := func(c net.Conn) int {
 		t.Helper()
-		rc, err := c.(syscall.Conn).SyscallConn()
-		if err != nil {
-			t.Fatal(err)
-		}
-		var v int
-		var oerr error
-		if err := rc.Control(func(fd uintptr) { v, oerr = syscall.GetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_KEEPALIVE) }); err != nil || oerr != nil {
-			t.Fatal(err, oerr)
-		}
-		return v
+		return conntest.SockOpt(t, c, syscall.SOL_SOCKET, syscall.SO_KEEPALIVE)
 	}
 	ln, err := blindListen()
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/hayula/gateway/core"
+	"github.com/hayula/gateway/internal/conntest"
 )
 
 // TestLoopbackDialHasNoProbes: a new connection to a target on this machine, dialed as both of a
@@ -36,16 +37,7 @@ func TestLoopbackDialHasNoProbes(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer c.Close()
-		rc, err := c.(syscall.Conn).SyscallConn()
-		if err != nil {
-			t.Fatal(err)
-		}
-		var v int
-		var oerr error
-		if err := rc.Control(func(fd uintptr) { v, oerr = syscall.GetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_KEEPALIVE) }); err != nil || oerr != nil {
-			t.Fatal(err, oerr)
-		}
-		return v
+		return conntest.SockOpt(t, c, syscall.SOL_SOCKET, syscall.SO_KEEPALIVE)
 	}
 	if keepalive((&net.Dialer{}).DialContext) == 0 {
 		t.Fatal("net's own dialer reads without SO_KEEPALIVE: the reading cannot tell")

@@ -2,7 +2,8 @@
 // their writes and read deadlines, for tests that check what a server does to a socket (how many
 // writes an answer takes, which deadlines it sets), a wedged server that accepts and never
 // reads or answers (Wedged), for tests of what a client does when nothing comes, and one that
-// answers a request from its head and reads nothing more (AnswersAtOnce). Tests only.
+// answers a request from its head and reads nothing more (AnswersAtOnce), and a socket option
+// read back (SockOpt). Tests only.
 package conntest
 
 import (

@@ -1,13 +1,13 @@
 // Package keepalive owns when a TCP connection of the gateway's sends keepalive probes: only when
-// its peer is on another machine. A probe finds a peer that vanished without a word (a host
+// its peer may be on another machine. A probe finds a peer that vanished without a word (a host
 // powered off, a cable pulled) and keeps a NAT's or a firewall's mapping alive under a long
 // silent request; a peer on loopback has neither to find nor keep (its kernel, ours, closes or
-// resets the connection the moment its process goes), and the four setsockopt calls that turn
-// probes on (SO_KEEPALIVE, TCP_KEEPIDLE, TCP_KEEPINTVL, TCP_KEEPCNT) are all a new connection
-// to a local model service, or from a client on the same machine, would pay for them. So both
-// ends of the gateway ask for none at connect and accept, and turn them on after, by the peer's
-// address, which net has already read: the same four calls for a remote peer as before, none for a
-// local one, whatever name or proxy led to it.
+// resets the connection the moment its process goes), so that for a connection to a local model
+// service, or from a client on the same machine, the four setsockopt calls that turn probes on
+// (SO_KEEPALIVE, TCP_KEEPIDLE, TCP_KEEPINTVL, TCP_KEEPCNT) buy nothing. Both ends of the gateway
+// ask net for none at connect and accept, and turn them on after, by the peer's address, which
+// net has already read: the same four calls as before for a peer off loopback, none for one on
+// it, whatever name or proxy led there.
 package keepalive
 
 import (
@@ -15,11 +15,12 @@ import (
 	"net"
 )
 
-// Remote reports whether addr, a connection's peer, may be on another machine: a TCP address
-// off loopback (127.0.0.0/8, ::1, and 127.0.0.0/8 written in IPv6), or one net could not read.
+// Remote reports whether addr, a TCP connection's peer, may be on another machine: true unless
+// it is an address on loopback (127.0.0.0/8, ::1, and 127.0.0.0/8 written in IPv6). One net
+// could not read (nil, or without an IP) may be anywhere, and has probes as before.
 func Remote(addr net.Addr) bool {
 	a, ok := addr.(*net.TCPAddr)
-	return ok && !a.IP.IsLoopback()
+	return !ok || !a.IP.IsLoopback()
 }
 
 // Apply turns cfg's probes on for c when c is a TCP connection whose peer is Remote, and

@@ -6,25 +6,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
-)
 
-// sockopt reads an int socket option of c's socket.
-func sockopt(t *testing.T, c net.Conn, level, opt int) int {
-	t.Helper()
-	rc, err := c.(syscall.Conn).SyscallConn()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var v int
-	var oerr error
-	if err := rc.Control(func(fd uintptr) { v, oerr = syscall.GetsockoptInt(int(fd), level, opt) }); err != nil {
-		t.Fatal(err)
-	}
-	if oerr != nil {
-		t.Fatal(oerr)
-	}
-	return v
-}
+	"github.com/hayula/gateway/internal/conntest"
+)
 
 // pair dials ln with dial and returns both ends.
 func pair(t *testing.T, ln net.Listener, dial func(context.Context, string, string) (net.Conn, error)) (dialed, accepted net.Conn) {
@@ -64,13 +48,13 @@ func TestLoopbackHasNoProbes(t *testing.T) {
 		}
 		defer ln.Close()
 		d, a := pair(t, ln, Dialer(&net.Dialer{KeepAlive: 30 * time.Second}, net.KeepAliveConfig{Idle: 30 * time.Second}))
-		if got := sockopt(t, d, syscall.SOL_SOCKET, syscall.SO_KEEPALIVE); got != 0 {
+		if got := conntest.SockOpt(t, d, syscall.SOL_SOCKET, syscall.SO_KEEPALIVE); got != 0 {
 			t.Errorf("%s: the dialed end has SO_KEEPALIVE %d, want 0", host, got)
 		}
-		if got := sockopt(t, a, syscall.SOL_SOCKET, syscall.SO_KEEPALIVE); got != 0 {
+		if got := conntest.SockOpt(t, a, syscall.SOL_SOCKET, syscall.SO_KEEPALIVE); got != 0 {
 			t.Errorf("%s: the accepted end has SO_KEEPALIVE %d, want 0", host, got)
 		}
-		if got := sockopt(t, d, syscall.IPPROTO_TCP, syscall.TCP_NODELAY); got == 0 {
+		if got := conntest.SockOpt(t, d, syscall.IPPROTO_TCP, syscall.TCP_NODELAY); got == 0 {
 			t.Errorf("%s: the dialed end lost TCP_NODELAY", host)
 		}
 
@@ -80,7 +64,7 @@ func TestLoopbackHasNoProbes(t *testing.T) {
 		}
 		defer plain.Close()
 		d, a = pair(t, plain, (&net.Dialer{}).DialContext)
-		if sockopt(t, d, syscall.SOL_SOCKET, syscall.SO_KEEPALIVE) == 0 || sockopt(t, a, syscall.SOL_SOCKET, syscall.SO_KEEPALIVE) == 0 {
+		if conntest.SockOpt(t, d, syscall.SOL_SOCKET, syscall.SO_KEEPALIVE) == 0 || conntest.SockOpt(t, a, syscall.SOL_SOCKET, syscall.SO_KEEPALIVE) == 0 {
 			t.Errorf("%s: net's own ends read without SO_KEEPALIVE: the reading cannot tell", host)
 		}
 	}
@@ -100,7 +84,7 @@ func TestApplyTurnsProbesOn(t *testing.T) {
 	if Apply(d, net.KeepAliveConfig{Idle: 30 * time.Second}) {
 		t.Fatal("Apply turned probes on for a peer on loopback")
 	}
-	if got := sockopt(t, d, syscall.SOL_SOCKET, syscall.SO_KEEPALIVE); got != 0 {
+	if got := conntest.SockOpt(t, d, syscall.SOL_SOCKET, syscall.SO_KEEPALIVE); got != 0 {
 		t.Fatalf("SO_KEEPALIVE %d after Apply on loopback, want 0", got)
 	}
 
@@ -128,7 +112,7 @@ func TestApplyTurnsProbesOn(t *testing.T) {
 			{syscall.IPPROTO_TCP, syscall.TCP_KEEPINTVL, 15, "TCP_KEEPINTVL"},
 			{syscall.IPPROTO_TCP, syscall.TCP_KEEPCNT, 9, "TCP_KEEPCNT"},
 		} {
-			if got := sockopt(t, end.c, o.level, o.opt); got != o.want {
+			if got := conntest.SockOpt(t, end.c, o.level, o.opt); got != o.want {
 				t.Errorf("%s, its peer %v: %s %d, want %d", end.name, end.c.RemoteAddr(), o.name, got, o.want)
 			}
 		}
