@@ -16,23 +16,10 @@ import (
 // setsockopt calls a connection for a peer whose going the kernel reports at once
 // (internal/keepalive). Read against net's own dialer, which turns them on.
 func TestLoopbackDialHasNoProbes(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			defer c.Close()
-		}
-	}()
+	addr := conntest.Accepting(t, nil)
 	keepalive := func(dial func(context.Context, string, string) (net.Conn, error)) int {
 		t.Helper()
-		c, err := dial(context.Background(), "tcp", ln.Addr().String())
+		c, err := dial(context.Background(), "tcp", addr)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -42,7 +29,7 @@ func TestLoopbackDialHasNoProbes(t *testing.T) {
 	if keepalive((&net.Dialer{}).DialContext) == 0 {
 		t.Fatal("net's own dialer reads without SO_KEEPALIVE: the reading cannot tell")
 	}
-	tg := &core.Target{Name: "t", URL: "http://" + ln.Addr().String(), Timeout: 120 * time.Second}
+	tg := &core.Target{Name: "t", URL: "http://" + addr, Timeout: 120 * time.Second}
 	for _, o := range []Options{{DialTimeout: 10 * time.Second}, {}} {
 		if got := keepalive(newTransport(o, tg).DialContext); got != 0 {
 			t.Errorf("DialTimeout %v: a connection to a target on loopback has SO_KEEPALIVE %d, want 0", o.DialTimeout, got)
