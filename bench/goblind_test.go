@@ -5,6 +5,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -314,21 +315,8 @@ func TestGoBlindHasNoProbes(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ln.Close()
-	plain, err := net.Dial("tcp", ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer plain.Close()
-	accepted, err := ln.Accept()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer accepted.Close()
-	dialed, err := blindDial(ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer dialed.Close()
+	plain, accepted := conntest.Pair(t, ln, (&net.Dialer{}).DialContext)
+	dialed, _ := conntest.Pair(t, ln, func(_ context.Context, _, addr string) (net.Conn, error) { return blindDial(addr) })
 	if keepalive(plain) == 0 {
 		t.Fatal("net's own dialed end reads without SO_KEEPALIVE: the reading cannot tell")
 	}

@@ -2,12 +2,15 @@
 // their writes and read deadlines, for tests that check what a server does to a socket (how many
 // writes an answer takes, which deadlines it sets), a wedged server that accepts and never
 // reads or answers (Wedged), for tests of what a client does when nothing comes, and one that
-// answers a request from its head and reads nothing more (AnswersAtOnce), and a socket option
-// read back (SockOpt). Tests only.
+// answers a request from its head and reads nothing more (AnswersAtOnce), a connection's two
+// ends from a listener of the test's own (Pair), and a socket option read back (SockOpt).
+// Tests only.
 package conntest
 
 import (
+	"context"
 	"net"
+	"testing"
 	"time"
 )
 
@@ -47,4 +50,29 @@ func (c *conn) SetReadDeadline(t time.Time) error {
 		c.l.OnReadDeadline(t)
 	}
 	return err
+}
+
+// Pair dials ln with dial and accepts the connection on it, and returns both ends; the test's
+// cleanup closes them. For a test of what a listener or a dialer of its own does to a socket.
+func Pair(t testing.TB, ln net.Listener, dial func(ctx context.Context, network, addr string) (net.Conn, error)) (dialed, accepted net.Conn) {
+	t.Helper()
+	got := make(chan net.Conn, 1)
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			t.Error(err)
+		}
+		got <- c
+	}()
+	dialed, err := dial(context.Background(), "tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	accepted = <-got
+	if accepted == nil {
+		dialed.Close()
+		t.FailNow()
+	}
+	t.Cleanup(func() { dialed.Close(); accepted.Close() })
+	return dialed, accepted
 }

@@ -10,29 +10,6 @@ import (
 	"github.com/hayula/gateway/internal/conntest"
 )
 
-// pair dials ln with dial and returns both ends.
-func pair(t *testing.T, ln net.Listener, dial func(context.Context, string, string) (net.Conn, error)) (dialed, accepted net.Conn) {
-	t.Helper()
-	got := make(chan net.Conn, 1)
-	go func() {
-		c, err := ln.Accept()
-		if err != nil {
-			t.Error(err)
-		}
-		got <- c
-	}()
-	dialed, err := dial(context.Background(), "tcp", ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	accepted = <-got
-	if accepted == nil {
-		t.FailNow()
-	}
-	t.Cleanup(func() { dialed.Close(); accepted.Close() })
-	return dialed, accepted
-}
-
 // TestLoopbackHasNoProbes: both ends of a connection on loopback, dialed by Dialer and accepted
 // by Listen's listener, have SO_KEEPALIVE off, where net's own dialer and listener turn it on
 // (which this test reads the same way, so that it can tell).
@@ -47,7 +24,7 @@ func TestLoopbackHasNoProbes(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer ln.Close()
-		d, a := pair(t, ln, Dialer(&net.Dialer{KeepAlive: 30 * time.Second}, net.KeepAliveConfig{Idle: 30 * time.Second}))
+		d, a := conntest.Pair(t, ln, Dialer(&net.Dialer{KeepAlive: 30 * time.Second}, net.KeepAliveConfig{Idle: 30 * time.Second}))
 		if got := conntest.SockOpt(t, d, syscall.SOL_SOCKET, syscall.SO_KEEPALIVE); got != 0 {
 			t.Errorf("%s: the dialed end has SO_KEEPALIVE %d, want 0", host, got)
 		}
@@ -63,7 +40,7 @@ func TestLoopbackHasNoProbes(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer plain.Close()
-		d, a = pair(t, plain, (&net.Dialer{}).DialContext)
+		d, a = conntest.Pair(t, plain, (&net.Dialer{}).DialContext)
 		if conntest.SockOpt(t, d, syscall.SOL_SOCKET, syscall.SO_KEEPALIVE) == 0 || conntest.SockOpt(t, a, syscall.SOL_SOCKET, syscall.SO_KEEPALIVE) == 0 {
 			t.Errorf("%s: net's own ends read without SO_KEEPALIVE: the reading cannot tell", host)
 		}
@@ -80,7 +57,7 @@ func TestApplyTurnsProbesOn(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ln.Close()
-	d, _ := pair(t, ln, (&net.Dialer{KeepAlive: -1}).DialContext)
+	d, _ := conntest.Pair(t, ln, (&net.Dialer{KeepAlive: -1}).DialContext)
 	if Apply(d, net.KeepAliveConfig{Idle: 30 * time.Second}) {
 		t.Fatal("Apply turned probes on for a peer on loopback")
 	}
@@ -97,7 +74,7 @@ func TestApplyTurnsProbesOn(t *testing.T) {
 		t.Skipf("cannot listen on %v: %v", host, err)
 	}
 	defer remote.Close()
-	d, a := pair(t, remote, Dialer(&net.Dialer{}, net.KeepAliveConfig{Idle: 30 * time.Second}))
+	d, a := conntest.Pair(t, remote, Dialer(&net.Dialer{}, net.KeepAliveConfig{Idle: 30 * time.Second}))
 	for _, end := range []struct {
 		c    net.Conn
 		name string
