@@ -493,6 +493,16 @@ func (c *Classifier) Routes() []string { return append([]string(nil), c.routes..
 // client's choice, and a hinted request is not moved.
 func (c *Classifier) MoveOrder() []string { return append([]string(nil), c.routes[:c.moveOrder]...) }
 
+// Intents lists every intent Route and RouteMessagesFor can name: the configured intents in
+// precedence order, then IntentGeneral and IntentHint. The strings are the ones they return.
+func (c *Classifier) Intents() []string {
+	names := make([]string, 0, len(c.intents)+2)
+	for _, in := range c.intents {
+		names = append(names, in.name)
+	}
+	return append(names, IntentGeneral, IntentHint)
+}
+
 // SpecialistRoute is the route a specialist hint selects.
 func (c *Classifier) SpecialistRoute() string { return c.specialistRoute }
 

@@ -170,6 +170,30 @@ func TestRoutes(t *testing.T) {
 	}
 }
 
+// TestIntents: every intent Route can name is listed, the configured ones in precedence order,
+// then general and hint; the server builds the X-Hayula-Intent values from them once.
+func TestIntents(t *testing.T) {
+	if diff := cmp.Diff([]string{IntentSecurity, IntentReasoning, IntentGeneral, IntentHint}, newDefault(t).Intents()); diff != "" {
+		t.Errorf("default Intents (-want +got):\n%s", diff)
+	}
+	c, err := New(Rules{Default: "general-pool", SpecialistRoute: "saif-direct",
+		Intents: []IntentRule{{Name: "math", Route: "r1", Terms: []string{"integral"}}, {Name: "law", Route: "r1", Terms: []string{"statute"}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"math", "law", IntentGeneral, IntentHint}, c.Intents()); diff != "" {
+		t.Errorf("custom Intents (-want +got):\n%s", diff)
+	}
+	for _, text := range []string{"solve this integral", "read the statute", "hello there"} {
+		if _, intent := c.Route("", text, ""); !slices.Contains(c.Intents(), intent) {
+			t.Errorf("Route(%q) named intent %q, which Intents does not list", text, intent)
+		}
+	}
+	if _, intent := c.Route("", "x", "saif-direct"); intent != IntentHint || !slices.Contains(c.Intents(), intent) {
+		t.Errorf("a hinted Route named intent %q; want %q, listed", intent, IntentHint)
+	}
+}
+
 // TestMoveOrder: the routes a request moves to are the intents' in precedence order, then the
 // default, each once; the specialist route only as one of them.
 func TestMoveOrder(t *testing.T) {

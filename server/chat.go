@@ -98,7 +98,7 @@ func (s *Server) admitOp(w http.ResponseWriter, r *http.Request, op core.Op, st 
 		return nil, nil
 	}
 	if pick.intent != "" {
-		pick.setHeaders(w.Header())
+		s.setHeaders(&pick, w.Header())
 		if pick.from != nil {
 			st.movedFrom = pick.from.Name // the log line's moved_from, and reloadForbids' too
 			s.metrics.Moved(pick.from.index, rs.index)

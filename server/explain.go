@@ -199,7 +199,7 @@ func (s *Server) handleExplain(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set(hdrRoute, rs.Name)
-	pick.setHeaders(w.Header()) // as the request's answer carries them (TestAutoExplainCarriesIntent, TestAutoMoveExplain)
+	s.setHeaders(&pick, w.Header()) // as the request's answer carries them (TestAutoExplainCarriesIntent, TestAutoMoveExplain)
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	_ = enc.Encode(x)

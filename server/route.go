@@ -120,14 +120,26 @@ type autoPick struct {
 }
 
 // setHeaders says p in h: the intent, and a move.
-func (p *autoPick) setHeaders(h http.Header) {
+func (s *Server) setHeaders(p *autoPick, h http.Header) {
 	if p.intent != "" {
-		h.Set(hdrIntent, p.intent)
+		h[hdrIntent] = s.intentValue(p.intent)
 	}
 	if p.from != nil {
 		h[hdrMovedFrom] = p.from.nameValue
 		h[hdrMoveReason] = []string{p.reason}
 	}
+}
+
+// intentValue is []string{intent}, the X-Hayula-Intent header's value: one built with the
+// server for each intent the classifier names (intentValues), so that an auto request's header
+// is neither canonicalised nor allocated; a new one for an intent it does not list.
+func (s *Server) intentValue(intent string) []string {
+	for _, v := range s.intentValues {
+		if v[0] == intent {
+			return v
+		}
+	}
+	return []string{intent}
 }
 
 // autoMove is the route an auto request goes to: rs, the route its text was classified to,

@@ -102,6 +102,10 @@ type Server struct {
 	// autoOrder are the routes model "auto" may move a request to, in order
 	// (autoroute.Classifier.MoveOrder); nil without [auto].
 	autoOrder []*routeState
+	// intentValues are []string{intent} for each intent the classifier names
+	// (autoroute.Classifier.Intents), the X-Hayula-Intent header's values (intentValue); nil
+	// without [auto].
+	intentValues [][]string
 	// allServeChat: every target's adapter serves chat (upstream.Serves), so the endpoint stage
 	// drops none for it.
 	allServeChat bool
@@ -308,6 +312,9 @@ func New(o Options) (*Server, error) {
 			if rs, ok := s.routes[n]; ok { // config.Load checks that each exists
 				s.autoOrder = append(s.autoOrder, rs)
 			}
+		}
+		for _, in := range o.Config.Auto.Intents() {
+			s.intentValues = append(s.intentValues, []string{in})
 		}
 	}
 	var prev *metrics.Set
