@@ -68,7 +68,10 @@ func TestH1ExchangeAllocations(t *testing.T) {
 // collector's marking was some 10,000 instructions of a chat request through an ollama target,
 // and nearly none of one relayed to an openai target). An answer's text that the
 // chat.completion would write as it came is copied, not unquoted into a string (plainToken,
-// completionMessage's lit): ollama 12 → 10, saif 17 → 14.
+// completionMessage's lit): ollama 12 → 10, saif 17 → 14. A saif answer's usage, finish reason
+// and hayula member stay in the adapter's frame (textCompletion takes copies for encoding/json),
+// and its X-Hayula-Specialist header is the target's, built once for each specialist it lists
+// (specialistHeaders): saif 14 → 8.
 func TestTranslatedAnswerAllocations(t *testing.T) {
 	if raceEnabled {
 		t.Skip("the race detector changes allocation counts")
@@ -87,12 +90,15 @@ func TestTranslatedAnswerAllocations(t *testing.T) {
 				`"prompt_eval_duration":23456789,"eval_count":38,"eval_duration":876543210}`, 10},
 		{"saif", core.AdapterSAIF, "application/json",
 			`{"id":"saif-bench","specialist":"webapp","routed_by":"router","confidence":0.7,"text":"` + text + `",` +
-				`"finish_reason":"stop","usage":{"prompt_tokens":212,"completion_tokens":38}}`, 14},
+				`"finish_reason":"stop","usage":{"prompt_tokens":212,"completion_tokens":38}}`, 8},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			u := newRawUpstreamAnswering(t, c.ct, c.answer)
 			tg := &core.Target{Name: "alloc", Adapter: c.adapter, URL: u.url(), Model: "fake-model",
 				Timeout: 120 * time.Second, Stats: &core.Stats{}}
+			if c.adapter == core.AdapterSAIF {
+				tg.Specialists = []string{"rev_eng", "webapp", "malware"} // as config lists them by default
+			}
 			s := NewSet([]*core.Target{tg}, Options{})
 			t.Cleanup(s.Close)
 			req := clientRequest(t, benchChatBody(false))

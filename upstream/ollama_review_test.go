@@ -312,3 +312,8 @@ func readStream(t *testing.T, s Stream) ollamaAnswer {
 	}
 	return a
 }
+
+// newUsage is the usage object of an answer with the counts prompt and completion.
+func newUsage(prompt, completion int) *usageJSON {
+	return &usageJSON{PromptTokens: prompt, CompletionTokens: completion, TotalTokens: prompt + completion}
+}

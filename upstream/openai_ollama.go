@@ -196,7 +196,7 @@ func (a *openaiOllama) chat(ctx context.Context, req *core.Request) (*Response, 
 		// (TestThinkOpenCutLogprobsEmptyNotNull).
 		logprobs = &logprobsJSON{Content: []logprobJSON{}}
 	}
-	usage, n := reportedUsage(m.PromptEvalCount, m.EvalCount)
+	usage, hasUsage, n := reportedUsage(m.PromptEvalCount, m.EvalCount) // in this frame (orNil)
 	msg := completionMessage(reasoning, m.Message.Content, m.Message.contentJSON, m.Message.Thinking, calls)
 	if out.hideThinking {
 		msg.ReasoningContent = ""
@@ -204,7 +204,7 @@ func (a *openaiOllama) chat(ctx context.Context, req *core.Request) (*Response, 
 	c := completionJSON{ID: "chatcmpl-" + a.newID(), Object: "chat.completion", Created: a.created(m.CreatedAt),
 		Model:   cmpOr(m.Model, a.t.Model),
 		Choices: []choiceJSON{{Message: msg, Logprobs: logprobs, FinishReason: finish}},
-		Usage:   usage}
+		Usage:   usage.orNil(hasUsage)}
 	b := appendCompletion(xlateBuf(resp, len(msg.ReasoningContent)+len(raw)+256), &c)
 	return translatedResponse(resp, b, n, upID), nil
 }
@@ -1437,10 +1437,10 @@ func (s *ollamaStream) read() error {
 		finish = "tool_calls"
 	}
 	s.pending = append(s.pending, s.ch.finish(finish))
-	var u *usageJSON
-	u, s.usage = reportedUsage(m.PromptEvalCount, m.EvalCount)
-	if s.includeUsage && u != nil {
-		s.pending = append(s.pending, s.ch.usage(u))
+	u, ok, usage := reportedUsage(m.PromptEvalCount, m.EvalCount)
+	s.usage = usage
+	if s.includeUsage && ok {
+		s.pending = append(s.pending, s.ch.usage(&u))
 	}
 	return io.EOF
 }

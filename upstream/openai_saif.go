@@ -32,6 +32,41 @@ func setSpecialist(h http.Header, specialist string) {
 	}
 }
 
+// specialistHeader is the header of a whole answer whose router named the specialist name:
+// built once for each specialist a saif target lists (specialistHeaders) and shared, read only
+// (Response.Header), by every answer that names it, rather than a map and its value made for
+// every answer.
+type specialistHeader struct {
+	name string
+	h    http.Header
+}
+
+// specialistHeaders are the headers of names, those setSpecialist would set.
+func specialistHeaders(names []string) []specialistHeader {
+	var hs []specialistHeader
+	for _, n := range names {
+		h := http.Header{}
+		if setSpecialist(h, n); len(h) > 0 {
+			hs = append(hs, specialistHeader{name: n, h: h})
+		}
+	}
+	return hs
+}
+
+// header is a whole answer's header for the specialist the router named: a shared one for a
+// specialist the target lists, spelt as listed; a new one for any other (empty when the name
+// cannot go in a head).
+func (a *openaiSAIF) header(specialist string) http.Header {
+	for i := range a.headers {
+		if a.headers[i].name == specialist {
+			return a.headers[i].h
+		}
+	}
+	h := http.Header{}
+	setSpecialist(h, specialist)
+	return h
+}
+
 // openaiSAIF translates one OpenAI request to the SAIF protocol (CONFIG.md, "The SAIF
 // protocol"): POST {url}/v1/completions with a ChatML prompt and the specialist named by the
 // route hint, answered by one JSON object or by SSE events of text. Target.URL is the SAIF base
@@ -46,6 +81,7 @@ type openaiSAIF struct {
 	newID   func() string
 	id      string      // the gateway's request ID, sent as X-Request-Id; "" for none
 	readers *readerPool // lends a stream its SSE reader; nil: each stream its own
+	headers []specialistHeader
 }
 
 type saifRequest struct {
@@ -67,9 +103,9 @@ type saifUsage struct {
 }
 
 // reported is reportedUsage of u, which is nil when SAIF sent no usage.
-func (u *saifUsage) reported() (*usageJSON, Usage) {
+func (u *saifUsage) reported() (usageJSON, bool, Usage) {
 	if u == nil {
-		return nil, Usage{}
+		return usageJSON{}, false, Usage{}
 	}
 	return reportedUsage(u.PromptTokens, u.CompletionTokens)
 }
@@ -340,7 +376,10 @@ func (a *openaiSAIF) answer(ctx context.Context, resp *http.Response, req *core.
 	if err != nil || m.Text == nil && m.textJSON == nil {
 		return nil, &core.ProtocolError{Target: a.t.Name, Err: &NotJSONError{Body: redact(capBytes(raw, maxErrorBody), a.t.APIKey)}}
 	}
-	hy := &hayulaJSON{Specialist: m.Specialist, RoutedBy: m.RoutedBy, Confidence: m.Confidence}
+	// hy, usage and finish are values whose addresses only the chat branch takes, for
+	// appendCompletion, which keeps none of them: in this frame, not three allocations of every
+	// answer (the text completion's branch, through encoding/json, gets copies).
+	hy := hayulaJSON{Specialist: m.Specialist, RoutedBy: m.RoutedBy, Confidence: m.Confidence}
 	id := m.ID
 	if id == "" {
 		prefix := "chatcmpl-" // as OpenAI names each kind, and as stream names its chunks
@@ -349,7 +388,7 @@ func (a *openaiSAIF) answer(ctx context.Context, resp *http.Response, req *core.
 		}
 		id = prefix + a.newID()
 	}
-	usage, n := m.Usage.reported()
+	usage, hasUsage, n := m.Usage.reported()
 	created, finish := a.now().Unix(), saifFinish(m.FinishReason)
 	var b []byte
 	var text string // the answer's text, unless kept as its literal (m.textJSON)
@@ -360,8 +399,7 @@ func (a *openaiSAIF) answer(ctx context.Context, resp *http.Response, req *core.
 		if m.textJSON != nil {
 			text = literalText(m.textJSON)
 		}
-		b = mustJSON(textCompletionJSON{ID: id, Object: "text_completion", Created: created, Model: a.t.Model,
-			Choices: []textChoiceJSON{{Text: text, FinishReason: &finish}}, Usage: usage, Hayula: hy})
+		b = textCompletion(id, created, a.t.Model, text, finish, usage, hasUsage, hy)
 	} else {
 		msg := completionMessage(a.t.Reasoning, text, m.textJSON, "", nil)
 		if req.HideReasoning {
@@ -371,13 +409,20 @@ func (a *openaiSAIF) answer(ctx context.Context, resp *http.Response, req *core.
 		}
 		c := completionJSON{ID: id, Object: "chat.completion", Created: created, Model: a.t.Model,
 			Choices: []choiceJSON{{Message: msg, FinishReason: finish}},
-			Usage:   usage, Hayula: hy}
+			Usage:   usage.orNil(hasUsage), Hayula: &hy}
 		b = appendCompletion(xlateBuf(resp, len(text)+len(m.textJSON)+len(msg.ReasoningContent)+384), &c)
 	}
 	r := translatedResponse(resp, b, n, upID)
-	r.Header = http.Header{}
-	setSpecialist(r.Header, m.Specialist)
+	r.Header = a.header(m.Specialist)
 	return r, nil
+}
+
+// textCompletion is a whole text_completion of SAIF's answer. Its arguments are copies of
+// answer's, whose addresses encoding/json's interface would otherwise move to the heap for the
+// chat answers too.
+func textCompletion(id string, created int64, model, text, finish string, usage usageJSON, hasUsage bool, hy hayulaJSON) []byte {
+	return mustJSON(textCompletionJSON{ID: id, Object: "text_completion", Created: created, Model: model,
+		Choices: []textChoiceJSON{{Text: text, FinishReason: &finish}}, Usage: usage.orNil(hasUsage), Hayula: &hy})
 }
 
 func (a *openaiSAIF) stream(resp *http.Response, req *core.Request) (*Response, error) {
@@ -478,10 +523,10 @@ func (s *saifStream) read() error {
 		return nil
 	}
 	s.pending = append(s.pending, s.out.finish(saifFinish(e.FinishReason)))
-	var u *usageJSON
-	u, s.usage = e.Usage.reported()
-	if s.includeUsage && u != nil {
-		s.pending = append(s.pending, s.out.usage(u))
+	u, ok, usage := e.Usage.reported()
+	s.usage = usage
+	if s.includeUsage && ok {
+		s.pending = append(s.pending, s.out.usage(&u))
 	}
 	return io.EOF
 }

@@ -279,19 +279,17 @@ type usageJSON struct {
 	TotalTokens      int `json:"total_tokens"`
 }
 
-func newUsage(prompt, completion int) *usageJSON {
-	return &usageJSON{PromptTokens: prompt, CompletionTokens: completion, TotalTokens: prompt + completion}
-}
-
 // reportedUsage is the usage of an answer whose server sent the counts prompt and completion,
-// either nil when it left it out: the usage object the client is told and its Usage, which is
-// what metrics.Usage reads from that object. A server that left out both reported no usage:
-// the object is nil (no usage member, no usage chunk) and Reported is false, so that the
-// server charges a key's tpm the prompt's lower bound, as for an openai answer without usage,
-// rather than a fabricated 0/0. A count left out beside the other is 0 (Ollama omits a 0).
-func reportedUsage(prompt, completion *int) (*usageJSON, Usage) {
+// either nil when it left it out: the usage object the client is told (ok false when there is
+// none) and its Usage, which is what metrics.Usage reads from that object. A server that left
+// out both reported no usage: there is no object (no usage member, no usage chunk) and Reported
+// is false, so that the server charges a key's tpm the prompt's lower bound, as for an openai
+// answer without usage, rather than a fabricated 0/0. A count left out beside the other is 0
+// (Ollama omits a 0). The object is a value, so that a whole answer's, written at once
+// (appendCompletion), stays in its caller's frame rather than being allocated (orNil).
+func reportedUsage(prompt, completion *int) (u usageJSON, ok bool, n Usage) {
 	if prompt == nil && completion == nil {
-		return nil, Usage{}
+		return usageJSON{}, false, Usage{}
 	}
 	var p, c int
 	if prompt != nil {
@@ -300,7 +298,15 @@ func reportedUsage(prompt, completion *int) (*usageJSON, Usage) {
 	if completion != nil {
 		c = *completion
 	}
-	return newUsage(p, c), usageCounts(p, c)
+	return usageJSON{PromptTokens: p, CompletionTokens: c, TotalTokens: p + c}, true, usageCounts(p, c)
+}
+
+// orNil is u, or nil when there is no usage object (!ok): the envelope's Usage.
+func (u *usageJSON) orNil(ok bool) *usageJSON {
+	if !ok {
+		return nil
+	}
+	return u
 }
 
 // toolCallJSON is an OpenAI tool call; Index is set in stream deltas only.

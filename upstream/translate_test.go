@@ -7,6 +7,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -502,5 +503,36 @@ func TestSAIFUnknownSpecialistNotEchoed(t *testing.T) {
 	var se *core.StatusError
 	if !errors.As(err, &se) || se.Code != "unknown_specialist" || len(se.Message) > 500 {
 		t.Fatalf("error %v", err)
+	}
+}
+
+// TestSAIFAnswerSpecialistHeader: a whole answer's X-Hayula-Specialist is the name the router
+// gave, whether or not the target lists it; for a listed one (spelt as listed) it is the one
+// map the target built, shared read only by its answers; a name that cannot go in a head gets
+// none.
+func TestSAIFAnswerSpecialistHeader(t *testing.T) {
+	a := &openaiSAIF{t: saifTarget("http://127.0.0.1:1"), headers: specialistHeaders([]string{"webapp", "rev_eng", "bad\nname"})}
+	if len(a.headers) != 2 {
+		t.Fatalf("%d shared headers, want 2 (a name with a newline has none)", len(a.headers))
+	}
+	for _, tc := range []struct {
+		name, want string
+		shared     bool
+	}{
+		{"webapp", "webapp", true},
+		{"rev_eng", "rev_eng", true},
+		{"Webapp", "Webapp", false}, // the router's own spelling, not the list's
+		{"forensics", "forensics", false},
+		{"", "", false},
+		{"bad\nname", "", false},
+		{strings.Repeat("x", maxSpecialistHeader+1), "", false},
+	} {
+		h := a.header(tc.name)
+		if got := h.Get(HeaderSpecialist); got != tc.want {
+			t.Errorf("header(%.20q): %q, want %q", tc.name, got, tc.want)
+		}
+		if again := a.header(tc.name); (reflect.ValueOf(again).UnsafePointer() == reflect.ValueOf(h).UnsafePointer()) != tc.shared {
+			t.Errorf("header(%.20q) shared between answers: %v, want %v", tc.name, !tc.shared, tc.shared)
+		}
 	}
 }

@@ -23,7 +23,8 @@ import (
 
 // Response is an adapter's answer in OpenAI shape.
 type Response struct {
-	// Header holds extra headers for the client; may be nil.
+	// Header holds extra headers for the client; may be nil. It is read only: an adapter may
+	// share one map, and its values, between answers (a saif target's specialists').
 	Header http.Header
 	// Body is the chat.completion JSON of a non-streaming answer (Stream is nil).
 	Body []byte
@@ -57,7 +58,7 @@ type Usage struct {
 	Reported bool
 }
 
-// usageCounts is the Usage of an answer whose JSON usage is newUsage(prompt, completion) or, with
+// usageCounts is the Usage of an answer whose JSON usage has the counts prompt and completion or, with
 // completion -1, has no completion_tokens: what metrics.Usage reads from that JSON (a negative
 // count is no count, and reads as 0).
 func usageCounts(prompt, completion int) Usage {
@@ -197,8 +198,11 @@ type Set struct {
 	clients []*http.Client // by core.Target.Index
 	names   []string       // the target each client was built for
 	models  [][]byte       // each target's Model as a JSON string (jsonx.Quote), by Index
-	now     func() time.Time
-	newID   func() string
+	// specialists are a saif target's answer headers, one a specialist it lists, by Index
+	// (specialistHeaders).
+	specialists [][]specialistHeader
+	now         func() time.Time
+	newID       func() string
 }
 
 // NewSet builds the clients for targets. Targets are identified by Index (checked against the
@@ -210,7 +214,7 @@ func NewSet(targets []*core.Target, o Options) *Set {
 		n = max(n, t.Index+1)
 	}
 	s := &Set{clients: make([]*http.Client, n), names: make([]string, n), models: make([][]byte, n),
-		now: o.Now, newID: o.NewID}
+		specialists: make([][]specialistHeader, n), now: o.Now, newID: o.NewID}
 	if s.now == nil {
 		s.now = time.Now
 	}
@@ -220,6 +224,9 @@ func NewSet(targets []*core.Target, o Options) *Set {
 	for _, t := range targets {
 		s.names[t.Index] = t.Name
 		s.models[t.Index] = jsonx.Quote(t.Model)
+		if t.Adapter == core.AdapterSAIF {
+			s.specialists[t.Index] = specialistHeaders(t.Specialists)
+		}
 		tr := newTransport(o, t)
 		// Target.IdleTimeout: a wait for the body's next bytes that runs out fails the read
 		// with an *IdleTimeoutError and closes the connection.
@@ -410,7 +417,8 @@ func (s *Set) ChatID(ctx context.Context, t *core.Target, req *core.Request, id 
 	case core.AdapterOllama:
 		return (&openaiOllama{t: t, c: c, now: s.now, newID: s.newID, id: id, readers: &s.readers}).chat(ctx, req)
 	case core.AdapterSAIF:
-		return (&openaiSAIF{t: t, c: c, now: s.now, newID: s.newID, id: id, readers: &s.readers}).chat(ctx, req)
+		return (&openaiSAIF{t: t, c: c, now: s.now, newID: s.newID, id: id, readers: &s.readers,
+			headers: s.specialists[t.Index]}).chat(ctx, req)
 	}
 	return nil, &UnsupportedAdapterError{Target: t.Name, Adapter: t.Adapter}
 }
