@@ -90,7 +90,7 @@ func TestTranslatedAnswerAllocations(t *testing.T) {
 				`"prompt_eval_duration":23456789,"eval_count":38,"eval_duration":876543210}`, 10},
 		{"saif", core.AdapterSAIF, "application/json",
 			`{"id":"saif-bench","specialist":"webapp","routed_by":"router","confidence":0.7,"text":"` + text + `",` +
-				`"finish_reason":"stop","usage":{"prompt_tokens":212,"completion_tokens":38}}`, 8},
+				`"finish_reason":"stop","usage":{"prompt_tokens":212,"completion_tokens":38}}`, 4},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			u := newRawUpstreamAnswering(t, c.ct, c.answer)

@@ -224,6 +224,20 @@ func readString(v []byte, want bool, dst *string) bool {
 	return ok
 }
 
+// viewString is readString for a string that is used only while v's bytes are: one of ASCII
+// without an escape, as an answer's id or a specialist's name nearly always is, is a view of
+// them (no copy, no allocation); any other is unquoted as readString does.
+func viewString(v []byte, dst *string) bool {
+	if len(v) < 2 || v[0] != '"' || v[len(v)-1] != '"' {
+		return false
+	}
+	if name, plain := jsonx.PlainKey(v); plain {
+		*dst = view(name)
+		return true
+	}
+	return readString(v, true, dst)
+}
+
 // readCount reads a whole number into a new *int, as json.Unmarshal does; false for null, a
 // fraction, an exponent or a number past int64.
 func readCount(v []byte, dst **int) bool {

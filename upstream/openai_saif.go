@@ -63,7 +63,7 @@ func (a *openaiSAIF) header(specialist string) http.Header {
 		}
 	}
 	h := http.Header{}
-	setSpecialist(h, specialist)
+	setSpecialist(h, strings.Clone(specialist)) // a view of the answer's body (decodeSAIFAnswer)
 	return h
 }
 

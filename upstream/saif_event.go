@@ -141,7 +141,9 @@ func readSAIFUsage(v []byte, u **saifUsage) bool {
 // costs its strings and nothing else, where encoding/json checked the answer once and unquoted
 // its text rune by rune; any other goes to json.Unmarshal (FuzzSAIFAnswerMatchesUnmarshal).
 // literal lets the text stay the literal it came as (textJSON, Text nil) when plainToken takes
-// it, for the chat.completion to copy.
+// it, for the chat.completion to copy. The walk's id, specialist, routed_by and finish_reason
+// are views of data when written plainly (viewString), as textJSON is: valid while data is, for
+// the answer built from them, not to be kept past it.
 func decodeSAIFAnswer(data []byte, literal bool) (saifAnswer, error) {
 	var m saifAnswer
 	if readSAIFAnswer(data, literal, &m) {
@@ -160,13 +162,13 @@ func readSAIFAnswer(data []byte, literal bool, m *saifAnswer) bool {
 		ok := true
 		switch string(name) {
 		case "id":
-			ok = readString(v, true, &m.ID)
+			ok = viewString(v, &m.ID)
 		case "specialist":
-			ok = readString(v, true, &m.Specialist)
+			ok = viewString(v, &m.Specialist)
 		case "routed_by":
-			ok = readString(v, true, &m.RoutedBy)
+			ok = viewString(v, &m.RoutedBy)
 		case "finish_reason":
-			ok = readString(v, true, &m.FinishReason)
+			ok = viewString(v, &m.FinishReason)
 		case "text":
 			var s string
 			var lit []byte

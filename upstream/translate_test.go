@@ -7,8 +7,10 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"reflect"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -533,6 +535,50 @@ func TestSAIFAnswerSpecialistHeader(t *testing.T) {
 		}
 		if again := a.header(tc.name); (reflect.ValueOf(again).UnsafePointer() == reflect.ValueOf(h).UnsafePointer()) != tc.shared {
 			t.Errorf("header(%.20q) shared between answers: %v, want %v", tc.name, !tc.shared, tc.shared)
+		}
+	}
+}
+
+// TestSAIFAnswerFieldsOutliveItsBody: a whole answer's id, specialist and routed_by are read as
+// views of its body (decodeSAIFAnswer), which the connection's next answer reads into once the
+// first is released. What is kept of them (the chat.completion's bytes, the header value of a
+// specialist the target does not list) is a copy: unchanged after the next answer.
+func TestSAIFAnswerFieldsOutliveItsBody(t *testing.T) {
+	names := []string{"forensics-one", "zzzzzzzz-two!"} // of one length, unlisted
+	var n atomic.Int32
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		i := n.Add(1) - 1
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{"id":"saif-`+names[i%2]+`","specialist":"`+names[i%2]+`","routed_by":"router-`+names[i%2]+
+			`","text":"hello","finish_reason":"stop"}`)
+	}))
+	t.Cleanup(up.Close)
+	tg := saifTarget(up.URL)
+	s := NewSet([]*core.Target{tg}, Options{})
+	t.Cleanup(s.Close)
+	req := clientRequest(t, []byte(`{"model":"saif","messages":[{"role":"user","content":"hi"}]}`))
+	// What the server keeps of a Response past its Release: the header's values, put in the
+	// client's header map before the answer is written and the Response released.
+	var kept [][]string
+	var bodies []string
+	for range 16 {
+		r, err := s.ChatID(context.Background(), tg, req, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		kept, bodies = append(kept, r.Header[HeaderSpecialist]), append(bodies, string(r.Body))
+		r.Release()
+	}
+	for i, vs := range kept {
+		name := names[i%2]
+		if len(vs) != 1 || vs[0] != name {
+			t.Errorf("answer %d's header %q after the answers after it, want %q", i, vs, name)
+		}
+		for _, want := range []string{`"id":"saif-` + name + `"`, `"specialist":"` + name + `"`, `"routed_by":"router-` + name + `"`} {
+			if !strings.Contains(bodies[i], want) {
+				t.Errorf("answer %d, %s, lacks %s", i, bodies[i], want)
+			}
 		}
 	}
 }
