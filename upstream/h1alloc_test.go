@@ -87,7 +87,7 @@ func TestTranslatedAnswerAllocations(t *testing.T) {
 		{"ollama", core.AdapterOllama, "application/json; charset=utf-8",
 			`{"model":"fake-model","created_at":"2025-11-30T00:00:00.000000000Z","message":{"role":"assistant","content":"` + text + `"},` +
 				`"done":true,"done_reason":"stop","total_duration":912345678,"load_duration":1234567,"prompt_eval_count":212,` +
-				`"prompt_eval_duration":23456789,"eval_count":38,"eval_duration":876543210}`, 10},
+				`"prompt_eval_duration":23456789,"eval_count":38,"eval_duration":876543210}`, 7},
 		{"saif", core.AdapterSAIF, "application/json",
 			`{"id":"saif-bench","specialist":"webapp","routed_by":"router","confidence":0.7,"text":"` + text + `",` +
 				`"finish_reason":"stop","usage":{"prompt_tokens":212,"completion_tokens":38}}`, 4},

@@ -19,13 +19,15 @@ import (
 // empty) when that is what appendJSONString writes for its text (plainToken), for the caller to
 // copy into its chunk or completion rather than unquote it and escape it again. shape is a
 // stream's (nil for a whole answer): the literals every token's line repeats are remembered in
-// it, so that the next line's need not be scanned (tokenShape).
+// it, so that the next line's need not be scanned (tokenShape). A whole answer's model,
+// created_at and done_reason, used only while the answer is built, are views of line when
+// written plainly (viewString); a stream's model and created_at, which its chunks keep, copies.
 func decodeOllamaLine(line []byte, head, literal bool, shape *tokenShape, m *ollamaChatResponse) error {
 	*m = ollamaChatResponse{}
 	if readTokenLine(line, head, literal, shape, m) {
 		return nil
 	}
-	if readOllamaLine(line, head, literal, m) {
+	if readOllamaLine(line, head, literal, shape == nil, m) {
 		return nil
 	}
 	// Into a local, so that m, which a whole answer keeps on its stack, does not escape.
@@ -103,11 +105,17 @@ func readTokenLine(line []byte, head, literal bool, shape *tokenShape, m *ollama
 		return false
 	}
 	if head {
-		if m.Model, ok = jsonx.Unquote(model); !ok {
-			return false
-		}
-		if m.CreatedAt, ok = jsonx.Unquote(created); !ok {
-			return false
+		if shape == nil {
+			if !viewString(model, &m.Model) || !viewString(created, &m.CreatedAt) {
+				return false
+			}
+		} else {
+			if m.Model, ok = jsonx.Unquote(model); !ok {
+				return false
+			}
+			if m.CreatedAt, ok = jsonx.Unquote(created); !ok {
+				return false
+			}
 		}
 	}
 	if shape != nil {
@@ -145,16 +153,16 @@ func tokenText(q []byte, literal bool) (text string, lit []byte, ok bool) {
 // readOllamaLine fills m from line when line is a well-formed object whose every member it reads
 // as json.Unmarshal would; false sends the line to json.Unmarshal, whatever m holds by then.
 // literal as decodeOllamaLine's.
-func readOllamaLine(line []byte, head, literal bool, m *ollamaChatResponse) bool {
+func readOllamaLine(line []byte, head, literal, view bool, m *ollamaChatResponse) bool {
 	return jsonx.Members(line, true, func(name, v []byte) bool {
 		ok := true
 		switch string(name) {
 		case "model":
-			ok = readString(v, head, &m.Model)
+			ok = readText(v, head, view, &m.Model)
 		case "created_at":
-			ok = readString(v, head, &m.CreatedAt)
+			ok = readText(v, head, view, &m.CreatedAt)
 		case "done_reason":
-			ok = readString(v, true, &m.DoneReason)
+			ok = readText(v, true, view, &m.DoneReason)
 		case "done":
 			switch string(v) {
 			case "true":
@@ -236,6 +244,14 @@ func viewString(v []byte, dst *string) bool {
 		return true
 	}
 	return readString(v, true, dst)
+}
+
+// readText is readString, or viewString for a string wanted as a view.
+func readText(v []byte, want, view bool, dst *string) bool {
+	if want && view {
+		return viewString(v, dst)
+	}
+	return readString(v, want, dst)
 }
 
 // readCount reads a whole number into a new *int, as json.Unmarshal does; false for null, a

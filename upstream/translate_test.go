@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"reflect"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -579,6 +580,52 @@ func TestSAIFAnswerFieldsOutliveItsBody(t *testing.T) {
 			if !strings.Contains(bodies[i], want) {
 				t.Errorf("answer %d, %s, lacks %s", i, bodies[i], want)
 			}
+		}
+	}
+}
+
+// TestOllamaAnswerFieldsOutliveItsBody: a whole /api/chat answer's model, created_at and
+// done_reason are read as views of its body (decodeOllamaLine), which the connection's next
+// answer reads into once the first is released; each answer's chat.completion is its own.
+func TestOllamaAnswerFieldsOutliveItsBody(t *testing.T) {
+	models := []string{"model-one:7b", "model-two:9b"} // of one length
+	var n atomic.Int32
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		i := n.Add(1) - 1
+		w.Header().Set("Content-Type", "application/json; charset=utf-8")
+		_, _ = io.WriteString(w, `{"model":"`+models[i%2]+`","created_at":"2025-11-30T00:00:0`+strconv.Itoa(int(i%2))+`Z",`+
+			`"message":{"role":"assistant","content":"hello"},"done":true,"done_reason":"`+[]string{"stop", "length"}[i%2]+
+			`","prompt_eval_count":3,"eval_count":1}`)
+	}))
+	t.Cleanup(up.Close)
+	tg := ollamaTarget(up.URL)
+	s := NewSet([]*core.Target{tg}, Options{})
+	t.Cleanup(s.Close)
+	req := clientRequest(t, []byte(`{"model":"ol","messages":[{"role":"user","content":"hi"}]}`))
+	var bodies []string
+	for range 16 {
+		r, err := s.ChatID(context.Background(), tg, req, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		bodies = append(bodies, string(r.Body))
+		r.Release()
+	}
+	for i, b := range bodies {
+		var c struct {
+			Model   string
+			Created int64
+			Choices []struct {
+				FinishReason string `json:"finish_reason"`
+			}
+		}
+		if err := json.Unmarshal([]byte(b), &c); err != nil {
+			t.Fatalf("answer %d %s: %v", i, b, err)
+		}
+		if want := []string{"stop", "length"}[i%2]; c.Model != models[i%2] || c.Created != 1764460800+int64(i%2) ||
+			len(c.Choices) != 1 || c.Choices[0].FinishReason != want {
+			t.Errorf("answer %d: %s, want model %s, created %d, finish_reason %s", i, b, models[i%2], 1764460800+i%2, want)
 		}
 	}
 }
