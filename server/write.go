@@ -103,11 +103,14 @@ var (
 )
 
 // prebuilt reports whether k is a field the prebuilt lines write (prebuiltFields, sseLines), in
-// any case.
+// any case. A name of another length is none of them: each is ASCII without a k or an s, the
+// only letters whose Unicode case folds (K, ſ) are of another length, so EqualFold is asked
+// only of names of the same length (a saif answer's X-Hayula-Specialist shares its first nine
+// bytes with three of them, and every answer of a saif target asked all seven).
 func prebuilt(k string) bool {
 	for _, p := range [...]string{"Content-Type", "Content-Length", hdrRoute, hdrChain, hdrTarget,
 		"Cache-Control", "X-Accel-Buffering"} {
-		if strings.EqualFold(k, p) {
+		if len(k) == len(p) && strings.EqualFold(k, p) {
 			return true
 		}
 	}
