@@ -104,19 +104,8 @@ func readTokenLine(line []byte, head, literal bool, shape *tokenShape, m *ollama
 	if !ok {
 		return false
 	}
-	if head {
-		if shape == nil {
-			if !viewString(model, &m.Model) || !viewString(created, &m.CreatedAt) {
-				return false
-			}
-		} else {
-			if m.Model, ok = jsonx.Unquote(model); !ok {
-				return false
-			}
-			if m.CreatedAt, ok = jsonx.Unquote(created); !ok {
-				return false
-			}
-		}
+	if head && (!readText(model, true, shape == nil, &m.Model) || !readText(created, true, shape == nil, &m.CreatedAt)) {
+		return false
 	}
 	if shape != nil {
 		if string(model) != string(shape.model) {
