@@ -63,7 +63,11 @@ func (a *openaiSAIF) header(specialist string) http.Header {
 		}
 	}
 	h := http.Header{}
-	setSpecialist(h, strings.Clone(specialist)) // a view of the answer's body (decodeSAIFAnswer)
+	if setSpecialist(h, specialist); len(h) > 0 {
+		// A view of the answer's body (decodeSAIFAnswer): copied once it is known to go in the
+		// head, not before (an upstream's name of any length that cannot is not copied at all).
+		h[HeaderSpecialist][0] = strings.Clone(specialist)
+	}
 	return h
 }
 
