@@ -25,9 +25,9 @@ func checkRaw(t *testing.T, body []byte) {
 }
 
 // TestRawErrorAbortAgrees: rawErrorAbort says what two bytes.Contains say, on answers short and
-// long (each way of its search), with the raw words, and near misses of them (with a '#', which
-// swar.Is may take for a quote after a true one), at every place
-// within the words its long way reads: in the answer's head, after text, and in its last bytes,
+// long (text of quiet words, which IndexByte crosses), with the raw words, and near misses of
+// them (with a '#', which swar.Is may take for a quote after a true one), at every place within
+// the words it reads: in the answer's head, after text, and in its last bytes,
 // which the word loop leaves to the byte loop.
 func TestRawErrorAbortAgrees(t *testing.T) {
 	prose := strings.Repeat("An answer of plain prose, a few sentences long. ", 100)
@@ -45,16 +45,21 @@ func TestRawErrorAbortAgrees(t *testing.T) {
 			}
 		}
 	}
-	// Where the long way goes: both raw words found in its text's run of quiet words, in its
-	// dense head, and in its last bytes.
-	long := openAIAnswer(prose, `,"error":{"message":"x"},"f":"abort"`)
-	if e, a := rawErrorAbort(long); len(long) < 1024 || !e || !a {
-		t.Fatalf("rawErrorAbort of a %d-byte answer with both = %v, %v", len(long), e, a)
+	// Both raw words found after a run of quiet words, in a dense head, and in the last bytes,
+	// in an answer long and short.
+	for _, text := range []string{prose, "short"} {
+		body := openAIAnswer(text, `,"error":{"message":"x"},"f":"abort"`)
+		if e, a := rawErrorAbort(body); !e || !a {
+			t.Fatalf("rawErrorAbort of a %d-byte answer with both = %v, %v", len(body), e, a)
+		}
+	}
+	if e, a := rawErrorAbort([]byte(`"abort""error"`)); !e || !a {
+		t.Fatalf("rawErrorAbort of the two words alone = %v, %v", e, a)
 	}
 }
 
 // FuzzRawErrorAbort holds rawErrorAbort to bytes.Contains, on the input as it is and padded
-// past the length from which the long way reads it.
+// with quiet words, which IndexByte crosses, before it and after it.
 func FuzzRawErrorAbort(f *testing.F) {
 	for _, s := range []string{`{"error":1}`, `"abort"`, `{"a":"x","b":"error"}`, `""""""""error"`} {
 		f.Add([]byte(s), uint16(0))
@@ -68,13 +73,15 @@ func FuzzRawErrorAbort(f *testing.F) {
 }
 
 // BenchmarkRawErrorAbort: the two raw searches of every whole answer, on the bench's answer, on
-// one of 4 KB of prose, and on one of 4 KB of escaped JSON (a tool's or a JSON mode's text).
+// one of 4 KB of prose, and on ones of 4 KB and 300 bytes of escaped JSON (a tool's or a JSON
+// mode's text).
 func BenchmarkRawErrorAbort(b *testing.B) {
 	for _, bc := range []struct{ name, text string }{
 		{"bench", "This is a fixed answer from the benchmark's fake upstream. It is about as long as a short reply " +
 			"from a chat model, so that copying it costs what copying a real answer costs."},
 		{"prose-4KB", strings.Repeat("An answer of plain prose, a few sentences long. ", 85)},
 		{"json-4KB", strings.Repeat(`{\"name\":\"x\",\"v\":[1,2]} `, 140)},
+		{"json-300B", strings.Repeat(`{\"name\":\"x\",\"v\":[1,2]} `, 10)},
 	} {
 		body := openAIAnswer(bc.text, "")
 		b.Run(bc.name, func(b *testing.B) {
